@@ -1,0 +1,85 @@
+"""mcp_sansio: the Model Context Protocol as a sans-IO state machine.
+
+No I/O, no clock, no tasks: bytes in, events out, bytes to send. Drive it from Trio
+(:mod:`mcp_trio`), asyncio, threads or plain blocking code.
+"""
+
+from __future__ import annotations
+
+from ._config import ConnectionConfig as ConnectionConfig
+from ._config import Role as Role
+from ._connection import Connection as Connection
+from ._errors import ErrorCode as ErrorCode
+from ._errors import ErrorData as ErrorData
+from ._errors import LocalProtocolError as LocalProtocolError
+from ._errors import ProtocolError as ProtocolError
+from ._errors import RemoteProtocolError as RemoteProtocolError
+from ._events import ConnectionClosed as ConnectionClosed
+from ._events import ErrorReceived as ErrorReceived
+from ._events import Event as Event
+from ._events import HandshakeCompleted as HandshakeCompleted
+from ._events import InputRequired as InputRequired
+from ._events import InvalidMessageReceived as InvalidMessageReceived
+from ._events import NotificationReceived as NotificationReceived
+from ._events import ProgressReceived as ProgressReceived
+from ._events import RequestCancelled as RequestCancelled
+from ._events import RequestReceived as RequestReceived
+from ._events import RequestTimedOut as RequestTimedOut
+from ._events import ResponseIgnored as ResponseIgnored
+from ._events import ResultReceived as ResultReceived
+from ._events import SubscriptionNotificationReceived as SubscriptionNotificationReceived
+from ._framing import LineSplitter as LineSplitter
+from ._framing import MessageTooLarge as MessageTooLarge
+from ._framing import SSEDecoder as SSEDecoder
+from ._framing import SSEEvent as SSEEvent
+from ._framing import encode_line as encode_line
+from ._framing import encode_sse_comment as encode_sse_comment
+from ._framing import encode_sse_event as encode_sse_event
+from ._jsonrpc import RequestId as RequestId
+from ._state import LifecycleState as LifecycleState
+from ._versions import ALL_VERSIONS as ALL_VERSIONS
+from ._versions import LATEST_LEGACY_VERSION as LATEST_LEGACY_VERSION
+from ._versions import LATEST_VERSION as LATEST_VERSION
+from ._versions import LEGACY_VERSIONS as LEGACY_VERSIONS
+from ._versions import MODERN_VERSIONS as MODERN_VERSIONS
+from ._versions import Era as Era
+
+__all__ = [
+    "ALL_VERSIONS",
+    "LATEST_LEGACY_VERSION",
+    "LATEST_VERSION",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "Connection",
+    "ConnectionClosed",
+    "ConnectionConfig",
+    "Era",
+    "ErrorCode",
+    "ErrorData",
+    "ErrorReceived",
+    "Event",
+    "HandshakeCompleted",
+    "InputRequired",
+    "InvalidMessageReceived",
+    "LifecycleState",
+    "LineSplitter",
+    "LocalProtocolError",
+    "MessageTooLarge",
+    "NotificationReceived",
+    "ProgressReceived",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestCancelled",
+    "RequestId",
+    "RequestReceived",
+    "RequestTimedOut",
+    "ResponseIgnored",
+    "ResultReceived",
+    "Role",
+    "SSEDecoder",
+    "SSEEvent",
+    "SubscriptionNotificationReceived",
+    "encode_line",
+    "encode_sse_comment",
+    "encode_sse_event",
+]

@@ -1,0 +1,78 @@
+"""Configuration of a :class:`~mcp_sansio.Connection`: one frozen value, documented defaults."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any, Literal, final
+
+import attrs
+
+from ._versions import ALL_VERSIONS, REVISIONS
+
+__all__ = ["ConnectionConfig", "Role"]
+
+Role = Literal["client", "server"]
+
+
+def _default_info() -> dict[str, Any]:
+    return {"name": "mcp-sansio", "version": "0.1.0"}
+
+
+def _check_versions(_inst: object, _attr: object, value: tuple[str, ...]) -> None:
+    unknown = [v for v in value if v not in REVISIONS]
+    if unknown or not value:
+        raise ValueError(f"unknown or empty protocol versions: {unknown or value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ConnectionConfig:
+    """Everything a connection needs to know up front.
+
+    Every bound has a default; ``None`` for a timeout means "no timeout".
+    """
+
+    implementation: dict[str, Any] = attrs.field(factory=_default_info)
+    """Our ``Implementation`` object (``clientInfo`` / ``serverInfo``): name, version, ..."""
+    capabilities: dict[str, Any] = attrs.field(factory=dict)
+    """Our capabilities (``ClientCapabilities`` or ``ServerCapabilities``)."""
+    instructions: str | None = None
+    """Server only: instructions for the client's model."""
+    supported_versions: tuple[str, ...] = attrs.field(
+        default=ALL_VERSIONS, validator=_check_versions
+    )
+    """The versions we speak, in order of preference (newest first)."""
+    era: Literal["auto", "legacy", "modern"] = "auto"
+    """Client: ``auto`` probes with ``server/discover`` and falls back to
+    ``initialize``; ``legacy`` / ``modern`` pin the era. Server: which eras to serve
+    (``auto`` serves both on one channel)."""
+    request_timeout: float | None = None
+    """Seconds a request of ours may wait without any progress before it is cancelled."""
+    max_request_time: float | None = None
+    """Seconds a request of ours may take in total, progress or not."""
+    probe_timeout: float = 10.0
+    """Client, ``auto`` era: seconds to wait for ``server/discover`` before falling back."""
+    max_pending_requests: int = 10_000
+    """How many requests of ours may be in flight (a further send raises)."""
+    max_inflight_requests: int = 10_000
+    """How many of the peer's requests may await our answer (further ones get -32603)."""
+    max_batch_size: int = 1_000
+    """Largest accepted JSON-RPC batch (2025-03-26 only)."""
+    max_message_size: int = 4 * 1024 * 1024
+    """Largest message accepted on a byte stream, in bytes."""
+    max_input_rounds: int = 8
+    """Client, modern era: most input-required rounds for one request."""
+    remembered_ids: int = 1_024
+    """How many finished request ids are remembered to tell late/duplicate answers."""
+    request_state_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))
+    """Server, modern era: HMAC key that protects ``requestState`` (share it across
+    processes that serve the same clients)."""
+    request_state_ttl: float = 600.0
+    """Server, modern era: seconds an input-required ``requestState`` stays valid."""
+    cache_ttl_ms: int = 0
+    """Server, modern era: ``ttlMs`` on cacheable results."""
+    cache_scope: str = "private"
+    """Server, modern era: ``cacheScope`` on cacheable results (``"private"``: the safe
+    default; ``"public"`` lets shared caches serve the result across users)."""
+    log_level: str | None = None
+    """Client, modern era: ``logLevel`` put in every request envelope (``None``: no logs)."""

@@ -1,0 +1,245 @@
+"""Events: what the core tells its driver happened.
+
+Events are frozen values. Don't subclass them. Names are in the past tense and say
+which way data moved.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias, final
+
+import attrs
+
+from ._errors import ErrorData
+from ._jsonrpc import RequestId
+from ._versions import Era
+
+__all__ = [
+    "ConnectionClosed",
+    "ErrorReceived",
+    "Event",
+    "HandshakeCompleted",
+    "InputRequired",
+    "InvalidMessageReceived",
+    "NotificationReceived",
+    "ProgressReceived",
+    "RequestCancelled",
+    "RequestReceived",
+    "RequestTimedOut",
+    "ResponseIgnored",
+    "ResultReceived",
+    "SubscriptionNotificationReceived",
+]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RequestReceived:
+    """The peer sent a request that the application must answer exactly once.
+
+    Answer with :meth:`Connection.send_result` or :meth:`Connection.send_error` (or,
+    for a modern ``tools/call``, ``resources/read`` or ``prompts/get``,
+    :meth:`Connection.send_input_required`).
+    """
+
+    request_id: RequestId
+    """The peer's id for this request."""
+    method: str
+    """The method name."""
+    params: dict[str, Any] | None
+    """The decoded params, untouched (including ``_meta``)."""
+    era: Era
+    """The era this request is served in."""
+    protocol_version: str
+    """The protocol version this request is served under."""
+    progress_token: str | int | None = None
+    """The peer's progress token, when it asked for progress."""
+    client_capabilities: dict[str, Any] | None = None
+    """Modern era: the capabilities from this request's envelope."""
+    input_responses: dict[str, Any] | None = None
+    """Modern era: the answers to an earlier input-required result (a retry)."""
+    request_state: Any = None
+    """Modern era: the application state sealed into the earlier input-required result."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class NotificationReceived:
+    """The peer sent a notification the core does not consume itself."""
+
+    method: str
+    """The method name."""
+    params: dict[str, Any] | None
+    """The decoded params."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SubscriptionNotificationReceived:
+    """Modern era: a notification that belongs to one of our ``subscriptions/listen``."""
+
+    subscription_id: RequestId
+    """The id of the ``subscriptions/listen`` request it belongs to."""
+    method: str
+    """The method name."""
+    params: dict[str, Any] | None
+    """The decoded params."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ResultReceived:
+    """A request of ours was answered with a (complete) result."""
+
+    request_id: RequestId
+    """Our request id."""
+    method: str
+    """The method of our request."""
+    result: dict[str, Any]
+    """The result object."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ErrorReceived:
+    """A request of ours was answered with an error."""
+
+    request_id: RequestId
+    """Our request id."""
+    method: str
+    """The method of our request."""
+    error: ErrorData
+    """The error."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class InputRequired:
+    """Modern era: a request of ours came back ``resultType: "input_required"``.
+
+    Fulfil ``input_requests`` and call :meth:`Connection.retry_with_input` (a new
+    request id), or give up with :meth:`Connection.abandon_request`.
+    """
+
+    request_id: RequestId
+    """Our request id (now finished; the retry gets a new one)."""
+    method: str
+    """The method of our request."""
+    input_requests: dict[str, Any]
+    """What the server asks for, by key (each a ``{"method", "params"}`` object)."""
+    request_state: str | None
+    """The opaque state to send back with the retry."""
+    round: int
+    """How many input-required rounds this request has been through (1 for the first)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ProgressReceived:
+    """The peer reported progress on a request of ours."""
+
+    request_id: RequestId
+    """Our request id."""
+    progress: float
+    """Progress so far (increases with every notification)."""
+    total: float | None
+    """Total, when known."""
+    message: str | None
+    """A human-readable status, when given."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RequestCancelled:
+    """The peer cancelled a request it had sent us. Any answer we give is dropped."""
+
+    request_id: RequestId
+    """The peer's id of the cancelled request."""
+    reason: str | None
+    """The reason the peer gave, if any."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RequestTimedOut:
+    """A request of ours reached its deadline. The core sent ``notifications/cancelled``."""
+
+    request_id: RequestId
+    """Our request id."""
+    method: str
+    """The method of our request."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ResponseIgnored:
+    """A response arrived that answers nothing in flight; it was dropped."""
+
+    request_id: RequestId | None
+    """The id it carried (``None`` for an error with a null id)."""
+    reason: Literal["late", "duplicate", "unknown"]
+    """``late``: we had cancelled or timed out that request; ``duplicate``: it was
+    already answered; ``unknown``: we never sent it."""
+    error: ErrorData | None = None
+    """The error it carried, if it was an error response."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class InvalidMessageReceived:
+    """The peer sent something that is not a valid message. The core answered it when
+    an answer was owed; this event is for logging."""
+
+    error: ErrorData
+    """What was wrong."""
+    request_id: RequestId | None = None
+    """The request id, when one could be read."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HandshakeCompleted:
+    """The era and version are settled and the peer is known.
+
+    Client: after the ``initialize`` result (legacy) or the ``server/discover`` result
+    (modern). Server: after ``notifications/initialized`` (legacy only).
+    """
+
+    era: Era
+    """The era chosen."""
+    protocol_version: str
+    """The negotiated (legacy) or chosen (modern) protocol version."""
+    peer_capabilities: dict[str, Any]
+    """The peer's capabilities."""
+    peer_info: dict[str, Any] | None
+    """The peer's ``Implementation`` (name, version, ...)."""
+    instructions: str | None = None
+    """Client only: the server's instructions, if any."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ConnectionClosed:
+    """The input ended. Every request listed here will never be answered."""
+
+    unanswered: tuple[RequestId, ...]
+    """Our requests that were still in flight, in the order they were sent."""
+    abandoned: tuple[RequestId, ...] = ()
+    """The peer's requests we had not answered yet (their answers can no longer be sent)."""
+
+
+Event: TypeAlias = (
+    RequestReceived
+    | NotificationReceived
+    | SubscriptionNotificationReceived
+    | ResultReceived
+    | ErrorReceived
+    | InputRequired
+    | ProgressReceived
+    | RequestCancelled
+    | RequestTimedOut
+    | ResponseIgnored
+    | InvalidMessageReceived
+    | HandshakeCompleted
+    | ConnectionClosed
+)

@@ -1,0 +1,108 @@
+"""The legacy-era lifecycle, as tables.
+
+Theory of operation
+-------------------
+A legacy session is a short handshake followed by normal operation:
+
+    client                       server
+      | -- initialize -------->    |     both: IDLE -> INITIALIZING
+      | <------- result -------    |     server: INITIALIZING -> ANSWERED
+      | -- initialized ------->    |     client: INITIALIZING -> READY (on the result)
+      |                            |     server: ANSWERED -> READY (on the notification)
+
+Two rules, after h11's ``_state.py``:
+
+1. Everything that changes the lifecycle state lives in this file (the transition
+   table below). The connection asks "what does this input do here?" and gets a new
+   state or a refusal.
+2. This file does not know which role we play. Inputs are named for what happened in
+   the handshake, not for who did it; the connection maps role-specific facts onto
+   them.
+
+What each state *permits* (which methods may be sent or accepted before READY) is
+also data here, for the same reason: one place to read the pre-initialisation rules of
+``2025-11-25/basic/lifecycle.mdx``.
+
+The modern era has no lifecycle: each request stands alone (``versioning.mdx``), so it
+never touches these tables.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+
+__all__ = ["HandshakeInput", "LifecycleState", "transition"]
+
+
+class LifecycleState(enum.Enum):
+    """Where a legacy session is in its life."""
+
+    IDLE = "idle"
+    """Nothing has happened yet."""
+    INITIALIZING = "initializing"
+    """``initialize`` is in flight."""
+    ANSWERED = "answered"
+    """The ``initialize`` result is out; waiting for ``notifications/initialized``."""
+    READY = "ready"
+    """Normal operation."""
+    FAILED = "failed"
+    """The handshake failed (e.g. no common version); only closing remains."""
+    CLOSED = "closed"
+    """The input ended."""
+
+
+class HandshakeInput(enum.Enum):
+    """Things that move the lifecycle."""
+
+    INITIALIZE = "initialize"
+    """The initialize request was sent/received."""
+    ANSWER = "answer"
+    """The initialize result was sent/received."""
+    REJECT = "reject"
+    """The initialize request was refused (an error response)."""
+    CONFIRM = "confirm"
+    """``notifications/initialized`` was sent/received."""
+    FAIL = "fail"
+    """The handshake cannot complete (version we do not support)."""
+    CLOSE = "close"
+    """End of input."""
+
+
+S, H = LifecycleState, HandshakeInput
+
+_TRANSITIONS: Mapping[tuple[LifecycleState, HandshakeInput], LifecycleState] = MappingProxyType(
+    {
+        (S.IDLE, H.INITIALIZE): S.INITIALIZING,
+        (S.INITIALIZING, H.ANSWER): S.ANSWERED,
+        (S.INITIALIZING, H.REJECT): S.IDLE,
+        (S.INITIALIZING, H.FAIL): S.FAILED,
+        (S.ANSWERED, H.CONFIRM): S.READY,
+        **{(state, H.CLOSE): S.CLOSED for state in S},
+    }
+)
+
+
+def transition(state: LifecycleState, event: HandshakeInput) -> LifecycleState | None:
+    """The state after ``event`` in ``state``, or ``None`` when it is not allowed there."""
+    return _TRANSITIONS.get((state, event))
+
+
+#: Requests that may be sent/accepted in each state before READY (lifecycle.mdx:
+#: "The client SHOULD NOT send requests other than pings before the server has
+#: responded to the initialize request"; "The server SHOULD NOT send requests other
+#: than pings and logging before receiving the initialized notification").
+PRE_READY_REQUESTS: Mapping[LifecycleState, frozenset[str]] = MappingProxyType(
+    {
+        S.IDLE: frozenset({"initialize", "ping"}),
+        S.INITIALIZING: frozenset({"ping"}),
+        S.ANSWERED: frozenset({"ping"}),
+    }
+)
+
+#: Notifications a server may send before READY (logging, and progress/cancel for
+#: requests that are already in flight).
+PRE_READY_SERVER_NOTIFICATIONS = frozenset(
+    {"notifications/message", "notifications/progress", "notifications/cancelled"}
+)

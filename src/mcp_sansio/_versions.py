@@ -1,0 +1,230 @@
+"""The protocol revisions we speak, as data.
+
+Revisions are an enumerated set: a version string we do not list is unknown, whatever
+its date. Nothing here compares dates. Each :class:`Revision` says which era it belongs
+to, whether JSON-RPC batching is allowed, and which methods travel in which direction
+with which capability gate.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import final
+
+import attrs
+
+__all__ = [
+    "ALL_VERSIONS",
+    "LATEST_LEGACY_VERSION",
+    "LATEST_VERSION",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "REVISIONS",
+    "Era",
+    "Revision",
+]
+
+
+class Era(enum.Enum):
+    """How a revision establishes version and capabilities."""
+
+    #: ``initialize`` handshake, then a session (2024-11-05 ... 2025-11-25).
+    LEGACY = "legacy"
+    #: Stateless; every request carries its version and capabilities in ``_meta``.
+    MODERN = "modern"
+
+
+#: A capability path such as ``("resources", "subscribe")``: the peer must have
+#: declared ``capabilities["resources"]["subscribe"]`` (truthy).
+CapabilityPath = tuple[str, ...]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Revision:
+    """What one protocol revision allows."""
+
+    version: str
+    """The version string, e.g. ``"2025-06-18"``."""
+    era: Era
+    """Legacy (handshake) or modern (per-request envelope)."""
+    batching: bool
+    """Whether JSON-RPC batch arrays are allowed (only 2025-03-26)."""
+    client_requests: Mapping[str, CapabilityPath | None]
+    """Requests a client may send, each with the server capability it needs."""
+    server_requests: Mapping[str, CapabilityPath | None]
+    """Requests a server may send, each with the client capability it needs."""
+    client_notifications: frozenset[str]
+    """Notifications a client may send."""
+    server_notifications: Mapping[str, CapabilityPath | None]
+    """Notifications a server may send, each with the server capability that allows it."""
+
+
+def _ro(d: dict[str, CapabilityPath | None]) -> Mapping[str, CapabilityPath | None]:
+    return MappingProxyType(d)
+
+
+_BASE_CLIENT_REQUESTS: dict[str, CapabilityPath | None] = {
+    "initialize": None,
+    "ping": None,
+    "completion/complete": None,
+    "logging/setLevel": ("logging",),
+    "prompts/get": ("prompts",),
+    "prompts/list": ("prompts",),
+    "resources/list": ("resources",),
+    "resources/templates/list": ("resources",),
+    "resources/read": ("resources",),
+    "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "tools/call": ("tools",),
+    "tools/list": ("tools",),
+}
+_BASE_SERVER_REQUESTS: dict[str, CapabilityPath | None] = {
+    "ping": None,
+    "sampling/createMessage": ("sampling",),
+    "roots/list": ("roots",),
+}
+_BASE_CLIENT_NOTIFICATIONS = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+    }
+)
+_BASE_SERVER_NOTIFICATIONS: dict[str, CapabilityPath | None] = {
+    "notifications/cancelled": None,
+    "notifications/progress": None,
+    "notifications/message": ("logging",),
+    "notifications/resources/updated": ("resources", "subscribe"),
+    "notifications/resources/list_changed": ("resources", "listChanged"),
+    "notifications/tools/list_changed": ("tools", "listChanged"),
+    "notifications/prompts/list_changed": ("prompts", "listChanged"),
+}
+
+# 2025-03-26 added the `completions` server capability (2024-11-05 had none).
+_CLIENT_REQUESTS_2025 = {**_BASE_CLIENT_REQUESTS, "completion/complete": ("completions",)}
+# 2025-06-18 added elicitation.
+_SERVER_REQUESTS_2025_06 = {**_BASE_SERVER_REQUESTS, "elicitation/create": ("elicitation",)}
+# 2025-11-25 added URL elicitation completion and the experimental tasks utility.
+_TASK_METHODS: dict[str, CapabilityPath | None] = {
+    "tasks/get": ("tasks",),
+    "tasks/result": ("tasks",),
+    "tasks/list": ("tasks", "list"),
+    "tasks/cancel": ("tasks", "cancel"),
+}
+
+# The modern era: no handshake, no ping, no setLevel, no resource subscribe/unsubscribe;
+# servers never send requests (they return input-required results instead);
+# subscriptions/listen carries change notifications.
+_MODERN_CLIENT_REQUESTS: dict[str, CapabilityPath | None] = {
+    "server/discover": None,
+    "completion/complete": ("completions",),
+    "prompts/get": ("prompts",),
+    "prompts/list": ("prompts",),
+    "resources/list": ("resources",),
+    "resources/templates/list": ("resources",),
+    "resources/read": ("resources",),
+    "tools/call": ("tools",),
+    "tools/list": ("tools",),
+    "subscriptions/listen": None,
+}
+_MODERN_SERVER_NOTIFICATIONS: dict[str, CapabilityPath | None] = {
+    "notifications/progress": None,
+    "notifications/cancelled": None,
+    "notifications/message": None,
+    "notifications/subscriptions/acknowledged": None,
+    "notifications/resources/updated": ("resources", "subscribe"),
+    "notifications/resources/list_changed": ("resources", "listChanged"),
+    "notifications/tools/list_changed": ("tools", "listChanged"),
+    "notifications/prompts/list_changed": ("prompts", "listChanged"),
+}
+
+
+def _legacy(
+    version: str,
+    *,
+    batching: bool = False,
+    client_requests: dict[str, CapabilityPath | None],
+    server_requests: dict[str, CapabilityPath | None],
+    client_notifications: frozenset[str] = _BASE_CLIENT_NOTIFICATIONS,
+    server_notifications: dict[str, CapabilityPath | None] = _BASE_SERVER_NOTIFICATIONS,
+) -> Revision:
+    return Revision(
+        version=version,
+        era=Era.LEGACY,
+        batching=batching,
+        client_requests=_ro(client_requests),
+        server_requests=_ro(server_requests),
+        client_notifications=client_notifications,
+        server_notifications=_ro(server_notifications),
+    )
+
+
+REVISIONS: Mapping[str, Revision] = MappingProxyType(
+    {
+        "2024-11-05": _legacy(
+            "2024-11-05",
+            client_requests=_BASE_CLIENT_REQUESTS,
+            server_requests=_BASE_SERVER_REQUESTS,
+        ),
+        "2025-03-26": _legacy(
+            "2025-03-26",
+            batching=True,
+            client_requests=_CLIENT_REQUESTS_2025,
+            server_requests=_BASE_SERVER_REQUESTS,
+        ),
+        "2025-06-18": _legacy(
+            "2025-06-18",
+            client_requests=_CLIENT_REQUESTS_2025,
+            server_requests=_SERVER_REQUESTS_2025_06,
+        ),
+        "2025-11-25": _legacy(
+            "2025-11-25",
+            client_requests={**_CLIENT_REQUESTS_2025, **_TASK_METHODS},
+            server_requests={**_SERVER_REQUESTS_2025_06, **_TASK_METHODS},
+            client_notifications=_BASE_CLIENT_NOTIFICATIONS | {"notifications/tasks/status"},
+            server_notifications={
+                **_BASE_SERVER_NOTIFICATIONS,
+                "notifications/elicitation/complete": None,
+                "notifications/tasks/status": None,
+            },
+        ),
+        "2026-07-28": Revision(
+            version="2026-07-28",
+            era=Era.MODERN,
+            batching=False,
+            client_requests=_ro(_MODERN_CLIENT_REQUESTS),
+            server_requests=_ro({}),
+            client_notifications=frozenset({"notifications/cancelled"}),
+            server_notifications=_ro(_MODERN_SERVER_NOTIFICATIONS),
+        ),
+    }
+)
+
+#: Every version we speak, newest first (the order of preference).
+ALL_VERSIONS: tuple[str, ...] = (
+    "2026-07-28",
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+)
+LEGACY_VERSIONS: tuple[str, ...] = tuple(v for v in ALL_VERSIONS if REVISIONS[v].era is Era.LEGACY)
+MODERN_VERSIONS: tuple[str, ...] = tuple(v for v in ALL_VERSIONS if REVISIONS[v].era is Era.MODERN)
+LATEST_VERSION = ALL_VERSIONS[0]
+LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0]
+
+
+def has_capability(capabilities: Mapping[str, object], path: CapabilityPath | None) -> bool:
+    """Whether ``capabilities`` declares ``path`` (an object, or a truthy leaf)."""
+    if path is None:
+        return True
+    node: object = capabilities
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return node is not None and node is not False

@@ -1,0 +1,96 @@
+"""Helpers for driving a client and a server connection against each other, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_sansio import Connection, ConnectionConfig, Event, HandshakeCompleted
+from mcp_sansio._json import loads
+from tests.schema import validate_message
+
+SERVER_CAPS: dict[str, Any] = {
+    "tools": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+    "prompts": {"listChanged": True},
+    "logging": {},
+    "completions": {},
+}
+CLIENT_CAPS: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
+
+
+class ConnectionPair:
+    """A client and a server connection wired back to back (h11's ConnectionPair idea)."""
+
+    def __init__(
+        self,
+        client_config: ConnectionConfig | None = None,
+        server_config: ConnectionConfig | None = None,
+    ) -> None:
+        self.client = Connection(
+            "client",
+            client_config
+            or ConnectionConfig(
+                implementation={"name": "test-client", "version": "1"},
+                capabilities=CLIENT_CAPS,
+            ),
+        )
+        self.server = Connection(
+            "server",
+            server_config
+            or ConnectionConfig(
+                implementation={"name": "test-server", "version": "1"},
+                capabilities=SERVER_CAPS,
+                instructions="be nice",
+            ),
+        )
+        #: every message that went across, as decoded JSON, in order: (sender, message)
+        self.wire: list[tuple[str, Any]] = []
+        self.moved = 0
+
+    def peer(self, conn: Connection) -> Connection:
+        return self.server if conn is self.client else self.client
+
+    def deliver(self, sender: Connection, *, now: float = 0.0) -> list[Event]:
+        """Move everything ``sender`` has queued to its peer; return the peer's events."""
+        receiver = self.peer(sender)
+        events: list[Event] = []
+        payloads = sender.data_to_send()
+        self.moved += len(payloads)
+        for payload in payloads:
+            self.wire.append((sender.role, loads(payload)))
+            events.extend(receiver.receive_message(payload, now=now))
+        return events
+
+    def exchange(self, *, now: float = 0.0) -> tuple[list[Event], list[Event]]:
+        """Deliver both ways until quiet; return (client events, server events)."""
+        client_events: list[Event] = []
+        server_events: list[Event] = []
+        while True:
+            self.moved = 0
+            server_events.extend(self.deliver(self.client, now=now))
+            client_events.extend(self.deliver(self.server, now=now))
+            if not self.moved:
+                return client_events, server_events
+
+    def handshake(self) -> tuple[list[Event], list[Event]]:
+        self.client.start()
+        c, s = self.exchange()
+        assert any(isinstance(e, HandshakeCompleted) for e in c), c
+        return c, s
+
+
+def validate_wire(pair: ConnectionPair, version: str) -> int:
+    """Validate every message that crossed ``pair`` against ``version``'s schema."""
+    methods: dict[tuple[str, Any], str] = {}
+    for sender, msg in pair.wire:
+        items = msg if isinstance(msg, list) else [msg]
+        for item in items:
+            if "method" in item and "id" in item:
+                methods[(sender, item["id"])] = item["method"]
+    for sender, msg in pair.wire:
+        other = "server" if sender == "client" else "client"
+        method = None
+        if isinstance(msg, dict) and "result" in msg:
+            method = methods.get((other, msg["id"]))
+        validate_message(version, msg, method)
+    return len(pair.wire)

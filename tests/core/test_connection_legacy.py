@@ -1,0 +1,810 @@
+"""The legacy era (2024-11-05 ... 2025-11-25) through client/server pairs, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import pytest
+
+from mcp_sansio import (
+    LEGACY_VERSIONS,
+    Connection,
+    ConnectionClosed,
+    ConnectionConfig,
+    Era,
+    ErrorCode,
+    ErrorReceived,
+    HandshakeCompleted,
+    InvalidMessageReceived,
+    LifecycleState,
+    LocalProtocolError,
+    NotificationReceived,
+    ProgressReceived,
+    RequestCancelled,
+    RequestReceived,
+    RequestTimedOut,
+    ResponseIgnored,
+    ResultReceived,
+)
+from mcp_sansio._json import dumps, loads
+from tests.schema import validate_message
+
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
+
+
+T = TypeVar("T")
+
+
+def legacy_pair(version: str = "2025-11-25", **server_kw: Any) -> ConnectionPair:
+    client = ConnectionConfig(
+        implementation={"name": "c", "version": "1"},
+        capabilities=CLIENT_CAPS,
+        supported_versions=(version,),
+        era="legacy",
+    )
+    server = ConnectionConfig(
+        implementation={"name": "s", "version": "1"},
+        capabilities=server_kw.pop("capabilities", SERVER_CAPS),
+        instructions="hello",
+        **server_kw,
+    )
+    return ConnectionPair(client, server)
+
+
+def ready_pair(version: str = "2025-11-25", **server_kw: Any) -> ConnectionPair:
+    pair = legacy_pair(version, **server_kw)
+    pair.handshake()
+    return pair
+
+
+def only(events: list[Any], cls: type[T]) -> T:
+    found = [e for e in events if isinstance(e, cls)]
+    assert len(found) == 1, events
+    return found[0]
+
+
+def feed(conn: Connection, obj: Any, now: float = 0.0) -> tuple[list[Any], list[Any]]:
+    """Feed one message to ``conn``; return (events, decoded messages it sent)."""
+    events = conn.receive_message(dumps(obj), now=now)
+    return events, [loads(p) for p in conn.data_to_send()]
+
+
+# ---------------------------------------------------------------- handshake
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_handshake_each_version(version: str) -> None:
+    pair = legacy_pair(version)
+    client_events, server_events = pair.handshake()
+    done = only(client_events, HandshakeCompleted)
+    assert done.era is Era.LEGACY
+    assert done.protocol_version == version
+    assert done.peer_capabilities == SERVER_CAPS
+    assert done.peer_info == {"name": "s", "version": "1"}
+    assert done.instructions == "hello"
+    sdone = only(server_events, HandshakeCompleted)
+    assert sdone.peer_capabilities == CLIENT_CAPS
+    assert pair.client.lifecycle is LifecycleState.READY
+    assert pair.server.lifecycle is LifecycleState.READY
+    assert pair.server.protocol_version == version
+    assert [m.get("method") for _, m in pair.wire] == [
+        "initialize",
+        None,
+        "notifications/initialized",
+    ]
+    validate_wire(pair, version)
+
+
+def test_server_offers_latest_when_requested_version_unknown() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    assert out[0]["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_client_refuses_a_version_it_does_not_support() -> None:
+    client = Connection("client", ConnectionConfig(era="legacy"))
+    rid = client.start()
+    client.data_to_send()
+    events, out = feed(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "result": {"protocolVersion": "2099-01-01", "capabilities": {}, "serverInfo": {}},
+        },
+    )
+    err = only(events, ErrorReceived)
+    assert err.method == "initialize"
+    assert "2099-01-01" in err.error.message
+    assert out == []  # no notifications/initialized
+    assert client.lifecycle is LifecycleState.FAILED
+    with pytest.raises(LocalProtocolError):
+        client.send_request("tools/list")
+
+
+def test_initialize_with_bad_params_is_invalid_params_and_can_be_retried() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(server, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+    assert server.lifecycle is LifecycleState.IDLE
+    _, out = feed(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    assert out[0]["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_second_initialize_is_refused() -> None:
+    pair = ready_pair()
+    _, out = feed(
+        pair.server,
+        {
+            "jsonrpc": "2.0",
+            "id": 99,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert pair.server.protocol_version == "2025-11-25"
+
+
+def test_start_twice_or_as_server_raises() -> None:
+    pair = legacy_pair()
+    pair.client.start()
+    with pytest.raises(LocalProtocolError):
+        pair.client.start()
+    with pytest.raises(LocalProtocolError):
+        pair.server.start()
+
+
+def test_initialize_cannot_be_cancelled() -> None:
+    client = Connection("client", ConnectionConfig(era="legacy"))
+    rid = client.start()
+    with pytest.raises(LocalProtocolError):
+        client.cancel_request(rid)
+
+
+# ---------------------------------------------------------------- pre-initialisation
+
+
+def test_client_cannot_send_requests_before_ready() -> None:
+    pair = legacy_pair()
+    with pytest.raises(LocalProtocolError):
+        pair.client.send_request("tools/list")
+    pair.client.start()
+    with pytest.raises(LocalProtocolError, match="before the session is ready"):
+        pair.client.send_request("tools/list")
+    assert pair.client.send_request("ping")  # ping is allowed while initializing
+
+
+def test_server_refuses_requests_before_initialize() -> None:
+    legacy_only = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS, era="legacy"))
+    events, out = feed(legacy_only, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert only(events, InvalidMessageReceived).request_id == 1
+    dual = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(dual, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    # a dual-era server reads it as a modern request with no envelope (the ladder)
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+
+def test_ping_before_initialize_is_answered() -> None:
+    server = Connection("server", ConnectionConfig())
+    _, out = feed(server, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
+
+
+def test_server_may_ping_and_log_before_initialized_but_nothing_else() -> None:
+    pair = legacy_pair()
+    pair.client.start()
+    pair.deliver(pair.client)  # server has answered initialize; initialized not yet seen
+    assert pair.server.lifecycle is LifecycleState.ANSWERED
+    pair.server.send_request("ping")
+    assert pair.server.send_log("info", "warming up")
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_request("roots/list")
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_notification("notifications/tools/list_changed")
+
+
+# ---------------------------------------------------------------- capabilities
+
+
+def test_client_refuses_to_send_for_undeclared_server_capability() -> None:
+    pair = ready_pair(capabilities={"tools": {}})
+    before = pair.client.pending_requests()
+    with pytest.raises(LocalProtocolError, match="resources"):
+        pair.client.send_request("resources/list")
+    with pytest.raises(LocalProtocolError, match=r"resources\.subscribe"):
+        pair.client.send_request("resources/subscribe", {"uri": "x"})
+    assert pair.client.pending_requests() == before
+    assert pair.client.data_to_send() == []
+
+
+def test_server_answers_method_not_found_for_undeclared_capability() -> None:
+    pair = ready_pair(capabilities={"tools": {}})
+    _, out = feed(pair.server, {"jsonrpc": "2.0", "id": 7, "method": "prompts/list"})
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+
+
+def test_server_cannot_sample_without_client_capability() -> None:
+    client = ConnectionConfig(capabilities={}, era="legacy")
+    pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
+    pair.handshake()
+    with pytest.raises(LocalProtocolError, match="sampling"):
+        pair.server.send_request("sampling/createMessage", {"messages": [], "maxTokens": 1})
+
+
+def test_client_refuses_request_for_its_undeclared_capability() -> None:
+    client = ConnectionConfig(capabilities={}, era="legacy")
+    pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
+    pair.handshake()
+    _, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+
+
+def test_wrong_direction_methods() -> None:
+    pair = ready_pair()
+    with pytest.raises(LocalProtocolError):
+        pair.client.send_request("sampling/createMessage")
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_request("tools/list")
+    _, out = feed(pair.server, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+    _, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+
+
+def test_custom_methods_reach_the_application() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("vendor/thing", {"x": 1})
+    events = pair.deliver(pair.client)
+    req = only(events, RequestReceived)
+    assert req.method == "vendor/thing"
+    pair.server.send_error(req.request_id, ErrorCode.METHOD_NOT_FOUND, "Method not found")
+    err = only(pair.deliver(pair.server), ErrorReceived)
+    assert err.request_id == rid
+    assert err.error.code == ErrorCode.METHOD_NOT_FOUND
+
+
+# ---------------------------------------------------------------- requests and answers
+
+
+@pytest.mark.parametrize("sender", ["client", "server"])
+def test_request_result_round_trip_either_way(sender: str) -> None:
+    pair = ready_pair()
+    conn = pair.client if sender == "client" else pair.server
+    method = "tools/list" if sender == "client" else "roots/list"
+    rid = conn.send_request(method, {})
+    req = only(pair.deliver(conn), RequestReceived)
+    assert (req.method, req.era, req.protocol_version) == (method, Era.LEGACY, "2025-11-25")
+    result: dict[str, Any] = {"tools": []} if sender == "client" else {"roots": []}
+    pair.peer(conn).send_result(req.request_id, result)
+    res = only(pair.deliver(pair.peer(conn)), ResultReceived)
+    assert (res.request_id, res.method, res.result) == (rid, method, result)
+    assert conn.pending_requests() == ()
+    assert pair.peer(conn).inflight_requests() == ()
+    validate_wire(pair, "2025-11-25")
+
+
+@pytest.mark.parametrize("sender", ["client", "server"])
+def test_ping_is_answered_by_the_core(sender: str) -> None:
+    pair = ready_pair()
+    conn = pair.client if sender == "client" else pair.server
+    rid = conn.send_request("ping")
+    assert pair.deliver(conn) == []
+    assert only(pair.deliver(pair.peer(conn)), ResultReceived).request_id == rid
+
+
+def test_answering_twice_or_unknown_raises_and_changes_nothing() -> None:
+    pair = ready_pair()
+    pair.client.send_request("tools/list")
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_result(req.request_id, {"tools": []})
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_result(req.request_id, {"tools": []})
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_error(12345, -1, "x")
+    assert len(pair.server.data_to_send()) == 1
+
+
+def test_unknown_duplicate_and_late_responses_are_reported() -> None:
+    pair = ready_pair()
+    client = pair.client
+    rid = client.send_request("tools/list")
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": 999, "result": {}})
+    assert only(events, ResponseIgnored).reason == "unknown"
+    feed(client, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+    assert only(events, ResponseIgnored).reason == "duplicate"
+    rid2 = client.send_request("tools/list")
+    client.cancel_request(rid2)
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": rid2, "result": {"tools": []}})
+    assert only(events, ResponseIgnored).reason == "late"
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": None, "error": {"code": -1, "message": "x"}})
+    ignored = only(events, ResponseIgnored)
+    assert ignored.request_id is None and ignored.error is not None
+
+
+def test_remembered_ids_are_bounded() -> None:
+    pair = ready_pair()
+    client = Connection("client", ConnectionConfig(era="legacy", remembered_ids=3))
+    client.start()
+    feed(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS},
+        },
+    )
+    ids = [client.send_request("ping") for _ in range(10)]
+    for rid in ids:
+        client.cancel_request(rid)
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": ids[0], "result": {}})
+    assert only(events, ResponseIgnored).reason == "unknown"  # forgotten: over the bound
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": ids[-1], "result": {}})
+    assert only(events, ResponseIgnored).reason == "late"
+    assert pair  # the pair fixture is unused here beyond construction
+
+
+def test_duplicate_inbound_request_id_is_refused() -> None:
+    pair = ready_pair()
+    msg = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
+    events, out = feed(pair.server, msg)
+    assert isinstance(events[0], RequestReceived)
+    events, out = feed(pair.server, msg)
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert "Duplicate" in out[0]["error"]["message"]
+    pair.server.send_result(5, {"tools": []})  # the original is still answerable
+
+
+def test_pending_table_is_bounded() -> None:
+    pair = ready_pair()
+    client = Connection(
+        "client", ConnectionConfig(era="legacy", max_pending_requests=2, capabilities={})
+    )
+    client.start()
+    with pytest.raises(LocalProtocolError, match="too many"):
+        client.send_request("ping")  # initialize already occupies one slot...
+        client.send_request("ping")
+    assert pair
+
+
+def test_inflight_table_is_bounded() -> None:
+    pair = ready_pair(max_inflight_requests=2)
+    for _i in range(3):
+        pair.client.send_request("tools/list")
+    events = pair.deliver(pair.client)
+    assert len([e for e in events if isinstance(e, RequestReceived)]) == 2
+    err = only(pair.deliver(pair.server), ErrorReceived)
+    assert err.error.code == ErrorCode.INTERNAL_ERROR
+    assert "Too many" in err.error.message
+
+
+# ---------------------------------------------------------------- invalid input
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "rid"),
+    [
+        (b"{not json", ErrorCode.PARSE_ERROR, None),
+        (b'"a string"', ErrorCode.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "1.0", "id": 3, "method": "ping"}', ErrorCode.INVALID_REQUEST, 3),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', ErrorCode.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', ErrorCode.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', ErrorCode.INVALID_REQUEST, None),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": 12}', ErrorCode.INVALID_REQUEST, 4),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": [1]}', -32602, 4),
+        (b"[]", ErrorCode.INVALID_REQUEST, None),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', ErrorCode.INVALID_REQUEST, None),
+    ],
+)
+def test_invalid_input_gets_an_error_and_the_session_goes_on(
+    raw: bytes, code: int, rid: Any
+) -> None:
+    pair = ready_pair()
+    events = pair.server.receive_message(raw)
+    out = [loads(p) for p in pair.server.data_to_send()]
+    assert len(out) == 1
+    assert out[0]["error"]["code"] == code
+    assert out[0]["id"] == rid
+    assert isinstance(events[0], InvalidMessageReceived)
+    # still alive
+    pair.client.send_request("ping")
+    assert only(pair.deliver(pair.server) or pair.exchange()[0], ResultReceived)
+
+
+def test_invalid_notifications_and_responses_are_reported_not_answered() -> None:
+    pair = ready_pair()
+    for raw in (
+        b'{"jsonrpc": "2.0", "method": 5}',
+        b'{"jsonrpc": "2.0", "id": 1, "result": {}, "error": {}}',
+        b'{"jsonrpc": "2.0", "id": 1, "result": 5}',
+        b'{"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}}',
+        b'{"jsonrpc": "2.0", "id": [], "error": {"code": 1, "message": "m"}}',
+        b'{"jsonrpc": "2.0"}',
+    ):
+        events = pair.server.receive_message(raw)
+        assert isinstance(events[0], InvalidMessageReceived), raw
+        assert pair.server.data_to_send() == [], raw
+
+
+def test_oversize_message_is_refused() -> None:
+    server = Connection("server", ConnectionConfig(max_message_size=100))
+    events = server.receive_message(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"' + b" " * 100)
+    assert isinstance(events[0], InvalidMessageReceived)
+    (out,) = [loads(p) for p in server.data_to_send()]
+    assert out["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert out["id"] is None
+
+
+# ---------------------------------------------------------------- byte streams
+
+
+def test_receive_bytes_one_at_a_time_and_whole() -> None:
+    msgs = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(5)]
+    stream = b"".join(dumps(m) + b"\n" for m in msgs)
+    whole = Connection("server", ConnectionConfig())
+    whole.receive_bytes(stream)
+    bytewise = Connection("server", ConnectionConfig())
+    for i in range(len(stream)):
+        bytewise.receive_bytes(stream[i : i + 1])
+    assert whole.bytes_to_send() == bytewise.bytes_to_send()
+    assert bytewise.bytes_to_send() == b""
+
+
+def test_receive_bytes_oversize_line_resynchronises() -> None:
+    server = Connection("server", ConnectionConfig(max_message_size=64))
+    events = server.receive_bytes(
+        b"x" * 200 + b"\n" + dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + b"\n"
+    )
+    assert isinstance(events[0], InvalidMessageReceived)
+    out = [loads(line) for line in server.bytes_to_send().splitlines()]
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert out[1] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+# ---------------------------------------------------------------- cancellation
+
+
+def test_client_cancels_and_server_answer_is_dropped() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "slow"})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.client.cancel_request(rid, "user gave up")
+    cancelled = only(pair.deliver(pair.client), RequestCancelled)
+    assert (cancelled.request_id, cancelled.reason) == (req.request_id, "user gave up")
+    pair.server.send_result(req.request_id, {"content": []})  # silently dropped
+    assert pair.server.data_to_send() == []
+    assert pair.server.inflight_requests() == ()
+    validate_wire(pair, "2025-11-25")
+
+
+def test_server_cancels_its_request_to_the_client() -> None:
+    pair = ready_pair()
+    rid = pair.server.send_request("roots/list")
+    req = only(pair.deliver(pair.server), RequestReceived)
+    pair.server.cancel_request(rid)
+    assert only(pair.deliver(pair.server), RequestCancelled).request_id == req.request_id
+    pair.client.send_error(req.request_id, -32603, "late")
+    assert pair.client.data_to_send() == []
+
+
+def test_cancel_unknown_request_raises() -> None:
+    pair = ready_pair()
+    with pytest.raises(LocalProtocolError):
+        pair.client.cancel_request(42)
+
+
+def test_cancel_for_initialize_or_unknown_is_ignored_by_receiver() -> None:
+    server = Connection("server", ConnectionConfig())
+    feed(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    events, out = feed(
+        server,
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}},
+    )
+    assert events == [] and out == []
+
+
+# ---------------------------------------------------------------- progress
+
+
+def test_progress_ties_to_request_and_must_increase() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert req.progress_token == rid
+    assert pair.server.has_progress_token(req.request_id)
+    assert pair.server.send_progress(req.request_id, 1, 10, "one")
+    with pytest.raises(LocalProtocolError, match="increase"):
+        pair.server.send_progress(req.request_id, 1)
+    assert pair.server.send_progress(req.request_id, 2.5)
+    events = [e for e in pair.deliver(pair.server) if isinstance(e, ProgressReceived)]
+    assert [(e.request_id, e.progress, e.total, e.message) for e in events] == [
+        (rid, 1, 10, "one"),
+        (rid, 2.5, None, None),
+    ]
+    pair.server.send_result(req.request_id, {"content": []})
+    with pytest.raises(LocalProtocolError, match="not in flight"):
+        pair.server.send_progress(req.request_id, 3)
+    pair.deliver(pair.server)
+    # a progress notification after completion is ignored by the client
+    events, _ = feed(
+        pair.client,
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": rid, "progress": 9},
+        },
+    )
+    assert events == []
+    validate_wire(pair, "2025-11-25")
+
+
+def test_progress_without_token_sends_nothing() -> None:
+    pair = ready_pair()
+    pair.client.send_request("tools/call", {"name": "t"})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert not pair.server.send_progress(req.request_id, 1)
+    assert pair.server.data_to_send() == []
+
+
+def test_progress_params_are_not_mutated() -> None:
+    pair = ready_pair()
+    params: dict[str, Any] = {"name": "t", "_meta": {"traceparent": "00-abc"}}
+    pair.client.send_request("tools/call", params, progress=True)
+    assert params == {"name": "t", "_meta": {"traceparent": "00-abc"}}
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert req.params is not None
+    assert req.params["_meta"]["traceparent"] == "00-abc"
+
+
+# ---------------------------------------------------------------- timers
+
+
+def test_timeout_cancels_and_reports() -> None:
+    pair = ready_pair()
+    client = pair.client
+    assert client.next_deadline() is None
+    rid = client.send_request("tools/call", {"name": "t"}, now=100.0, timeout=5.0)
+    assert client.next_deadline() == 105.0
+    assert client.handle_timer(104.9) == []
+    events = client.handle_timer(105.0)
+    assert events == [RequestTimedOut(request_id=rid, method="tools/call")]
+    sent = [loads(p) for p in client.data_to_send()]
+    assert sent[-1]["method"] == "notifications/cancelled"
+    assert sent[-1]["params"] == {"requestId": rid, "reason": "timeout"}
+    assert client.next_deadline() is None
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {"content": []}})
+    assert only(events, ResponseIgnored).reason == "late"
+
+
+def test_progress_resets_timeout_up_to_the_maximum_total() -> None:
+    client_cfg = ConnectionConfig(
+        era="legacy", request_timeout=5.0, max_request_time=12.0, capabilities=CLIENT_CAPS
+    )
+    pair = ConnectionPair(client_cfg, ConnectionConfig(capabilities=SERVER_CAPS))
+    pair.handshake()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert pair.client.next_deadline() == 5.0
+    pair.server.send_progress(req.request_id, 1)
+    assert isinstance(pair.deliver(pair.server, now=4.0)[0], ProgressReceived)
+    assert pair.client.next_deadline() == 9.0
+    pair.server.send_progress(req.request_id, 2)
+    pair.deliver(pair.server, now=8.0)
+    assert pair.client.next_deadline() == 12.0  # capped by max_request_time
+    assert pair.client.handle_timer(12.0) == [RequestTimedOut(request_id=rid, method="tools/call")]
+
+
+def test_default_request_timeout_applies() -> None:
+    client = Connection("client", ConnectionConfig(era="legacy", request_timeout=3.0))
+    client.start(now=10.0)
+    assert client.next_deadline() == 13.0
+    events = client.handle_timer(13.0)
+    assert isinstance(events[0], RequestTimedOut)
+    # initialize is never cancelled on the wire
+    assert [loads(p)["method"] for p in client.data_to_send()] == ["initialize"]
+
+
+# ---------------------------------------------------------------- logging
+
+
+def test_set_level_is_handled_by_the_core_and_filters_logs() -> None:
+    pair = ready_pair()
+    assert pair.server.send_log("debug", "all levels before setLevel")
+    pair.client.send_request("logging/setLevel", {"level": "warning"})
+    c, s = pair.exchange()
+    assert s == []
+    assert isinstance(c[0], NotificationReceived)
+    assert isinstance(c[1], ResultReceived)
+    assert not pair.server.send_log("info", "filtered")
+    assert pair.server.send_log("error", {"x": 1}, logger="db")
+    note = only(pair.deliver(pair.server), NotificationReceived)
+    assert note.params == {"level": "error", "data": {"x": 1}, "logger": "db"}
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_log("loud", "x")
+    _, out = feed(
+        pair.server,
+        {"jsonrpc": "2.0", "id": 50, "method": "logging/setLevel", "params": {"level": "x"}},
+    )
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+    validate_wire(pair, "2025-11-25")
+
+
+def test_no_logs_without_logging_capability() -> None:
+    pair = ready_pair(capabilities={"tools": {}})
+    assert not pair.server.send_log("error", "x")
+
+
+# ---------------------------------------------------------------- notifications
+
+
+def test_list_changed_needs_the_capability() -> None:
+    pair = ready_pair(capabilities={"tools": {}})
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_notification("notifications/tools/list_changed")
+    pair2 = ready_pair()
+    pair2.server.send_notification("notifications/tools/list_changed")
+    assert only(pair2.deliver(pair2.server), NotificationReceived).method == (
+        "notifications/tools/list_changed"
+    )
+    pair2.client.send_notification("notifications/roots/list_changed")
+    assert only(pair2.deliver(pair2.client), NotificationReceived)
+    validate_wire(pair2, "2025-11-25")
+
+
+def test_progress_and_cancel_have_their_own_methods() -> None:
+    pair = ready_pair()
+    with pytest.raises(LocalProtocolError):
+        pair.client.send_notification("notifications/cancelled", {"requestId": 1})
+    with pytest.raises(LocalProtocolError):
+        pair.client.send_notification("notifications/progress", {})
+
+
+# ---------------------------------------------------------------- batching
+
+
+def batch_pair() -> ConnectionPair:
+    return ready_pair("2025-03-26")
+
+
+def test_batch_is_answered_as_one_array() -> None:
+    pair = batch_pair()
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"jsonrpc": "2.0", "id": 3, "method": "nope/none", "params": [1]},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "x"}},
+    ]
+    events, out = feed(pair.server, batch)
+    assert out == []  # waits for the application's answers
+    reqs = [e for e in events if isinstance(e, RequestReceived)]
+    assert [r.request_id for r in reqs] == [1, 4]
+    pair.server.send_result(1, {"tools": []})
+    assert pair.server.data_to_send() == []
+    pair.server.send_result(4, {"content": []})
+    (reply,) = [loads(p) for p in pair.server.data_to_send()]
+    assert sorted(r["id"] for r in reply) == [1, 2, 3, 4]
+    validate_wire(pair, "2025-03-26")
+    validate_message("2025-03-26", reply)
+
+
+def test_batch_of_notifications_gets_nothing_back() -> None:
+    pair = batch_pair()
+    _, out = feed(
+        pair.server,
+        [{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}] * 2,
+    )
+    assert out == []
+
+
+def test_batch_rules() -> None:
+    pair = batch_pair()
+    _, out = feed(pair.server, [])
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    _, out = feed(
+        pair.server,
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {}},
+            }
+        ],
+    )
+    assert out[0][0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert "batch" in out[0][0]["error"]["message"]
+
+
+def test_batch_size_is_bounded() -> None:
+    pair = ready_pair("2025-03-26", max_batch_size=3)
+    _, out = feed(pair.server, [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(4)])
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+
+
+def test_cancelled_request_leaves_the_batch() -> None:
+    pair = batch_pair()
+    feed(
+        pair.server,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        ],
+    )
+    feed(
+        pair.server,
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+    )
+    pair.server.send_result(1, {"tools": []})
+    (reply,) = [loads(p) for p in pair.server.data_to_send()]
+    assert [r["id"] for r in reply] == [1]
+
+
+def test_duplicate_id_within_a_batch() -> None:
+    pair = batch_pair()
+    _, _out = feed(
+        pair.server,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        ],
+    )
+    pair.server.send_result(1, {"tools": []})
+    (reply,) = [loads(p) for p in pair.server.data_to_send()]
+    assert sorted(("error" in r) for r in reply) == [False, True]
+
+
+# ---------------------------------------------------------------- close
+
+
+def test_eof_lists_unanswered_requests_and_answers_are_dropped() -> None:
+    pair = ready_pair()
+    a = pair.client.send_request("tools/list")
+    b = pair.client.send_request("tools/call", {"name": "x"})
+    pair.deliver(pair.client)
+    (closed,) = pair.client.receive_eof()
+    assert closed == ConnectionClosed(unanswered=(a, b), abandoned=())
+    assert pair.client.closed
+    assert pair.client.receive_eof() == []
+    with pytest.raises(LocalProtocolError):
+        pair.client.send_request("tools/list")
+    (sclosed,) = pair.server.receive_eof()
+    assert isinstance(sclosed, ConnectionClosed)
+    assert sorted(map(str, sclosed.abandoned)) == sorted(map(str, [a, b]))
+    pair.server.send_result(a, {"tools": []})  # dropped, no crash
+    assert pair.server.data_to_send() == []
+    assert pair.server.lifecycle is LifecycleState.CLOSED
+
+
+def test_send_failed_closes() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/list")
+    (closed,) = pair.client.send_failed()
+    assert closed == ConnectionClosed(unanswered=(rid,))
+    assert pair.client.receive_message(b"{}") == []

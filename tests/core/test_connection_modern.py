@@ -1,0 +1,551 @@
+"""The modern era (2026-07-28) and dual-era selection, through connection pairs, no I/O."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_sansio import (
+    Connection,
+    ConnectionConfig,
+    Era,
+    ErrorCode,
+    ErrorReceived,
+    HandshakeCompleted,
+    InputRequired,
+    LifecycleState,
+    LocalProtocolError,
+    NotificationReceived,
+    ProgressReceived,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+    SubscriptionNotificationReceived,
+)
+from mcp_sansio._json import dumps, loads
+
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
+
+T = TypeVar("T")
+V = "2026-07-28"
+PV = "io.modelcontextprotocol/protocolVersion"
+CC = "io.modelcontextprotocol/clientCapabilities"
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+def only(events: list[Any], cls: type[T]) -> T:
+    found = [e for e in events if isinstance(e, cls)]
+    assert len(found) == 1, events
+    return found[0]
+
+
+def modern_pair(**server_kw: Any) -> ConnectionPair:
+    pair = ConnectionPair(
+        ConnectionConfig(
+            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="modern"
+        ),
+        ConnectionConfig(
+            implementation={"name": "s", "version": "1"},
+            capabilities=server_kw.pop("capabilities", SERVER_CAPS),
+            instructions="hi",
+            **server_kw,
+        ),
+    )
+    pair.handshake()
+    return pair
+
+
+def modern_request(rid: Any, method: str, params: dict[str, Any] | None = None, **meta: Any) -> Any:
+    m = {PV: V, CC: {}, **meta}
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {**(params or {}), "_meta": m}}
+
+
+def feed(conn: Connection, obj: Any, now: float = 0.0) -> tuple[list[Any], list[Any]]:
+    events = conn.receive_message(dumps(obj), now=now)
+    return events, [loads(p) for p in conn.data_to_send()]
+
+
+# ---------------------------------------------------------------- era selection
+
+
+def test_auto_client_probes_and_stays_modern() -> None:
+    pair = ConnectionPair()
+    client_events, server_events = pair.handshake()
+    done = only(client_events, HandshakeCompleted)
+    assert (done.era, done.protocol_version) == (Era.MODERN, V)
+    assert done.peer_capabilities == SERVER_CAPS
+    assert done.instructions == "be nice"
+    assert server_events == []
+    assert pair.client.era is Era.MODERN
+    assert pair.server.lifecycle is LifecycleState.IDLE  # no session was made
+    (probe,) = [m for s, m in pair.wire if s == "client"]
+    assert probe["method"] == "server/discover"
+    validate_wire(pair, V)
+
+
+def test_auto_client_falls_back_to_initialize_with_a_legacy_server() -> None:
+    server = ConnectionConfig(capabilities=SERVER_CAPS, era="legacy")
+    pair = ConnectionPair(ConnectionConfig(capabilities=CLIENT_CAPS), server)
+    client_events, server_events = pair.handshake()
+    done = only(client_events, HandshakeCompleted)
+    assert (done.era, done.protocol_version) == (Era.LEGACY, "2025-11-25")
+    assert only(server_events, HandshakeCompleted).era is Era.LEGACY
+    methods = [m.get("method") for s, m in pair.wire if s == "client"]
+    assert methods == ["server/discover", "initialize", "notifications/initialized"]
+
+
+def test_probe_timeout_falls_back_to_initialize() -> None:
+    client = Connection("client", ConnectionConfig(probe_timeout=2.0))
+    client.start(now=0.0)
+    (probe,) = [loads(p) for p in client.data_to_send()]
+    assert client.next_deadline() == 2.0
+    assert client.handle_timer(2.0) == []
+    (init,) = [loads(p) for p in client.data_to_send()]
+    assert init["method"] == "initialize"
+    # the late discover answer is dropped
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": probe["id"], "result": {}})
+    assert events[0].reason == "late"
+
+
+@pytest.mark.parametrize(
+    ("code", "falls_back"),
+    [
+        (ErrorCode.METHOD_NOT_FOUND, True),
+        (-32000, True),
+        (ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY, False),
+    ],
+)
+def test_probe_errors(code: int, falls_back: bool) -> None:
+    client = Connection("client", ConnectionConfig())
+    rid = client.start()
+    client.data_to_send()
+    events, out = feed(
+        client, {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": "x"}}
+    )
+    if falls_back:
+        assert [m["method"] for m in out] == ["initialize"]
+        assert events == []
+    else:
+        assert out == []
+        assert only(events, ErrorReceived).method == "server/discover"
+
+
+def test_unsupported_version_on_probe_retries_with_a_common_version() -> None:
+    client = Connection("client", ConnectionConfig())
+    rid = client.start()
+    client.data_to_send()
+    _, out = feed(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "error": {
+                "code": -32022,
+                "message": "Unsupported protocol version",
+                "data": {"supported": [V, "2025-11-25"], "requested": V},
+            },
+        },
+    )
+    assert out[0]["method"] == "server/discover"
+    assert out[0]["params"]["_meta"][PV] == V
+
+
+def test_pinned_modern_never_falls_back() -> None:
+    client = Connection("client", ConnectionConfig(era="modern"))
+    rid = client.start()
+    assert client.next_deadline() is None
+    client.data_to_send()
+    events, out = feed(
+        client, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}}
+    )
+    assert out == []
+    assert only(events, ErrorReceived).error.code == -32601
+
+
+def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:
+    server = Connection("server", ConnectionConfig(era="modern"))
+    _, out = feed(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+    assert V in out[0]["error"]["message"]
+
+
+def test_one_channel_serves_both_eras() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    events, _ = feed(server, modern_request(1, "tools/list"))
+    assert only(events, RequestReceived).era is Era.MODERN
+    server.send_result(1, {"tools": []})
+    (out,) = [loads(p) for p in server.data_to_send()]
+    assert out["result"]["resultType"] == "complete"
+    feed(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    feed(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    events, _ = feed(server, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    req = only(events, RequestReceived)
+    assert (req.era, req.protocol_version) == (Era.LEGACY, "2025-06-18")
+    server.send_result(3, {"tools": []})
+    (out,) = [loads(p) for p in server.data_to_send()]
+    assert "resultType" not in out["result"]  # legacy results are not decorated
+    events, _ = feed(server, modern_request(4, "tools/list"))
+    assert only(events, RequestReceived).era is Era.MODERN
+
+
+# ---------------------------------------------------------------- envelope and ladder
+
+
+def test_client_envelope_on_every_request() -> None:
+    pair = modern_pair()
+    params = {"name": "t", "_meta": {"traceparent": "00-1-2-01", "baggage": "a=b"}}
+    pair.client.send_request("tools/call", params, log_level="info")
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert req.params is not None
+    meta = req.params["_meta"]
+    assert meta[PV] == V
+    assert meta[CC] == CLIENT_CAPS
+    assert meta["io.modelcontextprotocol/clientInfo"] == {"name": "c", "version": "1"}
+    assert meta["io.modelcontextprotocol/logLevel"] == "info"
+    assert meta["traceparent"] == "00-1-2-01" and meta["baggage"] == "a=b"
+    assert req.client_capabilities == CLIENT_CAPS
+    assert params["_meta"] == {"traceparent": "00-1-2-01", "baggage": "a=b"}  # not mutated
+
+
+@pytest.mark.parametrize(
+    ("meta", "code"),
+    [
+        ({PV: V}, ErrorCode.INVALID_PARAMS),  # no clientCapabilities
+        ({PV: 5, CC: {}}, ErrorCode.INVALID_PARAMS),
+        ({PV: V, CC: []}, ErrorCode.INVALID_PARAMS),
+        ({PV: "2030-01-01", CC: {}}, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION),
+        ({PV: "2025-11-25", CC: {}}, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION),
+    ],
+)
+def test_validation_ladder(meta: dict[str, Any], code: int) -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(
+        server, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    )
+    assert out[0]["error"]["code"] == code
+    if code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+        assert out[0]["error"]["data"]["requested"] == meta[PV]
+        assert V in out[0]["error"]["data"]["supported"]
+    from tests.schema import validate_message
+
+    validate_message(V, out[0])
+
+
+@pytest.mark.parametrize(
+    "method", ["ping", "logging/setLevel", "resources/subscribe", "initialize"]
+)
+def test_removed_methods_are_not_found(method: str) -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(server, modern_request(1, method, {"uri": "x", "level": "info"}))
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+
+
+def test_modern_capability_gating() -> None:
+    server = Connection("server", ConnectionConfig(capabilities={"tools": {}}))
+    _, out = feed(server, modern_request(1, "prompts/list"))
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+    pair = modern_pair(capabilities={"tools": {}})
+    with pytest.raises(LocalProtocolError, match="prompts"):
+        pair.client.send_request("prompts/list")
+    with pytest.raises(LocalProtocolError):
+        pair.client.send_request("ping")
+
+
+def test_discover_and_results_are_decorated() -> None:
+    pair = modern_pair(cache_ttl_ms=5000, cache_scope="public")
+    pair.client.send_request("tools/list")
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_result(req.request_id, {"tools": []})
+    res = only(pair.deliver(pair.server), ResultReceived)
+    assert res.result["resultType"] == "complete"
+    assert res.result["ttlMs"] == 5000 and res.result["cacheScope"] == "public"
+    assert res.result["_meta"]["io.modelcontextprotocol/serverInfo"] == {
+        "name": "s",
+        "version": "1",
+    }
+    pair.client.send_request("tools/call", {"name": "x", "arguments": {}})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_result(req.request_id, {"content": []})
+    res = only(pair.deliver(pair.server), ResultReceived)
+    assert "ttlMs" not in res.result
+    validate_wire(pair, V)
+
+
+def test_unknown_result_type_is_an_invalid_result() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/list")
+    events, _ = feed(pair.client, {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "weird"}})
+    assert only(events, ErrorReceived).request_id == rid
+
+
+def test_absent_result_type_means_complete() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/list")
+    events, _ = feed(pair.client, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+    assert only(events, ResultReceived).result == {"tools": []}
+
+
+# ---------------------------------------------------------------- servers never send requests
+
+
+def test_modern_server_cannot_send_requests_and_client_refuses_them() -> None:
+    pair = modern_pair()
+    with pytest.raises(LocalProtocolError, match="input-required"):
+        pair.server.send_request("roots/list")
+    _, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
+    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+
+
+# ---------------------------------------------------------------- progress, logging, cancel
+
+
+def test_progress_flows_server_to_client_only() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert req.progress_token == rid
+    assert pair.server.send_progress(req.request_id, 0.5, 1.0)
+    assert only(pair.deliver(pair.server), ProgressReceived).progress == 0.5
+    with pytest.raises(LocalProtocolError, match="server to client"):
+        pair.client.send_progress(1, 1)
+    validate_wire(pair, V)
+
+
+def test_logging_only_when_the_request_asked_and_at_or_above() -> None:
+    pair = modern_pair()
+    pair.client.send_request("tools/call", {"name": "a"})
+    quiet = only(pair.deliver(pair.client), RequestReceived)
+    assert not pair.server.send_log("emergency", "x", request_id=quiet.request_id)
+    pair.client.send_request("tools/call", {"name": "b"}, log_level="warning")
+    loud = only(pair.deliver(pair.client), RequestReceived)
+    assert not pair.server.send_log("info", "x", request_id=loud.request_id)
+    assert pair.server.send_log("error", "boom", request_id=loud.request_id)
+    assert not pair.server.send_log("error", "no request")  # no legacy session either
+    note = only(pair.deliver(pair.server), NotificationReceived)
+    assert note.method == "notifications/message"
+    validate_wire(pair, V)
+
+
+def test_cancellation_on_a_shared_channel() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.client.cancel_request(rid)
+    assert only(pair.deliver(pair.client), RequestCancelled).request_id == req.request_id
+    pair.server.send_result(req.request_id, {"content": []})
+    assert pair.server.data_to_send() == []
+    validate_wire(pair, V)
+
+
+def test_forget_request_sends_nothing() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"})
+    pair.client.data_to_send()
+    pair.client.forget_request(rid)
+    assert pair.client.data_to_send() == []
+    events, _ = feed(pair.client, {"jsonrpc": "2.0", "id": rid, "result": {"content": []}})
+    assert events[0].reason == "late"
+
+
+# ---------------------------------------------------------------- input required (MRTR)
+
+ELICIT = {
+    "confirm": {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "Sure?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        },
+    }
+}
+
+
+def test_input_required_round_trip() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/call", {"name": "delete", "arguments": {"path": "/x"}})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert req.input_responses is None
+    pair.server.send_input_required(req.request_id, ELICIT, state={"step": 1})
+    need = only(pair.deliver(pair.server), InputRequired)
+    assert need.request_id == rid and need.round == 1
+    assert need.input_requests == ELICIT and need.request_state
+    answers = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    rid2 = pair.client.retry_with_input(rid, answers)
+    assert rid2 != rid
+    retry = only(pair.deliver(pair.client), RequestReceived)
+    assert retry.input_responses == answers
+    assert retry.request_state == {"step": 1}
+    assert retry.params is not None and retry.params["arguments"] == {"path": "/x"}
+    pair.server.send_result(retry.request_id, {"content": [{"type": "text", "text": "gone"}]})
+    done = only(pair.deliver(pair.server), ResultReceived)
+    assert done.request_id == rid2
+    validate_wire(pair, V)
+
+
+def test_input_required_only_for_three_methods_and_modern() -> None:
+    pair = modern_pair()
+    pair.client.send_request("tools/list")
+    req = only(pair.deliver(pair.client), RequestReceived)
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_input_required(req.request_id, ELICIT)
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_input_required(999, ELICIT)
+    pair.server.send_result(req.request_id, {"tools": []})
+
+
+def test_input_required_needs_the_client_capability() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    feed(server, modern_request(1, "tools/call", {"name": "t"}))  # declares no elicitation
+    assert not server.send_input_required(1, ELICIT)
+    (out,) = [loads(p) for p in server.data_to_send()]
+    assert out["error"]["code"] == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert "elicitation" in out["error"]["data"]["requiredCapabilities"]
+    assert server.inflight_requests() == ()
+
+
+def test_input_rounds_are_bounded() -> None:
+    pair = ConnectionPair(
+        ConnectionConfig(era="modern", max_input_rounds=2, capabilities=CLIENT_CAPS),
+        ConnectionConfig(capabilities=SERVER_CAPS),
+    )
+    pair.handshake()
+    rid = pair.client.send_request("tools/call", {"name": "t"})
+    for _ in range(2):
+        req = only(pair.deliver(pair.client), RequestReceived)
+        pair.server.send_input_required(req.request_id, ELICIT)
+        need = only(pair.deliver(pair.server), InputRequired)
+        if need.round < 2:
+            rid = pair.client.retry_with_input(need.request_id, {})
+    with pytest.raises(LocalProtocolError, match="rounds"):
+        pair.client.retry_with_input(need.request_id, {})
+    pair.client.abandon_request(need.request_id)
+    with pytest.raises(LocalProtocolError):
+        pair.client.retry_with_input(need.request_id, {})
+
+
+def test_expired_request_state_is_refused() -> None:
+    pair = modern_pair(request_state_ttl=10.0)
+    rid = pair.client.send_request("tools/call", {"name": "t"})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_input_required(req.request_id, ELICIT, now=0.0)
+    only(pair.deliver(pair.server), InputRequired)
+    pair.client.retry_with_input(rid, {})
+    events = pair.deliver(pair.client, now=11.0)
+    assert not any(isinstance(e, RequestReceived) for e in events)
+    err = only(pair.deliver(pair.server), ErrorReceived)
+    assert err.error.code == ErrorCode.INVALID_PARAMS
+
+
+@given(st.integers(min_value=0, max_value=10_000), st.sampled_from("AQgw_-=x"))
+def test_tampered_request_state_is_always_refused(position: int, char: str) -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    params = {"name": "t", "arguments": {"a": 1}}
+    feed(server, modern_request(1, "tools/call", params, **{CC: {"elicitation": {}}}))
+    assert server.send_input_required(1, ELICIT, state={"secret": "s"})
+    (out,) = [loads(p) for p in server.data_to_send()]
+    token: str = out["result"]["requestState"]
+    i = position % len(token)
+    tampered = token[:i] + char + token[i + 1 :]
+    if tampered == token:
+        tampered = token + char
+    retry = {**params, "requestState": tampered, "inputResponses": {}}
+    events, out2 = feed(server, modern_request(2, "tools/call", retry))
+    assert not any(isinstance(e, RequestReceived) for e in events)
+    assert out2[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+    # and the same token bound to different arguments is refused too
+    other = {"name": "t", "arguments": {"a": 2}, "requestState": token, "inputResponses": {}}
+    _, out3 = feed(server, modern_request(3, "tools/call", other))
+    assert out3[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+
+# ---------------------------------------------------------------- subscriptions
+
+
+def test_subscriptions_listen_ack_tagging_and_teardown() -> None:
+    pair = modern_pair()
+    sid = pair.client.send_request(
+        "subscriptions/listen",
+        {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///a"]}},
+    )
+    assert pair.deliver(pair.client) == []  # the core owns the listen stream
+    assert pair.server.subscriptions() == (sid,)
+    ack = only(pair.deliver(pair.server), SubscriptionNotificationReceived)
+    assert ack.subscription_id == sid
+    assert ack.method == "notifications/subscriptions/acknowledged"
+    pair.server.send_notification("notifications/tools/list_changed")
+    pair.server.send_notification("notifications/prompts/list_changed")  # not asked for
+    pair.server.send_notification("notifications/resources/updated", {"uri": "file:///a"})
+    pair.server.send_notification("notifications/resources/updated", {"uri": "file:///b"})
+    events = pair.deliver(pair.server)
+    assert [
+        (e.subscription_id, e.method)
+        for e in events
+        if isinstance(e, SubscriptionNotificationReceived)
+    ] == [
+        (sid, "notifications/tools/list_changed"),
+        (sid, "notifications/resources/updated"),
+    ]
+    for _, msg in pair.wire:
+        if (
+            msg.get("method", "").startswith("notifications/")
+            and msg["method"] != "notifications/cancelled"
+        ):
+            assert msg["params"]["_meta"][SUB] == sid
+    pair.client.cancel_request(sid)
+    assert pair.deliver(pair.client) == []
+    assert pair.server.subscriptions() == ()
+    validate_wire(pair, V)
+
+
+def test_server_ends_a_subscription_gracefully() -> None:
+    pair = modern_pair()
+    sid = pair.client.send_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
+    pair.exchange()
+    pair.server.end_subscription(sid)
+    res = only(pair.deliver(pair.server), ResultReceived)
+    assert res.request_id == sid
+    with pytest.raises(LocalProtocolError):
+        pair.server.end_subscription(sid)
+    validate_wire(pair, V)
+
+
+def test_two_subscriptions_are_demultiplexed() -> None:
+    pair = modern_pair()
+    a = pair.client.send_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
+    b = pair.client.send_request(
+        "subscriptions/listen", {"notifications": {"promptsListChanged": True}}
+    )
+    pair.exchange()
+    pair.server.send_notification("notifications/prompts/list_changed")
+    ev = only(pair.deliver(pair.server), SubscriptionNotificationReceived)
+    assert ev.subscription_id == b and a != b
+
+
+def test_unsubscribed_change_with_no_session_is_a_no_op_not_an_error() -> None:
+    pair = modern_pair()
+    pair.server.send_notification("notifications/tools/list_changed")
+    assert pair.server.data_to_send() == []
