@@ -1,0 +1,66 @@
+"""The public API does not change by accident, and the core stays free of I/O."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mcp_sansio
+
+EXPECTED_SANSIO = {
+    "ALL_VERSIONS",
+    "LATEST_LEGACY_VERSION",
+    "LATEST_VERSION",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "Connection",
+    "ConnectionClosed",
+    "ConnectionConfig",
+    "Era",
+    "ErrorCode",
+    "ErrorData",
+    "ErrorReceived",
+    "Event",
+    "HandshakeCompleted",
+    "InputRequired",
+    "InvalidMessageReceived",
+    "LifecycleState",
+    "LineSplitter",
+    "LocalProtocolError",
+    "MessageTooLarge",
+    "NotificationReceived",
+    "ProgressReceived",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestCancelled",
+    "RequestId",
+    "RequestReceived",
+    "RequestTimedOut",
+    "ResponseIgnored",
+    "ResultReceived",
+    "Role",
+    "SSEDecoder",
+    "SSEEvent",
+    "SubscriptionNotificationReceived",
+    "encode_line",
+    "encode_sse_comment",
+    "encode_sse_event",
+}
+
+
+def test_sansio_all_is_what_we_decided() -> None:
+    assert set(mcp_sansio.__all__) == EXPECTED_SANSIO
+    for name in mcp_sansio.__all__:
+        assert hasattr(mcp_sansio, name), name
+
+
+def test_core_imports_no_io() -> None:
+    code = (
+        "import sys, mcp_sansio, mcp_sansio.types;"
+        "bad = [m for m in ('trio', 'asyncio', 'socket', 'h11', 'selectors', 'ssl')"
+        " if m in sys.modules]; print(','.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"mcp_sansio imported {out}"
