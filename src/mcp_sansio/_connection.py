@@ -595,7 +595,7 @@ class Connection:
             elif not sent and method not in _MODERN_REVISION.server_notifications:
                 raise LocalProtocolError(f"no session or subscription to send {method!r} to")
             return
-        if self._era is Era.LEGACY:
+        if self._era is Era.LEGACY or self._lifecycle is not LifecycleState.IDLE:
             if self._lifecycle is not LifecycleState.READY:
                 raise LocalProtocolError(f"cannot send {method!r} before the session is ready")
         elif self._era is not Era.MODERN:
@@ -1286,13 +1286,7 @@ class Connection:
         if isinstance(envelope, ErrorData):
             self._reject(rid, envelope.code, envelope.message, events, None, envelope.data)
             return
-        revision = _MODERN_REVISION
-        if method in revision.server_requests:
-            self._reject(
-                rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, None
-            )
-            return
-        path = revision.client_requests.get(method)
+        path = _MODERN_REVISION.client_requests.get(method)
         if path is not None and not has_capability(self.config.capabilities, path):
             self._reject(
                 rid,
@@ -1645,7 +1639,9 @@ class Connection:
             )
             return
         caps = result.get("capabilities")
-        info = result.get("serverInfo")
+        meta = result.get("_meta")
+        # discover.mdx: the server's Implementation travels in the result's _meta.
+        info = meta.get(_modern.SERVER_INFO_KEY) if type(meta) is dict else None
         instructions = result.get("instructions")
         self._era = Era.MODERN
         self._version = common[0]

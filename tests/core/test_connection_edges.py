@@ -1,0 +1,300 @@
+"""Edge cases of the Connection, one rule each, both roles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_sansio import (
+    Connection,
+    ConnectionConfig,
+    Era,
+    ErrorCode,
+    ErrorReceived,
+    HandshakeCompleted,
+    InvalidMessageReceived,
+    LifecycleState,
+    LocalProtocolError,
+    ProgressReceived,
+    RequestReceived,
+    SubscriptionNotificationReceived,
+)
+from mcp_sansio._json import loads
+
+from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
+from .test_connection_legacy import feed, only, ready_pair
+from .test_connection_modern import CC, modern_pair, modern_request
+
+
+def test_constructor_checks() -> None:
+    with pytest.raises(ValueError, match="role"):
+        Connection("peer")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="no supported version"):
+        Connection("client", ConnectionConfig(supported_versions=("2026-07-28",), era="legacy"))
+    with pytest.raises(ValueError, match="unknown"):
+        ConnectionConfig(supported_versions=("1999-01-01",))
+
+
+def test_introspection_after_handshake() -> None:
+    pair = ready_pair()
+    assert pair.client.peer_info == {"name": "s", "version": "1"}
+    assert pair.client.instructions == "hello"
+    assert pair.server.peer_capabilities == CLIENT_CAPS
+    pair.client.send_request("tools/list")
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert pair.server.request_era(req.request_id) is Era.LEGACY
+    assert pair.server.request_era("nope") is None
+    pair.server.send_result(req.request_id, {"tools": []})
+    ((payload, related),) = pair.server.messages_to_send()
+    assert related == req.request_id
+    assert loads(payload)["id"] == req.request_id
+
+
+def test_client_must_use_start_for_handshake_methods() -> None:
+    pair = ready_pair()
+    for method in ("initialize", "server/discover"):
+        with pytest.raises(LocalProtocolError, match="start"):
+            pair.client.send_request(method)
+
+
+def test_client_notifications_need_a_settled_era() -> None:
+    client = Connection("client", ConnectionConfig())
+    with pytest.raises(LocalProtocolError, match="era"):
+        client.send_notification("notifications/roots/list_changed")
+    legacy = Connection("client", ConnectionConfig(era="legacy"))
+    legacy.start()
+    with pytest.raises(LocalProtocolError, match="ready"):
+        legacy.send_notification("notifications/roots/list_changed")
+
+
+def test_modern_server_rejects_unknown_notification_with_no_listener() -> None:
+    pair = modern_pair()
+    with pytest.raises(LocalProtocolError, match="no session"):
+        pair.server.send_notification("vendor/custom")
+
+
+def test_send_log_rules() -> None:
+    pair = ready_pair()
+    with pytest.raises(LocalProtocolError, match="only a server"):
+        pair.client.send_log("info", "x")
+    pair.server.receive_eof()
+    assert not pair.server.send_log("info", "x")
+
+
+def test_progress_for_cancelled_request_is_quietly_dropped() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.client.cancel_request(rid)
+    pair.deliver(pair.client)
+    assert not pair.server.send_progress(req.request_id, 1)
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_progress("never-seen", 1)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        None,
+        {"progressToken": "nope", "progress": 1},
+        {"progressToken": 2, "progress": "x"},
+        {"progressToken": 2, "progress": 5, "total": "x", "message": 7},
+    ],
+)
+def test_incoming_progress_edge_cases(params: dict[str, Any] | None) -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    assert rid == 2
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/progress"}
+    if params is not None:
+        msg["params"] = params
+    events, _ = feed(pair.client, msg)
+    if params and params.get("progress") == 5:
+        p = only(events, ProgressReceived)
+        assert (p.total, p.message) == (None, None)
+        # not increasing: ignored
+        events, _ = feed(pair.client, msg)
+    assert not any(isinstance(e, ProgressReceived) for e in events)
+
+
+def test_cancel_notification_edge_cases() -> None:
+    server = Connection("server", ConnectionConfig())
+    feed(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}},
+        },
+    )
+    assert feed(server, {"jsonrpc": "2.0", "method": "notifications/cancelled"}) == ([], [])
+    # cancelling initialize is ignored (lifecycle.mdx)
+    events, _ = feed(
+        server, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    )
+    assert events == []
+
+
+def test_initialized_out_of_order_is_reported() -> None:
+    server = Connection("server", ConnectionConfig())
+    events, out = feed(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert isinstance(events[0], InvalidMessageReceived) and out == []
+
+
+def test_rejected_initialize_lets_the_client_start_again() -> None:
+    client = Connection("client", ConnectionConfig(era="legacy"))
+    rid = client.start()
+    client.data_to_send()
+    events, _ = feed(
+        client, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "bad"}}
+    )
+    assert only(events, ErrorReceived).method == "initialize"
+    assert client.lifecycle is LifecycleState.IDLE
+    client.start()
+
+
+def test_initialize_result_without_capabilities_fails_the_handshake() -> None:
+    client = Connection("client", ConnectionConfig(era="legacy"))
+    rid = client.start()
+    events, _ = feed(
+        client, {"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25"}}
+    )
+    assert "capabilities" in only(events, ErrorReceived).error.message
+
+
+def test_discover_offering_only_legacy_versions_falls_back() -> None:
+    client = Connection("client", ConnectionConfig())
+    rid = client.start()
+    client.data_to_send()
+    _, out = feed(
+        client,
+        {"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2025-06-18"]}},
+    )
+    assert out[0]["method"] == "initialize"
+
+
+def test_discover_with_nothing_in_common_is_an_error() -> None:
+    client = Connection("client", ConnectionConfig(era="modern"))
+    rid = client.start()
+    client.data_to_send()
+    events, out = feed(
+        client, {"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2099-01-01"]}}
+    )
+    assert only(events, ErrorReceived).error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
+    assert out == []
+
+
+def test_unsupported_version_with_no_common_version_falls_back_to_legacy() -> None:
+    client = Connection("client", ConnectionConfig())
+    rid = client.start()
+    client.data_to_send()
+    _, out = feed(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "error": {"code": -32022, "message": "x", "data": {"supported": ["2099-01-01"]}},
+        },
+    )
+    assert out[0]["method"] == "initialize"
+
+
+def test_modern_requests_cannot_be_batched() -> None:
+    pair = ready_pair("2025-03-26")
+    _, out = feed(pair.server, [modern_request(1, "tools/list")])
+    assert out[0][0]["error"]["code"] == ErrorCode.INVALID_REQUEST
+
+
+def test_listen_with_a_bad_filter_is_invalid_params() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(server, modern_request(1, "subscriptions/listen", {"notifications": 5}))
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+
+def test_retry_fields_only_on_input_methods() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    _, out = feed(server, modern_request(1, "tools/list", {"inputResponses": {}}))
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+    _, out = feed(server, modern_request(2, "tools/call", {"name": "t", "inputResponses": 5}))
+    assert out[0]["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+
+def test_retry_without_request_state_is_delivered() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    events, _ = feed(
+        server, modern_request(1, "tools/call", {"name": "t", "inputResponses": {"a": {}}})
+    )
+    req = only(events, RequestReceived)
+    assert req.input_responses == {"a": {}} and req.request_state is None
+
+
+def test_answer_for_cancelled_modern_input_request_is_dropped() -> None:
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    feed(server, modern_request(1, "tools/call", {"name": "t"}, **{CC: {"elicitation": {}}}))
+    feed(
+        server, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    )
+    assert not server.send_input_required(1, {})
+    assert server.data_to_send() == []
+
+
+def test_retry_keeps_asking_for_progress() -> None:
+    pair = modern_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list", "params": {}}})
+    pair.deliver(pair.server)
+    rid2 = pair.client.retry_with_input(rid, {"r": {"roots": []}})
+    retry = only(pair.deliver(pair.client), RequestReceived)
+    assert retry.progress_token == rid2
+
+
+def test_awaiting_input_table_is_bounded() -> None:
+    pair = ConnectionPair(
+        ConnectionConfig(era="modern", max_pending_requests=2, capabilities=CLIENT_CAPS),
+        ConnectionConfig(capabilities=SERVER_CAPS),
+    )
+    pair.handshake()
+    first = None
+    for _ in range(3):
+        rid = pair.client.send_request("tools/call", {"name": "t"})
+        first = first or rid
+        req = only(pair.deliver(pair.client), RequestReceived)
+        pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list"}})
+        pair.deliver(pair.server)
+    assert first is not None
+    with pytest.raises(LocalProtocolError, match="not awaiting"):
+        pair.client.retry_with_input(first, {})  # the oldest was dropped past the bound
+
+
+def test_server_tears_down_a_subscription_with_cancelled() -> None:
+    pair = modern_pair()
+    sid = pair.client.send_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
+    pair.exchange()
+    events, _ = feed(
+        pair.client,
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": sid}},
+    )
+    ev = only(events, SubscriptionNotificationReceived)
+    assert ev.method == "notifications/cancelled"
+    assert pair.client.pending_requests() == ()
+
+
+def test_modern_client_notification_and_eof_with_handshake() -> None:
+    pair = modern_pair()
+    pair.client.send_notification("vendor/hello", {"x": 1})
+    assert pair.deliver(pair.client)[0].method == "vendor/hello"  # type: ignore[union-attr]
+    (closed,) = pair.client.receive_eof()
+    assert closed.unanswered == ()  # type: ignore[union-attr]
+
+
+def test_handshake_completed_carries_peer_info() -> None:
+    pair = ConnectionPair()
+    client_events, _ = pair.handshake()
+    done = only(client_events, HandshakeCompleted)
+    assert done.peer_info == {"name": "test-server", "version": "1"}
+    assert pair.client.peer_info == done.peer_info
