@@ -45,6 +45,9 @@ EXPECTED_SANSIO = {
     "encode_line",
     "encode_sse_comment",
     "encode_sse_event",
+    "structure",
+    "structure_params",
+    "unstructure",
 }
 
 

@@ -2,6 +2,10 @@
 
 No I/O, no clock, no tasks: bytes in, events out, bytes to send. Drive it from Trio
 (:mod:`mcp_trio`), asyncio, threads or plain blocking code.
+
+Events carry decoded JSON (the hot path never builds typed objects); ask for the typed
+view with ``structure_params(event.params, mcp_sansio.types.CallToolRequestParams)``,
+which raises a -32602 :class:`RemoteProtocolError` with a readable message.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from ._framing import encode_line as encode_line
 from ._framing import encode_sse_comment as encode_sse_comment
 from ._framing import encode_sse_event as encode_sse_event
 from ._jsonrpc import RequestId as RequestId
+from ._serde import structure as structure
+from ._serde import structure_params as structure_params
+from ._serde import unstructure as unstructure
 from ._state import LifecycleState as LifecycleState
 from ._versions import ALL_VERSIONS as ALL_VERSIONS
 from ._versions import LATEST_LEGACY_VERSION as LATEST_LEGACY_VERSION
@@ -82,4 +89,7 @@ __all__ = [
     "encode_line",
     "encode_sse_comment",
     "encode_sse_event",
+    "structure",
+    "structure_params",
+    "unstructure",
 ]

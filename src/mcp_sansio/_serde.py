@@ -1,0 +1,476 @@
+"""The one cattrs converter: MCP values (``mcp_sansio.types``) to JSON-able data and back.
+
+Theory of operation
+-------------------
+The model classes know nothing about the wire (style guide section 4); every rule lives here,
+as hook factories that cattrs calls the first time it meets a type, so importing costs nothing
+per class.
+
+* **Names.** A field's wire name is its ``wire_name`` metadata if it has one (the generator
+  emits it for ``$schema`` and the namespaced ``_meta`` keys), ``_meta`` for ``meta``, and the
+  camelCase of the snake_case name otherwise.
+* **Absent means None.** An optional field (default ``None``) is omitted from the output when
+  it is ``None``. Required fields and constant members (``jsonrpc``, ``method``, ``type``)
+  are always written.
+* **Extensible objects** have an ``extra`` field: structuring puts every member the class does
+  not name there, unstructuring merges it back (a named field wins over an ``extra`` key of
+  the same name).
+* **Strict scalars.** ``"5"`` is not an ``int`` and ``1`` is not a ``str`` or a ``bool``: a
+  peer that sends the wrong type gets told so instead of being coerced. A JSON number for a
+  ``float`` field is kept as it came (``1`` stays ``1``) so that data round-trips exactly.
+* **Unions** are resolved by looking at the data, never by trial and error: a member fits when
+  its required keys are present, its constant members (``type``, ``method``, ``mode``...)
+  match, and required nested objects fit in turn. Of the members that fit, the one that names
+  most of the data's keys wins; ties go to the first member (the newest revision's order). If
+  nothing fits but exactly one member's constants match, the data is structured as that member
+  so the error names the missing field. Scalars are tried member by member.
+* **Errors** are rendered with wire names and paths, e.g. ``arguments.city: expected a string``,
+  walking the cattrs exception tree the way :func:`cattrs.transform_error` does and using
+  :func:`cattrs.v.format_exception` for leaf errors it knows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from types import NoneType, UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
+
+import attrs
+from cattrs import BaseValidationError, ClassValidationError, IterableValidationError
+from cattrs.cols import list_structure_factory
+from cattrs.gen import (
+    make_dict_structure_fn,
+    make_dict_unstructure_fn,
+    mapping_structure_factory,
+    override,
+)
+from cattrs.preconf.json import make_converter
+from cattrs.v import format_exception
+
+from ._errors import ErrorCode, RemoteProtocolError
+
+__all__ = ["structure", "structure_params", "unstructure"]
+
+T = TypeVar("T")
+
+_StructureHook = Callable[[Any, Any], Any]
+_UnstructureHook = Callable[[Any], Any]
+
+#: The name of the catch-all field of extensible classes.
+_EXTRA = "extra"
+
+
+class _Invalid(ValueError):
+    """Data of the wrong shape. The message is written for the peer and shown as is."""
+
+
+_converter = make_converter()
+
+
+def _wire_name(field: attrs.Attribute[Any]) -> str:
+    """The member name on the wire (the generator relies on this exact rule)."""
+    explicit = field.metadata.get("wire_name")
+    if explicit is not None:
+        return str(explicit)
+    if field.name == "meta":
+        return "_meta"
+    head, *rest = field.name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _fields(cls: type) -> tuple[attrs.Attribute[Any], ...]:
+    """The attrs fields of ``cls`` with their annotations evaluated."""
+    attrs.resolve_types(cls)
+    fields: tuple[attrs.Attribute[Any], ...] = attrs.fields(cls)
+    return fields
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is called in messages to the peer."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _same(value: Any, allowed: Any) -> bool:
+    """JSON equality: ``True`` is not ``1``."""
+    return type(value) is type(allowed) and bool(value == allowed)
+
+
+# --- Scalars --------------------------------------------------------------------------------
+
+
+def _structure_str(value: Any, _: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _Invalid(f"expected a string, got {_kind(value)}")
+
+
+def _structure_int(value: Any, _: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _Invalid(f"expected an integer, got {_kind(value)}")
+
+
+def _structure_float(value: Any, _: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    raise _Invalid(f"expected a number, got {_kind(value)}")
+
+
+def _structure_bool(value: Any, _: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _Invalid(f"expected a boolean, got {_kind(value)}")
+
+
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _literal_hook(tp: Any) -> _StructureHook:
+    allowed = get_args(tp)
+    expected = " or ".join(json.dumps(a) for a in allowed)
+
+    def structure_literal(value: Any, _: Any) -> Any:
+        if any(_same(value, a) for a in allowed):
+            return value
+        raise _Invalid(f"expected {expected}, got {json.dumps(value, default=repr)}")
+
+    return structure_literal
+
+
+# --- Containers -----------------------------------------------------------------------------
+
+
+def _is_list(tp: Any) -> bool:
+    return get_origin(tp) is list
+
+
+def _list_hook(tp: Any) -> _StructureHook:
+    inner = list_structure_factory(tp, _converter)
+
+    def structure_list(value: Any, _: Any) -> Any:
+        if not isinstance(value, list):
+            raise _Invalid(f"expected an array, got {_kind(value)}")
+        return inner(value, tp)
+
+    return structure_list
+
+
+def _is_dict(tp: Any) -> bool:
+    return get_origin(tp) is dict
+
+
+def _dict_hook(tp: Any) -> _StructureHook:
+    inner = mapping_structure_factory(tp, _converter)
+
+    def structure_dict(value: Any, _: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _Invalid(f"expected an object, got {_kind(value)}")
+        return inner(value, tp)
+
+    return structure_dict
+
+
+# --- attrs classes --------------------------------------------------------------------------
+
+
+def _attrs_structure_hook(cls: type) -> _StructureHook:
+    fields = _fields(cls)
+    wire = {f.name: _wire_name(f) for f in fields if f.name != _EXTRA}
+    # ``Any``: the overrides share ``**kwargs`` with the generator's own flags.
+    overrides: dict[str, Any] = {name: override(rename=w) for name, w in wire.items()}
+    is_open = any(f.name == _EXTRA for f in fields)
+    if is_open:
+        overrides[_EXTRA] = override(omit=True)
+    inner: _StructureHook = make_dict_structure_fn(cls, _converter, **overrides)
+    known = frozenset(wire.values())
+
+    def structure_attrs(value: Any, _: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _Invalid(f"expected an object, got {_kind(value)}")
+        obj = inner(value, cls)
+        if is_open:
+            extra = {k: v for k, v in value.items() if k not in known}
+            if extra:
+                obj = attrs.evolve(obj, **{_EXTRA: extra})
+        return obj
+
+    return structure_attrs
+
+
+def _attrs_unstructure_hook(cls: type) -> _UnstructureHook:
+    fields = _fields(cls)
+    overrides: dict[str, Any] = {}  # ``Any``: see _attrs_structure_hook
+    for f in fields:
+        if f.name == _EXTRA:
+            overrides[f.name] = override(omit=True)
+        else:
+            optional = f.default is None  # required fields and constants are always written
+            overrides[f.name] = override(rename=_wire_name(f), omit_if_default=optional)
+    inner: _UnstructureHook = make_dict_unstructure_fn(cls, _converter, **overrides)
+    if not any(f.name == _EXTRA for f in fields):
+        return inner
+
+    def unstructure_open(obj: Any) -> Any:
+        out = inner(obj)
+        for key, value in getattr(obj, _EXTRA).items():
+            out.setdefault(key, _converter.unstructure(value))
+        return out
+
+    return unstructure_open
+
+
+# --- Unions ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Profile:
+    """What the data of one class looks like, for telling union members apart."""
+
+    required: frozenset[str]
+    """Keys that must be present (required fields and constant members)."""
+    constants: Mapping[str, tuple[Any, ...]]
+    """The allowed values of ``Literal`` members."""
+    nested: Mapping[str, type]
+    """Required members that are objects of a known class, checked in turn."""
+    known: frozenset[str]
+    """Every member the class names."""
+
+
+_profiles: dict[type, _Profile] = {}
+
+
+def _profile(cls: type) -> _Profile:
+    profile = _profiles.get(cls)
+    if profile is None:
+        required, known = set(), set()
+        constants: dict[str, tuple[Any, ...]] = {}
+        nested: dict[str, type] = {}
+        for f in _fields(cls):
+            if f.name == _EXTRA:
+                continue
+            key = _wire_name(f)
+            known.add(key)
+            members = get_args(f.type) if _is_union(f.type) else (f.type,)
+            literals = [m for m in members if _is_literal(m)]
+            if literals and all(m is NoneType or _is_literal(m) for m in members):
+                constants[key] = tuple(v for m in literals for v in get_args(m))
+            if f.default is attrs.NOTHING:
+                required.add(key)
+                if f.type is not None and attrs.has(f.type):
+                    nested[key] = f.type
+            elif f.default is not None and key in constants:
+                required.add(key)  # a constant member such as ``type`` or ``method``
+        profile = _Profile(frozenset(required), constants, nested, frozenset(known))
+        _profiles[cls] = profile
+    return profile
+
+
+def _constants_match(profile: _Profile, data: dict[str, Any]) -> bool:
+    return all(
+        key not in data or any(_same(data[key], v) for v in allowed)
+        for key, allowed in profile.constants.items()
+    )
+
+
+def _fits(cls: type, data: dict[str, Any]) -> bool:
+    profile = _profile(cls)
+    if not profile.required <= data.keys() or not _constants_match(profile, data):
+        return False
+    return all(
+        isinstance(data[key], dict) and _fits(nested, data[key])
+        for key, nested in profile.nested.items()
+    )
+
+
+def _pick(classes: list[type], data: dict[str, Any]) -> type | None:
+    """The member class for ``data``; see "Unions" in the module docstring."""
+    best: type | None = None
+    best_score = -1
+    for cls in classes:
+        if _fits(cls, data):
+            score = len(_profile(cls).known & data.keys())
+            if score > best_score:
+                best, best_score = cls, score
+    if best is not None:
+        return best
+    discriminated = [
+        cls
+        for cls in classes
+        if _profile(cls).constants.keys() & data.keys() and _constants_match(_profile(cls), data)
+    ]
+    return discriminated[0] if len(discriminated) == 1 else None
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in (Union, UnionType)
+
+
+def _describe(tp: Any) -> str:
+    if tp is NoneType:
+        return "null"
+    if _is_literal(tp):
+        return " or ".join(json.dumps(a) for a in get_args(tp))
+    if _is_list(tp):
+        return "an array"
+    if _is_dict(tp):
+        return "an object"
+    names = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+    return names.get(tp, getattr(tp, "__name__", repr(tp)))
+
+
+def _union_hook(tp: Any) -> _StructureHook:
+    members = get_args(tp)
+    if Any in members:
+        return lambda value, _: value
+    others = [m for m in members if m is not NoneType]
+    if len(others) == 1:  # ``X | None``: let X's hook word the error
+        only = others[0]
+
+        def structure_optional(value: Any, _: Any) -> Any:
+            return None if value is None else _converter.structure(value, only)
+
+        return structure_optional
+    classes = [m for m in members if attrs.has(m)]
+    lists = [m for m in members if _is_list(m)]
+    maps = [m for m in members if _is_dict(m)]
+    scalars = [m for m in members if m not in (*classes, *lists, *maps, NoneType)]
+    expected = " or ".join(_describe(m) for m in members)
+    structure = _converter.structure
+
+    def structure_union(value: Any, _: Any) -> Any:
+        if value is None and NoneType in members:
+            return None
+        if isinstance(value, dict):
+            cls = _pick(classes, value) if classes else None
+            if cls is not None:
+                return structure(value, cls)
+            if maps:
+                return structure(value, maps[0])
+        elif isinstance(value, list):
+            if lists:
+                return structure(value, lists[0])
+        elif value is not None:
+            for scalar in scalars:
+                try:
+                    return structure(value, scalar)
+                except _Invalid:
+                    continue
+        if isinstance(value, dict) and classes:
+            raise _Invalid(f"does not match {expected}")
+        raise _Invalid(f"expected {expected}, got {_kind(value)}")
+
+    return structure_union
+
+
+# --- The converter --------------------------------------------------------------------------
+
+_converter.register_structure_hook(str, _structure_str)
+_converter.register_structure_hook(int, _structure_int)
+_converter.register_structure_hook(float, _structure_float)
+_converter.register_structure_hook(bool, _structure_bool)
+_converter.register_structure_hook_factory(_is_literal, _literal_hook)
+_converter.register_structure_hook_factory(_is_list, _list_hook)
+_converter.register_structure_hook_factory(_is_dict, _dict_hook)
+_converter.register_structure_hook_factory(_is_union, _union_hook)
+_converter.register_structure_hook_factory(attrs.has, _attrs_structure_hook)
+_converter.register_unstructure_hook_factory(attrs.has, _attrs_unstructure_hook)
+
+
+# --- Errors ---------------------------------------------------------------------------------
+
+
+def _messages(exc: BaseException, path: str) -> list[str]:
+    """``["path: problem", ...]`` for one structuring failure, with wire names in paths."""
+    if isinstance(exc, ClassValidationError):
+        wire = {f.name: _wire_name(f) for f in attrs.fields(exc.cl)}
+        by_field, rest = exc.group_exceptions()
+        out = [m for e, note in by_field for m in _messages(e, _join(path, wire[note.name]))]
+        return out + [m for e in rest for m in _messages(e, path)]
+    if isinstance(exc, IterableValidationError):
+        by_index, rest = exc.group_exceptions()
+        out = [m for e, note in by_index for m in _messages(e, _index(path, note.index))]
+        return out + [m for e in rest for m in _messages(e, path)]
+    text = str(exc) if isinstance(exc, _Invalid) else format_exception(exc, None)
+    return [f"{path}: {text}" if path else text]
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _index(path: str, index: Any) -> str:
+    return _join(path, index) if isinstance(index, str) else f"{path}[{index}]"
+
+
+def _structure(data: Any, cls: Any, what: str, code: int) -> Any:
+    try:
+        return _converter.structure(data, cls)
+    except (BaseValidationError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        problems = "; ".join(_messages(exc, ""))
+        raise RemoteProtocolError(f"invalid {what}: {problems}", error_code=code) from exc
+
+
+# --- Public API -----------------------------------------------------------------------------
+
+
+@overload
+def structure(data: Any, cls: type[T]) -> T: ...
+@overload
+def structure(data: Any, cls: Any) -> Any: ...
+def structure(data: Any, cls: Any) -> Any:
+    """Build a ``cls`` (a class or alias of ``mcp_sansio.types``) from decoded JSON.
+
+    Args:
+        data: What :func:`mcp_sansio._json.loads` returned (or any part of it).
+        cls: The target, e.g. ``types.CallToolResult`` or the union ``types.ContentBlock``.
+
+    Returns:
+        The structured value. Members the class does not name are dropped, except on
+        extensible classes, which keep them in ``extra``.
+
+    Raises:
+        RemoteProtocolError: ``data`` does not fit ``cls`` (the data came from the peer). The
+            message names every bad member by its wire path; ``error_code`` is
+            ``INVALID_REQUEST``. Any other exception is a bug.
+    """
+    return _structure(data, cls, getattr(cls, "__name__", "value"), ErrorCode.INVALID_REQUEST)
+
+
+@overload
+def structure_params(data: Any, cls: type[T]) -> T: ...
+@overload
+def structure_params(data: Any, cls: Any) -> Any: ...
+def structure_params(data: Any, cls: Any) -> Any:
+    """Build the ``params`` of a request or notification; a mismatch is ``-32602``.
+
+    Omitted params (``None``) are read as ``{}``, so a params class with only optional
+    members accepts a request without ``params``.
+
+    Raises:
+        RemoteProtocolError: with ``error_code`` ``INVALID_PARAMS`` and a message such as
+            ``"invalid params: name: required field missing"``, ready to send back.
+    """
+    return _structure({} if data is None else data, cls, "params", ErrorCode.INVALID_PARAMS)
+
+
+def unstructure(obj: Any) -> Any:
+    """Turn a value of ``mcp_sansio.types`` (or a list or dict of them) into JSON-able data.
+
+    Optional members that are ``None`` are left out; constants are written; ``extra`` members
+    are merged back. The result is ready for :func:`mcp_sansio._json.dumps`.
+    """
+    return _converter.unstructure(obj)
