@@ -1,0 +1,271 @@
+"""Cases, timing and results: the part every group shares.
+
+Theory of operation
+-------------------
+A group hands back :class:`Case` values; the harness measures each one in *rounds* and
+reports the median and the spread (min to max) over the rounds, never a mean: one
+scheduler hiccup should move the max, not the headline figure.
+
+* A :class:`TimedCase` is a ``setup()`` that returns ``run(n)``, a callable doing ``n``
+  operations. The harness calibrates ``n`` once so that one round lasts at least
+  :attr:`Settings.min_round_ns` (the calibration doubles as warm-up), then times each
+  round with :func:`time.perf_counter_ns` and divides by ``n`` (times
+  ``ops_per_call``, for cases whose one call does a batch of operations).
+* A :class:`SampledCase` measures something that is not a duration (memory, a cold
+  start) and returns one figure per round.
+
+The garbage collector is collected, then disabled, around every timed round (and
+re-enabled after, also on error), so that a collection triggered by an earlier case's
+garbage does not land inside a later case. Everything the core allocates on the hot
+path is freed by reference counting; the RSS case checks that nothing accumulates.
+
+A case may name a *reference*: another case of the same group whose median it is
+divided by (the "floor"). Targets are looked up by case name in
+:mod:`benchmarks.targets`.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Final, Literal, final
+
+import attrs
+
+from .targets import TARGETS, Target
+
+__all__ = [
+    "Bench",
+    "Case",
+    "Result",
+    "SampledCase",
+    "Settings",
+    "Skip",
+    "TimedCase",
+    "measure",
+    "resolve",
+]
+
+Unit = Literal["µs", "calls/s", "KiB", "ms"]
+"""What a figure counts. ``µs`` and ``calls/s`` come from timed cases (µs per operation,
+or its inverse); the others from sampled cases."""
+
+_HIGHER_IS_BETTER: Final = frozenset({"calls/s"})
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Settings:
+    """How hard to measure."""
+
+    rounds: int = 7
+    """Rounds per case; the median is over these."""
+    min_round_ns: int = 50_000_000
+    """Calibrate each timed case so that one round lasts at least this long."""
+    quick: bool = False
+    """Whether this is a ``--quick`` run (groups may shrink their workloads)."""
+
+    @classmethod
+    def for_run(cls, *, quick: bool) -> Settings:
+        """The defaults of a full run, or of a ``--quick`` smoke run."""
+        if quick:
+            return cls(rounds=3, min_round_ns=20_000_000, quick=True)
+        return cls()
+
+
+@final
+@attrs.frozen
+class Bench:
+    """What a timed case's ``setup`` returns: the loop to time, and its check."""
+
+    run: Callable[[int], object]
+    """Does ``n`` calls. Bind everything it touches to locals first: the loop is timed."""
+    check: Callable[[], None] | None = None
+    """Called after every round, untimed: asserts the run did what it claims."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TimedCase:
+    """A case measured as time per operation."""
+
+    name: str
+    """Dotted id, ``<group>.<what>``; the key into :data:`benchmarks.targets.TARGETS`."""
+    title: str
+    """One line for the table."""
+    setup: Callable[[], Bench]
+    """Builds the state (untimed) and returns the loop to time."""
+    ops_per_call: int = 1
+    """Operations one call of ``run`` does (100 for "100 requests in flight")."""
+    unit: Unit = "µs"
+    """``µs`` per operation, or ``calls/s``."""
+    reference: str | None = None
+    """Name of the case whose median this one is divided by."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SampledCase:
+    """A case that measures one figure per round by itself (memory, cold start)."""
+
+    name: str
+    """Dotted id, ``<group>.<what>``."""
+    title: str
+    """One line for the table."""
+    sample: Callable[[], float]
+    """Measures once and returns the figure, in ``unit``."""
+    unit: Unit
+    """What the figure counts."""
+    reference: str | None = None
+    """Name of the case whose median this one is divided by."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Skip:
+    """A case that cannot run here; the report prints ``skipped: <name>: <reason>``."""
+
+    name: str
+    """The case's dotted id."""
+    reason: str
+    """Why it cannot run, in a few words."""
+
+
+Case = TimedCase | SampledCase
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Result:
+    """One measured case, with its reference and target applied."""
+
+    group: str
+    """The group that ran it."""
+    name: str
+    """The case's dotted id."""
+    title: str
+    """The case's one-line description."""
+    unit: Unit
+    """What the figures count."""
+    median: float
+    """Median over the rounds."""
+    min: float
+    """Smallest round."""
+    max: float
+    """Largest round."""
+    rounds: int
+    """How many rounds were run."""
+    iterations: int | None
+    """Operations per round (timed cases)."""
+    reference: str | None = None
+    """Name of the reference case, if any."""
+    reference_median: float | None = None
+    """The reference's median, in its own unit."""
+    ratio: float | None = None
+    """``median / reference_median``."""
+    target: Target | None = None
+    """The target for this case, from :mod:`benchmarks.targets`."""
+    ok: bool | None = None
+    """Whether the target is met; ``None`` when there is no target (or no reference)."""
+
+    def to_json(self) -> dict[str, object]:
+        """The machine-readable form written by ``--json``."""
+        return {
+            "group": self.group,
+            "name": self.name,
+            "title": self.title,
+            "unit": self.unit,
+            "median": self.median,
+            "min": self.min,
+            "max": self.max,
+            "rounds": self.rounds,
+            "iterations": self.iterations,
+            "reference": self.reference,
+            "reference_median": self.reference_median,
+            "ratio": self.ratio,
+            "target": None if self.target is None else self.target.to_json(),
+            "ok": self.ok,
+        }
+
+
+def _time_once(run: Callable[[int], object], n: int) -> int:
+    """Nanoseconds for ``run(n)``, with the garbage collector off."""
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        run(n)
+        return time.perf_counter_ns() - t0
+    finally:
+        gc.enable()
+
+
+def calibrate(run: Callable[[int], object], min_round_ns: int) -> int:
+    """How many calls make one round last at least ``min_round_ns``.
+
+    Doubles ``n`` until a run takes a tenth of the budget, then scales up linearly with
+    10% headroom. The runs it makes warm caches and lazily built state.
+    """
+    n = 1
+    while True:
+        elapsed = _time_once(run, n)
+        if elapsed >= min_round_ns // 10:
+            break
+        n *= 2
+    return max(n, int(n * min_round_ns * 1.1 / max(elapsed, 1)) + 1)
+
+
+def measure(case: Case, settings: Settings) -> tuple[list[float], int | None]:
+    """Run ``case``; return one figure per round (in the case's unit) and ``n``."""
+    if isinstance(case, SampledCase):
+        return [case.sample() for _ in range(settings.rounds)], None
+    bench = case.setup()
+    n = calibrate(bench.run, settings.min_round_ns)
+    if bench.check is not None:
+        bench.check()
+    figures: list[float] = []
+    for _ in range(settings.rounds):
+        elapsed = _time_once(bench.run, n)
+        if bench.check is not None:
+            bench.check()
+        us_per_op = elapsed / 1_000 / (n * case.ops_per_call)
+        figures.append(1e6 / us_per_op if case.unit == "calls/s" else us_per_op)
+    return figures, n * case.ops_per_call
+
+
+def resolve(
+    group: str,
+    case: Case,
+    figures: Sequence[float],
+    iterations: int | None,
+    done: dict[str, Result],
+) -> Result:
+    """Summarise ``figures`` and apply the case's reference (from ``done``) and target."""
+    median = statistics.median(figures)
+    ref = done.get(case.reference) if case.reference is not None else None
+    ratio = None if ref is None or ref.median == 0 else median / ref.median
+    target = TARGETS.get(case.name)
+    ok = None if target is None else target.met(median=median, ratio=ratio)
+    return Result(
+        group=group,
+        name=case.name,
+        title=case.title,
+        unit=case.unit,
+        median=median,
+        min=min(figures),
+        max=max(figures),
+        rounds=len(figures),
+        iterations=iterations,
+        reference=case.reference,
+        reference_median=None if ref is None else ref.median,
+        ratio=ratio,
+        target=target,
+        ok=ok,
+    )
+
+
+def higher_is_better(unit: Unit) -> bool:
+    """Whether a bigger figure in ``unit`` is the better one."""
+    return unit in _HIGHER_IS_BETTER
