@@ -63,14 +63,11 @@ from ._events import (
     SubscriptionNotificationReceived,
 )
 from ._framing import LineSplitter, MessageTooLarge
-from ._json import dumps
+from ._json import JSONDecodeError, dumps, loads
 from ._jsonrpc import (
     ErrorResponse,
     Invalid,
-    Notification,
-    Request,
     RequestId,
-    Response,
     classify,
     decode,
     error_response,
@@ -94,32 +91,84 @@ _LOG_RANK: Final = {level: i for i, level in enumerate(_modern.LOG_LEVELS)}
 _MODERN_REVISION: Final = REVISIONS["2026-07-28"]
 
 
-@attrs.define(slots=True)
+# The table entries below are plain slotted classes rather than attrs classes: they
+# are private, mutable, and built once per request on the hot path.
+
+
+class _Req:
+    """A request being dispatched (the fast path builds no jsonrpc.Request)."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, rid: RequestId, method: str, params: dict[str, Any] | None) -> None:
+        self.id = rid
+        self.method = method
+        self.params = params
+
+
 class _Outbound:
     """One request of ours awaiting an answer."""
 
-    method: str
-    params: dict[str, Any] | None
-    started: float
-    deadline: float | None
-    progress_token: RequestId | None
-    era: Era
-    rounds: int = 0
-    last_progress: float | None = None
-    request_state: Any = None
+    __slots__ = (
+        "deadline",
+        "era",
+        "last_progress",
+        "method",
+        "params",
+        "progress_token",
+        "request_state",
+        "rounds",
+        "started",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        started: float,
+        progress_token: RequestId | None,
+        era: Era,
+    ) -> None:
+        self.method = method
+        self.params = params
+        self.started = started
+        self.deadline: float | None = None
+        self.progress_token = progress_token
+        self.era = era
+        self.rounds = 0
+        self.last_progress: float | None = None
+        self.request_state: Any = None
 
 
-@attrs.define(slots=True)
 class _Inbound:
     """One request of the peer's awaiting our answer."""
 
-    method: str
-    params: dict[str, Any] | None
-    era: Era
-    progress_token: RequestId | None
-    log_level: str | None = None
-    last_progress: float | None = None
-    client_capabilities: dict[str, Any] | None = None
+    __slots__ = (
+        "client_capabilities",
+        "era",
+        "last_progress",
+        "log_level",
+        "method",
+        "params",
+        "progress_token",
+    )
+
+    def __init__(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        era: Era,
+        progress_token: RequestId | None,
+        log_level: str | None = None,
+        client_capabilities: dict[str, Any] | None = None,
+    ) -> None:
+        self.method = method
+        self.params = params
+        self.era = era
+        self.progress_token = progress_token
+        self.log_level = log_level
+        self.client_capabilities = client_capabilities
+        self.last_progress: float | None = None
 
 
 @attrs.define(slots=True)
@@ -176,6 +225,9 @@ class Connection:
         self._probe_id: RequestId | None = None
         self._probe_retried = False
         self._log_level: str | None = None
+        # Methods already checked in the READY state (verdicts cannot change).
+        self._send_ok: set[str] = set()
+        self._accept_ok: set[str] = set()
         self._closed = False
         self._out: list[tuple[bytes, RequestId | None]] = []
         self._splitter = LineSplitter(self.config.max_message_size)
@@ -414,14 +466,7 @@ class Connection:
         progress_token: RequestId | None,
         timeout: float | None,
     ) -> _Outbound:
-        entry = _Outbound(
-            method=method,
-            params=params,
-            started=now,
-            deadline=None,
-            progress_token=progress_token,
-            era=era,
-        )
+        entry = _Outbound(method, params, now, progress_token, era)
         self._pending[rid] = entry
         if progress_token is not None:
             self._progress_in[progress_token] = rid
@@ -514,6 +559,8 @@ class Connection:
         return rid
 
     def _check_legacy_send(self, method: str, _caps: dict[str, Any], is_request: bool) -> None:
+        if method in self._send_ok:
+            return  # checked before: capabilities do not change within a session
         if self._lifecycle is not LifecycleState.READY:
             allowed = PRE_READY_REQUESTS.get(self._lifecycle, frozenset())
             if method not in allowed or method == "initialize":
@@ -538,6 +585,7 @@ class Connection:
                 )
         elif method in theirs:
             raise LocalProtocolError(f"a {self.role} does not send {method!r}")
+        self._send_ok.add(method)
 
     def _check_modern_client_send(self, method: str) -> None:
         revision = _MODERN_REVISION
@@ -943,7 +991,18 @@ class Connection:
             self._emit(error_response(None, err))
             events.append(InvalidMessageReceived(error=err))
             return events
-        self._receive(data, now, events)
+        if self._closed:
+            return events
+        try:
+            obj = loads(data)
+        except JSONDecodeError:
+            obj = decode(data)  # the Invalid that describes the parse error
+        if type(obj) is dict:
+            self._receive_one(obj, now, events, None)
+        elif type(obj) is list:
+            self._receive_batch(obj, now, events)
+        else:
+            self._receive_one(obj, now, events, None)
         return events
 
     def receive_eof(self) -> list[Event]:
@@ -980,7 +1039,10 @@ class Connection:
     ) -> None:
         if self._closed:
             return
-        obj = decode(data)
+        try:
+            obj = loads(data)
+        except JSONDecodeError:
+            obj = decode(data)  # the Invalid that describes the parse error
         if type(obj) is list:
             self._receive_batch(obj, now, events)
         else:
@@ -1023,33 +1085,50 @@ class Connection:
         events.append(InvalidMessageReceived(error=err, request_id=rid))
 
     def _receive_one(self, obj: Any, now: float, events: list[Event], batch: _Batch | None) -> None:
+        # Fast path: a well-formed request, notification or result is dispatched
+        # straight from the decoded dict, with no intermediate message object.
+        if type(obj) is dict and obj.get("jsonrpc") == "2.0":
+            method = obj.get("method")
+            if type(method) is str:
+                params = obj.get("params")
+                if params is None or type(params) is dict:
+                    if "id" not in obj:
+                        self._on_notification(method, params, now, events)
+                        return
+                    rid = obj["id"]
+                    if type(rid) is int or type(rid) is str:
+                        self._on_request(rid, method, params, now, events, batch)
+                        return
+            elif method is None and "result" in obj and "error" not in obj:
+                rid = obj.get("id")
+                result = obj["result"]
+                if (type(rid) is int or type(rid) is str) and type(result) is dict:
+                    self._on_response(rid, result, now, events)
+                    return
+        # Slow path: everything else is classified in full.
         msg = obj if type(obj) is Invalid else classify(obj)
-        kind = type(msg)
-        if kind is Request:
-            assert isinstance(msg, Request)
-            self._on_request(msg, now, events, batch)
-        elif kind is Response:
-            assert isinstance(msg, Response)
-            self._on_response(msg, now, events)
-        elif kind is Notification:
-            assert isinstance(msg, Notification)
-            self._on_notification(msg, now, events)
-        elif kind is ErrorResponse:
-            assert isinstance(msg, ErrorResponse)
+        if type(msg) is ErrorResponse:
             self._on_error_response(msg, now, events)
-        else:
-            assert isinstance(msg, Invalid)
+        elif type(msg) is Invalid:
             if msg.is_request:
                 self._reject(msg.id, msg.error.code, msg.error.message, events, batch)
             else:
                 events.append(InvalidMessageReceived(error=msg.error, request_id=msg.id))
+        else:  # pragma: no cover - the fast path takes every valid non-error message
+            raise AssertionError(f"unclassified message {msg!r}")
 
     # -- requests
 
     def _on_request(
-        self, msg: Request, now: float, events: list[Event], batch: _Batch | None
+        self,
+        rid: RequestId,
+        method: str,
+        params: dict[str, Any] | None,
+        now: float,
+        events: list[Event],
+        batch: _Batch | None,
     ) -> None:
-        rid, _method, params = msg.id, msg.method, msg.params
+        msg = _Req(rid, method, params)
         if rid in self._inflight or (batch is not None and rid in batch.waiting):
             self._reject(
                 rid, ErrorCode.INVALID_REQUEST, f"Duplicate request id {rid!r}", events, batch
@@ -1088,7 +1167,7 @@ class Connection:
 
     def _accept(
         self,
-        msg: Request,
+        msg: _Req,
         era: Era,
         version: str,
         events: list[Event],
@@ -1141,9 +1220,13 @@ class Connection:
             self._out.append((dumps(reply), rid))
 
     def _on_legacy_server_request(
-        self, msg: Request, events: list[Event], batch: _Batch | None
+        self, msg: _Req, events: list[Event], batch: _Batch | None
     ) -> None:
         rid, method = msg.id, msg.method
+        if method in self._accept_ok:  # passed every check below before, in READY
+            assert self._version is not None
+            self._accept(msg, Era.LEGACY, self._version, events, batch)
+            return
         if method == "initialize":
             if batch is not None:
                 self._reject(
@@ -1214,9 +1297,11 @@ class Connection:
             self._answer_now(rid, {}, batch)
             return
         assert self._version is not None
+        if state is LifecycleState.READY:
+            self._accept_ok.add(method)
         self._accept(msg, Era.LEGACY, self._version, events, batch)
 
-    def _on_initialize(self, msg: Request, events: list[Event]) -> None:
+    def _on_initialize(self, msg: _Req, events: list[Event]) -> None:
         rid, params = msg.id, msg.params or {}
         if not self._legacy_versions:
             self._reject(
@@ -1266,7 +1351,7 @@ class Connection:
             result["instructions"] = self.config.instructions
         self._out.append((dumps(result_response(rid, result)), rid))
 
-    def _on_modern_request(self, msg: Request, now: float, events: list[Event]) -> None:
+    def _on_modern_request(self, msg: _Req, now: float, events: list[Event]) -> None:
         rid, method, params = msg.id, msg.method, msg.params
         if method in _modern.MODERN_REMOVED_METHODS:
             self._reject(
@@ -1357,9 +1442,7 @@ class Connection:
             request_state=state,
         )
 
-    def _on_client_side_request(
-        self, msg: Request, events: list[Event], batch: _Batch | None
-    ) -> None:
+    def _on_client_side_request(self, msg: _Req, events: list[Event], batch: _Batch | None) -> None:
         rid, method = msg.id, msg.method
         if self._era is not Era.LEGACY:
             self._reject(
@@ -1394,8 +1477,9 @@ class Connection:
 
     # -- notifications
 
-    def _on_notification(self, msg: Notification, now: float, events: list[Event]) -> None:
-        method, params = msg.method, msg.params
+    def _on_notification(
+        self, method: str, params: dict[str, Any] | None, now: float, events: list[Event]
+    ) -> None:
         if method == "notifications/progress":
             self._on_progress(params, now, events)
             return
@@ -1516,13 +1600,14 @@ class Connection:
         )
         events.append(ResponseIgnored(request_id=rid, reason=reason, error=error))
 
-    def _on_response(self, msg: Response, now: float, events: list[Event]) -> None:
-        rid = msg.id
+    def _on_response(
+        self, rid: RequestId, result: dict[str, Any], now: float, events: list[Event]
+    ) -> None:
         entry = self._finish_out(rid)
         if entry is None:
             self._ignored(rid, events)
             return
-        method, result = entry.method, msg.result
+        method = entry.method
         if method == "initialize":
             self._on_initialize_result(rid, result, events)
             return

@@ -296,9 +296,11 @@ def build_request_meta(
     """
     if not isinstance(protocol_version, str) or not protocol_version:
         raise LocalProtocolError("protocol_version must be a non-empty string")
-    if not isinstance(client_capabilities, Mapping):
+    if not (type(client_capabilities) is dict or isinstance(client_capabilities, Mapping)):
         raise LocalProtocolError("client_capabilities must be a mapping")
-    if client_info is not None and not isinstance(client_info, Mapping):
+    if client_info is not None and not (
+        type(client_info) is dict or isinstance(client_info, Mapping)
+    ):
         raise LocalProtocolError("client_info must be a mapping or None")
     if log_level is not None and not _is_level(log_level):
         raise LocalProtocolError(f"log_level must be one of {LOG_LEVELS}, not {log_level!r}")
@@ -341,12 +343,12 @@ def attach_meta(params: Mapping[str, Any] | None, meta: Mapping[str, Any]) -> di
     """
     if params is None:
         return {"_meta": dict(meta)}
-    if not isinstance(params, Mapping):
+    if not (type(params) is dict or isinstance(params, Mapping)):
         raise LocalProtocolError("params must be a mapping or None")
     existing = params.get("_meta")
     if existing is None:
         merged = dict(meta)
-    elif isinstance(existing, Mapping):
+    elif type(existing) is dict or isinstance(existing, Mapping):
         merged = {**existing, **meta}
     else:
         raise LocalProtocolError("params['_meta'] must be a mapping")
@@ -369,10 +371,10 @@ def is_modern_request(params: Any) -> bool:
         ``True`` if ``params._meta`` names a protocol version (of any type: a malformed
         envelope is still a modern request, and :func:`validate_envelope` reports it).
     """
-    if not isinstance(params, Mapping):
+    if not (type(params) is dict or isinstance(params, Mapping)):
         return False
     meta = params.get("_meta")
-    return isinstance(meta, Mapping) and PROTOCOL_VERSION_KEY in meta
+    return (type(meta) is dict or isinstance(meta, Mapping)) and PROTOCOL_VERSION_KEY in meta
 
 
 # =============================================================================================
@@ -454,12 +456,12 @@ def validate_envelope(
             code=ErrorCode.METHOD_NOT_FOUND,
             message=f"Method not found: {method} was removed in protocol version 2026-07-28",
         )
-    if not isinstance(params, Mapping):
+    if not (type(params) is dict or isinstance(params, Mapping)):
         return _invalid("Request params must be an object carrying _meta")
     meta = params.get("_meta")
     if meta is None:
         return _invalid(f"Missing params._meta: {PROTOCOL_VERSION_KEY} is required")
-    if not isinstance(meta, Mapping):
+    if not (type(meta) is dict or isinstance(meta, Mapping)):
         return _invalid("params._meta must be an object")
     if PROTOCOL_VERSION_KEY not in meta:
         return _invalid(f"Missing required _meta field {PROTOCOL_VERSION_KEY}")
@@ -469,7 +471,7 @@ def validate_envelope(
     if CLIENT_CAPABILITIES_KEY not in meta:
         return _invalid(f"Missing required _meta field {CLIENT_CAPABILITIES_KEY}")
     capabilities = meta[CLIENT_CAPABILITIES_KEY]
-    if not isinstance(capabilities, Mapping):
+    if not (type(capabilities) is dict or isinstance(capabilities, Mapping)):
         return _invalid(f"_meta field {CLIENT_CAPABILITIES_KEY} must be an object")
     accepted = supported_versions if stateless_versions is None else stateless_versions
     if version not in accepted:
@@ -479,7 +481,9 @@ def validate_envelope(
             data={"supported": list(supported_versions), "requested": version},
         )
     client_info = meta.get(CLIENT_INFO_KEY)
-    if CLIENT_INFO_KEY in meta and not isinstance(client_info, Mapping):
+    if CLIENT_INFO_KEY in meta and not (
+        type(client_info) is dict or isinstance(client_info, Mapping)
+    ):
         return _invalid(f"_meta field {CLIENT_INFO_KEY} must be an object")
     log_level = meta.get(LOG_LEVEL_KEY)
     if LOG_LEVEL_KEY in meta and not _is_level(log_level):
@@ -502,10 +506,10 @@ def _missing_capabilities(
 ) -> dict[str, Any]:
     missing: dict[str, Any] = {}
     for name, want in required.items():
-        if not isinstance(want, Mapping):
+        if not (type(want) is dict or isinstance(want, Mapping)):
             raise LocalProtocolError(f"required capability {name!r} must be a mapping")
         have = declared.get(name)
-        if not isinstance(have, Mapping):
+        if not (type(have) is dict or isinstance(have, Mapping)):
             missing[name] = dict(want)
             continue
         sub = _missing_capabilities(have, want)
@@ -538,7 +542,11 @@ def check_client_capabilities(
         LocalProtocolError: A value in ``required`` is not a mapping.
     """
     elicitation = envelope_caps.get("elicitation")
-    if isinstance(elicitation, Mapping) and "form" not in elicitation and "url" not in elicitation:
+    if (
+        (type(elicitation) is dict or isinstance(elicitation, Mapping))
+        and "form" not in elicitation
+        and "url" not in elicitation
+    ):
         envelope_caps = {**envelope_caps, "elicitation": {**elicitation, "form": {}}}
     missing = _missing_capabilities(envelope_caps, required)
     if not missing:
@@ -574,9 +582,17 @@ def required_capabilities_for_input_requests(
     """
     needed: dict[str, dict[str, Any]] = {}
     for key, request in input_requests.items():
-        method = request.get("method") if isinstance(request, Mapping) else None
-        params = request.get("params") if isinstance(request, Mapping) else None
-        if not isinstance(params, Mapping):
+        method = (
+            request.get("method")
+            if (type(request) is dict or isinstance(request, Mapping))
+            else None
+        )
+        params = (
+            request.get("params")
+            if (type(request) is dict or isinstance(request, Mapping))
+            else None
+        )
+        if not (type(params) is dict or isinstance(params, Mapping)):
             params = {}
         if method == "elicitation/create":
             mode = params.get("mode", "form")
@@ -663,7 +679,7 @@ def decorate_result(
         _check_ttl(ttl_ms)
     if cache_scope is not None:
         _check_scope(cache_scope)
-    if not isinstance(result, Mapping):
+    if not (type(result) is dict or isinstance(result, Mapping)):
         raise LocalProtocolError("result must be a mapping")
     out = dict(result)
     result_type = out.setdefault("resultType", RESULT_TYPE_COMPLETE)
@@ -675,7 +691,7 @@ def decorate_result(
         existing = out.get("_meta")
         if existing is None:
             out["_meta"] = {SERVER_INFO_KEY: server_info}
-        elif isinstance(existing, Mapping):
+        elif type(existing) is dict or isinstance(existing, Mapping):
             out["_meta"] = {SERVER_INFO_KEY: server_info, **existing}
         else:
             raise LocalProtocolError("result['_meta'] must be a mapping")
@@ -721,7 +737,7 @@ def build_discover_result(
     versions = list(supported_versions)
     if not versions or not all(isinstance(v, str) for v in versions):
         raise LocalProtocolError("supported_versions must be a non-empty sequence of strings")
-    if not isinstance(capabilities, Mapping):
+    if not (type(capabilities) is dict or isinstance(capabilities, Mapping)):
         raise LocalProtocolError("capabilities must be a mapping")
     result: dict[str, Any] = {
         "resultType": RESULT_TYPE_COMPLETE,
@@ -790,7 +806,7 @@ def classify_result(
         does not recognize (which MUST be considered invalid), or a forbidden input-required
         result.
     """
-    if not isinstance(result, Mapping):
+    if not (type(result) is dict or isinstance(result, Mapping)):
         return _invalid_result("Invalid result: not an object")
     result_type = result.get("resultType", RESULT_TYPE_COMPLETE)
     if result_type == RESULT_TYPE_COMPLETE:
@@ -864,7 +880,7 @@ def _canonical(value: Any, depth: int = 0) -> Any:
     """A copy with every object's keys sorted, so equal JSON digests equally."""
     if depth > _MAX_DEPTH:
         raise ValueError("value is nested too deeply")
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise ValueError("object keys must be strings")
         return {k: _canonical(value[k], depth + 1) for k in sorted(value)}
@@ -936,7 +952,7 @@ class RequestStateCodec:
     def _digest(method: str, params: Mapping[str, Any] | None, principal: str | None) -> str:
         if params is None:
             params = {}
-        if not isinstance(params, Mapping):
+        if not (type(params) is dict or isinstance(params, Mapping)):
             raise ValueError("params must be an object")
         salient = {k: v for k, v in params.items() if k not in _DIGEST_EXCLUDED}
         raw = _dumps([method, principal, _canonical(salient)])
@@ -1088,7 +1104,7 @@ def build_input_required_result(
         for key, request in input_requests.items():
             if not isinstance(key, str):
                 raise LocalProtocolError("inputRequests keys must be strings")
-            if not isinstance(request, Mapping):
+            if not (type(request) is dict or isinstance(request, Mapping)):
                 raise LocalProtocolError(f"inputRequests[{key!r}] must be a mapping")
             method = request.get("method")
             if method not in INPUT_REQUEST_METHODS:
@@ -1098,7 +1114,7 @@ def build_input_required_result(
             params = request.get("params")
             if params is None and method != "roots/list":
                 raise LocalProtocolError(f"inputRequests[{key!r}] ({method}) needs params")
-            if params is not None and not isinstance(params, Mapping):
+            if params is not None and not (type(params) is dict or isinstance(params, Mapping)):
                 raise LocalProtocolError(f"inputRequests[{key!r}] params must be a mapping")
             requests[key] = dict(request)
         result["inputRequests"] = requests
@@ -1123,15 +1139,15 @@ def parse_input_responses(params: Any) -> dict[str, Any] | ErrorData | None:
         objects (mrtr#error-handling). Which keys are present is the handler's business: a
         missing answer SHOULD lead to a new input-required result, not an error.
     """
-    if not isinstance(params, Mapping):
+    if not (type(params) is dict or isinstance(params, Mapping)):
         return None
     responses = params.get("inputResponses")
     if responses is None:
         return None
-    if not isinstance(responses, Mapping):
+    if not (type(responses) is dict or isinstance(responses, Mapping)):
         return _invalid("inputResponses must be an object")
     for key, value in responses.items():
-        if not isinstance(value, Mapping):
+        if not (type(value) is dict or isinstance(value, Mapping)):
             return _invalid(f"inputResponses[{key!r}] must be an object")
     return dict(responses)
 
@@ -1146,7 +1162,7 @@ def parse_request_state(params: Any) -> str | ErrorData | None:
         ``None`` if absent, the string, or a ``-32602`` :class:`ErrorData` if it is not a
         string. Verify it with :meth:`RequestStateCodec.open`.
     """
-    if not isinstance(params, Mapping):
+    if not (type(params) is dict or isinstance(params, Mapping)):
         return None
     state = params.get("requestState")
     if state is None or isinstance(state, str):
@@ -1177,7 +1193,7 @@ def parse_input_required(result: Any) -> InputRequiredResult | ErrorData:
         request that is not an object with a supported ``method``, non-object ``params``, or a
         non-string ``requestState``.
     """
-    if not isinstance(result, Mapping):
+    if not (type(result) is dict or isinstance(result, Mapping)):
         return _invalid_result("Invalid input_required result: not an object")
     raw_requests = result.get("inputRequests")
     state = result.get("requestState")
@@ -1187,12 +1203,12 @@ def parse_input_required(result: Any) -> InputRequiredResult | ErrorData:
         return _invalid_result("Invalid input_required result: requestState is not a string")
     if raw_requests is None:
         raw_requests = {}
-    if not isinstance(raw_requests, Mapping):
+    if not (type(raw_requests) is dict or isinstance(raw_requests, Mapping)):
         return _invalid_result("Invalid input_required result: inputRequests is not an object")
     requests: dict[str, dict[str, Any]] = {}
     for key, request in raw_requests.items():
         if (
-            not isinstance(request, Mapping)
+            not (type(request) is dict or isinstance(request, Mapping))
             or request.get("method") not in INPUT_REQUEST_METHODS
             or not isinstance(request.get("params", {}), Mapping)
         ):
@@ -1234,7 +1250,7 @@ def build_retry_params(
         if k not in ("inputResponses", "requestState")
     }
     if input_responses:
-        if not isinstance(input_responses, Mapping):
+        if not (type(input_responses) is dict or isinstance(input_responses, Mapping)):
             raise LocalProtocolError("input_responses must be a mapping")
         out["inputResponses"] = dict(input_responses)
     if request_state is not None:
@@ -1259,7 +1275,8 @@ def is_cacheable_request(method: str, params: Any) -> bool:
     if method not in CACHEABLE_METHODS:
         return False
     return not (
-        isinstance(params, Mapping) and ("inputResponses" in params or "requestState" in params)
+        (type(params) is dict or isinstance(params, Mapping))
+        and ("inputResponses" in params or "requestState" in params)
     )
 
 
@@ -1315,7 +1332,9 @@ class SubscriptionFilter:
             return self.prompts_list_changed
         if method == "notifications/resources/list_changed":
             return self.resources_list_changed
-        if method == "notifications/resources/updated" and isinstance(params, Mapping):
+        if method == "notifications/resources/updated" and (
+            type(params) is dict or isinstance(params, Mapping)
+        ):
             uri = params.get("uri")
             return isinstance(uri, str) and uri in self._uri_set
         return False
@@ -1334,7 +1353,7 @@ class SubscriptionFilter:
 
         def flag(section: str, name: str) -> bool:
             entry = capabilities.get(section)
-            return isinstance(entry, Mapping) and entry.get(name) is True
+            return (type(entry) is dict or isinstance(entry, Mapping)) and entry.get(name) is True
 
         return SubscriptionFilter(
             tools_list_changed=self.tools_list_changed and flag("tools", "listChanged"),
@@ -1379,10 +1398,10 @@ def parse_listen_filter(
         boolean, ``resourceSubscriptions`` is not a list of strings, or it names more than
         ``max_resource_subscriptions`` URIs. Unknown filter fields are ignored.
     """
-    if not isinstance(params, Mapping) or "notifications" not in params:
+    if not (type(params) is dict or isinstance(params, Mapping)) or "notifications" not in params:
         return _invalid("subscriptions/listen requires params.notifications")
     wanted = params["notifications"]
-    if not isinstance(wanted, Mapping):
+    if not (type(wanted) is dict or isinstance(wanted, Mapping)):
         return _invalid("params.notifications must be an object")
     for wire in _FILTER_FLAGS:
         if wire in wanted and not isinstance(wanted[wire], bool):
@@ -1486,12 +1505,12 @@ def parse_unsupported_version(error: Any) -> tuple[str, ...] | None:
         otherwise ``None``.
     """
     if (
-        not isinstance(error, Mapping)
+        not (type(error) is dict or isinstance(error, Mapping))
         or error.get("code") != ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
     ):
         return None
     data = error.get("data")
-    supported = data.get("supported") if isinstance(data, Mapping) else None
+    supported = data.get("supported") if (type(data) is dict or isinstance(data, Mapping)) else None
     if not isinstance(supported, list) or not all(isinstance(v, str) for v in supported):
         return None
     return tuple(supported)

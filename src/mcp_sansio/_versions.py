@@ -224,7 +224,7 @@ def has_capability(capabilities: Mapping[str, object], path: CapabilityPath | No
         return True
     node: object = capabilities
     for key in path:
-        if not isinstance(node, Mapping) or key not in node:
+        if not (type(node) is dict or isinstance(node, Mapping)) or key not in node:
             return False
         node = node[key]
     return node is not None and node is not False
