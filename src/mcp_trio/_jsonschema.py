@@ -1,0 +1,1311 @@
+"""JSON Schema 2020-12 from Python type hints and docstrings, and a validator for it.
+
+The building blocks of ``@server.tool()``: a tool's ``inputSchema`` and ``outputSchema``
+come from its signature, its arguments are validated against the schema *before* the
+handler runs, then structured into the annotated Python types; its return value is turned
+back into JSON. Spec: ``specification/2025-11-25/server/tools`` and the "JSON Schema Usage"
+section of ``specification/2025-11-25/basic``.
+
+Theory of operation
+-------------------
+**Schema decisions** (the ones a user will notice):
+
+* Objects are closed: the input schema and every class (attrs, dataclass, TypedDict) get
+  ``"additionalProperties": false``. The spec recommends it for tools without parameters;
+  for the rest, an argument the tool does not take is almost always a model's typo, and
+  saying so ("unexpected property 'qeury'") lets the model correct itself, where silently
+  dropping it would not. A ``**kwargs: T`` parameter opens the input object to values of
+  type ``T``.
+* ``T | None`` is ``{"anyOf": [<T>, {"type": "null"}]}``: one style for every union, which
+  also works when ``T`` is a ``$ref`` or an enum. A parameter is required when it has no
+  default, whatever its type (``x: int | None`` must be given, possibly as ``null``).
+* ``default`` is written when the default value is JSON-able (after :func:`to_jsonable`).
+* ``integer`` follows JSON Schema: ``1.0`` is an integer, ``True`` is not.
+* Named types (enums and classes) are built into ``$defs``; when done, a definition used
+  exactly once and not recursive is inlined where it is used, because many clients handle
+  ``$ref`` poorly. What stays in ``$defs`` is what must: shared and recursive types.
+* No ``title``s: the property name already says it, and they cost tokens in every prompt.
+* Descriptions come from, in order: ``Annotated[T, Description("...")]`` (or a plain
+  string in ``Annotated``); for a class field, the docstring under the field; the
+  docstring's ``Args:``/``Attributes:`` section (Google), ``:param x:`` (Sphinx) or
+  ``Parameters`` (NumPy). A function's or class's description is the first paragraph of
+  its docstring.
+* Output: MCP wants ``outputSchema`` to be an object. An object-like return type (attrs,
+  dataclass, TypedDict, ``dict[str, T]``) is used as it is; anything else (``int``,
+  ``list[Point]``, ``Point | None``...) is wrapped as ``{"result": <schema>}`` and so must
+  the ``structuredContent`` be (:func:`to_structured_content` does it). No annotation,
+  ``None``, ``Any`` and MCP content types (``TextContent``..., ``CallToolResult``, or any
+  class with ``__mcp_content__ = True``) give no output schema.
+
+**Validation** is a small validator for the schemas we generate, plus the usual keywords
+around them (see :func:`validate`); it refuses keywords it does not implement instead of
+ignoring them, so it is never silently wrong. The tests check it agrees with the
+``jsonschema`` package.
+
+**Structuring** (:func:`coerce_arguments`) uses a cattrs converter private to this module.
+Unions are resolved by validating the value against each member's schema, in order: the
+first member that fits wins, so ``int | str`` and ``Cat | Dog`` work without guesswork.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import dataclasses
+import datetime as dt
+import enum
+import functools
+import inspect
+import json
+import re
+import textwrap
+import types
+import uuid
+from collections import Counter
+from collections.abc import (
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    MutableSequence,
+    MutableSet,
+    Sequence,
+)
+from collections.abc import Set as AbstractSet
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NewType,
+    NotRequired,
+    Required,
+    TypeVar,
+    Union,
+    cast,
+    final,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
+
+import attrs
+import cattrs
+from cattrs.v import format_exception
+
+from mcp_sansio import types as mcp_types
+
+__all__ = [
+    "Constraints",
+    "Description",
+    "coerce_arguments",
+    "function_description",
+    "function_input_schema",
+    "function_output_schema",
+    "to_jsonable",
+    "to_structured_content",
+    "type_schema",
+    "validate",
+]
+
+Schema = dict[str, Any]
+
+
+@final
+@attrs.frozen
+class Description:
+    """A description for a parameter or field: ``Annotated[int, Description("How many")]``.
+
+    A plain string in ``Annotated`` (``Annotated[int, "How many"]``) means the same.
+    """
+
+    text: str
+    """The description, in plain text or Markdown."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Constraints:
+    """Bounds for a parameter or field: ``Annotated[int, Constraints(minimum=1)]``.
+
+    Each one becomes the JSON Schema keyword of the same meaning and is checked by
+    :func:`validate` before the tool runs.
+    """
+
+    minimum: float | None = None
+    """``minimum``: numbers must be ``>=`` this."""
+    maximum: float | None = None
+    """``maximum``: numbers must be ``<=`` this."""
+    exclusive_minimum: float | None = None
+    """``exclusiveMinimum``: numbers must be ``>`` this."""
+    exclusive_maximum: float | None = None
+    """``exclusiveMaximum``: numbers must be ``<`` this."""
+    min_length: int | None = None
+    """``minLength``: strings need at least this many characters."""
+    max_length: int | None = None
+    """``maxLength``: strings may have at most this many characters."""
+    min_items: int | None = None
+    """``minItems``: arrays need at least this many items."""
+    max_items: int | None = None
+    """``maxItems``: arrays may have at most this many items."""
+
+    def keywords(self) -> Schema:
+        """The JSON Schema keywords, without the unset ones."""
+        names = {
+            "minimum": self.minimum,
+            "maximum": self.maximum,
+            "exclusiveMinimum": self.exclusive_minimum,
+            "exclusiveMaximum": self.exclusive_maximum,
+            "minLength": self.min_length,
+            "maxLength": self.max_length,
+            "minItems": self.min_items,
+            "maxItems": self.max_items,
+        }
+        return {key: value for key, value in names.items() if value is not None}
+
+
+# --------------------------------------------------------------------------------------
+# Docstrings
+
+_GOOGLE_SECTION = re.compile(
+    r"(?P<indent>\s*)(?:Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments"
+    r"|Other Parameters|Attributes|Fields):\s*"
+)
+_ANY_GOOGLE_SECTION = re.compile(r"\s*[A-Z][A-Za-z ]{1,30}:\s*")
+_GOOGLE_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?:\([^)]*\))?\s*:(?P<text>.*)")
+_SPHINX_FIELD = re.compile(
+    r":(?:param|parameter|arg|argument|key|keyword|ivar|var|cvar)\s+"
+    r"(?:[^:]*?\s)?\*{0,2}(?P<name>\w+)\s*:(?P<text>.*)"
+)
+_SPHINX_ANY_FIELD = re.compile(r":\w+[^:]*:")
+_NUMPY_SECTIONS = ("Parameters", "Other Parameters", "Attributes")
+_NUMPY_UNDERLINE = re.compile(r"\s*-{3,}\s*")
+_NUMPY_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?::.*)?")
+
+
+@attrs.frozen
+class _Doc:
+    summary: str | None
+    params: dict[str, str]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _is_numpy_header(lines: list[str], i: int) -> bool:
+    return (
+        i + 1 < len(lines)
+        and bool(lines[i].strip())
+        and bool(_NUMPY_UNDERLINE.fullmatch(lines[i + 1]))
+    )
+
+
+def _parse_doc(doc: str | None) -> _Doc:
+    """The first paragraph and the per-parameter texts of a docstring (three styles).
+
+    ``doc`` must be cleaned once (``inspect.getdoc``/``cleandoc``): cleaning again would
+    lose the indentation of a section that starts on the first line.
+    """
+    if not doc:
+        return _Doc(None, {})
+    lines = doc.splitlines()
+    summary: list[str] = []
+    for i, line in enumerate(lines):
+        if (
+            not line.strip()
+            or _ANY_GOOGLE_SECTION.fullmatch(line)
+            or _SPHINX_ANY_FIELD.match(line)
+            or _is_numpy_header(lines, i)
+        ):
+            break
+        summary.append(line.strip())
+    params: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if google := _GOOGLE_SECTION.fullmatch(line):
+            # Cleaning strips the first line on its own: its entries may look unindented.
+            indent = -1 if i == 0 else len(google.group("indent"))
+            i = _parse_google(lines, i + 1, indent, params)
+        elif sphinx := _SPHINX_FIELD.match(line):
+            i = _collect(lines, i + 1, _indent(line), sphinx, params)
+        elif line.strip() in _NUMPY_SECTIONS and _is_numpy_header(lines, i):
+            i = _parse_numpy(lines, i + 2, _indent(line), params)
+        else:
+            i += 1
+    return _Doc(" ".join(summary) or None, params)
+
+
+def _collect(
+    lines: list[str], i: int, indent: int, entry: re.Match[str], params: dict[str, str]
+) -> int:
+    """Add one entry's text, continued by the lines indented deeper than ``indent``."""
+    text = [entry.group("text").strip()]
+    while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > indent):
+        text.append(lines[i].strip())
+        i += 1
+    params.setdefault(entry.group("name"), " ".join(t for t in text if t))
+    return i
+
+
+def _parse_google(lines: list[str], i: int, indent: int, params: dict[str, str]) -> int:
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif _indent(line) <= indent or (indent < 0 and _ANY_GOOGLE_SECTION.fullmatch(line)):
+            break
+        elif entry := _GOOGLE_ENTRY.fullmatch(line.strip()):
+            i = _collect(lines, i + 1, _indent(line), entry, params)
+        else:
+            i += 1
+    return i
+
+
+def _parse_numpy(lines: list[str], i: int, indent: int, params: dict[str, str]) -> int:
+    while i < len(lines) and not _is_numpy_header(lines, i):
+        line = lines[i]
+        if line.strip() and _indent(line) == indent:
+            entry = _NUMPY_ENTRY.fullmatch(line.strip())
+            i += 1
+            text: list[str] = []
+            while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > indent):
+                text.append(lines[i].strip())
+                i += 1
+            if entry is not None:
+                params.setdefault(entry.group("name"), " ".join(t for t in text if t))
+        else:
+            i += 1
+    return i
+
+
+def _class_doc(cls: type) -> str | None:
+    """The class's own docstring, cleaned, without the one ``dataclasses`` makes up."""
+    doc = cls.__dict__.get("__doc__")
+    if not isinstance(doc, str):
+        return None
+    # dataclasses writes "Name(field: type, ...)", or just "Name" without a signature.
+    name = cls.__name__
+    if dataclasses.is_dataclass(cls) and (
+        doc == name or (doc.startswith(f"{name}(") and doc.endswith(")"))
+    ):
+        return None
+    return inspect.cleandoc(doc)
+
+
+def _attribute_docstrings(cls: type) -> dict[str, str]:
+    """The string literals written right under the class's annotated fields."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):  # no source: a dynamic class, a REPL...
+        return {}
+    node = tree.body[0]
+    assert isinstance(node, ast.ClassDef)  # getsource gives the class, decorators and all
+    docs: dict[str, str] = {}
+    for field, after in zip(node.body, node.body[1:], strict=False):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[field.target.id] = " ".join(inspect.cleandoc(after.value.value).split())
+    return docs
+
+
+def function_description(fn: Callable[..., Any]) -> str | None:
+    """The first paragraph of ``fn``'s docstring, on one line; ``None`` if it has none."""
+    return _parse_doc(inspect.getdoc(fn)).summary
+
+
+# --------------------------------------------------------------------------------------
+# Type hints
+
+_NoneType = type(None)
+_ARRAY_ORIGINS: set[object] = {list, Sequence, MutableSequence}
+_SET_ORIGINS: set[object] = {set, frozenset, AbstractSet, MutableSet}
+_MAP_ORIGINS: set[object] = {dict, Mapping, MutableMapping}
+_SCALARS: dict[type, Schema] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+    bytes: {"type": "string", "contentEncoding": "base64"},
+    dt.datetime: {"type": "string", "format": "date-time"},
+    dt.date: {"type": "string", "format": "date"},
+    dt.time: {"type": "string", "format": "time"},
+    uuid.UUID: {"type": "string", "format": "uuid"},
+}
+
+
+def _is_union(tp: object) -> bool:
+    return get_origin(tp) in (Union, types.UnionType)
+
+
+def _strip(tp: Any) -> Any:
+    """``tp`` without ``Annotated``, ``Required`` and ``NotRequired`` wrappers."""
+    while True:
+        origin = get_origin(tp)
+        if origin is Annotated:
+            tp = tp.__origin__
+        elif origin in (Required, NotRequired):
+            tp = get_args(tp)[0]
+        else:
+            return tp
+
+
+def _is_marked(tp: object, marker: str) -> bool:
+    """Whether ``tp`` (or all non-None members of a union) has ``marker = True``."""
+    tp = _strip(tp)
+    if _is_union(tp):
+        members = [m for m in get_args(tp) if m is not _NoneType]
+        return bool(members) and all(_is_marked(m, marker) for m in members)
+    cls = get_origin(tp) or tp
+    return isinstance(cls, type) and getattr(cls, marker, False) is True
+
+
+def _is_class_like(tp: object) -> bool:
+    return isinstance(tp, type) and (
+        attrs.has(tp) or dataclasses.is_dataclass(tp) or is_typeddict(tp)
+    )
+
+
+def _class_hints(cls: type) -> dict[str, Any]:
+    try:
+        return get_type_hints(cls, localns={cls.__name__: cls}, include_extras=True)
+    except Exception as exc:  # any error evaluating user annotations
+        message = f"cannot resolve the annotations of {cls.__qualname__}: {exc}"
+        raise _UnresolvedAnnotations(message) from exc
+
+
+class _Missing(enum.Enum):
+    MISSING = enum.auto()
+
+
+_MISSING = _Missing.MISSING
+
+
+class _UnresolvedAnnotations(TypeError):
+    pass
+
+
+@attrs.frozen
+class _Field:
+    name: str
+    hint: Any
+    required: bool
+    default: Any = _MISSING
+
+
+def _class_fields(cls: type) -> list[_Field]:
+    hints = _class_hints(cls)
+    if attrs.has(cls):
+        out = []
+        for a in attrs.fields(cls):
+            if not a.init:
+                continue
+            has_default = a.default is not attrs.NOTHING
+            factory = isinstance(a.default, attrs.Factory)  # type: ignore[arg-type]
+            default = a.default if has_default and not factory else _MISSING
+            out.append(_Field(a.name, hints.get(a.name, Any), not has_default, default))
+        return out
+    if dataclasses.is_dataclass(cls):
+        return [
+            _Field(
+                f.name,
+                hints.get(f.name, Any),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                _MISSING if f.default is dataclasses.MISSING else f.default,
+            )
+            for f in dataclasses.fields(cls)
+            if f.init
+        ]
+    return [
+        _Field(name, hint, _typeddict_required(cls, name, hint)) for name, hint in hints.items()
+    ]
+
+
+def _typeddict_required(cls: Any, name: str, hint: Any) -> bool:
+    # With postponed annotations Python 3.11 cannot see Required/NotRequired when the class
+    # is created, so __required_keys__ only reflects totality; the resolved hint decides.
+    while get_origin(hint) is Annotated:
+        hint = hint.__origin__
+    if get_origin(hint) is Required:
+        return True
+    if get_origin(hint) is NotRequired:
+        return False
+    return name in cls.__required_keys__
+
+
+def _json_default(value: object) -> tuple[bool, Any]:
+    try:
+        out = to_jsonable(value)
+    except (TypeError, ValueError):
+        return False, None
+    return True, out
+
+
+class _Builder:
+    """Builds schemas, collecting named types into ``$defs``."""
+
+    def __init__(self) -> None:
+        self.defs: dict[str, Schema] = {}
+        self.names: dict[object, str] = {}
+        self.where: list[str] = []
+
+    def error(self, message: str) -> TypeError:
+        return TypeError(f"{' in '.join(reversed(self.where))}: {message}")
+
+    def schema(self, tp: Any) -> Schema:
+        if get_origin(tp) is Annotated:
+            out = self.schema(tp.__origin__)
+            for meta in tp.__metadata__:
+                if isinstance(meta, str):
+                    out["description"] = meta
+                elif isinstance(meta, Description):
+                    out["description"] = meta.text
+                elif isinstance(meta, Constraints):
+                    out.update(meta.keywords())
+            return out
+        if get_origin(tp) in (Required, NotRequired):
+            return self.schema(get_args(tp)[0])
+        if tp is Any or tp is object:
+            return {}
+        if tp is None or tp is _NoneType:
+            return {"type": "null"}
+        if isinstance(tp, NewType):
+            return self.schema(tp.__supertype__)
+        if get_origin(tp) is Literal:
+            return _literal_schema(get_args(tp), self)
+        if _is_union(tp):
+            members = [self.schema(m) for m in get_args(tp)]
+            if {} in members:
+                return {}
+            return {"anyOf": members}
+        if isinstance(tp, type):
+            if issubclass(tp, enum.Enum):
+                return self.named(tp, self.enum_schema)
+            if _is_class_like(tp):
+                return self.named(tp, self.object_schema)
+            for scalar, schema in _SCALARS.items():
+                if issubclass(tp, scalar):
+                    return dict(schema)
+        return self.generic(tp)
+
+    def generic(self, tp: Any) -> Schema:
+        origin, args = get_origin(tp), get_args(tp)
+        if origin is None:
+            origin, args = tp, ()
+        if origin is tuple:
+            if not args and tp is not tuple:  # tuple[()]
+                return {"type": "array", "maxItems": 0}
+            if not args:
+                return {"type": "array"}
+            if len(args) == 2 and args[1] is Ellipsis:
+                return {"type": "array", "items": self.schema(args[0])}
+            return {
+                "type": "array",
+                "prefixItems": [self.schema(a) for a in args],
+                "minItems": len(args),
+                "maxItems": len(args),
+            }
+        if origin in _ARRAY_ORIGINS or origin in _SET_ORIGINS:
+            out: Schema = {"type": "array"}
+            if args and (items := self.schema(args[0])):
+                out["items"] = items
+            if origin in _SET_ORIGINS:
+                out["uniqueItems"] = True
+            return out
+        if origin in _MAP_ORIGINS:
+            out = {"type": "object"}
+            if args:
+                if _strip(args[0]) not in (str, Any):
+                    raise self.error(f"unsupported type {tp!r}: object keys must be str")
+                if values := self.schema(args[1]):
+                    out["additionalProperties"] = values
+            return out
+        raise self.error(f"unsupported type {tp!r}")
+
+    def named(self, cls: type, build: Callable[[type], Schema]) -> Schema:
+        name = self.names.get(cls)
+        if name is None:
+            name = cls.__name__
+            n = 1
+            while name in self.defs:
+                n += 1
+                name = f"{cls.__name__}{n}"
+            self.names[cls] = name
+            self.defs[name] = {}  # a placeholder, so that recursion finds the name
+            self.defs[name] = build(cls)
+        return {"$ref": f"#/$defs/{name}"}
+
+    def enum_schema(self, cls: type) -> Schema:
+        values = [member.value for member in cast("type[enum.Enum]", cls)]
+        out = _enum_keyword(values)
+        if out is None:
+            raise self.error(f"enum {cls.__qualname__} has values that are not JSON scalars")
+        if summary := _parse_doc(_class_doc(cls)).summary:
+            out["description"] = summary
+        return out
+
+    def object_schema(self, cls: type) -> Schema:
+        doc = _parse_doc(_class_doc(cls))
+        field_docs = _attribute_docstrings(cls)
+        properties: Schema = {}
+        required: list[str] = []
+        try:
+            fields = _class_fields(cls)
+        except _UnresolvedAnnotations as exc:
+            raise self.error(str(exc)) from exc
+        for field in fields:
+            self.where.append(f"field {field.name!r} of {cls.__qualname__}")
+            prop = self.schema(field.hint)
+            self.where.pop()
+            text = field_docs.get(field.name) or doc.params.get(field.name)
+            if text and "description" not in prop:
+                prop["description"] = text
+            if field.default is not _MISSING:
+                ok, value = _json_default(field.default)
+                if ok:
+                    prop["default"] = value
+            properties[field.name] = prop
+            if field.required:
+                required.append(field.name)
+        out: Schema = {"type": "object"}
+        if doc.summary:
+            out["description"] = doc.summary
+        out["properties"] = properties
+        if required:
+            out["required"] = required
+        out["additionalProperties"] = False
+        return out
+
+    def finish(self, root: Schema) -> Schema:
+        """Inline what may be inlined; attach the rest as ``$defs``.
+
+        A root that is just a reference to a recursive definition becomes that definition,
+        its references ``"#"``, so the root is the object itself (MCP wants
+        ``outputSchema`` to be ``"type": "object"``).
+        """
+        counts: Counter[str] = Counter()
+        edges: dict[str, set[str]] = {}
+        for name, body in self.defs.items():
+            edges[name] = set(_refs(body))
+            counts.update(_refs(body))
+        counts.update(_refs(root))
+        recursive = {name for name in self.defs if name in _reachable(name, edges)}
+        inline = {name for name in self.defs if counts[name] == 1 and name not in recursive}
+        top = _ref_name(root) if len(root) == 1 else None
+        if top not in self.defs or top in inline:
+            top = None
+
+        def subst(node: Any) -> Any:
+            if isinstance(node, dict):
+                name = _ref_name(node)
+                if name in inline:
+                    siblings = {k: subst(v) for k, v in node.items() if k != "$ref"}
+                    return {**subst(self.defs[name]), **siblings}
+                if name is not None and name == top:
+                    return {k: "#" if k == "$ref" else subst(v) for k, v in node.items()}
+                return {k: subst(v) for k, v in node.items()}
+            if isinstance(node, list):
+                return [subst(item) for item in node]
+            return node
+
+        out: Schema = subst(self.defs[top] if top is not None else root)
+        kept = {
+            name: subst(body)
+            for name, body in self.defs.items()
+            if name not in inline and name != top
+        }
+        if kept:
+            out["$defs"] = kept
+        return out
+
+
+def _ref_name(node: dict[str, Any]) -> str | None:
+    """The definition a node refers to, if it is a ``$ref`` of ours."""
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return ref.removeprefix("#/$defs/")
+    return None
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        if (name := _ref_name(node)) is not None:
+            yield name
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(edges[start])
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(edges[name])
+    return seen
+
+
+def _json_type(value: object) -> str | None:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
+def _enum_keyword(values: list[Any]) -> Schema | None:
+    kinds = [_json_type(v) for v in values]
+    if None in kinds:
+        return None
+    unique = list(dict.fromkeys(kinds))
+    if len(unique) == 1:
+        return {"type": unique[0], "enum": values}
+    return {"enum": values}
+
+
+def _literal_schema(args: tuple[Any, ...], builder: _Builder) -> Schema:
+    values = [a.value if isinstance(a, enum.Enum) else a for a in args]
+    out = _enum_keyword(values)
+    if out is None:
+        raise builder.error(f"unsupported Literal values {values!r}")
+    return out
+
+
+def type_schema(tp: Any) -> Schema:
+    """The JSON Schema (2020-12) of values of type ``tp``.
+
+    Named types that are shared or recursive are under ``$defs``, referenced by ``$ref``.
+    See the module docstring for the mapping.
+
+    Raises:
+        TypeError: ``tp`` or a type it contains has no JSON Schema.
+    """
+    builder = _Builder()
+    builder.where.append(f"type {tp!r}")
+    return builder.finish(builder.schema(tp))
+
+
+# --------------------------------------------------------------------------------------
+# Functions
+
+
+_T = TypeVar("_T")
+
+
+def _memo(func: Callable[..., _T]) -> Callable[..., _T]:
+    """``lru_cache`` that computes afresh for unhashable arguments (e.g. an unhashable
+    callable object) instead of failing."""
+    cached = functools.lru_cache(maxsize=512)(func)
+
+    def call(*args: Any) -> _T:
+        try:
+            hash(args)
+        except TypeError:
+            return func(*args)
+        return cached(*args)
+
+    return call
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+
+def _hints(fn: Callable[..., Any], keys: Collection[str], tolerate: Collection[str]) -> Any:
+    """The resolved annotations of ``fn`` named in ``keys`` (``"return"`` for the result).
+
+    Each is resolved on its own, so that an annotation we do not need (say a context
+    imported only under ``TYPE_CHECKING``) cannot break the others; those in ``tolerate``
+    may fail and are then left out.
+    """
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if not inspect.isroutine(target):
+        target = type(target).__call__  # a callable object
+    target = inspect.unwrap(target)
+    annotations = getattr(target, "__annotations__", None) or {}
+    globalns = getattr(target, "__globals__", {})
+    hints: dict[str, Any] = {}
+    for key in keys:
+        if key not in annotations:
+            continue
+        holder = types.SimpleNamespace(__annotations__={key: annotations[key]})
+        try:
+            hints[key] = get_type_hints(holder, globalns=globalns, include_extras=True)[key]
+        except Exception as exc:  # any error evaluating user annotations
+            if key in tolerate:
+                continue
+            what = "the return type" if key == "return" else f"parameter {key!r}"
+            message = f"{what} of {_name(fn)}: cannot resolve {annotations[key]!r}: {exc}"
+            raise TypeError(message) from exc
+    return hints
+
+
+@attrs.frozen
+class _Signature:
+    name: str
+    params: dict[str, inspect.Parameter]
+    hints: dict[str, Any]
+    var_keyword: str | None
+    doc: _Doc
+
+
+@_memo
+def _signature(fn: Callable[..., Any], skip: frozenset[str]) -> _Signature:
+    name = _name(fn)
+    parameters = inspect.signature(fn).parameters
+    hints = _hints(fn, parameters, skip)
+    params: dict[str, inspect.Parameter] = {}
+    var_keyword = None
+    for param in parameters.values():
+        if param.name in skip or _is_marked(hints.get(param.name), "__mcp_context__"):
+            continue
+        if param.kind is param.VAR_KEYWORD:
+            var_keyword = param.name
+        elif param.kind in (param.VAR_POSITIONAL, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"parameter {param.name!r} of {name}: tool arguments are passed by name,"
+                f" so {param.kind.description} parameters are not supported"
+            )
+        else:
+            params[param.name] = param
+    return _Signature(name, params, hints, var_keyword, _parse_doc(inspect.getdoc(fn)))
+
+
+def function_input_schema(fn: Callable[..., Any], *, skip: Collection[str] = ()) -> Schema:
+    """The ``inputSchema`` of a tool (or the arguments of a prompt) implemented by ``fn``.
+
+    An object with one property per parameter, required when the parameter has no
+    default, and ``"additionalProperties": false`` (or the schema of ``**kwargs: T``).
+
+    Args:
+        fn: the handler; parameters are passed by name.
+        skip: parameters that are not arguments (e.g. the context). Parameters annotated
+            with a class that has ``__mcp_context__ = True`` are skipped too.
+
+    Raises:
+        TypeError: a parameter's type has no JSON Schema, cannot be resolved, or is
+            positional-only or ``*args``; the message names the parameter.
+    """
+    sig = _signature(fn, frozenset(skip))
+    builder = _Builder()
+    properties: Schema = {}
+    required: list[str] = []
+    for name, param in sig.params.items():
+        builder.where[:] = [f"parameter {name!r} of {sig.name}"]
+        prop = builder.schema(sig.hints.get(name, Any))
+        if "description" not in prop and name in sig.doc.params:
+            prop["description"] = sig.doc.params[name]
+        if param.default is param.empty:
+            required.append(name)
+        else:
+            ok, value = _json_default(param.default)
+            if ok:
+                prop["default"] = value
+        properties[name] = prop
+    out: Schema = {"type": "object"}
+    if properties:
+        out["properties"] = properties
+    if required:
+        out["required"] = required
+    if sig.var_keyword is None:
+        out["additionalProperties"] = False
+    else:
+        builder.where[:] = [f"parameter {sig.var_keyword!r} of {sig.name}"]
+        extra = builder.schema(sig.hints.get(sig.var_keyword, Any))
+        if extra:
+            out["additionalProperties"] = extra
+    return builder.finish(out)
+
+
+_CONTENT_TYPES = (
+    mcp_types.TextContent,
+    mcp_types.ImageContent,
+    mcp_types.AudioContent,
+    mcp_types.EmbeddedResource,
+    mcp_types.ResourceLink,
+    mcp_types.CallToolResult,
+)
+
+
+def _is_content(tp: Any) -> bool:
+    """Whether ``tp`` is an MCP content type, a union of them, or a sequence of them."""
+    tp = _strip(tp)
+    if _is_union(tp):
+        members = [m for m in get_args(tp) if m is not _NoneType]
+        return bool(members) and all(_is_content(m) for m in members)
+    origin = get_origin(tp)
+    if origin in _ARRAY_ORIGINS or origin is tuple:
+        args = [a for a in get_args(tp) if a is not Ellipsis]
+        return bool(args) and all(_is_content(a) for a in args)
+    return isinstance(tp, type) and (
+        issubclass(tp, _CONTENT_TYPES) or getattr(tp, "__mcp_content__", False) is True
+    )
+
+
+@_memo
+def _output_kind(fn: Callable[..., Any]) -> tuple[Literal["none", "object", "wrapped"], Any]:
+    tp = _hints(fn, ("return",), ()).get("return", inspect.Signature.empty)
+    bare = _strip(tp)
+    if bare in (inspect.Signature.empty, None, _NoneType, Any, object) or _is_content(bare):
+        return "none", tp
+    origin = get_origin(bare) or bare
+    if _is_class_like(bare) or origin in _MAP_ORIGINS:
+        return "object", tp
+    return "wrapped", tp
+
+
+def function_output_schema(fn: Callable[..., Any]) -> Schema | None:
+    """The ``outputSchema`` of a tool implemented by ``fn``, from its return annotation.
+
+    Object-like return types (attrs, dataclass, TypedDict, ``dict[str, T]``) give their own
+    schema. Any other type ``T`` gives ``{"type": "object", "properties": {"result": T},
+    "required": ["result"]}``, and the ``structuredContent`` must then be ``{"result":
+    value}`` (see :func:`to_structured_content`). No annotation, ``None``, ``Any`` and MCP
+    content types give ``None``: no output schema.
+
+    Raises:
+        TypeError: the return type has no JSON Schema or cannot be resolved.
+    """
+    kind, tp = _output_kind(fn)
+    if kind == "none":
+        return None
+    builder = _Builder()
+    builder.where.append(f"the return type of {_name(fn)}")
+    root = builder.schema(tp)
+    if kind == "wrapped":
+        root = {
+            "type": "object",
+            "properties": {"result": root},
+            "required": ["result"],
+            "additionalProperties": False,
+        }
+    return builder.finish(root)
+
+
+def to_structured_content(fn: Callable[..., Any], value: object) -> dict[str, Any] | None:
+    """The ``structuredContent`` for ``fn``'s return value, matching its output schema.
+
+    ``None`` when ``fn`` has no output schema.
+
+    Raises:
+        TypeError: ``value`` is not JSON-able, or not an object where one is expected.
+    """
+    kind, _ = _output_kind(fn)
+    if kind == "none":
+        return None
+    data = to_jsonable(value)
+    if kind == "wrapped":
+        return {"result": data}
+    if not isinstance(data, dict):
+        raise TypeError(f"{_name(fn)} returned {type(value).__name__}, not an object")
+    return data
+
+
+# --------------------------------------------------------------------------------------
+# Validation
+
+#: Keywords that do not constrain the instance (``format`` is not enforced).
+_ANNOTATIONS = frozenset(
+    {
+        *("$schema", "$id", "$comment", "$defs", "definitions", "title", "description"),
+        *("default", "examples", "deprecated", "readOnly", "writeOnly", "format"),
+        *("contentEncoding", "contentMediaType"),
+    }
+)
+#: The keywords the validator implements.
+_KEYWORDS = frozenset(
+    {
+        *("$ref", "type", "enum", "const", "anyOf", "allOf", "oneOf", "not", "multipleOf"),
+        *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"),
+        *("minLength", "maxLength", "items", "prefixItems", "minItems", "maxItems"),
+        *("uniqueItems", "properties", "required", "additionalProperties"),
+        *("minProperties", "maxProperties"),
+    }
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+_CONTAINER_NAMES: dict[type, str] = {list: "array", dict: "object"}
+
+
+def _type_name(value: object) -> str:
+    return _json_type(value) or _CONTAINER_NAMES.get(type(value), type(value).__name__)
+
+
+def _has_type(value: object, name: str) -> bool:
+    if name == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
+        )
+    if name == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if name == "array":
+        return isinstance(value, list)
+    if name == "object":
+        return isinstance(value, dict)
+    return _json_type(value) == name
+
+
+def _canonical(value: object) -> object:
+    """A hashable stand-in with JSON equality: ``1 == 1.0``, ``True != 1``."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, list):
+        return ("list", tuple(_canonical(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((k, _canonical(v)) for k, v in value.items()))
+    return value
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _child(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if _IDENTIFIER.fullmatch(key) else f"{path}[{_show(key)}]"
+
+
+class _Validator:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def resolve(self, ref: str) -> Any:
+        if not ref.startswith("#"):
+            raise ValueError(f"unsupported $ref {ref!r}: only local references are")
+        node = self.root
+        for escaped in ref[1:].split("/")[1:]:
+            part = escaped.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise ValueError(f"unresolvable $ref {ref!r}")
+        return node
+
+    def errors(self, value: Any, schema: Any, path: str) -> list[str]:
+        out: list[str] = []
+        self.check(value, schema, path, out)
+        return out
+
+    def check(self, value: Any, schema: Any, path: str, out: list[str]) -> None:
+        if schema is True:
+            return
+        if schema is False:
+            out.append(f"{path}: not allowed")
+            return
+        unknown = schema.keys() - _KEYWORDS - _ANNOTATIONS
+        if unknown:
+            raise ValueError(f"unsupported JSON Schema keyword(s): {', '.join(sorted(unknown))}")
+        if "$ref" in schema:
+            self.check(value, self.resolve(schema["$ref"]), path, out)
+        if "type" in schema:
+            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+            if not any(_has_type(value, n) for n in names):
+                out.append(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
+                return
+        if "enum" in schema and _canonical(value) not in {_canonical(v) for v in schema["enum"]}:
+            choices = ", ".join(_show(v) for v in schema["enum"])
+            out.append(f"{path}: expected one of {choices}, got {_show(value)}")
+        if "const" in schema and _canonical(value) != _canonical(schema["const"]):
+            out.append(f"{path}: expected {_show(schema['const'])}, got {_show(value)}")
+        if _has_type(value, "number"):
+            self.check_number(value, schema, path, out)
+        elif isinstance(value, str):
+            self.check_size(len(value), schema, "Length", "characters", path, out)
+        elif isinstance(value, list):
+            self.check_array(value, schema, path, out)
+        elif isinstance(value, dict):
+            self.check_object(value, schema, path, out)
+        self.check_combinators(value, schema, path, out)
+
+    def check_number(self, value: float, schema: Schema, path: str, out: list[str]) -> None:
+        bounds = (
+            ("minimum", ">=", value >= schema.get("minimum", value)),
+            ("maximum", "<=", value <= schema.get("maximum", value)),
+            (
+                "exclusiveMinimum",
+                ">",
+                "exclusiveMinimum" not in schema or value > schema["exclusiveMinimum"],
+            ),
+            (
+                "exclusiveMaximum",
+                "<",
+                "exclusiveMaximum" not in schema or value < schema["exclusiveMaximum"],
+            ),
+        )
+        for keyword, op, ok in bounds:
+            if not ok:
+                out.append(f"{path}: must be {op} {schema[keyword]}, got {_show(value)}")
+        step = schema.get("multipleOf")
+        if step is not None and not (value / step).is_integer():
+            out.append(f"{path}: must be a multiple of {step}, got {_show(value)}")
+
+    def check_size(
+        self, size: int, schema: Schema, suffix: str, unit: str, path: str, out: list[str]
+    ) -> None:
+        low, high = schema.get(f"min{suffix}"), schema.get(f"max{suffix}")
+        if low is not None and size < low:
+            out.append(f"{path}: expected at least {low} {unit}, got {size}")
+        if high is not None and size > high:
+            out.append(f"{path}: expected at most {high} {unit}, got {size}")
+
+    def check_array(self, value: list[Any], schema: Schema, path: str, out: list[str]) -> None:
+        self.check_size(len(value), schema, "Items", "items", path, out)
+        if schema.get("uniqueItems"):
+            seen: dict[object, int] = {}
+            for i, item in enumerate(value):
+                first = seen.setdefault(_canonical(item), i)
+                if first != i:
+                    out.append(f"{_child(path, i)}: duplicate of item {first}")
+        prefix = schema.get("prefixItems", [])
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else schema.get("items", True)
+            self.check(item, sub, _child(path, i), out)
+
+    def check_object(
+        self, value: dict[str, Any], schema: Schema, path: str, out: list[str]
+    ) -> None:
+        self.check_size(len(value), schema, "Properties", "properties", path, out)
+        for name in schema.get("required", []):
+            if name not in value:
+                out.append(f"{path}: missing required property {name!r}")
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            if key in properties:
+                self.check(item, properties[key], _child(path, key), out)
+            elif extra is False:
+                out.append(f"{path}: unexpected property {key!r}")
+            else:
+                self.check(item, extra, _child(path, key), out)
+
+    def check_combinators(self, value: Any, schema: Schema, path: str, out: list[str]) -> None:
+        for sub in schema.get("allOf", []):
+            self.check(value, sub, path, out)
+        if "anyOf" in schema:
+            self.check_any_of(value, schema["anyOf"], path, out)
+        if "oneOf" in schema:
+            passing = sum(not self.errors(value, sub, path) for sub in schema["oneOf"])
+            if passing != 1:
+                out.append(f"{path}: must match exactly one alternative, matches {passing}")
+        if "not" in schema and not self.errors(value, schema["not"], path):
+            out.append(f"{path}: must not match {_show(schema['not'])}")
+
+    def check_any_of(self, value: Any, options: list[Any], path: str, out: list[str]) -> None:
+        found = []
+        for sub in options:
+            errors = self.errors(value, sub, path)
+            if not errors:
+                return
+            found.append(errors)
+        # Report the one alternative of the right type, or else what would have fitted.
+        fitting = [
+            errors for sub, errors in zip(options, found, strict=True) if self.fits(value, sub)
+        ]
+        if len(fitting) == 1:
+            out.extend(fitting[0])
+            return
+        wanted = list(dict.fromkeys(self.describe(sub) for sub in options))
+        out.append(f"{path}: expected {' or '.join(wanted)}, got {_type_name(value)}")
+
+    def fits(self, value: Any, schema: Any) -> bool:
+        """Whether ``value`` has a JSON type the schema allows (ignoring the rest)."""
+        if not isinstance(schema, dict):
+            return schema is True
+        if "$ref" in schema:
+            return self.fits(value, self.resolve(schema["$ref"]))
+        if "type" in schema:
+            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+            return any(_has_type(value, n) for n in names)
+        if "enum" in schema:
+            return any(_type_name(value) == _type_name(v) for v in schema["enum"])
+        if "anyOf" in schema:
+            return any(self.fits(value, sub) for sub in schema["anyOf"])
+        return True
+
+    def describe(self, schema: Any) -> str:
+        if not isinstance(schema, dict):
+            return "anything" if schema is True else "nothing"
+        if "$ref" in schema:
+            return self.describe(self.resolve(schema["$ref"]))
+        if "enum" in schema:
+            return "one of " + ", ".join(_show(v) for v in schema["enum"])
+        if "type" in schema:
+            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+            return " or ".join(names)
+        if "anyOf" in schema:
+            return " or ".join(self.describe(sub) for sub in schema["anyOf"])
+        return "a valid value"
+
+
+def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[str]:
+    """Check decoded JSON against a schema; the list of problems, empty when valid.
+
+    Each problem names where it is, from ``root``: ``"arguments.count: expected integer,
+    got string"``. ``format`` is not enforced. Supported keywords: ``$ref`` (local),
+    ``$defs``, ``type``, ``enum``, ``const``, ``anyOf``, ``allOf``, ``oneOf``, ``not``,
+    the numeric bounds and ``multipleOf``, ``minLength``/``maxLength``, ``items``,
+    ``prefixItems``, ``minItems``/``maxItems``, ``uniqueItems``, ``properties``,
+    ``required``, ``additionalProperties``, ``minProperties``/``maxProperties``, plus the
+    annotations (``description``, ``default``, ``format``...).
+
+    Raises:
+        ValueError: the schema uses a keyword outside that list or an unresolvable
+            ``$ref``: a bug in whoever wrote the schema, never in the instance.
+    """
+    return _Validator(schema).errors(instance, schema, root)
+
+
+# --------------------------------------------------------------------------------------
+# Structuring and unstructuring
+
+_converter = cattrs.Converter()
+_converter.register_structure_hook(dt.datetime, lambda v, _: dt.datetime.fromisoformat(v))
+_converter.register_structure_hook(dt.date, lambda v, _: dt.date.fromisoformat(v))
+_converter.register_structure_hook(dt.time, lambda v, _: dt.time.fromisoformat(v))
+_converter.register_structure_hook(uuid.UUID, lambda v, _: uuid.UUID(v))
+_converter.register_structure_hook(bytes, lambda v, _: base64.b64decode(v, validate=True))
+
+
+_cached_type_schema = _memo(type_schema)
+
+
+def _structure_union(value: Any, tp: Any) -> Any:
+    member: Any
+    for member in get_args(tp):
+        if member is _NoneType:
+            if value is None:
+                return None
+            continue
+        if not validate(value, _cached_type_schema(member)):
+            return _converter.structure(value, member)
+    raise ValueError(f"{_show(value)} fits none of {tp!r}")
+
+
+def _typeddict_hook(cls: Any) -> Callable[[Any, Any], Any]:
+    hints = {name: _strip(hint) for name, hint in _class_hints(cls).items()}
+
+    def structure(value: Any, _: Any) -> Any:
+        return {
+            key: _converter.structure(item, hints[key]) if key in hints else item
+            for key, item in value.items()
+        }
+
+    return structure
+
+
+_converter.register_structure_hook_func(_is_union, _structure_union)
+_converter.register_structure_hook_factory(is_typeddict, _typeddict_hook)
+
+
+def _format_error(exc: BaseException, tp: Any) -> str:
+    if isinstance(exc, ValueError) and str(exc):
+        return f"invalid value ({exc})"
+    return format_exception(exc, tp)
+
+
+def coerce_arguments(
+    fn: Callable[..., Any], arguments: Mapping[str, Any], *, skip: Collection[str] = ()
+) -> dict[str, Any]:
+    """Turn validated JSON arguments into the Python values ``fn``'s annotations ask for.
+
+    Call it after :func:`validate` passed with ``function_input_schema(fn, skip=skip)``:
+    attrs classes, dataclasses, TypedDicts, enums, tuples, sets, datetimes... are built;
+    ``1`` becomes ``1.0`` for a ``float``. Missing arguments stay missing (the defaults
+    apply when ``fn`` is called).
+
+    Raises:
+        ValueError: the arguments do not fit after all; with ``validate`` first, only a
+            ``format`` it does not check can cause this (a malformed date-time, say). The
+            message lists each problem with its path, like ``arguments.when: ...``.
+    """
+    sig = _signature(fn, frozenset(skip))
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, value in arguments.items():
+        if name in sig.params:
+            tp = sig.hints.get(name, Any)
+        elif sig.var_keyword is not None:
+            tp = sig.hints.get(sig.var_keyword, Any)
+        else:
+            problems.append(f"arguments: unexpected property {name!r}")
+            continue
+        try:
+            out[name] = _converter.structure(value, tp)
+        except Exception as exc:  # cattrs reports with ExceptionGroups; we flatten them
+            path = _child("arguments", name)
+            for message in cattrs.transform_error(exc, path, _format_error):
+                text, _, where = message.rpartition(" @ ")
+                problems.append(f"{where}: {text}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return out
+
+
+def to_jsonable(value: object) -> Any:
+    """``value`` as plain JSON data (dicts, lists, strings, numbers, booleans, None).
+
+    attrs and dataclass instances become objects of their init fields, enums their value,
+    ``datetime``/``date``/``time`` ISO 8601 strings, ``UUID`` strings, ``bytes`` base64,
+    tuples and sets lists; mappings keep their (string) keys.
+
+    Raises:
+        TypeError: something in ``value`` has no JSON form (including non-string keys).
+    """
+    if isinstance(value, enum.Enum):  # before str and int: StrEnum, IntEnum
+        return to_jsonable(value.value)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    cls: Any = type(value)
+    if attrs.has(cls):
+        return {a.name: to_jsonable(getattr(value, a.name)) for a in attrs.fields(cls) if a.init}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init
+        }
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            name = key.value if isinstance(key, enum.Enum) else key
+            if not isinstance(name, str):
+                raise TypeError(f"object keys must be strings, got {type(key).__name__}")
+            out[name] = to_jsonable(item)
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(item) for item in value]
+    raise TypeError(f"{type(value).__qualname__} has no JSON form")

@@ -1,0 +1,362 @@
+"""RFC 6570 URI Templates, levels 1 to 3: expansion and matching.
+
+MCP resource templates (``resources/templates/list``) are RFC 6570 templates. A server
+expands them to build URIs and, more often, *matches* a URI from ``resources/read`` against
+them to find the handler and its arguments.
+
+Theory of operation
+-------------------
+A template is parsed once into literals and expressions (``{x}``, ``{+x}``, ``{#x}``, ``{.x}``,
+``{/x}``, ``{;x}``, ``{?x}``, ``{&x}``, each with one or more comma-separated variables).
+Level 4 modifiers (``{x:3}``, ``{x*}``) and the reserved operators ``= , ! @ |`` are refused
+at construction, so a template either works fully or not at all.
+
+**Expansion** follows RFC 6570 section 3.2 to the letter (the tests run the RFC's own example
+table). Values are strings; an ``int`` is written in decimal; ``None`` means undefined and the
+variable is left out.
+
+**Matching** is the inverse, which RFC 6570 leaves undefined because expansion loses
+information (an undefined and an empty variable look the same; ``{x,y}`` cannot tell which
+one was left out). We compile one regular expression per template at construction, with
+these rules:
+
+* *Positional* expressions (``{x}``, ``{+x}``, ``{#x}``, ``{.x}``, ``{/x}``) need every
+  variable, each non-empty. A value never contains its expression's delimiters: ``{x}``
+  stops at ``/ ? #`` (and ``,`` between several variables), so it never spans path
+  segments; ``{.x}`` also stops at ``.``; ``{/x}`` at ``/``; ``{+x}`` and ``{#x}`` only
+  stop at ``#`` (and ``,``), so they may span segments.
+* A value also stops at the first character that can follow it in the template, so that
+  ``logs://{year}-{month}`` takes ``year`` up to the first ``-`` and ``{name}{.ext}`` takes
+  ``name`` up to the first ``.`` (``a.tar.gz`` does not match it: ``{.ext}`` cannot contain
+  a dot). This makes matching deterministic, and linear in the URI's length. The one
+  exception is ``{+x}``/``{#x}`` followed by ``/`` or a literal (``{+path}/edit``): it
+  takes as little as possible, so that what follows gets its part.
+* *Named* expressions (``{;x}``, ``{?x,y}``, ``{&x}``) accept their variables in any order,
+  each at most once, any of them missing; the whole expression may be missing. ``x`` with
+  no ``=`` (or ``x=``) is the empty string. Names the expression does not declare do not
+  match, and a duplicated name makes the whole match fail.
+* Matched text is percent-decoded (UTF-8); invalid UTF-8 is no match. A variable that occurs
+  twice in a template must match the same value both times.
+
+Some templates cannot be matched, though they expand fine: two expressions side by side
+where the second has no prefix (``{a}{b}``, ``{+a}{b}``: nothing says where ``a`` ends), and
+a ``{+x}`` after one of the exceptions above (``{+a}/{+b}``: ambiguous, and matching would
+take time quadratic in the URI's length). :attr:`UriTemplate.matchable` says
+which; ``match`` raises ``ValueError`` for them. To keep the work per request bounded
+whatever the template, URIs longer than :data:`MAX_MATCH_LENGTH` never match.
+
+So ``match(expand(values)) == values`` for non-empty values of positional variables that
+avoid their delimiters and the character that follows them in the template (and ``%`` in
+``{+x}``/``{#x}``, where escapes pass through unchanged on expansion), and for any values of
+named variables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import final
+from urllib.parse import quote, unquote
+
+import attrs
+
+__all__ = ["MAX_MATCH_LENGTH", "UriTemplate"]
+
+_RESERVED = ":/?#[]@!$&'()*+,;="
+_PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
+_VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
+#: A character that may continue a variable name (so ``x`` does not match the name ``xy``).
+_NAME_GOES_ON = r"(?![A-Za-z0-9_.%])"
+
+
+@attrs.frozen
+class _Operator:
+    first: str
+    """Written before the first defined variable."""
+    sep: str
+    """Written between defined variables."""
+    named: bool
+    """Whether each value is written as ``name=value``."""
+    ifemp: str
+    """Written after the name when the value is empty (named operators only)."""
+    reserved: bool
+    """Whether reserved characters and percent-escapes pass through unencoded."""
+    stops: str
+    """Characters a matched value never contains: the expression's delimiters."""
+
+
+# RFC 6570 appendix A, plus our matching rules (see the module docstring).
+_OPERATORS = {
+    "": _Operator("", ",", named=False, ifemp="", reserved=False, stops="/?#"),
+    "+": _Operator("", ",", named=False, ifemp="", reserved=True, stops="#"),
+    "#": _Operator("#", ",", named=False, ifemp="", reserved=True, stops="#"),
+    ".": _Operator(".", ".", named=False, ifemp="", reserved=False, stops="/?#."),
+    "/": _Operator("/", "/", named=False, ifemp="", reserved=False, stops="/?#"),
+    ";": _Operator(";", ";", named=True, ifemp="", reserved=False, stops=";/?#"),
+    "?": _Operator("?", "&", named=True, ifemp="=", reserved=False, stops="&#"),
+    "&": _Operator("&", "&", named=True, ifemp="=", reserved=False, stops="&#"),
+}
+#: What a ``{+x}``/``{#x}`` value leaves to what follows it: these characters start named
+#: expressions or separate values; a ``/`` or a literal's first character is kept.
+_RESERVED_YIELDS = frozenset("?&;,#")
+#: URIs longer than this never match: the work per ``match`` stays bounded.
+MAX_MATCH_LENGTH = 16 * 1024
+
+
+@attrs.frozen
+class _Expression:
+    operator: _Operator
+    names: tuple[str, ...]
+
+
+#: A regex group: its name, the variable it captures (``None`` for a named expression's
+#: whole text) and the expression it belongs to.
+_Group = tuple[str, str | None, _Expression]
+
+
+def _encode(value: str, *, reserved: bool) -> str:
+    """Percent-encode for the unreserved set U, or U+R keeping existing escapes."""
+    if not reserved:
+        return quote(value, safe="")
+    out: list[str] = []
+    pos = 0
+    for escape in _PCT_TRIPLET.finditer(value):
+        out.append(quote(value[pos : escape.start()], safe=_RESERVED))
+        out.append(escape.group())
+        pos = escape.end()
+    out.append(quote(value[pos:], safe=_RESERVED))
+    return "".join(out)
+
+
+def _parse(template: str) -> tuple[str | _Expression, ...]:
+    parts: list[str | _Expression] = []
+    pos = 0
+    while pos < len(template):
+        start = template.find("{", pos)
+        close = template.find("}", pos)
+        if close != -1 and (start == -1 or close < start):
+            raise ValueError(f"unmatched '}}' at {close} in URI template {template!r}")
+        if start == -1:
+            parts.append(template[pos:])
+            break
+        if start > pos:
+            parts.append(template[pos:start])
+        end = template.find("}", start)
+        if end == -1:
+            raise ValueError(f"unclosed '{{' at {start} in URI template {template!r}")
+        parts.append(_parse_expression(template[start + 1 : end], template, start))
+        pos = end + 1
+    return tuple(parts)
+
+
+def _parse_expression(body: str, template: str, at: int) -> _Expression:
+    where = f"in expression at {at} of URI template {template!r}"
+    op = body[:1]
+    if op in _OPERATORS and op != "":
+        body = body[1:]
+    elif op in ("=", ",", "!", "@", "|"):
+        raise ValueError(f"reserved operator {op!r} {where}")
+    else:
+        op = ""
+    names: list[str] = []
+    for spec in body.split(","):
+        if spec.endswith("*") or ":" in spec:
+            raise ValueError(f"level 4 modifier in {spec!r} {where} is not supported")
+        if not _VARNAME.fullmatch(spec):
+            raise ValueError(f"invalid variable name {spec!r} {where}")
+        names.append(spec)
+    return _Expression(_OPERATORS[op], tuple(names))
+
+
+def _expand_expression(expr: _Expression, values: Mapping[str, object]) -> str:
+    op = expr.operator
+    out: list[str] = []
+    for name in expr.names:
+        value = values.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise TypeError(
+                f"URI template variable {name!r} must be a str or an int (level 4 lists and"
+                f" mappings are not supported), got {type(value).__name__}"
+            )
+        text = str(value)
+        out.append(op.sep if out else op.first)
+        if op.named:
+            out.append(name)
+            out.append(op.ifemp if text == "" else "=")
+            if text == "":
+                continue
+        out.append(_encode(text, reserved=op.reserved))
+    return "".join(out)
+
+
+def _follow(parts: tuple[str | _Expression, ...], i: int) -> frozenset[str] | None:
+    """The characters that may come right after part ``i`` (the URI may also end there).
+
+    ``None`` when an expression without a prefix may come next: then nothing does.
+    """
+    chars: set[str] = set()
+    for part in parts[i + 1 :]:
+        if isinstance(part, str):
+            chars.add(_encode(part, reserved=True)[0])
+            break
+        if not part.operator.first:
+            return None
+        chars.add(part.operator.first)
+        if not part.operator.named:  # a positional expression is always there
+            break
+    return frozenset(chars)
+
+
+def _char_class(excluded: set[str]) -> str:
+    return "[^" + "".join(re.escape(c) for c in sorted(excluded)) + "]"
+
+
+@attrs.frozen
+class _Matcher:
+    regex: re.Pattern[str]
+    groups: tuple[_Group, ...]
+    problem: str | None
+    """Why the template cannot be matched, if it cannot."""
+
+
+def _compile(parts: tuple[str | _Expression, ...]) -> _Matcher:
+    pieces: list[str] = []
+    groups: list[_Group] = []
+    problem = None
+    lazy: str | None = None  # the variable that takes as little as possible, if any
+    for i, part in enumerate(parts):
+        if isinstance(part, str):
+            pieces.append(re.escape(_encode(part, reserved=True)))
+            continue
+        op = part.operator
+        follow = _follow(parts, i)
+        if follow is None:
+            problem = "an expression without a prefix follows another one directly"
+            follow = frozenset()
+        if op.named:
+            group = f"g{len(groups)}"
+            groups.append((group, None, part))
+            value = _char_class({*op.stops, op.sep, *follow}) + "*+"
+            names = "|".join(re.escape(n) for n in sorted(set(part.names), key=len, reverse=True))
+            pair = f"(?:{names}){_NAME_GOES_ON}(?:={value})?"
+            sep = re.escape(op.sep)
+            pieces.append(f"(?:{re.escape(op.first)}(?P<{group}>{pair}(?:{sep}{pair})*))?")
+            continue
+        for j, name in enumerate(part.names):
+            group = f"g{len(groups)}"
+            groups.append((group, name, part))
+            after = frozenset(op.sep) if j < len(part.names) - 1 else follow
+            excluded = {*op.stops, *(after & _RESERVED_YIELDS if op.reserved else after)}
+            quantifier = "++"
+            # The URI has one '#' at most, so {#x} has one place to start; {+x} has many.
+            if op.reserved and not op.first and lazy is not None and problem is None:
+                problem = f"{{+{name}}} comes after {lazy!r}, and both may span '/'"
+            if op.reserved and after - excluded:
+                quantifier, lazy = "+?", name
+            lead = op.first if j == 0 else op.sep
+            pieces.append(f"{re.escape(lead)}(?P<{group}>{_char_class(excluded)}{quantifier})")
+    return _Matcher(re.compile("".join(pieces)), tuple(groups), problem)
+
+
+@final
+@attrs.frozen
+class UriTemplate:
+    """An RFC 6570 URI template (levels 1 to 3), compiled for expansion and matching.
+
+    >>> t = UriTemplate("file:///{+path}{?rev}")
+    >>> t.expand(path="a b/c", rev=3)
+    'file:///a%20b/c?rev=3'
+    >>> t.match("file:///a%20b/c?rev=3")
+    {'path': 'a b/c', 'rev': '3'}
+
+    See the module docstring for the matching rules.
+
+    Raises:
+        ValueError: the template is malformed or uses level 4 features (raised by the
+            constructor; a template that expands but cannot be matched is accepted).
+    """
+
+    template: str
+    """The template text, as given."""
+    _parts: tuple[str | _Expression, ...] = attrs.field(init=False, repr=False, eq=False)
+    _matcher: _Matcher = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        parts = _parse(self.template)
+        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "_matcher", _compile(parts))
+
+    def __str__(self) -> str:
+        return self.template
+
+    @property
+    def matchable(self) -> bool:
+        """Whether :meth:`match` works for this template (see the module docstring)."""
+        return self._matcher.problem is None
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The variable names, in order of first appearance, without repeats."""
+        names: dict[str, None] = {}
+        for part in self._parts:
+            if isinstance(part, _Expression):
+                names.update(dict.fromkeys(part.names))
+        return tuple(names)
+
+    def expand(self, values: Mapping[str, object] | None = None, /, **kwargs: object) -> str:
+        """The URI for these variable values (RFC 6570 section 3.2).
+
+        Args:
+            values: variable values by name (needed for names that are not identifiers,
+                such as ``a.b``); ``kwargs`` are merged over it.
+            kwargs: variable values by name. A value is a ``str`` or an ``int``; ``None``
+                or a missing name means undefined.
+
+        Raises:
+            TypeError: a value is neither a ``str``, an ``int`` nor ``None``.
+        """
+        merged = {**(values or {}), **kwargs}
+        return "".join(
+            _encode(part, reserved=True)
+            if isinstance(part, str)
+            else _expand_expression(part, merged)
+            for part in self._parts
+        )
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The decoded variable values if ``uri`` fits the template, else ``None``.
+
+        Variables of named expressions (``{?x}``, ``{;x}``, ``{&x}``) that the URI leaves
+        out are absent from the result; all others are always present. URIs longer than
+        :data:`MAX_MATCH_LENGTH` never match.
+
+        Raises:
+            ValueError: the template cannot be matched (:attr:`matchable` is false).
+        """
+        matcher = self._matcher
+        if matcher.problem is not None:
+            raise ValueError(f"URI template {self.template!r} cannot be matched: {matcher.problem}")
+        found = matcher.regex.fullmatch(uri) if len(uri) <= MAX_MATCH_LENGTH else None
+        if found is None:
+            return None
+        result: dict[str, str] = {}
+        try:
+            for group, name, expr in matcher.groups:
+                text = found.group(group)
+                if name is not None:
+                    items = [(name, unquote(text, errors="strict"))]
+                elif text is None:
+                    continue
+                else:
+                    pairs = [p.partition("=") for p in text.split(expr.operator.sep)]
+                    if len({n for n, _, _ in pairs}) != len(pairs):
+                        return None
+                    items = [(n, unquote(value, errors="strict")) for n, _, value in pairs]
+                for key, value in items:
+                    if result.setdefault(key, value) != value:
+                        return None
+        except UnicodeDecodeError:
+            return None
+        return result
