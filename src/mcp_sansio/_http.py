@@ -1,0 +1,80 @@
+"""Streamable HTTP for MCP, both eras, sans-IO: the public names in one place.
+
+Theory of operation
+-------------------
+HTTP adds three things to the message-channel core (:class:`~mcp_sansio.Connection`):
+*who* a message is for (sessions, streams), *how* it travels (JSON body or SSE, headers
+that mirror the body), and *what the status line says* (403, 404, 406, ...). This layer
+decides all three and leaves bytes on sockets to the binding, so the same rules serve
+h11 + Trio (``mcp_trio``), ASGI or aiohttp.
+
+* :mod:`._http_common` -- the values (:class:`HttpRequest`, :class:`HttpResponse`) and
+  pure header rules: media types, ``Origin`` / ``Host`` allow-lists, the
+  ``=?base64?…?=`` value encoding, ``x-mcp-header`` annotations.
+* :mod:`._http_server` -- :class:`HttpServer`: one MCP endpoint; legacy sessions with
+  resumable SSE and a GET stream, modern stateless requests with header validation and
+  stream-closing cancellation, told apart per request.
+* :mod:`._http_client` -- :class:`HttpClient`: request headers for each message, the
+  reading of each answer into JSON-RPC messages, the era probe, session expiry and
+  stream resumption.
+
+Specification: ``2025-03-26`` / ``2025-11-25`` ``basic/transports`` (legacy) and
+``2026-07-28/basic/transports/streamable-http`` (modern).
+"""
+
+from __future__ import annotations
+
+from ._http_client import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
+from ._http_common import (
+    HeaderParam,
+    Headers,
+    HttpRequest,
+    HttpResponse,
+    decode_header_value,
+    encode_header_value,
+    parse_header_params,
+)
+from ._http_server import (
+    AwaitResponse,
+    EventStore,
+    HttpServer,
+    HttpServerConfig,
+    HttpServerEvent,
+    InMemoryEventStore,
+    OpenStream,
+    Reply,
+    ResponseMode,
+    ResponseReady,
+    ServerEvent,
+    SessionClosed,
+    SessionCreated,
+    StreamData,
+)
+
+__all__ = [
+    "AwaitResponse",
+    "ClientRequest",
+    "ClientResponse",
+    "EventStore",
+    "HeaderParam",
+    "Headers",
+    "HttpClient",
+    "HttpClientConfig",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpServer",
+    "HttpServerConfig",
+    "HttpServerEvent",
+    "InMemoryEventStore",
+    "OpenStream",
+    "Reply",
+    "ResponseMode",
+    "ResponseReady",
+    "ServerEvent",
+    "SessionClosed",
+    "SessionCreated",
+    "StreamData",
+    "decode_header_value",
+    "encode_header_value",
+    "parse_header_params",
+]

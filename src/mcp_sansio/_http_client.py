@@ -1,0 +1,576 @@
+"""The client side of Streamable HTTP, both eras, as values in and values out.
+
+Theory of operation
+-------------------
+An :class:`HttpClient` sits between a client :class:`~mcp_sansio.Connection` and an HTTP
+library. For each message the connection wants sent, :meth:`HttpClient.post` builds the
+POST (``Accept``, ``Content-Type``, ``MCP-Protocol-Version``, ``Mcp-Session-Id``, and for a
+modern request ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*``, Base64-encoded where a
+value is not plain ASCII). For each answer, :meth:`HttpClient.response` looks at the
+status line and headers and returns a :class:`ClientResponse`; the binding feeds it the
+body (``feed`` / ``feed_eof``) and gets back JSON-RPC message bytes to hand to
+``Connection.receive_message``. Whatever goes wrong at the HTTP level (an error status,
+a stream that ends early, a body too large) comes back as a JSON-RPC error response *for
+the request ids of that POST*, so the connection's waiters always get exactly one answer.
+
+Era (``2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions``).
+While the era is unknown, the first modern request is the probe: a 2xx, or a 4xx whose
+body is a recognised modern JSON-RPC error (-32020, -32021, -32022, or -32601 with 404),
+fixes the era as modern; any other failure fixes it as legacy and the synthesised error
+carries a non-modern code, which makes the connection fall back to ``initialize``. The
+result is a property of the origin: pass it back in (``era=``) to skip the probe.
+
+Legacy sessions: the ``Mcp-Session-Id`` of the ``initialize`` response is sent on every
+later request, with the negotiated version as ``MCP-Protocol-Version``. A 404 to a request
+that carried the session id means the session is gone: :attr:`ClientResponse.session_expired`
+is set and the session forgotten; start a new connection with ``initialize``. SSE
+responses are tracked (last event id, ``retry``) so a stream that ends before every
+request was answered can be resumed with :meth:`ClientResponse.resume` (GET with
+``Last-Event-ID``), after waiting :attr:`ClientResponse.retry_ms`.
+
+Modern: cancellation is closing the request's stream, never a ``notifications/cancelled``
+POST (:meth:`HttpClient.stream_cancellation` spots those). Tool definitions with invalid
+``x-mcp-header`` annotations are removed from ``tools/list`` results (the spec's MUST),
+and the valid ones are remembered so ``tools/call`` gets its ``Mcp-Param-*`` headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, Literal, final
+from urllib.parse import urljoin, urlsplit
+
+import attrs
+
+from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._framing import SSEDecoder, SSEEvent
+from ._http_common import (
+    JSON_TYPE,
+    LAST_EVENT_ID,
+    MCP_METHOD,
+    MCP_NAME,
+    MCP_PARAM_PREFIX,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    SSE_TYPE,
+    HeaderInput,
+    HeaderParam,
+    HttpRequest,
+    HttpResponse,
+    encode_header_value,
+    parse_header_params,
+)
+from ._json import JSONDecodeError, dumps, loads
+from ._jsonrpc import RequestId, error_response, is_request_id
+from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
+from ._versions import Era
+
+__all__ = ["ClientRequest", "ClientResponse", "HttpClient", "HttpClientConfig"]
+
+_ACCEPT: Final = b"application/json, text/event-stream"
+_NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_REDIRECTS: Final = frozenset({307, 308})
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpClientConfig:
+    """The bounds and defaults of an :class:`HttpClient`."""
+
+    max_body_size: int = 16 * 1024 * 1024
+    """Largest JSON (or error) response body kept, bytes; above it the request fails."""
+    max_event_size: int = 4 * 1024 * 1024
+    """Largest SSE event, bytes (bigger ones are dropped and reported in ``warnings``)."""
+    default_retry_ms: int = 1_000
+    """Wait before resuming a stream whose server announced no ``retry``."""
+    era: Era | None = None
+    """The era already known for this origin (cached from an earlier probe), if any."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ClientRequest:
+    """An HTTP request to send, with what the client needs to read its answer."""
+
+    request: HttpRequest
+    """The request: method, target, headers, body."""
+    request_ids: tuple[RequestId, ...] = ()
+    """The JSON-RPC requests in the body (or, for a resumption, still unanswered)."""
+    methods: tuple[str, ...] = ()
+    """Their methods, in the same order."""
+    modern: bool = False
+    """Whether the body is a modern (per-request ``_meta``) request."""
+    with_session: bool = False
+    """Whether ``Mcp-Session-Id`` was sent (so a 404 means the session is gone)."""
+
+
+def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> bytes:
+    data = {"httpStatus": status} if status else None
+    return dumps(error_response(rid, ErrorData(code=code, message=message, data=data)))
+
+
+@final
+class ClientResponse:
+    """One HTTP response being read. Feed it the body; hand what comes out to the connection.
+
+    Do not create it yourself: :meth:`HttpClient.response` does.
+    """
+
+    def __init__(
+        self,
+        client: HttpClient,
+        sent: ClientRequest,
+        status: int,
+        kind: Literal["json", "sse", "accepted", "error", "redirect"],
+        content_type: str | None,
+    ) -> None:
+        self._client = client
+        self._sent = sent
+        self.status: Final = status
+        """The HTTP status code."""
+        self.kind: Final = kind
+        """``json``, ``sse``, ``accepted`` (202/204), ``error``, or ``redirect``."""
+        self.session_expired = False
+        """404 to a request with our session id: the session is gone; initialize again."""
+        self.fell_back = False
+        """This answer settled the era probe as legacy: the connection will ``initialize``."""
+        self.redirect: ClientRequest | None = None
+        """For ``redirect``: the same request aimed at the new same-origin location."""
+        self.warnings: list[str] = []
+        """Things dropped on the way (oversize events, tools with invalid ``x-mcp-header``)."""
+        self._content_type = content_type
+        self._body = bytearray()
+        self._too_large = False
+        self._decoder = SSEDecoder(client.config.max_event_size) if kind == "sse" else None
+        self._waiting = dict.fromkeys(sent.request_ids)
+        self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
+        self._done = False
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def last_event_id(self) -> str:
+        """The id of the last SSE event received (``""`` if none)."""
+        return self._decoder.last_event_id if self._decoder is not None else ""
+
+    @property
+    def retry_ms(self) -> int:
+        """How long to wait before :meth:`resume`, in milliseconds."""
+        retry = self._decoder.retry if self._decoder is not None else None
+        return retry if retry is not None else self._client.config.default_retry_ms
+
+    @property
+    def unanswered(self) -> tuple[RequestId, ...]:
+        """Request ids of the POST not answered (yet) on this response."""
+        return tuple(self._waiting)
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """Take the next piece of the body.
+
+        Returns:
+            JSON-RPC messages to give to ``Connection.receive_message`` (SSE yields them as
+            they arrive; other kinds only at :meth:`feed_eof`).
+
+        Raises:
+            LocalProtocolError: called after :meth:`feed_eof`.
+        """
+        if self._done:
+            raise LocalProtocolError("feed() after feed_eof()")
+        if self._decoder is None:
+            if not self._too_large:
+                self._body += data
+                if len(self._body) > self._client.config.max_body_size:
+                    self._too_large = True
+                    self._body.clear()
+            return []
+        self._decoder.feed(data)
+        out: list[bytes] = []
+        while (item := self._decoder.next_event()) is not None:
+            if not isinstance(item, SSEEvent):
+                self.warnings.append(f"dropped an SSE event over {item.limit} bytes")
+            elif item.event == "message" and item.data:
+                out.extend(self._message(item.data.encode()))
+        return out
+
+    def feed_eof(self) -> list[bytes]:
+        """The body ended. Returns the last messages, including the synthesised errors for
+        requests this response will not answer (unless :meth:`resume` can still get them)."""
+        if self._done:
+            return []
+        self._done = True
+        if self._decoder is not None:
+            self._decoder.feed_eof()
+            if self.resume() is not None:
+                return []
+            return self._fail_waiting(0, "the stream ended before the response arrived")
+        if self.kind == "json":
+            if self._too_large:
+                return self._fail_waiting(
+                    self.status, f"response body over {self._client.config.max_body_size} bytes"
+                )
+            out = self._message(bytes(self._body))
+            return out + self._fail_waiting(self.status, "the response did not answer the request")
+        if self.kind == "accepted":
+            return self._fail_waiting(
+                self.status, "the server accepted the request without answering it"
+            )
+        if self.kind == "redirect":
+            return []
+        return self._error_body()
+
+    def resume(self) -> ClientRequest | None:
+        """After the body ended: the GET that resumes this SSE stream, if one can.
+
+        Legacy streams only, and only with an event id to resume from: a stream whose
+        requests are not all answered yet, or the standalone GET stream (which has none).
+        Wait :attr:`retry_ms` first.
+        """
+        sent = self._sent
+        if self._decoder is None or sent.modern or self._client.era is Era.MODERN:
+            return None
+        if not self.last_event_id or (sent.request_ids and not self._waiting):
+            return None
+        if self._client.session_id is None:
+            return None
+        return self._client._get(self.last_event_id, tuple(self._waiting), sent)
+
+    # ------------------------------------------------------------------ internals
+
+    def _message(self, data: bytes) -> list[bytes]:
+        try:
+            obj = loads(data)
+        except JSONDecodeError:
+            self.warnings.append("dropped a body that is not JSON")
+            return []
+        if type(obj) is list:
+            return [m for item in obj for m in self._one(item)]
+        return self._one(obj)
+
+    def _one(self, obj: Any) -> list[bytes]:
+        if type(obj) is not dict:
+            self.warnings.append("dropped a JSON value that is not a message")
+            return []
+        rid = obj.get("id")
+        if "method" not in obj and is_request_id(rid) and rid in self._waiting:
+            del self._waiting[rid]
+            method = self._methods.get(rid)
+            result = obj.get("result")
+            if type(result) is dict:
+                if method == "initialize":
+                    version = result.get("protocolVersion")
+                    if type(version) is str:
+                        self._client.protocol_version = version
+                        if self._client.era is None:
+                            self._client.era = Era.LEGACY
+                elif method == "tools/list":
+                    obj = {**obj, "result": self._client._filter_tools(result, self.warnings)}
+        return [dumps(obj)]
+
+    def _fail_waiting(self, status: int, why: str) -> list[bytes]:
+        out = [
+            _synthetic_error(rid, status, f"HTTP: {why}", ErrorCode.INTERNAL_ERROR)
+            for rid in self._waiting
+        ]
+        self._waiting.clear()
+        return out
+
+    def _error_body(self) -> list[bytes]:
+        status, sent, client = self.status, self._sent, self._client
+        error: Any = None
+        if not self._too_large and self._body:
+            try:
+                obj = loads(self._body)
+            except JSONDecodeError:
+                obj = None
+            error = obj.get("error") if type(obj) is dict else None
+        code = error.get("code") if type(error) is dict else None
+        recognised = code in MODERN_ERROR_CODES or (
+            status == 404 and code == ErrorCode.METHOD_NOT_FOUND
+        )
+        if sent.modern and recognised:
+            if client.era is None:
+                client.era = Era.MODERN
+            out = [dumps({"jsonrpc": "2.0", "id": rid, "error": error}) for rid in self._waiting]
+            self._waiting.clear()
+            return out
+        if self.session_expired:
+            return self._fail_waiting(status, "the session expired; initialize again")
+        if sent.modern and client.era is None and 400 <= status < 500:
+            client.era = Era.LEGACY
+            self.fell_back = True
+            return self._fail_waiting(status, "not a modern MCP server; falling back to initialize")
+        message = error.get("message") if type(error) is dict else None
+        detail = f"status {status}" + (f": {message}" if type(message) is str else "")
+        if type(code) is int and type(message) is str and len(self._waiting) == 1:
+            (rid,) = self._waiting
+            self._waiting.clear()
+            return [dumps({"jsonrpc": "2.0", "id": rid, "error": error})]
+        return self._fail_waiting(status, detail)
+
+
+# ================================================================================ the client
+
+
+@final
+class HttpClient:
+    """The Streamable HTTP rules of an MCP client for one endpoint URL, no I/O.
+
+    Args:
+        url: the MCP endpoint, ``http://`` or ``https://``.
+        config: bounds and defaults, documented on :class:`HttpClientConfig`.
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL.
+    """
+
+    def __init__(self, url: str, config: HttpClientConfig | None = None) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an absolute http(s) URL: {url!r}")
+        self.config: Final = config if config is not None else HttpClientConfig()
+        self.url: str = url
+        self._origin = self._origin_of(url)
+        self._host = parts.netloc.rpartition("@")[2]
+        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.era: Era | None = self.config.era
+        """The origin's era, once known (see the module docs)."""
+        self.session_id: str | None = None
+        """Legacy: the session id the server gave, once initialized."""
+        self.protocol_version: str | None = None
+        """Legacy: the negotiated version (from the ``initialize`` result)."""
+        self._tool_params: dict[str, tuple[HeaderParam, ...]] = {}
+
+    @staticmethod
+    def _origin_of(url: str) -> tuple[str, str, int]:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        port = parts.port or (443 if scheme == "https" else 80)
+        return scheme, (parts.hostname or "").lower(), port
+
+    # ------------------------------------------------------------------ requests
+
+    def _base_headers(self) -> list[tuple[bytes, bytes]]:
+        return [
+            (
+                b"host",
+                self._host.encode("idna") if not self._host.isascii() else self._host.encode(),
+            )
+        ]
+
+    def post(self, payload: bytes) -> ClientRequest:
+        """The POST that carries one message (or a 2025-03-26 batch) from the connection.
+
+        Raises:
+            LocalProtocolError: ``payload`` is not a JSON-RPC message; or in the modern era
+                it is a response or ``notifications/cancelled`` (modern HTTP clients send
+                neither: close the request's stream to cancel it).
+        """
+        try:
+            obj = loads(payload)
+        except JSONDecodeError as exc:
+            raise LocalProtocolError(f"not JSON: {exc}") from exc
+        items = obj if type(obj) is list else [obj]
+        if not items or any(type(i) is not dict for i in items):
+            raise LocalProtocolError("not a JSON-RPC message or batch")
+        headers = self._base_headers()
+        headers += [(b"accept", _ACCEPT), (b"content-type", JSON_TYPE.encode())]
+        requests = [i for i in items if "method" in i and is_request_id(i.get("id"))]
+        ids = tuple(i["id"] for i in requests)
+        methods = tuple(str(i["method"]) for i in requests)
+        first = items[0]
+        params = first.get("params")
+        meta = params.get("_meta") if type(params) is dict else None
+        modern = (
+            type(obj) is dict
+            and bool(requests)
+            and type(meta) is dict
+            and type(meta.get(PROTOCOL_VERSION_KEY)) is str
+        )
+        if modern:
+            assert type(params) is dict and type(meta) is dict
+            method = first["method"]
+            headers.append((MCP_PROTOCOL_VERSION.encode(), meta[PROTOCOL_VERSION_KEY].encode()))
+            headers.append((MCP_METHOD.encode(), method.encode()))
+            key = _NAME_KEYS.get(method)
+            value = params.get(key) if key is not None else None
+            if type(value) is str:
+                headers.append((MCP_NAME.encode(), encode_header_value(value).encode()))
+            if method == "tools/call" and type(value) is str:
+                headers += self._param_headers(value, params.get("arguments"))
+            return ClientRequest(
+                request=HttpRequest(
+                    method="POST", target=self._target, headers=headers, body=payload
+                ),
+                request_ids=ids,
+                methods=methods,
+                modern=True,
+            )
+        if self.era is Era.MODERN:
+            if any("method" not in i for i in items):
+                raise LocalProtocolError("modern HTTP clients send no responses")
+            if any(i.get("method") == "notifications/cancelled" for i in items):
+                raise LocalProtocolError(
+                    "in the modern era cancel by closing the request's stream, not by a POST"
+                )
+        if self.protocol_version is not None:
+            headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
+        with_session = self.session_id is not None
+        if self.session_id is not None:
+            headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
+        return ClientRequest(
+            request=HttpRequest(method="POST", target=self._target, headers=headers, body=payload),
+            request_ids=ids,
+            methods=methods,
+            with_session=with_session,
+        )
+
+    def _param_headers(self, tool: str, arguments: Any) -> list[tuple[bytes, bytes]]:
+        out: list[tuple[bytes, bytes]] = []
+        for param in self._tool_params.get(tool, ()):
+            value = param.value_in(arguments)
+            if type(value) is float and value.is_integer():
+                value = int(value)
+            if type(value) in (str, int, bool):
+                try:
+                    encoded = encode_header_value(value)
+                except ValueError:
+                    continue
+                out.append(((MCP_PARAM_PREFIX + param.name).encode(), encoded.encode()))
+        return out
+
+    def stream_cancellation(self, payload: bytes) -> RequestId | None:
+        """In the modern era, the request a ``notifications/cancelled`` message cancels.
+
+        Do not POST such a message: close the HTTP response of that request instead
+        (``2026-07-28/basic/patterns/cancellation``). ``None`` for any other message.
+        """
+        if self.era is not Era.MODERN or b"notifications/cancelled" not in payload:
+            return None
+        obj = loads(payload)
+        if type(obj) is not dict or obj.get("method") != "notifications/cancelled":
+            return None
+        params = obj.get("params")
+        rid = params.get("requestId") if type(params) is dict else None
+        return rid if is_request_id(rid) else None
+
+    def _get(
+        self, last_event_id: str | None, ids: tuple[RequestId, ...], sent: ClientRequest | None
+    ) -> ClientRequest:
+        headers = [*self._base_headers(), (b"accept", SSE_TYPE.encode())]
+        if self.protocol_version is not None:
+            headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
+        assert self.session_id is not None  # GET streams exist only in a legacy session
+        headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
+        if last_event_id:
+            headers.append((LAST_EVENT_ID.encode(), last_event_id.encode()))
+        methods = (
+            tuple(dict(zip(sent.request_ids, sent.methods, strict=True))[rid] for rid in ids)
+            if sent is not None
+            else ()
+        )
+        return ClientRequest(
+            request=HttpRequest(method="GET", target=self._target, headers=headers),
+            request_ids=ids,
+            methods=methods,
+            with_session=True,
+        )
+
+    def open_stream(self) -> ClientRequest:
+        """Legacy: the GET that opens the session's stream for server-initiated messages.
+
+        Raises:
+            LocalProtocolError: no legacy session (the modern era has no GET stream).
+        """
+        if self.session_id is None or self.era is Era.MODERN:
+            raise LocalProtocolError("a GET stream needs a legacy session")
+        return self._get(None, (), None)
+
+    def terminate(self) -> ClientRequest | None:
+        """Legacy: the DELETE that ends the session (``None`` without one). The session is
+        forgotten at once; any answer (204, 405, 404) may be ignored."""
+        if self.session_id is None:
+            return None
+        headers = [*self._base_headers(), (MCP_SESSION_ID.encode(), self.session_id.encode())]
+        if self.protocol_version is not None:
+            headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
+        self.session_id = None
+        self.protocol_version = None
+        return ClientRequest(
+            request=HttpRequest(method="DELETE", target=self._target, headers=headers)
+        )
+
+    # ------------------------------------------------------------------ responses
+
+    def response(self, sent: ClientRequest, status: int, headers: HeaderInput) -> ClientResponse:
+        """Start reading the answer to ``sent``: look at its status and headers.
+
+        Returns:
+            The reader: feed it the body (even for errors: a modern server explains itself
+            in a JSON-RPC error body).
+        """
+        head = HttpResponse(status=status, headers=headers)
+        ctype = head.header("content-type")
+        media = ctype.split(";", 1)[0].strip().lower() if ctype else None
+        kind: Literal["json", "sse", "accepted", "error", "redirect"]
+        if status in (202, 204):
+            kind = "accepted"
+        elif 200 <= status < 300 and media == SSE_TYPE:
+            kind = "sse"
+        elif 200 <= status < 300 and media == JSON_TYPE:
+            kind = "json"
+        elif status in _REDIRECTS and self._same_origin(head.header("location")):
+            kind = "redirect"
+        else:
+            kind = "error"
+        reader = ClientResponse(self, sent, status, kind, media)
+        if kind in ("json", "sse", "accepted") and sent.modern and self.era is None:
+            self.era = Era.MODERN
+        if kind == "redirect":
+            location = urljoin(self.url, head.header("location") or "")
+            parts = urlsplit(location)
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            reader.redirect = attrs.evolve(sent, request=attrs.evolve(sent.request, target=target))
+        if status == 404 and sent.with_session and not sent.modern:
+            reader.session_expired = True
+            self.session_id = None
+            self.protocol_version = None
+        if (
+            kind in ("json", "sse")
+            and "initialize" in sent.methods
+            and (sid := head.header(MCP_SESSION_ID)) is not None
+        ):
+            if sid and all(0x21 <= ord(c) <= 0x7E for c in sid):
+                self.session_id = sid
+            else:
+                reader.warnings.append("ignored an Mcp-Session-Id that is not visible ASCII")
+        return reader
+
+    def _same_origin(self, location: str | None) -> bool:
+        if not location:
+            return False
+        return self._origin_of(urljoin(self.url, location)) == self._origin
+
+    # ------------------------------------------------------------------ tools
+
+    def header_params(self, tool: str) -> tuple[HeaderParam, ...]:
+        """The ``x-mcp-header`` parameters learnt for ``tool`` from ``tools/list``."""
+        return self._tool_params.get(tool, ())
+
+    def _filter_tools(self, result: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+        tools = result.get("tools")
+        if type(tools) is not list:
+            return result
+        kept: list[Any] = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, Mapping) else None
+            try:
+                params = parse_header_params(
+                    tool.get("inputSchema") if isinstance(tool, Mapping) else None
+                )
+            except ValueError as exc:
+                warnings.append(f"dropped tool {name!r}: {exc}")
+                continue
+            if type(name) is str:
+                self._tool_params[name] = params
+            kept.append(tool)
+        return {**result, "tools": kept} if len(kept) != len(tools) else result

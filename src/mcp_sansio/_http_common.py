@@ -1,0 +1,418 @@
+"""HTTP-shaped values and pure helpers shared by the Streamable HTTP server and client rules.
+
+Nothing here keeps state. The values (:class:`HttpRequest`, :class:`HttpResponse`) are what
+a binding builds from, or writes to, its HTTP library (h11, ASGI, aiohttp); header names are
+compared case-insensitively (RFC 9110 §5.1), header values are case-sensitive.
+
+The helpers implement the header-level rules of both Streamable HTTP revisions:
+
+* media types in ``Accept`` / ``Content-Type`` (RFC 9110 §12.5.1, with ``q`` weights and
+  wildcards);
+* ``Origin`` and ``Host`` allow-lists against DNS rebinding
+  (``2025-11-25/basic/transports#security-warning``);
+* the ``=?base64?…?=`` value encoding of ``Mcp-Name`` and ``Mcp-Param-*``
+  (``2026-07-28/basic/transports/streamable-http#value-encoding``);
+* the ``x-mcp-header`` annotations of a tool's ``inputSchema``
+  (``…/streamable-http#custom-headers-from-tool-parameters``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, TypeAlias, final
+
+import attrs
+
+from ._errors import ErrorData
+from ._json import dumps
+from ._jsonrpc import error_response
+
+__all__ = [
+    "HeaderParam",
+    "Headers",
+    "HttpRequest",
+    "HttpResponse",
+    "decode_header_value",
+    "encode_header_value",
+    "header_value_matches",
+    "media_type_allowed",
+    "origin_allowed",
+    "parse_header_params",
+]
+
+Headers: TypeAlias = tuple[tuple[bytes, bytes], ...]
+"""Header fields as ``(name, value)`` byte pairs, names lower-cased, in wire order."""
+
+HeaderInput: TypeAlias = (
+    Iterable[tuple[bytes | str, bytes | str]]
+    | Mapping[str, bytes | str]
+    | Mapping[bytes, bytes | str]
+)
+"""What :class:`HttpRequest` / :class:`HttpResponse` accept as headers."""
+
+MCP_SESSION_ID: Final = "mcp-session-id"
+MCP_PROTOCOL_VERSION: Final = "mcp-protocol-version"
+MCP_METHOD: Final = "mcp-method"
+MCP_NAME: Final = "mcp-name"
+MCP_PARAM_PREFIX: Final = "mcp-param-"
+LAST_EVENT_ID: Final = "last-event-id"
+
+JSON_TYPE: Final = "application/json"
+SSE_TYPE: Final = "text/event-stream"
+
+_B64_PREFIX: Final = "=?base64?"
+_B64_SUFFIX: Final = "?="
+_TCHAR: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_SAFE_INT: Final = 2**53 - 1
+
+
+def _as_bytes(value: bytes | str) -> bytes:
+    return value.encode("latin-1") if isinstance(value, str) else bytes(value)
+
+
+def _normalize_headers(value: HeaderInput) -> Headers:
+    items = value.items() if isinstance(value, Mapping) else value
+    return tuple((_as_bytes(name).lower(), _as_bytes(val).strip(b" \t")) for name, val in items)
+
+
+def _get(headers: Headers, name: str) -> str | None:
+    key = name.encode("latin-1")
+    found = [value for n, value in headers if n == key]
+    if not found:
+        return None
+    return b", ".join(found).decode("latin-1")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpRequest:
+    """One HTTP request, as the binding received it (server) or must send it (client).
+
+    ``headers`` accepts a sequence of ``(name, value)`` pairs or a mapping, as ``bytes`` or
+    ``str`` (latin-1); it is stored lower-cased as :data:`Headers`.
+    """
+
+    method: str
+    """The request method, e.g. ``"POST"`` (compared case-sensitively, as RFC 9110 says)."""
+    target: str
+    """The request target: path and optional query, e.g. ``"/mcp?x=1"``."""
+    headers: Headers = attrs.field(default=(), converter=_normalize_headers)
+    """The header fields, names lower-cased, in order; repeated names are kept."""
+    body: bytes = b""
+    """The whole request body (the binding bounds how much it reads)."""
+
+    @property
+    def path(self) -> str:
+        """The target without its query string."""
+        return self.target.partition("?")[0]
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), repeated fields joined with ``", "``.
+
+        Returns:
+            The value decoded as latin-1, or ``None`` when absent.
+        """
+        return _get(self.headers, name.lower())
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpResponse:
+    """A complete HTTP response to write now: status line, headers and the whole body."""
+
+    status: int
+    """The status code."""
+    headers: Headers = attrs.field(default=(), converter=_normalize_headers)
+    """The header fields (``content-type`` included when there is a body)."""
+    body: bytes = b""
+    """The body (empty for 202, 204 and most errors without a JSON-RPC body)."""
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), or ``None``."""
+        return _get(self.headers, name.lower())
+
+
+def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:
+    """An ``application/json`` response."""
+    return HttpResponse(
+        status=status, headers=((b"content-type", b"application/json"), *extra), body=body
+    )
+
+
+def error_body(error: ErrorData, request_id: str | int | None = None) -> bytes:
+    """A JSON-RPC error response as bytes (``id`` null when unknown)."""
+    return dumps(error_response(request_id, error))
+
+
+# ------------------------------------------------------------------------------- media types
+
+
+def _media_ranges(value: str) -> list[tuple[str, str, float]]:
+    out: list[tuple[str, str, float]] = []
+    for part in value.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        mtype, _, subtype = fields[0].lower().partition("/")
+        if not mtype or not subtype:
+            continue
+        q = 1.0
+        for param in fields[1:]:
+            key, _, val = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(val.strip())
+                except ValueError:
+                    q = 0.0
+        out.append((mtype, subtype, q))
+    return out
+
+
+def media_type_allowed(accept: str | None, media_type: str) -> bool:
+    """Whether an ``Accept`` value allows ``media_type`` (RFC 9110 §12.5.1).
+
+    The most specific matching range decides (``text/event-stream`` over ``text/*`` over
+    ``*/*``); ``q=0`` refuses. An absent header allows nothing here: MCP clients **MUST**
+    send ``Accept`` (``2025-11-25/basic/transports#sending-messages-to-the-server``).
+    """
+    if accept is None:
+        return False
+    mtype, _, subtype = media_type.partition("/")
+    best: tuple[int, float] | None = None
+    for rtype, rsub, q in _media_ranges(accept):
+        if rtype == mtype and rsub == subtype:
+            rank = 3
+        elif rtype == mtype and rsub == "*":
+            rank = 2
+        elif rtype == "*" and rsub == "*":
+            rank = 1
+        else:
+            continue
+        if best is None or rank > best[0]:
+            best = (rank, q)
+    return best is not None and best[1] > 0
+
+
+def is_json_content_type(value: str | None) -> bool:
+    """Whether a ``Content-Type`` value is ``application/json`` (parameters allowed)."""
+    if value is None:
+        return False
+    return value.split(";", 1)[0].strip().lower() == JSON_TYPE
+
+
+# ---------------------------------------------------------------------------- origin and host
+
+
+def _split_host_port(authority: str) -> tuple[str, str | None]:
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        end = authority.find("]")
+        if end < 0:
+            return authority, None
+        host, rest = authority[: end + 1], authority[end + 1 :]
+        return host, rest[1:] if rest.startswith(":") else None
+    host, sep, port = authority.rpartition(":")
+    if not sep:
+        return authority, None
+    return host, port
+
+
+def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
+    """Whether a ``Host`` value (``name[:port]``) is one of ``allowed``.
+
+    An entry ``"name:*"`` allows ``name`` on any port (or none); ``"name"`` only without a
+    port; ``"name:8000"`` exactly. Names compare case-insensitively.
+    """
+    if host is None:
+        return False
+    name, port = _split_host_port(host)
+    for entry in allowed:
+        ename, eport = _split_host_port(entry)
+        if ename != name:
+            continue
+        if eport in ("*", port):
+            return True
+    return False
+
+
+def origin_allowed(origin: str, allowed: Sequence[str]) -> bool:
+    """Whether an ``Origin`` value (``scheme://host[:port]``) is one of ``allowed``.
+
+    ``"*"`` allows every origin. An entry ``"http://localhost:*"`` allows that scheme and
+    host on any port (or none). ``"null"`` (opaque origins) is allowed only if listed.
+    """
+    origin = origin.strip()
+    for entry in allowed:
+        if entry in ("*", origin):
+            return True
+        scheme, sep, authority = origin.lower().partition("://")
+        escheme, esep, eauthority = entry.lower().partition("://")
+        if not sep or not esep or scheme != escheme:
+            continue
+        if host_allowed(authority, [eauthority]):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------- header value encoding
+
+
+def _needs_base64(value: str) -> bool:
+    if not value or value != value.strip(" \t"):
+        return True
+    if value.startswith(_B64_PREFIX) and value.endswith(_B64_SUFFIX):
+        return True
+    return any(not (0x20 <= ord(c) <= 0x7E) for c in value)
+
+
+def encode_header_value(value: str | int | bool) -> str:
+    """Encode a ``Mcp-Name`` / ``Mcp-Param-*`` value (``streamable-http#value-encoding``).
+
+    Booleans become ``true`` / ``false``, integers their decimal form; a string that is not
+    plain visible ASCII (non-ASCII, control characters, leading or trailing whitespace,
+    empty, or itself looking like the sentinel) becomes ``=?base64?…?=`` of its UTF-8.
+
+    Raises:
+        ValueError: ``value`` is an integer outside the JavaScript-safe range.
+    """
+    if value is True or value is False:
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if abs(value) > _SAFE_INT:
+            raise ValueError(f"integer {value} is outside the safe range for a header")
+        return str(value)
+    if _needs_base64(value):
+        encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+        return f"{_B64_PREFIX}{encoded}{_B64_SUFFIX}"
+    return value
+
+
+def decode_header_value(raw: str) -> str | None:
+    """Decode a ``Mcp-Name`` / ``Mcp-Param-*`` value as received.
+
+    Returns:
+        The decoded text, or ``None`` when the value has characters a header value may not
+        carry (controls other than tab, non-ASCII) or a malformed Base64 sentinel.
+    """
+    if raw.startswith(_B64_PREFIX) and raw.endswith(_B64_SUFFIX) and len(raw) >= 11:
+        inner = raw[len(_B64_PREFIX) : -len(_B64_SUFFIX)]
+        try:
+            return base64.b64decode(inner.encode("ascii"), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeError):
+            return None
+    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
+        return None
+    return raw
+
+
+def header_value_matches(decoded: str, body_value: Any) -> bool:
+    """Whether a decoded header value mirrors ``body_value`` (``#server-validation``).
+
+    Strings compare exactly, booleans as ``true`` / ``false``, numbers numerically (so
+    ``42.0`` matches ``42``).
+    """
+    if isinstance(body_value, bool):
+        return decoded == ("true" if body_value else "false")
+    if isinstance(body_value, str):
+        return decoded == body_value
+    if isinstance(body_value, int | float):
+        try:
+            number = float(decoded) if not decoded.lstrip("-").isdigit() else int(decoded)
+        except ValueError:
+            return False
+        return math.isfinite(number) and number == body_value
+    return False
+
+
+# ------------------------------------------------------------------------------ x-mcp-header
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HeaderParam:
+    """One tool parameter mirrored into an ``Mcp-Param-{name}`` header."""
+
+    name: str
+    """The ``x-mcp-header`` value: the header is ``Mcp-Param-{name}``."""
+    path: tuple[str, ...]
+    """The chain of ``properties`` keys from the arguments object to the value."""
+
+    @property
+    def header(self) -> str:
+        """The header name, lower-cased."""
+        return MCP_PARAM_PREFIX + self.name.lower()
+
+    def value_in(self, arguments: Any) -> Any:
+        """The value at :attr:`path` in ``arguments``, or ``None`` when absent."""
+        node = arguments
+        for key in self.path:
+            if not isinstance(node, Mapping) or key not in node:
+                return None
+            node = node[key]
+        return node
+
+
+_PRIMITIVES: Final = frozenset({"string", "integer", "boolean"})
+# Keywords whose values are instance data, not subschemas: never searched for annotations.
+_VALUE_KEYWORDS: Final = frozenset(
+    {"x-mcp-header", "const", "default", "enum", "examples", "required", "type"}
+)
+
+
+def _walk_annotations(
+    schema: Any, path: tuple[str, ...], reachable: bool, out: list[HeaderParam]
+) -> None:
+    if isinstance(schema, list):
+        for item in schema:
+            _walk_annotations(item, path, False, out)
+        return
+    if not isinstance(schema, Mapping):
+        return
+    if "x-mcp-header" in schema:
+        name = schema["x-mcp-header"]
+        where = ".".join(path) or "(root)"
+        if not reachable or not path:
+            raise ValueError(f"x-mcp-header at {where} is not statically reachable via properties")
+        if type(name) is not str or not _TCHAR.match(name):
+            raise ValueError(f"x-mcp-header {name!r} at {where} is not an HTTP field-name token")
+        kind = schema.get("type")
+        if kind not in _PRIMITIVES:
+            raise ValueError(
+                f"x-mcp-header {name!r} at {where} is on a {kind!r} parameter "
+                "(only string, integer and boolean are allowed)"
+            )
+        out.append(HeaderParam(name=name, path=path))
+    for key, sub in schema.items():
+        if key == "properties" and isinstance(sub, Mapping):
+            for prop, prop_schema in sub.items():
+                _walk_annotations(prop_schema, (*path, str(prop)), reachable, out)
+        elif key not in _VALUE_KEYWORDS and isinstance(sub, Mapping | list):
+            _walk_annotations(sub, path, False, out)
+
+
+def parse_header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
+    """The ``x-mcp-header`` annotations of a tool's ``inputSchema``, validated.
+
+    Implements the constraints of ``streamable-http#schema-extension``: a non-empty token,
+    case-insensitively unique, only on ``string`` / ``integer`` / ``boolean`` properties,
+    reachable from the root through ``properties`` keys only (never through ``items``,
+    ``oneOf``, ``$ref``, …).
+
+    Returns:
+        The annotated parameters, in schema order (empty when there are none).
+
+    Raises:
+        ValueError: the annotations make the tool definition invalid; the message says why
+            (a client **MUST** then drop the tool from its ``tools/list`` result).
+    """
+    out: list[HeaderParam] = []
+    _walk_annotations(input_schema, (), True, out)
+    seen: set[str] = set()
+    for param in out:
+        folded = param.name.lower()
+        if folded in seen:
+            raise ValueError(f"x-mcp-header {param.name!r} is not unique (case-insensitively)")
+        seen.add(folded)
+    return tuple(out)

@@ -1,0 +1,1427 @@
+"""The server side of Streamable HTTP, both eras, as values in and values out.
+
+Theory of operation
+-------------------
+One :class:`HttpServer` serves one MCP endpoint. The binding (h11, ASGI, aiohttp) turns
+each HTTP request into an :class:`HttpRequest` and calls :meth:`HttpServer.handle_request`,
+which returns a :class:`Reply`: exactly one *decision* for that request plus the core events
+to act on. The decision is one of
+
+* :class:`HttpResponse` -- write it, done (errors, ``202 Accepted``, answers the core gave
+  at once such as ``initialize``, ``ping`` or ``server/discover``);
+* :class:`OpenStream` -- answer ``200 text/event-stream`` now, write ``data``, then keep
+  writing what :meth:`HttpServer.data_to_send` routes to ``stream_id``;
+* :class:`AwaitResponse` -- write nothing yet; the answer for ``stream_id`` comes later from
+  :meth:`HttpServer.data_to_send` as a :class:`ResponseReady` (one JSON body) or an
+  :class:`OpenStream` (a modern response that turned into a stream).
+
+``stream_id`` names one HTTP response in progress. After *every* call into the server or
+into one of its :class:`Connection` objects (a handler answering, reporting progress, ...),
+the binding drains :meth:`HttpServer.data_to_send` and writes each item to the response it
+names; ``end=True`` finishes it. When a response is over for any reason (finished, or the
+client went away) the binding calls :meth:`HttpServer.stream_closed`. That call is what
+makes a modern request cancelled (``2026-07-28/basic/patterns/cancellation``) and what
+lets a legacy session become idle.
+
+Connections. A *legacy* session (``initialize`` → ``Mcp-Session-Id``) owns one
+``Connection("server")`` for its whole life: the legacy lifecycle, negotiated version,
+log level and the server's own requests (sampling, roots, elicitation) are per-session
+state. A *modern* request gets a fresh ``Connection("server")`` of its own, dropped once the
+request is answered or its stream closed. One shared modern connection would be smaller,
+but JSON-RPC ids are unique only per client and the modern era has no client identity on
+HTTP: two clients both sending ``"id": 1`` at once would collide in one in-flight table.
+Per request, ids never collide, "closing the stream cancels the request" is simply "close
+that connection" (``receive_eof``: later answers are dropped by the core), and the table
+of live modern requests is bounded by ``max_modern_requests``.
+
+Routing. Each outbound message carries the id of the peer request it belongs to
+(``Connection.messages_to_send``). Legacy: a message for a request whose POST is an open
+SSE stream goes to that stream, everything else (and, in JSON-response mode, every
+notification or server request made for a request) goes to the session's *standalone*
+stream, the one a GET attaches to; with no GET attached it waits in the event store for
+the next GET. Modern: everything a per-request connection emits belongs to that request.
+
+Legacy SSE streams are resumable (``2025-11-25/basic/transports#resumability-and-redelivery``):
+event ids are ``"<stream>:<seq>"``, ``<stream>`` unique in this server and ``<seq>``
+counting from 1 per stream (``0`` is the priming event's id). Every event is kept in a
+bounded :class:`EventStore`; ``GET`` with ``Last-Event-ID`` replays what followed on that
+stream only, then continues live (or ends, if the stream's request was answered).
+Replay never skips silently: if the store no longer holds every event after the cursor,
+the answer is ``410 Gone``. Modern streams carry no ids and are not resumable.
+
+Status codes (both eras unless noted):
+
+====  ==========================================================================
+400   bad JSON, bad JSON-RPC, bad ``MCP-Protocol-Version``, legacy request without
+      ``Mcp-Session-Id``, batch outside 2025-03-26, bad ``Last-Event-ID``; modern
+      header mismatch (-32020), unsupported version (-32022), -32021
+403   ``Origin`` present and not allowed (spec MUST)
+404   wrong path; unknown or terminated session (legacy); unknown method (modern, -32601)
+405   GET/DELETE when not offered (always in the modern era); other methods
+406   ``Accept`` lacks ``application/json`` and ``text/event-stream`` (POST) or
+      ``text/event-stream`` (GET); wildcards count, ``q=0`` refuses
+410   ``Last-Event-ID`` names events the store no longer holds
+413   body (or ``Content-Length``) over ``max_body_size``
+415   ``Content-Type`` is not ``application/json``
+421   ``Host`` not allowed (DNS-rebinding protection; RFC 9110 §15.5.20 "Misdirected
+      Request" says the request reached a server not meant to answer for that authority)
+503   session table full with no idle session to evict; too many modern requests
+====  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Literal, Protocol, TypeAlias, final
+
+import attrs
+
+from ._config import ConnectionConfig
+from ._connection import Connection
+from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._events import Event, InvalidMessageReceived, RequestCancelled
+from ._events import RequestReceived as _RequestReceived
+from ._framing import encode_sse_event
+from ._http_common import (
+    JSON_TYPE,
+    LAST_EVENT_ID,
+    MCP_METHOD,
+    MCP_NAME,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    SSE_TYPE,
+    HeaderParam,
+    Headers,
+    HttpRequest,
+    HttpResponse,
+    decode_header_value,
+    error_body,
+    header_value_matches,
+    host_allowed,
+    is_json_content_type,
+    json_response,
+    media_type_allowed,
+    origin_allowed,
+)
+from ._json import dumps, loads
+from ._jsonrpc import (
+    ErrorResponse,
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    classify,
+    decode,
+)
+from ._modern import PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
+from ._state import LifecycleState
+from ._versions import MODERN_VERSIONS, REVISIONS, Era
+
+__all__ = [
+    "AwaitResponse",
+    "EventStore",
+    "HttpServer",
+    "HttpServerConfig",
+    "HttpServerEvent",
+    "InMemoryEventStore",
+    "OpenStream",
+    "Reply",
+    "ResponseMode",
+    "ResponseReady",
+    "ServerEvent",
+    "SessionClosed",
+    "SessionCreated",
+    "StreamData",
+]
+
+ResponseMode: TypeAlias = Literal["auto", "json", "sse"]
+"""How a request that is not answered at once is answered.
+
+``"json"``: one ``application/json`` body when the answer is ready; notifications made for
+the request are dropped (modern) or sent on the session's GET stream (legacy).
+``"sse"``: a ``text/event-stream`` at once. ``"auto"``: legacy as ``"sse"`` (so the
+priming event makes it resumable from the start); modern as JSON unless a notification
+(progress, log) comes first, which turns the response into a stream.
+``subscriptions/listen`` is always a stream.
+"""
+
+LOCAL_ORIGINS: Final = (
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+)
+LOCAL_HOSTS: Final = ("localhost:*", "127.0.0.1:*", "[::1]:*")
+
+_SSE_HEADERS: Final[Headers] = (
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+)
+_NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ASCII_VISIBLE: Final = frozenset(range(0x21, 0x7F))
+
+
+# ================================================================================ values
+
+
+@final
+@attrs.frozen(kw_only=True)
+class OpenStream:
+    """Answer ``200 text/event-stream`` with ``headers``, write ``data``, keep the response open.
+
+    Later bytes for ``stream_id`` arrive as :class:`StreamData`. When ``end`` is true the
+    stream is already complete: write ``data`` and finish the response.
+    """
+
+    stream_id: int
+    """The handle of this HTTP response."""
+    headers: Headers
+    """The response headers (``content-type: text/event-stream`` and friends)."""
+    data: bytes = b""
+    """SSE bytes to write first (priming event, replayed events, first messages)."""
+    end: bool = False
+    """Whether to finish the response after ``data``."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AwaitResponse:
+    """Write nothing yet: the answer for ``stream_id`` comes from ``data_to_send``."""
+
+    stream_id: int
+    """The handle of this HTTP response."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class StreamData:
+    """More SSE bytes for an open stream."""
+
+    stream_id: int
+    """The handle of the HTTP response to write to."""
+    data: bytes
+    """The bytes (whole SSE events; may be empty when only ``end`` is news)."""
+    end: bool = False
+    """Whether to finish the response after ``data``."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ResponseReady:
+    """The complete answer for a request that got :class:`AwaitResponse`."""
+
+    stream_id: int
+    """The handle of the HTTP response."""
+    response: HttpResponse
+    """What to write (usually ``200 application/json``)."""
+
+
+Decision: TypeAlias = HttpResponse | OpenStream | AwaitResponse
+Output: TypeAlias = OpenStream | StreamData | ResponseReady
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ServerEvent:
+    """A core event, with where it came from so the binding can answer on the right channel."""
+
+    event: Event
+    """The core event (``RequestReceived``, ``RequestCancelled``, ``ResultReceived``, ...)."""
+    connection: Connection
+    """The connection to answer through (``send_result``, ``send_progress``, ...)."""
+    session_id: str | None
+    """The legacy session, or ``None`` for a modern request."""
+    stream_id: int | None
+    """The HTTP response the request arrived on, when the event is about one."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SessionCreated:
+    """A legacy session started (its ``initialize`` was answered)."""
+
+    session_id: str
+    """The ``Mcp-Session-Id`` minted."""
+    connection: Connection
+    """The session's connection."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SessionClosed:
+    """A legacy session ended; a ``ServerEvent(ConnectionClosed)`` lists what it abandoned."""
+
+    session_id: str
+    """The session."""
+    reason: Literal["deleted", "expired", "evicted", "shutdown"]
+    """``deleted``: the client sent DELETE; ``expired``: idle for ``session_idle_timeout``;
+    ``evicted``: made room for a new session; ``shutdown``: :meth:`HttpServer.close`."""
+
+
+HttpServerEvent: TypeAlias = ServerEvent | SessionCreated | SessionClosed
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Reply:
+    """What :meth:`HttpServer.handle_request` decided."""
+
+    decision: Decision
+    """What to do with this HTTP request."""
+    events: tuple[HttpServerEvent, ...] = ()
+    """What happened, to act on (run handlers for ``RequestReceived``, ...)."""
+
+
+# ================================================================================ event store
+
+
+class EventStore(Protocol):
+    """Where legacy SSE events are kept for ``Last-Event-ID`` replay. Must be bounded.
+
+    Sequence numbers of a stream start at 1 and increase by one.
+    """
+
+    def append(self, session_id: str, stream: int, seq: int, message: bytes) -> None:
+        """Keep one event (the JSON-RPC message bytes) of ``stream``."""
+
+    def replay(
+        self, session_id: str, stream: int, after: int
+    ) -> Sequence[tuple[int, bytes]] | None:
+        """The held events of ``stream`` with ``seq > after``, oldest first, or ``None``
+        when nothing of ``stream`` is held. Evicted events are simply missing; the server
+        checks for gaps."""
+
+    def discard_session(self, session_id: str) -> None:
+        """Forget every event of the session."""
+
+
+@final
+class InMemoryEventStore:
+    """The default :class:`EventStore`: bounded per stream and in total.
+
+    Args:
+        max_events_per_stream: events kept per stream; the oldest go first.
+        max_bytes: message bytes kept in total; over it, the oldest events of the stream
+            least recently appended to go first.
+    """
+
+    def __init__(
+        self, *, max_events_per_stream: int = 1_000, max_bytes: int = 16 * 1024 * 1024
+    ) -> None:
+        if max_events_per_stream < 0 or max_bytes < 0:
+            raise ValueError("event store bounds must not be negative")
+        self.max_events_per_stream: Final = max_events_per_stream
+        self.max_bytes: Final = max_bytes
+        self._streams: OrderedDict[tuple[str, int], deque[tuple[int, bytes]]] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """Message bytes currently held."""
+        return self._bytes
+
+    @property
+    def held_events(self) -> int:
+        """Events currently held."""
+        return sum(len(q) for q in self._streams.values())
+
+    def append(self, session_id: str, stream: int, seq: int, message: bytes) -> None:
+        """See :meth:`EventStore.append`."""
+        key = (session_id, stream)
+        queue = self._streams.get(key)
+        if queue is None:
+            queue = self._streams[key] = deque()
+        else:
+            self._streams.move_to_end(key)
+        queue.append((seq, message))
+        self._bytes += len(message)
+        if len(queue) > self.max_events_per_stream:
+            self._bytes -= len(queue.popleft()[1])
+        while self._bytes > self.max_bytes:
+            oldest_key, oldest = next(iter(self._streams.items()))
+            self._bytes -= len(oldest.popleft()[1])
+            if not oldest:
+                del self._streams[oldest_key]
+
+    def replay(
+        self, session_id: str, stream: int, after: int
+    ) -> Sequence[tuple[int, bytes]] | None:
+        """See :meth:`EventStore.replay`."""
+        queue = self._streams.get((session_id, stream))
+        if queue is None:
+            return None
+        return [item for item in queue if item[0] > after]
+
+    def discard_session(self, session_id: str) -> None:
+        """See :meth:`EventStore.discard_session`."""
+        for key in [k for k in self._streams if k[0] == session_id]:
+            self._bytes -= sum(len(m) for _, m in self._streams.pop(key))
+
+
+# ================================================================================ config
+
+
+def _check_endpoint(_inst: object, _attr: object, value: str) -> None:
+    if not value.startswith("/"):
+        raise ValueError(f"endpoint must be an absolute path, not {value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpServerConfig:
+    """The HTTP rules an :class:`HttpServer` applies. Which eras it serves comes from the
+    :class:`ConnectionConfig` (``supported_versions`` and ``era``)."""
+
+    endpoint: str = attrs.field(default="/mcp", validator=_check_endpoint)
+    """The MCP endpoint path; any other path is 404."""
+    allowed_origins: tuple[str, ...] = LOCAL_ORIGINS
+    """Origins allowed to call us (``"*"``: any; ``"http://host:*"``: any port). A request
+    with another ``Origin`` is 403; one without ``Origin`` (not a browser) passes."""
+    allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS
+    """``Host`` values accepted (``"name:*"``: any port), else 421. The default suits a
+    server bound to localhost; list your public names, or ``None`` to skip the check."""
+    max_body_size: int = 4 * 1024 * 1024
+    """Largest request body, bytes (413 above). Read at most this much plus one."""
+    response_mode: ResponseMode | Callable[[str, Era], ResponseMode] = "auto"
+    """JSON or SSE for requests not answered at once; a callable decides per request from
+    the method (of the first request of a batch) and the era."""
+    max_sessions: int = 1_000
+    """Legacy sessions held at once. A new ``initialize`` beyond it evicts the least
+    recently used session that has no response in progress, else gets 503."""
+    session_idle_timeout: float | None = 1_800.0
+    """Seconds after its last HTTP activity an idle legacy session (no response in
+    progress) is closed; ``None``: never."""
+    max_modern_requests: int = 1_000
+    """Modern requests in progress at once (each holds a connection); 503 above."""
+    standalone_stream: bool = True
+    """Legacy: offer the GET stream for server-initiated messages (else GET without
+    ``Last-Event-ID`` is 405 and messages with nowhere to go are dropped)."""
+    allow_delete: bool = True
+    """Legacy: let clients end their session with DELETE (else 405)."""
+    retry_ms: int | None = 1_000
+    """Legacy: the SSE ``retry`` (ms) announced in priming events, for polling clients."""
+    tool_header_params: Callable[[str], Sequence[HeaderParam]] | None = None
+    """Modern: the ``x-mcp-header`` parameters of a tool by name (see
+    :func:`parse_header_params`), so ``Mcp-Param-*`` headers are checked against the
+    body. ``None``: no tool has any."""
+
+
+# ================================================================================ internals
+
+
+@attrs.define(eq=False)
+class _Buf:
+    start: Headers | None = None
+    data: bytearray = attrs.Factory(bytearray)
+    end: bool = False
+    response: HttpResponse | None = None
+
+
+@attrs.define(eq=False)
+class _Session:
+    id: str
+    conn: Connection
+    standalone: _Stream
+    last_active: float
+    streams: dict[int, _Stream] = attrs.Factory(dict)
+    by_request: dict[RequestId, _Stream] = attrs.Factory(dict)
+    handles: set[int] = attrs.Factory(set)
+
+
+@attrs.define(eq=False)
+class _Stream:
+    key: int
+    conn: Connection
+    session: _Session | None
+    mode: Literal["sse", "json", "lazy"]
+    pending: set[RequestId] = attrs.Factory(set)
+    request_id: RequestId | None = None
+    handle: int | None = None
+    seq: int = 0
+    delivered: int = 0
+    parts: list[bytes] = attrs.Factory(list)
+    batch: bool = False
+    opened: bool = False
+    subscription: bool = False
+
+
+def _is_response_to(payload: bytes, request_id: RequestId) -> bool:
+    # The core serialises responses as {"jsonrpc","id","result"|"error"} in that order
+    # (_jsonrpc.result_response / error_response through orjson), so a prefix test tells a
+    # response from a request or notification without parsing a possibly large body.
+    prefix = b'{"jsonrpc":"2.0","id":' + dumps(request_id) + b","
+    if not payload.startswith(prefix):
+        return False
+    return payload[len(prefix) : len(prefix) + 8] in (b'"result"', b'"error":')
+
+
+def _error_code(payload: bytes) -> int | None:
+    if b'"error":{' not in payload:
+        return None
+    obj = loads(payload)
+    error = obj.get("error") if type(obj) is dict else None
+    code = error.get("code") if type(error) is dict else None
+    return code if type(code) is int else None
+
+
+def _status_for(payload: bytes, era: Era) -> int:
+    code = _error_code(payload)
+    if code in (ErrorCode.PARSE_ERROR, ErrorCode.INVALID_REQUEST):
+        return 400
+    if era is Era.MODERN:
+        if code == ErrorCode.METHOD_NOT_FOUND:
+            return 404
+        if code in (
+            ErrorCode.HEADER_MISMATCH,
+            ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+        ):
+            return 400
+    return 200
+
+
+def _fail(
+    status: int,
+    message: str,
+    code: int = ErrorCode.INVALID_REQUEST,
+    *,
+    request_id: RequestId | None = None,
+    data: Any = None,
+    headers: Headers = (),
+) -> HttpResponse:
+    body = error_body(ErrorData(code=code, message=message, data=data), request_id)
+    return json_response(status, body, headers)
+
+
+_MAX_SEQ: Final = 2**63
+
+
+def _decimal(text: str | None) -> int | None:
+    """A non-negative decimal from peer input: ASCII digits only (``str.isdigit`` also
+    takes ``²``), and huge values are capped instead of tripping ``int``'s digit limit."""
+    if text is None or not text or not text.isascii() or not text.isdigit():
+        return None
+    return int(text) if len(text) <= 19 else _MAX_SEQ + 1
+
+
+def _default_session_id() -> str:
+    return secrets.token_urlsafe(24)  # 192 bits, [A-Za-z0-9_-]
+
+
+# ================================================================================ the server
+
+
+@final
+class HttpServer:
+    """The Streamable HTTP rules of one MCP endpoint, both eras, no I/O.
+
+    Args:
+        config: the HTTP rules; defaults documented on :class:`HttpServerConfig`.
+        connection_config: given to every :class:`Connection` the server makes; it also
+            says which eras and versions are served.
+        session_id_factory: makes legacy session ids (default: 192 random bits from
+            :mod:`secrets`, URL-safe Base64). Ids must be visible ASCII and unique.
+        event_store: where legacy SSE events are kept for resumption (default:
+            :class:`InMemoryEventStore` with its default bounds).
+
+    Error handling:
+        Nothing a peer sends makes a method raise: it becomes a status code, a JSON-RPC
+        error, or an event. :class:`LocalProtocolError` means the caller misused the API
+        (a session id factory returning something unusable, an unknown stream). Anything
+        else is a bug.
+    """
+
+    def __init__(
+        self,
+        config: HttpServerConfig | None = None,
+        *,
+        connection_config: ConnectionConfig | None = None,
+        session_id_factory: Callable[[], str] | None = None,
+        event_store: EventStore | None = None,
+    ) -> None:
+        self.config: Final = config if config is not None else HttpServerConfig()
+        self.connection_config: Final = (
+            connection_config if connection_config is not None else ConnectionConfig()
+        )
+        cc = self.connection_config
+        self._legacy_versions = tuple(
+            v
+            for v in cc.supported_versions
+            if REVISIONS[v].era is Era.LEGACY and cc.era != "modern"
+        )
+        self._modern_versions = tuple(
+            v
+            for v in cc.supported_versions
+            if REVISIONS[v].era is Era.MODERN and cc.era != "legacy"
+        )
+        if not self._legacy_versions and not self._modern_versions:
+            raise ValueError("the connection config leaves no version to serve")
+        self._session_id_factory = session_id_factory or _default_session_id
+        self._store: EventStore = event_store if event_store is not None else InMemoryEventStore()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently active first
+        self._modern: dict[int, _Stream] = {}
+        self._handles: dict[int, _Stream] = {}
+        self._owners: dict[Connection, _Session | _Stream] = {}
+        self._out: dict[int, _Buf] = {}
+        self._next_id = 0
+        methods = ["POST"]
+        if self._legacy_versions:
+            methods.append("GET")
+            if self.config.allow_delete:
+                methods.append("DELETE")
+        self._methods: Final = tuple(methods)
+        self._allow: Final = ", ".join(methods).encode()
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def serves_legacy(self) -> bool:
+        """Whether legacy sessions (``initialize``) are served."""
+        return bool(self._legacy_versions)
+
+    @property
+    def serves_modern(self) -> bool:
+        """Whether modern (2026-07-28) requests are served."""
+        return bool(self._modern_versions)
+
+    def sessions(self) -> tuple[str, ...]:
+        """The live legacy session ids, least recently active first."""
+        return tuple(self._sessions)
+
+    def session_connection(self, session_id: str) -> Connection | None:
+        """The connection of a live legacy session."""
+        session = self._sessions.get(session_id)
+        return None if session is None else session.conn
+
+    def statistics(self) -> dict[str, int]:
+        """Table sizes: ``sessions``, ``modern_requests``, ``open_responses``."""
+        return {
+            "sessions": len(self._sessions),
+            "modern_requests": len(self._modern),
+            "open_responses": len(self._handles),
+        }
+
+    # ------------------------------------------------------------------ requests
+
+    def check_head(self, request: HttpRequest) -> HttpResponse | None:
+        """The checks that need no body: path, ``Origin``, ``Host``, method, media types,
+        ``Content-Length``. Call it before reading the body to refuse early; returns the
+        refusal, or ``None`` to go on. :meth:`handle_request` runs it again."""
+        cfg = self.config
+        if request.path != cfg.endpoint:
+            return HttpResponse(status=404)
+        origin = request.header("origin")
+        if origin is not None and not origin_allowed(origin, cfg.allowed_origins):
+            return _fail(403, f"Forbidden: Origin {origin!r} is not allowed")
+        if cfg.allowed_hosts is not None and not host_allowed(
+            request.header("host"), cfg.allowed_hosts
+        ):
+            return _fail(
+                421, f"Misdirected Request: Host {request.header('host')!r} is not served here"
+            )
+        method = request.method
+        if method not in self._methods:
+            return HttpResponse(status=405, headers=((b"allow", self._allow),))
+        accept = request.header("accept")
+        if method == "POST":
+            if not is_json_content_type(request.header("content-type")):
+                return _fail(415, "Unsupported Media Type: Content-Type must be application/json")
+            if not (media_type_allowed(accept, JSON_TYPE) and media_type_allowed(accept, SSE_TYPE)):
+                return _fail(
+                    406, "Not Acceptable: Accept must allow application/json and text/event-stream"
+                )
+            length = _decimal(request.header("content-length"))
+            if length is not None and length > cfg.max_body_size:
+                return _fail(413, f"Content Too Large: over {cfg.max_body_size} bytes")
+        elif method == "GET" and not media_type_allowed(accept, SSE_TYPE):
+            return _fail(406, "Not Acceptable: Accept must allow text/event-stream")
+        return None
+
+    def handle_request(self, request: HttpRequest, *, now: float) -> Reply:
+        """Decide what to answer to one HTTP request.
+
+        Args:
+            request: the request, with its whole body (at most ``max_body_size + 1``
+                bytes need be read: more is refused anyway).
+            now: the current time (seconds, any monotonic origin).
+
+        Returns:
+            The decision and the events to act on. Drain :meth:`data_to_send` afterwards:
+            this call may also have produced output for other responses.
+        """
+        early = self.check_head(request)
+        if early is not None:
+            return Reply(decision=early)
+        if request.method == "GET":
+            return Reply(decision=self._get(request, now))
+        if request.method == "DELETE":
+            return self._delete(request, now)
+        if len(request.body) > self.config.max_body_size:
+            return Reply(
+                decision=_fail(413, f"Content Too Large: over {self.config.max_body_size} bytes")
+            )
+        obj = decode(request.body)
+        if type(obj) is Invalid:
+            return Reply(decision=_fail(400, obj.error.message, ErrorCode.PARSE_ERROR))
+        if self._is_modern(request, obj):
+            return self._modern_post(request, obj, now)
+        return self._legacy_post(request, obj, now)
+
+    def _is_modern(self, request: HttpRequest, obj: Any) -> bool:
+        if not self._legacy_versions:
+            return True
+        if not self._modern_versions:
+            return False
+        version = request.header(MCP_PROTOCOL_VERSION)
+        if version is not None and version not in REVISIONS:
+            return True  # unknown: answer as a modern server would (-32022 lists ours)
+        if version is not None and REVISIONS[version].era is Era.MODERN:
+            return True
+        params = obj.get("params") if type(obj) is dict else None
+        meta = params.get("_meta") if type(params) is dict else None
+        return type(meta) is dict and PROTOCOL_VERSION_KEY in meta
+
+    # ------------------------------------------------------------------ modern
+
+    def _modern_headers_error(self, request: HttpRequest, msg: Request) -> ErrorData | None:
+        def mismatch(message: str) -> ErrorData:
+            return ErrorData(code=ErrorCode.HEADER_MISMATCH, message=f"Header mismatch: {message}")
+
+        version = request.header(MCP_PROTOCOL_VERSION)
+        supported = list(self._modern_versions + self._legacy_versions)
+        if version is None:
+            if msg.method == "initialize":
+                return ErrorData(
+                    code=ErrorCode.HEADER_MISMATCH,
+                    message="Missing MCP-Protocol-Version header; this server speaks only "
+                    + ", ".join(self._modern_versions)
+                    + " (no initialize)",
+                    data={"supported": supported},
+                )
+            return mismatch("missing required header MCP-Protocol-Version")
+        method = request.header(MCP_METHOD)
+        if method is None:
+            return mismatch("missing required header Mcp-Method")
+        if method != msg.method:
+            return mismatch(
+                f"Mcp-Method header value {method!r} does not match body value {msg.method!r}"
+            )
+        meta = (msg.params or {}).get("_meta")
+        body_version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict else None
+        if body_version != version:
+            return mismatch(
+                f"MCP-Protocol-Version header value {version!r} does not match "
+                f"body value {body_version!r}"
+            )
+        if version not in self._modern_versions:
+            return ErrorData(
+                code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                message="Unsupported protocol version",
+                data={"supported": supported, "requested": version},
+            )
+        key = _NAME_KEYS.get(msg.method)
+        params = msg.params or {}
+        if key is not None:
+            raw = request.header(MCP_NAME)
+            if raw is None:
+                return mismatch("missing required header Mcp-Name")
+            name = decode_header_value(raw)
+            if name is None:
+                return mismatch("Mcp-Name header value has invalid characters or encoding")
+            if name != params.get(key):
+                return mismatch(
+                    f"Mcp-Name header value {name!r} does not match body value {params.get(key)!r}"
+                )
+        lookup = self.config.tool_header_params
+        tool = params.get("name")
+        if msg.method == "tools/call" and lookup is not None and type(tool) is str:
+            arguments = params.get("arguments")
+            for param in lookup(tool):
+                raw = request.header(param.header)
+                value = param.value_in(arguments)
+                if raw is None:
+                    if value is not None:
+                        return mismatch(
+                            f"missing header Mcp-Param-{param.name} for a value in the body"
+                        )
+                    continue
+                decoded = decode_header_value(raw)
+                if decoded is None:
+                    return mismatch(
+                        f"Mcp-Param-{param.name} header value has invalid characters or encoding"
+                    )
+                if value is None or not header_value_matches(decoded, value):
+                    return mismatch(
+                        f"Mcp-Param-{param.name} header value {decoded!r} does not match "
+                        f"body value {value!r}"
+                    )
+        return None
+
+    def _modern_post(self, request: HttpRequest, obj: Any, now: float) -> Reply:
+        if type(obj) is list:
+            return Reply(
+                decision=_fail(
+                    400, "Invalid Request: batches are not allowed in protocol version 2026-07-28"
+                )
+            )
+        msg = classify(obj)
+        if isinstance(msg, Invalid):
+            return Reply(decision=_fail(400, msg.error.message, msg.error.code, request_id=msg.id))
+        if isinstance(msg, Response | ErrorResponse):
+            return Reply(
+                decision=_fail(
+                    400, "Invalid Request: clients send no responses in protocol version 2026-07-28"
+                )
+            )
+        if isinstance(msg, Notification):
+            return Reply(decision=HttpResponse(status=202))
+        problem = self._modern_headers_error(request, msg)
+        if problem is not None:
+            return Reply(decision=json_response(400, error_body(problem, msg.id)))
+        if len(self._modern) >= self.config.max_modern_requests:
+            return Reply(
+                decision=_fail(
+                    503,
+                    "Service Unavailable: too many requests in progress",
+                    ErrorCode.INTERNAL_ERROR,
+                    request_id=msg.id,
+                )
+            )
+        conn = Connection("server", self.connection_config)
+        core_events = conn.receive_message(request.body, now=now)
+        out = conn.messages_to_send()
+        rid = msg.id
+        if conn.request_era(rid) is None:  # answered at once (discover, errors)
+            payload = out[-1][0]
+            events = tuple(
+                ServerEvent(event=e, connection=conn, session_id=None, stream_id=None)
+                for e in core_events
+            )
+            return Reply(
+                decision=json_response(_status_for(payload, Era.MODERN), payload), events=events
+            )
+        key = self._new_id()
+        listen = msg.method == SUBSCRIPTIONS_LISTEN_METHOD
+        mode = "sse" if listen else self._mode(msg.method, Era.MODERN)
+        stream = _Stream(
+            key=key,
+            conn=conn,
+            session=None,
+            mode="lazy" if mode == "auto" else mode,
+            pending={rid},
+            request_id=rid,
+            handle=key,
+            opened=mode == "sse",
+            subscription=listen,
+        )
+        self._modern[key] = stream
+        self._handles[key] = stream
+        self._owners[conn] = stream
+        for payload, _ in out:
+            self._route_modern(stream, payload)
+        events = tuple(
+            ServerEvent(event=e, connection=conn, session_id=None, stream_id=key)
+            for e in core_events
+        )
+        buf = self._out.pop(key, None)
+        if stream.opened:
+            data = bytes(buf.data) if buf is not None else b""
+            return Reply(
+                decision=OpenStream(stream_id=key, headers=_SSE_HEADERS, data=data), events=events
+            )
+        return Reply(decision=AwaitResponse(stream_id=key), events=events)
+
+    def _route_modern(self, stream: _Stream, payload: bytes) -> None:
+        rid = stream.request_id
+        assert rid is not None and stream.pending  # finished streams have no owner any more
+        key = stream.key
+        if _is_response_to(payload, rid):
+            stream.pending.clear()
+            buf = self._buf(key)
+            if stream.opened:
+                buf.data += encode_sse_event(payload)
+                buf.end = True
+            else:
+                buf.response = json_response(_status_for(payload, Era.MODERN), payload)
+            self._modern.pop(key, None)
+            self._owners.pop(stream.conn, None)
+            stream.handle = None
+            return
+        if stream.mode == "json":
+            return  # nowhere to send a notification in a single JSON answer
+        buf = self._buf(key)
+        if not stream.opened:
+            stream.opened = True
+            buf.start = _SSE_HEADERS
+        buf.data += encode_sse_event(payload)
+
+    # ------------------------------------------------------------------ legacy POST
+
+    def _legacy_version_error(self, request: HttpRequest) -> HttpResponse | None:
+        version = request.header(MCP_PROTOCOL_VERSION)
+        if version is None or version in self._legacy_versions:
+            return None
+        if request.method != "POST" and version in MODERN_VERSIONS:
+            return HttpResponse(status=405, headers=((b"allow", b"POST"),))
+        return _fail(
+            400,
+            f"Bad Request: unsupported MCP-Protocol-Version {version!r} "
+            f"(supported: {', '.join(self._legacy_versions)})",
+        )
+
+    def _session_for(self, request: HttpRequest, now: float) -> _Session | HttpResponse:
+        sid = request.header(MCP_SESSION_ID)
+        if sid is None:
+            return _fail(
+                400, "Bad Request: Mcp-Session-Id header is required (send initialize first)"
+            )
+        session = self._sessions.get(sid)
+        if session is None:
+            return _fail(404, "Not Found: no such session (it may have expired); initialize again")
+        self._touch(session, now)
+        return session
+
+    def _legacy_post(self, request: HttpRequest, obj: Any, now: float) -> Reply:
+        problem = self._legacy_version_error(request)
+        if problem is not None:
+            return Reply(decision=problem)
+        batch = type(obj) is list
+        items: list[Any] = obj if batch else [obj]
+        initialize = any(
+            type(i) is dict and i.get("method") == "initialize" and "id" in i for i in items
+        )
+        if initialize and not batch and request.header(MCP_SESSION_ID) is None:
+            return self._initialize(request, now)
+        found = self._session_for(request, now)
+        if isinstance(found, HttpResponse):
+            return Reply(decision=found)
+        session = found
+        if batch:
+            version = session.conn.protocol_version
+            why = None
+            if version is None or not REVISIONS[version].batching:
+                why = "batches are allowed only in protocol version 2025-03-26"
+            elif not items:
+                why = "empty batch"
+            elif len(items) > session.conn.config.max_batch_size:
+                why = f"batch larger than {session.conn.config.max_batch_size}"
+            elif initialize:
+                why = "initialize cannot be part of a batch"
+            if why is not None:
+                return Reply(decision=_fail(400, f"Invalid Request: {why}"))
+        return self._feed_session(session, request, items, batch, now)
+
+    def _initialize(self, request: HttpRequest, now: float) -> Reply:
+        if len(self._sessions) >= self.config.max_sessions and self._evictable() is None:
+            return Reply(
+                decision=_fail(
+                    503, "Service Unavailable: too many sessions", ErrorCode.INTERNAL_ERROR
+                )
+            )
+        conn = Connection("server", self.connection_config)
+        core_events = conn.receive_message(request.body, now=now)
+        payload = conn.messages_to_send()[-1][0]
+        if conn.lifecycle is not LifecycleState.ANSWERED:
+            return Reply(
+                decision=json_response(_status_for(payload, Era.LEGACY), payload),
+                events=tuple(
+                    ServerEvent(event=e, connection=conn, session_id=None, stream_id=None)
+                    for e in core_events
+                ),
+            )
+        evicted: list[HttpServerEvent] = []
+        if len(self._sessions) >= self.config.max_sessions:
+            victim = self._evictable()
+            assert victim is not None
+            self._close_session(victim, "evicted", evicted)
+        sid = self._mint_session_id()
+        key = self._new_id()
+        standalone = _Stream(key=key, conn=conn, session=None, mode="sse")
+        session = _Session(id=sid, conn=conn, standalone=standalone, last_active=now)
+        standalone.session = session
+        self._sessions[sid] = session
+        self._owners[conn] = session
+        events: tuple[HttpServerEvent, ...] = (
+            *evicted,
+            SessionCreated(session_id=sid, connection=conn),
+            *(
+                ServerEvent(event=e, connection=conn, session_id=sid, stream_id=None)
+                for e in core_events
+            ),
+        )
+        headers = ((MCP_SESSION_ID.encode(), sid.encode()),)
+        return Reply(decision=json_response(200, payload, headers), events=events)
+
+    def _mint_session_id(self) -> str:
+        for _ in range(3):
+            sid = self._session_id_factory()
+            if type(sid) is not str or not sid or any(ord(c) not in _ASCII_VISIBLE for c in sid):
+                raise LocalProtocolError(f"session id factory returned {sid!r}: not visible ASCII")
+            if sid not in self._sessions:
+                return sid
+        raise LocalProtocolError("session id factory keeps returning ids already in use")
+
+    def _feed_session(
+        self, session: _Session, request: HttpRequest, items: list[Any], batch: bool, now: float
+    ) -> Reply:
+        conn = session.conn
+        self._drain(conn)  # anything queued before belongs to earlier requests
+        core_events: list[Event] = []
+        has_request = False
+        for item in items:
+            has_request = has_request or (type(item) is dict and "method" in item and "id" in item)
+            text = dumps(item) if batch else request.body
+            core_events.extend(conn.receive_message(text, now=now))
+        # During the feed the core only answers this body (errors, ping, setLevel, ...).
+        answered = [payload for payload, _ in conn.messages_to_send()]
+        received = [e.request_id for e in core_events if isinstance(e, _RequestReceived)]
+        for e in core_events:
+            if isinstance(e, RequestCancelled):
+                self._cancel_legacy(session, e.request_id)
+        key = self._new_id() if received else None
+        events = tuple(
+            ServerEvent(
+                event=e,
+                connection=conn,
+                session_id=session.id,
+                stream_id=key if isinstance(e, _RequestReceived) else None,
+            )
+            for e in core_events
+        )
+        if not received:
+            if answered:
+                if batch:
+                    body = b"[" + b",".join(answered) + b"]"
+                    return Reply(decision=json_response(200, body), events=events)
+                payload = answered[0]
+                return Reply(
+                    decision=json_response(_status_for(payload, Era.LEGACY), payload), events=events
+                )
+            invalid = [e for e in core_events if isinstance(e, InvalidMessageReceived)]
+            if invalid and not has_request:
+                return Reply(
+                    decision=json_response(400, error_body(invalid[0].error)), events=events
+                )
+            return Reply(decision=HttpResponse(status=202), events=events)
+        assert key is not None
+        first = next(e.method for e in core_events if isinstance(e, _RequestReceived))
+        mode = self._mode(first, Era.LEGACY)
+        stream = _Stream(
+            key=key,
+            conn=conn,
+            session=session,
+            mode="json" if mode == "json" else "sse",
+            pending=set(received),
+            batch=batch,
+            opened=mode != "json",
+        )
+        session.streams[key] = stream
+        for rid in received:
+            session.by_request[rid] = stream
+        self._attach(stream, key)
+        if stream.mode == "json":
+            stream.parts.extend(answered)
+            return Reply(decision=AwaitResponse(stream_id=key), events=events)
+        data = bytearray(self._priming(stream, 0))
+        for payload in answered:
+            data += self._record(stream, payload)
+        stream.delivered = stream.seq
+        return Reply(
+            decision=OpenStream(stream_id=key, headers=_SSE_HEADERS, data=bytes(data)),
+            events=events,
+        )
+
+    def _mode(self, method: str, era: Era) -> ResponseMode:
+        mode = self.config.response_mode
+        return mode(method, era) if callable(mode) else mode
+
+    # ------------------------------------------------------------------ legacy GET / DELETE
+
+    def _get(self, request: HttpRequest, now: float) -> Decision:
+        problem = self._legacy_version_error(request)
+        if problem is not None:
+            return problem
+        found = self._session_for(request, now)
+        if isinstance(found, HttpResponse):
+            return found
+        session = found
+        self._drain(session.conn)  # so the backlog and the replay are complete
+        last = request.header(LAST_EVENT_ID)
+        if last is not None:
+            return self._resume(session, last)
+        if not self.config.standalone_stream:
+            return HttpResponse(status=405, headers=((b"allow", self._allow),))
+        stream = session.standalone
+        handle = self._new_id()
+        data = bytearray(self._priming(stream, stream.delivered))
+        for seq, payload in self._store.replay(session.id, stream.key, stream.delivered) or ():
+            data += encode_sse_event(payload, id=f"{stream.key}:{seq}")
+        stream.delivered = stream.seq
+        self._attach(stream, handle)
+        return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data))
+
+    def _resume(self, session: _Session, last: str) -> Decision:
+        key_text, _, seq_text = last.partition(":")
+        key, after = _decimal(key_text), _decimal(seq_text)
+        if key is None or after is None or after > _MAX_SEQ:
+            return _fail(400, f"Bad Request: malformed Last-Event-ID {last!r}")
+        live = session.standalone if key == session.standalone.key else session.streams.get(key)
+        if live is not None and live.mode == "json":
+            live = None
+        if live is not None and after > live.seq:
+            return _fail(400, f"Bad Request: Last-Event-ID {last!r} was never sent")
+        events = self._store.replay(session.id, key, after)
+        if live is None and events is None:
+            return _fail(410, f"Gone: the events after {last!r} are no longer held")
+        held = list(events or ())
+        expected_last = live.seq if live is not None else (held[-1][0] if held else after)
+        if [seq for seq, _ in held] != list(range(after + 1, expected_last + 1)):
+            return _fail(410, f"Gone: some events after {last!r} are no longer held")
+        stream = (
+            live
+            if live is not None
+            else _Stream(key=key, conn=session.conn, session=session, mode="sse")
+        )
+        data = bytearray(self._priming(stream, after))
+        for seq, payload in held:
+            data += encode_sse_event(payload, id=f"{key}:{seq}")
+        handle = self._new_id()
+        if live is None:
+            return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data), end=True)
+        if live is session.standalone:
+            live.delivered = live.seq
+        self._attach(live, handle)
+        return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data))
+
+    def _delete(self, request: HttpRequest, now: float) -> Reply:
+        problem = self._legacy_version_error(request)
+        if problem is not None:
+            return Reply(decision=problem)
+        found = self._session_for(request, now)
+        if isinstance(found, HttpResponse):
+            return Reply(decision=found)
+        events: list[HttpServerEvent] = []
+        self._close_session(found, "deleted", events)
+        return Reply(decision=HttpResponse(status=204), events=tuple(events))
+
+    # ------------------------------------------------------------------ legacy streams
+
+    def _priming(self, stream: _Stream, seq: int) -> bytes:
+        return encode_sse_event(b"", id=f"{stream.key}:{seq}", retry=self.config.retry_ms)
+
+    def _record(self, stream: _Stream, payload: bytes) -> bytes:
+        session = stream.session
+        assert session is not None
+        stream.seq += 1
+        self._store.append(session.id, stream.key, stream.seq, payload)
+        return encode_sse_event(payload, id=f"{stream.key}:{stream.seq}")
+
+    def _attach(self, stream: _Stream, handle: int) -> None:
+        session = stream.session
+        assert session is not None
+        if stream.handle is not None:
+            self._buf(stream.handle).end = True  # a newer response replaces the stale one
+        stream.handle = handle
+        self._handles[handle] = stream
+        session.handles.add(handle)
+
+    def _route_session(self, session: _Session, payload: bytes, related: RequestId | None) -> None:
+        stream = session.by_request.get(related) if related is not None else None
+        if stream is not None:
+            assert related is not None
+            final = _is_response_to(payload, related)
+            if final or stream.mode != "json":
+                if final:
+                    del session.by_request[related]
+                    stream.pending.discard(related)
+                if stream.mode == "json":
+                    stream.parts.append(payload)
+                else:
+                    event = self._record(stream, payload)
+                    if stream.handle is not None:
+                        self._buf(stream.handle).data += event
+                if final and not stream.pending:
+                    self._finish_legacy(stream)
+                return
+        if not self.config.standalone_stream:
+            return
+        standalone = session.standalone
+        event = self._record(standalone, payload)
+        if standalone.handle is not None:
+            self._buf(standalone.handle).data += event
+            standalone.delivered = standalone.seq
+
+    def _cancel_legacy(self, session: _Session, rid: RequestId) -> None:
+        # The core reports a cancellation only for a request in flight, and every request
+        # in flight in a session was registered when its POST arrived.
+        stream = session.by_request.pop(rid)
+        stream.pending.discard(rid)
+        if not stream.pending:
+            self._finish_legacy(stream)
+
+    def _finish_legacy(self, stream: _Stream) -> None:
+        session = stream.session
+        assert session is not None
+        session.streams.pop(stream.key, None)
+        handle = stream.handle
+        stream.handle = None
+        if handle is None:
+            return
+        buf = self._buf(handle)
+        if stream.mode == "sse":
+            buf.end = True
+        elif not stream.parts:
+            buf.response = HttpResponse(status=204)  # every request of it was cancelled
+        elif stream.batch:
+            buf.response = json_response(200, b"[" + b",".join(stream.parts) + b"]")
+        else:
+            buf.response = json_response(_status_for(stream.parts[0], Era.LEGACY), stream.parts[0])
+
+    # ------------------------------------------------------------------ sessions
+
+    def _touch(self, session: _Session, now: float) -> None:
+        session.last_active = max(session.last_active, now)
+        self._sessions.move_to_end(session.id)
+
+    def _evictable(self) -> _Session | None:
+        return next((s for s in self._sessions.values() if not s.handles), None)
+
+    def _close_session(self, session: _Session, reason: Any, events: list[HttpServerEvent]) -> None:
+        conn = session.conn
+        for e in conn.receive_eof():
+            events.append(
+                ServerEvent(event=e, connection=conn, session_id=session.id, stream_id=None)
+            )
+        for handle in session.handles:
+            stream = self._handles.pop(handle)
+            if stream.handle != handle:
+                continue
+            buf = self._buf(handle)
+            if stream.mode == "json":
+                buf.response = _fail(404, "Not Found: the session ended")
+            else:
+                buf.end = True
+        session.handles.clear()
+        self._store.discard_session(session.id)
+        del self._sessions[session.id]
+        self._owners.pop(conn, None)
+        events.append(SessionClosed(session_id=session.id, reason=reason))
+
+    # ------------------------------------------------------------------ output
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _buf(self, handle: int) -> _Buf:
+        buf = self._out.get(handle)
+        if buf is None:
+            buf = self._out[handle] = _Buf()
+        return buf
+
+    def _drain(self, conn: Connection) -> None:
+        owner = self._owners.get(conn)
+        messages = conn.messages_to_send()
+        if owner is None:
+            return  # a finished request or closed session: nothing may be sent any more
+        for payload, related in messages:
+            if isinstance(owner, _Session):
+                self._route_session(owner, payload, related)
+            else:
+                self._route_modern(owner, payload)
+
+    def data_to_send(self, *, connection: Connection | None = None) -> list[Output]:
+        """Drain the connections' output and return what to write, per HTTP response.
+
+        Args:
+            connection: drain only this connection (cheaper when you know which one a
+                handler just used); by default every connection is drained.
+
+        Returns:
+            At most one item per response, in no particular order across responses:
+            :class:`OpenStream` (an awaited modern response became a stream),
+            :class:`StreamData`, or :class:`ResponseReady`.
+        """
+        conns = [connection] if connection is not None else list(self._owners)
+        for conn in conns:
+            self._drain(conn)
+        out: list[Output] = []
+        for handle, buf in self._out.items():
+            if buf.response is not None:
+                out.append(ResponseReady(stream_id=handle, response=buf.response))
+            elif buf.start is not None:
+                out.append(
+                    OpenStream(
+                        stream_id=handle, headers=buf.start, data=bytes(buf.data), end=buf.end
+                    )
+                )
+            else:
+                out.append(StreamData(stream_id=handle, data=bytes(buf.data), end=buf.end))
+        self._out.clear()
+        return out
+
+    def stream_closed(self, stream_id: int, *, now: float) -> list[HttpServerEvent]:
+        """The HTTP response ``stream_id`` is over: finished, or the client went away.
+
+        Call it once for every ``stream_id`` a decision or an output carried. For a modern
+        request still unanswered this is its cancellation (``2026-07-28`` cancellation):
+        the request's connection is closed, a ``RequestCancelled`` is returned for the
+        handler, and nothing more is sent for it. For a legacy stream it only detaches:
+        disconnection is not cancellation there, events keep going to the store for a
+        ``Last-Event-ID`` resumption. An unknown or already closed id is ignored.
+        """
+        stream = self._handles.pop(stream_id, None)
+        self._out.pop(stream_id, None)
+        if stream is None:
+            return []
+        if stream.handle == stream_id:
+            stream.handle = None
+        session = stream.session
+        if session is not None:
+            session.handles.discard(stream_id)  # (a closed session dropped its handles)
+            self._touch(session, now)
+            return []
+        return self._cancel_modern(stream, "stream closed")
+
+    def _cancel_modern(self, stream: _Stream, reason: str) -> list[HttpServerEvent]:
+        self._modern.pop(stream.key, None)
+        self._owners.pop(stream.conn, None)
+        if not stream.pending:
+            return []
+        stream.pending.clear()
+        stream.conn.receive_eof()
+        if stream.subscription:
+            return []
+        assert stream.request_id is not None
+        return [
+            ServerEvent(
+                event=RequestCancelled(request_id=stream.request_id, reason=reason),
+                connection=stream.conn,
+                session_id=None,
+                stream_id=stream.key,
+            )
+        ]
+
+    def release_stream(self, stream_id: int) -> None:
+        """Legacy: end the HTTP response ``stream_id`` without ending its SSE stream (polling).
+
+        A ``retry`` field goes out last, then ``end``; the client resumes with GET and
+        ``Last-Event-ID`` (``2025-11-25`` "server MAY close the connection"). Still call
+        :meth:`stream_closed` when the response is over.
+
+        Raises:
+            LocalProtocolError: not an open legacy SSE response (modern streams cannot
+                be released: closing one cancels its request).
+        """
+        stream = self._handles.get(stream_id)
+        if (
+            stream is None
+            or stream.session is None
+            or stream.mode != "sse"
+            or stream.handle != stream_id
+        ):
+            raise LocalProtocolError(f"{stream_id} is not an open legacy SSE response")
+        self._drain(stream.conn)  # what is already queued goes out before the retry
+        buf = self._buf(stream_id)
+        buf.data += b"retry: %d\n\n" % (self.config.retry_ms or 0)
+        buf.end = True
+        stream.handle = None
+
+    # ------------------------------------------------------------------ broadcast, timers, close
+
+    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Send a change notification everywhere it is wanted.
+
+        Legacy sessions that are ready get it (on their GET stream); modern
+        ``subscriptions/listen`` streams whose filter asks for it get it, tagged with
+        their subscription id. A session whose negotiated version or our declared
+        capabilities do not allow it is skipped.
+
+        Returns:
+            How many sessions and subscription streams were sent it. Drain
+            :meth:`data_to_send` afterwards.
+        """
+        sent = 0
+        for session in self._sessions.values():
+            if session.conn.lifecycle is not LifecycleState.READY:
+                continue
+            self._drain(session.conn)
+            try:
+                session.conn.send_notification(method, params)
+            except LocalProtocolError:
+                continue
+            sent += 1
+            self._drain(session.conn)
+        for stream in list(self._modern.values()):
+            if stream.subscription:
+                self._drain(stream.conn)
+                stream.conn.send_notification(method, params)
+                messages = stream.conn.messages_to_send()
+                sent += bool(messages)
+                for payload, _ in messages:
+                    self._route_modern(stream, payload)
+        return sent
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`handle_timer` must next be called, or ``None``."""
+        deadlines: list[float] = []
+        timeout = self.config.session_idle_timeout
+        if timeout is not None:
+            idle = self._evictable()
+            if idle is not None:
+                deadlines.append(idle.last_active + timeout)
+        for session in self._sessions.values():
+            d = session.conn.next_deadline()
+            if d is not None:
+                deadlines.append(d)
+        return min(deadlines, default=None)
+
+    def handle_timer(self, now: float) -> list[HttpServerEvent]:
+        """Close sessions idle for ``session_idle_timeout`` and run the connections' timers."""
+        events: list[HttpServerEvent] = []
+        timeout = self.config.session_idle_timeout
+        if timeout is not None:
+            for session in list(self._sessions.values()):
+                if session.handles:
+                    continue
+                if session.last_active + timeout > now:
+                    break  # least recently active first: the rest are younger
+                self._close_session(session, "expired", events)
+        for session in list(self._sessions.values()):
+            d = session.conn.next_deadline()
+            if d is not None and d <= now:
+                for e in session.conn.handle_timer(now):
+                    events.append(
+                        ServerEvent(
+                            event=e, connection=session.conn, session_id=session.id, stream_id=None
+                        )
+                    )
+        return events
+
+    def close(self) -> list[HttpServerEvent]:
+        """Shut down: end subscriptions gracefully, cancel other modern requests, close
+        every session. Drain :meth:`data_to_send` afterwards to finish the responses."""
+        events: list[HttpServerEvent] = []
+        for stream in list(self._modern.values()):
+            if stream.subscription:
+                assert stream.request_id is not None
+                stream.conn.end_subscription(stream.request_id)
+                self._drain(stream.conn)
+                continue
+            events.extend(self._cancel_modern(stream, "server shutting down"))
+            buf = self._buf(stream.key)  # a modern stream's handle is its key
+            if stream.opened:
+                buf.end = True
+            else:
+                buf.response = _fail(
+                    503, "Service Unavailable: shutting down", ErrorCode.INTERNAL_ERROR
+                )
+        for session in list(self._sessions.values()):
+            self._close_session(session, "shutdown", events)
+        return events

@@ -1,0 +1,303 @@
+"""Header-level rules shared by the Streamable HTTP server and client. No I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_sansio._http import (
+    HeaderParam,
+    HttpRequest,
+    HttpResponse,
+    decode_header_value,
+    encode_header_value,
+    parse_header_params,
+)
+from mcp_sansio._http_common import (
+    header_value_matches,
+    host_allowed,
+    is_json_content_type,
+    media_type_allowed,
+    origin_allowed,
+)
+
+# ------------------------------------------------------------------ values
+
+
+def test_request_headers_are_case_insensitive_and_keep_repeats() -> None:
+    req = HttpRequest(
+        method="POST",
+        target="/mcp?x=1",
+        headers=[(b"Accept", b"application/json"), ("ACCEPT", "text/event-stream")],
+    )
+    assert req.header("accept") == "application/json, text/event-stream"
+    assert req.header("Accept") == req.header("ACCEPT")
+    assert req.header("missing") is None
+    assert req.path == "/mcp"
+    assert req.headers[0] == (b"accept", b"application/json")
+
+
+def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
+    req = HttpRequest(method="GET", target="/", headers={"Mcp-Session-Id": "  abc \t"})
+    assert req.header("mcp-session-id") == "abc"
+    assert HttpResponse(status=200, headers={"X-A": "1"}).header("x-a") == "1"
+
+
+# ------------------------------------------------------------------ value encoding (spec table)
+
+SPEC_ENCODINGS = [
+    ("us-west1", "us-west1"),
+    ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+    (" padded ", "=?base64?IHBhZGRlZCA=?="),
+    ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+    ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+]
+
+
+@pytest.mark.parametrize(("value", "encoded"), SPEC_ENCODINGS)
+def test_encoding_examples_of_the_spec(value: str, encoded: str) -> None:
+    assert encode_header_value(value) == encoded
+    assert decode_header_value(encoded) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [(True, "true"), (False, "false"), (42, "42"), (-7, "-7"), ("", "=?base64??=")],
+)
+def test_encoding_of_other_types(value: Any, encoded: str) -> None:
+    assert encode_header_value(value) == encoded
+
+
+def test_integers_outside_the_safe_range_are_refused() -> None:
+    with pytest.raises(ValueError, match="safe range"):
+        encode_header_value(2**53)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "bad\x01control",
+        "non-ascii é",
+        "=?base64?not base64!?=",
+        "=?base64?/w==?=",  # valid Base64 of invalid UTF-8
+    ],
+)
+def test_decoding_refuses_invalid_values(raw: str) -> None:
+    assert decode_header_value(raw) is None
+
+
+def test_decoding_keeps_plain_values_and_tabs() -> None:
+    assert decode_header_value("a\tb c") == "a\tb c"
+    assert decode_header_value("=?BASE64?x?=") == "=?BASE64?x?="  # markers are case-sensitive
+
+
+@given(st.text())
+def test_encoding_round_trips_and_is_header_safe(value: str) -> None:
+    encoded = encode_header_value(value)
+    assert all(0x20 <= ord(c) <= 0x7E for c in encoded)
+    assert encoded == encoded.strip()
+    assert decode_header_value(encoded) == value
+
+
+@pytest.mark.parametrize(
+    ("decoded", "body", "matches"),
+    [
+        ("42", 42, True),
+        ("42.0", 42, True),
+        ("42", 42.0, True),
+        ("43", 42, False),
+        ("x", 42, False),
+        ("nan", 42, False),
+        ("true", True, True),
+        ("True", True, False),
+        ("false", False, True),
+        ("1", True, False),
+        ("abc", "abc", True),
+        ("abc", "ABC", False),
+        ("{}", {}, False),
+    ],
+)
+def test_header_values_match_the_body(decoded: str, body: Any, matches: bool) -> None:
+    assert header_value_matches(decoded, body) is matches
+
+
+# ------------------------------------------------------------------ media types
+
+
+@pytest.mark.parametrize(
+    ("accept", "media", "allowed"),
+    [
+        ("application/json, text/event-stream", "application/json", True),
+        ("application/json, text/event-stream", "text/event-stream", True),
+        ("application/json", "text/event-stream", False),
+        ("*/*", "text/event-stream", True),
+        ("text/*", "text/event-stream", True),
+        ("text/*", "application/json", False),
+        ("application/json;q=0, */*", "application/json", False),
+        ("application/json;q=0.5", "application/json", True),
+        ("application/json;q=bogus", "application/json", False),
+        ("Application/JSON", "application/json", True),
+        ("garbage, ,", "application/json", False),
+        (None, "application/json", False),
+    ],
+)
+def test_accept_rules(accept: str | None, media: str, allowed: bool) -> None:
+    assert media_type_allowed(accept, media) is allowed
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("application/json", True),
+        ("application/json; charset=utf-8", True),
+        ("APPLICATION/JSON", True),
+        ("text/plain", False),
+        ("application/json-seq", False),
+        (None, False),
+    ],
+)
+def test_content_type_rules(value: str | None, ok: bool) -> None:
+    assert is_json_content_type(value) is ok
+
+
+# ------------------------------------------------------------------ origin and host
+
+LOCAL = ("localhost:*", "127.0.0.1:*", "[::1]:*")
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed", "ok"),
+    [
+        ("localhost:8000", LOCAL, True),
+        ("LOCALHOST", LOCAL, True),
+        ("127.0.0.1:1", LOCAL, True),
+        ("[::1]:8080", LOCAL, True),
+        ("[::1]", LOCAL, True),
+        ("evil.example:8000", LOCAL, False),
+        ("localhost.evil.example", LOCAL, False),
+        ("example.com", ("example.com",), True),
+        ("example.com:443", ("example.com",), False),
+        ("example.com:443", ("example.com:443",), True),
+        ("[::1", LOCAL, False),
+        (None, LOCAL, False),
+    ],
+)
+def test_host_rules(host: str | None, allowed: tuple[str, ...], ok: bool) -> None:
+    assert host_allowed(host, allowed) is ok
+
+
+@pytest.mark.parametrize(
+    ("origin", "allowed", "ok"),
+    [
+        ("http://localhost:3000", ("http://localhost:*",), True),
+        ("http://localhost", ("http://localhost:*",), True),
+        ("https://localhost:3000", ("http://localhost:*",), False),
+        ("http://evil.example", ("http://localhost:*",), False),
+        ("null", ("http://localhost:*",), False),
+        ("null", ("null",), True),
+        ("https://app.example", ("https://app.example",), True),
+        ("https://app.example", ("*",), True),
+        ("not a url", ("http://localhost:*",), False),
+    ],
+)
+def test_origin_rules(origin: str, allowed: tuple[str, ...], ok: bool) -> None:
+    assert origin_allowed(origin, allowed) is ok
+
+
+# ------------------------------------------------------------------ x-mcp-header annotations
+
+
+def test_the_spec_example_tool_is_valid() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"},
+            "opts": {
+                "type": "object",
+                "properties": {"dry": {"type": "boolean", "x-mcp-header": "Dry-Run"}},
+            },
+        },
+        "required": ["region", "query"],
+    }
+    params = parse_header_params(schema)
+    assert params == (
+        HeaderParam(name="Region", path=("region",)),
+        HeaderParam(name="Dry-Run", path=("opts", "dry")),
+    )
+    assert params[0].header == "mcp-param-region"
+    assert params[1].value_in({"opts": {"dry": True}}) is True
+    assert params[1].value_in({"opts": 3}) is None
+    assert parse_header_params({"type": "object"}) == ()
+    assert parse_header_params(None) == ()
+
+
+def _prop(**extra: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": {"p": {"type": "string", **extra}}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        (_prop(**{"x-mcp-header": ""}), "token"),
+        (_prop(**{"x-mcp-header": "Has Space"}), "token"),
+        (_prop(**{"x-mcp-header": "Bad\r\nName"}), "token"),
+        (_prop(**{"x-mcp-header": 7}), "token"),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string", "x-mcp-header": "Same"},
+                    "b": {"type": "string", "x-mcp-header": "SAME"},
+                },
+            },
+            "unique",
+        ),
+        (
+            {"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}},
+            "only string",
+        ),
+        (
+            {"type": "object", "properties": {"o": {"type": "object", "x-mcp-header": "O"}}},
+            "only string",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "l": {"type": "array", "items": {"type": "string", "x-mcp-header": "L"}}
+                },
+            },
+            "reachable",
+        ),
+        (
+            {"oneOf": [{"type": "object", "properties": {"a": {"x-mcp-header": "A"}}}]},
+            "reachable",
+        ),
+        ({"$defs": {"d": {"type": "string", "x-mcp-header": "D"}}}, "reachable"),
+        ({"type": "string", "x-mcp-header": "Root"}, "reachable"),
+    ],
+)
+def test_invalid_annotations_make_the_tool_invalid(schema: Any, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        parse_header_params(schema)
+
+
+def test_annotation_text_inside_values_is_not_an_annotation() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"p": {"type": "object", "default": {"x-mcp-header": "NotOne"}}},
+    }
+    assert parse_header_params(schema) == ()
+
+
+def test_accept_parameters_other_than_q_are_ignored() -> None:
+    assert media_type_allowed("application/json;level=1", "application/json")
+
+
+def test_annotations_under_composition_keywords_that_are_fine() -> None:
+    schema = {"allOf": [{"type": "object"}], "properties": {"a": {"type": "string"}}}
+    assert parse_header_params(schema) == ()
