@@ -31,7 +31,6 @@ from tests.schema import validate_message
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
 
-
 T = TypeVar("T")
 
 
