@@ -26,6 +26,7 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._json import dumps, loads
+from tests.schema import validate_message
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
 
@@ -245,8 +246,6 @@ def test_validation_ladder(meta: dict[str, Any], code: int) -> None:
     if code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
         assert out[0]["error"]["data"]["requested"] == meta[PV]
         assert V in out[0]["error"]["data"]["supported"]
-    from tests.schema import validate_message
-
     validate_message(V, out[0])
 
 
@@ -429,13 +428,13 @@ def test_input_rounds_are_bounded() -> None:
         ConnectionConfig(capabilities=SERVER_CAPS),
     )
     pair.handshake()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
+    pair.client.send_request("tools/call", {"name": "t"})
     for _ in range(2):
         req = only(pair.deliver(pair.client), RequestReceived)
         pair.server.send_input_required(req.request_id, ELICIT)
         need = only(pair.deliver(pair.server), InputRequired)
         if need.round < 2:
-            rid = pair.client.retry_with_input(need.request_id, {})
+            pair.client.retry_with_input(need.request_id, {})
     with pytest.raises(LocalProtocolError, match="rounds"):
         pair.client.retry_with_input(need.request_id, {})
     pair.client.abandon_request(need.request_id)

@@ -1006,6 +1006,7 @@ def test_to_jsonable() -> None:
         "float": 1.5,
         "none": None,
     }
+
     class Mode(enum.StrEnum):
         FAST = "fast"
 
