@@ -119,6 +119,7 @@ class _Outbound:
         "request_state",
         "rounds",
         "started",
+        "timeout",
     )
 
     def __init__(
@@ -128,6 +129,7 @@ class _Outbound:
         started: float,
         progress_token: RequestId | None,
         era: Era,
+        timeout: float | None = None,
     ) -> None:
         self.method = method
         self.params = params
@@ -138,6 +140,7 @@ class _Outbound:
         self.rounds = 0
         self.last_progress: float | None = None
         self.request_state: Any = None
+        self.timeout = timeout
 
 
 class _Inbound:
@@ -466,7 +469,7 @@ class Connection:
         progress_token: RequestId | None,
         timeout: float | None,
     ) -> _Outbound:
-        entry = _Outbound(method, params, now, progress_token, era)
+        entry = _Outbound(method, params, now, progress_token, era, timeout)
         self._pending[rid] = entry
         if progress_token is not None:
             self._progress_in[progress_token] = rid
@@ -921,9 +924,7 @@ class Connection:
         if token is not None:
             params = _modern.attach_meta(params, {"progressToken": rid})
             token = rid
-        new = self._register_out(
-            rid, entry.method, params, entry.era, now, token, self.config.request_timeout
-        )
+        new = self._register_out(rid, entry.method, params, entry.era, now, token, entry.timeout)
         new.rounds = entry.rounds
         self._emit(request(rid, entry.method, params))
         return rid
@@ -1537,8 +1538,8 @@ class Connection:
         if entry.last_progress is not None and progress <= entry.last_progress:
             return  # not increasing: the sender broke the rule; ignore it
         entry.last_progress = progress
-        if self.config.request_timeout is not None:
-            self._arm(rid, entry, now, self.config.request_timeout)
+        if entry.timeout is not None:
+            self._arm(rid, entry, now, entry.timeout)
         total = params.get("total")
         message = params.get("message")
         events.append(

@@ -619,6 +619,16 @@ def test_progress_resets_timeout_up_to_the_maximum_total() -> None:
     assert pair.client.handle_timer(12.0) == [RequestTimedOut(request_id=rid, method="tools/call")]
 
 
+def test_progress_resets_a_per_request_timeout() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, timeout=5.0, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_progress(req.request_id, 1)
+    pair.deliver(pair.server, now=4.0)
+    assert pair.client.next_deadline() == 9.0
+    assert pair.client.handle_timer(9.0) == [RequestTimedOut(request_id=rid, method="tools/call")]
+
+
 def test_default_request_timeout_applies() -> None:
     client = Connection("client", ConnectionConfig(era="legacy", request_timeout=3.0))
     client.start(now=10.0)
