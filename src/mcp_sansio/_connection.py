@@ -663,9 +663,12 @@ class Connection:
         Raises:
             LocalProtocolError: ``request_id`` is not a request of the peer's that
                 awaits an answer. No state changed.
+            TypeError: ``result`` is not JSON-serializable. No state changed: the
+                request can still be answered (e.g. with an error).
         """
-        inbound = self._take_inbound(request_id)
+        inbound = self._inflight.get(request_id)
         if inbound is None:
+            self._take_inbound(request_id)  # drops a cancelled one, else raises
             return
         if inbound.era is Era.MODERN:
             result = _modern.decorate_result(
@@ -675,7 +678,10 @@ class Connection:
                 ttl_ms=self.config.cache_ttl_ms,
                 cache_scope=self.config.cache_scope,
             )
-        self._reply(request_id, result_response(request_id, result))
+        reply = result_response(request_id, result)
+        payload = dumps(reply)  # check first (may raise), change state after
+        self._take_inbound(request_id)
+        self._reply(request_id, reply, payload)
 
     def send_error(self, request_id: RequestId, code: int, message: str, data: Any = None) -> None:
         """Answer the peer's request ``request_id`` with an error.
@@ -755,12 +761,14 @@ class Connection:
             raise LocalProtocolError(f"no request {request_id!r} awaits an answer")
         return inbound
 
-    def _reply(self, request_id: RequestId, obj: dict[str, Any]) -> None:
+    def _reply(
+        self, request_id: RequestId, obj: dict[str, Any], payload: bytes | None = None
+    ) -> None:
         if self._closed:
             return
-        batch = self._batches.pop(request_id, None)
+        batch = self._batches.pop(request_id, None) if self._batches else None
         if batch is None:
-            self._out.append((dumps(obj), request_id))
+            self._out.append((payload if payload is not None else dumps(obj), request_id))
             return
         batch.replies.append(obj)
         batch.waiting.discard(request_id)

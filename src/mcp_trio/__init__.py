@@ -8,11 +8,19 @@ client), WebSocket (a custom transport) and in-memory.
 
 from __future__ import annotations
 
+from ._blocking import BlockingClient as BlockingClient
 from ._channel import MemoryChannel as MemoryChannel
 from ._channel import MessageChannel as MessageChannel
 from ._channel import StreamChannel as StreamChannel
 from ._channel import memory_channel_pair as memory_channel_pair
+from ._client import Client as Client
+from ._client import open_client as open_client
+from ._client_common import ToolOutput as ToolOutput
+from ._client_subscriptions import Subscription as Subscription
 from ._config import SessionConfig as SessionConfig
+from ._context import Context as Context
+from ._context import ElicitationResult as ElicitationResult
+from ._context import SamplingResult as SamplingResult
 from ._errors import HandshakeFailed as HandshakeFailed
 from ._errors import InputRequiredError as InputRequiredError
 from ._errors import McpError as McpError
@@ -20,13 +28,27 @@ from ._errors import RequestTimeout as RequestTimeout
 from ._errors import ServerExited as ServerExited
 from ._errors import SessionClosed as SessionClosed
 from ._handlers import Handlers as Handlers
+from ._handlers import InputRequiredResult as InputRequiredResult
 from ._handlers import NotificationContext as NotificationContext
 from ._handlers import NotificationHandler as NotificationHandler
 from ._handlers import RequestContext as RequestContext
 from ._handlers import RequestHandler as RequestHandler
+from ._jsonschema import Constraints as Constraints
+from ._jsonschema import Description as Description
 from ._memory import open_memory_pair as open_memory_pair
 from ._open import connect_session as connect_session
 from ._open import open_session as open_session
+from ._server import Server as Server
+from ._server_content import Audio as Audio
+from ._server_content import Completion as Completion
+from ._server_content import EmbeddedResource as EmbeddedResource
+from ._server_content import Image as Image
+from ._server_content import Message as Message
+from ._server_content import ResourceLink as ResourceLink
+from ._server_content import ToolError as ToolError
+from ._server_content import ToolResult as ToolResult
+from ._server_rpc import CompletionRequest as CompletionRequest
+from ._server_rpc import ResourceNotFound as ResourceNotFound
 from ._session import Session as Session
 from ._session import SessionStatistics as SessionStatistics
 from ._stdio import ProcessChannel as ProcessChannel
@@ -43,11 +65,24 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "MCP_PATH",
     "SUBPROTOCOL",
+    "Audio",
+    "BlockingClient",
+    "Client",
+    "Completion",
+    "CompletionRequest",
+    "Constraints",
+    "Context",
+    "Description",
+    "ElicitationResult",
+    "EmbeddedResource",
     "Handlers",
     "HandshakeFailed",
+    "Image",
     "InputRequiredError",
+    "InputRequiredResult",
     "McpError",
     "MemoryChannel",
+    "Message",
     "MessageChannel",
     "NotificationContext",
     "NotificationHandler",
@@ -55,16 +90,25 @@ __all__ = [
     "RequestContext",
     "RequestHandler",
     "RequestTimeout",
+    "ResourceLink",
+    "ResourceNotFound",
+    "SamplingResult",
+    "Server",
     "ServerExited",
     "Session",
     "SessionClosed",
     "SessionConfig",
     "SessionStatistics",
     "StreamChannel",
+    "Subscription",
+    "ToolError",
+    "ToolOutput",
+    "ToolResult",
     "WebSocketChannel",
     "__version__",
     "connect_session",
     "memory_channel_pair",
+    "open_client",
     "open_memory_pair",
     "open_session",
     "open_stdio_client",

@@ -298,3 +298,14 @@ def test_handshake_completed_carries_peer_info() -> None:
     done = only(client_events, HandshakeCompleted)
     assert done.peer_info == {"name": "test-server", "version": "1"}
     assert pair.client.peer_info == done.peer_info
+
+
+def test_unserializable_result_changes_nothing() -> None:
+    pair = ready_pair()
+    pair.client.send_request("tools/list")
+    req = only(pair.deliver(pair.client), RequestReceived)
+    with pytest.raises(TypeError):
+        pair.server.send_result(req.request_id, {"tools": [object()]})
+    assert pair.server.inflight_requests() == (req.request_id,)
+    pair.server.send_error(req.request_id, ErrorCode.INTERNAL_ERROR, "Internal error")
+    assert only(pair.deliver(pair.server), ErrorReceived).error.code == ErrorCode.INTERNAL_ERROR

@@ -1,0 +1,808 @@
+"""A blocking MCP client: :class:`BlockingClient`, on ``mcp_sansio`` alone.
+
+No trio, no asyncio, no threads: one ``select()`` loop over a subprocess's pipes (stdio)
+or a TCP socket (newline-delimited JSON). It is the proof that the core is sans-IO --
+everything protocol-shaped (handshake and era probe, ids, timeouts, cancellation,
+progress, the MRTR bookkeeping) is the core's; this module only moves bytes and reads
+the clock.
+
+Theory of operation
+-------------------
+Every call into the core is followed by draining its output into ``_outbox``. A method
+that waits (:meth:`BlockingClient.request`, the handshake) runs :meth:`_run_until`:
+``select()`` for reading always, for writing while the outbox holds bytes, with a
+timeout that is the earlier of the core's ``next_deadline()`` and the caller's own
+deadline. Readable input goes to ``receive_bytes``; an expired timer to
+``handle_timer``; the resulting events are handled at once (outcomes stored by request
+id, server requests answered synchronously with the callbacks). Reading while writing
+means a server that writes a lot while we write a lot cannot deadlock us.
+
+Only this module's imports of ``mcp_sansio`` and the standard library carry the
+protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors`),
+and timeouts raise the built-in :class:`TimeoutError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
+from types import TracebackType
+from typing import IO, Any, Final, Protocol, final
+
+import attrs
+
+from mcp_sansio import (
+    Connection,
+    ConnectionConfig,
+    Era,
+    ErrorCode,
+    ErrorReceived,
+    Event,
+    HandshakeCompleted,
+    InputRequired,
+    LocalProtocolError,
+    NotificationReceived,
+    ProgressReceived,
+    RemoteProtocolError,
+    RequestId,
+    RequestReceived,
+    RequestTimedOut,
+    ResultReceived,
+    structure,
+)
+from mcp_sansio import types as t
+
+from ._client_common import (
+    EraChoice,
+    RootLike,
+    ToolOutput,
+    build_capabilities,
+    check_log_level,
+    complete_params,
+    connection_versions,
+    elicitation_params,
+    implementation,
+    log_params,
+    pager,
+    roots_result,
+    sampling_params,
+    to_wire,
+    with_log_level,
+)
+from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
+
+__all__ = ["BlockingClient"]
+
+logger = logging.getLogger("mcp_trio")
+
+SamplingFunction = Callable[
+    [t.CreateMessageRequestParams], t.CreateMessageResult | Mapping[str, Any]
+]
+ElicitationFunction = Callable[
+    [t.ElicitRequestFormParams | t.ElicitRequestURLParams], t.ElicitResult | Mapping[str, Any]
+]
+RootsFunction = Callable[[], Iterable[RootLike]]
+LogFunction = Callable[[t.LoggingMessageNotificationParams], object]
+ProgressFunction = Callable[[ProgressReceived], object]
+NotificationFunction = Callable[[NotificationReceived], object]
+
+_READ_SIZE: Final = 65_536
+_START_METHODS: Final = frozenset({"initialize", "server/discover"})
+_Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
+
+
+class _Transport(Protocol):
+    """A byte pipe with file descriptors to ``select()`` on, non-blocking."""
+
+    def read_fd(self) -> int: ...
+    def write_fd(self) -> int: ...
+    def read(self) -> bytes | None:
+        """Bytes available: ``b""`` at the end of input, ``None`` if none after all."""
+        ...
+
+    def write(self, data: bytes) -> int:
+        """Write some of ``data``; return how much. Raises ``OSError`` if broken."""
+        ...
+
+    def failure(self, what: str) -> SessionClosed:
+        """Why the input ended or a write failed, for the waiting callers."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@final
+class _ProcessTransport:
+    def __init__(self, process: subprocess.Popen[bytes], stop_timeout: float) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self._stdin: IO[bytes] = process.stdin
+        self._stdout: IO[bytes] = process.stdout
+        self._stop_timeout = stop_timeout
+        os.set_blocking(self._stdin.fileno(), False)
+        os.set_blocking(self._stdout.fileno(), False)
+
+    def read_fd(self) -> int:
+        return self._stdout.fileno()
+
+    def write_fd(self) -> int:
+        return self._stdin.fileno()
+
+    def read(self) -> bytes | None:
+        try:
+            return os.read(self._stdout.fileno(), _READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - select() said readable
+            return None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return os.write(self._stdin.fileno(), data)
+        except BlockingIOError:  # pragma: no cover - select() said writable
+            return 0
+
+    def failure(self, what: str) -> SessionClosed:
+        with suppress(subprocess.TimeoutExpired):
+            self.process.wait(self._stop_timeout)
+        code = self.process.returncode
+        return ServerExited(what if code is None else "the server exited", code)
+
+    def close(self) -> None:
+        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown)."""
+        process = self.process
+        with suppress(OSError):
+            self._stdin.close()
+        for stop in (None, process.terminate, process.kill):
+            if stop is not None and process.poll() is None:
+                with suppress(ProcessLookupError):
+                    stop()
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(self._stop_timeout)
+                break
+        process.wait()
+        self._stdout.close()
+
+
+@final
+class _SocketTransport:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        sock.setblocking(False)
+
+    def read_fd(self) -> int:
+        return self.sock.fileno()
+
+    def write_fd(self) -> int:
+        return self.sock.fileno()
+
+    def read(self) -> bytes | None:
+        try:
+            return self.sock.recv(_READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - select() said readable
+            return None
+        except ConnectionResetError:
+            return b""
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.sock.send(data)
+        except BlockingIOError:  # pragma: no cover - select() said writable
+            return 0
+
+    def failure(self, what: str) -> SessionClosed:
+        return SessionClosed(what.replace("the server", "the peer"))
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+
+@attrs.define(kw_only=True)
+class _Options:
+    on_sampling: SamplingFunction | None = None
+    on_elicitation: ElicitationFunction | None = None
+    roots: Iterable[RootLike] | RootsFunction | None = None
+    on_log: LogFunction | None = None
+    on_notification: NotificationFunction | None = None
+    log_level: str | None = None
+    handshake_timeout: float | None = 30.0
+    write_timeout: float | None = 30.0
+
+
+def _core_config(
+    *,
+    era: EraChoice,
+    protocol_version: str | None,
+    options: _Options,
+    client_info: t.Implementation | Mapping[str, Any] | None,
+    capabilities: Mapping[str, Any] | None,
+    timeout: float | None,
+    connection_config: ConnectionConfig | None,
+) -> ConnectionConfig:
+    chosen, versions = connection_versions(era, protocol_version)
+    if options.log_level is not None:
+        check_log_level(options.log_level)
+    changes: dict[str, Any] = {
+        "era": chosen,
+        "implementation": implementation(client_info),
+        "capabilities": build_capabilities(
+            sampling=options.on_sampling is not None,
+            elicitation=options.on_elicitation is not None,
+            roots=options.roots is not None,
+            extra=capabilities,
+        ),
+    }
+    if versions is not None:
+        changes["supported_versions"] = versions
+    if timeout is not None:
+        changes["request_timeout"] = timeout
+    base = connection_config if connection_config is not None else ConnectionConfig()
+    return attrs.evolve(base, **changes)
+
+
+@final
+class BlockingClient:
+    """A synchronous MCP client over stdio or TCP, driving ``mcp_sansio`` directly.
+
+    Open one with :meth:`stdio` or :meth:`tcp` (both connect and run the handshake);
+    use it as a context manager so the server is shut down::
+
+        with BlockingClient.stdio("python my_server.py", timeout=10) as client:
+            print(client.call_tool("add", {"a": 1, "b": 2}).text)
+
+    Methods mirror :class:`mcp_trio.Client` and return the same types; callbacks are
+    plain functions. Server requests (legacy sampling, elicitation, roots) are answered
+    while a call waits; without a callback the core answers -32601.
+
+    Error handling:
+        ``McpError`` (the server answered with an error), built-in ``TimeoutError``
+        (the request was cancelled on the wire), ``SessionClosed`` / ``ServerExited``
+        (the connection ended), ``InputRequiredError``, ``HandshakeFailed``;
+        ``LocalProtocolError`` for calls the server's capabilities or era rule out.
+
+    Callbacks (and ``on_progress``) run inside the call that is waiting; an exception
+    from one propagates out of that call (the request is cancelled on the wire), except
+    from a legacy server-request callback, which is answered -32603 and logged.
+
+    Not thread-safe: one thread uses one client.
+    """
+
+    def __init__(self, transport: _Transport, conn: Connection, options: _Options) -> None:
+        self._transport = transport
+        self._conn = conn
+        self._options = options
+        self._log_level: str | None = None
+        self._outbox = bytearray()
+        self._outcomes: dict[RequestId, _Outcome] = {}
+        self._progress: dict[RequestId, ProgressFunction] = {}
+        self._handshake: HandshakeCompleted | None = None
+        self._handshake_failure: BaseException | None = None
+        self._failure: SessionClosed | None = None
+        self._write_since: float | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str | Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: int | IO[Any] | None = None,
+        stop_timeout: float = 2.0,
+        era: EraChoice = "auto",
+        protocol_version: str | None = None,
+        on_sampling: SamplingFunction | None = None,
+        on_elicitation: ElicitationFunction | None = None,
+        roots: Iterable[RootLike] | RootsFunction | None = None,
+        on_log: LogFunction | None = None,
+        on_notification: NotificationFunction | None = None,
+        log_level: str | None = None,
+        client_info: t.Implementation | Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        handshake_timeout: float | None = 30.0,
+        write_timeout: float | None = 30.0,
+        connection_config: ConnectionConfig | None = None,
+    ) -> BlockingClient:
+        """Spawn a server (POSIX) and connect to it over its stdin/stdout.
+
+        Args:
+            command: a command line (split like a POSIX shell) or an argument list.
+            env: the server's environment (default: ours).
+            cwd: the server's working directory.
+            stderr: where the server's stderr goes (``subprocess`` style; default:
+                ours).
+            stop_timeout: on close, seconds to wait after closing its stdin, and again
+                after SIGTERM, before SIGKILL.
+            era, protocol_version, on_sampling, on_elicitation, roots, on_log,
+                log_level, client_info, capabilities, timeout, connection_config:
+                as for :func:`mcp_trio.open_client` (callbacks are plain functions).
+            on_notification: called with every other notification the server sends.
+            handshake_timeout: seconds for the handshake (``None``: no limit).
+            write_timeout: seconds the server may go without reading what we send
+                before it is taken for dead (``None``: no limit).
+
+        Raises:
+            OSError: the program could not be started.
+            HandshakeFailed, TimeoutError, ServerExited: the handshake failed.
+        """
+        options = _Options(
+            on_sampling=on_sampling,
+            on_elicitation=on_elicitation,
+            roots=roots,
+            on_log=on_log,
+            on_notification=on_notification,
+            log_level=log_level,
+            handshake_timeout=handshake_timeout,
+            write_timeout=write_timeout,
+        )
+        config = _core_config(
+            era=era,
+            protocol_version=protocol_version,
+            options=options,
+            client_info=client_info,
+            capabilities=capabilities,
+            timeout=timeout,
+            connection_config=connection_config,
+        )
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            cwd=cwd,
+            bufsize=0,
+        )
+        return cls._started(_ProcessTransport(process, stop_timeout), config, options)
+
+    @classmethod
+    def tcp(
+        cls,
+        host: str,
+        port: int,
+        *,
+        connect_timeout: float = 10.0,
+        era: EraChoice = "auto",
+        protocol_version: str | None = None,
+        on_sampling: SamplingFunction | None = None,
+        on_elicitation: ElicitationFunction | None = None,
+        roots: Iterable[RootLike] | RootsFunction | None = None,
+        on_log: LogFunction | None = None,
+        on_notification: NotificationFunction | None = None,
+        log_level: str | None = None,
+        client_info: t.Implementation | Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        handshake_timeout: float | None = 30.0,
+        write_timeout: float | None = 30.0,
+        connection_config: ConnectionConfig | None = None,
+    ) -> BlockingClient:
+        """Connect over TCP, newline-delimited JSON (stdio framing on a socket: a
+        custom transport; the server must speak it). Arguments as for :meth:`stdio`.
+
+        Raises:
+            OSError: no connection.
+            HandshakeFailed, TimeoutError, SessionClosed: the handshake failed.
+        """
+        options = _Options(
+            on_sampling=on_sampling,
+            on_elicitation=on_elicitation,
+            roots=roots,
+            on_log=on_log,
+            on_notification=on_notification,
+            log_level=log_level,
+            handshake_timeout=handshake_timeout,
+            write_timeout=write_timeout,
+        )
+        config = _core_config(
+            era=era,
+            protocol_version=protocol_version,
+            options=options,
+            client_info=client_info,
+            capabilities=capabilities,
+            timeout=timeout,
+            connection_config=connection_config,
+        )
+        sock = socket.create_connection((host, port), timeout=connect_timeout)
+        return cls._started(_SocketTransport(sock), config, options)
+
+    @classmethod
+    def _started(
+        cls, transport: _Transport, config: ConnectionConfig, options: _Options
+    ) -> BlockingClient:
+        client = cls(transport, Connection("client", config), options)
+        try:
+            client._start()
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def _start(self) -> None:
+        self._conn.start(now=time.monotonic())
+        self._queue()
+        limit = self._options.handshake_timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        self._run_until(
+            lambda: self._handshake is not None or self._handshake_failure is not None,
+            deadline,
+            "the handshake",
+        )
+        if self._handshake_failure is not None:
+            raise self._handshake_failure
+        level = self._options.log_level
+        if level is None and self._options.on_log is not None and self.era is Era.MODERN:
+            level = "debug"
+        if level is not None and (
+            self.era is Era.MODERN or "logging" in self._conn.peer_capabilities
+        ):
+            self.set_logging_level(level)
+
+    def __enter__(self) -> BlockingClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; a spawned server gets its stdin closed, then SIGTERM,
+        then SIGKILL (``stop_timeout`` apart). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._conn.receive_eof()
+        if self._failure is None:
+            self._failure = SessionClosed("the client was closed")
+        self._transport.close()
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def _completed(self) -> HandshakeCompleted:
+        assert self._handshake is not None
+        return self._handshake
+
+    @property
+    def connection(self) -> Connection:
+        """The core connection (read-only use)."""
+        return self._conn
+
+    @property
+    def era(self) -> Era:
+        """The era of the conversation."""
+        return self._completed.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated (legacy) or chosen (modern) protocol version."""
+        return self._completed.protocol_version
+
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """The server's name and version, if it said."""
+        info = self._completed.peer_info
+        return None if info is None else structure(info, t.Implementation)
+
+    @property
+    def server_capabilities(self) -> t.ServerCapabilities:
+        """What the server offers."""
+        return structure(self._completed.peer_capabilities, t.ServerCapabilities)
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, if any."""
+        return self._completed.instructions
+
+    # ------------------------------------------------------------------ requests
+
+    def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressFunction | None = None,
+    ) -> dict[str, Any]:
+        """Send any request and wait for its result (see :meth:`mcp_trio.Client.request`).
+
+        Raises:
+            TimeoutError: no answer or progress within ``timeout`` (default: the
+                client's); the request was cancelled on the wire.
+        """
+        self._raise_if_closed()
+        wire = None if params is None else dict(params)
+        if self.era is Era.MODERN and self._log_level is not None:
+            wire = with_log_level(wire, self._log_level)
+        rid = self._conn.send_request(
+            method, wire, now=time.monotonic(), progress=on_progress is not None, timeout=timeout
+        )
+        while True:
+            outcome = self._wait_for(rid, method, on_progress)
+            if isinstance(outcome, ResultReceived):
+                return outcome.result
+            if isinstance(outcome, ErrorReceived):
+                raise McpError(outcome.error)
+            if isinstance(outcome, RequestTimedOut):
+                raise TimeoutError(f"request {rid!r} ({method}) timed out")
+            try:
+                responses = self._provide_input(outcome)
+            except BaseException:
+                self._conn.abandon_request(outcome.request_id)
+                raise
+            rid = self._conn.retry_with_input(rid, responses, now=time.monotonic())
+
+    def _wait_for(
+        self, rid: RequestId, method: str, on_progress: ProgressFunction | None
+    ) -> _Outcome:
+        self._queue()
+        if on_progress is not None:
+            self._progress[rid] = on_progress
+        try:
+            self._run_until(lambda: rid in self._outcomes, None, method)
+        except BaseException:
+            self._abandon(rid)
+            raise
+        finally:
+            self._progress.pop(rid, None)
+        return self._outcomes.pop(rid)
+
+    def _abandon(self, rid: RequestId) -> None:
+        """The caller gave up (an exception, Ctrl-C): cancel on the wire, briefly."""
+        self._outcomes.pop(rid, None)
+        if self._failure is not None:
+            return
+        with suppress(LocalProtocolError):
+            self._conn.cancel_request(rid, "cancelled by the caller")
+            self._queue()
+        with suppress(Exception):
+            self._run_until(lambda: not self._outbox, time.monotonic() + 1.0, "cancelling")
+
+    def _raise_if_closed(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    # ------------------------------------------------------------------ the loop
+
+    def _queue(self) -> None:
+        self._outbox += self._conn.bytes_to_send()
+
+    def _run_until(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
+        """Move bytes and fire timers until ``done()`` or ``deadline`` (``TimeoutError``).
+
+        Raises:
+            SessionClosed: the connection ended first.
+        """
+        transport = self._transport
+        while not done():
+            self._raise_if_closed()
+            now = time.monotonic()
+            timer = self._conn.next_deadline()
+            if timer is not None and timer <= now:
+                self._handle(self._conn.handle_timer(now))
+                continue
+            if deadline is not None and deadline <= now:
+                raise TimeoutError(f"{what} timed out")
+            stalled = self._write_deadline()
+            if stalled is not None and stalled <= now:
+                self._conn.send_failed()
+                self._lost("the server stopped reading its input (write_timeout)")
+                continue
+            wake = min((d for d in (timer, deadline, stalled) if d is not None), default=None)
+            writing = [transport.write_fd()] if self._outbox else []
+            readable, writable, _ = select.select(
+                [transport.read_fd()], writing, [], None if wake is None else wake - now
+            )
+            if writable:
+                self._write()
+            if readable:
+                data = transport.read()
+                if data == b"":
+                    self._lost("the server closed its output")
+                elif data is not None:
+                    self._handle(self._conn.receive_bytes(data, now=time.monotonic()))
+
+    def _write_deadline(self) -> float | None:
+        """When waiting to write is given up (``write_timeout`` after the last progress)."""
+        limit = self._options.write_timeout
+        if not self._outbox or limit is None:
+            self._write_since = None
+            return None
+        if self._write_since is None:
+            self._write_since = time.monotonic()
+        return self._write_since + limit
+
+    def _write(self) -> None:
+        try:
+            sent = self._transport.write(bytes(self._outbox))
+        except OSError:
+            self._conn.send_failed()
+            self._lost("the server stopped reading its input")
+            return
+        if sent:
+            self._write_since = None
+        del self._outbox[:sent]
+
+    def _lost(self, what: str) -> None:
+        self._conn.receive_eof()
+        self._outbox.clear()
+        self._failure = self._transport.failure(what)
+        self._handshake_failure = self._handshake_failure or self._failure
+
+    def _handle(self, events: list[Event]) -> None:
+        self._queue()
+        for event in events:
+            if isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
+                if isinstance(event, ErrorReceived | RequestTimedOut) and (
+                    event.method in _START_METHODS and self._handshake is None
+                ):
+                    self._handshake_failure = (
+                        HandshakeFailed(event.error)
+                        if isinstance(event, ErrorReceived)
+                        else TimeoutError(f"{event.method} timed out")
+                    )
+                else:
+                    self._outcomes[event.request_id] = event
+            elif isinstance(event, HandshakeCompleted):
+                self._handshake = event
+            elif isinstance(event, RequestReceived):
+                self._answer(event)
+            elif isinstance(event, NotificationReceived):
+                self._notified(event)
+            elif isinstance(event, ProgressReceived):
+                callback = self._progress.get(event.request_id)
+                if callback is not None:
+                    callback(event)
+        self._queue()
+
+    # ------------------------------------------------------------------ the server's turn
+
+    def _callback_result(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        options = self._options
+        if method == "sampling/createMessage" and options.on_sampling is not None:
+            return to_wire(options.on_sampling(sampling_params(params)), "on_sampling")
+        if method == "elicitation/create" and options.on_elicitation is not None:
+            return to_wire(options.on_elicitation(elicitation_params(params)), "on_elicitation")
+        if method == "roots/list" and options.roots is not None:
+            roots = options.roots
+            return roots_result(roots() if callable(roots) else roots)
+        raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _answer(self, event: RequestReceived) -> None:
+        """Legacy: answer a server request now, with the callbacks."""
+        rid = event.request_id
+        try:
+            result = self._callback_result(event.method, event.params)
+        except McpError as exc:
+            self._conn.send_error(rid, exc.code, exc.message, exc.data)
+        except RemoteProtocolError as exc:
+            self._conn.send_error(rid, exc.error_code, exc.message)
+        except Exception:
+            logger.exception("the %s callback failed", event.method)
+            self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+        else:
+            self._conn.send_result(rid, result)
+
+    def _provide_input(self, event: InputRequired) -> dict[str, Any]:
+        """Modern: answer every entry of ``inputRequests`` with the callbacks."""
+        options = self._options
+        given: dict[str, object] = {
+            "sampling/createMessage": options.on_sampling,
+            "elicitation/create": options.on_elicitation,
+            "roots/list": options.roots,
+        }
+        entries = event.input_requests.values()
+        if not all(
+            isinstance(e, Mapping) and given.get(str(e.get("method"))) is not None for e in entries
+        ):
+            raise InputRequiredError(event)
+        responses: dict[str, Any] = {}
+        for key, entry in event.input_requests.items():
+            params = entry.get("params")
+            responses[key] = self._callback_result(
+                entry["method"], params if isinstance(params, Mapping) else None
+            )
+        return responses
+
+    def _notified(self, event: NotificationReceived) -> None:
+        if event.method == "notifications/message" and self._options.on_log is not None:
+            self._options.on_log(log_params(event.params))
+        elif self._options.on_notification is not None:
+            self._options.on_notification(event)
+
+    # ------------------------------------------------------------------ typed methods
+
+    def _list(self, method: str) -> list[Any]:
+        pages = pager(method)
+        while pages.add(self.request(method, pages.params())):
+            pass
+        return pages.items
+
+    def list_tools(self) -> list[t.Tool]:
+        """Every tool, across all pages."""
+        return self._list("tools/list")
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        on_progress: ProgressFunction | None = None,
+        timeout: float | None = None,
+    ) -> ToolOutput:
+        """Call a tool (see :meth:`mcp_trio.Client.call_tool`)."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        return ToolOutput.from_wire(result)
+
+    def list_resources(self) -> list[t.Resource]:
+        """Every resource, across all pages."""
+        return self._list("resources/list")
+
+    def list_resource_templates(self) -> list[t.ResourceTemplate]:
+        """Every resource template, across all pages."""
+        return self._list("resources/templates/list")
+
+    def read_resource(self, uri: str, *, timeout: float | None = None) -> t.ReadResourceResult:
+        """Read a resource."""
+        result = self.request("resources/read", {"uri": uri}, timeout=timeout)
+        return structure(result, t.ReadResourceResult)
+
+    def list_prompts(self) -> list[t.Prompt]:
+        """Every prompt, across all pages."""
+        return self._list("prompts/list")
+
+    def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+    ) -> t.GetPromptResult:
+        """Get a prompt filled in with ``arguments``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        return structure(self.request("prompts/get", params, timeout=timeout), t.GetPromptResult)
+
+    def complete(
+        self,
+        ref: t.PromptReference | t.ResourceTemplateReference | Mapping[str, Any],
+        argument_name: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> t.CompleteResultCompletion:
+        """Completions of an argument (``completion/complete``)."""
+        params = complete_params(ref, argument_name, value, context)
+        return structure(self.request("completion/complete", params), t.CompleteResult).completion
+
+    def set_logging_level(self, level: str) -> None:
+        """Legacy: ``logging/setLevel``; modern: the level of later requests' envelopes."""
+        check_log_level(level)
+        if self.era is Era.LEGACY:
+            self.request("logging/setLevel", {"level": level})
+        self._log_level = level
+
+    def ping(self) -> None:
+        """Legacy era: ``ping``.
+
+        Raises:
+            LocalProtocolError: modern era (there is no ping).
+        """
+        if self.era is not Era.LEGACY:
+            raise LocalProtocolError("'ping' does not exist in the modern era")
+        self.request("ping")

@@ -1,0 +1,545 @@
+"""The user-facing client: :func:`open_client` and :class:`Client`.
+
+One client for both eras and every transport. ``open_client`` resolves the target
+(a command line, a URL, a server object), runs the era probe (``server/discover``,
+falling back to ``initialize``; ``2026-07-28/basic/versioning.mdx``) or the pinned era,
+and hands back a :class:`Client` whose methods are typed (``mcp_sansio.types``),
+paginate for you, and answer the server's questions (sampling, elicitation, roots)
+with the callbacks you gave -- as requests in the legacy era, as ``input_required``
+retries (MRTR) in the modern era.
+
+Results are the typed values of :mod:`mcp_sansio.types` (``types.Tool``,
+``types.ReadResourceResult``, ...), except ``call_tool``, which returns a
+:class:`ToolOutput` (``content``, ``structured_content``, ``is_error``, ``text``, and
+the whole ``types.CallToolResult`` as ``result``).
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from os import PathLike
+from typing import Any, final
+
+import attrs
+import trio
+
+from mcp_sansio import ConnectionConfig, Era, HandshakeCompleted, LocalProtocolError, structure
+from mcp_sansio import types as t
+
+from ._client_callbacks import (
+    Callbacks,
+    ElicitationCallback,
+    LogCallback,
+    ProgressCallback,
+    RootsCallback,
+    SamplingCallback,
+)
+from ._client_common import (
+    EraChoice,
+    RootLike,
+    ToolOutput,
+    check_log_level,
+    complete_params,
+    connection_versions,
+    implementation,
+    pager,
+    roots_result,
+    with_log_level,
+)
+from ._client_subscriptions import Subscription, SubscriptionHub
+from ._client_targets import ClientTarget, StderrCallback, open_target
+from ._config import SessionConfig
+from ._errors import SessionClosed
+from ._handlers import Handlers
+from ._session import Session
+from ._util import open_task_nursery
+
+__all__ = ["Client", "ToolOutput", "open_client"]
+
+
+@final
+class Client:
+    """A connected MCP client. Get one from :func:`open_client`.
+
+    Error handling (every request method):
+        McpError: the server answered with a JSON-RPC error (unknown tool, bad
+            arguments, missing resource, ...).
+        RequestTimeout: no answer (or progress) within the timeout; the request was
+            cancelled on the wire.
+        SessionClosed: the connection ended (``ServerExited`` for a stdio server that
+            died, with its exit status and stderr).
+        InputRequiredError: modern era: the server asked for input no callback answers.
+        LocalProtocolError: the call is not possible with this server (a capability it
+            did not declare, or a method its era does not have).
+        RemoteProtocolError: the server's result does not fit the protocol's types.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        callbacks: Callbacks,
+        hub: SubscriptionHub,
+        nursery: trio.Nursery,
+        on_progress: ProgressCallback | None,
+        log_level: str | None,
+        timeout: float | None,
+    ) -> None:
+        self._session = session
+        self._callbacks = callbacks
+        self._hub = hub
+        self._nursery = nursery
+        self._on_progress = on_progress
+        self._log_level = log_level
+        self._timeout = timeout
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def session(self) -> Session:
+        """The underlying session (raw requests, statistics, the channel)."""
+        return self._session
+
+    @property
+    def _handshake(self) -> HandshakeCompleted:
+        handshake = self._session.handshake
+        assert handshake is not None, "open_client() runs the handshake"
+        return handshake
+
+    @property
+    def era(self) -> Era:
+        """``Era.LEGACY`` (an ``initialize`` session) or ``Era.MODERN`` (stateless)."""
+        return self._handshake.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated (legacy) or chosen (modern) protocol version."""
+        return self._handshake.protocol_version
+
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """The server's name and version, if it said (typed on each access)."""
+        info = self._handshake.peer_info
+        return None if info is None else structure(info, t.Implementation)
+
+    @property
+    def server_capabilities(self) -> t.ServerCapabilities:
+        """What the server offers (typed on each access; the raw dict is
+        ``session.connection.peer_capabilities``)."""
+        return structure(self._handshake.peer_capabilities, t.ServerCapabilities)
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if any."""
+        return self._handshake.instructions
+
+    @property
+    def log_level(self) -> str | None:
+        """The log level asked for (see :meth:`set_logging_level`)."""
+        return self._log_level
+
+    # ------------------------------------------------------------------ raw
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send any request; return the raw result object.
+
+        Modern era: the log level is put in the envelope, and ``input_required``
+        results are answered with the callbacks and retried.
+
+        Args:
+            method: the method name.
+            params: the params object.
+            timeout: seconds without an answer or progress before the request is
+                cancelled (default: the client's ``timeout``).
+            on_progress: receives progress reports (and asks the server for them).
+        """
+        wire = None if params is None else dict(params)
+        modern = self.era is Era.MODERN
+        if modern and self._log_level is not None:
+            wire = with_log_level(wire, self._log_level)
+        return await self._session.request(
+            method,
+            wire,
+            timeout=timeout,
+            on_progress=on_progress,
+            on_input_required=self._callbacks.provide_input if modern else None,
+        )
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification."""
+        await self._session.notify(method, None if params is None else dict(params))
+
+    # ------------------------------------------------------------------ tools
+
+    async def _list(self, method: str) -> list[Any]:
+        pages = pager(method)
+        while True:
+            if not pages.add(await self.request(method, pages.params())):
+                return pages.items
+
+    async def list_tools(self) -> list[t.Tool]:
+        """Every tool, following ``nextCursor`` through all pages."""
+        return await self._list("tools/list")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> ToolOutput:
+        """Call a tool.
+
+        Args:
+            name: the tool's name.
+            arguments: its arguments (checked by the server against its input schema).
+            on_progress: receives progress reports (default: the client's).
+            timeout: seconds without an answer or progress (default: the client's).
+
+        Returns:
+            The result; a tool that failed returns ``is_error=True`` (not an exception).
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = await self.request(
+            "tools/call", params, timeout=timeout, on_progress=on_progress or self._on_progress
+        )
+        return ToolOutput.from_wire(result)
+
+    # ------------------------------------------------------------------ resources
+
+    async def list_resources(self) -> list[t.Resource]:
+        """Every resource, following ``nextCursor`` through all pages."""
+        return await self._list("resources/list")
+
+    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
+        """Every resource template, following ``nextCursor`` through all pages."""
+        return await self._list("resources/templates/list")
+
+    async def read_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> t.ReadResourceResult:
+        """Read a resource; ``result.contents`` holds text or blob contents."""
+        result = await self.request(
+            "resources/read",
+            {"uri": uri},
+            timeout=timeout,
+            on_progress=on_progress or self._on_progress,
+        )
+        return structure(result, t.ReadResourceResult)
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Legacy era: ``resources/subscribe``; updates then arrive on the session.
+
+        Prefer :meth:`subscribe`, which works in both eras and delivers the updates.
+
+        Raises:
+            LocalProtocolError: modern era (there is no such method), or the server
+                did not declare ``resources.subscribe``.
+        """
+        self._legacy_only("resources/subscribe", "use client.subscribe(resources=[uri])")
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`)."""
+        self._legacy_only("resources/unsubscribe", "leave the client.subscribe() block")
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    def subscribe(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resource_list: bool = False,
+        resources: Iterable[str] = (),
+    ) -> AbstractAsyncContextManager[Subscription]:
+        """Receive change notifications for the ``async with`` block, in either era::
+
+            async with client.subscribe(tools=True, resources=["file:///a"]) as updates:
+                async for note in updates:
+                    ...  # note.method, note.params
+
+        Legacy: listens to the session's notifications and sends
+        ``resources/subscribe`` / ``resources/unsubscribe`` for ``resources`` (when
+        the server declares ``resources.subscribe``). Modern: one
+        ``subscriptions/listen`` request, cancelled when the block exits.
+        ``updates.honored`` says what the server agreed to deliver.
+
+        Args:
+            tools: ``notifications/tools/list_changed``.
+            prompts: ``notifications/prompts/list_changed``.
+            resource_list: ``notifications/resources/list_changed``.
+            resources: URIs whose ``notifications/resources/updated`` to receive.
+
+        Raises:
+            McpError: the server refused the subscription.
+            RequestTimeout: modern: no acknowledgment within the client's timeout.
+        """
+        return self._hub.open(
+            self._session,
+            self._nursery,
+            modern=self.era is Era.MODERN,
+            tools=tools,
+            prompts=prompts,
+            resource_list=resource_list,
+            resources=resources,
+            timeout=self._timeout,
+        )
+
+    # ------------------------------------------------------------------ prompts
+
+    async def list_prompts(self) -> list[t.Prompt]:
+        """Every prompt, following ``nextCursor`` through all pages."""
+        return await self._list("prompts/list")
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> t.GetPromptResult:
+        """Get a prompt, filled in with ``arguments``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        result = await self.request(
+            "prompts/get", params, timeout=timeout, on_progress=on_progress or self._on_progress
+        )
+        return structure(result, t.GetPromptResult)
+
+    async def complete(
+        self,
+        ref: t.PromptReference | t.ResourceTemplateReference | Mapping[str, Any],
+        argument_name: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
+    ) -> t.CompleteResultCompletion:
+        """Ask for completions of an argument (``completion/complete``).
+
+        Args:
+            ref: the prompt (``types.PromptReference(name=...)``) or resource template
+                (``types.ResourceTemplateReference(uri=...)``), or its dict.
+            argument_name: the argument being completed.
+            value: what the user typed so far.
+            context: values of the arguments already filled in.
+
+        Returns:
+            ``values`` (at most 100), and ``total`` / ``has_more`` when the server says.
+        """
+        params = complete_params(ref, argument_name, value, context)
+        result = await self.request("completion/complete", params)
+        return structure(result, t.CompleteResult).completion
+
+    # ------------------------------------------------------------------ utilities
+
+    async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above (delivered to ``on_log``).
+
+        Legacy: sends ``logging/setLevel`` (the server must declare ``logging``).
+        Modern: puts ``io.modelcontextprotocol/logLevel`` in every later request's
+        envelope; the server logs only about those requests.
+
+        Raises:
+            LocalProtocolError: an unknown level, or a legacy server without
+                ``logging``.
+        """
+        check_log_level(level)
+        if self.era is Era.LEGACY:
+            await self.request("logging/setLevel", {"level": level})
+        self._log_level = level
+
+    async def ping(self) -> None:
+        """Legacy era: ``ping`` (the modern era has none; any request will do).
+
+        Raises:
+            LocalProtocolError: modern era.
+        """
+        self._legacy_only("ping", "send any request, e.g. list_tools()")
+        await self.request("ping")
+
+    async def set_roots(self, roots: Iterable[RootLike] | RootsCallback) -> None:
+        """Change the roots; legacy era: tell the server
+        (``notifications/roots/list_changed``). Modern servers ask each time.
+
+        Raises:
+            LocalProtocolError: the client was opened without ``roots`` (the
+                capability was not declared).
+        """
+        if self._callbacks.roots is None:
+            raise LocalProtocolError("open the client with roots=... to declare the capability")
+        if not callable(roots):
+            roots = list(roots)
+            roots_result(roots)  # check the items now, not when the server asks
+        self._callbacks.roots = roots
+        if self.era is Era.LEGACY:
+            await self.notify("notifications/roots/list_changed")
+
+    async def aclose(self) -> None:
+        """Close the connection (``open_client`` does this on exit)."""
+        await self._session.aclose()
+
+    def _legacy_only(self, method: str, instead: str) -> None:
+        if self.era is not Era.LEGACY:
+            raise LocalProtocolError(f"{method!r} does not exist in the modern era; {instead}")
+
+
+@asynccontextmanager
+async def open_client(
+    target: ClientTarget,
+    *,
+    era: EraChoice = "auto",
+    protocol_version: str | None = None,
+    on_sampling: SamplingCallback | None = None,
+    on_elicitation: ElicitationCallback | None = None,
+    roots: Iterable[RootLike] | RootsCallback | None = None,
+    on_log: LogCallback | None = None,
+    log_level: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    client_info: t.Implementation | Mapping[str, Any] | None = None,
+    capabilities: Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | PathLike[str] | None = None,
+    stderr: StderrCallback | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncGenerator[Client]:
+    """Connect to an MCP server, in whichever era it speaks, for the ``async with`` block.
+
+    ::
+
+        async with mcp_trio.open_client("python my_server.py") as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("add", {"a": 1, "b": 2})
+            print(result.text)
+
+    Args:
+        target: where the server is --
+            a command line (``"python server.py --flag"``, split like a POSIX shell)
+            or an argument list (``["python", "server.py"]``): spawn it, stdio;
+            ``"http://…/mcp"`` / ``"https://…"``: Streamable HTTP;
+            ``"ws://…/mcp"`` / ``"wss://…"``: WebSocket (a custom transport);
+            a ``Server`` object (anything with ``handlers()`` and
+            ``connection_config()``) or a ``(Handlers, ConnectionConfig)`` pair:
+            in memory, in this process;
+            a :class:`~mcp_trio.MessageChannel`: any transport you built.
+        era: ``"auto"`` probes with ``server/discover`` and falls back to
+            ``initialize``; ``"legacy"`` / ``"modern"`` pin the era.
+        protocol_version: pin one protocol version (its era follows).
+        on_sampling: answers the server's ``sampling/createMessage`` (declares
+            ``sampling``).
+        on_elicitation: answers ``elicitation/create`` (declares form-mode
+            ``elicitation``; add ``url`` through ``capabilities``).
+        roots: the roots (a list, or an async callable returning one) for
+            ``roots/list`` (declares ``roots``).
+        on_log: receives the server's log messages.
+        log_level: the lowest level to receive (see
+            :meth:`Client.set_logging_level`); applied after the handshake. With
+            ``on_log`` and no level: everything (a legacy server's default; a modern
+            server sends none unless asked, so ``"debug"`` is asked).
+        on_progress: default progress callback of ``call_tool``, ``read_resource``
+            and ``get_prompt``.
+        client_info: our name and version (default: mcp-trio's).
+        capabilities: client capabilities merged over the ones the callbacks imply.
+        timeout: default seconds a request may go without an answer or progress
+            (``None``: no limit).
+        config: runtime bounds of the session (see :class:`~mcp_trio.SessionConfig`).
+        connection_config: the core's configuration to start from (bounds); its
+            era, versions, implementation and capabilities are set from the
+            arguments above.
+        env: stdio: the server's environment.
+        cwd: stdio: the server's working directory.
+        stderr: stdio: called with each chunk of the server's stderr.
+        ssl_context: ``wss://`` / ``https://``: the TLS context.
+
+    Raises:
+        HandshakeFailed: no common era or version, or the server refused.
+        RequestTimeout: no handshake within ``config.handshake_timeout``.
+        SessionClosed: the connection could not be opened or ended during the
+            handshake (``ServerExited`` for a stdio server that exited).
+        TypeError / ValueError: a target or argument that makes no sense.
+
+    Resource handling:
+        On exit: open subscriptions end, the session closes, and a spawned server is
+        shut down (stdin closed, then SIGTERM, then SIGKILL).
+    """
+    era, versions = connection_versions(era, protocol_version)
+    if log_level is not None:
+        check_log_level(log_level)
+    callbacks = Callbacks(
+        on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log
+    )
+    handlers = Handlers()
+    callbacks.install(handlers)
+    hub = SubscriptionHub()
+    hub.install(handlers)
+    changes: dict[str, Any] = {
+        "era": era,
+        "implementation": implementation(client_info),
+        "capabilities": callbacks.capabilities(capabilities),
+    }
+    if versions is not None:
+        changes["supported_versions"] = versions
+    if timeout is not None:
+        changes["request_timeout"] = timeout
+    base = connection_config if connection_config is not None else ConnectionConfig()
+    core_config = attrs.evolve(base, **changes)
+    async with (
+        open_task_nursery("MCP client", cancel_on_exit=True) as nursery,
+        open_target(
+            target,
+            handlers=handlers,
+            config=config,
+            connection_config=core_config,
+            env=env,
+            cwd=cwd,
+            stderr=stderr,
+            ssl_context=ssl_context,
+        ) as session,
+    ):
+        if session.handshake is None:
+            await session.start()
+        client = Client(
+            session,
+            callbacks=callbacks,
+            hub=hub,
+            nursery=nursery,
+            on_progress=on_progress,
+            log_level=None,
+            timeout=timeout,
+        )
+        nursery.start_soon(_end_subscriptions_on_close, session, hub, name="mcp client watcher")
+        if log_level is None and on_log is not None and client.era is Era.MODERN:
+            log_level = "debug"
+        if log_level is not None:
+            await _apply_log_level(client, log_level)
+        yield client
+
+
+async def _apply_log_level(client: Client, level: str) -> None:
+    if client.era is Era.LEGACY and "logging" not in client.session.connection.peer_capabilities:
+        return  # nobody to ask; the server sends no logs anyway
+    await client.set_logging_level(level)
+
+
+async def _end_subscriptions_on_close(session: Session, hub: SubscriptionHub) -> None:
+    await session.wait_closed()
+    hub.close_all(session.close_reason or SessionClosed("the session was closed"))

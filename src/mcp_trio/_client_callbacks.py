@@ -1,0 +1,177 @@
+"""The client's answers to the server: sampling, elicitation, roots, and log messages.
+
+One set of callbacks serves both eras:
+
+* **legacy** -- the server sends ``sampling/createMessage``, ``elicitation/create`` and
+  ``roots/list`` as requests; they are registered as request handlers on the session;
+* **modern** -- the server answers ``tools/call``, ``resources/read`` or ``prompts/get``
+  with ``resultType: "input_required"`` (``basic/patterns/mrtr.mdx``); the session calls
+  :meth:`Callbacks.provide_input`, which runs the same callbacks for each entry of
+  ``inputRequests`` and returns the ``inputResponses``; the session retries.
+
+The capabilities the client declares follow from which callbacks were given, so a server
+never asks for something nobody can answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeAlias, final
+
+from mcp_sansio import ErrorCode, InputRequired, ProgressReceived, RemoteProtocolError
+from mcp_sansio import types as t
+
+from ._client_common import (
+    RootLike,
+    build_capabilities,
+    elicitation_params,
+    log_params,
+    roots_result,
+    sampling_params,
+    to_wire,
+)
+from ._errors import InputRequiredError, McpError
+from ._handlers import Handlers, NotificationContext, RequestContext
+
+__all__ = [
+    "Callbacks",
+    "ElicitationCallback",
+    "LogCallback",
+    "ProgressCallback",
+    "RootsCallback",
+    "SamplingCallback",
+]
+
+SamplingCallback: TypeAlias = Callable[
+    [t.CreateMessageRequestParams], Awaitable[t.CreateMessageResult | Mapping[str, Any]]
+]
+"""``async def on_sampling(params) -> types.CreateMessageResult`` (or the result as a dict)."""
+ElicitationCallback: TypeAlias = Callable[
+    [t.ElicitRequestFormParams | t.ElicitRequestURLParams],
+    Awaitable[t.ElicitResult | Mapping[str, Any]],
+]
+"""``async def on_elicitation(params) -> types.ElicitResult`` (or the result as a dict).
+Decline with ``ElicitResult(action="decline")``."""
+RootsCallback: TypeAlias = Callable[[], Awaitable[Iterable[RootLike]]]
+"""``async def roots() -> [types.Root | "file://..." | {"uri": ...}, ...]``."""
+LogCallback: TypeAlias = Callable[[t.LoggingMessageNotificationParams], Awaitable[None]]
+"""``async def on_log(params) -> None``: one ``notifications/message``."""
+ProgressCallback: TypeAlias = Callable[[ProgressReceived], Awaitable[None]]
+"""``async def on_progress(event) -> None``: runs in the session's reader; keep it short."""
+
+
+@final
+class Callbacks:
+    """The user's callbacks, as session handlers (legacy) and as an MRTR answerer (modern).
+
+    Args:
+        on_sampling: answers ``sampling/createMessage``.
+        on_elicitation: answers ``elicitation/create``.
+        roots: the roots, or an async callable returning them (answers ``roots/list``).
+        on_log: receives ``notifications/message``.
+    """
+
+    def __init__(
+        self,
+        *,
+        on_sampling: SamplingCallback | None = None,
+        on_elicitation: ElicitationCallback | None = None,
+        roots: Iterable[RootLike] | RootsCallback | None = None,
+        on_log: LogCallback | None = None,
+    ) -> None:
+        self.on_sampling = on_sampling
+        self.on_elicitation = on_elicitation
+        self.roots: Iterable[RootLike] | RootsCallback | None = (
+            roots if roots is None or callable(roots) else list(roots)
+        )
+        self.on_log = on_log
+
+    def capabilities(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The client capabilities these callbacks can honour (``extra`` merged over)."""
+        return build_capabilities(
+            sampling=self.on_sampling is not None,
+            elicitation=self.on_elicitation is not None,
+            roots=self.roots is not None,
+            extra=extra,
+        )
+
+    def install(self, handlers: Handlers) -> None:
+        """Register the legacy request handlers and the log handler on ``handlers``."""
+        for method, given in (
+            ("sampling/createMessage", self.on_sampling),
+            ("elicitation/create", self.on_elicitation),
+            ("roots/list", self.roots),
+        ):
+            if given is not None:
+                handlers.set_request_handler(method, self._handle_request)
+        if self.on_log is not None:
+            handlers.set_notification_handler("notifications/message", self._handle_log)
+
+    def can_answer(self, method: str) -> bool:
+        """Whether a callback for ``method`` was given."""
+        given = {
+            "sampling/createMessage": self.on_sampling,
+            "elicitation/create": self.on_elicitation,
+            "roots/list": self.roots,
+        }.get(method)
+        return given is not None
+
+    async def answer(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run the callback for one server request; return its result object.
+
+        Raises:
+            McpError: -32601 when no callback handles ``method``.
+            RemoteProtocolError: the params do not fit the method (-32602).
+            Exception: whatever the callback raises.
+        """
+        if method == "sampling/createMessage" and self.on_sampling is not None:
+            result: Any = await self.on_sampling(sampling_params(params))
+            return to_wire(result, "on_sampling")
+        if method == "elicitation/create" and self.on_elicitation is not None:
+            result = await self.on_elicitation(elicitation_params(params))
+            return to_wire(result, "on_elicitation")
+        if method == "roots/list" and self.roots is not None:
+            return roots_result(await self._current_roots())
+        raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def _current_roots(self) -> Iterable[RootLike]:
+        roots = self.roots
+        assert roots is not None
+        if callable(roots):
+            return await roots()
+        return roots
+
+    async def provide_input(self, event: InputRequired) -> dict[str, Any]:
+        """Modern era: answer every entry of ``inputRequests`` (one after the other).
+
+        Returns:
+            The ``inputResponses`` for the retry.
+
+        Raises:
+            InputRequiredError: an entry asks for something no callback answers (or is
+                malformed); the request is given up.
+            RemoteProtocolError: an entry's params do not fit its method.
+        """
+        requests = event.input_requests
+        if not all(
+            isinstance(entry, Mapping) and self.can_answer(str(entry.get("method")))
+            for entry in requests.values()
+        ):
+            raise InputRequiredError(event)
+        responses: dict[str, Any] = {}
+        for key, entry in requests.items():
+            params = entry.get("params")
+            responses[key] = await self.answer(
+                entry["method"], params if isinstance(params, Mapping) else None
+            )
+        return responses
+
+    async def _handle_request(self, ctx: RequestContext) -> dict[str, Any]:
+        try:
+            return await self.answer(ctx.method, ctx.params)
+        except RemoteProtocolError as exc:
+            raise McpError(exc.error_data()) from None
+
+    async def _handle_log(self, ctx: NotificationContext) -> None:
+        assert self.on_log is not None
+        await self.on_log(log_params(ctx.params))

@@ -1,0 +1,354 @@
+"""What the Trio client and the blocking client share: pure values and functions.
+
+No I/O, no trio: :mod:`mcp_trio._blocking` imports this module, and the blocking client is
+the proof that the core needs no event loop. Everything here turns the user's arguments
+into wire data (capabilities, params, versions) or wire data into typed values.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, final, get_args
+
+import attrs
+
+from mcp_sansio import (
+    LEGACY_VERSIONS,
+    MODERN_VERSIONS,
+    LocalProtocolError,
+    RemoteProtocolError,
+    structure,
+    structure_params,
+    unstructure,
+)
+from mcp_sansio import types as t
+
+__all__ = [
+    "LIST_METHODS",
+    "LOG_LEVELS",
+    "LOG_LEVEL_KEY",
+    "MAX_LIST_PAGES",
+    "EraChoice",
+    "Pager",
+    "ToolOutput",
+    "build_capabilities",
+    "check_log_level",
+    "complete_params",
+    "connection_versions",
+    "elicitation_params",
+    "implementation",
+    "listen_params",
+    "log_params",
+    "pager",
+    "roots_result",
+    "sampling_params",
+    "to_wire",
+    "with_log_level",
+]
+
+EraChoice = Literal["auto", "legacy", "modern"]
+
+LOG_LEVELS: Final[tuple[str, ...]] = get_args(t.LoggingLevel)
+"""The log levels of the protocol (RFC 5424 names)."""
+LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
+"""Modern era: the ``_meta`` key of a request's log level (``server/utilities/logging``)."""
+MAX_LIST_PAGES: Final = 1_000
+"""Auto-pagination gives up after this many pages (a server whose cursors never end)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ToolOutput:
+    """The outcome of ``tools/call``: what the tool produced, for people and for code.
+
+    A tool that failed is *not* an exception: ``is_error`` is ``True`` and ``content``
+    says what went wrong, so a model can read it (``server/tools.mdx``, "Error
+    Handling"). Protocol errors (unknown tool, bad arguments) raise
+    :class:`~mcp_trio.McpError` instead.
+    """
+
+    content: list[t.ContentBlock]
+    """The unstructured result: text, images, audio, resource links, embedded resources."""
+    structured_content: Any
+    """The structured result (a JSON value), when the tool has one; otherwise ``None``."""
+    is_error: bool
+    """Whether the tool reported a failure."""
+    meta: dict[str, Any] | None
+    """The result's ``_meta``, if any."""
+    result: t.CallToolResult
+    """The whole typed result."""
+
+    @property
+    def text(self) -> str:
+        """The text blocks of ``content``, joined with newlines (``""`` if none)."""
+        return "\n".join(block.text for block in self.content if isinstance(block, t.TextContent))
+
+    @classmethod
+    def from_wire(cls, result: Mapping[str, Any]) -> ToolOutput:
+        """Structure a ``tools/call`` result.
+
+        Raises:
+            RemoteProtocolError: the server's result does not fit ``CallToolResult``.
+        """
+        typed = structure(result, t.CallToolResult)
+        return cls(
+            content=typed.content,
+            structured_content=typed.structured_content,
+            is_error=bool(typed.is_error),
+            meta=typed.meta,
+            result=typed,
+        )
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+def connection_versions(
+    era: EraChoice, protocol_version: str | None
+) -> tuple[EraChoice, tuple[str, ...] | None]:
+    """The core's ``era`` and ``supported_versions`` for a client's choice.
+
+    Args:
+        era: ``auto`` (probe, then fall back), ``legacy`` or ``modern``.
+        protocol_version: pin one revision; its era follows (``era`` must agree or be
+            ``auto``).
+
+    Returns:
+        ``(era, supported_versions)``; ``None`` means the core's default list.
+
+    Raises:
+        ValueError: an unknown version, or one of the other era.
+    """
+    if era not in ("auto", "legacy", "modern"):
+        raise ValueError(f"era must be 'auto', 'legacy' or 'modern', not {era!r}")
+    if protocol_version is None:
+        return era, None
+    if protocol_version in MODERN_VERSIONS:
+        pinned: EraChoice = "modern"
+    elif protocol_version in LEGACY_VERSIONS:
+        pinned = "legacy"
+    else:
+        known = ", ".join(MODERN_VERSIONS + LEGACY_VERSIONS)
+        raise ValueError(f"unknown protocol version {protocol_version!r} (known: {known})")
+    if era not in ("auto", pinned):
+        raise ValueError(f"protocol version {protocol_version} is {pinned}-era, not {era}")
+    return pinned, (protocol_version,)
+
+
+def implementation(info: t.Implementation | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Our ``clientInfo``: ``info`` as a dict, or mcp-trio's name and version."""
+    if info is not None:
+        return to_wire(info, "client_info")
+    try:
+        version = importlib.metadata.version("mcp-trio")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+        version = "0"
+    return {"name": "mcp-trio", "version": version}
+
+
+def build_capabilities(
+    *,
+    sampling: bool,
+    elicitation: bool,
+    roots: bool,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The client capabilities for the callbacks that were given.
+
+    ``elicitation`` declares form mode only (a URL-mode client says so through
+    ``extra``: ``{"elicitation": {"form": {}, "url": {}}}``); ``roots`` declares
+    ``listChanged``. ``extra`` is merged over the result, key by key.
+    """
+    caps: dict[str, Any] = {}
+    if sampling:
+        caps["sampling"] = {}
+    if elicitation:
+        caps["elicitation"] = {"form": {}}
+    if roots:
+        caps["roots"] = {"listChanged": True}
+    if extra:
+        caps.update(extra)
+    return caps
+
+
+def check_log_level(level: str) -> str:
+    """``level`` if it is a protocol log level.
+
+    Raises:
+        LocalProtocolError: it is not.
+    """
+    if level not in LOG_LEVELS:
+        raise LocalProtocolError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def with_log_level(params: Mapping[str, Any] | None, level: str) -> dict[str, Any]:
+    """Modern era: ``params`` with ``_meta["io.modelcontextprotocol/logLevel"]`` set.
+
+    The core keeps ``_meta`` keys it does not set itself, so the level reaches the
+    envelope.
+    """
+    out = dict(params or {})
+    meta = out.get("_meta")
+    out["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), LOG_LEVEL_KEY: level}
+    return out
+
+
+def to_wire(value: Any, what: str) -> dict[str, Any]:
+    """A callback's answer as a JSON object: a ``mcp_sansio.types`` value or a mapping.
+
+    Raises:
+        TypeError: anything else (a bug in the callback).
+    """
+    if attrs.has(type(value)):
+        data = unstructure(value)
+        if isinstance(data, dict):
+            return data
+    elif isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{what} must return a mcp_sansio.types value or a dict, not {value!r}")
+
+
+RootLike = t.Root | str | Mapping[str, Any]
+"""A root: a ``types.Root``, a ``file://`` URI, or a ``{"uri": ..., "name": ...}`` dict."""
+
+
+def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
+    """The ``roots/list`` result for ``roots``.
+
+    Raises:
+        TypeError: an item is none of the accepted kinds.
+    """
+    out: list[dict[str, Any]] = []
+    for root in roots:
+        if isinstance(root, str):
+            out.append({"uri": root})
+        else:
+            out.append(to_wire(root, "roots"))
+    return {"roots": out}
+
+
+def complete_params(
+    ref: t.PromptReference | t.ResourceTemplateReference | Mapping[str, Any],
+    argument_name: str,
+    value: str,
+    context: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The params of ``completion/complete``."""
+    params: dict[str, Any] = {
+        "ref": to_wire(ref, "ref"),
+        "argument": {"name": argument_name, "value": value},
+    }
+    if context is not None:
+        params["context"] = {"arguments": dict(context)}
+    return params
+
+
+def listen_params(
+    *, tools: bool, prompts: bool, resource_list: bool, resources: Iterable[str]
+) -> dict[str, Any]:
+    """The params of a modern ``subscriptions/listen`` (only what was asked for)."""
+    wanted: dict[str, Any] = {}
+    if tools:
+        wanted["toolsListChanged"] = True
+    if prompts:
+        wanted["promptsListChanged"] = True
+    if resource_list:
+        wanted["resourcesListChanged"] = True
+    uris = list(dict.fromkeys(resources))
+    if uris:
+        wanted["resourceSubscriptions"] = uris
+    return {"notifications": wanted}
+
+
+# ---------------------------------------------------------------------- server requests
+
+
+def sampling_params(params: Mapping[str, Any] | None) -> t.CreateMessageRequestParams:
+    """Typed ``sampling/createMessage`` params (-32602 ``RemoteProtocolError`` if bad)."""
+    return structure_params(params, t.CreateMessageRequestParams)
+
+
+def elicitation_params(
+    params: Mapping[str, Any] | None,
+) -> t.ElicitRequestFormParams | t.ElicitRequestURLParams:
+    """Typed ``elicitation/create`` params (-32602 ``RemoteProtocolError`` if bad)."""
+    typed: t.ElicitRequestFormParams | t.ElicitRequestURLParams = structure_params(
+        params, t.ElicitRequestParams
+    )
+    return typed
+
+
+def log_params(params: Mapping[str, Any] | None) -> t.LoggingMessageNotificationParams:
+    """Typed ``notifications/message`` params (-32602 ``RemoteProtocolError`` if bad)."""
+    return structure_params(params, t.LoggingMessageNotificationParams)
+
+
+# ---------------------------------------------------------------------- pagination
+
+
+class Pager:
+    """Auto-pagination over ``nextCursor`` (``server/utilities/pagination.mdx``).
+
+    Feed each page's result to :meth:`add`; :attr:`cursor` is the next page's cursor,
+    ``None`` when done.
+
+    Args:
+        method: the ``*/list`` method.
+        key: the result member that holds the items (``"tools"``, ...).
+        cls: the item class to structure each item into.
+
+    Error handling:
+        :meth:`add` raises ``RemoteProtocolError`` when a page is malformed, a cursor
+        repeats, or there are more than :data:`MAX_LIST_PAGES` pages.
+    """
+
+    def __init__(self, method: str, key: str, cls: type[Any]) -> None:
+        self.method = method
+        self._key = key
+        self._cls = cls
+        self.items: list[Any] = []
+        self.cursor: str | None = None
+        self._seen: set[str] = set()
+        self._pages = 0
+
+    def params(self) -> dict[str, Any] | None:
+        """The params of the next page's request."""
+        return None if self.cursor is None else {"cursor": self.cursor}
+
+    def add(self, result: Mapping[str, Any]) -> bool:
+        """Take one page; return whether another page follows."""
+        items = result.get(self._key)
+        if not isinstance(items, list):
+            raise RemoteProtocolError(f"invalid {self.method} result: no {self._key!r} array")
+        self.items.extend(structure(item, self._cls) for item in items)
+        self._pages += 1
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            self.cursor = None
+            return False
+        if not isinstance(cursor, str):
+            raise RemoteProtocolError(f"invalid {self.method} result: nextCursor is not a string")
+        if cursor in self._seen:
+            raise RemoteProtocolError(f"{self.method}: the server repeated cursor {cursor!r}")
+        if self._pages >= MAX_LIST_PAGES:
+            raise RemoteProtocolError(f"{self.method}: more than {MAX_LIST_PAGES} pages")
+        self._seen.add(cursor)
+        self.cursor = cursor
+        return True
+
+
+LIST_METHODS: Final[dict[str, tuple[str, type[Any]]]] = {
+    "tools/list": ("tools", t.Tool),
+    "resources/list": ("resources", t.Resource),
+    "resources/templates/list": ("resourceTemplates", t.ResourceTemplate),
+    "prompts/list": ("prompts", t.Prompt),
+}
+"""Each ``*/list`` method: the result member of its items and their class."""
+
+
+def pager(method: str) -> Pager:
+    """A :class:`Pager` for one of :data:`LIST_METHODS`."""
+    key, cls = LIST_METHODS[method]
+    return Pager(method, key, cls)

@@ -1,0 +1,361 @@
+"""Change notifications in both eras behind one ``async with client.subscribe(...)``.
+
+Theory of operation
+-------------------
+*Legacy* servers send ``notifications/*/list_changed`` to the session whenever they
+like, and ``notifications/resources/updated`` for URIs the client subscribed to with
+``resources/subscribe``. Every open :class:`Subscription` sees the notifications its
+filter asks for; ``resources/subscribe`` and ``resources/unsubscribe`` are reference
+counted across overlapping subscriptions, so one URI is subscribed once.
+
+*Modern* servers (``basic/patterns/subscriptions.mdx``) deliver them on a
+``subscriptions/listen`` request that stays open; each notification carries the
+listen request's id in ``_meta`` (``NotificationContext.subscription_id``), the first
+one being ``notifications/subscriptions/acknowledged``. The session runtime does not
+tell us the id it gave the listen request, so subscriptions are opened one at a time
+(a lock): the first acknowledgment with an id we do not know belongs to the one being
+opened. Notifications run in their own handler tasks, whose order trio does not
+promise, so a notification that overtakes its acknowledgment is kept (bounded) until
+the acknowledgment claims it. Leaving the block cancels the listen request
+(``notifications/cancelled``); a server that ends it (a result, or a cancellation)
+ends the iteration.
+
+Notifications are hints ("something changed, fetch again"), so each subscription keeps
+at most one pending notification per kind (and per URI): a burst of identical ones
+costs one slot. The buffer is therefore bounded by the filter itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Iterable
+from contextlib import asynccontextmanager, suppress
+from typing import Any, Final, final
+
+import trio
+
+from mcp_sansio import LocalProtocolError, NotificationReceived, RequestId
+
+from ._client_common import listen_params
+from ._errors import McpError, RequestTimeout, SessionClosed
+from ._handlers import Handlers, NotificationContext
+from ._session import Session
+
+__all__ = ["Subscription", "SubscriptionHub"]
+
+logger = logging.getLogger("mcp_trio")
+
+CHANGE_METHODS: Final = (
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+    "notifications/resources/updated",
+)
+_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+_MAX_ORPHAN_IDS: Final = 16
+"""Modern: subscription ids whose notifications overtook their acknowledgment, kept."""
+_MAX_ORPHANS_PER_ID: Final = 64
+_UNSUBSCRIBE_TIMEOUT: Final = 2.0
+"""Legacy: seconds the courtesy ``resources/unsubscribe`` may take on the way out."""
+
+
+def _uri(params: dict[str, Any] | None) -> str | None:
+    uri = (params or {}).get("uri")
+    return uri if isinstance(uri, str) else None
+
+
+@final
+class Subscription:
+    """A stream of change notifications; iterate it with ``async for``.
+
+    Each item is a :class:`mcp_sansio.NotificationReceived`: ``method`` is one of
+    ``notifications/tools/list_changed``, ``notifications/prompts/list_changed``,
+    ``notifications/resources/list_changed`` or ``notifications/resources/updated``
+    (then ``params["uri"]`` names the resource). Identical notifications not yet read
+    are merged into one.
+
+    Iteration ends when the server ends the subscription (modern era) and raises
+    :class:`~mcp_trio.SessionClosed` when the session closes.
+    """
+
+    def __init__(
+        self, *, tools: bool, prompts: bool, resource_list: bool, resources: Iterable[str]
+    ) -> None:
+        self.tools = tools
+        """Whether ``notifications/tools/list_changed`` was asked for."""
+        self.prompts = prompts
+        """Whether ``notifications/prompts/list_changed`` was asked for."""
+        self.resource_list = resource_list
+        """Whether ``notifications/resources/list_changed`` was asked for."""
+        self.resources: tuple[str, ...] = tuple(dict.fromkeys(resources))
+        """The URIs whose ``notifications/resources/updated`` were asked for."""
+        self.honored: dict[str, Any] = {}
+        """What the server agreed to deliver, as a ``subscriptions/listen`` filter
+        (``{"toolsListChanged": true, "resourceSubscriptions": [...]}``): the
+        acknowledgment's (modern), or what its capabilities promise (legacy)."""
+        self.subscription_id: RequestId | None = None
+        """Modern era: the id of the ``subscriptions/listen`` request."""
+        self.end_reason: str | None = None
+        """Why the stream ended, once it has."""
+        self._pending: OrderedDict[tuple[str, str | None], NotificationReceived] = OrderedDict()
+        self._wakeup = trio.Event()
+        self._ended = False
+        self._failure: BaseException | None = None
+        self._acknowledged = trio.Event()
+        self._scope: trio.CancelScope | None = None
+
+    def wants(self, method: str, params: dict[str, Any] | None) -> bool:
+        """Whether a (legacy, session-wide) notification matches this filter."""
+        if method == "notifications/tools/list_changed":
+            return self.tools
+        if method == "notifications/prompts/list_changed":
+            return self.prompts
+        if method == "notifications/resources/list_changed":
+            return self.resource_list
+        return method == "notifications/resources/updated" and _uri(params) in self.resources
+
+    @property
+    def ended(self) -> bool:
+        """Whether the stream has ended (pending notifications may still be read)."""
+        return self._ended
+
+    def receive_nowait(self) -> NotificationReceived:
+        """The next notification, if one is pending.
+
+        Raises:
+            trio.WouldBlock: none is pending and the stream goes on.
+            trio.EndOfChannel: the stream ended and everything was read.
+            SessionClosed: the session closed (or another reason the stream failed).
+        """
+        if self._pending:
+            return self._pending.popitem(last=False)[1]
+        if self._failure is not None:
+            raise self._failure.with_traceback(None)
+        if self._ended:
+            raise trio.EndOfChannel
+        raise trio.WouldBlock
+
+    async def receive(self) -> NotificationReceived:
+        """Wait for the next notification.
+
+        Raises:
+            trio.EndOfChannel: the stream ended and everything was read.
+            SessionClosed: the session closed (or another reason the stream failed).
+        """
+        while True:
+            try:
+                return self.receive_nowait()
+            except trio.WouldBlock:
+                await self._wakeup.wait()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> NotificationReceived:
+        try:
+            return await self.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
+    # ------------------------------------------------------------------ internal
+
+    def _put(self, note: NotificationReceived) -> None:
+        if self._ended:
+            return
+        key = (note.method, _uri(note.params))
+        self._pending[key] = note
+        self._wake()
+
+    def _end(self, reason: str, failure: BaseException | None = None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self.end_reason = reason
+        self._failure = failure
+        self._acknowledged.set()
+        if self._scope is not None:
+            self._scope.cancel()
+        self._wake()
+
+    def _wake(self) -> None:
+        self._wakeup.set()
+        self._wakeup = trio.Event()
+
+
+@final
+class SubscriptionHub:
+    """Every subscription of one client, and the notification handlers that feed them."""
+
+    def __init__(self) -> None:
+        self._legacy: set[Subscription] = set()
+        self._uri_refs: dict[str, int] = {}
+        self._by_id: dict[RequestId, Subscription] = {}
+        self._orphans: OrderedDict[RequestId, list[NotificationReceived]] = OrderedDict()
+        self._claiming: Subscription | None = None
+        self._lock = trio.Lock()
+
+    def install(self, handlers: Handlers) -> None:
+        """Register the notification handlers on the client's table."""
+        for method in CHANGE_METHODS:
+            handlers.set_notification_handler(method, self._on_change)
+        handlers.set_notification_handler(_ACKNOWLEDGED, self._on_acknowledged)
+        handlers.set_notification_handler("notifications/cancelled", self._on_cancelled)
+
+    def close_all(self, failure: SessionClosed) -> None:
+        """The session closed: fail every open subscription."""
+        for sub in [*self._legacy, *self._by_id.values()]:
+            sub._end(failure.reason, failure)
+
+    # ------------------------------------------------------------------ handlers
+
+    async def _on_change(self, ctx: NotificationContext) -> None:
+        note = NotificationReceived(method=ctx.method, params=ctx.params)
+        sid = ctx.subscription_id
+        if sid is None:
+            for legacy in self._legacy:
+                if legacy.wants(note.method, note.params):
+                    legacy._put(note)
+            return
+        sub = self._by_id.get(sid)
+        if sub is not None:
+            sub._put(note)
+            return
+        waiting = self._orphans.setdefault(sid, [])
+        if len(waiting) < _MAX_ORPHANS_PER_ID:
+            waiting.append(note)
+        while len(self._orphans) > _MAX_ORPHAN_IDS:
+            self._orphans.popitem(last=False)
+
+    async def _on_acknowledged(self, ctx: NotificationContext) -> None:
+        sid = ctx.subscription_id
+        sub = self._claiming
+        if sid is None or sid in self._by_id or sub is None or sub.subscription_id is not None:
+            logger.debug("unexpected subscription acknowledgment for %r", sid)
+            return
+        honored = (ctx.params or {}).get("notifications")
+        sub.subscription_id = sid
+        sub.honored = dict(honored) if isinstance(honored, dict) else {}
+        self._by_id[sid] = sub
+        for note in self._orphans.pop(sid, []):
+            sub._put(note)
+        sub._acknowledged.set()
+
+    async def _on_cancelled(self, ctx: NotificationContext) -> None:
+        sid = ctx.subscription_id
+        sub = None if sid is None else self._by_id.pop(sid, None)
+        if sub is not None:
+            reason = (ctx.params or {}).get("reason")
+            sub._end(f"the server cancelled the subscription: {reason or 'no reason given'}")
+
+    # ------------------------------------------------------------------ opening
+
+    @asynccontextmanager
+    async def open(
+        self,
+        session: Session,
+        nursery: trio.Nursery,
+        *,
+        modern: bool,
+        tools: bool,
+        prompts: bool,
+        resource_list: bool,
+        resources: Iterable[str],
+        timeout: float | None,
+    ) -> AsyncGenerator[Subscription]:
+        """Open a subscription for the ``async with`` block (see :meth:`Client.subscribe`)."""
+        sub = Subscription(
+            tools=tools, prompts=prompts, resource_list=resource_list, resources=resources
+        )
+        opened = self._open_modern if modern else self._open_legacy
+        async with opened(session, nursery, sub, timeout):
+            yield sub
+
+    @asynccontextmanager
+    async def _open_legacy(
+        self, session: Session, _nursery: trio.Nursery, sub: Subscription, timeout: float | None
+    ) -> AsyncGenerator[None]:
+        caps = session.connection.peer_capabilities
+
+        def declared(section: str, flag: str) -> bool:
+            entry = caps.get(section)
+            return isinstance(entry, dict) and entry.get(flag) is True
+
+        can_subscribe = declared("resources", "subscribe")
+        sub.honored = {
+            key: True
+            for key, asked, section in (
+                ("toolsListChanged", sub.tools, "tools"),
+                ("promptsListChanged", sub.prompts, "prompts"),
+                ("resourcesListChanged", sub.resource_list, "resources"),
+            )
+            if asked and declared(section, "listChanged")
+        }
+        if sub.resources and can_subscribe:
+            sub.honored["resourceSubscriptions"] = list(sub.resources)
+        subscribed: list[str] = []
+        self._legacy.add(sub)
+        try:
+            for uri in sub.resources if can_subscribe else ():
+                if not self._uri_refs.get(uri):
+                    await session.request("resources/subscribe", {"uri": uri}, timeout=timeout)
+                self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
+                subscribed.append(uri)
+            yield
+        finally:
+            self._legacy.discard(sub)
+            sub._end("the subscription was closed")
+            for uri in subscribed:
+                self._uri_refs[uri] -= 1
+                if not self._uri_refs[uri]:
+                    del self._uri_refs[uri]
+                    await self._unsubscribe(session, uri)
+
+    async def _unsubscribe(self, session: Session, uri: str) -> None:
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + _UNSUBSCRIBE_TIMEOUT
+            with suppress(McpError, SessionClosed, RequestTimeout, LocalProtocolError):
+                await session.request("resources/unsubscribe", {"uri": uri})
+
+    @asynccontextmanager
+    async def _open_modern(
+        self, session: Session, nursery: trio.Nursery, sub: Subscription, timeout: float | None
+    ) -> AsyncGenerator[None]:
+        params = listen_params(
+            tools=sub.tools,
+            prompts=sub.prompts,
+            resource_list=sub.resource_list,
+            resources=sub.resources,
+        )
+        sub._scope = trio.CancelScope()
+        try:
+            async with self._lock:
+                self._claiming = sub
+                try:
+                    nursery.start_soon(self._listen, session, params, sub, name="mcp listen")
+                    with trio.move_on_after(math.inf if timeout is None else timeout):
+                        await sub._acknowledged.wait()
+                finally:
+                    self._claiming = None
+            if not sub._acknowledged.is_set():
+                raise RequestTimeout("subscriptions/listen", None)
+            if sub.subscription_id is None:
+                assert sub._failure is not None
+                raise sub._failure.with_traceback(None)
+            yield
+        finally:
+            sub._end("the subscription was closed")
+            if sub.subscription_id is not None:
+                self._by_id.pop(sub.subscription_id, None)
+
+    async def _listen(self, session: Session, params: dict[str, Any], sub: Subscription) -> None:
+        scope = sub._scope
+        assert scope is not None
+        with scope:
+            try:
+                await session.request("subscriptions/listen", params, timeout=math.inf)
+            except Exception as exc:
+                sub._end(f"the subscription failed: {exc}", exc)
+            else:
+                sub._end("the server ended the subscription")

@@ -1,0 +1,195 @@
+"""Where :func:`~mcp_trio.open_client` connects: a target turned into a running session.
+
+* a command line (``str``, split with :func:`shlex.split`) or an argument list: stdio;
+* ``http://`` / ``https://``: Streamable HTTP (``mcp_trio._http_client``, imported when
+  first needed);
+* ``ws://`` / ``wss://``: WebSocket;
+* an object with ``handlers()`` and ``connection_config()`` (the high-level ``Server``),
+  or a ``(Handlers, ConnectionConfig)`` pair: an in-memory server in this process (a
+  server with ``connect_in_memory()`` is asked to connect itself, so that it tracks
+  the session for its list-changed notifications);
+* a :class:`~mcp_trio.MessageChannel`: a transport the caller built.
+
+The session comes back unstarted (no handshake yet) unless the transport insists.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+import ssl
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+from mcp_sansio import ConnectionConfig
+
+from ._channel import MessageChannel
+from ._config import SessionConfig
+from ._handlers import Handlers
+from ._memory import open_memory_pair
+from ._open import open_session
+from ._session import Session
+from ._stdio import StderrCallback, open_stdio_client
+from ._websocket import open_websocket_client
+
+__all__ = ["ClientTarget", "InMemoryServer", "StderrCallback", "open_target"]
+
+
+@runtime_checkable
+class InMemoryServer(Protocol):
+    """What an in-memory target provides (``mcp_trio.Server`` does)."""
+
+    def handlers(self) -> Handlers:
+        """The server's handler table."""
+        ...  # pragma: no cover - a protocol
+
+    def connection_config(self) -> ConnectionConfig:
+        """The server core's configuration (capabilities, info, eras)."""
+        ...  # pragma: no cover - a protocol
+
+
+ClientTarget: TypeAlias = (
+    str | Sequence[str] | InMemoryServer | tuple[Handlers, ConnectionConfig] | MessageChannel
+)
+"""What :func:`~mcp_trio.open_client` accepts as ``target``."""
+
+_HTTP = ("http://", "https://")
+_WS = ("ws://", "wss://")
+
+
+def _in_memory(target: object) -> tuple[Handlers, ConnectionConfig] | None:
+    if isinstance(target, InMemoryServer):
+        return target.handlers(), target.connection_config()
+    if (
+        isinstance(target, tuple)
+        and len(target) == 2
+        and isinstance(target[0], Handlers)
+        and isinstance(target[1], ConnectionConfig)
+    ):
+        return target[0], target[1]
+    return None
+
+
+def _command(target: object) -> list[str] | None:
+    if isinstance(target, str):
+        argv = shlex.split(target)
+        if not argv:
+            raise ValueError("an empty command line")
+        return argv
+    if isinstance(target, Sequence) and target and all(isinstance(a, str) for a in target):
+        return list(target)
+    return None
+
+
+def _only_for(kind: str, **given: object) -> None:
+    wrong = sorted(name for name, value in given.items() if value is not None)
+    if wrong:
+        raise TypeError(f"{', '.join(wrong)} cannot be used with {kind} target")
+
+
+@asynccontextmanager
+async def open_target(
+    target: ClientTarget,
+    *,
+    handlers: Handlers,
+    config: SessionConfig | None,
+    connection_config: ConnectionConfig,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: StderrCallback | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncGenerator[Session]:
+    """Open a client session to ``target`` (see the module docstring).
+
+    Raises:
+        TypeError: a target of no known kind, or transport options that do not apply.
+        ValueError: an empty command line.
+    """
+    opened: AbstractAsyncContextManager[Any]
+    if isinstance(target, str) and target.startswith(_HTTP):
+        _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
+        opened = _open_http(target, handlers, config, connection_config, ssl_context)
+    elif isinstance(target, str) and target.startswith(_WS):
+        _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr)
+        opened = open_websocket_client(
+            target,
+            ssl_context=ssl_context,
+            handlers=handlers,
+            config=config,
+            connection_config=connection_config,
+            start=False,
+        )
+    elif isinstance(target, MessageChannel):
+        _only_for("a channel", env=env, cwd=cwd, stderr=stderr, ssl_context=ssl_context)
+        opened = open_session(
+            target, "client", handlers=handlers, config=config, connection_config=connection_config
+        )
+    elif callable(connect := getattr(target, "connect_in_memory", None)):
+        _only_for("an in-memory", env=env, cwd=cwd, stderr=stderr, ssl_context=ssl_context)
+        fields = attrs.asdict(connection_config, recurse=False)
+        opened = connect(client_handlers=handlers, client_config=config, start=False, **fields)
+    elif (server := _in_memory(target)) is not None:
+        _only_for("an in-memory", env=env, cwd=cwd, stderr=stderr, ssl_context=ssl_context)
+        opened = _open_memory(server, handlers, config, connection_config)
+    elif (argv := _command(target)) is not None:
+        _only_for("a command", ssl_context=ssl_context)
+        opened = open_stdio_client(
+            argv,
+            env=env,
+            cwd=cwd,
+            stderr=stderr,
+            handlers=handlers,
+            config=config,
+            connection_config=connection_config,
+            start=False,
+        )
+    else:
+        raise TypeError(
+            "target must be a command line, an argument list, an http(s):// or ws(s):// "
+            "URL, a Server, a (Handlers, ConnectionConfig) pair or a MessageChannel; "
+            f"not {target!r}"
+        )
+    async with opened as session:
+        yield session
+
+
+@asynccontextmanager
+async def _open_memory(
+    server: tuple[Handlers, ConnectionConfig],
+    handlers: Handlers,
+    config: SessionConfig | None,
+    connection_config: ConnectionConfig,
+) -> AsyncGenerator[Session]:
+    async with open_memory_pair(
+        server_handlers=server[0],
+        server_connection_config=server[1],
+        client_handlers=handlers,
+        client_config=config,
+        client_connection_config=connection_config,
+        start=False,
+    ) as (client, _server):
+        yield client
+
+
+def _open_http(
+    url: str,
+    handlers: Handlers,
+    config: SessionConfig | None,
+    connection_config: ConnectionConfig,
+    ssl_context: ssl.SSLContext | None,
+) -> AbstractAsyncContextManager[Any]:
+    # Imported here: the HTTP binding (h11, pools) costs nothing until it is used.
+    module = importlib.import_module("mcp_trio._http_client")
+    opened: AbstractAsyncContextManager[Any] = module.open_http_client(
+        url,
+        handlers=handlers,
+        connection_config=connection_config,
+        config=config,
+        ssl_context=ssl_context,
+        start=False,
+    )
+    return opened

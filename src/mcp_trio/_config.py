@@ -1,0 +1,87 @@
+"""Configuration of the Trio binding: one frozen value with documented defaults.
+
+The protocol's own bounds (message size, tables, request timeouts) live in
+:class:`mcp_sansio.ConnectionConfig`; this object holds what only a runtime with tasks,
+pipes and sockets needs. ``None`` for a timeout means "wait as long as it takes".
+"""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+import attrs
+
+__all__ = ["SessionConfig"]
+
+
+def _positive(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"{attr.name} must be > 0 (or None where allowed), not {value!r}")
+
+
+def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if not value >= 0:
+        raise ValueError(f"{attr.name} must be >= 0, not {value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SessionConfig:
+    """Bounds and timeouts of a session and its transport.
+
+    Backpressure policy: at most ``max_concurrent_handlers`` of the peer's requests run
+    at once, and at most ``max_unanswered_requests`` have been read without their
+    answer being written yet. At either limit the reader stops reading, so the peer's
+    writes block (a full pipe, a full socket buffer, a full memory channel) instead of
+    requests piling up in a queue; nothing is dropped. A handler gives back its
+    running slot as soon as its answer is queued, so two busy peers that both send
+    requests do not wait for each other forever. A handler that sends a request back to
+    the peer and waits for the answer holds its running slot meanwhile: keep the limit
+    above the number of such handlers you expect at once (the answer can only be read
+    while a slot is free).
+    """
+
+    max_concurrent_handlers: int = attrs.field(default=64, validator=_positive)
+    """How many of the peer's requests (and notifications) are handled at once."""
+    max_unanswered_requests: int = attrs.field(default=1024, validator=_positive)
+    """How many of the peer's requests may be read and not yet answered on the wire
+    (running, or waiting for their answer to be written); at least
+    ``max_concurrent_handlers`` is used."""
+    shutdown_grace_period: float = attrs.field(default=5.0, validator=_non_negative)
+    """When the peer ends its input, seconds running handlers get to finish before they
+    are cancelled (their answers are dropped either way: the peer is gone)."""
+    write_timeout: float | None = attrs.field(default=30.0, validator=_positive)
+    """Byte streams and WebSockets: seconds one message may take to be accepted by the
+    peer (a full pipe or socket buffer). Longer, and the peer is taken for dead: the
+    session closes. Each such write is shielded from the caller's cancellation, so a
+    frame is never cut in half. (In-memory sends are atomic and cancellable: unbounded.)"""
+    abandon_write_timeout: float = attrs.field(default=1.0, validator=_non_negative)
+    """Seconds a cancelled caller waits for its turn to send the courtesy
+    ``notifications/cancelled`` (a bounded, shielded write) before giving up on it."""
+    handshake_timeout: float | None = attrs.field(default=30.0, validator=_positive)
+    """Client: seconds ``start()`` waits for the handshake before raising ``TooSlowError``."""
+    close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
+    """Seconds to wait for the transport's own closing (a WebSocket close handshake)."""
+    memory_buffer_size: int = attrs.field(default=16, validator=_non_negative)
+    """In-memory transport: messages buffered in each direction before the writer blocks."""
+    read_chunk_size: int = attrs.field(default=65_536, validator=_positive)
+    """Byte streams (stdio): the largest chunk read at once."""
+    stdin_close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
+    """stdio client shutdown: seconds to wait for the server to exit after its stdin is
+    closed, before SIGTERM."""
+    terminate_timeout: float = attrs.field(default=2.0, validator=_non_negative)
+    """stdio client shutdown: seconds to wait after SIGTERM, before SIGKILL."""
+    exit_status_timeout: float = attrs.field(default=1.0, validator=_non_negative)
+    """stdio client: when the server's stdout ends, seconds to wait for its exit status
+    and the rest of its stderr before reporting :class:`ServerExited`."""
+    stderr_tail_size: int = attrs.field(default=65_536, validator=_non_negative)
+    """stdio client: bytes of the server's stderr kept for error messages."""
+    ws_ping_interval: float | None = attrs.field(default=20.0, validator=_positive)
+    """WebSocket: seconds between keep-alive pings (``None``: no pings)."""
+    ws_ping_timeout: float = attrs.field(default=10.0, validator=_positive)
+    """WebSocket: seconds to wait for the pong before the connection is closed."""
+    ws_max_message_size: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
+    """WebSocket: the largest message accepted; a larger one closes the connection with
+    code 1009 (trio-websocket's ``max_message_size``)."""
+    ws_connect_timeout: float = attrs.field(default=10.0, validator=_positive)
+    """WebSocket: seconds for the opening handshake (and for the closing one)."""

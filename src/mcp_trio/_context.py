@@ -1,0 +1,555 @@
+"""The :class:`Context` a server handler may ask for, and what it can do in either era.
+
+Theory of operation
+-------------------
+A handler that declares a parameter annotated :class:`Context` gets one. Progress and
+logging map straight onto the request context. Asking the *client* for something
+(``elicit``, ``sample``, ``list_roots``) differs by era, and the handler must not have to
+care:
+
+* **Legacy**: the server sends a request to the client (``elicitation/create``...) tied
+  to the request being served, and waits for the answer.
+* **Modern** (multi round-trip requests, ``basic/patterns/mrtr``): servers send no
+  requests. The handler is *run again* instead. On the first run, the first ask raises
+  the internal :class:`_InputNeeded`; the server turns it into an ``input_required``
+  result whose ``inputRequests`` holds the ask under a deterministic key (``elicit-0``,
+  ``sample-1``...: the kind and the position of the ask in the run). The client
+  answers and retries; the handler runs from the top, and each ask that was answered
+  returns its recorded answer at once, until the next unanswered one raises again.
+
+  The answers of every round are carried in the signed ``requestState`` (the core seals
+  it with an HMAC and an expiry), each with a digest of the request it answers, and an
+  ask is matched to its answer by that digest: a run that asks something different (a
+  handler whose questions depend on the clock, say) is asked again instead of getting a
+  stale answer, and concurrent asks (in tasks of the handler's own nursery) may come in
+  any order. Concurrent asks that all raise before a checkpoint share one round.
+
+  So in the modern era **a handler may run more than once**: whatever it does before
+  its last ask is repeated on every round. Put side effects after the asks, or make them
+  idempotent.
+
+``_InputNeeded`` derives from ``BaseException`` so that a handler's ``except
+Exception:`` cannot swallow it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, final, overload
+
+import attrs
+
+from mcp_sansio import (
+    Connection,
+    Era,
+    ErrorCode,
+    ErrorData,
+    RemoteProtocolError,
+    RequestId,
+    structure,
+)
+from mcp_sansio import types as mcp_types
+
+from ._errors import McpError
+from ._jsonschema import validate
+from ._server_forms import form_spec, sampling_messages, structure_as
+
+if TYPE_CHECKING:
+    from ._handlers import RequestContext
+    from ._server import Server
+
+__all__ = ["Context", "ElicitationResult", "SamplingResult"]
+
+T = TypeVar("T")
+
+_CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+_MRTR_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
+
+
+class _InputNeeded(BaseException):  # internal control flow, never seen by users
+    """Modern era: a handler asked the client for input it does not have yet."""
+
+    def __init__(self, requests: dict[str, dict[str, Any]], asked: dict[str, str]) -> None:
+        super().__init__(sorted(requests))
+        self.requests = requests
+        """The ``inputRequests`` entries, by key."""
+        self.asked = asked
+        """key -> digest of the request asked under it."""
+
+
+def _digest(request: Mapping[str, Any]) -> str:
+    text = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _missing_capability(what: str, required: dict[str, Any]) -> McpError:
+    return McpError(
+        ErrorData(
+            code=ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message=f"The client did not declare the capability needed for {what}",
+            data={"requiredCapabilities": required},
+        )
+    )
+
+
+def _invalid_answer(what: str, problem: str) -> McpError:
+    return McpError.from_code(ErrorCode.INVALID_PARAMS, f"invalid {what} response: {problem}")
+
+
+# ------------------------------------------------------------------ results
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ElicitationResult(Generic[T]):
+    """The user's answer to :meth:`Context.elicit` or :meth:`Context.elicit_url`."""
+
+    action: Literal["accept", "decline", "cancel"]
+    """``accept``: submitted (or, in URL mode, consented); ``decline``: refused
+    explicitly; ``cancel``: dismissed without choosing."""
+    data: T | None = None
+    """On ``accept`` in form mode, the content as the requested type (or the content
+    mapping when a JSON Schema was given); ``None`` otherwise."""
+    content: dict[str, Any] | None = None
+    """The content as received."""
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the action is ``accept``."""
+        return self.action == "accept"
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SamplingResult:
+    """The client's answer to :meth:`Context.sample` (``CreateMessageResult``)."""
+
+    role: str
+    """Normally ``"assistant"``."""
+    content: list[dict[str, Any]]
+    """The content blocks (one, unless the model used tools)."""
+    model: str
+    """The model that answered."""
+    stop_reason: str | None = None
+    """Why it stopped (``endTurn``, ``stopSequence``, ``maxTokens``, ``toolUse``...)."""
+    raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    """The whole result object."""
+
+    @property
+    def text(self) -> str:
+        """The text blocks, joined (empty when there are none)."""
+        return "".join(b["text"] for b in self.content if b.get("type") == "text")
+
+
+# ------------------------------------------------------------------ the context
+
+
+@final
+class Context:
+    """What a server handler can do while it runs. Declare a parameter annotated
+    ``Context`` to get one; it is not a tool argument and is left out of the schema.
+
+    >>> @server.tool()
+    ... async def book(city: str, ctx: Context) -> str:
+    ...     await ctx.report_progress(0.1, 1.0, "looking")
+    ...     answer = await ctx.elicit("How many nights?", int)
+    ...     ...
+
+    The same code serves both eras. Asking the client (:meth:`elicit`,
+    :meth:`elicit_url`, :meth:`sample`, :meth:`list_roots`) sends a request to the client
+    in a legacy session; in the modern era it answers ``input_required`` and the handler
+    **runs again** on the client's retry, with the answers at hand (see the module
+    docstring): what it does before its last ask happens once per round.
+
+    Error handling:
+        Asking raises :class:`~mcp_trio.McpError` with code -32021 when the client did
+        not declare the capability (check :attr:`client_capabilities` first to offer a
+        fallback), and with the client's error when it refuses in a legacy session.
+    """
+
+    __mcp_context__: ClassVar[bool] = True
+
+    def __init__(self, request: RequestContext, server: Server | None = None) -> None:
+        self._raw = request
+        self._server = server
+        self._asks = 0
+        self._answers = self._recorded_answers()
+        self._used: set[str] = set()
+
+    # ------------------------------------------------------------ introspection
+
+    @property
+    def request_context(self) -> RequestContext:
+        """The binding's request context (the low-level view)."""
+        return self._raw
+
+    @property
+    def server(self) -> Server | None:
+        """The server running the handler."""
+        return self._server
+
+    @property
+    def request_id(self) -> RequestId:
+        """The client's id of the request being served."""
+        return self._raw.request_id
+
+    @property
+    def method(self) -> str:
+        """The method being served (``tools/call``, ``resources/read``...)."""
+        return self._raw.method
+
+    @property
+    def era(self) -> Era:
+        """The era the request is served in."""
+        return self._raw.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol version the request is served under."""
+        return self._raw.protocol_version
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The request's ``_meta`` (empty when absent)."""
+        meta = (self._raw.params or {}).get("_meta")
+        return dict(meta) if isinstance(meta, Mapping) else {}
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared: in the request envelope (modern) or at
+        ``initialize`` (legacy)."""
+        if self._raw.era is Era.MODERN:
+            return dict(self._raw.client_capabilities or {})
+        return dict(self._connection().peer_capabilities)
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        """The client's ``Implementation`` (name, version...), if it sent one."""
+        if self._raw.era is Era.MODERN:
+            info = self.meta.get(_CLIENT_INFO_KEY)
+            return dict(info) if isinstance(info, Mapping) else None
+        return self._connection().peer_info
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled the request (the handler is being cancelled)."""
+        return self._raw.cancelled
+
+    # ------------------------------------------------------------ progress and logs
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Report progress, if the client asked for it (``notifications/progress``).
+
+        Returns:
+            Whether a notification was sent.
+
+        Raises:
+            LocalProtocolError: ``progress`` does not increase.
+        """
+        return await self._raw.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
+        """Send a log message (``notifications/message``) if the client wants this level.
+
+        Legacy: the level set with ``logging/setLevel`` (everything before one is set);
+        modern: the ``logLevel`` of the request's envelope (nothing without one).
+
+        Returns:
+            Whether it was sent.
+
+        Raises:
+            LocalProtocolError: an unknown level.
+        """
+        return await self._raw.log(level, data, logger=logger)
+
+    async def debug(self, data: Any, *, logger: str | None = None) -> bool:
+        """:meth:`log` at ``debug``."""
+        return await self.log("debug", data, logger=logger)
+
+    async def info(self, data: Any, *, logger: str | None = None) -> bool:
+        """:meth:`log` at ``info``."""
+        return await self.log("info", data, logger=logger)
+
+    async def warning(self, data: Any, *, logger: str | None = None) -> bool:
+        """:meth:`log` at ``warning``."""
+        return await self.log("warning", data, logger=logger)
+
+    async def error(self, data: Any, *, logger: str | None = None) -> bool:
+        """:meth:`log` at ``error``."""
+        return await self.log("error", data, logger=logger)
+
+    # ------------------------------------------------------------ asking the client
+
+    @overload
+    async def elicit(
+        self, message: str, schema: type[T], *, timeout: float | None = None
+    ) -> ElicitationResult[T]: ...
+    @overload
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], *, timeout: float | None = None
+    ) -> ElicitationResult[dict[str, Any]]: ...
+    async def elicit(
+        self, message: str, schema: Any, *, timeout: float | None = None
+    ) -> ElicitationResult[Any]:
+        """Ask the user to fill in a form (``elicitation/create``, form mode).
+
+        Args:
+            message: what to ask, for the user.
+            schema: a type (a dataclass, attrs class or TypedDict of strings, numbers,
+                booleans and enums; or one such scalar type, asked as a single field) or
+                a JSON Schema of a flat object. Never ask for secrets this way: use
+                :meth:`elicit_url`.
+            timeout: legacy era: seconds to wait for the user (default: no limit).
+
+        Returns:
+            The action, and on ``accept`` the data as ``schema`` (an instance of the type,
+            or the content mapping for a JSON Schema).
+
+        Raises:
+            TypeError: the schema is not a flat form.
+            McpError: -32021 if the client cannot elicit; -32602 if its answer does not
+                fit the schema; the client's error (legacy) if it refuses.
+        """
+        spec = form_spec(schema)
+        params = {"mode": "form", "message": message, "requestedSchema": spec.schema}
+        caps = self.client_capabilities.get("elicitation")
+        if not isinstance(caps, Mapping) or ("url" in caps and "form" not in caps):
+            raise _missing_capability("elicitation (form)", {"elicitation": {"form": {}}})
+        answer = await self._ask("elicit", "elicitation/create", params, timeout)
+        action, content = self._elicit_answer(answer)
+        if action != "accept":
+            return ElicitationResult(action=action, content=content)
+        problems = validate(content or {}, spec.schema, root="content")
+        if problems:
+            raise _invalid_answer("elicitation", "; ".join(problems))
+        data: Any = content
+        if spec.target is not None:
+            data = structure_as(spec.target, (content or {})["value"] if spec.wrapped else content)
+        return ElicitationResult(action=action, data=data, content=content)
+
+    async def elicit_url(
+        self,
+        url: str,
+        message: str,
+        *,
+        elicitation_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ElicitationResult[None]:
+        """Send the user to a URL for an interaction the client must not see (URL mode):
+        credentials, payments, third-party authorization.
+
+        ``accept`` means the user agreed to go, not that they finished: check for the
+        outcome yourself (in the modern era, ask again on the next round until done).
+
+        Args:
+            url: where to send the user.
+            message: why, for the user.
+            elicitation_id: legacy era: the id tying a later
+                ``notifications/elicitation/complete`` to this request (default: a
+                random one).
+            timeout: legacy era: seconds to wait for the user.
+
+        Raises:
+            McpError: -32021 if the client did not declare ``elicitation.url``; the
+                client's error (legacy) if it refuses.
+        """
+        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        if self.era is not Era.MODERN:
+            params["elicitationId"] = elicitation_id or uuid.uuid4().hex
+        caps = self.client_capabilities.get("elicitation")
+        if not isinstance(caps, Mapping) or "url" not in caps:
+            raise _missing_capability("elicitation (url)", {"elicitation": {"url": {}}})
+        answer = await self._ask("elicit", "elicitation/create", params, timeout)
+        action, content = self._elicit_answer(answer)
+        return ElicitationResult(action=action, content=content)
+
+    async def sample(
+        self,
+        messages: str | Sequence[Any],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_preferences: Mapping[str, Any] | None = None,
+        include_context: Literal["none", "thisServer", "allServers"] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> SamplingResult:
+        """Ask the client's model for a message (``sampling/createMessage``).
+
+        Sampling is deprecated as of 2026-07-28; prefer calling a model yourself.
+
+        Args:
+            messages: a string (one user message) or a list of messages: strings (user
+                text), :class:`~mcp_trio.Message` values or ``SamplingMessage`` objects.
+            max_tokens: the most tokens to generate.
+            system_prompt, temperature, stop_sequences, model_preferences,
+            include_context, metadata, tools, tool_choice: as in the spec's
+                ``CreateMessageRequest``.
+            timeout: legacy era: seconds to wait for the answer.
+
+        Raises:
+            McpError: -32021 if the client cannot sample (or sample with tools); the
+                client's error (legacy) if it refuses; -32602 if its answer is malformed.
+        """
+        params: dict[str, Any] = {"messages": sampling_messages(messages), "maxTokens": max_tokens}
+        for key, value in (
+            ("systemPrompt", system_prompt),
+            ("temperature", temperature),
+            ("stopSequences", None if stop_sequences is None else list(stop_sequences)),
+            ("modelPreferences", None if model_preferences is None else dict(model_preferences)),
+            ("includeContext", include_context),
+            ("metadata", None if metadata is None else dict(metadata)),
+            ("tools", None if tools is None else [dict(t) for t in tools]),
+            ("toolChoice", None if tool_choice is None else dict(tool_choice)),
+        ):
+            if value is not None:
+                params[key] = value
+        needed: dict[str, Any] = {}
+        if tools is not None or tool_choice is not None:
+            needed["tools"] = {}
+        if include_context not in (None, "none"):
+            needed["context"] = {}
+        caps = self.client_capabilities.get("sampling")
+        if not isinstance(caps, Mapping) or not all(k in caps for k in needed):
+            raise _missing_capability("sampling", {"sampling": needed})
+        answer = await self._ask("sample", "sampling/createMessage", params, timeout)
+        if not isinstance(answer, Mapping):
+            raise _invalid_answer("sampling", "not an object")
+        content = answer.get("content")
+        items: list[Any] = content if isinstance(content, list) else [content]
+        blocks = [
+            dict(b) for b in items if isinstance(b, Mapping) and isinstance(b.get("type"), str)
+        ]
+        if len(blocks) != len(items):
+            raise _invalid_answer("sampling", "content must be content blocks")
+        model, role = answer.get("model"), answer.get("role")
+        if not isinstance(model, str) or not isinstance(role, str):
+            raise _invalid_answer("sampling", "model and role must be strings")
+        stop = answer.get("stopReason")
+        return SamplingResult(
+            role=role,
+            content=blocks,
+            model=model,
+            stop_reason=stop if isinstance(stop, str) else None,
+            raw=dict(answer),
+        )
+
+    async def list_roots(self, *, timeout: float | None = None) -> list[mcp_types.Root]:
+        """The client's roots (``roots/list``): the directories or files it lets the
+        server work in.
+
+        Raises:
+            McpError: -32021 if the client did not declare ``roots``; the client's error
+                (legacy) if it refuses; -32602 if its answer is malformed.
+        """
+        if not isinstance(self.client_capabilities.get("roots"), Mapping):
+            raise _missing_capability("roots", {"roots": {}})
+        answer = await self._ask("roots", "roots/list", None, timeout)
+        roots = answer.get("roots") if isinstance(answer, Mapping) else None
+        if not isinstance(roots, list):
+            raise _invalid_answer("roots", "roots must be a list")
+        try:
+            return [structure(r, mcp_types.Root) for r in roots]
+        except RemoteProtocolError as exc:
+            raise _invalid_answer("roots", exc.message) from None
+
+    # ------------------------------------------------------------ machinery
+
+    def _recorded_answers(self) -> dict[str, list[Any]]:
+        """Modern era: key -> [digest, response] from earlier rounds and this retry."""
+        raw = self._raw
+        if raw.era is not Era.MODERN:
+            return {}
+        state = raw.request_state if isinstance(raw.request_state, Mapping) else {}
+        previous = state.get("answers")
+        answers: dict[str, list[Any]] = {}
+        if isinstance(previous, Mapping):
+            for key, entry in previous.items():
+                if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
+                    answers[key] = entry
+        asked = state.get("asked")
+        responses = raw.input_responses or {}
+        if isinstance(asked, Mapping):
+            for key, digest in asked.items():
+                if key in responses and isinstance(digest, str):
+                    answers[key] = [digest, responses[key]]
+        return answers
+
+    def _state(self, asked: Mapping[str, str]) -> dict[str, Any]:
+        """The ``requestState`` of the next round."""
+        return {"answers": self._answers, "asked": dict(asked)}
+
+    async def _ask(
+        self, kind: str, method: str, params: dict[str, Any] | None, timeout: float | None
+    ) -> Any:
+        key = f"{kind}-{self._asks}"
+        self._asks += 1
+        if self._raw.era is not Era.MODERN:
+            return await self._send_request(method, params, timeout)
+        if self._raw.method not in _MRTR_METHODS:
+            raise RuntimeError(
+                f"in the modern era only tools, resources and prompts may ask the client "
+                f"for input, not {self._raw.method!r}"
+            )
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params
+        digest = _digest(request)
+        answer_key = self._find_answer(key, digest)
+        if answer_key is None:
+            raise _InputNeeded({key: request}, {key: digest})
+        self._used.add(answer_key)
+        return self._answers[answer_key][1]
+
+    def _find_answer(self, key: str, digest: str) -> str | None:
+        """The recorded answer to the question ``digest``: preferably the one under the
+        same key, else any unused one (concurrent asks may come in another order)."""
+        recorded = self._answers.get(key)
+        if recorded is not None and recorded[0] == digest and key not in self._used:
+            return key
+        for other, (other_digest, _) in self._answers.items():
+            if other_digest == digest and other not in self._used:
+                return other
+        return None
+
+    def _connection(self) -> Connection:
+        """The core connection of a legacy request (HTTP contexts name it; a session's
+        context reaches it through the session)."""
+        raw: Any = self._raw
+        connection = getattr(raw, "connection", None)
+        if isinstance(connection, Connection):
+            return connection
+        session_connection: Connection = raw.session.connection
+        return session_connection
+
+    async def _send_request(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None
+    ) -> dict[str, Any]:
+        raw: Any = self._raw
+        send = getattr(raw, "send_request", None)
+        if send is not None:
+            result: dict[str, Any] = await send(method, params, timeout=timeout)
+            return result
+        result = await raw.session.request(method, params, timeout=timeout)
+        return result
+
+    @staticmethod
+    def _elicit_answer(answer: Any) -> tuple[Literal["accept", "decline", "cancel"], Any]:
+        if not isinstance(answer, Mapping):
+            raise _invalid_answer("elicitation", "not an object")
+        action = answer.get("action")
+        content = answer.get("content")
+        if action not in ("accept", "decline", "cancel"):
+            raise _invalid_answer("elicitation", f"unknown action {action!r}")
+        if content is not None and not isinstance(content, Mapping):
+            raise _invalid_answer("elicitation", "content must be an object")
+        return action, None if content is None else dict(content)

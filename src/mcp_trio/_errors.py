@@ -1,0 +1,125 @@
+"""The exceptions of the Trio binding.
+
+Which one you get tells you who failed:
+
+* :class:`McpError` -- the peer answered our request with a JSON-RPC error. Raise it
+  from a request handler to answer with a chosen error.
+* :class:`RequestTimeout` -- a request of ours hit its deadline (``trio.TooSlowError``).
+* :class:`SessionClosed` -- the session ended (end of input, a failed write, a local
+  close); every request still waiting fails with it. :class:`ServerExited` says the
+  stdio server process died, with its exit status and the tail of its stderr.
+* :class:`HandshakeFailed` -- ``start()`` could not settle the era and version.
+* :class:`InputRequiredError` -- a modern server asked for input and no callback was
+  given to provide it.
+
+``mcp_sansio.LocalProtocolError`` still means *you* misused the API (for example a
+method the peer's capabilities do not allow); it is raised unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from mcp_sansio import ErrorData, InputRequired
+
+__all__ = [
+    "HandshakeFailed",
+    "InputRequiredError",
+    "McpError",
+    "RequestTimeout",
+    "ServerExited",
+    "SessionClosed",
+]
+
+
+class McpError(Exception):
+    """A JSON-RPC error: received from the peer, or raised by a handler to send one.
+
+    Args:
+        error: the error object (code, message, data).
+    """
+
+    def __init__(self, error: ErrorData) -> None:
+        super().__init__(f"{error.message} (code {error.code})")
+        self.error = error
+
+    @classmethod
+    def from_code(cls, code: int, message: str, data: Any = None) -> McpError:
+        """Build one from its parts, e.g. ``McpError.from_code(-32602, "bad name")``."""
+        return cls(ErrorData(code=code, message=message, data=data))
+
+    @property
+    def code(self) -> int:
+        """The JSON-RPC error code."""
+        return self.error.code
+
+    @property
+    def message(self) -> str:
+        """The error message."""
+        return self.error.message
+
+    @property
+    def data(self) -> Any:
+        """The optional structured detail."""
+        return self.error.data
+
+
+class HandshakeFailed(McpError):
+    """The client could not complete ``initialize`` / ``server/discover``."""
+
+
+class RequestTimeout(trio.TooSlowError):
+    """A request of ours reached its deadline (no progress for ``timeout`` seconds, or
+    ``max_request_time`` in total). ``notifications/cancelled`` was sent."""
+
+    def __init__(self, method: str, request_id: int | str | None) -> None:
+        what = method if request_id is None else f"request {request_id!r} ({method})"
+        super().__init__(f"{what} timed out")
+        self.method = method
+        self.request_id = request_id
+
+
+class InputRequiredError(Exception):
+    """A modern server answered ``input_required`` and no ``on_input_required`` was given."""
+
+    def __init__(self, event: InputRequired) -> None:
+        super().__init__(f"{event.method} needs input: {sorted(event.input_requests)}")
+        self.event = event
+
+
+class SessionClosed(Exception):
+    """The session is closed; the request can never be answered.
+
+    Args:
+        reason: what ended the session, for people.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ServerExited(SessionClosed):
+    """The stdio server process closed its output or exited.
+
+    Args:
+        reason: what happened, for people.
+        returncode: the exit status (negative: killed by that signal), or ``None``
+            if the process was still running when its output ended.
+        stderr_tail: the last bytes the server wrote to stderr (bounded).
+    """
+
+    def __init__(
+        self, reason: str, returncode: int | None = None, stderr_tail: bytes = b""
+    ) -> None:
+        Exception.__init__(self, reason, returncode, stderr_tail)
+        self.reason = reason
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+    def __str__(self) -> str:
+        text = f"{self.reason} (exit status {self.returncode})"
+        tail = self.stderr_tail.decode("utf-8", "replace").strip()
+        return f"{text}; stderr tail:\n{tail}" if tail else text

@@ -1,0 +1,253 @@
+"""Handler tables and the context a handler receives.
+
+A :class:`Handlers` table maps method names to async functions. One table may serve
+many sessions (every WebSocket connection of a server, say); it is read when a message
+arrives, so handlers added later are seen by running sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, final
+
+import attrs
+
+from mcp_sansio import Connection, Era, RequestId, RequestReceived
+
+if TYPE_CHECKING:
+    from ._pool import _Running
+    from ._session import Session
+
+__all__ = [
+    "Handlers",
+    "InputRequiredResult",
+    "NotificationContext",
+    "NotificationHandler",
+    "RequestContext",
+    "RequestHandler",
+]
+
+
+@final
+@attrs.frozen(kw_only=True)
+class InputRequiredResult:
+    """Return this from a request handler to answer ``resultType: "input_required"``.
+
+    Modern era only (``tools/call``, ``resources/read``, ``prompts/get``): the client
+    fulfils ``input_requests`` and retries; ``state`` (any JSON value) comes back,
+    sealed and verified by the core, as ``RequestContext.request_state``. See the
+    specification's multi round-trip requests (``basic/patterns/mrtr``).
+    """
+
+    input_requests: dict[str, Any]
+    """What the client must provide, by key: ``{"method": ..., "params": ...}`` each."""
+    state: Any = None
+    """Application state to get back with the retry."""
+
+
+RequestHandler: TypeAlias = Callable[
+    ["RequestContext"], Awaitable[dict[str, Any] | InputRequiredResult]
+]
+"""``async def handler(ctx: RequestContext) -> dict``: the result object, or raise
+:class:`~mcp_trio.McpError` to answer with an error (modern era: or return an
+:class:`InputRequiredResult`)."""
+NotificationHandler: TypeAlias = Callable[["NotificationContext"], Awaitable[None]]
+"""``async def handler(ctx: NotificationContext) -> None``."""
+
+_RH = TypeVar("_RH", bound=RequestHandler)
+_NH = TypeVar("_NH", bound=NotificationHandler)
+
+
+@final
+class Handlers:
+    """Request and notification handlers, by method name.
+
+    Args:
+        requests: initial request handlers.
+        notifications: initial notification handlers.
+
+    A request with no handler is answered -32601 (method not found). A notification
+    with no handler is dropped (logged at debug level).
+    """
+
+    def __init__(
+        self,
+        requests: Mapping[str, RequestHandler] | None = None,
+        notifications: Mapping[str, NotificationHandler] | None = None,
+    ) -> None:
+        self._requests: dict[str, RequestHandler] = dict(requests or {})
+        self._notifications: dict[str, NotificationHandler] = dict(notifications or {})
+
+    def on_request(self, method: str) -> Callable[[_RH], _RH]:
+        """Decorator: handle requests of ``method``."""
+
+        def register(handler: _RH) -> _RH:
+            self._requests[method] = handler
+            return handler
+
+        return register
+
+    def on_notification(self, method: str) -> Callable[[_NH], _NH]:
+        """Decorator: handle notifications of ``method``."""
+
+        def register(handler: _NH) -> _NH:
+            self._notifications[method] = handler
+            return handler
+
+        return register
+
+    def set_request_handler(self, method: str, handler: RequestHandler | None) -> None:
+        """Set (or with ``None`` remove) the handler of ``method`` requests."""
+        if handler is None:
+            self._requests.pop(method, None)
+        else:
+            self._requests[method] = handler
+
+    def set_notification_handler(self, method: str, handler: NotificationHandler | None) -> None:
+        """Set (or with ``None`` remove) the handler of ``method`` notifications."""
+        if handler is None:
+            self._notifications.pop(method, None)
+        else:
+            self._notifications[method] = handler
+
+    def request_handler(self, method: str) -> RequestHandler | None:
+        """The handler of ``method`` requests, if any."""
+        return self._requests.get(method)
+
+    def notification_handler(self, method: str) -> NotificationHandler | None:
+        """The handler of ``method`` notifications, if any."""
+        return self._notifications.get(method)
+
+
+@final
+class RequestContext:
+    """What a request handler knows about its request, and what it may do meanwhile.
+
+    Its own task runs the handler inside its own cancel scope; a
+    ``notifications/cancelled`` from the peer cancels that scope (and nothing is
+    answered).
+    """
+
+    __slots__ = ("_event", "_running", "session")
+
+    def __init__(self, session: Session, event: RequestReceived, running: _Running) -> None:
+        self.session: Session = session
+        """The session the request arrived on (send requests or notifications with it)."""
+        self._event = event
+        self._running = running
+
+    @property
+    def request_id(self) -> RequestId:
+        """The peer's id of this request."""
+        return self._event.request_id
+
+    @property
+    def method(self) -> str:
+        """The method name."""
+        return self._event.method
+
+    @property
+    def params(self) -> dict[str, Any] | None:
+        """The params as decoded (``_meta`` included)."""
+        return self._event.params
+
+    @property
+    def era(self) -> Era:
+        """The era this request is served in."""
+        return self._event.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol version this request is served under."""
+        return self._event.protocol_version
+
+    @property
+    def progress_token(self) -> RequestId | None:
+        """The peer's progress token, if it asked for progress."""
+        return self._event.progress_token
+
+    @property
+    def client_capabilities(self) -> dict[str, Any] | None:
+        """Modern era: the client capabilities from this request's envelope."""
+        return self._event.client_capabilities
+
+    @property
+    def input_responses(self) -> dict[str, Any] | None:
+        """Modern era: answers to an earlier input-required result (a retry)."""
+        return self._event.input_responses
+
+    @property
+    def request_state(self) -> Any:
+        """Modern era: the state sealed into the earlier input-required result."""
+        return self._event.request_state
+
+    @property
+    def event(self) -> RequestReceived:
+        """The core's event, whole."""
+        return self._event
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the peer cancelled this request (the handler is being cancelled)."""
+        return self._running.cancelled
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Send ``notifications/progress`` for this request.
+
+        Returns:
+            ``False`` (nothing sent) when the peer asked for no progress, or the
+            request is cancelled or the session closed.
+
+        Raises:
+            LocalProtocolError: ``progress`` does not increase.
+        """
+        return await self.session._send_progress(self, progress, total, message)
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
+        """Send a ``notifications/message`` tied to this request, if the peer wants it.
+
+        Returns:
+            Whether a message was sent (see ``Connection.send_log``).
+
+        Raises:
+            LocalProtocolError: not a server, or an unknown level.
+        """
+        return await self.session.log(level, data, logger=logger, request_id=self.request_id)
+
+    @property
+    def connection(self) -> Connection:
+        """The core connection the request arrived on (read-only use)."""
+        return self.session.connection
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Legacy server: ask the client something (``sampling/createMessage``,
+        ``elicitation/create``, ``roots/list``) on behalf of this request.
+
+        Raises:
+            McpError: the client answered with an error.
+            RequestTimeout, SessionClosed: as for :meth:`Session.request`.
+            LocalProtocolError: the modern era (use :class:`InputRequiredResult`), or a
+                capability the client did not declare.
+        """
+        return await self.session.request(
+            method, params, timeout=timeout, related_request_id=self.request_id
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class NotificationContext:
+    """A notification the peer sent, with the session it arrived on."""
+
+    session: Session
+    """The session it arrived on."""
+    method: str
+    """The method name."""
+    params: dict[str, Any] | None
+    """The decoded params."""
+    subscription_id: RequestId | None = None
+    """Modern era: the ``subscriptions/listen`` request it belongs to, if any."""

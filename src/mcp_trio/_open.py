@@ -1,0 +1,103 @@
+"""Opening sessions: :func:`open_session` and :func:`connect_session`.
+
+trio-websocket's shape: an ``open_*`` async context manager for most callers, and a
+``connect_*(nursery, ...)`` for callers who manage the nursery themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
+import trio
+
+from mcp_sansio import ConnectionConfig, Role
+
+from ._channel import MessageChannel
+from ._config import SessionConfig
+from ._errors import SessionClosed
+from ._handlers import Handlers
+from ._session import Session
+from ._util import open_task_nursery
+
+__all__ = ["connect_session", "open_session"]
+
+
+async def connect_session(
+    nursery: trio.Nursery,
+    channel: MessageChannel,
+    role: Role,
+    *,
+    handlers: Handlers | None = None,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    handler_nursery: trio.Nursery | None = None,
+) -> Session:
+    """Start a session's tasks in ``nursery`` and return it (for advanced callers).
+
+    The caller must ``await session.aclose()`` (or let the peer close) for the tasks
+    to end; :func:`open_session` does that for you.
+
+    Args:
+        nursery: where the session's reader, timer and supervisor run.
+        channel: the transport.
+        role: ``"client"`` or ``"server"``.
+        handlers: the handler table (default: empty, every request gets -32601).
+        config: runtime bounds and timeouts.
+        connection_config: the core's configuration.
+        handler_nursery: where handler tasks run (default: the session's own nursery).
+            Handlers there are cancelled when the session closes.
+
+    Returns:
+        The running session. A client still has to ``await session.start()``.
+    """
+    session = Session(
+        channel,
+        role,
+        handlers=handlers,
+        config=config,
+        connection_config=connection_config,
+        handler_nursery=handler_nursery,
+    )
+    await nursery.start(session._run)
+    return session
+
+
+@asynccontextmanager
+async def open_session(
+    channel: MessageChannel,
+    role: Role,
+    *,
+    handlers: Handlers | None = None,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    handler_nursery: trio.Nursery | None = None,
+) -> AsyncGenerator[Session, None]:
+    """Run a session over ``channel`` for the duration of the ``async with`` block.
+
+    Arguments as for :func:`connect_session`.
+
+    Resource handling:
+        On exit the session is closed (handlers cancelled, waiters failed with
+        :class:`~mcp_trio.SessionClosed`) and the channel is closed; no task of the
+        session outlives the block.
+
+    Error handling:
+        An exception from the block propagates unchanged. A failure inside the
+        runtime (a bug) is raised as :class:`~mcp_trio.SessionClosed` from the
+        exception group, never as a bare group.
+    """
+    async with open_task_nursery("session runtime", cancel_on_exit=False) as nursery:
+        session = await connect_session(
+            nursery,
+            channel,
+            role,
+            handlers=handlers,
+            config=config,
+            connection_config=connection_config,
+            handler_nursery=handler_nursery,
+        )
+        try:
+            yield session
+        finally:
+            session._begin_close(SessionClosed("the session was closed locally"), graceful=False)

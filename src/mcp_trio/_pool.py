@@ -1,0 +1,183 @@
+"""The handler pool: which of the peer's messages are being handled, and how many.
+
+Two ``trio.CapacityLimiter`` bound the work the reader takes on; the reader takes one
+token of each *before* it spawns a handler, so when either is exhausted it stops
+reading (backpressure):
+
+* a **compute slot** (``max_concurrent_handlers``) is held while the handler runs and
+  given back as soon as its answer is queued in the core;
+* a **backlog slot** (``max_unanswered_requests``) is held until the answer is
+  written to the channel (or the handler ends without one).
+
+Why two: if a handler kept its compute slot while it waits to write its answer, two
+peers that both send requests could each fill the other's pipe with requests, stop
+reading (all slots busy) and wait for each other forever. Handlers waiting only for
+the write hold a backlog slot, and compute slots turn over whatever the peer does; the
+backlog bound still stops a peer that sends requests and never reads the answers.
+
+Every handler runs inside its own ``CancelScope``. The pool can cancel one request's
+scope (the peer cancelled it), cancel them all (the session is closing), and wait
+until none is left.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+import trio
+
+from mcp_sansio import ErrorCode, ErrorData, RequestId
+
+from ._errors import McpError
+from ._handlers import InputRequiredResult
+
+if TYPE_CHECKING:
+    from ._handlers import RequestContext, RequestHandler
+
+__all__ = ["HandlerPool", "call_request_handler"]
+
+logger = logging.getLogger("mcp_trio")
+_INTERNAL = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
+
+
+@attrs.define(slots=True, eq=False)
+class _Running:
+    """Bookkeeping of one running handler."""
+
+    token: object
+    """The limiters' borrower."""
+    request_id: RequestId | None
+    """The peer's request id (``None`` for a notification)."""
+    computing: bool = True
+    """Whether it still holds its compute slot."""
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    """The handler's own cancel scope."""
+    cancelled: bool = False
+    """The peer cancelled the request: its answer will be dropped."""
+
+
+@final
+class HandlerPool:
+    """Slots, scopes and counts of the handler tasks of one session.
+
+    Args:
+        compute: how many handlers may run at once.
+        backlog: how many may be started and not finished (running, or waiting to
+            write their answers); at least ``compute``.
+    """
+
+    def __init__(self, compute: int, backlog: int) -> None:
+        self.limiter = trio.CapacityLimiter(compute)
+        self.backlog = trio.CapacityLimiter(max(compute, backlog))
+        self._requests: dict[RequestId, _Running] = {}
+        self._all: set[_Running] = set()
+        self._changed = trio.Event()
+        self.cancelled_all = False
+        """Whether :meth:`cancel_all` was called (new handlers start cancelled)."""
+
+    @property
+    def count(self) -> int:
+        """How many handlers hold a slot."""
+        return len(self._all)
+
+    async def acquire(self) -> object:
+        """Wait for a backlog slot and a compute slot; return their borrower token."""
+        token = object()
+        await self.backlog.acquire_on_behalf_of(token)
+        try:
+            await self.limiter.acquire_on_behalf_of(token)
+        except BaseException:
+            self.backlog.release_on_behalf_of(token)
+            raise
+        return token
+
+    def release_unused(self, token: object) -> None:
+        """Give back slots that were not used."""
+        self.limiter.release_on_behalf_of(token)
+        self.backlog.release_on_behalf_of(token)
+
+    def begin(self, token: object, request_id: RequestId | None) -> _Running:
+        """Register a handler about to be spawned with the slot ``token``."""
+        running = _Running(token=token, request_id=request_id)
+        if self.cancelled_all:
+            running.scope.cancel()
+        if request_id is not None:
+            self._requests[request_id] = running
+        self._all.add(running)
+        return running
+
+    def computed(self, running: _Running) -> None:
+        """The handler's answer is queued: free its compute slot (the reader may go on)."""
+        if running.computing:
+            running.computing = False
+            self.limiter.release_on_behalf_of(running.token)
+
+    def finish(self, running: _Running) -> None:
+        """A handler ended: forget it, free its slots, wake :meth:`wait_idle`."""
+        rid = running.request_id
+        if rid is not None and self._requests.get(rid) is running:
+            del self._requests[rid]
+        self._all.discard(running)
+        self.computed(running)
+        self.backlog.release_on_behalf_of(running.token)
+        self.wake()
+
+    def cancel_request(self, request_id: RequestId) -> None:
+        """The peer cancelled ``request_id``: cancel its handler, if it runs."""
+        running = self._requests.get(request_id)
+        if running is not None:
+            running.cancelled = True
+            running.scope.cancel()
+
+    def cancel_all(self) -> None:
+        """Cancel every handler, and any started from now on."""
+        self.cancelled_all = True
+        for running in self._all:
+            running.scope.cancel()
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake whoever waits in :meth:`wait_idle`."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_idle(self, *, or_cancelled: bool = False) -> None:
+        """Wait until no handler is left (or, with ``or_cancelled``, until
+        :meth:`cancel_all` is called)."""
+        while self._all and not (or_cancelled and self.cancelled_all):
+            await self._changed.wait()
+
+
+async def call_request_handler(
+    handler: RequestHandler | None, ctx: RequestContext
+) -> dict[str, Any] | InputRequiredResult | ErrorData:
+    """Run a request handler; return its answer, or the error to answer with.
+
+    No handler: -32601. :class:`~mcp_trio.McpError`: its error. Any other exception:
+    -32603 "Internal error", with the traceback logged here and never sent to the
+    peer. Cancellation propagates.
+    """
+    method, rid = ctx.method, ctx.request_id
+    if handler is None:
+        return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
+    try:
+        result = await handler(ctx)
+    except McpError as exc:
+        return exc.error
+    except Exception:
+        logger.exception("handler for %r (request %r) failed", method, rid)
+        return _INTERNAL
+    except BaseExceptionGroup as group:
+        cancelled, rest = group.split(trio.Cancelled)
+        if not isinstance(rest, ExceptionGroup):
+            raise  # only cancellations, or KeyboardInterrupt & co: not ours to stop
+        logger.error("handler for %r (request %r) failed", method, rid, exc_info=rest)
+        if cancelled is not None:
+            raise cancelled from None
+        return _INTERNAL
+    if type(result) is not dict and not isinstance(result, InputRequiredResult):
+        logger.error("handler for %r returned %s, not a dict", method, type(result).__name__)
+        return _INTERNAL
+    return result

@@ -1,0 +1,529 @@
+"""What a :class:`~mcp_trio.Server` serves: tools, prompts, resources, templates and
+completion handlers, each checked and described once, when it is registered.
+
+Registration does all the work that can fail on the author's side -- JSON Schemas from
+type hints, URI template checks, names -- so that a mistake is a ``TypeError`` or
+``ValueError`` at import time, not an error a client discovers. The records are frozen;
+the :class:`Registry` keeps them in registration order (``tools/list`` is deterministic)
+and counts changes per list, for list-changed notifications and cursor invalidation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import re
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Literal, final, get_args, get_origin, get_type_hints
+from urllib.parse import urlsplit
+
+import attrs
+import trio
+
+from ._jsonschema import (
+    coerce_arguments,
+    function_description,
+    function_input_schema,
+    function_output_schema,
+    validate,
+)
+from ._server_content import _plain
+from ._uritemplate import UriTemplate
+
+__all__ = [
+    "CompletionEntry",
+    "ListKind",
+    "PromptEntry",
+    "Registry",
+    "ResourceEntry",
+    "TemplateEntry",
+    "ToolEntry",
+    "invoke",
+]
+
+ListKind = Literal["tools", "prompts", "resources"]
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+# ------------------------------------------------------------------ inspecting functions
+
+
+def _target(fn: Callable[..., Any]) -> Any:
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    return inspect.unwrap(target)
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine (``async def``, also as a partial or a
+    callable object)."""
+    target = _target(fn)
+    if inspect.iscoroutinefunction(target):
+        return True
+    call = getattr(type(target), "__call__", None)  # noqa: B004  # a callable object's method
+    return not inspect.isroutine(target) and inspect.iscoroutinefunction(call)
+
+
+def _is_context_annotation(annotation: Any, globalns: dict[str, Any], name: str) -> bool:
+    if isinstance(annotation, str):
+        text = annotation
+        holder = types.SimpleNamespace(__annotations__={name: text})
+        try:
+            annotation = get_type_hints(holder, globalns=globalns, include_extras=True)[name]
+        except Exception:  # unresolvable (e.g. imported under TYPE_CHECKING): go by the name
+            return text.strip("'\"").rpartition(".")[2] == "Context"
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return isinstance(annotation, type) and getattr(annotation, "__mcp_context__", False) is True
+
+
+def context_parameter(fn: Callable[..., Any]) -> str | None:
+    """The name of ``fn``'s parameter annotated ``Context``, if any.
+
+    Raises:
+        TypeError: more than one parameter is a ``Context``.
+    """
+    target = _target(fn)
+    globalns = getattr(target, "__globals__", {})
+    found = [
+        name
+        for name, param in inspect.signature(fn).parameters.items()
+        if param.annotation is not param.empty
+        and _is_context_annotation(param.annotation, globalns, name)
+    ]
+    if len(found) > 1:
+        raise TypeError(f"{fn!r} declares more than one Context parameter: {found}")
+    return found[0] if found else None
+
+
+async def invoke(fn: Callable[..., Any], run_async: bool, kwargs: Mapping[str, Any]) -> Any:
+    """Call a handler: ``async`` ones in this task, plain ones in a worker thread.
+
+    A plain function runs via ``trio.to_thread.run_sync`` so that it cannot block the
+    event loop. If the request is cancelled, the thread is abandoned: it runs to its end
+    in the background (a thread cannot be interrupted) and its result is dropped.
+    """
+    if run_async:
+        return await fn(**kwargs)
+    return await trio.to_thread.run_sync(functools.partial(fn, **kwargs), abandon_on_cancel=True)
+
+
+def _choices(prop: Mapping[str, Any]) -> tuple[str, ...]:
+    """The fixed string values a property allows (``Literal`` / ``Enum``), for completion."""
+    values = prop.get("enum")
+    if isinstance(values, list) and all(isinstance(v, str) for v in values):
+        return tuple(values)
+    return ()
+
+
+def _string_fits(text: str, prop: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
+    schema = {**prop, "$defs": root["$defs"]} if "$defs" in root else dict(prop)
+    return not validate(text, schema)
+
+
+def coerce_strings(
+    fn: Callable[..., Any], schema: Mapping[str, Any], skip: Sequence[str], raw: Mapping[str, str]
+) -> dict[str, Any]:
+    """String arguments (prompt arguments, URI template variables) as ``fn``'s types.
+
+    A value whose parameter does not take a string is read as JSON (``"3"`` for an
+    ``int``); then everything is validated against ``schema`` and structured.
+
+    Raises:
+        ValueError: the values do not fit; the message names each problem.
+    """
+    properties = schema.get("properties") or {}
+    values: dict[str, Any] = {}
+    for name, text in raw.items():
+        value: Any = text
+        prop = properties.get(name)
+        if isinstance(prop, Mapping) and not _string_fits(text, prop, schema):
+            with contextlib.suppress(ValueError):
+                value = json.loads(text)
+        values[name] = value
+    problems = validate(values, dict(schema))
+    if problems:
+        raise ValueError("; ".join(problems))
+    return coerce_arguments(fn, values, skip=skip)
+
+
+def _definition(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _icons(icons: Sequence[Any] | None) -> list[Any] | None:
+    return None if icons is None else [_plain(icon) for icon in icons]
+
+
+# ------------------------------------------------------------------ records
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ToolEntry:
+    """A registered tool."""
+
+    name: str
+    fn: Callable[..., Any]
+    run_async: bool
+    context_param: str | None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None
+    derived_output: bool
+    """Whether ``output_schema`` comes from the return annotation (then
+    ``to_structured_content`` shapes the value)."""
+    definition: dict[str, Any]
+    """The ``Tool`` object of ``tools/list``."""
+    custom_input: bool = False
+    """Whether ``input_schema`` was given verbatim (then the function validates its
+    own arguments: they arrive as JSON values, unconverted)."""
+
+    @classmethod
+    def build(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        annotations: Any,
+        icons: Sequence[Any] | None,
+        output_schema: bool | Mapping[str, Any],
+        meta: Mapping[str, Any] | None,
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> ToolEntry:
+        name = name or getattr(fn, "__name__", None)
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise ValueError(
+                f"tool name {name!r}: use 1 to 128 of A-Z a-z 0-9 _ - . (server/tools#tool-names)"
+            )
+        ctx = context_parameter(fn)
+        skip = () if ctx is None else (ctx,)
+        custom_input = input_schema is not None
+        if input_schema is not None:
+            if input_schema.get("type") != "object":
+                raise ValueError(f"tool {name!r}: an inputSchema must be an object schema")
+            schema = dict(input_schema)
+        else:
+            schema = function_input_schema(fn, skip=skip)
+        if output_schema is True:
+            out, derived = function_output_schema(fn), True
+        elif output_schema is False:
+            out, derived = None, False
+        else:
+            out, derived = dict(output_schema), False
+            if out.get("type") != "object":
+                raise ValueError(f"tool {name!r}: an outputSchema must be an object schema")
+        definition = _definition(
+            {
+                "name": name,
+                "title": title,
+                "description": description or function_description(fn),
+                "inputSchema": schema,
+                "outputSchema": out,
+                "annotations": _plain(annotations),
+                "icons": _icons(icons),
+                "_meta": None if meta is None else dict(meta),
+            }
+        )
+        return cls(
+            name=name,
+            fn=fn,
+            run_async=is_async(fn),
+            context_param=ctx,
+            input_schema=schema,
+            output_schema=out,
+            derived_output=derived,
+            definition=definition,
+            custom_input=custom_input,
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PromptEntry:
+    """A registered prompt."""
+
+    name: str
+    fn: Callable[..., Any]
+    run_async: bool
+    context_param: str | None
+    schema: dict[str, Any]
+    """The JSON Schema of the arguments (before they are read from strings)."""
+    choices: dict[str, tuple[str, ...]]
+    """Arguments with a fixed set of values (completed automatically)."""
+    definition: dict[str, Any]
+    """The ``Prompt`` object of ``prompts/list``."""
+
+    @classmethod
+    def build(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        icons: Sequence[Any] | None,
+        meta: Mapping[str, Any] | None,
+    ) -> PromptEntry:
+        name = name or getattr(fn, "__name__", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"prompt name {name!r}: give a non-empty name")
+        ctx = context_parameter(fn)
+        schema = function_input_schema(fn, skip=() if ctx is None else (ctx,))
+        required = set(schema.get("required", ()))
+        arguments = [
+            _definition(
+                {
+                    "name": arg,
+                    "description": prop.get("description"),
+                    "required": arg in required,
+                }
+            )
+            for arg, prop in (schema.get("properties") or {}).items()
+        ]
+        definition = _definition(
+            {
+                "name": name,
+                "title": title,
+                "description": description or function_description(fn),
+                "arguments": arguments or None,
+                "icons": _icons(icons),
+                "_meta": None if meta is None else dict(meta),
+            }
+        )
+        choices = {
+            arg: c
+            for arg, prop in (schema.get("properties") or {}).items()
+            if (c := _choices(prop))
+        }
+        return cls(
+            name=name,
+            fn=fn,
+            run_async=is_async(fn),
+            context_param=ctx,
+            schema=schema,
+            choices=choices,
+            definition=definition,
+        )
+
+
+def _resource_fields(
+    fn: Callable[..., Any],
+    name: str | None,
+    title: str | None,
+    description: str | None,
+    mime_type: str | None,
+    icons: Sequence[Any] | None,
+    annotations: Any,
+    meta: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    return {
+        "name": name or getattr(fn, "__name__", None) or repr(fn),
+        "title": title,
+        "description": description or function_description(fn),
+        "mimeType": mime_type,
+        "icons": _icons(icons),
+        "annotations": _plain(annotations),
+        "_meta": None if meta is None else dict(meta),
+    }
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ResourceEntry:
+    """A registered resource with a fixed URI."""
+
+    uri: str
+    fn: Callable[..., Any]
+    run_async: bool
+    context_param: str | None
+    mime_type: str | None
+    definition: dict[str, Any]
+    """The ``Resource`` object of ``resources/list``."""
+
+    @classmethod
+    def build(cls, fn: Callable[..., Any], uri: str, **fields: Any) -> ResourceEntry:
+        if not urlsplit(uri).scheme:
+            raise ValueError(f"resource URI {uri!r} has no scheme")
+        ctx = context_parameter(fn)
+        needed = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.name != ctx and p.default is p.empty and p.kind is not p.VAR_KEYWORD
+        ]
+        if needed:
+            raise TypeError(
+                f"resource {uri!r}: {fn!r} needs arguments {needed}; use a URI template "
+                "such as 'scheme://{name}' to take them from the URI"
+            )
+        definition = _definition({"uri": uri, **_resource_fields(fn, **fields)})
+        return cls(
+            uri=uri,
+            fn=fn,
+            run_async=is_async(fn),
+            context_param=ctx,
+            mime_type=fields.get("mime_type"),
+            definition=definition,
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TemplateEntry:
+    """A registered resource template (RFC 6570, levels 1 to 3)."""
+
+    template: UriTemplate
+    fn: Callable[..., Any]
+    run_async: bool
+    context_param: str | None
+    mime_type: str | None
+    schema: dict[str, Any]
+    """The JSON Schema of the variables (before they are read from strings)."""
+    choices: dict[str, tuple[str, ...]]
+    """Variables with a fixed set of values (completed automatically)."""
+    definition: dict[str, Any]
+    """The ``ResourceTemplate`` object of ``resources/templates/list``."""
+
+    @classmethod
+    def build(cls, fn: Callable[..., Any], template: str, **fields: Any) -> TemplateEntry:
+        parsed = UriTemplate(template)
+        if not parsed.matchable:
+            parsed.match("")  # raises ValueError saying why
+        ctx = context_parameter(fn)
+        schema = function_input_schema(fn, skip=() if ctx is None else (ctx,))
+        params = set(schema.get("properties") or {})
+        variables = set(parsed.variables)
+        open_ended = schema.get("additionalProperties") not in (None, False)
+        unknown = variables - params
+        if unknown and not open_ended:
+            raise TypeError(f"resource template {template!r}: {fn!r} has no parameters {unknown}")
+        missing = set(schema.get("required", ())) - variables
+        if missing:
+            raise TypeError(
+                f"resource template {template!r} does not give {fn!r} its required "
+                f"parameters {sorted(missing)}"
+            )
+        definition = _definition({"uriTemplate": template, **_resource_fields(fn, **fields)})
+        properties = schema.get("properties") or {}
+        choices = {v: c for v in parsed.variables if (c := _choices(properties.get(v, {})))}
+        return cls(
+            template=parsed,
+            fn=fn,
+            run_async=is_async(fn),
+            context_param=ctx,
+            mime_type=fields.get("mime_type"),
+            schema=schema,
+            choices=choices,
+            definition=definition,
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CompletionEntry:
+    """A registered completion handler."""
+
+    fn: Callable[..., Any]
+    run_async: bool
+    context_param: str | None
+    request_param: str
+    """The parameter that receives the :class:`CompletionRequest`."""
+
+    @classmethod
+    def build(cls, fn: Callable[..., Any]) -> CompletionEntry:
+        ctx = context_parameter(fn)
+        others = [name for name in inspect.signature(fn).parameters if name != ctx]
+        if len(others) != 1:
+            raise TypeError(
+                f"a completion handler takes one argument (the CompletionRequest) and "
+                f"optionally a Context; {fn!r} takes {others}"
+            )
+        return cls(fn=fn, run_async=is_async(fn), context_param=ctx, request_param=others[0])
+
+
+# ------------------------------------------------------------------ the registry
+
+CompletionKey = tuple[str, str, str | None]
+"""``(ref type, prompt name or URI template, argument name or None for all)``."""
+
+
+@final
+class Registry:
+    """The server's tables, in registration order, with a change count per list.
+
+    Args:
+        on_change: called with the list's kind after every change.
+    """
+
+    def __init__(self, on_change: Callable[[ListKind], None]) -> None:
+        self.tools: dict[str, ToolEntry] = {}
+        self.prompts: dict[str, PromptEntry] = {}
+        self.resources: dict[str, ResourceEntry] = {}
+        self.templates: dict[str, TemplateEntry] = {}
+        self.completions: dict[CompletionKey, CompletionEntry] = {}
+        self.versions: dict[ListKind, int] = {"tools": 0, "prompts": 0, "resources": 0}
+        self._on_change = on_change
+
+    def changed(self, kind: ListKind) -> None:
+        """Count a change of ``kind`` (the list is different now)."""
+        self.versions[kind] += 1
+        self._on_change(kind)
+
+    def add(self, entry: ToolEntry | PromptEntry | ResourceEntry | TemplateEntry) -> None:
+        """Add an entry.
+
+        Raises:
+            ValueError: the name, URI or template is taken.
+        """
+        table: dict[str, Any]
+        kind: ListKind
+        if isinstance(entry, ToolEntry):
+            table, key, kind, what = self.tools, entry.name, "tools", "tool"
+        elif isinstance(entry, PromptEntry):
+            table, key, kind, what = self.prompts, entry.name, "prompts", "prompt"
+        elif isinstance(entry, ResourceEntry):
+            table, key, kind, what = self.resources, entry.uri, "resources", "resource"
+        else:
+            table, key, kind = self.templates, entry.template.template, "resources"
+            what = "resource template"
+        if key in table:
+            raise ValueError(f"{what} {key!r} is already registered (remove it first)")
+        table[key] = entry  # type: ignore[assignment]  # the table of entry's own type
+        self.changed(kind)
+
+    def remove(self, kind: ListKind, key: str) -> None:
+        """Remove a tool, prompt, or resource (by URI or template).
+
+        Raises:
+            KeyError: nothing is registered under ``key``.
+        """
+        if kind == "tools":
+            del self.tools[key]
+        elif kind == "prompts":
+            del self.prompts[key]
+            self._drop_completions("ref/prompt", key)
+        elif key in self.resources:
+            del self.resources[key]
+        else:
+            del self.templates[key]
+            self._drop_completions("ref/resource", key)
+        self.changed(kind)
+
+    def _drop_completions(self, ref_type: str, ref: str) -> None:
+        for key in [k for k in self.completions if k[:2] == (ref_type, ref)]:
+            del self.completions[key]
+
+    def find_template(self, uri: str) -> tuple[TemplateEntry, dict[str, str]] | None:
+        """The first template (in registration order) that matches ``uri``, with the
+        values of its variables."""
+        for entry in self.templates.values():
+            values = entry.template.match(uri)
+            if values is not None:
+                return entry, values
+        return None

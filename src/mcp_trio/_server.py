@@ -1,0 +1,684 @@
+"""The user-facing MCP server: decorators for tools, prompts, resources and completions.
+
+>>> server = Server("weather", "1.0")
+>>> @server.tool()
+... async def forecast(city: str, days: int = 3) -> Forecast:
+...     '''The forecast for a city.'''
+...     ...
+>>> trio.run(server.serve_stdio)
+
+A :class:`Server` is a description of what to serve plus the bookkeeping of the
+sessions it serves; the transports (stdio, WebSocket, Streamable HTTP, in-memory) run
+the sessions. One server may serve many sessions, in both eras at once: the same
+handler code runs for a legacy session and for a modern stateless request (see
+:class:`~mcp_trio.Context` for what differs).
+
+Theory of operation
+-------------------
+*Registration* (decorators, ``add_*``/``remove_*``) is synchronous: it builds a frozen
+record (:mod:`mcp_trio._registry`) and bumps the change count of its list. A session
+served through this server's ``serve_*`` methods or :meth:`Server.connect_in_memory`
+(or given ``on_session=server.track_session``) has a *watcher* task beside it that wakes
+on every change and sends the matching ``notifications/*/list_changed``: to a legacy
+session directly, and through the core to every modern ``subscriptions/listen`` stream
+that asked for it. Bursts coalesce: a watcher sends one notification per list however
+many changes happened while it was busy.
+
+A session that reaches the handlers some other way (``serve_stdio(server.handlers(),
+...)`` without the hook) is tracked from its first request: it gets resource updates and
+the explicit ``notify_*_changed()`` calls, but no automatic list-changed notifications.
+
+*Capabilities* are derived from what is registered when a transport starts (its
+``connection_config()``): register everything before serving. Something registered
+later into a list the server did not declare at that time is not visible to sessions
+already open.
+"""
+
+from __future__ import annotations
+
+import importlib
+import secrets
+import ssl
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal, TypeVar, final, overload
+
+import attrs
+import trio
+
+from mcp_sansio import ConnectionConfig
+
+from ._config import SessionConfig
+from ._handlers import Handlers
+from ._memory import open_memory_pair
+from ._registry import (
+    CompletionEntry,
+    ListKind,
+    PromptEntry,
+    Registry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+)
+from ._server_content import _plain
+from ._server_rpc import ServerMethods
+from ._server_sessions import SessionTracker
+from ._session import Session
+from ._stdio import serve_stdio as _serve_stdio
+from ._util import SessionHook, open_task_nursery
+from ._websocket import serve_websocket as _serve_websocket
+
+__all__ = ["Server"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@final
+class Server:
+    """An MCP server built from decorated Python functions.
+
+    Args:
+        name: the server's name (``serverInfo.name``).
+        version: its version (``serverInfo.version``).
+        title: a display name.
+        instructions: how to use the server, for the client's model.
+        website_url: ``serverInfo.websiteUrl``.
+        icons: ``serverInfo.icons`` (``Icon`` values or mappings).
+        page_size: items per page of ``tools/list``, ``prompts/list``,
+            ``resources/list`` and ``resources/templates/list``.
+        session_config: runtime bounds of the sessions it serves.
+        connection_config: the core's configuration to start from (bounds, era,
+            versions, caching hints, a ``request_state_key`` shared by several server
+            processes); its implementation and instructions are replaced by the
+            server's, and its capabilities merged with those of what is registered.
+
+    Register from the Trio thread (or before ``trio.run``), not from a worker thread.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Any] | None = None,
+        page_size: int = 50,
+        session_config: SessionConfig | None = None,
+        connection_config: ConnectionConfig | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.website_url = website_url
+        self.icons = None if icons is None else list(icons)
+        self.session_config = session_config
+        base = connection_config if connection_config is not None else ConnectionConfig()
+        self._base_config = base
+        self._registry = Registry(self._wake)
+        self._tracker = SessionTracker(self._registry.versions)
+        self._methods = ServerMethods(
+            self._registry, self._tracker, page_size, secrets.token_bytes(32), server=self
+        )
+        self._handlers: Handlers | None = None
+
+    # ------------------------------------------------------------------ tools
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        /,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Any = None,
+        icons: Sequence[Any] | None = None,
+        output_schema: bool | Mapping[str, Any] = True,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+    def tool(
+        self,
+        name: Any = None,
+        /,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Any = None,
+        icons: Sequence[Any] | None = None,
+        output_schema: bool | Mapping[str, Any] = True,
+        meta: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Decorator: register a function as a tool (``@server.tool`` or
+        ``@server.tool("name", ...)``); the function is returned unchanged.
+
+        The ``inputSchema`` comes from the signature (see
+        :func:`~mcp_trio._jsonschema.function_input_schema`); arguments are validated
+        against it and converted to the annotated types *before* the function runs, and
+        invalid ones are answered with ``isError: true`` so the model can correct
+        them. A parameter annotated :class:`~mcp_trio.Context` receives the context.
+        ``async def`` functions run in the request's task; plain ``def`` functions in a
+        worker thread.
+
+        What the function returns becomes the result:
+
+        * with an output schema (from the return annotation, e.g. ``-> Forecast`` or
+          ``-> int``, unless ``output_schema=False``): ``structuredContent`` (a
+          non-object type is wrapped as ``{"result": value}``) plus its JSON as text;
+        * otherwise content: ``str`` is text; ``bytes`` of a PNG/JPEG/GIF/WebP image an
+          image; :class:`~mcp_trio.Image`, :class:`~mcp_trio.Audio`,
+          :class:`~mcp_trio.EmbeddedResource`, :class:`~mcp_trio.ResourceLink`, typed or
+          raw content blocks, or a list of these; ``None`` nothing; a ``dict`` (or other
+          JSON-able value) its JSON as text, a ``dict`` also as ``structuredContent``;
+        * :class:`~mcp_trio.ToolResult` or ``mcp_sansio.types.CallToolResult``: as is.
+
+        Raise :class:`~mcp_trio.ToolError` to fail with a message for the model. Any
+        other exception is logged and answered ``isError: true`` with a generic
+        message; :class:`~mcp_trio.McpError` is answered as a JSON-RPC error.
+
+        Args:
+            name: the tool's name (default: the function's name).
+            title: a display name.
+            description: for the model (default: the docstring's first paragraph).
+            annotations: ``ToolAnnotations`` (``readOnlyHint``, ``destructiveHint``,
+                ``idempotentHint``, ``openWorldHint``), typed or as a mapping.
+            icons: ``Icon`` values or mappings.
+            output_schema: ``True``: from the return annotation; ``False``: none; or
+                the schema itself (an object schema; the return value is then sent as
+                ``structuredContent`` after a check against it).
+            meta: the tool's ``_meta``.
+            input_schema: an ``inputSchema`` to publish verbatim instead of the one
+                generated from the signature (for schemas type hints cannot say, e.g.
+                ``if``/``then``/``else`` or ``x-mcp-header``). The function then gets the
+                arguments unvalidated and unconverted, by name; it checks them itself.
+
+        Raises:
+            TypeError: a parameter or the return type has no JSON Schema.
+            ValueError: the name is invalid or taken.
+        """
+        if callable(name):
+            self.add_tool(name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                icons=icons,
+                output_schema=output_schema,
+                meta=meta,
+                input_schema=input_schema,
+            )
+            return fn
+
+        return register
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Any = None,
+        icons: Sequence[Any] | None = None,
+        output_schema: bool | Mapping[str, Any] = True,
+        meta: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Register ``fn`` as a tool (as :meth:`tool` does); returns its name. Sessions
+        being served are sent ``notifications/tools/list_changed``."""
+        entry = ToolEntry.build(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            output_schema=output_schema,
+            meta=meta,
+            input_schema=input_schema,
+        )
+        self._registry.add(entry)
+        return entry.name
+
+    def remove_tool(self, name: str) -> None:
+        """Remove a tool (sessions are notified).
+
+        Raises:
+            KeyError: no such tool.
+        """
+        self._registry.remove("tools", name)
+
+    # ------------------------------------------------------------------ prompts
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        /,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+    def prompt(
+        self,
+        name: Any = None,
+        /,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Decorator: register a function as a prompt template.
+
+        Its parameters are the prompt's arguments (required when they have no default;
+        descriptions from ``Annotated`` or the docstring). Arguments arrive as strings
+        and are converted to the annotated types (``"3"`` for an ``int``); a missing
+        required argument or a bad value is answered -32602. ``Literal`` and ``Enum``
+        parameters are completed automatically.
+
+        It returns a string (one user message), a :class:`~mcp_trio.Message`, a content
+        value (a user message holding it), a ``{"role", "content"}`` mapping, or a list
+        of these; or an ``mcp_sansio.types.GetPromptResult``.
+
+        Args:
+            name: the prompt's name (default: the function's name).
+            title: a display name.
+            description: what it is for (default: the docstring's first paragraph).
+            icons: ``Icon`` values or mappings.
+            meta: the prompt's ``_meta``.
+        """
+        if callable(name):
+            self.add_prompt(name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_prompt(
+                fn, name=name, title=title, description=description, icons=icons, meta=meta
+            )
+            return fn
+
+        return register
+
+    def add_prompt(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Register ``fn`` as a prompt (as :meth:`prompt` does); returns its name."""
+        entry = PromptEntry.build(
+            fn, name=name, title=title, description=description, icons=icons, meta=meta
+        )
+        self._registry.add(entry)
+        return entry.name
+
+    def remove_prompt(self, name: str) -> None:
+        """Remove a prompt and its completion handlers (sessions are notified).
+
+        Raises:
+            KeyError: no such prompt.
+        """
+        self._registry.remove("prompts", name)
+
+    # ------------------------------------------------------------------ resources
+
+    def resource(
+        self,
+        uri: str,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: Sequence[Any] | None = None,
+        annotations: Any = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: register a function as a resource, or as a resource template when
+        ``uri`` is an RFC 6570 template (``"users://{id}/profile"``, levels 1 to 3).
+
+        A template's variables are passed to the parameters of the same names (as
+        strings converted to the annotated types); every parameter without a default
+        must be a variable. Templates are tried in registration order, after the fixed
+        URIs. Templates that cannot be matched unambiguously (``{a}{b}``) are refused.
+
+        It returns ``str`` (text), ``bytes`` (a base64 ``blob``), typed
+        ``TextResourceContents`` / ``BlobResourceContents`` (or a list of them), or
+        any JSON-able value (sent as JSON text). Raise
+        :class:`~mcp_trio.ResourceNotFound` when what the URI names does not exist.
+
+        Args:
+            uri: the URI, or the URI template.
+            name: its name (default: the function's name).
+            title: a display name.
+            description: what it is (default: the docstring's first paragraph).
+            mime_type: the MIME type of its contents.
+            icons: ``Icon`` values or mappings.
+            annotations: ``Annotations`` (audience, priority...), typed or a mapping.
+            meta: its ``_meta``.
+
+        Raises:
+            ValueError: a malformed or unmatchable template, a URI without a scheme, or
+                one already registered.
+            TypeError: the function's parameters do not fit the URI.
+        """
+
+        def register(fn: F) -> F:
+            self.add_resource(
+                fn,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                icons=icons,
+                annotations=annotations,
+                meta=meta,
+            )
+            return fn
+
+        return register
+
+    def add_resource(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: Sequence[Any] | None = None,
+        annotations: Any = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Register ``fn`` as a resource or template (as :meth:`resource` does)."""
+        fields: dict[str, Any] = {
+            "name": name,
+            "title": title,
+            "description": description,
+            "mime_type": mime_type,
+            "icons": icons,
+            "annotations": annotations,
+            "meta": meta,
+        }
+        entry: ResourceEntry | TemplateEntry
+        if "{" in uri:
+            entry = TemplateEntry.build(fn, uri, **fields)
+        else:
+            entry = ResourceEntry.build(fn, uri, **fields)
+        self._registry.add(entry)
+
+    def remove_resource(self, uri: str) -> None:
+        """Remove a resource or a template, by its URI or template text (sessions are
+        notified).
+
+        Raises:
+            KeyError: no such resource or template.
+        """
+        self._registry.remove("resources", uri)
+
+    # ------------------------------------------------------------------ completion
+
+    def completion(
+        self,
+        ref_type: Literal["ref/prompt", "ref/resource"],
+        ref: str,
+        argument: str | None = None,
+        /,
+    ) -> Callable[[F], F]:
+        """Decorator: complete the arguments of a prompt or the variables of a resource
+        template (``completion/complete``).
+
+        >>> @server.completion("ref/prompt", "review", "language")
+        ... def languages(request: CompletionRequest) -> list[str]:
+        ...     return [x for x in LANGUAGES if x.startswith(request.value)]
+
+        The function takes one :class:`~mcp_trio.CompletionRequest` (and optionally a
+        Context) and returns strings, best first (the first 100 are sent, with
+        ``total`` and ``hasMore``), or a :class:`~mcp_trio.Completion`.
+
+        Args:
+            ref_type: ``"ref/prompt"`` or ``"ref/resource"``.
+            ref: the prompt's name, or the resource template.
+            argument: the argument or variable; ``None`` for all of them.
+
+        Raises:
+            ValueError: no such prompt, template, argument or variable is registered
+                (register the prompt or template first).
+        """
+
+        def register(fn: F) -> F:
+            self.add_completion(fn, ref_type, ref, argument)
+            return fn
+
+        return register
+
+    def add_completion(
+        self,
+        fn: Callable[..., Any],
+        ref_type: Literal["ref/prompt", "ref/resource"],
+        ref: str,
+        argument: str | None = None,
+    ) -> None:
+        """Register a completion handler (as :meth:`completion` does)."""
+        names: Sequence[str]
+        if ref_type == "ref/prompt" and ref in self._registry.prompts:
+            names = list(self._registry.prompts[ref].schema.get("properties") or ())
+        elif ref_type == "ref/resource" and ref in self._registry.templates:
+            names = self._registry.templates[ref].template.variables
+        else:
+            raise ValueError(f"no {ref_type} {ref!r} is registered to complete")
+        if argument is not None and argument not in names:
+            raise ValueError(f"{ref_type} {ref!r} has no argument {argument!r} (it has {names})")
+        self._registry.completions[(ref_type, ref, argument)] = CompletionEntry.build(fn)
+
+    # ------------------------------------------------------------------ notifications
+
+    async def notify_tools_changed(self) -> None:
+        """Send ``notifications/tools/list_changed`` to every session now (registering
+        or removing a tool does it for you); outstanding cursors become invalid."""
+        await self._tracker.announce("tools")
+
+    async def notify_prompts_changed(self) -> None:
+        """Send ``notifications/prompts/list_changed`` to every session now."""
+        await self._tracker.announce("prompts")
+
+    async def notify_resources_changed(self) -> None:
+        """Send ``notifications/resources/list_changed`` to every session now."""
+        await self._tracker.announce("resources")
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the clients watching ``uri`` that its contents changed
+        (``notifications/resources/updated``): legacy sessions that subscribed with
+        ``resources/subscribe``, and modern ``subscriptions/listen`` streams that list
+        it in ``resourceSubscriptions``."""
+        await self._tracker.broadcast(
+            "notifications/resources/updated", {"uri": uri}, wanted=lambda t: uri in t.uris
+        )
+
+    def _wake(self, kind: ListKind) -> None:
+        self._tracker.wake(kind)
+
+    async def track_session(self, session: Session) -> None:
+        """Send list-changed notifications to ``session`` until cancelled, and remember
+        it for :meth:`notify_resource_updated`. The ``serve_*`` methods do this; pass
+        ``on_session=server.track_session`` when you run a transport yourself."""
+        await self._tracker.watch(session)
+
+    # ------------------------------------------------------------------ serving
+
+    def capabilities(self) -> dict[str, Any]:
+        """The ``ServerCapabilities`` for what is registered now."""
+        reg = self._registry
+        caps: dict[str, Any] = {"logging": {}}
+        if reg.tools:
+            caps["tools"] = {"listChanged": True}
+        if reg.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if reg.resources or reg.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if reg.prompts or reg.templates:
+            caps["completions"] = {}
+        return caps
+
+    def implementation(self) -> dict[str, Any]:
+        """The ``serverInfo`` object."""
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            info["title"] = self.title
+        if self.website_url is not None:
+            info["websiteUrl"] = self.website_url
+        if self.icons is not None:
+            info["icons"] = [_plain(icon) for icon in self.icons]
+        return info
+
+    def connection_config(self) -> ConnectionConfig:
+        """The core's configuration for a transport serving this server (its info,
+        instructions and the capabilities of what is registered now)."""
+        base = self._base_config
+        return attrs.evolve(
+            base,
+            implementation=self.implementation(),
+            capabilities={**base.capabilities, **self.capabilities()},
+            instructions=self.instructions if self.instructions is not None else base.instructions,
+        )
+
+    def handlers(self) -> Handlers:
+        """The request handlers, one table for every transport and session."""
+        if self._handlers is None:
+            self._handlers = self._methods.handlers()
+        return self._handlers
+
+    async def serve_stdio(
+        self,
+        *,
+        on_session: SessionHook | None = None,
+        stdin: trio.abc.ReceiveStream | None = None,
+        stdout: trio.abc.SendStream | None = None,
+        task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve one session on stdin/stdout until stdin ends (see
+        :func:`~mcp_trio.serve_stdio`; ``stdin``/``stdout`` replace the process's own).
+
+        >>> if __name__ == "__main__":
+        ...     trio.run(server.serve_stdio)
+        """
+        await _serve_stdio(
+            self.handlers(),
+            config=self.session_config,
+            connection_config=self.connection_config(),
+            on_session=self._tracker.hook(on_session),
+            stdin=stdin,
+            stdout=stdout,
+            task_status=task_status,
+        )
+
+    async def serve_websocket(
+        self,
+        host: str | None = "127.0.0.1",
+        port: int = 0,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        on_session: SessionHook | None = None,
+        handler_nursery: trio.Nursery | None = None,
+        task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled (see
+        :func:`~mcp_trio.serve_websocket`)."""
+        await _serve_websocket(
+            self.handlers(),
+            host,
+            port,
+            ssl_context=ssl_context,
+            config=self.session_config,
+            connection_config=self.connection_config(),
+            on_session=self._tracker.hook(on_session),
+            handler_nursery=handler_nursery,
+            task_status=task_status,
+        )
+
+    async def serve_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        *,
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+        **options: Any,
+    ) -> None:
+        """Serve Streamable HTTP at ``http://host:port/path`` until cancelled (see
+        ``mcp_trio.serve_http``; ``options`` are passed on to it)."""
+        module = importlib.import_module("mcp_trio._http_server")
+        await module.serve_http(
+            self.handlers(),
+            connection_config=self.connection_config(),
+            host=host,
+            port=port,
+            path=path,
+            task_status=task_status,
+            **options,
+        )
+
+    @asynccontextmanager
+    async def connect_in_memory(
+        self,
+        *,
+        client_handlers: Handlers | None = None,
+        client_config: SessionConfig | None = None,
+        start: bool = True,
+        **client_connection_config: Any,
+    ) -> AsyncGenerator[Session]:
+        """A client session connected to this server in memory (tests, embedding).
+
+        >>> async with server.connect_in_memory(era="modern") as client:
+        ...     result = await client.request("tools/list")
+
+        Args:
+            client_handlers: the client's handlers (``elicitation/create``,
+                ``sampling/createMessage``, ``roots/list`` in a legacy session).
+            client_config: the client's runtime configuration.
+            start: run the client's handshake before the block.
+            client_connection_config: keyword arguments of the client's
+                :class:`~mcp_sansio.ConnectionConfig` (``era``, ``capabilities``...).
+
+        Resource handling:
+            Both sessions are closed when the block exits.
+        """
+        async with (
+            open_memory_pair(
+                server_handlers=self.handlers(),
+                client_handlers=client_handlers,
+                server_config=self.session_config,
+                client_config=client_config,
+                server_connection_config=self.connection_config(),
+                client_connection_config=ConnectionConfig(**client_connection_config),
+                start=False,
+            ) as (client, server_session),
+            open_task_nursery("in-memory server", cancel_on_exit=True) as nursery,
+        ):
+            self._tracker.track(server_session)
+            nursery.start_soon(self._tracker.watch, server_session)
+            if start:
+                await client.start()
+            yield client

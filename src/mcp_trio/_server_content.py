@@ -1,0 +1,444 @@
+"""What server handlers may return, and how it becomes MCP JSON.
+
+Small value classes for the things that need more than a plain Python value (an image
+is bytes *and* a MIME type), and the pure functions that turn a handler's return value
+into ``CallToolResult``, ``GetPromptResult`` messages, ``ReadResourceResult`` contents
+and ``CompleteResult`` objects. Nothing here awaits.
+
+Every content value may also be given as an ``mcp_sansio.types`` instance
+(``TextContent``, ``ImageContent``, ``ResourceLink``...) or as the raw JSON object
+(``{"type": "text", "text": "..."}``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Literal, final
+
+import attrs
+
+from mcp_sansio import types as mcp_types
+from mcp_sansio import unstructure
+
+from ._jsonschema import to_jsonable
+
+__all__ = [
+    "Audio",
+    "Completion",
+    "EmbeddedResource",
+    "Image",
+    "Message",
+    "ResourceLink",
+    "ToolError",
+    "ToolResult",
+]
+
+CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+"""The ``type`` of every content block (``ContentBlock`` in the schema)."""
+
+MAX_COMPLETION_VALUES = 100
+"""``completion.values`` holds at most this many items (server/utilities/completion)."""
+
+_TYPED_CONTENT = (
+    mcp_types.TextContent,
+    mcp_types.ImageContent,
+    mcp_types.AudioContent,
+    mcp_types.EmbeddedResource,
+    mcp_types.ResourceLink,
+)
+_TYPED_RESOURCE_CONTENTS = (mcp_types.TextResourceContents, mcp_types.BlobResourceContents)
+
+# Magic numbers of the image formats clients render; enough to label bare ``bytes``.
+_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+class ToolError(Exception):
+    """Raise from a tool to fail it with a message the model sees.
+
+    The call is answered with a tool result ``{"isError": true, "content": [{"type":
+    "text", "text": message}]}`` (a *tool execution error*, which the model can act
+    on), not with a JSON-RPC error. Any other exception a tool raises is logged and
+    answered with a generic message, so that no internal detail leaks.
+
+    Args:
+        message: what went wrong, written for the model.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _plain(value: Any) -> Any:
+    """An ``mcp_sansio.types`` value (or a mapping) as plain JSON data."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return dict(value)
+    if attrs.has(type(value)):
+        return unstructure(value)
+    raise TypeError(f"expected a mapping or an mcp_sansio.types value, not {type(value)!r}")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _with_annotations(block: dict[str, Any], annotations: Any) -> dict[str, Any]:
+    if annotations is not None:
+        block["annotations"] = _plain(annotations)
+    return block
+
+
+@final
+@attrs.frozen
+class Image:
+    """An image for a tool result or a prompt message (``ImageContent``).
+
+    >>> Image(png_bytes, "image/png")
+    """
+
+    __mcp_content__: ClassVar[bool] = True
+
+    data: bytes
+    """The raw image bytes (sent base64-encoded)."""
+    mime_type: str
+    """Its MIME type, e.g. ``"image/png"``."""
+    annotations: Any = attrs.field(default=None, kw_only=True)
+    """Optional ``Annotations`` (audience, priority...), a mapping or a typed value."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ImageContent`` object."""
+        block = {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
+        return _with_annotations(block, self.annotations)
+
+
+@final
+@attrs.frozen
+class Audio:
+    """Audio for a tool result or a prompt message (``AudioContent``)."""
+
+    __mcp_content__: ClassVar[bool] = True
+
+    data: bytes
+    """The raw audio bytes (sent base64-encoded)."""
+    mime_type: str
+    """Its MIME type, e.g. ``"audio/wav"``."""
+    annotations: Any = attrs.field(default=None, kw_only=True)
+    """Optional ``Annotations``, a mapping or a typed value."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``AudioContent`` object."""
+        block = {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
+        return _with_annotations(block, self.annotations)
+
+
+@final
+@attrs.frozen
+class EmbeddedResource:
+    """A resource's contents embedded in a tool result or a prompt message.
+
+    ``data`` as ``str`` is sent as ``text``, as ``bytes`` base64-encoded as ``blob``.
+    """
+
+    __mcp_content__: ClassVar[bool] = True
+
+    uri: str
+    """The resource's URI."""
+    data: str | bytes
+    """Its contents."""
+    mime_type: str | None = None
+    """Its MIME type, if known."""
+    annotations: Any = attrs.field(default=None, kw_only=True)
+    """Optional ``Annotations``, a mapping or a typed value."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``EmbeddedResource`` object."""
+        return _with_annotations(
+            {
+                "type": "resource",
+                "resource": resource_contents(self.uri, self.data, self.mime_type),
+            },
+            self.annotations,
+        )
+
+
+@final
+@attrs.frozen
+class ResourceLink:
+    """A link to a resource the client may read or subscribe to (``ResourceLink``)."""
+
+    __mcp_content__: ClassVar[bool] = True
+
+    uri: str
+    """The resource's URI."""
+    name: str
+    """Its name (programmatic identifier)."""
+    title: str | None = attrs.field(default=None, kw_only=True)
+    """A display name."""
+    description: str | None = attrs.field(default=None, kw_only=True)
+    """What it is."""
+    mime_type: str | None = attrs.field(default=None, kw_only=True)
+    """Its MIME type, if known."""
+    annotations: Any = attrs.field(default=None, kw_only=True)
+    """Optional ``Annotations``, a mapping or a typed value."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``ResourceLink`` object."""
+        block: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("mimeType", self.mime_type),
+        ):
+            if value is not None:
+                block[key] = value
+        return _with_annotations(block, self.annotations)
+
+
+_HELPERS = (Image, Audio, EmbeddedResource, ResourceLink)
+
+
+@final
+@attrs.frozen
+class ToolResult:
+    """A tool result spelled out, when the return-value conventions are not enough.
+
+    >>> ToolResult(["partial output", Image(png, "image/png")], is_error=True)
+    """
+
+    __mcp_content__: ClassVar[bool] = True
+
+    content: Any = ()
+    """Content blocks: anything a tool may return as content (a string, an
+    :class:`Image`, a list of them, typed or raw content blocks)."""
+    structured_content: Any = attrs.field(default=None, kw_only=True)
+    """The ``structuredContent`` (JSON-able), if any; not checked against the tool's
+    output schema."""
+    is_error: bool = attrs.field(default=False, kw_only=True)
+    """Whether the tool failed."""
+    meta: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)
+    """The result's ``_meta``."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``CallToolResult`` object."""
+        blocks = content_blocks(self.content)
+        if blocks is None:
+            raise TypeError(f"ToolResult.content: {type(self.content).__name__} is not content")
+        result: dict[str, Any] = {"content": blocks}
+        if self.structured_content is not None:
+            result["structuredContent"] = to_jsonable(self.structured_content)
+        if self.is_error:
+            result["isError"] = True
+        if self.meta is not None:
+            result["_meta"] = dict(self.meta)
+        return result
+
+
+@final
+@attrs.frozen
+class Message:
+    """One message of a prompt (``PromptMessage``).
+
+    ``content`` is a string (text) or one content value (:class:`Image`, a typed or raw
+    content block...).
+    """
+
+    role: Literal["user", "assistant"]
+    """Who speaks."""
+    content: Any
+    """What is said."""
+
+    @classmethod
+    def user(cls, content: Any) -> Message:
+        """A message from the user."""
+        return cls("user", content)
+
+    @classmethod
+    def assistant(cls, content: Any) -> Message:
+        """A message from the assistant."""
+        return cls("assistant", content)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``PromptMessage`` object."""
+        blocks = content_blocks(self.content)
+        if blocks is None or len(blocks) != 1:
+            raise TypeError("Message.content must be exactly one content value")
+        return {"role": self.role, "content": blocks[0]}
+
+
+@final
+@attrs.frozen
+class Completion:
+    """Completion suggestions, when a plain list of strings is not enough.
+
+    A completion handler may return any iterable of strings instead: the first 100
+    are sent, with ``total`` and ``hasMore`` filled in.
+    """
+
+    values: Sequence[str]
+    """Suggestions, best first (at most 100 are sent)."""
+    total: int | None = attrs.field(default=None, kw_only=True)
+    """How many suggestions exist in all, if known."""
+    has_more: bool | None = attrs.field(default=None, kw_only=True)
+    """Whether there are more than those sent."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``completion`` object of a ``CompleteResult``."""
+        values = [str(v) for v in self.values[:MAX_COMPLETION_VALUES]]
+        out: dict[str, Any] = {"values": values}
+        if self.total is not None:
+            out["total"] = self.total
+        has_more = self.has_more
+        if has_more is None and len(self.values) > MAX_COMPLETION_VALUES:
+            has_more = True
+        if has_more is not None:
+            out["hasMore"] = has_more
+        return out
+
+
+def completion_json(value: Any) -> dict[str, Any]:
+    """A completion handler's return value as the ``completion`` object.
+
+    Raises:
+        TypeError: neither a :class:`Completion` nor an iterable of strings.
+    """
+    if isinstance(value, Completion):
+        return value.to_json()
+    if value is None:
+        return {"values": []}
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise TypeError(f"a completion handler returned {type(value).__name__}, not strings")
+    values = list(value)
+    if not all(isinstance(v, str) for v in values):
+        raise TypeError("a completion handler must return strings")
+    return Completion(
+        values, total=len(values), has_more=len(values) > MAX_COMPLETION_VALUES
+    ).to_json()
+
+
+def _sniff_image(data: bytes) -> str | None:
+    for magic, mime in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _one_block(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, str):
+        return {"type": "text", "text": value}
+    if isinstance(value, _HELPERS):
+        return value.to_json()
+    if isinstance(value, _TYPED_CONTENT):
+        block: dict[str, Any] = unstructure(value)
+        return block
+    if isinstance(value, bytes | bytearray):
+        mime = _sniff_image(bytes(value))
+        if mime is None:
+            raise TypeError(
+                "bytes that are not a PNG, JPEG, GIF or WebP image: wrap them in "
+                "Image(data, mime_type), Audio(...) or EmbeddedResource(...)"
+            )
+        return {"type": "image", "data": _b64(bytes(value)), "mimeType": mime}
+    if isinstance(value, Mapping) and value.get("type") in CONTENT_TYPES:
+        return dict(value)
+    return None
+
+
+def content_blocks(value: Any) -> list[dict[str, Any]] | None:
+    """``value`` as content blocks, or ``None`` when it is not content.
+
+    Content is: a string (text), ``bytes`` of a common image format, :class:`Image`,
+    :class:`Audio`, :class:`EmbeddedResource`, :class:`ResourceLink`, an
+    ``mcp_sansio.types`` content block, a raw content object (a mapping whose ``type``
+    is a content type), or a list or tuple of these.
+
+    Raises:
+        TypeError: ``bytes`` that are not a recognised image.
+    """
+    if isinstance(value, list | tuple):
+        blocks: list[dict[str, Any]] = []
+        for item in value:
+            block = _one_block(item)
+            if block is None:
+                return None
+            blocks.append(block)
+        return blocks
+    block = _one_block(value)
+    return None if block is None else [block]
+
+
+def json_text(value: Any) -> str:
+    """``value`` as JSON text for a text block (strings stay as they are)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def prompt_messages(value: Any) -> list[dict[str, Any]]:
+    """A prompt function's return value as ``PromptMessage`` objects.
+
+    A string is one user message; a :class:`Message`, an ``mcp_sansio.types.
+    PromptMessage`` or a raw ``{"role", "content"}`` mapping is one message; any other
+    content value is a user message holding it; a list is each of its items in turn.
+
+    Raises:
+        TypeError: something that is none of those.
+    """
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, Message):
+            out.append(item.to_json())
+        elif isinstance(item, mcp_types.PromptMessage):
+            out.append(unstructure(item))
+        elif isinstance(item, Mapping) and "role" in item and "content" in item:
+            out.append(dict(item))
+        else:
+            block = _one_block(item)
+            if block is None:
+                raise TypeError(f"a prompt returned {type(item).__name__}, not a message")
+            out.append({"role": "user", "content": block})
+    return out
+
+
+def resource_contents(uri: str, data: str | bytes, mime_type: str | None) -> dict[str, Any]:
+    """One ``TextResourceContents`` (``str``) or ``BlobResourceContents`` (``bytes``)."""
+    if isinstance(data, str):
+        return {"uri": uri, "mimeType": mime_type or "text/plain", "text": data}
+    return {"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": _b64(data)}
+
+
+def read_result_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """A resource function's return value as the ``contents`` of ``resources/read``.
+
+    ``str`` is text, ``bytes`` a base64 ``blob``; typed ``TextResourceContents`` /
+    ``BlobResourceContents`` (or a list of them, for several contents) are sent as they
+    are; anything else JSON-able is sent as JSON text (``application/json`` unless the
+    resource declares a MIME type).
+
+    Raises:
+        TypeError: the value has no JSON form.
+    """
+    if isinstance(value, str | bytes | bytearray):
+        return [
+            resource_contents(uri, value if isinstance(value, str) else bytes(value), mime_type)
+        ]
+    if isinstance(value, _TYPED_RESOURCE_CONTENTS):
+        return [unstructure(value)]
+    if (
+        isinstance(value, list | tuple)
+        and value
+        and all(isinstance(v, _TYPED_RESOURCE_CONTENTS) for v in value)
+    ):
+        return [unstructure(v) for v in value]
+    return [resource_contents(uri, json_text(value), mime_type or "application/json")]

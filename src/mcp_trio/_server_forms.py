@@ -1,0 +1,131 @@
+"""Form-mode elicitation schemas, and the messages of sampling requests.
+
+``elicitation/create`` in form mode takes a *restricted* JSON Schema: a flat object whose
+properties are strings, numbers, integers, booleans or enums (client/elicitation,
+"Requested Schema"). :func:`form_spec` builds one from a Python type (a dataclass, attrs
+class or TypedDict, or a scalar asked as the single field ``value``) or checks a schema
+given by hand, so a form that no client could render fails at the ``ctx.elicit`` call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from mcp_sansio import unstructure
+
+from ._jsonschema import coerce_arguments, type_schema
+from ._server_content import Message, content_blocks
+
+__all__ = ["FormSpec", "form_spec", "sampling_messages", "structure_as"]
+
+_PRIMITIVE_KEYS: dict[str, frozenset[str]] = {
+    "string": frozenset(
+        {"type", "title", "description", "minLength", "maxLength", "format", "default", "enum"}
+    ),
+    "number": frozenset({"type", "title", "description", "minimum", "maximum", "default"}),
+    "boolean": frozenset({"type", "title", "description", "default"}),
+    "array": frozenset(
+        {"type", "title", "description", "minItems", "maxItems", "items", "default"}
+    ),
+}
+_PRIMITIVE_KEYS["integer"] = _PRIMITIVE_KEYS["number"]
+_ONE_OF_KEYS = frozenset({"type", "title", "description", "oneOf", "default"})
+
+
+def _flatten_property(name: str, prop: Mapping[str, Any]) -> dict[str, Any]:
+    """One property of a form schema, reduced to the primitive shapes the spec allows."""
+    prop = dict(prop)
+    options = prop.get("anyOf")
+    if isinstance(options, list):  # T | None: optional in a form, so drop the null
+        rest = [o for o in options if o != {"type": "null"}]
+        if len(rest) != 1:
+            raise TypeError(f"elicitation field {name!r}: unions are not supported in forms")
+        del prop["anyOf"]
+        if prop.get("default", ...) is None:
+            del prop["default"]
+        prop = {**rest[0], **prop}
+    kind = prop.get("type")
+    if kind is None and isinstance(prop.get("enum"), list):
+        kind = prop["type"] = "string"
+    allowed = _ONE_OF_KEYS if "oneOf" in prop else _PRIMITIVE_KEYS.get(str(kind))
+    if allowed is None or not set(prop) <= allowed:
+        raise TypeError(
+            f"elicitation field {name!r}: a form field must be a string, number, integer, "
+            f"boolean or enum (or a list of enum strings), not {kind or 'this'}: "
+            f"{sorted(set(prop) - (allowed or set()))} are not allowed"
+        )
+    if kind == "string" and "enum" in prop and not all(isinstance(v, str) for v in prop["enum"]):
+        raise TypeError(f"elicitation field {name!r}: enum values must be strings")
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, Mapping) or not ("enum" in items or "anyOf" in items):
+            raise TypeError(f"elicitation field {name!r}: only lists of enum strings are allowed")
+    return prop
+
+
+def _form_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    if schema.get("type") != "object" or "$defs" in schema or "$ref" in str(schema):
+        raise TypeError("an elicitation schema must be a flat object schema without $ref")
+    properties = schema.get("properties") or {}
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": {n: _flatten_property(n, p) for n, p in properties.items()},
+    }
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    return out
+
+
+@attrs.frozen
+class FormSpec:
+    """A checked form schema, and how to turn the answer into a value."""
+
+    schema: dict[str, Any]
+    target: Any
+    wrapped: bool
+
+
+def form_spec(schema_or_type: Any) -> FormSpec:
+    """The form for ``schema_or_type`` (a type or a JSON Schema).
+
+    Raises:
+        TypeError: it is not a flat form of primitive fields.
+    """
+    if isinstance(schema_or_type, Mapping):
+        return FormSpec(_form_schema(schema_or_type), None, wrapped=False)
+    raw = type_schema(schema_or_type)
+    if raw.get("type") == "object" and "properties" in raw:
+        return FormSpec(_form_schema(raw), schema_or_type, wrapped=False)
+    wrapped = {"type": "object", "properties": {"value": raw}, "required": ["value"]}
+    return FormSpec(_form_schema(wrapped), schema_or_type, wrapped=True)
+
+
+def structure_as(target: Any, value: Any) -> Any:
+    """``value`` (validated JSON) as an instance of the type ``target``."""
+
+    def holder(value: Any) -> None: ...
+
+    holder.__annotations__ = {"value": target}
+    return coerce_arguments(holder, {"value": value})["value"]
+
+
+def sampling_messages(messages: str | Sequence[Any]) -> list[dict[str, Any]]:
+    if isinstance(messages, str):
+        messages = [messages]
+    out: list[dict[str, Any]] = []
+    for item in messages:
+        if isinstance(item, Message):
+            out.append(item.to_json())
+        elif isinstance(item, Mapping) and "role" in item:
+            out.append(dict(item))
+        elif attrs.has(type(item)) and hasattr(item, "role"):
+            out.append(unstructure(item))
+        else:
+            blocks = content_blocks(item)
+            if blocks is None or len(blocks) != 1:
+                raise TypeError(f"not a sampling message: {type(item).__name__}")
+            out.append({"role": "user", "content": blocks[0]})
+    return out

@@ -1,0 +1,448 @@
+"""The MCP methods a :class:`~mcp_trio.Server` answers, on top of its :class:`Registry`.
+
+Each method is an ``async def handler(ctx: RequestContext)`` for a
+:class:`~mcp_trio.Handlers` table. Protocol errors (unknown names, malformed params,
+bad cursors) raise :class:`~mcp_trio.McpError`, which the runtime sends as the JSON-RPC
+error; any other exception from a prompt, resource or completion function is logged by
+the runtime and answered -32603. Tools are different (server/tools#error-handling): bad
+arguments and failures of the tool itself are *tool results* with ``isError: true``, so
+that the model can correct itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+
+from mcp_sansio import Era, ErrorCode, ErrorData, unstructure
+from mcp_sansio import types as mcp_types
+
+from ._context import Context, _InputNeeded
+from ._errors import McpError
+from ._handlers import Handlers, InputRequiredResult, RequestContext, RequestHandler
+from ._jsonschema import coerce_arguments, to_jsonable, to_structured_content, validate
+from ._pagination import InvalidCursor, paginate
+from ._registry import (
+    CompletionEntry,
+    ListKind,
+    PromptEntry,
+    Registry,
+    ResourceEntry,
+    TemplateEntry,
+    ToolEntry,
+    coerce_strings,
+    invoke,
+)
+from ._server_content import (
+    ToolError,
+    ToolResult,
+    completion_json,
+    content_blocks,
+    json_text,
+    prompt_messages,
+    read_result_contents,
+)
+from ._server_sessions import SessionTracker
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ["CompletionRequest", "ResourceNotFound", "ServerMethods"]
+
+logger = logging.getLogger("mcp_trio.server")
+
+_Entry = ToolEntry | PromptEntry | ResourceEntry | TemplateEntry | CompletionEntry
+
+
+class ResourceNotFound(Exception):
+    """Raise from a resource function when what the URI names does not exist.
+
+    It is answered with the not-found error of the request's era: -32002 (legacy) or
+    -32602 (2026-07-28), with ``data: {"uri": uri}``. Never answer with empty contents
+    (server/resources#error-handling).
+
+    Args:
+        uri: the URI that was asked for.
+    """
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri}")
+        self.uri = uri
+
+
+@final
+@attrs.frozen(kw_only=True)
+class CompletionRequest:
+    """What a completion handler is asked to complete (``completion/complete``)."""
+
+    ref_type: str
+    """``"ref/prompt"`` or ``"ref/resource"``."""
+    ref: str
+    """The prompt's name or the resource template."""
+    argument: str
+    """The argument (prompt) or variable (template) being completed."""
+    value: str
+    """What the user typed so far."""
+    context: dict[str, str] = attrs.field(factory=dict)
+    """Arguments already resolved (``context.arguments``)."""
+
+
+def _invalid(message: str, data: Any = None) -> McpError:
+    return McpError(ErrorData(code=ErrorCode.INVALID_PARAMS, message=message, data=data))
+
+
+def _not_found(era: Era, uri: str) -> McpError:
+    if era is Era.MODERN:
+        return _invalid(f"Resource not found: {uri}", {"uri": uri})
+    return McpError(
+        ErrorData(
+            code=ErrorCode.RESOURCE_NOT_FOUND, message="Resource not found", data={"uri": uri}
+        )
+    )
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _params(ctx: RequestContext) -> dict[str, Any]:
+    return ctx.params or {}
+
+
+def _string_param(params: Mapping[str, Any], key: str, method: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise _invalid(f"Invalid params: {method} needs {key!r} (a string)")
+    return value
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise _invalid(f"Invalid params: {what} must be an object of strings")
+    return dict(value)
+
+
+def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
+    """A tool's return value as a ``CallToolResult`` (see :meth:`Server.tool`).
+
+    Raises:
+        TypeError, ValueError: the value does not fit the tool's output schema or has no
+            JSON form (a bug in the tool).
+    """
+    if isinstance(value, ToolResult):
+        return value.to_json()
+    if isinstance(value, mcp_types.CallToolResult):
+        result: dict[str, Any] = unstructure(value)
+        return result
+    if tool.output_schema is not None:
+        if tool.derived_output:
+            structured = to_structured_content(tool.fn, value)
+        else:
+            structured = to_jsonable(value)
+        problems = validate(structured, tool.output_schema, root="structuredContent")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return {
+            "content": [{"type": "text", "text": json_text(value)}],
+            "structuredContent": structured,
+        }
+    blocks = content_blocks(value)
+    if blocks is not None:
+        return {"content": blocks}
+    if value is None:
+        return {"content": []}
+    data = to_jsonable(value)
+    out: dict[str, Any] = {"content": [{"type": "text", "text": json_text(data)}]}
+    if isinstance(data, dict):
+        out["structuredContent"] = data
+    return out
+
+
+@final
+class ServerMethods:
+    """The request handlers of one server.
+
+    Args:
+        registry: what it serves.
+        tracker: the live sessions (told of each session a request arrives on).
+        page_size: items per page of the ``*/list`` methods.
+        cursor_key: the HMAC key of the pagination cursors.
+        server: handed to each :class:`Context`.
+    """
+
+    def __init__(
+        self,
+        registry: Registry,
+        tracker: SessionTracker,
+        page_size: int,
+        cursor_key: bytes,
+        *,
+        server: Server | None = None,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size!r}")
+        self._server = server
+        self._tracker = tracker
+        self._registry = registry
+        self._page_size = page_size
+        self._cursor_key = cursor_key
+
+    def handlers(self) -> Handlers:
+        """A handler table with every method."""
+        table: dict[str, RequestHandler] = {
+            "tools/list": self.list_tools,
+            "tools/call": self.call_tool,
+            "prompts/list": self.list_prompts,
+            "prompts/get": self.get_prompt,
+            "resources/list": self.list_resources,
+            "resources/templates/list": self.list_templates,
+            "resources/read": self.read_resource,
+            "resources/subscribe": self.subscribe,
+            "resources/unsubscribe": self.unsubscribe,
+            "completion/complete": self.complete,
+        }
+        return Handlers(table)
+
+    # ------------------------------------------------------------ running user code
+
+    async def _call(self, ctx: RequestContext, entry: _Entry, kwargs: dict[str, Any]) -> Any:
+        """Run ``entry``'s function; a modern-era ask becomes :class:`InputRequiredResult`."""
+        self._tracker.track(getattr(ctx, "session", None))
+        context = Context(ctx, self._server)
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = context
+        try:
+            return await invoke(entry.fn, entry.run_async, kwargs)
+        except _InputNeeded as exc:
+            return InputRequiredResult(input_requests=exc.requests, state=context._state(exc.asked))
+        except BaseExceptionGroup as group:
+            needed, rest = group.split(_InputNeeded)
+            if needed is None:
+                raise
+            if rest is not None:  # cancelled, or a task failed: the questions are moot
+                raise rest from None
+            requests: dict[str, Any] = {}
+            asked: dict[str, str] = {}
+            for leaf in _leaves(needed):
+                requests.update(leaf.requests)
+                asked.update(leaf.asked)
+            return InputRequiredResult(input_requests=requests, state=context._state(asked))
+
+    def _page(
+        self, ctx: RequestContext, kind: ListKind, field: str, items: Sequence[Any]
+    ) -> dict[str, Any]:
+        cursor = _params(ctx).get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise _invalid("Invalid params: cursor must be a string")
+        version = self._registry.versions[kind]
+        try:
+            page, next_cursor = paginate(
+                items,
+                cursor,
+                self._page_size,
+                list_version=f"{field}:{version}",
+                key=self._cursor_key,
+            )
+        except InvalidCursor as exc:
+            raise _invalid(f"Invalid params: {exc}") from None
+        result: dict[str, Any] = {field: page}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    # ------------------------------------------------------------ tools
+
+    async def list_tools(self, ctx: RequestContext) -> dict[str, Any]:
+        """``tools/list``: registration order, paginated."""
+        items = [t.definition for t in self._registry.tools.values()]
+        return self._page(ctx, "tools", "tools", items)
+
+    async def call_tool(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
+        """``tools/call``: validate, run, convert (see :meth:`Server.tool`)."""
+        params = _params(ctx)
+        name = _string_param(params, "name", "tools/call")
+        tool = self._registry.tools.get(name)
+        if tool is None:
+            raise _invalid(f"Unknown tool: {name}", {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise _invalid("Invalid params: arguments must be an object")
+        skip = () if tool.context_param is None else (tool.context_param,)
+        if tool.custom_input:
+            # A verbatim schema: the function validates its own (JSON) arguments.
+            accepted = set(inspect.signature(tool.fn).parameters) - set(skip)
+            unknown = sorted(set(arguments) - accepted)
+            if unknown:
+                return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
+            kwargs = dict(arguments)
+        else:
+            problems = validate(arguments, tool.input_schema)
+            if problems:
+                return _tool_error(f"Invalid arguments for tool {name!r}: " + "; ".join(problems))
+            try:
+                kwargs = coerce_arguments(tool.fn, arguments, skip=skip)
+            except ValueError as exc:
+                return _tool_error(f"Invalid arguments for tool {name!r}: {exc}")
+        try:
+            value = await self._call(ctx, tool, kwargs)
+        except ToolError as exc:
+            return _tool_error(exc.message)
+        except McpError:
+            raise
+        except Exception:
+            logger.exception("tool %r failed", name)
+            return _tool_error(f"Tool {name!r} failed with an internal error")
+        if isinstance(value, InputRequiredResult):
+            return value
+        try:
+            return tool_result(tool, value)
+        except (TypeError, ValueError):
+            logger.exception("tool %r returned a value that does not fit its result", name)
+            return _tool_error(f"Tool {name!r} failed with an internal error")
+
+    # ------------------------------------------------------------ prompts
+
+    async def list_prompts(self, ctx: RequestContext) -> dict[str, Any]:
+        """``prompts/list``: registration order, paginated."""
+        items = [p.definition for p in self._registry.prompts.values()]
+        return self._page(ctx, "prompts", "prompts", items)
+
+    async def get_prompt(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
+        """``prompts/get``: arguments checked against the signature (-32602)."""
+        params = _params(ctx)
+        name = _string_param(params, "name", "prompts/get")
+        prompt = self._registry.prompts.get(name)
+        if prompt is None:
+            raise _invalid(f"Unknown prompt: {name}", {"name": name})
+        arguments = _string_map(params.get("arguments"), "arguments")
+        skip = () if prompt.context_param is None else (prompt.context_param,)
+        try:
+            kwargs = coerce_strings(prompt.fn, prompt.schema, skip, arguments)
+        except ValueError as exc:
+            raise _invalid(f"Invalid arguments for prompt {name!r}: {exc}") from None
+        value = await self._call(ctx, prompt, kwargs)
+        if isinstance(value, InputRequiredResult):
+            return value
+        if isinstance(value, mcp_types.GetPromptResult):
+            result: dict[str, Any] = unstructure(value)
+            return result
+        result = {"messages": prompt_messages(value)}
+        if "description" in prompt.definition:
+            result["description"] = prompt.definition["description"]
+        return result
+
+    # ------------------------------------------------------------ resources
+
+    async def list_resources(self, ctx: RequestContext) -> dict[str, Any]:
+        """``resources/list``: the resources with fixed URIs, paginated."""
+        items = [r.definition for r in self._registry.resources.values()]
+        return self._page(ctx, "resources", "resources", items)
+
+    async def list_templates(self, ctx: RequestContext) -> dict[str, Any]:
+        """``resources/templates/list``: paginated."""
+        items = [t.definition for t in self._registry.templates.values()]
+        return self._page(ctx, "resources", "resourceTemplates", items)
+
+    async def read_resource(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
+        """``resources/read``: a fixed URI first, then the templates in order."""
+        uri = _string_param(_params(ctx), "uri", "resources/read")
+        entry: ResourceEntry | TemplateEntry
+        static = self._registry.resources.get(uri)
+        kwargs: dict[str, Any] = {}
+        if static is not None:
+            entry = static
+        else:
+            found = self._registry.find_template(uri)
+            if found is None:
+                raise _not_found(ctx.era, uri)
+            entry, values = found
+            skip = () if entry.context_param is None else (entry.context_param,)
+            try:
+                kwargs = coerce_strings(entry.fn, entry.schema, skip, values)
+            except ValueError as exc:
+                raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
+        try:
+            value = await self._call(ctx, entry, kwargs)
+        except ResourceNotFound as exc:
+            raise _not_found(ctx.era, exc.uri) from None
+        if isinstance(value, InputRequiredResult):
+            return value
+        return {"contents": read_result_contents(uri, value, entry.mime_type)}
+
+    async def subscribe(self, ctx: RequestContext) -> dict[str, Any]:
+        """``resources/subscribe`` (legacy): remember the URI for this session."""
+        uri = _string_param(_params(ctx), "uri", "resources/subscribe")
+        tracked = self._tracker.track(getattr(ctx, "session", None))
+        if tracked is not None:
+            tracked.uris.add(uri)
+        return {}
+
+    async def unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
+        """``resources/unsubscribe`` (legacy)."""
+        uri = _string_param(_params(ctx), "uri", "resources/unsubscribe")
+        tracked = self._tracker.track(getattr(ctx, "session", None))
+        if tracked is not None:
+            tracked.uris.discard(uri)
+        return {}
+
+    # ------------------------------------------------------------ completion
+
+    async def complete(self, ctx: RequestContext) -> dict[str, Any]:
+        """``completion/complete``: a registered handler, else the fixed choices of a
+        ``Literal`` / ``Enum`` parameter, else nothing."""
+        params = _params(ctx)
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
+            raise _invalid("Invalid params: completion/complete needs ref and argument")
+        arg_name = _string_param(argument, "name", "completion/complete argument")
+        value = _string_param(argument, "value", "completion/complete argument")
+        context = params.get("context")
+        resolved = _string_map(
+            context.get("arguments") if isinstance(context, Mapping) else None, "context.arguments"
+        )
+        ref_type = ref.get("type")
+        choices: tuple[str, ...] = ()
+        if ref_type == "ref/prompt":
+            key = _string_param(ref, "name", "ref/prompt")
+            prompt = self._registry.prompts.get(key)
+            if prompt is None:
+                raise _invalid(f"Unknown prompt: {key}", {"name": key})
+            choices = prompt.choices.get(arg_name, ())
+        elif ref_type == "ref/resource":
+            key = _string_param(ref, "uri", "ref/resource")
+            template = self._registry.templates.get(key)
+            if template is None and key not in self._registry.resources:
+                raise _invalid(f"Unknown resource template: {key}", {"uri": key})
+            choices = () if template is None else template.choices.get(arg_name, ())
+        else:
+            raise _invalid(f"Invalid params: unknown ref type {ref_type!r}")
+        handler = self._registry.completions.get(
+            (ref_type, key, arg_name)
+        ) or self._registry.completions.get((ref_type, key, None))
+        if handler is None:
+            return {"completion": completion_json([c for c in choices if c.startswith(value)])}
+        request = CompletionRequest(
+            ref_type=ref_type, ref=key, argument=arg_name, value=value, context=resolved
+        )
+        result = await self._call(ctx, handler, {handler.request_param: request})
+        if isinstance(result, InputRequiredResult):
+            raise RuntimeError("a completion handler cannot ask the client for input")
+        return {"completion": completion_json(result)}
+
+
+def _leaves(group: BaseExceptionGroup[_InputNeeded]) -> list[_InputNeeded]:
+    out: list[_InputNeeded] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        else:
+            out.append(exc)
+    return out

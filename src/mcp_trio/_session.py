@@ -1,0 +1,642 @@
+"""The session runtime: one :class:`mcp_sansio.Connection` driven over a message channel.
+
+Theory of operation
+-------------------
+The core decides everything about the protocol; this module only moves bytes and runs
+tasks. Per session:
+
+* **One reader task** receives from the channel, feeds the core, flushes what the
+  core wants to send, then acts on the events. A request gets a slot from a
+  ``trio.CapacityLimiter`` *before* its handler task starts: when every slot is busy
+  the reader waits there, so it stops reading and the peer's writes block. That is
+  the backpressure; there is no queue of requests to grow.
+* **One write path**, serialized by a ``trio.Lock``. Whoever calls the core drains its
+  output into an ordered outbox and then writes, under the lock, up to the last
+  message it queued (aioquic's ``transmit()``), so messages leave in the order the
+  core produced them. Each single message write is shielded from the caller's
+  cancellation (half a frame would corrupt a stream) and bounded by
+  ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the
+  session.
+* **One timer task** sleeps in a cancel scope whose deadline is the core's
+  ``next_deadline()``; every core call re-arms it, and when it fires it calls
+  ``handle_timer(now)``.
+* **Each inbound request** runs in its own task, inside its own ``CancelScope``, in
+  the handler nursery (ours, or one the caller passed). The peer's
+  ``notifications/cancelled`` cancels that scope; the core drops any answer.
+* **A caller's request** waits on a ``trio.Event``. If the caller is cancelled, the
+  request is cancelled in the core and the ``notifications/cancelled`` goes out with
+  a bounded, shielded write before the cancellation propagates.
+
+Closing has one entry, :meth:`Session._begin_close`: end of input, a failed write, a
+local close or an internal failure. It closes the core, fails every waiter with one
+:class:`~mcp_trio.SessionClosed` (with the reason), and stops the reader and timer.
+After the peer's end of input, running handlers get ``shutdown_grace_period`` to
+finish; otherwise they are cancelled at once. Then the channel is closed.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from contextlib import suppress
+from typing import Any, final
+
+import attrs
+import trio
+
+from mcp_sansio import (
+    Connection,
+    ConnectionConfig,
+    Era,
+    ErrorCode,
+    ErrorData,
+    ErrorReceived,
+    Event,
+    HandshakeCompleted,
+    InputRequired,
+    InvalidMessageReceived,
+    LocalProtocolError,
+    NotificationReceived,
+    ProgressReceived,
+    RequestCancelled,
+    RequestId,
+    RequestReceived,
+    RequestTimedOut,
+    ResponseIgnored,
+    ResultReceived,
+    Role,
+    SubscriptionNotificationReceived,
+)
+
+from ._channel import MessageChannel
+from ._config import SessionConfig
+from ._errors import HandshakeFailed, InputRequiredError, McpError, RequestTimeout, SessionClosed
+from ._handlers import (
+    Handlers,
+    InputRequiredResult,
+    NotificationContext,
+    NotificationHandler,
+    RequestContext,
+)
+from ._pool import HandlerPool, _Running, call_request_handler
+from ._util import is_internal_failure
+from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
+from ._writer import Writer
+
+__all__ = ["Session", "SessionStatistics"]
+
+logger = logging.getLogger("mcp_trio")
+
+_START = frozenset({"initialize", "server/discover"})
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SessionStatistics:
+    """A snapshot of a session's bookkeeping (trio's ``statistics()`` convention)."""
+
+    role: Role
+    """``"client"`` or ``"server"``."""
+    era: Era | None
+    """The era, once settled."""
+    protocol_version: str | None
+    """The protocol version, once settled."""
+    waiting_requests: int
+    """Our requests whose callers wait for an answer."""
+    running_handlers: int
+    """Handler tasks running (requests and notifications of the peer's)."""
+    max_concurrent_handlers: int
+    """The limit on ``running_handlers``; at the limit the reader stops reading."""
+    queued_messages: int
+    """Messages produced by the core and not yet written."""
+    closed: bool
+    """Whether the session is closed (or closing)."""
+
+
+@final
+class Session:
+    """One MCP conversation over a :class:`~mcp_trio.MessageChannel`.
+
+    Build it with :func:`open_session` / :func:`connect_session` (or a transport's
+    ``open_*`` / ``serve_*``); the constructor alone starts nothing.
+
+    Args:
+        channel: the transport.
+        role: ``"client"`` or ``"server"``.
+        handlers: the handler table for the peer's requests and notifications.
+        config: runtime bounds and timeouts.
+        connection_config: the core's configuration (who we are, versions, bounds).
+        handler_nursery: where handler tasks run (default: the session's own).
+
+    Error handling:
+        Waiting methods raise :class:`~mcp_trio.SessionClosed` once the session is
+        closed; ``LocalProtocolError`` from the core (a misuse) passes through.
+    """
+
+    def __init__(
+        self,
+        channel: MessageChannel,
+        role: Role,
+        *,
+        handlers: Handlers | None = None,
+        config: SessionConfig | None = None,
+        connection_config: ConnectionConfig | None = None,
+        handler_nursery: trio.Nursery | None = None,
+    ) -> None:
+        self.config = config if config is not None else SessionConfig()
+        self.handlers = handlers if handlers is not None else Handlers()
+        self._conn = Connection(role, connection_config)
+        self._channel = channel
+        self._handler_nursery = handler_nursery
+        self._pool = HandlerPool(
+            self.config.max_concurrent_handlers, self.config.max_unanswered_requests
+        )
+        self._writer = Writer(channel, self.config.write_timeout)
+        # requests of ours, handlers of theirs
+        self._waiters = Waiters()
+        # timers, tasks, lifecycle
+        self._timer_scope: trio.CancelScope | None = None
+        self._io_scope = trio.CancelScope()
+        self._handshake: HandshakeCompleted | None = None
+        self._handshake_failure: BaseException | None = None
+        self._handshake_done = trio.Event()
+        self._close_exc: SessionClosed | None = None
+        self._forced = False
+        self._closing = trio.Event()
+        self._closed = trio.Event()
+        self._channel_closed = False
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def connection(self) -> Connection:
+        """The core connection (read-only use: era, versions, tables)."""
+        return self._conn
+
+    @property
+    def channel(self) -> MessageChannel:
+        """The transport channel."""
+        return self._channel
+
+    @property
+    def role(self) -> Role:
+        """``"client"`` or ``"server"``."""
+        return self._conn.role
+
+    @property
+    def handshake(self) -> HandshakeCompleted | None:
+        """The completed handshake, once there is one."""
+        return self._handshake
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session is closed or closing."""
+        return self._close_exc is not None
+
+    @property
+    def close_reason(self) -> SessionClosed | None:
+        """Why the session closed, once it has."""
+        return self._close_exc
+
+    def statistics(self) -> SessionStatistics:
+        """A snapshot of the session's bookkeeping."""
+        return SessionStatistics(
+            role=self._conn.role,
+            era=self._conn.era,
+            protocol_version=self._conn.protocol_version,
+            waiting_requests=len(self._waiters),
+            running_handlers=self._pool.count,
+            max_concurrent_handlers=int(self._pool.limiter.total_tokens),
+            queued_messages=self._writer.backlog,
+            closed=self.closed,
+        )
+
+    # ------------------------------------------------------------------ public API
+
+    async def start(self) -> HandshakeCompleted:
+        """Client: run the handshake (``server/discover`` and/or ``initialize``).
+
+        Returns:
+            The completed handshake (era, version, server capabilities and info).
+
+        Raises:
+            HandshakeFailed: the server refused, or no common version exists.
+            RequestTimeout: no answer within ``handshake_timeout`` (or the core's
+                ``request_timeout``).
+            SessionClosed: the session closed first.
+            LocalProtocolError: not a client, or already started.
+        """
+        self._raise_if_closed()
+        self._conn.start(now=trio.current_time())
+        self._rearm_timer()
+        await self._flush()
+        timeout = self.config.handshake_timeout
+        with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+            await self._handshake_done.wait()
+        if scope.cancelled_caught:
+            raise RequestTimeout("handshake", None)
+        if self._handshake is not None:
+            return self._handshake
+        if self._handshake_failure is not None:
+            raise self._handshake_failure
+        raise self._closed_error()
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_input_required: InputCallback | None = None,
+        log_level: str | None = None,
+        related_request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result.
+
+        Args:
+            method: the method name.
+            params: the params object.
+            timeout: seconds without progress before the request is cancelled
+                (default: the core's ``request_timeout``; the core's
+                ``max_request_time`` caps the total).
+            on_progress: called (in the reader task) with each progress report; asks
+                the peer for progress.
+            on_input_required: modern era: called with an input-required result; its
+                return value (the ``inputResponses``) is sent in a retry.
+            log_level: modern client: the ``logLevel`` of this request's envelope.
+            related_request_id: legacy server: the client request this one is made
+                for (HTTP bindings send it on that request's stream).
+
+        Returns:
+            The result object.
+
+        Raises:
+            McpError: the peer answered with an error.
+            RequestTimeout: the request timed out (it was cancelled on the wire).
+            InputRequiredError: the server asked for input and ``on_input_required``
+                is ``None``.
+            SessionClosed: the session closed before the answer came.
+            LocalProtocolError: the core refused the request (e.g. a capability the
+                peer lacks).
+
+        Cancellation: if the caller is cancelled, the request is cancelled on the wire
+        (a bounded, shielded write of ``notifications/cancelled``) and any later
+        answer is dropped.
+        """
+        self._raise_if_closed()
+        rid = self._conn.send_request(
+            method,
+            params,
+            now=trio.current_time(),
+            progress=on_progress is not None,
+            timeout=timeout,
+            log_level=log_level,
+            related_request_id=related_request_id,
+        )
+        while True:
+            outcome = await self._wait_for(rid, on_progress)
+            if isinstance(outcome, ResultReceived):
+                return outcome.result
+            if isinstance(outcome, ErrorReceived):
+                raise McpError(outcome.error)
+            if isinstance(outcome, RequestTimedOut):
+                raise RequestTimeout(method, rid)
+            if isinstance(outcome, SessionClosed):
+                raise copy.copy(outcome)
+            if on_input_required is None:
+                self._conn.abandon_request(rid)
+                raise InputRequiredError(outcome)
+            try:
+                responses = await on_input_required(outcome)
+            except BaseException:
+                self._conn.abandon_request(rid)
+                raise
+            self._raise_if_closed()
+            rid = self._conn.retry_with_input(rid, responses, now=trio.current_time())
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification.
+
+        If the caller is cancelled while waiting for its turn to write, the
+        notification stays queued and goes out with the next write.
+
+        Raises:
+            SessionClosed: the session is closed.
+            LocalProtocolError: the core refused it (not allowed now).
+        """
+        self._raise_if_closed()
+        self._conn.send_notification(method, params)
+        await self._flush()
+
+    async def log(
+        self,
+        level: str,
+        data: Any,
+        *,
+        logger: str | None = None,
+        request_id: RequestId | None = None,
+    ) -> bool:
+        """Server: send ``notifications/message`` if the client wants it.
+
+        Returns:
+            Whether it was sent (see ``Connection.send_log``); ``False`` once closed.
+        """
+        if self._close_exc is not None:
+            return False
+        sent = self._conn.send_log(level, data, logger=logger, request_id=request_id)
+        if sent:
+            await self._flush()
+        return sent
+
+    async def wait_closed(self) -> None:
+        """Wait until the session is closed and its handlers have finished."""
+        await self._closed.wait()
+
+    async def aclose(self) -> None:
+        """Close the session now: cancel running handlers, fail every waiter with
+        :class:`~mcp_trio.SessionClosed`, close the channel. Idempotent."""
+        self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
+        await self._closed.wait()
+
+    # ------------------------------------------------------------------ waiting
+
+    async def _wait_for(self, rid: RequestId, on_progress: ProgressCallback | None) -> Outcome:
+        waiter = self._waiters.add(rid, on_progress)
+        self._rearm_timer()
+        try:
+            await self._flush()
+            await waiter.done.wait()
+        except BaseException:
+            if waiter.outcome is None:
+                await self._abandon(rid)
+            raise
+        assert waiter.outcome is not None
+        return waiter.outcome
+
+    async def _abandon(self, rid: RequestId) -> None:
+        """The caller gave up: cancel on the wire with a bounded, shielded write."""
+        self._waiters.forget(rid)
+        try:
+            self._conn.cancel_request(rid, "cancelled by the caller")
+        except LocalProtocolError:
+            return  # already finished (closed, timed out) or initialize
+        self._rearm_timer()
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + self.config.abandon_write_timeout
+            await self._flush()
+
+    def _raise_if_closed(self) -> None:
+        if self._close_exc is not None:
+            raise self._closed_error()
+
+    def _closed_error(self) -> SessionClosed:
+        assert self._close_exc is not None
+        return copy.copy(self._close_exc)
+
+    # ------------------------------------------------------------------ writing
+
+    async def _flush(self) -> None:
+        """Write what the core has queued since the last drain, after everything queued
+        before it (see ``_writer``). A call that queued nothing does not wait: the
+        reader must not block behind other tasks' writes, or a full pipe each way
+        would stop both readers."""
+        messages = self._conn.data_to_send()
+        if not messages:
+            return
+        failure = await self._writer.write_through(self._writer.queue(messages))
+        if failure is not None:
+            self._write_failed(failure)
+
+    def _write_failed(self, reason: SessionClosed) -> None:
+        self._conn.send_failed()
+        self._begin_close(reason, graceful=False)
+
+    # ------------------------------------------------------------------ reading
+
+    async def _read_loop(self) -> None:
+        conn = self._conn
+        ndjson = self._channel.framing == "ndjson"
+        while True:
+            try:
+                data = await self._channel.receive()
+            except trio.EndOfChannel:
+                self._begin_close(SessionClosed("the peer closed the connection"), graceful=True)
+                return
+            except SessionClosed as exc:
+                self._begin_close(exc, graceful=True)
+                return
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self._begin_close(SessionClosed(f"the connection broke: {exc!r}"), graceful=True)
+                return
+            now = trio.current_time()
+            if ndjson:
+                assert isinstance(data, bytes)
+                events = conn.receive_bytes(data, now=now)
+            else:
+                events = conn.receive_message(data, now=now)
+            await self._process(events)
+
+    async def _timer_loop(self) -> None:
+        while True:
+            with trio.CancelScope() as scope:
+                self._timer_scope = scope
+                self._rearm_timer()
+                await trio.sleep_forever()
+            self._timer_scope = None
+            await self._process(self._conn.handle_timer(trio.current_time()))
+
+    def _rearm_timer(self) -> None:
+        scope = self._timer_scope
+        if scope is not None:
+            deadline = self._conn.next_deadline()
+            scope.deadline = math.inf if deadline is None else deadline
+
+    async def _process(self, events: list[Event]) -> None:
+        """After a core call: re-arm the timer, flush, then act on the events."""
+        self._rearm_timer()
+        await self._flush()
+        for event in events:
+            await self._dispatch(event)
+
+    async def _dispatch(self, event: Event) -> None:
+        if isinstance(event, RequestReceived):
+            await self._start_request_handler(event)
+        elif isinstance(event, NotificationReceived | SubscriptionNotificationReceived):
+            await self._start_notification_handler(event)
+        elif isinstance(event, ResultReceived | InputRequired):
+            self._waiters.resolve(event.request_id, event)
+        elif isinstance(event, ErrorReceived | RequestTimedOut):
+            if not self._waiters.resolve(event.request_id, event) and event.method in _START:
+                self._handshake_failure = (
+                    HandshakeFailed(event.error)
+                    if isinstance(event, ErrorReceived)
+                    else RequestTimeout(event.method, event.request_id)
+                )
+                self._handshake_done.set()
+        elif isinstance(event, ProgressReceived):
+            waiter = self._waiters.get(event.request_id)
+            if waiter is not None and waiter.on_progress is not None:
+                try:
+                    await waiter.on_progress(event)
+                except Exception:
+                    logger.exception("progress callback for request %r failed", event.request_id)
+        elif isinstance(event, RequestCancelled):
+            self._pool.cancel_request(event.request_id)
+        elif isinstance(event, HandshakeCompleted):
+            self._handshake = event
+            self._handshake_done.set()
+        elif isinstance(event, ResponseIgnored):
+            logger.debug("response ignored (%s): %r", event.reason, event.request_id)
+        elif isinstance(event, InvalidMessageReceived):
+            logger.warning("invalid message from the peer: %s", event.error.message)
+        # ConnectionClosed only comes from receive_eof()/send_failed(), in _begin_close.
+
+    # ------------------------------------------------------------------ handlers
+
+    async def _start_request_handler(self, event: RequestReceived) -> None:
+        token = await self._pool.acquire()
+        if self._conn.request_era(event.request_id) is None:
+            self._pool.release_unused(token)  # cancelled by the peer in the same read
+            return
+        running = self._pool.begin(token, event.request_id)
+        assert self._handler_nursery is not None
+        self._handler_nursery.start_soon(
+            self._serve_request, event, running, name=f"mcp {event.method} #{event.request_id!r}"
+        )
+
+    async def _serve_request(self, event: RequestReceived, running: _Running) -> None:
+        try:
+            with running.scope:
+                handler = self.handlers.request_handler(event.method)
+                ctx = RequestContext(self, event, running)
+                self._answer(running, event.request_id, await call_request_handler(handler, ctx))
+                self._pool.computed(running)  # the reader may take the next request
+                await self._flush()
+        finally:
+            self._pool.finish(running)
+
+    def _answer(
+        self,
+        running: _Running,
+        rid: RequestId,
+        outcome: dict[str, Any] | InputRequiredResult | ErrorData,
+    ) -> None:
+        if running.cancelled or self._close_exc is not None:
+            return  # the core would drop it anyway
+        try:
+            if isinstance(outcome, ErrorData):
+                self._conn.send_error(rid, outcome.code, outcome.message, outcome.data)
+            elif isinstance(outcome, InputRequiredResult):
+                self._conn.send_input_required(
+                    rid, outcome.input_requests, state=outcome.state, now=trio.current_time()
+                )
+            else:
+                self._conn.send_result(rid, outcome)
+        except (LocalProtocolError, TypeError, ValueError):
+            logger.exception("the answer to request %r cannot be sent", rid)
+            with suppress(LocalProtocolError):
+                self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+
+    async def _start_notification_handler(
+        self, event: NotificationReceived | SubscriptionNotificationReceived
+    ) -> None:
+        handler = self.handlers.notification_handler(event.method)
+        if handler is None:
+            logger.debug("no handler for notification %r", event.method)
+            return
+        sub = event.subscription_id if isinstance(event, SubscriptionNotificationReceived) else None
+        ctx = NotificationContext(
+            session=self, method=event.method, params=event.params, subscription_id=sub
+        )
+        running = self._pool.begin(await self._pool.acquire(), None)
+        assert self._handler_nursery is not None
+        self._handler_nursery.start_soon(self._serve_notification, handler, ctx, running)
+
+    async def _serve_notification(
+        self, handler: NotificationHandler, ctx: NotificationContext, running: _Running
+    ) -> None:
+        try:
+            with running.scope:
+                await handler(ctx)
+        except Exception:
+            logger.exception("handler for notification %r failed", ctx.method)
+        finally:
+            self._pool.finish(running)
+
+    async def _send_progress(
+        self, ctx: RequestContext, progress: float, total: float | None, message: str | None
+    ) -> bool:
+        if ctx.cancelled or self._close_exc is not None:
+            return False
+        sent = self._conn.send_progress(ctx.request_id, progress, total, message)
+        if sent:
+            await self._flush()
+        return sent
+
+    # ------------------------------------------------------------------ closing
+
+    def _begin_close(self, exc: SessionClosed, *, graceful: bool) -> None:
+        """Close the core, fail every waiter, stop reading. Synchronous, idempotent;
+        ``graceful=False`` (or a second, forced call) also cancels the handlers."""
+        if self._close_exc is None:
+            self._close_exc = exc
+            self._conn.receive_eof()
+            self._waiters.fail_all(exc)
+            self._handshake_done.set()
+            self._io_scope.cancel()
+            self._closing.set()
+            logger.debug("%s session closing: %s", self.role, exc.reason)
+        if not graceful and not self._forced:
+            self._forced = True
+            self._pool.cancel_all()
+            self._writer.abort()
+
+    async def _io(self) -> None:
+        with self._io_scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read_loop, name="mcp reader")
+                nursery.start_soon(self._timer_loop, name="mcp timer")
+
+    async def _shutdown(self) -> None:
+        try:
+            if not self._forced:
+                with trio.move_on_after(self.config.shutdown_grace_period):
+                    await self._pool.wait_idle(or_cancelled=True)
+            assert self._close_exc is not None
+            self._begin_close(self._close_exc, graceful=False)
+            await self._pool.wait_idle()
+        finally:
+            await self._close_channel()
+
+    async def _close_channel(self) -> None:
+        """Close the channel once, bounded, even when cancelled from outside."""
+        if self._channel_closed:
+            return
+        self._channel_closed = True
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + self.config.close_timeout
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await self._channel.aclose()
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the session's tasks until it is closed (see :func:`connect_session`)."""
+        try:
+            async with trio.open_nursery() as nursery:
+                if self._handler_nursery is None:
+                    self._handler_nursery = nursery
+                nursery.start_soon(self._io, name="mcp io")
+                task_status.started()
+                await self._closing.wait()
+                await self._shutdown()
+        except BaseExceptionGroup as group:
+            if not is_internal_failure(group):
+                raise
+            reason = "internal error in the session runtime (see __cause__)"
+            self._begin_close(SessionClosed(reason), graceful=False)
+            raise SessionClosed(reason) from group
+        finally:
+            self._begin_close(SessionClosed("the session was cancelled"), graceful=False)
+            await self._close_channel()
+            self._closed.set()

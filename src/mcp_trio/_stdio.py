@@ -1,0 +1,320 @@
+"""The stdio transport (MCP specification, ``basic/transports.mdx``, section "stdio").
+
+Server: :func:`serve_stdio` reads newline-delimited JSON-RPC from this process's stdin
+and writes to its stdout. Nothing else may reach stdout, so while it serves, file
+descriptor 1 is pointed at stderr (stray ``print()`` calls and C extensions land
+there) and the protocol writes to a private duplicate of the original stdout. Logs go
+to stderr.
+
+Client: :func:`open_stdio_client` spawns the server, talks to its stdin/stdout, keeps a
+bounded tail of its stderr, and shuts it down as the specification describes: close
+its stdin, wait; SIGTERM, wait; SIGKILL. If the server dies, every waiting request
+fails with :class:`~mcp_trio.ServerExited`, which carries the exit status and the
+tail of stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
+from functools import partial
+from typing import ClassVar, final
+
+import trio
+
+from mcp_sansio import ConnectionConfig
+
+from ._channel import Framing, MessageChannel, StreamChannel
+from ._config import SessionConfig
+from ._errors import ServerExited
+from ._handlers import Handlers
+from ._open import open_session
+from ._session import Session
+from ._util import SessionHook, open_task_nursery, run_hook
+
+__all__ = ["ProcessChannel", "open_stdio_client", "serve_stdio"]
+
+StderrCallback = Callable[[bytes], object]
+"""Called with each chunk the server writes to stderr (e.g. ``sys.stderr.buffer.write``)."""
+
+
+# ---------------------------------------------------------------------- server
+
+
+@contextmanager
+def _claim_stdio() -> Iterator[tuple[int, int]]:
+    """Private duplicates of fds 0 and 1; fd 1 points at stderr meanwhile."""
+    sys.stdout.flush()
+    stdin_fd = os.dup(0)
+    stdout_fd = os.dup(1)
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield stdin_fd, stdout_fd
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        # FdStream made the shared file descriptions non-blocking; undo that for
+        # whoever uses them after us (a shell, a parent process).
+        for fd in (0, 1):
+            with suppress(OSError):
+                os.set_blocking(fd, True)
+
+
+async def serve_stdio(
+    handlers: Handlers | None = None,
+    *,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    handler_nursery: trio.Nursery | None = None,
+    on_session: SessionHook | None = None,
+    stdin: trio.abc.ReceiveStream | None = None,
+    stdout: trio.abc.SendStream | None = None,
+    task_status: trio.TaskStatus[Session] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve one MCP session on stdin/stdout until stdin ends.
+
+    Args:
+        handlers: the request and notification handlers.
+        config: runtime bounds; ``shutdown_grace_period`` is how long running
+            handlers may go on after stdin ends before they are cancelled.
+        connection_config: the core's configuration (our capabilities, info, ...).
+        handler_nursery: where handler tasks run (default: the session's own).
+        on_session: runs beside the session (e.g. to send notifications); cancelled
+            when the session closes.
+        stdin: read from this stream instead of file descriptor 0 (tests, embedding).
+        stdout: write to this stream instead of file descriptor 1.
+        task_status: ``nursery.start(serve_stdio, ...)`` returns the session.
+
+    Returns:
+        When stdin has ended and every handler has finished or been cancelled.
+
+    Raises:
+        ValueError: only one of ``stdin`` / ``stdout`` was given.
+
+    Resource handling:
+        Uses ``trio.lowlevel.FdStream`` on duplicates of fds 0 and 1: they must be
+        pipes, sockets or terminals (not regular files). While serving, fd 1 points at
+        stderr; both are restored, and set blocking again, on return.
+    """
+    config = config if config is not None else SessionConfig()
+    serve = partial(
+        _serve,
+        handlers=handlers,
+        config=config,
+        connection_config=connection_config,
+        handler_nursery=handler_nursery,
+        on_session=on_session,
+        task_status=task_status,
+    )
+    if (stdin is None) != (stdout is None):
+        raise ValueError("pass both stdin and stdout, or neither")
+    if stdin is not None and stdout is not None:
+        await serve(StreamChannel(stdout, stdin, read_chunk_size=config.read_chunk_size))
+        return
+    with _claim_stdio() as (stdin_fd, stdout_fd):
+        channel = StreamChannel(
+            trio.lowlevel.FdStream(stdout_fd),
+            trio.lowlevel.FdStream(stdin_fd),
+            read_chunk_size=config.read_chunk_size,
+        )
+        try:
+            await serve(channel)
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()
+
+
+async def _serve(
+    channel: MessageChannel,
+    *,
+    handlers: Handlers | None,
+    config: SessionConfig,
+    connection_config: ConnectionConfig | None,
+    handler_nursery: trio.Nursery | None,
+    on_session: SessionHook | None,
+    task_status: trio.TaskStatus[Session],
+) -> None:
+    async with open_session(
+        channel,
+        "server",
+        handlers=handlers,
+        config=config,
+        connection_config=connection_config,
+        handler_nursery=handler_nursery,
+    ) as session:
+        task_status.started(session)
+        await run_hook(session, on_session)
+
+
+# ---------------------------------------------------------------------- client
+
+
+@final
+class _StderrTail:
+    """The last ``size`` bytes of the server's stderr, optionally forwarded."""
+
+    def __init__(self, size: int, forward: StderrCallback | None) -> None:
+        self._size = size
+        self._forward = forward
+        self._buffer = bytearray()
+        self.done = trio.Event()
+
+    def bytes(self) -> bytes:
+        return bytes(self._buffer)
+
+    async def pump(self, stream: trio.abc.ReceiveStream) -> None:
+        try:
+            while chunk := await stream.receive_some(65_536):
+                self._buffer += chunk
+                if len(self._buffer) > self._size:
+                    del self._buffer[: len(self._buffer) - self._size]
+                if self._forward is not None:
+                    self._forward(bytes(chunk))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.done.set()
+
+
+@final
+class ProcessChannel(MessageChannel):
+    """NDJSON to a child's stdin/stdout; its end is reported as :class:`ServerExited`.
+
+    The channel of a session opened by :func:`open_stdio_client`
+    (``session.channel``): ``process`` is the ``trio.Process``, and
+    :meth:`stderr_tail` the last bytes it wrote to stderr.
+    """
+
+    framing: ClassVar[Framing] = "ndjson"
+
+    def __init__(self, process: trio.Process, tail: _StderrTail, config: SessionConfig) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._stream = StreamChannel(
+            process.stdin, process.stdout, read_chunk_size=config.read_chunk_size
+        )
+        self.process = process
+        self._tail = tail
+        self._wait = config.exit_status_timeout
+
+    def stderr_tail(self) -> bytes:
+        """The last bytes the server wrote to stderr (``stderr_tail_size`` at most)."""
+        return self._tail.bytes()
+
+    async def send(self, message: bytes) -> None:
+        try:
+            await self._stream.send(message)
+        except trio.BrokenResourceError:
+            raise await self._exited("the server stopped reading its stdin") from None
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._stream.receive()
+        except (trio.EndOfChannel, trio.BrokenResourceError):
+            raise await self._exited("the server closed its stdout") from None
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def _exited(self, what: str) -> ServerExited:
+        with trio.move_on_after(self._wait):
+            await self.process.wait()
+            await self._tail.done.wait()
+        code = self.process.returncode
+        reason = what if code is None else "the server exited"
+        return ServerExited(reason, code, self._tail.bytes())
+
+
+async def _stop_process(process: trio.Process, config: SessionConfig) -> None:
+    """stdin is closed already: wait; SIGTERM, wait; SIGKILL, wait. Shielded."""
+    with trio.CancelScope(shield=True):
+        with trio.move_on_after(config.stdin_close_timeout):
+            await process.wait()
+        if process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.terminate()
+            with trio.move_on_after(config.terminate_timeout):
+                await process.wait()
+        if process.returncode is None:
+            with suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: StderrCallback | None = None,
+    handlers: Handlers | None = None,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    start: bool = True,
+) -> AsyncGenerator[Session]:
+    """Spawn an MCP server and talk to it over its stdin/stdout.
+
+    Args:
+        command: the program and its arguments (no shell).
+        env: the server's environment (default: ours).
+        cwd: the server's working directory.
+        stderr: called with each chunk of the server's stderr; the last
+            ``config.stderr_tail_size`` bytes are kept either way, for errors.
+        handlers: handlers for the server's requests and notifications.
+        config: runtime bounds and the shutdown waits (``stdin_close_timeout``,
+            ``terminate_timeout``).
+        connection_config: the client core's configuration.
+        start: run the handshake before the block starts.
+
+    Resource handling:
+        On exit: the session is closed, the server's stdin is closed, and the server
+        gets ``stdin_close_timeout`` seconds to exit, then SIGTERM and
+        ``terminate_timeout`` seconds, then SIGKILL. This happens even when the block
+        is cancelled.
+
+    Error handling:
+        If the server exits or closes its stdout, waiting requests fail with
+        :class:`~mcp_trio.ServerExited` (exit status, stderr tail).
+    """
+    config = config if config is not None else SessionConfig()
+    process = await trio.lowlevel.open_process(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    tail = _StderrTail(config.stderr_tail_size, stderr)
+    try:
+        async with open_task_nursery("stdio client", cancel_on_exit=True) as nursery:
+            assert process.stderr is not None
+            nursery.start_soon(tail.pump, process.stderr)
+            channel = ProcessChannel(process, tail, config)
+            try:
+                async with open_session(
+                    channel,
+                    "client",
+                    handlers=handlers,
+                    config=config,
+                    connection_config=connection_config,
+                ) as session:
+                    if start:
+                        await session.start()
+                    yield session
+            finally:
+                await _stop_process(process, config)
+                with trio.CancelScope(shield=True) as scope:
+                    scope.deadline = trio.current_time() + config.exit_status_timeout
+                    await tail.done.wait()
+    finally:
+        with trio.CancelScope(shield=True):
+            await _stop_process(process, config)
+            for pipe in (process.stdin, process.stdout, process.stderr):
+                if pipe is not None:
+                    await pipe.aclose()

@@ -1,0 +1,89 @@
+"""Small task helpers shared by the session and the transports."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import trio
+
+from ._errors import SessionClosed
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["SessionHook", "is_internal_failure", "open_task_nursery", "run_hook"]
+
+logger = logging.getLogger("mcp_trio")
+
+SessionHook = Callable[["Session"], Awaitable[None]]
+"""``async def on_session(session)``: runs beside a served session; cancelled when it
+closes. An exception is logged and closes that session."""
+
+
+def is_internal_failure(group: BaseExceptionGroup[BaseException]) -> bool:
+    """Errors (not cancellations, not KeyboardInterrupt & co) came out of our tasks."""
+    if group.subgroup(lambda e: not isinstance(e, Exception | trio.Cancelled)) is not None:
+        return False
+    return group.subgroup(lambda e: not isinstance(e, trio.Cancelled)) is not None
+
+
+@asynccontextmanager
+async def open_task_nursery(
+    what: str,
+    *,
+    cancel_on_exit: bool,
+    translate: Callable[[BaseExceptionGroup[BaseException]], BaseException | None] | None = None,
+) -> AsyncGenerator[trio.Nursery]:
+    """A nursery for our background tasks that does not wrap the body's exception.
+
+    An exception from the ``async with`` body propagates unchanged (it is held while
+    the nursery closes, then re-raised). Errors from the background tasks (bugs) are
+    raised as :class:`SessionClosed` *from* the exception group, as trio's "Designing
+    for multiple errors" recommends; cancellations pass through untouched.
+
+    Args:
+        what: names the runtime in the error message.
+        cancel_on_exit: cancel the background tasks when the body ends (otherwise the
+            body must arrange for them to finish).
+        translate: names a known failure of the background tasks better (returns
+            the exception to raise from the group, or ``None``).
+    """
+    body_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            try:
+                yield nursery
+            except BaseException as exc:
+                body_error = exc
+            finally:
+                if cancel_on_exit:
+                    nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if not is_internal_failure(group):
+            raise
+        better = translate(group) if translate is not None else None
+        if better is not None:
+            raise better from group
+        raise SessionClosed(f"internal error in the {what} (see __cause__)") from group
+    if body_error is not None:
+        raise body_error
+
+
+async def run_hook(session: Session, hook: SessionHook | None) -> None:
+    """Serve ``session`` until it closes, running ``hook`` beside it."""
+    async with trio.open_nursery() as nursery:
+        if hook is not None:
+            nursery.start_soon(_guarded_hook, session, hook)
+        await session.wait_closed()
+        nursery.cancel_scope.cancel()
+
+
+async def _guarded_hook(session: Session, hook: SessionHook) -> None:
+    try:
+        await hook(session)
+    except Exception:
+        logger.exception("session hook failed; closing the session")
+        await session.aclose()

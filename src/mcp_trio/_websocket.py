@@ -1,0 +1,336 @@
+"""The WebSocket transport.
+
+**This is a custom transport: the MCP specification does not define one.** (It allows
+custom transports that keep the JSON-RPC message format and lifecycle; see
+``basic/transports.mdx``, section "Custom Transports".) Both ends must use this
+module's conventions:
+
+* the endpoint path is ``/mcp`` and the subprotocol is ``mcp`` (a server rejects a
+  handshake that does not offer it with HTTP 400, and any other path with 404);
+* one JSON-RPC message per **text** frame; a binary frame closes the connection with
+  code 1003 (unsupported data);
+* a message larger than ``SessionConfig.ws_max_message_size`` closes the connection
+  with code 1009 (trio-websocket's ``max_message_size``);
+* each side pings every ``ws_ping_interval`` seconds and closes the connection (code
+  1011) if the pong does not come within ``ws_ping_timeout``.
+
+Built on trio-websocket; the session runtime is the same as for stdio.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import urllib.parse
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import ClassVar, final
+
+import trio
+import trio_websocket
+
+from mcp_sansio import ConnectionConfig
+
+from ._channel import Framing, MessageChannel
+from ._config import SessionConfig
+from ._errors import SessionClosed
+from ._handlers import Handlers
+from ._open import open_session
+from ._session import Session
+from ._util import SessionHook, open_task_nursery, run_hook
+
+__all__ = [
+    "MCP_PATH",
+    "SUBPROTOCOL",
+    "WebSocketChannel",
+    "open_websocket_client",
+    "serve_websocket",
+]
+
+logger = logging.getLogger("mcp_trio")
+
+MCP_PATH = "/mcp"
+"""The path of the MCP endpoint."""
+SUBPROTOCOL = "mcp"
+"""The WebSocket subprotocol both sides must agree on."""
+_UNSUPPORTED_DATA = 1003
+_INTERNAL_ERROR = 1011
+
+
+def _describe(reason: trio_websocket.CloseReason | None) -> str:
+    if reason is None:
+        return "the WebSocket closed"
+    text = f"the WebSocket closed with code {reason.code} ({reason.name})"
+    return f"{text}: {reason.reason}" if reason.reason else text
+
+
+@final
+class WebSocketChannel(MessageChannel):
+    """One JSON-RPC message per text frame over a trio-websocket connection.
+
+    Args:
+        ws: an open connection.
+        close_timeout: seconds to wait for the closing handshake.
+    """
+
+    framing: ClassVar[Framing] = "message"
+
+    def __init__(
+        self, ws: trio_websocket.WebSocketConnection, *, close_timeout: float = 2.0
+    ) -> None:
+        self.ws = ws
+        self._close_timeout = close_timeout
+        self._failure: SessionClosed | None = None
+
+    async def send(self, message: bytes) -> None:
+        try:
+            await self.ws.send_message(message.decode("utf-8"))
+        except trio_websocket.ConnectionClosed as exc:
+            raise trio.BrokenResourceError(_describe(exc.reason)) from None
+
+    async def receive(self) -> str:
+        try:
+            message = await self.ws.get_message()
+        except trio_websocket.ConnectionClosed as exc:
+            raise self._failure or SessionClosed(_describe(exc.reason)) from None
+        if isinstance(message, bytes):
+            await self.fail(
+                _UNSUPPORTED_DATA,
+                "binary frames are not supported; send text",
+                SessionClosed("the peer sent a binary frame; closed with code 1003"),
+            )
+            raise SessionClosed("the peer sent a binary frame; closed with code 1003")
+        return message
+
+    async def fail(self, code: int, reason: str, failure: SessionClosed) -> None:
+        """Close the WebSocket with ``code``; ``receive`` raises ``failure`` from now on."""
+        if self._failure is None:
+            self._failure = failure
+        await self._close(code, reason)
+
+    async def aclose(self) -> None:
+        await self._close(1000, None)
+
+    async def _close(self, code: int, reason: str | None) -> None:
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + self._close_timeout
+            await self.ws.aclose(code, reason)
+
+
+async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
+    """Ping every ``ws_ping_interval``; close with 1011 if a pong is late."""
+    ws = channel.ws
+    interval = config.ws_ping_interval
+    if interval is None:
+        return
+    while True:
+        await trio.sleep(interval)
+        with trio.move_on_after(config.ws_ping_timeout) as scope:
+            try:
+                await ws.ping()
+            except trio_websocket.ConnectionClosed:
+                return
+        if scope.cancelled_caught:
+            what = f"no pong within {config.ws_ping_timeout} s; closed with code 1011"
+            logger.warning("WebSocket keep-alive: %s", what)
+            await channel.fail(_INTERNAL_ERROR, "keep-alive ping timed out", SessionClosed(what))
+            return
+
+
+async def serve_websocket(
+    handlers: Handlers | None,
+    host: str | None = "127.0.0.1",
+    port: int = 0,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    on_session: SessionHook | None = None,
+    handler_nursery: trio.Nursery | None = None,
+    task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve MCP over WebSocket at ``ws://host:port/mcp`` (a custom transport).
+
+    Args:
+        handlers: the request and notification handlers, shared by every connection.
+        host: the interface to bind (default: loopback only; ``None``: all).
+        port: the port (0: the kernel picks one; read it from the listeners).
+        ssl_context: serve ``wss://`` with this context.
+        config: runtime bounds, message size, pings, shared by every connection.
+        connection_config: the server core's configuration.
+        on_session: runs beside each connection's session; cancelled when it closes.
+        handler_nursery: where connection tasks run (default: an internal nursery).
+        task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
+            as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
+
+    Returns:
+        Never, unless cancelled (like ``trio.serve_tcp``).
+
+    Resource handling:
+        Each TCP connection is closed when its session ends, whoever ended it.
+
+    Error handling:
+        A failure in one connection is logged and closes that connection only.
+    """
+    config = config if config is not None else SessionConfig()
+
+    async def handle(tcp: trio.SocketStream) -> None:
+        stream: trio.abc.Stream = tcp
+        if ssl_context is not None:
+            stream = trio.SSLStream(tcp, ssl_context, server_side=True)
+        try:
+            await _serve_connection(stream, handlers, config, connection_config, on_session)
+        except Exception:
+            logger.exception("MCP WebSocket connection failed")
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    await trio.serve_tcp(
+        handle, port, host=host, handler_nursery=handler_nursery, task_status=task_status
+    )
+
+
+async def _serve_connection(
+    stream: trio.abc.Stream,
+    handlers: Handlers | None,
+    config: SessionConfig,
+    connection_config: ConnectionConfig | None,
+    on_session: SessionHook | None,
+) -> None:
+    async with open_task_nursery("WebSocket server", cancel_on_exit=True) as nursery:
+        ws: trio_websocket.WebSocketConnection | None = None
+        with trio.move_on_after(config.ws_connect_timeout):
+            request = await trio_websocket.wrap_server_stream(
+                nursery, stream, max_message_size=config.ws_max_message_size
+            )
+            if request.path != MCP_PATH:
+                await request.reject(404, body=b"not found: MCP is served at /mcp\n")
+                return
+            if SUBPROTOCOL not in request.proposed_subprotocols:
+                await request.reject(400, body=b"the WebSocket subprotocol 'mcp' is required\n")
+                return
+            ws = await request.accept(subprotocol=SUBPROTOCOL)
+        if ws is None:
+            return  # no complete handshake in time
+        channel = WebSocketChannel(ws, close_timeout=config.close_timeout)
+        nursery.start_soon(_keepalive, channel, config)
+        async with open_session(
+            channel, "server", handlers=handlers, config=config, connection_config=connection_config
+        ) as session:
+            await run_hook(session, on_session)
+
+
+def _split_url(url: str) -> tuple[str, int, str, bool]:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(f"not a ws:// or wss:// URL: {url!r}")
+    secure = parts.scheme == "wss"
+    resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.hostname, parts.port or (443 if secure else 80), resource, secure
+
+
+def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    rejected = group.subgroup(trio_websocket.HandshakeError)
+    if rejected is None:
+        return None
+    first = rejected.exceptions[0]
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return SessionClosed(f"the WebSocket handshake failed: {first!r}")
+
+
+@asynccontextmanager
+async def _open_ws(
+    url: str,
+    *,
+    subprotocols: list[str],
+    max_message_size: int,
+    connect_timeout: float,
+    ssl_context: ssl.SSLContext | None = None,
+    message_queue_size: int = 1,
+) -> AsyncGenerator[trio_websocket.WebSocketConnection]:
+    """A client WebSocket over a TCP stream we own and always close (trio-websocket
+    leaves it open when the server closes first)."""
+    host, port, resource, secure = _split_url(url)
+    with trio.fail_after(connect_timeout):
+        tcp = await trio.open_tcp_stream(host, port)
+    stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] = tcp
+    if secure:
+        context = ssl_context if ssl_context is not None else ssl.create_default_context()
+        stream = trio.SSLStream(tcp, context, server_hostname=host, https_compatible=True)
+    try:
+        async with open_task_nursery(
+            "WebSocket client", cancel_on_exit=True, translate=_handshake_failure
+        ) as nursery:
+            with trio.fail_after(connect_timeout):
+                ws = await trio_websocket.wrap_client_stream(
+                    nursery,
+                    stream,
+                    host,
+                    resource,
+                    subprotocols=subprotocols,
+                    max_message_size=max_message_size,
+                    message_queue_size=message_queue_size,
+                )
+            yield ws
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
+async def open_websocket_client(
+    url: str,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    handlers: Handlers | None = None,
+    config: SessionConfig | None = None,
+    connection_config: ConnectionConfig | None = None,
+    start: bool = True,
+) -> AsyncGenerator[Session]:
+    """Connect to an MCP WebSocket server (``ws://host:port/mcp``, a custom transport).
+
+    Args:
+        url: the ``ws://`` or ``wss://`` URL of the endpoint.
+        ssl_context: for ``wss://`` (default: the system's).
+        handlers: handlers for the server's requests and notifications.
+        config: runtime bounds, message size, pings.
+        connection_config: the client core's configuration.
+        start: run the handshake before the block starts.
+
+    Resource handling:
+        On exit the session is closed, the WebSocket closing handshake is done
+        (bounded by ``close_timeout``) and the TCP connection is closed.
+
+    Raises:
+        OSError: the TCP connection could not be opened.
+        trio.TooSlowError: no connection or handshake within ``ws_connect_timeout``.
+        SessionClosed: the server rejected the handshake (the cause says how), or did
+            not accept the ``mcp`` subprotocol.
+    """
+    config = config if config is not None else SessionConfig()
+    async with _open_ws(
+        url,
+        subprotocols=[SUBPROTOCOL],
+        max_message_size=config.ws_max_message_size,
+        connect_timeout=config.ws_connect_timeout,
+        ssl_context=ssl_context,
+    ) as ws:
+        if ws.subprotocol != SUBPROTOCOL:
+            with trio.move_on_after(config.close_timeout):
+                await ws.aclose(1002, "the 'mcp' subprotocol is required")
+            raise SessionClosed(f"the server did not accept the {SUBPROTOCOL!r} subprotocol")
+        channel = WebSocketChannel(ws, close_timeout=config.close_timeout)
+        async with (
+            open_task_nursery("WebSocket client", cancel_on_exit=True) as nursery,
+            open_session(
+                channel,
+                "client",
+                handlers=handlers,
+                config=config,
+                connection_config=connection_config,
+            ) as session,
+        ):
+            nursery.start_soon(_keepalive, channel, config)
+            if start:
+                await session.start()
+            yield session

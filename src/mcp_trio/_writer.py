@@ -1,0 +1,119 @@
+"""The one write path of a session.
+
+Whoever calls the core drains its output into an ordered outbox (``queue``) and then
+writes, under a ``trio.Lock``, up to the last message it queued (``write_through``).
+The lock holder writes the messages queued before its own too, so messages leave in
+the order the core produced them, whichever task produced them (aioquic's
+``transmit()``). A task cancelled while waiting for the lock leaves its messages in
+the outbox; the next writer sends them. (The session cancels a request it could not
+write with a bounded write of its own, so nothing waits there for long.)
+
+On a channel whose sends are atomic (a memory channel), a write is cancelled like any
+other wait and the message stays first in the outbox. Otherwise each single message
+write is shielded from the caller's cancellation, because half a frame would corrupt a
+byte stream or a WebSocket, and bounded by ``write_timeout`` instead;
+:meth:`Writer.abort` (the session is closing) cancels it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import final
+
+import trio
+
+from ._channel import MessageChannel
+from ._errors import SessionClosed
+
+__all__ = ["Writer"]
+
+
+@final
+class Writer:
+    """An ordered outbox drained to a channel under a lock.
+
+    Args:
+        channel: where messages go.
+        write_timeout: seconds one message may take (``None``: no bound).
+    """
+
+    def __init__(self, channel: MessageChannel, write_timeout: float | None) -> None:
+        self._channel = channel
+        self._timeout = write_timeout
+        self._lock = trio.Lock()
+        self._outbox: deque[bytes] = deque()
+        self._queued = 0  # messages ever queued
+        self._written = 0  # messages ever written (or dropped by abort)
+        self._scope: trio.CancelScope | None = None
+        self._aborted = False
+
+    @property
+    def backlog(self) -> int:
+        """Messages queued and not yet written."""
+        return len(self._outbox)
+
+    def queue(self, messages: list[bytes]) -> int:
+        """Append ``messages``; return the mark to pass to :meth:`write_through`."""
+        if messages and not self._aborted:
+            self._outbox.extend(messages)
+            self._queued += len(messages)
+        return self._queued
+
+    async def write_through(self, mark: int) -> SessionClosed | None:
+        """Write until every message up to ``mark`` is out.
+
+        Returns:
+            ``None``, or why writing failed (the channel broke, a write timed out, or
+            :meth:`abort` was called). Nothing is written after a failure.
+        """
+        if self._written >= mark:
+            return None
+        async with self._lock:
+            while self._written < mark:
+                failure = await self._write_one(self._outbox[0])
+                if failure is None and self._aborted:
+                    failure = SessionClosed("the session was closed")
+                if failure is not None:
+                    self.abort()
+                    return failure
+                self._outbox.popleft()
+                self._written += 1
+        return None
+
+    def abort(self) -> None:
+        """Drop the outbox, cancel the write in progress, refuse further messages."""
+        self._aborted = True
+        self._outbox.clear()
+        self._written = self._queued
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def _write_one(self, message: bytes) -> SessionClosed | None:
+        if self._channel.atomic_send:
+            try:
+                await self._channel.send(message)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                return _failed(exc)
+            return None
+        with trio.CancelScope(shield=True) as scope:
+            if self._timeout is not None:
+                scope.deadline = trio.current_time() + self._timeout
+            self._scope = scope
+            try:
+                await self._channel.send(message)
+            except SessionClosed as exc:
+                return exc
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                return _failed(exc)
+            finally:
+                self._scope = None
+        if scope.cancelled_caught:
+            if self._aborted:
+                return SessionClosed("the session was closed")
+            return SessionClosed(f"writing to the peer timed out after {self._timeout} s")
+        return None
+
+
+def _failed(exc: Exception) -> SessionClosed:
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return SessionClosed(f"writing to the peer failed: {detail}")

@@ -1,0 +1,130 @@
+"""Servers for the blocking client's tests; run with ``python -m tests.blocking_server_app``
+from the repository root (``tests/`` itself must not be on ``sys.path``: it holds a
+``trio`` package of tests).
+
+Modes:
+
+* ``stdio`` (default): the client tests' server (``tests/trio/client_server_app.py``) on
+  stdio, plus a ``crash`` tool that exits with status 3;
+* ``tcp``: the same over TCP, newline-delimited JSON, on 127.0.0.1; prints the port;
+* ``sansio``: a modern-only server written with plain ``mcp_sansio`` and blocking reads
+  (no trio): its ``tools/call`` asks the client for its name (MRTR) before answering;
+* ``deaf``: answers ``server/discover``, then never reads again (a full pipe);
+* ``mute``: reads and never answers (a handshake that times out).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any
+
+
+def handlers_with_crash() -> Any:
+    from tests.trio.client_server_app import make_handlers  # noqa: PLC0415 - imports trio
+
+    handlers = make_handlers()
+    inner = handlers.request_handler("tools/call")
+    assert inner is not None
+
+    async def call(ctx: Any) -> Any:
+        if ctx.params["name"] == "crash":
+            sys.stderr.write("crashing on purpose\n")
+            os._exit(3)
+        return await inner(ctx)
+
+    handlers.set_request_handler("tools/call", call)
+    return handlers
+
+
+def serve_stdio() -> None:
+    import trio  # noqa: PLC0415 - only the trio modes need it
+
+    from mcp_trio import serve_stdio as serve  # noqa: PLC0415
+    from tests.trio.client_server_app import server_config  # noqa: PLC0415
+
+    trio.run(lambda: serve(handlers_with_crash(), connection_config=server_config()))
+
+
+def serve_tcp() -> None:
+    import trio  # noqa: PLC0415
+
+    from mcp_trio import StreamChannel, open_session  # noqa: PLC0415
+    from tests.trio.client_server_app import server_config  # noqa: PLC0415
+
+    async def one(stream: trio.SocketStream) -> None:
+        channel = StreamChannel.from_stream(stream)
+        async with open_session(
+            channel, "server", handlers=handlers_with_crash(), connection_config=server_config()
+        ) as session:
+            await session.wait_closed()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            serve = functools.partial(trio.serve_tcp, host="127.0.0.1")
+            listeners = await nursery.start(serve, one, 0)
+            print(listeners[0].socket.getsockname()[1], flush=True)
+
+    trio.run(main)
+
+
+def serve_sansio() -> None:
+    """A modern server from the core alone: blocking reads of stdin, writes to stdout."""
+    from mcp_sansio import Connection, ConnectionConfig, RequestReceived  # noqa: PLC0415
+
+    conn = Connection(
+        "server",
+        ConnectionConfig(
+            era="modern",
+            capabilities={"tools": {}},
+            implementation={"name": "sansio-server", "version": "1"},
+        ),
+    )
+    ask = {
+        "name": {
+            "method": "elicitation/create",
+            "params": {
+                "message": "Your name?",
+                "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}},
+            },
+        }
+    }
+    while data := os.read(0, 65_536):
+        for event in conn.receive_bytes(data):
+            if not isinstance(event, RequestReceived):
+                continue
+            if event.method == "tools/list":
+                tool = {"name": "greet", "inputSchema": {"type": "object"}}
+                conn.send_result(event.request_id, {"tools": [tool]})
+            elif event.input_responses is None:
+                conn.send_input_required(event.request_id, ask, state="asked")
+            else:
+                name = event.input_responses["name"]["content"]["n"]
+                text = f"hello {name} ({event.request_state})"
+                conn.send_result(event.request_id, {"content": [{"type": "text", "text": text}]})
+        os.write(1, conn.bytes_to_send())
+
+
+def deaf() -> None:
+    """Answers the first message (``server/discover``), then never reads again."""
+    import time  # noqa: PLC0415
+
+    from mcp_sansio import Connection, ConnectionConfig  # noqa: PLC0415
+
+    conn = Connection("server", ConnectionConfig(era="modern", capabilities={"tools": {}}))
+    conn.receive_bytes(os.read(0, 65_536))
+    os.write(1, conn.bytes_to_send())
+    time.sleep(60)
+
+
+def mute() -> None:
+    while os.read(0, 65_536):
+        pass
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    modes = {"stdio": serve_stdio, "tcp": serve_tcp, "sansio": serve_sansio, "deaf": deaf}
+    modes["mute"] = mute
+    modes[mode]()

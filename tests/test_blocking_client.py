@@ -1,0 +1,258 @@
+"""The blocking client (``mcp_trio._blocking``) against real server processes.
+
+Plain synchronous tests: no trio here. The servers come from ``blocking_server_app.py``
+(run as ``python -m tests.blocking_server_app`` from the repository root).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcp_trio._blocking
+import mcp_trio._client_common
+from mcp_sansio import Era, ErrorCode, LocalProtocolError, NotificationReceived, ProgressReceived
+from mcp_sansio import types as t
+from mcp_trio import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
+from mcp_trio._blocking import BlockingClient
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = [sys.executable, "-m", "tests.blocking_server_app"]
+TIMEOUT = 20.0  # seconds: an absolute bound on every wait of these tests
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="select() on pipes is POSIX")
+
+
+def spawn(mode: str = "stdio", **options: Any) -> BlockingClient:
+    options.setdefault("timeout", TIMEOUT)
+    options.setdefault("handshake_timeout", TIMEOUT)
+    options.setdefault("stop_timeout", 2.0)
+    return BlockingClient.stdio([*APP, mode], cwd=ROOT, **options)
+
+
+@pytest.fixture(scope="module", params=["modern", "legacy"])
+def client(request: pytest.FixtureRequest) -> Iterator[BlockingClient]:
+    with spawn(era="auto" if request.param == "modern" else "legacy") as opened:
+        yield opened
+
+
+# ---------------------------------------------------------------------- the basics
+
+
+def test_handshake(client: BlockingClient) -> None:
+    assert client.era in (Era.MODERN, Era.LEGACY)
+    expected = "2026-07-28" if client.era is Era.MODERN else "2025-11-25"
+    assert client.protocol_version == expected
+    assert client.server_info == t.Implementation(name="client-test-server", version="2.0")
+    tools = client.server_capabilities.tools
+    assert tools is not None and tools.list_changed
+    assert client.instructions == "Call add to add numbers."
+    assert client.connection.era is client.era
+
+
+def test_tools(client: BlockingClient) -> None:
+    names = [tool.name for tool in client.list_tools()]  # three pages
+    assert names[:3] == ["echo", "add", "fail"] and len(names) == 9
+    assert client.call_tool("echo", {"text": "blocking"}).text == "blocking"
+    assert client.call_tool("add", {"a": 2, "b": 2}).structured_content == {"sum": 4}
+    assert client.call_tool("fail").is_error
+    with pytest.raises(McpError) as info:
+        client.call_tool("nope")
+    assert info.value.code == ErrorCode.INVALID_PARAMS
+
+
+def test_resources_prompts_completion(client: BlockingClient) -> None:
+    assert [r.name for r in client.list_resources()] == ["r0", "r1", "r2"]
+    assert client.list_resource_templates()[0].uri_template == "file:///{name}.txt"
+    content = client.read_resource("file:///r2.txt").contents[0]
+    assert isinstance(content, t.TextResourceContents)
+    assert content.text == "contents of file:///r2.txt"
+    assert [p.name for p in client.list_prompts()] == ["greet", "plain"]
+    got = client.get_prompt("greet", {"who": "sync"})
+    assert got.messages[0].content == t.TextContent(text="Hello sync")
+    done = client.complete(t.PromptReference(name="greet"), "colour", "b")
+    assert done.values == ["blue"]
+
+
+def test_progress(client: BlockingClient) -> None:
+    seen: list[ProgressReceived] = []
+    result = client.call_tool("slow", {"steps": 3, "delay": 0.01}, on_progress=seen.append)
+    assert result.text == "done"
+    assert [event.progress for event in seen] == [1, 2, 3]
+
+
+def test_timeout_cancels_and_the_client_goes_on(client: BlockingClient) -> None:
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="tools/call"):
+        client.call_tool("sleep", {"seconds": 30}, timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+    assert client.connection.pending_requests() == ()
+
+
+def test_ping_is_legacy_only(client: BlockingClient) -> None:
+    if client.era is Era.LEGACY:
+        client.ping()
+    else:
+        with pytest.raises(LocalProtocolError):
+            client.ping()
+
+
+# ---------------------------------------------------------------------- callbacks
+
+
+def elicit(params: t.ElicitRequestFormParams | t.ElicitRequestURLParams) -> t.ElicitResult:
+    return t.ElicitResult(action="accept", content={"name": "Sync"})
+
+
+def sample(params: t.CreateMessageRequestParams) -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_callbacks(era: str) -> None:
+    with spawn(
+        era=era, on_elicitation=elicit, on_sampling=sample, roots=lambda: ["file:///w"]
+    ) as client:
+        result = client.call_tool("ask")
+        assert result.text == "elicit=accept:Sync;sample=4;roots=file:///w"
+
+
+def test_legacy_callback_failures_are_answered_as_errors() -> None:
+    def broken(params: t.CreateMessageRequestParams) -> dict[str, Any]:
+        raise RuntimeError("no model")
+
+    with spawn(era="legacy", on_sampling=broken, roots=["file:///a"]) as client:
+        with pytest.raises(McpError):  # the server's handler failed on our -32603
+            client.call_tool("ask", {"what": ["sample"]})
+        assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///a"
+
+
+def test_modern_without_a_callback() -> None:
+    with (
+        spawn(era="modern", capabilities={"sampling": {}}) as client,
+        pytest.raises(InputRequiredError),
+    ):
+        client.call_tool("ask", {"what": ["sample"]})
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_logs_and_notifications(era: str) -> None:
+    logs: list[tuple[str, Any]] = []
+    notes: list[NotificationReceived] = []
+    with spawn(
+        era=era,
+        on_log=lambda params: logs.append((params.level, params.data)),
+        on_notification=notes.append,
+    ) as client:
+        client.call_tool("log")
+        assert [level for level, _ in logs] == ["debug", "info", "error"]
+        client.set_logging_level("error")
+        client.call_tool("log")
+        assert [level for level, _ in logs][3:] == ["error"]
+        if era == "legacy":
+            client.call_tool("notify", {"method": "notifications/tools/list_changed"})
+            assert [n.method for n in notes] == ["notifications/tools/list_changed"]
+
+
+# ---------------------------------------------------------------------- a sans-IO server
+
+
+def test_against_a_server_written_with_the_core_alone() -> None:
+    def name(params: t.ElicitRequestFormParams | t.ElicitRequestURLParams) -> t.ElicitResult:
+        assert params.message == "Your name?"
+        return t.ElicitResult(action="accept", content={"n": "Core"})
+
+    with spawn("sansio", on_elicitation=name) as client:
+        assert client.era is Era.MODERN
+        assert client.server_info == t.Implementation(name="sansio-server", version="1")
+        assert [tool.name for tool in client.list_tools()] == ["greet"]
+        assert client.call_tool("greet").text == "hello Core (asked)"
+
+
+# ---------------------------------------------------------------------- failures
+
+
+def test_server_crash_fails_the_call_with_its_exit_status() -> None:
+    with spawn(stderr=subprocess.DEVNULL) as client:
+        with pytest.raises(ServerExited) as info:
+            client.call_tool("crash")
+        assert info.value.returncode == 3
+        with pytest.raises(ServerExited):
+            client.list_tools()
+
+
+def test_handshake_timeout() -> None:
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="handshake"):
+        spawn("mute", era="legacy", handshake_timeout=0.3, stop_timeout=0.2)
+    assert time.monotonic() - started < 5
+
+
+def test_a_server_that_stops_reading() -> None:
+    with spawn("deaf", write_timeout=0.3, stop_timeout=0.2) as client:
+        started = time.monotonic()
+        with pytest.raises(ServerExited, match="stopped reading"):
+            client.call_tool("big", {"blob": "x" * 1_000_000})
+        assert time.monotonic() - started < 5
+
+
+def test_a_server_that_exits_at_once() -> None:
+    with pytest.raises(ServerExited) as info:
+        BlockingClient.stdio([sys.executable, "-c", "import sys; sys.exit(7)"], timeout=TIMEOUT)
+    assert info.value.returncode == 7
+
+
+def test_pinned_modern_against_a_legacy_only_server() -> None:
+    # The sansio server is modern-only; a pinned legacy client gets -32601 for initialize.
+    with pytest.raises(HandshakeFailed):
+        spawn("sansio", era="legacy")
+
+
+def test_close_is_idempotent_and_final() -> None:
+    client = spawn()
+    client.close()
+    client.close()
+    with pytest.raises(SessionClosed):
+        client.list_tools()
+
+
+# ---------------------------------------------------------------------- TCP
+
+
+def test_tcp() -> None:
+    with subprocess.Popen([*APP, "tcp"], cwd=ROOT, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout is not None
+            port = int(server.stdout.readline())
+            with BlockingClient.tcp("127.0.0.1", port, timeout=TIMEOUT) as client:
+                assert client.call_tool("echo", {"text": "tcp"}).text == "tcp"
+                assert [p.name for p in client.list_prompts()] == ["greet", "plain"]
+        finally:
+            server.terminate()
+
+
+# ---------------------------------------------------------------------- the proof
+
+
+@pytest.mark.parametrize("module", [mcp_trio._blocking, mcp_trio._client_common])
+def test_no_event_loop_is_imported(module: Any) -> None:
+    """The blocking client's code imports the core and the standard library only (the
+    shared exception classes of ``_errors`` aside)."""
+    tree = ast.parse(Path(module.__file__).read_text())
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or "").split(".")[0])
+    allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common", "._errors"}
+    assert imported <= allowed, imported - allowed
+    assert not imported & {"trio", "asyncio", "threading", "anyio"}

@@ -1,0 +1,238 @@
+"""``client.subscribe()``: change notifications in both eras, from an in-memory server.
+
+The server sends notifications from inside a tool call (``notify``), so each one is on
+the wire before the call's answer; ``wait_all_tasks_blocked`` then lets the client's
+notification handlers run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from trio.testing import MockClock
+
+from mcp_sansio import Connection, ConnectionConfig, NotificationReceived
+from mcp_sansio._json import dumps, loads
+from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair
+from mcp_trio._client import Client, open_client
+from mcp_trio._client_subscriptions import Subscription
+
+from .client_server_app import Recorder, make_handlers
+from .client_server_app import server_config as app_config
+
+ERAS = ("legacy", "modern")
+TOOLS_CHANGED = "notifications/tools/list_changed"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
+UPDATED = "notifications/resources/updated"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+async def notify(client: Client, method: str, params: dict[str, Any] | None = None) -> None:
+    await client.call_tool("notify", {"method": method, "params": params})
+    await trio.testing.wait_all_tasks_blocked()
+
+
+def drain(sub: Subscription) -> list[tuple[str, str | None]]:
+    out: list[tuple[str, str | None]] = []
+    while True:
+        try:
+            note = sub.receive_nowait()
+        except trio.WouldBlock:
+            return out
+        out.append((note.method, (note.params or {}).get("uri")))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_subscribe_filters_and_delivers(era: str, autojump_clock: MockClock) -> None:
+    target = (make_handlers(), app_config())
+    async with (
+        open_client(target, era=era) as client,  # type: ignore[arg-type]
+        client.subscribe(tools=True, resources=["file:///r0.txt"]) as updates,
+    ):
+        assert updates.honored == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["file:///r0.txt"],
+        }
+        assert (updates.subscription_id is None) == (era == "legacy")
+        await notify(client, TOOLS_CHANGED)
+        await notify(client, PROMPTS_CHANGED)  # not asked for
+        await notify(client, UPDATED, {"uri": "file:///r1.txt"})  # another resource
+        await notify(client, UPDATED, {"uri": "file:///r0.txt"})
+        assert drain(updates) == [(TOOLS_CHANGED, None), (UPDATED, "file:///r0.txt")]
+        await notify(client, RESOURCES_CHANGED)
+        assert drain(updates) == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_async_iteration_and_coalescing(era: str, autojump_clock: MockClock) -> None:
+    async with (
+        open_client((make_handlers(), app_config()), era=era) as client,  # type: ignore[arg-type]
+        client.subscribe(prompts=True, resource_list=True) as updates,
+    ):
+        for _ in range(3):
+            await notify(client, PROMPTS_CHANGED)
+        await notify(client, RESOURCES_CHANGED)
+        received: list[NotificationReceived] = []
+        async for note in updates:
+            received.append(note)
+            if len(received) == 2:
+                break
+        assert [n.method for n in received] == [PROMPTS_CHANGED, RESOURCES_CHANGED]
+        assert drain(updates) == []
+
+
+async def test_legacy_subscriptions_share_resource_subscriptions(
+    autojump_clock: MockClock,
+) -> None:
+    recorder = Recorder()
+    uri = "file:///r0.txt"
+    async with open_client((make_handlers(recorder), app_config()), era="legacy") as client:
+        async with client.subscribe(resources=[uri]) as first:
+            async with client.subscribe(resources=[uri, uri]) as second:
+                assert recorder.subscribed == [uri]
+                await notify(client, UPDATED, {"uri": uri})
+                assert drain(first) == drain(second) == [(UPDATED, uri)]
+            assert recorder.unsubscribed == []
+            assert second.ended and second.end_reason == "the subscription was closed"
+        assert recorder.unsubscribed == [uri]
+
+
+async def test_legacy_server_without_subscribe_honours_less(autojump_clock: MockClock) -> None:
+    recorder = Recorder()
+    caps: dict[str, Any] = {"tools": {}, "resources": {}}
+    async with (
+        open_client(
+            (make_handlers(recorder), app_config(capabilities=caps)), era="legacy"
+        ) as client,
+        client.subscribe(tools=True, resources=["file:///r0.txt"]) as updates,
+    ):
+        assert updates.honored == {}
+    assert recorder.subscribed == []
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_session_close_fails_the_iteration(era: str, autojump_clock: MockClock) -> None:
+    async with (
+        open_client((make_handlers(), app_config()), era=era) as client,  # type: ignore[arg-type]
+        client.subscribe(tools=True) as updates,
+    ):
+        await notify(client, TOOLS_CHANGED)
+        await client.session.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        assert updates.ended
+        assert (await updates.receive()).method == TOOLS_CHANGED  # read before the end
+        with pytest.raises(SessionClosed):
+            await updates.receive()
+
+
+async def test_modern_server_ends_the_subscription(autojump_clock: MockClock) -> None:
+    async with (
+        open_client((make_handlers(), app_config()), era="modern") as client,
+        client.subscribe(tools=True) as updates,
+    ):
+        await client.call_tool("end_subscriptions")
+        async for _note in updates:
+            pytest.fail("nothing was sent")  # pragma: no cover
+        assert updates.end_reason == "the server ended the subscription"
+        with pytest.raises(trio.EndOfChannel):
+            updates.receive_nowait()
+
+
+async def test_modern_subscriptions_are_demultiplexed(autojump_clock: MockClock) -> None:
+    async with (
+        open_client((make_handlers(), app_config()), era="modern") as client,
+        client.subscribe(tools=True) as tools,
+        client.subscribe(resources=["file:///r2.txt"]) as resources,
+    ):
+        assert tools.subscription_id != resources.subscription_id
+        assert client.session.connection.pending_requests()  # the two listen requests
+        await notify(client, TOOLS_CHANGED)
+        await notify(client, UPDATED, {"uri": "file:///r2.txt"})
+        assert drain(tools) == [(TOOLS_CHANGED, None)]
+        assert drain(resources) == [(UPDATED, "file:///r2.txt")]
+    # both listen requests were cancelled on the way out
+    assert client.session.connection.pending_requests() == ()
+
+
+class HandDriven:
+    """A modern server core driven by hand, which can slip raw messages onto the wire."""
+
+    def __init__(self, channel: MemoryChannel) -> None:
+        self.channel = channel
+        self.conn = Connection(
+            "server",
+            ConnectionConfig(era="modern", capabilities={"tools": {"listChanged": True}}),
+        )
+        self.before_ack: list[dict[str, Any]] = []
+        self.subscription_ids: list[Any] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.channel.send(dumps(message))
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                data = await self.channel.receive()
+                self.conn.receive_message(data, now=trio.current_time())
+                for message in self.conn.data_to_send():
+                    decoded = loads(message)
+                    if decoded.get("method") == "notifications/subscriptions/acknowledged":
+                        sid = decoded["params"]["_meta"][SUBSCRIPTION_ID]
+                        self.subscription_ids.append(sid)
+                        for early in self.before_ack:
+                            early["params"]["_meta"] = {SUBSCRIPTION_ID: sid}
+                            await self.send(early)
+                    await self.channel.send(message)
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+
+async def test_modern_notification_overtaking_its_acknowledgment_is_kept(
+    autojump_clock: MockClock,
+) -> None:
+    client_channel, server_channel = memory_channel_pair()
+    server = HandDriven(server_channel)
+    server.before_ack.append({"jsonrpc": "2.0", "method": TOOLS_CHANGED, "params": {}})
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve)
+        async with (
+            open_client(client_channel, era="modern") as client,
+            client.subscribe(tools=True) as updates,
+        ):
+            await trio.testing.wait_all_tasks_blocked()
+            assert drain(updates) == [(TOOLS_CHANGED, None)]
+        nursery.cancel_scope.cancel()
+
+
+async def test_modern_server_cancels_the_subscription(autojump_clock: MockClock) -> None:
+    client_channel, server_channel = memory_channel_pair()
+    server = HandDriven(server_channel)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve)
+        async with (
+            open_client(client_channel, era="modern") as client,
+            client.subscribe(tools=True) as updates,
+        ):
+            [sid] = server.subscription_ids
+            cancel = {"requestId": sid, "reason": "shutting down"}
+            await server.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+            )
+            async for _note in updates:
+                pytest.fail("nothing was sent")  # pragma: no cover
+            assert updates.end_reason is not None
+            assert "shutting down" in updates.end_reason
+            assert client.session.connection.pending_requests() == ()
+        nursery.cancel_scope.cancel()
+
+
+async def test_modern_listen_refused(autojump_clock: MockClock) -> None:
+    # The server's core refuses a malformed filter with -32602.
+    async with open_client((make_handlers(), app_config()), era="modern") as client:
+        with pytest.raises(McpError):
+            async with client.subscribe(resources=[1]):  # type: ignore[list-item]
+                pytest.fail("refused")  # pragma: no cover

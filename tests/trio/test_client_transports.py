@@ -1,0 +1,97 @@
+"""``open_client`` over real transports: a stdio subprocess and a WebSocket on 127.0.0.1.
+
+Real clock, with an absolute ``fail_after`` on every test.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcp_sansio import Era, ProgressReceived
+from mcp_trio import SessionConfig, serve_websocket
+from mcp_trio._client import open_client
+
+from .client_server_app import TOOL_NAMES, make_handlers, server_config
+
+APP = str(Path(__file__).with_name("client_server_app.py"))
+IO_TIMEOUT = 20
+FAST = SessionConfig(stdin_close_timeout=2, terminate_timeout=1, exit_status_timeout=2)
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX command lines")
+
+
+@posix_only
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+async def test_stdio_command_line(era: str) -> None:
+    command = shlex.join([sys.executable, APP])
+    stderr: list[bytes] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(command, era=era, config=FAST, stderr=stderr.append) as client:  # type: ignore[arg-type]
+            assert client.era is (Era.MODERN if era == "auto" else Era.LEGACY)
+            assert [tool.name for tool in await client.list_tools()] == list(TOOL_NAMES)
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {
+                "sum": 3
+            }
+
+
+@posix_only
+async def test_stdio_argument_list_with_env_and_cwd(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client([sys.executable, APP], env=env, cwd=tmp_path, config=FAST) as client:
+            assert (await client.read_resource("file:///r0.txt")).contents
+
+
+async def test_websocket_url() -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            serve = partial(serve_websocket, connection_config=server_config())
+            listeners = await nursery.start(serve, make_handlers(), "127.0.0.1", 0)
+            port = listeners[0].socket.getsockname()[1]
+            for era in ("legacy", "modern"):
+                async with open_client(
+                    f"ws://127.0.0.1:{port}/mcp",
+                    era=era,
+                ) as client:
+                    assert client.era is Era(era)
+                    prompt = await client.get_prompt("greet", {"who": "ws"})
+                    assert prompt.description == "a greeting"
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_http_url(era: str) -> None:
+    http_server = pytest.importorskip("mcp_trio._http_server")
+    serve = partial(http_server.serve_http, connection_config=server_config())
+    progress: list[float] = []
+
+    async def on_progress(event: ProgressReceived) -> None:
+        progress.append(event.progress)
+
+    async def roots() -> list[str]:
+        return ["file:///over-http"]
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(serve, make_handlers())
+            async with open_client(handle.url, era=era, roots=roots) as client:  # type: ignore[arg-type]
+                assert client.era is Era(era)
+                assert [tool.name for tool in await client.list_tools()] == list(TOOL_NAMES)
+                done = await client.call_tool(
+                    "slow", {"steps": 2, "delay": 0}, on_progress=on_progress
+                )
+                assert done.text == "done"
+                assert progress == [1, 2]
+                asked = await client.call_tool("ask", {"what": ["roots"]})
+                assert asked.text == "roots=file:///over-http"
+                async with client.subscribe(tools=True) as updates:
+                    handle.send_notification("notifications/tools/list_changed")
+                    note = await updates.receive()
+                    assert note.method == "notifications/tools/list_changed"
+            nursery.cancel_scope.cancel()

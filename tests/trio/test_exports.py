@@ -1,0 +1,53 @@
+"""The runtime and transport names stay exported (flat, from ``mcp_trio``)."""
+
+from __future__ import annotations
+
+import trio
+
+import mcp_trio
+
+RUNTIME_AND_TRANSPORTS = {
+    "MCP_PATH",
+    "SUBPROTOCOL",
+    "Handlers",
+    "HandshakeFailed",
+    "InputRequiredError",
+    "InputRequiredResult",
+    "McpError",
+    "MemoryChannel",
+    "MessageChannel",
+    "NotificationContext",
+    "NotificationHandler",
+    "ProcessChannel",
+    "RequestContext",
+    "RequestHandler",
+    "RequestTimeout",
+    "ServerExited",
+    "Session",
+    "SessionClosed",
+    "SessionConfig",
+    "SessionStatistics",
+    "StreamChannel",
+    "WebSocketChannel",
+    "__version__",
+    "connect_session",
+    "memory_channel_pair",
+    "open_memory_pair",
+    "open_session",
+    "open_stdio_client",
+    "open_websocket_client",
+    "serve_stdio",
+    "serve_websocket",
+}
+
+
+def test_runtime_and_transport_names_are_exported() -> None:
+    assert set(mcp_trio.__all__) >= RUNTIME_AND_TRANSPORTS
+    for name in mcp_trio.__all__:
+        assert hasattr(mcp_trio, name), name
+
+
+def test_error_hierarchy() -> None:
+    assert issubclass(mcp_trio.ServerExited, mcp_trio.SessionClosed)
+    assert issubclass(mcp_trio.HandshakeFailed, mcp_trio.McpError)
+    assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)

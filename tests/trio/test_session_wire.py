@@ -1,0 +1,482 @@
+"""The session runtime against a hand-driven peer: what goes over the wire, and failures
+of the channel itself (write errors, hung writes, end of input, internal errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio import (
+    ErrorCode,
+    InputRequired,
+    ProgressReceived,
+    RequestCancelled,
+    RequestReceived,
+)
+from mcp_sansio._json import loads
+from mcp_trio import (
+    Handlers,
+    InputRequiredError,
+    McpError,
+    RequestContext,
+    RequestTimeout,
+    SessionClosed,
+    SessionConfig,
+    StreamChannel,
+    connect_session,
+    memory_channel_pair,
+    open_session,
+)
+
+from .helpers import ManualPeer, ScriptedChannel, client_config, server_config
+
+
+async def test_caller_cancellation_sends_cancelled_and_drops_the_late_answer(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "server", server_config())
+    async with open_session(ours, "client", connection_config=client_config()) as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.start)
+            await peer.next_events()  # initialize
+            await peer.next_events()  # notifications/initialized
+        async with trio.open_nursery() as nursery:
+
+            async def caller() -> None:
+                with trio.move_on_after(3) as scope:
+                    await client.request("tools/call", {"name": "x"})
+                assert scope.cancelled_caught
+
+            nursery.start_soon(caller)
+            (request,) = await peer.next_events()
+            assert isinstance(request, RequestReceived)
+            (cancelled,) = await peer.next_events()
+            assert isinstance(cancelled, RequestCancelled)
+            assert cancelled.request_id == request.request_id
+            assert cancelled.reason == "cancelled by the caller"
+        assert trio.current_time() == pytest.approx(3)
+        # a late answer is dropped, and the session goes on
+        late = f'{{"jsonrpc":"2.0","id":{request.request_id},"result":{{}}}}'.encode()
+        await theirs.send(late)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.request, "tools/list")
+            (listing,) = await peer.next_events()
+            assert isinstance(listing, RequestReceived)
+            peer.conn.send_result(listing.request_id, {"tools": []})
+            await peer.flush()
+        assert client.connection.pending_requests() == ()
+
+
+async def test_courtesy_cancel_write_is_bounded(autojump_clock: trio.testing.MockClock) -> None:
+    # Nobody reads: the first request's write blocks (memory buffer 0); a second
+    # caller is cancelled while waiting for its turn and gives up after
+    # abandon_write_timeout instead of hanging.
+    config = SessionConfig(abandon_write_timeout=2, handshake_timeout=None)
+    ours, theirs = memory_channel_pair(0)
+    peer = ManualPeer(theirs, "server", server_config())
+    async with open_session(
+        ours, "client", config=config, connection_config=client_config()
+    ) as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.start)
+            await peer.next_events()
+            await peer.next_events()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.request, "tools/list")  # blocks in its write
+            await trio.testing.wait_all_tasks_blocked()
+            start = trio.current_time()
+            with trio.move_on_after(1):
+                await client.request("tools/call", {"name": "x"})
+            assert trio.current_time() - start == pytest.approx(1 + 2)
+            nursery.cancel_scope.cancel()
+
+
+async def test_write_failure_closes_the_session() -> None:
+    channel = ScriptedChannel(send_error=trio.BrokenResourceError("pipe gone"))
+    async with open_session(channel, "client", connection_config=client_config()) as client:
+        with pytest.raises(SessionClosed, match="pipe gone"):
+            await client.start()
+        await client.wait_closed()
+        assert client.connection.closed
+        assert channel.closed
+
+
+async def test_hung_write_on_a_stream_times_out(autojump_clock: trio.testing.MockClock) -> None:
+    channel = ScriptedChannel(hang=True)
+    config = SessionConfig(write_timeout=4)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as client:
+        start = trio.current_time()
+        with pytest.raises(SessionClosed, match="timed out after 4"):
+            await client.start()
+        assert trio.current_time() - start == pytest.approx(4)
+
+
+async def test_hung_stream_write_is_shielded_from_the_caller(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A frame is never cut in half: the caller's cancellation waits for the write,
+    # which is bounded by write_timeout.
+    channel = ScriptedChannel(hang=True)
+    config = SessionConfig(write_timeout=4)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as client:
+        with trio.move_on_after(1):
+            await client.start()
+        assert trio.current_time() == pytest.approx(4)
+        assert client.closed
+
+
+async def test_handshake_timeout(autojump_clock: trio.testing.MockClock) -> None:
+    ours, _theirs = memory_channel_pair()
+    config = SessionConfig(handshake_timeout=5)
+    async with open_session(
+        ours, "client", config=config, connection_config=client_config()
+    ) as client:
+        with pytest.raises(RequestTimeout, match="handshake timed out"):
+            await client.start()
+
+
+async def test_initialize_timeout_from_the_core(autojump_clock: trio.testing.MockClock) -> None:
+    ours, _theirs = memory_channel_pair()
+    config = SessionConfig(handshake_timeout=None)
+    async with open_session(
+        ours, "client", config=config, connection_config=client_config(request_timeout=3)
+    ) as client:
+        with pytest.raises(RequestTimeout, match="initialize"):
+            await client.start()
+
+
+async def test_handshake_interrupted_by_close() -> None:
+    channel = ScriptedChannel()
+    async with open_session(channel, "client", connection_config=client_config()) as client:
+        await channel.feed(trio.EndOfChannel())
+        with pytest.raises(SessionClosed, match="peer closed"):
+            await client.start()
+
+
+async def test_end_of_input_gives_handlers_a_grace_period(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    finished: list[str] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def work(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        try:
+            await trio.sleep(ctx.params["seconds"])
+            finished.append("done")
+        except trio.Cancelled:
+            finished.append("cancelled")
+            raise
+        return {}
+
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "client", client_config())
+    config = SessionConfig(shutdown_grace_period=10)
+    async with open_session(
+        ours, "server", handlers=handlers, config=config, connection_config=server_config()
+    ) as server:
+        peer.conn.start()
+        await peer.flush()
+        await peer.next_events()  # initialize result; initialized goes out
+        peer.conn.send_request("tools/call", {"name": "x", "seconds": 4})
+        peer.conn.send_request("tools/call", {"name": "x", "seconds": 1000})
+        await peer.flush()
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.statistics().running_handlers == 2
+        start = trio.current_time()
+        await theirs.aclose()
+        await server.wait_closed()
+        assert trio.current_time() - start == pytest.approx(10)
+        assert sorted(finished) == ["cancelled", "done"]
+        assert server.close_reason is not None
+        assert "peer closed" in server.close_reason.reason
+
+
+async def test_end_of_input_without_handlers_closes_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ours, theirs = memory_channel_pair()
+    async with open_session(ours, "server", connection_config=server_config()) as server:
+        await theirs.aclose()
+        await server.wait_closed()
+        assert trio.current_time() == 0
+
+
+async def test_internal_failure_is_our_error_from_the_group() -> None:
+    channel = ScriptedChannel()
+    with pytest.raises(SessionClosed, match="internal error") as info:
+        async with open_session(channel, "server", connection_config=server_config()) as server:
+            await channel.feed(RuntimeError("a bug in a transport"))
+            await server.wait_closed()
+    assert isinstance(info.value.__cause__, BaseExceptionGroup)
+    assert _caused_by(info.value, RuntimeError)
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``kind`` is somewhere in the cause chain / groups of ``exc``."""
+    if isinstance(exc, kind):
+        return True
+    if isinstance(exc, BaseExceptionGroup) and any(_caused_by(e, kind) for e in exc.exceptions):
+        return True
+    return exc.__cause__ is not None and _caused_by(exc.__cause__, kind)
+
+
+async def test_internal_failure_with_connect_session() -> None:
+    channel = ScriptedChannel()
+    with pytest.raises(BaseExceptionGroup) as info:
+        async with trio.open_nursery() as nursery:
+            session = await connect_session(
+                nursery, channel, "server", connection_config=server_config()
+            )
+            await channel.feed(RuntimeError("a bug"))
+            await session.wait_closed()
+    (closed,) = info.value.exceptions
+    assert isinstance(closed, SessionClosed)
+    assert session.closed
+
+
+async def test_a_broken_channel_closes_the_session() -> None:
+    channel = ScriptedChannel()
+    async with open_session(channel, "server", connection_config=server_config()) as server:
+        await channel.feed(trio.BrokenResourceError("reset"))
+        await server.wait_closed()
+        assert server.close_reason is not None
+        assert "broke" in server.close_reason.reason
+
+
+async def test_invalid_input_is_answered_by_the_core_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ours, theirs = memory_channel_pair()
+    async with open_session(ours, "server", connection_config=server_config()):
+        await theirs.send(b"{not json")
+        reply = loads(await theirs.receive())
+        assert reply["error"]["code"] == ErrorCode.PARSE_ERROR
+    assert "invalid message" in caplog.text
+
+
+# ---------------------------------------------------------------------- modern MRTR
+
+
+async def _next_request(peer: ManualPeer) -> RequestReceived:
+    while True:
+        for event in await peer.next_events():
+            if isinstance(event, RequestReceived):
+                return event
+
+
+async def test_input_required_round_trip() -> None:
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "server", server_config(era="modern"))
+    rounds: list[InputRequired] = []
+
+    async def provide(event: InputRequired) -> dict[str, Any]:
+        rounds.append(event)
+        return {"where": {"roots": [{"uri": "file:///home"}]}}
+
+    async with open_session(
+        ours, "client", connection_config=client_config(era="modern")
+    ) as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.start)
+            await peer.next_events()
+        result: dict[str, Any] = {}
+
+        async def caller() -> None:
+            result.update(
+                await client.request("tools/call", {"name": "greet"}, on_input_required=provide)
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(caller)
+            first = await _next_request(peer)
+            peer.conn.send_input_required(
+                first.request_id,
+                {"where": {"method": "roots/list", "params": {}}},
+                state={"step": 1},
+                now=trio.current_time(),
+            )
+            await peer.flush()
+            retry = await _next_request(peer)
+            assert retry.input_responses is not None
+            assert retry.request_state == {"step": 1}
+            peer.conn.send_result(retry.request_id, {"content": [], "isError": False})
+            await peer.flush()
+        assert rounds[0].round == 1
+        assert result["content"] == []
+
+
+async def test_input_required_without_a_callback_raises() -> None:
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "server", server_config(era="modern"))
+    async with open_session(
+        ours, "client", connection_config=client_config(era="modern")
+    ) as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.start)
+            await peer.next_events()
+        async with trio.open_nursery() as nursery:
+
+            async def caller() -> None:
+                with pytest.raises(InputRequiredError) as info:
+                    await client.request("tools/call", {"name": "greet"})
+                assert info.value.event.method == "tools/call"
+
+            nursery.start_soon(caller)
+            first = await _next_request(peer)
+            peer.conn.send_input_required(first.request_id, {"x": {"method": "roots/list"}})
+            await peer.flush()
+
+
+async def test_input_callback_failure_abandons_the_request() -> None:
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "server", server_config(era="modern"))
+
+    async def refuse(event: InputRequired) -> dict[str, Any]:
+        raise McpError.from_code(-1, "user said no")
+
+    async with open_session(
+        ours, "client", connection_config=client_config(era="modern")
+    ) as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.start)
+            await peer.next_events()
+        async with trio.open_nursery() as nursery:
+
+            async def caller() -> None:
+                with pytest.raises(McpError, match="user said no"):
+                    await client.request("tools/call", {"name": "g"}, on_input_required=refuse)
+
+            nursery.start_soon(caller)
+            first = await _next_request(peer)
+            peer.conn.send_input_required(first.request_id, {"x": {"method": "roots/list"}})
+            await peer.flush()
+
+
+async def test_ndjson_sessions_over_a_byte_stream(autojump_clock: trio.testing.MockClock) -> None:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def echo(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        await trio.sleep(ctx.params["n"] % 3)
+        return {"n": ctx.params["n"]}
+
+    left, right = trio.testing.memory_stream_pair()
+    config = SessionConfig(max_concurrent_handlers=4)
+    async with (
+        open_session(
+            StreamChannel.from_stream(right, read_chunk_size=64),
+            "server",
+            handlers=handlers,
+            config=config,
+            connection_config=server_config(),
+        ),
+        open_session(
+            StreamChannel.from_stream(left), "client", connection_config=client_config()
+        ) as client,
+    ):
+        await client.start()
+        results: list[int] = []
+
+        async def one(n: int) -> None:
+            results.append((await client.request("tools/call", {"name": "x", "n": n}))["n"])
+
+        async with trio.open_nursery() as nursery:
+            for n in range(40):
+                nursery.start_soon(one, n)
+        assert sorted(results) == list(range(40))
+
+
+async def test_closing_cancels_a_hung_stream_write() -> None:
+    channel = ScriptedChannel(hang=True)
+    config = SessionConfig(write_timeout=None)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as client:
+        async with trio.open_nursery() as nursery:
+
+            async def starter() -> None:
+                with pytest.raises(SessionClosed, match="closed"):
+                    await client.start()
+
+            nursery.start_soon(starter)
+            await trio.testing.wait_all_tasks_blocked()
+            assert client.statistics().queued_messages == 1
+            await client.aclose()
+        assert client.statistics().queued_messages == 0
+
+
+async def test_closing_while_the_reader_waits_for_a_slot(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def forever(ctx: RequestContext) -> dict[str, Any]:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "client", client_config())
+    config = SessionConfig(max_concurrent_handlers=1)
+    async with open_session(
+        ours, "server", handlers=handlers, config=config, connection_config=server_config()
+    ) as server:
+        peer.conn.start()
+        await peer.flush()
+        await peer.next_events()
+        for _ in range(3):
+            peer.conn.send_request("tools/call", {"name": "x"})
+        await peer.flush()
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.statistics().running_handlers == 1
+        await server.aclose()
+        assert server.statistics().running_handlers == 0
+
+
+async def test_a_failing_progress_callback_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def steps(ctx: RequestContext) -> dict[str, Any]:
+        await ctx.report_progress(1)
+        await ctx.report_progress(2)
+        return {}
+
+    async def broken(event: ProgressReceived) -> None:
+        raise RuntimeError("callback bug")
+
+    ours, theirs = memory_channel_pair()
+    async with (
+        open_session(theirs, "server", handlers=handlers, connection_config=server_config()),
+        open_session(ours, "client", connection_config=client_config()) as client,
+    ):
+        await client.start()
+        assert await client.request("tools/call", {"name": "x"}, on_progress=broken) == {}
+    assert "callback bug" in caplog.text
+
+
+async def test_cancelling_the_nursery_of_connect_session_closes_everything() -> None:
+    channel = ScriptedChannel()
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            session = await connect_session(
+                nursery, channel, "server", connection_config=server_config()
+            )
+            scope.cancel()
+    assert session.closed
+    assert channel.closed
+    with pytest.raises(SessionClosed, match="cancelled"):
+        await session.notify("notifications/message")

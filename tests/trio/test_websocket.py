@@ -1,0 +1,236 @@
+"""The WebSocket transport over real sockets on 127.0.0.1 (port 0), real clock, with an
+absolute ``fail_after`` on every test."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import trio
+import trio_websocket
+
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    MCP_PATH,
+    SUBPROTOCOL,
+    Handlers,
+    RequestContext,
+    Session,
+    SessionClosed,
+    SessionConfig,
+    open_websocket_client,
+    serve_websocket,
+)
+from mcp_trio._websocket import _open_ws
+
+from .helpers import client_config, server_config
+
+IO_TIMEOUT = 10
+
+
+def raw(url: str, subprotocols: tuple[str, ...] = (SUBPROTOCOL,), queue: int = 1) -> Any:
+    """A plain WebSocket client (no MCP session) over a stream the test owns."""
+    return _open_ws(
+        url,
+        subprotocols=list(subprotocols),
+        max_message_size=1 << 20,
+        connect_timeout=IO_TIMEOUT,
+        message_queue_size=queue,
+    )
+
+
+def rejection(exc: BaseException) -> trio_websocket.ConnectionRejected:
+    cause = exc.__cause__
+    assert isinstance(cause, BaseExceptionGroup)
+    found = cause.subgroup(trio_websocket.ConnectionRejected)
+    assert found is not None
+    first = found.exceptions[0]
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    assert isinstance(first, trio_websocket.ConnectionRejected)
+    return first
+
+
+def echo_handlers() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def echo(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        return {"content": [{"type": "text", "text": ctx.params["arguments"]["text"]}]}
+
+    return handlers
+
+
+class Server:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.sessions: list[Session] = []
+        self.connected = trio.Event()
+
+    def url(self, path: str = MCP_PATH) -> str:
+        return f"ws://127.0.0.1:{self.port}{path}"
+
+
+@pytest.fixture
+async def server(nursery: trio.Nursery) -> AsyncIterator[Server]:
+    yield await _start_server(nursery, SessionConfig(ws_max_message_size=1024))
+
+
+async def _start_server(nursery: trio.Nursery, config: SessionConfig) -> Server:
+    holder: list[Server] = []
+
+    async def on_session(session: Session) -> None:
+        holder[0].sessions.append(session)
+        holder[0].connected.set()
+        await trio.sleep_forever()
+
+    listeners = await nursery.start(
+        lambda task_status: serve_websocket(
+            echo_handlers(),
+            "127.0.0.1",
+            0,
+            config=config,
+            connection_config=server_config(),
+            on_session=on_session,
+            task_status=task_status,
+        )
+    )
+    holder.append(Server(listeners[0].socket.getsockname()[1]))
+    return holder[0]
+
+
+async def test_request_over_websocket(server: Server) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        for era in ("legacy", "modern"):
+            async with open_websocket_client(
+                server.url(), connection_config=client_config(era=era)
+            ) as session:
+                result = await session.request(
+                    "tools/call", {"name": "echo", "arguments": {"text": era}}
+                )
+                assert result["content"][0]["text"] == era
+                channel = session.channel
+                assert channel.ws.subprotocol == SUBPROTOCOL  # type: ignore[attr-defined]
+        assert len(server.sessions) == 2
+
+
+async def test_binary_frame_closes_with_1003(server: Server) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with raw(server.url()) as ws:
+            await ws.send_message(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
+            with pytest.raises(trio_websocket.ConnectionClosed) as info:
+                await ws.get_message()
+            assert info.value.reason is not None
+            assert info.value.reason.code == 1003
+        (session,) = server.sessions
+        await session.wait_closed()
+        assert session.close_reason is not None
+        assert "binary frame" in session.close_reason.reason
+
+
+async def test_oversize_message_closes_with_1009(server: Server) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with raw(server.url()) as ws:
+            big = {"jsonrpc": "2.0", "method": "x", "params": {"pad": "a" * 2000}}
+            await ws.send_message(dumps(big).decode())
+            with pytest.raises(trio_websocket.ConnectionClosed) as info:
+                await ws.get_message()
+            assert info.value.reason is not None
+            assert info.value.reason.code == 1009
+
+
+async def test_text_frames_carry_one_message_each(server: Server) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with raw(server.url()) as ws:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+            await ws.send_message(dumps(init).decode())
+            message = await ws.get_message()
+            assert isinstance(message, str)
+            assert loads(message)["result"]["serverInfo"]["name"] == "test-server"
+
+
+async def test_subprotocol_and_path_are_required(server: Server) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with raw(server.url(), subprotocols=()):
+                raise AssertionError("unreachable")
+        assert rejection(info.value).status_code == 400
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with open_websocket_client(server.url("/elsewhere")):
+                raise AssertionError("unreachable")
+        assert rejection(info.value).status_code == 404
+
+
+async def test_client_requires_the_subprotocol(nursery: trio.Nursery) -> None:
+    async def plain(request: trio_websocket.WebSocketRequest) -> None:
+        ws = await request.accept()  # no subprotocol
+        with pytest.raises(trio_websocket.ConnectionClosed):
+            await ws.get_message()
+
+    with trio.fail_after(IO_TIMEOUT):
+
+        async def handle(stream: trio.SocketStream) -> None:
+            async with trio.open_nursery() as ws_nursery:
+                request = await trio_websocket.wrap_server_stream(ws_nursery, stream)
+                await plain(request)
+                ws_nursery.cancel_scope.cancel()
+            await stream.aclose()
+
+        listeners = await nursery.start(trio.serve_tcp, handle, 0)
+        port = listeners[0].socket.getsockname()[1]
+        with pytest.raises(SessionClosed, match="subprotocol"):
+            async with open_websocket_client(f"ws://127.0.0.1:{port}/mcp"):
+                raise AssertionError("unreachable")
+
+
+async def test_keepalive_closes_a_peer_that_stops_answering_pings(nursery: trio.Nursery) -> None:
+    config = SessionConfig(ws_ping_interval=0.05, ws_ping_timeout=0.2, close_timeout=0.2)
+    server = await _start_server(nursery, config)
+    with trio.fail_after(IO_TIMEOUT):
+        # A raw client that never reads: its one-slot message queue fills with the
+        # two answers, its reader blocks, and the server's pings go unanswered.
+        async with raw(server.url(), queue=0) as ws:
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+            await ws.send_message(dumps(init).decode())
+            await ws.send_message(dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).decode())
+            await server.connected.wait()
+            (session,) = server.sessions
+            await session.wait_closed()
+            assert session.close_reason is not None
+            assert "1011" in session.close_reason.reason
+
+
+async def test_keepalive_keeps_a_healthy_connection(nursery: trio.Nursery) -> None:
+    config = SessionConfig(ws_ping_interval=0.02, ws_ping_timeout=1)
+    server = await _start_server(nursery, config)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_websocket_client(
+            server.url(), config=config, connection_config=client_config()
+        ) as session:
+            for i in range(5):
+                await trio.sleep(0.03)  # let pings go both ways
+                result = await session.request(
+                    "tools/call", {"name": "echo", "arguments": {"text": str(i)}}
+                )
+                assert result["content"][0]["text"] == str(i)
+            assert not session.closed
