@@ -14,7 +14,14 @@ from typing import Any
 
 import trio
 
-from mcp_trio import Context, InputRequiredResult, Message, Server, ToolResult
+from mcp_trio import (
+    CompletionRequest,
+    Context,
+    InputRequiredResult,
+    Message,
+    Server,
+    ToolResult,
+)
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAF"
@@ -545,6 +552,6 @@ async def test_input_required_result_prompt(ctx: Context) -> list[Message] | Inp
 
 
 @server.completion("ref/prompt", "test_prompt_with_arguments", "arg1")
-async def complete_arg1(value: str) -> list[str]:
+async def complete_arg1(request: CompletionRequest) -> list[str]:
     """Suggestions for arg1."""
-    return [v for v in ("paris", "park", "party") if v.startswith(value)]
+    return [v for v in ("paris", "park", "party") if v.startswith(request.value)]

@@ -140,6 +140,7 @@ class Server:
         icons: Sequence[Any] | None = None,
         output_schema: bool | Mapping[str, Any] = True,
         meta: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(
         self,

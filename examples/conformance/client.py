@@ -1,0 +1,150 @@
+"""The client side of the official MCP conformance suite, written with mcp_trio's API.
+
+The suite runs ``python examples/conformance/client.py <mock-server-url>`` with
+``MCP_CONFORMANCE_SCENARIO`` naming the scenario and ``MCP_CONFORMANCE_PROTOCOL_VERSION``
+the revision ("2026-07-28" selects the modern, stateless lifecycle). One program serves
+every non-OAuth scenario listed in ``shared/conformance/README.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from mcp_sansio import types as t
+from mcp_sansio import unstructure
+from mcp_trio import Client, open_client
+
+Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
+
+
+async def on_elicitation(params: Any) -> dict[str, Any]:
+    """Accept, filling every field from its schema default (SEP-1034)."""
+    schema = getattr(params, "requested_schema", None)
+    properties = getattr(schema, "properties", None) or {}
+    content: dict[str, Any] = {}
+    for name, prop in properties.items():
+        spec = prop if isinstance(prop, dict) else t_unstructure(prop)
+        if "default" in spec:
+            content[name] = spec["default"]
+        elif spec.get("type") == "string":
+            content[name] = "conformance"
+        elif spec.get("type") == "boolean":
+            content[name] = True
+        elif spec.get("type") in ("integer", "number"):
+            content[name] = 1
+    return {"action": "accept", "content": content}
+
+
+def t_unstructure(value: Any) -> dict[str, Any]:
+    out = unstructure(value)
+    return out if isinstance(out, dict) else {}
+
+
+async def on_sampling(params: t.CreateMessageRequestParams) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "This is a test response from the client"},
+        "model": "test-model",
+        "stopReason": "endTurn",
+    }
+
+
+async def list_and_call_first(client: Client, _ctx: dict[str, Any]) -> None:
+    tools = await client.list_tools()
+    if tools:
+        await client.call_tool(tools[0].name, {})
+
+
+async def tools_call(client: Client, _ctx: dict[str, Any]) -> None:
+    await client.list_tools()
+    await client.call_tool("add_numbers", {"a": 5, "b": 3})
+
+
+async def initialize(client: Client, _ctx: dict[str, Any]) -> None:
+    await client.list_tools()
+
+
+async def elicitation_defaults(client: Client, _ctx: dict[str, Any]) -> None:
+    await client.list_tools()
+    await client.call_tool("test_client_elicitation_defaults", {})
+
+
+async def sse_retry(client: Client, _ctx: dict[str, Any]) -> None:
+    await client.list_tools()
+    await client.call_tool("test_reconnection", {})
+
+
+async def schema_preservation(client: Client, _ctx: dict[str, Any]) -> None:
+    tools = await client.list_tools()
+    schema = next(tool.input_schema for tool in tools if tool.name == "json_schema_2020_12_tool")
+    await client.call_tool("json_schema_echo", {"schema": schema})
+
+
+async def request_state(client: Client, _ctx: dict[str, Any]) -> None:
+    tools = await client.list_tools()
+    for tool in tools:
+        await client.call_tool(tool.name, {})
+
+
+async def standard_headers(client: Client, _ctx: dict[str, Any]) -> None:
+    tools = await client.list_tools()
+    for tool in tools:
+        await client.call_tool(tool.name, {})
+    for resource in await client.list_resources():
+        await client.read_resource(resource.uri)
+    for prompt in await client.list_prompts():
+        await client.get_prompt(prompt.name, {})
+
+
+async def custom_headers(client: Client, ctx: dict[str, Any]) -> None:
+    await client.list_tools()
+    for call in ctx.get("toolCalls", []):
+        await client.call_tool(call["name"], call.get("arguments") or {})
+
+
+async def invalid_tool_headers(client: Client, _ctx: dict[str, Any]) -> None:
+    tools = await client.list_tools()
+    if any(tool.name == "valid_tool" for tool in tools):
+        await client.call_tool("valid_tool", {"region": "us-west1"})
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "initialize": initialize,
+    "tools_call": tools_call,
+    "elicitation-sep1034-client-defaults": elicitation_defaults,
+    "sse-retry": sse_retry,
+    "json-schema-2020-12-preservation": schema_preservation,
+    "json-schema-ref-no-deref": initialize,
+    "request-metadata": list_and_call_first,
+    "sep-2322-client-request-state": request_state,
+    "http-standard-headers": standard_headers,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": invalid_tool_headers,
+}
+
+
+async def main(url: str) -> int:
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "tools_call")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    run = SCENARIOS.get(scenario, list_and_call_first)
+    async with open_client(
+        url,
+        era="modern" if version == "2026-07-28" else "legacy",
+        on_elicitation=on_elicitation,
+        on_sampling=on_sampling,
+        client_info={"name": "mcp-trio-conformance-client", "version": "1.0.0"},
+        timeout=30,
+    ) as client:
+        await run(client, context)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(trio.run(main, sys.argv[-1]))
