@@ -33,6 +33,14 @@ from ._handlers import NotificationContext as NotificationContext
 from ._handlers import NotificationHandler as NotificationHandler
 from ._handlers import RequestContext as RequestContext
 from ._handlers import RequestHandler as RequestHandler
+from ._http_client import HttpChannel as HttpChannel
+from ._http_client import open_http_client as open_http_client
+from ._http_config import HttpTransportConfig as HttpTransportConfig
+from ._http_context import HttpNotificationContext as HttpNotificationContext
+from ._http_context import HttpRequestContext as HttpRequestContext
+from ._http_server import HttpServeHandle as HttpServeHandle
+from ._http_server import HttpServerStatistics as HttpServerStatistics
+from ._http_server import serve_http as serve_http
 from ._jsonschema import Constraints as Constraints
 from ._jsonschema import Description as Description
 from ._memory import open_memory_pair as open_memory_pair
@@ -77,6 +85,12 @@ __all__ = [
     "EmbeddedResource",
     "Handlers",
     "HandshakeFailed",
+    "HttpChannel",
+    "HttpNotificationContext",
+    "HttpRequestContext",
+    "HttpServeHandle",
+    "HttpServerStatistics",
+    "HttpTransportConfig",
     "Image",
     "InputRequiredError",
     "InputRequiredResult",
@@ -109,10 +123,12 @@ __all__ = [
     "connect_session",
     "memory_channel_pair",
     "open_client",
+    "open_http_client",
     "open_memory_pair",
     "open_session",
     "open_stdio_client",
     "open_websocket_client",
+    "serve_http",
     "serve_stdio",
     "serve_websocket",
 ]

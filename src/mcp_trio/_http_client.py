@@ -1,0 +1,391 @@
+"""The Streamable HTTP client: a :class:`~mcp_trio.Session` over an HTTP message channel.
+
+Theory of operation
+-------------------
+The whole session runtime (handshake and era probe, requests, timeouts, progress,
+cancellation, handlers for the server's requests) is the same as on stdio: only the
+channel differs. :class:`HttpChannel` turns each message the session writes into one
+POST, built by :class:`~mcp_sansio._http.HttpClient` (headers, session id, ``Mcp-Method``
+/ ``Mcp-Name`` / ``Mcp-Param-*`` mirroring), and everything the answers carry (a JSON
+body, SSE events) into messages the session reads.
+
+* **Ordering.** ``send`` of a message with requests returns once the POST is written;
+  its answer is read by a task of its own, so requests run concurrently, one
+  connection each. A message without requests (a notification, the answer to a server
+  request) is sent and its ``202`` awaited before ``send`` returns, so
+  ``notifications/initialized`` is processed before any later request. When all
+  ``max_client_connections`` are busy, ``send`` of a request returns at once and the
+  request waits for a connection in its own task: the session's single writer never
+  waits for a connection that only its own reader could free.
+* **Cancellation.** Legacy: ``notifications/cancelled`` is POSTed like any message.
+  Modern: it is never sent; the request's connection is closed instead, which is how
+  the server learns of it (``2026-07-28/basic/patterns/cancellation``).
+* **Resumption** (legacy): an SSE response that ends before its requests are answered
+  is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
+  ``max_resume_attempts`` resumptions in a row that bring nothing new.
+* **GET stream** (legacy): once the session is initialized, one task keeps the session's
+  GET stream open (resuming it the same way) for what the server says on its own.
+* **Session expiry.** A ``404`` to a request with our session id fails that request with
+  a clear error, then closes the session (:class:`~mcp_trio.SessionClosed` says why);
+  open a new client to initialize again.
+* **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
+  ``max_redirects``; any other redirect fails the request.
+
+Connection failures before a request is written close the session (the server is
+unreachable); after it is written, they fail only that request.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import ClassVar, Final, final
+
+import attrs
+import h11
+import trio
+
+from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
+from mcp_sansio._http import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
+from mcp_sansio._json import dumps
+
+from ._channel import Framing, MessageChannel
+from ._config import SessionConfig
+from ._errors import SessionClosed
+from ._handlers import Handlers
+from ._http_config import HttpTransportConfig
+from ._http_pool import Pool
+from ._http_wire import WireError
+from ._open import open_session
+from ._session import Session
+from ._util import open_task_nursery
+
+__all__ = ["HttpChannel", "open_http_client"]
+
+logger = logging.getLogger("mcp_trio")
+
+_INBOX_SIZE: Final = 16
+
+
+@attrs.define(slots=True)
+class _Written:
+    """Calls ``started`` once, when the first byte of the request is out."""
+
+    started: Callable[[], None]
+    done: bool = False
+
+    def __call__(self) -> None:
+        if not self.done:
+            self.done = True
+            self.started()
+
+
+@final
+class HttpChannel(MessageChannel):
+    """JSON-RPC messages over Streamable HTTP, client side (see the module docs).
+
+    Start its tasks with ``await nursery.start(channel.run)`` before using it.
+
+    Args:
+        url: the MCP endpoint, ``http://`` or ``https://``.
+        http_config: the sans-IO client's bounds (and a known era, to skip the probe).
+        transport: connection bounds and timeouts.
+        ssl_context: for ``https://`` (default: the system's trust store).
+        headers: extra headers for every request (e.g. ``Authorization``).
+        write_timeout: seconds one request may take to be written.
+        close_timeout: seconds the ``DELETE`` that ends a legacy session may take.
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL.
+    """
+
+    framing: ClassVar[Framing] = "message"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        http_config: HttpClientConfig | None = None,
+        transport: HttpTransportConfig | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        headers: Mapping[str, str] | None = None,
+        write_timeout: float | None = None,
+        close_timeout: float = 2.0,
+    ) -> None:
+        self.http = HttpClient(url, http_config)
+        """The sans-IO client: era, session id, negotiated version."""
+        self.transport = transport if transport is not None else HttpTransportConfig()
+        self._pool = Pool(
+            url,
+            self.transport,
+            ssl_context=ssl_context,
+            headers=headers,
+            write_timeout=write_timeout,
+        )
+        self._close_timeout = close_timeout
+        self._inbox_send, self._inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
+        self._tasks: trio.Nursery | None = None
+        self._streams: dict[RequestId, trio.CancelScope] = {}
+        self._get_started = False
+        self._expired = False
+        self._closed = False
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the channel's tasks until :meth:`aclose`."""
+        async with trio.open_nursery() as nursery:
+            self._tasks = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    # ------------------------------------------------------------------ MessageChannel
+
+    async def send(self, message: bytes) -> None:
+        if self._closed:
+            raise trio.ClosedResourceError("the HTTP channel is closed")
+        cancelled = self.http.stream_cancellation(message)
+        if cancelled is not None:
+            scope = self._streams.pop(cancelled, None)
+            if scope is not None:
+                scope.cancel()  # closes the request's connection: the modern cancellation
+            return
+        sent = self.http.post(message)
+        assert self._tasks is not None
+        if sent.request_ids:
+            await self._tasks.start(self._request, sent)
+        else:
+            await self._drive(sent, _Written(lambda: None))
+            self._maybe_open_get_stream()
+
+    async def receive(self) -> bytes:
+        try:
+            item = await self._inbox.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise trio.EndOfChannel from None
+        if isinstance(item, SessionClosed):
+            raise item
+        return item
+
+    async def aclose(self) -> None:
+        """End the legacy session (``DELETE``, bounded by ``close_timeout``), stop every
+        request and stream, close the connections. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        delete = self.http.terminate() if not self._expired else None
+        if delete is not None:
+            with trio.move_on_after(self._close_timeout):
+                await self._discard(delete)
+        if self._tasks is not None:
+            self._tasks.cancel_scope.cancel()
+        await self._pool.aclose()
+        await self._inbox_send.aclose()
+
+    # ------------------------------------------------------------------ exchanges
+
+    async def _request(
+        self, sent: ClientRequest, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        written = _Written(task_status.started)
+        scope = trio.CancelScope()
+        for rid in sent.request_ids:
+            self._streams[rid] = scope
+        limiter = self._pool.limiter
+        try:
+            with scope:
+                try:
+                    limiter.acquire_nowait()
+                except trio.WouldBlock:
+                    # Every connection is busy: let send() return now rather than make the
+                    # session's writer wait (its reader may be the one to free a slot).
+                    written()
+                    await limiter.acquire()
+                try:
+                    await self._drive(sent, written)
+                finally:
+                    limiter.release()
+        finally:
+            for rid in sent.request_ids:
+                if self._streams.get(rid) is scope:
+                    del self._streams[rid]
+        written()  # (cancelled before it was written: send() returns all the same)
+
+    async def _drive(self, sent: ClientRequest, written: _Written) -> None:
+        """One logical request: the POST, its redirects and its resumptions."""
+        current, redirects, quiet = sent, 0, 0
+        while True:
+            try:
+                reader = await self._exchange(current, written)
+            except WireError as exc:
+                if not written.done:
+                    raise trio.BrokenResourceError(str(exc)) from exc
+                await self._fail(current.request_ids, str(exc))
+                return
+            if reader.session_expired:
+                await self._session_expired()
+                return
+            if reader.redirect is not None:
+                redirects += 1
+                if redirects > self.transport.max_redirects:
+                    await self._fail(current.request_ids, "too many redirects")
+                    return
+                current = reader.redirect
+                continue
+            again = reader.resume()
+            if again is None:
+                return
+            previous = current.request.header("last-event-id")
+            quiet = quiet + 1 if reader.last_event_id == previous else 0
+            if quiet > self.transport.max_resume_attempts:
+                await self._fail(again.request_ids, "the stream cannot be resumed")
+                return
+            await trio.sleep(reader.retry_ms / 1000)
+            current = again
+
+    async def _exchange(self, sent: ClientRequest, written: _Written) -> ClientResponse:
+        """Send one HTTP request; hand its answer's messages to the session."""
+        wire, head = await self._pool.roundtrip(sent.request, written)
+        reader = self.http.response(sent, head.status_code, list(head.headers))
+        complete = False
+        try:
+            while True:
+                event = await wire.next_event()
+                if isinstance(event, h11.Data):
+                    for message in reader.feed(bytes(event.data)):
+                        await self._deliver(message)
+                elif isinstance(event, h11.EndOfMessage):
+                    complete = True
+                    break
+                else:
+                    break
+        except (WireError, h11.RemoteProtocolError) as exc:
+            logger.debug("HTTP response to %s cut short: %r", sent.methods or "a message", exc)
+        except BaseException:
+            await wire.aclose()
+            raise
+        if complete:
+            await self._pool.release(wire)
+        else:
+            await wire.aclose()
+        for message in reader.feed_eof():
+            await self._deliver(message)
+        for warning in reader.warnings:
+            logger.warning("HTTP: %s", warning)
+        return reader
+
+    async def _discard(self, sent: ClientRequest) -> None:
+        """Send a request whose answer does not matter (``DELETE``)."""
+        with suppress(WireError, h11.RemoteProtocolError):
+            wire, _ = await self._pool.roundtrip(sent.request, lambda: None)
+            try:
+                while not isinstance(
+                    await wire.next_event(), h11.EndOfMessage | h11.ConnectionClosed
+                ):
+                    pass
+            finally:
+                await wire.aclose()
+
+    async def _deliver(self, message: bytes) -> None:
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._inbox_send.send(message)
+
+    async def _fail(self, request_ids: tuple[RequestId, ...], why: str) -> None:
+        error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}")
+        for rid in request_ids:
+            await self._deliver(dumps({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()}))
+
+    async def _session_expired(self) -> None:
+        if self._expired:
+            return
+        self._expired = True
+        reason = "the server ended the HTTP session (404); open a new client to initialize again"
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._inbox_send.send(SessionClosed(reason))
+
+    # ------------------------------------------------------------------ GET stream
+
+    def _maybe_open_get_stream(self) -> None:
+        http = self.http
+        if (
+            self._get_started
+            or not self.transport.open_get_stream
+            or http.session_id is None
+            or http.era is not Era.LEGACY
+        ):
+            return
+        self._get_started = True
+        assert self._tasks is not None
+        self._tasks.start_soon(self._get_stream, name="mcp http GET stream")
+
+    async def _get_stream(self) -> None:
+        try:
+            request = self.http.open_stream()
+        except LocalProtocolError:
+            return
+        try:
+            await self._drive(request, _Written(lambda: None))
+        except trio.BrokenResourceError as exc:
+            logger.debug("the GET stream could not be opened: %s", exc)
+
+
+@asynccontextmanager
+async def open_http_client(
+    url: str,
+    *,
+    handlers: Handlers | None = None,
+    connection_config: ConnectionConfig | None = None,
+    config: SessionConfig | None = None,
+    http_config: HttpClientConfig | None = None,
+    transport: HttpTransportConfig | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    headers: Mapping[str, str] | None = None,
+    start: bool = True,
+) -> AsyncGenerator[Session]:
+    """Connect to an MCP server over Streamable HTTP (both eras).
+
+    Args:
+        url: the MCP endpoint, e.g. ``http://127.0.0.1:8000/mcp``.
+        handlers: handlers for the server's requests and notifications (legacy
+            sampling, elicitation, roots; change notifications).
+        connection_config: the client core's configuration; ``era`` pins the era
+            (``auto``: probe with ``server/discover``, fall back to ``initialize``).
+        config: runtime bounds and timeouts (``write_timeout`` bounds writing one
+            request; ``close_timeout`` the closing ``DELETE``).
+        http_config: the sans-IO client's bounds; ``era=`` skips the probe for an
+            origin whose era is known.
+        transport: connection pool bounds and timeouts.
+        ssl_context: for ``https://`` (default: the system's trust store).
+        headers: extra headers for every request (e.g. ``Authorization``).
+        start: run the handshake before the block starts.
+
+    Returns:
+        The running client :class:`~mcp_trio.Session` (``request``, ``notify``, ...).
+
+    Resource handling:
+        On exit a legacy session is ended with ``DELETE``, every request and stream is
+        stopped and every connection closed; no task outlives the block.
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL.
+        SessionClosed: the server could not be reached (the reason says why).
+        HandshakeFailed: the server refused the handshake.
+    """
+    config = config if config is not None else SessionConfig()
+    channel = HttpChannel(
+        url,
+        http_config=http_config,
+        transport=transport,
+        ssl_context=ssl_context,
+        headers=headers,
+        write_timeout=config.write_timeout,
+        close_timeout=config.close_timeout,
+    )
+    async with open_task_nursery("HTTP client", cancel_on_exit=True) as nursery:
+        await nursery.start(channel.run)
+        async with open_session(
+            channel, "client", handlers=handlers, config=config, connection_config=connection_config
+        ) as session:
+            if start:
+                await session.start()
+            yield session

@@ -1,0 +1,72 @@
+"""Configuration of the Streamable HTTP transport's sockets: one frozen value.
+
+The protocol rules of HTTP (statuses, sessions, event store, body bound) are
+:class:`mcp_sansio._http.HttpServerConfig` / ``HttpClientConfig``; the session runtime's
+bounds (handler slots, write timeout, shutdown grace) are :class:`~mcp_trio.SessionConfig`.
+This object holds what only HTTP/1.1 over TCP needs: timeouts against slow peers,
+connection counts and the SSE keep-alive.
+"""
+
+from __future__ import annotations
+
+from typing import Any, final
+
+import attrs
+
+__all__ = ["HttpTransportConfig"]
+
+
+def _positive(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"{attr.name} must be > 0 (or None where allowed), not {value!r}")
+
+
+def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if not value >= 0:
+        raise ValueError(f"{attr.name} must be >= 0, not {value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpTransportConfig:
+    """Timeouts and bounds of HTTP/1.1 connections, server and client side."""
+
+    # ---------------------------------------------------------------- server
+    header_timeout: float = attrs.field(default=10.0, validator=_positive)
+    """Server: seconds a request head may take to arrive, counted from its first byte
+    (and, on a new connection, also from the accept). A slower client (slowloris) gets
+    ``408`` and is disconnected; it never holds up other connections."""
+    keepalive_timeout: float = attrs.field(default=30.0, validator=_positive)
+    """Server: seconds an idle keep-alive connection may wait for its next request."""
+    body_timeout: float = attrs.field(default=30.0, validator=_positive)
+    """Server: seconds a request body may take to arrive (then ``408``, disconnect)."""
+    sse_keepalive_interval: float | None = attrs.field(default=15.0, validator=_positive)
+    """Server: seconds of silence on an open SSE stream before a comment line
+    (``": keep-alive"``) is written, so proxies keep it open; ``None``: never."""
+    max_connections: int = attrs.field(default=1_000, validator=_positive)
+    """Server: TCP connections served at once; a further one is closed at accept."""
+    max_header_size: int = attrs.field(default=16_384, validator=_positive)
+    """Both: the largest request or response head, bytes (h11's
+    ``max_incomplete_event_size``); the server answers a larger one with ``431``."""
+    max_response_buffer: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
+    """Server: bytes waiting to be written to one response (a slow reader of a busy
+    SSE stream). Above it the connection is dropped; a legacy client resumes from the
+    event store."""
+    # ---------------------------------------------------------------- client
+    connect_timeout: float = attrs.field(default=10.0, validator=_positive)
+    """Client: seconds to open a TCP (and TLS) connection."""
+    max_client_connections: int = attrs.field(default=16, validator=_positive)
+    """Client: requests in progress at once, one TCP connection each (the legacy GET
+    stream and short one-way POSTs come on top). Further requests wait for a free
+    connection."""
+    max_idle_connections: int = attrs.field(default=4, validator=_non_negative)
+    """Client: finished keep-alive connections kept for reuse."""
+    max_redirects: int = attrs.field(default=5, validator=_non_negative)
+    """Client: same-origin ``307`` / ``308`` redirects followed per request (other
+    redirects are refused: the request fails)."""
+    max_resume_attempts: int = attrs.field(default=5, validator=_non_negative)
+    """Client, legacy: consecutive ``Last-Event-ID`` resumptions of one SSE stream that
+    bring nothing new before the stream is given up."""
+    open_get_stream: bool = True
+    """Client, legacy: open the session's GET stream for server-initiated messages
+    (change notifications, requests made outside any request)."""

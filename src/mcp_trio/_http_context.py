@@ -1,0 +1,189 @@
+"""What a handler served over Streamable HTTP receives: :class:`HttpRequestContext`.
+
+It quacks like :class:`~mcp_trio.RequestContext` (same attributes, same coroutines), so
+one :class:`~mcp_trio.Handlers` table serves stdio, WebSocket and HTTP alike. Over HTTP
+there is no :class:`~mcp_trio.Session` object: a legacy request belongs to an HTTP
+session (``session_id``) and a modern one to nothing but itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, final
+
+import attrs
+import trio
+
+from mcp_sansio import Connection, Era, RequestId, RequestReceived
+
+if TYPE_CHECKING:
+    from ._http_endpoint import Endpoint
+
+__all__ = ["HttpNotificationContext", "HttpRequestContext"]
+
+
+@attrs.define(slots=True, eq=False)
+class Running:
+    """Bookkeeping of one running handler task."""
+
+    connection: Connection
+    """The core connection the request arrived on (a session's, or the request's own)."""
+    request_id: RequestId | None
+    """The client's request id (``None`` for a notification)."""
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    """The handler's own cancel scope."""
+    cancelled: bool = False
+    """The client cancelled the request (closed its stream, or sent a cancellation)."""
+
+
+@final
+class HttpRequestContext:
+    """The request a handler serves over HTTP, and what it may do meanwhile.
+
+    The handler runs in its own task and cancel scope. The client closing a modern
+    request's stream, or sending ``notifications/cancelled`` in a legacy session,
+    cancels that scope (and nothing is answered).
+    """
+
+    __slots__ = ("_endpoint", "_event", "_running", "session_id")
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        event: RequestReceived,
+        running: Running,
+        session_id: str | None,
+    ) -> None:
+        self._endpoint = endpoint
+        self._event = event
+        self._running = running
+        self.session_id: str | None = session_id
+        """The legacy ``Mcp-Session-Id`` (``None`` for a modern request)."""
+
+    @property
+    def connection(self) -> Connection:
+        """The core connection this request arrived on (advanced use)."""
+        return self._running.connection
+
+    @property
+    def request_id(self) -> RequestId:
+        """The client's id of this request."""
+        return self._event.request_id
+
+    @property
+    def method(self) -> str:
+        """The method name."""
+        return self._event.method
+
+    @property
+    def params(self) -> dict[str, Any] | None:
+        """The params as decoded (``_meta`` included)."""
+        return self._event.params
+
+    @property
+    def era(self) -> Era:
+        """The era this request is served in."""
+        return self._event.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The protocol version this request is served under."""
+        return self._event.protocol_version
+
+    @property
+    def progress_token(self) -> RequestId | None:
+        """The client's progress token, if it asked for progress."""
+        return self._event.progress_token
+
+    @property
+    def client_capabilities(self) -> dict[str, Any] | None:
+        """Modern era: the client capabilities from this request's envelope."""
+        return self._event.client_capabilities
+
+    @property
+    def input_responses(self) -> dict[str, Any] | None:
+        """Modern era: answers to an earlier input-required result (a retry)."""
+        return self._event.input_responses
+
+    @property
+    def request_state(self) -> Any:
+        """Modern era: the state sealed into the earlier input-required result."""
+        return self._event.request_state
+
+    @property
+    def event(self) -> RequestReceived:
+        """The core's event, whole."""
+        return self._event
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled this request (the handler is being cancelled)."""
+        return self._running.cancelled
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Send ``notifications/progress`` for this request on its SSE stream.
+
+        Returns:
+            ``False`` (nothing sent) when the client asked for no progress, or the
+            request is cancelled or its session closed.
+
+        Raises:
+            LocalProtocolError: ``progress`` does not increase.
+        """
+        return await self._endpoint.send_progress(self._running, progress, total, message)
+
+    async def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
+        """Send a ``notifications/message`` tied to this request, if the client wants it.
+
+        Returns:
+            Whether a message was sent (see ``Connection.send_log``).
+
+        Raises:
+            LocalProtocolError: an unknown level.
+        """
+        return await self._endpoint.send_log(self._running, level, data, logger)
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Legacy era: ask the client something (``sampling/createMessage``,
+        ``elicitation/create``, ``roots/list``) and wait for its answer.
+
+        The request goes out on this request's SSE stream (or the session's GET stream)
+        with ``related_request_id`` set to :attr:`request_id`; the client answers with a
+        separate POST. In the modern era servers send no requests: return an
+        :class:`~mcp_trio.InputRequiredResult` instead.
+
+        Args:
+            method: the method name.
+            params: the params object.
+            timeout: seconds without progress before giving up (default: the core's
+                ``request_timeout``).
+
+        Returns:
+            The result object.
+
+        Raises:
+            McpError: the client answered with an error.
+            RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+            SessionClosed: the session ended first.
+            LocalProtocolError: the modern era, or a method the client's capabilities
+                do not allow.
+        """
+        return await self._endpoint.send_request(self._running, method, params, timeout)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpNotificationContext:
+    """A notification a client sent over HTTP (duck-types ``NotificationContext``)."""
+
+    method: str
+    """The method name."""
+    params: dict[str, Any] | None
+    """The decoded params."""
+    session_id: str | None = None
+    """The legacy session it arrived in, if any."""
+    subscription_id: RequestId | None = None
+    """Always ``None`` on a server (kept for the shape of ``NotificationContext``)."""

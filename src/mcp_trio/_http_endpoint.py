@@ -1,0 +1,451 @@
+"""The task side of one Streamable HTTP endpoint: handlers, timers and output routing.
+
+Theory of operation
+-------------------
+:class:`~mcp_sansio._http.HttpServer` decides everything about HTTP and MCP; the
+:class:`Endpoint` runs what it decided, with tasks. It is shared by every TCP connection
+of a server (all in one trio thread, so no locks: nothing here awaits between a core
+call and the routing of its output).
+
+* **Output.** After *every* call into the core (a request, a handler's answer or
+  progress, a closed stream, a timer, a broadcast) :meth:`Endpoint.pump` drains
+  ``HttpServer.data_to_send()`` and appends each item to the :class:`ResponseSlot` of the
+  HTTP response it names; the connection task that owns that response wakes and writes.
+  A slot holds at most ``max_response_buffer`` bytes; past that its reader is too slow
+  and the connection is dropped (a legacy client resumes from the event store).
+* **Handlers.** Each ``RequestReceived`` gets a slot of one ``trio.CapacityLimiter``
+  (``SessionConfig.max_concurrent_handlers``) *before* its task starts, so a full server
+  stops answering new requests instead of queueing them, then runs in its own task and
+  ``CancelScope``. Request ids are unique per core connection only (each legacy session
+  and each modern request has its own), so handlers are keyed by ``(connection, id)``.
+  ``RequestCancelled`` (a modern stream closed, a legacy ``notifications/cancelled``)
+  and ``ConnectionClosed`` (a session ended) cancel the scopes.
+* **Server → client requests** (legacy): a handler's ``ctx.send_request`` waits on a
+  ``trio.Event``; the client's answer arrives as a separate POST whose events resolve it.
+* **Timer.** One task sleeps until ``HttpServer.next_deadline()`` (re-armed after every
+  pump) and calls ``handle_timer``: idle sessions expire, requests of ours time out.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Any, cast, final
+
+import attrs
+import trio
+
+from mcp_sansio import (
+    Connection,
+    ConnectionClosed,
+    Era,
+    ErrorCode,
+    ErrorData,
+    ErrorReceived,
+    InvalidMessageReceived,
+    LocalProtocolError,
+    NotificationReceived,
+    RequestCancelled,
+    RequestId,
+    RequestReceived,
+    RequestTimedOut,
+    ResultReceived,
+)
+from mcp_sansio._http import (
+    HttpResponse,
+    HttpServer,
+    HttpServerEvent,
+    OpenStream,
+    ResponseReady,
+    ServerEvent,
+    StreamData,
+)
+from mcp_sansio._http import SessionClosed as HttpSessionClosed
+
+from ._config import SessionConfig
+from ._errors import McpError, RequestTimeout, SessionClosed
+from ._handlers import Handlers, InputRequiredResult
+from ._http_config import HttpTransportConfig
+from ._http_context import HttpNotificationContext, HttpRequestContext, Running
+from ._pool import call_request_handler
+
+__all__ = ["Endpoint", "ResponseSlot"]
+
+logger = logging.getLogger("mcp_trio")
+
+_Outcome = ResultReceived | ErrorReceived | RequestTimedOut | SessionClosed
+
+
+@attrs.define(slots=True, eq=False)
+class _Waiter:
+    method: str
+    done: trio.Event = attrs.field(factory=trio.Event)
+    outcome: _Outcome | None = None
+
+
+@final
+class ResponseSlot:
+    """What the core has routed to one HTTP response and the connection has not written."""
+
+    def __init__(self, stream_id: int, limit: int) -> None:
+        self.stream_id: int = stream_id
+        self.ready: HttpResponse | None = None
+        """A complete answer (for a response that was awaited)."""
+        self.sse_headers: tuple[tuple[bytes, bytes], ...] | None = None
+        """An awaited response turned into an SSE stream with these headers."""
+        self.data = bytearray()
+        """SSE bytes to write."""
+        self.end = False
+        """Finish the response after :attr:`data`."""
+        self.overflow = False
+        """More than the limit is waiting: the reader is too slow."""
+        self.abort: trio.CancelScope | None = None
+        """Cancelled on overflow: the writer may be stuck in a write the client never reads."""
+        self.max_size: int = limit
+        """The bound on :attr:`data`."""
+        self._changed = trio.Event()
+
+    def push(self, item: OpenStream | StreamData | ResponseReady) -> None:
+        """Take one output item of the core."""
+        if isinstance(item, ResponseReady):
+            self.ready = item.response
+        else:
+            if isinstance(item, OpenStream):
+                self.sse_headers = item.headers
+            self.data += item.data
+            self.end = self.end or item.end
+            if len(self.data) > self.max_size:
+                self.overflow = True
+                if self.abort is not None:
+                    self.abort.cancel()
+        self._changed.set()
+
+    async def wait(self) -> None:
+        """Wait until :meth:`push` was called since the last wait."""
+        await self._changed.wait()
+        self._changed = trio.Event()
+
+
+@final
+class Endpoint:
+    """Runs an :class:`HttpServer`'s decisions: see the module docstring.
+
+    Args:
+        http: the sans-IO endpoint.
+        handlers: the handler table.
+        config: handler slots, write timeout, shutdown bounds.
+        transport: socket timeouts and buffers.
+    """
+
+    def __init__(
+        self,
+        http: HttpServer,
+        handlers: Handlers,
+        config: SessionConfig,
+        transport: HttpTransportConfig,
+    ) -> None:
+        self.http = http
+        self.handlers = handlers
+        self.config = config
+        self.transport = transport
+        self.limiter = trio.CapacityLimiter(config.max_concurrent_handlers)
+        self.nursery: trio.Nursery | None = None
+        """Where handler tasks run (set before serving)."""
+        self.closing = False
+        """Shutting down: no new requests are taken."""
+        self._running: dict[tuple[Connection, RequestId], Running] = {}
+        self._all: set[Running] = set()
+        self._waiters: dict[tuple[Connection, RequestId], _Waiter] = {}
+        self._responses: dict[int, ResponseSlot] = {}
+        self._timer_scope: trio.CancelScope | None = None
+        self._idle = trio.Event()
+        self._idle.set()
+
+    # ------------------------------------------------------------------ output
+
+    def open_response(self, stream_id: int) -> ResponseSlot:
+        """Register the response ``stream_id`` before its output can be routed."""
+        slot = ResponseSlot(stream_id, self.transport.max_response_buffer)
+        self._responses[stream_id] = slot
+        return slot
+
+    def close_response(self, slot: ResponseSlot) -> None:
+        """The response is over (finished or the client went away): tell the core."""
+        self._responses.pop(slot.stream_id, None)
+        events = self.http.stream_closed(slot.stream_id, now=trio.current_time())
+        self.pump()
+        self.handle_events_nowait(events)
+
+    def pump(self, connection: Connection | None = None) -> None:
+        """Route what the core wants written to the responses it names; re-arm the timer."""
+        for item in self.http.data_to_send(connection=connection):
+            slot = self._responses.get(item.stream_id)
+            if slot is not None:
+                slot.push(item)
+        scope = self._timer_scope
+        if scope is not None:
+            deadline = self.http.next_deadline()
+            scope.deadline = math.inf if deadline is None else deadline
+
+    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Broadcast a change notification (see ``HttpServer.send_notification``)."""
+        sent = self.http.send_notification(method, params)
+        self.pump()
+        return sent
+
+    # ------------------------------------------------------------------ events
+
+    async def handle_events(self, events: Iterable[HttpServerEvent]) -> None:
+        """Act on what a request produced; waits for a handler slot when all are busy."""
+        for tagged in events:
+            if not isinstance(tagged, ServerEvent):
+                self._log_session(tagged)
+                continue
+            event = tagged.event
+            if isinstance(event, RequestReceived):
+                await self._start_request(tagged, event)
+            elif isinstance(event, NotificationReceived):
+                await self._start_notification(tagged, event)
+            else:
+                self._handle_nowait(tagged)
+
+    def handle_events_nowait(self, events: Iterable[HttpServerEvent]) -> None:
+        """Act on events that start no handler (closed streams, timers, shutdown)."""
+        for tagged in events:
+            if isinstance(tagged, ServerEvent):
+                assert not isinstance(tagged.event, RequestReceived | NotificationReceived)
+                self._handle_nowait(tagged)
+            else:
+                self._log_session(tagged)
+
+    def _log_session(self, event: HttpServerEvent) -> None:
+        if isinstance(event, HttpSessionClosed):
+            logger.debug("HTTP session %s closed (%s)", event.session_id, event.reason)
+
+    def _handle_nowait(self, tagged: ServerEvent) -> None:
+        event, conn = tagged.event, tagged.connection
+        if isinstance(event, RequestCancelled):
+            self._cancel(conn, event.request_id)
+        elif isinstance(event, ResultReceived | ErrorReceived | RequestTimedOut):
+            self._resolve(conn, event.request_id, event)
+        elif isinstance(event, ConnectionClosed):
+            for rid in event.abandoned:
+                self._cancel(conn, rid)
+            for rid in event.unanswered:
+                self._resolve(conn, rid, SessionClosed("the HTTP session ended"))
+        elif isinstance(event, InvalidMessageReceived):
+            logger.warning("invalid message from an HTTP client: %s", event.error.message)
+
+    def _cancel(self, conn: Connection, rid: RequestId) -> None:
+        running = self._running.get((conn, rid))
+        if running is not None:
+            running.cancelled = True
+            running.scope.cancel()
+
+    def _resolve(self, conn: Connection, rid: RequestId, outcome: _Outcome) -> None:
+        waiter = self._waiters.pop((conn, rid), None)
+        if waiter is not None:
+            waiter.outcome = outcome
+            waiter.done.set()
+
+    # ------------------------------------------------------------------ handlers
+
+    def _begin(self, conn: Connection, rid: RequestId | None) -> Running:
+        running = Running(connection=conn, request_id=rid)
+        if rid is not None:
+            self._running[(conn, rid)] = running
+        self._all.add(running)
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        return running
+
+    def _finish(self, running: Running) -> None:
+        rid = running.request_id
+        if rid is not None and self._running.get((running.connection, rid)) is running:
+            del self._running[(running.connection, rid)]
+        self._all.discard(running)
+        self.limiter.release_on_behalf_of(running)
+        if not self._all:
+            self._idle.set()
+
+    async def _acquire(self, conn: Connection, rid: RequestId | None) -> Running:
+        running = self._begin(conn, rid)
+        try:
+            await self.limiter.acquire_on_behalf_of(running)
+        except BaseException:
+            self._all.discard(running)
+            if rid is not None:
+                self._running.pop((conn, rid), None)
+            if not self._all:
+                self._idle.set()
+            raise
+        return running
+
+    async def _start_request(self, tagged: ServerEvent, event: RequestReceived) -> None:
+        conn = tagged.connection
+        running = await self._acquire(conn, event.request_id)
+        if running.cancelled or conn.request_era(event.request_id) is None:
+            self._finish(running)  # cancelled (or the session ended) while we waited
+            return
+        ctx = HttpRequestContext(self, event, running, tagged.session_id)
+        assert self.nursery is not None
+        self.nursery.start_soon(
+            self._serve_request, ctx, running, name=f"mcp http {event.method} #{event.request_id!r}"
+        )
+
+    async def _serve_request(self, ctx: HttpRequestContext, running: Running) -> None:
+        try:
+            with running.scope:
+                handler = self.handlers.request_handler(ctx.method)
+                # The HTTP context duck-types RequestContext (there is no Session over HTTP).
+                outcome = await call_request_handler(handler, cast(Any, ctx))
+                self._answer(running, ctx.event, outcome)
+        finally:
+            self._finish(running)
+
+    def _answer(
+        self,
+        running: Running,
+        event: RequestReceived,
+        outcome: dict[str, Any] | InputRequiredResult | ErrorData,
+    ) -> None:
+        conn, rid = running.connection, event.request_id
+        if running.cancelled:
+            return
+        try:
+            if isinstance(outcome, InputRequiredResult):
+                conn.send_input_required(
+                    rid, outcome.input_requests, state=outcome.state, now=trio.current_time()
+                )
+            elif isinstance(outcome, ErrorData):
+                conn.send_error(rid, outcome.code, outcome.message, outcome.data)
+            else:
+                conn.send_result(rid, outcome)
+        except (LocalProtocolError, TypeError, ValueError):
+            logger.exception("the answer to %r (request %r) cannot be sent", event.method, rid)
+            with suppress(LocalProtocolError):
+                conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+        self.pump(conn)
+
+    async def _start_notification(self, tagged: ServerEvent, event: NotificationReceived) -> None:
+        handler = self.handlers.notification_handler(event.method)
+        if handler is None:
+            logger.debug("no handler for notification %r", event.method)
+            return
+        ctx = HttpNotificationContext(
+            method=event.method, params=event.params, session_id=tagged.session_id
+        )
+        running = await self._acquire(tagged.connection, None)
+        assert self.nursery is not None
+        self.nursery.start_soon(self._serve_notification, handler, ctx, running)
+
+    async def _serve_notification(
+        self, handler: Any, ctx: HttpNotificationContext, running: Running
+    ) -> None:
+        try:
+            with running.scope:
+                await handler(ctx)
+        except Exception:
+            logger.exception("handler for notification %r failed", ctx.method)
+        finally:
+            self._finish(running)
+
+    def cancel_handlers(self) -> None:
+        """Cancel every running handler (shutdown)."""
+        for running in self._all:
+            running.cancelled = True
+            running.scope.cancel()
+
+    async def wait_handlers_idle(self) -> None:
+        """Wait until no handler is running."""
+        while self._all:
+            await self._idle.wait()
+
+    @property
+    def running_handlers(self) -> int:
+        """Handler tasks running."""
+        return len(self._all)
+
+    # ------------------------------------------------------------------ handler services
+
+    async def send_progress(
+        self, running: Running, progress: float, total: float | None, message: str | None
+    ) -> bool:
+        """``ctx.report_progress``: see :class:`HttpRequestContext`."""
+        conn, rid = running.connection, running.request_id
+        assert rid is not None
+        if running.cancelled or conn.closed:
+            return False
+        sent = conn.send_progress(rid, progress, total, message)
+        self.pump(conn)
+        await trio.lowlevel.checkpoint()
+        return sent
+
+    async def send_log(self, running: Running, level: str, data: Any, logger_: str | None) -> bool:
+        """``ctx.log``: see :class:`HttpRequestContext`."""
+        conn = running.connection
+        if running.cancelled:
+            return False
+        sent = conn.send_log(level, data, logger=logger_, request_id=running.request_id)
+        self.pump(conn)
+        await trio.lowlevel.checkpoint()
+        return sent
+
+    async def send_request(
+        self,
+        running: Running,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+    ) -> dict[str, Any]:
+        """``ctx.send_request``: see :class:`HttpRequestContext`."""
+        conn = running.connection
+        if conn.era is not Era.LEGACY:
+            raise LocalProtocolError(
+                "in the modern era servers send no requests: return InputRequiredResult instead"
+            )
+        if conn.closed:
+            raise SessionClosed("the HTTP session ended")
+        rid = conn.send_request(
+            method,
+            params,
+            now=trio.current_time(),
+            timeout=timeout,
+            related_request_id=running.request_id,
+        )
+        waiter = _Waiter(method=method)
+        self._waiters[(conn, rid)] = waiter
+        self.pump(conn)
+        try:
+            await waiter.done.wait()
+        except BaseException:
+            if waiter.outcome is None:
+                self._waiters.pop((conn, rid), None)
+                with suppress(LocalProtocolError):
+                    conn.cancel_request(rid, "cancelled by the server")
+                self.pump(conn)
+            raise
+        outcome = waiter.outcome
+        if isinstance(outcome, ResultReceived):
+            return outcome.result
+        if isinstance(outcome, ErrorReceived):
+            raise McpError(outcome.error)
+        if isinstance(outcome, RequestTimedOut):
+            raise RequestTimeout(method, rid)
+        assert isinstance(outcome, SessionClosed)
+        raise SessionClosed(outcome.reason)
+
+    # ------------------------------------------------------------------ timer
+
+    async def timer_loop(self) -> None:
+        """Run ``HttpServer.handle_timer`` at each deadline, forever."""
+        while True:
+            with trio.CancelScope() as scope:
+                self._timer_scope = scope
+                self.pump()  # arms the deadline
+                await trio.sleep_forever()
+            self._timer_scope = None
+            events = self.http.handle_timer(trio.current_time())
+            self.pump()
+            self.handle_events_nowait(events)

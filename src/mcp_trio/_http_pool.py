@@ -1,0 +1,152 @@
+"""Client HTTP/1.1 connections to one origin: a small keep-alive pool over h11.
+
+One request at a time per connection (no pipelining), so concurrent requests use
+concurrent connections, at most ``max_client_connections``; finished connections the
+server keeps alive are reused (at most ``max_idle_connections`` are kept), unless the
+server closed them meanwhile (the socket reads as ready). A request is never retried:
+a POST the server may have acted on must not be sent twice.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Final, final
+from urllib.parse import urlsplit
+
+import h11
+import trio
+
+from mcp_sansio._http import HttpRequest
+
+from ._http_config import HttpTransportConfig
+from ._http_wire import H11Stream, WireError
+
+__all__ = ["Pool"]
+
+_USER_AGENT: Final = b"mcp-trio"
+
+
+@final
+class Pool:
+    """Connections to the origin of ``url``.
+
+    Args:
+        url: any URL of the origin (``http://`` or ``https://``).
+        transport: connection bounds and timeouts.
+        ssl_context: for ``https://`` (default: the system's trust store).
+        headers: extra headers for every request (e.g. ``Authorization``).
+        write_timeout: seconds one request may take to be written.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        transport: HttpTransportConfig,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        headers: Mapping[str, str] | None = None,
+        write_timeout: float | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        self.secure = parts.scheme == "https"
+        self.host = parts.hostname or ""
+        self.port = parts.port or (443 if self.secure else 80)
+        self.transport = transport
+        self.limiter = trio.CapacityLimiter(transport.max_client_connections)
+        """Held by each request in progress (not by the GET stream or one-way POSTs)."""
+        self._ssl = ssl_context
+        self._extra = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
+        ]
+        self._write_timeout = write_timeout
+        self._idle: deque[H11Stream] = deque()
+
+    async def connect(self) -> H11Stream:
+        """A new connection.
+
+        Raises:
+            WireError: it could not be opened within ``connect_timeout``.
+        """
+        stream: trio.abc.Stream | None = None
+        try:
+            with trio.fail_after(self.transport.connect_timeout):
+                stream = await trio.open_tcp_stream(self.host, self.port)
+                if self.secure:
+                    context = self._ssl if self._ssl is not None else ssl.create_default_context()
+                    stream = trio.SSLStream(
+                        stream, context, server_hostname=self.host, https_compatible=True
+                    )
+                    await stream.do_handshake()
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+            raise WireError(f"could not connect to {self.host}:{self.port}: {exc!r}") from exc
+        return H11Stream(stream, h11.CLIENT, self.transport.max_header_size)
+
+    def _events(self, request: HttpRequest) -> list[h11.Event]:
+        headers = [*request.headers, (b"user-agent", _USER_AGENT), *self._extra]
+        if request.body or request.method == "POST":
+            headers.append((b"content-length", str(len(request.body)).encode()))
+        events: list[h11.Event] = [
+            h11.Request(method=request.method, target=request.target, headers=headers)
+        ]
+        if request.body:
+            events.append(h11.Data(data=request.body))
+        events.append(h11.EndOfMessage())
+        return events
+
+    async def roundtrip(
+        self, request: HttpRequest, on_written: Callable[[], None]
+    ) -> tuple[H11Stream, h11.Response]:
+        """Send ``request`` and read the response head; call ``on_written`` once the
+        request is out. A kept-alive connection is reused unless the server has closed
+        it meanwhile; a request is never sent twice.
+
+        Returns:
+            The connection (read the body from it, then :meth:`release` it) and the head.
+
+        Raises:
+            WireError: no connection, or no answer.
+        """
+        wire = None
+        while self._idle and wire is None:
+            wire = self._idle.popleft()
+            if wire.is_stale():
+                await wire.aclose()
+                wire = None
+        if wire is None:
+            wire = await self.connect()
+        try:
+            return wire, await self._exchange(wire, request, on_written)
+        except BaseException:
+            await wire.aclose()
+            raise
+
+    async def _exchange(
+        self, wire: H11Stream, request: HttpRequest, on_written: Callable[[], None]
+    ) -> h11.Response:
+        await wire.send(self._events(request), self._write_timeout)
+        on_written()
+        try:
+            while True:
+                event = await wire.next_event()
+                if isinstance(event, h11.Response):
+                    return event
+                if not isinstance(event, h11.InformationalResponse):
+                    raise WireError("the server closed the connection without answering")
+        except h11.RemoteProtocolError as exc:
+            raise WireError(f"the server broke HTTP/1.1: {exc}") from exc
+
+    async def release(self, wire: H11Stream) -> None:
+        """A finished exchange: keep the connection for reuse, or close it."""
+        if len(self._idle) < self.transport.max_idle_connections and wire.next_cycle():
+            self._idle.append(wire)
+        else:
+            await wire.aclose()
+
+    async def aclose(self) -> None:
+        """Close the idle connections."""
+        while self._idle:
+            await self._idle.popleft().aclose()

@@ -1,0 +1,573 @@
+"""The Streamable HTTP server: :func:`serve_http`, HTTP/1.1 (h11) over trio sockets.
+
+Theory of operation
+-------------------
+One :class:`~mcp_sansio._http.HttpServer` (the rules, both eras) and one
+:class:`~._http_endpoint.Endpoint` (handlers, timer, output routing) serve every TCP
+connection. Each connection is one task running h11, one request at a time (HTTP/1.1
+keep-alive, no pipelining):
+
+1. **Head.** The head must arrive within ``header_timeout`` of its first byte (and a new
+   connection's first byte within ``header_timeout`` of the accept; an idle keep-alive
+   connection's within ``keepalive_timeout``). A slow head costs its own task only and
+   ends with ``408``; an oversize one with ``431``.
+2. **Early refusal.** ``HttpServer.check_head`` (path, ``Origin``, ``Host``, method,
+   media types, ``Content-Length``) may refuse before any body is read; the connection
+   is then closed if a body was coming, so it is never read.
+3. **Body**, at most ``max_body_size + 1`` bytes within ``body_timeout`` (over: the core
+   answers ``413`` and the rest is never read).
+4. **Decision.** A complete response is written at once. Otherwise the response is
+   registered as a :class:`~._http_endpoint.ResponseSlot` and written as the core routes
+   output to it: one JSON body when ready, or SSE events as they are produced, with a
+   comment line every ``sse_keepalive_interval`` of silence. Meanwhile a watcher reads
+   the socket: the client closing it ends the response, and ``HttpServer.stream_closed``
+   turns that into cancellation (modern) or detachment (legacy, resumable).
+
+Shutdown (:meth:`HttpServeHandle.aclose`): refuse new work with ``503`` and close each
+connection after its current exchange, but keep accepting POSTs that carry only answers
+and notifications (a legacy handler may be waiting for the client's answer to its
+``sampling/createMessage``), while running handlers get ``shutdown_grace_period`` to
+answer. Then stop listening, close idle connections, ``HttpServer.close()`` (sessions
+end, streams finish, modern requests are cancelled), give the responses
+``close_timeout`` to be written, and cancel the rest.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import math
+import ssl
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any, Final, final
+
+import attrs
+import h11
+import trio
+
+from mcp_sansio import ConnectionConfig, encode_sse_comment
+from mcp_sansio._http import (
+    AwaitResponse,
+    EventStore,
+    HttpRequest,
+    HttpResponse,
+    HttpServer,
+    HttpServerConfig,
+    OpenStream,
+)
+from mcp_sansio._json import JSONDecodeError, loads
+
+from ._config import SessionConfig
+from ._handlers import Handlers
+from ._http_config import HttpTransportConfig
+from ._http_endpoint import Endpoint, ResponseSlot
+from ._http_wire import H11Stream, WireError
+
+__all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
+
+logger = logging.getLogger("mcp_trio")
+
+_CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_KEEPALIVE: Final = encode_sse_comment("keep-alive")
+_NO_LENGTH: Final = frozenset({204, 304})
+_REFUSE_TIMEOUT: Final = 1.0
+
+
+_UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+
+
+def _starts_work(body: bytes) -> bool:
+    """Whether a body holds a JSON-RPC request (while shutting down, only answers and
+    notifications are taken: a handler may be waiting for the client's answer)."""
+    try:
+        obj = loads(body)
+    except JSONDecodeError:
+        return False
+    items = obj if type(obj) is list else [obj]
+    return any(type(i) is dict and "method" in i and "id" in i for i in items)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class HttpServerStatistics:
+    """A snapshot of a server's tables (trio's ``statistics()`` convention)."""
+
+    connections: int
+    """TCP connections open."""
+    running_handlers: int
+    """Handler tasks running."""
+    sessions: int
+    """Legacy sessions alive."""
+    modern_requests: int
+    """Modern requests in progress."""
+    open_responses: int
+    """HTTP responses in progress (SSE streams and awaited answers)."""
+
+
+@final
+class HttpServeHandle:
+    """What :func:`serve_http` gives ``task_status.started``: the running server."""
+
+    def __init__(self, server: _Server) -> None:
+        self._server = server
+
+    @property
+    def listeners(self) -> list[trio.SocketListener]:
+        """The listening sockets."""
+        return self._server.listeners
+
+    @property
+    def port(self) -> int:
+        """The port of the first listener (the one the kernel chose for ``port=0``)."""
+        return int(self.listeners[0].socket.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/path`` of the first listener."""
+        host = self.listeners[0].socket.getsockname()[0]
+        host = f"[{host}]" if ":" in host else host
+        scheme = "https" if self._server.ssl_context is not None else "http"
+        return f"{scheme}://{host}:{self.port}{self.http.config.endpoint}"
+
+    @property
+    def http(self) -> HttpServer:
+        """The sans-IO endpoint (sessions, statistics; read-only use)."""
+        return self._server.endpoint.http
+
+    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Broadcast a change notification (``notifications/tools/list_changed``, ...)
+        to every ready legacy session (on its GET stream) and every modern
+        ``subscriptions/listen`` stream that asked for it. Does not block.
+
+        Returns:
+            How many sessions and subscriptions it was sent to.
+        """
+        return self._server.endpoint.send_notification(method, params)
+
+    def statistics(self) -> HttpServerStatistics:
+        """A snapshot of the server's tables."""
+        table = self.http.statistics()
+        return HttpServerStatistics(
+            connections=self._server.open_connections,
+            running_handlers=self._server.endpoint.running_handlers,
+            sessions=table["sessions"],
+            modern_requests=table["modern_requests"],
+            open_responses=table["open_responses"],
+        )
+
+    async def aclose(self) -> None:
+        """Shut down gracefully (see the module docs) and wait until :func:`serve_http`
+        has returned. Idempotent."""
+        self._server.shutdown_requested.set()
+        await self._server.finished.wait()
+
+
+class _State:
+    """What the socket watcher saw while a response was being written."""
+
+    gone = False
+
+
+@final
+class _Server:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        listeners: list[trio.SocketListener],
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.listeners = listeners
+        self.ssl_context = ssl_context
+        self.connections: set[_Connection] = set()
+        self.open_connections = 0
+        self.conn_nursery: trio.Nursery | None = None
+        self.accept_scope = trio.CancelScope()
+        self.shutdown_requested = trio.Event()
+        self.finished = trio.Event()
+        self._no_connections = trio.Event()
+        self._no_connections.set()
+
+    async def accept_all(self, *, task_status: trio.TaskStatus[None]) -> None:
+        with self.accept_scope:
+            async with trio.open_nursery() as nursery:
+                for listener in self.listeners:
+                    nursery.start_soon(self._accept_loop, listener)
+                task_status.started()
+
+    async def _accept_loop(self, listener: trio.SocketListener) -> None:
+        limit = self.endpoint.transport.max_connections
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _CAPACITY_ERRNOS:
+                    raise
+                logger.error("accept failed (%s); retrying in 100 ms", errno.errorcode[exc.errno])
+                await trio.sleep(0.1)
+                continue
+            if self.open_connections >= limit:
+                logger.warning("refused a connection: %d are open (max_connections)", limit)
+                await trio.aclose_forcefully(stream)
+                continue
+            self.open_connections += 1
+            self._no_connections = trio.Event()
+            assert self.conn_nursery is not None
+            self.conn_nursery.start_soon(self._serve_one, stream, name="mcp http connection")
+
+    async def _serve_one(self, tcp: trio.SocketStream) -> None:
+        stream: trio.abc.Stream = tcp
+        if self.ssl_context is not None:
+            stream = trio.SSLStream(tcp, self.ssl_context, server_side=True)
+        conn = _Connection(self, stream)
+        self.connections.add(conn)
+        try:
+            with conn.scope:
+                await conn.run()
+        except (WireError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            logger.debug("HTTP connection dropped: %r", exc)
+        except Exception:
+            logger.exception("HTTP connection failed")
+        finally:
+            self.connections.discard(conn)
+            self.open_connections -= 1
+            if not self.open_connections:
+                self._no_connections.set()
+            await trio.aclose_forcefully(stream)
+
+    async def shutdown(self) -> None:
+        endpoint = self.endpoint
+        endpoint.closing = True
+        config = endpoint.config
+        with trio.move_on_after(config.shutdown_grace_period):
+            await endpoint.wait_handlers_idle()
+        self.accept_scope.cancel()
+        for listener in self.listeners:
+            await trio.aclose_forcefully(listener)
+        for conn in self.connections:
+            conn.stop_if_idle()
+        events = endpoint.http.close()
+        endpoint.pump()
+        endpoint.handle_events_nowait(events)
+        endpoint.cancel_handlers()
+        with trio.move_on_after(config.close_timeout):
+            await self._no_connections.wait()
+        self.cancel_everything()
+        await self._no_connections.wait()  # cancelled tasks end promptly
+        await endpoint.wait_handlers_idle()
+
+    def cancel_everything(self) -> None:
+        self.endpoint.closing = True
+        self.accept_scope.cancel()
+        for conn in self.connections:
+            conn.scope.cancel()
+        self.endpoint.cancel_handlers()
+
+
+@final
+class _Connection:
+    """One TCP connection: h11, one request at a time."""
+
+    def __init__(self, server: _Server, stream: trio.abc.Stream) -> None:
+        self.server = server
+        self.endpoint = server.endpoint
+        self.transport = server.endpoint.transport
+        self.wire = H11Stream(stream, h11.SERVER, self.transport.max_header_size)
+        self.scope = trio.CancelScope()
+        self._idle_scope: trio.CancelScope | None = None
+
+    def stop_if_idle(self) -> None:
+        """Shutdown: a connection waiting for its next request closes now."""
+        if self._idle_scope is not None:
+            self._idle_scope.cancel()
+
+    async def run(self) -> None:
+        first = True
+        while True:
+            request = await self._next_request(first)
+            if request is None or not await self._serve(request) or self.endpoint.closing:
+                return
+            first = False
+            if not self.wire.next_cycle():
+                return
+
+    # ------------------------------------------------------------------ reading
+
+    async def _next_request(self, first: bool) -> h11.Request | None:
+        wire, cfg = self.wire, self.transport
+        if not wire.h11.trailing_data[0]:
+            with trio.CancelScope() as idle:
+                idle.deadline = trio.current_time() + (
+                    cfg.header_timeout if first else cfg.keepalive_timeout
+                )
+                self._idle_scope = idle
+                more = await wire.receive()
+            self._idle_scope = None
+            if idle.cancelled_caught or not more:
+                return None
+        with trio.move_on_after(cfg.header_timeout) as scope:
+            try:
+                event = await wire.next_event()
+            except h11.RemoteProtocolError as exc:
+                await self._refuse(exc.error_status_hint, f"Bad request: {exc}")
+                return None
+        if scope.cancelled_caught:
+            await self._refuse(408, "Request Timeout: the request head took too long")
+            return None
+        if not isinstance(event, h11.Request):
+            return None
+        # h11 bounds only a head still incomplete; one that arrived whole is measured here.
+        size = len(event.target) + sum(len(n) + len(v) + 4 for n, v in event.headers)
+        if size > cfg.max_header_size:
+            await self._refuse(431, "Request Header Fields Too Large")
+            return None
+        return event
+
+    async def _read_body(self, limit: int) -> tuple[bytes, bool] | None:
+        wire = self.wire
+        if wire.h11.they_are_waiting_for_100_continue:
+            await wire.send([h11.InformationalResponse(status_code=100, headers=[])], self._timeout)
+        body = bytearray()
+        with trio.move_on_after(self.transport.body_timeout) as scope:
+            try:
+                while True:
+                    event = await wire.next_event()
+                    if isinstance(event, h11.Data):
+                        body += event.data
+                        if len(body) > limit:
+                            return bytes(body), False
+                    elif isinstance(event, h11.EndOfMessage):
+                        return bytes(body), True
+                    else:
+                        return None
+            except h11.RemoteProtocolError as exc:
+                await self._refuse(exc.error_status_hint, f"Bad request: {exc}")
+                return None
+        assert scope.cancelled_caught
+        await self._refuse(408, "Request Timeout: the request body took too long")
+        return None
+
+    # ------------------------------------------------------------------ serving
+
+    @property
+    def _timeout(self) -> float | None:
+        return self.endpoint.config.write_timeout
+
+    async def _serve(self, head: h11.Request) -> bool:
+        """Serve one request; returns whether the connection may be reused."""
+        endpoint, http = self.endpoint, self.endpoint.http
+        request = HttpRequest(
+            method=head.method.decode("ascii"),
+            target=head.target.decode("latin-1"),
+            headers=list(head.headers),
+        )
+        if endpoint.closing and request.method != "POST":
+            await self._respond(_UNAVAILABLE, close=True)
+            return False
+        early = http.check_head(request)
+        if early is not None:
+            reusable = self.wire.h11.their_state is h11.DONE
+            await self._respond(early, close=not reusable)
+            return reusable
+        read = await self._read_body(http.config.max_body_size)
+        if read is None:
+            return False
+        body, complete = read
+        if endpoint.closing and _starts_work(body):
+            await self._respond(_UNAVAILABLE, close=True)
+            return False
+        reply = http.handle_request(attrs.evolve(request, body=body), now=trio.current_time())
+        decision = reply.decision
+        if isinstance(decision, HttpResponse):
+            endpoint.pump()
+            await endpoint.handle_events(reply.events)
+            await self._respond(decision, close=not complete)
+            return complete
+        slot = endpoint.open_response(decision.stream_id)
+        try:
+            endpoint.pump()
+            await endpoint.handle_events(reply.events)
+            gone = await self._stream(decision, slot)
+        finally:
+            endpoint.close_response(slot)
+        return not gone
+
+    async def _stream(self, decision: OpenStream | AwaitResponse, slot: ResponseSlot) -> bool:
+        """Write a response the core produces over time, watching for the client leaving.
+
+        Returns:
+            Whether the connection is unusable (the client left, or writing failed).
+        """
+        state = _State()
+        async with trio.open_nursery() as nursery:
+            slot.abort = nursery.cancel_scope
+            nursery.start_soon(self._watch, nursery.cancel_scope, state)
+            try:
+                await self._write(decision, slot)
+            except WireError as exc:
+                logger.debug("HTTP response not completed: %s", exc)
+                state.gone = True
+            nursery.cancel_scope.cancel()
+        if slot.overflow:
+            logger.debug("HTTP client too slow: over %d bytes waiting", slot.max_size)
+        return state.gone or slot.overflow
+
+    async def _watch(self, scope: trio.CancelScope, state: _State) -> None:
+        """Read while a response is written: end of input means the client left. Bytes
+        of a pipelined request (at most ``max_header_size``) wait in h11."""
+        wire = self.wire
+        start = wire.received
+        try:
+            while wire.received - start < self.transport.max_header_size:
+                if not await wire.receive():
+                    break
+            else:
+                await trio.sleep_forever()
+        except WireError:
+            pass
+        state.gone = True
+        scope.cancel()
+
+    async def _write(self, decision: OpenStream | AwaitResponse, slot: ResponseSlot) -> None:
+        wire, timeout = self.wire, self._timeout
+        if isinstance(decision, AwaitResponse):
+            while slot.ready is None and slot.sse_headers is None:
+                if slot.overflow:
+                    raise WireError("response buffer overflow")
+                await slot.wait()
+            if slot.ready is not None:
+                await self._respond(slot.ready)
+                return
+            headers, data, end = slot.sse_headers or (), b"", False
+        else:
+            headers, data, end = decision.headers, decision.data, decision.end
+        events: list[h11.Event] = [h11.Response(status_code=200, headers=list(headers))]
+        if data:
+            events.append(h11.Data(data=data))
+        await wire.send(events, timeout)
+        interval = self.transport.sse_keepalive_interval
+        while True:
+            if slot.overflow:
+                raise WireError("the client reads too slowly (max_response_buffer)")
+            if slot.data:
+                chunk = bytes(slot.data)
+                slot.data.clear()
+                await wire.send([h11.Data(data=chunk)], timeout)
+                continue
+            if end or slot.end:
+                await wire.send([h11.EndOfMessage()], timeout)
+                return
+            with trio.move_on_after(math.inf if interval is None else interval) as quiet:
+                await slot.wait()
+            if quiet.cancelled_caught:
+                await wire.send([h11.Data(data=_KEEPALIVE)], timeout)
+
+    async def _respond(self, response: HttpResponse, *, close: bool = False) -> None:
+        headers = list(response.headers)
+        if response.status not in _NO_LENGTH:
+            headers.append((b"content-length", str(len(response.body)).encode()))
+        if close or self.endpoint.closing:
+            headers.append((b"connection", b"close"))
+        events: list[h11.Event] = [h11.Response(status_code=response.status, headers=headers)]
+        if response.body:
+            events.append(h11.Data(data=response.body))
+        events.append(h11.EndOfMessage())
+        await self.wire.send(events, self._timeout)
+
+    async def _refuse(self, status: int, message: str) -> None:
+        """Best effort: tell a misbehaving client why it is being disconnected."""
+        if self.wire.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        response = HttpResponse(
+            status=status,
+            headers=((b"content-type", b"text/plain; charset=utf-8"),),
+            body=message.encode() + b"\n",
+        )
+        with trio.move_on_after(_REFUSE_TIMEOUT):
+            with suppress(WireError, h11.LocalProtocolError):
+                await self._respond(response, close=True)
+
+
+async def serve_http(
+    handlers: Handlers | None,
+    *,
+    connection_config: ConnectionConfig | None = None,
+    host: str | None = "127.0.0.1",
+    port: int = 0,
+    path: str | None = None,
+    http_config: HttpServerConfig | None = None,
+    config: SessionConfig | None = None,
+    transport: HttpTransportConfig | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    session_id_factory: Callable[[], str] | None = None,
+    event_store: EventStore | None = None,
+    handler_nursery: trio.Nursery | None = None,
+    task_status: trio.TaskStatus[HttpServeHandle] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve MCP over Streamable HTTP (both eras) at ``http://host:port/path``.
+
+    Args:
+        handlers: the request and notification handlers (handlers receive an
+            :class:`~mcp_trio.HttpRequestContext`, which duck-types ``RequestContext``).
+        connection_config: the server core's configuration: who we are, capabilities,
+            and which eras are served (``era="auto"``: both).
+        host: the interface to bind (default: loopback only; ``None``: all).
+        port: the port (0: the kernel picks one; read it from the handle).
+        path: the endpoint path (default: ``http_config.endpoint``, ``/mcp``).
+        http_config: the HTTP rules (origins, hosts, body bound, sessions, ...).
+        config: handler slots, write timeout, ``shutdown_grace_period``, ``close_timeout``.
+        transport: socket timeouts and bounds (slowloris, keep-alive, SSE comments).
+        ssl_context: serve ``https://`` with this context.
+        session_id_factory: makes legacy session ids (default: 192 random bits).
+        event_store: where legacy SSE events are kept for resumption.
+        handler_nursery: where connection and handler tasks run (default: internal).
+        task_status: ``await nursery.start(serve_http, ...)`` returns an
+            :class:`HttpServeHandle` (port, broadcasts, graceful ``aclose``).
+
+    Returns:
+        After :meth:`HttpServeHandle.aclose` (or never, until cancelled).
+
+    Resource handling:
+        Cancelling ``serve_http`` closes everything at once; ``aclose()`` shuts down
+        gracefully within ``shutdown_grace_period + close_timeout``.
+
+    Error handling:
+        Whatever a client does costs only its own connection (logged at debug level,
+        or with a traceback if it is a bug here).
+    """
+    config = config if config is not None else SessionConfig()
+    http_config = http_config if http_config is not None else HttpServerConfig()
+    if path is not None:
+        http_config = attrs.evolve(http_config, endpoint=path)
+    http = HttpServer(
+        http_config,
+        connection_config=connection_config,
+        session_id_factory=session_id_factory,
+        event_store=event_store,
+    )
+    endpoint = Endpoint(
+        http,
+        handlers if handlers is not None else Handlers(),
+        config,
+        transport if transport is not None else HttpTransportConfig(),
+    )
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    try:
+        server = _Server(endpoint, listeners, ssl_context)
+        try:
+            async with trio.open_nursery() as nursery:
+                endpoint.nursery = handler_nursery if handler_nursery is not None else nursery
+                server.conn_nursery = endpoint.nursery
+                nursery.start_soon(endpoint.timer_loop, name="mcp http timer")
+                await nursery.start(server.accept_all)
+                task_status.started(HttpServeHandle(server))
+                await server.shutdown_requested.wait()
+                await server.shutdown()
+                nursery.cancel_scope.cancel()
+        finally:
+            server.cancel_everything()
+            server.finished.set()
+    finally:
+        for listener in listeners:
+            await trio.aclose_forcefully(listener)

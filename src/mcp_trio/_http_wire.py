@@ -1,0 +1,124 @@
+"""One HTTP/1.1 connection: an h11 state machine over a trio stream, both roles.
+
+h11 parses and frames; this class only moves its bytes, the way h11's own
+``examples/trio-server.py`` does. Every write is bounded by a timeout given per call
+(a peer that stops reading must not hold a task forever).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final, TypeAlias, cast, final
+
+import h11
+import trio
+
+__all__ = ["H11Stream", "WireError"]
+
+READ_CHUNK: Final = 65_536
+
+H11Event: TypeAlias = (
+    h11.Request
+    | h11.InformationalResponse
+    | h11.Response
+    | h11.Data
+    | h11.EndOfMessage
+    | h11.ConnectionClosed
+)
+
+
+class WireError(Exception):
+    """The connection is unusable: the peer vanished, broke HTTP, or was too slow."""
+
+
+@final
+class H11Stream:
+    """An h11 connection over ``stream``.
+
+    Args:
+        stream: the byte stream (TCP, or TLS over TCP).
+        role: ``h11.CLIENT`` or ``h11.SERVER``.
+        max_header_size: the largest head accepted.
+    """
+
+    def __init__(
+        self, stream: trio.abc.Stream, role: type[h11.CLIENT | h11.SERVER], max_header_size: int
+    ) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(role, max_incomplete_event_size=max_header_size)
+        self.received = 0
+        """Bytes received in the current request/response cycle (head included)."""
+
+    async def receive(self) -> bool:
+        """Read once and hand the bytes to h11. Returns ``False`` at end of input.
+
+        Raises:
+            WireError: the stream broke.
+        """
+        try:
+            data = await self.stream.receive_some(READ_CHUNK)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise WireError(f"reading failed: {exc!r}") from exc
+        self.h11.receive_data(bytes(data))
+        self.received += len(data)
+        return bool(data)
+
+    async def next_event(self) -> H11Event:
+        """The next h11 event, reading as needed.
+
+        Raises:
+            h11.RemoteProtocolError: the peer broke HTTP/1.1.
+            WireError: the stream broke (end of input mid-message is h11's error).
+        """
+        while True:
+            event = self.h11.next_event()
+            if event is h11.NEED_DATA:
+                await self.receive()
+                continue
+            if event is h11.PAUSED:
+                raise WireError("the peer sent more than one message at a time")
+            assert not isinstance(event, type)
+            return cast(H11Event, event)
+
+    async def send(self, events: Iterable[h11.Event], timeout: float | None) -> None:
+        """Frame ``events`` with h11 and write them, within ``timeout`` seconds.
+
+        Raises:
+            WireError: the write failed or timed out (h11 is told: ``send_failed``).
+        """
+        data = b"".join(self.h11.send(e) or b"" for e in events)
+        with trio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                self.h11.send_failed()
+                raise WireError(f"writing failed: {exc!r}") from exc
+        if scope.cancelled_caught:
+            self.h11.send_failed()
+            raise WireError(f"writing timed out after {timeout} s")
+
+    def next_cycle(self) -> bool:
+        """After a complete exchange: get ready for the next one on this connection.
+
+        Returns:
+            ``False`` when the connection cannot be reused (either side wants it closed).
+        """
+        if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+            return False
+        self.h11.start_next_cycle()
+        self.received = len(self.h11.trailing_data[0])
+        return True
+
+    def is_stale(self) -> bool:
+        """Whether an idle connection has something to read: the peer closed it (or sent
+        what it should not have). Checked before reusing a kept-alive connection."""
+        stream = self.stream
+        if isinstance(stream, trio.SSLStream):
+            stream = stream.transport_stream
+        if not isinstance(stream, trio.SocketStream):
+            return False
+        return bool(self.h11.trailing_data[0]) or stream.socket.is_readable()
+
+    async def aclose(self) -> None:
+        """Close the stream at once (no TLS close_notify wait)."""
+        await trio.aclose_forcefully(self.stream)

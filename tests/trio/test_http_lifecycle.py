@@ -1,0 +1,226 @@
+"""Sessions over time: eviction, resumption after a dropped connection, shutdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio import ProgressReceived
+from mcp_trio import Handlers, McpError, SessionClosed, SessionConfig
+from mcp_trio._http_client import open_http_client
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    App,
+    Proxy,
+    call,
+    client_connection_config,
+    initialize_body,
+    raw_request,
+    raw_session,
+    start_server,
+    text_of,
+)
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
+    return trio.testing.MockClock(rate=1)
+
+
+async def test_a_hundred_idle_sessions_expire(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, http={"session_idle_timeout": 5.0})
+    with trio.fail_after(IO_TIMEOUT):
+        for _ in range(100):
+            await raw_session(server.port)
+        assert server.statistics().sessions == 100
+        await trio.testing.wait_all_tasks_blocked()
+        clock.jump(6)
+        await trio.testing.wait_all_tasks_blocked()
+    assert server.statistics().sessions == 0
+
+
+async def test_a_full_session_table_evicts_the_least_recently_used(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery, http={"max_sessions": 10})
+    with trio.fail_after(IO_TIMEOUT):
+        ids = [await raw_session(server.port) for _ in range(100)]
+    assert server.http.sessions() == tuple(ids[-10:])
+
+
+async def test_a_dropped_legacy_stream_is_resumed_with_last_event_id(
+    nursery: trio.Nursery,
+) -> None:
+    app = App()
+    server = await start_server(nursery, app, http={"retry_ms": 10})
+    proxy = Proxy(server.port)
+    await proxy.start(nursery)
+    seen: list[float] = []
+    first = trio.Event()
+
+    async def on_progress(event: ProgressReceived) -> None:
+        seen.append(event.progress)
+        first.set()
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("legacy")
+        ) as client:
+
+            async def drop_then_release() -> None:
+                await first.wait()
+                proxy.cut()  # every connection drops; the server's handler goes on
+                app.release.set()
+
+            nursery.start_soon(drop_then_release)
+            result = await client.request(
+                "tools/call", call("block", progress=True), on_progress=on_progress
+            )
+    assert text_of(result) == "released" and seen == [1, 2]
+    assert b"last-event-id: " in proxy.upstream.lower()
+    assert app.cancelled == []  # a legacy disconnection is not a cancellation
+
+
+async def test_a_dropped_modern_stream_fails_only_its_request(nursery: trio.Nursery) -> None:
+    app = App()
+    server = await start_server(nursery, app)
+    proxy = Proxy(server.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("modern")
+        ) as client:
+
+            async def drop() -> None:
+                await app.started_event.wait()
+                proxy.cut()
+
+            nursery.start_soon(drop)
+            with pytest.raises(McpError, match="HTTP"):
+                await client.request("tools/call", call("block"))
+            await app.cancelled_event.wait()  # closing the stream cancelled the handler
+            assert text_of(await client.request("tools/call", call("echo", text="y"))) == "y"
+
+
+async def test_graceful_shutdown_lets_running_requests_finish(nursery: trio.Nursery) -> None:
+    app = App()
+    server = await start_server(nursery, app)
+    port = server.port
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("modern")
+        ) as client:
+            results: list[str] = []
+            closed = trio.Event()
+
+            async def request() -> None:
+                results.append(text_of(await client.request("tools/call", call("block"))))
+
+            async def close() -> None:
+                await server.aclose()
+                closed.set()
+
+            async with trio.open_nursery() as inner:
+                inner.start_soon(request)
+                await app.started_event.wait()
+                inner.start_soon(close)
+                await trio.testing.wait_all_tasks_blocked()
+                refused = await raw_request(port, "POST", body=initialize_body())
+                assert (refused.status, refused.headers["connection"]) == (503, "close")
+                assert not closed.is_set()
+                app.release.set()
+            assert results == ["released"] and closed.is_set()
+            assert app.cancelled == []
+    with pytest.raises(OSError):
+        await trio.open_tcp_stream("127.0.0.1", port)  # no longer listening
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_shutdown_cancels_handlers_that_do_not_finish_in_time(
+    nursery: trio.Nursery, clock: trio.testing.MockClock, era: str
+) -> None:
+    app = App()
+    config = SessionConfig(shutdown_grace_period=5.0, close_timeout=1.0)
+    server = await start_server(nursery, app, config=config, http={"retry_ms": 10})
+    outcome: list[BaseException] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config(era)
+        ) as client:
+
+            async def request() -> None:
+                try:
+                    await client.request("tools/call", call("block"))
+                except (McpError, SessionClosed) as exc:
+                    outcome.append(exc)
+
+            async with trio.open_nursery() as inner:
+                inner.start_soon(request)
+                await app.started_event.wait()
+                inner.start_soon(server.aclose)
+                await trio.testing.wait_all_tasks_blocked()
+                clock.jump(6)  # the grace period is over
+                await app.cancelled_event.wait()
+    assert len(outcome) == 1
+    assert server.statistics().running_handlers == 0
+
+
+async def test_cancelling_serve_http_closes_everything_at_once(nursery: trio.Nursery) -> None:
+    app = App()
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as inner:
+            server = await start_server(inner, app)
+            client_failed: list[Any] = []
+
+            async def request() -> None:
+                async with open_http_client(
+                    server.url, connection_config=client_connection_config("modern")
+                ) as client:
+                    try:
+                        await client.request("tools/call", call("block"))
+                    except McpError as exc:
+                        client_failed.append(exc)
+
+            nursery.start_soon(request)
+            await app.started_event.wait()
+            inner.cancel_scope.cancel()
+        await app.cancelled_event.wait()
+
+
+async def test_during_shutdown_a_handler_still_gets_the_clients_answer(
+    nursery: trio.Nursery,
+) -> None:
+    server = await start_server(nursery)
+    asked, answer = trio.Event(), trio.Event()
+    handlers = Handlers()
+
+    @handlers.on_request("sampling/createMessage")
+    async def sample(ctx: Any) -> dict[str, Any]:
+        asked.set()
+        await answer.wait()
+        return {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, handlers=handlers, connection_config=client_connection_config("legacy")
+        ) as client:
+            results: list[str] = []
+
+            async def request() -> None:
+                results.append(text_of(await client.request("tools/call", call("sample"))))
+
+            async with trio.open_nursery() as inner:
+                inner.start_soon(request)
+                await asked.wait()
+                inner.start_soon(server.aclose)
+                await trio.testing.wait_all_tasks_blocked()
+                with pytest.raises(McpError) as refused:
+                    await client.request("tools/call", call("echo", text="new work"))
+                assert refused.value.error.data == {"httpStatus": 503}
+                answer.set()  # the answer is a POST too, and it is taken
+            assert results == ["late"]

@@ -1,0 +1,320 @@
+"""The HTTP server seen from a hand-driven h11 client: status codes, slow clients, SSE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio._json import dumps
+from mcp_trio._http_client import open_http_client
+from mcp_trio._http_config import HttpTransportConfig
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    LEGACY,
+    MODERN,
+    POST_HEADERS,
+    App,
+    RawConnection,
+    call,
+    client_connection_config,
+    initialize_body,
+    raw_request,
+    raw_session,
+    rpc,
+    start_server,
+    text_of,
+)
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
+    return trio.testing.MockClock(rate=1)
+
+
+def modern_call() -> bytes:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return rpc(1, "tools/call", {**call("echo", text="hi"), "_meta": meta})
+
+
+MODERN_HEADERS = (
+    *POST_HEADERS,
+    ("mcp-protocol-version", MODERN),
+    ("mcp-method", "tools/call"),
+    ("mcp-name", "echo"),
+)
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "headers", "host", "status"),
+    [
+        ("POST", "/other", POST_HEADERS, "127.0.0.1", 404),
+        ("POST", "/mcp", (*POST_HEADERS, ("origin", "http://evil.example")), "127.0.0.1", 403),
+        ("POST", "/mcp", (*POST_HEADERS, ("origin", "http://localhost:3000")), "127.0.0.1", 200),
+        ("POST", "/mcp", POST_HEADERS, "evil.example", 421),
+        ("POST", "/mcp", (("accept", "text/html"), ("content-type", "application/json")), "x", 406),
+        ("POST", "/mcp", (("accept", "*/*"), ("content-type", "text/plain")), "127.0.0.1", 415),
+        ("PUT", "/mcp", POST_HEADERS, "127.0.0.1", 405),
+    ],
+)
+async def test_status_codes_end_to_end(
+    nursery: trio.Nursery,
+    method: str,
+    target: str,
+    headers: tuple[tuple[str, str], ...],
+    host: str,
+    status: int,
+) -> None:
+    server = await start_server(nursery)
+    host = "127.0.0.1" if host == "x" else host
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(
+            server.port, method, target, headers=headers, host=host, body=initialize_body()
+        )
+    assert response.status == status, response
+    if status == 405:
+        assert "POST" in response.headers["allow"]
+
+
+async def test_a_modern_only_server_refuses_get_and_delete(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery, era="modern")
+    with trio.fail_after(IO_TIMEOUT):
+        for method in ("GET", "DELETE"):
+            response = await raw_request(
+                server.port, method, headers=(("accept", "text/event-stream"),)
+            )
+            assert response.status == 405 and response.headers["allow"] == "POST"
+        answered = await raw_request(
+            server.port, "POST", headers=MODERN_HEADERS, body=modern_call()
+        )
+        assert answered.status == 200 and answered.json()["result"]["content"][0]["text"] == "hi"
+
+
+async def test_modern_header_mismatches_are_400(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery)
+    headers = (*POST_HEADERS, ("mcp-protocol-version", MODERN), ("mcp-method", "tools/list"))
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(server.port, "POST", headers=headers, body=modern_call())
+    assert response.status == 400 and response.json()["error"]["code"] == -32020
+
+
+async def test_bad_json_is_400(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(server.port, "POST", body=b"{nope")
+    assert response.status == 400 and response.json()["error"]["code"] == -32700
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_a_body_over_the_bound_is_413_and_never_read(
+    nursery: trio.Nursery, chunked: bool
+) -> None:
+    server = await start_server(nursery, http={"max_body_size": 1_000})
+    body = b"[" + b"1," * 4_000 + b"1]"
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("POST", body=body, chunked=chunked)
+            response = await conn.response()
+            assert response.status == 413
+            assert response.headers["connection"] == "close"
+            assert await conn.stream.receive_some(65536) == b""  # and the connection ends
+        finally:
+            await conn.aclose()
+
+
+async def test_an_oversize_head_is_431(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery, transport=HttpTransportConfig(max_header_size=1_024))
+    headers = (*POST_HEADERS, ("x-padding", "a" * 4_000))
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(server.port, "POST", headers=headers, body=b"{}")
+    assert response.status == 431
+
+
+async def test_garbage_is_400_and_the_connection_ends(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(b"NOT HTTP AT ALL\r\n\r\n")
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+        await stream.aclose()
+    assert data.startswith(b"HTTP/1.1 400 ")
+
+
+async def test_keep_alive_serves_many_requests_on_one_connection(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery, era="modern")
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            for _ in range(3):
+                await conn.send("POST", headers=MODERN_HEADERS, body=modern_call())
+                assert (await conn.response()).status == 200
+                conn.next_cycle()
+        finally:
+            await conn.aclose()
+
+
+async def test_expect_100_continue_is_honoured(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery, era="modern")
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send(
+                "POST", headers=(*MODERN_HEADERS, ("expect", "100-continue")), body=modern_call()
+            )
+            response = await conn.response()
+            assert response.status == 200 and conn.informational == [100]
+        finally:
+            await conn.aclose()
+
+
+async def test_a_slowloris_client_blocks_no_one_and_is_dropped(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(nursery, transport=HttpTransportConfig(header_timeout=5.0))
+    with trio.fail_after(IO_TIMEOUT):
+        slow = await trio.open_tcp_stream("127.0.0.1", server.port)
+        for byte in b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ":
+            await slow.send_all(bytes([byte]))  # one byte at a time, and never finishing
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("modern")
+        ) as client:
+            assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
+        assert server.statistics().connections >= 1
+        await trio.testing.wait_all_tasks_blocked()
+        clock.jump(6)
+        data = b""
+        while chunk := await slow.receive_some(65536):
+            data += chunk
+        await slow.aclose()
+    assert data.startswith(b"HTTP/1.1 408 ")
+
+
+async def test_an_idle_connection_is_closed_after_the_keepalive_timeout(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(
+        nursery, transport=HttpTransportConfig(header_timeout=2.0), era="modern"
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        silent = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.statistics().connections == 1
+        await trio.testing.wait_all_tasks_blocked()
+        clock.jump(3)
+        assert await silent.receive_some(10) == b""  # closed without a word
+        await silent.aclose()
+
+
+async def test_too_many_connections_are_refused_at_accept(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery, transport=HttpTransportConfig(max_connections=2))
+    with trio.fail_after(IO_TIMEOUT):
+        held = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
+        await trio.testing.wait_all_tasks_blocked()
+        extra = await trio.open_tcp_stream("127.0.0.1", server.port)
+        assert await extra.receive_some(10) == b""
+        for stream in [*held, extra]:
+            await stream.aclose()
+
+
+async def test_a_legacy_get_stream_has_sse_headers_and_keepalive_comments(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    server = await start_server(
+        nursery, transport=HttpTransportConfig(sse_keepalive_interval=5.0), era="legacy"
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            headers = (
+                ("accept", "text/event-stream"),
+                ("mcp-session-id", sid),
+                ("mcp-protocol-version", LEGACY),
+            )
+            await conn.send("GET", headers=headers)
+            head = await conn.head()
+            fields = {k.decode(): v.decode() for k, v in head.headers}
+            assert head.status_code == 200
+            assert fields["content-type"] == "text/event-stream"
+            assert fields["x-accel-buffering"] == "no"
+            assert b"id: " in await conn.read_data()  # the priming event
+            await trio.testing.wait_all_tasks_blocked()
+            clock.jump(6)
+            assert await conn.read_data() == b": keep-alive\n\n"
+            assert server.send_notification("notifications/tools/list_changed") == 1
+            assert b"notifications/tools/list_changed" in await conn.read_data()
+        finally:
+            await conn.aclose()
+
+
+async def test_a_legacy_request_without_a_session_is_400_and_unknown_session_404(
+    nursery: trio.Nursery,
+) -> None:
+    server = await start_server(nursery)
+    body = rpc(2, "tools/list")
+    with trio.fail_after(IO_TIMEOUT):
+        missing = await raw_request(server.port, "POST", body=body)
+        unknown = await raw_request(
+            server.port, "POST", headers=(*POST_HEADERS, ("mcp-session-id", "nope")), body=body
+        )
+    assert (missing.status, unknown.status) == (400, 404)
+
+
+async def test_delete_ends_a_session(nursery: trio.Nursery) -> None:
+    server = await start_server(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        assert server.statistics().sessions == 1
+        gone = await raw_request(server.port, "DELETE", headers=(("mcp-session-id", sid),))
+    assert gone.status == 204 and server.statistics().sessions == 0
+
+
+async def test_a_notification_is_accepted_with_202(nursery: trio.Nursery) -> None:
+    app = App()
+    got: list[Any] = []
+
+    async def on_note(ctx: Any) -> None:
+        got.append(ctx.session_id)
+
+    app.handlers.set_notification_handler("notifications/roots/list_changed", on_note)
+    server = await start_server(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        note = dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        response = await raw_request(server.port, "POST", headers=headers, body=note)
+        await trio.testing.wait_all_tasks_blocked()
+    assert response.status == 202 and got == [sid]
+
+
+async def test_a_client_that_stops_reading_is_dropped_and_its_request_cancelled(
+    nursery: trio.Nursery,
+) -> None:
+    app = App()
+    transport = HttpTransportConfig(max_response_buffer=64 * 1024)
+    server = await start_server(nursery, app, transport=transport)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "p",
+    }
+    body = rpc(1, "tools/call", {**call("flood"), "_meta": meta})
+    headers = (*POST_HEADERS, ("mcp-protocol-version", MODERN), ("mcp-method", "tools/call"))
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("POST", headers=(*headers, ("mcp-name", "flood")), body=body)
+            await app.cancelled_event.wait()  # never reading: the server gave up on us
+        finally:
+            await conn.aclose()
+    assert server.statistics().modern_requests == 0

@@ -1,0 +1,397 @@
+"""Shared pieces of the Streamable HTTP binding tests (this module holds no tests).
+
+Real sockets on 127.0.0.1, port 0. Tests that need time to pass use a ``MockClock`` at
+real-time rate and ``jump`` it (never ``sleep``): socket I/O still works, and every
+timeout in the server and client runs on that clock.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import attrs
+import h11
+import trio
+import trio.testing
+
+from mcp_sansio import ConnectionConfig, InputRequired
+from mcp_sansio._http import HttpServerConfig
+from mcp_sansio._json import dumps, loads
+from mcp_trio import Handlers, InputRequiredResult, RequestTimeout, SessionConfig
+from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_context import HttpRequestContext
+from mcp_trio._http_server import HttpServeHandle, serve_http
+
+from .helpers import CLIENT_CAPS
+
+IO_TIMEOUT = 10
+LEGACY = "2025-11-25"
+MODERN = "2026-07-28"
+SERVER_CAPS: dict[str, Any] = {
+    "tools": {"listChanged": True},
+    "logging": {},
+    "resources": {"subscribe": True},
+}
+ERAS = ["legacy", "modern", "auto"]
+
+
+def server_connection_config(**kwargs: Any) -> ConnectionConfig:
+    return ConnectionConfig(
+        implementation={"name": "http-test-server", "version": "1"},
+        capabilities=SERVER_CAPS,
+        **kwargs,
+    )
+
+
+def client_connection_config(era: str = "auto", **kwargs: Any) -> ConnectionConfig:
+    return ConnectionConfig(
+        implementation={"name": "http-test-client", "version": "1"},
+        capabilities=CLIENT_CAPS,
+        era=era,  # type: ignore[arg-type]
+        **kwargs,
+    )
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def text_of(result: dict[str, Any]) -> str:
+    content = result["content"][0]
+    assert isinstance(content["text"], str)
+    return content["text"]
+
+
+@attrs.define
+class App:
+    """A handler table whose tools let tests steer and observe the server."""
+
+    handlers: Handlers = attrs.field(factory=Handlers)
+    started: list[HttpRequestContext] = attrs.field(factory=list)
+    started_event: trio.Event = attrs.field(factory=trio.Event)
+    release: trio.Event = attrs.field(factory=trio.Event)
+    cancelled: list[Any] = attrs.field(factory=list)
+    cancelled_event: trio.Event = attrs.field(factory=trio.Event)
+    arrived: int = 0
+    all_arrived: trio.Event = attrs.field(factory=trio.Event)
+    expected: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.handlers.set_request_handler("tools/call", self.tools_call)
+        self.handlers.set_request_handler("tools/list", self.tools_list)
+
+    async def tools_list(self, ctx: Any) -> dict[str, Any]:
+        return {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+
+    async def tools_call(self, ctx: Any) -> dict[str, Any] | InputRequiredResult:
+        assert isinstance(ctx, HttpRequestContext)
+        params = ctx.params or {}
+        name, args = params["name"], params.get("arguments") or {}
+        if name == "echo":
+            return _text(str(args.get("text", "")))
+        if name == "progress":
+            for step in range(1, int(args["steps"]) + 1):
+                await ctx.report_progress(step, args["steps"])
+            return _text("done")
+        if name == "block":
+            self.started.append(ctx)
+            self.started_event.set()
+            try:
+                if args.get("progress"):
+                    await ctx.report_progress(1)
+                await self.release.wait()
+                if args.get("progress"):
+                    await ctx.report_progress(2)
+            except trio.Cancelled:
+                self.cancelled.append(ctx.request_id)
+                self.cancelled_event.set()
+                raise
+            return _text("released")
+        if name == "barrier":
+            self.arrived += 1
+            if self.arrived >= self.expected:
+                self.all_arrived.set()
+            await self.all_arrived.wait()
+            return _text(f"{args['i']}")
+        if name == "sample":
+            self.started.append(ctx)
+            self.started_event.set()
+            try:
+                answer = await ctx.send_request(
+                    "sampling/createMessage",
+                    {
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                        "maxTokens": 5,
+                    },
+                    timeout=args.get("timeout"),
+                )
+            except RequestTimeout:
+                return _text("timed out")
+            except trio.Cancelled:
+                self.cancelled.append(ctx.request_id)
+                self.cancelled_event.set()
+                raise
+            return _text(answer["content"]["text"])
+        if name == "ask":
+            if ctx.input_responses is None:
+                ask = {"where": {"method": "roots/list", "params": {}}}
+                return InputRequiredResult(input_requests=ask, state={"asked": 1})
+            assert ctx.request_state == {"asked": 1}
+            return _text(ctx.input_responses["where"]["roots"][0]["uri"])
+        if name == "flood":
+            try:
+                for step in range(1, 10_000):
+                    await ctx.report_progress(step, message="x" * 100_000)
+            except trio.Cancelled:
+                self.cancelled.append(ctx.request_id)
+                self.cancelled_event.set()
+                raise
+            return _text("flooded")
+        if name == "log":
+            sent = await ctx.log("info", {"msg": "hello"})
+            return _text(str(sent))
+        raise ValueError(f"unknown tool {name}")
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def client_handlers() -> Handlers:
+    """The client side: answers sampling and roots requests."""
+    handlers = Handlers()
+
+    @handlers.on_request("sampling/createMessage")
+    async def sample(ctx: Any) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}
+
+    @handlers.on_request("roots/list")
+    async def roots(ctx: Any) -> dict[str, Any]:
+        return {"roots": [{"uri": "file:///srv"}]}
+
+    return handlers
+
+
+async def provide_roots(event: InputRequired) -> dict[str, Any]:
+    return {"where": {"roots": [{"uri": "file:///srv"}]}}
+
+
+async def start_server(
+    nursery: trio.Nursery,
+    app: App | None = None,
+    *,
+    era: str = "auto",
+    http: dict[str, Any] | None = None,
+    transport: HttpTransportConfig | None = None,
+    config: SessionConfig | None = None,
+    **kwargs: Any,
+) -> HttpServeHandle:
+    handle: HttpServeHandle = await nursery.start(
+        partial(
+            serve_http,
+            (app or App()).handlers,
+            connection_config=server_connection_config(era=era),
+            http_config=HttpServerConfig(**(http or {})),
+            transport=transport,
+            config=config,
+            **kwargs,
+        )
+    )
+    return handle
+
+
+# ------------------------------------------------------------------------- raw HTTP
+
+
+@attrs.frozen
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return loads(self.body)
+
+
+def rpc(rid: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return dumps(message)
+
+
+def initialize_body(rid: int = 1) -> bytes:
+    return rpc(
+        rid,
+        "initialize",
+        {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    )
+
+
+POST_HEADERS = (
+    ("accept", "application/json, text/event-stream"),
+    ("content-type", "application/json"),
+)
+
+
+class RawConnection:
+    """A hand-driven HTTP/1.1 client connection (h11) for status-code tests."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.informational: list[int] = []
+
+    @classmethod
+    async def open(cls, port: int) -> RawConnection:
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def send(
+        self,
+        method: str,
+        target: str = "/mcp",
+        headers: tuple[tuple[str, str], ...] = POST_HEADERS,
+        body: bytes = b"",
+        *,
+        host: str = "127.0.0.1",
+        chunked: bool = False,
+    ) -> None:
+        all_headers = [("host", host), *headers]
+        if chunked:
+            all_headers.append(("transfer-encoding", "chunked"))
+        elif body or method == "POST":
+            all_headers.append(("content-length", str(len(body))))
+        data = self.h11.send(h11.Request(method=method, target=target, headers=all_headers)) or b""
+        if body:
+            data += self.h11.send(h11.Data(data=body)) or b""
+        data += self.h11.send(h11.EndOfMessage()) or b""
+        await self.stream.send_all(data)
+
+    async def next_event(self) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is h11.NEED_DATA:
+                self.h11.receive_data(await self.stream.receive_some(65536))
+                continue
+            return event
+
+    async def head(self) -> h11.Response:
+        event = await self.next_event()
+        while isinstance(event, h11.InformationalResponse):
+            self.informational.append(event.status_code)
+            event = await self.next_event()
+        assert isinstance(event, h11.Response), event
+        return event
+
+    async def response(self) -> RawResponse:
+        head = await self.head()
+        body = bytearray()
+        while not isinstance(event := await self.next_event(), h11.EndOfMessage):
+            assert isinstance(event, h11.Data), event
+            body += event.data
+        return RawResponse(
+            status=head.status_code,
+            headers={k.decode(): v.decode() for k, v in head.headers},
+            body=bytes(body),
+        )
+
+    async def read_data(self) -> bytes:
+        event = await self.next_event()
+        assert isinstance(event, h11.Data), event
+        return bytes(event.data)
+
+    def next_cycle(self) -> None:
+        self.h11.start_next_cycle()
+
+    async def aclose(self) -> None:
+        await trio.aclose_forcefully(self.stream)
+
+
+async def raw_request(port: int, method: str, target: str = "/mcp", **kwargs: Any) -> RawResponse:
+    conn = await RawConnection.open(port)
+    try:
+        await conn.send(method, target, **kwargs)
+        return await conn.response()
+    finally:
+        await conn.aclose()
+
+
+async def raw_session(port: int) -> str:
+    """A legacy session started by hand (initialize + initialized); returns its id."""
+    response = await raw_request(port, "POST", body=initialize_body())
+    assert response.status == 200, response
+    sid = response.headers["mcp-session-id"]
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+    assert (await raw_request(port, "POST", headers=headers, body=note)).status == 202
+    return sid
+
+
+class Proxy:
+    """A TCP proxy in front of the server; :meth:`cut` drops every connection open now."""
+
+    def __init__(self, target: int, *, redirect: tuple[bytes, bytes] | None = None) -> None:
+        self.target = target
+        self.redirect = redirect
+        """``(path, location)``: answer requests for ``path`` with ``308`` to ``location``."""
+        self.port = 0
+        self.scopes: set[trio.CancelScope] = set()
+        self.upstream = bytearray()
+        """Everything clients sent (to check what went over the wire)."""
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        listeners = await nursery.start(partial(trio.serve_tcp, self._handle, 0, host="127.0.0.1"))
+        self.port = listeners[0].socket.getsockname()[1]
+
+    def url(self, path: str = "/mcp") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    async def _handle(self, client: trio.SocketStream) -> None:
+        try:
+            await self._forward(client)
+        finally:
+            await trio.aclose_forcefully(client)
+
+    async def _forward(self, client: trio.SocketStream) -> None:
+        first = await client.receive_some(65536)
+        if self.redirect is not None and first.split(b" ", 2)[1:2] == [self.redirect[0]]:
+            await client.send_all(
+                b"HTTP/1.1 308 Permanent Redirect\r\nlocation: "
+                + self.redirect[1]
+                + b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            return
+        self.upstream += first
+        server = await trio.open_tcp_stream("127.0.0.1", self.target)
+        scope = trio.CancelScope()
+        self.scopes.add(scope)
+        try:
+            await server.send_all(first)
+            with scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._pipe, client, server, True, nursery.cancel_scope)
+                    nursery.start_soon(self._pipe, server, client, False, nursery.cancel_scope)
+        finally:
+            self.scopes.discard(scope)
+            await trio.aclose_forcefully(server)
+
+    async def _pipe(
+        self, src: trio.SocketStream, dst: trio.SocketStream, up: bool, scope: trio.CancelScope
+    ) -> None:
+        try:
+            while data := await src.receive_some(65536):
+                if up:
+                    self.upstream += data
+                await dst.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        scope.cancel()
+
+    def cut(self) -> None:
+        for scope in list(self.scopes):
+            scope.cancel()
