@@ -116,7 +116,7 @@ from ._jsonrpc import (
     classify,
     decode,
 )
-from ._modern import PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
+from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
 from ._state import LifecycleState
 from ._versions import MODERN_VERSIONS, REVISIONS, Era
 
@@ -695,6 +695,19 @@ class HttpServer:
 
         version = request.header(MCP_PROTOCOL_VERSION)
         supported = list(self._modern_versions + self._legacy_versions)
+        meta = (msg.params or {}).get("_meta")
+        if msg.method != "initialize" and (
+            type(meta) is not dict
+            or PROTOCOL_VERSION_KEY not in meta
+            or CLIENT_CAPABILITIES_KEY not in meta
+        ):
+            # The envelope rung of the ladder comes first (basic/versioning.mdx): a
+            # request without its _meta is invalid params, whatever its headers say.
+            return ErrorData(
+                code=ErrorCode.INVALID_PARAMS,
+                message="Invalid params: _meta must carry "
+                f"{PROTOCOL_VERSION_KEY!r} and {CLIENT_CAPABILITIES_KEY!r}",
+            )
         if version is None:
             if msg.method == "initialize":
                 return ErrorData(
@@ -712,7 +725,6 @@ class HttpServer:
             return mismatch(
                 f"Mcp-Method header value {method!r} does not match body value {msg.method!r}"
             )
-        meta = (msg.params or {}).get("_meta")
         body_version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict else None
         if body_version != version:
             return mismatch(

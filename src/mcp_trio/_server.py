@@ -47,6 +47,7 @@ import attrs
 import trio
 
 from mcp_sansio import ConnectionConfig
+from mcp_sansio._http import HeaderParam, HttpServerConfig, parse_header_params
 
 from ._config import SessionConfig
 from ._handlers import Handlers
@@ -631,15 +632,25 @@ class Server:
         """Serve Streamable HTTP at ``http://host:port/path`` until cancelled (see
         ``mcp_trio.serve_http``; ``options`` are passed on to it)."""
         module = importlib.import_module("mcp_trio._http_server")
+        http_config = options.pop("http_config", None) or HttpServerConfig()
+        if http_config.tool_header_params is None:
+            # Modern era: Mcp-Param-* headers are checked against the tools'
+            # x-mcp-header annotations (streamable-http#schema-extension).
+            http_config = attrs.evolve(http_config, tool_header_params=self._header_params)
         await module.serve_http(
             self.handlers(),
             connection_config=self.connection_config(),
             host=host,
             port=port,
             path=path,
+            http_config=http_config,
             task_status=task_status,
             **options,
         )
+
+    def _header_params(self, tool: str) -> tuple[HeaderParam, ...]:
+        entry = self._registry.tools.get(tool)
+        return () if entry is None else parse_header_params(entry.input_schema)
 
     @asynccontextmanager
     async def connect_in_memory(

@@ -22,8 +22,19 @@ from ._server_content import Message, content_blocks
 __all__ = ["FormSpec", "form_spec", "sampling_messages", "structure_as"]
 
 _PRIMITIVE_KEYS: dict[str, frozenset[str]] = {
+    # "enumNames": the 2025-11-25 LegacyTitledEnumSchema (titles beside enum values).
     "string": frozenset(
-        {"type", "title", "description", "minLength", "maxLength", "format", "default", "enum"}
+        {
+            "type",
+            "title",
+            "description",
+            "minLength",
+            "maxLength",
+            "format",
+            "default",
+            "enum",
+            "enumNames",
+        }
     ),
     "number": frozenset({"type", "title", "description", "minimum", "maximum", "default"}),
     "boolean": frozenset({"type", "title", "description", "default"}),

@@ -1011,7 +1011,8 @@ HEADER_PARAMS = {
             -32020,
             400,
         ),
-        (modern(1, "tools/list") | {"params": {}}, modern_headers("tools/list"), -32020, 400),
+        # no _meta at all: the envelope rung (-32602) comes before any header check
+        (modern(1, "tools/list") | {"params": {}}, modern_headers("tools/list"), -32602, 400),
         (
             rpc(1, "tools/list", {"_meta": {PV: "2099-01-01", CC: {}}}),
             modern_headers("tools/list", mcp_protocol_version="2099-01-01"),
@@ -1421,6 +1422,7 @@ def test_dual_era_endpoint_tells_the_eras_apart_per_request() -> None:
     )
     assert isinstance(unknown.decision, HttpResponse)
     assert error_of(unknown.decision)["code"] in (
+        ErrorCode.INVALID_PARAMS,  # no _meta: the envelope rung comes first
         ErrorCode.HEADER_MISMATCH,
         ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
     )

@@ -118,3 +118,18 @@ async def test_missing_capability_is_32021(server: Server) -> None:
         with pytest.raises(McpError) as info:
             await client.call_tool("test_missing_capability")
         assert info.value.code == -32021
+
+
+async def test_legacy_titled_enums_reach_the_client(server: Server) -> None:
+    asked: list[Any] = []
+
+    async def record(params: Any) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {}}
+
+    async with client_for(server, era="legacy", on_elicitation=record) as client:
+        out = await client.call_tool("test_elicitation_sep1330_enums")
+    assert not out.is_error, out.text
+    (params,) = asked
+    legacy = params.requested_schema.properties["legacyEnum"]
+    assert legacy["enumNames"] == ["Option One", "Option Two", "Option Three"]
