@@ -132,4 +132,4 @@ async def test_legacy_titled_enums_reach_the_client(server: Server) -> None:
     assert not out.is_error, out.text
     (params,) = asked
     legacy = params.requested_schema.properties["legacyEnum"]
-    assert legacy["enumNames"] == ["Option One", "Option Two", "Option Three"]
+    assert list(legacy.enum_names) == ["Option One", "Option Two", "Option Three"]
