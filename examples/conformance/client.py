@@ -67,7 +67,10 @@ async def tools_call(client: Client, _ctx: dict[str, Any]) -> None:
 
 
 async def initialize(client: Client, _ctx: dict[str, Any]) -> None:
-    await client.list_tools()
+    # A client only asks for what the server declared (lifecycle.mdx, capability
+    # negotiation); the library refuses undeclared methods with LocalProtocolError.
+    if client.server_capabilities.tools is not None:
+        await client.list_tools()
 
 
 async def elicitation_defaults(client: Client, _ctx: dict[str, Any]) -> None:
