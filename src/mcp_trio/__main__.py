@@ -1,4 +1,4 @@
-"""``python -m mcp_trio``."""
+"""``python -m mcp_trio``: the ``mcp-trio`` command."""
 
 from __future__ import annotations
 
@@ -6,4 +6,5 @@ import sys
 
 from ._cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

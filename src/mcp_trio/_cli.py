@@ -1,20 +1,311 @@
-"""The ``mcp-trio`` command."""
+"""The ``mcp-trio`` command (also ``python -m mcp_trio``).
+
+Commands: ``run`` (serve a server), ``list`` and ``call`` (a client for people),
+``demo`` (the bundled notes server and a client, end to end). The commands live in
+``_cli_*.py``; this module parses the command line and turns expected failures into
+one line on stderr (see :mod:`mcp_trio._cli_util`): exit status 0 on success, 1 on a
+runtime failure, 2 on a usage error, 130 when interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+import trio
 
 from . import __version__
+from ._cli_client import (
+    LIST_KINDS,
+    ClientOptions,
+    Target,
+    call_command,
+    list_command,
+    parse_arguments,
+)
+from ._cli_demo import demo
+from ._cli_run import configure_logging, serve
+from ._cli_target import load_server
+from ._cli_util import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    UsageError,
+    describe,
+    error_line,
+)
+
+__all__ = ["main"]
+
+_DESCRIPTION = """\
+Model Context Protocol on Trio: serve an mcp_trio.Server, or talk to any MCP server.
+
+Start with:  mcp-trio demo
+"""
+
+_RUN_EPILOG = """\
+TARGET is path/to/file.py[:NAME] or package.module[:NAME]; NAME is the attribute that
+holds the mcp_trio.Server (default: "server", or the module's only Server), or a
+function that returns one.
+
+examples:
+  mcp-trio run examples/notes_server.py
+  mcp-trio run examples/notes_server.py --transport http --port 8000
+  mcp-trio run myapp.mcp:server --transport ws --port 0
+"""
+
+_TARGET_HELP = """\
+TARGET is a server file or module (loaded and connected in memory, as for "run"),
+a command line in quotes (spawned, spoken to over stdio), or a URL: http(s)://.../mcp
+(Streamable HTTP) or ws(s)://.../mcp (WebSocket).
+"""
+
+_LIST_EPILOG = (
+    _TARGET_HELP
+    + """
+examples:
+  mcp-trio list examples/notes_server.py
+  mcp-trio list "python examples/notes_server.py" tools
+  mcp-trio list http://127.0.0.1:8000/mcp --raw
+"""
+)
+
+_CALL_EPILOG = (
+    _TARGET_HELP
+    + """
+Arguments: --json gives an object; each --arg KEY=VALUE then sets one key. VALUE is
+read as JSON when it parses and the tool's schema allows that type (numbers, booleans,
+lists, null), otherwise it is a string: --arg limit=3 is a number, --arg title=123
+stays "123" for a string parameter.
+
+Progress goes to stderr (a bar on a terminal). When stdin is a terminal, questions the
+server asks (elicitation) are answered there. A tool that reports an error exits 1.
+
+examples:
+  mcp-trio call examples/notes_server.py search_notes --arg query=trio --arg limit=3
+  mcp-trio call examples/notes_server.py add_note --json '{"title": "t", "body": "b"}'
+  mcp-trio call "python examples/notes_server.py" summarize_notes --raw
+"""
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (a :class:`UsageError`)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {port}")
+    return port
+
+
+def _path(text: str) -> str:
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(f"the path must start with '/', not {text!r}")
+    return text
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("the timeout cannot be negative")
+    return None if value == 0 else value
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--era",
+        choices=("auto", "legacy", "modern"),
+        default="auto",
+        help="protocol era: auto probes (server/discover, then initialize) (default: auto)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up on a request after this long without an answer or progress; "
+        "0: never (default: 60)",
+    )
+    parser.add_argument("--raw", action="store_true", help="print the JSON result")
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress and no server logs on stderr"
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show this process's logs and a spawned server's stderr",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mcp-trio`` argument parser."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog="mcp-trio", description=_DESCRIPTION, formatter_class=formatter)
+    parser.add_argument("--version", action="version", version=f"mcp-trio {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="serve a server over stdio, HTTP or WebSocket",
+        description="Serve an mcp_trio.Server until stdin ends (stdio) or Ctrl-C / SIGTERM.",
+        epilog=_RUN_EPILOG,
+        formatter_class=formatter,
+    )
+    run.add_argument("target", metavar="TARGET", help="file.py[:NAME] or module[:NAME]")
+    run.add_argument(
+        "--transport",
+        choices=("stdio", "http", "ws"),
+        default="stdio",
+        help="stdio (default), http (Streamable HTTP) or ws (WebSocket)",
+    )
+    run.add_argument(
+        "--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)"
+    )
+    run.add_argument(
+        "--port", type=_port, default=8000, help="port; 0 picks a free one (default: 8000)"
+    )
+    run.add_argument("--path", type=_path, default="/mcp", help="HTTP endpoint (default: /mcp)")
+    run.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="what the server logs to stderr (default: warning)",
+    )
+
+    list_ = commands.add_parser(
+        "list",
+        help="list a server's tools, resources and prompts",
+        description="List what an MCP server offers.",
+        epilog=_LIST_EPILOG,
+        formatter_class=formatter,
+    )
+    list_.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
+    list_.add_argument(
+        "kinds",
+        metavar="KIND",
+        nargs="*",  # no choices=: argparse checks the empty default against them
+        help="tools, resources or prompts (default: all the server offers)",
+    )
+    _client_options(list_)
+
+    call = commands.add_parser(
+        "call",
+        help="call a tool and print its result",
+        description="Call one tool of an MCP server and print its result.",
+        epilog=_CALL_EPILOG,
+        formatter_class=formatter,
+    )
+    call.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
+    call.add_argument("tool", metavar="TOOL", help="the tool's name")
+    call.add_argument(
+        "--arg",
+        "-a",
+        dest="pairs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one argument (repeat it); VALUE is JSON or a string",
+    )
+    call.add_argument("--json", dest="json_args", metavar="OBJECT", help="all arguments, as JSON")
+    _client_options(call)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the bundled notes server and a client, and show what they do",
+        description="Serve the notes example in this process, connect a client to it, and "
+        "print what each MCP feature does. Takes a few seconds.",
+    )
+    demo.add_argument(
+        "--in-memory", action="store_true", help="connect in memory instead of over HTTP"
+    )
+    return parser
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    if args.command == "run":
+        server = load_server(args.target)
+        configure_logging(args.log_level)  # after the import: a module's own setup wins
+        return serve(
+            server, args.transport, host=args.host, port=args.port, path=args.path, err=err
+        )
+    if args.command in ("list", "call"):
+        options = ClientOptions(
+            era=args.era, timeout=args.timeout, raw=args.raw, quiet=args.quiet, verbose=args.verbose
+        )
+        if args.command == "list":
+            # "tool" means "tools": forgive the singular.
+            kinds = list(dict.fromkeys(k if k.endswith("s") else f"{k}s" for k in args.kinds))
+            for kind in kinds:
+                if kind not in LIST_KINDS:
+                    known = ", ".join(LIST_KINDS)
+                    raise UsageError(f"unknown KIND {kind!r} (choose from {known})")
+            target = _client_target(args.target, options)
+            return trio.run(list_command, target, kinds, options, out, err)
+        base, pairs = parse_arguments(args.pairs, args.json_args)
+        target = _client_target(args.target, options)
+        command = functools.partial(call_command, target, args.tool, base, pairs)
+        return trio.run(command, options, out, err)
+    if args.command == "demo":
+        return trio.run(functools.partial(demo, out, in_memory=args.in_memory))
+    raise UsageError("a command is required: run, list, call or demo (see 'mcp-trio --help')")
+
+
+def _client_target(text: str, options: ClientOptions) -> Target:
+    target = Target.resolve(text)
+    # After the target is imported, so that a server module's own logging setup wins.
+    if options.verbose:
+        configure_logging("info")
+    else:
+        # A client for people: the library's warnings (and an in-memory server's logs)
+        # would break the one-line errors; -v shows them.
+        logging.basicConfig(handlers=[logging.NullHandler()])
+    return target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``mcp-trio`` and ``python -m mcp_trio``."""
-    parser = argparse.ArgumentParser(
-        prog="mcp-trio", description="Model Context Protocol on Trio (dual-era)."
-    )
-    parser.add_argument("--version", action="version", version=f"mcp-trio {__version__}")
-    parser.parse_args(argv)
-    parser.print_help(sys.stderr)
-    return 0
+    """Entry point of ``mcp-trio`` and ``python -m mcp_trio``; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        return _dispatch(args)
+    except SystemExit as exc:  # --help, --version, or sys.exit() in a server module
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return EXIT_FAILURE
+    except BrokenPipeError:
+        # Our reader went away (`mcp-trio list ... | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except BaseException as exc:
+        if _interrupted(exc):
+            error_line("interrupted")
+            return EXIT_INTERRUPTED
+        problem = describe(exc)
+        if problem is None:
+            raise
+        error_line(problem.message)
+        return problem.exit_code
+
+
+def _interrupted(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(KeyboardInterrupt) is not None
+    return isinstance(exc, KeyboardInterrupt)

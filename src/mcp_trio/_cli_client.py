@@ -1,0 +1,308 @@
+"""``mcp-trio list`` and ``mcp-trio call``: a client for people, on any target.
+
+The target is resolved by :func:`~mcp_trio._cli_target.client_target` (a server file
+loaded in memory, a command spoken to over stdio, or a URL) and opened with
+:func:`~mcp_trio.open_client`, so everything here works in both eras and over every
+transport.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import sys
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, Final, TextIO
+
+import attrs
+
+from mcp_sansio import types as t
+from mcp_sansio import unstructure
+
+from ._cli_form import terminal_elicitation
+from ._cli_render import (
+    ProgressDisplay,
+    pretty_json,
+    raw_items,
+    render_listing,
+    render_tool_output,
+)
+from ._cli_target import URL_SCHEMES, client_target
+from ._cli_util import CliError, UsageError, describe, error_line, one_line
+from ._client import Client, open_client
+from ._client_common import EraChoice
+from ._config import SessionConfig
+from ._server import Server
+
+__all__ = [
+    "LIST_KINDS",
+    "ClientOptions",
+    "Target",
+    "arg_value",
+    "call_command",
+    "list_command",
+    "parse_arguments",
+]
+
+LIST_KINDS: Final = ("tools", "resources", "prompts")
+HANDSHAKE_TIMEOUT: Final = 30.0
+"""Seconds to wait for the handshake (less if ``--timeout`` is less)."""
+
+
+@attrs.frozen(kw_only=True)
+class ClientOptions:
+    """The options ``list`` and ``call`` share."""
+
+    era: EraChoice = "auto"
+    """``auto``, ``legacy`` or ``modern``."""
+    timeout: float | None = 60.0
+    """Seconds a request may go without an answer or progress."""
+    raw: bool = False
+    """Print the JSON results instead of a readable rendering."""
+    quiet: bool = False
+    """No progress and no server logs on stderr."""
+    verbose: bool = False
+    """Forward a stdio server's stderr (and, in ``_cli``, show this process's logs)."""
+
+
+# ---------------------------------------------------------------------- arguments
+
+
+def parse_arguments(
+    pairs: Sequence[str], json_text: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``--json`` object and the ``--arg key=value`` pairs (values still text).
+
+    Raises:
+        UsageError: ``--json`` is not a JSON object, or a pair has no ``=``.
+    """
+    base: dict[str, Any] = {}
+    if json_text is not None:
+        try:
+            loaded = json.loads(json_text)
+        except ValueError as exc:
+            raise UsageError(f"--json is not valid JSON: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError('--json must be a JSON object, e.g. \'{"query": "trio"}\'')
+        base = loaded
+    pairs_out: dict[str, str] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--arg needs KEY=VALUE, not {pair!r}")
+        pairs_out[key] = value
+    return base, pairs_out
+
+
+def _json_types(value: Any) -> set[str]:
+    if value is None:
+        return {"null"}
+    if isinstance(value, bool):
+        return {"boolean"}
+    if isinstance(value, int):
+        return {"integer", "number"}
+    if isinstance(value, float):
+        return {"number", "integer"} if value.is_integer() else {"number"}
+    if isinstance(value, str):
+        return {"string"}
+    if isinstance(value, list):
+        return {"array"}
+    return {"object"}
+
+
+def _schema_types(schema: Any) -> set[str] | None:
+    """The JSON types ``schema`` allows, or ``None`` when it does not say plainly."""
+    if not isinstance(schema, Mapping):
+        return None
+    for key in ("anyOf", "oneOf"):
+        if isinstance(members := schema.get(key), list):
+            found: set[str] = set()
+            for member in members:
+                types = _schema_types(member)
+                if types is None:
+                    return None
+                found |= types
+            return found
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    return None
+
+
+def arg_value(text: str, schema: Any) -> Any:
+    """An ``--arg`` value: its JSON when it parses and the parameter's schema allows
+    that type, else the text itself (``title=123`` stays ``"123"`` for a string)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    allowed = _schema_types(schema)
+    if allowed is None or _json_types(value) & allowed:
+        return value
+    return text
+
+
+# ---------------------------------------------------------------------- connecting
+
+
+async def _ask_user(
+    display: ProgressDisplay, params: t.ElicitRequestFormParams | t.ElicitRequestURLParams
+) -> dict[str, Any]:
+    display.close()  # the questions must not land on the progress bar
+    return await terminal_elicitation(params)
+
+
+@attrs.frozen
+class Target:
+    """A resolved ``list``/``call`` target."""
+
+    text: str
+    """As the user typed it."""
+    where: str | Server
+    """What ``open_client`` connects to: a URL, a command line, or a loaded server."""
+
+    @classmethod
+    def resolve(cls, text: str) -> Target:
+        """Resolve ``text`` (see :func:`~mcp_trio._cli_target.client_target`)."""
+        return cls(text, client_target(text))
+
+    @property
+    def label(self) -> str:
+        """How to name it in a message."""
+        return f"{self.text} (in memory)" if isinstance(self.where, Server) else self.text
+
+    @property
+    def is_command(self) -> bool:
+        """Whether it is a server process spoken to over stdio."""
+        return isinstance(self.where, str) and not self.where.lower().startswith(URL_SCHEMES)
+
+
+def _forward_stderr(chunk: bytes) -> None:
+    sys.stderr.buffer.write(chunk)
+    sys.stderr.buffer.flush()
+
+
+@asynccontextmanager
+async def connect(
+    target: Target, options: ClientOptions, display: ProgressDisplay, *, interactive: bool
+) -> AsyncGenerator[Client]:
+    """A client for ``target``.
+
+    Raises:
+        CliError: the target could not be reached (one line, with the target's name).
+    """
+    handshake = None if options.timeout is None else min(options.timeout, HANDSHAKE_TIMEOUT)
+    forward = options.verbose and target.is_command
+    opened = open_client(
+        target.where,
+        era=options.era,
+        timeout=options.timeout,
+        config=SessionConfig(handshake_timeout=handshake),
+        on_log=None if display.quiet else display.on_log,
+        on_elicitation=functools.partial(_ask_user, display) if interactive else None,
+        stderr=_forward_stderr if forward else None,
+    )
+    async with AsyncExitStack() as stack:
+        try:
+            client = await stack.enter_async_context(opened)
+        except Exception as exc:
+            problem = describe(exc)
+            if problem is None:
+                raise
+            raise CliError(f"cannot connect to {target.label}: {problem.message}") from exc
+        yield client
+
+
+def _server_line(client: Client) -> str:
+    info = client.server_info
+    name = f"{info.name} {info.version}" if info is not None else "(unnamed server)"
+    return f"Server {name}, protocol {client.protocol_version} ({client.era.value} era)"
+
+
+# ---------------------------------------------------------------------- commands
+
+
+async def list_command(
+    target: Target, kinds: Sequence[str], options: ClientOptions, out: TextIO, err: TextIO
+) -> int:
+    """``mcp-trio list``: print what the server offers (``kinds``: all when empty)."""
+    display = ProgressDisplay(err, quiet=options.quiet)
+    async with connect(target, options, display, interactive=False) as client:
+        header = _server_line(client)
+        caps = client.server_capabilities
+        offered = {
+            "tools": caps.tools is not None,
+            "resources": caps.resources is not None,
+            "prompts": caps.prompts is not None,
+        }
+        for kind in kinds:
+            if not offered[kind]:
+                raise CliError(f"the server offers no {kind}")
+        wanted = list(kinds) or [kind for kind in LIST_KINDS if offered[kind]]
+        sections: dict[str, list[Any]] = {}
+        for kind in wanted:
+            if kind == "tools":
+                sections["tools"] = await client.list_tools()
+            elif kind == "resources":
+                sections["resources"] = await client.list_resources()
+                sections["templates"] = await client.list_resource_templates()
+            else:
+                sections["prompts"] = await client.list_prompts()
+    if options.raw:
+        keys = {"templates": "resourceTemplates"}
+        raw = {keys.get(kind, kind): raw_items(items) for kind, items in sections.items()}
+        print(pretty_json(raw), file=out)
+        return 0
+    blocks = [header]
+    blocks += [render_listing(kind, items) for kind, items in sections.items()]
+    if not sections:
+        blocks.append("(the server offers no tools, resources or prompts)")
+    print("\n\n".join(blocks), file=out)
+    return 0
+
+
+async def call_command(
+    target: Target,
+    tool: str,
+    arguments: Mapping[str, Any],
+    pairs: Mapping[str, str],
+    options: ClientOptions,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``mcp-trio call``: call one tool and print its result (exit 1 if it failed)."""
+    display = ProgressDisplay(err, quiet=options.quiet)
+    interactive = sys.stdin.isatty() and err.isatty()
+    try:
+        async with connect(target, options, display, interactive=interactive) as client:
+            tools = {found.name: found for found in await client.list_tools()}
+            if tool not in tools:
+                raise CliError(_unknown_tool(tool, sorted(tools)))
+            props = tools[tool].input_schema.get("properties") or {}
+            args = dict(arguments)
+            args.update({key: arg_value(value, props.get(key)) for key, value in pairs.items()})
+            output = await client.call_tool(tool, args, on_progress=display.on_progress)
+    finally:
+        display.close()
+    if options.raw:
+        print(pretty_json(unstructure(output.result)), file=out)
+    elif not output.is_error:
+        rendered = render_tool_output(output)
+        if rendered:
+            print(rendered, file=out)
+    if output.is_error:
+        message = one_line(output.text) or "(no message)"
+        error_line(f"tool {tool!r} reported an error: {message}", err)
+        return 1
+    return 0
+
+
+def _unknown_tool(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    listing = ", ".join(known) if known else "none"
+    return f"unknown tool {name!r}{hint} (the server has: {listing})"

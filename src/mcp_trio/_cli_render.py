@@ -1,0 +1,316 @@
+"""How ``mcp-trio`` shows things to people: listings, results, progress and server logs.
+
+Results go to stdout, readably: text as text, structured content as indented JSON,
+binary content as a short placeholder (``[image: image/png, 2.1 kB]``). Progress and
+the server's log messages go to stderr: a bar redrawn in place on a terminal, plain
+lines anywhere else (a pipe, a CI log).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TextIO
+
+from mcp_sansio import ProgressReceived, unstructure
+from mcp_sansio import types as t
+
+from ._cli_util import one_line
+from ._client_common import ToolOutput
+
+__all__ = [
+    "ProgressDisplay",
+    "pretty_json",
+    "readable_json",
+    "render_contents",
+    "render_listing",
+    "render_prompt",
+    "render_tool_output",
+    "tool_signature",
+]
+
+
+def pretty_json(value: Any) -> str:
+    """``value`` as indented JSON (non-ASCII kept as is), for machines (``--raw``)."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def readable_json(value: Any, width: int = 80) -> str:
+    """``value`` as JSON for people: indented, but an array or object that fits in the
+    line is kept on it."""
+    return _readable(value, width, 0, 0)
+
+
+def _readable(value: Any, width: int, indent: int, column: int) -> str:
+    flat = json.dumps(value, ensure_ascii=False)
+    if column + len(flat) <= width or not isinstance(value, dict | list) or not value:
+        return flat
+    pad = " " * (indent + 2)
+    if isinstance(value, list):
+        rows = [pad + _readable(item, width, indent + 2, len(pad)) for item in value]
+    else:
+        rows = []
+        for key, item in value.items():
+            head = f"{pad}{json.dumps(key, ensure_ascii=False)}: "
+            rows.append(head + _readable(item, width, indent + 2, len(head)))
+    close = "]" if isinstance(value, list) else "}"
+    opening = "[" if isinstance(value, list) else "{"
+    return opening + "\n" + ",\n".join(rows) + "\n" + " " * indent + close
+
+
+def _size(b64: str) -> str:
+    n = len(b64) * 3 // 4 - b64[-2:].count("=")
+    return f"{n} bytes" if n < 1000 else f"{n / 1000:.1f} kB"
+
+
+def _as_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
+_NOT_JSON = object()
+
+
+# ---------------------------------------------------------------------- content
+
+
+def render_block(block: Any) -> str:
+    """One content block, readably."""
+    if isinstance(block, t.TextContent):
+        return block.text
+    if isinstance(block, t.ImageContent):
+        return f"[image: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, t.AudioContent):
+        return f"[audio: {block.mime_type}, {_size(block.data)}]"
+    if isinstance(block, t.ResourceLink):
+        return f"[resource link: {block.uri} ({block.name})]"
+    if isinstance(block, t.EmbeddedResource):
+        return render_contents([block.resource], heading=True)
+    return f"[{getattr(block, 'type', type(block).__name__)} content]"
+
+
+def render_contents(
+    contents: Iterable[t.TextResourceContents | t.BlobResourceContents], *, heading: bool = False
+) -> str:
+    """Resource contents: text as text (under ``[resource: uri]`` when ``heading``),
+    blobs as a placeholder."""
+    parts: list[str] = []
+    for item in contents:
+        mime = f", {item.mime_type}" if item.mime_type else ""
+        if isinstance(item, t.TextResourceContents):
+            parts.append(f"[resource: {item.uri}{mime}]\n{item.text}" if heading else item.text)
+        else:
+            parts.append(f"[resource: {item.uri}{mime}, {_size(item.blob)}]")
+    return "\n".join(part.rstrip("\n") for part in parts)
+
+
+def render_tool_output(output: ToolOutput) -> str:
+    """A tool's result: its content, then its structured content as JSON.
+
+    Servers send structured content twice, for clients that read one or the other: as
+    ``structuredContent`` and as a text block of its JSON. It is shown once. When it is
+    a wrapped non-object result (``{"result": value}``), the value alone is shown.
+    """
+    structured = output.structured_content
+    wrapped = isinstance(structured, dict) and set(structured) == {"result"}
+    show_structured = structured is not None
+    parts: list[str] = []
+    for block in output.content:
+        if structured is not None and isinstance(block, t.TextContent):
+            value = _as_json(block.text)
+            if value == structured:
+                continue
+            if wrapped and block.text == structured["result"]:
+                show_structured = False  # a string result, sent as plain text
+            elif wrapped and value == structured["result"]:
+                show_structured = False
+                parts.append(readable_json(value))
+                continue
+        parts.append(render_block(block))
+    if show_structured:
+        parts.append(readable_json(structured))
+    return "\n".join(part.rstrip("\n") for part in parts)
+
+
+def render_prompt(result: t.GetPromptResult) -> str:
+    """A prompt's messages, each under its role."""
+    lines = []
+    for message in result.messages:
+        first, *rest = render_block(message.content).splitlines() or [""]
+        lines.append(f"{message.role}: {first}")
+        lines.extend(f"    {row}" if row.strip() else "" for row in rest)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- listings
+
+
+def _type_name(schema: Any) -> str:
+    if not isinstance(schema, Mapping):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " | ".join(_type_name(member) for member in schema[key])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"{_type_name(schema.get('items'))}[]"
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    return str(kind) if kind else "any"
+
+
+def tool_signature(tool: t.Tool) -> str:
+    """``name(arg: type, opt?: type = default)`` from a tool's input schema."""
+    schema = tool.input_schema
+    props = schema.get("properties")
+    required = set(schema.get("required") or ())
+    args = []
+    for name, prop in (props if isinstance(props, Mapping) else {}).items():
+        text = f"{name}{'' if name in required else '?'}: {_type_name(prop)}"
+        if isinstance(prop, Mapping) and "default" in prop:
+            text += f" = {json.dumps(prop['default'])}"
+        args.append(text)
+    return f"{tool.name}({', '.join(args)})"
+
+
+def _prompt_signature(prompt: t.Prompt) -> str:
+    args = [f"{a.name}{'' if a.required else '?'}" for a in prompt.arguments or ()]
+    return f"{prompt.name}({', '.join(args)})"
+
+
+def _entry(head: str, title: str | None, extra: str | None, description: str | None) -> str:
+    line = f"  {head}"
+    if title:
+        line += f"  {title}"
+    if extra:
+        line += f" ({extra})"
+    if description:
+        line += f"\n      {one_line(description, 160)}"
+    return line
+
+
+def render_listing(kind: str, items: Sequence[Any]) -> str:
+    """A section of ``mcp-trio list``: a heading, then one entry per item."""
+    heading = {
+        "tools": "Tools",
+        "resources": "Resources",
+        "templates": "Resource templates",
+        "prompts": "Prompts",
+    }[kind]
+    lines = [f"{heading} ({len(items)})"]
+    for item in items:
+        if isinstance(item, t.Tool):
+            lines.append(_entry(tool_signature(item), item.title, None, item.description))
+        elif isinstance(item, t.Resource):
+            lines.append(_entry(item.uri, item.title, item.mime_type, item.description))
+        elif isinstance(item, t.ResourceTemplate):
+            lines.append(_entry(item.uri_template, item.title, item.mime_type, item.description))
+        elif isinstance(item, t.Prompt):
+            lines.append(_entry(_prompt_signature(item), item.title, None, item.description))
+    if not items:
+        lines.append("  (none)")
+    return "\n".join(lines)
+
+
+def raw_items(items: Sequence[Any]) -> list[Any]:
+    """Typed items as their JSON (wire) form."""
+    return [unstructure(item) for item in items]
+
+
+# ---------------------------------------------------------------------- stderr
+
+
+class ProgressDisplay:
+    """Progress reports and server log messages, on stderr.
+
+    On a terminal, progress is one bar redrawn in place (and cleared when done, or
+    before a log line is printed); elsewhere each report is a plain line.
+
+    Args:
+        stream: where to write (stderr).
+        terminal: draw a bar (default: whether ``stream`` is a terminal).
+        quiet: show nothing.
+        indent: put before each line.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        terminal: bool | None = None,
+        quiet: bool = False,
+        indent: str = "",
+    ) -> None:
+        self._stream = stream
+        self._indent = indent
+        self._terminal = stream.isatty() if terminal is None else terminal
+        self._quiet = quiet
+        self._bar: str | None = None
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "█░".encode(encoding)
+            self._fill, self._empty = "█", "░"
+        except (UnicodeEncodeError, LookupError):
+            self._fill, self._empty = "#", "-"
+
+    @property
+    def quiet(self) -> bool:
+        """Whether nothing is shown."""
+        return self._quiet
+
+    async def on_progress(self, event: ProgressReceived) -> None:
+        """A ``ProgressCallback``: show one report."""
+        self.progress(event.progress, event.total, event.message)
+
+    async def on_log(self, params: t.LoggingMessageNotificationParams) -> None:
+        """A ``LogCallback``: show one server log message."""
+        data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+        source = f"server {params.logger}" if params.logger else "server"
+        self.line(f"[{source} {params.level}] {data}")
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Show a progress report."""
+        if self._quiet:
+            return
+        count = f"{progress:g}" + (f"/{total:g}" if total else "")
+        if not self._terminal:
+            pct = f" ({100 * progress / total:.0f}%)" if total else ""
+            tail = f" {message}" if message else ""
+            self._write(f"{self._indent}progress: {count}{pct}{tail}\n")
+            return
+        width = 24
+        if total:
+            done = max(0, min(width, round(width * progress / total)))
+            bar = f"[{self._fill * done}{self._empty * (width - done)}] {count}"
+        else:
+            bar = f"[{count}]"
+        text = self._indent + (f"{bar} {message}" if message else bar)
+        columns = shutil.get_terminal_size((80, 24)).columns
+        self._bar = text[: max(10, columns - 1)]
+        self._write(f"\r\x1b[2K{self._bar}")
+
+    def line(self, text: str) -> None:
+        """Print a line (the bar, if any, is cleared first and drawn again after)."""
+        if self._quiet:
+            return
+        if self._terminal and self._bar is not None:
+            self._write(f"\r\x1b[2K{self._indent}{text}\n{self._bar}")
+        else:
+            self._write(f"{self._indent}{text}\n")
+
+    def close(self) -> None:
+        """Clear the bar."""
+        if self._terminal and self._bar is not None:
+            self._write("\r\x1b[2K")
+        self._bar = None
+
+    def _write(self, text: str) -> None:
+        self._stream.write(text)
+        self._stream.flush()

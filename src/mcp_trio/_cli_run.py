@@ -1,0 +1,136 @@
+"""``mcp-trio run``: serve a :class:`~mcp_trio.Server` over stdio, HTTP or WebSocket.
+
+stdio: stdout carries the protocol and nothing else (the server module is imported
+with stdout pointed at stderr, and :func:`~mcp_trio.serve_stdio` keeps it that way);
+logs and notices go to stderr. The server stops when its stdin ends.
+
+HTTP / WebSocket: one line on stderr gives the URL once the socket listens (with
+``--port 0``, the port the kernel chose).
+
+Signals: the first SIGINT (Ctrl-C) or SIGTERM stops the server -- gracefully for HTTP
+(in-flight requests get up to :data:`GRACE_PERIOD` seconds), at once otherwise -- and
+the command exits 0. A second one stops it at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import signal
+import sys
+from typing import Any, Final, Literal, TextIO
+
+import trio
+
+from ._cli_util import CliError
+from ._server import Server
+from ._websocket import MCP_PATH
+
+__all__ = ["GRACE_PERIOD", "Transport", "serve"]
+
+Transport = Literal["stdio", "http", "ws"]
+GRACE_PERIOD: Final = 5.0
+"""Seconds an HTTP server is given to finish its requests after the first signal."""
+
+
+def configure_logging(level: str) -> None:
+    """Log records of ``level`` and above to stderr (never to stdout), unless logging
+    is configured already (by the server's module)."""
+    logging.basicConfig(
+        level=level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def serve(
+    server: Server,
+    transport: Transport,
+    *,
+    host: str,
+    port: int,
+    path: str,
+    err: TextIO,
+) -> int:
+    """Serve until stdin ends (stdio) or a signal arrives; returns the exit status.
+
+    Raises:
+        CliError: the socket could not be opened (port in use, bad address).
+    """
+    if transport == "ws" and path != MCP_PATH:
+        raise CliError(f"the WebSocket transport serves {MCP_PATH} only, not {path!r}")
+    trio.run(functools.partial(_serve, server, transport, host, port, path, err))
+    return 0
+
+
+def _describe(server: Server) -> str:
+    return f"{server.name} {server.version}"
+
+
+async def _serve(
+    server: Server, transport: Transport, host: str, port: int, path: str, err: TextIO
+) -> None:
+    stop = trio.Event()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_watch_signals, signals, stop, nursery.cancel_scope)
+            handle: Any = None
+            if transport == "stdio":
+                if sys.stdin.isatty():
+                    _notice(
+                        err,
+                        f"serving {_describe(server)} on stdin/stdout (JSON-RPC, one message "
+                        "a line); point an MCP client at this command, or use --transport http",
+                    )
+                nursery.start_soon(_serve_stdio, server, stop)
+            else:
+                try:
+                    if transport == "http":
+                        handle = await nursery.start(
+                            functools.partial(server.serve_http, host, port, path)
+                        )
+                        url = str(handle.url)
+                        kind = "Streamable HTTP"
+                    else:
+                        listeners = await nursery.start(
+                            functools.partial(server.serve_websocket, host, port)
+                        )
+                        url = _ws_url(listeners[0].socket.getsockname())
+                        kind = "WebSocket"
+                except OSError as exc:
+                    reason = exc.strerror or str(exc)
+                    raise CliError(f"cannot listen on {host}:{port}: {reason}") from exc
+                except ImportError as exc:
+                    raise CliError(f"the {transport} transport is not available: {exc}") from exc
+                _notice(err, f"serving {_describe(server)} at {url} ({kind}; Ctrl-C to stop)")
+            await stop.wait()
+            if handle is not None:
+                _notice(err, "shutting down")
+                with trio.move_on_after(GRACE_PERIOD):
+                    await handle.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def _serve_stdio(server: Server, stop: trio.Event) -> None:
+    try:
+        await server.serve_stdio()
+    finally:
+        stop.set()
+
+
+async def _watch_signals(signals: Any, stop: trio.Event, scope: trio.CancelScope) -> None:
+    async for _ in signals:
+        if stop.is_set():
+            scope.cancel()
+            return
+        stop.set()
+
+
+def _ws_url(address: Any) -> str:
+    host, port = address[0], address[1]
+    host = f"[{host}]" if ":" in host else host
+    return f"ws://{host}:{port}{MCP_PATH}"
+
+
+def _notice(err: TextIO, text: str) -> None:
+    print(f"mcp-trio: {text}", file=err, flush=True)

@@ -1,0 +1,145 @@
+"""What every ``mcp-trio`` command shares: its errors, and turning exceptions into one line.
+
+Error handling policy: an *expected* failure (a bad target, a refused connection, an
+unknown tool, a JSON-RPC error, a server that exited) is one line on stderr,
+``mcp-trio: error: ...``, and exit status 1 (2 for a usage error). Anything else is a
+bug in mcp-trio and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Final, TextIO
+
+import trio
+
+from mcp_sansio import LocalProtocolError, RemoteProtocolError
+
+from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_USAGE",
+    "CliError",
+    "UsageError",
+    "describe",
+    "error_line",
+    "one_line",
+]
+
+EXIT_FAILURE: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+"""128 + SIGINT, as shells report a command stopped with Ctrl-C."""
+
+
+class CliError(Exception):
+    """An expected failure: printed as one line, exit status :attr:`exit_code`.
+
+    Args:
+        message: what went wrong, for people (one line).
+    """
+
+    exit_code: int = EXIT_FAILURE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UsageError(CliError):
+    """The command line itself is wrong (exit status 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (newlines folded), at most ``limit`` characters."""
+    flat = " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _expected(exc: BaseException) -> BaseException | None:
+    """The expected exception ``exc`` is (or the one a group of them holds), or ``None``."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_expected(e) for e in exc.exceptions]
+        found = [leaf for leaf in leaves if leaf is not None]
+        return found[0] if found and len(found) == len(leaves) else None
+    expected = (
+        CliError,
+        McpError,
+        SessionClosed,
+        InputRequiredError,
+        LocalProtocolError,
+        RemoteProtocolError,
+        trio.TooSlowError,
+        OSError,
+    )
+    return exc if isinstance(exc, expected) else None
+
+
+def describe(exc: BaseException) -> CliError | None:
+    """The one-line error for an expected exception (see the module docstring), or
+    ``None`` for a bug."""
+    found = _expected(exc)
+    if found is None:
+        return None
+    if isinstance(found, CliError):
+        return found
+    if isinstance(found, ServerExited):
+        tail = found.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+        status = "" if found.returncode is None else f" (exit status {found.returncode})"
+        last = f": {tail[-1].strip()}" if tail else ""
+        return CliError(f"{found.reason}{status}{last}")
+    if isinstance(found, HandshakeFailed):
+        return CliError(f"the handshake failed: {found.message}")
+    if isinstance(found, McpError):
+        return CliError(f"the server answered with an error: {found.message} ({found.code})")
+    if (network := _os_error_text(found)) is not None:
+        return CliError(network)
+    if isinstance(found, SessionClosed):
+        return CliError(f"the connection closed: {found.reason}")
+    if isinstance(found, trio.TooSlowError):
+        return CliError(f"timed out: {found}" if str(found) else "timed out")
+    if isinstance(found, InputRequiredError):
+        return CliError(f"the server needs input this command cannot give: {found}")
+    return CliError(str(found) or type(found).__name__)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc``, what caused it, and the members of groups among them (each once)."""
+    seen: dict[int, BaseException] = {}
+    todo = [exc]
+    while todo:
+        item = todo.pop(0)
+        if id(item) in seen:
+            continue
+        seen[id(item)] = item
+        if isinstance(item, BaseExceptionGroup):
+            todo.extend(item.exceptions)
+        todo.extend(e for e in (item.__cause__, item.__context__) if e is not None)
+    return list(seen.values())
+
+
+def _os_error_text(exc: BaseException) -> str | None:
+    """What the first ``OSError`` behind ``exc`` says, with the system's reason
+    (``all attempts to connect to h:1 failed (Connection refused)``)."""
+    errors = [e for e in _causes(exc) if isinstance(e, OSError)]
+    if not errors:
+        return None
+    outer = errors[0]
+    if outer.strerror and outer.filename is not None:
+        return f"{outer.strerror}: {outer.filename}"
+    text = outer.strerror or str(outer) or type(outer).__name__
+    reason = next((e.strerror for e in errors if e.strerror), None)
+    if reason is None or reason in text:
+        return text
+    # trio says "Error connecting to ('h', 1): Connection refused"; the host is in `text`.
+    return f"{text} ({reason.rpartition(': ')[2]})"
+
+
+def error_line(message: str, stream: TextIO | None = None) -> None:
+    """Print ``mcp-trio: error: message`` (one line) on stderr."""
+    out = stream if stream is not None else sys.stderr
+    print(f"mcp-trio: error: {one_line(message)}", file=out, flush=True)
