@@ -32,6 +32,7 @@ from ._handlers import InputRequiredResult as InputRequiredResult
 from ._handlers import NotificationContext as NotificationContext
 from ._handlers import NotificationHandler as NotificationHandler
 from ._handlers import RequestContext as RequestContext
+from ._handlers import RequestFacts as RequestFacts
 from ._handlers import RequestHandler as RequestHandler
 from ._http_client import HttpChannel as HttpChannel
 from ._http_client import open_http_client as open_http_client
@@ -102,6 +103,7 @@ __all__ = [
     "NotificationHandler",
     "ProcessChannel",
     "RequestContext",
+    "RequestFacts",
     "RequestHandler",
     "RequestTimeout",
     "ResourceLink",

@@ -119,22 +119,17 @@ class Handlers:
         return self._notifications.get(method)
 
 
-@final
-class RequestContext:
-    """What a request handler knows about its request, and what it may do meanwhile.
+class RequestFacts:
+    """What every transport's request context knows about the request being served.
 
-    Its own task runs the handler inside its own cancel scope; a
-    ``notifications/cancelled`` from the peer cancels that scope (and nothing is
-    answered).
+    :class:`RequestContext` (message channels) and the HTTP binding's context share
+    these read-only facts; each adds what its transport can do.
     """
 
-    __slots__ = ("_event", "_running", "session")
+    __slots__ = ("_event",)
 
-    def __init__(self, session: Session, event: RequestReceived, running: _Running) -> None:
-        self.session: Session = session
-        """The session the request arrived on (send requests or notifications with it)."""
+    def __init__(self, event: RequestReceived) -> None:
         self._event = event
-        self._running = running
 
     @property
     def request_id(self) -> RequestId:
@@ -185,6 +180,24 @@ class RequestContext:
     def event(self) -> RequestReceived:
         """The core's event, whole."""
         return self._event
+
+
+@final
+class RequestContext(RequestFacts):
+    """What a request handler knows about its request, and what it may do meanwhile.
+
+    Its own task runs the handler inside its own cancel scope; a
+    ``notifications/cancelled`` from the peer cancels that scope (and nothing is
+    answered).
+    """
+
+    __slots__ = ("_running", "session")
+
+    def __init__(self, session: Session, event: RequestReceived, running: _Running) -> None:
+        super().__init__(event)
+        self.session: Session = session
+        """The session the request arrived on (send requests or notifications with it)."""
+        self._running = running
 
     @property
     def cancelled(self) -> bool:

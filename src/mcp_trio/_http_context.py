@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, final
 import attrs
 import trio
 
-from mcp_sansio import Connection, Era, RequestId, RequestReceived
+from mcp_sansio import Connection, RequestId, RequestReceived
+
+from ._handlers import RequestFacts
 
 if TYPE_CHECKING:
     from ._http_endpoint import Endpoint
@@ -36,7 +38,7 @@ class Running:
 
 
 @final
-class HttpRequestContext:
+class HttpRequestContext(RequestFacts):
     """The request a handler serves over HTTP, and what it may do meanwhile.
 
     The handler runs in its own task and cancel scope. The client closing a modern
@@ -44,7 +46,7 @@ class HttpRequestContext:
     cancels that scope (and nothing is answered).
     """
 
-    __slots__ = ("_endpoint", "_event", "_running", "session_id")
+    __slots__ = ("_endpoint", "_running", "session_id")
 
     def __init__(
         self,
@@ -53,8 +55,8 @@ class HttpRequestContext:
         running: Running,
         session_id: str | None,
     ) -> None:
+        super().__init__(event)
         self._endpoint = endpoint
-        self._event = event
         self._running = running
         self.session_id: str | None = session_id
         """The legacy ``Mcp-Session-Id`` (``None`` for a modern request)."""
@@ -63,56 +65,6 @@ class HttpRequestContext:
     def connection(self) -> Connection:
         """The core connection this request arrived on (advanced use)."""
         return self._running.connection
-
-    @property
-    def request_id(self) -> RequestId:
-        """The client's id of this request."""
-        return self._event.request_id
-
-    @property
-    def method(self) -> str:
-        """The method name."""
-        return self._event.method
-
-    @property
-    def params(self) -> dict[str, Any] | None:
-        """The params as decoded (``_meta`` included)."""
-        return self._event.params
-
-    @property
-    def era(self) -> Era:
-        """The era this request is served in."""
-        return self._event.era
-
-    @property
-    def protocol_version(self) -> str:
-        """The protocol version this request is served under."""
-        return self._event.protocol_version
-
-    @property
-    def progress_token(self) -> RequestId | None:
-        """The client's progress token, if it asked for progress."""
-        return self._event.progress_token
-
-    @property
-    def client_capabilities(self) -> dict[str, Any] | None:
-        """Modern era: the client capabilities from this request's envelope."""
-        return self._event.client_capabilities
-
-    @property
-    def input_responses(self) -> dict[str, Any] | None:
-        """Modern era: answers to an earlier input-required result (a retry)."""
-        return self._event.input_responses
-
-    @property
-    def request_state(self) -> Any:
-        """Modern era: the state sealed into the earlier input-required result."""
-        return self._event.request_state
-
-    @property
-    def event(self) -> RequestReceived:
-        """The core's event, whole."""
-        return self._event
 
     @property
     def cancelled(self) -> bool:
