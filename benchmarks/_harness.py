@@ -84,6 +84,15 @@ class Bench:
     """Does ``n`` calls. Bind everything it touches to locals first: the loop is timed."""
     check: Callable[[], None] | None = None
     """Called after every round, untimed: asserts the run did what it claims."""
+    close: Callable[[], None] | None = None
+    """Called once when the case is done (or failed): stops the threads, sessions and
+    processes ``setup`` started."""
+    in_thread: Callable[[Callable[[], object]], object] | None = None
+    """Runs a callable in the thread that does ``run``'s work, when that is not the
+    calling thread (a Trio group's event loop): ``--profile`` enables cProfile there."""
+    self_timed: bool = False
+    """``run(n)`` returns the nanoseconds its timed part took (work done in another
+    process, which times itself so that the round trip to it is not counted)."""
 
 
 @final
@@ -120,6 +129,12 @@ class SampledCase:
     """What the figure counts."""
     reference: str | None = None
     """Name of the case whose median this one is divided by."""
+    close: Callable[[], None] | None = None
+    """Called once after the last sample (or a failed one): stops what ``sample`` kept
+    running between samples (a fixture warmed up once)."""
+    max_rounds: int | None = None
+    """At most this many samples, whatever the settings say (an expensive sample in a
+    ``--quick`` run)."""
 
 
 @final
@@ -190,19 +205,24 @@ class Result:
         }
 
 
-def _time_once(run: Callable[[int], object], n: int) -> int:
-    """Nanoseconds for ``run(n)``, with the garbage collector off."""
+def _time_once(run: Callable[[int], object], n: int, self_timed: bool = False) -> int:
+    """Nanoseconds for ``run(n)``, with the garbage collector off (or, ``self_timed``,
+    the nanoseconds ``run`` returns)."""
     gc.collect()
     gc.disable()
     try:
         t0 = time.perf_counter_ns()
-        run(n)
-        return time.perf_counter_ns() - t0
+        inside = run(n)
+        elapsed = time.perf_counter_ns() - t0
     finally:
         gc.enable()
+    if self_timed:
+        assert isinstance(inside, int), f"a self-timed run returned {inside!r}"
+        return inside
+    return elapsed
 
 
-def calibrate(run: Callable[[int], object], min_round_ns: int) -> int:
+def calibrate(run: Callable[[int], object], min_round_ns: int, self_timed: bool = False) -> int:
     """How many calls make one round last at least ``min_round_ns``.
 
     Doubles ``n`` until a run takes a tenth of the budget, then scales up linearly with
@@ -210,7 +230,7 @@ def calibrate(run: Callable[[int], object], min_round_ns: int) -> int:
     """
     n = 1
     while True:
-        elapsed = _time_once(run, n)
+        elapsed = _time_once(run, n, self_timed)
         if elapsed >= min_round_ns // 10:
             break
         n *= 2
@@ -220,18 +240,29 @@ def calibrate(run: Callable[[int], object], min_round_ns: int) -> int:
 def measure(case: Case, settings: Settings) -> tuple[list[float], int | None]:
     """Run ``case``; return one figure per round (in the case's unit) and ``n``."""
     if isinstance(case, SampledCase):
-        return [case.sample() for _ in range(settings.rounds)], None
+        try:
+            rounds = settings.rounds
+            if case.max_rounds is not None:
+                rounds = min(rounds, case.max_rounds)
+            return [case.sample() for _ in range(rounds)], None
+        finally:
+            if case.close is not None:
+                case.close()
     bench = case.setup()
-    n = calibrate(bench.run, settings.min_round_ns)
-    if bench.check is not None:
-        bench.check()
-    figures: list[float] = []
-    for _ in range(settings.rounds):
-        elapsed = _time_once(bench.run, n)
+    try:
+        n = calibrate(bench.run, settings.min_round_ns, bench.self_timed)
         if bench.check is not None:
             bench.check()
-        us_per_op = elapsed / 1_000 / (n * case.ops_per_call)
-        figures.append(1e6 / us_per_op if case.unit == "calls/s" else us_per_op)
+        figures: list[float] = []
+        for _ in range(settings.rounds):
+            elapsed = _time_once(bench.run, n, bench.self_timed)
+            if bench.check is not None:
+                bench.check()
+            us_per_op = elapsed / 1_000 / (n * case.ops_per_call)
+            figures.append(1e6 / us_per_op if case.unit == "calls/s" else us_per_op)
+    finally:
+        if bench.close is not None:
+            bench.close()
     return figures, n * case.ops_per_call
 
 

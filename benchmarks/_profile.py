@@ -11,7 +11,7 @@ import cProfile
 import gc
 import pstats
 from collections import defaultdict
-from typing import Any
+from typing import Any, Final
 
 from ._harness import TimedCase, calibrate
 
@@ -20,19 +20,55 @@ __all__ = ["profile"]
 _Key = tuple[str, int, str]
 
 
+def _package_path(filename: str) -> str | None:
+    """``package/module.py`` for a file of ours (wherever the copy is) or under
+    site-packages, else ``None``."""
+    for marker in ("/mcp_trio/", "/mcp_sansio/"):
+        if marker in filename:
+            return marker[1:] + filename.rsplit(marker, 1)[1]
+    if "site-packages/" in filename:
+        return filename.rsplit("site-packages/", 1)[1]
+    return None
+
+
 def _area(key: _Key) -> str:
     filename, _, function = key
     if filename.startswith("<attrs generated"):
-        return "attrs-generated __init__ (events, message values, table entries)"
-    if "mcp_sansio" in filename:
-        return "mcp_sansio/" + filename.rsplit("mcp_sansio", 1)[1].lstrip("/\\")
-    if "benchmarks" in filename:
-        return "benchmark loop"
+        package = filename.rsplit(" ", 1)[-1].split(".", 1)[0]
+        return f"{package}/ (attrs-generated methods: events, values, table entries)"
     if filename == "~":
         if "orjson" in function:
             return "orjson (dumps/loads)"
+        if "select.epoll" in function or "poll" in function:
+            return "epoll (the I/O check of each scheduler tick)"
         return "builtins (dict/list methods, isinstance, len, ...)"
+    if "/benchmarks/" in filename:
+        return "benchmark loop"
+    module = _package_path(filename)
+    if module is not None:
+        return module
     return filename.rsplit("/", 1)[-1]
+
+
+_LAYERS: Final = (
+    ("mcp_trio/", "session runtime (mcp_trio)"),
+    ("mcp_sansio/", "core (mcp_sansio)"),
+    ("trio/", "Trio (scheduler, channels, locks, cancel scopes)"),
+    ("outcome/", "Trio (scheduler, channels, locks, cancel scopes)"),
+    ("sniffio/", "Trio (scheduler, channels, locks, cancel scopes)"),
+    ("epoll", "Trio (scheduler, channels, locks, cancel scopes)"),
+    ("orjson", "orjson"),
+    ("benchmark loop", "benchmark loop"),
+)
+
+
+def _layer(area: str) -> str:
+    for prefix, layer in _LAYERS:
+        if area.startswith(prefix):
+            return layer
+    if area.endswith(".py"):
+        return "standard library (contextlib, collections, ...)"
+    return "other (builtins, other packages)"
 
 
 def _where(key: _Key) -> str:
@@ -41,8 +77,9 @@ def _where(key: _Key) -> str:
         return function
     if filename.startswith("<attrs generated"):
         return f"{filename.rsplit(' ', 1)[-1].rstrip('>')}.{function}"
-    if "mcp_sansio" in filename:
-        filename = "mcp_sansio/" + filename.rsplit("mcp_sansio", 1)[1].lstrip("/\\")
+    module = _package_path(filename)
+    if module is not None:
+        filename = module
     elif filename.startswith("<"):
         filename = filename.split(" ", 1)[0] + ">"
     else:
@@ -53,21 +90,36 @@ def _where(key: _Key) -> str:
 def profile(case: TimedCase, min_round_ns: int, top: int = 25) -> str:
     """Profile one calibrated round of ``case``; return a markdown report."""
     bench = case.setup()
-    n = calibrate(bench.run, min_round_ns)
-    ops = n * case.ops_per_call
-    profiler = cProfile.Profile()
-    gc.collect()
-    gc.disable()
     try:
-        profiler.runcall(bench.run, n)
+        if bench.self_timed:
+            raise ValueError(f"{case.name} runs in another process: profile it there")
+        n = calibrate(bench.run, min_round_ns)
+        ops = n * case.ops_per_call
+        profiler = cProfile.Profile()
+        gc.collect()
+        gc.disable()
+        try:
+            if bench.in_thread is None:
+                profiler.runcall(bench.run, n)
+            else:  # the work happens in the case's event-loop thread: profile that one
+                bench.in_thread(profiler.enable)
+                try:
+                    bench.run(n)
+                finally:
+                    bench.in_thread(profiler.disable)
+        finally:
+            gc.enable()
     finally:
-        gc.enable()
+        if bench.close is not None:
+            bench.close()
     raw: dict[_Key, tuple[Any, ...]] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     # cProfile lists the profiled callable itself; its own time is the loop glue.
     total = sum(entry[2] for entry in raw.values())
     by_area: dict[str, float] = defaultdict(float)
+    by_layer: dict[str, float] = defaultdict(float)
     for key, entry in raw.items():
         by_area[_area(key)] += entry[2]
+        by_layer[_layer(_area(key))] += entry[2]
 
     def us(seconds: float) -> str:
         return f"{seconds / ops * 1e6:.3f}"
@@ -78,7 +130,14 @@ def profile(case: TimedCase, min_round_ns: int, top: int = 25) -> str:
         f"{ops:,} operations profiled; {us(total)} µs/op under the profiler "
         "(cProfile inflates many small calls: compare with the unprofiled table).",
         "",
-        "| area | µs/op | share |",
+        "| layer | µs/op | share |",
+        "| --- | ---: | ---: |",
+    ]
+    for layer, seconds in sorted(by_layer.items(), key=lambda item: -item[1]):
+        lines.append(f"| {layer} | {us(seconds)} | {seconds / total:.0%} |")
+    lines += [
+        "",
+        "| module | µs/op | share |",
         "| --- | ---: | ---: |",
     ]
     for area, seconds in sorted(by_area.items(), key=lambda item: -item[1]):

@@ -65,37 +65,31 @@ GROUPS: Final[dict[str, Group]] = {
             name="inmemory",
             module="inmemory",
             summary="mcp_trio over in-memory channels against a bare Trio channel floor",
-            planned="the in-memory transport",
         ),
         Group(
             name="stdio",
             module="stdio",
             summary="calls/s over a subprocess's stdin/stdout at 1 and 100 in flight",
-            planned="the stdio transport",
         ),
         Group(
             name="ws",
             module="ws",
             summary="calls/s over trio-websocket at 1 and 100 in flight",
-            planned="the WebSocket transport",
         ),
         Group(
             name="http",
             module="http",
             summary="calls/s over Streamable HTTP (h11) at 1 and 100 in flight",
-            planned="the Streamable HTTP transport",
         ),
         Group(
             name="coldstart",
             module="coldstart",
-            summary="spawn a stdio server, handshake, first call, against a bare interpreter",
-            planned="the stdio transport and the mcp-trio command",
+            summary="spawn a stdio server and get initialize answered, against a bare interpreter",
         ),
         Group(
             name="sdk",
             module="sdk",
-            summary="the same workloads through the official `mcp` SDK (optional extra)",
-            planned="issue 8; needs `pip install mcp`, see benchmarks/README.md",
+            summary="the same workloads through the official `mcp` SDK, ours / theirs",
         ),
     )
 }

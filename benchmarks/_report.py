@@ -32,6 +32,13 @@ def _figure(value: float, unit: Unit) -> str:
     return f"{_num(value, unit)} {unit}"
 
 
+def _median(value: float, unit: Unit) -> str:
+    """The median cell: a throughput also says what it is per call."""
+    if unit == "calls/s" and value > 0:
+        return f"{_figure(value, unit)} ({_num(1e6 / value, 'µs')} µs/call)"
+    return _figure(value, unit)
+
+
 def _verdict(ok: bool | None) -> str:
     return {True: "✓", False: "✗ MISSED", None: ""}[ok]
 
@@ -52,7 +59,7 @@ def markdown(results: Sequence[Result]) -> str:
         target = "" if r.target is None else r.target.describe(r.unit)
         spread = f"{_num(r.min, r.unit)} {DASH} {_num(r.max, r.unit)}"
         lines.append(
-            f"| `{r.name}` | {r.title} | {_figure(r.median, r.unit)} | {spread} "
+            f"| `{r.name}` | {r.title} | {_median(r.median, r.unit)} | {spread} "
             f"| {reference} | {ratio} | {target} | {_verdict(r.ok)} |"
         )
     return "\n".join(lines)

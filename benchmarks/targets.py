@@ -5,8 +5,7 @@ ratio to the case's *reference* (its floor: the least work any implementation mu
 measured in the same run on the same machine), so they hold on a slow CI runner as well
 as on a laptop. ``python -m benchmarks --check`` exits non-zero when one is missed.
 
-Entries for groups that are not written yet are placeholders: they document the goal
-and apply as soon as a group produces a case of that name.
+The ``ws`` and ``sdk`` groups have no targets: their ratios are for reading.
 """
 
 from __future__ import annotations
@@ -81,9 +80,12 @@ TARGETS: Final[dict[str, Target]] = {
         bound=_MIB_IN_KIB,
         why="RSS growth over 10,000 calls < 1 MiB (every table is bounded)",
     ),
-    # -- placeholders for the transport groups (not written yet) --------------------------
+    # -- inmemory (benchmarks/inmemory.py): Session over memory channels vs a Trio floor ----
     "inmemory.roundtrip": _ratio(
-        "<=", 1.3, "in-memory round trip ≤ 1.3x the Trio floor (two memory channels, no core)"
+        "<=", 1.3, "in-memory round trip ≤ 1.3x the Trio floor (memory channels + orjson echo)"
+    ),
+    "inmemory.roundtrip.100": _ratio(
+        "<=", 1.3, "in-memory, 100 in flight, per call ≤ 1.3x the Trio floor at 100 in flight"
     ),
     "inmemory.rss_growth": Target(
         on="value",
@@ -91,12 +93,27 @@ TARGETS: Final[dict[str, Target]] = {
         bound=_MIB_IN_KIB,
         why="RSS growth over 10,000 in-memory calls < 1 MiB",
     ),
+    # -- stdio (benchmarks/stdio.py): a server child over pipes vs a Trio NDJSON echo -----
     "stdio.calls.1": _ratio(">=", 0.8, "stdio ≥ 0.8x the floor's calls/s at 1 in flight"),
     "stdio.calls.100": _ratio(">=", 0.5, "stdio ≥ 0.5x the floor's calls/s at 100 in flight"),
-    "http.calls.1": _ratio(">=", 0.8, "HTTP ≥ 0.8x the floor's calls/s at 1 in flight"),
-    "http.calls.100": _ratio(">=", 0.7, "HTTP ≥ 0.7x the floor's calls/s at 100 in flight"),
+    "stdio.rss_growth": Target(
+        on="value",
+        op="<",
+        bound=_MIB_IN_KIB,
+        why="the server child's RSS growth over 10,000 calls < 1 MiB",
+    ),
+    # -- http (benchmarks/http.py): Streamable HTTP vs a trio + h11 echo ---------------------
+    "http.calls.1": _ratio(">=", 0.8, "HTTP (JSON) ≥ 0.8x the floor's calls/s at 1 in flight"),
+    "http.calls.100": _ratio(">=", 0.7, "HTTP (JSON) ≥ 0.7x the floor's calls/s at 100 in flight"),
+    "http.calls.sse.1": _ratio(">=", 0.8, "HTTP (SSE) ≥ 0.8x the floor's calls/s at 1 in flight"),
+    "http.calls.sse.100": _ratio(
+        ">=", 0.7, "HTTP (SSE) ≥ 0.7x the floor's calls/s at 100 in flight"
+    ),
+    # -- coldstart (benchmarks/coldstart.py) -------------------------------------------------
     "coldstart.stdio": _ratio(
-        "<=", 1.3, "spawn + handshake + first call ≤ 1.3x a bare interpreter floor"
+        "<=",
+        1.3,
+        "spawn → initialize answered ≤ 1.3x a bare trio + orjson interpreter answering a line",
     ),
 }
 """Case name → target."""

@@ -1,0 +1,230 @@
+"""Group ``http``: ``mcp_trio`` over Streamable HTTP (h11), against a trio + h11 floor.
+
+The server runs in a child process (``python -m benchmarks._net_server``, loopback, a
+port the kernel picks), the client in this one. HTTP/1.1 without pipelining: one
+request per connection at a time, so ``in_flight`` requests use up to ``in_flight``
+keep-alive connections on both sides (ours is configured with
+``max_client_connections = max_idle_connections = in_flight`` to match). Throughput in
+calls/s, with 1 and with 100 requests in flight, with JSON and with SSE responses.
+
+``http.floor.json.1`` / ``.100``, ``http.floor.sse.1`` / ``.100``
+    trio + h11 on both sides. The client POSTs each request (fresh id, orjson) on an
+    idle keep-alive connection (or a new one) and reads the answer: an
+    ``application/json`` body, or one ``text/event-stream`` event (``data:`` line) in a
+    chunked body. The child answers with the canned 1 KB result under the request's id,
+    head and body in one write.
+``http.calls.1`` / ``.100`` (JSON), ``http.calls.sse.1`` / ``.100`` (SSE)
+    ``mcp_trio._http_server.serve_http`` (low-level ``Handlers``,
+    ``HttpServerConfig(response_mode="json" | "sse")``) and
+    ``mcp_trio._http_client.open_http_client``, ``Session.request``; legacy era (a
+    session id, ``initialize`` first). The legacy client's GET stream stays open beside.
+
+When the HTTP binding is not importable the group prints
+``skipped: http: binding not available (...)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any, Final, final
+
+import h11
+import orjson
+import trio
+
+from ._harness import Bench, Case, Settings, Skip, TimedCase
+from ._servers import CLIENT_CONFIG
+from ._trio import Driver, driver, open_net_server, trio_bench, until_closed
+from .workloads import CALL_TOOL_PARAMS
+
+__all__ = ["DESCRIPTION", "cases", "unavailable"]
+
+DESCRIPTION: Final = "calls/s over Streamable HTTP (h11) at 1 and 100 in flight"
+
+IN_FLIGHT: Final = 100
+PATH: Final = "/mcp"
+_CHUNK: Final = 65_536
+
+
+def unavailable() -> str | None:
+    """Why this group cannot run here: the HTTP binding is not there (yet)."""
+    try:
+        server = importlib.import_module("mcp_trio._http_server")
+        client = importlib.import_module("mcp_trio._http_client")
+        config = importlib.import_module("mcp_trio._http_config")
+        missing = [
+            name
+            for module, name in (
+                (server, "serve_http"),
+                (client, "open_http_client"),
+                (config, "HttpTransportConfig"),
+            )
+            if not hasattr(module, name)
+        ]
+    except Exception as exc:  # a half-written module may fail in any way
+        return f"binding not available ({type(exc).__name__}: {exc})"
+    if missing:
+        return f"binding not available (no {', '.join(missing)})"
+    return None
+
+
+# -- the floor client ----------------------------------------------------------------------
+
+
+def _sse_data(body: bytes) -> bytes:
+    """The data of the one event in an SSE body."""
+    return b"\n".join(line[6:] for line in body.split(b"\n") if line.startswith(b"data: "))
+
+
+@final
+class _HttpFloorClient:
+    """POST each request on an idle keep-alive connection, read its answer there."""
+
+    def __init__(self, port: int, *, sse: bool) -> None:
+        self._port = port
+        self._host = f"127.0.0.1:{port}"
+        self._sse = sse
+        self._idle: list[tuple[trio.SocketStream, h11.Connection]] = []
+        self._all: list[trio.SocketStream] = []
+        self._last_id = 0
+
+    async def _connect(self) -> tuple[trio.SocketStream, h11.Connection]:
+        stream = await trio.open_tcp_stream("127.0.0.1", self._port)
+        self._all.append(stream)
+        return stream, h11.Connection(h11.CLIENT)
+
+    async def call(self) -> Any:
+        self._last_id = rid = self._last_id + 1
+        body = orjson.dumps(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
+        )
+        stream, conn = self._idle.pop() if self._idle else await self._connect()
+        head = h11.Request(
+            method="POST",
+            target=PATH,
+            headers=[
+                ("host", self._host),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("content-length", str(len(body))),
+            ],
+        )
+        await stream.send_all(_out(conn, head) + _out(conn, h11.Data(data=body)) + _out(conn))
+        payload = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(_CHUNK))
+            elif isinstance(event, h11.Data):
+                payload += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            elif isinstance(event, h11.Response):
+                assert event.status_code == 200, event
+            else:
+                raise RuntimeError(f"unexpected {event!r}")
+        conn.start_next_cycle()
+        self._idle.append((stream, conn))
+        answer = orjson.loads(_sse_data(payload) if self._sse else payload)
+        assert answer["id"] == rid, answer
+        return answer["result"]
+
+    async def aclose(self) -> None:
+        for stream in self._all:
+            await trio.aclose_forcefully(stream)
+
+
+def _out(conn: h11.Connection, event: h11.Event | None = None) -> bytes:
+    data = conn.send(h11.EndOfMessage() if event is None else event)
+    assert data is not None
+    return data
+
+
+async def _floor(sse: bool, in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    async with open_net_server("http-floor-sse" if sse else "http-floor-json") as (port, pid):
+        client = _HttpFloorClient(port, sse=sse)
+        try:
+            await client.call()
+            task_status.started(driver(client.call, in_flight=in_flight, server_pid=pid))
+            await until_closed()
+        finally:
+            await client.aclose()
+
+
+# -- mcp_trio ------------------------------------------------------------------------------
+
+
+async def _ours(sse: bool, in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    http_client: Any = importlib.import_module("mcp_trio._http_client")
+    http_config: Any = importlib.import_module("mcp_trio._http_config")
+    transport = http_config.HttpTransportConfig(
+        max_client_connections=max(in_flight, 16), max_idle_connections=max(in_flight, 4)
+    )
+    async with (
+        open_net_server("http-sse" if sse else "http-json") as (port, pid),
+        http_client.open_http_client(
+            f"http://127.0.0.1:{port}{PATH}", connection_config=CLIENT_CONFIG, transport=transport
+        ) as client,
+    ):
+        call = functools.partial(client.request, "tools/call", CALL_TOOL_PARAMS)
+        await call()
+
+        def quiet() -> bool:
+            waiting: int = client.statistics().waiting_requests
+            return waiting == 0
+
+        task_status.started(driver(call, in_flight=in_flight, quiet=quiet, server_pid=pid))
+        await until_closed()
+
+
+# -- the group -----------------------------------------------------------------------------
+
+
+def _bench(fixture: Callable[..., Any], *args: Any) -> Callable[[], Bench]:
+    def setup() -> Bench:
+        return trio_bench(functools.partial(fixture, *args))
+
+    return setup
+
+
+def cases(settings: Settings) -> list[Case | Skip]:
+    """The cases of this group, floors first."""
+    del settings  # --quick only shrinks the rounds
+    found: list[Case | Skip] = []
+    for sse, kind in ((False, "json"), (True, "sse")):
+        floor = f"http.floor.{kind}"
+        ours = "http.calls" if kind == "json" else "http.calls.sse"
+        media = "text/event-stream" if sse else "application/json"
+        found += [
+            TimedCase(
+                name=f"{floor}.1",
+                title=f"floor: trio + h11 POST echo child, {media}, 1 in flight",
+                setup=_bench(_floor, sse, 1),
+                unit="calls/s",
+            ),
+            TimedCase(
+                name=f"{floor}.100",
+                title=f"floor: the same, {media}, 100 in flight (100 connections)",
+                setup=_bench(_floor, sse, IN_FLIGHT),
+                ops_per_call=IN_FLIGHT,
+                unit="calls/s",
+            ),
+            TimedCase(
+                name=f"{ours}.1",
+                title=f"open_http_client + serve_http (Handlers), legacy, {media}, 1 in flight",
+                setup=_bench(_ours, sse, 1),
+                unit="calls/s",
+                reference=f"{floor}.1",
+            ),
+            TimedCase(
+                name=f"{ours}.100",
+                title=f"the same, {media}, 100 in flight (100 connections)",
+                setup=_bench(_ours, sse, IN_FLIGHT),
+                ops_per_call=IN_FLIGHT,
+                unit="calls/s",
+                reference=f"{floor}.100",
+            ),
+        ]
+    return found

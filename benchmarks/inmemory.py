@@ -1,0 +1,222 @@
+"""Group ``inmemory``: ``mcp_trio`` sessions over in-memory channels, against a Trio floor.
+
+Every case does ``tools/call`` round trips in one process and one ``trio.run`` (a thread
+of its own, see :mod:`benchmarks._trio`): the 159-byte request, the 1 KB result.
+
+``inmemory.floor`` / ``inmemory.floor.100``
+    The least a concurrent JSON-RPC client and server can do over the same transport:
+    two ``trio.open_memory_channel`` of ``bytes`` (16 messages each way, the binding's
+    default), the caller ``orjson.dumps`` its request with a fresh id and waits on a
+    ``trio.Event``, a server task ``loads`` it and ``dumps`` the canned result under its
+    id, the client's reader task ``loads`` the answer and wakes the caller by id. One
+    call at a time, or 100 tasks calling at once.
+``inmemory.floor.task``
+    The floor whose server spawns one task per request (``nursery.start_soon``), as a
+    server must to run handlers concurrently and cancel one of them: informational,
+    it shows how much of the gap that structure costs.
+``inmemory.roundtrip`` / ``inmemory.roundtrip.100``
+    ``mcp_trio.open_memory_pair`` with the low-level ``Handlers`` (one ``tools/call``
+    handler returning the canned dict) and ``Session.request``; legacy era, so the bytes
+    are the workload's.
+``inmemory.roundtrip.modern``
+    The same, client pinned to the modern era (``_meta`` envelope, heavier result):
+    informational.
+``inmemory.client``
+    The high-level API: ``mcp_trio.Server`` with a ``get_forecast`` tool and
+    ``open_client(server).call_tool(...)`` (argument validation, ``ToolOutput``); its
+    reference is ``inmemory.roundtrip``, so the ratio is the API's overhead.
+``inmemory.rss_growth``
+    Resident memory of this process (``VmRSS``) over 10,000 round trips, after 10,000
+    warm-up ones (one fixture for every sample: the warm-up is done once).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+import mcp_trio
+from mcp_sansio import ConnectionConfig
+
+from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
+from ._servers import (
+    CLIENT_CONFIG,
+    MODERN_CLIENT_CONFIG,
+    SERVER_CONFIG,
+    TOOL_TEXT,
+    high_level_server,
+    low_level_handlers,
+)
+from ._trio import (
+    RSS_CALLS,
+    Driver,
+    FloorClient,
+    RssSampler,
+    driver,
+    floor_answer,
+    trio_bench,
+    until_closed,
+)
+from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_PARAMS
+
+__all__ = ["DESCRIPTION", "cases", "unavailable"]
+
+DESCRIPTION: Final = "mcp_trio over in-memory channels against a bare Trio channel floor"
+
+IN_FLIGHT: Final = 100
+BUFFER: Final = mcp_trio.SessionConfig().memory_buffer_size
+_STATUS: Final = "/proc/self/status"
+
+
+def unavailable() -> str | None:
+    """Why this group cannot run here (never: it needs only Trio)."""
+    return None
+
+
+# -- the floors ----------------------------------------------------------------------------
+
+
+async def _floor(
+    in_flight: int, *, task_per_request: bool = False, task_status: trio.TaskStatus[Driver]
+) -> None:
+    to_server, server_inbox = trio.open_memory_channel[bytes](BUFFER)
+    to_client, client_inbox = trio.open_memory_channel[bytes](BUFFER)
+    client = FloorClient(to_server.send)
+
+    async def serve() -> None:
+        answer, send = floor_answer, to_client.send
+        async for request in server_inbox:
+            await send(answer(request))
+
+    async def serve_in_tasks(nursery: trio.Nursery) -> None:
+        answer, send = floor_answer, to_client.send
+
+        async def handle(request: bytes) -> None:
+            await send(answer(request))
+
+        async for request in server_inbox:
+            nursery.start_soon(handle, request)
+
+    async with trio.open_nursery() as nursery:
+        if task_per_request:
+            nursery.start_soon(serve_in_tasks, nursery)
+        else:
+            nursery.start_soon(serve)
+        nursery.start_soon(client.read_messages, client_inbox.receive)
+        await client.call()
+        task_status.started(driver(client.call, in_flight=in_flight, quiet=client.quiet))
+        await until_closed()
+        nursery.cancel_scope.cancel()  # the reader (and server) tasks
+
+
+# -- mcp_trio ------------------------------------------------------------------------------
+
+
+async def _ours(
+    in_flight: int, client_config: ConnectionConfig, *, task_status: trio.TaskStatus[Driver]
+) -> None:
+    async with mcp_trio.open_memory_pair(
+        server_handlers=low_level_handlers(),
+        server_connection_config=SERVER_CONFIG,
+        client_connection_config=client_config,
+    ) as (client, server):
+        call = functools.partial(client.request, "tools/call", CALL_TOOL_PARAMS)
+        await call()
+
+        def quiet() -> bool:
+            return (
+                client.statistics().waiting_requests == 0
+                and server.statistics().running_handlers == 0
+            )
+
+        task_status.started(driver(call, in_flight=in_flight, quiet=quiet))
+        await until_closed()
+
+
+async def _client(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    async with mcp_trio.open_client(high_level_server(), era="legacy") as client:
+
+        async def call() -> Any:
+            return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
+
+        assert await call() == TOOL_TEXT
+        task_status.started(driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__))
+        await until_closed()
+
+
+# -- the group -----------------------------------------------------------------------------
+
+
+def _bench(fixture: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Bench]:
+    def setup() -> Bench:
+        return trio_bench(functools.partial(fixture, *args, **kwargs))
+
+    return setup
+
+
+def cases(settings: Settings) -> list[Case | Skip]:
+    """The cases of this group, floors first."""
+    found: list[Case | Skip] = [
+        TimedCase(
+            name="inmemory.floor",
+            title="floor: Trio memory channels + orjson echo, 1 in flight (µs/call)",
+            setup=_bench(_floor, 1),
+        ),
+        TimedCase(
+            name="inmemory.floor.100",
+            title="floor: the same, 100 in flight (µs/call)",
+            setup=_bench(_floor, IN_FLIGHT),
+            ops_per_call=IN_FLIGHT,
+        ),
+        TimedCase(
+            name="inmemory.floor.task",
+            title="floor + a server task per request, 1 in flight (informational)",
+            setup=_bench(_floor, 1, task_per_request=True),
+            reference="inmemory.floor",
+        ),
+        TimedCase(
+            name="inmemory.roundtrip",
+            title="Handlers + Session.request, legacy, 1 in flight (µs/call)",
+            setup=_bench(_ours, 1, CLIENT_CONFIG),
+            reference="inmemory.floor",
+        ),
+        TimedCase(
+            name="inmemory.roundtrip.100",
+            title="Handlers + Session.request, legacy, 100 in flight (µs/call)",
+            setup=_bench(_ours, IN_FLIGHT, CLIENT_CONFIG),
+            ops_per_call=IN_FLIGHT,
+            reference="inmemory.floor.100",
+        ),
+        TimedCase(
+            name="inmemory.roundtrip.modern",
+            title="Handlers + Session.request, modern era, 1 in flight (informational)",
+            setup=_bench(_ours, 1, MODERN_CLIENT_CONFIG),
+            reference="inmemory.floor",
+        ),
+        TimedCase(
+            name="inmemory.client",
+            title="high-level Server + open_client().call_tool, 1 in flight (vs low-level)",
+            setup=_bench(_client, 1),
+            reference="inmemory.roundtrip",
+        ),
+    ]
+    if sys.platform.startswith("linux") and os.path.exists(_STATUS):
+        sampler = RssSampler(functools.partial(_ours, 1, CLIENT_CONFIG))
+        found.append(
+            SampledCase(
+                name="inmemory.rss_growth",
+                title=f"RSS growth of this process over {RSS_CALLS:,} round trips",
+                sample=sampler.sample,
+                close=sampler.close,
+                unit="KiB",
+                max_rounds=1 if settings.quick else None,  # the first sample: 20,000 calls
+            )
+        )
+    else:
+        found.append(Skip(name="inmemory.rss_growth", reason=f"needs Linux {_STATUS}"))
+    return found

@@ -1,0 +1,221 @@
+"""Group ``sdk``: the same workloads through the official ``mcp`` SDK, next to ours.
+
+The SDK runs on asyncio (through anyio), so each of its measurements runs in a process
+of its own (``python -m benchmarks._sdk_app worker ...``, see :mod:`benchmarks._sdk_app`)
+that times itself; ours run here, in a Trio thread, in the same run. Every pair is one
+``tools/call`` of ``get_forecast`` answered with the canned 1 KB text result, through
+each library's *client API* (the SDK's ``mcp.Client.call_tool``, our
+``open_client(...).call_tool``), in the legacy era. The SDK's case comes first and is
+the reference of ours, so the **ratio is ours / theirs** in µs per call: below 1, ours is
+faster.
+
+``sdk.mcp.inmemory`` / ``sdk.ours.inmemory`` (and ``.100``: 100 in flight)
+    SDK: low-level ``mcp.server.lowlevel.Server`` (``on_call_tool`` returning the canned
+    ``CallToolResult``, ``on_list_tools``, which its client asks once to validate
+    results) and ``mcp.Client(server, mode="legacy")``, over its in-memory transport
+    (anyio memory streams of message objects, no JSON text). Ours: the low-level
+    ``Handlers`` and ``open_client((handlers, config), era="legacy")``, over memory
+    channels of JSON bytes.
+``sdk.mcp.inmemory.server`` / ``sdk.ours.inmemory.server``
+    The high-level servers: the SDK's ``MCPServer`` with a decorated ``get_forecast``
+    (``structured_output=False``), our ``mcp_trio.Server`` with the same tool.
+``sdk.mcp.stdio`` / ``sdk.ours.stdio`` (and ``.100``)
+    The same low-level servers in a child process, over stdin/stdout: the SDK's
+    ``stdio_server`` + ``Client(StdioServerParameters(...))``, our ``serve_stdio`` +
+    ``open_client([...])``.
+
+The SDK is found in this interpreter (``pip install 'mcp==2.3.0'``), or in the one named
+by the environment variable ``BENCH_SDK_PYTHON`` (a separate virtualenv with ``mcp`` and
+``orjson``, so the SDK's dependencies never mix with ours). Without either the group
+prints ``skipped: sdk: the official mcp SDK is not installed (...)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import cache
+from importlib import metadata
+from typing import Any, Final, final
+
+import trio
+
+import mcp_trio
+
+from ._harness import Bench, Case, Settings, Skip, TimedCase
+from ._servers import SERVER_CONFIG, TOOL_TEXT, high_level_server, low_level_handlers
+from ._trio import ROOT, Driver, driver, module_command, trio_bench, until_closed
+from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME
+
+__all__ = ["DESCRIPTION", "SDK_VERSION", "cases", "unavailable"]
+
+DESCRIPTION: Final = "the same workloads through the official `mcp` SDK, ours / theirs"
+
+SDK_VERSION: Final = "2.3.0"
+"""The SDK version this group was written against."""
+SDK_PYTHON_VARIABLE: Final = "BENCH_SDK_PYTHON"
+IN_FLIGHT: Final = 100
+_TIMEOUT: Final = 60.0
+_VERSION_SCRIPT: Final = "from importlib import metadata; print(metadata.version('mcp'))"
+
+
+@cache
+def _sdk() -> tuple[str, str] | str:
+    """``(interpreter, SDK version)``, or why there is none."""
+    if importlib.util.find_spec("mcp") is not None:
+        try:
+            return sys.executable, metadata.version("mcp")
+        except metadata.PackageNotFoundError:
+            return "a module named 'mcp' is importable, but it is not the SDK's distribution"
+    python = os.environ.get(SDK_PYTHON_VARIABLE)
+    if not python:
+        return f"the official mcp SDK is not installed (pip install 'mcp=={SDK_VERSION}')"
+    try:
+        found = subprocess.run(
+            [python, "-c", _VERSION_SCRIPT],
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT,
+            check=False,
+        )
+    except OSError as exc:
+        return f"{SDK_PYTHON_VARIABLE}={python!r} cannot be run ({exc})"
+    if found.returncode != 0:
+        return f"{SDK_PYTHON_VARIABLE}={python!r} has no mcp SDK"
+    return python, found.stdout.strip()
+
+
+def unavailable() -> str | None:
+    """Why this group cannot run here: no SDK."""
+    found = _sdk()
+    return found if isinstance(found, str) else None
+
+
+# -- the SDK, in a worker process ----------------------------------------------------------
+
+
+@final
+class _SdkWorker:
+    """A ``_sdk_app worker`` process: ``run(n)`` returns the nanoseconds of ``n`` calls."""
+
+    def __init__(self, python: str, target: str, in_flight: int) -> None:
+        self._process = subprocess.Popen(
+            [python, "-m", f"{__package__}._sdk_app", "worker", target, str(in_flight)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=ROOT,
+            text=True,
+        )
+        ready = self._readline()
+        if not ready.startswith("ready "):
+            self.close()
+            raise RuntimeError(f"the SDK worker did not start: {ready!r}")
+
+    def _readline(self) -> str:
+        assert self._process.stdout is not None
+        return self._process.stdout.readline()
+
+    def run(self, n: int) -> int:
+        assert self._process.stdin is not None
+        self._process.stdin.write(f"{n}\n")
+        self._process.stdin.flush()
+        answer = self._readline()
+        if not answer:
+            raise RuntimeError("the SDK worker died (see its traceback above)")
+        return int(answer)
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        try:
+            self._process.wait(_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+def _theirs(target: str, in_flight: int) -> Callable[[], Bench]:
+    def setup() -> Bench:
+        found = _sdk()
+        assert not isinstance(found, str), found
+        worker = _SdkWorker(found[0], target, in_flight)
+        return Bench(worker.run, close=worker.close, self_timed=True)
+
+    return setup
+
+
+# -- ours ----------------------------------------------------------------------------------
+
+
+async def _ours(target: str, in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    where: Any
+    if target == "inmemory":
+        where = (low_level_handlers(), SERVER_CONFIG)
+    elif target == "inmemory-high":
+        where = high_level_server()
+    else:
+        where = module_command("_stdio_server")
+    cwd = ROOT if target == "stdio" else None
+    async with mcp_trio.open_client(where, era="legacy", cwd=cwd) as client:
+
+        async def call() -> Any:
+            return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
+
+        assert await call() == TOOL_TEXT
+        task_status.started(driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__))
+        await until_closed()
+
+
+def _bench(target: str, in_flight: int) -> Callable[[], Bench]:
+    def setup() -> Bench:
+        return trio_bench(functools.partial(_ours, target, in_flight))
+
+    return setup
+
+
+# -- the group -----------------------------------------------------------------------------
+
+_PAIRS: Final = (
+    # suffix, target, in flight, what theirs is, what ours is
+    ("inmemory", "inmemory", 1, "low-level Server + Client, memory streams", "Handlers"),
+    ("inmemory.100", "inmemory", IN_FLIGHT, "the same, 100 in flight", "Handlers"),
+    ("inmemory.server", "inmemory-high", 1, "MCPServer + Client, memory streams", "Server"),
+    ("stdio", "stdio", 1, "low-level Server child + Client, stdio", "serve_stdio child"),
+    ("stdio.100", "stdio", IN_FLIGHT, "the same, 100 in flight", "serve_stdio child"),
+)
+
+
+_QUICK: Final = frozenset({"inmemory", "stdio"})
+"""The pairs a ``--quick`` run measures (each SDK case starts an interpreter with the SDK)."""
+
+
+def cases(settings: Settings) -> list[Case | Skip]:
+    """Each SDK case, then ours with the SDK's as its reference."""
+    found = _sdk()
+    version = SDK_VERSION if isinstance(found, str) else found[1]
+    result: list[Case | Skip] = []
+    for suffix, target, in_flight, theirs, ours in _PAIRS:
+        if settings.quick and suffix not in _QUICK:
+            result.append(Skip(name=f"sdk.*.{suffix}", reason="not in --quick runs"))
+            continue
+        flight = f"{in_flight} in flight"
+        result += [
+            TimedCase(
+                name=f"sdk.mcp.{suffix}",
+                title=f"mcp {version}: {theirs}, call_tool (µs/call)",
+                setup=_theirs(target, in_flight),
+                ops_per_call=in_flight,
+            ),
+            TimedCase(
+                name=f"sdk.ours.{suffix}",
+                title=f"mcp_trio: {ours} + open_client().call_tool, {flight} (ours / theirs)",
+                setup=_bench(target, in_flight),
+                ops_per_call=in_flight,
+                reference=f"sdk.mcp.{suffix}",
+            ),
+        ]
+    return result

@@ -1,0 +1,186 @@
+"""Group ``stdio``: ``mcp_trio`` over a subprocess's stdin/stdout, against a Trio floor.
+
+The client runs in this process (a Trio loop in a thread, see :mod:`benchmarks._trio`),
+the server in a child started with the same interpreter; newline-delimited JSON crosses
+two pipes. Throughput in calls/s, with 1 and with 100 requests in flight.
+
+``stdio.floor.1`` / ``stdio.floor.100``
+    The floor: the child is ``python -m benchmarks._stdio_echo``, a Trio loop that splits
+    stdin into lines and answers each with the canned 1 KB result under its id (orjson,
+    one ``send_all`` per answer). The client dumps each request with a fresh id and
+    writes it under a ``trio.Lock`` (concurrent writers must not interleave), a reader
+    task splits stdout into lines, loads each and wakes the caller by id.
+``stdio.calls.1`` / ``stdio.calls.100``
+    ``mcp_trio.open_stdio_client`` to ``python -m benchmarks._stdio_server``
+    (``serve_stdio`` with the low-level ``Handlers``), ``Session.request``; legacy era.
+``stdio.client``
+    The high-level API: ``open_client([...]).call_tool(...)`` against the child serving
+    ``mcp_trio.Server`` (``--high-level``); its reference is ``stdio.calls.1``.
+``stdio.rss_growth``
+    The server child's ``VmRSS`` (``/proc/<pid>/status``) over 10,000 calls, after
+    10,000 warm-up ones.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+import mcp_trio
+
+from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
+from ._servers import CLIENT_CONFIG, TOOL_TEXT
+from ._trio import (
+    ROOT,
+    RSS_CALLS,
+    Driver,
+    FloorClient,
+    RssSampler,
+    driver,
+    module_command,
+    open_pipe_process,
+    trio_bench,
+    until_closed,
+)
+from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_PARAMS
+
+__all__ = ["DESCRIPTION", "cases", "unavailable"]
+
+DESCRIPTION: Final = "calls/s over a subprocess's stdin/stdout at 1 and 100 in flight"
+
+IN_FLIGHT: Final = 100
+
+
+def unavailable() -> str | None:
+    """Why this group cannot run here."""
+    if sys.platform == "win32":
+        return "the Trio subprocess pipes used here are POSIX-only"
+    return None
+
+
+# -- the floor -----------------------------------------------------------------------------
+
+
+async def _floor(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    async with open_pipe_process(module_command("_stdio_echo")) as process:
+        assert process.stdin is not None and process.stdout is not None
+        stdin, lock = process.stdin, trio.Lock()
+
+        async def send(request: bytes) -> None:
+            async with lock:
+                await stdin.send_all(request + b"\n")
+
+        client = FloorClient(send)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.read_lines, process.stdout)
+            await client.call()
+            task_status.started(
+                driver(client.call, in_flight=in_flight, quiet=client.quiet, server_pid=process.pid)
+            )
+            await until_closed()
+            nursery.cancel_scope.cancel()  # the reader (and server) tasks
+
+
+# -- mcp_trio ------------------------------------------------------------------------------
+
+
+async def _ours(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    async with mcp_trio.open_stdio_client(
+        module_command("_stdio_server"), cwd=ROOT, connection_config=CLIENT_CONFIG
+    ) as client:
+        call = functools.partial(client.request, "tools/call", CALL_TOOL_PARAMS)
+        await call()
+        channel = client.channel
+        assert isinstance(channel, mcp_trio.ProcessChannel)
+
+        def quiet() -> bool:
+            return client.statistics().waiting_requests == 0
+
+        task_status.started(
+            driver(call, in_flight=in_flight, quiet=quiet, server_pid=channel.process.pid)
+        )
+        await until_closed()
+
+
+async def _client(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    async with mcp_trio.open_client(
+        module_command("_stdio_server", "--high-level"), era="legacy", cwd=ROOT
+    ) as client:
+
+        async def call() -> Any:
+            return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
+
+        assert await call() == TOOL_TEXT
+        task_status.started(driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__))
+        await until_closed()
+
+
+# -- the group -----------------------------------------------------------------------------
+
+
+def _bench(fixture: Callable[..., Any], *args: Any) -> Callable[[], Bench]:
+    def setup() -> Bench:
+        return trio_bench(functools.partial(fixture, *args))
+
+    return setup
+
+
+def cases(settings: Settings) -> list[Case | Skip]:
+    """The cases of this group, floors first."""
+    found: list[Case | Skip] = [
+        TimedCase(
+            name="stdio.floor.1",
+            title="floor: Trio NDJSON echo child + orjson, 1 in flight",
+            setup=_bench(_floor, 1),
+            unit="calls/s",
+        ),
+        TimedCase(
+            name="stdio.floor.100",
+            title="floor: the same, 100 in flight",
+            setup=_bench(_floor, IN_FLIGHT),
+            ops_per_call=IN_FLIGHT,
+            unit="calls/s",
+        ),
+        TimedCase(
+            name="stdio.calls.1",
+            title="open_stdio_client + serve_stdio (Handlers), legacy, 1 in flight",
+            setup=_bench(_ours, 1),
+            unit="calls/s",
+            reference="stdio.floor.1",
+        ),
+        TimedCase(
+            name="stdio.calls.100",
+            title="open_stdio_client + serve_stdio (Handlers), legacy, 100 in flight",
+            setup=_bench(_ours, IN_FLIGHT),
+            ops_per_call=IN_FLIGHT,
+            unit="calls/s",
+            reference="stdio.floor.100",
+        ),
+        TimedCase(
+            name="stdio.client",
+            title="high-level Server + open_client().call_tool, 1 in flight (vs low-level)",
+            setup=_bench(_client, 1),
+            unit="calls/s",
+            reference="stdio.calls.1",
+        ),
+    ]
+    if sys.platform.startswith("linux") and os.path.exists("/proc/self/status"):
+        sampler = RssSampler(functools.partial(_ours, 1))
+        found.append(
+            SampledCase(
+                name="stdio.rss_growth",
+                title=f"server child's RSS growth over {RSS_CALLS:,} calls (after a warm-up)",
+                sample=sampler.sample,
+                close=sampler.close,
+                unit="KiB",
+                max_rounds=1 if settings.quick else None,  # the first sample: 20,000 calls
+            )
+        )
+    else:
+        found.append(Skip(name="stdio.rss_growth", reason="needs Linux /proc/<pid>/status"))
+    return found
