@@ -451,7 +451,9 @@ class Session:
         scope = self._timer_scope
         if scope is not None:
             deadline = self._conn.next_deadline()
-            scope.deadline = math.inf if deadline is None else deadline
+            value = math.inf if deadline is None else deadline
+            if scope.deadline != value:  # trio's setter re-registers the deadline
+                scope.deadline = value
 
     async def _process(self, events: list[Event]) -> None:
         """After a core call: re-arm the timer, flush, then act on the events."""

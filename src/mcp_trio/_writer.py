@@ -68,7 +68,12 @@ class Writer:
         """
         if self._written >= mark:
             return None
-        async with self._lock:
+        # An uncontended lock is taken without a scheduler round trip.
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
             while self._written < mark:
                 failure = await self._write_one(self._outbox[0])
                 if failure is None and self._aborted:
@@ -78,6 +83,8 @@ class Writer:
                     return failure
                 self._outbox.popleft()
                 self._written += 1
+        finally:
+            self._lock.release()
         return None
 
     def abort(self) -> None:
