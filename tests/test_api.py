@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import mcp_sansio
+import mcp_trio
 
 EXPECTED_SANSIO = {
     "ALL_VERSIONS",
@@ -67,3 +68,18 @@ def test_core_imports_no_io() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "", f"mcp_sansio imported {out}"
+
+
+def test_mcp_trio_loads_what_it_uses_on_first_use() -> None:
+    code = (
+        "import sys, mcp_trio;"
+        "from mcp_trio import Handlers, serve_stdio;"
+        "heavy = [m for m in ('mcp_sansio.types', 'cattrs', 'mcp_trio._http_server',"
+        " 'mcp_trio._client', 'h11') if m in sys.modules]; print(','.join(heavy))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"a stdio server process loaded {out}"
+    assert set(mcp_trio.__all__) <= set(dir(mcp_trio))
+    assert mcp_trio.Server.__name__ == "Server"

@@ -10,6 +10,9 @@ which raises a -32602 :class:`RemoteProtocolError` with a readable message.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._config import ConnectionConfig as ConnectionConfig
 from ._config import Role as Role
 from ._connection import Connection as Connection
@@ -40,9 +43,6 @@ from ._framing import encode_line as encode_line
 from ._framing import encode_sse_comment as encode_sse_comment
 from ._framing import encode_sse_event as encode_sse_event
 from ._jsonrpc import RequestId as RequestId
-from ._serde import structure as structure
-from ._serde import structure_params as structure_params
-from ._serde import unstructure as unstructure
 from ._state import LifecycleState as LifecycleState
 from ._versions import ALL_VERSIONS as ALL_VERSIONS
 from ._versions import LATEST_LEGACY_VERSION as LATEST_LEGACY_VERSION
@@ -50,6 +50,11 @@ from ._versions import LATEST_VERSION as LATEST_VERSION
 from ._versions import LEGACY_VERSIONS as LEGACY_VERSIONS
 from ._versions import MODERN_VERSIONS as MODERN_VERSIONS
 from ._versions import Era as Era
+
+if TYPE_CHECKING:
+    from ._serde import structure as structure
+    from ._serde import structure_params as structure_params
+    from ._serde import unstructure as unstructure
 
 __all__ = [
     "ALL_VERSIONS",
@@ -93,3 +98,16 @@ __all__ = [
     "structure_params",
     "unstructure",
 ]
+
+
+# The typed view (cattrs + the generated model) is loaded on first use: the
+# protocol core itself never needs it, and it is most of the import time.
+_LAZY_SERDE = frozenset({"structure", "structure_params", "unstructure"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SERDE:
+        value = getattr(importlib.import_module("._serde", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,66 +8,150 @@ client), WebSocket (a custom transport) and in-memory.
 
 from __future__ import annotations
 
-from ._blocking import BlockingClient as BlockingClient
-from ._channel import MemoryChannel as MemoryChannel
-from ._channel import MessageChannel as MessageChannel
-from ._channel import StreamChannel as StreamChannel
-from ._channel import memory_channel_pair as memory_channel_pair
-from ._client import Client as Client
-from ._client import open_client as open_client
-from ._client_common import ToolOutput as ToolOutput
-from ._client_subscriptions import Subscription as Subscription
-from ._config import SessionConfig as SessionConfig
-from ._context import Context as Context
-from ._context import ElicitationResult as ElicitationResult
-from ._context import SamplingResult as SamplingResult
-from ._errors import HandshakeFailed as HandshakeFailed
-from ._errors import InputRequiredError as InputRequiredError
-from ._errors import McpError as McpError
-from ._errors import RequestTimeout as RequestTimeout
-from ._errors import ServerExited as ServerExited
-from ._errors import SessionClosed as SessionClosed
-from ._handlers import Handlers as Handlers
-from ._handlers import InputRequiredResult as InputRequiredResult
-from ._handlers import NotificationContext as NotificationContext
-from ._handlers import NotificationHandler as NotificationHandler
-from ._handlers import RequestContext as RequestContext
-from ._handlers import RequestFacts as RequestFacts
-from ._handlers import RequestHandler as RequestHandler
-from ._http_client import HttpChannel as HttpChannel
-from ._http_client import open_http_client as open_http_client
-from ._http_config import HttpTransportConfig as HttpTransportConfig
-from ._http_context import HttpNotificationContext as HttpNotificationContext
-from ._http_context import HttpRequestContext as HttpRequestContext
-from ._http_server import HttpServeHandle as HttpServeHandle
-from ._http_server import HttpServerStatistics as HttpServerStatistics
-from ._http_server import serve_http as serve_http
-from ._jsonschema import Constraints as Constraints
-from ._jsonschema import Description as Description
-from ._memory import open_memory_pair as open_memory_pair
-from ._open import connect_session as connect_session
-from ._open import open_session as open_session
-from ._server import Server as Server
-from ._server_content import Audio as Audio
-from ._server_content import Completion as Completion
-from ._server_content import EmbeddedResource as EmbeddedResource
-from ._server_content import Image as Image
-from ._server_content import Message as Message
-from ._server_content import ResourceLink as ResourceLink
-from ._server_content import ToolError as ToolError
-from ._server_content import ToolResult as ToolResult
-from ._server_rpc import CompletionRequest as CompletionRequest
-from ._server_rpc import ResourceNotFound as ResourceNotFound
-from ._session import Session as Session
-from ._session import SessionStatistics as SessionStatistics
-from ._stdio import ProcessChannel as ProcessChannel
-from ._stdio import open_stdio_client as open_stdio_client
-from ._stdio import serve_stdio as serve_stdio
-from ._websocket import MCP_PATH as MCP_PATH
-from ._websocket import SUBPROTOCOL as SUBPROTOCOL
-from ._websocket import WebSocketChannel as WebSocketChannel
-from ._websocket import open_websocket_client as open_websocket_client
-from ._websocket import serve_websocket as serve_websocket
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._blocking import BlockingClient as BlockingClient
+    from ._channel import MemoryChannel as MemoryChannel
+    from ._channel import MessageChannel as MessageChannel
+    from ._channel import StreamChannel as StreamChannel
+    from ._channel import memory_channel_pair as memory_channel_pair
+    from ._client import Client as Client
+    from ._client import open_client as open_client
+    from ._client_common import ToolOutput as ToolOutput
+    from ._client_subscriptions import Subscription as Subscription
+    from ._config import SessionConfig as SessionConfig
+    from ._context import Context as Context
+    from ._context import ElicitationResult as ElicitationResult
+    from ._context import SamplingResult as SamplingResult
+    from ._errors import HandshakeFailed as HandshakeFailed
+    from ._errors import InputRequiredError as InputRequiredError
+    from ._errors import McpError as McpError
+    from ._errors import RequestTimeout as RequestTimeout
+    from ._errors import ServerExited as ServerExited
+    from ._errors import SessionClosed as SessionClosed
+    from ._handlers import Handlers as Handlers
+    from ._handlers import InputRequiredResult as InputRequiredResult
+    from ._handlers import NotificationContext as NotificationContext
+    from ._handlers import NotificationHandler as NotificationHandler
+    from ._handlers import RequestContext as RequestContext
+    from ._handlers import RequestFacts as RequestFacts
+    from ._handlers import RequestHandler as RequestHandler
+    from ._http_client import HttpChannel as HttpChannel
+    from ._http_client import open_http_client as open_http_client
+    from ._http_config import HttpTransportConfig as HttpTransportConfig
+    from ._http_context import HttpNotificationContext as HttpNotificationContext
+    from ._http_context import HttpRequestContext as HttpRequestContext
+    from ._http_server import HttpServeHandle as HttpServeHandle
+    from ._http_server import HttpServerStatistics as HttpServerStatistics
+    from ._http_server import serve_http as serve_http
+    from ._jsonschema import Constraints as Constraints
+    from ._jsonschema import Description as Description
+    from ._memory import open_memory_pair as open_memory_pair
+    from ._open import connect_session as connect_session
+    from ._open import open_session as open_session
+    from ._server import Server as Server
+    from ._server_content import Audio as Audio
+    from ._server_content import Completion as Completion
+    from ._server_content import EmbeddedResource as EmbeddedResource
+    from ._server_content import Image as Image
+    from ._server_content import Message as Message
+    from ._server_content import ResourceLink as ResourceLink
+    from ._server_content import ToolError as ToolError
+    from ._server_content import ToolResult as ToolResult
+    from ._server_rpc import CompletionRequest as CompletionRequest
+    from ._server_rpc import ResourceNotFound as ResourceNotFound
+    from ._session import Session as Session
+    from ._session import SessionStatistics as SessionStatistics
+    from ._stdio import ProcessChannel as ProcessChannel
+    from ._stdio import open_stdio_client as open_stdio_client
+    from ._stdio import serve_stdio as serve_stdio
+    from ._websocket import MCP_PATH as MCP_PATH
+    from ._websocket import SUBPROTOCOL as SUBPROTOCOL
+    from ._websocket import WebSocketChannel as WebSocketChannel
+    from ._websocket import open_websocket_client as open_websocket_client
+    from ._websocket import serve_websocket as serve_websocket
+
+# Public names are imported on first use (PEP 562), so that a stdio server
+# process starts without loading the HTTP, client and typed-model modules it
+# does not use (cold start, see benchmarks/coldstart.py).
+_LAZY: dict[str, str] = {
+    "BlockingClient": "._blocking",
+    "MemoryChannel": "._channel",
+    "MessageChannel": "._channel",
+    "StreamChannel": "._channel",
+    "memory_channel_pair": "._channel",
+    "Client": "._client",
+    "open_client": "._client",
+    "ToolOutput": "._client_common",
+    "Subscription": "._client_subscriptions",
+    "SessionConfig": "._config",
+    "Context": "._context",
+    "ElicitationResult": "._context",
+    "SamplingResult": "._context",
+    "HandshakeFailed": "._errors",
+    "InputRequiredError": "._errors",
+    "McpError": "._errors",
+    "RequestTimeout": "._errors",
+    "ServerExited": "._errors",
+    "SessionClosed": "._errors",
+    "Handlers": "._handlers",
+    "InputRequiredResult": "._handlers",
+    "NotificationContext": "._handlers",
+    "NotificationHandler": "._handlers",
+    "RequestContext": "._handlers",
+    "RequestFacts": "._handlers",
+    "RequestHandler": "._handlers",
+    "HttpChannel": "._http_client",
+    "open_http_client": "._http_client",
+    "HttpTransportConfig": "._http_config",
+    "HttpNotificationContext": "._http_context",
+    "HttpRequestContext": "._http_context",
+    "HttpServeHandle": "._http_server",
+    "HttpServerStatistics": "._http_server",
+    "serve_http": "._http_server",
+    "Constraints": "._jsonschema",
+    "Description": "._jsonschema",
+    "open_memory_pair": "._memory",
+    "connect_session": "._open",
+    "open_session": "._open",
+    "Server": "._server",
+    "Audio": "._server_content",
+    "Completion": "._server_content",
+    "EmbeddedResource": "._server_content",
+    "Image": "._server_content",
+    "Message": "._server_content",
+    "ResourceLink": "._server_content",
+    "ToolError": "._server_content",
+    "ToolResult": "._server_content",
+    "CompletionRequest": "._server_rpc",
+    "ResourceNotFound": "._server_rpc",
+    "Session": "._session",
+    "SessionStatistics": "._session",
+    "ProcessChannel": "._stdio",
+    "open_stdio_client": "._stdio",
+    "serve_stdio": "._stdio",
+    "MCP_PATH": "._websocket",
+    "SUBPROTOCOL": "._websocket",
+    "WebSocketChannel": "._websocket",
+    "open_websocket_client": "._websocket",
+    "serve_websocket": "._websocket",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0.dev0"
 
