@@ -63,7 +63,7 @@ from ._events import (
     SubscriptionNotificationReceived,
 )
 from ._framing import LineSplitter, MessageTooLarge
-from ._json import JSONDecodeError, dumps, loads
+from ._json import dumps
 from ._jsonrpc import (
     ErrorResponse,
     Invalid,
@@ -87,7 +87,7 @@ from ._versions import REVISIONS, Era, Revision, has_capability
 
 __all__ = ["Connection"]
 
-_LOG_RANK: Final = {level: i for i, level in enumerate(_modern.LOG_LEVELS)}
+_LOG_RANK: Final = _modern._LEVEL_RANK  # one table of the log levels, in _modern
 _MODERN_REVISION: Final = REVISIONS["2026-07-28"]
 
 
@@ -530,12 +530,12 @@ class Connection:
                     "a server sends requests only in a legacy session; in the modern era "
                     "return an input-required result (send_input_required)"
                 )
-            self._check_legacy_send(method, self.config.capabilities, True)
+            self._check_legacy_send(method)
         elif era is Era.MODERN:
             self._check_modern_client_send(method)
         elif era is Era.LEGACY or self._lifecycle is not LifecycleState.IDLE:
             era = Era.LEGACY
-            self._check_legacy_send(method, self.config.capabilities, True)
+            self._check_legacy_send(method)
         else:
             raise LocalProtocolError(
                 "the era is not settled yet: call start() and wait for HandshakeCompleted"
@@ -561,7 +561,7 @@ class Connection:
         self._emit(request(rid, method, params), related_request_id)
         return rid
 
-    def _check_legacy_send(self, method: str, _caps: dict[str, Any], is_request: bool) -> None:
+    def _check_legacy_send(self, method: str) -> None:
         if method in self._send_ok:
             return  # checked before: capabilities do not change within a session
         if self._lifecycle is not LifecycleState.READY:
@@ -721,10 +721,8 @@ class Connection:
         """
         inbound = self._inflight.get(request_id)
         if inbound is None:
-            if request_id in self._cancelled_in:
-                self._cancelled_in.pop(request_id)
-                return False
-            raise LocalProtocolError(f"no request {request_id!r} awaits an answer")
+            self._take_inbound(request_id)  # drops a cancelled one, else raises
+            return False
         if inbound.era is not Era.MODERN or not _modern.may_require_input(inbound.method):
             raise LocalProtocolError(
                 f"{inbound.method!r} ({inbound.era.value} era) cannot return input_required"
@@ -1000,18 +998,7 @@ class Connection:
             self._emit(error_response(None, err))
             events.append(InvalidMessageReceived(error=err))
             return events
-        if self._closed:
-            return events
-        try:
-            obj = loads(data)
-        except JSONDecodeError:
-            obj = decode(data)  # the Invalid that describes the parse error
-        if type(obj) is dict:
-            self._receive_one(obj, now, events, None)
-        elif type(obj) is list:
-            self._receive_batch(obj, now, events)
-        else:
-            self._receive_one(obj, now, events, None)
+        self._receive(data, now, events)
         return events
 
     def receive_eof(self) -> list[Event]:
@@ -1048,10 +1035,7 @@ class Connection:
     ) -> None:
         if self._closed:
             return
-        try:
-            obj = loads(data)
-        except JSONDecodeError:
-            obj = decode(data)  # the Invalid that describes the parse error
+        obj = decode(data)  # the value, or the Invalid that describes a parse error
         if type(obj) is list:
             self._receive_batch(obj, now, events)
         else:

@@ -243,10 +243,12 @@ class ClientResponse:
             self.warnings.append("dropped a body that is not JSON")
             return []
         if type(obj) is list:
-            return [m for item in obj for m in self._one(item)]
-        return self._one(obj)
+            return [m for item in obj for m in self._one(item, None)]
+        return self._one(obj, data)
 
-    def _one(self, obj: Any) -> list[bytes]:
+    def _one(self, obj: Any, raw: bytes | None) -> list[bytes]:
+        """Track one message; return the bytes to hand to the Connection (``raw``
+        as received when nothing had to change, so it is not serialized again)."""
         if type(obj) is not dict:
             self.warnings.append("dropped a JSON value that is not a message")
             return []
@@ -264,7 +266,8 @@ class ClientResponse:
                             self._client.era = Era.LEGACY
                 elif method == "tools/list":
                     obj = {**obj, "result": self._client._filter_tools(result, self.warnings)}
-        return [dumps(obj)]
+                    raw = None
+        return [raw if raw is not None else dumps(obj)]
 
     def _fail_waiting(self, status: int, why: str) -> list[bytes]:
         out = [

@@ -29,7 +29,6 @@ call and the routing of its output).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable
 from contextlib import suppress
 from typing import Any, cast, final
@@ -70,6 +69,7 @@ from ._handlers import Handlers, InputRequiredResult
 from ._http_config import HttpTransportConfig
 from ._http_context import HttpNotificationContext, HttpRequestContext, Running
 from ._pool import call_request_handler
+from ._util import rearm
 
 __all__ = ["Endpoint", "ResponseSlot"]
 
@@ -186,8 +186,7 @@ class Endpoint:
                 slot.push(item)
         scope = self._timer_scope
         if scope is not None:
-            deadline = self.http.next_deadline()
-            scope.deadline = math.inf if deadline is None else deadline
+            rearm(scope, self.http.next_deadline())
 
     def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
         """Broadcast a change notification (see ``HttpServer.send_notification``)."""

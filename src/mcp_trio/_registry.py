@@ -182,6 +182,8 @@ class ToolEntry:
     custom_input: bool = False
     """Whether ``input_schema`` was given verbatim (then the function validates its
     own arguments: they arrive as JSON values, unconverted)."""
+    custom_params: frozenset[str] = frozenset()
+    """With ``custom_input``: the argument names the function accepts."""
 
     @classmethod
     def build(
@@ -241,6 +243,11 @@ class ToolEntry:
             derived_output=derived,
             definition=definition,
             custom_input=custom_input,
+            custom_params=(
+                frozenset(inspect.signature(fn).parameters) - set(skip)
+                if custom_input
+                else frozenset()
+            ),
         )
 
 

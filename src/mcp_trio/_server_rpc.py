@@ -11,7 +11,6 @@ that the model can correct itself.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final
@@ -278,8 +277,7 @@ class ServerMethods:
         skip = () if tool.context_param is None else (tool.context_param,)
         if tool.custom_input:
             # A verbatim schema: the function validates its own (JSON) arguments.
-            accepted = set(inspect.signature(tool.fn).parameters) - set(skip)
-            unknown = sorted(set(arguments) - accepted)
+            unknown = sorted(set(arguments) - tool.custom_params)
             if unknown:
                 return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
             kwargs = dict(arguments)

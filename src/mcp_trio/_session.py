@@ -80,7 +80,7 @@ from ._handlers import (
     RequestContext,
 )
 from ._pool import HandlerPool, _Running, call_request_handler
-from ._util import is_internal_failure
+from ._util import is_internal_failure, rearm
 from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
 
@@ -450,10 +450,7 @@ class Session:
     def _rearm_timer(self) -> None:
         scope = self._timer_scope
         if scope is not None:
-            deadline = self._conn.next_deadline()
-            value = math.inf if deadline is None else deadline
-            if scope.deadline != value:  # trio's setter re-registers the deadline
-                scope.deadline = value
+            rearm(scope, self._conn.next_deadline())
 
     async def _process(self, events: list[Event]) -> None:
         """After a core call: re-arm the timer, flush, then act on the events."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -87,3 +88,14 @@ async def _guarded_hook(session: Session, hook: SessionHook) -> None:
     except Exception:
         logger.exception("session hook failed; closing the session")
         await session.aclose()
+
+
+def rearm(scope: trio.CancelScope, deadline: float | None) -> None:
+    """Set a timer scope's deadline from a core's ``next_deadline()`` (``None``: never).
+
+    Only when it changed: trio's setter re-registers the deadline on every assignment,
+    and this runs after every call into the core.
+    """
+    value = math.inf if deadline is None else deadline
+    if scope.deadline != value:
+        scope.deadline = value
