@@ -24,7 +24,8 @@ faster.
     ``stdio_server`` + ``Client(StdioServerParameters(...))``, our ``serve_stdio`` +
     ``open_client([...])``.
 
-The SDK is found in this interpreter (``pip install 'mcp==2.3.0'``), or in the one named
+The SDK is found in this interpreter (the ``bench`` extra: ``pip install -e '.[bench]'``,
+which pins ``mcp==2.3.0``), or in the one named
 by the environment variable ``BENCH_SDK_PYTHON`` (a separate virtualenv with ``mcp`` and
 ``orjson``, so the SDK's dependencies never mix with ours). Without either the group
 prints ``skipped: sdk: the official mcp SDK is not installed (...)``.
@@ -73,7 +74,7 @@ def _sdk() -> tuple[str, str] | str:
             return "a module named 'mcp' is importable, but it is not the SDK's distribution"
     python = os.environ.get(SDK_PYTHON_VARIABLE)
     if not python:
-        return f"the official mcp SDK is not installed (pip install 'mcp=={SDK_VERSION}')"
+        return "the official mcp SDK is not installed (pip install -e '.[bench]')"
     try:
         found = subprocess.run(
             [python, "-c", _VERSION_SCRIPT],
