@@ -22,9 +22,9 @@ from __future__ import annotations
 import logging
 import ssl
 import urllib.parse
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import ClassVar, final
+from typing import Any, ClassVar, cast, final
 
 import trio
 import trio_websocket
@@ -71,15 +71,22 @@ class WebSocketChannel(MessageChannel):
     Args:
         ws: an open connection.
         close_timeout: seconds to wait for the closing handshake.
+        reader_done: set when ``ws``'s reader task has ended (see :class:`ReaderWatch`);
+            a close then stops waiting for the peer's reply, which nobody would read.
     """
 
     framing: ClassVar[Framing] = "message"
 
     def __init__(
-        self, ws: trio_websocket.WebSocketConnection, *, close_timeout: float = 2.0
+        self,
+        ws: trio_websocket.WebSocketConnection,
+        *,
+        close_timeout: float = 2.0,
+        reader_done: trio.Event | None = None,
     ) -> None:
         self.ws = ws
         self._close_timeout = close_timeout
+        self._reader_done = reader_done
         self._failure: SessionClosed | None = None
 
     async def send(self, message: bytes) -> None:
@@ -114,7 +121,46 @@ class WebSocketChannel(MessageChannel):
     async def _close(self, code: int, reason: str | None) -> None:
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self._close_timeout
-            await self.ws.aclose(code, reason)
+            reader_done = self._reader_done
+            if reader_done is None:
+                await self.ws.aclose(code, reason)
+                return
+            # trio-websocket's aclose sends the close frame, then waits for the reply that
+            # its reader task reads. When the block around us was cancelled, that task was
+            # cancelled too, so the wait would last the whole close_timeout: stop waiting
+            # once the reader is gone (aclose still closes the stream as it unwinds).
+            async with trio.open_nursery() as nursery:
+
+                async def stop_when_reader_ends() -> None:
+                    await reader_done.wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(stop_when_reader_ends)
+                await self.ws.aclose(code, reason)
+                nursery.cancel_scope.cancel()
+
+
+@final
+class ReaderWatch:
+    """Stands in for the nursery given to trio-websocket, which starts only its reader
+    task there; ``reader_done`` is set when that task ends, however it ends."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self.reader_done = trio.Event()
+
+    def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object, **kw: Any) -> None:
+        async def run() -> None:
+            try:
+                await fn(*args)
+            finally:
+                self.reader_done.set()
+
+        self._nursery.start_soon(run, **kw)
+
+    def nursery(self) -> trio.Nursery:
+        """This object, typed as what trio-websocket asks for (it only calls start_soon)."""
+        return cast(trio.Nursery, self)
 
 
 async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
@@ -199,9 +245,10 @@ async def _serve_connection(
 ) -> None:
     async with open_task_nursery("WebSocket server", cancel_on_exit=True) as nursery:
         ws: trio_websocket.WebSocketConnection | None = None
+        watch = ReaderWatch(nursery)
         with trio.move_on_after(config.ws_connect_timeout):
             request = await trio_websocket.wrap_server_stream(
-                nursery, stream, max_message_size=config.ws_max_message_size
+                watch.nursery(), stream, max_message_size=config.ws_max_message_size
             )
             if request.path != MCP_PATH:
                 await request.reject(404, body=b"not found: MCP is served at /mcp\n")
@@ -212,7 +259,9 @@ async def _serve_connection(
             ws = await request.accept(subprotocol=SUBPROTOCOL)
         if ws is None:
             return  # no complete handshake in time
-        channel = WebSocketChannel(ws, close_timeout=config.close_timeout)
+        channel = WebSocketChannel(
+            ws, close_timeout=config.close_timeout, reader_done=watch.reader_done
+        )
         nursery.start_soon(_keepalive, channel, config)
         async with open_session(
             channel, "server", handlers=handlers, config=config, connection_config=connection_config
@@ -248,9 +297,10 @@ async def _open_ws(
     connect_timeout: float,
     ssl_context: ssl.SSLContext | None = None,
     message_queue_size: int = 1,
-) -> AsyncGenerator[trio_websocket.WebSocketConnection]:
+) -> AsyncGenerator[tuple[trio_websocket.WebSocketConnection, trio.Event]]:
     """A client WebSocket over a TCP stream we own and always close (trio-websocket
-    leaves it open when the server closes first)."""
+    leaves it open when the server closes first), and the event set when its reader
+    task ends (see :class:`ReaderWatch`)."""
     host, port, resource, secure = _split_url(url)
     with trio.fail_after(connect_timeout):
         tcp = await trio.open_tcp_stream(host, port)
@@ -262,9 +312,10 @@ async def _open_ws(
         async with open_task_nursery(
             "WebSocket client", cancel_on_exit=True, translate=_handshake_failure
         ) as nursery:
+            watch = ReaderWatch(nursery)
             with trio.fail_after(connect_timeout):
                 ws = await trio_websocket.wrap_client_stream(
-                    nursery,
+                    watch.nursery(),
                     stream,
                     host,
                     resource,
@@ -272,7 +323,7 @@ async def _open_ws(
                     max_message_size=max_message_size,
                     message_queue_size=message_queue_size,
                 )
-            yield ws
+            yield ws, watch.reader_done
     finally:
         await trio.aclose_forcefully(stream)
 
@@ -314,12 +365,12 @@ async def open_websocket_client(
         max_message_size=config.ws_max_message_size,
         connect_timeout=config.ws_connect_timeout,
         ssl_context=ssl_context,
-    ) as ws:
+    ) as (ws, reader_done):
         if ws.subprotocol != SUBPROTOCOL:
             with trio.move_on_after(config.close_timeout):
                 await ws.aclose(1002, "the 'mcp' subprotocol is required")
             raise SessionClosed(f"the server did not accept the {SUBPROTOCOL!r} subprotocol")
-        channel = WebSocketChannel(ws, close_timeout=config.close_timeout)
+        channel = WebSocketChannel(ws, close_timeout=config.close_timeout, reader_done=reader_done)
         async with (
             open_task_nursery("WebSocket client", cancel_on_exit=True) as nursery,
             open_session(

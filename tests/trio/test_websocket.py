@@ -4,6 +4,7 @@ absolute ``fail_after`` on every test."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -29,15 +30,19 @@ from .helpers import client_config, server_config
 IO_TIMEOUT = 10
 
 
-def raw(url: str, subprotocols: tuple[str, ...] = (SUBPROTOCOL,), queue: int = 1) -> Any:
+@asynccontextmanager
+async def raw(
+    url: str, subprotocols: tuple[str, ...] = (SUBPROTOCOL,), queue: int = 1
+) -> AsyncIterator[Any]:
     """A plain WebSocket client (no MCP session) over a stream the test owns."""
-    return _open_ws(
+    async with _open_ws(
         url,
         subprotocols=list(subprotocols),
         max_message_size=1 << 20,
         connect_timeout=IO_TIMEOUT,
         message_queue_size=queue,
-    )
+    ) as (ws, _):
+        yield ws
 
 
 def rejection(exc: BaseException) -> trio_websocket.ConnectionRejected:
@@ -234,3 +239,25 @@ async def test_keepalive_keeps_a_healthy_connection(nursery: trio.Nursery) -> No
                 )
                 assert result["content"][0]["text"] == str(i)
             assert not session.closed
+
+
+async def test_a_cancelled_client_block_exits_without_waiting_for_the_close_reply(
+    server: Server,
+) -> None:
+    # Cancelling the block also cancels trio-websocket's reader task, so nobody reads the
+    # server's close reply: the close must not wait its whole close_timeout for it.
+    # (The close is shielded, so a wait for the reply would outlast fail_after, then fail.)
+    config = SessionConfig(close_timeout=2 * IO_TIMEOUT)
+    with trio.fail_after(IO_TIMEOUT):
+        with trio.CancelScope() as scope:
+            async with open_websocket_client(
+                server.url(), config=config, connection_config=client_config()
+            ) as session:
+                await server.connected.wait()
+                scope.cancel()
+                await trio.sleep_forever()
+        assert scope.cancelled_caught
+        # The server saw the close frame the client sent before it stopped waiting.
+        with trio.fail_after(IO_TIMEOUT):
+            await server.sessions[0].wait_closed()
+    assert session.closed
