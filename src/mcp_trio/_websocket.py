@@ -288,6 +288,11 @@ def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
     return SessionClosed(f"the WebSocket handshake failed: {first!r}")
 
 
+async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
 @asynccontextmanager
 async def _open_ws(
     url: str,
@@ -314,15 +319,31 @@ async def _open_ws(
         ) as nursery:
             watch = ReaderWatch(nursery)
             with trio.fail_after(connect_timeout):
-                ws = await trio_websocket.wrap_client_stream(
-                    watch.nursery(),
-                    stream,
-                    host,
-                    resource,
-                    subprotocols=subprotocols,
-                    max_message_size=max_message_size,
-                    message_queue_size=message_queue_size,
-                )
+                if isinstance(stream, trio.SSLStream):
+                    # Our own TLS handshake first: trio-websocket would turn a refused
+                    # certificate into a silent end of its reader, and wait for the
+                    # WebSocket handshake until the timeout.
+                    await stream.do_handshake()
+                async with trio.open_nursery() as guard:
+                    with trio.CancelScope() as handshake:
+                        guard.start_soon(_cancel_when_set, watch.reader_done, handshake)
+                        ws = await trio_websocket.wrap_client_stream(
+                            watch.nursery(),
+                            stream,
+                            host,
+                            resource,
+                            subprotocols=subprotocols,
+                            max_message_size=max_message_size,
+                            message_queue_size=message_queue_size,
+                        )
+                    guard.cancel_scope.cancel()
+                if handshake.cancelled_caught:
+                    # The reader ended before the handshake did; a rejection it raised
+                    # reaches the nursery (and _handshake_failure) at the next checkpoint.
+                    await trio.lowlevel.checkpoint()
+                    raise SessionClosed(
+                        "the server closed the connection during the WebSocket handshake"
+                    )
             yield ws, watch.reader_done
     finally:
         await trio.aclose_forcefully(stream)
@@ -354,9 +375,11 @@ async def open_websocket_client(
 
     Raises:
         OSError: the TCP connection could not be opened.
+        trio.BrokenResourceError: the TLS handshake failed; the cause says why (e.g. an
+            ``ssl.SSLCertVerificationError``).
         trio.TooSlowError: no connection or handshake within ``ws_connect_timeout``.
-        SessionClosed: the server rejected the handshake (the cause says how), or did
-            not accept the ``mcp`` subprotocol.
+        SessionClosed: the server rejected the handshake (the cause says how), closed
+            the connection during it, or did not accept the ``mcp`` subprotocol.
     """
     config = config if config is not None else SessionConfig()
     async with _open_ws(

@@ -261,3 +261,22 @@ async def test_a_cancelled_client_block_exits_without_waiting_for_the_close_repl
         with trio.fail_after(IO_TIMEOUT):
             await server.sessions[0].wait_closed()
     assert session.closed
+
+
+async def test_a_server_that_closes_during_the_handshake_fails_the_client_at_once(
+    nursery: trio.Nursery,
+) -> None:
+    async def hang_up(stream: trio.SocketStream) -> None:
+        await stream.receive_some(65536)  # the upgrade request
+        await stream.aclose()
+
+    listeners = await nursery.start(trio.serve_tcp, hang_up, 0)
+    port = listeners[0].socket.getsockname()[1]
+    # Without noticing that trio-websocket's reader ended, the client would wait for the
+    # handshake until ws_connect_timeout.
+    config = SessionConfig(ws_connect_timeout=2 * IO_TIMEOUT)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed, match="during the WebSocket"):
+        async with open_websocket_client(
+            f"ws://127.0.0.1:{port}{MCP_PATH}", config=config, connection_config=client_config()
+        ):
+            pass  # pragma: no cover - the handshake fails first

@@ -1,0 +1,127 @@
+"""HTTPS and WSS over real sockets on 127.0.0.1, with certificates from a throwaway CA
+(trustme): the client verifies the server, and refuses one its trust store does not
+vouch for."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import pytest
+import trio
+import trustme
+
+from mcp_trio import (
+    Handlers,
+    RequestContext,
+    SessionConfig,
+    open_websocket_client,
+    serve_websocket,
+)
+from mcp_trio._http_client import open_http_client
+
+from .helpers import client_config, server_config
+from .test_http_support import IO_TIMEOUT, call, client_connection_config, start_server, text_of
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def server_context(ca: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    return context
+
+
+@pytest.fixture
+def client_context(ca: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    return context
+
+
+def _is_certificate_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps) is a failed certificate check."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        current = seen.pop()
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            seen.extend(current.exceptions)
+        seen.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return False
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_https_in_each_era(
+    nursery: trio.Nursery,
+    server_context: ssl.SSLContext,
+    client_context: ssl.SSLContext,
+    era: str,
+) -> None:
+    server = await start_server(nursery, ssl_context=server_context)
+    assert server.url.startswith("https://127.0.0.1:")
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, ssl_context=client_context, connection_config=client_connection_config(era)
+        ) as client:
+            assert client.handshake is not None and client.handshake.era.value == era
+            result = await client.request("tools/call", call("echo", text="over tls"))
+            assert text_of(result) == "over tls"
+
+
+def _echo() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def echo(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        return {"content": [{"type": "text", "text": ctx.params["arguments"]["text"]}]}
+
+    return handlers
+
+
+async def _serve_wss(nursery: trio.Nursery, context: ssl.SSLContext) -> str:
+    listeners = await nursery.start(
+        lambda task_status: serve_websocket(
+            _echo(),
+            "127.0.0.1",
+            0,
+            ssl_context=context,
+            connection_config=server_config(),
+            task_status=task_status,
+        )
+    )
+    return f"wss://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+
+
+async def test_wss(
+    nursery: trio.Nursery, server_context: ssl.SSLContext, client_context: ssl.SSLContext
+) -> None:
+    url = await _serve_wss(nursery, server_context)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_websocket_client(
+            url, ssl_context=client_context, connection_config=client_config()
+        ) as session:
+            result = await session.request("tools/call", call("echo", text="wss"))
+            assert result["content"][0]["text"] == "wss"
+
+
+async def test_wss_client_refuses_an_untrusted_server(
+    nursery: trio.Nursery, server_context: ssl.SSLContext
+) -> None:
+    url = await _serve_wss(nursery, server_context)
+    config = SessionConfig(ws_connect_timeout=IO_TIMEOUT)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(trio.BrokenResourceError) as info:
+        async with open_websocket_client(
+            url,
+            ssl_context=ssl.create_default_context(),
+            config=config,
+            connection_config=client_config(),
+        ):
+            pass  # pragma: no cover - the handshake fails first
+    assert _is_certificate_failure(info.value), info.value
