@@ -83,3 +83,24 @@ def test_mcp_trio_loads_what_it_uses_on_first_use() -> None:
     assert out == "", f"a stdio server process loaded {out}"
     assert set(mcp_trio.__all__) <= set(dir(mcp_trio))
     assert mcp_trio.Server.__name__ == "Server"
+
+
+def test_a_high_level_stdio_server_starts_without_the_typed_models_or_other_transports() -> None:
+    # mcp_sansio.types costs ~100 ms of start-up; typed values are recognised without it.
+    code = """
+import sys, mcp_trio
+server = mcp_trio.Server("s", "1")
+
+@server.tool()
+async def forecast(city: str, days: int = 1) -> str:
+    return f"{city} {days}"
+
+server.handlers()
+heavy = ("mcp_sansio.types", "mcp_trio._http_server", "mcp_sansio._http",
+         "mcp_trio._websocket", "trio_websocket", "h11")
+print(",".join(m for m in heavy if m in sys.modules))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"a high-level stdio server loaded {out}"

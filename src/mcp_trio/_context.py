@@ -51,13 +51,14 @@ from mcp_sansio import (
     RequestId,
     structure,
 )
-from mcp_sansio import types as mcp_types
 
 from ._errors import McpError
 from ._jsonschema import validate
 from ._server_forms import form_spec, sampling_messages, structure_as
 
 if TYPE_CHECKING:
+    from mcp_sansio import types as mcp_types
+
     from ._handlers import RequestContext
     from ._server import Server
 
@@ -457,8 +458,10 @@ class Context:
         roots = answer.get("roots") if isinstance(answer, Mapping) else None
         if not isinstance(roots, list):
             raise _invalid_answer("roots", "roots must be a list")
+        from mcp_sansio.types import Root  # noqa: PLC0415 - see _typed.py
+
         try:
-            return [structure(r, mcp_types.Root) for r in roots]
+            return [structure(r, Root) for r in roots]
         except RemoteProtocolError as exc:
             raise _invalid_answer("roots", exc.message) from None
 

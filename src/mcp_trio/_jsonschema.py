@@ -94,7 +94,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from mcp_sansio import types as mcp_types
+from ._typed import loaded_models
 
 __all__ = [
     "Constraints",
@@ -836,13 +836,13 @@ def function_input_schema(fn: Callable[..., Any], *, skip: Collection[str] = ())
     return builder.finish(out)
 
 
-_CONTENT_TYPES = (
-    mcp_types.TextContent,
-    mcp_types.ImageContent,
-    mcp_types.AudioContent,
-    mcp_types.EmbeddedResource,
-    mcp_types.ResourceLink,
-    mcp_types.CallToolResult,
+_CONTENT_TYPE_NAMES = (
+    "TextContent",
+    "ImageContent",
+    "AudioContent",
+    "EmbeddedResource",
+    "ResourceLink",
+    "CallToolResult",
 )
 
 
@@ -857,7 +857,8 @@ def _is_content(tp: Any) -> bool:
         args = [a for a in get_args(tp) if a is not Ellipsis]
         return bool(args) and all(_is_content(a) for a in args)
     return isinstance(tp, type) and (
-        issubclass(tp, _CONTENT_TYPES) or getattr(tp, "__mcp_content__", False) is True
+        issubclass(tp, loaded_models(*_CONTENT_TYPE_NAMES))
+        or getattr(tp, "__mcp_content__", False) is True
     )
 
 

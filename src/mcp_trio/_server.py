@@ -41,13 +41,12 @@ import secrets
 import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, overload
 
 import attrs
 import trio
 
 from mcp_sansio import ConnectionConfig
-from mcp_sansio._http import HeaderParam, HttpServerConfig, parse_header_params
 
 from ._config import SessionConfig
 from ._handlers import Handlers
@@ -67,7 +66,12 @@ from ._server_sessions import SessionTracker
 from ._session import Session
 from ._stdio import serve_stdio as _serve_stdio
 from ._util import SessionHook, open_task_nursery
-from ._websocket import serve_websocket as _serve_websocket
+
+if TYPE_CHECKING:
+    from mcp_sansio._http import HeaderParam
+
+# The HTTP and WebSocket modules are imported by the methods that serve them: a stdio
+# server starts without them (see benchmarks/coldstart.py).
 
 __all__ = ["Server"]
 
@@ -608,6 +612,8 @@ class Server:
     ) -> None:
         """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled (see
         :func:`~mcp_trio.serve_websocket`)."""
+        from ._websocket import serve_websocket as _serve_websocket  # noqa: PLC0415
+
         await _serve_websocket(
             self.handlers(),
             host,
@@ -631,6 +637,8 @@ class Server:
     ) -> None:
         """Serve Streamable HTTP at ``http://host:port/path`` until cancelled (see
         ``mcp_trio.serve_http``; ``options`` are passed on to it)."""
+        from mcp_sansio._http import HttpServerConfig  # noqa: PLC0415
+
         module = importlib.import_module("mcp_trio._http_server")
         http_config = options.pop("http_config", None) or HttpServerConfig()
         if http_config.tool_header_params is None:
@@ -649,6 +657,8 @@ class Server:
         )
 
     def _header_params(self, tool: str) -> tuple[HeaderParam, ...]:
+        from mcp_sansio._http import parse_header_params  # noqa: PLC0415
+
         entry = self._registry.tools.get(tool)
         return () if entry is None else parse_header_params(entry.input_schema)
 

@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Literal, final
 
 import attrs
 
-from mcp_sansio import types as mcp_types
 from mcp_sansio import unstructure
 
 from ._jsonschema import to_jsonable
+from ._typed import loaded_models
 
 __all__ = [
     "Audio",
@@ -41,14 +41,9 @@ CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"
 MAX_COMPLETION_VALUES = 100
 """``completion.values`` holds at most this many items (server/utilities/completion)."""
 
-_TYPED_CONTENT = (
-    mcp_types.TextContent,
-    mcp_types.ImageContent,
-    mcp_types.AudioContent,
-    mcp_types.EmbeddedResource,
-    mcp_types.ResourceLink,
-)
-_TYPED_RESOURCE_CONTENTS = (mcp_types.TextResourceContents, mcp_types.BlobResourceContents)
+# Typed values are recognised without importing mcp_sansio.types (see _typed.py).
+_TYPED_CONTENT = ("TextContent", "ImageContent", "AudioContent", "EmbeddedResource", "ResourceLink")
+_TYPED_RESOURCE_CONTENTS = ("TextResourceContents", "BlobResourceContents")
 
 # Magic numbers of the image formats clients render; enough to label bare ``bytes``.
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -338,7 +333,7 @@ def _one_block(value: Any) -> dict[str, Any] | None:
         return {"type": "text", "text": value}
     if isinstance(value, _HELPERS):
         return value.to_json()
-    if isinstance(value, _TYPED_CONTENT):
+    if isinstance(value, loaded_models(*_TYPED_CONTENT)):
         block: dict[str, Any] = unstructure(value)
         return block
     if isinstance(value, bytes | bytearray):
@@ -399,7 +394,7 @@ def prompt_messages(value: Any) -> list[dict[str, Any]]:
     for item in items:
         if isinstance(item, Message):
             out.append(item.to_json())
-        elif isinstance(item, mcp_types.PromptMessage):
+        elif isinstance(item, loaded_models("PromptMessage")):
             out.append(unstructure(item))
         elif isinstance(item, Mapping) and "role" in item and "content" in item:
             out.append(dict(item))
@@ -433,12 +428,13 @@ def read_result_contents(uri: str, value: Any, mime_type: str | None) -> list[di
         return [
             resource_contents(uri, value if isinstance(value, str) else bytes(value), mime_type)
         ]
-    if isinstance(value, _TYPED_RESOURCE_CONTENTS):
+    typed_contents = loaded_models(*_TYPED_RESOURCE_CONTENTS)
+    if isinstance(value, typed_contents):
         return [unstructure(value)]
     if (
         isinstance(value, list | tuple)
         and value
-        and all(isinstance(v, _TYPED_RESOURCE_CONTENTS) for v in value)
+        and all(isinstance(v, typed_contents) for v in value)
     ):
         return [unstructure(v) for v in value]
     return [resource_contents(uri, json_text(value), mime_type or "application/json")]

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, final
 import attrs
 
 from mcp_sansio import Era, ErrorCode, ErrorData, unstructure
-from mcp_sansio import types as mcp_types
 
 from ._context import Context, _InputNeeded
 from ._errors import McpError
@@ -46,6 +45,7 @@ from ._server_content import (
     read_result_contents,
 )
 from ._server_sessions import SessionTracker
+from ._typed import loaded_models
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -136,7 +136,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
     """
     if isinstance(value, ToolResult):
         return value.to_json()
-    if isinstance(value, mcp_types.CallToolResult):
+    if isinstance(value, loaded_models("CallToolResult")):
         result: dict[str, Any] = unstructure(value)
         return result
     if tool.output_schema is not None:
@@ -329,7 +329,7 @@ class ServerMethods:
         value = await self._call(ctx, prompt, kwargs)
         if isinstance(value, InputRequiredResult):
             return value
-        if isinstance(value, mcp_types.GetPromptResult):
+        if isinstance(value, loaded_models("GetPromptResult")):
             result: dict[str, Any] = unstructure(value)
             return result
         result = {"messages": prompt_messages(value)}
