@@ -61,18 +61,21 @@ from ._events import (
     ResponseIgnored,
     ResultReceived,
     SubscriptionNotificationReceived,
+    new_request_received,
+    new_result_received,
 )
 from ._framing import LineSplitter, MessageTooLarge
-from ._json import dumps
+from ._json import JSONDecodeError, dumps, loads
 from ._jsonrpc import (
+    JSONRPC,
     ErrorResponse,
     Invalid,
     RequestId,
     classify,
-    decode,
     error_response,
     is_request_id,
     notification,
+    parse_error,
     request,
     result_response,
 )
@@ -89,6 +92,12 @@ __all__ = ["Connection"]
 
 _LOG_RANK: Final = _modern._LEVEL_RANK  # one table of the log levels, in _modern
 _MODERN_REVISION: Final = REVISIONS["2026-07-28"]
+# The eras as module constants: reading an Enum member off its class costs a slow
+# attribute lookup (~60 ns on CPython 3.11), several times per round trip.
+_LEGACY: Final = Era.LEGACY
+_MODERN: Final = Era.MODERN
+# Requests whose answer moves the handshake: never on the fast path.
+_HANDSHAKE_METHODS: Final = frozenset({"initialize", "server/discover"})
 
 
 # The table entries below are plain slotted classes rather than attrs classes: they
@@ -143,37 +152,6 @@ class _Outbound:
         self.timeout = timeout
 
 
-class _Inbound:
-    """One request of the peer's awaiting our answer."""
-
-    __slots__ = (
-        "client_capabilities",
-        "era",
-        "last_progress",
-        "log_level",
-        "method",
-        "params",
-        "progress_token",
-    )
-
-    def __init__(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        era: Era,
-        progress_token: RequestId | None,
-        log_level: str | None = None,
-        client_capabilities: dict[str, Any] | None = None,
-    ) -> None:
-        self.method = method
-        self.params = params
-        self.era = era
-        self.progress_token = progress_token
-        self.log_level = log_level
-        self.client_capabilities = client_capabilities
-        self.last_progress: float | None = None
-
-
 @attrs.define(slots=True)
 class _Batch:
     """An inbound 2025-03-26 batch whose replies are being collected."""
@@ -219,7 +197,13 @@ class Connection:
         self._timer_seq = 0
         self._progress_in: dict[RequestId, RequestId] = {}  # our token -> our request id
         self._finished_out: OrderedDict[RequestId, str] = OrderedDict()
-        self._inflight: dict[RequestId, _Inbound] = {}
+        # The peer's requests awaiting our answer, as delivered: the event is the record.
+        self._inflight: dict[RequestId, RequestReceived] = {}
+        # What little per-request state an inbound request gathers later, kept aside so
+        # that the common request (no progress sent, no modern logLevel) costs no record
+        # beyond its event. Entries leave with the request (_forget_inbound).
+        self._inbound_progress: dict[RequestId, float] = {}  # last progress we sent
+        self._inbound_log_level: dict[RequestId, str] = {}  # modern envelope logLevel
         self._cancelled_in: OrderedDict[RequestId, None] = OrderedDict()
         self._batches: dict[RequestId, _Batch] = {}
         self._awaiting_input: OrderedDict[RequestId, _Outbound] = OrderedDict()
@@ -228,11 +212,18 @@ class Connection:
         self._probe_id: RequestId | None = None
         self._probe_retried = False
         self._log_level: str | None = None
-        # Methods already checked in the READY state (verdicts cannot change).
-        self._send_ok: set[str] = set()
-        self._accept_ok: set[str] = set()
+        # Methods that already passed every check of the era that is now settled: the
+        # verdicts depend only on the era, the negotiated revision and both sides'
+        # capabilities, none of which change afterwards. They let the common case skip
+        # the general checks (the fast paths of send_request and receive_message).
+        self._send_ok: set[str] = set()  # legacy session READY, or modern client
+        self._accept_ok: set[str] = set()  # legacy session READY
+        self._modern_accept_ok: set[str] = set()  # modern server, plain requests
         self._closed = False
-        self._out: list[tuple[bytes, RequestId | None]] = []
+        # The output queue, as two parallel lists (payloads and the request each belongs
+        # to) so that data_to_send hands over the first list without copying.
+        self._out: list[bytes] = []
+        self._out_ids: list[RequestId | None] = []
         self._splitter = LineSplitter(self.config.max_message_size)
         self._state_codec = (
             _modern.RequestStateCodec(
@@ -242,14 +233,32 @@ class Connection:
             else None
         )
         supported = self.config.supported_versions
-        self._legacy_versions = tuple(v for v in supported if REVISIONS[v].era is Era.LEGACY)
-        self._modern_versions = tuple(v for v in supported if REVISIONS[v].era is Era.MODERN)
+        self._legacy_versions = tuple(v for v in supported if REVISIONS[v].era is _LEGACY)
+        self._modern_versions = tuple(v for v in supported if REVISIONS[v].era is _MODERN)
         if self.config.era == "legacy":
             self._modern_versions = ()
         elif self.config.era == "modern":
             self._legacy_versions = ()
         if not self._legacy_versions and not self._modern_versions:
             raise ValueError("no supported version is left for the chosen era")
+        # Per-connection constants of the hot path, read once (the config is frozen).
+        self._max_message_size = self.config.max_message_size
+        self._max_pending = self.config.max_pending_requests
+        self._max_inflight = self.config.max_inflight_requests
+        self._remembered_ids = self.config.remembered_ids
+        # Sending a request needs no timer at all (the fast path of send_request).
+        self._untimed = self.config.request_timeout is None and self.config.max_request_time is None
+        # Server: whether a request whose _meta names a protocol version is served in
+        # the modern era (otherwise it is just a legacy request with odd _meta).
+        self._modern_server = role == "server" and bool(
+            self._modern_versions or not self._legacy_versions
+        )
+        # Modern client: the envelope of a plain request, built (and so validated) by
+        # _modern.build_request_meta on first use, for _version.
+        self._envelope: tuple[str, dict[str, Any]] | None = None
+        # Modern server: set once _modern.decorate_result accepted our configured
+        # caching hints, which then never change.
+        self._hints_ok = False
 
     # ------------------------------------------------------------------ introspection
 
@@ -312,7 +321,8 @@ class Connection:
         """Drain the output queue: one JSON text per message, in order."""
         out = self._out
         self._out = []
-        return [payload for payload, _ in out]
+        self._out_ids = []
+        return out
 
     def messages_to_send(self) -> list[tuple[bytes, RequestId | None]]:
         """Drain the output queue with routing: each message and the request it belongs to.
@@ -322,8 +332,9 @@ class Connection:
         ``related_request_id`` given to :meth:`send_request`; ``None`` otherwise.
         HTTP bindings use it to pick the stream.
         """
-        out = self._out
+        out = list(zip(self._out, self._out_ids, strict=True))
         self._out = []
+        self._out_ids = []
         return out
 
     def bytes_to_send(self) -> bytes:
@@ -332,10 +343,15 @@ class Connection:
         if not out:
             return b""
         self._out = []
-        return b"\n".join([payload for payload, _ in out]) + b"\n"
+        self._out_ids = []
+        return b"\n".join(out) + b"\n"
 
     def _emit(self, obj: dict[str, Any], related: RequestId | None = None) -> None:
-        self._out.append((dumps(obj), related))
+        self._queue(dumps(obj), related)
+
+    def _queue(self, payload: bytes, related: RequestId | None) -> None:
+        self._out.append(payload)
+        self._out_ids.append(related)
 
     # ------------------------------------------------------------------ timers
 
@@ -412,7 +428,7 @@ class Connection:
         version = self._modern_versions[0]
         params = self._modern_params(None, version, None)
         timeout = self.config.probe_timeout if self._legacy_versions else None
-        self._register_out(rid, "server/discover", params, Era.MODERN, now, None, timeout)
+        self._register_out(rid, "server/discover", params, _MODERN, now, None, timeout)
         self._probe_id = rid
         self._emit(request(rid, "server/discover", params))
         return rid
@@ -427,7 +443,7 @@ class Connection:
             "clientInfo": self.config.implementation,
         }
         self._register_out(
-            rid, "initialize", params, Era.LEGACY, now, None, self.config.request_timeout
+            rid, "initialize", params, _LEGACY, now, None, self.config.request_timeout
         )
         self._lifecycle = state
         self._emit(request(rid, "initialize", params))
@@ -444,13 +460,36 @@ class Connection:
         progress_token: RequestId | None,
         log_level: str | None = None,
     ) -> dict[str, Any]:
-        meta = _modern.build_request_meta(
-            protocol_version=version,
-            client_capabilities=self.config.capabilities,
-            client_info=self.config.implementation,
-            log_level=log_level if log_level is not None else self.config.log_level,
-            progress_token=progress_token,
-        )
+        if log_level is not None:  # a per-request logLevel: build this envelope afresh
+            meta = _modern.build_request_meta(
+                protocol_version=version,
+                client_capabilities=self.config.capabilities,
+                client_info=self.config.implementation,
+                log_level=log_level,
+                progress_token=progress_token,
+            )
+            return _modern.attach_meta(params, meta)
+        # Every other request of a version carries the same envelope, so it is built
+        # (and its parts validated) once; a build that raises caches nothing. The dict is
+        # shared by the requests' params and never mutated (attach_meta copies).
+        envelope = self._envelope
+        if envelope is None or envelope[0] != version:
+            envelope = self._envelope = (
+                version,
+                _modern.build_request_meta(
+                    protocol_version=version,
+                    client_capabilities=self.config.capabilities,
+                    client_info=self.config.implementation,
+                    log_level=self.config.log_level,
+                ),
+            )
+        meta = envelope[1]
+        if progress_token is not None:  # our own request id: valid, and goes last
+            meta = {**meta, _modern.PROGRESS_TOKEN_KEY: progress_token}
+        if params is None:
+            return {"_meta": meta}
+        if type(params) is dict and params.get("_meta") is None:
+            return {**params, "_meta": meta}  # what attach_meta builds, in one step
         return _modern.attach_meta(params, meta)
 
     # ------------------------------------------------------------------ sending
@@ -515,50 +554,64 @@ class Connection:
             LocalProtocolError: closed; before the handshake; a method the peer's
                 capabilities do not allow; a method our role may not send; or too
                 many requests in flight. No state changed.
+            TypeError: ``params`` is not JSON-serializable. No state changed.
         """
-        self._check_open()
-        if len(self._pending) >= self.config.max_pending_requests:
-            raise LocalProtocolError(
-                f"too many requests in flight ({self.config.max_pending_requests})"
-            )
-        if method in ("initialize", "server/discover") and self.role == "client":
-            raise LocalProtocolError(f"use start() to send {method}")
         era = self._era
-        if self.role == "server":
-            if era is not Era.LEGACY:
+        if not (
+            # Fast path: a method that passed every check below before, in the era now
+            # settled (see _send_ok), and no timer to arm. What is left is per-call.
+            method in self._send_ok
+            and not self._closed
+            and len(self._pending) < self._max_pending
+            and timeout is None
+            and self._untimed
+        ):
+            self._check_open()
+            if len(self._pending) >= self._max_pending:
+                raise LocalProtocolError(f"too many requests in flight ({self._max_pending})")
+            if method in ("initialize", "server/discover") and self.role == "client":
+                raise LocalProtocolError(f"use start() to send {method}")
+            if self.role == "server":
+                if era is not _LEGACY:
+                    raise LocalProtocolError(
+                        "a server sends requests only in a legacy session; in the modern era "
+                        "return an input-required result (send_input_required)"
+                    )
+                self._check_legacy_send(method)
+            elif era is _MODERN:
+                self._check_modern_client_send(method)
+            elif era is _LEGACY or self._lifecycle is not LifecycleState.IDLE:
+                era = _LEGACY
+                self._check_legacy_send(method)
+            else:
                 raise LocalProtocolError(
-                    "a server sends requests only in a legacy session; in the modern era "
-                    "return an input-required result (send_input_required)"
+                    "the era is not settled yet: call start() and wait for HandshakeCompleted"
                 )
-            self._check_legacy_send(method)
-        elif era is Era.MODERN:
-            self._check_modern_client_send(method)
-        elif era is Era.LEGACY or self._lifecycle is not LifecycleState.IDLE:
-            era = Era.LEGACY
-            self._check_legacy_send(method)
-        else:
-            raise LocalProtocolError(
-                "the era is not settled yet: call start() and wait for HandshakeCompleted"
-            )
-        rid = self._new_id()
+            if timeout is None:
+                timeout = self.config.request_timeout
+        assert era is not None
+        # Build and serialize first (either may raise), change state after.
+        rid = self._next_id + 1
         token: RequestId | None = rid if progress else None
-        if era is Era.MODERN:
+        if era is _MODERN:
             assert self._version is not None
             params = self._modern_params(params, self._version, token, log_level)
-            if method == "subscriptions/listen":
-                self._listening.add(rid)
         elif token is not None:
             params = _modern.attach_meta(params, {"progressToken": token})
-        self._register_out(
-            rid,
-            method,
-            params,
-            era,
-            now,
-            token,
-            timeout if timeout is not None else self.config.request_timeout,
+        payload = dumps(
+            {"jsonrpc": JSONRPC, "id": rid, "method": method}
+            if params is None
+            else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params}
         )
-        self._emit(request(rid, method, params), related_request_id)
+        self._next_id = rid
+        if era is _MODERN and method == "subscriptions/listen":
+            self._listening.add(rid)
+        if token is None and timeout is None and self._untimed:
+            self._pending[rid] = _Outbound(method, params, now, None, era, None)
+        else:
+            self._register_out(rid, method, params, era, now, token, timeout)
+        self._out.append(payload)
+        self._out_ids.append(related_request_id)
         return rid
 
     def _check_legacy_send(self, method: str) -> None:
@@ -602,6 +655,7 @@ class Connection:
                 )
         elif method in _modern.MODERN_REMOVED_METHODS:
             raise LocalProtocolError(f"{method!r} does not exist in the modern era")
+        self._send_ok.add(method)  # the server's capabilities are settled by discovery
 
     def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification.
@@ -628,7 +682,7 @@ class Connection:
                         sub_id,
                     )
                     sent = True
-            if self._era is Era.LEGACY:
+            if self._era is _LEGACY:
                 revision = self._revision()
                 assert revision is not None
                 if self._lifecycle is not LifecycleState.READY and (
@@ -646,10 +700,10 @@ class Connection:
             elif not sent and method not in _MODERN_REVISION.server_notifications:
                 raise LocalProtocolError(f"no session or subscription to send {method!r} to")
             return
-        if self._era is Era.LEGACY or self._lifecycle is not LifecycleState.IDLE:
+        if self._era is _LEGACY or self._lifecycle is not LifecycleState.IDLE:
             if self._lifecycle is not LifecycleState.READY:
                 raise LocalProtocolError(f"cannot send {method!r} before the session is ready")
-        elif self._era is not Era.MODERN:
+        elif self._era is not _MODERN:
             raise LocalProtocolError("the era is not settled yet")
         self._emit(notification(method, params))
 
@@ -670,18 +724,43 @@ class Connection:
         if inbound is None:
             self._take_inbound(request_id)  # drops a cancelled one, else raises
             return
-        if inbound.era is Era.MODERN:
-            result = _modern.decorate_result(
-                inbound.method,
-                result,
-                server_info=self.config.implementation,
-                ttl_ms=self.config.cache_ttl_ms,
-                cache_scope=self.config.cache_scope,
-            )
-        reply = result_response(request_id, result)
+        if inbound.era is _MODERN:
+            info = self.config.implementation
+            if (
+                # Fast path: what decorate_result adds to a plain complete result of a
+                # method without caching hints, once it has accepted our configured
+                # hints (they never change).
+                self._hints_ok
+                and type(result) is dict
+                and "resultType" not in result
+                and "_meta" not in result
+                and info is not None
+                and inbound.method not in _modern.CACHEABLE_METHODS
+            ):
+                result = {
+                    **result,
+                    "resultType": _modern.RESULT_TYPE_COMPLETE,
+                    "_meta": {_modern.SERVER_INFO_KEY: info},
+                }
+            else:
+                result = _modern.decorate_result(
+                    inbound.method,
+                    result,
+                    server_info=info,
+                    ttl_ms=self.config.cache_ttl_ms,
+                    cache_scope=self.config.cache_scope,
+                )
+                self._hints_ok = True
+        reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
-        self._take_inbound(request_id)
-        self._reply(request_id, reply, payload)
+        del self._inflight[request_id]
+        if self._inbound_progress or self._inbound_log_level:
+            self._forget_inbound(request_id)
+        if self._batches:
+            self._reply(request_id, reply, payload)
+        else:  # as _reply, which the closed check there cannot stop: closing empties _inflight
+            self._out.append(payload)
+            self._out_ids.append(request_id)
 
     def send_error(self, request_id: RequestId, code: int, message: str, data: Any = None) -> None:
         """Answer the peer's request ``request_id`` with an error.
@@ -723,7 +802,7 @@ class Connection:
         if inbound is None:
             self._take_inbound(request_id)  # drops a cancelled one, else raises
             return False
-        if inbound.era is not Era.MODERN or not _modern.may_require_input(inbound.method):
+        if inbound.era is not _MODERN or not _modern.may_require_input(inbound.method):
             raise LocalProtocolError(
                 f"{inbound.method!r} ({inbound.era.value} era) cannot return input_required"
             )
@@ -750,14 +829,20 @@ class Connection:
         self._reply(request_id, result_response(request_id, result))
         return True
 
-    def _take_inbound(self, request_id: RequestId) -> _Inbound | None:
+    def _take_inbound(self, request_id: RequestId) -> RequestReceived | None:
         inbound = self._inflight.pop(request_id, None)
         if inbound is None:
             if request_id in self._cancelled_in:
                 self._cancelled_in.pop(request_id)
                 return None
             raise LocalProtocolError(f"no request {request_id!r} awaits an answer")
+        self._forget_inbound(request_id)
         return inbound
+
+    def _forget_inbound(self, request_id: RequestId) -> None:
+        """Drop the side records of the peer's request ``request_id`` (it left _inflight)."""
+        self._inbound_progress.pop(request_id, None)
+        self._inbound_log_level.pop(request_id, None)
 
     def _reply(
         self, request_id: RequestId, obj: dict[str, Any], payload: bytes | None = None
@@ -766,7 +851,7 @@ class Connection:
             return
         batch = self._batches.pop(request_id, None) if self._batches else None
         if batch is None:
-            self._out.append((payload if payload is not None else dumps(obj), request_id))
+            self._queue(payload if payload is not None else dumps(obj), request_id)
             return
         batch.replies.append(obj)
         batch.waiting.discard(request_id)
@@ -774,7 +859,7 @@ class Connection:
 
     def _maybe_flush_batch(self, batch: _Batch) -> None:
         if not batch.waiting and batch.replies:
-            self._out.append((dumps(batch.replies), None))
+            self._queue(dumps(batch.replies), None)
             batch.replies = []
 
     def send_progress(
@@ -794,7 +879,7 @@ class Connection:
                 ``progress`` does not increase, or a modern client tries to send
                 progress (it flows server to client only). No state changed.
         """
-        if self.role == "client" and self._era is Era.MODERN:
+        if self.role == "client" and self._era is _MODERN:
             raise LocalProtocolError("in the modern era progress flows server to client only")
         inbound = self._inflight.get(request_id)
         if inbound is None:
@@ -803,11 +888,10 @@ class Connection:
             raise LocalProtocolError(f"request {request_id!r} is not in flight")
         if inbound.progress_token is None:
             return False
-        if inbound.last_progress is not None and progress <= inbound.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase ({progress} after {inbound.last_progress})"
-            )
-        inbound.last_progress = progress
+        last = self._inbound_progress.get(request_id)
+        if last is not None and progress <= last:
+            raise LocalProtocolError(f"progress must increase ({progress} after {last})")
+        self._inbound_progress[request_id] = progress
         params: dict[str, Any] = {"progressToken": inbound.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
@@ -847,12 +931,12 @@ class Connection:
         if logger is not None:
             params["logger"] = logger
         inbound = None if request_id is None else self._inflight.get(request_id)
-        if inbound is not None and inbound.era is Era.MODERN:
-            if not _modern.should_log(inbound.log_level, level):
+        if inbound is not None and inbound.era is _MODERN:
+            if not _modern.should_log(self._inbound_log_level.get(inbound.request_id), level):
                 return False
             self._emit(notification("notifications/message", params), request_id)
             return True
-        if self._era is not Era.LEGACY or "logging" not in self.config.capabilities:
+        if self._era is not _LEGACY or "logging" not in self.config.capabilities:
             return False
         if self._log_level is not None and _LOG_RANK[level] < _LOG_RANK[self._log_level]:
             return False
@@ -949,6 +1033,7 @@ class Connection:
             raise LocalProtocolError(f"no subscription {subscription_id!r}")
         del self._subscriptions[subscription_id]
         self._inflight.pop(subscription_id, None)
+        self._forget_inbound(subscription_id)
         result = _modern.build_listen_closed_result(
             subscription_id, server_info=self.config.implementation
         )
@@ -982,23 +1067,134 @@ class Connection:
                 self._emit(error_response(None, err))
                 events.append(InvalidMessageReceived(error=err))
                 continue
-            self._receive(item, now, events)
+            # A line is at most max_message_size bytes: receive_message takes it whole.
+            events += self.receive_message(item, now=now)
         return events
 
     def receive_message(
         self, data: bytes | bytearray | memoryview | str, *, now: float = 0.0
     ) -> list[Event]:
         """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
-        events: list[Event] = []
-        if len(data) > self.config.max_message_size:
+        if len(data) > self._max_message_size:
             err = ErrorData(
                 code=ErrorCode.INVALID_REQUEST,
-                message=f"Message too large: over {self.config.max_message_size} bytes",
+                message=f"Message too large: over {self._max_message_size} bytes",
             )
             self._emit(error_response(None, err))
-            events.append(InvalidMessageReceived(error=err))
-            return events
-        self._receive(data, now, events)
+            return [InvalidMessageReceived(error=err)]
+        if self._closed:
+            return []
+        try:
+            obj = loads(data)
+        except JSONDecodeError as exc:
+            obj = parse_error(exc)
+        # Fast path: the common message, delivered in one pass over the decoded dict
+        # with no intermediate objects and no calls but the event's construction. It
+        # is a request whose method already passed every check of the settled era
+        # (_accept_ok, _modern_accept_ok) or a complete result of an ordinary request
+        # of ours, and for it this does exactly what the general path (_receive_one)
+        # does. Anything else, including every error and every message that touches
+        # more than its own table entry, leaves by `break` *before changing any state*
+        # for the general path. tests/core/test_fastpath.py checks that both paths
+        # give the same events, bytes and state.
+        while type(obj) is dict:  # a block to break out of; never loops
+            if obj.get("jsonrpc") != JSONRPC:
+                break
+            method = obj.get("method")
+            if method is None:  # a response
+                rid = obj.get("id")
+                result = obj.get("result")
+                if (
+                    type(result) is not dict
+                    or "error" in obj
+                    or (type(rid) is not int and type(rid) is not str)
+                ):
+                    break
+                entry = self._pending.get(rid)
+                if (
+                    entry is None
+                    or entry.method in _HANDSHAKE_METHODS
+                    or (
+                        entry.era is _MODERN
+                        and result.get("resultType", _modern.RESULT_TYPE_COMPLETE)
+                        != _modern.RESULT_TYPE_COMPLETE
+                    )
+                ):
+                    break
+                # _finish_out, written out.
+                del self._pending[rid]
+                if entry.progress_token is not None:
+                    self._progress_in.pop(entry.progress_token, None)
+                if self._listening:
+                    self._listening.discard(rid)
+                finished = self._finished_out
+                finished[rid] = "duplicate"
+                if len(finished) > self._remembered_ids:
+                    finished.popitem(last=False)
+                return [new_result_received(rid, entry.method, result)]
+            if type(method) is not str or "id" not in obj:
+                break
+            rid = obj["id"]
+            if type(rid) is not int and type(rid) is not str:
+                break
+            inflight = self._inflight
+            if rid in inflight or len(inflight) >= self._max_inflight:
+                break
+            params = obj.get("params")
+            token = None
+            if params is None:
+                meta = None
+            elif type(params) is dict:
+                meta = params.get("_meta")
+            else:
+                break
+            if meta is not None:
+                if type(meta) is not dict:
+                    break
+                if self._modern_server and _modern.PROTOCOL_VERSION_KEY in meta:
+                    # A modern request: the envelope rungs of validate_envelope, for the
+                    # envelope without logLevel or progressToken, and no MRTR retry.
+                    assert params is not None
+                    version = meta[_modern.PROTOCOL_VERSION_KEY]
+                    caps = meta.get(_modern.CLIENT_CAPABILITIES_KEY)
+                    info = meta.get(_modern.CLIENT_INFO_KEY)
+                    if (
+                        method not in self._modern_accept_ok
+                        or version not in self._modern_versions
+                        or type(caps) is not dict
+                        or (
+                            type(info) is not dict
+                            and (info is not None or _modern.CLIENT_INFO_KEY in meta)
+                        )
+                        or _modern.LOG_LEVEL_KEY in meta
+                        or _modern.PROGRESS_TOKEN_KEY in meta
+                        or "requestState" in params
+                        or "inputResponses" in params
+                    ):
+                        break
+                    event = new_request_received(
+                        rid, method, params, _MODERN, version, None, caps, None, None
+                    )
+                    inflight[rid] = event
+                    return [event]
+                token = meta.get("progressToken")
+                if type(token) is not int and type(token) is not str:
+                    token = None
+            if method not in self._accept_ok:
+                break
+            version = self._version
+            assert version is not None
+            event = new_request_received(
+                rid, method, params, _LEGACY, version, token, None, None, None
+            )
+            inflight[rid] = event
+            return [event]
+
+        events: list[Event] = []
+        if type(obj) is list:
+            self._receive_batch(obj, now, events)
+        else:
+            self._receive_one(obj, now, events, None)
         return events
 
     def receive_eof(self) -> list[Event]:
@@ -1018,6 +1214,8 @@ class Connection:
         for rid in abandoned:
             self._remember_cancelled(rid)
         self._inflight.clear()
+        self._inbound_progress.clear()
+        self._inbound_log_level.clear()
         self._batches.clear()
         self._subscriptions.clear()
         self._awaiting_input.clear()
@@ -1029,17 +1227,6 @@ class Connection:
         cancelled[rid] = None
         if len(cancelled) > self.config.remembered_ids:
             cancelled.popitem(last=False)
-
-    def _receive(
-        self, data: bytes | bytearray | memoryview | str, now: float, events: list[Event]
-    ) -> None:
-        if self._closed:
-            return
-        obj = decode(data)  # the value, or the Invalid that describes a parse error
-        if type(obj) is list:
-            self._receive_batch(obj, now, events)
-        else:
-            self._receive_one(obj, now, events, None)
 
     def _receive_batch(self, items: list[Any], now: float, events: list[Event]) -> None:
         revision = self._revision()
@@ -1074,12 +1261,12 @@ class Connection:
         if batch is not None:
             batch.replies.append(reply)
         else:
-            self._out.append((dumps(reply), rid))
+            self._queue(dumps(reply), rid)
         events.append(InvalidMessageReceived(error=err, request_id=rid))
 
     def _receive_one(self, obj: Any, now: float, events: list[Event], batch: _Batch | None) -> None:
-        # Fast path: a well-formed request, notification or result is dispatched
-        # straight from the decoded dict, with no intermediate message object.
+        # A well-formed request, notification or result is dispatched straight from
+        # the decoded dict, with no intermediate message object.
         if type(obj) is dict and obj.get("jsonrpc") == "2.0":
             method = obj.get("method")
             if type(method) is str:
@@ -1180,37 +1367,31 @@ class Connection:
                 candidate = meta.get("progressToken")
                 if is_request_id(candidate):
                     token = candidate
-        self._inflight[msg.id] = _Inbound(
+        event = RequestReceived(
+            request_id=msg.id,
             method=msg.method,
             params=params,
             era=era,
+            protocol_version=version,
             progress_token=token,
-            log_level=None if envelope is None else envelope.log_level,
             client_capabilities=None if envelope is None else envelope.client_capabilities,
+            input_responses=input_responses,
+            request_state=request_state,
         )
+        self._inflight[msg.id] = event
+        if envelope is not None and envelope.log_level is not None:
+            self._inbound_log_level[msg.id] = envelope.log_level
         if batch is not None:
             batch.waiting.add(msg.id)
             self._batches[msg.id] = batch
-        events.append(
-            RequestReceived(
-                request_id=msg.id,
-                method=msg.method,
-                params=params,
-                era=era,
-                protocol_version=version,
-                progress_token=token,
-                client_capabilities=None if envelope is None else envelope.client_capabilities,
-                input_responses=input_responses,
-                request_state=request_state,
-            )
-        )
+        events.append(event)
 
     def _answer_now(self, rid: RequestId, result: dict[str, Any], batch: _Batch | None) -> None:
         reply = result_response(rid, result)
         if batch is not None:
             batch.replies.append(reply)
         else:
-            self._out.append((dumps(reply), rid))
+            self._queue(dumps(reply), rid)
 
     def _on_legacy_server_request(
         self, msg: _Req, events: list[Event], batch: _Batch | None
@@ -1218,7 +1399,7 @@ class Connection:
         rid, method = msg.id, msg.method
         if method in self._accept_ok:  # passed every check below before, in READY
             assert self._version is not None
-            self._accept(msg, Era.LEGACY, self._version, events, batch)
+            self._accept(msg, _LEGACY, self._version, events, batch)
             return
         if method == "initialize":
             if batch is not None:
@@ -1292,7 +1473,7 @@ class Connection:
         assert self._version is not None
         if state is LifecycleState.READY:
             self._accept_ok.add(method)
-        self._accept(msg, Era.LEGACY, self._version, events, batch)
+        self._accept(msg, _LEGACY, self._version, events, batch)
 
     def _on_initialize(self, msg: _Req, events: list[Event]) -> None:
         rid, params = msg.id, msg.params or {}
@@ -1329,7 +1510,7 @@ class Connection:
         # lifecycle.mdx: echo a requested version we support, else offer our latest.
         version = requested if requested in self._legacy_versions else self._legacy_versions[0]
         self._version = version
-        self._era = Era.LEGACY
+        self._era = _LEGACY
         self._peer_capabilities = caps
         self._peer_info = info
         answered = transition(state, HandshakeInput.ANSWER)
@@ -1342,7 +1523,7 @@ class Connection:
         }
         if self.config.instructions is not None:
             result["instructions"] = self.config.instructions
-        self._out.append((dumps(result_response(rid, result)), rid))
+        self._queue(dumps(result_response(rid, result)), rid)
 
     def _on_modern_request(self, msg: _Req, now: float, events: list[Event]) -> None:
         rid, method, params = msg.id, msg.method, msg.params
@@ -1383,20 +1564,28 @@ class Connection:
                 ttl_ms=self.config.cache_ttl_ms,
                 cache_scope=self.config.cache_scope,
             )
-            self._out.append((dumps(result_response(rid, result)), rid))
+            self._queue(dumps(result_response(rid, result)), rid)
             return
         if method == "subscriptions/listen":
             flt = _modern.parse_listen_filter(params)
             if isinstance(flt, ErrorData):
                 self._reject(rid, flt.code, flt.message, events, None, flt.data)
                 return
-            self._inflight[rid] = _Inbound(
-                method=method, params=params, era=Era.MODERN, progress_token=None
+            # The record of a request the application never sees: the core serves it.
+            self._inflight[rid] = RequestReceived(
+                request_id=rid,
+                method=method,
+                params=params,
+                era=_MODERN,
+                protocol_version=envelope.protocol_version,
             )
             flt = flt.honored_by(self.config.capabilities)
             self._subscriptions[rid] = flt
             self._emit(_modern.build_acknowledged_notification(rid, flt), rid)
             return
+        # Every rung above depends only on the method and the envelope, which the fast
+        # path re-checks per request: the method is settled for it.
+        self._modern_accept_ok.add(method)
         input_responses = None
         state = None
         p = params or {}
@@ -1426,7 +1615,7 @@ class Connection:
                     return
         self._accept(
             msg,
-            Era.MODERN,
+            _MODERN,
             envelope.protocol_version,
             events,
             None,
@@ -1437,7 +1626,7 @@ class Connection:
 
     def _on_client_side_request(self, msg: _Req, events: list[Event], batch: _Batch | None) -> None:
         rid, method = msg.id, msg.method
-        if self._era is not Era.LEGACY:
+        if self._era is not _LEGACY:
             self._reject(
                 rid,
                 ErrorCode.METHOD_NOT_FOUND,
@@ -1466,7 +1655,8 @@ class Connection:
                 batch,
             )
             return
-        self._accept(msg, Era.LEGACY, self._version, events, batch)
+        self._accept_ok.add(method)  # a legacy client is READY once its era is set
+        self._accept(msg, _LEGACY, self._version, events, batch)
 
     # -- notifications
 
@@ -1495,7 +1685,7 @@ class Connection:
             assert self._version is not None
             events.append(
                 HandshakeCompleted(
-                    era=Era.LEGACY,
+                    era=_LEGACY,
                     protocol_version=self._version,
                     peer_capabilities=self._peer_capabilities,
                     peer_info=self._peer_info,
@@ -1607,7 +1797,7 @@ class Connection:
         if rid == self._probe_id:
             self._on_discover_result(rid, result, now, events)
             return
-        if entry.era is Era.MODERN:
+        if entry.era is _MODERN:
             kind = _modern.classify_result(result)
             if isinstance(kind, ErrorData):
                 events.append(ErrorReceived(request_id=rid, method=method, error=kind))
@@ -1677,7 +1867,7 @@ class Connection:
         ready = transition(answered, HandshakeInput.CONFIRM)
         assert ready is not None
         self._lifecycle = ready
-        self._era = Era.LEGACY
+        self._era = _LEGACY
         self._version = version
         self._peer_capabilities = caps
         self._peer_info = info if type(info) is dict else None
@@ -1686,7 +1876,7 @@ class Connection:
         self._emit(notification("notifications/initialized", None))
         events.append(
             HandshakeCompleted(
-                era=Era.LEGACY,
+                era=_LEGACY,
                 protocol_version=version,
                 peer_capabilities=caps,
                 peer_info=self._peer_info,
@@ -1721,14 +1911,14 @@ class Connection:
         # discover.mdx: the server's Implementation travels in the result's _meta.
         info = meta.get(_modern.SERVER_INFO_KEY) if type(meta) is dict else None
         instructions = result.get("instructions")
-        self._era = Era.MODERN
+        self._era = _MODERN
         self._version = common[0]
         self._peer_capabilities = caps if type(caps) is dict else {}
         self._peer_info = info if type(info) is dict else None
         self._instructions = instructions if type(instructions) is str else None
         events.append(
             HandshakeCompleted(
-                era=Era.MODERN,
+                era=_MODERN,
                 protocol_version=common[0],
                 peer_capabilities=self._peer_capabilities,
                 peer_info=self._peer_info,
@@ -1751,7 +1941,7 @@ class Connection:
                 self._probe_retried = True
                 new = self._new_id()
                 params = self._modern_params(None, common[0], None)
-                self._register_out(new, "server/discover", params, Era.MODERN, now, None, None)
+                self._register_out(new, "server/discover", params, _MODERN, now, None, None)
                 self._probe_id = new
                 self._emit(request(new, "server/discover", params))
                 return

@@ -1,8 +1,13 @@
-"""The one JSON entry point of the project (orjson: 5-7x faster than ``json`` here)."""
+"""The one JSON entry point of the project (orjson: 5-7x faster than ``json`` here).
+
+``loads`` parses one JSON text and raises :class:`JSONDecodeError` on malformed input;
+``dumps`` serializes to compact UTF-8 JSON bytes. They are orjson's own functions, not
+wrappers: a Python-level wrapper costs a call per message, four per round trip.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
 
 import orjson
 
@@ -10,12 +15,5 @@ __all__ = ["JSONDecodeError", "dumps", "loads"]
 
 JSONDecodeError = orjson.JSONDecodeError
 
-
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse one JSON text. Raises :class:`JSONDecodeError` on malformed input."""
-    return orjson.loads(data)
-
-
-def dumps(obj: Any) -> bytes:
-    """Serialize to compact UTF-8 JSON bytes."""
-    return orjson.dumps(obj)
+loads: Final = orjson.loads
+dumps: Final = orjson.dumps

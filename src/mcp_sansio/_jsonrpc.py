@@ -30,6 +30,7 @@ __all__ = [
     "error_response",
     "is_request_id",
     "notification",
+    "parse_error",
     "request",
     "result_response",
 ]
@@ -117,10 +118,15 @@ def decode(data: bytes | bytearray | memoryview | str) -> Any:
     try:
         return loads(data)
     except JSONDecodeError as exc:
-        return Invalid(
-            error=ErrorData(code=ErrorCode.PARSE_ERROR, message=f"Parse error: {exc}"),
-            is_request=True,
-        )
+        return parse_error(exc)
+
+
+def parse_error(exc: JSONDecodeError) -> Invalid:
+    """The -32700 :class:`Invalid` for input the JSON parser refused with ``exc``."""
+    return Invalid(
+        error=ErrorData(code=ErrorCode.PARSE_ERROR, message=f"Parse error: {exc}"),
+        is_request=True,
+    )
 
 
 def _invalid(message: str, obj: dict[str, Any], code: int = ErrorCode.INVALID_REQUEST) -> Invalid:
@@ -200,10 +206,8 @@ def classify(obj: Any) -> Message | Invalid:
     return _invalid("Invalid Request: neither a request, a notification nor a response", obj)
 
 
-def request(request_id: RequestId, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    """A request object."""
-    if params is None:
-        return {"jsonrpc": JSONRPC, "id": request_id, "method": method}
+def request(request_id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A request object with params (``Connection.send_request`` builds its own)."""
     return {"jsonrpc": JSONRPC, "id": request_id, "method": method, "params": params}
 
 

@@ -361,6 +361,27 @@ def test_remembered_ids_are_bounded() -> None:
     assert pair  # the pair fixture is unused here beyond construction
 
 
+def test_answered_ids_are_remembered_within_the_bound() -> None:
+    client = Connection("client", ConnectionConfig(era="legacy", remembered_ids=3))
+    client.start()
+    feed(
+        client,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS},
+        },
+    )
+    ids = [client.send_request("ping") for _ in range(10)]
+    for rid in ids:
+        events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
+        assert only(events, ResultReceived).request_id == rid
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": ids[0], "result": {}})
+    assert only(events, ResponseIgnored).reason == "unknown"  # forgotten: over the bound
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": ids[-1], "result": {}})
+    assert only(events, ResponseIgnored).reason == "duplicate"
+
+
 def test_duplicate_inbound_request_id_is_refused() -> None:
     pair = ready_pair()
     msg = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
