@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -75,16 +76,28 @@ def _as_bytes(value: bytes | str) -> bytes:
 
 
 def _normalize_headers(value: HeaderInput) -> Headers:
+    if type(value) is list or type(value) is tuple:
+        # The common case (an HTTP library's byte pairs) without a call per field.
+        out = []
+        for item in value:
+            name, val = item
+            if type(name) is not bytes or type(val) is not bytes:
+                break
+            out.append((name.lower(), val.strip(b" \t")))
+        else:
+            return tuple(out)
     items = value.items() if isinstance(value, Mapping) else value
     return tuple((_as_bytes(name).lower(), _as_bytes(val).strip(b" \t")) for name, val in items)
 
 
-def _get(headers: Headers, name: str) -> str | None:
-    key = name.encode("latin-1")
-    found = [value for n, value in headers if n == key]
-    if not found:
-        return None
-    return b", ".join(found).decode("latin-1")
+def _index(headers: Headers) -> dict[str, str]:
+    """Header name → value (repeated fields joined with ``", "``), both latin-1 text."""
+    index: dict[str, str] = {}
+    for name, value in headers:
+        key = name.decode("latin-1")
+        text = value.decode("latin-1")
+        index[key] = f"{index[key]}, {text}" if key in index else text
+    return index
 
 
 @final
@@ -104,6 +117,11 @@ class HttpRequest:
     """The header fields, names lower-cased, in order; repeated names are kept."""
     body: bytes = b""
     """The whole request body (the binding bounds how much it reads)."""
+    _index: dict[str, str] | None = attrs.field(
+        default=None, init=False, eq=False, repr=False, alias="_index"
+    )
+    """:meth:`header`'s lookup table, built at the first lookup (a request is asked
+    for a dozen headers: one pass instead of a scan each)."""
 
     @property
     def path(self) -> str:
@@ -116,7 +134,11 @@ class HttpRequest:
         Returns:
             The value decoded as latin-1, or ``None`` when absent.
         """
-        return _get(self.headers, name.lower())
+        index = self._index
+        if index is None:
+            index = _index(self.headers)
+            object.__setattr__(self, "_index", index)
+        return index.get(name.lower())
 
 
 @final
@@ -130,10 +152,18 @@ class HttpResponse:
     """The header fields (``content-type`` included when there is a body)."""
     body: bytes = b""
     """The body (empty for 202, 204 and most errors without a JSON-RPC body)."""
+    _index: dict[str, str] | None = attrs.field(
+        default=None, init=False, eq=False, repr=False, alias="_index"
+    )
+    """:meth:`header`'s lookup table, built at the first lookup."""
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (any case), or ``None``."""
-        return _get(self.headers, name.lower())
+        index = self._index
+        if index is None:
+            index = _index(self.headers)
+            object.__setattr__(self, "_index", index)
+        return index.get(name.lower())
 
 
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:
@@ -151,7 +181,9 @@ def error_body(error: ErrorData, request_id: str | int | None = None) -> bytes:
 # ------------------------------------------------------------------------------- media types
 
 
-def _media_ranges(value: str) -> list[tuple[str, str, float]]:
+@functools.lru_cache(maxsize=64)
+def _media_ranges(value: str) -> tuple[tuple[str, str, float], ...]:
+    # Cached (bounded): a client sends the same Accept with every request.
     out: list[tuple[str, str, float]] = []
     for part in value.split(","):
         fields = [f.strip() for f in part.split(";")]
@@ -167,7 +199,7 @@ def _media_ranges(value: str) -> list[tuple[str, str, float]]:
                 except ValueError:
                     q = 0.0
         out.append((mtype, subtype, q))
-    return out
+    return tuple(out)
 
 
 def media_type_allowed(accept: str | None, media_type: str) -> bool:

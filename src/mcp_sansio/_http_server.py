@@ -643,19 +643,24 @@ class HttpServer:
             return _fail(406, "Not Acceptable: Accept must allow text/event-stream")
         return None
 
-    def handle_request(self, request: HttpRequest, *, now: float) -> Reply:
+    def handle_request(
+        self, request: HttpRequest, *, now: float, head_checked: bool = False
+    ) -> Reply:
         """Decide what to answer to one HTTP request.
 
         Args:
             request: the request, with its whole body (at most ``max_body_size + 1``
                 bytes need be read: more is refused anyway).
             now: the current time (seconds, any monotonic origin).
+            head_checked: :meth:`check_head` already passed for this method, target
+                and headers (it is not run again).
 
         Returns:
-            The decision and the events to act on. Drain :meth:`data_to_send` afterwards:
-            this call may also have produced output for other responses.
+            The decision and the events to act on. Drain :meth:`data_to_send` afterwards
+            (``drain_all=False`` is enough: this call drains the connections it uses);
+            it may also have produced output for other responses.
         """
-        early = self.check_head(request)
+        early = None if head_checked else self.check_head(request)
         if early is not None:
             return Reply(decision=early)
         if request.method == "GET":
@@ -1248,21 +1253,31 @@ class HttpServer:
             else:
                 self._route_modern(owner, payload)
 
-    def data_to_send(self, *, connection: Connection | None = None) -> list[Output]:
+    def data_to_send(
+        self, *, connection: Connection | None = None, drain_all: bool = True
+    ) -> list[Output]:
         """Drain the connections' output and return what to write, per HTTP response.
 
         Args:
             connection: drain only this connection (cheaper when you know which one a
                 handler just used); by default every connection is drained.
+            drain_all: with no ``connection``, whether to drain every connection;
+                ``False`` only collects what is already routed (enough right after
+                :meth:`handle_request` and :meth:`stream_closed`, which drain the
+                connections they use, and O(1) in the number of sessions).
 
         Returns:
             At most one item per response, in no particular order across responses:
             :class:`OpenStream` (an awaited modern response became a stream),
             :class:`StreamData`, or :class:`ResponseReady`.
         """
-        conns = [connection] if connection is not None else list(self._owners)
-        for conn in conns:
-            self._drain(conn)
+        if connection is not None:
+            self._drain(connection)
+        elif drain_all:
+            for conn in list(self._owners):
+                self._drain(conn)
+        if not self._out:
+            return []
         out: list[Output] = []
         for handle, buf in self._out.items():
             if buf.response is not None:

@@ -9,7 +9,8 @@ POST, built by :class:`~mcp_sansio._http.HttpClient` (headers, session id, ``Mcp
 / ``Mcp-Name`` / ``Mcp-Param-*`` mirroring), and everything the answers carry (a JSON
 body, SSE events) into messages the session reads.
 
-* **Ordering.** ``send`` of a message with requests returns once the POST is written;
+* **Ordering.** ``send`` of a message with requests writes the POST itself (no task
+  hand-off: a scheduler round trip less per request) and returns once it is written;
   its answer is read by a task of its own, so requests run concurrently, one
   connection each. A message without requests (a notification, the answer to a server
   request) is sent and its ``202`` awaited before ``send`` returns, so
@@ -57,7 +58,7 @@ from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
-from ._http_wire import WireError
+from ._http_wire import H11Stream, WireError
 from ._open import open_session
 from ._session import Session
 from ._util import open_task_nursery
@@ -151,9 +152,8 @@ class HttpChannel(MessageChannel):
                 scope.cancel()  # closes the request's connection: the modern cancellation
             return
         sent = self.http.post(message)
-        assert self._tasks is not None
         if sent.request_ids:
-            await self._tasks.start(self._request, sent)
+            await self._send_request(sent)
         else:
             await self._drive(sent, _Written(lambda: None))
             self._maybe_open_get_stream()
@@ -184,39 +184,65 @@ class HttpChannel(MessageChannel):
 
     # ------------------------------------------------------------------ exchanges
 
-    async def _request(
-        self, sent: ClientRequest, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        written = _Written(task_status.started)
+    async def _send_request(self, sent: ClientRequest) -> None:
+        """Write a POST with requests from the session's writer (which bounds the write
+        with ``write_timeout``), then read its answer in a task of its own."""
+        assert self._tasks is not None
         scope = trio.CancelScope()
         for rid in sent.request_ids:
             self._streams[rid] = scope
         limiter = self._pool.limiter
         try:
-            with scope:
-                try:
-                    limiter.acquire_nowait()
-                except trio.WouldBlock:
-                    # Every connection is busy: let send() return now rather than make the
-                    # session's writer wait (its reader may be the one to free a slot).
-                    written()
-                    await limiter.acquire()
-                try:
-                    await self._drive(sent, written)
-                finally:
-                    limiter.release()
-        finally:
-            for rid in sent.request_ids:
-                if self._streams.get(rid) is scope:
-                    del self._streams[rid]
-        written()  # (cancelled before it was written: send() returns all the same)
+            # The slot is the request's (its scope borrows it), not the writer's task's.
+            limiter.acquire_on_behalf_of_nowait(scope)
+        except trio.WouldBlock:
+            # Every connection is busy: let send() return now rather than make the
+            # session's writer wait (its reader may be the one to free a slot).
+            self._tasks.start_soon(self._request, sent, scope, None)
+            return
+        try:
+            wire = await self._pool.send(sent.request, None)
+        except BaseException as exc:
+            limiter.release_on_behalf_of(scope)
+            self._forget(sent, scope)
+            if isinstance(exc, WireError):
+                raise trio.BrokenResourceError(str(exc)) from exc
+            raise
+        self._tasks.start_soon(self._request, sent, scope, wire)
 
-    async def _drive(self, sent: ClientRequest, written: _Written) -> None:
-        """One logical request: the POST, its redirects and its resumptions."""
+    async def _request(
+        self, sent: ClientRequest, scope: trio.CancelScope, wire: H11Stream | None
+    ) -> None:
+        """Read the answer to ``sent`` (already written on ``wire``, or to be written
+        once a connection is free), with its redirects and resumptions; holds a slot of
+        the pool's limiter (already taken when ``wire`` is given)."""
+        limiter = self._pool.limiter
+        try:
+            with scope:
+                if wire is None:
+                    await limiter.acquire_on_behalf_of(scope)
+                try:
+                    await self._drive(sent, _Written(lambda: None, done=True), wire)
+                finally:
+                    limiter.release_on_behalf_of(scope)
+        finally:
+            self._forget(sent, scope)  # (a cancelled read has closed its connection)
+
+    def _forget(self, sent: ClientRequest, scope: trio.CancelScope) -> None:
+        for rid in sent.request_ids:
+            if self._streams.get(rid) is scope:
+                del self._streams[rid]
+
+    async def _drive(
+        self, sent: ClientRequest, written: _Written, wire: H11Stream | None = None
+    ) -> None:
+        """One logical request: the POST (already written on ``wire`` if given), its
+        redirects and its resumptions."""
         current, redirects, quiet = sent, 0, 0
         while True:
             try:
-                reader = await self._exchange(current, written)
+                reader = await self._exchange(current, written, wire)
+                wire = None
             except WireError as exc:
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
@@ -243,9 +269,15 @@ class HttpChannel(MessageChannel):
             await trio.sleep(reader.retry_ms / 1000)
             current = again
 
-    async def _exchange(self, sent: ClientRequest, written: _Written) -> ClientResponse:
-        """Send one HTTP request; hand its answer's messages to the session."""
-        wire, head = await self._pool.roundtrip(sent.request, written)
+    async def _exchange(
+        self, sent: ClientRequest, written: _Written, wire: H11Stream | None
+    ) -> ClientResponse:
+        """Send one HTTP request (unless it is already out on ``wire``); hand its
+        answer's messages to the session."""
+        if wire is None:
+            wire, head = await self._pool.roundtrip(sent.request, written)
+        else:
+            head = await self._pool.read_head(wire)
         reader = self.http.response(sent, head.status_code, list(head.headers))
         complete = False
         try:
@@ -288,7 +320,11 @@ class HttpChannel(MessageChannel):
 
     async def _deliver(self, message: bytes) -> None:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self._inbox_send.send(message)
+            # Room in the inbox: no scheduler round trip (the async send always yields).
+            try:
+                self._inbox_send.send_nowait(message)
+            except trio.WouldBlock:
+                await self._inbox_send.send(message)
 
     async def _fail(self, request_ids: tuple[RequestId, ...], why: str) -> None:
         error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}")

@@ -87,7 +87,12 @@ class _Waiter:
 
 @final
 class ResponseSlot:
-    """What the core has routed to one HTTP response and the connection has not written."""
+    """What the core has routed to one HTTP response and the connection has not written.
+
+    The connection task that owns the response waits for it by reading its socket under
+    :attr:`waker`, a cancel scope :meth:`push` cancels: one task both watches for the
+    client leaving and wakes for output, with no watcher task per response.
+    """
 
     def __init__(self, stream_id: int, limit: int) -> None:
         self.stream_id: int = stream_id
@@ -101,11 +106,15 @@ class ResponseSlot:
         """Finish the response after :attr:`data`."""
         self.overflow = False
         """More than the limit is waiting: the reader is too slow."""
+        self.changed = False
+        """:meth:`push` was called since the owner last looked."""
+        self.waker: trio.CancelScope | None = None
+        """The scope the owner waits in; :meth:`push` cancels it to wake the owner."""
         self.abort: trio.CancelScope | None = None
-        """Cancelled on overflow: the writer may be stuck in a write the client never reads."""
+        """The scope of the write in progress, cancelled on overflow: the writer may be
+        stuck in a write the client never reads."""
         self.max_size: int = limit
         """The bound on :attr:`data`."""
-        self._changed = trio.Event()
 
     def push(self, item: OpenStream | StreamData | ResponseReady) -> None:
         """Take one output item of the core."""
@@ -120,12 +129,9 @@ class ResponseSlot:
                 self.overflow = True
                 if self.abort is not None:
                     self.abort.cancel()
-        self._changed.set()
-
-    async def wait(self) -> None:
-        """Wait until :meth:`push` was called since the last wait."""
-        await self._changed.wait()
-        self._changed = trio.Event()
+        self.changed = True
+        if self.waker is not None:
+            self.waker.cancel()
 
 
 @final
@@ -175,12 +181,17 @@ class Endpoint:
         """The response is over (finished or the client went away): tell the core."""
         self._responses.pop(slot.stream_id, None)
         events = self.http.stream_closed(slot.stream_id, now=trio.current_time())
-        self.pump()
+        self.pump(drain_all=False)
         self.handle_events_nowait(events)
 
-    def pump(self, connection: Connection | None = None) -> None:
-        """Route what the core wants written to the responses it names; re-arm the timer."""
-        for item in self.http.data_to_send(connection=connection):
+    def pump(self, connection: Connection | None = None, *, drain_all: bool = True) -> None:
+        """Route what the core wants written to the responses it names; re-arm the timer.
+
+        ``connection``: drain only the connection a handler just used. ``drain_all=False``:
+        only route what the core has already routed (after ``handle_request`` and
+        ``stream_closed``, which drain what they touch): no pass over every session.
+        """
+        for item in self.http.data_to_send(connection=connection, drain_all=drain_all):
             slot = self._responses.get(item.stream_id)
             if slot is not None:
                 slot.push(item)
@@ -271,7 +282,12 @@ class Endpoint:
     async def _acquire(self, conn: Connection, rid: RequestId | None) -> Running:
         running = self._begin(conn, rid)
         try:
-            await self.limiter.acquire_on_behalf_of(running)
+            # A free slot is taken without a scheduler round trip (the async acquire
+            # always yields); only a full server waits.
+            try:
+                self.limiter.acquire_on_behalf_of_nowait(running)
+            except trio.WouldBlock:
+                await self.limiter.acquire_on_behalf_of(running)
         except BaseException:
             self._all.discard(running)
             if rid is not None:

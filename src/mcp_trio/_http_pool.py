@@ -82,7 +82,12 @@ class Pool:
         except (OSError, trio.TooSlowError, trio.BrokenResourceError) as exc:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
-            raise WireError(f"could not connect to {self.host}:{self.port}: {exc!r}") from exc
+            # trio reports a failed TLS handshake as a bare BrokenResourceError caused by
+            # the ssl error (a refused certificate, say): name that cause.
+            reason = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
+            raise WireError(
+                f"could not connect to {self.host}:{self.port}: {reason or exc!r}"
+            ) from exc
         return H11Stream(stream, h11.CLIENT, self.transport.max_header_size)
 
     def _events(self, request: HttpRequest) -> list[h11.Event]:
@@ -110,6 +115,21 @@ class Pool:
         Raises:
             WireError: no connection, or no answer.
         """
+        wire = await self.send(request, self._write_timeout)
+        on_written()
+        return wire, await self.read_head(wire)
+
+    async def send(self, request: HttpRequest, timeout: float | None) -> H11Stream:
+        """Send ``request`` on a kept-alive connection (unless the server has closed it
+        meanwhile) or a new one, within ``timeout`` seconds (``None``: the caller bounds
+        it). A request is never sent twice.
+
+        Returns:
+            The connection: read the answer with :meth:`read_head`.
+
+        Raises:
+            WireError: no connection, or the write failed.
+        """
         wire = None
         while self._idle and wire is None:
             wire = self._idle.popleft()
@@ -119,16 +139,18 @@ class Pool:
         if wire is None:
             wire = await self.connect()
         try:
-            return wire, await self._exchange(wire, request, on_written)
+            await wire.send(self._events(request), timeout)
         except BaseException:
             await wire.aclose()
             raise
+        return wire
 
-    async def _exchange(
-        self, wire: H11Stream, request: HttpRequest, on_written: Callable[[], None]
-    ) -> h11.Response:
-        await wire.send(self._events(request), self._write_timeout)
-        on_written()
+    async def read_head(self, wire: H11Stream) -> h11.Response:
+        """The response head of the request just sent on ``wire`` (closed on failure).
+
+        Raises:
+            WireError: the server closed the connection or broke HTTP/1.1.
+        """
         try:
             while True:
                 event = await wire.next_event()
@@ -137,7 +159,11 @@ class Pool:
                 if not isinstance(event, h11.InformationalResponse):
                     raise WireError("the server closed the connection without answering")
         except h11.RemoteProtocolError as exc:
+            await wire.aclose()
             raise WireError(f"the server broke HTTP/1.1: {exc}") from exc
+        except BaseException:
+            await wire.aclose()
+            raise
 
     async def release(self, wire: H11Stream) -> None:
         """A finished exchange: keep the connection for reuse, or close it."""

@@ -19,9 +19,12 @@ keep-alive, no pipelining):
 4. **Decision.** A complete response is written at once. Otherwise the response is
    registered as a :class:`~._http_endpoint.ResponseSlot` and written as the core routes
    output to it: one JSON body when ready, or SSE events as they are produced, with a
-   comment line every ``sse_keepalive_interval`` of silence. Meanwhile a watcher reads
-   the socket: the client closing it ends the response, and ``HttpServer.stream_closed``
-   turns that into cancellation (modern) or detachment (legacy, resumable).
+   comment line every ``sse_keepalive_interval`` of silence. While it waits for output
+   the connection task reads its socket (the slot wakes it by cancelling that read, so
+   no second task is needed): the client closing it ends the response, and
+   ``HttpServer.stream_closed`` turns that into cancellation (modern) or detachment
+   (legacy, resumable). A client that leaves during a write is noticed by the write
+   failing (or by ``write_timeout``).
 
 Shutdown (:meth:`HttpServeHandle.aclose`): refuse new work with ``503`` and close each
 connection after its current exchange, but keep accepting POSTs that carry only answers
@@ -163,10 +166,13 @@ class HttpServeHandle:
         await self._server.finished.wait()
 
 
-class _State:
-    """What the socket watcher saw while a response was being written."""
+@final
+class _More:
+    """The type of :data:`_MORE`."""
 
-    gone = False
+
+_MORE: Final = _More()
+"""h11 needs more bytes of the request body."""
 
 
 @final
@@ -306,14 +312,17 @@ class _Connection:
             self._idle_scope = None
             if idle.cancelled_caught or not more:
                 return None
-        with trio.move_on_after(cfg.header_timeout) as scope:
-            try:
-                event = await wire.next_event()
-            except h11.RemoteProtocolError as exc:
-                await self._refuse(exc.error_status_hint, f"Bad request: {exc}")
-                return None
-        if scope.cancelled_caught:
-            await self._refuse(408, "Request Timeout: the request head took too long")
+        try:
+            # Usually the whole head came in one read: no timer is needed for it.
+            event = wire.next_event_nowait()
+            if event is None:
+                with trio.move_on_after(cfg.header_timeout) as scope:
+                    event = await wire.next_event()
+                if scope.cancelled_caught:
+                    await self._refuse(408, "Request Timeout: the request head took too long")
+                    return None
+        except h11.RemoteProtocolError as exc:
+            await self._refuse(exc.error_status_hint, f"Bad request: {exc}")
             return None
         if not isinstance(event, h11.Request):
             return None
@@ -329,24 +338,40 @@ class _Connection:
         if wire.h11.they_are_waiting_for_100_continue:
             await wire.send([h11.InformationalResponse(status_code=100, headers=[])], self._timeout)
         body = bytearray()
-        with trio.move_on_after(self.transport.body_timeout) as scope:
-            try:
-                while True:
-                    event = await wire.next_event()
-                    if isinstance(event, h11.Data):
-                        body += event.data
-                        if len(body) > limit:
-                            return bytes(body), False
-                    elif isinstance(event, h11.EndOfMessage):
-                        return bytes(body), True
-                    else:
-                        return None
-            except h11.RemoteProtocolError as exc:
-                await self._refuse(exc.error_status_hint, f"Bad request: {exc}")
+        try:
+            # What has arrived is taken at once; the timer starts only when the rest of
+            # the body has to be waited for.
+            read = self._take_body(body, limit)
+            if read is _MORE:
+                with trio.move_on_after(self.transport.body_timeout) as scope:
+                    while read is _MORE:
+                        await wire.receive()
+                        read = self._take_body(body, limit)
+                if scope.cancelled_caught:
+                    await self._refuse(408, "Request Timeout: the request body took too long")
+                    return None
+        except h11.RemoteProtocolError as exc:
+            await self._refuse(exc.error_status_hint, f"Bad request: {exc}")
+            return None
+        assert not isinstance(read, _More)
+        return read
+
+    def _take_body(self, body: bytearray, limit: int) -> tuple[bytes, bool] | _More | None:
+        """Move the body events h11 holds into ``body``: the body and whether it is
+        complete (over ``limit``: incomplete), ``None`` if something else came, or
+        :data:`_MORE` when h11 needs more bytes."""
+        while True:
+            event = self.wire.next_event_nowait()
+            if event is None:
+                return _MORE
+            if isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > limit:
+                    return bytes(body), False
+            elif isinstance(event, h11.EndOfMessage):
+                return bytes(body), True
+            else:
                 return None
-        assert scope.cancelled_caught
-        await self._refuse(408, "Request Timeout: the request body took too long")
-        return None
 
     # ------------------------------------------------------------------ serving
 
@@ -377,16 +402,18 @@ class _Connection:
         if endpoint.closing and _starts_work(body):
             await self._respond(_UNAVAILABLE, close=True)
             return False
-        reply = http.handle_request(attrs.evolve(request, body=body), now=trio.current_time())
+        reply = http.handle_request(
+            attrs.evolve(request, body=body), now=trio.current_time(), head_checked=True
+        )
         decision = reply.decision
         if isinstance(decision, HttpResponse):
-            endpoint.pump()
+            endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events)
             await self._respond(decision, close=not complete)
             return complete
         slot = endpoint.open_response(decision.stream_id)
         try:
-            endpoint.pump()
+            endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events)
             gone = await self._stream(decision, slot)
         finally:
@@ -399,45 +426,54 @@ class _Connection:
         Returns:
             Whether the connection is unusable (the client left, or writing failed).
         """
-        state = _State()
-        async with trio.open_nursery() as nursery:
-            slot.abort = nursery.cancel_scope
-            nursery.start_soon(self._watch, nursery.cancel_scope, state)
-            try:
-                await self._write(decision, slot)
-            except WireError as exc:
-                logger.debug("HTTP response not completed: %s", exc)
-                state.gone = True
-            nursery.cancel_scope.cancel()
+        gone = False
+        try:
+            await self._write(decision, slot, self.wire.received)
+        except WireError as exc:
+            logger.debug("HTTP response not completed: %s", exc)
+            gone = True
         if slot.overflow:
             logger.debug("HTTP client too slow: over %d bytes waiting", slot.max_size)
-        return state.gone or slot.overflow
+        return gone or slot.overflow
 
-    async def _watch(self, scope: trio.CancelScope, state: _State) -> None:
-        """Read while a response is written: end of input means the client left. Bytes
-        of a pipelined request (at most ``max_header_size``) wait in h11."""
-        wire = self.wire
-        start = wire.received
-        try:
-            while wire.received - start < self.transport.max_header_size:
-                if not await wire.receive():
-                    break
-            else:
-                await trio.sleep_forever()
-        except WireError:
-            pass
-        state.gone = True
-        scope.cancel()
+    async def _wait_output(self, slot: ResponseSlot, start: int, deadline: float) -> bool:
+        """Wait until the core routes output to ``slot`` (``True``) or ``deadline``
+        passes (``False``).
 
-    async def _write(self, decision: OpenStream | AwaitResponse, slot: ResponseSlot) -> None:
-        wire, timeout = self.wire, self._timeout
+        Meanwhile the socket is read, in this same task: end of input means the client
+        left. Bytes of a pipelined request (at most ``max_header_size`` since ``start``)
+        wait in h11; past that, reading stops.
+
+        Raises:
+            WireError: the client left (or the connection broke).
+        """
+        wire, limit = self.wire, self.transport.max_header_size
+        while not slot.changed:
+            with trio.CancelScope(deadline=deadline) as scope:
+                slot.waker = scope
+                try:
+                    if wire.received - start < limit:
+                        if not await wire.receive():
+                            raise WireError("the client closed the connection")
+                    else:
+                        await trio.sleep_forever()
+                finally:
+                    slot.waker = None
+            if scope.cancelled_caught and not slot.changed:
+                return False
+        slot.changed = False
+        return True
+
+    async def _write(
+        self, decision: OpenStream | AwaitResponse, slot: ResponseSlot, start: int
+    ) -> None:
         if isinstance(decision, AwaitResponse):
             while slot.ready is None and slot.sse_headers is None:
                 if slot.overflow:
                     raise WireError("response buffer overflow")
-                await slot.wait()
+                await self._wait_output(slot, start, math.inf)
             if slot.ready is not None:
-                await self._respond(slot.ready)
+                await self._respond(slot.ready, slot=slot)
                 return
             headers, data, end = slot.sse_headers or (), b"", False
         else:
@@ -445,25 +481,54 @@ class _Connection:
         events: list[h11.Event] = [h11.Response(status_code=200, headers=list(headers))]
         if data:
             events.append(h11.Data(data=data))
-        await wire.send(events, timeout)
         interval = self.transport.sse_keepalive_interval
         while True:
             if slot.overflow:
                 raise WireError("the client reads too slowly (max_response_buffer)")
             if slot.data:
-                chunk = bytes(slot.data)
+                events.append(h11.Data(data=bytes(slot.data)))
                 slot.data.clear()
-                await wire.send([h11.Data(data=chunk)], timeout)
-                continue
             if end or slot.end:
-                await wire.send([h11.EndOfMessage()], timeout)
+                # Head, data and end in one write when they are all ready.
+                events.append(h11.EndOfMessage())
+                await self._send(events, slot)
                 return
-            with trio.move_on_after(math.inf if interval is None else interval) as quiet:
-                await slot.wait()
-            if quiet.cancelled_caught:
-                await wire.send([h11.Data(data=_KEEPALIVE)], timeout)
+            if events:
+                await self._send(events, slot)
+                events = []
+                continue
+            deadline = math.inf if interval is None else trio.current_time() + interval
+            if not await self._wait_output(slot, start, deadline):
+                events.append(h11.Data(data=_KEEPALIVE))
 
-    async def _respond(self, response: HttpResponse, *, close: bool = False) -> None:
+    async def _send(self, events: list[h11.Event], slot: ResponseSlot | None = None) -> None:
+        """Write ``events`` within ``write_timeout``. With a ``slot``, its overflow (the
+        client reads too slowly) cancels the write too: one scope for both.
+
+        Raises:
+            WireError: the write failed, timed out, or the slot overflowed.
+        """
+        if slot is None:
+            await self.wire.send(events, self._timeout)
+            return
+        timeout = self._timeout
+        with trio.CancelScope() as scope:
+            if timeout is not None:
+                scope.deadline = trio.current_time() + timeout
+            slot.abort = scope
+            try:
+                await self.wire.send(events, None)
+            finally:
+                slot.abort = None
+        if scope.cancelled_caught:
+            self.wire.h11.send_failed()
+            if slot.overflow:
+                raise WireError("the client reads too slowly (max_response_buffer)")
+            raise WireError(f"writing timed out after {timeout} s")
+
+    async def _respond(
+        self, response: HttpResponse, *, close: bool = False, slot: ResponseSlot | None = None
+    ) -> None:
         headers = list(response.headers)
         if response.status not in _NO_LENGTH:
             headers.append((b"content-length", str(len(response.body)).encode()))
@@ -473,7 +538,7 @@ class _Connection:
         if response.body:
             events.append(h11.Data(data=response.body))
         events.append(h11.EndOfMessage())
-        await self.wire.send(events, self._timeout)
+        await self._send(events, slot)
 
     async def _refuse(self, status: int, message: str) -> None:
         """Best effort: tell a misbehaving client why it is being disconnected."""

@@ -80,22 +80,46 @@ class H11Stream:
             assert not isinstance(event, type)
             return cast(H11Event, event)
 
+    def next_event_nowait(self) -> H11Event | None:
+        """The next h11 event from the bytes already received, or ``None`` when h11
+        needs more (lets callers skip timers and scheduler round trips).
+
+        Raises:
+            h11.RemoteProtocolError: the peer broke HTTP/1.1.
+            WireError: the peer sent a second message before the first was answered.
+        """
+        event = self.h11.next_event()
+        if event is h11.NEED_DATA:
+            return None
+        if event is h11.PAUSED:
+            raise WireError("the peer sent more than one message at a time")
+        assert not isinstance(event, type)
+        return cast(H11Event, event)
+
     async def send(self, events: Iterable[h11.Event], timeout: float | None) -> None:
-        """Frame ``events`` with h11 and write them, within ``timeout`` seconds.
+        """Frame ``events`` with h11 and write them, within ``timeout`` seconds
+        (``None``: no bound here, the caller's scope bounds the write).
 
         Raises:
             WireError: the write failed or timed out (h11 is told: ``send_failed``).
         """
         data = b"".join(self.h11.send(e) or b"" for e in events)
-        with trio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                self.h11.send_failed()
-                raise WireError(f"writing failed: {exc!r}") from exc
+        if timeout is None:
+            # Unbounded here: the caller bounds it (no cancel scope to set up).
+            await self._send_all(data)
+            return
+        with trio.move_on_after(timeout) as scope:
+            await self._send_all(data)
         if scope.cancelled_caught:
             self.h11.send_failed()
             raise WireError(f"writing timed out after {timeout} s")
+
+    async def _send_all(self, data: bytes) -> None:
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self.h11.send_failed()
+            raise WireError(f"writing failed: {exc!r}") from exc
 
     def next_cycle(self) -> bool:
         """After a complete exchange: get ready for the next one on this connection.

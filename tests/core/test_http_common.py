@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -301,3 +302,27 @@ def test_accept_parameters_other_than_q_are_ignored() -> None:
 def test_annotations_under_composition_keywords_that_are_fine() -> None:
     schema = {"allOf": [{"type": "object"}], "properties": {"a": {"type": "string"}}}
     assert parse_header_params(schema) == ()
+
+
+def test_header_lookups_follow_the_fields_through_copies_and_mixed_types() -> None:
+    req = HttpRequest(
+        method="POST",
+        target="/mcp",
+        headers=[(b"X-A", b" 1 "), (b"x-a", b"2"), (b"x-b", "str value"), ("X-C", b"3")],
+    )
+    assert req.headers == ((b"x-a", b"1"), (b"x-a", b"2"), (b"x-b", b"str value"), (b"x-c", b"3"))
+    assert (req.header("X-A"), req.header("x-b"), req.header("x-c")) == ("1, 2", "str value", "3")
+    copy = attrs.evolve(req, body=b"{}")  # a copy looks its fields up afresh
+    assert copy.header("x-a") == "1, 2" and copy == attrs.evolve(req, body=b"{}")
+    assert copy != req and req == HttpRequest(method="POST", target="/mcp", headers=req.headers)
+    assert "_index" not in repr(req)
+    tuple_form = HttpRequest(method="GET", target="/", headers=((b"Host", b"h"),))
+    assert tuple_form.header("host") == "h"
+    assert HttpResponse(status=200, headers=[(b"A", b"x"), (b"a", b"y")]).header("a") == "x, y"
+
+
+def test_the_same_accept_value_gives_the_same_answer_every_time() -> None:
+    accept = "text/event-stream;q=0, application/json"
+    for _ in range(3):
+        assert media_type_allowed(accept, "application/json")
+        assert not media_type_allowed(accept, "text/event-stream")

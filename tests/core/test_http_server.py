@@ -1609,3 +1609,37 @@ def test_input_required_round_trip_across_two_posts() -> None:
     event = received(second).event
     assert isinstance(event, RequestReceived)
     assert event.request_state == {"step": 2} and event.input_responses is not None
+
+
+# ================================================================== binding shortcuts
+
+
+def test_a_request_whose_head_was_checked_is_not_checked_again() -> None:
+    srv = make_server(era="modern")
+    body = modern(1, "tools/list")
+    wrong_path = req(body=body, target="/elsewhere", **modern_headers("tools/list"))
+    refusal = srv.check_head(wrong_path)
+    assert refusal is not None and refusal.status == 404
+    reply = srv.handle_request(wrong_path, now=0.0)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 404
+    # The binding checked the head before reading the body: the checks are skipped.
+    good = req(body=body, **modern_headers("tools/list"))
+    assert srv.check_head(good) is None
+    checked = srv.handle_request(good, now=0.0, head_checked=True)
+    assert isinstance(checked.decision, AwaitResponse)
+    event = received(checked).event
+    assert isinstance(event, RequestReceived) and event.method == "tools/list"
+
+
+def test_collecting_without_draining_leaves_queued_output_for_a_full_pass() -> None:
+    srv = make_server()
+    sid = open_session(srv)
+    reply = srv.handle_request(req(body=rpc(5, "tools/list"), **in_session(sid)), now=0.0)
+    assert isinstance(reply.decision, OpenStream)
+    assert srv.data_to_send(drain_all=False) == []  # handle_request drained what it used
+    conn = received(reply).connection
+    conn.send_result(5, {"tools": []})
+    assert srv.data_to_send(drain_all=False) == []  # only routed output is collected
+    (out,) = srv.data_to_send()
+    assert isinstance(out, StreamData) and out.end
+    assert payloads(out.data)[0]["id"] == 5
