@@ -13,11 +13,35 @@ writes one message per :meth:`~MessageChannel.send` and reads with
 Implementations here: :func:`memory_channel_pair` (in-memory, bounded) and
 :class:`StreamChannel` (NDJSON over a ``trio.abc.Stream`` or a send/receive stream
 pair). The WebSocket channel lives in :mod:`mcp_trio._websocket`.
+
+Fast paths
+----------
+A message that can move without waiting moves without a scheduler round trip. Trio's
+own ``send``/``receive``/``send_all``/``receive_some`` always yield once, even when
+the data is there or the buffer has room, so a call crossing two sessions paid two
+or three extra scheduler ticks per side for nothing:
+
+* :meth:`MessageChannel.send_nowait` sends a message whole if that needs no waiting
+  (the session's writer tries it before it shields and awaits a ``send``);
+* ``receive`` returns data already there (a memory channel's buffer, a readable
+  pipe) without yielding, and waits on the channel or the file descriptor otherwise.
+  It still checks for cancellation first, and after :data:`RECEIVE_BUDGET` receives
+  in a row that did not wait it yields once, so a peer that never pauses cannot
+  starve the other tasks.
+
+Pipes (``trio.lowlevel.FdStream``, what stdio uses on both sides) are read and written
+with ``os.read``/``os.write`` on the non-blocking descriptor directly; a pipe write of
+at most ``PIPE_BUF`` bytes is all-or-nothing (POSIX), which is what ``send_nowait``
+needs. Other streams go through their own ``send_all``/``receive_some``.
 """
 
 from __future__ import annotations
 
 import abc
+import errno
+import os
+import select
+import stat
 from typing import ClassVar, Literal, final
 
 import trio
@@ -25,6 +49,10 @@ import trio
 __all__ = ["MemoryChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
 
 Framing = Literal["message", "ndjson"]
+
+RECEIVE_BUDGET = 16
+"""How many receives in a row may return without yielding to the scheduler."""
+_PIPE_BUF: int = getattr(select, "PIPE_BUF", 512)  # POSIX's minimum where unknown
 
 
 class MessageChannel(abc.ABC):
@@ -49,6 +77,17 @@ class MessageChannel(abc.ABC):
     async def send(self, message: bytes) -> None:
         """Send one message: a JSON text, UTF-8, without a line terminator."""
 
+    def send_nowait(self, message: bytes) -> bool:
+        """Send ``message`` now if that needs no waiting.
+
+        Returns:
+            ``True`` if it went out whole; ``False`` if nothing of it was sent (the
+            channel is full, or cannot tell; also when it is broken or closed): then
+            :meth:`send` it, which waits, or raises what went wrong. The default
+            always returns ``False``.
+        """
+        return False
+
     @abc.abstractmethod
     async def receive(self) -> bytes | str:
         """Wait for the next message (or NDJSON chunk)."""
@@ -69,11 +108,31 @@ class MemoryChannel(MessageChannel):
     ) -> None:
         self._send = send
         self._receive = receive
+        self._streak = 0  # receives in a row that did not yield
 
     async def send(self, message: bytes) -> None:
         await self._send.send(message)
 
+    def send_nowait(self, message: bytes) -> bool:
+        try:
+            self._send.send_nowait(message)
+        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
     async def receive(self) -> bytes:
+        if self._streak < RECEIVE_BUDGET:
+            # Checked before taking a message, so a cancelled receive takes nothing.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                message = self._receive.receive_nowait()
+            except trio.WouldBlock:
+                pass
+            else:
+                self._streak += 1
+                return message
+        # Empty (park until a sender hands us a message) or over budget (yields).
+        self._streak = 0
         return await self._receive.receive()
 
     async def aclose(self) -> None:
@@ -120,6 +179,15 @@ class StreamChannel(MessageChannel):
         self.send_stream = send_stream
         self.receive_stream = receive_stream
         self._chunk = read_chunk_size
+        # Pipes get the direct path (see the module docstring); the FdStream keeps
+        # owning the descriptor (closing it, waking our waits with notify_closing).
+        self._send_fd = send_stream if isinstance(send_stream, trio.lowlevel.FdStream) else None
+        self._send_pipe = self._send_fd is not None and _is_pipe(self._send_fd.fileno())
+        self._receive_fd = (
+            receive_stream if isinstance(receive_stream, trio.lowlevel.FdStream) else None
+        )
+        self._streak = 0
+        self._drained = False  # whether the last read emptied the pipe
 
     @classmethod
     def from_stream(
@@ -129,13 +197,67 @@ class StreamChannel(MessageChannel):
         return cls(stream, stream, read_chunk_size=read_chunk_size)
 
     async def send(self, message: bytes) -> None:
-        await self.send_stream.send_all(message + b"\n")
+        if self._send_fd is None:
+            await self.send_stream.send_all(message + b"\n")
+            return
+        # No yield before the first write (FdStream.send_all always yields once):
+        # only a full pipe waits.
+        view = memoryview(message + b"\n")
+        while view:
+            fd = self._send_fd.fileno()
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(fd)
+            except OSError as exc:
+                raise _stream_error(exc) from exc
+
+    def send_nowait(self, message: bytes) -> bool:
+        data = message + b"\n"
+        if not self._send_pipe or len(data) > _PIPE_BUF:
+            return False  # a partial write could not be taken back
+        assert self._send_fd is not None
+        try:
+            os.write(self._send_fd.fileno(), data)  # all or nothing (<= PIPE_BUF)
+        except OSError:
+            return False  # full, or broken or closed: send() waits or raises
+        return True
 
     async def receive(self) -> bytes:
-        data = await self.receive_stream.receive_some(self._chunk)
-        if not data:
-            raise trio.EndOfChannel
-        return bytes(data)
+        if self._receive_fd is None:
+            data = await self.receive_stream.receive_some(self._chunk)
+            if not data:
+                raise trio.EndOfChannel
+            return bytes(data)
+        if self._drained:
+            # The last read emptied the pipe: a read now would most likely fail
+            # (EAGAIN) and cost a system call for nothing, so wait for data first.
+            # (If some came meanwhile, the wait takes one scheduler tick.)
+            self._streak = 0
+            fd = self._receive_fd.fileno()
+            if fd < 0:
+                raise trio.ClosedResourceError("file was already closed")
+            await trio.lowlevel.wait_readable(fd)
+        elif self._streak >= RECEIVE_BUDGET:
+            self._streak = 0
+            await trio.lowlevel.checkpoint()
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            fd = self._receive_fd.fileno()
+            try:
+                data = os.read(fd, self._chunk)
+            except BlockingIOError:
+                self._streak = 0
+                await trio.lowlevel.wait_readable(fd)
+                continue
+            except OSError as exc:
+                raise _stream_error(exc) from exc
+            if not data:
+                raise trio.EndOfChannel
+            self._streak += 1
+            self._drained = len(data) < self._chunk
+            return data
 
     async def aclose(self) -> None:
         try:
@@ -143,3 +265,17 @@ class StreamChannel(MessageChannel):
         finally:
             if self.receive_stream is not self.send_stream:  # type: ignore[comparison-overlap]
                 await self.receive_stream.aclose()
+
+
+def _is_pipe(fd: int) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def _stream_error(exc: OSError) -> trio.BrokenResourceError | trio.ClosedResourceError:
+    """What ``FdStream`` raises for ``exc`` (a descriptor closed under us, or broken)."""
+    if exc.errno == errno.EBADF:
+        return trio.ClosedResourceError("file was already closed")
+    return trio.BrokenResourceError(str(exc))

@@ -1,8 +1,8 @@
 """The handler pool: which of the peer's messages are being handled, and how many.
 
-Two ``trio.CapacityLimiter`` bound the work the reader takes on; the reader takes one
-token of each *before* it spawns a handler, so when either is exhausted it stops
-reading (backpressure):
+Two bounds limit the work the reader takes on; the reader takes a slot of each
+*before* it spawns a handler, so when either is exhausted it stops reading
+(backpressure):
 
 * a **compute slot** (``max_concurrent_handlers``) is held while the handler runs and
   given back as soon as its answer is queued in the core;
@@ -14,6 +14,11 @@ peers that both send requests could each fill the other's pipe with requests, st
 reading (all slots busy) and wait for each other forever. Handlers waiting only for
 the write hold a backlog slot, and compute slots turn over whatever the peer does; the
 backlog bound still stops a peer that sends requests and never reads the answers.
+
+The slots are two counters, not ``trio.CapacityLimiter``s: only the session's reader
+(and, in principle, its timer) takes them, a taker needs both at once, and a free slot
+must cost no scheduler round trip. A taker that finds none waits on an event that
+the next release sets.
 
 Every handler runs inside its own ``CancelScope``. The pool can cancel one request's
 scope (the peer cancelled it), cancel them all (the session is closing), and wait
@@ -46,8 +51,6 @@ _INTERNAL = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
 class _Running:
     """Bookkeeping of one running handler."""
 
-    token: object
-    """The limiters' borrower."""
     request_id: RequestId | None
     """The peer's request id (``None`` for a notification)."""
     computing: bool = True
@@ -69,11 +72,16 @@ class HandlerPool:
     """
 
     def __init__(self, compute: int, backlog: int) -> None:
-        self.limiter = trio.CapacityLimiter(compute)
-        self.backlog = trio.CapacityLimiter(max(compute, backlog))
+        self.compute_limit = compute
+        """How many handlers may run at once."""
+        self.backlog_limit = max(compute, backlog)
+        """How many may be started and not finished."""
+        self._computing = 0
+        self._started = 0
+        self._slot_freed: trio.Event | None = None  # someone waits in acquire()
         self._requests: dict[RequestId, _Running] = {}
         self._all: set[_Running] = set()
-        self._changed = trio.Event()
+        self._changed: trio.Event | None = None  # someone waits in wait_idle()
         self.cancelled_all = False
         """Whether :meth:`cancel_all` was called (new handlers start cancelled)."""
 
@@ -82,33 +90,31 @@ class HandlerPool:
         """How many handlers hold a slot."""
         return len(self._all)
 
-    async def acquire(self) -> object:
-        """Wait for a backlog slot and a compute slot; return their borrower token."""
-        token = object()
-        # Fast path: free slots are taken without a scheduler round trip (measured:
-        # about 6% of an in-memory round trip); wait only when one is busy.
-        try:
-            self.backlog.acquire_on_behalf_of_nowait(token)
-        except trio.WouldBlock:
-            await self.backlog.acquire_on_behalf_of(token)
-        try:
-            try:
-                self.limiter.acquire_on_behalf_of_nowait(token)
-            except trio.WouldBlock:
-                await self.limiter.acquire_on_behalf_of(token)
-        except BaseException:
-            self.backlog.release_on_behalf_of(token)
-            raise
-        return token
+    def acquire_nowait(self) -> bool:
+        """Take a backlog slot and a compute slot if both are free; whether it did."""
+        if self._computing < self.compute_limit and self._started < self.backlog_limit:
+            self._computing += 1
+            self._started += 1
+            return True
+        return False
 
-    def release_unused(self, token: object) -> None:
+    async def acquire(self) -> None:
+        """Wait for a backlog slot and a compute slot, and take them (no wait, and
+        no checkpoint, when both are free: see :meth:`acquire_nowait`)."""
+        while not self.acquire_nowait():
+            if self._slot_freed is None:
+                self._slot_freed = trio.Event()
+            await self._slot_freed.wait()
+
+    def release_unused(self) -> None:
         """Give back slots that were not used."""
-        self.limiter.release_on_behalf_of(token)
-        self.backlog.release_on_behalf_of(token)
+        self._computing -= 1
+        self._started -= 1
+        self._freed()
 
-    def begin(self, token: object, request_id: RequestId | None) -> _Running:
-        """Register a handler about to be spawned with the slot ``token``."""
-        running = _Running(token=token, request_id=request_id)
+    def begin(self, request_id: RequestId | None) -> _Running:
+        """Register a handler about to be spawned with the slots just taken."""
+        running = _Running(request_id)
         if self.cancelled_all:
             running.scope.cancel()
         if request_id is not None:
@@ -120,7 +126,8 @@ class HandlerPool:
         """The handler's answer is queued: free its compute slot (the reader may go on)."""
         if running.computing:
             running.computing = False
-            self.limiter.release_on_behalf_of(running.token)
+            self._computing -= 1
+            self._freed()
 
     def finish(self, running: _Running) -> None:
         """A handler ended: forget it, free its slots, wake :meth:`wait_idle`."""
@@ -128,9 +135,18 @@ class HandlerPool:
         if rid is not None and self._requests.get(rid) is running:
             del self._requests[rid]
         self._all.discard(running)
-        self.computed(running)
-        self.backlog.release_on_behalf_of(running.token)
+        if running.computing:
+            running.computing = False
+            self._computing -= 1
+        self._started -= 1
+        self._freed()
         self.wake()
+
+    def _freed(self) -> None:
+        event = self._slot_freed
+        if event is not None:
+            self._slot_freed = None
+            event.set()
 
     def cancel_request(self, request_id: RequestId) -> None:
         """The peer cancelled ``request_id``: cancel its handler, if it runs."""
@@ -148,13 +164,17 @@ class HandlerPool:
 
     def wake(self) -> None:
         """Wake whoever waits in :meth:`wait_idle`."""
-        self._changed.set()
-        self._changed = trio.Event()
+        event = self._changed
+        if event is not None:
+            self._changed = None
+            event.set()
 
     async def wait_idle(self, *, or_cancelled: bool = False) -> None:
         """Wait until no handler is left (or, with ``or_cancelled``, until
         :meth:`cancel_all` is called)."""
         while self._all and not (or_cancelled and self.cancelled_all):
+            if self._changed is None:
+                self._changed = trio.Event()
             await self._changed.wait()
 
 

@@ -207,7 +207,7 @@ class Session:
             protocol_version=self._conn.protocol_version,
             waiting_requests=len(self._waiters),
             running_handlers=self._pool.count,
-            max_concurrent_handlers=int(self._pool.limiter.total_tokens),
+            max_concurrent_handlers=self._pool.compute_limit,
             queued_messages=self._writer.backlog,
             closed=self.closed,
         )
@@ -304,7 +304,7 @@ class Session:
             if isinstance(outcome, RequestTimedOut):
                 raise RequestTimeout(method, rid)
             if isinstance(outcome, SessionClosed):
-                raise copy.copy(outcome)
+                raise _fresh(outcome)
             if on_input_required is None:
                 self._conn.abandon_request(rid)
                 raise InputRequiredError(outcome)
@@ -366,7 +366,9 @@ class Session:
         waiter = self._waiters.add(rid, on_progress)
         self._rearm_timer()
         try:
-            await self._flush()
+            mark = self._flush_nowait()
+            if mark:
+                await self._write_through(mark)
             await waiter.done.wait()
         except BaseException:
             if waiter.outcome is None:
@@ -393,7 +395,7 @@ class Session:
 
     def _closed_error(self) -> SessionClosed:
         assert self._close_exc is not None
-        return copy.copy(self._close_exc)
+        return _fresh(self._close_exc)
 
     # ------------------------------------------------------------------ writing
 
@@ -401,11 +403,39 @@ class Session:
         """Write what the core has queued since the last drain, after everything queued
         before it (see ``_writer``). A call that queued nothing does not wait: the
         reader must not block behind other tasks' writes, or a full pipe each way
-        would stop both readers."""
+        would stop both readers.
+
+        Used by the public sending methods (``notify``, ``log``, progress), which stay
+        schedule points as Trio's rules want even when the write needed no waiting;
+        the hot paths use :meth:`_flush_nowait` and wait on something else anyway."""
         messages = self._conn.data_to_send()
         if not messages:
             return
-        failure = await self._writer.write_through(self._writer.queue(messages))
+        writer = self._writer
+        mark = writer.queue(messages)
+        if writer.write_nowait(mark):
+            # Sent: yield, but do not raise Cancelled for a message that went out.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        else:
+            await self._write_through(mark)
+
+    def _flush_nowait(self) -> int:
+        """The part of :meth:`_flush` that needs no waiting, for the hot paths (no
+        coroutine, no scheduler tick): drain the core and write what goes at once.
+
+        Returns:
+            0 when everything is out, else the mark to ``_write_through`` next
+            (before anything else that could yield).
+        """
+        messages = self._conn.data_to_send()
+        if not messages:
+            return 0
+        writer = self._writer
+        mark = writer.queue(messages)
+        return 0 if writer.write_nowait(mark) else mark
+
+    async def _write_through(self, mark: int) -> None:
+        failure = await self._writer.write_through(mark)
         if failure is not None:
             self._write_failed(failure)
 
@@ -453,18 +483,29 @@ class Session:
             rearm(scope, self._conn.next_deadline())
 
     async def _process(self, events: list[Event]) -> None:
-        """After a core call: re-arm the timer, flush, then act on the events."""
+        """After a core call: re-arm the timer, flush, then act on the events.
+
+        The two events of every call (a request to serve, an answer to hand over)
+        are handled inline, awaiting only when no handler slot is free."""
         self._rearm_timer()
-        await self._flush()
+        mark = self._flush_nowait()
+        if mark:
+            await self._write_through(mark)
+        pool = self._pool
         for event in events:
-            await self._dispatch(event)
+            if isinstance(event, RequestReceived):
+                if not pool.acquire_nowait():
+                    await pool.acquire()
+                self._start_request_handler(event)
+            elif isinstance(event, ResultReceived):
+                self._waiters.resolve(event.request_id, event)
+            else:
+                await self._dispatch(event)
 
     async def _dispatch(self, event: Event) -> None:
-        if isinstance(event, RequestReceived):
-            await self._start_request_handler(event)
-        elif isinstance(event, NotificationReceived | SubscriptionNotificationReceived):
+        if isinstance(event, NotificationReceived | SubscriptionNotificationReceived):
             await self._start_notification_handler(event)
-        elif isinstance(event, ResultReceived | InputRequired):
+        elif isinstance(event, InputRequired):
             self._waiters.resolve(event.request_id, event)
         elif isinstance(event, ErrorReceived | RequestTimedOut):
             if not self._waiters.resolve(event.request_id, event) and event.method in _START:
@@ -494,12 +535,12 @@ class Session:
 
     # ------------------------------------------------------------------ handlers
 
-    async def _start_request_handler(self, event: RequestReceived) -> None:
-        token = await self._pool.acquire()
+    def _start_request_handler(self, event: RequestReceived) -> None:
+        """Spawn the handler of ``event``, with the pool's slots already taken."""
         if self._conn.request_era(event.request_id) is None:
-            self._pool.release_unused(token)  # cancelled by the peer in the same read
+            self._pool.release_unused()  # cancelled by the peer in the same read
             return
-        running = self._pool.begin(token, event.request_id)
+        running = self._pool.begin(event.request_id)
         assert self._handler_nursery is not None
         self._handler_nursery.start_soon(
             self._serve_request, event, running, name=f"mcp {event.method} #{event.request_id!r}"
@@ -512,7 +553,9 @@ class Session:
                 ctx = RequestContext(self, event, running)
                 self._answer(running, event.request_id, await call_request_handler(handler, ctx))
                 self._pool.computed(running)  # the reader may take the next request
-                await self._flush()
+                mark = self._flush_nowait()
+                if mark:
+                    await self._write_through(mark)
         finally:
             self._pool.finish(running)
 
@@ -549,9 +592,14 @@ class Session:
         ctx = NotificationContext(
             session=self, method=event.method, params=event.params, subscription_id=sub
         )
-        running = self._pool.begin(await self._pool.acquire(), None)
+        await self._pool.acquire()
+        running = self._pool.begin(None)
         assert self._handler_nursery is not None
         self._handler_nursery.start_soon(self._serve_notification, handler, ctx, running)
+        # Let it start before the next one is spawned: Trio runs the tasks woken in one
+        # scheduler batch in either order, and the peer's notifications (log lines,
+        # list changes) should reach their handlers in the order they were sent.
+        await trio.lowlevel.checkpoint()
 
     async def _serve_notification(
         self, handler: NotificationHandler, ctx: NotificationContext, running: _Running
@@ -639,3 +687,11 @@ class Session:
             self._begin_close(SessionClosed("the session was cancelled"), graceful=False)
             await self._close_channel()
             self._closed.set()
+
+
+def _fresh(exc: SessionClosed) -> SessionClosed:
+    """A copy of the session's close reason to raise in one more place (raising the one
+    object everywhere would pile up tracebacks), keeping what caused it."""
+    fresh = copy.copy(exc)
+    fresh.__cause__ = exc.__cause__
+    return fresh

@@ -211,6 +211,10 @@ class ProcessChannel(MessageChannel):
         except trio.BrokenResourceError:
             raise await self._exited("the server stopped reading its stdin") from None
 
+    def send_nowait(self, message: bytes) -> bool:
+        # False on a broken pipe too: send() then raises ServerExited.
+        return self._stream.send_nowait(message)
+
     async def receive(self) -> bytes:
         try:
             return await self._stream.receive()

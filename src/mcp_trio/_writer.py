@@ -8,6 +8,12 @@ the order the core produced them, whichever task produced them (aioquic's
 the outbox; the next writer sends them. (The session cancels a request it could not
 write with a bounded write of its own, so nothing waits there for long.)
 
+Most writes need no waiting (room in the memory channel, in the pipe):
+:meth:`Writer.write_nowait` sends them with the channel's ``send_nowait``, with no lock
+round trip, no cancel scope and no scheduler tick. That is safe without taking the
+lock because nothing in it yields: if the lock is free, no write is in progress, and
+none can start before it returns. Whatever it cannot send goes the slow way below.
+
 On a channel whose sends are atomic (a memory channel), a write is cancelled like any
 other wait and the message stays first in the outbox. Otherwise each single message
 write is shielded from the caller's cancellation, because half a frame would corrupt a
@@ -58,6 +64,21 @@ class Writer:
             self._outbox.extend(messages)
             self._queued += len(messages)
         return self._queued
+
+    def write_nowait(self, mark: int) -> bool:
+        """Write what can go without waiting; whether every message up to ``mark`` is out.
+
+        ``False`` leaves the rest in order in the outbox: :meth:`write_through` it.
+        """
+        if self._lock.locked():
+            return self._written >= mark  # a write is in progress: queue behind it
+        outbox, send_nowait = self._outbox, self._channel.send_nowait
+        while self._written < mark:
+            if not send_nowait(outbox[0]):
+                return False
+            outbox.popleft()
+            self._written += 1
+        return True
 
     async def write_through(self, mark: int) -> SessionClosed | None:
         """Write until every message up to ``mark`` is out.
@@ -123,4 +144,6 @@ class Writer:
 
 def _failed(exc: Exception) -> SessionClosed:
     detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return SessionClosed(f"writing to the peer failed: {detail}")
+    failure = SessionClosed(f"writing to the peer failed: {detail}")
+    failure.__cause__ = exc  # e.g. the TLS or OS error behind a broken stream
+    return failure

@@ -21,6 +21,9 @@ from mcp_trio import (
     Handlers,
     InputRequiredError,
     McpError,
+    MemoryChannel,
+    MessageChannel,
+    NotificationContext,
     RequestContext,
     RequestTimeout,
     SessionClosed,
@@ -30,6 +33,7 @@ from mcp_trio import (
     memory_channel_pair,
     open_session,
 )
+from mcp_trio._writer import Writer
 
 from .helpers import ManualPeer, ScriptedChannel, client_config, server_config
 
@@ -480,3 +484,89 @@ async def test_cancelling_the_nursery_of_connect_session_closes_everything() -> 
     assert channel.closed
     with pytest.raises(SessionClosed, match="cancelled"):
         await session.notify("notifications/message")
+
+
+async def test_notifications_reach_their_handlers_in_the_order_sent() -> None:
+    # They arrive together and are read without a scheduler tick in between; each
+    # handler task still starts before the next one is spawned.
+    seen: list[int] = []
+    handlers = Handlers()
+
+    @handlers.on_notification("notifications/roots/list_changed")
+    async def changed(ctx: NotificationContext) -> None:
+        assert ctx.params is not None
+        seen.append(ctx.params["n"])
+
+    ours, theirs = memory_channel_pair(64)
+    peer = ManualPeer(theirs, "client", client_config())
+    async with open_session(
+        ours, "server", handlers=handlers, connection_config=server_config()
+    ) as server:
+        peer.conn.start()
+        await peer.flush()
+        await peer.next_events()
+        for n in range(40):
+            peer.conn.send_notification("notifications/roots/list_changed", {"n": n})
+        await peer.flush()
+        await trio.testing.wait_all_tasks_blocked()
+        assert seen == list(range(40))
+        assert server.statistics().running_handlers == 0
+
+
+class _GatedChannel(MessageChannel):
+    """``send_nowait`` takes messages while ``open``; ``send`` waits for ``gate``."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.open = False
+        self.gate = trio.Event()
+
+    async def send(self, message: bytes) -> None:
+        await self.gate.wait()
+        self.sent.append(message)
+
+    def send_nowait(self, message: bytes) -> bool:
+        if self.open:
+            self.sent.append(message)
+        return self.open
+
+    async def receive(self) -> bytes:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_messages_queue_behind_a_write_in_progress() -> None:
+    channel = _GatedChannel()
+    writer = Writer(channel, write_timeout=None)
+    first = writer.queue([b"1"])
+    assert not writer.write_nowait(first)  # the channel is full
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.write_through, first)
+        await trio.testing.wait_all_tasks_blocked()
+        # The channel would take the next one at once, but "1" is being written:
+        # "2" must not jump ahead of it.
+        channel.open = True
+        second = writer.queue([b"2", b"3"])
+        assert not writer.write_nowait(second)
+        assert channel.sent == []
+        assert writer.backlog == 3
+        channel.gate.set()
+    assert channel.sent == [b"1"]
+    assert writer.write_nowait(first)  # already out
+    assert writer.write_nowait(second)
+    assert channel.sent == [b"1", b"2", b"3"]
+    assert writer.backlog == 0
+
+
+async def test_a_memory_peer_that_stopped_reading_fails_the_write() -> None:
+    to_peer, peer_inbox = trio.open_memory_channel[bytes](4)
+    _peer_outbox, from_peer = trio.open_memory_channel[bytes](4)
+    ours = MemoryChannel(to_peer, from_peer)
+    async with open_session(ours, "client", connection_config=client_config()) as client:
+        peer_inbox.close()  # the peer stops reading, and has not said goodbye
+        with pytest.raises(SessionClosed, match="BrokenResourceError") as info:
+            await client.start()
+        assert isinstance(info.value.__cause__, trio.BrokenResourceError)

@@ -14,6 +14,7 @@ import trustme
 from mcp_trio import (
     Handlers,
     RequestContext,
+    SessionClosed,
     SessionConfig,
     open_websocket_client,
     serve_websocket,
@@ -72,6 +73,22 @@ async def test_https_in_each_era(
             assert client.handshake is not None and client.handshake.era.value == era
             result = await client.request("tools/call", call("echo", text="over tls"))
             assert text_of(result) == "over tls"
+
+
+async def test_https_client_refuses_an_untrusted_server(
+    nursery: trio.Nursery, server_context: ssl.SSLContext
+) -> None:
+    server = await start_server(nursery, ssl_context=server_context)
+    untrusting = ssl.create_default_context()  # the system's store: our CA is not in it
+    with (
+        trio.fail_after(IO_TIMEOUT),
+        pytest.raises(SessionClosed, match="CERTIFICATE_VERIFY_FAILED") as info,
+    ):
+        async with open_http_client(
+            server.url, ssl_context=untrusting, connection_config=client_connection_config()
+        ):
+            pass  # pragma: no cover - the handshake fails first
+    assert _is_certificate_failure(info.value), info.value
 
 
 def _echo() -> Handlers:
