@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._harness import Case, Result, Settings, Skip, TimedCase, measure, resolve
+from ._harness import Case, Result, Settings, Skip, TimedCase, measure, measure_paired, resolve
 from ._profile import profile
 from ._registry import GROUPS, GroupModule, load
 from ._report import DASH, environment, failures, markdown, to_json
@@ -135,13 +135,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[Result] = []
     done: dict[str, Result] = {}
     for group, module in modules.items():
-        for case in _matching(module.cases(settings), args.keyword):
+        cases = _matching(module.cases(settings), args.keyword)
+        by_name = {case.name: case for case in cases if not isinstance(case, Skip)}
+        for case in cases:
             if isinstance(case, Skip):
                 skipped.append((case.name, case.reason))
                 continue
             print(f"{case.name}: ", end="", file=sys.stderr, flush=True)
-            figures, iterations = measure(case, settings)
-            result = resolve(group, case, figures, iterations, done)
+            reference = by_name.get(case.reference) if case.reference is not None else None
+            paired: list[float] | None = None
+            if type(reference) is type(case) and case.reference in done:
+                assert reference is not None
+                figures, iterations, paired = measure_paired(case, reference, settings)
+            else:
+                figures, iterations = measure(case, settings)
+            result = resolve(group, case, figures, iterations, done, paired)
             done[case.name] = result
             results.append(result)
             print(f"{result.median:.4g} {result.unit}", file=sys.stderr)

@@ -20,8 +20,12 @@ garbage does not land inside a later case. Everything the core allocates on the 
 path is freed by reference counting; the RSS case checks that nothing accumulates.
 
 A case may name a *reference*: another case of the same group whose median it is
-divided by (the "floor"). Targets are looked up by case name in
-:mod:`benchmarks.targets`.
+divided by (the "floor"). The reference is then measured again, *paired* with the case
+(:func:`measure_paired`): both are set up together and their rounds alternate (reference,
+case, case, reference, ...), so that the two medians of a ratio come from the same
+seconds of the same machine. On a shared machine the speed drifts by tens of percent
+within a minute; measured minutes apart, a floor and its case would each catch a
+different drift. Targets are looked up by case name in :mod:`benchmarks.targets`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "Skip",
     "TimedCase",
     "measure",
+    "measure_paired",
     "resolve",
 ]
 
@@ -177,7 +182,7 @@ class Result:
     reference: str | None = None
     """Name of the reference case, if any."""
     reference_median: float | None = None
-    """The reference's median, in its own unit."""
+    """The reference's median, in its own unit, over the rounds paired with this case's."""
     ratio: float | None = None
     """``median / reference_median``."""
     target: Target | None = None
@@ -237,6 +242,11 @@ def calibrate(run: Callable[[int], object], min_round_ns: int, self_timed: bool 
     return max(n, int(n * min_round_ns * 1.1 / max(elapsed, 1)) + 1)
 
 
+def _timed_figure(case: TimedCase, elapsed_ns: int, n: int) -> float:
+    us_per_op = elapsed_ns / 1_000 / (n * case.ops_per_call)
+    return 1e6 / us_per_op if case.unit == "calls/s" else us_per_op
+
+
 def measure(case: Case, settings: Settings) -> tuple[list[float], int | None]:
     """Run ``case``; return one figure per round (in the case's unit) and ``n``."""
     if isinstance(case, SampledCase):
@@ -258,12 +268,70 @@ def measure(case: Case, settings: Settings) -> tuple[list[float], int | None]:
             elapsed = _time_once(bench.run, n, bench.self_timed)
             if bench.check is not None:
                 bench.check()
-            us_per_op = elapsed / 1_000 / (n * case.ops_per_call)
-            figures.append(1e6 / us_per_op if case.unit == "calls/s" else us_per_op)
+            figures.append(_timed_figure(case, elapsed, n))
     finally:
         if bench.close is not None:
             bench.close()
     return figures, n * case.ops_per_call
+
+
+def measure_paired(
+    case: Case, reference: Case, settings: Settings
+) -> tuple[list[float], int | None, list[float]]:
+    """Run ``case`` and its ``reference`` in alternating rounds; return the case's figures,
+    its operations per round, and the reference's figures from the same rounds.
+
+    The order alternates too (reference first in even rounds, case first in odd ones), so
+    that neither always runs just after the collector's ``gc.collect()`` of the other.
+    """
+    if isinstance(case, SampledCase) and isinstance(reference, SampledCase):
+        rounds = settings.rounds
+        for limit in (case.max_rounds, reference.max_rounds):
+            if limit is not None:
+                rounds = min(rounds, limit)
+        mine: list[float] = []
+        theirs: list[float] = []
+        try:
+            for i in range(rounds):
+                if i % 2 == 0:
+                    theirs.append(reference.sample())
+                    mine.append(case.sample())
+                else:
+                    mine.append(case.sample())
+                    theirs.append(reference.sample())
+        finally:
+            for closing in (case.close, reference.close):
+                if closing is not None:
+                    closing()
+        return mine, None, theirs
+    if not (isinstance(case, TimedCase) and isinstance(reference, TimedCase)):
+        raise TypeError(f"{case.name} and {reference.name} are not of one kind")
+    bench = case.setup()
+    try:
+        ref_bench = reference.setup()
+        try:
+            n = calibrate(bench.run, settings.min_round_ns, bench.self_timed)
+            m = calibrate(ref_bench.run, settings.min_round_ns, ref_bench.self_timed)
+            figures: list[float] = []
+            ref_figures: list[float] = []
+            for i in range(settings.rounds):
+                for which in (1, 0) if i % 2 == 0 else (0, 1):
+                    b, c, k, out = (
+                        (bench, case, n, figures)
+                        if which == 0
+                        else (ref_bench, reference, m, ref_figures)
+                    )
+                    elapsed = _time_once(b.run, k, b.self_timed)
+                    if b.check is not None:
+                        b.check()
+                    out.append(_timed_figure(c, elapsed, k))
+        finally:
+            if ref_bench.close is not None:
+                ref_bench.close()
+    finally:
+        if bench.close is not None:
+            bench.close()
+    return figures, n * case.ops_per_call, ref_figures
 
 
 def resolve(
@@ -272,11 +340,19 @@ def resolve(
     figures: Sequence[float],
     iterations: int | None,
     done: dict[str, Result],
+    reference_figures: Sequence[float] | None = None,
 ) -> Result:
-    """Summarise ``figures`` and apply the case's reference (from ``done``) and target."""
+    """Summarise ``figures`` and apply the case's reference and target.
+
+    The reference's median comes from ``reference_figures`` (its rounds paired with the
+    case's, see :func:`measure_paired`) when given, else from its own result in ``done``.
+    """
     median = statistics.median(figures)
     ref = done.get(case.reference) if case.reference is not None else None
-    ratio = None if ref is None or ref.median == 0 else median / ref.median
+    ref_median: float | None = None if ref is None else ref.median
+    if reference_figures:
+        ref_median = statistics.median(reference_figures)
+    ratio = None if not ref_median else median / ref_median
     target = TARGETS.get(case.name)
     ok = None if target is None else target.met(median=median, ratio=ratio)
     return Result(
@@ -290,7 +366,7 @@ def resolve(
         rounds=len(figures),
         iterations=iterations,
         reference=case.reference,
-        reference_median=None if ref is None else ref.median,
+        reference_median=ref_median,
         ratio=ratio,
         target=target,
         ok=ok,

@@ -6,11 +6,13 @@ Nothing here times anything (timings are never test assertions); the figures com
 
 from __future__ import annotations
 
+import statistics
 import tomllib
 from pathlib import Path
 
+import attrs
 from benchmarks import _registry, sdk
-from benchmarks._harness import Settings, Skip
+from benchmarks._harness import Bench, Settings, Skip, TimedCase, measure_paired, resolve
 from benchmarks.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,3 +40,26 @@ def test_every_target_names_a_case() -> None:
 def test_the_bench_extra_pins_the_sdk_version_the_group_was_written_against() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["optional-dependencies"]["bench"] == [f"mcp=={sdk.SDK_VERSION}"]
+
+
+def test_a_case_and_its_reference_run_in_alternating_rounds() -> None:
+    order: list[str] = []
+
+    def case(name: str) -> TimedCase:
+        def setup() -> Bench:
+            def run(n: int) -> None:
+                order.append(name)
+
+            return Bench(run)
+
+        return TimedCase(name=f"g.{name}", title=name, setup=setup, reference=None)
+
+    floor, ours = case("floor"), case("ours")
+    settings = Settings(rounds=4, min_round_ns=1, quick=True)
+    figures, _, paired = measure_paired(ours, floor, settings)
+    assert len(figures) == len(paired) == 4
+    # After one calibration run each, rounds alternate and so does who goes first.
+    assert order[2:] == ["floor", "ours", "ours", "floor", "floor", "ours", "ours", "floor"]
+    result = resolve("g", attrs.evolve(ours, reference="g.floor"), figures, 1, {}, paired)
+    assert result.reference_median == statistics.median(paired)
+    assert result.ratio == statistics.median(figures) / statistics.median(paired)
