@@ -242,8 +242,20 @@ def calibrate(run: Callable[[int], object], min_round_ns: int, self_timed: bool 
     return max(n, int(n * min_round_ns * 1.1 / max(elapsed, 1)) + 1)
 
 
-def _timed_figure(case: TimedCase, elapsed_ns: int, n: int) -> float:
-    us_per_op = elapsed_ns / 1_000 / (n * case.ops_per_call)
+def _calibrated(bench: Bench, settings: Settings) -> int:
+    """Calls per round for ``bench`` (see :func:`calibrate`), checked after."""
+    n = calibrate(bench.run, settings.min_round_ns, bench.self_timed)
+    if bench.check is not None:
+        bench.check()
+    return n
+
+
+def _round(case: TimedCase, bench: Bench, n: int) -> float:
+    """One timed round of ``n`` calls, checked after; the figure in ``case``'s unit."""
+    elapsed = _time_once(bench.run, n, bench.self_timed)
+    if bench.check is not None:
+        bench.check()
+    us_per_op = elapsed / 1_000 / (n * case.ops_per_call)
     return 1e6 / us_per_op if case.unit == "calls/s" else us_per_op
 
 
@@ -260,15 +272,8 @@ def measure(case: Case, settings: Settings) -> tuple[list[float], int | None]:
                 case.close()
     bench = case.setup()
     try:
-        n = calibrate(bench.run, settings.min_round_ns, bench.self_timed)
-        if bench.check is not None:
-            bench.check()
-        figures: list[float] = []
-        for _ in range(settings.rounds):
-            elapsed = _time_once(bench.run, n, bench.self_timed)
-            if bench.check is not None:
-                bench.check()
-            figures.append(_timed_figure(case, elapsed, n))
+        n = _calibrated(bench, settings)
+        figures = [_round(case, bench, n) for _ in range(settings.rounds)]
     finally:
         if bench.close is not None:
             bench.close()
@@ -310,21 +315,17 @@ def measure_paired(
     try:
         ref_bench = reference.setup()
         try:
-            n = calibrate(bench.run, settings.min_round_ns, bench.self_timed)
-            m = calibrate(ref_bench.run, settings.min_round_ns, ref_bench.self_timed)
+            n = _calibrated(bench, settings)
+            m = _calibrated(ref_bench, settings)
             figures: list[float] = []
             ref_figures: list[float] = []
             for i in range(settings.rounds):
-                for which in (1, 0) if i % 2 == 0 else (0, 1):
-                    b, c, k, out = (
-                        (bench, case, n, figures)
-                        if which == 0
-                        else (ref_bench, reference, m, ref_figures)
-                    )
-                    elapsed = _time_once(b.run, k, b.self_timed)
-                    if b.check is not None:
-                        b.check()
-                    out.append(_timed_figure(c, elapsed, k))
+                if i % 2 == 0:
+                    ref_figures.append(_round(reference, ref_bench, m))
+                    figures.append(_round(case, bench, n))
+                else:
+                    figures.append(_round(case, bench, n))
+                    ref_figures.append(_round(reference, ref_bench, m))
         finally:
             if ref_bench.close is not None:
                 ref_bench.close()

@@ -5,15 +5,12 @@ vouch for."""
 from __future__ import annotations
 
 import ssl
-from typing import Any
 
 import pytest
 import trio
 import trustme
 
 from mcp_trio import (
-    Handlers,
-    RequestContext,
     SessionClosed,
     SessionConfig,
     open_websocket_client,
@@ -23,6 +20,7 @@ from mcp_trio._http_client import open_http_client
 
 from .helpers import client_config, server_config
 from .test_http_support import IO_TIMEOUT, call, client_connection_config, start_server, text_of
+from .test_websocket import echo_handlers
 
 
 @pytest.fixture(scope="module")
@@ -91,21 +89,10 @@ async def test_https_client_refuses_an_untrusted_server(
     assert _is_certificate_failure(info.value), info.value
 
 
-def _echo() -> Handlers:
-    handlers = Handlers()
-
-    @handlers.on_request("tools/call")
-    async def echo(ctx: RequestContext) -> dict[str, Any]:
-        assert ctx.params is not None
-        return {"content": [{"type": "text", "text": ctx.params["arguments"]["text"]}]}
-
-    return handlers
-
-
 async def _serve_wss(nursery: trio.Nursery, context: ssl.SSLContext) -> str:
     listeners = await nursery.start(
         lambda task_status: serve_websocket(
-            _echo(),
+            echo_handlers(),
             "127.0.0.1",
             0,
             ssl_context=context,
