@@ -25,7 +25,12 @@ body, SSE events) into messages the session reads.
   is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
   ``max_resume_attempts`` resumptions in a row that bring nothing new.
 * **GET stream** (legacy): once the session is initialized, one task keeps the session's
-  GET stream open (resuming it the same way) for what the server says on its own.
+  GET stream open (resuming it the same way) for what the server says on its own. The
+  ``notifications/initialized`` send returns once the server answered that GET's head
+  (or refused it, or ``connect_timeout`` passed), so the stream is open before the
+  first request: what the server sends on its own right after is not missed, and a
+  server sees the GET before any request (the conformance suite's ``sse-retry`` counts
+  a GET during a call as that call's reconnection).
 * **Session expiry.** A ``404`` to a request with our session id fails that request with
   a clear error, then closes the session (:class:`~mcp_trio.SessionClosed` says why);
   open a new client to initialize again.
@@ -156,7 +161,46 @@ class HttpChannel(MessageChannel):
             await self._send_request(sent)
         else:
             await self._drive(sent, _Written(lambda: None))
-            self._maybe_open_get_stream()
+            ready = self._maybe_open_get_stream()
+            if ready is not None:
+                with trio.move_on_after(self.transport.connect_timeout):
+                    await ready.wait()
+
+    def send_nowait(self, message: bytes) -> bool:
+        """Send a message with requests now if that needs no waiting: a connection slot
+        is free, a kept-alive connection is idle and its socket takes the POST at once.
+        The session's writer tries this first, which saves its shielded, timed write
+        (a scope and a scheduler round trip) per request. Everything else (one-way
+        messages, which await their ``202``; a new connection; cancellation) returns
+        ``False`` untouched, for :meth:`send`.
+        """
+        if self._closed or self._tasks is None:
+            return False
+        try:
+            if self.http.stream_cancellation(message) is not None:
+                return False  # a modern cancellation closes a connection: send() does it
+            sent = self.http.post(message)
+        except LocalProtocolError:
+            return False  # send() raises it
+        if not sent.request_ids:
+            return False
+        scope = trio.CancelScope()
+        limiter = self._pool.limiter
+        try:
+            limiter.acquire_on_behalf_of_nowait(scope)
+        except trio.WouldBlock:
+            return False
+        started = self._pool.send_nowait(sent.request)
+        if started is None:
+            limiter.release_on_behalf_of(scope)
+            return False
+        wire, rest = started
+        for rid in sent.request_ids:
+            self._streams[rid] = scope
+        # The kernel took part of the POST: its own task writes the rest, and a failure
+        # then fails only this request (bytes of it are out; it is never sent twice).
+        self._tasks.start_soon(self._request, sent, scope, wire, rest)
+        return True
 
     async def receive(self) -> bytes:
         try:
@@ -211,7 +255,11 @@ class HttpChannel(MessageChannel):
         self._tasks.start_soon(self._request, sent, scope, wire)
 
     async def _request(
-        self, sent: ClientRequest, scope: trio.CancelScope, wire: H11Stream | None
+        self,
+        sent: ClientRequest,
+        scope: trio.CancelScope,
+        wire: H11Stream | None,
+        rest: bytes | memoryview = b"",
     ) -> None:
         """Read the answer to ``sent`` (already written on ``wire``, or to be written
         once a connection is free), with its redirects and resumptions; holds a slot of
@@ -222,7 +270,7 @@ class HttpChannel(MessageChannel):
                 if wire is None:
                     await limiter.acquire_on_behalf_of(scope)
                 try:
-                    await self._drive(sent, _Written(lambda: None, done=True), wire)
+                    await self._drive(sent, _Written(lambda: None, done=True), wire, rest)
                 finally:
                     limiter.release_on_behalf_of(scope)
         finally:
@@ -234,15 +282,22 @@ class HttpChannel(MessageChannel):
                 del self._streams[rid]
 
     async def _drive(
-        self, sent: ClientRequest, written: _Written, wire: H11Stream | None = None
+        self,
+        sent: ClientRequest,
+        written: _Written,
+        wire: H11Stream | None = None,
+        rest: bytes | memoryview = b"",
+        headed: Callable[[], None] | None = None,
     ) -> None:
         """One logical request: the POST (already written on ``wire`` if given), its
-        redirects and its resumptions."""
+        redirects and its resumptions; ``headed`` is called when the first response
+        head has arrived."""
         current, redirects, quiet = sent, 0, 0
         while True:
             try:
-                reader = await self._exchange(current, written, wire)
-                wire = None
+                reader = await self._exchange(current, written, wire, rest, headed)
+                headed = None
+                wire, rest = None, b""
             except WireError as exc:
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
@@ -270,14 +325,23 @@ class HttpChannel(MessageChannel):
             current = again
 
     async def _exchange(
-        self, sent: ClientRequest, written: _Written, wire: H11Stream | None
+        self,
+        sent: ClientRequest,
+        written: _Written,
+        wire: H11Stream | None,
+        rest: bytes | memoryview = b"",
+        headed: Callable[[], None] | None = None,
     ) -> ClientResponse:
-        """Send one HTTP request (unless it is already out on ``wire``); hand its
-        answer's messages to the session."""
+        """Send one HTTP request (unless it is already out on ``wire``, but for
+        ``rest``); hand its answer's messages to the session."""
         if wire is None:
             wire, head = await self._pool.roundtrip(sent.request, written)
         else:
+            if rest:
+                await self._pool.write_rest(wire, rest)
             head = await self._pool.read_head(wire)
+        if headed is not None:
+            headed()
         reader = self.http.response(sent, head.status_code, list(head.headers))
         complete = False
         try:
@@ -341,7 +405,9 @@ class HttpChannel(MessageChannel):
 
     # ------------------------------------------------------------------ GET stream
 
-    def _maybe_open_get_stream(self) -> None:
+    def _maybe_open_get_stream(self) -> trio.Event | None:
+        """Start the GET stream if it is due; the event is set once its head arrived
+        (or it failed)."""
         http = self.http
         if (
             self._get_started
@@ -349,20 +415,23 @@ class HttpChannel(MessageChannel):
             or http.session_id is None
             or http.era is not Era.LEGACY
         ):
-            return
+            return None
         self._get_started = True
         assert self._tasks is not None
-        self._tasks.start_soon(self._get_stream, name="mcp http GET stream")
+        ready = trio.Event()
+        self._tasks.start_soon(self._get_stream, ready, name="mcp http GET stream")
+        return ready
 
-    async def _get_stream(self) -> None:
+    async def _get_stream(self, ready: trio.Event) -> None:
         try:
             request = self.http.open_stream()
+            await self._drive(request, _Written(lambda: None), headed=ready.set)
         except LocalProtocolError:
             return
-        try:
-            await self._drive(request, _Written(lambda: None))
         except trio.BrokenResourceError as exc:
             logger.debug("the GET stream could not be opened: %s", exc)
+        finally:
+            ready.set()
 
 
 @asynccontextmanager

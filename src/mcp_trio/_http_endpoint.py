@@ -29,7 +29,7 @@ call and the routing of its output).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 from typing import Any, cast, final
 
@@ -115,6 +115,20 @@ class ResponseSlot:
         stuck in a write the client never reads."""
         self.max_size: int = limit
         """The bound on :attr:`data`."""
+        self.direct: Callable[[ResponseSlot], bool] | None = None
+        """Set while the owner waits for output it lets any task write: :meth:`push`
+        calls it at once (see ``_Connection._direct_answer``); ``True`` means it is
+        written and the owner need not wake."""
+        self.written = False
+        """:attr:`direct` has framed the end of the response (what the socket did not
+        take is in :attr:`rest`)."""
+        self.rest: bytes | memoryview = b""
+        """The part of a directly written answer the socket did not take at once."""
+        self.failure: Exception | None = None
+        """Why the direct write failed (the owner raises it)."""
+        self.parked = False
+        """The answer is out whole and the owner was not woken: the response is over
+        (:meth:`Endpoint.pump` closes it) and the owner's wait is its idle wait."""
 
     def push(self, item: OpenStream | StreamData | ResponseReady) -> None:
         """Take one output item of the core."""
@@ -129,6 +143,16 @@ class ResponseSlot:
                 self.overflow = True
                 if self.abort is not None:
                     self.abort.cancel()
+        direct = self.direct
+        # The output goes out from the task that produced it (a handler's, usually)
+        # rather than a scheduler pass later from the owner's, which is not woken.
+        if (
+            direct is not None
+            and not self.overflow
+            and not isinstance(item, OpenStream)
+            and direct(self)
+        ):
+            return
         self.changed = True
         if self.waker is not None:
             self.waker.cancel()
@@ -178,8 +202,10 @@ class Endpoint:
         return slot
 
     def close_response(self, slot: ResponseSlot) -> None:
-        """The response is over (finished or the client went away): tell the core."""
-        self._responses.pop(slot.stream_id, None)
+        """The response is over (finished or the client went away): tell the core.
+        Idempotent (a parked response is closed by :meth:`pump`, then by its owner)."""
+        if self._responses.pop(slot.stream_id, None) is None:
+            return
         events = self.http.stream_closed(slot.stream_id, now=trio.current_time())
         self.pump(drain_all=False)
         self.handle_events_nowait(events)
@@ -191,10 +217,16 @@ class Endpoint:
         only route what the core has already routed (after ``handle_request`` and
         ``stream_closed``, which drain what they touch): no pass over every session.
         """
+        finished: list[ResponseSlot] = []
         for item in self.http.data_to_send(connection=connection, drain_all=drain_all):
             slot = self._responses.get(item.stream_id)
             if slot is not None:
                 slot.push(item)
+                if slot.parked:
+                    finished.append(slot)
+        for slot in finished:
+            # Written whole by push, with the owner left parked: the response is over.
+            self.close_response(slot)
         scope = self._timer_scope
         if scope is not None:
             rearm(scope, self.http.next_deadline())

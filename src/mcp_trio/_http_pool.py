@@ -145,6 +145,47 @@ class Pool:
             raise
         return wire
 
+    def send_nowait(self, request: HttpRequest) -> tuple[H11Stream, bytes | memoryview] | None:
+        """Start ``request`` on a kept-alive connection without waiting, if one is idle
+        and its socket takes the first bytes at once (see ``H11Stream.write_nowait``).
+
+        Returns:
+            The connection and what is left to write (empty, unless the kernel took only
+            part), or ``None`` when nothing was sent (no idle connection, or the socket
+            would block or failed): then :meth:`send` it.
+        """
+        if not self._idle:
+            return None
+        wire = self._idle[0]
+        if not wire.writes_directly or wire.is_stale():
+            return None  # send() closes a stale one, and writes through TLS
+        self._idle.popleft()
+        data = wire.frame(self._events(request))
+        try:
+            rest = wire.write_nowait(data)
+        except WireError:
+            wire.close_nowait()  # nothing of the request went out: send() starts afresh
+            return None
+        if len(rest) == len(data):
+            # Not a byte out, but h11 has recorded the request: this connection cannot
+            # carry it again, so it is given up and send() uses another.
+            wire.close_nowait()
+            return None
+        return wire, rest
+
+    async def write_rest(self, wire: H11Stream, rest: bytes | memoryview) -> None:
+        """Finish a request :meth:`send_nowait` started, within ``write_timeout``
+        (closed on failure).
+
+        Raises:
+            WireError: the write failed or timed out.
+        """
+        try:
+            await wire.write(rest, self._write_timeout)
+        except BaseException:
+            await wire.aclose()
+            raise
+
     async def read_head(self, wire: H11Stream) -> h11.Response:
         """The response head of the request just sent on ``wire`` (closed on failure).
 

@@ -166,6 +166,11 @@ class HttpServeHandle:
         await self._server.finished.wait()
 
 
+class _Idle(Exception):
+    """A connection parked after its answer (see ``_Connection._write_direct``) timed
+    out idle or was stopped by shutdown: close it."""
+
+
 @final
 class _More:
     """The type of :data:`_MORE`."""
@@ -403,7 +408,7 @@ class _Connection:
             await self._respond(_UNAVAILABLE, close=True)
             return False
         reply = http.handle_request(
-            attrs.evolve(request, body=body), now=trio.current_time(), head_checked=True
+            request.with_body(body), now=trio.current_time(), head_checked=True
         )
         decision = reply.decision
         if isinstance(decision, HttpResponse):
@@ -429,8 +434,13 @@ class _Connection:
         gone = False
         try:
             await self._write(decision, slot, self.wire.received)
+        except _Idle:
+            gone = True  # an idle keep-alive connection to close (see _write_direct)
         except WireError as exc:
-            logger.debug("HTTP response not completed: %s", exc)
+            if slot.parked:
+                logger.debug("idle HTTP connection closed: %s", exc)
+            else:
+                logger.debug("HTTP response not completed: %s", exc)
             gone = True
         if slot.overflow:
             logger.debug("HTTP client too slow: over %d bytes waiting", slot.max_size)
@@ -471,7 +481,12 @@ class _Connection:
             while slot.ready is None and slot.sse_headers is None:
                 if slot.overflow:
                     raise WireError("response buffer overflow")
-                await self._wait_output(slot, start, math.inf)
+                await self._wait_direct(slot, start, math.inf, self._direct_answer)
+            if slot.failure is not None:
+                raise slot.failure
+            if slot.written:
+                await self._after_direct(slot, start)
+                return
             if slot.ready is not None:
                 await self._respond(slot.ready, slot=slot)
                 return
@@ -483,6 +498,12 @@ class _Connection:
             events.append(h11.Data(data=data))
         interval = self.transport.sse_keepalive_interval
         while True:
+            if slot.failure is not None:
+                raise slot.failure
+            if slot.rest or slot.written:
+                await self._after_direct(slot, start)
+                if slot.written:
+                    return
             if slot.overflow:
                 raise WireError("the client reads too slowly (max_response_buffer)")
             if slot.data:
@@ -498,7 +519,7 @@ class _Connection:
                 events = []
                 continue
             deadline = math.inf if interval is None else trio.current_time() + interval
-            if not await self._wait_output(slot, start, deadline):
+            if not await self._wait_direct(slot, start, deadline, self._direct_data):
                 events.append(h11.Data(data=_KEEPALIVE))
 
     async def _send(self, events: list[h11.Event], slot: ResponseSlot | None = None) -> None:
@@ -508,16 +529,20 @@ class _Connection:
         Raises:
             WireError: the write failed, timed out, or the slot overflowed.
         """
-        if slot is None:
-            await self.wire.send(events, self._timeout)
-            return
+        wire = self.wire
+        rest = wire.write_nowait(wire.frame(events))
+        if not rest:
+            return  # all out at once: no scope, no yield (the usual case)
         timeout = self._timeout
+        if slot is None:
+            await wire.write(rest, timeout)
+            return
         with trio.CancelScope() as scope:
             if timeout is not None:
                 scope.deadline = trio.current_time() + timeout
             slot.abort = scope
             try:
-                await self.wire.send(events, None)
+                await wire.write(rest, None)
             finally:
                 slot.abort = None
         if scope.cancelled_caught:
@@ -526,9 +551,7 @@ class _Connection:
                 raise WireError("the client reads too slowly (max_response_buffer)")
             raise WireError(f"writing timed out after {timeout} s")
 
-    async def _respond(
-        self, response: HttpResponse, *, close: bool = False, slot: ResponseSlot | None = None
-    ) -> None:
+    def _response_events(self, response: HttpResponse, close: bool) -> list[h11.Event]:
         headers = list(response.headers)
         if response.status not in _NO_LENGTH:
             headers.append((b"content-length", str(len(response.body)).encode()))
@@ -538,7 +561,113 @@ class _Connection:
         if response.body:
             events.append(h11.Data(data=response.body))
         events.append(h11.EndOfMessage())
-        await self._send(events, slot)
+        return events
+
+    async def _respond(
+        self, response: HttpResponse, *, close: bool = False, slot: ResponseSlot | None = None
+    ) -> None:
+        await self._send(self._response_events(response, close), slot)
+
+    async def _wait_direct(
+        self,
+        slot: ResponseSlot,
+        start: int,
+        deadline: float,
+        direct: Callable[[ResponseSlot, int], bool],
+    ) -> bool:
+        """:meth:`_wait_output`, letting the task that routes output write it meanwhile
+        (plain TCP only: see :meth:`_direct_out`)."""
+        if self.wire.writes_directly:
+            slot.direct = lambda slot: direct(slot, start)
+        try:
+            return await self._wait_output(slot, start, deadline)
+        finally:
+            slot.direct = None
+            self._idle_scope = None
+
+    def _direct_answer(self, slot: ResponseSlot, start: int) -> bool:
+        """``slot.direct`` while an answer is awaited: write the complete answer."""
+        if slot.ready is None:
+            return False
+        return self._direct_out(slot, self._response_events(slot.ready, False), start, True)
+
+    def _direct_data(self, slot: ResponseSlot, start: int) -> bool:
+        """``slot.direct`` while an SSE response waits for events: write them (and the
+        end)."""
+        events: list[h11.Event] = []
+        if slot.data:
+            events.append(h11.Data(data=bytes(slot.data)))
+            slot.data.clear()
+        if slot.end:
+            events.append(h11.EndOfMessage())
+        if not events:
+            return False
+        return self._direct_out(slot, events, start, slot.end)
+
+    def _direct_out(
+        self, slot: ResponseSlot, events: list[h11.Event], start: int, final: bool
+    ) -> bool:
+        """Write output from the task that routed it (``ResponseSlot.push``), while this
+        connection's task is parked reading its socket in :meth:`_wait_output` (so
+        nothing else is using h11 or the socket): it leaves a scheduler pass sooner.
+        What the socket did not take is left in ``slot.rest``, and a failure in
+        ``slot.failure``, for the connection's task, which is then woken. Never raises:
+        it runs inside the core's output routing.
+
+        Returns:
+            Whether the connection's task may stay parked: all is out and either more
+            is to come (the keep-alive comment timer restarts), or the response is
+            complete and the connection can be kept alive with nothing of a next request
+            received yet. Then it stays parked as an idle keep-alive connection (its wait
+            gets the ``keepalive_timeout`` and shutdown may end it) and wakes when the
+            next request's first bytes arrive.
+        """
+        wire = self.wire
+        try:
+            rest = wire.write_nowait(wire.frame(events))
+        except WireError as exc:
+            slot.failure = exc
+            slot.direct = None
+            return False
+        slot.written = final
+        if rest:
+            slot.rest = rest
+            slot.direct = None
+            return False
+        waker, h = slot.waker, wire.h11
+        if not final:
+            interval = self.transport.sse_keepalive_interval
+            if waker is not None and interval is not None:
+                waker.deadline = trio.current_time() + interval
+            return True
+        slot.direct = None
+        if (
+            waker is None
+            or wire.received != start
+            or self.endpoint.closing
+            or h.our_state is not h11.DONE
+            or h.their_state is not h11.DONE
+        ):
+            return False
+        waker.deadline = trio.current_time() + self.transport.keepalive_timeout
+        self._idle_scope = waker
+        slot.parked = slot.changed = True
+        return True
+
+    async def _after_direct(self, slot: ResponseSlot, start: int) -> None:
+        """The connection's part after :meth:`_direct_out`: write what the socket did
+        not take; a parked connection woken with no new bytes (its keep-alive timeout,
+        or shutdown) is closed.
+
+        Raises:
+            WireError: the write failed.
+            _Idle: close the connection.
+        """
+        rest, slot.rest = slot.rest, b""
+        if rest:
+            await self.wire.write(rest, self._timeout)
+        elif slot.parked and self.wire.received == start:
+            raise _Idle
 
     async def _refuse(self, status: int, message: str) -> None:
         """Best effort: tell a misbehaving client why it is being disconnected."""

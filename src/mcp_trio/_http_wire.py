@@ -7,6 +7,7 @@ h11 parses and frames; this class only moves its bytes, the way h11's own
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Final, TypeAlias, cast, final
 
@@ -16,6 +17,8 @@ import trio
 __all__ = ["H11Stream", "WireError"]
 
 READ_CHUNK: Final = 65_536
+_DIRECT_WRITES: Final = os.name == "posix"
+"""Sockets are file descriptors that ``os.write`` takes (not so on Windows)."""
 
 H11Event: TypeAlias = (
     h11.Request
@@ -48,6 +51,8 @@ class H11Stream:
         self.h11 = h11.Connection(role, max_incomplete_event_size=max_header_size)
         self.received = 0
         """Bytes received in the current request/response cycle (head included)."""
+        self.writes_directly: bool = _DIRECT_WRITES and type(stream) is trio.SocketStream
+        """Whether :meth:`write_nowait` can write (plain TCP on POSIX)."""
 
     async def receive(self) -> bool:
         """Read once and hand the bytes to h11. Returns ``False`` at end of input.
@@ -103,7 +108,47 @@ class H11Stream:
         Raises:
             WireError: the write failed or timed out (h11 is told: ``send_failed``).
         """
-        data = b"".join(self.h11.send(e) or b"" for e in events)
+        rest = self.write_nowait(self.frame(events))
+        if rest:
+            await self.write(rest, timeout)
+
+    def frame(self, events: Iterable[h11.Event]) -> bytes:
+        """The bytes of ``events`` (h11 records them as sent: write them next)."""
+        return b"".join(self.h11.send(e) or b"" for e in events)
+
+    def write_nowait(self, data: bytes) -> bytes | memoryview:
+        """Write what the socket takes at once, without a scheduler round trip (trio's
+        ``send_all`` yields even when the kernel took everything, which costs each
+        request a task step on both sides). Only plain TCP on POSIX: a TLS stream has
+        its own framing, so it always goes through :meth:`write`.
+
+        Returns:
+            What is left to write with :meth:`write` (empty when all is out).
+
+        Raises:
+            WireError: the write failed (h11 is told: ``send_failed``).
+        """
+        stream = self.stream
+        if not self.writes_directly or not data:
+            return data
+        assert isinstance(stream, trio.SocketStream)
+        try:
+            # fileno() is -1 once the stream is closed: EBADF, reported like trio's error.
+            sent = os.write(stream.socket.fileno(), data)
+        except BlockingIOError:
+            return data
+        except OSError as exc:
+            self.h11.send_failed()
+            raise WireError(f"writing failed: {exc!r}") from exc
+        return memoryview(data)[sent:] if sent < len(data) else b""
+
+    async def write(self, data: bytes | memoryview, timeout: float | None) -> None:
+        """Write ``data`` (framed by :meth:`frame`) within ``timeout`` seconds (``None``:
+        the caller's scope bounds the write).
+
+        Raises:
+            WireError: the write failed or timed out (h11 is told: ``send_failed``).
+        """
         if timeout is None:
             # Unbounded here: the caller bounds it (no cancel scope to set up).
             await self._send_all(data)
@@ -114,7 +159,7 @@ class H11Stream:
             self.h11.send_failed()
             raise WireError(f"writing timed out after {timeout} s")
 
-    async def _send_all(self, data: bytes) -> None:
+    async def _send_all(self, data: bytes | memoryview) -> None:
         try:
             await self.stream.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
@@ -142,6 +187,11 @@ class H11Stream:
         if not isinstance(stream, trio.SocketStream):
             return False
         return bool(self.h11.trailing_data[0]) or stream.socket.is_readable()
+
+    def close_nowait(self) -> None:
+        """Close a plain TCP connection at once (what ``aclose`` does, minus its yield)."""
+        assert isinstance(self.stream, trio.SocketStream)
+        self.stream.socket.close()
 
     async def aclose(self) -> None:
         """Close the stream at once (no TLS close_notify wait)."""

@@ -47,6 +47,16 @@ def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
     assert HttpResponse(status=200, headers={"X-A": "1"}).header("x-a") == "1"
 
 
+def test_with_body_keeps_the_head_and_its_lookup_table() -> None:
+    head = HttpRequest(method="POST", target="/mcp", headers=[(b"X-A", b" 1 ")])
+    assert head.header("x-a") == "1"  # builds the table
+    full = head.with_body(b"{}")
+    assert full == HttpRequest(method="POST", target="/mcp", headers=[(b"x-a", b"1")], body=b"{}")
+    assert full.headers is head.headers and full._index is head._index
+    assert (head.body, full.header("X-A")) == (b"", "1")
+    assert HttpRequest(method="GET", target="/").with_body(b"x").header("a") is None
+
+
 # ------------------------------------------------------------------ value encoding (spec table)
 
 SPEC_ENCODINGS = [

@@ -512,3 +512,18 @@ async def test_cancelling_a_request_cancels_the_servers_request_to_the_client(
                 await client.request("tools/call", call("sample"))
             await app.cancelled_event.wait()  # the server's handler was cancelled...
             await client_cancelled.wait()  # ...and so was its request to the client
+
+
+async def test_a_legacy_client_has_its_get_stream_open_before_its_first_request(
+    nursery: trio.Nursery,
+) -> None:
+    # The server must see the GET before any request: what it says on its own right after
+    # the handshake is not missed, and a GET arriving during a call is not taken for that
+    # call's reconnection (the conformance suite's sse-retry scenario does).
+    server = await start_server(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("legacy")
+        ) as client:
+            assert server.statistics().open_responses == 1  # the GET stream, already
+            assert text_of(await client.request("tools/call", call("echo", text="x"))) == "x"
