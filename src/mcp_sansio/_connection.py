@@ -98,6 +98,17 @@ _LEGACY: Final = Era.LEGACY
 _MODERN: Final = Era.MODERN
 # Requests whose answer moves the handshake: never on the fast path.
 _HANDSHAKE_METHODS: Final = frozenset({"initialize", "server/discover"})
+# The names the hot paths read, as module constants of their own (an attribute of the
+# _modern module costs a second lookup, ~10 of them per modern round trip).
+_PROTOCOL_VERSION_KEY: Final = _modern.PROTOCOL_VERSION_KEY
+_CLIENT_CAPABILITIES_KEY: Final = _modern.CLIENT_CAPABILITIES_KEY
+_CLIENT_INFO_KEY: Final = _modern.CLIENT_INFO_KEY
+_LOG_LEVEL_KEY: Final = _modern.LOG_LEVEL_KEY
+_PROGRESS_TOKEN_KEY: Final = _modern.PROGRESS_TOKEN_KEY
+_SERVER_INFO_KEY: Final = _modern.SERVER_INFO_KEY
+_COMPLETE: Final = _modern.RESULT_TYPE_COMPLETE
+_CACHEABLE_METHODS: Final = _modern.CACHEABLE_METHODS
+_new: Final = object.__new__
 
 
 # The table entries below are plain slotted classes rather than attrs classes: they
@@ -116,40 +127,45 @@ class _Req:
 
 
 class _Outbound:
-    """One request of ours awaiting an answer."""
+    """One request of ours awaiting an answer.
 
-    __slots__ = (
-        "deadline",
-        "era",
-        "last_progress",
-        "method",
-        "params",
-        "progress_token",
-        "request_state",
-        "rounds",
-        "started",
-        "timeout",
-    )
+    Only what every request has is a slot: the send_request fast path fills the five
+    slots inline, with no ``__init__`` frame (see :func:`_outbound`). What only timed,
+    progress-watching or input-required requests use lives in the instance ``__dict__``,
+    created on first write, and reads as the class default until then.
+    """
 
-    def __init__(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        started: float,
-        progress_token: RequestId | None,
-        era: Era,
-        timeout: float | None = None,
-    ) -> None:
-        self.method = method
-        self.params = params
-        self.started = started
-        self.deadline: float | None = None
-        self.progress_token = progress_token
-        self.era = era
-        self.rounds = 0
-        self.last_progress: float | None = None
-        self.request_state: Any = None
-        self.timeout = timeout
+    __slots__ = ("__dict__", "era", "method", "params", "progress_token", "started")
+
+    method: str
+    params: dict[str, Any] | None
+    started: float
+    progress_token: RequestId | None
+    era: Era
+    deadline: float | None = None
+    last_progress: float | None = None
+    request_state: Any = None
+    rounds: int = 0
+    timeout: float | None = None
+
+
+def _outbound(
+    method: str,
+    params: dict[str, Any] | None,
+    started: float,
+    progress_token: RequestId | None,
+    era: Era,
+    timeout: float | None = None,
+) -> _Outbound:
+    entry: _Outbound = _new(_Outbound)
+    entry.method = method
+    entry.params = params
+    entry.started = started
+    entry.progress_token = progress_token
+    entry.era = era
+    if timeout is not None:
+        entry.timeout = timeout
+    return entry
 
 
 @attrs.define(slots=True)
@@ -259,6 +275,10 @@ class Connection:
         # Modern server: set once _modern.decorate_result accepted our configured
         # caching hints, which then never change.
         self._hints_ok = False
+        # Modern server: the _meta of a plain result, shared by every reply that carries
+        # it (replies are serialized, never handed out, so it is never mutated).
+        info = self.config.implementation
+        self._server_meta = None if info is None else {_SERVER_INFO_KEY: info}
 
     # ------------------------------------------------------------------ introspection
 
@@ -508,7 +528,7 @@ class Connection:
         progress_token: RequestId | None,
         timeout: float | None,
     ) -> _Outbound:
-        entry = _Outbound(method, params, now, progress_token, era, timeout)
+        entry = _outbound(method, params, now, progress_token, era, timeout)
         self._pending[rid] = entry
         if progress_token is not None:
             self._progress_in[progress_token] = rid
@@ -556,40 +576,91 @@ class Connection:
                 many requests in flight. No state changed.
             TypeError: ``params`` is not JSON-serializable. No state changed.
         """
-        era = self._era
-        if not (
+        if (
             # Fast path: a method that passed every check below before, in the era now
-            # settled (see _send_ok), and no timer to arm. What is left is per-call.
+            # settled (see _send_ok), no timer to arm, no progress token, and in the
+            # modern era the cached envelope. What is left is per-call.
             method in self._send_ok
-            and not self._closed
-            and len(self._pending) < self._max_pending
+            and not progress
             and timeout is None
             and self._untimed
+            and not self._closed
+            and len(self._pending) < self._max_pending
         ):
-            self._check_open()
-            if len(self._pending) >= self._max_pending:
-                raise LocalProtocolError(f"too many requests in flight ({self._max_pending})")
-            if method in ("initialize", "server/discover") and self.role == "client":
-                raise LocalProtocolError(f"use start() to send {method}")
-            if self.role == "server":
-                if era is not _LEGACY:
-                    raise LocalProtocolError(
-                        "a server sends requests only in a legacy session; in the modern era "
-                        "return an input-required result (send_input_required)"
+            rid = self._next_id + 1
+            era = self._era
+            assert era is not None  # settled: _send_ok is not empty
+            if era is _MODERN:
+                envelope = self._envelope
+                if (
+                    log_level is not None
+                    or envelope is None
+                    or envelope[0] != self._version
+                    or (params is not None and (type(params) is not dict or "_meta" in params))
+                ):
+                    return self._send_request(
+                        method, params, now, progress, timeout, log_level, related_request_id
                     )
-                self._check_legacy_send(method)
-            elif era is _MODERN:
-                self._check_modern_client_send(method)
-            elif era is _LEGACY or self._lifecycle is not LifecycleState.IDLE:
-                era = _LEGACY
-                self._check_legacy_send(method)
-            else:
-                raise LocalProtocolError(
-                    "the era is not settled yet: call start() and wait for HandshakeCompleted"
+                # What _modern_params builds for a plain request, in one step.
+                params = (
+                    {"_meta": envelope[1]} if params is None else {**params, "_meta": envelope[1]}
                 )
-            if timeout is None:
-                timeout = self.config.request_timeout
-        assert era is not None
+            payload = dumps(
+                {"jsonrpc": JSONRPC, "id": rid, "method": method}
+                if params is None
+                else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params}
+            )
+            # Serialized (which may raise): now change state. _outbound, written out.
+            self._next_id = rid
+            entry: _Outbound = _new(_Outbound)
+            entry.method = method
+            entry.params = params
+            entry.started = now
+            entry.progress_token = None
+            entry.era = era
+            self._pending[rid] = entry
+            self._out.append(payload)
+            self._out_ids.append(related_request_id)
+            return rid
+        return self._send_request(
+            method, params, now, progress, timeout, log_level, related_request_id
+        )
+
+    def _send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        now: float,
+        progress: bool,
+        timeout: float | None,
+        log_level: str | None,
+        related_request_id: RequestId | None,
+    ) -> RequestId:
+        """send_request, every check made."""
+        self._check_open()
+        if len(self._pending) >= self._max_pending:
+            raise LocalProtocolError(f"too many requests in flight ({self._max_pending})")
+        if method in ("initialize", "server/discover") and self.role == "client":
+            raise LocalProtocolError(f"use start() to send {method}")
+        era = self._era
+        if self.role == "server":
+            if era is not _LEGACY:
+                raise LocalProtocolError(
+                    "a server sends requests only in a legacy session; in the modern era "
+                    "return an input-required result (send_input_required)"
+                )
+            self._check_legacy_send(method)
+        elif era is _MODERN:
+            self._check_modern_client_send(method)
+        elif era is _LEGACY or self._lifecycle is not LifecycleState.IDLE:
+            era = _LEGACY
+            self._check_legacy_send(method)
+        else:
+            raise LocalProtocolError(
+                "the era is not settled yet: call start() and wait for HandshakeCompleted"
+            )
+        if timeout is None:
+            timeout = self.config.request_timeout
         # Build and serialize first (either may raise), change state after.
         rid = self._next_id + 1
         token: RequestId | None = rid if progress else None
@@ -606,10 +677,7 @@ class Connection:
         self._next_id = rid
         if era is _MODERN and method == "subscriptions/listen":
             self._listening.add(rid)
-        if token is None and timeout is None and self._untimed:
-            self._pending[rid] = _Outbound(method, params, now, None, era, None)
-        else:
-            self._register_out(rid, method, params, era, now, token, timeout)
+        self._register_out(rid, method, params, era, now, token, timeout)
         self._out.append(payload)
         self._out_ids.append(related_request_id)
         return rid
@@ -655,7 +723,8 @@ class Connection:
                 )
         elif method in _modern.MODERN_REMOVED_METHODS:
             raise LocalProtocolError(f"{method!r} does not exist in the modern era")
-        self._send_ok.add(method)  # the server's capabilities are settled by discovery
+        if method != "subscriptions/listen":  # which the fast path does not track
+            self._send_ok.add(method)  # the server's capabilities are settled by discovery
 
     def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification.
@@ -725,28 +794,24 @@ class Connection:
             self._take_inbound(request_id)  # drops a cancelled one, else raises
             return
         if inbound.era is _MODERN:
-            info = self.config.implementation
+            server_meta = self._server_meta
             if (
                 # Fast path: what decorate_result adds to a plain complete result of a
                 # method without caching hints, once it has accepted our configured
                 # hints (they never change).
                 self._hints_ok
+                and server_meta is not None
                 and type(result) is dict
                 and "resultType" not in result
                 and "_meta" not in result
-                and info is not None
-                and inbound.method not in _modern.CACHEABLE_METHODS
+                and inbound.method not in _CACHEABLE_METHODS
             ):
-                result = {
-                    **result,
-                    "resultType": _modern.RESULT_TYPE_COMPLETE,
-                    "_meta": {_modern.SERVER_INFO_KEY: info},
-                }
+                result = {**result, "resultType": _COMPLETE, "_meta": server_meta}
             else:
                 result = _modern.decorate_result(
                     inbound.method,
                     result,
-                    server_info=info,
+                    server_info=self.config.implementation,
                     ttl_ms=self.config.cache_ttl_ms,
                     cache_scope=self.config.cache_scope,
                 )
@@ -986,7 +1051,7 @@ class Connection:
         finished = self._finished_out
         finished[rid] = why
         if len(finished) > self.config.remembered_ids:
-            finished.popitem(last=False)
+            finished.popitem(False)  # positional: no keyword parsing
 
     def retry_with_input(
         self, request_id: RequestId, input_responses: dict[str, Any], *, now: float = 0.0
@@ -1114,11 +1179,7 @@ class Connection:
                 if (
                     entry is None
                     or entry.method in _HANDSHAKE_METHODS
-                    or (
-                        entry.era is _MODERN
-                        and result.get("resultType", _modern.RESULT_TYPE_COMPLETE)
-                        != _modern.RESULT_TYPE_COMPLETE
-                    )
+                    or (entry.era is _MODERN and result.get("resultType", _COMPLETE) != _COMPLETE)
                 ):
                     break
                 # _finish_out, written out.
@@ -1130,7 +1191,7 @@ class Connection:
                 finished = self._finished_out
                 finished[rid] = "duplicate"
                 if len(finished) > self._remembered_ids:
-                    finished.popitem(last=False)
+                    finished.popitem(False)  # positional: no keyword parsing
                 return [new_result_received(rid, entry.method, result)]
             if type(method) is not str or "id" not in obj:
                 break
@@ -1151,31 +1212,44 @@ class Connection:
             if meta is not None:
                 if type(meta) is not dict:
                     break
-                if self._modern_server and _modern.PROTOCOL_VERSION_KEY in meta:
-                    # A modern request: the envelope rungs of validate_envelope, for the
-                    # envelope without logLevel or progressToken, and no MRTR retry.
+                if _PROTOCOL_VERSION_KEY in meta and self._modern_server:
+                    # A modern request: the envelope rungs of validate_envelope, and no
+                    # MRTR retry (which needs the requestState codec).
                     assert params is not None
-                    version = meta[_modern.PROTOCOL_VERSION_KEY]
-                    caps = meta.get(_modern.CLIENT_CAPABILITIES_KEY)
-                    info = meta.get(_modern.CLIENT_INFO_KEY)
+                    version = meta[_PROTOCOL_VERSION_KEY]
+                    caps = meta.get(_CLIENT_CAPABILITIES_KEY)
+                    info = meta.get(_CLIENT_INFO_KEY)
                     if (
                         method not in self._modern_accept_ok
                         or version not in self._modern_versions
                         or type(caps) is not dict
                         or (
                             type(info) is not dict
-                            and (info is not None or _modern.CLIENT_INFO_KEY in meta)
+                            and (info is not None or _CLIENT_INFO_KEY in meta)
                         )
-                        or _modern.LOG_LEVEL_KEY in meta
-                        or _modern.PROGRESS_TOKEN_KEY in meta
                         or "requestState" in params
                         or "inputResponses" in params
                     ):
                         break
+                    level = token = None
+                    if len(meta) > (2 if info is None else 3):  # more than the above
+                        level = meta.get(_LOG_LEVEL_KEY)
+                        token = meta.get(_PROGRESS_TOKEN_KEY)
+                        if (
+                            (level is not None or _LOG_LEVEL_KEY in meta)
+                            and (type(level) is not str or level not in _LOG_RANK)
+                        ) or (
+                            (token is not None or _PROGRESS_TOKEN_KEY in meta)
+                            and type(token) is not int
+                            and type(token) is not str
+                        ):
+                            break
                     event = new_request_received(
-                        rid, method, params, _MODERN, version, None, caps, None, None
+                        rid, method, params, _MODERN, version, token, caps, None, None
                     )
                     inflight[rid] = event
+                    if level is not None:
+                        self._inbound_log_level[rid] = level
                     return [event]
                 token = meta.get("progressToken")
                 if type(token) is not int and type(token) is not str:
@@ -1226,7 +1300,7 @@ class Connection:
         cancelled = self._cancelled_in
         cancelled[rid] = None
         if len(cancelled) > self.config.remembered_ids:
-            cancelled.popitem(last=False)
+            cancelled.popitem(False)
 
     def _receive_batch(self, items: list[Any], now: float, events: list[Event]) -> None:
         revision = self._revision()

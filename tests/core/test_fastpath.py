@@ -223,7 +223,7 @@ def metas(draw: st.DrawFn, modern: bool) -> Any:
     if draw(st.booleans()):
         meta[CI] = draw(st.sampled_from([{"name": "c", "version": "1"}, None, 3]))
     if not draw(st.integers(0, 4)):
-        meta[LL] = draw(st.sampled_from(["info", "loud"]))
+        meta[LL] = draw(st.sampled_from(["info", "loud", None, 3]))
     if not draw(st.integers(0, 2)):
         meta["progressToken"] = draw(st.sampled_from([1, "t", True, 1.5, None]))
     if not draw(st.integers(0, 4)):
@@ -502,6 +502,14 @@ TRICKY: list[Any] = [
     {"method": "tools/call", "params": {"_meta": {PV: [V], CC: {}}}},
     {"method": "tools/call", "params": {"_meta": {PV: V, CC: {}, "progressToken": 1}}},
     {"method": "tools/call", "params": {"_meta": {PV: V, CC: {}, LL: "debug"}}},
+    {"method": "tools/call", "params": {"_meta": {PV: V, CC: {}, LL: None}}},
+    {"method": "tools/call", "params": {"_meta": {PV: V, CC: {}, "progressToken": None}}},
+    {"method": "tools/call", "params": {"_meta": {PV: V, CC: {}, "progressToken": True}}},
+    {
+        "method": "tools/call",
+        "params": {"_meta": {PV: V, CC: {}, CI: {"name": "c"}, LL: "error", "progressToken": "t"}},
+    },
+    {"method": "tools/call", "params": {"_meta": {PV: V, CC: {}, CI: {}, "traceparent": "t"}}},
     {"method": "tools/list", "params": {"_meta": {PV: V, CC: {}}, "requestState": "x"}},
     {"method": "tools/call", "id": {"x": 1}},
     {"method": "tools/call", "params": "x"},
@@ -516,3 +524,54 @@ def test_tricky_requests_alike(
     (_, fast), (_, general) = make(), make()
     full = {"jsonrpc": "2.0", "id": 77, **message}
     deliver(fast, general, as_bytes(full))
+
+
+# ---------------------------------------------------------------- the fast paths are taken
+
+
+def _general_path_forbidden(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("took the general path")
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {PV: V, CC: {}},
+        {PV: V, CC: {}, CI: {"name": "c", "version": "1"}},
+        {PV: V, CC: {}, LL: "warning", "progressToken": 7},
+        {PV: V, CC: {}, CI: {}, "progressToken": "t", "traceparent": "t"},
+    ],
+)
+def test_modern_requests_with_envelope_extras_take_the_fast_path(meta: dict[str, Any]) -> None:
+    _, server = modern_pair()
+    server._receive_one = _general_path_forbidden  # type: ignore[method-assign]
+    message = {"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": {"_meta": meta}}
+    (event,) = server.receive_message(dumps(message))
+    assert isinstance(event, RequestReceived)
+    assert event.era is Era.MODERN and event.client_capabilities == {}
+    assert event.progress_token == meta.get("progressToken")
+    assert server.has_progress_token(50) is ("progressToken" in meta)
+    assert server._inbound_log_level == ({50: meta[LL]} if LL in meta else {})
+    server.send_result(50, {"content": []})
+    assert server._inbound_log_level == {}
+
+
+@pytest.mark.parametrize("make", [legacy_pair, modern_pair], ids=["legacy", "modern"])
+def test_plain_requests_take_the_send_fast_path(
+    make: Callable[[], tuple[Connection, Connection]],
+) -> None:
+    client, server = make()
+    client._send_request = _general_path_forbidden  # type: ignore[method-assign]
+    first = client.send_request("tools/call", {"name": "x"})
+    second = client.send_request("tools/list")
+    assert client.pending_requests() == (first, second)
+    entry = client._pending[first]
+    assert (entry.method, entry.era, entry.progress_token) == ("tools/call", client.era, None)
+    assert (entry.deadline, entry.rounds, entry.timeout, entry.request_state) == (
+        None,
+        0,
+        None,
+        None,
+    )
+    _answer_all(client, server)
+    assert not client.pending_requests()
