@@ -61,6 +61,7 @@ from mcp_sansio import types as t
 
 from ._client_common import (
     EraChoice,
+    HandshakeFacts,
     RootLike,
     ToolOutput,
     build_capabilities,
@@ -248,7 +249,7 @@ def _core_config(
 
 
 @final
-class BlockingClient:
+class BlockingClient(HandshakeFacts):
     """A synchronous MCP client over stdio or TCP, driving ``mcp_sansio`` directly.
 
     Open one with :meth:`stdio` or :meth:`tcp` (both connect and run the handshake);
@@ -483,32 +484,6 @@ class BlockingClient:
     def connection(self) -> Connection:
         """The core connection (read-only use)."""
         return self._conn
-
-    @property
-    def era(self) -> Era:
-        """The era of the conversation."""
-        return self._completed.era
-
-    @property
-    def protocol_version(self) -> str:
-        """The negotiated (legacy) or chosen (modern) protocol version."""
-        return self._completed.protocol_version
-
-    @property
-    def server_info(self) -> t.Implementation | None:
-        """The server's name and version, if it said."""
-        info = self._completed.peer_info
-        return None if info is None else structure(info, t.Implementation)
-
-    @property
-    def server_capabilities(self) -> t.ServerCapabilities:
-        """What the server offers."""
-        return structure(self._completed.peer_capabilities, t.ServerCapabilities)
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's instructions, if any."""
-        return self._completed.instructions
 
     # ------------------------------------------------------------------ requests
 

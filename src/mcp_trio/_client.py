@@ -38,6 +38,7 @@ from ._client_callbacks import (
 )
 from ._client_common import (
     EraChoice,
+    HandshakeFacts,
     RootLike,
     ToolOutput,
     check_log_level,
@@ -60,7 +61,7 @@ __all__ = ["Client", "ToolOutput", "open_client"]
 
 
 @final
-class Client:
+class Client(HandshakeFacts):
     """A connected MCP client. Get one from :func:`open_client`.
 
     Error handling (every request method):
@@ -103,37 +104,10 @@ class Client:
         return self._session
 
     @property
-    def _handshake(self) -> HandshakeCompleted:
+    def _completed(self) -> HandshakeCompleted:
         handshake = self._session.handshake
         assert handshake is not None, "open_client() runs the handshake"
         return handshake
-
-    @property
-    def era(self) -> Era:
-        """``Era.LEGACY`` (an ``initialize`` session) or ``Era.MODERN`` (stateless)."""
-        return self._handshake.era
-
-    @property
-    def protocol_version(self) -> str:
-        """The negotiated (legacy) or chosen (modern) protocol version."""
-        return self._handshake.protocol_version
-
-    @property
-    def server_info(self) -> t.Implementation | None:
-        """The server's name and version, if it said (typed on each access)."""
-        info = self._handshake.peer_info
-        return None if info is None else structure(info, t.Implementation)
-
-    @property
-    def server_capabilities(self) -> t.ServerCapabilities:
-        """What the server offers (typed on each access; the raw dict is
-        ``session.connection.peer_capabilities``)."""
-        return structure(self._handshake.peer_capabilities, t.ServerCapabilities)
-
-    @property
-    def instructions(self) -> str | None:
-        """The server's instructions for the model, if any."""
-        return self._handshake.instructions
 
     @property
     def log_level(self) -> str | None:

@@ -16,6 +16,8 @@ import attrs
 from mcp_sansio import (
     LEGACY_VERSIONS,
     MODERN_VERSIONS,
+    Era,
+    HandshakeCompleted,
     LocalProtocolError,
     RemoteProtocolError,
     structure,
@@ -30,6 +32,7 @@ __all__ = [
     "LOG_LEVEL_KEY",
     "MAX_LIST_PAGES",
     "EraChoice",
+    "HandshakeFacts",
     "Pager",
     "ToolOutput",
     "build_capabilities",
@@ -352,3 +355,42 @@ def pager(method: str) -> Pager:
     """A :class:`Pager` for one of :data:`LIST_METHODS`."""
     key, cls = LIST_METHODS[method]
     return Pager(method, key, cls)
+
+
+class HandshakeFacts:
+    """What a client knows once its handshake completed: the properties
+    :class:`~mcp_trio.Client` and :class:`~mcp_trio.BlockingClient` share."""
+
+    __slots__ = ()
+
+    @property
+    def _completed(self) -> HandshakeCompleted:
+        """The completed handshake (each client knows where it keeps it)."""
+        raise NotImplementedError
+
+    @property
+    def era(self) -> Era:
+        """``Era.LEGACY`` (an ``initialize`` session) or ``Era.MODERN`` (stateless)."""
+        return self._completed.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated (legacy) or chosen (modern) protocol version."""
+        return self._completed.protocol_version
+
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """The server's name and version, if it said (typed on each access)."""
+        info = self._completed.peer_info
+        return None if info is None else structure(info, t.Implementation)
+
+    @property
+    def server_capabilities(self) -> t.ServerCapabilities:
+        """What the server offers (typed on each access; the raw dict is the core
+        connection's ``peer_capabilities``)."""
+        return structure(self._completed.peer_capabilities, t.ServerCapabilities)
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if any."""
+        return self._completed.instructions
