@@ -29,6 +29,7 @@ answer and wakes the caller waiting for that id.
 
 from __future__ import annotations
 
+import functools
 import gc
 import subprocess
 import sys
@@ -42,7 +43,7 @@ import attrs
 import orjson
 import trio
 
-from ._harness import Bench
+from ._harness import Bench, TimedCase
 from .workloads import CALL_TOOL_PARAMS, CALL_TOOL_RESULT
 
 __all__ = [
@@ -53,6 +54,8 @@ __all__ = [
     "FloorClient",
     "RssSampler",
     "TrioThread",
+    "bench_setup",
+    "calls_case",
     "driver",
     "floor_answer",
     "is_canned_result",
@@ -303,6 +306,35 @@ def trio_bench(fixture: Fixture) -> Bench:
         loop.call_sync(drive.check)
 
     return Bench(run, check, close=loop.close, in_thread=loop.call_sync)
+
+
+def bench_setup(fixture: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Bench]:
+    """A case's ``setup``: ``fixture(*args, **kwargs)`` in a Trio thread (:func:`trio_bench`)."""
+
+    def setup() -> Bench:
+        return trio_bench(functools.partial(fixture, *args, **kwargs))
+
+    return setup
+
+
+def calls_case(
+    name: str,
+    title: str,
+    fixture: Callable[..., Any],
+    *args: Any,
+    in_flight: int,
+    reference: str | None = None,
+) -> TimedCase:
+    """A throughput case (calls/s) of ``fixture(*args, in_flight)``, ``in_flight`` calls
+    at a time (each counted as one operation)."""
+    return TimedCase(
+        name=name,
+        title=title,
+        setup=bench_setup(fixture, *args, in_flight),
+        ops_per_call=in_flight,
+        unit="calls/s",
+        reference=reference,
+    )
 
 
 # -- memory --------------------------------------------------------------------------------

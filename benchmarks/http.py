@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable
 from typing import Any, Final, final
 
 import h11
 import orjson
 import trio
 
-from ._harness import Bench, Case, Settings, Skip, TimedCase
+from ._harness import Case, Settings, Skip
 from ._servers import CLIENT_CONFIG
-from ._trio import Driver, driver, open_net_server, trio_bench, until_closed
+from ._trio import Driver, calls_case, driver, open_net_server, until_closed
 from .workloads import CALL_TOOL_PARAMS
 
 __all__ = ["DESCRIPTION", "cases", "unavailable"]
@@ -182,13 +181,6 @@ async def _ours(sse: bool, in_flight: int, *, task_status: trio.TaskStatus[Drive
 # -- the group -----------------------------------------------------------------------------
 
 
-def _bench(fixture: Callable[..., Any], *args: Any) -> Callable[[], Bench]:
-    def setup() -> Bench:
-        return trio_bench(functools.partial(fixture, *args))
-
-    return setup
-
-
 def cases(settings: Settings) -> list[Case | Skip]:
     """The cases of this group, floors first."""
     del settings  # --quick only shrinks the rounds
@@ -198,32 +190,34 @@ def cases(settings: Settings) -> list[Case | Skip]:
         ours = "http.calls" if kind == "json" else "http.calls.sse"
         media = "text/event-stream" if sse else "application/json"
         found += [
-            TimedCase(
-                name=f"{floor}.1",
-                title=f"floor: trio + h11 POST echo child, {media}, 1 in flight",
-                setup=_bench(_floor, sse, 1),
-                unit="calls/s",
+            calls_case(
+                f"{floor}.1",
+                f"floor: trio + h11 POST echo child, {media}, 1 in flight",
+                _floor,
+                sse,
+                in_flight=1,
             ),
-            TimedCase(
-                name=f"{floor}.100",
-                title=f"floor: the same, {media}, 100 in flight (100 connections)",
-                setup=_bench(_floor, sse, IN_FLIGHT),
-                ops_per_call=IN_FLIGHT,
-                unit="calls/s",
+            calls_case(
+                f"{floor}.100",
+                f"floor: the same, {media}, 100 in flight (100 connections)",
+                _floor,
+                sse,
+                in_flight=IN_FLIGHT,
             ),
-            TimedCase(
-                name=f"{ours}.1",
-                title=f"open_http_client + serve_http (Handlers), legacy, {media}, 1 in flight",
-                setup=_bench(_ours, sse, 1),
-                unit="calls/s",
+            calls_case(
+                f"{ours}.1",
+                f"open_http_client + serve_http (Handlers), legacy, {media}, 1 in flight",
+                _ours,
+                sse,
+                in_flight=1,
                 reference=f"{floor}.1",
             ),
-            TimedCase(
-                name=f"{ours}.100",
-                title=f"the same, {media}, 100 in flight (100 connections)",
-                setup=_bench(_ours, sse, IN_FLIGHT),
-                ops_per_call=IN_FLIGHT,
-                unit="calls/s",
+            calls_case(
+                f"{ours}.100",
+                f"the same, {media}, 100 in flight (100 connections)",
+                _ours,
+                sse,
+                in_flight=IN_FLIGHT,
                 reference=f"{floor}.100",
             ),
         ]

@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
 from typing import Any, Final
 
 import trio
@@ -43,7 +42,7 @@ import trio
 import mcp_trio
 from mcp_sansio import ConnectionConfig
 
-from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
+from ._harness import Case, SampledCase, Settings, Skip, TimedCase
 from ._servers import (
     CLIENT_CONFIG,
     MODERN_CLIENT_CONFIG,
@@ -57,9 +56,9 @@ from ._trio import (
     Driver,
     FloorClient,
     RssSampler,
+    bench_setup,
     driver,
     floor_answer,
-    trio_bench,
     until_closed,
 )
 from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_PARAMS
@@ -152,56 +151,49 @@ async def _client(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> No
 # -- the group -----------------------------------------------------------------------------
 
 
-def _bench(fixture: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[[], Bench]:
-    def setup() -> Bench:
-        return trio_bench(functools.partial(fixture, *args, **kwargs))
-
-    return setup
-
-
 def cases(settings: Settings) -> list[Case | Skip]:
     """The cases of this group, floors first."""
     found: list[Case | Skip] = [
         TimedCase(
             name="inmemory.floor",
             title="floor: Trio memory channels + orjson echo, 1 in flight (µs/call)",
-            setup=_bench(_floor, 1),
+            setup=bench_setup(_floor, 1),
         ),
         TimedCase(
             name="inmemory.floor.100",
             title="floor: the same, 100 in flight (µs/call)",
-            setup=_bench(_floor, IN_FLIGHT),
+            setup=bench_setup(_floor, IN_FLIGHT),
             ops_per_call=IN_FLIGHT,
         ),
         TimedCase(
             name="inmemory.floor.task",
             title="floor + a server task per request, 1 in flight (informational)",
-            setup=_bench(_floor, 1, task_per_request=True),
+            setup=bench_setup(_floor, 1, task_per_request=True),
             reference="inmemory.floor",
         ),
         TimedCase(
             name="inmemory.roundtrip",
             title="Handlers + Session.request, legacy, 1 in flight (µs/call)",
-            setup=_bench(_ours, 1, CLIENT_CONFIG),
+            setup=bench_setup(_ours, 1, CLIENT_CONFIG),
             reference="inmemory.floor",
         ),
         TimedCase(
             name="inmemory.roundtrip.100",
             title="Handlers + Session.request, legacy, 100 in flight (µs/call)",
-            setup=_bench(_ours, IN_FLIGHT, CLIENT_CONFIG),
+            setup=bench_setup(_ours, IN_FLIGHT, CLIENT_CONFIG),
             ops_per_call=IN_FLIGHT,
             reference="inmemory.floor.100",
         ),
         TimedCase(
             name="inmemory.roundtrip.modern",
             title="Handlers + Session.request, modern era, 1 in flight (informational)",
-            setup=_bench(_ours, 1, MODERN_CLIENT_CONFIG),
+            setup=bench_setup(_ours, 1, MODERN_CLIENT_CONFIG),
             reference="inmemory.floor",
         ),
         TimedCase(
             name="inmemory.client",
             title="high-level Server + open_client().call_tool, 1 in flight (vs low-level)",
-            setup=_bench(_client, 1),
+            setup=bench_setup(_client, 1),
             reference="inmemory.roundtrip",
         ),
     ]

@@ -33,7 +33,6 @@ prints ``skipped: sdk: the official mcp SDK is not installed (...)``.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
 import subprocess
@@ -49,7 +48,7 @@ import mcp_trio
 
 from ._harness import Bench, Case, Settings, Skip, TimedCase
 from ._servers import SERVER_CONFIG, TOOL_TEXT, high_level_server, low_level_handlers
-from ._trio import ROOT, Driver, driver, module_command, trio_bench, until_closed
+from ._trio import ROOT, Driver, bench_setup, driver, module_command, until_closed
 from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME
 
 __all__ = ["DESCRIPTION", "SDK_VERSION", "cases", "unavailable"]
@@ -171,13 +170,6 @@ async def _ours(target: str, in_flight: int, *, task_status: trio.TaskStatus[Dri
         await until_closed()
 
 
-def _bench(target: str, in_flight: int) -> Callable[[], Bench]:
-    def setup() -> Bench:
-        return trio_bench(functools.partial(_ours, target, in_flight))
-
-    return setup
-
-
 # -- the group -----------------------------------------------------------------------------
 
 _PAIRS: Final = (
@@ -214,7 +206,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
             TimedCase(
                 name=f"sdk.ours.{suffix}",
                 title=f"mcp_trio: {ours} + open_client().call_tool, {flight} (ours / theirs)",
-                setup=_bench(target, in_flight),
+                setup=bench_setup(_ours, target, in_flight),
                 ops_per_call=in_flight,
                 reference=f"sdk.mcp.{suffix}",
             ),

@@ -26,14 +26,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
 from typing import Any, Final
 
 import trio
 
 import mcp_trio
 
-from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
+from ._harness import Case, SampledCase, Settings, Skip
 from ._servers import CLIENT_CONFIG, TOOL_TEXT
 from ._trio import (
     ROOT,
@@ -41,10 +40,10 @@ from ._trio import (
     Driver,
     FloorClient,
     RssSampler,
+    calls_case,
     driver,
     module_command,
     open_pipe_process,
-    trio_bench,
     until_closed,
 )
 from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_PARAMS
@@ -123,49 +122,37 @@ async def _client(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> No
 # -- the group -----------------------------------------------------------------------------
 
 
-def _bench(fixture: Callable[..., Any], *args: Any) -> Callable[[], Bench]:
-    def setup() -> Bench:
-        return trio_bench(functools.partial(fixture, *args))
-
-    return setup
-
-
 def cases(settings: Settings) -> list[Case | Skip]:
     """The cases of this group, floors first."""
     found: list[Case | Skip] = [
-        TimedCase(
-            name="stdio.floor.1",
-            title="floor: Trio NDJSON echo child + orjson, 1 in flight",
-            setup=_bench(_floor, 1),
-            unit="calls/s",
+        calls_case(
+            "stdio.floor.1",
+            "floor: Trio NDJSON echo child + orjson, 1 in flight",
+            _floor,
+            in_flight=1,
         ),
-        TimedCase(
-            name="stdio.floor.100",
-            title="floor: the same, 100 in flight",
-            setup=_bench(_floor, IN_FLIGHT),
-            ops_per_call=IN_FLIGHT,
-            unit="calls/s",
+        calls_case(
+            "stdio.floor.100", "floor: the same, 100 in flight", _floor, in_flight=IN_FLIGHT
         ),
-        TimedCase(
-            name="stdio.calls.1",
-            title="open_stdio_client + serve_stdio (Handlers), legacy, 1 in flight",
-            setup=_bench(_ours, 1),
-            unit="calls/s",
+        calls_case(
+            "stdio.calls.1",
+            "open_stdio_client + serve_stdio (Handlers), legacy, 1 in flight",
+            _ours,
+            in_flight=1,
             reference="stdio.floor.1",
         ),
-        TimedCase(
-            name="stdio.calls.100",
-            title="open_stdio_client + serve_stdio (Handlers), legacy, 100 in flight",
-            setup=_bench(_ours, IN_FLIGHT),
-            ops_per_call=IN_FLIGHT,
-            unit="calls/s",
+        calls_case(
+            "stdio.calls.100",
+            "open_stdio_client + serve_stdio (Handlers), legacy, 100 in flight",
+            _ours,
+            in_flight=IN_FLIGHT,
             reference="stdio.floor.100",
         ),
-        TimedCase(
-            name="stdio.client",
-            title="high-level Server + open_client().call_tool, 1 in flight (vs low-level)",
-            setup=_bench(_client, 1),
-            unit="calls/s",
+        calls_case(
+            "stdio.client",
+            "high-level Server + open_client().call_tool, 1 in flight (vs low-level)",
+            _client,
+            in_flight=1,
             reference="stdio.calls.1",
         ),
     ]

@@ -16,17 +16,23 @@ Throughput in calls/s, with 1 and with 100 requests in flight on one connection.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import trio
 import trio_websocket
 
 import mcp_trio
 
-from ._harness import Bench, Case, Settings, Skip, TimedCase
+from ._harness import Case, Settings, Skip
 from ._servers import CLIENT_CONFIG
-from ._trio import Driver, FloorClient, driver, open_net_server, trio_bench, until_closed
+from ._trio import (
+    Driver,
+    FloorClient,
+    calls_case,
+    driver,
+    open_net_server,
+    until_closed,
+)
 from .workloads import CALL_TOOL_PARAMS
 
 __all__ = ["DESCRIPTION", "cases", "unavailable"]
@@ -79,43 +85,29 @@ async def _ours(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None
         await until_closed()
 
 
-def _bench(fixture: Callable[..., Any], *args: Any) -> Callable[[], Bench]:
-    def setup() -> Bench:
-        return trio_bench(functools.partial(fixture, *args))
-
-    return setup
-
-
 def cases(settings: Settings) -> list[Case | Skip]:
     """The cases of this group, floors first."""
     del settings  # --quick only shrinks the rounds
     return [
-        TimedCase(
-            name="ws.floor.1",
-            title="floor: trio-websocket echo child + orjson, 1 in flight",
-            setup=_bench(_floor, 1),
-            unit="calls/s",
+        calls_case(
+            "ws.floor.1",
+            "floor: trio-websocket echo child + orjson, 1 in flight",
+            _floor,
+            in_flight=1,
         ),
-        TimedCase(
-            name="ws.floor.100",
-            title="floor: the same, 100 in flight",
-            setup=_bench(_floor, IN_FLIGHT),
-            ops_per_call=IN_FLIGHT,
-            unit="calls/s",
-        ),
-        TimedCase(
-            name="ws.calls.1",
-            title="open_websocket_client + serve_websocket (Handlers), legacy, 1 in flight",
-            setup=_bench(_ours, 1),
-            unit="calls/s",
+        calls_case("ws.floor.100", "floor: the same, 100 in flight", _floor, in_flight=IN_FLIGHT),
+        calls_case(
+            "ws.calls.1",
+            "open_websocket_client + serve_websocket (Handlers), legacy, 1 in flight",
+            _ours,
+            in_flight=1,
             reference="ws.floor.1",
         ),
-        TimedCase(
-            name="ws.calls.100",
-            title="open_websocket_client + serve_websocket (Handlers), legacy, 100 in flight",
-            setup=_bench(_ours, IN_FLIGHT),
-            ops_per_call=IN_FLIGHT,
-            unit="calls/s",
+        calls_case(
+            "ws.calls.100",
+            "open_websocket_client + serve_websocket (Handlers), legacy, 100 in flight",
+            _ours,
+            in_flight=IN_FLIGHT,
             reference="ws.floor.100",
         ),
     ]
