@@ -13,9 +13,18 @@ import sys
 __all__ = ["loaded_models"]
 
 
+_found: dict[tuple[str, ...], tuple[type, ...]] = {}
+
+
 def loaded_models(*names: str) -> tuple[type, ...]:
-    """The classes ``names`` of ``mcp_sansio.types``, or ``()`` while it is not imported."""
+    """The classes ``names`` of ``mcp_sansio.types``, or ``()`` while it is not imported.
+
+    Called on every tool result: once the module is there, the tuple is kept."""
+    found = _found.get(names)
+    if found is not None:
+        return found
     module = sys.modules.get("mcp_sansio.types")
     if module is None:
         return ()
-    return tuple(getattr(module, name) for name in names)
+    found = _found[names] = tuple(getattr(module, name) for name in names)
+    return found
