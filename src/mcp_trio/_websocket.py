@@ -130,12 +130,7 @@ class WebSocketChannel(MessageChannel):
             # cancelled too, so the wait would last the whole close_timeout: stop waiting
             # once the reader is gone (aclose still closes the stream as it unwinds).
             async with trio.open_nursery() as nursery:
-
-                async def stop_when_reader_ends() -> None:
-                    await reader_done.wait()
-                    nursery.cancel_scope.cancel()
-
-                nursery.start_soon(stop_when_reader_ends)
+                nursery.start_soon(_cancel_when_set, reader_done, nursery.cancel_scope)
                 await self.ws.aclose(code, reason)
                 nursery.cancel_scope.cancel()
 
