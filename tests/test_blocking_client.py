@@ -18,7 +18,14 @@ import pytest
 
 import mcp_trio._blocking
 import mcp_trio._client_common
-from mcp_sansio import Era, ErrorCode, LocalProtocolError, NotificationReceived, ProgressReceived
+from mcp_sansio import (
+    ConnectionConfig,
+    Era,
+    ErrorCode,
+    LocalProtocolError,
+    NotificationReceived,
+    ProgressReceived,
+)
 from mcp_sansio import types as t
 from mcp_trio import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
 from mcp_trio._blocking import BlockingClient
@@ -256,3 +263,80 @@ def test_no_event_loop_is_imported(module: Any) -> None:
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common", "._errors"}
     assert imported <= allowed, imported - allowed
     assert not imported & {"trio", "asyncio", "threading", "anyio"}
+
+
+# ---------------------------------------------------------------------- shared helpers
+
+
+def _client_config(**changes: Any) -> Any:
+    arguments: dict[str, Any] = {
+        "era": "auto",
+        "protocol_version": None,
+        "log_level": None,
+        "client_info": None,
+        "sampling": False,
+        "elicitation": False,
+        "roots": False,
+        "capabilities": None,
+        "timeout": None,
+    }
+    arguments.update(changes)
+    base = arguments.pop("base", None)
+    return mcp_trio._client_common.client_config(base, **arguments)
+
+
+def test_client_config_sets_what_the_arguments_say_over_the_base() -> None:
+    base = ConnectionConfig(max_message_size=1234, request_timeout=5.0)
+    config = _client_config(
+        base=base,
+        protocol_version="2025-06-18",
+        client_info={"name": "me", "version": "1"},
+        sampling=True,
+        roots=True,
+        capabilities={"experimental": {"x": {}}},
+    )
+    assert config.era == "legacy"
+    assert config.supported_versions == ("2025-06-18",)
+    assert config.implementation == {"name": "me", "version": "1"}
+    assert config.capabilities == {
+        "sampling": {},
+        "roots": {"listChanged": True},
+        "experimental": {"x": {}},
+    }
+    assert config.max_message_size == 1234
+    assert config.request_timeout == 5.0  # kept: no timeout given
+    assert _client_config(base=base, timeout=7.0).request_timeout == 7.0
+    default = _client_config(elicitation=True)
+    assert default.supported_versions == ConnectionConfig().supported_versions
+    assert default.capabilities == {"elicitation": {"form": {}}}
+    assert default.implementation["name"] == "mcp-trio"
+
+
+def test_client_config_checks_the_era_then_the_log_level() -> None:
+    with pytest.raises(ValueError, match="era must be"):
+        _client_config(era="both", log_level="loud")
+    with pytest.raises(LocalProtocolError, match="unknown log level"):
+        _client_config(log_level="loud", client_info=42)
+    with pytest.raises(TypeError, match="client_info"):
+        _client_config(client_info=42)
+
+
+def test_named_and_request_params() -> None:
+    common = mcp_trio._client_common
+    assert common.named_params("add", None) == {"name": "add"}
+    arguments = {"a": 1}
+    params = common.named_params("add", arguments)
+    assert params == {"name": "add", "arguments": {"a": 1}}
+    assert params["arguments"] is not arguments
+    assert common.request_params(None, Era.LEGACY, "debug") is None
+    assert common.request_params(None, Era.MODERN, None) is None
+    original = {"x": 1}
+    copied = common.request_params(original, Era.LEGACY, "debug")
+    assert copied == {"x": 1}
+    assert copied is not original
+    key = common.LOG_LEVEL_KEY
+    assert common.request_params(None, Era.MODERN, "info") == {"_meta": {key: "info"}}
+    assert common.request_params({"x": 1, "_meta": {"k": 2}}, Era.MODERN, "info") == {
+        "x": 1,
+        "_meta": {"k": 2, key: "info"},
+    }

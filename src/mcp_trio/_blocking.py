@@ -64,18 +64,17 @@ from ._client_common import (
     HandshakeFacts,
     RootLike,
     ToolOutput,
-    build_capabilities,
     check_log_level,
+    client_config,
     complete_params,
-    connection_versions,
     elicitation_params,
-    implementation,
     log_params,
+    named_params,
     pager,
+    request_params,
     roots_result,
     sampling_params,
     to_wire,
-    with_log_level,
 )
 from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
 
@@ -207,45 +206,37 @@ class _SocketTransport:
 
 @attrs.define(kw_only=True)
 class _Options:
+    """The arguments of :meth:`BlockingClient.stdio` / ``tcp``, except the transport's own."""
+
+    era: EraChoice = "auto"
+    protocol_version: str | None = None
     on_sampling: SamplingFunction | None = None
     on_elicitation: ElicitationFunction | None = None
     roots: Iterable[RootLike] | RootsFunction | None = None
     on_log: LogFunction | None = None
     on_notification: NotificationFunction | None = None
     log_level: str | None = None
+    client_info: t.Implementation | Mapping[str, Any] | None = None
+    capabilities: Mapping[str, Any] | None = None
+    timeout: float | None = None
     handshake_timeout: float | None = 30.0
     write_timeout: float | None = 30.0
+    connection_config: ConnectionConfig | None = None
 
-
-def _core_config(
-    *,
-    era: EraChoice,
-    protocol_version: str | None,
-    options: _Options,
-    client_info: t.Implementation | Mapping[str, Any] | None,
-    capabilities: Mapping[str, Any] | None,
-    timeout: float | None,
-    connection_config: ConnectionConfig | None,
-) -> ConnectionConfig:
-    chosen, versions = connection_versions(era, protocol_version)
-    if options.log_level is not None:
-        check_log_level(options.log_level)
-    changes: dict[str, Any] = {
-        "era": chosen,
-        "implementation": implementation(client_info),
-        "capabilities": build_capabilities(
-            sampling=options.on_sampling is not None,
-            elicitation=options.on_elicitation is not None,
-            roots=options.roots is not None,
-            extra=capabilities,
-        ),
-    }
-    if versions is not None:
-        changes["supported_versions"] = versions
-    if timeout is not None:
-        changes["request_timeout"] = timeout
-    base = connection_config if connection_config is not None else ConnectionConfig()
-    return attrs.evolve(base, **changes)
+    def core_config(self) -> ConnectionConfig:
+        """Check the arguments; the core's configuration."""
+        return client_config(
+            self.connection_config,
+            era=self.era,
+            protocol_version=self.protocol_version,
+            log_level=self.log_level,
+            client_info=self.client_info,
+            sampling=self.on_sampling is not None,
+            elicitation=self.on_elicitation is not None,
+            roots=self.roots is not None,
+            capabilities=self.capabilities,
+            timeout=self.timeout,
+        )
 
 
 @final
@@ -338,24 +329,22 @@ class BlockingClient(HandshakeFacts):
             HandshakeFailed, TimeoutError, ServerExited: the handshake failed.
         """
         options = _Options(
+            era=era,
+            protocol_version=protocol_version,
             on_sampling=on_sampling,
             on_elicitation=on_elicitation,
             roots=roots,
             on_log=on_log,
             on_notification=on_notification,
             log_level=log_level,
-            handshake_timeout=handshake_timeout,
-            write_timeout=write_timeout,
-        )
-        config = _core_config(
-            era=era,
-            protocol_version=protocol_version,
-            options=options,
             client_info=client_info,
             capabilities=capabilities,
             timeout=timeout,
+            handshake_timeout=handshake_timeout,
+            write_timeout=write_timeout,
             connection_config=connection_config,
         )
+        config = options.core_config()
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         process = subprocess.Popen(
             argv,
@@ -398,24 +387,22 @@ class BlockingClient(HandshakeFacts):
             HandshakeFailed, TimeoutError, SessionClosed: the handshake failed.
         """
         options = _Options(
+            era=era,
+            protocol_version=protocol_version,
             on_sampling=on_sampling,
             on_elicitation=on_elicitation,
             roots=roots,
             on_log=on_log,
             on_notification=on_notification,
             log_level=log_level,
-            handshake_timeout=handshake_timeout,
-            write_timeout=write_timeout,
-        )
-        config = _core_config(
-            era=era,
-            protocol_version=protocol_version,
-            options=options,
             client_info=client_info,
             capabilities=capabilities,
             timeout=timeout,
+            handshake_timeout=handshake_timeout,
+            write_timeout=write_timeout,
             connection_config=connection_config,
         )
+        config = options.core_config()
         sock = socket.create_connection((host, port), timeout=connect_timeout)
         return cls._started(_SocketTransport(sock), config, options)
 
@@ -502,9 +489,7 @@ class BlockingClient(HandshakeFacts):
                 client's); the request was cancelled on the wire.
         """
         self._raise_if_closed()
-        wire = None if params is None else dict(params)
-        if self.era is Era.MODERN and self._log_level is not None:
-            wire = with_log_level(wire, self._log_level)
+        wire = request_params(params, self.era, self._log_level)
         rid = self._conn.send_request(
             method, wire, now=time.monotonic(), progress=on_progress is not None, timeout=timeout
         )
@@ -722,9 +707,7 @@ class BlockingClient(HandshakeFacts):
         timeout: float | None = None,
     ) -> ToolOutput:
         """Call a tool (see :meth:`mcp_trio.Client.call_tool`)."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
+        params = named_params(name, arguments)
         result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         return ToolOutput.from_wire(result)
 
@@ -749,9 +732,7 @@ class BlockingClient(HandshakeFacts):
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> t.GetPromptResult:
         """Get a prompt filled in with ``arguments``."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
+        params = named_params(name, arguments)
         return structure(self.request("prompts/get", params, timeout=timeout), t.GetPromptResult)
 
     def complete(

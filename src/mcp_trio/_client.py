@@ -22,7 +22,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
 from typing import Any, final
 
-import attrs
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, HandshakeCompleted, LocalProtocolError, structure
@@ -42,12 +41,12 @@ from ._client_common import (
     RootLike,
     ToolOutput,
     check_log_level,
+    client_config,
     complete_params,
-    connection_versions,
-    implementation,
+    named_params,
     pager,
+    request_params,
     roots_result,
-    with_log_level,
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
@@ -136,13 +135,10 @@ class Client(HandshakeFacts):
                 cancelled (default: the client's ``timeout``).
             on_progress: receives progress reports (and asks the server for them).
         """
-        wire = None if params is None else dict(params)
         modern = self.era is Era.MODERN
-        if modern and self._log_level is not None:
-            wire = with_log_level(wire, self._log_level)
         return await self._session.request(
             method,
-            wire,
+            request_params(params, self.era, self._log_level),
             timeout=timeout,
             on_progress=on_progress,
             on_input_required=self._callbacks.provide_input if modern else None,
@@ -183,11 +179,11 @@ class Client(HandshakeFacts):
         Returns:
             The result; a tool that failed returns ``is_error=True`` (not an exception).
         """
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
         result = await self.request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress or self._on_progress
+            "tools/call",
+            named_params(name, arguments),
+            timeout=timeout,
+            on_progress=on_progress or self._on_progress,
         )
         return ToolOutput.from_wire(result)
 
@@ -290,11 +286,11 @@ class Client(HandshakeFacts):
         timeout: float | None = None,
     ) -> t.GetPromptResult:
         """Get a prompt, filled in with ``arguments``."""
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
         result = await self.request(
-            "prompts/get", params, timeout=timeout, on_progress=on_progress or self._on_progress
+            "prompts/get",
+            named_params(name, arguments),
+            timeout=timeout,
+            on_progress=on_progress or self._on_progress,
         )
         return structure(result, t.GetPromptResult)
 
@@ -455,9 +451,18 @@ async def open_client(
         On exit: open subscriptions end, the session closes, and a spawned server is
         shut down (stdin closed, then SIGTERM, then SIGKILL).
     """
-    era, versions = connection_versions(era, protocol_version)
-    if log_level is not None:
-        check_log_level(log_level)
+    core_config = client_config(
+        connection_config,
+        era=era,
+        protocol_version=protocol_version,
+        log_level=log_level,
+        client_info=client_info,
+        sampling=on_sampling is not None,
+        elicitation=on_elicitation is not None,
+        roots=roots is not None,
+        capabilities=capabilities,
+        timeout=timeout,
+    )
     callbacks = Callbacks(
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log
     )
@@ -465,17 +470,6 @@ async def open_client(
     callbacks.install(handlers)
     hub = SubscriptionHub()
     hub.install(handlers)
-    changes: dict[str, Any] = {
-        "era": era,
-        "implementation": implementation(client_info),
-        "capabilities": callbacks.capabilities(capabilities),
-    }
-    if versions is not None:
-        changes["supported_versions"] = versions
-    if timeout is not None:
-        changes["request_timeout"] = timeout
-    base = connection_config if connection_config is not None else ConnectionConfig()
-    core_config = attrs.evolve(base, **changes)
     async with (
         open_task_nursery("MCP client", cancel_on_exit=True) as nursery,
         open_target(

@@ -23,7 +23,6 @@ from mcp_sansio import types as t
 
 from ._client_common import (
     RootLike,
-    build_capabilities,
     elicitation_params,
     log_params,
     roots_result,
@@ -85,15 +84,6 @@ class Callbacks:
             roots if roots is None or callable(roots) else list(roots)
         )
         self.on_log = on_log
-
-    def capabilities(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The client capabilities these callbacks can honour (``extra`` merged over)."""
-        return build_capabilities(
-            sampling=self.on_sampling is not None,
-            elicitation=self.on_elicitation is not None,
-            roots=self.roots is not None,
-            extra=extra,
-        )
 
     def install(self, handlers: Handlers) -> None:
         """Register the legacy request handlers and the log handler on ``handlers``."""

@@ -16,6 +16,7 @@ import attrs
 from mcp_sansio import (
     LEGACY_VERSIONS,
     MODERN_VERSIONS,
+    ConnectionConfig,
     Era,
     HandshakeCompleted,
     LocalProtocolError,
@@ -37,13 +38,16 @@ __all__ = [
     "ToolOutput",
     "build_capabilities",
     "check_log_level",
+    "client_config",
     "complete_params",
     "connection_versions",
     "elicitation_params",
     "implementation",
     "listen_params",
     "log_params",
+    "named_params",
     "pager",
+    "request_params",
     "roots_result",
     "sampling_params",
     "to_wire",
@@ -175,6 +179,46 @@ def build_capabilities(
     return caps
 
 
+def client_config(
+    base: ConnectionConfig | None,
+    *,
+    era: EraChoice,
+    protocol_version: str | None,
+    log_level: str | None,
+    client_info: t.Implementation | Mapping[str, Any] | None,
+    sampling: bool,
+    elicitation: bool,
+    roots: bool,
+    capabilities: Mapping[str, Any] | None,
+    timeout: float | None,
+) -> ConnectionConfig:
+    """Check a client's arguments and build the core's configuration from them.
+
+    ``base`` (default: ``ConnectionConfig()``) gets the era, versions, implementation,
+    capabilities (see :func:`build_capabilities`) and, if given, the request timeout.
+
+    Raises:
+        ValueError: see :func:`connection_versions`.
+        LocalProtocolError: an unknown ``log_level``.
+        TypeError: ``client_info`` is neither a ``types.Implementation`` nor a mapping.
+    """
+    chosen, versions = connection_versions(era, protocol_version)
+    if log_level is not None:
+        check_log_level(log_level)
+    changes: dict[str, Any] = {
+        "era": chosen,
+        "implementation": implementation(client_info),
+        "capabilities": build_capabilities(
+            sampling=sampling, elicitation=elicitation, roots=roots, extra=capabilities
+        ),
+    }
+    if versions is not None:
+        changes["supported_versions"] = versions
+    if timeout is not None:
+        changes["request_timeout"] = timeout
+    return attrs.evolve(base if base is not None else ConnectionConfig(), **changes)
+
+
 def check_log_level(level: str) -> str:
     """``level`` if it is a protocol log level.
 
@@ -196,6 +240,15 @@ def with_log_level(params: Mapping[str, Any] | None, level: str) -> dict[str, An
     meta = out.get("_meta")
     out["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), LOG_LEVEL_KEY: level}
     return out
+
+
+def request_params(
+    params: Mapping[str, Any] | None, era: Era, log_level: str | None
+) -> dict[str, Any] | None:
+    """A request's params as sent: a copy, with the log level in a modern envelope."""
+    if era is Era.MODERN and log_level is not None:
+        return with_log_level(params, log_level)
+    return None if params is None else dict(params)
 
 
 def to_wire(value: Any, what: str) -> dict[str, Any]:
@@ -230,6 +283,14 @@ def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
         else:
             out.append(to_wire(root, "roots"))
     return {"roots": out}
+
+
+def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The params of ``tools/call`` and ``prompts/get``."""
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = dict(arguments)
+    return params
 
 
 def complete_params(
