@@ -35,6 +35,7 @@ from ._uritemplate import UriTemplate
 
 __all__ = [
     "CompletionEntry",
+    "Entry",
     "ListKind",
     "PromptEntry",
     "Registry",
@@ -160,18 +161,35 @@ def _icons(icons: Sequence[Any] | None) -> list[Any] | None:
     return None if icons is None else [_plain(icon) for icon in icons]
 
 
+def _skip(context_param: str | None) -> tuple[str, ...]:
+    return () if context_param is None else (context_param,)
+
+
 # ------------------------------------------------------------------ records
+
+
+@attrs.frozen(kw_only=True)
+class Entry:
+    """What every record holds: the registered function and how to call it."""
+
+    fn: Callable[..., Any]
+    run_async: bool
+    """Whether ``fn`` is ``async`` (else it runs in a worker thread; see :func:`invoke`)."""
+    context_param: str | None
+    """The parameter that receives the ``Context``, if any."""
+
+    @property
+    def skip(self) -> tuple[str, ...]:
+        """The parameters the client does not give (the ``Context``'s)."""
+        return _skip(self.context_param)
 
 
 @final
 @attrs.frozen(kw_only=True)
-class ToolEntry:
+class ToolEntry(Entry):
     """A registered tool."""
 
     name: str
-    fn: Callable[..., Any]
-    run_async: bool
-    context_param: str | None
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None
     derived_output: bool
@@ -205,7 +223,7 @@ class ToolEntry:
                 f"tool name {name!r}: use 1 to 128 of A-Z a-z 0-9 _ - . (server/tools#tool-names)"
             )
         ctx = context_parameter(fn)
-        skip = () if ctx is None else (ctx,)
+        skip = _skip(ctx)
         custom_input = input_schema is not None
         if input_schema is not None:
             if input_schema.get("type") != "object":
@@ -253,13 +271,10 @@ class ToolEntry:
 
 @final
 @attrs.frozen(kw_only=True)
-class PromptEntry:
+class PromptEntry(Entry):
     """A registered prompt."""
 
     name: str
-    fn: Callable[..., Any]
-    run_async: bool
-    context_param: str | None
     schema: dict[str, Any]
     """The JSON Schema of the arguments (before they are read from strings)."""
     choices: dict[str, tuple[str, ...]]
@@ -282,7 +297,7 @@ class PromptEntry:
         if not isinstance(name, str) or not name:
             raise ValueError(f"prompt name {name!r}: give a non-empty name")
         ctx = context_parameter(fn)
-        schema = function_input_schema(fn, skip=() if ctx is None else (ctx,))
+        schema = function_input_schema(fn, skip=_skip(ctx))
         required = set(schema.get("required", ()))
         arguments = [
             _definition(
@@ -343,13 +358,10 @@ def _resource_fields(
 
 @final
 @attrs.frozen(kw_only=True)
-class ResourceEntry:
+class ResourceEntry(Entry):
     """A registered resource with a fixed URI."""
 
     uri: str
-    fn: Callable[..., Any]
-    run_async: bool
-    context_param: str | None
     mime_type: str | None
     definition: dict[str, Any]
     """The ``Resource`` object of ``resources/list``."""
@@ -382,13 +394,10 @@ class ResourceEntry:
 
 @final
 @attrs.frozen(kw_only=True)
-class TemplateEntry:
+class TemplateEntry(Entry):
     """A registered resource template (RFC 6570, levels 1 to 3)."""
 
     template: UriTemplate
-    fn: Callable[..., Any]
-    run_async: bool
-    context_param: str | None
     mime_type: str | None
     schema: dict[str, Any]
     """The JSON Schema of the variables (before they are read from strings)."""
@@ -403,7 +412,7 @@ class TemplateEntry:
         if not parsed.matchable:
             parsed.match("")  # raises ValueError saying why
         ctx = context_parameter(fn)
-        schema = function_input_schema(fn, skip=() if ctx is None else (ctx,))
+        schema = function_input_schema(fn, skip=_skip(ctx))
         params = set(schema.get("properties") or {})
         variables = set(parsed.variables)
         open_ended = schema.get("additionalProperties") not in (None, False)
@@ -433,12 +442,9 @@ class TemplateEntry:
 
 @final
 @attrs.frozen(kw_only=True)
-class CompletionEntry:
+class CompletionEntry(Entry):
     """A registered completion handler."""
 
-    fn: Callable[..., Any]
-    run_async: bool
-    context_param: str | None
     request_param: str
     """The parameter that receives the :class:`CompletionRequest`."""
 

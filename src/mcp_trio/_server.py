@@ -36,6 +36,7 @@ already open.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import secrets
 import ssl
@@ -76,6 +77,16 @@ if TYPE_CHECKING:
 __all__ = ["Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _decorator(add: Callable[[Callable[..., Any]], object], /) -> Callable[[F], F]:
+    """A decorator that registers the function with ``add`` and returns it unchanged."""
+
+    def register(fn: F) -> F:
+        add(fn)
+        return fn
+
+    return register
 
 
 @final
@@ -211,9 +222,9 @@ class Server:
             self.add_tool(name)
             return name
 
-        def register(fn: F) -> F:
-            self.add_tool(
-                fn,
+        return _decorator(
+            functools.partial(
+                self.add_tool,
                 name=name,
                 title=title,
                 description=description,
@@ -223,9 +234,7 @@ class Server:
                 meta=meta,
                 input_schema=input_schema,
             )
-            return fn
-
-        return register
+        )
 
     def add_tool(
         self,
@@ -312,13 +321,16 @@ class Server:
             self.add_prompt(name)
             return name
 
-        def register(fn: F) -> F:
-            self.add_prompt(
-                fn, name=name, title=title, description=description, icons=icons, meta=meta
+        return _decorator(
+            functools.partial(
+                self.add_prompt,
+                name=name,
+                title=title,
+                description=description,
+                icons=icons,
+                meta=meta,
             )
-            return fn
-
-        return register
+        )
 
     def add_prompt(
         self,
@@ -388,11 +400,10 @@ class Server:
                 one already registered.
             TypeError: the function's parameters do not fit the URI.
         """
-
-        def register(fn: F) -> F:
-            self.add_resource(
-                fn,
-                uri,
+        return _decorator(
+            functools.partial(
+                self.add_resource,
+                uri=uri,
                 name=name,
                 title=title,
                 description=description,
@@ -401,9 +412,7 @@ class Server:
                 annotations=annotations,
                 meta=meta,
             )
-            return fn
-
-        return register
+        )
 
     def add_resource(
         self,
@@ -473,12 +482,9 @@ class Server:
             ValueError: no such prompt, template, argument or variable is registered
                 (register the prompt or template first).
         """
-
-        def register(fn: F) -> F:
-            self.add_completion(fn, ref_type, ref, argument)
-            return fn
-
-        return register
+        return _decorator(
+            functools.partial(self.add_completion, ref_type=ref_type, ref=ref, argument=argument)
+        )
 
     def add_completion(
         self,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, TypeVar, final
 
 import attrs
 
@@ -25,9 +25,8 @@ from ._handlers import Handlers, InputRequiredResult, RequestContext, RequestHan
 from ._jsonschema import coerce_arguments, to_jsonable, to_structured_content, validate
 from ._pagination import InvalidCursor, paginate
 from ._registry import (
-    CompletionEntry,
+    Entry,
     ListKind,
-    PromptEntry,
     Registry,
     ResourceEntry,
     TemplateEntry,
@@ -54,7 +53,7 @@ __all__ = ["CompletionRequest", "ResourceNotFound", "ServerMethods"]
 
 logger = logging.getLogger("mcp_trio.server")
 
-_Entry = ToolEntry | PromptEntry | ResourceEntry | TemplateEntry | CompletionEntry
+_E = TypeVar("_E", bound=Entry)
 
 
 class ResourceNotFound(Exception):
@@ -117,6 +116,17 @@ def _string_param(params: Mapping[str, Any], key: str, method: str) -> str:
     if not isinstance(value, str):
         raise _invalid(f"Invalid params: {method} needs {key!r} (a string)")
     return value
+
+
+def _named(
+    table: Mapping[str, _E], params: Mapping[str, Any], method: str, what: str
+) -> tuple[str, _E]:
+    """The ``name`` in ``params`` and what ``table`` holds under it (-32602 if nothing)."""
+    name = _string_param(params, "name", method)
+    entry = table.get(name)
+    if entry is None:
+        raise _invalid(f"Unknown {what}: {name}", {"name": name})
+    return name, entry
 
 
 def _string_map(value: Any, what: str) -> dict[str, str]:
@@ -210,7 +220,7 @@ class ServerMethods:
 
     # ------------------------------------------------------------ running user code
 
-    async def _call(self, ctx: RequestContext, entry: _Entry, kwargs: dict[str, Any]) -> Any:
+    async def _call(self, ctx: RequestContext, entry: Entry, kwargs: dict[str, Any]) -> Any:
         """Run ``entry``'s function; a modern-era ask becomes :class:`InputRequiredResult`."""
         self._tracker.track(getattr(ctx, "session", None))
         context = Context(ctx, self._server)
@@ -265,16 +275,12 @@ class ServerMethods:
     async def call_tool(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
         """``tools/call``: validate, run, convert (see :meth:`Server.tool`)."""
         params = _params(ctx)
-        name = _string_param(params, "name", "tools/call")
-        tool = self._registry.tools.get(name)
-        if tool is None:
-            raise _invalid(f"Unknown tool: {name}", {"name": name})
+        name, tool = _named(self._registry.tools, params, "tools/call", "tool")
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
             raise _invalid("Invalid params: arguments must be an object")
-        skip = () if tool.context_param is None else (tool.context_param,)
         if tool.custom_input:
             # A verbatim schema: the function validates its own (JSON) arguments.
             unknown = sorted(set(arguments) - tool.custom_params)
@@ -286,7 +292,7 @@ class ServerMethods:
             if problems:
                 return _tool_error(f"Invalid arguments for tool {name!r}: " + "; ".join(problems))
             try:
-                kwargs = coerce_arguments(tool.fn, arguments, skip=skip)
+                kwargs = coerce_arguments(tool.fn, arguments, skip=tool.skip)
             except ValueError as exc:
                 return _tool_error(f"Invalid arguments for tool {name!r}: {exc}")
         try:
@@ -316,14 +322,10 @@ class ServerMethods:
     async def get_prompt(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
         """``prompts/get``: arguments checked against the signature (-32602)."""
         params = _params(ctx)
-        name = _string_param(params, "name", "prompts/get")
-        prompt = self._registry.prompts.get(name)
-        if prompt is None:
-            raise _invalid(f"Unknown prompt: {name}", {"name": name})
+        name, prompt = _named(self._registry.prompts, params, "prompts/get", "prompt")
         arguments = _string_map(params.get("arguments"), "arguments")
-        skip = () if prompt.context_param is None else (prompt.context_param,)
         try:
-            kwargs = coerce_strings(prompt.fn, prompt.schema, skip, arguments)
+            kwargs = coerce_strings(prompt.fn, prompt.schema, prompt.skip, arguments)
         except ValueError as exc:
             raise _invalid(f"Invalid arguments for prompt {name!r}: {exc}") from None
         value = await self._call(ctx, prompt, kwargs)
@@ -362,9 +364,8 @@ class ServerMethods:
             if found is None:
                 raise _not_found(ctx.era, uri)
             entry, values = found
-            skip = () if entry.context_param is None else (entry.context_param,)
             try:
-                kwargs = coerce_strings(entry.fn, entry.schema, skip, values)
+                kwargs = coerce_strings(entry.fn, entry.schema, entry.skip, values)
             except ValueError as exc:
                 raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
         try:
@@ -409,10 +410,7 @@ class ServerMethods:
         ref_type = ref.get("type")
         choices: tuple[str, ...] = ()
         if ref_type == "ref/prompt":
-            key = _string_param(ref, "name", "ref/prompt")
-            prompt = self._registry.prompts.get(key)
-            if prompt is None:
-                raise _invalid(f"Unknown prompt: {key}", {"name": key})
+            key, prompt = _named(self._registry.prompts, ref, "ref/prompt", "prompt")
             choices = prompt.choices.get(arg_name, ())
         elif ref_type == "ref/resource":
             key = _string_param(ref, "uri", "ref/resource")

@@ -788,6 +788,98 @@ async def test_completion(era: str) -> None:
             assert error.code == ErrorCode.INVALID_PARAMS
 
 
+def lookup_server() -> Server:
+    server = completion_server()
+    server.add_tool(lambda: None, name="noop")
+    return server
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        ("tools/call", {"name": "nope"}, "Unknown tool: nope"),
+        ("prompts/get", {"name": "nope"}, "Unknown prompt: nope"),
+        (
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "a", "value": ""}},
+            "Unknown prompt: nope",
+        ),
+    ],
+)
+async def test_unknown_names_are_answered_alike(
+    era: str, method: str, params: dict[str, Any], message: str
+) -> None:
+    async with connect(lookup_server(), era) as client:
+        error = await error_of(client, method, params)
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.message == message
+    assert error.data == {"name": "nope"}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        ("tools/call", {}, "Invalid params: tools/call needs 'name' (a string)"),
+        ("prompts/get", {"name": 3}, "Invalid params: prompts/get needs 'name' (a string)"),
+        (
+            "completion/complete",
+            {"ref": {"type": "ref/prompt"}, "argument": {"name": "a", "value": ""}},
+            "Invalid params: ref/prompt needs 'name' (a string)",
+        ),
+    ],
+)
+async def test_a_missing_name_is_invalid_params(
+    era: str, method: str, params: dict[str, Any], message: str
+) -> None:
+    async with connect(lookup_server(), era) as client:
+        error = await error_of(client, method, params)
+    assert error.code == ErrorCode.INVALID_PARAMS
+    assert error.message == message
+
+
+def test_decorators_register_and_return_the_function_unchanged() -> None:
+    server = Server("decorators")
+
+    def tool(x: int) -> int:
+        return x
+
+    def prompt(topic: str) -> str:
+        return topic
+
+    def resource() -> str:
+        return ""
+
+    def template(id: str) -> str:
+        return id
+
+    def languages(request: CompletionRequest) -> list[str]:
+        return []
+
+    assert server.tool(tool) is tool
+    assert server.tool("named", title="T")(tool) is tool
+    assert server.prompt(prompt) is prompt
+    assert server.prompt("p2", description="D")(prompt) is prompt
+    assert server.resource("x://fixed", mime_type="text/plain")(resource) is resource
+    assert server.resource("x://{id}")(template) is template
+    assert server.completion("ref/prompt", "prompt", "topic")(languages) is languages
+    assert server.completion("ref/resource", "x://{id}")(languages) is languages
+    reg = server._registry
+    assert list(reg.tools) == ["tool", "named"]
+    assert reg.tools["named"].definition["title"] == "T"
+    assert list(reg.prompts) == ["prompt", "p2"]
+    assert reg.prompts["p2"].definition["description"] == "D"
+    assert reg.resources["x://fixed"].mime_type == "text/plain"
+    assert list(reg.templates) == ["x://{id}"]
+    assert set(reg.completions) == {
+        ("ref/prompt", "prompt", "topic"),
+        ("ref/resource", "x://{id}", None),
+    }
+    with pytest.raises(ValueError, match="no argument 'nope'"):
+        server.completion("ref/prompt", "prompt", "nope")(languages)
+    with pytest.raises(ValueError, match="already registered"):
+        server.resource("x://fixed")(resource)
+
+
 def test_completion_registration_errors() -> None:
     server = completion_server()
     noop: Callable[[CompletionRequest], list[str]] = lambda request: []  # noqa: E731
