@@ -18,11 +18,12 @@ method the peer's capabilities do not allow); it is raised unchanged.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import trio
 
-from mcp_sansio import ErrorData, InputRequired
+from mcp_sansio import ErrorData, ErrorReceived, InputRequired, RequestId, RequestTimedOut
 
 __all__ = [
     "HandshakeFailed",
@@ -123,3 +124,23 @@ class ServerExited(SessionClosed):
         text = f"{self.reason} (exit status {self.returncode})"
         tail = self.stderr_tail.decode("utf-8", "replace").strip()
         return f"{text}; stderr tail:\n{tail}" if tail else text
+
+
+def fresh(exc: SessionClosed) -> SessionClosed:
+    """A copy of a close reason to raise in one more place (raising the one object
+    everywhere would pile up tracebacks), keeping what caused it."""
+    copied = copy.copy(exc)
+    copied.__cause__ = exc.__cause__
+    return copied
+
+
+def request_error(
+    method: str, rid: RequestId, outcome: ErrorReceived | RequestTimedOut | SessionClosed
+) -> Exception:
+    """The exception a request of ours that got no result raises: :class:`McpError`,
+    :class:`RequestTimeout`, or (a copy of) the :class:`SessionClosed` that ended it."""
+    if isinstance(outcome, ErrorReceived):
+        return McpError(outcome.error)
+    if isinstance(outcome, RequestTimedOut):
+        return RequestTimeout(method, rid)
+    return fresh(outcome)

@@ -9,21 +9,13 @@ connection counts and the SSE keep-alive.
 
 from __future__ import annotations
 
-from typing import Any, final
+from typing import final
 
 import attrs
 
+from ._config import _non_negative, _positive
+
 __all__ = ["HttpTransportConfig"]
-
-
-def _positive(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"{attr.name} must be > 0 (or None where allowed), not {value!r}")
-
-
-def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
-    if not value >= 0:
-        raise ValueError(f"{attr.name} must be >= 0, not {value!r}")
 
 
 @final

@@ -40,8 +40,6 @@ from mcp_sansio import (
     Connection,
     ConnectionClosed,
     Era,
-    ErrorCode,
-    ErrorData,
     ErrorReceived,
     InvalidMessageReceived,
     LocalProtocolError,
@@ -64,11 +62,11 @@ from mcp_sansio._http import (
 from mcp_sansio._http import SessionClosed as HttpSessionClosed
 
 from ._config import SessionConfig
-from ._errors import McpError, RequestTimeout, SessionClosed
-from ._handlers import Handlers, InputRequiredResult
+from ._errors import SessionClosed, request_error
+from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
 from ._http_context import HttpNotificationContext, HttpRequestContext, Running
-from ._pool import call_request_handler
+from ._pool import call_request_handler, send_answer, serve_notification
 from ._util import rearm
 
 __all__ = ["Endpoint", "ResponseSlot"]
@@ -347,56 +345,24 @@ class Endpoint:
                 handler = self.handlers.request_handler(ctx.method)
                 # The HTTP context duck-types RequestContext (there is no Session over HTTP).
                 outcome = await call_request_handler(handler, cast(Any, ctx))
-                self._answer(running, ctx.event, outcome)
+                if not running.cancelled:
+                    send_answer(running.connection, ctx.method, ctx.request_id, outcome)
+                    self.pump(running.connection)
         finally:
             self._finish(running)
-
-    def _answer(
-        self,
-        running: Running,
-        event: RequestReceived,
-        outcome: dict[str, Any] | InputRequiredResult | ErrorData,
-    ) -> None:
-        conn, rid = running.connection, event.request_id
-        if running.cancelled:
-            return
-        try:
-            if isinstance(outcome, InputRequiredResult):
-                conn.send_input_required(
-                    rid, outcome.input_requests, state=outcome.state, now=trio.current_time()
-                )
-            elif isinstance(outcome, ErrorData):
-                conn.send_error(rid, outcome.code, outcome.message, outcome.data)
-            else:
-                conn.send_result(rid, outcome)
-        except (LocalProtocolError, TypeError, ValueError):
-            logger.exception("the answer to %r (request %r) cannot be sent", event.method, rid)
-            with suppress(LocalProtocolError):
-                conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
-        self.pump(conn)
 
     async def _start_notification(self, tagged: ServerEvent, event: NotificationReceived) -> None:
         handler = self.handlers.notification_handler(event.method)
         if handler is None:
             logger.debug("no handler for notification %r", event.method)
             return
-        ctx = HttpNotificationContext(
+        # The HTTP context duck-types NotificationContext, as for requests.
+        ctx: Any = HttpNotificationContext(
             method=event.method, params=event.params, session_id=tagged.session_id
         )
         running = await self._acquire(tagged.connection, None)
         assert self.nursery is not None
-        self.nursery.start_soon(self._serve_notification, handler, ctx, running)
-
-    async def _serve_notification(
-        self, handler: Any, ctx: HttpNotificationContext, running: Running
-    ) -> None:
-        try:
-            with running.scope:
-                await handler(ctx)
-        except Exception:
-            logger.exception("handler for notification %r failed", ctx.method)
-        finally:
-            self._finish(running)
+        self.nursery.start_soon(serve_notification, handler, ctx, running, self._finish)
 
     def cancel_handlers(self) -> None:
         """Cancel every running handler (shutdown)."""
@@ -476,12 +442,8 @@ class Endpoint:
         outcome = waiter.outcome
         if isinstance(outcome, ResultReceived):
             return outcome.result
-        if isinstance(outcome, ErrorReceived):
-            raise McpError(outcome.error)
-        if isinstance(outcome, RequestTimedOut):
-            raise RequestTimeout(method, rid)
-        assert isinstance(outcome, SessionClosed)
-        raise SessionClosed(outcome.reason)
+        assert outcome is not None
+        raise request_error(method, rid, outcome)
 
     # ------------------------------------------------------------------ timer
 

@@ -28,12 +28,14 @@ until none is left.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, final
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
 
 import attrs
 import trio
 
-from mcp_sansio import ErrorCode, ErrorData, RequestId
+from mcp_sansio import Connection, ErrorCode, ErrorData, LocalProtocolError, RequestId
 
 from ._errors import McpError
 from ._handlers import InputRequiredResult
@@ -41,7 +43,7 @@ from ._handlers import InputRequiredResult
 if TYPE_CHECKING:
     from ._handlers import RequestContext, RequestHandler
 
-__all__ = ["HandlerPool", "call_request_handler"]
+__all__ = ["HandlerPool", "call_request_handler", "send_answer", "serve_notification"]
 
 logger = logging.getLogger("mcp_trio")
 _INTERNAL = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
@@ -209,3 +211,59 @@ async def call_request_handler(
         logger.error("handler for %r returned %s, not a dict", method, type(result).__name__)
         return _INTERNAL
     return result
+
+
+def send_answer(
+    conn: Connection,
+    method: str,
+    rid: RequestId,
+    outcome: dict[str, Any] | InputRequiredResult | ErrorData,
+) -> None:
+    """Queue ``outcome`` (from :func:`call_request_handler`) as the answer to ``rid``.
+
+    An answer the core refuses (not serializable, too large, ...) is logged here and
+    replaced by -32603 "Internal error".
+    """
+    try:
+        if isinstance(outcome, ErrorData):
+            conn.send_error(rid, outcome.code, outcome.message, outcome.data)
+        elif isinstance(outcome, InputRequiredResult):
+            conn.send_input_required(
+                rid, outcome.input_requests, state=outcome.state, now=trio.current_time()
+            )
+        else:
+            conn.send_result(rid, outcome)
+    except (LocalProtocolError, TypeError, ValueError):
+        logger.exception("the answer to %r (request %r) cannot be sent", method, rid)
+        with suppress(LocalProtocolError):
+            conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+
+
+class _Scoped(Protocol):
+    scope: trio.CancelScope
+
+
+class _Named(Protocol):
+    @property
+    def method(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_Scoped)
+_C = TypeVar("_C", bound=_Named)
+
+
+async def serve_notification(
+    handler: Callable[[_C], Awaitable[None]],
+    ctx: _C,
+    running: _R,
+    finish: Callable[[_R], None],
+) -> None:
+    """A notification handler's task: run it in ``running``'s scope, log what it
+    raises (a notification has no answer), then ``finish(running)``."""
+    try:
+        with running.scope:
+            await handler(ctx)
+    except Exception:
+        logger.exception("handler for notification %r failed", ctx.method)
+    finally:
+        finish(running)

@@ -6,11 +6,13 @@ The core decides everything about the protocol; this module only moves bytes and
 tasks. Per session:
 
 * **One reader task** receives from the channel, feeds the core, flushes what the
-  core wants to send, then acts on the events. A request gets a slot from a
-  ``trio.CapacityLimiter`` *before* its handler task starts: when every slot is busy
+  core wants to send, then acts on the events. A request gets a slot from the
+  handler pool (``_pool.py``) *before* its handler task starts: when every slot is busy
   the reader waits there, so it stops reading and the peer's writes block. That is
   the backpressure; there is no queue of requests to grow.
-* **One write path**, serialized by a ``trio.Lock``. Whoever calls the core drains its
+* **One write path**, serialized by a ``trio.Lock`` (skipped, with no scheduler pass,
+  when no write is in progress and the channel takes the message at once:
+  ``Writer.write_nowait``). Whoever calls the core drains its
   output into an ordered outbox and then writes, under the lock, up to the last
   message it queued (aioquic's ``transmit()``), so messages leave in the order the
   core produced them. Each single message write is shielded from the caller's
@@ -36,7 +38,6 @@ finish; otherwise they are cancelled at once. Then the channel is closed.
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 from contextlib import suppress
@@ -49,8 +50,6 @@ from mcp_sansio import (
     Connection,
     ConnectionConfig,
     Era,
-    ErrorCode,
-    ErrorData,
     ErrorReceived,
     Event,
     HandshakeCompleted,
@@ -71,15 +70,16 @@ from mcp_sansio import (
 
 from ._channel import MessageChannel
 from ._config import SessionConfig
-from ._errors import HandshakeFailed, InputRequiredError, McpError, RequestTimeout, SessionClosed
-from ._handlers import (
-    Handlers,
-    InputRequiredResult,
-    NotificationContext,
-    NotificationHandler,
-    RequestContext,
+from ._errors import (
+    HandshakeFailed,
+    InputRequiredError,
+    RequestTimeout,
+    SessionClosed,
+    fresh,
+    request_error,
 )
-from ._pool import HandlerPool, _Running, call_request_handler
+from ._handlers import Handlers, NotificationContext, RequestContext
+from ._pool import HandlerPool, _Running, call_request_handler, send_answer, serve_notification
 from ._util import is_internal_failure, rearm
 from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
@@ -299,12 +299,8 @@ class Session:
             outcome = await self._wait_for(rid, on_progress)
             if isinstance(outcome, ResultReceived):
                 return outcome.result
-            if isinstance(outcome, ErrorReceived):
-                raise McpError(outcome.error)
-            if isinstance(outcome, RequestTimedOut):
-                raise RequestTimeout(method, rid)
-            if isinstance(outcome, SessionClosed):
-                raise _fresh(outcome)
+            if not isinstance(outcome, InputRequired):
+                raise request_error(method, rid, outcome)
             if on_input_required is None:
                 self._conn.abandon_request(rid)
                 raise InputRequiredError(outcome)
@@ -395,7 +391,7 @@ class Session:
 
     def _closed_error(self) -> SessionClosed:
         assert self._close_exc is not None
-        return _fresh(self._close_exc)
+        return fresh(self._close_exc)
 
     # ------------------------------------------------------------------ writing
 
@@ -551,35 +547,15 @@ class Session:
             with running.scope:
                 handler = self.handlers.request_handler(event.method)
                 ctx = RequestContext(self, event, running)
-                self._answer(running, event.request_id, await call_request_handler(handler, ctx))
+                outcome = await call_request_handler(handler, ctx)
+                if not running.cancelled and self._close_exc is None:  # else the core drops it
+                    send_answer(self._conn, event.method, event.request_id, outcome)
                 self._pool.computed(running)  # the reader may take the next request
                 mark = self._flush_nowait()
                 if mark:
                     await self._write_through(mark)
         finally:
             self._pool.finish(running)
-
-    def _answer(
-        self,
-        running: _Running,
-        rid: RequestId,
-        outcome: dict[str, Any] | InputRequiredResult | ErrorData,
-    ) -> None:
-        if running.cancelled or self._close_exc is not None:
-            return  # the core would drop it anyway
-        try:
-            if isinstance(outcome, ErrorData):
-                self._conn.send_error(rid, outcome.code, outcome.message, outcome.data)
-            elif isinstance(outcome, InputRequiredResult):
-                self._conn.send_input_required(
-                    rid, outcome.input_requests, state=outcome.state, now=trio.current_time()
-                )
-            else:
-                self._conn.send_result(rid, outcome)
-        except (LocalProtocolError, TypeError, ValueError):
-            logger.exception("the answer to request %r cannot be sent", rid)
-            with suppress(LocalProtocolError):
-                self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
 
     async def _start_notification_handler(
         self, event: NotificationReceived | SubscriptionNotificationReceived
@@ -595,22 +571,13 @@ class Session:
         await self._pool.acquire()
         running = self._pool.begin(None)
         assert self._handler_nursery is not None
-        self._handler_nursery.start_soon(self._serve_notification, handler, ctx, running)
+        self._handler_nursery.start_soon(
+            serve_notification, handler, ctx, running, self._pool.finish
+        )
         # Let it start before the next one is spawned: Trio runs the tasks woken in one
         # scheduler batch in either order, and the peer's notifications (log lines,
         # list changes) should reach their handlers in the order they were sent.
         await trio.lowlevel.checkpoint()
-
-    async def _serve_notification(
-        self, handler: NotificationHandler, ctx: NotificationContext, running: _Running
-    ) -> None:
-        try:
-            with running.scope:
-                await handler(ctx)
-        except Exception:
-            logger.exception("handler for notification %r failed", ctx.method)
-        finally:
-            self._pool.finish(running)
 
     async def _send_progress(
         self, ctx: RequestContext, progress: float, total: float | None, message: str | None
@@ -687,11 +654,3 @@ class Session:
             self._begin_close(SessionClosed("the session was cancelled"), graceful=False)
             await self._close_channel()
             self._closed.set()
-
-
-def _fresh(exc: SessionClosed) -> SessionClosed:
-    """A copy of the session's close reason to raise in one more place (raising the one
-    object everywhere would pile up tracebacks), keeping what caused it."""
-    fresh = copy.copy(exc)
-    fresh.__cause__ = exc.__cause__
-    return fresh

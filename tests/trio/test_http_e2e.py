@@ -527,3 +527,48 @@ async def test_a_legacy_client_has_its_get_stream_open_before_its_first_request(
         ) as client:
             assert server.statistics().open_responses == 1  # the GET stream, already
             assert text_of(await client.request("tools/call", call("echo", text="x"))) == "x"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_answer_the_core_cannot_send_becomes_an_internal_error(
+    nursery: trio.Nursery, era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = App()
+
+    async def unencodable(ctx: Any) -> dict[str, Any]:
+        return {"content": [], "x": object()}
+
+    app.handlers.set_request_handler("tools/call", unencodable)
+    server = await start_server(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config(era)
+        ) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("tools/call", call("echo"))
+            assert info.value.code == ErrorCode.INTERNAL_ERROR
+            assert info.value.message == "Internal error"
+            assert (await client.request("tools/list"))["tools"]
+    assert "cannot be sent" in caplog.text
+
+
+async def test_a_failing_notification_handler_is_logged_and_the_server_goes_on(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = App()
+    seen = trio.Event()
+
+    async def boom(ctx: Any) -> None:
+        seen.set()
+        raise RuntimeError("a notification handler failed")
+
+    app.handlers.set_notification_handler("notifications/roots/list_changed", boom)
+    server = await start_server(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("legacy")
+        ) as client:
+            await client.notify("notifications/roots/list_changed")
+            await seen.wait()
+            assert text_of(await client.request("tools/call", call("echo", text="on"))) == "on"
+    assert "handler for notification 'notifications/roots/list_changed' failed" in caplog.text
