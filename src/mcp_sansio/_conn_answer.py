@@ -1,0 +1,270 @@
+"""How a :class:`~mcp_sansio._connection.Connection` answers the peer's requests.
+
+Results, errors and modern ``input_required`` results (MRTR), progress and log
+notifications about a request in flight, and the end of a ``subscriptions/listen``
+stream we serve. An answer for a request the peer cancelled is dropped; one that
+belongs to an inbound batch waits for the rest of the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _modern
+from ._conn_base import _CACHEABLE_METHODS, _COMPLETE, _LEGACY, _LOG_RANK, _MODERN, _ConnectionBase
+from ._conn_records import _ids_of
+from ._errors import ErrorData, LocalProtocolError
+from ._events import RequestReceived
+from ._json import dumps
+from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
+
+
+class _Answering(_ConnectionBase):
+    """The answering side of :class:`Connection`: replies to the peer's requests."""
+
+    def send_result(self, request_id: RequestId, result: dict[str, Any]) -> None:
+        """Answer the peer's request ``request_id`` with ``result``.
+
+        In the modern era the core adds ``resultType``, ``_meta`` server info and
+        caching hints. An answer for a request the peer cancelled (or that was
+        abandoned by a close) is dropped silently.
+
+        Raises:
+            LocalProtocolError: ``request_id`` is not a request of the peer's that
+                awaits an answer. No state changed.
+            TypeError: ``result`` is not JSON-serializable. No state changed: the
+                request can still be answered (e.g. with an error).
+        """
+        inbound = self._inflight.get(request_id)
+        if inbound is None:
+            self._take_inbound(request_id)  # drops a cancelled one, else raises
+            return
+        if inbound.era is _MODERN:
+            server_meta = self._server_meta
+            if (
+                # Fast path: what decorate_result adds to a plain complete result of a
+                # method without caching hints, once it has accepted our configured
+                # hints (they never change).
+                self._hints_ok
+                and server_meta is not None
+                and type(result) is dict
+                and "resultType" not in result
+                and "_meta" not in result
+                and inbound.method not in _CACHEABLE_METHODS
+            ):
+                result = {**result, "resultType": _COMPLETE, "_meta": server_meta}
+            else:
+                result = _modern.decorate_result(
+                    inbound.method,
+                    result,
+                    server_info=self.config.implementation,
+                    ttl_ms=self.config.cache_ttl_ms,
+                    cache_scope=self.config.cache_scope,
+                )
+                self._hints_ok = True
+        reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
+        payload = dumps(reply)  # check first (may raise), change state after
+        del self._inflight[request_id]
+        if self._inbound_progress or self._inbound_log_level:
+            self._forget_inbound(request_id)
+        if self._batches:
+            self._reply(request_id, reply, payload)
+        else:  # as _reply, which the closed check there cannot stop: closing empties _inflight
+            self._out.append(payload)
+            self._out_ids.append(request_id)
+
+    def send_error(self, request_id: RequestId, code: int, message: str, data: Any = None) -> None:
+        """Answer the peer's request ``request_id`` with an error.
+
+        Raises:
+            LocalProtocolError: as for :meth:`send_result`.
+        """
+        inbound = self._take_inbound(request_id)
+        if inbound is None:
+            return
+        self._reply(
+            request_id,
+            error_response(request_id, ErrorData(code=code, message=message, data=data)),
+        )
+
+    def send_input_required(
+        self,
+        request_id: RequestId,
+        input_requests: dict[str, Any],
+        *,
+        state: Any = None,
+        now: float = 0.0,
+    ) -> bool:
+        """Modern server: answer ``resultType: "input_required"`` (MRTR).
+
+        ``state`` (any JSON value) is sealed into ``requestState`` with an HMAC and
+        an expiry; the retry delivers it back as ``RequestReceived.request_state``.
+
+        Returns:
+            ``True`` when sent; ``False`` when the client's envelope lacks a capability
+            the input requests need (the request was answered with -32021 instead) or
+            the request had been cancelled.
+
+        Raises:
+            LocalProtocolError: not a modern ``tools/call``, ``resources/read`` or
+                ``prompts/get`` awaiting an answer. No state changed.
+        """
+        inbound = self._inflight.get(request_id)
+        if inbound is None:
+            self._take_inbound(request_id)  # drops a cancelled one, else raises
+            return False
+        if inbound.era is not _MODERN or not _modern.may_require_input(inbound.method):
+            raise LocalProtocolError(
+                f"{inbound.method!r} ({inbound.era.value} era) cannot return input_required"
+            )
+        required = _modern.required_capabilities_for_input_requests(input_requests)
+        missing = _modern.check_client_capabilities(inbound.client_capabilities or {}, required)
+        if missing is not None:
+            # mrtr.mdx: never ask for input the client has not declared it can give.
+            self._take_inbound(request_id)
+            self._reply(request_id, error_response(request_id, missing))
+            return False
+        assert self._state_codec is not None
+        token = self._state_codec.seal(
+            method=inbound.method, params=inbound.params or {}, state=state, now=now
+        )
+        self._take_inbound(request_id)
+        result = _modern.build_input_required_result(input_requests, token)
+        result = _modern.decorate_result(
+            inbound.method,
+            result,
+            server_info=self.config.implementation,
+            ttl_ms=None,
+            cache_scope=None,
+        )
+        self._reply(request_id, result_response(request_id, result))
+        return True
+
+    def _take_inbound(self, request_id: RequestId) -> RequestReceived | None:
+        inbound = self._inflight.pop(request_id, None)
+        if inbound is None:
+            if request_id in self._cancelled_in:
+                self._cancelled_in.pop(request_id)
+                return None
+            raise LocalProtocolError(f"no request {request_id!r} awaits an answer")
+        self._forget_inbound(request_id)
+        return inbound
+
+    def _forget_inbound(self, request_id: RequestId) -> None:
+        """Drop the side records of the peer's request ``request_id`` (it left _inflight)."""
+        self._inbound_progress.pop(request_id, None)
+        self._inbound_log_level.pop(request_id, None)
+
+    def _reply(
+        self, request_id: RequestId, obj: dict[str, Any], payload: bytes | None = None
+    ) -> None:
+        if self._closed:
+            return
+        batch = self._batches.pop(request_id, None) if self._batches else None
+        if batch is None:
+            self._queue(payload if payload is not None else dumps(obj), request_id)
+            return
+        batch.replies.append(obj)
+        batch.waiting.discard(request_id)
+        self._maybe_flush_batch(batch)
+
+    def send_progress(
+        self,
+        request_id: RequestId,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> bool:
+        """Report progress on the peer's request ``request_id``.
+
+        Returns:
+            ``False`` (nothing sent) when the peer did not ask for progress.
+
+        Raises:
+            LocalProtocolError: the request is not in flight (finished or unknown),
+                ``progress`` does not increase, or a modern client tries to send
+                progress (it flows server to client only). No state changed.
+        """
+        if self.role == "client" and self._era is _MODERN:
+            raise LocalProtocolError("in the modern era progress flows server to client only")
+        inbound = self._inflight.get(request_id)
+        if inbound is None:
+            if request_id in self._cancelled_in:
+                return False
+            raise LocalProtocolError(f"request {request_id!r} is not in flight")
+        if inbound.progress_token is None:
+            return False
+        last = self._inbound_progress.get(request_id)
+        if last is not None and progress <= last:
+            raise LocalProtocolError(f"progress must increase ({progress} after {last})")
+        self._inbound_progress[request_id] = progress
+        params: dict[str, Any] = {"progressToken": inbound.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._emit(notification("notifications/progress", params), request_id)
+        return True
+
+    def send_log(
+        self,
+        level: str,
+        data: Any,
+        *,
+        logger: str | None = None,
+        request_id: RequestId | None = None,
+    ) -> bool:
+        """Server: send ``notifications/message`` if the client wants it.
+
+        Legacy: when we declared ``logging`` and ``level`` is at or above the level
+        the client set with ``logging/setLevel`` (all levels before it set one).
+        Modern: only for an in-flight ``request_id`` whose envelope set a
+        ``logLevel``, and only at or above it.
+
+        Returns:
+            Whether a message was sent.
+
+        Raises:
+            LocalProtocolError: not a server, or an unknown level.
+        """
+        if self.role != "server":
+            raise LocalProtocolError("only a server sends log messages")
+        if level not in _LOG_RANK:
+            raise LocalProtocolError(f"unknown log level {level!r}")
+        if self._closed:
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        inbound = None if request_id is None else self._inflight.get(request_id)
+        if inbound is not None and inbound.era is _MODERN:
+            if not _modern.should_log(self._inbound_log_level.get(inbound.request_id), level):
+                return False
+            self._emit(notification("notifications/message", params), request_id)
+            return True
+        if self._era is not _LEGACY or "logging" not in self.config.capabilities:
+            return False
+        if self._log_level is not None and _LOG_RANK[level] < _LOG_RANK[self._log_level]:
+            return False
+        self._emit(notification("notifications/message", params), request_id)
+        return True
+
+    def end_subscription(self, subscription_id: RequestId) -> None:
+        """Modern server: end a ``subscriptions/listen`` gracefully (its result is sent).
+
+        Raises:
+            LocalProtocolError: no such subscription.
+        """
+        if subscription_id not in self._subscriptions:
+            raise LocalProtocolError(f"no subscription {subscription_id!r}")
+        del self._subscriptions[subscription_id]
+        self._inflight.pop(subscription_id, None)
+        self._forget_inbound(subscription_id)
+        result = _modern.build_listen_closed_result(
+            subscription_id, server_info=self.config.implementation
+        )
+        self._reply(subscription_id, result_response(subscription_id, result))
+
+    def subscriptions(self) -> tuple[RequestId, ...]:
+        """Modern server: the ids of the ``subscriptions/listen`` streams being served."""
+        return _ids_of(self._subscriptions)

@@ -1,0 +1,257 @@
+"""The state every part of a :class:`~mcp_sansio._connection.Connection` shares.
+
+:class:`_ConnectionBase` creates all of a connection's state (``__init__``) and holds
+the few primitives that more than one side uses: queueing output, arming timers,
+registering and forgetting our requests, and accepting or rejecting the peer's
+requests. The module constants the hot paths read live here too, imported by name
+into each module that uses them (a module global costs one lookup).
+
+The connection is assembled from mixins, each in its own module, all built on this
+base (see :mod:`mcp_sansio._connection`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict
+from typing import Any, Final
+
+from . import _modern
+from ._config import ConnectionConfig, Role
+from ._conn_records import _Batch, _Outbound, _outbound, _Req
+from ._errors import ErrorData
+from ._events import Event, InvalidMessageReceived, RequestReceived
+from ._framing import LineSplitter
+from ._json import dumps
+from ._jsonrpc import RequestId, error_response, is_request_id
+from ._state import LifecycleState
+from ._versions import REVISIONS, Era, Revision
+
+_LOG_RANK: Final = _modern._LEVEL_RANK  # one table of the log levels, in _modern
+_MODERN_REVISION: Final = REVISIONS["2026-07-28"]
+# The eras as module constants: reading an Enum member off its class costs a slow
+# attribute lookup (~60 ns on CPython 3.11), several times per round trip.
+_LEGACY: Final = Era.LEGACY
+_MODERN: Final = Era.MODERN
+# Requests whose answer moves the handshake: never on the fast path.
+_HANDSHAKE_METHODS: Final = frozenset({"initialize", "server/discover"})
+# The names the hot paths read, as module constants of their own (an attribute of the
+# _modern module costs a second lookup, ~10 of them per modern round trip).
+_PROTOCOL_VERSION_KEY: Final = _modern.PROTOCOL_VERSION_KEY
+_CLIENT_CAPABILITIES_KEY: Final = _modern.CLIENT_CAPABILITIES_KEY
+_CLIENT_INFO_KEY: Final = _modern.CLIENT_INFO_KEY
+_LOG_LEVEL_KEY: Final = _modern.LOG_LEVEL_KEY
+_PROGRESS_TOKEN_KEY: Final = _modern.PROGRESS_TOKEN_KEY
+_SERVER_INFO_KEY: Final = _modern.SERVER_INFO_KEY
+_COMPLETE: Final = _modern.RESULT_TYPE_COMPLETE
+_CACHEABLE_METHODS: Final = _modern.CACHEABLE_METHODS
+
+
+class _ConnectionBase:
+    """A connection's state and shared primitives; see :class:`Connection`."""
+
+    def __init__(self, role: Role, config: ConnectionConfig | None = None) -> None:
+        if role not in ("client", "server"):
+            raise ValueError(f"role must be 'client' or 'server', not {role!r}")
+        self.role: Final[Role] = role
+        self.config: Final = config if config is not None else ConnectionConfig()
+        self._lifecycle = LifecycleState.IDLE
+        self._era: Era | None = None
+        self._version: str | None = None
+        self._peer_capabilities: dict[str, Any] = {}
+        self._peer_info: dict[str, Any] | None = None
+        self._instructions: str | None = None
+        self._next_id = 0
+        self._pending: dict[RequestId, _Outbound] = {}
+        self._timers: list[tuple[float, int, RequestId]] = []
+        self._timer_seq = 0
+        self._progress_in: dict[RequestId, RequestId] = {}  # our token -> our request id
+        self._finished_out: OrderedDict[RequestId, str] = OrderedDict()
+        # The peer's requests awaiting our answer, as delivered: the event is the record.
+        self._inflight: dict[RequestId, RequestReceived] = {}
+        # What little per-request state an inbound request gathers later, kept aside so
+        # that the common request (no progress sent, no modern logLevel) costs no record
+        # beyond its event. Entries leave with the request (_forget_inbound).
+        self._inbound_progress: dict[RequestId, float] = {}  # last progress we sent
+        self._inbound_log_level: dict[RequestId, str] = {}  # modern envelope logLevel
+        self._cancelled_in: OrderedDict[RequestId, None] = OrderedDict()
+        self._batches: dict[RequestId, _Batch] = {}
+        self._awaiting_input: OrderedDict[RequestId, _Outbound] = OrderedDict()
+        self._subscriptions: dict[RequestId, _modern.SubscriptionFilter] = {}
+        self._listening: set[RequestId] = set()
+        self._probe_id: RequestId | None = None
+        self._probe_retried = False
+        self._log_level: str | None = None
+        # Methods that already passed every check of the era that is now settled: the
+        # verdicts depend only on the era, the negotiated revision and both sides'
+        # capabilities, none of which change afterwards. They let the common case skip
+        # the general checks (the fast paths of send_request and receive_message).
+        self._send_ok: set[str] = set()  # legacy session READY, or modern client
+        self._accept_ok: set[str] = set()  # legacy session READY
+        self._modern_accept_ok: set[str] = set()  # modern server, plain requests
+        self._closed = False
+        # The output queue, as two parallel lists (payloads and the request each belongs
+        # to) so that data_to_send hands over the first list without copying.
+        self._out: list[bytes] = []
+        self._out_ids: list[RequestId | None] = []
+        self._splitter = LineSplitter(self.config.max_message_size)
+        self._state_codec = (
+            _modern.RequestStateCodec(
+                self.config.request_state_key, ttl=self.config.request_state_ttl
+            )
+            if role == "server"
+            else None
+        )
+        supported = self.config.supported_versions
+        self._legacy_versions = tuple(v for v in supported if REVISIONS[v].era is _LEGACY)
+        self._modern_versions = tuple(v for v in supported if REVISIONS[v].era is _MODERN)
+        if self.config.era == "legacy":
+            self._modern_versions = ()
+        elif self.config.era == "modern":
+            self._legacy_versions = ()
+        if not self._legacy_versions and not self._modern_versions:
+            raise ValueError("no supported version is left for the chosen era")
+        # Per-connection constants of the hot path, read once (the config is frozen).
+        self._max_message_size = self.config.max_message_size
+        self._max_pending = self.config.max_pending_requests
+        self._max_inflight = self.config.max_inflight_requests
+        self._remembered_ids = self.config.remembered_ids
+        # Sending a request needs no timer at all (the fast path of send_request).
+        self._untimed = self.config.request_timeout is None and self.config.max_request_time is None
+        # Server: whether a request whose _meta names a protocol version is served in
+        # the modern era (otherwise it is just a legacy request with odd _meta).
+        self._modern_server = role == "server" and bool(
+            self._modern_versions or not self._legacy_versions
+        )
+        # Modern client: the envelope of a plain request, built (and so validated) by
+        # _modern.build_request_meta on first use, for _version.
+        self._envelope: tuple[str, dict[str, Any]] | None = None
+        # Modern server: set once _modern.decorate_result accepted our configured
+        # caching hints, which then never change.
+        self._hints_ok = False
+        # Modern server: the _meta of a plain result, shared by every reply that carries
+        # it (replies are serialized, never handed out, so it is never mutated).
+        info = self.config.implementation
+        self._server_meta = None if info is None else {_SERVER_INFO_KEY: info}
+
+    # ------------------------------------------------------------------ output
+
+    def _emit(self, obj: dict[str, Any], related: RequestId | None = None) -> None:
+        self._queue(dumps(obj), related)
+
+    def _queue(self, payload: bytes, related: RequestId | None) -> None:
+        self._out.append(payload)
+        self._out_ids.append(related)
+
+    # ------------------------------------------------------------------ timers
+
+    def _arm(self, rid: RequestId, entry: _Outbound, now: float, timeout: float | None) -> None:
+        deadline = None if timeout is None else now + timeout
+        if self.config.max_request_time is not None:
+            cap = entry.started + self.config.max_request_time
+            deadline = cap if deadline is None else min(deadline, cap)
+        entry.deadline = deadline
+        if deadline is not None:
+            self._timer_seq += 1
+            heapq.heappush(self._timers, (deadline, self._timer_seq, rid))
+
+    # ------------------------------------------------------------------ request tables
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _register_out(
+        self,
+        rid: RequestId,
+        method: str,
+        params: dict[str, Any] | None,
+        era: Era,
+        now: float,
+        progress_token: RequestId | None,
+        timeout: float | None,
+    ) -> _Outbound:
+        entry = _outbound(method, params, now, progress_token, era, timeout)
+        self._pending[rid] = entry
+        if progress_token is not None:
+            self._progress_in[progress_token] = rid
+        if timeout is not None or self.config.max_request_time is not None:
+            self._arm(rid, entry, now, timeout)
+        return entry
+
+    def _revision(self) -> Revision | None:
+        return None if self._version is None else REVISIONS[self._version]
+
+    def _forget_out(self, rid: RequestId, entry: _Outbound, why: str) -> None:
+        if entry.progress_token is not None:
+            self._progress_in.pop(entry.progress_token, None)
+        self._listening.discard(rid)
+        finished = self._finished_out
+        finished[rid] = why
+        if len(finished) > self.config.remembered_ids:
+            finished.popitem(False)  # positional: no keyword parsing
+
+    def _maybe_flush_batch(self, batch: _Batch) -> None:
+        if not batch.waiting and batch.replies:
+            self._queue(dumps(batch.replies), None)
+            batch.replies = []
+
+    # ------------------------------------------------------------------ the peer's requests
+
+    def _reject(
+        self,
+        rid: RequestId | None,
+        code: int,
+        message: str,
+        events: list[Event],
+        batch: _Batch | None,
+        data: Any = None,
+    ) -> None:
+        err = ErrorData(code=code, message=message, data=data)
+        reply = error_response(rid, err)
+        if batch is not None:
+            batch.replies.append(reply)
+        else:
+            self._queue(dumps(reply), rid)
+        events.append(InvalidMessageReceived(error=err, request_id=rid))
+
+    def _accept(
+        self,
+        msg: _Req,
+        era: Era,
+        version: str,
+        events: list[Event],
+        batch: _Batch | None,
+        *,
+        envelope: _modern.Envelope | None = None,
+        input_responses: dict[str, Any] | None = None,
+        request_state: Any = None,
+    ) -> None:
+        params = msg.params
+        token: RequestId | None = None
+        if envelope is not None:
+            token = envelope.progress_token
+        elif params is not None:
+            meta = params.get("_meta")
+            if type(meta) is dict:
+                candidate = meta.get("progressToken")
+                if is_request_id(candidate):
+                    token = candidate
+        event = RequestReceived(
+            request_id=msg.id,
+            method=msg.method,
+            params=params,
+            era=era,
+            protocol_version=version,
+            progress_token=token,
+            client_capabilities=None if envelope is None else envelope.client_capabilities,
+            input_responses=input_responses,
+            request_state=request_state,
+        )
+        self._inflight[msg.id] = event
+        if envelope is not None and envelope.log_level is not None:
+            self._inbound_log_level[msg.id] = envelope.log_level
+        if batch is not None:
+            batch.waiting.add(msg.id)
+            self._batches[msg.id] = batch
+        events.append(event)

@@ -1,0 +1,358 @@
+"""How a :class:`~mcp_sansio._connection.Connection` settles the era, both sides.
+
+Client: ``initialize`` (legacy) or the ``server/discover`` probe (modern), the
+envelope every modern request carries, and what the answers to both do (including the
+fall-back from the probe to ``initialize``). Server: answering ``initialize``, and the
+validation ladder of a modern request (envelope, capabilities, ``server/discover``,
+``subscriptions/listen``, MRTR retries) before it is accepted.
+
+Spec: ``2025-11-25/basic/lifecycle.mdx``, ``2026-07-28/basic/versioning.mdx``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _modern
+from ._conn_base import _LEGACY, _MODERN, _MODERN_REVISION, _ConnectionBase
+from ._conn_records import _Req
+from ._errors import ErrorCode, ErrorData
+from ._events import ErrorReceived, Event, HandshakeCompleted, RequestReceived
+from ._json import dumps
+from ._jsonrpc import RequestId, notification, request, result_response
+from ._state import HandshakeInput, transition
+from ._versions import has_capability
+
+
+class _Handshake(_ConnectionBase):
+    """The handshake and era selection of :class:`Connection`."""
+
+    # ------------------------------------------------------------------ client: opening
+
+    def _send_initialize(self, now: float) -> RequestId:
+        state = transition(self._lifecycle, HandshakeInput.INITIALIZE)
+        assert state is not None
+        rid = self._new_id()
+        params = {
+            "protocolVersion": self._legacy_versions[0],
+            "capabilities": self.config.capabilities,
+            "clientInfo": self.config.implementation,
+        }
+        self._register_out(
+            rid, "initialize", params, _LEGACY, now, None, self.config.request_timeout
+        )
+        self._lifecycle = state
+        self._emit(request(rid, "initialize", params))
+        return rid
+
+    def _fall_back_to_initialize(self, now: float) -> None:
+        if self._legacy_versions:
+            self._send_initialize(now)
+
+    def _modern_params(
+        self,
+        params: dict[str, Any] | None,
+        version: str,
+        progress_token: RequestId | None,
+        log_level: str | None = None,
+    ) -> dict[str, Any]:
+        if log_level is not None:  # a per-request logLevel: build this envelope afresh
+            meta = _modern.build_request_meta(
+                protocol_version=version,
+                client_capabilities=self.config.capabilities,
+                client_info=self.config.implementation,
+                log_level=log_level,
+                progress_token=progress_token,
+            )
+            return _modern.attach_meta(params, meta)
+        # Every other request of a version carries the same envelope, so it is built
+        # (and its parts validated) once; a build that raises caches nothing. The dict is
+        # shared by the requests' params and never mutated (attach_meta copies).
+        envelope = self._envelope
+        if envelope is None or envelope[0] != version:
+            envelope = self._envelope = (
+                version,
+                _modern.build_request_meta(
+                    protocol_version=version,
+                    client_capabilities=self.config.capabilities,
+                    client_info=self.config.implementation,
+                    log_level=self.config.log_level,
+                ),
+            )
+        meta = envelope[1]
+        if progress_token is not None:  # our own request id: valid, and goes last
+            meta = {**meta, _modern.PROGRESS_TOKEN_KEY: progress_token}
+        if params is None:
+            return {"_meta": meta}
+        if type(params) is dict and params.get("_meta") is None:
+            return {**params, "_meta": meta}  # what attach_meta builds, in one step
+        return _modern.attach_meta(params, meta)
+
+    # ------------------------------------------------------------------ server: era intake
+
+    def _on_initialize(self, msg: _Req, events: list[Event]) -> None:
+        rid, params = msg.id, msg.params or {}
+        if not self._legacy_versions:
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                "Method not found: initialize; this server speaks only "
+                + ", ".join(self._modern_versions),
+                events,
+                None,
+                data={"supported": list(self._modern_versions)},
+            )
+            return
+        state = transition(self._lifecycle, HandshakeInput.INITIALIZE)
+        if state is None:
+            self._reject(
+                rid, ErrorCode.INVALID_REQUEST, "Invalid Request: already initialized", events, None
+            )
+            return
+        requested = params.get("protocolVersion")
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        if type(requested) is not str or type(caps) is not dict or type(info) is not dict:
+            self._reject(
+                rid,
+                ErrorCode.INVALID_PARAMS,
+                "Invalid params: initialize needs protocolVersion (string), capabilities "
+                "(object) and clientInfo (object)",
+                events,
+                None,
+            )
+            return
+        # lifecycle.mdx: echo a requested version we support, else offer our latest.
+        version = requested if requested in self._legacy_versions else self._legacy_versions[0]
+        self._version = version
+        self._era = _LEGACY
+        self._peer_capabilities = caps
+        self._peer_info = info
+        answered = transition(state, HandshakeInput.ANSWER)
+        assert answered is not None
+        self._lifecycle = answered
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.config.capabilities,
+            "serverInfo": self.config.implementation,
+        }
+        if self.config.instructions is not None:
+            result["instructions"] = self.config.instructions
+        self._queue(dumps(result_response(rid, result)), rid)
+
+    def _on_modern_request(self, msg: _Req, now: float, events: list[Event]) -> None:
+        rid, method, params = msg.id, msg.method, msg.params
+        if method in _modern.MODERN_REMOVED_METHODS:
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                f"Method not found: {method} does not exist in protocol version 2026-07-28",
+                events,
+                None,
+            )
+            return
+        envelope = _modern.validate_envelope(
+            method,
+            params,
+            supported_versions=self._modern_versions + self._legacy_versions,
+            stateless_versions=self._modern_versions,
+        )
+        if isinstance(envelope, ErrorData):
+            self._reject(rid, envelope.code, envelope.message, events, None, envelope.data)
+            return
+        path = _MODERN_REVISION.client_requests.get(method)
+        if path is not None and not has_capability(self.config.capabilities, path):
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
+                events,
+                None,
+            )
+            return
+        if method == "server/discover":
+            result = _modern.build_discover_result(
+                supported_versions=self._modern_versions + self._legacy_versions,
+                capabilities=self.config.capabilities,
+                server_info=self.config.implementation,
+                instructions=self.config.instructions,
+                ttl_ms=self.config.cache_ttl_ms,
+                cache_scope=self.config.cache_scope,
+            )
+            self._queue(dumps(result_response(rid, result)), rid)
+            return
+        if method == "subscriptions/listen":
+            flt = _modern.parse_listen_filter(params)
+            if isinstance(flt, ErrorData):
+                self._reject(rid, flt.code, flt.message, events, None, flt.data)
+                return
+            # The record of a request the application never sees: the core serves it.
+            self._inflight[rid] = RequestReceived(
+                request_id=rid,
+                method=method,
+                params=params,
+                era=_MODERN,
+                protocol_version=envelope.protocol_version,
+            )
+            flt = flt.honored_by(self.config.capabilities)
+            self._subscriptions[rid] = flt
+            self._emit(_modern.build_acknowledged_notification(rid, flt), rid)
+            return
+        # Every rung above depends only on the method and the envelope, which the fast
+        # path re-checks per request: the method is settled for it.
+        self._modern_accept_ok.add(method)
+        input_responses = None
+        state = None
+        p = params or {}
+        if "requestState" in p or "inputResponses" in p:
+            if not _modern.may_require_input(method):
+                self._reject(
+                    rid,
+                    ErrorCode.INVALID_PARAMS,
+                    f"Invalid params: {method} does not take inputResponses/requestState",
+                    events,
+                    None,
+                )
+                return
+            parsed = _modern.parse_input_responses(p)
+            if isinstance(parsed, ErrorData):
+                self._reject(rid, parsed.code, parsed.message, events, None, parsed.data)
+                return
+            input_responses = parsed
+            token = p.get("requestState")
+            if token is not None:
+                assert self._state_codec is not None
+                try:
+                    state = self._state_codec.open(token, method=method, params=p, now=now)
+                except Exception as exc:  # RemoteProtocolError from the codec
+                    code = getattr(exc, "error_code", ErrorCode.INVALID_PARAMS)
+                    self._reject(rid, code, str(exc), events, None)
+                    return
+        self._accept(
+            msg,
+            _MODERN,
+            envelope.protocol_version,
+            events,
+            None,
+            envelope=envelope,
+            input_responses=input_responses,
+            request_state=state,
+        )
+
+    # ------------------------------------------------------------------ client: the answers
+
+    def _on_initialize_result(
+        self, rid: RequestId, result: dict[str, Any], events: list[Event]
+    ) -> None:
+        version = result.get("protocolVersion")
+        caps = result.get("capabilities")
+        info = result.get("serverInfo")
+        if version not in self._legacy_versions or type(caps) is not dict:
+            state = transition(self._lifecycle, HandshakeInput.FAIL)
+            assert state is not None
+            self._lifecycle = state
+            message = (
+                f"server chose protocol version {version!r}, which this client does not "
+                f"support (we support {', '.join(self._legacy_versions)})"
+                if version not in self._legacy_versions
+                else "initialize result has no capabilities object"
+            )
+            events.append(
+                ErrorReceived(
+                    request_id=rid,
+                    method="initialize",
+                    error=ErrorData(code=ErrorCode.INVALID_PARAMS, message=message),
+                )
+            )
+            return
+        assert type(version) is str
+        answered = transition(self._lifecycle, HandshakeInput.ANSWER)
+        assert answered is not None
+        ready = transition(answered, HandshakeInput.CONFIRM)
+        assert ready is not None
+        self._lifecycle = ready
+        self._era = _LEGACY
+        self._version = version
+        self._peer_capabilities = caps
+        self._peer_info = info if type(info) is dict else None
+        instructions = result.get("instructions")
+        self._instructions = instructions if type(instructions) is str else None
+        self._emit(notification("notifications/initialized", None))
+        events.append(
+            HandshakeCompleted(
+                era=_LEGACY,
+                protocol_version=version,
+                peer_capabilities=caps,
+                peer_info=self._peer_info,
+                instructions=self._instructions,
+            )
+        )
+
+    def _on_discover_result(
+        self, rid: RequestId, result: dict[str, Any], now: float, events: list[Event]
+    ) -> None:
+        self._probe_id = None
+        supported = result.get("supportedVersions")
+        offered = supported if type(supported) is list else []
+        common = [v for v in self._modern_versions if v in offered]
+        if not common:
+            if self._legacy_versions and any(v in offered for v in self._legacy_versions):
+                self._send_initialize(now)
+                return
+            events.append(
+                ErrorReceived(
+                    request_id=rid,
+                    method="server/discover",
+                    error=ErrorData(
+                        code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                        message=f"no common protocol version (server offers {offered!r})",
+                    ),
+                )
+            )
+            return
+        caps = result.get("capabilities")
+        meta = result.get("_meta")
+        # discover.mdx: the server's Implementation travels in the result's _meta.
+        info = meta.get(_modern.SERVER_INFO_KEY) if type(meta) is dict else None
+        instructions = result.get("instructions")
+        self._era = _MODERN
+        self._version = common[0]
+        self._peer_capabilities = caps if type(caps) is dict else {}
+        self._peer_info = info if type(info) is dict else None
+        self._instructions = instructions if type(instructions) is str else None
+        events.append(
+            HandshakeCompleted(
+                era=_MODERN,
+                protocol_version=common[0],
+                peer_capabilities=self._peer_capabilities,
+                peer_info=self._peer_info,
+                instructions=self._instructions,
+            )
+        )
+
+    def _on_discover_error(
+        self, rid: RequestId, error: ErrorData, now: float, events: list[Event]
+    ) -> None:
+        self._probe_id = None
+        if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and not self._probe_retried:
+            data = error.data if isinstance(error.data, dict) else {}
+            offered = data.get("supported")
+            offered = offered if type(offered) is list else []
+            common = [v for v in self._modern_versions if v in offered]
+            if common:
+                # versioning.mdx: a recognised modern error identifies a modern server;
+                # retry with a mutually supported version.
+                self._probe_retried = True
+                new = self._new_id()
+                params = self._modern_params(None, common[0], None)
+                self._register_out(new, "server/discover", params, _MODERN, now, None, None)
+                self._probe_id = new
+                self._emit(request(new, "server/discover", params))
+                return
+        if self._legacy_versions and error.code not in _modern.MODERN_ERROR_CODES:
+            self._send_initialize(now)
+            return
+        if self._legacy_versions and error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+            self._send_initialize(now)
+            return
+        events.append(ErrorReceived(request_id=rid, method="server/discover", error=error))

@@ -1,0 +1,654 @@
+"""The receiving side of a :class:`~mcp_sansio._connection.Connection`.
+
+``receive_bytes``, ``receive_message`` (with the fast path of the common message) and
+``receive_eof``, and the general path behind them: decoding and batches, then one
+dispatcher each for the peer's requests, notifications (progress, cancellation,
+``notifications/initialized``, subscription notifications) and responses. Messages
+that move the handshake are handed to :class:`_Handshake`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from . import _modern
+from ._conn_base import (
+    _CLIENT_CAPABILITIES_KEY,
+    _CLIENT_INFO_KEY,
+    _COMPLETE,
+    _HANDSHAKE_METHODS,
+    _LEGACY,
+    _LOG_LEVEL_KEY,
+    _LOG_RANK,
+    _MODERN,
+    _PROGRESS_TOKEN_KEY,
+    _PROTOCOL_VERSION_KEY,
+)
+from ._conn_handshake import _Handshake
+from ._conn_records import _Batch, _ids_of, _Outbound, _Req
+from ._errors import ErrorCode, ErrorData
+from ._events import (
+    ConnectionClosed,
+    ErrorReceived,
+    Event,
+    HandshakeCompleted,
+    InputRequired,
+    InvalidMessageReceived,
+    NotificationReceived,
+    ProgressReceived,
+    RequestCancelled,
+    ResponseIgnored,
+    ResultReceived,
+    SubscriptionNotificationReceived,
+    new_request_received,
+    new_result_received,
+)
+from ._framing import MessageTooLarge
+from ._json import JSONDecodeError, dumps, loads
+from ._jsonrpc import (
+    JSONRPC,
+    ErrorResponse,
+    Invalid,
+    RequestId,
+    classify,
+    error_response,
+    is_request_id,
+    parse_error,
+    result_response,
+)
+from ._state import PRE_READY_REQUESTS, HandshakeInput, LifecycleState, transition
+from ._versions import has_capability
+
+
+class _Receiving(_Handshake):
+    """The receiving side of :class:`Connection`: input in, events out."""
+
+    def receive_bytes(self, data: bytes, *, now: float = 0.0) -> list[Event]:
+        """Feed bytes of a newline-delimited JSON stream (stdio).
+
+        A line longer than ``config.max_message_size`` is discarded up to its
+        newline and answered with -32600 (id null); the stream goes on.
+        """
+        events: list[Event] = []
+        splitter = self._splitter
+        splitter.feed(data)
+        while (item := splitter.next_message()) is not None:
+            if isinstance(item, MessageTooLarge):
+                err = ErrorData(
+                    code=ErrorCode.INVALID_REQUEST,
+                    message=f"Message too large: over {item.limit} bytes",
+                )
+                self._emit(error_response(None, err))
+                events.append(InvalidMessageReceived(error=err))
+                continue
+            # A line is at most max_message_size bytes: receive_message takes it whole.
+            events += self.receive_message(item, now=now)
+        return events
+
+    def receive_message(
+        self, data: bytes | bytearray | memoryview | str, *, now: float = 0.0
+    ) -> list[Event]:
+        """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
+        if len(data) > self._max_message_size:
+            err = ErrorData(
+                code=ErrorCode.INVALID_REQUEST,
+                message=f"Message too large: over {self._max_message_size} bytes",
+            )
+            self._emit(error_response(None, err))
+            return [InvalidMessageReceived(error=err)]
+        if self._closed:
+            return []
+        try:
+            obj = loads(data)
+        except JSONDecodeError as exc:
+            obj = parse_error(exc)
+        # Fast path: the common message, delivered in one pass over the decoded dict
+        # with no intermediate objects and no calls but the event's construction. It
+        # is a request whose method already passed every check of the settled era
+        # (_accept_ok, _modern_accept_ok) or a complete result of an ordinary request
+        # of ours, and for it this does exactly what the general path (_receive_one)
+        # does. Anything else, including every error and every message that touches
+        # more than its own table entry, leaves by `break` *before changing any state*
+        # for the general path. tests/core/test_fastpath.py checks that both paths
+        # give the same events, bytes and state.
+        while type(obj) is dict:  # a block to break out of; never loops
+            if obj.get("jsonrpc") != JSONRPC:
+                break
+            method = obj.get("method")
+            if method is None:  # a response
+                rid = obj.get("id")
+                result = obj.get("result")
+                if (
+                    type(result) is not dict
+                    or "error" in obj
+                    or (type(rid) is not int and type(rid) is not str)
+                ):
+                    break
+                entry = self._pending.get(rid)
+                if (
+                    entry is None
+                    or entry.method in _HANDSHAKE_METHODS
+                    or (entry.era is _MODERN and result.get("resultType", _COMPLETE) != _COMPLETE)
+                ):
+                    break
+                # _finish_out, written out.
+                del self._pending[rid]
+                if entry.progress_token is not None:
+                    self._progress_in.pop(entry.progress_token, None)
+                if self._listening:
+                    self._listening.discard(rid)
+                finished = self._finished_out
+                finished[rid] = "duplicate"
+                if len(finished) > self._remembered_ids:
+                    finished.popitem(False)  # positional: no keyword parsing
+                return [new_result_received(rid, entry.method, result)]
+            if type(method) is not str or "id" not in obj:
+                break
+            rid = obj["id"]
+            if type(rid) is not int and type(rid) is not str:
+                break
+            inflight = self._inflight
+            if rid in inflight or len(inflight) >= self._max_inflight:
+                break
+            params = obj.get("params")
+            token = None
+            if params is None:
+                meta = None
+            elif type(params) is dict:
+                meta = params.get("_meta")
+            else:
+                break
+            if meta is not None:
+                if type(meta) is not dict:
+                    break
+                if _PROTOCOL_VERSION_KEY in meta and self._modern_server:
+                    # A modern request: the envelope rungs of validate_envelope, and no
+                    # MRTR retry (which needs the requestState codec).
+                    assert params is not None
+                    version = meta[_PROTOCOL_VERSION_KEY]
+                    caps = meta.get(_CLIENT_CAPABILITIES_KEY)
+                    info = meta.get(_CLIENT_INFO_KEY)
+                    if (
+                        method not in self._modern_accept_ok
+                        or version not in self._modern_versions
+                        or type(caps) is not dict
+                        or (
+                            type(info) is not dict
+                            and (info is not None or _CLIENT_INFO_KEY in meta)
+                        )
+                        or "requestState" in params
+                        or "inputResponses" in params
+                    ):
+                        break
+                    level = token = None
+                    if len(meta) > (2 if info is None else 3):  # more than the above
+                        level = meta.get(_LOG_LEVEL_KEY)
+                        token = meta.get(_PROGRESS_TOKEN_KEY)
+                        if (
+                            (level is not None or _LOG_LEVEL_KEY in meta)
+                            and (type(level) is not str or level not in _LOG_RANK)
+                        ) or (
+                            (token is not None or _PROGRESS_TOKEN_KEY in meta)
+                            and type(token) is not int
+                            and type(token) is not str
+                        ):
+                            break
+                    event = new_request_received(
+                        rid, method, params, _MODERN, version, token, caps, None, None
+                    )
+                    inflight[rid] = event
+                    if level is not None:
+                        self._inbound_log_level[rid] = level
+                    return [event]
+                token = meta.get("progressToken")
+                if type(token) is not int and type(token) is not str:
+                    token = None
+            if method not in self._accept_ok:
+                break
+            version = self._version
+            assert version is not None
+            event = new_request_received(
+                rid, method, params, _LEGACY, version, token, None, None, None
+            )
+            inflight[rid] = event
+            return [event]
+
+        events: list[Event] = []
+        if type(obj) is list:
+            self._receive_batch(obj, now, events)
+        else:
+            self._receive_one(obj, now, events, None)
+        return events
+
+    def receive_eof(self) -> list[Event]:
+        """The input ended: every request still in flight will never be answered."""
+        if self._closed:
+            return []
+        self._closed = True
+        state = transition(self._lifecycle, HandshakeInput.CLOSE)
+        assert state is not None
+        self._lifecycle = state
+        unanswered = _ids_of(self._pending)
+        abandoned = _ids_of(self._inflight)
+        for rid in unanswered:
+            self._forget_out(rid, self._pending[rid], "late")
+        self._pending.clear()
+        self._timers.clear()
+        for rid in abandoned:
+            self._remember_cancelled(rid)
+        self._inflight.clear()
+        self._inbound_progress.clear()
+        self._inbound_log_level.clear()
+        self._batches.clear()
+        self._subscriptions.clear()
+        self._awaiting_input.clear()
+        self._probe_id = None
+        return [ConnectionClosed(unanswered=unanswered, abandoned=abandoned)]
+
+    def _remember_cancelled(self, rid: RequestId) -> None:
+        cancelled = self._cancelled_in
+        cancelled[rid] = None
+        if len(cancelled) > self.config.remembered_ids:
+            cancelled.popitem(False)
+
+    def _receive_batch(self, items: list[Any], now: float, events: list[Event]) -> None:
+        revision = self._revision()
+        problem = None
+        if revision is None or not revision.batching:
+            problem = "Invalid Request: batches are allowed only in protocol version 2025-03-26"
+        elif not items:
+            problem = "Invalid Request: empty batch"
+        elif len(items) > self.config.max_batch_size:
+            problem = f"Invalid Request: batch larger than {self.config.max_batch_size}"
+        if problem is not None:
+            err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=problem)
+            self._emit(error_response(None, err))
+            events.append(InvalidMessageReceived(error=err))
+            return
+        batch = _Batch(waiting=set(), replies=[])
+        for item in items:
+            self._receive_one(item, now, events, batch)
+        self._maybe_flush_batch(batch)
+
+    def _receive_one(self, obj: Any, now: float, events: list[Event], batch: _Batch | None) -> None:
+        # A well-formed request, notification or result is dispatched straight from
+        # the decoded dict, with no intermediate message object.
+        if type(obj) is dict and obj.get("jsonrpc") == "2.0":
+            method = obj.get("method")
+            if type(method) is str:
+                params = obj.get("params")
+                if params is None or type(params) is dict:
+                    if "id" not in obj:
+                        self._on_notification(method, params, now, events)
+                        return
+                    rid = obj["id"]
+                    if type(rid) is int or type(rid) is str:
+                        self._on_request(rid, method, params, now, events, batch)
+                        return
+            elif method is None and "result" in obj and "error" not in obj:
+                rid = obj.get("id")
+                result = obj["result"]
+                if (type(rid) is int or type(rid) is str) and type(result) is dict:
+                    self._on_response(rid, result, now, events)
+                    return
+        # Slow path: everything else is classified in full.
+        msg = obj if type(obj) is Invalid else classify(obj)
+        if type(msg) is ErrorResponse:
+            self._on_error_response(msg, now, events)
+        elif type(msg) is Invalid:
+            if msg.is_request:
+                self._reject(msg.id, msg.error.code, msg.error.message, events, batch)
+            else:
+                events.append(InvalidMessageReceived(error=msg.error, request_id=msg.id))
+        else:  # pragma: no cover - the fast path takes every valid non-error message
+            raise AssertionError(f"unclassified message {msg!r}")
+
+    # -- requests
+
+    def _on_request(
+        self,
+        rid: RequestId,
+        method: str,
+        params: dict[str, Any] | None,
+        now: float,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        msg = _Req(rid, method, params)
+        if rid in self._inflight or (batch is not None and rid in batch.waiting):
+            self._reject(
+                rid, ErrorCode.INVALID_REQUEST, f"Duplicate request id {rid!r}", events, batch
+            )
+            return
+        if len(self._inflight) >= self.config.max_inflight_requests:
+            self._reject(
+                rid,
+                ErrorCode.INTERNAL_ERROR,
+                f"Too many requests in flight (limit {self.config.max_inflight_requests})",
+                events,
+                batch,
+            )
+            return
+        if self.role == "server":
+            meta = params.get("_meta") if params is not None else None
+            if (
+                type(meta) is dict
+                and _modern.PROTOCOL_VERSION_KEY in meta
+                and (self._modern_versions or not self._legacy_versions)
+            ):
+                if batch is not None:
+                    self._reject(
+                        rid,
+                        ErrorCode.INVALID_REQUEST,
+                        "Invalid Request: modern requests cannot be batched",
+                        events,
+                        batch,
+                    )
+                    return
+                self._on_modern_request(msg, now, events)
+                return
+            self._on_legacy_server_request(msg, events, batch)
+            return
+        self._on_client_side_request(msg, events, batch)
+
+    def _answer_now(self, rid: RequestId, result: dict[str, Any], batch: _Batch | None) -> None:
+        reply = result_response(rid, result)
+        if batch is not None:
+            batch.replies.append(reply)
+        else:
+            self._queue(dumps(reply), rid)
+
+    def _on_legacy_server_request(
+        self, msg: _Req, events: list[Event], batch: _Batch | None
+    ) -> None:
+        rid, method = msg.id, msg.method
+        if method in self._accept_ok:  # passed every check below before, in READY
+            assert self._version is not None
+            self._accept(msg, _LEGACY, self._version, events, batch)
+            return
+        if method == "initialize":
+            if batch is not None:
+                self._reject(
+                    rid,
+                    ErrorCode.INVALID_REQUEST,
+                    "Invalid Request: initialize cannot be part of a batch",
+                    events,
+                    batch,
+                )
+                return
+            self._on_initialize(msg, events)
+            return
+        state = self._lifecycle
+        if state is not LifecycleState.READY and method not in PRE_READY_REQUESTS.get(
+            state, frozenset()
+        ):
+            if state is LifecycleState.IDLE and self._modern_versions:
+                self._reject(
+                    rid,
+                    ErrorCode.INVALID_PARAMS,
+                    "Invalid params: missing _meta "
+                    f"{_modern.PROTOCOL_VERSION_KEY!r} (or send initialize first for a "
+                    "legacy session)",
+                    events,
+                    batch,
+                )
+            else:
+                self._reject(
+                    rid,
+                    ErrorCode.INVALID_REQUEST,
+                    f"Invalid Request: {method!r} before the session is initialized",
+                    events,
+                    batch,
+                )
+            return
+        if method == "ping":
+            self._answer_now(rid, {}, batch)
+            return
+        revision = self._revision()
+        assert revision is not None
+        if method in revision.server_requests and method not in revision.client_requests:
+            self._reject(
+                rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, batch
+            )
+            return
+        path = revision.client_requests.get(method)
+        if path is not None and not has_capability(self.config.capabilities, path):
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
+                events,
+                batch,
+            )
+            return
+        if method == "logging/setLevel":
+            level = (msg.params or {}).get("level")
+            if level not in _LOG_RANK:
+                self._reject(
+                    rid,
+                    ErrorCode.INVALID_PARAMS,
+                    f"Invalid params: unknown log level {level!r}",
+                    events,
+                    batch,
+                )
+                return
+            self._log_level = level
+            self._answer_now(rid, {}, batch)
+            return
+        assert self._version is not None
+        if state is LifecycleState.READY:
+            self._accept_ok.add(method)
+        self._accept(msg, _LEGACY, self._version, events, batch)
+
+    def _on_client_side_request(self, msg: _Req, events: list[Event], batch: _Batch | None) -> None:
+        rid, method = msg.id, msg.method
+        if self._era is not _LEGACY:
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                f"Method not found: {method} (servers send no requests in the modern era)",
+                events,
+                batch,
+            )
+            return
+        if method == "ping":
+            self._answer_now(rid, {}, batch)
+            return
+        revision = self._revision()
+        assert revision is not None and self._version is not None
+        if method in revision.client_requests and method not in revision.server_requests:
+            self._reject(
+                rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, batch
+            )
+            return
+        path = revision.server_requests.get(method)
+        if path is not None and not has_capability(self.config.capabilities, path):
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
+                events,
+                batch,
+            )
+            return
+        self._accept_ok.add(method)  # a legacy client is READY once its era is set
+        self._accept(msg, _LEGACY, self._version, events, batch)
+
+    # -- notifications
+
+    def _on_notification(
+        self, method: str, params: dict[str, Any] | None, now: float, events: list[Event]
+    ) -> None:
+        if method == "notifications/progress":
+            self._on_progress(params, now, events)
+            return
+        if method == "notifications/cancelled":
+            self._on_cancelled(params, events)
+            return
+        if method == "notifications/initialized" and self.role == "server":
+            state = transition(self._lifecycle, HandshakeInput.CONFIRM)
+            if state is None:
+                events.append(
+                    InvalidMessageReceived(
+                        error=ErrorData(
+                            code=ErrorCode.INVALID_REQUEST,
+                            message="notifications/initialized out of order",
+                        )
+                    )
+                )
+                return
+            self._lifecycle = state
+            assert self._version is not None
+            events.append(
+                HandshakeCompleted(
+                    era=_LEGACY,
+                    protocol_version=self._version,
+                    peer_capabilities=self._peer_capabilities,
+                    peer_info=self._peer_info,
+                )
+            )
+            return
+        if self.role == "client" and params is not None:
+            meta = params.get("_meta")
+            if type(meta) is dict and _modern.SUBSCRIPTION_ID_KEY in meta:
+                sub_id = meta[_modern.SUBSCRIPTION_ID_KEY]
+                if sub_id in self._listening:
+                    events.append(
+                        SubscriptionNotificationReceived(
+                            subscription_id=sub_id, method=method, params=params
+                        )
+                    )
+                    return
+        events.append(NotificationReceived(method=method, params=params))
+
+    def _on_progress(self, params: dict[str, Any] | None, now: float, events: list[Event]) -> None:
+        if params is None:
+            return
+        token = params.get("progressToken")
+        rid = self._progress_in.get(token) if is_request_id(token) else None  # type: ignore[arg-type]
+        if rid is None:
+            return  # progress.mdx: receivers may ignore unknown tokens
+        progress = params.get("progress")
+        if type(progress) is not int and type(progress) is not float:
+            return
+        assert isinstance(progress, int | float)
+        entry = self._pending[rid]
+        if entry.last_progress is not None and progress <= entry.last_progress:
+            return  # not increasing: the sender broke the rule; ignore it
+        entry.last_progress = progress
+        if entry.timeout is not None:
+            self._arm(rid, entry, now, entry.timeout)
+        total = params.get("total")
+        message = params.get("message")
+        events.append(
+            ProgressReceived(
+                request_id=rid,
+                progress=progress,
+                total=total if type(total) in (int, float) else None,
+                message=message if type(message) is str else None,
+            )
+        )
+
+    def _on_cancelled(self, params: dict[str, Any] | None, events: list[Event]) -> None:
+        if params is None:
+            return
+        rid = params.get("requestId")
+        reason = params.get("reason")
+        reason = reason if type(reason) is str else None
+        if self.role == "client" and rid in self._listening:
+            # The server tore down one of our subscriptions.
+            assert is_request_id(rid)
+            entry = self._pending.pop(rid, None)
+            if entry is not None:
+                self._forget_out(rid, entry, "late")
+            events.append(
+                SubscriptionNotificationReceived(
+                    subscription_id=rid, method="notifications/cancelled", params=params
+                )
+            )
+            return
+        if not is_request_id(rid) or rid not in self._inflight:
+            return  # cancellation.mdx: unknown or finished requests are ignored
+        inbound = self._inflight[rid]
+        if inbound.method == "initialize":
+            return
+        del self._inflight[rid]
+        self._subscriptions.pop(rid, None)
+        self._remember_cancelled(rid)
+        batch = self._batches.pop(rid, None)
+        if batch is not None:
+            batch.waiting.discard(rid)
+            self._maybe_flush_batch(batch)
+        if inbound.method != "subscriptions/listen":
+            events.append(RequestCancelled(request_id=rid, reason=reason))
+
+    # -- responses
+
+    def _finish_out(self, rid: RequestId) -> _Outbound | None:
+        entry = self._pending.pop(rid, None)
+        if entry is not None:
+            self._forget_out(rid, entry, "duplicate")
+        return entry
+
+    def _ignored(
+        self, rid: RequestId | None, events: list[Event], error: ErrorData | None = None
+    ) -> None:
+        why = self._finished_out.get(rid) if rid is not None else None
+        reason: Literal["late", "duplicate", "unknown"] = (
+            "late" if why == "late" else "duplicate" if why == "duplicate" else "unknown"
+        )
+        events.append(ResponseIgnored(request_id=rid, reason=reason, error=error))
+
+    def _on_response(
+        self, rid: RequestId, result: dict[str, Any], now: float, events: list[Event]
+    ) -> None:
+        entry = self._finish_out(rid)
+        if entry is None:
+            self._ignored(rid, events)
+            return
+        method = entry.method
+        if method == "initialize":
+            self._on_initialize_result(rid, result, events)
+            return
+        if rid == self._probe_id:
+            self._on_discover_result(rid, result, now, events)
+            return
+        if entry.era is _MODERN:
+            kind = _modern.classify_result(result)
+            if isinstance(kind, ErrorData):
+                events.append(ErrorReceived(request_id=rid, method=method, error=kind))
+                return
+            if kind == "input_required":
+                entry.rounds += 1
+                state = result.get("requestState")
+                entry.request_state = state
+                self._awaiting_input[rid] = entry
+                if len(self._awaiting_input) > self.config.max_pending_requests:
+                    self._awaiting_input.popitem(last=False)
+                events.append(
+                    InputRequired(
+                        request_id=rid,
+                        method=method,
+                        input_requests=result.get("inputRequests") or {},
+                        request_state=state if type(state) is str else None,
+                        round=entry.rounds,
+                    )
+                )
+                return
+        events.append(ResultReceived(request_id=rid, method=method, result=result))
+
+    def _on_error_response(self, msg: ErrorResponse, now: float, events: list[Event]) -> None:
+        rid = msg.id
+        entry = None if rid is None else self._finish_out(rid)
+        if entry is None:
+            self._ignored(rid, events, msg.error)
+            return
+        assert rid is not None
+        if entry.method == "initialize":
+            state = transition(self._lifecycle, HandshakeInput.REJECT)
+            if state is not None:
+                self._lifecycle = state
+        elif rid == self._probe_id:
+            self._on_discover_error(rid, msg.error, now, events)
+            return
+        events.append(ErrorReceived(request_id=rid, method=entry.method, error=msg.error))
