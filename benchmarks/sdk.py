@@ -23,6 +23,27 @@ faster.
     The same low-level servers in a child process, over stdin/stdout: the SDK's
     ``stdio_server`` + ``Client(StdioServerParameters(...))``, our ``serve_stdio`` +
     ``open_client([...])``.
+``sdk.mcp.http`` / ``sdk.ours.http`` (and ``.100``; ``.json``)
+    The same low-level servers in a child process over Streamable HTTP, stateful legacy
+    sessions (``initialize`` first, a session id), both answering each POST as one SSE
+    event (``text/event-stream``: the SDK's default), or (``.json``, 1 in flight) as an
+    ``application/json`` body. SDK: ``python -m benchmarks._sdk_app server-http sse|json``
+    (its ``Server.streamable_http_app(json_response=...)``, i.e. Starlette around
+    ``StreamableHTTPSessionManager``, run by uvicorn pinned to the h11 parser and the
+    asyncio loop, access log off) and ``Client("http://127.0.0.1:PORT/mcp", mode="legacy")``
+    (httpx2, its default pool: up to 100 connections, 20 kept idle). Ours:
+    ``python -m benchmarks._net_server http-sse|http-json`` (``serve_http``,
+    ``response_mode="sse" | "json"``) and ``open_client("http://127.0.0.1:PORT/mcp",
+    era="legacy")`` (its default pool: 16 requests in progress, 4 idle). Both clients
+    keep the legacy GET stream open beside; both servers bind ``127.0.0.1`` only.
+``sdk.mcp.coldstart`` / ``sdk.ours.coldstart``
+    Milliseconds from spawning a stdio server (``python -c SCRIPT``) to the first line of
+    its answer to ``initialize`` (group ``coldstart``'s method): the SDK's low-level
+    ``Server`` with one ``tools/call`` handler under ``anyio.run`` (in the SDK's
+    interpreter) against our ``coldstart.STDIO_SCRIPT`` (``serve_stdio`` with one
+    handler, in ours). Each script imports only its library.
+
+The HTTP and cold-start pairs are left out of ``--quick`` runs.
 
 The SDK is found in this interpreter (the ``bench`` extra: ``pip install -e '.[bench]'``,
 which pins ``mcp==2.3.0``), or in the one named
@@ -37,6 +58,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from functools import cache
 from importlib import metadata
@@ -46,9 +68,18 @@ import trio
 
 import mcp_trio
 
-from ._harness import Bench, Case, Settings, Skip, TimedCase
+from . import coldstart
+from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
 from ._servers import SERVER_CONFIG, TOOL_TEXT, high_level_server, low_level_handlers
-from ._trio import ROOT, Driver, bench_setup, driver, module_command, until_closed
+from ._trio import (
+    ROOT,
+    Driver,
+    bench_setup,
+    driver,
+    module_command,
+    open_net_server,
+    until_closed,
+)
 from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME
 
 __all__ = ["DESCRIPTION", "SDK_VERSION", "cases", "unavailable"]
@@ -138,11 +169,15 @@ class _SdkWorker:
             self._process.wait()
 
 
+def _sdk_python() -> str:
+    found = _sdk()
+    assert not isinstance(found, str), found
+    return found[0]
+
+
 def _theirs(target: str, in_flight: int) -> Callable[[], Bench]:
     def setup() -> Bench:
-        found = _sdk()
-        assert not isinstance(found, str), found
-        worker = _SdkWorker(found[0], target, in_flight)
+        worker = _SdkWorker(_sdk_python(), target, in_flight)
         return Bench(worker.run, close=worker.close, self_timed=True)
 
     return setup
@@ -152,6 +187,12 @@ def _theirs(target: str, in_flight: int) -> Callable[[], Bench]:
 
 
 async def _ours(target: str, in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    if target.startswith("http-"):
+        # The same server kinds as group ``http``, reached through open_client.
+        async with open_net_server(target) as (port, pid):
+            url = f"http://127.0.0.1:{port}/mcp"
+            await _ours_client(url, None, in_flight, pid, task_status=task_status)
+        return
     where: Any
     if target == "inmemory":
         where = (low_level_handlers(), SERVER_CONFIG)
@@ -160,30 +201,122 @@ async def _ours(target: str, in_flight: int, *, task_status: trio.TaskStatus[Dri
     else:
         where = module_command("_stdio_server")
     cwd = ROOT if target == "stdio" else None
+    await _ours_client(where, cwd, in_flight, None, task_status=task_status)
+
+
+async def _ours_client(
+    where: Any,
+    cwd: os.PathLike[str] | None,
+    in_flight: int,
+    server_pid: int | None,
+    *,
+    task_status: trio.TaskStatus[Driver],
+) -> None:
+    """``open_client(where, era="legacy")``, checked once; the driver calls ``call_tool``."""
     async with mcp_trio.open_client(where, era="legacy", cwd=cwd) as client:
 
         async def call() -> Any:
             return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
 
         assert await call() == TOOL_TEXT
-        task_status.started(driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__))
+        task_status.started(
+            driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__, server_pid=server_pid)
+        )
         await until_closed()
+
+
+# -- cold start ----------------------------------------------------------------------------
+
+SDK_COLDSTART_SCRIPT: Final = """
+import anyio, mcp_types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+async def call_tool(ctx, params):
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text="ok")])
+server = Server("bench-server", version="1", on_call_tool=call_tool)
+async def main():
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+anyio.run(main)
+"""
+"""The SDK's counterpart of ``coldstart.STDIO_SCRIPT``: its low-level server with one
+``tools/call`` handler serving stdio, importing only the SDK."""
+
+
+def _spawn_once(command: list[str], request: bytes, env: dict[str, str]) -> float:
+    """Milliseconds from spawning ``command`` to the first line of its answer (as
+    ``coldstart`` measures ours); then close its stdin and reap it, untimed."""
+    t0 = time.perf_counter_ns()
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    try:
+        process.stdin.write(request)
+        process.stdin.flush()
+        line = process.stdout.readline()
+        elapsed = time.perf_counter_ns() - t0
+        process.stdin.close()
+        stderr = process.stderr.read()
+        process.wait(_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    if b'"result"' not in line or b'"protocolVersion"' not in line:
+        raise RuntimeError(f"no initialize result: {line[:200]!r}; stderr: {stderr[-2000:]!r}")
+    return elapsed / 1e6
+
+
+def _coldstart_sampler(python: Callable[[], str], script: str) -> Callable[[], float]:
+    """Samples of ``python -c script``'s cold start; the first call spawns it once more,
+    untimed, before its sample."""
+    request = coldstart.initialize_request()
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # warm __pycache__, as coldstart's children
+    warm: list[bool] = []
+
+    def sample() -> float:
+        command = [python(), "-c", script]
+        if not warm:
+            _spawn_once(command, request, env)  # writes __pycache__, warms the page cache
+            warm.append(True)
+        return _spawn_once(command, request, env)
+
+    return sample
 
 
 # -- the group -----------------------------------------------------------------------------
 
-_PAIRS: Final = (
+PAIRS: Final = (
     # suffix, target, in flight, what theirs is, what ours is
     ("inmemory", "inmemory", 1, "low-level Server + Client, memory streams", "Handlers"),
     ("inmemory.100", "inmemory", IN_FLIGHT, "the same, 100 in flight", "Handlers"),
     ("inmemory.server", "inmemory-high", 1, "MCPServer + Client, memory streams", "Server"),
     ("stdio", "stdio", 1, "low-level Server child + Client, stdio", "serve_stdio child"),
     ("stdio.100", "stdio", IN_FLIGHT, "the same, 100 in flight", "serve_stdio child"),
+    ("http", "http-sse", 1, "low-level Server + uvicorn child, SSE", "serve_http child, SSE"),
+    ("http.100", "http-sse", IN_FLIGHT, "the same, 100 in flight", "serve_http child, SSE"),
+    ("http.json", "http-json", 1, "the same, json_response=True", "serve_http child, JSON"),
 )
 
+COLDSTART: Final = "coldstart"
+"""The suffix of the cold-start pair (sampled, not timed)."""
 
-_QUICK: Final = frozenset({"inmemory", "stdio"})
-"""The pairs a ``--quick`` run measures (each SDK case starts an interpreter with the SDK)."""
+QUICK: Final = frozenset({"inmemory", "stdio"})
+"""The pairs a ``--quick`` run measures (each SDK case starts an interpreter with the SDK;
+the HTTP pairs a server child too; the cold start spawns a dozen)."""
+
+
+def pair_names() -> list[str]:
+    """The suffixes of every pair, the cold start last."""
+    return [suffix for suffix, *_ in PAIRS] + [COLDSTART]
 
 
 def cases(settings: Settings) -> list[Case | Skip]:
@@ -191,8 +324,8 @@ def cases(settings: Settings) -> list[Case | Skip]:
     found = _sdk()
     version = SDK_VERSION if isinstance(found, str) else found[1]
     result: list[Case | Skip] = []
-    for suffix, target, in_flight, theirs, ours in _PAIRS:
-        if settings.quick and suffix not in _QUICK:
+    for suffix, target, in_flight, theirs, ours in PAIRS:
+        if settings.quick and suffix not in QUICK:
             result.append(Skip(name=f"sdk.*.{suffix}", reason="not in --quick runs"))
             continue
         flight = f"{in_flight} in flight"
@@ -211,4 +344,22 @@ def cases(settings: Settings) -> list[Case | Skip]:
                 reference=f"sdk.mcp.{suffix}",
             ),
         ]
+    if settings.quick:
+        result.append(Skip(name=f"sdk.*.{COLDSTART}", reason="not in --quick runs"))
+        return result
+    result += [
+        SampledCase(
+            name=f"sdk.mcp.{COLDSTART}",
+            title=f"mcp {version}: python -c low-level Server, stdio: spawn → initialize answered",
+            sample=_coldstart_sampler(_sdk_python, SDK_COLDSTART_SCRIPT),
+            unit="ms",
+        ),
+        SampledCase(
+            name=f"sdk.ours.{COLDSTART}",
+            title="mcp_trio: python -c serve_stdio (Handlers): the same (ours / theirs)",
+            sample=_coldstart_sampler(lambda: sys.executable, coldstart.STDIO_SCRIPT),
+            unit="ms",
+            reference=f"sdk.mcp.{COLDSTART}",
+        ),
+    ]
     return result

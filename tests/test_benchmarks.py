@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 import attrs
-from benchmarks import _registry, sdk
+from benchmarks import _net_server, _registry, sdk
 from benchmarks._harness import Bench, Settings, Skip, TimedCase, measure_paired, resolve
 from benchmarks.targets import TARGETS
 
@@ -63,3 +63,26 @@ def test_a_case_and_its_reference_run_in_alternating_rounds() -> None:
     result = resolve("g", attrs.evolve(ours, reference="g.floor"), figures, 1, {}, paired)
     assert result.reference_median == statistics.median(paired)
     assert result.ratio == statistics.median(figures) / statistics.median(paired)
+
+
+def test_every_sdk_pair_is_ours_after_theirs_and_quick_runs_skip_the_slow_ones() -> None:
+    # Builds the case lists only (nothing is spawned): the SDK need not be installed.
+    full = sdk.cases(Settings.for_run(quick=False))
+    names = [case.name for case in full]
+    assert names == [f"sdk.{side}.{pair}" for pair in sdk.pair_names() for side in ("mcp", "ours")]
+    for case in full:
+        assert not isinstance(case, Skip)
+        theirs = case.name.replace(".ours.", ".mcp.")
+        assert case.reference == (theirs if theirs != case.name else None), case.name
+    quick = sdk.cases(Settings.for_run(quick=True))
+    measured = {case.name for case in quick if not isinstance(case, Skip)}
+    assert measured == {f"sdk.{side}.{pair}" for pair in sdk.QUICK for side in ("mcp", "ours")}
+    assert {case.name for case in quick if isinstance(case, Skip)} == {
+        f"sdk.*.{pair}" for pair in sdk.pair_names() if pair not in sdk.QUICK
+    }
+
+
+def test_our_side_of_the_sdk_http_pairs_names_server_kinds_that_exist() -> None:
+    targets = {target for _, target, *_ in sdk.PAIRS if target.startswith("http-")}
+    assert targets
+    assert targets <= set(_net_server.KINDS)
