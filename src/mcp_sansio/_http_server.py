@@ -49,6 +49,30 @@ stream only, then continues live (or ends, if the stream's request was answered)
 Replay never skips silently: if the store no longer holds every event after the cursor,
 the answer is ``410 Gone``. Modern streams carry no ids and are not resumable.
 
+Timers. The Trio binding asks :meth:`HttpServer.next_deadline` after every HTTP request, so
+it must not walk the session table. Two indexes keep it O(log n):
+
+* ``_idle`` holds the sessions with no response in progress, least recently active first:
+  the same order as ``_sessions``, restricted to those sessions. Its head is the next to
+  expire and the one to evict. A session joins when it is created, joins or moves to the
+  end in ``_touch`` (every activity, including the end of its last response, touches it),
+  and leaves in ``_attach`` (it gained a response) and ``_close_session``. ``handle_timer``
+  runs the due connections' timers in this same LRU order (``_Session.order``).
+* ``_timers`` is a heap of ``(deadline, token, session id)``: each session's
+  ``conn.next_deadline()`` as last seen, with lazy invalidation (an entry counts only
+  while its session is live and ``session.timer_token`` is its token; ids, not sessions,
+  so that a stale entry keeps no closed session alive). A deadline moves *earlier* only when a
+  request of ours is sent (``send_request``, by a handler) or its timer is re-armed
+  (progress, while we feed the connection). We look again after every feed and every drain
+  of the connection, and the binding drains a connection after every call into it (the
+  contract above), so a new request is seen before the next :meth:`HttpServer.next_deadline`.
+  A caller driving the core by hand may skip that drain, so a session whose connection was
+  handed out by :meth:`HttpServer.session_connection` is also looked at on every call until
+  its next drain. A deadline that moved *later* unseen (an answer, a cancellation, a timer
+  run) is found when its entry reaches the top: the top is checked against the connection
+  before it is believed. The heap is rebuilt when stale entries outnumber the sessions,
+  which keeps it bounded.
+
 Status codes (both eras unless noted):
 
 ====  ==========================================================================
@@ -71,6 +95,7 @@ Status codes (both eras unless noted):
 
 from __future__ import annotations
 
+import heapq
 import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
@@ -432,6 +457,9 @@ class _Session:
     streams: dict[int, _Stream] = attrs.Factory(dict)
     by_request: dict[RequestId, _Stream] = attrs.Factory(dict)
     handles: set[int] = attrs.Factory(set)
+    order: int = 0  # rank in the LRU order of HttpServer._sessions (larger: more recent)
+    deadline: float | None = None  # our entry in HttpServer._timers, valid while ...
+    timer_token: int = 0  # ... this is its token (0: no entry)
 
 
 @attrs.define(eq=False)
@@ -565,6 +593,11 @@ class HttpServer:
         self._session_id_factory = session_id_factory or _default_session_id
         self._store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently active first
+        self._idle: OrderedDict[str, _Session] = OrderedDict()  # those with no handles, same order
+        self._timers: list[tuple[float, int, str]] = []  # see "Timers" above
+        self._watched: dict[str, _Session] = {}  # handed out by session_connection, not drained
+        self._order = 0
+        self._timer_token = 0
         self._modern: dict[int, _Stream] = {}
         self._handles: dict[int, _Stream] = {}
         self._owners: dict[Connection, _Session | _Stream] = {}
@@ -597,7 +630,10 @@ class HttpServer:
     def session_connection(self, session_id: str) -> Connection | None:
         """The connection of a live legacy session."""
         session = self._sessions.get(session_id)
-        return None if session is None else session.conn
+        if session is None:
+            return None
+        self._watched[session_id] = session  # see "Timers": it may be used without a drain
+        return session.conn
 
     def statistics(self) -> dict[str, int]:
         """Table sizes: ``sessions``, ``modern_requests``, ``open_responses``."""
@@ -960,9 +996,13 @@ class HttpServer:
         sid = self._mint_session_id()
         key = self._new_id()
         standalone = _Stream(key=key, conn=conn, session=None, mode="sse")
-        session = _Session(id=sid, conn=conn, standalone=standalone, last_active=now)
+        self._order += 1
+        session = _Session(
+            id=sid, conn=conn, standalone=standalone, last_active=now, order=self._order
+        )
         standalone.session = session
         self._sessions[sid] = session
+        self._idle[sid] = session
         self._owners[conn] = session
         events: tuple[HttpServerEvent, ...] = (
             *evicted,
@@ -995,6 +1035,7 @@ class HttpServer:
             has_request = has_request or (type(item) is dict and "method" in item and "id" in item)
             text = dumps(item) if batch else request.body
             core_events.extend(conn.receive_message(text, now=now))
+        self._refresh_timer(session)  # progress re-arms a timer; an answer disarms one
         # During the feed the core only answers this body (errors, ping, setLevel, ...).
         answered = [payload for payload, _ in conn.messages_to_send()]
         received = [e.request_id for e in core_events if isinstance(e, _RequestReceived)]
@@ -1147,6 +1188,7 @@ class HttpServer:
         stream.handle = handle
         self._handles[handle] = stream
         session.handles.add(handle)
+        self._idle.pop(session.id, None)
 
     def _route_session(self, session: _Session, payload: bytes, related: RequestId | None) -> None:
         stream = session.by_request.get(related) if related is not None else None
@@ -1205,9 +1247,53 @@ class HttpServer:
     def _touch(self, session: _Session, now: float) -> None:
         session.last_active = max(session.last_active, now)
         self._sessions.move_to_end(session.id)
+        self._order += 1
+        session.order = self._order
+        if not session.handles:
+            self._idle[session.id] = session
+            self._idle.move_to_end(session.id)
 
     def _evictable(self) -> _Session | None:
-        return next((s for s in self._sessions.values() if not s.handles), None)
+        return next(iter(self._idle.values()), None)
+
+    def _refresh_timer(self, session: _Session) -> None:
+        """Make the session's ``_timers`` entry match its connection's deadline."""
+        deadline = session.conn.next_deadline()
+        if deadline != session.deadline:
+            self._set_timer(session, deadline)
+
+    def _set_timer(self, session: _Session, deadline: float | None) -> None:
+        session.deadline = deadline
+        if deadline is None:
+            session.timer_token = 0
+            return
+        self._timer_token += 1
+        session.timer_token = token = self._timer_token
+        timers = self._timers
+        heapq.heappush(timers, (deadline, token, session.id))
+        if len(timers) > 2 * len(self._sessions) + 64:
+            # Mostly stale entries: rebuild. It costs less than the entries it drops,
+            # each pushed once, so this is O(1) amortised per push.
+            timers[:] = [
+                (s.deadline, s.timer_token, s.id)
+                for s in self._sessions.values()
+                if s.deadline is not None
+            ]
+            heapq.heapify(timers)
+
+    def _next_timer(self) -> _Session | None:
+        """The session whose connection's deadline comes first, its entry checked."""
+        timers = self._timers
+        while timers:
+            deadline, token, sid = timers[0]
+            session = self._sessions.get(sid)
+            if session is None or session.timer_token != token:
+                heapq.heappop(timers)
+            elif session.conn.next_deadline() != deadline:
+                self._refresh_timer(session)  # it moved later unseen; look again
+            else:
+                return session
+        return None
 
     def _close_session(self, session: _Session, reason: Any, events: list[HttpServerEvent]) -> None:
         conn = session.conn
@@ -1227,6 +1313,10 @@ class HttpServer:
         session.handles.clear()
         self._store.discard_session(session.id)
         del self._sessions[session.id]
+        self._idle.pop(session.id, None)
+        self._watched.pop(session.id, None)
+        session.deadline = None
+        session.timer_token = 0
         self._owners.pop(conn, None)
         events.append(SessionClosed(session_id=session.id, reason=reason))
 
@@ -1247,10 +1337,13 @@ class HttpServer:
         messages = conn.messages_to_send()
         if owner is None:
             return  # a finished request or closed session: nothing may be sent any more
-        for payload, related in messages:
-            if isinstance(owner, _Session):
+        if isinstance(owner, _Session):
+            for payload, related in messages:
                 self._route_session(owner, payload, related)
-            else:
+            self._watched.pop(owner.id, None)
+            self._refresh_timer(owner)  # a handler may have sent a request
+        else:
+            for payload, _ in messages:
                 self._route_modern(owner, payload)
 
     def data_to_send(
@@ -1403,10 +1496,12 @@ class HttpServer:
             idle = self._evictable()
             if idle is not None:
                 deadlines.append(idle.last_active + timeout)
-        for session in self._sessions.values():
-            d = session.conn.next_deadline()
-            if d is not None:
-                deadlines.append(d)
+        for session in self._watched.values():
+            self._refresh_timer(session)
+        first = self._next_timer()
+        if first is not None:
+            assert first.deadline is not None
+            deadlines.append(first.deadline)
         return min(deadlines, default=None)
 
     def handle_timer(self, now: float) -> list[HttpServerEvent]:
@@ -1414,21 +1509,28 @@ class HttpServer:
         events: list[HttpServerEvent] = []
         timeout = self.config.session_idle_timeout
         if timeout is not None:
-            for session in list(self._sessions.values()):
-                if session.handles:
-                    continue
-                if session.last_active + timeout > now:
+            while (idle := self._evictable()) is not None:
+                if idle.last_active + timeout > now:
                     break  # least recently active first: the rest are younger
-                self._close_session(session, "expired", events)
-        for session in list(self._sessions.values()):
-            d = session.conn.next_deadline()
-            if d is not None and d <= now:
-                for e in session.conn.handle_timer(now):
-                    events.append(
-                        ServerEvent(
-                            event=e, connection=session.conn, session_id=session.id, stream_id=None
-                        )
-                    )
+                self._close_session(idle, "expired", events)
+        for watched in self._watched.values():
+            self._refresh_timer(watched)
+        due: list[_Session] = []
+        while (session := self._next_timer()) is not None:
+            assert session.deadline is not None
+            if session.deadline > now:
+                break
+            heapq.heappop(self._timers)
+            self._set_timer(session, None)
+            due.append(session)
+        due.sort(key=lambda s: s.order)  # in session order, as a walk of the table would
+        for session in due:
+            conn = session.conn
+            for e in conn.handle_timer(now):
+                events.append(
+                    ServerEvent(event=e, connection=conn, session_id=session.id, stream_id=None)
+                )
+            self._refresh_timer(session)
         return events
 
     def close(self) -> list[HttpServerEvent]:
