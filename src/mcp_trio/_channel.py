@@ -28,6 +28,13 @@ or three extra scheduler ticks per side for nothing:
   It still checks for cancellation first, and after :data:`RECEIVE_BUDGET` receives
   in a row that did not wait it yields once, so a peer that never pauses cannot
   starve the other tasks.
+* **Taking a message in passing** (:meth:`MessageChannel.attach_reader`): while the
+  session's reader is parked in ``receive`` on an empty channel, a message that
+  arrives (a memory channel's ``send_nowait``, an HTTP response read by its own task)
+  is offered to the session's ``take`` callback in the task that brought it, instead
+  of waking the reader for it: a scheduler round trip less per message. ``take``
+  refuses (and the message is buffered as before) whenever taking it could reorder
+  messages or re-enter the session; see ``Session._take_message``.
 
 Pipes (``trio.lowlevel.FdStream``, what stdio uses on both sides) are read and written
 with ``os.read``/``os.write`` on the non-blocking descriptor directly; a pipe write of
@@ -42,13 +49,17 @@ import errno
 import os
 import select
 import stat
+from collections.abc import Callable
 from typing import ClassVar, Literal, final
 
 import trio
 
-__all__ = ["MemoryChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
+__all__ = ["MemoryChannel", "MessageChannel", "StreamChannel", "Take", "memory_channel_pair"]
 
 Framing = Literal["message", "ndjson"]
+Take = Callable[[bytes], bool]
+"""A session's ``take``: act on one message now, in the caller's task; ``False``
+refuses it (it must then be buffered for ``receive`` as usual)."""
 
 RECEIVE_BUDGET = 16
 """How many receives in a row may return without yielding to the scheduler."""
@@ -92,6 +103,12 @@ class MessageChannel(abc.ABC):
     async def receive(self) -> bytes | str:
         """Wait for the next message (or NDJSON chunk)."""
 
+    def attach_reader(self, take: Take) -> None:
+        """Offer messages to ``take`` while the reader is parked in :meth:`receive` with
+        nothing buffered (see the module docs). Only channels of framing ``"message"``
+        can; the default ignores it (every message goes through ``receive``)."""
+        del take
+
     @abc.abstractmethod
     async def aclose(self) -> None:
         """Close both directions; the peer sees the end of input. Idempotent."""
@@ -109,11 +126,26 @@ class MemoryChannel(MessageChannel):
         self._send = send
         self._receive = receive
         self._streak = 0  # receives in a row that did not yield
+        self._peer: MemoryChannel | None = None  # the other end, when made as a pair
+        self._take: Take | None = None
+        self._parked = False  # our reader waits in receive() with nothing buffered
+
+    def attach_reader(self, take: Take) -> None:
+        self._take = take
 
     async def send(self, message: bytes) -> None:
+        peer = self._peer
+        if peer is not None:
+            peer._parked = False  # the message wakes the reader: nothing may overtake it
         await self._send.send(message)
 
     def send_nowait(self, message: bytes) -> bool:
+        peer = self._peer
+        if peer is not None and peer._parked:
+            take = peer._take
+            if take is not None and take(message):
+                return True
+            peer._parked = False  # buffered for the reader: nothing may overtake it
         try:
             self._send.send_nowait(message)
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -127,11 +159,17 @@ class MemoryChannel(MessageChannel):
             try:
                 message = self._receive.receive_nowait()
             except trio.WouldBlock:
-                pass
-            else:
-                self._streak += 1
-                return message
-        # Empty (park until a sender hands us a message) or over budget (yields).
+                # Empty: park until a sender hands us a message, and meanwhile let
+                # senders offer theirs to the session directly (see attach_reader).
+                self._streak = 0
+                self._parked = True
+                try:
+                    return await self._receive.receive()
+                finally:
+                    self._parked = False
+            self._streak += 1
+            return message
+        # Over budget: yield once (the buffer may hold more; not parked).
         self._streak = 0
         return await self._receive.receive()
 
@@ -152,7 +190,9 @@ def memory_channel_pair(max_buffer_size: int = 16) -> tuple[MemoryChannel, Memor
     """
     a_send, b_receive = trio.open_memory_channel[bytes](max_buffer_size)
     b_send, a_receive = trio.open_memory_channel[bytes](max_buffer_size)
-    return MemoryChannel(a_send, a_receive), MemoryChannel(b_send, b_receive)
+    a, b = MemoryChannel(a_send, a_receive), MemoryChannel(b_send, b_receive)
+    a._peer, b._peer = b, a
+    return a, b
 
 
 @final

@@ -57,7 +57,7 @@ from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtoco
 from mcp_sansio._http import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
 from mcp_sansio._json import dumps
 
-from ._channel import Framing, MessageChannel
+from ._channel import Framing, MessageChannel, Take
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -132,6 +132,8 @@ class HttpChannel(MessageChannel):
         )
         self._close_timeout = close_timeout
         self._inbox_send, self._inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
+        self._take: Take | None = None
+        self._parked = False  # the session's reader waits in receive() on an empty inbox
         self._tasks: trio.Nursery | None = None
         self._streams: dict[RequestId, trio.CancelScope] = {}
         self._get_started = False
@@ -202,9 +204,22 @@ class HttpChannel(MessageChannel):
         self._tasks.start_soon(self._request, sent, scope, wire, rest)
         return True
 
+    def attach_reader(self, take: Take) -> None:
+        self._take = take
+
     async def receive(self) -> bytes:
         try:
-            item = await self._inbox.receive()
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                item = self._inbox.receive_nowait()
+            except trio.WouldBlock:
+                # Empty: park, and let the answers' readers offer their messages to
+                # the session directly meanwhile (see _deliver).
+                self._parked = True
+                try:
+                    item = await self._inbox.receive()
+                finally:
+                    self._parked = False
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
         if isinstance(item, SessionClosed):
@@ -383,6 +398,11 @@ class HttpChannel(MessageChannel):
                 await wire.aclose()
 
     async def _deliver(self, message: bytes) -> None:
+        if self._parked:
+            take = self._take
+            if take is not None and take(message):
+                return  # the session acted on it in this task: no hop to its reader
+            self._parked = False  # queued for the reader: nothing may overtake it
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             # Room in the inbox: no scheduler round trip (the async send always yields).
             try:
@@ -400,6 +420,7 @@ class HttpChannel(MessageChannel):
             return
         self._expired = True
         reason = "the server ended the HTTP session (404); open a new client to initialize again"
+        self._parked = False  # nothing may overtake the end
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self._inbox_send.send(SessionClosed(reason))
 

@@ -10,6 +10,17 @@ tasks. Per session:
   handler pool (``_pool.py``) *before* its handler task starts: when every slot is busy
   the reader waits there, so it stops reading and the peer's writes block. That is
   the backpressure; there is no queue of requests to grow.
+* **Messages taken in passing.** While the reader is parked on an empty channel, a
+  message channel may hand a message straight to :meth:`Session._take_message`, in
+  the task that brought it (the peer's writer in memory, an HTTP response's reader),
+  which does the reader's work for it with no task switch. It refuses, and the
+  message waits for the reader as usual, whenever taking it could reorder or
+  re-enter: the session is already taking one or is inside a non-waiting write of
+  its own (the write path would be re-entered), an earlier taken message is still
+  being finished, or the session is closing. What cannot be done without waiting
+  (a write that blocks, no free handler slot, a notification or progress callback)
+  is finished by a task of its own, and the reader waits for that task before it
+  acts on its next message, so the order of events is the order of messages.
 * **One write path**, serialized by a ``trio.Lock`` (skipped, with no scheduler pass,
   when no write is in progress and the channel takes the message at once:
   ``Writer.write_nowait``). Whoever calls the core drains its
@@ -166,6 +177,10 @@ class Session:
         self._closing = trio.Event()
         self._closed = trio.Event()
         self._channel_closed = False
+        # messages taken in passing (see the module docs)
+        self._io_nursery: trio.Nursery | None = None
+        self._taking = False
+        self._finishing: trio.Event | None = None  # a taken message is being finished
 
     # ------------------------------------------------------------------ introspection
 
@@ -456,6 +471,8 @@ class Session:
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                 self._begin_close(SessionClosed(f"the connection broke: {exc!r}"), graceful=True)
                 return
+            if self._finishing is not None:
+                await self._finishing.wait()  # a message taken before this one
             now = trio.current_time()
             if ndjson:
                 assert isinstance(data, bytes)
@@ -463,6 +480,41 @@ class Session:
             else:
                 events = conn.receive_message(data, now=now)
             await self._process(events)
+
+    def _take_message(self, data: bytes) -> bool:
+        """The channel's ``take`` (see the module docs): do the reader's work for one
+        message now, in the caller's task; ``False`` refuses it."""
+        if (
+            self._taking
+            or self._writer.writing
+            or self._finishing is not None
+            or self._close_exc is not None
+        ):
+            return False
+        self._taking = True
+        try:
+            events = self._conn.receive_message(data, now=trio.current_time())
+            self._rearm_timer()
+            mark = self._flush_nowait()
+            done = 0 if mark else self._act_nowait(events, 0)
+            if mark or done < len(events):
+                # The rest needs waiting: finish it in a task the reader waits for.
+                assert self._io_nursery is not None
+                self._finishing = trio.Event()
+                self._io_nursery.start_soon(self._finish_taken, mark, events[done:])
+        finally:
+            self._taking = False
+        return True
+
+    async def _finish_taken(self, mark: int, events: list[Event]) -> None:
+        try:
+            if mark:
+                await self._write_through(mark)
+            await self._act(events)
+        finally:
+            finishing, self._finishing = self._finishing, None
+            assert finishing is not None
+            finishing.set()
 
     async def _timer_loop(self) -> None:
         while True:
@@ -487,21 +539,64 @@ class Session:
         mark = self._flush_nowait()
         if mark:
             await self._write_through(mark)
-        pool = self._pool
-        for event in events:
+        await self._act(events)
+
+    def _act_nowait(self, events: list[Event], start: int) -> int:
+        """Act on ``events`` from ``start`` on while none needs waiting.
+
+        Returns:
+            The index of the first event that needs waiting (a request with no free
+            handler slot, a notification, progress), or ``len(events)``.
+        """
+        pool, count, index = self._pool, len(events), start
+        while index < count:
+            event = events[index]
             if isinstance(event, RequestReceived):
                 if not pool.acquire_nowait():
-                    await pool.acquire()
+                    return index
                 self._start_request_handler(event)
             elif isinstance(event, ResultReceived):
                 self._waiters.resolve(event.request_id, event)
+            elif not self._dispatch_nowait(event):
+                return index
+            index += 1
+        return count
+
+    async def _act(self, events: list[Event]) -> None:
+        """Act on ``events`` in order, waiting where one needs it."""
+        index = 0
+        while (index := self._act_nowait(events, index)) < len(events):
+            event = events[index]
+            if isinstance(event, RequestReceived):
+                await self._pool.acquire()
+                self._start_request_handler(event)
             else:
                 await self._dispatch(event)
+            index += 1
 
     async def _dispatch(self, event: Event) -> None:
+        """Act on an event :meth:`_dispatch_nowait` leaves: one that may wait."""
         if isinstance(event, NotificationReceived | SubscriptionNotificationReceived):
             await self._start_notification_handler(event)
-        elif isinstance(event, InputRequired):
+        elif isinstance(event, ProgressReceived):
+            waiter = self._waiters.get(event.request_id)
+            if waiter is not None and waiter.on_progress is not None:
+                try:
+                    await waiter.on_progress(event)
+                except Exception:
+                    logger.exception("progress callback for request %r failed", event.request_id)
+        else:
+            handled = self._dispatch_nowait(event)
+            assert handled, event
+
+    def _dispatch_nowait(self, event: Event) -> bool:
+        """Act on an event that needs no waiting; ``False`` for those that may wait
+        (notifications, progress): :meth:`_dispatch` them."""
+        if isinstance(
+            event, NotificationReceived | SubscriptionNotificationReceived | ProgressReceived
+        ):
+            return False
+        if isinstance(event, InputRequired):
             self._waiters.resolve(event.request_id, event)
         elif isinstance(event, ErrorReceived | RequestTimedOut):
             if not self._waiters.resolve(event.request_id, event) and event.method in _START:
@@ -511,13 +606,6 @@ class Session:
                     else RequestTimeout(event.method, event.request_id)
                 )
                 self._handshake_done.set()
-        elif isinstance(event, ProgressReceived):
-            waiter = self._waiters.get(event.request_id)
-            if waiter is not None and waiter.on_progress is not None:
-                try:
-                    await waiter.on_progress(event)
-                except Exception:
-                    logger.exception("progress callback for request %r failed", event.request_id)
         elif isinstance(event, RequestCancelled):
             self._pool.cancel_request(event.request_id)
         elif isinstance(event, HandshakeCompleted):
@@ -528,6 +616,7 @@ class Session:
         elif isinstance(event, InvalidMessageReceived):
             logger.warning("invalid message from the peer: %s", event.error.message)
         # ConnectionClosed only comes from receive_eof()/send_failed(), in _begin_close.
+        return True
 
     # ------------------------------------------------------------------ handlers
 
@@ -610,6 +699,9 @@ class Session:
     async def _io(self) -> None:
         with self._io_scope:
             async with trio.open_nursery() as nursery:
+                self._io_nursery = nursery
+                if self._channel.framing == "message":
+                    self._channel.attach_reader(self._take_message)
                 nursery.start_soon(self._read_loop, name="mcp reader")
                 nursery.start_soon(self._timer_loop, name="mcp timer")
 

@@ -52,6 +52,10 @@ class Writer:
         self._written = 0  # messages ever written (or dropped by abort)
         self._scope: trio.CancelScope | None = None
         self._aborted = False
+        self.writing = False
+        """Whether :meth:`write_nowait` is on the stack: a message taken in passing
+        (``MessageChannel.attach_reader``) must not re-enter it, or the message at
+        the head of the outbox would go out twice."""
 
     @property
     def backlog(self) -> int:
@@ -73,11 +77,15 @@ class Writer:
         if self._lock.locked():
             return self._written >= mark  # a write is in progress: queue behind it
         outbox, send_nowait = self._outbox, self._channel.send_nowait
-        while self._written < mark:
-            if not send_nowait(outbox[0]):
-                return False
-            outbox.popleft()
-            self._written += 1
+        self.writing = True
+        try:
+            while self._written < mark:
+                if not send_nowait(outbox[0]):
+                    return False
+                outbox.popleft()
+                self._written += 1
+        finally:
+            self.writing = False
         return True
 
     async def write_through(self, mark: int) -> SessionClosed | None:
