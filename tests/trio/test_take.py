@@ -93,7 +93,12 @@ async def test_nothing_overtakes_a_message_on_its_way_to_the_reader(
 async def test_no_offer_without_a_parked_reader() -> None:
     a, b = memory_channel_pair(4)
     offered: list[bytes] = []
-    b.attach_reader(lambda message: offered.append(message) is None)
+
+    def take(message: bytes) -> bool:
+        offered.append(message)
+        return True
+
+    b.attach_reader(take)
     assert a.send_nowait(b"1")  # nobody waits: buffered
     await a.send(b"2")  # the async send never offers
     assert offered == []
