@@ -38,7 +38,7 @@ from ._harness import Case, SampledCase, Settings, Skip
 from ._servers import CLIENT_CONFIG
 from ._trio import ROOT
 
-__all__ = ["DESCRIPTION", "cases", "unavailable"]
+__all__ = ["DESCRIPTION", "cases", "sampler", "unavailable"]
 
 DESCRIPTION: Final = "spawn a stdio server and get initialize answered, against a bare interpreter"
 
@@ -116,11 +116,12 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _spawn_once(script: str, request: bytes, env: dict[str, str]) -> float:
-    """Milliseconds from spawn to the first line of the answer."""
+def _spawn_once(command: list[str], request: bytes, env: dict[str, str]) -> float:
+    """Milliseconds from spawning ``command`` to the first line of its answer; then close
+    its stdin and reap it, untimed."""
     t0 = time.perf_counter_ns()
     process = subprocess.Popen(
-        [sys.executable, "-c", script],
+        command,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -146,18 +147,25 @@ def _spawn_once(script: str, request: bytes, env: dict[str, str]) -> float:
     return elapsed / 1e6
 
 
-def _sampler(script: str) -> Callable[[], float]:
+def sampler(command: Callable[[], list[str]]) -> Callable[[], float]:
+    """Samples of the cold start of the stdio server ``command()`` starts (milliseconds
+    from spawn to the first line of its ``initialize`` answer); the first call spawns it
+    once more, untimed, before its sample (``__pycache__`` and the page cache warm)."""
     request = initialize_request()
     env = _environment()
     warm: list[bool] = []
 
     def sample() -> float:
         if not warm:
-            _spawn_once(script, request, env)  # writes __pycache__, warms the page cache
+            _spawn_once(command(), request, env)
             warm.append(True)
-        return _spawn_once(script, request, env)
+        return _spawn_once(command(), request, env)
 
     return sample
+
+
+def _sampler(script: str) -> Callable[[], float]:
+    return sampler(lambda: [sys.executable, "-c", script])
 
 
 def cases(settings: Settings) -> list[Case | Skip]:

@@ -58,7 +58,6 @@ import importlib.util
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from functools import cache
 from importlib import metadata
@@ -243,53 +242,10 @@ anyio.run(main)
 ``tools/call`` handler serving stdio, importing only the SDK."""
 
 
-def _spawn_once(command: list[str], request: bytes, env: dict[str, str]) -> float:
-    """Milliseconds from spawning ``command`` to the first line of its answer (as
-    ``coldstart`` measures ours); then close its stdin and reap it, untimed."""
-    t0 = time.perf_counter_ns()
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=env,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    assert process.stderr is not None
-    try:
-        process.stdin.write(request)
-        process.stdin.flush()
-        line = process.stdout.readline()
-        elapsed = time.perf_counter_ns() - t0
-        process.stdin.close()
-        stderr = process.stderr.read()
-        process.wait(_TIMEOUT)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    if b'"result"' not in line or b'"protocolVersion"' not in line:
-        raise RuntimeError(f"no initialize result: {line[:200]!r}; stderr: {stderr[-2000:]!r}")
-    return elapsed / 1e6
-
-
 def _coldstart_sampler(python: Callable[[], str], script: str) -> Callable[[], float]:
-    """Samples of ``python -c script``'s cold start; the first call spawns it once more,
-    untimed, before its sample."""
-    request = coldstart.initialize_request()
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # warm __pycache__, as coldstart's children
-    warm: list[bool] = []
-
-    def sample() -> float:
-        command = [python(), "-c", script]
-        if not warm:
-            _spawn_once(command, request, env)  # writes __pycache__, warms the page cache
-            warm.append(True)
-        return _spawn_once(command, request, env)
-
-    return sample
+    """Samples of ``python -c script``'s cold start, measured as group ``coldstart``
+    measures ours."""
+    return coldstart.sampler(lambda: [python(), "-c", script])
 
 
 # -- the group -----------------------------------------------------------------------------
