@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Final
 
 from . import _modern
 from ._config import ConnectionConfig, Role
 from ._conn_records import _Batch, _Outbound, _outbound, _Req
-from ._errors import ErrorData
+from ._errors import ErrorCode, ErrorData
 from ._events import Event, InvalidMessageReceived, RequestReceived
 from ._framing import LineSplitter
 from ._json import dumps
 from ._jsonrpc import RequestId, error_response, is_request_id
 from ._state import LifecycleState
-from ._versions import REVISIONS, Era, Revision
+from ._versions import REVISIONS, Era, Revision, has_capability
 
 _LOG_RANK: Final = _modern._LEVEL_RANK  # one table of the log levels, in _modern
 _MODERN_REVISION: Final = REVISIONS["2026-07-28"]
@@ -214,6 +215,35 @@ class _ConnectionBase:
         else:
             self._queue(dumps(reply), rid)
         events.append(InvalidMessageReceived(error=err, request_id=rid))
+
+    def _refuse_unserved(
+        self,
+        rid: RequestId,
+        method: str,
+        ours: Mapping[str, tuple[str, ...] | None],
+        theirs: Mapping[str, tuple[str, ...] | None],
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> bool:
+        """Answer -32601 to a request we do not serve: a method only the other side
+        sends (in ``theirs``, not in ``ours``), or one whose capability (its path in
+        ``ours``) we did not declare. Returns whether it was refused."""
+        if method in theirs and method not in ours:
+            self._reject(
+                rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, batch
+            )
+            return True
+        path = ours.get(method)
+        if path is not None and not has_capability(self.config.capabilities, path):
+            self._reject(
+                rid,
+                ErrorCode.METHOD_NOT_FOUND,
+                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
+                events,
+                batch,
+            )
+            return True
+        return False
 
     def _accept(
         self,

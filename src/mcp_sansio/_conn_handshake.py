@@ -21,7 +21,6 @@ from ._events import ErrorReceived, Event, HandshakeCompleted, RequestReceived
 from ._json import dumps
 from ._jsonrpc import RequestId, notification, request, result_response
 from ._state import HandshakeInput, transition
-from ._versions import has_capability
 
 
 class _Handshake(_ConnectionBase):
@@ -160,15 +159,7 @@ class _Handshake(_ConnectionBase):
         if isinstance(envelope, ErrorData):
             self._reject(rid, envelope.code, envelope.message, events, None, envelope.data)
             return
-        path = _MODERN_REVISION.client_requests.get(method)
-        if path is not None and not has_capability(self.config.capabilities, path):
-            self._reject(
-                rid,
-                ErrorCode.METHOD_NOT_FOUND,
-                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
-                events,
-                None,
-            )
+        if self._refuse_unserved(rid, method, _MODERN_REVISION.client_requests, {}, events, None):
             return
         if method == "server/discover":
             result = _modern.build_discover_result(

@@ -57,7 +57,6 @@ from ._jsonrpc import (
     result_response,
 )
 from ._state import PRE_READY_REQUESTS, HandshakeInput, LifecycleState, transition
-from ._versions import has_capability
 
 
 class _Receiving(_Handshake):
@@ -406,20 +405,9 @@ class _Receiving(_Handshake):
             return
         revision = self._revision()
         assert revision is not None
-        if method in revision.server_requests and method not in revision.client_requests:
-            self._reject(
-                rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, batch
-            )
-            return
-        path = revision.client_requests.get(method)
-        if path is not None and not has_capability(self.config.capabilities, path):
-            self._reject(
-                rid,
-                ErrorCode.METHOD_NOT_FOUND,
-                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
-                events,
-                batch,
-            )
+        if self._refuse_unserved(
+            rid, method, revision.client_requests, revision.server_requests, events, batch
+        ):
             return
         if method == "logging/setLevel":
             level = (msg.params or {}).get("level")
@@ -456,20 +444,9 @@ class _Receiving(_Handshake):
             return
         revision = self._revision()
         assert revision is not None and self._version is not None
-        if method in revision.client_requests and method not in revision.server_requests:
-            self._reject(
-                rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, batch
-            )
-            return
-        path = revision.server_requests.get(method)
-        if path is not None and not has_capability(self.config.capabilities, path):
-            self._reject(
-                rid,
-                ErrorCode.METHOD_NOT_FOUND,
-                f"Method not found: {method} (capability {'.'.join(path)!r} not declared)",
-                events,
-                batch,
-            )
+        if self._refuse_unserved(
+            rid, method, revision.server_requests, revision.client_requests, events, batch
+        ):
             return
         self._accept_ok.add(method)  # a legacy client is READY once its era is set
         self._accept(msg, _LEGACY, self._version, events, batch)
