@@ -57,7 +57,7 @@ from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtoco
 from mcp_sansio._http import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
 from mcp_sansio._json import dumps
 
-from ._channel import Framing, MessageChannel, Take
+from ._channel import RECEIVE_BUDGET, Framing, MessageChannel, Take
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -134,6 +134,7 @@ class HttpChannel(MessageChannel):
         self._inbox_send, self._inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
         self._take: Take | None = None
         self._parked = False  # the session's reader waits in receive() on an empty inbox
+        self._streak = 0  # receives in a row that did not yield
         self._tasks: trio.Nursery | None = None
         self._streams: dict[RequestId, trio.CancelScope] = {}
         self._get_started = False
@@ -209,17 +210,26 @@ class HttpChannel(MessageChannel):
 
     async def receive(self) -> bytes:
         try:
-            await trio.lowlevel.checkpoint_if_cancelled()
-            try:
-                item = self._inbox.receive_nowait()
-            except trio.WouldBlock:
-                # Empty: park, and let the answers' readers offer their messages to
-                # the session directly meanwhile (see _deliver).
-                self._parked = True
+            item: bytes | SessionClosed | None = None
+            if self._streak < RECEIVE_BUDGET:
+                # What is queued is taken without a yield (see _channel's "Fast paths").
+                await trio.lowlevel.checkpoint_if_cancelled()
                 try:
-                    item = await self._inbox.receive()
-                finally:
-                    self._parked = False
+                    item = self._inbox.receive_nowait()
+                except trio.WouldBlock:
+                    # Empty: park, and let the answers' readers offer their messages
+                    # to the session directly meanwhile (see _deliver).
+                    self._streak = 0
+                    self._parked = True
+                    try:
+                        item = await self._inbox.receive()
+                    finally:
+                        self._parked = False
+                else:
+                    self._streak += 1
+            if item is None:  # over budget: yield once
+                self._streak = 0
+                item = await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
         if isinstance(item, SessionClosed):

@@ -20,7 +20,10 @@ tasks. Per session:
   being finished, or the session is closing. What cannot be done without waiting
   (a write that blocks, no free handler slot, a notification or progress callback)
   is finished by a task of its own, and the reader waits for that task before it
-  acts on its next message, so the order of events is the order of messages.
+  acts on its next message (or on the end of input), so the order of events is the
+  order of messages. A taken message runs in the reader's contextvars context, so
+  handlers never see the sender's; and a failure while taking it fails this session
+  (as a crashed reader would), never the sender.
 * **One write path**, serialized by a ``trio.Lock`` (skipped, with no scheduler pass,
   when no write is in progress and the channel takes the message at once:
   ``Writer.write_nowait``). Whoever calls the core drains its
@@ -49,6 +52,7 @@ finish; otherwise they are cancelled at once. Then the channel is closed.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 from contextlib import suppress
@@ -100,6 +104,10 @@ __all__ = ["Session", "SessionStatistics"]
 logger = logging.getLogger("mcp_trio")
 
 _START = frozenset({"initialize", "server/discover"})
+
+
+async def _reraise(exc: BaseException) -> None:
+    raise exc
 
 
 @final
@@ -179,6 +187,7 @@ class Session:
         self._channel_closed = False
         # messages taken in passing (see the module docs)
         self._io_nursery: trio.Nursery | None = None
+        self._reader_context: contextvars.Context | None = None
         self._taking = False
         self._finishing: trio.Event | None = None  # a taken message is being finished
 
@@ -276,7 +285,7 @@ class Session:
             timeout: seconds without progress before the request is cancelled
                 (default: the core's ``request_timeout``; the core's
                 ``max_request_time`` caps the total).
-            on_progress: called (in the reader task) with each progress report; asks
+            on_progress: called (by the session's reader) with each progress report; asks
                 the peer for progress.
             on_input_required: modern era: called with an input-required result; its
                 return value (the ``inputResponses``) is sent in a retry.
@@ -460,19 +469,20 @@ class Session:
         conn = self._conn
         ndjson = self._channel.framing == "ndjson"
         while True:
+            ended: SessionClosed | None = None
             try:
                 data = await self._channel.receive()
             except trio.EndOfChannel:
-                self._begin_close(SessionClosed("the peer closed the connection"), graceful=True)
-                return
+                ended = SessionClosed("the peer closed the connection")
             except SessionClosed as exc:
-                self._begin_close(exc, graceful=True)
-                return
+                ended = exc
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-                self._begin_close(SessionClosed(f"the connection broke: {exc!r}"), graceful=True)
-                return
+                ended = SessionClosed(f"the connection broke: {exc!r}")
             if self._finishing is not None:
-                await self._finishing.wait()  # a message taken before this one
+                await self._finishing.wait()  # a message taken before this one (or the end)
+            if ended is not None:
+                self._begin_close(ended, graceful=True)
+                return
             now = trio.current_time()
             if ndjson:
                 assert isinstance(data, bytes)
@@ -483,7 +493,12 @@ class Session:
 
     def _take_message(self, data: bytes) -> bool:
         """The channel's ``take`` (see the module docs): do the reader's work for one
-        message now, in the caller's task; ``False`` refuses it."""
+        message now, in the caller's task; ``False`` refuses it.
+
+        It runs in the reader's context (contextvars), so the handlers it starts see
+        the session's context, not the sender's. It never raises into the sender: the
+        message is consumed, and a failure here is this session's internal failure,
+        reported as a crashed reader's would be."""
         if (
             self._taking
             or self._writer.writing
@@ -493,18 +508,36 @@ class Session:
             return False
         self._taking = True
         try:
-            events = self._conn.receive_message(data, now=trio.current_time())
-            self._rearm_timer()
-            mark = self._flush_nowait()
-            done = 0 if mark else self._act_nowait(events, 0)
-            if mark or done < len(events):
-                # The rest needs waiting: finish it in a task the reader waits for.
-                assert self._io_nursery is not None
-                self._finishing = trio.Event()
-                self._io_nursery.start_soon(self._finish_taken, mark, events[done:])
+            assert self._reader_context is not None
+            self._reader_context.run(self._take, data)
+        except BaseException as exc:
+            self._fail_internally(exc)
         finally:
             self._taking = False
         return True
+
+    def _take(self, data: bytes) -> None:
+        events = self._conn.receive_message(data, now=trio.current_time())
+        self._rearm_timer()
+        mark = self._flush_nowait()
+        done = 0 if mark else self._act_nowait(events, 0)
+        if mark or done < len(events):
+            # The rest needs waiting: finish it in a task the reader waits for.
+            assert self._io_nursery is not None
+            self._finishing = trio.Event()
+            self._io_nursery.start_soon(self._finish_taken, mark, events[done:])
+
+    def _fail_internally(self, exc: BaseException) -> None:
+        """A failure outside the reader's task: raise it in a task of the session's
+        I/O nursery, so the session fails the way a crashed reader makes it fail."""
+        nursery = self._io_nursery
+        try:
+            assert nursery is not None
+            nursery.start_soon(_reraise, exc)
+        except (AssertionError, RuntimeError):  # no nursery to report in: close
+            failure = SessionClosed("internal error in the session runtime (see __cause__)")
+            failure.__cause__ = exc
+            self._begin_close(failure, graceful=False)
 
     async def _finish_taken(self, mark: int, events: list[Event]) -> None:
         try:
@@ -627,9 +660,16 @@ class Session:
             return
         running = self._pool.begin(event.request_id)
         assert self._handler_nursery is not None
-        self._handler_nursery.start_soon(
-            self._serve_request, event, running, name=f"mcp {event.method} #{event.request_id!r}"
-        )
+        try:
+            self._handler_nursery.start_soon(
+                self._serve_request,
+                event,
+                running,
+                name=f"mcp {event.method} #{event.request_id!r}",
+            )
+        except BaseException:
+            self._pool.finish(running)  # (a caller's nursery that has closed)
+            raise
 
     async def _serve_request(self, event: RequestReceived, running: _Running) -> None:
         try:
@@ -701,6 +741,9 @@ class Session:
             async with trio.open_nursery() as nursery:
                 self._io_nursery = nursery
                 if self._channel.framing == "message":
+                    # What the reader task will run in (trio copies the context at each
+                    # spawn): taken messages run in a copy of it too.
+                    self._reader_context = contextvars.copy_context()
                     self._channel.attach_reader(self._take_message)
                 nursery.start_soon(self._read_loop, name="mcp reader")
                 nursery.start_soon(self._timer_loop, name="mcp timer")

@@ -28,7 +28,8 @@ from ._errors import SessionClosed
 __all__ = ["InputCallback", "Outcome", "ProgressCallback", "Waiter", "Waiters"]
 
 ProgressCallback: TypeAlias = Callable[[ProgressReceived], Awaitable[None]]
-"""``async def on_progress(event)``: runs in the reader task; keep it short."""
+"""``async def on_progress(event)``: runs where the session reads (its reader, or the
+task finishing a message taken in passing), blocking what comes next; keep it short."""
 InputCallback: TypeAlias = Callable[[InputRequired], Awaitable[dict[str, Any]]]
 """``async def on_input_required(event) -> input_responses`` (modern era, MRTR)."""
 Outcome: TypeAlias = (

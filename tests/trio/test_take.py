@@ -8,6 +8,10 @@ change with it: order, backpressure, and that a session is never re-entered.
 
 from __future__ import annotations
 
+import contextvars
+import random
+from contextlib import suppress
+from traceback import format_exception
 from typing import Any
 
 import pytest
@@ -19,6 +23,7 @@ from mcp_trio import (
     NotificationContext,
     RequestContext,
     Session,
+    SessionClosed,
     SessionConfig,
     memory_channel_pair,
     open_session,
@@ -271,3 +276,185 @@ async def test_http_answers_are_taken_by_the_task_that_reads_them(
                     calls.start_soon(one, i)
     assert results == {i: str(i) for i in range(8)}
     assert takes.count(("client", True)) >= 3
+
+
+# ---------------------------------------------------------------------- what a take must not leak
+
+_who: contextvars.ContextVar[str] = contextvars.ContextVar("who", default="unset")
+
+
+async def test_a_taken_request_runs_in_the_servers_context(
+    takes: list[tuple[str, bool]], autojump_clock: trio.testing.MockClock
+) -> None:
+    # The server takes the request in the client caller's task; its handler must still
+    # see the server's contextvars (tracing spans, tenants), not the caller's.
+    seen: list[str] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        seen.append(_who.get())
+        return {"content": []}
+
+    a, b = memory_channel_pair()
+    async with (
+        open_session(b, "server", handlers=handlers, connection_config=server_config()),
+        open_session(a, "client", connection_config=client_config()) as client,
+    ):
+        await client.start()
+        _who.set("the client caller")
+        await client.request("tools/call", {"name": "x", "arguments": {}})
+    assert seen == ["unset"]
+    assert ("server", True) in takes
+
+
+async def test_a_failure_while_taking_fails_the_receiver_not_the_sender(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A bug in the server's reader work, hit in a take (in the client's task): the
+    # server fails as if its reader had crashed; the client's call ends with
+    # SessionClosed (not the server's error), and the request is not sent twice.
+    calls: list[str] = []
+    original = Session._start_request_handler
+
+    def faulty(self: Session, event: Any) -> None:
+        if self.role == "server":
+            raise RuntimeError("a bug in the server's reader work")
+        original(self, event)
+
+    a, b = memory_channel_pair()
+    outcome: list[BaseException] = []
+    with pytest.raises(SessionClosed, match="internal error") as info:
+        async with (
+            open_session(b, "server", handlers=_handlers(calls), connection_config=server_config()),
+            open_session(a, "client", connection_config=client_config()) as client,
+        ):
+            await client.start()
+            monkeypatch.setattr(Session, "_start_request_handler", faulty)
+            try:
+                await client.request("tools/call", {"name": "x", "arguments": {}})
+            except Exception as exc:
+                outcome.append(exc)
+    assert [type(e) for e in outcome] == [SessionClosed]
+    assert calls == []
+    assert "a bug in the server's reader work" in "".join(format_exception(info.value))
+
+
+async def test_the_end_of_input_waits_for_a_message_taken_before_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The one handler slot is busy: a notification taken meanwhile waits for it in a
+    # finishing task. The client then leaves; the server must still run that
+    # notification's handler (within the grace period) before it acts on the end.
+    log: list[str] = []
+    gate = trio.Event()
+    config = SessionConfig(
+        max_concurrent_handlers=1, max_unanswered_requests=1, shutdown_grace_period=10
+    )
+    a, b = memory_channel_pair()
+
+    async def busy() -> None:
+        with suppress(SessionClosed):
+            await client.request("tools/call", {"name": "wait", "arguments": {}})
+
+    async with (
+        trio.open_nursery() as nursery,
+        open_session(
+            b,
+            "server",
+            handlers=_handlers(log, gate),
+            config=config,
+            connection_config=server_config(),
+        ) as server,
+    ):
+        async with open_session(a, "client", connection_config=client_config()) as client:
+            await client.start()
+            nursery.start_soon(busy)
+            await trio.testing.wait_all_tasks_blocked()
+            assert log == ["wait"]
+            await client.notify("notifications/roots/list_changed", {"n": "late"})
+            await trio.testing.wait_all_tasks_blocked()
+        await trio.sleep(1)
+        gate.set()
+        await server.wait_closed()
+    assert log == ["wait", "late"]
+
+
+# ---------------------------------------------------------------------- order under load
+
+
+async def _progress_and_logs_round(rng: random.Random, buffer: int, slots: int) -> None:
+    """Three calls whose handlers interleave progress, log lines and yields; each
+    caller must see its progress in order and its result last, and the log lines of
+    each call must arrive in order, however messages were taken or queued."""
+    steps = 12
+    server_handlers = Handlers()
+
+    @server_handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        name = ctx.params["name"]
+        for i in range(steps):
+            if rng.random() < 0.5:
+                await ctx.report_progress(i, steps)
+            else:
+                await ctx.log("info", f"{name}:{i}")
+            if rng.random() < 0.3:
+                await trio.sleep(0)
+        return {"content": [{"type": "text", "text": name}]}
+
+    logged: list[str] = []
+    client_handlers = Handlers()
+
+    @client_handlers.on_notification("notifications/message")
+    async def message(ctx: NotificationContext) -> None:
+        assert ctx.params is not None
+        logged.append(ctx.params["data"])
+        if rng.random() < 0.5:
+            await trio.sleep(0)
+
+    seen: dict[str, list[str]] = {}
+    config = SessionConfig(max_concurrent_handlers=slots, max_unanswered_requests=slots)
+    a, b = memory_channel_pair(buffer)
+    async with (
+        open_session(
+            b, "server", handlers=server_handlers, config=config, connection_config=server_config()
+        ),
+        open_session(
+            a, "client", handlers=client_handlers, config=config, connection_config=client_config()
+        ) as client,
+    ):
+        await client.start()
+        await client.request("logging/setLevel", {"level": "debug"})
+
+        async def run(name: str) -> None:
+            mine = seen.setdefault(name, [])
+
+            async def on_progress(event: Any) -> None:
+                mine.append(str(int(event.progress)))
+                if rng.random() < 0.5:
+                    await trio.sleep(0)
+
+            result = await client.request(
+                "tools/call", {"name": name, "arguments": {}}, on_progress=on_progress
+            )
+            assert result["content"][0]["text"] == name
+            mine.append("result")
+
+        async with trio.open_nursery() as nursery:
+            for name in ("A", "B", "C"):
+                nursery.start_soon(run, name)
+    for name, events in seen.items():
+        assert events[-1] == "result", events
+        progress = [int(e) for e in events[:-1]]
+        assert progress == sorted(progress), (name, events)
+        lines = [int(line.split(":")[1]) for line in logged if line.startswith(f"{name}:")]
+        assert lines == sorted(lines), (name, logged)
+
+
+async def test_progress_logs_and_results_keep_their_order_under_load(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    for seed in range(100):
+        rng = random.Random(seed)
+        await _progress_and_logs_round(rng, rng.choice([0, 1, 2, 16]), rng.choice([1, 2, 64]))
