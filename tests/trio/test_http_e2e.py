@@ -37,12 +37,6 @@ from .test_http_support import (
 )
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
-    return trio.testing.MockClock(rate=1)
-
-
 @pytest.mark.parametrize("era", ERAS)
 async def test_our_client_and_our_server_talk_in_each_era(nursery: trio.Nursery, era: str) -> None:
     server = await start_server(nursery)

@@ -39,12 +39,6 @@ BIG = 4_000_000
 """More than a loopback socket takes at once: the rest of a write must wait."""
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
-    return trio.testing.MockClock(rate=1)
-
-
 # ------------------------------------------------------------------ H11Stream.write_nowait
 
 

@@ -26,12 +26,6 @@ from .test_http_support import (
 )
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
-    return trio.testing.MockClock(rate=1)
-
-
 async def test_a_hundred_idle_sessions_expire(
     nursery: trio.Nursery, clock: trio.testing.MockClock
 ) -> None:

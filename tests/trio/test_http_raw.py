@@ -30,12 +30,6 @@ from .test_http_support import (
 )
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
-    return trio.testing.MockClock(rate=1)
-
-
 def modern_call() -> bytes:
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,

@@ -28,12 +28,6 @@ from .test_http_support import (
 )
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    """Real-time pace, plus ``jump`` to make timeouts expire at once."""
-    return trio.testing.MockClock(rate=1)
-
-
 def modern(rid: int, tool: str, **arguments: Any) -> tuple[tuple[tuple[str, str], ...], bytes]:
     """Headers and body of a modern ``tools/call``."""
     meta = {
