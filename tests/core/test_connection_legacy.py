@@ -339,9 +339,9 @@ def test_unknown_duplicate_and_late_responses_are_reported() -> None:
     assert ignored.request_id is None and ignored.error is not None
 
 
-def test_remembered_ids_are_bounded() -> None:
-    pair = ready_pair()
-    client = Connection("client", ConnectionConfig(era="legacy", remembered_ids=3))
+def _client_remembering(count: int) -> Connection:
+    """A legacy client after its handshake, remembering ``count`` finished ids."""
+    client = Connection("client", ConnectionConfig(era="legacy", remembered_ids=count))
     client.start()
     feed(
         client,
@@ -351,6 +351,11 @@ def test_remembered_ids_are_bounded() -> None:
             "result": {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS},
         },
     )
+    return client
+
+
+def test_remembered_ids_are_bounded() -> None:
+    client = _client_remembering(3)
     ids = [client.send_request("ping") for _ in range(10)]
     for rid in ids:
         client.cancel_request(rid)
@@ -358,20 +363,10 @@ def test_remembered_ids_are_bounded() -> None:
     assert only(events, ResponseIgnored).reason == "unknown"  # forgotten: over the bound
     events, _ = feed(client, {"jsonrpc": "2.0", "id": ids[-1], "result": {}})
     assert only(events, ResponseIgnored).reason == "late"
-    assert pair  # the pair fixture is unused here beyond construction
 
 
 def test_answered_ids_are_remembered_within_the_bound() -> None:
-    client = Connection("client", ConnectionConfig(era="legacy", remembered_ids=3))
-    client.start()
-    feed(
-        client,
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "result": {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS},
-        },
-    )
+    client = _client_remembering(3)
     ids = [client.send_request("ping") for _ in range(10)]
     for rid in ids:
         events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
