@@ -50,13 +50,21 @@ import os
 import select
 import stat
 from collections.abc import Callable
-from typing import ClassVar, Literal, final
+from typing import ClassVar, Generic, Literal, TypeVar, final
 
 import trio
 
-__all__ = ["MemoryChannel", "MessageChannel", "StreamChannel", "Take", "memory_channel_pair"]
+__all__ = [
+    "Inbox",
+    "MemoryChannel",
+    "MessageChannel",
+    "StreamChannel",
+    "Take",
+    "memory_channel_pair",
+]
 
 Framing = Literal["message", "ndjson"]
+T = TypeVar("T")
 Take = Callable[[bytes], bool]
 """A session's ``take``: act on one message now, in the caller's task; ``False``
 refuses it (it must then be buffered for ``receive`` as usual)."""
@@ -115,6 +123,64 @@ class MessageChannel(abc.ABC):
 
 
 @final
+class Inbox(Generic[T]):
+    """The receiving end of a channel that queues whole messages, with the fast paths
+    of the module docs: ``receive`` returns what is queued without yielding (within
+    :data:`RECEIVE_BUDGET`), and while the reader is parked on an empty queue, a
+    message arriving is first :meth:`offer`-ed to the session's ``take``.
+
+    Whoever queues a message calls :meth:`offer` (or :meth:`unpark`) first: once a
+    message is on its way to the reader, offers stop until the reader parks again, so
+    nothing overtakes it.
+    """
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[T]) -> None:
+        self._receive = receive
+        self.take: Take | None = None
+        """The session's ``take`` (``MessageChannel.attach_reader``)."""
+        self._streak = 0  # receives in a row that did not yield
+        self._parked = False  # the reader waits in receive() with nothing queued
+
+    def offer(self, message: bytes) -> bool:
+        """Whether the session took ``message`` in passing; if not, queue it next."""
+        if self._parked:
+            take = self.take
+            if take is not None and take(message):
+                return True
+            self._parked = False  # queued for the reader: nothing may overtake it
+        return False
+
+    def unpark(self) -> None:
+        """Stop offers until the reader parks again (before queueing something that
+        must not be overtaken, or that was not offered)."""
+        self._parked = False
+
+    async def receive(self) -> T:
+        if self._streak < RECEIVE_BUDGET:
+            # Checked before taking a message, so a cancelled receive takes nothing.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                message = self._receive.receive_nowait()
+            except trio.WouldBlock:
+                # Empty: park until a message is queued, and meanwhile let arriving
+                # messages be offered to the session directly.
+                self._streak = 0
+                self._parked = True
+                try:
+                    return await self._receive.receive()
+                finally:
+                    self._parked = False
+            self._streak += 1
+            return message
+        # Over budget: yield once (more may be queued; not parked).
+        self._streak = 0
+        return await self._receive.receive()
+
+    async def aclose(self) -> None:
+        await self._receive.aclose()
+
+
+@final
 class MemoryChannel(MessageChannel):
     """One end of an in-memory channel pair; see :func:`memory_channel_pair`."""
 
@@ -124,28 +190,22 @@ class MemoryChannel(MessageChannel):
         self, send: trio.MemorySendChannel[bytes], receive: trio.MemoryReceiveChannel[bytes]
     ) -> None:
         self._send = send
-        self._receive = receive
-        self._streak = 0  # receives in a row that did not yield
+        self._inbox = Inbox(receive)
         self._peer: MemoryChannel | None = None  # the other end, when made as a pair
-        self._take: Take | None = None
-        self._parked = False  # our reader waits in receive() with nothing buffered
 
     def attach_reader(self, take: Take) -> None:
-        self._take = take
+        self._inbox.take = take
 
     async def send(self, message: bytes) -> None:
         peer = self._peer
         if peer is not None:
-            peer._parked = False  # the message wakes the reader: nothing may overtake it
+            peer._inbox.unpark()  # the message wakes the reader: nothing may overtake it
         await self._send.send(message)
 
     def send_nowait(self, message: bytes) -> bool:
         peer = self._peer
-        if peer is not None and peer._parked:
-            take = peer._take
-            if take is not None and take(message):
-                return True
-            peer._parked = False  # buffered for the reader: nothing may overtake it
+        if peer is not None and peer._inbox.offer(message):
+            return True
         try:
             self._send.send_nowait(message)
         except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -153,29 +213,11 @@ class MemoryChannel(MessageChannel):
         return True
 
     async def receive(self) -> bytes:
-        if self._streak < RECEIVE_BUDGET:
-            # Checked before taking a message, so a cancelled receive takes nothing.
-            await trio.lowlevel.checkpoint_if_cancelled()
-            try:
-                message = self._receive.receive_nowait()
-            except trio.WouldBlock:
-                # Empty: park until a sender hands us a message, and meanwhile let
-                # senders offer theirs to the session directly (see attach_reader).
-                self._streak = 0
-                self._parked = True
-                try:
-                    return await self._receive.receive()
-                finally:
-                    self._parked = False
-            self._streak += 1
-            return message
-        # Over budget: yield once (the buffer may hold more; not parked).
-        self._streak = 0
-        return await self._receive.receive()
+        return await self._inbox.receive()
 
     async def aclose(self) -> None:
         await self._send.aclose()
-        await self._receive.aclose()
+        await self._inbox.aclose()
 
 
 def memory_channel_pair(max_buffer_size: int = 16) -> tuple[MemoryChannel, MemoryChannel]:

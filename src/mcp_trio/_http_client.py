@@ -57,7 +57,7 @@ from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtoco
 from mcp_sansio._http import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
 from mcp_sansio._json import dumps
 
-from ._channel import RECEIVE_BUDGET, Framing, MessageChannel, Take
+from ._channel import Framing, Inbox, MessageChannel, Take
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -131,10 +131,8 @@ class HttpChannel(MessageChannel):
             write_timeout=write_timeout,
         )
         self._close_timeout = close_timeout
-        self._inbox_send, self._inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
-        self._take: Take | None = None
-        self._parked = False  # the session's reader waits in receive() on an empty inbox
-        self._streak = 0  # receives in a row that did not yield
+        self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
+        self._inbox = Inbox(inbox)
         self._tasks: trio.Nursery | None = None
         self._streams: dict[RequestId, trio.CancelScope] = {}
         self._get_started = False
@@ -206,30 +204,11 @@ class HttpChannel(MessageChannel):
         return True
 
     def attach_reader(self, take: Take) -> None:
-        self._take = take
+        self._inbox.take = take
 
     async def receive(self) -> bytes:
         try:
-            item: bytes | SessionClosed | None = None
-            if self._streak < RECEIVE_BUDGET:
-                # What is queued is taken without a yield (see _channel's "Fast paths").
-                await trio.lowlevel.checkpoint_if_cancelled()
-                try:
-                    item = self._inbox.receive_nowait()
-                except trio.WouldBlock:
-                    # Empty: park, and let the answers' readers offer their messages
-                    # to the session directly meanwhile (see _deliver).
-                    self._streak = 0
-                    self._parked = True
-                    try:
-                        item = await self._inbox.receive()
-                    finally:
-                        self._parked = False
-                else:
-                    self._streak += 1
-            if item is None:  # over budget: yield once
-                self._streak = 0
-                item = await self._inbox.receive()
+            item = await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
         if isinstance(item, SessionClosed):
@@ -408,11 +387,8 @@ class HttpChannel(MessageChannel):
                 await wire.aclose()
 
     async def _deliver(self, message: bytes) -> None:
-        if self._parked:
-            take = self._take
-            if take is not None and take(message):
-                return  # the session acted on it in this task: no hop to its reader
-            self._parked = False  # queued for the reader: nothing may overtake it
+        if self._inbox.offer(message):
+            return  # the session acted on it in this task: no hop to its reader
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             # Room in the inbox: no scheduler round trip (the async send always yields).
             try:
@@ -430,7 +406,7 @@ class HttpChannel(MessageChannel):
             return
         self._expired = True
         reason = "the server ended the HTTP session (404); open a new client to initialize again"
-        self._parked = False  # nothing may overtake the end
+        self._inbox.unpark()  # nothing may overtake the end
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self._inbox_send.send(SessionClosed(reason))
 
