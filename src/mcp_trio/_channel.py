@@ -295,9 +295,9 @@ class StreamChannel(MessageChannel):
                 raise _stream_error(exc) from exc
 
     def send_nowait(self, message: bytes) -> bool:
+        if not self._send_pipe or len(message) >= _PIPE_BUF:
+            return False  # a partial write could not be taken back (the line ends with \n)
         data = message + b"\n"
-        if not self._send_pipe or len(data) > _PIPE_BUF:
-            return False  # a partial write could not be taken back
         assert self._send_fd is not None
         try:
             os.write(self._send_fd.fileno(), data)  # all or nothing (<= PIPE_BUF)

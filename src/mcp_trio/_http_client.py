@@ -77,15 +77,12 @@ _INBOX_SIZE: Final = 16
 
 @attrs.define(slots=True)
 class _Written:
-    """Calls ``started`` once, when the first byte of the request is out."""
+    """Whether the request is out (set by calling it, once its first byte is)."""
 
-    started: Callable[[], None]
     done: bool = False
 
     def __call__(self) -> None:
-        if not self.done:
-            self.done = True
-            self.started()
+        self.done = True
 
 
 @final
@@ -161,7 +158,7 @@ class HttpChannel(MessageChannel):
         if sent.request_ids:
             await self._send_request(sent)
         else:
-            await self._drive(sent, _Written(lambda: None))
+            await self._drive(sent, _Written())
             ready = self._maybe_open_get_stream()
             if ready is not None:
                 with trio.move_on_after(self.transport.connect_timeout):
@@ -274,7 +271,7 @@ class HttpChannel(MessageChannel):
                 if wire is None:
                     await limiter.acquire_on_behalf_of(scope)
                 try:
-                    await self._drive(sent, _Written(lambda: None, done=True), wire, rest)
+                    await self._drive(sent, _Written(done=True), wire, rest)
                 finally:
                     limiter.release_on_behalf_of(scope)
         finally:
@@ -432,7 +429,7 @@ class HttpChannel(MessageChannel):
     async def _get_stream(self, ready: trio.Event) -> None:
         try:
             request = self.http.open_stream()
-            await self._drive(request, _Written(lambda: None), headed=ready.set)
+            await self._drive(request, _Written(), headed=ready.set)
         except LocalProtocolError:
             return
         except trio.BrokenResourceError as exc:

@@ -167,7 +167,7 @@ class HttpServeHandle:
 
 
 class _Idle(Exception):
-    """A connection parked after its answer (see ``_Connection._write_direct``) timed
+    """A connection parked after its answer (see ``_Connection._direct_out``) timed
     out idle or was stopped by shutdown: close it."""
 
 
@@ -435,7 +435,7 @@ class _Connection:
         try:
             await self._write(decision, slot, self.wire.received)
         except _Idle:
-            gone = True  # an idle keep-alive connection to close (see _write_direct)
+            gone = True  # an idle keep-alive connection to close (see _direct_out)
         except WireError as exc:
             if slot.parked:
                 logger.debug("idle HTTP connection closed: %s", exc)

@@ -75,15 +75,9 @@ class H11Stream:
             h11.RemoteProtocolError: the peer broke HTTP/1.1.
             WireError: the stream broke (end of input mid-message is h11's error).
         """
-        while True:
-            event = self.h11.next_event()
-            if event is h11.NEED_DATA:
-                await self.receive()
-                continue
-            if event is h11.PAUSED:
-                raise WireError("the peer sent more than one message at a time")
-            assert not isinstance(event, type)
-            return cast(H11Event, event)
+        while (event := self.next_event_nowait()) is None:
+            await self.receive()
+        return event
 
     def next_event_nowait(self) -> H11Event | None:
         """The next h11 event from the bytes already received, or ``None`` when h11

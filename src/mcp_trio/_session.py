@@ -618,18 +618,11 @@ class Session:
                     await waiter.on_progress(event)
                 except Exception:
                     logger.exception("progress callback for request %r failed", event.request_id)
-        else:
-            handled = self._dispatch_nowait(event)
-            assert handled, event
 
     def _dispatch_nowait(self, event: Event) -> bool:
         """Act on an event that needs no waiting; ``False`` for those that may wait
         (notifications, progress): :meth:`_dispatch` them."""
-        if isinstance(
-            event, NotificationReceived | SubscriptionNotificationReceived | ProgressReceived
-        ):
-            return False
-        if isinstance(event, InputRequired):
+        if isinstance(event, ResultReceived | InputRequired):
             self._waiters.resolve(event.request_id, event)
         elif isinstance(event, ErrorReceived | RequestTimedOut):
             if not self._waiters.resolve(event.request_id, event) and event.method in _START:
@@ -648,6 +641,10 @@ class Session:
             logger.debug("response ignored (%s): %r", event.reason, event.request_id)
         elif isinstance(event, InvalidMessageReceived):
             logger.warning("invalid message from the peer: %s", event.error.message)
+        elif isinstance(
+            event, NotificationReceived | SubscriptionNotificationReceived | ProgressReceived
+        ):
+            return False
         # ConnectionClosed only comes from receive_eof()/send_failed(), in _begin_close.
         return True
 
