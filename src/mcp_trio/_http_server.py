@@ -529,14 +529,13 @@ class _Connection:
         Raises:
             WireError: the write failed, timed out, or the slot overflowed.
         """
-        wire = self.wire
+        wire, timeout = self.wire, self._timeout
+        if slot is None:
+            await wire.send(events, timeout)
+            return
         rest = wire.write_nowait(wire.frame(events))
         if not rest:
             return  # all out at once: no scope, no yield (the usual case)
-        timeout = self._timeout
-        if slot is None:
-            await wire.write(rest, timeout)
-            return
         with trio.CancelScope() as scope:
             if timeout is not None:
                 scope.deadline = trio.current_time() + timeout
