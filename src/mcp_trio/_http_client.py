@@ -172,8 +172,14 @@ class HttpChannel(MessageChannel):
         messages, which await their ``202``; a new connection; cancellation) returns
         ``False`` untouched, for :meth:`send`.
         """
-        if self._closed or self._tasks is None:
-            return False
+        pool = self._pool
+        if (
+            self._closed
+            or self._tasks is None
+            or not pool.limiter.available_tokens
+            or not pool.has_direct_idle()
+        ):
+            return False  # (checked before the message is parsed: send() parses it)
         try:
             if self.http.stream_cancellation(message) is not None:
                 return False  # a modern cancellation closes a connection: send() does it

@@ -145,6 +145,10 @@ class Pool:
             raise
         return wire
 
+    def has_direct_idle(self) -> bool:
+        """Whether :meth:`send_nowait` may find an idle connection it can write to."""
+        return bool(self._idle) and self._idle[0].writes_directly
+
     def send_nowait(self, request: HttpRequest) -> tuple[H11Stream, bytes | memoryview] | None:
         """Start ``request`` on a kept-alive connection without waiting, if one is idle
         and its socket takes the first bytes at once (see ``H11Stream.write_nowait``).
