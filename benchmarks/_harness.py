@@ -41,6 +41,7 @@ import attrs
 from .targets import TARGETS, Target
 
 __all__ = [
+    "RSS_CALLS",
     "Bench",
     "Case",
     "Result",
@@ -58,6 +59,10 @@ Unit = Literal["µs", "calls/s", "KiB", "ms"]
 or its inverse); the others from sampled cases."""
 
 _HIGHER_IS_BETTER: Final = frozenset({"calls/s"})
+
+RSS_CALLS: Final = 10_000
+"""Calls between two readings of resident memory in the ``*.rss_growth`` cases (and
+of their warm-up)."""
 
 
 @final

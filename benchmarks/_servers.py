@@ -4,7 +4,8 @@ Every group serves the same tool the same way, so their figures differ only by t
 transport: ``tools/call`` of ``get_forecast`` answered with the canned 1 KB
 ``CallToolResult`` of :mod:`benchmarks.workloads`. This module is imported by the
 in-process cases and by the subprocess scripts (``_stdio_server``), so it imports
-nothing but :mod:`mcp_sansio`, :mod:`mcp_trio` and the workloads.
+nothing but :mod:`mcp_sansio`, :mod:`mcp_trio`, the workloads and the timed loops of
+:mod:`benchmarks._trio`.
 
 * :func:`low_level_handlers` -- ``mcp_trio.Handlers`` with one ``tools/call`` handler
   returning :data:`~benchmarks.workloads.CALL_TOOL_RESULT` (the same dict every time).
@@ -14,16 +15,24 @@ nothing but :mod:`mcp_sansio`, :mod:`mcp_trio` and the workloads.
   is pinned to the legacy era so that the request on the wire is the 159-byte workload
   (a modern request carries the ``_meta`` envelope; ``core.roundtrip.modern`` measures
   that).
+* :func:`call_tool_fixture` -- the high-level client's side: ``open_client(...)`` and
+  ``call_tool`` in the timed loop.
 """
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any, Final
 
+import trio
+
+import mcp_trio
 from mcp_sansio import ConnectionConfig
 from mcp_trio import Handlers, RequestContext, Server
 
-from .workloads import CALL_TOOL_NAME, CALL_TOOL_RESULT
+from ._trio import Driver, driver, until_closed
+from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_RESULT
 
 __all__ = [
     "CLIENT_CONFIG",
@@ -32,6 +41,7 @@ __all__ = [
     "SERVER_CONFIG",
     "SERVER_INFO",
     "TOOL_TEXT",
+    "call_tool_fixture",
     "high_level_server",
     "low_level_handlers",
 ]
@@ -72,3 +82,25 @@ def high_level_server() -> Server:
     # No output schema: the result is the one text block, as in the workload.
     server.add_tool(get_forecast, name=CALL_TOOL_NAME, output_schema=False)
     return server
+
+
+async def call_tool_fixture(
+    where: Any,
+    in_flight: int,
+    *,
+    cwd: Path | None = None,
+    server_pid: int | None = None,
+    task_status: trio.TaskStatus[Driver],
+) -> None:
+    """The high-level client's fixture: ``open_client(where, era="legacy")``, checked
+    once; the driver times bare ``call_tool`` calls (their text is checked after each
+    round, untimed)."""
+    async with mcp_trio.open_client(where, era="legacy", cwd=cwd) as client:
+        call = functools.partial(client.call_tool, CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)
+        assert (await call()).text == TOOL_TEXT
+
+        def accept(output: Any) -> bool:
+            return bool(output.text == TOOL_TEXT)
+
+        task_status.started(driver(call, in_flight=in_flight, accept=accept, server_pid=server_pid))
+        await until_closed()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import subprocess
 import sys
 import threading
@@ -43,7 +44,7 @@ import attrs
 import orjson
 import trio
 
-from ._harness import Bench, TimedCase
+from ._harness import RSS_CALLS, Bench, SampledCase, Settings, Skip, TimedCase
 from .workloads import CALL_TOOL_PARAMS, CALL_TOOL_RESULT
 
 __all__ = [
@@ -62,6 +63,7 @@ __all__ = [
     "module_command",
     "open_net_server",
     "open_pipe_process",
+    "rss_case",
     "rss_kib",
     "trio_bench",
     "until_closed",
@@ -339,9 +341,6 @@ def calls_case(
 
 # -- memory --------------------------------------------------------------------------------
 
-RSS_CALLS: Final = 10_000
-"""Calls between the two readings of a server's resident memory (and of the warm-up)."""
-
 
 def rss_kib(pid: int | None = None) -> float:
     """``VmRSS`` of process ``pid`` (default: this one), from ``/proc/<pid>/status``."""
@@ -459,3 +458,19 @@ class FloorClient:
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
                 deliver(line)
+
+
+def rss_case(name: str, title: str, fixture: Fixture, settings: Settings) -> SampledCase | Skip:
+    """A transport group's ``*.rss_growth`` case: :class:`RssSampler` over ``fixture``
+    (Linux only: it reads ``/proc/<pid>/status``)."""
+    if not (sys.platform.startswith("linux") and os.path.exists("/proc/self/status")):
+        return Skip(name=name, reason="needs Linux /proc/<pid>/status")
+    sampler = RssSampler(fixture)
+    return SampledCase(
+        name=name,
+        title=title,
+        sample=sampler.sample,
+        close=sampler.close,
+        unit="KiB",
+        max_rounds=1 if settings.quick else None,  # the first sample: 20,000 calls
+    )

@@ -50,7 +50,7 @@ from mcp_sansio import (
 )
 from mcp_sansio._jsonrpc import Request, Response, classify, decode
 
-from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
+from ._harness import RSS_CALLS, Bench, Case, SampledCase, Settings, Skip, TimedCase
 from .workloads import (
     CALL_TOOL_PARAMS,
     CALL_TOOL_REQUEST,
@@ -70,7 +70,6 @@ CLIENT_INFO: Final = {"name": "bench-client", "version": "1"}
 SERVER_INFO: Final = {"name": "bench-server", "version": "1"}
 SERVER_CAPS: Final[dict[str, Any]] = {"tools": {}}
 IN_FLIGHT: Final = 100
-RSS_CALLS: Final = 10_000
 
 _STATM: Final = "/proc/self/statm"
 
@@ -335,7 +334,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
         found.append(
             SampledCase(
                 name="core.rss_growth",
-                title="core: RSS growth over 10,000 legacy round trips",
+                title=f"core: RSS growth over {RSS_CALLS:,} legacy round trips",
                 sample=_rss_growth,
                 unit="KiB",
             )

@@ -33,21 +33,19 @@ of its own, see :mod:`benchmarks._trio`): the 159-byte request, the 1 KB result.
 from __future__ import annotations
 
 import functools
-import os
-import sys
-from typing import Any, Final
+from typing import Final
 
 import trio
 
 import mcp_trio
 from mcp_sansio import ConnectionConfig
 
-from ._harness import Case, SampledCase, Settings, Skip, TimedCase
+from ._harness import Case, Settings, Skip, TimedCase
 from ._servers import (
     CLIENT_CONFIG,
     MODERN_CLIENT_CONFIG,
     SERVER_CONFIG,
-    TOOL_TEXT,
+    call_tool_fixture,
     high_level_server,
     low_level_handlers,
 )
@@ -55,13 +53,13 @@ from ._trio import (
     RSS_CALLS,
     Driver,
     FloorClient,
-    RssSampler,
     bench_setup,
     driver,
     floor_answer,
+    rss_case,
     until_closed,
 )
-from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_PARAMS
+from .workloads import CALL_TOOL_PARAMS
 
 __all__ = ["DESCRIPTION", "cases", "unavailable"]
 
@@ -69,7 +67,6 @@ DESCRIPTION: Final = "mcp_trio over in-memory channels against a bare Trio chann
 
 IN_FLIGHT: Final = 100
 BUFFER: Final = mcp_trio.SessionConfig().memory_buffer_size
-_STATUS: Final = "/proc/self/status"
 
 
 def unavailable() -> str | None:
@@ -138,14 +135,7 @@ async def _ours(
 
 
 async def _client(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
-    async with mcp_trio.open_client(high_level_server(), era="legacy") as client:
-
-        async def call() -> Any:
-            return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
-
-        assert await call() == TOOL_TEXT
-        task_status.started(driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__))
-        await until_closed()
+    await call_tool_fixture(high_level_server(), in_flight, task_status=task_status)
 
 
 # -- the group -----------------------------------------------------------------------------
@@ -197,18 +187,12 @@ def cases(settings: Settings) -> list[Case | Skip]:
             reference="inmemory.roundtrip",
         ),
     ]
-    if sys.platform.startswith("linux") and os.path.exists(_STATUS):
-        sampler = RssSampler(functools.partial(_ours, 1, CLIENT_CONFIG))
-        found.append(
-            SampledCase(
-                name="inmemory.rss_growth",
-                title=f"RSS growth of this process over {RSS_CALLS:,} round trips",
-                sample=sampler.sample,
-                close=sampler.close,
-                unit="KiB",
-                max_rounds=1 if settings.quick else None,  # the first sample: 20,000 calls
-            )
+    found.append(
+        rss_case(
+            "inmemory.rss_growth",
+            f"RSS growth of this process over {RSS_CALLS:,} round trips",
+            functools.partial(_ours, 1, CLIENT_CONFIG),
+            settings,
         )
-    else:
-        found.append(Skip(name="inmemory.rss_growth", reason=f"needs Linux {_STATUS}"))
+    )
     return found

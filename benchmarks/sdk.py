@@ -65,21 +65,16 @@ from typing import Any, Final, final
 
 import trio
 
-import mcp_trio
-
 from . import coldstart
 from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
-from ._servers import SERVER_CONFIG, TOOL_TEXT, high_level_server, low_level_handlers
+from ._servers import SERVER_CONFIG, call_tool_fixture, high_level_server, low_level_handlers
 from ._trio import (
     ROOT,
     Driver,
     bench_setup,
-    driver,
     module_command,
     open_net_server,
-    until_closed,
 )
-from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME
 
 __all__ = ["DESCRIPTION", "SDK_VERSION", "cases", "unavailable"]
 
@@ -190,7 +185,7 @@ async def _ours(target: str, in_flight: int, *, task_status: trio.TaskStatus[Dri
         # The same server kinds as group ``http``, reached through open_client.
         async with open_net_server(target) as (port, pid):
             url = f"http://127.0.0.1:{port}/mcp"
-            await _ours_client(url, None, in_flight, pid, task_status=task_status)
+            await call_tool_fixture(url, in_flight, server_pid=pid, task_status=task_status)
         return
     where: Any
     if target == "inmemory":
@@ -200,28 +195,7 @@ async def _ours(target: str, in_flight: int, *, task_status: trio.TaskStatus[Dri
     else:
         where = module_command("_stdio_server")
     cwd = ROOT if target == "stdio" else None
-    await _ours_client(where, cwd, in_flight, None, task_status=task_status)
-
-
-async def _ours_client(
-    where: Any,
-    cwd: os.PathLike[str] | None,
-    in_flight: int,
-    server_pid: int | None,
-    *,
-    task_status: trio.TaskStatus[Driver],
-) -> None:
-    """``open_client(where, era="legacy")``, checked once; the driver calls ``call_tool``."""
-    async with mcp_trio.open_client(where, era="legacy", cwd=cwd) as client:
-
-        async def call() -> Any:
-            return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
-
-        assert await call() == TOOL_TEXT
-        task_status.started(
-            driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__, server_pid=server_pid)
-        )
-        await until_closed()
+    await call_tool_fixture(where, in_flight, cwd=cwd, task_status=task_status)
 
 
 # -- cold start ----------------------------------------------------------------------------

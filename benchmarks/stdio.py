@@ -24,29 +24,28 @@ two pipes. Throughput in calls/s, with 1 and with 100 requests in flight.
 from __future__ import annotations
 
 import functools
-import os
 import sys
-from typing import Any, Final
+from typing import Final
 
 import trio
 
 import mcp_trio
 
-from ._harness import Case, SampledCase, Settings, Skip
-from ._servers import CLIENT_CONFIG, TOOL_TEXT
+from ._harness import Case, Settings, Skip
+from ._servers import CLIENT_CONFIG, call_tool_fixture
 from ._trio import (
     ROOT,
     RSS_CALLS,
     Driver,
     FloorClient,
-    RssSampler,
     calls_case,
     driver,
     module_command,
     open_pipe_process,
+    rss_case,
     until_closed,
 )
-from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_PARAMS
+from .workloads import CALL_TOOL_PARAMS
 
 __all__ = ["DESCRIPTION", "cases", "unavailable"]
 
@@ -107,16 +106,8 @@ async def _ours(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None
 
 
 async def _client(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
-    async with mcp_trio.open_client(
-        module_command("_stdio_server", "--high-level"), era="legacy", cwd=ROOT
-    ) as client:
-
-        async def call() -> Any:
-            return (await client.call_tool(CALL_TOOL_NAME, CALL_TOOL_ARGUMENTS)).text
-
-        assert await call() == TOOL_TEXT
-        task_status.started(driver(call, in_flight=in_flight, accept=TOOL_TEXT.__eq__))
-        await until_closed()
+    command = module_command("_stdio_server", "--high-level")
+    await call_tool_fixture(command, in_flight, cwd=ROOT, task_status=task_status)
 
 
 # -- the group -----------------------------------------------------------------------------
@@ -156,18 +147,12 @@ def cases(settings: Settings) -> list[Case | Skip]:
             reference="stdio.calls.1",
         ),
     ]
-    if sys.platform.startswith("linux") and os.path.exists("/proc/self/status"):
-        sampler = RssSampler(functools.partial(_ours, 1))
-        found.append(
-            SampledCase(
-                name="stdio.rss_growth",
-                title=f"server child's RSS growth over {RSS_CALLS:,} calls (after a warm-up)",
-                sample=sampler.sample,
-                close=sampler.close,
-                unit="KiB",
-                max_rounds=1 if settings.quick else None,  # the first sample: 20,000 calls
-            )
+    found.append(
+        rss_case(
+            "stdio.rss_growth",
+            f"server child's RSS growth over {RSS_CALLS:,} calls (after a warm-up)",
+            functools.partial(_ours, 1),
+            settings,
         )
-    else:
-        found.append(Skip(name="stdio.rss_growth", reason="needs Linux /proc/<pid>/status"))
+    )
     return found
