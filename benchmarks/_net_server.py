@@ -22,17 +22,18 @@ Only loopback is ever bound.
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final, Literal
 
 import h11
 import trio
 import trio_websocket
 
 import mcp_trio
+from mcp_sansio._http import HttpServerConfig
+from mcp_trio._http_server import serve_http
 
 from ._servers import SERVER_CONFIG, low_level_handlers
 from ._trio import floor_answer
@@ -138,20 +139,17 @@ async def _http_floor(sse: bool, *, task_status: trio.TaskStatus[int]) -> None:
         task_status.started(listeners[0].socket.getsockname()[1])
 
 
-async def _http(mode: str, *, task_status: trio.TaskStatus[int]) -> None:
-    server: Any = importlib.import_module("mcp_trio._http_server")
-    http_config: Any = importlib.import_module("mcp_sansio._http").HttpServerConfig
-
+async def _http(mode: Literal["json", "sse"], *, task_status: trio.TaskStatus[int]) -> None:
     async with trio.open_nursery() as nursery:
         handle = await nursery.start(
             functools.partial(
-                server.serve_http,
+                serve_http,
                 low_level_handlers(),
                 connection_config=SERVER_CONFIG,
                 host=HOST,
                 port=0,
                 path=PATH,
-                http_config=http_config(response_mode=mode),
+                http_config=HttpServerConfig(response_mode=mode),
             )
         )
         task_status.started(handle.port)
