@@ -150,11 +150,6 @@ class _Answering(_ConnectionBase):
         self._forget_inbound(request_id)
         return inbound
 
-    def _forget_inbound(self, request_id: RequestId) -> None:
-        """Drop the side records of the peer's request ``request_id`` (it left _inflight)."""
-        self._inbound_progress.pop(request_id, None)
-        self._inbound_log_level.pop(request_id, None)
-
     def _reply(
         self, request_id: RequestId, obj: dict[str, Any], payload: bytes | None = None
     ) -> None:

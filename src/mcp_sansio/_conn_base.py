@@ -216,6 +216,12 @@ class _ConnectionBase:
             self._queue(dumps(reply), rid)
         events.append(InvalidMessageReceived(error=err, request_id=rid))
 
+    def _forget_inbound(self, request_id: RequestId) -> None:
+        """Drop the side records of the peer's request ``request_id``: every way out
+        of ``_inflight`` (answer, cancellation, subscription end, close) calls this."""
+        self._inbound_progress.pop(request_id, None)
+        self._inbound_log_level.pop(request_id, None)
+
     def _refuse_unserved(
         self,
         rid: RequestId,

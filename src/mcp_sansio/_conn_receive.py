@@ -550,6 +550,7 @@ class _Receiving(_Handshake):
         if inbound.method == "initialize":
             return
         del self._inflight[rid]
+        self._forget_inbound(rid)
         self._subscriptions.pop(rid, None)
         self._remember_cancelled(rid)
         batch = self._batches.pop(rid, None)

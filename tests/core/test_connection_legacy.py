@@ -510,6 +510,25 @@ def test_client_cancels_and_server_answer_is_dropped() -> None:
     validate_wire(pair, "2025-11-25")
 
 
+def test_a_cancelled_requests_progress_does_not_outlive_it() -> None:
+    # The peer cancels a request that had progress; a later request reusing its id
+    # starts its own progress afresh.
+    pair = ready_pair()
+    token = {"_meta": {"progressToken": "t"}}
+    rid = pair.client.send_request("tools/list", token)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert pair.server.send_progress(req.request_id, 5)
+    pair.client.cancel_request(rid)
+    only(pair.deliver(pair.client), RequestCancelled)
+    pair.server.send_result(req.request_id, {"tools": []})  # dropped: cancelled
+    pair.server.data_to_send()
+    feed(
+        pair.server,
+        {"jsonrpc": "2.0", "id": req.request_id, "method": "tools/list", "params": token},
+    )
+    assert pair.server.send_progress(req.request_id, 1)  # not "must increase (1 after 5)"
+
+
 def test_server_cancels_its_request_to_the_client() -> None:
     pair = ready_pair()
     rid = pair.server.send_request("roots/list")

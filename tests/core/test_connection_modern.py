@@ -344,6 +344,22 @@ def test_logging_only_when_the_request_asked_and_at_or_above() -> None:
     validate_wire(pair, V)
 
 
+def test_a_cancelled_requests_log_level_does_not_outlive_it() -> None:
+    # A server that reads a cancellation forgets the request's logLevel with it: a later
+    # request reusing the id without one must not be logged for.
+    server = modern_pair().server
+    asked = modern_request(3, "tools/list")
+    asked["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = "debug"
+    feed(server, asked)
+    feed(
+        server, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+    )
+    server.send_result(3, {"tools": []})  # dropped: cancelled
+    events, _ = feed(server, modern_request(3, "tools/list"))
+    only(events, RequestReceived)
+    assert not server.send_log("info", "x", request_id=3)
+
+
 def test_cancellation_on_a_shared_channel() -> None:
     pair = modern_pair()
     rid = pair.client.send_request("tools/call", {"name": "t"})
