@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from . import _modern
@@ -66,6 +66,9 @@ class _ConnectionBase:
         self._pending: dict[RequestId, _Outbound] = {}
         self._timers: list[tuple[float, int, RequestId]] = []
         self._timer_seq = 0
+        self._on_arm: Callable[[], None] | None = None
+        """Called when a timer is armed (a deadline may have moved earlier): the hook
+        through which ``HttpServer`` keeps its deadline index without scanning."""
         self._progress_in: dict[RequestId, RequestId] = {}  # our token -> our request id
         self._finished_out: OrderedDict[RequestId, str] = OrderedDict()
         # The peer's requests awaiting our answer, as delivered: the event is the record.
@@ -155,6 +158,8 @@ class _ConnectionBase:
         if deadline is not None:
             self._timer_seq += 1
             heapq.heappush(self._timers, (deadline, self._timer_seq, rid))
+            if self._on_arm is not None:
+                self._on_arm()
 
     # ------------------------------------------------------------------ request tables
 

@@ -61,17 +61,15 @@ it must not walk the session table. Two indexes keep it O(log n):
 * ``_timers`` is a heap of ``(deadline, token, session id)``: each session's
   ``conn.next_deadline()`` as last seen, with lazy invalidation (an entry counts only
   while its session is live and ``session.timer_token`` is its token; ids, not sessions,
-  so that a stale entry keeps no closed session alive). A deadline moves *earlier* only when a
-  request of ours is sent (``send_request``, by a handler) or its timer is re-armed
-  (progress, while we feed the connection). We look again after every feed and every drain
-  of the connection, and the binding drains a connection after every call into it (the
-  contract above), so a new request is seen before the next :meth:`HttpServer.next_deadline`.
-  A caller driving the core by hand may skip that drain, so a session whose connection was
-  handed out by :meth:`HttpServer.session_connection` is also looked at on every call until
-  its next drain. A deadline that moved *later* unseen (an answer, a cancellation, a timer
-  run) is found when its entry reaches the top: the top is checked against the connection
-  before it is believed. The heap is rebuilt when stale entries outnumber the sessions,
-  which keeps it bounded.
+  so that a stale entry keeps no closed session alive). A deadline moves *earlier* only when
+  the connection arms a timer (a request of ours sent by a handler, or re-armed by
+  progress); the connection reports that through its ``_on_arm`` hook, which puts the
+  session in ``_watched``, and watched sessions are looked at again at their next drain,
+  :meth:`HttpServer.next_deadline` or :meth:`HttpServer.handle_timer`, however the
+  connection was reached. A deadline that moved *later* unseen (an answer, a
+  cancellation, a timer run) is found when its entry reaches the top: the top is checked
+  against the connection before it is believed. The heap is rebuilt when stale entries
+  outnumber the sessions, which keeps it bounded.
 
 Status codes (both eras unless noted):
 
@@ -95,6 +93,7 @@ Status codes (both eras unless noted):
 
 from __future__ import annotations
 
+import functools
 import heapq
 import secrets
 from collections import OrderedDict, deque
@@ -595,7 +594,7 @@ class HttpServer:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently active first
         self._idle: OrderedDict[str, _Session] = OrderedDict()  # those with no handles, same order
         self._timers: list[tuple[float, int, str]] = []  # see "Timers" above
-        self._watched: dict[str, _Session] = {}  # handed out by session_connection, not drained
+        self._watched: dict[str, _Session] = {}  # armed a timer since last looked at
         self._order = 0
         self._timer_token = 0
         self._modern: dict[int, _Stream] = {}
@@ -632,7 +631,6 @@ class HttpServer:
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        self._watched[session_id] = session  # see "Timers": it may be used without a drain
         return session.conn
 
     def statistics(self) -> dict[str, int]:
@@ -1003,6 +1001,7 @@ class HttpServer:
         standalone.session = session
         self._sessions[sid] = session
         self._idle[sid] = session
+        conn._on_arm = functools.partial(self._watched.__setitem__, sid, session)
         self._owners[conn] = session
         events: tuple[HttpServerEvent, ...] = (
             *evicted,
@@ -1035,7 +1034,6 @@ class HttpServer:
             has_request = has_request or (type(item) is dict and "method" in item and "id" in item)
             text = dumps(item) if batch else request.body
             core_events.extend(conn.receive_message(text, now=now))
-        self._refresh_timer(session)  # progress re-arms a timer; an answer disarms one
         # During the feed the core only answers this body (errors, ping, setLevel, ...).
         answered = [payload for payload, _ in conn.messages_to_send()]
         received = [e.request_id for e in core_events if isinstance(e, _RequestReceived)]
@@ -1315,6 +1313,7 @@ class HttpServer:
         del self._sessions[session.id]
         self._idle.pop(session.id, None)
         self._watched.pop(session.id, None)
+        conn._on_arm = None
         session.deadline = None
         session.timer_token = 0
         self._owners.pop(conn, None)
@@ -1340,8 +1339,8 @@ class HttpServer:
         if isinstance(owner, _Session):
             for payload, related in messages:
                 self._route_session(owner, payload, related)
-            self._watched.pop(owner.id, None)
-            self._refresh_timer(owner)  # a handler may have sent a request
+            if self._watched.pop(owner.id, None) is not None:
+                self._refresh_timer(owner)  # a timer was armed since (a request of ours)
         else:
             for payload, _ in messages:
                 self._route_modern(owner, payload)
@@ -1498,6 +1497,7 @@ class HttpServer:
                 deadlines.append(idle.last_active + timeout)
         for session in self._watched.values():
             self._refresh_timer(session)
+        self._watched.clear()
         first = self._next_timer()
         if first is not None:
             assert first.deadline is not None
@@ -1515,6 +1515,7 @@ class HttpServer:
                 self._close_session(idle, "expired", events)
         for watched in self._watched.values():
             self._refresh_timer(watched)
+        self._watched.clear()
         due: list[_Session] = []
         while (session := self._next_timer()) is not None:
             assert session.deadline is not None

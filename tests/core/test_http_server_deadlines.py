@@ -450,6 +450,16 @@ def test_a_session_keeps_its_later_deadlines_after_a_timer() -> None:
         check(srv, model)
 
 
+def test_a_request_armed_on_an_events_connection_is_seen_without_a_drain() -> None:
+    # The connection from SessionCreated (not session_connection), used by hand and
+    # never drained: its new, earlier deadline still counts.
+    srv, model, sids = populate(40, timeout=None)
+    conn = model.sessions[sids[5]].conn
+    conn.send_request("ping", now=0.0, timeout=1.0)
+    assert srv.next_deadline() == 1.0
+    check(srv, model)
+
+
 def test_a_fetched_connection_is_watched_until_it_is_drained(
     deadline_calls: list[int],
 ) -> None:
