@@ -124,9 +124,8 @@ class _ConnectionBase:
         self._untimed = self.config.request_timeout is None and self.config.max_request_time is None
         # Server: whether a request whose _meta names a protocol version is served in
         # the modern era (otherwise it is just a legacy request with odd _meta).
-        self._modern_server = role == "server" and bool(
-            self._modern_versions or not self._legacy_versions
-        )
+        # (One version list at least is not empty: checked above.)
+        self._modern_server = role == "server" and bool(self._modern_versions)
         # Modern client: the envelope of a plain request, built (and so validated) by
         # _modern.build_request_meta on first use, for _version.
         self._envelope: tuple[str, dict[str, Any]] | None = None

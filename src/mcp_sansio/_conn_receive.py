@@ -330,11 +330,7 @@ class _Receiving(_Handshake):
             return
         if self.role == "server":
             meta = params.get("_meta") if params is not None else None
-            if (
-                type(meta) is dict
-                and _modern.PROTOCOL_VERSION_KEY in meta
-                and (self._modern_versions or not self._legacy_versions)
-            ):
+            if self._modern_server and type(meta) is dict and _modern.PROTOCOL_VERSION_KEY in meta:
                 if batch is not None:
                     self._reject(
                         rid,

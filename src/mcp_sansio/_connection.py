@@ -53,7 +53,7 @@ from typing import Any, final
 
 from . import _modern
 from ._conn_answer import _Answering
-from ._conn_base import _LEGACY, _MODERN, _MODERN_REVISION
+from ._conn_base import _HANDSHAKE_METHODS, _LEGACY, _MODERN, _MODERN_REVISION
 from ._conn_receive import _Receiving
 from ._conn_records import _ids_of, _new, _Outbound
 from ._errors import LocalProtocolError
@@ -341,7 +341,7 @@ class Connection(_Receiving, _Answering):
         self._check_open()
         if len(self._pending) >= self._max_pending:
             raise LocalProtocolError(f"too many requests in flight ({self._max_pending})")
-        if method in ("initialize", "server/discover") and self.role == "client":
+        if method in _HANDSHAKE_METHODS and self.role == "client":
             raise LocalProtocolError(f"use start() to send {method}")
         era = self._era
         if self.role == "server":
@@ -370,11 +370,7 @@ class Connection(_Receiving, _Answering):
             params = self._modern_params(params, self._version, token, log_level)
         elif token is not None:
             params = _modern.attach_meta(params, {"progressToken": token})
-        payload = dumps(
-            {"jsonrpc": JSONRPC, "id": rid, "method": method}
-            if params is None
-            else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params}
-        )
+        payload = dumps(request(rid, method, params))
         self._next_id = rid
         if era is _MODERN and method == "subscriptions/listen":
             self._listening.add(rid)

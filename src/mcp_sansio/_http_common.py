@@ -100,6 +100,17 @@ def _index(headers: Headers) -> dict[str, str]:
     return index
 
 
+def _header(message: HttpRequest | HttpResponse, name: str) -> str | None:
+    """The value of header ``name`` (any case), repeated fields joined with ``", "``,
+    decoded as latin-1; ``None`` when absent. (``HttpRequest.header`` and
+    ``HttpResponse.header``; the lookup table is built at the first call.)"""
+    index = message._index
+    if index is None:
+        index = _index(message.headers)
+        object.__setattr__(message, "_index", index)
+    return index.get(name.lower())
+
+
 @final
 @attrs.frozen(kw_only=True)
 class HttpRequest:
@@ -143,17 +154,7 @@ class HttpRequest:
         """The target without its query string."""
         return self.target.partition("?")[0]
 
-    def header(self, name: str) -> str | None:
-        """The value of header ``name`` (any case), repeated fields joined with ``", "``.
-
-        Returns:
-            The value decoded as latin-1, or ``None`` when absent.
-        """
-        index = self._index
-        if index is None:
-            index = _index(self.headers)
-            object.__setattr__(self, "_index", index)
-        return index.get(name.lower())
+    header = _header
 
 
 @final
@@ -172,13 +173,7 @@ class HttpResponse:
     )
     """:meth:`header`'s lookup table, built at the first lookup."""
 
-    def header(self, name: str) -> str | None:
-        """The value of header ``name`` (any case), or ``None``."""
-        index = self._index
-        if index is None:
-            index = _index(self.headers)
-            object.__setattr__(self, "_index", index)
-        return index.get(name.lower())
+    header = _header
 
 
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:

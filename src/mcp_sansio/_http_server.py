@@ -646,7 +646,8 @@ class HttpServer:
     def check_head(self, request: HttpRequest) -> HttpResponse | None:
         """The checks that need no body: path, ``Origin``, ``Host``, method, media types,
         ``Content-Length``. Call it before reading the body to refuse early; returns the
-        refusal, or ``None`` to go on. :meth:`handle_request` runs it again."""
+        refusal, or ``None`` to go on. :meth:`handle_request` runs it again unless told
+        ``head_checked``."""
         cfg = self.config
         if request.path != cfg.endpoint:
             return HttpResponse(status=404)

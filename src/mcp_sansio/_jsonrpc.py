@@ -206,8 +206,10 @@ def classify(obj: Any) -> Message | Invalid:
     return _invalid("Invalid Request: neither a request, a notification nor a response", obj)
 
 
-def request(request_id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """A request object with params (``Connection.send_request`` builds its own)."""
+def request(request_id: RequestId, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """A request object (``params`` left out when ``None``)."""
+    if params is None:
+        return {"jsonrpc": JSONRPC, "id": request_id, "method": method}
     return {"jsonrpc": JSONRPC, "id": request_id, "method": method, "params": params}
 
 
