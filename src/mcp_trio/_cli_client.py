@@ -34,6 +34,7 @@ from ._cli_util import CliError, UsageError, describe, error_line, one_line
 from ._client import Client, open_client
 from ._client_common import EraChoice
 from ._config import SessionConfig
+from ._jsonschema import has_type
 from ._server import Server
 
 __all__ = [
@@ -96,22 +97,6 @@ def parse_arguments(
     return base, pairs_out
 
 
-def _json_types(value: Any) -> set[str]:
-    if value is None:
-        return {"null"}
-    if isinstance(value, bool):
-        return {"boolean"}
-    if isinstance(value, int):
-        return {"integer", "number"}
-    if isinstance(value, float):
-        return {"number", "integer"} if value.is_integer() else {"number"}
-    if isinstance(value, str):
-        return {"string"}
-    if isinstance(value, list):
-        return {"array"}
-    return {"object"}
-
-
 def _schema_types(schema: Any) -> set[str] | None:
     """The JSON types ``schema`` allows, or ``None`` when it does not say plainly."""
     if not isinstance(schema, Mapping):
@@ -141,7 +126,7 @@ def arg_value(text: str, schema: Any) -> Any:
     except ValueError:
         return text
     allowed = _schema_types(schema)
-    if allowed is None or _json_types(value) & allowed:
+    if allowed is None or any(has_type(value, kind) for kind in allowed):
         return value
     return text
 

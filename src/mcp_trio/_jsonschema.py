@@ -103,6 +103,7 @@ __all__ = [
     "function_description",
     "function_input_schema",
     "function_output_schema",
+    "has_type",
     "to_jsonable",
     "to_structured_content",
     "type_schema",
@@ -952,7 +953,9 @@ def _type_name(value: object) -> str:
     return _json_type(value) or _CONTAINER_NAMES.get(type(value), type(value).__name__)
 
 
-def _has_type(value: object, name: str) -> bool:
+def has_type(value: object, name: str) -> bool:
+    """Whether ``value`` is of JSON Schema type ``name`` (an integral float is an
+    ``integer``; a bool is neither ``integer`` nor ``number``)."""
     if name == "integer":
         return (isinstance(value, int) and not isinstance(value, bool)) or (
             isinstance(value, float) and value.is_integer()
@@ -1024,7 +1027,7 @@ class _Validator:
             self.check(value, self.resolve(schema["$ref"]), path, out)
         if "type" in schema:
             names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            if not any(_has_type(value, n) for n in names):
+            if not any(has_type(value, n) for n in names):
                 out.append(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
                 return
         if "enum" in schema and _canonical(value) not in {_canonical(v) for v in schema["enum"]}:
@@ -1032,7 +1035,7 @@ class _Validator:
             out.append(f"{path}: expected one of {choices}, got {_show(value)}")
         if "const" in schema and _canonical(value) != _canonical(schema["const"]):
             out.append(f"{path}: expected {_show(schema['const'])}, got {_show(value)}")
-        if _has_type(value, "number"):
+        if has_type(value, "number"):
             self.check_number(value, schema, path, out)
         elif isinstance(value, str):
             self.check_size(len(value), schema, "Length", "characters", path, out)
@@ -1140,7 +1143,7 @@ class _Validator:
             return self.fits(value, self.resolve(schema["$ref"]))
         if "type" in schema:
             names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            return any(_has_type(value, n) for n in names)
+            return any(has_type(value, n) for n in names)
         if "enum" in schema:
             return any(_type_name(value) == _type_name(v) for v in schema["enum"])
         if "anyOf" in schema:
