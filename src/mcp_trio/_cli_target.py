@@ -28,11 +28,11 @@ from types import ModuleType
 from typing import Final
 
 from ._cli_util import CliError, UsageError
+from ._client_targets import URL_SCHEMES
 from ._server import Server
 
 __all__ = ["URL_SCHEMES", "client_target", "load_server", "split_spec"]
 
-URL_SCHEMES: Final = ("http://", "https://", "ws://", "wss://")
 _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _DOTTED_NAME: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 """A module name, or an attribute path in it."""

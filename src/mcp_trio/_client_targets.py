@@ -21,7 +21,7 @@ import shlex
 import ssl
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -36,7 +36,13 @@ from ._session import Session
 from ._stdio import StderrCallback, open_stdio_client
 from ._websocket import open_websocket_client
 
-__all__ = ["ClientTarget", "InMemoryServer", "StderrCallback", "open_target"]
+__all__ = [
+    "URL_SCHEMES",
+    "ClientTarget",
+    "InMemoryServer",
+    "StderrCallback",
+    "open_target",
+]
 
 
 @runtime_checkable
@@ -57,8 +63,10 @@ ClientTarget: TypeAlias = (
 )
 """What :func:`~mcp_trio.open_client` accepts as ``target``."""
 
-_HTTP = ("http://", "https://")
-_WS = ("ws://", "wss://")
+_HTTP: Final = ("http://", "https://")
+_WS: Final = ("ws://", "wss://")
+URL_SCHEMES: Final = _HTTP + _WS
+"""The URL targets ``open_client`` takes (compared in any case)."""
 
 
 def _in_memory(target: object) -> tuple[Handlers, ConnectionConfig] | None:
@@ -110,13 +118,14 @@ async def open_target(
         ValueError: an empty command line.
     """
     opened: AbstractAsyncContextManager[Any]
-    if isinstance(target, str) and target.startswith(_HTTP):
+    url = target if isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES) else ""
+    if url[:8].lower().startswith(_HTTP):  # RFC 3986: a scheme is compared in any case
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
-        opened = _open_http(target, handlers, config, connection_config, ssl_context)
-    elif isinstance(target, str) and target.startswith(_WS):
+        opened = _open_http(url, handlers, config, connection_config, ssl_context)
+    elif url:
         _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr)
         opened = open_websocket_client(
-            target,
+            url,
             ssl_context=ssl_context,
             handlers=handlers,
             config=config,

@@ -95,3 +95,16 @@ async def test_http_url(era: str) -> None:
                     note = await updates.receive()
                     assert note.method == "notifications/tools/list_changed"
             nursery.cancel_scope.cancel()
+
+
+async def test_a_url_scheme_in_capitals_is_still_a_url() -> None:
+    # RFC 3986: schemes are compared in any case; "HTTP://..." is not a command line.
+    http_server = pytest.importorskip("mcp_trio._http_server")
+    serve = partial(http_server.serve_http, connection_config=server_config())
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(serve, make_handlers())
+            url = "HTTP" + handle.url.removeprefix("http")
+            async with open_client(url, era="legacy") as client:
+                assert [tool.name for tool in await client.list_tools()] == list(TOOL_NAMES)
+            nursery.cancel_scope.cancel()
