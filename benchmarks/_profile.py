@@ -50,13 +50,14 @@ def _area(key: _Key) -> str:
     return filename.rsplit("/", 1)[-1]
 
 
+_TRIO: Final = "Trio (scheduler, channels, locks, cancel scopes)"
 _LAYERS: Final = (
     ("mcp_trio/", "session runtime (mcp_trio)"),
     ("mcp_sansio/", "core (mcp_sansio)"),
-    ("trio/", "Trio (scheduler, channels, locks, cancel scopes)"),
-    ("outcome/", "Trio (scheduler, channels, locks, cancel scopes)"),
-    ("sniffio/", "Trio (scheduler, channels, locks, cancel scopes)"),
-    ("epoll", "Trio (scheduler, channels, locks, cancel scopes)"),
+    ("trio/", _TRIO),
+    ("outcome/", _TRIO),
+    ("sniffio/", _TRIO),
+    ("epoll", _TRIO),
     ("orjson", "orjson"),
     ("benchmark loop", "benchmark loop"),
 )
@@ -118,8 +119,9 @@ def profile(case: TimedCase, min_round_ns: int, top: int = 25) -> str:
     by_area: dict[str, float] = defaultdict(float)
     by_layer: dict[str, float] = defaultdict(float)
     for key, entry in raw.items():
-        by_area[_area(key)] += entry[2]
-        by_layer[_layer(_area(key))] += entry[2]
+        area = _area(key)
+        by_area[area] += entry[2]
+        by_layer[_layer(area)] += entry[2]
 
     def us(seconds: float) -> str:
         return f"{seconds / ops * 1e6:.3f}"

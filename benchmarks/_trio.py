@@ -263,24 +263,20 @@ def driver(
     """
     tally = _Tally()
 
+    async def worker(n: int) -> None:
+        result = None
+        for _ in range(n):
+            result = await call()
+        tally.answered += n
+        tally.last = result
+
     if in_flight == 1:
 
         async def run(n: int) -> None:
             tally.issued += n
-            result = None
-            for _ in range(n):
-                result = await call()
-            tally.answered += n
-            tally.last = result
+            await worker(n)  # (one await a round, not a call)
 
     else:
-
-        async def worker(n: int) -> None:
-            result = None
-            for _ in range(n):
-                result = await call()
-            tally.answered += n
-            tally.last = result
 
         async def run(n: int) -> None:
             tally.issued += n * in_flight

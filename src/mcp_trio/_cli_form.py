@@ -30,10 +30,15 @@ class _Cancelled(Exception):
     pass
 
 
+def _choices(prop: Mapping[str, Any]) -> list[Any]:
+    """The values a property offers (``enum``, or the ``const`` of each ``oneOf``)."""
+    return list(prop.get("enum") or [o.get("const") for o in prop.get("oneOf") or ()])
+
+
 def _parse(text: str, prop: Mapping[str, Any]) -> Any:
     """The value of one answer; raises ``ValueError`` if it does not fit ``prop``."""
     kind = prop.get("type")
-    choices = prop.get("enum") or [o.get("const") for o in prop.get("oneOf") or ()]
+    choices = _choices(prop)
     if kind == "boolean":
         if text.lower() in _YES:
             return True
@@ -63,7 +68,7 @@ def _question(name: str, prop: Mapping[str, Any], required: bool) -> str:
     label = prop.get("title") or name
     about = f" ({prop['description']})" if prop.get("description") else ""
     kind = prop.get("type")
-    choices = prop.get("enum") or [o.get("const") for o in prop.get("oneOf") or ()]
+    choices = _choices(prop)
     if kind == "boolean":
         hint = " [y/n]"
     elif choices:
