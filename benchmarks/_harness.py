@@ -34,6 +34,7 @@ import gc
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from typing import Final, Literal, final
 
 import attrs
@@ -264,79 +265,78 @@ def _round(case: TimedCase, bench: Bench, n: int) -> float:
     return 1e6 / us_per_op if case.unit == "calls/s" else us_per_op
 
 
+def _rounds(settings: Settings, *cases: Case) -> int:
+    """The rounds to run: ``settings.rounds``, capped by any sampled case's ``max_rounds``."""
+    rounds = settings.rounds
+    for case in cases:
+        if isinstance(case, SampledCase) and case.max_rounds is not None:
+            rounds = min(rounds, case.max_rounds)
+    return rounds
+
+
+def _alternate(
+    mine: Callable[[], float], theirs: Callable[[], float], rounds: int
+) -> tuple[list[float], list[float]]:
+    """``rounds`` figures of each, in alternating order (``theirs`` first in even rounds,
+    ``mine`` first in odd ones), so that neither always runs just after the collector's
+    ``gc.collect()`` of the other."""
+    figures: list[float] = []
+    reference: list[float] = []
+    for i in range(rounds):
+        if i % 2 == 0:
+            reference.append(theirs())
+            figures.append(mine())
+        else:
+            figures.append(mine())
+            reference.append(theirs())
+    return figures, reference
+
+
+def _open(case: TimedCase, stack: ExitStack) -> Bench:
+    bench = case.setup()
+    if bench.close is not None:
+        stack.callback(bench.close)
+    return bench
+
+
 def measure(case: Case, settings: Settings) -> tuple[list[float], int | None]:
     """Run ``case``; return one figure per round (in the case's unit) and ``n``."""
-    if isinstance(case, SampledCase):
-        try:
-            rounds = settings.rounds
-            if case.max_rounds is not None:
-                rounds = min(rounds, case.max_rounds)
-            return [case.sample() for _ in range(rounds)], None
-        finally:
+    with ExitStack() as stack:
+        if isinstance(case, SampledCase):
             if case.close is not None:
-                case.close()
-    bench = case.setup()
-    try:
+                stack.callback(case.close)
+            return [case.sample() for _ in range(_rounds(settings, case))], None
+        bench = _open(case, stack)
         n = _calibrated(bench, settings)
         figures = [_round(case, bench, n) for _ in range(settings.rounds)]
-    finally:
-        if bench.close is not None:
-            bench.close()
     return figures, n * case.ops_per_call
 
 
 def measure_paired(
     case: Case, reference: Case, settings: Settings
 ) -> tuple[list[float], int | None, list[float]]:
-    """Run ``case`` and its ``reference`` in alternating rounds; return the case's figures,
-    its operations per round, and the reference's figures from the same rounds.
-
-    The order alternates too (reference first in even rounds, case first in odd ones), so
-    that neither always runs just after the collector's ``gc.collect()`` of the other.
-    """
-    if isinstance(case, SampledCase) and isinstance(reference, SampledCase):
-        rounds = settings.rounds
-        for limit in (case.max_rounds, reference.max_rounds):
-            if limit is not None:
-                rounds = min(rounds, limit)
-        mine: list[float] = []
-        theirs: list[float] = []
-        try:
-            for i in range(rounds):
-                if i % 2 == 0:
-                    theirs.append(reference.sample())
-                    mine.append(case.sample())
-                else:
-                    mine.append(case.sample())
-                    theirs.append(reference.sample())
-        finally:
-            for closing in (case.close, reference.close):
+    """Run ``case`` and its ``reference`` (of the same kind) in alternating rounds (see
+    :func:`_alternate`); return the case's figures, its operations per round, and the
+    reference's figures from the same rounds."""
+    with ExitStack() as stack:
+        if isinstance(case, SampledCase):
+            assert isinstance(reference, SampledCase), (case.name, reference.name)
+            for closing in (reference.close, case.close):  # (the case's closes first)
                 if closing is not None:
-                    closing()
-        return mine, None, theirs
-    if not (isinstance(case, TimedCase) and isinstance(reference, TimedCase)):
-        raise TypeError(f"{case.name} and {reference.name} are not of one kind")
-    bench = case.setup()
-    try:
-        ref_bench = reference.setup()
-        try:
-            n = _calibrated(bench, settings)
-            m = _calibrated(ref_bench, settings)
-            figures: list[float] = []
-            ref_figures: list[float] = []
-            for i in range(settings.rounds):
-                if i % 2 == 0:
-                    ref_figures.append(_round(reference, ref_bench, m))
-                    figures.append(_round(case, bench, n))
-                else:
-                    figures.append(_round(case, bench, n))
-                    ref_figures.append(_round(reference, ref_bench, m))
-        finally:
-            if ref_bench.close is not None:
-                ref_bench.close()
-    finally:
-        if bench.close is not None:
-            bench.close()
+                    stack.callback(closing)
+            rounds = _rounds(settings, case, reference)
+            mine, theirs = _alternate(case.sample, reference.sample, rounds)
+            return mine, None, theirs
+        assert isinstance(reference, TimedCase), (case.name, reference.name)
+        bench = _open(case, stack)
+        ref_bench = _open(reference, stack)  # (closed first)
+        n = _calibrated(bench, settings)
+        m = _calibrated(ref_bench, settings)
+        figures, ref_figures = _alternate(
+            lambda: _round(case, bench, n),
+            lambda: _round(reference, ref_bench, m),
+            settings.rounds,
+        )
     return figures, n * case.ops_per_call, ref_figures
 
 
