@@ -1288,8 +1288,8 @@ class HttpServer:
             session = self._sessions.get(sid)
             if session is None or session.timer_token != token:
                 heapq.heappop(timers)
-            elif session.conn.next_deadline() != deadline:
-                self._refresh_timer(session)  # it moved later unseen; look again
+            elif (moved := session.conn.next_deadline()) != deadline:
+                self._set_timer(session, moved)  # it moved later unseen; look again
             else:
                 return session
         return None
