@@ -190,8 +190,10 @@ class _Handshake(_ConnectionBase):
             self._emit(_modern.build_acknowledged_notification(rid, flt), rid)
             return
         # Every rung above depends only on the method and the envelope, which the fast
-        # path re-checks per request: the method is settled for it.
-        self._modern_accept_ok.add(method)
+        # path re-checks per request: the method is settled for it. Only the revision's
+        # own methods are cached: the peer names any other method it likes.
+        if method in _MODERN_REVISION.client_requests:
+            self._modern_accept_ok.add(method)
         input_responses = None
         state = None
         p = params or {}

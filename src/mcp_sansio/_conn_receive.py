@@ -407,7 +407,7 @@ class _Receiving(_Handshake):
             return
         if method == "logging/setLevel":
             level = (msg.params or {}).get("level")
-            if level not in _LOG_RANK:
+            if type(level) is not str or level not in _LOG_RANK:
                 self._reject(
                     rid,
                     ErrorCode.INVALID_PARAMS,
@@ -420,7 +420,9 @@ class _Receiving(_Handshake):
             self._answer_now(rid, {}, batch)
             return
         assert self._version is not None
-        if state is LifecycleState.READY:
+        # Verdicts are cached for the revision's own methods only: the peer names any
+        # other method it likes, and a cache of those would have no bound.
+        if state is LifecycleState.READY and method in revision.client_requests:
             self._accept_ok.add(method)
         self._accept(msg, _LEGACY, self._version, events, batch)
 
@@ -444,7 +446,8 @@ class _Receiving(_Handshake):
             rid, method, revision.server_requests, revision.client_requests, events, batch
         ):
             return
-        self._accept_ok.add(method)  # a legacy client is READY once its era is set
+        if method in revision.server_requests:  # (bounded: see _on_legacy_server_request)
+            self._accept_ok.add(method)  # a legacy client is READY once its era is set
         self._accept(msg, _LEGACY, self._version, events, batch)
 
     # -- notifications
@@ -485,7 +488,8 @@ class _Receiving(_Handshake):
             meta = params.get("_meta")
             if type(meta) is dict and _modern.SUBSCRIPTION_ID_KEY in meta:
                 sub_id = meta[_modern.SUBSCRIPTION_ID_KEY]
-                if sub_id in self._listening:
+                # A list or object id is no id of ours (and cannot be looked up).
+                if is_request_id(sub_id) and sub_id in self._listening:
                     events.append(
                         SubscriptionNotificationReceived(
                             subscription_id=sub_id, method=method, params=params
@@ -528,9 +532,8 @@ class _Receiving(_Handshake):
         rid = params.get("requestId")
         reason = params.get("reason")
         reason = reason if type(reason) is str else None
-        if self.role == "client" and rid in self._listening:
+        if self.role == "client" and is_request_id(rid) and rid in self._listening:
             # The server tore down one of our subscriptions.
-            assert is_request_id(rid)
             entry = self._pending.pop(rid, None)
             if entry is not None:
                 self._forget_out(rid, entry, "late")
@@ -588,14 +591,19 @@ class _Receiving(_Handshake):
             self._on_discover_result(rid, result, now, events)
             return
         if entry.era is _MODERN:
-            kind = _modern.classify_result(result)
+            # mrtr.mdx: only tools/call, resources/read and prompts/get may ask for
+            # input; a malformed or forbidden input_required result is invalid, and the
+            # request ends with that error (nothing of it is kept for a retry).
+            kind: str | ErrorData | _modern.InputRequiredResult
+            kind = _modern.classify_result(result, method=method)
+            if kind == "input_required":
+                kind = _modern.parse_input_required(result)
             if isinstance(kind, ErrorData):
                 events.append(ErrorReceived(request_id=rid, method=method, error=kind))
                 return
-            if kind == "input_required":
+            if isinstance(kind, _modern.InputRequiredResult):
                 entry.rounds += 1
-                state = result.get("requestState")
-                entry.request_state = state
+                entry.request_state = kind.request_state
                 self._awaiting_input[rid] = entry
                 if len(self._awaiting_input) > self.config.max_pending_requests:
                     self._awaiting_input.popitem(last=False)
@@ -603,8 +611,8 @@ class _Receiving(_Handshake):
                     InputRequired(
                         request_id=rid,
                         method=method,
-                        input_requests=result.get("inputRequests") or {},
-                        request_state=state if type(state) is str else None,
+                        input_requests=kind.input_requests,
+                        request_state=kind.request_state,
                         round=entry.rounds,
                     )
                 )

@@ -515,8 +515,10 @@ class Connection(_Receiving, _Answering):
         """Modern client: answer an :class:`InputRequired` by retrying with a new id.
 
         Raises:
-            LocalProtocolError: ``request_id`` is not awaiting input, or the round
-                bound (``max_input_rounds``) is reached. No state changed.
+            LocalProtocolError: ``request_id`` is not awaiting input, the round bound
+                (``max_input_rounds``) is reached, or ``input_responses`` is not a
+                mapping. No state changed.
+            TypeError: ``input_responses`` is not JSON-serializable. No state changed.
         """
         entry = self._awaiting_input.get(request_id)
         if entry is None:
@@ -526,18 +528,21 @@ class Connection(_Receiving, _Answering):
                 f"gave up after {entry.rounds} input-required rounds (max_input_rounds)"
             )
         self._check_open()
-        del self._awaiting_input[request_id]
         params = _modern.build_retry_params(
             entry.params or {}, input_responses, entry.request_state
         )
-        rid = self._new_id()
+        rid = self._next_id + 1
         token = entry.progress_token
         if token is not None:
             params = _modern.attach_meta(params, {"progressToken": rid})
             token = rid
+        payload = dumps(request(rid, entry.method, params))
+        # Built and serialized (either may raise): now change state.
+        del self._awaiting_input[request_id]
+        self._next_id = rid
         new = self._register_out(rid, entry.method, params, entry.era, now, token, entry.timeout)
         new.rounds = entry.rounds
-        self._emit(request(rid, entry.method, params))
+        self._queue(payload, None)
         return rid
 
     def abandon_request(self, request_id: RequestId) -> None:
