@@ -287,6 +287,7 @@ class _Connection:
         self.wire = H11Stream(stream, h11.SERVER, self.transport.max_header_size)
         self.scope = trio.CancelScope()
         self._idle_scope: trio.CancelScope | None = None
+        self._head_only = False  # answering a HEAD request: headers only (RFC 9110 9.3.2)
 
     def stop_if_idle(self) -> None:
         """Shutdown: a connection waiting for its next request closes now."""
@@ -307,6 +308,7 @@ class _Connection:
 
     async def _next_request(self, first: bool) -> h11.Request | None:
         wire, cfg = self.wire, self.transport
+        self._head_only = False
         if not wire.h11.trailing_data[0]:
             with trio.CancelScope() as idle:
                 idle.deadline = trio.current_time() + (
@@ -387,6 +389,7 @@ class _Connection:
     async def _serve(self, head: h11.Request) -> bool:
         """Serve one request; returns whether the connection may be reused."""
         endpoint, http = self.endpoint, self.endpoint.http
+        self._head_only = head.method == b"HEAD"
         request = HttpRequest(
             method=head.method.decode("ascii"),
             target=head.target.decode("latin-1"),
@@ -557,7 +560,7 @@ class _Connection:
         if close or self.endpoint.closing:
             headers.append((b"connection", b"close"))
         events: list[h11.Event] = [h11.Response(status_code=response.status, headers=headers)]
-        if response.body:
+        if response.body and not self._head_only:  # (the length still says what GET would get)
             events.append(h11.Data(data=response.body))
         events.append(h11.EndOfMessage())
         return events

@@ -312,3 +312,27 @@ async def test_a_client_that_stops_reading_is_dropped_and_its_request_cancelled(
         finally:
             await conn.aclose()
     assert server.statistics().modern_requests == 0
+
+
+@pytest.mark.parametrize(
+    ("headers", "host", "status"),
+    [
+        ((("origin", "http://evil.example"),), "127.0.0.1", 403),
+        ((), "evil.example", 421),
+        ((), "127.0.0.1", 405),
+    ],
+)
+async def test_a_refused_head_request_gets_its_status_without_a_body(
+    nursery: trio.Nursery, headers: tuple[tuple[str, str], ...], host: str, status: int
+) -> None:
+    server = await start_server(nursery, era="modern")
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("HEAD", headers=headers, host=host)
+            response = await conn.response()
+            assert response.status == status and response.body == b""
+            if status != 405:  # the length says what the same GET would get
+                assert int(response.headers["content-length"]) > 0
+        finally:
+            await conn.aclose()
