@@ -219,6 +219,20 @@ class _Receiving(_Handshake):
             self._receive_one(obj, now, events, None)
         return events
 
+    def receive_decoded(self, obj: Any, *, now: float = 0.0) -> list[Event]:
+        """Feed one message already decoded: an element of a batch that the binding
+        splits itself (the HTTP server routes each answer to its own POST).
+
+        An array here is not a batch but an invalid element (-32600, id null), as
+        JSON-RPC 2.0 answers ``[[...]]``. Nothing is re-serialized, so a message
+        nested deeper than orjson writes (254 levels) is taken as it is.
+        """
+        if self._closed:
+            return []
+        events: list[Event] = []
+        self._receive_one(obj, now, events, None)
+        return events
+
     def receive_eof(self) -> list[Event]:
         """The input ended: every request still in flight will never be answered."""
         if self._closed:

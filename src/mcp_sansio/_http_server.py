@@ -1033,21 +1033,27 @@ class HttpServer:
         has_request = False
         for item in items:
             has_request = has_request or (type(item) is dict and "method" in item and "id" in item)
-            text = dumps(item) if batch else request.body
-            core_events.extend(conn.receive_message(text, now=now))
+            if batch:  # each element alone: its answer is routed to this POST by its id
+                core_events.extend(conn.receive_decoded(item, now=now))
+            else:
+                core_events.extend(conn.receive_message(request.body, now=now))
         # During the feed the core only answers this body (errors, ping, setLevel, ...).
         answered = [payload for payload, _ in conn.messages_to_send()]
         received = [e.request_id for e in core_events if isinstance(e, _RequestReceived)]
         for e in core_events:
             if isinstance(e, RequestCancelled):
-                self._cancel_legacy(session, e.request_id)
+                if e.request_id in received:  # cancelled in the same batch: no stream yet
+                    received.remove(e.request_id)
+                else:
+                    self._cancel_legacy(session, e.request_id)
+        live = set(received)
         key = self._new_id() if received else None
         events = tuple(
             ServerEvent(
                 event=e,
                 connection=conn,
                 session_id=session.id,
-                stream_id=key if isinstance(e, _RequestReceived) else None,
+                stream_id=key if isinstance(e, _RequestReceived) and e.request_id in live else None,
             )
             for e in core_events
         )
@@ -1067,14 +1073,18 @@ class HttpServer:
                 )
             return Reply(decision=HttpResponse(status=202), events=events)
         assert key is not None
-        first = next(e.method for e in core_events if isinstance(e, _RequestReceived))
+        first = next(
+            e.method
+            for e in core_events
+            if isinstance(e, _RequestReceived) and e.request_id == received[0]
+        )
         mode = self._mode(first, Era.LEGACY)
         stream = _Stream(
             key=key,
             conn=conn,
             session=session,
             mode="json" if mode == "json" else "sse",
-            pending=set(received),
+            pending=live,
             batch=batch,
             opened=mode != "json",
         )

@@ -180,3 +180,23 @@ def test_failed_retry_changes_nothing(responses: Any) -> None:
     retry = client.retry_with_input(event.request_id, {})
     (sent,) = client.data_to_send()
     assert loads(sent)["id"] == retry == event.request_id + 1
+
+
+def test_receive_decoded_takes_one_message_never_a_batch() -> None:
+    client, server = legacy_pair()
+    (event,) = server.receive_decoded([{"jsonrpc": "2.0", "id": 5, "method": "ping"}])
+    assert isinstance(event, InvalidMessageReceived)
+    assert loads(server.data_to_send()[0]) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": ErrorCode.INVALID_REQUEST,
+            "message": "Invalid Request: not a JSON object",
+        },
+    }
+    rid = client.send_request("tools/list")
+    (event,) = server.receive_decoded(loads(client.data_to_send()[0]))
+    assert isinstance(event, RequestReceived) and event.request_id == rid
+    server.receive_eof()
+    assert server.receive_decoded({"jsonrpc": "2.0", "id": 9, "method": "ping"}) == []
+    assert server.data_to_send() == []

@@ -1524,6 +1524,76 @@ def test_cancelling_part_of_a_batch_keeps_its_stream_open() -> None:
     assert out.end and [m["id"] for m in payloads(out.data)] == [3]
 
 
+@pytest.mark.parametrize("mode", ["json", "sse"])
+def test_a_request_cancelled_in_its_own_batch_gets_no_stream(mode: Any) -> None:
+    srv = make_server(versions=("2025-03-26",), response_mode=mode)
+    sid = open_session(srv, "2025-03-26")
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    headers = in_session(sid, "2025-03-26")
+    cancel = note("notifications/cancelled", {"requestId": 5})
+    reply = srv.handle_request(req(body=[rpc(5, "tools/list"), cancel], **headers), now=0)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 202
+    assert conn.inflight_requests() == () and srv.statistics()["open_responses"] == 0
+    # With another request beside it, the POST carries that one only.
+    batch = [
+        rpc(6, "tools/list"),
+        rpc(7, "tools/list"),
+        note("notifications/cancelled", {"requestId": 6}),
+    ]
+    reply = srv.handle_request(req(body=batch, **headers), now=0)
+    assert isinstance(reply.decision, OpenStream | AwaitResponse)
+    streams = {
+        e.event.request_id: e.stream_id
+        for e in reply.events
+        if isinstance(e, ServerEvent) and isinstance(e.event, RequestReceived)
+    }
+    assert streams[6] is None and streams[7] == reply.decision.stream_id
+    conn.send_result(7, {"tools": []})
+    (out,) = srv.data_to_send()
+    if isinstance(out, ResponseReady):
+        answers = loads(out.response.body)
+    else:
+        assert isinstance(out, StreamData) and out.end
+        answers = payloads(out.data)
+    assert [m["id"] for m in answers] == [7]
+
+
+@pytest.mark.parametrize("mode", ["json", "sse"])
+def test_a_nested_batch_element_is_an_invalid_request(mode: Any) -> None:
+    srv = make_server(versions=("2025-03-26",), response_mode=mode)
+    sid = open_session(srv, "2025-03-26")
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    batch = [[rpc(7, "tools/list")], rpc(8, "ping")]
+    reply = srv.handle_request(req(body=batch, **in_session(sid, "2025-03-26")), now=0)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 200
+    invalid, pong = loads(reply.decision.body)
+    assert invalid["id"] is None and invalid["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert pong == {"jsonrpc": "2.0", "id": 8, "result": {}}
+    assert conn.inflight_requests() == () and srv.statistics()["open_responses"] == 0
+
+
+def test_a_batch_element_nested_deeper_than_orjson_writes_is_served() -> None:
+    srv = make_server(versions=("2025-03-26",), response_mode="json")
+    sid = open_session(srv, "2025-03-26")
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    deep = b"[" * 300 + b"]" * 300  # orjson reads 1024 levels, writes 254
+    body = (
+        b'[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":{"x":'
+        + deep
+        + b"}}}]"
+    )
+    reply = srv.handle_request(req(body=body, **in_session(sid, "2025-03-26")), now=0)
+    assert isinstance(reply.decision, AwaitResponse)
+    assert conn.inflight_requests() == (2,)
+    conn.send_result(2, {"content": []})
+    (ready,) = srv.data_to_send()
+    assert isinstance(ready, ResponseReady)
+    assert [m["id"] for m in loads(ready.response.body)] == [2]
+
+
 def test_closing_a_session_with_a_replaced_get_response() -> None:
     srv = make_server()
     sid = open_session(srv)
