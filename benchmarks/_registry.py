@@ -11,9 +11,9 @@ A group is a module ``benchmarks/<module>.py`` with three names:
     The cases, each a :class:`~benchmarks._harness.TimedCase` or
     :class:`~benchmarks._harness.SampledCase`, floors (references) first.
 
-To add a group: write the module, then flip its entry below from ``planned=...`` to
-nothing. Give its cases names ``<group>.<what>``; targets keyed by those names in
-:mod:`benchmarks.targets` then apply by themselves.
+To add a group: write the module and register it below. Give its cases names
+``<group>.<what>``; targets keyed by those names in :mod:`benchmarks.targets` then apply
+by themselves.
 """
 
 from __future__ import annotations
@@ -52,9 +52,7 @@ class Group:
     module: str
     """Its module under :mod:`benchmarks`."""
     summary: str
-    """What it measures, for ``--list`` and for the skip line of a planned group."""
-    planned: str | None = None
-    """Set while the group is not written yet: which issue will write it."""
+    """What it measures, for ``--list``."""
 
 
 GROUPS: Final[dict[str, Group]] = {
@@ -98,8 +96,6 @@ GROUPS: Final[dict[str, Group]] = {
 
 def load(group: Group) -> GroupModule | str:
     """Import ``group``'s module, or say why it cannot run here."""
-    if group.planned is not None:
-        return f"not written yet ({group.planned})"
     qualified = f"{__package__}.{group.module}"
     try:
         module: ModuleType = importlib.import_module(qualified)
