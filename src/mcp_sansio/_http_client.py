@@ -109,6 +109,30 @@ def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> by
     return dumps(error_response(rid, ErrorData(code=code, message=message, data=data)))
 
 
+def _dumps_peer(obj: Any) -> bytes | None:
+    """``dumps`` of a value parsed from the peer, or ``None`` when it cannot be written.
+
+    The parser reads JSON nested up to 1024 levels, but orjson writes at most 254: a
+    deep (but valid) message read from the peer can fail to serialize again. Values
+    from ``loads`` can fail in no other way.
+    """
+    try:
+        return dumps(obj)
+    except TypeError:  # orjson.JSONEncodeError: "Recursion limit reached"
+        return None
+
+
+def _forwarded_error(rid: RequestId, error: dict[str, Any]) -> bytes:
+    """The server's JSON-RPC ``error`` (whose ``code`` is an int) re-addressed to ``rid``;
+    when it nests too deep to serialize, the same ``code`` and ``message`` alone."""
+    out = _dumps_peer({"jsonrpc": "2.0", "id": rid, "error": error})
+    if out is not None:
+        return out
+    message = error.get("message")
+    trimmed = {"code": error["code"], "message": message if type(message) is str else ""}
+    return dumps({"jsonrpc": "2.0", "id": rid, "error": trimmed})
+
+
 @final
 class ClientResponse:
     """One HTTP response being read. Feed it the body; hand what comes out to the connection.
@@ -248,12 +272,19 @@ class ClientResponse:
 
     def _one(self, obj: Any, raw: bytes | None) -> list[bytes]:
         """Track one message; return the bytes to hand to the Connection (``raw``
-        as received when nothing had to change, so it is not serialized again)."""
+        as received when nothing had to change, so it is not serialized again).
+
+        A message that must be serialized again (a batch item, a ``tools/list`` result
+        with tools dropped) but nests too deep to be is dropped with a warning; when it
+        answered one of our requests, that request gets a synthesised error instead.
+        """
         if type(obj) is not dict:
             self.warnings.append("dropped a JSON value that is not a message")
             return []
         rid = obj.get("id")
+        answered: RequestId | None = None
         if "method" not in obj and is_request_id(rid) and rid in self._waiting:
+            answered = rid
             del self._waiting[rid]
             method = self._methods.get(rid)
             result = obj.get("result")
@@ -265,9 +296,20 @@ class ClientResponse:
                         if self._client.era is None:
                             self._client.era = Era.LEGACY
                 elif method == "tools/list":
-                    obj = {**obj, "result": self._client._filter_tools(result, self.warnings)}
-                    raw = None
-        return [raw if raw is not None else dumps(obj)]
+                    kept = self._client._filter_tools(result, self.warnings)
+                    if kept is not result:
+                        obj = {**obj, "result": kept}
+                        raw = None
+        if raw is not None:
+            return [raw]
+        out = _dumps_peer(obj)
+        if out is not None:
+            return [out]
+        why = "a message nested too deep to pass on"
+        self.warnings.append(f"dropped {why}")
+        if answered is None:
+            return []
+        return [_synthetic_error(answered, self.status, f"HTTP: {why}", ErrorCode.INTERNAL_ERROR)]
 
     def _fail_waiting(self, status: int, why: str) -> list[bytes]:
         out = [
@@ -287,13 +329,15 @@ class ClientResponse:
                 obj = None
             error = obj.get("error") if type(obj) is dict else None
         code = error.get("code") if type(error) is dict else None
-        recognised = code in MODERN_ERROR_CODES or (
-            status == 404 and code == ErrorCode.METHOD_NOT_FOUND
+        # Only an int can be a JSON-RPC error code; anything else (a list, an object, a
+        # float) is an unrecognised error, never looked up (lists and objects cannot be).
+        recognised = type(code) is int and (
+            code in MODERN_ERROR_CODES or (status == 404 and code == ErrorCode.METHOD_NOT_FOUND)
         )
         if sent.modern and recognised:
             if client.era is None:
                 client.era = Era.MODERN
-            out = [dumps({"jsonrpc": "2.0", "id": rid, "error": error}) for rid in self._waiting]
+            out = [_forwarded_error(rid, error) for rid in self._waiting]
             self._waiting.clear()
             return out
         if self.session_expired:
@@ -307,7 +351,7 @@ class ClientResponse:
         if type(code) is int and type(message) is str and len(self._waiting) == 1:
             (rid,) = self._waiting
             self._waiting.clear()
-            return [dumps({"jsonrpc": "2.0", "id": rid, "error": error})]
+            return [_forwarded_error(rid, error)]
         return self._fail_waiting(status, detail)
 
 
@@ -560,6 +604,9 @@ class HttpClient:
         return self._tool_params.get(tool, ())
 
     def _filter_tools(self, result: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+        """``result`` with the tools whose ``x-mcp-header`` annotations are invalid left out
+        (``streamable-http#schema-extension``), remembering the valid ones' parameters.
+        Returns ``result`` itself (not a copy) when no tool was dropped."""
         tools = result.get("tools")
         if type(tools) is not list:
             return result
@@ -571,7 +618,8 @@ class HttpClient:
                     tool.get("inputSchema") if isinstance(tool, Mapping) else None
                 )
             except ValueError as exc:
-                warnings.append(f"dropped tool {name!r}: {exc}")
+                shown = repr(name) if type(name) is str else "without a name"
+                warnings.append(f"dropped tool {shown}: {exc}")
                 continue
             if type(name) is str:
                 self._tool_params[name] = params

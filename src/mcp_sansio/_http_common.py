@@ -401,16 +401,49 @@ _PRIMITIVES: Final = frozenset({"string", "integer", "boolean"})
 _VALUE_KEYWORDS: Final = frozenset(
     {"x-mcp-header", "const", "default", "enum", "examples", "required", "type"}
 )
+MAX_SCHEMA_DEPTH: Final = 64
+"""Deepest JSON nesting (objects and arrays, the root schema being level 1) that
+:func:`parse_header_params` searches for annotations.
+
+A peer's ``inputSchema`` may nest as deep as the JSON parser allows (1024 levels), deeper
+than Python's recursion limit. Rather than miss an annotation hidden deeper, a schema
+whose subschemas nest deeper is invalid, and the client drops the tool. Values of the
+keywords that hold instance data (``default``, ``enum``, ``const``, ...) are not searched,
+so they may nest deeper. Real schemas stay far below 64 levels.
+"""
+
+
+_JSON_KINDS: Final = {
+    list: "array",
+    dict: "object",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+}
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message: a string quoted, anything else by its JSON type
+    only (a peer's nested value could be huge, or too deep for ``repr``)."""
+    if type(value) is str:
+        return repr(value)
+    return f"a JSON {_JSON_KINDS.get(type(value), 'null')}"
 
 
 def _walk_annotations(
-    schema: Any, path: tuple[str, ...], reachable: bool, out: list[HeaderParam]
+    schema: Any, path: tuple[str, ...], reachable: bool, out: list[HeaderParam], depth: int
 ) -> None:
+    if not isinstance(schema, Mapping | list):
+        return
+    if depth > MAX_SCHEMA_DEPTH:
+        where = ".".join(path) or "(root)"
+        raise ValueError(
+            f"the schema at {where} nests deeper than {MAX_SCHEMA_DEPTH} levels, "
+            "so its x-mcp-header annotations cannot be checked"
+        )
     if isinstance(schema, list):
         for item in schema:
-            _walk_annotations(item, path, False, out)
-        return
-    if not isinstance(schema, Mapping):
+            _walk_annotations(item, path, False, out, depth + 1)
         return
     if "x-mcp-header" in schema:
         name = schema["x-mcp-header"]
@@ -418,20 +451,25 @@ def _walk_annotations(
         if not reachable or not path:
             raise ValueError(f"x-mcp-header at {where} is not statically reachable via properties")
         if type(name) is not str or not _TCHAR.match(name):
-            raise ValueError(f"x-mcp-header {name!r} at {where} is not an HTTP field-name token")
-        kind = schema.get("type")
-        if kind not in _PRIMITIVES:
             raise ValueError(
-                f"x-mcp-header {name!r} at {where} is on a {kind!r} parameter "
-                "(only string, integer and boolean are allowed)"
+                f"x-mcp-header {_shown(name)} at {where} is not an HTTP field-name token"
+            )
+        kind = schema.get("type")
+        # ``type`` may legally be an array of types (``["string", "null"]``): not one of
+        # the primitive types the spec allows, so invalid like any other type.
+        if type(kind) is not str or kind not in _PRIMITIVES:
+            raise ValueError(
+                f"x-mcp-header {name!r} at {where} is on a parameter whose type is "
+                f"{_shown(kind)} (only string, integer and boolean are allowed)"
             )
         out.append(HeaderParam(name=name, path=path))
     for key, sub in schema.items():
         if key == "properties" and isinstance(sub, Mapping):
             for prop, prop_schema in sub.items():
-                _walk_annotations(prop_schema, (*path, str(prop)), reachable, out)
+                # ``properties`` is itself one level, its entries the next.
+                _walk_annotations(prop_schema, (*path, str(prop)), reachable, out, depth + 2)
         elif key not in _VALUE_KEYWORDS and isinstance(sub, Mapping | list):
-            _walk_annotations(sub, path, False, out)
+            _walk_annotations(sub, path, False, out, depth + 1)
 
 
 def parse_header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
@@ -440,7 +478,8 @@ def parse_header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
     Implements the constraints of ``streamable-http#schema-extension``: a non-empty token,
     case-insensitively unique, only on ``string`` / ``integer`` / ``boolean`` properties,
     reachable from the root through ``properties`` keys only (never through ``items``,
-    ``oneOf``, ``$ref``, …).
+    ``oneOf``, ``$ref``, …). Subschemas nested deeper than :data:`MAX_SCHEMA_DEPTH`
+    levels make the schema invalid too (they could hide an annotation).
 
     Returns:
         The annotated parameters, in schema order (empty when there are none).
@@ -450,7 +489,7 @@ def parse_header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
             (a client **MUST** then drop the tool from its ``tools/list`` result).
     """
     out: list[HeaderParam] = []
-    _walk_annotations(input_schema, (), True, out)
+    _walk_annotations(input_schema, (), True, out, 1)
     seen: set[str] = set()
     for param in out:
         folded = param.name.lower()

@@ -179,6 +179,7 @@ def test_failed_retry_changes_nothing(responses: Any) -> None:
     # Still awaiting input: a good retry goes out under the next id.
     retry = client.retry_with_input(event.request_id, {})
     (sent,) = client.data_to_send()
+    assert isinstance(event.request_id, int)
     assert loads(sent)["id"] == retry == event.request_id + 1
 
 
