@@ -65,7 +65,8 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
         (("frobnicate",), "invalid choice: 'frobnicate'"),
         (("list",), "the following arguments are required: TARGET"),
         (("call", "x.py", "t", "--timeout", "soon"), "not a number of seconds: 'soon'"),
-        (("call", "x.py", "t", "--timeout", "-1"), "the timeout cannot be negative"),
+        (("call", "x.py", "t", "--timeout", "-1"), "the timeout must be 0 or more seconds"),
+        (("call", "x.py", "t", "--timeout", "nan"), "not 'nan'"),
         (("run", "x.py", "--port", "http"), "not a port number: 'http'"),
         (("run", "x.py", "--path", "mcp"), "the path must start with '/'"),
         (("run", "x.py", "--transport", "carrier-pigeon"), "invalid choice"),
@@ -310,6 +311,15 @@ def test_parse_arguments() -> None:
 
 
 @pytest.mark.parametrize(
+    "text", ['{"n": NaN}', '{"n": Infinity}', '{"n": -Infinity}', '{"n": 1e999}']
+)
+def test_json_arguments_are_strict_json(text: str) -> None:
+    # Python's json takes these and orjson would send them as null: refuse them.
+    with pytest.raises(UsageError, match="--json is not valid JSON"):
+        parse_arguments([], text)
+
+
+@pytest.mark.parametrize(
     ("text", "schema", "expected"),
     [
         ("3", {"type": "integer"}, 3),
@@ -325,6 +335,10 @@ def test_parse_arguments() -> None:
         ("hello", {"type": "integer"}, "hello"),
         ("7", None, 7),
         ('"quoted"', {"type": "string"}, "quoted"),
+        # Not JSON (or not a finite number): the text itself, never null on the wire.
+        ("NaN", {"type": "number"}, "NaN"),
+        ("Infinity", None, "Infinity"),
+        ("1e999", {"type": "number"}, "1e999"),
     ],
 )
 def test_arg_value(text: str, schema: Any, expected: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -121,8 +122,8 @@ def _seconds(text: str) -> float | None:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("the timeout cannot be negative")
+    if math.isnan(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"the timeout must be 0 or more seconds, not {text!r}")
     return None if value == 0 else value
 
 

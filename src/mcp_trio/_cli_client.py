@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 import sys
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -20,6 +19,7 @@ import attrs
 
 from mcp_sansio import types as t
 from mcp_sansio import unstructure
+from mcp_sansio._json import loads
 
 from ._cli_form import terminal_elicitation
 from ._cli_render import (
@@ -82,7 +82,7 @@ def parse_arguments(
     base: dict[str, Any] = {}
     if json_text is not None:
         try:
-            loaded = json.loads(json_text)
+            loaded = loads(json_text)
         except ValueError as exc:
             raise UsageError(f"--json is not valid JSON: {exc}") from None
         if not isinstance(loaded, dict):
@@ -122,7 +122,7 @@ def arg_value(text: str, schema: Any) -> Any:
     """An ``--arg`` value: its JSON when it parses and the parameter's schema allows
     that type, else the text itself (``title=123`` stays ``"123"`` for a string)."""
     try:
-        value = json.loads(text)
+        value = loads(text)
     except ValueError:
         return text
     allowed = _schema_types(schema)
