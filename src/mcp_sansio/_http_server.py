@@ -97,7 +97,7 @@ import functools
 import heapq
 import secrets
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, final
 
 import attrs
@@ -1465,12 +1465,20 @@ class HttpServer:
 
     # ------------------------------------------------------------------ broadcast, timers, close
 
-    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
+    def send_notification(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        sessions: Collection[str] | None = None,
+    ) -> int:
         """Send a change notification everywhere it is wanted.
 
-        Legacy sessions that are ready get it (on their GET stream); modern
-        ``subscriptions/listen`` streams whose filter asks for it get it, tagged with
-        their subscription id. A session whose negotiated version or our declared
+        Legacy sessions that are ready get it (on their GET stream): all of them, or
+        only those named in ``sessions`` (``notifications/resources/updated`` goes only
+        to the sessions that subscribed to its URI, which the application tracks);
+        modern ``subscriptions/listen`` streams whose filter asks for it get it, tagged
+        with their subscription id. A session whose negotiated version or our declared
         capabilities do not allow it is skipped.
 
         Returns:
@@ -1478,7 +1486,11 @@ class HttpServer:
             :meth:`data_to_send` afterwards.
         """
         sent = 0
-        for session in self._sessions.values():
+        if sessions is None:
+            targets = list(self._sessions.values())
+        else:
+            targets = [s for sid in sessions if (s := self._sessions.get(sid)) is not None]
+        for session in targets:
             if session.conn.lifecycle is not LifecycleState.READY:
                 continue
             self._drain(session.conn)

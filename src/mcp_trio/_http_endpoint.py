@@ -22,6 +22,9 @@ call and the routing of its output).
   and ``ConnectionClosed`` (a session ended) cancel the scopes.
 * **Server → client requests** (legacy): a handler's ``ctx.send_request`` waits on a
   ``trio.Event``; the client's answer arrives as a separate POST whose events resolve it.
+* **Sessions.** A legacy session's end (``SessionClosed``) is passed to
+  :attr:`Endpoint.on_session_closed` (a :class:`~mcp_trio.Server` keeps its legacy
+  sessions' resource subscriptions until then).
 * **Timer.** One task sleeps until ``HttpServer.next_deadline()`` (re-armed after every
   pump) and calls ``handle_timer``: idle sessions expire, requests of ours time out.
 """
@@ -29,7 +32,7 @@ call and the routing of its output).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
 from typing import Any, cast, final
 
@@ -190,6 +193,10 @@ class Endpoint:
         self._timer_scope: trio.CancelScope | None = None
         self._idle = trio.Event()
         self._idle.set()
+        self.on_session_closed: Callable[[str], None] | None = None
+        """Called with the id of each legacy session that ends (deleted, expired,
+        evicted or shut down), once the core has closed it: what is kept per session
+        elsewhere (a server's resource subscriptions) goes with it."""
 
     # ------------------------------------------------------------------ output
 
@@ -229,9 +236,15 @@ class Endpoint:
         if scope is not None:
             rearm(scope, self.http.next_deadline())
 
-    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
+    def send_notification(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        sessions: Collection[str] | None = None,
+    ) -> int:
         """Broadcast a change notification (see ``HttpServer.send_notification``)."""
-        sent = self.http.send_notification(method, params)
+        sent = self.http.send_notification(method, params, sessions=sessions)
         self.pump()
         return sent
 
@@ -241,7 +254,7 @@ class Endpoint:
         """Act on what a request produced; waits for a handler slot when all are busy."""
         for tagged in events:
             if not isinstance(tagged, ServerEvent):
-                self._log_session(tagged)
+                self._session_event(tagged)
                 continue
             event = tagged.event
             if isinstance(event, RequestReceived):
@@ -258,11 +271,13 @@ class Endpoint:
                 assert not isinstance(tagged.event, RequestReceived | NotificationReceived)
                 self._handle_nowait(tagged)
             else:
-                self._log_session(tagged)
+                self._session_event(tagged)
 
-    def _log_session(self, event: HttpServerEvent) -> None:
+    def _session_event(self, event: HttpServerEvent) -> None:
         if isinstance(event, HttpSessionClosed):
             logger.debug("HTTP session %s closed (%s)", event.session_id, event.reason)
+            if self.on_session_closed is not None:
+                self.on_session_closed(event.session_id)
 
     def _handle_nowait(self, tagged: ServerEvent) -> None:
         event, conn = tagged.event, tagged.connection

@@ -138,6 +138,11 @@ class HttpServeHandle:
         """The sans-IO endpoint (sessions, statistics; read-only use)."""
         return self._server.endpoint.http
 
+    @property
+    def _endpoint(self) -> Endpoint:
+        """The task side (a :class:`~mcp_trio.Server` tracks its sessions there)."""
+        return self._server.endpoint
+
     def send_notification(self, method: str, params: dict[str, Any] | None = None) -> int:
         """Broadcast a change notification (``notifications/tools/list_changed``, ...)
         to every ready legacy session (on its GET stream) and every modern

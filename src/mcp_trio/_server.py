@@ -22,7 +22,10 @@ served through this server's ``serve_*`` methods or :meth:`Server.connect_in_mem
 on every change and sends the matching ``notifications/*/list_changed``: to a legacy
 session directly, and through the core to every modern ``subscriptions/listen`` stream
 that asked for it. Bursts coalesce: a watcher sends one notification per list however
-many changes happened while it was busy.
+many changes happened while it was busy. Streamable HTTP has no session object per
+client: :meth:`Server.serve_http` has one watcher for the whole HTTP server, and keeps
+its legacy sessions' resource subscriptions by session id (see
+:mod:`mcp_trio._server_sessions`).
 
 A session that reaches the handlers some other way (``serve_stdio(server.handlers(),
 ...)`` without the hook) is tracked from its first request: it gets resource updates and
@@ -87,6 +90,19 @@ def _decorator(add: Callable[[Callable[..., Any]], object], /) -> Callable[[F], 
         return fn
 
     return register
+
+
+@final
+class _Started:
+    """A ``task_status`` passed on, after ``before`` has seen the value."""
+
+    def __init__(self, outer: trio.TaskStatus[Any], before: Callable[[Any], None]) -> None:
+        self._outer = outer
+        self._before = before
+
+    def started(self, value: Any = None) -> None:
+        self._before(value)
+        self._outer.started(value)
 
 
 @final
@@ -526,7 +542,7 @@ class Server:
         ``resources/subscribe``, and modern ``subscriptions/listen`` streams that list
         it in ``resourceSubscriptions``."""
         await self._tracker.broadcast(
-            "notifications/resources/updated", {"uri": uri}, wanted=lambda t: uri in t.uris
+            "notifications/resources/updated", {"uri": uri}, subscribed=uri
         )
 
     def _wake(self, kind: ListKind) -> None:
@@ -642,7 +658,14 @@ class Server:
         **options: Any,
     ) -> None:
         """Serve Streamable HTTP at ``http://host:port/path`` until cancelled (see
-        ``mcp_trio.serve_http``; ``options`` are passed on to it)."""
+        ``mcp_trio.serve_http``; ``options`` are passed on to it).
+
+        Change notifications reach its clients as they do a session's: list changes
+        every legacy session (on its GET stream) and every ``subscriptions/listen``
+        stream that asked for them; resource updates the legacy sessions that
+        subscribed with ``resources/subscribe`` (until they unsubscribe or end) and
+        the listen streams whose filter names the resource.
+        """
         from mcp_sansio._http import HttpServerConfig  # noqa: PLC0415
 
         module = importlib.import_module("mcp_trio._http_server")
@@ -651,16 +674,17 @@ class Server:
             # Modern era: Mcp-Param-* headers are checked against the tools'
             # x-mcp-header annotations (streamable-http#schema-extension).
             http_config = attrs.evolve(http_config, tool_header_params=self._header_params)
-        await module.serve_http(
-            self.handlers(),
-            connection_config=self.connection_config(),
-            host=host,
-            port=port,
-            path=path,
-            http_config=http_config,
-            task_status=task_status,
-            **options,
-        )
+        with self._tracker.serving_http() as attach:
+            await module.serve_http(
+                self.handlers(),
+                connection_config=self.connection_config(),
+                host=host,
+                port=port,
+                path=path,
+                http_config=http_config,
+                task_status=_Started(task_status, lambda handle: attach(handle._endpoint)),
+                **options,
+            )
 
     def _header_params(self, tool: str) -> tuple[HeaderParam, ...]:
         from mcp_sansio._http import parse_header_params  # noqa: PLC0415

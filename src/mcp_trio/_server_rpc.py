@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
 
@@ -54,6 +54,9 @@ __all__ = ["CompletionRequest", "ResourceNotFound", "ServerMethods"]
 logger = logging.getLogger("mcp_trio.server")
 
 _E = TypeVar("_E", bound=Entry)
+
+MAX_SUBSCRIPTIONS_PER_SESSION: Final = 1024
+"""How many resource URIs one legacy session may subscribe to (the table is bounded)."""
 
 
 class ResourceNotFound(Exception):
@@ -377,19 +380,26 @@ class ServerMethods:
         return {"contents": read_result_contents(uri, value, entry.mime_type)}
 
     async def subscribe(self, ctx: RequestContext) -> dict[str, Any]:
-        """``resources/subscribe`` (legacy): remember the URI for this session."""
+        """``resources/subscribe`` (legacy): remember the URI for this session (a
+        :class:`~mcp_trio.Session`, or an HTTP session of ``Server.serve_http``)."""
         uri = _string_param(_params(ctx), "uri", "resources/subscribe")
-        tracked = self._tracker.track(getattr(ctx, "session", None))
-        if tracked is not None:
-            tracked.uris.add(uri)
+        uris = self._tracker.subscriptions_of(ctx, create=True)
+        if uris is not None:
+            if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS_PER_SESSION:
+                raise _invalid(
+                    f"Invalid params: this session is subscribed to {len(uris)} resources,"
+                    " the most it may be; unsubscribe from one first",
+                    {"uri": uri},
+                )
+            uris.add(uri)
         return {}
 
     async def unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/unsubscribe`` (legacy)."""
         uri = _string_param(_params(ctx), "uri", "resources/unsubscribe")
-        tracked = self._tracker.track(getattr(ctx, "session", None))
-        if tracked is not None:
-            tracked.uris.discard(uri)
+        uris = self._tracker.subscriptions_of(ctx, create=False)
+        if uris is not None:
+            uris.discard(uri)
         return {}
 
     # ------------------------------------------------------------ completion

@@ -18,14 +18,23 @@ for modern clients, ``Connection.send_notification`` routes it to each
 ``subscriptions/listen`` stream whose filter asked for it, and drops it when none did.
 ``notifications/resources/updated`` is the exception on our side: a legacy session only
 gets it for URIs it subscribed to with ``resources/subscribe``.
+
+Streamable HTTP has no :class:`Session` per client: one ``HttpServer`` holds every
+legacy session and modern request. A running ``serve_http`` is *attached* for as long
+as it serves (:meth:`SessionTracker.serving_http`), with one watcher of its own that
+announces list changes through ``HttpServer.send_notification`` (every ready legacy
+session, on its GET stream, and every listen stream whose filter asks). Its legacy
+sessions' subscriptions are kept by ``Mcp-Session-Id`` and dropped when the session
+ends (the endpoint reports each end), so that table is bounded by the HTTP server's
+``max_sessions``; resource updates go to those sessions one by one.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping
-from contextlib import suppress
-from typing import Any, final
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
@@ -36,6 +45,9 @@ from ._errors import SessionClosed
 from ._registry import ListKind
 from ._session import Session
 from ._util import SessionHook
+
+if TYPE_CHECKING:
+    from ._http_endpoint import Endpoint
 
 __all__ = ["SessionTracker"]
 
@@ -48,6 +60,20 @@ class Tracked:
     """The list versions last announced to it."""
     uris: set[str] = attrs.field(factory=set)
     """Legacy: the URIs it subscribed to with ``resources/subscribe``."""
+
+
+@attrs.define(slots=True, eq=False)
+class HttpTracked:
+    """What the server remembers about one running ``serve_http``."""
+
+    endpoint: Endpoint
+    """Its task side: broadcasts, sends to one session, reports session ends."""
+    seen: dict[ListKind, int]
+    """The list versions last announced through it."""
+    uris: dict[str, set[str]] = attrs.field(factory=dict)
+    """Legacy: the URIs each live session (by ``Mcp-Session-Id``) subscribed to."""
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    """Its watcher's scope, cancelled when serving ends."""
 
 
 async def _send(session: Session, method: str, params: dict[str, Any] | None) -> None:
@@ -69,6 +95,7 @@ class SessionTracker:
     def __init__(self, versions: dict[ListKind, int]) -> None:
         self._versions = versions
         self._sessions: weakref.WeakKeyDictionary[Session, Tracked] = weakref.WeakKeyDictionary()
+        self._http: dict[Endpoint, HttpTracked] = {}
         self._changed = trio.Event()
 
     @property
@@ -84,6 +111,75 @@ class SessionTracker:
         if tracked is None:
             tracked = self._sessions[session] = Tracked(seen=dict(self._versions))
         return tracked
+
+    def subscriptions_of(self, ctx: object, *, create: bool) -> set[str] | None:
+        """The URIs the legacy session of a request context subscribed to: a tracked
+        :class:`Session`'s, or over HTTP the live session (``ctx.session_id``) of a
+        ``serve_http`` attached here.
+
+        Returns:
+            ``None`` when there is no such session, or (unless ``create``) it has no
+            subscription yet.
+        """
+        tracked = self.track(getattr(ctx, "session", None))
+        if tracked is not None:
+            return tracked.uris
+        session_id = getattr(ctx, "session_id", None)
+        connection = getattr(ctx, "connection", None)
+        if session_id is None or connection is None:
+            return None
+        for served in self._http.values():
+            # Only a session still open: one that ended has already been forgotten.
+            if served.endpoint.http.session_connection(session_id) is connection:
+                uris = served.uris.get(session_id)
+                if uris is None and create:
+                    uris = served.uris[session_id] = set()
+                return uris
+        return None
+
+    @contextmanager
+    def serving_http(self) -> Iterator[Callable[[Endpoint], None]]:
+        """Track a ``serve_http`` for the ``with`` block.
+
+        Yields:
+            ``attach(endpoint)``, to call with the server's endpoint once it runs (its
+            handler nursery must be set): from then on list changes are announced
+            through it and its legacy sessions' subscriptions are kept. On exit its
+            watcher is cancelled and everything about it forgotten.
+        """
+        attached: list[HttpTracked] = []
+
+        def attach(endpoint: Endpoint) -> None:
+            served = HttpTracked(endpoint=endpoint, seen=dict(self._versions))
+
+            def forget(session_id: str) -> None:
+                served.uris.pop(session_id, None)
+
+            endpoint.on_session_closed = forget
+            self._http[endpoint] = served
+            attached.append(served)
+            assert endpoint.nursery is not None
+            endpoint.nursery.start_soon(self._watch_http, served, name="mcp http list changes")
+
+        try:
+            yield attach
+        finally:
+            for served in attached:
+                served.scope.cancel()
+                served.endpoint.on_session_closed = None
+                served.uris.clear()
+                self._http.pop(served.endpoint, None)
+
+    async def _watch_http(self, served: HttpTracked) -> None:
+        """:meth:`watch` for a whole HTTP server, until its scope is cancelled."""
+        with served.scope:
+            while True:
+                event = self._changed
+                for kind, version in self._versions.items():
+                    if served.seen[kind] != version:
+                        served.seen[kind] = version
+                        served.endpoint.send_notification(f"notifications/{kind}/list_changed")
+                await event.wait()
 
     def wake(self, _kind: ListKind | None = None) -> None:
         """A list changed: wake every watcher. Call from the Trio thread."""
@@ -124,6 +220,8 @@ class SessionTracker:
         self._versions[kind] += 1
         for tracked in self._sessions.values():
             tracked.seen[kind] = self._versions[kind]
+        for served in self._http.values():
+            served.seen[kind] = self._versions[kind]
         await self.broadcast(f"notifications/{kind}/list_changed", None)
 
     async def broadcast(
@@ -131,16 +229,27 @@ class SessionTracker:
         method: str,
         params: Mapping[str, Any] | None,
         *,
-        wanted: Callable[[Tracked], bool] | None = None,
+        subscribed: str | None = None,
     ) -> None:
-        """Send a notification to every open session (legacy ones only if ``wanted``
-        says so), concurrently, so that one slow peer does not hold up the others."""
+        """Send a notification to every open session, concurrently, so that one slow
+        peer does not hold up the others, and through every attached HTTP server (which
+        does not block).
+
+        Args:
+            subscribed: legacy sessions get it only if they subscribed to this URI
+                (``notifications/resources/updated``).
+        """
         body = None if params is None else dict(params)
+        for served in list(self._http.values()):
+            sessions = None
+            if subscribed is not None:
+                sessions = [sid for sid, uris in served.uris.items() if subscribed in uris]
+            served.endpoint.send_notification(method, body, sessions=sessions)
         async with trio.open_nursery() as nursery:
             for session, tracked in list(self._sessions.items()):
                 if session.closed:
                     continue
                 legacy = session.connection.era is Era.LEGACY
-                if legacy and wanted is not None and not wanted(tracked):
+                if legacy and subscribed is not None and subscribed not in tracked.uris:
                     continue
                 nursery.start_soon(_send, session, method, body)

@@ -1622,6 +1622,33 @@ def test_broadcast_skips_sessions_that_cannot_take_it() -> None:
     assert bare.send_notification("notifications/tools/list_changed") == 0  # not declared
 
 
+def test_a_notification_for_named_sessions_only() -> None:
+    srv = make_server()
+    subscribed, bystander = open_session(srv), open_session(srv)
+    gets = {
+        sid: srv.handle_request(req("GET", accept="text/event-stream", **in_session(sid)), now=0)
+        for sid in (subscribed, bystander)
+    }
+    srv.data_to_send()
+    listen = modern(
+        4, "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["file:///a"]}}
+    )
+    stream = modern_reply(srv, listen, **modern_headers("subscriptions/listen"))
+    assert isinstance(stream.decision, OpenStream)
+    params = {"uri": "file:///a"}
+    method = "notifications/resources/updated"
+    assert srv.send_notification(method, params, sessions=[subscribed, "gone"]) == 2
+    out = outputs(srv)
+    get = gets[subscribed].decision
+    assert isinstance(get, OpenStream)
+    assert set(out) == {get.stream_id, stream.decision.stream_id}
+    (update,) = payloads(out[get.stream_id].data)
+    assert update == {"jsonrpc": "2.0", "method": method, "params": params}
+    # No legacy session named: the listen streams only.
+    assert srv.send_notification(method, params, sessions=()) == 1
+    assert list(outputs(srv)) == [stream.decision.stream_id]
+
+
 def test_no_idle_timeout_means_no_deadline() -> None:
     srv = make_server(session_idle_timeout=None)
     open_session(srv)

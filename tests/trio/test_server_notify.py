@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from mcp_sansio import ConnectionConfig
-from mcp_trio import Session, open_memory_pair
+from mcp_trio import McpError, Session, open_memory_pair
 from mcp_trio._server import Server
 
 from ..schema import validate
@@ -173,3 +173,23 @@ async def test_own_transport_with_a_session_hook(era: str) -> None:
         assert len((await client.request("tools/list"))["tools"]) == 1 + (era == "legacy")
         nursery.cancel_scope.cancel()
     assert not server._tracker.sessions
+
+
+async def test_a_session_may_subscribe_to_a_bounded_number_of_resources(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("mcp_trio._server_rpc.MAX_SUBSCRIPTIONS_PER_SESSION", 3)
+    server = make_server()
+    inbox = Inbox(*METHODS)
+    async with listening(server, "legacy", inbox) as client:
+        for n in range(3):
+            await client.request("resources/subscribe", {"uri": f"res://{n}"})
+        await client.request("resources/subscribe", {"uri": "res://0"})  # already: fine
+        with pytest.raises(McpError) as caught:
+            await client.request("resources/subscribe", {"uri": "res://3"})
+        assert caught.value.error.code == -32602 and "unsubscribe" in caught.value.error.message
+        await client.request("resources/unsubscribe", {"uri": "res://1"})
+        await client.request("resources/subscribe", {"uri": "res://3"})
+        await server.notify_resource_updated("res://3")
+        note = await inbox.next()
+        assert note.params is not None and note.params["uri"] == "res://3"
