@@ -26,7 +26,10 @@ that carried the session id means the session is gone: :attr:`ClientResponse.ses
 is set and the session forgotten; start a new connection with ``initialize``. SSE
 responses are tracked (last event id, ``retry``) so a stream that ends before every
 request was answered can be resumed with :meth:`ClientResponse.resume` (GET with
-``Last-Event-ID``), after waiting :attr:`ClientResponse.retry_ms`.
+``Last-Event-ID``), after waiting :attr:`ClientResponse.retry_ms`. A request the client
+cancels (:meth:`HttpClient.cancelled_request` finds it in the ``notifications/cancelled``
+being sent) is no longer awaited (:meth:`ClientResponse.forget`): its stream is not
+resumed for it.
 
 Modern: cancellation is closing the request's stream, never a ``notifications/cancelled``
 POST (:meth:`HttpClient.stream_cancellation` spots those). Tool definitions with invalid
@@ -36,6 +39,7 @@ and the valid ones are remembered so ``tools/call`` gets its ``Mcp-Param-*`` hea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, final
 from urllib.parse import urljoin, urlsplit
@@ -70,6 +74,10 @@ __all__ = ["ClientRequest", "ClientResponse", "HttpClient", "HttpClientConfig"]
 _ACCEPT: Final = b"application/json, text/event-stream"
 _NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _REDIRECTS: Final = frozenset({307, 308})
+_PCHAR: Final = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+_ORIGIN_FORM: Final = re.compile(rf"(?:/{_PCHAR}*)+(?:\?(?:{_PCHAR}|[/?])*)?")
+"""``origin-form`` (RFC 9112 section 3.2.1: ``absolute-path [ "?" query ]``, RFC 3986's
+characters): a request-target h11 accepts and any server can parse."""
 
 
 @final
@@ -169,6 +177,7 @@ class ClientResponse:
         self._waiting = dict.fromkeys(sent.request_ids)
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
         self._done = False
+        self._problem: str | None = None
 
     # ------------------------------------------------------------------ reading
 
@@ -187,6 +196,18 @@ class ClientResponse:
     def unanswered(self) -> tuple[RequestId, ...]:
         """Request ids of the POST not answered (yet) on this response."""
         return tuple(self._waiting)
+
+    def forget(self, request_id: RequestId) -> None:
+        """Stop waiting for the answer to ``request_id``: the caller cancelled it (in the
+        legacy era, by sending ``notifications/cancelled``).
+
+        No error is synthesised for it when the body ends, and it is not what keeps the
+        stream resumable: once no request of this response is awaited, :meth:`resume`
+        returns ``None``, so the binding can close or reuse the connection at once. An
+        answer that still arrives is passed on as usual (the connection drops it). An id
+        this response does not wait for is ignored.
+        """
+        self._waiting.pop(request_id, None)
 
     def feed(self, data: bytes) -> list[bytes]:
         """Take the next piece of the body.
@@ -321,6 +342,8 @@ class ClientResponse:
 
     def _error_body(self) -> list[bytes]:
         status, sent, client = self.status, self._sent, self._client
+        if self._problem is not None:
+            return self._fail_waiting(status, f"status {status}: {self._problem}")
         error: Any = None
         if not self._too_large and self._body:
             try:
@@ -353,6 +376,21 @@ class ClientResponse:
             self._waiting.clear()
             return [_forwarded_error(rid, error)]
         return self._fail_waiting(status, detail)
+
+
+def _redirect_target(base: str, location: str) -> str | None:
+    """The request-target of a same-origin ``Location`` (resolved against ``base``), or
+    ``None`` when it is not a valid ``origin-form`` (RFC 9112 section 3.2.1).
+
+    The raw value is checked too: ``urlsplit`` silently drops tabs and line breaks,
+    which would aim the request somewhere the server never named. A fragment is not
+    part of a request-target and is left out.
+    """
+    if not all(0x21 <= ord(c) <= 0x7E for c in location):
+        return None
+    parts = urlsplit(urljoin(base, location))
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return target if _ORIGIN_FORM.fullmatch(target) else None
 
 
 # ================================================================================ the client
@@ -491,9 +529,23 @@ class HttpClient:
         Do not POST such a message: close the HTTP response of that request instead
         (``2026-07-28/basic/patterns/cancellation``). ``None`` for any other message.
         """
-        if self.era is not Era.MODERN or b"notifications/cancelled" not in payload:
+        return self.cancelled_request(payload) if self.era is Era.MODERN else None
+
+    def cancelled_request(self, payload: bytes) -> RequestId | None:
+        """The request a ``notifications/cancelled`` message cancels, in either era
+        (``None`` for any other message).
+
+        Whatever the era, stop reading that request's answer: tell its reader
+        (:meth:`ClientResponse.forget`), so a legacy SSE stream is not resumed for a
+        request nobody waits for. In the modern era do not POST the message either
+        (see :meth:`stream_cancellation`); in the legacy era POST it as usual.
+        """
+        if b"notifications/cancelled" not in payload:
             return None
-        obj = loads(payload)
+        try:
+            obj = loads(payload)
+        except JSONDecodeError:
+            return None
         if type(obj) is not dict or obj.get("method") != "notifications/cancelled":
             return None
         params = obj.get("params")
@@ -551,6 +603,12 @@ class HttpClient:
     def response(self, sent: ClientRequest, status: int, headers: HeaderInput) -> ClientResponse:
         """Start reading the answer to ``sent``: look at its status and headers.
 
+        A ``307`` / ``308`` whose ``Location`` is on the same origin and resolves to a
+        valid ``origin-form`` request-target (RFC 9112 section 3.2.1) is a ``redirect``;
+        any other redirect (another origin, or a target no HTTP/1.1 request line may
+        carry: spaces, control characters, non-ASCII) is an ``error`` for the requests
+        of ``sent`` alone.
+
         Returns:
             The reader: feed it the body (even for errors: a modern server explains itself
             in a JSON-RPC error body).
@@ -558,6 +616,9 @@ class HttpClient:
         head = HttpResponse(status=status, headers=headers)
         ctype = head.header("content-type")
         media = ctype.split(";", 1)[0].strip().lower() if ctype else None
+        location = head.header("location") if status in _REDIRECTS else None
+        target: str | None = None
+        problem: str | None = None
         kind: Literal["json", "sse", "accepted", "error", "redirect"]
         if status in (202, 204):
             kind = "accepted"
@@ -565,17 +626,23 @@ class HttpClient:
             kind = "sse"
         elif 200 <= status < 300 and media == JSON_TYPE:
             kind = "json"
-        elif status in _REDIRECTS and self._same_origin(head.header("location")):
-            kind = "redirect"
+        elif location and self._same_origin(location):
+            target = _redirect_target(self.url, location)
+            if target is not None:
+                kind = "redirect"
+            else:
+                # Fails this request only (an error like any unusable answer), never
+                # the connection that would have to carry an illegal request line.
+                kind = "error"
+                shown = repr(location[:80])
+                problem = f"the redirect's Location {shown} is not a valid request target"
         else:
             kind = "error"
         reader = ClientResponse(self, sent, status, kind, media)
+        reader._problem = problem
         if kind in ("json", "sse", "accepted") and sent.modern and self.era is None:
             self.era = Era.MODERN
-        if kind == "redirect":
-            location = urljoin(self.url, head.header("location") or "")
-            parts = urlsplit(location)
-            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        if target is not None:
             reader.redirect = attrs.evolve(sent, request=attrs.evolve(sent.request, target=target))
         if status == 404 and sent.with_session and not sent.modern:
             reader.session_expired = True
@@ -592,10 +659,11 @@ class HttpClient:
                 reader.warnings.append("ignored an Mcp-Session-Id that is not visible ASCII")
         return reader
 
-    def _same_origin(self, location: str | None) -> bool:
-        if not location:
+    def _same_origin(self, location: str) -> bool:
+        try:
+            return self._origin_of(urljoin(self.url, location)) == self._origin
+        except ValueError:  # urlsplit: "Invalid IPv6 URL", a port that is not 0-65535
             return False
-        return self._origin_of(urljoin(self.url, location)) == self._origin
 
     # ------------------------------------------------------------------ tools
 

@@ -20,7 +20,10 @@ body, SSE events) into messages the session reads.
   waits for a connection that only its own reader could free.
 * **Cancellation.** Legacy: ``notifications/cancelled`` is POSTed like any message.
   Modern: it is never sent; the request's connection is closed instead, which is how
-  the server learns of it (``2026-07-28/basic/patterns/cancellation``).
+  the server learns of it (``2026-07-28/basic/patterns/cancellation``). In both eras
+  the client stops reading a cancelled request's answer at once: its task ends (its
+  connection is closed, its slot freed) unless other requests of the same POST are
+  still awaited, and its stream is never resumed.
 * **Resumption** (legacy): an SSE response that ends before its requests are answered
   is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
   ``max_resume_attempts`` resumptions in a row that bring nothing new.
@@ -38,7 +41,8 @@ body, SSE events) into messages the session reads.
   ``max_redirects``; any other redirect fails the request.
 
 Connection failures before a request is written close the session (the server is
-unreachable); after it is written, they fail only that request.
+unreachable); after it is written, they fail only that request. A request h11 refuses
+to frame (say a redirect to a target no request line may carry) fails only itself.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_pool import Pool
+from ._http_pool import Pool, UnsendableRequest
 from ._http_wire import H11Stream, WireError
 from ._open import open_session
 from ._session import Session
@@ -83,6 +87,27 @@ class _Written:
 
     def __call__(self) -> None:
         self.done = True
+
+
+@attrs.define(slots=True, eq=False)
+class _Stream:
+    """One POST with requests, in flight: what cancelling one of them needs."""
+
+    scope: trio.CancelScope
+    """The scope of the task that sends it and reads its answers."""
+    ids: set[RequestId]
+    """Its requests not cancelled yet."""
+    reader: ClientResponse | None = None
+    """The answer being read now (or last read), once a response head arrived."""
+
+    def stop_waiting(self, rid: RequestId) -> None:
+        """``rid`` was cancelled: stop reading for it; once no request of the POST is
+        left, stop the task (which closes its connection and frees its slot)."""
+        self.ids.discard(rid)
+        if self.reader is not None:
+            self.reader.forget(rid)
+        if not self.ids:
+            self.scope.cancel()
 
 
 @final
@@ -131,7 +156,7 @@ class HttpChannel(MessageChannel):
         self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
         self._inbox = Inbox(inbox)
         self._tasks: trio.Nursery | None = None
-        self._streams: dict[RequestId, trio.CancelScope] = {}
+        self._streams: dict[RequestId, _Stream] = {}
         self._get_started = False
         self._expired = False
         self._closed = False
@@ -148,12 +173,15 @@ class HttpChannel(MessageChannel):
     async def send(self, message: bytes) -> None:
         if self._closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
-        cancelled = self.http.stream_cancellation(message)
+        cancelled = self.http.cancelled_request(message)
         if cancelled is not None:
-            scope = self._streams.pop(cancelled, None)
-            if scope is not None:
-                scope.cancel()  # closes the request's connection: the modern cancellation
-            return
+            stream = self._streams.pop(cancelled, None)
+            if stream is not None:
+                # Modern: closing the request's connection is the cancellation. Legacy:
+                # the notification below is; a stream nobody waits for is not resumed.
+                stream.stop_waiting(cancelled)
+            if self.http.era is Era.MODERN:
+                return
         sent = self.http.post(message)
         if sent.request_ids:
             await self._send_request(sent)
@@ -181,8 +209,8 @@ class HttpChannel(MessageChannel):
         ):
             return False  # (checked before the message is parsed: send() parses it)
         try:
-            if self.http.stream_cancellation(message) is not None:
-                return False  # a modern cancellation closes a connection: send() does it
+            if self.http.cancelled_request(message) is not None:
+                return False  # a cancellation stops a request's stream: send() does it
             sent = self.http.post(message)
         except LocalProtocolError:
             return False  # send() raises it
@@ -199,11 +227,10 @@ class HttpChannel(MessageChannel):
             limiter.release_on_behalf_of(scope)
             return False
         wire, rest = started
-        for rid in sent.request_ids:
-            self._streams[rid] = scope
+        stream = self._track(sent, scope)
         # The kernel took part of the POST: its own task writes the rest, and a failure
         # then fails only this request (bytes of it are out; it is never sent twice).
-        self._tasks.start_soon(self._request, sent, scope, wire, rest)
+        self._tasks.start_soon(self._request, sent, stream, wire, rest)
         return True
 
     def attach_reader(self, take: Take) -> None:
@@ -240,8 +267,7 @@ class HttpChannel(MessageChannel):
         with ``write_timeout``), then read its answer in a task of its own."""
         assert self._tasks is not None
         scope = trio.CancelScope()
-        for rid in sent.request_ids:
-            self._streams[rid] = scope
+        stream = self._track(sent, scope)
         limiter = self._pool.limiter
         try:
             # The slot is the request's (its scope borrows it), not the writer's task's.
@@ -249,22 +275,32 @@ class HttpChannel(MessageChannel):
         except trio.WouldBlock:
             # Every connection is busy: let send() return now rather than make the
             # session's writer wait (its reader may be the one to free a slot).
-            self._tasks.start_soon(self._request, sent, scope, None)
+            self._tasks.start_soon(self._request, sent, stream, None)
             return
         try:
             wire = await self._pool.send(sent.request, None)
         except BaseException as exc:
             limiter.release_on_behalf_of(scope)
-            self._forget(sent, scope)
+            self._forget(sent, stream)
+            if isinstance(exc, UnsendableRequest):
+                # Nothing went out and the server is not to blame: fail this one alone.
+                self._tasks.start_soon(self._fail, sent.request_ids, str(exc))
+                return
             if isinstance(exc, WireError):
                 raise trio.BrokenResourceError(str(exc)) from exc
             raise
-        self._tasks.start_soon(self._request, sent, scope, wire)
+        self._tasks.start_soon(self._request, sent, stream, wire)
+
+    def _track(self, sent: ClientRequest, scope: trio.CancelScope) -> _Stream:
+        stream = _Stream(scope, set(sent.request_ids))
+        for rid in sent.request_ids:
+            self._streams[rid] = stream
+        return stream
 
     async def _request(
         self,
         sent: ClientRequest,
-        scope: trio.CancelScope,
+        stream: _Stream,
         wire: H11Stream | None,
         rest: bytes | memoryview = b"",
     ) -> None:
@@ -272,20 +308,21 @@ class HttpChannel(MessageChannel):
         once a connection is free), with its redirects and resumptions; holds a slot of
         the pool's limiter (already taken when ``wire`` is given)."""
         limiter = self._pool.limiter
+        scope = stream.scope
         try:
             with scope:
                 if wire is None:
                     await limiter.acquire_on_behalf_of(scope)
                 try:
-                    await self._drive(sent, _Written(done=True), wire, rest)
+                    await self._drive(sent, _Written(done=True), wire, rest, stream=stream)
                 finally:
                     limiter.release_on_behalf_of(scope)
         finally:
-            self._forget(sent, scope)  # (a cancelled read has closed its connection)
+            self._forget(sent, stream)  # (a cancelled read has closed its connection)
 
-    def _forget(self, sent: ClientRequest, scope: trio.CancelScope) -> None:
+    def _forget(self, sent: ClientRequest, stream: _Stream) -> None:
         for rid in sent.request_ids:
-            if self._streams.get(rid) is scope:
+            if self._streams.get(rid) is stream:
                 del self._streams[rid]
 
     async def _drive(
@@ -295,14 +332,16 @@ class HttpChannel(MessageChannel):
         wire: H11Stream | None = None,
         rest: bytes | memoryview = b"",
         headed: Callable[[], None] | None = None,
+        *,
+        stream: _Stream | None = None,
     ) -> None:
         """One logical request: the POST (already written on ``wire`` if given), its
         redirects and its resumptions; ``headed`` is called when the first response
-        head has arrived."""
+        head has arrived; ``stream`` (for a POST with requests) is told of each reader."""
         current, redirects, quiet = sent, 0, 0
         while True:
             try:
-                reader = await self._exchange(current, written, wire, rest, headed)
+                reader = await self._exchange(current, written, wire, rest, headed, stream)
                 headed = None
                 wire, rest = None, b""
             except WireError as exc:
@@ -329,7 +368,7 @@ class HttpChannel(MessageChannel):
                 await self._fail(again.request_ids, "the stream cannot be resumed")
                 return
             await trio.sleep(reader.retry_ms / 1000)
-            current = again
+            current = again  # (its reader forgets what was cancelled meanwhile)
 
     async def _exchange(
         self,
@@ -338,6 +377,7 @@ class HttpChannel(MessageChannel):
         wire: H11Stream | None,
         rest: bytes | memoryview = b"",
         headed: Callable[[], None] | None = None,
+        stream: _Stream | None = None,
     ) -> ClientResponse:
         """Send one HTTP request (unless it is already out on ``wire``, but for
         ``rest``); hand its answer's messages to the session."""
@@ -350,6 +390,11 @@ class HttpChannel(MessageChannel):
         if headed is not None:
             headed()
         reader = self.http.response(sent, head.status_code, list(head.headers))
+        if stream is not None:
+            stream.reader = reader
+            for rid in sent.request_ids:
+                if rid not in stream.ids:
+                    reader.forget(rid)  # cancelled before this answer began
         complete = False
         try:
             while True:

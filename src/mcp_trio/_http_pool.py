@@ -5,6 +5,10 @@ concurrent connections, at most ``max_client_connections``; finished connections
 server keeps alive are reused (at most ``max_idle_connections`` are kept), unless the
 server closed them meanwhile (the socket reads as ready). A request is never retried:
 a POST the server may have acted on must not be sent twice.
+
+A request h11 refuses to frame (an illegal target or header value: our own bug, or a
+value taken from the server) raises :class:`UnsendableRequest`, a :class:`WireError`,
+before any byte of it goes out: it fails that request, never the whole client.
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from mcp_sansio._http import HttpRequest
 from ._http_config import HttpTransportConfig
 from ._http_wire import H11Stream, WireError
 
-__all__ = ["Pool"]
+__all__ = ["Pool", "UnsendableRequest"]
 
 _USER_AGENT: Final = b"mcp-trio"
+
+
+class UnsendableRequest(WireError):
+    """h11 refused to frame one of our requests (``h11.LocalProtocolError``): nothing of
+    it went out, and the connection is not to blame (no other request is affected)."""
 
 
 @final
@@ -91,12 +100,19 @@ class Pool:
         return H11Stream(stream, h11.CLIENT, self.transport.max_header_size)
 
     def _events(self, request: HttpRequest) -> list[h11.Event]:
+        """The h11 events of ``request``.
+
+        Raises:
+            UnsendableRequest: h11 refused the request line or a header.
+        """
         headers = [*request.headers, (b"user-agent", _USER_AGENT), *self._extra]
         if request.body or request.method == "POST":
             headers.append((b"content-length", str(len(request.body)).encode()))
-        events: list[h11.Event] = [
-            h11.Request(method=request.method, target=request.target, headers=headers)
-        ]
+        try:
+            head = h11.Request(method=request.method, target=request.target, headers=headers)
+        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:  # (a non-ASCII target)
+            raise _unsendable(request, exc) from exc
+        events: list[h11.Event] = [head]
         if request.body:
             events.append(h11.Data(data=request.body))
         events.append(h11.EndOfMessage())
@@ -128,8 +144,10 @@ class Pool:
             The connection: read the answer with :meth:`read_head`.
 
         Raises:
+            UnsendableRequest: h11 refused to frame it (no connection was used).
             WireError: no connection, or the write failed.
         """
+        events = self._events(request)
         wire = None
         while self._idle and wire is None:
             wire = self._idle.popleft()
@@ -139,7 +157,10 @@ class Pool:
         if wire is None:
             wire = await self.connect()
         try:
-            await wire.send(self._events(request), timeout)
+            await wire.send(events, timeout)
+        except h11.LocalProtocolError as exc:
+            await wire.aclose()  # h11 is in its ERROR state: the connection is done
+            raise _unsendable(request, exc) from exc
         except BaseException:
             await wire.aclose()
             raise
@@ -156,15 +177,23 @@ class Pool:
         Returns:
             The connection and what is left to write (empty, unless the kernel took only
             part), or ``None`` when nothing was sent (no idle connection, or the socket
-            would block or failed): then :meth:`send` it.
+            would block or failed, or h11 refused the request): then :meth:`send` it.
         """
         if not self._idle:
             return None
         wire = self._idle[0]
         if not wire.writes_directly or wire.is_stale():
             return None  # send() closes a stale one, and writes through TLS
+        try:
+            events = self._events(request)
+        except UnsendableRequest:
+            return None  # send() raises it
         self._idle.popleft()
-        data = wire.frame(self._events(request))
+        try:
+            data = wire.frame(events)
+        except h11.LocalProtocolError:
+            wire.close_nowait()  # h11 is in its ERROR state; send() raises the error
+            return None
         try:
             rest = wire.write_nowait(data)
         except WireError:
@@ -221,3 +250,7 @@ class Pool:
         """Close the idle connections."""
         while self._idle:
             await self._idle.popleft().aclose()
+
+
+def _unsendable(request: HttpRequest, exc: Exception) -> UnsendableRequest:
+    return UnsendableRequest(f"cannot send {request.method} {request.target[:80]!r}: {exc}")

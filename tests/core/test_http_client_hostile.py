@@ -337,3 +337,105 @@ def test_a_legacy_error_with_deep_data_is_passed_on_without_it() -> None:
     body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no","data":'
     (out,) = feed_all(reader, body + nested(DEEP) + b"}}")
     assert loads(out) == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32600, "message": "no"}}
+
+
+# -------------------------------------- a legacy stream that ends after its request was cancelled
+
+
+CANCELLED = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+
+
+def _cancel(rid: Any) -> bytes:
+    return dumps({**CANCELLED, "params": {"requestId": rid, "reason": "gave up"}})
+
+
+@pytest.mark.parametrize("era", [Era.LEGACY, Era.MODERN, None])
+def test_the_request_a_cancellation_names_is_found_in_either_era(era: Era | None) -> None:
+    client = HttpClient(URL, HttpClientConfig(era=era))
+    assert client.cancelled_request(_cancel(7)) == 7
+    assert client.cancelled_request(_cancel("a")) == "a"
+    assert client.stream_cancellation(_cancel(7)) == (7 if era is Era.MODERN else None)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        rpc(1, "tools/call", {"name": "notifications/cancelled"}),  # a request, not one
+        b"[" + _cancel(7) + b"]",
+        dumps(CANCELLED),
+        dumps({**CANCELLED, "params": []}),
+        dumps({**CANCELLED, "params": {"requestId": 1.5}}),
+        dumps({**CANCELLED, "params": {}}),
+        b'{"method":"notifications/cancelled"',  # not JSON: post() says so
+        rpc(1, "ping"),
+    ],
+    ids=["mention", "batch", "no-params", "params-list", "float-id", "no-id", "not-json", "ping"],
+)
+def test_what_is_not_a_cancellation(payload: bytes) -> None:
+    assert HttpClient(URL).cancelled_request(payload) is None
+
+
+def test_a_stream_ended_after_its_request_was_cancelled_is_not_resumed() -> None:
+    client = legacy_client()
+    reader = client.response(client.post(rpc(2, "tools/call", {"name": "t"})), 200, SSE)
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+    assert len(reader.feed(b"id: 4:1\ndata: " + dumps(progress) + b"\n\n")) == 1
+    reader.forget(client.cancelled_request(_cancel(2)) or 0)
+    reader.forget(99)  # not one of its requests: ignored
+    assert reader.unanswered == ()
+    assert reader.feed_eof() == []  # no error for a request nobody waits for
+    assert reader.resume() is None
+
+
+def test_a_late_answer_to_a_cancelled_request_is_passed_on() -> None:
+    client = legacy_client()
+    reader = client.response(client.post(rpc(2, "tools/call", {"name": "t"})), 200, SSE)
+    reader.forget(2)
+    answer = dumps({"jsonrpc": "2.0", "id": 2, "result": {}})
+    assert feed_all(reader, b"id: 4:1\ndata: " + answer + b"\n\n") == [answer]
+    assert reader.resume() is None
+
+
+def test_a_batch_stream_is_resumed_only_for_the_requests_still_awaited() -> None:
+    client = legacy_client()
+    batch = client.post(b"[" + rpc(2, "ping") + b"," + rpc(3, "tools/list") + b"]")
+    reader = client.response(batch, 200, SSE)
+    reader.forget(2)
+    assert feed_all(reader, b"id: 4:1\ndata: \n\n") == []
+    again = reader.resume()
+    assert again is not None and again.request.method == "GET"
+    assert again.request_ids == (3,) and again.methods == ("tools/list",)
+    resumed = client.response(again, 200, SSE)
+    resumed.forget(3)  # cancelled in turn, while the GET was on its way
+    assert feed_all(resumed, b"") == [] and resumed.resume() is None
+
+
+def test_a_cancellation_from_the_connection_ends_the_wait() -> None:
+    """The whole flow: the client Connection cancels a request, the binding finds which
+    one in the message it sends, and the stream's reader stops waiting for it."""
+    conn = Connection(
+        "client",
+        ConnectionConfig(
+            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="legacy"
+        ),
+    )
+    client = legacy_client()
+    conn.start()
+    (init,) = conn.data_to_send()
+    answer = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": SERVER_CAPS,
+        "serverInfo": {"name": "s", "version": "1"},
+    }
+    conn.receive_message(dumps({"jsonrpc": "2.0", "id": loads(init)["id"], "result": answer}))
+    conn.data_to_send()  # notifications/initialized
+    rid = conn.send_request("tools/list")
+    (payload,) = conn.data_to_send()
+    reader = client.response(client.post(payload), 200, SSE)
+    assert reader.feed(b"id: 1:1\ndata: \n\n") == []
+    conn.cancel_request(rid)
+    (cancel,) = conn.data_to_send()
+    assert client.cancelled_request(cancel) == rid
+    reader.forget(rid)
+    assert reader.feed_eof() == [] and reader.resume() is None
+    assert client.post(cancel).request.method == "POST"  # legacy: the notification goes out
