@@ -26,10 +26,14 @@ from ._framing import LineSplitter
 from ._json import dumps
 from ._jsonrpc import RequestId, error_response, is_request_id
 from ._state import LifecycleState
-from ._versions import REVISIONS, Era, Revision, has_capability
+from ._versions import FOREIGN_METHODS, REVISIONS, Era, Revision, has_capability
 
 _LOG_RANK: Final = _modern._LEVEL_RANK  # one table of the log levels, in _modern
 _MODERN_REVISION: Final = REVISIONS["2026-07-28"]
+# The standard methods the modern revision lacks, less those it removed (which the modern
+# request ladder refuses itself, initialize with its list of versions): what is left are
+# the requests a legacy server sends, which travel only inside results in 2026-07-28.
+_MODERN_FOREIGN: Final = FOREIGN_METHODS[_MODERN_REVISION.version] - _modern.MODERN_REMOVED_METHODS
 # The eras as module constants: reading an Enum member off its class costs a slow
 # attribute lookup (~60 ns on CPython 3.11), several times per round trip.
 _LEGACY: Final = Era.LEGACY
@@ -234,14 +238,22 @@ class _ConnectionBase:
         theirs: Mapping[str, tuple[str, ...] | None],
         events: list[Event],
         batch: _Batch | None,
+        *,
+        version: str | None = None,
     ) -> bool:
         """Answer -32601 to a request we do not serve: a method only the other side
-        sends (in ``theirs``, not in ``ours``), or one whose capability (its path in
-        ``ours``) we did not declare. Returns whether it was refused."""
+        sends (in ``theirs``, not in ``ours``), a standard method of another revision
+        that ``version`` lacks (``FOREIGN_METHODS``: ``elicitation/create`` in a
+        2025-03-26 session, say), or one whose capability (its path in ``ours``) we did
+        not declare. A name no revision defines is the application's to answer.
+        Returns whether it was refused."""
         if method in theirs and method not in ours:
             self._reject(
                 rid, ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}", events, batch
             )
+            return True
+        if version is not None and method in FOREIGN_METHODS[version]:
+            self._reject_foreign(rid, method, version, events, batch)
             return True
         path = ours.get(method)
         if path is not None and not has_capability(self.config.capabilities, path):
@@ -254,6 +266,23 @@ class _ConnectionBase:
             )
             return True
         return False
+
+    def _reject_foreign(
+        self,
+        rid: RequestId,
+        method: str,
+        version: str,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        """Answer -32601 to a request for a method that ``version`` does not define."""
+        self._reject(
+            rid,
+            ErrorCode.METHOD_NOT_FOUND,
+            f"Method not found: {method} does not exist in protocol version {version}",
+            events,
+            batch,
+        )
 
     def _accept(
         self,

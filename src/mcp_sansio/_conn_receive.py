@@ -21,6 +21,8 @@ from ._conn_base import (
     _LOG_LEVEL_KEY,
     _LOG_RANK,
     _MODERN,
+    _MODERN_FOREIGN,
+    _MODERN_REVISION,
     _PROGRESS_TOKEN_KEY,
     _PROTOCOL_VERSION_KEY,
 )
@@ -56,7 +58,14 @@ from ._jsonrpc import (
     parse_error,
     result_response,
 )
-from ._state import PRE_READY_REQUESTS, HandshakeInput, LifecycleState, transition
+from ._state import (
+    PRE_SERVING_REQUESTS,
+    SERVING_STATES,
+    HandshakeInput,
+    LifecycleState,
+    transition,
+)
+from ._versions import FOREIGN_METHODS
 
 
 class _Receiving(_Handshake):
@@ -354,6 +363,11 @@ class _Receiving(_Handshake):
                         batch,
                     )
                     return
+                if method in _MODERN_FOREIGN:
+                    # The ladder's first rung (validate_envelope): a method this revision
+                    # does not define is -32601 before the envelope is looked at.
+                    self._reject_foreign(rid, method, _MODERN_REVISION.version, events, batch)
+                    return
                 self._on_modern_request(msg, now, events)
                 return
             self._on_legacy_server_request(msg, events, batch)
@@ -388,7 +402,7 @@ class _Receiving(_Handshake):
             self._on_initialize(msg, events)
             return
         state = self._lifecycle
-        if state is not LifecycleState.READY and method not in PRE_READY_REQUESTS.get(
+        if state not in SERVING_STATES and method not in PRE_SERVING_REQUESTS.get(
             state, frozenset()
         ):
             if state is LifecycleState.IDLE and self._modern_versions:
@@ -416,7 +430,13 @@ class _Receiving(_Handshake):
         revision = self._revision()
         assert revision is not None
         if self._refuse_unserved(
-            rid, method, revision.client_requests, revision.server_requests, events, batch
+            rid,
+            method,
+            revision.client_requests,
+            revision.server_requests,
+            events,
+            batch,
+            version=revision.version,
         ):
             return
         if method == "logging/setLevel":
@@ -457,7 +477,13 @@ class _Receiving(_Handshake):
         revision = self._revision()
         assert revision is not None and self._version is not None
         if self._refuse_unserved(
-            rid, method, revision.server_requests, revision.client_requests, events, batch
+            rid,
+            method,
+            revision.server_requests,
+            revision.client_requests,
+            events,
+            batch,
+            version=revision.version,
         ):
             return
         if method in revision.server_requests:  # (bounded: see _on_legacy_server_request)
@@ -495,6 +521,21 @@ class _Receiving(_Handshake):
                     protocol_version=self._version,
                     peer_capabilities=self._peer_capabilities,
                     peer_info=self._peer_info,
+                )
+            )
+            return
+        version = self._version
+        if version is not None and method in FOREIGN_METHODS[version]:  # the era is settled
+            # A standard notification of another revision (notifications/elicitation/
+            # complete in a 2025-06-18 session, say): it means nothing here. Notifications
+            # are never answered, so it is only reported.
+            events.append(
+                InvalidMessageReceived(
+                    error=ErrorData(
+                        code=ErrorCode.METHOD_NOT_FOUND,
+                        message=f"Method not found: {method} does not exist in protocol "
+                        f"version {version}",
+                    )
                 )
             )
             return

@@ -61,9 +61,13 @@ from ._events import Event, RequestTimedOut
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, notification, request
 from ._state import PRE_READY_REQUESTS, PRE_READY_SERVER_NOTIFICATIONS, LifecycleState
-from ._versions import Era, has_capability
+from ._versions import FOREIGN_METHODS, Era, has_capability
 
 __all__ = ["Connection"]
+
+
+def _foreign(method: str, version: str) -> LocalProtocolError:
+    return LocalProtocolError(f"{method!r} does not exist in protocol version {version}")
 
 
 @final
@@ -406,6 +410,8 @@ class Connection(_Receiving, _Answering):
                 )
         elif method in theirs:
             raise LocalProtocolError(f"a {self.role} does not send {method!r}")
+        elif method in FOREIGN_METHODS[revision.version]:
+            raise _foreign(method, revision.version)
         self._send_ok.add(method)
 
     def _check_modern_client_send(self, method: str) -> None:
@@ -418,7 +424,7 @@ class Connection(_Receiving, _Answering):
                     f"the server did not declare the {'.'.join(path)!r} capability "
                     f"needed for {method!r}"
                 )
-        elif method in _modern.MODERN_REMOVED_METHODS:
+        elif method in FOREIGN_METHODS[revision.version]:  # with MODERN_REMOVED_METHODS
             raise LocalProtocolError(f"{method!r} does not exist in the modern era")
         if method != "subscriptions/listen":  # which the fast path does not track
             self._send_ok.add(method)  # the server's capabilities are settled by discovery
@@ -431,6 +437,10 @@ class Connection(_Receiving, _Answering):
         ready, and to every modern ``subscriptions/listen`` whose filter asks for
         them, tagged with its subscription id.
 
+        A notification that another revision defines but the negotiated one does not
+        (``notifications/elicitation/complete`` before 2025-11-25, say) is refused; a
+        name no revision defines is sent as a custom notification.
+
         Raises:
             LocalProtocolError: closed, or not allowed now. No state changed.
         """
@@ -440,6 +450,23 @@ class Connection(_Receiving, _Answering):
         if method == "notifications/progress":
             raise LocalProtocolError("use send_progress() to report progress")
         if self.role == "server":
+            legacy = self._era is _LEGACY
+            if legacy:
+                revision = self._revision()
+                assert revision is not None
+                if self._lifecycle is not LifecycleState.READY and (
+                    method not in PRE_READY_SERVER_NOTIFICATIONS
+                ):
+                    raise LocalProtocolError(f"cannot send {method!r} before initialized")
+                if method in FOREIGN_METHODS[revision.version]:
+                    raise _foreign(method, revision.version)
+                path = revision.server_notifications.get(method)
+                if method in revision.server_notifications and not has_capability(
+                    self.config.capabilities, path
+                ):
+                    raise LocalProtocolError(
+                        f"{method!r} needs our {'.'.join(path or ())!r} capability"
+                    )
             sent = False
             for sub_id, flt in self._subscriptions.items():
                 if flt.matches(method, params or {}):
@@ -448,20 +475,7 @@ class Connection(_Receiving, _Answering):
                         sub_id,
                     )
                     sent = True
-            if self._era is _LEGACY:
-                revision = self._revision()
-                assert revision is not None
-                if self._lifecycle is not LifecycleState.READY and (
-                    method not in PRE_READY_SERVER_NOTIFICATIONS
-                ):
-                    raise LocalProtocolError(f"cannot send {method!r} before initialized")
-                path = revision.server_notifications.get(method)
-                if method in revision.server_notifications and not has_capability(
-                    self.config.capabilities, path
-                ):
-                    raise LocalProtocolError(
-                        f"{method!r} needs our {'.'.join(path or ())!r} capability"
-                    )
+            if legacy:
                 self._emit(notification(method, params))
             elif not sent and method not in _MODERN_REVISION.server_notifications:
                 raise LocalProtocolError(f"no session or subscription to send {method!r} to")
@@ -471,6 +485,10 @@ class Connection(_Receiving, _Answering):
                 raise LocalProtocolError(f"cannot send {method!r} before the session is ready")
         elif self._era is not _MODERN:
             raise LocalProtocolError("the era is not settled yet")
+        version = self._version
+        assert version is not None  # settled: a ready legacy session, or discovery
+        if method in FOREIGN_METHODS[version]:
+            raise _foreign(method, version)
         self._emit(notification(method, params))
 
     def cancel_request(self, request_id: RequestId, reason: str | None = None) -> None:

@@ -19,9 +19,12 @@ Two rules, after h11's ``_state.py``:
    the handshake, not for who did it; the connection maps role-specific facts onto
    them.
 
-What each state *permits* (which methods may be sent or accepted before READY) is
-also data here, for the same reason: one place to read the pre-initialisation rules of
-``2025-11-25/basic/lifecycle.mdx``.
+What each state *permits* (which methods may be sent, and which of the peer's requests
+are served, before READY) is also data here, for the same reason: one place to read the
+pre-initialisation rules of ``2025-11-25/basic/lifecycle.mdx``. Sending and accepting
+differ in ANSWERED: the server waits for ``notifications/initialized`` before it sends
+anything but pings and logs, yet serves the client's requests as soon as its
+``initialize`` result is out.
 
 The modern era has no lifecycle: each request stands alone (``versioning.mdx``), so it
 never touches these tables.
@@ -89,15 +92,30 @@ def transition(state: LifecycleState, event: HandshakeInput) -> LifecycleState |
     return _TRANSITIONS.get((state, event))
 
 
-#: Requests that may be sent/accepted in each state before READY (lifecycle.mdx:
-#: "The client SHOULD NOT send requests other than pings before the server has
-#: responded to the initialize request"; "The server SHOULD NOT send requests other
-#: than pings and logging before receiving the initialized notification").
+#: Requests we may *send* in each state before READY (lifecycle.mdx: "The client SHOULD
+#: NOT send requests other than pings before the server has responded to the initialize
+#: request"; "The server SHOULD NOT send requests other than pings and logging before
+#: receiving the initialized notification").
 PRE_READY_REQUESTS: Mapping[LifecycleState, frozenset[str]] = MappingProxyType(
     {
         S.IDLE: frozenset({"initialize", "ping"}),
         S.INITIALIZING: frozenset({"ping"}),
         S.ANSWERED: frozenset({"ping"}),
+    }
+)
+
+#: States in which the peer's requests are *accepted* and served as in READY. ANSWERED is
+#: one: the rule for the client ends when the server "has responded to the initialize
+#: request", not at ``notifications/initialized``, and over Streamable HTTP the POST of
+#: that notification and the client's next request may well arrive in either order.
+SERVING_STATES = frozenset({S.ANSWERED, S.READY})
+
+#: Requests accepted in the states before SERVING_STATES (only ``initialize`` starts a
+#: session; a ping is always answered).
+PRE_SERVING_REQUESTS: Mapping[LifecycleState, frozenset[str]] = MappingProxyType(
+    {
+        S.IDLE: frozenset({"initialize", "ping"}),
+        S.INITIALIZING: frozenset({"ping"}),
     }
 )
 

@@ -17,6 +17,7 @@ import attrs
 
 __all__ = [
     "ALL_VERSIONS",
+    "FOREIGN_METHODS",
     "LATEST_LEGACY_VERSION",
     "LATEST_VERSION",
     "LEGACY_VERSIONS",
@@ -201,6 +202,41 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             client_notifications=frozenset({"notifications/cancelled"}),
             server_notifications=_ro(_MODERN_SERVER_NOTIFICATIONS),
         ),
+    }
+)
+
+
+def _defined(revision: Revision) -> frozenset[str]:
+    """Every method ``revision`` defines: requests and notifications, both directions."""
+    return frozenset(
+        (
+            *revision.client_requests,
+            *revision.server_requests,
+            *revision.client_notifications,
+            *revision.server_notifications,
+        )
+    )
+
+
+#: Names the modern revision leaves to the tasks extension (``io.modelcontextprotocol/tasks``,
+#: ``docs/extensions/tasks/overview.mdx``): there they are an extension's methods, as free
+#: as any custom method, not leftovers of 2025-11-25.
+_MODERN_EXTENSION_METHODS = frozenset({"tasks/get", "tasks/cancel"})
+
+_STANDARD_METHODS = frozenset().union(*(_defined(r) for r in REVISIONS.values()))
+
+#: For each version, the standard methods it lacks: a request or notification (of either
+#: direction) that some *other* revision defines and this one does not, such as
+#: ``elicitation/create`` before 2025-06-18 or ``notifications/elicitation/complete`` before
+#: 2025-11-25. In a session of that version such a name is no custom method: sending it is a
+#: :class:`LocalProtocolError`, a request for it is answered -32601. A name that no revision
+#: defines (a vendor method) is not listed and passes as before.
+FOREIGN_METHODS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        version: _STANDARD_METHODS
+        - _defined(revision)
+        - (_MODERN_EXTENSION_METHODS if revision.era is Era.MODERN else frozenset())
+        for version, revision in REVISIONS.items()
     }
 )
 

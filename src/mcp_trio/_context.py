@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, fina
 import attrs
 
 from mcp_sansio import (
+    LEGACY_VERSIONS,
     Connection,
     Era,
     ErrorCode,
@@ -51,10 +52,11 @@ from mcp_sansio import (
     RequestId,
     structure,
 )
+from mcp_sansio._versions import REVISIONS
 
 from ._errors import McpError
 from ._jsonschema import validate
-from ._server_forms import form_spec, sampling_messages, structure_as
+from ._server_forms import ELICITATION_MODE_VERSIONS, form_spec, sampling_messages, structure_as
 
 if TYPE_CHECKING:
     from mcp_sansio import types as mcp_types
@@ -92,6 +94,19 @@ def _missing_capability(what: str, required: dict[str, Any]) -> McpError:
             code=ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
             message=f"The client did not declare the capability needed for {what}",
             data={"requiredCapabilities": required},
+        )
+    )
+
+
+def _not_in_version(what: str, version: str, versions: Sequence[str]) -> McpError:
+    """What a handler gets for asking what the session's protocol version cannot carry:
+    the same error as for a capability the client lacks (-32021)."""
+    return McpError(
+        ErrorData(
+            code=ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message=f"{what} does not exist in protocol version {version}, the version of "
+            f"this session (it needs one of {', '.join(versions)})",
+            data={"protocolVersion": version, "supported": list(versions)},
         )
     )
 
@@ -312,12 +327,18 @@ class Context:
             or the content mapping for a JSON Schema).
 
         Raises:
-            TypeError: the schema is not a flat form.
-            McpError: -32021 if the client cannot elicit; -32602 if its answer does not
-                fit the schema; the client's error (legacy) if it refuses.
+            TypeError: the schema is not a flat form, or not one the session's protocol
+                version can carry (2025-06-18: no multi-select, no titled options,
+                defaults only on booleans; a type's other defaults are left off).
+            McpError: -32021 if the client cannot elicit (no capability, or a protocol
+                version before 2025-06-18); -32602 if its answer does not fit the
+                schema; the client's error (legacy) if it refuses.
         """
-        spec = form_spec(schema)
-        params = {"mode": "form", "message": message, "requestedSchema": spec.schema}
+        version = self.protocol_version
+        spec = form_spec(schema, protocol_version=version)
+        params: dict[str, Any] = {"message": message, "requestedSchema": spec.schema}
+        if version in ELICITATION_MODE_VERSIONS:  # 2025-06-18 has no mode (form only)
+            params = {"mode": "form", **params}
         caps = self.client_capabilities.get("elicitation")
         if not isinstance(caps, Mapping) or ("url" in caps and "form" not in caps):
             raise _missing_capability("elicitation (form)", {"elicitation": {"form": {}}})
@@ -356,7 +377,8 @@ class Context:
             timeout: legacy era: seconds to wait for the user.
 
         Raises:
-            McpError: -32021 if the client did not declare ``elicitation.url``; the
+            McpError: -32021 if the client did not declare ``elicitation.url`` or the
+                session's protocol version has no URL mode (before 2025-11-25); the
                 client's error (legacy) if it refuses.
         """
         params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
@@ -365,6 +387,10 @@ class Context:
         caps = self.client_capabilities.get("elicitation")
         if not isinstance(caps, Mapping) or "url" not in caps:
             raise _missing_capability("elicitation (url)", {"elicitation": {"url": {}}})
+        if self.protocol_version not in ELICITATION_MODE_VERSIONS:
+            raise _not_in_version(
+                "URL-mode elicitation", self.protocol_version, ELICITATION_MODE_VERSIONS
+            )
         answer = await self._ask("elicit", "elicitation/create", params, timeout)
         action, content = self._elicit_answer(answer)
         return ElicitationResult(action=action, content=content)
@@ -497,6 +523,12 @@ class Context:
         key = f"{kind}-{self._asks}"
         self._asks += 1
         if self._raw.era is not Era.MODERN:
+            version = self.protocol_version
+            if method not in REVISIONS[version].server_requests:
+                # elicitation/create before 2025-06-18: the session's revision has no such
+                # request, whatever the client declared (the core would refuse to send it).
+                since = tuple(v for v in LEGACY_VERSIONS if method in REVISIONS[v].server_requests)
+                raise _not_in_version(method, version, since)
             return await self._send_request(method, params, timeout)
         if self._raw.method not in _MRTR_METHODS:
             raise RuntimeError(

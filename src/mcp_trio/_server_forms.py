@@ -5,6 +5,8 @@ properties are strings, numbers, integers, booleans or enums (client/elicitation
 "Requested Schema"). :func:`form_spec` builds one from a Python type (a dataclass, attrs
 class or TypedDict, or a scalar asked as the single field ``value``) or checks a schema
 given by hand, so a form that no client could render fails at the ``ctx.elicit`` call.
+What a field may be depends on the session's protocol version: 2025-06-18 has no
+multi-select or titled options and defaults only on booleans (``_FORM_KEYS``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from mcp_sansio import unstructure
 from ._jsonschema import coerce_arguments, type_schema
 from ._server_content import Message, content_blocks
 
-__all__ = ["FormSpec", "form_spec", "sampling_messages", "structure_as"]
+__all__ = [
+    "ELICITATION_MODE_VERSIONS",
+    "FormSpec",
+    "form_spec",
+    "sampling_messages",
+    "structure_as",
+]
 
 _PRIMITIVE_KEYS: dict[str, frozenset[str]] = {
     # "enumNames": the 2025-11-25 LegacyTitledEnumSchema (titles beside enum values).
@@ -43,11 +51,42 @@ _PRIMITIVE_KEYS: dict[str, frozenset[str]] = {
     ),
 }
 _PRIMITIVE_KEYS["integer"] = _PRIMITIVE_KEYS["number"]
+# TitledSingleSelectEnumSchema: a string field whose options carry titles.
 _ONE_OF_KEYS = frozenset({"type", "title", "description", "oneOf", "default"})
 
+#: 2025-06-18's PrimitiveSchemaDefinition (StringSchema, NumberSchema, BooleanSchema,
+#: EnumSchema): a default only on booleans, no titled options (oneOf), no multi-select.
+_KEYS_2025_06_18: dict[str, frozenset[str]] = {
+    "string": _PRIMITIVE_KEYS["string"] - {"default"},
+    "number": _PRIMITIVE_KEYS["number"] - {"default"},
+    "integer": _PRIMITIVE_KEYS["number"] - {"default"},
+    "boolean": _PRIMITIVE_KEYS["boolean"],
+}
 
-def _flatten_property(name: str, prop: Mapping[str, Any]) -> dict[str, Any]:
-    """One property of a form schema, reduced to the primitive shapes the spec allows."""
+#: What a form field may be, by the protocol version of the session: 2025-11-25 and
+#: 2026-07-28 share one PrimitiveSchemaDefinition. A version without elicitation is not
+#: listed (asking is refused there; see Context._ask). Field shapes are keyed by their
+#: ``type``, and titled options by ``"oneOf"``.
+_FORM_KEYS: Mapping[str, Mapping[str, frozenset[str]]] = {
+    "2025-06-18": _KEYS_2025_06_18,
+    "2025-11-25": {**_PRIMITIVE_KEYS, "oneOf": _ONE_OF_KEYS},
+    "2026-07-28": {**_PRIMITIVE_KEYS, "oneOf": _ONE_OF_KEYS},
+}
+#: The versions whose elicitation has modes (form and URL): ``mode`` is sent, and
+#: ``elicit_url`` may be asked.
+ELICITATION_MODE_VERSIONS = ("2025-11-25", "2026-07-28")
+
+_KIND_NAMES = {
+    "array": "multi-select (a list of enum strings)",
+    "oneOf": "titled-option (oneOf)",
+}
+
+
+def _flatten_property(
+    name: str, prop: Mapping[str, Any], version: str | None, from_type: bool
+) -> dict[str, Any]:
+    """One property of a form schema, reduced to the primitive shapes the spec allows
+    (in ``version``, or in the latest revision when ``None``)."""
     prop = dict(prop)
     options = prop.get("anyOf")
     if isinstance(options, list):  # T | None: optional in a form, so drop the null
@@ -61,7 +100,8 @@ def _flatten_property(name: str, prop: Mapping[str, Any]) -> dict[str, Any]:
     kind = prop.get("type")
     if kind is None and isinstance(prop.get("enum"), list):
         kind = prop["type"] = "string"
-    allowed = _ONE_OF_KEYS if "oneOf" in prop else _PRIMITIVE_KEYS.get(str(kind))
+    shape = "oneOf" if "oneOf" in prop else str(kind)
+    allowed = _ONE_OF_KEYS if shape == "oneOf" else _PRIMITIVE_KEYS.get(shape)
     if allowed is None or not set(prop) <= allowed:
         raise TypeError(
             f"elicitation field {name!r}: a form field must be a string, number, integer, "
@@ -74,16 +114,41 @@ def _flatten_property(name: str, prop: Mapping[str, Any]) -> dict[str, Any]:
         items = prop.get("items")
         if not isinstance(items, Mapping) or not ("enum" in items or "anyOf" in items):
             raise TypeError(f"elicitation field {name!r}: only lists of enum strings are allowed")
+    if version is None or version not in _FORM_KEYS:
+        return prop
+    # What the negotiated revision can carry: a client of 2025-06-18 knows no multi-select
+    # or titled options, and defaults only on booleans.
+    allowed = _FORM_KEYS[version].get(shape)
+    if allowed is None:
+        since = ", ".join(v for v, keys in _FORM_KEYS.items() if shape in keys)
+        raise TypeError(
+            f"elicitation field {name!r}: {_KIND_NAMES.get(shape, shape)} fields exist only in "
+            f"protocol versions {since}, and this session speaks {version}"
+        )
+    if from_type and "default" not in allowed:
+        # A form built from a type: its defaults are the type's, which still apply to a
+        # field the user leaves empty; the revision just cannot show them.
+        prop.pop("default", None)
+    extra = set(prop) - allowed
+    if extra:
+        raise TypeError(
+            f"elicitation field {name!r}: {sorted(extra)} are not allowed on {kind!r} "
+            f"fields in protocol version {version}"
+        )
     return prop
 
 
-def _form_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+def _form_schema(
+    schema: Mapping[str, Any], version: str | None, *, from_type: bool = False
+) -> dict[str, Any]:
     if schema.get("type") != "object" or "$defs" in schema or "$ref" in str(schema):
         raise TypeError("an elicitation schema must be a flat object schema without $ref")
     properties = schema.get("properties") or {}
     out: dict[str, Any] = {
         "type": "object",
-        "properties": {n: _flatten_property(n, p) for n, p in properties.items()},
+        "properties": {
+            n: _flatten_property(n, p, version, from_type) for n, p in properties.items()
+        },
     }
     if schema.get("required"):
         out["required"] = list(schema["required"])
@@ -99,19 +164,29 @@ class FormSpec:
     wrapped: bool
 
 
-def form_spec(schema_or_type: Any) -> FormSpec:
+def form_spec(schema_or_type: Any, *, protocol_version: str | None = None) -> FormSpec:
     """The form for ``schema_or_type`` (a type or a JSON Schema).
 
+    Args:
+        schema_or_type: the type, or the JSON Schema of a flat object.
+        protocol_version: the session's version, whose PrimitiveSchemaDefinition the
+            fields must fit (``None``: the latest revision's). A form built from a type
+            leaves off the defaults the revision cannot carry (its own defaults still
+            apply); a JSON Schema is checked as given.
+
     Raises:
-        TypeError: it is not a flat form of primitive fields.
+        TypeError: it is not a flat form of primitive fields, or one that
+            ``protocol_version`` cannot carry (multi-select or titled options before
+            2025-11-25, say).
     """
+    version = protocol_version
     if isinstance(schema_or_type, Mapping):
-        return FormSpec(_form_schema(schema_or_type), None, wrapped=False)
+        return FormSpec(_form_schema(schema_or_type, version), None, wrapped=False)
     raw = type_schema(schema_or_type)
     if raw.get("type") == "object" and "properties" in raw:
-        return FormSpec(_form_schema(raw), schema_or_type, wrapped=False)
+        return FormSpec(_form_schema(raw, version, from_type=True), schema_or_type, wrapped=False)
     wrapped = {"type": "object", "properties": {"value": raw}, "required": ["value"]}
-    return FormSpec(_form_schema(wrapped), schema_or_type, wrapped=True)
+    return FormSpec(_form_schema(wrapped, version, from_type=True), schema_or_type, wrapped=True)
 
 
 def structure_as(target: Any, value: Any) -> Any:

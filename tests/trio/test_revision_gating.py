@@ -1,0 +1,314 @@
+"""``ctx.elicit`` asks only what the negotiated revision can carry: no elicitation before
+2025-06-18, no URL mode before 2025-11-25, and a form checked against that revision's
+``PrimitiveSchemaDefinition`` (2025-06-18: no multi-select, no titled options, defaults
+only on booleans; 2025-11-25 and 2026-07-28 share the richer one)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import pytest
+
+from mcp_sansio import ErrorCode
+from mcp_trio import McpError
+from mcp_trio._context import Context
+from mcp_trio._server import Server
+from mcp_trio._server_forms import form_spec
+
+from ..schema import validate
+from .test_server_context import ALL_CAPS, Asker, accept, text
+
+MULTI: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}}
+TITLED_MULTI: dict[str, Any] = {
+    "type": "array",
+    "items": {"anyOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+}
+TITLED: dict[str, Any] = {
+    "type": "string",
+    "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}],
+}
+LEGACY_TITLED: dict[str, Any] = {
+    "type": "string",
+    "enum": ["r", "g"],
+    "enumNames": ["Red", "Green"],
+}
+
+
+def form(**fields: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": fields}
+
+
+def legacy(server: Server, version: str, brain: Any = None, **options: Any) -> Asker:
+    """A legacy client pinned to ``version``."""
+    return Asker(server, "legacy", brain or accept(), supported_versions=(version,), **options)
+
+
+def elicit_params(version: str, params: dict[str, Any]) -> None:
+    """Validate the params of an ``elicitation/create`` against ``version``'s schema."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": params}
+    validate(version, "ElicitRequest", message)
+
+
+# ================================================================== none before 2025-06-18
+
+
+def asking_server() -> Server:
+    server = Server("asking")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("Name?", str)
+        except McpError as exc:  # the tool author's fallback
+            return f"cannot ask: {exc.code} {exc.message}"
+        return f"asked: {answer.data}"
+
+    @server.tool()
+    async def ask_plainly(ctx: Context) -> str:
+        await ctx.elicit("Name?", str)
+        return "unreachable"
+
+    return server
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+async def test_elicit_is_refused_in_a_revision_without_elicitation(version: str) -> None:
+    asker = legacy(asking_server(), version)  # the client declares elicitation anyway
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "ask")) == (
+            f"cannot ask: {ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY} elicitation/create "
+            f"does not exist in protocol version {version}, the version of this session (it "
+            "needs one of 2025-11-25, 2025-06-18)"
+        )
+        with pytest.raises(McpError) as info:
+            await asker.call(client, "ask_plainly")
+    assert not asker.asked  # nothing went to the client
+    # the same error as for a client without the capability
+    assert info.value.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.data == {
+        "protocolVersion": version,
+        "supported": ["2025-11-25", "2025-06-18"],
+    }
+
+
+async def test_elicit_without_the_capability_in_an_old_revision() -> None:
+    asker = legacy(asking_server(), "2025-03-26", capabilities={"sampling": {}})
+    async with asker.connect() as client:
+        with pytest.raises(McpError) as info:
+            await asker.call(client, "ask_plainly")
+    assert info.value.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.data == {"requiredCapabilities": {"elicitation": {"form": {}}}}
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+async def test_elicit_is_sent_from_2025_06_18(version: str) -> None:
+    asker = legacy(asking_server(), version, accept({"value": "Ada"}))
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "ask")) == "asked: Ada"
+    ((method, params),) = asker.asked
+    assert method == "elicitation/create"
+    elicit_params(version, params)
+    # "mode" came with 2025-11-25; a 2025-06-18 request has none
+    assert ("mode" in params) is (version == "2025-11-25")
+
+
+async def test_sampling_and_roots_are_not_gated() -> None:
+    server = Server("roots")
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        return str(len(await ctx.list_roots()))
+
+    asker = legacy(server, "2024-11-05", lambda method, params: {"roots": []})
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "roots")) == "0"
+    assert [m for m, _ in asker.asked] == ["roots/list"]
+
+
+# ================================================================== URL mode
+
+
+def paying_server() -> Server:
+    server = Server("pay")
+
+    @server.tool()
+    async def pay(ctx: Context) -> str:
+        answer = await ctx.elicit_url("https://example.com/pay", "Pay", elicitation_id="e1")
+        return answer.action
+
+    return server
+
+
+async def test_url_mode_is_refused_before_2025_11_25() -> None:
+    asker = legacy(paying_server(), "2025-06-18", capabilities=ALL_CAPS)
+    async with asker.connect() as client:
+        with pytest.raises(McpError) as info:
+            await asker.call(client, "pay")
+    assert not asker.asked
+    assert info.value.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.message == (
+        "URL-mode elicitation does not exist in protocol version 2025-06-18, the version of "
+        "this session (it needs one of 2025-11-25, 2026-07-28)"
+    )
+
+
+async def test_url_mode_in_2025_11_25() -> None:
+    asker = legacy(paying_server(), "2025-11-25", capabilities=ALL_CAPS)
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "pay")) == "accept"
+    ((_, params),) = asker.asked
+    validate("2025-11-25", "ElicitRequestURLParams", params)
+
+
+# ================================================================== the form, by revision
+
+
+def form_server(schema: Any) -> Server:
+    server = Server("forms")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("Choose", schema)
+        except TypeError as exc:  # a form the session cannot carry: at the call
+            return f"TypeError: {exc}"
+        return f"{answer.action}: {answer.data}"
+
+    return server
+
+
+REFUSED_IN_2025_06_18 = [
+    pytest.param(
+        form(colors=MULTI),
+        "elicitation field 'colors': multi-select (a list of enum strings) fields exist only "
+        "in protocol versions 2025-11-25, 2026-07-28, and this session speaks 2025-06-18",
+        id="multi-select",
+    ),
+    pytest.param(
+        form(colors=TITLED_MULTI),
+        "elicitation field 'colors': multi-select (a list of enum strings) fields exist only "
+        "in protocol versions 2025-11-25, 2026-07-28, and this session speaks 2025-06-18",
+        id="titled-multi-select",
+    ),
+    pytest.param(
+        form(color=TITLED),
+        "elicitation field 'color': titled-option (oneOf) fields exist only in protocol "
+        "versions 2025-11-25, 2026-07-28, and this session speaks 2025-06-18",
+        id="titled-single-select",
+    ),
+    pytest.param(
+        form(name={"type": "string", "default": "Ada"}),
+        "elicitation field 'name': ['default'] are not allowed on 'string' fields in "
+        "protocol version 2025-06-18",
+        id="string-default",
+    ),
+    pytest.param(
+        form(age={"type": "integer", "default": 3}),
+        "elicitation field 'age': ['default'] are not allowed on 'integer' fields in "
+        "protocol version 2025-06-18",
+        id="number-default",
+    ),
+    pytest.param(
+        form(color={"type": "string", "enum": ["r", "g"], "default": "r"}),
+        "elicitation field 'color': ['default'] are not allowed on 'string' fields in "
+        "protocol version 2025-06-18",
+        id="enum-default",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "message"), REFUSED_IN_2025_06_18)
+async def test_a_form_2025_06_18_cannot_carry_is_refused_at_the_call(
+    schema: dict[str, Any], message: str
+) -> None:
+    asker = legacy(form_server(schema), "2025-06-18")
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "ask")) == f"TypeError: {message}"
+    assert not asker.asked
+    with pytest.raises(TypeError) as info:
+        form_spec(schema, protocol_version="2025-06-18")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    "schema", [pytest.param(p.values[0], id=p.id) for p in REFUSED_IN_2025_06_18]
+)
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_same_form_goes_out_in_2025_11_25_and_2026_07_28(
+    schema: dict[str, Any], era: str
+) -> None:
+    version = "2025-11-25" if era == "legacy" else "2026-07-28"
+    options = {"supported_versions": (version,)} if era == "legacy" else {}
+    asker = Asker(form_server(schema), era, lambda m, p: {"action": "decline"}, **options)
+    async with asker.connect() as client:
+        assert client.handshake is not None
+        assert client.handshake.protocol_version == version
+        assert text(await asker.call(client, "ask")) == "decline: None"
+    ((_, params),) = asker.asked
+    assert params == {"mode": "form", "message": "Choose", "requestedSchema": schema}
+    validate(version, "ElicitRequestFormParams", params)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param(form(color=LEGACY_TITLED), id="enum-with-enumNames"),
+        pytest.param(form(ok={"type": "boolean", "default": True}), id="boolean-default"),
+        pytest.param(
+            form(mail={"type": "string", "format": "email", "minLength": 3, "title": "Mail"}),
+            id="string",
+        ),
+        pytest.param(form(n={"type": "number", "minimum": 0, "maximum": 9}), id="number"),
+    ],
+)
+async def test_what_2025_06_18_carries_goes_out(schema: dict[str, Any]) -> None:
+    asker = legacy(form_server(schema), "2025-06-18", lambda m, p: {"action": "decline"})
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "ask")) == "decline: None"
+    ((_, params),) = asker.asked
+    assert params == {"message": "Choose", "requestedSchema": schema}
+    elicit_params("2025-06-18", params)
+
+
+@dataclasses.dataclass
+class Stay:
+    nights: int
+    breakfast: bool = False
+    room: Literal["single", "double"] = "single"
+
+
+async def test_a_form_from_a_type_leaves_off_the_defaults_2025_06_18_cannot_show() -> None:
+    server = Server("booking")
+
+    @server.tool()
+    async def book(ctx: Context) -> str:
+        answer = await ctx.elicit("How long?", Stay)
+        return repr(answer.data)
+
+    asker = legacy(server, "2025-06-18", accept({"nights": 2}))
+    async with asker.connect() as client:
+        # the user left room empty: the type's own default still applies
+        assert text(await asker.call(client, "book")) == (
+            "Stay(nights=2, breakfast=False, room='single')"
+        )
+    ((_, params),) = asker.asked
+    assert params == {
+        "message": "How long?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "nights": {"type": "integer"},
+                "breakfast": {"type": "boolean", "default": False},
+                "room": {"type": "string", "enum": ["single", "double"]},
+            },
+            "required": ["nights"],
+        },
+    }
+    elicit_params("2025-06-18", params)
+    # a multi-select from a type is refused as well
+    with pytest.raises(TypeError, match="multi-select"):
+        form_spec(list[Literal["a", "b"]], protocol_version="2025-06-18")
+    assert form_spec(list[Literal["a", "b"]], protocol_version="2025-11-25").schema["properties"][
+        "value"
+    ]["type"] == ("array")
