@@ -1,6 +1,6 @@
 """A blocking MCP client: :class:`BlockingClient`, on ``mcp_sansio`` alone.
 
-No trio, no asyncio, no threads: one ``select()`` loop over a subprocess's pipes (stdio)
+No trio, no asyncio, no threads: one ``selectors`` loop over a subprocess's pipes (stdio)
 or a TCP socket (newline-delimited JSON). It is the proof that the core is sans-IO --
 everything protocol-shaped (handshake and era probe, ids, timeouts, cancellation,
 progress, the MRTR bookkeeping) is the core's; this module only moves bytes and reads
@@ -9,13 +9,31 @@ the clock.
 Theory of operation
 -------------------
 Every call into the core is followed by draining its output into ``_outbox``. A method
-that waits (:meth:`BlockingClient.request`, the handshake) runs :meth:`_run_until`:
-``select()`` for reading always, for writing while the outbox holds bytes, with a
-timeout that is the earlier of the core's ``next_deadline()`` and the caller's own
-deadline. Readable input goes to ``receive_bytes``; an expired timer to
-``handle_timer``; the resulting events are handled at once (outcomes stored by request
-id, server requests answered synchronously with the callbacks). Reading while writing
-means a server that writes a lot while we write a lot cannot deadlock us.
+that waits (:meth:`BlockingClient.request`, the handshake) runs :meth:`_run_until`: it
+waits on a selector (not ``select()``, which fails on descriptors past
+``FD_SETSIZE``) for reading, for writing while the outbox holds bytes, with a timeout
+that is the earlier of the core's ``next_deadline()`` and the caller's own deadline.
+Readable input goes to ``receive_bytes``; an expired timer to ``handle_timer``; the
+resulting events are all handled at once (outcomes stored by request id, server requests
+answered synchronously with the callbacks; a callback's exception is raised once the
+rest are handled, so one failing callback cannot leave a server request unanswered).
+Reading while writing means a server that writes a lot while we write a lot cannot
+deadlock us.
+
+Nothing runs between calls, so whatever is still queued when the awaited outcome
+arrives (answers to the server's requests, the core's ``notifications/cancelled``, the
+legacy ``notifications/initialized``) is written at once, as far as the transport takes
+it without blocking; :meth:`BlockingClient.close` writes the rest, for a bounded time,
+before closing.
+
+Memory is bounded: what handling the server's messages queues (answers, cancellations)
+may exceed ``_OUTBOX_MESSAGES`` maximum-size messages only by what one read produces;
+above that we stop reading until it drains, so a server that floods us with requests
+without reading its input blocks on its own output, and ``write_timeout`` then ends the
+session. Our own requests do not count (``_own`` marks where they lie in the outbox):
+however large one is, we keep reading while we write it. A piped stderr is read in the same
+loop and only its last ``_STDERR_TAIL_SIZE`` bytes are kept, for
+:class:`~mcp_trio.ServerExited`.
 
 Only this module's imports of ``mcp_sansio`` and the standard library carry the
 protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors`),
@@ -26,11 +44,12 @@ from __future__ import annotations
 
 import logging
 import os
-import select
+import selectors
 import shlex
 import socket
 import subprocess
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from types import TracebackType
@@ -94,21 +113,39 @@ ProgressFunction = Callable[[ProgressReceived], object]
 NotificationFunction = Callable[[NotificationReceived], object]
 
 _READ_SIZE: Final = 65_536
+_OUTBOX_MESSAGES: Final = 4
+"""Reading stops while the outbox holds this many ``max_message_size`` messages' worth of
+output queued in reply to the server (not counting our own requests)."""
+_STDERR_TAIL_SIZE: Final = 65_536
+"""Bytes of a piped stderr kept for :class:`ServerExited` (as the Trio client's default)."""
+_COURTESY_WRITE_TIMEOUT: Final = 1.0
+"""Seconds to write what is left when a call is abandoned or the client closed."""
+_EXIT_POLL: Final = 0.05
+"""Seconds between looks at a process that may have exited while its stderr stays open."""
 _START_METHODS: Final = frozenset({"initialize", "server/discover"})
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
 
 
 class _Transport(Protocol):
-    """A byte pipe with file descriptors to ``select()`` on, non-blocking."""
+    """A byte pipe with file descriptors to wait on, non-blocking."""
 
     def read_fd(self) -> int: ...
     def write_fd(self) -> int: ...
+    def side_fd(self) -> int | None:
+        """A descriptor to read whenever it is readable (a piped stderr), or ``None``."""
+        ...
+
     def read(self) -> bytes | None:
         """Bytes available: ``b""`` at the end of input, ``None`` if none after all."""
         ...
 
-    def write(self, data: bytes) -> int:
-        """Write some of ``data``; return how much. Raises ``OSError`` if broken."""
+    def read_side(self) -> None:
+        """Read what :meth:`side_fd` has (it is readable)."""
+        ...
+
+    def write(self, data: memoryview) -> int:
+        """Write some of ``data`` without blocking; return how much (``0``: it would
+        block). Raises ``OSError`` if broken."""
         ...
 
     def failure(self, what: str) -> SessionClosed:
@@ -118,6 +155,12 @@ class _Transport(Protocol):
     def close(self) -> None: ...
 
 
+def _wait_readable(fd: int, timeout: float) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
+
+
 @final
 class _ProcessTransport:
     def __init__(self, process: subprocess.Popen[bytes], stop_timeout: float) -> None:
@@ -125,9 +168,13 @@ class _ProcessTransport:
         self.process = process
         self._stdin: IO[bytes] = process.stdin
         self._stdout: IO[bytes] = process.stdout
+        self._stderr: IO[bytes] | None = process.stderr  # stderr=subprocess.PIPE
+        self._stderr_ended = False
+        self._tail = bytearray()
         self._stop_timeout = stop_timeout
-        os.set_blocking(self._stdin.fileno(), False)
-        os.set_blocking(self._stdout.fileno(), False)
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                os.set_blocking(stream.fileno(), False)
 
     def read_fd(self) -> int:
         return self._stdout.fileno()
@@ -135,23 +182,59 @@ class _ProcessTransport:
     def write_fd(self) -> int:
         return self._stdin.fileno()
 
+    def side_fd(self) -> int | None:
+        if self._stderr is None or self._stderr_ended:
+            return None
+        return self._stderr.fileno()
+
     def read(self) -> bytes | None:
         try:
             return os.read(self._stdout.fileno(), _READ_SIZE)
-        except BlockingIOError:  # pragma: no cover - select() said readable
+        except BlockingIOError:  # pragma: no cover - the selector said readable
             return None
 
-    def write(self, data: bytes) -> int:
+    def read_side(self) -> None:
+        """Keep the last ``_STDERR_TAIL_SIZE`` bytes of the server's stderr."""
+        assert self._stderr is not None
+        try:
+            chunk = os.read(self._stderr.fileno(), _READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - the selector said readable
+            return
+        except OSError:  # pragma: no cover - a pipe's read end does not fail
+            chunk = b""
+        if not chunk:
+            self._stderr_ended = True  # closed in close(): the selector may still hold it
+            return
+        self._tail += chunk
+        del self._tail[: max(0, len(self._tail) - _STDERR_TAIL_SIZE)]
+
+    def write(self, data: memoryview) -> int:
         try:
             return os.write(self._stdin.fileno(), data)
-        except BlockingIOError:  # pragma: no cover - select() said writable
+        except BlockingIOError:
             return 0
 
     def failure(self, what: str) -> SessionClosed:
-        with suppress(subprocess.TimeoutExpired):
-            self.process.wait(self._stop_timeout)
+        self._wait(self._stop_timeout)
         code = self.process.returncode
-        return ServerExited(what if code is None else "the server exited", code)
+        reason = what if code is None else "the server exited"
+        return ServerExited(reason, code, bytes(self._tail))
+
+    def _wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the process to exit, reading its stderr meanwhile
+        (a server blocked on a full stderr pipe could not exit); whether it has."""
+        deadline = time.monotonic() + timeout
+        while (fd := self.side_fd()) is not None:
+            remaining = deadline - time.monotonic()
+            if _wait_readable(fd, min(_EXIT_POLL, max(0.0, remaining))):
+                self.read_side()
+                if remaining > 0:
+                    continue
+            if remaining <= 0 or self.process.poll() is not None:
+                break
+        with suppress(subprocess.TimeoutExpired):
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        return self.process.returncode is not None
 
     def close(self) -> None:
         """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown)."""
@@ -162,11 +245,12 @@ class _ProcessTransport:
             if stop is not None and process.poll() is None:
                 with suppress(ProcessLookupError):
                     stop()
-            with suppress(subprocess.TimeoutExpired):
-                process.wait(self._stop_timeout)
+            if self._wait(self._stop_timeout):
                 break
         process.wait()
         self._stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
 
 
 @final
@@ -181,18 +265,24 @@ class _SocketTransport:
     def write_fd(self) -> int:
         return self.sock.fileno()
 
+    def side_fd(self) -> int | None:
+        return None
+
     def read(self) -> bytes | None:
         try:
             return self.sock.recv(_READ_SIZE)
-        except BlockingIOError:  # pragma: no cover - select() said readable
+        except BlockingIOError:  # pragma: no cover - the selector said readable
             return None
         except ConnectionResetError:
             return b""
 
-    def write(self, data: bytes) -> int:
+    def read_side(self) -> None:  # pragma: no cover - there is no side_fd()
+        pass
+
+    def write(self, data: memoryview) -> int:
         try:
             return self.sock.send(data)
-        except BlockingIOError:  # pragma: no cover - select() said writable
+        except BlockingIOError:
             return 0
 
     def failure(self, what: str) -> SessionClosed:
@@ -261,7 +351,10 @@ class BlockingClient(HandshakeFacts):
 
     Callbacks (and ``on_progress``) run inside the call that is waiting; an exception
     from one propagates out of that call (the request is cancelled on the wire), except
-    from a legacy server-request callback, which is answered -32603 and logged.
+    from a legacy server-request callback, which is answered -32603 and logged. The
+    other messages of the same read are handled first (server requests among them are
+    answered); if more callbacks fail, the first exception is raised and the others are
+    logged. While :meth:`close` writes what is left, callback exceptions are logged only.
 
     Not thread-safe: one thread uses one client.
     """
@@ -272,12 +365,16 @@ class BlockingClient(HandshakeFacts):
         self._options = options
         self._log_level: str | None = None
         self._outbox = bytearray()
+        self._written = 0  # bytes ever written: the outbox starts at this offset
+        self._own: deque[tuple[int, int]] = deque()  # offsets of our requests' bytes
         self._outcomes: dict[RequestId, _Outcome] = {}
         self._progress: dict[RequestId, ProgressFunction] = {}
         self._handshake: HandshakeCompleted | None = None
         self._handshake_failure: BaseException | None = None
         self._failure: SessionClosed | None = None
         self._write_since: float | None = None
+        self._outbox_limit = _OUTBOX_MESSAGES * conn.config.max_message_size
+        self._selector = selectors.DefaultSelector()
         self._closed = False
 
     # ------------------------------------------------------------------ opening
@@ -313,7 +410,8 @@ class BlockingClient(HandshakeFacts):
             env: the server's environment (default: ours).
             cwd: the server's working directory.
             stderr: where the server's stderr goes (``subprocess`` style; default:
-                ours).
+                ours). With ``subprocess.PIPE`` it is read while calls wait and its last
+                64 KiB are kept for :class:`~mcp_trio.ServerExited`.
             stop_timeout: on close, seconds to wait after closing its stdin, and again
                 after SIGTERM, before SIGKILL.
             era, protocol_version, on_sampling, on_elicitation, roots, on_log,
@@ -420,7 +518,7 @@ class BlockingClient(HandshakeFacts):
 
     def _start(self) -> None:
         self._conn.start(now=time.monotonic())
-        self._queue()
+        self._queue(own=True)
         limit = self._options.handshake_timeout
         deadline = None if limit is None else time.monotonic() + limit
         self._run_until(
@@ -451,14 +549,29 @@ class BlockingClient(HandshakeFacts):
 
     def close(self) -> None:
         """Close the connection; a spawned server gets its stdin closed, then SIGTERM,
-        then SIGKILL (``stop_timeout`` apart). Idempotent."""
+        then SIGKILL (``stop_timeout`` apart). Idempotent.
+
+        What is still queued for the server (answers to its requests, a cancellation)
+        is written first, for one second at most; the server's messages that arrive
+        meanwhile are handled as during a call, but a callback's exception is logged,
+        not raised.
+        """
         if self._closed:
             return
         self._closed = True
-        self._conn.receive_eof()
-        if self._failure is None:
-            self._failure = SessionClosed("the client was closed")
-        self._transport.close()
+        try:
+            if self._failure is None and self._outbox:
+                deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
+                try:
+                    self._run_until(lambda: not self._outbox, deadline, "closing")
+                except Exception:
+                    logger.debug("could not write everything before closing", exc_info=True)
+        finally:
+            self._conn.receive_eof()
+            if self._failure is None:
+                self._failure = SessionClosed("the client was closed")
+            self._selector.close()
+            self._transport.close()
 
     # ------------------------------------------------------------------ introspection
 
@@ -511,7 +624,7 @@ class BlockingClient(HandshakeFacts):
     def _wait_for(
         self, rid: RequestId, method: str, on_progress: ProgressFunction | None
     ) -> _Outcome:
-        self._queue()
+        self._queue(own=True)
         if on_progress is not None:
             self._progress[rid] = on_progress
         try:
@@ -530,9 +643,10 @@ class BlockingClient(HandshakeFacts):
             return
         with suppress(LocalProtocolError):
             self._conn.cancel_request(rid, "cancelled by the caller")
-            self._queue()
+            self._queue(own=True)
+        deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
         with suppress(Exception):
-            self._run_until(lambda: not self._outbox, time.monotonic() + 1.0, "cancelling")
+            self._run_until(lambda: not self._outbox, deadline, "cancelling")
 
     def _raise_if_closed(self) -> None:
         if self._failure is not None:
@@ -540,15 +654,32 @@ class BlockingClient(HandshakeFacts):
 
     # ------------------------------------------------------------------ the loop
 
-    def _queue(self) -> None:
-        self._outbox += self._conn.bytes_to_send()
+    def _queue(self, *, own: bool = False) -> None:
+        """Move the core's output to the outbox; ``own``: our requests, not replies."""
+        data = self._conn.bytes_to_send()
+        if own and data:
+            start = self._written + len(self._outbox)
+            self._own.append((start, start + len(data)))
+        self._outbox += data
+
+    def _replies_queued(self) -> int:
+        """Bytes in the outbox queued in reply to what we read (the rest are ours)."""
+        written = self._written
+        return len(self._outbox) - sum(end - max(start, written) for start, end in self._own)
 
     def _run_until(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
-        """Move bytes and fire timers until ``done()`` or ``deadline`` (``TimeoutError``).
+        """Move bytes and fire timers until ``done()`` or ``deadline`` (``TimeoutError``),
+        then write what the transport takes without blocking.
 
         Raises:
             SessionClosed: the connection ended first.
         """
+        try:
+            self._loop(done, deadline, what)
+        finally:
+            self._flush_nowait()
+
+    def _loop(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
         transport = self._transport
         while not done():
             self._raise_if_closed()
@@ -565,18 +696,54 @@ class BlockingClient(HandshakeFacts):
                 self._lost("the server stopped reading its input (write_timeout)")
                 continue
             wake = min((d for d in (timer, deadline, stalled) if d is not None), default=None)
-            writing = [transport.write_fd()] if self._outbox else []
-            readable, writable, _ = select.select(
-                [transport.read_fd()], writing, [], None if wake is None else wake - now
+            # Backpressure: above the limit, the server waits for us to read.
+            reading = self._replies_queued() < self._outbox_limit
+            readable, writable, side = self._select(
+                reading, bool(self._outbox), None if wake is None else max(0.0, wake - now)
             )
+            if side:
+                transport.read_side()
             if writable:
                 self._write()
-            if readable:
+            if readable and self._failure is None:
                 data = transport.read()
                 if data == b"":
                     self._lost("the server closed its output")
                 elif data is not None:
                     self._handle(self._conn.receive_bytes(data, now=time.monotonic()))
+
+    def _select(
+        self, reading: bool, writing: bool, timeout: float | None
+    ) -> tuple[bool, bool, bool]:
+        """Wait; whether the input is readable, the output writable, the side readable."""
+        transport = self._transport
+        read_fd, write_fd, side_fd = transport.read_fd(), transport.write_fd(), transport.side_fd()
+        wanted: dict[int, int] = {}
+        if reading:
+            wanted[read_fd] = selectors.EVENT_READ
+        if writing:
+            wanted[write_fd] = wanted.get(write_fd, 0) | selectors.EVENT_WRITE
+        if side_fd is not None:
+            wanted[side_fd] = wanted.get(side_fd, 0) | selectors.EVENT_READ
+        selector = self._selector
+        for fd in [fd for fd in selector.get_map() if fd not in wanted]:
+            selector.unregister(fd)
+        registered = selector.get_map()
+        for fd, events in wanted.items():
+            key = registered.get(fd)
+            if key is None:
+                selector.register(fd, events)
+            elif key.events != events:
+                selector.modify(fd, events)
+        readable = writable = side = False
+        for key, events in selector.select(timeout):
+            if key.fd == read_fd and reading and events & selectors.EVENT_READ:
+                readable = True
+            if key.fd == write_fd and writing and events & selectors.EVENT_WRITE:
+                writable = True
+            if key.fd == side_fd and events & selectors.EVENT_READ:
+                side = True
+        return readable, writable, side
 
     def _write_deadline(self) -> float | None:
         """When waiting to write is given up (``write_timeout`` after the last progress)."""
@@ -588,48 +755,77 @@ class BlockingClient(HandshakeFacts):
             self._write_since = time.monotonic()
         return self._write_since + limit
 
-    def _write(self) -> None:
+    def _write(self) -> int:
+        """Write some of the outbox; how much (``0``: it would block, or it failed)."""
         try:
-            sent = self._transport.write(bytes(self._outbox))
+            with memoryview(self._outbox) as view:
+                sent = self._transport.write(view)
         except OSError:
             self._conn.send_failed()
             self._lost("the server stopped reading its input")
-            return
+            return 0
         if sent:
             self._write_since = None
         del self._outbox[:sent]
+        self._written += sent
+        while self._own and self._own[0][1] <= self._written:
+            self._own.popleft()
+        return sent
+
+    def _flush_nowait(self) -> None:
+        """Write what the transport takes now; the rest waits for the next call (or
+        :meth:`close`), whose ``write_timeout`` clock starts afresh."""
+        while self._outbox and self._failure is None and self._write():
+            pass
+        self._write_since = None
 
     def _lost(self, what: str) -> None:
         self._conn.receive_eof()
         self._outbox.clear()
+        self._own.clear()
         self._failure = self._transport.failure(what)
         self._handshake_failure = self._handshake_failure or self._failure
 
     def _handle(self, events: list[Event]) -> None:
+        """Handle every event; then raise the first callback exception, if any."""
         self._queue()
-        for event in events:
-            if isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
-                if isinstance(event, ErrorReceived | RequestTimedOut) and (
-                    event.method in _START_METHODS and self._handshake is None
-                ):
-                    self._handshake_failure = (
-                        HandshakeFailed(event.error)
-                        if isinstance(event, ErrorReceived)
-                        else TimeoutError(f"{event.method} timed out")
-                    )
-                else:
-                    self._outcomes[event.request_id] = event
-            elif isinstance(event, HandshakeCompleted):
-                self._handshake = event
-            elif isinstance(event, RequestReceived):
-                self._answer(event)
-            elif isinstance(event, NotificationReceived):
-                self._notified(event)
-            elif isinstance(event, ProgressReceived):
-                callback = self._progress.get(event.request_id)
-                if callback is not None:
-                    callback(event)
-        self._queue()
+        failed: Exception | None = None
+        try:
+            for event in events:
+                try:
+                    self._dispatch(event)
+                except Exception as exc:
+                    if failed is None:
+                        failed = exc
+                    else:
+                        logger.exception("a callback failed after another one had")
+        finally:
+            self._queue()
+        if failed is not None:
+            raise failed
+
+    def _dispatch(self, event: Event) -> None:
+        if isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
+            if isinstance(event, ErrorReceived | RequestTimedOut) and (
+                event.method in _START_METHODS and self._handshake is None
+            ):
+                self._handshake_failure = (
+                    HandshakeFailed(event.error)
+                    if isinstance(event, ErrorReceived)
+                    else TimeoutError(f"{event.method} timed out")
+                )
+            else:
+                self._outcomes[event.request_id] = event
+        elif isinstance(event, HandshakeCompleted):
+            self._handshake = event
+        elif isinstance(event, RequestReceived):
+            self._answer(event)
+        elif isinstance(event, NotificationReceived):
+            self._notified(event)
+        elif isinstance(event, ProgressReceived):
+            callback = self._progress.get(event.request_id)
+            if callback is not None:
+                callback(event)
 
     # ------------------------------------------------------------------ the server's turn
 

@@ -1,0 +1,283 @@
+"""The blocking client (``mcp_trio._blocking``) against servers that misbehave.
+
+Each fake server is a small legacy stdio server (``SERVER`` below, run with ``python -c``)
+whose ``tools/call`` does what its mode says. Most write what they receive to their
+stderr, which goes to a pipe of the test's (:class:`Notes`), so a test can wait for the
+server to have received something without sleeping.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mcp_sansio import ConnectionConfig
+from mcp_sansio import types as t
+from mcp_trio import ServerExited
+from mcp_trio._blocking import BlockingClient, _ProcessTransport
+
+WAIT = 5.0  # seconds: an absolute bound on every wait of these tests
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+
+SERVER = r"""
+import json, os, sys, time
+
+mode = sys.argv[1]
+out = sys.stdout.buffer
+
+
+def line(message):
+    return json.dumps(message).encode() + b"\n"
+
+
+def send(*messages):
+    out.write(b"".join(line(message) for message in messages))
+    out.flush()
+
+
+def note(text):
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def ok(rid):
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}}
+
+
+def log(data):
+    params = {"level": "error", "data": data}
+    return {"jsonrpc": "2.0", "method": "notifications/message", "params": params}
+
+
+calls = 0
+for raw in sys.stdin.buffer:
+    message = json.loads(raw)
+    method, rid = message.get("method"), message.get("id")
+    if method == "initialize":
+        result = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}, "logging": {}},
+            "serverInfo": {"name": "hostile", "version": "0"},
+        }
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
+    elif method == "tools/call":
+        calls += 1
+        if mode == "ping_and_result":
+            send({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}, ok(rid))
+        elif mode == "big_ping_slow_reader":
+            send({"jsonrpc": "2.0", "id": "x" * 200_000, "method": "ping"}, ok(rid))
+            time.sleep(0.2)  # reads its input late: the answer cannot be written at once
+        elif mode == "logs_then_roots" and calls == 1:
+            roots = {"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"}
+            send(log("first"), log("second"), roots)
+        elif mode == "stderr_flood":
+            sys.stderr.buffer.write(b"e" * 1_000_000)
+            sys.stderr.flush()
+            send(ok(rid))
+        elif mode == "die_loudly":
+            sys.stderr.buffer.write(b"e" * 1_000_000 + b"last words\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif mode == "flood":
+            pings = [{"jsonrpc": "2.0", "id": f"p{i}", "method": "ping"} for i in range(1000)]
+            chunk = b"".join(line(ping) for ping in pings)
+            while True:  # never reads its input again
+                out.write(chunk)
+                out.flush()
+        elif mode != "silent":
+            send(ok(rid))
+    elif method == "notifications/initialized" and mode == "chatty":
+        send(*(log("y" * 2_000) for _ in range(100)))  # blocks until the client reads
+    elif method is None:
+        ident = str(rid)
+        note("answer " + (ident if len(ident) < 64 else f"<{len(ident)} chars>"))
+    else:
+        note(method)
+"""
+
+
+def spawn(mode: str, **options: Any) -> BlockingClient:
+    options.setdefault("timeout", WAIT)
+    options.setdefault("handshake_timeout", WAIT)
+    options.setdefault("stop_timeout", 1.0)
+    return BlockingClient.stdio([sys.executable, "-c", SERVER, mode], era="legacy", **options)
+
+
+class Notes:
+    """The lines a fake server writes to its stderr (pass ``stderr=notes.fd``)."""
+
+    def __init__(self) -> None:
+        self._read_fd, self.fd = os.pipe()
+        self._partial = b""
+        self.lines: list[str] = []
+
+    def wait_for(self, expected: str) -> None:
+        deadline = time.monotonic() + WAIT
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._read_fd, selectors.EVENT_READ)
+            while expected not in self.lines:
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"{expected!r} not among {self.lines}"
+                if not selector.select(remaining):
+                    continue
+                chunk = os.read(self._read_fd, 65_536)
+                assert chunk, f"the server's stderr ended; {expected!r} not among {self.lines}"
+                *complete, self._partial = (self._partial + chunk).split(b"\n")
+                self.lines += [text.decode() for text in complete]
+
+    def close(self) -> None:
+        os.close(self._read_fd)
+        os.close(self.fd)
+
+
+@pytest.fixture
+def notes() -> Iterator[Notes]:
+    opened = Notes()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+# ---------------------------------------------------------------------- queued output
+
+
+def test_answers_queued_with_the_result_are_written_at_once(notes: Notes) -> None:
+    with spawn("ping_and_result", stderr=notes.fd) as client:
+        assert client.call_tool("x").text == "ok"
+        notes.wait_for("answer srv-ping")  # while the client is idle
+
+
+def test_a_timed_out_request_is_cancelled_on_the_wire_at_once(notes: Notes) -> None:
+    with spawn("silent", stderr=notes.fd) as client:
+        with pytest.raises(TimeoutError):
+            client.call_tool("x", timeout=0.2)
+        notes.wait_for("notifications/cancelled")
+
+
+def test_the_handshake_writes_the_initialized_notification(notes: Notes) -> None:
+    with spawn("silent", stderr=notes.fd):
+        notes.wait_for("notifications/initialized")
+
+
+def test_close_writes_what_is_left(notes: Notes) -> None:
+    client = spawn("big_ping_slow_reader", stderr=notes.fd)
+    try:
+        assert client.call_tool("x").text == "ok"  # 200 kB answer: more than a pipe holds
+    finally:
+        client.close()
+    notes.wait_for("answer <200000 chars>")
+
+
+# ---------------------------------------------------------------------- callbacks
+
+
+def test_a_failing_callback_does_not_drop_the_rest_of_the_read(
+    notes: Notes, caplog: pytest.LogCaptureFixture
+) -> None:
+    def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        raise RuntimeError(params.data)
+
+    options: dict[str, Any] = {"on_log": on_log, "roots": ["file:///r"], "stderr": notes.fd}
+    with spawn("logs_then_roots", **options) as client:
+        with pytest.raises(RuntimeError, match="first"):  # the first failure is raised
+            client.call_tool("x")
+        notes.wait_for("answer srv-roots")  # the request after the failures was answered
+        assert "a callback failed after another one had" in caplog.text
+        assert "second" in caplog.text
+        assert client.call_tool("y").text == "ok"
+
+
+# ---------------------------------------------------------------------- stderr=PIPE
+
+
+def test_a_piped_stderr_is_read_and_closed() -> None:
+    with spawn("stderr_flood", stderr=subprocess.PIPE) as client:
+        assert client.call_tool("x").text == "ok"  # 1 MB of stderr does not block it
+        transport = client._transport
+        assert isinstance(transport, _ProcessTransport)
+        stderr = transport.process.stderr
+        assert stderr is not None and not stderr.closed
+    assert stderr.closed
+
+
+def test_server_exited_carries_the_tail_of_a_piped_stderr() -> None:
+    with (
+        spawn("die_loudly", stderr=subprocess.PIPE) as client,
+        pytest.raises(ServerExited) as info,
+    ):
+        client.call_tool("x")
+    assert info.value.returncode == 3
+    tail = info.value.stderr_tail
+    assert len(tail) == 65_536
+    assert tail.endswith(b"eeelast words\n")  # the last bytes, not the first
+    assert "last words" in str(info.value)
+
+
+# ---------------------------------------------------------------------- limits
+
+
+def test_descriptors_past_fd_setsize() -> None:
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 2_048 if hard == resource.RLIM_INFINITY else min(2_048, hard)
+    if wanted < 1_200:
+        pytest.skip("cannot open more than 1024 files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    held: list[int] = []
+    try:
+        held += (os.open(os.devnull, os.O_RDONLY) for _ in range(1_100))
+        with spawn("ping_and_result", stderr=subprocess.DEVNULL) as client:
+            transport = client._transport
+            assert min(transport.read_fd(), transport.write_fd()) >= 1_024
+            assert client.call_tool("x").text == "ok"
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_outbox_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server floods pings and never reads: we stop reading at the bound, so its own
+    writes block, and ``write_timeout`` ends the session."""
+    size = 4_096
+    client = spawn(
+        "flood",
+        stderr=subprocess.DEVNULL,
+        connection_config=ConnectionConfig(max_message_size=size),
+        write_timeout=0.5,
+        stop_timeout=0.2,
+    )
+    peak = 0
+    handle = client._handle
+
+    def watched(events: list[Any]) -> None:
+        nonlocal peak
+        handle(events)
+        peak = max(peak, len(client._outbox))
+
+    monkeypatch.setattr(client, "_handle", watched)
+    with client, pytest.raises(ServerExited, match="stopped reading"):
+        client.call_tool("x")
+    limit = 4 * size  # _OUTBOX_MESSAGES maximum-size messages
+    assert limit <= peak < limit + 65_536  # passed only by what one read brings
+
+
+def test_our_own_large_request_does_not_stop_reading() -> None:
+    """The bound counts replies only: while a request far above it is written, we read,
+    so a server that writes before it reads again cannot deadlock us."""
+    with spawn(
+        "chatty",
+        stderr=subprocess.DEVNULL,
+        connection_config=ConnectionConfig(max_message_size=4_096),
+        write_timeout=WAIT,
+    ) as client:
+        assert client.call_tool("x", {"blob": "x" * 200_000}).text == "ok"
