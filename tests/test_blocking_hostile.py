@@ -72,9 +72,11 @@ for raw in sys.stdin.buffer:
         calls += 1
         if mode == "ping_and_result":
             send({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}, ok(rid))
-        elif mode == "big_ping_slow_reader":
+        elif mode.startswith("big_ping_slow_reader"):
             send({"jsonrpc": "2.0", "id": "x" * 200_000, "method": "ping"}, ok(rid))
             time.sleep(0.2)  # reads its input late: the answer cannot be written at once
+            if mode.endswith("_then_log"):
+                send(log("late"))  # arrives while close() is still writing the answer
         elif mode == "logs_then_roots" and calls == 1:
             roots = {"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"}
             send(log("first"), log("second"), roots)
@@ -175,6 +177,21 @@ def test_close_writes_what_is_left(notes: Notes) -> None:
     finally:
         client.close()
     notes.wait_for("answer <200000 chars>")
+
+
+def test_close_writes_what_is_left_past_a_failing_callback(
+    notes: Notes, caplog: pytest.LogCaptureFixture
+) -> None:
+    def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        raise RuntimeError(params.data)
+
+    client = spawn("big_ping_slow_reader_then_log", stderr=notes.fd, on_log=on_log)
+    try:
+        assert client.call_tool("x").text == "ok"
+    finally:
+        client.close()  # the log arrives meanwhile: its failure is logged, not raised
+    notes.wait_for("answer <200000 chars>")
+    assert "a callback failed while closing" in caplog.text and "late" in caplog.text
 
 
 # ---------------------------------------------------------------------- callbacks

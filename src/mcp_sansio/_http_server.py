@@ -1039,10 +1039,14 @@ class HttpServer:
                 core_events.extend(conn.receive_message(request.body, now=now))
         # During the feed the core only answers this body (errors, ping, setLevel, ...).
         answered = [payload for payload, _ in conn.messages_to_send()]
-        received = [e.request_id for e in core_events if isinstance(e, _RequestReceived)]
+        # In order: a cancellation after its request in this body ends a request that has
+        # no stream yet; one before it (or alone) ends a request of an earlier POST.
+        received: list[RequestId] = []
         for e in core_events:
-            if isinstance(e, RequestCancelled):
-                if e.request_id in received:  # cancelled in the same batch: no stream yet
+            if isinstance(e, _RequestReceived):
+                received.append(e.request_id)
+            elif isinstance(e, RequestCancelled):
+                if e.request_id in received:
                     received.remove(e.request_id)
                 else:
                     self._cancel_legacy(session, e.request_id)

@@ -802,6 +802,9 @@ class BlockingClient(HandshakeFacts):
         finally:
             self._queue()
         if failed is not None:
+            if self._closed:  # close() is writing what is left: raising would stop it
+                logger.error("a callback failed while closing", exc_info=failed)
+                return
             raise failed
 
     def _dispatch(self, event: Event) -> None:

@@ -48,6 +48,7 @@ from mcp_sansio import (
     Era,
     ErrorCode,
     ErrorData,
+    LifecycleState,
     RemoteProtocolError,
     RequestId,
     structure,
@@ -529,6 +530,13 @@ class Context:
                 # request, whatever the client declared (the core would refuse to send it).
                 since = tuple(v for v in LEGACY_VERSIONS if method in REVISIONS[v].server_requests)
                 raise _not_in_version(method, version, since)
+            if self._connection().lifecycle is LifecycleState.ANSWERED:
+                # Served before notifications/initialized (over HTTP that POST may come
+                # second), but the server may not ask the client anything yet.
+                raise McpError.from_code(
+                    ErrorCode.INVALID_REQUEST,
+                    f"cannot send {method} before the client's notifications/initialized",
+                )
             return await self._send_request(method, params, timeout)
         if self._raw.method not in _MRTR_METHODS:
             raise RuntimeError(

@@ -1559,6 +1559,28 @@ def test_a_request_cancelled_in_its_own_batch_gets_no_stream(mode: Any) -> None:
     assert [m["id"] for m in answers] == [7]
 
 
+def test_a_batch_cancelling_an_earlier_request_and_reusing_its_id() -> None:
+    srv = make_server(versions=("2025-03-26",))
+    sid = open_session(srv, "2025-03-26")
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    headers = in_session(sid, "2025-03-26")
+    first = srv.handle_request(req(body=rpc(7, "tools/call", {"name": "a"}), **headers), now=0)
+    assert isinstance(first.decision, OpenStream)
+    cancel = note("notifications/cancelled", {"requestId": 7})
+    batch = [cancel, rpc(7, "tools/call", {"name": "b"})]  # the cancel comes first
+    second = srv.handle_request(req(body=batch, **headers), now=0)
+    assert isinstance(second.decision, OpenStream)
+    ended = outputs(srv)
+    assert ended[first.decision.stream_id].end and not payloads(
+        ended[first.decision.stream_id].data
+    )
+    conn.send_result(7, {"content": []})
+    out = outputs(srv)
+    assert list(out) == [second.decision.stream_id]
+    assert [m["id"] for m in payloads(out[second.decision.stream_id].data)] == [7]
+
+
 @pytest.mark.parametrize("mode", ["json", "sse"])
 def test_a_nested_batch_element_is_an_invalid_request(mode: Any) -> None:
     srv = make_server(versions=("2025-03-26",), response_mode=mode)

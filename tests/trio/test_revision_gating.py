@@ -6,17 +6,21 @@ only on booleans; 2025-11-25 and 2026-07-28 share the richer one)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Literal
 
 import pytest
+import trio
 
 from mcp_sansio import ErrorCode
+from mcp_sansio._json import loads
 from mcp_trio import McpError
 from mcp_trio._context import Context
 from mcp_trio._server import Server
 from mcp_trio._server_forms import form_spec
 
 from ..schema import validate
+from .test_http_support import POST_HEADERS, raw_request, rpc
 from .test_server_context import ALL_CAPS, Asker, accept, text
 
 MULTI: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}}
@@ -312,3 +316,36 @@ async def test_a_form_from_a_type_leaves_off_the_defaults_2025_06_18_cannot_show
     assert form_spec(list[Literal["a", "b"]], protocol_version="2025-11-25").schema["properties"][
         "value"
     ]["type"] == ("array")
+
+
+# ================================================== served before notifications/initialized
+
+
+async def test_a_tool_served_before_initialized_cannot_ask_yet(nursery: trio.Nursery) -> None:
+    server = asking_server()
+    handle = await nursery.start(functools.partial(server.serve_http, "127.0.0.1", 0))
+    version = "2025-11-25"
+    init = rpc(
+        1,
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    )
+    with trio.fail_after(10):
+        first = await raw_request(handle.port, "POST", body=init)
+        session = first.headers["mcp-session-id"]
+        headers = (*POST_HEADERS, ("mcp-session-id", session), ("mcp-protocol-version", version))
+        # No notifications/initialized yet: the call is served, but the question is refused
+        # with a clear error rather than failing inside the core.
+        call = rpc(2, "tools/call", {"name": "ask", "arguments": {}})
+        answer = await raw_request(handle.port, "POST", headers=headers, body=call)
+    assert answer.status == 200
+    (event,) = [line for line in answer.body.split(b"\n") if line.startswith(b"data: {")]
+    result = loads(event[6:])["result"]
+    assert result["structuredContent"] == {
+        "result": "cannot ask: -32600 cannot send elicitation/create before the client's "
+        "notifications/initialized"
+    }
