@@ -39,8 +39,9 @@ Theory of operation
 
 **Validation** is a small validator for the schemas we generate, plus the usual keywords
 around them (see :func:`validate`); it refuses keywords it does not implement instead of
-ignoring them, so it is never silently wrong. The tests check it agrees with the
-``jsonschema`` package.
+ignoring them, so it is never silently wrong, and :func:`check_schema` finds those in a
+whole schema up front (a verbatim ``outputSchema`` is checked when its tool is
+registered, not on each call). The tests check it agrees with the ``jsonschema`` package.
 
 **Structuring** (:func:`coerce_arguments`) uses a cattrs converter private to this module.
 Unions are resolved by validating the value against each member's schema, in order: the
@@ -57,6 +58,8 @@ import enum
 import functools
 import inspect
 import json
+import math
+import operator
 import re
 import textwrap
 import types
@@ -99,11 +102,13 @@ from ._typed import loaded_models
 __all__ = [
     "Constraints",
     "Description",
+    "check_schema",
     "coerce_arguments",
     "function_description",
     "function_input_schema",
     "function_output_schema",
     "has_type",
+    "is_context_type",
     "to_jsonable",
     "to_structured_content",
     "type_schema",
@@ -368,6 +373,13 @@ def _is_marked(tp: object, marker: str) -> bool:
     return isinstance(cls, type) and getattr(cls, marker, False) is True
 
 
+def is_context_type(tp: object) -> bool:
+    """Whether a parameter annotated ``tp`` receives the request's context (a class with
+    ``__mcp_context__ = True``, possibly ``Annotated`` or ``| None``): such parameters
+    are no arguments."""
+    return _is_marked(tp, "__mcp_context__")
+
+
 def _is_class_like(tp: object) -> bool:
     return isinstance(tp, type) and (
         attrs.has(tp) or dataclasses.is_dataclass(tp) or is_typeddict(tp)
@@ -587,9 +599,11 @@ class _Builder:
     def finish(self, root: Schema) -> Schema:
         """Inline what may be inlined; attach the rest as ``$defs``.
 
-        A root that is just a reference to a recursive definition becomes that definition,
+        A root that is a reference to a recursive definition becomes that definition,
         its references ``"#"``, so the root is the object itself (MCP wants
-        ``outputSchema`` to be ``"type": "object"``).
+        ``outputSchema`` to be ``"type": "object"``). Keywords next to the root's
+        ``$ref`` (a description from ``Annotated``) are merged into it, as they are when
+        a definition is inlined.
         """
         counts: Counter[str] = Counter()
         edges: dict[str, set[str]] = {}
@@ -599,7 +613,7 @@ class _Builder:
         counts.update(_refs(root))
         recursive = {name for name in self.defs if name in _reachable(name, edges)}
         inline = {name for name in self.defs if counts[name] == 1 and name not in recursive}
-        top = _ref_name(root) if len(root) == 1 else None
+        top = _ref_name(root)
         if top not in self.defs or top in inline:
             top = None
 
@@ -616,7 +630,11 @@ class _Builder:
                 return [subst(item) for item in node]
             return node
 
-        out: Schema = subst(self.defs[top] if top is not None else root)
+        if top is None:
+            out: Schema = subst(root)
+        else:
+            siblings = {k: subst(v) for k, v in root.items() if k != "$ref"}
+            out = {**subst(self.defs[top]), **siblings}
         kept = {
             name: subst(body)
             for name, body in self.defs.items()
@@ -777,7 +795,7 @@ def _signature(fn: Callable[..., Any], skip: frozenset[str]) -> _Signature:
     params: dict[str, inspect.Parameter] = {}
     var_keyword = None
     for param in parameters.values():
-        if param.name in skip or _is_marked(hints.get(param.name), "__mcp_context__"):
+        if param.name in skip or is_context_type(hints.get(param.name)):
             continue
         if param.kind is param.VAR_KEYWORD:
             var_keyword = param.name
@@ -938,30 +956,66 @@ _KEYWORDS = frozenset(
     {
         *("$ref", "type", "enum", "const", "anyOf", "allOf", "oneOf", "not", "multipleOf"),
         *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"),
-        *("minLength", "maxLength", "items", "prefixItems", "minItems", "maxItems"),
+        *("minLength", "maxLength", "pattern"),
+        *("items", "prefixItems", "minItems", "maxItems"),
         *("uniqueItems", "properties", "required", "additionalProperties"),
         *("minProperties", "maxProperties"),
     }
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
+#: Keywords whose value is a schema, a list of schemas, or an object of schemas.
+_SUBSCHEMA = frozenset({"not", "items", "additionalProperties"})
+_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_SUBSCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
+_BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], bool]], ...] = (
+    ("minimum", ">=", operator.ge),
+    ("maximum", "<=", operator.le),
+    ("exclusiveMinimum", ">", operator.gt),
+    ("exclusiveMaximum", "<", operator.lt),
+)
+
+
+@functools.lru_cache(maxsize=256)  # bounded: a caller's schema may be made up per call
+def _compile(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _regex(pattern: object) -> re.Pattern[str]:
+    """A ``pattern``, compiled with Python's ``re`` (as the ``jsonschema`` package does).
+
+    Raises:
+        ValueError: not a string, or not a regular expression.
+    """
+    if not isinstance(pattern, str):
+        raise ValueError(f"pattern {_show(pattern)} is not a string")
+    try:
+        return _compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"pattern {_show(pattern)} is not a regular expression: {exc}") from None
 
 
 _CONTAINER_NAMES: dict[type, str] = {list: "array", dict: "object"}
 
 
 def _type_name(value: object) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return _show(value)  # NaN, Infinity, -Infinity
     return _json_type(value) or _CONTAINER_NAMES.get(type(value), type(value).__name__)
 
 
 def has_type(value: object, name: str) -> bool:
     """Whether ``value`` is of JSON Schema type ``name`` (an integral float is an
-    ``integer``; a bool is neither ``integer`` nor ``number``)."""
+    ``integer``; a bool is neither ``integer`` nor ``number``; NaN and the infinities
+    are not JSON, so no ``number``)."""
     if name == "integer":
         return (isinstance(value, int) and not isinstance(value, bool)) or (
             isinstance(value, float) and value.is_integer()
         )
     if name == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(value, float):
+            return math.isfinite(value)
+        return isinstance(value, int) and not isinstance(value, bool)
     if name == "array":
         return isinstance(value, list)
     if name == "object":
@@ -1039,6 +1093,8 @@ class _Validator:
             self.check_number(value, schema, path, out)
         elif isinstance(value, str):
             self.check_size(len(value), schema, "Length", "characters", path, out)
+            if "pattern" in schema and not _regex(schema["pattern"]).search(value):
+                out.append(f"{path}: must match {_show(schema['pattern'])}, got {_show(value)}")
         elif isinstance(value, list):
             self.check_array(value, schema, path, out)
         elif isinstance(value, dict):
@@ -1046,23 +1102,10 @@ class _Validator:
         self.check_combinators(value, schema, path, out)
 
     def check_number(self, value: float, schema: Schema, path: str, out: list[str]) -> None:
-        bounds = (
-            ("minimum", ">=", value >= schema.get("minimum", value)),
-            ("maximum", "<=", value <= schema.get("maximum", value)),
-            (
-                "exclusiveMinimum",
-                ">",
-                "exclusiveMinimum" not in schema or value > schema["exclusiveMinimum"],
-            ),
-            (
-                "exclusiveMaximum",
-                "<",
-                "exclusiveMaximum" not in schema or value < schema["exclusiveMaximum"],
-            ),
-        )
-        for keyword, op, ok in bounds:
-            if not ok:
-                out.append(f"{path}: must be {op} {schema[keyword]}, got {_show(value)}")
+        for keyword, op, holds in _BOUNDS:
+            bound = schema.get(keyword)
+            if bound is not None and not holds(value, bound):
+                out.append(f"{path}: must be {op} {bound}, got {_show(value)}")
         step = schema.get("multipleOf")
         if step is not None and not (value / step).is_integer():
             out.append(f"{path}: must be a multiple of {step}, got {_show(value)}")
@@ -1164,6 +1207,47 @@ class _Validator:
             return " or ".join(self.describe(sub) for sub in schema["anyOf"])
         return "a valid value"
 
+    def check_schema(self, node: Any, where: str) -> None:
+        """Raise ``ValueError`` if :meth:`check` cannot use ``node`` or its subschemas."""
+        if isinstance(node, bool):
+            return
+        if not isinstance(node, dict):
+            raise ValueError(f"{where}: a schema is an object or a boolean, not {_show(node)}")
+        unknown = node.keys() - _KEYWORDS - _ANNOTATIONS
+        if unknown:
+            names = ", ".join(repr(k) for k in sorted(unknown))
+            raise ValueError(
+                f"{where}: unsupported JSON Schema keyword(s) {names}; "
+                "validate() implements: " + ", ".join(sorted(_KEYWORDS))
+            )
+        try:
+            if "$ref" in node:
+                if not isinstance(node["$ref"], str):
+                    raise ValueError(f"$ref {_show(node['$ref'])} is not a string")
+                self.resolve(node["$ref"])
+            if "pattern" in node:
+                _regex(node["pattern"])
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        if "type" in node:
+            kinds = node["type"] if isinstance(node["type"], list) else [node["type"]]
+            wrong = [k for k in kinds if k not in _TYPE_NAMES]
+            if wrong:
+                raise ValueError(f"{where}: unknown type(s) {wrong}")
+        for key in _SUBSCHEMA & node.keys():
+            self.check_schema(node[key], f"{where}/{key}")
+        for key in _SUBSCHEMA_LISTS & node.keys():
+            if not isinstance(node[key], list):
+                raise ValueError(f"{where}/{key}: expected a list of schemas")
+            for i, sub in enumerate(node[key]):
+                self.check_schema(sub, f"{where}/{key}/{i}")
+        for key in _SUBSCHEMA_MAPS & node.keys():
+            if not isinstance(node[key], dict):
+                raise ValueError(f"{where}/{key}: expected an object of schemas")
+            for name, sub in node[key].items():
+                escaped = str(name).replace("~", "~0").replace("/", "~1")
+                self.check_schema(sub, f"{where}/{key}/{escaped}")
+
 
 def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[str]:
     """Check decoded JSON against a schema; the list of problems, empty when valid.
@@ -1173,14 +1257,37 @@ def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[
     ``$defs``, ``type``, ``enum``, ``const``, ``anyOf``, ``allOf``, ``oneOf``, ``not``,
     the numeric bounds and ``multipleOf``, ``minLength``/``maxLength``, ``items``,
     ``prefixItems``, ``minItems``/``maxItems``, ``uniqueItems``, ``properties``,
-    ``required``, ``additionalProperties``, ``minProperties``/``maxProperties``, plus the
-    annotations (``description``, ``default``, ``format``...).
+    ``required``, ``additionalProperties``, ``minProperties``/``maxProperties``,
+    ``pattern`` (``re.search``, as the ``jsonschema`` package does), plus the
+    annotations (``description``, ``default``, ``format``...). NaN and the infinities
+    are no JSON numbers: they fail ``"type": "number"`` and ``"integer"``.
 
     Raises:
-        ValueError: the schema uses a keyword outside that list or an unresolvable
-            ``$ref``: a bug in whoever wrote the schema, never in the instance.
+        ValueError: the schema uses a keyword outside that list, an unresolvable
+            ``$ref`` or an invalid ``pattern``: a bug in whoever wrote the schema, never
+            in the instance. :func:`check_schema` finds these up front.
     """
-    return _Validator(schema).errors(instance, schema, root)
+    try:
+        return _Validator(schema).errors(instance, schema, root)
+    except RecursionError:
+        # Legal JSON may nest 1024 levels deep (the wire's parser allows that much), and
+        # each level of a recursive type costs a few frames here: too deep is a problem
+        # with the instance, to report like any other.
+        return [f"{root}: nested too deeply to check"]
+
+
+def check_schema(schema: Schema) -> None:
+    """Check up front that :func:`validate` can use ``schema``, everywhere in it.
+
+    :func:`validate` only sees the parts of a schema an instance leads it to, so a
+    keyword it does not implement would otherwise surface on some later call.
+
+    Raises:
+        ValueError: a keyword :func:`validate` does not implement, an unknown ``type``,
+            an invalid ``pattern``, or a ``$ref`` that is not local or does not resolve;
+            the message says where (as a JSON pointer: ``#/properties/name``).
+    """
+    _Validator(schema).check_schema(schema, "#")
 
 
 # --------------------------------------------------------------------------------------
@@ -1269,6 +1376,10 @@ def coerce_arguments(
     return out
 
 
+_MIN_INT = -(2**63)
+_MAX_INT = 2**64 - 1
+
+
 def to_jsonable(value: object) -> Any:
     """``value`` as plain JSON data (dicts, lists, strings, numbers, booleans, None).
 
@@ -1276,8 +1387,12 @@ def to_jsonable(value: object) -> Any:
     ``datetime``/``date``/``time`` ISO 8601 strings, ``UUID`` strings, ``bytes`` base64,
     tuples and sets lists; mappings keep their (string) keys.
 
+    Numbers must be writable: NaN and the infinities are not JSON, and integers must fit
+    in 64 bits (``-2**63`` to ``2**64 - 1``, what the wire's encoder writes).
+
     Raises:
-        TypeError: something in ``value`` has no JSON form (including non-string keys).
+        TypeError: something in ``value`` has no JSON form (including non-string keys,
+            non-finite floats and integers outside that range).
     """
     if isinstance(value, enum.Enum):  # before str and int: StrEnum, IntEnum
         return to_jsonable(value.value)
@@ -1286,8 +1401,12 @@ def to_jsonable(value: object) -> Any:
     if isinstance(value, str):
         return str(value)
     if isinstance(value, int):
+        if not _MIN_INT <= value <= _MAX_INT:  # no repr: a huge int may not even have one
+            raise TypeError(f"a {value.bit_length()}-bit integer does not fit in 64 bits")
         return int(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError(f"{value!r} has no JSON form (JSON numbers are finite)")
         return float(value)
     if isinstance(value, dt.date | dt.time):
         return value.isoformat()

@@ -13,21 +13,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import re
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, final, get_args, get_origin, get_type_hints
+from typing import Any, Literal, final, get_type_hints
 from urllib.parse import urlsplit
 
 import attrs
 import trio
 
+from mcp_sansio._json import loads
+
 from ._jsonschema import (
+    check_schema,
     coerce_arguments,
     function_description,
     function_input_schema,
     function_output_schema,
+    is_context_type,
     validate,
 )
 from ._server_content import _plain
@@ -70,17 +73,30 @@ def is_async(fn: Callable[..., Any]) -> bool:
     return not inspect.isroutine(target) and inspect.iscoroutinefunction(call)
 
 
+_OPTIONAL = re.compile(r"(?:typing\.)?Optional\[(?P<inner>.*)\]")
+
+
+def _names_context(text: str) -> bool:
+    """Whether an unresolvable annotation's text names ``Context`` (or ``Context | None``,
+    ``Optional[Context]``)."""
+    text = text.strip().strip("'\"").strip()
+    if optional := _OPTIONAL.fullmatch(text):
+        text = optional.group("inner")
+    members = [m.strip() for m in text.split("|") if m.strip() != "None"]
+    return len(members) == 1 and members[0].rpartition(".")[2] == "Context"
+
+
 def _is_context_annotation(annotation: Any, globalns: dict[str, Any], name: str) -> bool:
+    """Whether ``annotation`` is ``Context``, possibly ``Annotated`` or ``| None``: the
+    rule ``function_input_schema`` uses to leave a parameter out."""
     if isinstance(annotation, str):
         text = annotation
         holder = types.SimpleNamespace(__annotations__={name: text})
         try:
             annotation = get_type_hints(holder, globalns=globalns, include_extras=True)[name]
         except Exception:  # unresolvable (e.g. imported under TYPE_CHECKING): go by the name
-            return text.strip("'\"").rpartition(".")[2] == "Context"
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    return isinstance(annotation, type) and getattr(annotation, "__mcp_context__", False) is True
+            return _names_context(text)
+    return is_context_type(annotation)
 
 
 def context_parameter(fn: Callable[..., Any]) -> str | None:
@@ -132,8 +148,9 @@ def coerce_strings(
 ) -> dict[str, Any]:
     """String arguments (prompt arguments, URI template variables) as ``fn``'s types.
 
-    A value whose parameter does not take a string is read as JSON (``"3"`` for an
-    ``int``); then everything is validated against ``schema`` and structured.
+    A value whose parameter does not take a string is read as strict JSON (``"3"`` for an
+    ``int``; not ``NaN``, ``Infinity``, numbers out of range or nesting deeper than
+    1024); then everything is validated against ``schema`` and structured.
 
     Raises:
         ValueError: the values do not fit; the message names each problem.
@@ -144,8 +161,8 @@ def coerce_strings(
         value: Any = text
         prop = properties.get(name)
         if isinstance(prop, Mapping) and not _string_fits(text, prop, schema):
-            with contextlib.suppress(ValueError):
-                value = json.loads(text)
+            with contextlib.suppress(ValueError):  # orjson's JSONDecodeError: kept as text
+                value = loads(text)
         values[name] = value
     problems = validate(values, dict(schema))
     if problems:
@@ -200,8 +217,9 @@ class ToolEntry(Entry):
     custom_input: bool = False
     """Whether ``input_schema`` was given verbatim (then the function validates its
     own arguments: they arrive as JSON values, unconverted)."""
-    custom_params: frozenset[str] = frozenset()
-    """With ``custom_input``: the argument names the function accepts."""
+    custom_params: frozenset[str] | None = frozenset()
+    """With ``custom_input``: the argument names the function accepts (its named
+    parameters), or ``None`` when it takes ``**kwargs`` (any name)."""
 
     @classmethod
     def build(
@@ -239,6 +257,10 @@ class ToolEntry(Entry):
             out, derived = dict(output_schema), False
             if out.get("type") != "object":
                 raise ValueError(f"tool {name!r}: an outputSchema must be an object schema")
+            try:  # every result is validated against it: fail now, not on each call
+                check_schema(out)
+            except ValueError as exc:
+                raise ValueError(f"tool {name!r}: outputSchema {exc}") from None
         definition = _definition(
             {
                 "name": name,
@@ -261,12 +283,21 @@ class ToolEntry(Entry):
             derived_output=derived,
             definition=definition,
             custom_input=custom_input,
-            custom_params=(
-                frozenset(inspect.signature(fn).parameters) - set(skip)
-                if custom_input
-                else frozenset()
-            ),
+            custom_params=_custom_params(fn, skip) if custom_input else frozenset(),
         )
+
+
+def _custom_params(fn: Callable[..., Any], skip: Sequence[str]) -> frozenset[str] | None:
+    """The argument names a function with a verbatim ``inputSchema`` accepts: its named
+    parameters, or ``None`` (any name) when it takes ``**kwargs``: the schema, which the
+    function checks itself, may allow more than its ``properties``."""
+    names: set[str] = set()
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind is param.VAR_KEYWORD:
+            return None
+        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            names.add(param.name)
+    return frozenset(names - set(skip))
 
 
 @final

@@ -223,7 +223,9 @@ class Server:
             icons: ``Icon`` values or mappings.
             output_schema: ``True``: from the return annotation; ``False``: none; or
                 the schema itself (an object schema; the return value is then sent as
-                ``structuredContent`` after a check against it).
+                ``structuredContent`` after a check against it, so the schema may use
+                only the keywords that check knows: ``pattern`` yes,
+                ``patternProperties`` or ``if``/``then``/``else`` no).
             meta: the tool's ``_meta``.
             input_schema: an ``inputSchema`` to publish verbatim instead of the one
                 generated from the signature (for schemas type hints cannot say, e.g.
@@ -232,7 +234,8 @@ class Server:
 
         Raises:
             TypeError: a parameter or the return type has no JSON Schema.
-            ValueError: the name is invalid or taken.
+            ValueError: the name is invalid or taken, or a verbatim ``output_schema``
+                uses a keyword the result check does not know.
         """
         if callable(name):
             self.add_tool(name)

@@ -5,6 +5,12 @@ is bytes *and* a MIME type), and the pure functions that turn a handler's return
 into ``CallToolResult``, ``GetPromptResult`` messages, ``ReadResourceResult`` contents
 and ``CompleteResult`` objects. Nothing here awaits.
 
+Content is built in the newest revision's terms, then :func:`adapt_tool_result` and
+:func:`adapt_prompt_result` rewrite it for the session's protocol version: what an older
+revision lacks (``AudioContent`` before 2025-03-26, ``ResourceLink`` and
+``structuredContent`` before 2025-06-18) becomes the nearest thing it has, so that a
+handler written once answers every client with a result its schema accepts.
+
 Every content value may also be given as an ``mcp_sansio.types`` instance
 (``TextContent``, ``ImageContent``, ``ResourceLink``...) or as the raw JSON object
 (``{"type": "text", "text": "..."}``).
@@ -13,8 +19,10 @@ Every content value may also be given as an ``mcp_sansio.types`` instance
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar, Literal, final
 
 import attrs
@@ -37,6 +45,19 @@ __all__ = [
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 """The ``type`` of every content block (``ContentBlock`` in the schema)."""
+
+_MISSING_CONTENT_TYPES: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        # AudioContent came in 2025-03-26, ResourceLink in 2025-06-18.
+        "2024-11-05": frozenset({"audio", "resource_link"}),
+        "2025-03-26": frozenset({"resource_link"}),
+    }
+)
+"""For each protocol version, the content block types its schema does not have."""
+
+UNSTRUCTURED_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
+"""The protocol versions without structured tool output: ``structuredContent``
+(``CallToolResult``) and ``outputSchema`` (``Tool``) came in 2025-06-18."""
 
 MAX_COMPLETION_VALUES = 100
 """``completion.values`` holds at most this many items (server/utilities/completion)."""
@@ -377,6 +398,90 @@ def json_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _audio_as_resource(block: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``AudioContent`` as an ``EmbeddedResource`` holding the audio as a blob."""
+    data, mime = block.get("data"), block.get("mimeType")
+    if not isinstance(data, str) or not isinstance(mime, str):
+        return {"type": "text", "text": "[audio omitted: this protocol version has no audio]"}
+    # The audio has no URI of its own: name it by its contents, so equal audio is one URI.
+    digest = hashlib.sha256(data.encode()).hexdigest()[:32]
+    out: dict[str, Any] = {
+        "type": "resource",
+        "resource": {"uri": f"urn:mcp-trio:audio:{digest}", "mimeType": mime, "blob": data},
+    }
+    if "annotations" in block:
+        out["annotations"] = block["annotations"]
+    return out
+
+
+def _link_as_text(block: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``ResourceLink`` as a ``TextContent`` naming the resource."""
+    uri, mime, description = block.get("uri"), block.get("mimeType"), block.get("description")
+    label = block.get("title") or block.get("name") or uri
+    text = f"Resource link: {label} <{uri}>"
+    if mime:
+        text += f" ({mime})"
+    if description:
+        text += f"\n{description}"
+    out: dict[str, Any] = {"type": "text", "text": text}
+    if "annotations" in block:
+        out["annotations"] = block["annotations"]
+    return out
+
+
+def adapt_block(block: Any, protocol_version: str) -> Any:
+    """``block`` as ``protocol_version`` can carry it.
+
+    A type that revision lacks becomes the nearest one it has: audio (before 2025-03-26)
+    an ``EmbeddedResource`` whose ``blob`` is the audio (URI ``urn:mcp-trio:audio:<hash of
+    the data>``, same ``mimeType``); a resource link (before 2025-06-18) a text block naming
+    the resource (title or name, URI, MIME type and description). Anything else is
+    returned as it is.
+    """
+    missing = _MISSING_CONTENT_TYPES.get(protocol_version)
+    if not missing or not isinstance(block, Mapping) or block.get("type") not in missing:
+        return block
+    if block["type"] == "audio":
+        return _audio_as_resource(block)
+    return _link_as_text(block)
+
+
+def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str, Any]:
+    """A ``CallToolResult`` as ``protocol_version`` can carry it.
+
+    Content blocks go through :func:`adapt_block`. Before 2025-06-18 there is no
+    ``structuredContent``: it is left out, and the content kept (the structured value
+    becomes a JSON text block when there is no content at all, so nothing is lost).
+    """
+    if protocol_version not in _MISSING_CONTENT_TYPES and protocol_version not in (
+        UNSTRUCTURED_VERSIONS
+    ):
+        return result
+    out = dict(result)
+    content = out.get("content")
+    if isinstance(content, list):
+        out["content"] = [adapt_block(block, protocol_version) for block in content]
+    if protocol_version in UNSTRUCTURED_VERSIONS and "structuredContent" in out:
+        structured = out.pop("structuredContent")
+        if not out.get("content"):
+            out["content"] = [{"type": "text", "text": json_text(structured)}]
+    return out
+
+
+def adapt_prompt_result(result: dict[str, Any], protocol_version: str) -> dict[str, Any]:
+    """A ``GetPromptResult`` whose messages' content :func:`adapt_block` has adapted."""
+    messages = result.get("messages")
+    if protocol_version not in _MISSING_CONTENT_TYPES or not isinstance(messages, list):
+        return result
+    adapted = [
+        {**message, "content": adapt_block(message["content"], protocol_version)}
+        if isinstance(message, Mapping) and "content" in message
+        else message
+        for message in messages
+    ]
+    return {**result, "messages": adapted}
 
 
 def prompt_messages(value: Any) -> list[dict[str, Any]]:

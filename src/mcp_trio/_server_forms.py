@@ -7,6 +7,12 @@ class or TypedDict, or a scalar asked as the single field ``value``) or checks a
 given by hand, so a form that no client could render fails at the ``ctx.elicit`` call.
 What a field may be depends on the session's protocol version: 2025-06-18 has no
 multi-select or titled options and defaults only on booleans (``_FORM_KEYS``).
+
+A form must be flat, but the schema of a type need not be: an enum used by two fields is
+one ``$defs`` entry that both reference. :func:`_inline_refs` copies every such definition
+into the places that use it first; only a recursive type (which no flat form can hold) is
+refused. A schema written by hand is sent as written, so there a ``$ref`` or ``$defs``
+is refused (found by walking the schema's structure: text that merely says "$ref" is fine).
 """
 
 from __future__ import annotations
@@ -138,11 +144,73 @@ def _flatten_property(
     return prop
 
 
+#: Keywords whose value is one subschema, a list of them, or a map of name -> subschema.
+#: Only these are walked: a ``$ref`` anywhere else (in a description, an ``enum`` value,
+#: a ``default``, a property *named* ``$ref``) is data, not a reference.
+_ONE_SCHEMA = ("items", "not", "additionalProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf")
+_SCHEMA_MAPS = ("properties",)
+_DEFINITIONS = ("$defs", "definitions")
+
+
+def _inline_refs(schema: Mapping[str, Any], *, inline: bool = True) -> dict[str, Any]:
+    """``schema`` with every local ``$ref`` replaced by a copy of what it names, and its
+    ``$defs`` / ``definitions`` dropped (``inline``); or, with ``inline=False``, ``schema``
+    checked to have neither.
+
+    Raises:
+        TypeError: a recursive reference (``"#"``, or a definition that reaches itself),
+            or one that names no definition of this schema; with ``inline=False``, any
+            ``$ref`` or ``$defs``.
+    """
+    flat_only = "an elicitation schema must be a flat object schema without $defs or $ref"
+    if not inline and any(key in schema for key in _DEFINITIONS):
+        raise TypeError(flat_only)
+    defs: dict[str, Any] = {}
+    for key in _DEFINITIONS:
+        table = schema.get(key)
+        if isinstance(table, Mapping):
+            defs.update({f"#/{key}/{name}": body for name, body in table.items()})
+
+    def walk(node: Any, active: tuple[str, ...]) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        # Without inlining, a nested $defs is kept, for the field check to refuse.
+        out = {k: v for k, v in node.items() if not (inline and k in _DEFINITIONS)}
+        ref = out.pop("$ref", None)
+        for key in _ONE_SCHEMA:
+            if key in out:
+                out[key] = walk(out[key], active)
+        for key in _SCHEMA_LISTS:
+            if isinstance(out.get(key), list):
+                out[key] = [walk(item, active) for item in out[key]]
+        for key in _SCHEMA_MAPS:
+            if isinstance(out.get(key), Mapping):
+                out[key] = {name: walk(sub, active) for name, sub in out[key].items()}
+        if ref is None:
+            return out
+        if not inline:
+            raise TypeError(flat_only)
+        if ref == "#" or ref in active:
+            raise TypeError(
+                f"an elicitation schema cannot be recursive ({ref!r} refers back to itself): "
+                "a form is a flat object"
+            )
+        if not isinstance(ref, str) or ref not in defs:
+            raise TypeError(f"an elicitation schema has a $ref that names nothing: {ref!r}")
+        # The definition first, then the referring node's own keywords (a description).
+        return {**walk(defs[ref], (*active, ref)), **out}
+
+    inlined: dict[str, Any] = walk(schema, ())
+    return inlined
+
+
 def _form_schema(
     schema: Mapping[str, Any], version: str | None, *, from_type: bool = False
 ) -> dict[str, Any]:
-    if schema.get("type") != "object" or "$defs" in schema or "$ref" in str(schema):
-        raise TypeError("an elicitation schema must be a flat object schema without $ref")
+    schema = _inline_refs(schema, inline=from_type)
+    if schema.get("type") != "object":
+        raise TypeError("an elicitation schema must be a flat object schema")
     properties = schema.get("properties") or {}
     out: dict[str, Any] = {
         "type": "object",
@@ -171,18 +239,20 @@ def form_spec(schema_or_type: Any, *, protocol_version: str | None = None) -> Fo
         schema_or_type: the type, or the JSON Schema of a flat object.
         protocol_version: the session's version, whose PrimitiveSchemaDefinition the
             fields must fit (``None``: the latest revision's). A form built from a type
-            leaves off the defaults the revision cannot carry (its own defaults still
-            apply); a JSON Schema is checked as given.
+            has its ``$defs`` inlined (an enum shared by fields) and leaves off the
+            defaults the revision cannot carry (its own defaults still apply); a JSON
+            Schema is checked as given (no ``$ref`` or ``$defs``).
 
     Raises:
-        TypeError: it is not a flat form of primitive fields, or one that
+        TypeError: it is not a flat form of primitive fields (a recursive type, a
+            hand-written ``$ref``), or one that
             ``protocol_version`` cannot carry (multi-select or titled options before
             2025-11-25, say).
     """
     version = protocol_version
     if isinstance(schema_or_type, Mapping):
         return FormSpec(_form_schema(schema_or_type, version), None, wrapped=False)
-    raw = type_schema(schema_or_type)
+    raw = _inline_refs(type_schema(schema_or_type))
     if raw.get("type") == "object" and "properties" in raw:
         return FormSpec(_form_schema(raw, version, from_type=True), schema_or_type, wrapped=False)
     wrapped = {"type": "object", "properties": {"value": raw}, "required": ["value"]}

@@ -7,6 +7,15 @@ error; any other exception from a prompt, resource or completion function is log
 the runtime and answered -32603. Tools are different (server/tools#error-handling): bad
 arguments and failures of the tool itself are *tool results* with ``isError: true``, so
 that the model can correct itself.
+
+Those exceptions count when a handler's own nursery wraps them in an exception group
+too: a group of nothing but :class:`ToolError` is one tool error (messages joined), and
+a group of a single :class:`McpError` or :class:`ResourceNotFound` is that exception
+(see :func:`_raise_meant_for_peer`). Any other group is an internal error.
+
+Results are written for the newest revision and adapted to the request's protocol
+version on the way out (``adapt_tool_result``, ``adapt_prompt_result``; ``outputSchema``
+is left out of ``tools/list`` before 2025-06-18).
 """
 
 from __future__ import annotations
@@ -35,8 +44,11 @@ from ._registry import (
     invoke,
 )
 from ._server_content import (
+    UNSTRUCTURED_VERSIONS,
     ToolError,
     ToolResult,
+    adapt_prompt_result,
+    adapt_tool_result,
     completion_json,
     content_blocks,
     json_text,
@@ -54,6 +66,7 @@ __all__ = ["CompletionRequest", "ResourceNotFound", "ServerMethods"]
 logger = logging.getLogger("mcp_trio.server")
 
 _E = TypeVar("_E", bound=Entry)
+_X = TypeVar("_X", bound=BaseException)
 
 MAX_SUBSCRIPTIONS_PER_SESSION: Final = 1024
 """How many resource URIs one legacy session may subscribe to (the table is bounded)."""
@@ -224,7 +237,13 @@ class ServerMethods:
     # ------------------------------------------------------------ running user code
 
     async def _call(self, ctx: RequestContext, entry: Entry, kwargs: dict[str, Any]) -> Any:
-        """Run ``entry``'s function; a modern-era ask becomes :class:`InputRequiredResult`."""
+        """Run ``entry``'s function; a modern-era ask becomes :class:`InputRequiredResult`.
+
+        Raises:
+            ToolError, McpError, ResourceNotFound: the function raised it, bare or in an
+                exception group of its own nursery (see :func:`_raise_meant_for_peer`).
+            BaseException: anything else the function raised (a bug in it), as raised.
+        """
         self._tracker.track(getattr(ctx, "session", None))
         context = Context(ctx, self._server)
         if entry.context_param is not None:
@@ -236,8 +255,10 @@ class ServerMethods:
         except BaseExceptionGroup as group:
             needed, rest = group.split(_InputNeeded)
             if needed is None:
+                _raise_meant_for_peer(group)
                 raise
             if rest is not None:  # cancelled, or a task failed: the questions are moot
+                _raise_meant_for_peer(rest)
                 raise rest from None
             requests: dict[str, Any] = {}
             asked: dict[str, str] = {}
@@ -271,8 +292,11 @@ class ServerMethods:
     # ------------------------------------------------------------ tools
 
     async def list_tools(self, ctx: RequestContext) -> dict[str, Any]:
-        """``tools/list``: registration order, paginated."""
+        """``tools/list``: registration order, paginated (no ``outputSchema`` before
+        2025-06-18)."""
         items = [t.definition for t in self._registry.tools.values()]
+        if ctx.protocol_version in UNSTRUCTURED_VERSIONS:
+            items = [{k: v for k, v in d.items() if k != "outputSchema"} for d in items]
         return self._page(ctx, "tools", "tools", items)
 
     async def call_tool(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -286,9 +310,10 @@ class ServerMethods:
             raise _invalid("Invalid params: arguments must be an object")
         if tool.custom_input:
             # A verbatim schema: the function validates its own (JSON) arguments.
-            unknown = sorted(set(arguments) - tool.custom_params)
-            if unknown:
-                return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
+            if tool.custom_params is not None:  # (None: the function takes **kwargs)
+                unknown = sorted(set(arguments) - tool.custom_params)
+                if unknown:
+                    return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
             kwargs = dict(arguments)
         else:
             problems = validate(arguments, tool.input_schema)
@@ -310,7 +335,7 @@ class ServerMethods:
         if isinstance(value, InputRequiredResult):
             return value
         try:
-            return tool_result(tool, value)
+            return adapt_tool_result(tool_result(tool, value), ctx.protocol_version)
         except (TypeError, ValueError):
             logger.exception("tool %r returned a value that does not fit its result", name)
             return _tool_error(f"Tool {name!r} failed with an internal error")
@@ -336,11 +361,11 @@ class ServerMethods:
             return value
         if isinstance(value, loaded_models("GetPromptResult")):
             result: dict[str, Any] = unstructure(value)
-            return result
-        result = {"messages": prompt_messages(value)}
-        if "description" in prompt.definition:
-            result["description"] = prompt.definition["description"]
-        return result
+        else:
+            result = {"messages": prompt_messages(value)}
+            if "description" in prompt.definition:
+                result["description"] = prompt.definition["description"]
+        return adapt_prompt_result(result, ctx.protocol_version)
 
     # ------------------------------------------------------------ resources
 
@@ -444,8 +469,29 @@ class ServerMethods:
         return {"completion": completion_json(result)}
 
 
-def _leaves(group: BaseExceptionGroup[_InputNeeded]) -> list[_InputNeeded]:
-    out: list[_InputNeeded] = []
+def _raise_meant_for_peer(group: BaseExceptionGroup[Any]) -> None:
+    """Raise the error a handler meant for the peer, if ``group`` (from a nursery in the
+    handler) holds nothing else; otherwise return, and the group stays a bug.
+
+    Only :class:`ToolError` leaves: one :class:`ToolError`, their messages joined by
+    ``"; "``. A single :class:`McpError` or :class:`ResourceNotFound` leaf: a copy of it.
+    What is raised is a new exception ``from group`` (trio's "Designing for multiple
+    errors"), so the traceback keeps every task's part.
+    """
+    leaves = _leaves(group)
+    if leaves and all(isinstance(leaf, ToolError) for leaf in leaves):
+        messages = dict.fromkeys(leaf.message for leaf in leaves if isinstance(leaf, ToolError))
+        raise ToolError("; ".join(messages)) from group
+    if len(leaves) == 1:
+        (leaf,) = leaves
+        if isinstance(leaf, McpError):
+            raise McpError(leaf.error) from group
+        if isinstance(leaf, ResourceNotFound):
+            raise ResourceNotFound(leaf.uri) from group
+
+
+def _leaves(group: BaseExceptionGroup[_X]) -> list[_X]:
+    out: list[_X] = []
     for exc in group.exceptions:
         if isinstance(exc, BaseExceptionGroup):
             out.extend(_leaves(exc))

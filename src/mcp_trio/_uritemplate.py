@@ -21,10 +21,11 @@ one was left out). We compile one regular expression per template at constructio
 these rules:
 
 * *Positional* expressions (``{x}``, ``{+x}``, ``{#x}``, ``{.x}``, ``{/x}``) need every
-  variable, each non-empty. A value never contains its expression's delimiters: ``{x}``
-  stops at ``/ ? #`` (and ``,`` between several variables), so it never spans path
-  segments; ``{.x}`` also stops at ``.``; ``{/x}`` at ``/``; ``{+x}`` and ``{#x}`` only
-  stop at ``#`` (and ``,``), so they may span segments.
+  variable, each non-empty. The *matched text* never contains its expression's
+  delimiters: ``{x}`` stops at ``/ ? #`` (and ``,`` between several variables), so it never
+  spans path segments of the URI; ``{.x}`` also stops at ``.``; ``{/x}`` at ``/``; ``{+x}``
+  and ``{#x}`` only stop at ``#`` (and ``,``), so they may span segments. The *value* is
+  that text percent-decoded (below), so it may well contain them.
 * A value also stops at the first character that can follow it in the template, so that
   ``logs://{year}-{month}`` takes ``year`` up to the first ``-`` and ``{name}{.ext}`` takes
   ``name`` up to the first ``.`` (``a.tar.gz`` does not match it: ``{.ext}`` cannot contain
@@ -37,6 +38,16 @@ these rules:
   match, and a duplicated name makes the whole match fail.
 * Matched text is percent-decoded (UTF-8); invalid UTF-8 is no match. A variable that occurs
   twice in a template must match the same value both times.
+
+.. warning::
+   Decoding is what makes matching the inverse of expansion (``{x}`` expands ``a/b`` to
+   ``a%2Fb``), so a value is *not* confined to one segment: ``file:///{name}`` matches
+   ``file:///..%2F..%2Fetc%2Fpasswd`` with ``name == "../../etc/passwd"``, and a value may
+   hold ``/``, ``\\``, ``..``, a NUL (from ``%00``) or anything else the client sent. The
+   URI comes from the client, and servers MUST validate all resource URIs
+   (server/resources, "Security Considerations"): a handler that turns a value into a path,
+   a query or a command must check it first (resolve the path and confirm it stays under
+   its root, say), exactly as for any other untrusted input.
 
 Some templates cannot be matched, though they expand fine: two expressions side by side
 where the second has no prefix (``{a}{b}``, ``{+a}{b}``: nothing says where ``a`` ends), and
@@ -82,7 +93,8 @@ class _Operator:
     reserved: bool
     """Whether reserved characters and percent-escapes pass through unencoded."""
     stops: str
-    """Characters a matched value never contains: the expression's delimiters."""
+    """Characters the matched text never contains: the expression's delimiters (its
+    percent-decoded value may contain them; see the module docstring's warning)."""
 
 
 # RFC 6570 appendix A, plus our matching rules (see the module docstring).
@@ -327,6 +339,10 @@ class UriTemplate:
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The decoded variable values if ``uri`` fits the template, else ``None``.
+
+        Values are percent-decoded, so ``{x}`` may yield ``"../../etc"`` (from
+        ``..%2F..%2Fetc``) or any other text: they are the client's input, to be validated
+        before use (see the module docstring's warning).
 
         Variables of named expressions (``{?x}``, ``{;x}``, ``{&x}``) that the URI leaves
         out are absent from the result; all others are always present. URIs longer than

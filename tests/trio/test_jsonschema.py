@@ -12,6 +12,7 @@ import datetime as dt
 import enum
 import functools
 import json
+import math
 import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,7 @@ from mcp_sansio import types as mcp_types
 from mcp_trio._jsonschema import (
     Constraints,
     Description,
+    check_schema,
     coerce_arguments,
     function_description,
     function_input_schema,
@@ -698,7 +700,9 @@ def test_validate_paths_from_the_root_name() -> None:
 
 def test_validate_refuses_what_it_does_not_implement() -> None:
     with pytest.raises(ValueError, match="unsupported JSON Schema keyword"):
-        validate("a", {"pattern": "^a$"})
+        validate("a", {"patternProperties": {"^a$": {}}})
+    with pytest.raises(ValueError, match="not a regular expression"):
+        validate("a", {"pattern": "("})
     with pytest.raises(ValueError, match="only local"):
         validate("a", {"$ref": "https://example.com/schema"})
     with pytest.raises(ValueError, match="unresolvable"):
@@ -708,6 +712,54 @@ def test_validate_refuses_what_it_does_not_implement() -> None:
     assert validate(1, {**schema, "$ref": "#/$defs/list/0"}) == [
         "arguments: expected string, got integer"
     ]
+
+
+def test_validate_pattern_searches() -> None:
+    assert validate("xab", {"pattern": "ab"}) == []
+    assert validate("xab", {"pattern": "^ab"}) == ['arguments: must match "^ab", got "xab"']
+    assert validate(3, {"pattern": "^ab"}) == []  # only strings
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_validate_refuses_non_finite_numbers(value: float) -> None:
+    shown = json.dumps(value)  # NaN, Infinity, -Infinity
+    for schema in ({"type": "number"}, {"type": "number", "maximum": 1}, {"type": "integer"}):
+        assert validate(value, schema) == [f"arguments: expected {schema['type']}, got {shown}"]
+    either = {"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]}
+    assert validate(value, either) == [f"arguments: expected number or null, got {shown}"]
+    # Not a number, so numeric keywords do not apply (and never compare with NaN).
+    assert validate(value, {"minimum": 0, "exclusiveMaximum": 10, "multipleOf": 2}) == []
+
+
+def test_validate_checks_only_the_bounds_it_has() -> None:
+    assert validate(5, {"exclusiveMinimum": 5}) == ["arguments: must be > 5, got 5"]
+    assert validate(5, {"maximum": 4, "minimum": 6}) == [
+        "arguments: must be >= 6, got 5",
+        "arguments: must be <= 4, got 5",
+    ]
+
+
+def test_validate_reports_what_is_too_deep_to_check() -> None:
+    schema = type_schema(TreeNode)
+    deep: dict[str, Any] = {"value": 1}
+    for _ in range(2000):
+        deep = {"value": 1, "children": [deep]}
+    assert validate(deep, schema, root="n") == ["n: nested too deeply to check"]
+
+
+def test_check_schema_finds_what_validate_cannot_use() -> None:
+    check_schema(BOX_ARGS)
+    check_schema({"type": "string", "pattern": "^a", "$defs": {"a/b": True}})
+    with pytest.raises(ValueError, match=r"#/\$defs/a~1b/items: unsupported .* 'contains'"):
+        check_schema({"$defs": {"a/b": {"items": {"contains": {}}}}})
+    with pytest.raises(ValueError, match=r"#/prefixItems: expected a list of schemas"):
+        check_schema({"prefixItems": {}})
+    with pytest.raises(ValueError, match=r"#/properties: expected an object of schemas"):
+        check_schema({"properties": []})
+    with pytest.raises(ValueError, match=r"#/not: \$ref 1 is not a string"):
+        check_schema({"not": {"$ref": 1}})
+    with pytest.raises(ValueError, match=r"#: pattern 1 is not a string"):
+        check_schema({"pattern": 1})
 
 
 # --------------------------------------------------------------------------------------
@@ -822,6 +874,7 @@ CROSS_CHECKED = {
         "allOf": [{"maximum": 100}],
     },
     "object_bounds": {"type": "object", "minProperties": 1, "maxProperties": 2},
+    "pattern": {"type": ["string", "integer"], "pattern": "^[a-c]+$|^$"},
 }
 
 
@@ -1019,6 +1072,16 @@ def test_to_jsonable() -> None:
         to_jsonable([Unsupported()])
 
 
+def test_to_jsonable_refuses_numbers_json_cannot_carry() -> None:
+    assert to_jsonable([-(2**63), 2**64 - 1, 1e308]) == [-(2**63), 2**64 - 1, 1e308]
+    for value in (math.nan, math.inf, -math.inf):
+        with pytest.raises(TypeError, match="no JSON form"):
+            to_jsonable({"a": [value]})
+    for number in (2**64, -(2**63) - 1, 10**10_000):  # too big even for a repr
+        with pytest.raises(TypeError, match="-bit integer does not fit in 64 bits"):
+            to_jsonable(number)
+
+
 points = st.builds(
     Point,
     st.floats(allow_nan=False, allow_infinity=False),
@@ -1030,7 +1093,7 @@ points = st.builds(
 @given(
     box=st.builds(Box, points, points, st.sampled_from(Color), st.lists(st.text(max_size=3))),
     center=points,
-    depth=st.integers(),
+    depth=st.integers(-(2**63), 2**64 - 1),  # what JSON on the wire carries
     verbose=st.none() | st.booleans(),
 )
 def test_round_trip_through_json(box: Box, center: Point, depth: int, verbose: bool | None) -> None:

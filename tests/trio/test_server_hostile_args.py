@@ -1,0 +1,371 @@
+"""Hostile input and awkward handlers never crash a :class:`Server` into -32603.
+
+* Strings read as JSON (prompt arguments, URI template variables) are read strictly:
+  ``NaN``, ``Infinity`` and ``1e999`` are no numbers, and nesting too deep for the
+  validator is a problem with the input, so each is -32602.
+* What a tool returns must be writable JSON: NaN, the infinities and integers beyond 64
+  bits make an ``isError`` result, and a default of that kind is not published.
+* A verbatim ``output_schema`` is checked when the tool is registered (``pattern`` is
+  implemented; keywords the validator lacks are refused then, not on every call).
+* A recursive return type in ``Annotated`` still publishes an object schema.
+* A ``Context | None`` parameter receives the context.
+* A verbatim ``input_schema`` with ``**kwargs`` takes any argument names.
+
+Every published list and result is validated against the negotiated revision's schema.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated, Any, Optional
+
+import jsonschema
+import pytest
+
+from mcp_sansio import ErrorCode
+from mcp_trio import Session
+from mcp_trio._context import Context
+from mcp_trio._server import Server
+
+from .test_server import call, check, connect, error_of
+
+
+@pytest.fixture(params=["legacy", "modern"])
+def era(request: pytest.FixtureRequest) -> str:
+    """The client's era: every test runs once per era."""
+    value: str = request.param
+    return value
+
+
+async def tools_by_name(client: Session) -> dict[str, Any]:
+    result = await client.request("tools/list")
+    check(client, "ListToolsResult", result)
+    return {tool["name"]: tool for tool in result["tools"]}
+
+
+@dataclasses.dataclass
+class Node:
+    """A tree."""
+
+    value: int
+    children: list[Node] = dataclasses.field(default_factory=list)
+
+
+def nested(depth: int) -> str:
+    """A :class:`Node` ``depth`` levels deep, as JSON text (twice as deep in JSON)."""
+    return '{"value":1,"children":[' * depth + '{"value":1}' + "]}" * depth
+
+
+# ================================================================== strings read as JSON
+
+
+def string_server() -> Server:
+    server = Server("strings")
+
+    @server.prompt()
+    def measure(x: float, items: list[int] | None = None, tree: Node | None = None) -> str:
+        return f"{x} {items} {tree is not None}"
+
+    @server.resource("x://num/{v}")
+    def number(v: float) -> str:
+        return repr(v)
+
+    return server
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e999", "nan", "inf"])
+async def test_non_finite_strings_are_invalid_params(era: str, text: str) -> None:
+    async with connect(string_server(), era) as client:
+        error = await error_of(client, "prompts/get", {"name": "measure", "arguments": {"x": text}})
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert "arguments.x: expected number, got string" in error.message
+        error = await error_of(client, "resources/read", {"uri": f"x://num/{text}"})
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert "arguments.v: expected number, got string" in error.message
+        # Real numbers still are.
+        result = await client.request("prompts/get", {"name": "measure", "arguments": {"x": "1.5"}})
+        check(client, "GetPromptResult", result)
+        result = await client.request("resources/read", {"uri": "x://num/-2e3"})
+        check(client, "ReadResourceResult", result)
+        assert result["contents"][0]["text"] == "-2000.0"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"items": "[" * 100_000}, "arguments.items: expected array or null, got string"),
+        ({"items": "[" * 1000 + "]" * 1000}, "arguments.items[0]: expected integer"),
+        ({"tree": nested(400)}, "arguments: nested too deeply to check"),
+    ],
+)
+async def test_deeply_nested_strings_are_invalid_params(
+    era: str, arguments: dict[str, str], problem: str
+) -> None:
+    async with connect(string_server(), era) as client:
+        params = {"name": "measure", "arguments": {"x": "1", **arguments}}
+        error = await error_of(client, "prompts/get", params)
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert problem in error.message
+        # A reasonable depth is fine.
+        params = {"name": "measure", "arguments": {"x": "1", "tree": nested(20)}}
+        result = await client.request("prompts/get", params)
+        check(client, "GetPromptResult", result)
+        assert result["messages"][0]["content"]["text"] == "1.0 None True"
+
+
+# ================================================================== numbers JSON cannot carry
+
+
+def number_server() -> Server:
+    server = Server("numbers")
+
+    @server.tool()
+    def real(kind: str) -> float:
+        return {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "ok": 1.5}[kind]
+
+    @server.tool()
+    def whole(n: int) -> int:
+        return 1 << n if n >= 0 else -(1 << -n)
+
+    @server.tool()
+    def mapping(n: int) -> dict[str, int]:
+        return {"n": 1 << n}
+
+    @server.tool(output_schema=False)
+    def text(kind: str) -> Any:
+        return {"nan": {"v": math.nan}, "big": [2**64], "ok": {"v": 2**64 - 1}}[kind]
+
+    @server.tool()
+    def defaults(x: float = math.inf, y: float = -math.inf, z: int = 2**80, w: float = 0.5) -> str:
+        return f"{x} {y} {z} {w}"
+
+    return server
+
+
+async def test_a_default_without_json_form_is_not_published(era: str) -> None:
+    async with connect(number_server(), era) as client:
+        tools = await tools_by_name(client)
+        assert tools["defaults"]["inputSchema"]["properties"] == {
+            "x": {"type": "number"},
+            "y": {"type": "number"},
+            "z": {"type": "integer"},
+            "w": {"type": "number", "default": 0.5},
+        }
+        result = await call(client, "defaults")
+        assert result["structuredContent"] == {"result": f"inf -inf {2**80} 0.5"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("real", {"kind": "nan"}),
+        ("real", {"kind": "inf"}),
+        ("real", {"kind": "-inf"}),
+        ("whole", {"n": 64}),
+        ("whole", {"n": 70}),
+        ("whole", {"n": -64}),
+        ("mapping", {"n": 70}),
+        ("text", {"kind": "nan"}),
+        ("text", {"kind": "big"}),
+    ],
+)
+async def test_results_without_json_form_are_tool_errors(
+    era: str, tool: str, arguments: dict[str, Any]
+) -> None:
+    async with connect(number_server(), era) as client:
+        result = await call(client, tool, **arguments)
+    assert result["isError"] is True
+    assert result["content"] == [
+        {"type": "text", "text": f"Tool {tool!r} failed with an internal error"}
+    ]
+    assert "structuredContent" not in result
+
+
+async def test_results_at_the_edges_of_json_numbers(era: str) -> None:
+    async with connect(number_server(), era) as client:
+        tools = await tools_by_name(client)
+        results = {
+            "real": await call(client, "real", kind="ok"),
+            "whole": await call(client, "whole", n=-63),
+            "mapping": await call(client, "mapping", n=63),
+        }
+        for name, result in results.items():
+            assert not result.get("isError"), result
+            jsonschema.validate(result["structuredContent"], tools[name]["outputSchema"])
+        assert results["whole"]["structuredContent"] == {"result": -(2**63)}
+        result = await call(client, "text", kind="ok")
+        assert result["content"] == [{"type": "text", "text": f'{{"v":{2**64 - 1}}}'}]
+
+
+# ================================================================== verbatim output schemas
+
+
+async def test_output_schema_pattern_is_checked(era: str) -> None:
+    server = Server("pattern")
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a"}}}
+
+    @server.tool(output_schema=schema)
+    def starts(s: str) -> dict[str, str]:
+        return {"s": s}
+
+    async with connect(server, era) as client:
+        tools = await tools_by_name(client)
+        assert tools["starts"]["outputSchema"] == schema
+        result = await call(client, "starts", s="xabc")  # not at the start: search, not match
+        assert result["isError"] is True
+        assert "internal error" in result["content"][0]["text"]
+        result = await call(client, "starts", s="abc")
+        assert result["structuredContent"] == {"s": "abc"}
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"patternProperties": {"^x": {}}}, "#: unsupported JSON Schema keyword(s) 'pattern"),
+        ({"properties": {"s": {"propertyNames": {}}}}, "#/properties/s: unsupported"),
+        ({"if": {}, "then": {}, "else": {}}, "'else', 'if', 'then'"),
+        ({"properties": {"a": {"type": "array", "contains": {}}}}, "'contains'"),
+        ({"dependentRequired": {"a": ["b"]}}, "'dependentRequired'"),
+        ({"$defs": {"X": {"unevaluatedProperties": False}}}, "#/$defs/X: unsupported"),
+        ({"anyOf": [{"minContains": 1}]}, "#/anyOf/0: unsupported"),
+        ({"properties": {"a": {"pattern": "("}}}, "#/properties/a"),
+        ({"properties": {"a": {"pattern": "("}}}, "is not a regular expression"),
+        ({"properties": {"a": {"$ref": "#/$defs/Gone"}}}, "unresolvable $ref"),
+        ({"properties": {"a": {"$ref": "https://example.com/s"}}}, "only local"),
+        ({"properties": {"a": {"type": "float"}}}, "unknown type(s) ['float']"),
+        ({"properties": {"a": 3}}, "a schema is an object or a boolean"),
+    ],
+)
+def test_an_output_schema_the_validator_cannot_use_is_refused_at_registration(
+    schema: dict[str, Any], where: str
+) -> None:
+    server = Server("refused")
+    with pytest.raises(ValueError, match="tool 'bad': outputSchema") as info:
+        server.add_tool(lambda: {}, name="bad", output_schema={"type": "object", **schema})
+    assert where in str(info.value)
+    with pytest.raises(ValueError, match="tool 'bad': outputSchema"):
+
+        @server.tool("bad", output_schema={"type": "object", **schema})
+        def bad() -> dict[str, Any]:
+            return {}
+
+    assert server.add_tool(lambda: {}, name="bad") == "bad"  # the name is still free
+
+
+# ================================================================== recursive return types
+
+
+async def test_an_annotated_recursive_return_type_is_an_object_schema(era: str) -> None:
+    server = Server("trees")
+
+    @server.tool()
+    def tree() -> Annotated[Node, "A tree"]:
+        return Node(1, [Node(2, [Node(3)])])
+
+    async with connect(server, era) as client:
+        tools = await tools_by_name(client)
+        schema = tools["tree"]["outputSchema"]
+        assert schema == {
+            "type": "object",
+            "description": "A tree",
+            "properties": {
+                "value": {"type": "integer"},
+                "children": {"type": "array", "items": {"$ref": "#"}},
+            },
+            "required": ["value"],
+            "additionalProperties": False,
+        }
+        jsonschema.Draft202012Validator.check_schema(schema)
+        result = await call(client, "tree")
+        jsonschema.validate(result["structuredContent"], schema)
+        assert result["structuredContent"]["children"][0]["children"][0]["value"] == 3
+
+
+# ================================================================== optional contexts
+
+
+async def test_an_optional_context_parameter_receives_the_context(era: str) -> None:
+    server = Server("ctx")
+
+    @server.tool()
+    async def defaulted(x: int, ctx: Context | None = None) -> str:
+        return f"{x} {type(ctx).__name__}"
+
+    @server.tool()
+    async def optional(x: int, ctx: Optional[Context]) -> str:  # noqa: UP045  # the old spelling
+        return f"{x} {type(ctx).__name__}"
+
+    @server.prompt()
+    def prompt(ctx: Annotated[Context | None, "the context"] = None) -> str:
+        return type(ctx).__name__
+
+    async with connect(server, era) as client:
+        tools = await tools_by_name(client)
+        for name in ("defaulted", "optional"):
+            assert tools[name]["inputSchema"]["properties"] == {"x": {"type": "integer"}}
+            result = await call(client, name, x=1)
+            assert result["structuredContent"] == {"result": "1 Context"}
+        result = await client.request("prompts/get", {"name": "prompt"})
+        check(client, "GetPromptResult", result)
+        assert result["messages"][0]["content"]["text"] == "Context"
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        "unresolved.Context | None",
+        "None | unresolved.Context",
+        "typing.Optional[unresolved.Context]",
+        "'unresolved.Context'",
+    ],
+)
+async def test_an_unresolvable_optional_context_goes_by_its_name(annotation: str) -> None:
+    server = Server("ctx")
+
+    async def tool(x: int, ctx: Any = None) -> str:
+        return f"{x} {type(ctx).__name__}"
+
+    tool.__annotations__ = {"x": "int", "ctx": annotation, "return": "str"}
+    server.add_tool(tool)
+    async with connect(server, "legacy") as client:
+        tools = await tools_by_name(client)
+        assert tools["tool"]["inputSchema"]["properties"] == {"x": {"type": "integer"}}
+        result = await call(client, "tool", x=1)
+    assert result["structuredContent"] == {"result": "1 Context"}
+
+
+# ================================================================== verbatim input schemas
+
+
+async def test_a_verbatim_input_schema_with_kwargs_takes_any_names(era: str) -> None:
+    server = Server("verbatim")
+    seen: list[dict[str, Any]] = []
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}}
+
+    @server.tool(input_schema=schema)
+    def custom(**arguments: Any) -> str:
+        seen.append(arguments)
+        return "ok"
+
+    @server.tool(input_schema=schema)
+    def mixed(a: int = 0, **rest: Any) -> str:
+        seen.append({"a": a, **rest})
+        return "ok"
+
+    async with connect(server, era) as client:
+        tools = await tools_by_name(client)
+        assert tools["custom"]["inputSchema"] == schema
+        for name in ("custom", "mixed"):
+            result = await call(client, name, a=1, b=[2])
+            assert result["structuredContent"] == {"result": "ok"}
+            # With **kwargs the function takes any name (it checks its own arguments),
+            # even the **kwargs parameter's own.
+            result = await call(client, name, arguments=1, rest=2, c=3)
+            assert result["structuredContent"] == {"result": "ok"}
+    assert seen == [
+        {"a": 1, "b": [2]},
+        {"arguments": 1, "rest": 2, "c": 3},
+        {"a": 1, "b": [2]},
+        {"a": 0, "arguments": 1, "rest": 2, "c": 3},
+    ]

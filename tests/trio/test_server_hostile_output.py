@@ -1,0 +1,442 @@
+"""What a :class:`Server` emits must fit the negotiated revision, whatever its handlers do.
+
+* Content a revision lacks is adapted (audio before 2025-03-26; resource links and
+  structured output before 2025-06-18), so every result validates against that revision's
+  schema.
+* A :class:`ToolError`, :class:`McpError` or :class:`ResourceNotFound` raised inside a
+  handler's own nursery (and so wrapped in an exception group) means what it means bare.
+* ``ctx.elicit`` takes types whose schema shares a definition (an enum used twice).
+* Resource template values are percent-decoded, so they are untrusted input.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_sansio import ErrorCode
+from mcp_sansio import types as mcp_types
+from mcp_trio import McpError, Session
+from mcp_trio._context import Context
+from mcp_trio._server import Server
+from mcp_trio._server_content import (
+    Audio,
+    Message,
+    ResourceLink,
+    ToolError,
+    ToolResult,
+)
+from mcp_trio._server_forms import form_spec
+from mcp_trio._server_rpc import ResourceNotFound
+
+from ..schema import validate
+from .test_server import connect
+from .test_server_context import Asker, accept, text
+
+WAV = b"RIFF\x00\x00\x00\x00WAVE"
+WAV_B64 = base64.b64encode(WAV).decode()
+
+LEGACY = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+NO_AUDIO = {"2024-11-05"}
+NO_LINKS = {"2024-11-05", "2025-03-26"}
+
+
+@pytest.fixture(params=[*LEGACY, "2026-07-28"])
+def version(request: pytest.FixtureRequest) -> str:
+    """Every revision: legacy ones pinned one at a time, and the modern one."""
+    value: str = request.param
+    return value
+
+
+def pinned(server: Server, version: str) -> Any:
+    if version == "2026-07-28":
+        return connect(server, "modern")
+    return connect(server, "legacy", supported_versions=(version,))
+
+
+def negotiated(client: Session) -> str:
+    assert client.handshake is not None
+    return client.handshake.protocol_version
+
+
+# ================================================================== content per revision
+
+
+def content_server() -> Server:
+    server = Server("content")
+    link = ResourceLink("x://a", "a", title="The A", description="All about a")
+
+    @server.tool()
+    def audio() -> Audio:
+        return Audio(WAV, "audio/wav", annotations={"priority": 0.5})
+
+    @server.tool()
+    def linked() -> ResourceLink:
+        return link
+
+    @server.tool()
+    def mixed() -> ToolResult:
+        return ToolResult(["see:", Audio(WAV, "audio/wav"), link])
+
+    @server.tool(output_schema=False)
+    def raw_blocks() -> list[Any]:
+        return [
+            {"type": "audio", "data": WAV_B64, "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "x://b", "name": "b"},
+        ]
+
+    @server.tool()
+    def typed_result() -> Any:
+        return mcp_types.CallToolResult(
+            content=[mcp_types.AudioContent(data=WAV_B64, mime_type="audio/wav")]
+        )
+
+    @server.prompt()
+    def talk() -> list[Message]:
+        return [Message.user(Audio(WAV, "audio/wav")), Message.assistant(link)]
+
+    return server
+
+
+def kinds(blocks: list[dict[str, Any]]) -> list[str]:
+    return [b["type"] for b in blocks]
+
+
+def audio_kind(version: str) -> str:
+    return "resource" if version in NO_AUDIO else "audio"
+
+
+def link_kind(version: str) -> str:
+    return "text" if version in NO_LINKS else "resource_link"
+
+
+async def call_tool(client: Session, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = await client.request("tools/call", {"name": name, "arguments": {}})
+    validate(negotiated(client), "CallToolResult", result)
+    return result
+
+
+async def test_tool_content_fits_every_revision(version: str) -> None:
+    async with pinned(content_server(), version) as client:
+        assert negotiated(client) == version
+        audio = await call_tool(client, "audio")
+        linked = await call_tool(client, "linked")
+        mixed = await call_tool(client, "mixed")
+        raw = await call_tool(client, "raw_blocks")
+        typed = await call_tool(client, "typed_result")
+    assert kinds(audio["content"]) == [audio_kind(version)]
+    assert kinds(linked["content"]) == [link_kind(version)]
+    assert kinds(mixed["content"]) == ["text", audio_kind(version), link_kind(version)]
+    assert kinds(raw["content"]) == [audio_kind(version), link_kind(version)]
+    assert kinds(typed["content"]) == [audio_kind(version)]
+    if version in NO_AUDIO:
+        # The audio itself still travels: an embedded blob with the audio's MIME type.
+        (block,) = audio["content"]
+        assert block["resource"]["blob"] == WAV_B64
+        assert block["resource"]["mimeType"] == "audio/wav"
+        assert block["annotations"] == {"priority": 0.5}
+        assert typed["content"][0]["resource"]["uri"] == block["resource"]["uri"]
+    if version in NO_LINKS:
+        # The link becomes text naming it, so the model still learns where to look.
+        (block,) = linked["content"]
+        assert "x://a" in block["text"]
+        assert "The A" in block["text"]
+        assert "All about a" in block["text"]
+        assert "x://b" in raw["content"][1]["text"]
+    else:
+        assert linked["content"] == [
+            {
+                "type": "resource_link",
+                "uri": "x://a",
+                "name": "a",
+                "title": "The A",
+                "description": "All about a",
+            }
+        ]
+
+
+async def test_prompt_content_fits_every_revision(version: str) -> None:
+    async with pinned(content_server(), version) as client:
+        result = await client.request("prompts/get", {"name": "talk"})
+        validate(version, "GetPromptResult", result)
+    assert [m["content"]["type"] for m in result["messages"]] == [
+        audio_kind(version),
+        link_kind(version),
+    ]
+
+
+# ================================================================== structured output
+
+
+def structured_server() -> Server:
+    server = Server("structured")
+
+    @server.tool()
+    def number() -> int:
+        return 3
+
+    @server.tool()
+    def mapping() -> Any:
+        return {"a": 1}
+
+    @server.tool()
+    def only_structured() -> ToolResult:
+        return ToolResult(structured_content={"b": [1, 2]})
+
+    return server
+
+
+async def test_structured_output_only_from_2025_06_18(version: str) -> None:
+    structured = version not in NO_LINKS  # the same two revisions lack both
+    async with pinned(structured_server(), version) as client:
+        listed = await client.request("tools/list", {})
+        validate(version, "ListToolsResult", listed)
+        number = await call_tool(client, "number")
+        mapping = await call_tool(client, "mapping")
+        only = await call_tool(client, "only_structured")
+    schemas = {t["name"]: "outputSchema" in t for t in listed["tools"]}
+    assert schemas["number"] is structured
+    assert text(number) == "3"
+    assert ("structuredContent" in number) is structured
+    assert ("structuredContent" in mapping) is structured
+    assert text(mapping) == '{"a":1}'
+    if structured:
+        assert only["structuredContent"] == {"b": [1, 2]}
+        assert only["content"] == []
+    else:
+        # Nothing would be left: the structured value is sent as its JSON text instead.
+        assert "structuredContent" not in only
+        assert only["content"] == [{"type": "text", "text": '{"b":[1,2]}'}]
+
+
+# ================================================================== errors from a nursery
+
+
+def nursery_server() -> Server:
+    server = Server("nursery")
+
+    async def run_all(*failures: BaseException) -> None:
+        async def fail(exc: BaseException) -> None:
+            raise exc
+
+        async with trio.open_nursery() as nursery:
+            for exc in failures:
+                nursery.start_soon(fail, exc)
+
+    @server.tool()
+    async def jammed() -> str:
+        await run_all(ToolError("the widget is jammed"))
+        return "unreachable"
+
+    @server.tool()
+    async def two_jams() -> str:
+        await run_all(ToolError("left jammed"), ToolError("right jammed"))
+        return "unreachable"
+
+    @server.tool()
+    async def custom_error() -> str:
+        await run_all(McpError.from_code(-32001, "custom", {"why": "because"}))
+        return "unreachable"
+
+    @server.tool()
+    async def jam_and_bug() -> str:
+        await run_all(ToolError("jammed"), ValueError("secret detail"))
+        return "unreachable"
+
+    @server.tool()
+    async def two_mcp_errors() -> str:
+        await run_all(McpError.from_code(-32001, "one"), McpError.from_code(-32001, "two"))
+        return "unreachable"
+
+    @server.prompt()
+    async def refusing() -> str:
+        await run_all(McpError.from_code(-32001, "no prompt for you"))
+        return "unreachable"
+
+    @server.resource("x://gone")
+    async def gone() -> str:
+        await run_all(ResourceNotFound("x://gone"))
+        return "unreachable"
+
+    return server
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_tool_errors_raised_in_the_tools_nursery(era: str) -> None:
+    async with connect(nursery_server(), era) as client:
+        version = negotiated(client)
+
+        async def tool(name: str) -> dict[str, Any]:
+            result: dict[str, Any] = await client.request(
+                "tools/call", {"name": name, "arguments": {}}
+            )
+            validate(version, "CallToolResult", result)
+            return result
+
+        jammed = await tool("jammed")
+        assert jammed["isError"] is True
+        assert text(jammed) == "the widget is jammed"
+
+        both = await tool("two_jams")
+        assert both["isError"] is True
+        assert set(text(both).split("; ")) == {"left jammed", "right jammed"}
+
+        # Anything else in the group is a bug: a generic message, nothing leaked.
+        for name in ("jam_and_bug", "two_mcp_errors"):
+            bug = await tool(name)
+            assert bug["isError"] is True
+            assert text(bug) == f"Tool {name!r} failed with an internal error"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_mcp_errors_raised_in_a_handlers_nursery(era: str) -> None:
+    async with connect(nursery_server(), era) as client:
+        with pytest.raises(McpError) as info:
+            await client.request("tools/call", {"name": "custom_error", "arguments": {}})
+        assert (info.value.code, info.value.message) == (-32001, "custom")
+        assert info.value.data == {"why": "because"}
+
+        with pytest.raises(McpError) as info:
+            await client.request("prompts/get", {"name": "refusing"})
+        assert (info.value.code, info.value.message) == (-32001, "no prompt for you")
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_resource_not_found_raised_in_the_resources_nursery(era: str) -> None:
+    async with connect(nursery_server(), era) as client:
+        with pytest.raises(McpError) as info:
+            await client.request("resources/read", {"uri": "x://gone"})
+    expected = ErrorCode.RESOURCE_NOT_FOUND if era == "legacy" else ErrorCode.INVALID_PARAMS
+    assert info.value.code == expected
+    assert info.value.data == {"uri": "x://gone"}
+
+
+# ================================================================== elicitation forms
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+@dataclasses.dataclass
+class Prefs:
+    primary: Color
+    secondary: Color
+    accent: Color | None = None
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    child: Node | None = None
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_elicit_a_type_that_shares_an_enum(era: str) -> None:
+    server = Server("forms")
+
+    @server.tool()
+    async def choose(ctx: Context) -> str:
+        answer = await ctx.elicit("Pick colours", Prefs)
+        assert isinstance(answer.data, Prefs)
+        return f"{answer.data.primary.value}/{answer.data.secondary.value}"
+
+    asker = Asker(server, era, accept({"primary": "red", "secondary": "green"}))
+    async with asker.connect() as client:
+        result = await asker.call(client, "choose")
+        version = negotiated(client)
+    assert text(result) == "red/green"
+    ((method, params),) = asker.asked
+    assert method == "elicitation/create"
+    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    validate(version, "ElicitRequest", message)
+    schema = params["requestedSchema"]
+    enum_field = {"type": "string", "enum": ["red", "green"]}
+    assert schema["properties"] == {
+        "primary": enum_field,
+        "secondary": enum_field,
+        "accent": enum_field,
+    }
+    assert sorted(schema["required"]) == ["primary", "secondary"]
+
+
+def test_form_spec_checks_structure_not_text() -> None:
+    # A type's shared definitions are inlined (above); a hand-written schema is sent as
+    # written, so a structural $ref or $defs there is refused...
+    shared = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/C"}},
+        "$defs": {"C": {"type": "string", "enum": ["x", "y"]}},
+    }
+    with pytest.raises(TypeError, match="without \\$defs or \\$ref"):
+        form_spec(shared)
+    with pytest.raises(TypeError, match="without \\$defs or \\$ref"):
+        form_spec({"type": "object", "properties": {"a": {"$ref": "#/x"}}})
+    nested = {"type": "object", "properties": {"a": {"type": "string", "$defs": {}}}}
+    with pytest.raises(TypeError, match="'a'"):
+        form_spec(nested)
+    # ...but text that merely mentions "$ref" is data, not a reference (it used to be
+    # refused), and so is a field *named* "$ref".
+    spec = form_spec(
+        {
+            "type": "object",
+            "properties": {
+                "n": {"type": "string", "title": "$ref", "description": 'see {"$ref": 1}'},
+                "$ref": {"type": "string", "enum": ["$ref"], "default": "$ref"},
+            },
+        }
+    )
+    assert spec.schema["properties"]["n"]["title"] == "$ref"
+    assert spec.schema["properties"]["$ref"]["enum"] == ["$ref"]
+    # A recursive type cannot be a flat form.
+    with pytest.raises(TypeError, match="recursive"):
+        form_spec(Node)
+
+
+@dataclasses.dataclass
+class Described:
+    """A form whose field's description mentions $ref."""
+
+    colour: Color
+    other: Color
+
+
+def test_form_spec_inlines_a_types_shared_definitions() -> None:
+    spec = form_spec(Described, protocol_version="2025-06-18")
+    assert spec.schema["properties"] == {
+        "colour": {"type": "string", "enum": ["red", "green"]},
+        "other": {"type": "string", "enum": ["red", "green"]},
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "elicitation/create",
+        "params": {"message": "?", "requestedSchema": spec.schema},
+    }
+    validate("2025-06-18", "ElicitRequest", message)
+
+
+# ================================================================== template values
+
+
+async def test_template_values_are_decoded_so_handlers_must_check_them() -> None:
+    # The documented behaviour (the module docstring of _uritemplate): a {name} value is
+    # percent-decoded and may hold "/" and "..", however its expression is delimited.
+    server = Server("files")
+    seen: list[str] = []
+
+    @server.resource("x://seg/{name}")
+    def segment(name: str) -> str:
+        seen.append(name)
+        return "ok"
+
+    async with connect(server, "legacy") as client:
+        result = await client.request("resources/read", {"uri": "x://seg/..%2F..%2Fetc"})
+        validate(negotiated(client), "ReadResourceResult", result)
+    assert seen == ["../../etc"]
