@@ -25,6 +25,7 @@ from mcp_sansio import (
     LocalProtocolError,
     NotificationReceived,
     ProgressReceived,
+    RemoteProtocolError,
 )
 from mcp_sansio import types as t
 from mcp_trio import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
@@ -140,6 +141,22 @@ def test_legacy_callback_failures_are_answered_as_errors() -> None:
         with pytest.raises(McpError):  # the server's handler failed on our -32603
             client.call_tool("ask", {"what": ["sample"]})
         assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///a"
+
+
+def test_modern_round_limit_is_checked_before_the_user_is_asked() -> None:
+    asked: list[str] = []
+
+    def counting(params: t.ElicitRequestFormParams | t.ElicitRequestURLParams) -> t.ElicitResult:
+        asked.append(params.message)
+        return elicit(params)
+
+    config = ConnectionConfig(max_input_rounds=1)  # the first question is already too many
+    with spawn(era="modern", on_elicitation=counting, connection_config=config) as client:
+        with pytest.raises(RemoteProtocolError, match="max_input_rounds is 1"):
+            client.call_tool("ask", {"what": ["elicit"]})
+        assert asked == []
+        assert client.connection.pending_requests() == ()
+        assert not client.connection._awaiting_input  # abandoned, not kept
 
 
 def test_modern_without_a_callback() -> None:

@@ -95,7 +95,14 @@ from ._client_common import (
     sampling_params,
     to_wire,
 )
-from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
+from ._errors import (
+    HandshakeFailed,
+    InputRequiredError,
+    McpError,
+    ServerExited,
+    SessionClosed,
+    refuse_endless_input,
+)
 
 __all__ = ["BlockingClient"]
 
@@ -615,11 +622,13 @@ class BlockingClient(HandshakeFacts):
             if isinstance(outcome, RequestTimedOut):
                 raise TimeoutError(f"request {rid!r} ({method}) timed out")
             try:
+                # Bounded before anyone is asked (an answer past it would be thrown away).
+                refuse_endless_input(outcome, self._conn.config.max_input_rounds)
                 responses = self._provide_input(outcome)
+                rid = self._conn.retry_with_input(rid, responses, now=time.monotonic())
             except BaseException:
                 self._conn.abandon_request(outcome.request_id)
                 raise
-            rid = self._conn.retry_with_input(rid, responses, now=time.monotonic())
 
     def _wait_for(
         self, rid: RequestId, method: str, on_progress: ProgressFunction | None

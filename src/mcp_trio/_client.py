@@ -19,6 +19,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from os import PathLike
 from typing import Any, final
 
@@ -38,6 +39,7 @@ from ._client_callbacks import (
 from ._client_common import (
     EraChoice,
     HandshakeFacts,
+    OutputSchemas,
     RootLike,
     ToolOutput,
     check_log_level,
@@ -53,6 +55,7 @@ from ._client_targets import ClientTarget, StderrCallback, open_target
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
+from ._jsonschema import validate
 from ._session import Session
 from ._util import open_task_nursery
 
@@ -73,7 +76,8 @@ class Client(HandshakeFacts):
         InputRequiredError: modern era: the server asked for input no callback answers.
         LocalProtocolError: the call is not possible with this server (a capability it
             did not declare, or a method its era does not have).
-        RemoteProtocolError: the server's result does not fit the protocol's types.
+        RemoteProtocolError: the server's result does not fit the protocol's types
+            (or, for ``call_tool``, the tool's known output schema).
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class Client(HandshakeFacts):
         *,
         callbacks: Callbacks,
         hub: SubscriptionHub,
+        output_schemas: OutputSchemas,
         nursery: trio.Nursery,
         on_progress: ProgressCallback | None,
         log_level: str | None,
@@ -90,6 +95,7 @@ class Client(HandshakeFacts):
         self._session = session
         self._callbacks = callbacks
         self._hub = hub
+        self._output_schemas = output_schemas
         self._nursery = nursery
         self._on_progress = on_progress
         self._log_level = log_level
@@ -157,8 +163,13 @@ class Client(HandshakeFacts):
                 return pages.items
 
     async def list_tools(self) -> list[t.Tool]:
-        """Every tool, following ``nextCursor`` through all pages."""
-        return await self._list("tools/list")
+        """Every tool, following ``nextCursor`` through all pages.
+
+        The client remembers each tool's ``outputSchema`` to check :meth:`call_tool`
+        results against, until the server says the tools changed."""
+        tools: list[t.Tool] = await self._list("tools/list")
+        self._output_schemas.remember(tools)
+        return tools
 
     async def call_tool(
         self,
@@ -178,6 +189,13 @@ class Client(HandshakeFacts):
 
         Returns:
             The result; a tool that failed returns ``is_error=True`` (not an exception).
+
+        Raises:
+            RemoteProtocolError: the result is malformed: its ``structuredContent``
+                is not an object where the protocol version requires one, or does not
+                match the tool's ``outputSchema`` when the client knows it (from
+                :meth:`list_tools`; see ``OutputSchemas``). No request is made to learn
+                the schema.
         """
         result = await self.request(
             "tools/call",
@@ -185,7 +203,9 @@ class Client(HandshakeFacts):
             timeout=timeout,
             on_progress=on_progress or self._on_progress,
         )
-        return ToolOutput.from_wire(result)
+        output = ToolOutput.from_wire(result)
+        self._output_schemas.check(name, result, self.protocol_version)
+        return output
 
     # ------------------------------------------------------------------ resources
 
@@ -259,6 +279,8 @@ class Client(HandshakeFacts):
         Raises:
             McpError: the server refused the subscription.
             RequestTimeout: modern: no acknowledgment within the client's timeout.
+            RemoteProtocolError: modern: the server ended or cancelled the
+                ``subscriptions/listen`` request before acknowledging it.
         """
         return self._hub.open(
             self._session,
@@ -468,7 +490,8 @@ async def open_client(
     )
     handlers = Handlers()
     callbacks.install(handlers)
-    hub = SubscriptionHub()
+    output_schemas = OutputSchemas(partial(validate, root="structuredContent"))
+    hub = SubscriptionHub(on_tools_changed=output_schemas.forget)
     hub.install(handlers)
     async with (
         open_task_nursery("MCP client", cancel_on_exit=True) as nursery,
@@ -489,6 +512,7 @@ async def open_client(
             session,
             callbacks=callbacks,
             hub=hub,
+            output_schemas=output_schemas,
             nursery=nursery,
             on_progress=on_progress,
             log_level=None,

@@ -8,8 +8,9 @@ into wire data (capabilities, params, versions) or wire data into typed values.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal, final, get_args
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias, final, get_args
 
 import attrs
 
@@ -31,11 +32,16 @@ __all__ = [
     "LIST_METHODS",
     "LOG_LEVELS",
     "LOG_LEVEL_KEY",
+    "MAX_LIST_ITEMS",
     "MAX_LIST_PAGES",
+    "MAX_OUTPUT_SCHEMA_DEPTH",
+    "MAX_OUTPUT_SCHEMA_NODES",
     "EraChoice",
     "HandshakeFacts",
+    "OutputSchemas",
     "Pager",
     "ToolOutput",
+    "Validator",
     "build_capabilities",
     "check_log_level",
     "client_config",
@@ -62,6 +68,17 @@ LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 """Modern era: the ``_meta`` key of a request's log level (``server/utilities/logging``)."""
 MAX_LIST_PAGES: Final = 1_000
 """Auto-pagination gives up after this many pages (a server whose cursors never end)."""
+MAX_LIST_ITEMS: Final = 100_000
+"""Auto-pagination gives up past this many items, all pages together: the page bound
+alone lets a server that never stops paging grow the list to pages x items per page."""
+MAX_OUTPUT_SCHEMA_NODES: Final = 2_000
+"""A tool's ``outputSchema`` with more subschemas than this, its ``$ref``s expanded, is
+not used to validate results: a small schema can expand to one too costly to validate
+against (``basic/index.mdx``, "Composition-Keyword Resource Use")."""
+MAX_OUTPUT_SCHEMA_DEPTH: Final = 64
+"""Likewise, a tool's ``outputSchema`` nested deeper than this is not used."""
+
+logger = logging.getLogger("mcp_trio")
 
 
 @final
@@ -365,7 +382,8 @@ class Pager:
 
     Error handling:
         :meth:`add` raises ``RemoteProtocolError`` when a page is malformed, a cursor
-        repeats, or there are more than :data:`MAX_LIST_PAGES` pages.
+        repeats, or there are more than :data:`MAX_LIST_PAGES` pages or
+        :data:`MAX_LIST_ITEMS` items.
     """
 
     def __init__(self, method: str, key: str, cls: type[Any]) -> None:
@@ -386,6 +404,8 @@ class Pager:
         items = result.get(self._key)
         if not isinstance(items, list):
             raise RemoteProtocolError(f"invalid {self.method} result: no {self._key!r} array")
+        if len(self.items) + len(items) > MAX_LIST_ITEMS:
+            raise RemoteProtocolError(f"{self.method}: more than {MAX_LIST_ITEMS} items")
         self.items.extend(structure(item, self._cls) for item in items)
         self._pages += 1
         cursor = result.get("nextCursor")
@@ -455,3 +475,186 @@ class HandshakeFacts:
     def instructions(self) -> str | None:
         """The server's instructions for the model, if any."""
         return self._completed.instructions
+
+
+# ---------------------------------------------------------------------- tool output
+
+
+_OBJECT_ONLY_VERSIONS: Final = frozenset({"2025-06-18", "2025-11-25"})
+"""The revisions whose ``CallToolResult.structuredContent`` is an object (later ones
+allow any JSON value; earlier ones have no such member)."""
+_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
+_SAME_VALUE: Final = ("allOf", "anyOf", "oneOf")
+"""Keywords whose subschemas all apply to the same value."""
+_MAX_PROBLEM_CHARS: Final = 200
+"""Each validation problem quoted in an error is cut to this (the server chose the keys)."""
+_JSON_TYPES: Final[dict[type, str]] = {dict: "an object", list: "an array", str: "a string"}
+
+Validator: TypeAlias = Callable[[Any, dict[str, Any]], list[str]]
+"""Checks a value against a JSON Schema: the problems, each naming where it is from
+``structuredContent``, none when valid. Raises on a schema it cannot use. (Given by the
+client, so that this module imports nothing but the core: see the module docs.)"""
+
+
+@final
+class OutputSchemas:
+    """The ``outputSchema`` of each tool a complete ``tools/list`` returned, to check
+    ``tools/call`` results against (``server/tools.mdx``, "Output Schema": servers MUST
+    conform, clients SHOULD validate).
+
+    The client never lists tools on its own: a schema is known only once the caller
+    has listed the tools, and forgotten when the server says they changed, so calling
+    a tool whose schema is unknown costs one dictionary lookup. A schema is vetted the
+    first time a result is checked against it; one that could be costly to validate
+    against (more than :data:`MAX_OUTPUT_SCHEMA_NODES` subschemas, ``$ref`` expanded,
+    deeper than :data:`MAX_OUTPUT_SCHEMA_DEPTH`, a recursive schema whose
+    alternatives could both recurse, another dialect than 2020-12) is not used.
+
+    Args:
+        validator: checks a value against a schema (``mcp_trio._jsonschema.validate``).
+    """
+
+    def __init__(self, validator: Validator) -> None:
+        self._validate = validator
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._usable: dict[str, bool] = {}
+
+    def remember(self, tools: Iterable[t.Tool]) -> None:
+        """Replace what is known with the schemas of ``tools`` (a complete list)."""
+        self._schemas = {
+            tool.name: tool.output_schema for tool in tools if tool.output_schema is not None
+        }
+        self._usable = {}
+
+    def forget(self) -> None:
+        """The tools changed: know nothing until they are listed again."""
+        self._schemas = {}
+        self._usable = {}
+
+    def check(self, name: str, result: Mapping[str, Any], protocol_version: str) -> None:
+        """Check the ``tools/call`` result of tool ``name`` (already structured).
+
+        Tool errors (``isError``) are not checked against the schema.
+
+        Raises:
+            RemoteProtocolError: ``structuredContent`` is not an object where the
+                revision requires one, or does not match the tool's known
+                ``outputSchema`` (or is missing though the tool has one).
+        """
+        structured = result.get("structuredContent")
+        if (
+            structured is not None
+            and protocol_version in _OBJECT_ONLY_VERSIONS
+            and not isinstance(structured, dict)
+        ):
+            kind = _JSON_TYPES.get(type(structured), "a scalar")
+            raise RemoteProtocolError(
+                f"invalid tools/call result: structuredContent must be an object in"
+                f" protocol version {protocol_version}, not {kind}"
+            )
+        schema = self._schemas.get(name)
+        if schema is None or result.get("isError") is True:
+            return
+        usable = self._usable.get(name)
+        if usable is None:
+            usable = self._usable[name] = _bounded_schema(schema)
+            if not usable:
+                logger.debug("not validating tool %r's results: its schema is too costly", name)
+        if not usable:
+            return
+        if "structuredContent" not in result:
+            raise RemoteProtocolError(
+                f"tools/call {name!r}: the tool has an outputSchema but the result has no"
+                " structuredContent"
+            )
+        try:
+            problems = self._validate(structured, schema)
+        except Exception:  # the server's schema, not its result, is at fault: skip it
+            logger.debug("not validating the results of tool %r", name, exc_info=True)
+            self._usable[name] = False
+            return
+        if problems:
+            shown = "; ".join(problem[:_MAX_PROBLEM_CHARS] for problem in problems[:3])
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            raise RemoteProtocolError(
+                f"tools/call {name!r}: structuredContent does not match the tool's"
+                f" outputSchema: {shown}{more}"
+            )
+
+
+class _TooCostly(Exception):
+    pass
+
+
+def _bounded_schema(schema: dict[str, Any]) -> bool:
+    """Whether validating against ``schema`` (a server's) costs a bounded amount of work
+    per value of the result: see :class:`OutputSchemas`.
+
+    Work multiplies where one value is checked against several subschemas (``$ref``
+    next to other keywords, ``allOf``/``anyOf``/``oneOf``, ``not``). Without recursion
+    the expanded schema bounds it; with recursion, only if no schema has two such
+    branches that lead to a ``$ref`` (else each level of the value could double it).
+    """
+    dialect = schema.get("$schema")
+    if dialect is not None and (not isinstance(dialect, str) or dialect.rstrip("#") != _DIALECT):
+        return False
+    nodes = 0
+    recursive = branching = False
+
+    def resolve(ref: str) -> Any:
+        if not ref.startswith("#"):
+            raise _TooCostly  # not local: the validator refuses it anyway
+        node: Any = schema
+        for escaped in ref[1:].split("/")[1:]:
+            part = escaped.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise _TooCostly
+        return node
+
+    def walk(node: Any, refs: tuple[str, ...], depth: int) -> bool:
+        """Count ``node``'s subschemas; whether it holds a ``$ref`` (refs not followed)."""
+        nonlocal nodes, recursive, branching
+        if not isinstance(node, dict):
+            return False
+        nodes += 1
+        if nodes > MAX_OUTPUT_SCHEMA_NODES or depth > MAX_OUTPUT_SCHEMA_DEPTH:
+            raise _TooCostly
+        branches = 0
+        ref = node.get("$ref")
+        if ref is not None:
+            branches += 1
+            if not isinstance(ref, str):
+                raise _TooCostly
+            if ref in refs:
+                recursive = True
+            else:
+                walk(resolve(ref), (*refs, ref), depth + 1)
+        same_value = [sub for key in _SAME_VALUE for sub in _as_list(node.get(key))]
+        if "not" in node:
+            same_value.append(node["not"])
+        branches += sum(walk(sub, refs, depth + 1) for sub in same_value)
+        properties = node.get("properties")
+        children = [
+            *(properties.values() if isinstance(properties, dict) else ()),
+            *_as_list(node.get("prefixItems")),
+            node.get("items"),
+            node.get("additionalProperties"),
+        ]
+        holds_ref = [walk(sub, refs, depth + 1) for sub in children]  # walk them all
+        branches += any(holds_ref)
+        branching = branching or branches > 1
+        return branches > 0
+
+    try:
+        walk(schema, ("#",), 0)
+    except _TooCostly:
+        return False
+    return not (recursive and branching)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -13,12 +13,19 @@ counted across overlapping subscriptions, so one URI is subscribed once.
 listen request's id in ``_meta`` (``NotificationContext.subscription_id``), the first
 one being ``notifications/subscriptions/acknowledged``. The session runtime does not
 tell us the id it gave the listen request, so subscriptions are opened one at a time
-(a lock): the first acknowledgment with an id we do not know belongs to the one being
-opened. Notifications run in their own handler tasks, whose order trio does not
-promise, so a notification that overtakes its acknowledgment is kept (bounded) until
-the acknowledgment claims it. Leaving the block cancels the listen request
-(``notifications/cancelled``); a server that ends it (a result, or a cancellation)
-ends the iteration.
+(a lock): the first acknowledgment (or cancellation) with an id we do not know, sent
+after the listen request, belongs to the one being opened. "After" is exact: just
+before the listen request goes out we note which requests were already pending, and
+the core reports subscription messages only for pending listen requests, so any other
+id is an older subscription's. Notifications run in their own handler tasks, whose
+order trio does not promise, so a notification that overtakes its acknowledgment is
+kept (bounded) until the acknowledgment claims it. Leaving the block cancels the
+listen request (``notifications/cancelled``); a server that ends it (a result, or a
+cancellation) ends the iteration -- or, before acknowledging it, fails ``subscribe()``
+with ``RemoteProtocolError`` (the acknowledgment must come first).
+
+Legacy: leaving the block sends the ``resources/unsubscribe`` courtesies concurrently,
+shielded from the caller's cancellation but bounded by one deadline for them all.
 
 Notifications are hints ("something changed, fetch again"), so each subscription keeps
 at most one pending notification per kind (and per URI): a burst of identical ones
@@ -30,13 +37,13 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Final, final
 
 import trio
 
-from mcp_sansio import LocalProtocolError, NotificationReceived, RequestId
+from mcp_sansio import LocalProtocolError, NotificationReceived, RemoteProtocolError, RequestId
 
 from ._client_common import listen_params
 from ._errors import McpError, RequestTimeout, SessionClosed
@@ -57,8 +64,10 @@ _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _MAX_ORPHAN_IDS: Final = 16
 """Modern: subscription ids whose notifications overtook their acknowledgment, kept."""
 _MAX_ORPHANS_PER_ID: Final = 64
+_NOT_ACKNOWLEDGED: Final = "the server ended subscriptions/listen before acknowledging it"
 _UNSUBSCRIBE_TIMEOUT: Final = 2.0
-"""Legacy: seconds the courtesy ``resources/unsubscribe`` may take on the way out."""
+"""Legacy: seconds the courtesy ``resources/unsubscribe`` requests may take, all of them
+together, on the way out of a ``subscribe()`` block."""
 
 
 def _uri(params: dict[str, Any] | None) -> str | None:
@@ -105,6 +114,7 @@ class Subscription:
         self._failure: BaseException | None = None
         self._acknowledged = trio.Event()
         self._scope: trio.CancelScope | None = None
+        self._older: frozenset[RequestId] | None = None  # pending before our listen request
 
     def wants(self, method: str, params: dict[str, Any] | None) -> bool:
         """Whether a (legacy, session-wide) notification matches this filter."""
@@ -188,7 +198,8 @@ class Subscription:
 class SubscriptionHub:
     """Every subscription of one client, and the notification handlers that feed them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, on_tools_changed: Callable[[], None] | None = None) -> None:
+        self._on_tools_changed = on_tools_changed
         self._legacy: set[Subscription] = set()
         self._uri_refs: dict[str, int] = {}
         self._by_id: dict[RequestId, Subscription] = {}
@@ -211,6 +222,8 @@ class SubscriptionHub:
     # ------------------------------------------------------------------ handlers
 
     async def _on_change(self, ctx: NotificationContext) -> None:
+        if ctx.method == "notifications/tools/list_changed" and self._on_tools_changed:
+            self._on_tools_changed()
         note = NotificationReceived(method=ctx.method, params=ctx.params)
         sid = ctx.subscription_id
         if sid is None:
@@ -228,10 +241,24 @@ class SubscriptionHub:
         while len(self._orphans) > _MAX_ORPHAN_IDS:
             self._orphans.popitem(last=False)
 
+    def _claimant(self, sid: RequestId | None) -> Subscription | None:
+        """The subscription being opened, if ``sid`` can be its listen request's id."""
+        sub = self._claiming
+        if (
+            sid is None
+            or sid in self._by_id
+            or sub is None
+            or sub.subscription_id is not None
+            or sub._older is None  # its listen request has not gone out yet
+            or sid in sub._older  # an older listen request's
+        ):
+            return None
+        return sub
+
     async def _on_acknowledged(self, ctx: NotificationContext) -> None:
         sid = ctx.subscription_id
-        sub = self._claiming
-        if sid is None or sid in self._by_id or sub is None or sub.subscription_id is not None:
+        sub = self._claimant(sid)
+        if sid is None or sub is None:
             logger.debug("unexpected subscription acknowledgment for %r", sid)
             return
         honored = (ctx.params or {}).get("notifications")
@@ -244,10 +271,20 @@ class SubscriptionHub:
 
     async def _on_cancelled(self, ctx: NotificationContext) -> None:
         sid = ctx.subscription_id
-        sub = None if sid is None else self._by_id.pop(sid, None)
+        if sid is None:
+            return
+        reason = (ctx.params or {}).get("reason")
+        why = reason if isinstance(reason, str) and reason else "no reason given"
+        sub = self._by_id.pop(sid, None)
         if sub is not None:
-            reason = (ctx.params or {}).get("reason")
-            sub._end(f"the server cancelled the subscription: {reason or 'no reason given'}")
+            sub._end(f"the server cancelled the subscription: {why}")
+            return
+        sub = self._claimant(sid)
+        if sub is not None:
+            # The core has dropped the listen request: nothing else will ever end it.
+            self._orphans.pop(sid, None)
+            message = f"the server cancelled subscriptions/listen before acknowledging it: {why}"
+            sub._end(message, RemoteProtocolError(message))
 
     # ------------------------------------------------------------------ opening
 
@@ -306,17 +343,30 @@ class SubscriptionHub:
         finally:
             self._legacy.discard(sub)
             sub._end("the subscription was closed")
+            unused: list[str] = []
             for uri in subscribed:
                 self._uri_refs[uri] -= 1
                 if not self._uri_refs[uri]:
                     del self._uri_refs[uri]
-                    await self._unsubscribe(session, uri)
+                    unused.append(uri)
+            if unused:
+                await self._unsubscribe(session, unused)
 
-    async def _unsubscribe(self, session: Session, uri: str) -> None:
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + _UNSUBSCRIBE_TIMEOUT
+    async def _unsubscribe(self, session: Session, uris: list[str]) -> None:
+        """Send ``resources/unsubscribe`` for ``uris``, concurrently: shielded (the
+        caller may be leaving because it was cancelled) and bounded, all of them
+        together, by :data:`_UNSUBSCRIBE_TIMEOUT`. Failures are ignored: it is a
+        courtesy, and a server that does not answer only keeps sending updates."""
+
+        async def unsubscribe(uri: str) -> None:
             with suppress(McpError, SessionClosed, RequestTimeout, LocalProtocolError):
                 await session.request("resources/unsubscribe", {"uri": uri})
+
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + _UNSUBSCRIBE_TIMEOUT
+            async with trio.open_nursery() as nursery:
+                for uri in uris:
+                    nursery.start_soon(unsubscribe, uri, name="mcp resources/unsubscribe")
 
     @asynccontextmanager
     async def _open_modern(
@@ -340,9 +390,11 @@ class SubscriptionHub:
                     self._claiming = None
             if not sub._acknowledged.is_set():
                 raise RequestTimeout("subscriptions/listen", None)
-            if sub.subscription_id is None:
-                assert sub._failure is not None
-                raise sub._failure.with_traceback(None)
+            if sub.subscription_id is None:  # ended before it was acknowledged
+                failure = sub._failure
+                if failure is None:  # (every way to end it sets one; just in case)
+                    failure = RemoteProtocolError(sub.end_reason or _NOT_ACKNOWLEDGED)
+                raise failure.with_traceback(None)
             yield
         finally:
             sub._end("the subscription was closed")
@@ -353,9 +405,16 @@ class SubscriptionHub:
         scope = sub._scope
         assert scope is not None
         with scope:
+            if sub._ended:  # given up before this task started: send nothing
+                return
+            # No checkpoint between this and the request going out (see the module docs).
+            sub._older = frozenset(session.connection.pending_requests())
             try:
                 await session.request("subscriptions/listen", params, timeout=math.inf)
             except Exception as exc:
                 sub._end(f"the subscription failed: {exc}", exc)
             else:
-                sub._end("the server ended the subscription")
+                if sub.subscription_id is None:
+                    sub._end(_NOT_ACKNOWLEDGED, RemoteProtocolError(_NOT_ACKNOWLEDGED))
+                else:
+                    sub._end("the server ended the subscription")

@@ -23,7 +23,14 @@ from typing import Any
 
 import trio
 
-from mcp_sansio import ErrorData, ErrorReceived, InputRequired, RequestId, RequestTimedOut
+from mcp_sansio import (
+    ErrorData,
+    ErrorReceived,
+    InputRequired,
+    RemoteProtocolError,
+    RequestId,
+    RequestTimedOut,
+)
 
 __all__ = [
     "HandshakeFailed",
@@ -144,3 +151,18 @@ def request_error(
     if isinstance(outcome, RequestTimedOut):
         return RequestTimeout(method, rid)
     return fresh(outcome)
+
+
+def refuse_endless_input(event: InputRequired, max_rounds: int) -> None:
+    """Raise before anyone is asked when the server asks for input the
+    ``max_rounds``-th time (``ConnectionConfig.max_input_rounds``): the core would refuse
+    that retry, and the answer would be thrown away.
+
+    Raises:
+        RemoteProtocolError: the round bound is reached.
+    """
+    if event.round >= max_rounds:
+        raise RemoteProtocolError(
+            f"{event.method}: the server asked for input again after {event.round - 1}"
+            f" answered rounds; giving up (ConnectionConfig.max_input_rounds is {max_rounds})"
+        )

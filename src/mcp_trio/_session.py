@@ -91,6 +91,7 @@ from ._errors import (
     RequestTimeout,
     SessionClosed,
     fresh,
+    refuse_endless_input,
     request_error,
 )
 from ._handlers import Handlers, NotificationContext, RequestContext
@@ -301,6 +302,9 @@ class Session:
             RequestTimeout: the request timed out (it was cancelled on the wire).
             InputRequiredError: the server asked for input and ``on_input_required``
                 is ``None``.
+            RemoteProtocolError: modern era: the server asked for input a
+                ``max_input_rounds``-th time (``ConnectionConfig``); that round is not
+                answered.
             SessionClosed: the session closed before the answer came.
             LocalProtocolError: the core refused the request (e.g. a capability the
                 peer lacks).
@@ -325,16 +329,26 @@ class Session:
                 return outcome.result
             if not isinstance(outcome, InputRequired):
                 raise request_error(method, rid, outcome)
+            rid = await self._answer_input(rid, outcome, on_input_required)
+
+    async def _answer_input(
+        self, rid: RequestId, outcome: InputRequired, on_input_required: InputCallback | None
+    ) -> RequestId:
+        """Modern client: answer one input-required round and retry; the retry's id.
+
+        The round bound is checked *before* anyone is asked, so a server that keeps
+        asking never gets a question answered that would then be thrown away. On any
+        failure the core forgets the request (``abandon_request``)."""
+        try:
             if on_input_required is None:
-                self._conn.abandon_request(rid)
                 raise InputRequiredError(outcome)
-            try:
-                responses = await on_input_required(outcome)
-            except BaseException:
-                self._conn.abandon_request(rid)
-                raise
+            refuse_endless_input(outcome, self._conn.config.max_input_rounds)
+            responses = await on_input_required(outcome)
             self._raise_if_closed()
-            rid = self._conn.retry_with_input(rid, responses, now=trio.current_time())
+            return self._conn.retry_with_input(rid, responses, now=trio.current_time())
+        except BaseException:
+            self._conn.abandon_request(rid)
+            raise
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification.

@@ -1,0 +1,448 @@
+"""The high-level client against servers that break the rules or push its bounds.
+
+Each test is one server misbehaving and what the client must do about it: fail the call
+with a clear error (``RemoteProtocolError`` when the server broke the protocol), never
+hang, and stay usable and leak nothing afterwards. The modern servers are a bare
+``mcp_sansio.Connection`` driven by hand over an in-memory channel, with a script that
+answers chosen methods with raw messages; the others are in-process ``Handlers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import pytest
+import trio
+import trio.testing
+from trio.testing import MockClock
+
+import mcp_trio._client_common
+from mcp_sansio import Connection, ConnectionConfig, RemoteProtocolError, RequestReceived
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    Handlers,
+    InputRequiredResult,
+    MemoryChannel,
+    RequestContext,
+    memory_channel_pair,
+)
+from mcp_trio._client import Client, open_client
+from mcp_trio._client_subscriptions import _UNSUBSCRIBE_TIMEOUT
+
+CAPABILITIES: dict[str, Any] = {
+    "tools": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+}
+Scripted = Callable[["HandDriven", dict[str, Any]], Awaitable[bool]]
+"""Answers one request by hand; returns whether it did (else the core sees it)."""
+
+
+class HandDriven:
+    """A server core driven by hand: ``script`` answers chosen methods with raw messages;
+    the rest goes to the core (which acknowledges ``subscriptions/listen`` itself) and
+    any request the core hands over is answered with an empty result."""
+
+    def __init__(
+        self, channel: MemoryChannel, script: dict[str, Scripted], era: Literal["modern", "legacy"]
+    ) -> None:
+        self.channel = channel
+        self.script = script
+        self.conn = Connection(
+            "server",
+            ConnectionConfig(
+                era=era,
+                capabilities=CAPABILITIES,
+                implementation={"name": "hand-driven", "version": "1"},
+            ),
+        )
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.channel.send(dumps(message))
+
+    async def serve(self) -> None:
+        try:
+            while True:
+                data = await self.channel.receive()
+                message = loads(data)
+                answer = self.script.get(message.get("method"))
+                if answer is not None and await answer(self, message):
+                    continue
+                for event in self.conn.receive_message(data, now=trio.current_time()):
+                    if (
+                        isinstance(event, RequestReceived)
+                        and event.method != "subscriptions/listen"
+                    ):
+                        self.conn.send_result(event.request_id, {"tools": []})
+                for out in self.conn.data_to_send():
+                    await self.channel.send(out)
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+
+@asynccontextmanager
+async def hand_driven(
+    script: dict[str, Scripted],
+    *,
+    era: Literal["modern", "legacy"] = "modern",
+    **client_kwargs: Any,
+) -> AsyncGenerator[Client]:
+    client_channel, server_channel = memory_channel_pair()
+    server = HandDriven(server_channel, script, era)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve)
+        async with open_client(client_channel, era=era, **client_kwargs) as client:
+            yield client
+        nursery.cancel_scope.cancel()
+
+
+def first_time_only(answer: Scripted) -> Scripted:
+    """``answer`` for the first request of its method; the core answers later ones."""
+    done = False
+
+    async def once(server: HandDriven, message: dict[str, Any]) -> bool:
+        nonlocal done
+        if done:
+            return False
+        done = True
+        return await answer(server, message)
+
+    return once
+
+
+async def assert_nothing_left(client: Client) -> None:
+    await trio.testing.wait_all_tasks_blocked()  # tasks that clean up have done so
+    assert client.session.connection.pending_requests() == ()
+    assert client.session.statistics().waiting_requests == 0
+
+
+# ---------------------------------------------------------------------- subscriptions
+
+
+async def _end_listen(server: HandDriven, message: dict[str, Any]) -> bool:
+    result = {"resultType": "complete"}
+    await server.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    return True
+
+
+async def _cancel_listen(server: HandDriven, message: dict[str, Any]) -> bool:
+    params = {"requestId": message["id"], "reason": "no listeners today"}
+    await server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+    return True
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+async def test_listen_ended_before_its_acknowledgment(
+    timeout: float | None, autojump_clock: MockClock
+) -> None:
+    # basic/patterns/subscriptions.mdx: the acknowledgment MUST come first.
+    script = {"subscriptions/listen": first_time_only(_end_listen)}
+    async with hand_driven(script, timeout=timeout) as client:
+        with trio.fail_after(10), pytest.raises(RemoteProtocolError, match="before acknowledging"):
+            async with client.subscribe(tools=True):
+                pytest.fail("entered, unacknowledged")  # pragma: no cover
+        await assert_nothing_left(client)
+        async with client.subscribe(tools=True) as updates:  # the next one works
+            assert updates.honored == {"toolsListChanged": True}
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+async def test_listen_cancelled_before_its_acknowledgment(
+    timeout: float | None, autojump_clock: MockClock
+) -> None:
+    # Before the fix: a hang (no timeout) or a RequestTimeout that hid the reason.
+    script = {"subscriptions/listen": first_time_only(_cancel_listen)}
+    async with hand_driven(script, timeout=timeout) as client:
+        with trio.fail_after(10), pytest.raises(RemoteProtocolError) as info:
+            async with client.subscribe(tools=True):
+                pytest.fail("entered, unacknowledged")  # pragma: no cover
+        assert "before acknowledging it: no listeners today" in str(info.value)
+        await assert_nothing_left(client)
+        with trio.fail_after(10):
+            async with client.subscribe(tools=True) as updates:  # the lock was released
+                assert updates.subscription_id is not None
+        await assert_nothing_left(client)
+
+
+async def test_leaving_legacy_subscriptions_is_bounded_as_a_whole(
+    autojump_clock: MockClock,
+) -> None:
+    unsubscribed: list[str] = []
+    handlers = Handlers()
+
+    @handlers.on_request("resources/subscribe")
+    async def subscribe(ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    @handlers.on_request("resources/unsubscribe")
+    async def never_answer(ctx: RequestContext) -> dict[str, Any]:
+        unsubscribed.append((ctx.params or {})["uri"])
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    config = ConnectionConfig(era="legacy", capabilities=CAPABILITIES)
+    uris = [f"file:///r{i}" for i in range(8)]
+    async with open_client((handlers, config), era="legacy") as client:
+        start = trio.current_time()
+        with trio.move_on_after(0.5) as caller:
+            async with client.subscribe(resources=uris):
+                await trio.sleep_forever()
+        # One deadline for all eight, not one each (which took 8 x 2 s).
+        assert trio.current_time() - start == pytest.approx(0.5 + _UNSUBSCRIBE_TIMEOUT)
+        assert caller.cancelled_caught
+        assert sorted(unsubscribed) == sorted(uris)  # sent concurrently, all of them
+        await assert_nothing_left(client)
+
+
+# ---------------------------------------------------------------------- MRTR rounds
+
+ELICIT = {
+    "method": "elicitation/create",
+    "params": {
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    },
+}
+
+
+def _asking_forever() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def greedy(ctx: RequestContext) -> InputRequiredResult:
+        return InputRequiredResult(input_requests={"q": ELICIT}, state=1)
+
+    return handlers
+
+
+def _awaiting_input(client: Client) -> int:
+    return len(client.session.connection._awaiting_input)  # the core has no public view
+
+
+async def test_the_round_bound_is_checked_before_asking_the_user(
+    autojump_clock: MockClock,
+) -> None:
+    asked: list[str] = []
+
+    async def on_elicitation(params: Any) -> dict[str, Any]:
+        asked.append(params.message)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    config = ConnectionConfig(era="modern", capabilities={"tools": {}})
+    async with open_client(
+        (_asking_forever(), config), era="modern", on_elicitation=on_elicitation
+    ) as client:
+        rounds = client.session.connection.config.max_input_rounds
+        for _ in range(3):
+            asked.clear()
+            with pytest.raises(RemoteProtocolError, match="asked for input again"):
+                await client.call_tool("greedy")
+            # The last round is not put to the user (its answer could not be sent).
+            assert len(asked) == rounds - 1
+            assert _awaiting_input(client) == 0  # nothing leaks, call after call
+            await assert_nothing_left(client)
+
+
+async def test_a_retry_that_cannot_be_sent_is_abandoned(autojump_clock: MockClock) -> None:
+    async def unsendable(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": {1, 2}}}  # a set: not JSON
+
+    config = ConnectionConfig(era="modern", capabilities={"tools": {}})
+    async with open_client(
+        (_asking_forever(), config), era="modern", on_elicitation=unsendable
+    ) as client:
+        with pytest.raises(TypeError):
+            await client.call_tool("greedy")
+        assert _awaiting_input(client) == 0
+        await assert_nothing_left(client)
+
+
+# ---------------------------------------------------------------------- pagination
+
+
+async def test_auto_pagination_bounds_the_items(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_trio._client_common, "MAX_LIST_ITEMS", 5)
+    calls: list[Any] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/list")
+    async def endless(ctx: RequestContext) -> dict[str, Any]:
+        calls.append((ctx.params or {}).get("cursor"))
+        page = len(calls)
+        tools = [{"name": f"t{page}.{i}", "inputSchema": {"type": "object"}} for i in range(3)]
+        return {"tools": tools, "nextCursor": str(page)}
+
+    async with open_client(
+        (handlers, ConnectionConfig(era="legacy", capabilities=CAPABILITIES)), era="legacy"
+    ) as client:
+        with pytest.raises(RemoteProtocolError, match="more than 5 items"):
+            await client.list_tools()
+        assert calls == [None, "1"]  # gave up at the page that went past the bound
+
+
+async def test_auto_pagination_takes_exactly_the_bound(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_trio._client_common, "MAX_LIST_ITEMS", 5)
+    handlers = Handlers()
+
+    @handlers.on_request("tools/list")
+    async def two_pages(ctx: RequestContext) -> dict[str, Any]:
+        second = (ctx.params or {}).get("cursor") == "2"
+        tools = [{"name": f"t{i}", "inputSchema": {}} for i in range(2 if second else 3)]
+        return {"tools": tools} if second else {"tools": tools, "nextCursor": "2"}
+
+    async with open_client(
+        (handlers, ConnectionConfig(era="legacy", capabilities=CAPABILITIES)), era="legacy"
+    ) as client:
+        assert len(await client.list_tools()) == 5
+
+
+# ---------------------------------------------------------------------- structured output
+
+SUM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"sum": {"type": "integer"}},
+    "required": ["sum"],
+}
+RESULTS: dict[str, dict[str, Any]] = {
+    "ok": {"content": [], "structuredContent": {"sum": 3}},
+    "wrong_type": {"content": [], "structuredContent": {"sum": "three"}},
+    "missing": {"content": [{"type": "text", "text": "3"}]},
+    "array": {"content": [], "structuredContent": [3]},
+    "failed": {"content": [{"type": "text", "text": "boom"}], "isError": True},
+    "unlisted": {"content": [], "structuredContent": {"sum": "three"}},
+}
+
+
+def _structured_server(schemas: dict[str, Any] | None = None) -> Handlers:
+    handlers = Handlers()
+    listed = {name: SUM_SCHEMA for name in RESULTS if name != "unlisted"}
+    listed.update(schemas or {})
+
+    @handlers.on_request("tools/list")
+    async def list_tools(ctx: RequestContext) -> dict[str, Any]:
+        tools = [
+            {"name": name, "inputSchema": {"type": "object"}, "outputSchema": schema}
+            for name, schema in listed.items()
+        ]
+        return {"tools": tools}
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        name = (ctx.params or {})["name"]
+        if name == "change":
+            await ctx.session.notify("notifications/tools/list_changed")
+            return {"content": []}
+        return RESULTS.get(name, RESULTS["wrong_type"])
+
+    return handlers
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_structured_content_is_validated_against_a_listed_output_schema(
+    version: str, autojump_clock: MockClock
+) -> None:
+    config = ConnectionConfig(capabilities=CAPABILITIES)
+    async with open_client((_structured_server(), config), protocol_version=version) as client:
+        await client.list_tools()
+        assert (await client.call_tool("ok")).structured_content == {"sum": 3}
+        with pytest.raises(RemoteProtocolError, match=r"structuredContent\.sum: expected integer"):
+            await client.call_tool("wrong_type")
+        with pytest.raises(RemoteProtocolError, match="has no structuredContent"):
+            await client.call_tool("missing")
+        with pytest.raises(RemoteProtocolError, match="structuredContent"):
+            await client.call_tool("array")
+        assert (await client.call_tool("failed")).is_error  # tool errors are not checked
+        # No schema known for it: no check (and no request to learn one).
+        assert (await client.call_tool("unlisted")).structured_content == {"sum": "three"}
+
+
+async def test_structured_content_must_be_an_object_where_the_revision_says(
+    autojump_clock: MockClock,
+) -> None:
+    config = ConnectionConfig(capabilities=CAPABILITIES)
+    target = (_structured_server(), config)
+    async with open_client(target, protocol_version="2025-06-18") as client:
+        # No listing needed: the revision's schema itself wants an object.
+        with pytest.raises(RemoteProtocolError, match=r"must be an object .* not an array"):
+            await client.call_tool("array")
+    async with open_client(target, protocol_version="2026-07-28") as client:
+        assert (await client.call_tool("array")).structured_content == [3]  # any JSON value
+
+
+async def test_changed_tools_forget_their_output_schemas(autojump_clock: MockClock) -> None:
+    config = ConnectionConfig(capabilities=CAPABILITIES)
+    async with open_client((_structured_server(), config), era="legacy") as client:
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError):
+            await client.call_tool("wrong_type")
+        await client.call_tool("change")  # sends notifications/tools/list_changed first
+        await trio.testing.wait_all_tasks_blocked()
+        assert (await client.call_tool("wrong_type")).structured_content == {"sum": "three"}
+
+
+def _doubling_chain(levels: int) -> dict[str, Any]:
+    """A small schema whose validation doubles with each level: 2**levels checks."""
+    defs: dict[str, Any] = {
+        f"l{i}": {"anyOf": [{"$ref": f"#/$defs/l{i + 1}"}, {"$ref": f"#/$defs/l{i + 1}"}]}
+        for i in range(levels)
+    }
+    defs[f"l{levels}"] = {"type": "integer"}
+    return {"$defs": defs, "type": "object", "properties": {"sum": {"$ref": "#/$defs/l0"}}}
+
+
+LINKED = {
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "sum": {"type": "integer"},
+                "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
+            },
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+BRANCHING = {
+    "$defs": {
+        "node": {
+            "anyOf": [
+                {"type": "object", "properties": {"sum": {"$ref": "#/$defs/node"}}},
+                {"type": "object", "properties": {"sum": {"$ref": "#/$defs/node"}}},
+            ]
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+
+
+@pytest.mark.parametrize(
+    ("schema", "checked"),
+    [
+        (_doubling_chain(60), False),  # 2**60 checks: too costly, not used
+        (BRANCHING, False),  # recursion that could double at each level: not used
+        ({"type": "object", "x-vendor": True}, False),  # a keyword the validator lacks
+        ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}, False),
+        ({"$ref": "https://example.com/schema.json"}, False),  # never fetched
+        ({"properties": {"sum": {"minLength": "x"}}}, False),  # the validator trips on it
+        (LINKED, True),  # recursive, but linear: checked
+        (_doubling_chain(3), True),
+    ],
+)
+async def test_costly_or_unusable_output_schemas_are_not_used(
+    schema: dict[str, Any], checked: bool, autojump_clock: MockClock
+) -> None:
+    # basic/index.mdx, "Composition-Keyword Resource Use": a server's schema must not
+    # make the client spin; one the validator cannot use is not the result's fault.
+    server = _structured_server({"hostile": schema})
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        if checked:
+            with pytest.raises(RemoteProtocolError, match="does not match"):
+                await client.call_tool("hostile")  # {"sum": "three"}
+        else:
+            assert (await client.call_tool("hostile")).structured_content == {"sum": "three"}
