@@ -1048,6 +1048,16 @@ def _child(path: str, key: str | int) -> str:
 class _Validator:
     def __init__(self, root: Any) -> None:
         self.root = root
+        self.enums: dict[int, frozenset[object]] = {}
+        """The canonical ``enum`` values per schema node (by ``id``; the schema outlives
+        this validator, so ids stay unique), built once per validation."""
+
+    def choices(self, schema: Schema) -> frozenset[object]:
+        key = id(schema)
+        found = self.enums.get(key)
+        if found is None:
+            found = self.enums[key] = frozenset(_canonical(v) for v in schema["enum"])
+        return found
 
     def resolve(self, ref: str) -> Any:
         if not ref.startswith("#"):
@@ -1084,7 +1094,7 @@ class _Validator:
             if not any(has_type(value, n) for n in names):
                 out.append(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
                 return
-        if "enum" in schema and _canonical(value) not in {_canonical(v) for v in schema["enum"]}:
+        if "enum" in schema and _canonical(value) not in self.choices(schema):
             choices = ", ".join(_show(v) for v in schema["enum"])
             out.append(f"{path}: expected one of {choices}, got {_show(value)}")
         if "const" in schema and _canonical(value) != _canonical(schema["const"]):
@@ -1380,32 +1390,40 @@ _MIN_INT = -(2**63)
 _MAX_INT = 2**64 - 1
 
 
-def to_jsonable(value: object) -> Any:
+def to_jsonable(value: object, *, strict: bool = True) -> Any:
     """``value`` as plain JSON data (dicts, lists, strings, numbers, booleans, None).
 
     attrs and dataclass instances become objects of their init fields, enums their value,
     ``datetime``/``date``/``time`` ISO 8601 strings, ``UUID`` strings, ``bytes`` base64,
     tuples and sets lists; mappings keep their (string) keys.
 
-    Numbers must be writable: NaN and the infinities are not JSON, and integers must fit
-    in 64 bits (``-2**63`` to ``2**64 - 1``, what the wire's encoder writes).
+    With ``strict`` (for data the wire carries as JSON: ``structuredContent``, schema
+    defaults) numbers must be writable: NaN and the infinities are not JSON, and integers
+    must fit in 64 bits (``-2**63`` to ``2**64 - 1``, what the wire's encoder writes).
+    Without it (for JSON *text*, written by :func:`json.dumps`) any int and float pass.
 
     Raises:
         TypeError: something in ``value`` has no JSON form (including non-string keys,
-            non-finite floats and integers outside that range).
+            and with ``strict`` non-finite floats and integers outside that range).
     """
+    return _jsonable(value, strict)
+
+
+def _jsonable(value: object, strict: bool) -> Any:
     if isinstance(value, enum.Enum):  # before str and int: StrEnum, IntEnum
-        return to_jsonable(value.value)
+        return _jsonable(value.value, strict)
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
         return str(value)
     if isinstance(value, int):
-        if not _MIN_INT <= value <= _MAX_INT:  # no repr: a huge int may not even have one
+        if (
+            strict and not _MIN_INT <= value <= _MAX_INT
+        ):  # no repr: a huge int may not even have one
             raise TypeError(f"a {value.bit_length()}-bit integer does not fit in 64 bits")
         return int(value)
     if isinstance(value, float):
-        if not math.isfinite(value):
+        if strict and not math.isfinite(value):
             raise TypeError(f"{value!r} has no JSON form (JSON numbers are finite)")
         return float(value)
     if isinstance(value, dt.date | dt.time):
@@ -1416,10 +1434,14 @@ def to_jsonable(value: object) -> Any:
         return base64.b64encode(value).decode("ascii")
     cls: Any = type(value)
     if attrs.has(cls):
-        return {a.name: to_jsonable(getattr(value, a.name)) for a in attrs.fields(cls) if a.init}
+        return {
+            a.name: _jsonable(getattr(value, a.name), strict) for a in attrs.fields(cls) if a.init
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
-            f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init
+            f.name: _jsonable(getattr(value, f.name), strict)
+            for f in dataclasses.fields(value)
+            if f.init
         }
     if isinstance(value, Mapping):
         out = {}
@@ -1427,8 +1449,8 @@ def to_jsonable(value: object) -> Any:
             name = key.value if isinstance(key, enum.Enum) else key
             if not isinstance(name, str):
                 raise TypeError(f"object keys must be strings, got {type(key).__name__}")
-            out[name] = to_jsonable(item)
+            out[name] = _jsonable(item, strict)
         return out
     if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(item) for item in value]
+        return [_jsonable(item, strict) for item in value]
     raise TypeError(f"{type(value).__qualname__} has no JSON form")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
+import math
 import re
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -21,8 +23,6 @@ from urllib.parse import urlsplit
 
 import attrs
 import trio
-
-from mcp_sansio._json import loads
 
 from ._jsonschema import (
     check_schema,
@@ -143,14 +143,39 @@ def _string_fits(text: str, prop: Mapping[str, Any], root: Mapping[str, Any]) ->
     return not validate(text, schema)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is out of range")
+    return number
+
+
+def _strict_json(text: str) -> Any:
+    """``text`` parsed as strict JSON, integers exact whatever their size.
+
+    Not orjson: it reads integers wider than 64 bits as (inexact) floats.
+
+    Raises:
+        ValueError: not JSON, ``NaN``/``Infinity``, a float out of range, or an integer
+            too long to convert (``sys.get_int_max_str_digits``).
+        RecursionError: nested too deep.
+    """
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 def coerce_strings(
     fn: Callable[..., Any], schema: Mapping[str, Any], skip: Sequence[str], raw: Mapping[str, str]
 ) -> dict[str, Any]:
     """String arguments (prompt arguments, URI template variables) as ``fn``'s types.
 
     A value whose parameter does not take a string is read as strict JSON (``"3"`` for an
-    ``int``; not ``NaN``, ``Infinity``, numbers out of range or nesting deeper than
-    1024); then everything is validated against ``schema`` and structured.
+    ``int``, exact at any size; not ``NaN``, ``Infinity``, floats out of range or nesting
+    too deep: such text stays text); then everything is validated against ``schema`` and
+    structured.
 
     Raises:
         ValueError: the values do not fit; the message names each problem.
@@ -161,8 +186,8 @@ def coerce_strings(
         value: Any = text
         prop = properties.get(name)
         if isinstance(prop, Mapping) and not _string_fits(text, prop, schema):
-            with contextlib.suppress(ValueError):  # orjson's JSONDecodeError: kept as text
-                value = loads(text)
+            with contextlib.suppress(ValueError, RecursionError):  # not JSON: kept as text
+                value = _strict_json(text)
         values[name] = value
     problems = validate(values, dict(schema))
     if problems:

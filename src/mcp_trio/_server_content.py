@@ -394,10 +394,15 @@ def content_blocks(value: Any) -> list[dict[str, Any]] | None:
 
 
 def json_text(value: Any) -> str:
-    """``value`` as JSON text for a text block (strings stay as they are)."""
+    """``value`` as JSON text for a text block (strings stay as they are).
+
+    Text is not the wire's JSON data: integers of any size pass, and NaN and the
+    infinities are written as :func:`json.dumps` writes them (``NaN``, ``Infinity``).
+    """
     if isinstance(value, str):
         return value
-    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
+    data = to_jsonable(value, strict=False)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 def _audio_as_resource(block: Mapping[str, Any]) -> dict[str, Any]:

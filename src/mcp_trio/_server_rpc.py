@@ -182,10 +182,10 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         return {"content": blocks}
     if value is None:
         return {"content": []}
-    data = to_jsonable(value)
+    data = to_jsonable(value, strict=False)  # text: any int, as json.dumps writes it
     out: dict[str, Any] = {"content": [{"type": "text", "text": json_text(data)}]}
     if isinstance(data, dict):
-        out["structuredContent"] = data
+        out["structuredContent"] = to_jsonable(data)  # wire data: finite, 64-bit numbers
     return out
 
 

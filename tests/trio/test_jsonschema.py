@@ -26,6 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio import types as mcp_types
+from mcp_trio import _jsonschema
 from mcp_trio._jsonschema import (
     Constraints,
     Description,
@@ -1080,6 +1081,36 @@ def test_to_jsonable_refuses_numbers_json_cannot_carry() -> None:
     for number in (2**64, -(2**63) - 1, 10**10_000):  # too big even for a repr
         with pytest.raises(TypeError, match="-bit integer does not fit in 64 bits"):
             to_jsonable(number)
+
+    # Not for text (json.dumps): any int, and floats as json.dumps writes them.
+    assert to_jsonable({"a": [2**70, math.inf]}, strict=False) == {"a": [2**70, math.inf]}
+
+
+def test_enum_values_are_canonicalized_once_per_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = 0
+    canonical = _jsonschema._canonical
+
+    def counting(value: object) -> object:
+        nonlocal calls
+        calls += 1
+        return canonical(value)
+
+    monkeypatch.setattr(_jsonschema, "_canonical", counting)
+    choices = [f"v{i}" for i in range(300)]
+    schema: dict[str, Any] = {"type": "array", "items": {"enum": choices}}
+    assert validate(["v299"] * 300, schema) == []
+    assert calls <= 2 * 300 + 10  # each choice once, each value once: not 300 x 300
+    # The distinctions stay: 1 == 1.0, True != 1, per node.
+    schema = {
+        "prefixItems": [{"enum": [1]}, {"enum": [True]}],
+        "items": {"enum": [1.0]},
+    }
+    assert validate([1.0, True, 1, 1.0], schema) == []
+    assert validate([True, 1, True], schema) == [
+        "arguments[0]: expected one of 1, got true",
+        "arguments[1]: expected one of true, got 1",
+        "arguments[2]: expected one of 1.0, got true",
+    ]
 
 
 points = st.builds(

@@ -27,6 +27,7 @@ from mcp_sansio import ErrorCode
 from mcp_trio import Session
 from mcp_trio._context import Context
 from mcp_trio._server import Server
+from mcp_trio._server_content import ToolResult
 
 from .test_server import call, check, connect, error_of
 
@@ -71,7 +72,39 @@ def string_server() -> Server:
     def number(v: float) -> str:
         return repr(v)
 
+    @server.prompt()
+    def order(order_id: int, ids: list[int] | None = None) -> str:
+        return f"{order_id} {ids}"
+
+    @server.resource("x://order/{order_id}")
+    def get_order(order_id: int) -> str:
+        return str(order_id)
+
     return server
+
+
+@pytest.mark.parametrize("number", [2**64, -(2**70) - 1, 123456789012345678901234, 10**4000])
+async def test_big_integer_strings_arrive_exact(era: str, number: int) -> None:
+    async with connect(string_server(), era) as client:
+        params = {"name": "order", "arguments": {"order_id": str(number), "ids": f"[{number}]"}}
+        result = await client.request("prompts/get", params)
+        check(client, "GetPromptResult", result)
+        assert result["messages"][0]["content"]["text"] == f"{number} [{number}]"
+        result = await client.request("resources/read", {"uri": f"x://order/{number}"})
+        check(client, "ReadResourceResult", result)
+        assert result["contents"][0]["text"] == str(number)
+
+
+async def test_integer_strings_too_long_to_read_are_invalid_params(era: str) -> None:
+    text = "9" * 10_000  # beyond sys.get_int_max_str_digits: stays text
+    async with connect(string_server(), era) as client:
+        params = {"name": "order", "arguments": {"order_id": text}}
+        error = await error_of(client, "prompts/get", params)
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert "arguments.order_id: expected integer, got string" in error.message
+        error = await error_of(client, "resources/read", {"uri": "x://order/1.5"})
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert "arguments.order_id: expected integer, got number" in error.message
 
 
 @pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "1e999", "nan", "inf"])
@@ -95,7 +128,8 @@ async def test_non_finite_strings_are_invalid_params(era: str, text: str) -> Non
     ("arguments", "problem"),
     [
         ({"items": "[" * 100_000}, "arguments.items: expected array or null, got string"),
-        ({"items": "[" * 1000 + "]" * 1000}, "arguments.items[0]: expected integer"),
+        # Parsed by json.loads: deep, but within the interpreter's recursion limit.
+        ({"items": "[" * 500 + "]" * 500}, "arguments.items[0]: expected integer"),
         ({"tree": nested(400)}, "arguments: nested too deeply to check"),
     ],
 )
@@ -134,7 +168,23 @@ def number_server() -> Server:
 
     @server.tool(output_schema=False)
     def text(kind: str) -> Any:
-        return {"nan": {"v": math.nan}, "big": [2**64], "ok": {"v": 2**64 - 1}}[kind]
+        return {"nan": {"v": math.nan}, "big": {"v": 2**64}, "ok": {"v": 2**64 - 1}}[kind]
+
+    @server.tool(output_schema=False)
+    def factorial(n: int) -> Any:
+        return math.factorial(n)
+
+    @server.tool(output_schema=False)
+    def listing() -> Any:
+        return [2**64, -(2**70), math.inf]
+
+    @server.tool()
+    def explicit() -> ToolResult:
+        return ToolResult("big", structured_content={"v": 2**64})
+
+    @server.resource("x://big")
+    def big() -> dict[str, Any]:
+        return {"id": 2**70, "avogadro_ish": 602214076000000000000000}
 
     @server.tool()
     def defaults(x: float = math.inf, y: float = -math.inf, z: int = 2**80, w: float = 0.5) -> str:
@@ -168,6 +218,7 @@ async def test_a_default_without_json_form_is_not_published(era: str) -> None:
         ("mapping", {"n": 70}),
         ("text", {"kind": "nan"}),
         ("text", {"kind": "big"}),
+        ("explicit", {}),
     ],
 )
 async def test_results_without_json_form_are_tool_errors(
@@ -196,6 +247,24 @@ async def test_results_at_the_edges_of_json_numbers(era: str) -> None:
         assert results["whole"]["structuredContent"] == {"result": -(2**63)}
         result = await call(client, "text", kind="ok")
         assert result["content"] == [{"type": "text", "text": f'{{"v":{2**64 - 1}}}'}]
+
+
+async def test_numbers_sent_only_as_text_may_be_beyond_json_data(era: str) -> None:
+    async with connect(number_server(), era) as client:
+        result = await call(client, "factorial", n=30)
+        assert not result.get("isError"), result
+        assert result["content"] == [{"type": "text", "text": str(math.factorial(30))}]
+        assert "structuredContent" not in result
+        result = await call(client, "listing")
+        assert not result.get("isError"), result
+        text = f"[{2**64},{-(2**70)},Infinity]"  # what json.dumps writes
+        assert result["content"] == [{"type": "text", "text": text}]
+        result = await client.request("resources/read", {"uri": "x://big"})
+        check(client, "ReadResourceResult", result)
+        text = f'{{"id":{2**70},"avogadro_ish":602214076000000000000000}}'
+        assert result["contents"] == [
+            {"uri": "x://big", "mimeType": "application/json", "text": text}
+        ]
 
 
 # ================================================================== verbatim output schemas
