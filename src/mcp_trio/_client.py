@@ -25,7 +25,14 @@ from typing import Any, final
 
 import trio
 
-from mcp_sansio import ConnectionConfig, Era, HandshakeCompleted, LocalProtocolError, structure
+from mcp_sansio import (
+    ConnectionConfig,
+    Era,
+    HandshakeCompleted,
+    LocalProtocolError,
+    RemoteProtocolError,
+    structure,
+)
 from mcp_sansio import types as t
 
 from ._client_callbacks import (
@@ -195,7 +202,10 @@ class Client(HandshakeFacts):
                 is not an object where the protocol version requires one, or does not
                 match the tool's ``outputSchema`` when the client knows it (from
                 :meth:`list_tools`; see ``OutputSchemas``). No request is made to learn
-                the schema.
+                a schema the client does not know; but before a result is rejected, the
+                tools are listed again, once (the server may have changed the tool
+                without the client hearing of it), and the result is checked against
+                the fresh schema, if any.
         """
         result = await self.request(
             "tools/call",
@@ -204,7 +214,15 @@ class Client(HandshakeFacts):
             on_progress=on_progress or self._on_progress,
         )
         output = ToolOutput.from_wire(result)
-        self._output_schemas.check(name, result, self.protocol_version)
+        self._output_schemas.check_shape(result, self.protocol_version)
+        try:
+            self._output_schemas.check_schema(name, result)
+        except RemoteProtocolError as stale:
+            try:
+                await self.list_tools()  # remembers the fresh schemas
+            except Exception:
+                raise stale from None
+            self._output_schemas.check_schema(name, result)
         return output
 
     # ------------------------------------------------------------------ resources

@@ -36,6 +36,7 @@ __all__ = [
     "MAX_LIST_PAGES",
     "MAX_OUTPUT_SCHEMA_DEPTH",
     "MAX_OUTPUT_SCHEMA_NODES",
+    "MAX_OUTPUT_SCHEMA_VALUES",
     "EraChoice",
     "HandshakeFacts",
     "OutputSchemas",
@@ -77,6 +78,11 @@ not used to validate results: a small schema can expand to one too costly to val
 against (``basic/index.mdx``, "Composition-Keyword Resource Use")."""
 MAX_OUTPUT_SCHEMA_DEPTH: Final = 64
 """Likewise, a tool's ``outputSchema`` nested deeper than this is not used."""
+MAX_OUTPUT_SCHEMA_VALUES: Final = 1_000
+"""Likewise, a tool's ``outputSchema`` whose ``enum`` and ``const`` values, all together
+(``$ref`` expanded, the items of an array or object value counted too), outnumber this
+is not used: each value of a result is compared with every one of them, so a large
+``enum`` under ``items`` costs items x values."""
 
 logger = logging.getLogger("mcp_trio")
 
@@ -502,13 +508,19 @@ class OutputSchemas:
     ``tools/call`` results against (``server/tools.mdx``, "Output Schema": servers MUST
     conform, clients SHOULD validate).
 
-    The client never lists tools on its own: a schema is known only once the caller
-    has listed the tools, and forgotten when the server says they changed, so calling
-    a tool whose schema is unknown costs one dictionary lookup. A schema is vetted the
+    A schema is known only once the caller has listed the tools, and forgotten when the
+    server says they changed, so calling a tool whose schema is unknown costs one
+    dictionary lookup. The server may change a tool without the client hearing of it (a
+    modern client hears only through ``subscriptions/listen``), so the client lists the
+    tools again once before it rejects a result (:meth:`check_schema` raising), and
+    checks it against the fresh schema. A schema is vetted the
     first time a result is checked against it; one that could be costly to validate
     against (more than :data:`MAX_OUTPUT_SCHEMA_NODES` subschemas, ``$ref`` expanded,
-    deeper than :data:`MAX_OUTPUT_SCHEMA_DEPTH`, a recursive schema whose
-    alternatives could both recurse, another dialect than 2020-12) is not used.
+    deeper than :data:`MAX_OUTPUT_SCHEMA_DEPTH`, more ``enum``/``const`` values than
+    :data:`MAX_OUTPUT_SCHEMA_VALUES`, a recursive schema whose alternatives could both
+    recurse, another dialect than 2020-12) is not used. Nor is one with a ``pattern``
+    anywhere: Python's ``re`` may backtrack for seconds on a short string, and it
+    blocks the event loop (no timeout can interrupt it).
 
     Args:
         validator: checks a value against a schema (``mcp_trio._jsonschema.validate``).
@@ -532,7 +544,8 @@ class OutputSchemas:
         self._usable = {}
 
     def check(self, name: str, result: Mapping[str, Any], protocol_version: str) -> None:
-        """Check the ``tools/call`` result of tool ``name`` (already structured).
+        """Check the ``tools/call`` result of tool ``name`` (already structured):
+        :meth:`check_shape`, then :meth:`check_schema`.
 
         Tool errors (``isError``) are not checked against the schema.
 
@@ -540,6 +553,17 @@ class OutputSchemas:
             RemoteProtocolError: ``structuredContent`` is not an object where the
                 revision requires one, or does not match the tool's known
                 ``outputSchema`` (or is missing though the tool has one).
+        """
+        self.check_shape(result, protocol_version)
+        self.check_schema(name, result)
+
+    @staticmethod
+    def check_shape(result: Mapping[str, Any], protocol_version: str) -> None:
+        """Check what the revision itself says of a ``tools/call`` result.
+
+        Raises:
+            RemoteProtocolError: ``structuredContent`` is not an object where the
+                revision requires one.
         """
         structured = result.get("structuredContent")
         if (
@@ -552,6 +576,16 @@ class OutputSchemas:
                 f"invalid tools/call result: structuredContent must be an object in"
                 f" protocol version {protocol_version}, not {kind}"
             )
+
+    def check_schema(self, name: str, result: Mapping[str, Any]) -> None:
+        """Check a ``tools/call`` result of tool ``name`` against its known schema (not
+        a tool error's).
+
+        Raises:
+            RemoteProtocolError: ``structuredContent`` does not match the tool's known
+                ``outputSchema`` (or is missing though the tool has one).
+        """
+        structured = result.get("structuredContent")
         schema = self._schemas.get(name)
         if schema is None or result.get("isError") is True:
             return
@@ -594,11 +628,16 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
     next to other keywords, ``allOf``/``anyOf``/``oneOf``, ``not``). Without recursion
     the expanded schema bounds it; with recursion, only if no schema has two such
     branches that lead to a ``$ref`` (else each level of the value could double it).
+    Each ``enum``/``const`` value costs a comparison per value checked against it: their
+    number, expanded, is bounded too. A ``pattern`` (reached or not: ``$defs`` too)
+    makes it unusable, its cost being unbounded.
     """
     dialect = schema.get("$schema")
     if dialect is not None and (not isinstance(dialect, str) or dialect.rstrip("#") != _DIALECT):
         return False
-    nodes = 0
+    if _has_pattern(schema):
+        return False
+    nodes = values = 0
     recursive = branching = False
 
     def resolve(ref: str) -> Any:
@@ -617,11 +656,22 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
 
     def walk(node: Any, refs: tuple[str, ...], depth: int) -> bool:
         """Count ``node``'s subschemas; whether it holds a ``$ref`` (refs not followed)."""
-        nonlocal nodes, recursive, branching
+        nonlocal nodes, values, recursive, branching
         if not isinstance(node, dict):
             return False
         nodes += 1
         if nodes > MAX_OUTPUT_SCHEMA_NODES or depth > MAX_OUTPUT_SCHEMA_DEPTH:
+            raise _TooCostly
+        if "pattern" in node:  # a $ref may reach what _has_pattern does not see as a schema
+            raise _TooCostly
+        if "enum" in node:
+            if not isinstance(node["enum"], list):
+                raise _TooCostly  # not a valid schema (a string would be taken char by char)
+            for value in node["enum"]:
+                values += _json_size(value, MAX_OUTPUT_SCHEMA_VALUES - values + 1)
+        if "const" in node:
+            values += _json_size(node["const"], MAX_OUTPUT_SCHEMA_VALUES - values + 1)
+        if values > MAX_OUTPUT_SCHEMA_VALUES:
             raise _TooCostly
         branches = 0
         ref = node.get("$ref")
@@ -658,3 +708,43 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+_SUBSCHEMA: Final = ("not", "items", "additionalProperties")
+_SUBSCHEMA_LISTS: Final = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_MAPS: Final = ("properties", "$defs", "definitions")
+
+
+def _has_pattern(schema: dict[str, Any]) -> bool:
+    """Whether ``schema`` or any subschema of it (``$defs`` too) has a ``pattern``;
+    iterative, as a server's schema may be deeply nested."""
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if "pattern" in node:
+            return True
+        stack.extend(node[key] for key in _SUBSCHEMA if key in node)
+        for key in _SUBSCHEMA_LISTS:
+            stack.extend(_as_list(node.get(key)))
+        for key in _SUBSCHEMA_MAPS:
+            subs = node.get(key)
+            if isinstance(subs, dict):
+                stack.extend(subs.values())
+    return False
+
+
+def _json_size(value: Any, limit: int) -> int:
+    """How many JSON values ``value`` is made of (itself and, nested, its items), counted
+    up to ``limit``."""
+    count = 0
+    stack = [value]
+    while stack and count < limit:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return count

@@ -19,6 +19,7 @@ import trio.testing
 from trio.testing import MockClock
 
 import mcp_trio._client_common
+import mcp_trio._jsonschema
 from mcp_sansio import Connection, ConnectionConfig, RemoteProtocolError, RequestReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
@@ -30,7 +31,9 @@ from mcp_trio import (
 )
 from mcp_trio._client import Client, open_client
 from mcp_trio._client_subscriptions import _UNSUBSCRIBE_TIMEOUT
+from mcp_trio._server import Server
 
+MAX_VALUES = mcp_trio._client_common.MAX_OUTPUT_SCHEMA_VALUES
 CAPABILITIES: dict[str, Any] = {
     "tools": {"listChanged": True},
     "resources": {"subscribe": True, "listChanged": True},
@@ -318,13 +321,18 @@ RESULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _structured_server(schemas: dict[str, Any] | None = None) -> Handlers:
+def _structured_server(
+    schemas: dict[str, Any] | None = None, listings: list[None] | None = None
+) -> Handlers:
+    """Tools with ``SUM_SCHEMA`` (or ``schemas``); each ``tools/list`` adds to ``listings``."""
     handlers = Handlers()
     listed = {name: SUM_SCHEMA for name in RESULTS if name != "unlisted"}
     listed.update(schemas or {})
 
     @handlers.on_request("tools/list")
     async def list_tools(ctx: RequestContext) -> dict[str, Any]:
+        if listings is not None:
+            listings.append(None)
         tools = [
             {"name": name, "inputSchema": {"type": "object"}, "outputSchema": schema}
             for name, schema in listed.items()
@@ -431,6 +439,13 @@ BRANCHING = {
         ({"properties": {"sum": {"minLength": "x"}}}, False),  # the validator trips on it
         (LINKED, True),  # recursive, but linear: checked
         (_doubling_chain(3), True),
+        # Each value is compared with each enum/const value: items x values.
+        ({"properties": {"sum": {"enum": [f"v{i}" for i in range(MAX_VALUES + 1)]}}}, False),
+        ({"properties": {"sum": {"const": list(range(MAX_VALUES))}}}, False),
+        ({"properties": {"sum": {"enum": [f"v{i}" for i in range(MAX_VALUES)]}}}, True),
+        ({"properties": {"sum": {"enum": "three"}}}, False),  # not a list: invalid
+        ({"properties": {"sum": {"pattern": "^x"}}}, False),  # re may backtrack for ever
+        ({"properties": {"pattern": {"type": "string"}, "sum": {"const": 3}}}, True),
     ],
 )
 async def test_costly_or_unusable_output_schemas_are_not_used(
@@ -446,3 +461,102 @@ async def test_costly_or_unusable_output_schemas_are_not_used(
                 await client.call_tool("hostile")  # {"sum": "three"}
         else:
             assert (await client.call_tool("hostile")).structured_content == {"sum": "three"}
+
+
+BACKTRACKING = "^(a+)+$"  # exponential in Python's re on "aaa...a!"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"s": {"type": "string", "pattern": BACKTRACKING}}},
+        {  # a $ref to no schema, which the validator takes as one
+            "type": "object",
+            "$defs": {"m": {"properties": {"pattern": BACKTRACKING}}},
+            "properties": {"s": {"$ref": "#/$defs/m/properties"}},
+        },
+        {  # in $defs, even unused
+            "type": "object",
+            "$defs": {"old": {"type": "string", "pattern": BACKTRACKING}},
+            "properties": {"s": {"type": "string"}},
+        },
+    ],
+)
+async def test_output_schemas_with_a_pattern_are_not_used(
+    schema: dict[str, Any], monkeypatch: pytest.MonkeyPatch, autojump_clock: MockClock
+) -> None:
+    # A pattern can take seconds on a short string, synchronously: no timeout could end
+    # it. (Here ~1 s without the rule; the validator's regex use is counted instead.)
+    compiled: list[object] = []
+    real_regex = mcp_trio._jsonschema._regex
+
+    def counting_regex(pattern: object) -> Any:
+        compiled.append(pattern)
+        return real_regex(pattern)
+
+    monkeypatch.setattr(mcp_trio._jsonschema, "_regex", counting_regex)
+    handlers = Handlers()
+    structured = {"s": "a" * 22 + "!"}
+
+    @handlers.on_request("tools/list")
+    async def list_tools(ctx: RequestContext) -> dict[str, Any]:
+        return {"tools": [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": schema}]}
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        return {"content": [], "structuredContent": structured}
+
+    async with open_client((handlers, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        assert (await client.call_tool("t")).structured_content == structured
+    assert compiled == []
+
+
+V1 = {"type": "object", "properties": {"temp": {"type": "integer"}}, "required": ["temp"]}
+V2 = {"type": "object", "properties": {"temp_c": {"type": "number"}}, "required": ["temp_c"]}
+
+
+async def test_a_changed_tool_unheard_of_is_listed_again_before_its_result_is_rejected(
+    autojump_clock: MockClock,
+) -> None:
+    # Modern era: tools/list_changed reaches only a client that listens, so the client
+    # still holds the old schema when the server replaces the tool.
+    server = Server("s")
+    server.add_tool(lambda: {"temp": 20}, name="weather", output_schema=V1)
+    server.add_tool(lambda: {"temp": 20}, name="gone", output_schema=V1)
+    async with open_client(server, era="modern") as client:
+        await client.list_tools()
+        assert (await client.call_tool("weather")).structured_content == {"temp": 20}
+        server.remove_tool("weather")
+        server.add_tool(lambda: {"temp_c": 20.5}, name="weather", output_schema=V2)
+        server.remove_tool("gone")
+        server.add_tool(lambda: {"temp_c": 20.5}, name="gone", output_schema=False)
+        await trio.testing.wait_all_tasks_blocked()
+        assert (await client.call_tool("weather")).structured_content == {"temp_c": 20.5}
+        assert (await client.call_tool("gone")).structured_content == {"temp_c": 20.5}  # no schema
+        # The fresh schemas are remembered: no more listing (see the test below).
+        assert (await client.call_tool("weather")).structured_content == {"temp_c": 20.5}
+
+
+async def test_a_rejected_result_costs_one_listing_at_most(autojump_clock: MockClock) -> None:
+    listings: list[None] = []
+    server = _structured_server(listings=listings)
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError, match="does not match"):
+            await client.call_tool("wrong_type")
+        assert len(listings) == 2
+        with pytest.raises(RemoteProtocolError, match="has no structuredContent"):
+            await client.call_tool("missing")
+        assert len(listings) == 3
+        assert (await client.call_tool("ok")).structured_content == {"sum": 3}
+        assert len(listings) == 3
+    listings.clear()
+    async with open_client(
+        (server, ConnectionConfig(capabilities=CAPABILITIES)), protocol_version="2025-06-18"
+    ) as client:
+        await client.list_tools()
+        # What the revision says of structuredContent needs no schema: no listing.
+        with pytest.raises(RemoteProtocolError, match=r"must be an object .* not an array"):
+            await client.call_tool("array")
+        assert len(listings) == 1
