@@ -252,6 +252,11 @@ def test_call_on_a_terminal_asks_the_user() -> None:
         (("list", "ftp://example.com/mcp"), 2, "unsupported URL 'ftp://example.com/mcp'"),
         (("call", NOTES, "search_note"), 1, "unknown tool 'search_note'; did you mean"),
         (("run", NOTES, "--port", "70000"), 2, "a port is 0 to 65535"),
+        (
+            ("call", NOTES, "search_notes", "--arg", "limit=123456789012345678901234"),
+            2,
+            "the arguments cannot be sent as JSON: Integer exceeds 64-bit range",
+        ),
     ],
 )
 def test_errors_are_one_line(args: tuple[str, ...], code: int, fragment: str) -> None:

@@ -339,6 +339,8 @@ def test_json_arguments_are_strict_json(text: str) -> None:
         ("NaN", {"type": "number"}, "NaN"),
         ("Infinity", None, "Infinity"),
         ("1e999", {"type": "number"}, "1e999"),
+        # Integers are exact at any size (the wire then refuses what it cannot carry).
+        ("123456789012345678901234", {"type": "integer"}, 123456789012345678901234),
     ],
 )
 def test_arg_value(text: str, schema: Any, expected: Any) -> None:

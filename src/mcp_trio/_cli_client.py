@@ -19,7 +19,7 @@ import attrs
 
 from mcp_sansio import types as t
 from mcp_sansio import unstructure
-from mcp_sansio._json import loads
+from mcp_sansio._json import dumps
 
 from ._cli_form import terminal_elicitation
 from ._cli_render import (
@@ -35,6 +35,7 @@ from ._client import Client, open_client
 from ._client_common import EraChoice
 from ._config import SessionConfig
 from ._jsonschema import has_type
+from ._registry import strict_json
 from ._server import Server
 
 __all__ = [
@@ -82,8 +83,8 @@ def parse_arguments(
     base: dict[str, Any] = {}
     if json_text is not None:
         try:
-            loaded = loads(json_text)
-        except ValueError as exc:
+            loaded = strict_json(json_text)
+        except (ValueError, RecursionError) as exc:
             raise UsageError(f"--json is not valid JSON: {exc}") from None
         if not isinstance(loaded, dict):
             raise UsageError('--json must be a JSON object, e.g. \'{"query": "trio"}\'')
@@ -122,8 +123,8 @@ def arg_value(text: str, schema: Any) -> Any:
     """An ``--arg`` value: its JSON when it parses and the parameter's schema allows
     that type, else the text itself (``title=123`` stays ``"123"`` for a string)."""
     try:
-        value = loads(text)
-    except ValueError:
+        value = strict_json(text)
+    except (ValueError, RecursionError):
         return text
     allowed = _schema_types(schema)
     if allowed is None or any(has_type(value, kind) for kind in allowed):
@@ -270,6 +271,10 @@ async def call_command(
             props = tools[tool].input_schema.get("properties") or {}
             args = dict(arguments)
             args.update({key: arg_value(value, props.get(key)) for key, value in pairs.items()})
+            try:
+                dumps(args)
+            except TypeError as exc:  # e.g. an integer wider than the wire's 64 bits
+                raise UsageError(f"the arguments cannot be sent as JSON: {exc}") from None
             output = await client.call_tool(tool, args, on_progress=display.on_progress)
     finally:
         display.close()

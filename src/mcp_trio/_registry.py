@@ -46,6 +46,7 @@ __all__ = [
     "TemplateEntry",
     "ToolEntry",
     "invoke",
+    "strict_json",
 ]
 
 ListKind = Literal["tools", "prompts", "resources"]
@@ -154,7 +155,7 @@ def _finite_float(text: str) -> float:
     return number
 
 
-def _strict_json(text: str) -> Any:
+def strict_json(text: str) -> Any:
     """``text`` parsed as strict JSON, integers exact whatever their size.
 
     Not orjson: it reads integers wider than 64 bits as (inexact) floats.
@@ -187,7 +188,7 @@ def coerce_strings(
         prop = properties.get(name)
         if isinstance(prop, Mapping) and not _string_fits(text, prop, schema):
             with contextlib.suppress(ValueError, RecursionError):  # not JSON: kept as text
-                value = _strict_json(text)
+                value = strict_json(text)
         values[name] = value
     problems = validate(values, dict(schema))
     if problems:
