@@ -16,6 +16,7 @@ the whole ``types.CallToolResult`` as ``result``).
 
 from __future__ import annotations
 
+import math
 import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -218,9 +219,13 @@ class Client(HandshakeFacts):
         try:
             self._output_schemas.check_schema(name, result)
         except RemoteProtocolError as stale:
-            try:
-                await self.list_tools()  # remembers the fresh schemas
-            except Exception:
+            # Within the call's own timeout (a listing may take many pages).
+            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+                try:
+                    await self.list_tools()  # remembers the fresh schemas
+                except Exception:
+                    raise stale from None
+            if scope.cancelled_caught:
                 raise stale from None
             self._output_schemas.check_schema(name, result)
         return output

@@ -79,6 +79,7 @@ from collections.abc import Set as AbstractSet
 from typing import (
     Annotated,
     Any,
+    Final,
     Literal,
     NewType,
     NotRequired,
@@ -100,6 +101,7 @@ from cattrs.v import format_exception
 from ._typed import loaded_models
 
 __all__ = [
+    "MAX_PROBLEMS",
     "Constraints",
     "Description",
     "check_schema",
@@ -1035,8 +1037,11 @@ def _canonical(value: object) -> object:
 
 
 def _show(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return _shorten(json.dumps(value, ensure_ascii=False, default=repr))
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _child(path: str, key: str | int) -> str:
@@ -1049,6 +1054,7 @@ class _Validator:
     def __init__(self, root: Any) -> None:
         self.root = root
         self.enums: dict[int, frozenset[object]] = {}
+        self.enum_texts: dict[int, str] = {}
         """The canonical ``enum`` values per schema node (by ``id``; the schema outlives
         this validator, so ids stay unique), built once per validation."""
 
@@ -1057,6 +1063,14 @@ class _Validator:
         found = self.enums.get(key)
         if found is None:
             found = self.enums[key] = frozenset(_canonical(v) for v in schema["enum"])
+        return found
+
+    def choices_text(self, schema: Schema) -> str:
+        """The ``enum`` of ``schema`` for a problem message, shortened like a value."""
+        key = id(schema)
+        found = self.enum_texts.get(key)
+        if found is None:
+            found = self.enum_texts[key] = _shorten(", ".join(_show(v) for v in schema["enum"]))
         return found
 
     def resolve(self, ref: str) -> Any:
@@ -1095,8 +1109,7 @@ class _Validator:
                 out.append(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
                 return
         if "enum" in schema and _canonical(value) not in self.choices(schema):
-            choices = ", ".join(_show(v) for v in schema["enum"])
-            out.append(f"{path}: expected one of {choices}, got {_show(value)}")
+            out.append(f"{path}: expected one of {self.choices_text(schema)}, got {_show(value)}")
         if "const" in schema and _canonical(value) != _canonical(schema["const"]):
             out.append(f"{path}: expected {_show(schema['const'])}, got {_show(value)}")
         if has_type(value, "number"):
@@ -1259,6 +1272,10 @@ class _Validator:
                 self.check_schema(sub, f"{where}/{key}/{escaped}")
 
 
+MAX_PROBLEMS: Final = 20
+"""How many problems :func:`validate` lists before it only counts the rest."""
+
+
 def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[str]:
     """Check decoded JSON against a schema; the list of problems, empty when valid.
 
@@ -1278,12 +1295,15 @@ def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[
             in the instance. :func:`check_schema` finds these up front.
     """
     try:
-        return _Validator(schema).errors(instance, schema, root)
+        problems = _Validator(schema).errors(instance, schema, root)
     except RecursionError:
         # Legal JSON may nest 1024 levels deep (the wire's parser allows that much), and
         # each level of a recursive type costs a few frames here: too deep is a problem
         # with the instance, to report like any other.
         return [f"{root}: nested too deeply to check"]
+    if len(problems) > MAX_PROBLEMS:  # an answer of the peer's size, not a message of it
+        problems[MAX_PROBLEMS:] = [f"... and {len(problems) - MAX_PROBLEMS} more problems"]
+    return problems
 
 
 def check_schema(schema: Schema) -> None:

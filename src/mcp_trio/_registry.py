@@ -158,14 +158,18 @@ def _finite_float(text: str) -> float:
 def strict_json(text: str) -> Any:
     """``text`` parsed as strict JSON, integers exact whatever their size.
 
-    Not orjson: it reads integers wider than 64 bits as (inexact) floats.
+    The stdlib parser, because orjson reads integers wider than 64 bits as (inexact)
+    floats; what it lets through that JSON text on the wire cannot hold (a lone
+    surrogate such as ``"\\ud800"``, which has no UTF-8) is refused after.
 
     Raises:
-        ValueError: not JSON, ``NaN``/``Infinity``, a float out of range, or an integer
-            too long to convert (``sys.get_int_max_str_digits``).
-        RecursionError: nested too deep.
+        ValueError: not JSON, ``NaN``/``Infinity``, a float out of range, a lone
+            surrogate, or an integer too long to convert (``sys.get_int_max_str_digits``).
+        RecursionError: nested too deep for the stdlib parser.
     """
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    json.dumps(value, ensure_ascii=False).encode()  # UnicodeEncodeError is a ValueError
+    return value
 
 
 def coerce_strings(

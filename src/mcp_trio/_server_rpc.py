@@ -20,6 +20,7 @@ is left out of ``tools/list`` before 2025-06-18).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
@@ -185,7 +186,10 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
     data = to_jsonable(value, strict=False)  # text: any int, as json.dumps writes it
     out: dict[str, Any] = {"content": [{"type": "text", "text": json_text(data)}]}
     if isinstance(data, dict):
-        out["structuredContent"] = to_jsonable(data)  # wire data: finite, 64-bit numbers
+        # Wire data: finite, 64-bit numbers. No output schema promised it, so when the
+        # value does not fit, the text alone carries it.
+        with contextlib.suppress(TypeError):
+            out["structuredContent"] = to_jsonable(data)
     return out
 
 

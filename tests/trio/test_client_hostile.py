@@ -560,3 +560,32 @@ async def test_a_rejected_result_costs_one_listing_at_most(autojump_clock: MockC
         with pytest.raises(RemoteProtocolError, match=r"must be an object .* not an array"):
             await client.call_tool("array")
         assert len(listings) == 1
+
+
+async def test_the_listing_before_a_rejection_keeps_to_the_calls_timeout(
+    autojump_clock: MockClock,
+) -> None:
+    server = _structured_server()
+    listed = trio.Event()
+
+    @server.on_request("tools/list")
+    async def stuck_after_the_first(ctx: RequestContext) -> dict[str, Any]:
+        if listed.is_set():
+            await trio.sleep_forever()
+        listed.set()
+        return {
+            "tools": [
+                {
+                    "name": "wrong_type",
+                    "inputSchema": {"type": "object"},
+                    "outputSchema": SUM_SCHEMA,
+                }
+            ]
+        }
+
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        started = trio.current_time()
+        with pytest.raises(RemoteProtocolError, match="does not match"):
+            await client.call_tool("wrong_type", timeout=5)
+        assert trio.current_time() - started == pytest.approx(5)

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from mcp_sansio import types as mcp_types
 from mcp_trio import _jsonschema
 from mcp_trio._jsonschema import (
+    MAX_PROBLEMS,
     Constraints,
     Description,
     check_schema,
@@ -1242,3 +1243,14 @@ def test_each_annotation_is_resolved_on_its_own() -> None:
     assert function_input_schema(handler, skip={"ctx"})["properties"] == {"x": {"type": "integer"}}
     with pytest.raises(TypeError, match=r"the return type of .*handler: cannot resolve"):
         function_output_schema(handler)
+
+
+def test_problems_are_listed_up_to_a_bound_and_enums_shown_short() -> None:
+    schema = {"type": "array", "items": {"enum": [f"choice-{n}" for n in range(300)]}}
+    problems = validate(["nope"] * 5_000, schema)
+    assert len(problems) == MAX_PROBLEMS + 1
+    assert problems[-1] == f"... and {5_000 - MAX_PROBLEMS} more problems"
+    first = problems[0]
+    assert first.startswith('arguments[0]: expected one of "choice-0", "choice-1"')
+    assert len(first) < 150  # the 300 choices are shortened, not listed
+    assert validate(["choice-7"] * 5_000, schema) == []

@@ -124,6 +124,16 @@ async def test_non_finite_strings_are_invalid_params(era: str, text: str) -> Non
         assert result["contents"][0]["text"] == "-2000.0"
 
 
+@pytest.mark.parametrize("text", ['["\\ud800"]', '{"\\udc00": 1}'])
+async def test_lone_surrogates_in_strings_are_invalid_params(era: str, text: str) -> None:
+    # The stdlib parser reads "\ud800" as a lone surrogate, which no UTF-8 answer holds.
+    async with connect(string_server(), era) as client:
+        params = {"name": "order", "arguments": {"order_id": "1", "ids": text}}
+        error = await error_of(client, "prompts/get", params)
+        assert error.code == ErrorCode.INVALID_PARAMS
+        assert "arguments.ids: expected array or null, got string" in error.message
+
+
 @pytest.mark.parametrize(
     ("arguments", "problem"),
     [
@@ -216,8 +226,6 @@ async def test_a_default_without_json_form_is_not_published(era: str) -> None:
         ("whole", {"n": 70}),
         ("whole", {"n": -64}),
         ("mapping", {"n": 70}),
-        ("text", {"kind": "nan"}),
-        ("text", {"kind": "big"}),
         ("explicit", {}),
     ],
 )
@@ -247,6 +255,19 @@ async def test_results_at_the_edges_of_json_numbers(era: str) -> None:
         assert results["whole"]["structuredContent"] == {"result": -(2**63)}
         result = await call(client, "text", kind="ok")
         assert result["content"] == [{"type": "text", "text": f'{{"v":{2**64 - 1}}}'}]
+
+
+@pytest.mark.parametrize(("kind", "text"), [("nan", '{"v": NaN}'), ("big", f'{{"v": {2**64}}}')])
+async def test_a_mapping_without_output_schema_beyond_json_data_is_text_only(
+    era: str, kind: str, text: str
+) -> None:
+    # No output schema promised structured content: the text alone carries the value.
+    async with connect(number_server(), era) as client:
+        result = await call(client, "text", kind=kind)
+    assert not result.get("isError"), result
+    assert "structuredContent" not in result
+    assert [block["type"] for block in result["content"]] == ["text"]
+    assert result["content"][0]["text"].replace(" ", "") == text.replace(" ", "")
 
 
 async def test_numbers_sent_only_as_text_may_be_beyond_json_data(era: str) -> None:
