@@ -45,6 +45,7 @@ from ._client_callbacks import (
     SamplingCallback,
 )
 from ._client_common import (
+    SHOWN_PROBLEMS,
     EraChoice,
     HandshakeFacts,
     OutputSchemas,
@@ -220,7 +221,8 @@ class Client(HandshakeFacts):
             self._output_schemas.check_schema(name, result)
         except RemoteProtocolError as stale:
             # Within the call's own timeout (a listing may take many pages).
-            with trio.move_on_after(math.inf if timeout is None else timeout) as scope:
+            limit = timeout if timeout is not None and timeout >= 0 else math.inf  # (NaN)
+            with trio.move_on_after(limit) as scope:
                 try:
                     await self.list_tools()  # remembers the fresh schemas
                 except Exception:
@@ -513,7 +515,9 @@ async def open_client(
     )
     handlers = Handlers()
     callbacks.install(handlers)
-    output_schemas = OutputSchemas(partial(validate, root="structuredContent"))
+    output_schemas = OutputSchemas(
+        partial(validate, root="structuredContent", max_problems=SHOWN_PROBLEMS)
+    )
     hub = SubscriptionHub(on_tools_changed=output_schemas.forget)
     hub.install(handlers)
     async with (

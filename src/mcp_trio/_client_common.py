@@ -37,6 +37,7 @@ __all__ = [
     "MAX_OUTPUT_SCHEMA_DEPTH",
     "MAX_OUTPUT_SCHEMA_NODES",
     "MAX_OUTPUT_SCHEMA_VALUES",
+    "SHOWN_PROBLEMS",
     "EraChoice",
     "HandshakeFacts",
     "OutputSchemas",
@@ -78,6 +79,9 @@ not used to validate results: a small schema can expand to one too costly to val
 against (``basic/index.mdx``, "Composition-Keyword Resource Use")."""
 MAX_OUTPUT_SCHEMA_DEPTH: Final = 64
 """Likewise, a tool's ``outputSchema`` nested deeper than this is not used."""
+SHOWN_PROBLEMS: Final = 3
+"""How many problems an error about ``structuredContent`` shows (then it counts the rest)."""
+
 MAX_OUTPUT_SCHEMA_VALUES: Final = 1_000
 """Likewise, a tool's ``outputSchema`` whose ``enum`` and ``const`` values, all together
 (``$ref`` expanded, the items of an array or object value counted too), outnumber this
@@ -608,8 +612,10 @@ class OutputSchemas:
             self._usable[name] = False
             return
         if problems:
-            shown = "; ".join(problem[:_MAX_PROBLEM_CHARS] for problem in problems[:3])
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            # validate lists SHOWN_PROBLEMS, then one entry counting the rest.
+            shown = "; ".join(p[:_MAX_PROBLEM_CHARS] for p in problems[:SHOWN_PROBLEMS])
+            rest = problems[SHOWN_PROBLEMS:]
+            more = f" ({rest[0].removeprefix('... ')})" if rest else ""
             raise RemoteProtocolError(
                 f"tools/call {name!r}: structuredContent does not match the tool's"
                 f" outputSchema: {shown}{more}"

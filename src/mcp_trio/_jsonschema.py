@@ -1054,9 +1054,10 @@ class _Validator:
     def __init__(self, root: Any) -> None:
         self.root = root
         self.enums: dict[int, frozenset[object]] = {}
-        self.enum_texts: dict[int, str] = {}
         """The canonical ``enum`` values per schema node (by ``id``; the schema outlives
         this validator, so ids stay unique), built once per validation."""
+        self.enum_texts: dict[int, str] = {}
+        """The same nodes' choices as a problem message shows them."""
 
     def choices(self, schema: Schema) -> frozenset[object]:
         key = id(schema)
@@ -1276,11 +1277,14 @@ MAX_PROBLEMS: Final = 20
 """How many problems :func:`validate` lists before it only counts the rest."""
 
 
-def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[str]:
+def validate(
+    instance: Any, schema: Schema, *, root: str = "arguments", max_problems: int = MAX_PROBLEMS
+) -> list[str]:
     """Check decoded JSON against a schema; the list of problems, empty when valid.
 
     Each problem names where it is, from ``root``: ``"arguments.count: expected integer,
-    got string"``. ``format`` is not enforced. Supported keywords: ``$ref`` (local),
+    got string"``; past ``max_problems`` a last entry only counts the rest (``"... and
+    12 more problems"``). ``format`` is not enforced. Supported keywords: ``$ref`` (local),
     ``$defs``, ``type``, ``enum``, ``const``, ``anyOf``, ``allOf``, ``oneOf``, ``not``,
     the numeric bounds and ``multipleOf``, ``minLength``/``maxLength``, ``items``,
     ``prefixItems``, ``minItems``/``maxItems``, ``uniqueItems``, ``properties``,
@@ -1301,8 +1305,9 @@ def validate(instance: Any, schema: Schema, *, root: str = "arguments") -> list[
         # each level of a recursive type costs a few frames here: too deep is a problem
         # with the instance, to report like any other.
         return [f"{root}: nested too deeply to check"]
-    if len(problems) > MAX_PROBLEMS:  # an answer of the peer's size, not a message of it
-        problems[MAX_PROBLEMS:] = [f"... and {len(problems) - MAX_PROBLEMS} more problems"]
+    if len(problems) > max_problems:  # an answer of the peer's size, not a message of it
+        rest = len(problems) - max_problems
+        problems[max_problems:] = [f"... and {rest} more problem{'s' if rest > 1 else ''}"]
     return problems
 
 

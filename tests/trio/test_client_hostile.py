@@ -9,6 +9,7 @@ answers chosen methods with raw messages; the others are in-process ``Handlers``
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -589,3 +590,40 @@ async def test_the_listing_before_a_rejection_keeps_to_the_calls_timeout(
         with pytest.raises(RemoteProtocolError, match="does not match"):
             await client.call_tool("wrong_type", timeout=5)
         assert trio.current_time() - started == pytest.approx(5)
+
+
+@pytest.mark.parametrize(
+    ("bad", "more"), [(3, ""), (4, " (and 1 more problem)"), (100, " (and 97 more problems)")]
+)
+async def test_a_mismatch_shows_three_problems_and_counts_the_rest(
+    bad: int, more: str, autojump_clock: MockClock
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"xs": {"type": "array", "items": {"type": "integer"}}},
+    }
+    server = _structured_server({"many": schema})
+
+    @server.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        return {"content": [], "structuredContent": {"xs": ["x"] * bad}}
+
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError) as caught:
+            await client.call_tool("many")
+    message = str(caught.value)
+    assert message.count("expected integer") == 3
+    assert message.endswith("got string" + more)
+
+
+async def test_a_nan_timeout_does_not_break_the_listing_before_a_rejection(
+    autojump_clock: MockClock,
+) -> None:
+    listings: list[None] = []
+    server = _structured_server(listings=listings)
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError, match="does not match"):
+            await client.call_tool("wrong_type", timeout=math.nan)
+    assert len(listings) == 2
