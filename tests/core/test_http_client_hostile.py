@@ -32,6 +32,7 @@ from mcp_sansio._http_common import MAX_SCHEMA_DEPTH
 from mcp_sansio._json import dumps, loads
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS
+from .test_fastpath import modern_pair
 
 URL = "http://localhost:8000/mcp"
 MODERN = "2026-07-28"
@@ -244,25 +245,7 @@ def test_a_deep_tools_list_result_that_cannot_be_rewritten_fails_the_request(sse
 
 
 def test_the_connection_sees_the_kept_tools_and_the_failures() -> None:
-    conn = Connection(
-        "client",
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="modern"
-        ),
-    )
-    server = Connection(
-        "server",
-        ConnectionConfig(
-            implementation={"name": "s", "version": "1"},
-            capabilities=SERVER_CAPS,
-            request_state_key=b"k" * 32,
-        ),
-    )
-    conn.start()
-    for payload in conn.data_to_send():
-        server.receive_message(payload)
-    for payload in server.data_to_send():
-        conn.receive_message(payload)
+    conn, _ = modern_pair()
     client = HttpClient(URL, HttpClientConfig(era=Era.MODERN))
 
     def ask(tools: bytes) -> list[Any]:

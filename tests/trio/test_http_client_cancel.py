@@ -30,10 +30,10 @@ from mcp_trio._http_config import HttpTransportConfig
 from .test_http_support import (
     IO_TIMEOUT,
     App,
-    Proxy,
     call,
     client_connection_config,
     rpc,
+    start_proxied,
     start_server,
     text_of,
 )
@@ -64,9 +64,7 @@ async def test_a_legacy_request_given_up_frees_its_slot_at_once(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, how: str
 ) -> None:
     app = App()
-    server = await start_server(nursery, app, http={"retry_ms": RETRY_MS})
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app, http={"retry_ms": RETRY_MS})
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(), connection_config=client_connection_config("legacy"), transport=ONE_SLOT
@@ -95,9 +93,7 @@ async def test_a_legacy_request_cancelled_while_waiting_for_a_slot_is_never_sent
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     app = App()
-    server = await start_server(nursery, app)
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(), connection_config=client_connection_config("legacy"), transport=ONE_SLOT
@@ -134,9 +130,7 @@ async def test_a_request_not_cancelled_is_still_resumed(
     """The other side: an SSE stream that drops before its request is answered is
     resumed (one ``retry`` later) and the answer arrives."""
     app = App()
-    server = await start_server(nursery, app, http={"retry_ms": RETRY_MS})
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app, http={"retry_ms": RETRY_MS})
     progressed = trio.Event()
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
@@ -180,9 +174,7 @@ async def test_cancelling_one_request_of_a_batch_keeps_reading_for_the_other(
     """A 2025-03-26 batch shares one response: cancelling one of its requests must not
     stop the other's answer, and the stream is not resumed for the cancelled one."""
     app = App()
-    server = await start_server(nursery, app, http={"retry_ms": RETRY_MS})
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app, http={"retry_ms": RETRY_MS})
     channel = HttpChannel(proxy.url(), transport=ONE_SLOT)
     await nursery.start(channel.run)
 
@@ -222,9 +214,7 @@ async def test_cancelling_one_request_of_a_batch_keeps_reading_for_the_other(
 async def test_a_redirect_to_a_bad_target_fails_only_its_request(
     nursery: trio.Nursery, location: bytes
 ) -> None:
-    server = await start_server(nursery)
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(),
@@ -246,9 +236,7 @@ async def test_a_request_h11_refuses_to_frame_fails_alone(
     """The safety net under the check above: whatever target reaches the pool, h11's
     refusal fails that request, never the client."""
     monkeypatch.setattr(mcp_sansio._http_client, "_redirect_target", lambda base, loc: loc)
-    server = await start_server(nursery)
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(),

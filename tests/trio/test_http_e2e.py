@@ -32,6 +32,7 @@ from .test_http_support import (
     client_connection_config,
     client_handlers,
     provide_roots,
+    start_proxied,
     start_server,
     text_of,
 )
@@ -207,9 +208,7 @@ async def test_a_modern_cancellation_is_a_closed_stream_not_a_message(
     nursery: trio.Nursery,
 ) -> None:
     app = App()
-    server = await start_server(nursery, app)
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(), connection_config=client_connection_config("modern")
@@ -321,9 +320,7 @@ async def test_an_unreachable_server_closes_the_client_with_a_reason(
 
 
 async def test_a_client_keeps_using_its_connections(nursery: trio.Nursery) -> None:
-    server = await start_server(nursery)
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(),
@@ -419,11 +416,9 @@ async def test_tool_parameters_are_mirrored_into_headers(nursery: trio.Nursery) 
 
     app.handlers.set_request_handler("tools/list", tools_list)
     params = {"echo": parse_header_params(schema)}
-    server = await start_server(
+    proxy = await start_proxied(
         nursery, app, http={"tool_header_params": lambda name: params.get(name, ())}
     )
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(), connection_config=client_connection_config("modern")

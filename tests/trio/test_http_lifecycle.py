@@ -15,12 +15,12 @@ from mcp_trio._http_client import open_http_client
 from .test_http_support import (
     IO_TIMEOUT,
     App,
-    Proxy,
     call,
     client_connection_config,
     initialize_body,
     raw_request,
     raw_session,
+    start_proxied,
     start_server,
     text_of,
 )
@@ -51,9 +51,7 @@ async def test_a_dropped_legacy_stream_is_resumed_with_last_event_id(
     nursery: trio.Nursery,
 ) -> None:
     app = App()
-    server = await start_server(nursery, app, http={"retry_ms": 10})
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app, http={"retry_ms": 10})
     seen: list[float] = []
     first = trio.Event()
 
@@ -82,9 +80,7 @@ async def test_a_dropped_legacy_stream_is_resumed_with_last_event_id(
 
 async def test_a_dropped_modern_stream_fails_only_its_request(nursery: trio.Nursery) -> None:
     app = App()
-    server = await start_server(nursery, app)
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await start_proxied(nursery, app)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(), connection_config=client_connection_config("modern")

@@ -395,3 +395,13 @@ class Proxy:
     def cut(self) -> None:
         for scope in list(self.scopes):
             scope.cancel()
+
+
+async def start_proxied(
+    nursery: trio.Nursery, app: App | None = None, **server_options: Any
+) -> Proxy:
+    """:func:`start_server` behind a started :class:`Proxy` (connect to ``proxy.url()``)."""
+    server = await start_server(nursery, app, **server_options)
+    proxy = Proxy(server.port)
+    await proxy.start(nursery)
+    return proxy
