@@ -401,7 +401,13 @@ def json_text(value: Any) -> str:
     """
     if isinstance(value, str):
         return value
-    data = to_jsonable(value, strict=False)
+    return jsonable_text(to_jsonable(value, strict=False))
+
+
+def jsonable_text(data: Any) -> str:
+    """:func:`json_text` of a value already in its JSON form (no second conversion)."""
+    if isinstance(data, str):
+        return data
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 

@@ -208,7 +208,8 @@ def _inline_refs(schema: Mapping[str, Any], *, inline: bool = True) -> dict[str,
 def _form_schema(
     schema: Mapping[str, Any], version: str | None, *, from_type: bool = False
 ) -> dict[str, Any]:
-    schema = _inline_refs(schema, inline=from_type)
+    if not from_type:  # (a type's schema comes inlined already: see form_spec)
+        schema = _inline_refs(schema, inline=False)
     if schema.get("type") != "object":
         raise TypeError("an elicitation schema must be a flat object schema")
     properties = schema.get("properties") or {}

@@ -20,7 +20,6 @@ is left out of ``tools/list`` before 2025-06-18).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
@@ -53,6 +52,7 @@ from ._server_content import (
     completion_json,
     content_blocks,
     json_text,
+    jsonable_text,
     prompt_messages,
     read_result_contents,
 )
@@ -167,29 +167,31 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         result: dict[str, Any] = unstructure(value)
         return result
     if tool.output_schema is not None:
-        if tool.derived_output:
+        if tool.derived_output:  # (wrapped as {"result": ...} where not an object)
             structured = to_structured_content(tool.fn, value)
+            text = json_text(value)
         else:
             structured = to_jsonable(value)
+            text = jsonable_text(structured)
         problems = validate(structured, tool.output_schema, root="structuredContent")
         if problems:
             raise ValueError("; ".join(problems))
-        return {
-            "content": [{"type": "text", "text": json_text(value)}],
-            "structuredContent": structured,
-        }
+        return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
     blocks = content_blocks(value)
     if blocks is not None:
         return {"content": blocks}
     if value is None:
         return {"content": []}
-    data = to_jsonable(value, strict=False)  # text: any int, as json.dumps writes it
-    out: dict[str, Any] = {"content": [{"type": "text", "text": json_text(data)}]}
-    if isinstance(data, dict):
-        # Wire data: finite, 64-bit numbers. No output schema promised it, so when the
-        # value does not fit, the text alone carries it.
-        with contextlib.suppress(TypeError):
-            out["structuredContent"] = to_jsonable(data)
+    # One conversion: as wire data (finite, 64-bit numbers) when the value fits; else
+    # for the text alone (any int, NaN as json.dumps writes it): no output schema
+    # promised structured content.
+    try:
+        data, wire = to_jsonable(value), True
+    except TypeError:
+        data, wire = to_jsonable(value, strict=False), False
+    out: dict[str, Any] = {"content": [{"type": "text", "text": jsonable_text(data)}]}
+    if wire and isinstance(data, dict):
+        out["structuredContent"] = data
     return out
 
 

@@ -175,11 +175,17 @@ class SessionTracker:
         with served.scope:
             while True:
                 event = self._changed
-                for kind, version in self._versions.items():
-                    if served.seen[kind] != version:
-                        served.seen[kind] = version
-                        served.endpoint.send_notification(f"notifications/{kind}/list_changed")
+                for kind in self._due(served.seen):
+                    served.endpoint.send_notification(f"notifications/{kind}/list_changed")
                 await event.wait()
+
+    def _due(self, seen: dict[ListKind, int]) -> Iterator[ListKind]:
+        """The lists that changed since ``seen``, each marked seen as it is yielded (so a
+        change :meth:`announce` sends meanwhile is not sent twice)."""
+        for kind, version in self._versions.items():
+            if seen[kind] != version:
+                seen[kind] = version
+                yield kind
 
     def wake(self, _kind: ListKind | None = None) -> None:
         """A list changed: wake every watcher. Call from the Trio thread."""
@@ -193,10 +199,8 @@ class SessionTracker:
         try:
             while not session.closed:
                 event = self._changed
-                for kind, version in self._versions.items():
-                    if tracked.seen[kind] != version:
-                        tracked.seen[kind] = version
-                        await _send(session, f"notifications/{kind}/list_changed", None)
+                for kind in self._due(tracked.seen):
+                    await _send(session, f"notifications/{kind}/list_changed", None)
                 await event.wait()
         finally:
             self._sessions.pop(session, None)
