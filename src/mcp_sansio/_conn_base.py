@@ -30,10 +30,9 @@ from ._versions import FOREIGN_METHODS, REVISIONS, Era, Revision, has_capability
 
 _LOG_RANK: Final = _modern._LEVEL_RANK  # one table of the log levels, in _modern
 _MODERN_REVISION: Final = REVISIONS["2026-07-28"]
-# The standard methods the modern revision lacks, less those it removed (which the modern
-# request ladder refuses itself, initialize with its list of versions): what is left are
-# the requests a legacy server sends, which travel only inside results in 2026-07-28.
-_MODERN_FOREIGN: Final = FOREIGN_METHODS[_MODERN_REVISION.version] - _modern.MODERN_REMOVED_METHODS
+# The standard methods the modern revision lacks: those it removed, and the requests a
+# legacy server sends (which travel only inside results in 2026-07-28).
+_MODERN_FOREIGN: Final = FOREIGN_METHODS[_MODERN_REVISION.version]
 # The eras as module constants: reading an Enum member off its class costs a slow
 # attribute lookup (~60 ns on CPython 3.11), several times per round trip.
 _LEGACY: Final = Era.LEGACY

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _modern
-from ._conn_base import _LEGACY, _MODERN, _MODERN_REVISION, _ConnectionBase
+from ._conn_base import _LEGACY, _MODERN, _MODERN_FOREIGN, _MODERN_REVISION, _ConnectionBase
 from ._conn_records import _Req
 from ._errors import ErrorCode, ErrorData
 from ._events import ErrorReceived, Event, HandshakeCompleted, RequestReceived
@@ -141,14 +141,10 @@ class _Handshake(_ConnectionBase):
 
     def _on_modern_request(self, msg: _Req, now: float, events: list[Event]) -> None:
         rid, method, params = msg.id, msg.method, msg.params
-        if method in _modern.MODERN_REMOVED_METHODS:
-            self._reject(
-                rid,
-                ErrorCode.METHOD_NOT_FOUND,
-                f"Method not found: {method} does not exist in protocol version 2026-07-28",
-                events,
-                None,
-            )
+        if method in _MODERN_FOREIGN:
+            # The ladder's first rung (validate_envelope): a method this revision does
+            # not define (removed, or a server's request) is -32601 before the envelope.
+            self._reject_foreign(rid, method, _MODERN_REVISION.version, events, None)
             return
         envelope = _modern.validate_envelope(
             method,

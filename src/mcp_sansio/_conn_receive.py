@@ -21,8 +21,6 @@ from ._conn_base import (
     _LOG_LEVEL_KEY,
     _LOG_RANK,
     _MODERN,
-    _MODERN_FOREIGN,
-    _MODERN_REVISION,
     _PROGRESS_TOKEN_KEY,
     _PROTOCOL_VERSION_KEY,
 )
@@ -59,7 +57,7 @@ from ._jsonrpc import (
     result_response,
 )
 from ._state import (
-    PRE_SERVING_REQUESTS,
+    PRE_READY_REQUESTS,
     SERVING_STATES,
     HandshakeInput,
     LifecycleState,
@@ -363,11 +361,6 @@ class _Receiving(_Handshake):
                         batch,
                     )
                     return
-                if method in _MODERN_FOREIGN:
-                    # The ladder's first rung (validate_envelope): a method this revision
-                    # does not define is -32601 before the envelope is looked at.
-                    self._reject_foreign(rid, method, _MODERN_REVISION.version, events, batch)
-                    return
                 self._on_modern_request(msg, now, events)
                 return
             self._on_legacy_server_request(msg, events, batch)
@@ -402,9 +395,7 @@ class _Receiving(_Handshake):
             self._on_initialize(msg, events)
             return
         state = self._lifecycle
-        if state not in SERVING_STATES and method not in PRE_SERVING_REQUESTS.get(
-            state, frozenset()
-        ):
+        if state not in SERVING_STATES and method not in PRE_READY_REQUESTS.get(state, frozenset()):
             if state is LifecycleState.IDLE and self._modern_versions:
                 self._reject(
                     rid,

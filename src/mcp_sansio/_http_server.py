@@ -1041,23 +1041,21 @@ class HttpServer:
         answered = [payload for payload, _ in conn.messages_to_send()]
         # In order: a cancellation after its request in this body ends a request that has
         # no stream yet; one before it (or alone) ends a request of an earlier POST.
-        received: list[RequestId] = []
+        received: dict[RequestId, str] = {}  # id -> method, in the order received
         for e in core_events:
             if isinstance(e, _RequestReceived):
-                received.append(e.request_id)
-            elif isinstance(e, RequestCancelled):
-                if e.request_id in received:
-                    received.remove(e.request_id)
-                else:
-                    self._cancel_legacy(session, e.request_id)
-        live = set(received)
+                received[e.request_id] = e.method
+            elif isinstance(e, RequestCancelled) and received.pop(e.request_id, None) is None:
+                self._cancel_legacy(session, e.request_id)
         key = self._new_id() if received else None
         events = tuple(
             ServerEvent(
                 event=e,
                 connection=conn,
                 session_id=session.id,
-                stream_id=key if isinstance(e, _RequestReceived) and e.request_id in live else None,
+                stream_id=key
+                if isinstance(e, _RequestReceived) and e.request_id in received
+                else None,
             )
             for e in core_events
         )
@@ -1077,18 +1075,13 @@ class HttpServer:
                 )
             return Reply(decision=HttpResponse(status=202), events=events)
         assert key is not None
-        first = next(
-            e.method
-            for e in core_events
-            if isinstance(e, _RequestReceived) and e.request_id == received[0]
-        )
-        mode = self._mode(first, Era.LEGACY)
+        mode = self._mode(next(iter(received.values())), Era.LEGACY)
         stream = _Stream(
             key=key,
             conn=conn,
             session=session,
             mode="json" if mode == "json" else "sse",
-            pending=live,
+            pending=set(received),
             batch=batch,
             opened=mode != "json",
         )

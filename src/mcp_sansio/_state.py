@@ -107,17 +107,9 @@ PRE_READY_REQUESTS: Mapping[LifecycleState, frozenset[str]] = MappingProxyType(
 #: States in which the peer's requests are *accepted* and served as in READY. ANSWERED is
 #: one: the rule for the client ends when the server "has responded to the initialize
 #: request", not at ``notifications/initialized``, and over Streamable HTTP the POST of
-#: that notification and the client's next request may well arrive in either order.
+#: that notification and the client's next request may well arrive in either order. In
+#: the states before them, what is accepted is what may be sent (PRE_READY_REQUESTS).
 SERVING_STATES = frozenset({S.ANSWERED, S.READY})
-
-#: Requests accepted in the states before SERVING_STATES (only ``initialize`` starts a
-#: session; a ping is always answered).
-PRE_SERVING_REQUESTS: Mapping[LifecycleState, frozenset[str]] = MappingProxyType(
-    {
-        S.IDLE: frozenset({"initialize", "ping"}),
-        S.INITIALIZING: frozenset({"ping"}),
-    }
-)
 
 #: Notifications a server may send before READY (logging, and progress/cancel for
 #: requests that are already in flight).
