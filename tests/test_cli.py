@@ -312,6 +312,66 @@ async def test_run_stdio_serves_open_client(tmp_path: Path) -> None:
     assert b"hello from the tool" in stderr
 
 
+_SLOW_APP = (
+    "import trio\n"
+    "from mcp_trio import Server\n"
+    "app = Server('slow')\n"
+    "@app.tool()\n"
+    "async def slow(seconds: float) -> str:\n"
+    "    await trio.sleep(seconds)\n"
+    "    return 'slept'\n"
+)
+_SCRIPT = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "script", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "slow", "arguments": {"seconds": 0.3}},
+    },
+    {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+]
+
+
+@pytest.mark.parametrize("stdin", ["file", "pipe"])
+def test_run_stdio_answers_a_script_to_its_end(tmp_path: Path, stdin: str) -> None:
+    """`mcp-trio run app.py < requests.jsonl`: the end of input is the client's
+    shutdown, and requests still running are answered within the grace period."""
+    app = tmp_path / "slow.py"
+    app.write_text(_SLOW_APP)
+    script = tmp_path / "requests.jsonl"
+    script.write_text("".join(json.dumps(message) + "\n" for message in _SCRIPT))
+    argv = [sys.executable, "-m", "mcp_trio", "run", f"{app}:app"]
+    if stdin == "file":  # a regular file: epoll cannot watch it
+        with script.open("rb") as source:
+            result = subprocess.run(
+                argv, cwd=ROOT, stdin=source, capture_output=True, timeout=TIMEOUT, check=False
+            )
+    else:
+        result = subprocess.run(
+            argv,
+            cwd=ROOT,
+            input=script.read_bytes(),
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    answers = {a["id"]: a for a in map(json.loads, result.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3]
+    assert answers[2]["result"]["content"] == [{"type": "text", "text": "slept"}]
+
+
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_run_stdio_the_example(era: Literal["legacy", "modern"]) -> None:
     argv = [sys.executable, "-m", "mcp_trio", "run", NOTES]

@@ -153,7 +153,7 @@ class _Answering(_ConnectionBase):
     def _reply(
         self, request_id: RequestId, obj: dict[str, Any], payload: bytes | None = None
     ) -> None:
-        if self._closed:
+        if self._closed and not self._answering:
             return
         batch = self._batches.pop(request_id, None) if self._batches else None
         if batch is None:
@@ -226,8 +226,8 @@ class _Answering(_ConnectionBase):
             raise LocalProtocolError("only a server sends log messages")
         if level not in _LOG_RANK:
             raise LocalProtocolError(f"unknown log level {level!r}")
-        if self._closed:
-            return False
+        if self._closed and (not self._answering or request_id not in self._inflight):
+            return False  # (after a half-close, only about a request still answerable)
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger

@@ -96,7 +96,8 @@ class _ConnectionBase:
         self._send_ok: set[str] = set()  # legacy session READY, or modern client
         self._accept_ok: set[str] = set()  # legacy session READY
         self._modern_accept_ok: set[str] = set()  # modern server, plain requests
-        self._closed = False
+        self._closed = False  # the input ended (or a write failed)
+        self._answering = False  # closed, but the peer's requests in flight still get answers
         # The output queue, as two parallel lists (payloads and the request each belongs
         # to) so that data_to_send hands over the first list without copying.
         self._out: list[bytes] = []

@@ -240,30 +240,54 @@ class _Receiving(_Handshake):
         self._receive_one(obj, now, events, None)
         return events
 
-    def receive_eof(self) -> list[Event]:
-        """The input ended: every request still in flight will never be answered."""
+    def receive_eof(self, *, keep_answering: bool = False) -> list[Event]:
+        """The input ended: no message of the peer's will arrive any more.
+
+        Our requests still in flight will never be answered
+        (``ConnectionClosed.unanswered``). By default the peer's requests in flight are
+        abandoned too (``ConnectionClosed.abandoned``) and nothing more is sent.
+
+        ``keep_answering=True`` is a half-close, for a transport whose output outlives
+        its input (stdio: the client closes the server's stdin to shut it down and may
+        still read its stdout). The peer's requests in flight stay answerable: their
+        results, errors, progress and log messages are still sent, and nothing else
+        is. A later ``receive_eof()`` or :meth:`send_failed` abandons what is left and
+        reports it in a second :class:`ConnectionClosed`.
+        """
         if self._closed:
-            return []
+            if not self._answering:
+                return []
+            # The end of a half-close: stop answering.
+            self._answering = False
+            abandoned = _ids_of(self._inflight)
+            self._abandon_inflight()
+            return [ConnectionClosed(unanswered=(), abandoned=abandoned)]
         self._closed = True
         state = transition(self._lifecycle, HandshakeInput.CLOSE)
         assert state is not None
         self._lifecycle = state
         unanswered = _ids_of(self._pending)
-        abandoned = _ids_of(self._inflight)
         for rid in unanswered:
             self._forget_out(rid, self._pending[rid], "late")
         self._pending.clear()
         self._timers.clear()
-        for rid in abandoned:
+        self._awaiting_input.clear()
+        self._probe_id = None
+        if keep_answering and self._inflight:
+            self._answering = True
+            return [ConnectionClosed(unanswered=unanswered)]
+        abandoned = _ids_of(self._inflight)
+        self._abandon_inflight()
+        return [ConnectionClosed(unanswered=unanswered, abandoned=abandoned)]
+
+    def _abandon_inflight(self) -> None:
+        for rid in self._inflight:
             self._remember_cancelled(rid)
         self._inflight.clear()
+        self._subscriptions.clear()
         self._inbound_progress.clear()
         self._inbound_log_level.clear()
         self._batches.clear()
-        self._subscriptions.clear()
-        self._awaiting_input.clear()
-        self._probe_id = None
-        return [ConnectionClosed(unanswered=unanswered, abandoned=abandoned)]
 
     def _remember_cancelled(self, rid: RequestId) -> None:
         cancelled = self._cancelled_in

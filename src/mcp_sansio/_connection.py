@@ -568,5 +568,6 @@ class Connection(_Receiving, _Answering):
         self._awaiting_input.pop(request_id, None)
 
     def send_failed(self) -> list[Event]:
-        """Tell the core a write failed: the connection is closed as at end of input."""
+        """Tell the core a write failed: the connection is closed as at end of input
+        (and a half-close of :meth:`receive_eof` ends: nothing more can be sent)."""
         return self.receive_eof()

@@ -91,6 +91,11 @@ class MessageChannel(abc.ABC):
     """Whether a cancelled ``send`` is guaranteed to have sent nothing (a trio memory
     channel). If not (byte streams, WebSockets: half a frame may be out), the session
     shields each write from cancellation and bounds it with ``write_timeout``."""
+    half_close: ClassVar[bool] = False
+    """Whether the output outlives the end of input (two pipes, a byte stream): after
+    ``receive`` raised ``trio.EndOfChannel`` the session still answers the peer's
+    requests in flight, within ``shutdown_grace_period``. If not, the end of input
+    ends the conversation and those answers are dropped."""
 
     @abc.abstractmethod
     async def send(self, message: bytes) -> None:
@@ -250,6 +255,7 @@ class StreamChannel(MessageChannel):
     """
 
     framing: ClassVar[Framing] = "ndjson"
+    half_close: ClassVar[bool] = True  # stdio: the client ends our input, reads on
 
     def __init__(
         self,
@@ -267,6 +273,11 @@ class StreamChannel(MessageChannel):
         self._send_pipe = self._send_fd is not None and _is_pipe(self._send_fd.fileno())
         self._receive_fd = (
             receive_stream if isinstance(receive_stream, trio.lowlevel.FdStream) else None
+        )
+        # A regular file (`mcp-trio run server.py < requests.jsonl`) never blocks a
+        # read, and epoll refuses to watch it (EPERM): never wait for one.
+        self._receive_file = self._receive_fd is not None and _is_regular_file(
+            self._receive_fd.fileno()
         )
         self._streak = 0
         self._drained = False  # whether the last read emptied the pipe
@@ -311,7 +322,7 @@ class StreamChannel(MessageChannel):
             if not data:
                 raise trio.EndOfChannel
             return bytes(data)
-        if self._drained:
+        if self._drained and not self._receive_file:
             # The last read emptied the pipe: a read now would most likely fail
             # (EAGAIN) and cost a system call for nothing, so wait for data first.
             # (If some came meanwhile, the wait takes one scheduler tick.)
@@ -347,6 +358,13 @@ class StreamChannel(MessageChannel):
         finally:
             if self.receive_stream is not self.send_stream:  # type: ignore[comparison-overlap]
                 await self.receive_stream.aclose()
+
+
+def _is_regular_file(fd: int) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def _is_pipe(fd: int) -> bool:

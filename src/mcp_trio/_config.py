@@ -49,7 +49,9 @@ class SessionConfig:
     ``max_concurrent_handlers`` is used."""
     shutdown_grace_period: float = attrs.field(default=5.0, validator=_non_negative)
     """When the peer ends its input, seconds running handlers get to finish before they
-    are cancelled (their answers are dropped either way: the peer is gone)."""
+    are cancelled. Over stdio (and other byte streams) the answers of those that finish
+    are still written, since a client closes the server's stdin to shut it down and may
+    read on; elsewhere the peer is gone and they are dropped."""
     write_timeout: float | None = attrs.field(default=30.0, validator=_positive)
     """Byte streams and WebSockets: seconds one message may take to be accepted by the
     peer (a full pipe or socket buffer). Longer, and the peer is taken for dead: the

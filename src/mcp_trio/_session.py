@@ -47,7 +47,10 @@ Closing has one entry, :meth:`Session._begin_close`: end of input, a failed writ
 local close or an internal failure. It closes the core, fails every waiter with one
 :class:`~mcp_trio.SessionClosed` (with the reason), and stops the reader and timer.
 After the peer's end of input, running handlers get ``shutdown_grace_period`` to
-finish; otherwise they are cancelled at once. Then the channel is closed.
+finish; otherwise they are cancelled at once. Then the channel is closed. A channel
+whose output outlives its input (``half_close``: stdio, where a client shuts the server
+down by closing its stdin) still carries the answers of those handlers, their progress
+and their log messages until then; any other end of input drops them.
 """
 
 from __future__ import annotations
@@ -183,6 +186,7 @@ class Session:
         self._handshake_done = trio.Event()
         self._close_exc: SessionClosed | None = None
         self._forced = False
+        self._answering = False  # half-closed: the peer's requests in flight get answers
         self._closing = trio.Event()
         self._closed = trio.Event()
         self._channel_closed = False
@@ -377,7 +381,7 @@ class Session:
         Returns:
             Whether it was sent (see ``Connection.send_log``); ``False`` once closed.
         """
-        if self._close_exc is not None:
+        if self._close_exc is not None and not self._answering:
             return False
         sent = self._conn.send_log(level, data, logger=logger, request_id=request_id)
         if sent:
@@ -484,10 +488,12 @@ class Session:
         ndjson = self._channel.framing == "ndjson"
         while True:
             ended: SessionClosed | None = None
+            half = False
             try:
                 data = await self._channel.receive()
             except trio.EndOfChannel:
                 ended = SessionClosed("the peer closed the connection")
+                half = self._channel.half_close
             except SessionClosed as exc:
                 ended = exc
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -495,7 +501,7 @@ class Session:
             if self._finishing is not None:
                 await self._finishing.wait()  # a message taken before this one (or the end)
             if ended is not None:
-                self._begin_close(ended, graceful=True)
+                self._begin_close(ended, graceful=True, keep_answering=half)
                 return
             now = trio.current_time()
             if ndjson:
@@ -688,7 +694,7 @@ class Session:
                 handler = self.handlers.request_handler(event.method)
                 ctx = RequestContext(self, event, running)
                 outcome = await call_request_handler(handler, ctx)
-                if not running.cancelled and self._close_exc is None:  # else the core drops it
+                if not running.cancelled and (self._close_exc is None or self._answering):
                     send_answer(self._conn, event.method, event.request_id, outcome)
                 self._pool.computed(running)  # the reader may take the next request
                 mark = self._flush_nowait()
@@ -722,7 +728,7 @@ class Session:
     async def _send_progress(
         self, ctx: RequestContext, progress: float, total: float | None, message: str | None
     ) -> bool:
-        if ctx.cancelled or self._close_exc is not None:
+        if ctx.cancelled or (self._close_exc is not None and not self._answering):
             return False
         sent = self._conn.send_progress(ctx.request_id, progress, total, message)
         if sent:
@@ -731,12 +737,17 @@ class Session:
 
     # ------------------------------------------------------------------ closing
 
-    def _begin_close(self, exc: SessionClosed, *, graceful: bool) -> None:
+    def _begin_close(
+        self, exc: SessionClosed, *, graceful: bool, keep_answering: bool = False
+    ) -> None:
         """Close the core, fail every waiter, stop reading. Synchronous, idempotent;
-        ``graceful=False`` (or a second, forced call) also cancels the handlers."""
+        ``graceful=False`` (or a second, forced call) also cancels the handlers.
+        ``keep_answering`` (the end of input of a half-closing channel): until then,
+        running handlers' answers, progress and log messages are still written."""
         if self._close_exc is None:
             self._close_exc = exc
-            self._conn.receive_eof()
+            self._answering = keep_answering
+            self._conn.receive_eof(keep_answering=keep_answering)
             self._waiters.fail_all(exc)
             self._handshake_done.set()
             self._io_scope.cancel()
@@ -744,6 +755,9 @@ class Session:
             logger.debug("%s session closing: %s", self.role, exc.reason)
         if not graceful and not self._forced:
             self._forced = True
+            if self._answering:
+                self._answering = False
+                self._conn.receive_eof()  # the rest is abandoned: nothing more goes out
             self._pool.cancel_all()
             self._writer.abort()
 

@@ -97,9 +97,9 @@ async def serve_stdio(
         ValueError: only one of ``stdin`` / ``stdout`` was given.
 
     Resource handling:
-        Uses ``trio.lowlevel.FdStream`` on duplicates of fds 0 and 1: they must be
-        pipes, sockets or terminals (not regular files). While serving, fd 1 points at
-        stderr; both are restored, and set blocking again, on return.
+        Uses ``trio.lowlevel.FdStream`` on duplicates of fds 0 and 1: pipes, sockets,
+        terminals or regular files (``< requests.jsonl``). While serving, fd 1 points
+        at stderr; both are restored, and set blocking again, on return.
     """
     config = config if config is not None else SessionConfig()
     serve = partial(

@@ -852,3 +852,72 @@ def test_send_failed_closes() -> None:
     (closed,) = pair.client.send_failed()
     assert closed == ConnectionClosed(unanswered=(rid,))
     assert pair.client.receive_message(b"{}") == []
+
+
+def test_half_close_keeps_answering_the_requests_in_flight() -> None:
+    """stdio's shutdown: the client closes the server's input and reads on."""
+    pair = ready_pair()
+    slow = pair.client.send_request("tools/call", {"name": "slow"}, progress=True)
+    other = pair.client.send_request("tools/list")
+    pair.deliver(pair.client)
+    asked = pair.server.send_request("roots/list")  # the server's own, never answered now
+    (closed,) = pair.server.receive_eof(keep_answering=True)
+    assert closed == ConnectionClosed(unanswered=(asked,), abandoned=())
+    assert pair.server.closed and pair.server.lifecycle is LifecycleState.CLOSED
+    assert pair.server.receive_message(b'{"jsonrpc":"2.0","id":99,"method":"ping"}') == []
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_request("roots/list")  # nothing could answer it
+    with pytest.raises(LocalProtocolError):
+        pair.server.send_notification("notifications/tools/list_changed")
+    assert not pair.server.send_log("info", "session-wide")  # only about a request in flight
+    pair.server.data_to_send()  # (the roots/list request went out before the eof)
+    assert pair.server.send_progress(slow, 1)
+    assert pair.server.send_log("info", "about it", request_id=slow)
+    pair.server.send_result(other, {"tools": []})
+    client_events = pair.deliver(pair.server)
+    assert [type(e).__name__ for e in client_events] == [
+        "ProgressReceived",
+        "NotificationReceived",
+        "ResultReceived",
+    ]
+    # The binding gives up on the rest: the second close abandons it.
+    (ended,) = pair.server.receive_eof()
+    assert ended == ConnectionClosed(unanswered=(), abandoned=(slow,))
+    pair.server.send_result(slow, {"content": []})  # dropped, no crash
+    assert pair.server.data_to_send() == []
+    assert not pair.server.send_log("info", "late", request_id=slow)
+    assert pair.server.receive_eof() == []
+
+
+def test_half_close_with_nothing_in_flight_is_a_close() -> None:
+    pair = ready_pair()
+    (closed,) = pair.server.receive_eof(keep_answering=True)
+    assert closed == ConnectionClosed(unanswered=())
+    assert pair.server.receive_eof() == []
+
+
+def test_a_failed_write_ends_a_half_close() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/list")
+    pair.deliver(pair.client)
+    pair.server.receive_eof(keep_answering=True)
+    (ended,) = pair.server.send_failed()
+    assert ended == ConnectionClosed(unanswered=(), abandoned=(rid,))
+    pair.server.send_error(rid, -32603, "too late")  # dropped
+    assert pair.server.data_to_send() == []
+
+
+def test_half_close_finishes_a_batch_in_flight() -> None:
+    pair = ready_pair("2025-03-26")
+    feed(
+        pair.server,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        ],
+    )
+    pair.server.receive_eof(keep_answering=True)
+    assert pair.server.data_to_send() == []  # the batch waits for its last answer
+    pair.server.send_result(1, {"tools": []})
+    (reply,) = [loads(p) for p in pair.server.data_to_send()]
+    assert sorted(r["id"] for r in reply) == [1, 2]

@@ -157,7 +157,9 @@ class _Pipe:
 
     async def receive(self) -> Any:
         while (line := self.splitter.next_message()) is None:
-            self.splitter.feed(await self.from_server.receive_some())
+            chunk = await self.from_server.receive_some()
+            assert chunk, "the server closed its output"
+            self.splitter.feed(chunk)
         assert isinstance(line, bytes)
         return loads(line)
 
@@ -274,3 +276,61 @@ async def test_a_failing_session_hook_closes_the_session(
             stdout=pipe.server_stdout,
         )
     assert "hook bug" in caplog.text
+
+
+async def test_end_of_stdin_still_answers_the_requests_in_flight(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The client's shutdown (stdin closed) is a half-close: handlers that finish
+    within the grace period are answered, with their progress and log messages, and
+    what outlives it is cancelled."""
+    asked: list[BaseException] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def work(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        await trio.sleep(ctx.params["seconds"])
+        if ctx.params.get("ask"):
+            try:
+                await ctx.send_request("roots/list")
+            except SessionClosed as exc:  # nothing could answer it now
+                asked.append(exc)
+        await ctx.report_progress(1)
+        await ctx.log("info", "finishing")
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    pipe = _Pipe()
+    async with trio.open_nursery() as nursery:
+        session = await nursery.start(
+            lambda task_status: serve_stdio(
+                handlers,
+                config=SessionConfig(shutdown_grace_period=5),
+                connection_config=server_config(),
+                stdin=pipe.server_stdin,
+                stdout=pipe.server_stdout,
+                task_status=task_status,
+            )
+        )
+        init = _initialize(1)
+        init["params"]["capabilities"] = {"roots": {}}
+        await pipe.send(init)
+        await pipe.receive()
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for rid, seconds in ((2, 2), (3, 1000)):
+            params = {"name": "x", "seconds": seconds, "ask": True, "_meta": {"progressToken": rid}}
+            await pipe.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        await pipe.to_server.aclose()  # end of input
+        received = [await pipe.receive() for _ in range(3)]
+        assert [m.get("method", m.get("id")) for m in received] == [
+            "notifications/progress",
+            "notifications/message",
+            2,
+        ]
+        assert received[2]["result"]["content"][0]["text"] == "done"
+        assert len(asked) == 1
+    assert trio.current_time() - start == pytest.approx(5)  # id 3 was cancelled
+    assert session.connection.inflight_requests() == ()  # the core gave up on it too
+    assert await pipe.from_server.receive_some() == b""  # and nothing more was written
