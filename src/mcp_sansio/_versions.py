@@ -2,8 +2,9 @@
 
 Revisions are an enumerated set: a version string we do not list is unknown, whatever
 its date. Nothing here compares dates. Each :class:`Revision` says which era it belongs
-to, whether JSON-RPC batching is allowed, and which methods travel in which direction
-with which capability gate.
+to, whether JSON-RPC batching is allowed, which methods travel in which direction
+with which capability gate, and the facts of its data model that a binding adapts
+what it sends to (content block types, structured tool output, elicitation modes).
 """
 
 from __future__ import annotations
@@ -61,6 +62,20 @@ class Revision:
     """Notifications a client may send."""
     server_notifications: Mapping[str, CapabilityPath | None]
     """Notifications a server may send, each with the server capability that allows it."""
+    content_types: frozenset[str]
+    """The ``type`` of every content block of tool results and prompt messages: ``audio``
+    came in 2025-03-26, ``resource_link`` in 2025-06-18."""
+    sampling_content_types: frozenset[str]
+    """The content block types of a ``SamplingMessage``: ``audio`` came in 2025-03-26,
+    ``tool_use`` and ``tool_result`` in 2025-11-25."""
+    structured_output: bool
+    """Whether ``CallToolResult.structuredContent`` and ``Tool.outputSchema`` exist
+    (since 2025-06-18)."""
+    structured_content_is_object: bool
+    """Whether ``structuredContent`` must be an object (2025-06-18 and 2025-11-25; from
+    2026-07-28 it may be any JSON value)."""
+    elicitation_modes: bool
+    """Whether elicitation has modes, form and URL (since 2025-11-25)."""
 
 
 def _ro(d: dict[str, CapabilityPath | None]) -> Mapping[str, CapabilityPath | None]:
@@ -144,6 +159,14 @@ _MODERN_SERVER_NOTIFICATIONS: dict[str, CapabilityPath | None] = {
 }
 
 
+_BASE_CONTENT_TYPES = frozenset({"text", "image", "resource"})
+_CONTENT_TYPES_2025_03 = _BASE_CONTENT_TYPES | {"audio"}
+_CONTENT_TYPES_2025_06 = _CONTENT_TYPES_2025_03 | {"resource_link"}
+_BASE_SAMPLING_TYPES = frozenset({"text", "image"})
+_SAMPLING_TYPES_2025_03 = _BASE_SAMPLING_TYPES | {"audio"}
+_SAMPLING_TYPES_2025_11 = _SAMPLING_TYPES_2025_03 | {"tool_use", "tool_result"}
+
+
 def _legacy(
     version: str,
     *,
@@ -152,6 +175,10 @@ def _legacy(
     server_requests: dict[str, CapabilityPath | None],
     client_notifications: frozenset[str] = _BASE_CLIENT_NOTIFICATIONS,
     server_notifications: dict[str, CapabilityPath | None] = _BASE_SERVER_NOTIFICATIONS,
+    content_types: frozenset[str] = _CONTENT_TYPES_2025_06,
+    sampling_content_types: frozenset[str] = _SAMPLING_TYPES_2025_03,
+    structured_output: bool = True,
+    elicitation_modes: bool = False,
 ) -> Revision:
     return Revision(
         version=version,
@@ -161,6 +188,11 @@ def _legacy(
         server_requests=_ro(server_requests),
         client_notifications=client_notifications,
         server_notifications=_ro(server_notifications),
+        content_types=content_types,
+        sampling_content_types=sampling_content_types,
+        structured_output=structured_output,
+        structured_content_is_object=structured_output,
+        elicitation_modes=elicitation_modes,
     )
 
 
@@ -170,12 +202,17 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             "2024-11-05",
             client_requests=_BASE_CLIENT_REQUESTS,
             server_requests=_BASE_SERVER_REQUESTS,
+            content_types=_BASE_CONTENT_TYPES,
+            sampling_content_types=_BASE_SAMPLING_TYPES,
+            structured_output=False,
         ),
         "2025-03-26": _legacy(
             "2025-03-26",
             batching=True,
             client_requests=_CLIENT_REQUESTS_2025,
             server_requests=_BASE_SERVER_REQUESTS,
+            content_types=_CONTENT_TYPES_2025_03,
+            structured_output=False,
         ),
         "2025-06-18": _legacy(
             "2025-06-18",
@@ -192,6 +229,8 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
                 "notifications/elicitation/complete": None,
                 "notifications/tasks/status": None,
             },
+            sampling_content_types=_SAMPLING_TYPES_2025_11,
+            elicitation_modes=True,
         ),
         "2026-07-28": Revision(
             version="2026-07-28",
@@ -201,6 +240,11 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             server_requests=_ro({}),
             client_notifications=frozenset({"notifications/cancelled"}),
             server_notifications=_ro(_MODERN_SERVER_NOTIFICATIONS),
+            content_types=_CONTENT_TYPES_2025_06,
+            sampling_content_types=_SAMPLING_TYPES_2025_11,
+            structured_output=True,
+            structured_content_is_object=False,
+            elicitation_modes=True,
         ),
     }
 )

@@ -27,6 +27,7 @@ from mcp_sansio import (
     unstructure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._versions import REVISIONS
 
 __all__ = [
     "LIST_METHODS",
@@ -490,7 +491,9 @@ class HandshakeFacts:
 # ---------------------------------------------------------------------- tool output
 
 
-_OBJECT_ONLY_VERSIONS: Final = frozenset({"2025-06-18", "2025-11-25"})
+_OBJECT_ONLY_VERSIONS: Final = frozenset(
+    v for v, r in REVISIONS.items() if r.structured_content_is_object
+)
 """The revisions whose ``CallToolResult.structuredContent`` is an object (later ones
 allow any JSON value; earlier ones have no such member)."""
 _DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"

@@ -99,6 +99,24 @@ def _missing_capability(what: str, required: dict[str, Any]) -> McpError:
     )
 
 
+_SAMPLING_TYPES = frozenset().union(*(r.sampling_content_types for r in REVISIONS.values()))
+
+
+def _check_sampling_content(messages: list[dict[str, Any]], version: str) -> None:
+    """Refuse a content type the session's protocol version has no place for in a
+    ``SamplingMessage`` (types no revision has are left for the client to judge)."""
+    revision = REVISIONS.get(version)
+    if revision is None:
+        return
+    for message in messages:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else [content]:
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind in _SAMPLING_TYPES and kind not in revision.sampling_content_types:
+                since = [v for v, r in REVISIONS.items() if kind in r.sampling_content_types]
+                raise _not_in_version(f"{kind} content in a sampling message", version, since)
+
+
 def _not_in_version(what: str, version: str, versions: Sequence[str]) -> McpError:
     """What a handler gets for asking what the session's protocol version cannot carry:
     the same error as for a capability the client lacks (-32021)."""
@@ -425,10 +443,13 @@ class Context:
             timeout: legacy era: seconds to wait for the answer.
 
         Raises:
-            McpError: -32021 if the client cannot sample (or sample with tools); the
+            McpError: -32021 if the client cannot sample (or sample with tools), or a
+                message holds content the session's protocol version lacks (audio
+                before 2025-03-26, tool use and results before 2025-11-25); the
                 client's error (legacy) if it refuses; -32602 if its answer is malformed.
         """
         params: dict[str, Any] = {"messages": sampling_messages(messages), "maxTokens": max_tokens}
+        _check_sampling_content(params["messages"], self.protocol_version)
         for key, value in (
             ("systemPrompt", system_prompt),
             ("temperature", temperature),

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Literal, final
 import attrs
 
 from mcp_sansio import unstructure
+from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import to_jsonable
 from ._typed import loaded_models
@@ -43,21 +44,22 @@ __all__ = [
     "ToolResult",
 ]
 
-CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+CONTENT_TYPES = frozenset().union(*(r.content_types for r in REVISIONS.values()))
 """The ``type`` of every content block (``ContentBlock`` in the schema)."""
 
 _MISSING_CONTENT_TYPES: Mapping[str, frozenset[str]] = MappingProxyType(
     {
-        # AudioContent came in 2025-03-26, ResourceLink in 2025-06-18.
-        "2024-11-05": frozenset({"audio", "resource_link"}),
-        "2025-03-26": frozenset({"resource_link"}),
+        version: CONTENT_TYPES - revision.content_types
+        for version, revision in REVISIONS.items()
+        if CONTENT_TYPES - revision.content_types
     }
 )
-"""For each protocol version, the content block types its schema does not have."""
+"""For each protocol version, the content block types its schema does not have
+(``Revision.content_types``: audio came in 2025-03-26, resource links in 2025-06-18)."""
 
-UNSTRUCTURED_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
-"""The protocol versions without structured tool output: ``structuredContent``
-(``CallToolResult``) and ``outputSchema`` (``Tool``) came in 2025-06-18."""
+UNSTRUCTURED_VERSIONS = frozenset(v for v, r in REVISIONS.items() if not r.structured_output)
+"""The protocol versions without structured tool output (``Revision.structured_output``):
+``structuredContent`` and ``outputSchema`` came in 2025-06-18."""
 
 MAX_COMPLETION_VALUES = 100
 """``completion.values`` holds at most this many items (server/utilities/completion)."""

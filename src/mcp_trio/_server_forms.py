@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from mcp_sansio import unstructure
+from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import coerce_arguments, type_schema
 from ._server_content import Message, content_blocks
@@ -80,7 +81,7 @@ _FORM_KEYS: Mapping[str, Mapping[str, frozenset[str]]] = {
 }
 #: The versions whose elicitation has modes (form and URL): ``mode`` is sent, and
 #: ``elicit_url`` may be asked.
-ELICITATION_MODE_VERSIONS = ("2025-11-25", "2026-07-28")
+ELICITATION_MODE_VERSIONS = tuple(v for v, r in REVISIONS.items() if r.elicitation_modes)
 
 _KIND_NAMES = {
     "array": "multi-select (a list of enum strings)",

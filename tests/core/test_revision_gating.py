@@ -128,6 +128,46 @@ def test_foreign_methods_are_what_the_schemas_say(version: str) -> None:
     assert FOREIGN_METHODS[version] == expected
 
 
+def _schema_defs(version: str) -> dict[str, Any]:
+    schema = orjson.loads((SPEC / "schema" / version / "schema.json").read_bytes())
+    defs: dict[str, Any] = schema.get("$defs") or schema["definitions"]
+    return defs
+
+
+def _block_types(defs: dict[str, Any], union: Any) -> frozenset[str]:
+    """The ``type`` consts of the content blocks a schema union admits (through arrays
+    and named unions)."""
+    found: set[str] = set()
+    for option in union.get("anyOf", [union] if "$ref" in union else []):
+        if option.get("type") == "array":
+            found |= _block_types(defs, option["items"])
+            continue
+        target = defs[option["$ref"].split("/")[-1]]
+        if "anyOf" in target:
+            found |= _block_types(defs, target)
+        else:
+            found.add(target["properties"]["type"]["const"])
+    return frozenset(found)
+
+
+@pytest.mark.parametrize("version", sorted(REVISIONS))
+def test_the_data_model_facts_are_what_the_schemas_say(version: str) -> None:
+    defs = _schema_defs(version)
+    revision = REVISIONS[version]
+    tool_content = defs["CallToolResult"]["properties"]["content"]["items"]
+    assert revision.content_types == _block_types(defs, tool_content)
+    prompt_content = defs["PromptMessage"]["properties"]["content"]
+    assert revision.content_types == _block_types(defs, prompt_content)
+    sampling = defs["SamplingMessage"]["properties"]["content"]
+    assert revision.sampling_content_types == _block_types(defs, sampling)
+    structured = defs["CallToolResult"]["properties"].get("structuredContent")
+    assert revision.structured_output is (structured is not None)
+    assert revision.structured_output is ("outputSchema" in defs["Tool"]["properties"])
+    is_object = structured is not None and structured.get("type") == "object"
+    assert revision.structured_content_is_object is is_object
+    assert revision.elicitation_modes is ("ElicitRequestURLParams" in defs)
+
+
 def test_the_modern_removals_are_foreign_there() -> None:
     assert FOREIGN_METHODS[MODERN] >= MODERN_REMOVED_METHODS
 

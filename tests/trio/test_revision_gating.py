@@ -1,7 +1,8 @@
 """``ctx.elicit`` asks only what the negotiated revision can carry: no elicitation before
 2025-06-18, no URL mode before 2025-11-25, and a form checked against that revision's
 ``PrimitiveSchemaDefinition`` (2025-06-18: no multi-select, no titled options, defaults
-only on booleans; 2025-11-25 and 2026-07-28 share the richer one)."""
+only on booleans; 2025-11-25 and 2026-07-28 share the richer one). ``ctx.sample`` sends
+no content type the revision's ``SamplingMessage`` lacks (audio before 2025-03-26)."""
 
 from __future__ import annotations
 
@@ -349,3 +350,45 @@ async def test_a_tool_served_before_initialized_cannot_ask_yet(nursery: trio.Nur
         "result": "cannot ask: -32600 cannot send elicitation/create before the client's "
         "notifications/initialized"
     }
+
+
+# ================================================================== sampling content
+
+
+def sampling_server(content: dict[str, Any]) -> Server:
+    server = Server("listener")
+
+    @server.tool()
+    async def hear(ctx: Context) -> str:
+        answer = await ctx.sample([{"role": "user", "content": content}], max_tokens=5)
+        return answer.text
+
+    return server
+
+
+AUDIO: dict[str, Any] = {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
+HEARD = {"role": "assistant", "content": {"type": "text", "text": "a beep"}, "model": "m"}
+
+
+async def test_audio_in_a_sampling_message_is_refused_in_2024_11_05() -> None:
+    asker = legacy(sampling_server(AUDIO), "2024-11-05", lambda m, p: HEARD, capabilities=ALL_CAPS)
+    async with asker.connect() as client:
+        with pytest.raises(McpError) as info:
+            await asker.call(client, "hear")
+    assert not asker.asked
+    assert info.value.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.message.startswith(
+        "audio content in a sampling message does not exist in protocol version 2024-11-05"
+    )
+    assert "2025-03-26, 2025-06-18" in info.value.message
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-11-25"])
+async def test_audio_in_a_sampling_message_goes_out_where_it_exists(version: str) -> None:
+    asker = legacy(sampling_server(AUDIO), version, lambda m, p: HEARD, capabilities=ALL_CAPS)
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "hear")) == "a beep"
+    ((_, params),) = asker.asked
+    message = {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": params}
+    validate(version, "CreateMessageRequest", message)
+    assert params["messages"][0]["content"] == AUDIO
