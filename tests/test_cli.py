@@ -343,14 +343,20 @@ _SCRIPT = [
 ]
 
 
-@pytest.mark.parametrize("stdin", ["file", "pipe"])
-def test_run_stdio_answers_a_script_to_its_end(tmp_path: Path, stdin: str) -> None:
+@pytest.mark.parametrize(
+    ("stdin", "last_newline"), [("file", True), ("pipe", True), ("file", False)]
+)
+def test_run_stdio_answers_a_script_to_its_end(
+    tmp_path: Path, stdin: str, last_newline: bool
+) -> None:
     """`mcp-trio run app.py < requests.jsonl`: the end of input is the client's
-    shutdown, and requests still running are answered within the grace period."""
+    shutdown, and requests still running are answered within the grace period; a last
+    line without its newline is a request too."""
     app = tmp_path / "slow.py"
     app.write_text(_SLOW_APP)
     script = tmp_path / "requests.jsonl"
-    script.write_text("".join(json.dumps(message) + "\n" for message in _SCRIPT))
+    text = "\n".join(json.dumps(message) for message in _SCRIPT)
+    script.write_text(text + "\n" if last_newline else text)
     argv = [sys.executable, "-m", "mcp_trio", "run", f"{app}:app"]
     if stdin == "file":  # a regular file: epoll cannot watch it
         with script.open("rb") as source:

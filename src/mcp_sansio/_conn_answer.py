@@ -65,7 +65,7 @@ class _Answering(_ConnectionBase):
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]
-        if self._inbound_progress or self._inbound_log_level:
+        if self._inbound_progress or self._inbound_log_level or self._subscriptions:
             self._forget_inbound(request_id)
         if self._batches:
             self._reply(request_id, reply, payload)

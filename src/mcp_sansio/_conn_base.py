@@ -229,6 +229,7 @@ class _ConnectionBase:
         of ``_inflight`` (answer, cancellation, subscription end, close) calls this."""
         self._inbound_progress.pop(request_id, None)
         self._inbound_log_level.pop(request_id, None)
+        self._subscriptions.pop(request_id, None)  # a listen answered early is over
 
     def _refuse_unserved(
         self,

@@ -75,9 +75,12 @@ class _Receiving(_Handshake):
         A line longer than ``config.max_message_size`` is discarded up to its
         newline and answered with -32600 (id null); the stream goes on.
         """
+        self._splitter.feed(data)
+        return self._receive_lines(now)
+
+    def _receive_lines(self, now: float) -> list[Event]:
         events: list[Event] = []
         splitter = self._splitter
-        splitter.feed(data)
         while (item := splitter.next_message()) is not None:
             if isinstance(item, MessageTooLarge):
                 err = ErrorData(
@@ -226,6 +229,16 @@ class _Receiving(_Handshake):
             self._receive_one(obj, now, events, None)
         return events
 
+    def receive_bytes_eof(self, *, now: float = 0.0) -> list[Event]:
+        """The NDJSON stream of :meth:`receive_bytes` ended: an unterminated last line
+        (``mcp-trio run app.py < file`` whose file lacks a final newline) is taken as a
+        final message. Call it before :meth:`receive_eof`; calling it again does nothing.
+        """
+        if self._closed:
+            return []
+        self._splitter.feed_eof()
+        return self._receive_lines(now)
+
     def receive_decoded(self, obj: Any, *, now: float = 0.0) -> list[Event]:
         """Feed one message already decoded: an element of a batch that the binding
         splits itself (the HTTP server routes each answer to its own POST).
@@ -252,14 +265,18 @@ class _Receiving(_Handshake):
         still read its stdout). The peer's requests in flight stay answerable: their
         results, errors, progress and log messages are still sent, and nothing else
         is. A later ``receive_eof()`` or :meth:`send_failed` abandons what is left and
-        reports it in a second :class:`ConnectionClosed`.
+        reports it in a second :class:`ConnectionClosed`; the replies of a 2025-03-26
+        batch given so far are then queued as a partial batch rather than lost.
         """
         if self._closed:
-            if not self._answering:
+            if not self._answering or keep_answering:
                 return []
             # The end of a half-close: stop answering.
             self._answering = False
             abandoned = _ids_of(self._inflight)
+            for batch in {id(b): b for b in self._batches.values()}.values():
+                batch.waiting.clear()
+                self._maybe_flush_batch(batch)
             self._abandon_inflight()
             return [ConnectionClosed(unanswered=(), abandoned=abandoned)]
         self._closed = True

@@ -501,6 +501,8 @@ class Session:
             if self._finishing is not None:
                 await self._finishing.wait()  # a message taken before this one (or the end)
             if ended is not None:
+                if ndjson and half:  # an unterminated last line is a message too
+                    await self._process(conn.receive_bytes_eof(now=trio.current_time()))
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
             now = trio.current_time()
@@ -758,6 +760,7 @@ class Session:
             if self._answering:
                 self._answering = False
                 self._conn.receive_eof()  # the rest is abandoned: nothing more goes out
+                self._flush_nowait()  # but a partial batch of answers given (best effort)
             self._pool.cancel_all()
             self._writer.abort()
 
@@ -778,6 +781,13 @@ class Session:
             if not self._forced:
                 with trio.move_on_after(self.config.shutdown_grace_period):
                     await self._pool.wait_idle(or_cancelled=True)
+            if self._answering and not self._forced:
+                # The end of the half-close: what is left is abandoned, but the answers
+                # of a batch given so far go out (bounded) before the handlers are cut.
+                self._answering = False
+                self._conn.receive_eof()
+                with trio.move_on_after(self.config.abandon_write_timeout):
+                    await self._flush()
             assert self._close_exc is not None
             self._begin_close(self._close_exc, graceful=False)
             await self._pool.wait_idle()

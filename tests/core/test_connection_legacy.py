@@ -907,6 +907,58 @@ def test_a_failed_write_ends_a_half_close() -> None:
     assert pair.server.data_to_send() == []
 
 
+def test_a_second_half_close_changes_nothing() -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/list")
+    pair.deliver(pair.client)
+    pair.server.receive_eof(keep_answering=True)
+    assert pair.server.receive_eof(keep_answering=True) == []
+    assert pair.server.inflight_requests() == (rid,)
+
+
+def test_the_end_of_a_half_close_sends_the_partial_batch_of_answers() -> None:
+    pair = ready_pair("2025-03-26")
+    feed(
+        pair.server,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        ],
+    )
+    pair.server.receive_eof(keep_answering=True)
+    pair.server.send_result(1, {"tools": []})
+    assert pair.server.data_to_send() == []  # waiting for id 2
+    (ended,) = pair.server.receive_eof()
+    assert ended == ConnectionClosed(unanswered=(), abandoned=(2,))
+    (reply,) = [loads(p) for p in pair.server.data_to_send()]
+    assert sorted(r["id"] for r in reply) == [1, 3]  # given answers are not lost
+
+
+def test_an_unterminated_last_line_is_a_message() -> None:
+    pair = ready_pair()
+    events = pair.server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    assert events == []  # no newline yet
+    (event,) = pair.server.receive_bytes_eof()
+    assert isinstance(event, RequestReceived) and event.request_id == 7
+    assert pair.server.receive_bytes_eof() == []  # once
+    with pytest.raises(LocalProtocolError):
+        pair.server.receive_bytes(b"{}\n")  # the stream is over
+    pair.server.receive_eof()
+    assert pair.server.receive_bytes_eof() == []
+
+
+def test_an_unterminated_oversize_last_line_is_refused() -> None:
+    config = ConnectionConfig(implementation={"name": "s", "version": "1"}, max_message_size=64)
+    server = Connection("server", config)
+    start = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * 50
+    (event,) = server.receive_bytes(start)  # refused as soon as it is too long
+    assert isinstance(event, InvalidMessageReceived)
+    assert loads(server.data_to_send()[0])["error"]["code"] == ErrorCode.INVALID_REQUEST
+    assert server.receive_bytes_eof() == []  # and its rest is no message
+    assert server.data_to_send() == []
+
+
 def test_half_close_finishes_a_batch_in_flight() -> None:
     pair = ready_pair("2025-03-26")
     feed(

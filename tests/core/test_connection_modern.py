@@ -546,6 +546,25 @@ def test_server_ends_a_subscription_gracefully() -> None:
     validate_wire(pair, V)
 
 
+@pytest.mark.parametrize("answer", ["error", "result"])
+def test_a_subscription_answered_otherwise_is_over(answer: str) -> None:
+    pair = modern_pair()
+    sid = pair.client.send_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
+    pair.exchange()
+    if answer == "error":
+        pair.server.send_error(sid, -32603, "the listener broke")
+    else:
+        pair.server.send_result(sid, {})
+    assert len(pair.server.data_to_send()) == 1  # its one answer
+    assert pair.server.subscriptions() == ()
+    with pytest.raises(LocalProtocolError):
+        pair.server.end_subscription(sid)  # no second answer for the same id
+    pair.server.send_notification("notifications/tools/list_changed")
+    assert pair.server.data_to_send() == []
+
+
 def test_two_subscriptions_are_demultiplexed() -> None:
     pair = modern_pair()
     a = pair.client.send_request(

@@ -334,3 +334,45 @@ async def test_end_of_stdin_still_answers_the_requests_in_flight(
     assert trio.current_time() - start == pytest.approx(5)  # id 3 was cancelled
     assert session.connection.inflight_requests() == ()  # the core gave up on it too
     assert await pipe.from_server.receive_some() == b""  # and nothing more was written
+
+
+async def test_end_of_stdin_sends_the_answers_of_a_batch_cut_short(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """2025-03-26: a batch whose last request outlives the grace period still gets
+    the answers that were given, as a partial batch."""
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def work(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        await trio.sleep(ctx.params["seconds"])
+        return {"content": []}
+
+    pipe = _Pipe()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            lambda task_status: serve_stdio(
+                handlers,
+                config=SessionConfig(shutdown_grace_period=5),
+                connection_config=server_config(),
+                stdin=pipe.server_stdin,
+                stdout=pipe.server_stdout,
+                task_status=task_status,
+            )
+        )
+        init = _initialize(1)
+        init["params"]["protocolVersion"] = "2025-03-26"
+        await pipe.send(init)
+        await pipe.receive()
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await pipe.send(
+            [
+                {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+                for rid, params in ((2, {"name": "x", "seconds": 1}), (3, {"seconds": 1e3}))
+            ]
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        await pipe.to_server.aclose()  # end of input
+        batch = await pipe.receive()
+    assert [answer["id"] for answer in batch] == [2]
