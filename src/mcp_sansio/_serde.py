@@ -390,6 +390,34 @@ _converter.register_structure_hook_factory(attrs.has, _attrs_structure_hook)
 _converter.register_unstructure_hook_factory(attrs.has, _attrs_unstructure_hook)
 
 
+# ``Any`` members (schemas, ``_meta``, extra fields) hold plain JSON almost always: copy it
+# without cattrs' per-value dispatch, and dispatch only what is not plain JSON.
+_JSON_SCALARS = frozenset({str, int, float, bool, NoneType})
+
+
+def _unstructure_json(value: Any) -> Any:
+    kind = type(value)
+    if kind in _JSON_SCALARS:
+        return value
+    if kind is dict:
+        return {k: _unstructure_json(v) for k, v in value.items()}
+    if kind is list:
+        return [_unstructure_json(v) for v in value]
+    return _converter.unstructure(value)
+
+
+def _unstructure_json_object(obj: dict[Any, Any]) -> dict[Any, Any]:
+    return {k: _unstructure_json(v) for k, v in obj.items()}
+
+
+def _unstructure_json_array(obj: list[Any]) -> list[Any]:
+    return [_unstructure_json(v) for v in obj]
+
+
+_converter.register_unstructure_hook(dict, _unstructure_json_object)
+_converter.register_unstructure_hook(list, _unstructure_json_array)
+
+
 # --- Errors ---------------------------------------------------------------------------------
 
 

@@ -417,3 +417,18 @@ def test_generated_module_is_in_sync(tmp_path: Path) -> None:
     assert output.read_text(encoding="utf-8") == committed, (
         "src/mcp_sansio/types.py is out of date: run python tools/gen_types.py"
     )
+
+
+def test_plain_json_in_any_members_is_copied_and_typed_values_in_it_unstructured() -> None:
+    tool = _serde.structure({"name": "x", "inputSchema": {"type": "object"}}, types.Tool)
+    inner = {"deep": [1, 2.5, None, True, "s"]}
+    result = types.CallToolResult(content=[], structured_content={"found": [tool, inner]})
+    out = _serde.unstructure(result)
+    assert out == {
+        "content": [],
+        "structuredContent": {
+            "found": [{"name": "x", "inputSchema": {"type": "object"}}, inner],
+        },
+    }
+    assert out["structuredContent"]["found"][1] is not inner  # a copy, as before
+    assert out["structuredContent"]["found"][1]["deep"] is not inner["deep"]
