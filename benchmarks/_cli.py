@@ -121,7 +121,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings(
             rounds=args.rounds, min_round_ns=settings.min_round_ns, quick=settings.quick
         )
-    names, skipped = _selected(args.groups)
+    names, unknown = _selected(args.groups)
+    if unknown:
+        for name, reason in unknown:
+            print(f"{name}: {reason}", file=sys.stderr)
+        return 2
+    if args.json is not None and not args.json.parent.is_dir():
+        print(f"--json: no directory {args.json.parent}", file=sys.stderr)
+        return 2
+    skipped: list[tuple[str, str]] = []
     modules: dict[str, GroupModule] = {}
     for name in names:
         loaded = load(GROUPS[name])
@@ -132,10 +140,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.profile is not None:
         return _profile(args.profile, modules, settings)
 
+    selected = {
+        group: _matching(module.cases(settings), args.keyword) for group, module in modules.items()
+    }
+    if args.keyword is not None and modules and not any(selected.values()):
+        print(f"-k {args.keyword}: no case of {', '.join(modules)} matches", file=sys.stderr)
+        return 2
     results: list[Result] = []
+    errors: list[tuple[str, str]] = []
     done: dict[str, Result] = {}
-    for group, module in modules.items():
-        cases = _matching(module.cases(settings), args.keyword)
+    for group, cases in selected.items():
         by_name = {case.name: case for case in cases if not isinstance(case, Skip)}
         for case in cases:
             if isinstance(case, Skip):
@@ -144,11 +158,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{case.name}: ", end="", file=sys.stderr, flush=True)
             reference = by_name.get(case.reference) if case.reference is not None else None
             paired: list[float] | None = None
-            if type(reference) is type(case) and case.reference in done:
-                assert reference is not None
-                figures, iterations, paired = measure_paired(case, reference, settings)
-            else:
-                figures, iterations = measure(case, settings)
+            try:
+                if type(reference) is type(case) and case.reference in done:
+                    assert reference is not None
+                    figures, iterations, paired = measure_paired(case, reference, settings)
+                else:
+                    figures, iterations = measure(case, settings)
+            except Exception as exc:  # one broken case (a dead child, ...) spoils no other
+                errors.append((case.name, f"{type(exc).__name__}: {exc}"))
+                print(f"failed: {exc!r}", file=sys.stderr)
+                continue
             result = resolve(group, case, figures, iterations, done, paired)
             done[case.name] = result
             results.append(result)
@@ -166,12 +185,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print()
     for name, reason in skipped:
         print(f"skipped: {name}: {reason}")
+    for name, problem in errors:
+        print(f"error: {name}: {problem}")
     missed = failures(results)
     for line in missed:
         print(line)
     if args.json is not None:
+        document = to_json(settings, results, skipped, errors)
         args.json.write_text(
-            json.dumps(to_json(settings, results, skipped), indent=2, ensure_ascii=False) + "\n",
-            encoding="utf-8",
+            json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-    return 1 if args.check and missed else 0
+    return 1 if errors or (args.check and missed) else 0

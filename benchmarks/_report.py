@@ -66,10 +66,15 @@ def markdown(results: Sequence[Result]) -> str:
 
 
 def failures(results: Sequence[Result]) -> list[str]:
-    """One line per missed target."""
+    """One line per missed target, and per target that could not be checked (its
+    reference has no figure: it failed or was skipped)."""
     missed = []
     for r in results:
-        if r.ok is False:
+        if r.ok is None and r.target is not None:
+            missed.append(
+                f"target not checked: {r.name}: no figure for its reference {r.reference}"
+            )
+        elif r.ok is False:
             assert r.target is not None
             figure = (
                 f"ratio {r.ratio:.2f}{TIMES}"
@@ -107,12 +112,16 @@ def environment(settings: Settings) -> dict[str, Any]:
 
 
 def to_json(
-    settings: Settings, results: Sequence[Result], skipped: Sequence[tuple[str, str]]
+    settings: Settings,
+    results: Sequence[Result],
+    skipped: Sequence[tuple[str, str]],
+    errors: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The document ``--json`` writes."""
     return {
         "environment": environment(settings),
         "results": [{**r.to_json(), "higher_is_better": higher_is_better(r.unit)} for r in results],
         "skipped": [{"name": name, "reason": reason} for name, reason in skipped],
-        "failed": [r.name for r in results if r.ok is False],
+        "errors": [{"name": name, "error": error} for name, error in errors],
+        "failed": [r.name for r in results if r.ok is not True and r.target is not None],
     }

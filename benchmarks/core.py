@@ -8,11 +8,9 @@ run:
     The least a JSON-RPC round trip can do in Python with our JSON library: the client
     dumps the request, the server loads it, the server dumps the result, the client loads
     it (``orjson.dumps`` / ``orjson.loads``, pre-built dicts, nothing else).
-``core.floor.loads``
-    Just the two ``loads`` of the floor: the reference for parsing.
-``core.parse``
-    The core's parse + classify of the same two messages
-    (``mcp_sansio._jsonrpc.decode`` + ``classify``).
+``core.loads.*``, ``core.parse.*``, ``core.serialize.*``, ``core.typed.*``
+    Parse and serialize of each of the five workloads, against ``orjson.loads`` /
+    ``orjson.dumps`` of the same message (see :mod:`benchmarks._messages`).
 ``core.roundtrip.legacy`` / ``core.roundtrip.modern``
     One ``tools/call`` through two :class:`~mcp_sansio.Connection` objects, bytes in and
     bytes out: client ``send_request`` → ``data_to_send`` → server ``receive_message``
@@ -48,15 +46,14 @@ from mcp_sansio import (
     RequestReceived,
     ResultReceived,
 )
-from mcp_sansio._jsonrpc import Request, Response, classify, decode
 
 from ._harness import RSS_CALLS, Bench, Case, SampledCase, Settings, Skip, TimedCase
+from ._messages import message_cases
 from .workloads import (
     CALL_TOOL_PARAMS,
     CALL_TOOL_REQUEST,
     CALL_TOOL_REQUEST_BYTES,
     CALL_TOOL_RESPONSE,
-    CALL_TOOL_RESPONSE_BYTES,
     CALL_TOOL_RESULT,
 )
 
@@ -151,34 +148,6 @@ def _floor_modern() -> Bench:
     client, server = connected_pair("modern")
     request, response = _round_trip_once(client, server)
     return _floor_setup(orjson.loads(request), orjson.loads(response))
-
-
-def _floor_loads() -> Bench:
-    loads = orjson.loads
-    request_bytes, response_bytes = CALL_TOOL_REQUEST_BYTES, CALL_TOOL_RESPONSE_BYTES
-
-    def run(n: int) -> None:
-        for _ in range(n):
-            loads(request_bytes)
-            loads(response_bytes)
-
-    return Bench(run)
-
-
-# -- (b) parse + classify ------------------------------------------------------------------
-
-
-def _parse() -> Bench:
-    request_bytes, response_bytes = CALL_TOOL_REQUEST_BYTES, CALL_TOOL_RESPONSE_BYTES
-    assert type(classify(decode(request_bytes))) is Request
-    assert type(classify(decode(response_bytes))) is Response
-
-    def run(n: int) -> None:
-        for _ in range(n):
-            classify(decode(request_bytes))
-            classify(decode(response_bytes))
-
-    return Bench(run)
 
 
 # -- (c), (d) round trips ------------------------------------------------------------------
@@ -287,17 +256,6 @@ def cases(settings: Settings) -> list[Case | Skip]:
             setup=_floor,
         ),
         TimedCase(
-            name="core.floor.loads",
-            title="floor: orjson loads of request and result",
-            setup=_floor_loads,
-        ),
-        TimedCase(
-            name="core.parse",
-            title="core: decode+classify request and result",
-            setup=_parse,
-            reference="core.floor.loads",
-        ),
-        TimedCase(
             name="core.roundtrip.legacy",
             title="core: tools/call round trip, legacy era",
             setup=lambda: _round_trip("legacy"),
@@ -330,6 +288,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
             reference="core.floor",
         ),
     ]
+    found += message_cases()
     if sys.platform.startswith("linux") and os.path.exists(_STATM):
         found.append(
             SampledCase(

@@ -6,12 +6,15 @@ Nothing here times anything (timings are never test assertions); the figures com
 
 from __future__ import annotations
 
+import json
 import statistics
 import tomllib
+import types
 from pathlib import Path
 
 import attrs
-from benchmarks import _net_server, _registry, sdk
+import pytest
+from benchmarks import _cli, _harness, _net_server, _registry, sdk
 from benchmarks._harness import Bench, Settings, Skip, TimedCase, measure_paired, resolve
 from benchmarks.targets import TARGETS
 
@@ -86,3 +89,84 @@ def test_our_side_of_the_sdk_http_pairs_names_server_kinds_that_exist() -> None:
     targets = {target for _, target, *_ in sdk.PAIRS if target.startswith("http-")}
     assert targets
     assert targets <= set(_net_server.KINDS)
+
+
+# ---------------------------------------------------------------------- the command line
+
+
+def _fake_group(monkeypatch: pytest.MonkeyPatch, cases: list[TimedCase]) -> None:
+    """Make ``core`` a group of ``cases`` (nothing real is measured)."""
+    module = types.SimpleNamespace(
+        DESCRIPTION="fake", unavailable=lambda: None, cases=lambda settings: cases
+    )
+    monkeypatch.setattr(_cli, "load", lambda group: module)
+
+
+def _timed(name: str, *, reference: str | None = None, fails: bool = False) -> TimedCase:
+    def setup() -> Bench:
+        if fails:
+            raise RuntimeError("the server child died")
+
+        def run(n: int) -> None:
+            pass
+
+        return Bench(run)
+
+    return TimedCase(name=name, title=name, setup=setup, reference=reference)
+
+
+def test_an_unknown_group_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli.main(["bogus", "--check"]) == 2
+    assert "bogus: unknown group" in capsys.readouterr().err
+
+
+def test_a_keyword_that_matches_nothing_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(monkeypatch, [_timed("core.floor")])
+    assert _cli.main(["core", "--quick", "-k", "nothing", "--check"]) == 2
+    assert "no case of core matches" in capsys.readouterr().err
+
+
+def test_a_json_path_in_no_directory_is_refused_before_measuring(tmp_path: Path) -> None:
+    assert _cli.main(["core", "--quick", "--json", str(tmp_path / "no" / "x.json")]) == 2
+
+
+def test_a_failing_case_spoils_no_other_and_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(
+        monkeypatch,
+        [
+            _timed("core.floor"),
+            _timed("core.roundtrip.legacy", reference="core.floor", fails=True),
+            _timed("core.dispatch100.legacy", reference="core.floor"),
+        ],
+    )
+    monkeypatch.setattr(_harness, "calibrate", lambda run, min_round_ns, self_timed=False: 1)
+    out = tmp_path / "run.json"
+    assert _cli.main(["core", "--rounds", "1", "--json", str(out)]) == 1
+    report = capsys.readouterr().out
+    assert "error: core.roundtrip.legacy: RuntimeError: the server child died" in report
+    document = json.loads(out.read_text())
+    assert [r["name"] for r in document["results"]] == ["core.floor", "core.dispatch100.legacy"]
+    assert document["errors"] == [
+        {"name": "core.roundtrip.legacy", "error": "RuntimeError: the server child died"}
+    ]
+
+
+def test_a_target_whose_reference_has_no_figure_is_not_met(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(
+        monkeypatch,
+        [
+            _timed("core.floor", fails=True),
+            _timed("core.roundtrip.legacy", reference="core.floor"),
+        ],
+    )
+    monkeypatch.setattr(_harness, "calibrate", lambda run, min_round_ns, self_timed=False: 1)
+    out = tmp_path / "run.json"
+    assert _cli.main(["core", "--rounds", "1", "--check", "--json", str(out)]) == 1
+    assert "target not checked: core.roundtrip.legacy" in capsys.readouterr().out
+    assert json.loads(out.read_text())["failed"] == ["core.roundtrip.legacy"]
