@@ -569,5 +569,7 @@ class Connection(_Receiving, _Answering):
 
     def send_failed(self) -> list[Event]:
         """Tell the core a write failed: the connection is closed as at end of input
-        (and a half-close of :meth:`receive_eof` ends: nothing more can be sent)."""
+        (and a half-close of :meth:`receive_eof` ends: nothing more can be sent, not
+        even the answers a 2025-03-26 batch was holding)."""
+        self._batches.clear()
         return self.receive_eof()

@@ -786,7 +786,9 @@ class Session:
                 # of a batch given so far go out (bounded) before the handlers are cut.
                 self._answering = False
                 self._conn.receive_eof()
-                with trio.move_on_after(self.config.abandon_write_timeout):
+                deadline = trio.current_time() + self.config.abandon_write_timeout
+                self._writer.cap(deadline)  # (a write in progress is shielded)
+                with trio.move_on_at(deadline):
                     await self._flush()
             assert self._close_exc is not None
             self._begin_close(self._close_exc, graceful=False)

@@ -51,6 +51,7 @@ class Writer:
         self._queued = 0  # messages ever queued
         self._written = 0  # messages ever written (or dropped by abort)
         self._scope: trio.CancelScope | None = None
+        self._cap: float | None = None  # see cap()
         self._aborted = False
         self.writing = False
         """Whether :meth:`write_nowait` is on the stack: a message taken in passing
@@ -116,6 +117,13 @@ class Writer:
             self._lock.release()
         return None
 
+    def cap(self, deadline: float) -> None:
+        """No write, the one in progress included, lasts past ``deadline`` (a closing
+        session's last, bounded writes); one cut short fails as a timed-out write."""
+        self._cap = deadline if self._cap is None else min(self._cap, deadline)
+        if self._scope is not None:
+            self._scope.deadline = min(self._scope.deadline, deadline)
+
     def abort(self) -> None:
         """Drop the outbox, cancel the write in progress, refuse further messages."""
         self._aborted = True
@@ -134,6 +142,8 @@ class Writer:
         with trio.CancelScope(shield=True) as scope:
             if self._timeout is not None:
                 scope.deadline = trio.current_time() + self._timeout
+            if self._cap is not None:
+                scope.deadline = min(scope.deadline, self._cap)
             self._scope = scope
             try:
                 await self._channel.send(message)

@@ -935,6 +935,22 @@ def test_the_end_of_a_half_close_sends_the_partial_batch_of_answers() -> None:
     assert sorted(r["id"] for r in reply) == [1, 3]  # given answers are not lost
 
 
+def test_a_failed_write_during_a_half_close_sends_nothing_more() -> None:
+    pair = ready_pair("2025-03-26")
+    feed(
+        pair.server,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        ],
+    )
+    pair.server.receive_eof(keep_answering=True)
+    pair.server.send_result(1, {"tools": []})
+    (ended,) = pair.server.send_failed()
+    assert ended == ConnectionClosed(unanswered=(), abandoned=(2,))
+    assert pair.server.data_to_send() == []  # the transport is broken
+
+
 def test_an_unterminated_last_line_is_a_message() -> None:
     pair = ready_pair()
     events = pair.server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')

@@ -570,3 +570,23 @@ async def test_a_memory_peer_that_stopped_reading_fails_the_write() -> None:
         with pytest.raises(SessionClosed, match="BrokenResourceError") as info:
             await client.start()
         assert isinstance(info.value.__cause__, trio.BrokenResourceError)
+
+
+async def test_a_cap_cuts_a_shielded_write_in_progress_short(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    channel = _GatedChannel()  # not atomic: each write is shielded, timed by write_timeout
+    writer = Writer(channel, write_timeout=30)
+    mark = writer.queue([b"1"])
+    failures: list[SessionClosed | None] = []
+
+    async def write() -> None:
+        failures.append(await writer.write_through(mark))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(write)
+        await trio.testing.wait_all_tasks_blocked()
+        writer.cap(trio.current_time() + 1)  # the gate never opens
+    assert trio.current_time() == pytest.approx(1)
+    (failure,) = failures
+    assert failure is not None and "timed out" in failure.reason

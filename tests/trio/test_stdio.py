@@ -376,3 +376,66 @@ async def test_end_of_stdin_sends_the_answers_of_a_batch_cut_short(
         await pipe.to_server.aclose()  # end of input
         batch = await pipe.receive()
     assert [answer["id"] for answer in batch] == [2]
+
+
+class _Stalling(trio.abc.SendStream):
+    """A stdout whose reader stops reading once ``stalled`` is set."""
+
+    def __init__(self, inner: trio.abc.SendStream) -> None:
+        self.inner, self.stalled = inner, False
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        if self.stalled:
+            await trio.sleep_forever()
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_the_last_answers_of_a_stdio_shutdown_wait_a_bounded_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A client that stopped reading holds the end of a shutdown for
+    ``abandon_write_timeout``, not ``write_timeout``."""
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def work(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        await trio.sleep(ctx.params["seconds"])
+        return {"content": []}
+
+    pipe = _Pipe()
+    stdout = _Stalling(pipe.server_stdout)
+    config = SessionConfig(shutdown_grace_period=5, abandon_write_timeout=1, write_timeout=30)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            lambda task_status: serve_stdio(
+                handlers,
+                config=config,
+                connection_config=server_config(),
+                stdin=pipe.server_stdin,
+                stdout=stdout,
+                task_status=task_status,
+            )
+        )
+        init = _initialize(1)
+        init["params"]["protocolVersion"] = "2025-03-26"
+        await pipe.send(init)
+        await pipe.receive()
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        stdout.stalled = True
+        await pipe.send(
+            [
+                {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+                for rid, params in ((2, {"name": "x", "seconds": 1}), (3, {"seconds": 1e3}))
+            ]
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        start = trio.current_time()
+        await pipe.to_server.aclose()  # end of input
+    assert trio.current_time() - start == pytest.approx(5 + 1)
