@@ -5,7 +5,7 @@ of its own, see :mod:`benchmarks._trio`): the 159-byte request, the 1 KB result.
 
 ``inmemory.floor`` / ``inmemory.floor.100``
     The least a concurrent JSON-RPC client and server can do over the same transport:
-    two ``trio.open_memory_channel`` of ``bytes`` (16 messages each way, the binding's
+    two ``trio.open_memory_channel`` of ``bytes`` (256 messages each way, the binding's
     default), the caller ``orjson.dumps`` its request with a fresh id and waits on a
     ``trio.Event``, a server task ``loads`` it and ``dumps`` the canned result under its
     id, the client's reader task ``loads`` the answer and wakes the caller by id. One

@@ -225,7 +225,7 @@ class MemoryChannel(MessageChannel):
         await self._inbox.aclose()
 
 
-def memory_channel_pair(max_buffer_size: int = 16) -> tuple[MemoryChannel, MemoryChannel]:
+def memory_channel_pair(max_buffer_size: int = 256) -> tuple[MemoryChannel, MemoryChannel]:
     """Two connected in-memory channels.
 
     Args:
