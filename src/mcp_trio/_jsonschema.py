@@ -964,6 +964,7 @@ _KEYWORDS = frozenset(
         *("minProperties", "maxProperties"),
     }
 )
+_KNOWN = _KEYWORDS | _ANNOTATIONS
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 #: Keywords whose value is a schema, a list of schemas, or an object of schemas.
@@ -1025,6 +1026,28 @@ def has_type(value: object, name: str) -> bool:
     return _json_type(value) == name
 
 
+def _is_number(value: object) -> bool:
+    """``has_type(value, "number")``, for the validator's inner loop."""
+    kind = type(value)
+    if kind is int:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    return has_type(value, "number")  # (subclasses: bool is none)
+
+
+_TYPE_TESTS: Final[dict[str, Callable[[object], bool]]] = {
+    "string": lambda v: type(v) is str or _json_type(v) == "string",
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "integer": lambda v: type(v) is int or has_type(v, "integer"),
+    "number": _is_number,
+    "boolean": lambda v: v is True or v is False,
+    "null": lambda v: v is None,
+}
+"""``has_type(value, name)`` for one type name, with the common case first."""
+
+
 def _canonical(value: object) -> object:
     """A hashable stand-in with JSON equality: ``1 == 1.0``, ``True != 1``."""
     if isinstance(value, bool):
@@ -1048,6 +1071,24 @@ def _child(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     return f"{path}.{key}" if _IDENTIFIER.fullmatch(key) else f"{path}[{_show(key)}]"
+
+
+_Path = str | tuple[Any, str | int]
+"""Where a value is, built without formatting while nothing is wrong: the root's name,
+or ``(parent, key)``; :func:`_where` spells it out for a problem message."""
+_SIZE_KEYWORDS: Final = {
+    suffix: (f"min{suffix}", f"max{suffix}") for suffix in ("Length", "Items", "Properties")
+}
+
+
+def _where(path: _Path) -> str:
+    keys: list[str | int] = []
+    while isinstance(path, tuple):
+        path, key = path
+        keys.append(key)
+    for key in reversed(keys):
+        path = _child(path, key)
+    return path
 
 
 class _Validator:
@@ -1088,92 +1129,101 @@ class _Validator:
                 raise ValueError(f"unresolvable $ref {ref!r}")
         return node
 
-    def errors(self, value: Any, schema: Any, path: str) -> list[str]:
+    def errors(self, value: Any, schema: Any, path: _Path) -> list[str]:
         out: list[str] = []
         self.check(value, schema, path, out)
         return out
 
-    def check(self, value: Any, schema: Any, path: str, out: list[str]) -> None:
+    def check(self, value: Any, schema: Any, path: _Path, out: list[str]) -> None:
         if schema is True:
             return
         if schema is False:
-            out.append(f"{path}: not allowed")
+            out.append(f"{_where(path)}: not allowed")
             return
-        unknown = schema.keys() - _KEYWORDS - _ANNOTATIONS
-        if unknown:
-            raise ValueError(f"unsupported JSON Schema keyword(s): {', '.join(sorted(unknown))}")
+        if not _KNOWN.issuperset(schema):
+            unknown = sorted(schema.keys() - _KNOWN)
+            raise ValueError(f"unsupported JSON Schema keyword(s): {', '.join(unknown)}")
         if "$ref" in schema:
             self.check(value, self.resolve(schema["$ref"]), path, out)
         if "type" in schema:
-            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            if not any(has_type(value, n) for n in names):
-                out.append(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
+            kind = schema["type"]
+            test = _TYPE_TESTS.get(kind) if type(kind) is str else None
+            names = [kind] if test is not None or not isinstance(kind, list) else kind
+            if not (test(value) if test is not None else any(has_type(value, n) for n in names)):
+                out.append(
+                    f"{_where(path)}: expected {' or '.join(names)}, got {_type_name(value)}"
+                )
                 return
         if "enum" in schema and _canonical(value) not in self.choices(schema):
-            out.append(f"{path}: expected one of {self.choices_text(schema)}, got {_show(value)}")
+            out.append(
+                f"{_where(path)}: expected one of {self.choices_text(schema)}, got {_show(value)}"
+            )
         if "const" in schema and _canonical(value) != _canonical(schema["const"]):
-            out.append(f"{path}: expected {_show(schema['const'])}, got {_show(value)}")
-        if has_type(value, "number"):
+            out.append(f"{_where(path)}: expected {_show(schema['const'])}, got {_show(value)}")
+        if _is_number(value):
             self.check_number(value, schema, path, out)
         elif isinstance(value, str):
             self.check_size(len(value), schema, "Length", "characters", path, out)
             if "pattern" in schema and not _regex(schema["pattern"]).search(value):
-                out.append(f"{path}: must match {_show(schema['pattern'])}, got {_show(value)}")
+                out.append(
+                    f"{_where(path)}: must match {_show(schema['pattern'])}, got {_show(value)}"
+                )
         elif isinstance(value, list):
             self.check_array(value, schema, path, out)
         elif isinstance(value, dict):
             self.check_object(value, schema, path, out)
         self.check_combinators(value, schema, path, out)
 
-    def check_number(self, value: float, schema: Schema, path: str, out: list[str]) -> None:
+    def check_number(self, value: float, schema: Schema, path: _Path, out: list[str]) -> None:
         for keyword, op, holds in _BOUNDS:
             bound = schema.get(keyword)
             if bound is not None and not holds(value, bound):
-                out.append(f"{path}: must be {op} {bound}, got {_show(value)}")
+                out.append(f"{_where(path)}: must be {op} {bound}, got {_show(value)}")
         step = schema.get("multipleOf")
         if step is not None and not (value / step).is_integer():
-            out.append(f"{path}: must be a multiple of {step}, got {_show(value)}")
+            out.append(f"{_where(path)}: must be a multiple of {step}, got {_show(value)}")
 
     def check_size(
-        self, size: int, schema: Schema, suffix: str, unit: str, path: str, out: list[str]
+        self, size: int, schema: Schema, suffix: str, unit: str, path: _Path, out: list[str]
     ) -> None:
-        low, high = schema.get(f"min{suffix}"), schema.get(f"max{suffix}")
+        low_key, high_key = _SIZE_KEYWORDS[suffix]
+        low, high = schema.get(low_key), schema.get(high_key)
         if low is not None and size < low:
-            out.append(f"{path}: expected at least {low} {unit}, got {size}")
+            out.append(f"{_where(path)}: expected at least {low} {unit}, got {size}")
         if high is not None and size > high:
-            out.append(f"{path}: expected at most {high} {unit}, got {size}")
+            out.append(f"{_where(path)}: expected at most {high} {unit}, got {size}")
 
-    def check_array(self, value: list[Any], schema: Schema, path: str, out: list[str]) -> None:
+    def check_array(self, value: list[Any], schema: Schema, path: _Path, out: list[str]) -> None:
         self.check_size(len(value), schema, "Items", "items", path, out)
         if schema.get("uniqueItems"):
             seen: dict[object, int] = {}
             for i, item in enumerate(value):
                 first = seen.setdefault(_canonical(item), i)
                 if first != i:
-                    out.append(f"{_child(path, i)}: duplicate of item {first}")
+                    out.append(f"{_where((path, i))}: duplicate of item {first}")
         prefix = schema.get("prefixItems", [])
         for i, item in enumerate(value):
             sub = prefix[i] if i < len(prefix) else schema.get("items", True)
-            self.check(item, sub, _child(path, i), out)
+            self.check(item, sub, (path, i), out)
 
     def check_object(
-        self, value: dict[str, Any], schema: Schema, path: str, out: list[str]
+        self, value: dict[str, Any], schema: Schema, path: _Path, out: list[str]
     ) -> None:
         self.check_size(len(value), schema, "Properties", "properties", path, out)
         for name in schema.get("required", []):
             if name not in value:
-                out.append(f"{path}: missing required property {name!r}")
+                out.append(f"{_where(path)}: missing required property {name!r}")
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         for key, item in value.items():
             if key in properties:
-                self.check(item, properties[key], _child(path, key), out)
+                self.check(item, properties[key], (path, key), out)
             elif extra is False:
-                out.append(f"{path}: unexpected property {key!r}")
+                out.append(f"{_where(path)}: unexpected property {key!r}")
             else:
-                self.check(item, extra, _child(path, key), out)
+                self.check(item, extra, (path, key), out)
 
-    def check_combinators(self, value: Any, schema: Schema, path: str, out: list[str]) -> None:
+    def check_combinators(self, value: Any, schema: Schema, path: _Path, out: list[str]) -> None:
         for sub in schema.get("allOf", []):
             self.check(value, sub, path, out)
         if "anyOf" in schema:
@@ -1181,11 +1231,11 @@ class _Validator:
         if "oneOf" in schema:
             passing = sum(not self.errors(value, sub, path) for sub in schema["oneOf"])
             if passing != 1:
-                out.append(f"{path}: must match exactly one alternative, matches {passing}")
+                out.append(f"{_where(path)}: must match exactly one alternative, matches {passing}")
         if "not" in schema and not self.errors(value, schema["not"], path):
-            out.append(f"{path}: must not match {_show(schema['not'])}")
+            out.append(f"{_where(path)}: must not match {_show(schema['not'])}")
 
-    def check_any_of(self, value: Any, options: list[Any], path: str, out: list[str]) -> None:
+    def check_any_of(self, value: Any, options: list[Any], path: _Path, out: list[str]) -> None:
         found = []
         for sub in options:
             errors = self.errors(value, sub, path)
@@ -1200,7 +1250,7 @@ class _Validator:
             out.extend(fitting[0])
             return
         wanted = list(dict.fromkeys(self.describe(sub) for sub in options))
-        out.append(f"{path}: expected {' or '.join(wanted)}, got {_type_name(value)}")
+        out.append(f"{_where(path)}: expected {' or '.join(wanted)}, got {_type_name(value)}")
 
     def fits(self, value: Any, schema: Any) -> bool:
         """Whether ``value`` has a JSON type the schema allows (ignoring the rest)."""
@@ -1237,7 +1287,7 @@ class _Validator:
             return
         if not isinstance(node, dict):
             raise ValueError(f"{where}: a schema is an object or a boolean, not {_show(node)}")
-        unknown = node.keys() - _KEYWORDS - _ANNOTATIONS
+        unknown = node.keys() - _KNOWN
         if unknown:
             names = ", ".join(repr(k) for k in sorted(unknown))
             raise ValueError(

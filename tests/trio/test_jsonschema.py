@@ -1254,3 +1254,18 @@ def test_problems_are_listed_up_to_a_bound_and_enums_shown_short() -> None:
     assert first.startswith('arguments[0]: expected one of "choice-0", "choice-1"')
     assert len(first) < 150  # the 300 choices are shortened, not listed
     assert validate(["choice-7"] * 5_000, schema) == []
+
+
+def test_the_validators_type_tests_agree_with_has_type() -> None:
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    class Name(str):
+        pass
+
+    values: list[object] = [None, True, False, 0, 1, -5, 2**70, 1.0, 1.5, -0.0]
+    values += [math.nan, math.inf, -math.inf, "x", Name("y"), Level.LOW, [], {}, (1,), b"x"]
+    for name, test in _jsonschema._TYPE_TESTS.items():
+        for value in values:
+            assert test(value) == _jsonschema.has_type(value, name), (name, value)
+    assert set(_jsonschema._TYPE_TESTS) == _jsonschema._TYPE_NAMES
