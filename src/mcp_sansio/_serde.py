@@ -315,6 +315,26 @@ def _pick(classes: list[type], data: dict[str, Any]) -> type | None:
     return discriminated[0] if len(discriminated) == 1 else None
 
 
+def _discriminator(classes: list[type]) -> tuple[str, dict[str, type]] | None:
+    """A member every class requires as a string constant of its own (``type`` of the
+    content blocks), with the class of each value: the one class :func:`_pick` can
+    choose for data carrying that value, whenever it fits."""
+    if len(classes) < 2:
+        return None
+    profiles = [_profile(cls) for cls in classes]
+    shared = set.intersection(*(set(p.required & p.constants.keys()) for p in profiles))
+    for key in sorted(shared):
+        by_value: dict[str, type] = {}
+        unique = True
+        for cls, profile in zip(classes, profiles, strict=True):
+            for value in profile.constants[key]:
+                unique = unique and type(value) is str and value not in by_value
+                by_value[value] = cls
+        if unique:
+            return key, by_value
+    return None
+
+
 def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (Union, UnionType)
 
@@ -350,12 +370,20 @@ def _union_hook(tp: Any) -> _StructureHook:
     scalars = [m for m in members if m not in (*classes, *lists, *maps, NoneType)]
     expected = " or ".join(_describe(m) for m in members)
     structure = _converter.structure
+    index = _discriminator(classes)
 
     def structure_union(value: Any, _: Any) -> Any:
         if value is None and NoneType in members:
             return None
         if isinstance(value, dict):
-            cls = _pick(classes, value) if classes else None
+            cls = None
+            if index is not None:  # the common case: one class claims the tag, and fits
+                tag = value.get(index[0])
+                cls = index[1].get(tag) if type(tag) is str else None
+                if cls is not None and not _fits(cls, value):
+                    cls = None
+            if cls is None and classes:
+                cls = _pick(classes, value)
             if cls is not None:
                 return structure(value, cls)
             if maps:

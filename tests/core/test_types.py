@@ -432,3 +432,42 @@ def test_plain_json_in_any_members_is_copied_and_typed_values_in_it_unstructured
     }
     assert out["structuredContent"]["found"][1] is not inner  # a copy, as before
     assert out["structuredContent"]["found"][1]["deep"] is not inner["deep"]
+
+
+def test_a_union_tagged_by_a_string_constant_is_picked_by_its_tag() -> None:
+    members = list(get_args(types.ContentBlock))
+    found = _serde._discriminator(members)
+    assert found is not None
+    key, by_tag = found
+    assert key == "type"
+    assert {tag: cls.__name__ for tag, cls in by_tag.items()} == {
+        "text": "TextContent",
+        "image": "ImageContent",
+        "audio": "AudioContent",
+        "resource_link": "ResourceLink",
+        "resource": "EmbeddedResource",
+    }
+    # A member without the tag, or two members sharing a value: no shortcut.
+    assert _serde._discriminator([types.TextContent, types.Tool]) is None
+    assert _serde._discriminator([types.TextContent, types.TextContent]) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "text"},  # the tagged class does not fit: the general rule decides
+        {"type": "video", "data": "AA=="},
+        {"type": 1, "text": "hi"},
+        {"text": "hi"},
+    ],
+)
+def test_the_tag_shortcut_picks_what_the_general_rule_picks(data: dict[str, Any]) -> None:
+    members = list(get_args(types.ContentBlock))
+    general = _serde._pick(members, data)
+    try:
+        value = _serde.structure(data, types.ContentBlock)
+    except RemoteProtocolError:
+        assert general is None or not _serde._fits(general, data)
+    else:
+        assert type(value) is general
