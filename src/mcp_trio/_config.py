@@ -62,7 +62,10 @@ class SessionConfig:
     ``notifications/cancelled`` (a bounded, shielded write) before giving up on it; also
     how long the end of a stdio shutdown waits to write a batch's answers given so far."""
     handshake_timeout: float | None = attrs.field(default=30.0, validator=_positive)
-    """Client: seconds ``start()`` waits for the handshake before raising ``TooSlowError``."""
+    """Client: seconds ``start()`` waits for the handshake before raising ``TooSlowError``.
+    Legacy server: seconds a request served before the client's
+    ``notifications/initialized`` (over HTTP the two POSTs may race) waits for it before
+    it may ask the client anything (sampling, elicitation, roots)."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
     """Seconds to wait for the transport's own closing (a WebSocket close handshake)."""
     memory_buffer_size: int = attrs.field(default=256, validator=_non_negative)

@@ -553,7 +553,10 @@ class Context:
                 raise _not_in_version(method, version, since)
             if self._connection().lifecycle is LifecycleState.ANSWERED:
                 # Served before notifications/initialized (over HTTP that POST may come
-                # second), but the server may not ask the client anything yet.
+                # second), but the server may not ask the client anything yet: wait for
+                # it (bounded by handshake_timeout), then give up with a clear error.
+                await self._raw.until_initialized()
+            if self._connection().lifecycle is LifecycleState.ANSWERED:
                 raise McpError.from_code(
                     ErrorCode.INVALID_REQUEST,
                     f"cannot send {method} before the client's notifications/initialized",

@@ -234,6 +234,12 @@ class RequestContext(RequestFacts):
         """The core connection the request arrived on (read-only use)."""
         return self.session.connection
 
+    async def until_initialized(self) -> None:
+        """Legacy server: wait (at most ``handshake_timeout``) for the client's
+        ``notifications/initialized`` if this request was served before it;
+        :meth:`send_request` waits here by itself."""
+        await self.session.until_initialized()
+
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
     ) -> dict[str, Any]:

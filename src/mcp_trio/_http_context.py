@@ -96,6 +96,12 @@ class HttpRequestContext(RequestFacts):
         """
         return await self._endpoint.send_log(self._running, level, data, logger)
 
+    async def until_initialized(self) -> None:
+        """Legacy era: wait (at most ``handshake_timeout``) for the client's
+        ``notifications/initialized`` if this request was served before it;
+        :meth:`send_request` waits here by itself."""
+        await self._endpoint.until_initialized(self._running.connection)
+
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
     ) -> dict[str, Any]:

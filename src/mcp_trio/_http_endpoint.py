@@ -32,6 +32,7 @@ call and the routing of its output).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Collection, Iterable
 from contextlib import suppress
 from typing import Any, cast, final
@@ -44,7 +45,9 @@ from mcp_sansio import (
     ConnectionClosed,
     Era,
     ErrorReceived,
+    HandshakeCompleted,
     InvalidMessageReceived,
+    LifecycleState,
     LocalProtocolError,
     NotificationReceived,
     RequestCancelled,
@@ -189,6 +192,7 @@ class Endpoint:
         self._running: dict[tuple[Connection, RequestId], Running] = {}
         self._all: set[Running] = set()
         self._waiters: dict[tuple[Connection, RequestId], _Waiter] = {}
+        self._initialized: dict[Connection, trio.Event] = {}  # see until_initialized
         self._responses: dict[int, ResponseSlot] = {}
         self._timer_scope: trio.CancelScope | None = None
         self._idle = trio.Event()
@@ -285,13 +289,38 @@ class Endpoint:
             self._cancel(conn, event.request_id)
         elif isinstance(event, ResultReceived | ErrorReceived | RequestTimedOut):
             self._resolve(conn, event.request_id, event)
+        elif isinstance(event, HandshakeCompleted):
+            self._wake_initialized(conn)
         elif isinstance(event, ConnectionClosed):
+            self._wake_initialized(conn)
             for rid in event.abandoned:
                 self._cancel(conn, rid)
             for rid in event.unanswered:
                 self._resolve(conn, rid, SessionClosed("the HTTP session ended"))
         elif isinstance(event, InvalidMessageReceived):
             logger.warning("invalid message from an HTTP client: %s", event.error.message)
+
+    def _wake_initialized(self, conn: Connection) -> None:
+        event = self._initialized.pop(conn, None)
+        if event is not None:
+            event.set()
+
+    async def until_initialized(self, conn: Connection) -> None:
+        """Legacy session: wait (at most ``config.handshake_timeout``) for the client's
+        ``notifications/initialized`` when a request served before it wants to ask
+        the client something. Over HTTP that POST may come after the first request's
+        (lifecycle.mdx lets the server serve then, but not ask)."""
+        if conn.lifecycle is not LifecycleState.ANSWERED:
+            return
+        event = self._initialized.get(conn)
+        if event is None:
+            event = self._initialized[conn] = trio.Event()
+        limit = self.config.handshake_timeout
+        with trio.move_on_after(math.inf if limit is None else limit):
+            await event.wait()
+        if not event.is_set() and self._initialized.get(conn) is event:
+            # Given up: so do the session's other waiters (the table stays bounded).
+            self._wake_initialized(conn)
 
     def _cancel(self, conn: Connection, rid: RequestId) -> None:
         running = self._running.get((conn, rid))
@@ -433,6 +462,8 @@ class Endpoint:
             raise LocalProtocolError(
                 "in the modern era servers send no requests: return InputRequiredResult instead"
             )
+        if method != "ping":
+            await self.until_initialized(conn)
         if conn.closed:
             raise SessionClosed("the HTTP session ended")
         rid = conn.send_request(

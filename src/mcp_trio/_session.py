@@ -73,6 +73,7 @@ from mcp_sansio import (
     HandshakeCompleted,
     InputRequired,
     InvalidMessageReceived,
+    LifecycleState,
     LocalProtocolError,
     NotificationReceived,
     ProgressReceived,
@@ -318,6 +319,9 @@ class Session:
         answer is dropped.
         """
         self._raise_if_closed()
+        if self._conn.lifecycle is LifecycleState.ANSWERED and method != "ping":
+            await self.until_initialized()  # (a server's request served early)
+            self._raise_if_closed()
         rid = self._conn.send_request(
             method,
             params,
@@ -387,6 +391,17 @@ class Session:
         if sent:
             await self._flush()
         return sent
+
+    async def until_initialized(self) -> None:
+        """Legacy server: wait (at most ``config.handshake_timeout``) for the client's
+        ``notifications/initialized``. A request served before it (lifecycle.mdx lets
+        the server serve once it has answered ``initialize``) may not ask the client
+        anything until then; :meth:`request` waits here by itself."""
+        if self._conn.lifecycle is not LifecycleState.ANSWERED:
+            return
+        limit = self.config.handshake_timeout
+        with trio.move_on_after(math.inf if limit is None else limit):
+            await self._handshake_done.wait()
 
     async def wait_closed(self) -> None:
         """Wait until the session is closed and its handlers have finished."""

@@ -13,15 +13,16 @@ from typing import Any, Literal
 import pytest
 import trio
 
-from mcp_sansio import ErrorCode
-from mcp_sansio._json import loads
-from mcp_trio import McpError
+import mcp_trio
+from mcp_sansio import ConnectionConfig, ErrorCode
+from mcp_sansio._json import dumps, loads
+from mcp_trio import Handlers, McpError, RequestContext
 from mcp_trio._context import Context
 from mcp_trio._server import Server
 from mcp_trio._server_forms import form_spec
 
 from ..schema import validate
-from .test_http_support import POST_HEADERS, raw_request, rpc
+from .test_http_support import POST_HEADERS, RawConnection, raw_request, rpc
 from .test_server_context import ALL_CAPS, Asker, accept, text
 
 MULTI: dict[str, Any] = {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}}
@@ -322,9 +323,54 @@ async def test_a_form_from_a_type_leaves_off_the_defaults_2025_06_18_cannot_show
 # ================================================== served before notifications/initialized
 
 
-async def test_a_tool_served_before_initialized_cannot_ask_yet(nursery: trio.Nursery) -> None:
-    server = asking_server()
-    handle = await nursery.start(functools.partial(server.serve_http, "127.0.0.1", 0))
+async def _sse_messages(conn: RawConnection, want: int) -> list[dict[str, Any]]:
+    """Read ``want`` JSON-RPC messages from an SSE response on ``conn``."""
+    found: list[dict[str, Any]] = []
+    buffer = b""
+    while len(found) < want:
+        buffer += await conn.read_data()
+        *lines, buffer = buffer.split(b"\n")
+        found += [loads(line[6:]) for line in lines if line.startswith(b"data: {")]
+    return found
+
+
+CONFIG = ConnectionConfig(
+    implementation={"name": "asking", "version": "1"}, capabilities={"tools": {}}
+)
+
+
+@pytest.mark.parametrize("api", ["Server", "Handlers"])
+async def test_a_tool_served_before_initialized_asks_once_it_comes(
+    nursery: trio.Nursery, api: str
+) -> None:
+    """Over HTTP the first tools/call may arrive before notifications/initialized; its
+    question waits for that POST instead of failing."""
+    started = trio.Event()
+    if api == "Server":
+        server = Server("asking")
+
+        @server.tool()
+        async def ask(ctx: Context) -> str:
+            started.set()
+            answer = await ctx.elicit("Name?", str)
+            return f"asked: {answer.data}"
+
+        serve = functools.partial(server.serve_http, "127.0.0.1", 0)
+    else:
+        handlers = Handlers()
+
+        @handlers.on_request("tools/call")
+        async def ask_by_hand(ctx: RequestContext) -> dict[str, Any]:
+            started.set()
+            form = {"type": "object", "properties": {"value": {"type": "string"}}}
+            params = {"mode": "form", "message": "Name?", "requestedSchema": form}
+            answer = await ctx.send_request("elicitation/create", params)
+            text = f"asked: {answer['content']['value']}"
+            return {"content": [], "structuredContent": {"result": text}}
+
+        serve = functools.partial(mcp_trio.serve_http, handlers, connection_config=CONFIG)
+
+    handle = await nursery.start(serve)
     version = "2025-11-25"
     init = rpc(
         1,
@@ -339,17 +385,25 @@ async def test_a_tool_served_before_initialized_cannot_ask_yet(nursery: trio.Nur
         first = await raw_request(handle.port, "POST", body=init)
         session = first.headers["mcp-session-id"]
         headers = (*POST_HEADERS, ("mcp-session-id", session), ("mcp-protocol-version", version))
-        # No notifications/initialized yet: the call is served, but the question is refused
-        # with a clear error rather than failing inside the core.
-        call = rpc(2, "tools/call", {"name": "ask", "arguments": {}})
-        answer = await raw_request(handle.port, "POST", headers=headers, body=call)
-    assert answer.status == 200
-    (event,) = [line for line in answer.body.split(b"\n") if line.startswith(b"data: {")]
-    result = loads(event[6:])["result"]
-    assert result["structuredContent"] == {
-        "result": "cannot ask: -32600 cannot send elicitation/create before the client's "
-        "notifications/initialized"
-    }
+        call = await RawConnection.open(handle.port)
+        try:
+            await call.send("POST", headers=headers, body=rpc(2, "tools/call", {"name": "ask"}))
+            await started.wait()  # served, and waiting: no initialized yet
+            note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+            reply = await raw_request(handle.port, "POST", headers=headers, body=note)
+            assert reply.status == 202
+            assert (await call.head()).status_code == 200
+            (question,) = await _sse_messages(call, 1)
+            assert question["method"] == "elicitation/create"
+            answer = {"action": "accept", "content": {"value": "Ada"}}
+            body = dumps({"jsonrpc": "2.0", "id": question["id"], "result": answer})
+            reply = await raw_request(handle.port, "POST", headers=headers, body=body)
+            assert reply.status == 202
+            (result,) = await _sse_messages(call, 1)
+        finally:
+            await call.aclose()
+    assert result["id"] == 2
+    assert result["result"]["structuredContent"] == {"result": "asked: Ada"}
 
 
 # ================================================================== sampling content

@@ -12,9 +12,12 @@ import trio.testing
 from mcp_sansio import (
     ErrorCode,
     InputRequired,
+    LocalProtocolError,
     ProgressReceived,
     RequestCancelled,
+    RequestId,
     RequestReceived,
+    ResultReceived,
 )
 from mcp_sansio._json import loads
 from mcp_trio import (
@@ -590,3 +593,75 @@ async def test_a_cap_cuts_a_shielded_write_in_progress_short(
     assert trio.current_time() == pytest.approx(1)
     (failure,) = failures
     assert failure is not None and "timed out" in failure.reason
+
+
+def _roots_asking_handlers() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        try:
+            roots = await ctx.send_request("roots/list")
+        except LocalProtocolError as exc:
+            return {"content": [{"type": "text", "text": f"refused: {exc}"}]}
+        return {"content": [{"type": "text", "text": roots["roots"][0]["uri"]}]}
+
+    return handlers
+
+
+async def _served_before_initialized(peer: ManualPeer) -> tuple[list[bytes], RequestId]:
+    """Handshake up to the initialize result, then a tools/call ahead of the held-back
+    notifications/initialized (over HTTP the two POSTs may race)."""
+    peer.conn.start()
+    await peer.flush()
+    peer.conn.receive_message(await peer.channel.receive())  # the initialize result
+    held = peer.conn.data_to_send()  # notifications/initialized
+    rid = peer.conn.send_request("tools/call", {"name": "x"})
+    await peer.flush()
+    return held, rid
+
+
+async def test_a_request_served_before_initialized_asks_once_it_comes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "client", client_config())
+    handlers = _roots_asking_handlers()
+    async with open_session(
+        ours, "server", handlers=handlers, connection_config=server_config()
+    ) as server:
+        held, rid = await _served_before_initialized(peer)
+        with trio.move_on_after(5) as waited:
+            await peer.channel.receive()  # nothing may be asked yet
+        assert waited.cancelled_caught
+        assert server.statistics().running_handlers == 1
+        for message in held:
+            await peer.channel.send(message)
+        (ask,) = await peer.next_events()
+        assert isinstance(ask, RequestReceived) and ask.method == "roots/list"
+        peer.conn.send_result(ask.request_id, {"roots": [{"uri": "file:///work"}]})
+        await peer.flush()
+        (answer,) = await peer.next_events()
+        assert isinstance(answer, ResultReceived) and answer.request_id == rid
+        assert answer.result["content"][0]["text"] == "file:///work"
+
+
+async def test_a_request_served_before_initialized_waits_for_it_a_bounded_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ours, theirs = memory_channel_pair()
+    peer = ManualPeer(theirs, "client", client_config())
+    config = SessionConfig(handshake_timeout=7)
+    async with open_session(
+        ours,
+        "server",
+        handlers=_roots_asking_handlers(),
+        config=config,
+        connection_config=server_config(),
+    ):
+        _, rid = await _served_before_initialized(peer)
+        start = trio.current_time()
+        (answer,) = await peer.next_events()
+        assert trio.current_time() - start == pytest.approx(7)
+        assert isinstance(answer, ResultReceived) and answer.request_id == rid
+        assert answer.result["content"][0]["text"].startswith("refused: ")
