@@ -1140,6 +1140,8 @@ class _Validator:
         if schema is False:
             out.append(f"{_where(path)}: not allowed")
             return
+        if type(schema) is not dict:
+            raise ValueError(f"a schema is an object or a boolean, not {_show(schema)}")
         if not _KNOWN.issuperset(schema):
             unknown = sorted(schema.keys() - _KNOWN)
             raise ValueError(f"unsupported JSON Schema keyword(s): {', '.join(unknown)}")
@@ -1308,14 +1310,14 @@ class _Validator:
             wrong = [k for k in kinds if k not in _TYPE_NAMES]
             if wrong:
                 raise ValueError(f"{where}: unknown type(s) {wrong}")
-        for key in _SUBSCHEMA & node.keys():
+        for key in sorted(_SUBSCHEMA & node.keys()):  # (the first problem, every run)
             self.check_schema(node[key], f"{where}/{key}")
-        for key in _SUBSCHEMA_LISTS & node.keys():
+        for key in sorted(_SUBSCHEMA_LISTS & node.keys()):
             if not isinstance(node[key], list):
                 raise ValueError(f"{where}/{key}: expected a list of schemas")
             for i, sub in enumerate(node[key]):
                 self.check_schema(sub, f"{where}/{key}/{i}")
-        for key in _SUBSCHEMA_MAPS & node.keys():
+        for key in sorted(_SUBSCHEMA_MAPS & node.keys()):
             if not isinstance(node[key], dict):
                 raise ValueError(f"{where}/{key}: expected an object of schemas")
             for name, sub in node[key].items():

@@ -1269,3 +1269,15 @@ def test_the_validators_type_tests_agree_with_has_type() -> None:
         for value in values:
             assert test(value) == _jsonschema.has_type(value, name), (name, value)
     assert set(_jsonschema._TYPE_TESTS) == _jsonschema._TYPE_NAMES
+
+
+@pytest.mark.parametrize("sub", [None, 5, ["type"], "", []])
+def test_a_subschema_that_is_no_schema_is_a_value_error(sub: Any) -> None:
+    with pytest.raises(ValueError, match="a schema is an object or a boolean"):
+        validate({"x": 1}, {"type": "object", "properties": {"x": sub}})
+
+
+def test_check_schema_reports_the_same_problem_every_run() -> None:
+    schema = {"not": {"zzz": 1}, "items": {"yyy": 1}, "allOf": [{"xxx": 1}]}
+    with pytest.raises(ValueError, match="#/items"):
+        check_schema(schema)
