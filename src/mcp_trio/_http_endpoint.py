@@ -80,6 +80,15 @@ __all__ = ["Endpoint", "ResponseSlot"]
 logger = logging.getLogger("mcp_trio")
 
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | SessionClosed
+_ANSWERED = LifecycleState.ANSWERED
+
+
+@attrs.define(slots=True, eq=False)
+class _InitializedWait:
+    """Requests of one legacy session waiting for its ``notifications/initialized``."""
+
+    event: trio.Event = attrs.field(factory=trio.Event)
+    waiting: int = 0
 
 
 @attrs.define(slots=True, eq=False)
@@ -192,7 +201,7 @@ class Endpoint:
         self._running: dict[tuple[Connection, RequestId], Running] = {}
         self._all: set[Running] = set()
         self._waiters: dict[tuple[Connection, RequestId], _Waiter] = {}
-        self._initialized: dict[Connection, trio.Event] = {}  # see until_initialized
+        self._initialized: dict[Connection, _InitializedWait] = {}  # see until_initialized
         self._responses: dict[int, ResponseSlot] = {}
         self._timer_scope: trio.CancelScope | None = None
         self._idle = trio.Event()
@@ -256,6 +265,11 @@ class Endpoint:
 
     async def handle_events(self, events: Iterable[HttpServerEvent]) -> None:
         """Act on what a request produced; waits for a handler slot when all are busy."""
+        if self._initialized:
+            # A notifications/initialized that came in this POST (say, last in a batch)
+            # wakes its waiters now, not after the requests ahead of it got a slot.
+            for conn in [c for c in self._initialized if c.lifecycle is not _ANSWERED]:
+                self._wake_initialized(conn)
         for tagged in events:
             if not isinstance(tagged, ServerEvent):
                 self._session_event(tagged)
@@ -301,9 +315,9 @@ class Endpoint:
             logger.warning("invalid message from an HTTP client: %s", event.error.message)
 
     def _wake_initialized(self, conn: Connection) -> None:
-        event = self._initialized.pop(conn, None)
-        if event is not None:
-            event.set()
+        wait = self._initialized.pop(conn, None)
+        if wait is not None:
+            wait.event.set()
 
     async def until_initialized(self, conn: Connection) -> None:
         """Legacy session: wait (at most ``config.handshake_timeout``) for the client's
@@ -312,15 +326,18 @@ class Endpoint:
         (lifecycle.mdx lets the server serve then, but not ask)."""
         if conn.lifecycle is not LifecycleState.ANSWERED:
             return
-        event = self._initialized.get(conn)
-        if event is None:
-            event = self._initialized[conn] = trio.Event()
+        wait = self._initialized.get(conn)
+        if wait is None:
+            wait = self._initialized[conn] = _InitializedWait()
+        wait.waiting += 1
         limit = self.config.handshake_timeout
-        with trio.move_on_after(math.inf if limit is None else limit):
-            await event.wait()
-        if not event.is_set() and self._initialized.get(conn) is event:
-            # Given up: so do the session's other waiters (the table stays bounded).
-            self._wake_initialized(conn)
+        try:
+            with trio.move_on_after(math.inf if limit is None else limit):
+                await wait.event.wait()
+        finally:
+            wait.waiting -= 1
+            if not wait.waiting and self._initialized.get(conn) is wait:
+                del self._initialized[conn]  # the last one gave up (or was cancelled)
 
     def _cancel(self, conn: Connection, rid: RequestId) -> None:
         running = self._running.get((conn, rid))

@@ -188,6 +188,7 @@ class Session:
         self._close_exc: SessionClosed | None = None
         self._forced = False
         self._answering = False  # half-closed: the peer's requests in flight get answers
+        self._initialized: trio.Event | None = None  # someone waits in until_initialized
         self._closing = trio.Event()
         self._closed = trio.Event()
         self._channel_closed = False
@@ -399,9 +400,21 @@ class Session:
         anything until then; :meth:`request` waits here by itself."""
         if self._conn.lifecycle is not LifecycleState.ANSWERED:
             return
+        if self._initialized is None:
+            self._initialized = trio.Event()
+        event = self._initialized
         limit = self.config.handshake_timeout
         with trio.move_on_after(math.inf if limit is None else limit):
-            await self._handshake_done.wait()
+            await event.wait()
+
+    def _note_initialized(self) -> None:
+        """After a core call: wake :meth:`until_initialized` once the lifecycle has left
+        ANSWERED. Checked on the core's state, not on the HandshakeCompleted event,
+        which may sit behind requests waiting for handler slots that the waiters hold."""
+        event = self._initialized
+        if event is not None and self._conn.lifecycle is not LifecycleState.ANSWERED:
+            self._initialized = None
+            event.set()
 
     async def wait_closed(self) -> None:
         """Wait until the session is closed and its handlers have finished."""
@@ -555,6 +568,7 @@ class Session:
 
     def _take(self, data: bytes) -> None:
         events = self._conn.receive_message(data, now=trio.current_time())
+        self._note_initialized()
         self._rearm_timer()
         mark = self._flush_nowait()
         done = 0 if mark else self._act_nowait(events, 0)
@@ -605,6 +619,7 @@ class Session:
 
         The two events of every call (a request to serve, an answer to hand over)
         are handled inline, awaiting only when no handler slot is free."""
+        self._note_initialized()
         self._rearm_timer()
         mark = self._flush_nowait()
         if mark:
@@ -765,6 +780,7 @@ class Session:
             self._close_exc = exc
             self._answering = keep_answering
             self._conn.receive_eof(keep_answering=keep_answering)
+            self._note_initialized()
             self._waiters.fail_all(exc)
             self._handshake_done.set()
             self._io_scope.cancel()

@@ -12,15 +12,22 @@ from typing import Any, Literal
 
 import pytest
 import trio
+import trio.testing
 
 import mcp_trio
-from mcp_sansio import ConnectionConfig, ErrorCode
+from mcp_sansio import ConnectionConfig, ErrorCode, LifecycleState
+from mcp_sansio._http import HttpResponse
 from mcp_sansio._json import dumps, loads
-from mcp_trio import Handlers, McpError, RequestContext
+from mcp_trio import Handlers, McpError, RequestContext, SessionConfig
 from mcp_trio._context import Context
+from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_endpoint import Endpoint
 from mcp_trio._server import Server
 from mcp_trio._server_forms import form_spec
 
+from ..core.test_http_server import in_session, initialize, make_server, note
+from ..core.test_http_server import req as core_req
+from ..core.test_http_server import rpc as core_rpc
 from ..schema import validate
 from .test_http_support import POST_HEADERS, RawConnection, raw_request, rpc
 from .test_server_context import ALL_CAPS, Asker, accept, text
@@ -446,3 +453,91 @@ async def test_audio_in_a_sampling_message_goes_out_where_it_exists(version: str
     message = {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": params}
     validate(version, "CreateMessageRequest", message)
     assert params["messages"][0]["content"] == AUDIO
+
+
+async def test_http_waiters_for_initialized_each_keep_their_own_patience(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """One request giving up leaves the session's other waiters waiting; the last one
+    out empties the table."""
+    http = make_server()
+    reply = http.handle_request(core_req(body=initialize()), now=0)
+    assert isinstance(reply.decision, HttpResponse)
+    sid = reply.decision.header("mcp-session-id")
+    assert sid is not None
+    conn = http.session_connection(sid)
+    assert conn is not None and conn.lifecycle is LifecycleState.ANSWERED
+    endpoint = Endpoint(
+        http, Handlers(), SessionConfig(handshake_timeout=10), HttpTransportConfig()
+    )
+    waited: dict[str, float] = {}
+
+    async def wait(name: str, after: float) -> None:
+        await trio.sleep(after)
+        start = trio.current_time()
+        await endpoint.until_initialized(conn)
+        waited[name] = trio.current_time() - start
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait, "first", 0)
+        nursery.start_soon(wait, "second", 8)
+        await trio.sleep(11)  # the first gives up at 10; the second waits on
+        assert set(waited) == {"first"}
+        done = http.handle_request(
+            core_req(body=note("notifications/initialized"), **in_session(sid)), now=11
+        )
+        await endpoint.handle_events(done.events)
+    assert waited["first"] == pytest.approx(10)
+    assert waited["second"] == pytest.approx(3)  # woken by the notification at 11
+    assert endpoint._initialized == {}
+
+
+async def test_http_a_cancelled_wait_for_initialized_leaves_no_entry(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    http = make_server()
+    reply = http.handle_request(core_req(body=initialize()), now=0)
+    assert isinstance(reply.decision, HttpResponse)
+    conn = http.session_connection(reply.decision.header("mcp-session-id") or "")
+    assert conn is not None
+    endpoint = Endpoint(http, Handlers(), SessionConfig(), HttpTransportConfig())
+    with trio.move_on_after(1):
+        await endpoint.until_initialized(conn)
+    assert endpoint._initialized == {}
+
+
+async def test_http_initialized_last_in_a_batch_wakes_its_waiters_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """2025-03-26: in a batch ``[tools/call, notifications/initialized]`` the call may
+    wait for a handler slot; the waiters are woken before that, not after."""
+    http = make_server()
+    reply = http.handle_request(core_req(body=initialize(version="2025-03-26")), now=0)
+    assert isinstance(reply.decision, HttpResponse)
+    sid = reply.decision.header("mcp-session-id")
+    assert sid is not None
+    conn = http.session_connection(sid)
+    assert conn is not None
+    endpoint = Endpoint(
+        http,
+        Handlers(),
+        SessionConfig(max_concurrent_handlers=1, handshake_timeout=10),
+        HttpTransportConfig(),
+    )
+    waited: list[float] = []
+
+    async def wait() -> None:
+        await endpoint.until_initialized(conn)
+        waited.append(trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        endpoint.nursery = nursery
+        nursery.start_soon(wait)
+        await endpoint.limiter.acquire()  # every handler slot is busy
+        await trio.sleep(1)
+        batch = [core_rpc(2, "tools/call", {"name": "x"}), note("notifications/initialized")]
+        done = http.handle_request(core_req(body=batch, **in_session(sid, "2025-03-26")), now=1)
+        nursery.start_soon(endpoint.handle_events, done.events)
+        await trio.sleep(3)
+        assert waited == [pytest.approx(1)]
+        endpoint.limiter.release()
