@@ -31,14 +31,14 @@ class SessionConfig:
 
     Backpressure policy: at most ``max_concurrent_handlers`` of the peer's requests run
     at once, and at most ``max_unanswered_requests`` have been read without their
-    answer being written yet. At either limit the reader stops reading, so the peer's
+    answer being written yet. Requests read while every running slot is busy wait
+    their turn, in order; at the second limit the reader stops reading, so the peer's
     writes block (a full pipe, a full socket buffer, a full memory channel) instead of
-    requests piling up in a queue; nothing is dropped. A handler gives back its
-    running slot as soon as its answer is queued, so two busy peers that both send
-    requests do not wait for each other forever. A handler that sends a request back to
-    the peer and waits for the answer holds its running slot meanwhile: keep the limit
-    above the number of such handlers you expect at once (the answer can only be read
-    while a slot is free).
+    requests piling up; nothing is dropped. The reader goes on while only the first
+    limit is reached, because a handler that asked the peer something (sampling, roots)
+    holds its running slot until the answer, which comes later in the stream. A
+    handler gives back its running slot as soon as its answer is queued, so two busy
+    peers that both send requests do not wait for each other forever.
     """
 
     max_concurrent_handlers: int = attrs.field(default=64, validator=_positive)

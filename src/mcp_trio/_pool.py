@@ -9,6 +9,12 @@ Two bounds limit the work the reader takes on; the reader takes a slot of each
 * a **backlog slot** (``max_unanswered_requests``) is held until the answer is
   written to the channel (or the handler ends without one).
 
+The reader stops only when the backlog is full. A request read while every compute
+slot is busy takes its backlog slot and waits, in order, for a compute slot (the
+session's reserved requests); the reader goes on. It must: a handler holding a compute
+slot may be waiting for the peer's answer to a question of its own (sampling, roots),
+and that answer comes after the request in the stream.
+
 Why two: if a handler kept its compute slot while it waits to write its answer, two
 peers that both send requests could each fill the other's pipe with requests, stop
 reading (all slots busy) and wait for each other forever. Handlers waiting only for
@@ -16,9 +22,9 @@ the write hold a backlog slot, and compute slots turn over whatever the peer doe
 backlog bound still stops a peer that sends requests and never reads the answers.
 
 The slots are two counters, not ``trio.CapacityLimiter``s: only the session's reader
-(and, in principle, its timer) takes them, a taker needs both at once, and a free slot
-must cost no scheduler round trip. A taker that finds none waits on an event that
-the next release sets.
+(and, in principle, its timer) takes them, and a free slot must cost no scheduler
+round trip. A taker that finds none waits on an event that the next release sets;
+each release also calls ``on_freed`` (the session starts its reserved requests).
 
 Every handler runs inside its own ``CancelScope``. The pool can cancel one request's
 scope (the peer cancelled it), cancel them all (the session is closing), and wait
@@ -84,6 +90,8 @@ class HandlerPool:
         self._requests: dict[RequestId, _Running] = {}
         self._all: set[_Running] = set()
         self._changed: trio.Event | None = None  # someone waits in wait_idle()
+        self.on_freed: Callable[[], None] | None = None
+        """Called whenever a slot is given back (the session starts reserved requests)."""
         self.cancelled_all = False
         """Whether :meth:`cancel_all` was called (new handlers start cancelled)."""
 
@@ -99,6 +107,33 @@ class HandlerPool:
             self._started += 1
             return True
         return False
+
+    def reserve_nowait(self) -> bool:
+        """Take a backlog slot alone (a request read whose handler must wait for a
+        compute slot: :meth:`compute_nowait` later); whether it did."""
+        if self._started < self.backlog_limit:
+            self._started += 1
+            return True
+        return False
+
+    async def reserve(self) -> None:
+        """Wait for a backlog slot and take it (no checkpoint when one is free)."""
+        while not self.reserve_nowait():
+            if self._slot_freed is None:
+                self._slot_freed = trio.Event()
+            await self._slot_freed.wait()
+
+    def compute_nowait(self) -> bool:
+        """Take a compute slot for a reserved request if one is free; whether it did."""
+        if self._computing < self.compute_limit:
+            self._computing += 1
+            return True
+        return False
+
+    def release_reserved(self) -> None:
+        """Give back the backlog slot of a reserved request that will not start."""
+        self._started -= 1
+        self._freed()
 
     async def acquire(self) -> None:
         """Wait for a backlog slot and a compute slot, and take them (no wait, and
@@ -149,6 +184,8 @@ class HandlerPool:
         if event is not None:
             self._slot_freed = None
             event.set()
+        if self.on_freed is not None:
+            self.on_freed()
 
     def cancel_request(self, request_id: RequestId) -> None:
         """The peer cancelled ``request_id``: cancel its handler, if it runs."""

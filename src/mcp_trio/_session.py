@@ -58,6 +58,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import math
+from collections import deque
 from contextlib import suppress
 from typing import Any, final
 
@@ -131,7 +132,10 @@ class SessionStatistics:
     running_handlers: int
     """Handler tasks running (requests and notifications of the peer's)."""
     max_concurrent_handlers: int
-    """The limit on ``running_handlers``; at the limit the reader stops reading."""
+    """The limit on ``running_handlers``; beyond it requests wait their turn."""
+    waiting_handlers: int = 0
+    """The peer's requests read and waiting, in order, for a running slot (at most
+    ``max_unanswered_requests`` with the running ones; then the reader stops)."""
     queued_messages: int
     """Messages produced by the core and not yet written."""
     closed: bool
@@ -176,6 +180,11 @@ class Session:
         self._pool = HandlerPool(
             self.config.max_concurrent_handlers, self.config.max_unanswered_requests
         )
+        # Requests read while every compute slot was busy, in order, each holding a
+        # backlog slot (see _pool): started as compute slots come free.
+        self._reserved: deque[RequestReceived] = deque()
+        self._starting_reserved = False
+        self._pool.on_freed = self._start_reserved
         self._writer = Writer(channel, self.config.write_timeout)
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
@@ -239,6 +248,7 @@ class Session:
             waiting_requests=len(self._waiters),
             running_handlers=self._pool.count,
             max_concurrent_handlers=self._pool.compute_limit,
+            waiting_handlers=len(self._reserved),
             queued_messages=self._writer.backlog,
             closed=self.closed,
         )
@@ -637,9 +647,12 @@ class Session:
         while index < count:
             event = events[index]
             if isinstance(event, RequestReceived):
-                if not pool.acquire_nowait():
-                    return index
-                self._start_request_handler(event)
+                if not self._reserved and pool.acquire_nowait():
+                    self._start_request_handler(event)
+                elif pool.reserve_nowait():
+                    self._reserved.append(event)  # the reader goes on (see _pool)
+                else:
+                    return index  # the backlog is full
             elif isinstance(event, ResultReceived):
                 self._waiters.resolve(event.request_id, event)
             elif not self._dispatch_nowait(event):
@@ -653,8 +666,9 @@ class Session:
         while (index := self._act_nowait(events, index)) < len(events):
             event = events[index]
             if isinstance(event, RequestReceived):
-                await self._pool.acquire()
-                self._start_request_handler(event)
+                await self._pool.reserve()
+                self._reserved.append(event)
+                self._start_reserved()
             else:
                 await self._dispatch(event)
             index += 1
@@ -701,6 +715,24 @@ class Session:
         return True
 
     # ------------------------------------------------------------------ handlers
+
+    def _start_reserved(self) -> None:
+        """Start reserved requests, in order, while compute slots are free (the pool
+        calls this whenever a slot comes back)."""
+        reserved, pool = self._reserved, self._pool
+        if not reserved or self._starting_reserved:
+            return  # (re-entered from a slot given back below: the loop goes on)
+        self._starting_reserved = True
+        try:
+            if self._close_exc is not None and not self._answering:
+                while reserved:  # abandoned by the close: they will never start
+                    reserved.popleft()
+                    pool.release_reserved()
+                return
+            while reserved and pool.compute_nowait():
+                self._start_request_handler(reserved.popleft())
+        finally:
+            self._starting_reserved = False
 
     def _start_request_handler(self, event: RequestReceived) -> None:
         """Spawn the handler of ``event``, with the pool's slots already taken."""

@@ -321,7 +321,7 @@ async def test_flood_beyond_the_limiter_is_served_as_capacity_frees(
 
     async with open_memory_pair(
         server_handlers=handlers,
-        server_config=SessionConfig(max_concurrent_handlers=3),
+        server_config=SessionConfig(max_concurrent_handlers=3, max_unanswered_requests=5),
         client_config=SessionConfig(memory_buffer_size=1),
         server_connection_config=server_config(),
         client_connection_config=client_config(),
@@ -330,12 +330,13 @@ async def test_flood_beyond_the_limiter_is_served_as_capacity_frees(
             for n in range(50):
                 nursery.start_soon(one, n)
             await trio.testing.wait_all_tasks_blocked()
-            # three run, the reader waits for a slot and stopped reading: the client's
-            # writes back up instead of queueing on the server.
+            # three run, two wait their turn, the reader waits for a backlog slot and
+            # stopped reading: the client's writes back up instead of queueing on the
+            # server.
             assert started == 3
             assert server.statistics().running_handlers == 3
             assert server.statistics().max_concurrent_handlers == 3
-            assert len(server.connection.inflight_requests()) <= 5
+            assert len(server.connection.inflight_requests()) <= 6
             assert client.statistics().queued_messages > 0
             release.set()
         assert sorted(results) == list(range(50))
@@ -663,3 +664,108 @@ async def test_input_required_result_in_the_legacy_era_is_an_internal_error() ->
         with pytest.raises(McpError) as info:
             await client.request("tools/call", call("greet"))
         assert info.value.code == ErrorCode.INTERNAL_ERROR
+
+
+async def test_requests_beyond_the_running_slots_wait_in_order_and_the_reader_goes_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """With every running slot busy, requests wait their turn in order; the reader
+    reads on (an answer the busy handler waits for comes later), a waiting request the
+    peer cancels never starts, and the close gives back their slots."""
+    order: list[int] = []
+    release = trio.Event()
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        order.append(ctx.params["n"])
+        if ctx.params["n"] == 0:
+            roots = await ctx.send_request("roots/list")  # answered after the others
+            assert roots["roots"] == []
+        await release.wait()
+        return {"n": ctx.params["n"]}
+
+    client_handlers = Handlers()
+
+    @client_handlers.on_request("roots/list")
+    async def roots(ctx: RequestContext) -> dict[str, Any]:
+        return {"roots": []}
+
+    results: list[int] = []
+
+    async def one(n: int, scope: trio.CancelScope | None = None) -> None:
+        with scope or trio.CancelScope():
+            results.append((await client.request("tools/call", {"name": "x", "n": n}))["n"])
+
+    async with open_memory_pair(
+        server_handlers=handlers,
+        client_handlers=client_handlers,
+        server_config=SessionConfig(max_concurrent_handlers=1),
+        server_connection_config=server_config(),
+        client_connection_config=client_config(),
+    ) as (client, server):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, 0)
+            await trio.testing.wait_all_tasks_blocked()
+            cancelled = trio.CancelScope()
+            nursery.start_soon(one, 1, cancelled)
+            await trio.testing.wait_all_tasks_blocked()
+            for n in (2, 3):
+                nursery.start_soon(one, n)
+                await trio.testing.wait_all_tasks_blocked()
+            assert order == [0]  # the roots/list answer was read past the waiting ones
+            assert server.statistics().waiting_handlers == 3
+            cancelled.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+        assert order == [0, 2, 3]
+        assert sorted(results) == [0, 2, 3]
+        assert server.statistics().waiting_handlers == 0
+        # Requests still waiting when the session closes give their slots back.
+        release = trio.Event()
+
+        async def unanswered(n: int) -> None:
+            with pytest.raises(SessionClosed):
+                await client.request("tools/call", {"name": "x", "n": n})
+
+        async with trio.open_nursery() as nursery:
+            for n in (4, 5, 6):
+                nursery.start_soon(unanswered, n)
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.statistics().waiting_handlers == 2
+            await server.aclose()
+        assert server.statistics().waiting_handlers == 0
+        assert server._pool._started == 0
+
+
+async def test_many_waiting_requests_cancelled_by_the_peer_are_skipped_in_a_loop(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    release = trio.Event()
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        await release.wait()
+        return {}
+
+    async with open_memory_pair(
+        server_handlers=handlers,
+        server_config=SessionConfig(max_concurrent_handlers=1),
+        server_connection_config=server_config(),
+        client_connection_config=client_config(),
+    ) as (client, server):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.request, "tools/call", {"name": "x"})
+            await trio.testing.wait_all_tasks_blocked()
+            async with trio.open_nursery() as waiting:
+                for _ in range(600):  # each one waiting behind the first
+                    waiting.start_soon(client.request, "tools/call", {"name": "x"})
+                await trio.testing.wait_all_tasks_blocked()
+                assert server.statistics().waiting_handlers == 600
+                waiting.cancel_scope.cancel()  # the client cancels them all
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()  # the first ends: the cancelled ones are skipped, none started
+        assert server.statistics().waiting_handlers == 0
+        assert server.statistics().running_handlers == 0

@@ -439,3 +439,51 @@ async def test_the_last_answers_of_a_stdio_shutdown_wait_a_bounded_time(
         start = trio.current_time()
         await pipe.to_server.aclose()  # end of input
     assert trio.current_time() - start == pytest.approx(5 + 1)
+
+
+async def test_initialized_behind_requests_for_busy_slots_still_lets_them_ask(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """One read holds two calls and then notifications/initialized, with one handler
+    slot: the first call, waiting for that notification, is not left waiting behind the
+    second one's wait for a slot."""
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        roots = await ctx.send_request("roots/list")
+        return {"content": [{"type": "text", "text": roots["roots"][0]["uri"]}]}
+
+    pipe = _Pipe()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            lambda task_status: serve_stdio(
+                handlers,
+                config=SessionConfig(max_concurrent_handlers=1, handshake_timeout=30),
+                connection_config=server_config(),
+                stdin=pipe.server_stdin,
+                stdout=pipe.server_stdout,
+                task_status=task_status,
+            )
+        )
+        init = _initialize(1)
+        init["params"]["capabilities"] = {"roots": {}}
+        await pipe.send(init)
+        await pipe.receive()
+        start = trio.current_time()
+        calls = [
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "x"}}
+            for rid in (2, 3)
+        ]
+        lines = [*calls, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+        await pipe.to_server.send_all(b"".join(dumps(line) + b"\n" for line in lines))
+        for _ in range(2):
+            ask = await pipe.receive()
+            assert ask["method"] == "roots/list"
+            await pipe.send(
+                {"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///w"}]}}
+            )
+            answer = await pipe.receive()
+            assert answer["result"]["content"][0]["text"] == "file:///w"
+        assert trio.current_time() == start  # nobody waited out handshake_timeout
+        await pipe.to_server.aclose()
