@@ -225,46 +225,27 @@ def _typed_serialize(m: _Message) -> Bench:
     return Bench(run)
 
 
+_KINDS: Final = (
+    # (what, setup, its reference's "what"; None for a floor, title)
+    ("loads", _loads, None, "floor: orjson loads of the {name} message ({size})"),
+    ("parse", _parse, "loads", "core: decode+classify the {name} message"),
+    ("typed.parse", _typed_parse, "loads", "typed: loads+structure into {typed}"),
+    ("dumps", _dumps, None, "floor: orjson dumps of the {name} message"),
+    ("serialize", _serialize, "dumps", "core: build the {name} message's envelope and dump it"),
+    ("typed.serialize", _typed_serialize, "dumps", "typed: unstructure {typed} and dump it"),
+)
+"""The cases of each message, floors before the cases divided by them."""
+
+
 def message_cases() -> list[Case]:
-    """Floors first: each case is divided by a floor listed before it."""
-    found: list[Case] = []
-    for m in MESSAGES:
-        size = f"{len(m.data):,} B"
-        loads, dumps = f"core.loads.{m.name}", f"core.dumps.{m.name}"
-        found += [
-            TimedCase(
-                name=loads,
-                title=f"floor: orjson loads of the {m.name} message ({size})",
-                setup=functools.partial(_loads, m),
-            ),
-            TimedCase(
-                name=f"core.parse.{m.name}",
-                title=f"core: decode+classify the {m.name} message",
-                setup=functools.partial(_parse, m),
-                reference=loads,
-            ),
-            TimedCase(
-                name=f"core.typed.parse.{m.name}",
-                title=f"typed: loads+structure into {m.typed.__name__}",
-                setup=functools.partial(_typed_parse, m),
-                reference=loads,
-            ),
-            TimedCase(
-                name=dumps,
-                title=f"floor: orjson dumps of the {m.name} message",
-                setup=functools.partial(_dumps, m),
-            ),
-            TimedCase(
-                name=f"core.serialize.{m.name}",
-                title=f"core: build the {m.name} message's envelope and dump it",
-                setup=functools.partial(_serialize, m),
-                reference=dumps,
-            ),
-            TimedCase(
-                name=f"core.typed.serialize.{m.name}",
-                title=f"typed: unstructure {m.typed.__name__} and dump it",
-                setup=functools.partial(_typed_serialize, m),
-                reference=dumps,
-            ),
-        ]
-    return found
+    """Every kind of :data:`_KINDS` for every message of :data:`MESSAGES`."""
+    return [
+        TimedCase(
+            name=f"core.{kind}.{m.name}",
+            title=title.format(name=m.name, size=f"{len(m.data):,} B", typed=m.typed.__name__),
+            setup=functools.partial(setup, m),
+            reference=None if floor is None else f"core.{floor}.{m.name}",
+        )
+        for m in MESSAGES
+        for kind, setup, floor, title in _KINDS
+    ]

@@ -177,6 +177,39 @@ def _initialize(rid: int) -> dict[str, Any]:
     }
 
 
+async def _serve_on(
+    nursery: trio.Nursery,
+    pipe: _Pipe,
+    handlers: Handlers,
+    config: SessionConfig,
+    *,
+    version: str = "2025-06-18",
+    capabilities: dict[str, Any] | None = None,
+    stdout: trio.abc.SendStream | None = None,
+    initialized: bool = True,
+) -> Session:
+    """``serve_stdio`` on ``pipe``, and a client's ``initialize`` (and, unless told
+    otherwise, ``notifications/initialized``) written by hand."""
+    session: Session = await nursery.start(
+        lambda task_status: serve_stdio(
+            handlers,
+            config=config,
+            connection_config=server_config(),
+            stdin=pipe.server_stdin,
+            stdout=stdout or pipe.server_stdout,
+            task_status=task_status,
+        )
+    )
+    init = _initialize(1)
+    init["params"]["protocolVersion"] = version
+    init["params"]["capabilities"] = capabilities or {}
+    await pipe.send(init)
+    await pipe.receive()
+    if initialized:
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return session
+
+
 async def test_serve_stdio_on_streams_until_end_of_input(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -302,21 +335,8 @@ async def test_end_of_stdin_still_answers_the_requests_in_flight(
 
     pipe = _Pipe()
     async with trio.open_nursery() as nursery:
-        session = await nursery.start(
-            lambda task_status: serve_stdio(
-                handlers,
-                config=SessionConfig(shutdown_grace_period=5),
-                connection_config=server_config(),
-                stdin=pipe.server_stdin,
-                stdout=pipe.server_stdout,
-                task_status=task_status,
-            )
-        )
-        init = _initialize(1)
-        init["params"]["capabilities"] = {"roots": {}}
-        await pipe.send(init)
-        await pipe.receive()
-        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        config = SessionConfig(shutdown_grace_period=5)
+        session = await _serve_on(nursery, pipe, handlers, config, capabilities={"roots": {}})
         for rid, seconds in ((2, 2), (3, 1000)):
             params = {"name": "x", "seconds": seconds, "ask": True, "_meta": {"progressToken": rid}}
             await pipe.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
@@ -351,21 +371,8 @@ async def test_end_of_stdin_sends_the_answers_of_a_batch_cut_short(
 
     pipe = _Pipe()
     async with trio.open_nursery() as nursery:
-        await nursery.start(
-            lambda task_status: serve_stdio(
-                handlers,
-                config=SessionConfig(shutdown_grace_period=5),
-                connection_config=server_config(),
-                stdin=pipe.server_stdin,
-                stdout=pipe.server_stdout,
-                task_status=task_status,
-            )
-        )
-        init = _initialize(1)
-        init["params"]["protocolVersion"] = "2025-03-26"
-        await pipe.send(init)
-        await pipe.receive()
-        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        config = SessionConfig(shutdown_grace_period=5)
+        await _serve_on(nursery, pipe, handlers, config, version="2025-03-26")
         await pipe.send(
             [
                 {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
@@ -413,21 +420,7 @@ async def test_the_last_answers_of_a_stdio_shutdown_wait_a_bounded_time(
     stdout = _Stalling(pipe.server_stdout)
     config = SessionConfig(shutdown_grace_period=5, abandon_write_timeout=1, write_timeout=30)
     async with trio.open_nursery() as nursery:
-        await nursery.start(
-            lambda task_status: serve_stdio(
-                handlers,
-                config=config,
-                connection_config=server_config(),
-                stdin=pipe.server_stdin,
-                stdout=stdout,
-                task_status=task_status,
-            )
-        )
-        init = _initialize(1)
-        init["params"]["protocolVersion"] = "2025-03-26"
-        await pipe.send(init)
-        await pipe.receive()
-        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await _serve_on(nursery, pipe, handlers, config, version="2025-03-26", stdout=stdout)
         stdout.stalled = True
         await pipe.send(
             [
@@ -456,20 +449,10 @@ async def test_initialized_behind_requests_for_busy_slots_still_lets_them_ask(
 
     pipe = _Pipe()
     async with trio.open_nursery() as nursery:
-        await nursery.start(
-            lambda task_status: serve_stdio(
-                handlers,
-                config=SessionConfig(max_concurrent_handlers=1, handshake_timeout=30),
-                connection_config=server_config(),
-                stdin=pipe.server_stdin,
-                stdout=pipe.server_stdout,
-                task_status=task_status,
-            )
+        config = SessionConfig(max_concurrent_handlers=1, handshake_timeout=30)
+        await _serve_on(
+            nursery, pipe, handlers, config, capabilities={"roots": {}}, initialized=False
         )
-        init = _initialize(1)
-        init["params"]["capabilities"] = {"roots": {}}
-        await pipe.send(init)
-        await pipe.receive()
         start = trio.current_time()
         calls = [
             {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "x"}}
