@@ -36,9 +36,12 @@ class SessionConfig:
     writes block (a full pipe, a full socket buffer, a full memory channel) instead of
     requests piling up; nothing is dropped. The reader goes on while only the first
     limit is reached, because a handler that asked the peer something (sampling, roots)
-    holds its running slot until the answer, which comes later in the stream. A
-    handler gives back its running slot as soon as its answer is queued, so two busy
-    peers that both send requests do not wait for each other forever.
+    holds its running slot until the answer, which comes later in the stream; so keep
+    ``max_unanswered_requests`` above the number of such requests you expect at once,
+    and ``max_concurrent_handlers`` above the number of such handlers when the peer
+    also sends notifications that have handlers (those still wait for a running slot
+    in the reader). A handler gives back its running slot as soon as its answer is
+    queued, so two busy peers that both send requests do not wait for each other forever.
     """
 
     max_concurrent_handlers: int = attrs.field(default=64, validator=_positive)

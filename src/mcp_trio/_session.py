@@ -7,9 +7,12 @@ tasks. Per session:
 
 * **One reader task** receives from the channel, feeds the core, flushes what the
   core wants to send, then acts on the events. A request gets a slot from the
-  handler pool (``_pool.py``) *before* its handler task starts: when every slot is busy
-  the reader waits there, so it stops reading and the peer's writes block. That is
-  the backpressure; there is no queue of requests to grow.
+  handler pool (``_pool.py``) *before* its handler task starts. While every running
+  slot is busy, requests wait their turn in order, each holding a backlog slot, and
+  the reader reads on (the answers those handlers may wait for come later); when the
+  backlog (``max_unanswered_requests``) is full the reader waits, so it stops reading
+  and the peer's writes block. That is the backpressure; the queue is bounded.
+  Notifications with a handler still wait for a running slot in the reader.
 * **Messages taken in passing.** While the reader is parked on an empty channel, a
   message channel may hand a message straight to :meth:`Session._take_message`, in
   the task that brought it (the peer's writer in memory, an HTTP response's reader),
@@ -18,7 +21,7 @@ tasks. Per session:
   re-enter: the session is already taking one or is inside a non-waiting write of
   its own (the write path would be re-entered), an earlier taken message is still
   being finished, or the session is closing. What cannot be done without waiting
-  (a write that blocks, no free handler slot, a notification or progress callback)
+  (a write that blocks, a full backlog, a notification or progress callback)
   is finished by a task of its own, and the reader waits for that task before it
   acts on its next message (or on the end of input), so the order of events is the
   order of messages. A taken message runs in the reader's contextvars context, so
@@ -640,8 +643,8 @@ class Session:
         """Act on ``events`` from ``start`` on while none needs waiting.
 
         Returns:
-            The index of the first event that needs waiting (a request with no free
-            handler slot, a notification, progress), or ``len(events)``.
+            The index of the first event that needs waiting (a request when the
+            backlog is full, a notification, progress), or ``len(events)``.
         """
         pool, count, index = self._pool, len(events), start
         while index < count:
@@ -729,8 +732,14 @@ class Session:
                     reserved.popleft()
                     pool.release_reserved()
                 return
+            context = self._reader_context
             while reserved and pool.compute_nowait():
-                self._start_request_handler(reserved.popleft())
+                # Often called from another handler's task (its slot came back): the
+                # new handler must see the reader's context, never that handler's.
+                if context is None:
+                    self._start_request_handler(reserved.popleft())
+                else:
+                    context.copy().run(self._start_request_handler, reserved.popleft())
         finally:
             self._starting_reserved = False
 
@@ -831,10 +840,11 @@ class Session:
         with self._io_scope:
             async with trio.open_nursery() as nursery:
                 self._io_nursery = nursery
+                # What the reader task will run in (trio copies the context at each
+                # spawn): taken messages, and handlers started off the reader's task
+                # (waiting requests), run in a copy of it too.
+                self._reader_context = contextvars.copy_context()
                 if self._channel.framing == "message":
-                    # What the reader task will run in (trio copies the context at each
-                    # spawn): taken messages run in a copy of it too.
-                    self._reader_context = contextvars.copy_context()
                     self._channel.attach_reader(self._take_message)
                 nursery.start_soon(self._read_loop, name="mcp reader")
                 nursery.start_soon(self._timer_loop, name="mcp timer")

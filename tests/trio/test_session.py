@@ -6,6 +6,9 @@ wait for something to happen.
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -28,8 +31,10 @@ from mcp_trio import (
     NotificationContext,
     RequestContext,
     RequestTimeout,
+    Session,
     SessionClosed,
     SessionConfig,
+    StreamChannel,
     memory_channel_pair,
     open_memory_pair,
     open_session,
@@ -769,3 +774,73 @@ async def test_many_waiting_requests_cancelled_by_the_peer_are_skipped_in_a_loop
             release.set()  # the first ends: the cancelled ones are skipped, none started
         assert server.statistics().waiting_handlers == 0
         assert server.statistics().running_handlers == 0
+
+
+_TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="unset")
+
+
+@pytest.mark.parametrize("transport", ["memory", "stdio"])
+async def test_a_waiting_request_starts_in_the_readers_context(
+    autojump_clock: trio.testing.MockClock, transport: str
+) -> None:
+    """A request that waited for a running slot is started from the task of the
+    handler that gave the slot back: it must not see that handler's contextvars."""
+    seen: dict[int, str] = {}
+    release = trio.Event()
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        n = ctx.params["n"]
+        seen[n] = _TENANT.get()
+        _TENANT.set(f"tenant of request {n}")
+        await release.wait()
+        return {}
+
+    config = SessionConfig(max_concurrent_handlers=1)
+    if transport == "memory":
+        pair = open_memory_pair(
+            server_handlers=handlers,
+            server_config=config,
+            server_connection_config=server_config(),
+            client_connection_config=client_config(),
+        )
+    else:
+        to_server, server_in = trio.testing.memory_stream_one_way_pair()
+        server_out, from_server = trio.testing.memory_stream_one_way_pair()
+        pair = _stdio_pair(handlers, config, to_server, server_in, server_out, from_server)
+    async with pair as (client, _server), trio.open_nursery() as nursery:
+        for n in range(3):
+            nursery.start_soon(client.request, "tools/call", {"name": "x", "n": n})
+            await trio.testing.wait_all_tasks_blocked()
+        release.set()
+    assert seen == {0: "unset", 1: "unset", 2: "unset"}
+
+
+@asynccontextmanager
+async def _stdio_pair(
+    handlers: Handlers,
+    config: SessionConfig,
+    to_server: trio.abc.SendStream,
+    server_in: trio.abc.ReceiveStream,
+    server_out: trio.abc.SendStream,
+    from_server: trio.abc.ReceiveStream,
+) -> AsyncIterator[tuple[Session, Session]]:
+    """A client and a server session over NDJSON byte streams (stdio's framing)."""
+    async with (
+        open_session(
+            StreamChannel(server_out, server_in),
+            "server",
+            handlers=handlers,
+            config=config,
+            connection_config=server_config(),
+        ) as server,
+        open_session(
+            StreamChannel(to_server, from_server),
+            "client",
+            connection_config=client_config(),
+        ) as client,
+    ):
+        await client.start()
+        yield client, server
