@@ -37,15 +37,16 @@ class SessionConfig:
     requests piling up; nothing is dropped. The reader goes on while only the first
     limit is reached, because a handler that asked the peer something (sampling, roots)
     holds its running slot until the answer, which comes later in the stream; so keep
-    ``max_unanswered_requests`` above the number of such requests you expect at once,
-    and ``max_concurrent_handlers`` above the number of such handlers when the peer
-    also sends notifications that have handlers (those still wait for a running slot
-    in the reader). A handler gives back its running slot as soon as its answer is
-    queued, so two busy peers that both send requests do not wait for each other forever.
+    ``max_unanswered_requests`` above the number of such requests you expect at once.
+    For the same reason a notification with a handler that finds no running slot free
+    runs with its backlog slot alone. A handler gives back its running slot as soon as
+    its answer is queued, so two busy peers that both send requests do not wait for
+    each other forever.
     """
 
     max_concurrent_handlers: int = attrs.field(default=64, validator=_positive)
-    """How many of the peer's requests (and notifications) are handled at once."""
+    """How many of the peer's requests (and, while slots are free, notifications) are
+    handled at once."""
     max_unanswered_requests: int = attrs.field(default=1024, validator=_positive)
     """How many of the peer's requests may be read and not yet answered on the wire
     (running, or waiting for their answer to be written); at least

@@ -149,9 +149,10 @@ class HandlerPool:
         self._started -= 1
         self._freed()
 
-    def begin(self, request_id: RequestId | None) -> _Running:
-        """Register a handler about to be spawned with the slots just taken."""
-        running = _Running(request_id)
+    def begin(self, request_id: RequestId | None, *, computing: bool = True) -> _Running:
+        """Register a handler about to be spawned with the slots just taken
+        (``computing=False``: a backlog slot alone, see ``Session``'s notifications)."""
+        running = _Running(request_id, computing)
         if self.cancelled_all:
             running.scope.cancel()
         if request_id is not None:

@@ -12,7 +12,8 @@ tasks. Per session:
   the reader reads on (the answers those handlers may wait for come later); when the
   backlog (``max_unanswered_requests``) is full the reader waits, so it stops reading
   and the peer's writes block. That is the backpressure; the queue is bounded.
-  Notifications with a handler still wait for a running slot in the reader.
+  A notification with a handler starts at once, with a running slot if one is free
+  and otherwise with its backlog slot alone (in order, never behind the answers).
 * **Messages taken in passing.** While the reader is parked on an empty channel, a
   message channel may hand a message straight to :meth:`Session._take_message`, in
   the task that brought it (the peer's writer in memory, an HTTP response's reader),
@@ -787,8 +788,11 @@ class Session:
         ctx = NotificationContext(
             session=self, method=event.method, params=event.params, subscription_id=sub
         )
-        await self._pool.acquire()
-        running = self._pool.begin(None)
+        # A backlog slot, and a running slot if one is free: a notification that comes
+        # while every running slot waits for the peer's answers (which follow it in the
+        # stream) runs without one, so the reader goes on. The backlog bounds them.
+        await self._pool.reserve()
+        running = self._pool.begin(None, computing=self._pool.compute_nowait())
         assert self._handler_nursery is not None
         self._handler_nursery.start_soon(
             serve_notification, handler, ctx, running, self._pool.finish

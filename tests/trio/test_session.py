@@ -844,3 +844,43 @@ async def _stdio_pair(
     ):
         await client.start()
         yield client, server
+
+
+async def test_a_notification_behind_busy_slots_does_not_stall_the_reader(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The only running slot waits for the client's roots/list answer, and the client
+    sends a notification (with a handler here) before that answer: the notification
+    runs on its backlog slot alone and the reader reads on to the answer."""
+    changes: list[str] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        roots = await ctx.send_request("roots/list")
+        return {"n": len(roots["roots"])}
+
+    @handlers.on_notification("notifications/roots/list_changed")
+    async def changed(ctx: NotificationContext) -> None:
+        changes.append(ctx.method)
+
+    client_handlers = Handlers()
+
+    @client_handlers.on_request("roots/list")
+    async def roots(ctx: RequestContext) -> dict[str, Any]:
+        await ctx.session.notify("notifications/roots/list_changed")
+        return {"roots": [{"uri": "file:///w"}]}
+
+    async with open_memory_pair(
+        server_handlers=handlers,
+        client_handlers=client_handlers,
+        server_config=SessionConfig(max_concurrent_handlers=1),
+        server_connection_config=server_config(),
+        client_connection_config=client_config(),
+    ) as (client, server):
+        result = await client.request("tools/call", {"name": "x"})
+        assert result["n"] == 1
+        assert trio.current_time() == 0  # no timeout was waited out
+        assert changes == ["notifications/roots/list_changed"]
+        await trio.testing.wait_all_tasks_blocked()
+        assert server._pool._started == 0 and server._pool._computing == 0
