@@ -1,7 +1,8 @@
 """The handler pool: which of the peer's messages are being handled, and how many.
 
-Two bounds limit the work the reader takes on; the reader takes a slot of each
-*before* it spawns a handler, so when either is exhausted it stops reading
+Two bounds limit the work the reader takes on; a handler is spawned only with its
+slots taken (a request: both; a notification: a backlog slot, and a compute slot if
+one is free), and the reader stops reading when the backlog is exhausted
 (backpressure):
 
 * a **compute slot** (``max_concurrent_handlers``) is held while the handler runs and

@@ -134,9 +134,12 @@ class SessionStatistics:
     waiting_requests: int
     """Our requests whose callers wait for an answer."""
     running_handlers: int
-    """Handler tasks running (requests and notifications of the peer's)."""
+    """Handler tasks started and not finished (the peer's requests and notifications,
+    including those only writing their answer and notifications running on a backlog
+    slot alone): it may exceed ``max_concurrent_handlers``."""
     max_concurrent_handlers: int
-    """The limit on ``running_handlers``; beyond it requests wait their turn."""
+    """The number of running slots: beyond it requests wait their turn
+    (``waiting_handlers``) and notifications run on their backlog slot alone."""
     waiting_handlers: int = 0
     """The peer's requests read and waiting, in order, for a running slot (at most
     ``max_unanswered_requests`` with the running ones; then the reader stops)."""
