@@ -45,7 +45,6 @@ from mcp_sansio import (
     ConnectionClosed,
     Era,
     ErrorReceived,
-    HandshakeCompleted,
     InvalidMessageReceived,
     LifecycleState,
     LocalProtocolError,
@@ -303,8 +302,6 @@ class Endpoint:
             self._cancel(conn, event.request_id)
         elif isinstance(event, ResultReceived | ErrorReceived | RequestTimedOut):
             self._resolve(conn, event.request_id, event)
-        elif isinstance(event, HandshakeCompleted):
-            self._wake_initialized(conn)
         elif isinstance(event, ConnectionClosed):
             self._wake_initialized(conn)
             for rid in event.abandoned:

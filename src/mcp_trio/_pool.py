@@ -136,14 +136,6 @@ class HandlerPool:
         self._started -= 1
         self._freed()
 
-    async def acquire(self) -> None:
-        """Wait for a backlog slot and a compute slot, and take them (no wait, and
-        no checkpoint, when both are free: see :meth:`acquire_nowait`)."""
-        while not self.acquire_nowait():
-            if self._slot_freed is None:
-                self._slot_freed = trio.Event()
-            await self._slot_freed.wait()
-
     def release_unused(self) -> None:
         """Give back slots that were not used."""
         self._computing -= 1

@@ -10,31 +10,39 @@ from mcp_trio._pool import HandlerPool
 
 async def test_slots_are_waited_for_and_handed_on() -> None:
     pool = HandlerPool(compute=1, backlog=2)
+    freed: list[int] = []
+    pool.on_freed = lambda: freed.append(1)
     assert pool.acquire_nowait()
     first = pool.begin("a")
     assert not pool.acquire_nowait()  # the compute slot is taken
+    assert pool.reserve_nowait()  # a backlog slot alone: "b" waits for a compute slot
+    assert not pool.compute_nowait()
     got: list[str] = []
 
-    async def take(name: str) -> None:
-        await pool.acquire()
+    async def reserve(name: str) -> None:
+        await pool.reserve()
         got.append(name)
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(take, "x")
-        nursery.start_soon(take, "y")
+        nursery.start_soon(reserve, "x")
         await trio.testing.wait_all_tasks_blocked()
-        assert got == []
-        pool.computed(first)  # the answer is queued: one compute slot comes back
+        assert got == []  # the backlog is full
+        pool.computed(first)  # the answer is queued: the compute slot comes back
         pool.computed(first)  # (only once)
+        assert len(freed) == 1
         await trio.testing.wait_all_tasks_blocked()
-        assert len(got) == 1  # the other waits: no compute slot, and the backlog is full
+        assert got == []  # a compute slot is no backlog slot
+        assert pool.compute_nowait()  # "b" takes it
         second = pool.begin("b")
-        pool.finish(first)
+        pool.finish(first)  # a backlog slot comes back
         await trio.testing.wait_all_tasks_blocked()
-        assert len(got) == 1  # a backlog slot came back, but not a compute slot
+        assert got == ["x"]
+        pool.release_reserved()  # "x" will not start after all
         pool.finish(second)
-    assert sorted(got) == ["x", "y"]
     assert pool.count == 0
+    # every slot is free again, and only those: one compute, two backlog
+    assert pool.acquire_nowait() and not pool.compute_nowait()
+    assert pool.reserve_nowait() and not pool.reserve_nowait()
 
 
 async def test_unused_slots_go_back() -> None:
