@@ -75,9 +75,8 @@ class SessionConfig:
     memory_buffer_size: int = attrs.field(default=256, validator=_non_negative)
     """In-memory transport: messages buffered in each direction before the writer blocks.
     The peer's own bounds (handler slots, unanswered requests) stop a runaway sender;
-    this buffer absorbs bursts. Once it is full, every write waits its turn on the
-    session's write lock behind the blocked one (a convoy that costs 2 to 4 times as much
-    per call while it lasts), so it is sized well above the usual concurrency."""
+    this buffer absorbs bursts. Once it is full, writes wait for the peer to read, so it
+    is sized well above the usual concurrency."""
     read_chunk_size: int = attrs.field(default=65_536, validator=_positive)
     """Byte streams (stdio): the largest chunk read at once."""
     stdin_close_timeout: float = attrs.field(default=2.0, validator=_non_negative)

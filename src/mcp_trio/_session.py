@@ -28,15 +28,15 @@ tasks. Per session:
   order of messages. A taken message runs in the reader's contextvars context, so
   handlers never see the sender's; and a failure while taking it fails this session
   (as a crashed reader would), never the sender.
-* **One write path**, serialized by a ``trio.Lock`` (skipped, with no scheduler pass,
-  when no write is in progress and the channel takes the message at once:
-  ``Writer.write_nowait``). Whoever calls the core drains its
-  output into an ordered outbox and then writes, under the lock, up to the last
-  message it queued (aioquic's ``transmit()``), so messages leave in the order the
-  core produced them. Each single message write is shielded from the caller's
-  cancellation (half a frame would corrupt a stream) and bounded by
-  ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the
-  session.
+* **One write path**, one writer at a time (skipped, with no scheduler pass, when no
+  write is in progress and the channel takes the message at once:
+  ``Writer.write_nowait``). Whoever calls the core drains its output into an ordered
+  outbox and then writes up to the last message it queued, after those queued before
+  (aioquic's ``transmit()``), so messages leave in the order the core produced them;
+  others wait for that writer, and it sends their messages along when that needs no
+  waiting. Each single message write is shielded from the caller's cancellation (half
+  a frame would corrupt a stream) and bounded by ``write_timeout``; a failed write
+  calls ``conn.send_failed()`` and closes the session.
 * **One timer task** sleeps in a cancel scope whose deadline is the core's
   ``next_deadline()``; every core call re-arms it, and when it fires it calls
   ``handle_timer(now)``.

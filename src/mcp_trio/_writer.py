@@ -1,18 +1,27 @@
 """The one write path of a session.
 
 Whoever calls the core drains its output into an ordered outbox (``queue``) and then
-writes, under a ``trio.Lock``, up to the last message it queued (``write_through``).
-The lock holder writes the messages queued before its own too, so messages leave in
+writes up to the last message it queued (``write_through``). One task writes at a time
+(the *writer*); it writes the messages queued before its own too, so messages leave in
 the order the core produced them, whichever task produced them (aioquic's
-``transmit()``). A task cancelled while waiting for the lock leaves its messages in
-the outbox; the next writer sends them. (The session cancels a request it could not
-write with a bounded write of its own, so nothing waits there for long.)
+``transmit()``).
 
 Most writes need no waiting (room in the memory channel, in the pipe):
-:meth:`Writer.write_nowait` sends them with the channel's ``send_nowait``, with no lock
-round trip, no cancel scope and no scheduler tick. That is safe without taking the
-lock because nothing in it yields: if the lock is free, no write is in progress, and
-none can start before it returns. Whatever it cannot send goes the slow way below.
+:meth:`Writer.write_nowait` sends them with the channel's ``send_nowait``, with no
+cancel scope and no scheduler tick. That is safe without further care because nothing
+in it yields: if no writer is active, none can start before it returns. Whatever it
+cannot send goes the slow way below.
+
+The slow way. A task that finds a writer active *parks* until that writer leaves. The
+writer waits only for its own messages and those before them; once they are out, it
+also sends whatever else is queued as long as that needs no waiting (it *rides* along),
+then wakes every parked task at once. Those whose messages went out return; if any are
+left, the first to run becomes the writer. So when a full channel drains, the messages
+queued behind it leave in one go and the fast path is free again at once, instead of a
+lock being handed from task to task, one scheduler tick each, while newcomers queue
+behind (a lock convoy). A task cancelled while parked leaves its messages in the
+outbox; the writer or the next one sends them. (The session cancels a request it could
+not write with a bounded write of its own, so nothing waits there for long.)
 
 On a channel whose sends are atomic (a memory channel), a write is cancelled like any
 other wait and the message stays first in the outbox. Otherwise each single message
@@ -36,7 +45,7 @@ __all__ = ["Writer"]
 
 @final
 class Writer:
-    """An ordered outbox drained to a channel under a lock.
+    """An ordered outbox drained to a channel by one writer at a time.
 
     Args:
         channel: where messages go.
@@ -46,7 +55,8 @@ class Writer:
     def __init__(self, channel: MessageChannel, write_timeout: float | None) -> None:
         self._channel = channel
         self._timeout = write_timeout
-        self._lock = trio.Lock()
+        self._active = False  # a task is in write_through's writing part
+        self._parked = trio.lowlevel.ParkingLot()  # tasks waiting for it to leave
         self._outbox: deque[bytes] = deque()
         self._queued = 0  # messages ever queued
         self._written = 0  # messages ever written (or dropped by abort)
@@ -75,19 +85,9 @@ class Writer:
 
         ``False`` leaves the rest in order in the outbox: :meth:`write_through` it.
         """
-        if self._lock.locked():
+        if self._active:
             return self._written >= mark  # a write is in progress: queue behind it
-        outbox, send_nowait = self._outbox, self._channel.send_nowait
-        self.writing = True
-        try:
-            while self._written < mark:
-                if not send_nowait(outbox[0]):
-                    return False
-                outbox.popleft()
-                self._written += 1
-        finally:
-            self.writing = False
-        return True
+        return self._send_ready(mark)
 
     async def write_through(self, mark: int) -> SessionClosed | None:
         """Write until every message up to ``mark`` is out.
@@ -96,13 +96,15 @@ class Writer:
             ``None``, or why writing failed (the channel broke, a write timed out, or
             :meth:`abort` was called). Nothing is written after a failure.
         """
-        if self._written >= mark:
-            return None
-        # An uncontended lock is taken without a scheduler round trip.
-        try:
-            self._lock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._lock.acquire()
+        while self._written < mark:
+            if not self._active:
+                return await self._write_as_writer(mark)
+            await self._parked.park()  # until the writer leaves (see the module docs)
+        return None
+
+    async def _write_as_writer(self, mark: int) -> SessionClosed | None:
+        """Write up to ``mark`` as the one writer, then ride (see the module docs)."""
+        self._active = True
         try:
             while self._written < mark:
                 failure = await self._write_one(self._outbox[0])
@@ -113,8 +115,11 @@ class Writer:
                     return failure
                 self._outbox.popleft()
                 self._written += 1
+                self._send_ready(mark)  # the rest of ours, if it goes without waiting
+            self._send_ready(self._queued)  # ride: others' messages that need no wait
         finally:
-            self._lock.release()
+            self._active = False
+            self._parked.unpark_all()
         return None
 
     def cap(self, deadline: float) -> None:
@@ -131,6 +136,21 @@ class Writer:
         self._written = self._queued
         if self._scope is not None:
             self._scope.cancel()
+
+    def _send_ready(self, mark: int) -> bool:
+        """Send with ``send_nowait`` up to ``mark`` while the channel takes messages
+        at once; whether all are out."""
+        outbox, send_nowait = self._outbox, self._channel.send_nowait
+        self.writing = True
+        try:
+            while self._written < mark:
+                if not send_nowait(outbox[0]):
+                    return False
+                outbox.popleft()
+                self._written += 1
+        finally:
+            self.writing = False
+        return True
 
     async def _write_one(self, message: bytes) -> SessionClosed | None:
         if self._channel.atomic_send:

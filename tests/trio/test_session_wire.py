@@ -3,7 +3,7 @@ of the channel itself (write errors, hung writes, end of input, internal errors)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import trio
@@ -523,8 +523,10 @@ class _GatedChannel(MessageChannel):
         self.sent: list[bytes] = []
         self.open = False
         self.gate = trio.Event()
+        self.waited_sends = 0  # sends that went the async way
 
     async def send(self, message: bytes) -> None:
+        self.waited_sends += 1
         await self.gate.wait()
         self.sent.append(message)
 
@@ -541,10 +543,16 @@ class _GatedChannel(MessageChannel):
         pass
 
 
+class _AtomicGatedChannel(_GatedChannel):
+    """The same, with cancellable writes (like a memory channel's)."""
+
+    atomic_send: ClassVar[bool] = True
+
+
 async def test_messages_queue_behind_a_write_in_progress() -> None:
     channel = _GatedChannel()
     writer = Writer(channel, write_timeout=None)
-    first = writer.queue([b"1"])
+    first = writer.queue([b"1", b"1+"])
     assert not writer.write_nowait(first)  # the channel is full
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.write_through, first)
@@ -555,13 +563,119 @@ async def test_messages_queue_behind_a_write_in_progress() -> None:
         second = writer.queue([b"2", b"3"])
         assert not writer.write_nowait(second)
         assert channel.sent == []
-        assert writer.backlog == 3
+        assert writer.backlog == 4
         channel.gate.set()
-    assert channel.sent == [b"1"]
+    # Once "1" is out, its writer sends what else goes without waiting.
+    assert channel.sent == [b"1", b"1+", b"2", b"3"]
     assert writer.write_nowait(first)  # already out
     assert writer.write_nowait(second)
-    assert channel.sent == [b"1", b"2", b"3"]
     assert writer.backlog == 0
+    assert channel.waited_sends == 1
+
+
+async def test_writers_parked_behind_a_full_channel_leave_together() -> None:
+    # The convoy this guards against: each parked task waking in turn, one scheduler
+    # tick each, to write its own message the slow way while newcomers queue behind.
+    channel = _GatedChannel()
+    writer = Writer(channel, write_timeout=None)
+    done: list[int] = []
+
+    async def write(n: int) -> None:
+        assert await writer.write_through(writer.queue([b"%d" % n])) is None
+        done.append(n)
+
+    async with trio.open_nursery() as nursery:
+        for n in range(10):
+            nursery.start_soon(write, n)
+            await trio.testing.wait_all_tasks_blocked()
+        assert channel.sent == [] and writer.backlog == 10
+        channel.open = True
+        channel.gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        # The first writer sent all ten; a newcomer takes the fast path at once.
+        assert channel.sent == [b"%d" % n for n in range(10)]
+        assert writer.write_nowait(writer.queue([b"late"]))
+    assert sorted(done) == list(range(10))
+    assert channel.waited_sends == 1
+    assert channel.sent[-1] == b"late"
+
+
+async def test_parked_writers_outlive_a_cancelled_writer() -> None:
+    channel = _AtomicGatedChannel()  # a write in progress is cancellable
+    writer = Writer(channel, write_timeout=None)
+    results: list[SessionClosed | None] = []
+
+    async def write(message: bytes, scope: trio.CancelScope | None = None) -> None:
+        with scope if scope is not None else trio.CancelScope():
+            results.append(await writer.write_through(writer.queue([message])))
+
+    first = trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(write, b"1", first)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(write, b"2")
+        await trio.testing.wait_all_tasks_blocked()
+        assert channel.waited_sends == 1
+        first.cancel()  # the writer goes; "1" stays first in the outbox
+        await trio.testing.wait_all_tasks_blocked()
+        assert channel.waited_sends == 2  # the parked one took over, from "1"
+        channel.open = True
+        channel.gate.set()
+    assert results == [None]  # the cancelled one returned nothing
+    assert channel.sent == [b"1", b"2"]
+    assert writer.backlog == 0
+
+
+async def test_a_parked_writer_cancelled_still_has_its_message_sent() -> None:
+    channel = _GatedChannel()
+    writer = Writer(channel, write_timeout=None)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.write_through, writer.queue([b"1"]))
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.move_on_after(0) as gave_up:
+            await writer.write_through(writer.queue([b"2"]))
+        assert gave_up.cancelled_caught
+        channel.open = True
+        channel.gate.set()
+    assert channel.sent == [b"1", b"2"]  # the writer rode "2" along
+
+
+async def test_a_write_already_out_never_waits_for_the_writer() -> None:
+    channel = _GatedChannel()
+    writer = Writer(channel, write_timeout=None)
+    channel.open = True
+    out = writer.queue([b"1"])
+    assert writer.write_nowait(out)
+    channel.open = False
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.write_through, writer.queue([b"2"]))
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.move_on_after(0) as waited:
+            assert await writer.write_through(out) is None
+        assert not waited.cancelled_caught
+        channel.gate.set()
+    assert channel.sent == [b"1", b"2"]
+
+
+async def test_parked_writers_return_when_the_writer_fails() -> None:
+    channel = _GatedChannel()
+    writer = Writer(channel, write_timeout=None)
+    results: list[SessionClosed | None] = []
+
+    async def write(message: bytes) -> None:
+        results.append(await writer.write_through(writer.queue([message])))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(write, b"1")
+        await trio.testing.wait_all_tasks_blocked()
+        for n in range(2, 5):
+            nursery.start_soon(write, b"%d" % n)
+        await trio.testing.wait_all_tasks_blocked()
+        writer.abort()  # the session is closing: the write in progress is cancelled
+    assert channel.sent == []
+    assert results[0] is not None and "closed" in results[0].reason
+    assert results[1:] == [None, None, None]  # their messages were dropped, not sent
+    assert channel.waited_sends == 1
 
 
 async def test_a_memory_peer_that_stopped_reading_fails_the_write() -> None:
