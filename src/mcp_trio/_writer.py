@@ -12,16 +12,19 @@ cancel scope and no scheduler tick. That is safe without further care because no
 in it yields: if no writer is active, none can start before it returns. Whatever it
 cannot send goes the slow way below.
 
-The slow way. A task that finds a writer active *parks* until that writer leaves. The
-writer waits only for its own messages and those before them; once they are out, it
-also sends whatever else is queued as long as that needs no waiting (it *rides* along),
-then wakes every parked task at once. Those whose messages went out return; if any are
-left, the first to run becomes the writer. So when a full channel drains, the messages
-queued behind it leave in one go and the fast path is free again at once, instead of a
-lock being handed from task to task, one scheduler tick each, while newcomers queue
-behind (a lock convoy). A task cancelled while parked leaves its messages in the
-outbox; the writer or the next one sends them. (The session cancels a request it could
-not write with a bounded write of its own, so nothing waits there for long.)
+The slow way. A task that finds a writer active waits for its turn, in the order of
+its messages. The writer waits only for its own messages and those before them; once
+they are out, it also sends whatever else is queued as long as that needs no waiting
+(it *rides* along). Every waiting task returns as soon as its messages are out (it
+never waits for later ones: the reader's own answer must not wait behind a handler's
+notifications, or two full pipes would stop both readers), and when the writer leaves,
+the waiting task with the earliest messages still queued becomes the writer. So when
+a full channel drains, the messages queued behind it leave in one go and the fast path
+is free again at once, instead of a lock being handed from task to task, one scheduler
+tick each, while newcomers queue behind (a lock convoy). A task cancelled while
+waiting leaves its messages in the outbox; the writer or the next one sends them. (The
+session cancels a request it could not write with a bounded write of its own, so
+nothing waits there for long.)
 
 On a channel whose sends are atomic (a memory channel), a write is cancelled like any
 other wait and the message stays first in the outbox. Otherwise each single message
@@ -32,15 +35,29 @@ byte stream or a WebSocket, and bounded by ``write_timeout`` instead;
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import final
 
+import attrs
 import trio
 
 from ._channel import MessageChannel
 from ._errors import SessionClosed
 
 __all__ = ["Writer"]
+
+
+@attrs.define(slots=True, eq=False)
+class _Waiter:
+    """A task waiting in :meth:`Writer.write_through` for its messages to go out."""
+
+    mark: int
+    woken: trio.Event = attrs.Factory(trio.Event)
+    turn: bool = False
+    """Woken to become the writer (the role is reserved for it)."""
+    gone: bool = False
+    """Cancelled: skipped when its turn would come."""
 
 
 @final
@@ -55,8 +72,9 @@ class Writer:
     def __init__(self, channel: MessageChannel, write_timeout: float | None) -> None:
         self._channel = channel
         self._timeout = write_timeout
-        self._active = False  # a task is in write_through's writing part
-        self._parked = trio.lowlevel.ParkingLot()  # tasks waiting for it to leave
+        self._active = False  # a writer is writing, or the role is reserved for a waiter
+        self._waiters: list[tuple[int, int, _Waiter]] = []  # a heap by (mark, arrival)
+        self._arrivals = 0
         self._outbox: deque[bytes] = deque()
         self._queued = 0  # messages ever queued
         self._written = 0  # messages ever written (or dropped by abort)
@@ -96,15 +114,27 @@ class Writer:
             ``None``, or why writing failed (the channel broke, a write timed out, or
             :meth:`abort` was called). Nothing is written after a failure.
         """
-        while self._written < mark:
-            if not self._active:
-                return await self._write_as_writer(mark)
-            await self._parked.park()  # until the writer leaves (see the module docs)
-        return None
+        if self._written >= mark:
+            return None
+        if not self._active:
+            self._active = True
+            return await self._write_as_writer(mark)
+        waiter = _Waiter(mark)
+        self._arrivals += 1
+        heapq.heappush(self._waiters, (mark, self._arrivals, waiter))
+        try:
+            await waiter.woken.wait()
+        except BaseException:
+            waiter.gone = True
+            if waiter.turn:  # the role was handed over as we were cancelled: pass it on
+                self._leave()
+            raise
+        if not waiter.turn:
+            return None  # our messages are out (or dropped by abort)
+        return await self._write_as_writer(mark)
 
     async def _write_as_writer(self, mark: int) -> SessionClosed | None:
-        """Write up to ``mark`` as the one writer, then ride (see the module docs)."""
-        self._active = True
+        """Write up to ``mark`` holding the writer role, then ride (see the module docs)."""
         try:
             while self._written < mark:
                 failure = await self._write_one(self._outbox[0])
@@ -118,9 +148,28 @@ class Writer:
                 self._send_ready(mark)  # the rest of ours, if it goes without waiting
             self._send_ready(self._queued)  # ride: others' messages that need no wait
         finally:
-            self._active = False
-            self._parked.unpark_all()
+            self._leave()
         return None
+
+    def _wake_done(self) -> None:
+        """Wake the waiters whose messages are all out (skip the cancelled ones)."""
+        waiters, written = self._waiters, self._written
+        while waiters and (waiters[0][0] <= written or waiters[0][2].gone):
+            waiter = heapq.heappop(waiters)[2]
+            waiter.woken.set()
+
+    def _leave(self) -> None:
+        """The writer leaves: wake those done, hand the role to the earliest left.
+
+        Waiters before the writer's own messages were done when it began, so only
+        its ride can have finished others' (and only in mark order)."""
+        self._wake_done()
+        if self._waiters:
+            waiter = heapq.heappop(self._waiters)[2]
+            waiter.turn = True  # the role stays taken (_active) for it
+            waiter.woken.set()
+        else:
+            self._active = False
 
     def cap(self, deadline: float) -> None:
         """No write, the one in progress included, lasts past ``deadline`` (a closing

@@ -640,6 +640,97 @@ async def test_a_parked_writer_cancelled_still_has_its_message_sent() -> None:
     assert channel.sent == [b"1", b"2"]  # the writer rode "2" along
 
 
+class _PermitChannel(MessageChannel):
+    """Each ``send`` takes one permit (``permits.release()``); ``send_nowait`` never
+    takes a message (a WebSocket, a long line on a pipe)."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.permits = trio.Semaphore(0)
+
+    async def send(self, message: bytes) -> None:
+        await self.permits.acquire()
+        self.sent.append(message)
+
+    async def receive(self) -> bytes:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _write_through(
+    writer: Writer,
+    messages: list[bytes],
+    results: dict[bytes, SessionClosed | None],
+    scope: trio.CancelScope | None = None,
+) -> None:
+    """Queue ``messages`` and write them through; record the outcome under the first."""
+    with scope if scope is not None else trio.CancelScope():
+        results[messages[0]] = await writer.write_through(writer.queue(messages))
+
+
+async def _returns_once_out() -> None:
+    channel = _PermitChannel()
+    writer = Writer(channel, write_timeout=60)
+    results: dict[bytes, SessionClosed | None] = {}
+    async with trio.open_nursery() as nursery:
+        for messages in ([b"1"], [b"2"], [b"3", b"4"]):
+            nursery.start_soon(_write_through, writer, messages, results)
+            await trio.testing.wait_all_tasks_blocked()
+        channel.permits.release()
+        channel.permits.release()
+        await trio.testing.wait_all_tasks_blocked()
+        assert channel.sent == [b"1", b"2"]
+        assert results == {b"1": None, b"2": None}
+        channel.permits.release()
+        channel.permits.release()
+    assert channel.sent == [b"1", b"2", b"3", b"4"]
+    assert results == {b"1": None, b"2": None, b"3": None}
+
+
+async def test_a_waiting_writer_returns_once_its_messages_are_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Never behind messages queued after its own: the reader waiting to write its
+    # answer must not wait for a handler's later notifications (two full pipes would
+    # stop both readers). Trio runs woken tasks in either order, hence the rounds.
+    # (write_timeout: on failure, the shielded writes end and the nursery with them.)
+    for _ in range(30):
+        await _returns_once_out()
+
+
+async def _passed_over(cancel_with_turn: bool) -> None:
+    channel = _PermitChannel()
+    writer = Writer(channel, write_timeout=60)
+    results: dict[bytes, SessionClosed | None] = {}
+    scopes = {m: trio.CancelScope() for m in (b"1", b"2", b"3")}
+    async with trio.open_nursery() as nursery:
+        for message, scope in scopes.items():
+            nursery.start_soon(_write_through, writer, [message], results, scope)
+            await trio.testing.wait_all_tasks_blocked()
+        if cancel_with_turn:
+            channel.permits.release()  # "1" goes out and "2" is next...
+        scopes[b"2"].cancel()  # ...but its task is gone
+        await trio.testing.wait_all_tasks_blocked()
+        if not cancel_with_turn:
+            channel.permits.release()
+        channel.permits.release()
+        channel.permits.release()
+    assert results == {b"1": None, b"3": None}
+    assert channel.sent == [b"1", b"2", b"3"]  # "2" stayed queued, in its place
+
+
+async def test_a_cancelled_waiting_writer_is_passed_over(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Cancelled before its turn, or as its turn came (trio runs the two wakeups in
+    # either order, hence the rounds): the next waiter writes, nobody waits forever.
+    for cancel_with_turn in [False, True] * 15:
+        await _passed_over(cancel_with_turn)
+
+
 async def test_a_write_already_out_never_waits_for_the_writer() -> None:
     channel = _GatedChannel()
     writer = Writer(channel, write_timeout=None)
