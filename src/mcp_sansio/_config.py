@@ -59,7 +59,8 @@ class ConnectionConfig:
     max_batch_size: int = 1_000
     """Largest accepted JSON-RPC batch (2025-03-26 only)."""
     max_message_size: int = 4 * 1024 * 1024
-    """Largest message accepted on a byte stream, in bytes."""
+    """Largest message accepted, in bytes. A larger one is dropped unread, and the request
+    it belongs to (its id is taken from its first bytes) fails instead of waiting."""
     max_input_rounds: int = 8
     """Client, modern era: most input-required rounds for one request."""
     remembered_ids: int = 1_024

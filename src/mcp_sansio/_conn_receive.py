@@ -9,7 +9,8 @@ that move the handshake are handed to :class:`_Handshake`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Any, Final, Literal
 
 from . import _modern
 from ._conn_base import (
@@ -65,6 +66,39 @@ from ._state import (
 )
 from ._versions import FOREIGN_METHODS
 
+_HEAD_SIZE: Final = 256  # bytes of an oversize message looked at for its id
+
+# The start of a JSON-RPC object as libraries write it: "jsonrpc" and "id" first (either
+# order), then the member that says what it is. Ids: integers, strings without escapes.
+_ID = rb'(?P<id>-?(?:0|[1-9][0-9]{0,17})|"[^"\\\x00-\x1f]{0,128}")'
+_VERSION = rb'"jsonrpc"\s*:\s*"2\.0"'
+_HEAD = re.compile(
+    rb"\s*\{\s*(?:"
+    + _VERSION
+    + rb'\s*,\s*"id"\s*:\s*'
+    + _ID
+    + rb'|"id"\s*:\s*'
+    + _ID.replace(b"<id>", b"<id2>")
+    + rb"\s*,\s*"
+    + _VERSION
+    + rb')\s*,\s*"(?P<kind>method|result|error)"\s*:'
+)
+
+
+def _head_id(head: bytes) -> tuple[RequestId, str] | None:
+    """The id in the first bytes of a message, and whether it is a request's
+    (``"method"``) or an answer's (``"result"``, ``"error"``); ``None`` if not seen."""
+    match = _HEAD.match(head)
+    if match is None:
+        return None
+    raw: bytes = match["id"] if match["id"] is not None else match["id2"]
+    if raw.startswith(b'"'):
+        try:
+            return raw[1:-1].decode(), match["kind"].decode()
+        except UnicodeDecodeError:
+            return None
+    return int(raw), match["kind"].decode()
+
 
 class _Receiving(_Handshake):
     """The receiving side of :class:`Connection`: input in, events out."""
@@ -73,7 +107,8 @@ class _Receiving(_Handshake):
         """Feed bytes of a newline-delimited JSON stream (stdio).
 
         A line longer than ``config.max_message_size`` is discarded up to its
-        newline and answered with -32600 (id null); the stream goes on.
+        newline and answered with -32600; the stream goes on (see
+        :meth:`_receive_too_large` for the id).
         """
         self._splitter.feed(data)
         return self._receive_lines(now)
@@ -83,12 +118,7 @@ class _Receiving(_Handshake):
         splitter = self._splitter
         while (item := splitter.next_message()) is not None:
             if isinstance(item, MessageTooLarge):
-                err = ErrorData(
-                    code=ErrorCode.INVALID_REQUEST,
-                    message=f"Message too large: over {item.limit} bytes",
-                )
-                self._emit(error_response(None, err))
-                events.append(InvalidMessageReceived(error=err))
+                self._receive_too_large(item.head, item.limit, now, events)
                 continue
             # A line is at most max_message_size bytes: receive_message takes it whole.
             events += self.receive_message(item, now=now)
@@ -99,12 +129,15 @@ class _Receiving(_Handshake):
     ) -> list[Event]:
         """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
         if len(data) > self._max_message_size:
-            err = ErrorData(
-                code=ErrorCode.INVALID_REQUEST,
-                message=f"Message too large: over {self._max_message_size} bytes",
+            head = data[:_HEAD_SIZE]
+            too_large: list[Event] = []
+            self._receive_too_large(
+                head.encode() if isinstance(head, str) else bytes(head),
+                self._max_message_size,
+                now,
+                too_large,
             )
-            self._emit(error_response(None, err))
-            return [InvalidMessageReceived(error=err)]
+            return too_large
         if self._closed:
             return []
         try:
@@ -330,6 +363,33 @@ class _Receiving(_Handshake):
         for item in items:
             self._receive_one(item, now, events, batch)
         self._maybe_flush_batch(batch)
+
+    def _receive_too_large(self, head: bytes, limit: int, now: float, events: list[Event]) -> None:
+        """A message over ``limit`` bytes, unread but for ``head``.
+
+        Every request must get exactly one answer, so its id is looked for in the head
+        (``{"jsonrpc": "2.0", "id": ...`` as JSON-RPC libraries write it; see
+        :func:`_head_id`). A request of the peer gets -32600 under its id; an answer to
+        a request of ours ends that request with an error (-32603) instead of leaving
+        it waiting forever. Without an id in sight: -32600 with id null (JSON-RPC 2.0:
+        the id could not be detected), and the message is only reported.
+        """
+        why = f"Message too large: over {limit} bytes"
+        found = _head_id(head)
+        if found is not None:
+            rid, kind = found
+            if kind != "method" and rid in self._pending:
+                error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=f"{why} (the answer)")
+                self._receive_one(error_response(rid, error), now, events, None)
+                return
+            if kind == "method" and rid not in self._inflight and not self._closed:
+                err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
+                self._emit(error_response(rid, err), rid)
+                events.append(InvalidMessageReceived(error=err))
+                return
+        err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
+        self._emit(error_response(None, err))
+        events.append(InvalidMessageReceived(error=err))
 
     def _receive_one(self, obj: Any, now: float, events: list[Event], batch: _Batch | None) -> None:
         # A well-formed request, notification or result is dispatched straight from

@@ -75,6 +75,7 @@ _UTF8_BOM: Final = b"\xef\xbb\xbf"
 # Retry values longer than this many significant digits are ignored: int() of very long
 # digit strings is slow (and limited), and 10**18 ms is already ~30 million years.
 _MAX_RETRY_DIGITS: Final = 18
+_HEAD_SIZE: Final = 256  # bytes of an oversize message kept (MessageTooLarge.head)
 
 
 @final
@@ -96,6 +97,10 @@ class MessageTooLarge:
     """
     limit: int
     """The limit that was exceeded, in bytes."""
+    head: bytes = attrs.field(default=b"", eq=False)
+    """The message's first ``min(256, limit + 1)`` bytes, however the input was chunked:
+    enough to find the id of a JSON-RPC message written the usual way, so that its
+    request can still be answered (``Connection`` does). Empty for an SSE event."""
 
 
 def _check_limit(limit: int) -> None:
@@ -137,7 +142,7 @@ class LineSplitter:
         Nothing the peer sends makes this class raise.
     """
 
-    __slots__ = ("_discarding", "_eof", "_limit", "_out", "_partial")
+    __slots__ = ("_discarding", "_eof", "_head", "_limit", "_out", "_partial")
 
     def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         """Create a splitter.
@@ -151,6 +156,7 @@ class LineSplitter:
         """
         _check_limit(max_message_size)
         self._limit = max_message_size
+        self._head = min(_HEAD_SIZE, max_message_size + 1)  # see MessageTooLarge.head
         self._partial = bytearray()  # the incomplete last line
         self._out: deque[bytes | MessageTooLarge] = deque()
         self._discarding = False  # inside an oversize line: drop input up to a newline
@@ -234,7 +240,9 @@ class LineSplitter:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self._limit:
-            self._out.append(MessageTooLarge(size_seen=len(line), limit=self._limit))
+            self._out.append(
+                MessageTooLarge(size_seen=len(line), limit=self._limit, head=line[: self._head])
+            )
         elif line and (line[0] not in _JSON_WHITESPACE or line.strip(_JSON_WHITESPACE)):
             self._out.append(line)
 
@@ -243,9 +251,10 @@ class LineSplitter:
         # holds more than limit + 1 bytes; a longer complete line is caught by _add_line.
         size = len(self._partial)
         if size > self._limit + 1:
+            head = bytes(self._partial[: self._head])
             self._partial.clear()
             self._discarding = True
-            self._out.append(MessageTooLarge(size_seen=size, limit=self._limit))
+            self._out.append(MessageTooLarge(size_seen=size, limit=self._limit, head=head))
 
 
 def encode_line(payload: bytes) -> bytes:

@@ -465,7 +465,97 @@ def test_oversize_message_is_refused() -> None:
     assert isinstance(events[0], InvalidMessageReceived)
     (out,) = [loads(p) for p in server.data_to_send()]
     assert out["error"]["code"] == ErrorCode.INVALID_REQUEST
-    assert out["id"] is None
+    assert out["id"] == 1  # found in its first bytes: the request gets its answer
+    validate_message("2025-11-25", out)
+
+
+@pytest.mark.parametrize(
+    ("head", "answered_id"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":', 7),
+        (b' { "id" : "a-b" , "jsonrpc" : "2.0" , "method" : "x", "params":', "a-b"),
+        (b'{"jsonrpc":"2.0","id":-3,"method":"x","params":', -3),
+        (b'{"jsonrpc":"2.0","id":"caf\xc3\xa9","method":"x","params":', "caf\u00e9"),
+        # Not found: the id comes later, is escaped, is no id, or it is a batch.
+        (b'{"method":"x","jsonrpc":"2.0","id":7,"params":', None),
+        (b'{"jsonrpc":"2.0","id":"a\\"b","method":"x","params":', None),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"x","params":', None),
+        (b'{"jsonrpc":"2.0","id":null,"method":"x","params":', None),
+        (b'{"jsonrpc":"2.0","id":1234567890123456789012,"method":"x","params":', None),
+        (b'{"jsonrpc":"1.0","id":7,"method":"x","params":', None),
+        (b'[{"jsonrpc":"2.0","id":7,"method":"x","params":', None),
+        (b'{"jsonrpc":"2.0","id":7,"params":', None),
+        (b"\x00\xff garbage", None),
+    ],
+)
+def test_an_oversize_request_is_answered_under_the_id_in_its_head(
+    head: bytes, answered_id: Any
+) -> None:
+    body = head + b'"' + b"x" * 1200 + b'"}}'
+    for deliver in ("message", "line", "bytewise"):
+        pair = ready_pair(max_message_size=1000)
+        server = pair.server
+        if deliver == "message":
+            events = server.receive_message(body)
+        elif deliver == "line":
+            events = server.receive_bytes(body + b"\n")
+        else:  # refused while the line is still arriving
+            events = [e for b in body for e in server.receive_bytes(bytes([b]))]
+            events += server.receive_bytes(b"\n")
+        assert [type(e) for e in events] == [InvalidMessageReceived], deliver
+        (out,) = [loads(p) for p in server.data_to_send()]
+        assert out["id"] == answered_id, deliver
+        assert out["error"]["code"] == ErrorCode.INVALID_REQUEST
+        assert "too large" in out["error"]["message"]
+
+
+def test_an_oversize_request_reusing_an_id_in_flight_is_answered_with_null() -> None:
+    pair = ready_pair(max_message_size=1000)
+    pair.client.send_request("tools/call", {"name": "slow"})
+    (received,) = pair.deliver(pair.client)
+    assert isinstance(received, RequestReceived)
+    rid = received.request_id
+    body = b'{"jsonrpc":"2.0","id":%s,"method":"x","params":"%s"}' % (
+        dumps(rid),
+        b"x" * 1200,
+    )
+    pair.server.receive_message(body)
+    (out,) = [loads(p) for p in pair.server.data_to_send()]
+    assert out["id"] is None  # not an answer to the request in flight
+    pair.server.send_result(rid, {"content": []})
+    assert isinstance(only(pair.deliver(pair.server), ResultReceived), ResultReceived)
+
+
+@pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
+def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None:
+    client_config = ConnectionConfig(
+        implementation={"name": "c", "version": "1"},
+        capabilities=CLIENT_CAPS,
+        era="legacy",
+        max_message_size=2000,
+    )
+    pair = ConnectionPair(client_config)
+    pair.handshake()
+    rid = pair.client.send_request("tools/call", {"name": "big"})
+    other = pair.client.send_request("tools/call", {"name": "small"})
+    first = pair.deliver(pair.client)[0]
+    assert isinstance(first, RequestReceived)
+    pair.server.send_result(first.request_id, {"content": [{"type": "text", "text": "x" * 3000}]})
+    (payload,) = pair.server.data_to_send()
+    client = pair.client
+    if deliver == "message":
+        events = client.receive_message(payload)
+    elif deliver == "line":
+        events = client.receive_bytes(payload + b"\n")
+    else:
+        events = [e for b in payload for e in client.receive_bytes(bytes([b]))]
+        events += client.receive_bytes(b"\n")
+    (error,) = events
+    assert isinstance(error, ErrorReceived) and error.request_id == rid
+    assert error.error.code == ErrorCode.INTERNAL_ERROR
+    assert "too large" in error.error.message
+    assert client.data_to_send() == []  # nothing to say to the server about it
+    assert list(client.pending_requests()) == [other]
 
 
 # ---------------------------------------------------------------- byte streams

@@ -213,6 +213,19 @@ def test_lines_oversize_complete_line_reports_its_size() -> None:
     assert drain_lines(splitter) == [MessageTooLarge(size_seen=11, limit=10), b"ok"]
 
 
+@pytest.mark.parametrize("chunking", CHUNKINGS)
+@pytest.mark.parametrize("limit", [10, 255, 256, 1000])
+def test_lines_oversize_head_is_the_first_bytes_however_chunked(
+    chunking: Chunking, limit: int
+) -> None:
+    line = bytes(range(32, 127)) * 20  # 1,900 bytes, none a terminator
+    messages = split_lines(chunking(b"a\n" + line + b"\r\nb\n"), limit, eof=True)
+    assert messages[0] == b"a" and messages[2] == b"b"
+    too_large = messages[1]
+    assert isinstance(too_large, MessageTooLarge)
+    assert too_large.head == line[: min(256, limit + 1)]
+
+
 def test_lines_oversize_incomplete_line_is_reported_as_soon_as_it_is_certain() -> None:
     splitter = LineSplitter(10)
     splitter.feed(b"x" * 10 + b"\r")  # may still be a message of exactly 10 bytes

@@ -1,0 +1,145 @@
+"""A message over ``max_message_size`` ends only the request it answers (or asks), on every
+transport: its id is read from its first bytes, so nothing waits forever for it and the
+session goes on. And a modern HTTP client never dies of the core's replies to a server's
+mistakes (the modern era has no way to carry them)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import h11
+import pytest
+import trio
+
+from mcp_sansio import ConnectionConfig, ErrorCode
+from mcp_sansio._json import dumps, loads
+from mcp_trio import Handlers, McpError, RequestContext, open_memory_pair
+from mcp_trio._http_client import open_http_client
+
+from .test_http_support import IO_TIMEOUT, call, client_connection_config, start_server, text_of
+
+LIMIT = 20_000
+
+
+def _echo_handlers() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def echo(ctx: RequestContext) -> dict[str, Any]:
+        text = (ctx.params or {})["arguments"]["text"]
+        return {"content": [{"type": "text", "text": text}]}
+
+    return handlers
+
+
+def _small(era: str, max_message_size: int) -> ConnectionConfig:
+    return ConnectionConfig(
+        implementation={"name": "t", "version": "1"},
+        capabilities={"tools": {}},
+        max_message_size=max_message_size,
+        era=era,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("side", ["answer", "request"])
+async def test_in_memory_an_oversize_message_fails_its_request_only(era: str, side: str) -> None:
+    big = {"text": "x" * (LIMIT + 1)}
+    small, large = LIMIT, 10 * LIMIT  # the side that refuses, the side that does not
+    async with open_memory_pair(
+        server_handlers=_echo_handlers(),
+        server_connection_config=_small("auto", small if side == "request" else large),
+        client_connection_config=_small(era, small if side == "answer" else large),
+    ) as (client, _server):
+        with trio.fail_after(IO_TIMEOUT), pytest.raises(McpError) as info:
+            await client.request("tools/call", {"name": "echo", "arguments": big})
+        expected = ErrorCode.INTERNAL_ERROR if side == "answer" else ErrorCode.INVALID_REQUEST
+        assert info.value.code == expected
+        assert "too large" in info.value.message
+        with trio.fail_after(IO_TIMEOUT):
+            result = await client.request(
+                "tools/call", {"name": "echo", "arguments": {"text": "ok"}}
+            )
+        assert result["content"][0]["text"] == "ok"
+        assert client.statistics().waiting_requests == 0
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("mode", ["json", "sse"])
+async def test_over_http_an_oversize_answer_fails_its_request_only(
+    nursery: trio.Nursery, era: str, mode: str
+) -> None:
+    server = await start_server(nursery, http={"response_mode": mode})
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config(era, max_message_size=LIMIT)
+        ) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("tools/call", call("echo", text="x" * (LIMIT + 1)))
+            assert info.value.code == ErrorCode.INTERNAL_ERROR
+            assert "too large" in info.value.message
+            assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
+
+
+# -- a modern server that sends what it should not ------------------------------------------
+
+_DISCOVER = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28"],
+    "capabilities": {"tools": {}},
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "rude", "version": "0"}},
+}
+
+
+async def _rude_server(stream: trio.SocketStream) -> None:
+    """Answers ``server/discover``; answers anything else on an SSE stream that first
+    carries a request (modern servers send none) and then the answer."""
+    conn = h11.Connection(h11.SERVER)
+    while True:
+        body = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            elif isinstance(event, h11.ConnectionClosed):
+                return
+        message = loads(body)
+        if message["method"] == "server/discover":
+            kind, payload = (
+                "application/json",
+                dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER}),
+            )
+        else:
+            answer = {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"}
+            rude = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+            payload = b"".join(
+                b"data: " + dumps(m) + b"\n\n"
+                for m in (rude, {"jsonrpc": "2.0", "id": message["id"], "result": answer})
+            )
+            kind = "text/event-stream"
+        head = h11.Response(
+            status_code=200,
+            headers=[("content-type", kind), ("content-length", str(len(payload)))],
+        )
+        out = [conn.send(e) for e in (head, h11.Data(data=payload), h11.EndOfMessage())]
+        await stream.send_all(b"".join(part for part in out if part is not None))
+        conn.start_next_cycle()
+
+
+async def test_a_modern_client_survives_a_request_from_the_server(nursery: trio.Nursery) -> None:
+    listeners = await nursery.start(partial(trio.serve_tcp, _rude_server, 0, host="127.0.0.1"))
+    port = listeners[0].socket.getsockname()[1]
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            f"http://127.0.0.1:{port}/mcp", connection_config=client_connection_config("modern")
+        ) as client:
+            for _ in range(2):  # (the first one used to end the session)
+                assert text_of(await client.request("tools/call", call("x"))) == "hi"
