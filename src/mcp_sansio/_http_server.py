@@ -738,15 +738,17 @@ class HttpServer:
         meta = (msg.params or {}).get("_meta")
         if msg.method != "initialize" and (
             type(meta) is not dict
-            or PROTOCOL_VERSION_KEY not in meta
-            or CLIENT_CAPABILITIES_KEY not in meta
+            or type(meta.get(PROTOCOL_VERSION_KEY)) is not str
+            or type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict
         ):
             # The envelope rung of the ladder comes first (basic/versioning.mdx): a
-            # request without its _meta is invalid params, whatever its headers say.
+            # request without its _meta (or with a required field that is no string,
+            # no object) is malformed, invalid params at 400 (basic/index.mdx#_meta),
+            # whatever its headers say.
             return ErrorData(
                 code=ErrorCode.INVALID_PARAMS,
-                message="Invalid params: _meta must carry "
-                f"{PROTOCOL_VERSION_KEY!r} and {CLIENT_CAPABILITIES_KEY!r}",
+                message=f"Invalid params: _meta must carry {PROTOCOL_VERSION_KEY!r} (a string)"
+                f" and {CLIENT_CAPABILITIES_KEY!r} (an object)",
             )
         if version is None:
             if msg.method == "initialize":

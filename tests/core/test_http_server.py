@@ -1169,6 +1169,29 @@ def test_modern_unknown_method_is_404_when_the_application_says_so() -> None:
     assert loads(ready.response.body)["error"]["code"] == -32601
 
 
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {PV: MODERN},
+        {CC: {}},
+        {PV: MODERN, CC: None},
+        {PV: MODERN, CC: "x"},
+        {PV: MODERN, CC: []},
+        {PV: 20260728, CC: {}},
+        {PV: None, CC: {}},
+    ],
+)
+def test_a_malformed_envelope_is_invalid_params_at_400(meta: dict[str, Any]) -> None:
+    # basic/index.mdx#_meta: a request missing a required field is malformed: -32602,
+    # and on HTTP the status MUST be 400 (not the 200 of an ordinary -32602).
+    srv = make_server(era="modern")
+    body = rpc(1, "tools/list", {"_meta": meta})
+    reply = modern_reply(srv, body, **modern_headers("tools/list"))
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 400
+    assert error_of(reply.decision)["code"] == ErrorCode.INVALID_PARAMS
+    assert not reply.events
+
+
 def test_a_missing_mcp_param_header_for_a_body_value_is_refused() -> None:
     srv = make_server(
         tool_header_params=lambda name: (HeaderParam(name="Region", path=("region",)),)
