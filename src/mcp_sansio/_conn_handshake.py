@@ -323,10 +323,10 @@ class _Handshake(_ConnectionBase):
         self, rid: RequestId, error: ErrorData, now: float, events: list[Event]
     ) -> None:
         self._probe_id = None
+        data = error.data if isinstance(error.data, dict) else {}
+        offered = data.get("supported")
+        offered = offered if type(offered) is list else []
         if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and not self._probe_retried:
-            data = error.data if isinstance(error.data, dict) else {}
-            offered = data.get("supported")
-            offered = offered if type(offered) is list else []
             common = [v for v in self._modern_versions if v in offered]
             if common:
                 # versioning.mdx: a recognised modern error identifies a modern server;
@@ -339,9 +339,15 @@ class _Handshake(_ConnectionBase):
                 self._emit(request(new, "server/discover", params))
                 return
         if self._legacy_versions and error.code not in _modern.MODERN_ERROR_CODES:
-            self._send_initialize(now)
+            self._send_initialize(now)  # not a modern server: fall back
             return
-        if self._legacy_versions and error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+        if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and any(
+            v in offered for v in self._legacy_versions
+        ):
+            # A modern server that also speaks a legacy version of ours: that version is
+            # the mutually supported one, and initialize is how it is spoken. Offering
+            # none, there is nothing to retry with (2026-07-28/basic/transports/stdio:
+            # do not fall back to initialize).
             self._send_initialize(now)
             return
         events.append(ErrorReceived(request_id=rid, method="server/discover", error=error))

@@ -186,19 +186,28 @@ def test_discover_with_nothing_in_common_is_an_error() -> None:
     assert out == []
 
 
-def test_unsupported_version_with_no_common_version_falls_back_to_legacy() -> None:
+@pytest.mark.parametrize(
+    ("supported", "falls_back"),
+    [(["2099-01-01"], False), ([], False), (["2099-01-01", "2025-06-18"], True)],
+)
+def test_unsupported_version_falls_back_only_to_an_offered_legacy_version(
+    supported: list[str], falls_back: bool
+) -> None:
+    # A -32022 identifies a modern server: retry with a version it offers, never fall
+    # back to initialize blindly (2026-07-28/basic/transports/stdio, basic/versioning).
     client = Connection("client", ConnectionConfig())
     rid = client.start()
     client.data_to_send()
-    _, out = feed(
-        client,
-        {
-            "jsonrpc": "2.0",
-            "id": rid,
-            "error": {"code": -32022, "message": "x", "data": {"supported": ["2099-01-01"]}},
-        },
-    )
-    assert out[0]["method"] == "initialize"
+    error = {"code": -32022, "message": "x", "data": {"supported": supported}}
+    events, out = feed(client, {"jsonrpc": "2.0", "id": rid, "error": error})
+    if falls_back:
+        assert [m["method"] for m in out] == ["initialize"]
+        assert events == []
+    else:
+        assert out == []
+        (failed,) = events
+        assert isinstance(failed, ErrorReceived) and failed.error.code == -32022
+        assert client.lifecycle is not LifecycleState.READY
 
 
 def test_modern_requests_cannot_be_batched() -> None:
