@@ -211,9 +211,9 @@ class _Answering(_ConnectionBase):
     ) -> bool:
         """Server: send ``notifications/message`` if the client wants it.
 
-        Legacy: when we declared ``logging`` and ``level`` is at or above the level
-        the client set with ``logging/setLevel`` (all levels before it set one).
-        Modern: only for an in-flight ``request_id`` whose envelope set a
+        Only when we declared ``logging`` (both eras). Legacy: when ``level`` is at or
+        above the level the client set with ``logging/setLevel`` (all levels before it
+        set one). Modern: only for an in-flight ``request_id`` whose envelope set a
         ``logLevel``, and only at or above it.
 
         Returns:
@@ -231,13 +231,15 @@ class _Answering(_ConnectionBase):
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
+        if "logging" not in self.config.capabilities:
+            return False  # server/utilities/logging: who sends them MUST declare logging
         inbound = None if request_id is None else self._inflight.get(request_id)
         if inbound is not None and inbound.era is _MODERN:
             if not _modern.should_log(self._inbound_log_level.get(inbound.request_id), level):
                 return False
             self._emit(notification("notifications/message", params), request_id)
             return True
-        if self._era is not _LEGACY or "logging" not in self.config.capabilities:
+        if self._era is not _LEGACY:
             return False
         if self._log_level is not None and _LOG_RANK[level] < _LOG_RANK[self._log_level]:
             return False

@@ -344,6 +344,16 @@ def test_logging_only_when_the_request_asked_and_at_or_above() -> None:
     validate_wire(pair, V)
 
 
+def test_no_log_messages_without_the_logging_capability() -> None:
+    # server/utilities/logging: servers that emit log messages MUST declare `logging`.
+    caps = {k: v for k, v in SERVER_CAPS.items() if k != "logging"}
+    pair = modern_pair(capabilities=caps)
+    pair.client.send_request("tools/call", {"name": "b"}, log_level="debug")
+    asked = only(pair.deliver(pair.client), RequestReceived)
+    assert not pair.server.send_log("error", "boom", request_id=asked.request_id)
+    assert pair.server.data_to_send() == []
+
+
 def test_a_cancelled_requests_log_level_does_not_outlive_it() -> None:
     # A server that reads a cancellation forgets the request's logLevel with it: a later
     # request reusing the id without one must not be logged for.
