@@ -60,7 +60,7 @@ class ConnectionConfig:
     """Largest accepted JSON-RPC batch (2025-03-26 only)."""
     max_message_size: int = 4 * 1024 * 1024
     """Largest message accepted, in bytes. A larger one is dropped unread, and the request
-    it belongs to (its id is taken from its first bytes) fails instead of waiting."""
+    it belongs to (its id is taken from its first or last bytes) fails instead of waiting."""
     max_input_rounds: int = 8
     """Client, modern era: most input-required rounds for one request."""
     remembered_ids: int = 1_024

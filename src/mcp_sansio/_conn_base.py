@@ -87,6 +87,7 @@ class _ConnectionBase:
         self._subscriptions: dict[RequestId, _modern.SubscriptionFilter] = {}
         self._listening: set[RequestId] = set()
         self._probe_id: RequestId | None = None
+        self._probe_too_large = False  # the probe's answer was over the limit
         self._probe_retried = False
         self._log_level: str | None = None
         # Methods that already passed every check of the era that is now settled: the

@@ -338,7 +338,11 @@ class _Handshake(_ConnectionBase):
                 self._probe_id = new
                 self._emit(request(new, "server/discover", params))
                 return
-        if self._legacy_versions and error.code not in _modern.MODERN_ERROR_CODES:
+        if (
+            self._legacy_versions
+            and error.code not in _modern.MODERN_ERROR_CODES
+            and not self._probe_too_large  # (only a modern server answers at length)
+        ):
             self._send_initialize(now)  # not a modern server: fall back
             return
         if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and any(

@@ -66,38 +66,71 @@ from ._state import (
 )
 from ._versions import FOREIGN_METHODS
 
-_HEAD_SIZE: Final = 256  # bytes of an oversize message looked at for its id
+_HEAD_SIZE: Final = 256  # bytes at each end of an oversize message looked at for its id
+_TAIL_SIZE: Final = 64
 
-# The start of a JSON-RPC object as libraries write it: "jsonrpc" and "id" first (either
-# order), then the member that says what it is. Ids: integers, strings without escapes.
-_ID = rb'(?P<id>-?(?:0|[1-9][0-9]{0,17})|"[^"\\\x00-\x1f]{0,128}")'
-_VERSION = rb'"jsonrpc"\s*:\s*"2\.0"'
-_HEAD = re.compile(
-    rb"\s*\{\s*(?:"
+# Where JSON-RPC libraries put the id: first, after "jsonrpc" or before it, followed by
+# the member that says what the message is (Python SDKs); or last (the TypeScript SDK
+# writes {"result": ..., "jsonrpc": "2.0", "id": 1}), where a single closing brace after
+# it shows it is a member of the top-level object. Ids: integers, strings without
+# escapes. Anything else is not guessed at.
+_WS = rb"[ \t\r\n]*"
+_ID = rb'(-?(?:0|[1-9][0-9]{0,17})|"[^"\\\x00-\x1f]{0,128}")'
+_VERSION = rb'"jsonrpc"' + _WS + rb":" + _WS + rb'"2\.0"'
+_KIND = rb'"(method|result|error)"' + _WS + rb":"
+_ID_FIRST = re.compile(
+    _WS
+    + rb"\{"
+    + _WS
+    + rb"(?:"
     + _VERSION
-    + rb'\s*,\s*"id"\s*:\s*'
+    + _WS
+    + rb","
+    + _WS
+    + rb'"id"'
+    + _WS
+    + rb":"
+    + _WS
     + _ID
-    + rb'|"id"\s*:\s*'
-    + _ID.replace(b"<id>", b"<id2>")
-    + rb"\s*,\s*"
+    + rb'|"id"'
+    + _WS
+    + rb":"
+    + _WS
+    + _ID
+    + _WS
+    + rb","
+    + _WS
     + _VERSION
-    + rb')\s*,\s*"(?P<kind>method|result|error)"\s*:'
+    + rb")"
+    + _WS
+    + rb","
+    + _WS
+    + _KIND
 )
+_KIND_FIRST = re.compile(
+    _WS + rb"\{" + _WS + rb"(?:" + _VERSION + _WS + rb"," + _WS + rb")?" + _KIND
+)
+_ID_LAST = re.compile(rb'"id"' + _WS + rb":" + _WS + _ID + _WS + rb"\}" + _WS + rb"\Z")
 
 
-def _head_id(head: bytes) -> tuple[RequestId, str] | None:
-    """The id in the first bytes of a message, and whether it is a request's
-    (``"method"``) or an answer's (``"result"``, ``"error"``); ``None`` if not seen."""
-    match = _HEAD.match(head)
-    if match is None:
-        return None
-    raw: bytes = match["id"] if match["id"] is not None else match["id2"]
+def _message_id(head: bytes, tail: bytes) -> tuple[RequestId, bool] | None:
+    """The id of an oversize message, from its first and last bytes, and whether it is
+    a request's (else an answer's); ``None`` if it cannot be seen."""
+    found = _ID_FIRST.match(head)
+    if found is not None:
+        raw, kind = found[1] if found[1] is not None else found[2], found[3]
+    else:
+        first = _KIND_FIRST.match(head)
+        last = _ID_LAST.search(tail)
+        if first is None or last is None:
+            return None
+        raw, kind = last[1], first[1]
     if raw.startswith(b'"'):
         try:
-            return raw[1:-1].decode(), match["kind"].decode()
+            return raw[1:-1].decode(), kind == b"method"
         except UnicodeDecodeError:
             return None
-    return int(raw), match["kind"].decode()
+    return int(raw), kind == b"method"
 
 
 class _Receiving(_Handshake):
@@ -118,7 +151,7 @@ class _Receiving(_Handshake):
         splitter = self._splitter
         while (item := splitter.next_message()) is not None:
             if isinstance(item, MessageTooLarge):
-                self._receive_too_large(item.head, item.limit, now, events)
+                self._receive_too_large(item.head, item.tail, item.limit, now, events)
                 continue
             # A line is at most max_message_size bytes: receive_message takes it whole.
             events += self.receive_message(item, now=now)
@@ -129,14 +162,12 @@ class _Receiving(_Handshake):
     ) -> list[Event]:
         """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
         if len(data) > self._max_message_size:
-            head = data[:_HEAD_SIZE]
-            too_large: list[Event] = []
-            self._receive_too_large(
-                head.encode() if isinstance(head, str) else bytes(head),
-                self._max_message_size,
-                now,
-                too_large,
+            ends = data[:_HEAD_SIZE], data[-_TAIL_SIZE:]
+            head, tail = (
+                e.encode("utf-8", "surrogatepass") if isinstance(e, str) else bytes(e) for e in ends
             )
+            too_large: list[Event] = []
+            self._receive_too_large(head, tail, self._max_message_size, now, too_large)
             return too_large
         if self._closed:
             return []
@@ -364,28 +395,36 @@ class _Receiving(_Handshake):
             self._receive_one(item, now, events, batch)
         self._maybe_flush_batch(batch)
 
-    def _receive_too_large(self, head: bytes, limit: int, now: float, events: list[Event]) -> None:
-        """A message over ``limit`` bytes, unread but for ``head``.
+    def _receive_too_large(
+        self, head: bytes, tail: bytes, limit: int, now: float, events: list[Event]
+    ) -> None:
+        """A message over ``limit`` bytes, unread but for its ``head`` and ``tail``.
 
-        Every request must get exactly one answer, so its id is looked for in the head
-        (``{"jsonrpc": "2.0", "id": ...`` as JSON-RPC libraries write it; see
-        :func:`_head_id`). A request of the peer gets -32600 under its id; an answer to
-        a request of ours ends that request with an error (-32603) instead of leaving
-        it waiting forever. Without an id in sight: -32600 with id null (JSON-RPC 2.0:
-        the id could not be detected), and the message is only reported.
+        Every request must get exactly one answer, so its id is looked for there (see
+        :func:`_message_id`). A request of the peer gets -32600 under its id; an answer
+        ends the request of ours it answers with an error (-32603) instead of leaving it
+        waiting forever, or is ignored like any late answer. Without an id in sight:
+        -32600 with id null (JSON-RPC 2.0: the id could not be detected).
         """
+        if self._closed:
+            return  # (as for any message after the end)
         why = f"Message too large: over {limit} bytes"
-        found = _head_id(head)
+        found = _message_id(head, tail)
         if found is not None:
-            rid, kind = found
-            if kind != "method" and rid in self._pending:
+            rid, is_request = found
+            if not is_request:
+                if rid == self._probe_id:
+                    self._probe_too_large = True  # a modern server's answer: no fallback
                 error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=f"{why} (the answer)")
-                self._receive_one(error_response(rid, error), now, events, None)
+                try:
+                    self._receive_one(error_response(rid, error), now, events, None)
+                finally:
+                    self._probe_too_large = False
                 return
-            if kind == "method" and rid not in self._inflight and not self._closed:
+            if rid not in self._inflight:
                 err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
                 self._emit(error_response(rid, err), rid)
-                events.append(InvalidMessageReceived(error=err))
+                events.append(InvalidMessageReceived(error=err, request_id=rid))
                 return
         err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
         self._emit(error_response(None, err))

@@ -30,9 +30,11 @@ Bounded memory. A peer may send a line that never ends. Each decoder has a limit
 message, of an event). When the limit is crossed, the policy is to *resynchronise*: emit
 one :class:`MessageTooLarge` in the message's place, drop the bytes already held, drop
 the rest of that message as it arrives (never holding it), and carry on with the next
-one. The caller answers with a JSON-RPC error (the id is unknown, so ``null``) and the
-session goes on. The alternative, failing the whole stream, lets one bad message end a
-session that the protocol could have kept. So after every ``feed`` returns,
+one. A line's report keeps its first and last few bytes, where JSON-RPC libraries put
+the id, so the caller can still answer the request (or end the request of its own that
+it answers) with a JSON-RPC error; an id not found is ``null``. The session goes on.
+The alternative, failing the whole stream, lets one bad message end a session that the
+protocol could have kept. So after every ``feed`` returns,
 ``buffered_bytes`` (the incomplete line, plus for SSE the event being assembled) is at
 most the limit (+1 for :class:`LineSplitter`; see there). During one ``feed(data)`` the
 peak is that bound plus ``len(data)``: the chunk is split before it is checked.
@@ -41,8 +43,8 @@ drain after every feed.
 
 The limit is checked on whole lines and on the incomplete line, with rules chosen so the
 outcome never depends on how the stream was chunked: a message is reported too large
-exactly when its complete length would exceed the limit. Only the ``size_seen`` of the
-report depends on chunking: it is how much had arrived when the limit was crossed.
+exactly when its complete length would exceed the limit. Only the ``size_seen`` of an SSE
+event's report depends on chunking: it is how much had arrived when the limit was crossed.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ _UTF8_BOM: Final = b"\xef\xbb\xbf"
 # digit strings is slow (and limited), and 10**18 ms is already ~30 million years.
 _MAX_RETRY_DIGITS: Final = 18
 _HEAD_SIZE: Final = 256  # bytes of an oversize message kept (MessageTooLarge.head)
+_TAIL_SIZE: Final = 64  # ... and at its end (MessageTooLarge.tail)
 
 
 @final
@@ -84,23 +87,24 @@ class MessageTooLarge:
     """Marker returned in place of a message (or SSE event) longer than the limit.
 
     It appears once per oversize message, at that message's position in the stream.
-    The decoder has already dropped the message and will skip the rest of it, so the
-    caller only has to report it (for a JSON-RPC peer: an error response with a null
-    id, for example ``ErrorCode.INVALID_REQUEST``) and keep reading.
+    The decoder has dropped the message, so the caller only has to report it (for a
+    JSON-RPC peer: an error response, under the id found in :attr:`head` or
+    :attr:`tail`, else null) and keep reading.
     """
 
     size_seen: int
-    """Bytes of the message received when it was found too large (at least ``limit + 1``).
-
-    This depends on how the input was chunked; the full size is never known because the
-    rest is discarded unread.
-    """
+    """Bytes of the message (at least ``limit + 1``). A line's whole size, without its
+    terminator; for an SSE event, what had arrived when it was found too large (that
+    depends on how the input was chunked: the rest is discarded unread)."""
     limit: int
     """The limit that was exceeded, in bytes."""
     head: bytes = attrs.field(default=b"", eq=False)
-    """The message's first ``min(256, limit + 1)`` bytes, however the input was chunked:
-    enough to find the id of a JSON-RPC message written the usual way, so that its
-    request can still be answered (``Connection`` does). Empty for an SSE event."""
+    """A line's first ``min(256, limit + 1)`` bytes, however the input was chunked. With
+    :attr:`tail`, enough to find the id of a JSON-RPC message (it is written first or
+    last), so that its request can still be answered (``Connection`` does). Empty for an
+    SSE event."""
+    tail: bytes = attrs.field(default=b"", eq=False)
+    """A line's last ``min(64, limit + 1)`` bytes (see :attr:`head`)."""
 
 
 def _check_limit(limit: int) -> None:
@@ -131,18 +135,30 @@ class LineSplitter:
 
     Resource handling:
         A message longer than ``max_message_size`` bytes (terminator excluded) is
-        replaced by one :class:`MessageTooLarge` and skipped up to and including its
-        newline; its bytes are dropped as they arrive. After every :meth:`feed` returns,
-        :attr:`buffered_bytes` is at most ``max_message_size + 1`` (a line of exactly the
-        limit may still be waiting for the ``\n`` after its ``\r``). Within one
-        ``feed(data)``, add ``len(data)``. Messages waiting in the queue are extra, and
-        are at most the chunk they came from if you drain after every feed.
+        replaced by one :class:`MessageTooLarge`, at its end (its newline, or the end
+        of the stream); its bytes are dropped as they arrive, but for its first and last
+        few (:attr:`MessageTooLarge.head`, :attr:`MessageTooLarge.tail`). After every
+        :meth:`feed` returns, :attr:`buffered_bytes` is at most ``max_message_size + 1``
+        (a line of exactly the limit may still be waiting for the ``\n`` after its
+        ``\r``). Within one ``feed(data)``, add ``len(data)``. Messages waiting in the
+        queue are extra, and are at most the chunk they came from if you drain after every feed.
 
     Error handling:
         Nothing the peer sends makes this class raise.
     """
 
-    __slots__ = ("_discarding", "_eof", "_head", "_limit", "_out", "_partial")
+    __slots__ = (
+        "_discarding",
+        "_eof",
+        "_head",
+        "_large_head",
+        "_large_size",
+        "_large_tail",
+        "_limit",
+        "_out",
+        "_partial",
+        "_tail",
+    )
 
     def __init__(self, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         """Create a splitter.
@@ -157,6 +173,10 @@ class LineSplitter:
         _check_limit(max_message_size)
         self._limit = max_message_size
         self._head = min(_HEAD_SIZE, max_message_size + 1)  # see MessageTooLarge.head
+        self._tail = min(_TAIL_SIZE, max_message_size + 1)
+        self._large_head = b""  # of the oversize line being skipped
+        self._large_tail = bytearray()  # its last bytes so far
+        self._large_size = 0  # its bytes so far
         self._partial = bytearray()  # the incomplete last line
         self._out: deque[bytes | MessageTooLarge] = deque()
         self._discarding = False  # inside an oversize line: drop input up to a newline
@@ -190,12 +210,15 @@ class LineSplitter:
             # Mid-line: memchr for the end of it rather than splitting the whole chunk.
             end = data.find(b"\n")
             if end < 0:
-                if not self._discarding:
+                if self._discarding:
+                    self._skip(data)
+                else:
                     self._partial += data
                     self._check_partial()
                 return
             if self._discarding:
-                self._discarding = False
+                self._skip(data[:end])
+                self._end_large()
             else:
                 self._partial += data[:end]
                 line = bytes(self._partial)
@@ -220,7 +243,9 @@ class LineSplitter:
         if self._eof:
             return
         self._eof = True
-        if self._partial:
+        if self._discarding:
+            self._end_large()
+        elif self._partial:
             line = bytes(self._partial)
             self._partial.clear()
             self._add_line(line)
@@ -241,7 +266,12 @@ class LineSplitter:
             line = line[:-1]
         if len(line) > self._limit:
             self._out.append(
-                MessageTooLarge(size_seen=len(line), limit=self._limit, head=line[: self._head])
+                MessageTooLarge(
+                    size_seen=len(line),
+                    limit=self._limit,
+                    head=line[: self._head],
+                    tail=line[-self._tail :],
+                )
             )
         elif line and (line[0] not in _JSON_WHITESPACE or line.strip(_JSON_WHITESPACE)):
             self._out.append(line)
@@ -249,12 +279,34 @@ class LineSplitter:
     def _check_partial(self) -> None:
         # The line may still end in "\r\n", so it is certainly too long only once it
         # holds more than limit + 1 bytes; a longer complete line is caught by _add_line.
-        size = len(self._partial)
-        if size > self._limit + 1:
-            head = bytes(self._partial[: self._head])
-            self._partial.clear()
+        partial = self._partial
+        if len(partial) > self._limit + 1:
+            self._large_head = bytes(partial[: self._head])
+            self._large_size = 0
+            self._large_tail.clear()
+            self._skip(partial)
+            partial.clear()
             self._discarding = True
-            self._out.append(MessageTooLarge(size_seen=size, limit=self._limit, head=head))
+
+    def _skip(self, data: bytes | bytearray) -> None:
+        """Bytes of the oversize line: count them, keep the last few (and a \r)."""
+        self._large_size += len(data)
+        keep = self._tail + 1
+        tail = self._large_tail
+        tail += data[-keep:]
+        del tail[:-keep]
+
+    def _end_large(self) -> None:
+        """The oversize line ended: report it in its place."""
+        self._discarding = False
+        tail, size = bytes(self._large_tail), self._large_size
+        if tail.endswith(b"\r"):  # (the \r of a \r\n is no part of the message)
+            size -= 1
+            tail = tail[:-1]
+        tail = tail[-self._tail :]
+        self._out.append(
+            MessageTooLarge(size_seen=size, limit=self._limit, head=self._large_head, tail=tail)
+        )
 
 
 def encode_line(payload: bytes) -> bytes:

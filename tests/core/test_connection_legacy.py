@@ -526,6 +526,90 @@ def test_an_oversize_request_reusing_an_id_in_flight_is_answered_with_null() -> 
     assert isinstance(only(pair.deliver(pair.server), ResultReceived), ResultReceived)
 
 
+BIG = "x" * 1200
+
+
+@pytest.mark.parametrize(
+    ("body", "answered_id"),
+    [
+        # The TypeScript SDK's order: the id last, after the payload.
+        ({"method": "tools/call", "params": {"a": BIG}, "jsonrpc": "2.0", "id": 9}, 9),
+        ({"method": "x", "params": {"a": BIG}, "jsonrpc": "2.0", "id": "s-1"}, "s-1"),
+        ({"jsonrpc": "2.0", "method": "x", "params": {"a": BIG}, "id": 4}, 4),
+        # An "id" that is not the top-level one is never taken for it.
+        ({"method": "x", "params": {"a": BIG, "id": 5}, "jsonrpc": "2.0"}, None),
+        ({"method": "x", "params": {"a": BIG + ' "id":5}'}, "jsonrpc": "2.0"}, None),
+        ({"params": {"a": BIG}, "method": "x", "jsonrpc": "2.0", "id": 6}, None),
+    ],
+)
+def test_an_oversize_request_is_answered_under_the_id_at_its_end(
+    body: dict[str, Any], answered_id: Any
+) -> None:
+    for deliver in ("message", "line", "bytewise"):
+        server = ready_pair(max_message_size=1000).server
+        raw = dumps(body)
+        if deliver == "message":
+            server.receive_message(raw)
+        elif deliver == "line":
+            server.receive_bytes(raw + b"\r\n")
+        else:
+            for b in raw + b"\r\n":
+                server.receive_bytes(bytes([b]))
+        (out,) = [loads(p) for p in server.data_to_send()]
+        assert out["id"] == answered_id, deliver
+
+
+def test_an_oversize_text_message_with_a_lone_surrogate_is_refused_quietly() -> None:
+    server = ready_pair(max_message_size=1000).server
+    text = '{"jsonrpc":"2.0","id":1,"method":"x","params":"' + "\ud800" * 1200 + '"}'
+    (event,) = server.receive_message(text)
+    assert isinstance(event, InvalidMessageReceived)
+    (out,) = [loads(p) for p in server.data_to_send()]
+    assert out["id"] == 1
+
+
+def test_nothing_is_said_about_an_oversize_message_after_the_end() -> None:
+    for keep_answering in (False, True):
+        pair = ready_pair(max_message_size=1000)
+        pair.server.receive_eof(keep_answering=keep_answering)
+        pair.server.data_to_send()
+        raw = dumps({"jsonrpc": "2.0", "id": 3, "method": "x", "params": BIG})
+        assert pair.server.receive_message(raw) == []
+        assert pair.server.data_to_send() == []
+
+
+def test_a_late_oversize_answer_is_ignored_like_any_late_answer() -> None:
+    client_config = ConnectionConfig(
+        implementation={"name": "c", "version": "1"},
+        capabilities=CLIENT_CAPS,
+        era="legacy",
+        max_message_size=1000,
+    )
+    pair = ConnectionPair(client_config)
+    pair.handshake()
+    rid = pair.client.send_request("tools/call", {"name": "slow"}, timeout=1.0)
+    pair.deliver(pair.client)
+    pair.client.handle_timer(5.0)  # it timed out: a courtesy cancel goes out
+    pair.client.data_to_send()
+    raw = dumps({"result": {"content": BIG}, "jsonrpc": "2.0", "id": rid})
+    (ignored,) = pair.client.receive_message(raw)
+    assert isinstance(ignored, ResponseIgnored) and ignored.request_id == rid
+    assert pair.client.data_to_send() == []  # no reply to an answer
+
+
+def test_an_oversize_probe_answer_is_no_reason_to_fall_back() -> None:
+    # Only a modern server answers server/discover at length: the handshake fails with
+    # the error, it does not go on with initialize.
+    client = Connection("client", ConnectionConfig(max_message_size=1000))
+    rid = client.start()
+    client.data_to_send()
+    raw = dumps({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": [BIG]}})
+    (failed,) = client.receive_message(raw)
+    assert isinstance(failed, ErrorReceived) and failed.method == "server/discover"
+    assert "too large" in failed.error.message
+    assert client.data_to_send() == []
+
+
 @pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
 def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None:
     client_config = ConnectionConfig(
@@ -1058,11 +1142,13 @@ def test_an_unterminated_oversize_last_line_is_refused() -> None:
     config = ConnectionConfig(implementation={"name": "s", "version": "1"}, max_message_size=64)
     server = Connection("server", config)
     start = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * 50
-    (event,) = server.receive_bytes(start)  # refused as soon as it is too long
-    assert isinstance(event, InvalidMessageReceived)
-    assert loads(server.data_to_send()[0])["error"]["code"] == ErrorCode.INVALID_REQUEST
-    assert server.receive_bytes_eof() == []  # and its rest is no message
+    assert server.receive_bytes(start) == []  # too long: dropped, the rest skipped...
     assert server.data_to_send() == []
+    (event,) = server.receive_bytes_eof()  # ...and refused where it ends
+    assert isinstance(event, InvalidMessageReceived) and event.request_id == 1
+    (answer,) = [loads(p) for p in server.data_to_send()]
+    assert (answer["id"], answer["error"]["code"]) == (1, ErrorCode.INVALID_REQUEST)
+    assert server.receive_bytes_eof() == []
 
 
 def test_half_close_finishes_a_batch_in_flight() -> None:
