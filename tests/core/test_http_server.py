@@ -1192,6 +1192,32 @@ def test_a_malformed_envelope_is_invalid_params_at_400(meta: dict[str, Any]) -> 
     assert not reply.events
 
 
+@pytest.mark.parametrize(
+    ("era", "header", "body"),
+    [
+        ("auto", "2099-01-01", rpc(1, "tools/list")),
+        ("modern", "2099-01-01", rpc(1, "tools/list")),
+        ("modern", "2099-01-01", modern(1, "tools/list")),
+        ("modern", LEGACY, rpc(1, "tools/list")),
+        ("modern", LEGACY, initialize()),
+    ],
+)
+def test_a_version_not_implemented_is_32022_before_anything_else(
+    era: str, header: str, body: dict[str, Any]
+) -> None:
+    # streamable-http.mdx#protocol-version-header: MUST be 400 with an
+    # UnsupportedProtocolVersionError listing ours, whatever else the request lacks (a
+    # client of a later revision retries with one; a legacy client can show them).
+    srv = make_server(era=era)
+    reply = srv.handle_request(req(body=body, mcp_protocol_version=header), now=0)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 400
+    error = error_of(reply.decision)
+    assert error["code"] == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
+    assert error["data"]["requested"] == header
+    assert MODERN in error["data"]["supported"]
+    assert not srv.sessions()
+
+
 def test_a_missing_mcp_param_header_for_a_body_value_is_refused() -> None:
     srv = make_server(
         tool_header_params=lambda name: (HeaderParam(name="Region", path=("region",)),)
@@ -1443,12 +1469,8 @@ def test_dual_era_endpoint_tells_the_eras_apart_per_request() -> None:
     unknown = srv.handle_request(
         req(body=rpc(4, "tools/list"), mcp_protocol_version="2099-01-01"), now=0
     )
-    assert isinstance(unknown.decision, HttpResponse)
-    assert error_of(unknown.decision)["code"] in (
-        ErrorCode.INVALID_PARAMS,  # no _meta: the envelope rung comes first
-        ErrorCode.HEADER_MISMATCH,
-        ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-    )
+    assert isinstance(unknown.decision, HttpResponse) and unknown.decision.status == 400
+    assert error_of(unknown.decision)["code"] == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
     # a legacy request in the session is legacy
     legacy = srv.handle_request(req(body=rpc(5, "tools/list"), **in_session(sid)), now=0)
     legacy_event = received(legacy).event
