@@ -40,8 +40,10 @@ body, SSE events) into messages the session reads.
 * **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
   ``max_redirects``; any other redirect fails the request.
 
-Connection failures before a request is written close the session (the server is
-unreachable); after it is written, they fail only that request. A request h11 refuses
+A request that cannot be sent because no connection can be made closes the session (the
+server is unreachable); a connection that fails while the request is being written, or
+after, fails only that request (a server may close the connection on a body larger than
+it takes). A request h11 refuses
 to frame (say a redirect to a target no request line may carry) fails only itself.
 """
 
@@ -66,7 +68,7 @@ from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_pool import Pool, UnsendableRequest
+from ._http_pool import Pool, UnsendableRequest, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._open import open_session
 from ._session import Session
@@ -291,8 +293,9 @@ class HttpChannel(MessageChannel):
         except BaseException as exc:
             limiter.release_on_behalf_of(scope)
             self._forget(sent, stream)
-            if isinstance(exc, UnsendableRequest):
-                # Nothing went out and the server is not to blame: fail this one alone.
+            if isinstance(exc, UnsendableRequest | WriteFailed):
+                # Nothing (or not all) of it went out, but the server is there: fail this
+                # request alone (an unreachable server closes the session below).
                 self._tasks.start_soon(self._fail, sent.request_ids, str(exc))
                 return
             if isinstance(exc, WireError):

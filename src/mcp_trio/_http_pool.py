@@ -27,7 +27,7 @@ from mcp_sansio._http import HttpRequest
 from ._http_config import HttpTransportConfig
 from ._http_wire import H11Stream, WireError
 
-__all__ = ["Pool", "UnsendableRequest"]
+__all__ = ["Pool", "UnsendableRequest", "WriteFailed"]
 
 _USER_AGENT: Final = b"mcp-trio"
 
@@ -35,6 +35,12 @@ _USER_AGENT: Final = b"mcp-trio"
 class UnsendableRequest(WireError):
     """h11 refused to frame one of our requests (``h11.LocalProtocolError``): nothing of
     it went out, and the connection is not to blame (no other request is affected)."""
+
+
+class WriteFailed(WireError):
+    """A connection was there, but writing the request on it failed: the server closed
+    it meanwhile, say because the body is more than it takes (it answers ``413`` and
+    closes). The server is reachable: only this request is affected."""
 
 
 @final
@@ -145,7 +151,8 @@ class Pool:
 
         Raises:
             UnsendableRequest: h11 refused to frame it (no connection was used).
-            WireError: no connection, or the write failed.
+            WriteFailed: the write failed (a :class:`WireError`).
+            WireError: no connection.
         """
         events = self._events(request)
         wire = None
@@ -161,6 +168,11 @@ class Pool:
         except h11.LocalProtocolError as exc:
             await wire.aclose()  # h11 is in its ERROR state: the connection is done
             raise _unsendable(request, exc) from exc
+        except WireError as exc:
+            await wire.aclose()
+            raise WriteFailed(
+                f"{exc} (while writing the request: the server may take no body this large)"
+            ) from exc
         except BaseException:
             await wire.aclose()
             raise

@@ -16,6 +16,7 @@ from mcp_sansio import ConnectionConfig, ErrorCode
 from mcp_sansio._json import dumps, loads
 from mcp_trio import Handlers, McpError, RequestContext, open_memory_pair
 from mcp_trio._http_client import open_http_client
+from mcp_trio._http_config import HttpTransportConfig
 
 from .test_http_support import IO_TIMEOUT, call, client_connection_config, start_server, text_of
 
@@ -143,3 +144,22 @@ async def test_a_modern_client_survives_a_request_from_the_server(nursery: trio.
         ) as client:
             for _ in range(2):  # (the first one used to end the session)
                 assert text_of(await client.request("tools/call", call("x"))) == "hi"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("idle", [0, 4])  # 0: every request on a new connection
+async def test_over_http_a_body_the_server_refuses_fails_its_request_only(
+    nursery: trio.Nursery, era: str, idle: int
+) -> None:
+    # The server answers 413 and closes the connection while the client is still
+    # writing: the session must go on (the server is there).
+    server = await start_server(nursery, http={"max_body_size": 50_000})
+    transport = HttpTransportConfig(max_idle_connections=idle)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config(era), transport=transport
+        ) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("tools/call", call("echo", text="x" * 3_000_000))
+            assert info.value.code == ErrorCode.INTERNAL_ERROR
+            assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
