@@ -302,8 +302,11 @@ async def _open_ws(
     leaves it open when the server closes first), and the event set when its reader
     task ends (see :class:`ReaderWatch`)."""
     host, port, resource, secure = _split_url(url)
-    with trio.fail_after(connect_timeout):
-        tcp = await trio.open_tcp_stream(host, port)
+    try:
+        with trio.fail_after(connect_timeout):
+            tcp = await trio.open_tcp_stream(host, port)
+    except OSError as exc:
+        raise SessionClosed(f"could not connect to {host}:{port}: {exc}") from exc
     stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] = tcp
     if secure:
         context = ssl_context if ssl_context is not None else ssl.create_default_context()
@@ -369,7 +372,8 @@ async def open_websocket_client(
         (bounded by ``close_timeout``) and the TCP connection is closed.
 
     Raises:
-        OSError: the TCP connection could not be opened.
+        SessionClosed: the TCP connection could not be opened (the cause is the
+            ``OSError``).
         trio.BrokenResourceError: the TLS handshake failed; the cause says why (e.g. an
             ``ssl.SSLCertVerificationError``).
         trio.TooSlowError: no connection or handshake within ``ws_connect_timeout``.

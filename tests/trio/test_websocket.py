@@ -3,6 +3,7 @@ absolute ``fail_after`` on every test."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,6 +21,7 @@ from mcp_trio import (
     Session,
     SessionClosed,
     SessionConfig,
+    open_client,
     open_websocket_client,
     serve_websocket,
 )
@@ -280,3 +282,17 @@ async def test_a_server_that_closes_during_the_handshake_fails_the_client_at_onc
             f"ws://127.0.0.1:{port}{MCP_PATH}", config=config, connection_config=client_config()
         ):
             pass  # pragma: no cover - the handshake fails first
+
+
+async def test_a_refused_connection_is_session_closed() -> None:
+    # As over HTTP, and as open_client documents: not a bare OSError.
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # bound, never listening: connections are refused
+        with pytest.raises(SessionClosed, match="could not connect") as info:
+            async with open_websocket_client(f"ws://127.0.0.1:{port}/mcp"):
+                raise AssertionError("connected")  # pragma: no cover
+    assert isinstance(info.value.__cause__, OSError)
+    with pytest.raises(SessionClosed, match="could not connect"):
+        async with open_client(f"ws://127.0.0.1:{port}/mcp"):
+            raise AssertionError("connected")  # pragma: no cover
