@@ -18,7 +18,7 @@ from trio.testing import MockClock
 from mcp_sansio import ErrorData, ProgressReceived, structure
 from mcp_sansio import types as t
 from mcp_trio import McpError, Server, ServerExited, SessionClosed, ToolOutput
-from mcp_trio._cli import main
+from mcp_trio._cli import main, parse_args
 from mcp_trio._cli_client import arg_value, parse_arguments
 from mcp_trio._cli_demo import demo
 from mcp_trio._cli_form import MAX_TRIES, fill_form
@@ -595,3 +595,22 @@ def test_fill_form_cancel_and_retries() -> None:
     said.clear()
     assert fill_form("?", bad_tags, _answers("c", None), said.append) is None
     assert said[1] == "  (not one of a, b: c)"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["list", "http://x/mcp", "tools", "prompts", "--era", "legacy"],
+        ["list", "http://x/mcp", "--era", "legacy", "tools", "prompts"],
+        ["list", "http://x/mcp", "tools", "--era", "legacy", "prompts"],
+        ["list", "--era", "legacy", "http://x/mcp", "tools", "prompts"],
+    ],
+)
+def test_list_kinds_may_come_after_options(argv: list[str]) -> None:
+    args = parse_args(argv)
+    assert (args.target, args.kinds, args.era) == ("http://x/mcp", ["tools", "prompts"], "legacy")
+
+
+def test_unknown_arguments_are_still_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["call", "http://x/mcp", "tool", "--era", "legacy", "stray", "--nope"]) == 2
+    assert "unrecognized arguments" in capsys.readouterr().err

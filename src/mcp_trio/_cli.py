@@ -40,7 +40,7 @@ from ._cli_util import (
     error_line,
 )
 
-__all__ = ["main"]
+__all__ = ["main", "parse_args"]
 
 _DESCRIPTION = """\
 Model Context Protocol on Trio: serve an mcp_trio.Server, or talk to any MCP server.
@@ -280,11 +280,22 @@ def _client_target(text: str, options: ClientOptions) -> Target:
     return target
 
 
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, options anywhere: ``list URL --era legacy tools`` too (argparse
+    alone stops taking a ``*`` positional at the first option after it)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "list" and not any(e.startswith("-") for e in extra):
+        args.kinds += extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mcp-trio`` and ``python -m mcp_trio``; returns the exit status."""
     try:
-        args = build_parser().parse_args(argv)
-        return _dispatch(args)
+        return _dispatch(parse_args(argv))
     except SystemExit as exc:  # --help, --version, or sys.exit() in a server module
         if exc.code is None or isinstance(exc.code, int):
             return exc.code or 0
