@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_sansio import ConnectionConfig
+from mcp_sansio import ConnectionConfig, LocalProtocolError
 from mcp_trio import McpError, Session, open_memory_pair
 from mcp_trio._server import Server
 
@@ -193,3 +193,22 @@ async def test_a_session_may_subscribe_to_a_bounded_number_of_resources(
         await server.notify_resource_updated("res://3")
         note = await inbox.next()
         assert note.params is not None and note.params["uri"] == "res://3"
+
+
+async def test_a_legacy_session_reaches_prompts_added_later_when_declared_up_front() -> None:
+    # The README's recipe: capabilities are fixed at initialize, so a server that starts
+    # without prompts declares them to let legacy clients list what comes later.
+    late = Server("late")
+    declared = Server(
+        "declared",
+        connection_config=ConnectionConfig(capabilities={"prompts": {"listChanged": True}}),
+    )
+    for server, reachable in ((late, False), (declared, True)):
+        async with connect(server, "legacy") as client:
+            server.add_prompt(lambda: "hello", name="p")
+            if reachable:
+                listing = await client.request("prompts/list")
+                assert [p["name"] for p in listing["prompts"]] == ["p"]
+            else:
+                with pytest.raises(LocalProtocolError, match="'prompts' capability"):
+                    await client.request("prompts/list")
