@@ -459,6 +459,31 @@ def test_invalid_notifications_and_responses_are_reported_not_answered() -> None
         assert pair.server.data_to_send() == [], raw
 
 
+def _deliver_oversize(
+    conn: Connection, raw: bytes, how: str, terminator: bytes = b"\n"
+) -> list[Any]:
+    """Feed ``raw`` as one message, as one line, or a byte at a time (refused while
+    the line is still arriving); return the events."""
+    if how == "message":
+        return conn.receive_message(raw)
+    if how == "line":
+        return conn.receive_bytes(raw + terminator)
+    return [e for b in raw + terminator for e in conn.receive_bytes(bytes([b]))]
+
+
+def _client_limited_pair(max_message_size: int) -> ConnectionPair:
+    """A ready legacy pair whose client takes messages up to ``max_message_size``."""
+    client_config = ConnectionConfig(
+        implementation={"name": "c", "version": "1"},
+        capabilities=CLIENT_CAPS,
+        era="legacy",
+        max_message_size=max_message_size,
+    )
+    pair = ConnectionPair(client_config)
+    pair.handshake()
+    return pair
+
+
 def test_oversize_message_is_refused() -> None:
     server = Connection("server", ConnectionConfig(max_message_size=100))
     events = server.receive_message(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"' + b" " * 100)
@@ -495,13 +520,7 @@ def test_an_oversize_request_is_answered_under_the_id_in_its_head(
     for deliver in ("message", "line", "bytewise"):
         pair = ready_pair(max_message_size=1000)
         server = pair.server
-        if deliver == "message":
-            events = server.receive_message(body)
-        elif deliver == "line":
-            events = server.receive_bytes(body + b"\n")
-        else:  # refused while the line is still arriving
-            events = [e for b in body for e in server.receive_bytes(bytes([b]))]
-            events += server.receive_bytes(b"\n")
+        events = _deliver_oversize(server, body, deliver)
         assert [type(e) for e in events] == [InvalidMessageReceived], deliver
         (out,) = [loads(p) for p in server.data_to_send()]
         assert out["id"] == answered_id, deliver
@@ -548,13 +567,7 @@ def test_an_oversize_request_is_answered_under_the_id_at_its_end(
     for deliver in ("message", "line", "bytewise"):
         server = ready_pair(max_message_size=1000).server
         raw = dumps(body)
-        if deliver == "message":
-            server.receive_message(raw)
-        elif deliver == "line":
-            server.receive_bytes(raw + b"\r\n")
-        else:
-            for b in raw + b"\r\n":
-                server.receive_bytes(bytes([b]))
+        _deliver_oversize(server, raw, deliver, b"\r\n")
         (out,) = [loads(p) for p in server.data_to_send()]
         assert out["id"] == answered_id, deliver
 
@@ -579,14 +592,7 @@ def test_nothing_is_said_about_an_oversize_message_after_the_end() -> None:
 
 
 def test_a_late_oversize_answer_is_ignored_like_any_late_answer() -> None:
-    client_config = ConnectionConfig(
-        implementation={"name": "c", "version": "1"},
-        capabilities=CLIENT_CAPS,
-        era="legacy",
-        max_message_size=1000,
-    )
-    pair = ConnectionPair(client_config)
-    pair.handshake()
+    pair = _client_limited_pair(1000)
     rid = pair.client.send_request("tools/call", {"name": "slow"}, timeout=1.0)
     pair.deliver(pair.client)
     pair.client.handle_timer(5.0)  # it timed out: a courtesy cancel goes out
@@ -612,14 +618,7 @@ def test_an_oversize_probe_answer_is_no_reason_to_fall_back() -> None:
 
 @pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
 def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None:
-    client_config = ConnectionConfig(
-        implementation={"name": "c", "version": "1"},
-        capabilities=CLIENT_CAPS,
-        era="legacy",
-        max_message_size=2000,
-    )
-    pair = ConnectionPair(client_config)
-    pair.handshake()
+    pair = _client_limited_pair(2000)
     rid = pair.client.send_request("tools/call", {"name": "big"})
     other = pair.client.send_request("tools/call", {"name": "small"})
     first = pair.deliver(pair.client)[0]
@@ -627,14 +626,7 @@ def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None
     pair.server.send_result(first.request_id, {"content": [{"type": "text", "text": "x" * 3000}]})
     (payload,) = pair.server.data_to_send()
     client = pair.client
-    if deliver == "message":
-        events = client.receive_message(payload)
-    elif deliver == "line":
-        events = client.receive_bytes(payload + b"\n")
-    else:
-        events = [e for b in payload for e in client.receive_bytes(bytes([b]))]
-        events += client.receive_bytes(b"\n")
-    (error,) = events
+    (error,) = _deliver_oversize(client, payload, deliver)
     assert isinstance(error, ErrorReceived) and error.request_id == rid
     assert error.error.code == ErrorCode.INTERNAL_ERROR
     assert "too large" in error.error.message
