@@ -67,7 +67,7 @@ from ._state import (
 from ._versions import FOREIGN_METHODS
 
 _HEAD_SIZE: Final = 256  # bytes at each end of an oversize message looked at for its id
-_TAIL_SIZE: Final = 64
+_TAIL_SIZE: Final = 160
 
 # Where JSON-RPC libraries put the id: first, after "jsonrpc" or before it, followed by
 # the member that says what the message is (Python SDKs); or last (the TypeScript SDK
@@ -110,7 +110,9 @@ _ID_FIRST = re.compile(
 _KIND_FIRST = re.compile(
     _WS + rb"\{" + _WS + rb"(?:" + _VERSION + _WS + rb"," + _WS + rb")?" + _KIND
 )
-_ID_LAST = re.compile(rb'"id"' + _WS + rb":" + _WS + _ID + _WS + rb"\}" + _WS + rb"\Z")
+_ID_LAST = re.compile(
+    rb"[{,]" + _WS + rb'"id"' + _WS + rb":" + _WS + _ID + _WS + rb"\}" + _WS + rb"\Z"
+)
 
 
 def _message_id(head: bytes, tail: bytes) -> tuple[RequestId, bool] | None:

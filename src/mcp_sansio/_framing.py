@@ -78,7 +78,7 @@ _UTF8_BOM: Final = b"\xef\xbb\xbf"
 # digit strings is slow (and limited), and 10**18 ms is already ~30 million years.
 _MAX_RETRY_DIGITS: Final = 18
 _HEAD_SIZE: Final = 256  # bytes of an oversize message kept (MessageTooLarge.head)
-_TAIL_SIZE: Final = 64  # ... and at its end (MessageTooLarge.tail)
+_TAIL_SIZE: Final = 160  # ... and at its end (MessageTooLarge.tail)
 
 
 @final
@@ -104,7 +104,7 @@ class MessageTooLarge:
     last), so that its request can still be answered (``Connection`` does). Empty for an
     SSE event."""
     tail: bytes = attrs.field(default=b"", eq=False)
-    """A line's last ``min(64, limit + 1)`` bytes (see :attr:`head`)."""
+    """A line's last ``min(160, limit + 1)`` bytes (see :attr:`head`)."""
 
 
 def _check_limit(limit: int) -> None:

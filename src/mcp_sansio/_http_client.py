@@ -314,8 +314,9 @@ class ClientResponse:
                     version = result.get("protocolVersion")
                     if type(version) is str:
                         self._client.protocol_version = version
-                        if self._client.era is None:
-                            self._client.era = Era.LEGACY
+                        # An initialize result is legacy, even after a probe whose -32022
+                        # (which set MODERN) offered a legacy version to fall back to.
+                        self._client.era = Era.LEGACY
                 elif method == "tools/list":
                     kept = self._client._filter_tools(result, self.warnings)
                     if kept is not result:

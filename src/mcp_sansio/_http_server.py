@@ -735,20 +735,19 @@ class HttpServer:
 
         version = request.header(MCP_PROTOCOL_VERSION)
         supported = list(self._modern_versions + self._legacy_versions)
-        if version is not None and (
-            version not in REVISIONS
-            or (not self._legacy_versions and version not in self._modern_versions)
-        ):
+        meta = (msg.params or {}).get("_meta")
+        claimed = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict else None
+        if version is not None and version not in supported and claimed in (None, version):
             # streamable-http.mdx#protocol-version-header: a version we do not implement
             # is -32022 listing ours, before any rule of this revision is applied to the
             # request: a client of a later revision learns what to retry with, and a
             # legacy client's initialize learns what this server speaks (versioning.mdx).
+            # A body that claims another version is a header mismatch first (-32020).
             return ErrorData(
                 code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
                 message="Unsupported protocol version",
                 data={"supported": supported, "requested": version},
             )
-        meta = (msg.params or {}).get("_meta")
         if msg.method != "initialize" and (
             type(meta) is not dict
             or type(meta.get(PROTOCOL_VERSION_KEY)) is not str

@@ -559,6 +559,8 @@ BIG = "x" * 1200
         ({"method": "x", "params": {"a": BIG, "id": 5}, "jsonrpc": "2.0"}, None),
         ({"method": "x", "params": {"a": BIG + ' "id":5}'}, "jsonrpc": "2.0"}, None),
         ({"params": {"a": BIG}, "method": "x", "jsonrpc": "2.0", "id": 6}, None),
+        ({"method": "x", "params": {"a": BIG}, "jsonrpc": "2.0", 'x"id': 7}, None),
+        ({"method": "x", "params": {"a": BIG}, "jsonrpc": "2.0", "id": "i" * 128}, "i" * 128),
     ],
 )
 def test_an_oversize_request_is_answered_under_the_id_at_its_end(

@@ -310,7 +310,7 @@ def reference_lines(stream: bytes, limit: int, *, eof: bool) -> list[object]:
         content = line.removesuffix(b"\r")
         if len(content) > limit:
             out.append(
-                (len(content), content[: min(256, limit + 1)], content[-min(64, limit + 1) :])
+                (len(content), content[: min(256, limit + 1)], content[-min(160, limit + 1) :])
             )
         elif content.strip(b" \t\r"):
             out.append(content)

@@ -496,6 +496,26 @@ def test_the_era_is_settled_by_success_and_then_sticks() -> None:
     assert client.era is Era.MODERN and not reader.fell_back
 
 
+def test_an_initialize_after_a_32022_probe_makes_the_era_legacy() -> None:
+    # The probe's -32022 marks a modern server, but it offered a legacy version of ours:
+    # the core falls back to initialize, and its result settles the era as legacy (or
+    # cancellations, replies to the server and the GET stream would be refused).
+    client = HttpClient(URL)
+    probe = client.post(modern(1, "server/discover"))
+    offered = {"supported": ["2099-01-01", LEGACY], "requested": MODERN}
+    read(client.response(probe, 400, JSON), error(1, -32022, "Unsupported", offered))
+    assert client.era is Era.MODERN
+    init = client.post(
+        rpc(2, "initialize", {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {}})
+    )
+    answer = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "s"}}
+    read(client.response(init, 200, (*JSON, (b"mcp-session-id", b"s1"))), result(2, answer))
+    assert (client.era, client.protocol_version, client.session_id) == (Era.LEGACY, LEGACY, "s1")
+    client.post(b'{"jsonrpc":"2.0","id":7,"result":{}}')  # a reply to the server
+    client.post(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}')
+    assert client.open_stream() is not None
+
+
 def test_legacy_errors_keep_the_servers_message() -> None:
     client = legacy_client()
     sent = client.post(rpc(2, "tools/list"))

@@ -1197,7 +1197,7 @@ def test_a_malformed_envelope_is_invalid_params_at_400(meta: dict[str, Any]) -> 
     [
         ("auto", "2099-01-01", rpc(1, "tools/list")),
         ("modern", "2099-01-01", rpc(1, "tools/list")),
-        ("modern", "2099-01-01", modern(1, "tools/list")),
+        ("modern", "2099-01-01", rpc(1, "tools/list", {"_meta": {PV: "2099-01-01"}})),
         ("modern", LEGACY, rpc(1, "tools/list")),
         ("modern", LEGACY, initialize()),
     ],
@@ -1216,6 +1216,17 @@ def test_a_version_not_implemented_is_32022_before_anything_else(
     assert error["data"]["requested"] == header
     assert MODERN in error["data"]["supported"]
     assert not srv.sessions()
+
+
+def test_a_body_claiming_another_version_is_a_mismatch_first() -> None:
+    # The conformance suite's order: header against _meta (-32020) before support.
+    srv = make_server(era="modern")
+    body = modern(1, "tools/list")
+    reply = modern_reply(
+        srv, body, **modern_headers("tools/list", mcp_protocol_version="2099-01-01")
+    )
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 400
+    assert error_of(reply.decision)["code"] == ErrorCode.HEADER_MISMATCH
 
 
 def test_a_missing_mcp_param_header_for_a_body_value_is_refused() -> None:
