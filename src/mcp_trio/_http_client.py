@@ -43,7 +43,7 @@ body, SSE events) into messages the session reads.
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written, or
 after, fails only that request (a server may close the connection on a body larger than
-it takes). A request h11 refuses
+it takes); a one-way message refused that way is lost, with a warning logged. A request h11 refuses
 to frame (say a redirect to a target no request line may carry) fails only itself.
 """
 
@@ -357,6 +357,11 @@ class HttpChannel(MessageChannel):
                 headed = None
                 wire, rest = None, b""
             except WireError as exc:
+                if isinstance(exc, WriteFailed) and not current.request_ids:
+                    # A one-way message the server would not take (a body too large for
+                    # it): it is lost, but the server is there and the session goes on.
+                    logger.warning("HTTP: a one-way message could not be sent: %s", exc)
+                    return
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
                 await self._fail(current.request_ids, str(exc))

@@ -163,3 +163,17 @@ async def test_over_http_a_body_the_server_refuses_fails_its_request_only(
                 await client.request("tools/call", call("echo", text="x" * 3_000_000))
             assert info.value.code == ErrorCode.INTERNAL_ERROR
             assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
+
+
+async def test_over_http_a_notification_the_server_refuses_is_lost_alone(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = await start_server(nursery, http={"max_body_size": 50_000})
+    transport = HttpTransportConfig(max_idle_connections=0)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("legacy"), transport=transport
+        ) as client:
+            await client.notify("notifications/roots/list_changed", {"pad": "x" * 3_000_000})
+            assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
+    assert "a one-way message could not be sent" in caplog.text
