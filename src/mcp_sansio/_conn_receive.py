@@ -460,8 +460,20 @@ class _Receiving(_Handshake):
         elif type(msg) is Invalid:
             if msg.is_request:
                 self._reject(msg.id, msg.error.code, msg.error.message, events, batch)
-            else:
-                events.append(InvalidMessageReceived(error=msg.error, request_id=msg.id))
+                return
+            events.append(InvalidMessageReceived(error=msg.error, request_id=msg.id))
+            if (
+                msg.id is not None
+                and msg.id in self._pending
+                and type(obj) is dict
+                and "method" not in obj
+                and ("result" in obj or "error" in obj)
+            ):
+                # A malformed answer to a request of ours: it ends that request with an
+                # error, or the request would wait for an answer that already came.
+                why = f"{msg.error.message} (the peer's answer)"
+                error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=why)
+                self._receive_one(error_response(msg.id, error), now, events, None)
         else:  # pragma: no cover - the fast path takes every valid non-error message
             raise AssertionError(f"unclassified message {msg!r}")
 

@@ -459,6 +459,38 @@ def test_invalid_notifications_and_responses_are_reported_not_answered() -> None
         assert pair.server.data_to_send() == [], raw
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"jsonrpc": "2.0", "result": [1, 2]},
+        {"jsonrpc": "2.0", "result": "done"},
+        {"jsonrpc": "2.0", "error": {"message": "no code"}},
+        {"jsonrpc": "2.0", "error": "boom"},
+        {"jsonrpc": "2.0", "result": {}, "error": {"code": 1, "message": "both"}},
+        {"result": {}},  # no "jsonrpc"
+        {"jsonrpc": "1.0", "error": {"code": 1, "message": "m"}},
+    ],
+)
+def test_a_malformed_answer_ends_its_request_with_an_error(answer: dict[str, Any]) -> None:
+    # Every request gets exactly one answer: one that came malformed must not leave the
+    # request waiting (with no timeout, forever).
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"})
+    other = pair.client.send_request("tools/call", {"name": "u"})
+    pair.client.data_to_send()
+    events = pair.client.receive_message(dumps({**answer, "id": rid}))
+    assert [type(e) for e in events] == [InvalidMessageReceived, ErrorReceived]
+    ended = events[1]
+    assert isinstance(ended, ErrorReceived) and ended.request_id == rid
+    assert ended.error.code == ErrorCode.INTERNAL_ERROR and "answer" in ended.error.message
+    assert list(pair.client.pending_requests()) == [other]
+    assert pair.client.data_to_send() == []  # no reply to an answer
+    # Not an answer to a request in flight: only reported.
+    (reported,) = pair.client.receive_message(dumps({**answer, "id": 999}))
+    assert isinstance(reported, InvalidMessageReceived)
+    assert pair.client.data_to_send() == []
+
+
 def _deliver_oversize(
     conn: Connection, raw: bytes, how: str, terminator: bytes = b"\n"
 ) -> list[Any]:
