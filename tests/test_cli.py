@@ -471,3 +471,21 @@ async def test_run_stdio_exits_cleanly_on_sigterm() -> None:
         process.send_signal(signal.SIGTERM)
         assert await process.wait() == 0
         assert await process.stdout.receive_some() == b""
+
+
+def test_what_a_served_file_prints_goes_to_stderr(tmp_path: Path) -> None:
+    app = tmp_path / "chatty.py"
+    app.write_text(
+        "import mcp_trio\n"
+        "server = mcp_trio.Server('chatty')\n"
+        "@server.tool()\n"
+        "def hello() -> dict[str, int]:\n"
+        "    print('debugging output')\n"
+        "    return {'n': 1}\n"
+    )
+    result = cli("call", str(app), "hello", "--raw")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["structuredContent"] == {"n": 1}  # stdout: JSON alone
+    assert "debugging output" in result.stderr
+    listed = cli("list", str(app), "tools")
+    assert listed.returncode == 0 and "hello" in listed.stdout

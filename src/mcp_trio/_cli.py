@@ -10,6 +10,7 @@ runtime failure, 2 on a usage error, 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
 import math
@@ -258,11 +259,16 @@ def _dispatch(args: argparse.Namespace) -> int:
                     known = ", ".join(LIST_KINDS)
                     raise UsageError(f"unknown KIND {kind!r} (choose from {known})")
             target = _client_target(args.target, options)
-            return trio.run(list_command, target, kinds, options, out, err)
+            with contextlib.redirect_stdout(err):  # (see below)
+                return trio.run(list_command, target, kinds, options, out, err)
         base, pairs = parse_arguments(args.pairs, args.json_args)
         target = _client_target(args.target, options)
         command = functools.partial(call_command, target, args.tool, base, pairs)
-        return trio.run(command, options, out, err)
+        # What a server file's tools print() while served in this process goes to stderr:
+        # stdout is for the result alone (`mcp-trio call app.py tool --raw | jq`), and
+        # the result is written to ``out``, the real stdout.
+        with contextlib.redirect_stdout(err):
+            return trio.run(command, options, out, err)
     if args.command == "demo":
         return trio.run(functools.partial(demo, out, in_memory=args.in_memory))
     raise UsageError("a command is required: run, list, call or demo (see 'mcp-trio --help')")
