@@ -357,3 +357,9 @@ def test_named_and_request_params() -> None:
         "x": 1,
         "_meta": {"k": 2, key: "info"},
     }
+
+
+@pytest.mark.parametrize("command", ["", "   ", []])
+def test_an_empty_command_is_a_clear_error(command: Any) -> None:
+    with pytest.raises(ValueError, match="command is empty"):
+        BlockingClient.stdio(command)

@@ -430,6 +430,7 @@ class BlockingClient(HandshakeFacts):
                 before it is taken for dead (``None``: no limit).
 
         Raises:
+            ValueError: ``command`` is empty.
             OSError: the program could not be started.
             HandshakeFailed, TimeoutError, ServerExited: the handshake failed.
         """
@@ -451,6 +452,8 @@ class BlockingClient(HandshakeFacts):
         )
         config = options.core_config()
         argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not argv:
+            raise ValueError("the server command is empty")
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
