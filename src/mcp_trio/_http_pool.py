@@ -246,6 +246,8 @@ class Pool:
                     raise WireError("the server closed the connection without answering")
         except h11.RemoteProtocolError as exc:
             await wire.aclose()
+            if wire.ended:  # (h11 calls an end mid-head a protocol error)
+                raise WireError("the server closed the connection before it answered") from exc
             raise WireError(f"the server broke HTTP/1.1: {exc}") from exc
         except BaseException:
             await wire.aclose()

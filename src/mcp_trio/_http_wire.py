@@ -51,6 +51,8 @@ class H11Stream:
         self.h11 = h11.Connection(role, max_incomplete_event_size=max_header_size)
         self.received = 0
         """Bytes received in the current request/response cycle (head included)."""
+        self.ended = False
+        """Whether the peer's end of input was read."""
         self.writes_directly: bool = _DIRECT_WRITES and type(stream) is trio.SocketStream
         """Whether :meth:`write_nowait` can write (plain TCP on POSIX)."""
 
@@ -66,6 +68,8 @@ class H11Stream:
             raise WireError(f"reading failed: {exc!r}") from exc
         self.h11.receive_data(bytes(data))
         self.received += len(data)
+        if not data:
+            self.ended = True
         return bool(data)
 
     async def next_event(self) -> H11Event:

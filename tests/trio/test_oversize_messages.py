@@ -177,3 +177,37 @@ async def test_over_http_a_notification_the_server_refuses_is_lost_alone(
             await client.notify("notifications/roots/list_changed", {"pad": "x" * 3_000_000})
             assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
     assert "a one-way message could not be sent" in caplog.text
+
+
+async def _vanishing_server(stream: trio.SocketStream) -> None:
+    """Answers server/discover, then reads each request and closes without a word."""
+    conn = h11.Connection(h11.SERVER)
+    body = b""
+    while not isinstance(event := conn.next_event(), h11.EndOfMessage):
+        if event is h11.NEED_DATA:
+            conn.receive_data(await stream.receive_some(65536))
+        elif isinstance(event, h11.Data):
+            body += event.data
+    message = loads(body)
+    if message["method"] == "server/discover":
+        payload = dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER})
+        head = h11.Response(
+            status_code=200,
+            headers=[("content-type", "application/json"), ("content-length", str(len(payload)))],
+        )
+        out = [conn.send(e) for e in (head, h11.Data(data=payload), h11.EndOfMessage())]
+        await stream.send_all(b"".join(part for part in out if part is not None))
+    await stream.aclose()
+
+
+async def test_a_server_that_vanishes_before_answering_is_said_so_plainly(
+    nursery: trio.Nursery,
+) -> None:
+    listeners = await nursery.start(partial(trio.serve_tcp, _vanishing_server, 0, host="127.0.0.1"))
+    port = listeners[0].socket.getsockname()[1]
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            f"http://127.0.0.1:{port}/mcp", connection_config=client_connection_config("modern")
+        ) as client:
+            with pytest.raises(McpError, match="closed the connection before it answered"):
+                await client.request("tools/call", call("x"))
