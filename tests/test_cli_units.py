@@ -70,6 +70,8 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, 
         (("run", "x.py", "--port", "http"), "not a port number: 'http'"),
         (("run", "x.py", "--path", "mcp"), "the path must start with '/'"),
         (("run", "x.py", "--transport", "carrier-pigeon"), "invalid choice"),
+        (("run", "x.py", "--port", "8001"), "--port needs --transport http or ws"),
+        (("run", "x.py", "--host", "0.0.0.0", "--path", "/m"), "--host, --path need --transport"),
         (("list", "x.py", "--era", "medieval"), "invalid choice: 'medieval'"),
         (("list", "   "), "the target is empty"),
         (("list", "gopher://h/mcp"), "unsupported URL 'gopher://h/mcp'"),
@@ -614,3 +616,18 @@ def test_list_kinds_may_come_after_options(argv: list[str]) -> None:
 def test_unknown_arguments_are_still_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["call", "http://x/mcp", "tool", "--era", "legacy", "stray", "--nope"]) == 2
     assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_server_exited_shows_the_last_lines_of_a_long_stderr_tail() -> None:
+    long_line = b"x" * 2000 + b"y"
+    tail = b"".join(b"noise %d\n" % i for i in range(5000)) + long_line + b"\nFATAL: boom\n"
+    exited = ServerExited("the server exited", 7, tail)
+    text = str(exited)
+    lines = text.splitlines()
+    assert lines[0].startswith("the server exited (exit status 7); stderr tail (4982 earlier")
+    assert lines[-1] == "FATAL: boom" and len(lines) == 21
+    assert lines[-2] == "… " + "x" * 499 + "y"  # a long line's end, where its point is
+    assert exited.stderr_tail == tail  # all of it, for whoever wants it
+    short = ServerExited("gone", 0, b"one\ntwo\n")
+    assert str(short) == "gone (exit status 0); stderr tail:\none\ntwo"
+    assert str(ServerExited("gone", None)) == "gone (exit status None)"

@@ -176,13 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="stdio",
         help="stdio (default), http (Streamable HTTP) or ws (WebSocket)",
     )
-    run.add_argument(
-        "--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)"
-    )
-    run.add_argument(
-        "--port", type=_port, default=8000, help="port; 0 picks a free one (default: 8000)"
-    )
-    run.add_argument("--path", type=_path, default="/mcp", help="HTTP endpoint (default: /mcp)")
+    # (defaults applied in _dispatch: given with stdio, they are a mistake to point out)
+    run.add_argument("--host", help="interface to listen on (default: 127.0.0.1)")
+    run.add_argument("--port", type=_port, help="port; 0 picks a free one (default: 8000)")
+    run.add_argument("--path", type=_path, help="HTTP endpoint (default: /mcp)")
     run.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
@@ -242,10 +239,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _dispatch(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     if args.command == "run":
+        given = [
+            f"--{name}" for name in ("host", "port", "path") if getattr(args, name) is not None
+        ]
+        if given and args.transport == "stdio":
+            verb = "needs" if len(given) == 1 else "need"
+            raise UsageError(f"{', '.join(given)} {verb} --transport http or ws (stdio has none)")
         server = load_server(args.target)
         configure_logging(args.log_level)  # after the import: a module's own setup wins
         return serve(
-            server, args.transport, host=args.host, port=args.port, path=args.path, err=err
+            server,
+            args.transport,
+            host=args.host if args.host is not None else "127.0.0.1",
+            port=args.port if args.port is not None else 8000,
+            path=args.path if args.path is not None else "/mcp",
+            err=err,
         )
     if args.command in ("list", "call"):
         options = ClientOptions(

@@ -128,9 +128,16 @@ class ServerExited(SessionClosed):
         self.stderr_tail = stderr_tail
 
     def __str__(self) -> str:
+        """The reason and the last lines of the stderr tail (at most 20 of them, and the
+        last 500 characters of each: the whole tail is :attr:`stderr_tail`)."""
         text = f"{self.reason} (exit status {self.returncode})"
-        tail = self.stderr_tail.decode("utf-8", "replace").strip()
-        return f"{text}; stderr tail:\n{tail}" if tail else text
+        lines = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+        if not lines:
+            return text
+        shown = [line if len(line) <= 500 else "… " + line[-500:] for line in lines[-20:]]
+        more = len(lines) - len(shown)
+        head = f"stderr tail ({more} earlier lines in .stderr_tail)" if more else "stderr tail"
+        return f"{text}; {head}:\n" + "\n".join(shown)
 
 
 def fresh(exc: SessionClosed) -> SessionClosed:
