@@ -93,54 +93,67 @@ _DISCOVER = {
 }
 
 
+async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> Any:
+    """The next request's JSON body, or ``None`` once the client has gone."""
+    body = b""
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(65536)
+            if not data:
+                return None
+            conn.receive_data(data)
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            return loads(body)
+        elif isinstance(event, h11.ConnectionClosed):
+            return None
+
+
+async def _respond(
+    conn: h11.Connection, stream: trio.SocketStream, kind: str, payload: bytes
+) -> None:
+    head = h11.Response(
+        status_code=200, headers=[("content-type", kind), ("content-length", str(len(payload)))]
+    )
+    out = [conn.send(e) for e in (head, h11.Data(data=payload), h11.EndOfMessage())]
+    await stream.send_all(b"".join(part for part in out if part is not None))
+
+
+async def _discovered(conn: h11.Connection, stream: trio.SocketStream, message: Any) -> bool:
+    """Answer ``message`` if it is ``server/discover``; whether it was."""
+    if message["method"] != "server/discover":
+        return False
+    answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER})
+    await _respond(conn, stream, "application/json", answer)
+    return True
+
+
+async def _fake_server_url(nursery: trio.Nursery, handler: Any) -> str:
+    listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
+    return f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+
+
 async def _rude_server(stream: trio.SocketStream) -> None:
     """Answers ``server/discover``; answers anything else on an SSE stream that first
     carries a request (modern servers send none) and then the answer."""
     conn = h11.Connection(h11.SERVER)
-    while True:
-        body = b""
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            elif isinstance(event, h11.ConnectionClosed):
-                return
-        message = loads(body)
-        if message["method"] == "server/discover":
-            kind, payload = (
-                "application/json",
-                dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER}),
-            )
-        else:
+    while (message := await _read_request(conn, stream)) is not None:
+        if not await _discovered(conn, stream, message):
             answer = {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"}
             rude = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
-            payload = b"".join(
-                b"data: " + dumps(m) + b"\n\n"
-                for m in (rude, {"jsonrpc": "2.0", "id": message["id"], "result": answer})
-            )
-            kind = "text/event-stream"
-        head = h11.Response(
-            status_code=200,
-            headers=[("content-type", kind), ("content-length", str(len(payload)))],
-        )
-        out = [conn.send(e) for e in (head, h11.Data(data=payload), h11.EndOfMessage())]
-        await stream.send_all(b"".join(part for part in out if part is not None))
+            events = (rude, {"jsonrpc": "2.0", "id": message["id"], "result": answer})
+            payload = b"".join(b"data: " + dumps(m) + b"\n\n" for m in events)
+            await _respond(conn, stream, "text/event-stream", payload)
         conn.start_next_cycle()
 
 
 async def test_a_modern_client_survives_a_request_from_the_server(nursery: trio.Nursery) -> None:
-    listeners = await nursery.start(partial(trio.serve_tcp, _rude_server, 0, host="127.0.0.1"))
-    port = listeners[0].socket.getsockname()[1]
+    url = await _fake_server_url(nursery, _rude_server)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
-            f"http://127.0.0.1:{port}/mcp", connection_config=client_connection_config("modern")
+            url, connection_config=client_connection_config("modern")
         ) as client:
             for _ in range(2):  # (the first one used to end the session)
                 assert text_of(await client.request("tools/call", call("x"))) == "hi"
@@ -180,34 +193,21 @@ async def test_over_http_a_notification_the_server_refuses_is_lost_alone(
 
 
 async def _vanishing_server(stream: trio.SocketStream) -> None:
-    """Answers server/discover, then reads each request and closes without a word."""
+    """Answers server/discover, then reads a request and closes without a word."""
     conn = h11.Connection(h11.SERVER)
-    body = b""
-    while not isinstance(event := conn.next_event(), h11.EndOfMessage):
-        if event is h11.NEED_DATA:
-            conn.receive_data(await stream.receive_some(65536))
-        elif isinstance(event, h11.Data):
-            body += event.data
-    message = loads(body)
-    if message["method"] == "server/discover":
-        payload = dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER})
-        head = h11.Response(
-            status_code=200,
-            headers=[("content-type", "application/json"), ("content-length", str(len(payload)))],
-        )
-        out = [conn.send(e) for e in (head, h11.Data(data=payload), h11.EndOfMessage())]
-        await stream.send_all(b"".join(part for part in out if part is not None))
+    message = await _read_request(conn, stream)
+    if message is not None:
+        await _discovered(conn, stream, message)
     await stream.aclose()
 
 
 async def test_a_server_that_vanishes_before_answering_is_said_so_plainly(
     nursery: trio.Nursery,
 ) -> None:
-    listeners = await nursery.start(partial(trio.serve_tcp, _vanishing_server, 0, host="127.0.0.1"))
-    port = listeners[0].socket.getsockname()[1]
+    url = await _fake_server_url(nursery, _vanishing_server)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
-            f"http://127.0.0.1:{port}/mcp", connection_config=client_connection_config("modern")
+            url, connection_config=client_connection_config("modern")
         ) as client:
             with pytest.raises(McpError, match="closed the connection before it answered"):
                 await client.request("tools/call", call("x"))
