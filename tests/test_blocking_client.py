@@ -7,6 +7,7 @@ Plain synchronous tests: no trio here. The servers come from ``blocking_server_a
 from __future__ import annotations
 
 import ast
+import math
 import subprocess
 import sys
 import time
@@ -363,3 +364,14 @@ def test_named_and_request_params() -> None:
 def test_an_empty_command_is_a_clear_error(command: Any) -> None:
     with pytest.raises(ValueError, match="command is empty"):
         BlockingClient.stdio(command)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [math.nan, math.inf, -math.inf, [1.0, math.nan], {"deep": [{"x": math.inf}]}, (math.nan,)],
+)
+def test_nan_and_infinities_in_arguments_are_refused(value: Any) -> None:
+    # The JSON library would send null in their place: a different value, silently.
+    with pytest.raises(ValueError, match="argument 'x' holds NaN or an infinity"):
+        mcp_trio._client_common.named_params("t", {"ok": 1.5, "x": value})
+    assert mcp_trio._client_common.named_params("t", {"x": [1.5, {"y": -0.0}], "s": "nan"})

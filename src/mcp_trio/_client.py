@@ -208,6 +208,8 @@ class Client(HandshakeFacts):
                 tools are listed again, once (the server may have changed the tool
                 without the client hearing of it), and the result is checked against
                 the fresh schema, if any.
+            ValueError: an argument holds NaN or an infinity (JSON has neither; it
+                would arrive as ``null``). Nothing is sent.
         """
         result = await self.request(
             "tools/call",

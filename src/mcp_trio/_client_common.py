@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias, final, get_args
 
@@ -314,11 +315,32 @@ def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
 
 
 def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The params of ``tools/call`` and ``prompts/get``."""
+    """The params of ``tools/call`` and ``prompts/get``.
+
+    Raises:
+        ValueError: an argument holds NaN or an infinity, which JSON cannot carry (the
+            JSON library would send ``null`` in its place, silently).
+    """
     params: dict[str, Any] = {"name": name}
     if arguments is not None:
+        for key, value in arguments.items():
+            if _has_non_finite(value):
+                raise ValueError(
+                    f"argument {key!r} holds NaN or an infinity, which JSON cannot carry"
+                )
         params["arguments"] = dict(arguments)
     return params
+
+
+def _has_non_finite(value: Any) -> bool:
+    """Whether a float in ``value`` is NaN or infinite."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_non_finite(v) for v in value)
+    return False
 
 
 def complete_params(

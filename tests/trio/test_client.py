@@ -533,3 +533,16 @@ async def test_closed_session_fails_requests(autojump_clock: MockClock) -> None:
 async def test_client_type_is_exported_shape(autojump_clock: MockClock) -> None:
     async with open_client(server()) as client:
         assert isinstance(client, Client)
+
+
+async def test_call_tool_refuses_nan_before_sending() -> None:
+    server = Server("s")
+
+    @server.tool()
+    def show(x: float | None = None) -> str:
+        return repr(x)
+
+    async with open_client(server) as client:
+        with pytest.raises(ValueError, match="NaN or an infinity"):
+            await client.call_tool("show", {"x": float("nan")})
+        assert (await client.call_tool("show", {"x": 1.5})).text == "1.5"
