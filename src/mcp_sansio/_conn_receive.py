@@ -10,7 +10,7 @@ that move the handshake are handed to :class:`_Handshake`.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from . import _modern
 from ._conn_base import (
@@ -44,7 +44,7 @@ from ._events import (
     new_request_received,
     new_result_received,
 )
-from ._framing import MessageTooLarge
+from ._framing import _HEAD_SIZE, _TAIL_SIZE, MessageTooLarge
 from ._json import JSONDecodeError, dumps, loads
 from ._jsonrpc import (
     JSONRPC,
@@ -66,53 +66,30 @@ from ._state import (
 )
 from ._versions import FOREIGN_METHODS
 
-_HEAD_SIZE: Final = 256  # bytes at each end of an oversize message looked at for its id
-_TAIL_SIZE: Final = 160
-
 # Where JSON-RPC libraries put the id: first, after "jsonrpc" or before it, followed by
 # the member that says what the message is (Python SDKs); or last (the TypeScript SDK
 # writes {"result": ..., "jsonrpc": "2.0", "id": 1}), where a single closing brace after
 # it shows it is a member of the top-level object. Ids: integers, strings without
-# escapes. Anything else is not guessed at.
+# escapes. Anything else is not guessed at. Tokens are joined by JSON whitespace.
 _WS = rb"[ \t\r\n]*"
 _ID = rb'(-?(?:0|[1-9][0-9]{0,17})|"[^"\\\x00-\x1f]{0,128}")'
-_VERSION = rb'"jsonrpc"' + _WS + rb":" + _WS + rb'"2\.0"'
-_KIND = rb'"(method|result|error)"' + _WS + rb":"
+_VERSION = _WS.join([rb'"jsonrpc"', rb":", rb'"2\.0"'])
+_MEMBER_ID = _WS.join([rb'"id"', rb":", _ID])
+_KIND = _WS.join([rb'"(method|result|error)"', rb":"])
 _ID_FIRST = re.compile(
-    _WS
-    + rb"\{"
-    + _WS
-    + rb"(?:"
-    + _VERSION
-    + _WS
-    + rb","
-    + _WS
-    + rb'"id"'
-    + _WS
-    + rb":"
-    + _WS
-    + _ID
-    + rb'|"id"'
-    + _WS
-    + rb":"
-    + _WS
-    + _ID
-    + _WS
-    + rb","
-    + _WS
-    + _VERSION
-    + rb")"
-    + _WS
-    + rb","
-    + _WS
-    + _KIND
+    _WS.join(
+        [
+            b"",
+            rb"\{",
+            rb"(?:" + _WS.join([_VERSION, rb",", _MEMBER_ID]),
+            rb"|" + _WS.join([_MEMBER_ID, rb",", _VERSION]) + rb")",
+            rb",",
+            _KIND,
+        ]
+    )
 )
-_KIND_FIRST = re.compile(
-    _WS + rb"\{" + _WS + rb"(?:" + _VERSION + _WS + rb"," + _WS + rb")?" + _KIND
-)
-_ID_LAST = re.compile(
-    rb"[{,]" + _WS + rb'"id"' + _WS + rb":" + _WS + _ID + _WS + rb"\}" + _WS + rb"\Z"
-)
+_KIND_FIRST = re.compile(_WS.join([b"", rb"\{", rb"(?:" + _VERSION + _WS + rb",)?", _KIND]))
+_ID_LAST = re.compile(_WS.join([rb"[{,]", _MEMBER_ID, rb"\}", rb"\Z"]))
 
 
 def _message_id(head: bytes, tail: bytes) -> tuple[RequestId, bool] | None:
@@ -417,9 +394,8 @@ class _Receiving(_Handshake):
             if not is_request:
                 if rid == self._probe_id:
                     self._probe_too_large = True  # a modern server's answer: no fallback
-                error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=f"{why} (the answer)")
                 try:
-                    self._receive_one(error_response(rid, error), now, events, None)
+                    self._answered_with_error(rid, f"{why} (the answer)", now, events)
                 finally:
                     self._probe_too_large = False
                 return
@@ -431,6 +407,14 @@ class _Receiving(_Handshake):
         err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
         self._emit(error_response(None, err))
         events.append(InvalidMessageReceived(error=err))
+
+    def _answered_with_error(
+        self, rid: RequestId, why: str, now: float, events: list[Event]
+    ) -> None:
+        """An answer to ``rid`` came unusable: take it as an error answer (-32603), so
+        the request ends the ordinary way (or the answer is ignored, if late)."""
+        error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=why)
+        self._receive_one(error_response(rid, error), now, events, None)
 
     def _receive_one(self, obj: Any, now: float, events: list[Event], batch: _Batch | None) -> None:
         # A well-formed request, notification or result is dispatched straight from
@@ -472,8 +456,7 @@ class _Receiving(_Handshake):
                 # A malformed answer to a request of ours: it ends that request with an
                 # error, or the request would wait for an answer that already came.
                 why = f"{msg.error.message} (the peer's answer)"
-                error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=why)
-                self._receive_one(error_response(msg.id, error), now, events, None)
+                self._answered_with_error(msg.id, why, now, events)
         else:  # pragma: no cover - the fast path takes every valid non-error message
             raise AssertionError(f"unclassified message {msg!r}")
 
