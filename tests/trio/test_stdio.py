@@ -177,6 +177,19 @@ def _initialize(rid: int) -> dict[str, Any]:
     }
 
 
+def _sleeping_handlers() -> Handlers:
+    """``tools/call`` sleeps ``params["seconds"]``, then answers."""
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def work(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        await trio.sleep(ctx.params["seconds"])
+        return {"content": []}
+
+    return handlers
+
+
 async def _serve_on(
     nursery: trio.Nursery,
     pipe: _Pipe,
@@ -361,14 +374,7 @@ async def test_end_of_stdin_sends_the_answers_of_a_batch_cut_short(
 ) -> None:
     """2025-03-26: a batch whose last request outlives the grace period still gets
     the answers that were given, as a partial batch."""
-    handlers = Handlers()
-
-    @handlers.on_request("tools/call")
-    async def work(ctx: RequestContext) -> dict[str, Any]:
-        assert ctx.params is not None
-        await trio.sleep(ctx.params["seconds"])
-        return {"content": []}
-
+    handlers = _sleeping_handlers()
     pipe = _Pipe()
     async with trio.open_nursery() as nursery:
         config = SessionConfig(shutdown_grace_period=5)
@@ -408,14 +414,7 @@ async def test_the_last_answers_of_a_stdio_shutdown_wait_a_bounded_time(
 ) -> None:
     """A client that stopped reading holds the end of a shutdown for
     ``abandon_write_timeout``, not ``write_timeout``."""
-    handlers = Handlers()
-
-    @handlers.on_request("tools/call")
-    async def work(ctx: RequestContext) -> dict[str, Any]:
-        assert ctx.params is not None
-        await trio.sleep(ctx.params["seconds"])
-        return {"content": []}
-
+    handlers = _sleeping_handlers()
     pipe = _Pipe()
     stdout = _Stalling(pipe.server_stdout)
     config = SessionConfig(shutdown_grace_period=5, abandon_write_timeout=1, write_timeout=30)
