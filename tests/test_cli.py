@@ -489,3 +489,34 @@ def test_what_a_served_file_prints_goes_to_stderr(tmp_path: Path) -> None:
     assert "debugging output" in result.stderr
     listed = cli("list", str(app), "tools")
     assert listed.returncode == 0 and "hello" in listed.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("demo", "--in-memory"),
+        ("list", NOTES),
+        ("list", NOTES, "--raw"),
+        ("call", NOTES, "search_notes", "--arg", "query=python"),
+    ],
+)
+def test_a_reader_that_went_away_stops_every_command_quietly(args: tuple[str, ...]) -> None:
+    """`mcp-trio ... | head`: the reader closed its end before we wrote. Every command
+    stops at the first write with exit status 1 and nothing on stderr (no "Broken
+    pipe" line, no traceback)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: EPIPE, every time
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "mcp_trio", *args],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (1, "")

@@ -315,12 +315,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exc.code or 0
         print(exc.code, file=sys.stderr)
         return EXIT_FAILURE
-    except BrokenPipeError:
-        # Our reader went away (`mcp-trio list ... | head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_FAILURE
     except BaseException as exc:
+        if _reader_gone(exc):
+            # Our reader went away (`mcp-trio demo | head`): stop quietly, and keep
+            # the interpreter's final flush of stdout from failing again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return EXIT_FAILURE
         if _interrupted(exc):
             error_line("interrupted")
             return EXIT_INTERRUPTED
@@ -329,6 +330,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         error_line(problem.message)
         return problem.exit_code
+
+
+def _reader_gone(exc: BaseException) -> bool:
+    """A write to stdout failed with EPIPE, raised directly or out of a Trio nursery
+    (with nothing else wrong beside it)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(BrokenPipeError)[1] is None
+    return isinstance(exc, BrokenPipeError)
 
 
 def _interrupted(exc: BaseException) -> bool:
