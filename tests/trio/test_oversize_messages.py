@@ -175,6 +175,7 @@ async def test_over_http_a_body_the_server_refuses_fails_its_request_only(
             with pytest.raises(McpError) as info:
                 await client.request("tools/call", call("echo", text="x" * 3_000_000))
             assert info.value.code == ErrorCode.INTERNAL_ERROR
+            assert info.value.message.startswith("HTTP: ")  # (as the README says)
             assert text_of(await client.request("tools/call", call("echo", text="ok"))) == "ok"
 
 
