@@ -24,7 +24,13 @@ Specification: ``2025-03-26`` / ``2025-11-25`` ``basic/transports`` (legacy) and
 
 from __future__ import annotations
 
-from ._http_client import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
+from ._http_client import (
+    ClientRequest,
+    ClientResponse,
+    HttpClient,
+    HttpClientConfig,
+    ReplyNotCarried,
+)
 from ._http_common import (
     HeaderParam,
     Headers,
@@ -68,6 +74,7 @@ __all__ = [
     "InMemoryEventStore",
     "OpenStream",
     "Reply",
+    "ReplyNotCarried",
     "ResponseMode",
     "ResponseReady",
     "ServerEvent",

@@ -112,6 +112,12 @@ class ClientRequest:
     """Whether ``Mcp-Session-Id`` was sent (so a 404 means the session is gone)."""
 
 
+@final
+class ReplyNotCarried(LocalProtocolError):
+    """:meth:`HttpClient.post`: a response in the modern era, which has no way to carry
+    one. Not a bug of the caller's: drop the message and go on."""
+
+
 def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> bytes:
     data = {"httpStatus": status} if status else None
     return dumps(error_response(rid, ErrorData(code=code, message=message, data=data)))
@@ -447,9 +453,13 @@ class HttpClient:
         """The POST that carries one message (or a 2025-03-26 batch) from the connection.
 
         Raises:
+            ReplyNotCarried: in the modern era, ``payload`` is a response. Modern HTTP
+                clients send none, so the connection's reply to something the server
+                should not have sent (a request, a message too large) cannot travel:
+                drop it, the server's mistake must not end the session.
             LocalProtocolError: ``payload`` is not a JSON-RPC message; or in the modern era
-                it is a response or ``notifications/cancelled`` (modern HTTP clients send
-                neither: close the request's stream to cancel it).
+                it is ``notifications/cancelled`` (close the request's stream to cancel
+                it) or a batch.
         """
         try:
             obj = loads(payload)
@@ -492,8 +502,10 @@ class HttpClient:
                 modern=True,
             )
         if self.era is Era.MODERN:
+            if type(obj) is dict and "method" not in obj:
+                raise ReplyNotCarried("modern HTTP clients send no responses")
             if any("method" not in i for i in items):
-                raise LocalProtocolError("modern HTTP clients send no responses")
+                raise LocalProtocolError("modern HTTP clients send no responses (a batch)")
             if any(i.get("method") == "notifications/cancelled" for i in items):
                 raise LocalProtocolError(
                     "in the modern era cancel by closing the request's stream, not by a POST"

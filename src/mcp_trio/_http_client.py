@@ -60,8 +60,14 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
-from mcp_sansio._http import ClientRequest, ClientResponse, HttpClient, HttpClientConfig
-from mcp_sansio._json import JSONDecodeError, dumps, loads
+from mcp_sansio._http import (
+    ClientRequest,
+    ClientResponse,
+    HttpClient,
+    HttpClientConfig,
+    ReplyNotCarried,
+)
+from mcp_sansio._json import dumps
 
 from ._channel import Framing, Inbox, MessageChannel, Take
 from ._config import SessionConfig
@@ -186,14 +192,9 @@ class HttpChannel(MessageChannel):
                 return
         try:
             sent = self.http.post(message)
-        except LocalProtocolError:
-            if self.http.era is Era.MODERN and _is_response(message):
-                # The core's reply to something the server should not have sent (a
-                # request, a message too large): the modern era has no way to carry
-                # it, and the server's mistake must not end the session.
-                logger.debug("HTTP: a reply to the server was dropped: %.200r", message)
-                return
-            raise
+        except ReplyNotCarried:
+            logger.debug("HTTP: a reply to the server was dropped: %.200r", message)
+            return
         if sent.request_ids:
             await self._send_request(sent)
         else:
@@ -504,14 +505,6 @@ class HttpChannel(MessageChannel):
             logger.debug("the GET stream could not be opened: %s", exc)
         finally:
             ready.set()
-
-
-def _is_response(message: bytes) -> bool:
-    try:
-        obj = loads(message)
-    except JSONDecodeError:
-        return False
-    return type(obj) is dict and "method" not in obj and "id" in obj
 
 
 @asynccontextmanager
