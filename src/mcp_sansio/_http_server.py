@@ -142,7 +142,7 @@ from ._jsonrpc import (
 )
 from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
 from ._state import LifecycleState
-from ._versions import MODERN_VERSIONS, REVISIONS, Era
+from ._versions import REVISIONS, Era
 
 __all__ = [
     "AwaitResponse",
@@ -933,7 +933,9 @@ class HttpServer:
         version = request.header(MCP_PROTOCOL_VERSION)
         if version is None or version in self._legacy_versions:
             return None
-        if request.method != "POST" and version in MODERN_VERSIONS:
+        if request.method != "POST" and version in self._modern_versions:
+            # A modern client's GET or DELETE: the modern era has neither (405). To a
+            # legacy-only server a modern version is just unsupported (400, below).
             return HttpResponse(status=405, headers=((b"allow", b"POST"),))
         return _fail(
             400,
@@ -1106,7 +1108,8 @@ class HttpServer:
         if stream.mode == "json":
             stream.parts.extend(answered)
             return Reply(decision=AwaitResponse(stream_id=key), events=events)
-        data = bytearray(self._priming(stream, 0))
+        # A new stream's first id, which no event of it reuses (_record counts from 1).
+        data = bytearray(encode_sse_event(b"", id=f"{key}:0", retry=self.config.retry_ms))
         for payload in answered:
             data += self._record(stream, payload)
         stream.delivered = stream.seq
@@ -1137,9 +1140,10 @@ class HttpServer:
             return HttpResponse(status=405, headers=((b"allow", self._allow),))
         stream = session.standalone
         handle = self._new_id()
-        data = bytearray(self._priming(stream, stream.delivered))
+        data = bytearray()
         for seq, payload in self._store.replay(session.id, stream.key, stream.delivered) or ():
             data += encode_sse_event(payload, id=f"{stream.key}:{seq}")
+        data += self._prime(stream)
         stream.delivered = stream.seq
         self._attach(stream, handle)
         return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data))
@@ -1161,17 +1165,13 @@ class HttpServer:
         expected_last = live.seq if live is not None else (held[-1][0] if held else after)
         if [seq for seq, _ in held] != list(range(after + 1, expected_last + 1)):
             return _fail(410, f"Gone: some events after {last!r} are no longer held")
-        stream = (
-            live
-            if live is not None
-            else _Stream(key=key, conn=session.conn, session=session, mode="sse")
-        )
-        data = bytearray(self._priming(stream, after))
+        data = bytearray()
         for seq, payload in held:
             data += encode_sse_event(payload, id=f"{key}:{seq}")
         handle = self._new_id()
-        if live is None:
+        if live is None:  # an ended stream: its events, then the end (nothing to prime)
             return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data), end=True)
+        data += self._prime(live)
         if live is session.standalone:
             live.delivered = live.seq
         self._attach(live, handle)
@@ -1190,8 +1190,18 @@ class HttpServer:
 
     # ------------------------------------------------------------------ legacy streams
 
-    def _priming(self, stream: _Stream, seq: int) -> bytes:
-        return encode_sse_event(b"", id=f"{stream.key}:{seq}", retry=self.config.retry_ms)
+    def _prime(self, stream: _Stream) -> bytes:
+        """The priming event (an id, empty data, ``retry``) of a stream opened again
+        (GET, resumption): after what it replays, under a *fresh* id, recorded like
+        any event. Event ids MUST be unique across the session's streams
+        (``2025-11-25/basic/transports#resumability-and-redelivery``), and a later
+        resumption from this id replays what follows it; the recorded empty event
+        is replayed as empty data, which clients skip."""
+        session = stream.session
+        assert session is not None
+        stream.seq += 1
+        self._store.append(session.id, stream.key, stream.seq, b"")
+        return encode_sse_event(b"", id=f"{stream.key}:{stream.seq}", retry=self.config.retry_ms)
 
     def _record(self, stream: _Stream, payload: bytes) -> bytes:
         session = stream.session
@@ -1256,7 +1266,10 @@ class HttpServer:
         if stream.mode == "sse":
             buf.end = True
         elif not stream.parts:
-            buf.response = HttpResponse(status=204)  # every request of it was cancelled
+            # Every request of it was cancelled, and a cancelled request gets no answer
+            # (cancellation.mdx), yet a POST of requests MUST be answered as JSON or as
+            # an event stream (transports.mdx, sending messages): an empty stream.
+            buf.response = HttpResponse(status=200, headers=_SSE_HEADERS)
         elif stream.batch:
             buf.response = json_response(200, b"[" + b",".join(stream.parts) + b"]")
         else:

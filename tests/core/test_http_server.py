@@ -695,7 +695,11 @@ def test_legacy_cancellation_by_notification(mode: Any) -> None:
     conn.send_result(2, {"content": []})  # dropped by the core
     (out,) = srv.data_to_send()
     if mode == "json":
-        assert out == ResponseReady(stream_id=stream_id, response=HttpResponse(status=204))
+        # a POST of requests is answered as JSON or as an event stream (transports.mdx):
+        # with no answer to give, an empty stream
+        assert out == ResponseReady(
+            stream_id=stream_id, response=HttpResponse(status=200, headers=SSE_HEADERS)
+        )
     else:
         assert out == StreamData(stream_id=stream_id, data=b"", end=True)
 
@@ -750,21 +754,65 @@ def test_resume_after_a_disconnect_replays_and_goes_on_live() -> None:
     assert seen.id is not None
     again = resume(srv, sid, seen.id)
     assert isinstance(again, OpenStream) and not again.end
-    events = sse_messages(again.data)
-    assert events[0].data == "" and events[0].id == seen.id  # priming at the cursor
-    assert [loads(e.data)["params"]["progress"] for e in events[1:]] == [2, 3]
-    assert [e.id for e in events[1:]] == [f"{stream_id}:2", f"{stream_id}:3"]
+    *replayed, priming = sse_messages(again.data)
+    assert [loads(e.data)["params"]["progress"] for e in replayed] == [2, 3]
+    assert [e.id for e in replayed] == [f"{stream_id}:2", f"{stream_id}:3"]
+    # then a priming event under a fresh id (event ids are unique in the session)
+    assert (priming.data, priming.id, priming.retry) == ("", f"{stream_id}:4", 1000)
     conn.send_result(2, {"content": []})
     out = outputs(srv)[again.stream_id]
     assert out.end and payloads(out.data)[0]["id"] == 2
-    # after the end, the whole stream can still be replayed from the priming id
+    assert [e.id for e in sse_messages(out.data)] == [f"{stream_id}:5"]
+    # after the end, the whole stream can still be replayed from the first priming id
     replay = resume(srv, sid, f"{stream_id}:0", now=2)
     assert isinstance(replay, OpenStream) and replay.end
-    assert [e.id for e in sse_messages(replay.data)][1:] == [
-        f"{stream_id}:{i}" for i in (1, 2, 3, 4)
-    ]
-    nothing_new = resume(srv, sid, f"{stream_id}:4", now=2)
+    events = sse_messages(replay.data)
+    assert [e.id for e in events] == [f"{stream_id}:{i}" for i in (1, 2, 3, 4, 5)]
+    assert events[3].data == "" and payloads(replay.data)[-1]["id"] == 2  # (no new priming)
+    nothing_new = resume(srv, sid, f"{stream_id}:5", now=2)
     assert isinstance(nothing_new, OpenStream) and nothing_new.end
+    assert nothing_new.data == b""
+
+
+def test_event_ids_are_unique_across_the_sessions_streams() -> None:
+    # transports.mdx (2025-03-26 to 2025-11-25), resumability: an event id "MUST be
+    # globally unique across all streams within that session". Streams opened again
+    # (a second GET, a resumption) once primed under an id already sent.
+    srv = make_server()
+    sid = open_session(srv)
+    seen: list[str | None] = []
+
+    def get(**headers: str) -> OpenStream:
+        reply = srv.handle_request(
+            req("GET", accept="text/event-stream", **headers, **in_session(sid)), now=1
+        )
+        assert isinstance(reply.decision, OpenStream)
+        seen.extend(e.id for e in sse_messages(reply.decision.data))
+        return reply.decision
+
+    def flush() -> None:
+        for out in outputs(srv).values():
+            seen.extend(e.id for e in sse_messages(out.data))
+
+    first = get()
+    srv.send_notification("notifications/tools/list_changed")
+    flush()
+    srv.stream_closed(first.stream_id, now=1)
+    get()  # a new GET, nothing queued: only its priming event
+    conn, stream_id = start_call(srv, sid)
+    seen.append(f"{stream_id}:0")  # (its priming)
+    conn.send_progress(2, 1)
+    flush()
+    srv.stream_closed(stream_id, now=1)
+    resumed = resume(srv, sid, f"{stream_id}:1")
+    seen.extend(e.id for e in sse_messages(resumed.data))
+    conn.send_result(2, {"content": []})
+    flush()
+    assert None not in seen and len(seen) == 7, seen
+    assert len(set(seen)) == len(seen), seen
+    # and every priming id is a cursor that resumes where it stands
+    after_priming = resume(srv, sid, seen[-2] or "")  # the resumption's priming
+    assert [p["id"] for p in payloads(after_priming.data)] == [2]
 
 
 def test_a_newer_resume_replaces_the_stale_response() -> None:
@@ -1560,6 +1608,23 @@ def test_delete_checks_the_version_header(version: str, status: int) -> None:
         req("DELETE", mcp_session_id=sid, mcp_protocol_version=version), now=0
     )
     assert isinstance(reply.decision, HttpResponse) and reply.decision.status == status
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_modern_version_is_405_only_where_the_modern_era_is_served(method: str) -> None:
+    # transports.mdx (legacy revisions): an unsupported MCP-Protocol-Version MUST be
+    # 400. A dual-era server tells a modern client that the method is not offered to
+    # it (405, Allow: POST); to a legacy-only server the version is unsupported.
+    accept = "text/event-stream" if method == "GET" else None
+    for era, status in (("auto", 405), ("legacy", 400)):
+        srv = make_server(era=era)
+        sid = open_session(srv)
+        reply = srv.handle_request(
+            req(method, mcp_session_id=sid, mcp_protocol_version=MODERN, accept=accept), now=0
+        )
+        assert isinstance(reply.decision, HttpResponse), era
+        assert reply.decision.status == status, era
+        assert (b"allow", b"POST") not in reply.decision.headers or status == 405
 
 
 def test_cancelling_part_of_a_batch_keeps_its_stream_open() -> None:

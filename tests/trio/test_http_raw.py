@@ -336,3 +336,34 @@ async def test_a_refused_head_request_gets_its_status_without_a_body(
                 assert int(response.headers["content-length"]) > 0
         finally:
             await conn.aclose()
+
+
+async def test_in_json_mode_a_cancelled_request_gets_an_empty_event_stream(
+    nursery: trio.Nursery,
+) -> None:
+    # A POST of requests MUST be answered as application/json or as an event stream
+    # (transports.mdx, sending messages), and a cancelled request gets no answer: the
+    # POST whose only request was cancelled gets an event stream with no event.
+    app = App()
+    server = await start_server(nursery, app, http={"response_mode": "json"})
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("POST", headers=headers, body=rpc(7, "tools/call", call("block")))
+            await app.started_event.wait()
+            cancel = dumps(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+            )
+            accepted = await raw_request(server.port, "POST", headers=headers, body=cancel)
+            assert accepted.status == 202
+            response = await conn.response()
+        finally:
+            await conn.aclose()
+    assert app.cancelled == [7]
+    assert (response.status, response.headers["content-type"], response.body) == (
+        200,
+        "text/event-stream",
+        b"",
+    )
