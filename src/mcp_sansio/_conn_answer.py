@@ -8,6 +8,7 @@ belongs to an inbound batch waits for the rest of the batch.
 
 from __future__ import annotations
 
+from math import isfinite
 from typing import Any
 
 from . import _modern
@@ -177,8 +178,9 @@ class _Answering(_ConnectionBase):
 
         Raises:
             LocalProtocolError: the request is not in flight (finished or unknown),
-                ``progress`` does not increase, or a modern client tries to send
-                progress (it flows server to client only). No state changed.
+                ``progress`` does not increase, ``progress`` or ``total`` is NaN or an
+                infinity (JSON has neither), or a modern client tries to send progress
+                (it flows server to client only). No state changed.
         """
         if self.role == "client" and self._era is _MODERN:
             raise LocalProtocolError("in the modern era progress flows server to client only")
@@ -189,6 +191,9 @@ class _Answering(_ConnectionBase):
             raise LocalProtocolError(f"request {request_id!r} is not in flight")
         if inbound.progress_token is None:
             return False
+        if not isfinite(progress) or (total is not None and not isfinite(total)):
+            # NaN would pass the increase check below and go out as null.
+            raise LocalProtocolError(f"progress {progress} of {total} is not a finite number")
         last = self._inbound_progress.get(request_id)
         if last is not None and progress <= last:
             raise LocalProtocolError(f"progress must increase ({progress} after {last})")

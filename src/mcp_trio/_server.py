@@ -417,8 +417,14 @@ class Server:
         Raises:
             ValueError: a malformed or unmatchable template, a URI without a scheme, or
                 one already registered.
-            TypeError: the function's parameters do not fit the URI.
+            TypeError: the function's parameters do not fit the URI, or no URI was
+                given (``@server.resource`` without parentheses).
         """
+        if not isinstance(uri, str):  # a bare @server.resource: uri is the function
+            raise TypeError(
+                "@server.resource needs the URI: @server.resource('notes://{id}'), "
+                f"not {type(uri).__name__}"
+            )
         return _decorator(
             functools.partial(
                 self.add_resource,

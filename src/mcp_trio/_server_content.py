@@ -61,12 +61,32 @@ UNSTRUCTURED_VERSIONS = frozenset(v for v, r in REVISIONS.items() if not r.struc
 """The protocol versions without structured tool output (``Revision.structured_output``):
 ``structuredContent`` and ``outputSchema`` came in 2025-06-18."""
 
+ROLES = ("user", "assistant")
+"""The roles of prompt and sampling messages (``Role`` in the schema)."""
+
 MAX_COMPLETION_VALUES = 100
 """``completion.values`` holds at most this many items (server/utilities/completion)."""
 
 # Typed values are recognised without importing mcp_sansio.types (see _typed.py).
 _TYPED_CONTENT = ("TextContent", "ImageContent", "AudioContent", "EmbeddedResource", "ResourceLink")
 _TYPED_RESOURCE_CONTENTS = ("TextResourceContents", "BlobResourceContents")
+
+# Each ContentBlock type: its required fields with their JSON type, and its optional
+# fields, over every revision's schema (what _raw_block accepts as a raw block).
+_ANNOTATED = frozenset({"annotations", "_meta"})
+_RAW_BLOCKS: Mapping[str, tuple[tuple[tuple[str, type], ...], frozenset[str]]] = MappingProxyType(
+    {
+        "text": ((("text", str),), _ANNOTATED),
+        "image": ((("data", str), ("mimeType", str)), _ANNOTATED),
+        "audio": ((("data", str), ("mimeType", str)), _ANNOTATED),
+        "resource": ((("resource", Mapping),), _ANNOTATED),
+        "resource_link": (
+            (("uri", str), ("name", str)),
+            _ANNOTATED | {"title", "description", "mimeType", "size", "icons"},
+        ),
+    }
+)
+assert set(_RAW_BLOCKS) == CONTENT_TYPES
 
 # Magic numbers of the image formats clients render; enough to label bare ``bytes``.
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
@@ -269,8 +289,10 @@ class Message:
     content block...).
     """
 
-    role: Literal["user", "assistant"]
-    """Who speaks."""
+    role: Literal["user", "assistant"] = attrs.field(
+        validator=attrs.validators.in_(("user", "assistant"))
+    )
+    """Who speaks: ``"user"`` or ``"assistant"`` (MCP has no system role)."""
     content: Any
     """What is said."""
 
@@ -367,9 +389,32 @@ def _one_block(value: Any) -> dict[str, Any] | None:
                 "Image(data, mime_type), Audio(...) or EmbeddedResource(...)"
             )
         return {"type": "image", "data": _b64(bytes(value)), "mimeType": mime}
-    if isinstance(value, Mapping) and value.get("type") in CONTENT_TYPES:
-        return dict(value)
+    if isinstance(value, Mapping):
+        return _raw_block(value)
     return None
+
+
+def _raw_block(value: Mapping[Any, Any]) -> dict[str, Any] | None:
+    """``value`` when it is a content block as the schema has it, else ``None``: a
+    mapping whose ``"type"`` happens to be ``"text"`` (a record of a catalogue) is data,
+    not a block missing its ``text``."""
+    kind = value.get("type")
+    shape = _RAW_BLOCKS.get(kind) if isinstance(kind, str) else None
+    if shape is None:
+        return None
+    required, optional = shape
+    for key, json_type in required:
+        if not isinstance(value.get(key), json_type):
+            return None
+    if not all(key == "type" or key in optional or key in dict(required) for key in value):
+        return None
+    if kind == "resource":
+        resource = value["resource"]
+        if not isinstance(resource.get("uri"), str) or not (
+            isinstance(resource.get("text"), str) or isinstance(resource.get("blob"), str)
+        ):
+            return None
+    return dict(value)
 
 
 def content_blocks(value: Any) -> list[dict[str, Any]] | None:
@@ -377,8 +422,8 @@ def content_blocks(value: Any) -> list[dict[str, Any]] | None:
 
     Content is: a string (text), ``bytes`` of a common image format, :class:`Image`,
     :class:`Audio`, :class:`EmbeddedResource`, :class:`ResourceLink`, an
-    ``mcp_sansio.types`` content block, a raw content object (a mapping whose ``type``
-    is a content type), or a list or tuple of these.
+    ``mcp_sansio.types`` content block, a raw content block (a mapping with a content
+    ``type``, the fields that type requires and no others), or a list or tuple of these.
 
     Raises:
         TypeError: ``bytes`` that are not a recognised image.
@@ -515,13 +560,32 @@ def prompt_messages(value: Any) -> list[dict[str, Any]]:
         elif isinstance(item, loaded_models("PromptMessage")):
             out.append(unstructure(item))
         elif isinstance(item, Mapping) and "role" in item and "content" in item:
-            out.append(dict(item))
+            out.append(_raw_message(item, "prompt"))
         else:
             block = _one_block(item)
             if block is None:
                 raise TypeError(f"a prompt returned {type(item).__name__}, not a message")
             out.append({"role": "user", "content": block})
     return out
+
+
+def check_role(role: Any, what: str) -> None:
+    """Raise ``TypeError`` unless ``role`` is one of :data:`ROLES`."""
+    if role not in ROLES:
+        raise TypeError(f"a {what} message's role is 'user' or 'assistant', not {role!r}")
+
+
+def _raw_message(item: Mapping[Any, Any], what: str) -> dict[str, Any]:
+    """A raw ``{"role", "content"}`` prompt message, its role checked and its content one
+    content value (a string is text)."""
+    check_role(item["role"], what)
+    block = _one_block(item["content"])
+    if block is None:
+        raise TypeError(
+            f"a {what} message's content is one content value (a string, Image, a "
+            f"content block...), not {type(item['content']).__name__}"
+        )
+    return {**item, "content": block}
 
 
 def resource_contents(uri: str, data: str | bytes, mime_type: str | None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from mcp_sansio import unstructure
 from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import coerce_arguments, type_schema
-from ._server_content import Message, content_blocks
+from ._server_content import Message, check_role, content_blocks
 
 __all__ = [
     "ELICITATION_MODE_VERSIONS",
@@ -89,6 +89,10 @@ _KIND_NAMES = {
 }
 
 
+FORM_STRING_FORMATS = ("email", "uri", "date", "date-time")
+"""The string formats an elicitation form may ask for (``StringSchema.format``)."""
+
+
 def _flatten_property(
     name: str, prop: Mapping[str, Any], version: str | None, from_type: bool
 ) -> dict[str, Any]:
@@ -117,6 +121,13 @@ def _flatten_property(
         )
     if kind == "string" and "enum" in prop and not all(isinstance(v, str) for v in prop["enum"]):
         raise TypeError(f"elicitation field {name!r}: enum values must be strings")
+    if "format" in prop and prop["format"] not in FORM_STRING_FORMATS:
+        # client/elicitation.mdx: StringSchema.format is one of these four.
+        raise TypeError(
+            f"elicitation field {name!r}: a form string's format is one of "
+            f"{', '.join(FORM_STRING_FORMATS)}, not {prop['format']!r} (ask for "
+            "a plain str and parse it)"
+        )
     if kind == "array":
         items = prop.get("items")
         if not isinstance(items, Mapping) or not ("enum" in items or "anyOf" in items):
@@ -270,6 +281,24 @@ def structure_as(target: Any, value: Any) -> Any:
     return coerce_arguments(holder, {"value": value})["value"]
 
 
+def _raw_sampling_message(item: Mapping[Any, Any]) -> dict[str, Any]:
+    """A raw ``{"role", "content"}`` sampling message, its role checked. Its content is
+    one block or (2025-11-25 on) a list of them; a string is a text block, as elsewhere."""
+    check_role(item["role"], "sampling")
+    content = item.get("content")
+    if isinstance(content, str):
+        return {**item, "content": {"type": "text", "text": content}}
+    if isinstance(content, list):
+        blocks = [{"type": "text", "text": c} if isinstance(c, str) else c for c in content]
+        return {**item, "content": blocks}
+    if not isinstance(content, Mapping):
+        raise TypeError(
+            "a sampling message's content is a content block or a list of them, "
+            f"not {type(content).__name__}"
+        )
+    return dict(item)
+
+
 def sampling_messages(messages: str | Sequence[Any]) -> list[dict[str, Any]]:
     if isinstance(messages, str):
         messages = [messages]
@@ -278,7 +307,7 @@ def sampling_messages(messages: str | Sequence[Any]) -> list[dict[str, Any]]:
         if isinstance(item, Message):
             out.append(item.to_json())
         elif isinstance(item, Mapping) and "role" in item:
-            out.append(dict(item))
+            out.append(_raw_sampling_message(item))
         elif attrs.has(type(item)) and hasattr(item, "role"):
             out.append(unstructure(item))
         else:

@@ -94,6 +94,24 @@ def test_progress_for_cancelled_request_is_quietly_dropped() -> None:
 
 
 @pytest.mark.parametrize(
+    ("progress", "total"),
+    [(float("nan"), None), (float("inf"), None), (2, float("nan")), (2, float("-inf"))],
+)
+def test_progress_must_be_a_finite_number(progress: float, total: float | None) -> None:
+    # JSON has no NaN or infinity (orjson writes null), and NaN would pass the
+    # "progress must increase" check (progress.mdx: it MUST increase).
+    pair = ready_pair()
+    pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    assert pair.server.send_progress(req.request_id, 1)
+    pair.deliver(pair.server)
+    with pytest.raises(LocalProtocolError, match="not a finite number"):
+        pair.server.send_progress(req.request_id, progress, total)
+    assert pair.server.data_to_send() == []  # nothing sent, nothing changed:
+    assert pair.server.send_progress(req.request_id, 1.5)  # still "after 1"
+
+
+@pytest.mark.parametrize(
     "params",
     [
         None,

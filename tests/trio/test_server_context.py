@@ -5,6 +5,8 @@ both eras -- server-to-client requests in a legacy session, multi round-trip req
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -204,6 +206,26 @@ def test_form_schema_errors() -> None:
         form_spec(
             {"type": "object", "properties": {"x": {"type": "array", "items": {"type": "string"}}}}
         )
+
+
+def test_form_strings_have_only_the_formats_the_spec_allows() -> None:
+    # client/elicitation.mdx: StringSchema.format is email, uri, date or date-time; a
+    # uuid.UUID or datetime.time field (format uuid / time) would make the client
+    # refuse the whole request.
+    @dataclasses.dataclass
+    class Booking:
+        ref: uuid.UUID
+
+    @dataclasses.dataclass
+    class Arrival:
+        at: datetime.time
+
+    for form in (Booking, Arrival):
+        with pytest.raises(TypeError, match="format is one of email, uri, date, date-time"):
+            form_spec(form)
+    for fmt in ("email", "uri", "date", "date-time"):
+        schema = {"type": "object", "properties": {"x": {"type": "string", "format": fmt}}}
+        assert form_spec(schema).schema["properties"]["x"]["format"] == fmt
 
 
 async def test_an_answer_that_breaks_the_schema_is_invalid_params(era: str) -> None:

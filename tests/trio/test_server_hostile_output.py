@@ -21,6 +21,7 @@ import trio
 
 from mcp_sansio import ErrorCode
 from mcp_sansio import types as mcp_types
+from mcp_sansio._json import loads
 from mcp_trio import McpError, Session
 from mcp_trio._context import Context
 from mcp_trio._server import Server
@@ -31,7 +32,7 @@ from mcp_trio._server_content import (
     ToolError,
     ToolResult,
 )
-from mcp_trio._server_forms import form_spec
+from mcp_trio._server_forms import form_spec, sampling_messages
 from mcp_trio._server_rpc import ResourceNotFound
 
 from ..schema import validate
@@ -168,6 +169,91 @@ async def test_prompt_content_fits_every_revision(version: str) -> None:
         audio_kind(version),
         link_kind(version),
     ]
+
+
+# ================================================================== data that looks like content
+
+
+def lookalike_server() -> Server:
+    server = Server("lookalikes")
+
+    @server.tool()
+    def record(kind: str):  # type: ignore[no-untyped-def]  # (no annotation: any value)
+        return {"type": kind, "name": "widget", "price": 3}
+
+    @server.tool()
+    def records() -> Any:
+        return [{"type": "text", "body": "hello"}]
+
+    @server.prompt()
+    def chat() -> list[Any]:
+        return [{"role": "user", "content": "Summarize."}, {"role": "assistant", "content": "OK"}]
+
+    @server.prompt()
+    def system() -> list[Any]:
+        return [{"role": "system", "content": "You are terse."}]
+
+    return server
+
+
+@pytest.mark.parametrize("kind", ["product", "text", "image", "audio", "resource", "resource_link"])
+async def test_a_record_whose_type_names_a_content_type_is_data(version: str, kind: str) -> None:
+    # A mapping is a raw content block only when it is one (the fields its type requires,
+    # no others); a catalogue record {"type": "text", ...} went out as a broken block.
+    structured = version not in NO_LINKS
+    async with pinned(lookalike_server(), version) as client:
+        one = await client.request("tools/call", {"name": "record", "arguments": {"kind": kind}})
+        validate(version, "CallToolResult", one)
+        many = await call_tool(client, "records")
+    record = {"type": kind, "name": "widget", "price": 3}
+    assert loads(text(one)) == record
+    assert one.get("structuredContent") == (record if structured else None)
+    assert loads(text(many)) == [{"type": "text", "body": "hello"}]
+
+
+async def test_prompt_messages_are_checked_and_strings_are_text(version: str) -> None:
+    async with pinned(lookalike_server(), version) as client:
+        chat = await client.request("prompts/get", {"name": "chat"})
+        validate(version, "GetPromptResult", chat)
+        with pytest.raises(McpError):  # a role MCP does not have: the prompt fails
+            await client.request("prompts/get", {"name": "system"})
+    assert chat["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Summarize."}},
+        {"role": "assistant", "content": {"type": "text", "text": "OK"}},
+    ]
+
+
+def test_message_roles_and_sampling_messages_are_checked() -> None:
+    with pytest.raises(ValueError, match="role"):
+        Message("system", "hello")  # type: ignore[arg-type]
+    asked = sampling_messages(
+        [
+            {"role": "user", "content": "What is 2+2?"},
+            {"role": "assistant", "content": ["4", {"type": "text", "text": "!"}]},
+        ]
+    )
+    assert asked == [
+        {"role": "user", "content": {"type": "text", "text": "What is 2+2?"}},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "4"}, {"type": "text", "text": "!"}],
+        },
+    ]
+    for message in asked:
+        validate("2025-11-25", "SamplingMessage", message)
+    with pytest.raises(TypeError, match="role"):
+        sampling_messages([{"role": "system", "content": "Be terse."}])
+    with pytest.raises(TypeError, match="content"):
+        sampling_messages([{"role": "user", "content": 42}])
+
+
+def test_a_resource_decorator_without_its_uri_is_refused() -> None:
+    server = Server("bare")
+    with pytest.raises(TypeError, match="needs the URI"):
+
+        @server.resource  # type: ignore[arg-type]
+        def note() -> str:
+            return "text"
 
 
 # ================================================================== structured output
