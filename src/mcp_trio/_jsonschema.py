@@ -35,7 +35,12 @@ Theory of operation
   ``list[Point]``, ``Point | None``...) is wrapped as ``{"result": <schema>}`` and so must
   the ``structuredContent`` be (:func:`to_structured_content` does it). No annotation,
   ``None``, ``Any`` and MCP content types (``TextContent``..., ``CallToolResult``, or any
-  class with ``__mcp_content__ = True``) give no output schema.
+  class with ``__mcp_content__ = True``) give no output schema. Next to content types, in
+  a union or a list (``str | Image``, ``list[str | Image]``), ``str`` is text and
+  ``bytes`` an image: content too. Content classes are never data: a union of them with
+  data (``dict | Image``) and a content class inside data (``dict[str, Image]``) are a
+  ``TypeError`` when the tool is registered. ``InputRequiredResult`` in a return type is
+  left out: it is answered as it is, never converted.
 
 **Validation** is a small validator for the schemas we generate, plus the usual keywords
 around them (see :func:`validate`); it refuses keywords it does not implement instead of
@@ -98,6 +103,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
+from ._handlers import InputRequiredResult
 from ._typed import loaded_models
 
 __all__ = [
@@ -501,6 +507,11 @@ class _Builder:
                 return {}
             return {"anyOf": members}
         if isinstance(tp, type):
+            if getattr(tp, "__mcp_content__", False) is True:
+                raise self.error(
+                    f"{tp.__qualname__} is MCP content, not JSON data: it has no JSON Schema"
+                    " (a tool may return it, alone or in a list, but not inside other data)"
+                )
             if issubclass(tp, enum.Enum):
                 return self.named(tp, self.enum_schema)
             if _is_class_like(tp):
@@ -867,27 +878,99 @@ _CONTENT_TYPE_NAMES = (
 )
 
 
-def _is_content(tp: Any) -> bool:
-    """Whether ``tp`` is an MCP content type, a union of them, or a sequence of them."""
-    tp = _strip(tp)
-    if _is_union(tp):
-        members = [m for m in get_args(tp) if m is not _NoneType]
-        return bool(members) and all(_is_content(m) for m in members)
-    origin = get_origin(tp)
-    if origin in _ARRAY_ORIGINS or origin is tuple:
-        args = [a for a in get_args(tp) if a is not Ellipsis]
-        return bool(args) and all(_is_content(a) for a in args)
+def _is_content_class(tp: Any) -> bool:
+    """Whether ``tp`` is an MCP content type (``TextContent``..., ``CallToolResult``) or
+    a class marked ``__mcp_content__ = True`` (``Image``, ``Audio``, ``ToolResult``...)."""
     return isinstance(tp, type) and (
         issubclass(tp, loaded_models(*_CONTENT_TYPE_NAMES))
         or getattr(tp, "__mcp_content__", False) is True
     )
 
 
+def _is_text(tp: Any) -> bool:
+    """Whether values of ``tp`` are content next to content classes: a string is a text
+    block, ``bytes`` an image (see ``content_blocks``)."""
+    if get_origin(tp) is Literal:
+        return all(isinstance(a, str) for a in get_args(tp))
+    return isinstance(tp, type) and issubclass(tp, str | bytes | bytearray)
+
+
+def _content_leaves(tp: Any, in_list: bool = False) -> Iterator[tuple[Any, bool]]:
+    """The types a returned value may have as ``content_blocks`` sees it, through unions
+    and one level of list or tuple; each with whether it is an item of that list."""
+    tp = _strip(tp)
+    if _is_union(tp):
+        for member in get_args(tp):
+            yield from _content_leaves(member, in_list)
+        return
+    origin = get_origin(tp)
+    args = [a for a in get_args(tp) if a is not Ellipsis]
+    if not in_list and args and (origin in _ARRAY_ORIGINS or origin is tuple):
+        for arg in args:
+            yield from _content_leaves(arg, True)
+        return
+    yield tp, in_list
+
+
+def _is_content(tp: Any, where: str) -> bool:
+    """Whether the return type ``tp`` is MCP content: content classes, alone, in unions
+    or in a list, possibly mixed with strings (text) and ``bytes`` (images), or ``None``
+    (no content) outside a list.
+
+    Raises:
+        TypeError: ``tp`` mixes content classes with other data (``dict | Image``): a
+            value of it would be content or structured data depending on the call.
+    """
+    leaves = list(_content_leaves(tp))
+    if not any(_is_content_class(leaf) for leaf, _ in leaves):
+        return False
+    others = [
+        leaf
+        for leaf, in_list in leaves
+        if not (
+            _is_content_class(leaf)
+            or _is_text(leaf)
+            or leaf in (Any, object)
+            or (leaf in (None, _NoneType) and not in_list)
+        )
+    ]
+    if others:
+        names = ", ".join(dict.fromkeys(_type_label(t) for t in others))
+        raise TypeError(
+            f"{where}: {tp!r} mixes MCP content with data ({names}); a tool returns content"
+            " (str, Image, Audio..., or a list of them) or structured data, not either:"
+            " return a ToolResult to give both"
+        )
+    return True
+
+
+def _type_label(tp: Any) -> str:
+    if tp in (None, _NoneType):
+        return "None"
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
+
+
+def _without_asks(tp: Any) -> Any:
+    """``tp`` without ``InputRequiredResult``: a tool returns one to ask the client for
+    input, and it is answered as it is, before any result is made: no part of the output."""
+    bare = _strip(tp)
+    if bare is InputRequiredResult:
+        return None
+    if not _is_union(bare):
+        return tp
+    members = [m for m in get_args(bare) if _strip(m) is not InputRequiredResult]
+    if len(members) == len(get_args(bare)):
+        return tp
+    return members[0] if len(members) == 1 else cast("Any", Union)[tuple(members)]
+
+
 @_memo
 def _output_kind(fn: Callable[..., Any]) -> tuple[Literal["none", "object", "wrapped"], Any]:
-    tp = _hints(fn, ("return",), ()).get("return", inspect.Signature.empty)
+    tp = _without_asks(_hints(fn, ("return",), ()).get("return", inspect.Signature.empty))
     bare = _strip(tp)
-    if bare in (inspect.Signature.empty, None, _NoneType, Any, object) or _is_content(bare):
+    if bare in (inspect.Signature.empty, None, _NoneType, Any, object) or _is_content(
+        bare, f"the return type of {_name(fn)}"
+    ):
         return "none", tp
     origin = get_origin(bare) or bare
     if _is_class_like(bare) or origin in _MAP_ORIGINS:
@@ -902,10 +985,12 @@ def function_output_schema(fn: Callable[..., Any]) -> Schema | None:
     schema. Any other type ``T`` gives ``{"type": "object", "properties": {"result": T},
     "required": ["result"]}``, and the ``structuredContent`` must then be ``{"result":
     value}`` (see :func:`to_structured_content`). No annotation, ``None``, ``Any`` and MCP
-    content types give ``None``: no output schema.
+    content types give ``None``: no output schema; so do unions and lists of content types
+    with ``str`` (text) and ``bytes`` (an image), such as ``str | Image``.
 
     Raises:
-        TypeError: the return type has no JSON Schema or cannot be resolved.
+        TypeError: the return type has no JSON Schema, mixes content types with data
+            (``dict | Image``) or cannot be resolved.
     """
     kind, tp = _output_kind(fn)
     if kind == "none":
@@ -1403,6 +1488,20 @@ def _structure_union(value: Any, tp: Any) -> Any:
     raise ValueError(f"{_show(value)} fits none of {tp!r}")
 
 
+def _is_literal(tp: Any) -> bool:
+    return get_origin(tp) is Literal
+
+
+def _structure_literal(value: Any, tp: Any) -> Any:
+    """The member of ``Literal[...]`` that ``value`` equals as JSON: ``2.0`` is the
+    integer ``2``, never ``True``; an enum member for its value."""
+    wanted = _canonical(value)
+    for member in get_args(tp):
+        if _canonical(member.value if isinstance(member, enum.Enum) else member) == wanted:
+            return member
+    raise ValueError(f"{_show(value)} is none of the values of {tp!r}")
+
+
 def _typeddict_hook(cls: Any) -> Callable[[Any, Any], Any]:
     hints = {name: _strip(hint) for name, hint in _class_hints(cls).items()}
 
@@ -1416,6 +1515,7 @@ def _typeddict_hook(cls: Any) -> Callable[[Any, Any], Any]:
 
 
 _converter.register_structure_hook_func(_is_union, _structure_union)
+_converter.register_structure_hook_func(_is_literal, _structure_literal)
 _converter.register_structure_hook_factory(is_typeddict, _typeddict_hook)
 
 
@@ -1433,7 +1533,8 @@ def coerce_arguments(
     Call it after :func:`validate` passed with ``function_input_schema(fn, skip=skip)``:
     attrs classes, dataclasses, TypedDicts, enums, tuples, sets, datetimes... are built;
     ``1`` becomes ``1.0`` for a ``float``. Missing arguments stay missing (the defaults
-    apply when ``fn`` is called).
+    apply when ``fn`` is called). A ``Literal`` gives its own member, so ``2.0`` (a JSON
+    integer) is ``2`` for ``Literal[1, 2]``, like ``int`` makes it ``2``.
 
     Raises:
         ValueError: the arguments do not fit after all; with ``validate`` first, only a
@@ -1481,7 +1582,8 @@ def to_jsonable(value: object, *, strict: bool = True) -> Any:
 
     Raises:
         TypeError: something in ``value`` has no JSON form (including non-string keys,
-            and with ``strict`` non-finite floats and integers outside that range).
+            MCP content such as ``Image``, and with ``strict`` non-finite floats and
+            integers outside that range).
     """
     return _jsonable(value, strict)
 
@@ -1510,6 +1612,11 @@ def _jsonable(value: object, strict: bool) -> Any:
     if isinstance(value, bytes | bytearray):
         return base64.b64encode(value).decode("ascii")
     cls: Any = type(value)
+    if getattr(cls, "__mcp_content__", False) is True:
+        raise TypeError(
+            f"{cls.__qualname__} is MCP content, not JSON data: return it as content (alone"
+            " or in a list), not inside other data"
+        )
     if attrs.has(cls):
         return {
             a.name: _jsonable(getattr(value, a.name), strict) for a in attrs.fields(cls) if a.init

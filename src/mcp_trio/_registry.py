@@ -31,6 +31,7 @@ from ._jsonschema import (
     function_input_schema,
     function_output_schema,
     is_context_type,
+    to_jsonable,
     validate,
 )
 from ._server_content import _plain
@@ -182,6 +183,13 @@ def coerce_strings(
     too deep: such text stays text); then everything is validated against ``schema`` and
     structured.
 
+    Each value has one spelling, so that one resource has one URI (subscriptions and
+    caches key on it): what becomes an ``int`` (also an ``IntEnum`` or ``Literal`` member)
+    must be written as JSON writes it (``"1"``; not ``"01"``, ``"1.0"``, ``"1e0"``,
+    ``"-0"`` or ``" 1"``), a ``bool`` as ``"true"``/``"false"``, ``None`` as ``"null"``.
+    A ``float`` takes any JSON number (``"1"``, ``"1.0"``, ``"1e0"``) without surrounding
+    whitespace. Other spellings stay text, and so fail like any text would.
+
     Raises:
         ValueError: the values do not fit; the message names each problem.
     """
@@ -195,9 +203,33 @@ def coerce_strings(
                 value = strict_json(text)
         values[name] = value
     problems = validate(values, dict(schema))
-    if problems:
-        raise ValueError("; ".join(problems))
-    return coerce_arguments(fn, values, skip=skip)
+    if not problems:
+        out = coerce_arguments(fn, values, skip=skip)
+        loose = {
+            name: text
+            for name, text in raw.items()
+            if values[name] is not text and not _canonical_spelling(text, out.get(name))
+        }
+        if not loose:
+            return out
+        # As text they are refused (they were parsed because text did not fit), with the
+        # message any other text gets: "expected integer, got string".
+        problems = validate({**values, **loose}, dict(schema))
+    raise ValueError("; ".join(problems))
+
+
+def _canonical_spelling(text: str, value: Any) -> bool:
+    """Whether ``text`` is how JSON writes ``value``, the structured argument: exactly
+    for integers, booleans and null; without surrounding whitespace for other numbers."""
+    try:
+        data = to_jsonable(value, strict=False)  # (any size: integers are exact)
+    except TypeError:  # no JSON form, so no spelling to compare
+        return True
+    if isinstance(data, float):
+        return text == text.strip()
+    if data is None or isinstance(data, bool | int):
+        return text == json.dumps(data)
+    return True
 
 
 def _definition(fields: Mapping[str, Any]) -> dict[str, Any]:
