@@ -23,6 +23,7 @@ from mcp_sansio import (
     ConnectionConfig,
     Era,
     ErrorCode,
+    ErrorData,
     LocalProtocolError,
     NotificationReceived,
     ProgressReceived,
@@ -139,6 +140,16 @@ def test_legacy_callback_failures_are_answered_as_errors() -> None:
         raise RuntimeError("no model")
 
     with spawn(era="legacy", on_sampling=broken, roots=["file:///a"]) as client:
+        with pytest.raises(McpError):  # the server's handler failed on our -32603
+            client.call_tool("ask", {"what": ["sample"]})
+        assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///a"
+
+
+def test_a_callback_error_that_cannot_be_written_is_answered_all_the_same() -> None:
+    def odd(params: t.CreateMessageRequestParams) -> dict[str, Any]:
+        raise McpError(ErrorData(code=-32000, message="no", data={"not": {"json"}}))
+
+    with spawn(era="legacy", on_sampling=odd, roots=["file:///a"]) as client:
         with pytest.raises(McpError):  # the server's handler failed on our -32603
             client.call_tool("ask", {"what": ["sample"]})
         assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///a"

@@ -79,14 +79,19 @@ class _Answering(_ConnectionBase):
 
         Raises:
             LocalProtocolError: as for :meth:`send_result`.
+            TypeError: ``code`` is not an integer, ``message`` not a string, or ``data``
+                not JSON-serializable. No state changed: the request can still be
+                answered (e.g. with an error without that ``data``).
         """
-        inbound = self._take_inbound(request_id)
-        if inbound is None:
+        if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
+            raise TypeError(
+                f"an error's code is an int and its message a str: {code!r}, {message!r}"
+            )
+        reply = error_response(request_id, ErrorData(code=code, message=message, data=data))
+        payload = dumps(reply)  # check first (may raise), change state after
+        if self._take_inbound(request_id) is None:
             return
-        self._reply(
-            request_id,
-            error_response(request_id, ErrorData(code=code, message=message, data=data)),
-        )
+        self._reply(request_id, reply, payload)
 
     def send_input_required(
         self,

@@ -590,6 +590,11 @@ class _Receiving(_Handshake):
 
     def _on_client_side_request(self, msg: _Req, events: list[Event], batch: _Batch | None) -> None:
         rid, method = msg.id, msg.method
+        if method == "ping" and self._era is not _MODERN:
+            # ping.mdx: the receiver MUST respond promptly, and lifecycle.mdx lets a
+            # server ping before it has answered initialize (the era is not set yet).
+            self._answer_now(rid, {}, batch)
+            return
         if self._era is not _LEGACY:
             self._reject(
                 rid,
@@ -598,9 +603,6 @@ class _Receiving(_Handshake):
                 events,
                 batch,
             )
-            return
-        if method == "ping":
-            self._answer_now(rid, {}, batch)
             return
         revision = self._revision()
         assert revision is not None and self._version is not None

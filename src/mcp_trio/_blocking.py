@@ -859,16 +859,20 @@ class BlockingClient(HandshakeFacts):
         """Legacy: answer a server request now, with the callbacks."""
         rid = event.request_id
         try:
-            result = self._callback_result(event.method, event.params)
-        except McpError as exc:
-            self._conn.send_error(rid, exc.code, exc.message, exc.data)
-        except RemoteProtocolError as exc:
-            self._conn.send_error(rid, exc.error_code, exc.message)
-        except Exception:
-            logger.exception("the %s callback failed", event.method)
+            try:
+                result = self._callback_result(event.method, event.params)
+            except McpError as exc:
+                self._conn.send_error(rid, exc.code, exc.message, exc.data)
+            except RemoteProtocolError as exc:
+                self._conn.send_error(rid, exc.error_code, exc.message)
+            except Exception:
+                logger.exception("the %s callback failed", event.method)
+                self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+            else:
+                self._conn.send_result(rid, result)
+        except (TypeError, ValueError):  # the core refused the answer (not JSON...)
+            logger.exception("the answer to %s cannot be sent", event.method)
             self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
-        else:
-            self._conn.send_result(rid, result)
 
     def _provide_input(self, event: InputRequired) -> dict[str, Any]:
         """Modern: answer every entry of ``inputRequests`` with the callbacks."""

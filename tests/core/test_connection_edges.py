@@ -82,6 +82,34 @@ def test_send_log_rules() -> None:
     assert not pair.server.send_log("info", "x")
 
 
+@pytest.mark.parametrize(
+    ("code", "message", "data"),
+    [
+        (-32000, "boom", {"ids": {1, 2}}),
+        (-32000, "boom", object()),
+        ("E1", "boom", None),
+        (True, "boom", None),
+        (-32000, None, None),
+    ],
+)
+def test_an_error_that_cannot_be_sent_leaves_the_request_answerable(
+    code: Any, message: Any, data: Any
+) -> None:
+    # Every request gets exactly one answer: an error the core cannot write (data that
+    # is not JSON, a code that is not an int) raises and changes nothing, so the
+    # request can still be answered. It used to be dropped first, then never answered.
+    pair = ready_pair()
+    pair.client.send_request("tools/call", {"name": "t"})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    with pytest.raises(TypeError):
+        pair.server.send_error(req.request_id, code, message, data)
+    assert pair.server.inflight_requests() == (req.request_id,)
+    assert pair.server.data_to_send() == []
+    pair.server.send_error(req.request_id, -32603, "Internal error")
+    answer = only(pair.deliver(pair.server), ErrorReceived)
+    assert answer.error.code == -32603
+
+
 def test_progress_for_cancelled_request_is_quietly_dropped() -> None:
     pair = ready_pair()
     rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)

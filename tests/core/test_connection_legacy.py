@@ -207,6 +207,17 @@ def test_ping_before_initialize_is_answered() -> None:
     assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
 
 
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
+    # ping.mdx: the receiver MUST respond promptly; a server may ping before it has
+    # answered initialize (or the era probe), when the client's era is not set yet.
+    client = Connection("client", ConnectionConfig(era=era))  # type: ignore[arg-type]
+    client.start()
+    client.data_to_send()
+    _, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
+
+
 def test_server_may_ping_and_log_before_initialized_but_nothing_else() -> None:
     pair = legacy_pair()
     pair.client.start()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_sansio import ErrorCode
+from mcp_sansio import ErrorCode, ErrorData
 from mcp_sansio import types as mcp_types
 from mcp_sansio._json import loads
 from mcp_trio import McpError, Session
@@ -526,3 +526,19 @@ async def test_template_values_are_decoded_so_handlers_must_check_them() -> None
         result = await client.request("resources/read", {"uri": "x://seg/..%2F..%2Fetc"})
         validate(negotiated(client), "ReadResourceResult", result)
     assert seen == ["../../etc"]
+
+
+async def test_an_error_whose_data_is_not_json_is_still_an_answer() -> None:
+    # The request must get exactly one answer: the handler's error cannot be written,
+    # so it is replaced by -32603 (it used to leave the client waiting forever).
+    server = Server("odd-errors")
+
+    @server.tool()
+    def fails() -> str:
+        raise McpError(ErrorData(code=-32000, message="boom", data={"ids": {1, 2}}))
+
+    async with pinned(server, "2025-11-25") as client:
+        with pytest.raises(McpError) as info:
+            await client.request("tools/call", {"name": "fails", "arguments": {}})
+        assert (info.value.code, info.value.message) == (-32603, "Internal error")
+        assert (await client.request("ping")) == {}  # and the session goes on
