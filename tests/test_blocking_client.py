@@ -386,3 +386,15 @@ def test_nan_and_infinities_in_arguments_are_refused(value: Any) -> None:
     with pytest.raises(ValueError, match="argument 'x' holds NaN or an infinity"):
         mcp_trio._client_common.named_params("t", {"ok": 1.5, "x": value})
     assert mcp_trio._client_common.named_params("t", {"x": [1.5, {"y": -0.0}], "s": "nan"})
+
+
+def test_roots_are_file_uris_checked_before_the_server_starts(tmp_path: Any) -> None:
+    marker = tmp_path / "started"
+    with pytest.raises(ValueError, match=r"file://"):
+        BlockingClient.stdio(
+            [sys.executable, "-c", f"open({str(marker)!r}, 'w')"], roots=["https://x.example/"]
+        )
+    assert not marker.exists()  # refused before the program was spawned
+    with spawn(era="legacy", roots=(r for r in ["file:///g"])) as client:
+        for _ in range(2):  # a generator is taken once, so the second answer is the same
+            assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///g"

@@ -616,7 +616,22 @@ class _Receiving(_Handshake):
             version=revision.version,
         ):
             return
-        if method in revision.server_requests:  # (bounded: see _on_legacy_server_request)
+        if method == "elicitation/create":
+            # elicitation.mdx: a request in a mode the client did not declare MUST get
+            # -32602. Checked per request, so never cached for the fast path.
+            mode = (msg.params or {}).get("mode", "form")
+            declared = self.config.capabilities.get("elicitation")
+            modes = declared if type(declared) is dict and declared else {"form": {}}
+            if type(mode) is not str or mode not in modes:
+                self._reject(
+                    rid,
+                    ErrorCode.INVALID_PARAMS,
+                    f"elicitation mode {mode!r} was not declared in the client's capabilities",
+                    events,
+                    batch,
+                )
+                return
+        elif method in revision.server_requests:  # (bounded: see _on_legacy_server_request)
             self._accept_ok.add(method)  # a legacy client is READY once its era is set
         self._accept(msg, _LEGACY, self._version, events, batch)
 

@@ -321,7 +321,11 @@ class _Options:
     connection_config: ConnectionConfig | None = None
 
     def core_config(self) -> ConnectionConfig:
-        """Check the arguments; the core's configuration."""
+        """Check the arguments (a list of roots is taken once, and checked); the core's
+        configuration."""
+        if self.roots is not None and not callable(self.roots):
+            self.roots = list(self.roots)
+            roots_result(self.roots)
         return client_config(
             self.connection_config,
             era=self.era,

@@ -494,7 +494,8 @@ async def open_client(
         RequestTimeout: no handshake within ``config.handshake_timeout``.
         SessionClosed: the connection could not be opened or ended during the
             handshake (``ServerExited`` for a stdio server that exited).
-        TypeError / ValueError: a target or argument that makes no sense.
+        TypeError / ValueError: a target or argument that makes no sense (a root
+            that is not a ``file://`` URI, for one).
 
     Resource handling:
         On exit: open subscriptions end, the session closes, and a spawned server is
@@ -512,6 +513,9 @@ async def open_client(
         capabilities=capabilities,
         timeout=timeout,
     )
+    if roots is not None and not callable(roots):
+        roots = list(roots)
+        roots_result(roots)  # check the items now, not when the server asks
     callbacks = Callbacks(
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log
     )

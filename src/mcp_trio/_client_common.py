@@ -304,13 +304,16 @@ def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
 
     Raises:
         TypeError: an item is none of the accepted kinds.
+        ValueError: a root's URI is not a ``file://`` URI (``client/roots.mdx``: it
+            MUST be one).
     """
     out: list[dict[str, Any]] = []
     for root in roots:
-        if isinstance(root, str):
-            out.append({"uri": root})
-        else:
-            out.append(to_wire(root, "roots"))
+        wire = {"uri": root} if isinstance(root, str) else to_wire(root, "roots")
+        uri = wire.get("uri")
+        if not isinstance(uri, str) or not uri.startswith("file://"):
+            raise ValueError(f"a root is a file:// URI, not {uri!r}")
+        out.append(wire)
     return {"roots": out}
 
 

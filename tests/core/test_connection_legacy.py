@@ -218,6 +218,42 @@ def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
     assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
 
 
+@pytest.mark.parametrize(
+    ("declared", "allowed"),
+    [
+        ({}, {"form"}),
+        ({"form": {}}, {"form"}),
+        ({"url": {}}, {"url"}),
+        ({"form": {}, "url": {}}, {"form", "url"}),
+    ],
+)
+def test_a_client_refuses_elicitation_in_a_mode_it_did_not_declare(
+    declared: dict[str, Any], allowed: set[str]
+) -> None:
+    # elicitation.mdx: a request in a mode not declared in the client's capabilities
+    # MUST get -32602 (an empty object declares form mode, for compatibility).
+    client = ConnectionConfig(capabilities={"elicitation": declared}, era="legacy")
+    pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
+    pair.handshake()
+    form = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}
+    url = {"mode": "url", "message": "Sign in", "url": "https://x.example/a", "elicitationId": "e"}
+    for _ in range(2):  # the second time too (nothing cached for a fast path)
+        for mode, params in (("form", form), ("url", url), ("form", {**form, "mode": "form"})):
+            events, out = feed(
+                pair.client,
+                {"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": params},
+            )
+            if mode in allowed:
+                assert only(events, RequestReceived).params == params
+                pair.client.send_result(9, {"action": "decline"})
+                pair.client.data_to_send()
+            else:
+                (reply,) = out
+                assert (reply["id"], reply["error"]["code"]) == (9, -32602), reply
+                assert "not declared" in reply["error"]["message"]
+                assert not events or not any(isinstance(e, RequestReceived) for e in events)
+
+
 def test_server_may_ping_and_log_before_initialized_but_nothing_else() -> None:
     pair = legacy_pair()
     pair.client.start()

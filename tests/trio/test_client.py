@@ -438,6 +438,29 @@ async def test_set_roots_needs_the_roots_capability(autojump_clock: MockClock) -
         await client.set_roots(["file:///b"])  # modern: nothing to send
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_roots_are_file_uris(era: str, autojump_clock: MockClock) -> None:
+    # client/roots.mdx: a root's uri MUST be a file:// URI.
+    for bad in ("https://example.com/x", "relative/path", "FILE:/x"):
+        with pytest.raises(ValueError, match=r"file://"):
+            async with open_client(server(), era=era, roots=[bad]):  # type: ignore[arg-type]
+                pass  # pragma: no cover
+
+    async def wrong() -> list[str]:
+        return ["ftp://x/y"]
+
+    async with open_client(server(), era=era, roots=(r for r in ["file:///a"])) as client:  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match=r"file://"):
+            await client.set_roots(["ftp://x/y"])
+        # a generator is taken once: the server can ask again and again
+        for _ in range(2):
+            assert (await client.call_tool("ask", {"what": ["roots"]})).text == "roots=file:///a"
+        await client.set_roots(wrong)
+        # legacy: the server asked, and got -32603; modern: the call itself fails
+        with pytest.raises(McpError if era == "legacy" else ValueError):
+            await client.call_tool("ask", {"what": ["roots"]})
+
+
 async def test_client_info(autojump_clock: MockClock) -> None:
     seen: list[Any] = []
     handlers = make_handlers()
