@@ -25,6 +25,7 @@ import attrs
 from mcp_sansio import unstructure
 from mcp_sansio._versions import REVISIONS
 
+from ._client_common import sampling_messages_problem
 from ._jsonschema import coerce_arguments, type_schema
 from ._server_content import Message, check_role, content_blocks
 
@@ -315,4 +316,7 @@ def sampling_messages(messages: str | Sequence[Any]) -> list[dict[str, Any]]:
             if blocks is None or len(blocks) != 1:
                 raise TypeError(f"not a sampling message: {type(item).__name__}")
             out.append({"role": "user", "content": blocks[0]})
+    problem = sampling_messages_problem(out)
+    if problem is not None:  # sampling.mdx: what a client answers with -32602
+        raise TypeError(problem)
     return out

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_sansio import ErrorCode, ErrorData
+from mcp_sansio import ErrorCode, ErrorData, RemoteProtocolError
 from mcp_sansio import types as mcp_types
 from mcp_sansio._json import loads
 from mcp_trio import McpError, Session
+from mcp_trio._client_common import sampling_params
 from mcp_trio._context import Context
 from mcp_trio._server import Server
 from mcp_trio._server_content import (
@@ -245,6 +246,42 @@ def test_message_roles_and_sampling_messages_are_checked() -> None:
         sampling_messages([{"role": "system", "content": "Be terse."}])
     with pytest.raises(TypeError, match="content"):
         sampling_messages([{"role": "user", "content": 42}])
+
+
+USE = {"type": "tool_use", "id": "c1", "name": "weather", "input": {"city": "Paris"}}
+RESULT = {"type": "tool_result", "toolUseId": "c1", "content": [{"type": "text", "text": "18C"}]}
+ASK = {"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}}
+USES = {"role": "assistant", "content": [USE]}
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([ASK, USES, {"role": "user", "content": [RESULT]}], None),
+        ([ASK, {"role": "assistant", "content": USE}, {"role": "user", "content": RESULT}], None),
+        ([{"role": "user", "content": [{"type": "text", "text": "so:"}, RESULT]}], "mixes"),
+        ([ASK, USES, ASK], "next message"),
+        ([ASK, USES], "next message"),
+        ([ASK, USES, {"role": "user", "content": [{**RESULT, "toolUseId": "c2"}]}], "next message"),
+    ],
+)
+def test_sampling_messages_with_tools_keep_the_content_rules(
+    messages: list[dict[str, Any]], problem: str | None
+) -> None:
+    # client/sampling.mdx, "Message Content Constraints": tool results stand alone, and
+    # every tool use is answered by the next message. The server refuses to send what a
+    # client would answer with -32602; our client answers it with -32602.
+    params = {"messages": messages, "maxTokens": 5}
+    if problem is None:
+        assert sampling_messages(messages) == messages
+        validate("2025-11-25", "CreateMessageRequestParams", params)
+        assert sampling_params(params).max_tokens == 5
+        return
+    with pytest.raises(TypeError, match=problem):
+        sampling_messages(messages)
+    with pytest.raises(RemoteProtocolError, match=problem) as info:
+        sampling_params(params)
+    assert info.value.error_code == ErrorCode.INVALID_PARAMS
 
 
 def test_a_resource_decorator_without_its_uri_is_refused() -> None:
