@@ -258,8 +258,8 @@ class ToolResult:
     """Content blocks: anything a tool may return as content (a string, an
     :class:`Image`, a list of them, typed or raw content blocks)."""
     structured_content: Any = attrs.field(default=None, kw_only=True)
-    """The ``structuredContent`` (JSON-able), if any; not checked against the tool's
-    output schema."""
+    """The ``structuredContent`` (JSON-able), if any. A tool with an output schema must
+    give one that fits it (unless ``is_error``): else the call fails as a bug."""
     is_error: bool = attrs.field(default=False, kw_only=True)
     """Whether the tool failed."""
     meta: Mapping[str, Any] | None = attrs.field(default=None, kw_only=True)

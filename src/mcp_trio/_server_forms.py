@@ -23,9 +23,9 @@ from typing import Any
 import attrs
 
 from mcp_sansio import unstructure
+from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._versions import REVISIONS
 
-from ._client_common import sampling_messages_problem
 from ._jsonschema import coerce_arguments, type_schema
 from ._server_content import Message, check_role, content_blocks
 

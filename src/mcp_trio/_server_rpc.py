@@ -161,10 +161,22 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         TypeError, ValueError: the value does not fit the tool's output schema or has no
             JSON form (a bug in the tool).
     """
-    if isinstance(value, ToolResult):
-        return value.to_json()
-    if isinstance(value, loaded_models("CallToolResult")):
-        result: dict[str, Any] = unstructure(value)
+    if isinstance(value, (ToolResult, *loaded_models("CallToolResult"))):
+        result: dict[str, Any] = (
+            value.to_json() if isinstance(value, ToolResult) else unstructure(value)
+        )
+        if tool.output_schema is not None and not result.get("isError"):
+            # tools.mdx: with an output schema, servers MUST provide structured
+            # results that conform to it (a tool error is no result).
+            if "structuredContent" not in result:
+                raise ValueError(
+                    "the tool declares an output schema: its result needs structured content"
+                )
+            problems = validate(
+                result["structuredContent"], tool.output_schema, root="structuredContent"
+            )
+            if problems:
+                raise ValueError("; ".join(problems))
         return result
     if tool.output_schema is not None:
         if tool.derived_output:  # (wrapped as {"result": ...} where not an object)

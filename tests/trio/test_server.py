@@ -396,6 +396,35 @@ async def test_output_that_breaks_the_schema_is_an_internal_error(
         assert (await call(client, "explicit", n=3))["structuredContent"] == {"n": 3}
 
 
+async def test_a_spelled_out_result_must_fit_the_output_schema_too(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # tools.mdx: with an output schema, servers MUST provide structured results that
+    # conform to it; a ToolResult (or typed CallToolResult) is checked like a value.
+    server = Server("s")
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    @server.tool(output_schema=schema)
+    async def spelled(what: str) -> Any:
+        if what == "good":
+            return ToolResult(["3"], structured_content={"n": 3})
+        if what == "wrong":
+            return ToolResult(["x"], structured_content={"n": "not an int"})
+        if what == "failed":
+            return ToolResult(["it broke"], is_error=True)  # an error needs none
+        return ToolResult(["no structure"])
+
+    async with connect(server, era) as client:
+        assert (await call(client, "spelled", what="good"))["structuredContent"] == {"n": 3}
+        assert (await call(client, "spelled", what="failed"))["content"][0]["text"] == "it broke"
+        with caplog.at_level(logging.ERROR, logger="mcp_trio.server"):
+            wrong = await call(client, "spelled", what="wrong")
+            missing = await call(client, "spelled", what="missing")
+    assert wrong["isError"] is True and "structuredContent" not in wrong
+    assert missing["isError"] is True and "structuredContent" not in missing
+    assert "structuredContent.n" in caplog.text and "needs structured content" in caplog.text
+
+
 async def test_progress(era: str) -> None:
     server = Server("s")
 
