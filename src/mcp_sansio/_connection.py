@@ -489,6 +489,11 @@ class Connection(_Receiving, _Answering):
         assert version is not None  # settled: a ready legacy session, or discovery
         if method in FOREIGN_METHODS[version]:
             raise _foreign(method, version)
+        if method == "notifications/roots/list_changed" and not has_capability(
+            self.config.capabilities, ("roots", "listChanged")
+        ):
+            # roots.mdx: only a client that declared roots.listChanged sends it.
+            raise LocalProtocolError(f"{method!r} needs our 'roots.listChanged' capability")
         self._emit(notification(method, params))
 
     def cancel_request(self, request_id: RequestId, reason: str | None = None) -> None:

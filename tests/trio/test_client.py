@@ -309,11 +309,16 @@ async def test_ping(autojump_clock: MockClock) -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_raw_request_and_notify(era: str, autojump_clock: MockClock) -> None:
-    async with open_client(server(), era=era) as client:  # type: ignore[arg-type]
+    async with open_client(server(), era=era, roots=["file:///r"]) as client:  # type: ignore[arg-type]
         result = await client.request("tools/call", {"name": "echo", "arguments": {"text": "r"}})
         assert result["content"] == [{"type": "text", "text": "r"}]
         if era == "legacy":
             await client.notify("notifications/roots/list_changed")
+    if era == "legacy":
+        # roots.mdx: only a client that declared roots (with listChanged) sends it
+        async with open_client(server(), era=era) as client:  # type: ignore[arg-type]
+            with pytest.raises(LocalProtocolError, match=r"roots\.listChanged"):
+                await client.notify("notifications/roots/list_changed")
 
 
 async def test_legacy_resource_subscription_methods(autojump_clock: MockClock) -> None:
