@@ -113,7 +113,10 @@ class _Answering(_ConnectionBase):
 
         Raises:
             LocalProtocolError: not a modern ``tools/call``, ``resources/read`` or
-                ``prompts/get`` awaiting an answer. No state changed.
+                ``prompts/get`` awaiting an answer, or malformed ``input_requests``.
+                No state changed.
+            TypeError: ``input_requests`` or ``state`` is not JSON-serializable. No
+                state changed: the request can still be answered.
         """
         inbound = self._inflight.get(request_id)
         if inbound is None:
@@ -134,7 +137,6 @@ class _Answering(_ConnectionBase):
         token = self._state_codec.seal(
             method=inbound.method, params=inbound.params or {}, state=state, now=now
         )
-        self._take_inbound(request_id)
         result = _modern.build_input_required_result(input_requests, token)
         result = _modern.decorate_result(
             inbound.method,
@@ -143,7 +145,10 @@ class _Answering(_ConnectionBase):
             ttl_ms=None,
             cache_scope=None,
         )
-        self._reply(request_id, result_response(request_id, result))
+        reply = result_response(request_id, result)
+        payload = dumps(reply)  # check first (may raise), change state after
+        self._take_inbound(request_id)
+        self._reply(request_id, reply, payload)
         return True
 
     def _take_inbound(self, request_id: RequestId) -> RequestReceived | None:

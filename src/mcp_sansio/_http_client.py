@@ -176,6 +176,9 @@ class ClientResponse:
         """For ``redirect``: the same request aimed at the new same-origin location."""
         self.warnings: list[str] = []
         """Things dropped on the way (oversize events, tools with invalid ``x-mcp-header``)."""
+        self.events_with_data = 0
+        """SSE events carrying a message so far: a resumption that brings none (only a
+        priming event, whatever its id) brought nothing new."""
         self._content_type = content_type
         self._body = bytearray()
         self._too_large = False
@@ -240,6 +243,7 @@ class ClientResponse:
             if not isinstance(item, SSEEvent):
                 self.warnings.append(f"dropped an SSE event over {item.limit} bytes")
             elif item.event == "message" and item.data:
+                self.events_with_data += 1
                 out.extend(self._message(item.data.encode()))
         return out
 

@@ -459,6 +459,7 @@ class _Session:
     order: int = 0  # rank in the LRU order of HttpServer._sessions (larger: more recent)
     deadline: float | None = None  # our entry in HttpServer._timers, valid while ...
     timer_token: int = 0  # ... this is its token (0: no entry)
+    primings: int = 0  # priming events sent again: their ids' suffix (see _prime)
 
 
 @attrs.define(eq=False)
@@ -1149,9 +1150,10 @@ class HttpServer:
         return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data))
 
     def _resume(self, session: _Session, last: str) -> Decision:
-        key_text, _, seq_text = last.partition(":")
+        key_text, _, position = last.partition(":")
+        seq_text, dot, priming = position.partition(".")  # <seq>.<n>: a priming event
         key, after = _decimal(key_text), _decimal(seq_text)
-        if key is None or after is None or after > _MAX_SEQ:
+        if key is None or after is None or after > _MAX_SEQ or (dot and _decimal(priming) is None):
             return _fail(400, f"Bad Request: malformed Last-Event-ID {last!r}")
         live = session.standalone if key == session.standalone.key else session.streams.get(key)
         if live is not None and live.mode == "json":
@@ -1192,16 +1194,19 @@ class HttpServer:
 
     def _prime(self, stream: _Stream) -> bytes:
         """The priming event (an id, empty data, ``retry``) of a stream opened again
-        (GET, resumption): after what it replays, under a *fresh* id, recorded like
-        any event. Event ids MUST be unique across the session's streams
-        (``2025-11-25/basic/transports#resumability-and-redelivery``), and a later
-        resumption from this id replays what follows it; the recorded empty event
-        is replayed as empty data, which clients skip."""
+        (GET, resumption), after what it replays. Event ids MUST be unique across the
+        session's streams (``2025-11-25/basic/transports#resumability-and-redelivery``),
+        so its id is the stream's position and a suffix counted per session,
+        ``<stream>:<seq>.<n>``: resuming from it is resuming from ``<stream>:<seq>``.
+        Nothing is stored for it (the event store holds messages only)."""
         session = stream.session
         assert session is not None
-        stream.seq += 1
-        self._store.append(session.id, stream.key, stream.seq, b"")
-        return encode_sse_event(b"", id=f"{stream.key}:{stream.seq}", retry=self.config.retry_ms)
+        session.primings += 1
+        return encode_sse_event(
+            b"",
+            id=f"{stream.key}:{stream.seq}.{session.primings}",
+            retry=self.config.retry_ms,
+        )
 
     def _record(self, stream: _Stream, payload: bytes) -> bytes:
         session = stream.session

@@ -395,7 +395,8 @@ class Client(HandshakeFacts):
 
     async def set_roots(self, roots: Iterable[RootLike] | RootsCallback) -> None:
         """Change the roots; legacy era: tell the server
-        (``notifications/roots/list_changed``). Modern servers ask each time.
+        (``notifications/roots/list_changed``) when ``roots.listChanged`` was declared
+        (as it is by default). Modern servers ask each time.
 
         Raises:
             LocalProtocolError: the client was opened without ``roots`` (the
@@ -407,7 +408,10 @@ class Client(HandshakeFacts):
             roots = list(roots)
             roots_result(roots)  # check the items now, not when the server asks
         self._callbacks.roots = roots
-        if self.era is Era.LEGACY:
+        caps = self._session.connection.config.capabilities.get("roots")
+        if self.era is Era.LEGACY and type(caps) is dict and caps.get("listChanged"):
+            # roots.mdx: a client that declared roots.listChanged says so; one that did
+            # not leaves the server to ask again when it wants.
             await self.notify("notifications/roots/list_changed")
 
     async def aclose(self) -> None:

@@ -380,8 +380,8 @@ class HttpChannel(MessageChannel):
             again = reader.resume()
             if again is None:
                 return
-            previous = current.request.header("last-event-id")
-            quiet = quiet + 1 if reader.last_event_id == previous else 0
+            # Nothing new: no message (a server may prime each resumption with a new id).
+            quiet = quiet + 1 if not reader.events_with_data else 0
             if quiet > self.transport.max_resume_attempts:
                 await self._fail(again.request_ids, "the stream cannot be resumed")
                 return

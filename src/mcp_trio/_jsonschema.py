@@ -964,9 +964,39 @@ def _without_asks(tp: Any) -> Any:
     return members[0] if len(members) == 1 else cast("Any", Union)[tuple(members)]
 
 
+def _is_whole_result(tp: Any) -> bool:
+    """Whether ``tp`` is a result spelled out (``ToolResult``, whose class says so with
+    ``__mcp_result__``, or ``CallToolResult``): sent as it is."""
+    return isinstance(tp, type) and (
+        getattr(tp, "__mcp_result__", False) is True
+        or issubclass(tp, loaded_models("CallToolResult"))
+    )
+
+
+def _without_whole_results(tp: Any) -> Any:
+    """``Point | ToolResult`` as ``Point``: the data a tool returns, or else a result it
+    spells out (an error, say), which is sent as it is and checked against the schema of
+    the data. A union whose other members are content (``str | ToolResult``) is left
+    as it is: content, with no output schema."""
+    bare = _strip(tp)
+    if not _is_union(bare):
+        return tp
+    members = get_args(bare)
+    rest = [m for m in members if not _is_whole_result(_strip(m))]
+    if len(rest) == len(members) or not rest:
+        return tp
+    if any(
+        _is_content_class(leaf) or _is_text(leaf) for m in rest for leaf, _ in _content_leaves(m)
+    ):
+        return tp
+    return rest[0] if len(rest) == 1 else cast("Any", Union)[tuple(rest)]
+
+
 @_memo
 def _output_kind(fn: Callable[..., Any]) -> tuple[Literal["none", "object", "wrapped"], Any]:
-    tp = _without_asks(_hints(fn, ("return",), ()).get("return", inspect.Signature.empty))
+    tp = _without_whole_results(
+        _without_asks(_hints(fn, ("return",), ()).get("return", inspect.Signature.empty))
+    )
     bare = _strip(tp)
     if bare in (inspect.Signature.empty, None, _NoneType, Any, object) or _is_content(
         bare, f"the return type of {_name(fn)}"

@@ -253,6 +253,7 @@ class ToolResult:
     """
 
     __mcp_content__: ClassVar[bool] = True
+    __mcp_result__: ClassVar[bool] = True  # a whole result: ``Point | ToolResult`` is data
 
     content: Any = ()
     """Content blocks: anything a tool may return as content (a string, an

@@ -295,6 +295,27 @@ def test_answer_for_cancelled_modern_input_request_is_dropped() -> None:
     assert server.data_to_send() == []
 
 
+def test_input_required_that_cannot_be_written_leaves_the_request_answerable() -> None:
+    # As for send_error: a reply the core cannot write raises and changes nothing, so
+    # the request can still be answered (it used to be taken first, then never answered).
+    pair = modern_pair()
+    pair.client.send_request("tools/call", {"name": "t", "arguments": {}})
+    req = only(pair.deliver(pair.client), RequestReceived)
+    schema = {"type": "object", "properties": {"ok": {"enum": {1, 2}}}}  # a set: not JSON
+    odd = {
+        "confirm": {
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Sure?", "requestedSchema": schema},
+        }
+    }
+    with pytest.raises(TypeError):
+        pair.server.send_input_required(req.request_id, odd)
+    assert pair.server.inflight_requests() == (req.request_id,)
+    assert pair.server.data_to_send() == []
+    pair.server.send_error(req.request_id, -32603, "Internal error")
+    assert only(pair.deliver(pair.server), ErrorReceived).error.code == -32603
+
+
 def test_retry_keeps_asking_for_progress() -> None:
     pair = modern_pair()
     rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)

@@ -222,6 +222,7 @@ def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
     ("declared", "allowed"),
     [
         ({}, {"form"}),
+        ({"applyDefaults": True}, {"form"}),  # (naming neither mode: form)
         ({"form": {}}, {"form"}),
         ({"url": {}}, {"url"}),
         ({"form": {}, "url": {}}, {"form", "url"}),
@@ -252,6 +253,15 @@ def test_a_client_refuses_elicitation_in_a_mode_it_did_not_declare(
                 assert (reply["id"], reply["error"]["code"]) == (9, -32602), reply
                 assert "not declared" in reply["error"]["message"]
                 assert not events or not any(isinstance(e, RequestReceived) for e in events)
+
+
+def test_an_elicitation_mode_that_is_not_a_string_is_invalid_params() -> None:
+    pair = ready_pair()
+    params = {"mode": ["url"], "message": "?", "requestedSchema": {"type": "object"}}
+    _, out = feed(
+        pair.client, {"jsonrpc": "2.0", "id": 4, "method": "elicitation/create", "params": params}
+    )
+    assert [(m["id"], m["error"]["code"]) for m in out] == [(4, -32602)]
 
 
 def test_server_may_ping_and_log_before_initialized_but_nothing_else() -> None:

@@ -757,19 +757,20 @@ def test_resume_after_a_disconnect_replays_and_goes_on_live() -> None:
     *replayed, priming = sse_messages(again.data)
     assert [loads(e.data)["params"]["progress"] for e in replayed] == [2, 3]
     assert [e.id for e in replayed] == [f"{stream_id}:2", f"{stream_id}:3"]
-    # then a priming event under a fresh id (event ids are unique in the session)
-    assert (priming.data, priming.id, priming.retry) == ("", f"{stream_id}:4", 1000)
+    # then a priming event under a fresh id (event ids are unique in the session): the
+    # stream's position, and a suffix counted per session
+    assert (priming.data, priming.id, priming.retry) == ("", f"{stream_id}:3.1", 1000)
     conn.send_result(2, {"content": []})
     out = outputs(srv)[again.stream_id]
     assert out.end and payloads(out.data)[0]["id"] == 2
-    assert [e.id for e in sse_messages(out.data)] == [f"{stream_id}:5"]
-    # after the end, the whole stream can still be replayed from the first priming id
-    replay = resume(srv, sid, f"{stream_id}:0", now=2)
-    assert isinstance(replay, OpenStream) and replay.end
-    events = sse_messages(replay.data)
-    assert [e.id for e in events] == [f"{stream_id}:{i}" for i in (1, 2, 3, 4, 5)]
-    assert events[3].data == "" and payloads(replay.data)[-1]["id"] == 2  # (no new priming)
-    nothing_new = resume(srv, sid, f"{stream_id}:5", now=2)
+    assert [e.id for e in sse_messages(out.data)] == [f"{stream_id}:4"]
+    # after the end, the stream can still be replayed from any id it gave, priming ones too
+    for cursor, ids in ((f"{stream_id}:0", (1, 2, 3, 4)), (f"{stream_id}:3.1", (4,))):
+        replay = resume(srv, sid, cursor, now=2)
+        assert isinstance(replay, OpenStream) and replay.end
+        assert [e.id for e in sse_messages(replay.data)] == [f"{stream_id}:{i}" for i in ids]
+        assert payloads(replay.data)[-1]["id"] == 2  # (and no new priming: it ends)
+    nothing_new = resume(srv, sid, f"{stream_id}:4", now=2)
     assert isinstance(nothing_new, OpenStream) and nothing_new.end
     assert nothing_new.data == b""
 
@@ -813,6 +814,23 @@ def test_event_ids_are_unique_across_the_sessions_streams() -> None:
     # and every priming id is a cursor that resumes where it stands
     after_priming = resume(srv, sid, seen[-2] or "")  # the resumption's priming
     assert [p["id"] for p in payloads(after_priming.data)] == [2]
+
+
+def test_priming_events_take_no_room_in_the_event_store() -> None:
+    # Resumptions whose answers are lost on the way must not push real events out of a
+    # bounded store (a priming event is an id, not a message).
+    srv = make_server(event_store=InMemoryEventStore(max_events_per_stream=3))
+    sid = open_session(srv)
+    conn, stream_id = start_call(srv, sid)
+    srv.stream_closed(stream_id, now=1)  # the client got only the priming id ...:0
+    conn.send_progress(2, 1)
+    conn.send_progress(2, 2)
+    outputs(srv)
+    for _ in range(4):
+        again = resume(srv, sid, f"{stream_id}:0")
+        assert isinstance(again, OpenStream)
+        assert [p["params"]["progress"] for p in payloads(again.data)] == [1, 2]
+        srv.stream_closed(again.stream_id, now=1)
 
 
 def test_a_newer_resume_replaces_the_stale_response() -> None:
@@ -1799,7 +1817,8 @@ def test_no_idle_timeout_means_no_deadline() -> None:
 
 
 @pytest.mark.parametrize(
-    "cursor", ["1:\u00b2", "\u00b9:0", "1:" + "9" * 5000, "1", ":", "1:-1", "a:b"]
+    "cursor",
+    ["1:\u00b2", "\u00b9:0", "1:" + "9" * 5000, "1", ":", "1:-1", "a:b", "1:0.", "1:0.x", "1:.1"],
 )
 def test_hostile_last_event_ids_are_400(cursor: str) -> None:
     srv = make_server()

@@ -319,6 +319,16 @@ async def test_raw_request_and_notify(era: str, autojump_clock: MockClock) -> No
         async with open_client(server(), era=era) as client:  # type: ignore[arg-type]
             with pytest.raises(LocalProtocolError, match=r"roots\.listChanged"):
                 await client.notify("notifications/roots/list_changed")
+        # and set_roots does not try, so it changes the roots and raises nothing
+        roots_caps: dict[str, Any] = {"roots": {}}
+        async with open_client(
+            server(),
+            era="legacy",
+            roots=["file:///a"],
+            capabilities=roots_caps,
+        ) as client:
+            await client.set_roots(["file:///b"])
+            assert (await client.call_tool("ask", {"what": ["roots"]})).text == "roots=file:///b"
 
 
 async def test_legacy_resource_subscription_methods(autojump_clock: MockClock) -> None:

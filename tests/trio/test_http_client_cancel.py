@@ -15,8 +15,10 @@ no virtual time passed, where a resumption would have cost ``retry_ms``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import h11
 import pytest
 import trio
 import trio.testing
@@ -263,3 +265,62 @@ async def test_a_first_post_h11_refuses_fails_alone(nursery: trio.Nursery) -> No
                 with pytest.raises(McpError, match="cannot send POST '/mcp'"):
                     await client.request("tools/\ncall", call("echo", text="r"))
                 assert text_of(await client.request("tools/call", call("echo", text="s"))) == "s"
+
+
+async def _server_that_never_answers(stream: trio.SocketStream) -> None:
+    """A legacy server whose answer to a tools/call never comes: each stream (the POST's,
+    then every resumption) is primed under a new id and ends at once, ``retry: 0``."""
+    conn = h11.Connection(h11.SERVER)
+    primed = 0
+    while True:
+        request: Any = None
+        body = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                conn.receive_data(data)
+            elif isinstance(event, h11.Request):
+                request = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+        message = loads(body) if body else {}
+        headers = [("mcp-session-id", "s1")]
+        if message.get("method") == "initialize":
+            caps: dict[str, Any] = {"tools": {}}
+            result = {"protocolVersion": "2025-11-25", "capabilities": caps, "serverInfo": {}}
+            payload = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            headers.append(("content-type", "application/json"))
+        elif request.method == "POST" and "id" not in message:
+            payload = b""  # a notification: 202
+        else:  # the call, or a resumption of its stream: a priming event, then the end
+            primed += 1
+            payload = f"id: 2:0.{primed}\nretry: 0\ndata: \n\n".encode()
+            headers.append(("content-type", "text/event-stream"))
+        status = 202 if not payload else 200
+        headers.append(("content-length", str(len(payload))))
+        out = [conn.send(h11.Response(status_code=status, headers=headers))]
+        out += [conn.send(h11.Data(data=payload)), conn.send(h11.EndOfMessage())]
+        await stream.send_all(b"".join(part for part in out if part))
+        conn.start_next_cycle()
+
+
+async def test_resumptions_that_bring_no_message_are_bounded(nursery: trio.Nursery) -> None:
+    # Each resumption is primed under a new id (ids are unique in a session), so a new
+    # id is not progress: only a message is. After max_resume_attempts quiet ones the
+    # request fails instead of resuming forever.
+    listeners = await nursery.start(
+        partial(trio.serve_tcp, _server_that_never_answers, 0, host="127.0.0.1")
+    )
+    url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=2)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            url, connection_config=client_connection_config("legacy"), transport=transport
+        ) as client:
+            with pytest.raises(McpError, match="cannot be resumed"):
+                await client.request("tools/call", call("echo"))

@@ -165,6 +165,40 @@ async def test_content_is_never_sent_as_json_data(era: str) -> None:
     assert "structuredContent" not in result
 
 
+async def test_data_or_a_spelled_out_result(era: str) -> None:
+    """``Point | ToolResult``: data, or a result spelled out (an error, say). The output
+    schema is the data's; a spelled-out result is sent as it is, and checked against it
+    unless it is an error. Next to content (``str | ToolResult``) it stays content."""
+    server = Server("either")
+
+    @server.tool()
+    def find(key: str) -> Point | ToolResult:
+        if key == "missing":
+            return ToolResult("no such key", is_error=True)
+        if key == "spelled":
+            return ToolResult("1, 2", structured_content={"x": 1.0, "y": 2.0})
+        return Point(1, 2)
+
+    @server.tool()
+    def note(loud: bool) -> str | ToolResult:
+        return ToolResult("HEY") if loud else "hey"
+
+    async with connect(server, era) as client:
+        tools = await tools_by_name(client)
+        found = await call(client, "find", key="k")
+        spelled = await call(client, "find", key="spelled")
+        missing = await call(client, "find", key="missing")
+        loud = await call(client, "note", loud=True)
+    assert tools["find"]["outputSchema"]["properties"] == {
+        "x": {"type": "number"},
+        "y": {"type": "number"},
+    }
+    assert "outputSchema" not in tools["note"]
+    assert found["structuredContent"] == spelled["structuredContent"] == {"x": 1.0, "y": 2.0}
+    assert missing["isError"] is True and missing["content"][0]["text"] == "no such key"
+    assert loud["content"] == [{"type": "text", "text": "HEY"}]
+
+
 async def test_input_required_result_is_no_part_of_the_output(era: str) -> None:
     server = Server("asks")
 
