@@ -174,7 +174,12 @@ def strict_json(text: str) -> Any:
 
 
 def coerce_strings(
-    fn: Callable[..., Any], schema: Mapping[str, Any], skip: Sequence[str], raw: Mapping[str, str]
+    fn: Callable[..., Any],
+    schema: Mapping[str, Any],
+    skip: Sequence[str],
+    raw: Mapping[str, str],
+    *,
+    canonical: bool = False,
 ) -> dict[str, Any]:
     """String arguments (prompt arguments, URI template variables) as ``fn``'s types.
 
@@ -183,12 +188,14 @@ def coerce_strings(
     too deep: such text stays text); then everything is validated against ``schema`` and
     structured.
 
-    Each value has one spelling, so that one resource has one URI (subscriptions and
-    caches key on it): what becomes an ``int`` (also an ``IntEnum`` or ``Literal`` member)
-    must be written as JSON writes it (``"1"``; not ``"01"``, ``"1.0"``, ``"1e0"``,
-    ``"-0"`` or ``" 1"``), a ``bool`` as ``"true"``/``"false"``, ``None`` as ``"null"``.
+    With ``canonical`` (URI template variables), each value has one spelling, so that
+    one resource has one URI (subscriptions and caches key on it): what becomes an
+    ``int`` (also an ``IntEnum`` or ``Literal`` member) must be written as JSON writes
+    it (``"1"``; not ``"01"``, ``"1.0"``, ``"1e0"``, ``"-0"`` or ``" 1"``), a ``bool``
+    as ``"true"``/``"false"``, ``None`` as ``"null"``.
     A ``float`` takes any JSON number (``"1"``, ``"1.0"``, ``"1e0"``) without surrounding
-    whitespace. Other spellings stay text, and so fail like any text would.
+    whitespace. Other spellings stay text, and so fail like any text would. Without it
+    (prompt arguments, typed by people), any JSON spelling of the value is taken.
 
     Raises:
         ValueError: the values do not fit; the message names each problem.
@@ -205,6 +212,8 @@ def coerce_strings(
     problems = validate(values, dict(schema))
     if not problems:
         out = coerce_arguments(fn, values, skip=skip)
+        if not canonical:
+            return out
         loose = {
             name: text
             for name, text in raw.items()

@@ -411,7 +411,7 @@ class ServerMethods:
                 raise _not_found(ctx.era, uri)
             entry, values = found
             try:
-                kwargs = coerce_strings(entry.fn, entry.schema, entry.skip, values)
+                kwargs = coerce_strings(entry.fn, entry.schema, entry.skip, values, canonical=True)
             except ValueError as exc:
                 raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
         try:

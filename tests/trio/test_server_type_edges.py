@@ -330,3 +330,20 @@ async def test_template_variable_takes_one_spelling_per_value(era: str, scheme: 
         for spelling in refused:
             uri = f"{scheme}://{spelling}"
             assert await refusal(client, uri) == f"Invalid params: {uri}: {problem}"
+
+
+async def test_prompt_arguments_take_any_json_spelling(era: str) -> None:
+    """Prompt arguments are typed by people: ``"5.0"`` and ``" 5"`` are the int 5 (only
+    URI template variables need one spelling per value)."""
+    server = Server("prompts")
+
+    @server.prompt()
+    def count(n: int) -> str:
+        return f"{n!r} {type(n).__name__}"
+
+    async with connect(server, era) as client:
+        for spelling in ("5", "5.0", " 5", "5e0"):
+            result = await client.request(
+                "prompts/get", {"name": "count", "arguments": {"n": spelling}}
+            )
+            assert result["messages"][0]["content"]["text"] == "5 int", spelling
