@@ -219,7 +219,13 @@ class _ConnectionBase:
     ) -> None:
         err = ErrorData(code=code, message=message, data=data)
         reply = error_response(rid, err)
-        if batch is not None:
+        if self.role == "client" and (
+            self._era is _MODERN or (self._era is None and self.config.era == "modern")
+        ):
+            # 2026-07-28 (basic/transports/stdio): the client MUST NOT write JSON-RPC
+            # responses, so what a modern server got wrong is reported, not answered.
+            pass
+        elif batch is not None:
             batch.replies.append(reply)
         else:
             self._queue(dumps(reply), rid)

@@ -365,9 +365,7 @@ class _Receiving(_Handshake):
         elif len(items) > self.config.max_batch_size:
             problem = f"Invalid Request: batch larger than {self.config.max_batch_size}"
         if problem is not None:
-            err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=problem)
-            self._emit(error_response(None, err))
-            events.append(InvalidMessageReceived(error=err))
+            self._reject(None, ErrorCode.INVALID_REQUEST, problem, events, None)
             return
         batch = _Batch(waiting=set(), replies=[])
         for item in items:
@@ -400,13 +398,9 @@ class _Receiving(_Handshake):
                     self._probe_too_large = False
                 return
             if rid not in self._inflight:
-                err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
-                self._emit(error_response(rid, err), rid)
-                events.append(InvalidMessageReceived(error=err, request_id=rid))
+                self._reject(rid, ErrorCode.INVALID_REQUEST, why, events, None)
                 return
-        err = ErrorData(code=ErrorCode.INVALID_REQUEST, message=why)
-        self._emit(error_response(None, err))
-        events.append(InvalidMessageReceived(error=err))
+        self._reject(None, ErrorCode.INVALID_REQUEST, why, events, None)
 
     def _answered_with_error(
         self, rid: RequestId, why: str, now: float, events: list[Event]

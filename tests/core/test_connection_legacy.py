@@ -219,12 +219,14 @@ def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
 
 
 def test_a_modern_client_answers_no_ping_even_before_its_era_is_set() -> None:
-    # 2026-07-28: servers send no requests (ping included).
+    # 2026-07-28: servers send no requests (ping included), and a client MUST NOT
+    # write responses (transports/stdio): the request is reported, not answered.
     client = Connection("client", ConnectionConfig(era="modern"))
     client.start()
     client.data_to_send()
-    _, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
-    assert [(m["id"], m["error"]["code"]) for m in out] == [("p", -32601)]
+    events, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    assert out == []
+    assert only(events, InvalidMessageReceived).error.code == -32601
 
 
 @pytest.mark.parametrize(

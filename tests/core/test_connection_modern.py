@@ -16,6 +16,7 @@ from mcp_sansio import (
     ErrorReceived,
     HandshakeCompleted,
     InputRequired,
+    InvalidMessageReceived,
     LifecycleState,
     LocalProtocolError,
     NotificationReceived,
@@ -310,8 +311,14 @@ def test_modern_server_cannot_send_requests_and_client_refuses_them() -> None:
     pair = modern_pair()
     with pytest.raises(LocalProtocolError, match="input-required"):
         pair.server.send_request("roots/list")
-    _, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
-    assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
+    events, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
+    # refused, and not answered: a client MUST NOT write responses (transports/stdio)
+    assert out == []
+    assert only(events, InvalidMessageReceived).error.code == ErrorCode.METHOD_NOT_FOUND
+    for bad in (b"{not json", b'{"jsonrpc": "2.0", "id": 2}', b"[]"):
+        refused = pair.client.receive_message(bad)
+        assert pair.client.data_to_send() == [], bad
+        assert [type(e) for e in refused] == [InvalidMessageReceived], bad
 
 
 # ---------------------------------------------------------------- progress, logging, cancel
