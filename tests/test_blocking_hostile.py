@@ -94,6 +94,10 @@ for raw in sys.stdin.buffer:
             while True:  # never reads its input again
                 out.write(chunk)
                 out.flush()
+        elif mode == "unterminated_then_exit":
+            out.write(json.dumps(ok(rid)).encode())  # no newline: the output just ends
+            out.flush()
+            os._exit(0)
         elif mode != "silent":
             send(ok(rid))
     elif method == "notifications/initialized" and mode == "chatty":
@@ -298,3 +302,12 @@ def test_our_own_large_request_does_not_stop_reading() -> None:
         write_timeout=WAIT,
     ) as client:
         assert client.call_tool("x", {"blob": "x" * 200_000}).text == "ok"
+
+
+def test_an_unterminated_last_answer_is_an_answer() -> None:
+    # A server that writes its answer without a final newline and exits: the line is
+    # a message all the same (the core's receive_bytes_eof), not a lost answer.
+    with spawn("unterminated_then_exit") as client:
+        assert client.call_tool("t").text == "ok"
+        with pytest.raises(ServerExited):
+            client.call_tool("t")

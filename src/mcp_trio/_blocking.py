@@ -724,7 +724,12 @@ class BlockingClient(HandshakeFacts):
             if readable and self._failure is None:
                 data = transport.read()
                 if data == b"":
-                    self._lost("the server closed its output")
+                    # An unterminated last line is a message too (a server that exits
+                    # right after writing its answer without a newline).
+                    try:
+                        self._handle(self._conn.receive_bytes_eof(now=time.monotonic()))
+                    finally:
+                        self._lost("the server closed its output")
                 elif data is not None:
                     self._handle(self._conn.receive_bytes(data, now=time.monotonic()))
 

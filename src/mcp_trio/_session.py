@@ -546,7 +546,7 @@ class Session:
             if self._finishing is not None:
                 await self._finishing.wait()  # a message taken before this one (or the end)
             if ended is not None:
-                if ndjson and half:  # an unterminated last line is a message too
+                if ndjson:  # an unterminated last line is a message too
                     await self._process(conn.receive_bytes_eof(now=trio.current_time()))
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return

@@ -17,6 +17,7 @@ from mcp_sansio import Era, ProgressReceived
 from mcp_trio import SessionConfig, serve_websocket
 from mcp_trio._client import open_client
 
+from ..test_blocking_hostile import SERVER as HOSTILE_SERVER
 from .client_server_app import TOOL_NAMES, make_handlers, server_config
 
 APP = str(Path(__file__).with_name("client_server_app.py"))
@@ -108,3 +109,12 @@ async def test_a_url_scheme_in_capitals_is_still_a_url() -> None:
             async with open_client(url, era="legacy") as client:
                 assert [tool.name for tool in await client.list_tools()] == list(TOOL_NAMES)
             nursery.cancel_scope.cancel()
+
+
+async def test_stdio_an_unterminated_last_answer_is_an_answer() -> None:
+    # The server writes its answer without a final newline and exits: that line is a
+    # message all the same (as a server takes an unterminated last line of its input).
+    command = [sys.executable, "-c", HOSTILE_SERVER, "unterminated_then_exit"]
+    with trio.fail_after(10):
+        async with open_client(command, era="legacy") as client:
+            assert (await client.call_tool("t")).text == "ok"
