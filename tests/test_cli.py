@@ -520,3 +520,58 @@ def test_a_reader_that_went_away_stops_every_command_quietly(args: tuple[str, ..
     finally:
         os.close(write_end)
     assert (result.returncode, result.stderr) == (1, "")
+
+
+_NOISY_IMPORT = """
+import os, subprocess, sys
+import mcp_trio
+
+print("printed at import")
+os.write(1, b"written to fd 1 at import\\n")
+subprocess.run([sys.executable, "-c", "print('a child at import')"], check=True)
+server = mcp_trio.Server("noisy")
+"""
+
+_NOISY_DIRECT = """
+import sys
+import trio
+import mcp_trio
+
+print("printed before serving, still buffered")
+trio.run(mcp_trio.Server("noisy").serve_stdio)
+"""
+
+
+@pytest.mark.parametrize("how", ["run", "direct"])
+def test_nothing_but_messages_reaches_stdout(tmp_path: Path, how: str) -> None:
+    """stdio: the server MUST NOT write anything to stdout that is not an MCP message,
+    whatever the module does while imported (below Python too) or left buffered."""
+    app = tmp_path / "noisy.py"
+    app.write_text(_NOISY_IMPORT if how == "run" else _NOISY_DIRECT)
+    argv = (
+        [sys.executable, "-m", "mcp_trio", "run", str(app)]
+        if how == "run"
+        else [
+            sys.executable,
+            str(app),
+        ]
+    )
+    script = "".join(json.dumps(message) + "\n" for message in _SCRIPT[:2])
+    # (buffered stdout, as by default: the print is still in Python's buffer at serving)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    result = subprocess.run(
+        argv,
+        cwd=ROOT,
+        input=script.encode(),
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [1], result.stdout
+    noise = result.stderr.decode()
+    expected = ["printed at import", "written to fd 1", "a child at import"]
+    for text in expected if how == "run" else ["printed before serving"]:
+        assert text in noise, noise

@@ -23,6 +23,7 @@ import re
 import shutil
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Final
@@ -59,7 +60,7 @@ def load_server(spec: str) -> Server:
         CliError: no such file or module, it failed to import, or it holds no server.
     """
     where, attribute = split_spec(spec)
-    with contextlib.redirect_stdout(sys.stderr):
+    with _stdout_fd_to_stderr(), contextlib.redirect_stdout(sys.stderr):
         if where.endswith(".py") or os.sep in where or "/" in where:
             module = _import_file(Path(where))
         elif _DOTTED_NAME.match(where):
@@ -67,6 +68,25 @@ def load_server(spec: str) -> Server:
         else:
             raise CliError(f"{spec!r} is neither a .py file nor a module name")
         return _pick_server(module, attribute, where)
+
+
+@contextlib.contextmanager
+def _stdout_fd_to_stderr() -> Iterator[None]:
+    """File descriptor 1 points at stderr meanwhile: what the module writes below Python
+    (``os.write(1, ...)``, a child process it starts) stays off stdout too."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def client_target(text: str) -> str | Server:

@@ -47,11 +47,13 @@ StderrCallback = Callable[[bytes], object]
 @contextmanager
 def _claim_stdio() -> Iterator[tuple[int, int]]:
     """Private duplicates of fds 0 and 1; fd 1 points at stderr meanwhile."""
-    sys.stdout.flush()
     stdin_fd = os.dup(0)
     stdout_fd = os.dup(1)
     saved = os.dup(1)
     os.dup2(2, 1)
+    # Only now: what was printed before and is still buffered goes to stderr, not
+    # ahead of the first message (the server MUST NOT write anything else to stdout).
+    sys.stdout.flush()
     try:
         yield stdin_fd, stdout_fd
     finally:
