@@ -439,7 +439,19 @@ class Session:
 
     async def aclose(self) -> None:
         """Close the session now: cancel running handlers, fail every waiter with
-        :class:`~mcp_trio.SessionClosed`, close the channel. Idempotent."""
+        :class:`~mcp_trio.SessionClosed`, close the channel. Idempotent.
+
+        A client first tells the server that its requests still in flight are no longer
+        wanted (``notifications/cancelled``, sent only if the channel takes it at once),
+        so the server stops them rather than finishing work nobody will read: a stdio
+        server then exits when its stdin closes instead of after its grace period,
+        which outlasts the wait before SIGTERM."""
+        if self.role == "client" and self._close_exc is None:
+            conn = self._conn
+            for rid in conn.pending_requests():
+                with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
+                    conn.cancel_request(rid, "the client is closing")
+            self._flush_nowait()
         self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
         await self._closed.wait()
 

@@ -9,12 +9,13 @@ import shlex
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 
 from mcp_sansio import Era, ProgressReceived
-from mcp_trio import SessionConfig, serve_websocket
+from mcp_trio import SessionClosed, SessionConfig, serve_websocket
 from mcp_trio._client import open_client
 
 from ..test_blocking_hostile import SERVER as HOSTILE_SERVER
@@ -118,3 +119,52 @@ async def test_stdio_an_unterminated_last_answer_is_an_answer() -> None:
     with trio.fail_after(10):
         async with open_client(command, era="legacy") as client:
             assert (await client.call_tool("t")).text == "ok"
+
+
+_SLOW_SERVER = """
+import sys, trio, mcp_trio
+
+server = mcp_trio.Server("slow")
+
+@server.tool()
+async def wait() -> str:
+    print("the call started", file=sys.stderr, flush=True)
+    try:
+        await trio.sleep(60)
+    except trio.Cancelled:
+        print("the call was cancelled", file=sys.stderr, flush=True)
+        raise
+    return "done"
+
+trio.run(server.serve_stdio)
+"""
+
+
+async def test_closing_a_stdio_client_cancels_its_calls_so_the_server_stops_them() -> None:
+    # The client no longer wants the answers of calls still running when it closes, and
+    # says so (notifications/cancelled) before it closes the server's stdin: the server
+    # stops them at once and exits, well inside the client's wait before SIGTERM (its
+    # own grace period for running handlers is longer than that wait).
+    said: list[bytes] = []
+    started = trio.Event()
+
+    def on_stderr(chunk: bytes) -> None:  # (called from the reading task)
+        said.append(chunk)
+        if b"the call started" in b"".join(said):
+            started.set()
+
+    async def call(client: Any) -> None:
+        with pytest.raises(SessionClosed):
+            await client.call_tool("wait")
+
+    with trio.fail_after(20):
+        async with (
+            open_client(
+                [sys.executable, "-c", _SLOW_SERVER], era="legacy", stderr=on_stderr
+            ) as client,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(call, client)
+            await started.wait()
+            await client.aclose()
+    assert b"the call was cancelled" in b"".join(said)
