@@ -388,12 +388,17 @@ async def test_run_stdio_the_example(era: Literal["legacy", "modern"]) -> None:
             assert found.structured_content["total"] == 1
 
 
-async def _serve_and_read_url(args: list[str]) -> tuple[trio.Process, str, bytearray]:
+async def _serve_and_read_url(
+    args: list[str], *, stdout_closed: bool = False
+) -> tuple[trio.Process, str, bytearray]:
+    argv = [sys.executable, "-m", "mcp_trio", "run", NOTES, *args]
+    if stdout_closed:  # started with no fd 1 at all (`... 1>&-`): sys.stdout is None
+        argv = ["sh", "-c", 'exec "$0" "$@" 1>&-', *argv]
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "mcp_trio", "run", NOTES, *args],
+        argv,
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
+        stdout=None if stdout_closed else subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     assert process.stderr is not None
@@ -424,6 +429,26 @@ async def test_run_over_the_network(transport: str, signum: signal.Signals) -> N
         while chunk := await process.stderr.receive_some():
             seen += chunk
         assert await process.stdout.receive_some() == b""
+    assert "Traceback" not in seen.decode()
+
+
+async def test_run_over_the_network_needs_no_stdout() -> None:
+    with trio.fail_after(TIMEOUT):
+        process, url, seen = await _serve_and_read_url(
+            ["--transport", "http", "--port", "0"], stdout_closed=True
+        )
+        try:
+            async with mcp_trio.open_client(url) as client:
+                summary = await client.call_tool("summarize_notes", {"tag": "home"})
+                assert summary.text.startswith("1 notes")
+            process.send_signal(signal.SIGTERM)
+            assert await process.wait() == 0
+        finally:
+            process.kill()
+            await process.wait()
+        assert process.stderr is not None
+        while chunk := await process.stderr.receive_some():
+            seen += chunk
     assert "Traceback" not in seen.decode()
 
 

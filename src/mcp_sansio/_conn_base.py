@@ -220,7 +220,7 @@ class _ConnectionBase:
         err = ErrorData(code=code, message=message, data=data)
         reply = error_response(rid, err)
         if self.role == "client" and (
-            self._era is _MODERN or (self._era is None and self.config.era == "modern")
+            self._era is _MODERN or (self._era is None and not self._legacy_versions)
         ):
             # 2026-07-28 (basic/transports/stdio): the client MUST NOT write JSON-RPC
             # responses, so what a modern server got wrong is reported, not answered.

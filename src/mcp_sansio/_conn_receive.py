@@ -584,7 +584,7 @@ class _Receiving(_Handshake):
 
     def _on_client_side_request(self, msg: _Req, events: list[Event], batch: _Batch | None) -> None:
         rid, method = msg.id, msg.method
-        if method == "ping" and self._era is not _MODERN and self.config.era != "modern":
+        if method == "ping" and self._era is not _MODERN and self._legacy_versions:
             # ping.mdx: the receiver MUST respond promptly, and lifecycle.mdx lets a
             # server ping before it has answered initialize (the era is not set yet).
             self._answer_now(rid, {}, batch)

@@ -74,7 +74,8 @@ def load_server(spec: str) -> Server:
 def _stdout_fd_to_stderr() -> Iterator[None]:
     """File descriptor 1 points at stderr meanwhile: what the module writes below Python
     (``os.write(1, ...)``, a child process it starts) stays off stdout too."""
-    sys.stdout.flush()
+    if sys.stdout is not None:  # (None: Python started with fd 1 closed)
+        sys.stdout.flush()
     try:
         saved = os.dup(1)
     except OSError:  # no stdout at all: nothing to protect
@@ -84,9 +85,12 @@ def _stdout_fd_to_stderr() -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def client_target(text: str) -> str | Server:

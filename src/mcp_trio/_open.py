@@ -100,4 +100,5 @@ async def open_session(
         try:
             yield session
         finally:
+            session._cancel_in_flight()
             session._begin_close(SessionClosed("the session was closed locally"), graceful=False)

@@ -446,14 +446,20 @@ class Session:
         so the server stops them rather than finishing work nobody will read: a stdio
         server then exits when its stdin closes instead of after its grace period,
         which outlasts the wait before SIGTERM."""
-        if self.role == "client" and self._close_exc is None:
-            conn = self._conn
-            for rid in conn.pending_requests():
-                with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
-                    conn.cancel_request(rid, "the client is closing")
-            self._flush_nowait()
+        self._cancel_in_flight()
         self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
         await self._closed.wait()
+
+    def _cancel_in_flight(self) -> None:
+        """A client closing: tell the server that its requests still in flight are no
+        longer wanted, if the channel takes it at once (see :meth:`aclose`)."""
+        if self.role != "client" or self._close_exc is not None:
+            return
+        conn = self._conn
+        for rid in conn.pending_requests():
+            with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
+                conn.cancel_request(rid, "the client is closing")
+        self._flush_nowait()
 
     # ------------------------------------------------------------------ waiting
 
@@ -559,7 +565,13 @@ class Session:
                 await self._finishing.wait()  # a message taken before this one (or the end)
             if ended is not None:
                 if ndjson:  # an unterminated last line is a message too
-                    await self._process(conn.receive_bytes_eof(now=trio.current_time()))
+                    events = conn.receive_bytes_eof(now=trio.current_time())
+                    if half:
+                        await self._process(events)
+                    else:  # the peer's output is over: no reply of ours is waited for
+                        self._note_initialized()
+                        self._flush_nowait()
+                        await self._act(events)
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
             now = trio.current_time()

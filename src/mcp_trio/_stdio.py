@@ -51,13 +51,16 @@ def _claim_stdio() -> Iterator[tuple[int, int]]:
     stdout_fd = os.dup(1)
     saved = os.dup(1)
     os.dup2(2, 1)
-    # Only now: what was printed before and is still buffered goes to stderr, not
-    # ahead of the first message (the server MUST NOT write anything else to stdout).
-    sys.stdout.flush()
     try:
+        # Only now: what was printed before and is still buffered goes to stderr, not
+        # ahead of the first message (the server MUST NOT write anything else to stdout).
+        if sys.stdout is not None:
+            sys.stdout.flush()
         yield stdin_fd, stdout_fd
     finally:
-        sys.stdout.flush()
+        with suppress(OSError, ValueError):  # (restore fd 1 whatever the flush says)
+            if sys.stdout is not None:
+                sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
         # FdStream made the shared file descriptions non-blocking; undo that for

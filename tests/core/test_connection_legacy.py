@@ -218,15 +218,24 @@ def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
     assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
 
 
-def test_a_modern_client_answers_no_ping_even_before_its_era_is_set() -> None:
+@pytest.mark.parametrize(
+    "config",
+    [ConnectionConfig(era="modern"), ConnectionConfig(supported_versions=("2026-07-28",))],
+)
+def test_a_modern_client_answers_no_ping_even_before_its_era_is_set(
+    config: ConnectionConfig,
+) -> None:
     # 2026-07-28: servers send no requests (ping included), and a client MUST NOT
-    # write responses (transports/stdio): the request is reported, not answered.
-    client = Connection("client", ConnectionConfig(era="modern"))
+    # write responses (transports/stdio): the request is reported, not answered. So
+    # for a client that can only ever be modern (pinned, or modern versions only).
+    client = Connection("client", config)
     client.start()
     client.data_to_send()
     events, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
     assert out == []
     assert only(events, InvalidMessageReceived).error.code == -32601
+    refused = client.receive_message(b"{not json")
+    assert client.data_to_send() == [] and [type(e) for e in refused] == [InvalidMessageReceived]
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from mcp_sansio import Era, ProgressReceived
-from mcp_trio import SessionClosed, SessionConfig, serve_websocket
+from mcp_trio import ServerExited, SessionClosed, SessionConfig, serve_websocket
 from mcp_trio._client import open_client
 
 from ..test_blocking_hostile import SERVER as HOSTILE_SERVER
@@ -140,7 +141,10 @@ trio.run(server.serve_stdio)
 """
 
 
-async def test_closing_a_stdio_client_cancels_its_calls_so_the_server_stops_them() -> None:
+@pytest.mark.parametrize("how", ["aclose", "leave", "raise"])
+async def test_closing_a_stdio_client_cancels_its_calls_so_the_server_stops_them(
+    how: str,
+) -> None:
     # The client no longer wants the answers of calls still running when it closes, and
     # says so (notifications/cancelled) before it closes the server's stdin: the server
     # stops them at once and exits, well inside the client's wait before SIGTERM (its
@@ -158,13 +162,66 @@ async def test_closing_a_stdio_client_cancels_its_calls_so_the_server_stops_them
             await client.call_tool("wait")
 
     with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:  # (the call outlives the block)
+            try:
+                async with open_client(
+                    [sys.executable, "-c", _SLOW_SERVER], era="legacy", stderr=on_stderr
+                ) as client:
+                    nursery.start_soon(call, client)
+                    await started.wait()
+                    if how == "aclose":
+                        await client.aclose()
+                    elif how == "raise":
+                        raise KeyError("the application failed")
+            except KeyError:
+                assert how == "raise"
+    assert b"the call was cancelled" in b"".join(said)
+
+
+_STALLING_SERVER = """
+import json, os, sys, time
+
+out = sys.stdout.buffer
+for raw in sys.stdin.buffer:
+    message = json.loads(raw)
+    if message.get("method") == "initialize":
+        result = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "stalling", "version": "0"},
+        }
+        out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode())
+        out.write(b"\\n")
+        out.flush()
+    elif message.get("method") == "tools/call":
+        out.write(b'{"jsonrpc": "2.0", "id": 2, "resu')  # half a line, then no output
+        out.flush()
+        os.close(1)
+        time.sleep(60)  # alive, and never reads its input again
+"""
+
+
+async def test_stdio_a_server_that_stops_mid_line_and_reading_ends_the_session_at_once() -> None:
+    # At the end of the server's output the leftover half line gets a -32700 reply; that
+    # reply must not be waited for (the server reads no more), or closing would wait out
+    # the write timeout and report it instead of the server's exit.
+    config = SessionConfig(stdin_close_timeout=0.2, terminate_timeout=0.2)
+    errors: list[BaseException] = []
+
+    async def call(client: Any, arguments: dict[str, Any]) -> None:
+        try:
+            await client.call_tool("t", arguments)
+        except SessionClosed as exc:
+            errors.append(exc)
+
+    with trio.fail_after(20):  # (the write timeout is 30 s)
         async with (
             open_client(
-                [sys.executable, "-c", _SLOW_SERVER], era="legacy", stderr=on_stderr
+                [sys.executable, "-c", _STALLING_SERVER], era="legacy", config=config
             ) as client,
             trio.open_nursery() as nursery,
         ):
-            nursery.start_soon(call, client)
-            await started.wait()
-            await client.aclose()
-    assert b"the call was cancelled" in b"".join(said)
+            nursery.start_soon(call, client, {})
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(call, client, {"blob": "x" * 1_000_000})  # fills the pipe
+    assert [type(e) for e in errors] == [ServerExited, ServerExited], errors
