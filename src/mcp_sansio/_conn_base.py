@@ -89,6 +89,10 @@ class _ConnectionBase:
         self._probe_id: RequestId | None = None
         self._probe_too_large = False  # the probe's answer was over the limit
         self._probe_retried = False
+        # Client: restart_session() sent a new initialize and it is not answered yet;
+        # the requests to send again once it is (resend_request), in order.
+        self._restarting = False
+        self._held: dict[RequestId, None] = {}
         self._log_level: str | None = None
         # Methods that already passed every check of the era that is now settled: the
         # verdicts depend only on the era, the negotiated revision and both sides'

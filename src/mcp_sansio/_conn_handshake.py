@@ -2,7 +2,8 @@
 
 Client: ``initialize`` (legacy) or the ``server/discover`` probe (modern), the
 envelope every modern request carries, and what the answers to both do (including the
-fall-back from the probe to ``initialize``). Server: answering ``initialize``, and the
+fall-back from the probe to ``initialize``, and a new ``initialize`` in place of a session
+the server forgot, with the requests held for it). Server: answering ``initialize``, and the
 validation ladder of a modern request (envelope, capabilities, ``server/discover``,
 ``subscriptions/listen``, MRTR retries) before it is accepted.
 
@@ -47,6 +48,42 @@ class _Handshake(_ConnectionBase):
     def _fall_back_to_initialize(self, now: float) -> None:
         if self._legacy_versions:
             self._send_initialize(now)
+
+    # ------------------------------------------------------------------ client: restarting
+
+    def _restart(self, now: float) -> RequestId:
+        """Start the legacy handshake over (checked by ``restart_session``): the
+        verdicts cached for the old session do not hold for the new one."""
+        idle = transition(self._lifecycle, HandshakeInput.RESTART)
+        assert idle is not None
+        self._lifecycle = idle
+        self._send_ok.clear()
+        self._accept_ok.clear()
+        self._restarting = True
+        return self._send_initialize(now)
+
+    def _release_held(self) -> None:
+        """The new session is ready: send the held requests, in order, right after
+        ``notifications/initialized``."""
+        self._restarting = False
+        for rid in self._held:
+            entry = self._pending[rid]
+            self._emit(request(rid, entry.method, entry.params))
+        self._held.clear()
+
+    def _fail_held(self, why: str, events: list[Event]) -> None:
+        """The new session could not be started: the held requests end with an error
+        (before the ``initialize`` failure itself is reported)."""
+        self._restarting = False
+        error = ErrorData(
+            code=ErrorCode.INTERNAL_ERROR,
+            message=f"the session was lost and a new one could not be started: {why}",
+        )
+        for rid in self._held:
+            entry = self._pending.pop(rid)
+            self._forget_out(rid, entry, "late")
+            events.append(ErrorReceived(request_id=rid, method=entry.method, error=error))
+        self._held.clear()
 
     def _modern_params(
         self,
@@ -246,6 +283,8 @@ class _Handshake(_ConnectionBase):
                 if version not in self._legacy_versions
                 else "initialize result has no capabilities object"
             )
+            if self._restarting:
+                self._fail_held(message, events)
             events.append(
                 ErrorReceived(
                     request_id=rid,
@@ -267,6 +306,8 @@ class _Handshake(_ConnectionBase):
         instructions = result.get("instructions")
         self._instructions = instructions if type(instructions) is str else None
         self._emit(notification("notifications/initialized", None))
+        if self._restarting:
+            self._release_held()
         events.append(
             HandshakeCompleted(
                 era=_LEGACY,

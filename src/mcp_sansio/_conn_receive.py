@@ -333,6 +333,8 @@ class _Receiving(_Handshake):
         self._timers.clear()
         self._awaiting_input.clear()
         self._probe_id = None
+        self._restarting = False
+        self._held.clear()
         if keep_answering and self._inflight:
             self._answering = True
             return [ConnectionClosed(unanswered=unanswered)]
@@ -826,6 +828,8 @@ class _Receiving(_Handshake):
             state = transition(self._lifecycle, HandshakeInput.REJECT)
             if state is not None:
                 self._lifecycle = state
+            if self._restarting:
+                self._fail_held(f"initialize failed: {msg.error.message}", events)
         elif rid == self._probe_id:
             self._on_discover_error(rid, msg.error, now, events)
             return

@@ -202,7 +202,11 @@ class Connection(_Receiving, _Answering):
                 self._probe_id = None
                 self._fall_back_to_initialize(now)
                 continue
-            if entry.method != "initialize" and not self._closed:
+            if entry.method == "initialize" and self._restarting:
+                self._fail_held("initialize timed out", events)
+            if rid in self._held:
+                del self._held[rid]  # never sent on the new session: nothing to cancel
+            elif entry.method != "initialize" and not self._closed:
                 self._emit(
                     notification(
                         "notifications/cancelled", {"requestId": rid, "reason": "timeout"}
@@ -241,6 +245,70 @@ class Connection(_Receiving, _Answering):
         self._probe_id = rid
         self._emit(request(rid, "server/discover", params))
         return rid
+
+    def restart_session(self, *, now: float = 0.0) -> RequestId:
+        """Legacy client: start a new session in place of one the server forgot.
+
+        Over Streamable HTTP, a ``404`` to a request that carried ``Mcp-Session-Id``
+        means the server no longer knows the session, and the client MUST start a new
+        one by sending a new ``initialize`` without a session id
+        (``2025-11-25/basic/transports.mdx``, "Session Management"). This sends it, with
+        the same client info, capabilities and preferred version (the version is
+        negotiated again), and the lifecycle goes back to ``INITIALIZING``: until the
+        answer only ``ping`` may be sent. Then, as the first time, the answer brings
+        :class:`HandshakeCompleted` (with the new session's version, capabilities and
+        server info) and ``notifications/initialized`` goes out, followed by the
+        requests given to :meth:`resend_request` meanwhile. If the server refuses,
+        those requests end with :class:`ErrorReceived` (-32603) before the
+        ``initialize`` failure is reported.
+
+        Our other requests in flight stay in flight: only the binding knows which ones
+        the server never got (:meth:`resend_request` them) and which ones can no
+        longer be answered (answer them with an error, as for a broken stream). What
+        the server kept for the old session (resource subscriptions, the logging
+        level) is gone; the application decides whether to ask again.
+
+        Returns:
+            The id of the new ``initialize`` request.
+
+        Raises:
+            LocalProtocolError: not a client, or not a ready legacy session (not
+                started, restarting already, failed, or closed). No state changed.
+        """
+        if self.role != "client":
+            raise LocalProtocolError("only a client starts a new session")
+        if self._era is not _LEGACY or self._lifecycle is not LifecycleState.READY:
+            raise LocalProtocolError(
+                f"only a ready legacy session can be restarted (state {self._lifecycle.value})"
+            )
+        return self._restart(now)
+
+    def resend_request(self, request_id: RequestId) -> None:
+        """Send a request of ours again, unchanged (same id, method and params),
+        because the peer never received it: over Streamable HTTP, a ``404`` to the
+        request's POST says its session was unknown, so it was not processed.
+
+        While :meth:`restart_session` waits for its answer, the request is held and
+        goes out right after ``notifications/initialized`` (or ends with the restart's
+        failure); otherwise it goes out now. Its timeout keeps counting from when it
+        was first sent. Cancelling a held request tells the peer nothing (it never saw
+        the request).
+
+        Raises:
+            LocalProtocolError: closed, the request is not in flight, or it is
+                ``initialize`` or ``server/discover`` (which no session carries). No
+                state changed.
+        """
+        self._check_open()
+        entry = self._pending.get(request_id)
+        if entry is None:
+            raise LocalProtocolError(f"request {request_id!r} is not in flight")
+        if entry.method in _HANDSHAKE_METHODS:
+            raise LocalProtocolError(f"{entry.method} is not sent again")
+        if self._restarting:
+            self._held[request_id] = None
+            return
+        self._emit(request(request_id, entry.method, entry.params))
 
     # ------------------------------------------------------------------ sending
 
@@ -512,7 +580,9 @@ class Connection(_Receiving, _Answering):
             raise LocalProtocolError("initialize cannot be cancelled")
         del self._pending[request_id]
         self._forget_out(request_id, entry, "late")
-        if not self._closed:
+        if request_id in self._held:
+            del self._held[request_id]  # the peer never saw it: nothing to tell
+        elif not self._closed:
             params: dict[str, Any] = {"requestId": request_id}
             if reason is not None:
                 params["reason"] = reason
@@ -531,6 +601,7 @@ class Connection(_Receiving, _Answering):
         if entry is None:
             raise LocalProtocolError(f"request {request_id!r} is not in flight")
         self._forget_out(request_id, entry, "late")
+        self._held.pop(request_id, None)
 
     def retry_with_input(
         self, request_id: RequestId, input_responses: dict[str, Any], *, now: float = 0.0

@@ -10,6 +10,11 @@ A legacy session is a short handshake followed by normal operation:
       | -- initialized ------->    |     client: INITIALIZING -> READY (on the result)
       |                            |     server: ANSWERED -> READY (on the notification)
 
+A client may *restart* a ready session: over Streamable HTTP the server can forget a
+session (it answers ``404``), and the client must then start a new one with a new
+``initialize`` (``basic/transports.mdx``, "Session Management"). The client goes from
+READY back to IDLE and on into INITIALIZING, exactly as the first time.
+
 Two rules, after h11's ``_state.py``:
 
 1. Everything that changes the lifecycle state lives in this file (the transition
@@ -71,6 +76,8 @@ class HandshakeInput(enum.Enum):
     """The handshake cannot complete (version we do not support)."""
     CLOSE = "close"
     """End of input."""
+    RESTART = "restart"
+    """The peer forgot the session (Streamable HTTP ``404``): a new one starts over."""
 
 
 S, H = LifecycleState, HandshakeInput
@@ -82,6 +89,7 @@ _TRANSITIONS: Mapping[tuple[LifecycleState, HandshakeInput], LifecycleState] = M
         (S.INITIALIZING, H.REJECT): S.IDLE,
         (S.INITIALIZING, H.FAIL): S.FAILED,
         (S.ANSWERED, H.CONFIRM): S.READY,
+        (S.READY, H.RESTART): S.IDLE,
         **{(state, H.CLOSE): S.CLOSED for state in S},
     }
 )
