@@ -30,6 +30,7 @@ from ._http_client import (
     HttpClient,
     HttpClientConfig,
     ReplyNotCarried,
+    SessionPending,
 )
 from ._http_common import (
     HeaderParam,
@@ -80,6 +81,7 @@ __all__ = [
     "ServerEvent",
     "SessionClosed",
     "SessionCreated",
+    "SessionPending",
     "StreamData",
     "decode_header_value",
     "encode_header_value",

@@ -21,9 +21,29 @@ carries a non-modern code, which makes the connection fall back to ``initialize`
 result is a property of the origin: pass it back in (``era=``) to skip the probe.
 
 Legacy sessions: the ``Mcp-Session-Id`` of the ``initialize`` response is sent on every
-later request, with the negotiated version as ``MCP-Protocol-Version``. A 404 to a request
-that carried the session id means the session is gone: :attr:`ClientResponse.session_expired`
-is set and the session forgotten; start a new connection with ``initialize``. SSE
+later request, with the negotiated version as ``MCP-Protocol-Version``.
+
+Session expiry (``2025-11-25/basic/transports.mdx``, "Session Management"). A 404 to a
+request that carried the session id means the server no longer knows that session, and
+the client MUST start a new one with a new ``initialize`` sent without a session id. The
+session is forgotten at once, and :attr:`ClientResponse.session_expired` says what to do:
+
+* ``"restart"``: the session in use is gone. Start a new one
+  (``Connection.restart_session``). Until its ``initialize`` is answered, :meth:`post`
+  of anything else raises :class:`SessionPending`: no session can carry it.
+* ``"resend"``: the request was sent on a session already replaced: nothing more to do
+  than what follows.
+* ``"end"``: starting over did not help: the new session was lost before it answered
+  any request, or a request sent again was refused again. Trying once more could loop
+  for ever; the conversation is over.
+
+Either way the server never processed a POST it answered with 404, so its requests can
+be sent again unchanged on the new session: with ``"restart"`` and ``"resend"`` they are
+listed in :attr:`ClientResponse.resend` (give them to ``Connection.resend_request``)
+instead of failing; with ``"end"`` they fail like any HTTP error. A request sent again is
+:attr:`ClientRequest.resent`, and a second 404 to it is ``"end"``. Requests whose POST
+was accepted on the old session are not in the list: they may have been processed, and
+their answers are lost (a stream of a replaced session is never resumed). SSE
 responses are tracked (last event id, ``retry``) so a stream that ends before every
 request was answered can be resumed with :meth:`ClientResponse.resume` (GET with
 ``Last-Event-ID``), after waiting :attr:`ClientResponse.retry_ms`. A request the client
@@ -69,7 +89,7 @@ from ._jsonrpc import RequestId, error_response, is_request_id
 from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
 from ._versions import Era
 
-__all__ = ["ClientRequest", "ClientResponse", "HttpClient", "HttpClientConfig"]
+__all__ = ["ClientRequest", "ClientResponse", "HttpClient", "HttpClientConfig", "SessionPending"]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
 _NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -108,14 +128,34 @@ class ClientRequest:
     """Their methods, in the same order."""
     modern: bool = False
     """Whether the body is a modern (per-request ``_meta``) request."""
-    with_session: bool = False
-    """Whether ``Mcp-Session-Id`` was sent (so a 404 means the session is gone)."""
+    session_id: str | None = None
+    """The ``Mcp-Session-Id`` sent, if any (a 404 then means that session is gone)."""
+    resent: bool = False
+    """Whether this POST sends requests again after a 404 (a second 404 ends it all)."""
+
+    @property
+    def with_session(self) -> bool:
+        """Whether ``Mcp-Session-Id`` was sent."""
+        return self.session_id is not None
 
 
 @final
 class ReplyNotCarried(LocalProtocolError):
     """:meth:`HttpClient.post`: a response in the modern era, which has no way to carry
     one. Not a bug of the caller's: drop the message and go on."""
+
+
+@final
+class SessionPending(LocalProtocolError):
+    """:meth:`HttpClient.post`: the session was lost (404) and the new one has not
+    been started yet, so no session can carry the message. Not a bug of the caller's:
+    hand :attr:`request_ids` to ``Connection.resend_request`` (they go out on the new
+    session); a notification or a response is dropped."""
+
+    def __init__(self, request_ids: tuple[RequestId, ...]) -> None:
+        super().__init__("the session was lost and the new one is not started yet")
+        self.request_ids: Final = request_ids
+        """The requests of the message, to send again on the new session."""
 
 
 def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> bytes:
@@ -168,8 +208,13 @@ class ClientResponse:
         """The HTTP status code."""
         self.kind: Final = kind
         """``json``, ``sse``, ``accepted`` (202/204), ``error``, or ``redirect``."""
-        self.session_expired = False
-        """404 to a request with our session id: the session is gone; initialize again."""
+        self.session_expired: Literal["restart", "resend", "end"] | None = None
+        """404 to a request that carried a session id: what to do (see the module docs);
+        ``None`` for any other answer."""
+        self.resend: tuple[RequestId, ...] = ()
+        """With ``session_expired`` ``"restart"`` or ``"resend"``, once the body ended: the
+        requests of this POST, which the server never processed (not cancelled
+        meanwhile). Give them to ``Connection.resend_request``."""
         self.fell_back = False
         """This answer settled the era probe as legacy: the connection will ``initialize``."""
         self.redirect: ClientRequest | None = None
@@ -189,6 +234,11 @@ class ClientResponse:
         self._problem: str | None = None
 
     # ------------------------------------------------------------------ reading
+
+    @property
+    def sent(self) -> ClientRequest:
+        """The request this answers."""
+        return self._sent
 
     @property
     def last_event_id(self) -> str:
@@ -285,8 +335,8 @@ class ClientResponse:
             return None
         if not self.last_event_id or (sent.request_ids and not self._waiting):
             return None
-        if self._client.session_id is None:
-            return None
+        if self._client.session_id is None or sent.session_id != self._client.session_id:
+            return None  # (a stream of a session that is gone: its answers are lost)
         return self._client._get(self.last_event_id, tuple(self._waiting), sent)
 
     # ------------------------------------------------------------------ internals
@@ -374,8 +424,16 @@ class ClientResponse:
             out = [_forwarded_error(rid, error) for rid in self._waiting]
             self._waiting.clear()
             return out
+        if self.session_expired == "end":
+            return self._fail_waiting(
+                status, "the server forgot the new session too; not starting another"
+            )
         if self.session_expired:
-            return self._fail_waiting(status, "the session expired; initialize again")
+            if sent.request.method == "POST":
+                self.resend = tuple(self._waiting)  # never processed: sent again
+                self._waiting.clear()
+                return []
+            return self._fail_waiting(status, "the session expired before the answer came")
         if sent.modern and client.era is None and 400 <= status < 500:
             client.era = Era.LEGACY
             self.fell_back = True
@@ -435,6 +493,13 @@ class HttpClient:
         self.protocol_version: str | None = None
         """Legacy: the negotiated version (from the ``initialize`` result)."""
         self._tool_params: dict[str, tuple[HeaderParam, ...]] = {}
+        # Session expiry (see the module docs): a session was lost and the initialize
+        # of the next one is not answered yet; the session in use replaces a lost one
+        # and has answered no request yet; the requests refused with 404, to be sent
+        # again (a second 404 to one of them is the end).
+        self._restarting = False
+        self._unconfirmed = False
+        self._lost: set[RequestId] = set()
 
     @staticmethod
     def _origin_of(url: str) -> tuple[str, str, int]:
@@ -464,6 +529,8 @@ class HttpClient:
             LocalProtocolError: ``payload`` is not a JSON-RPC message; or in the modern era
                 it is ``notifications/cancelled`` (close the request's stream to cancel
                 it) or a batch.
+            SessionPending: a legacy session was lost and the next one is not started
+                yet (see the module docs); the message cannot be sent now.
         """
         try:
             obj = loads(payload)
@@ -514,16 +581,18 @@ class HttpClient:
                 raise LocalProtocolError(
                     "in the modern era cancel by closing the request's stream, not by a POST"
                 )
+        if self._restarting and "initialize" not in methods:
+            raise SessionPending(ids)
         if self.protocol_version is not None:
             headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
-        with_session = self.session_id is not None
         if self.session_id is not None:
             headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
         return ClientRequest(
             request=HttpRequest(method="POST", target=self._target, headers=headers, body=payload),
             request_ids=ids,
             methods=methods,
-            with_session=with_session,
+            session_id=self.session_id,
+            resent=bool(self._lost) and any(rid in self._lost for rid in ids),
         )
 
     def _param_headers(self, tool: str, arguments: Any) -> list[tuple[bytes, bytes]]:
@@ -588,7 +657,7 @@ class HttpClient:
             request=HttpRequest(method="GET", target=self._target, headers=headers),
             request_ids=ids,
             methods=methods,
-            with_session=True,
+            session_id=self.session_id,
         )
 
     def open_stream(self) -> ClientRequest:
@@ -661,10 +730,15 @@ class HttpClient:
             self.era = Era.MODERN
         if target is not None:
             reader.redirect = attrs.evolve(sent, request=attrs.evolve(sent.request, target=target))
-        if status == 404 and sent.with_session and not sent.modern:
-            reader.session_expired = True
-            self.session_id = None
-            self.protocol_version = None
+        if sent.session_id is not None and not sent.modern:
+            if status == 404:
+                reader.session_expired = self._session_lost(sent)
+            elif sent.resent:
+                self._lost.difference_update(sent.request_ids)
+            if 200 <= status < 300 and sent.request_ids and sent.session_id == self.session_id:
+                self._unconfirmed = False  # the new session works
+        if "initialize" in sent.methods and kind != "redirect":
+            self._restarting = False  # a new session, or none: post() may go on
         if (
             kind in ("json", "sse")
             and "initialize" in sent.methods
@@ -675,6 +749,26 @@ class HttpClient:
             else:
                 reader.warnings.append("ignored an Mcp-Session-Id that is not visible ASCII")
         return reader
+
+    def _session_lost(self, sent: ClientRequest) -> Literal["restart", "resend", "end"]:
+        """A 404 to ``sent``, which carried a session id: forget that session if it is
+        the one in use, and say what to do (see the module docs)."""
+        current = sent.session_id == self.session_id
+        verdict: Literal["restart", "resend", "end"]
+        if sent.resent or (current and self._unconfirmed):
+            verdict = "end"
+        elif current:
+            verdict = "restart"
+            self._restarting = self._unconfirmed = True
+            self._lost.clear()  # (left from an earlier loss: requests never sent again)
+        else:
+            verdict = "resend"
+        if current:
+            self.session_id = None
+            self.protocol_version = None
+        if verdict != "end" and sent.request.method == "POST":
+            self._lost.update(sent.request_ids)
+        return verdict
 
     def _same_origin(self, location: str) -> bool:
         try:

@@ -50,14 +50,17 @@ import os
 import select
 import stat
 from collections.abc import Callable
-from typing import ClassVar, Generic, Literal, TypeVar, final
+from typing import ClassVar, Final, Generic, Literal, TypeVar, final
 
 import trio
+
+from mcp_sansio import RequestId
 
 __all__ = [
     "Inbox",
     "MemoryChannel",
     "MessageChannel",
+    "SessionLost",
     "StreamChannel",
     "Take",
     "memory_channel_pair",
@@ -68,6 +71,27 @@ T = TypeVar("T")
 Take = Callable[[bytes], bool]
 """A session's ``take``: act on one message now, in the caller's task; ``False``
 refuses it (it must then be buffered for ``receive`` as usual)."""
+
+
+@final
+class SessionLost(Exception):
+    """What a channel's ``receive`` raises when the peer has forgotten the session
+    (Streamable HTTP: a ``404`` to a request that carried ``Mcp-Session-Id``) and the
+    conversation goes on in a new one. Not the end of input: the session starts the new
+    one (``restart``) and sends ``resend`` again, then reads on.
+
+    Args:
+        restart: start a new session (``Connection.restart_session``): the one in use is
+            gone. ``False``: a new one is already being started or running.
+        resend: our requests the peer never processed, to send again on the new session
+            (``Connection.resend_request``).
+    """
+
+    def __init__(self, *, restart: bool, resend: tuple[RequestId, ...]) -> None:
+        super().__init__("the peer forgot the session")
+        self.restart: Final = restart
+        self.resend: Final = resend
+
 
 RECEIVE_BUDGET = 16
 """How many receives in a row may return without yielding to the scheduler."""
@@ -82,7 +106,9 @@ class MessageChannel(abc.ABC):
         ``trio.ClosedResourceError`` after our own ``aclose``. ``receive`` raises
         ``trio.EndOfChannel`` at the end of input, or :class:`~mcp_trio.SessionClosed`
         (or a subclass) when it knows better why the input ended; the session uses
-        that as the reason it closed. Other exceptions are bugs.
+        that as the reason it closed. The HTTP channel's ``receive`` may also raise
+        ``SessionLost`` (the server forgot the session; the session starts a new one
+        and reads on). Other exceptions are bugs.
     """
 
     framing: ClassVar[Framing] = "message"

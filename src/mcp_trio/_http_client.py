@@ -34,9 +34,20 @@ body, SSE events) into messages the session reads.
   first request: what the server sends on its own right after is not missed, and a
   server sees the GET before any request (the conformance suite's ``sse-retry`` counts
   a GET during a call as that call's reconnection).
-* **Session expiry.** A ``404`` to a request with our session id fails that request with
-  a clear error, then closes the session (:class:`~mcp_trio.SessionClosed` says why);
-  open a new client to initialize again.
+* **Session expiry** (legacy; ``basic/transports.mdx``, "Session Management"). A ``404``
+  to a request with our session id means the server forgot the session; the client
+  MUST start a new one with a new ``initialize``. The channel tells the session
+  (``receive`` raises ``SessionLost``), which sends that ``initialize`` (without a
+  session id) and ``notifications/initialized``, then sends again the requests the
+  server refused with ``404``: it never processed them, so their callers just get
+  their answers. Our other requests in flight on the forgotten session cannot be
+  answered any more: they fail at once (``McpError`` -32603, ``HTTP: ...``), and the
+  GET stream is opened again on the new session. Messages the session writes before
+  the new ``initialize`` is answered go out after it (requests) or are dropped
+  (notifications, answers to the old session's requests). One new session per loss:
+  if the new session is lost too before it answered a request, or a request sent
+  again gets ``404`` again, that request fails and the session closes
+  (:class:`~mcp_trio.SessionClosed` says why).
 * **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
   ``max_redirects``; any other redirect fails the request.
 
@@ -66,10 +77,11 @@ from mcp_sansio._http import (
     HttpClient,
     HttpClientConfig,
     ReplyNotCarried,
+    SessionPending,
 )
 from mcp_sansio._json import dumps
 
-from ._channel import Framing, Inbox, MessageChannel, Take
+from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -104,7 +116,7 @@ class _Stream:
     scope: trio.CancelScope
     """The scope of the task that sends it and reads its answers."""
     ids: set[RequestId]
-    """Its requests not cancelled yet."""
+    """Its requests not cancelled yet (nor failed with the session they were on)."""
     reader: ClientResponse | None = None
     """The answer being read now (or last read), once a response head arrived."""
 
@@ -161,11 +173,14 @@ class HttpChannel(MessageChannel):
             write_timeout=write_timeout,
         )
         self._close_timeout = close_timeout
-        self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed](_INBOX_SIZE)
+        self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed | SessionLost](
+            _INBOX_SIZE
+        )
         self._inbox = Inbox(inbox)
         self._tasks: trio.Nursery | None = None
         self._streams: dict[RequestId, _Stream] = {}
         self._get_started = False
+        self._get_scope: trio.CancelScope | None = None
         self._expired = False
         self._closed = False
 
@@ -194,6 +209,14 @@ class HttpChannel(MessageChannel):
             sent = self.http.post(message)
         except ReplyNotCarried:
             logger.debug("HTTP: a reply to the server was dropped: %.200r", message)
+            return
+        except SessionPending as exc:
+            # The session was lost and the new one is not started yet: its requests go
+            # out on the new one; anything else belonged to the old one.
+            if exc.request_ids:
+                self._signal_soon(SessionLost(restart=False, resend=exc.request_ids))
+            else:
+                logger.debug("HTTP: dropped while the session is started anew: %.200r", message)
             return
         if sent.request_ids:
             await self._send_request(sent)
@@ -253,7 +276,7 @@ class HttpChannel(MessageChannel):
             item = await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
-        if isinstance(item, SessionClosed):
+        if isinstance(item, SessionClosed | SessionLost):
             raise item
         return item
 
@@ -368,7 +391,7 @@ class HttpChannel(MessageChannel):
                 await self._fail(current.request_ids, str(exc))
                 return
             if reader.session_expired:
-                await self._session_expired()
+                await self._session_lost(reader)
                 return
             if reader.redirect is not None:
                 redirects += 1
@@ -467,14 +490,74 @@ class HttpChannel(MessageChannel):
         for rid in request_ids:
             await self._deliver(dumps({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()}))
 
-    async def _session_expired(self) -> None:
-        if self._expired:
+    async def _session_lost(self, reader: ClientResponse) -> None:
+        """A ``404`` to a request with a session id (see the module docs)."""
+        verdict = reader.session_expired
+        if verdict == "end":
+            if self._expired:
+                return
+            self._expired = True
+            reason = (
+                "the server forgot the HTTP session (404), and the new session started "
+                "in its place too; open a new client to try again"
+            )
+            await self._signal(SessionClosed(reason))
             return
-        self._expired = True
-        reason = "the server ended the HTTP session (404); open a new client to initialize again"
-        self._inbox.unpark()  # nothing may overtake the end
+        if verdict == "resend" and not reader.resend:
+            return  # (an old session's GET stream, or a message without requests)
+        if verdict == "restart":
+            await self._abandon(reader)
+        await self._signal(SessionLost(restart=verdict == "restart", resend=reader.resend))
+        if verdict == "restart":
+            # The GET stream of the lost session goes (perhaps this very task: it ends
+            # now anyway); the new session's opens after its notifications/initialized.
+            self._get_started = False
+            if self._get_scope is not None:
+                self._get_scope.cancel()
+
+    async def _abandon(self, lost: ClientResponse) -> None:
+        """Fail our requests whose answers were coming on the session ``lost`` was on:
+        they may have been processed, and no answer can come any more."""
+        session_id = lost.sent.session_id
+        failed: list[RequestId] = []
+        for stream in {id(s): s for s in self._streams.values()}.values():
+            reader = stream.reader
+            if (
+                reader is None
+                or reader is lost
+                or reader.session_expired  # (a 404 of its own: sent again)
+                or reader.sent.session_id != session_id
+            ):
+                continue
+            ids = [rid for rid in reader.unanswered if rid in stream.ids]
+            for rid in ids:
+                reader.forget(rid)
+                stream.ids.discard(rid)
+                if self._streams.get(rid) is stream:
+                    del self._streams[rid]
+            stream.scope.cancel()
+            failed += ids
+        if failed:
+            await self._fail(tuple(failed), "the server forgot the session (404) before answering")
+
+    def _signal_soon(self, item: SessionLost) -> None:
+        """:meth:`_signal` from the session's writer, which must not wait for the
+        session's reader (it may be waiting for the writer): if the inbox is full, a
+        task waits (after the senders already waiting, so the order holds)."""
+        assert self._tasks is not None
+        self._inbox.unpark()
+        try:
+            self._inbox_send.send_nowait(item)
+        except trio.WouldBlock:
+            self._tasks.start_soon(self._signal, item)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def _signal(self, item: SessionClosed | SessionLost) -> None:
+        """Hand the session something other than a message, after every message before."""
+        self._inbox.unpark()  # nothing may overtake it
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self._inbox_send.send(SessionClosed(reason))
+            await self._inbox_send.send(item)
 
     # ------------------------------------------------------------------ GET stream
 
@@ -497,8 +580,9 @@ class HttpChannel(MessageChannel):
 
     async def _get_stream(self, ready: trio.Event) -> None:
         try:
-            request = self.http.open_stream()
-            await self._drive(request, _Written(), headed=ready.set)
+            with trio.CancelScope() as self._get_scope:
+                request = self.http.open_stream()
+                await self._drive(request, _Written(), headed=ready.set)
         except LocalProtocolError:
             return
         except trio.BrokenResourceError as exc:

@@ -47,6 +47,15 @@ tasks. Per session:
   request is cancelled in the core and the ``notifications/cancelled`` goes out with
   a bounded, shielded write before the cancellation propagates.
 
+* **A session the server forgot** (Streamable HTTP ``404``; the channel's ``receive``
+  raises ``SessionLost``) is started anew in place: the core sends a new
+  ``initialize`` (``Connection.restart_session``), and the requests the server never
+  processed are sent again once it is answered (``Connection.resend_request``). Until
+  then new requests and notifications wait (a ``ping`` goes at once); when it is
+  answered, :attr:`Session.handshake` has the new session's facts. If the server
+  refuses the new session, the requests being sent again fail and the session closes;
+  so does it if the new session is not ready within ``handshake_timeout``.
+
 Closing has one entry, :meth:`Session._begin_close`: end of input, a failed write, a
 local close or an internal failure. It closes the core, fails every waiter with one
 :class:`~mcp_trio.SessionClosed` (with the reason), and stops the reader and timer.
@@ -92,7 +101,7 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 
-from ._channel import MessageChannel
+from ._channel import MessageChannel, SessionLost
 from ._config import SessionConfig
 from ._errors import (
     HandshakeFailed,
@@ -201,6 +210,7 @@ class Session:
         self._handshake: HandshakeCompleted | None = None
         self._handshake_failure: BaseException | None = None
         self._handshake_done = trio.Event()
+        self._restarting: trio.Event | None = None  # set once a new session is started
         self._close_exc: SessionClosed | None = None
         self._forced = False
         self._answering = False  # half-closed: the peer's requests in flight get answers
@@ -233,7 +243,8 @@ class Session:
 
     @property
     def handshake(self) -> HandshakeCompleted | None:
-        """The completed handshake, once there is one."""
+        """The completed handshake, once there is one (the latest: a session the server
+        forgot is started anew, with a new handshake)."""
         return self._handshake
 
     @property
@@ -340,6 +351,8 @@ class Session:
         if self._conn.lifecycle is LifecycleState.ANSWERED and method != "ping":
             await self.until_initialized()  # (a server's request served early)
             self._raise_if_closed()
+        if self._restarting is not None and method != "ping":
+            await self._until_restarted()
         rid = self._conn.send_request(
             method,
             params,
@@ -387,6 +400,8 @@ class Session:
             LocalProtocolError: the core refused it (not allowed now).
         """
         self._raise_if_closed()
+        if self._restarting is not None:
+            await self._until_restarted()
         self._conn.send_notification(method, params)
         await self._flush()
 
@@ -423,6 +438,58 @@ class Session:
         limit = self.config.handshake_timeout
         with trio.move_on_after(math.inf if limit is None else limit):
             await event.wait()
+
+    async def _until_restarted(self) -> None:
+        """Wait until the session that replaces a forgotten one is ready (or closed)."""
+        assert self._restarting is not None
+        await self._restarting.wait()
+        self._raise_if_closed()
+
+    def _session_lost(self, lost: SessionLost) -> None:
+        """The channel says the peer forgot the session: start a new one (the core sends
+        ``initialize``), and send the requests the peer never processed again."""
+        conn = self._conn
+        if lost.restart:
+            try:
+                conn.restart_session(now=trio.current_time())
+            except LocalProtocolError as exc:
+                reason = f"the server forgot the session, and a new one cannot be started: {exc}"
+                self._begin_close(SessionClosed(reason), graceful=True)
+                return
+            self._restarting = trio.Event()
+            limit = self.config.handshake_timeout
+            if limit is not None:
+                assert self._io_nursery is not None
+                self._io_nursery.start_soon(self._bound_restart, self._restarting, limit)
+            logger.debug("the server forgot the session: starting a new one")
+        for rid in lost.resend:
+            # Not in flight any more (answered, cancelled, timed out meanwhile): nothing to do.
+            with suppress(LocalProtocolError):
+                conn.resend_request(rid)
+
+    async def _bound_restart(self, restarting: trio.Event, limit: float) -> None:
+        """Close the session if the new one is not ready within ``limit`` seconds
+        (``handshake_timeout``, as for :meth:`start`)."""
+        with trio.move_on_after(limit):
+            await restarting.wait()
+            return
+        reason = f"the server forgot the session and did not start a new one in {limit:g} s"
+        self._begin_close(SessionClosed(reason), graceful=True)
+
+    def _restarted(self, event: HandshakeCompleted) -> None:
+        """The session that replaces a forgotten one is ready."""
+        assert self._restarting is not None
+        self._restarting.set()
+        self._restarting = None
+        info = event.peer_info or {}
+        logger.warning(
+            "the server forgot the session; a new one was started (protocol version %s, "
+            "server %s %s). What the server kept for the old session is lost: resource "
+            "subscriptions, the logging level, anything else it held per session.",
+            event.protocol_version,
+            info.get("name", "?"),
+            info.get("version", "?"),
+        )
 
     def _note_initialized(self) -> None:
         """After a core call: wake :meth:`until_initialized` once the lifecycle has left
@@ -551,9 +618,12 @@ class Session:
         ndjson = self._channel.framing == "ndjson"
         while True:
             ended: SessionClosed | None = None
+            lost: SessionLost | None = None
             half = False
             try:
                 data = await self._channel.receive()
+            except SessionLost as exc:
+                lost = exc
             except trio.EndOfChannel:
                 ended = SessionClosed("the peer closed the connection")
                 half = self._channel.half_close
@@ -563,6 +633,10 @@ class Session:
                 ended = SessionClosed(f"the connection broke: {exc!r}")
             if self._finishing is not None:
                 await self._finishing.wait()  # a message taken before this one (or the end)
+            if lost is not None:
+                self._session_lost(lost)
+                await self._process([])
+                continue
             if ended is not None:
                 if ndjson:  # an unterminated last line is a message too
                     events = conn.receive_bytes_eof(now=trio.current_time())
@@ -723,6 +797,11 @@ class Session:
             self._waiters.resolve(event.request_id, event)
         elif isinstance(event, ErrorReceived | RequestTimedOut):
             if not self._waiters.resolve(event.request_id, event) and event.method in _START:
+                if self._restarting is not None:
+                    why = event.error.message if isinstance(event, ErrorReceived) else "timeout"
+                    reason = f"the server forgot the session and did not start a new one: {why}"
+                    self._begin_close(SessionClosed(reason), graceful=True)
+                    return True
                 self._handshake_failure = (
                     HandshakeFailed(event.error)
                     if isinstance(event, ErrorReceived)
@@ -734,6 +813,8 @@ class Session:
         elif isinstance(event, HandshakeCompleted):
             self._handshake = event
             self._handshake_done.set()
+            if self._restarting is not None:
+                self._restarted(event)
         elif isinstance(event, ResponseIgnored):
             logger.debug("response ignored (%s): %r", event.reason, event.request_id)
         elif isinstance(event, InvalidMessageReceived):
@@ -855,6 +936,9 @@ class Session:
             self._note_initialized()
             self._waiters.fail_all(exc)
             self._handshake_done.set()
+            if self._restarting is not None:
+                self._restarting.set()  # (its waiters see the session closed)
+                self._restarting = None
             self._io_scope.cancel()
             self._closing.set()
             logger.debug("%s session closing: %s", self.role, exc.reason)

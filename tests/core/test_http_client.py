@@ -41,6 +41,7 @@ from mcp_sansio._http import (
     ReplyNotCarried,
     ResponseReady,
     ServerEvent,
+    SessionPending,
     StreamData,
 )
 from mcp_sansio._json import dumps, loads
@@ -438,14 +439,110 @@ def test_accepted(status: int) -> None:
     assert failure["id"] == 2 and failure["error"]["data"] == {"httpStatus": status}
 
 
-def test_404_with_a_session_means_it_expired() -> None:
+NO_SESSION = error(None, -32600, "Not Found: no such session")
+
+
+def initialize_again(client: HttpClient, rid: int, session_id: bytes = b"sess-2") -> ClientRequest:
+    """The new ``initialize`` after a lost session, answered with ``session_id``."""
+    init = client.post(rpc(rid, "initialize", {"protocolVersion": LEGACY}))
+    reader = client.response(init, 200, (*JSON, (b"mcp-session-id", session_id)))
+    read(reader, result(rid, {"protocolVersion": LEGACY, "capabilities": {}}))
+    return init
+
+
+def session_of(client: HttpClient) -> tuple[str | None, str | None]:
+    return client.session_id, client.protocol_version
+
+
+def test_404_with_a_session_starts_a_new_one() -> None:
     client = legacy_client()
     sent = client.post(rpc(2, "tools/list"))
+    assert sent.session_id == "sess-1" and sent.with_session and not sent.resent
     reader = client.response(sent, 404, JSON)
-    assert reader.session_expired
-    (failure,) = read(reader, error(None, -32600, "Not Found: no such session"))
-    assert failure["id"] == 2 and "initialize again" in failure["error"]["message"]
-    assert client.session_id is None and client.protocol_version is None
+    assert reader.session_expired == "restart" and reader.sent is sent
+    # Never processed by the server: not failed, but to be sent again.
+    assert read(reader, NO_SESSION) == [] and reader.resend == (2,)
+    assert session_of(client) == (None, None)
+    # Until the new initialize is answered, nothing else can go out.
+    with pytest.raises(SessionPending) as pending:
+        client.post(rpc(3, "tools/call", {"name": "echo"}))
+    assert pending.value.request_ids == (3,)
+    with pytest.raises(SessionPending) as pending:
+        client.post(dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}))
+    assert pending.value.request_ids == ()
+    # transports.mdx: "a new InitializeRequest without a session ID attached".
+    init = initialize_again(client, 4)
+    assert init.request.header("mcp-session-id") is None and not init.with_session
+    assert session_of(client) == ("sess-2", LEGACY)
+    again = client.post(rpc(2, "tools/list"))
+    assert again.request.header("mcp-session-id") == "sess-2" and again.resent
+    assert not client.post(rpc(5, "ping")).resent
+
+
+def test_what_a_404_means_depends_on_the_session_it_was_sent_on() -> None:
+    client = legacy_client()
+    first, second = client.post(rpc(2, "tools/list")), client.post(rpc(3, "ping"))
+    assert client.response(first, 404, JSON).session_expired == "restart"
+    # Sent on the session already lost: sent again too, without starting another.
+    late = client.response(second, 404, JSON)
+    assert late.session_expired == "resend"
+    assert read(late, NO_SESSION) == [] and late.resend == (3,)
+    initialize_again(client, 4)
+    # The new session is lost before it answered any request: the end, no loop.
+    note = client.post(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    assert note.session_id == "sess-2"
+    assert client.response(note, 404, JSON).session_expired == "end"
+    assert client.session_id is None
+
+
+def test_a_request_sent_again_and_refused_again_is_the_end() -> None:
+    client = legacy_client()
+    lost = client.post(rpc(2, "tools/list"))
+    assert client.response(lost, 404, JSON).session_expired == "restart"
+    initialize_again(client, 3)
+    confirmed = client.post(rpc(4, "ping"))  # another request proves the new session
+    read(client.response(confirmed, 200, JSON), result(4, {}))
+    again = client.post(rpc(2, "tools/list"))
+    assert again.resent
+    reader = client.response(again, 404, JSON)
+    assert reader.session_expired == "end"
+    (failure,) = read(reader, NO_SESSION)
+    assert failure["id"] == 2 and failure["error"]["code"] == ErrorCode.INTERNAL_ERROR
+    assert failure["error"]["message"].startswith("HTTP: the server forgot")
+
+
+def test_a_new_session_that_answered_may_be_replaced_in_turn() -> None:
+    client = legacy_client()
+    assert client.response(client.post(rpc(2, "ping")), 404, JSON).session_expired == "restart"
+    initialize_again(client, 3)
+    again = client.post(rpc(2, "ping"))
+    read(client.response(again, 200, JSON), result(2, {}))
+    later = client.post(rpc(4, "tools/list"))
+    assert not later.resent  # (request 2 was answered: it is not watched any more)
+    assert client.response(later, 404, JSON).session_expired == "restart"
+
+
+def test_answers_lost_with_their_session_fail_and_are_not_resumed() -> None:
+    client = legacy_client()
+    stream = client.response(client.post(rpc(2, "tools/call", {"name": "slow"})), 200, SSE)
+    other = client.response(client.post(rpc(3, "tools/call", {"name": "slow"})), 200, SSE)
+    progress = dumps(
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1}}
+    )
+    assert read(stream, sse(("e1", progress)))[0]["method"] == "notifications/progress"
+    resumption = stream.resume()
+    assert resumption is not None and resumption.request_ids == (2,)
+    # The resumption GET finds the session gone: the request was processed, so it is
+    # not sent again; its answer is lost.
+    reader = client.response(resumption, 404, JSON)
+    assert reader.session_expired == "restart"
+    (failure,) = read(reader, NO_SESSION)
+    assert failure["id"] == 2 and reader.resend == ()
+    assert failure["error"]["message"] == "HTTP: the session expired before the answer came"
+    # A stream of the lost session that ends early is not resumed on the new one.
+    initialize_again(client, 4)
+    _, cut = read(other, sse(("e1", progress)))
+    assert other.resume() is None and cut["id"] == 3
 
 
 @pytest.mark.parametrize(
@@ -632,6 +729,8 @@ class HttpPair:
         self.server_events: list[Any] = []
         self.statuses: list[int] = []
         self.wire: list[Any] = []
+        self.requests: list[ClientRequest] = []
+        self.ended: str | None = None
         self.now = 0.0
 
     # -- the binding's loop
@@ -646,7 +745,12 @@ class HttpPair:
                 if cancelled is not None:
                     self.close_stream(self.stream_of[cancelled])
                     continue
-                self.send(self.http.post(payload))
+                try:
+                    sent = self.http.post(payload)
+                except SessionPending as pending:  # its requests go on the new session
+                    self.session_lost(restart=False, resend=pending.request_ids)
+                    continue
+                self.send(sent)
             for out in self.server.data_to_send():
                 moved = True
                 self.deliver(out)
@@ -654,6 +758,7 @@ class HttpPair:
                 return
 
     def send(self, sent: ClientRequest) -> None:
+        self.requests.append(sent)
         if sent.request.body:
             self.wire.append(loads(sent.request.body))
         reply = self.server.handle_request(sent.request, now=self.now)
@@ -707,8 +812,19 @@ class HttpPair:
         for message in messages:
             self.wire.append(loads(message))
             self.client_events += self.conn.receive_message(message, now=self.now)
+        if end and reader.session_expired == "end":
+            self.ended = "end"
+        elif end and reader.session_expired:
+            self.session_lost(restart=reader.session_expired == "restart", resend=reader.resend)
         if end and (again := reader.resume()) is not None:
             self.send(again)
+
+    def session_lost(self, *, restart: bool, resend: tuple[Any, ...]) -> None:
+        """The server forgot the session: start a new one, send again what it refused."""
+        if restart:
+            self.conn.restart_session(now=self.now)
+        for rid in resend:
+            self.conn.resend_request(rid)
 
     def on_server_events(self, events: Any) -> None:
         for tagged in events:
@@ -834,18 +950,62 @@ def test_legacy_client_against_a_modern_only_server_fails_clearly() -> None:
     assert pair.statuses == [400]
 
 
-def test_an_expired_session_fails_the_request_and_says_so() -> None:
+def test_an_expired_session_is_started_anew_and_the_request_answered() -> None:
     server = dual_server(era="legacy", session_idle_timeout=10.0)
     pair = HttpPair(server)
     pair.start()
+    (old,) = server.sessions()
     server.handle_timer(100.0)
     assert server.sessions() == ()
-    pair.conn.send_request("tools/list")
+    rid = pair.conn.send_request("tools/list")
     pair.pump()
-    assert pair.statuses[-1] == 404
-    (failure,) = pair.events(ErrorReceived)
-    assert "initialize again" in failure.error.message
-    assert pair.http.session_id is None
+    (answer,) = pair.events(ResultReceived)
+    assert answer.request_id == rid and answer.result["tools"][0]["name"] == "echo"
+    assert len(pair.events(HandshakeCompleted)) == 2 and not pair.events(ErrorReceived)
+    (new,) = server.sessions()
+    assert new != old and pair.http.session_id == new
+    inits = [s for s in pair.requests if s.methods == ("initialize",)]
+    assert [s.session_id for s in inits] == [None, None]
+    after = pair.requests[pair.requests.index(inits[1]) :]
+    assert [(s.methods, s.session_id, s.resent) for s in after] == [
+        (("initialize",), None, False),
+        ((), new, False),  # notifications/initialized
+        (("tools/list",), new, True),
+    ]
+    assert pair.statuses[-4:] == [404, 200, 202, 200]
+
+
+class ForgetfulPair(HttpPair):
+    """A server that forgets every session at once: whatever carries a session id gets
+    404 (``requests_only``: only requests; notifications are taken)."""
+
+    requests_only = False
+
+    def send(self, sent: ClientRequest) -> None:
+        if sent.with_session and (sent.request_ids or not self.requests_only):
+            self.requests.append(sent)
+            self.statuses.append(404)
+            self.feed(self.http.response(sent, 404, JSON), NO_SESSION, True)
+            return
+        super().send(sent)
+
+
+@pytest.mark.parametrize("requests_only", [False, True])
+def test_a_server_that_forgets_every_session_gets_one_new_session(requests_only: bool) -> None:
+    pair = ForgetfulPair(dual_server(era="legacy"))
+    pair.requests_only = requests_only
+    pair.conn.start()
+    pair.pump()
+    if requests_only:
+        assert pair.ended is None
+        rid = pair.conn.send_request("tools/list")
+        pair.pump()
+        (failure,) = pair.events(ErrorReceived)
+        assert failure.request_id == rid
+        assert failure.error.message.startswith("HTTP: the server forgot")
+    assert pair.ended == "end"
+    assert len(pair.events(HandshakeCompleted)) == 2  # the first session, and one more
+    assert len(pair.server.sessions()) == 2  # (the server itself forgot neither)
 
 
 def test_a_dropped_legacy_stream_resumes_without_losing_anything() -> None:

@@ -283,30 +283,6 @@ async def test_a_modern_subscription_gets_notifications_and_ends_at_shutdown(
             assert len(results) == 1
 
 
-async def test_an_expired_session_fails_clearly_and_closes_the_client(
-    nursery: trio.Nursery, clock: trio.testing.MockClock
-) -> None:
-    server = await start_server(nursery, http={"session_idle_timeout": 5.0})
-    transport = HttpTransportConfig(open_get_stream=False)  # a GET stream keeps it alive
-    with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            server.url, connection_config=client_connection_config("legacy"), transport=transport
-        ) as client:
-            assert server.statistics().sessions == 1
-            await trio.testing.wait_all_tasks_blocked()
-            clock.jump(6)
-            await trio.testing.wait_all_tasks_blocked()
-            assert server.statistics().sessions == 0
-            with pytest.raises(McpError) as info:
-                await client.request("tools/list")
-            assert "expired" in info.value.message
-            await client.wait_closed()
-            assert client.close_reason is not None
-            assert "initialize again" in client.close_reason.reason
-            with pytest.raises(SessionClosed):
-                await client.request("tools/list")
-
-
 async def test_an_unreachable_server_closes_the_client_with_a_reason(
     nursery: trio.Nursery,
 ) -> None:

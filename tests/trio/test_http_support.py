@@ -7,8 +7,9 @@ timeout in the server and client runs on that clock.
 
 from __future__ import annotations
 
+import re
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import h11
@@ -332,17 +333,97 @@ async def raw_session(port: int) -> str:
     return sid
 
 
-class Proxy:
-    """A TCP proxy in front of the server; :meth:`cut` drops every connection open now."""
+@attrs.frozen
+class SeenRequest:
+    """A request that went through a :class:`Proxy`."""
 
-    def __init__(self, target: int, *, redirect: tuple[bytes, bytes] | None = None) -> None:
+    method: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def message(self) -> Any:
+        return loads(self.body) if self.body else None
+
+    @property
+    def rpc_method(self) -> str | None:
+        message = self.message
+        return message.get("method") if isinstance(message, dict) else None
+
+
+class _Recorder:
+    """Parses one connection's upstream bytes into :class:`SeenRequest` s, as a server
+    would (answering each with a pretend ``204`` so h11 reads the next)."""
+
+    def __init__(self, seen: list[SeenRequest]) -> None:
+        self.seen = seen
+        self.h11: h11.Connection | None = h11.Connection(h11.SERVER)
+        self.head: h11.Request | None = None
+        self.body = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        conn = self.h11
+        if conn is None:
+            return
+        try:
+            conn.receive_data(data)
+            while True:
+                event = conn.next_event()
+                if isinstance(event, h11.Request):
+                    self.head, self.body = event, bytearray()
+                elif isinstance(event, h11.Data):
+                    self.body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    assert self.head is not None
+                    headers = {k.decode(): v.decode() for k, v in self.head.headers}
+                    self.seen.append(
+                        SeenRequest(self.head.method.decode(), headers, bytes(self.body))
+                    )
+                    conn.send(h11.Response(status_code=204, headers=[]))
+                    conn.send(h11.EndOfMessage())
+                    conn.start_next_cycle()
+                else:
+                    return
+        except h11.ProtocolError:
+            self.h11 = None  # (a connection closed after its request: nothing more to see)
+
+
+_FORGOTTEN = (
+    b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+    b"connection: close\r\n\r\n%s"
+)
+_NO_SESSION = dumps(
+    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Not Found: no session"}}
+)
+
+
+class Proxy:
+    """A TCP proxy in front of the server; :meth:`cut` drops every connection open now.
+
+    ``forget`` plays a server that forgets every session at once: each request that
+    carries ``Mcp-Session-Id`` (``"requests"``: each JSON-RPC request that does) is
+    answered ``404`` by the proxy itself, as the first request of its connection (so
+    clients using it keep no idle connections). Set ``target`` to send new connections
+    to another server (one that restarted, say).
+    """
+
+    def __init__(
+        self,
+        target: int,
+        *,
+        redirect: tuple[bytes, bytes] | None = None,
+        forget: Literal["all", "requests"] | None = None,
+    ) -> None:
         self.target = target
         self.redirect = redirect
         """``(path, location)``: answer requests for ``path`` with ``308`` to ``location``."""
+        self.forget = forget
         self.port = 0
         self.scopes: set[trio.CancelScope] = set()
         self.upstream = bytearray()
         """Everything clients sent (to check what went over the wire)."""
+        self.seen: list[SeenRequest] = []
+        """Every request clients sent, parsed, in the order they were complete."""
 
     async def start(self, nursery: trio.Nursery) -> None:
         listeners = await nursery.start(partial(trio.serve_tcp, self._handle, 0, host="127.0.0.1"))
@@ -358,7 +439,12 @@ class Proxy:
             await trio.aclose_forcefully(client)
 
     async def _forward(self, client: trio.SocketStream) -> None:
-        first = await client.receive_some(65536)
+        first = await (self._whole_request(client) if self.forget else client.receive_some(65536))
+        recorder = _Recorder(self.seen)
+        recorder.feed(first)
+        if self.forget and self._forgets(first):
+            await client.send_all(_FORGOTTEN % (len(_NO_SESSION), _NO_SESSION))
+            return
         if self.redirect is not None and first.split(b" ", 2)[1:2] == [self.redirect[0]]:
             await client.send_all(
                 b"HTTP/1.1 308 Permanent Redirect\r\nlocation: "
@@ -374,23 +460,49 @@ class Proxy:
             await server.send_all(first)
             with scope:
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._pipe, client, server, True, nursery.cancel_scope)
-                    nursery.start_soon(self._pipe, server, client, False, nursery.cancel_scope)
+                    nursery.start_soon(self._pipe, client, server, recorder, nursery.cancel_scope)
+                    nursery.start_soon(self._pipe, server, client, None, nursery.cancel_scope)
         finally:
             self.scopes.discard(scope)
             await trio.aclose_forcefully(server)
 
     async def _pipe(
-        self, src: trio.SocketStream, dst: trio.SocketStream, up: bool, scope: trio.CancelScope
+        self,
+        src: trio.SocketStream,
+        dst: trio.SocketStream,
+        up: _Recorder | None,
+        scope: trio.CancelScope,
     ) -> None:
         try:
             while data := await src.receive_some(65536):
-                if up:
+                if up is not None:
                     self.upstream += data
+                    up.feed(data)
                 await dst.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         scope.cancel()
+
+    @staticmethod
+    async def _whole_request(client: trio.SocketStream) -> bytes:
+        data = bytearray()
+        while b"\r\n\r\n" not in data and (chunk := await client.receive_some(65536)):
+            data += chunk
+        head = bytes(data).partition(b"\r\n\r\n")[0]
+        found = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        size = len(head) + 4 + (int(found.group(1)) if found else 0)
+        while len(data) < size and (chunk := await client.receive_some(65536)):
+            data += chunk
+        return bytes(data)
+
+    def _forgets(self, request: bytes) -> bool:
+        head, _, body = request.partition(b"\r\n\r\n")
+        if b"\r\nmcp-session-id:" not in head.lower():
+            return False
+        if self.forget == "all":
+            return True
+        message = loads(body) if body else None
+        return isinstance(message, dict) and "id" in message and "method" in message
 
     def cut(self) -> None:
         for scope in list(self.scopes):

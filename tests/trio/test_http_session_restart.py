@@ -1,0 +1,327 @@
+"""A Streamable HTTP server that forgets the session: the client starts a new one.
+
+``2025-11-25/basic/transports.mdx``, "Session Management": "When a client receives HTTP
+404 in response to a request containing an ``MCP-Session-Id``, it MUST start a new
+session by sending a new ``InitializeRequest`` without a session ID attached." Real
+servers on 127.0.0.1; a :class:`Proxy` in between sees what goes over the wire, sends
+new connections to another server (one that restarted), or plays a server that
+forgets every session at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+import mcp_trio
+from mcp_sansio import ConnectionConfig, ErrorCode, LocalProtocolError
+from mcp_sansio._http import HttpServerConfig
+from mcp_trio import McpError, SessionClosed, SessionConfig
+from mcp_trio._http_client import open_http_client
+from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_server import HttpServeHandle, serve_http
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    LEGACY,
+    SERVER_CAPS,
+    App,
+    Proxy,
+    SeenRequest,
+    call,
+    client_connection_config,
+    text_of,
+)
+
+ONE_CONNECTION_EACH = HttpTransportConfig(max_idle_connections=0)
+"""Every request on a connection of its own: what the proxy sees first is each request."""
+
+
+def session_ids(prefix: str, made: list[str]) -> Callable[[], str]:
+    """A session id factory that counts: each legacy session is one ``initialize``."""
+
+    def make() -> str:
+        made.append(f"{prefix}{len(made) + 1}")
+        return made[-1]
+
+    return make
+
+
+def recording(app: App) -> list[str | None]:
+    """Make ``app``'s ``tools/call`` note the session each call ran in."""
+    sessions: list[str | None] = []
+    tools_call = app.tools_call
+
+    async def noting(ctx: Any) -> Any:
+        sessions.append(ctx.session_id)
+        return await tools_call(ctx)
+
+    app.handlers.set_request_handler("tools/call", noting)
+    return sessions
+
+
+async def start(
+    nursery: trio.Nursery,
+    app: App,
+    made: list[str],
+    prefix: str = "s",
+    *,
+    name: str = "http-test-server",
+    capabilities: dict[str, Any] = SERVER_CAPS,
+    http: HttpServerConfig | None = None,
+) -> HttpServeHandle:
+    handle: HttpServeHandle = await nursery.start(
+        partial(
+            serve_http,
+            app.handlers,
+            connection_config=ConnectionConfig(
+                implementation={"name": name, "version": "1"},
+                capabilities=capabilities,
+                era="legacy",
+            ),
+            http_config=http,
+            session_id_factory=session_ids(prefix, made),
+        )
+    )
+    return handle
+
+
+def initializes(seen: list[SeenRequest]) -> list[SeenRequest]:
+    return [r for r in seen if r.rpc_method == "initialize"]
+
+
+async def test_an_expired_session_is_started_anew_and_the_request_answered(
+    nursery: trio.Nursery, clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    app, made = App(), list[str]()
+    sessions = recording(app)
+    server = await start(nursery, app, made, http=HttpServerConfig(session_idle_timeout=5.0))
+    proxy = Proxy(server.port)
+    await proxy.start(nursery)
+    transport = HttpTransportConfig(open_get_stream=False)  # a GET stream keeps it alive
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("legacy"), transport=transport
+        ) as client:
+            first = client.handshake
+            await trio.testing.wait_all_tasks_blocked()
+            clock.jump(6)
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.statistics().sessions == 0  # the server forgot it
+            with caplog.at_level(logging.WARNING, logger="mcp_trio"):
+                result = await client.request("tools/call", call("echo", text="again"))
+            assert text_of(result) == "again"
+            assert text_of(await client.request("tools/call", call("echo", text="on"))) == "on"
+            assert not client.closed
+            assert made == ["s1", "s2"] and sessions == ["s2", "s2"]
+            assert client.channel.http.session_id == "s2"  # type: ignore[attr-defined]
+            assert client.handshake is not None and client.handshake is not first
+            assert client.handshake.protocol_version == LEGACY
+    # On the wire: a second initialize, without a session id, then the session's
+    # notifications/initialized and the refused request again, with the new id.
+    assert [r.headers.get("mcp-session-id") for r in initializes(proxy.seen)] == [None, None]
+    after = proxy.seen[proxy.seen.index(initializes(proxy.seen)[1]) + 1 :]
+    assert [(r.rpc_method, r.headers.get("mcp-session-id")) for r in after] == [
+        ("notifications/initialized", "s2"),
+        ("tools/call", "s2"),
+        ("tools/call", "s2"),
+        (None, "s2"),  # DELETE at the end
+    ]
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "a new one was started" in warning.getMessage()
+    assert "resource subscriptions, the logging level" in warning.getMessage()
+
+
+async def test_requests_in_flight_on_the_forgotten_session_fail_and_others_go_on(
+    nursery: trio.Nursery,
+) -> None:
+    old_app, new_app, made = App(), App(), list[str]()
+    old = await start(nursery, old_app, made, "old-")
+    new = await start(nursery, new_app, made, "new-")
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    outcome: list[BaseException] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            transport=ONE_CONNECTION_EACH,
+        ) as client:
+
+            async def in_flight() -> None:
+                try:
+                    await client.request("tools/call", call("block"))
+                except McpError as exc:
+                    outcome.append(exc)
+
+            async with trio.open_nursery() as inner:
+                inner.start_soon(in_flight)
+                await old_app.started_event.wait()  # its answer will come on its stream
+                proxy.target = new.port  # the server restarted: it knows no session
+                result = await client.request("tools/call", call("echo", text="after"))
+                assert text_of(result) == "after"
+            (failure,) = outcome
+            assert isinstance(failure, McpError) and failure.code == ErrorCode.INTERNAL_ERROR
+            assert failure.message.startswith("HTTP: ")
+            assert "forgot the session" in failure.message
+            assert made == ["old-1", "new-2"]
+            # The GET stream is open again, on the new session.
+            await trio.testing.wait_all_tasks_blocked()
+            gets = [r for r in proxy.seen if r.method == "GET"]
+            assert [r.headers["mcp-session-id"] for r in gets] == ["old-1", "new-2"]
+        old_app.release.set()
+
+
+async def test_the_client_shows_the_new_sessions_server(nursery: trio.Nursery) -> None:
+    made: list[str] = []
+    old = await start(nursery, App(), made, "old-", name="first")
+    new = await start(nursery, App(), made, "new-", name="second", capabilities={"tools": {}})
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with mcp_trio.open_client(proxy.url(), era="legacy") as client:
+            assert client.server_info is not None and client.server_info.name == "first"
+            assert client.server_capabilities.resources is not None
+            proxy.target = new.port
+            proxy.cut()  # the connections to the old server go with it
+            output = await client.call_tool("echo", {"text": "hi"})
+            assert output.text == "hi"
+            info, capabilities = client.server_info, client.server_capabilities
+            assert info is not None and info.name == "second"
+            assert capabilities.resources is None
+            assert client.session.connection.peer_capabilities == {"tools": {}}
+            with pytest.raises(LocalProtocolError, match="'resources' capability"):
+                await client.list_resources()  # checked against the new session's
+    assert made == ["old-1", "new-2"]
+
+
+async def test_a_server_that_forgets_every_new_session_ends_it(nursery: trio.Nursery) -> None:
+    made: list[str] = []
+    server = await start(nursery, App(), made)
+    proxy = Proxy(server.port, forget="all")
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            transport=ONE_CONNECTION_EACH,
+        ) as client:
+            # notifications/initialized gets 404: a new session; its notifications/
+            # initialized gets 404 too: no third one.
+            await client.wait_closed()
+            assert client.close_reason is not None
+            assert "the new session started in its place too" in client.close_reason.reason
+            with pytest.raises(SessionClosed):
+                await client.request("tools/list")
+    assert made == ["s1", "s2"] and len(initializes(proxy.seen)) == 2
+
+
+async def test_a_request_refused_again_on_the_new_session_fails_and_ends_it(
+    nursery: trio.Nursery,
+) -> None:
+    made: list[str] = []
+    server = await start(nursery, App(), made)
+    proxy = Proxy(server.port, forget="requests")
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            transport=ONE_CONNECTION_EACH,
+        ) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("tools/list")
+            assert info.value.code == ErrorCode.INTERNAL_ERROR
+            assert info.value.message.startswith("HTTP: the server forgot the new session too")
+            await client.wait_closed()
+            assert client.close_reason is not None
+            assert "open a new client" in client.close_reason.reason
+    assert made == ["s1", "s2"]
+    sent = [(r.rpc_method, r.headers.get("mcp-session-id")) for r in proxy.seen if r.rpc_method]
+    assert [m for m in sent if m[0] == "tools/list"] == [("tools/list", "s1"), ("tools/list", "s2")]
+
+
+async def test_requests_made_while_the_new_session_starts_wait_for_it(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    app, made = App(), list[str]()
+    sessions = recording(app)
+    server = await start(nursery, app, made, http=HttpServerConfig(session_idle_timeout=5.0))
+    transport = HttpTransportConfig(open_get_stream=False)
+    results: dict[int, str] = {}
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("legacy"), transport=transport
+        ) as client:
+            await trio.testing.wait_all_tasks_blocked()
+            clock.jump(6)
+            await trio.testing.wait_all_tasks_blocked()
+
+            async def one(i: int) -> None:
+                results[i] = text_of(await client.request("tools/call", call("echo", text=i)))
+
+            async with trio.open_nursery() as inner:
+                for i in range(5):
+                    inner.start_soon(one, i)
+            await client.request("ping")
+    assert results == {i: str(i) for i in range(5)}
+    assert made == ["s1", "s2"] and set(sessions) == {"s2"}
+
+
+async def test_a_new_session_the_server_refuses_fails_the_request_and_ends_it(
+    nursery: trio.Nursery,
+) -> None:
+    made: list[str] = []
+    old = await start(nursery, App(), made, "old-")
+    full = await start(nursery, App(), made, "new-", http=HttpServerConfig(max_sessions=0))
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            transport=ONE_CONNECTION_EACH,
+        ) as client:
+            proxy.target = full.port  # restarted, and it takes no session (503)
+            with pytest.raises(McpError) as info:
+                await client.request("tools/list")
+            assert info.value.code == ErrorCode.INTERNAL_ERROR
+            assert info.value.message.startswith(
+                "the session was lost and a new one could not be started"
+            )
+            assert "too many sessions" in info.value.message
+            await client.wait_closed()
+            assert client.close_reason is not None
+            assert "did not start a new one" in client.close_reason.reason
+    assert made == ["old-1"]
+    assert len(initializes(proxy.seen)) == 2
+
+
+async def test_a_new_session_that_never_comes_ends_it_in_handshake_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    made: list[str] = []
+    old = await start(nursery, App(), made)
+    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            config=SessionConfig(handshake_timeout=5.0),
+            transport=HttpTransportConfig(max_idle_connections=0, open_get_stream=False),
+        ) as client:
+            # The refused request cannot be sent before the new session, so it waits.
+            proxy.target = silent.socket.getsockname()[1]
+            proxy.forget = "all"
+            with pytest.raises(SessionClosed) as info:
+                await client.request("tools/list")
+            assert "did not start a new one in 5 s" in info.value.reason
+    await silent.aclose()
