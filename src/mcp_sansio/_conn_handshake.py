@@ -64,12 +64,16 @@ class _Handshake(_ConnectionBase):
 
     def _release_held(self) -> None:
         """The new session is ready: send the held requests, in order, right after
-        ``notifications/initialized``."""
+        ``notifications/initialized``.
+
+        Every way a request ends takes it out of ``_held`` too; the ``_pending`` lookup
+        is a second guard, so a held id whose request ended some other way can never
+        make the answer to ``initialize`` raise."""
         self._restarting = False
-        for rid in self._held:
-            entry = self._pending[rid]
+        held, self._held = self._held, {}
+        pending = self._pending
+        for rid, entry in [(rid, pending[rid]) for rid in held if rid in pending]:
             self._emit(request(rid, entry.method, entry.params))
-        self._held.clear()
 
     def _fail_held(self, why: str, events: list[Event]) -> None:
         """The new session could not be started: the held requests end with an error
@@ -79,11 +83,11 @@ class _Handshake(_ConnectionBase):
             code=ErrorCode.INTERNAL_ERROR,
             message=f"the session was lost and a new one could not be started: {why}",
         )
-        for rid in self._held:
-            entry = self._pending.pop(rid)
+        held, self._held = self._held, {}
+        pending = self._pending
+        for rid, entry in [(rid, pending.pop(rid)) for rid in held if rid in pending]:
             self._forget_out(rid, entry, "late")
             events.append(ErrorReceived(request_id=rid, method=entry.method, error=error))
-        self._held.clear()
 
     def _modern_params(
         self,

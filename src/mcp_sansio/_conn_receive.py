@@ -181,6 +181,7 @@ class _Receiving(_Handshake):
                     entry is None
                     or entry.method in _HANDSHAKE_METHODS
                     or (entry.era is _MODERN and result.get("resultType", _COMPLETE) != _COMPLETE)
+                    or (self._held and rid in self._held)  # (held for a new session)
                 ):
                     break
                 # _finish_out, written out.
@@ -763,6 +764,10 @@ class _Receiving(_Handshake):
         entry = self._pending.pop(rid, None)
         if entry is not None:
             self._forget_out(rid, entry, "duplicate")
+            if self._held:
+                # Answered while held for a new session (a stream of the old one, or a
+                # confused server): it is done, and must not be sent again.
+                self._held.pop(rid, None)
         return entry
 
     def _ignored(

@@ -292,7 +292,8 @@ class Connection(_Receiving, _Answering):
         goes out right after ``notifications/initialized`` (or ends with the restart's
         failure); otherwise it goes out now. Its timeout keeps counting from when it
         was first sent. Cancelling a held request tells the peer nothing (it never saw
-        the request).
+        the request); an answer that arrives for it meanwhile (a stream of the old
+        session, a confused server) ends it like any answer, and it is not sent.
 
         Raises:
             LocalProtocolError: closed, the request is not in flight, or it is

@@ -101,6 +101,7 @@ def observe(conn: Connection) -> Any:
         set(conn._listening),
         tuple(conn._awaiting_input),
         conn._next_id,
+        tuple(conn._held),
     )
 
 
@@ -347,13 +348,34 @@ def _with_pending(
     return make
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
+def _restarting(
+    pair: Callable[[], tuple[Connection, Connection]],
+) -> Callable[[], tuple[Connection, Connection]]:
+    """``pair()``, whose client then starts a new session and holds its requests for
+    it (``resend_request``): an answer to a held request must end it on both paths."""
+
+    def make() -> tuple[Connection, Connection]:
+        client, server = pair()
+        in_flight = client.pending_requests()
+        client.restart_session()
+        for rid in in_flight:
+            client.resend_request(rid)
+        client.data_to_send()
+        return client, server
+
+    return make
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern", "restarting"])
 @settings(max_examples=300, deadline=None)
 @given(messages=st.lists(responses(), min_size=1, max_size=4))
 def test_client_receives_responses_alike(era: str, messages: list[Any]) -> None:
-    make = _with_pending(legacy_pair if era == "legacy" else modern_pair)
+    make = _with_pending(legacy_pair if era != "modern" else modern_pair)
+    if era == "restarting":
+        make = _restarting(make)
     (fast, _), (general, _) = make(), make()
     base = fast._next_id - 5  # the ids of the five requests in flight are base+1..base+5
+    base -= era == "restarting"  # (and the new initialize's)
     for message in messages:
         if type(message.get("id")) is int:
             message["id"] += base  # 1-5 ours, 0 answered before, 6 unknown

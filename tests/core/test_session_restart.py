@@ -22,6 +22,7 @@ from mcp_sansio import (
     HandshakeCompleted,
     LifecycleState,
     LocalProtocolError,
+    RequestId,
     RequestReceived,
     RequestTimedOut,
     ResultReceived,
@@ -179,7 +180,7 @@ def test_resend_request_sends_the_same_request_again() -> None:
         pair.client.resend_request(rid)
 
 
-def refuse_with_an_error(pair: ConnectionPair, init_id: int) -> list[Any]:
+def refuse_with_an_error(pair: ConnectionPair, init_id: RequestId) -> list[Any]:
     failure = {"jsonrpc": "2.0", "id": init_id, "error": {"code": -32600, "message": "no"}}
     return pair.client.receive_message(dumps(failure))
 
@@ -252,3 +253,41 @@ def test_the_end_of_input_while_restarting_lists_the_held_requests() -> None:
     assert set(closed.unanswered) == {rid, init_id}
     with pytest.raises(LocalProtocolError):
         pair.client.restart_session()
+
+
+HELD_ANSWERS = {
+    "result": {"result": {"tools": []}},
+    "error": {"error": {"code": -32000, "message": "stale"}},
+    "malformed": {"result": []},
+}
+
+
+@pytest.mark.parametrize("answer", HELD_ANSWERS.values(), ids=HELD_ANSWERS.keys())
+@pytest.mark.parametrize("then", ["answered", "refused"])
+def test_an_answer_to_a_held_request_ends_it_for_good(answer: dict[str, Any], then: str) -> None:
+    # A stray answer (a stream of the old session, a confused server) to a request held
+    # for the new session: the request is done, is not sent again, and neither the
+    # answer to the new initialize nor its refusal trips over it.
+    pair = ready()
+    rid = pair.client.send_request("tools/list")
+    kept = pair.client.send_request("prompts/list")
+    pair.client.data_to_send()
+    init_id = pair.client.restart_session()
+    pair.client.resend_request(rid)
+    pair.client.resend_request(kept)
+    pair.client.data_to_send()
+    events = pair.client.receive_message(dumps({"jsonrpc": "2.0", "id": rid, **answer}))
+    assert [getattr(e, "request_id", None) for e in events][-1] == rid
+    assert pair.client.pending_requests() == (kept, init_id)
+    if then == "answered":
+        result = {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS}
+        done = pair.client.receive_message(
+            dumps({"jsonrpc": "2.0", "id": init_id, "result": result})
+        )
+        assert isinstance(done[-1], HandshakeCompleted)
+        assert [m.get("id") for m in sent(pair.client)] == [None, kept]  # initialized, kept
+    else:
+        held, end = refuse_with_an_error(pair, init_id)
+        assert isinstance(held, ErrorReceived) and held.request_id == kept
+        assert isinstance(end, ErrorReceived) and end.request_id == init_id
+    assert pair.client.pending_requests() == ((kept,) if then == "answered" else ())
