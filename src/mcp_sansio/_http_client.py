@@ -43,7 +43,8 @@ listed in :attr:`ClientResponse.resend` (give them to ``Connection.resend_reques
 instead of failing; with ``"end"`` they fail like any HTTP error. A request sent again is
 :attr:`ClientRequest.resent`, and a second 404 to it is ``"end"``. Requests whose POST
 was accepted on the old session are not in the list: they may have been processed, and
-their answers are lost (a stream of a replaced session is never resumed). SSE
+their answers are lost (a stream of a replaced session is never resumed; the stream
+of an ``initialize`` belongs to the session its response started). SSE
 responses are tracked (last event id, ``retry``) so a stream that ends before every
 request was answered can be resumed with :meth:`ClientResponse.resume` (GET with
 ``Last-Event-ID``), after waiting :attr:`ClientResponse.retry_ms`. A request the client
@@ -232,6 +233,9 @@ class ClientResponse:
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
         self._done = False
         self._problem: str | None = None
+        # The session the stream belongs to: the one the request carried, or the one
+        # an initialize response starts. Only a stream of the session in use resumes.
+        self._session_id = sent.session_id
 
     # ------------------------------------------------------------------ reading
 
@@ -335,7 +339,7 @@ class ClientResponse:
             return None
         if not self.last_event_id or (sent.request_ids and not self._waiting):
             return None
-        if self._client.session_id is None or sent.session_id != self._client.session_id:
+        if self._client.session_id is None or self._session_id != self._client.session_id:
             return None  # (a stream of a session that is gone: its answers are lost)
         return self._client._get(self.last_event_id, tuple(self._waiting), sent)
 
@@ -745,7 +749,7 @@ class HttpClient:
             and (sid := head.header(MCP_SESSION_ID)) is not None
         ):
             if sid and all(0x21 <= ord(c) <= 0x7E for c in sid):
-                self.session_id = sid
+                self.session_id = reader._session_id = sid  # (its stream is that session's)
             else:
                 reader.warnings.append("ignored an Mcp-Session-Id that is not visible ASCII")
         return reader

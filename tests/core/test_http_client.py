@@ -479,6 +479,27 @@ def test_404_with_a_session_starts_a_new_one() -> None:
     assert not client.post(rpc(5, "ping")).resent
 
 
+def test_a_broken_initialize_stream_is_resumed_on_the_session_it_started() -> None:
+    client = HttpClient(URL)
+    init = client.post(rpc(1, "initialize", {"protocolVersion": LEGACY}))
+    reader = client.response(init, 200, (*SSE, (b"mcp-session-id", b"sess-1")))
+    log = dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+    assert read(reader, sse(("e1", log))) == [loads(log)]  # then the stream breaks
+    again = reader.resume()
+    assert again is not None and again.request_ids == (1,) and again.methods == ("initialize",)
+    assert again.request.header("mcp-session-id") == "sess-1"
+    assert again.request.header("last-event-id") == "e1"
+    answer = result(1, {"protocolVersion": LEGACY, "capabilities": {}})
+    assert read(client.response(again, 200, SSE), sse(("e2", answer))) == [loads(answer)]
+    assert session_of(client) == ("sess-1", LEGACY)
+    # A server without sessions: nothing to resume it on.
+    sessionless = HttpClient(URL)
+    init = sessionless.post(rpc(1, "initialize", {"protocolVersion": LEGACY}))
+    reader = sessionless.response(init, 200, SSE)
+    (failure,) = read(reader, sse(("e1", log)))[1:]
+    assert failure["id"] == 1 and reader.resume() is None
+
+
 def test_what_a_404_means_depends_on_the_session_it_was_sent_on() -> None:
     client = legacy_client()
     first, second = client.post(rpc(2, "tools/list")), client.post(rpc(3, "ping"))
