@@ -29,8 +29,10 @@ the client MUST start a new one with a new ``initialize`` sent without a session
 session is forgotten at once, and :attr:`ClientResponse.session_expired` says what to do:
 
 * ``"restart"``: the session in use is gone. Start a new one
-  (``Connection.restart_session``). Until its ``initialize`` is answered, :meth:`post`
-  of anything else raises :class:`SessionPending`: no session can carry it.
+  (``Connection.restart_session``) at once, without waiting for the body: from this
+  head until its ``initialize`` is answered, :meth:`post` of anything else raises
+  :class:`SessionPending` (no session can carry it), and the requests it names can only
+  wait for the new session.
 * ``"resend"``: the request was sent on a session already replaced: nothing more to do
   than what follows.
 * ``"end"``: starting over did not help: the new session was lost before it answered
@@ -95,6 +97,9 @@ __all__ = ["ClientRequest", "ClientResponse", "HttpClient", "HttpClientConfig", 
 _ACCEPT: Final = b"application/json, text/event-stream"
 _NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _REDIRECTS: Final = frozenset({307, 308})
+_OLD_SESSION_NOTIFICATIONS: Final = frozenset({"notifications/cancelled", "notifications/progress"})
+"""Notifications about messages of the session they were written in: meaningless to the
+session that replaces a lost one (see :class:`SessionPending`)."""
 _PCHAR: Final = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
 _ORIGIN_FORM: Final = re.compile(rf"(?:/{_PCHAR}*)+(?:\?(?:{_PCHAR}|[/?])*)?")
 """``origin-form`` (RFC 9112 section 3.2.1: ``absolute-path [ "?" query ]``, RFC 3986's
@@ -151,12 +156,18 @@ class SessionPending(LocalProtocolError):
     """:meth:`HttpClient.post`: the session was lost (404) and the new one has not
     been started yet, so no session can carry the message. Not a bug of the caller's:
     hand :attr:`request_ids` to ``Connection.resend_request`` (they go out on the new
-    session); a notification or a response is dropped."""
+    session); post a notification that is :attr:`deferrable` again once the new
+    session is ready (after its ``notifications/initialized``); drop anything else."""
 
-    def __init__(self, request_ids: tuple[RequestId, ...]) -> None:
+    def __init__(self, request_ids: tuple[RequestId, ...], *, deferrable: bool = False) -> None:
         super().__init__("the session was lost and the new one is not started yet")
         self.request_ids: Final = request_ids
         """The requests of the message, to send again on the new session."""
+        self.deferrable: Final = deferrable
+        """The message is a notification that means as much to the new session (not a
+        ``notifications/cancelled`` or ``notifications/progress``, which are about
+        the old session's messages); ``False`` for a response too (to a request of
+        the old session's)."""
 
 
 def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> bytes:
@@ -499,8 +510,12 @@ class HttpClient:
         self._tool_params: dict[str, tuple[HeaderParam, ...]] = {}
         # Session expiry (see the module docs): a session was lost and the initialize
         # of the next one is not answered yet; the session in use replaces a lost one
-        # and has answered no request yet; the requests refused with 404, to be sent
-        # again (a second 404 to one of them is the end).
+        # and has answered no request yet; the requests refused with 404 and not sent
+        # again yet (a 404 to a POST sending one again is the end). An id leaves _lost
+        # when it is posted again or cancelled (cancelled_request); one the connection
+        # drops while it holds it (cancelled or timed out there, which puts nothing on
+        # the wire) stays until the next loss clears the set: bounded by the requests
+        # in flight at a loss.
         self._restarting = False
         self._unconfirmed = False
         self._lost: set[RequestId] = set()
@@ -586,17 +601,27 @@ class HttpClient:
                     "in the modern era cancel by closing the request's stream, not by a POST"
                 )
         if self._restarting and "initialize" not in methods:
-            raise SessionPending(ids)
+            method = first.get("method")
+            raise SessionPending(
+                ids,
+                deferrable=type(obj) is dict
+                and not ids
+                and type(method) is str
+                and method not in _OLD_SESSION_NOTIFICATIONS,
+            )
         if self.protocol_version is not None:
             headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
         if self.session_id is not None:
             headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
+        resent = bool(self._lost) and any(rid in self._lost for rid in ids)
+        if resent:
+            self._lost.difference_update(ids)  # (sent again: a second 404 is "end")
         return ClientRequest(
             request=HttpRequest(method="POST", target=self._target, headers=headers, body=payload),
             request_ids=ids,
             methods=methods,
             session_id=self.session_id,
-            resent=bool(self._lost) and any(rid in self._lost for rid in ids),
+            resent=resent,
         )
 
     def _param_headers(self, tool: str, arguments: Any) -> list[tuple[bytes, bytes]]:
@@ -628,7 +653,9 @@ class HttpClient:
         Whatever the era, stop reading that request's answer: tell its reader
         (:meth:`ClientResponse.forget`), so a legacy SSE stream is not resumed for a
         request nobody waits for. In the modern era do not POST the message either
-        (see :meth:`stream_cancellation`); in the legacy era POST it as usual.
+        (see :meth:`stream_cancellation`); in the legacy era POST it as usual. A
+        request refused with 404 and not sent again yet is forgotten here too (it will
+        not be sent again).
         """
         if b"notifications/cancelled" not in payload:
             return None
@@ -640,7 +667,10 @@ class HttpClient:
             return None
         params = obj.get("params")
         rid = params.get("requestId") if type(params) is dict else None
-        return rid if is_request_id(rid) else None
+        if not is_request_id(rid):
+            return None
+        self._lost.discard(rid)  # (refused with 404 but never sent again: not any more)
+        return rid
 
     def _get(
         self, last_event_id: str | None, ids: tuple[RequestId, ...], sent: ClientRequest | None
@@ -737,8 +767,6 @@ class HttpClient:
         if sent.session_id is not None and not sent.modern:
             if status == 404:
                 reader.session_expired = self._session_lost(sent)
-            elif sent.resent:
-                self._lost.difference_update(sent.request_ids)
             if 200 <= status < 300 and sent.request_ids and sent.session_id == self.session_id:
                 self._unconfirmed = False  # the new session works
         if "initialize" in sent.methods and kind != "redirect":

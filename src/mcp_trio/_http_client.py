@@ -42,12 +42,24 @@ body, SSE events) into messages the session reads.
   server refused with ``404``: it never processed them, so their callers just get
   their answers. Our other requests in flight on the forgotten session cannot be
   answered any more: they fail at once (``McpError`` -32603, ``HTTP: ...``), and the
-  GET stream is opened again on the new session. Messages the session writes before
-  the new ``initialize`` is answered go out after it (requests) or are dropped
-  (notifications, answers to the old session's requests). One new session per loss:
-  if the new session is lost too before it answered a request, or a request sent
-  again gets ``404`` again, that request fails and the session closes
+  GET stream is opened again on the new session. One new session per loss: if the new
+  session is lost too before it answered a request, or a request sent again gets
+  ``404`` again, that request fails and the session closes
   (:class:`~mcp_trio.SessionClosed` says why).
+
+  The ``404``'s head is enough to know, so the restart is signalled the moment it
+  arrives, with no checkpoint in between (and the doomed requests are failed by a task
+  of the channel's): whatever is cancelled later, even the task reading the ``404``,
+  the session hears of the loss exactly once. Until the session has read that signal
+  it cannot know, and what it writes meanwhile no session can carry
+  (``SessionPending``): its requests join the signal (the session holds them for the
+  new session with the refused ones), a notification waits in the channel (at most
+  ``_MAX_DEFERRED``) and goes out right after the new session's
+  ``notifications/initialized``, and the rest (answers to the old session's requests,
+  cancellations and progress about its messages) is dropped. After that signal the
+  session holds what it writes itself. So nothing is ever sent straight back to a
+  session that cannot carry it (no busy loop), and everything waits at most for the
+  new session, which must be ready within ``handshake_timeout``.
 * **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
   ``max_redirects``; any other redirect fails the request.
 
@@ -79,7 +91,7 @@ from mcp_sansio._http import (
     ReplyNotCarried,
     SessionPending,
 )
-from mcp_sansio._json import dumps
+from mcp_sansio._json import dumps, loads
 
 from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
 from ._config import SessionConfig
@@ -97,6 +109,9 @@ __all__ = ["HttpChannel", "open_http_client"]
 logger = logging.getLogger("mcp_trio")
 
 _INBOX_SIZE: Final = 16
+_MAX_DEFERRED: Final = 16
+"""Notifications written while a lost session's replacement is not started yet, kept
+to send on the new one; more are dropped, with a warning."""
 
 
 @attrs.define(slots=True)
@@ -183,6 +198,12 @@ class HttpChannel(MessageChannel):
         self._get_scope: trio.CancelScope | None = None
         self._expired = False
         self._closed = False
+        # A lost session (see the module docs): the restart is signalled and the
+        # session has not read the signal yet; the requests written meanwhile (they go
+        # with the signal); the notifications written before the new session is ready.
+        self._restart_due = False
+        self._joining: list[RequestId] = []
+        self._deferred: list[bytes] = []
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the channel's tasks until :meth:`aclose`."""
@@ -203,6 +224,8 @@ class HttpChannel(MessageChannel):
                 # Modern: closing the request's connection is the cancellation. Legacy:
                 # the notification below is; a stream nobody waits for is not resumed.
                 stream.stop_waiting(cancelled)
+            if cancelled in self._joining:
+                self._joining.remove(cancelled)  # (never sent: nobody to tell)
             if self.http.era is Era.MODERN:
                 return
         try:
@@ -211,21 +234,38 @@ class HttpChannel(MessageChannel):
             logger.debug("HTTP: a reply to the server was dropped: %.200r", message)
             return
         except SessionPending as exc:
-            # The session was lost and the new one is not started yet: its requests go
-            # out on the new one; anything else belonged to the old one.
-            if exc.request_ids:
-                self._signal_soon(SessionLost(restart=False, resend=exc.request_ids))
-            else:
-                logger.debug("HTTP: dropped while the session is started anew: %.200r", message)
+            self._pending(message, exc)
             return
         if sent.request_ids:
             await self._send_request(sent)
         else:
             await self._drive(sent, _Written())
+            if self._deferred and _is_initialized(message):
+                # The new session is ready: what was written while none could carry it.
+                deferred, self._deferred = self._deferred, []
+                for note in deferred:
+                    await self.send(note)
             ready = self._maybe_open_get_stream()
             if ready is not None:
                 with trio.move_on_after(self.transport.connect_timeout):
                     await ready.wait()
+
+    def _pending(self, message: bytes, refused: SessionPending) -> None:
+        """``message`` was written while a lost session's replacement is not started:
+        see the module docs."""
+        if refused.request_ids:
+            self._resend(refused.request_ids)
+        elif refused.deferrable and len(self._deferred) < _MAX_DEFERRED:
+            self._deferred.append(message)
+        elif refused.deferrable:
+            logger.warning(
+                "HTTP: a notification was dropped while the session is started anew "
+                "(%d wait already): %.200r",
+                _MAX_DEFERRED,
+                message,
+            )
+        else:
+            logger.debug("HTTP: dropped with the session it was for: %.200r", message)
 
     def send_nowait(self, message: bytes) -> bool:
         """Send a message with requests now if that needs no waiting: a connection slot
@@ -276,6 +316,12 @@ class HttpChannel(MessageChannel):
             item = await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
+        if isinstance(item, SessionLost) and item.restart:
+            # Read: from now on the session holds what it writes itself.
+            self._restart_due = False
+            if self._joining:
+                item = SessionLost(restart=True, resend=(*item.resend, *self._joining))
+                self._joining.clear()
         if isinstance(item, SessionClosed | SessionLost):
             raise item
         return item
@@ -391,8 +437,7 @@ class HttpChannel(MessageChannel):
                 await self._fail(current.request_ids, str(exc))
                 return
             if reader.session_expired:
-                await self._session_lost(reader)
-                return
+                return  # (_exchange has done what a 404 to our session calls for)
             if reader.redirect is not None:
                 redirects += 1
                 if redirects > self.transport.max_redirects:
@@ -436,31 +481,37 @@ class HttpChannel(MessageChannel):
             for rid in sent.request_ids:
                 if rid not in stream.ids:
                     reader.forget(rid)  # cancelled before this answer began
-        complete = False
+        if reader.session_expired == "restart":
+            self._restart(reader)  # now, before any checkpoint: see the module docs
         try:
-            while True:
-                event = await wire.next_event()
-                if isinstance(event, h11.Data):
-                    for message in reader.feed(bytes(event.data)):
-                        await self._deliver(message)
-                elif isinstance(event, h11.EndOfMessage):
-                    complete = True
-                    break
-                else:
-                    break
-        except (WireError, h11.RemoteProtocolError) as exc:
-            logger.debug("HTTP response to %s cut short: %r", sent.methods or "a message", exc)
-        except BaseException:
-            await wire.aclose()
-            raise
-        if complete:
-            await self._pool.release(wire)
-        else:
-            await wire.aclose()
-        for message in reader.feed_eof():
-            await self._deliver(message)
-        for warning in reader.warnings:
-            logger.warning("HTTP: %s", warning)
+            complete = False
+            try:
+                while True:
+                    event = await wire.next_event()
+                    if isinstance(event, h11.Data):
+                        for message in reader.feed(bytes(event.data)):
+                            await self._deliver(message)
+                    elif isinstance(event, h11.EndOfMessage):
+                        complete = True
+                        break
+                    else:
+                        break
+            except (WireError, h11.RemoteProtocolError) as exc:
+                logger.debug("HTTP response to %s cut short: %r", sent.methods or "a message", exc)
+            except BaseException:
+                await wire.aclose()
+                raise
+            if complete:
+                await self._pool.release(wire)
+            else:
+                await wire.aclose()
+            for message in reader.feed_eof():
+                await self._deliver(message)
+            for warning in reader.warnings:
+                logger.warning("HTTP: %s", warning)
+        finally:
+            if reader.session_expired is not None:
+                self._session_lost(reader)  # (no checkpoint: even when cancelled)
         return reader
 
     async def _discard(self, sent: ClientRequest) -> None:
@@ -490,10 +541,27 @@ class HttpChannel(MessageChannel):
         for rid in request_ids:
             await self._deliver(dumps({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()}))
 
-    async def _session_lost(self, reader: ClientResponse) -> None:
-        """A ``404`` to a request with a session id (see the module docs)."""
-        verdict = reader.session_expired
-        if verdict == "end":
+    def _restart(self, lost: ClientResponse) -> None:
+        """The head of a ``404`` says the session in use is gone: tell the session to
+        start a new one, fail our requests that were being answered on the lost one,
+        and close its GET stream. Synchronous, so that nothing can stop it half-way."""
+        failed = self._abandon(lost)
+        # The GET stream of the lost session goes (perhaps this very task: it ends at
+        # its next checkpoint); the new session's opens after its notifications/initialized.
+        self._get_started = False
+        if self._get_scope is not None:
+            self._get_scope.cancel()
+        self._restart_due = True
+        self._signal_soon(SessionLost(restart=True, resend=()))
+        if failed:
+            assert self._tasks is not None
+            why = "the server forgot the session (404) before answering"
+            self._tasks.start_soon(self._fail, failed, why)
+
+    def _session_lost(self, reader: ClientResponse) -> None:
+        """A ``404`` to a request with a session id has been read (or its reading
+        stopped): end the session, or send its requests again (see the module docs)."""
+        if reader.session_expired == "end":
             if self._expired:
                 return
             self._expired = True
@@ -501,23 +569,23 @@ class HttpChannel(MessageChannel):
                 "the server forgot the HTTP session (404), and the new session started "
                 "in its place too; open a new client to try again"
             )
-            await self._signal(SessionClosed(reason))
-            return
-        if verdict == "resend" and not reader.resend:
-            return  # (an old session's GET stream, or a message without requests)
-        if verdict == "restart":
-            await self._abandon(reader)
-        await self._signal(SessionLost(restart=verdict == "restart", resend=reader.resend))
-        if verdict == "restart":
-            # The GET stream of the lost session goes (perhaps this very task: it ends
-            # now anyway); the new session's opens after its notifications/initialized.
-            self._get_started = False
-            if self._get_scope is not None:
-                self._get_scope.cancel()
+            self._signal_soon(SessionClosed(reason))
+        elif reader.resend:
+            self._resend(reader.resend)
 
-    async def _abandon(self, lost: ClientResponse) -> None:
-        """Fail our requests whose answers were coming on the session ``lost`` was on:
-        they may have been processed, and no answer can come any more."""
+    def _resend(self, request_ids: tuple[RequestId, ...]) -> None:
+        """Have the session send ``request_ids`` again, on the new session: with the
+        restart signal while the session has not read it (before it, the session would
+        send them straight back), else on their own."""
+        if self._restart_due:
+            self._joining += request_ids
+        else:
+            self._signal_soon(SessionLost(restart=False, resend=request_ids))
+
+    def _abandon(self, lost: ClientResponse) -> tuple[RequestId, ...]:
+        """Stop reading for our requests whose answers were coming on the session
+        ``lost`` was on, and return them: they may have been processed, and no answer
+        can come any more."""
         session_id = lost.sent.session_id
         failed: list[RequestId] = []
         for stream in {id(s): s for s in self._streams.values()}.values():
@@ -537,15 +605,16 @@ class HttpChannel(MessageChannel):
                     del self._streams[rid]
             stream.scope.cancel()
             failed += ids
-        if failed:
-            await self._fail(tuple(failed), "the server forgot the session (404) before answering")
+        return tuple(failed)
 
-    def _signal_soon(self, item: SessionLost) -> None:
-        """:meth:`_signal` from the session's writer, which must not wait for the
-        session's reader (it may be waiting for the writer): if the inbox is full, a
-        task waits (after the senders already waiting, so the order holds)."""
+    def _signal_soon(self, item: SessionClosed | SessionLost) -> None:
+        """Hand the session something other than a message, after every message
+        before, without waiting (the session's writer must not wait for the session's
+        reader, which may be waiting for the writer; a cancelled task must still get
+        it out): if the inbox is full, a task of the channel's waits (after the
+        senders already waiting, so the order holds)."""
         assert self._tasks is not None
-        self._inbox.unpark()
+        self._inbox.unpark()  # nothing may overtake it
         try:
             self._inbox_send.send_nowait(item)
         except trio.WouldBlock:
@@ -554,8 +623,7 @@ class HttpChannel(MessageChannel):
             pass
 
     async def _signal(self, item: SessionClosed | SessionLost) -> None:
-        """Hand the session something other than a message, after every message before."""
-        self._inbox.unpark()  # nothing may overtake it
+        self._inbox.unpark()  # (again: the reader may have parked since)
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self._inbox_send.send(item)
 
@@ -589,6 +657,14 @@ class HttpChannel(MessageChannel):
             logger.debug("the GET stream could not be opened: %s", exc)
         finally:
             ready.set()
+
+
+def _is_initialized(message: bytes) -> bool:
+    """Whether ``message`` is ``notifications/initialized`` (a new session is ready)."""
+    if b"notifications/initialized" not in message:
+        return False
+    obj = loads(message)
+    return type(obj) is dict and obj.get("method") == "notifications/initialized"
 
 
 @asynccontextmanager

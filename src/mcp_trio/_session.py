@@ -51,10 +51,12 @@ tasks. Per session:
   raises ``SessionLost``) is started anew in place: the core sends a new
   ``initialize`` (``Connection.restart_session``), and the requests the server never
   processed are sent again once it is answered (``Connection.resend_request``). Until
-  then new requests and notifications wait (a ``ping`` goes at once); when it is
-  answered, :attr:`Session.handshake` has the new session's facts. If the server
-  refuses the new session, the requests being sent again fail and the session closes;
-  so does it if the new session is not ready within ``handshake_timeout``.
+  then new requests (``ping`` too) and notifications wait, here or, for what was
+  written before the signal was read, in the core (requests) and the channel
+  (notifications); when it is answered, :attr:`Session.handshake` has the new
+  session's facts. If the server refuses the new session, the requests being sent
+  again fail and the session closes; so does it if the new session is not ready
+  within ``handshake_timeout``.
 
 Closing has one entry, :meth:`Session._begin_close`: end of input, a failed write, a
 local close or an internal failure. It closes the core, fails every waiter with one
@@ -351,8 +353,8 @@ class Session:
         if self._conn.lifecycle is LifecycleState.ANSWERED and method != "ping":
             await self.until_initialized()  # (a server's request served early)
             self._raise_if_closed()
-        if self._restarting is not None and method != "ping":
-            await self._until_restarted()
+        if self._restarting is not None:
+            await self._until_restarted()  # (a ping too: no session could carry it)
         rid = self._conn.send_request(
             method,
             params,
@@ -447,7 +449,10 @@ class Session:
 
     def _session_lost(self, lost: SessionLost) -> None:
         """The channel says the peer forgot the session: start a new one (the core sends
-        ``initialize``), and send the requests the peer never processed again."""
+        ``initialize``), and send the requests the peer never processed again. While a
+        new session starts the core holds them; otherwise it sends them at once, which
+        the channel asks only once the new session can carry them (never before the
+        restart signal was read)."""
         conn = self._conn
         if lost.restart:
             try:

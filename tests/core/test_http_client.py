@@ -469,7 +469,7 @@ def test_404_with_a_session_starts_a_new_one() -> None:
     assert pending.value.request_ids == (3,)
     with pytest.raises(SessionPending) as pending:
         client.post(dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}))
-    assert pending.value.request_ids == ()
+    assert pending.value.request_ids == () and pending.value.deferrable
     # transports.mdx: "a new InitializeRequest without a session ID attached".
     init = initialize_again(client, 4)
     assert init.request.header("mcp-session-id") is None and not init.with_session
@@ -477,6 +477,50 @@ def test_404_with_a_session_starts_a_new_one() -> None:
     again = client.post(rpc(2, "tools/list"))
     assert again.request.header("mcp-session-id") == "sess-2" and again.resent
     assert not client.post(rpc(5, "ping")).resent
+
+
+@pytest.mark.parametrize(
+    ("message", "deferrable"),
+    [
+        (rpc(3, "tools/list"), False),  # (its id is handed back instead)
+        (dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}), True),
+        (dumps({"jsonrpc": "2.0", "method": "x/custom", "params": {}}), True),
+        (dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}), False),
+        (dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}), False),
+        (result("s-1", {}), False),  # an answer to the old session's request
+        (error("s-1", -1), False),
+        (dumps([{"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}]), False),
+    ],
+    ids=["request", "notification", "custom", "cancelled", "progress", "result", "error", "batch"],
+)
+def test_what_may_wait_for_the_new_session(message: bytes, deferrable: bool) -> None:
+    client = legacy_client()
+    client.response(client.post(rpc(2, "tools/list")), 404, JSON)
+    with pytest.raises(SessionPending) as pending:
+        client.post(message)
+    assert pending.value.deferrable is deferrable
+
+
+def test_a_refused_request_is_sent_again_once() -> None:
+    client = legacy_client()
+    lost = client.response(
+        client.post(dumps([loads(rpc(2, "ping")), loads(rpc(3, "ping"))])), 404, JSON
+    )
+    assert lost.session_expired == "restart" and read(lost, NO_SESSION) == []
+    assert lost.resend == (2, 3)
+    initialize_again(client, 4)
+    # Request 3 is cancelled before it is sent again: it is not watched any more.
+    assert (
+        client.cancelled_request(
+            dumps(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+            )
+        )
+        == 3
+    )
+    assert not client.post(rpc(3, "ping")).resent
+    assert client.post(rpc(2, "ping")).resent  # sent again: watched no more either
+    assert not client.post(rpc(2, "ping")).resent
 
 
 def test_a_broken_initialize_stream_is_resumed_on_the_session_it_started() -> None:

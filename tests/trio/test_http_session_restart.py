@@ -22,8 +22,10 @@ import trio.testing
 import mcp_trio
 from mcp_sansio import ConnectionConfig, ErrorCode, LocalProtocolError
 from mcp_sansio._http import HttpServerConfig
+from mcp_sansio._json import dumps, loads
 from mcp_trio import McpError, SessionClosed, SessionConfig
-from mcp_trio._http_client import open_http_client
+from mcp_trio._channel import SessionLost
+from mcp_trio._http_client import _MAX_DEFERRED, HttpChannel, open_http_client
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_server import HttpServeHandle, serve_http
 
@@ -36,6 +38,7 @@ from .test_http_support import (
     SeenRequest,
     call,
     client_connection_config,
+    rpc,
     text_of,
 )
 
@@ -325,3 +328,171 @@ async def test_a_new_session_that_never_comes_ends_it_in_handshake_timeout(
                 await client.request("tools/list")
             assert "did not start a new one in 5 s" in info.value.reason
     await silent.aclose()
+
+
+# ------------------------------------------------------------------ the gap
+#
+# Between the 404's head (the HTTP client forgets the session: nothing can be posted
+# until the new initialize) and the moment the session reads the loss, the session
+# may write, and the task reading the 404 may be cancelled. Driven on the channel
+# itself, with a 404 whose body the proxy holds back.
+
+INIT_PARAMS: dict[str, Any] = {
+    "protocolVersion": LEGACY,
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"},
+}
+QUIET = HttpTransportConfig(max_idle_connections=0, open_get_stream=False)
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return dumps(message)
+
+
+async def raw_channel(nursery: trio.Nursery, proxy: Proxy, rid: int = 1) -> HttpChannel:
+    channel = HttpChannel(proxy.url(), transport=QUIET)
+    await nursery.start(channel.run)
+    await initialize(channel, rid)
+    return channel
+
+
+async def initialize(channel: HttpChannel, rid: int) -> None:
+    await channel.send(rpc(rid, "initialize", INIT_PARAMS))
+    assert loads(await channel.receive())["id"] == rid
+    await channel.send(notification("notifications/initialized"))
+
+
+async def forget_and_hold(proxy: Proxy, channel: HttpChannel, rid: int) -> trio.Event:
+    """Request ``rid`` gets a 404 whose head has been read and whose body is held."""
+    proxy.forget, proxy.hold_404 = "requests", trio.Event()
+    await channel.send(rpc(rid, "tools/list"))
+    await proxy.held_404.wait()
+    proxy.forget = None  # (the new session is not forgotten)
+    await trio.testing.wait_all_tasks_blocked()
+    return proxy.hold_404
+
+
+def posted(proxy: Proxy) -> list[tuple[str | None, str | None]]:
+    return [
+        (r.rpc_method, r.headers.get("mcp-session-id")) for r in proxy.seen if r.method == "POST"
+    ]
+
+
+async def test_what_is_written_before_the_loss_is_read_waits_for_the_new_session(
+    nursery: trio.Nursery,
+) -> None:
+    made: list[str] = []
+    proxy = Proxy((await start(nursery, App(), made)).port)
+    await proxy.start(nursery)
+    channel = await raw_channel(nursery, proxy)
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            body = await forget_and_hold(proxy, channel, 2)
+            # The session has not read the loss: no session can carry what it writes.
+            # Nothing is handed straight back (it would be written again at once, and
+            # again: a busy loop); a request joins the loss, a notification waits.
+            await channel.send(rpc(3, "tools/list"))
+            await channel.send(rpc(4, "ping"))
+            await channel.send(notification("notifications/cancelled", {"requestId": 4}))
+            await channel.send(notification("notifications/roots/list_changed"))
+            await channel.send(dumps({"jsonrpc": "2.0", "id": "old-1", "result": {}}))
+            body.set()
+            await trio.testing.wait_all_tasks_blocked()  # request 2 joins the loss too
+            with pytest.raises(SessionLost) as lost:
+                await channel.receive()
+            assert lost.value.restart and lost.value.resend == (3, 2)
+            # What the session then does: a new initialize, then what it held.
+            await initialize(channel, 5)
+            for rid in lost.value.resend:
+                await channel.send(rpc(rid, "tools/list"))
+            assert {loads(await channel.receive())["id"] for _ in range(2)} == {2, 3}
+    finally:
+        await channel.aclose()
+    assert made == ["s1", "s2"]
+    assert posted(proxy) == [
+        ("initialize", None),
+        ("notifications/initialized", "s1"),
+        ("tools/list", "s1"),  # 404
+        ("initialize", None),
+        ("notifications/initialized", "s2"),
+        ("notifications/roots/list_changed", "s2"),  # it waited for the new session
+        ("tools/list", "s2"),
+        ("tools/list", "s2"),
+    ]
+
+
+async def test_the_loss_is_told_even_when_its_404_is_no_longer_read(
+    nursery: trio.Nursery,
+) -> None:
+    proxy = Proxy((await start(nursery, App(), [])).port)
+    await proxy.start(nursery)
+    channel = await raw_channel(nursery, proxy)
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            body = await forget_and_hold(proxy, channel, 2)
+            # Nobody waits for request 2 any more: the task reading its 404 stops.
+            await channel.send(notification("notifications/cancelled", {"requestId": 2}))
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(SessionLost) as lost:
+                await channel.receive()
+            assert lost.value.restart and lost.value.resend == ()
+            body.set()
+            await initialize(channel, 3)
+            await channel.send(rpc(4, "tools/list"))
+            assert loads(await channel.receive())["id"] == 4
+    finally:
+        await channel.aclose()
+
+
+async def test_a_request_cancelled_while_its_404_is_read_still_starts_a_new_session(
+    nursery: trio.Nursery,
+) -> None:
+    app, made = App(), list[str]()
+    sessions = recording(app)
+    proxy = Proxy((await start(nursery, app, made)).port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("legacy"), transport=QUIET
+        ) as client:
+            proxy.forget, proxy.hold_404 = "requests", trio.Event()
+            async with trio.open_nursery() as inner:
+                inner.start_soon(partial(client.request, "tools/call", call("echo", text="x")))
+                await proxy.held_404.wait()
+                proxy.forget = None
+                await trio.testing.wait_all_tasks_blocked()
+                inner.cancel_scope.cancel()  # (as a caller's timeout would)
+            proxy.hold_404.set()
+            result = await client.request("tools/call", call("echo", text="after"))
+            assert text_of(result) == "after"
+            assert not client.closed
+    assert made == ["s1", "s2"] and sessions == ["s2"]
+    assert len(initializes(proxy.seen)) == 2
+
+
+async def test_notifications_waiting_for_the_new_session_are_bounded(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = Proxy((await start(nursery, App(), [])).port)
+    await proxy.start(nursery)
+    channel = await raw_channel(nursery, proxy)
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            body = await forget_and_hold(proxy, channel, 2)
+            with caplog.at_level(logging.WARNING, logger="mcp_trio"):
+                for i in range(_MAX_DEFERRED + 1):
+                    await channel.send(notification("x/changed", {"i": i}))
+            (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+            assert "a notification was dropped" in warning.getMessage()
+            body.set()
+            await trio.testing.wait_all_tasks_blocked()
+            with pytest.raises(SessionLost):
+                await channel.receive()
+            await initialize(channel, 3)
+    finally:
+        await channel.aclose()
+    waited = [r.message["params"]["i"] for r in proxy.seen if r.rpc_method == "x/changed"]
+    assert waited == list(range(_MAX_DEFERRED))

@@ -8,6 +8,7 @@ timeout in the server and client runs on that clock.
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from functools import partial
 from typing import Any, Literal
 
@@ -403,8 +404,9 @@ class Proxy:
     ``forget`` plays a server that forgets every session at once: each request that
     carries ``Mcp-Session-Id`` (``"requests"``: each JSON-RPC request that does) is
     answered ``404`` by the proxy itself, as the first request of its connection (so
-    clients using it keep no idle connections). Set ``target`` to send new connections
-    to another server (one that restarted, say).
+    clients using it keep no idle connections). With ``hold_404`` set, such a ``404``
+    sends its head, sets ``held_404``, and sends its body once ``hold_404`` is set. Set
+    ``target`` to send new connections to another server (one that restarted, say).
     """
 
     def __init__(
@@ -418,6 +420,8 @@ class Proxy:
         self.redirect = redirect
         """``(path, location)``: answer requests for ``path`` with ``308`` to ``location``."""
         self.forget = forget
+        self.hold_404: trio.Event | None = None
+        self.held_404 = trio.Event()
         self.port = 0
         self.scopes: set[trio.CancelScope] = set()
         self.upstream = bytearray()
@@ -443,7 +447,13 @@ class Proxy:
         recorder = _Recorder(self.seen)
         recorder.feed(first)
         if self.forget and self._forgets(first):
-            await client.send_all(_FORGOTTEN % (len(_NO_SESSION), _NO_SESSION))
+            head, _, body = (_FORGOTTEN % (len(_NO_SESSION), _NO_SESSION)).partition(b"\r\n\r\n")
+            await client.send_all(head + b"\r\n\r\n")
+            if (hold := self.hold_404) is not None:
+                self.held_404.set()
+                await hold.wait()
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await client.send_all(body)  # (the client may have gone meanwhile)
             return
         if self.redirect is not None and first.split(b" ", 2)[1:2] == [self.redirect[0]]:
             await client.send_all(
