@@ -175,9 +175,11 @@ class Client(HandshakeFacts):
         """Every tool, following ``nextCursor`` through all pages.
 
         The client remembers each tool's ``outputSchema`` to check :meth:`call_tool`
-        results against, until the server says the tools changed."""
+        results against, until the server says the tools changed (or a new session
+        replaces the one they were listed on)."""
+        session = self._session.handshake  # (taken first: a listing may outlive it)
         tools: list[t.Tool] = await self._list("tools/list")
-        self._output_schemas.remember(tools)
+        self._output_schemas.remember(tools, session)
         return tools
 
     async def call_tool(
@@ -219,6 +221,7 @@ class Client(HandshakeFacts):
         )
         output = ToolOutput.from_wire(result)
         self._output_schemas.check_shape(result, self.protocol_version)
+        self._output_schemas.follow(self._session.handshake)
         try:
             self._output_schemas.check_schema(name, result)
         except RemoteProtocolError as stale:

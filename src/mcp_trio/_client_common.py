@@ -548,8 +548,10 @@ class OutputSchemas:
     conform, clients SHOULD validate).
 
     A schema is known only once the caller has listed the tools, and forgotten when the
-    server says they changed, so calling a tool whose schema is unknown costs one
-    dictionary lookup. The server may change a tool without the client hearing of it (a
+    server says they changed, or when the session is not the one the tools were listed
+    on (a server that forgot the session may have restarted with other tools; see
+    :meth:`follow`), so calling a tool whose schema is unknown costs one dictionary
+    lookup. The server may change a tool without the client hearing of it (a
     modern client hears only through ``subscriptions/listen``), so the client lists the
     tools again once before it rejects a result (:meth:`check_schema` raising), and
     checks it against the fresh schema. A schema is vetted the
@@ -569,13 +571,24 @@ class OutputSchemas:
         self._validate = validator
         self._schemas: dict[str, dict[str, Any]] = {}
         self._usable: dict[str, bool] = {}
+        self._session: object = None
 
-    def remember(self, tools: Iterable[t.Tool]) -> None:
-        """Replace what is known with the schemas of ``tools`` (a complete list)."""
+    def remember(self, tools: Iterable[t.Tool], session: object = None) -> None:
+        """Replace what is known with the schemas of ``tools`` (a complete list), listed
+        on ``session`` (see :meth:`follow`)."""
         self._schemas = {
             tool.name: tool.output_schema for tool in tools if tool.output_schema is not None
         }
         self._usable = {}
+        self._session = session
+
+    def follow(self, session: object) -> None:
+        """The session in use is ``session`` (any value that changes with it: the
+        client passes ``Session.handshake``, which a session started anew replaces).
+        Schemas listed on another session are forgotten."""
+        if session is not self._session:
+            self.forget()
+            self._session = session
 
     def forget(self) -> None:
         """The tools changed: know nothing until they are listed again."""

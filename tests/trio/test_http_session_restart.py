@@ -473,6 +473,34 @@ async def test_a_request_cancelled_while_its_404_is_read_still_starts_a_new_sess
     assert len(initializes(proxy.seen)) == 2
 
 
+async def test_tool_schemas_of_the_forgotten_session_are_not_used(nursery: trio.Nursery) -> None:
+    made: list[str] = []
+    old_app = App()
+
+    async def typed_tools(ctx: Any) -> dict[str, Any]:
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        tool = {"name": "echo", "inputSchema": {"type": "object"}, "outputSchema": schema}
+        return {"tools": [tool]}
+
+    old_app.handlers.set_request_handler("tools/list", typed_tools)
+    old = await start(nursery, old_app, made, "old-")
+    new = await start(nursery, App(), made, "new-")  # its echo has no outputSchema
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with mcp_trio.open_client(proxy.url(), era="legacy") as client:
+            (tool,) = await client.list_tools()
+            assert tool.output_schema is not None
+            proxy.target = new.port
+            proxy.cut()
+            await trio.testing.wait_all_tasks_blocked()  # (the cut connections are closed)
+            output = await client.call_tool("echo", {"text": "hi"})
+            assert output.text == "hi" and output.structured_content is None
+    assert made == ["old-1", "new-2"]
+    # Not checked against the old session's schema (and listed again to find it stale).
+    assert [r.rpc_method for r in proxy.seen].count("tools/list") == 1
+
+
 async def test_notifications_waiting_for_the_new_session_are_bounded(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
