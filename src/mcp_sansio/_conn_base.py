@@ -90,7 +90,7 @@ class _ConnectionBase:
         self._probe_too_large = False  # the probe's answer was over the limit
         self._probe_retried = False
         # Client: restart_session() sent a new initialize and it is not answered yet;
-        # the requests to send again once it is (resend_request), in order.
+        # the requests to send once it is (resend_request, send_request), in order.
         self._restarting = False
         self._held: dict[RequestId, None] = {}
         self._log_level: str | None = None

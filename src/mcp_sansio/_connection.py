@@ -254,12 +254,14 @@ class Connection(_Receiving, _Answering):
         one by sending a new ``initialize`` without a session id
         (``2025-11-25/basic/transports.mdx``, "Session Management"). This sends it, with
         the same client info, capabilities and preferred version (the version is
-        negotiated again), and the lifecycle goes back to ``INITIALIZING``: until the
-        answer only ``ping`` may be sent. Then, as the first time, the answer brings
-        :class:`HandshakeCompleted` (with the new session's version, capabilities and
-        server info) and ``notifications/initialized`` goes out, followed by the
-        requests given to :meth:`resend_request` meanwhile. If the server refuses,
-        those requests end with :class:`ErrorReceived` (-32603) before the
+        negotiated again), and the lifecycle goes back to ``INITIALIZING``. Until the
+        answer no session can carry anything else: :meth:`send_request` holds each new
+        request (its timeout counts from the call, as always) and notifications are
+        refused. Then, as the first time, the answer brings :class:`HandshakeCompleted`
+        (with the new session's version, capabilities and server info) and
+        ``notifications/initialized`` goes out, followed by the held requests, in order:
+        those given to :meth:`resend_request` and those sent meanwhile. If the server
+        refuses, the held requests end with :class:`ErrorReceived` (-32603) before the
         ``initialize`` failure is reported.
 
         Our other requests in flight stay in flight: only the binding knows which ones
@@ -340,6 +342,10 @@ class Connection(_Receiving, _Answering):
             log_level: modern client: the ``logLevel`` for this request's envelope.
             related_request_id: legacy server: the client request this one is made
                 for (routing hint for HTTP bindings).
+
+        While :meth:`restart_session` waits for the new session, the request is held
+        (nothing goes out; see there), checked against the forgotten session's
+        capabilities; its timer runs from ``now`` all the same.
 
         Returns:
             The new request id.
@@ -448,6 +454,9 @@ class Connection(_Receiving, _Answering):
         if era is _MODERN and method == "subscriptions/listen":
             self._listening.add(rid)
         self._register_out(rid, method, params, era, now, token, timeout)
+        if self._restarting:
+            self._held[rid] = None  # (no session to carry it: see restart_session)
+            return rid
         self._out.append(payload)
         self._out_ids.append(related_request_id)
         return rid
@@ -455,7 +464,8 @@ class Connection(_Receiving, _Answering):
     def _check_legacy_send(self, method: str) -> None:
         if method in self._send_ok:
             return  # checked before: capabilities do not change within a session
-        if self._lifecycle is not LifecycleState.READY:
+        restarting = self._restarting
+        if self._lifecycle is not LifecycleState.READY and not restarting:
             allowed = PRE_READY_REQUESTS.get(self._lifecycle, frozenset())
             if method not in allowed or method == "initialize":
                 raise LocalProtocolError(
@@ -481,7 +491,10 @@ class Connection(_Receiving, _Answering):
             raise LocalProtocolError(f"a {self.role} does not send {method!r}")
         elif method in FOREIGN_METHODS[revision.version]:
             raise _foreign(method, revision.version)
-        self._send_ok.add(method)
+        if not restarting:
+            # (Restarting: checked against the forgotten session's facts, so not cached;
+            # the fast path must not send it past the hold either.)
+            self._send_ok.add(method)
 
     def _check_modern_client_send(self, method: str) -> None:
         revision = _MODERN_REVISION

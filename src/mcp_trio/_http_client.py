@@ -57,9 +57,12 @@ body, SSE events) into messages the session reads.
   ``_MAX_DEFERRED``) and goes out right after the new session's
   ``notifications/initialized``, and the rest (answers to the old session's requests,
   cancellations and progress about its messages) is dropped. After that signal the
-  session holds what it writes itself. So nothing is ever sent straight back to a
+  session holds what it writes itself (the core its requests, with their timers
+  running; ``notify`` its notifications). So nothing is ever sent straight back to a
   session that cannot carry it (no busy loop), and everything waits at most for the
-  new session, which must be ready within ``handshake_timeout``.
+  new session, which must be ready within ``handshake_timeout`` (and its
+  ``initialize`` answered within ``request_timeout``; with neither bound, as long as
+  the server takes); a request's own timeout still counts meanwhile.
 * **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
   ``max_redirects``; any other redirect fails the request.
 

@@ -51,12 +51,14 @@ tasks. Per session:
   raises ``SessionLost``) is started anew in place: the core sends a new
   ``initialize`` (``Connection.restart_session``), and the requests the server never
   processed are sent again once it is answered (``Connection.resend_request``). Until
-  then new requests (``ping`` too) and notifications wait, here or, for what was
-  written before the signal was read, in the core (requests) and the channel
-  (notifications); when it is answered, :attr:`Session.handshake` has the new
-  session's facts. If the server refuses the new session, the requests being sent
-  again fail and the session closes; so does it if the new session is not ready
-  within ``handshake_timeout``.
+  then new requests (``ping`` too) are held by the core with them, their timeouts
+  running as usual, and notifications wait here (what was written before the signal
+  was read waits in the channel: see ``_http_client``); when it is answered,
+  :attr:`Session.handshake` has the new session's facts. If the server refuses the
+  new session, the held requests fail and the session closes; so does it if the new
+  session is not ready within ``handshake_timeout`` (or its ``initialize`` times out,
+  ``request_timeout``). With neither bound a notification waits as long as the
+  server takes, as :meth:`Session.start` would.
 
 Closing has one entry, :meth:`Session._begin_close`: end of input, a failed write, a
 local close or an internal failure. It closes the core, fails every waiter with one
@@ -353,8 +355,8 @@ class Session:
         if self._conn.lifecycle is LifecycleState.ANSWERED and method != "ping":
             await self.until_initialized()  # (a server's request served early)
             self._raise_if_closed()
-        if self._restarting is not None:
-            await self._until_restarted()  # (a ping too: no session could carry it)
+        # (A session started anew in place of a forgotten one: the core holds the
+        # request until it is ready, and its timeout runs meanwhile.)
         rid = self._conn.send_request(
             method,
             params,
@@ -395,7 +397,9 @@ class Session:
         """Send a notification.
 
         If the caller is cancelled while waiting for its turn to write, the
-        notification stays queued and goes out with the next write.
+        notification stays queued and goes out with the next write. While a new
+        session replaces one the server forgot, it waits for the new one (at most
+        ``handshake_timeout``, see the module docs).
 
         Raises:
             SessionClosed: the session is closed.
@@ -442,7 +446,8 @@ class Session:
             await event.wait()
 
     async def _until_restarted(self) -> None:
-        """Wait until the session that replaces a forgotten one is ready (or closed)."""
+        """Wait until the session that replaces a forgotten one is ready (or closed):
+        bounded by the restart's own bounds (see the module docs)."""
         assert self._restarting is not None
         await self._restarting.wait()
         self._raise_if_closed()

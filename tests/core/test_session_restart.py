@@ -114,15 +114,55 @@ def test_capabilities_are_checked_again_on_the_new_session() -> None:
         pair.client.send_request("tools/list")
 
 
-def test_while_the_new_session_starts_only_ping_may_be_sent() -> None:
-    pair = ready()
+def test_requests_sent_while_the_new_session_starts_are_held_and_timed() -> None:
+    # No session can carry them yet, but their timeouts count from the call, exactly as
+    # if they had gone out (a caller's timeout= must hold whatever the server does).
+    pair = ready(request_timeout=10.0)
     forget(pair)
-    pair.client.restart_session()
-    with pytest.raises(LocalProtocolError, match="before the session is ready"):
-        pair.client.send_request("tools/list")
+    pair.client.restart_session(now=0.0)
+    (initialize,) = pair.client.data_to_send()
+    timed = pair.client.send_request("tools/list", now=1.0, timeout=2.0)
+    ping = pair.client.send_request("ping", now=1.0)
+    kept = pair.client.send_request("prompts/list", now=1.5)
+    cancelled = pair.client.send_request("resources/list", now=1.5)
+    pair.client.cancel_request(cancelled)  # (as closing the client does)
+    assert pair.client.data_to_send() == []
     with pytest.raises(LocalProtocolError, match="before the session is ready"):
         pair.client.send_notification("notifications/roots/list_changed")
-    pair.client.send_request("ping")
+    assert pair.client.next_deadline() == 3.0
+    (timeout,) = pair.client.handle_timer(3.0)
+    assert isinstance(timeout, RequestTimedOut) and timeout.request_id == timed
+    assert pair.client.data_to_send() == []  # the server never saw it: nothing to cancel
+    pair.server.receive_message(initialize)  # (answered by the server connection itself)
+    pair.wire.clear()
+    done, served = pair.exchange(now=4.0)
+    assert only(done, HandshakeCompleted).peer_info == {"name": "two", "version": "1"}
+    assert [m.get("method") for who, m in pair.wire if who == "client"] == [
+        "notifications/initialized",
+        "ping",
+        "prompts/list",
+    ]
+    assert only(done, ResultReceived).request_id == ping  # (the server answers pings itself)
+    assert only(served, RequestReceived).request_id == kept
+    assert pair.client.next_deadline() == 11.5  # 10 s (request_timeout) from its call
+
+
+def test_requests_held_for_the_new_session_are_checked_against_the_old_one() -> None:
+    # The best knowledge there is until the new session answers; once it has, the
+    # checks are made again on its facts (test_capabilities_are_checked_again_...).
+    pair = ConnectionPair(client_config(), server_config("one", capabilities={"tools": {}}))
+    pair.handshake()
+    forget(pair)  # (which would allow logging)
+    init_id = pair.client.restart_session()
+    with pytest.raises(LocalProtocolError, match="'logging' capability"):
+        pair.client.send_request("logging/setLevel", {"level": "info"})
+    assert pair.client.pending_requests() == (init_id,)
+    rid = pair.client.send_request("tools/list")
+    pair.wire.clear()
+    pair.exchange()
+    assert pair.client.lifecycle is LifecycleState.READY
+    assert [m.get("id") for who, m in pair.wire if who == "client"] == [init_id, None, rid]
+    pair.client.send_request("logging/setLevel", {"level": "info"})  # the new one's facts
 
 
 def modern_client() -> Connection:

@@ -330,6 +330,89 @@ async def test_a_new_session_that_never_comes_ends_it_in_handshake_timeout(
     await silent.aclose()
 
 
+async def test_a_requests_timeout_counts_while_it_waits_for_the_new_session(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # No bound on the restart itself (handshake_timeout=None, no request_timeout), and
+    # the new initialize is never answered: a request's own timeout= still holds, from
+    # the moment it was made, as it would for a request on the wire.
+    old = await start(nursery, App(), [])
+    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            config=SessionConfig(handshake_timeout=None),
+            transport=QUIET,
+        ) as client:
+            proxy.target = silent.socket.getsockname()[1]
+            proxy.forget = "all"
+            async with trio.open_nursery() as inner:
+                inner.start_soon(partial(client.request, "tools/list"))  # refused: a restart
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(initializes(proxy.seen)) == 2  # (the session read the loss)
+                made = trio.current_time()
+                with pytest.raises(mcp_trio.RequestTimeout):
+                    await client.request("tools/call", call("echo", text="x"), timeout=0.5)
+                assert trio.current_time() - made == pytest.approx(0.5)
+                inner.cancel_scope.cancel()
+            assert not client.closed
+    await silent.aclose()
+    # Never on the wire: neither the request nor a cancellation of it.
+    assert [r.rpc_method for r in proxy.seen if r.method == "POST"] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "initialize",
+    ]
+
+
+async def test_closing_while_the_new_session_starts_announces_no_held_request(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Closing cancels the requests in flight first, with notifications/cancelled; the
+    # ones held for the new session were never sent on it: nothing to announce.
+    old = await start(nursery, App(), [])
+    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    outcomes: list[SessionClosed] = []
+
+    async def request(method: str) -> None:
+        try:
+            await client.request(method)
+        except SessionClosed as exc:
+            outcomes.append(exc)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            trio.open_nursery() as inner,
+            open_http_client(
+                proxy.url(),
+                connection_config=client_connection_config("legacy"),
+                config=SessionConfig(handshake_timeout=None),
+                transport=QUIET,
+            ) as client,
+        ):
+            proxy.target = silent.socket.getsockname()[1]
+            proxy.forget = "all"
+            inner.start_soon(request, "tools/list")  # refused: held to be sent again
+            await trio.testing.wait_all_tasks_blocked()
+            inner.start_soon(request, "resources/list")  # made meanwhile: held
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(client.connection.pending_requests()) == 3  # with initialize
+    await silent.aclose()
+    assert [exc.reason for exc in outcomes] == ["the session was closed locally"] * 2
+    assert posted(proxy) == [
+        ("initialize", None),
+        ("notifications/initialized", "s1"),
+        ("tools/list", "s1"),
+        ("initialize", None),
+    ]
+
+
 # ------------------------------------------------------------------ the gap
 #
 # Between the 404's head (the HTTP client forgets the session: nothing can be posted
