@@ -36,8 +36,8 @@ session is forgotten at once, and :attr:`ClientResponse.session_expired` says wh
 * ``"resend"``: the request was sent on a session already replaced: nothing more to do
   than what follows.
 * ``"end"``: starting over did not help: the new session was lost before it answered
-  any request, or a request sent again was refused again. Trying once more could loop
-  for ever; the conversation is over.
+  any request (or carried the GET stream), or a request sent again was refused again.
+  Trying once more could loop for ever; the conversation is over.
 
 Either way the server never processed a POST it answered with 404, so its requests can
 be sent again unchanged on the new session: with ``"restart"`` and ``"resend"`` they are
@@ -510,12 +510,12 @@ class HttpClient:
         self._tool_params: dict[str, tuple[HeaderParam, ...]] = {}
         # Session expiry (see the module docs): a session was lost and the initialize
         # of the next one is not answered yet; the session in use replaces a lost one
-        # and has answered no request yet; the requests refused with 404 and not sent
-        # again yet (a 404 to a POST sending one again is the end). An id leaves _lost
-        # when it is posted again or cancelled (cancelled_request); one the connection
-        # drops while it holds it (cancelled or timed out there, which puts nothing on
-        # the wire) stays until the next loss clears the set: bounded by the requests
-        # in flight at a loss.
+        # and has neither answered a request nor carried the GET stream yet; the
+        # requests refused with 404 and not sent again yet (a 404 to a POST sending
+        # one again is the end). An id leaves _lost when it is posted again or
+        # cancelled (cancelled_request); one the connection drops while it holds it
+        # (cancelled or timed out there, which puts nothing on the wire) stays until
+        # the next loss clears the set: bounded by the requests in flight at a loss.
         self._restarting = False
         self._unconfirmed = False
         self._lost: set[RequestId] = set()
@@ -767,8 +767,15 @@ class HttpClient:
         if sent.session_id is not None and not sent.modern:
             if status == 404:
                 reader.session_expired = self._session_lost(sent)
-            if 200 <= status < 300 and sent.request_ids and sent.session_id == self.session_id:
-                self._unconfirmed = False  # the new session works
+            if (
+                200 <= status < 300
+                and (sent.request_ids or sent.request.method == "GET")
+                and sent.session_id == self.session_id
+            ):
+                # The new session works: it answers a request, or carries the GET
+                # stream (a client that only listens makes no requests; everything it
+                # receives comes after such a head).
+                self._unconfirmed = False
         if "initialize" in sent.methods and kind != "redirect":
             self._restarting = False  # a new session, or none: post() may go on
         if (

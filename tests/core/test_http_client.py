@@ -587,6 +587,25 @@ def test_a_new_session_that_answered_may_be_replaced_in_turn() -> None:
     assert client.response(later, 404, JSON).session_expired == "restart"
 
 
+@pytest.mark.parametrize("listened", [True, False])
+def test_a_new_session_that_carries_the_get_stream_may_be_replaced_in_turn(
+    listened: bool,
+) -> None:
+    # A client that only listens makes no requests: its new session works once the
+    # GET stream is open on it (however long before the server forgets it again).
+    client = legacy_client()
+    assert client.response(client.open_stream(), 404, JSON).session_expired == "restart"
+    initialize_again(client, 2)
+    if listened:
+        stream = client.response(client.open_stream(), 200, SSE)
+        log = dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+        assert read(stream, sse(("e1", log))) == [loads(log)]
+    else:
+        client.response(client.open_stream(), 405, JSON)  # (no GET stream: proves nothing)
+    later = client.response(client.open_stream(), 404, JSON)
+    assert later.session_expired == ("restart" if listened else "end")
+
+
 def test_answers_lost_with_their_session_fail_and_are_not_resumed() -> None:
     client = legacy_client()
     stream = client.response(client.post(rpc(2, "tools/call", {"name": "slow"})), 200, SSE)

@@ -181,6 +181,52 @@ async def test_requests_in_flight_on_the_forgotten_session_fail_and_others_go_on
         old_app.release.set()
 
 
+async def test_a_client_that_only_listens_goes_on_after_each_restart(
+    nursery: trio.Nursery,
+) -> None:
+    # No requests, only the GET stream: each new session is proven by its GET stream,
+    # so the server may restart again later (and again) without ending the client.
+    made: list[str] = []
+    fast = HttpServerConfig(retry_ms=0)  # (resume the cut GET stream at once)
+    servers = [await start(nursery, App(), made, prefix, http=fast) for prefix in "abc"]
+    proxy = Proxy(servers[0].port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("legacy")
+        ) as client:
+            for server in servers[1:]:
+                await trio.testing.wait_all_tasks_blocked()  # the GET stream is open
+                proxy.target = server.port  # it restarted: it knows no session
+                proxy.cut()  # the GET stream breaks, and its resumption gets 404
+                await trio.testing.wait_all_tasks_blocked()
+            assert not client.closed
+            assert made == ["a1", "b2", "c3"]
+    gets = [r.headers["mcp-session-id"] for r in proxy.seen if r.method == "GET"]
+    assert gets == ["a1", "a1", "b2", "b2", "c3"]  # each: opened, resumed (404)
+
+
+async def test_the_forgotten_sessions_get_stream_is_closed(nursery: trio.Nursery) -> None:
+    # The old server is still there (another instance, say): its GET stream would
+    # still bring what it says to a session the client has left.
+    made: list[str] = []
+    old = await start(nursery, App(), made, "old-")
+    new = await start(nursery, App(), made, "new-")
+    proxy = Proxy(old.port)
+    await proxy.start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("legacy")
+        ) as client:
+            await trio.testing.wait_all_tasks_blocked()
+            assert old.statistics().open_responses == 1  # the GET stream
+            proxy.target = new.port
+            await client.request("tools/list")  # 404: a new session
+            await trio.testing.wait_all_tasks_blocked()
+            assert (old.statistics().open_responses, new.statistics().open_responses) == (0, 1)
+    assert made == ["old-1", "new-2"]
+
+
 async def test_the_client_shows_the_new_sessions_server(nursery: trio.Nursery) -> None:
     made: list[str] = []
     old = await start(nursery, App(), made, "old-", name="first")
