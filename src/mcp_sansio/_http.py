@@ -30,6 +30,7 @@ from ._http_client import (
     HttpClient,
     HttpClientConfig,
     ReplyNotCarried,
+    SessionEnded,
     SessionPending,
 )
 from ._http_common import (
@@ -81,6 +82,7 @@ __all__ = [
     "ServerEvent",
     "SessionClosed",
     "SessionCreated",
+    "SessionEnded",
     "SessionPending",
     "StreamData",
     "decode_header_value",

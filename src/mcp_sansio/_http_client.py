@@ -37,7 +37,9 @@ session is forgotten at once, and :attr:`ClientResponse.session_expired` says wh
   than what follows.
 * ``"end"``: starting over did not help: the new session was lost before it answered
   any request (or carried the GET stream), or a request sent again was refused again.
-  Trying once more could loop for ever; the conversation is over.
+  Trying once more could loop for ever; the conversation is over: from this head on,
+  :meth:`post` raises :class:`SessionEnded` (without a session a POST could only be
+  refused), and every later 404 is ``"end"`` too.
 
 Either way the server never processed a POST it answered with 404, so its requests can
 be sent again unchanged on the new session: with ``"restart"`` and ``"resend"`` they are
@@ -92,7 +94,14 @@ from ._jsonrpc import RequestId, error_response, is_request_id
 from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
 from ._versions import Era
 
-__all__ = ["ClientRequest", "ClientResponse", "HttpClient", "HttpClientConfig", "SessionPending"]
+__all__ = [
+    "ClientRequest",
+    "ClientResponse",
+    "HttpClient",
+    "HttpClientConfig",
+    "SessionEnded",
+    "SessionPending",
+]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
 _NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -168,6 +177,19 @@ class SessionPending(LocalProtocolError):
         ``notifications/cancelled`` or ``notifications/progress``, which are about
         the old session's messages); ``False`` for a response too (to a request of
         the old session's)."""
+
+
+@final
+class SessionEnded(LocalProtocolError):
+    """:meth:`HttpClient.post`: the server forgot the legacy session and starting a new
+    one did not help (a 404 was ``session_expired == "end"``), so nothing can be sent
+    any more. Not a bug of the caller's: drop the message and end the connection."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the server forgot the session, and the one started in its place too: "
+            "nothing more can be sent"
+        )
 
 
 def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> bytes:
@@ -519,6 +541,7 @@ class HttpClient:
         self._restarting = False
         self._unconfirmed = False
         self._lost: set[RequestId] = set()
+        self._ended = False  # a 404 was "end": nothing more is posted
 
     @staticmethod
     def _origin_of(url: str) -> tuple[str, str, int]:
@@ -550,6 +573,8 @@ class HttpClient:
                 it) or a batch.
             SessionPending: a legacy session was lost and the next one is not started
                 yet (see the module docs); the message cannot be sent now.
+            SessionEnded: a legacy session was lost and so was the one started in its
+                place (see the module docs); nothing can be sent any more.
         """
         try:
             obj = loads(payload)
@@ -600,6 +625,8 @@ class HttpClient:
                 raise LocalProtocolError(
                     "in the modern era cancel by closing the request's stream, not by a POST"
                 )
+        if self._ended:
+            raise SessionEnded
         if self._restarting and "initialize" not in methods:
             method = first.get("method")
             raise SessionPending(
@@ -794,8 +821,9 @@ class HttpClient:
         the one in use, and say what to do (see the module docs)."""
         current = sent.session_id == self.session_id
         verdict: Literal["restart", "resend", "end"]
-        if sent.resent or (current and self._unconfirmed):
+        if self._ended or sent.resent or (current and self._unconfirmed):
             verdict = "end"
+            self._ended = True
         elif current:
             verdict = "restart"
             self._restarting = self._unconfirmed = True

@@ -42,10 +42,13 @@ body, SSE events) into messages the session reads.
   server refused with ``404``: it never processed them, so their callers just get
   their answers. Our other requests in flight on the forgotten session cannot be
   answered any more: they fail at once (``McpError`` -32603, ``HTTP: ...``), and the
-  GET stream is opened again on the new session. One new session per loss: if the new
-  session is lost too before it answered a request, or a request sent again gets
-  ``404`` again, that request fails and the session closes
-  (:class:`~mcp_trio.SessionClosed` says why).
+  GET stream is opened again on the new session (the old one's is closed). A
+  notification whose own POST got the ``404`` is not sent again. One new session per
+  loss: if the new session is lost too before it answered a request or carried the GET
+  stream, or a request sent again gets ``404`` again, that request fails and the
+  session closes (:class:`~mcp_trio.SessionClosed` says why); what is written until
+  the session has read that is dropped (``SessionEnded``: without a session the server
+  could only refuse it) and fails with the session.
 
   The ``404``'s head is enough to know, so the restart is signalled the moment it
   arrives, with no checkpoint in between (and the doomed requests are failed by a task
@@ -92,6 +95,7 @@ from mcp_sansio._http import (
     HttpClient,
     HttpClientConfig,
     ReplyNotCarried,
+    SessionEnded,
     SessionPending,
 )
 from mcp_sansio._json import dumps, loads
@@ -238,6 +242,11 @@ class HttpChannel(MessageChannel):
             return
         except SessionPending as exc:
             self._pending(message, exc)
+            return
+        except SessionEnded:
+            # The session reads the end next (or already has): a request dropped here
+            # fails with it, SessionClosed, as one made a moment later would.
+            logger.debug("HTTP: dropped, the session is over: %.200r", message)
             return
         if sent.request_ids:
             await self._send_request(sent)

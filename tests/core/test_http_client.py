@@ -41,6 +41,7 @@ from mcp_sansio._http import (
     ReplyNotCarried,
     ResponseReady,
     ServerEvent,
+    SessionEnded,
     SessionPending,
     StreamData,
 )
@@ -604,6 +605,28 @@ def test_a_new_session_that_carries_the_get_stream_may_be_replaced_in_turn(
         client.response(client.open_stream(), 405, JSON)  # (no GET stream: proves nothing)
     later = client.response(client.open_stream(), 404, JSON)
     assert later.session_expired == ("restart" if listened else "end")
+
+
+def test_after_the_end_nothing_is_posted() -> None:
+    # Without a session every POST would be refused (400): the conversation is over.
+    client = legacy_client()
+    first, second = client.post(rpc(2, "tools/list")), client.post(rpc(3, "tools/list"))
+    assert client.response(first, 404, JSON).session_expired == "restart"
+    initialize_again(client, 4)
+    note = client.post(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    assert client.response(note, 404, JSON).session_expired == "end"
+    for message in (
+        rpc(5, "tools/list"),
+        dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}),
+        rpc(6, "initialize", {"protocolVersion": LEGACY}),
+    ):
+        with pytest.raises(SessionEnded):
+            client.post(message)
+    # A 404 still to come for the lost session is the end too, not a request to resend.
+    late = client.response(second, 404, JSON)
+    assert late.session_expired == "end" and late.resend == ()
+    (failure,) = read(late, NO_SESSION)
+    assert failure["id"] == 3 and failure["error"]["code"] == ErrorCode.INTERNAL_ERROR
 
 
 def test_answers_lost_with_their_session_fail_and_are_not_resumed() -> None:

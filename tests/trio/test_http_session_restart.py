@@ -602,6 +602,53 @@ async def test_a_request_cancelled_while_its_404_is_read_still_starts_a_new_sess
     assert len(initializes(proxy.seen)) == 2
 
 
+async def test_after_the_end_nothing_is_posted_without_a_session(nursery: trio.Nursery) -> None:
+    made: list[str] = []
+    proxy = Proxy((await start(nursery, App(), made)).port)
+    await proxy.start(nursery)
+    outcomes: dict[str, BaseException] = {}
+
+    async def request(name: str) -> None:
+        try:
+            await client.request("tools/list")
+        except (McpError, SessionClosed) as exc:
+            outcomes[name] = exc
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("legacy"), transport=QUIET
+        ) as client:
+            async with trio.open_nursery() as inner:
+                # The server forgets s1: a new session, s2, starts at the 404's head.
+                proxy.forget, proxy.hold_404 = "requests", trio.Event()
+                inner.start_soon(request, "refused")
+                await proxy.held_404.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                assert made == ["s1", "s2"]
+                # It forgets s2 before it answered anything: the end, at that 404's head.
+                first, proxy.hold_404, proxy.held_404 = proxy.hold_404, trio.Event(), trio.Event()
+                inner.start_soon(request, "ending")
+                await proxy.held_404.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                # Until the session reads the end, what it writes has no session to go to.
+                inner.start_soon(request, "after")
+                await trio.testing.wait_all_tasks_blocked()
+                first.set()
+                proxy.hold_404.set()
+            await client.wait_closed()
+    assert isinstance(outcomes["ending"], McpError)  # (refused: an HTTP error)
+    assert isinstance(outcomes["after"], SessionClosed)
+    assert "the new session started in its place too" in outcomes["after"].reason
+    assert posted(proxy) == [
+        ("initialize", None),
+        ("notifications/initialized", "s1"),
+        ("tools/list", "s1"),
+        ("initialize", None),
+        ("notifications/initialized", "s2"),
+        ("tools/list", "s2"),
+    ]
+
+
 async def test_tool_schemas_of_the_forgotten_session_are_not_used(nursery: trio.Nursery) -> None:
     made: list[str] = []
     old_app = App()
