@@ -534,10 +534,13 @@ class HttpClient:
         # of the next one is not answered yet; the session in use replaces a lost one
         # and has neither answered a request nor carried the GET stream yet; the
         # requests refused with 404 and not sent again yet (a 404 to a POST sending
-        # one again is the end). An id leaves _lost when it is posted again or
-        # cancelled (cancelled_request); one the connection drops while it holds it
-        # (cancelled or timed out there, which puts nothing on the wire) stays until
-        # the next loss clears the set: bounded by the requests in flight at a loss.
+        # one again is the end). An id leaves _lost when the answer to the POST that
+        # sends it again begins (not at post(), which may be called again for the same
+        # message: a binding's fast path that gives up) or when it is cancelled
+        # (cancelled_request); one whose POST gets no answer, or that the connection
+        # drops while it holds it (cancelled or timed out there, which puts nothing on
+        # the wire), stays until the next loss clears the set: bounded by the requests
+        # in flight at a loss.
         self._restarting = False
         self._unconfirmed = False
         self._lost: set[RequestId] = set()
@@ -640,15 +643,12 @@ class HttpClient:
             headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
         if self.session_id is not None:
             headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
-        resent = bool(self._lost) and any(rid in self._lost for rid in ids)
-        if resent:
-            self._lost.difference_update(ids)  # (sent again: a second 404 is "end")
         return ClientRequest(
             request=HttpRequest(method="POST", target=self._target, headers=headers, body=payload),
             request_ids=ids,
             methods=methods,
             session_id=self.session_id,
-            resent=resent,
+            resent=bool(self._lost) and any(rid in self._lost for rid in ids),
         )
 
     def _param_headers(self, tool: str, arguments: Any) -> list[tuple[bytes, bytes]]:
@@ -792,6 +792,8 @@ class HttpClient:
         if target is not None:
             reader.redirect = attrs.evolve(sent, request=attrs.evolve(sent.request, target=target))
         if sent.session_id is not None and not sent.modern:
+            if sent.resent:
+                self._lost.difference_update(sent.request_ids)  # (a second 404 is "end")
             if status == 404:
                 reader.session_expired = self._session_lost(sent)
             if (
