@@ -712,6 +712,24 @@ async def open_http_client(
     Returns:
         The running client :class:`~mcp_trio.Session` (``request``, ``notify``, ...).
 
+    A session the server forgets (legacy; ``404`` to a request with our session id) is
+    started anew (``basic/transports``, "Session Management"): a new ``initialize``, then
+    the refused request again (the server never processed it). Meanwhile:
+
+    * answers still coming on the forgotten session fail with -32603 (``HTTP: ...``);
+    * new requests are held by the core until the new session is ready, their timeouts
+      running (``RequestTimeout``; a held request that ends is never sent);
+    * notifications wait for it: those written before the session took in the loss wait
+      in the channel (at most 16, more are dropped with a warning), later ones in
+      ``notify``; one whose own POST got the ``404`` is not sent again;
+    * the high-level ``Client`` forgets the tools' output schemas of the old session.
+
+    One new session per loss: if it is refused, forgotten before it answered a request
+    or carried the GET stream, not ready within ``handshake_timeout``, or a request sent
+    again gets ``404`` again, that request fails and the session closes (nothing more is
+    posted). What the server kept per session (subscriptions, logging level) is not
+    renewed; a warning says so.
+
     Resource handling:
         On exit a legacy session is ended with ``DELETE``, every request and stream is
         stopped and every connection closed; no task outlives the block.
