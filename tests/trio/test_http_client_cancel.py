@@ -295,7 +295,7 @@ async def _server_that_never_answers(stream: trio.SocketStream) -> None:
             result = {"protocolVersion": "2025-11-25", "capabilities": caps, "serverInfo": {}}
             payload = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
             headers.append(("content-type", "application/json"))
-        elif request.method == "POST" and "id" not in message:
+        elif request.method == b"POST" and "id" not in message:
             payload = b""  # a notification: 202
         else:  # the call, or a resumption of its stream: a priming event, then the end
             primed += 1
