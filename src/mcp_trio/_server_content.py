@@ -290,9 +290,7 @@ class Message:
     content block...).
     """
 
-    role: Literal["user", "assistant"] = attrs.field(
-        validator=attrs.validators.in_(("user", "assistant"))
-    )
+    role: Literal["user", "assistant"] = attrs.field(validator=attrs.validators.in_(ROLES))
     """Who speaks: ``"user"`` or ``"assistant"`` (MCP has no system role)."""
     content: Any
     """What is said."""
