@@ -15,7 +15,6 @@ no virtual time passed, where a resumption would have cost ``retry_ms``.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import h11
@@ -34,6 +33,9 @@ from .test_http_support import (
     App,
     call,
     client_connection_config,
+    fake_server_url,
+    read_request,
+    respond,
     rpc,
     start_proxied,
     start_server,
@@ -267,45 +269,29 @@ async def test_a_first_post_h11_refuses_fails_alone(nursery: trio.Nursery) -> No
                 assert text_of(await client.request("tools/call", call("echo", text="s"))) == "s"
 
 
+JSON = ("content-type", "application/json")
+SSE = ("content-type", "text/event-stream")
+
+
 async def _server_that_never_answers(stream: trio.SocketStream) -> None:
     """A legacy server whose answer to a tools/call never comes: each stream (the POST's,
     then every resumption) is primed under a new id and ends at once, ``retry: 0``."""
     conn = h11.Connection(h11.SERVER)
     primed = 0
-    while True:
-        request: Any = None
-        body = b""
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                conn.receive_data(data)
-            elif isinstance(event, h11.Request):
-                request = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-        message = loads(body) if body else {}
-        headers = [("mcp-session-id", "s1")]
-        if message.get("method") == "initialize":
+    while (found := await read_request(conn, stream)) is not None:
+        head, message = found
+        session = ("mcp-session-id", "s1")
+        if message is not None and message.get("method") == "initialize":
             caps: dict[str, Any] = {"tools": {}}
             result = {"protocolVersion": "2025-11-25", "capabilities": caps, "serverInfo": {}}
-            payload = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
-            headers.append(("content-type", "application/json"))
-        elif request.method == b"POST" and "id" not in message:
-            payload = b""  # a notification: 202
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            await respond(conn, stream, answer, headers=(session, JSON))
+        elif head.method == b"POST" and "id" not in message:
+            await respond(conn, stream, b"", status=202, headers=(session,))  # a notification
         else:  # the call, or a resumption of its stream: a priming event, then the end
             primed += 1
-            payload = f"id: 2:0.{primed}\nretry: 0\ndata: \n\n".encode()
-            headers.append(("content-type", "text/event-stream"))
-        status = 202 if not payload else 200
-        headers.append(("content-length", str(len(payload))))
-        out = [conn.send(h11.Response(status_code=status, headers=headers))]
-        out += [conn.send(h11.Data(data=payload)), conn.send(h11.EndOfMessage())]
-        await stream.send_all(b"".join(part for part in out if part))
+            event = f"id: 2:0.{primed}\nretry: 0\ndata: \n\n".encode()
+            await respond(conn, stream, event, headers=(session, SSE))
         conn.start_next_cycle()
 
 
@@ -313,10 +299,7 @@ async def test_resumptions_that_bring_no_message_are_bounded(nursery: trio.Nurse
     # Each resumption is primed under a new id (ids are unique in a session), so a new
     # id is not progress: only a message is. After max_resume_attempts quiet ones the
     # request fails instead of resuming forever.
-    listeners = await nursery.start(
-        partial(trio.serve_tcp, _server_that_never_answers, 0, host="127.0.0.1")
-    )
-    url = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    url = await fake_server_url(nursery, _server_that_never_answers)
     transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=2)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(

@@ -334,6 +334,56 @@ async def raw_session(port: int) -> str:
     return sid
 
 
+# ---------------------------------------------------------------------- fake servers
+
+
+async def read_request(
+    conn: h11.Connection, stream: trio.SocketStream
+) -> tuple[h11.Request, Any] | None:
+    """A hand-written server's next request: its head and its JSON body (``None`` for
+    an empty one), or ``None`` once the client has gone."""
+    head: h11.Request | None = None
+    body = b""
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(65536)
+            if not data:
+                return None
+            conn.receive_data(data)
+        elif isinstance(event, h11.Request):
+            head = event
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            assert head is not None
+            return head, loads(body) if body else None
+        elif isinstance(event, h11.ConnectionClosed):
+            return None
+
+
+async def respond(
+    conn: h11.Connection,
+    stream: trio.SocketStream,
+    payload: bytes,
+    *,
+    status: int = 200,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> None:
+    """Answer the request just read: ``payload`` with its ``Content-Length``, head and
+    body in one write."""
+    all_headers = [*headers, ("content-length", str(len(payload)))]
+    events = (h11.Response(status_code=status, headers=all_headers), h11.Data(data=payload))
+    out = [conn.send(e) for e in (*events, h11.EndOfMessage())]
+    await stream.send_all(b"".join(part for part in out if part))
+
+
+async def fake_server_url(nursery: trio.Nursery, handler: Any) -> str:
+    """Serve ``handler`` (one call per connection) on loopback; its MCP endpoint URL."""
+    listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
+    return f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+
+
 @attrs.frozen
 class SeenRequest:
     """A request that went through a :class:`Proxy`."""

@@ -5,7 +5,6 @@ mistakes (the modern era has no way to carry them)."""
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import h11
@@ -13,12 +12,21 @@ import pytest
 import trio
 
 from mcp_sansio import ConnectionConfig, ErrorCode
-from mcp_sansio._json import dumps, loads
+from mcp_sansio._json import dumps
 from mcp_trio import Handlers, McpError, RequestContext, open_memory_pair
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
 
-from .test_http_support import IO_TIMEOUT, call, client_connection_config, start_server, text_of
+from .test_http_support import (
+    IO_TIMEOUT,
+    call,
+    client_connection_config,
+    fake_server_url,
+    read_request,
+    respond,
+    start_server,
+    text_of,
+)
 
 LIMIT = 20_000
 
@@ -93,64 +101,37 @@ _DISCOVER = {
 }
 
 
-async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> Any:
-    """The next request's JSON body, or ``None`` once the client has gone."""
-    body = b""
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await stream.receive_some(65536)
-            if not data:
-                return None
-            conn.receive_data(data)
-        elif isinstance(event, h11.Data):
-            body += event.data
-        elif isinstance(event, h11.EndOfMessage):
-            return loads(body)
-        elif isinstance(event, h11.ConnectionClosed):
-            return None
-
-
-async def _respond(
-    conn: h11.Connection, stream: trio.SocketStream, kind: str, payload: bytes
-) -> None:
-    head = h11.Response(
-        status_code=200, headers=[("content-type", kind), ("content-length", str(len(payload)))]
-    )
-    out = [conn.send(e) for e in (head, h11.Data(data=payload), h11.EndOfMessage())]
-    await stream.send_all(b"".join(part for part in out if part is not None))
-
-
 async def _discovered(conn: h11.Connection, stream: trio.SocketStream, message: Any) -> bool:
     """Answer ``message`` if it is ``server/discover``; whether it was."""
     if message["method"] != "server/discover":
         return False
     answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER})
-    await _respond(conn, stream, "application/json", answer)
+    await respond(conn, stream, answer, headers=(("content-type", "application/json"),))
     return True
 
 
-async def _fake_server_url(nursery: trio.Nursery, handler: Any) -> str:
-    listeners = await nursery.start(partial(trio.serve_tcp, handler, 0, host="127.0.0.1"))
-    return f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+async def _next_message(conn: h11.Connection, stream: trio.SocketStream) -> Any:
+    """The next request's JSON body, or ``None`` once the client has gone."""
+    found = await read_request(conn, stream)
+    return None if found is None else found[1]
 
 
 async def _rude_server(stream: trio.SocketStream) -> None:
     """Answers ``server/discover``; answers anything else on an SSE stream that first
     carries a request (modern servers send none) and then the answer."""
     conn = h11.Connection(h11.SERVER)
-    while (message := await _read_request(conn, stream)) is not None:
+    while (message := await _next_message(conn, stream)) is not None:
         if not await _discovered(conn, stream, message):
             answer = {"content": [{"type": "text", "text": "hi"}], "resultType": "complete"}
             rude = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
             events = (rude, {"jsonrpc": "2.0", "id": message["id"], "result": answer})
             payload = b"".join(b"data: " + dumps(m) + b"\n\n" for m in events)
-            await _respond(conn, stream, "text/event-stream", payload)
+            await respond(conn, stream, payload, headers=(("content-type", "text/event-stream"),))
         conn.start_next_cycle()
 
 
 async def test_a_modern_client_survives_a_request_from_the_server(nursery: trio.Nursery) -> None:
-    url = await _fake_server_url(nursery, _rude_server)
+    url = await fake_server_url(nursery, _rude_server)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             url, connection_config=client_connection_config("modern")
@@ -196,7 +177,7 @@ async def test_over_http_a_notification_the_server_refuses_is_lost_alone(
 async def _vanishing_server(stream: trio.SocketStream) -> None:
     """Answers server/discover, then reads a request and closes without a word."""
     conn = h11.Connection(h11.SERVER)
-    message = await _read_request(conn, stream)
+    message = await _next_message(conn, stream)
     if message is not None:
         await _discovered(conn, stream, message)
     await stream.aclose()
@@ -205,7 +186,7 @@ async def _vanishing_server(stream: trio.SocketStream) -> None:
 async def test_a_server_that_vanishes_before_answering_is_said_so_plainly(
     nursery: trio.Nursery,
 ) -> None:
-    url = await _fake_server_url(nursery, _vanishing_server)
+    url = await fake_server_url(nursery, _vanishing_server)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             url, connection_config=client_connection_config("modern")
