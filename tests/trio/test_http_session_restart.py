@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any
 
@@ -23,7 +24,7 @@ import mcp_trio
 from mcp_sansio import ConnectionConfig, ErrorCode, LocalProtocolError
 from mcp_sansio._http import HttpServerConfig
 from mcp_sansio._json import dumps, loads
-from mcp_trio import McpError, SessionClosed, SessionConfig
+from mcp_trio import McpError, Session, SessionClosed, SessionConfig
 from mcp_trio._channel import SessionLost
 from mcp_trio._http_client import _MAX_DEFERRED, HttpChannel, open_http_client
 from mcp_trio._http_config import HttpTransportConfig
@@ -95,6 +96,18 @@ async def start(
     return handle
 
 
+async def started_proxy(nursery: trio.Nursery, port: int, **options: Any) -> Proxy:
+    """A :class:`Proxy` in front of ``port``, listening."""
+    proxy = Proxy(port, **options)
+    await proxy.start(nursery)
+    return proxy
+
+
+def legacy_client(url: str, **options: Any) -> AbstractAsyncContextManager[Session]:
+    """``open_http_client`` pinned to the legacy era (sessions are legacy only)."""
+    return open_http_client(url, connection_config=client_connection_config("legacy"), **options)
+
+
 def initializes(seen: list[SeenRequest]) -> list[SeenRequest]:
     return [r for r in seen if r.rpc_method == "initialize"]
 
@@ -105,13 +118,10 @@ async def test_an_expired_session_is_started_anew_and_the_request_answered(
     app, made = App(), list[str]()
     sessions = recording(app)
     server = await start(nursery, app, made, http=HttpServerConfig(session_idle_timeout=5.0))
-    proxy = Proxy(server.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, server.port)
     transport = HttpTransportConfig(open_get_stream=False)  # a GET stream keeps it alive
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            proxy.url(), connection_config=client_connection_config("legacy"), transport=transport
-        ) as client:
+        async with legacy_client(proxy.url(), transport=transport) as client:
             first = client.handshake
             await trio.testing.wait_all_tasks_blocked()
             clock.jump(6)
@@ -147,13 +157,11 @@ async def test_requests_in_flight_on_the_forgotten_session_fail_and_others_go_on
     old_app, new_app, made = App(), App(), list[str]()
     old = await start(nursery, old_app, made, "old-")
     new = await start(nursery, new_app, made, "new-")
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     outcome: list[BaseException] = []
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
+        async with legacy_client(
             proxy.url(),
-            connection_config=client_connection_config("legacy"),
             transport=ONE_CONNECTION_EACH,
         ) as client:
 
@@ -189,12 +197,9 @@ async def test_a_client_that_only_listens_goes_on_after_each_restart(
     made: list[str] = []
     fast = HttpServerConfig(retry_ms=0)  # (resume the cut GET stream at once)
     servers = [await start(nursery, App(), made, prefix, http=fast) for prefix in "abc"]
-    proxy = Proxy(servers[0].port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, servers[0].port)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            proxy.url(), connection_config=client_connection_config("legacy")
-        ) as client:
+        async with legacy_client(proxy.url()) as client:
             for server in servers[1:]:
                 await trio.testing.wait_all_tasks_blocked()  # the GET stream is open
                 proxy.target = server.port  # it restarted: it knows no session
@@ -212,12 +217,9 @@ async def test_the_forgotten_sessions_get_stream_is_closed(nursery: trio.Nursery
     made: list[str] = []
     old = await start(nursery, App(), made, "old-")
     new = await start(nursery, App(), made, "new-")
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            proxy.url(), connection_config=client_connection_config("legacy")
-        ) as client:
+        async with legacy_client(proxy.url()) as client:
             await trio.testing.wait_all_tasks_blocked()
             assert old.statistics().open_responses == 1  # the GET stream
             proxy.target = new.port
@@ -231,8 +233,7 @@ async def test_the_client_shows_the_new_sessions_server(nursery: trio.Nursery) -
     made: list[str] = []
     old = await start(nursery, App(), made, "old-", name="first")
     new = await start(nursery, App(), made, "new-", name="second", capabilities={"tools": {}})
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
         async with mcp_trio.open_client(proxy.url(), era="legacy") as client:
             assert client.server_info is not None and client.server_info.name == "first"
@@ -253,12 +254,10 @@ async def test_the_client_shows_the_new_sessions_server(nursery: trio.Nursery) -
 async def test_a_server_that_forgets_every_new_session_ends_it(nursery: trio.Nursery) -> None:
     made: list[str] = []
     server = await start(nursery, App(), made)
-    proxy = Proxy(server.port, forget="all")
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, server.port, forget="all")
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
+        async with legacy_client(
             proxy.url(),
-            connection_config=client_connection_config("legacy"),
             transport=ONE_CONNECTION_EACH,
         ) as client:
             # notifications/initialized gets 404: a new session; its notifications/
@@ -276,12 +275,10 @@ async def test_a_request_refused_again_on_the_new_session_fails_and_ends_it(
 ) -> None:
     made: list[str] = []
     server = await start(nursery, App(), made)
-    proxy = Proxy(server.port, forget="requests")
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, server.port, forget="requests")
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
+        async with legacy_client(
             proxy.url(),
-            connection_config=client_connection_config("legacy"),
             transport=ONE_CONNECTION_EACH,
         ) as client:
             with pytest.raises(McpError) as info:
@@ -305,9 +302,7 @@ async def test_requests_made_while_the_new_session_starts_wait_for_it(
     transport = HttpTransportConfig(open_get_stream=False)
     results: dict[int, str] = {}
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            server.url, connection_config=client_connection_config("legacy"), transport=transport
-        ) as client:
+        async with legacy_client(server.url, transport=transport) as client:
             await trio.testing.wait_all_tasks_blocked()
             clock.jump(6)
             await trio.testing.wait_all_tasks_blocked()
@@ -329,12 +324,10 @@ async def test_a_new_session_the_server_refuses_fails_the_request_and_ends_it(
     made: list[str] = []
     old = await start(nursery, App(), made, "old-")
     full = await start(nursery, App(), made, "new-", http=HttpServerConfig(max_sessions=0))
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
+        async with legacy_client(
             proxy.url(),
-            connection_config=client_connection_config("legacy"),
             transport=ONE_CONNECTION_EACH,
         ) as client:
             proxy.target = full.port  # restarted, and it takes no session (503)
@@ -358,12 +351,10 @@ async def test_a_new_session_that_never_comes_ends_it_in_handshake_timeout(
     made: list[str] = []
     old = await start(nursery, App(), made)
     silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
+        async with legacy_client(
             proxy.url(),
-            connection_config=client_connection_config("legacy"),
             config=SessionConfig(handshake_timeout=5.0),
             transport=HttpTransportConfig(max_idle_connections=0, open_get_stream=False),
         ) as client:
@@ -384,12 +375,10 @@ async def test_a_requests_timeout_counts_while_it_waits_for_the_new_session(
     # the moment it was made, as it would for a request on the wire.
     old = await start(nursery, App(), [])
     silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
+        async with legacy_client(
             proxy.url(),
-            connection_config=client_connection_config("legacy"),
             config=SessionConfig(handshake_timeout=None),
             transport=QUIET,
         ) as client:
@@ -422,8 +411,7 @@ async def test_closing_while_the_new_session_starts_announces_no_held_request(
     # ones held for the new session were never sent on it: nothing to announce.
     old = await start(nursery, App(), [])
     silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     outcomes: list[SessionClosed] = []
 
     async def request(method: str) -> None:
@@ -435,9 +423,8 @@ async def test_closing_while_the_new_session_starts_announces_no_held_request(
     with trio.fail_after(IO_TIMEOUT):
         async with (
             trio.open_nursery() as inner,
-            open_http_client(
+            legacy_client(
                 proxy.url(),
-                connection_config=client_connection_config("legacy"),
                 config=SessionConfig(handshake_timeout=None),
                 transport=QUIET,
             ) as client,
@@ -514,8 +501,7 @@ async def test_what_is_written_before_the_loss_is_read_waits_for_the_new_session
     nursery: trio.Nursery,
 ) -> None:
     made: list[str] = []
-    proxy = Proxy((await start(nursery, App(), made)).port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, (await start(nursery, App(), made)).port)
     channel = await raw_channel(nursery, proxy)
     try:
         with trio.fail_after(IO_TIMEOUT):
@@ -556,8 +542,7 @@ async def test_what_is_written_before_the_loss_is_read_waits_for_the_new_session
 async def test_the_loss_is_told_even_when_its_404_is_no_longer_read(
     nursery: trio.Nursery,
 ) -> None:
-    proxy = Proxy((await start(nursery, App(), [])).port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, (await start(nursery, App(), [])).port)
     channel = await raw_channel(nursery, proxy)
     try:
         with trio.fail_after(IO_TIMEOUT):
@@ -581,12 +566,9 @@ async def test_a_request_cancelled_while_its_404_is_read_still_starts_a_new_sess
 ) -> None:
     app, made = App(), list[str]()
     sessions = recording(app)
-    proxy = Proxy((await start(nursery, app, made)).port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, (await start(nursery, app, made)).port)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            proxy.url(), connection_config=client_connection_config("legacy"), transport=QUIET
-        ) as client:
+        async with legacy_client(proxy.url(), transport=QUIET) as client:
             proxy.forget, proxy.hold_404 = "requests", trio.Event()
             async with trio.open_nursery() as inner:
                 inner.start_soon(partial(client.request, "tools/call", call("echo", text="x")))
@@ -604,8 +586,7 @@ async def test_a_request_cancelled_while_its_404_is_read_still_starts_a_new_sess
 
 async def test_after_the_end_nothing_is_posted_without_a_session(nursery: trio.Nursery) -> None:
     made: list[str] = []
-    proxy = Proxy((await start(nursery, App(), made)).port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, (await start(nursery, App(), made)).port)
     outcomes: dict[str, BaseException] = {}
 
     async def request(name: str) -> None:
@@ -615,9 +596,7 @@ async def test_after_the_end_nothing_is_posted_without_a_session(nursery: trio.N
             outcomes[name] = exc
 
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            proxy.url(), connection_config=client_connection_config("legacy"), transport=QUIET
-        ) as client:
+        async with legacy_client(proxy.url(), transport=QUIET) as client:
             async with trio.open_nursery() as inner:
                 # The server forgets s1: a new session, s2, starts at the 404's head.
                 proxy.forget, proxy.hold_404 = "requests", trio.Event()
@@ -661,8 +640,7 @@ async def test_tool_schemas_of_the_forgotten_session_are_not_used(nursery: trio.
     old_app.handlers.set_request_handler("tools/list", typed_tools)
     old = await start(nursery, old_app, made, "old-")
     new = await start(nursery, App(), made, "new-")  # its echo has no outputSchema
-    proxy = Proxy(old.port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
         async with mcp_trio.open_client(proxy.url(), era="legacy") as client:
             (tool,) = await client.list_tools()
@@ -680,8 +658,7 @@ async def test_tool_schemas_of_the_forgotten_session_are_not_used(nursery: trio.
 async def test_notifications_waiting_for_the_new_session_are_bounded(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
-    proxy = Proxy((await start(nursery, App(), [])).port)
-    await proxy.start(nursery)
+    proxy = await started_proxy(nursery, (await start(nursery, App(), [])).port)
     channel = await raw_channel(nursery, proxy)
     try:
         with trio.fail_after(IO_TIMEOUT):
