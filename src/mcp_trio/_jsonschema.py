@@ -507,7 +507,7 @@ class _Builder:
                 return {}
             return {"anyOf": members}
         if isinstance(tp, type):
-            if getattr(tp, "__mcp_content__", False) is True:
+            if _is_marked(tp, "__mcp_content__"):
                 raise self.error(
                     f"{tp.__qualname__} is MCP content, not JSON data: it has no JSON Schema"
                     " (a tool may return it, alone or in a list, but not inside other data)"
@@ -882,8 +882,7 @@ def _is_content_class(tp: Any) -> bool:
     """Whether ``tp`` is an MCP content type (``TextContent``..., ``CallToolResult``) or
     a class marked ``__mcp_content__ = True`` (``Image``, ``Audio``, ``ToolResult``...)."""
     return isinstance(tp, type) and (
-        issubclass(tp, loaded_models(*_CONTENT_TYPE_NAMES))
-        or getattr(tp, "__mcp_content__", False) is True
+        issubclass(tp, loaded_models(*_CONTENT_TYPE_NAMES)) or _is_marked(tp, "__mcp_content__")
     )
 
 
@@ -961,15 +960,14 @@ def _without_asks(tp: Any) -> Any:
     members = [m for m in get_args(bare) if _strip(m) is not InputRequiredResult]
     if len(members) == len(get_args(bare)):
         return tp
-    return members[0] if len(members) == 1 else cast("Any", Union)[tuple(members)]
+    return _union_of(members)
 
 
 def _is_whole_result(tp: Any) -> bool:
     """Whether ``tp`` is a result spelled out (``ToolResult``, whose class says so with
     ``__mcp_result__``, or ``CallToolResult``): sent as it is."""
     return isinstance(tp, type) and (
-        getattr(tp, "__mcp_result__", False) is True
-        or issubclass(tp, loaded_models("CallToolResult"))
+        _is_marked(tp, "__mcp_result__") or issubclass(tp, loaded_models("CallToolResult"))
     )
 
 
@@ -989,7 +987,12 @@ def _without_whole_results(tp: Any) -> Any:
         _is_content_class(leaf) or _is_text(leaf) for m in rest for leaf, _ in _content_leaves(m)
     ):
         return tp
-    return rest[0] if len(rest) == 1 else cast("Any", Union)[tuple(rest)]
+    return _union_of(rest)
+
+
+def _union_of(members: list[Any]) -> Any:
+    """``members[0] | members[1] | ...`` (one member: itself)."""
+    return members[0] if len(members) == 1 else cast("Any", Union)[tuple(members)]
 
 
 @_memo

@@ -71,18 +71,26 @@ MAX_COMPLETION_VALUES = 100
 _TYPED_CONTENT = ("TextContent", "ImageContent", "AudioContent", "EmbeddedResource", "ResourceLink")
 _TYPED_RESOURCE_CONTENTS = ("TextResourceContents", "BlobResourceContents")
 
-# Each ContentBlock type: its required fields with their JSON type, and its optional
-# fields, over every revision's schema (what _raw_block accepts as a raw block).
-_ANNOTATED = frozenset({"annotations", "_meta"})
+# Each ContentBlock type: its required fields with their JSON type, and every field it
+# may have, over every revision's schema (what _raw_block accepts as a raw block).
+_ANNOTATED = frozenset({"type", "annotations", "_meta"})
+
+
+def _block_shape(
+    required: tuple[tuple[str, type], ...], optional: frozenset[str] = frozenset()
+) -> tuple[tuple[tuple[str, type], ...], frozenset[str]]:
+    return required, _ANNOTATED | optional | {key for key, _ in required}
+
+
 _RAW_BLOCKS: Mapping[str, tuple[tuple[tuple[str, type], ...], frozenset[str]]] = MappingProxyType(
     {
-        "text": ((("text", str),), _ANNOTATED),
-        "image": ((("data", str), ("mimeType", str)), _ANNOTATED),
-        "audio": ((("data", str), ("mimeType", str)), _ANNOTATED),
-        "resource": ((("resource", Mapping),), _ANNOTATED),
-        "resource_link": (
+        "text": _block_shape((("text", str),)),
+        "image": _block_shape((("data", str), ("mimeType", str))),
+        "audio": _block_shape((("data", str), ("mimeType", str))),
+        "resource": _block_shape((("resource", Mapping),)),
+        "resource_link": _block_shape(
             (("uri", str), ("name", str)),
-            _ANNOTATED | {"title", "description", "mimeType", "size", "icons"},
+            frozenset({"title", "description", "mimeType", "size", "icons"}),
         ),
     }
 )
@@ -401,11 +409,11 @@ def _raw_block(value: Mapping[Any, Any]) -> dict[str, Any] | None:
     shape = _RAW_BLOCKS.get(kind) if isinstance(kind, str) else None
     if shape is None:
         return None
-    required, optional = shape
+    required, allowed = shape
     for key, json_type in required:
         if not isinstance(value.get(key), json_type):
             return None
-    if not all(key == "type" or key in optional or key in dict(required) for key in value):
+    if not value.keys() <= allowed:
         return None
     if kind == "resource":
         resource = value["resource"]
