@@ -84,6 +84,7 @@ from ._client_common import (
     RootLike,
     ToolOutput,
     check_log_level,
+    checked_roots,
     client_config,
     complete_params,
     elicitation_params,
@@ -323,9 +324,7 @@ class _Options:
     def core_config(self) -> ConnectionConfig:
         """Check the arguments (a list of roots is taken once, and checked); the core's
         configuration."""
-        if self.roots is not None and not callable(self.roots):
-            self.roots = list(self.roots)
-            roots_result(self.roots)
+        self.roots = checked_roots(self.roots)
         return client_config(
             self.connection_config,
             era=self.era,

@@ -35,6 +35,7 @@ from mcp_sansio import (
     structure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._versions import has_capability
 
 from ._client_callbacks import (
     Callbacks,
@@ -52,12 +53,12 @@ from ._client_common import (
     RootLike,
     ToolOutput,
     check_log_level,
+    checked_roots,
     client_config,
     complete_params,
     named_params,
     pager,
     request_params,
-    roots_result,
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
@@ -407,12 +408,9 @@ class Client(HandshakeFacts):
         """
         if self._callbacks.roots is None:
             raise LocalProtocolError("open the client with roots=... to declare the capability")
-        if not callable(roots):
-            roots = list(roots)
-            roots_result(roots)  # check the items now, not when the server asks
-        self._callbacks.roots = roots
-        caps = self._session.connection.config.capabilities.get("roots")
-        if self.era is Era.LEGACY and type(caps) is dict and caps.get("listChanged"):
+        self._callbacks.roots = checked_roots(roots)
+        capabilities = self._session.connection.config.capabilities
+        if self.era is Era.LEGACY and has_capability(capabilities, ("roots", "listChanged")):
             # roots.mdx: a client that declared roots.listChanged says so; one that did
             # not leaves the server to ask again when it wants.
             await self.notify("notifications/roots/list_changed")
@@ -520,9 +518,7 @@ async def open_client(
         capabilities=capabilities,
         timeout=timeout,
     )
-    if roots is not None and not callable(roots):
-        roots = list(roots)
-        roots_result(roots)  # check the items now, not when the server asks
+    roots = checked_roots(roots)
     callbacks = Callbacks(
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log
     )

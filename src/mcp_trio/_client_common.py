@@ -11,7 +11,7 @@ import importlib.metadata
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, TypeAlias, final, get_args
+from typing import Any, Final, Literal, TypeAlias, TypeVar, final, get_args
 
 import attrs
 
@@ -50,6 +50,7 @@ __all__ = [
     "Validator",
     "build_capabilities",
     "check_log_level",
+    "checked_roots",
     "client_config",
     "complete_params",
     "connection_versions",
@@ -299,6 +300,25 @@ def to_wire(value: Any, what: str) -> dict[str, Any]:
 
 RootLike = t.Root | str | Mapping[str, Any]
 """A root: a ``types.Root``, a ``file://`` URI, or a ``{"uri": ..., "name": ...}`` dict."""
+
+
+_Callable = TypeVar("_Callable", bound=Callable[..., Any])
+
+
+def checked_roots(
+    roots: Iterable[RootLike] | _Callable | None,
+) -> list[RootLike] | _Callable | None:
+    """Roots as a client is given them: a list of them is taken once (a generator too)
+    and checked now, not when the server asks; ``None`` and a callable pass as they are.
+
+    Raises:
+        TypeError, ValueError: as :func:`roots_result`.
+    """
+    if roots is None or callable(roots):
+        return roots
+    taken = list(roots)
+    roots_result(taken)
+    return taken
 
 
 def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from mcp_sansio import ConnectionConfig, Role
 
 from ._channel import MessageChannel
 from ._config import SessionConfig
-from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._session import Session
 from ._util import open_task_nursery
@@ -100,5 +99,4 @@ async def open_session(
         try:
             yield session
         finally:
-            session._cancel_in_flight()
-            session._begin_close(SessionClosed("the session was closed locally"), graceful=False)
+            session._close_locally()

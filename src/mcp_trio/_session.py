@@ -523,20 +523,20 @@ class Session:
         so the server stops them rather than finishing work nobody will read: a stdio
         server then exits when its stdin closes instead of after its grace period,
         which outlasts the wait before SIGTERM."""
-        self._cancel_in_flight()
-        self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
+        self._close_locally()
         await self._closed.wait()
 
-    def _cancel_in_flight(self) -> None:
-        """A client closing: tell the server that its requests still in flight are no
-        longer wanted, if the channel takes it at once (see :meth:`aclose`)."""
-        if self.role != "client" or self._close_exc is not None:
-            return
-        conn = self._conn
-        for rid in conn.pending_requests():
-            with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
-                conn.cancel_request(rid, "the client is closing")
-        self._flush_nowait()
+    def _close_locally(self) -> None:
+        """:meth:`aclose` without the wait (also leaving ``open_session``): a client
+        first tells the server that its requests still in flight are no longer wanted,
+        if the channel takes it at once."""
+        if self.role == "client" and self._close_exc is None:
+            conn = self._conn
+            for rid in conn.pending_requests():
+                with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
+                    conn.cancel_request(rid, "the client is closing")
+            self._flush_nowait()
+        self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
 
     # ------------------------------------------------------------------ waiting
 
