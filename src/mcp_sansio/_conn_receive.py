@@ -618,10 +618,8 @@ class _Receiving(_Handshake):
             # -32602. Checked per request, so never cached for the fast path.
             mode = (msg.params or {}).get("mode", "form")
             declared = self.config.capabilities.get("elicitation")
-            # An elicitation object naming neither mode declares form mode (as
-            # _modern.check_client_capabilities reads an envelope).
-            modes = {m for m in ("form", "url") if type(declared) is dict and m in declared}
-            if type(mode) is not str or mode not in (modes or {"form"}):
+            modes = _modern.elicitation_modes(declared) or {"form"}
+            if type(mode) is not str or mode not in modes:
                 self._reject(
                     rid,
                     ErrorCode.INVALID_PARAMS,

@@ -518,6 +518,15 @@ def _missing_capabilities(
     return missing
 
 
+def elicitation_modes(elicitation: object) -> frozenset[str]:
+    """The elicitation modes a client's ``elicitation`` capability declares: an object
+    naming neither ``form`` nor ``url`` declares form mode (client/elicitation#capabilities);
+    anything but an object declares none."""
+    if not isinstance(elicitation, Mapping):
+        return frozenset()
+    return frozenset(m for m in ("form", "url") if m in elicitation) or frozenset({"form"})
+
+
 def check_client_capabilities(
     envelope_caps: Mapping[str, Any], required: Mapping[str, Any]
 ) -> ErrorData | None:
@@ -543,9 +552,9 @@ def check_client_capabilities(
     """
     elicitation = envelope_caps.get("elicitation")
     if (
-        (type(elicitation) is dict or isinstance(elicitation, Mapping))
+        isinstance(elicitation, Mapping)
         and "form" not in elicitation
-        and "url" not in elicitation
+        and "form" in elicitation_modes(elicitation)
     ):
         envelope_caps = {**envelope_caps, "elicitation": {**elicitation, "form": {}}}
     missing = _missing_capabilities(envelope_caps, required)

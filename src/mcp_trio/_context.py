@@ -53,6 +53,7 @@ from mcp_sansio import (
     RequestId,
     structure,
 )
+from mcp_sansio._modern import elicitation_modes
 from mcp_sansio._versions import REVISIONS
 
 from ._errors import McpError
@@ -358,8 +359,7 @@ class Context:
         params: dict[str, Any] = {"message": message, "requestedSchema": spec.schema}
         if version in ELICITATION_MODE_VERSIONS:  # 2025-06-18 has no mode (form only)
             params = {"mode": "form", **params}
-        caps = self.client_capabilities.get("elicitation")
-        if not isinstance(caps, Mapping) or ("url" in caps and "form" not in caps):
+        if "form" not in elicitation_modes(self.client_capabilities.get("elicitation")):
             raise _missing_capability("elicitation (form)", {"elicitation": {"form": {}}})
         answer = await self._ask("elicit", "elicitation/create", params, timeout)
         action, content = self._elicit_answer(answer)
@@ -403,8 +403,7 @@ class Context:
         params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
         if self.era is not Era.MODERN:
             params["elicitationId"] = elicitation_id or uuid.uuid4().hex
-        caps = self.client_capabilities.get("elicitation")
-        if not isinstance(caps, Mapping) or "url" not in caps:
+        if "url" not in elicitation_modes(self.client_capabilities.get("elicitation")):
             raise _missing_capability("elicitation (url)", {"elicitation": {"url": {}}})
         if self.protocol_version not in ELICITATION_MODE_VERSIONS:
             raise _not_in_version(
