@@ -734,6 +734,13 @@ class HttpServer:
         def mismatch(message: str) -> ErrorData:
             return ErrorData(code=ErrorCode.HEADER_MISMATCH, message=f"Header mismatch: {message}")
 
+        def unsupported() -> ErrorData:
+            return ErrorData(
+                code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+                message="Unsupported protocol version",
+                data={"supported": supported, "requested": version},
+            )
+
         version = request.header(MCP_PROTOCOL_VERSION)
         supported = list(self._modern_versions + self._legacy_versions)
         meta = (msg.params or {}).get("_meta")
@@ -744,11 +751,7 @@ class HttpServer:
             # request: a client of a later revision learns what to retry with, and a
             # legacy client's initialize learns what this server speaks (versioning.mdx).
             # A body that claims another version is a header mismatch first (-32020).
-            return ErrorData(
-                code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-                message="Unsupported protocol version",
-                data={"supported": supported, "requested": version},
-            )
+            return unsupported()
         if msg.method != "initialize" and (
             type(meta) is not dict
             or type(meta.get(PROTOCOL_VERSION_KEY)) is not str
@@ -780,18 +783,13 @@ class HttpServer:
             return mismatch(
                 f"Mcp-Method header value {method!r} does not match body value {msg.method!r}"
             )
-        body_version = meta.get(PROTOCOL_VERSION_KEY) if type(meta) is dict else None
-        if body_version != version:
+        if claimed != version:
             return mismatch(
                 f"MCP-Protocol-Version header value {version!r} does not match "
-                f"body value {body_version!r}"
+                f"body value {claimed!r}"
             )
         if version not in self._modern_versions:
-            return ErrorData(
-                code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-                message="Unsupported protocol version",
-                data={"supported": supported, "requested": version},
-            )
+            return unsupported()
         key = _NAME_KEYS.get(msg.method)
         params = msg.params or {}
         if key is not None:

@@ -154,6 +154,13 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
     return dict(value)
 
 
+def _check_structured(structured: Any, output_schema: dict[str, Any]) -> None:
+    """tools.mdx: structured results MUST conform to the output schema (ValueError)."""
+    problems = validate(structured, output_schema, root="structuredContent")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
     """A tool's return value as a ``CallToolResult`` (see :meth:`Server.tool`).
 
@@ -172,11 +179,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
                 raise ValueError(
                     "the tool declares an output schema: its result needs structured content"
                 )
-            problems = validate(
-                result["structuredContent"], tool.output_schema, root="structuredContent"
-            )
-            if problems:
-                raise ValueError("; ".join(problems))
+            _check_structured(result["structuredContent"], tool.output_schema)
         return result
     if tool.output_schema is not None:
         if tool.derived_output:  # (wrapped as {"result": ...} where not an object)
@@ -185,9 +188,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         else:
             structured = to_jsonable(value)
             text = jsonable_text(structured)
-        problems = validate(structured, tool.output_schema, root="structuredContent")
-        if problems:
-            raise ValueError("; ".join(problems))
+        _check_structured(structured, tool.output_schema)
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
     blocks = content_blocks(value)
     if blocks is not None:
