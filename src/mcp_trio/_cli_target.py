@@ -23,7 +23,6 @@ import re
 import shutil
 import sys
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Final
@@ -31,6 +30,7 @@ from typing import Final
 from ._cli_util import CliError, UsageError
 from ._client_targets import URL_SCHEMES
 from ._server import Server
+from ._util import stdout_fd_to_stderr
 
 __all__ = ["URL_SCHEMES", "client_target", "load_server", "split_spec"]
 
@@ -60,7 +60,7 @@ def load_server(spec: str) -> Server:
         CliError: no such file or module, it failed to import, or it holds no server.
     """
     where, attribute = split_spec(spec)
-    with _stdout_fd_to_stderr(), contextlib.redirect_stdout(sys.stderr):
+    with stdout_fd_to_stderr(), contextlib.redirect_stdout(sys.stderr):
         if where.endswith(".py") or os.sep in where or "/" in where:
             module = _import_file(Path(where))
         elif _DOTTED_NAME.match(where):
@@ -68,29 +68,6 @@ def load_server(spec: str) -> Server:
         else:
             raise CliError(f"{spec!r} is neither a .py file nor a module name")
         return _pick_server(module, attribute, where)
-
-
-@contextlib.contextmanager
-def _stdout_fd_to_stderr() -> Iterator[None]:
-    """File descriptor 1 points at stderr meanwhile: what the module writes below Python
-    (``os.write(1, ...)``, a child process it starts) stays off stdout too."""
-    if sys.stdout is not None:  # (None: Python started with fd 1 closed)
-        sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no stdout at all: nothing to protect
-        yield
-        return
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        try:
-            if sys.stdout is not None:
-                sys.stdout.flush()
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
 
 
 def client_target(text: str) -> str | Server:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import partial
@@ -33,7 +32,7 @@ from ._errors import ServerExited
 from ._handlers import Handlers
 from ._open import open_session
 from ._session import Session
-from ._util import SessionHook, open_task_nursery, run_hook
+from ._util import SessionHook, open_task_nursery, run_hook, stdout_fd_to_stderr
 
 __all__ = ["ProcessChannel", "open_stdio_client", "serve_stdio"]
 
@@ -49,20 +48,11 @@ def _claim_stdio() -> Iterator[tuple[int, int]]:
     """Private duplicates of fds 0 and 1; fd 1 points at stderr meanwhile."""
     stdin_fd = os.dup(0)
     stdout_fd = os.dup(1)
-    saved = os.dup(1)
-    os.dup2(2, 1)
     try:
-        # Only now: what was printed before and is still buffered goes to stderr, not
-        # ahead of the first message (the server MUST NOT write anything else to stdout).
-        if sys.stdout is not None:
-            sys.stdout.flush()
-        yield stdin_fd, stdout_fd
+        # The server MUST NOT write anything but messages to stdout.
+        with stdout_fd_to_stderr():
+            yield stdin_fd, stdout_fd
     finally:
-        with suppress(OSError, ValueError):  # (restore fd 1 whatever the flush says)
-            if sys.stdout is not None:
-                sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
         # FdStream made the shared file descriptions non-blocking; undo that for
         # whoever uses them after us (a shell, a parent process).
         for fd in (0, 1):

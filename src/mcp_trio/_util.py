@@ -1,11 +1,13 @@
-"""Small task helpers shared by the session and the transports."""
+"""Small helpers shared by the session, the transports and the command line."""
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import os
+import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING
 
 import trio
@@ -99,3 +101,27 @@ def rearm(scope: trio.CancelScope, deadline: float | None) -> None:
     value = math.inf if deadline is None else deadline
     if scope.deadline != value:
         scope.deadline = value
+
+
+@contextmanager
+def stdout_fd_to_stderr() -> Iterator[None]:
+    """File descriptor 1 points at stderr meanwhile, so that nothing but MCP messages
+    reaches stdout: not what code writes below Python (``os.write(1, ...)``, a child
+    process), and not what Python still buffered from earlier prints (flushed to stderr
+    on the way in). Nothing is done without a stdout at all (fd 1 closed)."""
+    try:
+        saved = os.dup(1)
+    except OSError:
+        yield
+        return
+    os.dup2(2, 1)
+    try:
+        if sys.stdout is not None:  # (None: Python started with fd 1 closed)
+            sys.stdout.flush()
+        yield
+    finally:
+        with suppress(OSError, ValueError):  # (fd 1 is restored whatever the flush says)
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
