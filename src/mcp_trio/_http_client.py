@@ -611,11 +611,10 @@ class HttpChannel(MessageChannel):
                 continue
             ids = [rid for rid in reader.unanswered if rid in stream.ids]
             for rid in ids:
-                reader.forget(rid)
-                stream.ids.discard(rid)
+                stream.stop_waiting(rid)
                 if self._streams.get(rid) is stream:
                     del self._streams[rid]
-            stream.scope.cancel()
+            stream.scope.cancel()  # (the stream belongs to the forgotten session)
             failed += ids
         return tuple(failed)
 
