@@ -414,7 +414,8 @@ class ClientResponse:
                         # An initialize result is legacy, even after a probe whose -32022
                         # (which set MODERN) offered a legacy version to fall back to.
                         self._client.era = Era.LEGACY
-                elif method == "tools/list":
+                elif method == "tools/list" and self._sent.modern:
+                    # x-mcp-header is a 2026-07-28 extension: a legacy list is the server's.
                     kept = self._client._filter_tools(result, self.warnings)
                     if kept is not result:
                         obj = {**obj, "result": kept}

@@ -12,13 +12,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import final
+from typing import Final, final
 
 import attrs
 
 __all__ = [
     "ALL_VERSIONS",
     "FOREIGN_METHODS",
+    "JSON_SCHEMA_DIALECT",
     "LATEST_LEGACY_VERSION",
     "LATEST_VERSION",
     "LEGACY_VERSIONS",
@@ -27,6 +28,11 @@ __all__ = [
     "Era",
     "Revision",
 ]
+
+
+#: The JSON Schema dialect of a schema that declares none (basic/index.mdx, "JSON Schema
+#: Usage", 2025-11-25 on); a schema that declares another is one we cannot validate.
+JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 
 class Era(enum.Enum):

@@ -30,7 +30,7 @@ from mcp_sansio import (
 )
 from mcp_sansio import types as t
 from mcp_sansio._sampling import sampling_messages_problem
-from mcp_sansio._versions import REVISIONS
+from mcp_sansio._versions import JSON_SCHEMA_DIALECT, REVISIONS
 
 __all__ = [
     "LIST_METHODS",
@@ -548,7 +548,6 @@ _OBJECT_ONLY_VERSIONS: Final = frozenset(
 )
 """The revisions whose ``CallToolResult.structuredContent`` is an object (later ones
 allow any JSON value; earlier ones have no such member)."""
-_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 _SAME_VALUE: Final = ("allOf", "anyOf", "oneOf")
 """Keywords whose subschemas all apply to the same value."""
 _MAX_PROBLEM_CHARS: Final = 200
@@ -707,7 +706,9 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
     makes it unusable, its cost being unbounded.
     """
     dialect = schema.get("$schema")
-    if dialect is not None and (not isinstance(dialect, str) or dialect.rstrip("#") != _DIALECT):
+    if dialect is not None and (
+        not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT
+    ):
         return False
     if _has_pattern(schema):
         return False

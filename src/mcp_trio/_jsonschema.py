@@ -103,6 +103,8 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
+from mcp_sansio._versions import JSON_SCHEMA_DIALECT
+
 from ._handlers import InputRequiredResult
 from ._typed import loaded_models
 
@@ -1413,6 +1415,13 @@ class _Validator:
             raise ValueError(
                 f"{where}: unsupported JSON Schema keyword(s) {names}; "
                 "validate() implements: " + ", ".join(sorted(_KEYWORDS))
+            )
+        dialect = node.get("$schema", JSON_SCHEMA_DIALECT)
+        if not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT:
+            # basic/index.mdx: validate by the declared dialect, refuse one we do not have.
+            raise ValueError(
+                f"{where}: unsupported JSON Schema dialect {_show(dialect)} "
+                f"(validate() implements {JSON_SCHEMA_DIALECT})"
             )
         try:
             if "$ref" in node:

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
+from mcp_sansio._http_common import HeaderParam, parse_header_params
+
 from ._jsonschema import (
     check_schema,
     coerce_arguments,
@@ -291,6 +293,9 @@ class ToolEntry(Entry):
     custom_params: frozenset[str] | None = frozenset()
     """With ``custom_input``: the argument names the function accepts (its named
     parameters), or ``None`` when it takes ``**kwargs`` (any name)."""
+    header_params: tuple[HeaderParam, ...] = ()
+    """The ``x-mcp-header`` parameters of ``input_schema`` (modern HTTP checks the
+    ``Mcp-Param-*`` headers of a call against them)."""
 
     @classmethod
     def build(
@@ -320,6 +325,12 @@ class ToolEntry(Entry):
             schema = dict(input_schema)
         else:
             schema = function_input_schema(fn, skip=skip)
+        try:
+            # An annotation anywhere it may not be makes the tool invalid
+            # (2026-07-28 streamable-http#schema-extension): refuse it now, not per call.
+            header_params = parse_header_params(schema)
+        except ValueError as exc:
+            raise ValueError(f"tool {name!r}: inputSchema {exc}") from None
         if output_schema is True:
             out, derived = function_output_schema(fn), True
         elif output_schema is False:
@@ -355,6 +366,7 @@ class ToolEntry(Entry):
             definition=definition,
             custom_input=custom_input,
             custom_params=_custom_params(fn, skip) if custom_input else frozenset(),
+            header_params=header_params,
         )
 
 

@@ -696,10 +696,8 @@ class Server:
             )
 
     def _header_params(self, tool: str) -> tuple[HeaderParam, ...]:
-        from mcp_sansio._http import parse_header_params  # noqa: PLC0415
-
         entry = self._registry.tools.get(tool)
-        return () if entry is None else parse_header_params(entry.input_schema)
+        return () if entry is None else entry.header_params
 
     @asynccontextmanager
     async def connect_in_memory(

@@ -179,6 +179,16 @@ def test_a_bad_tool_whose_name_is_not_a_string() -> None:
     assert reader.warnings[0].startswith("dropped tool without a name: ")
 
 
+def test_a_legacy_tools_list_is_passed_on_whole() -> None:
+    # x-mcp-header is a 2026-07-28 extension: no legacy revision gives it a meaning.
+    client = legacy_client()
+    body = tools_body(BAD_TOOL, GOOD_TOOL).replace(b'"id":1', b'"id":2', 1)
+    reader = client.response(client.post(rpc(2, "tools/list")), 200, JSON)
+    assert feed_all(reader, body) == [body]
+    assert reader.warnings == []
+    assert client.header_params("good") == ()  # nothing learnt: legacy requests send none
+
+
 def _properties_chain(levels: int) -> dict[str, Any]:
     """``levels`` nested ``properties`` steps, the last one annotated."""
     schema: dict[str, Any] = {"type": "string", "x-mcp-header": "Deep"}

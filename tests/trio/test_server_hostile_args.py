@@ -325,6 +325,10 @@ async def test_output_schema_pattern_is_checked(era: str) -> None:
         ({"properties": {"a": {"$ref": "https://example.com/s"}}}, "only local"),
         ({"properties": {"a": {"type": "float"}}}, "unknown type(s) ['float']"),
         ({"properties": {"a": 3}}, "a schema is an object or a boolean"),
+        # basic/index.mdx: validate by the declared dialect; refuse one we do not have
+        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "dialect"),
+        ({"properties": {"a": {"$schema": "urn:mine"}}}, "#/properties/a: unsupported"),
+        ({"$schema": 7}, "unsupported JSON Schema dialect 7"),
     ],
 )
 def test_an_output_schema_the_validator_cannot_use_is_refused_at_registration(
@@ -459,3 +463,29 @@ async def test_a_verbatim_input_schema_with_kwargs_takes_any_names(era: str) -> 
         {"a": 1, "b": [2]},
         {"a": 0, "arguments": 1, "rest": 2, "c": 3},
     ]
+
+
+@pytest.mark.parametrize("suffix", ["", "#"])
+def test_the_2020_12_dialect_may_be_declared(suffix: str) -> None:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema" + suffix}
+    server = Server("declared")
+    assert server.add_tool(lambda: {}, name="ok", output_schema={"type": "object", **schema})
+
+
+@pytest.mark.parametrize(
+    "prop",
+    [
+        {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}},
+        {"type": "number", "x-mcp-header": "N"},
+        {"type": "string", "x-mcp-header": "bad name"},
+    ],
+    ids=["under-items", "number", "bad-name"],
+)
+def test_a_misplaced_header_annotation_is_refused_at_registration(prop: dict[str, Any]) -> None:
+    # 2026-07-28 streamable-http#schema-extension: such an annotation makes the tool
+    # invalid; it would otherwise be listed, and fail every call over modern HTTP.
+    server = Server("refused")
+    schema = {"type": "object", "properties": {"p": prop}}
+    with pytest.raises(ValueError, match="tool 'bad': inputSchema x-mcp-header"):
+        server.add_tool(lambda **kw: "", name="bad", input_schema=schema)
+    assert server.add_tool(lambda **kw: "", name="bad") == "bad"  # the name is still free
