@@ -32,7 +32,10 @@ class _Answering(_ConnectionBase):
 
         Raises:
             LocalProtocolError: ``request_id`` is not a request of the peer's that
-                awaits an answer. No state changed.
+                awaits an answer; or, modern era, ``result`` has a ``resultType`` other
+                than ``"complete"`` (see :meth:`send_input_required`) or cannot be
+                decorated (see :func:`~mcp_sansio._modern.decorate_result`). No state
+                changed.
             TypeError: ``result`` is not JSON-serializable. No state changed: the
                 request can still be answered (e.g. with an error).
         """
@@ -55,6 +58,18 @@ class _Answering(_ConnectionBase):
             ):
                 result = {**result, "resultType": _COMPLETE, "_meta": server_meta}
             else:
+                kind = result.get("resultType", _COMPLETE) if type(result) is dict else None
+                if kind is not None and kind != _COMPLETE:
+                    # mrtr.mdx: an input-required result carries input requests the
+                    # client declared it can answer, or a requestState: send_input_required
+                    # checks and seals them. basic/index.mdx: no other type without an
+                    # extension (we declare none).
+                    raise LocalProtocolError(
+                        "use send_input_required for an input_required result"
+                        if kind == _modern.RESULT_TYPE_INPUT_REQUIRED
+                        else f"resultType {kind!r}: a result is 'complete' (or input_required,"
+                        " through send_input_required)"
+                    )
                 result = _modern.decorate_result(
                     inbound.method,
                     result,

@@ -326,6 +326,12 @@ class _Handshake(_ConnectionBase):
         self, rid: RequestId, result: dict[str, Any], now: float, events: list[Event]
     ) -> None:
         self._probe_id = None
+        kind = _modern.classify_result(result, method="server/discover")
+        if isinstance(kind, ErrorData):
+            # basic/index.mdx: a resultType the client does not recognise (or
+            # input_required, which discover may not return) makes the result invalid.
+            events.append(ErrorReceived(request_id=rid, method="server/discover", error=kind))
+            return
         supported = result.get("supportedVersions")
         offered = supported if type(supported) is list else []
         common = [v for v in self._modern_versions if v in offered]

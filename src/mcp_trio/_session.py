@@ -522,19 +522,26 @@ class Session:
         wanted (``notifications/cancelled``, sent only if the channel takes it at once),
         so the server stops them rather than finishing work nobody will read: a stdio
         server then exits when its stdin closes instead of after its grace period,
-        which outlasts the wait before SIGTERM."""
+        which outlasts the wait before SIGTERM. A modern server ends the subscriptions
+        it serves with their result the same way."""
         self._close_locally()
         await self._closed.wait()
 
     def _close_locally(self) -> None:
         """:meth:`aclose` without the wait (also leaving ``open_session``): a client
         first tells the server that its requests still in flight are no longer wanted,
-        if the channel takes it at once."""
-        if self.role == "client" and self._close_exc is None:
+        and a modern server ends the ``subscriptions/listen`` streams it serves with
+        their result (2026-07-28 subscriptions.mdx: SHOULD, on shutdown), if the channel
+        takes it at once."""
+        if self._close_exc is None:
             conn = self._conn
-            for rid in conn.pending_requests():
-                with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
-                    conn.cancel_request(rid, "the client is closing")
+            if self.role == "client":
+                for rid in conn.pending_requests():
+                    with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
+                        conn.cancel_request(rid, "the client is closing")
+            else:
+                for sid in conn.subscriptions():
+                    conn.end_subscription(sid)
             self._flush_nowait()
         self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
 

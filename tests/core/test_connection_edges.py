@@ -232,6 +232,21 @@ def test_discover_with_nothing_in_common_is_an_error() -> None:
     assert out == []
 
 
+@pytest.mark.parametrize("result_type", ["bogus", "input_required", 7])
+def test_a_discover_result_of_another_type_fails_the_handshake(result_type: Any) -> None:
+    # basic/index.mdx: a resultType the client does not recognise is invalid (and
+    # server/discover may not ask for input).
+    client = Connection("client", ConnectionConfig())
+    rid = client.start()
+    client.data_to_send()
+    result = {"supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": result_type}
+    events, out = feed(client, {"jsonrpc": "2.0", "id": rid, "result": result})
+    error = only(events, ErrorReceived)
+    assert error.error.code == ErrorCode.INTERNAL_ERROR and "Invalid result" in error.error.message
+    assert out == [] and client.era is None
+    assert not [e for e in events if isinstance(e, HandshakeCompleted)]
+
+
 @pytest.mark.parametrize(
     ("supported", "falls_back"),
     [(["2099-01-01"], False), ([], False), (["2099-01-01", "2025-06-18"], True)],

@@ -445,6 +445,28 @@ def test_input_required_only_for_three_methods_and_modern() -> None:
     pair.server.send_result(req.request_id, {"tools": []})
 
 
+@pytest.mark.parametrize(
+    ("result", "why"),
+    [
+        ({"resultType": "input_required"}, "send_input_required"),
+        ({"resultType": "input_required", "inputRequests": ELICIT}, "send_input_required"),
+        ({"resultType": "partial", "content": []}, "resultType 'partial'"),
+    ],
+)
+def test_send_result_sends_complete_results_only(result: dict[str, Any], why: str) -> None:
+    # mrtr.mdx: an input_required result carries checked input requests or a state
+    # (send_input_required); basic/index.mdx: no result type but the core's without an
+    # extension. send_result used to send all three, the first two unchecked.
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    feed(server, modern_request(1, "tools/call", {"name": "t"}))  # declares no elicitation
+    with pytest.raises(LocalProtocolError, match=why):
+        server.send_result(1, result)
+    assert server.inflight_requests() != () and server.data_to_send() == []
+    server.send_result(1, {"content": [], "resultType": "complete"})
+    (out,) = [loads(p) for p in server.data_to_send()]
+    assert out["result"]["resultType"] == "complete"
+
+
 def test_input_required_needs_the_client_capability() -> None:
     server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
     feed(server, modern_request(1, "tools/call", {"name": "t"}))  # declares no elicitation

@@ -16,7 +16,7 @@ from trio.testing import MockClock
 
 from mcp_sansio import Connection, ConnectionConfig, NotificationReceived
 from mcp_sansio._json import dumps, loads
-from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair
+from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair, open_session
 from mcp_trio._client import Client, open_client
 from mcp_trio._client_subscriptions import Subscription
 
@@ -236,3 +236,27 @@ async def test_modern_listen_refused(autojump_clock: MockClock) -> None:
         with pytest.raises(McpError):
             async with client.subscribe(resources=[1]):  # type: ignore[list-item]
                 pytest.fail("refused")  # pragma: no cover
+
+
+async def test_a_modern_server_closing_its_session_ends_the_subscription_gracefully(
+    autojump_clock: MockClock,
+) -> None:
+    # 2026-07-28 subscriptions.mdx: a server ending a subscription on its own initiative
+    # (shutdown) SHOULD answer the listen request with a result before the stream closes.
+    client_channel, server_channel = memory_channel_pair()
+    async with (
+        open_session(
+            server_channel,
+            "server",
+            handlers=make_handlers(),
+            connection_config=app_config(),
+        ) as server,
+        open_client(client_channel, era="modern") as client,
+        client.subscribe(tools=True) as updates,
+    ):
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.connection.subscriptions() != ()
+        await server.aclose()
+        async for _note in updates:
+            pytest.fail("nothing was sent")  # pragma: no cover
+        assert updates.end_reason == "the server ended the subscription"  # its result

@@ -62,6 +62,8 @@ def tools() -> Handlers:
             return {"content": [], "slept": args["seconds"]}
         if name == "not-a-dict":
             return ["a", "list"]  # type: ignore[return-value]
+        if name == "raw-input-required":  # MRTR goes through InputRequiredResult
+            return {"resultType": "input_required", "requestState": "made up"}
         if name == "group":
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_fail)
@@ -112,6 +114,19 @@ async def test_handler_exception_becomes_internal_error_and_session_goes_on(
         assert info.value.message == "Internal error"
         assert "secret" not in str(info.value.error.to_wire())
         assert "secret detail" in caplog.text  # the traceback is logged, not sent
+        result = await client.request("tools/call", call("echo", text="still here"))
+        assert result["content"][0]["text"] == "still here"
+
+
+async def test_a_raw_input_required_dict_is_an_internal_error() -> None:
+    async with open_memory_pair(
+        server_handlers=tools(),
+        server_connection_config=server_config(),
+        client_connection_config=client_config(era="modern"),
+    ) as (client, _server):
+        with pytest.raises(McpError) as info:
+            await client.request("tools/call", call("raw-input-required"))
+        assert info.value.code == ErrorCode.INTERNAL_ERROR
         result = await client.request("tools/call", call("echo", text="still here"))
         assert result["content"][0]["text"] == "still here"
 
