@@ -252,6 +252,13 @@ def test_call_on_a_terminal_asks_the_user() -> None:
         (("list", "ftp://example.com/mcp"), 2, "unsupported URL 'ftp://example.com/mcp'"),
         (("call", NOTES, "search_note"), 1, "unknown tool 'search_note'; did you mean"),
         (("run", NOTES, "--port", "70000"), 2, "a port is 0 to 65535"),
+        (("list", NOTES, "-H", "A: b"), 2, "--header is for http(s):// and ws(s):// targets"),
+        (("list", NOTES, "--header", "no colon"), 2, "not a header 'NAME: VALUE'"),
+        (
+            ("list", "http://127.0.0.1:9/mcp", "-H", "Host: x"),
+            2,
+            "header 'Host' is written by the HTTP transport itself",
+        ),
         (
             ("call", NOTES, "search_notes", "--arg", "limit=123456789012345678901234"),
             2,

@@ -128,6 +128,13 @@ def _seconds(text: str) -> float | None:
     return None if value == 0 else value
 
 
+def _header(text: str) -> tuple[str, str]:
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip():
+        raise argparse.ArgumentTypeError(f"not a header 'NAME: VALUE': {text!r}")
+    return name.strip(), value.strip()
+
+
 def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--era",
@@ -142,6 +149,16 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="give up on a request after this long without an answer or progress; "
         "0: never (default: 60)",
+    )
+    parser.add_argument(
+        "--header",
+        "-H",
+        dest="headers",
+        action="append",
+        default=[],
+        type=_header,
+        metavar="'NAME: VALUE'",
+        help="an extra HTTP/WebSocket request header (repeat it), e.g. 'Authorization: Bearer …'",
     )
     parser.add_argument("--raw", action="store_true", help="print the JSON result")
     parser.add_argument(
@@ -257,7 +274,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
     if args.command in ("list", "call"):
         options = ClientOptions(
-            era=args.era, timeout=args.timeout, raw=args.raw, quiet=args.quiet, verbose=args.verbose
+            era=args.era,
+            timeout=args.timeout,
+            raw=args.raw,
+            quiet=args.quiet,
+            verbose=args.verbose,
+            headers=tuple(args.headers),
         )
         if args.command == "list":
             # "tool" means "tools": forgive the singular.

@@ -67,6 +67,8 @@ class ClientOptions:
     """No progress and no server logs on stderr."""
     verbose: bool = False
     """Forward a stdio server's stderr (and, in ``_cli``, show this process's logs)."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra HTTP/WebSocket request headers (``--header``), in order."""
 
 
 # ---------------------------------------------------------------------- arguments
@@ -162,6 +164,11 @@ class Target:
         return f"{self.text} (in memory)" if isinstance(self.where, Server) else self.text
 
     @property
+    def is_url(self) -> bool:
+        """Whether it is an ``http(s)://`` or ``ws(s)://`` URL."""
+        return isinstance(self.where, str) and self.where.lower().startswith(URL_SCHEMES)
+
+    @property
     def is_command(self) -> bool:
         """Whether it is a server process spoken to over stdio."""
         return isinstance(self.where, str) and not self.where.lower().startswith(URL_SCHEMES)
@@ -183,6 +190,9 @@ async def connect(
     """
     handshake = None if options.timeout is None else min(options.timeout, HANDSHAKE_TIMEOUT)
     forward = options.verbose and target.is_command
+    headers = dict(options.headers) or None
+    if headers is not None and not target.is_url:
+        raise UsageError("--header is for http(s):// and ws(s):// targets")
     opened = open_client(
         target.where,
         era=options.era,
@@ -191,11 +201,16 @@ async def connect(
         on_log=None if display.quiet else display.on_log,
         on_elicitation=functools.partial(_ask_user, display) if interactive else None,
         stderr=_forward_stderr if forward else None,
+        headers=headers,
     )
     async with AsyncExitStack() as stack:
         try:
             client = await stack.enter_async_context(opened)
         except Exception as exc:
+            if isinstance(exc, ValueError) and target.is_url:
+                # What the user typed: a malformed URL or header, or one the transport
+                # writes itself.
+                raise UsageError(str(exc)) from None
             problem = describe(exc)
             if problem is None:
                 raise

@@ -445,6 +445,7 @@ async def open_client(
     cwd: str | PathLike[str] | None = None,
     stderr: StderrCallback | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> AsyncGenerator[Client]:
     """Connect to an MCP server, in whichever era it speaks, for the ``async with`` block.
 
@@ -493,6 +494,8 @@ async def open_client(
         cwd: stdio: the server's working directory.
         stderr: stdio: called with each chunk of the server's stderr.
         ssl_context: ``wss://`` / ``https://``: the TLS context.
+        headers: HTTP and WebSocket: extra headers for every request (the
+            WebSocket handshake), e.g. ``{"Authorization": "Bearer ..."}``.
 
     Raises:
         HandshakeFailed: no common era or version, or the server refused.
@@ -540,6 +543,7 @@ async def open_client(
             cwd=cwd,
             stderr=stderr,
             ssl_context=ssl_context,
+            headers=headers,
         ) as session,
     ):
         if session.handshake is None:

@@ -110,6 +110,7 @@ async def open_target(
     cwd: str | os.PathLike[str] | None = None,
     stderr: StderrCallback | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> AsyncGenerator[Session]:
     """Open a client session to ``target`` (see the module docstring).
 
@@ -121,7 +122,7 @@ async def open_target(
     url = target if isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES) else ""
     if url[:8].lower().startswith(_HTTP):  # RFC 3986: a scheme is compared in any case
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
-        opened = _open_http(url, handlers, config, connection_config, ssl_context)
+        opened = _open_http(url, handlers, config, connection_config, ssl_context, headers)
     elif url:
         _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr)
         opened = open_websocket_client(
@@ -130,8 +131,11 @@ async def open_target(
             handlers=handlers,
             config=config,
             connection_config=connection_config,
+            headers=headers,
             start=False,
         )
+    elif headers is not None:
+        _only_for("a non-URL", headers=headers)
     elif isinstance(target, MessageChannel):
         _only_for("a channel", env=env, cwd=cwd, stderr=stderr, ssl_context=ssl_context)
         opened = open_session(
@@ -190,6 +194,7 @@ def _open_http(
     config: SessionConfig | None,
     connection_config: ConnectionConfig,
     ssl_context: ssl.SSLContext | None,
+    headers: Mapping[str, str] | None,
 ) -> AbstractAsyncContextManager[Any]:
     # Imported here: the HTTP binding (h11, pools) costs nothing until it is used.
     module = importlib.import_module("mcp_trio._http_client")
@@ -199,6 +204,7 @@ def _open_http(
         connection_config=connection_config,
         config=config,
         ssl_context=ssl_context,
+        headers=headers,
         start=False,
     )
     return opened

@@ -168,7 +168,8 @@ class HttpChannel(MessageChannel):
         close_timeout: seconds the ``DELETE`` that ends a legacy session may take.
 
     Raises:
-        ValueError: ``url`` is not an absolute http(s) URL.
+        ValueError: ``url`` is not an absolute http(s) URL, or an extra header is
+            malformed or one the transport writes itself (``Mcp-Session-Id``, ...).
     """
 
     framing: ClassVar[Framing] = "message"
@@ -734,7 +735,8 @@ async def open_http_client(
         stopped and every connection closed; no task outlives the block.
 
     Raises:
-        ValueError: ``url`` is not an absolute http(s) URL.
+        ValueError: ``url`` is not an absolute http(s) URL, or an extra header is
+            malformed or one the transport writes itself (``Mcp-Session-Id``, ...).
         SessionClosed: the server could not be reached (the reason says why).
         HandshakeFailed: the server refused the handshake.
     """

@@ -26,10 +26,17 @@ from mcp_sansio._http import HttpRequest
 
 from ._http_config import HttpTransportConfig
 from ._http_wire import H11Stream, WireError
+from ._util import extra_headers
 
 __all__ = ["Pool", "UnsendableRequest", "WriteFailed"]
 
 _USER_AGENT: Final = b"mcp-trio"
+#: Headers the transport writes itself (a ``*``: a prefix), never a user's extra ones.
+_RESERVED_HEADERS: Final = (
+    *("host", "content-length", "transfer-encoding", "connection", "upgrade", "te"),
+    *("trailer", "keep-alive", "content-type", "accept", "last-event-id"),
+    *("mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-param-*"),
+)
 
 
 class UnsendableRequest(WireError):
@@ -51,8 +58,13 @@ class Pool:
         url: any URL of the origin (``http://`` or ``https://``).
         transport: connection bounds and timeouts.
         ssl_context: for ``https://`` (default: the system's trust store).
-        headers: extra headers for every request (e.g. ``Authorization``).
+        headers: extra headers for every request (e.g. ``Authorization``; a
+            ``User-Agent`` replaces ours).
         write_timeout: seconds one request may take to be written.
+
+    Raises:
+        ValueError: a malformed extra header, or one the transport writes itself
+            (``Host``, ``Content-Type``, ``Mcp-Session-Id``, ...).
     """
 
     def __init__(
@@ -72,9 +84,10 @@ class Pool:
         self.limiter = trio.CapacityLimiter(transport.max_client_connections)
         """Held by each request in progress (not by the GET stream or one-way POSTs)."""
         self._ssl = ssl_context
-        self._extra = [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
-        ]
+        extra = extra_headers(headers, reserved=_RESERVED_HEADERS, transport="HTTP")
+        if not any(name == b"user-agent" for name, _ in extra):
+            extra.insert(0, (b"user-agent", _USER_AGENT))
+        self._extra = extra
         self._write_timeout = write_timeout
         self._idle: deque[H11Stream] = deque()
 
@@ -111,7 +124,7 @@ class Pool:
         Raises:
             UnsendableRequest: h11 refused the request line or a header.
         """
-        headers = [*request.headers, (b"user-agent", _USER_AGENT), *self._extra]
+        headers = [*request.headers, *self._extra]
         if request.body or request.method == "POST":
             headers.append((b"content-length", str(len(request.body)).encode()))
         try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import ssl
 import urllib.parse
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar, cast, final
 
@@ -37,7 +37,7 @@ from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._open import open_session
 from ._session import Session
-from ._util import SessionHook, open_task_nursery, run_hook
+from ._util import SessionHook, extra_headers, open_task_nursery, run_hook
 
 __all__ = [
     "MCP_PATH",
@@ -55,6 +55,8 @@ SUBPROTOCOL = "mcp"
 """The WebSocket subprotocol both sides must agree on."""
 _UNSUPPORTED_DATA = 1003
 _INTERNAL_ERROR = 1011
+#: Headers of the opening handshake that trio-websocket writes (``*``: a prefix).
+_RESERVED_HEADERS = ("host", "upgrade", "connection", "content-length", "sec-websocket-*")
 
 
 def _describe(reason: trio_websocket.CloseReason | None) -> str:
@@ -297,6 +299,7 @@ async def _open_ws(
     connect_timeout: float,
     ssl_context: ssl.SSLContext | None = None,
     message_queue_size: int = 1,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
 ) -> AsyncGenerator[tuple[trio_websocket.WebSocketConnection, trio.Event]]:
     """A client WebSocket over a TCP stream we own and always close (trio-websocket
     leaves it open when the server closes first), and the event set when its reader
@@ -333,6 +336,7 @@ async def _open_ws(
                             subprotocols=subprotocols,
                             max_message_size=max_message_size,
                             message_queue_size=message_queue_size,
+                            extra_headers=extra_headers,
                         )
                     guard.cancel_scope.cancel()
                 if handshake.cancelled_caught:
@@ -355,6 +359,7 @@ async def open_websocket_client(
     handlers: Handlers | None = None,
     config: SessionConfig | None = None,
     connection_config: ConnectionConfig | None = None,
+    headers: Mapping[str, str] | None = None,
     start: bool = True,
 ) -> AsyncGenerator[Session]:
     """Connect to an MCP WebSocket server (``ws://host:port/mcp``, a custom transport).
@@ -362,6 +367,7 @@ async def open_websocket_client(
     Args:
         url: the ``ws://`` or ``wss://`` URL of the endpoint.
         ssl_context: for ``wss://`` (default: the system's).
+        headers: extra headers for the opening handshake (e.g. ``Authorization``).
         handlers: handlers for the server's requests and notifications.
         config: runtime bounds, message size, pings.
         connection_config: the client core's configuration.
@@ -372,6 +378,7 @@ async def open_websocket_client(
         (bounded by ``close_timeout``) and the TCP connection is closed.
 
     Raises:
+        ValueError: an extra header is malformed or one the handshake writes itself.
         SessionClosed: the TCP connection could not be opened (the cause is the
             ``OSError``).
         trio.BrokenResourceError: the TLS handshake failed; the cause says why (e.g. an
@@ -381,12 +388,14 @@ async def open_websocket_client(
             the connection during it, or did not accept the ``mcp`` subprotocol.
     """
     config = config if config is not None else SessionConfig()
+    extra = extra_headers(headers, reserved=_RESERVED_HEADERS, transport="WebSocket")
     async with _open_ws(
         url,
         subprotocols=[SUBPROTOCOL],
         max_message_size=config.ws_max_message_size,
         connect_timeout=config.ws_connect_timeout,
         ssl_context=ssl_context,
+        extra_headers=extra,
     ) as (ws, reader_done):
         if ws.subprotocol != SUBPROTOCOL:
             with trio.move_on_after(config.close_timeout):

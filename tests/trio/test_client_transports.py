@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+import trio_websocket
 
 from mcp_sansio import Era, ProgressReceived
 from mcp_trio import ServerExited, SessionClosed, SessionConfig, serve_websocket
@@ -21,6 +22,7 @@ from mcp_trio._client import open_client
 
 from ..test_blocking_hostile import SERVER as HOSTILE_SERVER
 from .client_server_app import TOOL_NAMES, make_handlers, server_config
+from .test_http_support import start_proxied
 
 APP = str(Path(__file__).with_name("client_server_app.py"))
 IO_TIMEOUT = 20
@@ -225,3 +227,69 @@ async def test_stdio_a_server_that_stops_mid_line_and_reading_ends_the_session_a
             await trio.testing.wait_all_tasks_blocked()
             nursery.start_soon(call, client, {"blob": "x" * 1_000_000})  # fills the pipe
     assert [type(e) for e in errors] == [ServerExited, ServerExited], errors
+
+
+async def test_extra_headers_go_with_every_http_request() -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            proxy = await start_proxied(nursery)
+            headers = {"Authorization": "Bearer t0ken", "User-Agent": "my-app/1"}
+            async with open_client(proxy.url(), era="legacy", headers=headers) as client:
+                await client.list_tools()
+            nursery.cancel_scope.cancel()
+    assert {seen.method for seen in proxy.seen} >= {"POST", "DELETE"}
+    for seen in proxy.seen:
+        assert seen.headers["authorization"] == "Bearer t0ken"
+        assert seen.headers["user-agent"] == "my-app/1"  # replaces ours
+
+
+async def test_extra_headers_go_with_the_websocket_handshake() -> None:
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    async def refuse(request: trio_websocket.WebSocketRequest) -> None:
+        seen.append(list(request.headers))
+        await request.reject(401)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            server = await nursery.start(
+                partial(trio_websocket.serve_websocket, refuse, "127.0.0.1", 0, ssl_context=None)
+            )
+            url = f"ws://127.0.0.1:{server.port}/mcp"
+            with pytest.raises(SessionClosed):
+                async with open_client(url, headers={"Authorization": "Bearer t0ken"}):
+                    pass  # pragma: no cover
+            nursery.cancel_scope.cancel()
+    (headers,) = seen
+    assert (b"authorization", b"Bearer t0ken") in headers
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        ({"Mcp-Session-Id": "mine"}, "written by the HTTP transport itself"),
+        ({"Mcp-Param-Region": "eu"}, "written by the HTTP transport itself"),
+        ({"Host": "example.com"}, "written by the HTTP transport itself"),
+        ({"Bad Name": "x"}, "not an HTTP token"),
+        ({"X-Token": "a\r\nInjected: yes"}, "on one line"),
+        ({"X-Token": "é€"}, "Latin-1"),
+    ],
+)
+async def test_extra_headers_are_checked_before_connecting(
+    headers: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(ValueError, match=problem):
+        async with open_client("http://127.0.0.1:9/mcp", headers=headers):
+            pass  # pragma: no cover
+
+
+async def test_websocket_handshake_headers_are_reserved() -> None:
+    with pytest.raises(ValueError, match="written by the WebSocket transport itself"):
+        async with open_client("ws://127.0.0.1:9/mcp", headers={"Sec-WebSocket-Key": "x"}):
+            pass  # pragma: no cover
+
+
+async def test_extra_headers_are_for_urls_only() -> None:
+    with pytest.raises(TypeError, match="headers cannot be used with a non-URL target"):
+        async with open_client((make_handlers(), server_config()), headers={"A": "b"}):
+            pass  # pragma: no cover
