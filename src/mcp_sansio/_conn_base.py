@@ -165,7 +165,17 @@ class _ConnectionBase:
         entry.deadline = deadline
         if deadline is not None:
             self._timer_seq += 1
-            heapq.heappush(self._timers, (deadline, self._timer_seq, rid))
+            timers = self._timers
+            heapq.heappush(timers, (deadline, self._timer_seq, rid))
+            pending = self._pending
+            if len(timers) > 2 * len(pending) + 64:
+                # Entries of finished or re-armed requests leave the heap only from its
+                # top; under an early live deadline they would pile up (one per
+                # progress notification, one per quick request). Keep the live ones.
+                timers[:] = [
+                    t for t in timers if (e := pending.get(t[2])) is not None and e.deadline == t[0]
+                ]
+                heapq.heapify(timers)
             if self._on_arm is not None:
                 self._on_arm()
 

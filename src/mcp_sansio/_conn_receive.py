@@ -112,6 +112,15 @@ def _message_id(head: bytes, tail: bytes) -> tuple[RequestId, bool] | None:
     return int(raw), kind == b"method"
 
 
+def _ends(data: bytes | bytearray | memoryview | str) -> tuple[bytes, bytes]:
+    """The first and last bytes of a message, where :func:`_message_id` looks."""
+    ends = data[:_HEAD_SIZE], data[-_TAIL_SIZE:]
+    head, tail = (
+        e.encode("utf-8", "surrogatepass") if isinstance(e, str) else bytes(e) for e in ends
+    )
+    return head, tail
+
+
 class _Receiving(_Handshake):
     """The receiving side of :class:`Connection`: input in, events out."""
 
@@ -141,19 +150,21 @@ class _Receiving(_Handshake):
     ) -> list[Event]:
         """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
         if len(data) > self._max_message_size:
-            ends = data[:_HEAD_SIZE], data[-_TAIL_SIZE:]
-            head, tail = (
-                e.encode("utf-8", "surrogatepass") if isinstance(e, str) else bytes(e) for e in ends
-            )
             too_large: list[Event] = []
-            self._receive_too_large(head, tail, self._max_message_size, now, too_large)
+            self._receive_too_large(*_ends(data), self._max_message_size, now, too_large)
             return too_large
         if self._closed:
             return []
         try:
             obj = loads(data)
         except JSONDecodeError as exc:
-            obj = parse_error(exc)
+            # Malformed, or valid JSON the parser cannot hold (a number past float
+            # range, a lone surrogate, nesting past its depth): answered under its id
+            # if it can be seen, so the request it is (or answers) does not hang.
+            unreadable: list[Event] = []
+            why = parse_error(exc).error.message
+            self._receive_unreadable(*_ends(data), ErrorCode.PARSE_ERROR, why, now, unreadable)
+            return unreadable
         # Fast path: the common message, delivered in one pass over the decoded dict
         # with no intermediate objects and no calls but the event's construction. It
         # is a request whose method already passed every check of the settled era
@@ -389,21 +400,40 @@ class _Receiving(_Handshake):
         if self._closed:
             return  # (as for any message after the end)
         why = f"Message too large: over {limit} bytes"
+        self._receive_unreadable(
+            head, tail, ErrorCode.INVALID_REQUEST, why, now, events, modern_probe=True
+        )
+
+    def _receive_unreadable(
+        self,
+        head: bytes,
+        tail: bytes,
+        code: int,
+        why: str,
+        now: float,
+        events: list[Event],
+        *,
+        modern_probe: bool = False,
+    ) -> None:
+        """A message that cannot be read, but for its ``head`` and ``tail`` (see
+        :meth:`_receive_too_large`): a request of the peer's gets ``code`` under its id,
+        an answer ends the request of ours it answers (-32603). ``modern_probe``: such
+        an answer to ``server/discover`` shows a modern server (no fallback)."""
         found = _message_id(head, tail)
         if found is not None:
             rid, is_request = found
             if not is_request:
                 if rid == self._probe_id:
-                    self._probe_too_large = True  # a modern server's answer: no fallback
+                    self._probe_too_large = modern_probe
                 try:
                     self._answered_with_error(rid, f"{why} (the answer)", now, events)
                 finally:
                     self._probe_too_large = False
                 return
             if rid not in self._inflight:
-                self._reject(rid, ErrorCode.INVALID_REQUEST, why, events, None)
+                self._reject(rid, code, why, events, None)
                 return
-        self._reject(None, ErrorCode.INVALID_REQUEST, why, events, None)
+        self._reject(None, code, why, events, None)
 
     def _answered_with_error(
         self, rid: RequestId, why: str, now: float, events: list[Event]

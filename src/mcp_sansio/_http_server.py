@@ -367,6 +367,8 @@ class InMemoryEventStore:
         self._bytes += len(message)
         if len(queue) > self.max_events_per_stream:
             self._bytes -= len(queue.popleft()[1])
+            if not queue:  # (max_events_per_stream=0: nothing is kept, not even the key)
+                del self._streams[key]
         while self._bytes > self.max_bytes:
             oldest_key, oldest = next(iter(self._streams.items()))
             self._bytes -= len(oldest.popleft()[1])

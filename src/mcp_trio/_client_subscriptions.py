@@ -117,7 +117,8 @@ class Subscription:
         self._older: frozenset[RequestId] | None = None  # pending before our listen request
 
     def wants(self, method: str, params: dict[str, Any] | None) -> bool:
-        """Whether a (legacy, session-wide) notification matches this filter."""
+        """Whether a notification matches this filter (a legacy session's are
+        session-wide; a modern server's are tagged, but may carry what was not asked)."""
         if method == "notifications/tools/list_changed":
             return self.tools
         if method == "notifications/prompts/list_changed":
@@ -233,7 +234,10 @@ class SubscriptionHub:
             return
         sub = self._by_id.get(sid)
         if sub is not None:
-            sub._put(note)
+            # What was not asked for is dropped: it would be news to nobody, and
+            # only the asked-for keys bound the subscription's queue.
+            if sub.wants(note.method, note.params):
+                sub._put(note)
             return
         waiting = self._orphans.setdefault(sid, [])
         if len(waiting) < _MAX_ORPHANS_PER_ID:
@@ -266,7 +270,8 @@ class SubscriptionHub:
         sub.honored = dict(honored) if isinstance(honored, dict) else {}
         self._by_id[sid] = sub
         for note in self._orphans.pop(sid, []):
-            sub._put(note)
+            if sub.wants(note.method, note.params):
+                sub._put(note)
         sub._acknowledged.set()
 
     async def _on_cancelled(self, ctx: NotificationContext) -> None:

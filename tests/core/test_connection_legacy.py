@@ -745,6 +745,67 @@ def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None
     assert list(client.pending_requests()) == [other]
 
 
+# JSON the parser cannot hold, though valid: a number past float range, an integer of
+# 400 digits (Python's json writes such), a lone surrogate escape, nesting past its depth.
+UNREADABLE_VALUES = [b"1e400", b"1" * 400, b'"\\ud800"', b"[" * 1100 + b"]" * 1100]
+
+
+@pytest.mark.parametrize(
+    "value", UNREADABLE_VALUES, ids=["1e400", "400-digits", "surrogate", "deep"]
+)
+def test_an_unreadable_request_is_answered_under_its_id(value: bytes) -> None:
+    pair = ready_pair()
+    body = b'{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"a":' + value + b"}}"
+    (event,) = pair.server.receive_message(body)
+    assert isinstance(event, InvalidMessageReceived) and event.request_id == 21
+    (out,) = [loads(p) for p in pair.server.data_to_send()]
+    assert out["id"] == 21  # it used to be null: the request was never answered
+    assert out["error"]["code"] == ErrorCode.PARSE_ERROR
+    validate_message("2025-11-25", out)
+    # and with the id last, as the TypeScript SDK writes it
+    body = b'{"method":"x","params":{"a":' + value + b'},"jsonrpc":"2.0","id":"t"}'
+    pair.server.receive_message(body)
+    assert [loads(p)["id"] for p in pair.server.data_to_send()] == ["t"]
+
+
+@pytest.mark.parametrize(
+    "value", UNREADABLE_VALUES, ids=["1e400", "400-digits", "surrogate", "deep"]
+)
+def test_an_unreadable_answer_ends_its_request_with_an_error(value: bytes) -> None:
+    pair = ready_pair()
+    rid = pair.client.send_request("tools/call", {"name": "t"})
+    other = pair.client.send_request("tools/call", {"name": "u"})
+    pair.client.data_to_send()
+    body = b'{"jsonrpc":"2.0","id":%s,"result":{"a":%s}}' % (dumps(rid), value)
+    (error,) = pair.client.receive_message(body)
+    assert isinstance(error, ErrorReceived) and error.request_id == rid
+    assert error.error.code == ErrorCode.INTERNAL_ERROR
+    assert error.error.message.startswith("Parse error: ")
+    assert pair.client.data_to_send() == []  # nothing said to the server about it
+    assert list(pair.client.pending_requests()) == [other]
+
+
+def test_an_unreadable_request_reusing_an_id_in_flight_is_answered_with_null() -> None:
+    pair = ready_pair()
+    pair.client.send_request("tools/call", {"name": "slow"})
+    (received,) = pair.deliver(pair.client)
+    assert isinstance(received, RequestReceived)
+    body = b'{"jsonrpc":"2.0","id":%s,"method":"x","params":{"a":1e400}}' % dumps(
+        received.request_id
+    )
+    pair.server.receive_message(body)
+    (out,) = [loads(p) for p in pair.server.data_to_send()]
+    assert out["id"] is None  # not an answer to the request in flight
+
+
+def test_garbage_is_still_a_parse_error_with_a_null_id() -> None:
+    server = ready_pair().server
+    for junk in (b"{nope", b"", b"\xff", b'{"jsonrpc":"2.0","method":"x","params":{"a":1e400}}'):
+        server.receive_message(junk)
+        (out,) = [loads(p) for p in server.data_to_send()]
+        assert out["id"] is None and out["error"]["code"] == ErrorCode.PARSE_ERROR
+
+
 # ---------------------------------------------------------------- byte streams
 
 
@@ -939,6 +1000,28 @@ def test_progress_resets_a_per_request_timeout() -> None:
     pair.deliver(pair.server, now=4.0)
     assert pair.client.next_deadline() == 9.0
     assert pair.client.handle_timer(9.0) == [RequestTimedOut(request_id=rid, method="tools/call")]
+
+
+def test_the_timer_heap_stays_bounded_under_an_early_live_deadline() -> None:
+    # Stale entries leave the heap from its top only: under request A's earlier deadline,
+    # each progress notification re-arming B (and each quick request answered) left one.
+    pair = ready_pair()
+    client = pair.client
+    a = client.send_request("tools/call", {"name": "a"}, now=0.0, timeout=30.0)
+    b = client.send_request("tools/call", {"name": "b"}, now=1.0, timeout=30.0, progress=True)
+    (_req_a, req_b) = [e for e in pair.deliver(pair.client) if isinstance(e, RequestReceived)]
+    for i in range(1, 2_001):
+        pair.server.send_progress(req_b.request_id, i)
+        pair.deliver(pair.server, now=1.0 + i / 1000)
+        quick = client.send_request("ping", now=2.0, timeout=30.0)
+        assert pair.deliver(pair.client) == []  # the server's core answers ping itself
+        pair.deliver(pair.server, now=2.0)
+        assert quick not in client.pending_requests()
+        assert len(client._timers) <= 2 * len(client.pending_requests()) + 65
+    assert client.next_deadline() == 30.0  # A's, untouched
+    assert client.handle_timer(30.0) == [RequestTimedOut(request_id=a, method="tools/call")]
+    assert client.next_deadline() == pytest.approx(33.0)  # B's, re-armed at its last progress
+    assert b in client.pending_requests()
 
 
 def test_default_request_timeout_applies() -> None:

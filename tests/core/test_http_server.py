@@ -856,6 +856,8 @@ def test_a_newer_resume_replaces_the_stale_response() -> None:
         (InMemoryEventStore(max_bytes=300), 5, 0, 410),  # total bound crossed
         (InMemoryEventStore(max_bytes=0), 3, 3, 200),  # nothing missed: fine without events
         (InMemoryEventStore(max_bytes=0), 3, 1, 410),
+        (InMemoryEventStore(max_events_per_stream=0), 3, 3, 200),
+        (InMemoryEventStore(max_events_per_stream=0), 3, 2, 410),
         (InMemoryEventStore(), 3, 9, 400),  # a cursor we never sent
     ],
 )
@@ -904,6 +906,15 @@ def test_event_store_bounds() -> None:
     assert store.held_bytes == 0 and store.held_events == 0
     with pytest.raises(ValueError, match="negative"):
         InMemoryEventStore(max_bytes=-1)
+
+
+def test_an_event_store_that_keeps_no_events_keeps_no_streams() -> None:
+    store = InMemoryEventStore(max_events_per_stream=0)  # "no resumption"
+    for stream in range(1, 1_001):  # each legacy POST stream is a new key
+        store.append("s", stream, 1, b"ab")
+    assert store.held_events == 0 and store.held_bytes == 0
+    assert len(store._streams) == 0  # an emptied stream's key used to stay forever
+    assert store.replay("s", 1000, 0) is None
 
 
 def test_standalone_backlog_waits_for_the_first_get() -> None:

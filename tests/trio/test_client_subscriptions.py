@@ -208,6 +208,35 @@ async def test_modern_notification_overtaking_its_acknowledgment_is_kept(
         nursery.cancel_scope.cancel()
 
 
+async def test_modern_notifications_not_asked_for_are_dropped(autojump_clock: MockClock) -> None:
+    # A server may tag anything with our subscription id; what we did not ask for is
+    # dropped, which also bounds the queue by what we asked for (it grew per new URI).
+    client_channel, server_channel = memory_channel_pair()
+    server = HandDriven(server_channel)
+    early = [(PROMPTS_CHANGED, {}), (UPDATED, {"uri": "file:///early"}), (TOOLS_CHANGED, {})]
+    server.before_ack += [{"jsonrpc": "2.0", "method": m, "params": p} for m, p in early]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve)
+        async with (
+            open_client(client_channel, era="modern") as client,
+            client.subscribe(tools=True) as updates,
+        ):
+            [sid] = server.subscription_ids
+            for i in range(1_000):
+                params = {"uri": f"file:///not-mine/{i}", "_meta": {SUBSCRIPTION_ID: sid}}
+                await server.send({"jsonrpc": "2.0", "method": UPDATED, "params": params})
+            await server.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": RESOURCES_CHANGED,
+                    "params": {"_meta": {SUBSCRIPTION_ID: sid}},
+                }
+            )
+            await trio.testing.wait_all_tasks_blocked()
+            assert drain(updates) == [(TOOLS_CHANGED, None)]
+        nursery.cancel_scope.cancel()
+
+
 async def test_modern_server_cancels_the_subscription(autojump_clock: MockClock) -> None:
     client_channel, server_channel = memory_channel_pair()
     server = HandDriven(server_channel)
