@@ -24,6 +24,11 @@ def _check_versions(_inst: object, _attr: object, value: tuple[str, ...]) -> Non
         raise ValueError(f"unknown or empty protocol versions: {unknown or value!r}")
 
 
+def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not value >= 0:  # (NaN too)
+        raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ConnectionConfig:
@@ -46,11 +51,11 @@ class ConnectionConfig:
     """Client: ``auto`` probes with ``server/discover`` and falls back to
     ``initialize``; ``legacy`` / ``modern`` pin the era. Server: which eras to serve
     (``auto`` serves both on one channel)."""
-    request_timeout: float | None = None
+    request_timeout: float | None = attrs.field(default=None, validator=_check_timeout)
     """Seconds a request of ours may wait without any progress before it is cancelled."""
-    max_request_time: float | None = None
+    max_request_time: float | None = attrs.field(default=None, validator=_check_timeout)
     """Seconds a request of ours may take in total, progress or not."""
-    probe_timeout: float = 10.0
+    probe_timeout: float = attrs.field(default=10.0, validator=_check_timeout)
     """Client, ``auto`` era: seconds to wait for ``server/discover`` before falling back."""
     max_pending_requests: int = 10_000
     """How many requests of ours may be in flight (a further send raises)."""

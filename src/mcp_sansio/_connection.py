@@ -355,6 +355,7 @@ class Connection(_Receiving, _Answering):
                 capabilities do not allow; a method our role may not send; or too
                 many requests in flight. No state changed.
             TypeError: ``params`` is not JSON-serializable. No state changed.
+            ValueError: ``timeout`` is negative or NaN. No state changed.
         """
         if (
             # Fast path: a method that passed every check below before, in the era now
@@ -441,6 +442,8 @@ class Connection(_Receiving, _Answering):
             )
         if timeout is None:
             timeout = self.config.request_timeout
+        elif not timeout >= 0:  # (NaN too)
+            raise ValueError(f"a timeout is 0 or more seconds (or None), not {timeout!r}")
         # Build and serialize first (either may raise), change state after.
         rid = self._next_id + 1
         token: RequestId | None = rid if progress else None

@@ -29,8 +29,10 @@ import trio
 from mcp_sansio import (
     ConnectionConfig,
     Era,
+    ErrorCode,
     HandshakeCompleted,
     LocalProtocolError,
+    ProgressReceived,
     RemoteProtocolError,
     structure,
 )
@@ -63,13 +65,17 @@ from ._client_common import (
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
 from ._config import SessionConfig
-from ._errors import SessionClosed
+from ._errors import McpError, SessionClosed
 from ._handlers import Handlers
 from ._jsonschema import validate
 from ._session import Session
 from ._util import open_task_nursery
 
 __all__ = ["Client", "ToolOutput", "open_client"]
+
+
+async def _ignore_progress(event: ProgressReceived) -> None:
+    pass
 
 
 @final
@@ -203,6 +209,9 @@ class Client(HandshakeFacts):
             The result; a tool that failed returns ``is_error=True`` (not an exception).
 
         Raises:
+            McpError: the server refused the call. One refused for its ``Mcp-Param-*``
+                headers (-32020, modern HTTP) is made again after listing the tools,
+                once: the headers come from their ``x-mcp-header`` annotations.
             RemoteProtocolError: the result is malformed: its ``structuredContent``
                 is not an object where the protocol version requires one, or does not
                 match the tool's ``outputSchema`` when the client knows it (from
@@ -214,29 +223,49 @@ class Client(HandshakeFacts):
             ValueError: an argument holds NaN or an infinity (JSON has neither; it
                 would arrive as ``null``). Nothing is sent.
         """
-        result = await self.request(
-            "tools/call",
-            named_params(name, arguments),
-            timeout=timeout,
-            on_progress=on_progress or self._on_progress,
-        )
+        params = named_params(name, arguments)
+        progress = self._progress(on_progress, timeout)
+        try:
+            result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
+        except McpError as refused:
+            # 2026-07-28 streamable-http, "Client Behavior": refused for its Mcp-Param-*
+            # headers, the client SHOULD list the tools (whose x-mcp-header annotations
+            # it learns from the list, or which changed) and retry, once.
+            if refused.code != ErrorCode.HEADER_MISMATCH or not await self._relist(timeout):
+                raise
+            result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
         output = ToolOutput.from_wire(result)
         self._output_schemas.check_shape(result, self.protocol_version)
         self._output_schemas.follow(self._session.handshake)
         try:
             self._output_schemas.check_schema(name, result)
         except RemoteProtocolError as stale:
-            # Within the call's own timeout (a listing may take many pages).
-            limit = timeout if timeout is not None and timeout >= 0 else math.inf  # (NaN)
-            with trio.move_on_after(limit) as scope:
-                try:
-                    await self.list_tools()  # remembers the fresh schemas
-                except Exception:
-                    raise stale from None
-            if scope.cancelled_caught:
+            if not await self._relist(timeout):  # (it remembers the fresh schemas)
                 raise stale from None
             self._output_schemas.check_schema(name, result)
         return output
+
+    def _progress(
+        self, on_progress: ProgressCallback | None, timeout: float | None
+    ) -> ProgressCallback | None:
+        """The progress callback of a long request. With a timeout and no callback,
+        progress is asked for all the same: it keeps the request alive (the timeout
+        counts time without an answer *or progress*)."""
+        chosen = on_progress or self._on_progress
+        if chosen is None and (timeout if timeout is not None else self._timeout) is not None:
+            return _ignore_progress
+        return chosen
+
+    async def _relist(self, timeout: float | None) -> bool:
+        """List the tools again, within a call's own timeout (a listing may take many
+        pages); whether that worked."""
+        limit = math.inf if timeout is None else timeout
+        with trio.move_on_after(limit) as scope:
+            try:
+                await self.list_tools()
+            except Exception:
+                return False
+        return not scope.cancelled_caught
 
     # ------------------------------------------------------------------ resources
 
@@ -260,7 +289,7 @@ class Client(HandshakeFacts):
             "resources/read",
             {"uri": uri},
             timeout=timeout,
-            on_progress=on_progress or self._on_progress,
+            on_progress=self._progress(on_progress, timeout),
         )
         return structure(result, t.ReadResourceResult)
 
@@ -343,7 +372,7 @@ class Client(HandshakeFacts):
             "prompts/get",
             named_params(name, arguments),
             timeout=timeout,
-            on_progress=on_progress or self._on_progress,
+            on_progress=self._progress(on_progress, timeout),
         )
         return structure(result, t.GetPromptResult)
 

@@ -85,8 +85,12 @@ class Subscription:
     (then ``params["uri"]`` names the resource). Identical notifications not yet read
     are merged into one.
 
-    Iteration ends when the server ends the subscription (modern era) and raises
-    :class:`~mcp_trio.SessionClosed` when the session closes.
+    Iteration ends when the server ends the subscription (modern era). It raises
+    :class:`~mcp_trio.SessionClosed` when the session closes, and, modern era, what
+    ended the ``subscriptions/listen`` request otherwise: :class:`~mcp_trio.McpError`
+    when it failed (refused, or over HTTP a stream cut short: -32603),
+    :class:`~mcp_sansio.RemoteProtocolError` when the server answered it without ever
+    acknowledging it. ``end_reason`` says why it ended, either way.
     """
 
     def __init__(
@@ -138,7 +142,8 @@ class Subscription:
         Raises:
             trio.WouldBlock: none is pending and the stream goes on.
             trio.EndOfChannel: the stream ended and everything was read.
-            SessionClosed: the session closed (or another reason the stream failed).
+            SessionClosed: the session closed.
+            McpError, RemoteProtocolError: the stream failed (see the class docs).
         """
         if self._pending:
             return self._pending.popitem(last=False)[1]
@@ -153,7 +158,8 @@ class Subscription:
 
         Raises:
             trio.EndOfChannel: the stream ended and everything was read.
-            SessionClosed: the session closed (or another reason the stream failed).
+            SessionClosed: the session closed.
+            McpError, RemoteProtocolError: the stream failed (see the class docs).
         """
         while True:
             try:

@@ -88,7 +88,9 @@ def _command(target: object) -> list[str] | None:
         if not argv:
             raise ValueError("an empty command line")
         return argv
-    if isinstance(target, Sequence) and target and all(isinstance(a, str) for a in target):
+    if isinstance(target, Sequence) and all(isinstance(a, str) for a in target):
+        if not target:
+            raise ValueError("an empty argument list")
         return list(target)
     return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeVar
 
 import pytest
@@ -1022,6 +1023,20 @@ def test_the_timer_heap_stays_bounded_under_an_early_live_deadline() -> None:
     assert client.handle_timer(30.0) == [RequestTimedOut(request_id=a, method="tools/call")]
     assert client.next_deadline() == pytest.approx(33.0)  # B's, re-armed at its last progress
     assert b in client.pending_requests()
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, -math.inf])
+def test_a_timeout_is_zero_or_more_seconds(bad: float) -> None:
+    pair = ready_pair()
+    with pytest.raises(ValueError, match="0 or more seconds"):
+        pair.client.send_request("tools/call", {"name": "t"}, timeout=bad)
+    assert pair.client.pending_requests() == () and pair.client.data_to_send() == []
+    for field in ("request_timeout", "max_request_time", "probe_timeout"):
+        kwargs: dict[str, Any] = {field: bad}
+        with pytest.raises(ValueError, match=f"{field} must be 0 or more seconds"):
+            ConnectionConfig(**kwargs)
+    assert pair.client.send_request("tools/call", {"name": "t"}, timeout=0.0, now=5.0)
+    assert pair.client.next_deadline() == 5.0
 
 
 def test_default_request_timeout_applies() -> None:

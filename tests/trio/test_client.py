@@ -181,8 +181,11 @@ async def test_timeouts(era: str, autojump_clock: MockClock) -> None:
         with pytest.raises(RequestTimeout):
             await client.call_tool("sleep", {"seconds": 3}, timeout=1)  # per call
         assert (await client.call_tool("sleep", {"seconds": 3})).text == "slept"
-        # progress resets the clock: 3 steps of 1 s each under the 5 s default
+        # progress resets the clock: 6 steps of 1 s each under the 5 s default
         assert (await client.call_tool("slow", {"steps": 6}, on_progress=ignore)).text == "done"
+        # with no callback too: a call with a timeout asks for progress all the same
+        assert (await client.call_tool("slow", {"steps": 6})).text == "done"
+        assert (await client.call_tool("slow", {"steps": 3}, timeout=1.5)).text == "done"
 
 
 # ---------------------------------------------------------------------- resources, prompts
@@ -546,7 +549,7 @@ async def test_server_object_target(autojump_clock: MockClock) -> None:
     [
         (42, {}, TypeError),
         ("", {}, ValueError),
-        ([], {}, TypeError),
+        ([], {}, ValueError),  # an empty argument list
         ("ws://127.0.0.1:1/mcp", {"cwd": "/"}, TypeError),
         ("http://127.0.0.1:1/mcp", {"env": {}}, TypeError),
         ("python server.py", {"ssl_context": object()}, TypeError),

@@ -617,13 +617,14 @@ async def test_a_mismatch_shows_three_problems_and_counts_the_rest(
     assert message.endswith("got string" + more)
 
 
-async def test_a_nan_timeout_does_not_break_the_listing_before_a_rejection(
+async def test_a_nan_timeout_is_refused_before_anything_is_sent(
     autojump_clock: MockClock,
 ) -> None:
     listings: list[None] = []
     server = _structured_server(listings=listings)
     async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
         await client.list_tools()
-        with pytest.raises(RemoteProtocolError, match="does not match"):
+        with pytest.raises(ValueError, match="0 or more seconds"):
             await client.call_tool("wrong_type", timeout=math.nan)
-    assert len(listings) == 2
+        assert client.session.connection.pending_requests() == ()
+    assert len(listings) == 1

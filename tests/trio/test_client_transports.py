@@ -17,12 +17,12 @@ import trio.testing
 import trio_websocket
 
 from mcp_sansio import Era, ProgressReceived
-from mcp_trio import ServerExited, SessionClosed, SessionConfig, serve_websocket
+from mcp_trio import Server, ServerExited, SessionClosed, SessionConfig, serve_websocket
 from mcp_trio._client import open_client
 
 from ..test_blocking_hostile import SERVER as HOSTILE_SERVER
 from .client_server_app import TOOL_NAMES, make_handlers, server_config
-from .test_http_support import start_proxied
+from .test_http_support import Proxy, start_proxied
 
 APP = str(Path(__file__).with_name("client_server_app.py"))
 IO_TIMEOUT = 20
@@ -293,3 +293,31 @@ async def test_extra_headers_are_for_urls_only() -> None:
     with pytest.raises(TypeError, match="headers cannot be used with a non-URL target"):
         async with open_client((make_handlers(), server_config()), headers={"A": "b"}):
             pass  # pragma: no cover
+
+
+async def test_a_call_refused_for_its_headers_is_made_again_after_listing_the_tools() -> None:
+    # 2026-07-28 streamable-http, "Client Behavior": after -32020 the client SHOULD list
+    # the tools (their x-mcp-header annotations say which Mcp-Param-* headers to send)
+    # and retry. A client that had not listed them sent none and failed.
+    server = Server("headers")
+    schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    }
+
+    @server.tool(input_schema=schema)
+    def where(region: str) -> str:
+        return f"in {region}"
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(server.serve_http, port=0))
+            proxy = Proxy(handle.port)
+            await proxy.start(nursery)
+            async with open_client(proxy.url(), era="modern") as client:
+                assert (await client.call_tool("where", {"region": "eu"})).text == "in eu"
+                assert (await client.call_tool("where", {"region": "us"})).text == "in us"
+            nursery.cancel_scope.cancel()
+    calls = [s.rpc_method for s in proxy.seen if s.rpc_method != "server/discover"]
+    assert calls == ["tools/call", "tools/list", "tools/call", "tools/call"]
+    assert [s.headers.get("mcp-param-region") for s in proxy.seen[-2:]] == ["eu", "us"]
