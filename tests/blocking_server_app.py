@@ -9,6 +9,13 @@ Modes:
 * ``tcp``: the same over TCP, newline-delimited JSON, on 127.0.0.1; prints the port;
 * ``sansio``: a modern-only server written with plain ``mcp_sansio`` and blocking reads
   (no trio): its ``tools/call`` asks the client for its name (MRTR) before answering;
+* ``rogue``: both eras, one tool ``typed`` whose ``tools/call`` result is its arguments
+  (so a test sends the result it wants back) and whose ``outputSchema`` requires an
+  integer ``n``; calling ``change`` (arguments: ``type``, ``lists``) makes ``n`` of that
+  type from the next ``tools/list`` on without a word, or (``lists``: ``"fail"``,
+  ``"hang"``) every later listing fail or never end. Each tool's description counts the
+  listings (``listing 3``). A ``typed`` call with ``"listChanged": true`` sends
+  ``notifications/tools/list_changed`` before its result (legacy);
 * ``deaf``: answers ``server/discover``, then never reads again (a full pipe);
 * ``mute``: reads and never answers (a handshake that times out).
 """
@@ -106,6 +113,51 @@ def serve_sansio() -> None:
         os.write(1, conn.bytes_to_send())
 
 
+def serve_rogue() -> None:
+    """A server that breaks its tools' ``outputSchema`` on demand (see the module doc)."""
+    import trio  # noqa: PLC0415
+
+    from mcp_sansio import ConnectionConfig  # noqa: PLC0415
+    from mcp_trio import Handlers, McpError, RequestContext, serve_stdio  # noqa: PLC0415
+
+    handlers = Handlers()
+    state: dict[str, Any] = {"listed": 0, "type": "integer", "lists": "ok"}
+
+    @handlers.on_request("tools/list")
+    async def tools_list(ctx: RequestContext) -> dict[str, Any]:
+        state["listed"] += 1
+        if state["lists"] == "fail":
+            raise McpError.from_code(-32603, "cannot list now")
+        if state["lists"] == "hang":
+            await trio.sleep_forever()
+        schema = {
+            "type": "object",
+            "properties": {"n": {"type": state["type"]}},
+            "required": ["n"],
+        }
+        description = f"listing {state['listed']}"
+        tools: list[dict[str, Any]] = [
+            {"name": name, "description": description, "inputSchema": {"type": "object"}}
+            for name in ("typed", "change")
+        ]
+        tools[0]["outputSchema"] = schema
+        return {"tools": tools}
+
+    @handlers.on_request("tools/call")
+    async def tools_call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        arguments = dict(ctx.params.get("arguments") or {})
+        if ctx.params["name"] == "change":
+            state.update(arguments)
+            return {"content": []}
+        if arguments.pop("listChanged", False):
+            await ctx.session.notify("notifications/tools/list_changed")
+        return {"content": [], **arguments}
+
+    config = ConnectionConfig(capabilities={"tools": {"listChanged": True}})
+    trio.run(lambda: serve_stdio(handlers, connection_config=config))
+
+
 def deaf() -> None:
     """Answers the first message (``server/discover``), then never reads again."""
     import time  # noqa: PLC0415
@@ -126,5 +178,5 @@ def mute() -> None:
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     modes = {"stdio": serve_stdio, "tcp": serve_tcp, "sansio": serve_sansio, "deaf": deaf}
-    modes["mute"] = mute
+    modes.update(mute=mute, rogue=serve_rogue)
     modes[mode]()

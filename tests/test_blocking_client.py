@@ -19,6 +19,7 @@ import pytest
 
 import mcp_trio._blocking
 import mcp_trio._client_common
+import mcp_trio._validation
 from mcp_sansio import (
     ConnectionConfig,
     Era,
@@ -213,6 +214,88 @@ def test_against_a_server_written_with_the_core_alone() -> None:
         assert client.call_tool("greet").text == "hello Core (asked)"
 
 
+# ---------------------------------------------------------------------- tools/call results
+
+
+def listings(client: BlockingClient) -> str:
+    """How many times the rogue server has been asked for its tools (this time too)."""
+    description = client.list_tools()[0].description
+    assert description is not None
+    return description
+
+
+NOT_INT = {"structuredContent": {"n": "not-int"}}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_results_are_checked_against_the_tools_output_schema(era: str) -> None:
+    # As mcp_trio.Client does (OutputSchemas): a schema is known once the tools are
+    # listed, and a result is rejected only after one more listing.
+    with spawn("rogue", era=era) as client:
+        assert client.call_tool("typed", NOT_INT).structured_content == {"n": "not-int"}
+        assert listings(client) == "listing 1"  # a call did not list the tools to learn
+        mismatch = r"'typed': structuredContent does not match the tool's outputSchema: "
+        with pytest.raises(RemoteProtocolError, match=mismatch + "structuredContent.n: exp"):
+            client.call_tool("typed", NOT_INT)
+        with pytest.raises(RemoteProtocolError, match="an outputSchema but the result has no"):
+            client.call_tool("typed")
+        assert listings(client) == "listing 4"  # each rejection listed again, once
+        assert client.call_tool("typed", {"structuredContent": {"n": 1}}).structured_content
+        assert client.call_tool("typed", {"isError": True, **NOT_INT}).is_error  # unchecked
+        assert listings(client) == "listing 5"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_structured_content_is_an_object_where_the_revision_says_so(era: str) -> None:
+    with spawn("rogue", era=era) as client:
+        array = {"structuredContent": [1, 2]}  # of a tool whose schema is not even known
+        if client.era is Era.MODERN:  # 2026-07-28: any JSON value
+            assert client.call_tool("typed", array).structured_content == [1, 2]
+            return
+        expected = "must be an object in protocol version 2025-11-25, not an array"
+        with pytest.raises(RemoteProtocolError, match=expected):
+            client.call_tool("typed", array)
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_tool_changed_unheard_of_is_listed_again_before_its_result_is_rejected(
+    era: str,
+) -> None:
+    with spawn("rogue", era=era) as client:
+        client.list_tools()
+        client.call_tool("change", {"type": "string"})  # and the server says nothing
+        assert client.call_tool("typed", NOT_INT).structured_content == {"n": "not-int"}
+        assert listings(client) == "listing 3"  # listed again once, for the first result
+        with pytest.raises(RemoteProtocolError, match="n: expected string, got integer"):
+            client.call_tool("typed", {"structuredContent": {"n": 1}})
+        assert listings(client) == "listing 5"  # once more before rejecting, no more
+
+
+@pytest.mark.parametrize("lists", ["fail", "hang"])
+def test_when_listing_again_fails_the_result_is_rejected(lists: str) -> None:
+    with spawn("rogue", era="legacy") as client:
+        client.list_tools()
+        client.call_tool("change", {"lists": lists})
+        started = time.monotonic()
+        with pytest.raises(RemoteProtocolError, match="does not match the tool's outputSchema"):
+            client.call_tool("typed", NOT_INT, timeout=0.3)  # the listing gets that long too
+        assert time.monotonic() - started < TIMEOUT / 4
+        assert client.connection.pending_requests() == ()  # the listing was cancelled
+        client.call_tool("change", {"lists": "ok"})
+        assert listings(client) == "listing 3"
+
+
+def test_a_tools_list_changed_notification_forgets_the_schemas() -> None:
+    # Legacy: the server says the tools changed (before its result): the client knows
+    # no schema, so it accepts the result as it is, without listing again.
+    with spawn("rogue", era="legacy") as client:
+        client.list_tools()
+        told = {**NOT_INT, "listChanged": True}
+        assert client.call_tool("typed", told).structured_content == {"n": "not-int"}
+        assert client.call_tool("typed", NOT_INT).structured_content == {"n": "not-int"}
+        assert listings(client) == "listing 2"
+
+
 # ---------------------------------------------------------------------- failures
 
 
@@ -278,10 +361,12 @@ def test_tcp() -> None:
 # ---------------------------------------------------------------------- the proof
 
 
-@pytest.mark.parametrize("module", [mcp_trio._blocking, mcp_trio._client_common])
+@pytest.mark.parametrize(
+    "module", [mcp_trio._blocking, mcp_trio._client_common, mcp_trio._validation]
+)
 def test_no_event_loop_is_imported(module: Any) -> None:
     """The blocking client's code imports the core and the standard library only (the
-    shared exception classes of ``_errors`` aside)."""
+    shared exception classes of ``_errors`` aside, and the validator of ``_validation``)."""
     tree = ast.parse(Path(module.__file__).read_text())
     imported: set[str] = set()
     for node in ast.walk(tree):
@@ -290,6 +375,7 @@ def test_no_event_loop_is_imported(module: Any) -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common", "._errors"}
+    allowed.add("._validation")
     assert imported <= allowed, imported - allowed
     assert not imported & {"trio", "asyncio", "threading", "anyio"}
 

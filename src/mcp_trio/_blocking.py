@@ -37,12 +37,15 @@ loop and only its last ``_STDERR_TAIL_SIZE`` bytes are kept, for
 
 Only this module's imports of ``mcp_sansio`` and the standard library carry the
 protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors`),
-and timeouts raise the built-in :class:`TimeoutError`.
+and timeouts raise the built-in :class:`TimeoutError`. Shared too are the pure helpers of
+:mod:`mcp_trio._client_common` and the JSON Schema validator (:mod:`mcp_trio._validation`),
+so ``tools/call`` results are checked as the Trio client checks them, by the same code.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import selectors
 import shlex
@@ -52,6 +55,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
+from functools import partial
 from types import TracebackType
 from typing import IO, Any, Final, Protocol, final
 
@@ -79,8 +83,10 @@ from mcp_sansio import (
 from mcp_sansio import types as t
 
 from ._client_common import (
+    SHOWN_PROBLEMS,
     EraChoice,
     HandshakeFacts,
+    OutputSchemas,
     RootLike,
     ToolOutput,
     check_log_level,
@@ -104,6 +110,7 @@ from ._errors import (
     SessionClosed,
     refuse_endless_input,
 )
+from ._validation import validate
 
 __all__ = ["BlockingClient"]
 
@@ -357,7 +364,9 @@ class BlockingClient(HandshakeFacts):
         ``McpError`` (the server answered with an error), built-in ``TimeoutError``
         (the request was cancelled on the wire), ``SessionClosed`` / ``ServerExited``
         (the connection ended), ``InputRequiredError``, ``HandshakeFailed``;
-        ``LocalProtocolError`` for calls the server's capabilities or era rule out.
+        ``LocalProtocolError`` for calls the server's capabilities or era rule out;
+        ``RemoteProtocolError`` for a result that does not fit the protocol's types
+        (or, for :meth:`call_tool`, the tool's known output schema).
 
     Callbacks (and ``on_progress``) run inside the call that is waiting; an exception
     from one propagates out of that call (the request is cancelled on the wire), except
@@ -386,6 +395,11 @@ class BlockingClient(HandshakeFacts):
         self._outbox_limit = _OUTBOX_MESSAGES * conn.config.max_message_size
         self._selector = selectors.DefaultSelector()
         self._closed = False
+        # One connection, one handshake: there is no new session for the schemas to
+        # follow (the Trio client's may start anew over HTTP).
+        self._output_schemas = OutputSchemas(
+            partial(validate, root="structuredContent", max_problems=SHOWN_PROBLEMS)
+        )
 
     # ------------------------------------------------------------------ opening
 
@@ -614,13 +628,26 @@ class BlockingClient(HandshakeFacts):
             TimeoutError: no answer or progress within ``timeout`` (default: the
                 client's); the request was cancelled on the wire.
         """
+        return self._request(method, params, timeout=timeout, on_progress=on_progress)
+
+    def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressFunction | None = None,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`request`, also given up at ``deadline`` (``time.monotonic()``; then
+        ``TimeoutError``, the request cancelled on the wire), whatever its progress."""
         self._raise_if_closed()
         wire = request_params(params, self.era, self._log_level)
         rid = self._conn.send_request(
             method, wire, now=time.monotonic(), progress=on_progress is not None, timeout=timeout
         )
         while True:
-            outcome = self._wait_for(rid, method, on_progress)
+            outcome = self._wait_for(rid, method, on_progress, deadline)
             if isinstance(outcome, ResultReceived):
                 return outcome.result
             if isinstance(outcome, ErrorReceived):
@@ -637,13 +664,17 @@ class BlockingClient(HandshakeFacts):
                 raise
 
     def _wait_for(
-        self, rid: RequestId, method: str, on_progress: ProgressFunction | None
+        self,
+        rid: RequestId,
+        method: str,
+        on_progress: ProgressFunction | None,
+        deadline: float | None,
     ) -> _Outcome:
         self._queue(own=True)
         if on_progress is not None:
             self._progress[rid] = on_progress
         try:
-            self._run_until(lambda: rid in self._outcomes, None, method)
+            self._run_until(lambda: rid in self._outcomes, deadline, method)
         except BaseException:
             self._abandon(rid)
             raise
@@ -904,6 +935,8 @@ class BlockingClient(HandshakeFacts):
         return responses
 
     def _notified(self, event: NotificationReceived) -> None:
+        if event.method == "notifications/tools/list_changed":
+            self._output_schemas.forget()
         if event.method == "notifications/message" and self._options.on_log is not None:
             self._options.on_log(log_params(event.params))
         elif self._options.on_notification is not None:
@@ -911,15 +944,24 @@ class BlockingClient(HandshakeFacts):
 
     # ------------------------------------------------------------------ typed methods
 
-    def _list(self, method: str) -> list[Any]:
+    def _list(self, method: str, deadline: float | None = None) -> list[Any]:
         pages = pager(method)
-        while pages.add(self.request(method, pages.params())):
+        while pages.add(self._request(method, pages.params(), deadline=deadline)):
             pass
         return pages.items
 
     def list_tools(self) -> list[t.Tool]:
-        """Every tool, across all pages."""
-        return self._list("tools/list")
+        """Every tool, across all pages.
+
+        The client remembers each tool's ``outputSchema`` to check :meth:`call_tool`
+        results against, until the server says the tools changed
+        (``notifications/tools/list_changed``)."""
+        return self._list_tools(None)
+
+    def _list_tools(self, deadline: float | None) -> list[t.Tool]:
+        tools: list[t.Tool] = self._list("tools/list", deadline)
+        self._output_schemas.remember(tools)
+        return tools
 
     def call_tool(
         self,
@@ -929,10 +971,36 @@ class BlockingClient(HandshakeFacts):
         on_progress: ProgressFunction | None = None,
         timeout: float | None = None,
     ) -> ToolOutput:
-        """Call a tool (see :meth:`mcp_trio.Client.call_tool`)."""
+        """Call a tool (see :meth:`mcp_trio.Client.call_tool`).
+
+        Raises:
+            RemoteProtocolError: the result is malformed: its ``structuredContent`` is
+                not an object where the protocol version requires one, or does not match
+                the tool's ``outputSchema`` when the client knows it (from
+                :meth:`list_tools`). Before a result is rejected for its schema, the tools
+                are listed again, once, within ``timeout``, and the result is checked
+                against the fresh schema, if any.
+            ValueError: an argument holds NaN or an infinity. Nothing is sent.
+        """
         params = named_params(name, arguments)
         result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
-        return ToolOutput.from_wire(result)
+        output = ToolOutput.from_wire(result)
+        schemas = self._output_schemas
+        schemas.check_shape(result, self.protocol_version)
+        try:
+            schemas.check_schema(name, result)
+        except RemoteProtocolError as stale:
+            # The server may have changed the tool without our hearing of it (a modern
+            # server tells only listeners): list again, within the call's own timeout.
+            deadline = None  # (no limit for None, NaN and infinity, as the Trio client)
+            if timeout is not None and 0 <= timeout < math.inf:
+                deadline = time.monotonic() + timeout
+            try:
+                self._list_tools(deadline)
+            except Exception:
+                raise stale from None
+            schemas.check_schema(name, result)
+        return output
 
     def list_resources(self) -> list[t.Resource]:
         """Every resource, across all pages."""

@@ -47,6 +47,8 @@ around them (see :func:`validate`); it refuses keywords it does not implement in
 ignoring them, so it is never silently wrong, and :func:`check_schema` finds those in a
 whole schema up front (a verbatim ``outputSchema`` is checked when its tool is
 registered, not on each call). The tests check it agrees with the ``jsonschema`` package.
+It lives in :mod:`mcp_trio._validation` (re-exported here), which imports neither cattrs
+nor trio, so that the blocking client checks ``tools/call`` results with it too.
 
 **Structuring** (:func:`coerce_arguments`) uses a cattrs converter private to this module.
 Unions are resolved by validating the value against each member's schema, in order: the
@@ -62,9 +64,7 @@ import datetime as dt
 import enum
 import functools
 import inspect
-import json
 import math
-import operator
 import re
 import textwrap
 import types
@@ -84,7 +84,6 @@ from collections.abc import Set as AbstractSet
 from typing import (
     Annotated,
     Any,
-    Final,
     Literal,
     NewType,
     NotRequired,
@@ -103,10 +102,19 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from mcp_sansio._versions import JSON_SCHEMA_DIALECT
-
 from ._handlers import InputRequiredResult
 from ._typed import loaded_models
+from ._validation import (
+    MAX_PROBLEMS,
+    Schema,
+    _canonical,
+    _child,
+    _json_type,
+    _show,
+    check_schema,
+    has_type,
+    validate,
+)
 
 __all__ = [
     "MAX_PROBLEMS",
@@ -124,8 +132,6 @@ __all__ = [
     "type_schema",
     "validate",
 ]
-
-Schema = dict[str, Any]
 
 
 @final
@@ -690,20 +696,6 @@ def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
     return seen
 
 
-def _json_type(value: object) -> str | None:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
-
-
 def _enum_keyword(values: list[Any]) -> Schema | None:
     kinds = [_json_type(v) for v in values]
     if None in kinds:
@@ -1060,448 +1052,6 @@ def to_structured_content(fn: Callable[..., Any], value: object) -> dict[str, An
     if not isinstance(data, dict):
         raise TypeError(f"{_name(fn)} returned {type(value).__name__}, not an object")
     return data
-
-
-# --------------------------------------------------------------------------------------
-# Validation
-
-#: Keywords that do not constrain the instance (``format`` is not enforced).
-_ANNOTATIONS = frozenset(
-    {
-        *("$schema", "$id", "$comment", "$defs", "definitions", "title", "description"),
-        *("default", "examples", "deprecated", "readOnly", "writeOnly", "format"),
-        *("contentEncoding", "contentMediaType"),
-    }
-)
-#: The keywords the validator implements.
-_KEYWORDS = frozenset(
-    {
-        *("$ref", "type", "enum", "const", "anyOf", "allOf", "oneOf", "not", "multipleOf"),
-        *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"),
-        *("minLength", "maxLength", "pattern"),
-        *("items", "prefixItems", "minItems", "maxItems"),
-        *("uniqueItems", "properties", "required", "additionalProperties"),
-        *("minProperties", "maxProperties"),
-    }
-)
-_KNOWN = _KEYWORDS | _ANNOTATIONS
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
-#: Keywords whose value is a schema, a list of schemas, or an object of schemas.
-_SUBSCHEMA = frozenset({"not", "items", "additionalProperties"})
-_SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_SUBSCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
-_BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], bool]], ...] = (
-    ("minimum", ">=", operator.ge),
-    ("maximum", "<=", operator.le),
-    ("exclusiveMinimum", ">", operator.gt),
-    ("exclusiveMaximum", "<", operator.lt),
-)
-
-
-@functools.lru_cache(maxsize=256)  # bounded: a caller's schema may be made up per call
-def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
-
-
-def _regex(pattern: object) -> re.Pattern[str]:
-    """A ``pattern``, compiled with Python's ``re`` (as the ``jsonschema`` package does).
-
-    Raises:
-        ValueError: not a string, or not a regular expression.
-    """
-    if not isinstance(pattern, str):
-        raise ValueError(f"pattern {_show(pattern)} is not a string")
-    try:
-        return _compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"pattern {_show(pattern)} is not a regular expression: {exc}") from None
-
-
-_CONTAINER_NAMES: dict[type, str] = {list: "array", dict: "object"}
-
-
-def _type_name(value: object) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return _show(value)  # NaN, Infinity, -Infinity
-    return _json_type(value) or _CONTAINER_NAMES.get(type(value), type(value).__name__)
-
-
-def has_type(value: object, name: str) -> bool:
-    """Whether ``value`` is of JSON Schema type ``name`` (an integral float is an
-    ``integer``; a bool is neither ``integer`` nor ``number``; NaN and the infinities
-    are not JSON, so no ``number``)."""
-    if name == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if name == "number":
-        if isinstance(value, float):
-            return math.isfinite(value)
-        return isinstance(value, int) and not isinstance(value, bool)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "object":
-        return isinstance(value, dict)
-    return _json_type(value) == name
-
-
-def _is_number(value: object) -> bool:
-    """``has_type(value, "number")``, for the validator's inner loop."""
-    kind = type(value)
-    if kind is int:
-        return True
-    if kind is float:
-        return math.isfinite(value)  # type: ignore[arg-type]
-    return has_type(value, "number")  # (subclasses: bool is none)
-
-
-_TYPE_TESTS: Final[dict[str, Callable[[object], bool]]] = {
-    "string": lambda v: type(v) is str or _json_type(v) == "string",
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "integer": lambda v: type(v) is int or has_type(v, "integer"),
-    "number": _is_number,
-    "boolean": lambda v: v is True or v is False,
-    "null": lambda v: v is None,
-}
-"""``has_type(value, name)`` for one type name, with the common case first."""
-
-
-def _canonical(value: object) -> object:
-    """A hashable stand-in with JSON equality: ``1 == 1.0``, ``True != 1``."""
-    if isinstance(value, bool):
-        return ("bool", value)
-    if isinstance(value, list):
-        return ("list", tuple(_canonical(v) for v in value))
-    if isinstance(value, dict):
-        return ("dict", frozenset((k, _canonical(v)) for k, v in value.items()))
-    return value
-
-
-def _show(value: object) -> str:
-    return _shorten(json.dumps(value, ensure_ascii=False, default=repr))
-
-
-def _shorten(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _child(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if _IDENTIFIER.fullmatch(key) else f"{path}[{_show(key)}]"
-
-
-_Path = str | tuple[Any, str | int]
-"""Where a value is, built without formatting while nothing is wrong: the root's name,
-or ``(parent, key)``; :func:`_where` spells it out for a problem message."""
-_SIZE_KEYWORDS: Final = {
-    suffix: (f"min{suffix}", f"max{suffix}") for suffix in ("Length", "Items", "Properties")
-}
-
-
-def _where(path: _Path) -> str:
-    keys: list[str | int] = []
-    while isinstance(path, tuple):
-        path, key = path
-        keys.append(key)
-    for key in reversed(keys):
-        path = _child(path, key)
-    return path
-
-
-class _Validator:
-    def __init__(self, root: Any) -> None:
-        self.root = root
-        self.enums: dict[int, frozenset[object]] = {}
-        """The canonical ``enum`` values per schema node (by ``id``; the schema outlives
-        this validator, so ids stay unique), built once per validation."""
-        self.enum_texts: dict[int, str] = {}
-        """The same nodes' choices as a problem message shows them."""
-
-    def choices(self, schema: Schema) -> frozenset[object]:
-        key = id(schema)
-        found = self.enums.get(key)
-        if found is None:
-            found = self.enums[key] = frozenset(_canonical(v) for v in schema["enum"])
-        return found
-
-    def choices_text(self, schema: Schema) -> str:
-        """The ``enum`` of ``schema`` for a problem message, shortened like a value."""
-        key = id(schema)
-        found = self.enum_texts.get(key)
-        if found is None:
-            found = self.enum_texts[key] = _shorten(", ".join(_show(v) for v in schema["enum"]))
-        return found
-
-    def resolve(self, ref: str) -> Any:
-        if not ref.startswith("#"):
-            raise ValueError(f"unsupported $ref {ref!r}: only local references are")
-        node = self.root
-        for escaped in ref[1:].split("/")[1:]:
-            part = escaped.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                raise ValueError(f"unresolvable $ref {ref!r}")
-        return node
-
-    def errors(self, value: Any, schema: Any, path: _Path) -> list[str]:
-        out: list[str] = []
-        self.check(value, schema, path, out)
-        return out
-
-    def check(self, value: Any, schema: Any, path: _Path, out: list[str]) -> None:
-        if schema is True:
-            return
-        if schema is False:
-            out.append(f"{_where(path)}: not allowed")
-            return
-        if type(schema) is not dict:
-            raise ValueError(f"a schema is an object or a boolean, not {_show(schema)}")
-        if not _KNOWN.issuperset(schema):
-            unknown = sorted(schema.keys() - _KNOWN)
-            raise ValueError(f"unsupported JSON Schema keyword(s): {', '.join(unknown)}")
-        if "$ref" in schema:
-            self.check(value, self.resolve(schema["$ref"]), path, out)
-        if "type" in schema:
-            kind = schema["type"]
-            test = _TYPE_TESTS.get(kind) if type(kind) is str else None
-            names = [kind] if test is not None or not isinstance(kind, list) else kind
-            if not (test(value) if test is not None else any(has_type(value, n) for n in names)):
-                out.append(
-                    f"{_where(path)}: expected {' or '.join(names)}, got {_type_name(value)}"
-                )
-                return
-        if "enum" in schema and _canonical(value) not in self.choices(schema):
-            out.append(
-                f"{_where(path)}: expected one of {self.choices_text(schema)}, got {_show(value)}"
-            )
-        if "const" in schema and _canonical(value) != _canonical(schema["const"]):
-            out.append(f"{_where(path)}: expected {_show(schema['const'])}, got {_show(value)}")
-        if _is_number(value):
-            self.check_number(value, schema, path, out)
-        elif isinstance(value, str):
-            self.check_size(len(value), schema, "Length", "characters", path, out)
-            if "pattern" in schema and not _regex(schema["pattern"]).search(value):
-                out.append(
-                    f"{_where(path)}: must match {_show(schema['pattern'])}, got {_show(value)}"
-                )
-        elif isinstance(value, list):
-            self.check_array(value, schema, path, out)
-        elif isinstance(value, dict):
-            self.check_object(value, schema, path, out)
-        self.check_combinators(value, schema, path, out)
-
-    def check_number(self, value: float, schema: Schema, path: _Path, out: list[str]) -> None:
-        for keyword, op, holds in _BOUNDS:
-            bound = schema.get(keyword)
-            if bound is not None and not holds(value, bound):
-                out.append(f"{_where(path)}: must be {op} {bound}, got {_show(value)}")
-        step = schema.get("multipleOf")
-        if step is not None and not (value / step).is_integer():
-            out.append(f"{_where(path)}: must be a multiple of {step}, got {_show(value)}")
-
-    def check_size(
-        self, size: int, schema: Schema, suffix: str, unit: str, path: _Path, out: list[str]
-    ) -> None:
-        low_key, high_key = _SIZE_KEYWORDS[suffix]
-        low, high = schema.get(low_key), schema.get(high_key)
-        if low is not None and size < low:
-            out.append(f"{_where(path)}: expected at least {low} {unit}, got {size}")
-        if high is not None and size > high:
-            out.append(f"{_where(path)}: expected at most {high} {unit}, got {size}")
-
-    def check_array(self, value: list[Any], schema: Schema, path: _Path, out: list[str]) -> None:
-        self.check_size(len(value), schema, "Items", "items", path, out)
-        if schema.get("uniqueItems"):
-            seen: dict[object, int] = {}
-            for i, item in enumerate(value):
-                first = seen.setdefault(_canonical(item), i)
-                if first != i:
-                    out.append(f"{_where((path, i))}: duplicate of item {first}")
-        prefix = schema.get("prefixItems", [])
-        for i, item in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else schema.get("items", True)
-            self.check(item, sub, (path, i), out)
-
-    def check_object(
-        self, value: dict[str, Any], schema: Schema, path: _Path, out: list[str]
-    ) -> None:
-        self.check_size(len(value), schema, "Properties", "properties", path, out)
-        for name in schema.get("required", []):
-            if name not in value:
-                out.append(f"{_where(path)}: missing required property {name!r}")
-        properties = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for key, item in value.items():
-            if key in properties:
-                self.check(item, properties[key], (path, key), out)
-            elif extra is False:
-                out.append(f"{_where(path)}: unexpected property {key!r}")
-            else:
-                self.check(item, extra, (path, key), out)
-
-    def check_combinators(self, value: Any, schema: Schema, path: _Path, out: list[str]) -> None:
-        for sub in schema.get("allOf", []):
-            self.check(value, sub, path, out)
-        if "anyOf" in schema:
-            self.check_any_of(value, schema["anyOf"], path, out)
-        if "oneOf" in schema:
-            passing = sum(not self.errors(value, sub, path) for sub in schema["oneOf"])
-            if passing != 1:
-                out.append(f"{_where(path)}: must match exactly one alternative, matches {passing}")
-        if "not" in schema and not self.errors(value, schema["not"], path):
-            out.append(f"{_where(path)}: must not match {_show(schema['not'])}")
-
-    def check_any_of(self, value: Any, options: list[Any], path: _Path, out: list[str]) -> None:
-        found = []
-        for sub in options:
-            errors = self.errors(value, sub, path)
-            if not errors:
-                return
-            found.append(errors)
-        # Report the one alternative of the right type, or else what would have fitted.
-        fitting = [
-            errors for sub, errors in zip(options, found, strict=True) if self.fits(value, sub)
-        ]
-        if len(fitting) == 1:
-            out.extend(fitting[0])
-            return
-        wanted = list(dict.fromkeys(self.describe(sub) for sub in options))
-        out.append(f"{_where(path)}: expected {' or '.join(wanted)}, got {_type_name(value)}")
-
-    def fits(self, value: Any, schema: Any) -> bool:
-        """Whether ``value`` has a JSON type the schema allows (ignoring the rest)."""
-        if not isinstance(schema, dict):
-            return schema is True
-        if "$ref" in schema:
-            return self.fits(value, self.resolve(schema["$ref"]))
-        if "type" in schema:
-            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            return any(has_type(value, n) for n in names)
-        if "enum" in schema:
-            return any(_type_name(value) == _type_name(v) for v in schema["enum"])
-        if "anyOf" in schema:
-            return any(self.fits(value, sub) for sub in schema["anyOf"])
-        return True
-
-    def describe(self, schema: Any) -> str:
-        if not isinstance(schema, dict):
-            return "anything" if schema is True else "nothing"
-        if "$ref" in schema:
-            return self.describe(self.resolve(schema["$ref"]))
-        if "enum" in schema:
-            return "one of " + ", ".join(_show(v) for v in schema["enum"])
-        if "type" in schema:
-            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            return " or ".join(names)
-        if "anyOf" in schema:
-            return " or ".join(self.describe(sub) for sub in schema["anyOf"])
-        return "a valid value"
-
-    def check_schema(self, node: Any, where: str) -> None:
-        """Raise ``ValueError`` if :meth:`check` cannot use ``node`` or its subschemas."""
-        if isinstance(node, bool):
-            return
-        if not isinstance(node, dict):
-            raise ValueError(f"{where}: a schema is an object or a boolean, not {_show(node)}")
-        unknown = node.keys() - _KNOWN
-        if unknown:
-            names = ", ".join(repr(k) for k in sorted(unknown))
-            raise ValueError(
-                f"{where}: unsupported JSON Schema keyword(s) {names}; "
-                "validate() implements: " + ", ".join(sorted(_KEYWORDS))
-            )
-        dialect = node.get("$schema", JSON_SCHEMA_DIALECT)
-        if not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT:
-            # basic/index.mdx: validate by the declared dialect, refuse one we do not have.
-            raise ValueError(
-                f"{where}: unsupported JSON Schema dialect {_show(dialect)} "
-                f"(validate() implements {JSON_SCHEMA_DIALECT})"
-            )
-        try:
-            if "$ref" in node:
-                if not isinstance(node["$ref"], str):
-                    raise ValueError(f"$ref {_show(node['$ref'])} is not a string")
-                self.resolve(node["$ref"])
-            if "pattern" in node:
-                _regex(node["pattern"])
-        except ValueError as exc:
-            raise ValueError(f"{where}: {exc}") from None
-        if "type" in node:
-            kinds = node["type"] if isinstance(node["type"], list) else [node["type"]]
-            wrong = [k for k in kinds if k not in _TYPE_NAMES]
-            if wrong:
-                raise ValueError(f"{where}: unknown type(s) {wrong}")
-        for key in sorted(_SUBSCHEMA & node.keys()):  # (the first problem, every run)
-            self.check_schema(node[key], f"{where}/{key}")
-        for key in sorted(_SUBSCHEMA_LISTS & node.keys()):
-            if not isinstance(node[key], list):
-                raise ValueError(f"{where}/{key}: expected a list of schemas")
-            for i, sub in enumerate(node[key]):
-                self.check_schema(sub, f"{where}/{key}/{i}")
-        for key in sorted(_SUBSCHEMA_MAPS & node.keys()):
-            if not isinstance(node[key], dict):
-                raise ValueError(f"{where}/{key}: expected an object of schemas")
-            for name, sub in node[key].items():
-                escaped = str(name).replace("~", "~0").replace("/", "~1")
-                self.check_schema(sub, f"{where}/{key}/{escaped}")
-
-
-MAX_PROBLEMS: Final = 20
-"""How many problems :func:`validate` lists before it only counts the rest."""
-
-
-def validate(
-    instance: Any, schema: Schema, *, root: str = "arguments", max_problems: int = MAX_PROBLEMS
-) -> list[str]:
-    """Check decoded JSON against a schema; the list of problems, empty when valid.
-
-    Each problem names where it is, from ``root``: ``"arguments.count: expected integer,
-    got string"``; past ``max_problems`` a last entry only counts the rest (``"... and
-    12 more problems"``). ``format`` is not enforced. Supported keywords: ``$ref`` (local),
-    ``$defs``, ``type``, ``enum``, ``const``, ``anyOf``, ``allOf``, ``oneOf``, ``not``,
-    the numeric bounds and ``multipleOf``, ``minLength``/``maxLength``, ``items``,
-    ``prefixItems``, ``minItems``/``maxItems``, ``uniqueItems``, ``properties``,
-    ``required``, ``additionalProperties``, ``minProperties``/``maxProperties``,
-    ``pattern`` (``re.search``, as the ``jsonschema`` package does), plus the
-    annotations (``description``, ``default``, ``format``...). NaN and the infinities
-    are no JSON numbers: they fail ``"type": "number"`` and ``"integer"``.
-
-    Raises:
-        ValueError: the schema uses a keyword outside that list, an unresolvable
-            ``$ref`` or an invalid ``pattern``: a bug in whoever wrote the schema, never
-            in the instance. :func:`check_schema` finds these up front.
-    """
-    try:
-        problems = _Validator(schema).errors(instance, schema, root)
-    except RecursionError:
-        # Legal JSON may nest 1024 levels deep (the wire's parser allows that much), and
-        # each level of a recursive type costs a few frames here: too deep is a problem
-        # with the instance, to report like any other.
-        return [f"{root}: nested too deeply to check"]
-    if len(problems) > max_problems:  # an answer of the peer's size, not a message of it
-        rest = len(problems) - max_problems
-        problems[max_problems:] = [f"... and {rest} more problem{'s' if rest > 1 else ''}"]
-    return problems
-
-
-def check_schema(schema: Schema) -> None:
-    """Check up front that :func:`validate` can use ``schema``, everywhere in it.
-
-    :func:`validate` only sees the parts of a schema an instance leads it to, so a
-    keyword it does not implement would otherwise surface on some later call.
-
-    Raises:
-        ValueError: a keyword :func:`validate` does not implement, an unknown ``type``,
-            an invalid ``pattern``, or a ``$ref`` that is not local or does not resolve;
-            the message says where (as a JSON pointer: ``#/properties/name``).
-    """
-    _Validator(schema).check_schema(schema, "#")
 
 
 # --------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import trio.testing
 from trio.testing import MockClock
 
 import mcp_trio._client_common
-import mcp_trio._jsonschema
+import mcp_trio._validation
 from mcp_sansio import Connection, ConnectionConfig, RemoteProtocolError, RequestReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
@@ -489,13 +489,13 @@ async def test_output_schemas_with_a_pattern_are_not_used(
     # A pattern can take seconds on a short string, synchronously: no timeout could end
     # it. (Here ~1 s without the rule; the validator's regex use is counted instead.)
     compiled: list[object] = []
-    real_regex = mcp_trio._jsonschema._regex
+    real_regex = mcp_trio._validation._regex
 
     def counting_regex(pattern: object) -> Any:
         compiled.append(pattern)
         return real_regex(pattern)
 
-    monkeypatch.setattr(mcp_trio._jsonschema, "_regex", counting_regex)
+    monkeypatch.setattr(mcp_trio._validation, "_regex", counting_regex)
     handlers = Handlers()
     structured = {"s": "a" * 22 + "!"}
 

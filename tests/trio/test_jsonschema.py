@@ -26,7 +26,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio import types as mcp_types
-from mcp_trio import _jsonschema
+from mcp_trio import _validation
 from mcp_trio._jsonschema import (
     MAX_PROBLEMS,
     Constraints,
@@ -1089,14 +1089,14 @@ def test_to_jsonable_refuses_numbers_json_cannot_carry() -> None:
 
 def test_enum_values_are_canonicalized_once_per_validation(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = 0
-    canonical = _jsonschema._canonical
+    canonical = _validation._canonical
 
     def counting(value: object) -> object:
         nonlocal calls
         calls += 1
         return canonical(value)
 
-    monkeypatch.setattr(_jsonschema, "_canonical", counting)
+    monkeypatch.setattr(_validation, "_canonical", counting)
     choices = [f"v{i}" for i in range(300)]
     schema: dict[str, Any] = {"type": "array", "items": {"enum": choices}}
     assert validate(["v299"] * 300, schema) == []
@@ -1265,10 +1265,10 @@ def test_the_validators_type_tests_agree_with_has_type() -> None:
 
     values: list[object] = [None, True, False, 0, 1, -5, 2**70, 1.0, 1.5, -0.0]
     values += [math.nan, math.inf, -math.inf, "x", Name("y"), Level.LOW, [], {}, (1,), b"x"]
-    for name, test in _jsonschema._TYPE_TESTS.items():
+    for name, test in _validation._TYPE_TESTS.items():
         for value in values:
-            assert test(value) == _jsonschema.has_type(value, name), (name, value)
-    assert set(_jsonschema._TYPE_TESTS) == _jsonschema._TYPE_NAMES
+            assert test(value) == _validation.has_type(value, name), (name, value)
+    assert set(_validation._TYPE_TESTS) == _validation._TYPE_NAMES
 
 
 @pytest.mark.parametrize("sub", [None, 5, ["type"], "", []])
