@@ -699,7 +699,9 @@ async def open_http_client(
         handlers: handlers for the server's requests and notifications (legacy
             sampling, elicitation, roots; change notifications).
         connection_config: the client core's configuration; ``era`` pins the era
-            (``auto``: probe with ``server/discover``, fall back to ``initialize``).
+            (``auto``: probe with ``server/discover``, fall back to ``initialize``),
+            for ``http_config`` too unless it names one: a refusal then shows its
+            HTTP status rather than a fallback that does not happen.
         config: runtime bounds and timeouts (``write_timeout`` bounds writing one
             request; ``close_timeout`` the closing ``DELETE``).
         http_config: the sans-IO client's bounds; ``era=`` skips the probe for an
@@ -741,6 +743,11 @@ async def open_http_client(
         HandshakeFailed: the server refused the handshake.
     """
     config = config if config is not None else SessionConfig()
+    pinned = connection_config.era if connection_config is not None else "auto"
+    if pinned != "auto" and (http_config is None or http_config.era is None):
+        # No probe: a refusal is the server's word, not a sign to fall back (and its
+        # status is what the caller needs to see: a wrong path is a 404).
+        http_config = attrs.evolve(http_config or HttpClientConfig(), era=Era(pinned))
     channel = HttpChannel(
         url,
         http_config=http_config,
