@@ -28,8 +28,20 @@ body, SSE events) into messages the session reads.
   is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
   ``max_resume_attempts`` resumptions in a row that bring nothing new.
 * **GET stream** (legacy): once the session is initialized, one task keeps the session's
-  GET stream open (resuming it the same way) for what the server says on its own. The
-  ``notifications/initialized`` send returns once the server answered that GET's head
+  GET stream open for what the server says on its own, for as long as the session
+  lasts (the client may open it at any time). A stream that ends is resumed
+  (``Last-Event-ID``) when it has an event id, else (or when the resumption is refused:
+  the events are gone) opened again, after the server's ``retry`` (``default_retry_ms``
+  without one); attempts in a row that bring no message wait twice as long each time,
+  from at least ``default_retry_ms``, up to ``_MAX_REOPEN_DELAY`` (a quiet server that
+  closes its streams is polled less often). A ``405`` means the server offers no GET
+  stream (so does any other answer but a stream, before one ever came): it is not
+  asked again. A ``404`` starts a new session (below), which opens its own. More than
+  ``max_resume_attempts`` attempts in a row that get no stream (no connection; once a
+  stream came, an error status too) end the session (:class:`~mcp_trio.SessionClosed`):
+  what the server says could no longer reach it, and a client that only listens must
+  not look connected. The ``notifications/initialized`` send returns once the server
+  answered that GET's head
   (or refused it, or ``connect_timeout`` passed), so the stream is open before the
   first request: what the server sends on its own right after is not missed, and a
   server sees the GET before any request (the conformance suite's ``sse-retry`` counts
@@ -105,7 +117,7 @@ from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_pool import Pool, UnsendableRequest, WriteFailed
+from ._http_pool import ConnectFailed, Pool, UnsendableRequest, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._open import open_session
 from ._session import Session
@@ -116,6 +128,9 @@ __all__ = ["HttpChannel", "open_http_client"]
 logger = logging.getLogger("mcp_trio")
 
 _INBOX_SIZE: Final = 16
+_MAX_REOPEN_DELAY: Final = 30.0
+"""Seconds: the longest wait before the legacy GET stream is opened again (after many
+attempts in a row that brought nothing; the server's ``retry`` if longer)."""
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
@@ -426,18 +441,16 @@ class HttpChannel(MessageChannel):
         written: _Written,
         wire: H11Stream | None = None,
         rest: bytes | memoryview = b"",
-        headed: Callable[[], None] | None = None,
         *,
         stream: _Stream | None = None,
     ) -> None:
         """One logical request: the POST (already written on ``wire`` if given), its
-        redirects and its resumptions; ``headed`` is called when the first response
-        head has arrived; ``stream`` (for a POST with requests) is told of each reader."""
-        current, redirects, quiet = sent, 0, 0
+        redirects and its resumptions; ``stream`` (for a POST with requests) is told of
+        each reader."""
+        current, quiet = sent, 0
         while True:
             try:
-                reader = await self._exchange(current, written, wire, rest, headed, stream)
-                headed = None
+                reader = await self._follow(current, written, wire, rest, stream=stream)
                 wire, rest = None, b""
             except WireError as exc:
                 if isinstance(exc, WriteFailed) and not current.request_ids:
@@ -449,15 +462,8 @@ class HttpChannel(MessageChannel):
                     raise trio.BrokenResourceError(str(exc)) from exc
                 await self._fail(current.request_ids, str(exc))
                 return
-            if reader.session_expired:
+            if reader is None or reader.session_expired:
                 return  # (_exchange has done what a 404 to our session calls for)
-            if reader.redirect is not None:
-                redirects += 1
-                if redirects > self.transport.max_redirects:
-                    await self._fail(current.request_ids, "too many redirects")
-                    return
-                current = reader.redirect
-                continue
             again = reader.resume()
             if again is None:
                 return
@@ -468,6 +474,39 @@ class HttpChannel(MessageChannel):
                 return
             await trio.sleep(reader.retry_ms / 1000)
             current = again  # (its reader forgets what was cancelled meanwhile)
+
+    async def _follow(
+        self,
+        sent: ClientRequest,
+        written: _Written,
+        wire: H11Stream | None = None,
+        rest: bytes | memoryview = b"",
+        headed: Callable[[], None] | None = None,
+        *,
+        stream: _Stream | None = None,
+    ) -> ClientResponse | None:
+        """One HTTP request and its same-origin redirects (``headed`` is called when
+        the first response head has arrived).
+
+        Returns:
+            The last answer read, or ``None`` after too many redirects (the requests
+            of ``sent`` have failed).
+
+        Raises:
+            WireError: no connection, or no answer.
+        """
+        current, redirects = sent, 0
+        while True:
+            reader = await self._exchange(current, written, wire, rest, headed, stream)
+            headed = None
+            wire, rest = None, b""
+            if reader.session_expired or reader.redirect is None:
+                return reader
+            redirects += 1
+            if redirects > self.transport.max_redirects:
+                await self._fail(current.request_ids, "too many redirects")
+                return None
+            current = reader.redirect
 
     async def _exchange(
         self,
@@ -659,16 +698,73 @@ class HttpChannel(MessageChannel):
         return ready
 
     async def _get_stream(self, ready: trio.Event) -> None:
+        """Keep the session's GET stream open while the session lasts (see the module
+        docs); ``ready`` is set once the first attempt has a head (or failed)."""
+        http, bound = self.http, self.transport.max_resume_attempts
+        last: ClientResponse | None = None  # the last SSE answer: its event id, its retry
+        retry_ms = http.config.default_retry_ms
+        opened = False  # (until a stream came once, any other answer means "no stream")
+        quiet = failed = 0  # attempts in a row that brought no message / no stream
         try:
             with trio.CancelScope() as self._get_scope:
-                request = self.http.open_stream()
-                await self._drive(request, _Written(), headed=ready.set)
-        except LocalProtocolError:
-            return
-        except trio.BrokenResourceError as exc:
-            logger.debug("the GET stream could not be opened: %s", exc)
+                while True:
+                    again = last.resume() if last is not None else None
+                    try:
+                        request = again if again is not None else http.open_stream()
+                    except LocalProtocolError:
+                        return  # no session any more (a new one opens its own stream)
+                    problem: WireError | str | None = None
+                    try:
+                        reader = await self._follow(request, _Written(), headed=ready.set)
+                    except WireError as exc:
+                        reader, problem = None, exc
+                    ready.set()
+                    if reader is not None and reader.session_expired:
+                        return  # (the session is started anew, or over: see _exchange)
+                    if reader is not None and reader.kind == "sse":
+                        opened, last, retry_ms, failed = True, reader, reader.retry_ms, 0
+                        quiet = 0 if reader.events_with_data else quiet + 1
+                    elif reader is not None and (reader.status == 405 or not opened):
+                        # The server offers no GET stream (the spec's 405; any answer but
+                        # a stream, from a server that never gave one): nothing to retry.
+                        logger.debug("HTTP: no GET stream (status %d)", reader.status)
+                        return
+                    elif again is not None and reader is not None and reader.status < 500:
+                        last = None  # the resumption was refused (events gone): afresh
+                        quiet += 1
+                    else:
+                        quiet, failed = quiet + 1, failed + 1
+                        if problem is None:
+                            problem = f"status {reader.status}" if reader else "too many redirects"
+                    if failed > bound:
+                        self._get_lost(problem)
+                        return
+                    floor = http.config.default_retry_ms
+                    await trio.sleep(_reopen_delay(retry_ms, quiet, floor))
         finally:
             ready.set()
+
+    def _get_lost(self, problem: WireError | str | None) -> None:
+        """More than ``max_resume_attempts`` attempts in a row to open the GET stream
+        again got none: end the session (what the server says on its own could no
+        longer reach it), saying why."""
+        if isinstance(problem, ConnectFailed):
+            reason = f"the server cannot be reached any more: {problem}"
+        else:
+            reason = f"the session's GET stream cannot be opened again: {problem}"
+        logger.debug("HTTP: %s", reason)
+        self._signal_soon(SessionClosed(reason))
+
+
+def _reopen_delay(retry_ms: int, quiet: int, floor_ms: int) -> float:
+    """Seconds to wait before the GET stream is opened again, after ``quiet`` attempts
+    in a row that brought no message: the server's ``retry`` after the first; then
+    twice as long each time, from at least ``floor_ms``, up to ``_MAX_REOPEN_DELAY``
+    (never less than ``retry``)."""
+    if quiet <= 1:
+        return retry_ms / 1000
+    backoff = max(retry_ms, floor_ms) / 1000 * (1 << min(quiet - 2, 16))
+    return max(retry_ms / 1000, min(backoff, _MAX_REOPEN_DELAY))
 
 
 def _is_initialized(message: bytes) -> bool:

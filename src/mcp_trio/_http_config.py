@@ -57,8 +57,10 @@ class HttpTransportConfig:
     """Client: same-origin ``307`` / ``308`` redirects followed per request (other
     redirects are refused: the request fails)."""
     max_resume_attempts: int = attrs.field(default=5, validator=_non_negative)
-    """Client, legacy: consecutive ``Last-Event-ID`` resumptions of one SSE stream that
-    bring nothing new before the stream is given up."""
+    """Client, legacy: consecutive ``Last-Event-ID`` resumptions of a request's SSE stream
+    that bring nothing new before the stream is given up; for the session's GET stream,
+    failed attempts in a row to open it again (no connection, an error status) before
+    the session ends."""
     open_get_stream: bool = True
     """Client, legacy: open the session's GET stream for server-initiated messages
     (change notifications, requests made outside any request)."""

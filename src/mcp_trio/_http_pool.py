@@ -28,7 +28,7 @@ from ._http_config import HttpTransportConfig
 from ._http_wire import H11Stream, WireError
 from ._util import extra_headers
 
-__all__ = ["Pool", "UnsendableRequest", "WriteFailed"]
+__all__ = ["ConnectFailed", "Pool", "UnsendableRequest", "WriteFailed"]
 
 _USER_AGENT: Final = b"mcp-trio"
 #: Headers the transport writes itself (a ``*``: a prefix), never a user's extra ones.
@@ -42,6 +42,11 @@ _RESERVED_HEADERS: Final = (
 class UnsendableRequest(WireError):
     """h11 refused to frame one of our requests (``h11.LocalProtocolError``): nothing of
     it went out, and the connection is not to blame (no other request is affected)."""
+
+
+class ConnectFailed(WireError):
+    """No connection could be opened (refused, unreachable, timed out, TLS refused):
+    the server cannot be reached at all, and nothing was sent."""
 
 
 class WriteFailed(WireError):
@@ -95,7 +100,7 @@ class Pool:
         """A new connection.
 
         Raises:
-            WireError: it could not be opened within ``connect_timeout``.
+            ConnectFailed: it could not be opened within ``connect_timeout``.
         """
         stream: trio.abc.Stream | None = None
         try:
@@ -113,7 +118,7 @@ class Pool:
             # trio reports a failed TLS handshake as a bare BrokenResourceError caused by
             # the ssl error (a refused certificate, say): name that cause.
             reason = exc.__cause__ if isinstance(exc, trio.BrokenResourceError) else None
-            raise WireError(
+            raise ConnectFailed(
                 f"could not connect to {self.host}:{self.port}: {reason or exc!r}"
             ) from exc
         return H11Stream(stream, h11.CLIENT, self.transport.max_header_size)
@@ -165,7 +170,7 @@ class Pool:
         Raises:
             UnsendableRequest: h11 refused to frame it (no connection was used).
             WriteFailed: the write failed (a :class:`WireError`).
-            WireError: no connection.
+            ConnectFailed: no connection (a :class:`WireError`).
         """
         events = self._events(request)
         wire = None
