@@ -65,7 +65,7 @@ and the valid ones are remembered so ``tools/call`` gets its ``Mcp-Param-*`` hea
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, final
 from urllib.parse import urljoin, urlsplit
 
@@ -124,6 +124,10 @@ class HttpClientConfig:
     """Largest JSON (or error) response body kept, bytes; above it the request fails."""
     max_event_size: int = 4 * 1024 * 1024
     """Largest SSE event, bytes (bigger ones are dropped and reported in ``warnings``)."""
+    max_warnings: int = 64
+    """Warnings one response keeps (``ClientResponse.warnings``); later ones are only
+    counted, so a peer sending junk for the life of a stream grows neither memory nor
+    the log."""
     default_retry_ms: int = 1_000
     """Wait before resuming a stream whose server announced no ``retry``."""
     era: Era | None = None
@@ -254,7 +258,12 @@ class ClientResponse:
         self.redirect: ClientRequest | None = None
         """For ``redirect``: the same request aimed at the new same-origin location."""
         self.warnings: list[str] = []
-        """Things dropped on the way (oversize events, tools with invalid ``x-mcp-header``)."""
+        """Things dropped on the way (oversize events, tools with invalid ``x-mcp-header``),
+        not taken yet (:meth:`take_warnings`): the first ``max_warnings`` of this response
+        (:class:`HttpClientConfig`), then a note that later ones are only counted."""
+        self.warnings_dropped = 0
+        """Warnings of this response past the first ``max_warnings``: counted, not kept."""
+        self._warned = 0
         self.events_with_data = 0
         """SSE events carrying a message so far: a resumption that brings none (only a
         priming event, whatever its id) brought nothing new."""
@@ -305,6 +314,22 @@ class ClientResponse:
         """
         self._waiting.pop(request_id, None)
 
+    def take_warnings(self) -> list[str]:
+        """The :attr:`warnings` not taken yet, which are forgotten: call it after each
+        :meth:`feed` so that a long stream holds none."""
+        taken, self.warnings = self.warnings, []
+        return taken
+
+    def _warn(self, warning: str) -> None:
+        limit = self._client.config.max_warnings
+        if self._warned < limit:
+            self.warnings.append(warning)
+        else:
+            if not self.warnings_dropped:
+                self.warnings.append(f"more than {limit} warnings: further ones are only counted")
+            self.warnings_dropped += 1
+        self._warned += 1
+
     def feed(self, data: bytes) -> list[bytes]:
         """Take the next piece of the body.
 
@@ -328,7 +353,7 @@ class ClientResponse:
         out: list[bytes] = []
         while (item := self._decoder.next_event()) is not None:
             if not isinstance(item, SSEEvent):
-                self.warnings.append(f"dropped an SSE event over {item.limit} bytes")
+                self._warn(f"dropped an SSE event over {item.limit} bytes")
             elif item.event == "message" and item.data:
                 self.events_with_data += 1
                 out.extend(self._message(item.data.encode()))
@@ -382,7 +407,7 @@ class ClientResponse:
         try:
             obj = loads(data)
         except JSONDecodeError:
-            self.warnings.append("dropped a body that is not JSON")
+            self._warn("dropped a body that is not JSON")
             return []
         if type(obj) is list:
             return [m for item in obj for m in self._one(item, None)]
@@ -397,7 +422,7 @@ class ClientResponse:
         answered one of our requests, that request gets a synthesised error instead.
         """
         if type(obj) is not dict:
-            self.warnings.append("dropped a JSON value that is not a message")
+            self._warn("dropped a JSON value that is not a message")
             return []
         rid = obj.get("id")
         answered: RequestId | None = None
@@ -416,7 +441,7 @@ class ClientResponse:
                         self._client.era = Era.LEGACY
                 elif method == "tools/list" and self._sent.modern:
                     # x-mcp-header is a 2026-07-28 extension: a legacy list is the server's.
-                    kept = self._client._filter_tools(result, self.warnings)
+                    kept = self._client._filter_tools(result, self._warn)
                     if kept is not result:
                         obj = {**obj, "result": kept}
                         raw = None
@@ -426,7 +451,7 @@ class ClientResponse:
         if out is not None:
             return [out]
         why = "a message nested too deep to pass on"
-        self.warnings.append(f"dropped {why}")
+        self._warn(f"dropped {why}")
         if answered is None:
             return []
         return [_synthetic_error(answered, self.status, f"HTTP: {why}", ErrorCode.INTERNAL_ERROR)]
@@ -816,7 +841,7 @@ class HttpClient:
             if sid and all(0x21 <= ord(c) <= 0x7E for c in sid):
                 self.session_id = reader._session_id = sid  # (its stream is that session's)
             else:
-                reader.warnings.append("ignored an Mcp-Session-Id that is not visible ASCII")
+                reader._warn("ignored an Mcp-Session-Id that is not visible ASCII")
         return reader
 
     def _session_lost(self, sent: ClientRequest) -> Literal["restart", "resend", "end"]:
@@ -852,7 +877,7 @@ class HttpClient:
         """The ``x-mcp-header`` parameters learnt for ``tool`` from ``tools/list``."""
         return self._tool_params.get(tool, ())
 
-    def _filter_tools(self, result: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    def _filter_tools(self, result: dict[str, Any], warn: Callable[[str], None]) -> dict[str, Any]:
         """``result`` with the tools whose ``x-mcp-header`` annotations are invalid left out
         (``streamable-http#schema-extension``), remembering the valid ones' parameters.
         Returns ``result`` itself (not a copy) when no tool was dropped."""
@@ -868,7 +893,7 @@ class HttpClient:
                 )
             except ValueError as exc:
                 shown = repr(name) if type(name) is str else "without a name"
-                warnings.append(f"dropped tool {shown}: {exc}")
+                warn(f"dropped tool {shown}: {exc}")
                 continue
             if type(name) is str:
                 self._tool_params[name] = params

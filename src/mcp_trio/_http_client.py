@@ -541,7 +541,9 @@ class HttpChannel(MessageChannel):
                 while True:
                     event = await wire.next_event()
                     if isinstance(event, h11.Data):
-                        for message in reader.feed(bytes(event.data)):
+                        messages = reader.feed(bytes(event.data))
+                        _log_warnings(reader)  # as they come: a stream may last for hours
+                        for message in messages:
                             await self._deliver(message)
                     elif isinstance(event, h11.EndOfMessage):
                         complete = True
@@ -557,10 +559,12 @@ class HttpChannel(MessageChannel):
                 await self._pool.release(wire)
             else:
                 await wire.aclose()
-            for message in reader.feed_eof():
+            messages = reader.feed_eof()
+            _log_warnings(reader)
+            if reader.warnings_dropped:
+                logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
+            for message in messages:
                 await self._deliver(message)
-            for warning in reader.warnings:
-                logger.warning("HTTP: %s", warning)
         finally:
             if reader.session_expired is not None:
                 self._session_lost(reader)  # (no checkpoint: even when cancelled)
@@ -765,6 +769,11 @@ def _reopen_delay(retry_ms: int, quiet: int, floor_ms: int) -> float:
         return retry_ms / 1000
     backoff = max(retry_ms, floor_ms) / 1000 * (1 << min(quiet - 2, 16))
     return max(retry_ms / 1000, min(backoff, _MAX_REOPEN_DELAY))
+
+
+def _log_warnings(reader: ClientResponse) -> None:
+    for warning in reader.take_warnings():
+        logger.warning("HTTP: %s", warning)
 
 
 def _is_initialized(message: bytes) -> bool:

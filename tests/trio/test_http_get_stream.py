@@ -15,6 +15,7 @@ sleep, so virtual time moves only for timers, and the client's waits are exact.
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any
 
@@ -25,6 +26,7 @@ import trio
 import trio.testing
 
 import mcp_trio
+from mcp_sansio._http import HttpClientConfig
 from mcp_sansio._json import dumps
 from mcp_trio import Handlers, NotificationContext, SessionClosed
 from mcp_trio._http_client import _MAX_REOPEN_DELAY, _reopen_delay, open_http_client
@@ -281,3 +283,25 @@ def test_the_wait_before_opening_again_backs_off() -> None:
     assert [_reopen_delay(0, quiet, 1000) for quiet in range(4)] == [0, 0, 1, 2]
     assert _reopen_delay(500, 100, 1000) == _MAX_REOPEN_DELAY
     assert _reopen_delay(90_000, 100, 1000) == 90  # never sooner than the server's retry
+
+
+# ------------------------------------------------------------------ warnings as they come
+
+
+async def test_warnings_of_a_long_stream_are_logged_as_they_come_and_bounded(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    junk = 200
+    body = b"data: not json\n\n" * junk + log_event(1)
+    server = ScriptedServer([GetAnswer(body=body, hold=True)])
+    url = await serve(nursery, server)
+    heard = Heard()
+    with caplog.at_level(logging.WARNING, logger="mcp_trio"), trio.fail_after(IO_TIMEOUT):
+        async with legacy(url, heard, http_config=HttpClientConfig(max_warnings=10)):
+            assert await heard.receive.receive() == 1
+            # The stream is still open: what was dropped is already in the log.
+            logged = [r.getMessage() for r in caplog.records if r.name == "mcp_trio"]
+    assert logged == [
+        *["HTTP: dropped a body that is not JSON"] * 10,
+        "HTTP: more than 10 warnings: further ones are only counted",
+    ]
