@@ -108,6 +108,13 @@ def test_timeout_cancels_and_the_client_goes_on(client: BlockingClient) -> None:
     assert client.connection.pending_requests() == ()
 
 
+@pytest.mark.parametrize("timeout", [math.inf, 1e300])
+def test_an_infinite_timeout_waits(client: BlockingClient, timeout: float) -> None:
+    # It used to reach select() whole, which raised OverflowError.
+    result = client.call_tool("slow", {"steps": 2, "delay": 0.01}, timeout=timeout)
+    assert result.text == "done"
+
+
 def test_ping_is_legacy_only(client: BlockingClient) -> None:
     if client.era is Era.LEGACY:
         client.ping()

@@ -135,6 +135,8 @@ _STDERR_TAIL_SIZE: Final = 65_536
 """Bytes of a piped stderr kept for :class:`ServerExited` (as the Trio client's default)."""
 _COURTESY_WRITE_TIMEOUT: Final = 1.0
 """Seconds to write what is left when a call is abandoned or the client closed."""
+_LONGEST_WAIT: Final = 3600.0
+"""Seconds: the longest single wait on the selector (a longer one is waited in pieces)."""
 _EXIT_POLL: Final = 0.05
 """Seconds between looks at a process that may have exited while its stderr stays open."""
 _START_METHODS: Final = frozenset({"initialize", "server/discover"})
@@ -744,9 +746,9 @@ class BlockingClient(HandshakeFacts):
             wake = min((d for d in (timer, deadline, stalled) if d is not None), default=None)
             # Backpressure: above the limit, the server waits for us to read.
             reading = self._replies_queued() < self._outbox_limit
-            readable, writable, side = self._select(
-                reading, bool(self._outbox), None if wake is None else max(0.0, wake - now)
-            )
+            # (a far or infinite deadline is waited for in pieces: select() overflows)
+            wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
+            readable, writable, side = self._select(reading, bool(self._outbox), wait)
             if side:
                 transport.read_side()
             if writable:
