@@ -578,9 +578,11 @@ class OutputSchemas:
     against (more than :data:`MAX_OUTPUT_SCHEMA_NODES` subschemas, ``$ref`` expanded,
     deeper than :data:`MAX_OUTPUT_SCHEMA_DEPTH`, more ``enum``/``const`` values than
     :data:`MAX_OUTPUT_SCHEMA_VALUES`, a recursive schema whose alternatives could both
-    recurse, another dialect than 2020-12) is not used. Nor is one with a ``pattern``
-    anywhere: Python's ``re`` may backtrack for seconds on a short string, and it
-    blocks the event loop (no timeout can interrupt it).
+    recurse, another dialect than 2020-12: a warning says so) is not used. Nor is one
+    with a ``pattern`` anywhere: Python's ``re`` may backtrack for seconds on a short
+    string, and it blocks the event loop (no timeout can interrupt it). One whose
+    ``$ref`` leads nowhere, or out of the schema (nothing is fetched), has its results
+    refused (``basic/index.mdx``: rejected, not treated as permissive).
 
     Args:
         validator: checks a value against a schema (``mcp_trio._jsonschema.validate``).
@@ -654,7 +656,8 @@ class OutputSchemas:
 
         Raises:
             RemoteProtocolError: ``structuredContent`` does not match the tool's known
-                ``outputSchema`` (or is missing though the tool has one).
+                ``outputSchema`` (or is missing though the tool has one), or that schema
+                has a ``$ref`` that cannot be resolved.
         """
         structured = result.get("structuredContent")
         schema = self._schemas.get(name)
@@ -662,9 +665,29 @@ class OutputSchemas:
             return
         usable = self._usable.get(name)
         if usable is None:
-            usable = self._usable[name] = _bounded_schema(schema)
-            if not usable:
-                logger.debug("not validating tool %r's results: its schema is too costly", name)
+            dialect = schema.get("$schema", JSON_SCHEMA_DIALECT)
+            if not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT:
+                # basic/index.mdx: a dialect we cannot validate by is said so.
+                logger.warning(
+                    "not validating tool %r's results: its outputSchema declares the JSON "
+                    "Schema dialect %.100r, which this client does not implement",
+                    name,
+                    dialect,
+                )
+                usable = False
+            else:
+                try:
+                    usable = _bounded_schema(schema)
+                except _Unresolved as exc:
+                    # basic/index.mdx: a schema with an unresolved $ref SHOULD be
+                    # rejected, not treated as permissive (nothing is fetched).
+                    raise RemoteProtocolError(
+                        f"tools/call {name!r}: the tool's outputSchema has a $ref that"
+                        f" cannot be resolved ({exc}), so its results are refused"
+                    ) from None
+                if not usable:
+                    logger.debug("not validating tool %r's results: its schema is too costly", name)
+            self._usable[name] = usable
         if not usable:
             return
         if "structuredContent" not in result:
@@ -693,6 +716,10 @@ class _TooCostly(Exception):
     pass
 
 
+class _Unresolved(Exception):
+    """A ``$ref`` of a server's schema that leads nowhere, or out of the schema."""
+
+
 def _bounded_schema(schema: dict[str, Any]) -> bool:
     """Whether validating against ``schema`` (a server's) costs a bounded amount of work
     per value of the result: see :class:`OutputSchemas`.
@@ -704,12 +731,10 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
     Each ``enum``/``const`` value costs a comparison per value checked against it: their
     number, expanded, is bounded too. A ``pattern`` (reached or not: ``$defs`` too)
     makes it unusable, its cost being unbounded.
+
+    Raises:
+        _Unresolved: a ``$ref`` reached from the root leads nowhere, or out of the schema.
     """
-    dialect = schema.get("$schema")
-    if dialect is not None and (
-        not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT
-    ):
-        return False
     if _has_pattern(schema):
         return False
     nodes = values = 0
@@ -717,7 +742,7 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
 
     def resolve(ref: str) -> Any:
         if not ref.startswith("#"):
-            raise _TooCostly  # not local: the validator refuses it anyway
+            raise _Unresolved(f"{ref[:100]!r} is not in the schema")
         node: Any = schema
         for escaped in ref[1:].split("/")[1:]:
             part = escaped.replace("~1", "/").replace("~0", "~")
@@ -726,7 +751,7 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
             elif isinstance(node, dict) and part in node:
                 node = node[part]
             else:
-                raise _TooCostly
+                raise _Unresolved(f"{ref[:100]!r} leads nowhere")
         return node
 
     def walk(node: Any, refs: tuple[str, ...], depth: int) -> bool:

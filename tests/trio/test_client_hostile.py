@@ -436,7 +436,6 @@ BRANCHING = {
         (BRANCHING, False),  # recursion that could double at each level: not used
         ({"type": "object", "x-vendor": True}, False),  # a keyword the validator lacks
         ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}, False),
-        ({"$ref": "https://example.com/schema.json"}, False),  # never fetched
         ({"properties": {"sum": {"minLength": "x"}}}, False),  # the validator trips on it
         (LINKED, True),  # recursive, but linear: checked
         (_doubling_chain(3), True),
@@ -462,6 +461,37 @@ async def test_costly_or_unusable_output_schemas_are_not_used(
                 await client.call_tool("hostile")  # {"sum": "three"}
         else:
             assert (await client.call_tool("hostile")).structured_content == {"sum": "three"}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$ref": "https://example.com/schema.json"},  # never fetched
+        {"properties": {"sum": {"$ref": "#/$defs/gone"}}},
+        {"properties": {"sum": {"$ref": "other.json#/x"}}},
+    ],
+)
+async def test_a_schema_with_an_unresolved_ref_has_its_results_refused(
+    schema: dict[str, Any], autojump_clock: MockClock
+) -> None:
+    # basic/index.mdx: such a schema SHOULD be rejected, not treated as permissive.
+    server = _structured_server({"hostile": schema})
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        with pytest.raises(RemoteProtocolError, match="has a \\$ref that cannot be resolved"):
+            await client.call_tool("hostile")
+
+
+async def test_a_schema_of_another_dialect_is_not_used_and_said_so(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
+    server = _structured_server({"hostile": schema})
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        assert (await client.call_tool("hostile")).structured_content == {"sum": "three"}
+    (record,) = [r for r in caplog.records if "dialect" in r.getMessage()]
+    assert record.levelname == "WARNING" and "draft-07" in record.getMessage()
 
 
 BACKTRACKING = "^(a+)+$"  # exponential in Python's re on "aaa...a!"
