@@ -108,6 +108,13 @@ def test_timeout_cancels_and_the_client_goes_on(client: BlockingClient) -> None:
     assert client.connection.pending_requests() == ()
 
 
+def test_progress_keeps_a_call_with_a_timeout_alive(client: BlockingClient) -> None:
+    # Progress is asked for even without a callback: 0.4 s of steps 0.05 s apart, 0.25 s
+    # timeout (reset by each progress report).
+    result = client.call_tool("slow", {"steps": 8, "delay": 0.05}, timeout=0.25)
+    assert result.text == "done"
+
+
 @pytest.mark.parametrize("timeout", [math.inf, 1e300])
 def test_an_infinite_timeout_waits(client: BlockingClient, timeout: float) -> None:
     # It used to reach select() whole, which raised OverflowError.

@@ -162,18 +162,24 @@ class _ConnectionBase:
         if self.config.max_request_time is not None:
             cap = entry.started + self.config.max_request_time
             deadline = cap if deadline is None else min(deadline, cap)
+        if deadline is not None and deadline == entry.deadline and entry.timer_seq:
+            return  # (re-armed to the time it had: its entry stands)
         entry.deadline = deadline
+        entry.timer_seq = 0
         if deadline is not None:
             self._timer_seq += 1
+            entry.timer_seq = seq = self._timer_seq
             timers = self._timers
-            heapq.heappush(timers, (deadline, self._timer_seq, rid))
+            heapq.heappush(timers, (deadline, seq, rid))
             pending = self._pending
             if len(timers) > 2 * len(pending) + 64:
                 # Entries of finished or re-armed requests leave the heap only from its
                 # top; under an early live deadline they would pile up (one per
                 # progress notification, one per quick request). Keep the live ones.
                 timers[:] = [
-                    t for t in timers if (e := pending.get(t[2])) is not None and e.deadline == t[0]
+                    t
+                    for t in timers
+                    if (e := pending.get(t[2])) is not None and e.timer_seq == t[1]
                 ]
                 heapq.heapify(timers)
             if self._on_arm is not None:

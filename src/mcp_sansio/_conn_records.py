@@ -50,6 +50,8 @@ class _Outbound:
     progress_token: RequestId | None
     era: Era
     deadline: float | None = None
+    timer_seq: int = 0
+    """The sequence number of the live ``_timers`` entry (0: none)."""
     last_progress: float | None = None
     request_state: Any = None
     rounds: int = 0

@@ -179,9 +179,9 @@ class Connection(_Receiving, _Answering):
         timers = self._timers
         pending = self._pending
         while timers:
-            deadline, _, rid = timers[0]
+            deadline, seq, rid = timers[0]
             entry = pending.get(rid)
-            if entry is not None and entry.deadline == deadline:
+            if entry is not None and entry.timer_seq == seq:
                 return deadline
             heapq.heappop(timers)
         return None

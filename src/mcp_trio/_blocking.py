@@ -125,6 +125,12 @@ ElicitationFunction = Callable[
 RootsFunction = Callable[[], Iterable[RootLike]]
 LogFunction = Callable[[t.LoggingMessageNotificationParams], object]
 ProgressFunction = Callable[[ProgressReceived], object]
+
+
+def _ignore_progress(event: ProgressReceived) -> None:
+    pass
+
+
 NotificationFunction = Callable[[NotificationReceived], object]
 
 _READ_SIZE: Final = 65_536
@@ -985,7 +991,8 @@ class BlockingClient(HandshakeFacts):
             ValueError: an argument holds NaN or an infinity. Nothing is sent.
         """
         params = named_params(name, arguments)
-        result = self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        progress = self._long_progress(on_progress, timeout)
+        result = self.request("tools/call", params, timeout=timeout, on_progress=progress)
         output = ToolOutput.from_wire(result)
         schemas = self._output_schemas
         schemas.check_shape(result, self.protocol_version)
@@ -1014,7 +1021,8 @@ class BlockingClient(HandshakeFacts):
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> t.ReadResourceResult:
         """Read a resource."""
-        result = self.request("resources/read", {"uri": uri}, timeout=timeout)
+        progress = self._long_progress(None, timeout)
+        result = self.request("resources/read", {"uri": uri}, timeout=timeout, on_progress=progress)
         return structure(result, t.ReadResourceResult)
 
     def list_prompts(self) -> list[t.Prompt]:
@@ -1026,7 +1034,20 @@ class BlockingClient(HandshakeFacts):
     ) -> t.GetPromptResult:
         """Get a prompt filled in with ``arguments``."""
         params = named_params(name, arguments)
-        return structure(self.request("prompts/get", params, timeout=timeout), t.GetPromptResult)
+        progress = self._long_progress(None, timeout)
+        result = self.request("prompts/get", params, timeout=timeout, on_progress=progress)
+        return structure(result, t.GetPromptResult)
+
+    def _long_progress(
+        self, on_progress: ProgressFunction | None, timeout: float | None
+    ) -> ProgressFunction | None:
+        """As ``mcp_trio.Client``: with a timeout, progress is asked for even without a
+        callback (it keeps a long request alive)."""
+        if timeout is None:
+            timeout = self._conn.config.request_timeout
+        if on_progress is None and timeout is not None:
+            return _ignore_progress
+        return on_progress
 
     def complete(
         self,

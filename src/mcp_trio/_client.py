@@ -252,7 +252,9 @@ class Client(HandshakeFacts):
         progress is asked for all the same: it keeps the request alive (the timeout
         counts time without an answer *or progress*)."""
         chosen = on_progress or self._on_progress
-        if chosen is None and (timeout if timeout is not None else self._timeout) is not None:
+        if timeout is None:
+            timeout = self._session.connection.config.request_timeout
+        if chosen is None and timeout is not None:
             return _ignore_progress
         return chosen
 

@@ -64,10 +64,21 @@ _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _MAX_ORPHAN_IDS: Final = 16
 """Modern: subscription ids whose notifications overtook their acknowledgment, kept."""
 _MAX_ORPHANS_PER_ID: Final = 64
+_MAX_UNREAD: Final = 1024
+"""Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
+each count); past it the oldest is dropped, with a warning."""
 _NOT_ACKNOWLEDGED: Final = "the server ended subscriptions/listen before acknowledging it"
 _UNSUBSCRIBE_TIMEOUT: Final = 2.0
 """Legacy: seconds the courtesy ``resources/unsubscribe`` requests may take, all of them
 together, on the way out of a ``subscribe()`` block."""
+
+
+def _within(uri: str, subscribed: str) -> bool:
+    """Whether ``uri`` is ``subscribed`` or a sub-resource of it."""
+    if not uri.startswith(subscribed):
+        return False
+    rest = uri[len(subscribed) :]
+    return not rest or subscribed.endswith("/") or rest[0] in "/?#"
 
 
 def _uri(params: dict[str, Any] | None) -> str | None:
@@ -129,7 +140,12 @@ class Subscription:
             return self.prompts
         if method == "notifications/resources/list_changed":
             return self.resource_list
-        return method == "notifications/resources/updated" and _uri(params) in self.resources
+        if method != "notifications/resources/updated":
+            return False
+        uri = _uri(params)
+        # The schema: "might be a sub-resource of the one that the client actually
+        # subscribed to" (a path below it, or a part of it).
+        return uri is not None and any(_within(uri, mine) for mine in self.resources)
 
     @property
     def ended(self) -> bool:
@@ -182,7 +198,15 @@ class Subscription:
         if self._ended:
             return
         key = (note.method, _uri(note.params))
-        self._pending[key] = note
+        pending = self._pending
+        pending[key] = note
+        if len(pending) > _MAX_UNREAD:
+            dropped = pending.popitem(last=False)[1]
+            logger.warning(
+                "subscription: over %d notifications unread, dropped the oldest (%s)",
+                _MAX_UNREAD,
+                dropped.method,
+            )
         self._wake()
 
     def _end(self, reason: str, failure: BaseException | None = None) -> None:

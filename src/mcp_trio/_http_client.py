@@ -726,12 +726,18 @@ class HttpChannel(MessageChannel):
                     if reader is not None and reader.session_expired:
                         return  # (the session is started anew, or over: see _exchange)
                     if reader is not None and reader.kind == "sse":
-                        opened, last, retry_ms, failed = True, reader, reader.retry_ms, 0
+                        opened, retry_ms, failed = True, reader.retry_ms, 0
                         quiet = 0 if reader.events_with_data else quiet + 1
-                    elif reader is not None and (reader.status == 405 or not opened):
-                        # The server offers no GET stream (the spec's 405; any answer but
-                        # a stream, from a server that never gave one): nothing to retry.
-                        logger.debug("HTTP: no GET stream (status %d)", reader.status)
+                        if reader.last_event_id or last is None or not last.last_event_id:
+                            last = reader  # (else resume from the last id seen, as EventSource)
+                    elif (reader is not None and reader.status == 405) or (
+                        not opened and not isinstance(problem, ConnectFailed)
+                    ):
+                        # The server offers no GET stream (the spec's 405; from a server
+                        # that never gave one, any answer but a stream, a connection it
+                        # drops, a redirect loop): nothing to retry.
+                        why = f"status {reader.status}" if reader else problem or "redirects"
+                        logger.debug("HTTP: no GET stream (%s)", why)
                         return
                     elif again is not None and reader is not None and reader.status < 500:
                         last = None  # the resumption was refused (events gone): afresh

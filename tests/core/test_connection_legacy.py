@@ -1039,6 +1039,32 @@ def test_a_timeout_is_zero_or_more_seconds(bad: float) -> None:
     assert pair.client.next_deadline() == 5.0
 
 
+@pytest.mark.parametrize("how", ["capped", "same-tick"])
+def test_re_arming_to_the_same_deadline_adds_no_timer(how: str) -> None:
+    # Progress under max_request_time's cap, or several in one read (one `now`), re-arm
+    # a request to the deadline it has: no new heap entry (they used to pile up, each
+    # one looking live, and every later arm scanned them all).
+    client_cfg = ConnectionConfig(
+        era="legacy",
+        request_timeout=5.0,
+        max_request_time=10.0 if how == "capped" else None,
+        capabilities=CLIENT_CAPS,
+    )
+    pair = ConnectionPair(client_cfg, ConnectionConfig(capabilities=SERVER_CAPS))
+    pair.handshake()
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    for i in range(1, 5_001):
+        pair.server.send_progress(req.request_id, i)
+        pair.deliver(pair.server, now=8.0 if how == "capped" else 3.0)
+    assert len(pair.client._timers) <= 3  # (the handshake's stale entries, and this one)
+    expected = 10.0 if how == "capped" else 8.0
+    assert pair.client.next_deadline() == expected
+    assert pair.client.handle_timer(expected) == [
+        RequestTimedOut(request_id=rid, method="tools/call")
+    ]
+
+
 def test_default_request_timeout_applies() -> None:
     client = Connection("client", ConnectionConfig(era="legacy", request_timeout=3.0))
     client.start(now=10.0)

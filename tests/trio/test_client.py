@@ -186,6 +186,10 @@ async def test_timeouts(era: str, autojump_clock: MockClock) -> None:
         # with no callback too: a call with a timeout asks for progress all the same
         assert (await client.call_tool("slow", {"steps": 6})).text == "done"
         assert (await client.call_tool("slow", {"steps": 3}, timeout=1.5)).text == "done"
+    # and when the timeout is the core's own setting
+    core = ConnectionConfig(request_timeout=1.5)
+    async with open_client(server(), era=era, connection_config=core) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("slow", {"steps": 3})).text == "done"
 
 
 # ---------------------------------------------------------------------- resources, prompts

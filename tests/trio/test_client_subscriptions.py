@@ -18,7 +18,7 @@ from mcp_sansio import Connection, ConnectionConfig, NotificationReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair, open_session
 from mcp_trio._client import Client, open_client
-from mcp_trio._client_subscriptions import Subscription
+from mcp_trio._client_subscriptions import _MAX_UNREAD, Subscription
 
 from .client_server_app import Recorder, make_handlers
 from .client_server_app import server_config as app_config
@@ -289,3 +289,39 @@ async def test_a_modern_server_closing_its_session_ends_the_subscription_gracefu
         async for _note in updates:
             pytest.fail("nothing was sent")  # pragma: no cover
         assert updates.end_reason == "the server ended the subscription"  # its result
+
+
+async def test_updates_of_sub_resources_are_delivered_and_bounded(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The schema: the updated URI "might be a sub-resource of the one that the client
+    # actually subscribed to". Each counts as its own unread notification, up to a bound.
+    client_channel, server_channel = memory_channel_pair()
+    server = HandDriven(server_channel)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve)
+        async with (
+            open_client(client_channel, era="modern") as client,
+            client.subscribe(resources=["file:///project/", "mem://note"]) as updates,
+        ):
+            [sid] = server.subscription_ids
+            uris = [
+                "file:///project/src/main.py",
+                "mem://note#title",
+                "mem://note/1",
+                "mem://notes",  # another resource that merely starts alike
+                "file:///elsewhere",
+            ]
+            for uri in uris:
+                params = {"uri": uri, "_meta": {SUBSCRIPTION_ID: sid}}
+                await server.send({"jsonrpc": "2.0", "method": UPDATED, "params": params})
+            await trio.testing.wait_all_tasks_blocked()
+            assert drain(updates) == [(UPDATED, uri) for uri in uris[:3]]
+            for i in range(_MAX_UNREAD + 10):
+                params = {"uri": f"file:///project/{i}", "_meta": {SUBSCRIPTION_ID: sid}}
+                await server.send({"jsonrpc": "2.0", "method": UPDATED, "params": params})
+            await trio.testing.wait_all_tasks_blocked()
+            unread = drain(updates)
+            assert len(unread) == _MAX_UNREAD and unread[0] == (UPDATED, "file:///project/10")
+            assert "dropped the oldest" in caplog.text
+        nursery.cancel_scope.cancel()

@@ -273,6 +273,9 @@ async def test_extra_headers_go_with_the_websocket_handshake() -> None:
         ({"Bad Name": "x"}, "not an HTTP token"),
         ({"X-Token": "a\r\nInjected: yes"}, "on one line"),
         ({"X-Token": "é€"}, "Latin-1"),
+        ({"Authorization": "Bearer tok "}, "no space at either end"),
+        ({"X-Token": "\t"}, "no space at either end"),
+        ({"authorization": "a", "Authorization": "b"}, "given twice"),
     ],
 )
 async def test_extra_headers_are_checked_before_connecting(

@@ -64,6 +64,10 @@ class GetAnswer:
     """For a 200, the SSE events (then the stream ends, unless ``hold``)."""
     hold: bool = False
     """Keep the stream open after ``body``."""
+    drop: bool = False
+    """Close the connection without an answer."""
+    redirect: bool = False
+    """Answer ``307`` back to the endpoint itself (a redirect loop)."""
 
 
 @attrs.define
@@ -83,6 +87,14 @@ class ScriptedServer:
                 headers = {k.decode(): v.decode() for k, v in head.headers}
                 self.gets.append((trio.current_time(), headers.get("last-event-id")))
                 answer = self.script[min(len(self.gets), len(self.script)) - 1]
+                if answer.drop:
+                    await stream.aclose()
+                    return
+                if answer.redirect:
+                    location = (SESSION, ("location", "/mcp"))
+                    await respond(conn, stream, b"", status=307, headers=location)
+                    conn.start_next_cycle()
+                    continue
                 if answer.hold:
                     response = h11.Response(status_code=200, headers=[SESSION, SSE])
                     out = [conn.send(response), conn.send(h11.Data(data=answer.body))]
@@ -93,6 +105,9 @@ class ScriptedServer:
             elif message is not None and message.get("method") == "initialize":
                 result = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {}}
                 answer_body = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                await respond(conn, stream, answer_body, headers=(SESSION, JSON))
+            elif message is not None and "id" in message:  # ping
+                answer_body = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}})
                 await respond(conn, stream, answer_body, headers=(SESSION, JSON))
             else:  # a notification (202), the DELETE at the end (204)
                 await respond(conn, stream, b"", status=202 if message else 204)
@@ -177,6 +192,42 @@ async def test_a_server_that_offers_no_get_stream_is_not_asked_again(
             await trio.sleep(2 * _MAX_REOPEN_DELAY)
             assert not client.closed
     assert len(server.gets) == 1
+
+
+@pytest.mark.parametrize("answer", [GetAnswer(drop=True), GetAnswer(redirect=True)])
+async def test_a_server_that_never_gives_a_stream_keeps_its_session(
+    answer: GetAnswer, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A dropped connection or a redirect loop, before any stream came, means "no GET
+    # stream" as any other answer does; the POSTs work, the session goes on.
+    server = ScriptedServer([answer])
+    url = await serve(nursery, server)
+    with trio.fail_after(300):  # (virtual time)
+        async with legacy(url, Heard()) as client:
+            await trio.sleep(120)
+            assert not client.closed, client.close_reason
+            assert await client.request("ping") == {}
+    assert len(server.gets) <= HttpTransportConfig().max_redirects + 1
+
+
+async def test_the_last_event_id_outlives_a_resumption_that_brought_no_event(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # As EventSource: the id to resume from is the last one seen, on any stream.
+    server = ScriptedServer(
+        [
+            GetAnswer(body=b"retry: 1000\n\n" + log_event(1, event_id="e1")),
+            GetAnswer(body=b""),  # resumed: nothing new yet, the stream ends
+            GetAnswer(body=log_event(2), hold=True),
+        ]
+    )
+    url = await serve(nursery, server)
+    heard = Heard()
+    with trio.fail_after(IO_TIMEOUT):
+        async with legacy(url, heard):
+            assert await heard.receive.receive() == 1
+            assert await heard.receive.receive() == 2
+    assert [last for _, last in server.gets] == [None, "e1", "e1"]
 
 
 async def test_a_stream_that_fails_to_open_again_ends_the_session(
