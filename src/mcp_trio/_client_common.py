@@ -32,6 +32,8 @@ from mcp_sansio import types as t
 from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._versions import JSON_SCHEMA_DIALECT, REVISIONS
 
+from ._validation import resolve_ref
+
 __all__ = [
     "LIST_METHODS",
     "LOG_LEVELS",
@@ -741,18 +743,10 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
     recursive = branching = False
 
     def resolve(ref: str) -> Any:
-        if not ref.startswith("#"):
-            raise _Unresolved(f"{ref[:100]!r} is not in the schema")
-        node: Any = schema
-        for escaped in ref[1:].split("/")[1:]:
-            part = escaped.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                raise _Unresolved(f"{ref[:100]!r} leads nowhere")
-        return node
+        try:
+            return resolve_ref(schema, ref)
+        except ValueError as exc:
+            raise _Unresolved(str(exc)) from None
 
     def walk(node: Any, refs: tuple[str, ...], depth: int) -> bool:
         """Count ``node``'s subschemas; whether it holds a ``$ref`` (refs not followed)."""

@@ -33,6 +33,26 @@ Schema = dict[str, Any]
 """A JSON Schema object, decoded."""
 
 
+def resolve_ref(root: Any, ref: str) -> Any:
+    """The subschema of ``root`` a local ``$ref`` (a JSON pointer fragment) names.
+
+    Raises:
+        ValueError: ``ref`` is not local (nothing is fetched), or leads nowhere.
+    """
+    if not ref.startswith("#"):
+        raise ValueError(f"unsupported $ref {ref[:100]!r}: only local references are")
+    node = root
+    for escaped in ref[1:].split("/")[1:]:
+        part = escaped.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise ValueError(f"unresolvable $ref {ref[:100]!r}")
+    return node
+
+
 def _json_type(value: object) -> str | None:
     if value is None:
         return "null"
@@ -218,18 +238,7 @@ class _Validator:
         return found
 
     def resolve(self, ref: str) -> Any:
-        if not ref.startswith("#"):
-            raise ValueError(f"unsupported $ref {ref!r}: only local references are")
-        node = self.root
-        for escaped in ref[1:].split("/")[1:]:
-            part = escaped.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                raise ValueError(f"unresolvable $ref {ref!r}")
-        return node
+        return resolve_ref(self.root, ref)
 
     def errors(self, value: Any, schema: Any, path: _Path) -> list[str]:
         out: list[str] = []
