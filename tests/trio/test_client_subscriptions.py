@@ -7,6 +7,8 @@ notification handlers run.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -173,6 +175,12 @@ class HandDriven:
     async def send(self, message: dict[str, Any]) -> None:
         await self.channel.send(dumps(message))
 
+    async def tagged(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification tagged with the (one) subscription's id."""
+        [sid] = self.subscription_ids
+        tagged = {**params, "_meta": {SUBSCRIPTION_ID: sid}}
+        await self.send({"jsonrpc": "2.0", "method": method, "params": tagged})
+
     async def serve(self) -> None:
         try:
             while True:
@@ -191,72 +199,55 @@ class HandDriven:
             pass
 
 
-async def test_modern_notification_overtaking_its_acknowledgment_is_kept(
-    autojump_clock: MockClock,
-) -> None:
+@asynccontextmanager
+async def subscribed(
+    before_ack: Sequence[tuple[str, dict[str, Any]]] = (), **filters: Any
+) -> AsyncGenerator[tuple[HandDriven, Client, Subscription]]:
+    """A modern client subscribed (``filters``) through a :class:`HandDriven` server,
+    which sends ``before_ack`` (method, params) ahead of the acknowledgment."""
     client_channel, server_channel = memory_channel_pair()
     server = HandDriven(server_channel)
-    server.before_ack.append({"jsonrpc": "2.0", "method": TOOLS_CHANGED, "params": {}})
+    server.before_ack += [{"jsonrpc": "2.0", "method": m, "params": p} for m, p in before_ack]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server.serve)
         async with (
             open_client(client_channel, era="modern") as client,
-            client.subscribe(tools=True) as updates,
+            client.subscribe(**filters) as updates,
         ):
-            await trio.testing.wait_all_tasks_blocked()
-            assert drain(updates) == [(TOOLS_CHANGED, None)]
+            yield server, client, updates
         nursery.cancel_scope.cancel()
+
+
+async def test_modern_notification_overtaking_its_acknowledgment_is_kept(
+    autojump_clock: MockClock,
+) -> None:
+    async with subscribed([(TOOLS_CHANGED, {})], tools=True) as (_server, _client, updates):
+        await trio.testing.wait_all_tasks_blocked()
+        assert drain(updates) == [(TOOLS_CHANGED, None)]
 
 
 async def test_modern_notifications_not_asked_for_are_dropped(autojump_clock: MockClock) -> None:
     # A server may tag anything with our subscription id; what we did not ask for is
     # dropped, which also bounds the queue by what we asked for (it grew per new URI).
-    client_channel, server_channel = memory_channel_pair()
-    server = HandDriven(server_channel)
     early = [(PROMPTS_CHANGED, {}), (UPDATED, {"uri": "file:///early"}), (TOOLS_CHANGED, {})]
-    server.before_ack += [{"jsonrpc": "2.0", "method": m, "params": p} for m, p in early]
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.serve)
-        async with (
-            open_client(client_channel, era="modern") as client,
-            client.subscribe(tools=True) as updates,
-        ):
-            [sid] = server.subscription_ids
-            for i in range(1_000):
-                params = {"uri": f"file:///not-mine/{i}", "_meta": {SUBSCRIPTION_ID: sid}}
-                await server.send({"jsonrpc": "2.0", "method": UPDATED, "params": params})
-            await server.send(
-                {
-                    "jsonrpc": "2.0",
-                    "method": RESOURCES_CHANGED,
-                    "params": {"_meta": {SUBSCRIPTION_ID: sid}},
-                }
-            )
-            await trio.testing.wait_all_tasks_blocked()
-            assert drain(updates) == [(TOOLS_CHANGED, None)]
-        nursery.cancel_scope.cancel()
+    async with subscribed(early, tools=True) as (server, _client, updates):
+        for i in range(1_000):
+            await server.tagged(UPDATED, {"uri": f"file:///not-mine/{i}"})
+        await server.tagged(RESOURCES_CHANGED, {})
+        await trio.testing.wait_all_tasks_blocked()
+        assert drain(updates) == [(TOOLS_CHANGED, None)]
 
 
 async def test_modern_server_cancels_the_subscription(autojump_clock: MockClock) -> None:
-    client_channel, server_channel = memory_channel_pair()
-    server = HandDriven(server_channel)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.serve)
-        async with (
-            open_client(client_channel, era="modern") as client,
-            client.subscribe(tools=True) as updates,
-        ):
-            [sid] = server.subscription_ids
-            cancel = {"requestId": sid, "reason": "shutting down"}
-            await server.send(
-                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
-            )
-            async for _note in updates:
-                pytest.fail("nothing was sent")  # pragma: no cover
-            assert updates.end_reason is not None
-            assert "shutting down" in updates.end_reason
-            assert client.session.connection.pending_requests() == ()
-        nursery.cancel_scope.cancel()
+    async with subscribed(tools=True) as (server, client, updates):
+        [sid] = server.subscription_ids
+        cancel = {"requestId": sid, "reason": "shutting down"}
+        await server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        async for _note in updates:
+            pytest.fail("nothing was sent")  # pragma: no cover
+        assert updates.end_reason is not None
+        assert "shutting down" in updates.end_reason
+        assert client.session.connection.pending_requests() == ()
 
 
 async def test_modern_listen_refused(autojump_clock: MockClock) -> None:
@@ -296,32 +287,22 @@ async def test_updates_of_sub_resources_are_delivered_and_bounded(
 ) -> None:
     # The schema: the updated URI "might be a sub-resource of the one that the client
     # actually subscribed to". Each counts as its own unread notification, up to a bound.
-    client_channel, server_channel = memory_channel_pair()
-    server = HandDriven(server_channel)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.serve)
-        async with (
-            open_client(client_channel, era="modern") as client,
-            client.subscribe(resources=["file:///project/", "mem://note"]) as updates,
-        ):
-            [sid] = server.subscription_ids
-            uris = [
-                "file:///project/src/main.py",
-                "mem://note#title",
-                "mem://note/1",
-                "mem://notes",  # another resource that merely starts alike
-                "file:///elsewhere",
-            ]
-            for uri in uris:
-                params = {"uri": uri, "_meta": {SUBSCRIPTION_ID: sid}}
-                await server.send({"jsonrpc": "2.0", "method": UPDATED, "params": params})
-            await trio.testing.wait_all_tasks_blocked()
-            assert drain(updates) == [(UPDATED, uri) for uri in uris[:3]]
-            for i in range(_MAX_UNREAD + 10):
-                params = {"uri": f"file:///project/{i}", "_meta": {SUBSCRIPTION_ID: sid}}
-                await server.send({"jsonrpc": "2.0", "method": UPDATED, "params": params})
-            await trio.testing.wait_all_tasks_blocked()
-            unread = drain(updates)
-            assert len(unread) == _MAX_UNREAD and unread[0] == (UPDATED, "file:///project/10")
-            assert "dropped the oldest" in caplog.text
-        nursery.cancel_scope.cancel()
+    resources = ["file:///project/", "mem://note"]
+    async with subscribed(resources=resources) as (server, _client, updates):
+        uris = [
+            "file:///project/src/main.py",
+            "mem://note#title",
+            "mem://note/1",
+            "mem://notes",  # another resource that merely starts alike
+            "file:///elsewhere",
+        ]
+        for uri in uris:
+            await server.tagged(UPDATED, {"uri": uri})
+        await trio.testing.wait_all_tasks_blocked()
+        assert drain(updates) == [(UPDATED, uri) for uri in uris[:3]]
+        for i in range(_MAX_UNREAD + 10):
+            await server.tagged(UPDATED, {"uri": f"file:///project/{i}"})
+        await trio.testing.wait_all_tasks_blocked()
+        unread = drain(updates)
+        assert len(unread) == _MAX_UNREAD and unread[0] == (UPDATED, "file:///project/10")
+        assert "dropped the oldest" in caplog.text
