@@ -299,6 +299,18 @@ def test_when_listing_again_fails_the_result_is_rejected(lists: str) -> None:
         assert listings(client) == "listing 3"
 
 
+def test_a_listing_takes_a_timeout() -> None:
+    with spawn("rogue", era="legacy") as client:
+        client.call_tool("change", {"lists": "hang"})
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="tools/list"):
+            client.list_tools(timeout=0.3)
+        assert time.monotonic() - started < TIMEOUT / 4
+        assert client.connection.pending_requests() == ()  # cancelled on the wire
+        client.call_tool("change", {"lists": "ok"})
+        assert client.list_tools(timeout=5)
+
+
 def test_a_tools_list_changed_notification_forgets_the_schemas() -> None:
     # Legacy: the server says the tools changed (before its result): the client knows
     # no schema, so it accepts the result as it is, without listing again.

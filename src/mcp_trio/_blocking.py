@@ -952,22 +952,25 @@ class BlockingClient(HandshakeFacts):
 
     # ------------------------------------------------------------------ typed methods
 
-    def _list(self, method: str, deadline: float | None = None) -> list[Any]:
+    def _list(
+        self, method: str, deadline: float | None = None, timeout: float | None = None
+    ) -> list[Any]:
         pages = pager(method)
-        while pages.add(self._request(method, pages.params(), deadline=deadline)):
+        while pages.add(self._request(method, pages.params(), timeout=timeout, deadline=deadline)):
             pass
         return pages.items
 
-    def list_tools(self) -> list[t.Tool]:
-        """Every tool, across all pages.
+    def list_tools(self, *, timeout: float | None = None) -> list[t.Tool]:
+        """Every tool, across all pages (``timeout``: for each page; default: the
+        client's).
 
         The client remembers each tool's ``outputSchema`` to check :meth:`call_tool`
         results against, until the server says the tools changed
         (``notifications/tools/list_changed``)."""
-        return self._list_tools(None)
+        return self._list_tools(None, timeout)
 
-    def _list_tools(self, deadline: float | None) -> list[t.Tool]:
-        tools: list[t.Tool] = self._list("tools/list", deadline)
+    def _list_tools(self, deadline: float | None, timeout: float | None = None) -> list[t.Tool]:
+        tools: list[t.Tool] = self._list("tools/list", deadline, timeout)
         self._output_schemas.remember(tools)
         return tools
 
@@ -1011,13 +1014,14 @@ class BlockingClient(HandshakeFacts):
             schemas.check_schema(name, result)
         return output
 
-    def list_resources(self) -> list[t.Resource]:
-        """Every resource, across all pages."""
-        return self._list("resources/list")
+    def list_resources(self, *, timeout: float | None = None) -> list[t.Resource]:
+        """Every resource, across all pages (``timeout``: as for :meth:`list_tools`)."""
+        return self._list("resources/list", timeout=timeout)
 
-    def list_resource_templates(self) -> list[t.ResourceTemplate]:
-        """Every resource template, across all pages."""
-        return self._list("resources/templates/list")
+    def list_resource_templates(self, *, timeout: float | None = None) -> list[t.ResourceTemplate]:
+        """Every resource template, across all pages (``timeout``: as for
+        :meth:`list_tools`)."""
+        return self._list("resources/templates/list", timeout=timeout)
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> t.ReadResourceResult:
         """Read a resource."""
@@ -1025,9 +1029,9 @@ class BlockingClient(HandshakeFacts):
         result = self.request("resources/read", {"uri": uri}, timeout=timeout, on_progress=progress)
         return structure(result, t.ReadResourceResult)
 
-    def list_prompts(self) -> list[t.Prompt]:
-        """Every prompt, across all pages."""
-        return self._list("prompts/list")
+    def list_prompts(self, *, timeout: float | None = None) -> list[t.Prompt]:
+        """Every prompt, across all pages (``timeout``: as for :meth:`list_tools`)."""
+        return self._list("prompts/list", timeout=timeout)
 
     def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
@@ -1055,10 +1059,14 @@ class BlockingClient(HandshakeFacts):
         argument_name: str,
         value: str,
         context: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
     ) -> t.CompleteResultCompletion:
-        """Completions of an argument (``completion/complete``)."""
+        """Completions of an argument (``completion/complete``; ``timeout``: seconds
+        without an answer, default: the client's)."""
         params = complete_params(ref, argument_name, value, context)
-        return structure(self.request("completion/complete", params), t.CompleteResult).completion
+        result = self.request("completion/complete", params, timeout=timeout)
+        return structure(result, t.CompleteResult).completion
 
     def set_logging_level(self, level: str) -> None:
         """Legacy: ``logging/setLevel``; modern: the level of later requests' envelopes."""

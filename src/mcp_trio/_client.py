@@ -172,20 +172,21 @@ class Client(HandshakeFacts):
 
     # ------------------------------------------------------------------ tools
 
-    async def _list(self, method: str) -> list[Any]:
+    async def _list(self, method: str, timeout: float | None = None) -> list[Any]:
         pages = pager(method)
         while True:
-            if not pages.add(await self.request(method, pages.params())):
+            if not pages.add(await self.request(method, pages.params(), timeout=timeout)):
                 return pages.items
 
-    async def list_tools(self) -> list[t.Tool]:
-        """Every tool, following ``nextCursor`` through all pages.
+    async def list_tools(self, *, timeout: float | None = None) -> list[t.Tool]:
+        """Every tool, following ``nextCursor`` through all pages (``timeout``: for
+        each page, as for any request; default: the client's).
 
         The client remembers each tool's ``outputSchema`` to check :meth:`call_tool`
         results against, until the server says the tools changed (or a new session
         replaces the one they were listed on)."""
         session = self._session.handshake  # (taken first: a listing may outlive it)
-        tools: list[t.Tool] = await self._list("tools/list")
+        tools: list[t.Tool] = await self._list("tools/list", timeout)
         self._output_schemas.remember(tools, session)
         return tools
 
@@ -271,13 +272,17 @@ class Client(HandshakeFacts):
 
     # ------------------------------------------------------------------ resources
 
-    async def list_resources(self) -> list[t.Resource]:
-        """Every resource, following ``nextCursor`` through all pages."""
-        return await self._list("resources/list")
+    async def list_resources(self, *, timeout: float | None = None) -> list[t.Resource]:
+        """Every resource, following ``nextCursor`` through all pages (``timeout``: as
+        for :meth:`list_tools`)."""
+        return await self._list("resources/list", timeout)
 
-    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
-        """Every resource template, following ``nextCursor`` through all pages."""
-        return await self._list("resources/templates/list")
+    async def list_resource_templates(
+        self, *, timeout: float | None = None
+    ) -> list[t.ResourceTemplate]:
+        """Every resource template, following ``nextCursor`` through all pages
+        (``timeout``: as for :meth:`list_tools`)."""
+        return await self._list("resources/templates/list", timeout)
 
     async def read_resource(
         self,
@@ -357,9 +362,10 @@ class Client(HandshakeFacts):
 
     # ------------------------------------------------------------------ prompts
 
-    async def list_prompts(self) -> list[t.Prompt]:
-        """Every prompt, following ``nextCursor`` through all pages."""
-        return await self._list("prompts/list")
+    async def list_prompts(self, *, timeout: float | None = None) -> list[t.Prompt]:
+        """Every prompt, following ``nextCursor`` through all pages (``timeout``: as
+        for :meth:`list_tools`)."""
+        return await self._list("prompts/list", timeout)
 
     async def get_prompt(
         self,
@@ -384,6 +390,8 @@ class Client(HandshakeFacts):
         argument_name: str,
         value: str,
         context: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
     ) -> t.CompleteResultCompletion:
         """Ask for completions of an argument (``completion/complete``).
 
@@ -393,12 +401,13 @@ class Client(HandshakeFacts):
             argument_name: the argument being completed.
             value: what the user typed so far.
             context: values of the arguments already filled in.
+            timeout: seconds without an answer (default: the client's).
 
         Returns:
             ``values`` (at most 100), and ``total`` / ``has_more`` when the server says.
         """
         params = complete_params(ref, argument_name, value, context)
-        result = await self.request("completion/complete", params)
+        result = await self.request("completion/complete", params, timeout=timeout)
         return structure(result, t.CompleteResult).completion
 
     # ------------------------------------------------------------------ utilities

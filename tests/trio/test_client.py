@@ -192,6 +192,36 @@ async def test_timeouts(era: str, autojump_clock: MockClock) -> None:
         assert (await client.call_tool("slow", {"steps": 3})).text == "done"
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_listings_and_completions_take_a_timeout(era: str, autojump_clock: MockClock) -> None:
+    handlers = Handlers()
+
+    async def stuck(ctx: Any) -> dict[str, Any]:
+        await trio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    methods = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
+    for method in (*methods, "completion/complete"):
+        handlers.set_request_handler(method, stuck)
+    caps: dict[str, Any] = {"tools": {}, "resources": {}, "prompts": {}, "completions": {}}
+    target = (handlers, ConnectionConfig(capabilities=caps))
+    async with open_client(target, era=era) as client:  # type: ignore[arg-type]
+        calls = [
+            client.list_tools,
+            client.list_resources,
+            client.list_resource_templates,
+            client.list_prompts,
+        ]
+        for call in calls:
+            started = trio.current_time()
+            with pytest.raises(RequestTimeout):
+                await call(timeout=2)
+            assert trio.current_time() - started == pytest.approx(2)
+        with pytest.raises(RequestTimeout):
+            await client.complete(t.PromptReference(name="p"), "a", "", timeout=2)
+        assert client.session.connection.pending_requests() == ()
+
+
 # ---------------------------------------------------------------------- resources, prompts
 
 
