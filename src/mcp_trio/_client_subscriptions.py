@@ -74,11 +74,17 @@ together, on the way out of a ``subscribe()`` block."""
 
 
 def _within(uri: str, subscribed: str) -> bool:
-    """Whether ``uri`` is ``subscribed`` or a sub-resource of it."""
-    if not uri.startswith(subscribed):
+    """Whether ``uri`` is ``subscribed`` or a sub-resource of it: a path below it, or
+    a query or fragment of it (a URI with a fragment has no parts; one with a query,
+    only fragments)."""
+    if uri == subscribed or (subscribed.endswith("/") and uri == subscribed[:-1]):
+        return True
+    if not uri.startswith(subscribed) or "#" in subscribed:
         return False
     rest = uri[len(subscribed) :]
-    return not rest or subscribed.endswith("/") or rest[0] in "/?#"
+    if "?" in subscribed:
+        return rest[0] == "#"
+    return subscribed.endswith("/") or rest[0] in "/?#"
 
 
 def _uri(params: dict[str, Any] | None) -> str | None:

@@ -40,8 +40,9 @@ body, SSE events) into messages the session reads.
   ``max_resume_attempts`` attempts in a row that get no stream (no connection; once a
   stream came, an error status too) end the session (:class:`~mcp_trio.SessionClosed`):
   what the server says could no longer reach it, and a client that only listens must
-  not look connected. The ``notifications/initialized`` send returns once the server
-  answered that GET's head
+  not look connected. Before a stream ever came, that many dropped connections or
+  redirect loops mean "no GET stream", quietly. The ``notifications/initialized`` send
+  returns once the server answered that GET's head
   (or refused it, or ``connect_timeout`` passed), so the stream is open before the
   first request: what the server sends on its own right after is not missed, and a
   server sees the GET before any request (the conformance suite's ``sse-retry`` counts
@@ -730,14 +731,10 @@ class HttpChannel(MessageChannel):
                         quiet = 0 if reader.events_with_data else quiet + 1
                         if reader.last_event_id or last is None or not last.last_event_id:
                             last = reader  # (else resume from the last id seen, as EventSource)
-                    elif (reader is not None and reader.status == 405) or (
-                        not opened and not isinstance(problem, ConnectFailed)
-                    ):
-                        # The server offers no GET stream (the spec's 405; from a server
-                        # that never gave one, any answer but a stream, a connection it
-                        # drops, a redirect loop): nothing to retry.
-                        why = f"status {reader.status}" if reader else problem or "redirects"
-                        logger.debug("HTTP: no GET stream (%s)", why)
+                    elif reader is not None and (reader.status == 405 or not opened):
+                        # The server offers no GET stream (the spec's 405; any answer but
+                        # a stream, from a server that never gave one): nothing to retry.
+                        logger.debug("HTTP: no GET stream (status %d)", reader.status)
                         return
                     elif again is not None and reader is not None and reader.status < 500:
                         last = None  # the resumption was refused (events gone): afresh
@@ -747,7 +744,12 @@ class HttpChannel(MessageChannel):
                         if problem is None:
                             problem = f"status {reader.status}" if reader else "too many redirects"
                     if failed > bound:
-                        self._get_lost(problem)
+                        if opened or isinstance(problem, ConnectFailed):
+                            self._get_lost(problem)
+                        else:
+                            # Dropped or redirected in a loop every time, from a server
+                            # whose POSTs work: it offers no GET stream after all.
+                            logger.debug("HTTP: no GET stream (%s)", problem)
                         return
                     floor = http.config.default_retry_ms
                     await trio.sleep(_reopen_delay(retry_ms, quiet, floor))

@@ -33,6 +33,9 @@ Schema = dict[str, Any]
 """A JSON Schema object, decoded."""
 
 
+_INDEX = re.compile(r"0|[1-9][0-9]*")  # RFC 6901 array index: ASCII digits, no leading 0
+
+
 def resolve_ref(root: Any, ref: str) -> Any:
     """The subschema of ``root`` a local ``$ref`` (a JSON pointer fragment) names.
 
@@ -41,10 +44,12 @@ def resolve_ref(root: Any, ref: str) -> Any:
     """
     if not ref.startswith("#"):
         raise ValueError(f"unsupported $ref {ref[:100]!r}: only local references are")
+    if ref[1:2] not in ("", "/"):
+        raise ValueError(f"unsupported $ref {ref[:100]!r}: only JSON pointers are (no anchors)")
     node = root
     for escaped in ref[1:].split("/")[1:]:
         part = escaped.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        if isinstance(node, list) and _INDEX.fullmatch(part) and int(part) < len(node):
             node = node[int(part)]
         elif isinstance(node, dict) and part in node:
             node = node[part]

@@ -437,6 +437,8 @@ BRANCHING = {
         ({"type": "object", "x-vendor": True}, False),  # a keyword the validator lacks
         ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}, False),
         ({"properties": {"sum": {"minLength": "x"}}}, False),  # the validator trips on it
+        # an anchor: valid 2020-12, not resolved by the validator (it took the root)
+        ({"properties": {"sum": {"$ref": "#S"}}, "$defs": {"S": {"$anchor": "S"}}}, False),
         (LINKED, True),  # recursive, but linear: checked
         (_doubling_chain(3), True),
         # Each value is compared with each enum/const value: items x values.

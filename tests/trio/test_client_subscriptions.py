@@ -20,7 +20,7 @@ from mcp_sansio import Connection, ConnectionConfig, NotificationReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair, open_session
 from mcp_trio._client import Client, open_client
-from mcp_trio._client_subscriptions import _MAX_UNREAD, Subscription
+from mcp_trio._client_subscriptions import _MAX_UNREAD, Subscription, _within
 
 from .client_server_app import Recorder, make_handlers
 from .client_server_app import server_config as app_config
@@ -306,3 +306,24 @@ async def test_updates_of_sub_resources_are_delivered_and_bounded(
         unread = drain(updates)
         assert len(unread) == _MAX_UNREAD and unread[0] == (UPDATED, "file:///project/10")
         assert "dropped the oldest" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("uri", "subscribed", "within"),
+    [
+        ("mem://note", "mem://note", True),
+        ("mem://note/1", "mem://note", True),
+        ("mem://note?x", "mem://note", True),
+        ("mem://note#t", "mem://note", True),
+        ("mem://notes", "mem://note", False),  # another resource that starts alike
+        ("file:///dir/a", "file:///dir/", True),
+        ("file:///dir", "file:///dir/", True),  # the directory itself
+        ("mem://note?x=1#t", "mem://note?x=1", True),
+        ("mem://note?x=10", "mem://note?x=1", False),
+        ("mem://note?x=1/evil", "mem://note?x=1", False),  # a "/" inside a query value
+        ("mem://a#b/c", "mem://a#b", False),  # a fragment has no parts
+        ("urn:a:b:c", "urn:a:b", False),
+    ],
+)
+def test_what_a_sub_resource_is(uri: str, subscribed: str, within: bool) -> None:
+    assert _within(uri, subscribed) is within

@@ -323,6 +323,12 @@ async def test_output_schema_pattern_is_checked(era: str) -> None:
         ({"properties": {"a": {"pattern": "("}}}, "is not a regular expression"),
         ({"properties": {"a": {"$ref": "#/$defs/Gone"}}}, "unresolvable $ref"),
         ({"properties": {"a": {"$ref": "https://example.com/s"}}}, "only local"),
+        ({"properties": {"a": {"$ref": "#Int"}}}, "no anchors"),  # it resolved to the root
+        ({"prefixItems": [{}], "properties": {"a": {"$ref": "#/prefixItems/00"}}}, "unresolvable"),
+        (
+            {"prefixItems": [{}], "properties": {"a": {"$ref": "#/prefixItems/\u00b2"}}},
+            "unresolvable",
+        ),
         ({"properties": {"a": {"type": "float"}}}, "unknown type(s) ['float']"),
         ({"properties": {"a": 3}}, "a schema is an object or a boolean"),
         # basic/index.mdx: validate by the declared dialect; refuse one we do not have
