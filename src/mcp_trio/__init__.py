@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from ._context import SamplingResult as SamplingResult
     from ._errors import HandshakeFailed as HandshakeFailed
     from ._errors import InputRequiredError as InputRequiredError
+    from ._errors import LocalProtocolError as LocalProtocolError
     from ._errors import McpError as McpError
+    from ._errors import RemoteProtocolError as RemoteProtocolError
     from ._errors import RequestTimeout as RequestTimeout
     from ._errors import ServerExited as ServerExited
     from ._errors import SessionClosed as SessionClosed
@@ -92,7 +94,9 @@ _LAZY: dict[str, str] = {
     "SamplingResult": "._context",
     "HandshakeFailed": "._errors",
     "InputRequiredError": "._errors",
+    "LocalProtocolError": "._errors",
     "McpError": "._errors",
+    "RemoteProtocolError": "._errors",
     "RequestTimeout": "._errors",
     "ServerExited": "._errors",
     "SessionClosed": "._errors",
@@ -179,6 +183,7 @@ __all__ = [
     "Image",
     "InputRequiredError",
     "InputRequiredResult",
+    "LocalProtocolError",
     "McpError",
     "MemoryChannel",
     "Message",
@@ -186,6 +191,7 @@ __all__ = [
     "NotificationContext",
     "NotificationHandler",
     "ProcessChannel",
+    "RemoteProtocolError",
     "RequestContext",
     "RequestFacts",
     "RequestHandler",

@@ -12,8 +12,10 @@ Which one you get tells you who failed:
 * :class:`InputRequiredError` -- a modern server asked for input and no callback was
   given to provide it.
 
-``mcp_sansio.LocalProtocolError`` still means *you* misused the API (for example a
-method the peer's capabilities do not allow); it is raised unchanged.
+``LocalProtocolError`` still means *you* misused the API (for example a method the
+peer's capabilities do not allow), and ``RemoteProtocolError`` that the peer sent what
+it should not have (a tool result that does not match its schema, say); both are the
+core's (``mcp_sansio``), raised unchanged and importable from here too.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mcp_sansio import (
     ErrorData,
     ErrorReceived,
     InputRequired,
+    LocalProtocolError,
     RemoteProtocolError,
     RequestId,
     RequestTimedOut,
@@ -35,7 +38,9 @@ from mcp_sansio import (
 __all__ = [
     "HandshakeFailed",
     "InputRequiredError",
+    "LocalProtocolError",
     "McpError",
+    "RemoteProtocolError",
     "RequestTimeout",
     "ServerExited",
     "SessionClosed",

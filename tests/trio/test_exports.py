@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import trio
 
+import mcp_sansio
 import mcp_trio
 
 RUNTIME_AND_TRANSPORTS = {
@@ -48,6 +49,9 @@ def test_runtime_and_transport_names_are_exported() -> None:
 
 
 def test_error_hierarchy() -> None:
+    # The core's two protocol errors come through unchanged: one class, either import.
+    assert mcp_trio.LocalProtocolError is mcp_sansio.LocalProtocolError
+    assert mcp_trio.RemoteProtocolError is mcp_sansio.RemoteProtocolError
     assert issubclass(mcp_trio.ServerExited, mcp_trio.SessionClosed)
     assert issubclass(mcp_trio.HandshakeFailed, mcp_trio.McpError)
     assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)
