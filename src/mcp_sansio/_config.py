@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from typing import Any, Literal, final
 
 import attrs
@@ -52,9 +53,11 @@ class ConnectionConfig:
     ``initialize``; ``legacy`` / ``modern`` pin the era. Server: which eras to serve
     (``auto`` serves both on one channel)."""
     request_timeout: float | None = attrs.field(default=None, validator=_check_timeout)
-    """Seconds a request of ours may wait without any progress before it is cancelled."""
+    """Seconds a request of ours may wait without any progress before it is cancelled
+    (not a modern ``subscriptions/listen``: an open stream may stay quiet for ever)."""
     max_request_time: float | None = attrs.field(default=None, validator=_check_timeout)
-    """Seconds a request of ours may take in total, progress or not."""
+    """Seconds a request of ours may take in total, progress or not (again not a
+    ``subscriptions/listen``)."""
     probe_timeout: float = attrs.field(default=10.0, validator=_check_timeout)
     """Client, ``auto`` era: seconds to wait for ``server/discover`` before falling back."""
     max_pending_requests: int = 10_000
@@ -75,6 +78,11 @@ class ConnectionConfig:
     processes that serve the same clients)."""
     request_state_ttl: float = 600.0
     """Server, modern era: seconds an input-required ``requestState`` stays valid."""
+    request_state_clock: Callable[[], float] | None = attrs.field(default=None, eq=False)
+    """Server, modern era: the clock a ``requestState``'s expiry is counted in (e.g.
+    ``time.time``), for processes that share ``request_state_key``: a state one seals,
+    another opens. ``None``: the ``now`` given to the connection (a clock of one
+    process). The Trio binding's servers use wall-clock time."""
     cache_ttl_ms: int = 0
     """Server, modern era: ``ttlMs`` on cacheable results."""
     cache_scope: str = "private"

@@ -149,8 +149,12 @@ class _Answering(_ConnectionBase):
             self._reply(request_id, error_response(request_id, missing))
             return False
         assert self._state_codec is not None
+        clock = self.config.request_state_clock
         token = self._state_codec.seal(
-            method=inbound.method, params=inbound.params or {}, state=state, now=now
+            method=inbound.method,
+            params=inbound.params or {},
+            state=state,
+            now=now if clock is None else clock(),
         )
         result = _modern.build_input_required_result(input_requests, token)
         result = _modern.decorate_result(

@@ -13,6 +13,7 @@ base (see :mod:`mcp_sansio._connection`).
 from __future__ import annotations
 
 import heapq
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -158,10 +159,13 @@ class _ConnectionBase:
     # ------------------------------------------------------------------ timers
 
     def _arm(self, rid: RequestId, entry: _Outbound, now: float, timeout: float | None) -> None:
-        deadline = None if timeout is None else now + timeout
-        if self.config.max_request_time is not None:
-            cap = entry.started + self.config.max_request_time
+        deadline = None if timeout is None or timeout == math.inf else now + timeout
+        cap_after = self.config.max_request_time
+        if cap_after is not None and entry.method != "subscriptions/listen":  # (open-ended)
+            cap = entry.started + cap_after
             deadline = cap if deadline is None else min(deadline, cap)
+        if deadline == math.inf:
+            deadline = None  # (never: next_deadline says None, not an infinite time)
         if deadline is not None and deadline == entry.deadline and entry.timer_seq:
             return  # (re-armed to the time it had: its entry stands)
         entry.deadline = deadline

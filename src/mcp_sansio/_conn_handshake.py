@@ -252,8 +252,11 @@ class _Handshake(_ConnectionBase):
             token = p.get("requestState")
             if token is not None:
                 assert self._state_codec is not None
+                clock = self.config.request_state_clock
                 try:
-                    state = self._state_codec.open(token, method=method, params=p, now=now)
+                    state = self._state_codec.open(
+                        token, method=method, params=p, now=now if clock is None else clock()
+                    )
                 except Exception as exc:  # RemoteProtocolError from the codec
                     code = getattr(exc, "error_code", ErrorCode.INVALID_PARAMS)
                     self._reject(rid, code, str(exc), events, None)
@@ -333,6 +336,11 @@ class _Handshake(_ConnectionBase):
             events.append(ErrorReceived(request_id=rid, method="server/discover", error=kind))
             return
         supported = result.get("supportedVersions")
+        if type(supported) is not list and self._legacy_versions:
+            # Not a DiscoverResult: a legacy server that answers any method (versioning.mdx,
+            # "Anything else identifies a legacy server").
+            self._send_initialize(now)
+            return
         offered = supported if type(supported) is list else []
         common = [v for v in self._modern_versions if v in offered]
         if not common:

@@ -52,6 +52,9 @@ class _Outbound:
     deadline: float | None = None
     timer_seq: int = 0
     """The sequence number of the live ``_timers`` entry (0: none)."""
+    related: RequestId | None = None
+    """The peer's request this one is made for (``related_request_id``): where HTTP
+    routes what concerns it, its cancellation too."""
     last_progress: float | None = None
     request_state: Any = None
     rounds: int = 0

@@ -207,11 +207,13 @@ class Connection(_Receiving, _Answering):
             if rid in self._held:
                 del self._held[rid]  # never sent on the new session: nothing to cancel
             elif entry.method != "initialize" and not self._closed:
+                # Routed as the request was (HTTP: the stream of the client's request it
+                # was made for), not by its own id, which names none of the peer's.
                 self._emit(
                     notification(
                         "notifications/cancelled", {"requestId": rid, "reason": "timeout"}
                     ),
-                    rid,
+                    entry.related,
                 )
             events.append(RequestTimedOut(request_id=rid, method=entry.method))
         return events
@@ -399,6 +401,8 @@ class Connection(_Receiving, _Answering):
             entry.started = now
             entry.progress_token = None
             entry.era = era
+            if related_request_id is not None:
+                entry.related = related_request_id
             self._pending[rid] = entry
             self._out.append(payload)
             self._out_ids.append(related_request_id)
@@ -441,7 +445,9 @@ class Connection(_Receiving, _Answering):
                 "the era is not settled yet: call start() and wait for HandshakeCompleted"
             )
         if timeout is None:
-            timeout = self.config.request_timeout
+            # A subscriptions/listen stream is open-ended: quiet is no sign of trouble,
+            # so the configured timeouts are not its (an explicit one still is).
+            timeout = None if method == "subscriptions/listen" else self.config.request_timeout
         elif not timeout >= 0:  # (NaN too)
             raise ValueError(f"a timeout is 0 or more seconds (or None), not {timeout!r}")
         # Build and serialize first (either may raise), change state after.
@@ -456,7 +462,9 @@ class Connection(_Receiving, _Answering):
         self._next_id = rid
         if era is _MODERN and method == "subscriptions/listen":
             self._listening.add(rid)
-        self._register_out(rid, method, params, era, now, token, timeout)
+        entry = self._register_out(rid, method, params, era, now, token, timeout)
+        if related_request_id is not None:
+            entry.related = related_request_id
         if self._restarting:
             self._held[rid] = None  # (no session to carry it: see restart_session)
             return rid
@@ -603,7 +611,7 @@ class Connection(_Receiving, _Answering):
             params: dict[str, Any] = {"requestId": request_id}
             if reason is not None:
                 params["reason"] = reason
-            self._emit(notification("notifications/cancelled", params), request_id)
+            self._emit(notification("notifications/cancelled", params), entry.related)
 
     def forget_request(self, request_id: RequestId) -> None:
         """Stop waiting for a request of ours without telling the peer.

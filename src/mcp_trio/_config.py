@@ -7,9 +7,12 @@ pipes and sockets needs. ``None`` for a timeout means "wait as long as it takes"
 
 from __future__ import annotations
 
+import time
 from typing import Any, final
 
 import attrs
+
+from mcp_sansio import ConnectionConfig
 
 __all__ = ["SessionConfig"]
 
@@ -98,3 +101,14 @@ class SessionConfig:
     code 1009 (trio-websocket's ``max_message_size``)."""
     ws_connect_timeout: float = attrs.field(default=10.0, validator=_positive)
     """WebSocket: seconds for the opening handshake (and for the closing one)."""
+
+
+def with_wall_clock(config: ConnectionConfig | None) -> ConnectionConfig:
+    """A server's core configuration whose ``requestState`` expiry counts in wall-clock
+    time (``time.time``) unless it names a clock: the binding's own clock
+    (``trio.current_time``) has an origin of its own in each process, and processes
+    that share ``request_state_key`` open each other's states."""
+    config = config if config is not None else ConnectionConfig()
+    if config.request_state_clock is None:
+        config = attrs.evolve(config, request_state_clock=time.time)
+    return config

@@ -61,7 +61,7 @@ from mcp_sansio._http import (
 )
 from mcp_sansio._json import JSONDecodeError, loads
 
-from ._config import SessionConfig
+from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
@@ -743,7 +743,7 @@ async def serve_http(
         http_config = attrs.evolve(http_config, endpoint=path)
     http = HttpServer(
         http_config,
-        connection_config=connection_config,
+        connection_config=with_wall_clock(connection_config),
         session_id_factory=session_id_factory,
         event_store=event_store,
     )

@@ -106,7 +106,7 @@ from mcp_sansio import (
 )
 
 from ._channel import MessageChannel, SessionLost
-from ._config import SessionConfig
+from ._config import SessionConfig, with_wall_clock
 from ._errors import (
     HandshakeFailed,
     InputRequiredError,
@@ -194,6 +194,8 @@ class Session:
     ) -> None:
         self.config = config if config is not None else SessionConfig()
         self.handlers = handlers if handlers is not None else Handlers()
+        if role == "server":
+            connection_config = with_wall_clock(connection_config)
         self._conn = Connection(role, connection_config)
         self._channel = channel
         self._handler_nursery = handler_nursery

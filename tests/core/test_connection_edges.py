@@ -221,6 +221,23 @@ def test_discover_offering_only_legacy_versions_falls_back() -> None:
     assert out[0]["method"] == "initialize"
 
 
+@pytest.mark.parametrize("result", [{}, {"supportedVersions": "2026-07-28"}])
+def test_a_discover_answer_that_is_no_discover_result_falls_back(result: Any) -> None:
+    # versioning.mdx: anything but a modern answer identifies a legacy server (one that
+    # answers every method with a result, say); it used to end the handshake.
+    client = Connection("client", ConnectionConfig())
+    rid = client.start()
+    client.data_to_send()
+    _, out = feed(client, {"jsonrpc": "2.0", "id": rid, "result": result})
+    assert out[0]["method"] == "initialize"
+    modern_only = Connection("client", ConnectionConfig(era="modern"))
+    rid = modern_only.start()
+    modern_only.data_to_send()
+    events, out = feed(modern_only, {"jsonrpc": "2.0", "id": rid, "result": result})
+    assert only(events, ErrorReceived).error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
+    assert out == []
+
+
 def test_discover_with_nothing_in_common_is_an_error() -> None:
     client = Connection("client", ConnectionConfig(era="modern"))
     rid = client.start()

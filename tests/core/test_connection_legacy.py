@@ -1065,6 +1065,15 @@ def test_re_arming_to_the_same_deadline_adds_no_timer(how: str) -> None:
     ]
 
 
+def test_an_infinite_timeout_is_no_deadline() -> None:
+    # next_deadline says None for never, not an infinite time (which blocking waits
+    # such as select() cannot take).
+    pair = ready_pair()
+    pair.client.send_request("tools/call", {"name": "t"}, timeout=math.inf)
+    assert pair.client.next_deadline() is None
+    assert pair.client._timers == []
+
+
 def test_default_request_timeout_applies() -> None:
     client = Connection("client", ConnectionConfig(era="legacy", request_timeout=3.0))
     client.start(now=10.0)

@@ -23,6 +23,7 @@ from mcp_sansio import (
     ProgressReceived,
     RequestCancelled,
     RequestReceived,
+    RequestTimedOut,
     ResultReceived,
     SubscriptionNotificationReceived,
 )
@@ -434,6 +435,37 @@ def test_input_required_round_trip() -> None:
     validate_wire(pair, V)
 
 
+def test_a_shared_state_clock_lets_another_process_open_the_state() -> None:
+    # Two server processes share the key; each passes its own monotonic `now` (origins
+    # thousands of seconds apart). Expiry counted in that `now` refused a state sealed
+    # by the other; counted in a shared clock, it is accepted, and still expires.
+    wall = [1_000_000.0]
+    key = b"k" * 32
+
+    def server() -> Connection:
+        config = ConnectionConfig(
+            capabilities=SERVER_CAPS,
+            request_state_key=key,
+            request_state_ttl=60,
+            request_state_clock=lambda: wall[0],
+        )
+        return Connection("server", config)
+
+    first, second = server(), server()
+    caps: dict[str, Any] = {CC: {"elicitation": {}}}
+    feed(first, modern_request(1, "tools/call", {"name": "t"}, **caps), now=10.0)
+    assert first.send_input_required(1, ELICIT, state={"step": 1}, now=10.0)
+    (out,) = [loads(p) for p in first.data_to_send()]
+    token = out["result"]["requestState"]
+    answers = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    retry = {"name": "t", "requestState": token, "inputResponses": answers}
+    events, _ = feed(second, modern_request(2, "tools/call", retry, **caps), now=5_000.0)
+    assert only(events, RequestReceived).request_state == {"step": 1}
+    wall[0] += 61
+    events, _ = feed(second, modern_request(3, "tools/call", retry, **caps), now=5_001.0)
+    assert "expired" in only(events, InvalidMessageReceived).error.message
+
+
 def test_input_required_only_for_three_methods_and_modern() -> None:
     pair = modern_pair()
     pair.client.send_request("tools/list")
@@ -533,6 +565,31 @@ def test_tampered_request_state_is_always_refused(position: int, char: str) -> N
 
 
 # ---------------------------------------------------------------- subscriptions
+
+
+def test_a_listen_stream_is_not_timed_out_by_the_configured_timeouts() -> None:
+    # An open subscription may stay quiet for ever; request_timeout and max_request_time
+    # used to cancel it after their time (an explicit per-request timeout still applies).
+    client = Connection(
+        "client",
+        ConnectionConfig(
+            era="modern", capabilities=CLIENT_CAPS, request_timeout=30, max_request_time=60
+        ),
+    )
+    pair = ConnectionPair(client.config, ConnectionConfig(capabilities=SERVER_CAPS))
+    pair.handshake()
+    listen = {"notifications": {"toolsListChanged": True}}
+    sid = pair.client.send_request("subscriptions/listen", listen, now=0.0)
+    pair.deliver(pair.client)
+    pair.deliver(pair.server)
+    assert pair.client.next_deadline() is None
+    assert pair.client.handle_timer(10_000.0) == []
+    assert sid in pair.client.pending_requests()
+    other = pair.client.send_request("subscriptions/listen", listen, now=0.0, timeout=5.0)
+    assert pair.client.next_deadline() == 5.0
+    assert pair.client.handle_timer(5.0) == [
+        RequestTimedOut(request_id=other, method="subscriptions/listen")
+    ]
 
 
 def test_subscriptions_listen_ack_tagging_and_teardown() -> None:

@@ -816,6 +816,32 @@ def test_event_ids_are_unique_across_the_sessions_streams() -> None:
     assert [p["id"] for p in payloads(after_priming.data)] == [2]
 
 
+@pytest.mark.parametrize("how", ["timeout", "cancel"])
+def test_the_servers_own_cancellation_goes_where_its_request_went(how: str) -> None:
+    # A request the server makes for the client's request 3 goes out on 3's stream, and
+    # so does its cancellation; it used to be routed by its own id (2, here: the
+    # stream of the client's unrelated request 2).
+    srv = make_server(response_mode="sse")
+    sid = open_session(srv)
+    _conn, stream_a = start_call(srv, sid, rid=2)
+    conn, stream_b = start_call(srv, sid, rid=3)
+    srv.data_to_send()
+    first = conn.send_request("ping", now=0, related_request_id=3, timeout=5)
+    ours = conn.send_request("ping", now=0, related_request_id=3, timeout=5)
+    assert ours == 2 and first == 1  # our ids: 2 is also the id of the client's request A
+    assert [m["id"] for m in payloads(outputs(srv)[stream_b].data)] == [1, 2]
+    if how == "timeout":
+        srv.handle_timer(10.0)
+    else:
+        conn.cancel_request(ours)
+        conn.cancel_request(first)
+    out = outputs(srv)
+    assert list(out) == [stream_b], (stream_a, stream_b, list(out))
+    cancelled = payloads(out[stream_b].data)
+    assert {m["method"] for m in cancelled} == {"notifications/cancelled"}
+    assert sorted(m["params"]["requestId"] for m in cancelled) == [1, 2]
+
+
 def test_priming_events_take_no_room_in_the_event_store() -> None:
     # Resumptions whose answers are lost on the way must not push real events out of a
     # bounded store (a priming event is an id, not a message).

@@ -11,18 +11,27 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import h11
 import pytest
 import trio
 import trio.testing
 import trio_websocket
 
 from mcp_sansio import Era, ProgressReceived
+from mcp_sansio._json import dumps
 from mcp_trio import Server, ServerExited, SessionClosed, SessionConfig, serve_websocket
 from mcp_trio._client import open_client
 
 from ..test_blocking_hostile import SERVER as HOSTILE_SERVER
 from .client_server_app import TOOL_NAMES, make_handlers, server_config
-from .test_http_support import Proxy, start_proxied
+from .test_http_support import (
+    LEGACY,
+    Proxy,
+    fake_server_url,
+    read_request,
+    respond,
+    start_proxied,
+)
 
 APP = str(Path(__file__).with_name("client_server_app.py"))
 IO_TIMEOUT = 20
@@ -324,3 +333,30 @@ async def test_a_call_refused_for_its_headers_is_made_again_after_listing_the_to
     calls = [s.rpc_method for s in proxy.seen if s.rpc_method != "server/discover"]
     assert calls == ["tools/call", "tools/list", "tools/call", "tools/call"]
     assert [s.headers.get("mcp-param-region") for s in proxy.seen[-2:]] == ["eu", "us"]
+
+
+async def test_a_legacy_http_server_that_answers_every_method_is_found_out() -> None:
+    # It answers server/discover with an empty result (200): no DiscoverResult, so a
+    # legacy server (versioning.mdx); the client falls back to initialize.
+    async def handle(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while (found := await read_request(conn, stream)) is not None:
+            _head, message = found
+            if message is not None and "id" in message:
+                result: dict[str, Any] = {}
+                if message["method"] == "initialize":
+                    info = {"name": "old", "version": "1"}
+                    result = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": info}
+                answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+                headers = (("mcp-session-id", "s1"), ("content-type", "application/json"))
+                await respond(conn, stream, answer, headers=headers)
+            else:
+                await respond(conn, stream, b"", status=202 if message else 405)
+            conn.start_next_cycle()
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            url = await fake_server_url(nursery, handle)
+            async with open_client(url) as client:
+                assert (client.era, client.protocol_version) == (Era.LEGACY, LEGACY)
+            nursery.cancel_scope.cancel()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -366,6 +367,13 @@ async def test_a_server_without_get_streams(nursery: trio.Nursery) -> None:
             assert text_of(await client.request("tools/call", call("echo", text="g"))) == "g"
             await trio.testing.wait_all_tasks_blocked()
             assert server.statistics().open_responses == 0  # the GET was refused (405)
+
+
+async def test_request_state_expiry_counts_in_wall_clock_time(nursery: trio.Nursery) -> None:
+    # Modern HTTP servers are meant to run as several processes sharing the key.
+    server = await start_server(nursery)
+    assert server.http.connection_config.request_state_clock is time.time
+    await server.aclose()
 
 
 async def test_handlers_may_run_in_a_nursery_of_the_callers(nursery: trio.Nursery) -> None:

@@ -7,6 +7,7 @@ wait for something to happen.
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -899,3 +900,16 @@ async def test_a_notification_behind_busy_slots_does_not_stall_the_reader(
         assert changes == ["notifications/roots/list_changed"]
         await trio.testing.wait_all_tasks_blocked()
         assert server._pool._started == 0 and server._pool._computing == 0
+
+
+async def test_a_server_counts_request_state_expiry_in_wall_clock_time() -> None:
+    # trio.current_time() has an origin of its own in each process: processes that share
+    # request_state_key could not open each other's states. A clock given is kept.
+    async with open_memory_pair(
+        server_connection_config=server_config(), client_connection_config=client_config()
+    ) as (client, server):
+        assert server.connection.config.request_state_clock is time.time
+        assert client.connection.config.request_state_clock is None
+    mine = server_config(request_state_clock=lambda: 5.0)
+    async with open_memory_pair(server_connection_config=mine) as (_client, server):
+        assert server.connection.config.request_state_clock is mine.request_state_clock
