@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import queue
 import re
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ from trio.testing import MockClock
 
 from mcp_sansio import ErrorData, ProgressReceived, structure
 from mcp_sansio import types as t
-from mcp_trio import McpError, Server, ServerExited, SessionClosed, ToolOutput
+from mcp_trio import McpError, Server, ServerExited, SessionClosed, ToolOutput, _cli_run
 from mcp_trio._cli import main, parse_args
 from mcp_trio._cli_client import arg_value, parse_arguments
 from mcp_trio._cli_demo import demo
@@ -33,6 +35,7 @@ from mcp_trio._cli_render import (
 )
 from mcp_trio._cli_target import client_target, load_server, split_spec
 from mcp_trio._cli_util import CliError, UsageError, describe, one_line
+from mcp_trio._client import open_client
 
 from .trio.test_http_support import Proxy, start_proxied
 
@@ -657,3 +660,38 @@ def test_list_sends_the_extra_headers(capsys: pytest.CaptureFixture[str]) -> Non
         thread.join(10)
     assert "echo" in capsys.readouterr().out
     assert proxy.seen and all(s.headers["authorization"] == "Bearer x" for s in proxy.seen)
+
+
+async def test_run_http_gives_in_flight_calls_the_whole_graceful_close(
+    autojump_clock: MockClock,
+) -> None:
+    # The command stopped waiting for the close at 5 s, the grace period's default: the
+    # close's "shutting down" answers, due at that very moment, never went out.
+    server = Server("slow")
+    started = trio.Event()
+
+    @server.tool()
+    async def slow() -> str:
+        started.set()
+        await trio.sleep(100)
+        return "done"  # pragma: no cover
+
+    err = io.StringIO()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_cli_run._serve, server, "http", "127.0.0.1", 0, "/mcp", err)
+        while (found := re.search(r"http://\S+", err.getvalue())) is None:
+            await trio.sleep(0.01)
+        outcome: list[BaseException] = []
+
+        async def call(client: Any) -> None:
+            try:
+                await client.call_tool("slow")
+            except McpError as exc:
+                outcome.append(exc)
+
+        async with open_client(found.group(), era="modern") as client, trio.open_nursery() as calls:
+            calls.start_soon(call, client)
+            await started.wait()
+            os.kill(os.getpid(), signal.SIGTERM)
+        (error,) = outcome
+        assert "shutting down" in str(error)

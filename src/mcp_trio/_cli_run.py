@@ -8,8 +8,9 @@ HTTP / WebSocket: one line on stderr gives the URL once the socket listens (with
 ``--port 0``, the port the kernel chose).
 
 Signals: the first SIGINT (Ctrl-C) or SIGTERM stops the server -- gracefully for HTTP
-(in-flight requests get up to :data:`GRACE_PERIOD` seconds), at once otherwise -- and
-the command exits 0. A second one stops it at once.
+(in-flight requests get the server's ``shutdown_grace_period``, 5 s by default, then
+are answered "shutting down"), at once otherwise -- and the command exits 0. A second
+one stops it at once.
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from typing import Any, Final, Literal, TextIO
 import trio
 
 from ._cli_util import CliError
+from ._config import SessionConfig
 from ._server import Server
 from ._websocket import MCP_PATH
 
-__all__ = ["GRACE_PERIOD", "Transport", "serve"]
+__all__ = ["Transport", "serve"]
 
 Transport = Literal["stdio", "http", "ws"]
-GRACE_PERIOD: Final = 5.0
-"""Seconds an HTTP server is given to finish its requests after the first signal."""
+_CLOSE_MARGIN: Final = 1.0
+"""Seconds past the server's own bound on its graceful close (grace period and close
+timeout) before the command stops waiting for it."""
 
 
 def configure_logging(level: str) -> None:
@@ -106,7 +109,11 @@ async def _serve(
             await stop.wait()
             if handle is not None:
                 _notice(err, "shutting down")
-                with trio.move_on_after(GRACE_PERIOD):
+                # A backstop past the close's own bound: cutting it at the grace period
+                # would skip the "shutting down" answers the close sends after it.
+                config = server.session_config or SessionConfig()
+                bound = config.shutdown_grace_period + config.close_timeout + _CLOSE_MARGIN
+                with trio.move_on_after(bound):
                     await handle.aclose()
             nursery.cancel_scope.cancel()
 

@@ -147,6 +147,8 @@ class ResponseSlot:
         if isinstance(item, ResponseReady):
             self.ready = item.response
         else:
+            if self.overflow:
+                return  # the connection is being dropped: nothing more is kept for it
             if isinstance(item, OpenStream):
                 self.sse_headers = item.headers
             self.data += item.data

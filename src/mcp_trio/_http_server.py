@@ -542,8 +542,21 @@ class _Connection:
             await wire.send(events, timeout)
             return
         rest = wire.write_nowait(wire.frame(events))
-        if not rest:
-            return  # all out at once: no scope, no yield (the usual case)
+        if rest:
+            await self._write_rest(rest, slot)
+        # (else all out at once: no scope, no yield, the usual case)
+
+    async def _write_rest(self, rest: bytes | memoryview, slot: ResponseSlot) -> None:
+        """Write what the socket did not take at once, within ``write_timeout``; the
+        slot's overflow cancels the write.
+
+        Raises:
+            WireError: the write failed, timed out, or the slot overflowed.
+        """
+        wire, timeout = self.wire, self._timeout
+        if slot.overflow:
+            self.wire.h11.send_failed()
+            raise WireError("the client reads too slowly (max_response_buffer)")
         with trio.CancelScope() as scope:
             if timeout is not None:
                 scope.deadline = trio.current_time() + timeout
@@ -672,7 +685,8 @@ class _Connection:
         """
         rest, slot.rest = slot.rest, b""
         if rest:
-            await self.wire.write(rest, self._timeout)
+            # (a client that does not read: the slot's overflow cancels this write)
+            await self._write_rest(rest, slot)
         elif slot.parked and self.wire.received == start:
             raise _Idle
 

@@ -661,13 +661,15 @@ class Server:
         self,
         host: str = "127.0.0.1",
         port: int = 8000,
-        path: str = "/mcp",
+        path: str | None = None,
         *,
         task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
         **options: Any,
     ) -> None:
         """Serve Streamable HTTP at ``http://host:port/path`` until cancelled (see
-        ``mcp_trio.serve_http``; ``options`` are passed on to it).
+        ``mcp_trio.serve_http``; ``options`` are passed on to it, ``config`` defaulting
+        to the server's ``session_config``; ``path`` to ``http_config.endpoint``, whose
+        default is ``/mcp``).
 
         Change notifications reach its clients as they do a session's: list changes
         every legacy session (on its GET stream) and every ``subscriptions/listen``
@@ -683,6 +685,7 @@ class Server:
             # Modern era: Mcp-Param-* headers are checked against the tools'
             # x-mcp-header annotations (streamable-http#schema-extension).
             http_config = attrs.evolve(http_config, tool_header_params=self._header_params)
+        options.setdefault("config", self.session_config)
         with self._tracker.serving_http() as attach:
             await module.serve_http(
                 self.handlers(),

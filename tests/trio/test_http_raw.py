@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pytest
@@ -312,6 +313,38 @@ async def test_a_client_that_stops_reading_is_dropped_and_its_request_cancelled(
         finally:
             await conn.aclose()
     assert server.statistics().modern_requests == 0
+
+
+async def test_a_get_stream_nobody_reads_is_dropped_at_its_buffer_bound(
+    nursery: trio.Nursery,
+) -> None:
+    # Broadcast notifications go out from the task that makes them; what the socket did
+    # not take was written later by the connection, in a write the buffer's overflow
+    # could not cancel, while the buffer went on growing (100 MiB, in the report).
+    limit = 64 * 1024
+    server = await start_server(nursery, transport=HttpTransportConfig(max_response_buffer=limit))
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        conn.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        headers = (
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", sid),
+            ("mcp-protocol-version", LEGACY),
+        )
+        await conn.send("GET", headers=headers)
+        await trio.testing.wait_all_tasks_blocked()
+        connections = server.statistics().connections
+        pad = {"_meta": {"pad": "z" * 1000}}
+        try:
+            while server.statistics().connections == connections:
+                for _ in range(100):
+                    server.send_notification("notifications/tools/list_changed", pad)
+                    held = [len(slot.data) for slot in server._endpoint._responses.values()]
+                    assert max(held, default=0) <= limit + 2_000
+                await trio.sleep(0)
+        finally:
+            await conn.aclose()
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -9,10 +10,12 @@ import trio
 import trio.testing
 
 from mcp_sansio import ConnectionConfig
+from mcp_sansio._http import HttpServerConfig
 from mcp_trio import (
     Handlers,
     NotificationContext,
     Session,
+    SessionConfig,
     StreamChannel,
     open_session,
     open_websocket_client,
@@ -99,4 +102,21 @@ async def test_serve_websocket(era: str) -> None:
                 f"ws://127.0.0.1:{port}/mcp", handlers=handlers, connection_config=config
             ) as client:
                 await exercise(server, client, era, heard)
+            nursery.cancel_scope.cancel()
+
+
+async def test_serve_http_takes_the_servers_session_config_and_the_configured_endpoint() -> None:
+    # Both were ignored: the session config went to stdio and WebSocket only, and the
+    # path argument's default overrode HttpServerConfig.endpoint.
+    config = SessionConfig(shutdown_grace_period=0.5, max_concurrent_handlers=1)
+    server = Server("configured", session_config=config)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(
+                partial(server.serve_http, port=0, http_config=HttpServerConfig(endpoint="/x"))
+            )
+            assert handle.url.endswith("/x")
+            assert handle._endpoint.config is config
+            other = await nursery.start(partial(server.serve_http, port=0, path="/y"))
+            assert other.url.endswith("/y")
             nursery.cancel_scope.cancel()
