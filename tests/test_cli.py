@@ -252,6 +252,7 @@ def test_call_on_a_terminal_asks_the_user() -> None:
         (("list", "ftp://example.com/mcp"), 2, "unsupported URL 'ftp://example.com/mcp'"),
         (("call", NOTES, "search_note"), 1, "unknown tool 'search_note'; did you mean"),
         (("run", NOTES, "--port", "70000"), 2, "a port is 0 to 65535"),
+        (("run", NOTES, "--allow-host", "x"), 2, "--allow-host: for --transport http only"),
         (("list", NOTES, "-H", "A: b"), 2, "--header is for http(s):// and ws(s):// targets"),
         (("list", NOTES, "--header", "no colon"), 2, "not a header 'NAME: VALUE'"),
         (
@@ -471,6 +472,27 @@ async def test_run_http_on_a_custom_path() -> None:
         finally:
             process.terminate()
             assert await process.wait() == 0
+
+
+async def test_run_http_accepts_the_hosts_it_is_told_to() -> None:
+    # DNS-rebinding protection: only localhost's names by default (421 for the rest).
+    with trio.fail_after(TIMEOUT):
+        args = ["--transport", "http", "--port", "0", "--allow-host", "mcp.example.com"]
+        process, url, _ = await _serve_and_read_url(args)
+        try:
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            statuses = []
+            for host in ("mcp.example.com", "evil.example"):
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+                request = f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                await stream.send_all(request.encode())
+                head = await stream.receive_some()
+                statuses.append(int(head.split(b" ", 2)[1]))
+                await stream.aclose()
+            assert statuses[1] == 421 and statuses[0] != 421, statuses
+        finally:
+            process.kill()
+            await process.wait()
 
 
 def test_run_on_a_port_in_use() -> None:

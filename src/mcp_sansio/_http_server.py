@@ -529,6 +529,8 @@ def _fail(
     return json_response(status, body, headers)
 
 
+_RETRY_SOON: Final = ((b"retry-after", b"1"),)
+"""A 503 for a bound reached says when to try again (RFC 9110 Retry-After, seconds)."""
 _MAX_SEQ: Final = 2**63
 
 
@@ -858,6 +860,7 @@ class HttpServer:
                     "Service Unavailable: too many requests in progress",
                     ErrorCode.INTERNAL_ERROR,
                     request_id=msg.id,
+                    headers=_RETRY_SOON,
                 )
             )
         conn = Connection("server", self.connection_config)
@@ -990,7 +993,10 @@ class HttpServer:
         if len(self._sessions) >= self.config.max_sessions and self._evictable() is None:
             return Reply(
                 decision=_fail(
-                    503, "Service Unavailable: too many sessions", ErrorCode.INTERNAL_ERROR
+                    503,
+                    "Service Unavailable: too many sessions",
+                    ErrorCode.INTERNAL_ERROR,
+                    headers=_RETRY_SOON,
                 )
             )
         conn = Connection("server", self.connection_config)

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from ._handlers import RequestHandler as RequestHandler
     from ._http_client import HttpChannel as HttpChannel
     from ._http_client import open_http_client as open_http_client
+    from ._http_config import HttpClientConfig as HttpClientConfig
+    from ._http_config import HttpServerConfig as HttpServerConfig
     from ._http_config import HttpTransportConfig as HttpTransportConfig
     from ._http_context import HttpNotificationContext as HttpNotificationContext
     from ._http_context import HttpRequestContext as HttpRequestContext
@@ -109,6 +111,8 @@ _LAZY: dict[str, str] = {
     "RequestHandler": "._handlers",
     "HttpChannel": "._http_client",
     "open_http_client": "._http_client",
+    "HttpClientConfig": "._http_config",
+    "HttpServerConfig": "._http_config",
     "HttpTransportConfig": "._http_config",
     "HttpNotificationContext": "._http_context",
     "HttpRequestContext": "._http_context",
@@ -175,9 +179,11 @@ __all__ = [
     "Handlers",
     "HandshakeFailed",
     "HttpChannel",
+    "HttpClientConfig",
     "HttpNotificationContext",
     "HttpRequestContext",
     "HttpServeHandle",
+    "HttpServerConfig",
     "HttpServerStatistics",
     "HttpTransportConfig",
     "Image",

@@ -198,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=_port, help="port; 0 picks a free one (default: 8000)")
     run.add_argument("--path", type=_path, help="HTTP endpoint (default: /mcp)")
     run.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        metavar="HOST",
+        help="HTTP: a Host header value to accept besides localhost's (repeat it; "
+        "'name:*' for any port), e.g. the public name behind a proxy",
+    )
+    run.add_argument(
+        "--allow-origin",
+        dest="allow_origins",
+        action="append",
+        metavar="ORIGIN",
+        help="HTTP: a browser Origin to accept besides localhost's (repeat it; "
+        "'https://app.example:*' for any port, '*' for any)",
+    )
+    run.add_argument(
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         default="warning",
@@ -262,6 +278,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         if given and args.transport == "stdio":
             verb = "needs" if len(given) == 1 else "need"
             raise UsageError(f"{', '.join(given)} {verb} --transport http or ws (stdio has none)")
+        allowed = [
+            f"--{flag}"
+            for flag, values in (
+                ("allow-host", args.allow_hosts),
+                ("allow-origin", args.allow_origins),
+            )
+            if values
+        ]
+        if allowed and args.transport != "http":
+            raise UsageError(f"{', '.join(allowed)}: for --transport http only")
         server = load_server(args.target)
         configure_logging(args.log_level)  # after the import: a module's own setup wins
         return serve(
@@ -270,6 +296,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             host=args.host if args.host is not None else "127.0.0.1",
             port=args.port if args.port is not None else 8000,
             path=args.path if args.path is not None else "/mcp",
+            allow_hosts=tuple(args.allow_hosts or ()),
+            allow_origins=tuple(args.allow_origins or ()),
             err=err,
         )
     if args.command in ("list", "call"):

@@ -21,7 +21,10 @@ import signal
 import sys
 from typing import Any, Final, Literal, TextIO
 
+import attrs
 import trio
+
+from mcp_sansio._http import HttpServerConfig
 
 from ._cli_util import CliError
 from ._config import SessionConfig
@@ -54,15 +57,27 @@ def serve(
     port: int,
     path: str,
     err: TextIO,
+    allow_hosts: tuple[str, ...] = (),
+    allow_origins: tuple[str, ...] = (),
 ) -> int:
     """Serve until stdin ends (stdio) or a signal arrives; returns the exit status.
+
+    ``allow_hosts`` / ``allow_origins`` (HTTP): ``Host`` and ``Origin`` values accepted
+    besides localhost's (DNS-rebinding protection refuses the rest).
 
     Raises:
         CliError: the socket could not be opened (port in use, bad address).
     """
     if transport == "ws" and path != MCP_PATH:
         raise CliError(f"the WebSocket transport serves {MCP_PATH} only, not {path!r}")
-    trio.run(functools.partial(_serve, server, transport, host, port, path, err))
+    local = HttpServerConfig()  # (its defaults accept localhost's names only)
+    http_config = attrs.evolve(
+        local,
+        allowed_hosts=(*(local.allowed_hosts or ()), *allow_hosts),
+        allowed_origins=(*local.allowed_origins, *allow_origins),
+    )
+    run = functools.partial(_serve, server, transport, host, port, path, err, http_config)
+    trio.run(run)
     return 0
 
 
@@ -71,7 +86,13 @@ def _describe(server: Server) -> str:
 
 
 async def _serve(
-    server: Server, transport: Transport, host: str, port: int, path: str, err: TextIO
+    server: Server,
+    transport: Transport,
+    host: str,
+    port: int,
+    path: str,
+    err: TextIO,
+    http_config: HttpServerConfig | None = None,
 ) -> None:
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -89,9 +110,10 @@ async def _serve(
             else:
                 try:
                     if transport == "http":
-                        handle = await nursery.start(
-                            functools.partial(server.serve_http, host, port, path)
+                        serve_http = functools.partial(
+                            server.serve_http, host, port, path, http_config=http_config
                         )
+                        handle = await nursery.start(serve_http)
                         url = str(handle.url)
                         kind = "Streamable HTTP"
                     else:

@@ -13,9 +13,13 @@ from typing import final
 
 import attrs
 
+from mcp_sansio._http import HttpClientConfig, HttpServerConfig
+
 from ._config import _non_negative, _positive
 
-__all__ = ["HttpTransportConfig"]
+# The sans-IO rules' own configurations, re-exported: serve_http and open_http_client
+# take them (allowed hosts and origins, limits, response mode; the client's bounds).
+__all__ = ["HttpClientConfig", "HttpServerConfig", "HttpTransportConfig"]
 
 
 @final

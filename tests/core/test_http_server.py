@@ -1042,6 +1042,7 @@ def test_a_full_table_of_busy_sessions_is_503() -> None:
         srv.handle_request(req("GET", accept="text/event-stream", **in_session(sid)), now=0)
     reply = srv.handle_request(req(body=initialize()), now=0)
     assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 503
+    assert reply.decision.header("retry-after") == "1"
     assert len(srv.sessions()) == 2
 
 
@@ -1557,6 +1558,7 @@ def test_too_many_modern_requests_is_503() -> None:
         )
     reply = modern_reply(srv, modern(3, "tools/list"), **modern_headers("tools/list"))
     assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 503
+    assert reply.decision.header("retry-after") == "1"
     assert loads(reply.decision.body)["id"] == 3
 
 

@@ -52,6 +52,14 @@ def test_error_hierarchy() -> None:
     # The core's two protocol errors come through unchanged: one class, either import.
     assert mcp_trio.LocalProtocolError is mcp_sansio.LocalProtocolError
     assert mcp_trio.RemoteProtocolError is mcp_sansio.RemoteProtocolError
+
+
+def test_the_http_rules_configurations_are_exported() -> None:
+    # serve_http and open_http_client take them; they live in the sans-IO rules.
+    from mcp_sansio import _http  # noqa: PLC0415
+
+    assert mcp_trio.HttpServerConfig is _http.HttpServerConfig
+    assert mcp_trio.HttpClientConfig is _http.HttpClientConfig
     assert issubclass(mcp_trio.ServerExited, mcp_trio.SessionClosed)
     assert issubclass(mcp_trio.HandshakeFailed, mcp_trio.McpError)
     assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)
