@@ -128,6 +128,13 @@ def _seconds(text: str) -> float | None:
     return None if value == 0 else value
 
 
+def _any_port(host: str) -> str:
+    """``--allow-host NAME`` means that name on any port (``NAME:PORT``: that one)."""
+    bracketed = host.startswith("[")
+    has_port = host.rsplit("]", 1)[-1].startswith(":") if bracketed else ":" in host
+    return host if has_port else f"{host}:*"
+
+
 def _header(text: str) -> tuple[str, str]:
     name, colon, value = text.partition(":")
     if not colon or not name.strip():
@@ -202,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="allow_hosts",
         action="append",
         metavar="HOST",
-        help="HTTP: a Host header value to accept besides localhost's (repeat it; "
-        "'name:*' for any port), e.g. the public name behind a proxy",
+        help="HTTP: a Host name to accept besides localhost's, on any port (repeat it; "
+        "'name:443' for one port only), e.g. the public name behind a proxy",
     )
     run.add_argument(
         "--allow-origin",
@@ -296,7 +303,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             host=args.host if args.host is not None else "127.0.0.1",
             port=args.port if args.port is not None else 8000,
             path=args.path if args.path is not None else "/mcp",
-            allow_hosts=tuple(args.allow_hosts or ()),
+            allow_hosts=tuple(_any_port(name) for name in args.allow_hosts or ()),
             allow_origins=tuple(args.allow_origins or ()),
             err=err,
         )

@@ -85,7 +85,8 @@ body, SSE events) into messages the session reads.
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written, or
 after, fails only that request (a server may close the connection on a body larger than
-it takes); a one-way message refused that way is lost, with a warning logged. A request h11 refuses
+it takes); a one-way message refused that way, or with an error status, is lost, with a
+warning logged. A request h11 refuses
 to frame (say a redirect to a target no request line may carry) fails only itself.
 """
 
@@ -465,6 +466,10 @@ class HttpChannel(MessageChannel):
                 return
             if reader is None or reader.session_expired:
                 return  # (_exchange has done what a 404 to our session calls for)
+            if not current.request_ids and reader.status >= 400:
+                # A one-way message refused (a body too large, say): lost, as above.
+                logger.warning("HTTP: a one-way message was refused: status %d", reader.status)
+                return
             again = reader.resume()
             if again is None:
                 return

@@ -78,6 +78,9 @@ _REFUSE_TIMEOUT: Final = 1.0
 
 
 _UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+_LINGER_SECONDS: Final = 2.0
+_LINGER_BYTES: Final = 16 * 1024 * 1024
+"""How long, and how much, a connection closing on an unread body reads and drops."""
 
 
 def _starts_work(body: bytes) -> bool:
@@ -241,6 +244,8 @@ class _Server:
         try:
             with conn.scope:
                 await conn.run()
+                if conn.unread_input:
+                    await conn.linger()
         except (WireError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             logger.debug("HTTP connection dropped: %r", exc)
         except Exception:
@@ -293,6 +298,8 @@ class _Connection:
         self.scope = trio.CancelScope()
         self._idle_scope: trio.CancelScope | None = None
         self._head_only = False  # answering a HEAD request: headers only (RFC 9110 9.3.2)
+        self.unread_input = False
+        """The connection ends refusing a request whose body was not read (413, say)."""
 
     def stop_if_idle(self) -> None:
         """Shutdown: a connection waiting for its next request closes now."""
@@ -406,6 +413,7 @@ class _Connection:
         early = http.check_head(request)
         if early is not None:
             reusable = self.wire.h11.their_state is h11.DONE
+            self.unread_input = not reusable
             await self._respond(early, close=not reusable)
             return reusable
         read = await self._read_body(http.config.max_body_size)
@@ -422,6 +430,7 @@ class _Connection:
         if isinstance(decision, HttpResponse):
             endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events)
+            self.unread_input = not complete
             await self._respond(decision, close=not complete)
             return complete
         slot = endpoint.open_response(decision.stream_id)
@@ -689,6 +698,19 @@ class _Connection:
             await self._write_rest(rest, slot)
         elif slot.parked and self.wire.received == start:
             raise _Idle
+
+    async def linger(self) -> None:
+        """After answering a request whose body is still coming: stop writing, and read
+        and drop what the client goes on sending, a while. Closing with unread input
+        makes the kernel reset the connection, and a reset may destroy the answer
+        before the client reads it (RFC 9112 9.6, "lingering close")."""
+        stream = self.wire.stream
+        with trio.move_on_after(_LINGER_SECONDS), suppress(trio.BrokenResourceError, OSError):
+            if isinstance(stream, trio.SocketStream):
+                await stream.send_eof()
+            dropped = 0
+            while dropped < _LINGER_BYTES and (data := await stream.receive_some(65_536)):
+                dropped += len(data)
 
     async def _refuse(self, status: int, message: str) -> None:
         """Best effort: tell a misbehaving client why it is being disconnected."""
