@@ -109,9 +109,9 @@ def test_timeout_cancels_and_the_client_goes_on(client: BlockingClient) -> None:
 
 
 def test_progress_keeps_a_call_with_a_timeout_alive(client: BlockingClient) -> None:
-    # Progress is asked for even without a callback: 0.4 s of steps 0.05 s apart, 0.25 s
-    # timeout (reset by each progress report).
-    result = client.call_tool("slow", {"steps": 8, "delay": 0.05}, timeout=0.25)
+    # Progress is asked for even without a callback: 1.5 s of steps 0.25 s apart, 1 s
+    # timeout (reset by each progress report; wide margins: the machine may be busy).
+    result = client.call_tool("slow", {"steps": 6, "delay": 0.25}, timeout=1.0)
     assert result.text == "done"
 
 
