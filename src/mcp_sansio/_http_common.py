@@ -39,6 +39,7 @@ __all__ = [
     "HttpResponse",
     "decode_header_value",
     "encode_header_value",
+    "extra_headers",
     "header_value_matches",
     "media_type_allowed",
     "origin_allowed",
@@ -497,3 +498,40 @@ def parse_header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
             raise ValueError(f"x-mcp-header {param.name!r} is not unique (case-insensitively)")
         seen.add(folded)
     return tuple(out)
+
+
+# RFC 9110 field-value: visible characters (obs-text too), single spaces or tabs between
+# them, none at either end (h11 refuses those); no CR, LF, NUL or other controls.
+_FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
+
+
+def extra_headers(
+    headers: Mapping[str, str] | None, *, reserved: Iterable[str], transport: str
+) -> list[tuple[bytes, bytes]]:
+    """A user's extra request headers (``Authorization``, ...) as wire pairs, checked
+    up front: a malformed one would fail every request, and one the transport writes
+    itself (``reserved``, lower case; a name ending in ``*`` is a prefix) would be sent
+    twice.
+
+    Raises:
+        ValueError: a name that is not an HTTP token, or given twice (in any case); a
+            value with a line break or another control character, a space at either
+            end, or not Latin-1; or a reserved name.
+    """
+    out: list[tuple[bytes, bytes]] = []
+    names = tuple(reserved)
+    for name, value in (headers or {}).items():
+        if not isinstance(name, str) or not _TCHAR.fullmatch(name):
+            raise ValueError(f"header name {name!r} is not an HTTP token")
+        if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
+            raise ValueError(
+                f"header {name!r}: its value must be Latin-1 text on one line, with no"
+                " space at either end"
+            )
+        lower = name.lower()
+        if any(lower.encode("latin-1") == seen for seen, _ in out):
+            raise ValueError(f"header {name!r} is given twice (names ignore case)")
+        if any(lower.startswith(r[:-1]) if r.endswith("*") else lower == r for r in names):
+            raise ValueError(f"header {name!r} is written by the {transport} transport itself")
+        out.append((lower.encode("latin-1"), value.encode("latin-1")))
+    return out

@@ -23,10 +23,18 @@ import h11
 import trio
 
 from mcp_sansio._http import HttpRequest
+from mcp_sansio._http_common import (
+    LAST_EVENT_ID,
+    MCP_METHOD,
+    MCP_NAME,
+    MCP_PARAM_PREFIX,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    extra_headers,
+)
 
 from ._http_config import HttpTransportConfig
 from ._http_wire import H11Stream, WireError
-from ._util import extra_headers
 
 __all__ = ["ConnectFailed", "Pool", "UnsendableRequest", "WriteFailed"]
 
@@ -34,8 +42,8 @@ _USER_AGENT: Final = b"mcp-trio"
 #: Headers the transport writes itself (a ``*``: a prefix), never a user's extra ones.
 _RESERVED_HEADERS: Final = (
     *("host", "content-length", "transfer-encoding", "connection", "upgrade", "te"),
-    *("trailer", "keep-alive", "content-type", "accept", "last-event-id"),
-    *("mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "mcp-param-*"),
+    *("trailer", "keep-alive", "content-type", "accept", LAST_EVENT_ID),
+    *(MCP_SESSION_ID, MCP_PROTOCOL_VERSION, MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX + "*"),
 )
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING
 
@@ -126,41 +125,3 @@ def stdout_fd_to_stderr() -> Iterator[None]:
                 sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 field-name
-# RFC 9110 field-value: visible characters (obs-text too), single spaces or tabs between
-# them, none at either end (h11 refuses those); no CR, LF, NUL or other controls.
-_FIELD_VALUE = re.compile(r"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
-
-
-def extra_headers(
-    headers: Mapping[str, str] | None, *, reserved: Iterable[str], transport: str
-) -> list[tuple[bytes, bytes]]:
-    """A user's extra request headers (``Authorization``, ...) as wire pairs, checked
-    up front: a malformed one would fail every request, and one the transport writes
-    itself (``reserved``, lower case; a name ending in ``*`` is a prefix) would be sent
-    twice.
-
-    Raises:
-        ValueError: a name that is not an HTTP token, or given twice (in any case); a
-            value with a line break or another control character, a space at either
-            end, or not Latin-1; or a reserved name.
-    """
-    out: list[tuple[bytes, bytes]] = []
-    names = tuple(reserved)
-    for name, value in (headers or {}).items():
-        if not isinstance(name, str) or not _TOKEN.fullmatch(name):
-            raise ValueError(f"header name {name!r} is not an HTTP token")
-        if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
-            raise ValueError(
-                f"header {name!r}: its value must be Latin-1 text on one line, with no"
-                " space at either end"
-            )
-        lower = name.lower()
-        if any(lower.encode("latin-1") == seen for seen, _ in out):
-            raise ValueError(f"header {name!r} is given twice (names ignore case)")
-        if any(lower.startswith(r[:-1]) if r.endswith("*") else lower == r for r in names):
-            raise ValueError(f"header {name!r} is written by the {transport} transport itself")
-        out.append((lower.encode("latin-1"), value.encode("latin-1")))
-    return out

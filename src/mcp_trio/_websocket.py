@@ -30,6 +30,7 @@ import trio
 import trio_websocket
 
 from mcp_sansio import ConnectionConfig
+from mcp_sansio._http_common import extra_headers
 
 from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
@@ -37,7 +38,7 @@ from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._open import open_session
 from ._session import Session
-from ._util import SessionHook, extra_headers, open_task_nursery, run_hook
+from ._util import SessionHook, open_task_nursery, run_hook
 
 __all__ = [
     "MCP_PATH",

@@ -11,8 +11,8 @@ forgets every session at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -110,6 +110,27 @@ def legacy_client(url: str, **options: Any) -> AbstractAsyncContextManager[Sessi
 
 def initializes(seen: list[SeenRequest]) -> list[SeenRequest]:
     return [r for r in seen if r.rpc_method == "initialize"]
+
+
+@asynccontextmanager
+async def stalling_proxy(
+    nursery: trio.Nursery, made: list[str] | None = None
+) -> AsyncIterator[tuple[Proxy, Callable[[], None]]]:
+    """A proxy in front of a server, and ``stall()``: from then on the proxy forgets
+    every session and sends new connections to a port that never answers (so the new
+    session never starts)."""
+    old = await start(nursery, App(), [] if made is None else made)
+    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    proxy = await started_proxy(nursery, old.port)
+
+    def stall() -> None:
+        proxy.target = silent.socket.getsockname()[1]
+        proxy.forget = "all"
+
+    try:
+        yield proxy, stall
+    finally:
+        await silent.aclose()
 
 
 async def test_an_expired_session_is_started_anew_and_the_request_answered(
@@ -349,22 +370,20 @@ async def test_a_new_session_that_never_comes_ends_it_in_handshake_timeout(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     made: list[str] = []
-    old = await start(nursery, App(), made)
-    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
-    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
-        async with legacy_client(
-            proxy.url(),
-            config=SessionConfig(handshake_timeout=5.0),
-            transport=HttpTransportConfig(max_idle_connections=0, open_get_stream=False),
-        ) as client:
+        async with (
+            stalling_proxy(nursery, made) as (proxy, stall),
+            legacy_client(
+                proxy.url(),
+                config=SessionConfig(handshake_timeout=5.0),
+                transport=HttpTransportConfig(max_idle_connections=0, open_get_stream=False),
+            ) as client,
+        ):
             # The refused request cannot be sent before the new session, so it waits.
-            proxy.target = silent.socket.getsockname()[1]
-            proxy.forget = "all"
+            stall()
             with pytest.raises(SessionClosed) as info:
                 await client.request("tools/list")
             assert "did not start a new one in 5 s" in info.value.reason
-    await silent.aclose()
 
 
 async def test_a_requests_timeout_counts_while_it_waits_for_the_new_session(
@@ -373,17 +392,14 @@ async def test_a_requests_timeout_counts_while_it_waits_for_the_new_session(
     # No bound on the restart itself (handshake_timeout=None, no request_timeout), and
     # the new initialize is never answered: a request's own timeout= still holds, from
     # the moment it was made, as it would for a request on the wire.
-    old = await start(nursery, App(), [])
-    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
-    proxy = await started_proxy(nursery, old.port)
     with trio.fail_after(IO_TIMEOUT):
-        async with legacy_client(
-            proxy.url(),
-            config=SessionConfig(handshake_timeout=None),
-            transport=QUIET,
-        ) as client:
-            proxy.target = silent.socket.getsockname()[1]
-            proxy.forget = "all"
+        async with (
+            stalling_proxy(nursery) as (proxy, stall),
+            legacy_client(
+                proxy.url(), config=SessionConfig(handshake_timeout=None), transport=QUIET
+            ) as client,
+        ):
+            stall()
             async with trio.open_nursery() as inner:
                 inner.start_soon(partial(client.request, "tools/list"))  # refused: a restart
                 await trio.testing.wait_all_tasks_blocked()
@@ -394,7 +410,6 @@ async def test_a_requests_timeout_counts_while_it_waits_for_the_new_session(
                 assert trio.current_time() - made == pytest.approx(0.5)
                 inner.cancel_scope.cancel()
             assert not client.closed
-    await silent.aclose()
     # Never on the wire: neither the request nor a cancellation of it.
     assert [r.rpc_method for r in proxy.seen if r.method == "POST"] == [
         "initialize",
@@ -409,9 +424,6 @@ async def test_closing_while_the_new_session_starts_announces_no_held_request(
 ) -> None:
     # Closing cancels the requests in flight first, with notifications/cancelled; the
     # ones held for the new session were never sent on it: nothing to announce.
-    old = await start(nursery, App(), [])
-    silent = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]  # never answers
-    proxy = await started_proxy(nursery, old.port)
     outcomes: list[SessionClosed] = []
 
     async def request(method: str) -> None:
@@ -422,21 +434,18 @@ async def test_closing_while_the_new_session_starts_announces_no_held_request(
 
     with trio.fail_after(IO_TIMEOUT):
         async with (
+            stalling_proxy(nursery) as (proxy, stall),
             trio.open_nursery() as inner,
             legacy_client(
-                proxy.url(),
-                config=SessionConfig(handshake_timeout=None),
-                transport=QUIET,
+                proxy.url(), config=SessionConfig(handshake_timeout=None), transport=QUIET
             ) as client,
         ):
-            proxy.target = silent.socket.getsockname()[1]
-            proxy.forget = "all"
+            stall()
             inner.start_soon(request, "tools/list")  # refused: held to be sent again
             await trio.testing.wait_all_tasks_blocked()
             inner.start_soon(request, "resources/list")  # made meanwhile: held
             await trio.testing.wait_all_tasks_blocked()
             assert len(client.connection.pending_requests()) == 3  # with initialize
-    await silent.aclose()
     assert [exc.reason for exc in outcomes] == ["the session was closed locally"] * 2
     assert posted(proxy) == [
         ("initialize", None),
