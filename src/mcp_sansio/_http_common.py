@@ -451,7 +451,7 @@ def _walk_annotations(
         where = ".".join(path) or "(root)"
         if not reachable or not path:
             raise ValueError(f"x-mcp-header at {where} is not statically reachable via properties")
-        if type(name) is not str or not _TCHAR.match(name):
+        if type(name) is not str or not _TCHAR.fullmatch(name):
             raise ValueError(
                 f"x-mcp-header {_shown(name)} at {where} is not an HTTP field-name token"
             )

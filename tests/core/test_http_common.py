@@ -256,6 +256,7 @@ def _prop(**extra: Any) -> dict[str, Any]:
         (_prop(**{"x-mcp-header": ""}), "token"),
         (_prop(**{"x-mcp-header": "Has Space"}), "token"),
         (_prop(**{"x-mcp-header": "Bad\r\nName"}), "token"),
+        (_prop(**{"x-mcp-header": "Trailing\n"}), "token"),  # ($ matched before a last \n)
         (_prop(**{"x-mcp-header": 7}), "token"),
         (
             {
