@@ -58,8 +58,16 @@ class _Answering(_ConnectionBase):
             ):
                 result = {**result, "resultType": _COMPLETE, "_meta": server_meta}
             else:
-                kind = result.get("resultType", _COMPLETE) if type(result) is dict else None
-                if kind is not None and kind != _COMPLETE:
+                result = _modern.decorate_result(
+                    inbound.method,
+                    result,
+                    server_info=self.config.implementation,
+                    ttl_ms=self.config.cache_ttl_ms,
+                    cache_scope=self.config.cache_scope,
+                )
+                self._hints_ok = True
+                kind = result["resultType"]  # (decorate_result made sure of a string)
+                if kind != _COMPLETE:
                     # mrtr.mdx: an input-required result carries input requests the
                     # client declared it can answer, or a requestState: send_input_required
                     # checks and seals them. basic/index.mdx: no other type without an
@@ -70,14 +78,6 @@ class _Answering(_ConnectionBase):
                         else f"resultType {kind!r}: a result is 'complete' (or input_required,"
                         " through send_input_required)"
                     )
-                result = _modern.decorate_result(
-                    inbound.method,
-                    result,
-                    server_info=self.config.implementation,
-                    ttl_ms=self.config.cache_ttl_ms,
-                    cache_scope=self.config.cache_scope,
-                )
-                self._hints_ok = True
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]
@@ -149,12 +149,11 @@ class _Answering(_ConnectionBase):
             self._reply(request_id, error_response(request_id, missing))
             return False
         assert self._state_codec is not None
-        clock = self.config.request_state_clock
         token = self._state_codec.seal(
             method=inbound.method,
             params=inbound.params or {},
             state=state,
-            now=now if clock is None else clock(),
+            now=self._state_now(now),
         )
         result = _modern.build_input_required_result(input_requests, token)
         result = _modern.decorate_result(

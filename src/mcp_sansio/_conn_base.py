@@ -131,7 +131,9 @@ class _ConnectionBase:
         self._max_inflight = self.config.max_inflight_requests
         self._remembered_ids = self.config.remembered_ids
         # Sending a request needs no timer at all (the fast path of send_request).
-        self._untimed = self.config.request_timeout is None and self.config.max_request_time is None
+        self._untimed = self.config.request_timeout in (None, math.inf) and (
+            self.config.max_request_time in (None, math.inf)
+        )
         # Server: whether a request whose _meta names a protocol version is served in
         # the modern era (otherwise it is just a legacy request with odd _meta).
         # (One version list at least is not empty: checked above.)
@@ -158,14 +160,17 @@ class _ConnectionBase:
 
     # ------------------------------------------------------------------ timers
 
+    def _state_now(self, now: float) -> float:
+        """The time a ``requestState`` is sealed or opened at (see
+        ``ConnectionConfig.request_state_clock``)."""
+        clock = self.config.request_state_clock
+        return now if clock is None else clock()
+
     def _arm(self, rid: RequestId, entry: _Outbound, now: float, timeout: float | None) -> None:
-        deadline = None if timeout is None or timeout == math.inf else now + timeout
-        cap_after = self.config.max_request_time
-        if cap_after is not None and entry.method != "subscriptions/listen":  # (open-ended)
-            cap = entry.started + cap_after
+        deadline = None if timeout is None else now + timeout
+        cap = entry.cap
+        if cap is not None:
             deadline = cap if deadline is None else min(deadline, cap)
-        if deadline == math.inf:
-            deadline = None  # (never: next_deadline says None, not an infinite time)
         if deadline is not None and deadline == entry.deadline and entry.timer_seq:
             return  # (re-armed to the time it had: its entry stands)
         entry.deadline = deadline
@@ -205,11 +210,16 @@ class _ConnectionBase:
         progress_token: RequestId | None,
         timeout: float | None,
     ) -> _Outbound:
+        if timeout == math.inf:
+            timeout = None  # never: no deadline (next_deadline says None, not infinity)
         entry = _outbound(method, params, now, progress_token, era, timeout)
+        after = self.config.max_request_time
+        if after is not None and after != math.inf and method != "subscriptions/listen":
+            entry.cap = now + after  # (a listen stream is open-ended: no total either)
         self._pending[rid] = entry
         if progress_token is not None:
             self._progress_in[progress_token] = rid
-        if timeout is not None or self.config.max_request_time is not None:
+        if timeout is not None or entry.cap is not None:
             self._arm(rid, entry, now, timeout)
         return entry
 

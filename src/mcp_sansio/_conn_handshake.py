@@ -252,10 +252,9 @@ class _Handshake(_ConnectionBase):
             token = p.get("requestState")
             if token is not None:
                 assert self._state_codec is not None
-                clock = self.config.request_state_clock
                 try:
                     state = self._state_codec.open(
-                        token, method=method, params=p, now=now if clock is None else clock()
+                        token, method=method, params=p, now=self._state_now(now)
                     )
                 except Exception as exc:  # RemoteProtocolError from the codec
                     code = getattr(exc, "error_code", ErrorCode.INVALID_PARAMS)

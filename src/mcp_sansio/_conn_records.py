@@ -52,6 +52,8 @@ class _Outbound:
     deadline: float | None = None
     timer_seq: int = 0
     """The sequence number of the live ``_timers`` entry (0: none)."""
+    cap: float | None = None
+    """When ``max_request_time`` ends it, progress or not (``None``: never)."""
     related: RequestId | None = None
     """The peer's request this one is made for (``related_request_id``): where HTTP
     routes what concerns it, its cancellation too."""
