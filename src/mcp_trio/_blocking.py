@@ -55,7 +55,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
-from functools import partial
 from types import TracebackType
 from typing import IO, Any, Final, Protocol, final
 
@@ -83,7 +82,6 @@ from mcp_sansio import (
 from mcp_sansio import types as t
 
 from ._client_common import (
-    SHOWN_PROBLEMS,
     EraChoice,
     HandshakeFacts,
     OutputSchemas,
@@ -100,6 +98,7 @@ from ._client_common import (
     request_params,
     roots_result,
     sampling_params,
+    timed,
     to_wire,
 )
 from ._errors import (
@@ -110,7 +109,6 @@ from ._errors import (
     SessionClosed,
     refuse_endless_input,
 )
-from ._validation import validate
 
 __all__ = ["BlockingClient"]
 
@@ -405,9 +403,7 @@ class BlockingClient(HandshakeFacts):
         self._closed = False
         # One connection, one handshake: there is no new session for the schemas to
         # follow (the Trio client's may start anew over HTTP).
-        self._output_schemas = OutputSchemas(
-            partial(validate, root="structuredContent", max_problems=SHOWN_PROBLEMS)
-        )
+        self._output_schemas = OutputSchemas()
 
     # ------------------------------------------------------------------ opening
 
@@ -1004,8 +1000,10 @@ class BlockingClient(HandshakeFacts):
         except RemoteProtocolError as stale:
             # The server may have changed the tool without our hearing of it (a modern
             # server tells only listeners): list again, within the call's own timeout.
-            deadline = None  # (no limit for None, NaN and infinity, as the Trio client)
-            if timeout is not None and 0 <= timeout < math.inf:
+            # No limit for None and infinity, as the Trio client (the core has refused
+            # NaN and negative timeouts by now).
+            deadline = None
+            if timeout is not None and timeout < math.inf:
                 deadline = time.monotonic() + timeout
             try:
                 self._list_tools(deadline)
@@ -1045,11 +1043,8 @@ class BlockingClient(HandshakeFacts):
     def _long_progress(
         self, on_progress: ProgressFunction | None, timeout: float | None
     ) -> ProgressFunction | None:
-        """As ``mcp_trio.Client``: with a timeout, progress is asked for even without a
-        callback (it keeps a long request alive)."""
-        if timeout is None:
-            timeout = self._conn.config.request_timeout
-        if on_progress is None and timeout is not None:
+        """The progress callback of a long request (see ``_client_common.timed``)."""
+        if on_progress is None and timed(timeout, self._conn.config):
             return _ignore_progress
         return on_progress
 

@@ -20,7 +20,6 @@ import math
 import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import partial
 from os import PathLike
 from typing import Any, final
 
@@ -48,7 +47,6 @@ from ._client_callbacks import (
     SamplingCallback,
 )
 from ._client_common import (
-    SHOWN_PROBLEMS,
     EraChoice,
     HandshakeFacts,
     OutputSchemas,
@@ -61,13 +59,13 @@ from ._client_common import (
     named_params,
     pager,
     request_params,
+    timed,
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
 from ._config import SessionConfig
 from ._errors import McpError, SessionClosed
 from ._handlers import Handlers
-from ._jsonschema import validate
 from ._session import Session
 from ._util import open_task_nursery
 
@@ -249,13 +247,9 @@ class Client(HandshakeFacts):
     def _progress(
         self, on_progress: ProgressCallback | None, timeout: float | None
     ) -> ProgressCallback | None:
-        """The progress callback of a long request. With a timeout and no callback,
-        progress is asked for all the same: it keeps the request alive (the timeout
-        counts time without an answer *or progress*)."""
+        """The progress callback of a long request (see :func:`timed`)."""
         chosen = on_progress or self._on_progress
-        if timeout is None:
-            timeout = self._session.connection.config.request_timeout
-        if chosen is None and timeout is not None:
+        if chosen is None and timed(timeout, self._session.connection.config):
             return _ignore_progress
         return chosen
 
@@ -567,9 +561,7 @@ async def open_client(
     )
     handlers = Handlers()
     callbacks.install(handlers)
-    output_schemas = OutputSchemas(
-        partial(validate, root="structuredContent", max_problems=SHOWN_PROBLEMS)
-    )
+    output_schemas = OutputSchemas()
     hub = SubscriptionHub(on_tools_changed=output_schemas.forget)
     hub.install(handlers)
     async with (

@@ -7,6 +7,7 @@ into wire data (capabilities, params, versions) or wire data into typed values.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import math
@@ -30,9 +31,9 @@ from mcp_sansio import (
 )
 from mcp_sansio import types as t
 from mcp_sansio._sampling import sampling_messages_problem
-from mcp_sansio._versions import JSON_SCHEMA_DIALECT, REVISIONS
+from mcp_sansio._versions import REVISIONS
 
-from ._validation import resolve_ref
+from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
 
 __all__ = [
     "LIST_METHODS",
@@ -65,6 +66,7 @@ __all__ = [
     "request_params",
     "roots_result",
     "sampling_params",
+    "timed",
     "to_wire",
     "with_log_level",
 ]
@@ -211,6 +213,13 @@ def build_capabilities(
     if extra:
         caps.update(extra)
     return caps
+
+
+def timed(timeout: float | None, config: ConnectionConfig) -> bool:
+    """Whether a request runs under a timeout (its own, else the connection's). A long
+    one then asks for progress even without a callback: progress keeps it alive (the
+    timeout counts time without an answer *or progress*)."""
+    return (timeout if timeout is not None else config.request_timeout) is not None
 
 
 def client_config(
@@ -587,11 +596,16 @@ class OutputSchemas:
     refused (``basic/index.mdx``: rejected, not treated as permissive).
 
     Args:
-        validator: checks a value against a schema (``mcp_trio._jsonschema.validate``).
+        validator: checks a value against a schema (default: ``_validation.validate``,
+            problems named from ``structuredContent``, at most :data:`SHOWN_PROBLEMS`).
     """
 
-    def __init__(self, validator: Validator) -> None:
-        self._validate = validator
+    def __init__(self, validator: Validator | None = None) -> None:
+        self._validate = (
+            validator
+            if validator is not None
+            else functools.partial(validate, root="structuredContent", max_problems=SHOWN_PROBLEMS)
+        )
         self._schemas: dict[str, dict[str, Any]] = {}
         self._usable: dict[str, bool] = {}
         self._session: object = None
@@ -667,14 +681,13 @@ class OutputSchemas:
             return
         usable = self._usable.get(name)
         if usable is None:
-            dialect = schema.get("$schema", JSON_SCHEMA_DIALECT)
-            if not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT:
+            if not dialect_supported(schema):
                 # basic/index.mdx: a dialect we cannot validate by is said so.
                 logger.warning(
                     "not validating tool %r's results: its outputSchema declares the JSON "
                     "Schema dialect %.100r, which this client does not implement",
                     name,
-                    dialect,
+                    schema["$schema"],
                 )
                 usable = False
             else:
@@ -743,10 +756,10 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
     recursive = branching = False
 
     def resolve(ref: str) -> Any:
-        if ref[:1] == "#" and ref[1:2] not in ("", "/"):
-            raise _TooCostly  # an anchor: valid, but the validator does not resolve them
         try:
             return resolve_ref(schema, ref)
+        except AnchorRef:
+            raise _TooCostly from None  # valid, but the validator does not resolve anchors
         except ValueError as exc:
             raise _Unresolved(str(exc)) from None
 

@@ -201,7 +201,9 @@ class Subscription:
     # ------------------------------------------------------------------ internal
 
     def _put(self, note: NotificationReceived) -> None:
-        if self._ended:
+        """Queue ``note`` if it is one this subscription asked for (a modern server may
+        tag anything with its id; only what was asked bounds the queue)."""
+        if self._ended or not self.wants(note.method, note.params):
             return
         key = (note.method, _uri(note.params))
         pending = self._pending
@@ -265,15 +267,11 @@ class SubscriptionHub:
         sid = ctx.subscription_id
         if sid is None:
             for legacy in self._legacy:
-                if legacy.wants(note.method, note.params):
-                    legacy._put(note)
+                legacy._put(note)
             return
         sub = self._by_id.get(sid)
         if sub is not None:
-            # What was not asked for is dropped: it would be news to nobody, and
-            # only the asked-for keys bound the subscription's queue.
-            if sub.wants(note.method, note.params):
-                sub._put(note)
+            sub._put(note)
             return
         waiting = self._orphans.setdefault(sid, [])
         if len(waiting) < _MAX_ORPHANS_PER_ID:
@@ -306,8 +304,7 @@ class SubscriptionHub:
         sub.honored = dict(honored) if isinstance(honored, dict) else {}
         self._by_id[sid] = sub
         for note in self._orphans.pop(sid, []):
-            if sub.wants(note.method, note.params):
-                sub._put(note)
+            sub._put(note)
         sub._acknowledged.set()
 
     async def _on_cancelled(self, ctx: NotificationContext) -> None:

@@ -785,6 +785,8 @@ def _reopen_delay(retry_ms: int, quiet: int, floor_ms: int) -> float:
 
 
 def _log_warnings(reader: ClientResponse) -> None:
+    if not reader.warnings:  # (the usual case, once per chunk of a stream)
+        return
     for warning in reader.take_warnings():
         logger.warning("HTTP: %s", warning)
 

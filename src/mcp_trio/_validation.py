@@ -22,7 +22,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from mcp_sansio._versions import JSON_SCHEMA_DIALECT
@@ -36,6 +36,18 @@ Schema = dict[str, Any]
 _INDEX = re.compile(r"0|[1-9][0-9]*")  # RFC 6901 array index: ASCII digits, no leading 0
 
 
+class AnchorRef(ValueError):
+    """A ``$ref`` to a plain-name fragment (``#name``, an ``$anchor``): valid JSON
+    Schema, which :func:`resolve_ref` does not resolve."""
+
+
+def dialect_supported(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` is in the dialect :func:`validate` implements: it declares none
+    (2020-12 is the default) or 2020-12 itself."""
+    dialect = schema.get("$schema", JSON_SCHEMA_DIALECT)
+    return isinstance(dialect, str) and dialect.rstrip("#") == JSON_SCHEMA_DIALECT
+
+
 def resolve_ref(root: Any, ref: str) -> Any:
     """The subschema of ``root`` a local ``$ref`` (a JSON pointer fragment) names.
 
@@ -45,7 +57,7 @@ def resolve_ref(root: Any, ref: str) -> Any:
     if not ref.startswith("#"):
         raise ValueError(f"unsupported $ref {ref[:100]!r}: only local references are")
     if ref[1:2] not in ("", "/"):
-        raise ValueError(f"unsupported $ref {ref[:100]!r}: only JSON pointers are (no anchors)")
+        raise AnchorRef(f"unsupported $ref {ref[:100]!r}: only JSON pointers are (no anchors)")
     node = root
     for escaped in ref[1:].split("/")[1:]:
         part = escaped.replace("~1", "/").replace("~0", "~")
@@ -412,11 +424,10 @@ class _Validator:
                 f"{where}: unsupported JSON Schema keyword(s) {names}; "
                 "validate() implements: " + ", ".join(sorted(_KEYWORDS))
             )
-        dialect = node.get("$schema", JSON_SCHEMA_DIALECT)
-        if not isinstance(dialect, str) or dialect.rstrip("#") != JSON_SCHEMA_DIALECT:
+        if not dialect_supported(node):
             # basic/index.mdx: validate by the declared dialect, refuse one we do not have.
             raise ValueError(
-                f"{where}: unsupported JSON Schema dialect {_show(dialect)} "
+                f"{where}: unsupported JSON Schema dialect {_show(node['$schema'])} "
                 f"(validate() implements {JSON_SCHEMA_DIALECT})"
             )
         try:
