@@ -154,6 +154,7 @@ class _Answering(_ConnectionBase):
             params=inbound.params or {},
             state=state,
             now=self._state_now(now),
+            principal=self.principal,
         )
         result = _modern.build_input_required_result(input_requests, token)
         result = _modern.decorate_result(

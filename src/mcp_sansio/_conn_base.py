@@ -55,11 +55,17 @@ _CACHEABLE_METHODS: Final = _modern.CACHEABLE_METHODS
 class _ConnectionBase:
     """A connection's state and shared primitives; see :class:`Connection`."""
 
-    def __init__(self, role: Role, config: ConnectionConfig | None = None) -> None:
+    def __init__(
+        self, role: Role, config: ConnectionConfig | None = None, *, principal: str | None = None
+    ) -> None:
         if role not in ("client", "server"):
             raise ValueError(f"role must be 'client' or 'server', not {role!r}")
         self.role: Final[Role] = role
         self.config: Final = config if config is not None else ConnectionConfig()
+        self.principal: Final = principal
+        """Server: the authenticated caller's id (``Principal.subject``), or ``None``.
+        The modern era's ``requestState`` is sealed for it and refused for any other
+        (mrtr#server-requirements-basic-workflow)."""
         self._lifecycle = LifecycleState.IDLE
         self._era: Era | None = None
         self._version: str | None = None

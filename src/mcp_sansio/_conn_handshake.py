@@ -254,7 +254,11 @@ class _Handshake(_ConnectionBase):
                 assert self._state_codec is not None
                 try:
                     state = self._state_codec.open(
-                        token, method=method, params=p, now=self._state_now(now)
+                        token,
+                        method=method,
+                        params=p,
+                        now=self._state_now(now),
+                        principal=self.principal,
                     )
                 except Exception as exc:  # RemoteProtocolError from the codec
                     code = getattr(exc, "error_code", ErrorCode.INVALID_PARAMS)

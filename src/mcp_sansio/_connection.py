@@ -78,6 +78,8 @@ class Connection(_Receiving, _Answering):
         role: ``"client"`` or ``"server"``.
         config: what we are and our bounds; defaults are documented on
             :class:`ConnectionConfig`.
+        principal: server role: the authenticated caller's id, to which modern
+            ``requestState`` is bound (``None``: no authentication).
 
     Error handling:
         Methods that receive peer input never raise for bad input: it becomes a

@@ -14,6 +14,9 @@ h11 + Trio (``mcp_trio``), ASGI or aiohttp.
 * :mod:`._http_server` -- :class:`HttpServer`: one MCP endpoint; legacy sessions with
   resumable SSE and a GET stream, modern stateless requests with header validation and
   stream-closing cancellation, told apart per request.
+* :mod:`._http_auth` -- authorization as a resource server: :class:`Principal`,
+  :class:`ProtectedResourceMetadata` (RFC 9728), :func:`bearer_token` and
+  :func:`bearer_challenge` (RFC 6750); token verification is the deployer's.
 * :mod:`._http_client` -- :class:`HttpClient`: request headers for each message, the
   reading of each answer into JSON-RPC messages, the era probe, session expiry and
   stream resumption.
@@ -24,6 +27,14 @@ Specification: ``2025-03-26`` / ``2025-11-25`` ``basic/transports`` (legacy) and
 
 from __future__ import annotations
 
+from ._http_auth import (
+    WELL_KNOWN_RESOURCE_PATH,
+    BearerError,
+    Principal,
+    ProtectedResourceMetadata,
+    bearer_challenge,
+    bearer_token,
+)
 from ._http_client import (
     ClientRequest,
     ClientResponse,
@@ -60,7 +71,9 @@ from ._http_server import (
 )
 
 __all__ = [
+    "WELL_KNOWN_RESOURCE_PATH",
     "AwaitResponse",
+    "BearerError",
     "ClientRequest",
     "ClientResponse",
     "EventStore",
@@ -75,6 +88,8 @@ __all__ = [
     "HttpServerEvent",
     "InMemoryEventStore",
     "OpenStream",
+    "Principal",
+    "ProtectedResourceMetadata",
     "Reply",
     "ReplyNotCarried",
     "ResponseMode",
@@ -85,6 +100,8 @@ __all__ = [
     "SessionEnded",
     "SessionPending",
     "StreamData",
+    "bearer_challenge",
+    "bearer_token",
     "decode_header_value",
     "encode_header_value",
     "parse_header_params",

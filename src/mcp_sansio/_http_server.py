@@ -74,11 +74,13 @@ it must not walk the session table. Two indexes keep it O(log n):
 Status codes (both eras unless noted):
 
 ====  ==========================================================================
+200   ``GET`` of the Protected Resource Metadata (``resource_metadata`` configured)
 400   bad JSON, bad JSON-RPC, bad ``MCP-Protocol-Version``, legacy request without
       ``Mcp-Session-Id``, batch outside 2025-03-26, bad ``Last-Event-ID``; modern
       header mismatch (-32020), unsupported version (-32022), -32021
 403   ``Origin`` present and not allowed (spec MUST)
-404   wrong path; unknown or terminated session (legacy); unknown method (modern, -32601)
+404   wrong path; unknown or terminated session, or another principal's (legacy);
+      unknown method (modern, -32601)
 405   GET/DELETE when not offered (always in the modern era); other methods
 406   ``Accept`` lacks ``application/json`` and ``text/event-stream`` (POST) or
       ``text/event-stream`` (GET); wildcards count, ``q=0`` refuses
@@ -108,6 +110,7 @@ from ._errors import ErrorCode, ErrorData, LocalProtocolError
 from ._events import Event, InvalidMessageReceived, RequestCancelled
 from ._events import RequestReceived as _RequestReceived
 from ._framing import encode_sse_event
+from ._http_auth import ProtectedResourceMetadata
 from ._http_common import (
     JSON_TYPE,
     LAST_EVENT_ID,
@@ -436,6 +439,12 @@ class HttpServerConfig:
     """Modern: the ``x-mcp-header`` parameters of a tool by name (see
     :func:`parse_header_params`), so ``Mcp-Param-*`` headers are checked against the
     body. ``None``: no tool has any."""
+    resource_metadata: ProtectedResourceMetadata | None = None
+    """OAuth 2.0 Protected Resource Metadata (RFC 9728) to serve, to ``GET`` (and
+    ``HEAD``) with no token, at ``/.well-known/oauth-protected-resource`` followed by the
+    endpoint's path (and the resource's, if it differs), and at the bare well-known path
+    (``2026-07-28/basic/authorization/authorization-server-discovery``). ``None``: those
+    paths are 404. A protected server sets it."""
 
 
 # ================================================================================ internals
@@ -462,6 +471,7 @@ class _Session:
     deadline: float | None = None  # our entry in HttpServer._timers, valid while ...
     timer_token: int = 0  # ... this is its token (0: no entry)
     primings: int = 0  # priming events sent again: their ids' suffix (see _prime)
+    principal: str | None = None  # who created it: nobody else may use it
 
 
 @attrs.define(eq=False)
@@ -614,6 +624,11 @@ class HttpServer:
                 methods.append("DELETE")
         self._methods: Final = tuple(methods)
         self._allow: Final = ", ".join(methods).encode()
+        metadata = self.config.resource_metadata
+        self._metadata_paths: Final = (
+            metadata.paths(self.config.endpoint) if metadata is not None else frozenset()
+        )
+        self._metadata: Final = metadata.response() if metadata is not None else None
 
     # ------------------------------------------------------------------ introspection
 
@@ -655,7 +670,7 @@ class HttpServer:
         ``head_checked``."""
         cfg = self.config
         if request.path != cfg.endpoint:
-            return HttpResponse(status=404)
+            return self._other_path(request)
         origin = request.header("origin")
         if origin is not None and not origin_allowed(origin, cfg.allowed_origins):
             return _fail(403, f"Forbidden: Origin {origin!r} is not allowed")
@@ -683,8 +698,30 @@ class HttpServer:
             return _fail(406, "Not Acceptable: Accept must allow text/event-stream")
         return None
 
+    def _other_path(self, request: HttpRequest) -> HttpResponse:
+        """A request for another path than the endpoint: the resource metadata, or 404."""
+        metadata = self._metadata
+        if metadata is None or request.path not in self._metadata_paths:
+            return HttpResponse(status=404)
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponse(status=405, headers=((b"allow", b"GET, HEAD"),))
+        if self.config.allowed_hosts is not None and not host_allowed(
+            request.header("host"), self.config.allowed_hosts
+        ):
+            return _fail(
+                421, f"Misdirected Request: Host {request.header('host')!r} is not served here"
+            )
+        # Public: no Origin check and no token (the client reads it to learn where to
+        # get one; RFC 9728 §3).
+        return metadata
+
     def handle_request(
-        self, request: HttpRequest, *, now: float, head_checked: bool = False
+        self,
+        request: HttpRequest,
+        *,
+        now: float,
+        head_checked: bool = False,
+        principal: str | None = None,
     ) -> Reply:
         """Decide what to answer to one HTTP request.
 
@@ -694,6 +731,12 @@ class HttpServer:
             now: the current time (seconds, any monotonic origin).
             head_checked: :meth:`check_head` already passed for this method, target
                 and headers (it is not run again).
+            principal: who the binding authenticated the request as
+                (``Principal.subject``), or ``None``. A legacy session belongs to the
+                principal of its ``initialize``: a request of another one for it is
+                answered as for an unknown session (``404``), so its existence does not
+                leak. A modern request's ``requestState`` is sealed for, and only
+                accepted from, its principal.
 
         Returns:
             The decision and the events to act on. Drain :meth:`data_to_send` afterwards
@@ -704,9 +747,9 @@ class HttpServer:
         if early is not None:
             return Reply(decision=early)
         if request.method == "GET":
-            return Reply(decision=self._get(request, now))
+            return Reply(decision=self._get(request, now, principal))
         if request.method == "DELETE":
-            return self._delete(request, now)
+            return self._delete(request, now, principal)
         if len(request.body) > self.config.max_body_size:
             return Reply(
                 decision=_fail(413, f"Content Too Large: over {self.config.max_body_size} bytes")
@@ -715,8 +758,8 @@ class HttpServer:
         if type(obj) is Invalid:
             return Reply(decision=_fail(400, obj.error.message, ErrorCode.PARSE_ERROR))
         if self._is_modern(request, obj):
-            return self._modern_post(request, obj, now)
-        return self._legacy_post(request, obj, now)
+            return self._modern_post(request, obj, now, principal)
+        return self._legacy_post(request, obj, now, principal)
 
     def _is_modern(self, request: HttpRequest, obj: Any) -> bool:
         if not self._legacy_versions:
@@ -832,7 +875,9 @@ class HttpServer:
                     )
         return None
 
-    def _modern_post(self, request: HttpRequest, obj: Any, now: float) -> Reply:
+    def _modern_post(
+        self, request: HttpRequest, obj: Any, now: float, principal: str | None
+    ) -> Reply:
         if type(obj) is list:
             return Reply(
                 decision=_fail(
@@ -863,7 +908,7 @@ class HttpServer:
                     headers=_RETRY_SOON,
                 )
             )
-        conn = Connection("server", self.connection_config)
+        conn = Connection("server", self.connection_config, principal=principal)
         core_events = conn.receive_message(request.body, now=now)
         out = conn.messages_to_send()
         rid = msg.id
@@ -947,19 +992,26 @@ class HttpServer:
             f"(supported: {', '.join(self._legacy_versions)})",
         )
 
-    def _session_for(self, request: HttpRequest, now: float) -> _Session | HttpResponse:
+    def _session_for(
+        self, request: HttpRequest, now: float, principal: str | None
+    ) -> _Session | HttpResponse:
         sid = request.header(MCP_SESSION_ID)
         if sid is None:
             return _fail(
                 400, "Bad Request: Mcp-Session-Id header is required (send initialize first)"
             )
         session = self._sessions.get(sid)
-        if session is None:
+        if session is None or session.principal != principal:
+            # Another principal's session is unknown to this one: the same 404, so that
+            # a guessed or stolen id reveals nothing (2025-11-25 security best practices,
+            # "Session Hijacking": bind session ids to the user).
             return _fail(404, "Not Found: no such session (it may have expired); initialize again")
         self._touch(session, now)
         return session
 
-    def _legacy_post(self, request: HttpRequest, obj: Any, now: float) -> Reply:
+    def _legacy_post(
+        self, request: HttpRequest, obj: Any, now: float, principal: str | None
+    ) -> Reply:
         problem = self._legacy_version_error(request)
         if problem is not None:
             return Reply(decision=problem)
@@ -969,8 +1021,8 @@ class HttpServer:
             type(i) is dict and i.get("method") == "initialize" and "id" in i for i in items
         )
         if initialize and not batch and request.header(MCP_SESSION_ID) is None:
-            return self._initialize(request, now)
-        found = self._session_for(request, now)
+            return self._initialize(request, now, principal)
+        found = self._session_for(request, now, principal)
         if isinstance(found, HttpResponse):
             return Reply(decision=found)
         session = found
@@ -989,7 +1041,7 @@ class HttpServer:
                 return Reply(decision=_fail(400, f"Invalid Request: {why}"))
         return self._feed_session(session, request, items, batch, now)
 
-    def _initialize(self, request: HttpRequest, now: float) -> Reply:
+    def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:
         if len(self._sessions) >= self.config.max_sessions and self._evictable() is None:
             return Reply(
                 decision=_fail(
@@ -999,7 +1051,7 @@ class HttpServer:
                     headers=_RETRY_SOON,
                 )
             )
-        conn = Connection("server", self.connection_config)
+        conn = Connection("server", self.connection_config, principal=principal)
         core_events = conn.receive_message(request.body, now=now)
         payload = conn.messages_to_send()[-1][0]
         if conn.lifecycle is not LifecycleState.ANSWERED:
@@ -1020,7 +1072,12 @@ class HttpServer:
         standalone = _Stream(key=key, conn=conn, session=None, mode="sse")
         self._order += 1
         session = _Session(
-            id=sid, conn=conn, standalone=standalone, last_active=now, order=self._order
+            id=sid,
+            conn=conn,
+            standalone=standalone,
+            last_active=now,
+            order=self._order,
+            principal=principal,
         )
         standalone.session = session
         self._sessions[sid] = session
@@ -1131,11 +1188,11 @@ class HttpServer:
 
     # ------------------------------------------------------------------ legacy GET / DELETE
 
-    def _get(self, request: HttpRequest, now: float) -> Decision:
+    def _get(self, request: HttpRequest, now: float, principal: str | None) -> Decision:
         problem = self._legacy_version_error(request)
         if problem is not None:
             return problem
-        found = self._session_for(request, now)
+        found = self._session_for(request, now, principal)
         if isinstance(found, HttpResponse):
             return found
         session = found
@@ -1185,11 +1242,11 @@ class HttpServer:
         self._attach(live, handle)
         return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data))
 
-    def _delete(self, request: HttpRequest, now: float) -> Reply:
+    def _delete(self, request: HttpRequest, now: float, principal: str | None) -> Reply:
         problem = self._legacy_version_error(request)
         if problem is not None:
             return Reply(decision=problem)
-        found = self._session_for(request, now)
+        found = self._session_for(request, now, principal)
         if isinstance(found, HttpResponse):
             return Reply(decision=found)
         events: list[HttpServerEvent] = []

@@ -1,0 +1,256 @@
+"""Authorization of Streamable HTTP requests, server side, as values and pure functions.
+
+Theory of operation
+-------------------
+A protected MCP server is an OAuth 2.1 *resource server* (``2025-06-18``, ``2025-11-25``
+``basic/authorization``; ``2026-07-28/basic/authorization/``). It does three things, and
+this module holds the parts of each that need no I/O:
+
+* **Say where to get a token.** It serves OAuth 2.0 Protected Resource Metadata
+  (RFC 9728, :class:`ProtectedResourceMetadata`) at the well-known URIs MCP clients try
+  (path-based first, then the root; ``authorization-server-discovery#protected-resource-
+  metadata-discovery-requirements``), and names that document in the ``resource_metadata``
+  parameter of every ``401`` challenge.
+* **Check the token on every request.** Clients send ``Authorization: Bearer <token>`` on
+  every HTTP request (``authorization#token-requirements``); :func:`bearer_token` reads it.
+  Verifying it (signature, expiry, and above all the *audience*: a token issued for
+  another resource must be refused, RFC 8707 §2, ``security-considerations#token-audience-
+  binding-and-validation``) is the deployer's job: it needs keys, clocks or an
+  introspection endpoint, none of which belong here.
+* **Refuse properly.** ``401`` for a missing, invalid or expired token, ``403
+  insufficient_scope`` with every scope the operation needs in one challenge, ``400`` for
+  a malformed ``Authorization`` header (``authorization#error-handling``; RFC 6750 §3):
+  :func:`bearer_challenge`.
+
+Who is calling is a :class:`Principal`. The binding hands it to handlers, binds legacy
+sessions to its :attr:`~Principal.subject` (``HttpServer.handle_request(principal=...)``),
+and the modern era's ``requestState`` is sealed for it (``Connection(principal=...)``).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, final
+from urllib.parse import urlsplit
+
+import attrs
+
+from ._errors import RemoteProtocolError
+from ._http_common import HttpRequest, HttpResponse, json_response
+from ._json import dumps
+
+__all__ = [
+    "WELL_KNOWN_RESOURCE_PATH",
+    "BearerError",
+    "Principal",
+    "ProtectedResourceMetadata",
+    "bearer_challenge",
+    "bearer_token",
+]
+
+WELL_KNOWN_RESOURCE_PATH: Final = "/.well-known/oauth-protected-resource"
+"""RFC 9728 §3: the well-known URI suffix of Protected Resource Metadata."""
+
+BearerError = Literal["invalid_request", "invalid_token", "insufficient_scope"]
+"""The error codes of RFC 6750 §3.1."""
+
+_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+"""RFC 6750 §2.1: the credentials after ``Bearer``."""
+_STATUS: Final = {"invalid_request": 400, "invalid_token": 401, "insufficient_scope": 403}
+
+
+def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return types.MappingProxyType(dict(value))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Principal:
+    """Who is making a request: what the deployer's token verifier found out.
+
+    Principals compare equal by :attr:`subject` and :attr:`scopes` (the claims are not
+    compared).
+    """
+
+    subject: str
+    """A stable id of the caller (the token's ``sub``, a client id, ...). Legacy sessions
+    and modern ``requestState`` are bound to it: another subject cannot use them."""
+    scopes: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    """The scopes the token grants, implied ones included (a verifier that knows that
+    ``files`` implies ``files:read`` lists both: ``authorization#step-up-authorization-
+    flow`` has servers account for scope hierarchies)."""
+    claims: Mapping[str, Any] = attrs.field(
+        factory=dict, converter=_frozen_mapping, eq=False, repr=False
+    )
+    """Whatever else the verifier extracted (claims, client id, expiry), read-only."""
+
+    def has_scopes(self, scopes: Sequence[str] | frozenset[str]) -> bool:
+        """Whether every one of ``scopes`` is granted."""
+        return self.scopes.issuperset(scopes)
+
+
+def _check_resource(_inst: object, _attr: object, value: str) -> None:
+    parts = urlsplit(value)
+    if not parts.scheme or not parts.netloc or parts.fragment or "#" in value:
+        # authorization#canonical-server-uri: an absolute URI, no fragment.
+        raise ValueError(f"resource must be an absolute URI without a fragment: {value!r}")
+
+
+def _check_servers(_inst: object, _attr: object, value: tuple[str, ...]) -> None:
+    if not value:
+        # authorization-server-discovery#authorization-server-location: MUST hold one.
+        raise ValueError("authorization_servers must name at least one authorization server")
+
+
+def _tuple_or_none(value: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ProtectedResourceMetadata:
+    """An OAuth 2.0 Protected Resource Metadata document (RFC 9728 §2), served by
+    :class:`~mcp_sansio._http.HttpServer` when its config has one.
+
+    MCP servers MUST serve it (``2026-07-28/basic/authorization#overview``); clients read
+    ``authorization_servers`` from it to know where to get a token, and ``resource`` is
+    what they ask the token for (RFC 8707).
+    """
+
+    resource: str = attrs.field(validator=_check_resource)
+    """The server's canonical URI, e.g. ``"https://mcp.example.com/mcp"``: what clients
+    put in the ``resource`` parameter, and the audience your verifier checks tokens for."""
+    authorization_servers: tuple[str, ...] = attrs.field(converter=tuple, validator=_check_servers)
+    """The issuer URLs of the authorization servers that issue tokens for it."""
+    scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
+    """The scopes needed for basic use (clients request these when a challenge names
+    none; ``authorization#scope-selection-strategy``). ``offline_access`` does not belong
+    here (``authorization#refresh-tokens``)."""
+    bearer_methods_supported: tuple[str, ...] = attrs.field(default=("header",), converter=tuple)
+    """How tokens may be sent: MCP allows only the ``Authorization`` header."""
+    resource_name: str | None = None
+    """A human-readable name of the server."""
+    resource_documentation: str | None = None
+    """A URL of documentation for developers."""
+    extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
+    """Any other RFC 9728 field (``jwks_uri``, ``resource_signing_alg_values_supported``,
+    ...), put in the document as is."""
+
+    @property
+    def url(self) -> str:
+        """The document's URL derived from :attr:`resource` (RFC 9728 §3.1: the
+        well-known suffix inserted between the authority and the path), e.g.
+        ``https://mcp.example.com/.well-known/oauth-protected-resource/mcp``: what goes
+        in a challenge's ``resource_metadata``."""
+        parts = urlsplit(self.resource)
+        path = parts.path.rstrip("/")
+        return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN_RESOURCE_PATH}{path}"
+
+    def paths(self, endpoint: str) -> frozenset[str]:
+        """The paths the document is served at for an MCP ``endpoint`` path: the
+        path-based well-known URI of :attr:`resource` and of ``endpoint`` (they differ
+        behind a proxy that rewrites paths), and the root one."""
+        found = {WELL_KNOWN_RESOURCE_PATH}
+        for path in (urlsplit(self.resource).path, endpoint):
+            if trimmed := path.rstrip("/"):
+                found.add(WELL_KNOWN_RESOURCE_PATH + trimmed)
+        return frozenset(found)
+
+    def document(self) -> dict[str, Any]:
+        """The JSON object (RFC 9728 §2)."""
+        doc: dict[str, Any] = dict(self.extra)
+        doc["resource"] = self.resource
+        doc["authorization_servers"] = list(self.authorization_servers)
+        if self.scopes_supported is not None:
+            doc["scopes_supported"] = list(self.scopes_supported)
+        doc["bearer_methods_supported"] = list(self.bearer_methods_supported)
+        if self.resource_name is not None:
+            doc["resource_name"] = self.resource_name
+        if self.resource_documentation is not None:
+            doc["resource_documentation"] = self.resource_documentation
+        return doc
+
+    def response(self) -> HttpResponse:
+        """The ``200`` answer to a ``GET`` of the document (public: no token needed, and
+        any origin may read it)."""
+        return json_response(
+            200,
+            dumps(self.document()),
+            ((b"cache-control", b"public, max-age=3600"), (b"access-control-allow-origin", b"*")),
+        )
+
+
+def bearer_token(request: HttpRequest) -> str | None:
+    """The bearer token of ``request``'s ``Authorization`` header (RFC 6750 §2.1).
+
+    Returns:
+        The token, or ``None`` when there is no ``Authorization`` header or it uses
+        another scheme (answer ``401`` without an error code, RFC 6750 §3.1).
+
+    Raises:
+        RemoteProtocolError: a malformed ``Bearer`` credential, or several
+            ``Authorization`` headers (answer ``400 invalid_request``).
+    """
+    values = [value for name, value in request.headers if name == b"authorization"]
+    if not values:
+        return None
+    if len(values) > 1:
+        raise RemoteProtocolError("several Authorization headers")
+    scheme, _, rest = values[0].decode("latin-1").partition(" ")
+    if scheme.lower() != "bearer":  # an auth-scheme is case-insensitive (RFC 9110 §11.1)
+        return None
+    token = rest.strip(" ")
+    if _TOKEN68.fullmatch(token) is None:
+        raise RemoteProtocolError("malformed Bearer credentials")
+    return token
+
+
+def _quoted(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def bearer_challenge(
+    error: BearerError | None = None,
+    *,
+    resource_metadata: str | None = None,
+    scope: Sequence[str] | frozenset[str] = (),
+    description: str | None = None,
+) -> HttpResponse:
+    """A refusal with a ``WWW-Authenticate: Bearer`` challenge (RFC 6750 §3, RFC 9728 §5.1).
+
+    Args:
+        error: ``None`` (no credentials were sent: ``401`` with no error code),
+            ``"invalid_token"`` (``401``: missing, expired, revoked, or for another
+            audience), ``"insufficient_scope"`` (``403``) or ``"invalid_request"``
+            (``400``: a malformed request).
+        resource_metadata: the URL of the Protected Resource Metadata document
+            (:attr:`ProtectedResourceMetadata.url`); MCP clients find the authorization
+            server through it.
+        scope: the scopes the request needs, all of them in one challenge
+            (``authorization#scope-challenge-handling``).
+        description: a human-readable ``error_description``.
+
+    Returns:
+        The response: the challenge header, and a JSON body ``{"error": ...,
+        "error_description": ...}`` when there is an error.
+    """
+    params = []
+    if error is not None:
+        params.append(f"error={_quoted(error)}")
+    if scope:
+        params.append(f"scope={_quoted(' '.join(sorted(scope)))}")
+    if resource_metadata is not None:
+        params.append(f"resource_metadata={_quoted(resource_metadata)}")
+    if description is not None:
+        params.append(f"error_description={_quoted(description)}")
+    challenge = "Bearer " + ", ".join(params) if params else "Bearer"
+    headers = ((b"www-authenticate", challenge.encode("latin-1", "replace")),)
+    if error is None:
+        return HttpResponse(status=401, headers=headers)
+    body: dict[str, str] = {"error": error}
+    if description is not None:
+        body["error_description"] = description
+    return json_response(_STATUS[error], dumps(body), headers)

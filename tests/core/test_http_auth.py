@@ -1,0 +1,344 @@
+"""Authorization as a resource server, sans-IO: principals, the Protected Resource
+Metadata document and where it is served, bearer credentials and challenges, and the
+binding of legacy sessions and modern ``requestState`` to a principal. No I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_sansio import Connection, ErrorCode, RemoteProtocolError, RequestReceived
+from mcp_sansio._http import (
+    WELL_KNOWN_RESOURCE_PATH,
+    AwaitResponse,
+    HttpRequest,
+    HttpResponse,
+    HttpServer,
+    Principal,
+    ProtectedResourceMetadata,
+    ResponseReady,
+    bearer_challenge,
+    bearer_token,
+)
+from mcp_sansio._json import loads
+
+from .test_http_server import (
+    CC,
+    error_of,
+    in_session,
+    initialize,
+    make_server,
+    modern,
+    modern_headers,
+    note,
+    received,
+    req,
+    rpc,
+)
+
+METADATA = ProtectedResourceMetadata(
+    resource="https://mcp.example.com/mcp",
+    authorization_servers=["https://auth.example.com"],
+    scopes_supported=["files:read"],
+    resource_name="Files",
+)
+
+# ================================================================== values
+
+
+def test_a_principal_is_a_frozen_value_compared_without_its_claims() -> None:
+    alice = Principal(subject="alice", scopes=["a", "b"], claims={"exp": 1})
+    assert alice.scopes == frozenset({"a", "b"})
+    assert alice == Principal(subject="alice", scopes={"b", "a"}, claims={"exp": 2})
+    assert alice != Principal(subject="alice", scopes={"a"})
+    assert hash(alice) == hash(Principal(subject="alice", scopes={"a", "b"}))
+    with pytest.raises(TypeError):
+        alice.claims["exp"] = 5  # type: ignore[index]
+    assert alice.has_scopes({"a"}) and alice.has_scopes(()) and not alice.has_scopes({"a", "c"})
+    assert (
+        Principal(subject="x").scopes == frozenset() and dict(Principal(subject="x").claims) == {}
+    )
+
+
+@pytest.mark.parametrize(
+    ("resource", "url"),
+    [
+        (
+            "https://mcp.example.com/mcp",
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        ),
+        ("https://mcp.example.com", "https://mcp.example.com/.well-known/oauth-protected-resource"),
+        (
+            "https://mcp.example.com/",
+            "https://mcp.example.com/.well-known/oauth-protected-resource",
+        ),
+        (
+            "https://mcp.example.com:8443/public/mcp/",
+            "https://mcp.example.com:8443/.well-known/oauth-protected-resource/public/mcp",
+        ),
+    ],
+)
+def test_the_metadata_url_inserts_the_well_known_suffix_before_the_path(
+    resource: str, url: str
+) -> None:
+    # RFC 9728 §3.1; authorization-server-discovery: path-based first.
+    metadata = ProtectedResourceMetadata(resource=resource, authorization_servers=["https://a"])
+    assert metadata.url == url
+
+
+@pytest.mark.parametrize(
+    ("resource", "servers"),
+    [
+        ("mcp.example.com", ["https://a"]),  # no scheme
+        ("https:///mcp", ["https://a"]),  # no authority
+        ("https://mcp.example.com/mcp#frag", ["https://a"]),  # a fragment
+        ("https://mcp.example.com/mcp", []),  # MUST list an authorization server
+    ],
+)
+def test_bad_metadata_is_refused(resource: str, servers: list[str]) -> None:
+    with pytest.raises(ValueError):
+        ProtectedResourceMetadata(resource=resource, authorization_servers=servers)
+
+
+def test_the_metadata_document_has_the_rfc_9728_fields() -> None:
+    metadata = ProtectedResourceMetadata(
+        resource="https://mcp.example.com/mcp",
+        authorization_servers=("https://auth.example.com",),
+        extra={"jwks_uri": "https://mcp.example.com/jwks", "resource": "overridden?"},
+    )
+    assert metadata.document() == {
+        "resource": "https://mcp.example.com/mcp",
+        "authorization_servers": ["https://auth.example.com"],
+        "bearer_methods_supported": ["header"],
+        "jwks_uri": "https://mcp.example.com/jwks",
+    }
+    assert METADATA.document() == {
+        "resource": "https://mcp.example.com/mcp",
+        "authorization_servers": ["https://auth.example.com"],
+        "scopes_supported": ["files:read"],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Files",
+    }
+    response = METADATA.response()
+    assert response.status == 200 and response.header("content-type") == "application/json"
+    assert loads(response.body) == METADATA.document()
+    assert METADATA.paths("/mcp") == {WELL_KNOWN_RESOURCE_PATH, WELL_KNOWN_RESOURCE_PATH + "/mcp"}
+    assert METADATA.paths("/v1/mcp") == {
+        WELL_KNOWN_RESOURCE_PATH,
+        WELL_KNOWN_RESOURCE_PATH + "/mcp",
+        WELL_KNOWN_RESOURCE_PATH + "/v1/mcp",
+    }
+
+
+# ================================================================== bearer credentials
+
+
+def head(*headers: tuple[str, str]) -> HttpRequest:
+    return HttpRequest(method="POST", target="/mcp", headers=list(headers))
+
+
+@pytest.mark.parametrize(
+    ("headers", "token"),
+    [
+        ((), None),
+        ((("authorization", "Basic YWxhZGRpbjpvcGVuc2VzYW1l"),), None),
+        ((("authorization", 'Digest username="a", realm="b"'),), None),
+        ((("authorization", "Bearer abc.DEF-_~+/=="),), "abc.DEF-_~+/=="),
+        ((("authorization", "bearer   tok  "),), "tok"),
+        ((("Authorization", "BEARER tok"),), "tok"),
+    ],
+)
+def test_bearer_token_reads_the_authorization_header(
+    headers: tuple[tuple[str, str], ...], token: str | None
+) -> None:
+    assert bearer_token(head(*headers)) == token
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        (("authorization", "Bearer"),),
+        (("authorization", "Bearer "),),
+        (("authorization", "Bearer a b"),),
+        (("authorization", "Bearer a=b"),),
+        (("authorization", 'Bearer "quoted"'),),
+        (("authorization", "Bearer a"), ("authorization", "Bearer b")),
+    ],
+)
+def test_malformed_bearer_credentials_are_the_peers_error(
+    headers: tuple[tuple[str, str], ...],
+) -> None:
+    with pytest.raises(RemoteProtocolError):
+        bearer_token(head(*headers))
+
+
+def test_challenges_follow_rfc_6750() -> None:
+    url = METADATA.url
+    missing = bearer_challenge(resource_metadata=url, scope={"b", "a"})
+    assert missing.status == 401 and missing.body == b""
+    assert missing.header("www-authenticate") == f'Bearer scope="a b", resource_metadata="{url}"'
+    invalid = bearer_challenge("invalid_token", resource_metadata=url, description="expired")
+    assert invalid.status == 401
+    assert invalid.header("www-authenticate") == (
+        f'Bearer error="invalid_token", resource_metadata="{url}", error_description="expired"'
+    )
+    assert loads(invalid.body) == {"error": "invalid_token", "error_description": "expired"}
+    short = bearer_challenge("insufficient_scope", scope=["files:write", "files:read"])
+    assert short.status == 403
+    assert short.header("www-authenticate") == (
+        'Bearer error="insufficient_scope", scope="files:read files:write"'
+    )
+    assert bearer_challenge("invalid_request").status == 400
+    assert bearer_challenge().header("www-authenticate") == "Bearer"
+    quoted = bearer_challenge("invalid_token", description='say "no" \\ twice')
+    assert 'error_description="say \\"no\\" \\\\ twice"' in (
+        quoted.header("www-authenticate") or ""
+    )
+
+
+# ================================================================== the metadata, served
+
+
+@pytest.mark.parametrize("path", [WELL_KNOWN_RESOURCE_PATH, WELL_KNOWN_RESOURCE_PATH + "/mcp"])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_the_metadata_is_served_at_the_well_known_paths(path: str, method: str) -> None:
+    srv = make_server(resource_metadata=METADATA)
+    # No token and a foreign Origin are fine: the document is public.
+    request = req(method, target=path, origin="https://app.example")
+    assert srv.check_head(request) == METADATA.response()
+    reply = srv.handle_request(request, now=0)
+    assert isinstance(reply.decision, HttpResponse) and loads(reply.decision.body)["resource"]
+
+
+@pytest.mark.parametrize(
+    ("config", "method", "target", "host", "status"),
+    [
+        ({}, "GET", WELL_KNOWN_RESOURCE_PATH, "localhost:8000", 404),  # none configured
+        (
+            {"resource_metadata": METADATA},
+            "GET",
+            WELL_KNOWN_RESOURCE_PATH + "/x",
+            "localhost:1",
+            404,
+        ),
+        ({"resource_metadata": METADATA}, "POST", WELL_KNOWN_RESOURCE_PATH, "localhost:1", 405),
+        ({"resource_metadata": METADATA}, "GET", WELL_KNOWN_RESOURCE_PATH, "evil.example", 421),
+        (
+            {"resource_metadata": METADATA, "allowed_hosts": None},
+            "GET",
+            WELL_KNOWN_RESOURCE_PATH,
+            "evil.example",
+            200,
+        ),
+    ],
+)
+def test_metadata_refusals(
+    config: dict[str, Any], method: str, target: str, host: str, status: int
+) -> None:
+    srv = make_server(**config)
+    answer = srv.check_head(req(method, target=target, host=host))
+    assert answer is not None and answer.status == status
+    if status == 405:
+        assert answer.header("allow") == "GET, HEAD"
+
+
+# ================================================================== principals bind state
+
+
+def _session_for(srv: HttpServer, principal: str | None) -> str:
+    reply = srv.handle_request(req(body=initialize()), now=0, principal=principal)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 200
+    sid = reply.decision.header("mcp-session-id")
+    assert sid is not None
+    done = srv.handle_request(
+        req(body=note("notifications/initialized"), **in_session(sid)), now=0, principal=principal
+    )
+    assert isinstance(done.decision, HttpResponse) and done.decision.status == 202
+    return sid
+
+
+@pytest.mark.parametrize("intruder", ["mallory", None])
+def test_a_legacy_session_serves_only_the_principal_that_created_it(
+    intruder: str | None,
+) -> None:
+    srv = make_server()
+    sid = _session_for(srv, "alice")
+    unknown = srv.handle_request(
+        req(body=rpc(2, "ping"), **in_session("no-such-session")), now=0, principal=intruder
+    ).decision
+    assert isinstance(unknown, HttpResponse) and unknown.status == 404
+    requests = [
+        req(body=rpc(2, "ping"), **in_session(sid)),
+        req("GET", accept="text/event-stream", **in_session(sid)),
+        req("DELETE", **in_session(sid)),
+    ]
+    for request in requests:
+        refused = srv.handle_request(request, now=5, principal=intruder)
+        # Exactly what an unknown session gets: its existence does not leak.
+        assert refused.decision == unknown and refused.events == ()
+    assert srv.sessions() == (sid,)
+    mine = srv.handle_request(req(body=rpc(2, "ping"), **in_session(sid)), now=5, principal="alice")
+    assert isinstance(mine.decision, AwaitResponse | HttpResponse)
+    ended = srv.handle_request(req("DELETE", **in_session(sid)), now=5, principal="alice")
+    assert isinstance(ended.decision, HttpResponse) and ended.decision.status == 204
+
+
+def test_a_session_without_a_principal_refuses_an_authenticated_one() -> None:
+    srv = make_server()
+    sid = _session_for(srv, None)
+    refused = srv.handle_request(req(body=rpc(2, "ping"), **in_session(sid)), now=0, principal="a")
+    assert isinstance(refused.decision, HttpResponse) and refused.decision.status == 404
+
+
+ASKS = {
+    "ok": {
+        "method": "elicitation/create",
+        "params": {"message": "sure?", "requestedSchema": {"type": "object", "properties": {}}},
+    }
+}
+CAPS: dict[str, Any] = {CC: {"elicitation": {"form": {}}}}
+
+
+def _sealed_for(srv: HttpServer, principal: str | None) -> str:
+    body = modern(1, "tools/call", {"name": "t"}, **CAPS)
+    first = srv.handle_request(
+        req(body=body, **modern_headers("tools/call", "t")), now=0, principal=principal
+    )
+    tagged = received(first)
+    assert tagged.connection.principal == principal
+    tagged.connection.send_input_required(1, ASKS, state={"step": 2})
+    (ready,) = srv.data_to_send()
+    assert isinstance(ready, ResponseReady)
+    token = loads(ready.response.body)["result"]["requestState"]
+    assert isinstance(token, str)
+    return token
+
+
+def _retry(srv: HttpServer, token: str, principal: str | None) -> Any:
+    body = modern(
+        2,
+        "tools/call",
+        {"name": "t", "inputResponses": {"ok": {"action": "accept"}}, "requestState": token},
+        **CAPS,
+    )
+    return srv.handle_request(
+        req(body=body, **modern_headers("tools/call", "t")), now=1, principal=principal
+    )
+
+
+@pytest.mark.parametrize("other", ["bob", None])
+def test_a_request_state_is_accepted_only_from_its_principal(other: str | None) -> None:
+    srv = make_server(era="modern")
+    token = _sealed_for(srv, "alice")
+    refused = _retry(srv, token, other).decision
+    assert isinstance(refused, HttpResponse) and refused.status == 200
+    error = error_of(refused)
+    assert error["code"] == ErrorCode.INVALID_PARAMS and "requestState" in error["message"]
+    event = received(_retry(srv, token, "alice")).event
+    assert isinstance(event, RequestReceived) and event.request_state == {"step": 2}
+
+
+def test_a_connection_seals_for_its_principal() -> None:
+    assert Connection("server").principal is None
+    assert Connection("server", principal="alice").principal == "alice"
