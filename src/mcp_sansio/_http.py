@@ -34,6 +34,7 @@ from ._http_auth import (
     ProtectedResourceMetadata,
     bearer_challenge,
     bearer_token,
+    scope_set,
 )
 from ._http_client import (
     ClientRequest,
@@ -105,4 +106,5 @@ __all__ = [
     "decode_header_value",
     "encode_header_value",
     "parse_header_params",
+    "scope_set",
 ]

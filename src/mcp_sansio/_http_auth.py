@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final, Literal, final
 from urllib.parse import urlsplit
 
@@ -48,6 +48,7 @@ __all__ = [
     "ProtectedResourceMetadata",
     "bearer_challenge",
     "bearer_token",
+    "scope_set",
 ]
 
 WELL_KNOWN_RESOURCE_PATH: Final = "/.well-known/oauth-protected-resource"
@@ -65,6 +66,16 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(value))
 
 
+def scope_set(value: str | Iterable[str]) -> frozenset[str]:
+    """Scopes as a set: a string is an OAuth scope string, space-separated (RFC 6749
+    §3.3), e.g. a token's ``scope`` claim."""
+    return frozenset(value.split() if isinstance(value, str) else value)
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class Principal:
@@ -77,18 +88,20 @@ class Principal:
     subject: str
     """A stable id of the caller (the token's ``sub``, a client id, ...). Legacy sessions
     and modern ``requestState`` are bound to it: another subject cannot use them."""
-    scopes: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
-    """The scopes the token grants, implied ones included (a verifier that knows that
-    ``files`` implies ``files:read`` lists both: ``authorization#step-up-authorization-
-    flow`` has servers account for scope hierarchies)."""
+    scopes: frozenset[str] = attrs.field(default=frozenset(), converter=scope_set)
+    """The scopes the token grants (a space-separated string is split), implied ones
+    included: a verifier that knows that ``files`` implies ``files:read`` lists both
+    (``authorization#step-up-authorization-flow`` has servers account for scope
+    hierarchies)."""
     claims: Mapping[str, Any] = attrs.field(
         factory=dict, converter=_frozen_mapping, eq=False, repr=False
     )
     """Whatever else the verifier extracted (claims, client id, expiry), read-only."""
 
-    def has_scopes(self, scopes: Sequence[str] | frozenset[str]) -> bool:
-        """Whether every one of ``scopes`` is granted."""
-        return self.scopes.issuperset(scopes)
+    def has_scopes(self, scopes: str | Iterable[str]) -> bool:
+        """Whether every one of ``scopes`` (a space-separated string, or a collection)
+        is granted."""
+        return self.scopes.issuperset(scope_set(scopes))
 
 
 def _check_resource(_inst: object, _attr: object, value: str) -> None:
@@ -104,7 +117,7 @@ def _check_servers(_inst: object, _attr: object, value: tuple[str, ...]) -> None
         raise ValueError("authorization_servers must name at least one authorization server")
 
 
-def _tuple_or_none(value: Sequence[str] | None) -> tuple[str, ...] | None:
+def _tuple_or_none(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
 
 
@@ -122,13 +135,15 @@ class ProtectedResourceMetadata:
     resource: str = attrs.field(validator=_check_resource)
     """The server's canonical URI, e.g. ``"https://mcp.example.com/mcp"``: what clients
     put in the ``resource`` parameter, and the audience your verifier checks tokens for."""
-    authorization_servers: tuple[str, ...] = attrs.field(converter=tuple, validator=_check_servers)
+    authorization_servers: tuple[str, ...] = attrs.field(
+        converter=_strings, validator=_check_servers
+    )
     """The issuer URLs of the authorization servers that issue tokens for it."""
     scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
     """The scopes needed for basic use (clients request these when a challenge names
     none; ``authorization#scope-selection-strategy``). ``offline_access`` does not belong
     here (``authorization#refresh-tokens``)."""
-    bearer_methods_supported: tuple[str, ...] = attrs.field(default=("header",), converter=tuple)
+    bearer_methods_supported: tuple[str, ...] = attrs.field(default=("header",), converter=_strings)
     """How tokens may be sent: MCP allows only the ``Authorization`` header."""
     resource_name: str | None = None
     """A human-readable name of the server."""
@@ -216,7 +231,7 @@ def bearer_challenge(
     error: BearerError | None = None,
     *,
     resource_metadata: str | None = None,
-    scope: Sequence[str] | frozenset[str] = (),
+    scope: Collection[str] = (),
     description: str | None = None,
 ) -> HttpResponse:
     """A refusal with a ``WWW-Authenticate: Bearer`` challenge (RFC 6750 §3, RFC 9728 §5.1).
@@ -229,7 +244,8 @@ def bearer_challenge(
         resource_metadata: the URL of the Protected Resource Metadata document
             (:attr:`ProtectedResourceMetadata.url`); MCP clients find the authorization
             server through it.
-        scope: the scopes the request needs, all of them in one challenge
+        scope: the scopes the request needs (a collection, or a space-separated
+            string), all of them in one challenge
             (``authorization#scope-challenge-handling``).
         description: a human-readable ``error_description``.
 
@@ -241,7 +257,8 @@ def bearer_challenge(
     if error is not None:
         params.append(f"error={_quoted(error)}")
     if scope:
-        params.append(f"scope={_quoted(' '.join(sorted(scope)))}")
+        text = scope if isinstance(scope, str) else " ".join(sorted(scope))
+        params.append(f"scope={_quoted(text)}")
     if resource_metadata is not None:
         params.append(f"resource_metadata={_quoted(resource_metadata)}")
     if description is not None:

@@ -59,6 +59,9 @@ def test_a_principal_is_a_frozen_value_compared_without_its_claims() -> None:
     assert (
         Principal(subject="x").scopes == frozenset() and dict(Principal(subject="x").claims) == {}
     )
+    # A token's scope claim is a space-separated string (RFC 6749 §3.3).
+    assert Principal(subject="x", scopes="a  b").scopes == frozenset({"a", "b"})
+    assert alice.has_scopes("b a") and not alice.has_scopes("a c")
 
 
 @pytest.mark.parametrize(
