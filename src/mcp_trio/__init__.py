@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from ._handlers import RequestContext as RequestContext
     from ._handlers import RequestFacts as RequestFacts
     from ._handlers import RequestHandler as RequestHandler
+    from ._http_auth import Authenticate as Authenticate
+    from ._http_auth import BearerAuth as BearerAuth
+    from ._http_auth import Principal as Principal
+    from ._http_auth import ProtectedResourceMetadata as ProtectedResourceMetadata
+    from ._http_auth import bearer_challenge as bearer_challenge
     from ._http_client import HttpChannel as HttpChannel
     from ._http_client import open_http_client as open_http_client
     from ._http_config import HttpClientConfig as HttpClientConfig
@@ -109,6 +114,11 @@ _LAZY: dict[str, str] = {
     "RequestContext": "._handlers",
     "RequestFacts": "._handlers",
     "RequestHandler": "._handlers",
+    "Authenticate": "._http_auth",
+    "BearerAuth": "._http_auth",
+    "Principal": "._http_auth",
+    "ProtectedResourceMetadata": "._http_auth",
+    "bearer_challenge": "._http_auth",
     "HttpChannel": "._http_client",
     "open_http_client": "._http_client",
     "HttpClientConfig": "._http_config",
@@ -167,6 +177,8 @@ __all__ = [
     "MCP_PATH",
     "SUBPROTOCOL",
     "Audio",
+    "Authenticate",
+    "BearerAuth",
     "BlockingClient",
     "Client",
     "Completion",
@@ -196,7 +208,9 @@ __all__ = [
     "MessageChannel",
     "NotificationContext",
     "NotificationHandler",
+    "Principal",
     "ProcessChannel",
+    "ProtectedResourceMetadata",
     "RemoteProtocolError",
     "RequestContext",
     "RequestFacts",
@@ -218,6 +232,7 @@ __all__ = [
     "ToolResult",
     "WebSocketChannel",
     "__version__",
+    "bearer_challenge",
     "connect_session",
     "memory_channel_pair",
     "open_client",

@@ -62,6 +62,7 @@ from ._server_forms import ELICITATION_MODE_VERSIONS, form_spec, sampling_messag
 
 if TYPE_CHECKING:
     from mcp_sansio import types as mcp_types
+    from mcp_sansio._http_auth import Principal
 
     from ._handlers import RequestContext
     from ._server import Server
@@ -273,6 +274,13 @@ class Context:
     def cancelled(self) -> bool:
         """Whether the client cancelled the request (the handler is being cancelled)."""
         return self._raw.cancelled
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who is calling, as ``serve_http(authenticate=...)`` found out (subject,
+        scopes, claims); ``None`` when the transport authenticates nobody. Check
+        per-tool scopes here: ``if "files:write" not in ctx.principal.scopes: ...``."""
+        return self._raw.principal
 
     # ------------------------------------------------------------ progress and logs
 

@@ -15,6 +15,8 @@ import attrs
 from mcp_sansio import Connection, Era, RequestId, RequestReceived
 
 if TYPE_CHECKING:
+    from mcp_sansio._http_auth import Principal
+
     from ._pool import _Running
     from ._session import Session
 
@@ -126,10 +128,18 @@ class RequestFacts:
     these read-only facts; each adds what its transport can do.
     """
 
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "_principal")
 
-    def __init__(self, event: RequestReceived) -> None:
+    def __init__(self, event: RequestReceived, principal: Principal | None = None) -> None:
         self._event = event
+        self._principal = principal
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who is calling: what ``serve_http(authenticate=...)`` returned for the HTTP
+        request that carried this one; ``None`` without authentication (and on stdio,
+        WebSocket and in-memory transports)."""
+        return self._principal
 
     @property
     def request_id(self) -> RequestId:

@@ -39,6 +39,10 @@ class HttpTransportConfig:
     sse_keepalive_interval: float | None = attrs.field(default=15.0, validator=_positive)
     """Server: seconds of silence on an open SSE stream before a comment line
     (``": keep-alive"``) is written, so proxies keep it open; ``None``: never."""
+    authenticate_timeout: float = attrs.field(default=10.0, validator=_positive)
+    """Server: seconds the ``authenticate`` hook of ``serve_http`` may take for one
+    request (a token introspection endpoint that hangs, say); then ``503`` with
+    ``Retry-After``, logged."""
     max_connections: int = attrs.field(default=1_000, validator=_positive)
     """Server: TCP connections served at once; a further one is closed at accept."""
     max_header_size: int = attrs.field(default=16_384, validator=_positive)

@@ -14,6 +14,7 @@ import attrs
 import trio
 
 from mcp_sansio import Connection, RequestId, RequestReceived
+from mcp_sansio._http import Principal
 
 from ._handlers import RequestFacts
 
@@ -54,8 +55,9 @@ class HttpRequestContext(RequestFacts):
         event: RequestReceived,
         running: Running,
         session_id: str | None,
+        principal: Principal | None = None,
     ) -> None:
-        super().__init__(event)
+        super().__init__(event, principal)
         self._endpoint = endpoint
         self._running = running
         self.session_id: str | None = session_id
@@ -143,5 +145,7 @@ class HttpNotificationContext:
     """The decoded params."""
     session_id: str | None = None
     """The legacy session it arrived in, if any."""
+    principal: Principal | None = None
+    """Who sent it (``serve_http(authenticate=...)``), or ``None``."""
     subscription_id: RequestId | None = None
     """Always ``None`` on a server (kept for the shape of ``NotificationContext``)."""

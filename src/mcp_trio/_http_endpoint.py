@@ -60,6 +60,7 @@ from mcp_sansio._http import (
     HttpServer,
     HttpServerEvent,
     OpenStream,
+    Principal,
     ResponseReady,
     ServerEvent,
     StreamData,
@@ -69,6 +70,7 @@ from mcp_sansio._http import SessionClosed as HttpSessionClosed
 from ._config import SessionConfig
 from ._errors import SessionClosed, request_error
 from ._handlers import Handlers
+from ._http_auth import Authenticate
 from ._http_config import HttpTransportConfig
 from ._http_context import HttpNotificationContext, HttpRequestContext, Running
 from ._pool import call_request_handler, send_answer, serve_notification
@@ -181,6 +183,7 @@ class Endpoint:
         handlers: the handler table.
         config: handler slots, write timeout, shutdown bounds.
         transport: socket timeouts and buffers.
+        authenticate: who makes each request (``None``: nobody is asked).
     """
 
     def __init__(
@@ -189,8 +192,10 @@ class Endpoint:
         handlers: Handlers,
         config: SessionConfig,
         transport: HttpTransportConfig,
+        authenticate: Authenticate | None = None,
     ) -> None:
         self.http = http
+        self.authenticate = authenticate
         self.handlers = handlers
         self.config = config
         self.transport = transport
@@ -264,8 +269,11 @@ class Endpoint:
 
     # ------------------------------------------------------------------ events
 
-    async def handle_events(self, events: Iterable[HttpServerEvent]) -> None:
-        """Act on what a request produced; waits for a handler slot when all are busy."""
+    async def handle_events(
+        self, events: Iterable[HttpServerEvent], principal: Principal | None = None
+    ) -> None:
+        """Act on what a request produced; waits for a handler slot when all are busy.
+        ``principal``: who made the HTTP request (handlers see it)."""
         if self._initialized:
             # A notifications/initialized that came in this POST (say, last in a batch)
             # wakes its waiters now, not after the requests ahead of it got a slot.
@@ -277,9 +285,9 @@ class Endpoint:
                 continue
             event = tagged.event
             if isinstance(event, RequestReceived):
-                await self._start_request(tagged, event)
+                await self._start_request(tagged, event, principal)
             elif isinstance(event, NotificationReceived):
-                await self._start_notification(tagged, event)
+                await self._start_notification(tagged, event, principal)
             else:
                 self._handle_nowait(tagged)
 
@@ -387,13 +395,15 @@ class Endpoint:
             raise
         return running
 
-    async def _start_request(self, tagged: ServerEvent, event: RequestReceived) -> None:
+    async def _start_request(
+        self, tagged: ServerEvent, event: RequestReceived, principal: Principal | None
+    ) -> None:
         conn = tagged.connection
         running = await self._acquire(conn, event.request_id)
         if running.cancelled or conn.request_era(event.request_id) is None:
             self._finish(running)  # cancelled (or the session ended) while we waited
             return
-        ctx = HttpRequestContext(self, event, running, tagged.session_id)
+        ctx = HttpRequestContext(self, event, running, tagged.session_id, principal)
         assert self.nursery is not None
         self.nursery.start_soon(
             self._serve_request, ctx, running, name=f"mcp http {event.method} #{event.request_id!r}"
@@ -411,14 +421,19 @@ class Endpoint:
         finally:
             self._finish(running)
 
-    async def _start_notification(self, tagged: ServerEvent, event: NotificationReceived) -> None:
+    async def _start_notification(
+        self, tagged: ServerEvent, event: NotificationReceived, principal: Principal | None
+    ) -> None:
         handler = self.handlers.notification_handler(event.method)
         if handler is None:
             logger.debug("no handler for notification %r", event.method)
             return
         # The HTTP context duck-types NotificationContext, as for requests.
         ctx: Any = HttpNotificationContext(
-            method=event.method, params=event.params, session_id=tagged.session_id
+            method=event.method,
+            params=event.params,
+            session_id=tagged.session_id,
+            principal=principal,
         )
         running = await self._acquire(tagged.connection, None)
         assert self.nursery is not None

@@ -13,10 +13,15 @@ keep-alive, no pipelining):
    ends with ``408``; an oversize one with ``431``.
 2. **Early refusal.** ``HttpServer.check_head`` (path, ``Origin``, ``Host``, method,
    media types, ``Content-Length``) may refuse before any body is read; the connection
-   is then closed if a body was coming, so it is never read.
-3. **Body**, at most ``max_body_size + 1`` bytes within ``body_timeout`` (over: the core
+   is then closed if a body was coming, so it is never read. (It also answers ``GET``
+   of the Protected Resource Metadata, which needs no token.)
+3. **Authentication**, when ``serve_http(authenticate=...)`` is set: the hook sees the
+   head, within ``authenticate_timeout``, before any MCP rule does. A refusal is
+   written after the body is read and dropped (so the connection stays usable: clients
+   retry with a token at once), unless the client waits for ``100 Continue``.
+4. **Body**, at most ``max_body_size + 1`` bytes within ``body_timeout`` (over: the core
    answers ``413`` and the rest is never read).
-4. **Decision.** A complete response is written at once. Otherwise the response is
+5. **Decision.** A complete response is written at once. Otherwise the response is
    registered as a :class:`~._http_endpoint.ResponseSlot` and written as the core routes
    output to it: one JSON body when ready, or SSE events as they are produced, with a
    comment line every ``sse_keepalive_interval`` of silence. While it waits for output
@@ -58,11 +63,13 @@ from mcp_sansio._http import (
     HttpServer,
     HttpServerConfig,
     OpenStream,
+    Principal,
 )
 from mcp_sansio._json import JSONDecodeError, loads
 
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
+from ._http_auth import Authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
@@ -78,9 +85,20 @@ _REFUSE_TIMEOUT: Final = 1.0
 
 
 _UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+_AUTH_FAILED: Final = HttpResponse(
+    status=500,
+    headers=((b"content-type", b"text/plain; charset=utf-8"),),
+    body=b"Internal Server Error: authentication failed\n",
+)
 _LINGER_SECONDS: Final = 2.0
 _LINGER_BYTES: Final = 16 * 1024 * 1024
 """How long, and how much, a connection closing on an unread body reads and drops."""
+
+
+def _facts(request: HttpRequest) -> tuple[str, str]:
+    """What a log line says of a request: its method and path (never its headers, which
+    hold the token)."""
+    return request.method, request.path
 
 
 def _starts_work(body: bytes) -> bool:
@@ -416,6 +434,12 @@ class _Connection:
             self.unread_input = not reusable
             await self._respond(early, close=not reusable)
             return reusable
+        principal = None
+        if endpoint.authenticate is not None:
+            found = await self._authenticate(endpoint.authenticate, request)
+            if isinstance(found, HttpResponse):
+                return await self._refuse_request(found)
+            principal = found
         read = await self._read_body(http.config.max_body_size)
         if read is None:
             return False
@@ -424,23 +448,67 @@ class _Connection:
             await self._respond(_UNAVAILABLE, close=True)
             return False
         reply = http.handle_request(
-            request.with_body(body), now=trio.current_time(), head_checked=True
+            request.with_body(body),
+            now=trio.current_time(),
+            head_checked=True,
+            principal=None if principal is None else principal.subject,
         )
         decision = reply.decision
         if isinstance(decision, HttpResponse):
             endpoint.pump(drain_all=False)
-            await endpoint.handle_events(reply.events)
+            await endpoint.handle_events(reply.events, principal)
             self.unread_input = not complete
             await self._respond(decision, close=not complete)
             return complete
         slot = endpoint.open_response(decision.stream_id)
         try:
             endpoint.pump(drain_all=False)
-            await endpoint.handle_events(reply.events)
+            await endpoint.handle_events(reply.events, principal)
             gone = await self._stream(decision, slot)
         finally:
             endpoint.close_response(slot)
         return not gone
+
+    async def _authenticate(
+        self, authenticate: Authenticate, request: HttpRequest
+    ) -> Principal | HttpResponse:
+        """Run the ``authenticate`` hook: its principal or refusal; ``500`` if it fails
+        (logged: a bug of the hook), ``503`` if it takes over ``authenticate_timeout``."""
+        timeout = self.transport.authenticate_timeout
+        with trio.move_on_after(timeout):
+            try:
+                found: object = await authenticate(request)
+            except Exception:
+                logger.exception("the authenticate hook failed for %s %s", *_facts(request))
+                return _AUTH_FAILED
+            if isinstance(found, Principal | HttpResponse):
+                return found
+            logger.error(
+                "the authenticate hook returned %r, neither a Principal nor an HttpResponse",
+                found,
+            )
+            return _AUTH_FAILED
+        logger.error(
+            "the authenticate hook took over %s s (authenticate_timeout) for %s %s",
+            timeout,
+            *_facts(request),
+        )
+        return _UNAVAILABLE
+
+    async def _refuse_request(self, response: HttpResponse) -> bool:
+        """Refuse a request the head of which is read: read and drop its body first
+        (bounded as any body is), so that the connection can be used again; returns
+        whether it can."""
+        if self.wire.h11.they_are_waiting_for_100_continue:
+            complete = False  # it sends no body unless told to: do not tell it
+        else:
+            read = await self._read_body(self.endpoint.http.config.max_body_size)
+            if read is None:
+                return False
+            complete = read[1]
+        self.unread_input = not complete
+        await self._respond(response, close=not complete)
+        return complete
 
     async def _stream(self, decision: OpenStream | AwaitResponse, slot: ResponseSlot) -> bool:
         """Write a response the core produces over time, watching for the client leaving.
@@ -739,6 +807,7 @@ async def serve_http(
     ssl_context: ssl.SSLContext | None = None,
     session_id_factory: Callable[[], str] | None = None,
     event_store: EventStore | None = None,
+    authenticate: Authenticate | None = None,
     handler_nursery: trio.Nursery | None = None,
     task_status: trio.TaskStatus[HttpServeHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -758,6 +827,15 @@ async def serve_http(
         ssl_context: serve ``https://`` with this context.
         session_id_factory: makes legacy session ids (default: 192 random bits).
         event_store: where legacy SSE events are kept for resumption.
+        authenticate: ``async (request_head) -> Principal | HttpResponse``, called for
+            every request to the endpoint before any MCP processing: who is calling, or
+            the refusal to answer (see :class:`~mcp_trio.BearerAuth` for OAuth bearer
+            tokens). Handlers see the principal as ``ctx.principal``; a legacy session
+            serves only the principal (``subject``) that created it; a modern
+            ``requestState`` is accepted only from the principal it was sealed for.
+            Bounded by ``transport.authenticate_timeout`` (then ``503``); an exception
+            is logged and answered ``500``. Serve the Protected Resource Metadata the
+            challenges point to with ``http_config.resource_metadata``.
         handler_nursery: where connection and handler tasks run (default: internal).
         task_status: ``await nursery.start(serve_http, ...)`` returns an
             :class:`HttpServeHandle` (port, broadcasts, graceful ``aclose``).
@@ -788,6 +866,7 @@ async def serve_http(
         handlers if handlers is not None else Handlers(),
         config,
         transport if transport is not None else HttpTransportConfig(),
+        authenticate,
     )
     listeners = await trio.open_tcp_listeners(port, host=host)
     try:

@@ -1,0 +1,109 @@
+"""Authorization of Streamable HTTP requests: the ``authenticate`` hook of
+:func:`~mcp_trio.serve_http`, and :class:`BearerAuth`, the usual one.
+
+An *authenticator* is an async callable that takes the request's head (an
+:class:`~mcp_sansio._http.HttpRequest` with no body: method, target, headers; read-only)
+and returns either the :class:`~mcp_sansio._http.Principal` making it, or the
+:class:`~mcp_sansio._http.HttpResponse` to refuse it with. The server calls it for every
+request to the MCP endpoint (``POST``, ``GET``, ``DELETE``), after the checks that need
+no token (path, ``Origin``, ``Host``, media types) and before anything of MCP is looked
+at; the Protected Resource Metadata document is served without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeAlias, final
+
+import attrs
+
+from mcp_sansio import RemoteProtocolError
+from mcp_sansio._http import (
+    BearerError,
+    HttpRequest,
+    HttpResponse,
+    Principal,
+    ProtectedResourceMetadata,
+    bearer_challenge,
+    bearer_token,
+    scope_set,
+)
+
+# The sans-IO values, re-exported: an authenticator returns a Principal, or refuses with
+# a bearer_challenge; serve_http's http_config takes the ProtectedResourceMetadata.
+__all__ = [
+    "Authenticate",
+    "BearerAuth",
+    "Principal",
+    "ProtectedResourceMetadata",
+    "bearer_challenge",
+]
+
+Authenticate: TypeAlias = Callable[[HttpRequest], Awaitable[Principal | HttpResponse]]
+"""``async (request_head) -> Principal | HttpResponse``: who is calling, or the refusal."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class BearerAuth:
+    """An authenticator for OAuth 2.1 bearer tokens (``basic/authorization``; RFC 6750).
+
+    >>> async def verify(token: str) -> Principal | None:
+    ...     claims = await my_jwt_check(token, audience="https://mcp.example.com/mcp")
+    ...     return Principal(subject=claims["sub"], scopes=claims["scope"])
+    >>> auth = BearerAuth(verify_token=verify, resource_metadata_url=metadata.url)
+    >>> await server.serve_http(..., authenticate=auth)
+
+    Answers, per ``2026-07-28/basic/authorization#error-handling``:
+
+    * no ``Authorization: Bearer`` header: ``401`` with ``WWW-Authenticate: Bearer
+      resource_metadata="…", scope="…"`` (the scope parameter when
+      :attr:`required_scopes` is set);
+    * a token :attr:`verify_token` refuses: ``401``, ``error="invalid_token"``;
+    * a token without every one of :attr:`required_scopes`: ``403``,
+      ``error="insufficient_scope"``, all the required scopes in one challenge;
+    * a malformed header: ``400``, ``error="invalid_request"``.
+
+    Verifying the token is yours, and it **must** check that the token was issued for
+    this server: its audience (``aud``, or the resource of an introspection answer) is
+    the server's canonical URI (``ProtectedResourceMetadata.resource``). A token issued
+    for another resource must be refused, never accepted and never passed on upstream
+    (``2026-07-28/basic/authorization#token-handling``; RFC 8707 §2). Check expiry and
+    signature (or introspect) too, and list implied scopes in ``Principal.scopes``
+    (a server must account for scope hierarchies).
+    """
+
+    verify_token: Callable[[str], Awaitable[Principal | None]]
+    """``async (token) -> Principal | None``: the principal the token stands for, or
+    ``None`` when it is invalid, expired, revoked, or not issued for this server. An
+    exception is a bug (the server answers ``500`` and logs it)."""
+    resource_metadata_url: str | None = None
+    """The URL of the Protected Resource Metadata document
+    (``ProtectedResourceMetadata.url``), named in every challenge so that clients find
+    the authorization server (RFC 9728 §5.1)."""
+    required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=scope_set)
+    """Scopes every request needs (empty: any valid token will do). Per-tool scopes are
+    checked in the handler, with ``ctx.principal.scopes``."""
+
+    async def __call__(self, request: HttpRequest) -> Principal | HttpResponse:
+        """Authenticate one request: the principal, or the refusal (see the class)."""
+        try:
+            token = bearer_token(request)
+        except RemoteProtocolError as exc:
+            return self._refuse("invalid_request", str(exc))
+        if token is None:
+            return self._refuse(None)
+        principal = await self.verify_token(token)
+        if principal is None:
+            return self._refuse("invalid_token", "The access token is invalid or expired")
+        if not principal.has_scopes(self.required_scopes):
+            return self._refuse("insufficient_scope", "The access token lacks a required scope")
+        return principal
+
+    def _refuse(self, error: BearerError | None, description: str | None = None) -> HttpResponse:
+        return bearer_challenge(
+            error,
+            resource_metadata=self.resource_metadata_url,
+            scope=self.required_scopes,
+            description=description,
+        )

@@ -1,0 +1,379 @@
+"""serve_http(authenticate=...) over real sockets: bearer challenges, the Protected
+Resource Metadata, the principal in handlers of both eras, sessions and requestState
+bound to their principal, and a failing or hanging authenticator."""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Any, Literal
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio._http import HttpRequest, HttpResponse
+from mcp_sansio._json import dumps
+from mcp_trio import (
+    BearerAuth,
+    Context,
+    HttpServerConfig,
+    HttpTransportConfig,
+    Principal,
+    ProtectedResourceMetadata,
+    Server,
+    bearer_challenge,
+    open_client,
+)
+from mcp_trio._http_server import HttpServeHandle
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    LEGACY,
+    MODERN,
+    POST_HEADERS,
+    App,
+    RawConnection,
+    RawResponse,
+    call,
+    initialize_body,
+    raw_request,
+    rpc,
+    start_server,
+    text_of,
+)
+
+METADATA = ProtectedResourceMetadata(
+    resource="https://mcp.example.com/mcp",
+    authorization_servers=["https://auth.example.com"],
+    scopes_supported=["mcp"],
+)
+TOKENS = {
+    "alice-token": Principal(subject="alice", scopes={"mcp", "files:read"}, claims={"n": 1}),
+    "bob-token": Principal(subject="bob", scopes={"mcp"}),
+    "weak-token": Principal(subject="carol", scopes={"files:read"}),
+}
+
+
+class Verifier:
+    """A token table, counting what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, token: str) -> Principal | None:
+        self.asked.append(token)
+        await trio.lowlevel.checkpoint()
+        return TOKENS.get(token)
+
+
+def bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (*POST_HEADERS, ("authorization", f"Bearer {token}"))
+
+
+def challenge_params(response: RawResponse) -> dict[str, str]:
+    value = response.headers["www-authenticate"]
+    assert value.startswith("Bearer ")
+    params = {}
+    for part in value[len("Bearer ") :].split(", "):
+        name, _, quoted = part.partition("=")
+        assert quoted.startswith('"') and quoted.endswith('"'), value
+        params[name] = quoted[1:-1]
+    return params
+
+
+async def protected(
+    nursery: trio.Nursery, app: App | None = None, **kwargs: Any
+) -> tuple[HttpServeHandle, Verifier]:
+    verifier = Verifier()
+    auth = BearerAuth(
+        verify_token=verifier, resource_metadata_url=METADATA.url, required_scopes={"mcp"}
+    )
+    server = await start_server(
+        nursery, app, authenticate=auth, http={"resource_metadata": METADATA}, **kwargs
+    )
+    return server, verifier
+
+
+# ================================================================== refusals
+
+
+async def test_no_token_is_401_with_a_challenge_naming_the_metadata(nursery: trio.Nursery) -> None:
+    server, verifier = await protected(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        refused = await raw_request(server.port, "POST", body=initialize_body())
+    assert refused.status == 401
+    assert challenge_params(refused) == {
+        "scope": "mcp",
+        "resource_metadata": "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+    }
+    assert verifier.asked == [] and server.statistics().sessions == 0
+
+
+@pytest.mark.parametrize(
+    ("token", "status", "error"),
+    [
+        ("stolen-token", 401, "invalid_token"),
+        ("weak-token", 403, "insufficient_scope"),
+    ],
+)
+async def test_a_refused_token_gets_its_error(
+    nursery: trio.Nursery, token: str, status: int, error: str
+) -> None:
+    app = App()
+    server, verifier = await protected(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        for body in (initialize_body(), rpc(1, "tools/call", call("echo", text="x"))):
+            refused = await raw_request(server.port, "POST", headers=bearer(token), body=body)
+            assert refused.status == status
+            params = challenge_params(refused)
+            assert params["error"] == error and params["scope"] == "mcp"
+            assert params["resource_metadata"] == METADATA.url
+            assert refused.json()["error"] == error
+    assert verifier.asked == [token, token]
+    assert server.statistics().sessions == 0 and app.started == []
+
+
+async def test_a_malformed_authorization_header_is_400(nursery: trio.Nursery) -> None:
+    server, verifier = await protected(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        refused = await raw_request(
+            server.port,
+            "POST",
+            headers=(*POST_HEADERS, ("authorization", "Bearer two tokens")),
+            body=initialize_body(),
+        )
+    assert refused.status == 400 and challenge_params(refused)["error"] == "invalid_request"
+    assert verifier.asked == []
+
+
+async def test_every_method_is_authenticated_before_anything_else(nursery: trio.Nursery) -> None:
+    server, _ = await protected(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        for method, headers in [
+            ("GET", (("accept", "text/event-stream"), ("mcp-session-id", "whatever"))),
+            ("DELETE", (("mcp-session-id", "whatever"),)),
+            ("POST", POST_HEADERS),  # an empty body: would be a parse error (400)
+        ]:
+            refused = await raw_request(server.port, method, headers=headers)
+            assert refused.status == 401, (method, refused)
+
+
+# ================================================================== the metadata
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"],
+)
+async def test_the_metadata_is_served_without_a_token(nursery: trio.Nursery, path: str) -> None:
+    server, verifier = await protected(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(
+            server.port, "GET", path, headers=(("origin", "https://app.example"),)
+        )
+    assert response.status == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {
+        "resource": "https://mcp.example.com/mcp",
+        "authorization_servers": ["https://auth.example.com"],
+        "scopes_supported": ["mcp"],
+        "bearer_methods_supported": ["header"],
+    }
+    assert verifier.asked == []
+
+
+# ================================================================== who is calling
+
+
+def principal_server() -> Server:
+    server = Server("whoami")
+
+    @server.tool()
+    async def whoami(ctx: Context) -> str:
+        principal = ctx.principal
+        raw = ctx.request_context.principal
+        assert raw is principal
+        if principal is None:
+            return "nobody"
+        return f"{principal.subject} {sorted(principal.scopes)} {dict(principal.claims)}"
+
+    return server
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_handlers_see_the_principal_in_both_eras(
+    nursery: trio.Nursery, era: Literal["legacy", "modern"]
+) -> None:
+    verifier = Verifier()
+    server = principal_server()
+    handle = await nursery.start(
+        partial(
+            server.serve_http,
+            port=0,
+            authenticate=BearerAuth(verify_token=verifier, resource_metadata_url=METADATA.url),
+        )
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(
+            handle.url, era=era, headers={"Authorization": "Bearer alice-token"}
+        ) as client:
+            assert client.era.value == era
+            result = await client.call_tool("whoami", {})
+            assert result.text == "alice ['files:read', 'mcp'] {'n': 1}"
+    assert set(verifier.asked) == {"alice-token"}  # once per HTTP request
+
+
+async def test_without_authenticate_the_principal_is_none(nursery: trio.Nursery) -> None:
+    server = principal_server()
+    handle = await nursery.start(partial(server.serve_http, port=0))
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(handle.url, era="modern") as client:
+            assert (await client.call_tool("whoami", {})).text == "nobody"
+
+
+async def test_a_legacy_session_refuses_another_principal(nursery: trio.Nursery) -> None:
+    app = App()
+    server, _ = await protected(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        created = await raw_request(
+            server.port, "POST", headers=bearer("alice-token"), body=initialize_body()
+        )
+        assert created.status == 200
+        sid = created.headers["mcp-session-id"]
+        in_session = (("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        done = await raw_request(
+            server.port, "POST", headers=(*bearer("alice-token"), *in_session), body=note
+        )
+        assert done.status == 202
+        echo = rpc(2, "tools/call", call("echo", text="mine"))
+        hijack = await raw_request(
+            server.port, "POST", headers=(*bearer("bob-token"), *in_session), body=echo
+        )
+        unknown = await raw_request(
+            server.port,
+            "POST",
+            headers=(*bearer("bob-token"), ("mcp-session-id", "nope"), in_session[1]),
+            body=echo,
+        )
+        assert hijack.status == unknown.status == 404 and hijack.body == unknown.body
+        stream = await raw_request(
+            server.port,
+            "DELETE",
+            headers=(*bearer("bob-token"), *in_session),
+        )
+        assert stream.status == 404 and server.statistics().sessions == 1
+        mine = await raw_request(
+            server.port, "POST", headers=(*bearer("alice-token"), *in_session), body=echo
+        )
+        assert mine.status == 200 and b'"mine"' in mine.body
+
+
+def ask_body(rid: int, **extra: Any) -> bytes:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+    }
+    return rpc(rid, "tools/call", {"name": "ask", "arguments": {}, **extra, "_meta": meta})
+
+
+ASK_HEADERS = (("mcp-protocol-version", MODERN), ("mcp-method", "tools/call"), ("mcp-name", "ask"))
+
+
+async def test_a_request_state_is_refused_to_another_principal(nursery: trio.Nursery) -> None:
+    server, _ = await protected(nursery, era="modern")
+    with trio.fail_after(IO_TIMEOUT):
+        first = await raw_request(
+            server.port, "POST", headers=(*bearer("alice-token"), *ASK_HEADERS), body=ask_body(1)
+        )
+        assert first.status == 200
+        result = first.json()["result"]
+        assert result["resultType"] == "input_required"
+        retry = ask_body(
+            2,
+            requestState=result["requestState"],
+            inputResponses={"where": {"roots": [{"uri": "file:///srv"}]}},
+        )
+        stolen = await raw_request(
+            server.port, "POST", headers=(*bearer("bob-token"), *ASK_HEADERS), body=retry
+        )
+        error = stolen.json()["error"]
+        assert error["code"] == -32602 and "requestState" in error["message"]
+        mine = await raw_request(
+            server.port, "POST", headers=(*bearer("alice-token"), *ASK_HEADERS), body=retry
+        )
+        assert text_of(mine.json()["result"]) == "file:///srv"
+
+
+# ================================================================== a faulty authenticator
+
+
+async def test_an_authenticator_that_fails_is_500_and_the_server_goes_on(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def authenticate(request: HttpRequest) -> Principal | HttpResponse:
+        await trio.lowlevel.checkpoint()
+        token = request.header("authorization")
+        if token == "Bearer boom":
+            raise RuntimeError("the verifier broke")
+        if token == "Bearer odd":
+            return "not a principal"  # type: ignore[return-value]
+        if token == "Bearer ok":
+            return Principal(subject="ok")
+        return bearer_challenge()
+
+    server = await start_server(nursery, authenticate=authenticate)
+    echo = rpc(1, "tools/call", call("echo", text="still here"))
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.ERROR, "mcp_trio"):
+        conn = await RawConnection.open(server.port)
+        try:
+            for token in ("boom", "odd"):
+                await conn.send("POST", headers=bearer(token), body=initialize_body())
+                failed = await conn.response()
+                assert failed.status == 500
+                conn.next_cycle()  # the same connection serves the next request
+            modern = (*bearer("ok"), ("mcp-protocol-version", MODERN), ("mcp-method", "x"))
+            await conn.send("POST", headers=modern, body=echo)
+            assert (await conn.response()).status == 400  # (a header mismatch: served)
+        finally:
+            await conn.aclose()
+        async with open_client(server.url, headers={"Authorization": "Bearer ok"}) as client:
+            assert (await client.request("tools/call", call("echo", text="x")))["content"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("authenticate hook failed for POST /mcp" in m for m in messages)
+    assert any("neither a Principal nor an HttpResponse" in m for m in messages)
+    assert not any("boom" in m or "Bearer" in m for m in messages)  # no token in logs
+
+
+async def test_an_authenticator_that_hangs_is_503_after_its_timeout(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    entered = trio.Event()
+
+    async def authenticate(request: HttpRequest) -> Principal:
+        entered.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    server = await start_server(
+        nursery, authenticate=authenticate, transport=HttpTransportConfig(authenticate_timeout=3)
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("POST", body=initialize_body())
+            await entered.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            clock.jump(4)
+            response = await conn.response()
+        finally:
+            await conn.aclose()
+    assert response.status == 503 and response.headers["retry-after"] == "1"
+
+
+def test_the_metadata_goes_in_the_http_config() -> None:
+    # What the README shows: HttpServerConfig takes it; BearerAuth names its URL.
+    config = HttpServerConfig(resource_metadata=METADATA)
+    auth = BearerAuth(verify_token=Verifier(), resource_metadata_url=METADATA.url)
+    assert config.resource_metadata is METADATA and auth.required_scopes == frozenset()
