@@ -676,6 +676,10 @@ class Server:
         stream that asked for them; resource updates the legacy sessions that
         subscribed with ``resources/subscribe`` (until they unsubscribe or end) and
         the listen streams whose filter names the resource.
+
+        Protect it with ``authenticate=`` (a :class:`~mcp_trio.BearerAuth`, say, and
+        ``http_config=HttpServerConfig(resource_metadata=...)``): tools then read who is
+        calling from ``ctx.principal``.
         """
         from mcp_sansio._http import HttpServerConfig  # noqa: PLC0415
 
