@@ -75,6 +75,7 @@ Status codes (both eras unless noted):
 
 ====  ==========================================================================
 200   ``GET`` of the Protected Resource Metadata (``resource_metadata`` configured)
+204   a CORS preflight (``OPTIONS`` with ``Access-Control-Request-Method``; ``cors`` on)
 400   bad JSON, bad JSON-RPC, bad ``MCP-Protocol-Version``, legacy request without
       ``Mcp-Session-Id``, batch outside 2025-03-26, bad ``Last-Event-ID``; modern
       header mismatch (-32020), unsupported version (-32022), -32021
@@ -190,6 +191,11 @@ _SSE_HEADERS: Final[Headers] = (
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 )
+_CORS_EXPOSE: Final = (
+    b"access-control-expose-headers",
+    b"Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate",
+)
+_CORS_MAX_AGE: Final = (b"access-control-max-age", b"600")
 _NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ASCII_VISIBLE: Final = frozenset(range(0x21, 0x7F))
 
@@ -412,6 +418,11 @@ class HttpServerConfig:
     allowed_origins: tuple[str, ...] = LOCAL_ORIGINS
     """Origins allowed to call us (``"*"``: any; ``"http://host:*"``: any port). A request
     with another ``Origin`` is 403; one without ``Origin`` (not a browser) passes."""
+    cors: bool = False
+    """Let browser pages of the :attr:`allowed_origins` read our answers (CORS): answer
+    preflight ``OPTIONS`` requests, and give every response to an allowed ``Origin``
+    ``Access-Control-Allow-Origin`` with ``Mcp-Session-Id``, ``MCP-Protocol-Version`` and
+    ``WWW-Authenticate`` exposed (see :meth:`HttpServer.cors_headers`)."""
     allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS
     """``Host`` values accepted (``"name:*"``: any port), else 421. The default suits a
     server bound to localhost; list your public names, or ``None`` to skip the check."""
@@ -682,6 +693,8 @@ class HttpServer:
             )
         method = request.method
         if method not in self._methods:
+            if method == "OPTIONS" and cfg.cors:
+                return self._preflight(request, self._allow)
             return HttpResponse(status=405, headers=((b"allow", self._allow),))
         accept = request.header("accept")
         if method == "POST":
@@ -703,6 +716,8 @@ class HttpServer:
         metadata = self._metadata
         if metadata is None or request.path not in self._metadata_paths:
             return HttpResponse(status=404)
+        if request.method == "OPTIONS" and self.config.cors:
+            return self._preflight(request, b"GET, HEAD", public=True)
         if request.method not in ("GET", "HEAD"):
             return HttpResponse(status=405, headers=((b"allow", b"GET, HEAD"),))
         if self.config.allowed_hosts is not None and not host_allowed(
@@ -714,6 +729,40 @@ class HttpServer:
         # Public: no Origin check and no token (the client reads it to learn where to
         # get one; RFC 9728 §3).
         return metadata
+
+    def cors_headers(self, request: HttpRequest) -> Headers:
+        """The CORS headers of any response to ``request``: none unless ``cors`` is on
+        and the request has an allowed ``Origin`` (a refused one got 403 already). The
+        binding adds them to every response, SSE streams included: the preflight lets a
+        page send the request, these let it read the answer."""
+        origin = request.header("origin") if self.config.cors else None
+        if origin is None or not origin_allowed(origin, self.config.allowed_origins):
+            return ()
+        return (
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"vary", b"Origin"),
+            _CORS_EXPOSE,
+        )
+
+    def _preflight(
+        self, request: HttpRequest, methods: bytes, public: bool = False
+    ) -> HttpResponse:
+        """A CORS preflight (Fetch standard, "CORS protocol"): which methods and request
+        headers a page may use. It carries no credentials, so it is answered before any
+        authentication. Whatever headers the page asks for are granted (its origin is
+        trusted): ``Authorization``, ``Mcp-Session-Id``, ``Mcp-Param-*``, ..."""
+        if request.header("access-control-request-method") is None:
+            return HttpResponse(status=405, headers=((b"allow", methods),))  # not a preflight
+        allow: Headers = (
+            ((b"access-control-allow-origin", b"*"),) if public else self.cors_headers(request)
+        )
+        asked = request.header("access-control-request-headers")
+        if asked is not None:
+            allow = (*allow, (b"access-control-allow-headers", asked.encode("latin-1")))
+        return HttpResponse(
+            status=204,
+            headers=(*allow, (b"access-control-allow-methods", methods), _CORS_MAX_AGE),
+        )
 
     def handle_request(
         self,

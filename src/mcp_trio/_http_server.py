@@ -58,6 +58,7 @@ from mcp_sansio import ConnectionConfig, encode_sse_comment
 from mcp_sansio._http import (
     AwaitResponse,
     EventStore,
+    Headers,
     HttpRequest,
     HttpResponse,
     HttpServer,
@@ -316,6 +317,8 @@ class _Connection:
         self.scope = trio.CancelScope()
         self._idle_scope: trio.CancelScope | None = None
         self._head_only = False  # answering a HEAD request: headers only (RFC 9110 9.3.2)
+        self._cors_on = server.endpoint.http.config.cors
+        self._cors: Headers = ()  # the CORS headers of the current response (cors_headers)
         self.unread_input = False
         """The connection ends refusing a request whose body was not read (413, say)."""
 
@@ -339,6 +342,7 @@ class _Connection:
     async def _next_request(self, first: bool) -> h11.Request | None:
         wire, cfg = self.wire, self.transport
         self._head_only = False
+        self._cors = ()
         if not wire.h11.trailing_data[0]:
             with trio.CancelScope() as idle:
                 idle.deadline = trio.current_time() + (
@@ -425,6 +429,8 @@ class _Connection:
             target=head.target.decode("latin-1"),
             headers=list(head.headers),
         )
+        if self._cors_on:
+            self._cors = http.cors_headers(request)
         if endpoint.closing and request.method != "POST":
             await self._respond(_UNAVAILABLE, close=True)
             return False
@@ -578,7 +584,7 @@ class _Connection:
             headers, data, end = slot.sse_headers or (), b"", False
         else:
             headers, data, end = decision.headers, decision.data, decision.end
-        events: list[h11.Event] = [h11.Response(status_code=200, headers=list(headers))]
+        events: list[h11.Event] = [h11.Response(status_code=200, headers=[*headers, *self._cors])]
         if data:
             events.append(h11.Data(data=data))
         interval = self.transport.sse_keepalive_interval
@@ -650,6 +656,8 @@ class _Connection:
 
     def _response_events(self, response: HttpResponse, close: bool) -> list[h11.Event]:
         headers = list(response.headers)
+        if self._cors and response.header("access-control-allow-origin") is None:
+            headers += self._cors  # (a preflight's answer, or the public metadata, has its own)
         if response.status not in _NO_LENGTH:
             headers.append((b"content-length", str(len(response.body)).encode()))
         if close or self.endpoint.closing:

@@ -345,3 +345,61 @@ def test_a_request_state_is_accepted_only_from_its_principal(other: str | None) 
 def test_a_connection_seals_for_its_principal() -> None:
     assert Connection("server").principal is None
     assert Connection("server", principal="alice").principal == "alice"
+
+
+# ================================================================== CORS
+
+
+def test_cors_is_off_by_default() -> None:
+    srv = make_server()
+    preflight = req("OPTIONS", origin="http://localhost:3000", access_control_request_method="POST")
+    answer = srv.check_head(preflight)
+    assert answer is not None and answer.status == 405
+    assert srv.cors_headers(req(origin="http://localhost:3000")) == ()
+
+
+def test_a_preflight_grants_what_an_allowed_origin_asks() -> None:
+    srv = make_server(cors=True, resource_metadata=METADATA)
+    preflight = req(
+        "OPTIONS",
+        origin="http://localhost:3000",
+        access_control_request_method="POST",
+        access_control_request_headers="authorization, content-type, mcp-protocol-version",
+    )
+    answer = srv.check_head(preflight)
+    assert answer is not None and answer.status == 204
+    assert answer.header("access-control-allow-origin") == "http://localhost:3000"
+    assert answer.header("access-control-allow-methods") == "POST, GET, DELETE"
+    assert answer.header("access-control-allow-headers") == (
+        "authorization, content-type, mcp-protocol-version"
+    )
+    assert answer.header("vary") == "Origin" and answer.header("access-control-max-age")
+    # A foreign origin is refused before any CORS rule; a plain OPTIONS is no preflight.
+    foreign = srv.check_head(req("OPTIONS", origin="https://evil.example"))
+    assert foreign is not None and foreign.status == 403
+    plain = srv.check_head(req("OPTIONS", origin="http://localhost:3000"))
+    assert plain is not None and plain.status == 405
+    # The metadata is public: any origin, GET and HEAD only.
+    public = srv.check_head(
+        req(
+            "OPTIONS",
+            target=WELL_KNOWN_RESOURCE_PATH,
+            origin="https://app.example",
+            access_control_request_method="GET",
+        )
+    )
+    assert public is not None and public.status == 204
+    assert public.header("access-control-allow-origin") == "*"
+    assert public.header("access-control-allow-methods") == "GET, HEAD"
+    assert public.header("access-control-allow-headers") is None
+
+
+def test_cors_headers_expose_what_a_browser_client_reads() -> None:
+    srv = make_server(cors=True)
+    headers = dict(srv.cors_headers(req(origin="http://127.0.0.1:5173")))
+    assert headers[b"access-control-allow-origin"] == b"http://127.0.0.1:5173"
+    exposed = headers[b"access-control-expose-headers"].lower()
+    for name in (b"mcp-session-id", b"mcp-protocol-version", b"www-authenticate"):
+        assert name in exposed
+    assert srv.cors_headers(req()) == ()  # not a browser
+    assert srv.cors_headers(req(origin="https://evil.example")) == ()

@@ -89,9 +89,8 @@ async def protected(
     auth = BearerAuth(
         verify_token=verifier, resource_metadata_url=METADATA.url, required_scopes={"mcp"}
     )
-    server = await start_server(
-        nursery, app, authenticate=auth, http={"resource_metadata": METADATA}, **kwargs
-    )
+    http = {"resource_metadata": METADATA, **kwargs.pop("http", {})}
+    server = await start_server(nursery, app, authenticate=auth, http=http, **kwargs)
     return server, verifier
 
 
@@ -377,3 +376,57 @@ def test_the_metadata_goes_in_the_http_config() -> None:
     config = HttpServerConfig(resource_metadata=METADATA)
     auth = BearerAuth(verify_token=Verifier(), resource_metadata_url=METADATA.url)
     assert config.resource_metadata is METADATA and auth.required_scopes == frozenset()
+
+
+# ================================================================== CORS
+
+
+async def test_a_browser_page_can_read_every_answer(nursery: trio.Nursery) -> None:
+    server, _ = await protected(nursery, http={"cors": True})
+    page = ("origin", "http://localhost:3000")
+
+    def readable(response: RawResponse) -> bool:
+        exposed = response.headers.get("access-control-expose-headers", "").lower()
+        return (
+            response.headers.get("access-control-allow-origin") == page[1]
+            and "mcp-session-id" in exposed
+            and "www-authenticate" in exposed
+        )
+
+    with trio.fail_after(IO_TIMEOUT):
+        preflight = await raw_request(
+            server.port,
+            "OPTIONS",
+            headers=(
+                page,
+                ("access-control-request-method", "POST"),
+                ("access-control-request-headers", "authorization, content-type"),
+            ),
+        )
+        assert preflight.status == 204  # before authentication: a preflight has no token
+        assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
+        refused = await raw_request(server.port, "POST", headers=(*POST_HEADERS, page))
+        assert refused.status == 401 and readable(refused)
+        created = await raw_request(
+            server.port, "POST", headers=(*bearer("alice-token"), page), body=initialize_body()
+        )
+        assert created.status == 200 and readable(created)
+        sid = created.headers["mcp-session-id"]
+        streamed = await raw_request(
+            server.port,
+            "POST",
+            headers=(
+                *bearer("alice-token"),
+                page,
+                ("mcp-session-id", sid),
+                ("mcp-protocol-version", LEGACY),
+            ),
+            body=rpc(2, "tools/call", call("echo", text="sse")),
+        )
+        assert streamed.headers["content-type"] == "text/event-stream" and readable(streamed)
+        metadata = await raw_request(
+            server.port, "GET", "/.well-known/oauth-protected-resource", headers=(page,)
+        )
+        assert metadata.headers["access-control-allow-origin"] == "*"  # public, and only once
+        plain = await raw_request(server.port, "POST", headers=bearer("alice-token"))
+        assert "access-control-allow-origin" not in plain.headers  # not a browser
