@@ -44,7 +44,8 @@ class HttpTransportConfig:
     request (a token introspection endpoint that hangs, say); then ``503`` with
     ``Retry-After``, logged."""
     max_connections: int = attrs.field(default=1_000, validator=_positive)
-    """Server: TCP connections served at once; a further one is closed at accept."""
+    """Server: TCP connections served at once; a further one is answered ``503`` with
+    ``Retry-After: 1`` (over TLS: closed) and closed at accept, its request unread."""
     max_header_size: int = attrs.field(default=16_384, validator=_positive)
     """Both: the largest request or response head, bytes (h11's
     ``max_incomplete_event_size``); the server answers a larger one with ``431``."""

@@ -91,6 +91,11 @@ _AUTH_FAILED: Final = HttpResponse(
     headers=((b"content-type", b"text/plain; charset=utf-8"),),
     body=b"Internal Server Error: authentication failed\n",
 )
+_TURNED_AWAY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\n"
+    b"connection: close\r\n\r\n"
+)
+_TURN_AWAY_TIMEOUT: Final = 0.1
 _LINGER_SECONDS: Final = 2.0
 _LINGER_BYTES: Final = 16 * 1024 * 1024
 """How long, and how much, a connection closing on an unread body reads and drops."""
@@ -247,12 +252,26 @@ class _Server:
                 continue
             if self.open_connections >= limit:
                 logger.warning("refused a connection: %d are open (max_connections)", limit)
-                await trio.aclose_forcefully(stream)
+                await self._turn_away(stream)
                 continue
             self.open_connections += 1
             self._no_connections = trio.Event()
             assert self.conn_nursery is not None
             self.conn_nursery.start_soon(self._serve_one, stream, name="mcp http connection")
+
+    async def _turn_away(self, stream: trio.SocketStream) -> None:
+        """A connection over ``max_connections``: say ``503`` (plain HTTP only: a TLS
+        handshake is the work the bound is there to spare) without reading anything,
+        and close. It runs in the accept loop, but never waits: a new socket's send
+        buffer is empty, and the write is bounded anyway."""
+        if self.ssl_context is None:
+            with (
+                trio.move_on_after(_TURN_AWAY_TIMEOUT),
+                suppress(trio.BrokenResourceError, OSError),
+            ):
+                await stream.send_all(_TURNED_AWAY)
+                await stream.send_eof()
+        await trio.aclose_forcefully(stream)
 
     async def _serve_one(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp

@@ -216,7 +216,12 @@ async def test_too_many_connections_are_refused_at_accept(nursery: trio.Nursery)
         held = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
         await trio.testing.wait_all_tasks_blocked()
         extra = await trio.open_tcp_stream("127.0.0.1", server.port)
-        assert await extra.receive_some(10) == b""
+        answer = b""
+        while chunk := await extra.receive_some(4096):
+            answer += chunk
+        # Told why (and when to come back) rather than reset without a word.
+        assert answer.startswith(b"HTTP/1.1 503 Service Unavailable\r\n")
+        assert b"retry-after: 1\r\n" in answer and answer.endswith(b"\r\n\r\n")
         for stream in [*held, extra]:
             await stream.aclose()
 
