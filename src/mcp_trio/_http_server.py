@@ -508,9 +508,9 @@ class _Connection:
                 return _AUTH_FAILED
             if isinstance(found, Principal | HttpResponse):
                 return found
-            logger.error(
-                "the authenticate hook returned %r, neither a Principal nor an HttpResponse",
-                found,
+            logger.error(  # (its type only: the value might be a token)
+                "the authenticate hook returned a %s, neither a Principal nor an HttpResponse",
+                type(found).__name__,
             )
             return _AUTH_FAILED
         logger.error(

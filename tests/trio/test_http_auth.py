@@ -229,10 +229,20 @@ async def test_without_authenticate_the_principal_is_none(nursery: trio.Nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(handle.url, era="modern") as client:
             assert (await client.call_tool("whoami", {})).text == "nobody"
+        async with open_client(server, era="legacy") as client:  # (in memory: no HTTP)
+            assert (await client.call_tool("whoami", {})).text == "nobody"
 
 
 async def test_a_legacy_session_refuses_another_principal(nursery: trio.Nursery) -> None:
     app = App()
+    noted: list[Any] = []
+    got_note = trio.Event()
+
+    async def roots_changed(ctx: Any) -> None:
+        noted.append(ctx.principal)
+        got_note.set()
+
+    app.handlers.set_notification_handler("notifications/roots/list_changed", roots_changed)
     server, _ = await protected(nursery, app)
     with trio.fail_after(IO_TIMEOUT):
         created = await raw_request(
@@ -246,6 +256,13 @@ async def test_a_legacy_session_refuses_another_principal(nursery: trio.Nursery)
             server.port, "POST", headers=(*bearer("alice-token"), *in_session), body=note
         )
         assert done.status == 202
+        roots = dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        changed = await raw_request(
+            server.port, "POST", headers=(*bearer("alice-token"), *in_session), body=roots
+        )
+        assert changed.status == 202
+        await got_note.wait()
+        assert noted == [TOKENS["alice-token"]]  # notification handlers see it too
         echo = rpc(2, "tools/call", call("echo", text="mine"))
         hijack = await raw_request(
             server.port, "POST", headers=(*bearer("bob-token"), *in_session), body=echo
@@ -341,7 +358,7 @@ async def test_an_authenticator_that_fails_is_500_and_the_server_goes_on(
             assert (await client.request("tools/call", call("echo", text="x")))["content"]
     messages = [r.getMessage() for r in caplog.records]
     assert any("authenticate hook failed for POST /mcp" in m for m in messages)
-    assert any("neither a Principal nor an HttpResponse" in m for m in messages)
+    assert any("returned a str, neither a Principal nor an HttpResponse" in m for m in messages)
     assert not any("boom" in m or "Bearer" in m for m in messages)  # no token in logs
 
 
