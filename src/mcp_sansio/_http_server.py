@@ -1708,6 +1708,13 @@ class HttpServer:
                 stream.conn.end_subscription(stream.request_id)
                 self._drain(stream.conn)
                 continue
+            conn, rid = stream.conn, stream.request_id
+            if stream.opened and rid in conn.inflight_requests():
+                # An event stream under way: its last event says why it ends (one that
+                # just ends reads as a lost connection). The binding cancels the handler.
+                conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
+                self._drain(conn)
+                continue
             events.extend(self._cancel_modern(stream, "server shutting down"))
             buf = self._buf(stream.key)  # a modern stream's handle is its key
             if stream.opened:
@@ -1717,5 +1724,12 @@ class HttpServer:
                     503, "Service Unavailable: shutting down", ErrorCode.INTERNAL_ERROR
                 )
         for session in list(self._sessions.values()):
+            # Every request gets one answer: the handlers still running are about to be
+            # cancelled, and a stream that just ended would send the client resuming
+            # (SSE) or restarting its session (JSON 404) against a server going away.
+            conn = session.conn
+            for rid in conn.inflight_requests():
+                conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
+            self._drain(conn)
             self._close_session(session, "shutdown", events)
         return events

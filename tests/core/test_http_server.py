@@ -1547,6 +1547,39 @@ def test_close_shuts_everything_down() -> None:
     assert out[pending.decision.stream_id].response.status == 503
     assert isinstance(streaming.decision, AwaitResponse)  # opened lazily by the progress
     assert out[streaming.decision.stream_id].end
+    # Its last event says why it ends: a stream that just ends reads as a lost connection.
+    last = payloads(out[streaming.decision.stream_id].data)[-1]
+    assert last["id"] == 2 and last["error"]["message"] == "server shutting down"
+    validate_message(MODERN, last)
+
+
+@pytest.mark.parametrize("mode", ["json", "sse"])
+def test_close_answers_the_legacy_requests_in_flight(mode: str) -> None:
+    # Every request gets one answer: a stream that ends without one sends the client
+    # resuming (SSE), a 404 restarting its session (JSON), against a server going away.
+    srv = make_server(response_mode=mode)
+    sid = open_session(srv)
+    replies = [
+        srv.handle_request(
+            req(body=rpc(rid, "tools/list"), mcp_session_id=sid, mcp_protocol_version=LEGACY),
+            now=0,
+        )
+        for rid in (7, 8)
+    ]
+    srv.data_to_send()
+    srv.close()
+    out = outputs(srv)
+    for rid, reply in zip((7, 8), replies, strict=True):
+        assert isinstance(reply.decision, AwaitResponse | OpenStream)
+        done = out[reply.decision.stream_id]
+        if mode == "json":
+            assert done.response.status == 200  # (legacy: a JSON-RPC error is a 200)
+            (answer,) = [loads(done.response.body)]
+        else:
+            assert done.end
+            (answer,) = payloads(done.data)
+        assert answer["id"] == rid and answer["error"]["message"] == "server shutting down"
+        validate_message(LEGACY, answer)
 
 
 def test_too_many_modern_requests_is_503() -> None:
