@@ -73,6 +73,8 @@ def scope_set(value: str | Iterable[str]) -> frozenset[str]:
 
 
 def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):  # (a tuple of its characters, else)
+        raise TypeError(f"a list of strings is expected, not the string {value!r}")
     return tuple(value)
 
 
@@ -117,8 +119,10 @@ def _check_servers(_inst: object, _attr: object, value: tuple[str, ...]) -> None
         raise ValueError("authorization_servers must name at least one authorization server")
 
 
-def _tuple_or_none(value: Iterable[str] | None) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value)
+def _scopes_or_none(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return tuple(value.split()) if isinstance(value, str) else tuple(value)
 
 
 @final
@@ -139,10 +143,10 @@ class ProtectedResourceMetadata:
         converter=_strings, validator=_check_servers
     )
     """The issuer URLs of the authorization servers that issue tokens for it."""
-    scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
-    """The scopes needed for basic use (clients request these when a challenge names
-    none; ``authorization#scope-selection-strategy``). ``offline_access`` does not belong
-    here (``authorization#refresh-tokens``)."""
+    scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_scopes_or_none)
+    """The scopes needed for basic use, a collection or a space-separated string (clients
+    request these when a challenge names none; ``authorization#scope-selection-strategy``).
+    ``offline_access`` does not belong here (``authorization#refresh-tokens``)."""
     bearer_methods_supported: tuple[str, ...] = attrs.field(default=("header",), converter=_strings)
     """How tokens may be sent: MCP allows only the ``Authorization`` header."""
     resource_name: str | None = None
@@ -161,7 +165,8 @@ class ProtectedResourceMetadata:
         in a challenge's ``resource_metadata``."""
         parts = urlsplit(self.resource)
         path = parts.path.rstrip("/")
-        return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN_RESOURCE_PATH}{path}"
+        query = f"?{parts.query}" if parts.query else ""  # (kept, RFC 9728 §3.1)
+        return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN_RESOURCE_PATH}{path}{query}"
 
     def paths(self, endpoint: str) -> frozenset[str]:
         """The paths the document is served at for an MCP ``endpoint`` path: the
@@ -222,9 +227,19 @@ def bearer_token(request: HttpRequest) -> str | None:
     return token
 
 
-def _quoted(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
+_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+"""RFC 6750 §3: a scope token (``scope-token = 1*NQCHAR``)."""
+_NQS_TEXT: Final = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
+"""RFC 6750 §3: what ``error_description`` may hold (``*NQSCHAR``), and a URL too: no
+quote, no backslash, no control character, so nothing needs escaping."""
+
+
+def _quoted(name: str, value: str) -> str:
+    if _NQS_TEXT.fullmatch(value) is None:
+        # RFC 6750 §3 allows no escaping in these values: refuse rather than send a
+        # header a client misreads (or one h11 refuses, dropping the connection).
+        raise ValueError(f"{name} has characters a Bearer challenge cannot carry: {value!r}")
+    return f'{name}="{value}"'
 
 
 def bearer_challenge(
@@ -252,19 +267,27 @@ def bearer_challenge(
     Returns:
         The response: the challenge header, and a JSON body ``{"error": ...,
         "error_description": ...}`` when there is an error.
+
+    Raises:
+        ValueError: a scope that is no RFC 6750 scope token, or a description or URL
+            with a quote, a backslash, a control or a non-ASCII character (the header
+            has no way to carry them).
     """
     params = []
     if error is not None:
-        params.append(f"error={_quoted(error)}")
+        params.append(_quoted("error", error))
     if scope:
-        text = scope if isinstance(scope, str) else " ".join(sorted(scope))
-        params.append(f"scope={_quoted(text)}")
+        tokens = scope.split() if isinstance(scope, str) else sorted(scope)
+        for token in tokens:
+            if _SCOPE_TOKEN.fullmatch(token) is None:
+                raise ValueError(f"not a scope token (RFC 6750 §3): {token!r}")
+        params.append(_quoted("scope", " ".join(tokens)))
     if resource_metadata is not None:
-        params.append(f"resource_metadata={_quoted(resource_metadata)}")
+        params.append(_quoted("resource_metadata", resource_metadata))
     if description is not None:
-        params.append(f"error_description={_quoted(description)}")
+        params.append(_quoted("error_description", description))
     challenge = "Bearer " + ", ".join(params) if params else "Bearer"
-    headers = ((b"www-authenticate", challenge.encode("latin-1", "replace")),)
+    headers = ((b"www-authenticate", challenge.encode("ascii")),)
     if error is None:
         return HttpResponse(status=401, headers=headers)
     body: dict[str, str] = {"error": error}

@@ -193,8 +193,16 @@ _SSE_HEADERS: Final[Headers] = (
 )
 _CORS_EXPOSE: Final = (
     b"access-control-expose-headers",
-    b"Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate",
+    b"Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After",
 )
+_CORS_VARY: Final = (b"vary", b"Origin")
+_CORS_ALLOW_HEADERS: Final = (
+    b"Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, "
+    b"Mcp-Name, Last-Event-ID"
+)
+"""The request headers every preflight grants (with those asked for): a page that sends
+one more ``Mcp-Param-*`` later needs a new preflight, one that adds these does not."""
+_CORS_GRANTED: Final = frozenset(_CORS_ALLOW_HEADERS.decode().lower().split(", "))
 _CORS_MAX_AGE: Final = (b"access-control-max-age", b"600")
 _NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ASCII_VISIBLE: Final = frozenset(range(0x21, 0x7F))
@@ -619,6 +627,7 @@ class HttpServer:
         self._store: EventStore = event_store if event_store is not None else InMemoryEventStore()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently active first
         self._idle: OrderedDict[str, _Session] = OrderedDict()  # those with no handles, same order
+        self._idle_of: dict[str, OrderedDict[str, _Session]] = {}  # the same, per principal
         self._timers: list[tuple[float, int, str]] = []  # see "Timers" above
         self._watched: dict[str, _Session] = {}  # armed a timer since last looked at
         self._order = 0
@@ -735,12 +744,14 @@ class HttpServer:
         and the request has an allowed ``Origin`` (a refused one got 403 already). The
         binding adds them to every response, SSE streams included: the preflight lets a
         page send the request, these let it read the answer."""
-        origin = request.header("origin") if self.config.cors else None
-        if origin is None or not origin_allowed(origin, self.config.allowed_origins):
+        if not self.config.cors:
             return ()
+        origin = request.header("origin")
+        if origin is None or not origin_allowed(origin, self.config.allowed_origins):
+            return (_CORS_VARY,)  # (the answer depends on Origin: caches must know)
         return (
             (b"access-control-allow-origin", origin.encode("latin-1")),
-            (b"vary", b"Origin"),
+            _CORS_VARY,
             _CORS_EXPOSE,
         )
 
@@ -757,8 +768,18 @@ class HttpServer:
             ((b"access-control-allow-origin", b"*"),) if public else self.cors_headers(request)
         )
         asked = request.header("access-control-request-headers")
-        if asked is not None:
-            allow = (*allow, (b"access-control-allow-headers", asked.encode("latin-1")))
+        if public:  # (the metadata: a GET needs no header of MCP's)
+            if asked is not None:
+                allow = (*allow, (b"access-control-allow-headers", asked.encode("latin-1")))
+        else:
+            more = [
+                name
+                for name in map(str.strip, (asked or "").split(","))
+                if name and name.lower() not in _CORS_GRANTED
+            ]
+            granted = b", ".join([_CORS_ALLOW_HEADERS, *(n.encode("latin-1") for n in more)])
+            allow = (*allow, (b"access-control-allow-headers", granted))
+        allow = (*allow, (b"vary", b"Access-Control-Request-Headers"))
         return HttpResponse(
             status=204,
             headers=(*allow, (b"access-control-allow-methods", methods), _CORS_MAX_AGE),
@@ -1091,7 +1112,7 @@ class HttpServer:
         return self._feed_session(session, request, items, batch, now)
 
     def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:
-        if len(self._sessions) >= self.config.max_sessions and self._evictable() is None:
+        if len(self._sessions) >= self.config.max_sessions and self._evictable(principal) is None:
             return Reply(
                 decision=_fail(
                     503,
@@ -1113,7 +1134,7 @@ class HttpServer:
             )
         evicted: list[HttpServerEvent] = []
         if len(self._sessions) >= self.config.max_sessions:
-            victim = self._evictable()
+            victim = self._evictable(principal)
             assert victim is not None
             self._close_session(victim, "evicted", evicted)
         sid = self._mint_session_id()
@@ -1130,7 +1151,7 @@ class HttpServer:
         )
         standalone.session = session
         self._sessions[sid] = session
-        self._idle[sid] = session
+        self._set_idle(session)
         conn._on_arm = functools.partial(self._watched.__setitem__, sid, session)
         self._owners[conn] = session
         events: tuple[HttpServerEvent, ...] = (
@@ -1335,7 +1356,7 @@ class HttpServer:
         stream.handle = handle
         self._handles[handle] = stream
         session.handles.add(handle)
-        self._idle.pop(session.id, None)
+        self._unset_idle(session)
 
     def _route_session(self, session: _Session, payload: bytes, related: RequestId | None) -> None:
         stream = session.by_request.get(related) if related is not None else None
@@ -1400,10 +1421,30 @@ class HttpServer:
         self._order += 1
         session.order = self._order
         if not session.handles:
-            self._idle[session.id] = session
-            self._idle.move_to_end(session.id)
+            self._set_idle(session)
 
-    def _evictable(self) -> _Session | None:
+    def _set_idle(self, session: _Session) -> None:
+        """``session`` has no response in progress: it is the most recent idle one."""
+        self._idle[session.id] = session
+        self._idle.move_to_end(session.id)
+        if session.principal is not None:
+            own = self._idle_of.setdefault(session.principal, OrderedDict())
+            own[session.id] = session
+            own.move_to_end(session.id)
+
+    def _unset_idle(self, session: _Session) -> None:
+        self._idle.pop(session.id, None)
+        if session.principal is not None and (own := self._idle_of.get(session.principal)):
+            own.pop(session.id, None)
+            if not own:
+                del self._idle_of[session.principal]
+
+    def _evictable(self, principal: str | None = None) -> _Session | None:
+        """The session a new one replaces in a full table: the least recently used idle
+        one, the caller's own first when callers are authenticated, so that a principal
+        cannot push the others' sessions out while it has idle ones of its own."""
+        if principal is not None and (own := self._idle_of.get(principal)):
+            return next(iter(own.values()))
         return next(iter(self._idle.values()), None)
 
     def _refresh_timer(self, session: _Session) -> None:
@@ -1463,7 +1504,7 @@ class HttpServer:
         session.handles.clear()
         self._store.discard_session(session.id)
         del self._sessions[session.id]
-        self._idle.pop(session.id, None)
+        self._unset_idle(session)
         self._watched.pop(session.id, None)
         conn._on_arm = None
         session.deadline = None

@@ -280,3 +280,9 @@ class NotificationContext:
     """The decoded params."""
     subscription_id: RequestId | None = None
     """Modern era: the ``subscriptions/listen`` request it belongs to, if any."""
+
+    @property
+    def principal(self) -> Principal | None:
+        """Always ``None``: only HTTP authenticates (kept for the shape of
+        ``HttpNotificationContext``, so that one handler serves every transport)."""
+        return None

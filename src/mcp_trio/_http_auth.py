@@ -85,6 +85,9 @@ class BearerAuth:
     """Scopes every request needs (empty: any valid token will do). Per-tool scopes are
     checked in the handler, with ``ctx.principal.scopes``."""
 
+    def __attrs_post_init__(self) -> None:
+        self._refuse(None)  # a scope or URL a challenge cannot carry: ValueError, now
+
     async def __call__(self, request: HttpRequest) -> Principal | HttpResponse:
         """Authenticate one request: the principal, or the refusal (see the class)."""
         try:

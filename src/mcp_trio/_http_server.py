@@ -455,6 +455,10 @@ class _Connection:
             return False
         early = http.check_head(request)
         if early is not None:
+            # A request without a body (the metadata GET, a CORS preflight) is complete
+            # already: take its end from h11 (no I/O) so that the connection stays usable.
+            # A body is never read.
+            self._take_body(bytearray(), 0)
             reusable = self.wire.h11.their_state is h11.DONE
             self.unread_input = not reusable
             await self._respond(early, close=not reusable)
@@ -503,8 +507,15 @@ class _Connection:
         with trio.move_on_after(timeout):
             try:
                 found: object = await authenticate(request)
-            except Exception:
-                logger.exception("the authenticate hook failed for %s %s", *_facts(request))
+            except Exception as exc:
+                # The exception's type only: its text may hold the token (int(token)).
+                # The traceback is there at DEBUG, for whoever debugs the hook.
+                logger.error(
+                    "the authenticate hook failed for %s %s: %s",
+                    *_facts(request),
+                    type(exc).__name__,
+                )
+                logger.debug("the authenticate hook's exception", exc_info=True)
                 return _AUTH_FAILED
             if isinstance(found, Principal | HttpResponse):
                 return found
@@ -882,6 +893,13 @@ async def serve_http(
     http_config = http_config if http_config is not None else HttpServerConfig()
     if path is not None:
         http_config = attrs.evolve(http_config, endpoint=path)
+    if authenticate is not None and http_config.resource_metadata is None:
+        # 2026-07-28/basic/authorization#overview: servers MUST serve it; without it a
+        # client that is refused cannot find where to get a token.
+        logger.warning(
+            "serve_http: authenticate is set but http_config.resource_metadata is not: "
+            "clients cannot discover the authorization server"
+        )
     http = HttpServer(
         http_config,
         connection_config=with_wall_clock(connection_config),

@@ -104,6 +104,35 @@ def test_bad_metadata_is_refused(resource: str, servers: list[str]) -> None:
         ProtectedResourceMetadata(resource=resource, authorization_servers=servers)
 
 
+def test_metadata_lists_are_not_strings_but_scopes_may_be() -> None:
+    # A string was a list of its characters: ["h", "t", "t", "p", ...] in the document.
+    with pytest.raises(TypeError, match="not the string"):
+        ProtectedResourceMetadata(
+            resource="https://m.example/mcp", authorization_servers="https://a"
+        )
+    with pytest.raises(TypeError, match="not the string"):
+        ProtectedResourceMetadata(
+            resource="https://m.example/mcp",
+            authorization_servers=["https://a"],
+            bearer_methods_supported="header",
+        )
+    # Scopes are an OAuth scope string as anywhere else (Principal, BearerAuth).
+    spaced = ProtectedResourceMetadata(
+        resource="https://m.example/mcp",
+        authorization_servers=["https://a"],
+        scopes_supported="mcp files:read",
+    )
+    assert spaced.document()["scopes_supported"] == ["mcp", "files:read"]
+
+
+def test_the_metadata_url_keeps_the_resource_query() -> None:
+    # RFC 9728 §3.1: the well-known suffix goes before the path; the query stays.
+    metadata = ProtectedResourceMetadata(
+        resource="https://m.example/mcp?tenant=7", authorization_servers=["https://a"]
+    )
+    assert metadata.url == "https://m.example/.well-known/oauth-protected-resource/mcp?tenant=7"
+
+
 def test_the_metadata_document_has_the_rfc_9728_fields() -> None:
     metadata = ProtectedResourceMetadata(
         resource="https://mcp.example.com/mcp",
@@ -194,10 +223,23 @@ def test_challenges_follow_rfc_6750() -> None:
     )
     assert bearer_challenge("invalid_request").status == 400
     assert bearer_challenge().header("www-authenticate") == "Bearer"
-    quoted = bearer_challenge("invalid_token", description='say "no" \\ twice')
-    assert 'error_description="say \\"no\\" \\\\ twice"' in (
-        quoted.header("www-authenticate") or ""
-    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"description": 'say "no"'},  # RFC 6750 §3 allows no quote, no escaping
+        {"description": "a \\ b"},
+        {"description": "a\nX-Injected: 1"},  # (h11 refused the header: connection dropped)
+        {"description": "caf\u00e9"},
+        {"resource_metadata": 'https://m.example/"x'},
+        {"scope": ["files read"]},  # a scope token has no space
+        {"scope": ['a"b']},
+    ],
+)
+def test_a_challenge_refuses_what_its_header_cannot_carry(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"cannot carry|not a scope token"):
+        bearer_challenge("invalid_token", **bad)
 
 
 # ================================================================== the metadata, served
@@ -259,6 +301,26 @@ def _session_for(srv: HttpServer, principal: str | None) -> str:
     )
     assert isinstance(done.decision, HttpResponse) and done.decision.status == 202
     return sid
+
+
+def test_a_full_table_evicts_the_callers_own_idle_session_first() -> None:
+    # One principal could push everybody else's sessions out of a full table; it now
+    # replaces its own idle ones while it has any.
+    srv = make_server(max_sessions=3)
+    alice = _session_for(srv, "alice")
+    bob = _session_for(srv, "bob")
+    first = _session_for(srv, "mallory")
+    second = _session_for(srv, "mallory")  # the table was full: mallory's own went
+    assert set(srv.sessions()) == {alice, bob, second} and first not in srv.sessions()
+    for _ in range(5):
+        _session_for(srv, "mallory")
+    assert {alice, bob} <= set(srv.sessions())
+    # Without an idle session of its own, the least recently used one goes, as before;
+    # so does it without authentication.
+    _session_for(srv, "carol")
+    assert alice not in srv.sessions() and bob in srv.sessions()
+    _session_for(srv, None)
+    assert bob not in srv.sessions()
 
 
 @pytest.mark.parametrize("intruder", ["mallory", None])
@@ -364,16 +426,29 @@ def test_a_preflight_grants_what_an_allowed_origin_asks() -> None:
         "OPTIONS",
         origin="http://localhost:3000",
         access_control_request_method="POST",
-        access_control_request_headers="authorization, content-type, mcp-protocol-version",
+        access_control_request_headers="authorization, content-type, Mcp-Param-Region",
     )
     answer = srv.check_head(preflight)
     assert answer is not None and answer.status == 204
     assert answer.header("access-control-allow-origin") == "http://localhost:3000"
     assert answer.header("access-control-allow-methods") == "POST, GET, DELETE"
-    assert answer.header("access-control-allow-headers") == (
-        "authorization, content-type, mcp-protocol-version"
-    )
-    assert answer.header("vary") == "Origin" and answer.header("access-control-max-age")
+    # The MCP request headers always (one preflight serves the session), and what else
+    # was asked, once each.
+    granted = (answer.header("access-control-allow-headers") or "").split(", ")
+    assert [g.lower() for g in granted] == [
+        "authorization",
+        "content-type",
+        "accept",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "last-event-id",
+        "mcp-param-region",
+    ]
+    varies = [value for name, value in answer.headers if name == b"vary"]
+    assert varies == [b"Origin", b"Access-Control-Request-Headers"]
+    assert answer.header("access-control-max-age")
     # A foreign origin is refused before any CORS rule; a plain OPTIONS is no preflight.
     foreign = srv.check_head(req("OPTIONS", origin="https://evil.example"))
     assert foreign is not None and foreign.status == 403
@@ -399,7 +474,9 @@ def test_cors_headers_expose_what_a_browser_client_reads() -> None:
     headers = dict(srv.cors_headers(req(origin="http://127.0.0.1:5173")))
     assert headers[b"access-control-allow-origin"] == b"http://127.0.0.1:5173"
     exposed = headers[b"access-control-expose-headers"].lower()
-    for name in (b"mcp-session-id", b"mcp-protocol-version", b"www-authenticate"):
+    for name in (b"mcp-session-id", b"mcp-protocol-version", b"www-authenticate", b"retry-after"):
         assert name in exposed
-    assert srv.cors_headers(req()) == ()  # not a browser
-    assert srv.cors_headers(req(origin="https://evil.example")) == ()
+    assert headers[b"vary"] == b"Origin"
+    # The answer depends on Origin, so caches are told even when there is none.
+    assert srv.cors_headers(req()) == ((b"vary", b"Origin"),)  # not a browser
+    assert srv.cors_headers(req(origin="https://evil.example")) == ((b"vary", b"Origin"),)

@@ -17,8 +17,8 @@ from mcp_sansio._json import dumps
 from mcp_trio import (
     BearerAuth,
     Context,
-    HttpServerConfig,
     HttpTransportConfig,
+    NotificationContext,
     Principal,
     ProtectedResourceMetadata,
     Server,
@@ -39,6 +39,7 @@ from .test_http_support import (
     initialize_body,
     raw_request,
     rpc,
+    server_connection_config,
     start_server,
     text_of,
 )
@@ -180,6 +181,29 @@ async def test_the_metadata_is_served_without_a_token(nursery: trio.Nursery, pat
         "bearer_methods_supported": ["header"],
     }
     assert verifier.asked == []
+
+
+async def test_the_metadata_and_a_preflight_keep_the_connection(nursery: trio.Nursery) -> None:
+    # Early answers closed the connection even for a request without a body: every CORS
+    # preflight (one per new Mcp-Param-* name) and metadata fetch cost a new connection.
+    server, _ = await protected(nursery, http={"cors": True})
+    page = ("origin", f"http://127.0.0.1:{server.port}")
+    preflight = (page, ("access-control-request-method", "POST"))
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("GET", "/.well-known/oauth-protected-resource/mcp", headers=(page,))
+            first = await conn.response()
+            assert first.status == 200 and "connection" not in first.headers
+            conn.next_cycle()
+            await conn.send("OPTIONS", headers=preflight)
+            second = await conn.response()
+            assert second.status == 204 and "connection" not in second.headers
+            conn.next_cycle()
+            await conn.send("POST", headers=(*bearer("alice-token"), page), body=initialize_body())
+            assert (await conn.response()).status == 200  # the same connection, still
+        finally:
+            await conn.aclose()
 
 
 # ================================================================== who is calling
@@ -332,7 +356,7 @@ async def test_an_authenticator_that_fails_is_500_and_the_server_goes_on(
         await trio.lowlevel.checkpoint()
         token = request.header("authorization")
         if token == "Bearer boom":
-            raise RuntimeError("the verifier broke")
+            raise ValueError(f"invalid literal for int(): {token!r}")  # (int(token))
         if token == "Bearer odd":
             return "not a principal"  # type: ignore[return-value]
         if token == "Bearer ok":
@@ -357,9 +381,10 @@ async def test_an_authenticator_that_fails_is_500_and_the_server_goes_on(
         async with open_client(server.url, headers={"Authorization": "Bearer ok"}) as client:
             assert (await client.request("tools/call", call("echo", text="x")))["content"]
     messages = [r.getMessage() for r in caplog.records]
-    assert any("authenticate hook failed for POST /mcp" in m for m in messages)
+    assert any("authenticate hook failed for POST /mcp: ValueError" in m for m in messages)
     assert any("returned a str, neither a Principal nor an HttpResponse" in m for m in messages)
-    assert not any("boom" in m or "Bearer" in m for m in messages)  # no token in logs
+    # No token in the log: not in a message, not in an exception's text or traceback.
+    assert "boom" not in caplog.text and "Bearer" not in caplog.text
 
 
 async def test_an_authenticator_that_hangs_is_503_after_its_timeout(
@@ -388,11 +413,26 @@ async def test_an_authenticator_that_hangs_is_503_after_its_timeout(
     assert response.status == 503 and response.headers["retry-after"] == "1"
 
 
-def test_the_metadata_goes_in_the_http_config() -> None:
-    # What the README shows: HttpServerConfig takes it; BearerAuth names its URL.
-    config = HttpServerConfig(resource_metadata=METADATA)
-    auth = BearerAuth(verify_token=Verifier(), resource_metadata_url=METADATA.url)
-    assert config.resource_metadata is METADATA and auth.required_scopes == frozenset()
+def test_bearer_auth_refuses_what_a_challenge_cannot_carry_at_once() -> None:
+    # Not at the first request, as a 500 (bearer_challenge's ValueError).
+    with pytest.raises(ValueError, match="not a scope token"):
+        BearerAuth(verify_token=Verifier(), required_scopes=['files"read'])
+    with pytest.raises(ValueError, match="cannot carry"):
+        BearerAuth(verify_token=Verifier(), resource_metadata_url="https://m.example/\r\nX: 1")
+
+
+async def test_authenticating_without_the_metadata_is_warned_of(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 2026-07-28/basic/authorization: servers MUST serve it; a refused client cannot find
+    # the authorization server otherwise.
+    auth = BearerAuth(verify_token=Verifier())
+    with caplog.at_level(logging.WARNING, "mcp_trio"):
+        await start_server(nursery, authenticate=auth)
+        assert "clients cannot discover the authorization server" in caplog.text
+        caplog.clear()
+        await protected(nursery)
+        assert "cannot discover" not in caplog.text
 
 
 # ================================================================== CORS
@@ -421,7 +461,8 @@ async def test_a_browser_page_can_read_every_answer(nursery: trio.Nursery) -> No
             ),
         )
         assert preflight.status == 204  # before authentication: a preflight has no token
-        assert preflight.headers["access-control-allow-headers"] == "authorization, content-type"
+        granted = preflight.headers["access-control-allow-headers"].lower().split(", ")
+        assert "authorization" in granted and "content-type" in granted
         refused = await raw_request(server.port, "POST", headers=(*POST_HEADERS, page))
         assert refused.status == 401 and readable(refused)
         created = await raw_request(
@@ -447,3 +488,23 @@ async def test_a_browser_page_can_read_every_answer(nursery: trio.Nursery) -> No
         assert metadata.headers["access-control-allow-origin"] == "*"  # public, and only once
         plain = await raw_request(server.port, "POST", headers=bearer("alice-token"))
         assert "access-control-allow-origin" not in plain.headers  # not a browser
+
+
+async def test_a_notification_handler_reads_the_principal_on_every_transport() -> None:
+    # HttpNotificationContext had it, NotificationContext (in memory, stdio, WebSocket)
+    # did not: one handler for every transport raised AttributeError off HTTP.
+    app = App()
+    seen: list[Principal | None] = []
+    got = trio.Event()
+
+    async def roots_changed(ctx: NotificationContext) -> None:
+        seen.append(ctx.principal)
+        got.set()
+
+    app.handlers.set_notification_handler("notifications/roots/list_changed", roots_changed)
+    with trio.fail_after(IO_TIMEOUT):
+        pair = (app.handlers, server_connection_config())
+        async with open_client(pair, era="legacy", roots=[]) as client:
+            await client.notify("notifications/roots/list_changed")
+            await got.wait()
+    assert seen == [None]
