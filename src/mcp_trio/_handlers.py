@@ -137,8 +137,8 @@ class RequestFacts:
     @property
     def principal(self) -> Principal | None:
         """Who is calling: what ``serve_http(authenticate=...)`` returned for the HTTP
-        request that carried this one; ``None`` without authentication (and on stdio,
-        WebSocket and in-memory transports)."""
+        request that carried this one (``serve_websocket``: for the connection's
+        handshake); ``None`` without authentication (and on stdio and in memory)."""
         return self._principal
 
     @property
@@ -204,7 +204,7 @@ class RequestContext(RequestFacts):
     __slots__ = ("_running", "session")
 
     def __init__(self, session: Session, event: RequestReceived, running: _Running) -> None:
-        super().__init__(event)
+        super().__init__(event, session.principal)
         self.session: Session = session
         """The session the request arrived on (send requests or notifications with it)."""
         self._running = running
@@ -280,9 +280,5 @@ class NotificationContext:
     """The decoded params."""
     subscription_id: RequestId | None = None
     """Modern era: the ``subscriptions/listen`` request it belongs to, if any."""
-
-    @property
-    def principal(self) -> Principal | None:
-        """Always ``None``: only HTTP authenticates (kept for the shape of
-        ``HttpNotificationContext``, so that one handler serves every transport)."""
-        return None
+    principal: Principal | None = None
+    """Who sent it (``serve_websocket(authenticate=...)``), or ``None``."""

@@ -12,10 +12,12 @@ at; the Protected Resource Metadata document is served without it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias, final
+from typing import Final, TypeAlias, final
 
 import attrs
+import trio
 
 from mcp_sansio import RemoteProtocolError
 from mcp_sansio._http import (
@@ -41,6 +43,41 @@ __all__ = [
 
 Authenticate: TypeAlias = Callable[[HttpRequest], Awaitable[Principal | HttpResponse]]
 """``async (request_head) -> Principal | HttpResponse``: who is calling, or the refusal."""
+
+logger = logging.getLogger("mcp_trio")
+
+_FAILED: Final = HttpResponse(
+    status=500,
+    headers=((b"content-type", b"text/plain; charset=utf-8"),),
+    body=b"Internal Server Error: authentication failed\n",
+)
+_TOO_SLOW: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+
+
+async def run_authenticate(
+    authenticate: Authenticate, request: HttpRequest, timeout: float, what: str
+) -> Principal | HttpResponse:
+    """Run a server's ``authenticate`` hook on ``request`` (``what`` names it in logs: its
+    method and path, never its headers, which hold the token): its principal or refusal;
+    ``500`` if it fails (a bug of the hook, logged), ``503`` after ``timeout`` seconds."""
+    with trio.move_on_after(timeout):
+        try:
+            found: object = await authenticate(request)
+        except Exception as exc:
+            # The exception's type only: its text may hold the token (int(token)). The
+            # traceback is there at DEBUG, for whoever debugs the hook.
+            logger.error("the authenticate hook failed for %s: %s", what, type(exc).__name__)
+            logger.debug("the authenticate hook's exception", exc_info=True)
+            return _FAILED
+        if isinstance(found, Principal | HttpResponse):
+            return found
+        logger.error(  # (its type only: the value might be a token)
+            "the authenticate hook returned a %s, neither a Principal nor an HttpResponse",
+            type(found).__name__,
+        )
+        return _FAILED
+    logger.error("the authenticate hook took over %s s for %s", timeout, what)
+    return _TOO_SLOW
 
 
 @final

@@ -64,13 +64,12 @@ from mcp_sansio._http import (
     HttpServer,
     HttpServerConfig,
     OpenStream,
-    Principal,
 )
 from mcp_sansio._json import JSONDecodeError, loads
 
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
-from ._http_auth import Authenticate
+from ._http_auth import Authenticate, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
@@ -86,11 +85,6 @@ _REFUSE_TIMEOUT: Final = 1.0
 
 
 _UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
-_AUTH_FAILED: Final = HttpResponse(
-    status=500,
-    headers=((b"content-type", b"text/plain; charset=utf-8"),),
-    body=b"Internal Server Error: authentication failed\n",
-)
 _TURNED_AWAY: Final = (
     b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\n"
     b"connection: close\r\n\r\n"
@@ -99,12 +93,6 @@ _TURN_AWAY_TIMEOUT: Final = 0.1
 _LINGER_SECONDS: Final = 2.0
 _LINGER_BYTES: Final = 16 * 1024 * 1024
 """How long, and how much, a connection closing on an unread body reads and drops."""
-
-
-def _facts(request: HttpRequest) -> tuple[str, str]:
-    """What a log line says of a request: its method and path (never its headers, which
-    hold the token)."""
-    return request.method, request.path
 
 
 def _starts_work(body: bytes) -> bool:
@@ -465,7 +453,12 @@ class _Connection:
             return reusable
         principal = None
         if endpoint.authenticate is not None:
-            found = await self._authenticate(endpoint.authenticate, request)
+            found = await run_authenticate(
+                endpoint.authenticate,
+                request,
+                self.transport.authenticate_timeout,
+                f"{request.method} {request.path}",
+            )
             if isinstance(found, HttpResponse):
                 return await self._refuse_request(found)
             principal = found
@@ -497,39 +490,6 @@ class _Connection:
         finally:
             endpoint.close_response(slot)
         return not gone
-
-    async def _authenticate(
-        self, authenticate: Authenticate, request: HttpRequest
-    ) -> Principal | HttpResponse:
-        """Run the ``authenticate`` hook: its principal or refusal; ``500`` if it fails
-        (logged: a bug of the hook), ``503`` if it takes over ``authenticate_timeout``."""
-        timeout = self.transport.authenticate_timeout
-        with trio.move_on_after(timeout):
-            try:
-                found: object = await authenticate(request)
-            except Exception as exc:
-                # The exception's type only: its text may hold the token (int(token)).
-                # The traceback is there at DEBUG, for whoever debugs the hook.
-                logger.error(
-                    "the authenticate hook failed for %s %s: %s",
-                    *_facts(request),
-                    type(exc).__name__,
-                )
-                logger.debug("the authenticate hook's exception", exc_info=True)
-                return _AUTH_FAILED
-            if isinstance(found, Principal | HttpResponse):
-                return found
-            logger.error(  # (its type only: the value might be a token)
-                "the authenticate hook returned a %s, neither a Principal nor an HttpResponse",
-                type(found).__name__,
-            )
-            return _AUTH_FAILED
-        logger.error(
-            "the authenticate hook took over %s s (authenticate_timeout) for %s %s",
-            timeout,
-            *_facts(request),
-        )
-        return _UNAVAILABLE
 
     async def _refuse_request(self, response: HttpResponse) -> bool:
         """Refuse a request the head of which is read: read and drop its body first

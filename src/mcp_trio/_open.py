@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -18,6 +19,9 @@ from ._config import SessionConfig
 from ._handlers import Handlers
 from ._session import Session
 from ._util import open_task_nursery
+
+if TYPE_CHECKING:
+    from mcp_sansio._http_auth import Principal
 
 __all__ = ["connect_session", "open_session"]
 
@@ -31,6 +35,7 @@ async def connect_session(
     config: SessionConfig | None = None,
     connection_config: ConnectionConfig | None = None,
     handler_nursery: trio.Nursery | None = None,
+    principal: Principal | None = None,
 ) -> Session:
     """Start a session's tasks in ``nursery`` and return it (for advanced callers).
 
@@ -46,6 +51,8 @@ async def connect_session(
         connection_config: the core's configuration.
         handler_nursery: where handler tasks run (default: the session's own nursery).
             Handlers there are cancelled when the session closes.
+        principal: server role: who the transport authenticated the peer as (handlers
+            read it as ``ctx.principal``; a modern ``requestState`` is sealed for it).
 
     Returns:
         The running session. A client still has to ``await session.start()``.
@@ -57,6 +64,7 @@ async def connect_session(
         config=config,
         connection_config=connection_config,
         handler_nursery=handler_nursery,
+        principal=principal,
     )
     await nursery.start(session._run)
     return session
@@ -71,6 +79,7 @@ async def open_session(
     config: SessionConfig | None = None,
     connection_config: ConnectionConfig | None = None,
     handler_nursery: trio.Nursery | None = None,
+    principal: Principal | None = None,
 ) -> AsyncGenerator[Session, None]:
     """Run a session over ``channel`` for the duration of the ``async with`` block.
 
@@ -95,6 +104,7 @@ async def open_session(
             config=config,
             connection_config=connection_config,
             handler_nursery=handler_nursery,
+            principal=principal,
         )
         try:
             yield session

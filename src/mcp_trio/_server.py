@@ -74,6 +74,8 @@ from ._util import SessionHook, open_task_nursery
 if TYPE_CHECKING:
     from mcp_sansio._http import HeaderParam
 
+    from ._http_auth import Authenticate
+
 # The HTTP and WebSocket modules are imported by the methods that serve them: a stdio
 # server starts without them (see benchmarks/coldstart.py).
 
@@ -638,11 +640,13 @@ class Server:
         *,
         ssl_context: ssl.SSLContext | None = None,
         on_session: SessionHook | None = None,
+        authenticate: Authenticate | None = None,
         handler_nursery: trio.Nursery | None = None,
         task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled (see
-        :func:`~mcp_trio.serve_websocket`)."""
+        :func:`~mcp_trio.serve_websocket`; ``authenticate`` as for :meth:`serve_http`,
+        on each connection's handshake)."""
         from ._websocket import serve_websocket as _serve_websocket  # noqa: PLC0415
 
         await _serve_websocket(
@@ -653,6 +657,7 @@ class Server:
             config=self.session_config,
             connection_config=self.connection_config(),
             on_session=self._tracker.hook(on_session),
+            authenticate=authenticate,
             handler_nursery=handler_nursery,
             task_status=task_status,
         )

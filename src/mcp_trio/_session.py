@@ -77,7 +77,7 @@ import logging
 import math
 from collections import deque
 from contextlib import suppress
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
@@ -121,6 +121,9 @@ from ._pool import HandlerPool, _Running, call_request_handler, send_answer, ser
 from ._util import is_internal_failure, rearm
 from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
+
+if TYPE_CHECKING:
+    from mcp_sansio._http_auth import Principal
 
 __all__ = ["Session", "SessionStatistics"]
 
@@ -191,12 +194,16 @@ class Session:
         config: SessionConfig | None = None,
         connection_config: ConnectionConfig | None = None,
         handler_nursery: trio.Nursery | None = None,
+        principal: Principal | None = None,
     ) -> None:
         self.config = config if config is not None else SessionConfig()
+        self.principal = principal
+        """Server role: who the transport authenticated the peer as, or ``None``."""
         self.handlers = handlers if handlers is not None else Handlers()
         if role == "server":
             connection_config = with_wall_clock(connection_config)
-        self._conn = Connection(role, connection_config)
+        subject = principal.subject if principal is not None else None
+        self._conn = Connection(role, connection_config, principal=subject)
         self._channel = channel
         self._handler_nursery = handler_nursery
         self._pool = HandlerPool(
@@ -913,7 +920,11 @@ class Session:
             return
         sub = event.subscription_id if isinstance(event, SubscriptionNotificationReceived) else None
         ctx = NotificationContext(
-            session=self, method=event.method, params=event.params, subscription_id=sub
+            session=self,
+            method=event.method,
+            params=event.params,
+            subscription_id=sub,
+            principal=self.principal,
         )
         # A backlog slot, and a running slot if one is free: a notification that comes
         # while every running slot waits for the peer's answers (which follow it in the

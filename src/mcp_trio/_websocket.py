@@ -30,12 +30,14 @@ import trio
 import trio_websocket
 
 from mcp_sansio import ConnectionConfig
-from mcp_sansio._http_common import extra_headers
+from mcp_sansio._http_auth import Principal
+from mcp_sansio._http_common import HttpRequest, HttpResponse, extra_headers
 
 from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
+from ._http_auth import Authenticate, run_authenticate
 from ._open import open_session
 from ._session import Session
 from ._util import SessionHook, open_task_nursery, run_hook
@@ -190,6 +192,7 @@ async def serve_websocket(
     config: SessionConfig | None = None,
     connection_config: ConnectionConfig | None = None,
     on_session: SessionHook | None = None,
+    authenticate: Authenticate | None = None,
     handler_nursery: trio.Nursery | None = None,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -203,6 +206,11 @@ async def serve_websocket(
         config: runtime bounds, message size, pings, shared by every connection.
         connection_config: the server core's configuration.
         on_session: runs beside each connection's session; cancelled when it closes.
+        authenticate: ``async (request_head) -> Principal | HttpResponse``, as for
+            :func:`~mcp_trio.serve_http` (e.g. :class:`~mcp_trio.BearerAuth`), run on
+            each connection's opening handshake (a ``GET``), within
+            ``config.ws_connect_timeout``: a refusal is the handshake's answer, a
+            principal is the whole connection's (``ctx.principal``).
         handler_nursery: where connection tasks run (default: an internal nursery).
         task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
             as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
@@ -223,7 +231,9 @@ async def serve_websocket(
         if ssl_context is not None:
             stream = trio.SSLStream(tcp, ssl_context, server_side=True)
         try:
-            await _serve_connection(stream, handlers, config, connection_config, on_session)
+            await _serve_connection(
+                stream, handlers, config, connection_config, on_session, authenticate
+            )
         except Exception:
             logger.exception("MCP WebSocket connection failed")
         finally:
@@ -240,10 +250,13 @@ async def _serve_connection(
     config: SessionConfig,
     connection_config: ConnectionConfig | None,
     on_session: SessionHook | None,
+    authenticate: Authenticate | None = None,
 ) -> None:
     async with open_task_nursery("WebSocket server", cancel_on_exit=True) as nursery:
         ws: trio_websocket.WebSocketConnection | None = None
+        principal: Principal | None = None
         watch = ReaderWatch(nursery)
+        request: trio_websocket.WebSocketRequest | None = None
         with trio.move_on_after(config.ws_connect_timeout):
             request = await trio_websocket.wrap_server_stream(
                 watch.nursery(), stream, max_message_size=config.ws_max_message_size
@@ -254,6 +267,23 @@ async def _serve_connection(
             if SUBPROTOCOL not in request.proposed_subprotocols:
                 await request.reject(400, body=b"the WebSocket subprotocol 'mcp' is required\n")
                 return
+        if request is None:
+            return  # no complete handshake in time
+        refusal = None
+        if authenticate is not None:  # (with a timeout of its own: a slow hook is a 503)
+            head = HttpRequest(method="GET", target=request.path, headers=request.headers)
+            found = await run_authenticate(
+                authenticate, head, config.ws_connect_timeout, f"WebSocket {MCP_PATH}"
+            )
+            if isinstance(found, HttpResponse):
+                refusal = found
+            else:
+                principal = found
+        with trio.move_on_after(config.ws_connect_timeout):
+            if refusal is not None:
+                body = refusal.body or None
+                await request.reject(refusal.status, extra_headers=list(refusal.headers), body=body)
+                return
             ws = await request.accept(subprotocol=SUBPROTOCOL)
         if ws is None:
             return  # no complete handshake in time
@@ -262,7 +292,12 @@ async def _serve_connection(
         )
         nursery.start_soon(_keepalive, channel, config)
         async with open_session(
-            channel, "server", handlers=handlers, config=config, connection_config=connection_config
+            channel,
+            "server",
+            handlers=handlers,
+            config=config,
+            connection_config=connection_config,
+            principal=principal,
         ) as session:
             await run_hook(session, on_session)
 

@@ -3,6 +3,7 @@ absolute ``fail_after`` on every test."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -10,13 +11,17 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 import trio_websocket
 
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     MCP_PATH,
     SUBPROTOCOL,
+    BearerAuth,
     Handlers,
+    NotificationContext,
+    Principal,
     RequestContext,
     Session,
     SessionClosed,
@@ -296,3 +301,109 @@ async def test_a_refused_connection_is_session_closed() -> None:
     with pytest.raises(SessionClosed, match="could not connect"):
         async with open_client(f"ws://127.0.0.1:{port}/mcp"):
             raise AssertionError("connected")  # pragma: no cover
+
+
+# ================================================================== authentication
+
+
+async def _verify(token: str) -> Principal | None:
+    await trio.lowlevel.checkpoint()
+    if token == "boom":
+        raise ValueError(f"invalid literal for int(): {token!r}")  # (the token in its text)
+    return Principal(subject="alice", scopes="mcp") if token == "s3cret" else None
+
+
+async def _start_protected(
+    nursery: trio.Nursery, authenticate: Any
+) -> tuple[Server, list[Principal | None]]:
+    seen: list[Principal | None] = []  # what the notification handler saw
+
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def whoami(ctx: RequestContext) -> dict[str, Any]:
+        principal = ctx.principal
+        text = "nobody" if principal is None else principal.subject
+        return {"content": [{"type": "text", "text": text}]}
+
+    async def noted(ctx: NotificationContext) -> None:
+        seen.append(ctx.principal)
+        await trio.lowlevel.checkpoint()
+
+    handlers.set_notification_handler("notifications/roots/list_changed", noted)
+    listeners = await nursery.start(
+        lambda task_status: serve_websocket(
+            handlers,
+            "127.0.0.1",
+            0,
+            config=SessionConfig(ws_connect_timeout=5),
+            connection_config=server_config(),
+            authenticate=authenticate,
+            task_status=task_status,
+        )
+    )
+    return Server(listeners[0].socket.getsockname()[1]), seen
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_handshake_is_authenticated(nursery: trio.Nursery, era: str) -> None:
+    # The WebSocket server had no way to check a token: it served anybody.
+    auth = BearerAuth(verify_token=_verify, resource_metadata_url="https://m.example/.wk")
+    server, seen = await _start_protected(nursery, auth)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with open_websocket_client(server.url()):
+                raise AssertionError("unreachable")
+        refused = rejection(info.value)
+        assert refused.status_code == 401
+        challenge = dict(refused.headers or []).get(b"www-authenticate", b"")
+        assert b'resource_metadata="https://m.example/.wk"' in challenge
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with open_websocket_client(server.url(), headers={"Authorization": "Bearer x"}):
+                raise AssertionError("unreachable")
+        assert rejection(info.value).status_code == 401
+        async with open_websocket_client(
+            server.url(),
+            headers={"Authorization": "Bearer s3cret"},
+            connection_config=client_config(era=era),
+        ) as session:
+            result = await session.request("tools/call", {"name": "whoami", "arguments": {}})
+            assert result["content"][0]["text"] == "alice"
+            if era == "legacy":
+                await session.notify("notifications/roots/list_changed")
+                await session.request("ping")  # (answered after the notification is taken)
+                await trio.testing.wait_all_tasks_blocked()
+                assert seen == [Principal(subject="alice", scopes="mcp")]
+
+
+async def test_a_failing_or_slow_hook_refuses_the_handshake(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    auth = BearerAuth(verify_token=_verify)
+    server, _ = await _start_protected(nursery, auth)
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.DEBUG, "mcp_trio"):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with open_websocket_client(
+                server.url(), headers={"Authorization": "Bearer boom"}
+            ):
+                raise AssertionError("unreachable")
+        assert rejection(info.value).status_code == 500
+    assert "the authenticate hook failed for WebSocket /mcp: ValueError" in caplog.text
+    errors = "".join(r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR)
+    assert "boom" not in errors  # (the traceback, token and all, is at DEBUG only)
+
+
+async def test_a_slow_hook_is_503(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def hang(request: Any) -> Principal:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    server, _ = await _start_protected(nursery, hang)
+    with trio.fail_after(IO_TIMEOUT * 10):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with open_websocket_client(server.url()):
+                raise AssertionError("unreachable")
+        refused = rejection(info.value)
+    assert refused.status_code == 503 and dict(refused.headers or [])[b"retry-after"] == b"1"
