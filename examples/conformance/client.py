@@ -3,7 +3,9 @@
 The suite runs ``python examples/conformance/client.py <mock-server-url>`` with
 ``MCP_CONFORMANCE_SCENARIO`` naming the scenario and ``MCP_CONFORMANCE_PROTOCOL_VERSION``
 the revision ("2026-07-28" selects the modern, stateless lifecycle). One program serves
-every non-OAuth scenario listed in ``shared/conformance/README.md``.
+every scenario listed in ``shared/conformance/README.md``; the ``auth/*`` ones go through
+:class:`mcp_trio.OAuth`, whose authorization step fetches the mock's authorization URL
+without following its redirect (no browser: the mock approves at once).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ import trio
 
 from mcp_sansio import types as t
 from mcp_sansio import unstructure
-from mcp_trio import Client, open_client
+from mcp_trio import (
+    Client,
+    ClientCredentials,
+    OAuth,
+    fetch_authorization_redirect,
+    open_client,
+)
 
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
 
@@ -132,6 +140,31 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+#: The Client ID Metadata Document URL the suite expects (auth/basic-cimd).
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def oauth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
+    """OAuth for the auth/* scenarios: pre-registered credentials when the context
+    has them, our metadata document URL where the server supports those."""
+    if not scenario.startswith("auth/"):
+        return None
+    client = None
+    if "client_id" in context:
+        client = ClientCredentials(
+            client_id=context["client_id"],
+            client_secret=context.get("client_secret"),
+            issuer=context.get("issuer"),
+        )
+    return OAuth(
+        redirect_uri="http://localhost:3000/callback",
+        on_authorize=fetch_authorization_redirect,
+        client=client,
+        client_metadata_url=CIMD_URL,
+        client_name="mcp-trio-conformance-client",
+    )
+
+
 async def main(url: str) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "tools_call")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
@@ -144,6 +177,7 @@ async def main(url: str) -> int:
         on_sampling=on_sampling,
         client_info={"name": "mcp-trio-conformance-client", "version": "1.0.0"},
         timeout=30,
+        auth=oauth_for(scenario, context),
     ) as client:
         await run(client, context)
     return 0

@@ -52,6 +52,27 @@ from ._versions import MODERN_VERSIONS as MODERN_VERSIONS
 from ._versions import Era as Era
 
 if TYPE_CHECKING:
+    from ._oauth import AuthorizationServerMetadata as AuthorizationServerMetadata
+    from ._oauth import BearerChallenge as BearerChallenge
+    from ._oauth import ClientCredentials as ClientCredentials
+    from ._oauth import OAuthError as OAuthError
+    from ._oauth import OAuthToken as OAuthToken
+    from ._oauth import PkcePair as PkcePair
+    from ._oauth import ProtectedResourceMetadata as ProtectedResourceMetadata
+    from ._oauth import TokenEndpointAuthMethod as TokenEndpointAuthMethod
+    from ._oauth import authorization_server_metadata_urls as authorization_server_metadata_urls
+    from ._oauth import authorization_url as authorization_url
+    from ._oauth import check_endpoint as check_endpoint
+    from ._oauth import new_pkce as new_pkce
+    from ._oauth import parse_authorization_response as parse_authorization_response
+    from ._oauth import parse_bearer_challenge as parse_bearer_challenge
+    from ._oauth import parse_registration as parse_registration
+    from ._oauth import parse_token_response as parse_token_response
+    from ._oauth import protected_resource_metadata_urls as protected_resource_metadata_urls
+    from ._oauth import registration_body as registration_body
+    from ._oauth import resource_matches as resource_matches
+    from ._oauth import select_scope as select_scope
+    from ._oauth import token_request as token_request
     from ._serde import structure as structure
     from ._serde import structure_params as structure_params
     from ._serde import unstructure as unstructure
@@ -62,6 +83,9 @@ __all__ = [
     "LATEST_VERSION",
     "LEGACY_VERSIONS",
     "MODERN_VERSIONS",
+    "AuthorizationServerMetadata",
+    "BearerChallenge",
+    "ClientCredentials",
     "Connection",
     "ConnectionClosed",
     "ConnectionConfig",
@@ -78,7 +102,11 @@ __all__ = [
     "LocalProtocolError",
     "MessageTooLarge",
     "NotificationReceived",
+    "OAuthError",
+    "OAuthToken",
+    "PkcePair",
     "ProgressReceived",
+    "ProtectedResourceMetadata",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestCancelled",
@@ -91,11 +119,25 @@ __all__ = [
     "SSEDecoder",
     "SSEEvent",
     "SubscriptionNotificationReceived",
+    "TokenEndpointAuthMethod",
+    "authorization_server_metadata_urls",
+    "authorization_url",
+    "check_endpoint",
     "encode_line",
     "encode_sse_comment",
     "encode_sse_event",
+    "new_pkce",
+    "parse_authorization_response",
+    "parse_bearer_challenge",
+    "parse_registration",
+    "parse_token_response",
+    "protected_resource_metadata_urls",
+    "registration_body",
+    "resource_matches",
+    "select_scope",
     "structure",
     "structure_params",
+    "token_request",
     "unstructure",
 ]
 
@@ -103,11 +145,38 @@ __all__ = [
 # The typed view (cattrs + the generated model) is loaded on first use: the
 # protocol core itself never needs it, and it is most of the import time.
 _LAZY_SERDE = frozenset({"structure", "structure_params", "unstructure"})
+# The OAuth client rules likewise: only an HTTP client that authorizes needs them.
+_LAZY_OAUTH = frozenset(
+    {
+        "token_request",
+        "authorization_server_metadata_urls",
+        "parse_bearer_challenge",
+        "ProtectedResourceMetadata",
+        "authorization_url",
+        "protected_resource_metadata_urls",
+        "registration_body",
+        "ClientCredentials",
+        "OAuthToken",
+        "AuthorizationServerMetadata",
+        "check_endpoint",
+        "BearerChallenge",
+        "parse_authorization_response",
+        "PkcePair",
+        "new_pkce",
+        "select_scope",
+        "parse_token_response",
+        "OAuthError",
+        "TokenEndpointAuthMethod",
+        "resource_matches",
+        "parse_registration",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_SERDE:
-        value = getattr(importlib.import_module("._serde", __name__), name)
+    if name in _LAZY_SERDE or name in _LAZY_OAUTH:
+        module = "._serde" if name in _LAZY_SERDE else "._oauth"
+        value = getattr(importlib.import_module(module, __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

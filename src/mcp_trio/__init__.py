@@ -58,6 +58,13 @@ if TYPE_CHECKING:
     from ._jsonschema import Constraints as Constraints
     from ._jsonschema import Description as Description
     from ._memory import open_memory_pair as open_memory_pair
+    from ._oauth import ClientCredentials as ClientCredentials
+    from ._oauth import InMemoryOAuthStorage as InMemoryOAuthStorage
+    from ._oauth import OAuth as OAuth
+    from ._oauth import OAuthError as OAuthError
+    from ._oauth import OAuthStorage as OAuthStorage
+    from ._oauth import OAuthToken as OAuthToken
+    from ._oauth import fetch_authorization_redirect as fetch_authorization_redirect
     from ._open import connect_session as connect_session
     from ._open import open_session as open_session
     from ._server import Server as Server
@@ -132,6 +139,13 @@ _LAZY: dict[str, str] = {
     "Constraints": "._jsonschema",
     "Description": "._jsonschema",
     "open_memory_pair": "._memory",
+    "ClientCredentials": "._oauth",
+    "InMemoryOAuthStorage": "._oauth",
+    "OAuth": "._oauth",
+    "OAuthError": "._oauth",
+    "OAuthStorage": "._oauth",
+    "OAuthToken": "._oauth",
+    "fetch_authorization_redirect": "._oauth",
     "connect_session": "._open",
     "open_session": "._open",
     "Server": "._server",
@@ -181,6 +195,7 @@ __all__ = [
     "BearerAuth",
     "BlockingClient",
     "Client",
+    "ClientCredentials",
     "Completion",
     "CompletionRequest",
     "Constraints",
@@ -199,6 +214,7 @@ __all__ = [
     "HttpServerStatistics",
     "HttpTransportConfig",
     "Image",
+    "InMemoryOAuthStorage",
     "InputRequiredError",
     "InputRequiredResult",
     "LocalProtocolError",
@@ -208,6 +224,10 @@ __all__ = [
     "MessageChannel",
     "NotificationContext",
     "NotificationHandler",
+    "OAuth",
+    "OAuthError",
+    "OAuthStorage",
+    "OAuthToken",
     "Principal",
     "ProcessChannel",
     "ProtectedResourceMetadata",
@@ -234,6 +254,7 @@ __all__ = [
     "__version__",
     "bearer_challenge",
     "connect_session",
+    "fetch_authorization_redirect",
     "memory_channel_pair",
     "open_client",
     "open_http_client",

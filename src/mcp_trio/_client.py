@@ -21,7 +21,7 @@ import ssl
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import trio
 
@@ -68,6 +68,9 @@ from ._errors import McpError, SessionClosed
 from ._handlers import Handlers
 from ._session import Session
 from ._util import open_task_nursery
+
+if TYPE_CHECKING:
+    from ._oauth import OAuth  # (the HTTP binding is imported when first used)
 
 __all__ = ["Client", "ToolOutput", "open_client"]
 
@@ -480,6 +483,7 @@ async def open_client(
     stderr: StderrCallback | None = None,
     ssl_context: ssl.SSLContext | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: OAuth | None = None,
 ) -> AsyncGenerator[Client]:
     """Connect to an MCP server, in whichever era it speaks, for the ``async with`` block.
 
@@ -530,6 +534,8 @@ async def open_client(
         ssl_context: ``wss://`` / ``https://``: the TLS context.
         headers: HTTP and WebSocket: extra headers for every request (the
             WebSocket handshake), e.g. ``{"Authorization": "Bearer ..."}``.
+        auth: HTTP: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`) for a server
+            that asks for it (``401``); see the README, "OAuth".
 
     Raises:
         HandshakeFailed: no common era or version, or the server refused.
@@ -576,6 +582,7 @@ async def open_client(
             stderr=stderr,
             ssl_context=ssl_context,
             headers=headers,
+            auth=auth,
         ) as session,
     ):
         if session.handshake is None:

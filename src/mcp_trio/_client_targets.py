@@ -21,7 +21,7 @@ import shlex
 import ssl
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -35,6 +35,9 @@ from ._open import open_session
 from ._session import Session
 from ._stdio import StderrCallback, open_stdio_client
 from ._websocket import open_websocket_client
+
+if TYPE_CHECKING:
+    from ._oauth import OAuth  # (the HTTP binding is imported when first used)
 
 __all__ = [
     "URL_SCHEMES",
@@ -113,6 +116,7 @@ async def open_target(
     stderr: StderrCallback | None = None,
     ssl_context: ssl.SSLContext | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: OAuth | None = None,
 ) -> AsyncGenerator[Session]:
     """Open a client session to ``target`` (see the module docstring).
 
@@ -124,7 +128,9 @@ async def open_target(
     url = target if isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES) else ""
     if url[:8].lower().startswith(_HTTP):  # RFC 3986: a scheme is compared in any case
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
-        opened = _open_http(url, handlers, config, connection_config, ssl_context, headers)
+        opened = _open_http(url, handlers, config, connection_config, ssl_context, headers, auth)
+    elif auth is not None:
+        _only_for("a non-HTTP", auth=auth)
     elif url:
         _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr)
         opened = open_websocket_client(
@@ -197,6 +203,7 @@ def _open_http(
     connection_config: ConnectionConfig,
     ssl_context: ssl.SSLContext | None,
     headers: Mapping[str, str] | None,
+    auth: OAuth | None,
 ) -> AbstractAsyncContextManager[Any]:
     # Imported here: the HTTP binding (h11, pools) costs nothing until it is used.
     module = importlib.import_module("mcp_trio._http_client")
@@ -207,6 +214,7 @@ def _open_http(
         config=config,
         ssl_context=ssl_context,
         headers=headers,
+        auth=auth,
         start=False,
     )
     return opened

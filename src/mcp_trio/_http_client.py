@@ -113,6 +113,7 @@ from mcp_sansio._http import (
     SessionPending,
 )
 from mcp_sansio._json import dumps, loads
+from mcp_sansio._oauth import OAuthError
 
 from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
 from ._config import SessionConfig
@@ -121,6 +122,7 @@ from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
 from ._http_pool import ConnectFailed, Pool, UnsendableRequest, WriteFailed
 from ._http_wire import H11Stream, WireError
+from ._oauth import OAuth
 from ._open import open_session
 from ._session import Session
 from ._util import open_task_nursery
@@ -183,10 +185,12 @@ class HttpChannel(MessageChannel):
         headers: extra headers for every request (e.g. ``Authorization``).
         write_timeout: seconds one request may take to be written.
         close_timeout: seconds the ``DELETE`` that ends a legacy session may take.
+        auth: OAuth 2.1 authorization for a server that asks for it (``401``).
 
     Raises:
         ValueError: ``url`` is not an absolute http(s) URL, or an extra header is
-            malformed or one the transport writes itself (``Mcp-Session-Id``, ...).
+            malformed or one the transport writes itself (``Mcp-Session-Id``, ...;
+            ``Authorization`` with ``auth``).
     """
 
     framing: ClassVar[Framing] = "message"
@@ -201,16 +205,19 @@ class HttpChannel(MessageChannel):
         headers: Mapping[str, str] | None = None,
         write_timeout: float | None = None,
         close_timeout: float = 2.0,
+        auth: OAuth | None = None,
     ) -> None:
         self.http = HttpClient(url, http_config)
         """The sans-IO client: era, session id, negotiated version."""
         self.transport = transport if transport is not None else HttpTransportConfig()
+        self._auth = auth.bind(url) if auth is not None else None
         self._pool = Pool(
             url,
             self.transport,
             ssl_context=ssl_context,
             headers=headers,
             write_timeout=write_timeout,
+            authorization=self._auth.authorization if self._auth is not None else None,
         )
         self._close_timeout = close_timeout
         self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed | SessionLost](
@@ -311,6 +318,7 @@ class HttpChannel(MessageChannel):
             or self._tasks is None
             or not pool.limiter.available_tokens
             or not pool.has_direct_idle()
+            or (self._auth is not None and self._auth.needs_refresh())
         ):
             return False  # (checked before the message is parsed: send() parses it)
         try:
@@ -380,6 +388,11 @@ class HttpChannel(MessageChannel):
         scope = trio.CancelScope()
         stream = self._track(sent, scope)
         limiter = self._pool.limiter
+        if self._auth is not None and self._auth.needs_refresh():
+            # The token is refreshed first, by the request's own task (the session's
+            # writer does not wait for the authorization server).
+            self._tasks.start_soon(self._request, sent, stream, None)
+            return
         try:
             # The slot is the request's (its scope borrows it), not the writer's task's.
             limiter.acquire_on_behalf_of_nowait(scope)
@@ -524,13 +537,34 @@ class HttpChannel(MessageChannel):
         stream: _Stream | None = None,
     ) -> ClientResponse:
         """Send one HTTP request (unless it is already out on ``wire``, but for
-        ``rest``); hand its answer's messages to the session."""
-        if wire is None:
-            wire, head = await self._pool.roundtrip(sent.request, written)
-        else:
-            if rest:
-                await self._pool.write_rest(wire, rest)
-            head = await self._pool.read_head(wire)
+        ``rest``); hand its answer's messages to the session. With OAuth, a refusal
+        that asks for authorization is answered by authorizing and sending the request
+        again (see :mod:`mcp_trio._oauth`), except for one-way messages: their sender
+        is the session's writer, which must not wait for a user to authorize."""
+        auth = self._auth if sent.request_ids or sent.request.method == "GET" else None
+        rounds = 0
+        while True:
+            if wire is None:
+                if auth is not None:
+                    await auth.ready()
+                wire, head = await self._pool.roundtrip(sent.request, written)
+            else:
+                if rest:
+                    await self._pool.write_rest(wire, rest)
+                head = await self._pool.read_head(wire)
+            if auth is None or rounds >= auth.oauth.max_authorizations:
+                break
+            challenge = auth.challenge_of(head.status_code, head.headers)
+            if challenge is None:
+                break
+            refused, rounds = wire.authorization, rounds + 1
+            await wire.aclose()  # (its body is of no use)
+            wire, rest = None, b""
+            try:
+                await auth.challenged(head.status_code, challenge, refused)
+            except (OAuthError, trio.TooSlowError) as exc:
+                logger.warning("HTTP: authorization failed: %s", exc)
+                raise WireError(f"authorization failed: {exc}") from exc
         if headed is not None:
             headed()
         reader = self.http.response(sent, head.status_code, list(head.headers))
@@ -810,6 +844,7 @@ async def open_http_client(
     transport: HttpTransportConfig | None = None,
     ssl_context: ssl.SSLContext | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: OAuth | None = None,
     start: bool = True,
 ) -> AsyncGenerator[Session]:
     """Connect to an MCP server over Streamable HTTP (both eras).
@@ -829,6 +864,9 @@ async def open_http_client(
         transport: connection pool bounds and timeouts.
         ssl_context: for ``https://`` (default: the system's trust store).
         headers: extra headers for every request (e.g. ``Authorization``).
+        auth: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`) for a server that
+            answers ``401``: discovery, registration, authorization and tokens happen
+            when the server first asks; the refused request is then sent again.
         start: run the handshake before the block starts.
 
     Returns:
@@ -876,6 +914,7 @@ async def open_http_client(
         headers=headers,
         write_timeout=config.write_timeout,
         close_timeout=config.close_timeout,
+        auth=auth,
     )
     async with open_task_nursery("HTTP client", cancel_on_exit=True) as nursery:
         await nursery.start(channel.run)

@@ -74,6 +74,9 @@ class Pool:
         headers: extra headers for every request (e.g. ``Authorization``; a
             ``User-Agent`` replaces ours).
         write_timeout: seconds one request may take to be written.
+        authorization: called as each request is framed: the ``Authorization`` value
+            to send (an OAuth bearer token), or ``None`` for none. What was sent is
+            :attr:`H11Stream.authorization` of the connection that sent it.
 
     Raises:
         ValueError: a malformed extra header, or one the transport writes itself
@@ -88,6 +91,7 @@ class Pool:
         ssl_context: ssl.SSLContext | None = None,
         headers: Mapping[str, str] | None = None,
         write_timeout: float | None = None,
+        authorization: Callable[[], bytes | None] | None = None,
     ) -> None:
         parts = urlsplit(url)
         self.secure = parts.scheme == "https"
@@ -97,11 +101,14 @@ class Pool:
         self.limiter = trio.CapacityLimiter(transport.max_client_connections)
         """Held by each request in progress (not by the GET stream or one-way POSTs)."""
         self._ssl = ssl_context
-        extra = extra_headers(headers, reserved=_RESERVED_HEADERS, transport="HTTP")
+        # With OAuth the token is ours to send: a user's own Authorization would clash.
+        reserved = (*_RESERVED_HEADERS, "authorization") if authorization else _RESERVED_HEADERS
+        extra = extra_headers(headers, reserved=reserved, transport="HTTP")
         if not any(name == b"user-agent" for name, _ in extra):
             extra.insert(0, (b"user-agent", _USER_AGENT))
         self._extra = extra
         self._write_timeout = write_timeout
+        self._authorization = authorization
         self._idle: deque[H11Stream] = deque()
 
     async def connect(self) -> H11Stream:
@@ -131,13 +138,16 @@ class Pool:
             ) from exc
         return H11Stream(stream, h11.CLIENT, self.transport.max_header_size)
 
-    def _events(self, request: HttpRequest) -> list[h11.Event]:
-        """The h11 events of ``request``.
+    def _events(self, request: HttpRequest) -> tuple[list[h11.Event], bytes | None]:
+        """The h11 events of ``request``, and the ``Authorization`` value they carry.
 
         Raises:
             UnsendableRequest: h11 refused the request line or a header.
         """
         headers = [*request.headers, *self._extra]
+        authorization = self._authorization() if self._authorization is not None else None
+        if authorization is not None:
+            headers.append((b"authorization", authorization))
         if request.body or request.method == "POST":
             headers.append((b"content-length", str(len(request.body)).encode()))
         try:
@@ -148,7 +158,7 @@ class Pool:
         if request.body:
             events.append(h11.Data(data=request.body))
         events.append(h11.EndOfMessage())
-        return events
+        return events, authorization
 
     async def roundtrip(
         self, request: HttpRequest, on_written: Callable[[], None]
@@ -180,7 +190,7 @@ class Pool:
             WriteFailed: the write failed (a :class:`WireError`).
             ConnectFailed: no connection (a :class:`WireError`).
         """
-        events = self._events(request)
+        events, authorization = self._events(request)
         wire = None
         while self._idle and wire is None:
             wire = self._idle.popleft()
@@ -189,6 +199,7 @@ class Pool:
                 wire = None
         if wire is None:
             wire = await self.connect()
+        wire.authorization = authorization
         try:
             await wire.send(events, timeout)
         except h11.LocalProtocolError as exc:
@@ -223,10 +234,11 @@ class Pool:
         if not wire.writes_directly or wire.is_stale():
             return None  # send() closes a stale one, and writes through TLS
         try:
-            events = self._events(request)
+            events, authorization = self._events(request)
         except UnsendableRequest:
             return None  # send() raises it
         self._idle.popleft()
+        wire.authorization = authorization
         try:
             data = wire.frame(events)
         except h11.LocalProtocolError:

@@ -53,6 +53,9 @@ class H11Stream:
         """Bytes received in the current request/response cycle (head included)."""
         self.ended = False
         """Whether the peer's end of input was read."""
+        self.authorization: bytes | None = None
+        """Client: the ``Authorization`` value of the request last sent (which token a
+        ``401`` refused)."""
         self.writes_directly: bool = _DIRECT_WRITES and type(stream) is trio.SocketStream
         """Whether :meth:`write_nowait` can write (plain TCP on POSIX)."""
 

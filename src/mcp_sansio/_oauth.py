@@ -1,0 +1,801 @@
+"""OAuth 2.1 for MCP clients, sans-IO: discovery, registration, authorization, tokens.
+
+Theory of operation
+-------------------
+An MCP server that wants authorization answers ``401`` (or ``403`` with
+``error="insufficient_scope"``) and a ``WWW-Authenticate: Bearer ...`` challenge. What the
+client does next is a fixed sequence of HTTP exchanges with the server and its
+authorization server (AS); every step is a pure function here, so the whole sequence is
+testable without a socket and any binding (Trio, asyncio, a browser extension) can
+drive it:
+
+1. :func:`parse_bearer_challenge` reads the challenge (``resource_metadata``, ``scope``,
+   ``error``).
+2. :func:`protected_resource_metadata_urls` lists where the protected-resource metadata
+   (RFC 9728) may be, in the order the spec says to try them;
+   :meth:`ProtectedResourceMetadata.parse` reads one and refuses it when its ``resource``
+   is not the server we talk to.
+3. :func:`authorization_server_metadata_urls` lists the AS metadata URLs (RFC 8414, then
+   OpenID Connect Discovery); :meth:`AuthorizationServerMetadata.parse` refuses a
+   document whose ``issuer`` is not the one the URL was built from.
+4. Registration: pre-registered credentials, a Client ID Metadata Document URL (when the
+   AS says it supports them) or Dynamic Client Registration
+   (:func:`registration_body`, :func:`parse_registration`).
+5. :func:`select_scope`, :func:`new_pkce` and :func:`authorization_url` build the
+   authorization request; the user agent goes there and comes back to the redirect URI;
+   :func:`parse_authorization_response` checks ``state`` and ``iss`` (RFC 9207) before
+   the code may go anywhere.
+6. :func:`token_request` (authorization code, refresh token or client credentials, with
+   the AS's client authentication method) and :func:`parse_token_response`; a token's
+   expiry is data (:attr:`OAuthToken.expires_at`), the caller passes ``now``.
+
+Everything the peer sends that breaks these rules raises :class:`OAuthError`. Nothing
+here does I/O or reads a clock; randomness (``state``, the PKCE verifier) comes from
+:mod:`secrets` unless the caller passes its own.
+
+Specification: ``2025-11-25/basic/authorization`` and
+``2026-07-28/basic/authorization/*`` (discovery, client registration, RFC 9207).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, final
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import attrs
+
+from ._json import JSONDecodeError, loads
+
+__all__ = [
+    "AuthorizationServerMetadata",
+    "BearerChallenge",
+    "ClientCredentials",
+    "OAuthError",
+    "OAuthToken",
+    "PkcePair",
+    "ProtectedResourceMetadata",
+    "TokenEndpointAuthMethod",
+    "authorization_server_metadata_urls",
+    "authorization_url",
+    "check_endpoint",
+    "new_pkce",
+    "parse_authorization_response",
+    "parse_bearer_challenge",
+    "parse_registration",
+    "parse_token_response",
+    "protected_resource_metadata_urls",
+    "registration_body",
+    "resource_matches",
+    "select_scope",
+    "token_request",
+]
+
+TokenEndpointAuthMethod: TypeAlias = Literal["none", "client_secret_basic", "client_secret_post"]
+"""The client authentication methods at the token endpoint we implement."""
+_AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post")
+_LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+OFFLINE_ACCESS: Final = "offline_access"
+
+
+class OAuthError(Exception):
+    """Authorization could not be obtained: the server, the authorization server or
+    the user's redirect broke a rule (the message says which), or the authorization
+    server answered with an OAuth error (:attr:`error`)."""
+
+    def __init__(self, message: str, *, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        """The OAuth ``error`` code the authorization server sent, if any."""
+
+
+# ---------------------------------------------------------------------- challenge
+
+
+@final
+@attrs.frozen(kw_only=True)
+class BearerChallenge:
+    """A ``WWW-Authenticate: Bearer`` challenge (RFC 6750 section 3, RFC 9728 section 5.1)."""
+
+    resource_metadata: str | None = None
+    """The URL of the server's protected-resource metadata, if the server named it."""
+    scope: str | None = None
+    """The scopes the current operation needs (space-separated), if given."""
+    error: str | None = None
+    """``invalid_token``, ``insufficient_scope``, ...; ``None`` when absent."""
+    error_description: str | None = None
+    """The human-readable description, if any."""
+
+
+def _auth_params(value: str) -> list[tuple[str, dict[str, str]]]:
+    """The challenges in one ``WWW-Authenticate`` value: ``(scheme, params)`` pairs.
+
+    RFC 9110 section 11.6.1: ``challenge = auth-scheme [ 1*SP ( token68 / #auth-param ) ]``,
+    challenges separated by commas; a token followed by ``=`` is a parameter, a token
+    followed by a space (or the end) starts the next challenge.
+    """
+    out: list[tuple[str, dict[str, str]]] = []
+    i, n = 0, len(value)
+    params: dict[str, str] | None = None
+    while i < n:
+        while i < n and value[i] in " \t,":
+            i += 1
+        start = i
+        while i < n and value[i] not in " \t,=":
+            i += 1
+        token = value[start:i]
+        if not token:
+            i += 1  # (a stray '=')
+            continue
+        j = i
+        while j < n and value[j] in " \t":
+            j += 1
+        if j < n and value[j] == "=" and params is not None and not value[j:].startswith("=="):
+            j += 1
+            while j < n and value[j] in " \t":
+                j += 1
+            if j < n and value[j] == '"':
+                j += 1
+                chars: list[str] = []
+                while j < n and value[j] != '"':
+                    if value[j] == "\\" and j + 1 < n:
+                        j += 1
+                    chars.append(value[j])
+                    j += 1
+                i = j + 1
+                params.setdefault(token.lower(), "".join(chars))
+            else:
+                start = j
+                while j < n and value[j] not in " \t,":
+                    j += 1
+                params.setdefault(token.lower(), value[start:j])
+                i = j
+        elif j < n and value[j] == "=" and params is not None:
+            # token68 (base64 with '=' padding): not an auth-param; skip it.
+            while j < n and value[j] not in " \t,":
+                j += 1
+            i = j
+        else:
+            params = {}
+            out.append((token.lower(), params))
+            i = j
+    return out
+
+
+def parse_bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
+    """The first ``Bearer`` challenge in the ``WWW-Authenticate`` header values.
+
+    Returns ``None`` when there is none (another scheme, or no header): the caller then
+    discovers everything from the well-known URLs.
+    """
+    for value in values:
+        for scheme, params in _auth_params(value):
+            if scheme == "bearer":
+                return BearerChallenge(
+                    resource_metadata=params.get("resource_metadata") or None,
+                    scope=params.get("scope") or None,
+                    error=params.get("error") or None,
+                    error_description=params.get("error_description"),
+                )
+    return None
+
+
+# ---------------------------------------------------------------------- URLs
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+def check_endpoint(url: str, what: str) -> str:
+    """``url`` if it may carry OAuth traffic: absolute, no fragment, and ``https``
+    unless its host is loopback (``2025-11-25/basic/authorization``, "Communication
+    Security": authorization server endpoints MUST be served over HTTPS; loopback is
+    where tests and local tools live).
+
+    Raises:
+        OAuthError: the URL is not acceptable.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 (a malformed port raises here)
+    except ValueError as exc:
+        raise OAuthError(f"{what} is not a valid URL: {url!r}") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not host:
+        raise OAuthError(f"{what} is not an absolute http(s) URL: {url!r}")
+    if parts.fragment:
+        raise OAuthError(f"{what} has a fragment: {url!r}")
+    if scheme != "https" and host.lower() not in _LOOPBACK:
+        raise OAuthError(f"{what} must use https (only loopback may use http): {url!r}")
+    return url
+
+
+def protected_resource_metadata_urls(
+    server_url: str, challenge: BearerChallenge | None
+) -> list[str]:
+    """Where to look for the server's protected-resource metadata, in order: the
+    challenge's ``resource_metadata``, then the path-based well-known URL, then the
+    root one (``2026-07-28/basic/authorization/authorization-server-discovery``,
+    "Protected Resource Metadata Discovery Requirements")."""
+    parts = urlsplit(server_url)
+    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    urls: list[str] = []
+    if challenge is not None and challenge.resource_metadata:
+        urls.append(challenge.resource_metadata)
+    path = parts.path.rstrip("/")
+    if path:
+        urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
+    urls.append(f"{origin}/.well-known/oauth-protected-resource")
+    return list(dict.fromkeys(urls))
+
+
+def authorization_server_metadata_urls(issuer: str) -> list[str]:
+    """The AS metadata URLs for ``issuer``, in the spec's priority order: RFC 8414 path
+    insertion, OpenID Connect path insertion, OpenID Connect path appending (without a
+    path: RFC 8414, then OpenID Connect)."""
+    parts = urlsplit(issuer)
+    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    path = parts.path.rstrip("/")  # RFC 8414 section 3.1: a terminating "/" is removed
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+def _norm_origin(url: str) -> tuple[str, str, int | None, str]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port, parts.path
+
+
+def resource_matches(resource: str, server_url: str) -> bool:
+    """Whether the metadata's ``resource`` identifies the server at ``server_url``: the
+    same origin (scheme and host in any case, default ports elided), and the server's
+    path equal to, or below, the resource's path (a root resource covers ``/mcp``).
+    RFC 9728 section 3.3 and ``2026-07-28`` authorization: a client refuses metadata for
+    another resource, which is how a server cannot make us ask for tokens elsewhere."""
+    try:
+        r_scheme, r_host, r_port, r_path = _norm_origin(resource)
+        s_scheme, s_host, s_port, s_path = _norm_origin(server_url)
+    except ValueError:
+        return False
+    if (r_scheme, r_host, r_port) != (s_scheme, s_host, s_port) or not r_host:
+        return False
+    r_path, s_path = r_path.rstrip("/"), s_path.rstrip("/")
+    return s_path == r_path or s_path.startswith(r_path + "/")
+
+
+# ---------------------------------------------------------------------- metadata
+
+
+def _json_object(body: bytes, what: str) -> dict[str, Any]:
+    try:
+        obj = loads(body)
+    except JSONDecodeError as exc:
+        raise OAuthError(f"{what} is not JSON") from exc
+    if type(obj) is not dict:
+        raise OAuthError(f"{what} is not a JSON object")
+    return obj
+
+
+def _str(obj: Mapping[str, Any], key: str, what: str, *, required: bool = False) -> str | None:
+    value = obj.get(key)
+    if value is None and not required:
+        return None
+    if type(value) is not str or not value:
+        raise OAuthError(f"{what}: {key!r} must be a non-empty string")
+    return value
+
+
+def _strs(obj: Mapping[str, Any], key: str, what: str) -> tuple[str, ...] | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) is not list or not all(type(v) is str for v in value):
+        raise OAuthError(f"{what}: {key!r} must be a list of strings")
+    return tuple(value)
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ProtectedResourceMetadata:
+    """The server's OAuth 2.0 Protected Resource Metadata (RFC 9728)."""
+
+    resource: str
+    """The resource identifier, exactly as published: sent as ``resource`` (RFC 8707)."""
+    authorization_servers: tuple[str, ...]
+    """The issuers of the authorization servers the server trusts (we use the first)."""
+    scopes_supported: tuple[str, ...] | None = None
+    """The scopes the server says basic use needs, if it says."""
+
+    @classmethod
+    def parse(cls, body: bytes, server_url: str) -> ProtectedResourceMetadata:
+        """Read a metadata document fetched for the server at ``server_url``.
+
+        Raises:
+            OAuthError: not a valid document, no authorization server, or a
+                ``resource`` that is not this server (see :func:`resource_matches`).
+        """
+        what = "the protected-resource metadata"
+        obj = _json_object(body, what)
+        resource = _str(obj, "resource", what, required=True)
+        assert resource is not None
+        if not resource_matches(resource, server_url):
+            raise OAuthError(
+                f"{what} is for {resource!r}, not for the server at {server_url!r}: refused"
+            )
+        servers = _strs(obj, "authorization_servers", what)
+        if not servers:
+            raise OAuthError(f"{what} names no authorization server")
+        return cls(
+            resource=resource,
+            authorization_servers=servers,
+            scopes_supported=_strs(obj, "scopes_supported", what),
+        )
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AuthorizationServerMetadata:
+    """An authorization server's metadata (RFC 8414 / OpenID Connect Discovery)."""
+
+    issuer: str
+    """The issuer identifier: identical to the one the metadata URL was built from."""
+    authorization_endpoint: str | None = None
+    """Where the user agent goes to authorize (``None``: no authorization code grant)."""
+    token_endpoint: str
+    """Where codes and refresh tokens are exchanged."""
+    registration_endpoint: str | None = None
+    """Dynamic Client Registration (RFC 7591), if offered."""
+    scopes_supported: tuple[str, ...] | None = None
+    """The scopes the AS knows of, if it says (``offline_access`` is requested only
+    when listed here)."""
+    token_endpoint_auth_methods_supported: tuple[str, ...] = ("client_secret_basic",)
+    """How clients authenticate at the token endpoint (RFC 8414's default when absent)."""
+    code_challenge_methods_supported: tuple[str, ...] | None = None
+    """PKCE methods; we always use ``S256``."""
+    grant_types_supported: tuple[str, ...] = ("authorization_code", "implicit")
+    """The grant types (RFC 8414's default when absent)."""
+    client_id_metadata_document_supported: bool = False
+    """Whether an HTTPS URL may be the ``client_id`` (Client ID Metadata Documents)."""
+    authorization_response_iss_parameter_supported: bool = False
+    """Whether authorization responses carry ``iss`` (RFC 9207): then it is required."""
+
+    @classmethod
+    def parse(cls, body: bytes, issuer: str) -> AuthorizationServerMetadata:
+        """Read a metadata document fetched from a URL built from ``issuer``.
+
+        Raises:
+            OAuthError: not a valid document, or its ``issuer`` differs from
+                ``issuer`` by as much as one character (RFC 8414 section 3.3:
+                identical; ``2026-07-28`` authorization-server-discovery: MUST NOT be
+                used otherwise), or an endpoint that may not carry OAuth traffic.
+        """
+        what = "the authorization server metadata"
+        obj = _json_object(body, what)
+        got = _str(obj, "issuer", what, required=True)
+        if got != issuer:
+            raise OAuthError(f"{what} names issuer {got!r}, not {issuer!r}: refused")
+        token = _str(obj, "token_endpoint", what, required=True)
+        assert token is not None
+        auth = _str(obj, "authorization_endpoint", what)
+        registration = _str(obj, "registration_endpoint", what)
+        for url, name in ((auth, "authorization_endpoint"), (token, "token_endpoint")):
+            if url is not None:
+                check_endpoint(url, name)
+        if registration is not None:
+            check_endpoint(registration, "registration_endpoint")
+        return cls(
+            issuer=issuer,
+            authorization_endpoint=auth,
+            token_endpoint=token,
+            registration_endpoint=registration,
+            scopes_supported=_strs(obj, "scopes_supported", what),
+            token_endpoint_auth_methods_supported=(
+                _strs(obj, "token_endpoint_auth_methods_supported", what)
+                or ("client_secret_basic",)
+            ),
+            code_challenge_methods_supported=_strs(obj, "code_challenge_methods_supported", what),
+            grant_types_supported=(
+                _strs(obj, "grant_types_supported", what) or ("authorization_code", "implicit")
+            ),
+            client_id_metadata_document_supported=obj.get("client_id_metadata_document_supported")
+            is True,
+            authorization_response_iss_parameter_supported=obj.get(
+                "authorization_response_iss_parameter_supported"
+            )
+            is True,
+        )
+
+    @classmethod
+    def fallback(cls, issuer: str) -> AuthorizationServerMetadata:
+        """The default endpoints of ``2025-03-26/basic/authorization`` ("Fallbacks for
+        Servers without Metadata Discovery"): ``/authorize``, ``/token`` and
+        ``/register`` at the issuer's origin, for a server with no metadata at all."""
+        base = _origin(issuer)
+        return cls(
+            issuer=issuer,
+            authorization_endpoint=f"{base}/authorize",
+            token_endpoint=f"{base}/token",
+            registration_endpoint=f"{base}/register",
+        )
+
+
+# ---------------------------------------------------------------------- registration
+
+
+@final
+@attrs.frozen(kw_only=True)
+class ClientCredentials:
+    """An OAuth client's identity at one authorization server."""
+
+    client_id: str
+    """The client identifier (a URL for a Client ID Metadata Document)."""
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    """The secret of a confidential client."""
+    token_endpoint_auth_method: TokenEndpointAuthMethod | None = None
+    """How to authenticate at the token endpoint (``None``: chosen from the AS's list)."""
+    issuer: str | None = None
+    """The issuer these credentials belong to (``None`` for pre-registered credentials
+    meant for whichever AS the server names). Credentials are never used at another
+    AS (``2026-07-28`` client-registration, "Authorization Server Binding")."""
+
+
+def registration_body(
+    *,
+    client_name: str,
+    redirect_uris: Sequence[str],
+    metadata: AuthorizationServerMetadata,
+    scope: str | None = None,
+    application_type: Literal["native", "web"] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a Dynamic Client Registration request (RFC 7591).
+
+    ``application_type`` (OIDC Registration; ``2026-07-28`` client registration: the
+    client MUST say) defaults to ``native`` when every redirect URI is on a loopback
+    host, else ``web``. ``grant_types`` includes ``refresh_token`` (SEP-2207). The
+    requested authentication method is the first of ``none``, ``client_secret_basic``,
+    ``client_secret_post`` the AS supports; the AS has the last word.
+    """
+    if application_type is None:
+        loopback = all((urlsplit(u).hostname or "") in _LOOPBACK for u in redirect_uris)
+        application_type = "native" if loopback else "web"
+    supported = metadata.token_endpoint_auth_methods_supported
+    method = next((m for m in _AUTH_METHODS if m in supported), "client_secret_basic")
+    body: dict[str, Any] = {
+        "client_name": client_name,
+        "redirect_uris": list(redirect_uris),
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": method,
+        "application_type": application_type,
+    }
+    if scope:
+        body["scope"] = scope
+    return body
+
+
+def parse_registration(body: bytes, issuer: str) -> ClientCredentials:
+    """Read a Dynamic Client Registration response (RFC 7591 section 3.2.1).
+
+    Raises:
+        OAuthError: no ``client_id``, or malformed fields.
+    """
+    what = "the client registration response"
+    obj = _json_object(body, what)
+    client_id = _str(obj, "client_id", what, required=True)
+    assert client_id is not None
+    secret = _str(obj, "client_secret", what)
+    method = obj.get("token_endpoint_auth_method")
+    if method is not None and method not in _AUTH_METHODS:
+        raise OAuthError(f"{what}: token_endpoint_auth_method {method!r} is not supported")
+    return ClientCredentials(
+        client_id=client_id,
+        client_secret=secret,
+        token_endpoint_auth_method=method,
+        issuer=issuer,
+    )
+
+
+def _auth_method(
+    client: ClientCredentials, metadata: AuthorizationServerMetadata
+) -> TokenEndpointAuthMethod:
+    if client.token_endpoint_auth_method is not None:
+        return client.token_endpoint_auth_method
+    if client.client_secret is None:
+        return "none"
+    supported = metadata.token_endpoint_auth_methods_supported
+    if "client_secret_post" in supported and "client_secret_basic" not in supported:
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
+# ---------------------------------------------------------------------- authorization
+
+
+def select_scope(
+    *,
+    challenge: BearerChallenge | None,
+    resource_metadata: ProtectedResourceMetadata | None,
+    metadata: AuthorizationServerMetadata | None,
+    previous: str | None = None,
+    offline_access: bool = True,
+) -> str | None:
+    """The ``scope`` to request (``None``: omit it).
+
+    ``2026-07-28`` authorization, "Scope Selection Strategy": the challenge's ``scope``
+    if any, else every scope in the metadata's ``scopes_supported``, else none. On a
+    step-up (``previous``: what was requested before) the challenged scopes are added
+    to the previous ones rather than replacing them ("Step-Up Authorization Flow").
+    ``offline_access`` is added only when the AS lists it in ``scopes_supported``
+    ("Refresh Tokens"; SEP-2207).
+    """
+    scopes: list[str] = []
+    if previous:
+        scopes += previous.split()
+    if challenge is not None and challenge.scope:
+        scopes += challenge.scope.split()
+    elif not previous and resource_metadata is not None and resource_metadata.scopes_supported:
+        scopes += resource_metadata.scopes_supported
+    if (
+        offline_access
+        and scopes
+        and metadata is not None
+        and metadata.scopes_supported is not None
+        and OFFLINE_ACCESS in metadata.scopes_supported
+    ):
+        scopes.append(OFFLINE_ACCESS)
+    if not scopes:
+        return None
+    return " ".join(dict.fromkeys(scopes))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class PkcePair:
+    """A PKCE code verifier and its ``S256`` challenge (RFC 7636)."""
+
+    verifier: str = attrs.field(repr=False)
+    """The secret sent with the token request."""
+    challenge: str
+    """``BASE64URL(SHA256(verifier))``, sent with the authorization request."""
+
+
+def new_pkce(entropy: bytes | None = None) -> PkcePair:
+    """A PKCE pair. ``entropy`` (at least 32 bytes) makes it deterministic; by default
+    32 bytes come from :mod:`secrets` (a 43-character verifier).
+
+    Raises:
+        ValueError: ``entropy`` shorter than 32 bytes.
+    """
+    if entropy is None:
+        entropy = secrets.token_bytes(32)
+    if len(entropy) < 32:
+        raise ValueError("PKCE needs at least 32 bytes of entropy")
+    verifier = _b64url(entropy)[:128]
+    return PkcePair(
+        verifier=verifier, challenge=_b64url(hashlib.sha256(verifier.encode()).digest())
+    )
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def authorization_url(
+    metadata: AuthorizationServerMetadata,
+    *,
+    client_id: str,
+    redirect_uri: str,
+    pkce: PkcePair,
+    state: str,
+    resource: str,
+    scope: str | None,
+) -> str:
+    """The authorization request URL (OAuth 2.1 section 4.1.1): ``response_type=code``,
+    PKCE ``S256``, ``state``, and ``resource`` exactly as the protected-resource
+    metadata publishes it (RFC 8707; no ``/`` appended).
+
+    Raises:
+        OAuthError: the AS has no authorization endpoint, or does not do ``S256``.
+    """
+    endpoint = metadata.authorization_endpoint
+    if endpoint is None:
+        raise OAuthError("the authorization server has no authorization_endpoint")
+    methods = metadata.code_challenge_methods_supported
+    if methods is not None and "S256" not in methods:
+        # 2025-11-25 authorization, "Authorization Code Protection": a client MUST
+        # refuse to proceed when the AS does not support PKCE S256.
+        raise OAuthError("the authorization server does not support PKCE with S256")
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "code_challenge": pkce.challenge,
+        "code_challenge_method": "S256",
+        "state": state,
+        "resource": resource,
+    }
+    if scope:
+        params["scope"] = scope
+    parts = urlsplit(endpoint)
+    query = urlencode(
+        [*parse_qsl(parts.query, keep_blank_values=True), *params.items()], quote_via=quote
+    )
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+
+
+def parse_authorization_response(
+    redirect_url: str, *, state: str, metadata: AuthorizationServerMetadata
+) -> str:
+    """The authorization code from the redirect back to us, once it passed the checks.
+
+    * ``state`` must be the one sent (CSRF protection).
+    * ``iss`` (RFC 9207 section 2.4; ``2026-07-28`` authorization, "Authorization
+      Response Validation"): when present it must equal the recorded issuer by plain
+      string comparison, with no normalization; it must be present when the AS
+      advertises ``authorization_response_iss_parameter_supported``. This applies to
+      error responses too: a mismatched error is not reported as the AS's.
+    * an ``error`` becomes an :class:`OAuthError` with that code.
+
+    Raises:
+        OAuthError: any check failed, or there is no code.
+    """
+    query = urlsplit(redirect_url).query
+    params: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        params.setdefault(key, value)
+    iss = params.get("iss")
+    if iss is None and metadata.authorization_response_iss_parameter_supported:
+        raise OAuthError(
+            "the authorization response has no 'iss', which the authorization server "
+            "said it sends (RFC 9207): refused"
+        )
+    if iss is not None and iss != metadata.issuer:
+        raise OAuthError(
+            f"the authorization response comes from issuer {iss!r}, not {metadata.issuer!r} "
+            "(RFC 9207): refused"
+        )
+    if params.get("state") != state:
+        raise OAuthError("the authorization response's state is not the one sent: refused")
+    if "error" in params:
+        detail = params.get("error_description")
+        raise OAuthError(
+            f"authorization refused: {params['error']}" + (f" ({detail})" if detail else ""),
+            error=params["error"],
+        )
+    code = params.get("code")
+    if not code:
+        raise OAuthError("the authorization response carries no code")
+    return code
+
+
+# ---------------------------------------------------------------------- tokens
+
+
+@final
+@attrs.frozen(kw_only=True)
+class OAuthToken:
+    """An access token and what came with it."""
+
+    access_token: str = attrs.field(repr=False)
+    """The bearer token sent as ``Authorization: Bearer ...``."""
+    token_type: str = "Bearer"
+    """The token type (``Bearer``)."""
+    expires_at: float | None = None
+    """When it expires (the ``now`` passed to :func:`parse_token_response` plus
+    ``expires_in``); ``None`` when the AS did not say."""
+    refresh_token: str | None = attrs.field(default=None, repr=False)
+    """The refresh token, if one was issued."""
+    scope: str | None = None
+    """The scope granted (the one requested when the AS did not say)."""
+
+    def expired(self, now: float, *, leeway: float = 30.0) -> bool:
+        """Whether it has expired at ``now``, or will within ``leeway`` seconds."""
+        return self.expires_at is not None and now >= self.expires_at - leeway
+
+
+def token_request(
+    metadata: AuthorizationServerMetadata,
+    client: ClientCredentials,
+    *,
+    grant_type: Literal["authorization_code", "refresh_token", "client_credentials"],
+    resource: str | None,
+    code: str | None = None,
+    code_verifier: str | None = None,
+    redirect_uri: str | None = None,
+    refresh_token: str | None = None,
+    scope: str | None = None,
+) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and form body of a token request, with the client authenticated
+    the way its registration (or the AS's list) says: HTTP Basic with the
+    form-urlencoded id and secret (RFC 6749 section 2.3.1), the secret in the body, or
+    only ``client_id`` for a public client. ``resource`` goes in every request
+    (RFC 8707; ``2026-07-28`` authorization, "Resource Parameter Implementation").
+
+    Returns:
+        ``(headers, body)``; POST them to ``metadata.token_endpoint``.
+    """
+    form: list[tuple[str, str]] = [("grant_type", grant_type)]
+    if grant_type == "authorization_code":
+        assert code is not None and code_verifier is not None and redirect_uri is not None
+        form += [("code", code), ("code_verifier", code_verifier), ("redirect_uri", redirect_uri)]
+    elif grant_type == "refresh_token":
+        assert refresh_token is not None
+        form.append(("refresh_token", refresh_token))
+    if resource is not None:
+        form.append(("resource", resource))
+    if scope:
+        form.append(("scope", scope))
+    headers = [
+        ("content-type", "application/x-www-form-urlencoded"),
+        ("accept", "application/json"),
+    ]
+    method = _auth_method(client, metadata)
+    if method == "client_secret_basic" and client.client_secret is not None:
+        pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+        headers.append(("authorization", "Basic " + base64.b64encode(pair.encode()).decode()))
+    else:
+        form.append(("client_id", client.client_id))
+        if method == "client_secret_post" and client.client_secret is not None:
+            form.append(("client_secret", client.client_secret))
+    return headers, urlencode(form).encode("ascii")
+
+
+def parse_token_response(
+    status: int,
+    body: bytes,
+    *,
+    now: float,
+    requested_scope: str | None = None,
+    previous_refresh_token: str | None = None,
+) -> OAuthToken:
+    """Read a token endpoint response (OAuth 2.1 sections 3.2.3 and 3.2.4).
+
+    ``now`` (seconds, the caller's clock) dates ``expires_in``. A refresh response
+    without a new refresh token keeps ``previous_refresh_token``.
+
+    Raises:
+        OAuthError: an error response (its ``error`` code), or a malformed one.
+    """
+    what = "the token response"
+    if status != 200:
+        try:
+            obj = _json_object(body, what)
+        except OAuthError:
+            obj = {}
+        error = obj.get("error") if type(obj.get("error")) is str else None
+        detail = obj.get("error_description")
+        message = f"the token request was refused: status {status}"
+        if error:
+            message += f", {error}" + (f" ({detail})" if type(detail) is str else "")
+        raise OAuthError(message, error=error)
+    obj = _json_object(body, what)
+    access = _str(obj, "access_token", what, required=True)
+    assert access is not None
+    token_type = _str(obj, "token_type", what) or "Bearer"
+    if token_type.lower() != "bearer":
+        raise OAuthError(f"{what}: token_type {token_type!r} is not supported (only Bearer)")
+    expires_in = obj.get("expires_in")
+    if expires_in is not None and (type(expires_in) not in (int, float) or expires_in < 0):
+        raise OAuthError(f"{what}: 'expires_in' must be a non-negative number")
+    return OAuthToken(
+        access_token=access,
+        token_type="Bearer",
+        expires_at=None if expires_in is None else now + expires_in,
+        refresh_token=_str(obj, "refresh_token", what) or previous_refresh_token,
+        scope=_str(obj, "scope", what) or requested_scope,
+    )

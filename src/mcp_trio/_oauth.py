@@ -1,0 +1,609 @@
+"""OAuth 2.1 for the Streamable HTTP client: the flow, over Trio.
+
+Theory of operation
+-------------------
+The rules are :mod:`mcp_sansio._oauth`'s; this module only moves their bytes and waits.
+:class:`OAuth` is what the user configures (how the user agent is sent to the
+authorization server, the client's identity, storage); each HTTP client binds it to its
+server URL as an :class:`Authorizer`, which the channel consults:
+
+* before each request is framed, for the ``Authorization`` value (the current token);
+* before a request goes out, to refresh a token that has expired when a refresh token
+  exists (:meth:`Authorizer.ready`);
+* when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``
+  (:meth:`Authorizer.challenged`): discovery, registration, authorization and the
+  token request, after which the channel sends the request again. One flow at a time
+  (a lock): a request refused with a token that has been replaced meanwhile is simply
+  sent again. A request gets at most ``max_authorizations`` such rounds (the step-up
+  retry limit, ``2025-11-25/basic/authorization``, "Scope Challenge Handling"); then
+  the refusal is its answer.
+
+Every exchange with the metadata endpoints and the authorization server is one request
+on a new connection (:func:`oauth_fetch`): ``https`` unless loopback, bounded in time
+(``timeout``) and size (``max_response_size``), redirects not followed.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Final, Literal, Protocol, final
+from urllib.parse import urlsplit
+
+import h11
+import trio
+
+from mcp_sansio._http import HttpRequest
+from mcp_sansio._json import dumps
+from mcp_sansio._oauth import (
+    AuthorizationServerMetadata,
+    BearerChallenge,
+    ClientCredentials,
+    OAuthError,
+    OAuthToken,
+    ProtectedResourceMetadata,
+    authorization_server_metadata_urls,
+    authorization_url,
+    check_endpoint,
+    new_pkce,
+    parse_authorization_response,
+    parse_bearer_challenge,
+    parse_registration,
+    parse_token_response,
+    protected_resource_metadata_urls,
+    registration_body,
+    select_scope,
+    token_request,
+)
+
+from ._http_config import HttpTransportConfig
+from ._http_pool import Pool
+from ._http_wire import WireError
+
+__all__ = [
+    "Authorizer",
+    "ClientCredentials",
+    "InMemoryOAuthStorage",
+    "OAuth",
+    "OAuthError",
+    "OAuthStorage",
+    "OAuthToken",
+    "fetch_authorization_redirect",
+    "oauth_fetch",
+]
+
+logger = logging.getLogger("mcp_trio")
+
+AuthorizeCallback = Callable[[str], Awaitable[str]]
+"""Sends the user agent to the authorization URL it is given and returns the URL the
+authorization server redirected back to (the redirect URI with ``code``, ``state`` and
+perhaps ``iss`` in its query)."""
+
+_DEFAULT_MAX_RESPONSE: Final = 256 * 1024
+
+
+class OAuthStorage(Protocol):
+    """Where an :class:`OAuth` keeps client registrations and tokens, so that they
+    outlive the process (implement it over a keyring or a file; the default keeps them
+    in memory). Registrations are keyed by the authorization server's issuer, tokens by
+    the resource and the issuer: credentials are never used at another authorization
+    server (``2026-07-28/basic/authorization/client-registration``, "Authorization
+    Server Binding")."""
+
+    async def load_client(self, issuer: str) -> ClientCredentials | None:
+        """The registration obtained at ``issuer`` before, if any."""
+        ...
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        """Keep the registration obtained at ``issuer``."""
+        ...
+
+    async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+        """The token ``issuer`` issued for ``resource``, if any."""
+        ...
+
+    async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        """Keep (``None``: forget) the token ``issuer`` issued for ``resource``."""
+        ...
+
+
+@final
+class InMemoryOAuthStorage:
+    """:class:`OAuthStorage` in a dict: gone with the process."""
+
+    def __init__(self) -> None:
+        self.clients: dict[str, ClientCredentials] = {}
+        """Registrations by issuer."""
+        self.tokens: dict[tuple[str, str], OAuthToken] = {}
+        """Tokens by ``(resource, issuer)``."""
+
+    async def load_client(self, issuer: str) -> ClientCredentials | None:
+        return self.clients.get(issuer)
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        self.clients[issuer] = client
+
+    async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+        return self.tokens.get((resource, issuer))
+
+    async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        if token is None:
+            self.tokens.pop((resource, issuer), None)
+        else:
+            self.tokens[(resource, issuer)] = token
+
+
+@final
+class OAuth:
+    """OAuth 2.1 authorization for an HTTP client: pass it as ``auth=`` to
+    :func:`~mcp_trio.open_client` or :func:`~mcp_trio.open_http_client`.
+
+    When the server answers ``401``, the client discovers the authorization server
+    (protected-resource metadata, then RFC 8414 / OpenID Connect metadata), registers
+    (``client`` if given, else a Client ID Metadata Document when
+    ``client_metadata_url`` is set and the authorization server supports them, else
+    Dynamic Client Registration), sends the user agent to authorize with PKCE
+    (``on_authorize``), exchanges the code for a token and sends the request again with
+    ``Authorization: Bearer``. A ``403`` with ``error="insufficient_scope"`` asks again
+    for the wider scope; an expired token is refreshed when a refresh token exists.
+
+    Args:
+        redirect_uri: where the authorization server sends the user agent back (a
+            loopback URL your application listens on, or a custom scheme).
+        on_authorize: ``async (authorization_url) -> redirect_url``: show the user
+            the URL (open a browser), wait for the redirect to ``redirect_uri`` and
+            return the URL it arrived at (with its query). See
+            :func:`fetch_authorization_redirect` for tests and headless servers.
+        client: pre-registered credentials (with ``issuer``: only for that
+            authorization server; without: for whichever one the server names).
+        client_metadata_url: the HTTPS URL of this client's Client ID Metadata
+            Document, used as ``client_id`` where supported.
+        client_name: the name registered by Dynamic Client Registration.
+        application_type: ``"native"`` / ``"web"`` for Dynamic Client Registration
+            (default: ``native`` when ``redirect_uri`` is on a loopback host).
+        scope: scopes to ask for when neither the challenge nor the metadata says.
+        offline_access: ask for ``offline_access`` (a refresh token) when the
+            authorization server lists it.
+        storage: where registrations and tokens are kept (default: in memory).
+        ssl_context: TLS for the metadata and authorization server requests.
+        timeout: seconds each of those requests may take.
+        max_response_size: the largest response body accepted from them, bytes.
+        max_authorizations: authorization rounds one request may cause (a server
+            that keeps refusing the new token fails the request after that many).
+
+    Raises:
+        ValueError: ``redirect_uri`` is not absolute, or a bound is not positive.
+    """
+
+    def __init__(
+        self,
+        *,
+        redirect_uri: str,
+        on_authorize: AuthorizeCallback,
+        client: ClientCredentials | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str = "mcp-trio",
+        application_type: Literal["native", "web"] | None = None,
+        scope: str | None = None,
+        offline_access: bool = True,
+        storage: OAuthStorage | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        timeout: float = 30.0,
+        max_response_size: int = _DEFAULT_MAX_RESPONSE,
+        max_authorizations: int = 3,
+    ) -> None:
+        if not urlsplit(redirect_uri).scheme:
+            raise ValueError(f"redirect_uri must be an absolute URI: {redirect_uri!r}")
+        if timeout <= 0 or max_response_size <= 0 or max_authorizations <= 0:
+            raise ValueError("timeout, max_response_size and max_authorizations must be > 0")
+        self.redirect_uri: Final = redirect_uri
+        self.on_authorize: Final = on_authorize
+        self.client: Final = client
+        self.client_metadata_url: Final = client_metadata_url
+        self.client_name: Final = client_name
+        self.application_type: Final = application_type
+        self.scope: Final = scope
+        self.offline_access: Final = offline_access
+        self.storage: Final[OAuthStorage] = (
+            storage if storage is not None else InMemoryOAuthStorage()
+        )
+        self.ssl_context: Final = ssl_context
+        self.timeout: Final = timeout
+        self.max_response_size: Final = max_response_size
+        self.max_authorizations: Final = max_authorizations
+
+    def bind(self, server_url: str) -> Authorizer:
+        """The runtime state for one client of the server at ``server_url`` (the HTTP
+        client calls this; one :class:`OAuth` may serve many clients)."""
+        return Authorizer(self, server_url)
+
+
+@final
+class Authorizer:
+    """An :class:`OAuth` bound to one server URL: the current token and the flow (see
+    the module docs). The HTTP channel drives it; users do not need it."""
+
+    def __init__(self, oauth: OAuth, server_url: str) -> None:
+        self.oauth = oauth
+        self.server_url = server_url
+        self.token: OAuthToken | None = None
+        """The token in use."""
+        self.issuer: str | None = None
+        """The issuer of the authorization server in use, once discovered."""
+        self.resource: str | None = None
+        """The resource identifier (as the metadata publishes it), once discovered."""
+        self.metadata: AuthorizationServerMetadata | None = None
+        self.client: ClientCredentials | None = None
+        self._resource_metadata: ProtectedResourceMetadata | None = None
+        self._requested_scope: str | None = None
+        self._header: bytes | None = None
+        self._lock = trio.Lock()
+
+    # ------------------------------------------------------------------ the channel's side
+
+    def authorization(self) -> bytes | None:
+        """The ``Authorization`` header value for the next request (``None``: no token)."""
+        return self._header
+
+    def needs_refresh(self) -> bool:
+        """Whether the token has expired and can be refreshed before the next request."""
+        token = self.token
+        return token is not None and token.refresh_token is not None and token.expired(time.time())
+
+    async def ready(self) -> None:
+        """Refresh the token first if it has expired and a refresh token exists (a
+        refresh that fails drops the token: the server's ``401`` then starts afresh)."""
+        if not self.needs_refresh():
+            return
+        async with self._lock:
+            if self.needs_refresh():
+                await self._refresh()
+
+    @staticmethod
+    def challenge_of(status: int, headers: Iterable[tuple[bytes, bytes]]) -> BearerChallenge | None:
+        """The challenge in a response that asks for authorization: any ``401``, or a
+        ``403`` with ``error="insufficient_scope"``; ``None`` for any other answer."""
+        if status not in (401, 403):
+            return None
+        values = [v.decode("latin-1") for n, v in headers if n.lower() == b"www-authenticate"]
+        challenge = parse_bearer_challenge(values)
+        if status == 401:
+            return challenge if challenge is not None else BearerChallenge()
+        if challenge is not None and challenge.error == "insufficient_scope":
+            return challenge
+        return None
+
+    async def challenged(self, status: int, challenge: BearerChallenge, sent: bytes | None) -> None:
+        """The server refused a request that carried ``sent`` (its ``Authorization``
+        value) with ``challenge``: get a token it should take. Returns when the
+        request may be sent again.
+
+        Raises:
+            OAuthError: no token could be obtained (the message says why).
+            trio.TooSlowError: an authorization server request took over ``timeout``.
+        """
+        async with self._lock:
+            if sent != self._header:
+                return  # refused a token replaced meanwhile: just send it again
+            await self._flow(status, challenge)
+
+    # ------------------------------------------------------------------ the flow
+
+    async def _flow(self, status: int, challenge: BearerChallenge) -> None:
+        oauth = self.oauth
+        step_up = status == 403
+        prm = await self._discover_resource(challenge)
+        if prm is not None:
+            issuer = prm.authorization_servers[0]
+            resource = prm.resource
+        else:
+            # 2025-03-26/basic/authorization: no protected-resource metadata; the
+            # authorization server is at the MCP server's origin.
+            parts = urlsplit(self.server_url)
+            issuer = f"{parts.scheme}://{parts.netloc}"
+            resource = self.server_url
+        check_endpoint(issuer, "the authorization server")
+        if issuer != self.issuer:
+            if self.issuer is not None:
+                logger.info("OAuth: the authorization server changed to %s", issuer)
+            # A new authorization server: nothing from the old one is used there
+            # (2026-07-28 client-registration, "Authorization Server Binding").
+            self.issuer, self.client, self.token, self._header = issuer, None, None, None
+            self._requested_scope = None
+            self.metadata = await self._discover_server(issuer, legacy=prm is None)
+        assert self.metadata is not None
+        self.resource, self._resource_metadata = resource, prm
+        metadata = self.metadata
+        if not step_up and self.token is None:
+            stored = await oauth.storage.load_token(resource, issuer)
+            if stored is not None:
+                self._use(stored)
+                if not stored.expired(time.time()):
+                    return  # a token kept from before: try it
+        refreshable = self.token is not None and self.token.refresh_token is not None
+        if not step_up and refreshable and await self._refresh():
+            return
+        scope = select_scope(
+            challenge=challenge,
+            resource_metadata=prm,
+            metadata=metadata,
+            previous=self._requested_scope if step_up or self.token is not None else None,
+            offline_access=oauth.offline_access,
+        )
+        if scope is None and oauth.scope:
+            scope = oauth.scope
+        client = await self._register(metadata, scope)
+        token = await self._authorize(metadata, client, resource, scope)
+        self._requested_scope = scope
+        self._use(token)
+        await oauth.storage.save_token(resource, issuer, token)
+
+    def _use(self, token: OAuthToken | None) -> None:
+        self.token = token
+        self._header = None if token is None else b"Bearer " + token.access_token.encode()
+
+    async def _discover_resource(
+        self, challenge: BearerChallenge
+    ) -> ProtectedResourceMetadata | None:
+        """The protected-resource metadata (``None`` when the server publishes none).
+
+        Raises:
+            OAuthError: a document that exists but is unacceptable (for another
+                resource, malformed): never silently skipped for the next URL.
+        """
+        for url in protected_resource_metadata_urls(self.server_url, challenge):
+            check_endpoint(url, "the protected-resource metadata URL")
+            status, _, body = await self._fetch("GET", url)
+            if status == 200:
+                return ProtectedResourceMetadata.parse(body, self.server_url)
+            if status >= 500:
+                raise OAuthError(f"the protected-resource metadata at {url} failed: {status}")
+        return None
+
+    async def _discover_server(self, issuer: str, *, legacy: bool) -> AuthorizationServerMetadata:
+        """The authorization server's metadata; for a ``2025-03-26`` server (``legacy``:
+        no protected-resource metadata) without any, the default endpoints.
+
+        Raises:
+            OAuthError: none found, or a document that is unacceptable.
+        """
+        for url in authorization_server_metadata_urls(issuer):
+            status, _, body = await self._fetch("GET", url)
+            if status == 200:
+                return AuthorizationServerMetadata.parse(body, issuer)
+            if status >= 500:
+                raise OAuthError(f"the authorization server metadata at {url} failed: {status}")
+        if legacy:
+            return AuthorizationServerMetadata.fallback(issuer)
+        raise OAuthError(f"the authorization server {issuer!r} publishes no metadata")
+
+    async def _register(
+        self, metadata: AuthorizationServerMetadata, scope: str | None
+    ) -> ClientCredentials:
+        """The client's credentials at this authorization server, in the spec's order
+        (``2026-07-28`` client-registration): pre-registered, Client ID Metadata
+        Document, a registration kept from before, Dynamic Client Registration."""
+        oauth, issuer = self.oauth, metadata.issuer
+        if self.client is not None:
+            return self.client
+        client: ClientCredentials | None = None
+        if oauth.client is not None:
+            if oauth.client.issuer not in (None, issuer):
+                raise OAuthError(
+                    f"the pre-registered client is for {oauth.client.issuer!r}, but the "
+                    f"server now uses the authorization server {issuer!r}"
+                )
+            client = oauth.client
+        elif (
+            oauth.client_metadata_url is not None and metadata.client_id_metadata_document_supported
+        ):
+            client = ClientCredentials(
+                client_id=oauth.client_metadata_url, token_endpoint_auth_method="none"
+            )
+        else:
+            client = await oauth.storage.load_client(issuer)
+            if client is None or client.issuer != issuer:
+                client = await self._dynamic_registration(metadata, scope)
+                await oauth.storage.save_client(issuer, client)
+        self.client = client
+        return client
+
+    async def _dynamic_registration(
+        self, metadata: AuthorizationServerMetadata, scope: str | None
+    ) -> ClientCredentials:
+        endpoint = metadata.registration_endpoint
+        if endpoint is None:
+            raise OAuthError(
+                "the authorization server offers no client registration: pass "
+                "pre-registered credentials (client=) or a client_metadata_url"
+            )
+        oauth = self.oauth
+        body = registration_body(
+            client_name=oauth.client_name,
+            redirect_uris=[oauth.redirect_uri],
+            metadata=metadata,
+            scope=scope,
+            application_type=oauth.application_type,
+        )
+        status, _, answer = await self._fetch(
+            "POST",
+            endpoint,
+            headers=[("content-type", "application/json"), ("accept", "application/json")],
+            body=dumps(body),
+        )
+        if status not in (200, 201):
+            raise OAuthError(f"client registration was refused: status {status}")
+        return parse_registration(answer, metadata.issuer)
+
+    async def _authorize(
+        self,
+        metadata: AuthorizationServerMetadata,
+        client: ClientCredentials,
+        resource: str,
+        scope: str | None,
+    ) -> OAuthToken:
+        oauth = self.oauth
+        pkce = new_pkce()
+        state = secrets.token_urlsafe(24)
+        url = authorization_url(
+            metadata,
+            client_id=client.client_id,
+            redirect_uri=oauth.redirect_uri,
+            pkce=pkce,
+            state=state,
+            resource=resource,
+            scope=scope,
+        )
+        assert metadata.authorization_endpoint is not None
+        check_endpoint(metadata.authorization_endpoint, "the authorization endpoint")
+        redirect = await oauth.on_authorize(url)
+        code = parse_authorization_response(redirect, state=state, metadata=metadata)
+        headers, body = token_request(
+            metadata,
+            client,
+            grant_type="authorization_code",
+            resource=resource,
+            code=code,
+            code_verifier=pkce.verifier,
+            redirect_uri=oauth.redirect_uri,
+        )
+        status, _, answer = await self._fetch(
+            "POST", metadata.token_endpoint, headers=headers, body=body
+        )
+        return parse_token_response(status, answer, now=time.time(), requested_scope=scope)
+
+    async def _refresh(self) -> bool:
+        """Exchange the refresh token; on refusal forget the token. Returns whether a
+        new token is in use."""
+        token, metadata, client = self.token, self.metadata, self.client
+        if token is None or token.refresh_token is None or metadata is None:
+            return False
+        if client is None:
+            client = await self._register(metadata, token.scope)
+        headers, body = token_request(
+            metadata,
+            client,
+            grant_type="refresh_token",
+            resource=self.resource,
+            refresh_token=token.refresh_token,
+        )
+        try:
+            status, _, answer = await self._fetch(
+                "POST", metadata.token_endpoint, headers=headers, body=body
+            )
+            new = parse_token_response(
+                status,
+                answer,
+                now=time.time(),
+                requested_scope=token.scope,
+                previous_refresh_token=token.refresh_token,
+            )
+        except OAuthError as exc:
+            logger.info("OAuth: the token could not be refreshed: %s", exc)
+            self._use(None)
+            if self.resource is not None:
+                await self.oauth.storage.save_token(self.resource, metadata.issuer, None)
+            return False
+        self._use(new)
+        if self.resource is not None:
+            await self.oauth.storage.save_token(self.resource, metadata.issuer, new)
+        return True
+
+    async def _fetch(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Iterable[tuple[str, str]] = (("accept", "application/json"),),
+        body: bytes = b"",
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        oauth = self.oauth
+        return await oauth_fetch(
+            method,
+            url,
+            headers=headers,
+            body=body,
+            ssl_context=oauth.ssl_context,
+            timeout=oauth.timeout,
+            max_response_size=oauth.max_response_size,
+        )
+
+
+async def oauth_fetch(
+    method: str,
+    url: str,
+    *,
+    headers: Iterable[tuple[str, str]] = (),
+    body: bytes = b"",
+    ssl_context: ssl.SSLContext | None = None,
+    timeout: float = 30.0,
+    max_response_size: int = _DEFAULT_MAX_RESPONSE,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One HTTP request on a new connection (redirects are not followed), for OAuth
+    metadata and authorization server endpoints.
+
+    Returns:
+        ``(status, headers, body)``.
+
+    Raises:
+        OAuthError: the URL is not ``https`` (nor loopback), the connection failed, or
+            the body is over ``max_response_size`` bytes.
+        trio.TooSlowError: it took over ``timeout`` seconds.
+    """
+    check_endpoint(url, "the OAuth endpoint")
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = HttpRequest(
+        method=method,
+        target=target,
+        headers=[("host", parts.netloc.rpartition("@")[2]), *headers],
+        body=body,
+    )
+    transport = HttpTransportConfig(connect_timeout=timeout, max_idle_connections=0)
+    pool = Pool(url, transport, ssl_context=ssl_context)
+    with trio.fail_after(timeout):
+        try:
+            wire = await pool.send(request, None)
+        except WireError as exc:
+            raise OAuthError(f"{method} {url} failed: {exc}") from exc
+        try:
+            head = await pool.read_head(wire)
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                event = await wire.next_event()
+                if isinstance(event, h11.Data):
+                    size += len(event.data)
+                    if size > max_response_size:
+                        raise OAuthError(
+                            f"the response of {url} is over {max_response_size} bytes: refused"
+                        )
+                    chunks.append(bytes(event.data))
+                else:
+                    break
+        except (WireError, h11.RemoteProtocolError) as exc:
+            raise OAuthError(f"{method} {url} failed: {exc}") from exc
+        finally:
+            await wire.aclose()
+    return head.status_code, list(head.headers), b"".join(chunks)
+
+
+async def fetch_authorization_redirect(
+    url: str, *, ssl_context: ssl.SSLContext | None = None, timeout: float = 30.0
+) -> str:
+    """An ``on_authorize`` for an authorization server that redirects at once, with no
+    user interaction (test servers, the conformance suite, some machine-to-machine
+    setups): GET the authorization URL without following the redirect and return its
+    ``Location``. Not for real users, who must see and approve the request.
+
+    Raises:
+        OAuthError: the answer is not a redirect.
+    """
+    status, headers, _ = await oauth_fetch("GET", url, ssl_context=ssl_context, timeout=timeout)
+    location = next((v.decode("latin-1") for n, v in headers if n == b"location"), None)
+    if status not in (301, 302, 303, 307, 308) or not location:
+        raise OAuthError(f"the authorization endpoint answered {status}, not a redirect")
+    return location
