@@ -156,6 +156,8 @@ def oauth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
             client_secret=context.get("client_secret"),
             issuer=context.get("issuer"),
         )
+    if scenario == "auth/client-credentials-basic":
+        return OAuth(client=client)  # no user: the client credentials grant
     return OAuth(
         redirect_uri="http://localhost:3000/callback",
         on_authorize=fetch_authorization_redirect,

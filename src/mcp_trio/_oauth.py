@@ -150,6 +150,10 @@ class OAuth:
     ``Authorization: Bearer``. A ``403`` with ``error="insufficient_scope"`` asks again
     for the wider scope; an expired token is refreshed when a refresh token exists.
 
+    Without ``on_authorize``, no user is involved: the client obtains its tokens with
+    the client credentials grant (OAuth 2.1 section 4.2; the MCP
+    ``oauth-client-credentials`` extension), which needs ``client`` with a secret.
+
     Args:
         redirect_uri: where the authorization server sends the user agent back (a
             loopback URL your application listens on, or a custom scheme).
@@ -175,14 +179,16 @@ class OAuth:
             that keeps refusing the new token fails the request after that many).
 
     Raises:
-        ValueError: ``redirect_uri`` is not absolute, or a bound is not positive.
+        ValueError: ``redirect_uri`` is not absolute (or missing with
+            ``on_authorize``), no ``client`` with a secret for the client credentials
+            grant, or a bound is not positive.
     """
 
     def __init__(
         self,
         *,
-        redirect_uri: str,
-        on_authorize: AuthorizeCallback,
+        redirect_uri: str | None = None,
+        on_authorize: AuthorizeCallback | None = None,
         client: ClientCredentials | None = None,
         client_metadata_url: str | None = None,
         client_name: str = "mcp-trio",
@@ -195,8 +201,13 @@ class OAuth:
         max_response_size: int = _DEFAULT_MAX_RESPONSE,
         max_authorizations: int = 3,
     ) -> None:
-        if not urlsplit(redirect_uri).scheme:
+        if on_authorize is not None and (redirect_uri is None or not urlsplit(redirect_uri).scheme):
             raise ValueError(f"redirect_uri must be an absolute URI: {redirect_uri!r}")
+        if on_authorize is None and (client is None or client.client_secret is None):
+            raise ValueError(
+                "without on_authorize (the client credentials grant), client= must be "
+                "given with its client_secret"
+            )
         if timeout <= 0 or max_response_size <= 0 or max_authorizations <= 0:
             raise ValueError("timeout, max_response_size and max_authorizations must be > 0")
         self.redirect_uri: Final = redirect_uri
@@ -336,7 +347,10 @@ class Authorizer:
         if scope is None and oauth.scope:
             scope = oauth.scope
         client = await self._register(metadata, scope)
-        token = await self._authorize(metadata, client, resource, scope)
+        if oauth.on_authorize is None:
+            token = await self._client_credentials(metadata, client, resource, scope)
+        else:
+            token = await self._authorize(metadata, client, resource, scope)
         self._requested_scope = scope
         self._use(token)
         await oauth.storage.save_token(resource, issuer, token)
@@ -423,7 +437,7 @@ class Authorizer:
         oauth = self.oauth
         body = registration_body(
             client_name=oauth.client_name,
-            redirect_uris=[oauth.redirect_uri],
+            redirect_uris=[oauth.redirect_uri] if oauth.redirect_uri is not None else [],
             metadata=metadata,
             scope=scope,
             application_type=oauth.application_type,
@@ -446,6 +460,7 @@ class Authorizer:
         scope: str | None,
     ) -> OAuthToken:
         oauth = self.oauth
+        assert oauth.on_authorize is not None and oauth.redirect_uri is not None
         pkce = new_pkce()
         state = secrets.token_urlsafe(24)
         url = authorization_url(
@@ -469,6 +484,21 @@ class Authorizer:
             code=code,
             code_verifier=pkce.verifier,
             redirect_uri=oauth.redirect_uri,
+        )
+        status, _, answer = await self._fetch(
+            "POST", metadata.token_endpoint, headers=headers, body=body
+        )
+        return parse_token_response(status, answer, now=time.time(), requested_scope=scope)
+
+    async def _client_credentials(
+        self,
+        metadata: AuthorizationServerMetadata,
+        client: ClientCredentials,
+        resource: str,
+        scope: str | None,
+    ) -> OAuthToken:
+        headers, body = token_request(
+            metadata, client, grant_type="client_credentials", resource=resource, scope=scope
         )
         status, _, answer = await self._fetch(
             "POST", metadata.token_endpoint, headers=headers, body=body
