@@ -1,0 +1,570 @@
+"""The OAuth client rules, with no I/O: challenges, discovery URLs, metadata checks,
+PKCE, scopes, the authorization response (RFC 9207) and the token endpoint."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_sansio import (
+    AuthorizationServerMetadata,
+    BearerChallenge,
+    ClientCredentials,
+    OAuthError,
+    OAuthToken,
+    ProtectedResourceMetadata,
+    authorization_server_metadata_urls,
+    authorization_url,
+    check_endpoint,
+    new_pkce,
+    parse_authorization_response,
+    parse_bearer_challenge,
+    parse_registration,
+    parse_token_response,
+    protected_resource_metadata_urls,
+    registration_body,
+    resource_matches,
+    select_scope,
+    token_request,
+)
+from mcp_sansio._json import dumps
+
+ISSUER = "https://auth.example.com"
+
+
+def as_metadata(**fields: Any) -> AuthorizationServerMetadata:
+    doc = {
+        "issuer": ISSUER,
+        "authorization_endpoint": f"{ISSUER}/authorize",
+        "token_endpoint": f"{ISSUER}/token",
+        **fields,
+    }
+    return AuthorizationServerMetadata.parse(
+        dumps({k: v for k, v in doc.items() if v is not None}), ISSUER
+    )
+
+
+# ------------------------------------------------------------------ challenges
+
+
+def test_a_bearer_challenge_is_read_with_quoted_and_bare_values() -> None:
+    challenge = parse_bearer_challenge(
+        [
+            'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource",'
+            " "
+            'scope="files:read files:write", error=insufficient_scope, '
+            'error_description="say \\"please\\", twice"'
+        ]
+    )
+    assert challenge == BearerChallenge(
+        resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource",
+        scope="files:read files:write",
+        error="insufficient_scope",
+        error_description='say "please", twice',
+    )
+
+
+def test_the_bearer_challenge_is_found_among_others() -> None:
+    values = ['Basic realm="x", charset=UTF-8', 'Negotiate abc==, bEaReR scope="a"']
+    assert parse_bearer_challenge(values) == BearerChallenge(scope="a")
+    assert parse_bearer_challenge(['Basic realm="x"']) is None
+    assert parse_bearer_challenge([]) is None
+    assert parse_bearer_challenge(["Bearer"]) == BearerChallenge()
+    assert parse_bearer_challenge(['Bearer scope = "a b"']) == BearerChallenge(scope="a b")
+    # A repeated parameter: the first counts; an empty one is absent.
+    assert parse_bearer_challenge(['Bearer scope="a", scope="b", error=""']) == BearerChallenge(
+        scope="a"
+    )
+
+
+@given(st.text(max_size=200))
+def test_any_header_value_parses_without_error(value: str) -> None:
+    challenge = parse_bearer_challenge([value])
+    assert challenge is None or isinstance(challenge, BearerChallenge)
+
+
+@given(st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=60))
+def test_a_quoted_value_round_trips(scope: str) -> None:
+    quoted = scope.replace("\\", "\\\\").replace('"', '\\"')
+    assert parse_bearer_challenge([f'Bearer scope="{quoted}"']) == BearerChallenge(scope=scope)
+
+
+# ------------------------------------------------------------------ discovery URLs
+
+
+def test_resource_metadata_urls_in_the_spec_order() -> None:
+    header = BearerChallenge(resource_metadata="https://mcp.example.com/custom.json")
+    assert protected_resource_metadata_urls("https://mcp.example.com/public/mcp", header) == [
+        "https://mcp.example.com/custom.json",
+        "https://mcp.example.com/.well-known/oauth-protected-resource/public/mcp",
+        "https://mcp.example.com/.well-known/oauth-protected-resource",
+    ]
+    assert protected_resource_metadata_urls("https://mcp.example.com/", None) == [
+        "https://mcp.example.com/.well-known/oauth-protected-resource"
+    ]
+    # The header naming a well-known URL is not asked twice.
+    same = BearerChallenge(
+        resource_metadata="https://m.example/.well-known/oauth-protected-resource"
+    )
+    assert protected_resource_metadata_urls("https://m.example", same) == [
+        "https://m.example/.well-known/oauth-protected-resource"
+    ]
+
+
+def test_authorization_server_metadata_urls_in_the_spec_order() -> None:
+    assert authorization_server_metadata_urls("https://auth.example.com/tenant1/") == [
+        "https://auth.example.com/.well-known/oauth-authorization-server/tenant1",
+        "https://auth.example.com/.well-known/openid-configuration/tenant1",
+        "https://auth.example.com/tenant1/.well-known/openid-configuration",
+    ]
+    assert authorization_server_metadata_urls("https://auth.example.com") == [
+        "https://auth.example.com/.well-known/oauth-authorization-server",
+        "https://auth.example.com/.well-known/openid-configuration",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resource", "server", "match"),
+    [
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com/", "https://mcp.example.com/mcp", True),
+        ("HTTPS://MCP.example.com:443/mcp", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp/", True),
+        ("https://mcp.example.com/mc", "https://mcp.example.com/mcp", False),
+        ("https://mcp.example.com/mcp/deeper", "https://mcp.example.com/mcp", False),
+        ("https://evil.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("http://mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("https://mcp.example.com:8443/mcp", "https://mcp.example.com/mcp", False),
+        ("mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("https://mcp.example.com:bad/mcp", "https://mcp.example.com/mcp", False),
+    ],
+)
+def test_resource_matches(resource: str, server: str, match: bool) -> None:
+    assert resource_matches(resource, server) is match
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://auth.example.com/token",
+        "ftp://auth.example.com/token",
+        "https:///token",
+        "https://auth.example.com/token#frag",
+        "https://auth.example.com:99999/token",
+        "/token",
+    ],
+)
+def test_an_endpoint_must_be_https_absolute_and_fragment_free(url: str) -> None:
+    with pytest.raises(OAuthError):
+        check_endpoint(url, "the endpoint")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://auth.example.com/t",
+        "http://localhost:3000/t",
+        "http://127.0.0.1/t",
+        "http://[::1]:1/",
+    ],
+)
+def test_https_or_loopback_endpoints_pass(url: str) -> None:
+    assert check_endpoint(url, "the endpoint") == url
+
+
+# ------------------------------------------------------------------ metadata
+
+
+def test_protected_resource_metadata_is_read_and_checked() -> None:
+    doc = {
+        "resource": "https://mcp.example.com",
+        "authorization_servers": [ISSUER],
+        "scopes_supported": ["a", "b"],
+    }
+    prm = ProtectedResourceMetadata.parse(dumps(doc), "https://mcp.example.com/mcp")
+    assert prm.resource == "https://mcp.example.com"  # exactly as published: no "/"
+    assert prm.authorization_servers == (ISSUER,)
+    assert prm.scopes_supported == ("a", "b")
+    with pytest.raises(OAuthError, match="not for the server"):
+        ProtectedResourceMetadata.parse(dumps(doc), "https://other.example.com/mcp")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "not JSON"),
+        (b"[]", "not a JSON object"),
+        (dumps({"authorization_servers": [ISSUER]}), "'resource'"),
+        (dumps({"resource": "https://m.example"}), "no authorization server"),
+        (dumps({"resource": "https://m.example", "authorization_servers": []}), "no authorization"),
+        (dumps({"resource": "https://m.example", "authorization_servers": [1]}), "list of strings"),
+    ],
+)
+def test_malformed_resource_metadata_is_refused(body: bytes, message: str) -> None:
+    with pytest.raises(OAuthError, match=message):
+        ProtectedResourceMetadata.parse(body, "https://m.example/mcp")
+
+
+def test_authorization_server_metadata_is_read_with_rfc_8414_defaults() -> None:
+    meta = as_metadata()
+    assert meta.token_endpoint_auth_methods_supported == ("client_secret_basic",)
+    assert meta.grant_types_supported == ("authorization_code", "implicit")
+    assert meta.registration_endpoint is None
+    assert not meta.client_id_metadata_document_supported
+    assert not meta.authorization_response_iss_parameter_supported
+    full = as_metadata(
+        registration_endpoint=f"{ISSUER}/register",
+        client_id_metadata_document_supported=True,
+        authorization_response_iss_parameter_supported=True,
+        token_endpoint_auth_methods_supported=["none"],
+    )
+    assert full.registration_endpoint == f"{ISSUER}/register"
+    assert full.client_id_metadata_document_supported
+    assert full.authorization_response_iss_parameter_supported
+
+
+@pytest.mark.parametrize(
+    "issuer", [ISSUER + "/", "https://AUTH.example.com", "https://evil.example"]
+)
+def test_metadata_naming_another_issuer_is_refused_without_normalization(issuer: str) -> None:
+    with pytest.raises(OAuthError, match="names issuer"):
+        as_metadata(issuer=issuer)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"token_endpoint": "http://auth.example.com/token"},
+        {"authorization_endpoint": "http://auth.example.com/authorize"},
+        {"registration_endpoint": "http://auth.example.com/register"},
+        {"token_endpoint": None},
+    ],
+)
+def test_metadata_with_an_unusable_endpoint_is_refused(fields: dict[str, Any]) -> None:
+    with pytest.raises(OAuthError):
+        as_metadata(**fields)
+
+
+def test_the_2025_03_26_fallback_endpoints_are_at_the_origin() -> None:
+    meta = AuthorizationServerMetadata.fallback("https://mcp.example.com")
+    assert meta.authorization_endpoint == "https://mcp.example.com/authorize"
+    assert meta.token_endpoint == "https://mcp.example.com/token"
+    assert meta.registration_endpoint == "https://mcp.example.com/register"
+
+
+# ------------------------------------------------------------------ scopes
+
+
+def test_scope_selection_follows_the_spec_priority() -> None:
+    prm = ProtectedResourceMetadata(
+        resource="https://m.example", authorization_servers=(ISSUER,), scopes_supported=("x", "y")
+    )
+    challenged = BearerChallenge(scope="a b")
+    assert select_scope(challenge=challenged, resource_metadata=prm, metadata=None) == "a b"
+    assert select_scope(challenge=BearerChallenge(), resource_metadata=prm, metadata=None) == "x y"
+    bare = ProtectedResourceMetadata(resource="https://m.example", authorization_servers=(ISSUER,))
+    assert select_scope(challenge=None, resource_metadata=bare, metadata=None) is None
+    # Step-up: the challenged scopes join the ones asked for before.
+    step_up = BearerChallenge(scope="b c", error="insufficient_scope")
+    assert select_scope(
+        challenge=step_up, resource_metadata=prm, metadata=None, previous="a b"
+    ) == ("a b c")
+
+
+def test_offline_access_is_asked_for_only_when_the_server_lists_it() -> None:
+    listed = as_metadata(scopes_supported=["a", "offline_access"])
+    challenge = BearerChallenge(scope="a")
+    assert select_scope(challenge=challenge, resource_metadata=None, metadata=listed) == (
+        "a offline_access"
+    )
+    assert (
+        select_scope(
+            challenge=challenge, resource_metadata=None, metadata=listed, offline_access=False
+        )
+        == "a"
+    )
+    unlisted = as_metadata(scopes_supported=["a"])
+    assert select_scope(challenge=challenge, resource_metadata=None, metadata=unlisted) == "a"
+    # Never as the only scope: with nothing to ask for, the scope is omitted.
+    assert select_scope(challenge=None, resource_metadata=None, metadata=listed) is None
+
+
+# ------------------------------------------------------------------ PKCE and the request
+
+RFC_7636_OCTETS = bytes.fromhex(
+    "7418dfb49799e0254ffa607dd8adbbba16d4254d69d6bff05b58055853848d79"
+)  # RFC 7636 appendix B: 116, 24, 223, 180, ... 141, 121
+
+
+def test_pkce_matches_rfc_7636_appendix_b() -> None:
+    pair = new_pkce(RFC_7636_OCTETS)
+    assert pair.verifier == "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+    assert pair.challenge == "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    assert "dBjft" not in repr(pair)
+
+
+def test_pkce_defaults_to_fresh_randomness_and_refuses_too_little() -> None:
+    first, second = new_pkce(), new_pkce()
+    assert len(first.verifier) == 43 and first.verifier != second.verifier
+    with pytest.raises(ValueError, match="32 bytes"):
+        new_pkce(b"short")
+
+
+def test_the_authorization_url_carries_every_parameter() -> None:
+    meta = as_metadata(authorization_endpoint=f"{ISSUER}/authorize?tenant=t1")
+    pkce = new_pkce(RFC_7636_OCTETS)
+    url = authorization_url(
+        meta,
+        client_id="https://client.example/meta.json",
+        redirect_uri="http://127.0.0.1:3000/cb",
+        pkce=pkce,
+        state="s1",
+        resource="https://mcp.example.com",
+        scope="a b",
+    )
+    parts = urlsplit(url)
+    assert (parts.scheme, parts.netloc, parts.path) == ("https", "auth.example.com", "/authorize")
+    query = parse_qs(parts.query)
+    assert query == {
+        "tenant": ["t1"],
+        "response_type": ["code"],
+        "client_id": ["https://client.example/meta.json"],
+        "redirect_uri": ["http://127.0.0.1:3000/cb"],
+        "code_challenge": [pkce.challenge],
+        "code_challenge_method": ["S256"],
+        "state": ["s1"],
+        "resource": ["https://mcp.example.com"],
+        "scope": ["a b"],
+    }
+    assert "scope%20" not in url and "scope=a%20b" in url  # spaces as %20
+
+
+def test_the_authorization_url_omits_an_absent_scope_and_needs_s256() -> None:
+    kwargs: dict[str, Any] = {
+        "client_id": "c",
+        "redirect_uri": "http://localhost/cb",
+        "pkce": new_pkce(),
+        "state": "s",
+        "resource": "https://m.example",
+        "scope": None,
+    }
+    assert "scope" not in parse_qs(urlsplit(authorization_url(as_metadata(), **kwargs)).query)
+    with pytest.raises(OAuthError, match="S256"):
+        authorization_url(as_metadata(code_challenge_methods_supported=["plain"]), **kwargs)
+    with pytest.raises(OAuthError, match="authorization_endpoint"):
+        authorization_url(as_metadata(authorization_endpoint=None), **kwargs)
+
+
+# ------------------------------------------------------------------ the response (RFC 9207)
+
+CALLBACK = "http://localhost:3000/cb"
+
+
+@pytest.mark.parametrize(
+    ("advertised", "iss", "accepted"),
+    [
+        (True, ISSUER, True),
+        (True, None, False),
+        (True, ISSUER + "/", False),
+        (True, "https://AUTH.example.com", False),
+        (True, "https://auth.example.com:443", False),
+        (False, ISSUER, True),
+        (False, "https://evil.example", False),
+        (False, None, True),
+    ],
+)
+def test_the_iss_rules(advertised: bool, iss: str | None, accepted: bool) -> None:
+    meta = as_metadata(authorization_response_iss_parameter_supported=advertised)
+    query = "code=c1&state=s1" + (f"&iss={iss}" if iss is not None else "")
+    if accepted:
+        assert (
+            parse_authorization_response(f"{CALLBACK}?{query}", state="s1", metadata=meta) == "c1"
+        )
+    else:
+        with pytest.raises(OAuthError, match="iss"):
+            parse_authorization_response(f"{CALLBACK}?{query}", state="s1", metadata=meta)
+
+
+def test_the_state_must_match_and_errors_are_reported() -> None:
+    meta = as_metadata()
+    with pytest.raises(OAuthError, match="state"):
+        parse_authorization_response(f"{CALLBACK}?code=c&state=other", state="s1", metadata=meta)
+    with pytest.raises(OAuthError, match="state"):
+        parse_authorization_response(f"{CALLBACK}?code=c", state="s1", metadata=meta)
+    with pytest.raises(OAuthError, match="access_denied") as caught:
+        parse_authorization_response(
+            f"{CALLBACK}?error=access_denied&error_description=no&state=s1",
+            state="s1",
+            metadata=meta,
+        )
+    assert caught.value.error == "access_denied"
+    with pytest.raises(OAuthError, match="no code"):
+        parse_authorization_response(f"{CALLBACK}?state=s1", state="s1", metadata=meta)
+
+
+def test_an_error_from_another_issuer_is_not_reported_as_the_servers() -> None:
+    meta = as_metadata()
+    with pytest.raises(OAuthError, match="iss") as caught:
+        parse_authorization_response(
+            f"{CALLBACK}?error=access_denied&state=s1&iss=https://evil.example",
+            state="s1",
+            metadata=meta,
+        )
+    assert caught.value.error is None
+
+
+# ------------------------------------------------------------------ registration
+
+
+def test_the_registration_body() -> None:
+    meta = as_metadata(token_endpoint_auth_methods_supported=["client_secret_post", "none"])
+    body = registration_body(
+        client_name="me", redirect_uris=["http://127.0.0.1:1/cb"], metadata=meta, scope="a"
+    )
+    assert body == {
+        "client_name": "me",
+        "redirect_uris": ["http://127.0.0.1:1/cb"],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+        "scope": "a",
+    }
+    web = registration_body(
+        client_name="me", redirect_uris=["https://app.example/cb"], metadata=as_metadata()
+    )
+    assert web["application_type"] == "web"
+    pinned = registration_body(
+        client_name="me", redirect_uris=[], metadata=as_metadata(), application_type="web"
+    )
+    assert pinned["application_type"] == "web"
+    assert web["token_endpoint_auth_method"] == "client_secret_basic"
+    assert "scope" not in web
+
+
+def test_the_registration_response() -> None:
+    answer = {
+        "client_id": "id",
+        "client_secret": "s3cr3t",
+        "token_endpoint_auth_method": "client_secret_post",
+    }
+    client = parse_registration(dumps(answer), ISSUER)
+    assert client == ClientCredentials(
+        client_id="id",
+        client_secret="s3cr3t",
+        token_endpoint_auth_method="client_secret_post",
+        issuer=ISSUER,
+    )
+    assert "s3cr3t" not in repr(client)
+    with pytest.raises(OAuthError, match="client_id"):
+        parse_registration(dumps({"client_secret": "x"}), ISSUER)
+    with pytest.raises(OAuthError, match="not supported"):
+        parse_registration(
+            dumps({"client_id": "id", "token_endpoint_auth_method": "private_key_jwt"}), ISSUER
+        )
+
+
+# ------------------------------------------------------------------ the token endpoint
+
+
+def _form(body: bytes) -> dict[str, list[str]]:
+    return parse_qs(body.decode())
+
+
+def test_client_secret_basic_puts_the_encoded_pair_in_the_header() -> None:
+    client = ClientCredentials(
+        client_id="id:1", client_secret="s/e c", token_endpoint_auth_method="client_secret_basic"
+    )
+    headers, body = token_request(
+        as_metadata(),
+        client,
+        grant_type="authorization_code",
+        resource="https://m.example",
+        code="c",
+        code_verifier="v",
+        redirect_uri=CALLBACK,
+    )
+    auth = dict(headers)["authorization"]
+    assert base64.b64decode(auth.removeprefix("Basic ")).decode() == "id%3A1:s%2Fe%20c"
+    assert _form(body) == {
+        "grant_type": ["authorization_code"],
+        "code": ["c"],
+        "code_verifier": ["v"],
+        "redirect_uri": [CALLBACK],
+        "resource": ["https://m.example"],
+    }
+
+
+def test_client_secret_post_and_none_put_the_client_in_the_body() -> None:
+    post = ClientCredentials(client_id="id", client_secret="sec")
+    meta = as_metadata(token_endpoint_auth_methods_supported=["client_secret_post"])
+    headers, body = token_request(
+        meta, post, grant_type="refresh_token", resource="https://m.example", refresh_token="r"
+    )
+    assert "authorization" not in dict(headers)
+    assert _form(body) == {
+        "grant_type": ["refresh_token"],
+        "refresh_token": ["r"],
+        "resource": ["https://m.example"],
+        "client_id": ["id"],
+        "client_secret": ["sec"],
+    }
+    public = ClientCredentials(client_id="id")
+    headers, body = token_request(
+        meta, public, grant_type="client_credentials", resource=None, scope="a"
+    )
+    assert "authorization" not in dict(headers)
+    assert _form(body) == {
+        "grant_type": ["client_credentials"],
+        "scope": ["a"],
+        "client_id": ["id"],
+    }
+    # A secret and no stated method: Basic, the RFC 8414 default.
+    headers, _ = token_request(as_metadata(), post, grant_type="client_credentials", resource=None)
+    assert dict(headers)["authorization"].startswith("Basic ")
+
+
+def test_a_token_response_is_dated_with_the_callers_clock() -> None:
+    body = dumps(
+        {"access_token": "at", "token_type": "bearer", "expires_in": 60, "refresh_token": "rt"}
+    )
+    token = parse_token_response(200, body, now=1000.0, requested_scope="a")
+    assert token == OAuthToken(access_token="at", expires_at=1060.0, refresh_token="rt", scope="a")
+    assert not token.expired(1000.0)
+    assert token.expired(1030.0)  # within the leeway
+    assert not token.expired(1030.0, leeway=0)
+    assert "at" not in repr(token).replace("expires_at", "")
+    kept = parse_token_response(
+        200, dumps({"access_token": "b"}), now=0, previous_refresh_token="rt"
+    )
+    assert kept.refresh_token == "rt" and kept.expires_at is None and not kept.expired(1e12)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "message", "error"),
+    [
+        (
+            400,
+            dumps({"error": "invalid_grant", "error_description": "used"}),
+            "invalid_grant",
+            "invalid_grant",
+        ),
+        (401, b"<html>", "status 401", None),
+        (200, dumps({"access_token": "a", "token_type": "DPoP"}), "DPoP", None),
+        (200, dumps({"access_token": "a", "expires_in": -1}), "expires_in", None),
+        (200, dumps({"access_token": "a", "expires_in": "10"}), "expires_in", None),
+        (200, dumps({"token_type": "Bearer"}), "access_token", None),
+    ],
+)
+def test_a_refused_or_malformed_token_response_raises(
+    status: int, body: bytes, message: str, error: str | None
+) -> None:
+    with pytest.raises(OAuthError, match=message) as caught:
+        parse_token_response(status, body, now=0)
+    assert caught.value.error == error

@@ -1,0 +1,461 @@
+"""The OAuth client end to end: a fake authorization server and a protected MCP server
+on 127.0.0.1 (the protected server checks the bearer token, then forwards the request
+to a real ``serve_http`` server), and the real client with ``auth=OAuth(...)``."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from functools import partial
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import attrs
+import h11
+import pytest
+import trio
+
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    ClientCredentials,
+    InMemoryOAuthStorage,
+    McpError,
+    OAuth,
+    fetch_authorization_redirect,
+    open_client,
+)
+from mcp_trio._oauth import oauth_fetch
+
+from .test_http_support import IO_TIMEOUT, App, start_server
+
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+@attrs.define
+class Fake:
+    """One loopback server playing the MCP server (``/mcp``, its metadata) and its
+    authorization server (the issuer is ``base`` + ``as_path``). Tests set the knobs
+    and read what happened."""
+
+    upstream: str
+    base: str = ""
+    as_path: str = ""
+    # knobs
+    prm_resource: str | None = None
+    prm_scopes: list[str] | None = None
+    prm_padding: int = 0
+    metadata_issuer: str | None = None
+    iss_supported: bool | None = True
+    iss_mode: str = "correct"  # correct, omit, wrong, normalized
+    scopes_supported: list[str] | None = None
+    expires_in: int = 3600
+    refresh_tokens: bool = False
+    challenge_scope: str | None = "read"
+    call_scope: str | None = None  # tools/call needs it (403 insufficient_scope)
+    always_forbid_calls: bool = False
+    no_prm: bool = False
+    # what happened
+    registrations: list[dict[str, Any]] = attrs.field(factory=list)
+    authorizations: list[dict[str, str]] = attrs.field(factory=list)
+    token_requests: list[dict[str, str]] = attrs.field(factory=list)
+    bearer_seen: list[str] = attrs.field(factory=list)
+    paths: list[str] = attrs.field(factory=list)
+    tokens: dict[str, set[str]] = attrs.field(factory=dict)
+    refresh: dict[str, set[str]] = attrs.field(factory=dict)
+    challenges: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def issuer(self) -> str:
+        return self.base + self.as_path
+
+    @property
+    def url(self) -> str:
+        return self.base + "/mcp"
+
+    def _new_token(self, scopes: set[str]) -> dict[str, Any]:
+        token = "tok-" + secrets.token_hex(8)
+        self.tokens[token] = scopes
+        answer: dict[str, Any] = {
+            "access_token": token,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "scope": " ".join(sorted(scopes)),
+        }
+        if self.refresh_tokens:
+            refresh = "ref-" + secrets.token_hex(8)
+            self.refresh[refresh] = scopes
+            answer["refresh_token"] = refresh
+        return answer
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        path, _, query = target.partition("?")
+        self.paths.append(f"{method} {path}")
+        js = [("content-type", "application/json")]
+        if (
+            method == "GET"
+            and path == "/.well-known/oauth-protected-resource/mcp"
+            and not self.no_prm
+        ):
+            prm: dict[str, Any] = {
+                "resource": self.prm_resource or self.url,
+                "authorization_servers": [self.issuer],
+            }
+            if self.prm_scopes is not None:
+                prm["scopes_supported"] = self.prm_scopes
+            if self.prm_padding:
+                prm["padding"] = "x" * self.prm_padding
+            return 200, js, dumps(prm)
+        if method == "GET" and path == "/.well-known/oauth-authorization-server" + self.as_path:
+            meta: dict[str, Any] = {
+                "issuer": self.metadata_issuer or self.issuer,
+                "authorization_endpoint": f"{self.issuer}/authorize",
+                "token_endpoint": f"{self.issuer}/token",
+                "registration_endpoint": f"{self.issuer}/register",
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_post", "none"],
+            }
+            if self.iss_supported is not None:
+                meta["authorization_response_iss_parameter_supported"] = self.iss_supported
+            if self.scopes_supported is not None:
+                meta["scopes_supported"] = self.scopes_supported
+            return 200, js, dumps(meta)
+        if method == "POST" and path == self.as_path + "/register":
+            request = loads(body)
+            self.registrations.append(request)
+            client = {"client_id": f"client-{len(self.registrations)}{self.as_path}"}
+            return 201, js, dumps({**request, **client})
+        if method == "GET" and path == self.as_path + "/authorize":
+            params = dict(parse_qsl(query))
+            self.authorizations.append(params)
+            back = {"code": "code-" + params["code_challenge"], "state": params["state"]}
+            iss = {
+                "correct": self.issuer,
+                "wrong": "https://evil.example",
+                "normalized": self.issuer + "/",
+            }.get(self.iss_mode)
+            if iss is not None:
+                back["iss"] = iss
+            self.challenges[back["code"]] = params.get("scope", "")
+            return 302, [("location", f"{params['redirect_uri']}?{urlencode(back)}")], b""
+        if method == "POST" and path == self.as_path + "/token":
+            form = dict(parse_qsl(body.decode()))
+            self.token_requests.append(form)
+            if form["grant_type"] == "authorization_code":
+                if form["code"] != "code-" + _s256(form["code_verifier"]):
+                    return 400, js, dumps({"error": "invalid_grant"})
+                scopes = set(self.challenges[form["code"]].split())
+                return 200, js, dumps(self._new_token(scopes))
+            if form["grant_type"] == "client_credentials":
+                return 200, js, dumps(self._new_token(set(form.get("scope", "").split())))
+            if form["grant_type"] == "refresh_token" and form["refresh_token"] in self.refresh:
+                return 200, js, dumps(self._new_token(self.refresh.pop(form["refresh_token"])))
+            return 400, js, dumps({"error": "invalid_grant"})
+        if method == "POST" and path == "/mcp":
+            return await self.mcp(headers, body)
+        return 404, [], b""
+
+    async def mcp(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        metadata = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+        auth = headers.get("authorization", "")
+        token = auth[7:] if auth.startswith("Bearer ") else ""
+        if token not in self.tokens:
+            scope = f', scope="{self.challenge_scope}"' if self.challenge_scope else ""
+            www = f'Bearer resource_metadata="{metadata}"{scope}'
+            return 401, [("www-authenticate", www)], b""
+        self.bearer_seen.append(token)
+        message = loads(body)
+        needed = self.call_scope if message.get("method") == "tools/call" else None
+        forbid = self.always_forbid_calls and message.get("method") == "tools/call"
+        if forbid:
+            needed = "admin"  # (asked for, granted, and refused all the same)
+        if needed is not None and (forbid or needed not in self.tokens[token]):
+            www = f'Bearer error="insufficient_scope", scope="{needed}"'
+            return 403, [("www-authenticate", www)], b""
+        forwarded = [
+            (k, v)
+            for k, v in headers.items()
+            if k not in ("host", "authorization", "content-length", "connection")
+        ]
+        status, answer_headers, answer = await oauth_fetch(
+            "POST", self.upstream, headers=forwarded, body=body, max_response_size=1 << 20
+        )
+        keep = [
+            (k.decode(), v.decode())
+            for k, v in answer_headers
+            if k.decode().startswith(("content-type", "mcp-"))
+        ]
+        return status, keep, answer
+
+    async def serve(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            head: h11.Request | None = None
+            body = b""
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    conn.receive_data(data)
+                elif isinstance(event, h11.Request):
+                    head = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:
+                    return
+            assert head is not None
+            headers = {k.decode(): v.decode() for k, v in head.headers}
+            status, out_headers, payload = await self.route(
+                head.method.decode(), head.target.decode(), headers, body
+            )
+            all_headers = [*out_headers, ("content-length", str(len(payload)))]
+            out = [
+                conn.send(h11.Response(status_code=status, headers=all_headers)),
+                conn.send(h11.Data(data=payload)) if payload else b"",
+                conn.send(h11.EndOfMessage()),
+            ]
+            await stream.send_all(b"".join(part for part in out if part))
+            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                return
+            conn.start_next_cycle()
+
+
+async def start_fake(nursery: trio.Nursery, **knobs: Any) -> Fake:
+    upstream = await start_server(nursery, App(), era="modern")
+    fake = Fake(upstream=upstream.url, **knobs)
+    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
+    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    return fake
+
+
+def oauth(**kwargs: Any) -> OAuth:
+    options: dict[str, Any] = {
+        "redirect_uri": REDIRECT,
+        "on_authorize": fetch_authorization_redirect,
+    }
+    return OAuth(**{**options, **kwargs})
+
+
+async def list_and_call(fake: Fake, auth: OAuth) -> str:
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=auth) as client:
+            await client.list_tools()
+            result = await client.call_tool("echo", {"text": "hi"})
+            return result.text
+
+
+async def test_the_happy_path_discovers_registers_authorizes_and_retries(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, challenge_scope="read")
+    assert await list_and_call(fake, oauth()) == "hi"
+    assert fake.paths[:3] == [
+        "POST /mcp",
+        "GET /.well-known/oauth-protected-resource/mcp",
+        "GET /.well-known/oauth-authorization-server",
+    ]
+    [registration] = fake.registrations
+    assert registration["redirect_uris"] == [REDIRECT]
+    assert registration["application_type"] == "native"
+    assert "refresh_token" in registration["grant_types"]
+    [authorization] = fake.authorizations
+    assert authorization["resource"] == fake.url
+    assert authorization["code_challenge_method"] == "S256"
+    assert authorization["scope"] == "read"
+    assert authorization["client_id"] == "client-1"
+    [token] = fake.token_requests
+    assert token["resource"] == fake.url
+    assert token["client_id"] == "client-1"
+    assert len(set(fake.bearer_seen)) == 1  # one token served every request
+
+
+async def test_a_stored_token_is_used_without_authorizing_again(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery)
+    storage = InMemoryOAuthStorage()
+    assert await list_and_call(fake, oauth(storage=storage)) == "hi"
+    assert await list_and_call(fake, oauth(storage=storage)) == "hi"
+    assert len(fake.authorizations) == 1
+    assert len(fake.registrations) == 1
+
+
+async def test_step_up_on_insufficient_scope_asks_for_the_union(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery, challenge_scope="read", call_scope="write")
+    assert await list_and_call(fake, oauth()) == "hi"
+    assert [a["scope"] for a in fake.authorizations] == ["read", "read write"]
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+async def test_step_up_stops_at_the_retry_limit(nursery: trio.Nursery, limit: int) -> None:
+    fake = await start_fake(nursery, always_forbid_calls=True)
+    with pytest.raises(McpError, match="403"):
+        await list_and_call(fake, oauth(max_authorizations=limit))
+    # One for tools/list's 401, then `limit` for tools/call's 403s.
+    assert len(fake.authorizations) == 1 + limit
+
+
+async def test_an_expired_token_is_refreshed_before_the_request(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery, expires_in=0, refresh_tokens=True)
+    assert await list_and_call(fake, oauth()) == "hi"
+    grants = [t["grant_type"] for t in fake.token_requests]
+    assert grants[0] == "authorization_code"
+    assert "refresh_token" in grants[1:]
+    assert len(fake.authorizations) == 1  # no new authorization: refreshed instead
+    assert len(set(fake.bearer_seen)) >= 2  # later requests carry the refreshed token
+
+
+async def test_metadata_for_another_resource_is_refused(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery, prm_resource="https://evil.example/mcp")
+    with pytest.raises(McpError, match="not for the server"):
+        await list_and_call(fake, oauth())
+    assert not fake.authorizations
+    assert not fake.registrations
+
+
+async def test_authorization_server_metadata_for_another_issuer_is_refused(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, metadata_issuer="https://attacker.example")
+    with pytest.raises(McpError, match="names issuer"):
+        await list_and_call(fake, oauth())
+    assert not fake.registrations
+    assert not fake.authorizations
+
+
+@pytest.mark.parametrize(
+    ("supported", "mode", "accepted"),
+    [
+        (True, "correct", True),
+        (True, "omit", False),
+        (True, "wrong", False),
+        (True, "normalized", False),
+        (None, "omit", True),
+        (None, "wrong", False),
+        (False, "correct", True),
+    ],
+)
+async def test_iss_rules_of_rfc_9207(
+    nursery: trio.Nursery, supported: bool | None, mode: str, accepted: bool
+) -> None:
+    fake = await start_fake(nursery, iss_supported=supported, iss_mode=mode)
+    if accepted:
+        assert await list_and_call(fake, oauth()) == "hi"
+        assert len(fake.token_requests) == 1
+    else:
+        with pytest.raises(McpError, match="iss"):
+            await list_and_call(fake, oauth())
+        assert fake.authorizations  # the authorization response came back...
+        assert not fake.token_requests  # ...and its code went nowhere
+
+
+async def test_a_metadata_response_over_the_size_bound_is_refused(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery, prm_padding=4096)
+    with pytest.raises(McpError, match="over 2048 bytes"):
+        await list_and_call(fake, oauth(max_response_size=2048))
+    assert not fake.authorizations
+
+
+async def test_offline_access_only_when_the_server_lists_it(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery, scopes_supported=["read", "offline_access"])
+    assert await list_and_call(fake, oauth()) == "hi"
+    assert fake.authorizations[0]["scope"] == "read offline_access"
+    other = await start_fake(nursery, scopes_supported=["read"])
+    assert await list_and_call(other, oauth()) == "hi"
+    assert other.authorizations[0]["scope"] == "read"
+
+
+async def test_a_new_authorization_server_gets_a_new_registration(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery)
+    storage = InMemoryOAuthStorage()
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=oauth(storage=storage)) as client:
+            await client.list_tools()
+            # The server moves to another authorization server; old tokens stop working.
+            fake.as_path = "/as2"
+            fake.tokens.clear()
+            assert (await client.call_tool("echo", {"text": "again"})).text == "again"
+    assert [r["client_name"] for r in fake.registrations] == ["mcp-trio", "mcp-trio"]
+    first, second = fake.authorizations
+    assert first["client_id"] == "client-1"
+    assert second["client_id"] == "client-2/as2"  # never the old AS's client id
+    assert storage.clients.keys() == {fake.base, fake.base + "/as2"}
+
+
+async def test_pre_registered_credentials_for_another_issuer_are_not_used(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery)
+    client = ClientCredentials(client_id="pre", issuer="https://other.example")
+    with pytest.raises(McpError, match="pre-registered"):
+        await list_and_call(fake, oauth(client=client))
+    assert not fake.authorizations
+
+
+async def test_the_authorize_callback_sees_the_url_and_its_answer_is_checked(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery)
+    seen: list[str] = []
+
+    async def forge(url: str) -> str:
+        seen.append(url)
+        return REDIRECT + "?" + urlencode({"code": "x", "state": "forged", "iss": fake.issuer})
+
+    with pytest.raises(McpError, match="state"):
+        await list_and_call(fake, oauth(on_authorize=forge))
+    assert seen and urlsplit(seen[0]).path == "/authorize"
+    assert not fake.token_requests
+
+
+async def test_the_client_credentials_grant_needs_no_user(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery)
+    client = ClientCredentials(client_id="machine", client_secret="s3cr3t")
+    assert await list_and_call(fake, OAuth(client=client)) == "hi"
+    assert not fake.authorizations and not fake.registrations
+    [request] = fake.token_requests
+    assert request["grant_type"] == "client_credentials"
+    assert request["client_secret"] == "s3cr3t"  # the AS lists client_secret_post only
+    assert request["resource"] == fake.url
+
+
+async def test_a_server_without_resource_metadata_uses_its_origin(nursery: trio.Nursery) -> None:
+    # 2025-03-26: no protected-resource metadata; the AS is at the server's origin.
+    fake = await start_fake(nursery, no_prm=True)
+    assert await list_and_call(fake, oauth()) == "hi"
+    assert fake.authorizations[0]["resource"] == fake.url
+    assert "GET /.well-known/oauth-protected-resource" in fake.paths
+
+
+def test_oauth_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="redirect_uri"):
+        OAuth(redirect_uri="callback", on_authorize=fetch_authorization_redirect)
+    with pytest.raises(ValueError, match="client_secret"):
+        OAuth(client=ClientCredentials(client_id="public"))
+    with pytest.raises(ValueError, match="> 0"):
+        oauth(max_authorizations=0)
+
+
+async def test_auth_with_a_static_authorization_header_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"(?i)authorization"):
+        async with open_client(
+            "http://127.0.0.1:9/mcp", auth=oauth(), headers={"Authorization": "Bearer x"}
+        ):
+            pass  # pragma: no cover
+
+
+async def test_auth_is_for_http_targets_only() -> None:
+    with pytest.raises(TypeError, match="auth"):
+        async with open_client(["python", "server.py"], auth=oauth()):
+            pass  # pragma: no cover
