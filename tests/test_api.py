@@ -81,7 +81,7 @@ def test_sansio_all_is_what_we_decided() -> None:
 
 def test_core_imports_no_io() -> None:
     code = (
-        "import sys, mcp_sansio, mcp_sansio.types;"
+        "import sys, mcp_sansio, mcp_sansio.types, mcp_sansio._oauth;"
         "bad = [m for m in ('trio', 'asyncio', 'socket', 'h11', 'selectors', 'ssl')"
         " if m in sys.modules]; print(','.join(bad))"
     )

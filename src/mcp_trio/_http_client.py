@@ -81,6 +81,13 @@ body, SSE events) into messages the session reads.
   the server takes); a request's own timeout still counts meanwhile.
 * **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
   ``max_redirects``; any other redirect fails the request.
+* **Authorization** (``auth=``, :mod:`mcp_trio._oauth`): every request carries the
+  current bearer token (framed by the pool); a request whose answer asks for
+  authorization (``401``, ``403`` ``insufficient_scope``) is sent again once a token is
+  obtained, at most ``max_authorizations`` times, in its own task (the session's writer
+  never waits for a user; a one-way message refused that way is lost, as any refused
+  one-way message). A failed authorization fails that request (-32603,
+  ``HTTP: authorization failed: ...``).
 
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written, or
