@@ -63,6 +63,7 @@ EXPECTED_SANSIO = {
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
+    "parse_protected_resource_metadata",
     "parse_registration",
     "parse_token_response",
     "protected_resource_metadata_urls",

@@ -52,13 +52,13 @@ from ._versions import MODERN_VERSIONS as MODERN_VERSIONS
 from ._versions import Era as Era
 
 if TYPE_CHECKING:
+    from ._http_auth import ProtectedResourceMetadata as ProtectedResourceMetadata
     from ._oauth import AuthorizationServerMetadata as AuthorizationServerMetadata
     from ._oauth import BearerChallenge as BearerChallenge
     from ._oauth import ClientCredentials as ClientCredentials
     from ._oauth import OAuthError as OAuthError
     from ._oauth import OAuthToken as OAuthToken
     from ._oauth import PkcePair as PkcePair
-    from ._oauth import ProtectedResourceMetadata as ProtectedResourceMetadata
     from ._oauth import TokenEndpointAuthMethod as TokenEndpointAuthMethod
     from ._oauth import authorization_server_metadata_urls as authorization_server_metadata_urls
     from ._oauth import authorization_url as authorization_url
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from ._oauth import new_pkce as new_pkce
     from ._oauth import parse_authorization_response as parse_authorization_response
     from ._oauth import parse_bearer_challenge as parse_bearer_challenge
+    from ._oauth import parse_protected_resource_metadata as parse_protected_resource_metadata
     from ._oauth import parse_registration as parse_registration
     from ._oauth import parse_token_response as parse_token_response
     from ._oauth import protected_resource_metadata_urls as protected_resource_metadata_urls
@@ -129,6 +130,7 @@ __all__ = [
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
+    "parse_protected_resource_metadata",
     "parse_registration",
     "parse_token_response",
     "protected_resource_metadata_urls",
@@ -151,6 +153,7 @@ _LAZY_OAUTH = frozenset(
         "token_request",
         "authorization_server_metadata_urls",
         "parse_bearer_challenge",
+        "parse_protected_resource_metadata",
         "ProtectedResourceMetadata",
         "authorization_url",
         "protected_resource_metadata_urls",

@@ -13,8 +13,8 @@ drive it:
    ``error``).
 2. :func:`protected_resource_metadata_urls` lists where the protected-resource metadata
    (RFC 9728) may be, in the order the spec says to try them;
-   :meth:`ProtectedResourceMetadata.parse` reads one and refuses it when its ``resource``
-   is not the server we talk to.
+   :func:`parse_protected_resource_metadata` reads one and refuses it when its
+   ``resource`` is not the server we talk to.
 3. :func:`authorization_server_metadata_urls` lists the AS metadata URLs (RFC 8414, then
    OpenID Connect Discovery); :meth:`AuthorizationServerMetadata.parse` refuses a
    document whose ``issuer`` is not the one the URL was built from.
@@ -48,6 +48,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
+from ._http_auth import ProtectedResourceMetadata
 from ._json import JSONDecodeError, loads
 
 __all__ = [
@@ -57,7 +58,6 @@ __all__ = [
     "OAuthError",
     "OAuthToken",
     "PkcePair",
-    "ProtectedResourceMetadata",
     "TokenEndpointAuthMethod",
     "authorization_server_metadata_urls",
     "authorization_url",
@@ -65,6 +65,7 @@ __all__ = [
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
+    "parse_protected_resource_metadata",
     "parse_registration",
     "parse_token_response",
     "protected_resource_metadata_urls",
@@ -309,42 +310,36 @@ def _strs(obj: Mapping[str, Any], key: str, what: str) -> tuple[str, ...] | None
     return tuple(value)
 
 
-@final
-@attrs.frozen(kw_only=True)
-class ProtectedResourceMetadata:
-    """The server's OAuth 2.0 Protected Resource Metadata (RFC 9728)."""
+def parse_protected_resource_metadata(body: bytes, server_url: str) -> ProtectedResourceMetadata:
+    """Read the Protected Resource Metadata document (RFC 9728) fetched for the server at
+    ``server_url``: the same value a server serves (fields this client does not use are
+    kept in ``extra``).
 
-    resource: str
-    """The resource identifier, exactly as published: sent as ``resource`` (RFC 8707)."""
-    authorization_servers: tuple[str, ...]
-    """The issuers of the authorization servers the server trusts (we use the first)."""
-    scopes_supported: tuple[str, ...] | None = None
-    """The scopes the server says basic use needs, if it says."""
-
-    @classmethod
-    def parse(cls, body: bytes, server_url: str) -> ProtectedResourceMetadata:
-        """Read a metadata document fetched for the server at ``server_url``.
-
-        Raises:
-            OAuthError: not a valid document, no authorization server, or a
-                ``resource`` that is not this server (see :func:`resource_matches`).
-        """
-        what = "the protected-resource metadata"
-        obj = _json_object(body, what)
-        resource = _str(obj, "resource", what, required=True)
-        assert resource is not None
-        if not resource_matches(resource, server_url):
-            raise OAuthError(
-                f"{what} is for {resource!r}, not for the server at {server_url!r}: refused"
-            )
-        servers = _strs(obj, "authorization_servers", what)
-        if not servers:
-            raise OAuthError(f"{what} names no authorization server")
-        return cls(
+    Raises:
+        OAuthError: not a valid document, no authorization server, or a ``resource``
+            that is not this server (see :func:`resource_matches`).
+    """
+    what = "the protected-resource metadata"
+    obj = _json_object(body, what)
+    resource = _str(obj, "resource", what, required=True)
+    assert resource is not None
+    if not resource_matches(resource, server_url):
+        raise OAuthError(
+            f"{what} is for {resource!r}, not for the server at {server_url!r}: refused"
+        )
+    servers = _strs(obj, "authorization_servers", what)
+    if not servers:
+        raise OAuthError(f"{what} names no authorization server")
+    known = {"resource", "authorization_servers", "scopes_supported"}
+    try:
+        return ProtectedResourceMetadata(
             resource=resource,
             authorization_servers=servers,
             scopes_supported=_strs(obj, "scopes_supported", what),
+            extra={k: v for k, v in obj.items() if k not in known},
         )
+    except ValueError as exc:  # (a resource that is no absolute URI, with a fragment)
+        raise OAuthError(f"{what}: {exc}") from None
 
 
 @final

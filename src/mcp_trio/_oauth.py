@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from mcp_sansio._http import HttpRequest
+from mcp_sansio._http import HttpRequest, ProtectedResourceMetadata
 from mcp_sansio._json import dumps
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
@@ -44,13 +44,13 @@ from mcp_sansio._oauth import (
     ClientCredentials,
     OAuthError,
     OAuthToken,
-    ProtectedResourceMetadata,
     authorization_server_metadata_urls,
     authorization_url,
     check_endpoint,
     new_pkce,
     parse_authorization_response,
     parse_bearer_challenge,
+    parse_protected_resource_metadata,
     parse_registration,
     parse_token_response,
     protected_resource_metadata_urls,
@@ -372,7 +372,7 @@ class Authorizer:
             check_endpoint(url, "the protected-resource metadata URL")
             status, _, body = await self._fetch("GET", url)
             if status == 200:
-                return ProtectedResourceMetadata.parse(body, self.server_url)
+                return parse_protected_resource_metadata(body, self.server_url)
             if status >= 500:
                 raise OAuthError(f"the protected-resource metadata at {url} failed: {status}")
         return None

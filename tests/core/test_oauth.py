@@ -24,6 +24,7 @@ from mcp_sansio import (
     new_pkce,
     parse_authorization_response,
     parse_bearer_challenge,
+    parse_protected_resource_metadata,
     parse_registration,
     parse_token_response,
     protected_resource_metadata_urls,
@@ -187,12 +188,21 @@ def test_protected_resource_metadata_is_read_and_checked() -> None:
         "authorization_servers": [ISSUER],
         "scopes_supported": ["a", "b"],
     }
-    prm = ProtectedResourceMetadata.parse(dumps(doc), "https://mcp.example.com/mcp")
+    prm = parse_protected_resource_metadata(dumps(doc), "https://mcp.example.com/mcp")
     assert prm.resource == "https://mcp.example.com"  # exactly as published: no "/"
     assert prm.authorization_servers == (ISSUER,)
     assert prm.scopes_supported == ("a", "b")
     with pytest.raises(OAuthError, match="not for the server"):
-        ProtectedResourceMetadata.parse(dumps(doc), "https://other.example.com/mcp")
+        parse_protected_resource_metadata(dumps(doc), "https://other.example.com/mcp")
+    # The value a server serves: the same class, its document read back whole.
+    served = ProtectedResourceMetadata(
+        resource="https://mcp.example.com",
+        authorization_servers=[ISSUER],
+        scopes_supported="a b",
+        resource_name="Files",
+    )
+    again = parse_protected_resource_metadata(served.response().body, served.resource)
+    assert again.document() == served.document()
 
 
 @pytest.mark.parametrize(
@@ -208,7 +218,7 @@ def test_protected_resource_metadata_is_read_and_checked() -> None:
 )
 def test_malformed_resource_metadata_is_refused(body: bytes, message: str) -> None:
     with pytest.raises(OAuthError, match=message):
-        ProtectedResourceMetadata.parse(body, "https://m.example/mcp")
+        parse_protected_resource_metadata(body, "https://m.example/mcp")
 
 
 def test_authorization_server_metadata_is_read_with_rfc_8414_defaults() -> None:
