@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import isfinite
 from typing import Any
 
-from . import _modern
+from . import _modern, _tasks
 from ._conn_base import _CACHEABLE_METHODS, _COMPLETE, _LEGACY, _LOG_RANK, _MODERN, _ConnectionBase
 from ._conn_records import _ids_of
 from ._errors import ErrorData, LocalProtocolError
@@ -33,7 +33,9 @@ class _Answering(_ConnectionBase):
         Raises:
             LocalProtocolError: ``request_id`` is not a request of the peer's that
                 awaits an answer; or, modern era, ``result`` has a ``resultType`` other
-                than ``"complete"`` (see :meth:`send_input_required`) or cannot be
+                than ``"complete"`` (see :meth:`send_input_required`) -- except a
+                well-formed ``"task"`` (a ``CreateTaskResult``) for a ``tools/call``
+                whose envelope declared the tasks extension -- or cannot be
                 decorated (see :func:`~mcp_sansio._modern.decorate_result`). No state
                 changed.
             TypeError: ``result`` is not JSON-serializable. No state changed: the
@@ -68,16 +70,7 @@ class _Answering(_ConnectionBase):
                 self._hints_ok = True
                 kind = result["resultType"]  # (decorate_result made sure of a string)
                 if kind != _COMPLETE:
-                    # mrtr.mdx: an input-required result carries input requests the
-                    # client declared it can answer, or a requestState: send_input_required
-                    # checks and seals them. basic/index.mdx: no other type without an
-                    # extension (we declare none).
-                    raise LocalProtocolError(
-                        "use send_input_required for an input_required result"
-                        if kind == _modern.RESULT_TYPE_INPUT_REQUIRED
-                        else f"resultType {kind!r}: a result is 'complete' (or input_required,"
-                        " through send_input_required)"
-                    )
+                    self._check_result_type(kind, inbound, result)
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]
@@ -88,6 +81,30 @@ class _Answering(_ConnectionBase):
         else:  # as _reply, which the closed check there cannot stop: closing empties _inflight
             self._out.append(payload)
             self._out_ids.append(request_id)
+
+    @staticmethod
+    def _check_result_type(kind: str, inbound: RequestReceived, result: dict[str, Any]) -> None:
+        """A modern result that is not ``complete`` goes out only where it may.
+
+        mrtr.mdx: an input-required result carries input requests the client declared it
+        can answer, or a requestState: send_input_required checks and seals them.
+        basic/index.mdx: any other type belongs to an extension; the only one we know is
+        the tasks extension's ``"task"``, for a supported method whose request declared it.
+        """
+        if kind == _tasks.RESULT_TYPE_TASK:
+            if not _tasks.may_return_task(inbound.method, inbound.client_capabilities):
+                raise LocalProtocolError(
+                    f"a {inbound.method} request that did not declare extensions"
+                    f"[{_tasks.TASKS_EXTENSION!r}] cannot be answered with a task"
+                )
+            _tasks.check_create_task_result(result)
+            return
+        raise LocalProtocolError(
+            "use send_input_required for an input_required result"
+            if kind == _modern.RESULT_TYPE_INPUT_REQUIRED
+            else f"resultType {kind!r}: a result is 'complete' (or input_required, through"
+            " send_input_required, or 'task' where the tasks extension was declared)"
+        )
 
     def send_error(self, request_id: RequestId, code: int, message: str, data: Any = None) -> None:
         """Answer the peer's request ``request_id`` with an error.

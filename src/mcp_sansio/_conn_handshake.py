@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _modern
+from . import _modern, _tasks
 from ._conn_base import _LEGACY, _MODERN, _MODERN_FOREIGN, _MODERN_REVISION, _ConnectionBase
 from ._conn_records import _Req
 from ._errors import ErrorCode, ErrorData
@@ -173,7 +173,8 @@ class _Handshake(_ConnectionBase):
         self._lifecycle = answered
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.config.capabilities,
+            # The tasks extension is modern-only: a legacy session is not offered it.
+            "capabilities": _tasks.without_tasks_extension(self.config.capabilities),
             "serverInfo": self.config.implementation,
         }
         if self.config.instructions is not None:
@@ -234,7 +235,9 @@ class _Handshake(_ConnectionBase):
         input_responses = None
         state = None
         p = params or {}
-        if "requestState" in p or "inputResponses" in p:
+        # (tasks/update's inputResponses answer a task's questions, not an MRTR round:
+        # they are its params, for the handler.)
+        if ("requestState" in p or "inputResponses" in p) and method != _tasks.TASKS_UPDATE:
             if not _modern.may_require_input(method):
                 self._reject(
                     rid,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from . import _modern
+from . import _modern, _tasks
 from ._conn_base import (
     _CLIENT_CAPABILITIES_KEY,
     _CLIENT_INFO_KEY,
@@ -826,6 +826,15 @@ class _Receiving(_Handshake):
             # input; a malformed or forbidden input_required result is invalid, and the
             # request ends with that error (nothing of it is kept for a retry).
             kind: str | ErrorData | _modern.InputRequiredResult
+            if (
+                type(result) is dict
+                and result.get("resultType") == _tasks.RESULT_TYPE_TASK
+                and _tasks.may_return_task(method, self.config.capabilities)
+            ):
+                # The tasks extension, declared by us: a CreateTaskResult is a final answer
+                # to the request (the task itself is polled with further requests).
+                events.append(ResultReceived(request_id=rid, method=method, result=result))
+                return
             kind = _modern.classify_result(result, method=method)
             if kind == "input_required":
                 kind = _modern.parse_input_required(result)

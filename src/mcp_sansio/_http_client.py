@@ -92,6 +92,7 @@ from ._http_common import (
 from ._json import JSONDecodeError, dumps, loads
 from ._jsonrpc import RequestId, error_response, is_request_id
 from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
+from ._tasks import NAME_KEYS as TASK_NAME_KEYS
 from ._versions import Era
 
 __all__ = [
@@ -104,7 +105,12 @@ __all__ = [
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
-_NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_KEYS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    **TASK_NAME_KEYS,
+}
 _REDIRECTS: Final = frozenset({307, 308})
 _OLD_SESSION_NOTIFICATIONS: Final = frozenset({"notifications/cancelled", "notifications/progress"})
 """Notifications about messages of the session they were written in: meaningless to the

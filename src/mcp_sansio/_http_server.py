@@ -146,6 +146,7 @@ from ._jsonrpc import (
 )
 from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
 from ._state import LifecycleState
+from ._tasks import NAME_KEYS as TASK_NAME_KEYS
 from ._versions import REVISIONS, Era
 
 __all__ = [
@@ -204,7 +205,12 @@ _CORS_ALLOW_HEADERS: Final = (
 one more ``Mcp-Param-*`` later needs a new preflight, one that adds these does not."""
 _CORS_GRANTED: Final = frozenset(_CORS_ALLOW_HEADERS.decode().lower().split(", "))
 _CORS_MAX_AGE: Final = (b"access-control-max-age", b"600")
-_NAME_KEYS: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_KEYS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    **TASK_NAME_KEYS,
+}
 _ASCII_VISIBLE: Final = frozenset(range(0x21, 0x7F))
 
 

@@ -1,0 +1,371 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``) as pure rules and frozen values.
+
+Theory of operation
+-------------------
+The extension (`ext-tasks, specification/draft/tasks
+<https://github.com/modelcontextprotocol/ext-tasks>`_; overview in the spec's
+``docs/extensions/tasks``) lets a modern server answer a ``tools/call`` with a durable
+*handle* instead of the result: a ``CreateTaskResult`` (``resultType: "task"``). The client
+then polls ``tasks/get``, answers mid-flight questions with ``tasks/update`` and may ask for
+``tasks/cancel``. Three things make it safe to bolt onto the stateless era:
+
+* **Per-request opt-in.** The client declares the extension in *that request's*
+  ``clientCapabilities``; a server MUST NOT return a task to a request that did not, and
+  the ``tasks/*`` methods themselves answer -32021 without it. :func:`declares_tasks` is the
+  one test, and :func:`may_return_task` what the core checks before it lets a
+  ``resultType: "task"`` result out.
+* **A state machine with three terminal states.** ``working`` and ``input_required`` may
+  alternate; ``completed``, ``failed`` and ``cancelled`` are final. :data:`TRANSITIONS` is
+  the table, :meth:`Task.moved_to` the only way to change a :class:`Task`.
+* **Two shapes of the same record.** The ``CreateTaskResult`` is the bare task plus
+  ``resultType: "task"``; a ``tasks/get`` answer (a ``DetailedTask``) adds exactly one of
+  ``result`` (completed), ``error`` (failed) or ``inputRequests`` (input_required) and is an
+  ordinary complete result. Neither carries ``requestState``: that belongs to MRTR, which a
+  task's questions do not use.
+
+Nothing here keeps a store, runs work or reads a clock: times are passed in (``now`` is
+wall-clock seconds since the epoch, used for the ISO 8601 timestamps only). The binding owns
+the table of tasks, their bounds, their expiry and the work itself.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, Final, Literal, final
+
+import attrs
+
+from ._errors import ErrorCode, ErrorData, LocalProtocolError
+
+__all__ = [
+    "CREATE_TASK_FIELDS",
+    "NAME_KEYS",
+    "RESULT_TYPE_TASK",
+    "TASKS_CANCEL",
+    "TASKS_EXTENSION",
+    "TASKS_GET",
+    "TASKS_UPDATE",
+    "TASK_METHODS",
+    "TASK_SUPPORTED_METHODS",
+    "TERMINAL_STATUSES",
+    "TRANSITIONS",
+    "Task",
+    "TaskStatus",
+    "UpdateParams",
+    "check_create_task_result",
+    "declares_tasks",
+    "format_timestamp",
+    "may_return_task",
+    "missing_tasks_capability",
+    "parse_task_id",
+    "parse_update_params",
+    "task_not_found",
+    "without_tasks_extension",
+]
+
+#: The extension's identifier: the key under ``capabilities.extensions`` on both sides.
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+#: ``resultType`` of a ``CreateTaskResult`` (reserved for this extension).
+RESULT_TYPE_TASK: Final = "task"
+
+TASKS_GET: Final = "tasks/get"
+TASKS_UPDATE: Final = "tasks/update"
+TASKS_CANCEL: Final = "tasks/cancel"
+#: The extension's client requests (``tasks/list`` and ``tasks/result`` were removed).
+TASK_METHODS: Final = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL})
+#: The requests a server may answer with a ``CreateTaskResult`` ("Supported Methods").
+TASK_SUPPORTED_METHODS: Final = frozenset({"tools/call"})
+#: Streamable HTTP: the body field each task method's ``Mcp-Name`` header mirrors
+#: ("Streamable HTTP: Routing Headers").
+NAME_KEYS: Final = {TASKS_GET: "taskId", TASKS_UPDATE: "taskId", TASKS_CANCEL: "taskId"}
+
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+"""A task's status ("Task Status")."""
+
+#: The final statuses: once reached, a task never changes again.
+TERMINAL_STATUSES: Final[frozenset[str]] = frozenset({"completed", "failed", "cancelled"})
+
+#: Which status may follow which (the spec's state diagram). Staying in a non-terminal
+#: status is allowed: it is how the status message changes.
+TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
+    "working": frozenset({"working", "input_required", "completed", "failed", "cancelled"}),
+    "input_required": frozenset({"working", "input_required", "completed", "failed", "cancelled"}),
+    "completed": frozenset(),
+    "failed": frozenset(),
+    "cancelled": frozenset(),
+}
+
+#: The members of a ``CreateTaskResult`` besides ``resultType`` and ``_meta``.
+CREATE_TASK_FIELDS: Final = frozenset(
+    {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
+)
+_REQUIRED_CREATE_FIELDS: Final = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")
+
+
+def declares_tasks(client_capabilities: Mapping[str, Any] | None) -> bool:
+    """Whether a request's ``clientCapabilities`` declare the tasks extension (as an object)."""
+    if not client_capabilities:
+        return False
+    extensions = client_capabilities.get("extensions")
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
+
+
+def may_return_task(method: str, client_capabilities: Mapping[str, Any] | None) -> bool:
+    """Whether a server may answer this request with a ``CreateTaskResult``: a supported
+    method, from a client that declared the extension on the request itself."""
+    return method in TASK_SUPPORTED_METHODS and declares_tasks(client_capabilities)
+
+
+def missing_tasks_capability(what: str = "This request") -> ErrorData:
+    """The -32021 error for a client that did not declare the extension: for the ``tasks/*``
+    methods, and for a tool that can only run as a task ("Capability Negotiation")."""
+    return ErrorData(
+        code=ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=f"{what} requires the client capability extensions[{TASKS_EXTENSION!r}]",
+        data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def task_not_found(task_id: str) -> ErrorData:
+    """-32602 for a task id the server does not know (never issued, or purged after its
+    TTL): "Error Handling", which allows a purged task to look unknown."""
+    return ErrorData(
+        code=ErrorCode.INVALID_PARAMS,
+        message="Failed to retrieve task: Task not found",
+        data={"taskId": task_id},
+    )
+
+
+def without_tasks_extension(capabilities: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``capabilities`` without the tasks extension, for a legacy ``initialize`` result:
+    the extension is a modern-era one, and a legacy session cannot use it."""
+    extensions = capabilities.get("extensions")
+    if not isinstance(extensions, Mapping) or TASKS_EXTENSION not in extensions:
+        return capabilities
+    rest = {k: v for k, v in extensions.items() if k != TASKS_EXTENSION}
+    out = {k: v for k, v in capabilities.items() if k != "extensions"}
+    if rest:
+        out["extensions"] = rest
+    return out
+
+
+def format_timestamp(now: float) -> str:
+    """``now`` (seconds since the epoch) as ISO 8601 in UTC with milliseconds, e.g.
+    ``2025-11-25T10:30:00.000Z``."""
+    moment = datetime.datetime.fromtimestamp(now, tz=datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _check_duration(name: str, value: object, *, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise LocalProtocolError(f"{name} must be a positive integer (milliseconds), not {value!r}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Task:
+    """One task's record: what ``tasks/get`` reports about it, minus the payload.
+
+    Change it only with :meth:`moved_to` (or :meth:`with_message`), which enforce
+    :data:`TRANSITIONS`.
+    """
+
+    task_id: str
+    """The server-generated id (unguessable: it is the only key to the task)."""
+    status: TaskStatus
+    """The current status."""
+    created_at: float
+    """When it was created, in seconds since the epoch (wall clock)."""
+    last_updated_at: float
+    """When its status or message last changed, in seconds since the epoch."""
+    ttl_ms: int | None
+    """How long after creation the server keeps it, in ms; ``None`` for unlimited."""
+    poll_interval_ms: int | None = None
+    """The polling interval the server suggests, in ms."""
+    status_message: str | None = None
+    """A human-readable word on the current status."""
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.task_id, str) or not self.task_id:
+            raise LocalProtocolError("a task id is a non-empty string")
+        if self.status not in TRANSITIONS:
+            raise LocalProtocolError(f"unknown task status {self.status!r}")
+        _check_duration("ttlMs", self.ttl_ms, allow_none=True)
+        _check_duration("pollIntervalMs", self.poll_interval_ms, allow_none=True)
+
+    @classmethod
+    def created(
+        cls,
+        task_id: str,
+        *,
+        now: float,
+        ttl_ms: int | None,
+        poll_interval_ms: int | None = None,
+        status_message: str | None = None,
+    ) -> Task:
+        """A new task, ``working`` ("the seed state").
+
+        Raises:
+            LocalProtocolError: an empty id, or a duration that is not a positive integer.
+        """
+        return cls(
+            task_id=task_id,
+            status="working",
+            created_at=now,
+            last_updated_at=now,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=poll_interval_ms,
+            status_message=status_message,
+        )
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the status is final."""
+        return self.status in TERMINAL_STATUSES
+
+    def moved_to(self, status: TaskStatus, *, now: float, message: str | None = None) -> Task:
+        """The task in ``status`` (with ``message``, or none), updated at ``now``.
+
+        Raises:
+            LocalProtocolError: :data:`TRANSITIONS` forbids it (a terminal task never
+                changes). Nothing changed.
+        """
+        if status not in TRANSITIONS.get(self.status, ()):
+            raise LocalProtocolError(f"a task cannot go from {self.status!r} to {status!r}")
+        return attrs.evolve(self, status=status, last_updated_at=now, status_message=message)
+
+    def with_message(self, message: str | None, *, now: float) -> Task:
+        """The task with a new status message (its status unchanged).
+
+        Raises:
+            LocalProtocolError: the task is terminal.
+        """
+        return self.moved_to(self.status, now=now, message=message)
+
+    def expires_after(self, seconds: float) -> bool:
+        """Whether its TTL has run out ``seconds`` after creation (never when unlimited)."""
+        return self.ttl_ms is not None and seconds * 1000 >= self.ttl_ms
+
+    def to_wire(self) -> dict[str, Any]:
+        """The ``Task`` object: ``taskId``, ``status``, timestamps, ``ttlMs`` (``null``
+        when unlimited), ``pollIntervalMs`` and ``statusMessage`` when set."""
+        out: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": format_timestamp(self.created_at),
+            "lastUpdatedAt": format_timestamp(self.last_updated_at),
+            "ttlMs": self.ttl_ms,
+        }
+        if self.poll_interval_ms is not None:
+            out["pollIntervalMs"] = self.poll_interval_ms
+        if self.status_message is not None:
+            out["statusMessage"] = self.status_message
+        return out
+
+    def create_result(self) -> dict[str, Any]:
+        """The ``CreateTaskResult``: the task, flat, with ``resultType: "task"``."""
+        return {"resultType": RESULT_TYPE_TASK, **self.to_wire()}
+
+    def detailed(
+        self,
+        *,
+        result: Mapping[str, Any] | None = None,
+        error: ErrorData | None = None,
+        input_requests: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The ``tasks/get`` result (a ``DetailedTask``): the task plus the one payload its
+        status calls for, and ``resultType: "complete"``.
+
+        Args:
+            result: the original request's result (``completed``).
+            error: the JSON-RPC error it failed with (``failed``).
+            input_requests: the outstanding requests, by key (``input_required``).
+
+        Raises:
+            LocalProtocolError: the payload does not fit the status (a completed task
+                without a result, a result on a working task, ...).
+        """
+        status = self.status
+        if (result is not None) != (status == "completed"):
+            raise LocalProtocolError(
+                f"a {status} task {'needs' if result is None else 'has no'} result"
+            )
+        if (error is not None) != (status == "failed"):
+            raise LocalProtocolError(
+                f"a {status} task {'needs' if error is None else 'has no'} error"
+            )
+        if (input_requests is not None) != (status == "input_required"):
+            raise LocalProtocolError(
+                f"a {status} task {'needs' if input_requests is None else 'has no'} inputRequests"
+            )
+        out = {"resultType": "complete", **self.to_wire()}
+        if result is not None:
+            out["result"] = dict(result)
+        elif error is not None:
+            wire: dict[str, Any] = {"code": error.code, "message": error.message}
+            if error.data is not None:
+                wire["data"] = error.data
+            out["error"] = wire
+        elif input_requests is not None:
+            out["inputRequests"] = dict(input_requests)
+        return out
+
+
+def check_create_task_result(result: Mapping[str, Any]) -> None:
+    """Check a ``CreateTaskResult`` before it goes on the wire.
+
+    Raises:
+        LocalProtocolError: ``resultType`` is not ``"task"``, a required ``Task`` member is
+            missing, the status is not a known one, or it carries a payload that belongs on
+            ``tasks/get`` (``result``, ``error``, ``inputRequests``) or MRTR's
+            ``requestState``.
+    """
+    if result.get("resultType") != RESULT_TYPE_TASK:
+        raise LocalProtocolError("a CreateTaskResult has resultType 'task'")
+    missing = [name for name in _REQUIRED_CREATE_FIELDS if name not in result]
+    if missing:
+        raise LocalProtocolError(f"a CreateTaskResult needs {', '.join(missing)}")
+    if not isinstance(result["taskId"], str) or result["status"] not in TRANSITIONS:
+        raise LocalProtocolError("a CreateTaskResult needs a string taskId and a known status")
+    extra = sorted({"result", "error", "inputRequests", "requestState"}.intersection(result))
+    if extra:
+        raise LocalProtocolError(f"a CreateTaskResult carries no {', '.join(extra)}")
+
+
+def parse_task_id(params: Any) -> str | ErrorData:
+    """The ``taskId`` of ``tasks/get`` or ``tasks/cancel`` params, or the -32602 to answer."""
+    task_id = params.get("taskId") if isinstance(params, Mapping) else None
+    if not isinstance(task_id, str) or not task_id:
+        return ErrorData(
+            code=ErrorCode.INVALID_PARAMS, message="Invalid params: taskId must be a string"
+        )
+    return task_id
+
+
+@final
+@attrs.frozen(kw_only=True)
+class UpdateParams:
+    """The params of a ``tasks/update``."""
+
+    task_id: str
+    """The task to update."""
+    input_responses: dict[str, Any]
+    """Responses to outstanding ``inputRequests``, by key."""
+
+
+def parse_update_params(params: Any) -> UpdateParams | ErrorData:
+    """The params of a ``tasks/update``, or the -32602 to answer (``inputResponses`` must be
+    an object; keys that are not outstanding are the server's to ignore, not an error)."""
+    task_id = parse_task_id(params)
+    if isinstance(task_id, ErrorData):
+        return task_id
+    responses = params.get("inputResponses")
+    if not isinstance(responses, Mapping):
+        return ErrorData(
+            code=ErrorCode.INVALID_PARAMS,
+            message="Invalid params: tasks/update needs inputResponses (an object)",
+        )
+    return UpdateParams(task_id=task_id, input_responses=dict(responses))
