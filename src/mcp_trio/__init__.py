@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from ._stdio import ProcessChannel as ProcessChannel
     from ._stdio import open_stdio_client as open_stdio_client
     from ._stdio import serve_stdio as serve_stdio
+    from ._tasks import TaskConfig as TaskConfig
     from ._websocket import MCP_PATH as MCP_PATH
     from ._websocket import SUBPROTOCOL as SUBPROTOCOL
     from ._websocket import WebSocketChannel as WebSocketChannel
@@ -164,6 +165,7 @@ _LAZY: dict[str, str] = {
     "ProcessChannel": "._stdio",
     "open_stdio_client": "._stdio",
     "serve_stdio": "._stdio",
+    "TaskConfig": "._tasks",
     "MCP_PATH": "._websocket",
     "SUBPROTOCOL": "._websocket",
     "WebSocketChannel": "._websocket",
@@ -247,6 +249,7 @@ __all__ = [
     "SessionStatistics",
     "StreamChannel",
     "Subscription",
+    "TaskConfig",
     "ToolError",
     "ToolOutput",
     "ToolResult",

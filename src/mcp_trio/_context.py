@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 
     from ._handlers import RequestContext
     from ._server import Server
+    from ._tasks import TaskRun
 
 __all__ = ["Context", "ElicitationResult", "SamplingResult"]
 
@@ -209,9 +210,12 @@ class Context:
 
     __mcp_context__: ClassVar[bool] = True
 
-    def __init__(self, request: RequestContext, server: Server | None = None) -> None:
+    def __init__(
+        self, request: RequestContext, server: Server | None = None, *, task: TaskRun | None = None
+    ) -> None:
         self._raw = request
         self._server = server
+        self._task = task  # a task tool's call (see mcp_trio._tasks)
         self._asks = 0
         self._answers = self._recorded_answers()
         self._used: set[str] = set()
@@ -272,7 +276,10 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
-        """Whether the client cancelled the request (the handler is being cancelled)."""
+        """Whether the client cancelled the request, or in a task asked ``tasks/cancel``
+        (the handler is being cancelled)."""
+        if self._task is not None and self._task.started:
+            return self._task.cancel_requested
         return self._raw.cancelled
 
     @property
@@ -281,6 +288,30 @@ class Context:
         scopes, claims); ``None`` when the transport authenticates nobody. Check
         per-tool scopes here: ``if "files:write" not in ctx.principal.scopes: ...``."""
         return self._raw.principal
+
+    # ------------------------------------------------------------ tasks
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (tasks extension), or ``None``."""
+        return None if self._task is None else self._task.task_id
+
+    def start_task(self) -> bool:
+        """Make this call a task now (for a tool registered with ``task_start="explicit"``;
+        otherwise its task already exists): the client gets the ``CreateTaskResult``, and
+        the function runs on. Ask what must be asked *before* the task first: those
+        questions are ordinary input-required rounds of the call.
+
+        Returns:
+            Whether the call is a task: ``False`` for a tool without tasks, a client that
+            did not declare the extension, the legacy era, or a ``task="optional"`` tool
+            when the server keeps as many tasks as it may (it runs on as a plain call).
+
+        Raises:
+            McpError: -32603 for a ``task="required"`` tool when the server keeps as many
+                tasks as it may.
+        """
+        return self._task is not None and self._task.start()
 
     # ------------------------------------------------------------ progress and logs
 
@@ -292,9 +323,16 @@ class Context:
         Returns:
             Whether a notification was sent.
 
+        In a task, no notification is sent (the extension has none for tasks): a
+        ``message`` becomes the task's ``statusMessage`` instead.
+
         Raises:
             LocalProtocolError: ``progress`` does not increase.
         """
+        if self._task is not None and self._task.started:
+            if message is not None:
+                self._task.set_message(message)
+            return False
         return await self._raw.report_progress(progress, total, message)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
@@ -304,11 +342,13 @@ class Context:
         modern: the ``logLevel`` of the request's envelope (nothing without one).
 
         Returns:
-            Whether it was sent.
+            Whether it was sent (never in a task: no request is left to carry it).
 
         Raises:
             LocalProtocolError: an unknown level.
         """
+        if self._task is not None and self._task.started:
+            return False
         return await self._raw.log(level, data, logger=logger)
 
     async def debug(self, data: Any, *, logger: str | None = None) -> bool:
@@ -580,6 +620,8 @@ class Context:
         digest = _digest(request)
         answer_key = self._find_answer(key, digest)
         if answer_key is None:
+            if self._task is not None and self._task.started:
+                return await self._task.ask(key, request)
             raise _InputNeeded({key: request}, {key: digest})
         self._used.add(answer_key)
         return self._answers[answer_key][1]

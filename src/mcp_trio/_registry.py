@@ -18,7 +18,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, final, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, final, get_type_hints
 from urllib.parse import urlsplit
 
 import attrs
@@ -38,6 +38,9 @@ from ._jsonschema import (
 )
 from ._server_content import _plain
 from ._uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from ._tasks import TaskStart, TaskSupport
 
 __all__ = [
     "CompletionEntry",
@@ -296,6 +299,11 @@ class ToolEntry(Entry):
     header_params: tuple[HeaderParam, ...] = ()
     """The ``x-mcp-header`` parameters of ``input_schema`` (modern HTTP checks the
     ``Mcp-Param-*`` headers of a call against them)."""
+    task: TaskSupport | None = None
+    """Whether a call may (``"optional"``) or must (``"required"``) run as a task of the
+    tasks extension; ``None``: never."""
+    task_start: TaskStart = "call"
+    """When its task is created: before it runs, or when it calls ``ctx.start_task()``."""
 
     @classmethod
     def build(
@@ -310,6 +318,8 @@ class ToolEntry(Entry):
         output_schema: bool | Mapping[str, Any],
         meta: Mapping[str, Any] | None,
         input_schema: Mapping[str, Any] | None = None,
+        task: bool | TaskSupport = False,
+        task_start: TaskStart = "call",
     ) -> ToolEntry:
         name = name or getattr(fn, "__name__", None)
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
@@ -367,7 +377,21 @@ class ToolEntry(Entry):
             custom_input=custom_input,
             custom_params=_custom_params(fn, skip) if custom_input else frozenset(),
             header_params=header_params,
+            task=_task_support(name, task, task_start),
+            task_start=task_start,
         )
+
+
+def _task_support(name: str, task: object, start: object) -> TaskSupport | None:
+    if start not in ("call", "explicit"):
+        raise ValueError(f"tool {name!r}: task_start must be 'call' or 'explicit', not {start!r}")
+    if task is True or task == "optional":
+        return "optional"
+    if task == "required":
+        return "required"
+    if task is False or task is None:
+        return None
+    raise ValueError(f"tool {name!r}: task must be True, False, 'optional' or 'required'")
 
 
 def _custom_params(fn: Callable[..., Any], skip: Sequence[str]) -> frozenset[str] | None:

@@ -51,6 +51,7 @@ import attrs
 import trio
 
 from mcp_sansio import ConnectionConfig
+from mcp_sansio._tasks import TASKS_EXTENSION
 
 from ._config import SessionConfig
 from ._handlers import Handlers
@@ -69,6 +70,14 @@ from ._server_rpc import ServerMethods
 from ._server_sessions import SessionTracker
 from ._session import Session
 from ._stdio import serve_stdio as _serve_stdio
+from ._tasks import (
+    TaskConfig,
+    TaskRunner,
+    TaskStart,
+    TaskSupport,
+    merge_capabilities,
+    running_tasks,
+)
 from ._util import SessionHook, open_task_nursery
 
 if TYPE_CHECKING:
@@ -125,6 +134,8 @@ class Server:
             versions, caching hints, a ``request_state_key`` shared by several server
             processes); its implementation and instructions are replaced by the
             server's, and its capabilities merged with those of what is registered.
+        task_config: the bounds and hints of the tasks of task tools (see
+            :meth:`tool`'s ``task``).
 
     Register from the Trio thread (or before ``trio.run``), not from a worker thread.
     """
@@ -141,6 +152,7 @@ class Server:
         page_size: int = 50,
         session_config: SessionConfig | None = None,
         connection_config: ConnectionConfig | None = None,
+        task_config: TaskConfig | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -154,7 +166,12 @@ class Server:
         self._registry = Registry(self._wake)
         self._tracker = SessionTracker(self._registry.versions)
         self._methods = ServerMethods(
-            self._registry, self._tracker, page_size, secrets.token_bytes(32), server=self
+            self._registry,
+            self._tracker,
+            page_size,
+            secrets.token_bytes(32),
+            server=self,
+            tasks=TaskRunner(task_config),
         )
         self._handlers: Handlers | None = None
 
@@ -175,6 +192,8 @@ class Server:
         output_schema: bool | Mapping[str, Any] = True,
         meta: Mapping[str, Any] | None = None,
         input_schema: Mapping[str, Any] | None = None,
+        task: bool | TaskSupport = False,
+        task_start: TaskStart = "call",
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -188,6 +207,8 @@ class Server:
         output_schema: bool | Mapping[str, Any] = True,
         meta: Mapping[str, Any] | None = None,
         input_schema: Mapping[str, Any] | None = None,
+        task: bool | TaskSupport = False,
+        task_start: TaskStart = "call",
     ) -> Any:
         """Decorator: register a function as a tool (``@server.tool`` or
         ``@server.tool("name", ...)``); the function is returned unchanged.
@@ -233,6 +254,16 @@ class Server:
                 generated from the signature (for schemas type hints cannot say, e.g.
                 ``if``/``then``/``else`` or ``x-mcp-header``). The function then gets the
                 arguments unvalidated and unconverted, by name; it checks them itself.
+            task: run calls as tasks of the tasks extension (2026-07-28,
+                ``io.modelcontextprotocol/tasks``): ``"optional"`` (or ``True``) -- a task
+                when the request declares the extension, a plain call otherwise;
+                ``"required"`` -- a client that did not declare it gets -32021. The legacy
+                era never has tasks: there the tool runs as a plain call. See
+                :mod:`mcp_trio._tasks`.
+            task_start: when the task is created: ``"call"`` -- before the function
+                runs; ``"explicit"`` -- when it calls :meth:`Context.start_task
+                <mcp_trio.Context.start_task>` (its questions before then are ordinary
+                input-required rounds, and a return before then a plain result).
 
         Raises:
             TypeError: a parameter or the return type has no JSON Schema.
@@ -254,6 +285,8 @@ class Server:
                 output_schema=output_schema,
                 meta=meta,
                 input_schema=input_schema,
+                task=task,
+                task_start=task_start,
             )
         )
 
@@ -269,6 +302,8 @@ class Server:
         output_schema: bool | Mapping[str, Any] = True,
         meta: Mapping[str, Any] | None = None,
         input_schema: Mapping[str, Any] | None = None,
+        task: bool | TaskSupport = False,
+        task_start: TaskStart = "call",
     ) -> str:
         """Register ``fn`` as a tool (as :meth:`tool` does); returns its name. Sessions
         being served are sent ``notifications/tools/list_changed``."""
@@ -282,8 +317,12 @@ class Server:
             output_schema=output_schema,
             meta=meta,
             input_schema=input_schema,
+            task=task,
+            task_start=task_start,
         )
         self._registry.add(entry)
+        if entry.task is not None:
+            self._methods.tasks.enabled = True
         return entry.name
 
     def remove_tool(self, name: str) -> None:
@@ -579,6 +618,8 @@ class Server:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if reg.prompts or reg.templates:
             caps["completions"] = {}
+        if any(tool.task is not None for tool in reg.tools.values()):
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def implementation(self) -> dict[str, Any]:
@@ -599,7 +640,7 @@ class Server:
         return attrs.evolve(
             base,
             implementation=self.implementation(),
-            capabilities={**base.capabilities, **self.capabilities()},
+            capabilities=merge_capabilities(base.capabilities, self.capabilities()),
             instructions=self.instructions if self.instructions is not None else base.instructions,
         )
 
@@ -609,6 +650,7 @@ class Server:
             self._handlers = self._methods.handlers()
         return self._handlers
 
+    @running_tasks
     async def serve_stdio(
         self,
         *,
@@ -633,6 +675,7 @@ class Server:
             task_status=task_status,
         )
 
+    @running_tasks
     async def serve_websocket(
         self,
         host: str | None = "127.0.0.1",
@@ -662,6 +705,7 @@ class Server:
             task_status=task_status,
         )
 
+    @running_tasks
     async def serve_http(
         self,
         host: str = "127.0.0.1",
@@ -747,6 +791,7 @@ class Server:
                 start=False,
             ) as (client, server_session),
             open_task_nursery("in-memory server", cancel_on_exit=True) as nursery,
+            self._methods.tasks.running(),
         ):
             self._tracker.track(server_session)
             nursery.start_soon(self._tracker.watch, server_session)

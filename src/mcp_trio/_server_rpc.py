@@ -20,6 +20,7 @@ is left out of ``tools/list`` before 2025-06-18).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 import attrs
 
 from mcp_sansio import Era, ErrorCode, ErrorData, unstructure
+from mcp_sansio._tasks import TASKS_CANCEL, TASKS_GET, TASKS_UPDATE
 
 from ._context import Context, _InputNeeded
 from ._errors import McpError
@@ -57,6 +59,7 @@ from ._server_content import (
     read_result_contents,
 )
 from ._server_sessions import SessionTracker
+from ._tasks import TaskRun, TaskRunner
 from ._typed import loaded_models
 
 if TYPE_CHECKING:
@@ -218,6 +221,7 @@ class ServerMethods:
         page_size: items per page of the ``*/list`` methods.
         cursor_key: the HMAC key of the pagination cursors.
         server: handed to each :class:`Context`.
+        tasks: runs the calls of task tools (see :mod:`mcp_trio._tasks`).
     """
 
     def __init__(
@@ -228,10 +232,13 @@ class ServerMethods:
         cursor_key: bytes,
         *,
         server: Server | None = None,
+        tasks: TaskRunner | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size!r}")
         self._server = server
+        self.tasks = tasks if tasks is not None else TaskRunner()
+        """The server's tasks."""
         self._tracker = tracker
         self._registry = registry
         self._page_size = page_size
@@ -250,13 +257,23 @@ class ServerMethods:
             "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
             "completion/complete": self.complete,
+            TASKS_GET: self.tasks.tasks_get,
+            TASKS_UPDATE: self.tasks.tasks_update,
+            TASKS_CANCEL: self.tasks.tasks_cancel,
         }
         return Handlers(table)
 
     # ------------------------------------------------------------ running user code
 
-    async def _call(self, ctx: RequestContext, entry: Entry, kwargs: dict[str, Any]) -> Any:
-        """Run ``entry``'s function; a modern-era ask becomes :class:`InputRequiredResult`.
+    async def _call(
+        self,
+        ctx: RequestContext,
+        entry: Entry,
+        kwargs: dict[str, Any],
+        task: TaskRun | None = None,
+    ) -> Any:
+        """Run ``entry``'s function; a modern-era ask becomes :class:`InputRequiredResult`
+        (unless ``task``, the call's task, has started: then the task asks).
 
         Raises:
             ToolError, McpError, ResourceNotFound: the function raised it, bare or in an
@@ -264,7 +281,7 @@ class ServerMethods:
             BaseException: anything else the function raised (a bug in it), as raised.
         """
         self._tracker.track(getattr(ctx, "session", None))
-        context = Context(ctx, self._server)
+        context = Context(ctx, self._server, task=task)
         if entry.context_param is not None:
             kwargs[entry.context_param] = context
         try:
@@ -342,8 +359,28 @@ class ServerMethods:
                 kwargs = coerce_arguments(tool.fn, arguments, skip=tool.skip)
             except ValueError as exc:
                 return _tool_error(f"Invalid arguments for tool {name!r}: {exc}")
+        if tool.task is not None:
+            run = functools.partial(self._run_tool, ctx, name, tool, kwargs)
+            answer = await self.tasks.call(ctx, tool.task, tool.task_start, run, f"Tool {name!r}")
+            if answer is not None:
+                return answer
+        return await self._run_tool(ctx, name, tool, kwargs)
+
+    async def _run_tool(
+        self,
+        ctx: RequestContext,
+        name: str,
+        tool: ToolEntry,
+        kwargs: dict[str, Any],
+        task: TaskRun | None = None,
+    ) -> dict[str, Any] | InputRequiredResult:
+        """Run a tool with valid arguments; its result (or tool error) as a result.
+
+        Raises:
+            McpError: the tool raised one (a protocol error).
+        """
         try:
-            value = await self._call(ctx, tool, kwargs)
+            value = await self._call(ctx, tool, kwargs, task)
         except ToolError as exc:
             return _tool_error(exc.message)
         except McpError:

@@ -38,7 +38,7 @@ from mcp_sansio._tasks import (
 from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair
 from .test_connection_modern import feed, modern_pair, modern_request, only
 
-EXT = {"extensions": {TASKS_EXTENSION: {}}}
+EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 CC = "io.modelcontextprotocol/clientCapabilities"
 
 
@@ -68,16 +68,16 @@ def test_declaring_the_extension_takes_an_object(caps: Any, declared: bool) -> N
 
 def test_the_missing_capability_error_names_the_extension() -> None:
     error = missing_tasks_capability("tasks/get")
-    assert error.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY == -32021
+    assert error.code == -32021
     assert error.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
     assert "tasks/get" in error.message
     assert task_not_found("x").code == ErrorCode.INVALID_PARAMS
 
 
 def test_legacy_capabilities_lose_only_the_tasks_extension() -> None:
-    caps = {"tools": {}}
+    caps: dict[str, Any] = {"tools": {}}
     assert without_tasks_extension(caps) is caps
-    both = {"tools": {}, "extensions": {TASKS_EXTENSION: {}, "x/y": {}}}
+    both: dict[str, Any] = {"tools": {}, "extensions": {TASKS_EXTENSION: {}, "x/y": {}}}
     assert without_tasks_extension(both) == {"tools": {}, "extensions": {"x/y": {}}}
     assert without_tasks_extension({"extensions": {TASKS_EXTENSION: {}}}) == {}
 

@@ -1,0 +1,523 @@
+"""Running tools as tasks (the ``io.modelcontextprotocol/tasks`` extension, modern era).
+
+Theory of operation
+-------------------
+A tool registered with ``task="optional"`` or ``task="required"`` may be answered with a
+``CreateTaskResult`` instead of its result, when the request's envelope declares the
+extension (the core's :mod:`mcp_sansio._tasks` holds the rules and wire shapes). The work
+then goes on after the request has been answered, so it cannot run in the request's own
+task: it runs in a nursery the server owns (:meth:`TaskRunner.running`, opened by the
+server's ``serve_*`` methods and ``connect_in_memory``).
+
+Every task tool's call starts the same way, whatever its mode: the request's task spawns
+the tool into the runner's nursery and waits for the *launch*, the first of
+
+* the task being created (:meth:`TaskRun.start`): the request is answered with the
+  ``CreateTaskResult`` and the tool runs on;
+* the tool finishing before that: the request is answered as usual (a result, an error, or
+  an MRTR ``input_required`` result whose retry runs the tool again from the top).
+
+With ``task_start="call"`` (the default) the task is created before the tool runs, so every
+question it asks goes through the task (``inputRequests`` on ``tasks/get``, answered by
+``tasks/update``). With ``task_start="explicit"`` the tool decides: until it calls
+:meth:`~mcp_trio.Context.start_task` it is an ordinary call (questions are MRTR rounds on the
+request itself, as the extension recommends before a task exists); from then on it is a task.
+If the request goes away before the launch (the client cancelled it, the connection closed),
+the tool is cancelled with it.
+
+Bounds, all in :class:`TaskConfig`: at most ``max_tasks`` tasks are kept (running or
+finished); each is kept ``ttl_ms`` after its creation, then purged (and its work cancelled if
+it still runs); a task has at most ``max_input_requests`` questions outstanding. A call that
+finds the table full runs without a task (``optional``) or is refused (``required``): a task
+is never evicted before its TTL, since a client may still poll it. Purging is lazy, on every
+look-up and creation, oldest first (tasks share one TTL, so the oldest expires first).
+
+Cancellation is cooperative in the spec and prompt here: ``tasks/cancel`` cancels the tool's
+cancel scope, and the task settles as ``cancelled`` unless it had already finished. When the
+server stops serving, the runner's nursery cancels what still runs, and those tasks settle as
+``cancelled`` too.
+
+Inside a task, :class:`~mcp_trio.Context` keeps working: asks park the task in
+``input_required`` until ``tasks/update`` answers them; progress reports become the task's
+``statusMessage`` (the extension sends no progress notifications for tasks); log messages
+are dropped (no request is left to carry them).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import secrets
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast, final
+
+import attrs
+import trio
+
+from mcp_sansio import Era, ErrorCode, ErrorData
+from mcp_sansio._tasks import (
+    Task,
+    TaskStatus,
+    declares_tasks,
+    missing_tasks_capability,
+    parse_task_id,
+    parse_update_params,
+    task_not_found,
+)
+
+from ._errors import McpError
+from ._handlers import InputRequiredResult
+from ._util import open_task_nursery
+
+if TYPE_CHECKING:
+    from ._handlers import RequestContext
+    from ._server import Server
+
+_F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+
+__all__ = [
+    "TaskConfig",
+    "TaskRun",
+    "TaskRunner",
+    "TaskStart",
+    "TaskSupport",
+    "merge_capabilities",
+    "running_tasks",
+]
+
+logger = logging.getLogger("mcp_trio.server")
+
+TaskSupport: TypeAlias = Literal["optional", "required"]
+"""How a tool uses tasks: ``"optional"`` -- a task for a client that declared the
+extension, a plain call otherwise; ``"required"`` -- -32021 for a client that did not."""
+TaskStart: TypeAlias = Literal["call", "explicit"]
+"""When a task tool's task is created: ``"call"`` -- before the tool runs;
+``"explicit"`` -- when the tool calls :meth:`~mcp_trio.Context.start_task`."""
+
+_Outcome: TypeAlias = dict[str, Any] | InputRequiredResult
+_INTERNAL: Final = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
+
+
+def _positive(name: str) -> Callable[[Any, Any, Any], None]:
+    def check(_instance: Any, _attribute: Any, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+    return check
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskConfig:
+    """The bounds and hints of a server's tasks.
+
+    Raises:
+        ValueError: a value is not a positive integer.
+    """
+
+    max_tasks: int = attrs.field(default=1024, validator=_positive("max_tasks"))
+    """How many tasks are kept at once, running or finished. A call that finds the table
+    full (after expired tasks are purged) runs without a task, or, for a
+    ``task="required"`` tool, is refused with -32603."""
+    ttl_ms: int = attrs.field(default=3_600_000, validator=_positive("ttl_ms"))
+    """How long a task is kept after its creation (``ttlMs``), in ms; then it is purged,
+    and its work cancelled if it still runs. Default: one hour."""
+    poll_interval_ms: int = attrs.field(default=1000, validator=_positive("poll_interval_ms"))
+    """The polling interval suggested to clients (``pollIntervalMs``), in ms."""
+    max_input_requests: int = attrs.field(default=32, validator=_positive("max_input_requests"))
+    """How many questions one task may have outstanding at once; one more fails the ask
+    with -32603."""
+
+
+@final
+class _Launch:
+    """How a task tool's call is answered: the first outcome of its run."""
+
+    __slots__ = ("done", "error", "outcome")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.outcome: _Outcome | None = None
+        self.error: ErrorData | None = None
+
+    def answer(self, outcome: _Outcome | None = None, error: ErrorData | None = None) -> None:
+        if not self.done.is_set():
+            self.outcome, self.error = outcome, error
+            self.done.set()
+
+
+@final
+class TaskRun:
+    """One task tool call's run: before :meth:`start`, an ordinary call; after, a task.
+
+    The :class:`~mcp_trio.Context` of the tool reaches it; application code does not.
+    """
+
+    def __init__(self, runner: TaskRunner, support: TaskSupport) -> None:
+        self._runner = runner
+        self._support = support
+        self.scope = trio.CancelScope()
+        """The tool's cancel scope (``tasks/cancel`` and expiry cancel it)."""
+        self.launch = _Launch()
+        self.task: Task | None = None
+        """The task record, once started."""
+        self.deadline = 0.0
+        """When it expires, on the runner's clock."""
+        self.result: dict[str, Any] | None = None
+        self.error: ErrorData | None = None
+        self.cancel_requested = False
+        """Whether the client asked for ``tasks/cancel``."""
+        self.pending: dict[str, dict[str, Any]] = {}
+        """The questions outstanding, by key (``inputRequests``)."""
+        self._issued: set[str] = set()
+        self._answers: dict[str, Any] = {}
+        self._waiters: dict[str, trio.Event] = {}
+
+    @property
+    def started(self) -> bool:
+        """Whether the task exists (the call was answered with it)."""
+        return self.task is not None
+
+    @property
+    def task_id(self) -> str | None:
+        """The task's id, once started."""
+        return None if self.task is None else self.task.task_id
+
+    def start(self) -> bool:
+        """Create the task and answer the call with it (at most once).
+
+        Returns:
+            Whether the call is now a task: ``False`` when the table is full and the tool
+            is ``optional`` (it runs on as an ordinary call).
+
+        Raises:
+            McpError: -32603, the table is full and the tool is ``required``.
+        """
+        if self.task is not None:
+            return True
+        task = self._runner._admit(self)
+        if task is None:
+            if self._support == "required":
+                raise McpError(
+                    ErrorData(
+                        code=ErrorCode.INTERNAL_ERROR,
+                        message="The server is running as many tasks as it may; try again later",
+                    )
+                )
+            return False
+        self.launch.answer(task.create_result())
+        return True
+
+    def set_message(self, message: str | None) -> None:
+        """Set the task's ``statusMessage`` (nothing once it is terminal)."""
+        if self.task is not None and not self.task.terminal:
+            self.task = self.task.with_message(message, now=self._runner._wall_clock())
+
+    def _move(self, status: TaskStatus, message: str | None = None) -> None:
+        assert self.task is not None
+        if not self.task.terminal:
+            self.task = self.task.moved_to(status, now=self._runner._wall_clock(), message=message)
+
+    async def ask(self, key: str, request: dict[str, Any]) -> Any:
+        """Ask the client ``request`` through the task: park it in ``input_required`` until
+        ``tasks/update`` answers ``key``, and return the answer.
+
+        Raises:
+            McpError: -32603, too many questions outstanding.
+        """
+        if len(self.pending) >= self._runner.config.max_input_requests:
+            raise McpError(
+                ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Too many questions outstanding")
+            )
+        base, n = key, 0
+        while key in self._issued:  # a key names one request over the task's lifetime
+            n += 1
+            key = f"{base}.{n}"
+        self._issued.add(key)
+        self.pending[key] = request
+        event = self._waiters[key] = trio.Event()
+        self._move("input_required", self.task.status_message if self.task else None)
+        try:
+            await event.wait()
+        finally:
+            self._waiters.pop(key, None)
+            if self.pending.pop(key, None) is not None and not self.pending:
+                self._move("working")  # (asked, then cancelled: no longer waiting)
+        return self._answers.pop(key)
+
+    def deliver(self, responses: dict[str, Any]) -> None:
+        """``tasks/update``: answer the outstanding questions among ``responses`` (others
+        -- never asked, answered already, withdrawn -- are ignored, as the spec says)."""
+        answered = False
+        for key, value in responses.items():
+            if self.pending.pop(key, None) is not None:
+                self._answers[key] = value
+                self._waiters[key].set()
+                answered = True
+        if answered and not self.pending and self.task is not None:
+            self._move("working")
+
+    def cancel(self) -> None:
+        """``tasks/cancel``: cancel the work, if it still runs."""
+        if self.task is not None and not self.task.terminal:
+            self.cancel_requested = True
+            self.scope.cancel()
+
+    def detailed(self) -> dict[str, Any]:
+        """The ``tasks/get`` result."""
+        assert self.task is not None
+        status = self.task.status
+        return self.task.detailed(
+            result=self.result if status == "completed" else None,
+            error=self.error if status == "failed" else None,
+            input_requests=dict(self.pending) if status == "input_required" else None,
+        )
+
+    def settle(self, outcome: _Outcome | None, error: ErrorData | None) -> None:
+        """The run ended: with ``outcome``, with ``error``, or cancelled (both ``None``)."""
+        if self.task is None:
+            # Not a task (yet): the call is answered as an ordinary one. A cancelled run
+            # has nobody left to answer, unless the server stopped under a waiting call.
+            if outcome is None and error is None:
+                error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="The server stopped")
+            self.launch.answer(outcome, error)
+            return
+        if self.task.terminal:
+            return
+        if isinstance(outcome, InputRequiredResult):
+            logger.error("task %s: a tool cannot return input_required in a task", self.task_id)
+            outcome, error = None, _INTERNAL
+        if outcome is not None:
+            self.result = {**outcome, "resultType": outcome.get("resultType", "complete")}
+            self._move("completed")
+        elif error is not None:
+            self.error = error
+            self._move("failed", error.message)
+        else:
+            self._move(
+                "cancelled",
+                "Cancelled at the client's request"
+                if self.cancel_requested
+                else "Cancelled: the server stopped or the task expired",
+            )
+
+
+@final
+class TaskRunner:
+    """A server's tasks: the table, its bounds, and the nursery the work runs in.
+
+    Args:
+        config: the bounds and hints.
+        clock: the clock of TTL expiry (default: ``trio.current_time``).
+        wall_clock: the clock of the ``createdAt``/``lastUpdatedAt`` timestamps, in seconds
+            since the epoch (default: ``time.time``).
+    """
+
+    def __init__(
+        self,
+        config: TaskConfig | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        wall_clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.config = config if config is not None else TaskConfig()
+        self._clock = clock if clock is not None else trio.current_time
+        if wall_clock is None:
+            import time  # noqa: PLC0415 - the binding's one wall clock, for timestamps
+
+            wall_clock = time.time
+        self._wall_clock = wall_clock
+        self._tasks: dict[str, TaskRun] = {}
+        self._nurseries: list[trio.Nursery] = []
+        self.enabled = False
+        """Whether a task tool is registered (the ``tasks/*`` methods exist)."""
+
+    # ------------------------------------------------------------ the nursery
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[None]:
+        """Run tasks in a nursery for the duration of the block (the server's
+        ``serve_*`` methods do this). Blocks may nest or overlap; new tasks go to the
+        newest. On exit, the block's tasks that still run are cancelled.
+        """
+        async with open_task_nursery("tasks", cancel_on_exit=True) as nursery:
+            self._nurseries.append(nursery)
+            try:
+                yield
+            finally:
+                self._nurseries.remove(nursery)
+                nursery.cancel_scope.cancel()
+
+    # ------------------------------------------------------------ the table
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def _purge(self) -> None:
+        now = self._clock()
+        while self._tasks:
+            oldest = next(iter(self._tasks.values()))
+            if oldest.deadline > now:
+                break
+            del self._tasks[oldest.task_id or ""]
+            oldest.scope.cancel()
+
+    def _admit(self, run: TaskRun) -> Task | None:
+        """Make ``run`` a task, unless the table is full (then ``None``)."""
+        self._purge()
+        if len(self._tasks) >= self.config.max_tasks:
+            return None
+        task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
+        config = self.config
+        run.task = Task.created(
+            task_id,
+            now=self._wall_clock(),
+            ttl_ms=config.ttl_ms,
+            poll_interval_ms=config.poll_interval_ms,
+        )
+        run.deadline = self._clock() + config.ttl_ms / 1000
+        self._tasks[task_id] = run
+        return run.task
+
+    def lookup(self, task_id: str) -> TaskRun | None:
+        """The task ``task_id``, unless unknown or expired."""
+        self._purge()
+        return self._tasks.get(task_id)
+
+    # ------------------------------------------------------------ calls
+
+    async def call(
+        self,
+        ctx: RequestContext,
+        support: TaskSupport,
+        start: TaskStart,
+        run: Callable[[TaskRun], Awaitable[_Outcome]],
+        what: str,
+    ) -> _Outcome | None:
+        """Answer a task tool's call: the ``CreateTaskResult``, the tool's own outcome
+        (see the module docstring), or ``None`` when the call should run as an ordinary one
+        (legacy era; an ``optional`` tool for a client without the extension, or with no
+        runner serving).
+
+        Raises:
+            McpError: a ``required`` tool for a client without the extension (-32021) or
+                with no runner serving (-32603); the tool's protocol error before a task
+                existed.
+        """
+        if ctx.era is not Era.MODERN:
+            return None  # the extension is modern-only: a legacy call runs as before
+        if not declares_tasks(ctx.client_capabilities):
+            if support == "required":
+                raise McpError(missing_tasks_capability(what))
+            return None
+        if not self._nurseries:
+            if support == "required":
+                raise McpError(
+                    ErrorData(
+                        code=ErrorCode.INTERNAL_ERROR,
+                        message="This server runs no tasks now (serve it with Server.serve_*)",
+                    )
+                )
+            return None
+        handle = TaskRun(self, support)
+        self._nurseries[-1].start_soon(self._drive, handle, run, start == "call")
+        try:
+            await handle.launch.done.wait()
+        finally:
+            if not handle.launch.done.is_set():
+                handle.scope.cancel()  # the request went away before a task existed
+        if handle.launch.error is not None:
+            raise McpError(handle.launch.error)
+        return handle.launch.outcome
+
+    async def _drive(
+        self, handle: TaskRun, run: Callable[[TaskRun], Awaitable[_Outcome]], start: bool
+    ) -> None:
+        """The tool's task, in the runner's nursery: run it, then settle the outcome."""
+        settled = False
+        try:
+            with handle.scope:
+                try:
+                    if start:
+                        handle.start()
+                    outcome = await run(handle)
+                except McpError as exc:
+                    handle.settle(None, exc.error)
+                except Exception:
+                    logger.exception("task tool failed")
+                    handle.settle(None, _INTERNAL)
+                else:
+                    handle.settle(outcome, None)
+                settled = True
+        finally:
+            if not settled:
+                handle.settle(None, None)
+
+    # ------------------------------------------------------------ the methods
+
+    def _served(self, ctx: RequestContext) -> None:
+        if not self.enabled or ctx.era is not Era.MODERN:
+            raise McpError(
+                ErrorData(
+                    code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {ctx.method}"
+                )
+            )
+        if not declares_tasks(ctx.client_capabilities):
+            raise McpError(missing_tasks_capability(ctx.method))
+
+    def _find(self, ctx: RequestContext) -> TaskRun:
+        task_id = parse_task_id(ctx.params)
+        if isinstance(task_id, ErrorData):
+            raise McpError(task_id)
+        found = self.lookup(task_id)
+        if found is None:
+            raise McpError(task_not_found(task_id))
+        return found
+
+    async def tasks_get(self, ctx: RequestContext) -> dict[str, Any]:
+        """``tasks/get``: the task's status, and its result, error or questions."""
+        self._served(ctx)
+        return self._find(ctx).detailed()
+
+    async def tasks_update(self, ctx: RequestContext) -> dict[str, Any]:
+        """``tasks/update``: deliver answers to outstanding questions; an empty ack."""
+        self._served(ctx)
+        params = parse_update_params(ctx.params)
+        if isinstance(params, ErrorData):
+            raise McpError(params)
+        found = self.lookup(params.task_id)
+        if found is None:
+            raise McpError(task_not_found(params.task_id))
+        found.deliver(params.input_responses)
+        return {}
+
+    async def tasks_cancel(self, ctx: RequestContext) -> dict[str, Any]:
+        """``tasks/cancel``: cancel the work if it still runs; an empty ack either way."""
+        self._served(ctx)
+        self._find(ctx).cancel()
+        return {}
+
+
+# ------------------------------------------------------------ the server's hooks
+
+
+def running_tasks(method: _F) -> _F:
+    """Decorate a ``Server.serve_*`` method: its tasks run while it serves."""
+
+    @functools.wraps(method)
+    async def serve(self: Server, /, *args: Any, **kwargs: Any) -> Any:
+        async with self._methods.tasks.running():
+            return await method(self, *args, **kwargs)
+
+    return cast(_F, serve)
+
+
+def merge_capabilities(base: Mapping[str, Any], registered: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` (a configured ``ServerCapabilities``) with ``registered`` over it; the
+    ``extensions`` of both are kept."""
+    merged = {**base, **registered}
+    extensions = base.get("extensions")
+    if isinstance(extensions, Mapping) and "extensions" in registered:
+        merged["extensions"] = {**extensions, **registered["extensions"]}
+    return merged

@@ -1,0 +1,465 @@
+"""Task tools (the ``io.modelcontextprotocol/tasks`` extension) on a real server, in memory.
+
+Every test runs on the ``autojump_clock``: the tools' sleeps, the polling and the TTLs
+take no real time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from mcp_sansio import ConnectionConfig, InputRequired
+from mcp_sansio._tasks import TASKS_EXTENSION
+from mcp_trio import Context, McpError, Server, Session, TaskConfig, ToolError, ToolResult
+
+EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
+FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+
+def make_server(config: TaskConfig | None = None) -> Server:
+    server = Server("tasks", task_config=config)
+
+    @server.tool()
+    async def plain() -> str:
+        """Never a task."""
+        return "plain"
+
+    @server.tool(task=True)
+    async def slow(seconds: float = 10.0) -> str:
+        """Sleeps, then answers."""
+        await trio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @server.tool(task="required")
+    async def only_task() -> str:
+        """Runs only as a task."""
+        await trio.sleep(1)
+        return "done"
+
+    @server.tool(task="optional")
+    async def crash() -> str:
+        """A protocol error."""
+        await trio.sleep(1)
+        raise McpError.from_code(-32603, "crashed", {"why": "test"})
+
+    @server.tool(task="optional")
+    async def tool_error() -> str:
+        """A tool error."""
+        raise ToolError("bad input")
+
+    @server.tool(task="optional")
+    async def ask(ctx: Context) -> str:
+        """Asks a name through the task."""
+        answer = await ctx.elicit("Name?", FORM)
+        return f"hi {(answer.content or {}).get('name')}"
+
+    @server.tool(task="optional")
+    async def ask_two(ctx: Context) -> str:
+        """Asks two names at once."""
+        names: list[str] = []
+
+        async def one(message: str) -> None:
+            names.append((await ctx.elicit(message, FORM)).content["name"])  # type: ignore[index]
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(one, "First?")
+            nursery.start_soon(one, "Second?")
+        return ",".join(sorted(names))
+
+    @server.tool(task="required", task_start="explicit")
+    async def compose(ctx: Context) -> str:
+        """An input-required round, then a task."""
+        answer = await ctx.elicit("Name?", FORM)
+        ids = [ctx.task_id]
+        assert ctx.start_task() and ctx.start_task()  # (the second: already a task)
+        ids.append(ctx.task_id)
+        assert ids[0] is None and ids[1] is not None
+        await trio.sleep(1)
+        return f"hello {(answer.content or {}).get('name')}"
+
+    @server.tool(task="optional", task_start="explicit")
+    async def maybe(quick: bool, ctx: Context) -> str:
+        """A plain result when quick, else a task."""
+        if quick:
+            return "quick"
+        ctx.start_task()
+        await trio.sleep(5)
+        return "slow"
+
+    @server.tool(task="optional")
+    async def chatty(ctx: Context) -> str:
+        """Reports progress and logs inside its task."""
+        assert not await ctx.report_progress(1, 2, "half way")
+        assert not await ctx.report_progress(1.5, 2)
+        assert not await ctx.log("info", "unseen")
+        assert not ctx.cancelled
+        await trio.sleep(10)
+        return "chatted"
+
+    return server
+
+
+@asynccontextmanager
+async def client(
+    server: Server, caps: dict[str, Any] | None = None, era: str = "modern"
+) -> AsyncGenerator[Session]:
+    async with server.connect_in_memory(era=era, capabilities=EXT if caps is None else caps) as c:
+        yield c
+
+
+async def call(c: Session, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return await c.request("tools/call", {"name": name, "arguments": arguments or {}})
+
+
+async def get(c: Session, task_id: str) -> dict[str, Any]:
+    return await c.request("tasks/get", {"taskId": task_id})
+
+
+async def poll(c: Session, task_id: str, *statuses: str) -> dict[str, Any]:
+    with trio.fail_after(1000):
+        while True:
+            got = await get(c, task_id)
+            if got["status"] in statuses:
+                return got
+            await trio.sleep(0.1)
+
+
+async def error_of(c: Session, method: str, params: dict[str, Any]) -> McpError:
+    with pytest.raises(McpError) as info:
+        await c.request(method, params)
+    return info.value
+
+
+# ---------------------------------------------------------------- the lifecycle
+
+
+async def test_a_task_is_created_polled_and_completed(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        created = await call(c, "slow", {"seconds": 10})
+        assert created["resultType"] == "task" and created["status"] == "working"
+        assert created["ttlMs"] == 3_600_000 and created["pollIntervalMs"] == 1000
+        assert not {"result", "error", "inputRequests", "requestState"} & set(created)
+        task_id = created["taskId"]
+        working = await get(c, task_id)  # created before the answer: found at once
+        assert working["status"] == "working" and working["resultType"] == "complete"
+        assert "result" not in working
+        done = await poll(c, task_id, "completed")
+        assert done["result"]["content"] == [{"type": "text", "text": "slept 10.0"}]
+        assert done["result"]["resultType"] == "complete"
+        assert done["lastUpdatedAt"] >= done["createdAt"]
+        assert await get(c, task_id) == done  # terminal: it stays so
+
+
+async def test_a_protocol_error_fails_the_task_and_a_tool_error_completes_it(
+    autojump_clock: MockClock,
+) -> None:
+    async with client(make_server()) as c:
+        failed = await poll(c, (await call(c, "crash"))["taskId"], "completed", "failed")
+        assert failed["status"] == "failed" and "result" not in failed
+        assert failed["error"] == {"code": -32603, "message": "crashed", "data": {"why": "test"}}
+        assert failed["statusMessage"] == "crashed"
+        errored = await poll(c, (await call(c, "tool_error"))["taskId"], "completed", "failed")
+        assert errored["status"] == "completed" and errored["result"]["isError"] is True
+
+
+async def test_cancel_settles_a_running_task_and_is_idempotent(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "slow", {"seconds": 1000}))["taskId"]
+        ack = await c.request("tasks/cancel", {"taskId": task_id})
+        assert {k: v for k, v in ack.items() if k != "_meta"} == {"resultType": "complete"}
+        cancelled = await poll(c, task_id, "cancelled", "completed")
+        assert cancelled["status"] == "cancelled"
+        assert cancelled["statusMessage"] == "Cancelled at the client's request"
+        again = await c.request("tasks/cancel", {"taskId": task_id})
+        assert again["resultType"] == "complete"
+        done_id = (await call(c, "slow", {"seconds": 1}))["taskId"]
+        await poll(c, done_id, "completed")
+        await c.request("tasks/cancel", {"taskId": done_id})
+        assert (await get(c, done_id))["status"] == "completed"
+
+
+async def test_a_question_parks_the_task_until_tasks_update_answers_it(
+    autojump_clock: MockClock,
+) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "ask"))["taskId"]
+        asking = await poll(c, task_id, "input_required")
+        ((key, request),) = asking["inputRequests"].items()
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["requestedSchema"] == FORM
+        assert (await get(c, task_id))["inputRequests"] == asking["inputRequests"]  # same key
+        # Unknown keys are ignored; the ack is empty either way.
+        ack = await c.request("tasks/update", {"taskId": task_id, "inputResponses": {"x": {}}})
+        assert ack["resultType"] == "complete" and "taskId" not in ack
+        assert (await get(c, task_id))["status"] == "input_required"
+        answer = {key: {"action": "accept", "content": {"name": "Bo"}}}
+        await c.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+        done = await poll(c, task_id, "completed")
+        assert done["result"]["content"][0]["text"] == "hi Bo"
+        # The key is answered: answering it again changes nothing.
+        await c.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+        assert (await get(c, task_id))["status"] == "completed"
+
+
+async def test_partial_answers_keep_the_task_waiting_for_the_rest(
+    autojump_clock: MockClock,
+) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "ask_two"))["taskId"]
+        with trio.fail_after(100):
+            while len((asking := await get(c, task_id)).get("inputRequests", {})) < 2:
+                await trio.sleep(0.1)
+        first, second = asking["inputRequests"]
+        assert first != second
+        accept = {"action": "accept", "content": {"name": "A"}}
+        await c.request("tasks/update", {"taskId": task_id, "inputResponses": {first: accept}})
+        partial = await get(c, task_id)
+        assert partial["status"] == "input_required"
+        assert list(partial["inputRequests"]) == [second]
+        accept = {"action": "accept", "content": {"name": "B"}}
+        await c.request("tasks/update", {"taskId": task_id, "inputResponses": {second: accept}})
+        done = await poll(c, task_id, "completed")
+        assert done["result"]["content"][0]["text"] == "A,B"
+
+
+async def test_a_cancelled_question_leaves_input_required(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "ask"))["taskId"]
+        await poll(c, task_id, "input_required")
+        await c.request("tasks/cancel", {"taskId": task_id})
+        cancelled = await poll(c, task_id, "cancelled")
+        assert "inputRequests" not in cancelled
+
+
+async def test_progress_becomes_the_status_message_and_logs_are_dropped(
+    autojump_clock: MockClock,
+) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "chatty"))["taskId"]
+        await trio.sleep(1)
+        assert (await get(c, task_id))["statusMessage"] == "half way"
+        assert (await poll(c, task_id, "completed"))["result"]["content"][0]["text"] == "chatted"
+
+
+# ---------------------------------------------------------------- explicit start
+
+
+async def test_input_required_rounds_before_the_task_then_the_task(
+    autojump_clock: MockClock,
+) -> None:
+    rounds: list[InputRequired] = []
+
+    async def answer(event: InputRequired) -> dict[str, Any]:
+        rounds.append(event)
+        return {
+            key: {"action": "accept", "content": {"name": "Al"}} for key in event.input_requests
+        }
+
+    async with client(make_server()) as c:
+        created = await c.request(
+            "tools/call", {"name": "compose", "arguments": {}}, on_input_required=answer
+        )
+        (first,) = rounds  # one round on the call itself, before the task
+        assert first.request_state is not None
+        assert created["resultType"] == "task" and "requestState" not in created
+        done = await poll(c, created["taskId"], "completed")
+        assert done["result"]["content"][0]["text"] == "hello Al"
+
+
+async def test_an_explicit_tool_may_answer_at_once(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        quick = await call(c, "maybe", {"quick": True})
+        assert quick["resultType"] == "complete" and quick["content"][0]["text"] == "quick"
+        slow = await call(c, "maybe", {"quick": False})
+        assert slow["resultType"] == "task"
+
+
+# ---------------------------------------------------------------- negotiation
+
+
+async def test_a_client_without_the_extension_gets_plain_calls_or_32021(
+    autojump_clock: MockClock,
+) -> None:
+    async with client(make_server(), caps={}) as c:
+        result = await call(c, "slow", {"seconds": 1})
+        assert result["resultType"] == "complete" and result["content"][0]["text"] == "slept 1.0"
+        error = await error_of(c, "tools/call", {"name": "only_task", "arguments": {}})
+        assert error.code == -32021
+        assert error.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+        for method, params in (
+            ("tasks/get", {"taskId": "x"}),
+            ("tasks/update", {"taskId": "x", "inputResponses": {}}),
+            ("tasks/cancel", {"taskId": "x"}),
+        ):
+            assert (await error_of(c, method, params)).code == -32021
+        plain = await call(c, "maybe", {"quick": False})  # start_task() is a no-op
+        assert plain["content"][0]["text"] == "slow"
+
+
+async def test_the_legacy_era_runs_task_tools_as_plain_calls(autojump_clock: MockClock) -> None:
+    async with client(make_server(), era="legacy") as c:
+        assert "extensions" not in c.connection.peer_capabilities
+        assert (await call(c, "only_task"))["content"][0]["text"] == "done"
+
+
+async def test_discover_advertises_the_extension_only_with_a_task_tool(
+    autojump_clock: MockClock,
+) -> None:
+    async with client(make_server(), caps={}) as c:
+        discovered = c.connection.peer_capabilities
+        assert discovered["extensions"] == {TASKS_EXTENSION: {}}
+    bare = Server("bare")
+
+    @bare.tool()
+    async def hello() -> str:
+        """Hi."""
+        return "hi"
+
+    assert "extensions" not in bare.capabilities()
+    async with client(bare) as c:
+        assert (await error_of(c, "tasks/get", {"taskId": "x"})).code == -32601
+        other = Server(
+            "other", connection_config=ConnectionConfig(capabilities={"extensions": {"x/y": {}}})
+        )
+        other.add_tool(hello, name="t", task=True)
+        extensions = other.connection_config().capabilities["extensions"]
+        assert extensions == {"x/y": {}, TASKS_EXTENSION: {}}
+
+
+@pytest.mark.parametrize(
+    ("params", "code"),
+    [
+        ({"taskId": "no-such-task"}, -32602),
+        ({"taskId": 7}, -32602),
+        ({}, -32602),
+    ],
+)
+async def test_unknown_or_malformed_task_ids(
+    params: dict[str, Any], code: int, autojump_clock: MockClock
+) -> None:
+    async with client(make_server()) as c:
+        for method in ("tasks/get", "tasks/cancel"):
+            assert (await error_of(c, method, params)).code == code
+        update = {**params, "inputResponses": {}}
+        assert (await error_of(c, "tasks/update", update)).code == code
+        task_id = (await call(c, "slow"))["taskId"]
+        bad = {"taskId": task_id, "inputResponses": [1]}
+        assert (await error_of(c, "tasks/update", bad)).code == -32602
+
+
+# ---------------------------------------------------------------- bounds
+
+
+async def test_a_task_expires_after_its_ttl(autojump_clock: MockClock) -> None:
+    async with client(make_server(TaskConfig(ttl_ms=5000))) as c:
+        done_id = (await call(c, "slow", {"seconds": 1}))["taskId"]
+        running_id = (await call(c, "slow", {"seconds": 100}))["taskId"]
+        await trio.sleep(4.5)
+        assert (await get(c, done_id))["status"] == "completed"  # not before its TTL
+        await trio.sleep(1)
+        for task_id in (done_id, running_id):
+            assert (await error_of(c, "tasks/get", {"taskId": task_id})).code == -32602
+
+
+async def test_the_table_of_tasks_is_bounded(autojump_clock: MockClock) -> None:
+    async with client(make_server(TaskConfig(max_tasks=2, ttl_ms=50_000))) as c:
+        first = await call(c, "slow", {"seconds": 100})
+        await call(c, "slow", {"seconds": 100})
+        # Full: an optional tool runs as a plain call, a required one is refused.
+        plain = await call(c, "slow", {"seconds": 1})
+        assert plain["resultType"] == "complete"
+        assert (await error_of(c, "tools/call", {"name": "only_task"})).code == -32603
+        # Cancelling frees nothing (the task is kept for its TTL); expiry does.
+        await c.request("tasks/cancel", {"taskId": first["taskId"]})
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
+        await trio.sleep(50)
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "task"
+
+
+async def test_the_questions_of_a_task_are_bounded(autojump_clock: MockClock) -> None:
+    server = make_server(TaskConfig(max_input_requests=1))
+    async with client(server) as c:
+        task_id = (await call(c, "ask_two"))["taskId"]
+        failed = await poll(c, task_id, "failed", "completed")
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+
+
+@pytest.mark.parametrize("field", ["max_tasks", "ttl_ms", "poll_interval_ms", "max_input_requests"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, True])
+def test_task_config_takes_positive_integers(field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=field):
+        TaskConfig(**{field: value})
+
+
+def test_task_options_are_checked_at_registration() -> None:
+    server = Server("s")
+
+    async def fn() -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="task must be"):
+        server.add_tool(fn, task="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="task_start"):
+        server.add_tool(fn, task=True, task_start="later")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- serving
+
+
+async def test_without_a_runner_task_tools_run_plain_or_are_refused(
+    autojump_clock: MockClock,
+) -> None:
+    # The handlers served without the server's serve_* methods: no nursery for tasks.
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    server = make_server()
+    target = (server.handlers(), server.connection_config())
+    async with client_for(target, era="modern", capabilities=EXT) as c:
+        result = await c.call_tool("slow", {"seconds": 1})
+        assert result.text == "slept 1.0"
+        with pytest.raises(McpError) as info:
+            await c.call_tool("only_task")
+        assert info.value.code == -32603
+
+
+async def test_stopping_the_server_cancels_its_tasks(autojump_clock: MockClock) -> None:
+    server = make_server()
+    async with client(server) as c:
+        task_id = (await call(c, "slow", {"seconds": 1000}))["taskId"]
+    run = server._methods.tasks.lookup(task_id)
+    assert run is not None and run.task is not None
+    assert run.task.status == "cancelled"
+    assert run.task.status_message == "Cancelled: the server stopped or the task expired"
+
+
+async def test_a_withdrawn_call_cancels_the_run_before_its_task(autojump_clock: MockClock) -> None:
+    server = Server("w")
+    started = trio.Event()
+    finished: list[str] = []
+
+    @server.tool(task=True, task_start="explicit")
+    async def hesitant(ctx: Context) -> ToolResult:
+        """Takes its time before becoming a task."""
+        started.set()
+        try:
+            await trio.sleep(100)
+        finally:
+            finished.append("cancelled")
+        ctx.start_task()
+        return ToolResult([])
+
+    async with client(server) as c:
+        with trio.move_on_after(1):
+            await call(c, "hesitant")
+        await trio.sleep(1)
+    assert started.is_set() and finished == ["cancelled"]
