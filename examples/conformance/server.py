@@ -18,6 +18,7 @@ from mcp_trio import (
     CompletionRequest,
     Context,
     InputRequiredResult,
+    McpError,
     Message,
     Server,
     ToolResult,
@@ -462,6 +463,82 @@ async def test_input_required_result_capabilities(
     if not wanted:
         return ToolResult([text("nothing can be asked of this client")])
     return InputRequiredResult(input_requests=wanted)
+
+
+# ------------------------------------------------------------------ tasks extension
+#
+# io.modelcontextprotocol/tasks (2026-07-28, --spec-version default): the scenarios
+# tasks-* call these with and without the extension in the request's capabilities.
+
+NAME_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+CONFIRM_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
+
+
+@server.tool()
+async def greet(name: str) -> ToolResult:
+    """Greets someone (never a task)."""
+    return ToolResult([text(f"Hello, {name}!")])
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> ToolResult:
+    """Sleeps ``seconds``, then answers: a task for a client with the tasks extension."""
+    await trio.sleep(seconds)
+    return ToolResult([text(f"Computed {label!r} in {seconds} s")])
+
+
+@server.tool(task="required")
+async def failing_job() -> ToolResult:
+    """Fails with a tool error after a moment; runs only as a task."""
+    await trio.sleep(0.5)
+    return ToolResult([text("The job failed: the input was rejected")], is_error=True)
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> ToolResult:
+    """Fails with a protocol (JSON-RPC) error: its task ends failed."""
+    await trio.sleep(0.1)
+    raise McpError.from_code(-32603, "The job crashed")
+
+
+@server.tool(task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> ToolResult:
+    """Asks for confirmation through the task, then 'deletes' the file."""
+    answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_FORM)
+    confirmed = answer.accepted and bool((answer.content or {}).get("confirm"))
+    return ToolResult([text(f"{'Deleted' if confirmed else 'Kept'} {filename}")])
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> ToolResult:
+    """Asks two questions at once through the task."""
+    answers: list[str] = []
+
+    async def ask(message: str) -> None:
+        answer = await ctx.elicit(message, NAME_FORM)
+        answers.append(str((answer.content or {}).get("name")))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "First name?")
+        nursery.start_soon(ask, "Second name?")
+    return ToolResult([text(f"Received {sorted(answers)}")])
+
+
+@server.tool(task="required", task_start="explicit")
+async def test_tool_with_task(ctx: Context) -> ToolResult:
+    """Asks for a name (an input-required round), then goes on as a task."""
+    answer = await ctx.elicit("What is your name?", NAME_FORM)
+    ctx.start_task()
+    await trio.sleep(0.2)
+    return ToolResult([text(f"Hello, {(answer.content or {}).get('name')}!")])
 
 
 # ------------------------------------------------------------------ resources
