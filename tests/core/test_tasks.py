@@ -286,3 +286,39 @@ def test_a_legacy_session_is_not_offered_the_extension() -> None:
     )
     modern.handshake()
     assert modern.client.peer_capabilities["extensions"] == {TASKS_EXTENSION: {}}
+
+
+# ---------------------------------------------------------------- Streamable HTTP
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+@pytest.mark.parametrize(
+    ("name", "status"), [("t-1", 200), ("other", 400), (None, 400), ("=?base64?dC0x?=", 200)]
+)
+def test_http_checks_mcp_name_against_the_task_id(
+    method: str, name: str | None, status: int
+) -> None:
+    # streamable HTTP routing headers: Mcp-Name mirrors params.taskId (Base64 allowed).
+    from mcp_sansio._http import HttpResponse  # noqa: PLC0415
+
+    from .test_http_server import make_server, modern, modern_headers, req  # noqa: PLC0415
+
+    server = make_server()
+    params: dict[str, Any] = {"taskId": "t-1"}
+    if method == "tasks/update":
+        params["inputResponses"] = {}
+    body = modern(1, method, params, **{CC: EXT})
+    reply = server.handle_request(req(body=body, **modern_headers(method, name)), now=0.0)
+    if status == 400:
+        assert isinstance(reply.decision, HttpResponse)
+        assert reply.decision.status == 400
+        assert loads(reply.decision.body)["error"]["code"] == -32020
+    else:
+        assert not isinstance(reply.decision, HttpResponse) or reply.decision.status == 200
+        assert any(isinstance(getattr(e, "event", None), RequestReceived) for e in reply.events)
+
+
+def test_our_http_client_names_the_task_in_mcp_name() -> None:
+    from mcp_sansio._http_client import _NAME_KEYS  # noqa: PLC0415
+
+    assert {k: _NAME_KEYS[k] for k in NAME_KEYS} == NAME_KEYS
