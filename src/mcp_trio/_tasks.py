@@ -170,7 +170,6 @@ class TaskRun:
         """Whether the client asked for ``tasks/cancel``."""
         self.pending: dict[str, dict[str, Any]] = {}
         """The questions outstanding, by key (``inputRequests``)."""
-        self._issued: set[str] = set()
         self._answers: dict[str, Any] = {}
         self._waiters: dict[str, trio.Event] = {}
 
@@ -230,11 +229,13 @@ class TaskRun:
             raise McpError(
                 ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Too many questions outstanding")
             )
+        # A key names one request over the task's lifetime: the Context numbers its asks
+        # (elicit-0, sample-1, ...) and never reuses a number; this guard keeps two open
+        # questions apart whatever the caller does.
         base, n = key, 0
-        while key in self._issued:  # a key names one request over the task's lifetime
+        while key in self.pending or key in self._answers:
             n += 1
             key = f"{base}.{n}"
-        self._issued.add(key)
         self.pending[key] = request
         event = self._waiters[key] = trio.Event()
         self._move("input_required", self.task.status_message if self.task else None)
