@@ -352,9 +352,6 @@ class TaskRunner:
 
     # ------------------------------------------------------------ the table
 
-    def __len__(self) -> int:
-        return len(self._tasks)
-
     def _purge(self) -> None:
         now = self._clock()
         while self._tasks:

@@ -8,15 +8,32 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
+from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from trio.testing import MockClock
 
-from mcp_sansio import ConnectionConfig, InputRequired
+from mcp_sansio import ConnectionConfig, Era, InputRequired
 from mcp_sansio._tasks import TASKS_EXTENSION
-from mcp_trio import Context, McpError, Server, Session, TaskConfig, ToolError, ToolResult
+from mcp_trio import (
+    Context,
+    InputRequiredResult,
+    McpError,
+    Server,
+    Session,
+    StreamChannel,
+    TaskConfig,
+    ToolError,
+    ToolResult,
+    open_http_client,
+    open_session,
+    open_websocket_client,
+)
+from mcp_trio._tasks import TaskRun, TaskRunner
 
 EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
 FORM: dict[str, Any] = {
@@ -125,13 +142,15 @@ async def get(c: Session, task_id: str) -> dict[str, Any]:
     return await c.request("tasks/get", {"taskId": task_id})
 
 
-async def poll(c: Session, task_id: str, *statuses: str) -> dict[str, Any]:
+async def poll(c: Session, task_id: str, *statuses: str, interval: float = 0.1) -> dict[str, Any]:
+    """Poll until one of ``statuses`` (``interval``: virtual seconds on the autojump clock;
+    over real transports 0, each round trip taking what it takes)."""
     with trio.fail_after(1000):
         while True:
             got = await get(c, task_id)
             if got["status"] in statuses:
                 return got
-            await trio.sleep(0.1)
+            await trio.sleep(interval)
 
 
 async def error_of(c: Session, method: str, params: dict[str, Any]) -> McpError:
@@ -463,3 +482,70 @@ async def test_a_withdrawn_call_cancels_the_run_before_its_task(autojump_clock: 
             await call(c, "hesitant")
         await trio.sleep(1)
     assert started.is_set() and finished == ["cancelled"]
+
+
+async def test_a_task_tool_cannot_answer_input_required_from_its_task(
+    autojump_clock: MockClock,
+) -> None:
+    server = Server("low-level")
+
+    @server.tool(task=True)
+    async def raw() -> InputRequiredResult:
+        """Returns an input-required result: meaningless once the call is a task."""
+        return InputRequiredResult(input_requests={"k": {"method": "roots/list"}})
+
+    async with client(server) as c:
+        failed = await poll(c, (await call(c, "raw"))["taskId"], "failed", "completed")
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+
+
+async def test_a_bug_in_a_run_fails_its_task_not_the_server(autojump_clock: MockClock) -> None:
+    # _run_tool turns a tool's exceptions into results; anything else that escapes a run
+    # (a bug of ours) must fail the task, not the nursery every task runs in.
+    runner = TaskRunner()
+    ctx: Any = SimpleNamespace(era=Era.MODERN, client_capabilities=EXT)
+
+    async def broken(run: TaskRun) -> dict[str, Any]:
+        raise RuntimeError("bug")
+
+    async with runner.running():
+        created = await runner.call(ctx, "optional", "call", broken, "t")
+        assert isinstance(created, dict) and created["resultType"] == "task"
+        await trio.sleep(0)
+        found = runner.lookup(created["taskId"])
+        assert found is not None and found.detailed()["error"]["code"] == -32603
+
+
+@pytest.mark.parametrize("transport", ["stdio", "websocket", "http"])
+async def test_every_serve_method_runs_tasks(transport: str) -> None:
+    server = make_server()
+    config = ConnectionConfig(era="modern", capabilities=EXT)
+
+    async def exercise(c: Session) -> None:
+        task_id = (await call(c, "slow", {"seconds": 0}))["taskId"]
+        done = await poll(c, task_id, "completed", interval=0)
+        assert done["result"]["content"][0]["text"] == "slept 0.0"
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            if transport == "stdio":
+                to_server, server_stdin = trio.testing.memory_stream_one_way_pair()
+                server_stdout, from_server = trio.testing.memory_stream_one_way_pair()
+                await nursery.start(
+                    partial(server.serve_stdio, stdin=server_stdin, stdout=server_stdout)
+                )
+                channel = StreamChannel(to_server, from_server)
+                async with open_session(channel, "client", connection_config=config) as c:
+                    await c.start()
+                    await exercise(c)
+            elif transport == "websocket":
+                listeners = await nursery.start(server.serve_websocket)
+                port = listeners[0].socket.getsockname()[1]
+                url = f"ws://127.0.0.1:{port}/mcp"
+                async with open_websocket_client(url, connection_config=config) as c:
+                    await exercise(c)
+            else:
+                handle = await nursery.start(partial(server.serve_http, port=0))
+                async with open_http_client(handle.url, connection_config=config) as c:
+                    await exercise(c)
+            nursery.cancel_scope.cancel()
