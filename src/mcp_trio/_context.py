@@ -320,11 +320,11 @@ class Context:
     ) -> bool:
         """Report progress, if the client asked for it (``notifications/progress``).
 
-        Returns:
-            Whether a notification was sent.
-
         In a task, no notification is sent (the extension has none for tasks): a
         ``message`` becomes the task's ``statusMessage`` instead.
+
+        Returns:
+            Whether a notification was sent.
 
         Raises:
             LocalProtocolError: ``progress`` does not increase.
