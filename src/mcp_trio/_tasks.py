@@ -32,6 +32,10 @@ finds the table full runs without a task (``optional``) or is refused (``require
 is never evicted before its TTL, since a client may still poll it. Purging is lazy, on every
 look-up and creation, oldest first (tasks share one TTL, so the oldest expires first).
 
+A task belongs to the subject of the principal that made the call (``ctx.principal``, when
+the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
+id leaks nothing across callers. Ids are 144 random bits either way.
+
 Cancellation is cooperative in the spec and prompt here: ``tasks/cancel`` cancels the tool's
 cancel scope, and the task settles as ``cancelled`` unless it had already finished. When the
 server stops serving, the runner's nursery cancels what still runs, and those tasks settle as
@@ -154,9 +158,12 @@ class TaskRun:
     The :class:`~mcp_trio.Context` of the tool reaches it; application code does not.
     """
 
-    def __init__(self, runner: TaskRunner, support: TaskSupport) -> None:
+    def __init__(self, runner: TaskRunner, support: TaskSupport, owner: str | None = None) -> None:
         self._runner = runner
         self._support = support
+        self.owner = owner
+        """The subject of the principal that made the call (``None``: none was
+        authenticated); only that subject finds the task."""
         self.scope = trio.CancelScope()
         """The tool's cancel scope (``tasks/cancel`` and expiry cancel it)."""
         self.launch = _Launch()
@@ -418,7 +425,7 @@ class TaskRunner:
                     )
                 )
             return None
-        handle = TaskRun(self, support)
+        handle = TaskRun(self, support, _subject(ctx))
         self._nurseries[-1].start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()
@@ -464,19 +471,20 @@ class TaskRunner:
         if not declares_tasks(ctx.client_capabilities):
             raise McpError(missing_tasks_capability(ctx.method))
 
-    def _find(self, ctx: RequestContext) -> TaskRun:
-        task_id = parse_task_id(ctx.params)
+    def _find(self, ctx: RequestContext, task_id: str | ErrorData) -> TaskRun:
         if isinstance(task_id, ErrorData):
             raise McpError(task_id)
         found = self.lookup(task_id)
-        if found is None:
+        if found is None or found.owner != _subject(ctx):
+            # Another caller's task is as unknown as one never created: the id leaks
+            # nothing (security considerations, "cross-caller correlation").
             raise McpError(task_not_found(task_id))
         return found
 
     async def tasks_get(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/get``: the task's status, and its result, error or questions."""
         self._served(ctx)
-        return self._find(ctx).detailed()
+        return self._find(ctx, parse_task_id(ctx.params)).detailed()
 
     async def tasks_update(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/update``: deliver answers to outstanding questions; an empty ack."""
@@ -484,17 +492,21 @@ class TaskRunner:
         params = parse_update_params(ctx.params)
         if isinstance(params, ErrorData):
             raise McpError(params)
-        found = self.lookup(params.task_id)
-        if found is None:
-            raise McpError(task_not_found(params.task_id))
-        found.deliver(params.input_responses)
+        self._find(ctx, params.task_id).deliver(params.input_responses)
         return {}
 
     async def tasks_cancel(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/cancel``: cancel the work if it still runs; an empty ack either way."""
         self._served(ctx)
-        self._find(ctx).cancel()
+        self._find(ctx, parse_task_id(ctx.params)).cancel()
         return {}
+
+
+def _subject(ctx: RequestContext) -> str | None:
+    """The authenticated caller's subject (``None`` when the transport authenticates
+    nobody): tasks belong to it."""
+    principal = getattr(ctx, "principal", None)
+    return None if principal is None else principal.subject
 
 
 # ------------------------------------------------------------ the server's hooks

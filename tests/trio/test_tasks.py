@@ -18,6 +18,7 @@ import trio.testing
 from trio.testing import MockClock
 
 from mcp_sansio import ConnectionConfig, Era, InputRequired
+from mcp_sansio._http_auth import Principal
 from mcp_sansio._tasks import TASKS_EXTENSION
 from mcp_trio import (
     Context,
@@ -549,3 +550,39 @@ async def test_every_serve_method_runs_tasks(transport: str) -> None:
                 async with open_http_client(handle.url, connection_config=config) as c:
                     await exercise(c)
             nursery.cancel_scope.cancel()
+
+
+async def test_a_task_belongs_to_the_principal_that_created_it(autojump_clock: MockClock) -> None:
+    # With authentication, another caller's task is as unknown as one never created.
+    runner = TaskRunner()
+    runner.enabled = True
+
+    def ctx(subject: str | None, method: str = "tools/call", **params: Any) -> Any:
+        principal = None if subject is None else Principal(subject=subject)
+        return SimpleNamespace(
+            era=Era.MODERN,
+            client_capabilities=EXT,
+            principal=principal,
+            method=method,
+            params=params,
+        )
+
+    async def work(run: TaskRun) -> dict[str, Any]:
+        await trio.sleep(10)
+        return {"content": []}
+
+    async with runner.running():
+        created = await runner.call(ctx("alice"), "optional", "call", work, "t")
+        assert isinstance(created, dict)
+        task_id = created["taskId"]
+        for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+            for stranger in ("bob", None):
+                with pytest.raises(McpError) as info:
+                    handler = getattr(runner, method.replace("/", "_"))
+                    await handler(ctx(stranger, method, taskId=task_id, inputResponses={}))
+                assert info.value.code == -32602
+        got = await runner.tasks_get(ctx("alice", "tasks/get", taskId=task_id))
+        assert got["status"] == "working"
+        await runner.tasks_cancel(ctx("alice", "tasks/cancel", taskId=task_id))
+        await trio.testing.wait_all_tasks_blocked()
+        assert (await runner.tasks_get(ctx("alice", taskId=task_id)))["status"] == "cancelled"
