@@ -60,6 +60,7 @@ EXPECTED_SANSIO = {
     "authorization_server_metadata_urls",
     "authorization_url",
     "check_endpoint",
+    "is_loopback",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",

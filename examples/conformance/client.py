@@ -18,15 +18,21 @@ from typing import Any
 
 import trio
 
+from mcp_sansio import (
+    parse_protected_resource_metadata,
+    protected_resource_metadata_urls,
+    unstructure,
+)
 from mcp_sansio import types as t
-from mcp_sansio import unstructure
 from mcp_trio import (
     Client,
     ClientCredentials,
     OAuth,
+    OAuthError,
     fetch_authorization_redirect,
     open_client,
 )
+from mcp_trio._oauth import oauth_fetch
 
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
 
@@ -144,17 +150,33 @@ SCENARIOS: dict[str, Scenario] = {
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
-def oauth_for(scenario: str, context: dict[str, Any]) -> OAuth | None:
+async def issuer_of(url: str) -> str:
+    """The authorization server the server at ``url`` names. A secret is bound to its
+    issuer (``ClientCredentials`` refuses one without), and the suite gives none with
+    auth/client-credentials-basic's: an operator would look it up once, as here, when
+    registering the client; an application is configured with it, never takes it from
+    the server it is about to send the secret for."""
+    for where in protected_resource_metadata_urls(url, None):
+        status, _, body = await oauth_fetch("GET", where)
+        if status == 200:
+            return parse_protected_resource_metadata(body, url).authorization_servers[0]
+    raise OAuthError(f"no protected-resource metadata for {url}")
+
+
+async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth | None:
     """OAuth for the auth/* scenarios: pre-registered credentials when the context
-    has them, our metadata document URL where the server supports those."""
+    has them (bound to the context's issuer, else the one the server names), our
+    metadata document URL where the server supports those."""
     if not scenario.startswith("auth/"):
         return None
     client = None
     if "client_id" in context:
+        secret = context.get("client_secret")
+        issuer = context.get("issuer")
+        if secret is not None and issuer is None:
+            issuer = await issuer_of(url)
         client = ClientCredentials(
-            client_id=context["client_id"],
-            client_secret=context.get("client_secret"),
-            issuer=context.get("issuer"),
+            client_id=context["client_id"], client_secret=secret, issuer=issuer
         )
     if scenario == "auth/client-credentials-basic":
         return OAuth(client=client)  # no user: the client credentials grant
@@ -179,7 +201,7 @@ async def main(url: str) -> int:
         on_sampling=on_sampling,
         client_info={"name": "mcp-trio-conformance-client", "version": "1.0.0"},
         timeout=30,
-        auth=oauth_for(scenario, context),
+        auth=await oauth_for(url, scenario, context),
     ) as client:
         await run(client, context)
     return 0

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from ._oauth import authorization_server_metadata_urls as authorization_server_metadata_urls
     from ._oauth import authorization_url as authorization_url
     from ._oauth import check_endpoint as check_endpoint
+    from ._oauth import is_loopback as is_loopback
     from ._oauth import new_pkce as new_pkce
     from ._oauth import parse_authorization_response as parse_authorization_response
     from ._oauth import parse_bearer_challenge as parse_bearer_challenge
@@ -127,6 +128,7 @@ __all__ = [
     "encode_line",
     "encode_sse_comment",
     "encode_sse_event",
+    "is_loopback",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
@@ -162,6 +164,7 @@ _LAZY_OAUTH = frozenset(
         "OAuthToken",
         "AuthorizationServerMetadata",
         "check_endpoint",
+        "is_loopback",
         "BearerChallenge",
         "parse_authorization_response",
         "PkcePair",

@@ -62,6 +62,7 @@ __all__ = [
     "authorization_server_metadata_urls",
     "authorization_url",
     "check_endpoint",
+    "is_loopback",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
@@ -80,6 +81,10 @@ TokenEndpointAuthMethod: TypeAlias = Literal["none", "client_secret_basic", "cli
 _AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 OFFLINE_ACCESS: Final = "offline_access"
+_MAX_LEEWAY: Final = 30.0
+# RFC 6750 section 2.1's b64token is narrower; any visible ASCII is accepted (opaque
+# tokens vary), and nothing that could break out of the Authorization header.
+_TOKEN_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F))
 
 
 class OAuthError(Exception):
@@ -192,11 +197,22 @@ def _origin(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
 
 
-def check_endpoint(url: str, what: str) -> str:
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is a loopback name or address (``localhost``,
+    ``127.0.0.1``, ``::1``)."""
+    try:
+        return (urlsplit(url).hostname or "").lower() in _LOOPBACK
+    except ValueError:
+        return False
+
+
+def check_endpoint(url: str, what: str, *, loopback: bool) -> str:
     """``url`` if it may carry OAuth traffic: absolute, no fragment, and ``https``
-    unless its host is loopback (``2025-11-25/basic/authorization``, "Communication
-    Security": authorization server endpoints MUST be served over HTTPS; loopback is
-    where tests and local tools live).
+    (``2025-11-25/basic/authorization``, "Communication Security": authorization server
+    endpoints MUST be served over HTTPS). Plain ``http`` only to a loopback host, and
+    only when ``loopback`` is true: the caller passes it for an MCP server that is
+    itself on loopback (tests, local tools), so a remote server cannot steer the
+    client's requests to plain-http services on the user's machine.
 
     Raises:
         OAuthError: the URL is not acceptable.
@@ -212,8 +228,10 @@ def check_endpoint(url: str, what: str) -> str:
         raise OAuthError(f"{what} is not an absolute http(s) URL: {url!r}")
     if parts.fragment:
         raise OAuthError(f"{what} has a fragment: {url!r}")
-    if scheme != "https" and host.lower() not in _LOOPBACK:
-        raise OAuthError(f"{what} must use https (only loopback may use http): {url!r}")
+    if scheme != "https" and not (loopback and host.lower() in _LOOPBACK):
+        raise OAuthError(
+            f"{what} must use https (http only on loopback, for a loopback server): {url!r}"
+        )
     return url
 
 
@@ -312,8 +330,9 @@ def _strs(obj: Mapping[str, Any], key: str, what: str) -> tuple[str, ...] | None
 
 def parse_protected_resource_metadata(body: bytes, server_url: str) -> ProtectedResourceMetadata:
     """Read the Protected Resource Metadata document (RFC 9728) fetched for the server at
-    ``server_url``: the same value a server serves (fields this client does not use are
-    kept in ``extra``).
+    ``server_url``: the same value a server serves (``resource_name``,
+    ``bearer_methods_supported`` and ``resource_documentation`` in their fields, any
+    other member in ``extra``).
 
     Raises:
         OAuthError: not a valid document, no authorization server, or a ``resource``
@@ -330,12 +349,23 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
     servers = _strs(obj, "authorization_servers", what)
     if not servers:
         raise OAuthError(f"{what} names no authorization server")
-    known = {"resource", "authorization_servers", "scopes_supported"}
+    known = {
+        "resource",
+        "authorization_servers",
+        "scopes_supported",
+        "bearer_methods_supported",
+        "resource_name",
+        "resource_documentation",
+    }
+    bearer_methods = _strs(obj, "bearer_methods_supported", what)
     try:
         return ProtectedResourceMetadata(
             resource=resource,
             authorization_servers=servers,
             scopes_supported=_strs(obj, "scopes_supported", what),
+            bearer_methods_supported=("header",) if bearer_methods is None else bearer_methods,
+            resource_name=_str(obj, "resource_name", what),
+            resource_documentation=_str(obj, "resource_documentation", what),
             extra={k: v for k, v in obj.items() if k not in known},
         )
     except ValueError as exc:  # (a resource that is no absolute URI, with a fragment)
@@ -361,7 +391,8 @@ class AuthorizationServerMetadata:
     token_endpoint_auth_methods_supported: tuple[str, ...] = ("client_secret_basic",)
     """How clients authenticate at the token endpoint (RFC 8414's default when absent)."""
     code_challenge_methods_supported: tuple[str, ...] | None = None
-    """PKCE methods; we always use ``S256``."""
+    """PKCE methods; we always use ``S256``, and only with an authorization server that
+    lists it (``None``: it does not say, and is refused by :func:`authorization_url`)."""
     grant_types_supported: tuple[str, ...] = ("authorization_code", "implicit")
     """The grant types (RFC 8414's default when absent)."""
     client_id_metadata_document_supported: bool = False
@@ -370,8 +401,12 @@ class AuthorizationServerMetadata:
     """Whether authorization responses carry ``iss`` (RFC 9207): then it is required."""
 
     @classmethod
-    def parse(cls, body: bytes, issuer: str) -> AuthorizationServerMetadata:
-        """Read a metadata document fetched from a URL built from ``issuer``.
+    def parse(
+        cls, body: bytes, issuer: str, *, loopback: bool = False
+    ) -> AuthorizationServerMetadata:
+        """Read a metadata document fetched from a URL built from ``issuer``
+        (``loopback``: plain-http loopback endpoints are acceptable, see
+        :func:`check_endpoint`).
 
         Raises:
             OAuthError: not a valid document, or its ``issuer`` differs from
@@ -390,9 +425,9 @@ class AuthorizationServerMetadata:
         registration = _str(obj, "registration_endpoint", what)
         for url, name in ((auth, "authorization_endpoint"), (token, "token_endpoint")):
             if url is not None:
-                check_endpoint(url, name)
+                check_endpoint(url, name, loopback=loopback)
         if registration is not None:
-            check_endpoint(registration, "registration_endpoint")
+            check_endpoint(registration, "registration_endpoint", loopback=loopback)
         return cls(
             issuer=issuer,
             authorization_endpoint=auth,
@@ -419,13 +454,17 @@ class AuthorizationServerMetadata:
     def fallback(cls, issuer: str) -> AuthorizationServerMetadata:
         """The default endpoints of ``2025-03-26/basic/authorization`` ("Fallbacks for
         Servers without Metadata Discovery"): ``/authorize``, ``/token`` and
-        ``/register`` at the issuer's origin, for a server with no metadata at all."""
+        ``/register`` at the issuer's origin, for a server with no metadata at all.
+        Such a server cannot say it supports PKCE ``S256``: that revision requires it of
+        every authorization server, so the fallback assumes it (the only case where a
+        client proceeds without ``code_challenge_methods_supported``)."""
         base = _origin(issuer)
         return cls(
             issuer=issuer,
             authorization_endpoint=f"{base}/authorize",
             token_endpoint=f"{base}/token",
             registration_endpoint=f"{base}/register",
+            code_challenge_methods_supported=("S256",),  # assumed: see above
         )
 
 
@@ -435,7 +474,11 @@ class AuthorizationServerMetadata:
 @final
 @attrs.frozen(kw_only=True)
 class ClientCredentials:
-    """An OAuth client's identity at one authorization server."""
+    """An OAuth client's identity at one authorization server.
+
+    Raises:
+        ValueError: a ``client_secret`` without its ``issuer``.
+    """
 
     client_id: str
     """The client identifier (a URL for a Client ID Metadata Document)."""
@@ -444,9 +487,19 @@ class ClientCredentials:
     token_endpoint_auth_method: TokenEndpointAuthMethod | None = None
     """How to authenticate at the token endpoint (``None``: chosen from the AS's list)."""
     issuer: str | None = None
-    """The issuer these credentials belong to (``None`` for pre-registered credentials
-    meant for whichever AS the server names). Credentials are never used at another
-    AS (``2026-07-28`` client-registration, "Authorization Server Binding")."""
+    """The issuer of the authorization server these credentials belong to; they are
+    never used at another one (``2026-07-28`` client-registration, "Authorization Server
+    Binding"). Required with a ``client_secret``; ``None`` only for a public client
+    (a ``client_id`` alone, nothing to leak), used at whichever authorization server
+    the MCP server names."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.client_secret is not None and self.issuer is None:
+            raise ValueError(
+                "a client_secret must be bound to its authorization server: pass issuer= "
+                "(credentials are never sent to an authorization server the MCP server "
+                "merely names)"
+            )
 
 
 def registration_body(
@@ -605,16 +658,22 @@ def authorization_url(
     metadata publishes it (RFC 8707; no ``/`` appended).
 
     Raises:
-        OAuthError: the AS has no authorization endpoint, or does not do ``S256``.
+        OAuthError: the AS has no authorization endpoint, or does not list ``S256`` in
+            ``code_challenge_methods_supported`` (absent counts as not listed; only
+            :meth:`AuthorizationServerMetadata.fallback` assumes it).
     """
     endpoint = metadata.authorization_endpoint
     if endpoint is None:
         raise OAuthError("the authorization server has no authorization_endpoint")
     methods = metadata.code_challenge_methods_supported
-    if methods is not None and "S256" not in methods:
-        # 2025-11-25 authorization, "Authorization Code Protection": a client MUST
-        # refuse to proceed when the AS does not support PKCE S256.
-        raise OAuthError("the authorization server does not support PKCE with S256")
+    if methods is None or "S256" not in methods:
+        # 2025-11-25 authorization, "Authorization Code Protection": PKCE support is
+        # known only from code_challenge_methods_supported; when it is absent, or does
+        # not list S256, the client MUST refuse to proceed.
+        raise OAuthError(
+            "the authorization server does not list PKCE S256 in "
+            "code_challenge_methods_supported: refused"
+        )
     params = {
         "response_type": "code",
         "client_id": client_id,
@@ -634,10 +693,16 @@ def authorization_url(
 
 
 def parse_authorization_response(
-    redirect_url: str, *, state: str, metadata: AuthorizationServerMetadata
+    redirect_url: str,
+    *,
+    state: str,
+    metadata: AuthorizationServerMetadata,
+    redirect_uri: str | None = None,
 ) -> str:
     """The authorization code from the redirect back to us, once it passed the checks.
 
+    * the URL must be ``redirect_uri`` (when given) with a query: the same scheme,
+      host, port and path.
     * ``state`` must be the one sent (CSRF protection).
     * ``iss`` (RFC 9207 section 2.4; ``2026-07-28`` authorization, "Authorization
       Response Validation"): when present it must equal the recorded issuer by plain
@@ -649,6 +714,8 @@ def parse_authorization_response(
     Raises:
         OAuthError: any check failed, or there is no code.
     """
+    if redirect_uri is not None and _endpoint_of(redirect_url) != _endpoint_of(redirect_uri):
+        raise OAuthError("the authorization response did not arrive at the redirect URI: refused")
     query = urlsplit(redirect_url).query
     params: dict[str, str] = {}
     for key, value in parse_qsl(query, keep_blank_values=True):
@@ -678,6 +745,13 @@ def parse_authorization_response(
     return code
 
 
+def _endpoint_of(url: str) -> tuple[str, str, int | None, str] | None:
+    try:
+        return _norm_origin(url)
+    except ValueError:
+        return None
+
+
 # ---------------------------------------------------------------------- tokens
 
 
@@ -697,10 +771,23 @@ class OAuthToken:
     """The refresh token, if one was issued."""
     scope: str | None = None
     """The scope granted (the one requested when the AS did not say)."""
+    issued_at: float | None = None
+    """When it was issued (the ``now`` passed to :func:`parse_token_response`), if known:
+    with :attr:`expires_at`, its lifetime."""
 
-    def expired(self, now: float, *, leeway: float = 30.0) -> bool:
-        """Whether it has expired at ``now``, or will within ``leeway`` seconds."""
-        return self.expires_at is not None and now >= self.expires_at - leeway
+    def expired(self, now: float, *, leeway: float | None = None) -> bool:
+        """Whether it has expired at ``now``, or will within ``leeway`` seconds.
+
+        The default leeway is a tenth of the token's lifetime, at most 30 seconds (30
+        when the lifetime is unknown): a token that lives 20 seconds is good for 18,
+        rather than refreshed before every request."""
+        if self.expires_at is None:
+            return False
+        if leeway is None:
+            leeway = _MAX_LEEWAY
+            if self.issued_at is not None:
+                leeway = min(_MAX_LEEWAY, max(0.0, self.expires_at - self.issued_at) / 10)
+        return now >= self.expires_at - leeway
 
 
 def token_request(
@@ -764,7 +851,8 @@ def parse_token_response(
     without a new refresh token keeps ``previous_refresh_token``.
 
     Raises:
-        OAuthError: an error response (its ``error`` code), or a malformed one.
+        OAuthError: an error response (its ``error`` code), or a malformed one (an
+            ``access_token`` must be visible ASCII: it goes into a header).
     """
     what = "the token response"
     if status != 200:
@@ -781,6 +869,9 @@ def parse_token_response(
     obj = _json_object(body, what)
     access = _str(obj, "access_token", what, required=True)
     assert access is not None
+    if not _TOKEN_CHARS.issuperset(access):
+        # (The token itself is never part of the message: it is a credential.)
+        raise OAuthError(f"{what}: 'access_token' has characters outside visible ASCII")
     token_type = _str(obj, "token_type", what) or "Bearer"
     if token_type.lower() != "bearer":
         raise OAuthError(f"{what}: token_type {token_type!r} is not supported (only Bearer)")
@@ -791,6 +882,7 @@ def parse_token_response(
         access_token=access,
         token_type="Bearer",
         expires_at=None if expires_in is None else now + expires_in,
+        issued_at=now,
         refresh_token=_str(obj, "refresh_token", what) or previous_refresh_token,
         scope=_str(obj, "scope", what) or requested_scope,
     )

@@ -84,10 +84,13 @@ body, SSE events) into messages the session reads.
 * **Authorization** (``auth=``, :mod:`mcp_trio._oauth`): every request carries the
   current bearer token (framed by the pool); a request whose answer asks for
   authorization (``401``, ``403`` ``insufficient_scope``) is sent again once a token is
-  obtained, at most ``max_authorizations`` times, in its own task (the session's writer
-  never waits for a user; a one-way message refused that way is lost, as any refused
-  one-way message). A failed authorization fails that request (-32603,
-  ``HTTP: authorization failed: ...``).
+  obtained, at most ``max_authorizations`` times, in its own task; the authorization
+  itself runs in the channel's nursery (bounded by ``authorize_timeout``, not cut short
+  by the request's timeout). An expired token is refreshed before every POST. The
+  session's writer never waits for a user: a one-way message refused with ``401`` is
+  sent once more after a refresh, if one is possible, else lost, as any refused
+  one-way message. A failed authorization fails that request (-32603,
+  ``HTTP: authorization failed: ...``); the session goes on.
 
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written, or
@@ -217,7 +220,9 @@ class HttpChannel(MessageChannel):
         self.http = HttpClient(url, http_config)
         """The sans-IO client: era, session id, negotiated version."""
         self.transport = transport if transport is not None else HttpTransportConfig()
-        self._auth = auth.bind(url) if auth is not None else None
+        self._auth = (
+            auth.bind(url, legacy_fallback=self._may_be_2025_03_26) if auth is not None else None
+        )
         self._pool = Pool(
             url,
             self.transport,
@@ -243,6 +248,13 @@ class HttpChannel(MessageChannel):
         self._restart_due = False
         self._joining: list[RequestId] = []
         self._deferred: list[bytes] = []
+
+    def _may_be_2025_03_26(self) -> bool:
+        """Whether the session may be a ``2025-03-26`` one (OAuth's fallback for a
+        server without protected-resource metadata): legacy, with that version or none
+        negotiated yet."""
+        http = self.http
+        return http.era is not Era.MODERN and http.protocol_version in (None, "2025-03-26")
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the channel's tasks until :meth:`aclose`."""
@@ -547,28 +559,43 @@ class HttpChannel(MessageChannel):
         ``rest``); hand its answer's messages to the session. With OAuth, a refusal
         that asks for authorization is answered by authorizing and sending the request
         again (see :mod:`mcp_trio._oauth`), except for one-way messages: their sender
-        is the session's writer, which must not wait for a user to authorize."""
-        auth = self._auth if sent.request_ids or sent.request.method == "GET" else None
+        is the session's writer, which must not wait for a user to authorize; a ``401``
+        to one is answered by a refresh, if any, and one more try."""
+        auth = self._auth
+        interactive = bool(sent.request_ids) or sent.request.method == "GET"
         rounds = 0
         while True:
             if wire is None:
                 if auth is not None:
-                    await auth.ready()
+                    # A refresh at most; it never raises, and the session's writer (a
+                    # one-way message) does not wait for a flow that may wait for a user.
+                    await auth.ready(wait=interactive)
                 wire, head = await self._pool.roundtrip(sent.request, written)
             else:
                 if rest:
                     await self._pool.write_rest(wire, rest)
                 head = await self._pool.read_head(wire)
-            if auth is None or rounds >= auth.oauth.max_authorizations:
+            if auth is None:
                 break
             challenge = auth.challenge_of(head.status_code, head.headers)
             if challenge is None:
+                auth.accepted(wire.authorization)
                 break
-            refused, rounds = wire.authorization, rounds + 1
+            refused = wire.authorization
+            if not interactive:
+                if head.status_code != 401 or rounds or not await auth.refreshed(refused):
+                    break
+                rounds += 1
+                await wire.aclose()
+                wire, rest = None, b""
+                continue
+            if rounds >= auth.oauth.max_authorizations:
+                break
+            rounds += 1
             await wire.aclose()  # (its body is of no use)
             wire, rest = None, b""
             try:
-                await auth.challenged(head.status_code, challenge, refused)
+                await auth.challenged(head.status_code, challenge, refused, nursery=self._tasks)
             except (OAuthError, trio.TooSlowError) as exc:
                 logger.warning("HTTP: authorization failed: %s", exc)
                 raise WireError(f"authorization failed: {exc}") from exc

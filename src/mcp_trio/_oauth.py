@@ -8,19 +8,32 @@ authorization server, the client's identity, storage); each HTTP client binds it
 server URL as an :class:`Authorizer`, which the channel consults:
 
 * before each request is framed, for the ``Authorization`` value (the current token);
-* before a request goes out, to refresh a token that has expired when a refresh token
-  exists (:meth:`Authorizer.ready`);
+* before every POST (one-way messages too), to refresh a token that has expired when a
+  refresh token exists (:meth:`Authorizer.ready`; never the user, never an error: a
+  refresh that fails or times out drops the token). A token is "expired" a tenth of
+  its lifetime early, at most 30 seconds;
 * when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``
   (:meth:`Authorizer.challenged`): discovery, registration, authorization and the
   token request, after which the channel sends the request again. One flow at a time
   (a lock): a request refused with a token that has been replaced meanwhile is simply
-  sent again. A request gets at most ``max_authorizations`` such rounds (the step-up
-  retry limit, ``2025-11-25/basic/authorization``, "Scope Challenge Handling"); then
-  the refusal is its answer.
+  sent again, and requests refused together share one flow's failure. The flow runs in
+  the channel's nursery, bounded by ``authorize_timeout``: a request that times out
+  meanwhile fails, the flow goes on and its token serves the next requests. Issuer and
+  metadata are committed together once discovery succeeded, so a failed flow leaves
+  the state as it was. A request gets at most ``max_authorizations`` such rounds (the
+  step-up retry limit, ``2025-11-25/basic/authorization``, "Scope Challenge
+  Handling"); then the refusal is its answer. The user is not asked again when the
+  server refuses (``401``) the token just issued, nor for a scope set the
+  authorization server granted and the server still found insufficient (remembered
+  per resource): those fail the request at once;
+* when a one-way message (a notification, an answer to the server) is refused with
+  ``401`` (:meth:`Authorizer.refreshed`): sent once more if the token could be
+  refreshed, else lost (its sender, the session's writer, never waits for a user).
 
 Every exchange with the metadata endpoints and the authorization server is one request
-on a new connection (:func:`oauth_fetch`): ``https`` unless loopback, bounded in time
-(``timeout``) and size (``max_response_size``), redirects not followed.
+on a new connection (:func:`oauth_fetch`): ``https`` (plain ``http`` to loopback only
+for a server on loopback), bounded in time (``timeout``) and size
+(``max_response_size``), redirects not followed.
 """
 
 from __future__ import annotations
@@ -47,6 +60,7 @@ from mcp_sansio._oauth import (
     authorization_server_metadata_urls,
     authorization_url,
     check_endpoint,
+    is_loopback,
     new_pkce,
     parse_authorization_response,
     parse_bearer_challenge,
@@ -174,14 +188,22 @@ class OAuth:
         storage: where registrations and tokens are kept (default: in memory).
         ssl_context: TLS for the metadata and authorization server requests.
         timeout: seconds each of those requests may take.
+        authorize_timeout: seconds one whole authorization (discovery, registration,
+            the user at ``on_authorize``, the token request) may take. It runs apart
+            from the refused request: that request's own timeout does not cut it
+            short (the request may fail meanwhile; the token then serves the next
+            ones). To give a user time before the first request, call
+            :meth:`authorize` before connecting.
         max_response_size: the largest response body accepted from them, bytes.
         max_authorizations: authorization rounds one request may cause (a server
-            that keeps refusing the new token fails the request after that many).
+            that keeps refusing fails the request after that many, or at once when
+            it refuses the token just issued, or a scope just granted).
 
     Raises:
-        ValueError: ``redirect_uri`` is not absolute (or missing with
-            ``on_authorize``), no ``client`` with a secret for the client credentials
-            grant, or a bound is not positive.
+        ValueError: ``redirect_uri`` is not ``https`` (or ``http`` on a loopback host),
+            or is missing with ``on_authorize``; ``client_metadata_url`` is not an
+            ``https`` URL with a path; no ``client`` with a secret for the client
+            credentials grant; a bound is not positive.
     """
 
     def __init__(
@@ -198,18 +220,29 @@ class OAuth:
         storage: OAuthStorage | None = None,
         ssl_context: ssl.SSLContext | None = None,
         timeout: float = 30.0,
+        authorize_timeout: float = 300.0,
         max_response_size: int = _DEFAULT_MAX_RESPONSE,
         max_authorizations: int = 3,
     ) -> None:
-        if on_authorize is not None and (redirect_uri is None or not urlsplit(redirect_uri).scheme):
-            raise ValueError(f"redirect_uri must be an absolute URI: {redirect_uri!r}")
+        if on_authorize is not None and redirect_uri is None:
+            raise ValueError("on_authorize needs a redirect_uri")
+        if redirect_uri is not None and not _is_redirect_uri(redirect_uri):
+            raise ValueError(
+                f"redirect_uri must be an https URL, or http on a loopback host: {redirect_uri!r}"
+            )
+        if client_metadata_url is not None and not _is_https_with_path(client_metadata_url):
+            raise ValueError(
+                f"client_metadata_url must be an https URL with a path: {client_metadata_url!r}"
+            )
         if on_authorize is None and (client is None or client.client_secret is None):
             raise ValueError(
                 "without on_authorize (the client credentials grant), client= must be "
                 "given with its client_secret"
             )
-        if timeout <= 0 or max_response_size <= 0 or max_authorizations <= 0:
-            raise ValueError("timeout, max_response_size and max_authorizations must be > 0")
+        if min(timeout, authorize_timeout, max_response_size, max_authorizations) <= 0:
+            raise ValueError(
+                "timeout, authorize_timeout, max_response_size and max_authorizations must be > 0"
+            )
         self.redirect_uri: Final = redirect_uri
         self.on_authorize: Final = on_authorize
         self.client: Final = client
@@ -223,35 +256,104 @@ class OAuth:
         )
         self.ssl_context: Final = ssl_context
         self.timeout: Final = timeout
+        self.authorize_timeout: Final = authorize_timeout
         self.max_response_size: Final = max_response_size
         self.max_authorizations: Final = max_authorizations
 
-    def bind(self, server_url: str) -> Authorizer:
+    def bind(
+        self, server_url: str, *, legacy_fallback: Callable[[], bool] | None = None
+    ) -> Authorizer:
         """The runtime state for one client of the server at ``server_url`` (the HTTP
-        client calls this; one :class:`OAuth` may serve many clients)."""
-        return Authorizer(self, server_url)
+        client calls this; one :class:`OAuth` may serve many clients).
+        ``legacy_fallback`` says whether the session may be a ``2025-03-26`` one (see
+        :class:`Authorizer`); by default it may."""
+        return Authorizer(self, server_url, legacy_fallback=legacy_fallback)
+
+    async def authorize(self, server_url: str) -> None:
+        """Authorize for the server at ``server_url`` now, before connecting: discovery
+        from its well-known metadata URLs, registration, the user at ``on_authorize``
+        (bounded by ``authorize_timeout`` alone, not by any request's timeout) and the
+        token request. The token goes to ``storage``, where a client of that server
+        made with this :class:`OAuth` finds it at the server's first ``401``.
+
+        Raises:
+            OAuthError: no token could be obtained (the message says why).
+            trio.TooSlowError: over ``authorize_timeout`` (or ``timeout`` for one
+                request to the authorization server).
+        """
+        await self.bind(server_url).challenged(401, BearerChallenge(), None)
+
+
+def _always() -> bool:
+    return True
+
+
+def _is_redirect_uri(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    if not parts.hostname or parts.fragment:
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(url))
+
+
+def _is_https_with_path(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return (
+        parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
+    ) and not parts.fragment
 
 
 @final
 class Authorizer:
     """An :class:`OAuth` bound to one server URL: the current token and the flow (see
-    the module docs). The HTTP channel drives it; users do not need it."""
+    the module docs). The HTTP channel drives it; users do not need it.
 
-    def __init__(self, oauth: OAuth, server_url: str) -> None:
+    ``legacy_fallback`` (see :meth:`OAuth.bind`) says whether the session may be a
+    ``2025-03-26`` one: only then does a server without protected-resource metadata
+    have its authorization server at its own origin (and, with no metadata there
+    either, at ``/authorize``, ``/token``, ``/register``). Since ``2025-06-18`` the
+    metadata is required. Before the version is negotiated (a ``401`` to
+    ``initialize``) a legacy session may still turn out to be ``2025-03-26``, so the
+    fallback applies; a modern session, or one that negotiated another version, is
+    refused."""
+
+    def __init__(
+        self, oauth: OAuth, server_url: str, *, legacy_fallback: Callable[[], bool] | None = None
+    ) -> None:
         self.oauth = oauth
         self.server_url = server_url
         self.token: OAuthToken | None = None
         """The token in use."""
         self.issuer: str | None = None
-        """The issuer of the authorization server in use, once discovered."""
+        """The issuer of the authorization server in use, once discovered (with its
+        :attr:`metadata`: both are set together, once both are known)."""
         self.resource: str | None = None
         """The resource identifier (as the metadata publishes it), once discovered."""
         self.metadata: AuthorizationServerMetadata | None = None
         self.client: ClientCredentials | None = None
+        self._legacy_fallback = legacy_fallback if legacy_fallback is not None else _always
+        # Plain-http loopback OAuth endpoints only for a server on loopback itself.
+        self._loopback = is_loopback(server_url)
         self._resource_metadata: ProtectedResourceMetadata | None = None
         self._requested_scope: str | None = None
         self._header: bytes | None = None
         self._lock = trio.Lock()
+        # The header of a token just obtained from the authorization server (not a
+        # refresh), until the server takes it: a 401 to it is not answered by asking
+        # the user again (the server refuses what its authorization server issues).
+        self._unconfirmed: bytes | None = None
+        # Scope sets the authorization server granted and the server still found
+        # insufficient, by resource: never asked for again.
+        self._refused_scopes: dict[str, set[frozenset[str]]] = {}
+        # Failed flows so far, and the last failure: requests refused together share
+        # one flow's outcome rather than each asking the user again.
+        self._failures = 0
+        self._last_failure: OAuthError | None = None
 
     # ------------------------------------------------------------------ the channel's side
 
@@ -264,14 +366,53 @@ class Authorizer:
         token = self.token
         return token is not None and token.refresh_token is not None and token.expired(time.time())
 
-    async def ready(self) -> None:
-        """Refresh the token first if it has expired and a refresh token exists (a
-        refresh that fails drops the token: the server's ``401`` then starts afresh)."""
+    async def ready(self, *, wait: bool = True) -> None:
+        """Refresh the token first if it has expired and a refresh token exists. Never
+        asks the user and never raises for the peer's sake: a refresh that fails or
+        times out drops the token (the server's ``401`` then starts afresh). Without
+        ``wait`` (the session's writer) nothing happens while a flow is under way: it
+        may be waiting for the user."""
         if not self.needs_refresh():
+            return
+        if not wait:
+            try:
+                self._lock.acquire_nowait()
+            except trio.WouldBlock:
+                return
+            try:
+                if self.needs_refresh():
+                    await self._refresh()
+            finally:
+                self._lock.release()
             return
         async with self._lock:
             if self.needs_refresh():
                 await self._refresh()
+
+    def accepted(self, sent: bytes | None) -> None:
+        """The server answered a request that carried ``sent`` without asking for
+        authorization: a token just obtained is good."""
+        if sent is not None and sent == self._unconfirmed:
+            self._unconfirmed = None
+
+    async def refreshed(self, sent: bytes | None) -> bool:
+        """A one-way message that carried ``sent`` was refused with ``401``: whether it
+        may be sent once more, with a token replaced meanwhile or refreshed now. No
+        user interaction, and no waiting for a flow under way (which may be waiting
+        for the user): its sender is the session's writer."""
+        if sent != self._header:
+            return self._header is not None
+        try:
+            self._lock.acquire_nowait()
+        except trio.WouldBlock:
+            return False
+        try:
+            token = self.token
+            if sent != self._header or token is None or token.refresh_token is None:
+                return False
+            return await self._refresh()
+        finally:
+            self._lock.release()
 
     @staticmethod
     def challenge_of(status: int, headers: Iterable[tuple[bytes, bytes]]) -> BearerChallenge | None:
@@ -287,50 +428,107 @@ class Authorizer:
             return challenge
         return None
 
-    async def challenged(self, status: int, challenge: BearerChallenge, sent: bytes | None) -> None:
+    async def challenged(
+        self,
+        status: int,
+        challenge: BearerChallenge,
+        sent: bytes | None,
+        *,
+        nursery: trio.Nursery | None = None,
+    ) -> None:
         """The server refused a request that carried ``sent`` (its ``Authorization``
         value) with ``challenge``: get a token it should take. Returns when the
         request may be sent again.
 
+        The flow is bounded by ``authorize_timeout``. With ``nursery`` it runs there,
+        apart from the caller: cancelling the caller (the request's timeout) does not
+        stop it half-way, and its token serves the next requests.
+
         Raises:
             OAuthError: no token could be obtained (the message says why).
-            trio.TooSlowError: an authorization server request took over ``timeout``.
+            trio.TooSlowError: an authorization server request took over ``timeout``,
+                or the whole flow over ``authorize_timeout``.
         """
+        failures = self._failures
+        if nursery is None:
+            await self._challenged(status, challenge, sent, failures)
+            return
+        done = trio.Event()
+        failure: list[OAuthError | trio.TooSlowError] = []
+
+        async def run() -> None:
+            try:
+                await self._challenged(status, challenge, sent, failures)
+            except (OAuthError, trio.TooSlowError) as exc:
+                failure.append(exc)
+            finally:
+                done.set()
+
+        nursery.start_soon(run)
+        await done.wait()
+        if failure:
+            raise failure[0]
+
+    async def _challenged(
+        self, status: int, challenge: BearerChallenge, sent: bytes | None, failures: int
+    ) -> None:
         async with self._lock:
             if sent != self._header:
                 return  # refused a token replaced meanwhile: just send it again
-            await self._flow(status, challenge)
+            if failures != self._failures and self._last_failure is not None:
+                # A flow for this very refusal failed while this one waited.
+                raise OAuthError(str(self._last_failure), error=self._last_failure.error)
+            try:
+                with trio.fail_after(self.oauth.authorize_timeout):
+                    await self._flow(status, challenge, sent)
+            except (OAuthError, trio.TooSlowError) as exc:
+                self._failures += 1
+                self._last_failure = (
+                    exc if isinstance(exc, OAuthError) else OAuthError("it took too long")
+                )
+                raise
 
     # ------------------------------------------------------------------ the flow
 
-    async def _flow(self, status: int, challenge: BearerChallenge) -> None:
+    async def _flow(self, status: int, challenge: BearerChallenge, sent: bytes | None) -> None:
         oauth = self.oauth
         step_up = status == 403
+        if not step_up and sent is not None and sent == self._unconfirmed:
+            raise OAuthError(
+                "the server refused the token its authorization server just issued: "
+                "not asking for another one (open a new client to try again)"
+            )
         prm = await self._discover_resource(challenge)
         if prm is not None:
             issuer = prm.authorization_servers[0]
             resource = prm.resource
-        else:
+        elif self._legacy_fallback():
             # 2025-03-26/basic/authorization: no protected-resource metadata; the
             # authorization server is at the MCP server's origin.
             parts = urlsplit(self.server_url)
             issuer = f"{parts.scheme}://{parts.netloc}"
             resource = self.server_url
-        check_endpoint(issuer, "the authorization server")
-        if issuer != self.issuer:
-            if self.issuer is not None:
+        else:
+            raise OAuthError(
+                "the server publishes no protected-resource metadata (RFC 9728), which "
+                "this protocol version requires"
+            )
+        check_endpoint(issuer, "the authorization server", loopback=self._loopback)
+        if issuer != self.issuer or self.metadata is None:
+            metadata = await self._discover_server(issuer, legacy=prm is None)
+            if self.issuer is not None and issuer != self.issuer:
                 logger.info("OAuth: the authorization server changed to %s", issuer)
-            # A new authorization server: nothing from the old one is used there
-            # (2026-07-28 client-registration, "Authorization Server Binding").
-            self.issuer, self.client, self.token, self._header = issuer, None, None, None
-            self._requested_scope = None
-            self.metadata = await self._discover_server(issuer, legacy=prm is None)
-        assert self.metadata is not None
-        self.resource, self._resource_metadata = resource, prm
+            # Committed together, once discovery succeeded. A new authorization server:
+            # nothing from the old one is used there (2026-07-28 client-registration,
+            # "Authorization Server Binding").
+            self.issuer, self.metadata = issuer, metadata
+            self.client, self._requested_scope, self._unconfirmed = None, None, None
+            self._use(None)
         metadata = self.metadata
+        self.resource, self._resource_metadata = resource, prm
         if not step_up and self.token is None:
             stored = await oauth.storage.load_token(resource, issuer)
-            if stored is not None:
+            if stored is not None and self._encode(stored) != sent:
                 self._use(stored)
                 if not stored.expired(time.time()):
                     return  # a token kept from before: try it
@@ -346,6 +544,8 @@ class Authorizer:
         )
         if scope is None and oauth.scope:
             scope = oauth.scope
+        if step_up:
+            self._check_step_up(resource, scope, sent)
         client = await self._register(metadata, scope)
         if oauth.on_authorize is None:
             token = await self._client_credentials(metadata, client, resource, scope)
@@ -353,11 +553,30 @@ class Authorizer:
             token = await self._authorize(metadata, client, resource, scope)
         self._requested_scope = scope
         self._use(token)
+        self._unconfirmed = self._header
         await oauth.storage.save_token(resource, issuer, token)
+
+    def _check_step_up(self, resource: str, scope: str | None, sent: bytes | None) -> None:
+        """Refuse a step-up that asks for what was granted already, or refused before
+        (``2025-11-25`` authorization, "Scope Challenge Handling": retries are bounded)."""
+        wanted = frozenset((scope or "").split())
+        refused = self._refused_scopes.setdefault(resource, set())
+        granted = frozenset((self._requested_scope or "").split())
+        if sent is not None and sent == self._header and wanted == granted:
+            refused.add(wanted)
+        if wanted in refused:
+            raise OAuthError(
+                f"the server still asks for scope {scope!r}, which was granted already: "
+                "not asking again"
+            )
+
+    @staticmethod
+    def _encode(token: OAuthToken) -> bytes:
+        return b"Bearer " + token.access_token.encode()
 
     def _use(self, token: OAuthToken | None) -> None:
         self.token = token
-        self._header = None if token is None else b"Bearer " + token.access_token.encode()
+        self._header = None if token is None else self._encode(token)
 
     async def _discover_resource(
         self, challenge: BearerChallenge
@@ -369,7 +588,7 @@ class Authorizer:
                 resource, malformed): never silently skipped for the next URL.
         """
         for url in protected_resource_metadata_urls(self.server_url, challenge):
-            check_endpoint(url, "the protected-resource metadata URL")
+            check_endpoint(url, "the protected-resource metadata URL", loopback=self._loopback)
             status, _, body = await self._fetch("GET", url)
             if status == 200:
                 return parse_protected_resource_metadata(body, self.server_url)
@@ -387,7 +606,7 @@ class Authorizer:
         for url in authorization_server_metadata_urls(issuer):
             status, _, body = await self._fetch("GET", url)
             if status == 200:
-                return AuthorizationServerMetadata.parse(body, issuer)
+                return AuthorizationServerMetadata.parse(body, issuer, loopback=self._loopback)
             if status >= 500:
                 raise OAuthError(f"the authorization server metadata at {url} failed: {status}")
         if legacy:
@@ -473,9 +692,13 @@ class Authorizer:
             scope=scope,
         )
         assert metadata.authorization_endpoint is not None
-        check_endpoint(metadata.authorization_endpoint, "the authorization endpoint")
+        check_endpoint(
+            metadata.authorization_endpoint, "the authorization endpoint", loopback=self._loopback
+        )
         redirect = await oauth.on_authorize(url)
-        code = parse_authorization_response(redirect, state=state, metadata=metadata)
+        code = parse_authorization_response(
+            redirect, state=state, metadata=metadata, redirect_uri=oauth.redirect_uri
+        )
         headers, body = token_request(
             metadata,
             client,
@@ -506,21 +729,21 @@ class Authorizer:
         return parse_token_response(status, answer, now=time.time(), requested_scope=scope)
 
     async def _refresh(self) -> bool:
-        """Exchange the refresh token; on refusal forget the token. Returns whether a
-        new token is in use."""
+        """Exchange the refresh token; on refusal (or no answer within ``timeout``)
+        forget the token. Returns whether a new token is in use."""
         token, metadata, client = self.token, self.metadata, self.client
         if token is None or token.refresh_token is None or metadata is None:
             return False
-        if client is None:
-            client = await self._register(metadata, token.scope)
-        headers, body = token_request(
-            metadata,
-            client,
-            grant_type="refresh_token",
-            resource=self.resource,
-            refresh_token=token.refresh_token,
-        )
         try:
+            if client is None:
+                client = await self._register(metadata, token.scope)
+            headers, body = token_request(
+                metadata,
+                client,
+                grant_type="refresh_token",
+                resource=self.resource,
+                refresh_token=token.refresh_token,
+            )
             status, _, answer = await self._fetch(
                 "POST", metadata.token_endpoint, headers=headers, body=body
             )
@@ -531,8 +754,9 @@ class Authorizer:
                 requested_scope=token.scope,
                 previous_refresh_token=token.refresh_token,
             )
-        except OAuthError as exc:
-            logger.info("OAuth: the token could not be refreshed: %s", exc)
+        except (OAuthError, trio.TooSlowError) as exc:
+            why = exc if isinstance(exc, OAuthError) else "no answer in time"
+            logger.info("OAuth: the token could not be refreshed: %s", why)
             self._use(None)
             if self.resource is not None:
                 await self.oauth.storage.save_token(self.resource, metadata.issuer, None)
@@ -551,6 +775,7 @@ class Authorizer:
         body: bytes = b"",
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         oauth = self.oauth
+        check_endpoint(url, "the OAuth endpoint", loopback=self._loopback)
         return await oauth_fetch(
             method,
             url,
@@ -579,11 +804,12 @@ async def oauth_fetch(
         ``(status, headers, body)``.
 
     Raises:
-        OAuthError: the URL is not ``https`` (nor loopback), the connection failed, or
-            the body is over ``max_response_size`` bytes.
+        OAuthError: the URL is not ``https`` (nor loopback: whether a loopback URL is
+            acceptable is the caller's to check, see :func:`check_endpoint`), the
+            connection failed, or the body is over ``max_response_size`` bytes.
         trio.TooSlowError: it took over ``timeout`` seconds.
     """
-    check_endpoint(url, "the OAuth endpoint")
+    check_endpoint(url, "the OAuth endpoint", loopback=True)
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request = HttpRequest(

@@ -21,6 +21,7 @@ from mcp_sansio import (
     authorization_server_metadata_urls,
     authorization_url,
     check_endpoint,
+    is_loopback,
     new_pkce,
     parse_authorization_response,
     parse_bearer_challenge,
@@ -43,6 +44,7 @@ def as_metadata(**fields: Any) -> AuthorizationServerMetadata:
         "issuer": ISSUER,
         "authorization_endpoint": f"{ISSUER}/authorize",
         "token_endpoint": f"{ISSUER}/token",
+        "code_challenge_methods_supported": ["S256"],
         **fields,
     }
     return AuthorizationServerMetadata.parse(
@@ -162,8 +164,9 @@ def test_resource_matches(resource: str, server: str, match: bool) -> None:
     ],
 )
 def test_an_endpoint_must_be_https_absolute_and_fragment_free(url: str) -> None:
-    with pytest.raises(OAuthError):
-        check_endpoint(url, "the endpoint")
+    for loopback in (False, True):
+        with pytest.raises(OAuthError):
+            check_endpoint(url, "the endpoint", loopback=loopback)
 
 
 @pytest.mark.parametrize(
@@ -176,7 +179,29 @@ def test_an_endpoint_must_be_https_absolute_and_fragment_free(url: str) -> None:
     ],
 )
 def test_https_or_loopback_endpoints_pass(url: str) -> None:
-    assert check_endpoint(url, "the endpoint") == url
+    assert check_endpoint(url, "the endpoint", loopback=True) == url
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:3000/t", "http://127.0.0.1:8500/v1/agent/self?x=1", "http://[::1]:1/"]
+)
+def test_plain_http_loopback_only_for_a_loopback_server(url: str) -> None:
+    # A remote https server must not steer the client's OAuth requests to plain-http
+    # services on the user's machine: loopback is for a server on loopback itself.
+    with pytest.raises(OAuthError, match="https"):
+        check_endpoint(url, "the endpoint", loopback=False)
+    assert is_loopback(url)
+    assert not is_loopback("https://mcp.example.com/mcp")
+    challenge = BearerChallenge(resource_metadata=url)
+    [first, *_] = protected_resource_metadata_urls("https://mcp.evil.example/mcp", challenge)
+    with pytest.raises(OAuthError):
+        check_endpoint(first, "the protected-resource metadata URL", loopback=False)
+    doc = {"issuer": ISSUER, "token_endpoint": url}
+    with pytest.raises(OAuthError, match="https"):
+        AuthorizationServerMetadata.parse(dumps(doc), ISSUER)
+    assert (
+        AuthorizationServerMetadata.parse(dumps(doc), ISSUER, loopback=True).token_endpoint == url
+    )
 
 
 # ------------------------------------------------------------------ metadata
@@ -203,6 +228,45 @@ def test_protected_resource_metadata_is_read_and_checked() -> None:
     )
     again = parse_protected_resource_metadata(served.response().body, served.resource)
     assert again.document() == served.document()
+
+
+def test_protected_resource_metadata_fills_the_typed_fields() -> None:
+    doc = {
+        "resource": "https://m.example/mcp",
+        "authorization_servers": [ISSUER],
+        "resource_name": "Files",
+        "bearer_methods_supported": ["header", "body"],
+        "resource_documentation": "https://m.example/docs",
+        "other": 1,
+    }
+    prm = parse_protected_resource_metadata(dumps(doc), "https://m.example/mcp")
+    assert prm.resource_name == "Files"
+    assert prm.bearer_methods_supported == ("header", "body")
+    assert prm.resource_documentation == "https://m.example/docs"
+    assert dict(prm.extra) == {"other": 1}
+    bare = parse_protected_resource_metadata(
+        dumps({"resource": "https://m.example/mcp", "authorization_servers": [ISSUER]}),
+        "https://m.example/mcp",
+    )
+    assert bare.bearer_methods_supported == ("header",) and bare.resource_name is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("resource_name", 1),
+        ("resource_name", ""),
+        ("bearer_methods_supported", "header"),
+        ("bearer_methods_supported", [1]),
+        ("resource_documentation", ["x"]),
+    ],
+)
+def test_protected_resource_metadata_with_mistyped_fields_is_refused(
+    field: str, value: Any
+) -> None:
+    doc = {"resource": "https://m.example/mcp", "authorization_servers": [ISSUER], field: value}
+    with pytest.raises(OAuthError, match=field):
+        parse_protected_resource_metadata(dumps(doc), "https://m.example/mcp")
 
 
 @pytest.mark.parametrize(
@@ -266,6 +330,9 @@ def test_the_2025_03_26_fallback_endpoints_are_at_the_origin() -> None:
     assert meta.authorization_endpoint == "https://mcp.example.com/authorize"
     assert meta.token_endpoint == "https://mcp.example.com/token"
     assert meta.registration_endpoint == "https://mcp.example.com/register"
+    # That revision requires S256 of every authorization server: the fallback, which
+    # has no metadata to say so, is the one case where it is assumed.
+    assert meta.code_challenge_methods_supported == ("S256",)
 
 
 # ------------------------------------------------------------------ scopes
@@ -367,6 +434,9 @@ def test_the_authorization_url_omits_an_absent_scope_and_needs_s256() -> None:
     assert "scope" not in parse_qs(urlsplit(authorization_url(as_metadata(), **kwargs)).query)
     with pytest.raises(OAuthError, match="S256"):
         authorization_url(as_metadata(code_challenge_methods_supported=["plain"]), **kwargs)
+    # No code_challenge_methods_supported: PKCE support unknown, refused (MUST).
+    with pytest.raises(OAuthError, match="S256"):
+        authorization_url(as_metadata(code_challenge_methods_supported=None), **kwargs)
     with pytest.raises(OAuthError, match="authorization_endpoint"):
         authorization_url(as_metadata(authorization_endpoint=None), **kwargs)
 
@@ -416,6 +486,31 @@ def test_the_state_must_match_and_errors_are_reported() -> None:
     assert caught.value.error == "access_denied"
     with pytest.raises(OAuthError, match="no code"):
         parse_authorization_response(f"{CALLBACK}?state=s1", state="s1", metadata=meta)
+
+
+@pytest.mark.parametrize(
+    "arrived",
+    [
+        "https://localhost:3000/cb",
+        "http://localhost:3001/cb",
+        "http://127.0.0.1:3000/cb",
+        "http://localhost:3000/other",
+        "http://localhost/cb",
+    ],
+)
+def test_the_response_must_arrive_at_the_redirect_uri(arrived: str) -> None:
+    meta = as_metadata()
+    query = "?code=c1&state=s1"
+    assert (
+        parse_authorization_response(
+            CALLBACK + query, state="s1", metadata=meta, redirect_uri=CALLBACK
+        )
+        == "c1"
+    )
+    with pytest.raises(OAuthError, match="redirect URI"):
+        parse_authorization_response(
+            arrived + query, state="s1", metadata=meta, redirect_uri=CALLBACK
+        )
 
 
 def test_an_error_from_another_issuer_is_not_reported_as_the_servers() -> None:
@@ -489,7 +584,10 @@ def _form(body: bytes) -> dict[str, list[str]]:
 
 def test_client_secret_basic_puts_the_encoded_pair_in_the_header() -> None:
     client = ClientCredentials(
-        client_id="id:1", client_secret="s/e c", token_endpoint_auth_method="client_secret_basic"
+        client_id="id:1",
+        client_secret="s/e c",
+        token_endpoint_auth_method="client_secret_basic",
+        issuer=ISSUER,
     )
     headers, body = token_request(
         as_metadata(),
@@ -512,7 +610,7 @@ def test_client_secret_basic_puts_the_encoded_pair_in_the_header() -> None:
 
 
 def test_client_secret_post_and_none_put_the_client_in_the_body() -> None:
-    post = ClientCredentials(client_id="id", client_secret="sec")
+    post = ClientCredentials(client_id="id", client_secret="sec", issuer=ISSUER)
     meta = as_metadata(token_endpoint_auth_methods_supported=["client_secret_post"])
     headers, body = token_request(
         meta, post, grant_type="refresh_token", resource="https://m.example", refresh_token="r"
@@ -545,15 +643,54 @@ def test_a_token_response_is_dated_with_the_callers_clock() -> None:
         {"access_token": "at", "token_type": "bearer", "expires_in": 60, "refresh_token": "rt"}
     )
     token = parse_token_response(200, body, now=1000.0, requested_scope="a")
-    assert token == OAuthToken(access_token="at", expires_at=1060.0, refresh_token="rt", scope="a")
+    assert token == OAuthToken(
+        access_token="at", expires_at=1060.0, refresh_token="rt", scope="a", issued_at=1000.0
+    )
     assert not token.expired(1000.0)
-    assert token.expired(1030.0)  # within the leeway
-    assert not token.expired(1030.0, leeway=0)
-    assert "at" not in repr(token).replace("expires_at", "")
+    assert not token.expired(1053.0)
+    assert token.expired(1054.0)  # within the leeway: a tenth of the lifetime
+    assert not token.expired(1059.0, leeway=0)
+    assert "at" not in repr(token).replace("expires_at", "").replace("issued_at", "")
     kept = parse_token_response(
         200, dumps({"access_token": "b"}), now=0, previous_refresh_token="rt"
     )
     assert kept.refresh_token == "rt" and kept.expires_at is None and not kept.expired(1e12)
+
+
+@pytest.mark.parametrize(
+    ("lifetime", "leeway"), [(20, 2.0), (1, 0.1), (0, 0.0), (3600, 30.0), (300, 30.0)]
+)
+def test_the_leeway_is_a_tenth_of_the_lifetime_at_most_30_seconds(
+    lifetime: int, leeway: float
+) -> None:
+    token = parse_token_response(
+        200, dumps({"access_token": "a", "expires_in": lifetime}), now=100.0
+    )
+    end = 100.0 + lifetime
+    assert token.expired(end - leeway)
+    assert lifetime == 0 or not token.expired(end - leeway - 0.01)
+    # A token whose issue time is unknown (say, kept by an older storage): 30 seconds.
+    undated = OAuthToken(access_token="a", expires_at=end)
+    assert undated.expired(end - 30) and not undated.expired(end - 30.01)
+
+
+@pytest.mark.parametrize("token", ["x\r\nX-Injected: 1", "a b", "tok\u00e9n", "a\tb", "a\x00"])
+def test_an_access_token_that_is_not_visible_ascii_is_refused(token: str) -> None:
+    body = dumps({"access_token": token, "token_type": "Bearer"})
+    with pytest.raises(OAuthError, match="access_token") as caught:
+        parse_token_response(200, body, now=0)
+    assert token not in str(caught.value)  # a credential never goes into a message
+    ok = "eyJhbGciOi.JIUzI1NiJ9-_~+/=:!#"
+    assert parse_token_response(200, dumps({"access_token": ok}), now=0).access_token == ok
+
+
+def test_a_client_secret_must_be_bound_to_its_issuer() -> None:
+    # 2026-07-28 client-registration, "Authorization Server Binding": a secret is never
+    # sent to whichever authorization server the MCP server names.
+    with pytest.raises(ValueError, match="issuer"):
+        ClientCredentials(client_id="id", client_secret="s3cr3t")
+    assert ClientCredentials(client_id="id", client_secret="s", issuer=ISSUER).issuer == ISSUER
+    assert ClientCredentials(client_id="public").issuer is None  # nothing to leak
 
 
 @pytest.mark.parametrize(

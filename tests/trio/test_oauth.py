@@ -8,7 +8,7 @@ import base64
 import hashlib
 import secrets
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import attrs
@@ -22,6 +22,7 @@ from mcp_trio import (
     InMemoryOAuthStorage,
     McpError,
     OAuth,
+    OAuthToken,
     fetch_authorization_redirect,
     open_client,
 )
@@ -60,6 +61,7 @@ class Fake:
     call_scope: str | None = None  # tools/call needs it (403 insufficient_scope)
     always_forbid_calls: bool = False
     no_prm: bool = False
+    open: bool = False  # requests without a token pass (a handshake before auth is needed)
     # what happened
     registrations: list[dict[str, Any]] = attrs.field(factory=list)
     authorizations: list[dict[str, str]] = attrs.field(factory=list)
@@ -160,6 +162,8 @@ class Fake:
             return 400, js, dumps({"error": "invalid_grant"})
         if method == "POST" and path == "/mcp":
             return await self.mcp(headers, body)
+        if path == "/mcp":
+            return 405, [("allow", "POST")], b""  # (no GET stream: legacy sessions)
         return 404, [], b""
 
     async def mcp(
@@ -168,7 +172,7 @@ class Fake:
         metadata = f"{self.base}/.well-known/oauth-protected-resource/mcp"
         auth = headers.get("authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else ""
-        if token not in self.tokens:
+        if token not in self.tokens and not (self.open and not auth):
             scope = f', scope="{self.challenge_scope}"' if self.challenge_scope else ""
             www = f'Bearer resource_metadata="{metadata}"{scope}'
             return 401, [("www-authenticate", www)], b""
@@ -178,7 +182,7 @@ class Fake:
         forbid = self.always_forbid_calls and message.get("method") == "tools/call"
         if forbid:
             needed = "admin"  # (asked for, granted, and refused all the same)
-        if needed is not None and (forbid or needed not in self.tokens[token]):
+        if needed is not None and (forbid or needed not in self.tokens.get(token, set())):
             www = f'Bearer error="insufficient_scope", scope="{needed}"'
             return 403, [("www-authenticate", www)], b""
         forwarded = [
@@ -234,7 +238,7 @@ class Fake:
 
 
 async def start_fake(nursery: trio.Nursery, **knobs: Any) -> Fake:
-    upstream = await start_server(nursery, App(), era="modern")
+    upstream = await start_server(nursery, App())
     fake = Fake(upstream=upstream.url, **knobs)
     listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
     fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
@@ -249,9 +253,11 @@ def oauth(**kwargs: Any) -> OAuth:
     return OAuth(**{**options, **kwargs})
 
 
-async def list_and_call(fake: Fake, auth: OAuth) -> str:
+async def list_and_call(
+    fake: Fake, auth: OAuth, era: Literal["modern", "legacy"] = "modern"
+) -> str:
     with trio.fail_after(IO_TIMEOUT):
-        async with open_client(fake.url, era="modern", auth=auth) as client:
+        async with open_client(fake.url, era=era, auth=auth) as client:
             await client.list_tools()
             result = await client.call_tool("echo", {"text": "hi"})
             return result.text
@@ -297,13 +303,28 @@ async def test_step_up_on_insufficient_scope_asks_for_the_union(nursery: trio.Nu
     assert [a["scope"] for a in fake.authorizations] == ["read", "read write"]
 
 
-@pytest.mark.parametrize("limit", [1, 3])
-async def test_step_up_stops_at_the_retry_limit(nursery: trio.Nursery, limit: int) -> None:
+async def test_step_up_stops_at_the_retry_limit(nursery: trio.Nursery) -> None:
     fake = await start_fake(nursery, always_forbid_calls=True)
     with pytest.raises(McpError, match="403"):
-        await list_and_call(fake, oauth(max_authorizations=limit))
-    # One for tools/list's 401, then `limit` for tools/call's 403s.
-    assert len(fake.authorizations) == 1 + limit
+        await list_and_call(fake, oauth(max_authorizations=1))
+    # One for tools/list's 401, then one for tools/call's 403.
+    assert len(fake.authorizations) == 2
+
+
+async def test_a_scope_granted_and_still_refused_is_not_asked_for_again(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, always_forbid_calls=True)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=oauth()) as client:
+            await client.list_tools()
+            for _ in range(3):
+                with pytest.raises(McpError, match="granted already"):
+                    await client.call_tool("echo", {"text": "hi"})
+            assert (await client.list_tools())[0].name  # the session goes on
+    # tools/list's 401, then one step-up to "read admin": granted, still refused, and
+    # never asked for again (not per request, not up to max_authorizations).
+    assert [a["scope"] for a in fake.authorizations] == ["read", "read admin"]
 
 
 async def test_an_expired_token_is_refreshed_before_the_request(nursery: trio.Nursery) -> None:
@@ -421,7 +442,7 @@ async def test_the_authorize_callback_sees_the_url_and_its_answer_is_checked(
 
 async def test_the_client_credentials_grant_needs_no_user(nursery: trio.Nursery) -> None:
     fake = await start_fake(nursery)
-    client = ClientCredentials(client_id="machine", client_secret="s3cr3t")
+    client = ClientCredentials(client_id="machine", client_secret="s3cr3t", issuer=fake.issuer)
     assert await list_and_call(fake, OAuth(client=client)) == "hi"
     assert not fake.authorizations and not fake.registrations
     [request] = fake.token_requests
@@ -431,20 +452,73 @@ async def test_the_client_credentials_grant_needs_no_user(nursery: trio.Nursery)
 
 
 async def test_a_server_without_resource_metadata_uses_its_origin(nursery: trio.Nursery) -> None:
-    # 2025-03-26: no protected-resource metadata; the AS is at the server's origin.
+    # 2025-03-26: no protected-resource metadata; the AS is at the server's origin. The
+    # first 401 answers initialize: the version is not known yet, so it may be that one.
     fake = await start_fake(nursery, no_prm=True)
-    assert await list_and_call(fake, oauth()) == "hi"
+    assert await list_and_call(fake, oauth(), era="legacy") == "hi"
     assert fake.authorizations[0]["resource"] == fake.url
     assert "GET /.well-known/oauth-protected-resource" in fake.paths
 
 
-def test_oauth_arguments_are_checked() -> None:
+async def test_the_2025_03_26_fallback_is_not_for_later_versions(nursery: trio.Nursery) -> None:
+    # Since 2025-06-18 the metadata is required: a modern session is never 2025-03-26.
+    fake = await start_fake(nursery, no_prm=True)
+    with pytest.raises(McpError, match="no protected-resource metadata"):
+        await list_and_call(fake, oauth())
+    assert not fake.authorizations
+    assert "GET /.well-known/oauth-authorization-server" not in fake.paths
+    # A legacy session that negotiated 2025-11-25 (its first 401 comes after that).
+    other = await start_fake(nursery, no_prm=True, open=True)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(other.url, era="legacy", auth=oauth()) as client:
+            other.open = False  # from now on a token is needed
+            with pytest.raises(McpError, match="no protected-resource metadata"):
+                await client.list_tools()
+    assert not other.authorizations
+
+
+@pytest.mark.parametrize(
+    "redirect_uri",
+    [
+        "callback",
+        "http://app.example/callback",  # plain http off loopback
+        "ftp://127.0.0.1/cb",
+        "https:///cb",
+        "https://app.example/cb#frag",
+    ],
+)
+def test_the_redirect_uri_is_https_or_loopback(redirect_uri: str) -> None:
     with pytest.raises(ValueError, match="redirect_uri"):
-        OAuth(redirect_uri="callback", on_authorize=fetch_authorization_redirect)
+        OAuth(redirect_uri=redirect_uri, on_authorize=fetch_authorization_redirect)
+
+
+def test_oauth_arguments_are_checked() -> None:
+    for good in ("https://app.example/cb", "http://localhost:8765/cb", "http://[::1]/cb"):
+        assert oauth(redirect_uri=good).redirect_uri == good
+    with pytest.raises(ValueError, match="redirect_uri"):
+        OAuth(on_authorize=fetch_authorization_redirect)
     with pytest.raises(ValueError, match="client_secret"):
         OAuth(client=ClientCredentials(client_id="public"))
+    for bad in ("http://app.example/client.json", "https://app.example", "https://app.example/"):
+        with pytest.raises(ValueError, match="client_metadata_url"):
+            oauth(client_metadata_url=bad)
+    assert oauth(client_metadata_url="https://app.example/c.json").client_metadata_url
     with pytest.raises(ValueError, match="> 0"):
         oauth(max_authorizations=0)
+    with pytest.raises(ValueError, match="> 0"):
+        oauth(authorize_timeout=0)
+
+
+async def test_the_redirect_must_come_back_to_the_redirect_uri(nursery: trio.Nursery) -> None:
+    fake = await start_fake(nursery)
+
+    async def elsewhere(url: str) -> str:
+        location = await fetch_authorization_redirect(url)
+        return location.replace("127.0.0.1:9/callback", "127.0.0.1:9/other")
+
+    with pytest.raises(McpError, match="redirect URI"):
+        await list_and_call(fake, oauth(on_authorize=elsewhere))
+    assert fake.authorizations and not fake.token_requests
 
 
 async def test_auth_with_a_static_authorization_header_is_refused() -> None:
@@ -459,3 +533,24 @@ async def test_auth_is_for_http_targets_only() -> None:
     with pytest.raises(TypeError, match="auth"):
         async with open_client(["python", "server.py"], auth=oauth()):
             pass  # pragma: no cover
+
+
+async def test_the_sessions_writer_never_waits_for_a_flow_under_way() -> None:
+    # A one-way message's refresh does not queue behind a flow that may be waiting for
+    # the user (at most authorize_timeout): it goes out with what there is.
+    authorizer = oauth().bind("http://127.0.0.1:9/mcp")
+    authorizer.token = OAuthToken(access_token="a", expires_at=0, refresh_token="r")
+    done = trio.Event()
+
+    async def flow(task_status: trio.TaskStatus[None]) -> None:
+        async with authorizer._lock:  # (a flow under way)
+            task_status.started()
+            await done.wait()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(flow)
+        with trio.fail_after(IO_TIMEOUT):
+            await authorizer.ready(wait=False)
+            assert not await authorizer.refreshed(authorizer.authorization())
+        assert authorizer.token is not None  # untouched
+        done.set()
