@@ -1,0 +1,577 @@
+"""The OAuth client against our own protected server: ``serve_http`` with
+``authenticate=BearerAuth(...)`` and ``ProtectedResourceMetadata``, a fake authorization
+server on 127.0.0.1, and ``open_client(auth=OAuth(...))``. Besides the happy paths, the
+ways a server or an authorization server can misbehave that must fail one request (or
+nothing), never the session, nor ask the user again and again."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import socket
+import time
+from functools import partial
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode
+
+import attrs
+import h11
+import pytest
+import trio
+
+from mcp_sansio import BearerChallenge
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    BearerAuth,
+    ClientCredentials,
+    Context,
+    HttpServerConfig,
+    McpError,
+    OAuth,
+    OAuthError,
+    Principal,
+    ProtectedResourceMetadata,
+    RequestTimeout,
+    Server,
+    SessionConfig,
+    fetch_authorization_redirect,
+    open_client,
+)
+
+from .test_http_support import IO_TIMEOUT
+
+REDIRECT = "http://127.0.0.1:9/callback"
+Era = Literal["legacy", "modern"]
+ERAS: list[Era] = ["legacy", "modern"]
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+@attrs.define
+class FakeAS:
+    """An authorization server that grants whatever is asked, with knobs for the
+    misbehaviours under test; it records what it was sent."""
+
+    issuer: str = ""
+    scopes_supported: list[str] | None = None
+    pkce_methods: list[str] | None = attrs.field(factory=lambda: ["S256"])
+    refresh_tokens: bool = False
+    expires_in: float = 3600
+    metadata_status: int = 200
+    hang_refresh: bool = False
+    audience: str | None = None  # the resource its tokens are for (default: as asked)
+    token_prefix: str = "at-"
+    requests: list[tuple[str, str, dict[str, str]]] = attrs.field(factory=list)
+    authorizations: list[dict[str, str]] = attrs.field(factory=list)
+    token_requests: list[dict[str, str]] = attrs.field(factory=list)
+    tokens: dict[str, tuple[frozenset[str], str | None, float]] = attrs.field(factory=dict)
+    codes: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    refresh: dict[str, tuple[frozenset[str], str | None]] = attrs.field(factory=dict)
+
+    def _issue(self, scopes: frozenset[str], resource: str | None) -> dict[str, Any]:
+        token = self.token_prefix + secrets.token_hex(8)
+        audience = self.audience or resource
+        self.tokens[token] = (scopes, audience, time.time() + self.expires_in)
+        answer: dict[str, Any] = {
+            "access_token": token,
+            "token_type": "Bearer",
+            "expires_in": self.expires_in,
+            "scope": " ".join(sorted(scopes)),
+        }
+        if self.refresh_tokens:
+            refresh = "rt-" + secrets.token_hex(8)
+            self.refresh[refresh] = (scopes, audience)
+            answer["refresh_token"] = refresh
+        return answer
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        self.requests.append((method, target, headers))
+        path, _, query = target.partition("?")
+        js = [("content-type", "application/json")]
+        if method == "GET" and path == "/.well-known/oauth-authorization-server":
+            if self.metadata_status != 200:
+                return self.metadata_status, [], b""
+            meta: dict[str, Any] = {
+                "issuer": self.issuer,
+                "authorization_endpoint": f"{self.issuer}/authorize",
+                "token_endpoint": f"{self.issuer}/token",
+                "registration_endpoint": f"{self.issuer}/register",
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                "authorization_response_iss_parameter_supported": True,
+            }
+            if self.pkce_methods is not None:
+                meta["code_challenge_methods_supported"] = self.pkce_methods
+            if self.scopes_supported is not None:
+                meta["scopes_supported"] = self.scopes_supported
+            return 200, js, dumps(meta)
+        if method == "POST" and path == "/register":
+            return 201, js, dumps({**loads(body), "client_id": "cid-" + secrets.token_hex(4)})
+        if method == "GET" and path == "/authorize":
+            params = dict(parse_qsl(query))
+            self.authorizations.append(params)
+            code = "code-" + secrets.token_hex(8)
+            self.codes[code] = params
+            back = urlencode({"code": code, "state": params["state"], "iss": self.issuer})
+            return 302, [("location", f"{params['redirect_uri']}?{back}")], b""
+        if method == "POST" and path == "/token":
+            form = dict(parse_qsl(body.decode()))
+            self.token_requests.append(form)
+            if form.get("grant_type") == "authorization_code":
+                asked = self.codes.pop(form.get("code", ""), None)
+                if asked is None or _s256(form["code_verifier"]) != asked["code_challenge"]:
+                    return 400, js, dumps({"error": "invalid_grant"})
+                scopes = frozenset(asked.get("scope", "").split())
+                return 200, js, dumps(self._issue(scopes, form.get("resource")))
+            if form.get("grant_type") == "refresh_token":
+                if self.hang_refresh:
+                    await trio.sleep_forever()
+                got = self.refresh.pop(form.get("refresh_token", ""), None)
+                if got is None:
+                    return 400, js, dumps({"error": "invalid_grant"})
+                return 200, js, dumps(self._issue(got[0], form.get("resource") or got[1]))
+            return 400, js, dumps({"error": "unsupported_grant_type"})
+        return 404, [], b""
+
+    async def serve(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while True:
+            head: h11.Request | None = None
+            body = b""
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    try:
+                        data = await stream.receive_some(65536)
+                    except trio.BrokenResourceError:
+                        return
+                    if not data:
+                        return
+                    conn.receive_data(data)
+                elif isinstance(event, h11.Request):
+                    head = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:
+                    return
+            assert head is not None
+            headers = {k.decode(): v.decode() for k, v in head.headers}
+            status, out_headers, payload = await self.route(
+                head.method.decode(), head.target.decode(), headers, body
+            )
+            out = [
+                conn.send(
+                    h11.Response(
+                        status_code=status,
+                        headers=[*out_headers, ("content-length", str(len(payload)))],
+                    )
+                ),
+                conn.send(h11.Data(data=payload)) if payload else b"",
+                conn.send(h11.EndOfMessage()),
+            ]
+            try:
+                await stream.send_all(b"".join(part for part in out if part))
+            except trio.BrokenResourceError:
+                return
+            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                return
+            conn.start_next_cycle()
+
+
+@attrs.define
+class Setup:
+    """The authorization server, the protected server's URL, and what its token
+    check saw. While ``open`` is true, requests without a token pass (so a test can
+    finish the handshake before authorization is needed)."""
+
+    asrv: FakeAS
+    url: str
+    open: bool = False
+    accepted: list[str] = attrs.field(factory=list)
+    refused: list[str] = attrs.field(factory=list)
+    posts: list[str] = attrs.field(factory=list)  # the token each POST carried ("": none)
+
+
+def _server(setup: Setup) -> Server:
+    server = Server("protected")
+
+    @server.tool()
+    async def whoami(ctx: Context) -> str:
+        p = ctx.principal
+        return "nobody" if p is None else f"{p.subject} {sorted(p.scopes)}"
+
+    return server
+
+
+async def start(
+    nursery: trio.Nursery,
+    *,
+    required_scopes: str = "",
+    prm_scopes: list[str] | None = None,
+    open: bool = False,
+    **knobs: Any,
+) -> Setup:
+    asrv = FakeAS(**knobs)
+    listeners = await nursery.start(partial(trio.serve_tcp, asrv.serve, 0, host="127.0.0.1"))
+    asrv.issuer = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    setup = Setup(asrv=asrv, url="", open=open)
+
+    async def verify(token: str) -> Principal | None:
+        got = asrv.tokens.get(token)
+        if got is None or got[1] != setup.url or time.time() > got[2]:
+            setup.refused.append(token)
+            return None
+        setup.accepted.append(token)
+        return Principal(subject="alice", scopes=got[0])
+
+    holder: dict[str, BearerAuth] = {}
+
+    async def authenticate(request: Any) -> Any:
+        token = request.header("authorization") or ""
+        if request.method == "POST":
+            setup.posts.append(token.removeprefix("Bearer "))
+        if setup.open and not token:
+            return Principal(subject="alice")
+        return await holder["bearer"](request)
+
+    # The metadata names the server's URL: pick its port first.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    setup.url = f"http://127.0.0.1:{port}/mcp"
+    prm = ProtectedResourceMetadata(
+        resource=setup.url, authorization_servers=[asrv.issuer], scopes_supported=prm_scopes
+    )
+    holder["bearer"] = BearerAuth(
+        verify_token=verify, resource_metadata_url=prm.url, required_scopes=required_scopes
+    )
+    await nursery.start(
+        partial(
+            _server(setup).serve_http,
+            port=port,
+            http_config=HttpServerConfig(resource_metadata=prm),
+            authenticate=authenticate,
+        )
+    )
+    return setup
+
+
+def oauth(**kwargs: Any) -> OAuth:
+    options: dict[str, Any] = {
+        "redirect_uri": REDIRECT,
+        "on_authorize": fetch_authorization_redirect,
+    }
+    return OAuth(**{**options, **kwargs})
+
+
+# ------------------------------------------------------------------ the happy paths
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_discovery_authorization_and_the_retried_request(
+    nursery: trio.Nursery, era: Era
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"])
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era=era, auth=oauth()) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+            await client.list_tools()
+    [authorization] = s.asrv.authorizations
+    assert authorization["resource"] == s.url
+    assert authorization["code_challenge_method"] == "S256"
+    assert all(t["resource"] == s.url for t in s.asrv.token_requests)
+    assert not any("authorization" in h for _, _, h in s.asrv.requests)  # no token to the AS
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_scope_of_the_first_challenge_is_asked_for(
+    nursery: trio.Nursery, era: Era
+) -> None:
+    s = await start(nursery, required_scopes="files:read mcp", prm_scopes=["mcp"])
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era=era, auth=oauth()) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['files:read', 'mcp']"
+    assert len(s.asrv.authorizations) == 1
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_expiring_token_is_refreshed(nursery: trio.Nursery, era: Era) -> None:
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=0.3,
+        scopes_supported=["mcp", "offline_access"],
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era=era, auth=oauth()) as client:
+            for _ in range(3):
+                assert (await client.call_tool("whoami", {})).text.startswith("alice")
+                await trio.sleep(0.35)
+    assert len(s.asrv.authorizations) == 1
+    assert [t["grant_type"] for t in s.asrv.token_requests].count("refresh_token") >= 2
+
+
+# ------------------------------------------------------------------ refused outright
+
+
+async def test_an_authorization_server_without_pkce_metadata_is_refused(
+    nursery: trio.Nursery,
+) -> None:
+    # No code_challenge_methods_supported: PKCE support is unknown, and the client MUST
+    # refuse to proceed (2025-11-25 authorization, "Authorization Code Protection").
+    s = await start(nursery, prm_scopes=["mcp"], pkce_methods=None)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(Exception, match="S256"):
+        async with open_client(s.url, era="modern", auth=oauth()) as client:
+            await client.call_tool("whoami", {})  # pragma: no cover
+    assert s.asrv.authorizations == []  # the user agent was never sent there
+
+
+async def test_a_client_secret_goes_only_to_its_own_authorization_server(
+    nursery: trio.Nursery,
+) -> None:
+    # A server names its own authorization server: a secret bound to another issuer is
+    # never presented there (and one bound to none cannot be made).
+    s = await start(nursery, prm_scopes=["mcp"])
+    with pytest.raises(ValueError, match="issuer"):
+        ClientCredentials(client_id="prod-client", client_secret="s3cr3t")
+    client = ClientCredentials(
+        client_id="prod-client", client_secret="s3cr3t", issuer="https://as.example"
+    )
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(Exception, match="pre-registered"):
+        async with open_client(s.url, era="modern", auth=OAuth(client=client)):
+            pass  # pragma: no cover
+    sent = [h for _, _, h in s.asrv.requests if "authorization" in h]
+    assert sent == [] and s.asrv.token_requests == []
+
+
+# ------------------------------------------------------------ a request fails, not the session
+
+
+async def test_a_failed_discovery_fails_the_request_and_leaves_no_half_state(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], metadata_status=500, open=True)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth()) as client:
+            s.open = False  # from now on a token is needed
+            with pytest.raises(McpError, match="authorization failed"):
+                await client.call_tool("whoami", {})
+            s.asrv.metadata_status = 200  # the authorization server is back
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    # The same, on the authorizer itself: issuer and metadata are set together or not.
+    s.asrv.metadata_status = 500
+    authorizer = oauth().bind(s.url)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError):
+            await authorizer.challenged(401, BearerChallenge(), None)
+        assert authorizer.issuer is None and authorizer.metadata is None
+        s.asrv.metadata_status = 200
+        await authorizer.challenged(401, BearerChallenge(), None)
+    assert authorizer.token is not None
+
+
+async def test_a_refresh_that_times_out_falls_back_to_authorizing(nursery: trio.Nursery) -> None:
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=0.5,
+        scopes_supported=["mcp", "offline_access"],
+        hang_refresh=True,
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth(timeout=0.5)) as client:
+            await client.call_tool("whoami", {})
+            await trio.sleep(0.5)  # expired: the refresh before the next request hangs
+            assert (await client.call_tool("whoami", {})).text.startswith("alice")
+            assert (await client.call_tool("whoami", {})).text.startswith("alice")
+    grants = [t["grant_type"] for t in s.asrv.token_requests]
+    assert grants[:3] == ["authorization_code", "refresh_token", "authorization_code"]
+    assert len(s.asrv.authorizations) == 2
+
+
+async def test_an_unusable_access_token_fails_the_request_not_the_session(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], open=True, token_prefix="x\r\nX-Injected: 1\r\n")
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth()) as client:
+            s.open = False
+            with pytest.raises(McpError, match="visible ASCII") as caught:
+                await client.call_tool("whoami", {})
+            assert "Injected" not in str(caught.value)
+            s.asrv.token_prefix = "at-"
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+
+
+# ------------------------------------------------------------------ no endless asking
+
+
+async def test_a_server_refusing_fresh_tokens_does_not_make_the_user_authorize_again(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+    s.asrv.audience = "https://other.example/mcp"  # every token is refused
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth()) as client:
+            s.open = False
+            for _ in range(3):
+                with pytest.raises(McpError, match="just issued"):
+                    await client.call_tool("whoami", {})
+    assert len(s.asrv.authorizations) == 1  # not 3 per request
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_short_lived_tokens_are_not_refreshed_before_every_request(
+    nursery: trio.Nursery, era: Era
+) -> None:
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=20,
+        scopes_supported=["mcp", "offline_access"],
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era=era, auth=oauth()) as client:
+            for _ in range(10):
+                await client.call_tool("whoami", {})
+    assert [t["grant_type"] for t in s.asrv.token_requests] == ["authorization_code"]
+
+
+async def test_concurrent_refusals_share_one_authorization(nursery: trio.Nursery) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+    out: list[str] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth()) as client:
+            s.open = False
+
+            async def one() -> None:
+                out.append((await client.call_tool("whoami", {})).text)
+
+            async with trio.open_nursery() as calls:
+                for _ in range(8):
+                    calls.start_soon(one)
+    assert out == ["alice ['mcp']"] * 8
+    assert len(s.asrv.authorizations) == 1
+
+
+# ------------------------------------------------------------------ one-way messages
+
+
+async def until(condition: Any) -> None:
+    while not condition():
+        await trio.sleep(0.01)
+
+
+async def test_a_notification_after_expiry_goes_out_with_a_refreshed_token(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=0.5,
+        scopes_supported=["mcp", "offline_access"],
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="legacy", auth=oauth()) as client:
+            await client.call_tool("whoami", {})
+            await trio.sleep(0.6)  # expired; a refresh token exists
+            s.refused.clear()
+            s.posts.clear()
+            await client.notify("notifications/message_from_client_test")
+            await until(lambda: s.posts)
+    assert s.refused == []
+    assert s.asrv.token_requests[-1]["grant_type"] == "refresh_token"
+    assert s.posts == s.accepted[-1:]  # one POST, with the refreshed token
+
+
+async def test_a_notification_refused_with_401_is_sent_again_after_a_refresh(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(
+        nursery, prm_scopes=["mcp"], refresh_tokens=True, scopes_supported=["mcp", "offline_access"]
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="legacy", auth=oauth()) as client:
+            await client.call_tool("whoami", {})
+            s.asrv.tokens.clear()  # revoked: the server refuses the token in use
+            s.posts.clear()
+            await client.notify("notifications/message_from_client_test")
+            await until(lambda: len(s.posts) == 2)
+    # Refused once, then taken with the refreshed token.
+    assert s.refused[-1] == s.posts[0] and s.accepted[-1] == s.posts[1]
+    assert len(s.asrv.authorizations) == 1  # no user for a one-way message
+
+
+# ------------------------------------------------------------------ a user who takes time
+
+
+async def test_authorizing_before_connecting_is_bounded_by_authorize_timeout_alone(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"])
+
+    async def slow_user(url: str) -> str:
+        await trio.sleep(1.2)  # a human in a browser
+        return await fetch_authorization_redirect(url)
+
+    auth = oauth(on_authorize=slow_user)
+    config = SessionConfig(handshake_timeout=1.0)
+    with trio.fail_after(IO_TIMEOUT):
+        await auth.authorize(s.url)
+        async with open_client(s.url, era="legacy", auth=auth, config=config) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    assert len(s.asrv.authorizations) == 1
+
+
+async def test_a_request_timeout_does_not_cut_the_authorization_short(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+    done = trio.Event()
+
+    async def slow_user(url: str) -> str:
+        await trio.sleep(0.6)
+        try:
+            return await fetch_authorization_redirect(url)
+        finally:
+            done.set()
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth(on_authorize=slow_user)) as client:
+            s.open = False
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("whoami", {}, timeout=0.2)
+            await done.wait()  # the flow went on without the request
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    assert len(s.asrv.authorizations) == 1
+    assert [t["grant_type"] for t in s.asrv.token_requests] == ["authorization_code"]
+
+
+async def test_an_authorization_over_authorize_timeout_fails_the_request(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+
+    async def absent_user(url: str) -> str:
+        await trio.sleep_forever()
+        raise AssertionError  # pragma: no cover
+
+    auth = oauth(on_authorize=absent_user, authorize_timeout=0.3)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=auth) as client:
+            s.open = False
+            with pytest.raises(McpError, match="authorization failed"):
+                await client.call_tool("whoami", {})
+            s.open = True
+            assert (await client.call_tool("whoami", {})).text == "alice []"  # still alive
