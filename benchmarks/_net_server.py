@@ -32,7 +32,7 @@ import trio
 import trio_websocket
 
 import mcp_trio
-from mcp_sansio._http import HttpServerConfig
+from mcp_sansio.http import HttpServerConfig
 from mcp_trio._http_server import serve_http
 
 from ._servers import SERVER_CONFIG, low_level_handlers

@@ -119,7 +119,7 @@ async def forecast(city: str, days: int = 1) -> str:
     return f"{city} {days}"
 
 server.handlers()
-heavy = ("mcp_sansio.types", "mcp_trio._http_server", "mcp_sansio._http",
+heavy = ("mcp_sansio.types", "mcp_trio._http_server", "mcp_sansio.http",
          "mcp_trio._websocket", "trio_websocket", "h11")
 print(",".join(m for m in heavy if m in sys.modules))
 """

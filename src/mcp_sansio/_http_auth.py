@@ -129,7 +129,7 @@ def _scopes_or_none(value: str | Iterable[str] | None) -> tuple[str, ...] | None
 @attrs.frozen(kw_only=True)
 class ProtectedResourceMetadata:
     """An OAuth 2.0 Protected Resource Metadata document (RFC 9728 §2), served by
-    :class:`~mcp_sansio._http.HttpServer` when its config has one.
+    :class:`~mcp_sansio.http.HttpServer` when its config has one.
 
     MCP servers MUST serve it (``2026-07-28/basic/authorization#overview``); clients read
     ``authorization_servers`` from it to know where to get a token, and ``resource`` is

@@ -33,6 +33,7 @@ from ._json import dumps
 from ._jsonrpc import error_response
 
 __all__ = [
+    "HeaderInput",
     "HeaderParam",
     "Headers",
     "HttpRequest",

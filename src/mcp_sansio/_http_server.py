@@ -151,12 +151,14 @@ from ._versions import REVISIONS, Era
 
 __all__ = [
     "AwaitResponse",
+    "Decision",
     "EventStore",
     "HttpServer",
     "HttpServerConfig",
     "HttpServerEvent",
     "InMemoryEventStore",
     "OpenStream",
+    "Output",
     "Reply",
     "ResponseMode",
     "ResponseReady",

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal, TextIO
 import attrs
 import trio
 
-from mcp_sansio._http import HttpServerConfig
+from mcp_sansio.http import HttpServerConfig
 
 from ._cli_util import CliError
 from ._config import SessionConfig

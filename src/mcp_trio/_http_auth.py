@@ -2,9 +2,9 @@
 :func:`~mcp_trio.serve_http`, and :class:`BearerAuth`, the usual one.
 
 An *authenticator* is an async callable that takes the request's head (an
-:class:`~mcp_sansio._http.HttpRequest` with no body: method, target, headers; read-only)
-and returns either the :class:`~mcp_sansio._http.Principal` making it, or the
-:class:`~mcp_sansio._http.HttpResponse` to refuse it with. The server calls it for every
+:class:`~mcp_sansio.http.HttpRequest` with no body: method, target, headers; read-only)
+and returns either the :class:`~mcp_sansio.http.Principal` making it, or the
+:class:`~mcp_sansio.http.HttpResponse` to refuse it with. The server calls it for every
 request to the MCP endpoint (``POST``, ``GET``, ``DELETE``), after the checks that need
 no token (path, ``Origin``, ``Host``, media types) and before anything of MCP is looked
 at; the Protected Resource Metadata document is served without it.
@@ -20,7 +20,7 @@ import attrs
 import trio
 
 from mcp_sansio import RemoteProtocolError
-from mcp_sansio._http import (
+from mcp_sansio.http import (
     BearerError,
     HttpRequest,
     HttpResponse,

@@ -5,7 +5,7 @@ Theory of operation
 The whole session runtime (handshake and era probe, requests, timeouts, progress,
 cancellation, handlers for the server's requests) is the same as on stdio: only the
 channel differs. :class:`HttpChannel` turns each message the session writes into one
-POST, built by :class:`~mcp_sansio._http.HttpClient` (headers, session id, ``Mcp-Method``
+POST, built by :class:`~mcp_sansio.http.HttpClient` (headers, session id, ``Mcp-Method``
 / ``Mcp-Name`` / ``Mcp-Param-*`` mirroring), and everything the answers carry (a JSON
 body, SSE events) into messages the session reads.
 
@@ -113,7 +113,9 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
-from mcp_sansio._http import (
+from mcp_sansio._json import dumps, loads
+from mcp_sansio._oauth import OAuthError
+from mcp_sansio.http import (
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -122,8 +124,6 @@ from mcp_sansio._http import (
     SessionEnded,
     SessionPending,
 )
-from mcp_sansio._json import dumps, loads
-from mcp_sansio._oauth import OAuthError
 
 from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
 from ._config import SessionConfig

@@ -1,7 +1,7 @@
 """Configuration of the Streamable HTTP transport's sockets: one frozen value.
 
 The protocol rules of HTTP (statuses, sessions, event store, body bound) are
-:class:`mcp_sansio._http.HttpServerConfig` / ``HttpClientConfig``; the session runtime's
+:class:`mcp_sansio.http.HttpServerConfig` / ``HttpClientConfig``; the session runtime's
 bounds (handler slots, write timeout, shutdown grace) are :class:`~mcp_trio.SessionConfig`.
 This object holds what only HTTP/1.1 over TCP needs: timeouts against slow peers,
 connection counts and the SSE keep-alive.
@@ -13,7 +13,7 @@ from typing import final
 
 import attrs
 
-from mcp_sansio._http import HttpClientConfig, HttpServerConfig
+from mcp_sansio.http import HttpClientConfig, HttpServerConfig
 
 from ._config import _non_negative, _positive
 

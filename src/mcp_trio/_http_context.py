@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from mcp_sansio import Connection, RequestId, RequestReceived
-from mcp_sansio._http import Principal
+from mcp_sansio.http import Principal
 
 from ._handlers import RequestFacts
 

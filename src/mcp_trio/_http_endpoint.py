@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-:class:`~mcp_sansio._http.HttpServer` decides everything about HTTP and MCP; the
+:class:`~mcp_sansio.http.HttpServer` decides everything about HTTP and MCP; the
 :class:`Endpoint` runs what it decided, with tasks. It is shared by every TCP connection
 of a server (all in one trio thread, so no locks: nothing here awaits between a core
 call and the routing of its output).
@@ -55,7 +55,7 @@ from mcp_sansio import (
     RequestTimedOut,
     ResultReceived,
 )
-from mcp_sansio._http import (
+from mcp_sansio.http import (
     HttpResponse,
     HttpServer,
     HttpServerEvent,
@@ -65,7 +65,7 @@ from mcp_sansio._http import (
     ServerEvent,
     StreamData,
 )
-from mcp_sansio._http import SessionClosed as HttpSessionClosed
+from mcp_sansio.http import SessionClosed as HttpSessionClosed
 
 from ._config import SessionConfig
 from ._errors import SessionClosed, request_error

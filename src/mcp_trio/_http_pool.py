@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from mcp_sansio._http import HttpRequest
 from mcp_sansio._http_common import (
     LAST_EVENT_ID,
     MCP_METHOD,
@@ -32,6 +31,7 @@ from mcp_sansio._http_common import (
     MCP_SESSION_ID,
     extra_headers,
 )
+from mcp_sansio.http import HttpRequest
 
 from ._http_config import HttpTransportConfig
 from ._http_wire import H11Stream, WireError

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-One :class:`~mcp_sansio._http.HttpServer` (the rules, both eras) and one
+One :class:`~mcp_sansio.http.HttpServer` (the rules, both eras) and one
 :class:`~._http_endpoint.Endpoint` (handlers, timer, output routing) serve every TCP
 connection. Each connection is one task running h11, one request at a time (HTTP/1.1
 keep-alive, no pipelining):
@@ -55,7 +55,8 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, encode_sse_comment
-from mcp_sansio._http import (
+from mcp_sansio._json import JSONDecodeError, loads
+from mcp_sansio.http import (
     AwaitResponse,
     EventStore,
     Headers,
@@ -65,7 +66,6 @@ from mcp_sansio._http import (
     HttpServerConfig,
     OpenStream,
 )
-from mcp_sansio._json import JSONDecodeError, loads
 
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers

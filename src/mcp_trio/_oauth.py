@@ -49,7 +49,6 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from mcp_sansio._http import HttpRequest, ProtectedResourceMetadata
 from mcp_sansio._json import dumps
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
@@ -72,6 +71,7 @@ from mcp_sansio._oauth import (
     select_scope,
     token_request,
 )
+from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool

@@ -81,7 +81,7 @@ from ._tasks import (
 from ._util import SessionHook, open_task_nursery
 
 if TYPE_CHECKING:
-    from mcp_sansio._http import HeaderParam
+    from mcp_sansio.http import HeaderParam
 
     from ._http_auth import Authenticate
 
@@ -730,7 +730,7 @@ class Server:
         ``http_config=HttpServerConfig(resource_metadata=...)``): tools then read who is
         calling from ``ctx.principal``.
         """
-        from mcp_sansio._http import HttpServerConfig  # noqa: PLC0415
+        from mcp_sansio.http import HttpServerConfig  # noqa: PLC0415
 
         module = importlib.import_module("mcp_trio._http_server")
         http_config = options.pop("http_config", None) or HttpServerConfig()

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from mcp_sansio import Connection, ErrorCode, RemoteProtocolError, RequestReceived
-from mcp_sansio._http import (
+from mcp_sansio._json import loads
+from mcp_sansio.http import (
     WELL_KNOWN_RESOURCE_PATH,
     AwaitResponse,
     HttpRequest,
@@ -21,7 +22,6 @@ from mcp_sansio._http import (
     bearer_challenge,
     bearer_token,
 )
-from mcp_sansio._json import loads
 
 from .test_http_server import (
     CC,

@@ -27,7 +27,8 @@ from mcp_sansio import (
     ResultReceived,
     SubscriptionNotificationReceived,
 )
-from mcp_sansio._http import (
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import (
     AwaitResponse,
     ClientRequest,
     ClientResponse,
@@ -45,7 +46,6 @@ from mcp_sansio._http import (
     SessionPending,
     StreamData,
 )
-from mcp_sansio._json import dumps, loads
 from tests.schema import validate_message
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS

@@ -21,15 +21,15 @@ from mcp_sansio import (
     ErrorReceived,
     ResultReceived,
 )
-from mcp_sansio._http import (
+from mcp_sansio._http_common import MAX_SCHEMA_DEPTH
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import (
     ClientResponse,
     HeaderParam,
     HttpClient,
     HttpClientConfig,
     parse_header_params,
 )
-from mcp_sansio._http_common import MAX_SCHEMA_DEPTH
-from mcp_sansio._json import dumps, loads
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS
 from .test_fastpath import modern_pair

@@ -7,8 +7,8 @@ a client that does not know the origin's era; one that does shows the status it 
 from __future__ import annotations
 
 from mcp_sansio import Era, ErrorCode
-from mcp_sansio._http import HttpClient, HttpClientConfig
 from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpClient, HttpClientConfig
 
 URL = "http://localhost:8000/mcp"
 

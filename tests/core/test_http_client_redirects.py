@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio import ErrorCode
-from mcp_sansio._http import ClientResponse, HttpClient, HttpClientConfig
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._versions import Era
+from mcp_sansio.http import ClientResponse, HttpClient, HttpClientConfig
 
 URL = "http://localhost:8000/mcp"
 PV = "io.modelcontextprotocol/protocolVersion"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_sansio._http import HttpClient, HttpClientConfig
 from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpClient, HttpClientConfig
 
 URL = "http://localhost:8000/mcp"
 SSE = ((b"content-type", b"text/event-stream"),)

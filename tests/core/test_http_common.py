@@ -9,20 +9,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_sansio._http import (
-    HeaderParam,
-    HttpRequest,
-    HttpResponse,
-    decode_header_value,
-    encode_header_value,
-    parse_header_params,
-)
 from mcp_sansio._http_common import (
     header_value_matches,
     host_allowed,
     is_json_content_type,
     media_type_allowed,
     origin_allowed,
+)
+from mcp_sansio.http import (
+    HeaderParam,
+    HttpRequest,
+    HttpResponse,
+    decode_header_value,
+    encode_header_value,
+    parse_header_params,
 )
 
 # ------------------------------------------------------------------ values

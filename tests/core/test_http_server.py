@@ -21,7 +21,8 @@ from mcp_sansio import (
     SSEDecoder,
     SSEEvent,
 )
-from mcp_sansio._http import (
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import (
     AwaitResponse,
     HeaderParam,
     HttpRequest,
@@ -37,7 +38,6 @@ from mcp_sansio._http import (
     SessionCreated,
     StreamData,
 )
-from mcp_sansio._json import dumps, loads
 from tests.schema import validate_message
 
 from .helpers import SERVER_CAPS

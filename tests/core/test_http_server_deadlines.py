@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio import Connection, RequestTimedOut
-from mcp_sansio._http import (
+from mcp_sansio.http import (
     HttpResponse,
     HttpServer,
     OpenStream,

@@ -31,10 +31,10 @@ from mcp_sansio import (
     RequestReceived,
     ResultReceived,
 )
-from mcp_sansio._http import AwaitResponse, HttpResponse, ResponseReady, ServerEvent
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._modern import MODERN_REMOVED_METHODS
 from mcp_sansio._versions import FOREIGN_METHODS, REVISIONS
+from mcp_sansio.http import AwaitResponse, HttpResponse, ResponseReady, ServerEvent
 from tests.schema import SPEC, validate_message
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire

@@ -299,7 +299,7 @@ def test_http_checks_mcp_name_against_the_task_id(
     method: str, name: str | None, status: int
 ) -> None:
     # streamable HTTP routing headers: Mcp-Name mirrors params.taskId (Base64 allowed).
-    from mcp_sansio._http import HttpResponse  # noqa: PLC0415
+    from mcp_sansio.http import HttpResponse  # noqa: PLC0415
 
     from .test_http_server import make_server, modern, modern_headers, req  # noqa: PLC0415
 

@@ -56,10 +56,13 @@ def test_error_hierarchy() -> None:
 
 def test_the_http_rules_configurations_are_exported() -> None:
     # serve_http and open_http_client take them; they live in the sans-IO rules.
-    from mcp_sansio import _http  # noqa: PLC0415
+    from mcp_sansio import http  # noqa: PLC0415
 
-    assert mcp_trio.HttpServerConfig is _http.HttpServerConfig
-    assert mcp_trio.HttpClientConfig is _http.HttpClientConfig
+    assert mcp_trio.HttpServerConfig is http.HttpServerConfig
+    assert mcp_trio.HttpClientConfig is http.HttpClientConfig
+    # The public module names everything it imports, the aliases of its signatures too.
+    for name in ("HttpServer", "HttpClient", "Decision", "Output", "HeaderInput", "Principal"):
+        assert name in http.__all__ and hasattr(http, name)
     assert issubclass(mcp_trio.ServerExited, mcp_trio.SessionClosed)
     assert issubclass(mcp_trio.HandshakeFailed, mcp_trio.McpError)
     assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)

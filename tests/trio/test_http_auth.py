@@ -12,8 +12,8 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_sansio._http import HttpRequest, HttpResponse
 from mcp_sansio._json import dumps
+from mcp_sansio.http import HttpRequest, HttpResponse
 from mcp_trio import (
     BearerAuth,
     Context,

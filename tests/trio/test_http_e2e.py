@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from mcp_sansio import Era, ErrorCode, ProgressReceived
-from mcp_sansio._http import parse_header_params
+from mcp_sansio.http import parse_header_params
 from mcp_trio import (
     Handlers,
     HandshakeFailed,

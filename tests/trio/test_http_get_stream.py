@@ -26,8 +26,8 @@ import trio
 import trio.testing
 
 import mcp_trio
-from mcp_sansio._http import HttpClientConfig
 from mcp_sansio._json import dumps
+from mcp_sansio.http import HttpClientConfig
 from mcp_trio import Handlers, NotificationContext, SessionClosed
 from mcp_trio._http_client import _MAX_REOPEN_DELAY, _reopen_delay, open_http_client
 from mcp_trio._http_config import HttpTransportConfig

@@ -22,8 +22,8 @@ import trio.testing
 
 import mcp_trio
 from mcp_sansio import ConnectionConfig, ErrorCode, LocalProtocolError
-from mcp_sansio._http import HttpServerConfig
 from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpServerConfig
 from mcp_trio import McpError, Session, SessionClosed, SessionConfig
 from mcp_trio._channel import SessionLost
 from mcp_trio._http_client import _MAX_DEFERRED, HttpChannel, open_http_client

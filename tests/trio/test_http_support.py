@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 from mcp_sansio import ConnectionConfig, InputRequired
-from mcp_sansio._http import HttpServerConfig
 from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpServerConfig
 from mcp_trio import Handlers, InputRequiredResult, RequestTimeout, SessionConfig
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_context import HttpRequestContext

@@ -16,8 +16,8 @@ import trio.testing
 
 import mcp_trio
 from mcp_sansio import ConnectionConfig, ErrorCode, LifecycleState
-from mcp_sansio._http import HttpResponse
 from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpResponse
 from mcp_trio import Handlers, McpError, RequestContext, SessionConfig
 from mcp_trio._context import Context
 from mcp_trio._http_config import HttpTransportConfig

@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from mcp_sansio import ConnectionConfig
-from mcp_sansio._http import HttpServerConfig
+from mcp_sansio.http import HttpServerConfig
 from mcp_trio import (
     Handlers,
     NotificationContext,

@@ -1,4 +1,5 @@
-"""Streamable HTTP for MCP, both eras, sans-IO: the public names in one place.
+"""Streamable HTTP for MCP, both eras, sans-IO: the public names in one place
+(``from mcp_sansio.http import HttpServer, HttpClient, ...``).
 
 Theory of operation
 -------------------
@@ -6,7 +7,10 @@ HTTP adds three things to the message-channel core (:class:`~mcp_sansio.Connecti
 *who* a message is for (sessions, streams), *how* it travels (JSON body or SSE, headers
 that mirror the body), and *what the status line says* (403, 404, 406, ...). This layer
 decides all three and leaves bytes on sockets to the binding, so the same rules serve
-h11 + Trio (``mcp_trio``), ASGI or aiohttp.
+h11 + Trio (``mcp_trio``), ASGI or aiohttp: feed an :class:`HttpRequest` to
+:meth:`HttpServer.handle_request`, act on its :class:`Reply` (a :data:`Decision` and the
+events for your handlers), and write what :meth:`HttpServer.data_to_send` returns (each an
+:data:`Output`) to the response it names.
 
 * :mod:`._http_common` -- the values (:class:`HttpRequest`, :class:`HttpResponse`) and
   pure header rules: media types, ``Origin`` / ``Host`` allow-lists, the
@@ -46,6 +50,7 @@ from ._http_client import (
     SessionPending,
 )
 from ._http_common import (
+    HeaderInput,
     HeaderParam,
     Headers,
     HttpRequest,
@@ -56,12 +61,14 @@ from ._http_common import (
 )
 from ._http_server import (
     AwaitResponse,
+    Decision,
     EventStore,
     HttpServer,
     HttpServerConfig,
     HttpServerEvent,
     InMemoryEventStore,
     OpenStream,
+    Output,
     Reply,
     ResponseMode,
     ResponseReady,
@@ -77,7 +84,9 @@ __all__ = [
     "BearerError",
     "ClientRequest",
     "ClientResponse",
+    "Decision",
     "EventStore",
+    "HeaderInput",
     "HeaderParam",
     "Headers",
     "HttpClient",
@@ -89,6 +98,7 @@ __all__ = [
     "HttpServerEvent",
     "InMemoryEventStore",
     "OpenStream",
+    "Output",
     "Principal",
     "ProtectedResourceMetadata",
     "Reply",
