@@ -10,7 +10,9 @@ that move the handshake are handed to :class:`_Handshake`.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
 
 from . import _modern, _tasks
 from ._conn_base import (
@@ -123,6 +125,12 @@ def _ends(data: bytes | bytearray | memoryview | str) -> tuple[bytes, bytes]:
 
 class _Receiving(_Handshake):
     """The receiving side of :class:`Connection`: input in, events out."""
+
+    if TYPE_CHECKING:  # (the answering side's, which Connection also is)
+
+        def send_error(
+            self, request_id: RequestId, code: int, message: str, data: Any = None
+        ) -> None: ...
 
     def receive_bytes(self, data: bytes, *, now: float = 0.0) -> list[Event]:
         """Feed bytes of a newline-delimited JSON stream (stdio).
@@ -308,7 +316,9 @@ class _Receiving(_Handshake):
         self._receive_one(obj, now, events, None)
         return events
 
-    def receive_eof(self, *, keep_answering: bool = False) -> list[Event]:
+    def receive_eof(
+        self, *, keep_answering: bool = False, fail_inflight: tuple[int, str] | None = None
+    ) -> list[Event]:
         """The input ended: no message of the peer's will arrive any more.
 
         Our requests still in flight will never be answered
@@ -322,7 +332,20 @@ class _Receiving(_Handshake):
         is. A later ``receive_eof()`` or :meth:`send_failed` abandons what is left and
         reports it in a second :class:`ConnectionClosed`; the replies of a 2025-03-26
         batch given so far are then queued as a partial batch rather than lost.
+
+        ``fail_inflight=(code, message)``: a server shutting down answers the peer's
+        requests in flight with this error first (it goes out: drain it), then abandons
+        them as usual (``abandoned`` lists them, a late answer is dropped silently), so
+        the peer is not left waiting for answers that will never come.
+
+        Raises:
+            ValueError: ``fail_inflight`` with ``keep_answering``.
         """
+        if fail_inflight is not None:
+            if keep_answering:
+                raise ValueError("fail_inflight answers what keep_answering keeps open")
+            if not self._closed:
+                return self._fail_inflight(*fail_inflight)
         if self._closed:
             if not self._answering or keep_answering:
                 return []
@@ -353,6 +376,16 @@ class _Receiving(_Handshake):
         abandoned = _ids_of(self._inflight)
         self._abandon_inflight()
         return [ConnectionClosed(unanswered=unanswered, abandoned=abandoned)]
+
+    def _fail_inflight(self, code: int, message: str) -> list[Event]:
+        failed = _ids_of(self._inflight)
+        for rid in failed:
+            self.send_error(rid, code, message)
+        (closed,) = self.receive_eof()
+        assert isinstance(closed, ConnectionClosed)
+        for rid in failed:
+            self._remember_cancelled(rid)  # (answered: a late answer is dropped)
+        return [attrs.evolve(closed, abandoned=(*failed, *closed.abandoned))]
 
     def _abandon_inflight(self) -> None:
         for rid in self._inflight:

@@ -199,6 +199,7 @@ _CORS_EXPOSE: Final = (
     b"Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After",
 )
 _CORS_VARY: Final = (b"vary", b"Origin")
+_SHUTTING_DOWN: Final = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
 _CORS_ALLOW_HEADERS: Final = (
     b"Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, "
     b"Mcp-Name, Last-Event-ID"
@@ -780,12 +781,14 @@ class HttpServer:
             if asked is not None:
                 allow = (*allow, (b"access-control-allow-headers", asked.encode("latin-1")))
         else:
-            more = [
-                name
+            more = {  # (once each, in the order asked)
+                name.lower(): name
                 for name in map(str.strip, (asked or "").split(","))
                 if name and name.lower() not in _CORS_GRANTED
-            ]
-            granted = b", ".join([_CORS_ALLOW_HEADERS, *(n.encode("latin-1") for n in more)])
+            }
+            granted = b", ".join(
+                [_CORS_ALLOW_HEADERS, *(n.encode("latin-1") for n in more.values())]
+            )
             allow = (*allow, (b"access-control-allow-headers", granted))
         allow = (*allow, (b"vary", b"Access-Control-Request-Headers"))
         return HttpResponse(
@@ -1494,12 +1497,20 @@ class HttpServer:
                 return session
         return None
 
-    def _close_session(self, session: _Session, reason: Any, events: list[HttpServerEvent]) -> None:
+    def _close_session(
+        self,
+        session: _Session,
+        reason: Any,
+        events: list[HttpServerEvent],
+        fail_inflight: tuple[int, str] | None = None,
+    ) -> None:
         conn = session.conn
-        for e in conn.receive_eof():
+        for e in conn.receive_eof(fail_inflight=fail_inflight):
             events.append(
                 ServerEvent(event=e, connection=conn, session_id=session.id, stream_id=None)
             )
+        if fail_inflight is not None:
+            self._drain(conn)  # the errors, each to its request's stream
         for handle in session.handles:
             stream = self._handles.pop(handle)
             if stream.handle != handle:
@@ -1752,17 +1763,26 @@ class HttpServer:
         every session. Drain :meth:`data_to_send` afterwards to finish the responses."""
         events: list[HttpServerEvent] = []
         for stream in list(self._modern.values()):
-            if stream.subscription:
-                assert stream.request_id is not None
-                stream.conn.end_subscription(stream.request_id)
-                self._drain(stream.conn)
-                continue
             conn, rid = stream.conn, stream.request_id
+            assert rid is not None
+            self._drain(conn)  # what is queued goes out first: an answer ends the stream
+            if stream.key not in self._modern:
+                continue
+            if stream.subscription:
+                conn.end_subscription(rid)
+                self._drain(conn)
+                continue
             if stream.opened and rid in conn.inflight_requests():
                 # An event stream under way: its last event says why it ends (one that
-                # just ends reads as a lost connection). The binding cancels the handler.
-                conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
+                # just ends reads as a lost connection); the handler is cancelled.
+                conn.receive_eof(fail_inflight=_SHUTTING_DOWN)
                 self._drain(conn)
+                cancelled = RequestCancelled(request_id=rid, reason="server shutting down")
+                events.append(
+                    ServerEvent(
+                        event=cancelled, connection=conn, session_id=None, stream_id=stream.key
+                    )
+                )
                 continue
             events.extend(self._cancel_modern(stream, "server shutting down"))
             buf = self._buf(stream.key)  # a modern stream's handle is its key
@@ -1773,12 +1793,8 @@ class HttpServer:
                     503, "Service Unavailable: shutting down", ErrorCode.INTERNAL_ERROR
                 )
         for session in list(self._sessions.values()):
-            # Every request gets one answer: the handlers still running are about to be
-            # cancelled, and a stream that just ended would send the client resuming
-            # (SSE) or restarting its session (JSON 404) against a server going away.
-            conn = session.conn
-            for rid in conn.inflight_requests():
-                conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
-            self._drain(conn)
-            self._close_session(session, "shutdown", events)
+            # Every request gets one answer: a stream that just ended would send the
+            # client resuming (SSE) or restarting its session (JSON 404) against a server
+            # going away. The handlers are abandoned (ConnectionClosed) as before.
+            self._close_session(session, "shutdown", events, _SHUTTING_DOWN)
         return events

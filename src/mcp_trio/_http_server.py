@@ -445,8 +445,9 @@ class _Connection:
         if early is not None:
             # A request without a body (the metadata GET, a CORS preflight) is complete
             # already: take its end from h11 (no I/O) so that the connection stays usable.
-            # A body is never read.
-            self._take_body(bytearray(), 0)
+            # A body is never read (a malformed one only means closing after the answer).
+            with suppress(h11.RemoteProtocolError):
+                self._take_body(bytearray(), 0)
             reusable = self.wire.h11.their_state is h11.DONE
             self.unread_input = not reusable
             await self._respond(early, close=not reusable)

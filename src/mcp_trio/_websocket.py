@@ -208,9 +208,11 @@ async def serve_websocket(
         on_session: runs beside each connection's session; cancelled when it closes.
         authenticate: ``async (request_head) -> Principal | HttpResponse``, as for
             :func:`~mcp_trio.serve_http` (e.g. :class:`~mcp_trio.BearerAuth`), run on
-            each connection's opening handshake (a ``GET``), within
-            ``config.ws_connect_timeout``: a refusal is the handshake's answer, a
-            principal is the whole connection's (``ctx.principal``).
+            each connection's opening handshake (a ``GET``; its headers but ``Host``,
+            which the WebSocket layer takes), in what is left of
+            ``config.ws_connect_timeout`` (then ``503``): a refusal is the handshake's
+            answer, a principal is the whole connection's (``ctx.principal``). The
+            answer itself has ``ws_connect_timeout`` again to be written.
         handler_nursery: where connection tasks run (default: an internal nursery).
         task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
             as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
@@ -257,24 +259,27 @@ async def _serve_connection(
         principal: Principal | None = None
         watch = ReaderWatch(nursery)
         request: trio_websocket.WebSocketRequest | None = None
-        with trio.move_on_after(config.ws_connect_timeout):
+        refused = False  # (a refusal cut short by the timeout must not go on to accept)
+        deadline = trio.current_time() + config.ws_connect_timeout
+        with trio.move_on_at(deadline):
             request = await trio_websocket.wrap_server_stream(
                 watch.nursery(), stream, max_message_size=config.ws_max_message_size
             )
             if request.path != MCP_PATH:
+                refused = True
                 await request.reject(404, body=b"not found: MCP is served at /mcp\n")
                 return
             if SUBPROTOCOL not in request.proposed_subprotocols:
+                refused = True
                 await request.reject(400, body=b"the WebSocket subprotocol 'mcp' is required\n")
                 return
-        if request is None:
-            return  # no complete handshake in time
+        if request is None or refused:
+            return  # no complete handshake in time, or its refusal was cut short
         refusal = None
-        if authenticate is not None:  # (with a timeout of its own: a slow hook is a 503)
+        if authenticate is not None:  # (in what is left of the time: then a 503)
             head = HttpRequest(method="GET", target=request.path, headers=request.headers)
-            found = await run_authenticate(
-                authenticate, head, config.ws_connect_timeout, f"WebSocket {MCP_PATH}"
-            )
+            left = max(deadline - trio.current_time(), 0.0)
+            found = await run_authenticate(authenticate, head, left, f"WebSocket {MCP_PATH}")
             if isinstance(found, HttpResponse):
                 refusal = found
             else:

@@ -1401,3 +1401,22 @@ def test_half_close_finishes_a_batch_in_flight() -> None:
     pair.server.send_result(1, {"tools": []})
     (reply,) = [loads(p) for p in pair.server.data_to_send()]
     assert sorted(r["id"] for r in reply) == [1, 2]
+
+
+def test_a_close_can_answer_the_requests_in_flight_first() -> None:
+    """A server shutting down: the peer's requests get an error rather than nothing, and
+    their handlers are abandoned as by any close (a late answer is dropped)."""
+    pair = ready_pair()
+    slow = pair.client.send_request("tools/call", {"name": "slow"})
+    other = pair.client.send_request("tools/list")
+    pair.deliver(pair.client)
+    with pytest.raises(ValueError, match="keep_answering"):
+        pair.server.receive_eof(keep_answering=True, fail_inflight=(-32603, "bye"))
+    (closed,) = pair.server.receive_eof(fail_inflight=(-32603, "server shutting down"))
+    assert closed == ConnectionClosed(unanswered=(), abandoned=(slow, other))
+    pair.server.send_result(slow, {"content": []})  # dropped, no crash
+    errors = pair.deliver(pair.server)
+    assert all(isinstance(e, ErrorReceived) for e in errors)
+    answered = [(e.request_id, e.error.message) for e in errors if isinstance(e, ErrorReceived)]
+    assert answered == [(slow, "server shutting down"), (other, "server shutting down")]
+    assert pair.server.receive_eof(fail_inflight=(-32603, "again")) == []

@@ -426,7 +426,9 @@ def test_a_preflight_grants_what_an_allowed_origin_asks() -> None:
         "OPTIONS",
         origin="http://localhost:3000",
         access_control_request_method="POST",
-        access_control_request_headers="authorization, content-type, Mcp-Param-Region",
+        access_control_request_headers=(
+            "authorization, content-type, Mcp-Param-Region, mcp-param-region"
+        ),
     )
     answer = srv.check_head(preflight)
     assert answer is not None and answer.status == 204

@@ -1536,11 +1536,23 @@ def test_close_shuts_everything_down() -> None:
     )
     received(streaming).connection.send_progress(2, 1)
     srv.data_to_send()
+    answered = modern_reply(srv, modern(3, "tools/list"), **modern_headers("tools/list"))
+    received(answered).connection.send_result(3, {"tools": []})  # queued, not yet drained
     events = srv.close()
     assert {type(e.event) for e in events if isinstance(e, ServerEvent)} == {
         RequestCancelled,
         ConnectionClosed,
     }
+    # Both modern requests still running are cancelled (an embedder stops their
+    # handlers on these events), the one answered on an open stream too ...
+    cancelled = {
+        e.event.request_id
+        for e in events
+        if isinstance(e, ServerEvent) and isinstance(e.event, RequestCancelled)
+    }
+    assert cancelled == {1, 2}
+    # ... and a handler that answers afterwards is dropped silently, not refused.
+    received(streaming).connection.send_result(2, {"content": []})
     assert only(events, SessionClosed) == SessionClosed(session_id=sid, reason="shutdown")
     out = outputs(srv)
     assert isinstance(pending.decision, AwaitResponse)
@@ -1551,6 +1563,9 @@ def test_close_shuts_everything_down() -> None:
     last = payloads(out[streaming.decision.stream_id].data)[-1]
     assert last["id"] == 2 and last["error"]["message"] == "server shutting down"
     validate_message(MODERN, last)
+    # An answer queued before the close still goes out (it was lost).
+    assert isinstance(answered.decision, AwaitResponse)
+    assert loads(out[answered.decision.stream_id].response.body)["result"]["tools"] == []
 
 
 @pytest.mark.parametrize("mode", ["json", "sse"])
@@ -1567,7 +1582,12 @@ def test_close_answers_the_legacy_requests_in_flight(mode: str) -> None:
         for rid in (7, 8)
     ]
     srv.data_to_send()
-    srv.close()
+    events = srv.close()
+    # The handlers are abandoned as before (an embedder stops them on this event), and
+    # one that answers afterwards is dropped silently.
+    (closed,) = [e.event for e in events if isinstance(e, ServerEvent)]
+    assert isinstance(closed, ConnectionClosed) and set(closed.abandoned) == {7, 8}
+    received(replies[0]).connection.send_result(7, {"tools": []})
     out = outputs(srv)
     for rid, reply in zip((7, 8), replies, strict=True):
         assert isinstance(reply.decision, AwaitResponse | OpenStream)

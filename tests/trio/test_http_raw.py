@@ -405,3 +405,23 @@ async def test_in_json_mode_a_cancelled_request_gets_an_empty_event_stream(
         "text/event-stream",
         b"",
     )
+
+
+@pytest.mark.parametrize("target", [b"/other", b"/mcp"])
+async def test_an_early_refusal_of_a_malformed_chunked_body_is_answered(
+    nursery: trio.Nursery, target: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Taking the end of a request refused early (so that a bodiless one keeps its
+    # connection) raised on a malformed chunk: no answer, an ERROR traceback.
+    server = await start_server(nursery)
+    head = b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n" % target
+    with trio.fail_after(IO_TIMEOUT):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(head + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+        await stream.aclose()
+    assert data.startswith((b"HTTP/1.1 404 ", b"HTTP/1.1 415 ")), data
+    assert b"connection: close" in data.lower()
+    assert "HTTP connection failed" not in caplog.text

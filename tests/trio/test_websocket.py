@@ -13,6 +13,8 @@ import pytest
 import trio
 import trio.testing
 import trio_websocket
+import trio_websocket._impl
+import wsproto.events
 
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
@@ -407,3 +409,41 @@ async def test_a_slow_hook_is_503(
                 raise AssertionError("unreachable")
         refused = rejection(info.value)
     assert refused.status_code == 503 and dict(refused.headers or [])[b"retry-after"] == b"1"
+
+
+async def test_a_refusal_cut_short_goes_no_further(
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The 404 of a wrong path cut short by ws_connect_timeout (a peer that does not read:
+    # the write blocks) went on to the auth hook and to accept a rejected handshake.
+    real_send = trio_websocket._impl.WebSocketConnection._send
+
+    async def blocked_reject(self: Any, event: Any) -> None:
+        if isinstance(event, wsproto.events.RejectConnection):
+            self._wsproto.send(event)  # the state moves first, as in the real _send
+            await trio.sleep_forever()  # then the write blocks
+        await real_send(self, event)
+
+    monkeypatch.setattr(trio_websocket._impl.WebSocketConnection, "_send", blocked_reject)
+    asked: list[str] = []
+
+    async def hook(request: Any) -> Principal:
+        asked.append(request.target)
+        return Principal(subject="x")
+
+    server, _ = await _start_protected(nursery, hook)
+    with caplog.at_level(logging.DEBUG, "mcp_trio"):
+        stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+        await stream.send_all(
+            b"GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            b"Sec-WebSocket-Protocol: mcp\r\n\r\n"
+        )
+        await trio.sleep(20)  # (virtual) past ws_connect_timeout
+        await stream.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+    assert asked == []
+    assert "connection failed" not in caplog.text
