@@ -34,13 +34,15 @@ Exception:`` cannot swallow it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, final, overload
 
 import attrs
+import trio
 
 from mcp_sansio import (
     LEGACY_VERSIONS,
@@ -131,6 +133,15 @@ def _not_in_version(what: str, version: str, versions: Sequence[str]) -> McpErro
             data={"protocolVersion": version, "supported": list(versions)},
         )
     )
+
+
+def _in_trio_thread() -> bool:
+    """Whether this is trio's thread (else a worker thread of ``trio.to_thread``)."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _invalid_answer(what: str, problem: str) -> McpError:
@@ -310,8 +321,15 @@ class Context:
         Raises:
             McpError: -32603 for a ``task="required"`` tool when the server keeps as many
                 tasks as it may.
+
+        A plain ``def`` tool (run in a worker thread) may call it too: the task is created
+        in trio's thread.
         """
-        return self._task is not None and self._task.start()
+        if self._task is None:
+            return False
+        if _in_trio_thread():
+            return self._task.start()
+        return trio.from_thread.run_sync(self._task.start)
 
     # ------------------------------------------------------------ progress and logs
 
@@ -409,13 +427,10 @@ class Context:
             params = {"mode": "form", **params}
         if "form" not in elicitation_modes(self.client_capabilities.get("elicitation")):
             raise _missing_capability("elicitation (form)", {"elicitation": {"form": {}}})
-        answer = await self._ask("elicit", "elicitation/create", params, timeout)
-        action, content = self._elicit_answer(answer)
+        parse = functools.partial(_parse_elicit_answer, schema=spec.schema)
+        action, content = await self._ask("elicit", "elicitation/create", params, timeout, parse)
         if action != "accept":
             return ElicitationResult(action=action, content=content)
-        problems = validate(content or {}, spec.schema, root="content")
-        if problems:
-            raise _invalid_answer("elicitation", "; ".join(problems))
         data: Any = content
         if spec.target is not None:
             data = structure_as(spec.target, (content or {})["value"] if spec.wrapped else content)
@@ -457,8 +472,9 @@ class Context:
             raise _not_in_version(
                 "URL-mode elicitation", self.protocol_version, ELICITATION_MODE_VERSIONS
             )
-        answer = await self._ask("elicit", "elicitation/create", params, timeout)
-        action, content = self._elicit_answer(answer)
+        action, content = await self._ask(
+            "elicit", "elicitation/create", params, timeout, _parse_elicit_answer
+        )
         return ElicitationResult(action=action, content=content)
 
     async def sample(
@@ -517,26 +533,8 @@ class Context:
         caps = self.client_capabilities.get("sampling")
         if not isinstance(caps, Mapping) or not all(k in caps for k in needed):
             raise _missing_capability("sampling", {"sampling": needed})
-        answer = await self._ask("sample", "sampling/createMessage", params, timeout)
-        if not isinstance(answer, Mapping):
-            raise _invalid_answer("sampling", "not an object")
-        content = answer.get("content")
-        items: list[Any] = content if isinstance(content, list) else [content]
-        blocks = [
-            dict(b) for b in items if isinstance(b, Mapping) and isinstance(b.get("type"), str)
-        ]
-        if len(blocks) != len(items):
-            raise _invalid_answer("sampling", "content must be content blocks")
-        model, role = answer.get("model"), answer.get("role")
-        if not isinstance(model, str) or not isinstance(role, str):
-            raise _invalid_answer("sampling", "model and role must be strings")
-        stop = answer.get("stopReason")
-        return SamplingResult(
-            role=role,
-            content=blocks,
-            model=model,
-            stop_reason=stop if isinstance(stop, str) else None,
-            raw=dict(answer),
+        return await self._ask(
+            "sample", "sampling/createMessage", params, timeout, _parse_sampling_answer
         )
 
     async def list_roots(self, *, timeout: float | None = None) -> list[mcp_types.Root]:
@@ -549,16 +547,7 @@ class Context:
         """
         if not isinstance(self.client_capabilities.get("roots"), Mapping):
             raise _missing_capability("roots", {"roots": {}})
-        answer = await self._ask("roots", "roots/list", None, timeout)
-        roots = answer.get("roots") if isinstance(answer, Mapping) else None
-        if not isinstance(roots, list):
-            raise _invalid_answer("roots", "roots must be a list")
-        from mcp_sansio.types import Root  # noqa: PLC0415 - see _typed.py
-
-        try:
-            return [structure(r, Root) for r in roots]
-        except RemoteProtocolError as exc:
-            raise _invalid_answer("roots", exc.message) from None
+        return await self._ask("roots", "roots/list", None, timeout, _parse_roots_answer)
 
     # ------------------------------------------------------------ machinery
 
@@ -587,8 +576,16 @@ class Context:
         return {"answers": self._answers, "asked": dict(asked)}
 
     async def _ask(
-        self, kind: str, method: str, params: dict[str, Any] | None, timeout: float | None
-    ) -> Any:
+        self,
+        kind: str,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        parse: Callable[[Any], T],
+    ) -> T:
+        """Ask the client ``method``; its answer, through ``parse`` (which raises -32602
+        for one that does not fit: the same check on every path, and in a task before
+        ``tasks/update`` accepts the answer)."""
         key = f"{kind}-{self._asks}"
         self._asks += 1
         if self._raw.era is not Era.MODERN:
@@ -608,7 +605,7 @@ class Context:
                     ErrorCode.INVALID_REQUEST,
                     f"cannot send {method} before the client's notifications/initialized",
                 )
-            return await self._send_request(method, params, timeout)
+            return parse(await self._send_request(method, params, timeout))
         if self._raw.method not in _MRTR_METHODS:
             raise RuntimeError(
                 f"in the modern era only tools, resources and prompts may ask the client "
@@ -621,10 +618,12 @@ class Context:
         answer_key = self._find_answer(key, digest)
         if answer_key is None:
             if self._task is not None and self._task.started:
-                return await self._task.ask(key, request)
+                # The extension's InputRequest requires params, even an empty one.
+                request.setdefault("params", {})
+                return parse(await self._task.ask(key, request, parse))
             raise _InputNeeded({key: request}, {key: digest})
         self._used.add(answer_key)
-        return self._answers[answer_key][1]
+        return parse(self._answers[answer_key][1])
 
     def _find_answer(self, key: str, digest: str) -> str | None:
         """The recorded answer to the question ``digest``: preferably the one under the
@@ -658,14 +657,63 @@ class Context:
         result = await raw.session.request(method, params, timeout=timeout)
         return result
 
-    @staticmethod
-    def _elicit_answer(answer: Any) -> tuple[Literal["accept", "decline", "cancel"], Any]:
-        if not isinstance(answer, Mapping):
-            raise _invalid_answer("elicitation", "not an object")
-        action = answer.get("action")
-        content = answer.get("content")
-        if action not in ("accept", "decline", "cancel"):
-            raise _invalid_answer("elicitation", f"unknown action {action!r}")
-        if content is not None and not isinstance(content, Mapping):
-            raise _invalid_answer("elicitation", "content must be an object")
-        return action, None if content is None else dict(content)
+
+# ------------------------------------------------------------------ answers
+#
+# Each ask's answer goes through one of these, whichever way it came (a legacy response,
+# an MRTR retry's inputResponses, a task's tasks/update): -32602 for one that does not fit.
+
+
+def _parse_elicit_answer(
+    answer: Any, schema: dict[str, Any] | None = None
+) -> tuple[Literal["accept", "decline", "cancel"], dict[str, Any] | None]:
+    """An ``ElicitResult``: its action and content (checked against the form's ``schema``
+    on ``accept``)."""
+    if not isinstance(answer, Mapping):
+        raise _invalid_answer("elicitation", "not an object")
+    action = answer.get("action")
+    content = answer.get("content")
+    if action not in ("accept", "decline", "cancel"):
+        raise _invalid_answer("elicitation", f"unknown action {action!r}")
+    if content is not None and not isinstance(content, Mapping):
+        raise _invalid_answer("elicitation", "content must be an object")
+    if action == "accept" and schema is not None:
+        problems = validate(content or {}, schema, root="content")
+        if problems:
+            raise _invalid_answer("elicitation", "; ".join(problems))
+    return action, None if content is None else dict(content)
+
+
+def _parse_sampling_answer(answer: Any) -> SamplingResult:
+    """A ``CreateMessageResult``."""
+    if not isinstance(answer, Mapping):
+        raise _invalid_answer("sampling", "not an object")
+    content = answer.get("content")
+    items: list[Any] = content if isinstance(content, list) else [content]
+    blocks = [dict(b) for b in items if isinstance(b, Mapping) and isinstance(b.get("type"), str)]
+    if len(blocks) != len(items):
+        raise _invalid_answer("sampling", "content must be content blocks")
+    model, role = answer.get("model"), answer.get("role")
+    if not isinstance(model, str) or not isinstance(role, str):
+        raise _invalid_answer("sampling", "model and role must be strings")
+    stop = answer.get("stopReason")
+    return SamplingResult(
+        role=role,
+        content=blocks,
+        model=model,
+        stop_reason=stop if isinstance(stop, str) else None,
+        raw=dict(answer),
+    )
+
+
+def _parse_roots_answer(answer: Any) -> list[mcp_types.Root]:
+    """A ``ListRootsResult``: its roots."""
+    roots = answer.get("roots") if isinstance(answer, Mapping) else None
+    if not isinstance(roots, list):
+        raise _invalid_answer("roots", "roots must be a list")
+    from mcp_sansio.types import Root  # noqa: PLC0415 - see _typed.py
+
+    try:
+        return [structure(r, Root) for r in roots]
+    except RemoteProtocolError as exc:
+        raise _invalid_answer("roots", exc.message) from None

@@ -75,7 +75,6 @@ from ._tasks import (
     TaskRunner,
     TaskStart,
     TaskSupport,
-    merge_capabilities,
     running_tasks,
 )
 from ._util import SessionHook, open_task_nursery
@@ -101,6 +100,16 @@ def _decorator(add: Callable[[Callable[..., Any]], object], /) -> Callable[[F], 
         return fn
 
     return register
+
+
+def _merge_capabilities(base: Mapping[str, Any], registered: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` (a configured ``ServerCapabilities``) with ``registered`` over it; the
+    ``extensions`` of both are kept."""
+    merged = {**base, **registered}
+    extensions = base.get("extensions")
+    if isinstance(extensions, Mapping) and "extensions" in registered:
+        merged["extensions"] = {**extensions, **registered["extensions"]}
+    return merged
 
 
 @final
@@ -640,7 +649,7 @@ class Server:
         return attrs.evolve(
             base,
             implementation=self.implementation(),
-            capabilities=merge_capabilities(base.capabilities, self.capabilities()),
+            capabilities=_merge_capabilities(base.capabilities, self.capabilities()),
             instructions=self.instructions if self.instructions is not None else base.instructions,
         )
 
@@ -781,6 +790,8 @@ class Server:
             Both sessions are closed when the block exits.
         """
         async with (
+            # First: the sessions' tasks (which serve the calls) inherit its nursery.
+            self._methods.tasks.running(),
             open_memory_pair(
                 server_handlers=self.handlers(),
                 client_handlers=client_handlers,
@@ -791,7 +802,6 @@ class Server:
                 start=False,
             ) as (client, server_session),
             open_task_nursery("in-memory server", cancel_on_exit=True) as nursery,
-            self._methods.tasks.running(),
         ):
             self._tracker.track(server_session)
             nursery.start_soon(self._tracker.watch, server_session)

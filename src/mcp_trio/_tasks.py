@@ -25,21 +25,29 @@ request itself, as the extension recommends before a task exists); from then on 
 If the request goes away before the launch (the client cancelled it, the connection closed),
 the tool is cancelled with it.
 
+If the request goes away in the very round the task is created, the task is dropped from
+the table and its work cancelled: its id never reached anyone.
+
 Bounds, all in :class:`TaskConfig`: at most ``max_tasks`` tasks are kept (running or
-finished); each is kept ``ttl_ms`` after its creation, then purged (and its work cancelled if
-it still runs); a task has at most ``max_input_requests`` questions outstanding. A call that
-finds the table full runs without a task (``optional``) or is refused (``required``): a task
-is never evicted before its TTL, since a client may still poll it. Purging is lazy, on every
-look-up and creation, oldest first (tasks share one TTL, so the oldest expires first).
+finished); a task has at most ``max_input_requests`` questions outstanding. Each expires
+``ttl_ms`` after its creation: the tool's cancel scope has that deadline, so trio cancels work
+still running then, and the task ends ``failed`` (the spec lets a server fail a task after
+its TTL). Records are purged lazily, on every look-up and creation, oldest first (tasks
+share one TTL, so the oldest expires first): a finished record may stay in memory past its
+TTL until then, which ``max_tasks`` bounds. A call that finds the table full runs without a
+task (``optional``) or is refused (``required``): a task is never evicted before its TTL,
+since a client may still poll it.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
 id leaks nothing across callers. Ids are 144 random bits either way.
 
 Cancellation is cooperative in the spec and prompt here: ``tasks/cancel`` cancels the tool's
-cancel scope, and the task settles as ``cancelled`` unless it had already finished. When the
-server stops serving, the runner's nursery cancels what still runs, and those tasks settle as
-``cancelled`` too.
+cancel scope, and the task settles as ``cancelled`` unless it had already finished. When a
+serve block ends, its nursery cancels what still runs there (the tasks created through that
+block's transport, not another's), and those tasks settle as ``cancelled`` too. For a plain
+``def`` tool, cancelling abandons its worker thread, as a cancelled request does: the thread
+runs to its end in the background and its result is dropped.
 
 Inside a task, :class:`~mcp_trio.Context` keeps working: asks park the task in
 ``input_required`` until ``tasks/update`` answers them; progress reports become the task's
@@ -52,8 +60,10 @@ from __future__ import annotations
 import functools
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast, final
 
 import attrs
@@ -86,7 +96,6 @@ __all__ = [
     "TaskRunner",
     "TaskStart",
     "TaskSupport",
-    "merge_capabilities",
     "running_tasks",
 ]
 
@@ -101,6 +110,9 @@ TaskStart: TypeAlias = Literal["call", "explicit"]
 
 _Outcome: TypeAlias = dict[str, Any] | InputRequiredResult
 _INTERNAL: Final = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
+_EXPIRED: Final = ErrorData(
+    code=ErrorCode.INTERNAL_ERROR, message="The task expired: its TTL elapsed before it finished"
+)
 
 
 def _positive(name: str) -> Callable[[Any, Any, Any], None]:
@@ -121,12 +133,14 @@ class TaskConfig:
     """
 
     max_tasks: int = attrs.field(default=1024, validator=_positive("max_tasks"))
-    """How many tasks are kept at once, running or finished. A call that finds the table
-    full (after expired tasks are purged) runs without a task, or, for a
-    ``task="required"`` tool, is refused with -32603."""
+    """How many tasks are kept at once, running or finished, for all callers together.
+    A call that finds the table full (after expired tasks are purged) runs without a
+    task, or, for a ``task="required"`` tool, is refused with -32603."""
     ttl_ms: int = attrs.field(default=3_600_000, validator=_positive("ttl_ms"))
-    """How long a task is kept after its creation (``ttlMs``), in ms; then it is purged,
-    and its work cancelled if it still runs. Default: one hour."""
+    """How long a task is kept after its creation (``ttlMs``), in ms. Work still running
+    then is cancelled at once and the task ends ``failed``; the record is purged on the
+    next look-up or creation (lazily: a finished record may outstay its TTL, within
+    ``max_tasks``). Default: one hour."""
     poll_interval_ms: int = attrs.field(default=1000, validator=_positive("poll_interval_ms"))
     """The polling interval suggested to clients (``pollIntervalMs``), in ms."""
     max_input_requests: int = attrs.field(default=32, validator=_positive("max_input_requests"))
@@ -165,12 +179,11 @@ class TaskRun:
         """The subject of the principal that made the call (``None``: none was
         authenticated); only that subject finds the task."""
         self.scope = trio.CancelScope()
-        """The tool's cancel scope (``tasks/cancel`` and expiry cancel it)."""
+        """The tool's cancel scope: ``tasks/cancel`` cancels it, and its deadline is the
+        task's expiry (``trio.current_time()`` plus the TTL, set when the task is created)."""
         self.launch = _Launch()
         self.task: Task | None = None
         """The task record, once started."""
-        self.deadline = 0.0
-        """When it expires, on the runner's clock."""
         self.result: dict[str, Any] | None = None
         self.error: ErrorData | None = None
         self.cancel_requested = False
@@ -179,6 +192,7 @@ class TaskRun:
         """The questions outstanding, by key (``inputRequests``)."""
         self._answers: dict[str, Any] = {}
         self._waiters: dict[str, trio.Event] = {}
+        self._checks: dict[str, Callable[[Any], object]] = {}
 
     @property
     def started(self) -> bool:
@@ -195,13 +209,16 @@ class TaskRun:
 
         Returns:
             Whether the call is now a task: ``False`` when the table is full and the tool
-            is ``optional`` (it runs on as an ordinary call).
+            is ``optional`` (it runs on as an ordinary call), or when the call was
+            withdrawn (its run is being cancelled, and nobody would learn the task's id).
 
         Raises:
             McpError: -32603, the table is full and the tool is ``required``.
         """
         if self.task is not None:
             return True
+        if self.scope.cancel_called:
+            return False
         task = self._runner._admit(self)
         if task is None:
             if self._support == "required":
@@ -218,16 +235,23 @@ class TaskRun:
     def set_message(self, message: str | None) -> None:
         """Set the task's ``statusMessage`` (nothing once it is terminal)."""
         if self.task is not None and not self.task.terminal:
-            self.task = self.task.with_message(message, now=self._runner._wall_clock())
+            self.task = self.task.with_message(message, now=time.time())
 
     def _move(self, status: TaskStatus, message: str | None = None) -> None:
         assert self.task is not None
         if not self.task.terminal:
-            self.task = self.task.moved_to(status, now=self._runner._wall_clock(), message=message)
+            self.task = self.task.moved_to(status, now=time.time(), message=message)
 
-    async def ask(self, key: str, request: dict[str, Any]) -> Any:
+    async def ask(self, key: str, request: dict[str, Any], check: Callable[[Any], object]) -> Any:
         """Ask the client ``request`` through the task: park it in ``input_required`` until
         ``tasks/update`` answers ``key``, and return the answer.
+
+        Args:
+            key: the question's key (made unique over the task's lifetime).
+            request: the ``InputRequest`` (``method`` and ``params``).
+            check: raises :class:`~mcp_trio.McpError` (-32602) for an answer that does
+                not fit ``request``: ``tasks/update`` refuses such an answer, and the
+                question stays outstanding.
 
         Raises:
             McpError: -32603, too many questions outstanding.
@@ -244,27 +268,46 @@ class TaskRun:
             n += 1
             key = f"{base}.{n}"
         self.pending[key] = request
+        self._checks[key] = check
         event = self._waiters[key] = trio.Event()
-        self._move("input_required", self.task.status_message if self.task else None)
+        self._move("input_required", self._message())
         try:
             await event.wait()
         finally:
             self._waiters.pop(key, None)
+            self._checks.pop(key, None)
             if self.pending.pop(key, None) is not None and not self.pending:
-                self._move("working")  # (asked, then cancelled: no longer waiting)
+                self._move("working", self._message())  # (asked, then cancelled)
         return self._answers.pop(key)
 
     def deliver(self, responses: dict[str, Any]) -> None:
         """``tasks/update``: answer the outstanding questions among ``responses`` (others
-        -- never asked, answered already, withdrawn -- are ignored, as the spec says)."""
-        answered = False
-        for key, value in responses.items():
-            if self.pending.pop(key, None) is not None:
-                self._answers[key] = value
-                self._waiters[key].set()
-                answered = True
-        if answered and not self.pending and self.task is not None:
-            self._move("working")
+        -- never asked, answered already, withdrawn -- are ignored, as the spec says).
+
+        Raises:
+            McpError: -32602, an answer does not fit its question (see :meth:`ask`).
+                Nothing was delivered: every question is still outstanding.
+        """
+        answers = {key: value for key, value in responses.items() if key in self.pending}
+        for key, value in answers.items():
+            try:
+                self._checks[key](value)
+            except McpError as exc:
+                raise McpError(
+                    ErrorData(
+                        code=ErrorCode.INVALID_PARAMS,
+                        message=f"Invalid params: inputResponses[{key!r}]: {exc.error.message}",
+                    )
+                ) from None
+        for key, value in answers.items():
+            del self.pending[key]
+            self._answers[key] = value
+            self._waiters[key].set()
+        if answers and not self.pending and self.task is not None:
+            self._move("working", self._message())
+
+    def _message(self) -> str | None:
+        return None if self.task is None else self.task.status_message
 
     def cancel(self) -> None:
         """``tasks/cancel``: cancel the work, if it still runs."""
@@ -302,42 +345,34 @@ class TaskRun:
         elif error is not None:
             self.error = error
             self._move("failed", error.message)
+        elif self.cancel_requested:
+            self._move("cancelled", "Cancelled at the client's request")
+        elif trio.current_time() >= self.scope.deadline:
+            # Its TTL elapsed: the spec lets a server mark such a task failed.
+            self.error = _EXPIRED
+            self._move("failed", _EXPIRED.message)
         else:
-            self._move(
-                "cancelled",
-                "Cancelled at the client's request"
-                if self.cancel_requested
-                else "Cancelled: the server stopped or the task expired",
-            )
+            self._move("cancelled", "Cancelled: the server stopped")
 
 
 @final
 class TaskRunner:
-    """A server's tasks: the table, its bounds, and the nursery the work runs in.
+    """A server's tasks: the table, its bounds, and the nurseries the work runs in.
 
     Args:
         config: the bounds and hints.
-        clock: the clock of TTL expiry (default: ``trio.current_time``).
-        wall_clock: the clock of the ``createdAt``/``lastUpdatedAt`` timestamps, in seconds
-            since the epoch (default: ``time.time``).
     """
 
-    def __init__(
-        self,
-        config: TaskConfig | None = None,
-        *,
-        clock: Callable[[], float] | None = None,
-        wall_clock: Callable[[], float] | None = None,
-    ) -> None:
+    def __init__(self, config: TaskConfig | None = None) -> None:
         self.config = config if config is not None else TaskConfig()
-        self._clock = clock if clock is not None else trio.current_time
-        if wall_clock is None:
-            import time  # noqa: PLC0415 - the binding's one wall clock, for timestamps
-
-            wall_clock = time.time
-        self._wall_clock = wall_clock
         self._tasks: dict[str, TaskRun] = {}
-        self._nurseries: list[trio.Nursery] = []
+        self._nurseries: set[trio.Nursery] = set()
+        # The nursery of the serve block handling the current request: set in running(),
+        # inherited by every task the block's transport spawns (trio copies the spawner's
+        # context), so each request's work lives and dies with its own serve block.
+        self._serving: ContextVar[trio.Nursery | None] = ContextVar(
+            "mcp_trio tasks nursery", default=None
+        )
         self.enabled = False
         """Whether a task tool is registered (the ``tasks/*`` methods exist)."""
 
@@ -346,24 +381,33 @@ class TaskRunner:
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[None]:
         """Run tasks in a nursery for the duration of the block (the server's
-        ``serve_*`` methods do this). Blocks may nest or overlap; new tasks go to the
-        newest. On exit, the block's tasks that still run are cancelled.
+        ``serve_*`` methods do this). Blocks may nest or overlap: a task runs in the
+        nursery of the block whose transport received its call (the innermost block
+        around the code that spawned the request's task). On exit, the block's tasks
+        that still run are cancelled; other blocks' tasks go on.
         """
         async with open_task_nursery("tasks", cancel_on_exit=True) as nursery:
-            self._nurseries.append(nursery)
+            self._nurseries.add(nursery)
+            token = self._serving.set(nursery)
             try:
                 yield
             finally:
-                self._nurseries.remove(nursery)
+                self._serving.reset(token)
+                self._nurseries.discard(nursery)
                 nursery.cancel_scope.cancel()
+
+    def _current_nursery(self) -> trio.Nursery | None:
+        """The nursery of the serve block handling this request, while it is open."""
+        nursery = self._serving.get()
+        return nursery if nursery in self._nurseries else None
 
     # ------------------------------------------------------------ the table
 
     def _purge(self) -> None:
-        now = self._clock()
+        now = trio.current_time()
         while self._tasks:
             oldest = next(iter(self._tasks.values()))
-            if oldest.deadline > now:
+            if oldest.scope.deadline > now:
                 break
             del self._tasks[oldest.task_id or ""]
             oldest.scope.cancel()
@@ -377,13 +421,22 @@ class TaskRunner:
         config = self.config
         run.task = Task.created(
             task_id,
-            now=self._wall_clock(),
+            now=time.time(),
             ttl_ms=config.ttl_ms,
             poll_interval_ms=config.poll_interval_ms,
         )
-        run.deadline = self._clock() + config.ttl_ms / 1000
+        # Trio cancels the work at its expiry, whether or not anyone looks at the table.
+        run.scope.deadline = trio.current_time() + config.ttl_ms / 1000
         self._tasks[task_id] = run
         return run.task
+
+    def _withdraw(self, run: TaskRun) -> None:
+        """The call of ``run`` went away unanswered: cancel the work and forget its task,
+        if one was created (its id never reached anyone)."""
+        run.scope.cancel()
+        task_id = run.task_id
+        if task_id is not None and self._tasks.get(task_id) is run:
+            del self._tasks[task_id]
 
     def lookup(self, task_id: str) -> TaskRun | None:
         """The task ``task_id``, unless unknown or expired."""
@@ -416,7 +469,8 @@ class TaskRunner:
             if support == "required":
                 raise McpError(missing_tasks_capability(what))
             return None
-        if not self._nurseries:
+        nursery = self._current_nursery()
+        if nursery is None:
             if support == "required":
                 raise McpError(
                     ErrorData(
@@ -426,12 +480,15 @@ class TaskRunner:
                 )
             return None
         handle = TaskRun(self, support, _subject(ctx))
-        self._nurseries[-1].start_soon(self._drive, handle, run, start == "call")
+        nursery.start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()
-        finally:
-            if not handle.launch.done.is_set():
-                handle.scope.cancel()  # the request went away before a task existed
+        except BaseException:
+            # The request went away (cancelled, connection closed), perhaps in the very
+            # round its task was created: nobody will learn of it, so it must not run on
+            # nor hold a place in the table.
+            self._withdraw(handle)
+            raise
         if handle.launch.error is not None:
             raise McpError(handle.launch.error)
         return handle.launch.outcome
@@ -440,6 +497,9 @@ class TaskRunner:
         self, handle: TaskRun, run: Callable[[TaskRun], Awaitable[_Outcome]], start: bool
     ) -> None:
         """The tool's task, in the runner's nursery: run it, then settle the outcome."""
+        if handle.scope.cancel_called:  # withdrawn before it was first scheduled
+            handle.settle(None, None)
+            return
         settled = False
         try:
             with handle.scope:
@@ -461,7 +521,9 @@ class TaskRunner:
 
     # ------------------------------------------------------------ the methods
 
-    def _served(self, ctx: RequestContext) -> None:
+    def _check_tasks_methods_available(self, ctx: RequestContext) -> None:
+        """-32601 unless a task tool is registered and the era is modern; -32021 unless
+        the request declares the extension."""
         if not self.enabled or ctx.era is not Era.MODERN:
             raise McpError(
                 ErrorData(
@@ -483,12 +545,12 @@ class TaskRunner:
 
     async def tasks_get(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/get``: the task's status, and its result, error or questions."""
-        self._served(ctx)
+        self._check_tasks_methods_available(ctx)
         return self._find(ctx, parse_task_id(ctx.params)).detailed()
 
     async def tasks_update(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/update``: deliver answers to outstanding questions; an empty ack."""
-        self._served(ctx)
+        self._check_tasks_methods_available(ctx)
         params = parse_update_params(ctx.params)
         if isinstance(params, ErrorData):
             raise McpError(params)
@@ -497,7 +559,7 @@ class TaskRunner:
 
     async def tasks_cancel(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/cancel``: cancel the work if it still runs; an empty ack either way."""
-        self._served(ctx)
+        self._check_tasks_methods_available(ctx)
         self._find(ctx, parse_task_id(ctx.params)).cancel()
         return {}
 
@@ -521,13 +583,3 @@ def running_tasks(method: _F) -> _F:
             return await method(self, *args, **kwargs)
 
     return cast(_F, serve)
-
-
-def merge_capabilities(base: Mapping[str, Any], registered: Mapping[str, Any]) -> dict[str, Any]:
-    """``base`` (a configured ``ServerCapabilities``) with ``registered`` over it; the
-    ``extensions`` of both are kept."""
-    merged = {**base, **registered}
-    extensions = base.get("extensions")
-    if isinstance(extensions, Mapping) and "extensions" in registered:
-        merged["extensions"] = {**extensions, **registered["extensions"]}
-    return merged

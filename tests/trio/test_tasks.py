@@ -115,6 +115,30 @@ def make_server(config: TaskConfig | None = None) -> Server:
         return "slow"
 
     @server.tool(task="optional")
+    async def ask_model(ctx: Context) -> str:
+        """Samples through the task."""
+        return (await ctx.sample("Hi?", max_tokens=5)).model
+
+    @server.tool(task="optional")
+    async def ask_roots(ctx: Context) -> str:
+        """Lists the roots through the task."""
+        return ",".join(str(root.uri) for root in await ctx.list_roots())
+
+    @server.tool(task="optional")
+    async def busy_then_ask(ctx: Context) -> str:
+        """Reports progress, then asks, then works on."""
+        await ctx.report_progress(1, 2, "compiling")
+        await ctx.elicit("Name?", FORM)
+        await trio.sleep(10)
+        return "done"
+
+    @server.tool(task="optional", task_start="explicit")
+    def blocking(ctx: Context) -> str:
+        """A plain function (a worker thread) that becomes a task."""
+        started = ctx.start_task()
+        return f"task {started}, id {ctx.task_id is not None}"
+
+    @server.tool(task="optional")
     async def chatty(ctx: Context) -> str:
         """Reports progress and logs inside its task."""
         assert not await ctx.report_progress(1, 2, "half way")
@@ -261,6 +285,70 @@ async def test_a_cancelled_question_leaves_input_required(autojump_clock: MockCl
         assert "inputRequests" not in cancelled
 
 
+ASKING: dict[str, Any] = {**EXT, "sampling": {}, "roots": {}}
+MODEL_ANSWER: dict[str, Any] = {
+    "role": "assistant",
+    "content": {"type": "text", "text": "hi"},
+    "model": "m1",
+}
+
+
+@pytest.mark.parametrize(
+    ("tool", "bad", "good", "text"),
+    [
+        ("ask", "oops", {"action": "accept", "content": {"name": "Bo"}}, "hi Bo"),
+        ("ask", {"roots": []}, {"action": "decline"}, "hi None"),  # another method's result
+        ("ask", {"action": "accept", "content": {"name": 7}}, {"action": "cancel"}, "hi None"),
+        ("ask_model", [], MODEL_ANSWER, "m1"),
+        ("ask_model", {"action": "accept"}, MODEL_ANSWER, "m1"),
+        ("ask_roots", {"roots": "/"}, {"roots": [{"uri": "file:///r"}]}, "file:///r"),
+        ("ask_roots", MODEL_ANSWER, {"roots": []}, ""),
+    ],
+)
+async def test_an_answer_that_does_not_fit_its_question_is_refused_and_stays_asked(
+    tool: str, bad: Any, good: Any, text: str, autojump_clock: MockClock
+) -> None:
+    async with client(make_server(), caps=ASKING) as c:
+        task_id = (await call(c, tool))["taskId"]
+        asking = await poll(c, task_id, "input_required")
+        ((key, request),) = asking["inputRequests"].items()
+        assert "params" in request  # (the extension's InputRequest requires them)
+        error = await error_of(c, "tasks/update", {"taskId": task_id, "inputResponses": {key: bad}})
+        assert error.code == -32602 and repr(key) in error.message
+        await trio.sleep(1)
+        assert (await get(c, task_id)) == asking  # still asked, the task unharmed
+        await c.request("tasks/update", {"taskId": task_id, "inputResponses": {key: good}})
+        done = await poll(c, task_id, "completed", "failed")
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == text
+
+
+async def test_an_update_with_one_bad_answer_delivers_none(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "ask_two"))["taskId"]
+        with trio.fail_after(100):
+            while len((asking := await get(c, task_id)).get("inputRequests", {})) < 2:
+                await trio.sleep(0.1)
+        first, second = asking["inputRequests"]
+        accept = {"action": "accept", "content": {"name": "A"}}
+        both = {first: accept, second: "oops"}
+        error = await error_of(c, "tasks/update", {"taskId": task_id, "inputResponses": both})
+        assert error.code == -32602
+        assert (await get(c, task_id))["inputRequests"] == asking["inputRequests"]
+
+
+async def test_an_answer_keeps_the_status_message(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        task_id = (await call(c, "busy_then_ask"))["taskId"]
+        asking = await poll(c, task_id, "input_required")
+        assert asking["statusMessage"] == "compiling"
+        (key,) = asking["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"name": "x"}}}
+        await c.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+        await trio.sleep(1)
+        working = await get(c, task_id)
+        assert working["status"] == "working" and working["statusMessage"] == "compiling"
+
+
 async def test_progress_becomes_the_status_message_and_logs_are_dropped(
     autojump_clock: MockClock,
 ) -> None:
@@ -391,6 +479,31 @@ async def test_a_task_expires_after_its_ttl(autojump_clock: MockClock) -> None:
             assert (await error_of(c, "tasks/get", {"taskId": task_id})).code == -32602
 
 
+async def test_expiry_cancels_running_work_with_nobody_looking(autojump_clock: MockClock) -> None:
+    server = Server("ttl", task_config=TaskConfig(ttl_ms=1000))
+    stopped: list[float] = []
+
+    @server.tool(task=True)
+    async def long() -> str:
+        """Outlives its TTL."""
+        try:
+            await trio.sleep(100)
+        finally:
+            stopped.append(trio.current_time())
+        return "done"
+
+    async with client(server) as c:
+        start = trio.current_time()
+        task_id = (await call(c, "long"))["taskId"]
+        run = server._methods.tasks.lookup(task_id)
+        assert run is not None
+        await trio.sleep(200)  # nobody polls
+        assert stopped == [pytest.approx(start + 1)]
+        assert run.task is not None and run.task.status == "failed"  # as the spec allows
+        assert run.detailed()["error"]["code"] == -32603
+        assert (await error_of(c, "tasks/get", {"taskId": task_id})).code == -32602
+
+
 async def test_the_table_of_tasks_is_bounded(autojump_clock: MockClock) -> None:
     async with client(make_server(TaskConfig(max_tasks=2, ttl_ms=50_000))) as c:
         first = await call(c, "slow", {"seconds": 100})
@@ -459,7 +572,7 @@ async def test_stopping_the_server_cancels_its_tasks(autojump_clock: MockClock) 
     run = server._methods.tasks.lookup(task_id)
     assert run is not None and run.task is not None
     assert run.task.status == "cancelled"
-    assert run.task.status_message == "Cancelled: the server stopped or the task expired"
+    assert run.task.status_message == "Cancelled: the server stopped"
 
 
 async def test_a_withdrawn_call_cancels_the_run_before_its_task(autojump_clock: MockClock) -> None:
@@ -483,6 +596,108 @@ async def test_a_withdrawn_call_cancels_the_run_before_its_task(autojump_clock: 
             await call(c, "hesitant")
         await trio.sleep(1)
     assert started.is_set() and finished == ["cancelled"]
+
+
+async def test_a_call_withdrawn_before_its_run_starts_creates_no_task(
+    autojump_clock: MockClock,
+) -> None:
+    # notifications/cancelled handled before the call waits: the run must neither keep a
+    # task (whose id nobody would learn) nor do the work. (Trio may schedule the run
+    # before the call sees its cancellation: then it stops at its first checkpoint.)
+    runner = TaskRunner(TaskConfig(max_tasks=1))
+    ctx: Any = SimpleNamespace(era=Era.MODERN, client_capabilities=EXT, principal=None)
+    ran: list[str] = []
+
+    async def work(run: TaskRun) -> dict[str, Any]:
+        await trio.sleep(10)
+        ran.append("ran")
+        return {"content": []}
+
+    async with runner.running():
+        for _ in range(10):
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await runner.call(ctx, "optional", "call", work, "t")
+        await trio.sleep(20)
+        assert ran == []
+        created = await runner.call(ctx, "required", "call", work, "t")  # (not full)
+        assert isinstance(created, dict) and created["resultType"] == "task"
+        await trio.sleep(20)
+        assert ran == ["ran"]
+
+
+async def test_a_tool_cannot_start_the_task_of_a_withdrawn_call(
+    autojump_clock: MockClock,
+) -> None:
+    # An explicit tool that has not seen its cancellation yet (a plain function's thread
+    # is abandoned, not stopped) must not create a task nobody would learn of.
+    runner = TaskRunner()
+    ctx: Any = SimpleNamespace(era=Era.MODERN, client_capabilities=EXT, principal=None)
+    gate = trio.Event()
+    started: list[bool] = []
+
+    async def work(run: TaskRun) -> dict[str, Any]:
+        with trio.CancelScope(shield=True):
+            await gate.wait()
+        started.append(run.start())
+        return {"content": []}
+
+    async with runner.running():
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(runner.call, ctx, "optional", "explicit", work, "t")
+                await trio.testing.wait_all_tasks_blocked()
+                scope.cancel()
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert started == [False] and runner._tasks == {}
+
+
+async def test_a_call_withdrawn_as_its_task_is_created_leaves_no_task(
+    autojump_clock: MockClock,
+) -> None:
+    # The client gives up in the scheduling round the task is created: the request's
+    # task wakes cancelled, and the task (already in the table) must go with it.
+    server = Server("race")
+    finished: list[str] = []
+
+    @server.tool(task=True)
+    async def slow() -> str:
+        """Takes a while."""
+        await trio.sleep(10)
+        finished.append("ran to completion")
+        return "done"
+
+    async with client(server) as c:
+        for _ in range(5):
+            with trio.move_on_after(0):
+                await call(c, "slow")
+        await trio.sleep(20)
+        assert finished == []
+        assert server._methods.tasks._tasks == {}
+
+
+async def test_closing_one_serve_block_leaves_the_tasks_of_another(
+    autojump_clock: MockClock,
+) -> None:
+    server = make_server()
+    async with client(server) as first:
+        async with client(server):  # the newest block
+            task_id = (await call(first, "slow", {"seconds": 10}))["taskId"]
+            await trio.sleep(1)
+        done = await poll(first, task_id, "completed", "cancelled", "failed")
+        assert done["status"] == "completed"
+
+
+async def test_a_plain_function_may_start_its_task(autojump_clock: MockClock) -> None:
+    async with client(make_server()) as c:
+        created = await call(c, "blocking")
+        assert created["resultType"] == "task"
+        done = await poll(c, created["taskId"], "completed", "failed")
+        assert done["result"]["content"][0]["text"] == "task True, id True"
+    async with client(make_server(), caps={}) as c:  # no task: start_task() says so
+        plain = await call(c, "blocking")
+        assert plain["content"][0]["text"] == "task False, id False"
 
 
 async def test_a_task_tool_cannot_answer_input_required_from_its_task(
@@ -519,13 +734,27 @@ async def test_a_bug_in_a_run_fails_its_task_not_the_server(autojump_clock: Mock
 
 @pytest.mark.parametrize("transport", ["stdio", "websocket", "http"])
 async def test_every_serve_method_runs_tasks(transport: str) -> None:
+    # Each transport's calls inherit the nursery of their own serve block: closing
+    # another block, opened later, leaves their tasks running.
     server = make_server()
     config = ConnectionConfig(era="modern", capabilities=EXT)
+    release = trio.Event()
+
+    @server.tool(task="required")
+    async def gated() -> str:
+        """Waits for the test."""
+        await release.wait()
+        return "released"
 
     async def exercise(c: Session) -> None:
         task_id = (await call(c, "slow", {"seconds": 0}))["taskId"]
         done = await poll(c, task_id, "completed", interval=0)
         assert done["result"]["content"][0]["text"] == "slept 0.0"
+        async with server.connect_in_memory(era="modern", capabilities=EXT):
+            gated_id = (await call(c, "gated"))["taskId"]
+        release.set()
+        done = await poll(c, gated_id, "completed", "cancelled", "failed", interval=0)
+        assert done["status"] == "completed"
 
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
