@@ -78,6 +78,7 @@ from ._http_common import (
     LAST_EVENT_ID,
     MCP_METHOD,
     MCP_NAME,
+    MCP_NAME_KEYS,
     MCP_PARAM_PREFIX,
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
@@ -92,7 +93,6 @@ from ._http_common import (
 from ._json import JSONDecodeError, dumps, loads
 from ._jsonrpc import RequestId, error_response, is_request_id
 from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
-from ._tasks import NAME_KEYS as TASK_NAME_KEYS
 from ._versions import Era
 
 __all__ = [
@@ -105,12 +105,6 @@ __all__ = [
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
-_NAME_KEYS: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    **TASK_NAME_KEYS,
-}
 _REDIRECTS: Final = frozenset({307, 308})
 _OLD_SESSION_NOTIFICATIONS: Final = frozenset({"notifications/cancelled", "notifications/progress"})
 """Notifications about messages of the session they were written in: meaningless to the
@@ -637,7 +631,7 @@ class HttpClient:
             method = first["method"]
             headers.append((MCP_PROTOCOL_VERSION.encode(), meta[PROTOCOL_VERSION_KEY].encode()))
             headers.append((MCP_METHOD.encode(), method.encode()))
-            key = _NAME_KEYS.get(method)
+            key = MCP_NAME_KEYS.get(method)
             value = params.get(key) if key is not None else None
             if type(value) is str:
                 headers.append((MCP_NAME.encode(), encode_header_value(value).encode()))

@@ -31,6 +31,7 @@ import attrs
 from ._errors import ErrorData
 from ._json import dumps
 from ._jsonrpc import error_response
+from ._tasks import NAME_KEYS as TASK_NAME_KEYS
 
 __all__ = [
     "HeaderInput",
@@ -59,6 +60,13 @@ HeaderInput: TypeAlias = (
 
 MCP_SESSION_ID: Final = "mcp-session-id"
 MCP_PROTOCOL_VERSION: Final = "mcp-protocol-version"
+MCP_NAME_KEYS: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    **TASK_NAME_KEYS,
+}
+"""The body field each method's ``Mcp-Name`` header mirrors (modern era)."""
 MCP_METHOD: Final = "mcp-method"
 MCP_NAME: Final = "mcp-name"
 MCP_PARAM_PREFIX: Final = "mcp-param-"

@@ -117,6 +117,7 @@ from ._http_common import (
     LAST_EVENT_ID,
     MCP_METHOD,
     MCP_NAME,
+    MCP_NAME_KEYS,
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
     SSE_TYPE,
@@ -146,7 +147,6 @@ from ._jsonrpc import (
 )
 from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
 from ._state import LifecycleState
-from ._tasks import NAME_KEYS as TASK_NAME_KEYS
 from ._versions import REVISIONS, Era
 
 __all__ = [
@@ -208,12 +208,6 @@ _CORS_ALLOW_HEADERS: Final = (
 one more ``Mcp-Param-*`` later needs a new preflight, one that adds these does not."""
 _CORS_GRANTED: Final = frozenset(_CORS_ALLOW_HEADERS.decode().lower().split(", "))
 _CORS_MAX_AGE: Final = (b"access-control-max-age", b"600")
-_NAME_KEYS: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    **TASK_NAME_KEYS,
-}
 _ASCII_VISIBLE: Final = frozenset(range(0x21, 0x7F))
 
 
@@ -918,7 +912,7 @@ class HttpServer:
             )
         if version not in self._modern_versions:
             return unsupported()
-        key = _NAME_KEYS.get(msg.method)
+        key = MCP_NAME_KEYS.get(msg.method)
         params = msg.params or {}
         if key is not None:
             raw = request.header(MCP_NAME)

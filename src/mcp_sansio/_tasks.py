@@ -39,14 +39,12 @@ import attrs
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
 
 __all__ = [
-    "CREATE_TASK_FIELDS",
     "NAME_KEYS",
     "RESULT_TYPE_TASK",
     "TASKS_CANCEL",
     "TASKS_EXTENSION",
     "TASKS_GET",
     "TASKS_UPDATE",
-    "TASK_METHODS",
     "TASK_SUPPORTED_METHODS",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
@@ -72,8 +70,6 @@ RESULT_TYPE_TASK: Final = "task"
 TASKS_GET: Final = "tasks/get"
 TASKS_UPDATE: Final = "tasks/update"
 TASKS_CANCEL: Final = "tasks/cancel"
-#: The extension's client requests (``tasks/list`` and ``tasks/result`` were removed).
-TASK_METHODS: Final = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL})
 #: The requests a server may answer with a ``CreateTaskResult`` ("Supported Methods").
 TASK_SUPPORTED_METHODS: Final = frozenset({"tools/call"})
 #: Streamable HTTP: the body field each task method's ``Mcp-Name`` header mirrors
@@ -96,10 +92,6 @@ TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
     "cancelled": frozenset(),
 }
 
-#: The members of a ``CreateTaskResult`` besides ``resultType`` and ``_meta``.
-CREATE_TASK_FIELDS: Final = frozenset(
-    {"taskId", "status", "statusMessage", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
-)
 _REQUIRED_CREATE_FIELDS: Final = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs")
 
 
@@ -244,10 +236,6 @@ class Task:
             LocalProtocolError: the task is terminal.
         """
         return self.moved_to(self.status, now=now, message=message)
-
-    def expires_after(self, seconds: float) -> bool:
-        """Whether its TTL has run out ``seconds`` after creation (never when unlimited)."""
-        return self.ttl_ms is not None and seconds * 1000 >= self.ttl_ms
 
     def to_wire(self) -> dict[str, Any]:
         """The ``Task`` object: ``taskId``, ``status``, timestamps, ``ttlMs`` (``null``
