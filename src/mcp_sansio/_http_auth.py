@@ -147,8 +147,12 @@ class ProtectedResourceMetadata:
     """The scopes needed for basic use, a collection or a space-separated string (clients
     request these when a challenge names none; ``authorization#scope-selection-strategy``).
     ``offline_access`` does not belong here (``authorization#refresh-tokens``)."""
-    bearer_methods_supported: tuple[str, ...] = attrs.field(default=("header",), converter=_strings)
-    """How tokens may be sent: MCP allows only the ``Authorization`` header."""
+    bearer_methods_supported: tuple[str, ...] | None = attrs.field(
+        default=("header",), converter=attrs.converters.optional(_strings)
+    )
+    """How tokens may be sent: MCP allows only the ``Authorization`` header. ``None``:
+    the document says nothing (RFC 9728 section 2: the member is optional, and its
+    absence is no statement); a client reading a document without it gets ``None``."""
     resource_name: str | None = None
     """A human-readable name of the server."""
     resource_documentation: str | None = None
@@ -185,7 +189,8 @@ class ProtectedResourceMetadata:
         doc["authorization_servers"] = list(self.authorization_servers)
         if self.scopes_supported is not None:
             doc["scopes_supported"] = list(self.scopes_supported)
-        doc["bearer_methods_supported"] = list(self.bearer_methods_supported)
+        if self.bearer_methods_supported is not None:
+            doc["bearer_methods_supported"] = list(self.bearer_methods_supported)
         if self.resource_name is not None:
             doc["resource_name"] = self.resource_name
         if self.resource_documentation is not None:

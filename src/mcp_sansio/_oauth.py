@@ -332,7 +332,8 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
     """Read the Protected Resource Metadata document (RFC 9728) fetched for the server at
     ``server_url``: the same value a server serves (``resource_name``,
     ``bearer_methods_supported`` and ``resource_documentation`` in their fields, any
-    other member in ``extra``).
+    other member in ``extra``). A member the document does not have is ``None``
+    (``bearer_methods_supported`` too: its absence is no statement, RFC 9728 section 2).
 
     Raises:
         OAuthError: not a valid document, no authorization server, or a ``resource``
@@ -357,13 +358,12 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
         "resource_name",
         "resource_documentation",
     }
-    bearer_methods = _strs(obj, "bearer_methods_supported", what)
     try:
         return ProtectedResourceMetadata(
             resource=resource,
             authorization_servers=servers,
             scopes_supported=_strs(obj, "scopes_supported", what),
-            bearer_methods_supported=("header",) if bearer_methods is None else bearer_methods,
+            bearer_methods_supported=_strs(obj, "bearer_methods_supported", what),
             resource_name=_str(obj, "resource_name", what),
             resource_documentation=_str(obj, "resource_documentation", what),
             extra={k: v for k, v in obj.items() if k not in known},
@@ -702,7 +702,8 @@ def parse_authorization_response(
     """The authorization code from the redirect back to us, once it passed the checks.
 
     * the URL must be ``redirect_uri`` (when given) with a query: the same scheme,
-      host, port and path.
+      host, port and path (an empty path is ``/``); a URL that does not parse on either
+      side never matches.
     * ``state`` must be the one sent (CSRF protection).
     * ``iss`` (RFC 9207 section 2.4; ``2026-07-28`` authorization, "Authorization
       Response Validation"): when present it must equal the recorded issuer by plain
@@ -714,8 +715,15 @@ def parse_authorization_response(
     Raises:
         OAuthError: any check failed, or there is no code.
     """
-    if redirect_uri is not None and _endpoint_of(redirect_url) != _endpoint_of(redirect_uri):
-        raise OAuthError("the authorization response did not arrive at the redirect URI: refused")
+    if redirect_uri is not None:
+        try:
+            same = _endpoint_of(redirect_url) == _endpoint_of(redirect_uri)
+        except ValueError:
+            same = False  # either side unparseable (a bad port): never a match
+        if not same:
+            raise OAuthError(
+                "the authorization response did not arrive at the redirect URI: refused"
+            )
     query = urlsplit(redirect_url).query
     params: dict[str, str] = {}
     for key, value in parse_qsl(query, keep_blank_values=True):
@@ -745,11 +753,14 @@ def parse_authorization_response(
     return code
 
 
-def _endpoint_of(url: str) -> tuple[str, str, int | None, str] | None:
-    try:
-        return _norm_origin(url)
-    except ValueError:
-        return None
+def _endpoint_of(url: str) -> tuple[str, str, int | None, str]:
+    """Scheme, host, port and path (an empty path is ``/``: the same resource).
+
+    Raises:
+        ValueError: ``url`` does not parse (a port out of range, say).
+    """
+    scheme, host, port, path = _norm_origin(url)
+    return scheme, host, port, path or "/"
 
 
 # ---------------------------------------------------------------------- tokens
@@ -884,5 +895,7 @@ def parse_token_response(
         expires_at=None if expires_in is None else now + expires_in,
         issued_at=now,
         refresh_token=_str(obj, "refresh_token", what) or previous_refresh_token,
-        scope=_str(obj, "scope", what) or requested_scope,
+        # An empty scope says nothing (RFC 6749 section 3.3 has no empty scope): the
+        # one requested, as when the member is absent.
+        scope=(None if obj.get("scope") == "" else _str(obj, "scope", what)) or requested_scope,
     )

@@ -248,7 +248,9 @@ def test_protected_resource_metadata_fills_the_typed_fields() -> None:
         dumps({"resource": "https://m.example/mcp", "authorization_servers": [ISSUER]}),
         "https://m.example/mcp",
     )
-    assert bare.bearer_methods_supported == ("header",) and bare.resource_name is None
+    # Absent: no statement (RFC 9728), not the "header" a served document defaults to.
+    assert bare.bearer_methods_supported is None and bare.resource_name is None
+    assert "bearer_methods_supported" not in bare.document()
 
 
 @pytest.mark.parametrize(
@@ -513,6 +515,35 @@ def test_the_response_must_arrive_at_the_redirect_uri(arrived: str) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("redirect_uri", "arrived", "matches"),
+    [
+        # An empty path is "/": the same resource either way round.
+        ("http://127.0.0.1:8765", "http://127.0.0.1:8765/", True),
+        ("http://127.0.0.1:8765/", "http://127.0.0.1:8765", True),
+        ("https://app.example/cb", "https://app.example:443/cb", True),
+        # Neither side parses (a port out of range, not a port): never a match, not
+        # "both unparseable, hence equal".
+        ("http://127.0.0.1:99999/cb", "http://127.0.0.1:0x/cb", False),
+        ("http://127.0.0.1:99999/cb", "https://evil.example:99999/x", False),
+        ("http://127.0.0.1:3000/cb", "http://127.0.0.1:99999/cb", False),
+    ],
+)
+def test_redirect_uri_matching_edge_cases(redirect_uri: str, arrived: str, matches: bool) -> None:
+    meta = as_metadata()
+    query = "?code=c1&state=s1"
+    if matches:
+        got = parse_authorization_response(
+            arrived + query, state="s1", metadata=meta, redirect_uri=redirect_uri
+        )
+        assert got == "c1"
+    else:
+        with pytest.raises(OAuthError, match="redirect URI"):
+            parse_authorization_response(
+                arrived + query, state="s1", metadata=meta, redirect_uri=redirect_uri
+            )
+
+
 def test_an_error_from_another_issuer_is_not_reported_as_the_servers() -> None:
     meta = as_metadata()
     with pytest.raises(OAuthError, match="iss") as caught:
@@ -655,6 +686,14 @@ def test_a_token_response_is_dated_with_the_callers_clock() -> None:
         200, dumps({"access_token": "b"}), now=0, previous_refresh_token="rt"
     )
     assert kept.refresh_token == "rt" and kept.expires_at is None and not kept.expired(1e12)
+
+
+def test_an_empty_scope_in_a_token_response_is_no_scope_information() -> None:
+    # Not a refusal of the whole token: as if the member were absent (the scope asked for).
+    body = dumps({"access_token": "at", "token_type": "Bearer", "scope": ""})
+    token = parse_token_response(200, body, now=0, requested_scope="a b")
+    assert token.scope == "a b"
+    assert parse_token_response(200, body, now=0).scope is None
 
 
 @pytest.mark.parametrize(
