@@ -86,11 +86,14 @@ body, SSE events) into messages the session reads.
   authorization (``401``, ``403`` ``insufficient_scope``) is sent again once a token is
   obtained, at most ``max_authorizations`` times, in its own task; the authorization
   itself runs in the channel's nursery (bounded by ``authorize_timeout``, not cut short
-  by the request's timeout). An expired token is refreshed before every POST. The
-  session's writer never waits for a user: a one-way message refused with ``401`` is
-  sent once more after a refresh, if one is possible, else lost, as any refused
-  one-way message. A failed authorization fails that request (-32603,
-  ``HTTP: authorization failed: ...``); the session goes on.
+  by the request's timeout). An expired token is refreshed before every request, by
+  one task in the channel's nursery that all share. The session's writer never calls
+  the authorization server nor waits for a user: a one-way message goes with the
+  current token (starting the refresh of an expired one); refused with ``401``, it
+  waits for that refresh (at most a third of ``write_timeout``, and ``timeout``) and
+  is sent once more, else lost, as any refused one-way message. A failed authorization
+  fails that request (-32603, ``HTTP: authorization failed: ...``); the session goes
+  on.
 
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written, or
@@ -232,6 +235,15 @@ class HttpChannel(MessageChannel):
             authorization=self._auth.authorization if self._auth is not None else None,
         )
         self._close_timeout = close_timeout
+        # How long a one-way message refused with 401 waits for the shared refresh:
+        # well inside the writer's write_timeout, which bounds its whole write.
+        self._refresh_wait = (
+            0.0
+            if auth is None
+            else auth.timeout
+            if write_timeout is None
+            else min(auth.timeout, write_timeout / 3)
+        )
         self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed | SessionLost](
             _INBOX_SIZE
         )
@@ -559,17 +571,23 @@ class HttpChannel(MessageChannel):
         ``rest``); hand its answer's messages to the session. With OAuth, a refusal
         that asks for authorization is answered by authorizing and sending the request
         again (see :mod:`mcp_trio._oauth`), except for one-way messages: their sender
-        is the session's writer, which must not wait for a user to authorize; a ``401``
-        to one is answered by a refresh, if any, and one more try."""
+        is the session's writer, which must not wait for a user to authorize, nor call
+        the authorization server; a ``401`` to one waits (a bounded time) for the shared
+        refresh, if any, and tries once more."""
         auth = self._auth
         interactive = bool(sent.request_ids) or sent.request.method == "GET"
         rounds = 0
         while True:
             if wire is None:
                 if auth is not None:
-                    # A refresh at most; it never raises, and the session's writer (a
-                    # one-way message) does not wait for a flow that may wait for a user.
-                    await auth.ready(wait=interactive)
+                    # A refresh at most; it never raises. The session's writer (a
+                    # one-way message) never calls the authorization server: it starts
+                    # the shared refresh and goes on with the current token.
+                    assert self._tasks is not None
+                    if interactive:
+                        await auth.ready(self._tasks)
+                    else:
+                        auth.refresh_soon(self._tasks)
                 wire, head = await self._pool.roundtrip(sent.request, written)
             else:
                 if rest:
@@ -583,7 +601,10 @@ class HttpChannel(MessageChannel):
                 break
             refused = wire.authorization
             if not interactive:
-                if head.status_code != 401 or rounds or not await auth.refreshed(refused):
+                if head.status_code != 401 or rounds:
+                    break
+                assert self._tasks is not None
+                if not await auth.refreshed(refused, self._tasks, self._refresh_wait):
                     break
                 rounds += 1
                 await wire.aclose()

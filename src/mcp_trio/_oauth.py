@@ -8,27 +8,37 @@ authorization server, the client's identity, storage); each HTTP client binds it
 server URL as an :class:`Authorizer`, which the channel consults:
 
 * before each request is framed, for the ``Authorization`` value (the current token);
-* before every POST (one-way messages too), to refresh a token that has expired when a
-  refresh token exists (:meth:`Authorizer.ready`; never the user, never an error: a
-  refresh that fails or times out drops the token). A token is "expired" a tenth of
-  its lifetime early, at most 30 seconds;
+* before every POST, to refresh a token that has expired when a refresh token exists
+  (never the user, never an error: a refresh that fails or times out drops the token).
+  A token is "expired" a tenth of its lifetime early, at most 30 seconds (by ``clock``,
+  :func:`time.time` unless the :class:`OAuth` says otherwise). There is one refresh at
+  a time, a task in the channel's nursery that everyone who needs it shares, apart
+  from the flow's lock: a request waits for it (:meth:`Authorizer.ready`; it is
+  bounded by ``timeout``); a one-way message (a notification, an answer to the
+  server) only starts it (:meth:`Authorizer.refresh_soon`) and goes with the current
+  token: its sender, the session's writer, never calls the authorization server;
 * when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``
   (:meth:`Authorizer.challenged`): discovery, registration, authorization and the
   token request, after which the channel sends the request again. One flow at a time
   (a lock): a request refused with a token that has been replaced meanwhile is simply
   sent again, and requests refused together share one flow's failure. The flow runs in
   the channel's nursery, bounded by ``authorize_timeout``: a request that times out
-  meanwhile fails, the flow goes on and its token serves the next requests. Issuer and
-  metadata are committed together once discovery succeeded, so a failed flow leaves
-  the state as it was. A request gets at most ``max_authorizations`` such rounds (the
-  step-up retry limit, ``2025-11-25/basic/authorization``, "Scope Challenge
-  Handling"); then the refusal is its answer. The user is not asked again when the
-  server refuses (``401``) the token just issued, nor for a scope set the
-  authorization server granted and the server still found insufficient (remembered
-  per resource): those fail the request at once;
-* when a one-way message (a notification, an answer to the server) is refused with
-  ``401`` (:meth:`Authorizer.refreshed`): sent once more if the token could be
-  refreshed, else lost (its sender, the session's writer, never waits for a user).
+  meanwhile fails, the flow goes on and its token serves the next requests. Issuer,
+  metadata, resource, client and token are committed together once a token is
+  obtained, so a failed flow leaves them as they were (a registration it obtained is
+  kept in the storage, where the next flow finds it). A request gets at most
+  ``max_authorizations`` such rounds (the step-up retry limit,
+  ``2025-11-25/basic/authorization``, "Scope Challenge Handling"); then the refusal
+  is its answer. The user is not asked again when the server refuses (``401``) the
+  token just issued, nor for a scope set the authorization server granted and the
+  server still found insufficient (remembered per resource): those fail the request
+  at once. An exception from ``on_authorize``
+  or the storage is that flow's failure (an :class:`OAuthError` for every request
+  waiting on it), never the channel's;
+* when a one-way message is refused with ``401`` (:meth:`Authorizer.refreshed`): it
+  waits for the shared refresh (started if need be), bounded well inside the writer's
+  ``write_timeout``, and is sent once more with the new token; without one it is lost.
+  It never waits for a flow, which may be waiting for the user.
 
 Every exchange with the metadata endpoints and the authorization server is one request
 on a new connection (:func:`oauth_fetch`): ``https`` (plain ``http`` to loopback only
@@ -97,6 +107,9 @@ authorization server redirected back to (the redirect URI with ``code``, ``state
 perhaps ``iss`` in its query)."""
 
 _DEFAULT_MAX_RESPONSE: Final = 256 * 1024
+# What OAuth.authorize() sends the server to be challenged: a request any server
+# refuses without a token before reading it.
+_PROBE: Final = b'{"jsonrpc":"2.0","id":"mcp-trio-authorize","method":"ping"}'
 
 
 class OAuthStorage(Protocol):
@@ -105,7 +118,13 @@ class OAuthStorage(Protocol):
     in memory). Registrations are keyed by the authorization server's issuer, tokens by
     the resource and the issuer: credentials are never used at another authorization
     server (``2026-07-28/basic/authorization/client-registration``, "Authorization
-    Server Binding")."""
+    Server Binding").
+
+    Keep every field of an :class:`OAuthToken`, ``issued_at`` included: with
+    ``expires_at`` it is the token's lifetime, which sets how early it is refreshed
+    (without it, 30 seconds early: a short-lived token would be refreshed before
+    every request). An exception from these methods fails the authorization that
+    called them, not the client."""
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
         """The registration obtained at ``issuer`` before, if any."""
@@ -169,12 +188,18 @@ class OAuth:
     ``oauth-client-credentials`` extension), which needs ``client`` with a secret.
 
     Args:
-        redirect_uri: where the authorization server sends the user agent back (a
-            loopback URL your application listens on, or a custom scheme).
+        redirect_uri: where the authorization server sends the user agent back: an
+            ``http`` URL on a loopback host your application listens on, or an
+            ``https`` URL (``2025-11-25/basic/authorization``, "Communication
+            Security": localhost or HTTPS).
         on_authorize: ``async (authorization_url) -> redirect_url``: show the user
             the URL (open a browser), wait for the redirect to ``redirect_uri`` and
             return the URL it arrived at (with its query). See
-            :func:`fetch_authorization_redirect` for tests and headless servers.
+            :func:`fetch_authorization_redirect` for tests and headless servers. It
+            may raise to decline (say :class:`OAuthError` when the user closed the
+            browser): that authorization fails, and with it the request that needed
+            it; any other exception is reported the same way (its type logged, the
+            details at ``DEBUG``), never as the client's failure.
         client: pre-registered credentials (with ``issuer``: only for that
             authorization server; without: for whichever one the server names).
         client_metadata_url: the HTTPS URL of this client's Client ID Metadata
@@ -185,7 +210,9 @@ class OAuth:
         scope: scopes to ask for when neither the challenge nor the metadata says.
         offline_access: ask for ``offline_access`` (a refresh token) when the
             authorization server lists it.
-        storage: where registrations and tokens are kept (default: in memory).
+        storage: where registrations and tokens are kept (default: in memory). An
+            exception it raises fails that authorization (see ``on_authorize``), or
+            drops the token it was refreshing.
         ssl_context: TLS for the metadata and authorization server requests.
         timeout: seconds each of those requests may take.
         authorize_timeout: seconds one whole authorization (discovery, registration,
@@ -198,6 +225,9 @@ class OAuth:
         max_authorizations: authorization rounds one request may cause (a server
             that keeps refusing fails the request after that many, or at once when
             it refuses the token just issued, or a scope just granted).
+        clock: the wall clock tokens are dated with (``expires_in``, expiry), seconds
+            since the epoch (default :func:`time.time`). Pass another one to test
+            expiry without waiting; the timeouts above are Trio's clock.
 
     Raises:
         ValueError: ``redirect_uri`` is not ``https`` (or ``http`` on a loopback host),
@@ -223,6 +253,7 @@ class OAuth:
         authorize_timeout: float = 300.0,
         max_response_size: int = _DEFAULT_MAX_RESPONSE,
         max_authorizations: int = 3,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if on_authorize is not None and redirect_uri is None:
             raise ValueError("on_authorize needs a redirect_uri")
@@ -259,6 +290,7 @@ class OAuth:
         self.authorize_timeout: Final = authorize_timeout
         self.max_response_size: Final = max_response_size
         self.max_authorizations: Final = max_authorizations
+        self.clock: Final = clock
 
     def bind(
         self, server_url: str, *, legacy_fallback: Callable[[], bool] | None = None
@@ -269,28 +301,48 @@ class OAuth:
         :class:`Authorizer`); by default it may."""
         return Authorizer(self, server_url, legacy_fallback=legacy_fallback)
 
-    async def authorize(self, server_url: str) -> None:
-        """Authorize for the server at ``server_url`` now, before connecting: discovery
-        from its well-known metadata URLs, registration, the user at ``on_authorize``
-        (bounded by ``authorize_timeout`` alone, not by any request's timeout) and the
-        token request. The token goes to ``storage``, where a client of that server
-        made with this :class:`OAuth` finds it at the server's first ``401``.
+    async def authorize(self, server_url: str, *, legacy_fallback: bool = False) -> None:
+        """Authorize for the server at ``server_url`` now, before connecting.
+
+        The server is asked once without a token (a ``POST`` of a ``ping``, as the
+        first request of a session would be refused): its ``401`` challenge may name
+        the protected-resource metadata, which a server may publish there only
+        (``2025-11-25/basic/authorization``, "Protected Resource Metadata Discovery
+        Requirements"). Then discovery (that URL, then the well-known ones),
+        registration, the user at ``on_authorize`` (bounded by ``authorize_timeout``
+        alone, not by any request's timeout) and the token request. The token goes to
+        ``storage``, where a client of that server made with this :class:`OAuth` finds
+        it at the server's first ``401``.
+
+        Args:
+            server_url: the server's MCP endpoint.
+            legacy_fallback: for a ``2025-03-26`` server without protected-resource
+                metadata, take its origin as the authorization server (that revision's
+                rule). Off by default: later revisions require the metadata, and the
+                fallback would send a registration to the server's own ``/register``.
 
         Raises:
             OAuthError: no token could be obtained (the message says why).
             trio.TooSlowError: over ``authorize_timeout`` (or ``timeout`` for one
-                request to the authorization server).
+                request to the server or the authorization server).
         """
-        await self.bind(server_url).challenged(401, BearerChallenge(), None)
+        authorizer = self.bind(server_url, legacy_fallback=lambda: legacy_fallback)
+        challenge = await authorizer.probe()
+        await authorizer.challenged(401, challenge, None)
 
 
 def _always() -> bool:
     return True
 
 
+def _why(exc: OAuthError | trio.TooSlowError) -> str:
+    return str(exc) if isinstance(exc, OAuthError) else "no answer in time"
+
+
 def _is_redirect_uri(url: str) -> bool:
     try:
         parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port out of range raises here)
     except ValueError:
         return False
     if not parts.hostname or parts.fragment:
@@ -330,10 +382,10 @@ class Authorizer:
         self.token: OAuthToken | None = None
         """The token in use."""
         self.issuer: str | None = None
-        """The issuer of the authorization server in use, once discovered (with its
-        :attr:`metadata`: both are set together, once both are known)."""
+        """The issuer of the authorization server in use: set with :attr:`metadata`,
+        :attr:`resource` and :attr:`client` once a flow obtained a token there."""
         self.resource: str | None = None
-        """The resource identifier (as the metadata publishes it), once discovered."""
+        """The resource identifier (as the metadata publishes it) :attr:`token` is for."""
         self.metadata: AuthorizationServerMetadata | None = None
         self.client: ClientCredentials | None = None
         self._legacy_fallback = legacy_fallback if legacy_fallback is not None else _always
@@ -343,6 +395,10 @@ class Authorizer:
         self._requested_scope: str | None = None
         self._header: bytes | None = None
         self._lock = trio.Lock()
+        # The refresh under way (one at a time, shared by whoever needs it): set when it
+        # ends. Apart from the flow's lock, so that waiting for a refresh is never
+        # waiting for a user.
+        self._refreshing: trio.Event | None = None
         # The header of a token just obtained from the authorization server (not a
         # refresh), until the server takes it: a 401 to it is not answered by asking
         # the user again (the server refuses what its authorization server issues).
@@ -362,32 +418,33 @@ class Authorizer:
         return self._header
 
     def needs_refresh(self) -> bool:
-        """Whether the token has expired and can be refreshed before the next request."""
+        """Whether the token has expired and can be refreshed before the next request,
+        or a refresh is under way."""
+        if self._refreshing is not None:
+            return True
         token = self.token
-        return token is not None and token.refresh_token is not None and token.expired(time.time())
+        return (
+            token is not None
+            and token.refresh_token is not None
+            and token.expired(self.oauth.clock())
+        )
 
-    async def ready(self, *, wait: bool = True) -> None:
-        """Refresh the token first if it has expired and a refresh token exists. Never
-        asks the user and never raises for the peer's sake: a refresh that fails or
-        times out drops the token (the server's ``401`` then starts afresh). Without
-        ``wait`` (the session's writer) nothing happens while a flow is under way: it
-        may be waiting for the user."""
-        if not self.needs_refresh():
-            return
-        if not wait:
-            try:
-                self._lock.acquire_nowait()
-            except trio.WouldBlock:
-                return
-            try:
-                if self.needs_refresh():
-                    await self._refresh()
-            finally:
-                self._lock.release()
-            return
-        async with self._lock:
-            if self.needs_refresh():
-                await self._refresh()
+    async def ready(self, nursery: trio.Nursery | None = None) -> None:
+        """Before a request: wait for the refresh under way, or refresh the token first
+        if it has expired and a refresh token exists. Never asks the user and never
+        raises for the peer's sake: a refresh that fails or times out drops the token
+        (the server's ``401`` then starts afresh). The refresh runs in ``nursery`` (one
+        task, shared: see :meth:`refresh_soon`), else in the caller."""
+        if self.needs_refresh():
+            await self._shared_refresh(nursery)
+
+    def refresh_soon(self, nursery: trio.Nursery) -> None:
+        """Before a one-way message (whose sender, the session's writer, never waits
+        for the authorization server): start refreshing an expired token in
+        ``nursery``, if it can be and no refresh is under way; the message goes with
+        the current token meanwhile."""
+        if self._refreshing is None and self.needs_refresh():
+            self._start_refresh(nursery)
 
     def accepted(self, sent: bytes | None) -> None:
         """The server answered a request that carried ``sent`` without asking for
@@ -395,24 +452,47 @@ class Authorizer:
         if sent is not None and sent == self._unconfirmed:
             self._unconfirmed = None
 
-    async def refreshed(self, sent: bytes | None) -> bool:
+    async def refreshed(self, sent: bytes | None, nursery: trio.Nursery, timeout: float) -> bool:
         """A one-way message that carried ``sent`` was refused with ``401``: whether it
-        may be sent once more, with a token replaced meanwhile or refreshed now. No
-        user interaction, and no waiting for a flow under way (which may be waiting
-        for the user): its sender is the session's writer."""
+        may be sent once more, with a token replaced meanwhile or refreshed now. Waits
+        at most ``timeout`` seconds for the refresh (the shared one, in ``nursery``),
+        never for a flow under way, which may be waiting for the user."""
         if sent != self._header:
             return self._header is not None
-        try:
-            self._lock.acquire_nowait()
-        except trio.WouldBlock:
-            return False
-        try:
+        done = self._refreshing
+        if done is None:
             token = self.token
-            if sent != self._header or token is None or token.refresh_token is None:
+            if token is None or token.refresh_token is None or self.metadata is None:
                 return False
-            return await self._refresh()
-        finally:
-            self._lock.release()
+            done = self._start_refresh(nursery)
+        with trio.move_on_after(timeout):
+            await done.wait()
+        return self._header is not None and self._header != sent
+
+    async def probe(self) -> BearerChallenge:
+        """The server's challenge to a request without a token (a ``POST`` of a
+        ``ping``): what :meth:`OAuth.authorize` starts from. An empty challenge when
+        the server answers otherwise, or not at all (discovery then tries the
+        well-known URLs)."""
+        oauth = self.oauth
+        try:
+            status, headers, _ = await oauth_fetch(
+                "POST",
+                self.server_url,
+                headers=[
+                    ("content-type", "application/json"),
+                    ("accept", "application/json, text/event-stream"),
+                ],
+                body=_PROBE,
+                ssl_context=oauth.ssl_context,
+                timeout=oauth.timeout,
+                max_response_size=oauth.max_response_size,
+            )
+        except (OAuthError, trio.TooSlowError) as exc:
+            logger.info("OAuth: the server did not answer a request without a token: %s", _why(exc))
+            return BearerChallenge()
+        challenge = self.challenge_of(status, headers)
+        return challenge if challenge is not None else BearerChallenge()
 
     @staticmethod
     def challenge_of(status: int, headers: Iterable[tuple[bytes, bytes]]) -> BearerChallenge | None:
@@ -445,34 +525,45 @@ class Authorizer:
         stop it half-way, and its token serves the next requests.
 
         Raises:
-            OAuthError: no token could be obtained (the message says why).
+            OAuthError: no token could be obtained (the message says why; an exception
+                from ``on_authorize`` or the storage is reported as one).
             trio.TooSlowError: an authorization server request took over ``timeout``,
                 or the whole flow over ``authorize_timeout``.
         """
         failures = self._failures
         if nursery is None:
-            await self._challenged(status, challenge, sent, failures)
+            await self._challenged(status, challenge, sent, failures, None)
             return
         done = trio.Event()
-        failure: list[OAuthError | trio.TooSlowError] = []
+        outcome: list[OAuthError | trio.TooSlowError | None] = []
 
         async def run() -> None:
             try:
-                await self._challenged(status, challenge, sent, failures)
+                await self._challenged(status, challenge, sent, failures, nursery)
+                outcome.append(None)
             except (OAuthError, trio.TooSlowError) as exc:
-                failure.append(exc)
+                outcome.append(exc)
             finally:
                 done.set()
 
-        nursery.start_soon(run)
+        nursery.start_soon(run, name="mcp oauth authorization")
         await done.wait()
-        if failure:
-            raise failure[0]
+        if not outcome:  # (cancelled: the client is closing)
+            raise OAuthError("the authorization was cancelled")
+        if outcome[0] is not None:
+            raise outcome[0]
 
     async def _challenged(
-        self, status: int, challenge: BearerChallenge, sent: bytes | None, failures: int
+        self,
+        status: int,
+        challenge: BearerChallenge,
+        sent: bytes | None,
+        failures: int,
+        nursery: trio.Nursery | None,
     ) -> None:
         async with self._lock:
+            if self._refreshing is not None:
+                await self._refreshing.wait()  # (bounded by timeout: no user there)
             if sent != self._header:
                 return  # refused a token replaced meanwhile: just send it again
             if failures != self._failures and self._last_failure is not None:
@@ -480,17 +571,39 @@ class Authorizer:
                 raise OAuthError(str(self._last_failure), error=self._last_failure.error)
             try:
                 with trio.fail_after(self.oauth.authorize_timeout):
-                    await self._flow(status, challenge, sent)
+                    await self._flow(status, challenge, sent, nursery)
             except (OAuthError, trio.TooSlowError) as exc:
                 self._failures += 1
                 self._last_failure = (
                     exc if isinstance(exc, OAuthError) else OAuthError("it took too long")
                 )
                 raise
+            except Exception as exc:
+                # on_authorize or the storage raised (the user closed the browser, a
+                # keyring is locked): this flow's failure, never the client's. The
+                # message may hold anything: its type only, the rest at DEBUG.
+                logger.debug("OAuth: the authorization failed", exc_info=True)
+                logger.warning(
+                    "OAuth: the authorization failed: %s raised (by on_authorize or the storage)",
+                    type(exc).__name__,
+                )
+                failure = OAuthError(f"{type(exc).__name__} raised by on_authorize or the storage")
+                self._failures += 1
+                self._last_failure = failure
+                raise failure from exc
 
     # ------------------------------------------------------------------ the flow
 
-    async def _flow(self, status: int, challenge: BearerChallenge, sent: bytes | None) -> None:
+    async def _flow(
+        self,
+        status: int,
+        challenge: BearerChallenge,
+        sent: bytes | None,
+        nursery: trio.Nursery | None,
+    ) -> None:
+        """Discovery, registration, authorization, token. Nothing is committed (issuer,
+        metadata, resource, client, token) until a token is obtained: a failed flow
+        leaves the state as it was."""
         oauth = self.oauth
         step_up = status == 403
         if not step_up and sent is not None and sent == self._unconfirmed:
@@ -514,54 +627,91 @@ class Authorizer:
                 "this protocol version requires"
             )
         check_endpoint(issuer, "the authorization server", loopback=self._loopback)
-        if issuer != self.issuer or self.metadata is None:
+        # The same authorization server: what we know of it is used again. A new one:
+        # nothing from the old one is used there (2026-07-28 client-registration,
+        # "Authorization Server Binding").
+        known = issuer == self.issuer and self.metadata is not None
+        if known:
+            assert self.metadata is not None
+            metadata = self.metadata
+        else:
             metadata = await self._discover_server(issuer, legacy=prm is None)
-            if self.issuer is not None and issuer != self.issuer:
+            if self.issuer is not None:
                 logger.info("OAuth: the authorization server changed to %s", issuer)
-            # Committed together, once discovery succeeded. A new authorization server:
-            # nothing from the old one is used there (2026-07-28 client-registration,
-            # "Authorization Server Binding").
-            self.issuer, self.metadata = issuer, metadata
-            self.client, self._requested_scope, self._unconfirmed = None, None, None
-            self._use(None)
-        metadata = self.metadata
-        self.resource, self._resource_metadata = resource, prm
-        if not step_up and self.token is None:
+        same = known and resource == self.resource
+        client = self.client if known else None
+        previous = self._requested_scope if known else None
+        current = self.token if same else None
+        if not step_up and current is None:
             stored = await oauth.storage.load_token(resource, issuer)
             if stored is not None and self._encode(stored) != sent:
-                self._use(stored)
-                if not stored.expired(time.time()):
-                    return  # a token kept from before: try it
-        refreshable = self.token is not None and self.token.refresh_token is not None
-        if not step_up and refreshable and await self._refresh():
-            return
+                if stored.expired(oauth.clock()) and stored.refresh_token is not None:
+                    try:
+                        stored, client = await self._refresh_exchange(
+                            stored, metadata, resource, client
+                        )
+                    except (OAuthError, trio.TooSlowError) as exc:
+                        logger.info("OAuth: a kept token could not be refreshed: %s", _why(exc))
+                        await oauth.storage.save_token(resource, issuer, None)
+                        stored = None
+                    else:
+                        await oauth.storage.save_token(resource, issuer, stored)
+                if stored is not None and not stored.expired(oauth.clock()):
+                    # A token kept from before: try it.
+                    self._commit(issuer, metadata, resource, prm, client, stored, previous)
+                    return
+        elif not step_up and current is not None and current.refresh_token is not None:
+            await self._shared_refresh(nursery)
+            if self._header is not None and self._header != sent:
+                return
+            current = self.token  # (None: the refresh failed)
         scope = select_scope(
             challenge=challenge,
             resource_metadata=prm,
             metadata=metadata,
-            previous=self._requested_scope if step_up or self.token is not None else None,
+            previous=previous if step_up or current is not None else None,
             offline_access=oauth.offline_access,
         )
         if scope is None and oauth.scope:
             scope = oauth.scope
         if step_up:
-            self._check_step_up(resource, scope, sent)
-        client = await self._register(metadata, scope)
+            self._check_step_up(resource, scope, sent, previous)
+        client = await self._register(metadata, scope, client)
         if oauth.on_authorize is None:
             token = await self._client_credentials(metadata, client, resource, scope)
         else:
             token = await self._authorize(metadata, client, resource, scope)
+        await oauth.storage.save_token(resource, issuer, token)
+        self._commit(issuer, metadata, resource, prm, client, token, scope)
+        self._unconfirmed = self._header
+
+    def _commit(
+        self,
+        issuer: str,
+        metadata: AuthorizationServerMetadata,
+        resource: str,
+        prm: ProtectedResourceMetadata | None,
+        client: ClientCredentials | None,
+        token: OAuthToken,
+        scope: str | None,
+    ) -> None:
+        """A flow succeeded: its authorization server, resource, client and token, all
+        at once."""
+        if issuer != self.issuer:
+            self._unconfirmed = None
+        self.issuer, self.metadata, self.client = issuer, metadata, client
+        self.resource, self._resource_metadata = resource, prm
         self._requested_scope = scope
         self._use(token)
-        self._unconfirmed = self._header
-        await oauth.storage.save_token(resource, issuer, token)
 
-    def _check_step_up(self, resource: str, scope: str | None, sent: bytes | None) -> None:
+    def _check_step_up(
+        self, resource: str, scope: str | None, sent: bytes | None, granted_scope: str | None
+    ) -> None:
         """Refuse a step-up that asks for what was granted already, or refused before
         (``2025-11-25`` authorization, "Scope Challenge Handling": retries are bounded)."""
         wanted = frozenset((scope or "").split())
         refused = self._refused_scopes.setdefault(resource, set())
-        granted = frozenset((self._requested_scope or "").split())
+        granted = frozenset((granted_scope or "").split())
         if sent is not None and sent == self._header and wanted == granted:
             refused.add(wanted)
         if wanted in refused:
@@ -614,14 +764,18 @@ class Authorizer:
         raise OAuthError(f"the authorization server {issuer!r} publishes no metadata")
 
     async def _register(
-        self, metadata: AuthorizationServerMetadata, scope: str | None
+        self,
+        metadata: AuthorizationServerMetadata,
+        scope: str | None,
+        current: ClientCredentials | None,
     ) -> ClientCredentials:
-        """The client's credentials at this authorization server, in the spec's order
-        (``2026-07-28`` client-registration): pre-registered, Client ID Metadata
-        Document, a registration kept from before, Dynamic Client Registration."""
+        """The client's credentials at this authorization server (``current``: the
+        ones in use there), in the spec's order (``2026-07-28`` client-registration):
+        pre-registered, Client ID Metadata Document, a registration kept from before,
+        Dynamic Client Registration. The caller commits them."""
         oauth, issuer = self.oauth, metadata.issuer
-        if self.client is not None:
-            return self.client
+        if current is not None:
+            return current
         client: ClientCredentials | None = None
         if oauth.client is not None:
             if oauth.client.issuer not in (None, issuer):
@@ -641,7 +795,6 @@ class Authorizer:
             if client is None or client.issuer != issuer:
                 client = await self._dynamic_registration(metadata, scope)
                 await oauth.storage.save_client(issuer, client)
-        self.client = client
         return client
 
     async def _dynamic_registration(
@@ -711,7 +864,7 @@ class Authorizer:
         status, _, answer = await self._fetch(
             "POST", metadata.token_endpoint, headers=headers, body=body
         )
-        return parse_token_response(status, answer, now=time.time(), requested_scope=scope)
+        return parse_token_response(status, answer, now=self.oauth.clock(), requested_scope=scope)
 
     async def _client_credentials(
         self,
@@ -726,45 +879,105 @@ class Authorizer:
         status, _, answer = await self._fetch(
             "POST", metadata.token_endpoint, headers=headers, body=body
         )
-        return parse_token_response(status, answer, now=time.time(), requested_scope=scope)
+        return parse_token_response(status, answer, now=self.oauth.clock(), requested_scope=scope)
 
-    async def _refresh(self) -> bool:
-        """Exchange the refresh token; on refusal (or no answer within ``timeout``)
-        forget the token. Returns whether a new token is in use."""
+    def _start_refresh(self, nursery: trio.Nursery) -> trio.Event:
+        """Start the shared refresh in ``nursery``; its end is the event returned."""
+        assert self._refreshing is None
+        done = self._refreshing = trio.Event()
+
+        async def run() -> None:
+            try:
+                await self._refresh()
+            finally:
+                self._refreshing = None
+                done.set()
+
+        nursery.start_soon(run, name="mcp oauth refresh")
+        return done
+
+    async def _shared_refresh(self, nursery: trio.Nursery | None) -> None:
+        """Join the refresh under way, or refresh now (in ``nursery``, else here)."""
+        done = self._refreshing
+        if done is None:
+            if nursery is not None:
+                done = self._start_refresh(nursery)
+            else:
+                self._refreshing = done = trio.Event()
+                try:
+                    await self._refresh()
+                finally:
+                    self._refreshing = None
+                    done.set()
+        await done.wait()
+
+    async def _refresh(self) -> None:
+        """Exchange the refresh token of the token in use; on refusal (or no answer
+        within ``timeout``) forget the token. A token replaced meanwhile (a flow
+        finished) is kept: the refresh's outcome is dropped. Never raises (but
+        Cancelled)."""
         token, metadata, client = self.token, self.metadata, self.client
-        if token is None or token.refresh_token is None or metadata is None:
-            return False
+        issuer, resource = self.issuer, self.resource
+        if token is None or token.refresh_token is None or metadata is None or issuer is None:
+            return
+        storage = self.oauth.storage
         try:
-            if client is None:
-                client = await self._register(metadata, token.scope)
-            headers, body = token_request(
-                metadata,
-                client,
-                grant_type="refresh_token",
-                resource=self.resource,
-                refresh_token=token.refresh_token,
-            )
-            status, _, answer = await self._fetch(
-                "POST", metadata.token_endpoint, headers=headers, body=body
-            )
-            new = parse_token_response(
-                status,
-                answer,
-                now=time.time(),
-                requested_scope=token.scope,
-                previous_refresh_token=token.refresh_token,
-            )
+            new, client = await self._refresh_exchange(token, metadata, resource, client)
         except (OAuthError, trio.TooSlowError) as exc:
-            why = exc if isinstance(exc, OAuthError) else "no answer in time"
-            logger.info("OAuth: the token could not be refreshed: %s", why)
-            self._use(None)
-            if self.resource is not None:
-                await self.oauth.storage.save_token(self.resource, metadata.issuer, None)
-            return False
+            logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
+            new = None
+        except Exception as exc:  # (from the storage: a registration to load or save)
+            logger.debug("OAuth: the token could not be refreshed", exc_info=True)
+            logger.warning("OAuth: the token could not be refreshed: %s raised", type(exc).__name__)
+            new = None
+        if self.token is not token:
+            return  # replaced meanwhile
+        if new is not None and self.client is None:
+            self.client = client
         self._use(new)
-        if self.resource is not None:
-            await self.oauth.storage.save_token(self.resource, metadata.issuer, new)
-        return True
+        if resource is not None:
+            try:
+                await storage.save_token(resource, issuer, new)
+            except Exception as exc:
+                logger.debug("OAuth: the token could not be stored", exc_info=True)
+                logger.warning(
+                    "OAuth: the token could not be stored: %s raised", type(exc).__name__
+                )
+
+    async def _refresh_exchange(
+        self,
+        token: OAuthToken,
+        metadata: AuthorizationServerMetadata,
+        resource: str | None,
+        client: ClientCredentials | None,
+    ) -> tuple[OAuthToken, ClientCredentials]:
+        """The refresh token request: the new token and the client that asked.
+
+        Raises:
+            OAuthError: refused, or malformed.
+            trio.TooSlowError: over ``timeout``.
+        """
+        assert token.refresh_token is not None
+        if client is None:
+            client = await self._register(metadata, token.scope, None)
+        headers, body = token_request(
+            metadata,
+            client,
+            grant_type="refresh_token",
+            resource=resource,
+            refresh_token=token.refresh_token,
+        )
+        status, _, answer = await self._fetch(
+            "POST", metadata.token_endpoint, headers=headers, body=body
+        )
+        new = parse_token_response(
+            status,
+            answer,
+            now=self.oauth.clock(),
+            requested_scope=token.scope,
+            previous_refresh_token=token.refresh_token,
+        )
+        return new, client
 
     async def _fetch(
         self,

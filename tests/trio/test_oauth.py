@@ -16,13 +16,14 @@ import h11
 import pytest
 import trio
 
+from mcp_sansio import BearerChallenge
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     ClientCredentials,
     InMemoryOAuthStorage,
     McpError,
     OAuth,
-    OAuthToken,
+    OAuthError,
     fetch_authorization_redirect,
     open_client,
 )
@@ -61,6 +62,7 @@ class Fake:
     call_scope: str | None = None  # tools/call needs it (403 insufficient_scope)
     always_forbid_calls: bool = False
     no_prm: bool = False
+    prm_path: str | None = None  # the metadata only there, named only in the challenge
     open: bool = False  # requests without a token pass (a handshake before auth is needed)
     # what happened
     registrations: list[dict[str, Any]] = attrs.field(factory=list)
@@ -101,11 +103,8 @@ class Fake:
         path, _, query = target.partition("?")
         self.paths.append(f"{method} {path}")
         js = [("content-type", "application/json")]
-        if (
-            method == "GET"
-            and path == "/.well-known/oauth-protected-resource/mcp"
-            and not self.no_prm
-        ):
+        prm_path = self.prm_path or "/.well-known/oauth-protected-resource/mcp"
+        if method == "GET" and path == prm_path and not self.no_prm:
             prm: dict[str, Any] = {
                 "resource": self.prm_resource or self.url,
                 "authorization_servers": [self.issuer],
@@ -169,7 +168,7 @@ class Fake:
     async def mcp(
         self, headers: dict[str, str], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        metadata = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+        metadata = self.base + (self.prm_path or "/.well-known/oauth-protected-resource/mcp")
         auth = headers.get("authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else ""
         if token not in self.tokens and not (self.open and not auth):
@@ -485,6 +484,8 @@ async def test_the_2025_03_26_fallback_is_not_for_later_versions(nursery: trio.N
         "ftp://127.0.0.1/cb",
         "https:///cb",
         "https://app.example/cb#frag",
+        "http://127.0.0.1:99999/cb",  # no port (it matched any URL with a bad port)
+        "myapp:/cb",  # a custom scheme: the spec says localhost or HTTPS
     ],
 )
 def test_the_redirect_uri_is_https_or_loopback(redirect_uri: str) -> None:
@@ -535,22 +536,72 @@ async def test_auth_is_for_http_targets_only() -> None:
             pass  # pragma: no cover
 
 
-async def test_the_sessions_writer_never_waits_for_a_flow_under_way() -> None:
-    # A one-way message's refresh does not queue behind a flow that may be waiting for
-    # the user (at most authorize_timeout): it goes out with what there is.
-    authorizer = oauth().bind("http://127.0.0.1:9/mcp")
-    authorizer.token = OAuthToken(access_token="a", expires_at=0, refresh_token="r")
-    done = trio.Event()
+# ------------------------------------------------------------------ authorizing before connecting
 
-    async def flow(task_status: trio.TaskStatus[None]) -> None:
-        async with authorizer._lock:  # (a flow under way)
-            task_status.started()
-            await done.wait()
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(flow)
-        with trio.fail_after(IO_TIMEOUT):
-            await authorizer.ready(wait=False)
-            assert not await authorizer.refreshed(authorizer.authorization())
-        assert authorizer.token is not None  # untouched
-        done.set()
+async def test_authorize_finds_metadata_named_only_in_the_challenge(nursery: trio.Nursery) -> None:
+    # 2025-11-25: a server may publish its metadata's URL in WWW-Authenticate only.
+    # authorize() asks the server once without a token to see the challenge.
+    fake = await start_fake(nursery, prm_path="/custom-prm", as_path="/tenant")
+    storage = InMemoryOAuthStorage()
+    with trio.fail_after(IO_TIMEOUT):
+        await oauth(storage=storage).authorize(fake.url)
+    assert fake.paths[:2] == ["POST /mcp", "GET /custom-prm"]
+    [authorization] = fake.authorizations
+    assert authorization["resource"] == fake.url
+    assert "POST /register" not in fake.paths  # (the tenant's, not the server's origin)
+    # The client then finds the token at the server's first 401.
+    assert await list_and_call(fake, oauth(storage=storage)) == "hi"
+    assert len(fake.authorizations) == 1
+
+
+async def test_authorize_uses_the_2025_03_26_fallback_only_when_asked(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, no_prm=True)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="no protected-resource metadata"):
+            await oauth().authorize(fake.url)
+        assert "POST /register" not in fake.paths and not fake.authorizations
+        await oauth().authorize(fake.url, legacy_fallback=True)  # a 2025-03-26 server
+    assert "POST /register" in fake.paths and len(fake.authorizations) == 1
+
+
+# ------------------------------------------------------------------ failed flows
+
+
+async def test_a_failed_flow_at_a_new_authorization_server_leaves_the_state_as_it_was(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, refresh_tokens=True)
+    declined = False
+
+    async def user(url: str) -> str:
+        if declined:
+            raise OAuthError("access_denied")
+        return await fetch_authorization_redirect(url)
+
+    authorizer = oauth(on_authorize=user).bind(fake.url)
+    with trio.fail_after(IO_TIMEOUT):
+        await authorizer.challenged(401, BearerChallenge(), None)
+        authorizer.accepted(authorizer.authorization())  # the server took it
+        before = (
+            authorizer.issuer,
+            authorizer.metadata,
+            authorizer.resource,
+            authorizer.client,
+            authorizer.token,
+        )
+        # The server moves to another authorization server and resource; the user
+        # declines there.
+        fake.as_path, fake.prm_resource, declined = "/as2", fake.base + "/", True
+        with pytest.raises(OAuthError, match="access_denied"):
+            await authorizer.challenged(401, BearerChallenge(), authorizer.authorization())
+    after = (
+        authorizer.issuer,
+        authorizer.metadata,
+        authorizer.resource,
+        authorizer.client,
+        authorizer.token,
+    )
+    assert after == before

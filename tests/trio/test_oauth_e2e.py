@@ -2,15 +2,21 @@
 ``authenticate=BearerAuth(...)`` and ``ProtectedResourceMetadata``, a fake authorization
 server on 127.0.0.1, and ``open_client(auth=OAuth(...))``. Besides the happy paths, the
 ways a server or an authorization server can misbehave that must fail one request (or
-nothing), never the session, nor ask the user again and again."""
+nothing), never the session, nor ask the user again and again.
+
+No test waits for real time. Token lifetimes run on a :class:`FakeTime` that the
+authorization server, the server's token check and the client (``OAuth(clock=...)``)
+share, and that a test advances; Trio's timeouts (a hanging authorization server, a
+slow user) run on the ``autojump_clock``: loopback I/O is done before the run loop would
+sleep, so virtual time moves only for timers."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import secrets
 import socket
-import time
 from functools import partial
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode
@@ -19,6 +25,7 @@ import attrs
 import h11
 import pytest
 import trio
+import trio.testing
 
 from mcp_sansio import BearerChallenge
 from mcp_sansio._json import dumps, loads
@@ -27,9 +34,11 @@ from mcp_trio import (
     ClientCredentials,
     Context,
     HttpServerConfig,
+    InMemoryOAuthStorage,
     McpError,
     OAuth,
     OAuthError,
+    OAuthToken,
     Principal,
     ProtectedResourceMetadata,
     RequestTimeout,
@@ -52,6 +61,19 @@ def _s256(verifier: str) -> str:
 
 
 @attrs.define
+class FakeTime:
+    """The wall clock of a test: it moves when the test says."""
+
+    now: float = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@attrs.define
 class FakeAS:
     """An authorization server that grants whatever is asked, with knobs for the
     misbehaviours under test; it records what it was sent."""
@@ -65,6 +87,9 @@ class FakeAS:
     hang_refresh: bool = False
     audience: str | None = None  # the resource its tokens are for (default: as asked)
     token_prefix: str = "at-"
+    refresh_gate: trio.Event | None = None  # a refresh waits for it, once it is asked
+    refresh_asked: trio.Event = attrs.field(factory=trio.Event)
+    clock: FakeTime = attrs.field(factory=FakeTime)
     requests: list[tuple[str, str, dict[str, str]]] = attrs.field(factory=list)
     authorizations: list[dict[str, str]] = attrs.field(factory=list)
     token_requests: list[dict[str, str]] = attrs.field(factory=list)
@@ -75,7 +100,7 @@ class FakeAS:
     def _issue(self, scopes: frozenset[str], resource: str | None) -> dict[str, Any]:
         token = self.token_prefix + secrets.token_hex(8)
         audience = self.audience or resource
-        self.tokens[token] = (scopes, audience, time.time() + self.expires_in)
+        self.tokens[token] = (scopes, audience, self.clock() + self.expires_in)
         answer: dict[str, Any] = {
             "access_token": token,
             "token_type": "Bearer",
@@ -129,8 +154,11 @@ class FakeAS:
                 scopes = frozenset(asked.get("scope", "").split())
                 return 200, js, dumps(self._issue(scopes, form.get("resource")))
             if form.get("grant_type") == "refresh_token":
+                self.refresh_asked.set()
                 if self.hang_refresh:
                     await trio.sleep_forever()
+                if self.refresh_gate is not None:
+                    await self.refresh_gate.wait()
                 got = self.refresh.pop(form.get("refresh_token", ""), None)
                 if got is None:
                     return 400, js, dumps({"error": "invalid_grant"})
@@ -197,6 +225,17 @@ class Setup:
     accepted: list[str] = attrs.field(factory=list)
     refused: list[str] = attrs.field(factory=list)
     posts: list[str] = attrs.field(factory=list)  # the token each POST carried ("": none)
+    changed: trio.Event = attrs.field(factory=trio.Event)  # set (and replaced) at each POST
+
+    @property
+    def time(self) -> FakeTime:
+        """The clock the tokens live by (pass it to the client: ``clock=s.time``)."""
+        return self.asrv.clock
+
+    async def until(self, condition: Any) -> None:
+        """Wait until ``condition()`` holds, re-checked after each POST the server gets."""
+        while not condition():
+            await self.changed.wait()
 
 
 def _server(setup: Setup) -> Server:
@@ -225,7 +264,7 @@ async def start(
 
     async def verify(token: str) -> Principal | None:
         got = asrv.tokens.get(token)
-        if got is None or got[1] != setup.url or time.time() > got[2]:
+        if got is None or got[1] != setup.url or setup.time() > got[2]:
             setup.refused.append(token)
             return None
         setup.accepted.append(token)
@@ -235,11 +274,15 @@ async def start(
 
     async def authenticate(request: Any) -> Any:
         token = request.header("authorization") or ""
-        if request.method == "POST":
-            setup.posts.append(token.removeprefix("Bearer "))
-        if setup.open and not token:
-            return Principal(subject="alice")
-        return await holder["bearer"](request)
+        try:
+            if request.method == "POST":
+                setup.posts.append(token.removeprefix("Bearer "))
+            if setup.open and not token:
+                return Principal(subject="alice")
+            return await holder["bearer"](request)
+        finally:
+            setup.changed.set()
+            setup.changed = trio.Event()
 
     # The metadata names the server's URL: pick its port first.
     with socket.socket() as probe:
@@ -311,10 +354,10 @@ async def test_an_expiring_token_is_refreshed(nursery: trio.Nursery, era: Era) -
         scopes_supported=["mcp", "offline_access"],
     )
     with trio.fail_after(IO_TIMEOUT):
-        async with open_client(s.url, era=era, auth=oauth()) as client:
+        async with open_client(s.url, era=era, auth=oauth(clock=s.time)) as client:
             for _ in range(3):
                 assert (await client.call_tool("whoami", {})).text.startswith("alice")
-                await trio.sleep(0.35)
+                s.time.advance(0.35)
     assert len(s.asrv.authorizations) == 1
     assert [t["grant_type"] for t in s.asrv.token_requests].count("refresh_token") >= 2
 
@@ -378,7 +421,9 @@ async def test_a_failed_discovery_fails_the_request_and_leaves_no_half_state(
     assert authorizer.token is not None
 
 
-async def test_a_refresh_that_times_out_falls_back_to_authorizing(nursery: trio.Nursery) -> None:
+async def test_a_refresh_that_times_out_falls_back_to_authorizing(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     s = await start(
         nursery,
         prm_scopes=["mcp"],
@@ -388,9 +433,10 @@ async def test_a_refresh_that_times_out_falls_back_to_authorizing(nursery: trio.
         hang_refresh=True,
     )
     with trio.fail_after(IO_TIMEOUT):
-        async with open_client(s.url, era="modern", auth=oauth(timeout=0.5)) as client:
+        auth = oauth(timeout=0.5, clock=s.time)
+        async with open_client(s.url, era="modern", auth=auth) as client:
             await client.call_tool("whoami", {})
-            await trio.sleep(0.5)  # expired: the refresh before the next request hangs
+            s.time.advance(0.5)  # expired: the refresh before the next request hangs
             assert (await client.call_tool("whoami", {})).text.startswith("alice")
             assert (await client.call_tool("whoami", {})).text.startswith("alice")
     grants = [t["grant_type"] for t in s.asrv.token_requests]
@@ -467,14 +513,12 @@ async def test_concurrent_refusals_share_one_authorization(nursery: trio.Nursery
 # ------------------------------------------------------------------ one-way messages
 
 
-async def until(condition: Any) -> None:
-    while not condition():
-        await trio.sleep(0.01)
-
-
-async def test_a_notification_after_expiry_goes_out_with_a_refreshed_token(
+async def test_a_notification_after_expiry_goes_out_and_again_with_the_refreshed_token(
     nursery: trio.Nursery,
 ) -> None:
+    # The session's writer does not call the authorization server: the notification
+    # goes with the token there is (it starts the refresh); refused, it waits for that
+    # refresh and goes again.
     s = await start(
         nursery,
         prm_scopes=["mcp"],
@@ -483,16 +527,75 @@ async def test_a_notification_after_expiry_goes_out_with_a_refreshed_token(
         scopes_supported=["mcp", "offline_access"],
     )
     with trio.fail_after(IO_TIMEOUT):
-        async with open_client(s.url, era="legacy", auth=oauth()) as client:
+        async with open_client(s.url, era="legacy", auth=oauth(clock=s.time)) as client:
             await client.call_tool("whoami", {})
-            await trio.sleep(0.6)  # expired; a refresh token exists
+            s.time.advance(0.6)  # expired; a refresh token exists
             s.refused.clear()
             s.posts.clear()
             await client.notify("notifications/message_from_client_test")
-            await until(lambda: s.posts)
-    assert s.refused == []
+            await s.until(lambda: len(s.posts) == 2)
+    assert s.refused == s.posts[:1]
     assert s.asrv.token_requests[-1]["grant_type"] == "refresh_token"
-    assert s.posts == s.accepted[-1:]  # one POST, with the refreshed token
+    assert s.accepted[-1] == s.posts[1]  # taken with the refreshed token
+
+
+async def test_a_one_way_message_never_waits_for_a_hanging_authorization_server(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The refresh runs apart from the session's writer (whose write_timeout would
+    # otherwise close the session): the notification waits a bounded time for it, is
+    # lost, and the session goes on; the next request waits for the refresh, which
+    # times out, and authorizes afresh.
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=0.5,
+        scopes_supported=["mcp", "offline_access"],
+        hang_refresh=True,
+    )
+    config = SessionConfig(write_timeout=1.0)
+    auth = oauth(timeout=3.0, clock=s.time)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="legacy", auth=auth, config=config) as client:
+            await client.call_tool("whoami", {})
+            s.time.advance(0.6)  # expired; the authorization server now hangs
+            await client.notify("notifications/message_from_client_test")
+            assert (await client.call_tool("whoami", {})).text.startswith("alice")
+    grants = [t["grant_type"] for t in s.asrv.token_requests]
+    assert grants == ["authorization_code", "refresh_token", "authorization_code"]
+
+
+async def test_a_notification_racing_a_requests_refresh_waits_for_it(
+    nursery: trio.Nursery,
+) -> None:
+    # One refresh, shared: the notification refused meanwhile is sent again with its
+    # token (it was lost when the request's refresh held the flow's lock).
+    gate = trio.Event()
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=0.5,
+        scopes_supported=["mcp", "offline_access"],
+        refresh_gate=gate,
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="legacy", auth=oauth(clock=s.time)) as client:
+            await client.call_tool("whoami", {})
+            s.time.advance(0.6)  # expired for the server too
+            s.posts.clear()
+            s.refused.clear()
+            async with trio.open_nursery() as tasks:
+                tasks.start_soon(client.call_tool, "whoami", {})
+                await s.asrv.refresh_asked.wait()  # the request's refresh is under way
+                tasks.start_soon(client.notify, "notifications/message_from_client_test")
+                await s.until(lambda: s.refused)  # the notification, with the old token
+                gate.set()
+            await s.until(lambda: len(s.posts) == 3)
+    old, new = s.posts[0], s.posts[1]
+    assert s.refused == [old] and s.posts == [old, new, new] and new in s.accepted
+    assert [t["grant_type"] for t in s.asrv.token_requests].count("refresh_token") == 1
 
 
 async def test_a_notification_refused_with_401_is_sent_again_after_a_refresh(
@@ -507,7 +610,7 @@ async def test_a_notification_refused_with_401_is_sent_again_after_a_refresh(
             s.asrv.tokens.clear()  # revoked: the server refuses the token in use
             s.posts.clear()
             await client.notify("notifications/message_from_client_test")
-            await until(lambda: len(s.posts) == 2)
+            await s.until(lambda: len(s.posts) == 2)
     # Refused once, then taken with the refreshed token.
     assert s.refused[-1] == s.posts[0] and s.accepted[-1] == s.posts[1]
     assert len(s.asrv.authorizations) == 1  # no user for a one-way message
@@ -517,12 +620,12 @@ async def test_a_notification_refused_with_401_is_sent_again_after_a_refresh(
 
 
 async def test_authorizing_before_connecting_is_bounded_by_authorize_timeout_alone(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     s = await start(nursery, prm_scopes=["mcp"])
 
     async def slow_user(url: str) -> str:
-        await trio.sleep(1.2)  # a human in a browser
+        await trio.sleep(1.2)  # a human in a browser (virtual time)
         return await fetch_authorization_redirect(url)
 
     auth = oauth(on_authorize=slow_user)
@@ -535,13 +638,13 @@ async def test_authorizing_before_connecting_is_bounded_by_authorize_timeout_alo
 
 
 async def test_a_request_timeout_does_not_cut_the_authorization_short(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     s = await start(nursery, prm_scopes=["mcp"], open=True)
     done = trio.Event()
 
     async def slow_user(url: str) -> str:
-        await trio.sleep(0.6)
+        await trio.sleep(0.6)  # (virtual time)
         try:
             return await fetch_authorization_redirect(url)
         finally:
@@ -559,7 +662,7 @@ async def test_a_request_timeout_does_not_cut_the_authorization_short(
 
 
 async def test_an_authorization_over_authorize_timeout_fails_the_request(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     s = await start(nursery, prm_scopes=["mcp"], open=True)
 
@@ -575,3 +678,76 @@ async def test_an_authorization_over_authorize_timeout_fails_the_request(
                 await client.call_tool("whoami", {})
             s.open = True
             assert (await client.call_tool("whoami", {})).text == "alice []"  # still alive
+
+
+# ------------------------------------------------------------------ the application's errors
+
+
+async def test_an_on_authorize_that_raises_fails_the_waiting_requests_not_the_session(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The user closed the browser: the application's callback raises what it likes.
+    # Every request waiting for that authorization fails (asking once), the session
+    # goes on, and the log names the exception's type, not its text.
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+    prompts: list[str] = []
+    waiting = 4
+
+    async def closed_browser(url: str) -> str:
+        prompts.append(url)
+        await s.until(lambda: s.posts.count("") >= waiting)  # all of them refused
+        await trio.testing.wait_all_tasks_blocked()
+        raise RuntimeError("the user closed the browser (details: hush)")
+
+    failures: list[str] = []
+    with caplog.at_level(logging.DEBUG, "mcp_trio"), trio.fail_after(IO_TIMEOUT):
+        async with open_client(
+            s.url, era="modern", auth=oauth(on_authorize=closed_browser)
+        ) as client:
+            s.open = False
+            s.posts.clear()
+
+            async def one() -> None:
+                with pytest.raises(McpError, match="authorization failed") as caught:
+                    await client.call_tool("whoami", {})
+                failures.append(str(caught.value))
+
+            async with trio.open_nursery() as calls:
+                for _ in range(waiting):
+                    calls.start_soon(one)
+            s.open = True
+            assert (await client.call_tool("whoami", {})).text == "alice []"  # still alive
+    assert len(prompts) == 1 and len(failures) == waiting
+    assert all("RuntimeError" in f and "hush" not in f for f in failures)
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("RuntimeError" in m for m in loud) and not any("hush" in m for m in loud)
+    assert any(r.exc_info is not None for r in caplog.records if r.levelno == logging.DEBUG)
+
+
+async def test_a_storage_that_raises_fails_the_authorization_not_the_session(
+    nursery: trio.Nursery,
+) -> None:
+    class LockedKeyring:
+        def __init__(self) -> None:
+            self.memory = InMemoryOAuthStorage()
+
+        async def load_client(self, issuer: str) -> ClientCredentials | None:
+            return await self.memory.load_client(issuer)
+
+        async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+            await self.memory.save_client(issuer, client)
+
+        async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+            return None
+
+        async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+            raise OSError("the keyring is locked")
+
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth(storage=LockedKeyring())) as client:
+            s.open = False
+            with pytest.raises(McpError, match="OSError"):
+                await client.call_tool("whoami", {})
+            s.open = True
+            assert (await client.call_tool("whoami", {})).text == "alice []"
