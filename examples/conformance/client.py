@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,7 +34,6 @@ from mcp_trio import (
     fetch_authorization_redirect,
     open_client,
 )
-from mcp_trio._oauth import oauth_fetch
 
 Scenario = Callable[[Client, dict[str, Any]], Awaitable[None]]
 
@@ -150,23 +151,41 @@ SCENARIOS: dict[str, Scenario] = {
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
-async def issuer_of(url: str) -> str:
-    """The authorization server the server at ``url`` names. A secret is bound to its
-    issuer (``ClientCredentials`` refuses one without), and the suite gives none with
-    auth/client-credentials-basic's: an operator would look it up once, as here, when
-    registering the client; an application is configured with it, never takes it from
-    the server it is about to send the secret for."""
+async def harness_issuer_of(url: str) -> str:
+    """TEST-HARNESS SHORTCUT: NOT A PATTERN TO COPY.
+
+    ``auth/client-credentials-basic`` gives a client secret but not the authorization
+    server it belongs to, and :class:`~mcp_trio.ClientCredentials` refuses a secret
+    without its ``issuer``. So, for that one scenario against the suite's mock, the
+    issuer is read from the metadata of the very server the secret is then sent for:
+    precisely what binding a secret to its issuer prevents (a server that names an
+    authorization server it controls would receive the secret). A real application
+    is configured with the issuer, out of band, when the client is registered.
+
+    A plain ``urllib`` GET in a thread: mcp_trio has no public HTTP fetch (its OAuth
+    requests are internal), and the mock is plain http on localhost."""
+
+    def get(where: str) -> bytes | None:
+        try:
+            with urllib.request.urlopen(where, timeout=10) as answer:
+                body: bytes = answer.read(1 << 20)
+                return body
+        except urllib.error.HTTPError:
+            return None
+
     for where in protected_resource_metadata_urls(url, None):
-        status, _, body = await oauth_fetch("GET", where)
-        if status == 200:
+        body = await trio.to_thread.run_sync(get, where)
+        if body is not None:
             return parse_protected_resource_metadata(body, url).authorization_servers[0]
     raise OAuthError(f"no protected-resource metadata for {url}")
 
 
 async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth | None:
     """OAuth for the auth/* scenarios: pre-registered credentials when the context
-    has them (bound to the context's issuer, else the one the server names), our
-    metadata document URL where the server supports those."""
+    has them (bound to the context's issuer), our metadata document URL where the
+    server supports those. A secret without an issuer is used only in
+    auth/client-credentials-basic (see :func:`harness_issuer_of`); elsewhere it is
+    dropped and the ``client_id`` used as a public client's."""
     if not scenario.startswith("auth/"):
         return None
     client = None
@@ -174,7 +193,10 @@ async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth |
         secret = context.get("client_secret")
         issuer = context.get("issuer")
         if secret is not None and issuer is None:
-            issuer = await issuer_of(url)
+            if scenario == "auth/client-credentials-basic":
+                issuer = await harness_issuer_of(url)
+            else:
+                secret = None
         client = ClientCredentials(
             client_id=context["client_id"], client_secret=secret, issuer=issuer
         )
