@@ -487,9 +487,10 @@ async def test_short_lived_tokens_are_not_refreshed_before_every_request(
         scopes_supported=["mcp", "offline_access"],
     )
     with trio.fail_after(IO_TIMEOUT):
-        async with open_client(s.url, era=era, auth=oauth()) as client:
+        async with open_client(s.url, era=era, auth=oauth(clock=s.time)) as client:
             for _ in range(10):
                 await client.call_tool("whoami", {})
+                s.time.advance(1.5)  # 15 s in all: within 18 s, a 20 s token is good
     assert [t["grant_type"] for t in s.asrv.token_requests] == ["authorization_code"]
 
 
