@@ -8,9 +8,10 @@ timeout in the server and client runs on that clock.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import attrs
 import h11
@@ -335,6 +336,54 @@ async def raw_session(port: int) -> str:
 
 
 # ---------------------------------------------------------------------- fake servers
+
+
+Route: TypeAlias = Callable[
+    [str, str, dict[str, str], bytes], Awaitable[tuple[int, list[tuple[str, str]], bytes]]
+]
+"""``async (method, target, headers, body) -> (status, headers, body)``: a fake server."""
+
+
+async def serve_routes(route: Route, stream: trio.SocketStream) -> None:
+    """One connection of a hand-written HTTP/1.1 server (keep-alive): each request's
+    answer is ``route``'s, with its ``content-length``; a client that leaves ends it."""
+    conn = h11.Connection(h11.SERVER)
+    while True:
+        head: h11.Request | None = None
+        body = b""
+        while not isinstance(event := conn.next_event(), h11.EndOfMessage):
+            if event is h11.NEED_DATA:
+                try:
+                    data = await stream.receive_some(65536)
+                except trio.BrokenResourceError:
+                    return
+                if not data:
+                    return
+                conn.receive_data(data)
+            elif isinstance(event, h11.Request):
+                head = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            else:
+                return
+        assert head is not None
+        headers = {k.decode(): v.decode() for k, v in head.headers}
+        status, out_headers, payload = await route(
+            head.method.decode(), head.target.decode(), headers, body
+        )
+        all_headers = [*out_headers, ("content-length", str(len(payload)))]
+        out = [
+            conn.send(h11.Response(status_code=status, headers=all_headers)),
+            conn.send(h11.Data(data=payload)) if payload else b"",
+            conn.send(h11.EndOfMessage()),
+        ]
+        try:
+            await stream.send_all(b"".join(part for part in out if part))
+        except trio.BrokenResourceError:
+            return
+        if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+            return
+        conn.start_next_cycle()
 
 
 async def read_request(

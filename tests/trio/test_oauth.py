@@ -12,7 +12,6 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import attrs
-import h11
 import pytest
 import trio
 
@@ -29,7 +28,7 @@ from mcp_trio import (
 )
 from mcp_trio._oauth import oauth_fetch
 
-from .test_http_support import IO_TIMEOUT, App, start_server
+from .test_http_support import IO_TIMEOUT, App, serve_routes, start_server
 
 REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -200,40 +199,7 @@ class Fake:
         return status, keep, answer
 
     async def serve(self, stream: trio.SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        while True:
-            head: h11.Request | None = None
-            body = b""
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    data = await stream.receive_some(65536)
-                    if not data:
-                        return
-                    conn.receive_data(data)
-                elif isinstance(event, h11.Request):
-                    head = event
-                elif isinstance(event, h11.Data):
-                    body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                else:
-                    return
-            assert head is not None
-            headers = {k.decode(): v.decode() for k, v in head.headers}
-            status, out_headers, payload = await self.route(
-                head.method.decode(), head.target.decode(), headers, body
-            )
-            all_headers = [*out_headers, ("content-length", str(len(payload)))]
-            out = [
-                conn.send(h11.Response(status_code=status, headers=all_headers)),
-                conn.send(h11.Data(data=payload)) if payload else b"",
-                conn.send(h11.EndOfMessage()),
-            ]
-            await stream.send_all(b"".join(part for part in out if part))
-            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                return
-            conn.start_next_cycle()
+        await serve_routes(self.route, stream)
 
 
 async def start_fake(nursery: trio.Nursery, **knobs: Any) -> Fake:

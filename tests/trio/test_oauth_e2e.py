@@ -22,7 +22,6 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode
 
 import attrs
-import h11
 import pytest
 import trio
 import trio.testing
@@ -48,7 +47,7 @@ from mcp_trio import (
     open_client,
 )
 
-from .test_http_support import IO_TIMEOUT
+from .test_http_support import IO_TIMEOUT, serve_routes
 
 REDIRECT = "http://127.0.0.1:9/callback"
 Era = Literal["legacy", "modern"]
@@ -167,50 +166,7 @@ class FakeAS:
         return 404, [], b""
 
     async def serve(self, stream: trio.SocketStream) -> None:
-        conn = h11.Connection(h11.SERVER)
-        while True:
-            head: h11.Request | None = None
-            body = b""
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    try:
-                        data = await stream.receive_some(65536)
-                    except trio.BrokenResourceError:
-                        return
-                    if not data:
-                        return
-                    conn.receive_data(data)
-                elif isinstance(event, h11.Request):
-                    head = event
-                elif isinstance(event, h11.Data):
-                    body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    break
-                else:
-                    return
-            assert head is not None
-            headers = {k.decode(): v.decode() for k, v in head.headers}
-            status, out_headers, payload = await self.route(
-                head.method.decode(), head.target.decode(), headers, body
-            )
-            out = [
-                conn.send(
-                    h11.Response(
-                        status_code=status,
-                        headers=[*out_headers, ("content-length", str(len(payload)))],
-                    )
-                ),
-                conn.send(h11.Data(data=payload)) if payload else b"",
-                conn.send(h11.EndOfMessage()),
-            ]
-            try:
-                await stream.send_all(b"".join(part for part in out if part))
-            except trio.BrokenResourceError:
-                return
-            if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
-                return
-            conn.start_next_cycle()
+        await serve_routes(self.route, stream)
 
 
 @attrs.define
