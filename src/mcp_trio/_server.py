@@ -44,7 +44,7 @@ import importlib
 import secrets
 import ssl
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, overload
 
 import attrs
@@ -789,20 +789,24 @@ class Server:
         Resource handling:
             Both sessions are closed when the block exits.
         """
-        async with (
-            # First: the sessions' tasks (which serve the calls) inherit its nursery.
-            self._methods.tasks.running(),
-            open_memory_pair(
-                server_handlers=self.handlers(),
-                client_handlers=client_handlers,
-                server_config=self.session_config,
-                client_config=client_config,
-                server_connection_config=self.connection_config(),
-                client_connection_config=ConnectionConfig(**client_connection_config),
-                start=False,
-            ) as (client, server_session),
-            open_task_nursery("in-memory server", cancel_on_exit=True) as nursery,
-        ):
+        tasks = self._methods.tasks
+        async with tasks.running(inherit=False) as tasks_nursery, AsyncExitStack() as stack:
+            # The sessions' tasks (which serve the calls) belong to its nursery; the
+            # caller's block does not (what it serves some other way gets no tasks).
+            with tasks.serving(tasks_nursery):
+                pair = open_memory_pair(
+                    server_handlers=self.handlers(),
+                    client_handlers=client_handlers,
+                    server_config=self.session_config,
+                    client_config=client_config,
+                    server_connection_config=self.connection_config(),
+                    client_connection_config=ConnectionConfig(**client_connection_config),
+                    start=False,
+                )
+                client, server_session = await stack.enter_async_context(pair)
+            nursery = await stack.enter_async_context(
+                open_task_nursery("in-memory server", cancel_on_exit=True)
+            )
             self._tracker.track(server_session)
             nursery.start_soon(self._tracker.watch, server_session)
             if start:

@@ -31,12 +31,12 @@ the table and its work cancelled: its id never reached anyone.
 Bounds, all in :class:`TaskConfig`: at most ``max_tasks`` tasks are kept (running or
 finished); a task has at most ``max_input_requests`` questions outstanding. Each expires
 ``ttl_ms`` after its creation: the tool's cancel scope has that deadline, so trio cancels work
-still running then, and the task ends ``failed`` (the spec lets a server fail a task after
-its TTL). Records are purged lazily, on every look-up and creation, oldest first (tasks
-share one TTL, so the oldest expires first): a finished record may stay in memory past its
-TTL until then, which ``max_tasks`` bounds. A call that finds the table full runs without a
-task (``optional``) or is refused (``required``): a task is never evicted before its TTL,
-since a client may still poll it.
+still running then (the task settles ``failed``, which only the table sees: an expired
+task is unknown to ``tasks/get`` from then on). Records are purged lazily, on every look-up
+and creation, oldest first (tasks share one TTL, so the oldest expires first): a finished
+record may stay in memory past its TTL until then, which ``max_tasks`` bounds. A call that
+finds the table full runs without a task (``optional``) or is refused (``required``): a task
+is never evicted before its TTL, since a client may still poll it.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
@@ -61,8 +61,8 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast, final
 
@@ -138,9 +138,9 @@ class TaskConfig:
     task, or, for a ``task="required"`` tool, is refused with -32603."""
     ttl_ms: int = attrs.field(default=3_600_000, validator=_positive("ttl_ms"))
     """How long a task is kept after its creation (``ttlMs``), in ms. Work still running
-    then is cancelled at once and the task ends ``failed``; the record is purged on the
-    next look-up or creation (lazily: a finished record may outstay its TTL, within
-    ``max_tasks``). Default: one hour."""
+    then is cancelled at once, and ``tasks/get`` answers "unknown task"; the record is
+    purged on the next look-up or creation (lazily: a finished record may outstay its TTL,
+    within ``max_tasks``). Default: one hour."""
     poll_interval_ms: int = attrs.field(default=1000, validator=_positive("poll_interval_ms"))
     """The polling interval suggested to clients (``pollIntervalMs``), in ms."""
     max_input_requests: int = attrs.field(default=32, validator=_positive("max_input_requests"))
@@ -217,8 +217,8 @@ class TaskRun:
         """
         if self.task is not None:
             return True
-        if self.scope.cancel_called:
-            return False
+        if self.scope.cancel_called or self.launch.done.is_set():
+            return False  # (withdrawn, or already answered: nobody would learn its id)
         task = self._runner._admit(self)
         if task is None:
             if self._support == "required":
@@ -379,22 +379,37 @@ class TaskRunner:
     # ------------------------------------------------------------ the nursery
 
     @asynccontextmanager
-    async def running(self) -> AsyncGenerator[None]:
+    async def running(self, *, inherit: bool = True) -> AsyncGenerator[trio.Nursery]:
         """Run tasks in a nursery for the duration of the block (the server's
         ``serve_*`` methods do this). Blocks may nest or overlap: a task runs in the
         nursery of the block whose transport received its call (the innermost block
         around the code that spawned the request's task). On exit, the block's tasks
         that still run are cancelled; other blocks' tasks go on.
+
+        ``inherit=False``: the block's own code does not hand its nursery on; only
+        what is spawned inside :meth:`serving` does (``connect_in_memory``, whose block
+        is the caller's).
         """
         async with open_task_nursery("tasks", cancel_on_exit=True) as nursery:
             self._nurseries.add(nursery)
-            token = self._serving.set(nursery)
+            token = self._serving.set(nursery) if inherit else None
             try:
-                yield
+                yield nursery
             finally:
-                self._serving.reset(token)
+                if token is not None:
+                    self._serving.reset(token)
                 self._nurseries.discard(nursery)
                 nursery.cancel_scope.cancel()
+
+    @contextmanager
+    def serving(self, nursery: trio.Nursery) -> Iterator[None]:
+        """Tasks spawned inside this block (a transport's sessions) serve their calls
+        with ``nursery`` (one of :meth:`running`)."""
+        token = self._serving.set(nursery)
+        try:
+            yield
+        finally:
+            self._serving.reset(token)
 
     def _current_nursery(self) -> trio.Nursery | None:
         """The nursery of the serve block handling this request, while it is open."""
@@ -483,6 +498,10 @@ class TaskRunner:
         nursery.start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()
+            # A cancel handled in the round the launch was answered: the wait returned,
+            # but the answer will be dropped, so the task too (this adds no schedule
+            # point when nothing was cancelled).
+            await trio.lowlevel.checkpoint_if_cancelled()
         except BaseException:
             # The request went away (cancelled, connection closed), perhaps in the very
             # round its task was created: nobody will learn of it, so it must not run on

@@ -6,6 +6,7 @@ take no real time.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -17,6 +18,7 @@ import trio
 import trio.testing
 from trio.testing import MockClock
 
+import mcp_trio
 from mcp_sansio import ConnectionConfig, Era, InputRequired
 from mcp_sansio._http_auth import Principal
 from mcp_sansio._tasks import TASKS_EXTENSION
@@ -815,3 +817,91 @@ async def test_a_task_belongs_to_the_principal_that_created_it(autojump_clock: M
         await runner.tasks_cancel(ctx("alice", "tasks/cancel", taskId=task_id))
         await trio.testing.wait_all_tasks_blocked()
         assert (await runner.tasks_get(ctx("alice", taskId=task_id)))["status"] == "cancelled"
+
+
+async def test_a_cancel_taken_as_the_task_is_created_drops_the_task(
+    autojump_clock: MockClock,
+) -> None:
+    # The reader took notifications/cancelled in the round the launch was answered: the
+    # call's wait returned, its answer was dropped, and the task ran on unannounced.
+    server = Server("race")
+    finished: list[str] = []
+
+    @server.tool(task=True, task_start="explicit")
+    async def slow(ctx: Context) -> str:
+        """Slow."""
+        ctx.start_task()
+        raw = ctx._raw  # what the session's reader does with notifications/cancelled
+        raw.session._pool.cancel_request(raw.request_id)
+        await trio.sleep(10)
+        finished.append("ran to completion")  # pragma: no cover
+        return "done"  # pragma: no cover
+
+    async with client(server) as c:
+        with trio.move_on_after(5) as waited:
+            await call(c, "slow")
+        assert waited.cancelled_caught  # (no answer: the call was cancelled)
+        await trio.sleep(20)
+    assert server._methods.tasks._tasks == {} and finished == []
+
+
+async def test_a_thread_cannot_start_the_task_of_a_call_already_answered() -> None:
+    # A def tool's thread, abandoned when its serve block ended (the call answered
+    # "server stopped"), started a task later: "working" forever, in nobody's hands.
+    runner = TaskRunner()
+    ctx: Any = SimpleNamespace(era=Era.MODERN, client_capabilities=EXT, principal=None)
+    release = threading.Event()
+    out: dict[str, Any] = {}
+
+    async def work(run: TaskRun) -> dict[str, Any]:
+        def blocking() -> None:
+            release.wait(10)
+            out["started"] = trio.from_thread.run_sync(run.start)
+            trio.from_thread.run_sync(tried.set)
+
+        await trio.to_thread.run_sync(blocking, abandon_on_cancel=True)
+        return {"content": []}  # pragma: no cover
+
+    async def go() -> None:
+        with pytest.raises(McpError, match="stopped"):
+            await runner.call(ctx, "optional", "explicit", work, "t")
+        answered.set()
+
+    answered, tried = trio.Event(), trio.Event()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as outer:  # the call outlives the serve block
+            async with runner.running():
+                outer.start_soon(go)
+                await trio.testing.wait_all_tasks_blocked()
+            await answered.wait()
+            release.set()
+            await tried.wait()
+    assert out["started"] is False and runner._tasks == {}
+
+
+async def test_the_in_memory_block_lends_its_tasks_to_nothing_else() -> None:
+    # connect_in_memory's nursery leaked into the caller's own code: a server served
+    # some other way inside the block ran task tools in it.
+    server = make_server()
+    to_server, server_stdin = trio.testing.memory_stream_one_way_pair()
+    server_stdout, from_server = trio.testing.memory_stream_one_way_pair()
+    config = ConnectionConfig(era="modern", capabilities=EXT)
+    with trio.fail_after(10):
+        async with (
+            server.connect_in_memory(era="modern", capabilities=EXT),
+            trio.open_nursery() as n,
+        ):
+            serve = partial(
+                mcp_trio.serve_stdio,
+                server.handlers(),
+                connection_config=server.connection_config(),
+                stdin=server_stdin,
+                stdout=server_stdout,
+            )
+            await n.start(serve)
+            channel = StreamChannel(to_server, from_server)
+            async with open_session(channel, "client", connection_config=config) as c:
+                await c.start()
+                with pytest.raises(McpError, match="runs no tasks now"):
+                    await call(c, "only_task")
+            n.cancel_scope.cancel()
