@@ -4,8 +4,6 @@ to a real ``serve_http`` server), and the real client with ``auth=OAuth(...)``."
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import secrets
 from functools import partial
 from typing import Any, Literal
@@ -28,14 +26,8 @@ from mcp_trio import (
 )
 from mcp_trio._oauth import oauth_fetch
 
+from .oauth_support import REDIRECT, oauth, s256
 from .test_http_support import IO_TIMEOUT, App, serve_routes, start_server
-
-REDIRECT = "http://127.0.0.1:9/callback"
-
-
-def _s256(verifier: str) -> str:
-    digest = hashlib.sha256(verifier.encode()).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 @attrs.define
@@ -149,7 +141,7 @@ class Fake:
             form = dict(parse_qsl(body.decode()))
             self.token_requests.append(form)
             if form["grant_type"] == "authorization_code":
-                if form["code"] != "code-" + _s256(form["code_verifier"]):
+                if form["code"] != "code-" + s256(form["code_verifier"]):
                     return 400, js, dumps({"error": "invalid_grant"})
                 scopes = set(self.challenges[form["code"]].split())
                 return 200, js, dumps(self._new_token(scopes))
@@ -208,14 +200,6 @@ async def start_fake(nursery: trio.Nursery, **knobs: Any) -> Fake:
     listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
     fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     return fake
-
-
-def oauth(**kwargs: Any) -> OAuth:
-    options: dict[str, Any] = {
-        "redirect_uri": REDIRECT,
-        "on_authorize": fetch_authorization_redirect,
-    }
-    return OAuth(**{**options, **kwargs})
 
 
 async def list_and_call(

@@ -12,8 +12,6 @@ sleep, so virtual time moves only for timers."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import secrets
 import socket
@@ -47,16 +45,11 @@ from mcp_trio import (
     open_client,
 )
 
+from .oauth_support import oauth, s256
 from .test_http_support import IO_TIMEOUT, serve_routes
 
-REDIRECT = "http://127.0.0.1:9/callback"
 Era = Literal["legacy", "modern"]
 ERAS: list[Era] = ["legacy", "modern"]
-
-
-def _s256(verifier: str) -> str:
-    digest = hashlib.sha256(verifier.encode()).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 @attrs.define
@@ -148,7 +141,7 @@ class FakeAS:
             self.token_requests.append(form)
             if form.get("grant_type") == "authorization_code":
                 asked = self.codes.pop(form.get("code", ""), None)
-                if asked is None or _s256(form["code_verifier"]) != asked["code_challenge"]:
+                if asked is None or s256(form["code_verifier"]) != asked["code_challenge"]:
                     return 400, js, dumps({"error": "invalid_grant"})
                 scopes = frozenset(asked.get("scope", "").split())
                 return 200, js, dumps(self._issue(scopes, form.get("resource")))
@@ -260,14 +253,6 @@ async def start(
         )
     )
     return setup
-
-
-def oauth(**kwargs: Any) -> OAuth:
-    options: dict[str, Any] = {
-        "redirect_uri": REDIRECT,
-        "on_authorize": fetch_authorization_redirect,
-    }
-    return OAuth(**{**options, **kwargs})
 
 
 # ------------------------------------------------------------------ the happy paths
