@@ -16,7 +16,12 @@ server URL as an :class:`Authorizer`, which the channel consults:
   from the flow's lock: a request waits for it (:meth:`Authorizer.ready`; it is
   bounded by ``timeout``); a one-way message (a notification, an answer to the
   server) only starts it (:meth:`Authorizer.refresh_soon`) and goes with the current
-  token: its sender, the session's writer, never calls the authorization server;
+  token: its sender, the session's writer, never calls the authorization server.
+  Refresh tokens may be single-use and the storage shared (by the clients of one
+  :class:`OAuth`, or of one storage): the refresh takes the storage's token instead
+  when another client stored a newer one, reads it again after a refusal, and forgets
+  the stored token only if it is still the one refused. A refresh that ends while a
+  flow is storing its token, or after, drops its outcome (memory and storage);
 * when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``
   (:meth:`Authorizer.challenged`): discovery, registration, authorization and the
   token request, after which the channel sends the request again. One flow at a time
@@ -29,12 +34,12 @@ server URL as an :class:`Authorizer`, which the channel consults:
   kept in the storage, where the next flow finds it). A request gets at most
   ``max_authorizations`` such rounds (the step-up retry limit,
   ``2025-11-25/basic/authorization``, "Scope Challenge Handling"); then the refusal
-  is its answer. The user is not asked again when the server refuses (``401``) the
-  token just issued, nor for a scope set the authorization server granted and the
-  server still found insufficient (remembered per resource): those fail the request
-  at once. An exception from ``on_authorize``
-  or the storage is that flow's failure (an :class:`OAuthError` for every request
-  waiting on it), never the channel's;
+  is its answer. The user is not asked again (nor the token refreshed again) when the
+  server refuses (``401``) the token just issued, by a flow or a refresh, nor for a
+  scope set the authorization server granted and the server still found insufficient
+  (remembered per resource): those fail the request at once. An exception from
+  ``on_authorize`` or the storage is that flow's failure (an :class:`OAuthError` for
+  every request waiting on it), never the channel's;
 * when a one-way message is refused with ``401`` (:meth:`Authorizer.refreshed`): it
   waits for the shared refresh (started if need be), bounded well inside the writer's
   ``write_timeout``, and is sent once more with the new token; without one it is lost.
@@ -210,9 +215,11 @@ class OAuth:
         scope: scopes to ask for when neither the challenge nor the metadata says.
         offline_access: ask for ``offline_access`` (a refresh token) when the
             authorization server lists it.
-        storage: where registrations and tokens are kept (default: in memory). An
-            exception it raises fails that authorization (see ``on_authorize``), or
-            drops the token it was refreshing.
+        storage: where registrations and tokens are kept (default: in memory). It
+            may be shared (as this :class:`OAuth` is, by its clients): a refresh
+            takes a newer token another client stored there. An exception it raises
+            fails that authorization (see ``on_authorize``), or drops the token it
+            was refreshing.
         ssl_context: TLS for the metadata and authorization server requests.
         timeout: seconds each of those requests may take.
         authorize_timeout: seconds one whole authorization (discovery, registration,
@@ -410,6 +417,11 @@ class Authorizer:
         # one flow's outcome rather than each asking the user again.
         self._failures = 0
         self._last_failure: OAuthError | None = None
+        # Bumped by a flow before it stores its token, and true while it does: a
+        # refresh that saw another generation, or ends meanwhile, drops its outcome
+        # (it would overwrite the flow's token in the storage with an older one).
+        self._generation = 0
+        self._storing = False
 
     # ------------------------------------------------------------------ the channel's side
 
@@ -464,6 +476,8 @@ class Authorizer:
             token = self.token
             if token is None or token.refresh_token is None or self.metadata is None:
                 return False
+            if sent == self._unconfirmed:
+                return False  # refused as just issued: another would be refused too
             done = self._start_refresh(nursery)
         with trio.move_on_after(timeout):
             await done.wait()
@@ -645,20 +659,16 @@ class Authorizer:
         if not step_up and current is None:
             stored = await oauth.storage.load_token(resource, issuer)
             if stored is not None and self._encode(stored) != sent:
+                issued = False
                 if stored.expired(oauth.clock()) and stored.refresh_token is not None:
-                    try:
-                        stored, client = await self._refresh_exchange(
-                            stored, metadata, resource, client
-                        )
-                    except (OAuthError, trio.TooSlowError) as exc:
-                        logger.info("OAuth: a kept token could not be refreshed: %s", _why(exc))
-                        await oauth.storage.save_token(resource, issuer, None)
-                        stored = None
-                    else:
-                        await oauth.storage.save_token(resource, issuer, stored)
+                    stored, client, issued = await self._renew(
+                        stored, metadata, issuer, resource, client, _always
+                    )
                 if stored is not None and not stored.expired(oauth.clock()):
                     # A token kept from before: try it.
                     self._commit(issuer, metadata, resource, prm, client, stored, previous)
+                    if issued:
+                        self._unconfirmed = self._header
                     return
         elif not step_up and current is not None and current.refresh_token is not None:
             await self._shared_refresh(nursery)
@@ -681,7 +691,13 @@ class Authorizer:
             token = await self._client_credentials(metadata, client, resource, scope)
         else:
             token = await self._authorize(metadata, client, resource, scope)
-        await oauth.storage.save_token(resource, issuer, token)
+        # A refresh under way must not store the token this one replaces after it.
+        self._generation += 1
+        self._storing = True
+        try:
+            await oauth.storage.save_token(resource, issuer, token)
+        finally:
+            self._storing = False
         self._commit(issuer, metadata, resource, prm, client, token, scope)
         self._unconfirmed = self._header
 
@@ -912,37 +928,93 @@ class Authorizer:
         await done.wait()
 
     async def _refresh(self) -> None:
-        """Exchange the refresh token of the token in use; on refusal (or no answer
-        within ``timeout``) forget the token. A token replaced meanwhile (a flow
-        finished) is kept: the refresh's outcome is dropped. Never raises (but
-        Cancelled)."""
+        """Replace the token in use (see :meth:`_renew`); on refusal (or no answer
+        within ``timeout``) forget it. A token replaced meanwhile (a flow finished, or
+        is storing its token) is kept: the refresh's outcome is dropped, in memory and
+        in the storage. A token obtained by refresh counts as just issued (a ``401`` to
+        it is not answered by authorizing again). Never raises (but Cancelled)."""
         token, metadata, client = self.token, self.metadata, self.client
         issuer, resource = self.issuer, self.resource
         if token is None or token.refresh_token is None or metadata is None or issuer is None:
             return
-        storage = self.oauth.storage
+        generation = self._generation
+
+        def current() -> bool:
+            return self.token is token and self._generation == generation and not self._storing
+
         try:
-            new, client = await self._refresh_exchange(token, metadata, resource, client)
-        except (OAuthError, trio.TooSlowError) as exc:
-            logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
-            new = None
-        except Exception as exc:  # (from the storage: a registration to load or save)
+            new, client, issued = await self._renew(
+                token, metadata, issuer, resource, client, current
+            )
+        except Exception as exc:  # (from the storage)
             logger.debug("OAuth: the token could not be refreshed", exc_info=True)
             logger.warning("OAuth: the token could not be refreshed: %s raised", type(exc).__name__)
-            new = None
-        if self.token is not token:
+            new, issued = None, False
+        if not current():
             return  # replaced meanwhile
         if new is not None and self.client is None:
             self.client = client
         self._use(new)
-        if resource is not None:
-            try:
-                await storage.save_token(resource, issuer, new)
-            except Exception as exc:
-                logger.debug("OAuth: the token could not be stored", exc_info=True)
-                logger.warning(
-                    "OAuth: the token could not be stored: %s raised", type(exc).__name__
-                )
+        if issued:
+            self._unconfirmed = self._header
+
+    async def _renew(
+        self,
+        token: OAuthToken,
+        metadata: AuthorizationServerMetadata,
+        issuer: str,
+        resource: str | None,
+        client: ClientCredentials | None,
+        current: Callable[[], bool],
+    ) -> tuple[OAuthToken | None, ClientCredentials | None, bool]:
+        """A token to replace ``token`` (expired, with a refresh token): the one in the
+        storage if another client of it stored a newer one there (refresh tokens are
+        single-use: the one in ``token`` may be spent), else one refreshed now and
+        stored. After a refusal the storage is read again, and forgets ``token`` only
+        if it still holds it. The storage is written only while ``current()``.
+
+        Returns:
+            The new token (``None``: none), the client, and whether the authorization
+            server issued the token just now.
+
+        Raises:
+            Exception: from the storage.
+        """
+        storage, clock = self.oauth.storage, self.oauth.clock
+        for _ in range(2):  # (the token in the storage may need a refresh itself)
+            stored = None if resource is None else await storage.load_token(resource, issuer)
+            if stored is not None and stored != token:
+                if not stored.expired(clock()):
+                    return stored, client, False  # another client refreshed it
+                if stored.refresh_token is None:
+                    break
+                token = stored
+                continue
+            break
+        try:
+            new, client = await self._refresh_exchange(token, metadata, resource, client)
+        except (OAuthError, trio.TooSlowError) as exc:
+            logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
+            stored = None if resource is None else await storage.load_token(resource, issuer)
+            if stored is not None and stored != token:
+                if not stored.expired(clock()):
+                    return stored, client, False  # another client refreshed it meanwhile
+                return None, client, False
+            if stored is not None and current():
+                assert resource is not None
+                await self._store(resource, issuer, None)
+            return None, client, False
+        if resource is not None and current():
+            await self._store(resource, issuer, new)
+        return new, client, True
+
+    async def _store(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        """Save a refresh's outcome: a storage that fails is logged, not raised."""
+        try:
+            await self.oauth.storage.save_token(resource, issuer, token)
+        except Exception as exc:
+            logger.debug("OAuth: the token could not be stored", exc_info=True)
+            logger.warning("OAuth: the token could not be stored: %s raised", type(exc).__name__)
 
     async def _refresh_exchange(
         self,

@@ -693,3 +693,194 @@ async def test_a_storage_that_raises_fails_the_authorization_not_the_session(
                 await client.call_tool("whoami", {})
             s.open = True
             assert (await client.call_tool("whoami", {})).text == "alice []"
+
+
+# ------------------------------------------------------------------ clients sharing a storage
+
+
+async def test_a_client_takes_the_token_another_client_of_the_storage_refreshed(
+    nursery: trio.Nursery,
+) -> None:
+    # Two clients of one OAuth share its storage, and refresh tokens are single-use:
+    # the second one takes the token the first one refreshed and stored, rather than
+    # spending the spent refresh token, deleting the good token and asking the user.
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=100,
+        scopes_supported=["mcp", "offline_access"],
+    )
+    prompts: list[str] = []
+
+    async def user(url: str) -> str:
+        prompts.append(url)
+        return await fetch_authorization_redirect(url)
+
+    auth = oauth(clock=s.time, on_authorize=user)
+    storage = auth.storage
+    assert isinstance(storage, InMemoryOAuthStorage)
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            open_client(s.url, era="modern", auth=auth) as a,
+            open_client(s.url, era="modern", auth=auth) as b,
+        ):
+            await a.call_tool("whoami", {})
+            await b.call_tool("whoami", {})  # the stored token: no prompt
+            s.time.advance(200)  # expired
+            await a.call_tool("whoami", {})  # refreshed (a new refresh token) and stored
+            [refreshed] = storage.tokens.values()
+            assert (await b.call_tool("whoami", {})).text == "alice ['mcp', 'offline_access']"
+            assert storage.tokens == {(s.url, s.asrv.issuer): refreshed}
+    assert len(prompts) == 1
+    assert [t["grant_type"] for t in s.asrv.token_requests] == [
+        "authorization_code",
+        "refresh_token",
+    ]
+    assert s.accepted[-1] == refreshed.access_token
+
+
+async def test_a_refused_refresh_takes_the_token_stored_meanwhile_and_keeps_it(
+    nursery: trio.Nursery,
+) -> None:
+    # Another client refreshes while this one's refresh is on its way: this one is
+    # refused (the refresh token is spent), reads the storage again and takes the
+    # other's token; the storage keeps it (only the token that failed is forgotten).
+    gate = trio.Event()
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=100,
+        scopes_supported=["mcp", "offline_access"],
+    )
+    prompts: list[str] = []
+
+    async def user(url: str) -> str:
+        prompts.append(url)
+        return await fetch_authorization_redirect(url)
+
+    auth = oauth(clock=s.time, on_authorize=user)
+    storage = auth.storage
+    assert isinstance(storage, InMemoryOAuthStorage)
+    key = (s.url, s.asrv.issuer)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=auth) as client:
+            await client.call_tool("whoami", {})
+            s.time.advance(200)  # expired
+            s.asrv.refresh_gate = gate
+            async with trio.open_nursery() as tasks:
+                tasks.start_soon(client.call_tool, "whoami", {})
+                await s.asrv.refresh_asked.wait()
+                # Meanwhile another client spends the refresh token and stores its token.
+                s.asrv.refresh.clear()
+                answer = s.asrv._issue(frozenset({"mcp"}), s.url)
+                other = OAuthToken(
+                    access_token=answer["access_token"],
+                    expires_at=s.time() + s.asrv.expires_in,
+                    scope="mcp",
+                    issued_at=s.time(),
+                )
+                storage.tokens[key] = other
+                gate.set()
+    assert len(prompts) == 1
+    assert s.accepted[-1] == other.access_token
+    assert storage.tokens == {key: other}
+
+
+# ------------------------------------------------------------------ races with a flow
+
+
+async def test_a_refresh_ending_while_a_flow_stores_its_token_is_dropped(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A step-up flow stores its wider token (the keyring takes its time); a refresh of
+    # the narrower token it replaces ends meanwhile: its outcome is dropped, in memory
+    # and in the storage, which keeps the flow's token.
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        refresh_tokens=True,
+        expires_in=100,
+        scopes_supported=["mcp", "more", "offline_access"],
+    )
+    stepping_up = False
+    gate = trio.Event()
+
+    class SlowKeyring:
+        def __init__(self) -> None:
+            self.memory = InMemoryOAuthStorage()
+            self.tokens = self.memory.tokens
+
+        async def load_client(self, issuer: str) -> ClientCredentials | None:
+            return await self.memory.load_client(issuer)
+
+        async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+            await self.memory.save_client(issuer, client)
+
+        async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+            return await self.memory.load_token(resource, issuer)
+
+        async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+            await self.memory.save_token(resource, issuer, token)
+            if stepping_up and token is not None and "more" in (token.scope or ""):
+                gate.set()  # the refresh's answer comes now
+                await trio.sleep(1)  # the keyring takes its time (virtual)
+
+    storage = SlowKeyring()
+
+    async def user(url: str) -> str:
+        if stepping_up:
+            s.time.advance(200)  # the token expires while the user is at the browser
+            nursery.start_soon(authorizer.ready, nursery)  # a request: the shared refresh
+            await s.asrv.refresh_asked.wait()
+        return await fetch_authorization_redirect(url)
+
+    authorizer = oauth(clock=s.time, storage=storage, on_authorize=user).bind(s.url)
+    with trio.fail_after(IO_TIMEOUT):
+        await authorizer.challenged(401, BearerChallenge(), None)
+        authorizer.accepted(authorizer.authorization())
+        s.asrv.refresh_gate = gate
+        stepping_up = True
+        challenge = BearerChallenge(error="insufficient_scope", scope="mcp more")
+        await authorizer.challenged(403, challenge, authorizer.authorization(), nursery=nursery)
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.sleep(2)
+    assert authorizer.token is not None and "more" in (authorizer.token.scope or "")
+    assert list(storage.tokens.values()) == [authorizer.token]
+    grants = [t["grant_type"] for t in s.asrv.token_requests]
+    assert grants == ["authorization_code", "refresh_token", "authorization_code"]
+
+
+# ------------------------------------------------------------------ no refresh storm
+
+
+async def test_a_server_refusing_refreshed_tokens_gets_one_refresh_not_one_per_request(
+    nursery: trio.Nursery,
+) -> None:
+    # A token obtained by refresh is as just issued: refused, it fails the request at
+    # once (no more refreshes, no user), for the requests after it and one-way messages.
+    s = await start(
+        nursery,
+        prm_scopes=["mcp"],
+        open=True,
+        refresh_tokens=True,
+        scopes_supported=["mcp", "offline_access"],
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="modern", auth=oauth()) as client:
+            s.open = False
+            await client.call_tool("whoami", {})  # a good token first
+            s.asrv.tokens.clear()  # revoked
+            s.asrv.audience = "https://other.example/mcp"  # every token is refused now
+            for _ in range(3):
+                with pytest.raises(McpError, match="just issued"):
+                    await client.call_tool("whoami", {})
+            s.posts.clear()
+            await client.notify("notifications/message_from_client_test")
+            await s.until(lambda: s.posts)
+            with pytest.raises(McpError, match="just issued"):
+                await client.call_tool("whoami", {})
+    grants = [t["grant_type"] for t in s.asrv.token_requests]
+    assert grants == ["authorization_code", "refresh_token"]
+    assert len(s.asrv.authorizations) == 1
