@@ -315,7 +315,10 @@ class OAuth:
         first request of a session would be refused): its ``401`` challenge may name
         the protected-resource metadata, which a server may publish there only
         (``2025-11-25/basic/authorization``, "Protected Resource Metadata Discovery
-        Requirements"). Then discovery (that URL, then the well-known ones),
+        Requirements"). A server that takes that request without a token (a ``2xx``,
+        or a ``400``: it judged the request itself, as a server with sessions does a
+        ``ping`` outside one) needs none: nothing more is done (logged at ``INFO``),
+        nor is the user asked. Otherwise discovery (that URL, then the well-known ones),
         registration, the user at ``on_authorize`` (bounded by ``authorize_timeout``
         alone, not by any request's timeout) and the token request. The token goes to
         ``storage``, where a client of that server made with this :class:`OAuth` finds
@@ -335,6 +338,11 @@ class OAuth:
         """
         authorizer = self.bind(server_url, legacy_fallback=lambda: legacy_fallback)
         challenge = await authorizer.probe()
+        if challenge is None:
+            logger.info(
+                "OAuth: %s takes requests without a token: no authorization needed", server_url
+            )
+            return
         await authorizer.challenged(401, challenge, None)
 
 
@@ -483,14 +491,16 @@ class Authorizer:
             await done.wait()
         return self._header is not None and self._header != sent
 
-    async def probe(self) -> BearerChallenge:
+    async def probe(self) -> BearerChallenge | None:
         """The server's challenge to a request without a token (a ``POST`` of a
-        ``ping``): what :meth:`OAuth.authorize` starts from. An empty challenge when
-        the server answers otherwise, or not at all (discovery then tries the
-        well-known URLs)."""
+        ``ping``): what :meth:`OAuth.authorize` starts from. ``None`` when the server
+        needs no token (it answers ``2xx``, or ``400``: it judged the request itself,
+        past any authentication); an empty challenge when it answers
+        otherwise, or not at all (discovery then tries the well-known URLs). Only the
+        response head is read (the body may be an event stream kept open)."""
         oauth = self.oauth
         try:
-            status, headers, _ = await oauth_fetch(
+            status, headers, _ = await _oauth_request(
                 "POST",
                 self.server_url,
                 headers=[
@@ -500,11 +510,13 @@ class Authorizer:
                 body=_PROBE,
                 ssl_context=oauth.ssl_context,
                 timeout=oauth.timeout,
-                max_response_size=oauth.max_response_size,
+                max_response_size=None,
             )
         except (OAuthError, trio.TooSlowError) as exc:
             logger.info("OAuth: the server did not answer a request without a token: %s", _why(exc))
             return BearerChallenge()
+        if 200 <= status < 300 or status == 400:
+            return None
         challenge = self.challenge_of(status, headers)
         return challenge if challenge is not None else BearerChallenge()
 
@@ -1094,6 +1106,29 @@ async def oauth_fetch(
             connection failed, or the body is over ``max_response_size`` bytes.
         trio.TooSlowError: it took over ``timeout`` seconds.
     """
+    return await _oauth_request(
+        method,
+        url,
+        headers=headers,
+        body=body,
+        ssl_context=ssl_context,
+        timeout=timeout,
+        max_response_size=max_response_size,
+    )
+
+
+async def _oauth_request(
+    method: str,
+    url: str,
+    *,
+    headers: Iterable[tuple[str, str]],
+    body: bytes,
+    ssl_context: ssl.SSLContext | None,
+    timeout: float,
+    max_response_size: int | None,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """:func:`oauth_fetch`; with ``max_response_size=None``, the head only (the body
+    is not read: the connection is closed)."""
     check_endpoint(url, "the OAuth endpoint", loopback=True)
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -1114,7 +1149,7 @@ async def oauth_fetch(
             head = await pool.read_head(wire)
             chunks: list[bytes] = []
             size = 0
-            while True:
+            while max_response_size is not None:
                 event = await wire.next_event()
                 if isinstance(event, h11.Data):
                     size += len(event.data)

@@ -884,3 +884,71 @@ async def test_a_server_refusing_refreshed_tokens_gets_one_refresh_not_one_per_r
     grants = [t["grant_type"] for t in s.asrv.token_requests]
     assert grants == ["authorization_code", "refresh_token"]
     assert len(s.asrv.authorizations) == 1
+
+
+# ------------------------------------------------------------------ authorize() before connecting
+
+
+async def _stream_kept_open(nursery: trio.Nursery, seen: list[bytes]) -> str:
+    """A server that answers a POST with 200 and an event stream it keeps open (and
+    404 to anything else): the URL of its MCP endpoint."""
+
+    async def handle(stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                return
+            data += chunk
+        head = data.partition(b"\r\n\r\n")[0]
+        seen.append(head)
+        if head.startswith(b"POST"):
+            await stream.send_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"
+                b'event: message\ndata: {"jsonrpc":"2.0","id":"mcp-trio-authorize","result":{}}'
+                b"\n\n"
+            )
+            await trio.sleep_forever()
+        await stream.send_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+
+    listeners = await nursery.start(partial(trio.serve_tcp, handle, 0, host="127.0.0.1"))
+    return f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+
+
+async def test_authorize_reads_only_the_head_of_the_probes_answer(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    seen: list[bytes] = []
+    url = await _stream_kept_open(nursery, seen)
+    prompts: list[str] = []
+
+    async def user(url: str) -> str:
+        prompts.append(url)
+        raise AssertionError  # pragma: no cover
+
+    t0 = trio.current_time()
+    with trio.fail_after(IO_TIMEOUT):
+        await oauth(on_authorize=user).authorize(url)
+    assert trio.current_time() - t0 < 1  # not the whole timeout for a body never read
+    assert len(seen) == 1 and not prompts
+    assert b"authorization" not in seen[0].lower()
+
+
+async def test_authorize_does_nothing_for_a_server_that_needs_no_token(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"], open=True)
+    prompts: list[str] = []
+
+    async def user(url: str) -> str:
+        prompts.append(url)
+        return await fetch_authorization_redirect(url)
+
+    caplog.set_level(logging.INFO, logger="mcp_trio")
+    auth = oauth(on_authorize=user)
+    with trio.fail_after(IO_TIMEOUT):
+        await auth.authorize(s.url, legacy_fallback=True)
+    assert s.posts == [""]  # the probe, and nothing else
+    assert not prompts and not s.asrv.requests
+    assert isinstance(auth.storage, InMemoryOAuthStorage) and not auth.storage.tokens
+    assert any("no authorization needed" in r.getMessage() for r in caplog.records)
