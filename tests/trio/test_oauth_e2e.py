@@ -852,6 +852,49 @@ async def test_a_refresh_ending_while_a_flow_stores_its_token_is_dropped(
     assert grants == ["authorization_code", "refresh_token", "authorization_code"]
 
 
+async def test_a_one_way_message_never_waits_for_the_user(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A request refused with a revoked token waits for the user at the browser; a
+    # notification meanwhile goes out at once with the current token, is refused and
+    # lost (no refresh token), alone: the request then gets its new token.
+    s = await start(nursery, prm_scopes=["mcp"])
+    at_browser = trio.Event()
+    back = trio.Event()
+    prompts: list[str] = []
+
+    async def user(url: str) -> str:
+        prompts.append(url)
+        if len(prompts) > 1:
+            at_browser.set()
+            await back.wait()
+        return await fetch_authorization_redirect(url)
+
+    result: list[str] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era="legacy", auth=oauth(on_authorize=user)) as client:
+            await client.call_tool("whoami", {})
+            s.asrv.tokens.clear()  # revoked
+            old = s.posts[-1]
+
+            async def call() -> None:
+                result.append((await client.call_tool("whoami", {})).text)
+
+            async with trio.open_nursery() as tasks:
+                tasks.start_soon(call)
+                await at_browser.wait()
+                s.posts.clear()
+                t0 = trio.current_time()
+                with trio.fail_after(1):
+                    await client.notify("notifications/message_from_client_test")
+                    await s.until(lambda: s.posts == [old])
+                    await trio.testing.wait_all_tasks_blocked()
+                assert trio.current_time() - t0 < 1
+                assert s.posts == [old] and not result  # sent once, lost; the user still away
+                back.set()
+    assert result == ["alice ['mcp']"] and len(prompts) == 2
+
+
 # ------------------------------------------------------------------ no refresh storm
 
 
