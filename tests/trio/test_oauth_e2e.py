@@ -255,6 +255,12 @@ async def start(
     return setup
 
 
+async def start_refreshing(nursery: trio.Nursery, **knobs: Any) -> Setup:
+    """:func:`start` with refresh tokens (``offline_access`` offered, ``mcp`` needed)."""
+    knobs = {"prm_scopes": ["mcp"], "scopes_supported": ["mcp", "offline_access"], **knobs}
+    return await start(nursery, refresh_tokens=True, **knobs)
+
+
 # ------------------------------------------------------------------ the happy paths
 
 
@@ -287,13 +293,7 @@ async def test_the_scope_of_the_first_challenge_is_asked_for(
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_an_expiring_token_is_refreshed(nursery: trio.Nursery, era: Era) -> None:
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=0.3,
-        scopes_supported=["mcp", "offline_access"],
-    )
+    s = await start_refreshing(nursery, expires_in=0.3)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era=era, auth=oauth(clock=s.time)) as client:
             for _ in range(3):
@@ -365,14 +365,7 @@ async def test_a_failed_discovery_fails_the_request_and_leaves_no_half_state(
 async def test_a_refresh_that_times_out_falls_back_to_authorizing(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=0.5,
-        scopes_supported=["mcp", "offline_access"],
-        hang_refresh=True,
-    )
+    s = await start_refreshing(nursery, expires_in=0.5, hang_refresh=True)
     with trio.fail_after(IO_TIMEOUT):
         auth = oauth(timeout=0.5, clock=s.time)
         async with open_client(s.url, era="modern", auth=auth) as client:
@@ -420,13 +413,7 @@ async def test_a_server_refusing_fresh_tokens_does_not_make_the_user_authorize_a
 async def test_short_lived_tokens_are_not_refreshed_before_every_request(
     nursery: trio.Nursery, era: Era
 ) -> None:
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=20,
-        scopes_supported=["mcp", "offline_access"],
-    )
+    s = await start_refreshing(nursery, expires_in=20)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era=era, auth=oauth(clock=s.time)) as client:
             for _ in range(10):
@@ -461,13 +448,7 @@ async def test_a_notification_after_expiry_goes_out_and_again_with_the_refreshed
     # The session's writer does not call the authorization server: the notification
     # goes with the token there is (it starts the refresh); refused, it waits for that
     # refresh and goes again.
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=0.5,
-        scopes_supported=["mcp", "offline_access"],
-    )
+    s = await start_refreshing(nursery, expires_in=0.5)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era="legacy", auth=oauth(clock=s.time)) as client:
             await client.call_tool("whoami", {})
@@ -488,14 +469,7 @@ async def test_a_one_way_message_never_waits_for_a_hanging_authorization_server(
     # otherwise close the session): the notification waits a bounded time for it, is
     # lost, and the session goes on; the next request waits for the refresh, which
     # times out, and authorizes afresh.
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=0.5,
-        scopes_supported=["mcp", "offline_access"],
-        hang_refresh=True,
-    )
+    s = await start_refreshing(nursery, expires_in=0.5, hang_refresh=True)
     config = SessionConfig(write_timeout=1.0)
     auth = oauth(timeout=3.0, clock=s.time)
     with trio.fail_after(IO_TIMEOUT):
@@ -514,14 +488,7 @@ async def test_a_notification_racing_a_requests_refresh_waits_for_it(
     # One refresh, shared: the notification refused meanwhile is sent again with its
     # token (it was lost when the request's refresh held the flow's lock).
     gate = trio.Event()
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=0.5,
-        scopes_supported=["mcp", "offline_access"],
-        refresh_gate=gate,
-    )
+    s = await start_refreshing(nursery, expires_in=0.5, refresh_gate=gate)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era="legacy", auth=oauth(clock=s.time)) as client:
             await client.call_tool("whoami", {})
@@ -543,9 +510,7 @@ async def test_a_notification_racing_a_requests_refresh_waits_for_it(
 async def test_a_notification_refused_with_401_is_sent_again_after_a_refresh(
     nursery: trio.Nursery,
 ) -> None:
-    s = await start(
-        nursery, prm_scopes=["mcp"], refresh_tokens=True, scopes_supported=["mcp", "offline_access"]
-    )
+    s = await start_refreshing(nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era="legacy", auth=oauth()) as client:
             await client.call_tool("whoami", {})
@@ -704,13 +669,7 @@ async def test_a_client_takes_the_token_another_client_of_the_storage_refreshed(
     # Two clients of one OAuth share its storage, and refresh tokens are single-use:
     # the second one takes the token the first one refreshed and stored, rather than
     # spending the spent refresh token, deleting the good token and asking the user.
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=100,
-        scopes_supported=["mcp", "offline_access"],
-    )
+    s = await start_refreshing(nursery, expires_in=100)
     prompts: list[str] = []
 
     async def user(url: str) -> str:
@@ -747,13 +706,7 @@ async def test_a_refused_refresh_takes_the_token_stored_meanwhile_and_keeps_it(
     # refused (the refresh token is spent), reads the storage again and takes the
     # other's token; the storage keeps it (only the token that failed is forgotten).
     gate = trio.Event()
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        refresh_tokens=True,
-        expires_in=100,
-        scopes_supported=["mcp", "offline_access"],
-    )
+    s = await start_refreshing(nursery, expires_in=100)
     prompts: list[str] = []
 
     async def user(url: str) -> str:
@@ -903,13 +856,7 @@ async def test_a_server_refusing_refreshed_tokens_gets_one_refresh_not_one_per_r
 ) -> None:
     # A token obtained by refresh is as just issued: refused, it fails the request at
     # once (no more refreshes, no user), for the requests after it and one-way messages.
-    s = await start(
-        nursery,
-        prm_scopes=["mcp"],
-        open=True,
-        refresh_tokens=True,
-        scopes_supported=["mcp", "offline_access"],
-    )
+    s = await start_refreshing(nursery, open=True)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era="modern", auth=oauth()) as client:
             s.open = False
