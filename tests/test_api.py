@@ -61,6 +61,7 @@ EXPECTED_SANSIO = {
     "authorization_url",
     "check_endpoint",
     "is_loopback",
+    "legacy_authorization_server",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
@@ -70,6 +71,7 @@ EXPECTED_SANSIO = {
     "protected_resource_metadata_urls",
     "registration_body",
     "resource_matches",
+    "response_challenge",
     "select_scope",
     "token_request",
 }
@@ -79,6 +81,18 @@ def test_sansio_all_is_what_we_decided() -> None:
     assert set(mcp_sansio.__all__) == EXPECTED_SANSIO
     for name in mcp_sansio.__all__:
         assert hasattr(mcp_sansio, name), name
+
+
+def test_the_lazy_exports_name_their_modules_whole() -> None:
+    # Each lazily loaded module's public names, and nothing else, come from it.
+    from mcp_sansio import _oauth, _serde  # noqa: PLC0415
+
+    lazy: dict[str, str] = mcp_sansio._LAZY
+    by_module = {m: {n for n, where in lazy.items() if where == m} for m in set(lazy.values())}
+    assert by_module["._oauth"] == set(_oauth.__all__)
+    assert by_module["._http_auth"] == {"ProtectedResourceMetadata"}
+    assert by_module["._serde"] == {"structure", "structure_params", "unstructure"}
+    assert hasattr(_serde, "structure_params")
 
 
 def test_core_imports_no_io() -> None:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ._oauth import authorization_url as authorization_url
     from ._oauth import check_endpoint as check_endpoint
     from ._oauth import is_loopback as is_loopback
+    from ._oauth import legacy_authorization_server as legacy_authorization_server
     from ._oauth import new_pkce as new_pkce
     from ._oauth import parse_authorization_response as parse_authorization_response
     from ._oauth import parse_bearer_challenge as parse_bearer_challenge
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from ._oauth import protected_resource_metadata_urls as protected_resource_metadata_urls
     from ._oauth import registration_body as registration_body
     from ._oauth import resource_matches as resource_matches
+    from ._oauth import response_challenge as response_challenge
     from ._oauth import select_scope as select_scope
     from ._oauth import token_request as token_request
     from ._serde import structure as structure
@@ -129,6 +131,7 @@ __all__ = [
     "encode_sse_comment",
     "encode_sse_event",
     "is_loopback",
+    "legacy_authorization_server",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
@@ -138,6 +141,7 @@ __all__ = [
     "protected_resource_metadata_urls",
     "registration_body",
     "resource_matches",
+    "response_challenge",
     "select_scope",
     "structure",
     "structure_params",
@@ -146,43 +150,48 @@ __all__ = [
 ]
 
 
-# The typed view (cattrs + the generated model) is loaded on first use: the
-# protocol core itself never needs it, and it is most of the import time.
-_LAZY_SERDE = frozenset({"structure", "structure_params", "unstructure"})
-# The OAuth client rules likewise: only an HTTP client that authorizes needs them.
-_LAZY_OAUTH = frozenset(
-    {
-        "token_request",
-        "authorization_server_metadata_urls",
-        "parse_bearer_challenge",
-        "parse_protected_resource_metadata",
-        "ProtectedResourceMetadata",
-        "authorization_url",
-        "protected_resource_metadata_urls",
-        "registration_body",
-        "ClientCredentials",
-        "OAuthToken",
-        "AuthorizationServerMetadata",
-        "check_endpoint",
-        "is_loopback",
-        "BearerChallenge",
-        "parse_authorization_response",
-        "PkcePair",
-        "new_pkce",
-        "select_scope",
-        "parse_token_response",
-        "OAuthError",
-        "TokenEndpointAuthMethod",
-        "resource_matches",
-        "parse_registration",
-    }
-)
+# Loaded on first use, each from its module: the typed view (cattrs + the generated
+# model), which the protocol core itself never needs and which is most of the import
+# time; and the OAuth rules, which only an HTTP client that authorizes needs.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("structure", "structure_params", "unstructure"), "._serde"),
+    **dict.fromkeys(
+        (
+            "AuthorizationServerMetadata",
+            "BearerChallenge",
+            "ClientCredentials",
+            "OAuthError",
+            "OAuthToken",
+            "PkcePair",
+            "TokenEndpointAuthMethod",
+            "authorization_server_metadata_urls",
+            "authorization_url",
+            "check_endpoint",
+            "is_loopback",
+            "legacy_authorization_server",
+            "new_pkce",
+            "parse_authorization_response",
+            "parse_bearer_challenge",
+            "parse_protected_resource_metadata",
+            "parse_registration",
+            "parse_token_response",
+            "protected_resource_metadata_urls",
+            "registration_body",
+            "resource_matches",
+            "response_challenge",
+            "select_scope",
+            "token_request",
+        ),
+        "._oauth",
+    ),
+    "ProtectedResourceMetadata": "._http_auth",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_SERDE or name in _LAZY_OAUTH:
-        module = "._serde" if name in _LAZY_SERDE else "._oauth"
-        value = getattr(importlib.import_module(module, __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

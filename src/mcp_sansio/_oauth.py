@@ -48,7 +48,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
-from ._http_auth import ProtectedResourceMetadata
+from ._http_auth import WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
 from ._json import JSONDecodeError, loads
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "authorization_url",
     "check_endpoint",
     "is_loopback",
+    "legacy_authorization_server",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
@@ -72,6 +73,7 @@ __all__ = [
     "protected_resource_metadata_urls",
     "registration_body",
     "resource_matches",
+    "response_challenge",
     "select_scope",
     "token_request",
 ]
@@ -189,6 +191,21 @@ def parse_bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
     return None
 
 
+def response_challenge(status: int, www_authenticate: Iterable[str]) -> BearerChallenge | None:
+    """The challenge of an answer that asks for authorization, from its status and its
+    ``WWW-Authenticate`` values: any ``401`` (an empty challenge if it has no ``Bearer``
+    one), or a ``403`` with ``error="insufficient_scope"`` (a step-up); ``None`` for any
+    other answer."""
+    if status not in (401, 403):
+        return None
+    challenge = parse_bearer_challenge(www_authenticate)
+    if status == 401:
+        return challenge if challenge is not None else BearerChallenge()
+    if challenge is not None and challenge.error == "insufficient_scope":
+        return challenge
+    return None
+
+
 # ---------------------------------------------------------------------- URLs
 
 
@@ -242,25 +259,29 @@ def protected_resource_metadata_urls(
     challenge's ``resource_metadata``, then the path-based well-known URL, then the
     root one (``2026-07-28/basic/authorization/authorization-server-discovery``,
     "Protected Resource Metadata Discovery Requirements")."""
-    parts = urlsplit(server_url)
-    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    origin = _origin(server_url)
     urls: list[str] = []
     if challenge is not None and challenge.resource_metadata:
         urls.append(challenge.resource_metadata)
-    path = parts.path.rstrip("/")
+    path = urlsplit(server_url).path.rstrip("/")
     if path:
-        urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
-    urls.append(f"{origin}/.well-known/oauth-protected-resource")
+        urls.append(f"{origin}{WELL_KNOWN_RESOURCE_PATH}{path}")
+    urls.append(f"{origin}{WELL_KNOWN_RESOURCE_PATH}")
     return list(dict.fromkeys(urls))
+
+
+def legacy_authorization_server(server_url: str) -> str:
+    """The issuer a ``2025-03-26`` server without protected-resource metadata implies:
+    its own origin (``2025-03-26/basic/authorization``, "Server Metadata Discovery")."""
+    return _origin(server_url)
 
 
 def authorization_server_metadata_urls(issuer: str) -> list[str]:
     """The AS metadata URLs for ``issuer``, in the spec's priority order: RFC 8414 path
     insertion, OpenID Connect path insertion, OpenID Connect path appending (without a
     path: RFC 8414, then OpenID Connect)."""
-    parts = urlsplit(issuer)
-    origin = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-    path = parts.path.rstrip("/")  # RFC 8414 section 3.1: a terminating "/" is removed
+    origin = _origin(issuer)
+    path = urlsplit(issuer).path.rstrip("/")  # RFC 8414 §3.1: a terminating "/" is removed
     if not path:
         return [
             f"{origin}/.well-known/oauth-authorization-server",

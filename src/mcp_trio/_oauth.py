@@ -75,14 +75,15 @@ from mcp_sansio._oauth import (
     authorization_url,
     check_endpoint,
     is_loopback,
+    legacy_authorization_server,
     new_pkce,
     parse_authorization_response,
-    parse_bearer_challenge,
     parse_protected_resource_metadata,
     parse_registration,
     parse_token_response,
     protected_resource_metadata_urls,
     registration_body,
+    response_challenge,
     select_scope,
     token_request,
 )
@@ -355,14 +356,13 @@ def _why(exc: OAuthError | trio.TooSlowError) -> str:
 
 
 def _is_redirect_uri(url: str) -> bool:
+    """``https``, or ``http`` on a loopback host (``2026-07-28`` security considerations:
+    redirect URIs MUST be one or the other): what :func:`check_endpoint` accepts."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 (a port out of range raises here)
-    except ValueError:
+        check_endpoint(url, "redirect_uri", loopback=True)
+    except OAuthError:
         return False
-    if not parts.hostname or parts.fragment:
-        return False
-    return parts.scheme == "https" or (parts.scheme == "http" and is_loopback(url))
+    return True
 
 
 def _is_https_with_path(url: str) -> bool:
@@ -500,7 +500,7 @@ class Authorizer:
         response head is read (the body may be an event stream kept open)."""
         oauth = self.oauth
         try:
-            status, headers, _ = await _oauth_request(
+            status, headers, _ = await oauth_fetch(
                 "POST",
                 self.server_url,
                 headers=[
@@ -522,17 +522,11 @@ class Authorizer:
 
     @staticmethod
     def challenge_of(status: int, headers: Iterable[tuple[bytes, bytes]]) -> BearerChallenge | None:
-        """The challenge in a response that asks for authorization: any ``401``, or a
-        ``403`` with ``error="insufficient_scope"``; ``None`` for any other answer."""
+        """The challenge of an answer (see :func:`~mcp_sansio.response_challenge`)."""
         if status not in (401, 403):
-            return None
-        values = [v.decode("latin-1") for n, v in headers if n.lower() == b"www-authenticate"]
-        challenge = parse_bearer_challenge(values)
-        if status == 401:
-            return challenge if challenge is not None else BearerChallenge()
-        if challenge is not None and challenge.error == "insufficient_scope":
-            return challenge
-        return None
+            return None  # (the common case: no header is decoded)
+        values = [v.decode("latin-1") for n, v in headers if n == b"www-authenticate"]
+        return response_challenge(status, values)
 
     async def challenged(
         self,
@@ -642,10 +636,8 @@ class Authorizer:
             issuer = prm.authorization_servers[0]
             resource = prm.resource
         elif self._legacy_fallback():
-            # 2025-03-26/basic/authorization: no protected-resource metadata; the
-            # authorization server is at the MCP server's origin.
-            parts = urlsplit(self.server_url)
-            issuer = f"{parts.scheme}://{parts.netloc}"
+            # 2025-03-26: no protected-resource metadata; the MCP server's origin.
+            issuer = legacy_authorization_server(self.server_url)
             resource = self.server_url
         else:
             raise OAuthError(
@@ -913,16 +905,15 @@ class Authorizer:
         """Start the shared refresh in ``nursery``; its end is the event returned."""
         assert self._refreshing is None
         done = self._refreshing = trio.Event()
-
-        async def run() -> None:
-            try:
-                await self._refresh()
-            finally:
-                self._refreshing = None
-                done.set()
-
-        nursery.start_soon(run, name="mcp oauth refresh")
+        nursery.start_soon(self._run_refresh, done, name="mcp oauth refresh")
         return done
+
+    async def _run_refresh(self, done: trio.Event) -> None:
+        try:
+            await self._refresh()
+        finally:
+            self._refreshing = None
+            done.set()
 
     async def _shared_refresh(self, nursery: trio.Nursery | None) -> None:
         """Join the refresh under way, or refresh now (in ``nursery``, else here)."""
@@ -932,11 +923,7 @@ class Authorizer:
                 done = self._start_refresh(nursery)
             else:
                 self._refreshing = done = trio.Event()
-                try:
-                    await self._refresh()
-                finally:
-                    self._refreshing = None
-                    done.set()
+                await self._run_refresh(done)
         await done.wait()
 
     async def _refresh(self) -> None:
@@ -1092,13 +1079,14 @@ async def oauth_fetch(
     body: bytes = b"",
     ssl_context: ssl.SSLContext | None = None,
     timeout: float = 30.0,
-    max_response_size: int = _DEFAULT_MAX_RESPONSE,
+    max_response_size: int | None = _DEFAULT_MAX_RESPONSE,
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """One HTTP request on a new connection (redirects are not followed), for OAuth
     metadata and authorization server endpoints.
 
     Returns:
-        ``(status, headers, body)``.
+        ``(status, headers, body)``; with ``max_response_size=None`` the head only (the
+        body is not read: the connection is closed).
 
     Raises:
         OAuthError: the URL is not ``https`` (nor loopback: whether a loopback URL is
@@ -1106,29 +1094,6 @@ async def oauth_fetch(
             connection failed, or the body is over ``max_response_size`` bytes.
         trio.TooSlowError: it took over ``timeout`` seconds.
     """
-    return await _oauth_request(
-        method,
-        url,
-        headers=headers,
-        body=body,
-        ssl_context=ssl_context,
-        timeout=timeout,
-        max_response_size=max_response_size,
-    )
-
-
-async def _oauth_request(
-    method: str,
-    url: str,
-    *,
-    headers: Iterable[tuple[str, str]],
-    body: bytes,
-    ssl_context: ssl.SSLContext | None,
-    timeout: float,
-    max_response_size: int | None,
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """:func:`oauth_fetch`; with ``max_response_size=None``, the head only (the body
-    is not read: the connection is closed)."""
     check_endpoint(url, "the OAuth endpoint", loopback=True)
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -31,6 +31,7 @@ from mcp_sansio import (
     protected_resource_metadata_urls,
     registration_body,
     resource_matches,
+    response_challenge,
     select_scope,
     token_request,
 )
@@ -754,3 +755,14 @@ def test_a_refused_or_malformed_token_response_raises(
     with pytest.raises(OAuthError, match=message) as caught:
         parse_token_response(status, body, now=0)
     assert caught.value.error == error
+
+
+def test_which_answers_ask_for_authorization() -> None:
+    bearer = ['Bearer error="insufficient_scope", scope="a b"']
+    assert response_challenge(200, bearer) is None
+    assert response_challenge(401, []) == BearerChallenge()  # a 401 asks, challenge or not
+    assert response_challenge(401, ['Basic realm="x"']) == BearerChallenge()
+    step_up = response_challenge(403, bearer)
+    assert step_up is not None and step_up.scope == "a b"
+    assert response_challenge(403, ['Bearer error="invalid_token"']) is None  # a refusal
+    assert response_challenge(403, []) is None
