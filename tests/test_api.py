@@ -141,3 +141,17 @@ print(",".join(m for m in heavy if m in sys.modules))
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "", f"a high-level stdio server loaded {out}"
+
+
+def test_the_cli_loads_the_http_rules_for_http_only() -> None:
+    # `mcp-trio run app.py` (stdio) imported the whole sans-IO HTTP stack to read two
+    # default tuples of HttpServerConfig.
+    code = (
+        "import sys, mcp_trio._cli_run;"
+        "print(','.join(m for m in ('mcp_sansio.http', 'mcp_sansio._http_server',"
+        " 'mcp_sansio._http_client') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"the CLI loaded {out}"

@@ -697,12 +697,9 @@ class HttpServer:
         origin = request.header("origin")
         if origin is not None and not origin_allowed(origin, cfg.allowed_origins):
             return _fail(403, f"Forbidden: Origin {origin!r} is not allowed")
-        if cfg.allowed_hosts is not None and not host_allowed(
-            request.header("host"), cfg.allowed_hosts
-        ):
-            return _fail(
-                421, f"Misdirected Request: Host {request.header('host')!r} is not served here"
-            )
+        misdirected = self._misdirected(request)
+        if misdirected is not None:
+            return misdirected
         method = request.method
         if method not in self._methods:
             if method == "OPTIONS" and cfg.cors:
@@ -732,15 +729,18 @@ class HttpServer:
             return self._preflight(request, b"GET, HEAD", public=True)
         if request.method not in ("GET", "HEAD"):
             return HttpResponse(status=405, headers=((b"allow", b"GET, HEAD"),))
-        if self.config.allowed_hosts is not None and not host_allowed(
-            request.header("host"), self.config.allowed_hosts
-        ):
-            return _fail(
-                421, f"Misdirected Request: Host {request.header('host')!r} is not served here"
-            )
         # Public: no Origin check and no token (the client reads it to learn where to
-        # get one; RFC 9728 §3).
-        return metadata
+        # get one; RFC 9728 §3); the Host check still holds.
+        return self._misdirected(request) or metadata
+
+    def _misdirected(self, request: HttpRequest) -> HttpResponse | None:
+        """``421`` for a ``Host`` not in ``allowed_hosts`` (DNS-rebinding protection)."""
+        allowed = self.config.allowed_hosts
+        if allowed is None or host_allowed(request.header("host"), allowed):
+            return None
+        return _fail(
+            421, f"Misdirected Request: Host {request.header('host')!r} is not served here"
+        )
 
     def cors_headers(self, request: HttpRequest) -> Headers:
         """The CORS headers of any response to ``request``: none unless ``cors`` is on
@@ -1771,14 +1771,14 @@ class HttpServer:
                 # just ends reads as a lost connection); the handler is cancelled.
                 conn.receive_eof(fail_inflight=_SHUTTING_DOWN)
                 self._drain(conn)
-                cancelled = RequestCancelled(request_id=rid, reason="server shutting down")
+                cancelled = RequestCancelled(request_id=rid, reason=_SHUTTING_DOWN[1])
                 events.append(
                     ServerEvent(
                         event=cancelled, connection=conn, session_id=None, stream_id=stream.key
                     )
                 )
                 continue
-            events.extend(self._cancel_modern(stream, "server shutting down"))
+            events.extend(self._cancel_modern(stream, _SHUTTING_DOWN[1]))
             buf = self._buf(stream.key)  # a modern stream's handle is its key
             if stream.opened:
                 buf.end = True

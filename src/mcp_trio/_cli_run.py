@@ -19,17 +19,18 @@ import functools
 import logging
 import signal
 import sys
-from typing import Any, Final, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import attrs
 import trio
-
-from mcp_sansio.http import HttpServerConfig
 
 from ._cli_util import CliError
 from ._config import SessionConfig
 from ._server import Server
 from ._websocket import MCP_PATH
+
+if TYPE_CHECKING:
+    from mcp_sansio.http import HttpServerConfig
 
 __all__ = ["Transport", "serve"]
 
@@ -70,12 +71,16 @@ def serve(
     """
     if transport == "ws" and path != MCP_PATH:
         raise CliError(f"the WebSocket transport serves {MCP_PATH} only, not {path!r}")
-    local = HttpServerConfig()  # (its defaults accept localhost's names only)
-    http_config = attrs.evolve(
-        local,
-        allowed_hosts=(*(local.allowed_hosts or ()), *allow_hosts),
-        allowed_origins=(*local.allowed_origins, *allow_origins),
-    )
+    http_config = None
+    if transport == "http":  # (the HTTP rules are loaded for HTTP only)
+        from mcp_sansio.http import HttpServerConfig  # noqa: PLC0415
+
+        local = HttpServerConfig()  # (its defaults accept localhost's names only)
+        http_config = attrs.evolve(
+            local,
+            allowed_hosts=(*(local.allowed_hosts or ()), *allow_hosts),
+            allowed_origins=(*local.allowed_origins, *allow_origins),
+        )
     run = functools.partial(_serve, server, transport, host, port, path, err, http_config)
     trio.run(run)
     return 0

@@ -620,7 +620,7 @@ class Context:
             if self._task is not None and self._task.started:
                 # The extension's InputRequest requires params, even an empty one.
                 request.setdefault("params", {})
-                return parse(await self._task.ask(key, request, parse))
+                return await self._task.ask(key, request, parse)
             raise _InputNeeded({key: request}, {key: digest})
         self._used.add(answer_key)
         return parse(self._answers[answer_key][1])

@@ -20,16 +20,15 @@ import attrs
 import trio
 
 from mcp_sansio import RemoteProtocolError
-from mcp_sansio.http import (
+from mcp_sansio._http_auth import (
     BearerError,
-    HttpRequest,
-    HttpResponse,
     Principal,
     ProtectedResourceMetadata,
     bearer_challenge,
     bearer_token,
     scope_set,
 )
+from mcp_sansio._http_common import HttpRequest, HttpResponse
 
 # The sans-IO values, re-exported: an authenticator returns a Principal, or refuses with
 # a bearer_challenge; serve_http's http_config takes the ProtectedResourceMetadata.
@@ -51,7 +50,8 @@ _FAILED: Final = HttpResponse(
     headers=((b"content-type", b"text/plain; charset=utf-8"),),
     body=b"Internal Server Error: authentication failed\n",
 )
-_TOO_SLOW: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+"""``503`` with ``Retry-After: 1``: a server too busy, too slow, or shutting down."""
 
 
 async def run_authenticate(
@@ -77,7 +77,7 @@ async def run_authenticate(
         )
         return _FAILED
     logger.error("the authenticate hook took over %s s for %s", timeout, what)
-    return _TOO_SLOW
+    return UNAVAILABLE
 
 
 @final
@@ -122,8 +122,12 @@ class BearerAuth:
     """Scopes every request needs (empty: any valid token will do). Per-tool scopes are
     checked in the handler, with ``ctx.principal.scopes``."""
 
+    _no_token: HttpResponse = attrs.field(init=False, eq=False, repr=False)
+    """The answer to a request without a token (every client's first): built once, which
+    also refuses a scope or URL a challenge cannot carry (``ValueError``) at once."""
+
     def __attrs_post_init__(self) -> None:
-        self._refuse(None)  # a scope or URL a challenge cannot carry: ValueError, now
+        object.__setattr__(self, "_no_token", self._refuse(None))
 
     async def __call__(self, request: HttpRequest) -> Principal | HttpResponse:
         """Authenticate one request: the principal, or the refusal (see the class)."""
@@ -132,7 +136,7 @@ class BearerAuth:
         except RemoteProtocolError as exc:
             return self._refuse("invalid_request", str(exc))
         if token is None:
-            return self._refuse(None)
+            return self._no_token
         principal = await self.verify_token(token)
         if principal is None:
             return self._refuse("invalid_token", "The access token is invalid or expired")

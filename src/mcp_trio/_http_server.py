@@ -69,6 +69,7 @@ from mcp_sansio.http import (
 
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
+from ._http_auth import UNAVAILABLE as _UNAVAILABLE
 from ._http_auth import Authenticate, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
@@ -84,7 +85,6 @@ _NO_LENGTH: Final = frozenset({204, 304})
 _REFUSE_TIMEOUT: Final = 1.0
 
 
-_UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
 _TURNED_AWAY: Final = (
     b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\n"
     b"connection: close\r\n\r\n"

@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from ._server import Server
 
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
+_T = TypeVar("_T")
 
 __all__ = [
     "TaskConfig",
@@ -242,16 +243,16 @@ class TaskRun:
         if not self.task.terminal:
             self.task = self.task.moved_to(status, now=time.time(), message=message)
 
-    async def ask(self, key: str, request: dict[str, Any], check: Callable[[Any], object]) -> Any:
+    async def ask(self, key: str, request: dict[str, Any], check: Callable[[Any], _T]) -> _T:
         """Ask the client ``request`` through the task: park it in ``input_required`` until
-        ``tasks/update`` answers ``key``, and return the answer.
+        ``tasks/update`` answers ``key``, and return the answer as ``check`` read it.
 
         Args:
             key: the question's key (made unique over the task's lifetime).
             request: the ``InputRequest`` (``method`` and ``params``).
-            check: raises :class:`~mcp_trio.McpError` (-32602) for an answer that does
-                not fit ``request``: ``tasks/update`` refuses such an answer, and the
-                question stays outstanding.
+            check: reads an answer, or raises :class:`~mcp_trio.McpError` (-32602) for
+                one that does not fit ``request``: ``tasks/update`` refuses such an
+                answer, and the question stays outstanding.
 
         Raises:
             McpError: -32603, too many questions outstanding.
@@ -278,7 +279,7 @@ class TaskRun:
             self._checks.pop(key, None)
             if self.pending.pop(key, None) is not None and not self.pending:
                 self._move("working", self._message())  # (asked, then cancelled)
-        return self._answers.pop(key)
+        return cast("_T", self._answers.pop(key))
 
     def deliver(self, responses: dict[str, Any]) -> None:
         """``tasks/update``: answer the outstanding questions among ``responses`` (others
@@ -288,10 +289,12 @@ class TaskRun:
             McpError: -32602, an answer does not fit its question (see :meth:`ask`).
                 Nothing was delivered: every question is still outstanding.
         """
-        answers = {key: value for key, value in responses.items() if key in self.pending}
-        for key, value in answers.items():
+        answers: dict[str, Any] = {}
+        for key, value in responses.items():
+            if key not in self.pending:
+                continue
             try:
-                self._checks[key](value)
+                answers[key] = self._checks[key](value)  # (read once: ask returns it)
             except McpError as exc:
                 raise McpError(
                     ErrorData(
