@@ -418,6 +418,13 @@ def _check_endpoint(_inst: object, _attr: object, value: str) -> None:
         raise ValueError(f"endpoint must be an absolute path, not {value!r}")
 
 
+def _check_quota(_inst: object, _attr: object, value: int | None) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(
+            f"max_sessions_per_principal must be a positive int or None, not {value!r}"
+        )
+
+
 @final
 @attrs.frozen(kw_only=True)
 class HttpServerConfig:
@@ -445,6 +452,12 @@ class HttpServerConfig:
     max_sessions: int = 1_000
     """Legacy sessions held at once. A new ``initialize`` beyond it evicts the least
     recently used session that has no response in progress, else gets 503."""
+    max_sessions_per_principal: int | None = attrs.field(default=None, validator=_check_quota)
+    """Legacy sessions one authenticated principal may hold at once; ``None``: only
+    :attr:`max_sessions` bounds them. An ``initialize`` beyond it replaces that principal's
+    least recently used idle session, else gets 429 with ``Retry-After``, so one caller
+    cannot fill the table that all callers share. Unauthenticated callers (no
+    ``authenticate`` hook) count against :attr:`max_sessions` only."""
     session_idle_timeout: float | None = 1_800.0
     """Seconds after its last HTTP activity an idle legacy session (no response in
     progress) is closed; ``None``: never."""
@@ -631,6 +644,7 @@ class HttpServer:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently active first
         self._idle: OrderedDict[str, _Session] = OrderedDict()  # those with no handles, same order
         self._idle_of: dict[str, OrderedDict[str, _Session]] = {}  # the same, per principal
+        self._count_of: dict[str, int] = {}  # sessions held, per principal
         self._timers: list[tuple[float, int, str]] = []  # see "Timers" above
         self._watched: dict[str, _Session] = {}  # armed a timer since last looked at
         self._order = 0
@@ -1117,6 +1131,23 @@ class HttpServer:
         return self._feed_session(session, request, items, batch, now)
 
     def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:
+        quota = self.config.max_sessions_per_principal
+        at_quota = False
+        if (
+            principal is not None
+            and quota is not None
+            and self._count_of.get(principal, 0) >= quota
+        ):
+            if not self._idle_of.get(principal):
+                return Reply(
+                    decision=_fail(
+                        429,
+                        "Too Many Requests: too many sessions for this caller",
+                        ErrorCode.INTERNAL_ERROR,
+                        headers=_RETRY_SOON,
+                    )
+                )
+            at_quota = True
         if len(self._sessions) >= self.config.max_sessions and self._evictable(principal) is None:
             return Reply(
                 decision=_fail(
@@ -1138,7 +1169,9 @@ class HttpServer:
                 ),
             )
         evicted: list[HttpServerEvent] = []
-        if len(self._sessions) >= self.config.max_sessions:
+        if at_quota or len(self._sessions) >= self.config.max_sessions:
+            # At its quota, the caller's own idle session goes (checked above that one
+            # exists); in a full table, _evictable prefers the caller's own too.
             victim = self._evictable(principal)
             assert victim is not None
             self._close_session(victim, "evicted", evicted)
@@ -1156,6 +1189,8 @@ class HttpServer:
         )
         standalone.session = session
         self._sessions[sid] = session
+        if principal is not None:
+            self._count_of[principal] = self._count_of.get(principal, 0) + 1
         self._set_idle(session)
         conn._on_arm = functools.partial(self._watched.__setitem__, sid, session)
         self._owners[conn] = session
@@ -1517,6 +1552,12 @@ class HttpServer:
         session.handles.clear()
         self._store.discard_session(session.id)
         del self._sessions[session.id]
+        if (principal := session.principal) is not None:
+            left = self._count_of[principal] - 1
+            if left:
+                self._count_of[principal] = left
+            else:
+                del self._count_of[principal]
         self._unset_idle(session)
         self._watched.pop(session.id, None)
         conn._on_arm = None

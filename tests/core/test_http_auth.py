@@ -323,6 +323,40 @@ def test_a_full_table_evicts_the_callers_own_idle_session_first() -> None:
     assert bob not in srv.sessions()
 
 
+def test_a_principal_at_its_session_quota_replaces_its_own_idle_session_or_gets_429() -> None:
+    # One caller could otherwise hold the whole table (every other caller then 503).
+    srv = make_server(max_sessions=10, max_sessions_per_principal=2)
+    first = _session_for(srv, "mallory")
+    second = _session_for(srv, "mallory")
+    third = _session_for(srv, "mallory")  # at the quota: its least recently used idle one went
+    assert set(srv.sessions()) == {second, third}
+    for sid in (second, third):  # both busy: nothing of its own to replace
+        get = req("GET", accept="text/event-stream", **in_session(sid))
+        assert srv.handle_request(get, now=0, principal="mallory").events == ()
+    refused = srv.handle_request(req(body=initialize()), now=0, principal="mallory")
+    assert isinstance(refused.decision, HttpResponse) and refused.decision.status == 429
+    assert refused.decision.header("retry-after") == "1"
+    assert error_of(refused.decision)["code"] == ErrorCode.INTERNAL_ERROR
+    assert refused.events == () and set(srv.sessions()) == {second, third}
+    # Other callers, and unauthenticated ones, are not held to mallory's count.
+    others = [_session_for(srv, "alice"), _session_for(srv, "alice"), _session_for(srv, None)]
+    others += [_session_for(srv, None), _session_for(srv, None)]
+    assert set(srv.sessions()) == {second, third, *others}
+    # A session that ends gives its place back.
+    ended = srv.handle_request(req("DELETE", **in_session(second)), now=1, principal="mallory")
+    assert isinstance(ended.decision, HttpResponse) and ended.decision.status == 204
+    fourth = _session_for(srv, "mallory")
+    assert first not in srv.sessions() and {third, fourth} <= set(srv.sessions())
+    assert _session_for(srv, "alice") in srv.sessions()  # alice at 2 replaced her own
+    assert sum(1 for s in srv.sessions() if s in others[:2]) == 1
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True])
+def test_the_session_quota_is_a_positive_int(value: object) -> None:
+    with pytest.raises(ValueError, match="max_sessions_per_principal"):
+        make_server(max_sessions_per_principal=value)
+
+
 @pytest.mark.parametrize("intruder", ["mallory", None])
 def test_a_legacy_session_serves_only_the_principal_that_created_it(
     intruder: str | None,
