@@ -74,6 +74,9 @@ EXPECTED_SANSIO = {
     "response_challenge",
     "select_scope",
     "token_request",
+    "jwt_bearer_request",
+    "token_exchange_request",
+    "parse_token_exchange_response",
 }
 
 
@@ -85,11 +88,12 @@ def test_sansio_all_is_what_we_decided() -> None:
 
 def test_the_lazy_exports_name_their_modules_whole() -> None:
     # Each lazily loaded module's public names, and nothing else, come from it.
-    from mcp_sansio import _oauth, _serde  # noqa: PLC0415
+    from mcp_sansio import _oauth, _oauth_grants, _serde  # noqa: PLC0415
 
     lazy: dict[str, str] = mcp_sansio._LAZY
     by_module = {m: {n for n, where in lazy.items() if where == m} for m in set(lazy.values())}
     assert by_module["._oauth"] == set(_oauth.__all__)
+    assert by_module["._oauth_grants"] == set(_oauth_grants.__all__)
     assert by_module["._http_auth"] == {"ProtectedResourceMetadata"}
     assert by_module["._serde"] == {"structure", "structure_params", "unstructure"}
     assert hasattr(_serde, "structure_params")

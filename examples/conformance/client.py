@@ -29,8 +29,10 @@ from mcp_sansio import types as t
 from mcp_trio import (
     Client,
     ClientCredentials,
+    EnterpriseAuthorization,
     OAuth,
     OAuthError,
+    WorkloadIdentity,
     fetch_authorization_redirect,
     open_client,
 )
@@ -154,12 +156,14 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 async def harness_issuer_of(url: str) -> str:
     """TEST-HARNESS SHORTCUT: NOT A PATTERN TO COPY.
 
-    ``auth/client-credentials-basic`` gives a client secret but not the authorization
-    server it belongs to, and :class:`~mcp_trio.ClientCredentials` refuses a secret
-    without its ``issuer``. So, for that one scenario against the suite's mock, the
-    issuer is read from the metadata of the very server the secret is then sent for:
-    precisely what binding a secret to its issuer prevents (a server that names an
-    authorization server it controls would receive the secret). A real application
+    ``auth/client-credentials-basic`` and ``auth/enterprise-managed-authorization`` give a
+    client secret, and ``auth/wif-jwt-bearer`` a workload JWT, but not the
+    authorization server they belong to; :class:`~mcp_trio.ClientCredentials` and
+    :class:`~mcp_trio.WorkloadIdentity` refuse a secret or JWT without its ``issuer``.
+    So, for those scenarios against the suite's mock (:data:`HARNESS_ISSUER`), the
+    issuer is read from the metadata of the very server the credential is then sent
+    for: precisely what binding a credential to its issuer prevents (a server that
+    names an authorization server it controls would receive it). A real application
     is configured with the issuer, out of band, when the client is registered.
 
     A plain ``urllib`` GET in a thread: mcp_trio has no public HTTP fetch (its OAuth
@@ -180,20 +184,38 @@ async def harness_issuer_of(url: str) -> str:
     raise OAuthError(f"no protected-resource metadata for {url}")
 
 
+#: The scenarios whose credentials come without their issuer (see harness_issuer_of).
+HARNESS_ISSUER = frozenset(
+    {
+        "auth/client-credentials-basic",
+        "auth/enterprise-managed-authorization",
+        "auth/wif-jwt-bearer",
+    }
+)
+
+
 async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth | None:
     """OAuth for the auth/* scenarios: pre-registered credentials when the context
     has them (bound to the context's issuer), our metadata document URL where the
     server supports those. A secret without an issuer is used only in
-    auth/client-credentials-basic (see :func:`harness_issuer_of`); elsewhere it is
-    dropped and the ``client_id`` used as a public client's."""
+    the :data:`HARNESS_ISSUER` scenarios (see :func:`harness_issuer_of`); elsewhere it
+    is dropped and the ``client_id`` used as a public client's. Workload identity
+    presents the context's valid JWT (no client: the extension needs no
+    registration); enterprise-managed authorization the context's ID token, IdP and
+    IdP client."""
     if not scenario.startswith("auth/"):
         return None
+    if scenario == "auth/wif-jwt-bearer":
+        identity = WorkloadIdentity(
+            assertion=context["valid_jwt"], issuer=await harness_issuer_of(url)
+        )
+        return OAuth(workload_identity=identity)
     client = None
     if "client_id" in context:
         secret = context.get("client_secret")
         issuer = context.get("issuer")
         if secret is not None and issuer is None:
-            if scenario == "auth/client-credentials-basic":
+            if scenario in HARNESS_ISSUER:
                 issuer = await harness_issuer_of(url)
             else:
                 secret = None
@@ -202,6 +224,14 @@ async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth |
         )
     if scenario == "auth/client-credentials-basic":
         return OAuth(client=client)  # no user: the client credentials grant
+    if scenario == "auth/enterprise-managed-authorization":
+        enterprise = EnterpriseAuthorization(
+            id_token=context["idp_id_token"],
+            idp_issuer=context["idp_issuer"],
+            idp_client=ClientCredentials(client_id=context["idp_client_id"]),
+            idp_token_endpoint=context.get("idp_token_endpoint"),
+        )
+        return OAuth(client=client, enterprise=enterprise)
     return OAuth(
         redirect_uri="http://localhost:3000/callback",
         on_authorize=fetch_authorization_redirect,

@@ -77,6 +77,9 @@ if TYPE_CHECKING:
     from ._oauth import response_challenge as response_challenge
     from ._oauth import select_scope as select_scope
     from ._oauth import token_request as token_request
+    from ._oauth_grants import jwt_bearer_request as jwt_bearer_request
+    from ._oauth_grants import parse_token_exchange_response as parse_token_exchange_response
+    from ._oauth_grants import token_exchange_request as token_exchange_request
     from ._serde import structure as structure
     from ._serde import structure_params as structure_params
     from ._serde import unstructure as unstructure
@@ -131,12 +134,14 @@ __all__ = [
     "encode_sse_comment",
     "encode_sse_event",
     "is_loopback",
+    "jwt_bearer_request",
     "legacy_authorization_server",
     "new_pkce",
     "parse_authorization_response",
     "parse_bearer_challenge",
     "parse_protected_resource_metadata",
     "parse_registration",
+    "parse_token_exchange_response",
     "parse_token_response",
     "protected_resource_metadata_urls",
     "registration_body",
@@ -145,6 +150,7 @@ __all__ = [
     "select_scope",
     "structure",
     "structure_params",
+    "token_exchange_request",
     "token_request",
     "unstructure",
 ]
@@ -183,6 +189,10 @@ _LAZY: dict[str, str] = {
             "token_request",
         ),
         "._oauth",
+    ),
+    **dict.fromkeys(
+        ("jwt_bearer_request", "parse_token_exchange_response", "token_exchange_request"),
+        "._oauth_grants",
     ),
     "ProtectedResourceMetadata": "._http_auth",
 }

@@ -854,10 +854,24 @@ def token_request(
         form.append(("resource", resource))
     if scope:
         form.append(("scope", scope))
+    return authenticated_form(metadata, client, form)
+
+
+def authenticated_form(
+    metadata: AuthorizationServerMetadata,
+    client: ClientCredentials | None,
+    form: list[tuple[str, str]],
+) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and body of a form POST to ``metadata``'s token endpoint, with
+    ``client`` authenticated as :func:`token_request` says (``None``: no client
+    authentication and no ``client_id``, as the jwt-bearer grant allows, RFC 7523
+    section 3.2.1)."""
     headers = [
         ("content-type", "application/x-www-form-urlencoded"),
         ("accept", "application/json"),
     ]
+    if client is None:
+        return headers, urlencode(form).encode("ascii")
     method = _auth_method(client, metadata)
     if method == "client_secret_basic" and client.client_secret is not None:
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
@@ -867,6 +881,22 @@ def token_request(
         if method == "client_secret_post" and client.client_secret is not None:
             form.append(("client_secret", client.client_secret))
     return headers, urlencode(form).encode("ascii")
+
+
+def token_error(status: int, body: bytes, refused: str) -> OAuthError:
+    """The error of a token endpoint's refusal (RFC 6749 section 5.2): ``refused``, the
+    status, and the ``error`` code (in :attr:`OAuthError.error`) and description when
+    the body has them."""
+    try:
+        obj = _json_object(body, "the error response")
+    except OAuthError:
+        obj = {}
+    error = obj.get("error") if type(obj.get("error")) is str else None
+    detail = obj.get("error_description")
+    message = f"{refused}: status {status}"
+    if error:
+        message += f", {error}" + (f" ({detail})" if type(detail) is str else "")
+    return OAuthError(message, error=error)
 
 
 def parse_token_response(
@@ -888,16 +918,7 @@ def parse_token_response(
     """
     what = "the token response"
     if status != 200:
-        try:
-            obj = _json_object(body, what)
-        except OAuthError:
-            obj = {}
-        error = obj.get("error") if type(obj.get("error")) is str else None
-        detail = obj.get("error_description")
-        message = f"the token request was refused: status {status}"
-        if error:
-            message += f", {error}" + (f" ({detail})" if type(detail) is str else "")
-        raise OAuthError(message, error=error)
+        raise token_error(status, body, "the token request was refused")
     obj = _json_object(body, what)
     access = _str(obj, "access_token", what, required=True)
     assert access is not None

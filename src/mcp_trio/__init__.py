@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from ._oauth import OAuthStorage as OAuthStorage
     from ._oauth import OAuthToken as OAuthToken
     from ._oauth import fetch_authorization_redirect as fetch_authorization_redirect
+    from ._oauth_grants import EnterpriseAuthorization as EnterpriseAuthorization
+    from ._oauth_grants import WorkloadIdentity as WorkloadIdentity
     from ._open import connect_session as connect_session
     from ._open import open_session as open_session
     from ._server import Server as Server
@@ -147,6 +149,8 @@ _LAZY: dict[str, str] = {
     "OAuthStorage": "._oauth",
     "OAuthToken": "._oauth",
     "fetch_authorization_redirect": "._oauth",
+    "EnterpriseAuthorization": "._oauth_grants",
+    "WorkloadIdentity": "._oauth_grants",
     "connect_session": "._open",
     "open_session": "._open",
     "Server": "._server",
@@ -204,6 +208,7 @@ __all__ = [
     "Context",
     "Description",
     "ElicitationResult",
+    "EnterpriseAuthorization",
     "EmbeddedResource",
     "Handlers",
     "HandshakeFailed",
@@ -254,6 +259,7 @@ __all__ = [
     "ToolOutput",
     "ToolResult",
     "WebSocketChannel",
+    "WorkloadIdentity",
     "__version__",
     "bearer_challenge",
     "connect_session",

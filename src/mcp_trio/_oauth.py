@@ -58,6 +58,7 @@ import secrets
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from typing import Final, Literal, Protocol, final
 from urllib.parse import urlsplit
 
@@ -92,6 +93,12 @@ from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
+from ._oauth_grants import (
+    EnterpriseAuthorization,
+    WorkloadIdentity,
+    enterprise_token,
+    workload_token,
+)
 
 __all__ = [
     "Authorizer",
@@ -191,7 +198,12 @@ class OAuth:
 
     Without ``on_authorize``, no user is involved: the client obtains its tokens with
     the client credentials grant (OAuth 2.1 section 4.2; the MCP
-    ``oauth-client-credentials`` extension), which needs ``client`` with a secret.
+    ``oauth-client-credentials`` extension), which needs ``client`` with a secret; or,
+    with ``workload_identity``, the JWT bearer grant with the workload's JWT (workload
+    identity federation); or, with ``enterprise``, an ID-JAG from the enterprise
+    identity provider, then the JWT bearer grant (enterprise-managed authorization).
+    Those grants are asked once per authorization: a refusal fails it, with no retry
+    and no other grant.
 
     Args:
         redirect_uri: where the authorization server sends the user agent back: an
@@ -233,6 +245,13 @@ class OAuth:
         max_authorizations: authorization rounds one request may cause (a server
             that keeps refusing fails the request after that many, or at once when
             it refuses the token just issued, or a scope just granted).
+        workload_identity: the workload's JWT and the authorization server it is for
+            (:class:`WorkloadIdentity`): the JWT bearer grant (RFC 7523). ``client``
+            is optional then (it authenticates the request if given).
+        enterprise: the ID token and the identity provider
+            (:class:`EnterpriseAuthorization`): the token exchange for an ID-JAG, then
+            the JWT bearer grant, which needs ``client`` (the client's registration at
+            the authorization server).
         clock: the wall clock tokens are dated with (``expires_in``, expiry), seconds
             since the epoch (default :func:`time.time`). Pass another one to test
             expiry without waiting; the timeouts above are Trio's clock.
@@ -241,7 +260,9 @@ class OAuth:
         ValueError: ``redirect_uri`` is not ``https`` (or ``http`` on a loopback host),
             or is missing with ``on_authorize``; ``client_metadata_url`` is not an
             ``https`` URL with a path; no ``client`` with a secret for the client
-            credentials grant; a bound is not positive.
+            credentials grant, nor a ``client`` for ``enterprise``; more than one of
+            ``on_authorize``, ``workload_identity`` and ``enterprise``; a bound is not
+            positive.
     """
 
     def __init__(
@@ -261,8 +282,18 @@ class OAuth:
         authorize_timeout: float = 300.0,
         max_response_size: int = _DEFAULT_MAX_RESPONSE,
         max_authorizations: int = 3,
+        workload_identity: WorkloadIdentity | None = None,
+        enterprise: EnterpriseAuthorization | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        grants = (on_authorize, workload_identity, enterprise)
+        if sum(grant is not None for grant in grants) > 1:
+            raise ValueError("pass at most one of on_authorize, workload_identity and enterprise")
+        if enterprise is not None and client is None:
+            raise ValueError(
+                "enterprise needs client=: the client's registration at the authorization "
+                "server, which the identity provider names in the ID-JAG"
+            )
         if on_authorize is not None and redirect_uri is None:
             raise ValueError("on_authorize needs a redirect_uri")
         if redirect_uri is not None and not _is_redirect_uri(redirect_uri):
@@ -273,7 +304,7 @@ class OAuth:
             raise ValueError(
                 f"client_metadata_url must be an https URL with a path: {client_metadata_url!r}"
             )
-        if on_authorize is None and (client is None or client.client_secret is None):
+        if grants == (None, None, None) and (client is None or client.client_secret is None):
             raise ValueError(
                 "without on_authorize (the client credentials grant), client= must be "
                 "given with its client_secret"
@@ -298,6 +329,8 @@ class OAuth:
         self.authorize_timeout: Final = authorize_timeout
         self.max_response_size: Final = max_response_size
         self.max_authorizations: Final = max_authorizations
+        self.workload_identity: Final = workload_identity
+        self.enterprise: Final = enterprise
         self.clock: Final = clock
 
     def bind(
@@ -599,15 +632,20 @@ class Authorizer:
                 )
                 raise
             except Exception as exc:
-                # on_authorize or the storage raised (the user closed the browser, a
-                # keyring is locked): this flow's failure, never the client's. The
-                # message may hold anything: its type only, the rest at DEBUG.
+                # on_authorize, the storage or an assertion callable raised (the user
+                # closed the browser, a keyring is locked): this flow's failure, never
+                # the client's. The message may hold anything: its type only, the
+                # rest at DEBUG.
                 logger.debug("OAuth: the authorization failed", exc_info=True)
                 logger.warning(
-                    "OAuth: the authorization failed: %s raised (by on_authorize or the storage)",
+                    "OAuth: the authorization failed: %s raised (by on_authorize, the storage "
+                    "or an assertion callable)",
                     type(exc).__name__,
                 )
-                failure = OAuthError(f"{type(exc).__name__} raised by on_authorize or the storage")
+                failure = OAuthError(
+                    f"{type(exc).__name__} raised by on_authorize, the storage or an "
+                    "assertion callable"
+                )
                 self._failures += 1
                 self._last_failure = failure
                 raise failure from exc
@@ -690,10 +728,15 @@ class Authorizer:
             scope = oauth.scope
         if step_up:
             self._check_step_up(resource, scope, sent, previous)
-        client = await self._register(metadata, scope, client)
-        if oauth.on_authorize is None:
+        if oauth.workload_identity is None or oauth.client is not None:
+            client = await self._register(metadata, scope, client)
+        if oauth.workload_identity is not None or oauth.enterprise is not None:
+            token = await self._assertion_grant(metadata, client, resource, scope)
+        elif oauth.on_authorize is None:
+            assert client is not None
             token = await self._client_credentials(metadata, client, resource, scope)
         else:
+            assert client is not None
             token = await self._authorize(metadata, client, resource, scope)
         # A refresh under way must not store the token this one replaces after it.
         self._generation += 1
@@ -900,6 +943,38 @@ class Authorizer:
             "POST", metadata.token_endpoint, headers=headers, body=body
         )
         return parse_token_response(status, answer, now=self.oauth.clock(), requested_scope=scope)
+
+    async def _assertion_grant(
+        self,
+        metadata: AuthorizationServerMetadata,
+        client: ClientCredentials | None,
+        resource: str,
+        scope: str | None,
+    ) -> OAuthToken:
+        """Workload identity or enterprise-managed authorization (:mod:`._oauth_grants`)."""
+        oauth = self.oauth
+        if oauth.workload_identity is not None:
+            return await workload_token(
+                oauth.workload_identity,
+                metadata,
+                client,
+                resource=resource,
+                scope=scope,
+                fetch=self._fetch,
+                now=oauth.clock,
+            )
+        assert oauth.enterprise is not None and client is not None
+        return await enterprise_token(
+            oauth.enterprise,
+            metadata,
+            client,
+            resource=resource,
+            scope=scope,
+            fetch=self._fetch,
+            discover=partial(self._discover_server, legacy=False),
+            now=oauth.clock,
+            loopback=self._loopback,
+        )
 
     def _start_refresh(self, nursery: trio.Nursery) -> trio.Event:
         """Start the shared refresh in ``nursery``; its end is the event returned."""

@@ -1,0 +1,161 @@
+"""OAuth assertion grants for MCP clients, sans-IO: the JWT bearer grant and the
+token exchange that obtains an Identity Assertion JWT Authorization Grant (ID-JAG).
+
+Theory of operation
+-------------------
+Two MCP authorization extensions let a client obtain a token without a user at the
+authorization server (AS), by presenting a JWT the client got elsewhere:
+
+* Workload identity federation (``io.modelcontextprotocol/auth/wif``, SEP-1933): the
+  workload platform (Kubernetes, SPIFFE, a cloud) issued the client a JWT; the client
+  sends it to the AS's token endpoint as the assertion of the JWT bearer grant
+  (RFC 7523 section 2.1, :func:`jwt_bearer_request`).
+* Enterprise-managed authorization (``io.modelcontextprotocol/enterprise-managed-
+  authorization``, SEP-990; draft-ietf-oauth-identity-assertion-authz-grant): the
+  user signed in to the client at the enterprise identity provider (IdP), which gave
+  it an ID token. The client exchanges that ID token at the IdP for an ID-JAG made out
+  to the AS and the MCP server (RFC 8693, :func:`token_exchange_request` and
+  :func:`parse_token_exchange_response`), then presents the ID-JAG to the AS with the
+  JWT bearer grant, authenticated as the client registered there.
+
+The client never signs, verifies or even decodes these JWTs: they are opaque
+credentials that the platform or the IdP issues and the AS checks. Nothing here does
+I/O; the token response is read by :func:`~mcp_sansio.parse_token_response`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ._oauth import (
+    AuthorizationServerMetadata,
+    ClientCredentials,
+    OAuthError,
+    _json_object,
+    _str,
+    authenticated_form,
+    token_error,
+)
+
+__all__ = [
+    "jwt_bearer_request",
+    "parse_token_exchange_response",
+    "token_exchange_request",
+]
+
+JWT_BEARER_GRANT_TYPE: Final = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+"""The JWT bearer grant (RFC 7523 section 2.1)."""
+TOKEN_EXCHANGE_GRANT_TYPE: Final = "urn:ietf:params:oauth:grant-type:token-exchange"
+"""The token exchange grant (RFC 8693 section 2.1)."""
+ID_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:id_token"
+"""An OpenID Connect ID token as the subject token (RFC 8693 section 3)."""
+ID_JAG_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:id-jag"
+"""An Identity Assertion JWT Authorization Grant (draft-ietf-oauth-identity-assertion-
+authz-grant)."""
+
+
+def _assertion(value: str, what: str) -> str:
+    # A JWT is three base64url parts: visible ASCII. Refusing anything else keeps a
+    # misconfigured source (an empty file, a trailing newline) from reaching the AS
+    # as an odd "invalid_grant"; the value itself is never part of the message.
+    if not value or not all("!" <= c <= "~" for c in value):
+        raise OAuthError(f"{what} is empty or has characters outside visible ASCII")
+    return value
+
+
+def jwt_bearer_request(
+    metadata: AuthorizationServerMetadata,
+    client: ClientCredentials | None,
+    *,
+    assertion: str,
+    resource: str | None,
+    scope: str | None = None,
+) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and form body of a JWT bearer grant request (RFC 7523 section 2.1):
+    ``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`` and ``assertion``, with
+    ``resource`` (RFC 8707; the workload identity extension lists it) and ``scope``.
+
+    ``client`` is authenticated as :func:`~mcp_sansio.token_request` does (enterprise-
+    managed authorization, section 5: "The MCP Client authenticates with its
+    credentials as registered"); ``None`` sends no client authentication and no
+    ``client_id`` (RFC 7523 section 3.2.1 makes it optional; workload identity
+    federation needs no client registration).
+
+    Returns:
+        ``(headers, body)``; POST them to ``metadata.token_endpoint``.
+
+    Raises:
+        OAuthError: the assertion is empty or not visible ASCII.
+    """
+    form = [
+        ("grant_type", JWT_BEARER_GRANT_TYPE),
+        ("assertion", _assertion(assertion, "the JWT assertion")),
+    ]
+    if resource is not None:
+        form.append(("resource", resource))
+    if scope:
+        form.append(("scope", scope))
+    return authenticated_form(metadata, client, form)
+
+
+def token_exchange_request(
+    idp: AuthorizationServerMetadata,
+    client: ClientCredentials,
+    *,
+    subject_token: str,
+    audience: str,
+    resource: str,
+    scope: str | None = None,
+) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and form body of the token exchange that asks the IdP for an ID-JAG
+    (enterprise-managed authorization, section 4; RFC 8693 section 2.1):
+    ``requested_token_type`` ID-JAG, ``audience`` the issuer of the MCP server's
+    authorization server, ``resource`` the MCP server's RFC 9728 resource identifier,
+    ``scope`` if any, and the ID token as ``subject_token`` of type ``id_token``. No
+    ``actor_token`` (section 4: not used). ``client`` is the client's registration at
+    the IdP, authenticated the way the IdP's metadata (or the registration) says
+    ("If the IdP requires client authentication [for single sign-on], then client
+    authentication of the Token Exchange request is also required").
+
+    Returns:
+        ``(headers, body)``; POST them to ``idp.token_endpoint``.
+
+    Raises:
+        OAuthError: the ID token is empty or not visible ASCII.
+    """
+    form = [
+        ("grant_type", TOKEN_EXCHANGE_GRANT_TYPE),
+        ("requested_token_type", ID_JAG_TOKEN_TYPE),
+        ("audience", audience),
+        ("resource", resource),
+    ]
+    if scope:
+        form.append(("scope", scope))
+    form += [
+        ("subject_token", _assertion(subject_token, "the ID token")),
+        ("subject_token_type", ID_TOKEN_TYPE),
+    ]
+    return authenticated_form(idp, client, form)
+
+
+def parse_token_exchange_response(status: int, body: bytes) -> str:
+    """The ID-JAG from the IdP's token exchange response (enterprise-managed
+    authorization, section 4.2; RFC 8693 section 2.2): ``issued_token_type`` must be
+    the ID-JAG type, and the grant is in ``access_token`` ("for historical reasons";
+    its ``token_type`` is ``N_A``, not a token for any server).
+
+    Raises:
+        OAuthError: an error response (section 4.2.1: RFC 6749 section 5.2; its
+            ``error`` code in :attr:`~mcp_sansio.OAuthError.error`), or a malformed
+            one.
+    """
+    what = "the token exchange response"
+    if status != 200:
+        raise token_error(status, body, "the identity provider refused the token exchange")
+    obj = _json_object(body, what)
+    issued = _str(obj, "issued_token_type", what, required=True)
+    if issued != ID_JAG_TOKEN_TYPE:
+        raise OAuthError(f"{what}: issued_token_type {issued!r} is not {ID_JAG_TOKEN_TYPE!r}")
+    grant = _str(obj, "access_token", what, required=True)
+    assert grant is not None
+    return _assertion(grant, f"{what}: the ID-JAG ('access_token')")
