@@ -1,12 +1,21 @@
-"""What the OAuth tests (``test_oauth.py``, ``test_oauth_e2e.py``) share."""
+"""What the OAuth tests (``test_oauth.py``, ``test_oauth_e2e.py``,
+``test_oauth_grants.py``) share."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from functools import partial
 from typing import Any
+from urllib.parse import parse_qsl
 
+import attrs
+import trio
+
+from mcp_sansio._json import dumps
 from mcp_trio import OAuth, fetch_authorization_redirect
+
+from .test_http_support import serve_routes
 
 REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -25,3 +34,72 @@ def oauth(**kwargs: Any) -> OAuth:
         "on_authorize": fetch_authorization_redirect,
     }
     return OAuth(**{**options, **kwargs})
+
+
+@attrs.define
+class FakeIdP:
+    """An enterprise identity provider on 127.0.0.1: OpenID Connect metadata and a
+    token endpoint that exchanges an ID token for an ID-JAG (RFC 8693), which it adds
+    to ``grants`` (the authorization server's ``assertions``, shared). Knobs for its
+    misbehaviours; it records the exchanges."""
+
+    grants: set[str]
+    id_tokens: set[str] = attrs.field(factory=lambda: {"id-token-1"})
+    base: str = ""
+    error: str | None = None
+    issued_token_type: str = "urn:ietf:params:oauth:token-type:id-jag"
+    padding: int = 0
+    hang: bool = False
+    paths: list[str] = attrs.field(factory=list)
+    exchanges: list[dict[str, str]] = attrs.field(factory=list)
+
+    @property
+    def issuer(self) -> str:
+        return self.base + "/tenant"
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        path = target.partition("?")[0]
+        self.paths.append(f"{method} {path}")
+        js = [("content-type", "application/json")]
+        if method == "GET" and path == "/.well-known/openid-configuration/tenant":
+            meta = {
+                "issuer": self.issuer,
+                "token_endpoint": f"{self.issuer}/token",
+                "token_endpoint_auth_methods_supported": ["client_secret_post"],
+                "grant_types_supported": ["urn:ietf:params:oauth:grant-type:token-exchange"],
+            }
+            return 200, js, dumps(meta)
+        if method == "POST" and path == "/tenant/token":
+            form = dict(parse_qsl(body.decode()))
+            self.exchanges.append(form)
+            if self.hang:
+                await trio.sleep_forever()
+            if self.error is not None:
+                return 400, js, dumps({"error": self.error, "error_description": "policy"})
+            if form.get("subject_token") not in self.id_tokens:
+                return 400, js, dumps({"error": "invalid_grant"})
+            grant = f"jag-{len(self.exchanges)}.{form['audience']}.{form['resource']}"
+            self.grants.add(grant)
+            answer: dict[str, Any] = {
+                "issued_token_type": self.issued_token_type,
+                "access_token": grant,
+                "token_type": "N_A",
+                "expires_in": 300,
+            }
+            if self.padding:
+                answer["padding"] = "x" * self.padding
+            return 200, js, dumps(answer)
+        return 404, [], b""
+
+    async def serve(self, stream: trio.SocketStream) -> None:
+        await serve_routes(self.route, stream)
+
+
+async def start_idp(nursery: trio.Nursery, grants: set[str], **knobs: Any) -> FakeIdP:
+    """A :class:`FakeIdP` listening on 127.0.0.1 (its issuer has a path: ``/tenant``)."""
+    idp = FakeIdP(grants=grants, **knobs)
+    listeners = await nursery.start(partial(trio.serve_tcp, idp.serve, 0, host="127.0.0.1"))
+    idp.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    return idp

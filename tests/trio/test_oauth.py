@@ -55,10 +55,13 @@ class Fake:
     no_prm: bool = False
     prm_path: str | None = None  # the metadata only there, named only in the challenge
     open: bool = False  # requests without a token pass (a handshake before auth is needed)
+    assertions: set[str] = attrs.field(factory=set)  # what the jwt-bearer grant takes
+    grant_error: str | None = None  # the jwt-bearer grant's answer: this error
     # what happened
     registrations: list[dict[str, Any]] = attrs.field(factory=list)
     authorizations: list[dict[str, str]] = attrs.field(factory=list)
     token_requests: list[dict[str, str]] = attrs.field(factory=list)
+    token_auth: list[str | None] = attrs.field(factory=list)  # each one's Authorization
     bearer_seen: list[str] = attrs.field(factory=list)
     paths: list[str] = attrs.field(factory=list)
     tokens: dict[str, set[str]] = attrs.field(factory=dict)
@@ -140,6 +143,13 @@ class Fake:
         if method == "POST" and path == self.as_path + "/token":
             form = dict(parse_qsl(body.decode()))
             self.token_requests.append(form)
+            self.token_auth.append(headers.get("authorization"))
+            if form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer":
+                if self.grant_error is not None:
+                    return 400, js, dumps({"error": self.grant_error, "error_description": "no"})
+                if form.get("assertion") not in self.assertions:
+                    return 400, js, dumps({"error": "invalid_grant"})
+                return 200, js, dumps(self._new_token(set(form.get("scope", "").split())))
             if form["grant_type"] == "authorization_code":
                 if form["code"] != "code-" + s256(form["code_verifier"]):
                     return 400, js, dumps({"error": "invalid_grant"})

@@ -1,0 +1,175 @@
+"""The assertion grant rules, with no I/O: the JWT bearer grant request (RFC 7523
+section 2.1), the token exchange for an ID-JAG (RFC 8693; enterprise-managed
+authorization, section 4) and its response."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+from urllib.parse import parse_qsl
+
+import pytest
+
+from mcp_sansio import (
+    AuthorizationServerMetadata,
+    ClientCredentials,
+    OAuthError,
+    jwt_bearer_request,
+    parse_token_exchange_response,
+    token_exchange_request,
+)
+from mcp_sansio._json import dumps
+
+ISSUER = "https://auth.example.com"
+IDP = "https://idp.example.com"
+JWT = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2ln"
+RESOURCE = "https://mcp.example.com/mcp"
+JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+def metadata(issuer: str = ISSUER, **fields: Any) -> AuthorizationServerMetadata:
+    doc = {"issuer": issuer, "token_endpoint": f"{issuer}/token", **fields}
+    return AuthorizationServerMetadata.parse(dumps(doc), issuer)
+
+
+def form_of(request: tuple[list[tuple[str, str]], bytes]) -> tuple[dict[str, str], list[str]]:
+    headers, body = request
+    pairs = parse_qsl(body.decode("ascii"), keep_blank_values=True)
+    assert len({k for k, _ in pairs}) == len(pairs)  # no parameter twice
+    return dict(pairs), [v for k, v in headers if k == "authorization"]
+
+
+def test_a_jwt_bearer_request_without_a_client_carries_no_client_identity() -> None:
+    form, auth = form_of(
+        jwt_bearer_request(metadata(), None, assertion=JWT, resource=RESOURCE, scope="a b")
+    )
+    assert form == {
+        "grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "assertion": JWT,
+        "resource": RESOURCE,
+        "scope": "a b",
+    }
+    assert auth == []
+
+
+def test_a_jwt_bearer_request_omits_an_absent_scope_and_resource() -> None:
+    form, _ = form_of(jwt_bearer_request(metadata(), None, assertion=JWT, resource=None))
+    assert set(form) == {"grant_type", "assertion"}
+
+
+def test_a_jwt_bearer_request_authenticates_the_client_as_the_as_asks() -> None:
+    client = ClientCredentials(client_id="c:1", client_secret="s/2", issuer=ISSUER)
+    form, auth = form_of(jwt_bearer_request(metadata(), client, assertion=JWT, resource=RESOURCE))
+    # RFC 8414's default is client_secret_basic: the form-urlencoded id and secret.
+    assert auth == ["Basic " + base64.b64encode(b"c%3A1:s%2F2").decode()]
+    assert "client_id" not in form and "client_secret" not in form
+    post = metadata(token_endpoint_auth_methods_supported=["client_secret_post"])
+    form, auth = form_of(jwt_bearer_request(post, client, assertion=JWT, resource=RESOURCE))
+    assert auth == [] and form["client_id"] == "c:1" and form["client_secret"] == "s/2"
+    public = ClientCredentials(client_id="pub")
+    form, auth = form_of(jwt_bearer_request(metadata(), public, assertion=JWT, resource=None))
+    assert auth == [] and form["client_id"] == "pub"
+
+
+@pytest.mark.parametrize("assertion", ["", "a b", "jwt\n", "é.x.y"])
+def test_an_assertion_that_is_not_visible_ascii_is_not_sent(assertion: str) -> None:
+    with pytest.raises(OAuthError, match="JWT assertion") as info:
+        jwt_bearer_request(metadata(), None, assertion=assertion, resource=RESOURCE)
+    assert assertion.strip() == "" or assertion not in str(info.value)
+
+
+def test_the_token_exchange_asks_for_an_id_jag_for_the_as_and_the_resource() -> None:
+    idp_client = ClientCredentials(client_id="idp-client", client_secret="idp-s", issuer=IDP)
+    idp = metadata(IDP, token_endpoint_auth_methods_supported=["client_secret_post"])
+    form, auth = form_of(
+        token_exchange_request(
+            idp,
+            idp_client,
+            subject_token="id.token.jwt",
+            audience=ISSUER,
+            resource=RESOURCE,
+            scope="chat.read chat.history",
+        )
+    )
+    # enterprise-managed-authorization.mdx section 4's table and example, to the letter.
+    assert form == {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "requested_token_type": JAG_TYPE,
+        "audience": ISSUER,
+        "resource": RESOURCE,
+        "scope": "chat.read chat.history",
+        "subject_token": "id.token.jwt",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+        "client_id": "idp-client",
+        "client_secret": "idp-s",
+    }
+    assert auth == []
+    assert "actor_token" not in form  # section 4: not used
+
+
+def test_the_token_exchange_of_a_public_idp_client_names_it_and_omits_no_scope() -> None:
+    form, auth = form_of(
+        token_exchange_request(
+            metadata(IDP),
+            ClientCredentials(client_id="idp-client"),
+            subject_token="id.token.jwt",
+            audience=ISSUER,
+            resource=RESOURCE,
+        )
+    )
+    assert form["client_id"] == "idp-client" and "scope" not in form and auth == []
+    with pytest.raises(OAuthError, match="ID token"):
+        token_exchange_request(
+            metadata(IDP),
+            ClientCredentials(client_id="idp-client"),
+            subject_token="",
+            audience=ISSUER,
+            resource=RESOURCE,
+        )
+
+
+def test_the_id_jag_is_read_from_the_exchange_response() -> None:
+    body = dumps(
+        {
+            "issued_token_type": JAG_TYPE,
+            "access_token": "jag.jwt.sig",
+            "token_type": "N_A",
+            "expires_in": 300,
+        }
+    )
+    assert parse_token_exchange_response(200, body) == "jag.jwt.sig"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "match", "error"),
+    [
+        (
+            400,
+            dumps({"error": "invalid_grant", "error_description": "aud"}),
+            "invalid_grant",
+            "invalid_grant",
+        ),
+        (401, b"not json", "status 401", None),
+        (200, b"[]", "not a JSON object", None),
+        (200, dumps({"access_token": "x"}), "issued_token_type", None),
+        (
+            200,
+            dumps(
+                {
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                    "access_token": "x",
+                }
+            ),
+            "is not",
+            None,
+        ),
+        (200, dumps({"issued_token_type": JAG_TYPE}), "access_token", None),
+        (200, dumps({"issued_token_type": JAG_TYPE, "access_token": "a b"}), "ID-JAG", None),
+    ],
+)
+def test_a_refused_or_malformed_exchange_response_raises(
+    status: int, body: bytes, match: str, error: str | None
+) -> None:
+    with pytest.raises(OAuthError, match=match) as info:
+        parse_token_exchange_response(status, body)
+    assert info.value.error == error

@@ -1,0 +1,362 @@
+"""Workload identity federation and enterprise-managed authorization end to end: the
+fake MCP server and authorization server of ``test_oauth.py`` (which takes the
+jwt-bearer grant), a fake identity provider (``oauth_support.FakeIdP``), all on
+127.0.0.1, and the real client with ``auth=OAuth(workload_identity=|enterprise=)``."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_trio import (
+    ClientCredentials,
+    EnterpriseAuthorization,
+    InMemoryOAuthStorage,
+    McpError,
+    OAuth,
+    OAuthError,
+    WorkloadIdentity,
+    open_client,
+)
+
+from .oauth_support import FakeIdP, start_idp
+from .test_http_support import IO_TIMEOUT
+from .test_oauth import Fake, list_and_call, start_fake
+
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+WORKLOAD_JWT = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2ln"
+
+
+def counting(value: str, *, is_async: bool) -> tuple[Any, list[int]]:
+    """A sync or async callable returning ``value``, and the list of its calls."""
+    calls: list[int] = []
+
+    def sync() -> str:
+        calls.append(1)
+        return value
+
+    async def coro() -> str:
+        calls.append(1)
+        return value
+
+    return (coro if is_async else sync), calls
+
+
+# ------------------------------------------------------------------ workload identity
+
+
+@pytest.mark.parametrize("source", ["string", "sync", "async"])
+async def test_the_workload_jwt_is_the_jwt_bearer_assertion(
+    nursery: trio.Nursery, source: str
+) -> None:
+    fake = await start_fake(nursery, challenge_scope="read", assertions={WORKLOAD_JWT})
+    calls: list[int] = []
+    assertion: Any = WORKLOAD_JWT
+    if source != "string":
+        assertion, calls = counting(WORKLOAD_JWT, is_async=source == "async")
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=assertion, issuer=fake.issuer))
+    assert await list_and_call(fake, auth) == "hi"
+    [request] = fake.token_requests
+    # RFC 7523 section 2.1, SEP-1933: no client registration, no client_id.
+    assert request == {
+        "grant_type": JWT_BEARER,
+        "assertion": WORKLOAD_JWT,
+        "resource": fake.url,
+        "scope": "read",
+    }
+    assert fake.token_auth == [None]
+    assert not fake.registrations and not fake.authorizations
+    assert calls == ([] if source == "string" else [1])
+
+
+async def test_a_callable_is_asked_for_a_fresh_jwt_at_each_authorization(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery)
+    jwts = iter(["jwt.one.a", "jwt.two.b"])
+    fake.assertions = {"jwt.one.a", "jwt.two.b"}
+    auth = OAuth(
+        workload_identity=WorkloadIdentity(assertion=lambda: next(jwts), issuer=fake.issuer)
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client_to(fake, auth) as client:
+            await client.list_tools()
+            fake.tokens.clear()  # the server forgets the token: a 401, a new authorization
+            await client.list_tools()
+    assert [r["assertion"] for r in fake.token_requests] == ["jwt.one.a", "jwt.two.b"]
+
+
+def open_client_to(fake: Fake, auth: OAuth) -> Any:
+    return open_client(fake.url, era="modern", auth=auth)
+
+
+@pytest.mark.parametrize("error", ["invalid_grant", "invalid_scope", "unauthorized_client"])
+async def test_a_refused_jwt_is_reported_once_never_retried_nor_another_grant(
+    nursery: trio.Nursery, error: str
+) -> None:
+    fake = await start_fake(nursery, grant_error=error)
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer))
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError) as info:
+        await auth.authorize(fake.url)
+    assert info.value.error == error
+    assert "not retried" in str(info.value) and error in str(info.value)
+    assert WORKLOAD_JWT not in str(info.value)
+    assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
+    assert not fake.registrations and not fake.authorizations
+    # Through a client: the request fails with the reason, the session goes on, and no
+    # other grant type is tried.
+    fake.token_requests.clear()
+    with pytest.raises(McpError, match=error):
+        await list_and_call(fake, auth)
+    assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
+
+
+async def test_the_workload_jwt_goes_only_to_its_own_authorization_server(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, assertions={WORKLOAD_JWT})
+    calls: list[int] = []
+
+    def source() -> str:
+        calls.append(1)
+        return WORKLOAD_JWT
+
+    identity = WorkloadIdentity(assertion=source, issuer="https://auth.example.com")
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="not sent"):
+        await OAuth(workload_identity=identity).authorize(fake.url)
+    assert not fake.token_requests and not calls
+
+
+async def test_a_workload_with_a_client_authenticates_and_keeps_its_refresh_token(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, assertions={WORKLOAD_JWT}, refresh_tokens=True)
+    storage = InMemoryOAuthStorage()
+    client = ClientCredentials(client_id="wl", client_secret="s3", issuer=fake.issuer)
+    identity = WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer)
+    with trio.fail_after(IO_TIMEOUT):
+        await OAuth(workload_identity=identity, client=client, storage=storage).authorize(fake.url)
+    [request] = fake.token_requests
+    assert request["client_id"] == "wl" and request["client_secret"] == "s3"  # (post only)
+    [token] = storage.tokens.values()
+    assert token.refresh_token is not None
+    # Without a client, nothing could authenticate a refresh: the token has none.
+    fake.token_requests.clear()
+    storage = InMemoryOAuthStorage()
+    with trio.fail_after(IO_TIMEOUT):
+        await OAuth(workload_identity=identity, storage=storage).authorize(fake.url)
+    [token] = storage.tokens.values()
+    assert token.refresh_token is None
+    assert "client_id" not in fake.token_requests[0]
+
+
+@pytest.mark.parametrize("answer", [b"", 42, "has space"])
+async def test_a_source_that_returns_no_jwt_fails_the_authorization(
+    nursery: trio.Nursery, answer: Any
+) -> None:
+    fake = await start_fake(nursery, assertions={WORKLOAD_JWT})
+    identity = WorkloadIdentity(assertion=lambda: answer, issuer=fake.issuer)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="JWT"):
+        await OAuth(workload_identity=identity).authorize(fake.url)
+    assert not fake.token_requests
+
+
+async def test_a_source_that_raises_fails_the_authorization_not_the_session(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery)
+
+    async def broken() -> str:
+        raise RuntimeError("the token file is gone")
+
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=broken, issuer=fake.issuer))
+    with pytest.raises(McpError, match=r"RuntimeError raised by .*assertion callable"):
+        await list_and_call(fake, auth)
+    assert not fake.token_requests
+
+
+# ------------------------------------------------------------------ enterprise
+
+
+async def enterprise_setup(
+    nursery: trio.Nursery, **idp_knobs: Any
+) -> tuple[Fake, FakeIdP, ClientCredentials]:
+    fake = await start_fake(nursery, challenge_scope="chat.read")
+    idp = await start_idp(nursery, fake.assertions, **idp_knobs)
+    client = ClientCredentials(
+        client_id="mcp-client", client_secret="as-secret", issuer=fake.issuer
+    )
+    return fake, idp, client
+
+
+def enterprise(
+    idp: FakeIdP, id_token: Any = "id-token-1", **kwargs: Any
+) -> EnterpriseAuthorization:
+    return EnterpriseAuthorization(
+        id_token=id_token,
+        idp_issuer=idp.issuer,
+        idp_client=ClientCredentials(
+            client_id="idp-client", client_secret="idp-secret", issuer=idp.issuer
+        ),
+        **kwargs,
+    )
+
+
+async def test_the_id_token_is_exchanged_for_an_id_jag_then_a_token(
+    nursery: trio.Nursery,
+) -> None:
+    fake, idp, client = await enterprise_setup(nursery)
+    id_token, calls = counting("id-token-1", is_async=True)
+    auth = OAuth(client=client, enterprise=enterprise(idp, id_token))
+    assert await list_and_call(fake, auth) == "hi"
+    # The IdP's metadata: RFC 8414 first, then OpenID Connect (it has only that).
+    assert idp.paths[:2] == [
+        "GET /.well-known/oauth-authorization-server/tenant",
+        "GET /.well-known/openid-configuration/tenant",
+    ]
+    [exchange] = idp.exchanges
+    assert exchange == {
+        "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+        "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+        "audience": fake.issuer,
+        "resource": fake.url,
+        "scope": "chat.read",
+        "subject_token": "id-token-1",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+        "client_id": "idp-client",  # client_secret_post, as the IdP's metadata says
+        "client_secret": "idp-secret",
+    }
+    [request] = fake.token_requests
+    assert request == {
+        "grant_type": JWT_BEARER,
+        "assertion": f"jag-1.{fake.issuer}.{fake.url}",
+        "resource": fake.url,
+        "scope": "chat.read",
+        # The client authenticates as the AS's metadata asks (client_secret_post).
+        "client_id": "mcp-client",
+        "client_secret": "as-secret",
+    }
+    assert fake.token_auth == [None]
+    assert calls == [1]
+    assert not fake.registrations and not fake.authorizations
+
+
+async def test_the_as_grant_authenticates_the_client_with_basic_when_asked(
+    nursery: trio.Nursery,
+) -> None:
+    fake, idp, _ = await enterprise_setup(nursery)
+    client = ClientCredentials(
+        client_id="mcp-client",
+        client_secret="as-secret",
+        issuer=fake.issuer,
+        token_endpoint_auth_method="client_secret_basic",
+    )
+    auth = OAuth(
+        client=client,
+        enterprise=enterprise(idp, idp_token_endpoint=f"{idp.issuer}/token"),
+    )
+    assert await list_and_call(fake, auth) == "hi"
+    assert fake.token_auth == ["Basic " + base64.b64encode(b"mcp-client:as-secret").decode()]
+    assert "client_secret" not in fake.token_requests[0]
+    assert idp.paths == ["POST /tenant/token"]  # the configured endpoint: no discovery
+
+
+@pytest.mark.parametrize(
+    ("knobs", "match", "error"),
+    [
+        ({"error": "invalid_grant"}, "identity provider refused.*invalid_grant", "invalid_grant"),
+        ({"error": "access_denied"}, "access_denied", "access_denied"),
+        (
+            {"issued_token_type": "urn:ietf:params:oauth:token-type:access_token"},
+            "issued_token_type",
+            None,
+        ),
+        ({"id_tokens": set()}, "invalid_grant", "invalid_grant"),
+    ],
+)
+async def test_an_idp_refusal_is_reported_and_nothing_goes_to_the_as(
+    nursery: trio.Nursery, knobs: dict[str, Any], match: str, error: str | None
+) -> None:
+    fake, idp, client = await enterprise_setup(nursery, **knobs)
+    auth = OAuth(client=client, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match=match) as info:
+        await auth.authorize(fake.url)
+    assert info.value.error == error
+    assert len(idp.exchanges) == 1 and not fake.token_requests
+
+
+async def test_an_as_refusing_the_id_jag_is_reported_once(nursery: trio.Nursery) -> None:
+    fake, idp, client = await enterprise_setup(nursery)
+    fake.grant_error = "invalid_grant"
+    auth = OAuth(client=client, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="ID-JAG") as info:
+        await auth.authorize(fake.url)
+    assert info.value.error == "invalid_grant"
+    assert len(idp.exchanges) == 1
+    assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
+
+
+async def test_an_idp_answer_over_the_size_bound_is_refused(nursery: trio.Nursery) -> None:
+    fake, idp, client = await enterprise_setup(nursery, padding=8192)
+    auth = OAuth(client=client, enterprise=enterprise(idp), max_response_size=4096)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="over 4096 bytes"):
+        await auth.authorize(fake.url)
+    assert not fake.token_requests
+
+
+async def test_a_hanging_idp_times_out(nursery: trio.Nursery, autojump_clock: Any) -> None:
+    fake, idp, client = await enterprise_setup(nursery, hang=True)
+    auth = OAuth(client=client, enterprise=enterprise(idp), timeout=5)
+    with trio.fail_after(60), pytest.raises(trio.TooSlowError):
+        await auth.authorize(fake.url)
+    assert len(idp.exchanges) == 1 and not fake.token_requests
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://idp.example.com/token", "ftp://127.0.0.1/token", "https://idp/t#x"]
+)
+async def test_an_idp_endpoint_that_may_not_carry_oauth_traffic_is_refused(
+    nursery: trio.Nursery, endpoint: str
+) -> None:
+    fake, idp, client = await enterprise_setup(nursery)
+    calls: list[int] = []
+
+    def id_token() -> str:
+        calls.append(1)
+        return "id-token-1"
+
+    auth = OAuth(client=client, enterprise=enterprise(idp, id_token, idp_token_endpoint=endpoint))
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="token endpoint"):
+        await auth.authorize(fake.url)
+    assert not calls and not idp.exchanges
+
+
+def test_the_grant_options_are_checked() -> None:
+    identity = WorkloadIdentity(assertion="a.b.c", issuer="https://auth.example.com")
+    client = ClientCredentials(client_id="c")
+    idp_client = ClientCredentials(client_id="i")
+    ema = EnterpriseAuthorization(
+        id_token="t", idp_issuer="https://idp.example.com", idp_client=idp_client
+    )
+
+    async def never(url: str) -> str:
+        raise AssertionError
+
+    with pytest.raises(ValueError, match="at most one"):
+        OAuth(workload_identity=identity, enterprise=ema, client=client)
+    with pytest.raises(ValueError, match="at most one"):
+        OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=never, workload_identity=identity)
+    with pytest.raises(ValueError, match="enterprise needs client"):
+        OAuth(enterprise=ema)
+    with pytest.raises(ValueError, match="bound to"):
+        EnterpriseAuthorization(
+            id_token="t",
+            idp_issuer="https://idp.example.com",
+            idp_client=ClientCredentials(client_id="i", client_secret="s", issuer="https://x"),
+        )
+    OAuth(workload_identity=identity)  # no client needed
+    OAuth(enterprise=ema, client=client)
+    assert "a.b.c" not in repr(identity) and "'t'" not in repr(ema)
