@@ -27,7 +27,9 @@ drive it:
    the code may go anywhere.
 6. :func:`token_request` (authorization code, refresh token or client credentials, with
    the AS's client authentication method) and :func:`parse_token_response`; a token's
-   expiry is data (:attr:`OAuthToken.expires_at`), the caller passes ``now``.
+   expiry is data (:attr:`OAuthToken.expires_at`), the caller passes ``now``. The
+   assertion grants (workload identity, enterprise-managed authorization) are in
+   :mod:`._oauth_grants`.
 
 Everything the peer sends that breaks these rules raises :class:`OAuthError`. Nothing
 here does I/O or reads a clock; randomness (``state``, the PKCE verifier) comes from
