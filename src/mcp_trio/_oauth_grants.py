@@ -98,8 +98,8 @@ class EnterpriseAuthorization:
     """The IdP's issuer identifier: its metadata (RFC 8414, then OpenID Connect
     Discovery) names the token endpoint, unless :attr:`idp_token_endpoint` is given."""
     idp_client: ClientCredentials
-    """The client's registration at the IdP (the ID token's audience); a secret in it
-    must be bound to :attr:`idp_issuer` (or to no issuer: it is used at the IdP only)."""
+    """The client's registration at the IdP (the ID token's audience). Its
+    ``issuer``, required with a secret, must be :attr:`idp_issuer`."""
     idp_token_endpoint: str | None = None
     """The IdP's token endpoint, when it is not to be discovered."""
 
