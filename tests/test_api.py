@@ -69,6 +69,8 @@ EXPECTED_SANSIO = {
     "parse_registration",
     "parse_token_response",
     "protected_resource_metadata_urls",
+    "redirect_request",
+    "redirect_state",
     "registration_body",
     "resource_matches",
     "response_challenge",
@@ -88,11 +90,12 @@ def test_sansio_all_is_what_we_decided() -> None:
 
 def test_the_lazy_exports_name_their_modules_whole() -> None:
     # Each lazily loaded module's public names, and nothing else, come from it.
-    from mcp_sansio import _oauth, _oauth_grants, _serde  # noqa: PLC0415
+    from mcp_sansio import _oauth, _oauth_grants, _oauth_redirect, _serde  # noqa: PLC0415
 
     lazy: dict[str, str] = mcp_sansio._LAZY
     by_module = {m: {n for n, where in lazy.items() if where == m} for m in set(lazy.values())}
     assert by_module["._oauth"] == set(_oauth.__all__)
+    assert by_module["._oauth_redirect"] == set(_oauth_redirect.__all__)
     assert by_module["._oauth_grants"] == set(_oauth_grants.__all__)
     assert by_module["._http_auth"] == {"ProtectedResourceMetadata"}
     assert by_module["._serde"] == {"structure", "structure_params", "unstructure"}

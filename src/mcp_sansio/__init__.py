@@ -80,6 +80,8 @@ if TYPE_CHECKING:
     from ._oauth_grants import jwt_bearer_request as jwt_bearer_request
     from ._oauth_grants import parse_token_exchange_response as parse_token_exchange_response
     from ._oauth_grants import token_exchange_request as token_exchange_request
+    from ._oauth_redirect import redirect_request as redirect_request
+    from ._oauth_redirect import redirect_state as redirect_state
     from ._serde import structure as structure
     from ._serde import structure_params as structure_params
     from ._serde import unstructure as unstructure
@@ -144,6 +146,8 @@ __all__ = [
     "parse_token_exchange_response",
     "parse_token_response",
     "protected_resource_metadata_urls",
+    "redirect_request",
+    "redirect_state",
     "registration_body",
     "resource_matches",
     "response_challenge",
@@ -190,6 +194,7 @@ _LAZY: dict[str, str] = {
         ),
         "._oauth",
     ),
+    **dict.fromkeys(("redirect_request", "redirect_state"), "._oauth_redirect"),
     **dict.fromkeys(
         ("jwt_bearer_request", "parse_token_exchange_response", "token_exchange_request"),
         "._oauth_grants",

@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from ._oauth import fetch_authorization_redirect as fetch_authorization_redirect
     from ._oauth_grants import EnterpriseAuthorization as EnterpriseAuthorization
     from ._oauth_grants import WorkloadIdentity as WorkloadIdentity
+    from ._oauth_loopback import LoopbackRedirect as LoopbackRedirect
+    from ._oauth_store import FileOAuthStorage as FileOAuthStorage
     from ._open import connect_session as connect_session
     from ._open import open_session as open_session
     from ._server import Server as Server
@@ -149,6 +151,8 @@ _LAZY: dict[str, str] = {
     "OAuthStorage": "._oauth",
     "OAuthToken": "._oauth",
     "fetch_authorization_redirect": "._oauth",
+    "LoopbackRedirect": "._oauth_loopback",
+    "FileOAuthStorage": "._oauth_store",
     "EnterpriseAuthorization": "._oauth_grants",
     "WorkloadIdentity": "._oauth_grants",
     "connect_session": "._open",
@@ -210,6 +214,7 @@ __all__ = [
     "ElicitationResult",
     "EmbeddedResource",
     "EnterpriseAuthorization",
+    "FileOAuthStorage",
     "Handlers",
     "HandshakeFailed",
     "HttpChannel",
@@ -225,6 +230,7 @@ __all__ = [
     "InputRequiredError",
     "InputRequiredResult",
     "LocalProtocolError",
+    "LoopbackRedirect",
     "McpError",
     "MemoryChannel",
     "Message",

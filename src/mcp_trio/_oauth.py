@@ -59,7 +59,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
-from typing import Final, Literal, Protocol, final
+from typing import TYPE_CHECKING, Final, Literal, Protocol, final
 from urllib.parse import urlsplit
 
 import h11
@@ -99,6 +99,9 @@ from ._oauth_grants import (
     enterprise_token,
     workload_token,
 )
+
+if TYPE_CHECKING:
+    from ._oauth_loopback import LoopbackRedirect
 
 __all__ = [
     "Authorizer",
@@ -206,6 +209,10 @@ class OAuth:
     and no other grant.
 
     Args:
+        redirect: a ready-made receiver of the redirect, for applications on the
+            user's machine: ``redirect=LoopbackRedirect()`` (its ``redirect_uri``
+            and ``on_authorize``: it opens the browser and listens on loopback).
+            Instead of ``redirect_uri`` and ``on_authorize``.
         redirect_uri: where the authorization server sends the user agent back: an
             ``http`` URL on a loopback host your application listens on, or an
             ``https`` URL (``2025-11-25/basic/authorization``, "Communication
@@ -257,7 +264,8 @@ class OAuth:
             expiry without waiting; the timeouts above are Trio's clock.
 
     Raises:
-        ValueError: ``redirect_uri`` is not ``https`` (or ``http`` on a loopback host),
+        ValueError: ``redirect`` with ``redirect_uri`` or ``on_authorize``;
+            ``redirect_uri`` is not ``https`` (or ``http`` on a loopback host),
             or is missing with ``on_authorize``; ``client_metadata_url`` is not an
             ``https`` URL with a path; no ``client`` with a secret for the client
             credentials grant, nor a ``client`` for ``enterprise``; more than one of
@@ -268,6 +276,7 @@ class OAuth:
     def __init__(
         self,
         *,
+        redirect: LoopbackRedirect | None = None,
         redirect_uri: str | None = None,
         on_authorize: AuthorizeCallback | None = None,
         client: ClientCredentials | None = None,
@@ -286,6 +295,10 @@ class OAuth:
         enterprise: EnterpriseAuthorization | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if redirect is not None:
+            if redirect_uri is not None or on_authorize is not None:
+                raise ValueError("redirect= replaces redirect_uri= and on_authorize=: pass one")
+            redirect_uri, on_authorize = redirect.redirect_uri, redirect.on_authorize
         grants = (on_authorize, workload_identity, enterprise)
         if sum(grant is not None for grant in grants) > 1:
             raise ValueError("pass at most one of on_authorize, workload_identity and enterprise")

@@ -1,0 +1,313 @@
+"""The redirect of a native OAuth client: a one-shot HTTP listener on loopback.
+
+Theory of operation
+-------------------
+:class:`LoopbackRedirect` is what a command-line or desktop application passes as
+``OAuth(redirect=...)`` instead of writing its own ``on_authorize``: its
+:attr:`~LoopbackRedirect.redirect_uri` is ``http://127.0.0.1:PORT/callback`` (RFC 8252
+section 7.3, loopback interface redirection; section 8.3: an IP literal, not
+``localhost``, which may resolve elsewhere), and :meth:`~LoopbackRedirect.on_authorize`,
+for each authorization:
+
+1. listens on that address (nothing listens between authorizations);
+2. shows the user the authorization URL (``on_url``, stderr by default) and, unless
+   told not to, opens it in the browser (``webbrowser`` in a worker thread, which the
+   flow does not wait for: the user may copy the URL instead);
+3. answers every request until the one that is the authorization response (the rules
+   are :func:`mcp_sansio.redirect_request`: the redirect path, the ``state`` this
+   authorization sent), to which it answers a small page the user may close; then it
+   stops listening and returns that URL, which the flow checks
+   (:func:`mcp_sansio.parse_authorization_response`).
+
+Anything on the machine may connect to the port, so everything is bounded: one request
+per connection (``connection: close``), its head at most ``max_request_size`` bytes and
+``max_headers`` headers (a larger one is answered ``431`` or ``400``), each connection
+``connection_timeout`` seconds, at most ``max_connections`` at once (more are closed as
+they come), and the whole wait ``timeout`` seconds (besides ``OAuth``'s
+``authorize_timeout``, which bounds the whole flow).
+
+The port is chosen when the :class:`LoopbackRedirect` is made (``port=0``: a free one,
+found by binding and letting go; another program could take it before the listener
+does, which then fails that authorization with a message saying so). It must stay the
+same while a registration is in use: authorization servers compare redirect URIs
+exactly (``2026-07-28/basic/authorization/security-considerations``, "Redirect URI
+Validation").
+"""
+
+from __future__ import annotations
+
+import errno
+import html
+import logging
+import socket
+import sys
+import webbrowser
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Final, final
+from urllib.parse import parse_qs, urlsplit
+
+import h11
+import trio
+
+from mcp_sansio import OAuthError, redirect_request, redirect_state
+
+__all__ = ["LoopbackRedirect"]
+
+logger = logging.getLogger("mcp_trio")
+
+_LOOPBACK_HOSTS: Final = ("127.0.0.1", "::1")
+_READ_SIZE: Final = 4096
+_REASONS: Final = {
+    200: b"OK",
+    400: b"Bad Request",
+    404: b"Not Found",
+    405: b"Method Not Allowed",
+    431: b"Request Header Fields Too Large",
+}
+
+
+def _show_on_stderr(url: str) -> None:
+    print(f"Open this URL to authorize:\n  {url}", file=sys.stderr, flush=True)
+
+
+@final
+class LoopbackRedirect:
+    """Receive the authorization response on ``http://127.0.0.1:PORT/PATH``: pass it
+    as ``OAuth(redirect=LoopbackRedirect())`` (see the module docs).
+
+    Args:
+        port: the port (``0``: a free one, chosen now). Give a fixed one when the
+            redirect URI is registered beforehand with the authorization server.
+        path: the redirect URI's path.
+        host: ``"127.0.0.1"`` or ``"::1"``.
+        open_browser: open the authorization URL in the user's browser.
+        opener: how to open it (default :func:`webbrowser.open`); it runs in a worker
+            thread, and may return ``False`` or raise: the user still has the URL.
+        on_url: how to show the URL to the user (default: printed on stderr).
+        timeout: seconds to wait for the redirect.
+        connection_timeout: seconds one connection may take to send its request.
+        max_connections: connections served at once.
+        max_request_size: the largest request head, in bytes.
+        max_headers: the most header fields in a request.
+
+    Raises:
+        ValueError: ``host`` is not a loopback address, ``path`` does not start with
+            ``/`` (or has a query or fragment), or a bound is not positive.
+        OSError: ``port=0`` and no port could be found.
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        path: str = "/callback",
+        host: str = "127.0.0.1",
+        open_browser: bool = True,
+        opener: Callable[[str], object] | None = None,
+        on_url: Callable[[str], object] | None = None,
+        timeout: float = 300.0,
+        connection_timeout: float = 10.0,
+        max_connections: int = 8,
+        max_request_size: int = 8192,
+        max_headers: int = 64,
+    ) -> None:
+        if host not in _LOOPBACK_HOSTS:
+            raise ValueError(f"host must be 127.0.0.1 or ::1 (RFC 8252 section 8.3): {host!r}")
+        if not path.startswith("/") or any(c in path for c in "?#") or "//" in path:
+            raise ValueError(f"path must be an absolute path with no query: {path!r}")
+        if not 0 <= port <= 65535:
+            raise ValueError(f"not a port: {port}")
+        bounds = (timeout, connection_timeout, max_connections, max_request_size, max_headers)
+        if min(bounds) <= 0:
+            raise ValueError("the timeouts and bounds must be > 0")
+        self.host: Final = host
+        self.port: Final = port if port else _free_port(host)
+        self.path: Final = path
+        self.open_browser: Final = open_browser
+        self.opener: Final = opener if opener is not None else webbrowser.open
+        self.on_url: Final = on_url if on_url is not None else _show_on_stderr
+        self.timeout: Final = timeout
+        self.connection_timeout: Final = connection_timeout
+        self.max_connections: Final = max_connections
+        self.max_request_size: Final = max_request_size
+        self.max_headers: Final = max_headers
+        literal = f"[{host}]" if ":" in host else host
+        self.redirect_uri: Final = f"http://{literal}:{self.port}{path}"
+        """The redirect URI to register (``OAuth`` does, with ``redirect=``)."""
+
+    async def on_authorize(self, url: str) -> str:
+        """Show ``url`` (and open the browser), wait for the redirect and return the
+        URL it arrived at: ``OAuth``'s ``on_authorize``.
+
+        Raises:
+            OAuthError: ``url`` has no ``state``, the port is taken, or no redirect
+                came within ``timeout``.
+        """
+        state = redirect_state(url)
+        if state is None:
+            raise OAuthError("the authorization URL has no state: refused")
+        listener = await self._listen()
+        arrived: list[str] = []
+        done = trio.Event()
+        async with listener, trio.open_nursery() as nursery:
+            self.on_url(url)
+            if self.open_browser:
+                nursery.start_soon(self._open, url, name="mcp oauth browser")
+            with trio.move_on_after(self.timeout):
+                await self._accept(listener, nursery, state, arrived, done)
+            nursery.cancel_scope.cancel()
+        if not arrived:
+            raise OAuthError(f"no authorization response arrived within {self.timeout:g} seconds")
+        return arrived[0]
+
+    async def _listen(self) -> trio.SocketListener:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = trio.socket.socket(family, socket.SOCK_STREAM)
+        try:
+            if sys.platform != "win32":  # (on Windows it would let others share the port)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            await sock.bind((self.host, self.port))
+            sock.listen(self.max_connections)
+        except OSError as exc:
+            sock.close()
+            if exc.errno == errno.EADDRINUSE:
+                raise OAuthError(
+                    f"the redirect port {self.port} is in use by another program"
+                ) from exc
+            raise OAuthError(f"cannot listen on {self.redirect_uri}: {exc}") from exc
+        return trio.SocketListener(sock)
+
+    async def _open(self, url: str) -> None:
+        try:
+            opened = await trio.to_thread.run_sync(self.opener, url, abandon_on_cancel=True)
+        except Exception as exc:
+            logger.debug("OAuth: the browser could not be opened", exc_info=True)
+            opened = False
+            logger.info("OAuth: the browser could not be opened: %s raised", type(exc).__name__)
+        if opened is False:
+            self.on_url("(no browser could be opened: open the URL yourself)")
+
+    async def _accept(
+        self,
+        listener: trio.SocketListener,
+        nursery: trio.Nursery,
+        state: str,
+        arrived: list[str],
+        done: trio.Event,
+    ) -> None:
+        """Serve connections until one brings the redirect (then ``done`` is set)."""
+        limiter = trio.CapacityLimiter(self.max_connections)
+        async with trio.open_nursery() as serving:
+            serving.start_soon(_cancel_when, done, serving.cancel_scope)
+            while not done.is_set():
+                stream = await listener.accept()
+                try:
+                    limiter.acquire_on_behalf_of_nowait(stream)
+                except trio.WouldBlock:
+                    await stream.aclose()  # full: the browser will try again
+                    continue
+                serving.start_soon(self._serve, stream, limiter, state, arrived, done)
+
+    async def _serve(
+        self,
+        stream: trio.SocketStream,
+        limiter: trio.CapacityLimiter,
+        state: str,
+        arrived: list[str],
+        done: trio.Event,
+    ) -> None:
+        try:
+            with trio.move_on_after(self.connection_timeout):
+                url = await self._answer(stream, state)
+                if url is not None and not arrived:
+                    arrived.append(url)
+                    done.set()
+        finally:
+            limiter.release_on_behalf_of(stream)
+            await trio.aclose_forcefully(stream)
+
+    async def _answer(self, stream: trio.SocketStream, state: str) -> str | None:
+        """Read one request and answer it; for the redirect, return its URL."""
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.max_request_size)
+        status: int
+        url: str | None = None
+        received = 0
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await stream.receive_some(_READ_SIZE)
+                    if not data:
+                        return None
+                    received += len(data)
+                    conn.receive_data(data)
+                    continue
+                if isinstance(event, h11.Request):
+                    # (h11 bounds a head still incomplete; one that came whole, here)
+                    if received > self.max_request_size or len(event.headers) > self.max_headers:
+                        status = 431
+                    else:
+                        status, url = redirect_request(
+                            event.method.decode("latin-1"),
+                            event.target.decode("latin-1"),
+                            redirect_uri=self.redirect_uri,
+                            state=state,
+                        )
+                    break
+                return None  # (a ConnectionClosed before any request)
+        except h11.RemoteProtocolError as exc:
+            status = exc.error_status_hint
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return None
+        body = _page(status, url).encode()
+        headers = [
+            ("content-type", "text/html; charset=utf-8"),
+            ("content-length", str(len(body))),
+            ("connection", "close"),
+            ("cache-control", "no-store"),
+            # The page must not pass the code on (RFC 8252 section 8.10 / RFC 6749 10.6).
+            ("referrer-policy", "no-referrer"),
+            ("x-content-type-options", "nosniff"),
+        ]
+        response = h11.Response(
+            status_code=status, headers=headers, reason=_REASONS.get(status, b"")
+        )
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # (it left)
+            await stream.send_all(conn.send(response) + conn.send(h11.Data(data=body)))
+        return url
+
+
+async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def _page(status: int, url: str | None) -> str:
+    if url is not None:
+        query = parse_qs(urlsplit(url).query)
+        error = query.get("error", [""])[0]
+        if error:
+            detail = query.get("error_description", [""])[0]
+            message = f"The authorization server refused: {error}" + (
+                f" ({detail})" if detail else ""
+            )
+        else:
+            message = "Authorization received. You may close this window."
+    elif status == 404:
+        message = "Not found."
+    else:
+        message = "This is not the authorization response this application is waiting for."
+    text = html.escape(message)
+    return (
+        "<!doctype html><html><head><meta charset=utf-8><title>Authorization</title>"
+        f"</head><body><p>{text}</p></body></html>"
+    )
+
+
+def _free_port(host: str) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+    return port

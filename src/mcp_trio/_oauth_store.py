@@ -1,0 +1,145 @@
+"""An :class:`~mcp_trio.OAuthStorage` in a JSON file, readable by its owner alone.
+
+The file holds ``{"clients": {...}, "tokens": {...}}``: registrations by issuer (and
+redirect URI, see :class:`FileOAuthStorage`), tokens by resource and issuer, each the
+fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`. Every
+save writes a new file (mode ``0600``, in a directory created ``0700``) and renames it
+over the old one, so a reader never sees half a file and a crash loses only that save.
+A file that does not parse, or an entry that is not what it should be, reads as
+absent (logged): the next authorization replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Final, TypeVar, final
+
+import attrs
+
+from mcp_sansio import ClientCredentials, OAuthToken
+
+__all__ = ["FileOAuthStorage"]
+
+logger = logging.getLogger("mcp_trio")
+
+_MAX_FILE_SIZE: Final = 1024 * 1024
+
+
+@final
+class FileOAuthStorage:
+    """Registrations and tokens in the JSON file ``path`` (mode ``0600``): they outlive
+    the process (an :class:`~mcp_trio.OAuthStorage`).
+
+    Args:
+        path: the file (its directory is created, mode ``0700``, if need be).
+        redirect_uri: keep registrations per redirect URI too: an authorization server
+            compares the redirect URI of a request with the registered ones exactly,
+            so a registration made for another port is not reused (pass the redirect
+            URI the :class:`~mcp_trio.OAuth` uses).
+
+    The file is read and written whole at each call (small, and shared safely by
+    processes that take turns; two processes saving at the same moment may lose one
+    save). Anyone who can read it holds the tokens: keep it in the user's own
+    directories.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, redirect_uri: str | None = None) -> None:
+        self.path: Final = Path(path)
+        self.redirect_uri: Final = redirect_uri
+
+    async def load_client(self, issuer: str) -> ClientCredentials | None:
+        found = self._read()["clients"].get(self._client_key(issuer))
+        return _build(ClientCredentials, found)
+
+    async def save_client(self, issuer: str, client: ClientCredentials) -> None:
+        data = self._read()
+        data["clients"][self._client_key(issuer)] = attrs.asdict(client)
+        self._write(data)
+
+    async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
+        return _build(OAuthToken, self._read()["tokens"].get(_token_key(resource, issuer)))
+
+    async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        data = self._read()
+        key = _token_key(resource, issuer)
+        if token is None:
+            data["tokens"].pop(key, None)
+        else:
+            data["tokens"][key] = attrs.asdict(token)
+        self._write(data)
+
+    def _client_key(self, issuer: str) -> str:
+        return issuer if self.redirect_uri is None else f"{issuer} {self.redirect_uri}"
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        empty: dict[str, dict[str, Any]] = {"clients": {}, "tokens": {}}
+        try:
+            with self.path.open("rb") as file:
+                text = file.read(_MAX_FILE_SIZE + 1)
+        except FileNotFoundError:
+            return empty
+        if len(text) > _MAX_FILE_SIZE:
+            logger.warning("OAuth: %s is over %d bytes: ignored", self.path, _MAX_FILE_SIZE)
+            return empty
+        try:
+            data = json.loads(text)
+        except ValueError:
+            logger.warning("OAuth: %s is not JSON: ignored", self.path)
+            return empty
+        if not isinstance(data, dict):
+            logger.warning("OAuth: %s is not a JSON object: ignored", self.path)
+            return empty
+        for part in ("clients", "tokens"):
+            found = data.get(part)
+            empty[part] = found if isinstance(found, dict) else {}
+        return empty
+
+    def _write(self, data: dict[str, dict[str, Any]]) -> None:
+        directory = self.path.parent
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.")
+        try:
+            os.chmod(temporary, 0o600)  # (mkstemp's own mode, said out loud)
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                json.dump(data, file, indent=1, sort_keys=True)
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+def _token_key(resource: str, issuer: str) -> str:
+    return f"{resource} {issuer}"  # (a space is in neither URL)
+
+
+_T = TypeVar("_T", ClientCredentials, OAuthToken)
+_TIMES: Final = frozenset({"expires_at", "issued_at"})
+
+
+def _build(kind: type[_T], found: object) -> _T | None:
+    """``kind`` from a stored entry; ``None`` for no entry or a malformed one."""
+    if found is None:
+        return None
+    if (
+        isinstance(found, dict)
+        and set(attrs.fields_dict(kind)).issuperset(found)
+        and all(_fits(name, value) for name, value in found.items())
+    ):
+        try:
+            return kind(**found)
+        except ValueError:  # (a client_secret without its issuer)
+            pass
+    logger.warning("OAuth: a stored %s is malformed: ignored", kind.__name__)
+    return None
+
+
+def _fits(name: str, value: object) -> bool:
+    if value is None:
+        return name not in ("client_id", "access_token", "token_type")
+    if name in _TIMES:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)

@@ -1,0 +1,102 @@
+"""``FileOAuthStorage``: registrations and tokens survive the process, in a file only
+its owner may read; what does not parse reads as absent."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from mcp_trio import ClientCredentials, FileOAuthStorage, OAuthToken
+
+ISSUER = "https://as.example"
+RESOURCE = "https://mcp.example/mcp"
+
+
+async def test_what_is_saved_is_loaded_by_another_storage_of_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "config" / "mcp-trio" / "oauth.json"
+    client = ClientCredentials(client_id="cid", client_secret="s", issuer=ISSUER)
+    token = OAuthToken(
+        access_token="at", expires_at=200.5, refresh_token="rt", scope="mcp", issued_at=100
+    )
+    store = FileOAuthStorage(path)
+    assert await store.load_client(ISSUER) is None
+    assert await store.load_token(RESOURCE, ISSUER) is None
+    await store.save_client(ISSUER, client)
+    await store.save_token(RESOURCE, ISSUER, token)
+    again = FileOAuthStorage(path)
+    assert await again.load_client(ISSUER) == client
+    assert await again.load_token(RESOURCE, ISSUER) == token
+    assert await again.load_token(RESOURCE, "https://other.example") is None
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert [p.name for p in path.parent.iterdir()] == ["oauth.json"]  # no temporary left
+    await again.save_token(RESOURCE, ISSUER, None)
+    assert await store.load_token(RESOURCE, ISSUER) is None
+    assert await store.load_client(ISSUER) == client
+
+
+async def test_registrations_are_kept_per_redirect_uri_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "oauth.json"
+    one = FileOAuthStorage(path, redirect_uri="http://127.0.0.1:1000/callback")
+    other = FileOAuthStorage(path, redirect_uri="http://127.0.0.1:2000/callback")
+    await one.save_client(ISSUER, ClientCredentials(client_id="for-1000"))
+    assert await other.load_client(ISSUER) is None  # registered for another port
+    assert await one.load_client(ISSUER) == ClientCredentials(client_id="for-1000")
+    token = OAuthToken(access_token="at")
+    await one.save_token(RESOURCE, ISSUER, token)
+    assert await other.load_token(RESOURCE, ISSUER) == token  # tokens are not
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"clients": [], "tokens": 3}',
+        json.dumps(
+            {
+                "clients": {ISSUER: {"client_id": 5}},
+                "tokens": {f"{RESOURCE} {ISSUER}": {"access_token": "a", "expires_at": "soon"}},
+            }
+        ).encode(),
+        json.dumps(
+            {
+                "clients": {ISSUER: {"client_id": "c", "client_secret": "s"}},  # no issuer
+                "tokens": {f"{RESOURCE} {ISSUER}": {"access_token": "a", "extra": 1}},
+            }
+        ).encode(),
+        json.dumps({"tokens": {f"{RESOURCE} {ISSUER}": {"access_token": None}}}).encode(),
+        b" " * (1024 * 1024 + 1),  # over the bound
+    ],
+)
+async def test_what_does_not_parse_reads_as_absent_and_is_replaced(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "oauth.json"
+    path.write_bytes(content)
+    store = FileOAuthStorage(path)
+    assert await store.load_client(ISSUER) is None
+    assert await store.load_token(RESOURCE, ISSUER) is None
+    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
+    assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="new")
+
+
+async def test_a_failed_write_leaves_the_file_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "oauth.json"
+    store = FileOAuthStorage(path)
+    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="old"))
+
+    def fail(src: object, dst: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
+    assert [p.name for p in tmp_path.iterdir()] == ["oauth.json"]
+    assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="old")
