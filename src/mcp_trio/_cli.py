@@ -22,6 +22,7 @@ from typing import NoReturn
 import trio
 
 from . import __version__
+from ._cli_auth import DEFAULT_REDIRECT_PORT, AuthOptions, default_token_store
 from ._cli_client import (
     LIST_KINDS,
     ClientOptions,
@@ -167,6 +168,7 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         metavar="'NAME: VALUE'",
         help="an extra HTTP/WebSocket request header (repeat it), e.g. 'Authorization: Bearer …'",
     )
+    _auth_options(parser)
     parser.add_argument("--raw", action="store_true", help="print the JSON result")
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress and no server logs on stderr"
@@ -177,6 +179,71 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also show this process's logs and a spawned server's stderr",
     )
+
+
+def _auth_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("authorization (http(s):// targets; --bearer: ws(s):// too)")
+    group.add_argument("--bearer", metavar="TOKEN", help="send this bearer token")
+    group.add_argument(
+        "--bearer-env", metavar="NAME", help="send the bearer token in the variable NAME"
+    )
+    group.add_argument(
+        "--oauth",
+        action="store_true",
+        help="authorize with OAuth in the browser (the redirect comes to 127.0.0.1)",
+    )
+    group.add_argument(
+        "--no-browser",
+        dest="browser",
+        action="store_false",
+        help="with --oauth: print the URL to open, do not open a browser",
+    )
+    group.add_argument(
+        "--redirect-port",
+        type=_port,
+        metavar="PORT",
+        help=f"with --oauth: the redirect port; 0 picks a free one (default: "
+        f"{DEFAULT_REDIRECT_PORT})",
+    )
+    group.add_argument("--client-id", metavar="ID", help="a client registered beforehand")
+    group.add_argument(
+        "--client-secret",
+        metavar="SECRET",
+        help="its secret (needs --issuer); without --oauth: the client credentials grant",
+    )
+    group.add_argument(
+        "--issuer", metavar="URL", help="the authorization server --client-id is registered at"
+    )
+    group.add_argument("--scope", help="scopes to ask for when the server does not say")
+    group.add_argument(
+        "--token-store",
+        metavar="FILE",
+        help="keep registrations and tokens in FILE (mode 0600), or 'none' "
+        f"(default: {default_token_store()})",
+    )
+
+
+def _auth(args: argparse.Namespace) -> AuthOptions:
+    bearer = args.bearer
+    if args.bearer_env is not None:
+        if bearer is not None:
+            raise UsageError("--bearer or --bearer-env: not both")
+        bearer = os.environ.get(args.bearer_env)
+        if not bearer:
+            raise UsageError(f"--bearer-env: the variable {args.bearer_env} is not set")
+    options = AuthOptions(
+        bearer=bearer,
+        oauth=args.oauth,
+        browser=args.browser,
+        client_id=args.client_id,
+        client_secret=args.client_secret,
+        issuer=args.issuer,
+        scope=args.scope,
+        token_store=args.token_store,
+        redirect_port=args.redirect_port,
+    )
+    options.check()
+    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,6 +382,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             quiet=args.quiet,
             verbose=args.verbose,
             headers=tuple(args.headers),
+            auth=_auth(args),
         )
         if args.command == "list":
             # "tool" means "tools": forgive the singular.

@@ -21,6 +21,7 @@ from mcp_sansio import types as t
 from mcp_sansio import unstructure
 from mcp_sansio._json import dumps
 
+from ._cli_auth import AuthOptions, client_auth
 from ._cli_form import terminal_elicitation
 from ._cli_render import (
     ProgressDisplay,
@@ -69,6 +70,8 @@ class ClientOptions:
     """Forward a stdio server's stderr (and, in ``_cli``, show this process's logs)."""
     headers: tuple[tuple[str, str], ...] = ()
     """Extra HTTP/WebSocket request headers (``--header``), in order."""
+    auth: AuthOptions = attrs.field(factory=AuthOptions)
+    """How to authorize to an HTTP server (``--bearer``, ``--oauth``, ...)."""
 
 
 # ---------------------------------------------------------------------- arguments
@@ -193,6 +196,21 @@ async def connect(
     headers = dict(options.headers) or None
     if headers is not None and not target.is_url:
         raise UsageError("--header is for http(s):// and ws(s):// targets")
+    auth = None
+    if options.auth != AuthOptions():
+        if not isinstance(target.where, str) or not target.is_url:
+            raise UsageError("--bearer, --oauth and --client-* are for URL targets")
+        auth, headers = client_auth(options.auth, target.where, headers or {}, sys.stderr)
+        if auth is not None and options.auth.oauth:
+            # Before the first request: the user may take longer in the browser than
+            # the handshake may wait (OAuth.authorize: a stored token asks nobody).
+            try:
+                await auth.authorize(target.where)
+            except Exception as exc:
+                problem = describe(exc)
+                if problem is None:
+                    raise
+                raise CliError(f"cannot authorize at {target.label}: {problem.message}") from exc
     opened = open_client(
         target.where,
         era=options.era,
@@ -202,6 +220,7 @@ async def connect(
         on_elicitation=functools.partial(_ask_user, display) if interactive else None,
         stderr=_forward_stderr if forward else None,
         headers=headers,
+        auth=auth,
     )
     async with AsyncExitStack() as stack:
         try:

@@ -66,7 +66,7 @@ def _expected(exc: BaseException) -> BaseException | None:
         leaves = [_expected(e) for e in exc.exceptions]
         found = [leaf for leaf in leaves if leaf is not None]
         return found[0] if found and len(found) == len(leaves) else None
-    expected = (
+    expected: tuple[type[BaseException], ...] = (
         CliError,
         McpError,
         SessionClosed,
@@ -76,6 +76,9 @@ def _expected(exc: BaseException) -> BaseException | None:
         trio.TooSlowError,
         OSError,
     )
+    oauth = sys.modules.get("mcp_sansio._oauth")  # (loaded if an OAuth error can exist)
+    if oauth is not None:
+        expected += (oauth.OAuthError,)
     return exc if isinstance(exc, expected) else None
 
 

@@ -1,0 +1,206 @@
+"""``mcp-trio list``/``call`` authorization flags: ``--bearer``, ``--oauth`` (the
+loopback receiver, the browser, the token store), ``--client-*``; what they refuse;
+and that the CLI loads the OAuth binding for an HTTP target that asks for it only.
+
+The protected server and its fake authorization server (``tests/trio/test_oauth_e2e``)
+run in a thread of their own; the browser is ``urllib`` (it follows the authorization
+server's redirect to the CLI's listener on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import queue
+import stat
+import subprocess
+import sys
+import threading
+import urllib.parse
+import urllib.request
+import webbrowser
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcp_trio import FileOAuthStorage, OAuth
+from mcp_trio._cli import main
+from mcp_trio._cli_auth import AuthOptions, client_auth, default_token_store
+
+from .trio.test_oauth_e2e import Setup, start
+
+
+@pytest.fixture
+def protected() -> Iterator[Setup]:
+    """The protected server and its authorization server, in another thread."""
+    started: queue.Queue[tuple[Setup, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
+
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            setup = await start(nursery, prm_scopes=["mcp"])
+            started.put((setup, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
+            await trio.sleep_forever()
+
+    thread = threading.Thread(target=trio.run, args=(serve,))
+    thread.start()
+    setup, token, scope = started.get(timeout=10)
+    try:
+        yield setup
+    finally:
+        trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join(10)
+
+
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The user's browser: it visits the URL (following the redirect back to the
+    CLI's listener) and records it."""
+    visited: list[str] = []
+
+    def visit(url: str) -> bool:
+        visited.append(url)
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert b"close this window" in answer.read()
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", visit)
+    return visited
+
+
+def test_oauth_authorizes_in_the_browser_and_the_token_store_serves_the_next_run(
+    protected: Setup, browser: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "mcp-trio" / "oauth.json"
+    argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", "0"]
+    argv += ["--token-store", str(store)]
+    assert main(argv) == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out.strip() == "alice ['mcp']"
+    assert "Open this URL to authorize:" in err and browser[0] in err
+    assert browser[0].startswith(f"{protected.asrv.issuer}/authorize?")
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    # The next run finds the token: no browser, no authorization.
+    assert main([*argv[:-2], "--token-store", str(store), "-q"]) == 0
+    assert capsys.readouterr().out.strip() == "alice ['mcp']"
+    assert len(browser) == 1 and len(protected.asrv.authorizations) == 1
+
+
+def test_without_a_token_store_every_run_asks(
+    protected: Setup, browser: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["list", protected.url, "tools", "--oauth", "--redirect-port", "0"]
+    argv += ["--token-store", "none"]
+    assert main(argv) == 0 and main(argv) == 0, capsys.readouterr().err
+    assert "whoami" in capsys.readouterr().out
+    assert len(browser) == 2
+
+
+def test_a_refused_authorization_is_one_line(
+    protected: Setup, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def deny(url: str) -> bool:  # the user says no: the AS redirects with an error
+        state = url.partition("state=")[2].partition("&")[0]
+        redirect = url.partition("redirect_uri=")[2].partition("&")[0]
+        iss = urllib.parse.quote(protected.asrv.issuer, safe="")
+        back = urllib.parse.unquote(redirect) + f"?error=access_denied&state={state}&iss={iss}"
+        urllib.request.urlopen(back, timeout=10).close()
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", deny)
+    argv = ["list", protected.url, "--oauth", "--redirect-port", "0", "--token-store", "none"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "mcp-trio: error: cannot authorize at" in err and "access_denied" in err
+    assert "Traceback" not in err
+
+
+def test_a_static_bearer_token(
+    protected: Setup, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    protected.asrv.tokens["static-1"] = (frozenset({"mcp"}), protected.url, 1e12)
+    assert main(["call", protected.url, "whoami", "--bearer", "static-1"]) == 0
+    assert capsys.readouterr().out.strip() == "alice ['mcp']"
+    monkeypatch.setenv("MY_TOKEN", "static-1")
+    assert main(["call", protected.url, "whoami", "--bearer-env", "MY_TOKEN"]) == 0
+    assert capsys.readouterr().out.strip() == "alice ['mcp']"
+    assert protected.accepted == ["static-1"] * len(protected.accepted)
+    assert main(["call", protected.url, "whoami", "--bearer", "wrong"]) == 1
+    assert "status 401" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--bearer", "x", "--oauth"], "--bearer is a token of its own"),
+        (["--bearer", "x", "--bearer-env", "HOME"], "not both"),
+        (["--bearer-env", "MCP_TRIO_TEST_UNSET"], "is not set"),
+        (["--client-secret", "s", "--client-id", "c"], "needs --client-id and --issuer"),
+        (["--client-id", "c"], "--client-id needs --oauth"),
+        (["--issuer", "https://as.example"], "--issuer is for --client-id"),
+        (["--no-browser"], "for --oauth only"),
+        (["--redirect-port", "9000"], "for --oauth only"),
+        (["--scope", "mcp"], "--scope: for --oauth"),
+        (["--token-store", "none"], "--token-store: for --oauth"),
+        (["--oauth", "-H", "Authorization: Bearer x"], "give one"),
+    ],
+)
+def test_flags_that_do_not_go_together(
+    args: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["list", "http://127.0.0.1:9/mcp", *args]) == 2
+    assert fragment in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("target", "fragment"),
+    [
+        ("ws://127.0.0.1:9/mcp", "for http(s):// targets"),
+        ("python -c pass", "are for URL targets"),
+    ],
+)
+def test_oauth_is_for_http_targets(
+    target: str, fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["list", target, "--oauth"]) == 2
+    assert fragment in capsys.readouterr().err
+
+
+def test_what_the_flags_build() -> None:
+    url = "https://mcp.example/mcp"
+    auth, headers = client_auth(AuthOptions(bearer="t"), "wss://x/mcp", {"x-a": "1"}, sys.stderr)
+    assert auth is None and headers == {"x-a": "1", "Authorization": "Bearer t"}
+    options = AuthOptions(
+        oauth=True, browser=False, redirect_port=8123, token_store="/tmp/x.json", scope="a b"
+    )
+    auth, _ = client_auth(options, url, {}, sys.stderr)
+    assert isinstance(auth, OAuth) and auth.redirect_uri == "http://127.0.0.1:8123/callback"
+    assert auth.scope == "a b" and auth.client is None
+    assert isinstance(auth.storage, FileOAuthStorage)
+    assert auth.storage.redirect_uri == auth.redirect_uri
+    options = AuthOptions(client_id="c", client_secret="s", issuer="https://as.example")
+    auth, _ = client_auth(options, url, {}, sys.stderr)
+    assert auth is not None and auth.on_authorize is None  # the client credentials grant
+    assert auth.client is not None and auth.client.client_secret == "s"
+    assert isinstance(auth.storage, FileOAuthStorage) and auth.storage.path == default_token_store()
+
+
+def test_the_default_token_store_is_in_the_users_config_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert default_token_store() == tmp_path / "mcp-trio" / "oauth.json"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert default_token_store() == Path.home() / ".config" / "mcp-trio" / "oauth.json"
+
+
+def test_the_cli_loads_the_oauth_binding_for_oauth_only() -> None:
+    code = (
+        "import sys, mcp_trio._cli;"
+        "print(','.join(m for m in ('mcp_trio._oauth', 'mcp_trio._oauth_loopback',"
+        " 'mcp_trio._oauth_store', 'mcp_sansio._oauth', 'webbrowser')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"the CLI loaded {out}"
