@@ -144,11 +144,8 @@ def client_auth(
     if options.oauth:
         port = DEFAULT_REDIRECT_PORT if options.redirect_port is None else options.redirect_port
 
-        def show(text: str) -> None:
-            if text.startswith("("):
-                print(text, file=err, flush=True)
-            else:
-                print(f"Open this URL to authorize:\n  {text}", file=err, flush=True)
+        def show(url: str) -> None:
+            print(f"Open this URL to authorize:\n  {url}", file=err, flush=True)
 
         redirect = LoopbackRedirect(port=port, open_browser=options.browser, on_url=show)
     storage: OAuthStorage

@@ -83,7 +83,8 @@ class LoopbackRedirect:
         host: ``"127.0.0.1"`` or ``"::1"``.
         open_browser: open the authorization URL in the user's browser.
         opener: how to open it (default :func:`webbrowser.open`); it runs in a worker
-            thread, and may return ``False`` or raise: the user still has the URL.
+            thread, and may return ``False`` or raise (logged at ``WARNING``): the user
+            still has the URL.
         on_url: how to show the URL to the user (default: printed on stderr).
         timeout: seconds to wait for the redirect.
         connection_timeout: seconds one connection may take to send its request.
@@ -179,14 +180,15 @@ class LoopbackRedirect:
         return trio.SocketListener(sock)
 
     async def _open(self, url: str) -> None:
+        # The user has the URL (on_url): a browser that does not open is logged only.
         try:
             opened = await trio.to_thread.run_sync(self.opener, url, abandon_on_cancel=True)
         except Exception as exc:
             logger.debug("OAuth: the browser could not be opened", exc_info=True)
-            opened = False
-            logger.info("OAuth: the browser could not be opened: %s raised", type(exc).__name__)
+            logger.warning("OAuth: the browser could not be opened: %s raised", type(exc).__name__)
+            return
         if opened is False:
-            self.on_url("(no browser could be opened: open the URL yourself)")
+            logger.warning("OAuth: no browser could be opened: open the URL shown")
 
     async def _accept(
         self,

@@ -7,6 +7,7 @@ Real sockets on 127.0.0.1 only; the deadlines run on the ``autojump_clock``."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from typing import Any
 from urllib.parse import urlencode
@@ -164,6 +165,19 @@ async def test_a_url_without_state_or_a_taken_port_fails_at_once() -> None:
             await busy.on_authorize(AUTHORIZE)
 
 
+class _Warned(logging.Handler):
+    """Sets its event at a warning (logged in the Trio thread, after the opener)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.event = trio.Event()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+        self.event.set()
+
+
 async def test_the_browser_is_opened_in_a_thread_and_its_failure_is_not_the_flows() -> None:
     opened: list[str] = []
 
@@ -171,28 +185,26 @@ async def test_the_browser_is_opened_in_a_thread_and_its_failure_is_not_the_flow
         opened.append(url)
         return False  # no browser here
 
-    redirect, shown = receiver(open_browser=True, opener=opener)
-    with trio.fail_after(IO_TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            outcome = await authorize_in_background(nursery, redirect)
-            while len(shown) < 2:
-                await trio.sleep(0)
-            assert await get(redirect.port, "/callback?state=st8") == 200
-    assert opened == [AUTHORIZE]
-    assert shown == [AUTHORIZE, "(no browser could be opened: open the URL yourself)"]
-    assert outcome == [f"{redirect.redirect_uri}?state=st8"]
-
     def broken(url: str) -> bool:
         raise RuntimeError("no display")
 
-    redirect, shown = receiver(open_browser=True, opener=broken)
-    with trio.fail_after(IO_TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            outcome = await authorize_in_background(nursery, redirect)
-            while len(shown) < 2:
-                await trio.sleep(0)
-            assert await get(redirect.port, "/callback?state=st8") == 200
-    assert outcome == [f"{redirect.redirect_uri}?state=st8"]
+    logger = logging.getLogger("mcp_trio")
+    for open_with, warning in [(opener, "no browser could be opened"), (broken, "RuntimeError")]:
+        warned = _Warned()
+        logger.addHandler(warned)
+        try:
+            redirect, shown = receiver(open_browser=True, opener=open_with)
+            with trio.fail_after(IO_TIMEOUT):
+                async with trio.open_nursery() as nursery:
+                    outcome = await authorize_in_background(nursery, redirect)
+                    await warned.event.wait()
+                    assert await get(redirect.port, "/callback?state=st8") == 200
+        finally:
+            logger.removeHandler(warned)
+        assert shown == [AUTHORIZE]
+        assert outcome == [f"{redirect.redirect_uri}?state=st8"]
+        assert warning in warned.messages[0]
+    assert opened == [AUTHORIZE]
 
 
 @pytest.mark.parametrize(
