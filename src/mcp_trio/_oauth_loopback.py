@@ -20,11 +20,12 @@ for each authorization:
    (:func:`mcp_sansio.parse_authorization_response`).
 
 Anything on the machine may connect to the port, so everything is bounded: one request
-per connection (``connection: close``), its head at most ``max_request_size`` bytes and
-``max_headers`` headers (a larger one is answered ``431`` or ``400``), each connection
-``connection_timeout`` seconds, at most ``max_connections`` at once (more are closed as
-they come), and the whole wait ``timeout`` seconds (besides ``OAuth``'s
-``authorize_timeout``, which bounds the whole flow).
+per connection (``connection: close``; what the peer still sends, up to 64 KiB, is read
+before closing, so that the answer is not lost to a reset), its head at most
+``max_request_size`` bytes and ``max_headers`` headers (a larger one is answered ``431``
+or ``400``), each connection ``connection_timeout`` seconds, at most ``max_connections``
+at once (more are closed as they come), and the whole wait ``timeout`` seconds (besides
+``OAuth``'s ``authorize_timeout``, which bounds the whole flow).
 
 The port is chosen when the :class:`LoopbackRedirect` is made (``port=0``: a free one,
 found by binding and letting go; another program could take it before the listener
@@ -58,6 +59,7 @@ logger = logging.getLogger("mcp_trio")
 
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "::1")
 _READ_SIZE: Final = 4096
+_LINGER_SIZE: Final = 65_536
 _REASONS: Final = {
     200: b"OK",
     400: b"Bad Request",
@@ -225,6 +227,7 @@ class LoopbackRedirect:
                 if url is not None and not arrived:
                     arrived.append(url)
                     done.set()
+                await _linger(stream)
         finally:
             limiter.release_on_behalf_of(stream)
             await trio.aclose_forcefully(stream)
@@ -278,6 +281,17 @@ class LoopbackRedirect:
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # (it left)
             await stream.send_all(conn.send(response) + conn.send(h11.Data(data=body)))
         return url
+
+
+async def _linger(stream: trio.SocketStream) -> None:
+    """After the answer: say we are done and read what the peer still sends (at most
+    ``_LINGER_SIZE`` bytes) until it closes, so that closing with unread input (a request
+    over the bound) does not reset the connection before the peer reads the answer."""
+    with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        await stream.send_eof()
+        left = _LINGER_SIZE
+        while left > 0 and (chunk := await stream.receive_some(_READ_SIZE)):
+            left -= len(chunk)
 
 
 async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:

@@ -117,6 +117,7 @@ async def test_a_request_over_the_size_or_header_bounds_is_refused_and_waited_pa
         async with trio.open_nursery() as nursery:
             outcome = await authorize_in_background(nursery, redirect)
             assert await get(port, "/callback?state=st8&pad=" + "x" * 2000) == 431
+            assert await get(port, "/callback?state=st8&pad=" + "x" * 20_000) == 431
             assert await get(port, "/callback?state=st8", *(f"x-{i}: 1" for i in range(5))) == 431
             assert await get(port, "/callback?state=st8", *(f"x-{i}: 1" for i in range(4))) == 200
     assert outcome == [f"{redirect.redirect_uri}?state=st8"]
