@@ -215,6 +215,16 @@ class _Handshake(_ConnectionBase):
             if isinstance(flt, ErrorData):
                 self._reject(rid, flt.code, flt.message, events, None, flt.data)
                 return
+            if (
+                flt.task_ids
+                and _tasks.declares_tasks(self.config.capabilities)
+                and not _tasks.declares_tasks(envelope.client_capabilities)
+            ):
+                # ext-tasks "Task Status Notifications": asking for taskIds without
+                # declaring the extension MUST be an error naming what is missing.
+                err = _tasks.missing_tasks_capability("notifications.taskIds")
+                self._reject(rid, err.code, err.message, events, None, err.data)
+                return
             # The record of a request the application never sees: the core serves it.
             self._inflight[rid] = RequestReceived(
                 request_id=rid,

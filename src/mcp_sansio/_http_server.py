@@ -96,6 +96,7 @@ Status codes (both eras unless noted):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import heapq
 import secrets
@@ -147,6 +148,7 @@ from ._jsonrpc import (
 )
 from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
 from ._state import LifecycleState
+from ._tasks import TASKS_NOTIFICATION
 from ._versions import REVISIONS, Era
 
 __all__ = [
@@ -1740,6 +1742,26 @@ class HttpServer:
             if stream.subscription:
                 self._drain(stream.conn)
                 stream.conn.send_notification(method, params)
+                messages = stream.conn.messages_to_send()
+                sent += bool(messages)
+                for payload, _ in messages:
+                    self._route_modern(stream, payload)
+        return sent
+
+    def send_task_status(self, params: dict[str, Any], *, principal: str | None) -> int:
+        """Send a ``notifications/tasks`` (the tasks extension) to the modern
+        ``subscriptions/listen`` streams of ``principal`` whose filter names the task:
+        another principal's streams never hear of it, whatever they asked for.
+
+        Returns:
+            How many streams were sent it. Drain :meth:`data_to_send` afterwards.
+        """
+        sent = 0
+        for stream in list(self._modern.values()):
+            if stream.subscription and stream.conn.principal == principal:
+                self._drain(stream.conn)
+                with contextlib.suppress(LocalProtocolError):  # (no filter asked for it)
+                    stream.conn.send_notification(TASKS_NOTIFICATION, params)
                 messages = stream.conn.messages_to_send()
                 sent += bool(messages)
                 for payload, _ in messages:

@@ -48,6 +48,7 @@ import attrs
 
 from mcp_sansio import _json
 from mcp_sansio._errors import ErrorCode, ErrorData, LocalProtocolError, RemoteProtocolError
+from mcp_sansio._tasks import TASKS_NOTIFICATION, declares_tasks
 
 __all__ = [
     "CACHEABLE_METHODS",
@@ -1316,11 +1317,19 @@ class SubscriptionFilter:
     resource_subscriptions: tuple[str, ...] = attrs.field(default=(), converter=_unique)
     """Deliver ``notifications/resources/updated`` for these URIs (order kept, duplicates
     dropped)."""
+    task_ids: tuple[str, ...] = attrs.field(default=(), converter=_unique)
+    """The tasks extension: deliver ``notifications/tasks`` for these task ids (order kept,
+    duplicates dropped; ext-tasks "Task Status Notifications")."""
     _uri_set: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
+    _task_set: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
 
     @_uri_set.default
     def _make_uri_set(self) -> frozenset[str]:
         return frozenset(self.resource_subscriptions)
+
+    @_task_set.default
+    def _make_task_set(self) -> frozenset[str]:
+        return frozenset(self.task_ids)
 
     def matches(self, method: str, params: Mapping[str, Any] | None = None) -> bool:
         """Whether a notification belongs on a stream opened with this filter.
@@ -1332,8 +1341,9 @@ class SubscriptionFilter:
         Returns:
             ``True`` for a list-changed notification the filter opted into, or a
             ``notifications/resources/updated`` whose ``uri`` is exactly one of
-            :attr:`resource_subscriptions`. Anything else (request-scoped notifications,
-            unknown types) is ``False``.
+            :attr:`resource_subscriptions`, or a ``notifications/tasks`` whose ``taskId`` is
+            one of :attr:`task_ids`. Anything else (request-scoped notifications, unknown
+            types) is ``False``.
         """
         if method == "notifications/tools/list_changed":
             return self.tools_list_changed
@@ -1346,6 +1356,9 @@ class SubscriptionFilter:
         ):
             uri = params.get("uri")
             return isinstance(uri, str) and uri in self._uri_set
+        if method == TASKS_NOTIFICATION and isinstance(params, Mapping):
+            task_id = params.get("taskId")
+            return isinstance(task_id, str) and task_id in self._task_set
         return False
 
     def honored_by(self, capabilities: Mapping[str, Any]) -> SubscriptionFilter:
@@ -1356,8 +1369,8 @@ class SubscriptionFilter:
 
         Returns:
             A filter keeping each list-changed type only if the matching capability declares
-            ``listChanged: true``, and the resource URIs only if ``resources.subscribe`` is
-            ``true``.
+            ``listChanged: true``, the resource URIs only if ``resources.subscribe`` is
+            ``true``, and the task ids only if ``extensions`` declares the tasks extension.
         """
 
         def flag(section: str, name: str) -> bool:
@@ -1373,6 +1386,7 @@ class SubscriptionFilter:
             resource_subscriptions=(
                 self.resource_subscriptions if flag("resources", "subscribe") else ()
             ),
+            task_ids=self.task_ids if declares_tasks(capabilities) else (),
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -1386,6 +1400,8 @@ class SubscriptionFilter:
             out["resourcesListChanged"] = True
         if self.resource_subscriptions:
             out["resourceSubscriptions"] = list(self.resource_subscriptions)
+        if self.task_ids:
+            out["taskIds"] = list(self.task_ids)
         return out
 
 
@@ -1393,19 +1409,21 @@ _FILTER_FLAGS: Final = ("toolsListChanged", "promptsListChanged", "resourcesList
 
 
 def parse_listen_filter(
-    params: Any, *, max_resource_subscriptions: int = 1024
+    params: Any, *, max_resource_subscriptions: int = 1024, max_task_ids: int = 1024
 ) -> SubscriptionFilter | ErrorData:
     """Read the filter of a ``subscriptions/listen`` request (server side).
 
     Args:
         params: The request's params as decoded.
         max_resource_subscriptions: The most URIs one subscription may name.
+        max_task_ids: The most task ids (``taskIds``, the tasks extension) it may name.
 
     Returns:
         The :class:`SubscriptionFilter`, or a ``-32602`` :class:`ErrorData` when
         ``params.notifications`` is missing (it is required) or not an object, a flag is not a
         boolean, ``resourceSubscriptions`` is not a list of strings, or it names more than
-        ``max_resource_subscriptions`` URIs. Unknown filter fields are ignored.
+        ``max_resource_subscriptions`` URIs, or ``taskIds`` is not a list of strings or
+        names more than ``max_task_ids``. Unknown filter fields are ignored.
     """
     if not (type(params) is dict or isinstance(params, Mapping)) or "notifications" not in params:
         return _invalid("subscriptions/listen requires params.notifications")
@@ -1422,11 +1440,17 @@ def parse_listen_filter(
         return _invalid(
             f"notifications.resourceSubscriptions names more than {max_resource_subscriptions} URIs"
         )
+    task_ids = wanted.get("taskIds", [])
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+        return _invalid("notifications.taskIds must be an array of strings")
+    if len(task_ids) > max_task_ids:
+        return _invalid(f"notifications.taskIds names more than {max_task_ids} tasks")
     return SubscriptionFilter(
         tools_list_changed=wanted.get("toolsListChanged", False),
         prompts_list_changed=wanted.get("promptsListChanged", False),
         resources_list_changed=wanted.get("resourcesListChanged", False),
         resource_subscriptions=uris,
+        task_ids=task_ids,
     )
 
 

@@ -39,16 +39,21 @@ import attrs
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
 
 __all__ = [
+    "DEFAULT_POLL_INTERVAL_MS",
+    "MAX_POLL_INTERVAL_MS",
+    "MIN_POLL_INTERVAL_MS",
     "NAME_KEYS",
     "RESULT_TYPE_TASK",
     "TASKS_CANCEL",
     "TASKS_EXTENSION",
     "TASKS_GET",
+    "TASKS_NOTIFICATION",
     "TASKS_UPDATE",
     "TASK_SUPPORTED_METHODS",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
     "Task",
+    "TaskState",
     "TaskStatus",
     "UpdateParams",
     "check_create_task_result",
@@ -57,7 +62,10 @@ __all__ = [
     "may_return_task",
     "missing_tasks_capability",
     "parse_task_id",
+    "parse_task_state",
     "parse_update_params",
+    "poll_delay",
+    "status_notification",
     "task_not_found",
     "without_tasks_extension",
 ]
@@ -70,6 +78,9 @@ RESULT_TYPE_TASK: Final = "task"
 TASKS_GET: Final = "tasks/get"
 TASKS_UPDATE: Final = "tasks/update"
 TASKS_CANCEL: Final = "tasks/cancel"
+#: The status notification, delivered on ``subscriptions/listen`` streams whose filter names
+#: the task in ``taskIds`` ("Task Status Notifications").
+TASKS_NOTIFICATION: Final = "notifications/tasks"
 #: The requests a server may answer with a ``CreateTaskResult`` ("Supported Methods").
 TASK_SUPPORTED_METHODS: Final = frozenset({"tools/call"})
 #: Streamable HTTP: the body field each task method's ``Mcp-Name`` header mirrors
@@ -357,3 +368,160 @@ def parse_update_params(params: Any) -> UpdateParams | ErrorData:
             message="Invalid params: tasks/update needs inputResponses (an object)",
         )
     return UpdateParams(task_id=task_id, input_responses=dict(responses))
+
+
+def status_notification(detailed: Mapping[str, Any]) -> dict[str, Any]:
+    """The params of a ``notifications/tasks``: the ``DetailedTask`` that ``tasks/get``
+    would return at that moment, without the result discriminator ``resultType``
+    ("Task Status Notifications": each carries the complete task state)."""
+    return {k: v for k, v in detailed.items() if k != "resultType"}
+
+
+# ---------------------------------------------------------------- the client's side
+
+#: The shortest wait between two ``tasks/get`` of one task, in ms, whatever the server
+#: suggests: a hostile or careless ``pollIntervalMs: 1`` must not make us spin.
+MIN_POLL_INTERVAL_MS: Final = 100
+#: The longest: a server suggesting an hour still gets looked at now and then.
+MAX_POLL_INTERVAL_MS: Final = 60_000
+#: What we wait when the server suggests nothing.
+DEFAULT_POLL_INTERVAL_MS: Final = 1_000
+
+
+def poll_delay(
+    poll_interval_ms: int | None,
+    *,
+    minimum_ms: int = MIN_POLL_INTERVAL_MS,
+    maximum_ms: int = MAX_POLL_INTERVAL_MS,
+) -> float:
+    """How long to wait before the next ``tasks/get``, in seconds: the server's
+    ``pollIntervalMs`` (which clients SHOULD honor, "Task Polling"), clamped to
+    ``[minimum_ms, maximum_ms]``; :data:`DEFAULT_POLL_INTERVAL_MS` when it gave none."""
+    wanted = DEFAULT_POLL_INTERVAL_MS if poll_interval_ms is None else poll_interval_ms
+    return min(max(wanted, minimum_ms), maximum_ms) / 1000
+
+
+@final
+@attrs.frozen(kw_only=True)
+class TaskState:
+    """A task as the server reported it (``CreateTaskResult``, ``tasks/get`` or
+    ``notifications/tasks``), checked: read with :func:`parse_task_state`."""
+
+    task_id: str
+    """The task's id."""
+    status: TaskStatus
+    """Its status."""
+    status_message: str | None
+    """The server's word on it, if any."""
+    created_at: str
+    """ISO 8601, as sent."""
+    last_updated_at: str
+    """ISO 8601, as sent."""
+    ttl_ms: int | None
+    """How long after creation the server keeps it (``None``: unlimited)."""
+    poll_interval_ms: int | None
+    """The polling interval the server suggests."""
+    result: dict[str, Any] | None = None
+    """``completed``: what the original request returned."""
+    error: ErrorData | None = None
+    """``failed``: the JSON-RPC error it failed with."""
+    input_requests: dict[str, dict[str, Any]] | None = None
+    """``input_required``: the outstanding requests, by key."""
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the status is final."""
+        return self.status in TERMINAL_STATUSES
+
+
+def _bad(message: str) -> ErrorData:
+    return ErrorData(
+        code=ErrorCode.INTERNAL_ERROR, message=f"Invalid task from the server: {message}"
+    )
+
+
+def _duration(obj: Mapping[str, Any], name: str, *, nullable: bool) -> int | ErrorData | None:
+    value = obj.get(name)
+    if value is None and (nullable or name not in obj):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return _bad(f"{name} must be a non-negative integer")
+    return value
+
+
+def parse_task_state(
+    obj: Any, *, expected_id: str | None = None, detailed: bool = True
+) -> TaskState | ErrorData:
+    """Read a task the server sent (client side), or the error to raise for it.
+
+    Args:
+        obj: a ``CreateTaskResult``, a ``tasks/get`` result or ``notifications/tasks``
+            params.
+        expected_id: the task it must be about.
+        detailed: whether the status's payload must be there (``tasks/get`` and
+            notifications); a ``CreateTaskResult`` carries none.
+
+    Returns:
+        The :class:`TaskState`, or -32603 :class:`ErrorData` naming what is wrong: not an
+        object, no or another ``taskId``, an unknown ``status``, bad timestamps or
+        durations, or (``detailed``) a ``completed`` task without an object ``result``, a
+        ``failed`` one without a JSON-RPC ``error``, an ``input_required`` one without an
+        ``inputRequests`` object of requests.
+    """
+    if not isinstance(obj, Mapping):
+        return _bad("not an object")
+    task_id = obj.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        return _bad("taskId must be a non-empty string")
+    if expected_id is not None and task_id != expected_id:
+        return _bad(f"expected task {expected_id!r}, got {task_id!r}")
+    status = obj.get("status")
+    if not isinstance(status, str) or status not in TRANSITIONS:
+        return _bad(f"unknown status {status!r}")
+    created, updated = obj.get("createdAt"), obj.get("lastUpdatedAt")
+    if not isinstance(created, str) or not isinstance(updated, str):
+        return _bad("createdAt and lastUpdatedAt must be strings")
+    message = obj.get("statusMessage")
+    if message is not None and not isinstance(message, str):
+        return _bad("statusMessage must be a string")
+    ttl = _duration(obj, "ttlMs", nullable=True)
+    poll = _duration(obj, "pollIntervalMs", nullable=False)
+    for value in (ttl, poll):
+        if isinstance(value, ErrorData):
+            return value
+    assert not isinstance(ttl, ErrorData) and not isinstance(poll, ErrorData)
+    result = error = requests = None
+    if detailed and status == "completed":
+        result = obj.get("result")
+        if not isinstance(result, Mapping):
+            return _bad("a completed task needs a result object")
+        result = dict(result)
+    elif detailed and status == "failed":
+        raw = obj.get("error")
+        if (
+            not isinstance(raw, Mapping)
+            or isinstance(raw.get("code"), bool)
+            or not isinstance(raw.get("code"), int)
+            or not isinstance(raw.get("message"), str)
+        ):
+            return _bad("a failed task needs a JSON-RPC error (code and message)")
+        error = ErrorData(code=raw["code"], message=raw["message"], data=raw.get("data"))
+    elif detailed and status == "input_required":
+        raw = obj.get("inputRequests")
+        if not isinstance(raw, Mapping) or not all(
+            isinstance(r, Mapping) and isinstance(r.get("method"), str) for r in raw.values()
+        ):
+            return _bad("an input_required task needs inputRequests, requests by key")
+        requests = {str(k): dict(v) for k, v in raw.items()}
+    return TaskState(
+        task_id=task_id,
+        status=status,  # type: ignore[arg-type]  # (checked against TRANSITIONS)
+        status_message=message,
+        created_at=created,
+        last_updated_at=updated,
+        ttl_ms=ttl,
+        poll_interval_ms=poll,
+        result=result,
+        error=error,
+        input_requests=requests,
+    )

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from ._client import open_client as open_client
     from ._client_common import ToolOutput as ToolOutput
     from ._client_subscriptions import Subscription as Subscription
+    from ._client_tasks import TASKS_EXTENSION as TASKS_EXTENSION
+    from ._client_tasks import TaskCancelled as TaskCancelled
+    from ._client_tasks import TaskState as TaskState
+    from ._client_tasks import ToolTask as ToolTask
     from ._config import SessionConfig as SessionConfig
     from ._context import Context as Context
     from ._context import ElicitationResult as ElicitationResult
@@ -173,7 +177,11 @@ _LAZY: dict[str, str] = {
     "ProcessChannel": "._stdio",
     "open_stdio_client": "._stdio",
     "serve_stdio": "._stdio",
+    "TaskCancelled": "._client_tasks",
+    "TaskState": "._client_tasks",
+    "ToolTask": "._client_tasks",
     "TaskConfig": "._tasks",
+    "TASKS_EXTENSION": "._client_tasks",
     "MCP_PATH": "._websocket",
     "SUBPROTOCOL": "._websocket",
     "WebSocketChannel": "._websocket",
@@ -200,6 +208,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "MCP_PATH",
     "SUBPROTOCOL",
+    "TASKS_EXTENSION",
     "Audio",
     "Authenticate",
     "BearerAuth",
@@ -260,10 +269,13 @@ __all__ = [
     "SessionStatistics",
     "StreamChannel",
     "Subscription",
+    "TaskCancelled",
     "TaskConfig",
+    "TaskState",
     "ToolError",
     "ToolOutput",
     "ToolResult",
+    "ToolTask",
     "WebSocketChannel",
     "WorkloadIdentity",
     "__version__",

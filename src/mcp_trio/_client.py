@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import ssl
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, final
@@ -36,6 +36,7 @@ from mcp_sansio import (
     structure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._tasks import declares_tasks
 from mcp_sansio._versions import has_capability
 
 from ._client_callbacks import (
@@ -63,6 +64,7 @@ from ._client_common import (
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
+from ._client_tasks import ToolTask
 from ._config import SessionConfig
 from ._errors import McpError, SessionClosed
 from ._handlers import Handlers
@@ -236,9 +238,112 @@ class Client(HandshakeFacts):
             if refused.code != ErrorCode.HEADER_MISMATCH or not await self._relist(timeout):
                 raise
             result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
+        if result.get("resultType") == "task":
+            # The tasks extension, which we declared: the server answered with a task.
+            # ext-tasks "Backwards Compatibility": drive it to its end, return the result.
+            result = await self._tool_task(name, result, timeout).wait_result()
+        return await self._tool_output(name, result, timeout)
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> ToolTask:
+        """Call a tool and return at once with a handle on its task (the tasks extension,
+        ``io.modelcontextprotocol/tasks``, modern era): the server decides whether the call
+        runs as a task; if it answers at once, the handle holds that result
+        (``task_id`` is ``None``).
+
+        The client must declare the extension (``open_client(...,
+        capabilities={"extensions": {mcp_trio.TASKS_EXTENSION: {}}})``).
+
+        Args:
+            name: the tool's name.
+            arguments: its arguments.
+            timeout: seconds without an answer, for this request and each one the
+                handle makes (default: the client's).
+
+        Raises:
+            LocalProtocolError: a legacy session (the extension is modern-only), or the
+                client did not declare the extension. Nothing is sent.
+            McpError, RemoteProtocolError: as :meth:`call_tool`.
+        """
+        self._check_tasks()
+        params = named_params(name, arguments)
+        result = await self.request("tools/call", params, timeout=timeout)
+        return self._tool_task(name, result, timeout)
+
+    def task(
+        self, task_id: str, *, name: str | None = None, timeout: float | None = None
+    ) -> ToolTask:
+        """A handle on a task known by its id (one created earlier, perhaps by another
+        client of the same principal): resume polling it with ``status()`` /
+        ``result()``. ``name``: the tool's, to check the result against its output
+        schema. Nothing is sent until the handle is used.
+
+        Raises:
+            LocalProtocolError: as :meth:`call_tool_as_task`.
+        """
+        self._check_tasks()
+        return ToolTask(
+            self._task_request(timeout),
+            self._converter(timeout),
+            self._callbacks,
+            name=name,
+            task_id=task_id,
+            subscribe=self._task_subscription,
+        )
+
+    def _check_tasks(self) -> None:
+        if self.era is not Era.MODERN:
+            raise LocalProtocolError("tasks (io.modelcontextprotocol/tasks) are modern-era only")
+        if not declares_tasks(self._session.connection.config.capabilities):
+            raise LocalProtocolError(
+                "declare the tasks extension first: open_client(..., capabilities="
+                "{'extensions': {mcp_trio.TASKS_EXTENSION: {}}})"
+            )
+
+    def _task_request(
+        self, timeout: float | None
+    ) -> Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]:
+        async def send(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+            return await self.request(method, params, timeout=timeout)
+
+        return send
+
+    def _converter(
+        self, timeout: float | None
+    ) -> Callable[[str | None, dict[str, Any]], Awaitable[ToolOutput]]:
+        async def convert(name: str | None, result: dict[str, Any]) -> ToolOutput:
+            return await self._tool_output(name, result, timeout)
+
+        return convert
+
+    def _tool_task(self, name: str, result: dict[str, Any], timeout: float | None) -> ToolTask:
+        return ToolTask.from_call(
+            self._task_request(timeout),
+            self._converter(timeout),
+            self._callbacks,
+            name,
+            result,
+            self._task_subscription,
+        )
+
+    def _task_subscription(self, task_id: str) -> AbstractAsyncContextManager[Subscription]:
+        return self.subscribe(tasks=[task_id])
+
+    async def _tool_output(
+        self, name: str | None, result: dict[str, Any], timeout: float | None
+    ) -> ToolOutput:
+        """A ``CallToolResult`` read and checked (its shape; its output schema, when
+        the tool's ``name`` is known)."""
         output = ToolOutput.from_wire(result)
         self._output_schemas.check_shape(result, self.protocol_version)
         self._output_schemas.follow(self._session.handshake)
+        if name is None:
+            return output
         try:
             self._output_schemas.check_schema(name, result)
         except RemoteProtocolError as stale:
@@ -321,6 +426,7 @@ class Client(HandshakeFacts):
         prompts: bool = False,
         resource_list: bool = False,
         resources: Iterable[str] = (),
+        tasks: Iterable[str] = (),
     ) -> AbstractAsyncContextManager[Subscription]:
         """Receive change notifications for the ``async with`` block, in either era::
 
@@ -339,8 +445,13 @@ class Client(HandshakeFacts):
             prompts: ``notifications/prompts/list_changed``.
             resource_list: ``notifications/resources/list_changed``.
             resources: URIs whose ``notifications/resources/updated`` to receive.
+            tasks: modern era, the tasks extension (declared by the client): ids of
+                tasks whose ``notifications/tasks`` to receive (each carries the
+                task's full state; :meth:`ToolTask.result` uses this with
+                ``notifications=True``).
 
         Raises:
+            LocalProtocolError: ``tasks`` in the legacy era.
             McpError: the server refused the subscription.
             RequestTimeout: modern: no acknowledgment within the client's timeout.
             RemoteProtocolError: modern: the server ended or cancelled the
@@ -355,6 +466,7 @@ class Client(HandshakeFacts):
             resource_list=resource_list,
             resources=resources,
             timeout=self._timeout,
+            tasks=tasks,
         )
 
     # ------------------------------------------------------------------ prompts

@@ -396,7 +396,12 @@ def complete_params(
 
 
 def listen_params(
-    *, tools: bool, prompts: bool, resource_list: bool, resources: Iterable[str]
+    *,
+    tools: bool,
+    prompts: bool,
+    resource_list: bool,
+    resources: Iterable[str],
+    tasks: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The params of a modern ``subscriptions/listen`` (only what was asked for)."""
     wanted: dict[str, Any] = {}
@@ -409,6 +414,9 @@ def listen_params(
     uris = list(dict.fromkeys(resources))
     if uris:
         wanted["resourceSubscriptions"] = uris
+    task_ids = list(dict.fromkeys(tasks))
+    if task_ids:
+        wanted["taskIds"] = task_ids  # (the tasks extension)
     return {"notifications": wanted}
 
 

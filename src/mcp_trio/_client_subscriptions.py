@@ -44,6 +44,7 @@ from typing import Any, Final, final
 import trio
 
 from mcp_sansio import LocalProtocolError, NotificationReceived, RemoteProtocolError, RequestId
+from mcp_sansio._tasks import TASKS_NOTIFICATION
 
 from ._client_common import listen_params
 from ._errors import McpError, RequestTimeout, SessionClosed
@@ -59,6 +60,7 @@ CHANGE_METHODS: Final = (
     "notifications/prompts/list_changed",
     "notifications/resources/list_changed",
     "notifications/resources/updated",
+    TASKS_NOTIFICATION,
 )
 _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _MAX_ORPHAN_IDS: Final = 16
@@ -92,6 +94,11 @@ def _uri(params: dict[str, Any] | None) -> str | None:
     return uri if isinstance(uri, str) else None
 
 
+def _task_id(params: dict[str, Any] | None) -> str | None:
+    task_id = (params or {}).get("taskId")
+    return task_id if isinstance(task_id, str) else None
+
+
 @final
 class Subscription:
     """A stream of change notifications; iterate it with ``async for``.
@@ -99,8 +106,9 @@ class Subscription:
     Each item is a :class:`mcp_sansio.NotificationReceived`: ``method`` is one of
     ``notifications/tools/list_changed``, ``notifications/prompts/list_changed``,
     ``notifications/resources/list_changed`` or ``notifications/resources/updated``
-    (then ``params["uri"]`` names the resource). Identical notifications not yet read
-    are merged into one.
+    (then ``params["uri"]`` names the resource), or, modern era with the tasks
+    extension, ``notifications/tasks`` (``params`` is the task's full state). Identical
+    notifications not yet read are merged into one (for a task: the latest state).
 
     Iteration ends when the server ends the subscription (modern era). It raises
     :class:`~mcp_trio.SessionClosed` when the session closes, and, modern era, what
@@ -111,7 +119,13 @@ class Subscription:
     """
 
     def __init__(
-        self, *, tools: bool, prompts: bool, resource_list: bool, resources: Iterable[str]
+        self,
+        *,
+        tools: bool,
+        prompts: bool,
+        resource_list: bool,
+        resources: Iterable[str],
+        tasks: Iterable[str] = (),
     ) -> None:
         self.tools = tools
         """Whether ``notifications/tools/list_changed`` was asked for."""
@@ -121,6 +135,8 @@ class Subscription:
         """Whether ``notifications/resources/list_changed`` was asked for."""
         self.resources: tuple[str, ...] = tuple(dict.fromkeys(resources))
         """The URIs whose ``notifications/resources/updated`` were asked for."""
+        self.tasks: tuple[str, ...] = tuple(dict.fromkeys(tasks))
+        """The task ids whose ``notifications/tasks`` were asked for."""
         self.honored: dict[str, Any] = {}
         """What the server agreed to deliver, as a ``subscriptions/listen`` filter
         (``{"toolsListChanged": true, "resourceSubscriptions": [...]}``): the
@@ -146,6 +162,8 @@ class Subscription:
             return self.prompts
         if method == "notifications/resources/list_changed":
             return self.resource_list
+        if method == TASKS_NOTIFICATION:
+            return _task_id(params) in self.tasks
         if method != "notifications/resources/updated":
             return False
         uri = _uri(params)
@@ -205,7 +223,7 @@ class Subscription:
         tag anything with its id; only what was asked bounds the queue)."""
         if self._ended or not self.wants(note.method, note.params):
             return
-        key = (note.method, _uri(note.params))
+        key = (note.method, _uri(note.params) or _task_id(note.params))
         pending = self._pending
         pending[key] = note
         if len(pending) > _MAX_UNREAD:
@@ -338,11 +356,18 @@ class SubscriptionHub:
         resource_list: bool,
         resources: Iterable[str],
         timeout: float | None,
+        tasks: Iterable[str] = (),
     ) -> AsyncGenerator[Subscription]:
         """Open a subscription for the ``async with`` block (see :meth:`Client.subscribe`)."""
         sub = Subscription(
-            tools=tools, prompts=prompts, resource_list=resource_list, resources=resources
+            tools=tools,
+            prompts=prompts,
+            resource_list=resource_list,
+            resources=resources,
+            tasks=tasks,
         )
+        if sub.tasks and not modern:
+            raise LocalProtocolError("task notifications are modern-era only")
         opened = self._open_modern if modern else self._open_legacy
         async with opened(session, nursery, sub, timeout):
             yield sub
@@ -415,6 +440,7 @@ class SubscriptionHub:
             prompts=sub.prompts,
             resource_list=sub.resource_list,
             resources=sub.resources,
+            tasks=sub.tasks,
         )
         sub._scope = trio.CancelScope()
         try:

@@ -267,6 +267,12 @@ class Endpoint:
         self.pump()
         return sent
 
+    def send_task_status(self, params: dict[str, Any], *, principal: str | None) -> int:
+        """Send a ``notifications/tasks`` (see ``HttpServer.send_task_status``)."""
+        sent = self.http.send_task_status(params, principal=principal)
+        self.pump()
+        return sent
+
     # ------------------------------------------------------------------ events
 
     async def handle_events(

@@ -182,6 +182,7 @@ class Server:
             server=self,
             tasks=TaskRunner(task_config),
         )
+        self._methods.tasks.deliver = self._tracker.send_task_status
         self._handlers: Handlers | None = None
 
     # ------------------------------------------------------------------ tools

@@ -40,6 +40,7 @@ import attrs
 import trio
 
 from mcp_sansio import Era, LocalProtocolError
+from mcp_sansio._tasks import TASKS_NOTIFICATION
 
 from ._errors import SessionClosed
 from ._registry import ListKind
@@ -227,6 +228,18 @@ class SessionTracker:
         for served in self._http.values():
             served.seen[kind] = self._versions[kind]
         await self.broadcast(f"notifications/{kind}/list_changed", None)
+
+    async def send_task_status(self, owner: str | None, params: dict[str, Any]) -> None:
+        """Send a ``notifications/tasks`` to the modern listen streams of ``owner`` (the
+        task's principal subject, ``None`` when unauthenticated) that asked for the task;
+        never to a legacy session (the extension is modern-only) or another principal."""
+        for served in list(self._http.values()):
+            served.endpoint.send_task_status(params, principal=owner)
+        async with trio.open_nursery() as nursery:
+            for session in list(self._sessions):
+                conn = session.connection
+                if not session.closed and conn.era is Era.MODERN and conn.principal == owner:
+                    nursery.start_soon(_send, session, TASKS_NOTIFICATION, params)
 
     async def broadcast(
         self,

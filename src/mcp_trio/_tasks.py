@@ -49,6 +49,12 @@ block's transport, not another's), and those tasks settle as ``cancelled`` too. 
 ``def`` tool, cancelling abandons its worker thread, as a cancelled request does: the thread
 runs to its end in the background and its result is dropped.
 
+Every change of a task's record (status, message, questions) queues its full state, as
+``tasks/get`` would report it, for ``notifications/tasks``: one loop per serve block
+delivers them in order, through the server's sessions and HTTP endpoints, to the
+``subscriptions/listen`` streams of the task's owner whose filter names it in ``taskIds``.
+The queue holds ``max_pending_notifications``; past it the oldest goes (polling still tells).
+
 Inside a task, :class:`~mcp_trio.Context` keeps working: asks park the task in
 ``input_required`` until ``tasks/update`` answers them; progress reports become the task's
 ``statusMessage`` (the extension sends no progress notifications for tasks); log messages
@@ -61,6 +67,7 @@ import functools
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -77,6 +84,7 @@ from mcp_sansio._tasks import (
     missing_tasks_capability,
     parse_task_id,
     parse_update_params,
+    status_notification,
     task_not_found,
 )
 
@@ -147,6 +155,12 @@ class TaskConfig:
     max_input_requests: int = attrs.field(default=32, validator=_positive("max_input_requests"))
     """How many questions one task may have outstanding at once; one more fails the ask
     with -32603."""
+    max_pending_notifications: int = attrs.field(
+        default=256, validator=_positive("max_pending_notifications")
+    )
+    """How many ``notifications/tasks`` may wait to be delivered, for all tasks together;
+    past it the oldest is dropped (a client still learns the state by polling, which
+    ``notifications/tasks`` only spares it)."""
 
 
 @final
@@ -237,11 +251,13 @@ class TaskRun:
         """Set the task's ``statusMessage`` (nothing once it is terminal)."""
         if self.task is not None and not self.task.terminal:
             self.task = self.task.with_message(message, now=time.time())
+            self._runner._changed(self)
 
     def _move(self, status: TaskStatus, message: str | None = None) -> None:
         assert self.task is not None
         if not self.task.terminal:
             self.task = self.task.moved_to(status, now=time.time(), message=message)
+            self._runner._changed(self)
 
     async def ask(self, key: str, request: dict[str, Any], check: Callable[[Any], _T]) -> _T:
         """Ask the client ``request`` through the task: park it in ``input_required`` until
@@ -378,6 +394,14 @@ class TaskRunner:
         )
         self.enabled = False
         """Whether a task tool is registered (the ``tasks/*`` methods exist)."""
+        self.deliver: Callable[[str | None, dict[str, Any]], Awaitable[None]] | None = None
+        """Sends a ``notifications/tasks`` (its params) to the listen streams of the
+        task's owner (a subject, or ``None``) that asked for it: the server's hook."""
+        self._outbox: deque[tuple[str | None, dict[str, Any]]] = deque(
+            maxlen=self.config.max_pending_notifications
+        )
+        self._outbox_ready = trio.Event()
+        self._delivering = trio.Lock()
 
     # ------------------------------------------------------------ the nursery
 
@@ -395,6 +419,7 @@ class TaskRunner:
         """
         async with open_task_nursery("tasks", cancel_on_exit=True) as nursery:
             self._nurseries.add(nursery)
+            nursery.start_soon(self._notify_loop)
             token = self._serving.set(nursery) if inherit else None
             try:
                 yield nursery
@@ -418,6 +443,28 @@ class TaskRunner:
         """The nursery of the serve block handling this request, while it is open."""
         nursery = self._serving.get()
         return nursery if nursery in self._nurseries else None
+
+    # ------------------------------------------------------------ notifications
+
+    def _changed(self, run: TaskRun) -> None:
+        """A task's record changed: queue its state for ``notifications/tasks`` (bounded:
+        the oldest waiting is dropped when full)."""
+        if self.deliver is None or not self._nurseries:
+            return
+        self._outbox.append((run.owner, status_notification(run.detailed())))
+        self._outbox_ready.set()
+
+    async def _notify_loop(self) -> None:
+        """Deliver the queued notifications, in order (one loop per serve block: the
+        lock keeps them in order whichever loop sends)."""
+        while True:
+            await self._outbox_ready.wait()
+            async with self._delivering:
+                while self._outbox:
+                    owner, params = self._outbox.popleft()
+                    if self.deliver is not None:
+                        await self.deliver(owner, params)
+                self._outbox_ready = trio.Event()
 
     # ------------------------------------------------------------ the table
 

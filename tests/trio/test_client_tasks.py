@@ -1,0 +1,428 @@
+"""The client's side of the tasks extension: ``call_tool_as_task``, ``ToolTask`` and
+``call_tool`` driving a task to its end, against our own server (in memory and over
+Streamable HTTP) and against servers that answer badly.
+
+In memory, every test runs on the ``autojump_clock``: the tools' sleeps and the polling
+take no real time, so counting the ``tasks/get`` requests measures the polling itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
+
+import pytest
+import trio
+from trio.testing import MockClock
+
+from mcp_sansio import ConnectionConfig, LocalProtocolError, RemoteProtocolError
+from mcp_sansio import types as t
+from mcp_trio import (
+    TASKS_EXTENSION,
+    Client,
+    Context,
+    Handlers,
+    InputRequiredError,
+    McpError,
+    RequestContext,
+    Server,
+    TaskCancelled,
+    TaskConfig,
+    ToolTask,
+    open_client,
+)
+
+from .test_client_hostile import HandDriven, hand_driven
+
+EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+
+def make_server(config: TaskConfig | None = None) -> Server:
+    server = Server("tasks", task_config=config)
+
+    @server.tool(task=True)
+    async def slow(seconds: float = 10.0) -> str:
+        """Sleeps, then answers."""
+        await trio.sleep(seconds)
+        return f"slept {seconds}"
+
+    @server.tool(task="required")
+    async def structured() -> dict[str, int]:
+        """A structured result, through a task."""
+        await trio.sleep(1)
+        return {"n": 7}
+
+    @server.tool(task="optional")
+    async def crash() -> str:
+        """A protocol error."""
+        await trio.sleep(1)
+        raise McpError.from_code(-32603, "crashed", {"why": "test"})
+
+    @server.tool(task="optional")
+    async def ask(ctx: Context) -> str:
+        """Asks a name through the task, then a model, then the roots."""
+        answer = await ctx.elicit("Name?", FORM)
+        model = (await ctx.sample("Hi?", max_tokens=5)).model
+        roots = ",".join(str(root.uri) for root in await ctx.list_roots())
+        await trio.sleep(3)
+        return f"hi {(answer.content or {}).get('name')} {model} {roots}"
+
+    @server.tool(task="optional", task_start="explicit")
+    async def maybe(quick: bool, ctx: Context) -> str:
+        """A plain result when quick, else a task."""
+        if quick:
+            return "quick"
+        ctx.start_task()
+        await trio.sleep(5)
+        return "slow"
+
+    @server.tool()
+    async def plain() -> str:
+        """Never a task."""
+        return "plain"
+
+    return server
+
+
+async def on_elicitation(params: t.ElicitRequestParams) -> t.ElicitResult:
+    return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def on_sampling(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+    return t.CreateMessageResult(
+        role="assistant", content=t.TextContent(type="text", text="ok"), model="m1"
+    )
+
+
+@asynccontextmanager
+async def connected(
+    server: Server, *, capabilities: dict[str, Any] | None = None, era: str = "modern"
+) -> AsyncGenerator[Client]:
+    with trio.fail_after(10_000):
+        async with open_client(
+            server,
+            era=era,  # type: ignore[arg-type]
+            capabilities=EXT if capabilities is None else capabilities,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            roots=["file:///work"],
+        ) as client:
+            yield client
+
+
+def count_gets(client: Client, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the methods the client's requests use (the handles go through them)."""
+    methods: list[str] = []
+    original = client.request
+
+    async def counting(method: str, params: Any = None, **kwargs: Any) -> dict[str, Any]:
+        methods.append(method)
+        return await original(method, params, **kwargs)
+
+    monkeypatch.setattr(client, "request", counting)
+    return methods
+
+
+# ---------------------------------------------------------------- in memory
+
+
+async def test_a_task_is_created_polled_and_its_result_converted(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with connected(make_server(TaskConfig(poll_interval_ms=2000))) as client:
+        methods = count_gets(client, monkeypatch)
+        task = await client.call_tool_as_task("slow", {"seconds": 9})
+        assert isinstance(task, ToolTask) and task.task_id is not None
+        assert task.state is not None and task.state.status == "working"
+        assert task.state.poll_interval_ms == 2000
+        assert (await task.status()).status == "working"
+        start = trio.current_time()
+        output = await task.result()
+        assert output.text == "slept 9.0" and not output.is_error
+        # Polled every 2 s (the server's pollIntervalMs): about 9 / 2 polls, no more.
+        assert trio.current_time() - start < 12
+        assert 4 <= methods.count("tasks/get") <= 7
+        # A finished task can be read again; cancelling it does no harm.
+        assert (await task.status()).status == "completed"
+        await task.cancel()
+
+
+async def test_call_tool_drives_a_task_to_its_end(autojump_clock: MockClock) -> None:
+    async with connected(make_server()) as client:
+        output = await client.call_tool("structured")
+        assert output.structured_content == {"n": 7}
+        assert (await client.call_tool("plain")).text == "plain"
+
+
+async def test_a_call_answered_at_once_has_no_task(autojump_clock: MockClock) -> None:
+    async with connected(make_server()) as client:
+        task = await client.call_tool_as_task("maybe", {"quick": True})
+        assert task.task_id is None and task.state is None
+        assert (await task.result()).text == "quick"
+        await task.cancel()  # (nothing to cancel)
+        with pytest.raises(RuntimeError):
+            await task.status()
+        slow = await client.call_tool_as_task("maybe", {"quick": False})
+        assert slow.task_id is not None
+        assert (await slow.result()).text == "slow"
+
+
+async def test_questions_are_answered_with_the_clients_callbacks(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with connected(make_server()) as client:
+        methods = count_gets(client, monkeypatch)
+        task = await client.call_tool_as_task("ask")
+        output = await task.result()
+        assert output.text == "hi Ada m1 file:///work"
+        # One tasks/update per question (three asked one after the other), never twice.
+        assert methods.count("tasks/update") == 3
+
+
+async def test_a_question_no_callback_answers_raises(autojump_clock: MockClock) -> None:
+    server = make_server()
+    with trio.fail_after(1000):
+        # (elicitation declared by hand, with no callback to answer it)
+        caps = {**EXT, "elicitation": {}}
+        async with open_client(server, era="modern", capabilities=caps) as client:
+            task = await client.call_tool_as_task("ask")
+            with pytest.raises(InputRequiredError):
+                await task.result()
+            await task.cancel()
+            assert (await client.call_tool("plain")).text == "plain"
+
+
+async def test_a_cancelled_task_raises_task_cancelled(autojump_clock: MockClock) -> None:
+    async with connected(make_server()) as client:
+        task = await client.call_tool_as_task("slow", {"seconds": 100})
+        await task.cancel()
+        with pytest.raises(TaskCancelled) as info:
+            await task.result()
+        assert info.value.state.status == "cancelled"
+
+
+async def test_a_failed_task_raises_the_error_of_a_normal_call(autojump_clock: MockClock) -> None:
+    async with connected(make_server()) as client:
+        task = await client.call_tool_as_task("crash")
+        with pytest.raises(McpError) as info:
+            await task.result()
+        assert (info.value.code, info.value.message, info.value.data) == (
+            -32603,
+            "crashed",
+            {"why": "test"},
+        )
+        with pytest.raises(McpError) as plain:
+            await client.call_tool("crash")
+        assert plain.value.code == -32603
+
+
+async def test_a_task_resumed_by_id(autojump_clock: MockClock) -> None:
+    async with connected(make_server()) as client:
+        task_id = (await client.call_tool_as_task("structured")).task_id
+        assert task_id is not None
+        resumed = client.task(task_id, name="structured")
+        assert resumed.state is None
+        assert (await resumed.result()).structured_content == {"n": 7}
+        anonymous = client.task(task_id)
+        assert (await anonymous.result()).structured_content == {"n": 7}
+
+
+async def test_unknown_and_expired_tasks(autojump_clock: MockClock) -> None:
+    async with connected(make_server(TaskConfig(ttl_ms=5000))) as client:
+        with pytest.raises(McpError) as info:
+            await client.task("no-such-task").status()
+        assert info.value.code == -32602
+        task = await client.call_tool_as_task("slow", {"seconds": 60})
+        with pytest.raises(McpError) as expired:
+            await task.result()
+        assert expired.value.code == -32602
+        assert trio.current_time() < 10  # (found out at the first poll past the TTL)
+
+
+async def test_a_caller_deadline_is_a_cancel_scope(autojump_clock: MockClock) -> None:
+    async with connected(make_server()) as client:
+        task = await client.call_tool_as_task("slow", {"seconds": 100})
+        with trio.move_on_after(5) as scope:
+            await task.result()
+        assert scope.cancelled_caught
+        assert (await task.status()).status == "working"  # (it lives on at the server)
+        await task.cancel()
+
+
+async def test_tasks_need_the_modern_era_and_the_extension(autojump_clock: MockClock) -> None:
+    async with connected(make_server(), era="legacy") as client:
+        with pytest.raises(LocalProtocolError, match="modern"):
+            await client.call_tool_as_task("slow")
+        with pytest.raises(LocalProtocolError, match="modern"):
+            client.task("x")
+        with pytest.raises(LocalProtocolError, match="modern"):
+            async with client.subscribe(tasks=["x"]):
+                pass  # pragma: no cover
+        assert (await client.call_tool("slow", {"seconds": 1})).text == "slept 1.0"
+    async with connected(make_server(), capabilities={}) as client:
+        with pytest.raises(LocalProtocolError, match="declare the tasks extension"):
+            await client.call_tool_as_task("slow")
+        assert (await client.call_tool("slow", {"seconds": 1})).text == "slept 1.0"
+
+
+# ---------------------------------------------------------------- notifications
+
+
+async def test_the_wait_rides_on_notifications(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pollIntervalMs 1 s and a tool of 200 s: polling would take ~200 tasks/get; with
+    # the server's notifications only the catch-up and the one-minute backstops remain.
+    async with connected(make_server()) as client:
+        methods = count_gets(client, monkeypatch)
+        task = await client.call_tool_as_task("slow", {"seconds": 200})
+        output = await task.result(notifications=True)
+        assert output.text == "slept 200.0"
+        assert methods.count("tasks/get") <= 5
+        assert methods.count("tasks/get") >= 1  # (the catch-up after subscribing)
+        # Questions go the same way.
+        asked = await client.call_tool_as_task("ask")
+        assert (await asked.result(notifications=True)).text == "hi Ada m1 file:///work"
+
+
+async def test_a_server_that_pushes_nothing_is_polled(autojump_clock: MockClock) -> None:
+    # A server without the extension in its capabilities honors no taskIds: the
+    # client polls instead.
+    handlers, config = tasks_by_hand(
+        lambda n: {"status": "completed", "result": {"content": []}} if n >= 3 else {}
+    )
+    async with open_client((handlers, config), era="modern", capabilities=EXT) as client:
+        task = await client.call_tool_as_task("job")
+        assert (await task.result(notifications=True)).content == []
+
+
+# ---------------------------------------------------------------- hostile servers
+
+
+def tasks_by_hand(
+    answer: Any, server_caps: dict[str, Any] | None = None
+) -> tuple[Handlers, ConnectionConfig]:
+    """A server that answers ``tools/call`` with a task and the n-th ``tasks/get`` with
+    a valid working task updated by ``answer(n)``."""
+    handlers = Handlers()
+    polls = [0]
+    base = {
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "lastUpdatedAt": "2026-01-01T00:00:00Z",
+        "ttlMs": None,
+        "pollIntervalMs": 1,
+    }
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        return {**base, "resultType": "task"}
+
+    @handlers.on_request("tasks/get")
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        polls[0] += 1
+        return {**base, **answer(polls[0])}
+
+    @handlers.on_request("tools/list")
+    async def tools(ctx: RequestContext) -> dict[str, Any]:
+        return {"tools": []}
+
+    config = ConnectionConfig(
+        era="modern",
+        capabilities={"tools": {}, **(server_caps or {})},
+        implementation={"name": "by-hand", "version": "1"},
+    )
+    return handlers, config
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ({"status": "finished"}, "unknown status"),
+        ({"status": "completed"}, "needs a result"),
+        ({"status": "failed", "error": {"code": "x"}}, "JSON-RPC error"),
+        ({"status": "input_required", "inputRequests": [1]}, "inputRequests"),
+        ({"taskId": "t2"}, "expected task"),
+        ({"pollIntervalMs": -5}, "pollIntervalMs"),
+        ({"createdAt": 3}, "createdAt"),
+    ],
+)
+async def test_a_malformed_task_is_a_clear_error_and_the_session_survives(
+    autojump_clock: MockClock, answer: dict[str, Any], why: str
+) -> None:
+    handlers, config = tasks_by_hand(lambda n: answer if n >= 2 else {})
+    async with open_client((handlers, config), era="modern", capabilities=EXT) as client:
+        task = await client.call_tool_as_task("job")
+        with pytest.raises(RemoteProtocolError, match=why):
+            await task.result()
+        assert await client.list_tools() == []
+        # call_tool meets the same error, then the session goes on.
+        with pytest.raises(RemoteProtocolError, match=why):
+            await client.call_tool("job")
+        assert await client.list_tools() == []
+
+
+async def test_a_malformed_create_task_result_is_a_clear_error(
+    autojump_clock: MockClock,
+) -> None:
+    # (Our server core refuses to send one: the raw message goes by hand.)
+    async def bad_task(server: HandDriven, message: dict[str, Any]) -> bool:
+        result = {"resultType": "task", "taskId": 5, "status": "working"}
+        await server.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return True
+
+    async with hand_driven({"tools/call": bad_task}, capabilities=EXT) as client:
+        with pytest.raises(RemoteProtocolError, match="taskId"):
+            await client.call_tool_as_task("job")
+        with pytest.raises(RemoteProtocolError, match="taskId"):
+            await client.call_tool("job")
+        assert await client.list_tools() == []
+
+
+async def test_a_server_asking_for_a_tiny_interval_is_polled_at_the_minimum(
+    autojump_clock: MockClock,
+) -> None:
+    handlers, config = tasks_by_hand(
+        lambda n: {"status": "completed", "result": {"content": []}} if n >= 50 else {}
+    )
+    async with open_client((handlers, config), era="modern", capabilities=EXT) as client:
+        start = trio.current_time()
+        await (await client.call_tool_as_task("job")).result()
+        assert trio.current_time() - start >= 49 * 0.1  # (pollIntervalMs 1 ms: 100 ms)
+
+
+# ---------------------------------------------------------------- Streamable HTTP
+
+
+async def test_tasks_over_streamable_http() -> None:
+    server = make_server(TaskConfig(poll_interval_ms=100))
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(server.serve_http, "127.0.0.1", 0))
+            async with open_client(
+                handle.url,
+                era="modern",
+                capabilities=EXT,
+                on_elicitation=on_elicitation,
+                on_sampling=on_sampling,
+                roots=["file:///work"],
+            ) as client:
+                task = await client.call_tool_as_task("slow", {"seconds": 0.2})
+                assert (await task.result()).text == "slept 0.2"
+                asked = await client.call_tool_as_task("ask")
+                output = await asked.result(notifications=True)
+                assert output.text == "hi Ada m1 file:///work"
+                doomed = await client.call_tool_as_task("slow", {"seconds": 60})
+                await doomed.cancel()
+                with pytest.raises(TaskCancelled):
+                    await doomed.result(notifications=True)
+                assert (await client.call_tool("structured")).structured_content == {"n": 7}
+            nursery.cancel_scope.cancel()
