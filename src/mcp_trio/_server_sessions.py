@@ -238,7 +238,9 @@ class SessionTracker:
         async with trio.open_nursery() as nursery:
             for session in list(self._sessions):
                 conn = session.connection
-                if not session.closed and conn.era is Era.MODERN and conn.principal == owner:
+                # (A dual-era server's channel has no era until one is settled: any
+                # but a legacy session may carry modern listen streams.)
+                if not session.closed and conn.era is not Era.LEGACY and conn.principal == owner:
                     nursery.start_soon(_send, session, TASKS_NOTIFICATION, params)
 
     async def broadcast(
