@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final, final
 
 import trio
@@ -186,8 +186,12 @@ class ToolTask:
         task_id = self.task_id
         assert task_id is not None
         if notifications and self._subscribe is not None:
-            async with self._subscribe(task_id) as sub:
-                if task_id in (sub.honored.get("taskIds") or ()):
+            async with AsyncExitStack() as stack:
+                try:
+                    sub = await stack.enter_async_context(self._subscribe(task_id))
+                except McpError:  # (a server that refuses to listen is polled)
+                    sub = None
+                if sub is not None and task_id in (sub.honored.get("taskIds") or ()):
                     # Changes before the listen began were not pushed: look once.
                     return await self._wait(await self.status(), sub)
         return await self._wait(self.state, None)

@@ -37,6 +37,13 @@ from mcp_trio import (
 from .test_client_hostile import HandDriven, hand_driven
 
 EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+WORKING_T: dict[str, Any] = {
+    "taskId": "t",
+    "status": "working",
+    "createdAt": "2026-01-01T00:00:00Z",
+    "lastUpdatedAt": "2026-01-01T00:00:00Z",
+    "ttlMs": None,
+}
 FORM: dict[str, Any] = {
     "type": "object",
     "properties": {"name": {"type": "string"}},
@@ -290,6 +297,23 @@ async def test_the_wait_rides_on_notifications(
         # Questions go the same way.
         asked = await client.call_tool_as_task("ask")
         assert (await asked.result(notifications=True)).text == "hi Ada m1 file:///work"
+
+
+async def test_a_server_that_refuses_to_listen_is_polled(autojump_clock: MockClock) -> None:
+    # Our server refuses taskIds from a client that did not declare the extension
+    # (-32021): the handle, made by hand here, polls instead.
+    async with connected(make_server(), capabilities={}) as client:
+        created = await client.request("tools/call", {"name": "maybe", "arguments": {}})
+        assert created.get("resultType") != "task"  # (no extension: a plain call)
+        with pytest.raises(McpError) as info:
+            async with client.subscribe(tasks=["t"]):
+                pass  # pragma: no cover
+        assert info.value.code == -32021
+        task = client._tool_task("slow", {"resultType": "task", **WORKING_T}, None)
+        with pytest.raises(McpError) as polled:
+            await task.result(notifications=True)
+        # (It polled: tasks/get, refused in turn for the same reason.)
+        assert polled.value.code == -32021 and "tasks/get" in polled.value.message
 
 
 async def test_a_server_that_pushes_nothing_is_polled(autojump_clock: MockClock) -> None:
