@@ -177,7 +177,8 @@ INPUT_REQUEST_METHODS: Final = frozenset(
 )
 
 #: Methods whose complete results MUST carry ``ttlMs`` and ``cacheScope``
-#: (server/utilities/caching#cacheable-results).
+#: (server/utilities/caching#cacheable-results). ``skills/list`` and ``skills/get`` are the
+#: skills extension's: their results extend ``CacheableResult`` (ext-skills, skills.mdx).
 CACHEABLE_METHODS: Final = frozenset(
     {
         "server/discover",
@@ -186,6 +187,8 @@ CACHEABLE_METHODS: Final = frozenset(
         "resources/list",
         "resources/templates/list",
         "resources/read",
+        "skills/list",
+        "skills/get",
     }
 )
 

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from ._client import Client as Client
     from ._client import open_client as open_client
     from ._client_common import ToolOutput as ToolOutput
+    from ._client_skills import Skill as Skill
+    from ._client_skills import SkillFile as SkillFile
+    from ._client_skills import SkillVerificationError as SkillVerificationError
     from ._client_subscriptions import Subscription as Subscription
     from ._client_tasks import TASKS_EXTENSION as TASKS_EXTENSION
     from ._client_tasks import TaskCancelled as TaskCancelled
@@ -110,6 +113,9 @@ _LAZY: dict[str, str] = {
     "Client": "._client",
     "open_client": "._client",
     "ToolOutput": "._client_common",
+    "Skill": "._client_skills",
+    "SkillFile": "._client_skills",
+    "SkillVerificationError": "._client_skills",
     "Subscription": "._client_subscriptions",
     "SessionConfig": "._config",
     "Context": "._context",
@@ -267,6 +273,9 @@ __all__ = [
     "SessionClosed",
     "SessionConfig",
     "SessionStatistics",
+    "Skill",
+    "SkillFile",
+    "SkillVerificationError",
     "StreamChannel",
     "Subscription",
     "TaskCancelled",

@@ -72,6 +72,8 @@ from ._session import Session
 from ._util import open_task_nursery
 
 if TYPE_CHECKING:
+    from mcp_sansio.skills import Skill
+
     from ._oauth import OAuth  # (the HTTP binding is imported when first used)
 
 __all__ = ["Client", "ToolOutput", "open_client"]
@@ -401,6 +403,89 @@ class Client(HandshakeFacts):
             on_progress=self._progress(on_progress, timeout),
         )
         return structure(result, t.ReadResourceResult)
+
+    # ------------------------------------------------------------------ skills
+
+    def _skills_request(self, timeout: float | None) -> Any:
+        from ._client_skills import require_skills  # noqa: PLC0415 -- on first use
+
+        require_skills(self._completed.peer_capabilities)
+
+        async def request(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+            return await self.request(method, params, timeout=timeout)
+
+        return request
+
+    async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
+        """Every skill entry of ``skills/list`` (the skills extension), through all
+        pages. Fetches no skill file (the spec forbids retrieval ahead of need).
+
+        Raises:
+            LocalProtocolError: the server did not declare ``io.modelcontextprotocol/skills``.
+            RemoteProtocolError: a malformed page or entry (such an entry MUST NOT be
+                loaded).
+        """
+        from ._client_skills import list_skills  # noqa: PLC0415 -- on first use
+
+        return await list_skills(self._skills_request(timeout))
+
+    async def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
+        """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``),
+        listed or not. Raises as :meth:`list_skills`; ``McpError`` (-32602) when the
+        server serves no skill there."""
+        from ._client_skills import get_skill  # noqa: PLC0415 -- on first use
+
+        return await get_skill(self._skills_request(timeout), uri)
+
+    async def load_skill(
+        self, skill: Skill, *, allow_dynamic: bool = False, timeout: float | None = None
+    ) -> str:
+        """Load a skill: read its ``SKILL.md`` and return its text, verified against
+        the entry (size, ``sha256`` digest, and the frontmatter field by field).
+
+        Args:
+            skill: its entry (from :meth:`list_skills` or :meth:`get_skill`).
+            allow_dynamic: load a skill whose ``resources`` is ``"dynamic"`` (no
+                digests: only the frontmatter can be checked).
+            timeout: for each request (default: the client's).
+
+        Raises:
+            SkillVerificationError: over the extension's limits, dynamic when not
+                allowed, or the content is not what the entry describes. Nothing of it
+                may be used; :meth:`get_skill` fetches a fresh entry.
+            ImportError: PyYAML is missing (``pip install 'mcp-trio[skills]'``).
+        """
+        from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
+
+        return await load_skill(self._skills_request(timeout), skill, allow_dynamic=allow_dynamic)
+
+    async def read_skill_file(
+        self,
+        skill: Skill,
+        file: str,
+        *,
+        allow_dynamic: bool = False,
+        timeout: float | None = None,
+    ) -> bytes:
+        """Read one file of a skill, verified against its entry (size and digest).
+
+        Args:
+            skill: the entry held while acting on the skill.
+            file: the file's URI, or its path relative to the skill's root
+                (``"references/FORMS.md"``).
+            allow_dynamic: as for :meth:`load_skill`.
+            timeout: as for :meth:`load_skill`.
+
+        Raises:
+            SkillVerificationError: the entry does not list the file, or its size or
+                digest differs.
+            ValueError: a relative path that leaves the skill's directory.
+        """
+        from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
+
+        return await read_skill_file(
+            self._skills_request(timeout), skill, file, allow_dynamic=allow_dynamic
+        )
 
     async def subscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/subscribe``; updates then arrive on the session.

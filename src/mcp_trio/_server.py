@@ -80,9 +80,13 @@ from ._tasks import (
 from ._util import SessionHook, open_task_nursery
 
 if TYPE_CHECKING:
+    import os
+
     from mcp_sansio.http import HeaderParam
+    from mcp_sansio.skills import Skill
 
     from ._http_auth import Authenticate
+    from ._server_skills import SkillStore
 
 # The HTTP and WebSocket modules are imported by the methods that serve them: a stdio
 # server starts without them (see benchmarks/coldstart.py).
@@ -184,6 +188,8 @@ class Server:
         )
         self._methods.tasks.deliver = self._tracker.send_task_status
         self._handlers: Handlers | None = None
+        self._page_size = page_size
+        self._skills: SkillStore | None = None
 
     # ------------------------------------------------------------------ tools
 
@@ -427,6 +433,60 @@ class Server:
         """
         self._registry.remove("prompts", name)
 
+    # ------------------------------------------------------------------ skills
+
+    def add_skill(
+        self,
+        source: str | os.PathLike[str] | Mapping[str, bytes | str],
+        /,
+        *,
+        prefix: str = "",
+        scheme: str = "skill",
+    ) -> Skill:
+        """Serve a skill (the skills extension, ``io.modelcontextprotocol/skills``):
+        ``SKILL.md`` at ``<scheme>://<prefix>/<name>/SKILL.md``, every file of it a
+        resource, its entry in ``skills/list`` and ``skills/get``, its directories
+        readable with ``resources/directory/read``.
+
+        Args:
+            source: the skill's directory (whose name is the skill's ``name``), or its
+                files by ``/``-separated relative path (``{"SKILL.md": "---\n..."}``).
+                Files are read now, once; dot-files and symbolic links are skipped.
+            prefix: the organisational prefix of its skill path (``"acme/billing"``).
+            scheme: the URI scheme.
+
+        Returns:
+            The skill's entry (frontmatter, and each file's digest and size).
+
+        Raises:
+            ValueError: no ``SKILL.md`` with ``name`` and ``description`` frontmatter, a
+                ``name`` that is invalid or not the directory's, a URI taken, or more
+                files or bytes than the extension's limits (512 files, 16 MiB).
+            ImportError: PyYAML is missing (``pip install 'mcp-trio[skills]'``).
+        """
+        from ._server_skills import add_skill  # noqa: PLC0415 -- on first use
+
+        return add_skill(self, source, prefix=prefix, scheme=scheme)
+
+    def add_skills_dir(
+        self, path: str | os.PathLike[str], /, *, prefix: str = "", scheme: str = "skill"
+    ) -> list[Skill]:
+        """Serve every skill under ``path``: each directory holding a ``SKILL.md``, at a
+        skill path of ``prefix`` and its path below ``path`` (nested skills too: they
+        are also files of the skills that enclose them). See :meth:`add_skill`."""
+        from ._server_skills import add_skills_dir  # noqa: PLC0415 -- on first use
+
+        return add_skills_dir(self, path, prefix=prefix, scheme=scheme)
+
+    def _skill_store(self) -> SkillStore:
+        if self._skills is None:
+            from ._server_skills import SkillStore  # noqa: PLC0415 -- on first use
+
+            self._skills = SkillStore(self._page_size, secrets.token_bytes(32))
+            if self._handlers is not None:
+                self._skills.install(self._handlers)
+        return self._skills
+
     # ------------------------------------------------------------------ resources
 
     def resource(
@@ -630,6 +690,8 @@ class Server:
             caps["completions"] = {}
         if any(tool.task is not None for tool in reg.tools.values()):
             caps["extensions"] = {TASKS_EXTENSION: {}}
+        if self._skills:
+            caps.setdefault("extensions", {}).update(self._skills.capability())
         return caps
 
     def implementation(self) -> dict[str, Any]:
@@ -658,6 +720,8 @@ class Server:
         """The request handlers, one table for every transport and session."""
         if self._handlers is None:
             self._handlers = self._methods.handlers()
+            if self._skills is not None:
+                self._skills.install(self._handlers)
         return self._handlers
 
     @running_tasks

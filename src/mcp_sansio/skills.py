@@ -1,0 +1,590 @@
+"""The skills extension (SEP-2640, ``io.modelcontextprotocol/skills``) as values and pure
+functions: the ``Skill`` entry, skill URIs, digests, frontmatter, and the host's
+verification rules.
+
+Spec: ``specification/stable/skills.mdx`` of modelcontextprotocol/ext-skills; the skill
+format itself (``SKILL.md``, its YAML frontmatter, naming) is the Agent Skills
+specification (https://agentskills.io/specification).
+
+Theory of operation
+-------------------
+A server publishes each skill as an *entry*: the URI of its ``SKILL.md``, the
+frontmatter rendered verbatim as JSON, and a complete manifest of its files with their
+``sha256:`` digests and sizes. A host builds its registry from entries alone, fetches
+nothing ahead of need (Lazy Retrieval), and checks every file it reads against the
+manifest: size first, then digest, and for ``SKILL.md`` the frontmatter field by field
+(Integrity and Verification). Everything here is such a check or such a shape; the
+bindings do the reading.
+
+YAML: frontmatter is parsed with PyYAML's ``safe_load`` (the ``skills`` extra),
+imported on first use. A subset parser of our own would refuse valid skills that use
+YAML beyond the subset (folded scalars, flow collections, anchors...), and refusing a
+valid skill is a failure of its own; PyYAML's safe loader is the standard one. Two
+changes make its output JSON: timestamps stay strings (the server rendered them to JSON
+as written), and anything JSON cannot hold (binary, sets, non-string keys, NaN) is
+refused. The parsed value is walked with a node budget, so an alias bomb in a small
+frontmatter cannot blow up the comparison.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import importlib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, final
+
+import attrs
+
+from ._errors import RemoteProtocolError
+
+__all__ = [
+    "DIRECTORY_MIME_TYPE",
+    "DIRECTORY_READ",
+    "DYNAMIC",
+    "MAX_FRONTMATTER_SIZE",
+    "MAX_SKILL_RESOURCES",
+    "MAX_SKILL_TOTAL_SIZE",
+    "META_PREFIX",
+    "SKILLS_EXTENSION",
+    "SKILLS_GET",
+    "SKILLS_LIST",
+    "SKILL_MD",
+    "SKILL_MD_MIME_TYPE",
+    "FrontmatterError",
+    "Skill",
+    "SkillFile",
+    "SkillVerificationError",
+    "build_skill",
+    "check_limits",
+    "content_bytes",
+    "directory_children",
+    "frontmatter_differences",
+    "is_digest",
+    "is_skill_name",
+    "parse_frontmatter",
+    "parse_skill",
+    "resolve_skill_file",
+    "sha256_digest",
+    "skill_json",
+    "skill_root",
+    "split_frontmatter",
+    "verify_content",
+    "verify_frontmatter",
+]
+
+SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+"""The extension's identifier, a key of ``capabilities.extensions``."""
+SKILLS_LIST: Final = "skills/list"
+SKILLS_GET: Final = "skills/get"
+DIRECTORY_READ: Final = "resources/directory/read"
+"""Optional, gated by the ``directoryRead`` setting of the extension."""
+SKILL_MD: Final = "SKILL.md"
+SKILL_MD_MIME_TYPE: Final = "text/markdown"
+DIRECTORY_MIME_TYPE: Final = "inode/directory"
+META_PREFIX: Final = "io.modelcontextprotocol.skills/"
+"""The ``_meta`` key prefix reserved for this extension on skill resources."""
+DYNAMIC: Final = "dynamic"
+"""``resources`` of a skill whose content is generated: no digests to publish."""
+
+MAX_SKILL_RESOURCES: Final = 512
+"""Limits: files per skill, ``SKILL.md`` included (every host MUST accept this many)."""
+MAX_SKILL_TOTAL_SIZE: Final = 16 * 1024 * 1024
+"""Limits: the sum of ``size`` over a skill's files, in bytes."""
+MAX_FRONTMATTER_SIZE: Final = 64 * 1024
+"""Our bound on the YAML frontmatter of one ``SKILL.md``, in characters."""
+_MAX_FRONTMATTER_NODES: Final = 10_000
+_MAX_FRONTMATTER_DEPTH: Final = 64
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+# Agent Skills, "name field": 1-64 characters, lowercase letters, digits and hyphens, no
+# leading, trailing or doubled hyphen.
+_NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_FRONTMATTER_OPEN = re.compile(r"---[ \t]*\r?\n")
+_FRONTMATTER_CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
+
+
+class SkillVerificationError(Exception):
+    """Skill content is not what its entry describes: a size or digest mismatch, a
+    frontmatter discrepancy, a read of a file the entry does not list, or an entry the
+    host refuses to load (over the limits, ``"dynamic"`` when not allowed). The content
+    MUST NOT be used; to recover from a stale entry, fetch it again with ``skills/get``
+    (spec: Integrity and Verification)."""
+
+    def __init__(self, uri: str, reason: str) -> None:
+        super().__init__(f"{uri}: {reason}")
+        self.uri = uri
+        """The file (or skill) that failed."""
+        self.reason = reason
+        """Why, for the user."""
+
+
+class FrontmatterError(ValueError):
+    """A ``SKILL.md`` has no usable YAML frontmatter."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SkillFile:
+    """One file of a skill (``SkillResource``)."""
+
+    uri: str
+    """The file's resource URI."""
+    digest: str
+    """``sha256:`` and 64 lowercase hex digits: the SHA-256 of the raw bytes."""
+    size: int
+    """Length of the raw bytes."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class Skill:
+    """A skill entry, as ``skills/list`` and ``skills/get`` return it."""
+
+    uri: str
+    """The URI of the skill's ``SKILL.md``."""
+    frontmatter: Mapping[str, Any]
+    """The frontmatter, verbatim as JSON (``name`` and ``description`` always)."""
+    resources: tuple[SkillFile, ...] | Literal["dynamic"]
+    """Every file of the skill, ``SKILL.md`` first, or ``"dynamic"``."""
+
+    @property
+    def name(self) -> str:
+        """The skill's name (a label, not an identifier: see the spec's Names)."""
+        return str(self.frontmatter["name"])
+
+    @property
+    def description(self) -> str:
+        return str(self.frontmatter["description"])
+
+    @property
+    def root(self) -> str:
+        """The skill's root directory URI (``uri`` without ``/SKILL.md``)."""
+        return self.uri[: -len(SKILL_MD) - 1]
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the server publishes no digests for it (no content integrity)."""
+        return self.resources == DYNAMIC
+
+    def file(self, uri: str) -> SkillFile:
+        """The manifest entry of ``uri``.
+
+        Raises:
+            SkillVerificationError: the manifest does not list it (spec: "a host MUST
+                treat a read of an unlisted file within the skill as a verification
+                failure"), or the skill is dynamic.
+        """
+        if isinstance(self.resources, tuple):
+            for entry in self.resources:
+                if entry.uri == uri:
+                    return entry
+        raise SkillVerificationError(uri, f"not listed in the manifest of {self.uri}")
+
+
+# ---------------------------------------------------------------------------------- URIs
+
+
+def is_skill_name(value: object) -> bool:
+    """Whether ``value`` is a valid Agent Skills ``name``."""
+    return isinstance(value, str) and _NAME.fullmatch(value) is not None
+
+
+def skill_root(uri: str) -> str:
+    """The root directory URI of the skill whose ``SKILL.md`` is at ``uri``.
+
+    ``<scheme>://<skill-path>/SKILL.md``: one or more non-empty ``/``-separated
+    segments, the last a valid skill name (spec: Resource Mapping).
+
+    Raises:
+        ValueError: ``uri`` is not the URI of a ``SKILL.md`` of that form.
+    """
+    match = _SCHEME.match(uri)
+    suffix = "/" + SKILL_MD
+    if match is None or not uri.endswith(suffix):
+        raise ValueError(f"not the URI of a skill's {SKILL_MD}: {uri!r}")
+    segments = uri[match.end() : -len(suffix)].split("/")
+    if any(not segment or segment in (".", "..") for segment in segments):
+        raise ValueError(f"not the URI of a skill's {SKILL_MD} (bad skill path): {uri!r}")
+    if not is_skill_name(segments[-1]):
+        raise ValueError(f"the final skill-path segment of {uri!r} is not a valid skill name")
+    return uri[: -len(suffix)]
+
+
+def resolve_skill_file(skill: Skill, reference: str) -> str:
+    """The URI of a file of ``skill``: a URI as is, or a relative reference (POSIX path)
+    resolved against the skill's root (spec: Relative References).
+
+    Raises:
+        ValueError: an absolute path, an empty one, or one that leaves the skill.
+    """
+    if _SCHEME.match(reference):
+        return reference
+    parts: list[str] = []
+    for segment in reference.split("/"):
+        if segment in ("", "."):
+            if not segment and not parts and reference.startswith("/"):
+                raise ValueError(f"not a relative reference: {reference!r}")
+            continue
+        if segment == "..":
+            if not parts:
+                raise ValueError(f"{reference!r} leaves the skill's directory")
+            parts.pop()
+        else:
+            parts.append(segment)
+    if not parts:
+        raise ValueError(f"{reference!r} names no file")
+    return skill.root + "/" + "/".join(parts)
+
+
+# ------------------------------------------------------------------------------- entries
+
+
+def sha256_digest(data: bytes) -> str:
+    """``sha256:{hex}`` of ``data``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def is_digest(value: object) -> bool:
+    """Whether ``value`` is ``sha256:`` and 64 lowercase hexadecimal characters."""
+    return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def parse_skill(entry: object) -> Skill:
+    """A ``Skill`` entry received from a server, checked.
+
+    Raises:
+        RemoteProtocolError: the entry is malformed: no string ``uri`` naming a
+            ``SKILL.md``, no ``frontmatter`` object with string ``name`` (equal to the
+            final skill-path segment) and ``description``, ``resources`` neither an
+            array nor ``"dynamic"``, or a file without a URI within the skill, a
+            ``sha256:`` digest and a size, listed twice, or no entry for ``SKILL.md``
+            (spec: Skill Entries). Such an entry MUST NOT be loaded.
+    """
+    if not isinstance(entry, Mapping):
+        raise RemoteProtocolError("invalid skill entry: not an object")
+    uri = entry.get("uri")
+    if not isinstance(uri, str):
+        raise RemoteProtocolError("invalid skill entry: no string 'uri'")
+    try:
+        root = skill_root(uri)
+    except ValueError as exc:
+        raise RemoteProtocolError(f"invalid skill entry: {exc}") from None
+    frontmatter = entry.get("frontmatter")
+    if not isinstance(frontmatter, Mapping):
+        raise RemoteProtocolError(f"invalid skill entry {uri}: no 'frontmatter' object")
+    name = frontmatter.get("name")
+    if not isinstance(name, str) or not isinstance(frontmatter.get("description"), str):
+        raise RemoteProtocolError(
+            f"invalid skill entry {uri}: frontmatter needs string 'name' and 'description'"
+        )
+    if root.rsplit("/", 1)[-1] != name:
+        raise RemoteProtocolError(
+            f"invalid skill entry {uri}: the final skill-path segment is not {name!r}"
+        )
+    resources = entry.get("resources")
+    if resources == DYNAMIC:
+        return Skill(uri=uri, frontmatter=dict(frontmatter), resources=DYNAMIC)
+    if not isinstance(resources, list):
+        raise RemoteProtocolError(
+            f"invalid skill entry {uri}: 'resources' must be an array or {DYNAMIC!r}"
+        )
+    files = tuple(_parse_file(uri, root, item) for item in resources)
+    uris = {file.uri for file in files}
+    if len(uris) != len(files):
+        raise RemoteProtocolError(f"invalid skill entry {uri}: a file is listed twice")
+    if uri not in uris:
+        raise RemoteProtocolError(f"invalid skill entry {uri}: 'resources' omits {SKILL_MD}")
+    return Skill(uri=uri, frontmatter=dict(frontmatter), resources=files)
+
+
+def _parse_file(skill_uri: str, root: str, item: object) -> SkillFile:
+    if not isinstance(item, Mapping):
+        raise RemoteProtocolError(f"invalid skill entry {skill_uri}: a resource is not an object")
+    uri, digest, size = item.get("uri"), item.get("digest"), item.get("size")
+    if not isinstance(uri, str) or not uri.startswith(root + "/"):
+        raise RemoteProtocolError(
+            f"invalid skill entry {skill_uri}: resource {uri!r} is not within the skill"
+        )
+    if not is_digest(digest):
+        raise RemoteProtocolError(
+            f"invalid skill entry {skill_uri}: {uri} has no sha256:<64 lowercase hex> digest"
+        )
+    if type(size) is not int or size < 0:
+        raise RemoteProtocolError(f"invalid skill entry {skill_uri}: {uri} has no valid size")
+    assert isinstance(digest, str)
+    return SkillFile(uri=uri, digest=digest, size=size)
+
+
+def skill_json(skill: Skill) -> dict[str, Any]:
+    """The wire form of ``skill``."""
+    resources: Any = (
+        DYNAMIC
+        if skill.resources == DYNAMIC
+        else [{"uri": f.uri, "digest": f.digest, "size": f.size} for f in skill.resources]
+    )
+    return {"uri": skill.uri, "frontmatter": dict(skill.frontmatter), "resources": resources}
+
+
+def build_skill(uri: str, files: Mapping[str, bytes]) -> Skill:
+    """The entry of the skill whose ``SKILL.md`` is at ``uri``, for a server.
+
+    Args:
+        uri: the URI of its ``SKILL.md``.
+        files: every file, by path relative to the skill's root (``/``-separated),
+            ``SKILL.md`` included.
+
+    Raises:
+        ValueError: a path that is not a clean relative path, no ``SKILL.md``, a
+            frontmatter without ``name``/``description`` or whose ``name`` is not the
+            final skill-path segment, or more files or bytes than the spec's limits
+            (servers SHOULD NOT serve such a skill: no host need accept it).
+        ImportError: PyYAML is not installed.
+    """
+    root = skill_root(uri)
+    if SKILL_MD not in files:
+        raise ValueError(f"{root}: a skill needs a {SKILL_MD}")
+    for path in files:
+        if any(s in ("", ".", "..") for s in path.split("/")):
+            raise ValueError(f"{root}: not a clean relative file path: {path!r}")
+    frontmatter = parse_frontmatter(files[SKILL_MD].decode("utf-8"))
+    if root.rsplit("/", 1)[-1] != frontmatter["name"]:
+        raise ValueError(
+            f"{uri}: the frontmatter name {frontmatter['name']!r} is not its directory"
+        )
+    if not is_skill_name(frontmatter["name"]):
+        raise ValueError(f"{uri}: {frontmatter['name']!r} is not a valid skill name")
+    ordered = [SKILL_MD, *sorted(p for p in files if p != SKILL_MD)]
+    resources = tuple(
+        SkillFile(uri=f"{root}/{path}", digest=sha256_digest(files[path]), size=len(files[path]))
+        for path in ordered
+    )
+    skill = Skill(uri=uri, frontmatter=frontmatter, resources=resources)
+    check_limits(skill, error=ValueError)
+    return skill
+
+
+def check_limits(skill: Skill, *, error: type[Exception] | None = None) -> None:
+    """Check ``skill`` against the spec's Limits (512 files, 16 MiB in all); a dynamic
+    skill has nothing to count.
+
+    Raises:
+        SkillVerificationError: over a limit (or ``error(message)`` if given).
+    """
+    if not isinstance(skill.resources, tuple):
+        return
+    reason = None
+    total = sum(f.size for f in skill.resources)
+    if len(skill.resources) > MAX_SKILL_RESOURCES:
+        reason = f"{len(skill.resources)} files, more than the {MAX_SKILL_RESOURCES} allowed"
+    elif total > MAX_SKILL_TOTAL_SIZE:
+        reason = f"{total} bytes in all, more than the {MAX_SKILL_TOTAL_SIZE} allowed"
+    if reason is not None:
+        if error is not None:
+            raise error(f"{skill.uri}: {reason}")
+        raise SkillVerificationError(skill.uri, reason)
+
+
+def directory_children(uris: Iterable[str], directory: str) -> list[tuple[str, bool]]:
+    """The direct children of ``directory`` among the files ``uris``: ``(uri,
+    is_directory)`` pairs, sorted, each once (for ``resources/directory/read``)."""
+    prefix = directory + "/"
+    children: dict[str, bool] = {}
+    for uri in uris:
+        if uri.startswith(prefix):
+            head, sep, _ = uri[len(prefix) :].partition("/")
+            children[prefix + head] = children.get(prefix + head, False) or bool(sep)
+    return sorted(children.items())
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def verify_content(entry: SkillFile, data: bytes) -> None:
+    """Check the raw bytes read for ``entry``: the size first (a length that differs
+    fails "whether or not the host goes on to compute the digest"), then the digest.
+
+    Raises:
+        SkillVerificationError: either differs; the content MUST NOT be used.
+    """
+    if len(data) != entry.size:
+        raise SkillVerificationError(
+            entry.uri, f"size mismatch: read {len(data)} bytes, the entry says {entry.size}"
+        )
+    actual = sha256_digest(data)
+    if actual != entry.digest:
+        raise SkillVerificationError(
+            entry.uri, f"digest mismatch: read {actual}, the entry says {entry.digest}"
+        )
+
+
+def content_bytes(contents: object, uri: str, *, limit: int = MAX_SKILL_TOTAL_SIZE) -> bytes:
+    """The raw bytes of ``uri`` in a ``resources/read`` result's ``contents``: a text
+    item's UTF-8 encoding, a blob item's decoded base64.
+
+    Raises:
+        SkillVerificationError: no item for ``uri``, a malformed one, or more than
+            ``limit`` bytes.
+    """
+    if isinstance(contents, list):
+        for item in contents:
+            if isinstance(item, Mapping) and item.get("uri") == uri:
+                text, blob = item.get("text"), item.get("blob")
+                if isinstance(text, str):
+                    if len(text) > limit:
+                        break
+                    try:
+                        data = text.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise SkillVerificationError(uri, "the text is not Unicode") from None
+                elif isinstance(blob, str) and len(blob) <= (limit + 2) // 3 * 4:
+                    try:
+                        data = base64.b64decode(blob, validate=True)
+                    except binascii.Error:
+                        raise SkillVerificationError(uri, "the blob is not base64") from None
+                else:
+                    break
+                if len(data) > limit:
+                    break
+                return data
+    raise SkillVerificationError(uri, "resources/read returned no usable content for it")
+
+
+def split_frontmatter(text: str) -> str:
+    """The YAML source of the frontmatter that begins ``text`` (a ``SKILL.md``): the
+    lines between an opening ``---`` line and the next ``---`` line. A leading
+    byte-order mark is skipped.
+
+    Raises:
+        FrontmatterError: no such block, or one over :data:`MAX_FRONTMATTER_SIZE`.
+    """
+    start = 1 if text.startswith("\ufeff") else 0
+    opening = _FRONTMATTER_OPEN.match(text, start)
+    if opening is None:
+        raise FrontmatterError(f"{SKILL_MD} does not begin with a --- frontmatter line")
+    window = text[opening.end() : opening.end() + MAX_FRONTMATTER_SIZE + 8]
+    closing = _FRONTMATTER_CLOSE.search(window)
+    if closing is None:
+        if len(window) > MAX_FRONTMATTER_SIZE:
+            raise FrontmatterError(f"frontmatter longer than {MAX_FRONTMATTER_SIZE} characters")
+        raise FrontmatterError("the frontmatter has no closing --- line")
+    if closing.start() > MAX_FRONTMATTER_SIZE:
+        raise FrontmatterError(f"frontmatter longer than {MAX_FRONTMATTER_SIZE} characters")
+    return window[: closing.start()]
+
+
+@functools.cache
+def _yaml_loader() -> tuple[Any, Any]:
+    """PyYAML and its safe loader (the C one when built with libyaml) without the
+    timestamp resolver, so dates stay strings: imported on first use (an optional
+    dependency)."""
+    try:
+        yaml = importlib.import_module("yaml")
+    except ImportError as exc:
+        raise ImportError(
+            "skill frontmatter is YAML, which needs PyYAML: pip install 'mcp-trio[skills]'"
+        ) from exc
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader: Any = type("SkillFrontmatterLoader", (base,), {})
+    loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return yaml, loader
+
+
+def parse_frontmatter(text: str) -> dict[str, Any]:
+    """The frontmatter of a ``SKILL.md`` as JSON values (``yaml.safe_load``, never the
+    unsafe loader).
+
+    Raises:
+        FrontmatterError: no frontmatter block, invalid YAML, not a mapping, a value JSON
+            cannot hold, too big or deep, or no string ``name`` and ``description``.
+        ImportError: PyYAML is not installed (``pip install 'mcp-trio[skills]'``).
+    """
+    source = split_frontmatter(text)
+    yaml, loader = _yaml_loader()
+    try:
+        value = yaml.load(source, Loader=loader)  # (a SafeLoader subclass, never the unsafe one)
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"the frontmatter is not valid YAML: {exc}") from None
+    if not isinstance(value, dict):
+        raise FrontmatterError("the frontmatter is not a YAML mapping")
+    budget = [_MAX_FRONTMATTER_NODES]
+    result = _json_value(value, budget, 0)
+    assert isinstance(result, dict)
+    for field in ("name", "description"):
+        if not isinstance(result.get(field), str) or not result[field]:
+            raise FrontmatterError(f"the frontmatter has no {field!r} string")
+    return result
+
+
+def _json_value(value: Any, budget: list[int], depth: int) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _MAX_FRONTMATTER_DEPTH:
+        raise FrontmatterError("the frontmatter is too large or too deeply nested")
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise FrontmatterError(f"the frontmatter holds {value}, which JSON cannot")
+        return value
+    if isinstance(value, list):
+        return [_json_value(v, budget, depth + 1) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise FrontmatterError("the frontmatter has a key that is not a string")
+        return {k: _json_value(v, budget, depth + 1) for k, v in value.items()}
+    raise FrontmatterError(f"the frontmatter holds a {type(value).__name__}, which JSON cannot")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``, ``1`` is ``1.0``, objects ignore order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and bool(a == b)
+
+
+def frontmatter_differences(parsed: Mapping[str, Any], entry: Mapping[str, Any]) -> list[str]:
+    """The fields whose values differ between a file's frontmatter and an entry's
+    (present in one only, or different JSON values), sorted."""
+    return sorted(
+        key
+        for key in {*parsed, *entry}
+        if key not in parsed or key not in entry or not _same(parsed[key], entry[key])
+    )
+
+
+def verify_frontmatter(skill: Skill, text: str) -> dict[str, Any]:
+    """Parse the frontmatter of ``skill``'s ``SKILL.md`` (``text``) and compare it field by
+    field with the entry's (spec: Frontmatter Verification).
+
+    Returns:
+        The parsed frontmatter.
+
+    Raises:
+        SkillVerificationError: it cannot be parsed or a field differs; the skill MUST
+            NOT be loaded.
+        ImportError: PyYAML is not installed.
+    """
+    try:
+        parsed = parse_frontmatter(text)
+    except FrontmatterError as exc:
+        raise SkillVerificationError(skill.uri, str(exc)) from None
+    differ = frontmatter_differences(parsed, skill.frontmatter)
+    if differ:
+        raise SkillVerificationError(
+            skill.uri, "frontmatter differs from the entry's in " + ", ".join(differ)
+        )
+    return parsed

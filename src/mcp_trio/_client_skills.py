@@ -1,0 +1,146 @@
+"""The client side of the skills extension (``io.modelcontextprotocol/skills``): listing
+entries, and loading a skill or reading its files with the host's verification.
+
+Spec (ext-skills ``skills.mdx``), Integrity and Verification: nothing is fetched ahead
+of need (listing fetches no file); every file read is checked against the entry's size
+and digest and not returned unless it matches; a ``SKILL.md`` is also parsed and its
+frontmatter compared field by field with the entry's. The checks are the pure functions
+of :mod:`mcp_sansio.skills`; this module does the requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from mcp_sansio import LocalProtocolError, RemoteProtocolError
+from mcp_sansio.skills import (
+    DYNAMIC,
+    MAX_SKILL_TOTAL_SIZE,
+    SKILLS_EXTENSION,
+    SKILLS_GET,
+    SKILLS_LIST,
+    Skill,
+    SkillFile,
+    SkillVerificationError,
+    check_limits,
+    content_bytes,
+    parse_skill,
+    resolve_skill_file,
+    verify_content,
+    verify_frontmatter,
+)
+
+from ._client_common import MAX_LIST_ITEMS, MAX_LIST_PAGES
+
+__all__ = [
+    "Skill",
+    "SkillFile",
+    "SkillVerificationError",
+    "get_skill",
+    "list_skills",
+    "load_skill",
+    "read_skill_file",
+    "require_skills",
+]
+
+Request = Callable[[str, Mapping[str, Any] | None], Awaitable[dict[str, Any]]]
+"""``await request(method, params)``: the raw result."""
+
+
+def require_skills(capabilities: Mapping[str, Any]) -> None:
+    """Clients call the extension's methods "only after observing the server's
+    declaration".
+
+    Raises:
+        LocalProtocolError: the server did not declare the extension.
+    """
+    extensions = capabilities.get("extensions")
+    if not isinstance(extensions, Mapping) or SKILLS_EXTENSION not in extensions:
+        raise LocalProtocolError(f"the server does not declare the {SKILLS_EXTENSION} extension")
+
+
+async def list_skills(request: Request) -> list[Skill]:
+    """Every entry of ``skills/list``, through all pages (bounded as the other lists)."""
+    skills: list[Skill] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        result = await request(SKILLS_LIST, None if cursor is None else {"cursor": cursor})
+        entries = result.get("skills")
+        if not isinstance(entries, list):
+            raise RemoteProtocolError(f"invalid {SKILLS_LIST} result: no 'skills' array")
+        if len(skills) + len(entries) > MAX_LIST_ITEMS:
+            raise RemoteProtocolError(f"{SKILLS_LIST}: more than {MAX_LIST_ITEMS} skills")
+        skills.extend(parse_skill(entry) for entry in entries)
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            return skills
+        if not isinstance(cursor, str) or cursor in seen:
+            raise RemoteProtocolError(f"{SKILLS_LIST}: invalid or repeated nextCursor")
+        seen.add(cursor)
+    raise RemoteProtocolError(f"{SKILLS_LIST}: more than {MAX_LIST_PAGES} pages")
+
+
+async def get_skill(request: Request, uri: str) -> Skill:
+    """The entry of ``skills/get`` for the ``SKILL.md`` at ``uri``."""
+    result = await request(SKILLS_GET, {"uri": uri})
+    skill = parse_skill(result.get("skill"))
+    if skill.uri != uri:
+        raise RemoteProtocolError(f"{SKILLS_GET} for {uri} answered the entry of {skill.uri}")
+    return skill
+
+
+async def _read(request: Request, uri: str) -> bytes:
+    result = await request("resources/read", {"uri": uri})
+    return content_bytes(result.get("contents"), uri, limit=MAX_SKILL_TOTAL_SIZE)
+
+
+async def load_skill(request: Request, skill: Skill, *, allow_dynamic: bool) -> str:
+    """Fetch and verify ``skill``'s ``SKILL.md``; its text.
+
+    Raises:
+        SkillVerificationError: over the limits, dynamic when not allowed, or the file
+            fails its size, digest or frontmatter check.
+    """
+    if skill.resources == DYNAMIC:
+        if not allow_dynamic:
+            raise SkillVerificationError(
+                skill.uri, "its resources are 'dynamic': no digests to verify it against"
+            )
+        data = await _read(request, skill.uri)
+    else:
+        check_limits(skill)  # (the spec: checkable, and declined, before any read)
+        entry = skill.file(skill.uri)
+        data = await _read(request, skill.uri)
+        verify_content(entry, data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SkillVerificationError(skill.uri, "it is not UTF-8 text") from None
+    verify_frontmatter(skill, text)
+    return text
+
+
+async def read_skill_file(
+    request: Request, skill: Skill, reference: str, *, allow_dynamic: bool
+) -> bytes:
+    """Fetch and verify one file of ``skill`` (a URI, or a path relative to its root).
+
+    Raises:
+        SkillVerificationError: not listed in the entry, or a size or digest mismatch.
+        ValueError: a relative reference that leaves the skill.
+    """
+    uri = resolve_skill_file(skill, reference)
+    if skill.resources == DYNAMIC:
+        if not allow_dynamic:
+            raise SkillVerificationError(
+                uri, "the skill's resources are 'dynamic': nothing to verify it against"
+            )
+        if not uri.startswith(skill.root + "/"):
+            raise SkillVerificationError(uri, f"not a file of {skill.uri}")
+        return await _read(request, uri)
+    entry = skill.file(uri)
+    data = await _read(request, uri)
+    verify_content(entry, data)
+    return data
