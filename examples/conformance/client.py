@@ -32,6 +32,8 @@ from mcp_trio import (
     EnterpriseAuthorization,
     OAuth,
     OAuthError,
+    SkillFile,
+    SkillVerificationError,
     WorkloadIdentity,
     fetch_authorization_redirect,
     open_client,
@@ -134,7 +136,31 @@ async def invalid_tool_headers(client: Client, _ctx: dict[str, Any]) -> None:
         await client.call_tool("valid_tool", {"region": "us-west1"})
 
 
+async def skills_listed(client: Client, _ctx: dict[str, Any]) -> None:
+    """The host builds its registry from the entries alone: no skill file is fetched
+    until a skill is loaded (SEP-2640, Lazy Retrieval)."""
+    for skill in await client.list_skills():
+        print(f"skill {skill.name}: {skill.description}", file=sys.stderr)
+
+
+async def skills_load(client: Client, _ctx: dict[str, Any]) -> None:
+    """Load each listed skill and read its files, every one verified against the entry;
+    a skill that fails verification is refused and nothing more of it is read."""
+    for skill in await client.list_skills():
+        try:
+            await client.load_skill(skill)
+            for file in skill.resources:
+                if isinstance(file, SkillFile) and file.uri != skill.uri:
+                    await client.read_skill_file(skill, file.uri)
+        except SkillVerificationError as refused:
+            print(f"refused skill {skill.uri}: {refused.reason}", file=sys.stderr)
+
+
 SCENARIOS: dict[str, Scenario] = {
+    "sep-2640-client-no-prefetch": skills_listed,
+    "sep-2640-client-verify-digest": skills_load,
+    "sep-2640-client-verify-size": skills_load,
+    "sep-2640-client-verify-frontmatter": skills_load,
     "initialize": initialize,
     "tools_call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,

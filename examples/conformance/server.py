@@ -568,6 +568,21 @@ async def watched_resource() -> str:
     return "Watched resource content"
 
 
+# ------------------------------------------------------------------ skills (SEP-2640)
+
+server.add_skill(
+    {
+        "SKILL.md": "---\nname: pdf-processing\n"
+        "description: Extract, fill, and assemble PDF documents\n"
+        "license: Apache-2.0\nmetadata:\n  version: '2.1.0'\n---\n\n"
+        "# PDF processing\n\nPick the matching template from `templates/`.\n",
+        "references/FORMS.md": "# Forms\n\nHow to fill the forms.\n",
+        "templates/invoice.md": "# Invoice\n",
+        "templates/regional/eu-invoice.md": "# EU invoice\n",
+    }
+)
+
+
 # ------------------------------------------------------------------ prompts
 
 
