@@ -1,0 +1,355 @@
+"""The skills extension's shapes and verification rules (mcp_sansio.skills): no I/O."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from typing import Any
+
+import pytest
+
+from mcp_sansio import RemoteProtocolError
+from mcp_sansio import skills as s
+from mcp_sansio.skills import FrontmatterError, SkillVerificationError
+
+SKILL_MD = "---\nname: pdf-processing\ndescription: Extract PDFs\n---\n\n# Body\n"
+URI = "skill://acme/pdf-processing/SKILL.md"
+
+
+def make_skill(**files: bytes) -> s.Skill:
+    return s.build_skill(URI, {"SKILL.md": SKILL_MD.encode(), **files})
+
+
+def wire(**changes: Any) -> dict[str, Any]:
+    entry = s.skill_json(make_skill(**{"references/FORMS.md": b"forms"}))
+    entry.update(changes)
+    return entry
+
+
+# --------------------------------------------------------------------------- names, URIs
+
+
+@pytest.mark.parametrize("name", ["a", "git-workflow", "pdf2", "a-b-c", "x" * 64])
+def test_valid_skill_names(name: str) -> None:
+    assert s.is_skill_name(name)
+
+
+@pytest.mark.parametrize("name", ["", "-a", "a-", "a--b", "Git", "a_b", "x" * 65, 7, "é"])
+def test_invalid_skill_names(name: object) -> None:
+    assert not s.is_skill_name(name)
+
+
+def test_skill_root() -> None:
+    assert s.skill_root("skill://git-workflow/SKILL.md") == "skill://git-workflow"
+    assert s.skill_root(URI) == "skill://acme/pdf-processing"
+    assert s.skill_root("github://o/r/skills/refunds/SKILL.md") == "github://o/r/skills/refunds"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "git-workflow/SKILL.md",  # no scheme
+        "skill://git-workflow/README.md",
+        "skill://SKILL.md",
+        "skill:///SKILL.md",
+        "skill://acme//refunds/SKILL.md",
+        "skill://acme/../refunds/SKILL.md",
+        "skill://acme/Refunds/SKILL.md",  # the final segment is the name
+    ],
+)
+def test_not_skill_uris(uri: str) -> None:
+    with pytest.raises(ValueError, match=r"SKILL\.md|skill name"):
+        s.skill_root(uri)
+
+
+def test_relative_references_resolve_against_the_skill_root() -> None:
+    skill = make_skill()
+    root = "skill://acme/pdf-processing/"
+    assert s.resolve_skill_file(skill, "references/GUIDE.md") == root + "references/GUIDE.md"
+    assert s.resolve_skill_file(skill, "./a/../b.md") == root + "b.md"
+    assert s.resolve_skill_file(skill, "skill://other/x") == "skill://other/x"
+    for bad in ("../escape.md", "a/../../x", "/etc/passwd", "", "."):
+        with pytest.raises(ValueError):
+            s.resolve_skill_file(skill, bad)
+
+
+# --------------------------------------------------------------------------- entries
+
+
+def test_digest_format() -> None:
+    digest = s.sha256_digest(b"abc")
+    assert digest == "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert s.is_digest(digest)
+    for bad in (digest.upper(), digest[:-1], "sha512:" + digest[7:], digest + "0", None):
+        assert not s.is_digest(bad)
+
+
+def test_build_skill_lists_every_file_skill_md_first() -> None:
+    skill = make_skill(**{"z.md": b"z", "a/b.py": b"print()"})
+    assert isinstance(skill.resources, tuple)
+    assert [f.uri.rsplit("/", 2)[-2:] for f in skill.resources] == [
+        ["pdf-processing", "SKILL.md"],
+        ["a", "b.py"],
+        ["pdf-processing", "z.md"],
+    ]
+    assert skill.resources[0] == s.SkillFile(
+        uri=URI, digest=s.sha256_digest(SKILL_MD.encode()), size=len(SKILL_MD.encode())
+    )
+    assert skill.frontmatter == {"name": "pdf-processing", "description": "Extract PDFs"}
+    assert (skill.name, skill.root, skill.dynamic) == (
+        "pdf-processing",
+        "skill://acme/pdf-processing",
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("uri", "files", "match"),
+    [
+        ("skill://other/SKILL.md", {"SKILL.md": SKILL_MD.encode()}, "not its directory"),
+        (URI, {"x.md": b""}, "needs a SKILL.md"),
+        (URI, {"SKILL.md": SKILL_MD.encode(), "../x": b""}, "clean relative"),
+        (URI, {"SKILL.md": SKILL_MD.encode(), "a//b": b""}, "clean relative"),
+        (URI, {"SKILL.md": b"no frontmatter"}, "frontmatter"),
+    ],
+)
+def test_build_skill_refuses(uri: str, files: dict[str, bytes], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        s.build_skill(uri, files)
+
+
+def test_build_skill_refuses_an_invalid_name_even_when_it_matches() -> None:
+    text = SKILL_MD.replace("pdf-processing", "Pdf")
+    with pytest.raises(ValueError, match="skill name"):
+        s.build_skill("skill://a/Pdf/SKILL.md", {"SKILL.md": text.encode()})
+
+
+def test_limits_are_checked_from_the_entry_alone() -> None:
+    files = tuple(
+        s.SkillFile(uri=f"skill://x/f{i}", digest=s.sha256_digest(b""), size=0)
+        for i in range(s.MAX_SKILL_RESOURCES)
+    )
+    front = {"name": "x", "description": "d"}
+    s.check_limits(s.Skill(uri="skill://x/SKILL.md", frontmatter=front, resources=files))
+    extra = s.SkillFile(uri="skill://x/extra", digest=s.sha256_digest(b""), size=0)
+    over = s.Skill(uri="skill://x/SKILL.md", frontmatter=front, resources=(*files, extra))
+    with pytest.raises(SkillVerificationError, match="513 files"):
+        s.check_limits(over)
+    big = s.SkillFile(uri="skill://x/big", digest=s.sha256_digest(b""), size=1)
+    at = s.SkillFile(
+        uri="skill://x/SKILL.md", digest=s.sha256_digest(b""), size=s.MAX_SKILL_TOTAL_SIZE
+    )
+    s.check_limits(s.Skill(uri="skill://x/SKILL.md", frontmatter=front, resources=(at,)))
+    heavy = s.Skill(uri="skill://x/SKILL.md", frontmatter=front, resources=(at, big))
+    with pytest.raises(SkillVerificationError, match="bytes in all"):
+        s.check_limits(heavy)
+    with pytest.raises(ValueError, match="bytes in all"):
+        s.check_limits(heavy, error=ValueError)
+    s.check_limits(s.Skill(uri="skill://x/SKILL.md", frontmatter=front, resources=s.DYNAMIC))
+
+
+def test_build_skill_refuses_more_than_the_limits() -> None:
+    many = {f"f{i}": b"" for i in range(s.MAX_SKILL_RESOURCES)}
+    with pytest.raises(ValueError, match="513 files"):
+        make_skill(**many)
+
+
+def test_parse_skill_round_trips() -> None:
+    skill = make_skill(**{"references/FORMS.md": b"forms"})
+    assert s.parse_skill(s.skill_json(skill)) == skill
+    dynamic = s.parse_skill(wire(resources="dynamic"))
+    assert dynamic.dynamic
+    assert s.skill_json(dynamic)["resources"] == "dynamic"
+    with pytest.raises(SkillVerificationError, match="not listed"):
+        dynamic.file(URI)
+
+
+def _file(**changes: Any) -> list[dict[str, Any]]:
+    files = wire()["resources"]
+    files[1].update(changes)
+    return list(files)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        [],
+        {"frontmatter": {"name": "pdf-processing", "description": "d"}},
+        wire(uri=7),
+        wire(uri="skill://acme/pdf-processing/README.md"),
+        wire(frontmatter=None),
+        wire(frontmatter={"name": "pdf-processing"}),
+        wire(frontmatter={"name": "other", "description": "d"}),
+        wire(resources=None),
+        wire(resources="static"),
+        wire(resources=[7]),
+        wire(resources=_file(uri="skill://acme/other/x")),
+        wire(resources=_file(uri="skill://acme/pdf-processingX/x")),
+        wire(resources=_file(digest="sha256:" + "A" * 64)),
+        wire(resources=_file(digest=None)),
+        wire(resources=_file(size=True)),
+        wire(resources=_file(size=-1)),
+        wire(resources=_file(size=1.0)),
+        wire(resources=_file(uri=URI)),  # listed twice
+        wire(resources=_file()[1:]),  # no SKILL.md
+    ],
+)
+def test_parse_skill_refuses_invalid_entries(entry: Any) -> None:
+    with pytest.raises(RemoteProtocolError, match="invalid skill entry"):
+        s.parse_skill(entry)
+
+
+def test_directory_children() -> None:
+    uris = ["skill://a/SKILL.md", "skill://a/t/x.md", "skill://a/t/r/y.md", "skill://a/t/z.md"]
+    assert s.directory_children(uris, "skill://a") == [
+        ("skill://a/SKILL.md", False),
+        ("skill://a/t", True),
+    ]
+    assert s.directory_children(uris, "skill://a/t") == [
+        ("skill://a/t/r", True),
+        ("skill://a/t/x.md", False),
+        ("skill://a/t/z.md", False),
+    ]
+    assert s.directory_children(uris, "skill://a/t/x.md") == []
+
+
+# --------------------------------------------------------------------------- verification
+
+
+def test_verify_content_checks_size_then_digest() -> None:
+    entry = s.SkillFile(uri="skill://a/f", digest=s.sha256_digest(b"good"), size=4)
+    s.verify_content(entry, b"good")
+    with pytest.raises(SkillVerificationError, match="size mismatch: read 5 bytes") as err:
+        s.verify_content(entry, b"good!")
+    assert err.value.uri == "skill://a/f"
+    with pytest.raises(SkillVerificationError, match="digest mismatch"):
+        s.verify_content(entry, b"evil")
+
+
+def test_content_bytes() -> None:
+    uri = "skill://a/f"
+    assert s.content_bytes([{"uri": uri, "text": "é"}], uri) == "é".encode()
+    blob = base64.b64encode(b"\x00\xff").decode()
+    other = {"uri": "skill://a/g", "text": "x"}
+    assert s.content_bytes([other, {"uri": uri, "blob": blob}], uri) == b"\x00\xff"
+    for contents in (
+        None,
+        [],
+        [other],
+        [{"uri": uri}],
+        [{"uri": uri, "text": "\ud800"}],
+        [{"uri": uri, "blob": "not base64!"}],
+    ):
+        with pytest.raises(SkillVerificationError):
+            s.content_bytes(contents, uri)
+    # Past the bound: nothing is decoded into more than `limit` bytes.
+    assert s.content_bytes([{"uri": uri, "text": "xy"}], uri, limit=2) == b"xy"
+    for contents in (
+        [{"uri": uri, "text": "xyz"}],
+        [{"uri": uri, "text": "éé"}],  # 2 characters, 4 bytes
+        [{"uri": uri, "blob": base64.b64encode(b"xyz").decode()}],
+        [{"uri": uri, "blob": base64.b64encode(b"xyzxyz").decode()}],
+    ):
+        with pytest.raises(SkillVerificationError):
+            s.content_bytes(contents, uri, limit=2)
+
+
+def test_split_frontmatter() -> None:
+    assert s.split_frontmatter("---\nname: a\n---\nbody") == "name: a\n"
+    assert s.split_frontmatter("\ufeff---\r\nname: a\r\n---  \r\n") == "name: a\r\n"
+    assert s.split_frontmatter("---\nname: a\n---") == "name: a\n"
+    assert s.split_frontmatter("---\n---\n") == ""
+    for bad in ("name: a\n---\n", "\n---\nname: a\n---\n", "---\nname: a\n", "---x\n---\n"):
+        with pytest.raises(FrontmatterError):
+            s.split_frontmatter(bad)
+
+
+def test_frontmatter_longer_than_the_bound_is_refused() -> None:
+    at = "x" * (s.MAX_FRONTMATTER_SIZE - 1) + "\n"
+    assert len(s.split_frontmatter("---\n" + at + "---\n")) == s.MAX_FRONTMATTER_SIZE
+    with pytest.raises(FrontmatterError, match="longer than"):
+        s.split_frontmatter("---\nx" + at + "---\n")
+    with pytest.raises(FrontmatterError, match="longer than"):
+        s.split_frontmatter("---\n" + "x" * (s.MAX_FRONTMATTER_SIZE * 2))
+
+
+def test_parse_frontmatter_gives_json_values() -> None:
+    text = (
+        "---\nname: a\ndescription: >\n  folded\n  text\nlicense: Apache-2.0\n"
+        "created: 2024-01-01\nallowed-tools: [Bash(git:*), Read]\n"
+        "metadata: {version: '2.1', n: 1, f: 1.5, ok: true, none: null}\n---\n"
+    )
+    assert s.parse_frontmatter(text) == {
+        "name": "a",
+        "description": "folded text\n",
+        "license": "Apache-2.0",
+        "created": "2024-01-01",  # a string, as the server's JSON has it
+        "allowed-tools": ["Bash(git:*)", "Read"],
+        "metadata": {"version": "2.1", "n": 1, "f": 1.5, "ok": True, "none": None},
+    }
+
+
+@pytest.mark.parametrize(
+    "yaml_text",
+    [
+        "- a\n- b\n",  # not a mapping
+        "name: [unclosed\n",  # not YAML
+        "name: a\n",  # no description
+        "name: a\ndescription: ''\n",
+        "name: a\ndescription: 7\n",
+        "name: a\ndescription: d\n1: x\n",  # a key JSON cannot hold
+        "name: a\ndescription: d\nx: !!binary aGk=\n",
+        "name: a\ndescription: d\nx: .nan\n",
+        "name: a\ndescription: d\nx: !!set {a}\n",
+        "name: a\ndescription: d\nx: !!timestamp 2024-01-01\n",
+        "name: a\ndescription: d\nx: !!python/object:os.system {}\n",  # never unsafe
+        "name: a\ndescription: d\nx: " + "[" * 100 + "]" * 100 + "\n",  # too deep
+    ],
+)
+def test_parse_frontmatter_refuses(yaml_text: str) -> None:
+    with pytest.raises(FrontmatterError):
+        s.parse_frontmatter("---\n" + yaml_text + "---\n")
+
+
+def test_an_alias_bomb_is_cut_short() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    text = "---\nname: a\ndescription: d\n" + "\n".join(lines) + "\n---\n"
+    with pytest.raises(FrontmatterError, match="too large"):
+        s.parse_frontmatter(text)
+
+
+def test_frontmatter_differences_compare_json_values() -> None:
+    base = {"name": "a", "description": "d", "n": 1, "meta": {"x": [1, {"y": True}]}}
+    assert s.frontmatter_differences(base, dict(base)) == []
+    assert s.frontmatter_differences(base, {**base, "n": 1.0}) == []
+    assert s.frontmatter_differences(base, {**base, "n": True}) == ["n"]
+    assert s.frontmatter_differences({**base, "n": True}, {**base, "n": 1}) == ["n"]
+    assert s.frontmatter_differences(base, {**base, "n": "1"}) == ["n"]
+    assert s.frontmatter_differences(base, {**base, "meta": {"x": [1, {"y": 1}]}}) == ["meta"]
+    assert s.frontmatter_differences(base, {**base, "meta": {"x": [1]}}) == ["meta"]
+    assert s.frontmatter_differences(base, {**base, "license": "MIT"}) == ["license"]
+    reordered = {"meta": {"x": [1, {"y": True}]}, "n": 1, "description": "d", "name": "a"}
+    assert s.frontmatter_differences(base, reordered) == []
+
+
+def test_verify_frontmatter() -> None:
+    skill = make_skill()
+    assert s.verify_frontmatter(skill, SKILL_MD)["name"] == "pdf-processing"
+    evil = SKILL_MD.replace("Extract PDFs", "Exfiltrate credentials")
+    with pytest.raises(SkillVerificationError, match=r"differs .* in description"):
+        s.verify_frontmatter(skill, evil)
+    with pytest.raises(SkillVerificationError, match="in license"):
+        s.verify_frontmatter(skill, SKILL_MD.replace("---\n\n", "license: MIT\n---\n\n"))
+    with pytest.raises(SkillVerificationError, match="frontmatter"):
+        s.verify_frontmatter(skill, "no frontmatter")
+
+
+def test_without_pyyaml_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    s._yaml_loader.cache_clear()
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    try:
+        with pytest.raises(ImportError, match=r"mcp-trio\[skills\]"):
+            s.parse_frontmatter(SKILL_MD)
+    finally:
+        s._yaml_loader.cache_clear()

@@ -1,0 +1,414 @@
+"""Serving and loading skills (the skills extension) end to end, in memory, both eras."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from mcp_sansio import ErrorCode
+from mcp_sansio.skills import MAX_SKILL_RESOURCES, SKILLS_EXTENSION, sha256_digest
+from mcp_trio import (
+    Client,
+    LocalProtocolError,
+    McpError,
+    RequestContext,
+    Server,
+    SkillVerificationError,
+    open_client,
+)
+
+SKILL_MD = (
+    "---\nname: pdf-processing\ndescription: Extract PDFs\nlicense: Apache-2.0\n"
+    "metadata:\n  version: '2.1'\n---\n\n# PDF\n\nSee references/FORMS.md.\n"
+)
+FILES: dict[str, bytes | str] = {
+    "SKILL.md": SKILL_MD,
+    "references/FORMS.md": "# Forms\n",
+    "templates/regional/eu.md": "EU\n",
+    "assets/logo.bin": b"\x89\xff\x00",
+}
+URI = "skill://acme/pdf-processing/SKILL.md"
+ROOT = "skill://acme/pdf-processing"
+EraName = Literal["legacy", "modern"]
+ERAS = pytest.mark.parametrize("era", ["legacy", "modern"])
+
+
+def make_server(page_size: int = 50) -> tuple[Server, list[str]]:
+    """A server with one skill, and the methods it was asked (in order)."""
+    server = Server("skills", page_size=page_size)
+    server.add_skill(FILES, prefix="acme")
+    asked: list[str] = []
+    handlers = server.handlers()
+    for method in ("skills/list", "skills/get", "resources/read", "resources/directory/read"):
+        inner = handlers.request_handler(method)
+        assert inner is not None
+
+        async def spy(ctx: RequestContext, inner: Any = inner) -> Any:
+            asked.append(f"{ctx.method} {(ctx.params or {}).get('uri', '')}".strip())
+            return await inner(ctx)
+
+        handlers.set_request_handler(method, spy)
+    return server, asked
+
+
+def tamper(server: Server, uri: str, text: str) -> None:
+    """Serve ``text`` at ``uri`` instead of the file the manifest describes."""
+
+    async def evil(ctx: RequestContext) -> dict[str, Any]:
+        return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}
+
+    real = server.handlers().request_handler("resources/read")
+    assert real is not None
+
+    async def route(ctx: RequestContext) -> Any:
+        if (ctx.params or {}).get("uri") == uri:
+            return await evil(ctx)
+        return await real(ctx)
+
+    server.handlers().set_request_handler("resources/read", route)
+
+
+@ERAS
+async def test_list_get_load_and_read_verified(era: EraName) -> None:
+    server, asked = make_server()
+    async with open_client(server, era=era) as client:
+        caps = client._completed.peer_capabilities
+        assert caps["extensions"][SKILLS_EXTENSION] == {"directoryRead": True}
+        assert "resources" in caps  # the extension requires it
+        [skill] = await client.list_skills()
+        assert asked == ["skills/list"]  # listing fetches no file (Lazy Retrieval)
+        assert skill.uri == URI
+        assert skill.frontmatter == {
+            "name": "pdf-processing",
+            "description": "Extract PDFs",
+            "license": "Apache-2.0",
+            "metadata": {"version": "2.1"},
+        }
+        assert isinstance(skill.resources, tuple)
+        assert {f.uri: f.size for f in skill.resources} == {
+            URI: len(SKILL_MD.encode()),
+            f"{ROOT}/assets/logo.bin": 3,
+            f"{ROOT}/references/FORMS.md": 8,
+            f"{ROOT}/templates/regional/eu.md": 3,
+        }
+        assert skill.file(f"{ROOT}/assets/logo.bin").digest == sha256_digest(b"\x89\xff\x00")
+        assert await client.get_skill(URI) == skill
+        assert await client.load_skill(skill) == SKILL_MD
+        assert await client.read_skill_file(skill, "references/FORMS.md") == b"# Forms\n"
+        assert await client.read_skill_file(skill, f"{ROOT}/assets/logo.bin") == b"\x89\xff\x00"
+        assert asked[-3:] == [
+            f"resources/read {URI}",
+            f"resources/read {ROOT}/references/FORMS.md",
+            f"resources/read {ROOT}/assets/logo.bin",
+        ]
+
+
+@ERAS
+async def test_skill_files_are_ordinary_resources(era: EraName) -> None:
+    server, _ = make_server()
+    async with open_client(server, era=era) as client:
+        listed = {r.uri: r for r in await client.list_resources()}
+        skill_md = listed[URI]
+        assert (skill_md.name, skill_md.description, skill_md.mime_type) == (
+            "pdf-processing",
+            "Extract PDFs",
+            "text/markdown",
+        )
+        assert listed[f"{ROOT}/assets/logo.bin"].mime_type == "application/octet-stream"
+        read = await client.request("resources/read", {"uri": URI})
+        assert read["contents"] == [{"uri": URI, "mimeType": "text/markdown", "text": SKILL_MD}]
+
+
+async def test_caching_hints_in_the_modern_era_only() -> None:
+    server, _ = make_server()
+    async with open_client(server, era="modern") as client:
+        for method, params in (("skills/list", None), ("skills/get", {"uri": URI})):
+            result = await client.request(method, params)
+            assert (result["resultType"], result["ttlMs"], result["cacheScope"]) == (
+                "complete",
+                0,
+                "private",
+            )
+            assert "nextCursor" not in result
+    async with open_client(server, era="legacy") as client:
+        result = await client.request("skills/list")
+        assert "ttlMs" not in result
+        assert "cacheScope" not in result
+
+
+@ERAS
+async def test_directory_read(era: EraName) -> None:
+    server, _ = make_server()
+    async with open_client(server, era=era) as client:
+        root = await client.request("resources/directory/read", {"uri": ROOT})
+        assert [(r["name"], r["mimeType"]) for r in root["resources"]] == [
+            ("SKILL.md", "text/markdown"),
+            ("assets", "inode/directory"),
+            ("references", "inode/directory"),
+            ("templates", "inode/directory"),
+        ]
+        sub = await client.request("resources/directory/read", {"uri": f"{ROOT}/templates"})
+        assert sub["resources"] == [
+            {"uri": f"{ROOT}/templates/regional", "name": "regional", "mimeType": "inode/directory"}
+        ]
+        for uri in (URI, f"{ROOT}/nothing", "skill://acme", "skill://other", ROOT + "/"):
+            with pytest.raises(McpError) as err:
+                await client.request("resources/directory/read", {"uri": uri})
+            assert err.value.code == ErrorCode.INVALID_PARAMS
+
+
+@ERAS
+async def test_bad_requests_get_invalid_params_and_the_session_goes_on(era: EraName) -> None:
+    server, _ = make_server()
+    async with open_client(server, era=era) as client:
+        for method, params in (
+            ("skills/get", {"uri": "skill://mcp-conformance-nonexistent/SKILL.md"}),
+            ("skills/get", {"uri": f"{ROOT}/references/FORMS.md"}),
+            ("skills/get", {}),
+            ("skills/get", {"uri": 7}),
+            ("skills/list", {"cursor": "forged"}),
+            ("skills/list", {"cursor": 7}),
+            ("resources/directory/read", {"uri": None}),
+        ):
+            with pytest.raises(McpError) as err:
+                await client.request(method, params)
+            assert err.value.code == ErrorCode.INVALID_PARAMS, (method, params)
+        with pytest.raises(McpError, match=r"No skill is served at skill://x/SKILL\.md"):
+            await client.get_skill("skill://x/SKILL.md")
+        assert len(await client.list_skills()) == 1
+
+
+async def test_skills_list_paginates() -> None:
+    server = Server("skills", page_size=2)
+    for name in ("a", "b", "c", "d", "e"):
+        server.add_skill({"SKILL.md": f"---\nname: {name}\ndescription: {name}\n---\n"})
+    async with open_client(server, era="modern") as client:
+        first = await client.request("skills/list")
+        assert [e["frontmatter"]["name"] for e in first["skills"]] == ["a", "b"]
+        assert isinstance(first["nextCursor"], str)
+        second = await client.request("skills/list", {"cursor": first["nextCursor"]})
+        assert [e["frontmatter"]["name"] for e in second["skills"]] == ["c", "d"]
+        assert [skill.name for skill in await client.list_skills()] == ["a", "b", "c", "d", "e"]
+
+
+async def test_a_server_without_skills_does_not_declare_or_answer() -> None:
+    server = Server("plain")
+    async with open_client(server, era="modern") as client:
+        assert "extensions" not in client._completed.peer_capabilities
+        with pytest.raises(LocalProtocolError, match="does not declare"):
+            await client.list_skills()
+        with pytest.raises(McpError) as err:
+            await client.request("skills/list")
+        assert err.value.code == ErrorCode.METHOD_NOT_FOUND
+
+
+async def test_skills_added_after_the_handlers_were_built_are_served() -> None:
+    server = Server("late")
+    server.handlers()
+    server.add_skill({"SKILL.md": "---\nname: late\ndescription: d\n---\n"})
+    async with open_client(server, era="legacy") as client:
+        assert [s.name for s in await client.list_skills()] == ["late"]
+
+
+# --------------------------------------------------------------------------- verification
+
+
+async def _loaded(client: Client) -> Any:
+    [skill] = await client.list_skills()
+    return skill
+
+
+@ERAS
+@pytest.mark.parametrize(
+    ("served", "reason"),
+    [
+        (SKILL_MD.replace("# PDF", "# FDP"), "digest mismatch"),
+        (SKILL_MD + "extra bytes\n", "size mismatch"),
+    ],
+)
+async def test_tampered_skill_md_is_refused(era: EraName, served: str, reason: str) -> None:
+    server, _ = make_server()
+    tamper(server, URI, served)
+    async with open_client(server, era=era) as client:
+        skill = await _loaded(client)
+        with pytest.raises(SkillVerificationError, match=reason) as err:
+            await client.load_skill(skill)
+        assert err.value.uri == URI
+
+
+async def test_frontmatter_that_differs_from_the_entry_is_refused() -> None:
+    server, _ = make_server()
+    served = SKILL_MD.replace("Extract PDFs", "Exfiltrate credentials")
+    tamper(server, URI, served)
+    async with open_client(server, era="modern") as client:
+        skill = await _loaded(client)
+        # A consistent entry for the tampered bytes: digest and size match, the
+        # frontmatter does not (the conformance suite's frontmatter scenario).
+        assert isinstance(skill.resources, tuple)
+        entry = skill.resources[0]
+        honest = type(skill)(
+            uri=skill.uri,
+            frontmatter=skill.frontmatter,
+            resources=(
+                type(entry)(
+                    uri=URI, digest=sha256_digest(served.encode()), size=len(served.encode())
+                ),
+                *skill.resources[1:],
+            ),
+        )
+        with pytest.raises(SkillVerificationError, match=r"differs .* in description"):
+            await client.load_skill(honest)
+
+
+async def test_supporting_files_are_verified_and_unlisted_ones_refused() -> None:
+    server, asked = make_server()
+    tamper(server, f"{ROOT}/references/FORMS.md", "# Forms, changed\n")
+    async with open_client(server, era="modern") as client:
+        skill = await _loaded(client)
+        with pytest.raises(SkillVerificationError, match="size mismatch"):
+            await client.read_skill_file(skill, "references/FORMS.md")
+        before = len(asked)
+        with pytest.raises(SkillVerificationError, match="not listed"):
+            await client.read_skill_file(skill, "references/NEW.md")
+        with pytest.raises(ValueError, match="leaves"):
+            await client.read_skill_file(skill, "../other/SKILL.md")
+        assert len(asked) == before  # refused without a read
+
+
+async def test_dynamic_skills_are_refused_unless_allowed() -> None:
+    server, _ = make_server()
+
+    async def dynamic_get(ctx: RequestContext) -> dict[str, Any]:
+        frontmatter = {
+            "name": "pdf-processing",
+            "description": "Extract PDFs",
+            "license": "Apache-2.0",
+            "metadata": {"version": "2.1"},
+        }
+        return {"skill": {"uri": URI, "frontmatter": frontmatter, "resources": "dynamic"}}
+
+    server.handlers().set_request_handler("skills/get", dynamic_get)
+    async with open_client(server, era="modern") as client:
+        skill = await client.get_skill(URI)
+        assert skill.dynamic
+        with pytest.raises(SkillVerificationError, match="dynamic"):
+            await client.load_skill(skill)
+        with pytest.raises(SkillVerificationError, match="dynamic"):
+            await client.read_skill_file(skill, "references/FORMS.md")
+        assert await client.load_skill(skill, allow_dynamic=True) == SKILL_MD
+        forms = await client.read_skill_file(skill, "references/FORMS.md", allow_dynamic=True)
+        assert forms == b"# Forms\n"
+
+
+async def test_a_malformed_entry_or_a_mismatched_get_is_a_protocol_error() -> None:
+    server, _ = make_server()
+
+    async def wrong(ctx: RequestContext) -> dict[str, Any]:
+        return {"skill": {"uri": "skill://b/SKILL.md", "frontmatter": {}, "resources": []}}
+
+    async def bad_list(ctx: RequestContext) -> dict[str, Any]:
+        return {"skills": [{"uri": URI}]}
+
+    server.handlers().set_request_handler("skills/get", wrong)
+    server.handlers().set_request_handler("skills/list", bad_list)
+    async with open_client(server, era="modern") as client:
+        with pytest.raises(Exception, match="invalid skill entry"):
+            await client.get_skill(URI)
+        with pytest.raises(Exception, match="invalid skill entry"):
+            await client.list_skills()
+
+
+async def test_skills_list_stops_on_a_repeated_cursor() -> None:
+    server, _ = make_server()
+    entry = {"uri": URI, "frontmatter": {"name": "pdf-processing", "description": "d"}}
+    page = {"skills": [{**entry, "resources": "dynamic"}], "nextCursor": "again"}
+
+    async def looping(ctx: RequestContext) -> dict[str, Any]:
+        return page
+
+    server.handlers().set_request_handler("skills/list", looping)
+    async with open_client(server, era="modern") as client:
+        with pytest.raises(Exception, match="repeated nextCursor"):
+            await client.list_skills()
+
+
+# --------------------------------------------------------------------------- directories
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+async def test_add_skills_dir_serves_nested_skills(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "git-workflow/SKILL.md": "---\nname: git-workflow\ndescription: Git\n---\n",
+            "git-workflow/scripts/check.sh": "#!/bin/sh\n",
+            "git-workflow/.hidden": "skipped\n",
+            "billing/refunds/SKILL.md": "---\nname: refunds\ndescription: Refunds\n---\n",
+            "billing/refunds/email/SKILL.md": "---\nname: email\ndescription: Mail\n---\n",
+        },
+    )
+    os.symlink(tmp_path / "git-workflow/scripts/check.sh", tmp_path / "git-workflow/link.sh")
+    server = Server("dir")
+    added = server.add_skills_dir(tmp_path, prefix="acme")
+    assert [s.uri for s in added] == [
+        "skill://acme/billing/refunds/SKILL.md",
+        "skill://acme/billing/refunds/email/SKILL.md",
+        "skill://acme/git-workflow/SKILL.md",
+    ]
+    refunds, _, git = added
+    assert isinstance(refunds.resources, tuple)
+    # Completeness extends to nested skills: their files are the enclosing one's too.
+    assert [f.uri for f in refunds.resources] == [
+        "skill://acme/billing/refunds/SKILL.md",
+        "skill://acme/billing/refunds/email/SKILL.md",
+    ]
+    assert isinstance(git.resources, tuple)
+    assert [f.uri.rsplit("/", 2)[-2:] for f in git.resources] == [
+        ["git-workflow", "SKILL.md"],
+        ["scripts", "check.sh"],
+    ]
+    async with open_client(server, era="modern") as client:
+        for skill in await client.list_skills():
+            await client.load_skill(skill)
+        assert await client.read_skill_file(git, "scripts/check.sh") == b"#!/bin/sh\n"
+
+
+def test_add_skill_refuses(tmp_path: Path) -> None:
+    write(tmp_path, {"wrong-dir/SKILL.md": "---\nname: other\ndescription: d\n---\n"})
+    server = Server("refuse")
+    with pytest.raises(ValueError, match="not its directory"):
+        server.add_skill(tmp_path / "wrong-dir")
+    with pytest.raises(ValueError, match="not a skill directory"):
+        server.add_skill(tmp_path / "missing")
+    with pytest.raises(ValueError, match="not a directory"):
+        server.add_skills_dir(tmp_path / "missing")
+    with pytest.raises(ValueError, match=r"needs a SKILL\.md"):
+        server.add_skill({"README.md": "x"})
+    server.add_skill({"SKILL.md": "---\nname: a\ndescription: d\n---\n"})
+    with pytest.raises(ValueError, match="already served"):
+        server.add_skill({"SKILL.md": "---\nname: a\ndescription: d\n---\n"})
+
+    @server.resource("skill://b/SKILL.md")
+    async def taken() -> str:
+        return "mine"
+
+    with pytest.raises(ValueError, match="already registered"):
+        server.add_skill({"SKILL.md": "---\nname: b\ndescription: d\n---\n"})
+    assert "extensions" in server.capabilities()
+
+
+def test_a_directory_past_the_limits_is_not_read_whole(tmp_path: Path) -> None:
+    skill = tmp_path / "big"
+    write(skill, {"SKILL.md": "---\nname: big\ndescription: d\n---\n"})
+    for i in range(MAX_SKILL_RESOURCES):
+        (skill / f"f{i:03}").write_bytes(b"")
+    with pytest.raises(ValueError, match="more than 512 files"):
+        Server("big").add_skill(skill)
