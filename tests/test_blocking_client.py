@@ -19,6 +19,7 @@ import pytest
 
 import mcp_trio._blocking
 import mcp_trio._client_common
+import mcp_trio._client_skills
 import mcp_trio._validation
 from mcp_sansio import (
     ConnectionConfig,
@@ -388,7 +389,8 @@ def test_tcp() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", [mcp_trio._blocking, mcp_trio._client_common, mcp_trio._validation]
+    "module",
+    [mcp_trio._blocking, mcp_trio._client_common, mcp_trio._client_skills, mcp_trio._validation],
 )
 def test_no_event_loop_is_imported(module: Any) -> None:
     """The blocking client's code imports the core and the standard library only (the
@@ -401,7 +403,7 @@ def test_no_event_loop_is_imported(module: Any) -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common", "._errors"}
-    allowed.add("._validation")
+    allowed.update(("._validation", "._client_skills"))
     assert imported <= allowed, imported - allowed
     assert not imported & {"trio", "asyncio", "threading", "anyio"}
 

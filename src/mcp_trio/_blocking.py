@@ -56,7 +56,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from types import TracebackType
-from typing import IO, Any, Final, Protocol, final
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol, final
 
 import attrs
 
@@ -109,6 +109,9 @@ from ._errors import (
     SessionClosed,
     refuse_endless_input,
 )
+
+if TYPE_CHECKING:
+    from mcp_sansio.skills import Skill
 
 __all__ = ["BlockingClient"]
 
@@ -1026,6 +1029,53 @@ class BlockingClient(HandshakeFacts):
         progress = self._long_progress(None, timeout)
         result = self.request("resources/read", {"uri": uri}, timeout=timeout, on_progress=progress)
         return structure(result, t.ReadResourceResult)
+
+    # ---------------------------------------------------------------- skills
+
+    def _skills(self, flow: Any, timeout: float | None) -> Any:
+        from ._client_skills import require_skills, run_sync  # noqa: PLC0415 -- on first use
+
+        require_skills(self._conn.peer_capabilities)
+        return run_sync(flow, lambda method, params: self.request(method, params, timeout=timeout))
+
+    def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
+        """Every skill entry (see :meth:`mcp_trio.Client.list_skills`)."""
+        from ._client_skills import list_skills  # noqa: PLC0415 -- on first use
+
+        skills: list[Skill] = self._skills(list_skills(), timeout)
+        return skills
+
+    def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
+        """One skill's entry (see :meth:`mcp_trio.Client.get_skill`)."""
+        from ._client_skills import get_skill  # noqa: PLC0415 -- on first use
+
+        skill: Skill = self._skills(get_skill(uri), timeout)
+        return skill
+
+    def load_skill(
+        self, skill: Skill, *, allow_dynamic: bool = False, timeout: float | None = None
+    ) -> str:
+        """A skill's verified ``SKILL.md`` (see :meth:`mcp_trio.Client.load_skill`)."""
+        from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
+
+        text: str = self._skills(load_skill(skill, allow_dynamic=allow_dynamic), timeout)
+        return text
+
+    def read_skill_file(
+        self,
+        skill: Skill,
+        file: str,
+        *,
+        allow_dynamic: bool = False,
+        timeout: float | None = None,
+    ) -> bytes:
+        """One verified file of a skill (see :meth:`mcp_trio.Client.read_skill_file`)."""
+        from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
+
+        data: bytes = self._skills(
+            read_skill_file(skill, file, allow_dynamic=allow_dynamic), timeout
+        )
+        return data
 
     def list_prompts(self, *, timeout: float | None = None) -> list[t.Prompt]:
         """Every prompt, across all pages (``timeout``: as for :meth:`list_tools`)."""

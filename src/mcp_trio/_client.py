@@ -406,15 +406,15 @@ class Client(HandshakeFacts):
 
     # ------------------------------------------------------------------ skills
 
-    def _skills_request(self, timeout: float | None) -> Any:
-        from ._client_skills import require_skills  # noqa: PLC0415 -- on first use
+    async def _skills(self, flow: Any, timeout: float | None) -> Any:
+        from ._client_skills import require_skills, run_async  # noqa: PLC0415 -- on first use
 
         require_skills(self._completed.peer_capabilities)
 
-        async def request(method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        async def request(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
             return await self.request(method, params, timeout=timeout)
 
-        return request
+        return await run_async(flow, request)
 
     async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill entry of ``skills/list`` (the skills extension), through all
@@ -427,7 +427,8 @@ class Client(HandshakeFacts):
         """
         from ._client_skills import list_skills  # noqa: PLC0415 -- on first use
 
-        return await list_skills(self._skills_request(timeout))
+        skills: list[Skill] = await self._skills(list_skills(), timeout)
+        return skills
 
     async def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``),
@@ -435,7 +436,8 @@ class Client(HandshakeFacts):
         server serves no skill there."""
         from ._client_skills import get_skill  # noqa: PLC0415 -- on first use
 
-        return await get_skill(self._skills_request(timeout), uri)
+        skill: Skill = await self._skills(get_skill(uri), timeout)
+        return skill
 
     async def load_skill(
         self, skill: Skill, *, allow_dynamic: bool = False, timeout: float | None = None
@@ -457,7 +459,8 @@ class Client(HandshakeFacts):
         """
         from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
 
-        return await load_skill(self._skills_request(timeout), skill, allow_dynamic=allow_dynamic)
+        text: str = await self._skills(load_skill(skill, allow_dynamic=allow_dynamic), timeout)
+        return text
 
     async def read_skill_file(
         self,
@@ -483,9 +486,9 @@ class Client(HandshakeFacts):
         """
         from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
 
-        return await read_skill_file(
-            self._skills_request(timeout), skill, file, allow_dynamic=allow_dynamic
-        )
+        flow = read_skill_file(skill, file, allow_dynamic=allow_dynamic)
+        data: bytes = await self._skills(flow, timeout)
+        return data
 
     async def subscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/subscribe``; updates then arrive on the session.

@@ -5,12 +5,16 @@ Spec (ext-skills ``skills.mdx``), Integrity and Verification: nothing is fetched
 of need (listing fetches no file); every file read is checked against the entry's size
 and digest and not returned unless it matches; a ``SKILL.md`` is also parsed and its
 frontmatter compared field by field with the entry's. The checks are the pure functions
-of :mod:`mcp_sansio.skills`; this module does the requests.
+of :mod:`mcp_sansio.skills`.
+
+Each flow is written once, as a generator that yields the requests it needs
+(``(method, params)``) and is sent their results; :func:`run_async` drives one for
+:class:`~mcp_trio.Client`, :func:`run_sync` for :class:`~mcp_trio.BlockingClient`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any
 
 from mcp_sansio import LocalProtocolError, RemoteProtocolError
@@ -42,10 +46,36 @@ __all__ = [
     "load_skill",
     "read_skill_file",
     "require_skills",
+    "run_async",
+    "run_sync",
 ]
 
-Request = Callable[[str, Mapping[str, Any] | None], Awaitable[dict[str, Any]]]
-"""``await request(method, params)``: the raw result."""
+Step = tuple[str, dict[str, Any] | None]
+"""A request a flow needs: ``(method, params)``."""
+Flow = Generator[Step, dict[str, Any], Any]
+"""A flow: yields requests, is sent their raw results, returns its value."""
+
+
+async def run_async(
+    flow: Flow, request: Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
+) -> Any:
+    """Run ``flow``, making its requests with ``await request(method, params)``."""
+    try:
+        step = next(flow)
+        while True:
+            step = flow.send(await request(*step))
+    except StopIteration as done:
+        return done.value
+
+
+def run_sync(flow: Flow, request: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> Any:
+    """Run ``flow``, making its requests with ``request(method, params)``."""
+    try:
+        step = next(flow)
+        while True:
+            step = flow.send(request(*step))
+    except StopIteration as done:
+        return done.value
 
 
 def require_skills(capabilities: Mapping[str, Any]) -> None:
@@ -60,13 +90,13 @@ def require_skills(capabilities: Mapping[str, Any]) -> None:
         raise LocalProtocolError(f"the server does not declare the {SKILLS_EXTENSION} extension")
 
 
-async def list_skills(request: Request) -> list[Skill]:
+def list_skills() -> Flow:
     """Every entry of ``skills/list``, through all pages (bounded as the other lists)."""
     skills: list[Skill] = []
     seen: set[str] = set()
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
-        result = await request(SKILLS_LIST, None if cursor is None else {"cursor": cursor})
+        result = yield SKILLS_LIST, None if cursor is None else {"cursor": cursor}
         entries = result.get("skills")
         if not isinstance(entries, list):
             raise RemoteProtocolError(f"invalid {SKILLS_LIST} result: no 'skills' array")
@@ -82,21 +112,21 @@ async def list_skills(request: Request) -> list[Skill]:
     raise RemoteProtocolError(f"{SKILLS_LIST}: more than {MAX_LIST_PAGES} pages")
 
 
-async def get_skill(request: Request, uri: str) -> Skill:
+def get_skill(uri: str) -> Flow:
     """The entry of ``skills/get`` for the ``SKILL.md`` at ``uri``."""
-    result = await request(SKILLS_GET, {"uri": uri})
+    result = yield SKILLS_GET, {"uri": uri}
     skill = parse_skill(result.get("skill"))
     if skill.uri != uri:
         raise RemoteProtocolError(f"{SKILLS_GET} for {uri} answered the entry of {skill.uri}")
     return skill
 
 
-async def _read(request: Request, uri: str) -> bytes:
-    result = await request("resources/read", {"uri": uri})
+def _read(uri: str) -> Generator[Step, dict[str, Any], bytes]:
+    result = yield "resources/read", {"uri": uri}
     return content_bytes(result.get("contents"), uri, limit=MAX_SKILL_TOTAL_SIZE)
 
 
-async def load_skill(request: Request, skill: Skill, *, allow_dynamic: bool) -> str:
+def load_skill(skill: Skill, *, allow_dynamic: bool) -> Flow:
     """Fetch and verify ``skill``'s ``SKILL.md``; its text.
 
     Raises:
@@ -108,11 +138,11 @@ async def load_skill(request: Request, skill: Skill, *, allow_dynamic: bool) -> 
             raise SkillVerificationError(
                 skill.uri, "its resources are 'dynamic': no digests to verify it against"
             )
-        data = await _read(request, skill.uri)
+        data = yield from _read(skill.uri)
     else:
         check_limits(skill)  # (the spec: checkable, and declined, before any read)
         entry = skill.file(skill.uri)
-        data = await _read(request, skill.uri)
+        data = yield from _read(skill.uri)
         verify_content(entry, data)
     try:
         text = data.decode("utf-8")
@@ -122,9 +152,7 @@ async def load_skill(request: Request, skill: Skill, *, allow_dynamic: bool) -> 
     return text
 
 
-async def read_skill_file(
-    request: Request, skill: Skill, reference: str, *, allow_dynamic: bool
-) -> bytes:
+def read_skill_file(skill: Skill, reference: str, *, allow_dynamic: bool) -> Flow:
     """Fetch and verify one file of ``skill`` (a URI, or a path relative to its root).
 
     Raises:
@@ -139,8 +167,8 @@ async def read_skill_file(
             )
         if not uri.startswith(skill.root + "/"):
             raise SkillVerificationError(uri, f"not a file of {skill.uri}")
-        return await _read(request, uri)
+        return (yield from _read(uri))
     entry = skill.file(uri)
-    data = await _read(request, uri)
+    data = yield from _read(uri)
     verify_content(entry, data)
     return data

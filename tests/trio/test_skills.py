@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,6 +12,7 @@ import pytest
 from mcp_sansio import ErrorCode
 from mcp_sansio.skills import MAX_SKILL_RESOURCES, SKILLS_EXTENSION, sha256_digest
 from mcp_trio import (
+    BlockingClient,
     Client,
     LocalProtocolError,
     McpError,
@@ -412,3 +414,25 @@ def test_a_directory_past_the_limits_is_not_read_whole(tmp_path: Path) -> None:
         (skill / f"f{i:03}").write_bytes(b"")
     with pytest.raises(ValueError, match="more than 512 files"):
         Server("big").add_skill(skill)
+
+
+SERVE_ONE_SKILL = """
+import trio
+from mcp_trio import Server
+server = Server("blocking-skills")
+server.add_skill({"SKILL.md": %r, "references/FORMS.md": "# Forms\\n"}, prefix="acme")
+trio.run(server.serve_stdio)
+"""
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_blocking_client_loads_skills_too(tmp_path: Path, era: EraName) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(SERVE_ONE_SKILL % SKILL_MD)
+    with BlockingClient.stdio([sys.executable, str(app)], era=era, timeout=20) as client:
+        [skill] = client.list_skills()
+        assert client.get_skill(URI) == skill
+        assert client.load_skill(skill) == SKILL_MD
+        assert client.read_skill_file(skill, "references/FORMS.md") == b"# Forms\n"
+        with pytest.raises(SkillVerificationError, match="not listed"):
+            client.read_skill_file(skill, "references/OTHER.md")
