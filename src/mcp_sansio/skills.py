@@ -72,6 +72,7 @@ __all__ = [
     "sha256_digest",
     "skill_json",
     "skill_root",
+    "skill_uri",
     "split_frontmatter",
     "verify_content",
     "verify_frontmatter",
@@ -105,6 +106,9 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 # leading, trailing or doubled hyphen.
 _NAME = re.compile(r"(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# RFC 3986: reg-name = *( unreserved / pct-encoded / sub-delims ); segment adds ":" and "@".
+_REG_NAME = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+")
+_SEGMENT = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+")
 _FRONTMATTER_OPEN = re.compile(r"---[ \t]*\r?\n")
 _FRONTMATTER_CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
@@ -148,8 +152,9 @@ class Skill:
 
     uri: str
     """The URI of the skill's ``SKILL.md``."""
-    frontmatter: Mapping[str, Any]
-    """The frontmatter, verbatim as JSON (``name`` and ``description`` always)."""
+    frontmatter: Mapping[str, Any] = attrs.field(hash=False)
+    """The frontmatter, verbatim as JSON (``name`` and ``description`` always). (Not
+    hashed: a skill is hashed by its URI and manifest.)"""
     resources: tuple[SkillFile, ...] | Literal["dynamic"]
     """Every file of the skill, ``SKILL.md`` first, or ``"dynamic"``."""
 
@@ -193,6 +198,26 @@ class Skill:
 def is_skill_name(value: object) -> bool:
     """Whether ``value`` is a valid Agent Skills ``name``."""
     return isinstance(value, str) and _NAME.fullmatch(value) is not None
+
+
+def skill_uri(name: str, prefix: str = "", scheme: str = "skill") -> str:
+    """``<scheme>://<prefix>/<name>/SKILL.md`` (no prefix: ``<scheme>://<name>/SKILL.md``).
+
+    Raises:
+        ValueError: an invalid scheme or name, or a prefix segment that is empty or not a
+            valid URI path segment (the first, which is the URI's authority, not a valid
+            ``reg-name``; RFC 3986, as Resource Mapping asks).
+    """
+    if _SCHEME.fullmatch(scheme + "://") is None:
+        raise ValueError(f"not a URI scheme: {scheme!r}")
+    if not is_skill_name(name):
+        raise ValueError(f"not a valid skill name: {name!r}")
+    segments = [*prefix.split("/"), name] if prefix else [name]
+    for index, segment in enumerate(segments[:-1]):
+        pattern = _REG_NAME if index == 0 else _SEGMENT
+        if segment in (".", "..") or pattern.fullmatch(segment) is None:
+            raise ValueError(f"not a valid skill-path segment: {segment!r} in {prefix!r}")
+    return f"{scheme}://{'/'.join(segments)}/{SKILL_MD}"
 
 
 def skill_root(uri: str) -> str:

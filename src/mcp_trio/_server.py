@@ -450,7 +450,7 @@ class Server:
 
         Args:
             source: the skill's directory (whose name is the skill's ``name``), or its
-                files by ``/``-separated relative path (``{"SKILL.md": "---\n..."}``).
+                files by ``/``-separated relative path (``{"SKILL.md": "---\\n..."}``).
                 Files are read now, once; dot-files and symbolic links are skipped.
             prefix: the organisational prefix of its skill path (``"acme/billing"``).
             scheme: the URI scheme.

@@ -32,6 +32,7 @@ from mcp_sansio.skills import (
     directory_children,
     parse_frontmatter,
     skill_json,
+    skill_uri,
 )
 
 from ._errors import McpError
@@ -250,12 +251,6 @@ class SkillStore:
             raise _invalid(f"Invalid params: {exc}") from None
 
 
-def skill_md_uri(prefix: str, name: str, scheme: str = "skill") -> str:
-    """``<scheme>://<prefix>/<name>/SKILL.md`` (no prefix: ``<scheme>://<name>/SKILL.md``)."""
-    path = "/".join(p for p in (prefix.strip("/"), name) if p)
-    return f"{scheme}://{path}/{SKILL_MD}"
-
-
 _BINARY_PREFIXES: Final = ("image/", "audio/", "video/", "application/pdf", "application/zip")
 
 
@@ -293,7 +288,7 @@ def add_skill(
     else:
         files = read_skill_dir(source)
         name = Path(source).resolve().name  # (build_skill checks it is the frontmatter's)
-    uri = skill_md_uri(prefix, name, scheme)
+    uri = skill_uri(name, prefix.strip("/"), scheme)
     skill = build_skill(uri, files)
     store = server._skill_store()
     if store.get(uri) is not None:

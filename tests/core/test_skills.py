@@ -353,3 +353,32 @@ def test_without_pyyaml_the_error_says_what_to_install(monkeypatch: pytest.Monke
             s.parse_frontmatter(SKILL_MD)
     finally:
         s._yaml_loader.cache_clear()
+
+
+def test_skill_uri() -> None:
+    assert s.skill_uri("refunds") == "skill://refunds/SKILL.md"
+    assert s.skill_uri("refunds", "acme/billing") == "skill://acme/billing/refunds/SKILL.md"
+    assert s.skill_uri("r", "a%20b/x:y@z", "github") == "github://a%20b/x:y@z/r/SKILL.md"
+    for name, prefix, scheme in (
+        ("Refunds", "", "skill"),
+        ("refunds", "acme billing", "skill"),
+        ("refunds", "user@host", "skill"),  # not a reg-name: the authority is no userinfo
+        ("refunds", "acme//billing", "skill"),
+        ("refunds", "acme/..", "skill"),
+        ("refunds", "acme/a?b", "skill"),
+        ("refunds", "", "1skill"),
+        ("refunds", "", "sk ill"),
+    ):
+        with pytest.raises(ValueError, match="not a"):
+            s.skill_uri(name, prefix, scheme)
+
+
+def test_skills_hash_by_uri_and_manifest() -> None:
+    skill = make_skill()
+    same = s.parse_skill(s.skill_json(skill))
+    assert hash(skill) == hash(same)
+    assert len({skill, same}) == 1
+    other = s.Skill(
+        uri=skill.uri, frontmatter={**skill.frontmatter, "x": 1}, resources=skill.resources
+    )
+    assert other != skill

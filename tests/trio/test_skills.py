@@ -392,6 +392,8 @@ def test_add_skill_refuses(tmp_path: Path) -> None:
         server.add_skill(tmp_path / "missing")
     with pytest.raises(ValueError, match="not a directory"):
         server.add_skills_dir(tmp_path / "missing")
+    with pytest.raises(ValueError, match="not a valid skill-path segment"):
+        server.add_skill({"SKILL.md": "---\nname: c\ndescription: d\n---\n"}, prefix="a b")
     with pytest.raises(ValueError, match=r"needs a SKILL\.md"):
         server.add_skill({"README.md": "x"})
     server.add_skill({"SKILL.md": "---\nname: a\ndescription: d\n---\n"})
