@@ -57,6 +57,7 @@ __all__ = [
     "CLIENT_INFO_KEY",
     "DEFAULT_CACHE_SCOPE",
     "DEFAULT_TTL_MS",
+    "EXTENSION_CACHEABLE_METHODS",
     "INPUT_REQUEST_METHODS",
     "LOG_LEVELS",
     "LOG_LEVEL_KEY",
@@ -176,20 +177,25 @@ INPUT_REQUEST_METHODS: Final = frozenset(
     {"elicitation/create", "sampling/createMessage", "roots/list"}
 )
 
+#: Extension methods whose results extend ``CacheableResult``: the skills extension's
+#: (``io.modelcontextprotocol/skills``, ext-skills ``skills.mdx``: "ttlMs and cacheScope are
+#: REQUIRED").
+EXTENSION_CACHEABLE_METHODS: Final = frozenset({"skills/list", "skills/get"})
+
 #: Methods whose complete results MUST carry ``ttlMs`` and ``cacheScope``
-#: (server/utilities/caching#cacheable-results). ``skills/list`` and ``skills/get`` are the
-#: skills extension's: their results extend ``CacheableResult`` (ext-skills, skills.mdx).
-CACHEABLE_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "skills/list",
-        "skills/get",
-    }
+#: (server/utilities/caching#cacheable-results), and those of the extensions.
+CACHEABLE_METHODS: Final = (
+    frozenset(
+        {
+            "server/discover",
+            "tools/list",
+            "prompts/list",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+        }
+    )
+    | EXTENSION_CACHEABLE_METHODS
 )
 
 #: Notifications that belong to one in-flight request and so never go on a

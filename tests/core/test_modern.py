@@ -345,8 +345,11 @@ def test_removed_methods_are_those_the_changelog_removed() -> None:
     assert removed - {"tasks/get", "tasks/cancel"} == m.MODERN_REMOVED_METHODS
     assert not (m.MODERN_REMOVED_METHODS & methods("2026-07-28"))
     assert methods("2026-07-28") >= (
-        m.CACHEABLE_METHODS | m.MODERN_INPUT_REQUIRED_METHODS | m.INPUT_REQUEST_METHODS
+        (m.CACHEABLE_METHODS - m.EXTENSION_CACHEABLE_METHODS)
+        | m.MODERN_INPUT_REQUIRED_METHODS
+        | m.INPUT_REQUEST_METHODS
     )
+    assert not (m.EXTENSION_CACHEABLE_METHODS & methods("2026-07-28"))
     assert m.SUBSCRIPTIONS_LISTEN_METHOD in methods("2026-07-28")
     assert m.SUBSCRIPTIONS_ACKNOWLEDGED_METHOD in methods("2026-07-28")
 
@@ -444,7 +447,9 @@ LIST_BODIES: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def test_cacheable_methods_are_the_cacheable_results() -> None:
-    assert set(LIST_BODIES) | {"server/discover"} == m.CACHEABLE_METHODS
+    core = m.CACHEABLE_METHODS - m.EXTENSION_CACHEABLE_METHODS
+    assert set(LIST_BODIES) | {"server/discover"} == core
+    assert {"skills/list", "skills/get"} == m.EXTENSION_CACHEABLE_METHODS
     for name, _ in LIST_BODIES.values():
         required = set(_defs()[name]["required"])
         assert {"ttlMs", "cacheScope"} <= required
