@@ -89,6 +89,9 @@ _MAX_LEEWAY: Final = 30.0
 # RFC 6750 section 2.1's b64token is narrower; any visible ASCII is accepted (opaque
 # tokens vary), and nothing that could break out of the Authorization header.
 _TOKEN_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F))
+# RFC 6749 section 5.2: error and error_description are %x20-21 / %x23-5B / %x5D-7E.
+_ERROR_CHARS: Final = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\"}
+_MAX_ERROR_TEXT: Final = 200
 
 
 class OAuthError(Exception):
@@ -276,6 +279,18 @@ def legacy_authorization_server(server_url: str) -> str:
     """The issuer a ``2025-03-26`` server without protected-resource metadata implies:
     its own origin (``2025-03-26/basic/authorization``, "Server Metadata Discovery")."""
     return _origin(server_url)
+
+
+def select_authorization_server(authorization_servers: Sequence[str], preferred: str | None) -> str:
+    """The authorization server to use of those the protected-resource metadata lists
+    (RFC 9728 ``authorization_servers``; ``2025-11-25/basic/authorization``,
+    "Authorization Server Location": the choice is the client's): ``preferred`` (the
+    issuer the client's credentials are for) when listed, else the first. The list is
+    not empty (:func:`parse_protected_resource_metadata` refuses that).
+    """
+    if preferred is not None and preferred in authorization_servers:
+        return preferred
+    return authorization_servers[0]
 
 
 def authorization_server_metadata_urls(issuer: str) -> list[str]:
@@ -885,19 +900,31 @@ def authenticated_form(
     return headers, urlencode(form).encode("ascii")
 
 
+def _error_text(value: object) -> str | None:
+    """``value`` as RFC 6749 section 5.2 allows ``error`` and ``error_description`` to
+    be (%x20-21 / %x23-5B / %x5D-7E), for a message that is logged: any other
+    character (a newline, ESC: a forged log line) is replaced by ``?``, and the text
+    is cut at :data:`_MAX_ERROR_TEXT` characters. ``None`` for anything but a string."""
+    if type(value) is not str:
+        return None
+    text = "".join(c if c in _ERROR_CHARS else "?" for c in value[: _MAX_ERROR_TEXT + 1])
+    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 3] + "..."
+
+
 def token_error(status: int, body: bytes, refused: str) -> OAuthError:
     """The error of a token endpoint's refusal (RFC 6749 section 5.2): ``refused``, the
     status, and the ``error`` code (in :attr:`OAuthError.error`) and description when
-    the body has them."""
+    the body has them. Both are the peer's text, and end up in logs: characters
+    section 5.2 does not allow become ``?``, and each is cut at 200 characters."""
     try:
         obj = _json_object(body, "the error response")
     except OAuthError:
         obj = {}
-    error = obj.get("error") if type(obj.get("error")) is str else None
-    detail = obj.get("error_description")
+    error = _error_text(obj.get("error"))
+    detail = _error_text(obj.get("error_description"))
     message = f"{refused}: status {status}"
     if error:
-        message += f", {error}" + (f" ({detail})" if type(detail) is str else "")
+        message += f", {error}" + (f" ({detail})" if detail is not None else "")
     return OAuthError(message, error=error)
 
 

@@ -25,12 +25,18 @@ I/O; the token response is read by :func:`~mcp_sansio.parse_token_response`.
 
 from __future__ import annotations
 
-from typing import Final
+import hashlib
+from typing import Final, final
+
+import attrs
 
 from ._oauth import (
+    _TOKEN_CHARS,
+    OFFLINE_ACCESS,
     AuthorizationServerMetadata,
     ClientCredentials,
     OAuthError,
+    OAuthToken,
     _json_object,
     _str,
     authenticated_form,
@@ -54,13 +60,101 @@ ID_JAG_TOKEN_TYPE: Final = "urn:ietf:params:oauth:token-type:id-jag"
 authz-grant)."""
 
 
+# Refusals that say nothing of the request: it may succeed when made again.
+_TRANSIENT_ERRORS: Final = frozenset({"server_error", "temporarily_unavailable"})
+# Refusals of the assertion or the client as such, whatever the scope and resource
+# (RFC 7523 section 3.1: a JWT that is not valid is "invalid_grant").
+_WHOLE_ERRORS: Final = frozenset(
+    {"invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type"}
+)
+
+
 def _assertion(value: str, what: str) -> str:
-    # A JWT is three base64url parts: visible ASCII. Refusing anything else keeps a
-    # misconfigured source (an empty file, a trailing newline) from reaching the AS
-    # as an odd "invalid_grant"; the value itself is never part of the message.
-    if not value or not all("!" <= c <= "~" for c in value):
+    # A JWT is three base64url parts: visible ASCII, as a token is. Refusing anything
+    # else keeps a misconfigured source (an empty file, a trailing newline) from
+    # reaching the AS as an odd "invalid_grant"; the value itself is never part of the
+    # message.
+    if not value or not _TOKEN_CHARS.issuperset(value):
         raise OAuthError(f"{what} is empty or has characters outside visible ASCII")
     return value
+
+
+def check_grant_issuer(metadata: AuthorizationServerMetadata, issuer: str) -> None:
+    """Check that the authorization server of ``metadata`` is ``issuer``, the one a
+    workload JWT is made out to, before the JWT is sent: it is a bearer credential,
+    for that authorization server only, never for one the MCP server merely names.
+
+    Raises:
+        OAuthError: another authorization server (the message says the JWT is not
+            sent).
+    """
+    if metadata.issuer != issuer:
+        raise OAuthError(
+            f"the workload JWT is for the authorization server {issuer!r}, but the "
+            f"server uses {metadata.issuer!r}: not sent"
+        )
+
+
+def grant_scope(scope: str | None, *, client: ClientCredentials | None) -> str | None:
+    """The ``scope`` of a JWT bearer grant request by ``client`` (``None``: no client
+    identity), from the one selected (:func:`~mcp_sansio.select_scope`):
+    without a client, no ``offline_access`` (a refresh token could not be used: the
+    refresh token grant needs the client's identity, OAuth 2.1 section 4.3.1)."""
+    return scope if client is not None else _without_offline_access(scope)
+
+
+def grant_token(token: OAuthToken, *, client: ClientCredentials | None) -> OAuthToken:
+    """The token of a JWT bearer grant as the client keeps it: without a client
+    identity, without its refresh token (it could not be used, see
+    :func:`grant_scope`; a new JWT gets a new token)."""
+    if client is None and token.refresh_token is not None:
+        return attrs.evolve(token, refresh_token=None)
+    return token
+
+
+def _without_offline_access(scope: str | None) -> str | None:
+    if scope is None:
+        return None
+    return " ".join(s for s in scope.split() if s != OFFLINE_ACCESS) or None
+
+
+@final
+@attrs.frozen(kw_only=True)
+class AssertionRefusal:
+    """A grant request the authorization server (or the IdP) refused for good,
+    remembered so that the same assertion is not presented again (the workload
+    identity extension: "surface errors without retrying"): its OAuth ``error`` and a
+    digest of what was refused. A refusal of the assertion or the client as such
+    (``invalid_grant``, ``invalid_client``, ``unauthorized_client``,
+    ``unsupported_grant_type``) covers the assertion whatever the scope and resource;
+    any other (``invalid_scope``, ...) covers that assertion with that scope and
+    resource only. The assertion itself is not kept."""
+
+    error: str
+    """The OAuth ``error`` code of the refusal."""
+    digest: bytes = attrs.field(repr=False)
+    """The SHA-256 of what was refused (see :meth:`of`)."""
+
+    @classmethod
+    def of(
+        cls, error: str | None, *, assertion: str, resource: str | None, scope: str | None
+    ) -> AssertionRefusal | None:
+        """The refusal with ``error`` of ``assertion`` (asked for ``resource`` and
+        ``scope``); ``None`` when it may not stand if asked again: no ``error`` code
+        (a status alone), ``server_error`` or ``temporarily_unavailable``."""
+        if not error or error in _TRANSIENT_ERRORS:
+            return None
+        parts = [assertion]
+        if error not in _WHOLE_ERRORS:
+            parts += [resource or "", " ".join(sorted(set((scope or "").split())))]
+        digest = hashlib.sha256("\n".join(parts).encode()).digest()
+        return cls(error=error, digest=digest)
+
+    def repeated_by(self, *, assertion: str, resource: str | None, scope: str | None) -> bool:
+        """Whether asking with ``assertion`` for ``resource`` and ``scope`` would repeat
+        the refused request."""
+        again = AssertionRefusal.of(self.error, assertion=assertion, resource=resource, scope=scope)
+        return again == self
 
 
 def jwt_bearer_request(
@@ -111,7 +205,9 @@ def token_exchange_request(
     (enterprise-managed authorization, section 4; RFC 8693 section 2.1):
     ``requested_token_type`` ID-JAG, ``audience`` the issuer of the MCP server's
     authorization server, ``resource`` the MCP server's RFC 9728 resource identifier,
-    ``scope`` if any, and the ID token as ``subject_token`` of type ``id_token``. No
+    ``scope`` if any (without ``offline_access``: the scope names scopes "at the MCP
+    Server", and a refresh token is asked for at the authorization server, with the
+    ID-JAG), and the ID token as ``subject_token`` of type ``id_token``. No
     ``actor_token`` (section 4: not used). ``client`` is the client's registration at
     the IdP, authenticated the way the IdP's metadata (or the registration) says
     ("If the IdP requires client authentication [for single sign-on], then client
@@ -129,6 +225,7 @@ def token_exchange_request(
         ("audience", audience),
         ("resource", resource),
     ]
+    scope = _without_offline_access(scope)
     if scope:
         form.append(("scope", scope))
     form += [
