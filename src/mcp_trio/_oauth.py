@@ -85,16 +85,20 @@ from mcp_sansio._oauth import (
     protected_resource_metadata_urls,
     registration_body,
     response_challenge,
+    select_authorization_server,
     select_scope,
     token_request,
 )
+from mcp_sansio._oauth_grants import grant_scope, grant_token
 from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
 from ._oauth_grants import (
+    CallbackFailed,
     EnterpriseAuthorization,
+    Refusals,
     WorkloadIdentity,
     enterprise_token,
     workload_token,
@@ -206,7 +210,9 @@ class OAuth:
     identity federation); or, with ``enterprise``, an ID-JAG from the enterprise
     identity provider, then the JWT bearer grant (enterprise-managed authorization).
     Those grants are asked once per authorization: a refusal fails it, with no retry
-    and no other grant.
+    and no other grant; a JWT refused for good is not presented again (a string
+    assertion, or the same one a callable returns again: the authorization fails at
+    once).
 
     Args:
         redirect: a ready-made receiver of the redirect, for applications on the
@@ -226,7 +232,8 @@ class OAuth:
             it; any other exception is reported the same way (its type logged, the
             details at ``DEBUG``), never as the client's failure.
         client: pre-registered credentials (with ``issuer``: only for that
-            authorization server; without: for whichever one the server names).
+            authorization server, the one used when the protected-resource metadata
+            lists several; without: for whichever one the server names).
         client_metadata_url: the HTTPS URL of this client's Client ID Metadata
             Document, used as ``client_id`` where supported.
         client_name: the name registered by Dynamic Client Registration.
@@ -254,11 +261,16 @@ class OAuth:
             it refuses the token just issued, or a scope just granted).
         workload_identity: the workload's JWT and the authorization server it is for
             (:class:`WorkloadIdentity`): the JWT bearer grant (RFC 7523). ``client``
-            is optional then (it authenticates the request if given).
+            (or ``client_metadata_url``) is optional then: it authenticates the
+            request if given. Without one, no client is ever registered, no
+            ``offline_access`` is asked for and no token refreshed (a new JWT gets a
+            new token).
         enterprise: the ID token and the identity provider
             (:class:`EnterpriseAuthorization`): the token exchange for an ID-JAG, then
             the JWT bearer grant, which needs ``client`` (the client's registration at
-            the authorization server).
+            the authorization server) or ``client_metadata_url`` (where the
+            authorization server supports Client ID Metadata Documents); never a
+            Dynamic Client Registration.
         clock: the wall clock tokens are dated with (``expires_in``, expiry), seconds
             since the epoch (default :func:`time.time`). Pass another one to test
             expiry without waiting; the timeouts above are Trio's clock.
@@ -268,9 +280,10 @@ class OAuth:
             ``redirect_uri`` is not ``https`` (or ``http`` on a loopback host),
             or is missing with ``on_authorize``; ``client_metadata_url`` is not an
             ``https`` URL with a path; no ``client`` with a secret for the client
-            credentials grant, nor a ``client`` for ``enterprise``; more than one of
-            ``on_authorize``, ``workload_identity`` and ``enterprise``; a bound is not
-            positive.
+            credentials grant, nor a ``client`` or ``client_metadata_url`` for
+            ``enterprise``; a ``client`` bound to another issuer than
+            ``workload_identity``'s; more than one of ``on_authorize``,
+            ``workload_identity`` and ``enterprise``; a bound is not positive.
     """
 
     def __init__(
@@ -302,10 +315,19 @@ class OAuth:
         grants = (on_authorize, workload_identity, enterprise)
         if sum(grant is not None for grant in grants) > 1:
             raise ValueError("pass at most one of on_authorize, workload_identity and enterprise")
-        if enterprise is not None and client is None:
+        if enterprise is not None and client is None and client_metadata_url is None:
             raise ValueError(
-                "enterprise needs client=: the client's registration at the authorization "
-                "server, which the identity provider names in the ID-JAG"
+                "enterprise needs client= or client_metadata_url=: the client's identity at "
+                "the authorization server, which the identity provider names in the ID-JAG"
+            )
+        if (
+            workload_identity is not None
+            and client is not None
+            and client.issuer not in (None, workload_identity.issuer)
+        ):
+            raise ValueError(
+                f"client is bound to {client.issuer!r}, not to the workload's authorization "
+                f"server {workload_identity.issuer!r}"
             )
         if on_authorize is not None and redirect_uri is None:
             raise ValueError("on_authorize needs a redirect_uri")
@@ -345,6 +367,8 @@ class OAuth:
         self.workload_identity: Final = workload_identity
         self.enterprise: Final = enterprise
         self.clock: Final = clock
+        # Assertions refused for good, for every client of this OAuth.
+        self._refusals: Final = Refusals()
 
     def bind(
         self, server_url: str, *, legacy_fallback: Callable[[], bool] | None = None
@@ -450,6 +474,16 @@ class Authorizer:
         self.metadata: AuthorizationServerMetadata | None = None
         self.client: ClientCredentials | None = None
         self._legacy_fallback = legacy_fallback if legacy_fallback is not None else _always
+        # The authorization server the configuration is for, if it says: the one chosen
+        # when the protected-resource metadata lists several.
+        identity = oauth.workload_identity
+        self._preferred = (
+            identity.issuer
+            if identity is not None
+            else oauth.client.issuer
+            if oauth.client is not None
+            else None
+        )
         # Plain-http loopback OAuth endpoints only for a server on loopback itself.
         self._loopback = is_loopback(server_url)
         self._resource_metadata: ProtectedResourceMetadata | None = None
@@ -645,20 +679,18 @@ class Authorizer:
                 )
                 raise
             except Exception as exc:
-                # on_authorize, the storage or an assertion callable raised (the user
-                # closed the browser, a keyring is locked): this flow's failure, never
-                # the client's. The message may hold anything: its type only, the
-                # rest at DEBUG.
+                # on_authorize, an assertion callable (CallbackFailed says which) or
+                # the storage raised (the user closed the browser, a keyring is
+                # locked): this flow's failure, never the client's. The message may
+                # hold anything: its type only, the rest at DEBUG.
+                by = "the storage"
+                if isinstance(exc, CallbackFailed) and exc.__cause__ is not None:
+                    by, exc = exc.by, exc.__cause__  # type: ignore[assignment]
                 logger.debug("OAuth: the authorization failed", exc_info=True)
                 logger.warning(
-                    "OAuth: the authorization failed: %s raised (by on_authorize, the storage "
-                    "or an assertion callable)",
-                    type(exc).__name__,
+                    "OAuth: the authorization failed: %s raised by %s", type(exc).__name__, by
                 )
-                failure = OAuthError(
-                    f"{type(exc).__name__} raised by on_authorize, the storage or an "
-                    "assertion callable"
-                )
+                failure = OAuthError(f"{type(exc).__name__} raised by {by}")
                 self._failures += 1
                 self._last_failure = failure
                 raise failure from exc
@@ -684,7 +716,7 @@ class Authorizer:
             )
         prm = await self._discover_resource(challenge)
         if prm is not None:
-            issuer = prm.authorization_servers[0]
+            issuer = select_authorization_server(prm.authorization_servers, self._preferred)
             resource = prm.resource
         elif self._legacy_fallback():
             # 2025-03-26: no protected-resource metadata; the MCP server's origin.
@@ -708,14 +740,21 @@ class Authorizer:
             if self.issuer is not None:
                 logger.info("OAuth: the authorization server changed to %s", issuer)
         same = known and resource == self.resource
-        client = self.client if known else None
+        grants = oauth.workload_identity is not None or oauth.enterprise is not None
+        # An assertion grant's client is only ever the configured one (none for a
+        # workload without one): never registered, nor kept from a refresh.
+        client = self._configured_client(metadata) if grants else self.client if known else None
         previous = self._requested_scope if known else None
         current = self.token if same else None
         if not step_up and current is None:
             stored = await oauth.storage.load_token(resource, issuer)
             if stored is not None and self._encode(stored) != sent:
                 issued = False
-                if stored.expired(oauth.clock()) and stored.refresh_token is not None:
+                if (
+                    stored.expired(oauth.clock())
+                    and stored.refresh_token is not None
+                    and (client is not None or not grants)  # (a refresh needs a client)
+                ):
                     stored, client, issued = await self._renew(
                         stored, metadata, issuer, resource, client, _always
                     )
@@ -739,17 +778,17 @@ class Authorizer:
         )
         if scope is None and oauth.scope:
             scope = oauth.scope
+        if grants:
+            scope = grant_scope(scope, client=client)
         if step_up:
             self._check_step_up(resource, scope, sent, previous)
-        if oauth.workload_identity is None or oauth.client is not None:
-            client = await self._register(metadata, scope, client)
-        if oauth.workload_identity is not None or oauth.enterprise is not None:
+        if grants:
             token = await self._assertion_grant(metadata, client, resource, scope)
         elif oauth.on_authorize is None:
-            assert client is not None
+            client = await self._register(metadata, scope, client)
             token = await self._client_credentials(metadata, client, resource, scope)
         else:
-            assert client is not None
+            client = await self._register(metadata, scope, client)
             token = await self._authorize(metadata, client, resource, scope)
         # A refresh under way must not store the token this one replaces after it.
         self._generation += 1
@@ -775,6 +814,8 @@ class Authorizer:
         at once."""
         if issuer != self.issuer:
             self._unconfirmed = None
+        if self.oauth.workload_identity is not None:
+            token = grant_token(token, client=client)  # (a stored one too)
         self.issuer, self.metadata, self.client = issuer, metadata, client
         self.resource, self._resource_metadata = resource, prm
         self._requested_scope = scope
@@ -852,26 +893,37 @@ class Authorizer:
         oauth, issuer = self.oauth, metadata.issuer
         if current is not None:
             return current
-        client: ClientCredentials | None = None
+        client = self._configured_client(metadata)
+        if client is None:
+            client = await oauth.storage.load_client(issuer)
+            if client is None or client.issuer != issuer:
+                client = await self._dynamic_registration(metadata, scope)
+                await oauth.storage.save_client(issuer, client)
+        return client
+
+    def _configured_client(self, metadata: AuthorizationServerMetadata) -> ClientCredentials | None:
+        """The client the configuration names for this authorization server: ``client``,
+        else the Client ID Metadata Document where the authorization server supports
+        them (``None``: neither). The only client of an assertion grant: never one
+        registered (from the storage, or Dynamic Client Registration), which neither the
+        workload's JWT nor the IdP's ID-JAG can name.
+
+        Raises:
+            OAuthError: ``client`` is bound to another authorization server.
+        """
+        oauth, issuer = self.oauth, metadata.issuer
         if oauth.client is not None:
             if oauth.client.issuer not in (None, issuer):
                 raise OAuthError(
                     f"the pre-registered client is for {oauth.client.issuer!r}, but the "
                     f"server now uses the authorization server {issuer!r}"
                 )
-            client = oauth.client
-        elif (
-            oauth.client_metadata_url is not None and metadata.client_id_metadata_document_supported
-        ):
-            client = ClientCredentials(
+            return oauth.client
+        if oauth.client_metadata_url is not None and metadata.client_id_metadata_document_supported:
+            return ClientCredentials(
                 client_id=oauth.client_metadata_url, token_endpoint_auth_method="none"
             )
-        else:
-            client = await oauth.storage.load_client(issuer)
-            if client is None or client.issuer != issuer:
-                client = await self._dynamic_registration(metadata, scope)
-                await oauth.storage.save_client(issuer, client)
-        return client
+        return None
 
     async def _dynamic_registration(
         self, metadata: AuthorizationServerMetadata, scope: str | None
@@ -924,7 +976,12 @@ class Authorizer:
         check_endpoint(
             metadata.authorization_endpoint, "the authorization endpoint", loopback=self._loopback
         )
-        redirect = await oauth.on_authorize(url)
+        try:
+            redirect = await oauth.on_authorize(url)
+        except (OAuthError, trio.TooSlowError):
+            raise
+        except Exception as exc:
+            raise CallbackFailed("on_authorize") from exc
         code = parse_authorization_response(
             redirect, state=state, metadata=metadata, redirect_uri=oauth.redirect_uri
         )
@@ -975,8 +1032,14 @@ class Authorizer:
                 scope=scope,
                 fetch=self._fetch,
                 now=oauth.clock,
+                refusals=oauth._refusals,
             )
-        assert oauth.enterprise is not None and client is not None
+        assert oauth.enterprise is not None
+        if client is None:  # (only client_metadata_url, which this one does not support)
+            raise OAuthError(
+                f"the authorization server {metadata.issuer!r} does not support Client ID "
+                "Metadata Documents: enterprise-managed authorization there needs client="
+            )
         return await enterprise_token(
             oauth.enterprise,
             metadata,
@@ -987,6 +1050,7 @@ class Authorizer:
             discover=partial(self._discover_server, legacy=False),
             now=oauth.clock,
             loopback=self._loopback,
+            refusals=oauth._refusals,
         )
 
     def _start_refresh(self, nursery: trio.Nursery) -> trio.Event:
@@ -1118,6 +1182,10 @@ class Authorizer:
         """
         assert token.refresh_token is not None
         if client is None:
+            if self.oauth.workload_identity is not None or self.oauth.enterprise is not None:
+                # (Not reached: an assertion grant refreshes with its configured client
+                # only. Never a registration of its own.)
+                raise OAuthError("no client to refresh an assertion grant's token with")
             client = await self._register(metadata, token.scope, None)
         headers, body = token_request(
             metadata,

@@ -11,8 +11,12 @@ needs: a refusal is reported as it came (its OAuth ``error`` kept), never retrie
 never followed by another grant type (the workload identity extension: "surface errors
 without retrying or switching grant types"). The JWTs come from the caller, fresh for
 each authorization (a callable may fetch a new one: they are short-lived); the client
-never signs or reads them. Every request goes through the flow's ``fetch``: https (http
-to loopback only for a server on loopback), bounded in time and size.
+never signs or reads them. A refusal that stands (an ``AssertionRefusal``) is
+remembered by the :class:`~mcp_trio.OAuth`, for all its clients (:class:`Refusals`): the
+same JWT (a string, or what a callable returns again) is then refused at once, with no
+request, so that a session's later requests do not present it again and again. Every
+request goes through the flow's ``fetch``: https (http to loopback only for a server on
+loopback), bounded in time and size.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeAlias, final
 
 import attrs
+import trio
 
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
@@ -32,6 +37,9 @@ from mcp_sansio._oauth import (
     parse_token_response,
 )
 from mcp_sansio._oauth_grants import (
+    AssertionRefusal,
+    check_grant_issuer,
+    grant_token,
     jwt_bearer_request,
     parse_token_exchange_response,
     token_exchange_request,
@@ -39,7 +47,9 @@ from mcp_sansio._oauth_grants import (
 
 __all__ = [
     "AssertionSource",
+    "CallbackFailed",
     "EnterpriseAuthorization",
+    "Refusals",
     "WorkloadIdentity",
     "enterprise_token",
     "workload_token",
@@ -49,6 +59,24 @@ AssertionSource: TypeAlias = str | Callable[[], str] | Callable[[], Awaitable[st
 """A JWT, or a callable (plain or ``async``) that returns a fresh one each time it is
 called. A plain callable runs in the event loop: keep it quick (read a file), or make
 it ``async``."""
+
+
+def _check_source(
+    instance: object, attribute: attrs.Attribute[AssertionSource], value: AssertionSource
+) -> None:
+    if not (callable(value) or (isinstance(value, str) and value)):
+        raise ValueError(f"{attribute.name} must be a non-empty str or a callable")
+
+
+class CallbackFailed(Exception):
+    """A callable the user configured raised (its exception is the ``__cause__``):
+    the flow reports it by :attr:`by`, its type only (the message may hold a secret)."""
+
+    def __init__(self, by: str) -> None:
+        super().__init__(by)
+        self.by = by
+        """What raised: ``"on_authorize"``, ``"the workload JWT callable"``, ..."""
+
 
 Fetch: TypeAlias = Callable[..., Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]]
 Discover: TypeAlias = Callable[[str], Awaitable[AuthorizationServerMetadata]]
@@ -63,10 +91,14 @@ class WorkloadIdentity:
     with no user and no client registration. Pass it as ``OAuth(workload_identity=)``.
 
     The JWT is a bearer credential made out to one authorization server, so it is sent
-    to that one only: ``issuer``, never one the MCP server merely names.
+    to that one only: ``issuer``, never one the MCP server merely names (of those the
+    protected-resource metadata lists, ``issuer`` is the one used).
+
+    Raises:
+        ValueError: ``assertion`` is neither a non-empty string nor a callable.
     """
 
-    assertion: AssertionSource = attrs.field(repr=False)
+    assertion: AssertionSource = attrs.field(repr=False, validator=_check_source)
     """The workload's JWT, or a callable returning a fresh one (see
     :data:`AssertionSource`)."""
     issuer: str
@@ -84,14 +116,16 @@ class EnterpriseAuthorization:
     authorization the client exchanges it at the IdP for an ID-JAG made out to the MCP
     server's authorization server and resource (RFC 8693), then presents that to the
     authorization server with the JWT bearer grant, authenticated as ``OAuth(client=)``
-    (the client's registration there, which the IdP knows). Pass it as
+    (the client's registration there, which the IdP knows), or as its Client ID
+    Metadata Document (``OAuth(client_metadata_url=)``). Pass it as
     ``OAuth(enterprise=)``.
 
     Raises:
-        ValueError: ``idp_client`` is bound to another issuer than ``idp_issuer``.
+        ValueError: ``idp_client`` is bound to another issuer than ``idp_issuer``;
+            ``id_token`` is neither a non-empty string nor a callable.
     """
 
-    id_token: AssertionSource = attrs.field(repr=False)
+    id_token: AssertionSource = attrs.field(repr=False, validator=_check_source)
     """The ID token from the single sign-on, or a callable returning a current one
     (see :data:`AssertionSource`)."""
     idp_issuer: str
@@ -115,14 +149,21 @@ async def _resolve(source: AssertionSource, what: str) -> str:
     """The JWT of ``source``: itself, or what calling (and awaiting) it returns.
 
     Raises:
-        OAuthError: the callable returned something else than a string.
-        Exception: whatever the callable raised.
+        OAuthError: the callable returned something else than a string (or raised
+            one).
+        trio.TooSlowError: the callable raised it.
+        CallbackFailed: the callable raised anything else.
     """
     if isinstance(source, str):
         return source
-    value: object = source()
-    if inspect.isawaitable(value):
-        value = await value
+    try:
+        value: object = source()
+        if inspect.isawaitable(value):
+            value = await value
+    except (OAuthError, trio.TooSlowError):
+        raise
+    except Exception as exc:
+        raise CallbackFailed(f"the {what} callable") from exc
     if type(value) is not str:
         raise OAuthError(f"the {what} callable returned {type(value).__name__}, not a str")
     return value
@@ -130,6 +171,42 @@ async def _resolve(source: AssertionSource, what: str) -> str:
 
 def _refused(exc: OAuthError, what: str) -> OAuthError:
     return OAuthError(f"{what} (not retried, and no other grant tried): {exc}", error=exc.error)
+
+
+@final
+class Refusals:
+    """What an :class:`~mcp_trio.OAuth` remembers of refused grants: the last
+    :class:`~mcp_sansio._oauth_grants.AssertionRefusal` of each kind of assertion (the
+    workload JWT, the ID token; bounded by their number)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, AssertionRefusal] = {}
+
+    def check(self, what: str, assertion: str, resource: str, scope: str | None) -> None:
+        """Refuse to present ``assertion`` again if that would repeat a refusal.
+
+        Raises:
+            OAuthError: it would (the refusal's ``error`` kept; no request made).
+        """
+        last = self._last.get(what)
+        if last is not None and last.repeated_by(
+            assertion=assertion, resource=resource, scope=scope
+        ):
+            raise OAuthError(
+                f"the {what} was refused ({last.error}) and is not presented again: "
+                "configure a new one",
+                error=last.error,
+            )
+
+    def note(
+        self, what: str, exc: OAuthError, assertion: str, resource: str, scope: str | None
+    ) -> None:
+        """``assertion`` was refused with ``exc``: remember it if the refusal stands."""
+        refusal = AssertionRefusal.of(
+            exc.error, assertion=assertion, resource=resource, scope=scope
+        )
+        if refusal is not None:
+            self._last[what] = refusal
 
 
 async def _post(
@@ -149,26 +226,27 @@ async def workload_token(
     scope: str | None,
     fetch: Fetch,
     now: Callable[[], float],
+    refusals: Refusals,
 ) -> OAuthToken:
     """A token from the JWT bearer grant with the workload's JWT, at ``metadata``'s
     token endpoint: one request. ``client`` (optional) authenticates the request.
 
-    A refresh token that comes with it is dropped when there is no ``client`` (a
-    refresh needs a client identity; a new JWT gets a new token).
+    A refresh token that comes with it is dropped when there is no ``client``
+    (:func:`~mcp_sansio._oauth_grants.grant_token`). A JWT ``refusals`` remembers as
+    refused is not sent again; a new refusal is remembered there.
 
     Raises:
         OAuthError: the authorization server is not ``identity.issuer`` (the JWT is
-            not sent), refused the grant (its ``error``: ``invalid_grant``,
-            ``invalid_scope``, ``unauthorized_client``, ...), or answered wrongly.
+            not sent), refused the grant now or before (its ``error``:
+            ``invalid_grant``, ``invalid_scope``, ``unauthorized_client``, ...), or
+            answered wrongly.
         trio.TooSlowError: no answer in time.
-        Exception: from the assertion callable.
+        CallbackFailed: the assertion callable raised.
     """
-    if metadata.issuer != identity.issuer:
-        raise OAuthError(
-            f"the workload JWT is for the authorization server {identity.issuer!r}, but the "
-            f"server uses {metadata.issuer!r}: not sent"
-        )
-    assertion = await _resolve(identity.assertion, "workload JWT")
+    what = "workload JWT"
+    check_grant_issuer(metadata, identity.issuer)
+    assertion = await _resolve(identity.assertion, what)
+    refusals.check(what, assertion, resource, scope)
     request = jwt_bearer_request(
         metadata, client, assertion=assertion, resource=resource, scope=scope
     )
@@ -176,10 +254,9 @@ async def workload_token(
     try:
         token = parse_token_response(status, answer, now=now(), requested_scope=scope)
     except OAuthError as exc:
+        refusals.note(what, exc, assertion, resource, scope)
         raise _refused(exc, "the workload JWT (jwt-bearer grant) was refused") from None
-    if client is None and token.refresh_token is not None:
-        token = attrs.evolve(token, refresh_token=None)
-    return token
+    return grant_token(token, client=client)
 
 
 async def enterprise_token(
@@ -193,26 +270,33 @@ async def enterprise_token(
     discover: Discover,
     now: Callable[[], float],
     loopback: bool,
+    refusals: Refusals,
 ) -> OAuthToken:
     """A token for ``resource`` from ``metadata``'s authorization server by way of the
     IdP: its metadata (unless the token endpoint is configured), the token exchange
     of the ID token for an ID-JAG (``audience`` the authorization server's issuer,
     ``resource``, ``scope``), then the JWT bearer grant with the ID-JAG, ``client``
-    authenticated. One request each.
+    authenticated. One request each. An ID token ``refusals`` remembers as refused by
+    the IdP is not sent again; a new refusal is remembered there (the ID-JAG is new
+    each time: its refusal is not).
 
     Raises:
-        OAuthError: the IdP or the authorization server refused (the ``error`` kept) or
-            answered wrongly; an IdP endpoint that may not carry OAuth traffic.
+        OAuthError: the IdP or the authorization server refused, now or before (the
+            ``error`` kept), or answered wrongly; an IdP endpoint that may not carry
+            OAuth traffic.
         trio.TooSlowError: no answer in time.
-        Exception: from the ID token callable.
+        CallbackFailed: the ID token callable raised.
     """
     endpoint = enterprise.idp_token_endpoint
+    if endpoint is not None:
+        check_endpoint(endpoint, "the identity provider's token endpoint", loopback=loopback)
+    what = "ID token"
+    id_token = await _resolve(enterprise.id_token, what)
+    refusals.check(what, id_token, resource, scope)  # (before any request to the IdP)
     if endpoint is None:
         idp = await discover(enterprise.idp_issuer)
     else:
-        check_endpoint(endpoint, "the identity provider's token endpoint", loopback=loopback)
         idp = AuthorizationServerMetadata(issuer=enterprise.idp_issuer, token_endpoint=endpoint)
-    id_token = await _resolve(enterprise.id_token, "ID token")
     exchange = token_exchange_request(
         idp,
         enterprise.idp_client,
@@ -225,6 +309,7 @@ async def enterprise_token(
     try:
         grant = parse_token_exchange_response(status, answer)
     except OAuthError as exc:
+        refusals.note(what, exc, id_token, resource, scope)
         raise _refused(exc, "no ID-JAG from the identity provider") from None
     request = jwt_bearer_request(metadata, client, assertion=grant, resource=resource, scope=scope)
     status, answer = await _post(fetch, metadata.token_endpoint, request)
