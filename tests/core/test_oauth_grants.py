@@ -14,11 +14,20 @@ from mcp_sansio import (
     AuthorizationServerMetadata,
     ClientCredentials,
     OAuthError,
+    OAuthToken,
     jwt_bearer_request,
     parse_token_exchange_response,
+    parse_token_response,
     token_exchange_request,
 )
 from mcp_sansio._json import dumps
+from mcp_sansio._oauth import select_authorization_server
+from mcp_sansio._oauth_grants import (
+    AssertionRefusal,
+    check_grant_issuer,
+    grant_scope,
+    grant_token,
+)
 
 ISSUER = "https://auth.example.com"
 IDP = "https://idp.example.com"
@@ -173,3 +182,110 @@ def test_a_refused_or_malformed_exchange_response_raises(
     with pytest.raises(OAuthError, match=match) as info:
         parse_token_exchange_response(status, body)
     assert info.value.error == error
+
+
+def test_offline_access_is_not_asked_of_the_idp() -> None:
+    # Section 4: the exchange's scope names "scopes at the MCP Server"; a refresh token
+    # is asked of the authorization server, with the ID-JAG.
+    def exchange_scope(scope: str) -> str | None:
+        form, _ = form_of(
+            token_exchange_request(
+                metadata(IDP),
+                ClientCredentials(client_id="idp-client"),
+                subject_token="id.token.jwt",
+                audience=ISSUER,
+                resource=RESOURCE,
+                scope=scope,
+            )
+        )
+        return form.get("scope")
+
+    assert exchange_scope("chat.read offline_access chat.history") == "chat.read chat.history"
+    assert exchange_scope("offline_access") is None
+
+
+def test_without_a_client_a_jwt_bearer_grant_asks_for_no_refresh_token_and_keeps_none() -> None:
+    client = ClientCredentials(client_id="c")
+    assert grant_scope("read offline_access", client=None) == "read"
+    assert grant_scope("offline_access", client=None) is None
+    assert grant_scope(None, client=None) is None
+    assert grant_scope("read offline_access", client=client) == "read offline_access"
+    token = OAuthToken(access_token="a", refresh_token="r")
+    assert grant_token(token, client=None).refresh_token is None
+    assert grant_token(token, client=client) is token
+    plain = OAuthToken(access_token="a")
+    assert grant_token(plain, client=None) is plain
+
+
+def test_a_workload_jwt_goes_only_to_its_issuer() -> None:
+    check_grant_issuer(metadata(), ISSUER)
+    with pytest.raises(OAuthError, match="not sent"):
+        check_grant_issuer(metadata("https://other.example.com"), ISSUER)
+
+
+def test_the_configured_authorization_server_is_chosen_when_listed() -> None:
+    servers = ["https://a.example.com", ISSUER]
+    assert select_authorization_server(servers, ISSUER) == ISSUER
+    assert select_authorization_server(servers, None) == "https://a.example.com"
+    # Not listed: the first, as without a preference (the flow then refuses it).
+    assert select_authorization_server(servers, "https://b.example.com") == servers[0]
+
+
+@pytest.mark.parametrize("error", ["invalid_grant", "invalid_client", "unauthorized_client"])
+def test_a_refusal_of_the_assertion_covers_it_whatever_the_scope(error: str) -> None:
+    refusal = AssertionRefusal.of(error, assertion=JWT, resource=RESOURCE, scope="a")
+    assert refusal is not None and refusal.error == error
+    assert refusal.repeated_by(assertion=JWT, resource=RESOURCE, scope="a")
+    assert refusal.repeated_by(assertion=JWT, resource="https://x.example.com", scope="b")
+    assert not refusal.repeated_by(assertion=JWT + "x", resource=RESOURCE, scope="a")
+    assert JWT not in repr(refusal)
+
+
+def test_another_refusal_covers_that_scope_and_resource_only() -> None:
+    refusal = AssertionRefusal.of("invalid_scope", assertion=JWT, resource=RESOURCE, scope="a b")
+    assert refusal is not None
+    assert refusal.repeated_by(assertion=JWT, resource=RESOURCE, scope="b a")
+    assert not refusal.repeated_by(assertion=JWT, resource=RESOURCE, scope="a")
+    assert not refusal.repeated_by(assertion=JWT, resource=RESOURCE + "/x", scope="a b")
+
+
+@pytest.mark.parametrize("error", [None, "", "server_error", "temporarily_unavailable"])
+def test_a_refusal_that_may_not_stand_is_not_remembered(error: str | None) -> None:
+    assert AssertionRefusal.of(error, assertion=JWT, resource=RESOURCE, scope=None) is None
+
+
+@pytest.mark.parametrize("parse", ["exchange", "token"])
+def test_the_peer_error_text_cannot_forge_a_log_line(parse: str) -> None:
+    # RFC 6749 section 5.2: error and error_description are %x20-21 / %x23-5B /
+    # %x5D-7E. The message is logged: a newline or ESC would forge a line.
+    description = 'ok\nWARNING mcp_trio: forged\x1b[2J "q" \\ \u00e9'
+    body = dumps({"error": "invalid_grant\r\n", "error_description": description})
+    with pytest.raises(OAuthError) as info:
+        if parse == "exchange":
+            parse_token_exchange_response(400, body)
+        else:
+            parse_token_response(400, body, now=0.0)
+    text = str(info.value)
+    assert all(0x20 <= ord(c) < 0x7F and c not in '"\\' for c in text)
+    assert "invalid_grant?? (ok?WARNING mcp_trio: forged?[2J ?q? ? ?)" in text
+    assert info.value.error == "invalid_grant??"
+
+
+def test_the_peer_error_text_is_bounded() -> None:
+    def message(description: str) -> str:
+        body = dumps({"error": "e" * 201, "error_description": description})
+        return str(token_error_of(body))
+
+    whole = "d" * 200
+    assert f"({whole})" in message(whole)  # (at the bound: whole)
+    over = message("d" * 201 + "tail")
+    assert f"({'d' * 197}...)" in over and "tail" not in over
+    assert f", {'e' * 197}... (" in over
+
+
+def token_error_of(body: bytes) -> OAuthError:
+    try:
+        parse_token_exchange_response(400, body)
+    except OAuthError as exc:
+        return exc
+    raise AssertionError("not refused")

@@ -57,6 +57,8 @@ class Fake:
     open: bool = False  # requests without a token pass (a handshake before auth is needed)
     assertions: set[str] = attrs.field(factory=set)  # what the jwt-bearer grant takes
     grant_error: str | None = None  # the jwt-bearer grant's answer: this error
+    cimd: bool = False  # the AS supports Client ID Metadata Documents
+    other_servers: list[str] = attrs.field(factory=list)  # listed before the issuer
     # what happened
     registrations: list[dict[str, Any]] = attrs.field(factory=list)
     authorizations: list[dict[str, str]] = attrs.field(factory=list)
@@ -101,7 +103,7 @@ class Fake:
         if method == "GET" and path == prm_path and not self.no_prm:
             prm: dict[str, Any] = {
                 "resource": self.prm_resource or self.url,
-                "authorization_servers": [self.issuer],
+                "authorization_servers": [*self.other_servers, self.issuer],
             }
             if self.prm_scopes is not None:
                 prm["scopes_supported"] = self.prm_scopes
@@ -121,6 +123,8 @@ class Fake:
                 meta["authorization_response_iss_parameter_supported"] = self.iss_supported
             if self.scopes_supported is not None:
                 meta["scopes_supported"] = self.scopes_supported
+            if self.cimd:
+                meta["client_id_metadata_document_supported"] = True
             return 200, js, dumps(meta)
         if method == "POST" and path == self.as_path + "/register":
             request = loads(body)

@@ -625,7 +625,8 @@ async def test_an_on_authorize_that_raises_fails_the_waiting_requests_not_the_se
             s.open = True
             assert (await client.call_tool("whoami", {})).text == "alice []"  # still alive
     assert len(prompts) == 1 and len(failures) == waiting
-    assert all("RuntimeError" in f and "hush" not in f for f in failures)
+    # (what raised is named: on_authorize)
+    assert all("RuntimeError raised by on_authorize (" in f and "hush" not in f for f in failures)
     loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert any("RuntimeError" in m for m in loud) and not any("hush" in m for m in loud)
     assert any(r.exc_info is not None for r in caplog.records if r.levelno == logging.DEBUG)
@@ -654,7 +655,7 @@ async def test_a_storage_that_raises_fails_the_authorization_not_the_session(
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, era="modern", auth=oauth(storage=LockedKeyring())) as client:
             s.open = False
-            with pytest.raises(McpError, match="OSError"):
+            with pytest.raises(McpError, match=r"OSError raised by the storage \("):
                 await client.call_tool("whoami", {})
             s.open = True
             assert (await client.call_tool("whoami", {})).text == "alice []"

@@ -6,11 +6,13 @@ jwt-bearer grant), a fake identity provider (``oauth_support.FakeIdP``), all on
 from __future__ import annotations
 
 import base64
+import logging
 from typing import Any
 
 import pytest
 import trio
 
+from mcp_sansio import OAuthToken
 from mcp_trio import (
     ClientCredentials,
     EnterpriseAuthorization,
@@ -22,7 +24,7 @@ from mcp_trio import (
     open_client,
 )
 
-from .oauth_support import FakeIdP, start_idp
+from .oauth_support import FakeIdP, oauth, start_idp
 from .test_http_support import IO_TIMEOUT
 from .test_oauth import Fake, list_and_call, start_fake
 
@@ -106,12 +108,19 @@ async def test_a_refused_jwt_is_reported_once_never_retried_nor_another_grant(
     assert WORKLOAD_JWT not in str(info.value)
     assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
     assert not fake.registrations and not fake.authorizations
-    # Through a client: the request fails with the reason, the session goes on, and no
-    # other grant type is tried.
+    # Through a client, mid-session: the request fails with the reason, no other grant
+    # type is tried, and the session goes on.
     fake.token_requests.clear()
-    with pytest.raises(McpError, match=error):
-        await list_and_call(fake, auth)
-    assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
+    fake.open = True
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer))
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client_to(fake, auth) as client:
+            fake.open = False  # from now on a token is needed
+            with pytest.raises(McpError, match=f"not retried.*{error}"):
+                await client.list_tools()
+            assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
+            fake.open = True
+            assert await client.list_tools()  # the same session
 
 
 async def test_the_workload_jwt_goes_only_to_its_own_authorization_server(
@@ -172,9 +181,18 @@ async def test_a_source_that_raises_fails_the_authorization_not_the_session(
     async def broken() -> str:
         raise RuntimeError("the token file is gone")
 
+    fake.open = True
     auth = OAuth(workload_identity=WorkloadIdentity(assertion=broken, issuer=fake.issuer))
-    with pytest.raises(McpError, match=r"RuntimeError raised by .*assertion callable"):
-        await list_and_call(fake, auth)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client_to(fake, auth) as client:
+            fake.open = False  # from now on a token is needed
+            with pytest.raises(
+                McpError, match=r"RuntimeError raised by the workload JWT callable \("
+            ) as info:
+                await client.list_tools()
+            assert "gone" not in str(info.value)  # (its type only: the text may be secret)
+            fake.open = True
+            assert await client.list_tools()  # the same session
     assert not fake.token_requests
 
 
@@ -349,8 +367,26 @@ def test_the_grant_options_are_checked() -> None:
         OAuth(workload_identity=identity, enterprise=ema, client=client)
     with pytest.raises(ValueError, match="at most one"):
         OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=never, workload_identity=identity)
-    with pytest.raises(ValueError, match="enterprise needs client"):
+    with pytest.raises(ValueError, match="enterprise needs client= or client_metadata_url="):
         OAuth(enterprise=ema)
+    # A Client ID Metadata Document is a stable client_id at the AS too (the ID-JAG draft).
+    OAuth(enterprise=ema, client_metadata_url="https://app.example.com/client.json")
+    with pytest.raises(ValueError, match="not to the workload's authorization server"):
+        OAuth(
+            workload_identity=identity,
+            client=ClientCredentials(client_id="c", client_secret="s", issuer="https://b.example"),
+        )
+    OAuth(
+        workload_identity=identity, client=ClientCredentials(client_id="c", issuer=identity.issuer)
+    )
+    nothings: list[Any] = [None, "", 42]
+    for nothing in nothings:
+        with pytest.raises(ValueError, match="assertion must be a non-empty str or a callable"):
+            WorkloadIdentity(assertion=nothing, issuer="https://auth.example.com")
+        with pytest.raises(ValueError, match="id_token must be a non-empty str or a callable"):
+            EnterpriseAuthorization(
+                id_token=nothing, idp_issuer="https://idp.example.com", idp_client=idp_client
+            )
     with pytest.raises(ValueError, match="bound to"):
         EnterpriseAuthorization(
             id_token="t",
@@ -360,3 +396,183 @@ def test_the_grant_options_are_checked() -> None:
     OAuth(workload_identity=identity)  # no client needed
     OAuth(enterprise=ema, client=client)
     assert "a.b.c" not in repr(identity) and "'t'" not in repr(ema)
+
+
+# ------------------------------------------------------------------ review findings
+
+
+async def test_a_workload_without_a_client_asks_for_no_refresh_token(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(
+        nursery,
+        challenge_scope="read",
+        scopes_supported=["read", "offline_access"],
+        refresh_tokens=True,
+        assertions={WORKLOAD_JWT},
+    )
+    identity = WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer)
+    with trio.fail_after(IO_TIMEOUT):
+        await OAuth(workload_identity=identity).authorize(fake.url)
+    # It could not use one: no client identity to refresh with.
+    assert [r["scope"] for r in fake.token_requests] == ["read"]
+    # With a client it could: asked for.
+    fake.token_requests.clear()
+    client = ClientCredentials(client_id="wl", client_secret="s3", issuer=fake.issuer)
+    with trio.fail_after(IO_TIMEOUT):
+        await OAuth(workload_identity=identity, client=client).authorize(fake.url)
+    assert [r["scope"] for r in fake.token_requests] == ["read offline_access"]
+
+
+async def test_enterprise_asks_the_as_not_the_idp_for_offline_access(
+    nursery: trio.Nursery,
+) -> None:
+    fake, idp, client = await enterprise_setup(nursery)
+    fake.scopes_supported = ["chat.read", "offline_access"]
+    with trio.fail_after(IO_TIMEOUT):
+        await OAuth(client=client, enterprise=enterprise(idp)).authorize(fake.url)
+    [exchange] = idp.exchanges
+    assert exchange["scope"] == "chat.read"  # scopes at the MCP server
+    [request] = fake.token_requests
+    assert request["scope"] == "chat.read offline_access"
+
+
+@pytest.mark.parametrize("expired", [True, False])
+async def test_a_workload_without_a_client_never_registers_nor_refreshes(
+    nursery: trio.Nursery, expired: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A stored token with a refresh token (a storage shared with another
+    # configuration): a workload without a client neither refreshes it (it would need a
+    # client, and registered one) nor, taking it while it lasts, refreshes it later.
+    now = [1000.0]
+    fake = await start_fake(
+        nursery, challenge_scope="read", refresh_tokens=True, assertions={WORKLOAD_JWT}
+    )
+    fake.refresh["ref-x"] = {"read"}
+    fake.tokens["old"] = {"read"}
+    storage = InMemoryOAuthStorage()
+    stored = OAuthToken(
+        access_token="old",
+        issued_at=0.0,
+        expires_at=10.0 if expired else 2000.0,
+        refresh_token="ref-x",
+        scope="read",
+    )
+    await storage.save_token(fake.url, fake.issuer, stored)
+    auth = OAuth(
+        workload_identity=WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer),
+        storage=storage,
+        clock=lambda: now[0],
+    )
+    with caplog.at_level(logging.DEBUG, "mcp_trio"), trio.fail_after(IO_TIMEOUT):
+        async with open_client_to(fake, auth) as client:
+            now[0] = 5000.0  # (the stored token, if taken, has expired)
+            fake.tokens.pop("old")
+            await client.list_tools()
+    assert not fake.registrations
+    assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER]
+    assert not [r for r in caplog.records if "refresh" in r.getMessage()]  # not even tried
+    assert await storage.load_token(fake.url, fake.issuer) != stored  # (replaced)
+
+
+async def test_a_refused_jwt_is_not_presented_again(nursery: trio.Nursery) -> None:
+    # Each request refused with 401 starts an authorization; a static JWT the AS
+    # refused would be presented at each (the workload identity extension: no
+    # retries). The refusal is remembered: the request fails at once, no request made.
+    fake = await start_fake(nursery, grant_error="invalid_grant", open=True)
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer))
+    failures: list[str] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client_to(fake, auth) as client:
+            fake.open = False
+            for _ in range(3):
+                with pytest.raises(McpError) as info:
+                    await client.list_tools()
+                failures.append(str(info.value))
+        # Another client of that OAuth too.
+        with pytest.raises(OAuthError, match="not presented again") as refused:
+            await auth.authorize(fake.url)
+    assert refused.value.error == "invalid_grant"
+    assert len(fake.token_requests) == 1
+    assert "not retried" in failures[0]
+    assert all("invalid_grant) and is not presented again" in f for f in failures[1:])
+
+
+async def test_a_callable_returning_the_refused_jwt_fails_at_once_a_new_one_is_sent(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery)
+    jwts = iter(["jwt.one.a", "jwt.one.a", "jwt.two.b"])
+    fake.assertions = {"jwt.two.b"}
+    auth = OAuth(
+        workload_identity=WorkloadIdentity(assertion=lambda: next(jwts), issuer=fake.issuer)
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)
+        with pytest.raises(OAuthError, match="not presented again"):
+            await auth.authorize(fake.url)  # the same one again: no request
+        await auth.authorize(fake.url)  # a new one
+    assert [r["assertion"] for r in fake.token_requests] == ["jwt.one.a", "jwt.two.b"]
+
+
+async def test_a_refusal_that_may_not_stand_lets_the_jwt_be_sent_again(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_fake(nursery, grant_error="temporarily_unavailable")
+    fake.assertions = {WORKLOAD_JWT}
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer))
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="temporarily_unavailable"):
+            await auth.authorize(fake.url)
+        fake.grant_error = None
+        await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 2
+
+
+async def test_an_id_token_the_idp_refused_is_not_presented_again(nursery: trio.Nursery) -> None:
+    fake, idp, client = await enterprise_setup(nursery, id_tokens=set())
+    auth = OAuth(client=client, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)
+        with pytest.raises(OAuthError, match=r"ID token was refused.*not presented again"):
+            await auth.authorize(fake.url)
+    assert len(idp.exchanges) == 1 and not fake.token_requests
+
+
+async def test_enterprise_with_a_client_id_metadata_document(nursery: trio.Nursery) -> None:
+    fake, idp, _ = await enterprise_setup(nursery)
+    fake.cimd = True
+    document = "https://app.example.com/client.json"
+    auth = OAuth(client_metadata_url=document, enterprise=enterprise(idp))
+    assert await list_and_call(fake, auth) == "hi"
+    [request] = fake.token_requests
+    assert request["grant_type"] == JWT_BEARER and request["client_id"] == document
+    assert "client_secret" not in request and not fake.registrations
+    # An AS without them: refused before the IdP is asked, and never a registration.
+    fake.cimd = False
+    fake.token_requests.clear()
+    auth = OAuth(client_metadata_url=document, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="Client ID Metadata"):
+        await auth.authorize(fake.url)
+    assert not fake.token_requests and not fake.registrations and len(idp.exchanges) == 1
+
+
+async def test_the_configured_authorization_server_is_used_when_listed(
+    nursery: trio.Nursery,
+) -> None:
+    # The protected-resource metadata lists two; which to use is the client's choice.
+    # (plain http off loopback: refused before any connection, should it be chosen)
+    fake = await start_fake(
+        nursery, assertions={WORKLOAD_JWT}, other_servers=["http://other-as.example.com"]
+    )
+    identity = WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer)
+    assert await list_and_call(fake, OAuth(workload_identity=identity)) == "hi"
+    # A client bound to an issuer (the client credentials grant here).
+    bound = ClientCredentials(client_id="cc", client_secret="s", issuer=fake.issuer)
+    assert await list_and_call(fake, OAuth(client=bound)) == "hi"
+    assert [r["grant_type"] for r in fake.token_requests] == [JWT_BEARER, "client_credentials"]
+    # Nothing configured: the first one, as before.
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="other-as"):
+        await oauth(client=ClientCredentials(client_id="public")).authorize(fake.url)
