@@ -9,6 +9,7 @@ server's redirect to the CLI's listener on 127.0.0.1)."""
 from __future__ import annotations
 
 import queue
+import socket
 import stat
 import subprocess
 import sys
@@ -82,6 +83,25 @@ def test_oauth_authorizes_in_the_browser_and_the_token_store_serves_the_next_run
     assert main([*argv[:-2], "--token-store", str(store), "-q"]) == 0
     assert capsys.readouterr().out.strip() == "alice ['mcp']"
     assert len(browser) == 1 and len(protected.asrv.authorizations) == 1
+
+
+def test_a_head_request_to_the_listener_does_not_end_the_authorization(
+    protected: Setup, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def head_then_visit(url: str) -> bool:  # something else asks first (HEAD is CORS-safe)
+        redirect = urllib.parse.unquote(url.partition("redirect_uri=")[2].partition("&")[0])
+        port = urllib.parse.urlsplit(redirect).port
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as probe:
+            probe.sendall(b"HEAD / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            assert probe.recv(100).startswith(b"HTTP/1.1 404 ")
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert b"close this window" in answer.read()
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", head_then_visit)
+    argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", "0"]
+    assert main([*argv, "--token-store", "none"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip() == "alice ['mcp']"
 
 
 def test_without_a_token_store_every_run_asks(

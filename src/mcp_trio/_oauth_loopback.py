@@ -19,8 +19,10 @@ for each authorization:
    stops listening and returns that URL, which the flow checks
    (:func:`mcp_sansio.parse_authorization_response`).
 
-Anything on the machine may connect to the port, so everything is bounded: one request
-per connection (``connection: close``; what the peer still sends, up to 64 KiB, is read
+Anything on the machine may connect to the port, so whatever goes wrong with one
+connection (a request h11 refuses, a reset) drops that connection alone (logged), a
+``HEAD`` is answered with no body, and everything is bounded: one request per
+connection (``connection: close``; what the peer still sends, up to 64 KiB, is read
 before closing, so that the answer is not lost to a reset), its head at most
 ``max_request_size`` bytes and ``max_headers`` headers (a larger one is answered ``431``
 or ``400``), each connection ``connection_timeout`` seconds, at most ``max_connections``
@@ -144,25 +146,37 @@ class LoopbackRedirect:
         URL it arrived at: ``OAuth``'s ``on_authorize``.
 
         Raises:
-            OAuthError: ``url`` has no ``state``, the port is taken, or no redirect
-                came within ``timeout``.
+            OAuthError: ``url`` has no ``state``, the port is taken, the listener
+                failed (``accept`` raised an ``OSError``), or no redirect came within
+                ``timeout``. A connection that fails (a request h11 refuses, a reset
+                socket) is logged and dropped: the wait goes on. What ``on_url``
+                raises is raised as is.
         """
         state = redirect_state(url)
         if state is None:
             raise OAuthError("the authorization URL has no state: refused")
         listener = await self._listen()
         arrived: list[str] = []
+        failed: list[OSError] = []
         done = trio.Event()
-        async with listener, trio.open_nursery() as nursery:
-            self.on_url(url)
-            if self.open_browser:
-                nursery.start_soon(self._open, url, name="mcp oauth browser")
-            with trio.move_on_after(self.timeout):
-                await self._accept(listener, nursery, state, arrived, done)
-            nursery.cancel_scope.cancel()
-        if not arrived:
-            raise OAuthError(f"no authorization response arrived within {self.timeout:g} seconds")
-        return arrived[0]
+        async with listener:
+            self.on_url(url)  # (outside the nursery: what it raises is raised as is)
+            # No task in this nursery raises: a connection's failure is that connection's
+            # alone (_serve), the listener's ends the wait (``failed``), a browser that
+            # does not open is logged (_open). No ExceptionGroup reaches the caller.
+            async with trio.open_nursery() as nursery:
+                if self.open_browser:
+                    nursery.start_soon(self._open, url, name="mcp oauth browser")
+                with trio.move_on_after(self.timeout):
+                    await self._accept(listener, state, arrived, failed, done)
+                nursery.cancel_scope.cancel()
+        if arrived:
+            return arrived[0]
+        if failed:
+            raise OAuthError(
+                f"the redirect listener on {self.redirect_uri} failed: {failed[0]}"
+            ) from failed[0]
+        raise OAuthError(f"no authorization response arrived within {self.timeout:g} seconds")
 
     async def _listen(self) -> trio.SocketListener:
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
@@ -195,17 +209,23 @@ class LoopbackRedirect:
     async def _accept(
         self,
         listener: trio.SocketListener,
-        nursery: trio.Nursery,
         state: str,
         arrived: list[str],
+        failed: list[OSError],
         done: trio.Event,
     ) -> None:
-        """Serve connections until one brings the redirect (then ``done`` is set)."""
+        """Serve connections until one brings the redirect (then ``done`` is set) or
+        the listener fails (then ``failed`` has why)."""
         limiter = trio.CapacityLimiter(self.max_connections)
         async with trio.open_nursery() as serving:
             serving.start_soon(_cancel_when, done, serving.cancel_scope)
             while not done.is_set():
-                stream = await listener.accept()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:  # (out of file descriptors, say)
+                    failed.append(exc)
+                    done.set()
+                    break
                 try:
                     limiter.acquire_on_behalf_of_nowait(stream)
                 except trio.WouldBlock:
@@ -228,6 +248,11 @@ class LoopbackRedirect:
                     arrived.append(url)
                     done.set()
                 await _linger(stream)
+        except Exception as exc:
+            # Anything on the machine may connect: whatever goes wrong with one
+            # connection (h11, the socket) drops that connection, never the wait.
+            logger.debug("OAuth: a connection to the redirect listener failed", exc_info=True)
+            logger.warning("OAuth: a connection to the redirect listener failed: %r", exc)
         finally:
             limiter.release_on_behalf_of(stream)
             await trio.aclose_forcefully(stream)
@@ -238,6 +263,7 @@ class LoopbackRedirect:
         status: int
         url: str | None = None
         received = 0
+        head = False
         try:
             while True:
                 event = conn.next_event()
@@ -249,6 +275,7 @@ class LoopbackRedirect:
                     conn.receive_data(data)
                     continue
                 if isinstance(event, h11.Request):
+                    head = event.method == b"HEAD"
                     # (h11 bounds a head still incomplete; one that came whole, here)
                     if received > self.max_request_size or len(event.headers) > self.max_headers:
                         status = 431
@@ -278,8 +305,10 @@ class LoopbackRedirect:
         response = h11.Response(
             status_code=status, headers=headers, reason=_REASONS.get(status, b"")
         )
+        # (an answer to HEAD has the headers a GET would have, and no body: RFC 9110 9.3.2)
+        data = conn.send(response) if head else conn.send(response) + conn.send(h11.Data(data=body))
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # (it left)
-            await stream.send_all(conn.send(response) + conn.send(h11.Data(data=body)))
+            await stream.send_all(data)
         return url
 
 

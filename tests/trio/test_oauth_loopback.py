@@ -7,20 +7,24 @@ Real sockets on 127.0.0.1 only; the deadlines run on the ``autojump_clock``."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 from typing import Any
 from urllib.parse import urlencode
 
+import h11
 import pytest
 import trio
 import trio.testing
 
+from mcp_sansio import redirect_request
 from mcp_trio import (
     FileOAuthStorage,
     LoopbackRedirect,
     OAuth,
     OAuthError,
+    _oauth_loopback,
     fetch_authorization_redirect,
     open_client,
 )
@@ -108,6 +112,63 @@ async def test_an_error_redirect_ends_it_with_the_error_shown_escaped() -> None:
             page = await raw(redirect.port, f"GET {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
     assert b"&lt;b&gt;denied&lt;/b&gt;" in page and b"<b>" not in page
     assert outcome == [f"{redirect.redirect_uri}?{target.partition('?')[2]}"]
+
+
+async def test_head_is_answered_without_a_body_and_waited_past() -> None:
+    redirect, _ = receiver()
+    port = redirect.port
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            outcome = await authorize_in_background(nursery, redirect)
+            for target, status in [("/", b"404"), ("/callback?code=c&state=st8", b"405")]:
+                answer = await raw(port, f"HEAD {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+                assert answer.startswith(b"HTTP/1.1 " + status)
+                assert answer.endswith(b"\r\n\r\n")  # the head only
+                assert b"content-length: " in answer  # (what a GET would have)
+            assert outcome == []  # neither ended it
+            assert await get(port, "/callback?code=c&state=st8") == 200
+    assert outcome == [f"{redirect.redirect_uri}?code=c&state=st8"]
+
+
+@pytest.mark.parametrize(
+    "failure", [OSError("socket trouble"), h11.LocalProtocolError("h11 trouble")]
+)
+async def test_a_failing_connection_is_dropped_and_the_wait_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, failure: Exception
+) -> None:
+    calls: list[str] = []
+
+    def fails_first(method: str, target: str, **kwargs: str) -> tuple[int, str | None]:
+        calls.append(target)
+        if len(calls) == 1:
+            raise failure
+        return redirect_request(method, target, **kwargs)
+
+    monkeypatch.setattr(_oauth_loopback, "redirect_request", fails_first)
+    redirect, _ = receiver()
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            outcome = await authorize_in_background(nursery, redirect)
+            dropped = await raw(redirect.port, b"GET /x HTTP/1.1\r\nhost: x\r\n\r\n")
+            assert dropped == b""  # that connection only
+            assert outcome == []
+            assert await get(redirect.port, "/callback?state=st8") == 200
+    assert outcome == [f"{redirect.redirect_uri}?state=st8"]
+    assert calls == ["/x", "/callback?state=st8"]
+    assert str(failure) in caplog.text
+
+
+async def test_a_failing_listener_fails_the_authorization_with_an_oauth_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def out_of_descriptors(self: trio.SocketListener) -> trio.SocketStream:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(trio.SocketListener, "accept", out_of_descriptors)
+    redirect, _ = receiver()
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="Too many open") as caught:
+        await redirect.on_authorize(AUTHORIZE)
+    assert isinstance(caught.value.__cause__, OSError)
 
 
 async def test_a_request_over_the_size_or_header_bounds_is_refused_and_waited_past() -> None:
