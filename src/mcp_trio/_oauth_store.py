@@ -2,11 +2,13 @@
 
 The file holds ``{"clients": {...}, "tokens": {...}}``: registrations by issuer (and
 redirect URI, see :class:`FileOAuthStorage`), tokens by resource and issuer, each the
-fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`. Every
-save writes a new file (mode ``0600``, in a directory created ``0700``) and renames it
-over the old one, so a reader never sees half a file and a crash loses only that save.
-A file that does not parse, or an entry that is not what it should be, reads as
-absent (logged): the next authorization replaces it.
+fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`; and
+``"namespaces": {NAME: {"clients": {...}, "tokens": {...}}}``, the same for each
+storage made with a ``namespace``. Every save writes a new file (mode ``0600``, in a
+directory created ``0700``), flushes it to the disk and renames it over the old one,
+so a reader never sees half a file and a crash loses at most that save. A file that
+does not parse, or an entry that is not what it should be, reads as absent (logged):
+the next authorization replaces it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ class FileOAuthStorage:
             compares the redirect URI of a request with the registered ones exactly,
             so a registration made for another port is not reused (pass the redirect
             URI the :class:`~mcp_trio.OAuth` uses).
+        namespace: keep this storage's registrations and tokens apart from those of
+            storages of the same file with another namespace (or none). Tokens are
+            keyed by resource and issuer only, so an application that authorizes as
+            several identities (a user, a service with the client credentials grant,
+            several client IDs) gives each its own namespace, or a run as one would
+            use the token of another.
 
     The file is read and written whole at each call (small, and shared safely by
     processes that take turns; two processes saving at the same moment may lose one
@@ -47,58 +55,71 @@ class FileOAuthStorage:
     directories.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, redirect_uri: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        redirect_uri: str | None = None,
+        namespace: str | None = None,
+    ) -> None:
         self.path: Final = Path(path)
         self.redirect_uri: Final = redirect_uri
+        self.namespace: Final = namespace
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
-        found = self._read()["clients"].get(self._client_key(issuer))
+        found = self._part(self._read(), "clients").get(self._client_key(issuer))
         return _build(ClientCredentials, found)
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
         data = self._read()
-        data["clients"][self._client_key(issuer)] = attrs.asdict(client)
+        self._part(data, "clients")[self._client_key(issuer)] = attrs.asdict(client)
         self._write(data)
 
     async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
-        return _build(OAuthToken, self._read()["tokens"].get(_token_key(resource, issuer)))
+        found = self._part(self._read(), "tokens").get(_token_key(resource, issuer))
+        return _build(OAuthToken, found)
 
     async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
         data = self._read()
+        tokens = self._part(data, "tokens")
         key = _token_key(resource, issuer)
         if token is None:
-            data["tokens"].pop(key, None)
+            tokens.pop(key, None)
         else:
-            data["tokens"][key] = attrs.asdict(token)
+            tokens[key] = attrs.asdict(token)
         self._write(data)
 
     def _client_key(self, issuer: str) -> str:
         return issuer if self.redirect_uri is None else f"{issuer} {self.redirect_uri}"
 
-    def _read(self) -> dict[str, dict[str, Any]]:
-        empty: dict[str, dict[str, Any]] = {"clients": {}, "tokens": {}}
+    def _part(self, data: dict[str, Any], part: str) -> dict[str, Any]:
+        """``data``'s ``part`` (``"clients"`` or ``"tokens"``) in this storage's
+        namespace: made, or a malformed one replaced, if need be."""
+        home = data
+        if self.namespace is not None:
+            home = _dict_in(_dict_in(data, "namespaces"), self.namespace)
+        return _dict_in(home, part)
+
+    def _read(self) -> dict[str, Any]:
         try:
             with self.path.open("rb") as file:
                 text = file.read(_MAX_FILE_SIZE + 1)
         except FileNotFoundError:
-            return empty
+            return {}
         if len(text) > _MAX_FILE_SIZE:
             logger.warning("OAuth: %s is over %d bytes: ignored", self.path, _MAX_FILE_SIZE)
-            return empty
+            return {}
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # (RecursionError: nested too deep)
             logger.warning("OAuth: %s is not JSON: ignored", self.path)
-            return empty
+            return {}
         if not isinstance(data, dict):
             logger.warning("OAuth: %s is not a JSON object: ignored", self.path)
-            return empty
-        for part in ("clients", "tokens"):
-            found = data.get(part)
-            empty[part] = found if isinstance(found, dict) else {}
-        return empty
+            return {}
+        return data
 
-    def _write(self, data: dict[str, dict[str, Any]]) -> None:
+    def _write(self, data: dict[str, Any]) -> None:
         directory = self.path.parent
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.")
@@ -106,10 +127,24 @@ class FileOAuthStorage:
             os.chmod(temporary, 0o600)  # (mkstemp's own mode, said out loud)
             with os.fdopen(fd, "w", encoding="utf-8") as file:
                 json.dump(data, file, indent=1, sort_keys=True)
+                # On the disk before the rename: else a crash may leave an empty file
+                # where the old one was (the rename reaching the disk first).
+                file.flush()
+                os.fsync(file.fileno())
             os.replace(temporary, self.path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+def _dict_in(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]``, made a dict (empty) if it is not one."""
+    found = data.get(key)
+    if isinstance(found, dict):
+        return found
+    made: dict[str, Any] = {}
+    data[key] = made
+    return made
 
 
 def _token_key(resource: str, issuer: str) -> str:
@@ -131,7 +166,7 @@ def _build(kind: type[_T], found: object) -> _T | None:
     ):
         try:
             return kind(**found)
-        except ValueError:  # (a client_secret without its issuer)
+        except (TypeError, ValueError):  # (a field missing; a secret with no issuer)
             pass
     logger.warning("OAuth: a stored %s is malformed: ignored", kind.__name__)
     return None

@@ -51,34 +51,65 @@ async def test_registrations_are_kept_per_redirect_uri_when_asked(tmp_path: Path
     assert await other.load_token(RESOURCE, ISSUER) == token  # tokens are not
 
 
+async def test_a_namespace_keeps_registrations_and_tokens_apart(tmp_path: Path) -> None:
+    path = tmp_path / "oauth.json"
+    user, service, plain = (FileOAuthStorage(path, namespace=n) for n in ("user", "svc", None))
+    await user.save_client(ISSUER, ClientCredentials(client_id="registered"))
+    await user.save_token(RESOURCE, ISSUER, OAuthToken(access_token="the user's"))
+    assert await service.load_client(ISSUER) is None
+    assert await service.load_token(RESOURCE, ISSUER) is None  # not the user's token
+    assert await plain.load_token(RESOURCE, ISSUER) is None
+    await service.save_token(RESOURCE, ISSUER, OAuthToken(access_token="the service's"))
+    await plain.save_token(RESOURCE, ISSUER, OAuthToken(access_token="no namespace"))
+    again = FileOAuthStorage(path, namespace="user")
+    assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the user's")
+    assert await again.load_client(ISSUER) == ClientCredentials(client_id="registered")
+    assert await service.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the service's")
+    assert await plain.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="no namespace")
+    await service.save_token(RESOURCE, ISSUER, None)
+    assert await service.load_token(RESOURCE, ISSUER) is None
+    assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the user's")
+
+
+_MALFORMED_PARTS: list[object] = [
+    {"clients": [], "tokens": 3},
+    {
+        "clients": {ISSUER: {"client_id": 5}},
+        "tokens": {f"{RESOURCE} {ISSUER}": {"access_token": "a", "expires_at": "soon"}},
+    },
+    {
+        "clients": {ISSUER: {"client_id": "c", "client_secret": "s"}},  # no issuer
+        "tokens": {f"{RESOURCE} {ISSUER}": {"access_token": "a", "extra": 1}},
+    },
+    {"tokens": {f"{RESOURCE} {ISSUER}": {"access_token": None}}},
+    {"clients": {ISSUER: {}}, "tokens": {f"{RESOURCE} {ISSUER}": {}}},  # required missing
+    {"clients": {ISSUER: {"issuer": ISSUER}}, "tokens": {f"{RESOURCE} {ISSUER}": {"scope": "a"}}},
+    {"clients": {ISSUER: "c"}, "tokens": {f"{RESOURCE} {ISSUER}": ["a"]}},
+]
+
+
+@pytest.mark.parametrize("namespace", [None, "ns"])
 @pytest.mark.parametrize(
     "content",
     [
         b"not json",
         b"[1, 2]",
-        b'{"clients": [], "tokens": 3}',
-        json.dumps(
-            {
-                "clients": {ISSUER: {"client_id": 5}},
-                "tokens": {f"{RESOURCE} {ISSUER}": {"access_token": "a", "expires_at": "soon"}},
-            }
-        ).encode(),
-        json.dumps(
-            {
-                "clients": {ISSUER: {"client_id": "c", "client_secret": "s"}},  # no issuer
-                "tokens": {f"{RESOURCE} {ISSUER}": {"access_token": "a", "extra": 1}},
-            }
-        ).encode(),
-        json.dumps({"tokens": {f"{RESOURCE} {ISSUER}": {"access_token": None}}}).encode(),
+        b"[" * 100_000,  # nested too deep for the parser
+        b'{"namespaces": 3}',
+        b'{"namespaces": {"ns": []}}',
+        *_MALFORMED_PARTS,
         b" " * (1024 * 1024 + 1),  # over the bound
     ],
 )
 async def test_what_does_not_parse_reads_as_absent_and_is_replaced(
-    tmp_path: Path, content: bytes
+    tmp_path: Path, content: bytes | object, namespace: str | None
 ) -> None:
     path = tmp_path / "oauth.json"
+    if not isinstance(content, bytes):  # the storage's part: where its namespace says
+        content = json.dumps(content if namespace is None else {"namespaces": {namespace: content}})
+        content = content.encode()
     path.write_bytes(content)
-    store = FileOAuthStorage(path)
+    store = FileOAuthStorage(path, namespace=namespace)
     assert await store.load_client(ISSUER) is None
     assert await store.load_token(RESOURCE, ISSUER) is None
     await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
@@ -100,3 +131,25 @@ async def test_a_failed_write_leaves_the_file_and_no_temporary(
         await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
     assert [p.name for p in tmp_path.iterdir()] == ["oauth.json"]
     assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="old")
+
+
+async def test_the_new_file_is_on_the_disk_before_it_replaces_the_old_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "oauth.json"
+    done: list[tuple[str, int]] = []  # (what, the file's inode)
+    fsync, replace = os.fsync, os.replace
+
+    def record_fsync(fd: int) -> None:
+        done.append(("fsync", os.fstat(fd).st_ino))
+        fsync(fd)
+
+    def record_replace(src: str, dst: Path) -> None:
+        done.append(("replace", os.stat(src).st_ino))
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", record_fsync)
+    monkeypatch.setattr(os, "replace", record_replace)
+    await FileOAuthStorage(path).save_token(RESOURCE, ISSUER, OAuthToken(access_token="t"))
+    [(first, synced), (then, renamed)] = done
+    assert (first, then) == ("fsync", "replace") and synced == renamed
