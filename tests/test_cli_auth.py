@@ -8,6 +8,7 @@ server's redirect to the CLI's listener on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import base64
 import queue
 import socket
 import stat
@@ -19,14 +20,18 @@ import urllib.request
 import webbrowser
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 import trio
 
-from mcp_trio import FileOAuthStorage, OAuth
+from mcp_trio import FileOAuthStorage, LoopbackRedirect, OAuth
 from mcp_trio._cli import main
 from mcp_trio._cli_auth import AuthOptions, client_auth, default_token_store
+from mcp_trio._cli_util import UsageError
 
+from .trio.test_oauth import start_fake
 from .trio.test_oauth_e2e import Setup, start
 
 
@@ -71,7 +76,9 @@ def test_oauth_authorizes_in_the_browser_and_the_token_store_serves_the_next_run
     protected: Setup, browser: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "mcp-trio" / "oauth.json"
-    argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", "0"]
+    # One port at both runs: the registration, and the tokens, are for its redirect URI.
+    port = str(LoopbackRedirect().port)
+    argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", port]
     argv += ["--token-store", str(store)]
     assert main(argv) == 0, capsys.readouterr().err
     out, err = capsys.readouterr()
@@ -151,8 +158,14 @@ def test_a_static_bearer_token(
     ("args", "fragment"),
     [
         (["--bearer", "x", "--oauth"], "--bearer is a token of its own"),
-        (["--bearer", "x", "--bearer-env", "HOME"], "not both"),
-        (["--bearer-env", "MCP_TRIO_TEST_UNSET"], "is not set"),
+        (["--bearer", "x", "--bearer-env", "HOME"], "not allowed with argument --bearer"),
+        (["--bearer-env", "MCP_TRIO_TEST_UNSET"], "--bearer-env: the variable"),
+        (["--client-secret", "s", "--client-secret-env", "HOME"], "not allowed with"),
+        (
+            ["--client-id", "c", "--issuer", "https://as", "--client-secret-env", "MCP_TRIO_X"],
+            "--client-secret-env: the variable MCP_TRIO_X is not set",
+        ),
+        (["--client-secret-env", "HOME", "--client-id", "c"], "needs --client-id and --issuer"),
         (["--client-secret", "s", "--client-id", "c"], "needs --client-id and --issuer"),
         (["--client-id", "c"], "--client-id needs --oauth"),
         (["--issuer", "https://as.example"], "--issuer is for --client-id"),
@@ -168,6 +181,100 @@ def test_flags_that_do_not_go_together(
 ) -> None:
     assert main(["list", "http://127.0.0.1:9/mcp", *args]) == 2
     assert fragment in capsys.readouterr().err
+
+
+def test_the_token_store_keeps_each_identity_apart(
+    protected: Setup,
+    browser: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    store = ["--token-store", str(tmp_path / "oauth.json")]
+    port = str(LoopbackRedirect().port)
+    user = ["call", protected.url, "whoami", "--oauth", "--redirect-port", port, *store]
+    assert main(user) == 0, capsys.readouterr().err
+    assert len(browser) == 1
+    used = len(protected.accepted)  # (the user's token, at each request)
+    # A service (the client credentials grant) does not use the user's token: it asks
+    # for its own, which this authorization server refuses.
+    monkeypatch.setenv("SVC_SECRET", "s3cret")
+    service = ["--client-id", "svc", "--client-secret-env", "SVC_SECRET"]
+    service += ["--issuer", protected.asrv.issuer]
+    assert main(["call", protected.url, "whoami", *service, *store]) == 1
+    assert "unsupported_grant_type" in capsys.readouterr().err
+    [*_, (_, _, asked)] = [r for r in protected.asrv.requests if r[1] == "/token"]
+    basic = base64.b64decode(asked["authorization"].removeprefix("Basic "))
+    assert basic == b"svc:s3cret"  # the secret from the environment
+    first, *then = [t["grant_type"] for t in protected.asrv.token_requests]
+    assert first == "authorization_code" and set(then) == {"client_credentials"}
+    assert len(protected.accepted) == used  # the user's token went nowhere
+    # Another client ID (the user through it) is asked again; then each finds its own.
+    assert main([*user, "--client-id", "other"]) == 0
+    assert main(user) == 0 and main([*user, "--client-id", "other"]) == 0
+    assert len(browser) == 2 and len(protected.asrv.authorizations) == 2
+    assert protected.asrv.authorizations[1]["client_id"] == "other"
+
+
+def test_a_legacy_server_without_resource_metadata_is_authorized_at_its_origin(
+    browser: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    started: queue.Queue[tuple[Any, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
+
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            fake = await start_fake(nursery, no_prm=True)  # 2025-03-26: no metadata
+            started.put((fake, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
+            await trio.sleep_forever()
+
+    thread = threading.Thread(target=trio.run, args=(serve,))
+    thread.start()
+    fake, token, scope = started.get(timeout=10)
+    try:
+        argv = ["list", fake.url, "tools", "--oauth", "--token-store", "none"]
+        for era in ("legacy", "auto"):
+            assert main([*argv, "--era", era]) == 0, capsys.readouterr().err
+            assert "echo" in capsys.readouterr().out
+        # The modern era requires the metadata.
+        assert main([*argv, "--era", "modern"]) == 1
+        assert "no protected-resource metadata" in capsys.readouterr().err
+    finally:
+        trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join(10)
+    assert len(browser) == 2
+
+
+def test_with_no_home_directory_only_the_default_token_store_fails(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pwd = pytest.importorskip("pwd")
+
+    def no_entry(uid: int) -> object:  # a uid with no passwd entry (docker run --user N)
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", no_entry)
+    monkeypatch.setattr(sys, "platform", "linux")
+    for name in ("HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["--version"]) == 0
+    assert main(["list", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "mcp-trio/oauth.json in the user's configuration directory" in out
+    assert main(["list", "http://127.0.0.1:9/mcp", "--oauth"]) == 2
+    assert "no home directory for the default token store: give --token-store" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(UsageError, match="--token-store"):
+        default_token_store()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert default_token_store() == tmp_path / "mcp-trio" / "oauth.json"
+
+
+def test_the_help_says_which_values_other_users_see(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["call", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--bearer and --client-secret are visible to other users of this machine" in out
+    assert "--client-secret-env NAME" in out
 
 
 @pytest.mark.parametrize(
@@ -196,11 +303,17 @@ def test_what_the_flags_build() -> None:
     assert auth.scope == "a b" and auth.client is None
     assert isinstance(auth.storage, FileOAuthStorage)
     assert auth.storage.redirect_uri == auth.redirect_uri
+    assert auth.storage.namespace == "authorization_code http://127.0.0.1:8123/callback"
+    auth, _ = client_auth(attrs.evolve(options, client_id="c"), url, {}, sys.stderr)
+    assert isinstance(auth, OAuth) and isinstance(auth.storage, FileOAuthStorage)
+    assert auth.storage.namespace == "authorization_code http://127.0.0.1:8123/callback c"
     options = AuthOptions(client_id="c", client_secret="s", issuer="https://as.example")
     auth, _ = client_auth(options, url, {}, sys.stderr)
     assert auth is not None and auth.on_authorize is None  # the client credentials grant
     assert auth.client is not None and auth.client.client_secret == "s"
     assert isinstance(auth.storage, FileOAuthStorage) and auth.storage.path == default_token_store()
+    assert auth.storage.namespace == "client_credentials c"
+    assert auth.storage.redirect_uri is None
 
 
 def test_the_default_token_store_is_in_the_users_config_directory(

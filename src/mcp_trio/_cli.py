@@ -22,7 +22,7 @@ from typing import NoReturn
 import trio
 
 from . import __version__
-from ._cli_auth import DEFAULT_REDIRECT_PORT, AuthOptions, default_token_store
+from ._cli_auth import DEFAULT_REDIRECT_PORT, AuthOptions
 from ._cli_client import (
     LIST_KINDS,
     ClientOptions,
@@ -182,9 +182,18 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _auth_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("authorization (http(s):// targets; --bearer: ws(s):// too)")
-    group.add_argument("--bearer", metavar="TOKEN", help="send this bearer token")
-    group.add_argument(
+    group = parser.add_argument_group(
+        "authorization (http(s):// targets; --bearer: ws(s):// too)",
+        # (the formatter keeps descriptions as written: lines of help's width)
+        "The values of --bearer and --client-secret are visible to other users of this\n"
+        "machine (in the process list) and kept in shell history: prefer --bearer-env\n"
+        "and --client-secret-env.",
+    )
+    bearer = group.add_mutually_exclusive_group()
+    bearer.add_argument(
+        "--bearer", metavar="TOKEN", help="send this bearer token (visible to other local users)"
+    )
+    bearer.add_argument(
         "--bearer-env", metavar="NAME", help="send the bearer token in the variable NAME"
     )
     group.add_argument(
@@ -206,10 +215,15 @@ def _auth_options(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_REDIRECT_PORT})",
     )
     group.add_argument("--client-id", metavar="ID", help="a client registered beforehand")
-    group.add_argument(
+    secret = group.add_mutually_exclusive_group()
+    secret.add_argument(
         "--client-secret",
         metavar="SECRET",
-        help="its secret (needs --issuer); without --oauth: the client credentials grant",
+        help="its secret (needs --issuer; visible to other local users); without --oauth: "
+        "the client credentials grant",
+    )
+    secret.add_argument(
+        "--client-secret-env", metavar="NAME", help="--client-secret, in the variable NAME"
     )
     group.add_argument(
         "--issuer", metavar="URL", help="the authorization server --client-id is registered at"
@@ -218,25 +232,34 @@ def _auth_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--token-store",
         metavar="FILE",
-        help="keep registrations and tokens in FILE (mode 0600), or 'none' "
-        f"(default: {default_token_store()})",
+        help="keep registrations and tokens in FILE (mode 0600), or 'none' (default: "
+        "mcp-trio/oauth.json in the user's configuration directory: $XDG_CONFIG_HOME or "
+        "~/.config; %%APPDATA%% on Windows)",
     )
 
 
+def _from_env(flag: str, name: str | None) -> str | None:
+    """The value of the variable ``name`` (``--bearer-env NAME``), if a name was given."""
+    if name is None:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise UsageError(f"{flag}: the variable {name} is not set")
+    return value
+
+
 def _auth(args: argparse.Namespace) -> AuthOptions:
-    bearer = args.bearer
-    if args.bearer_env is not None:
-        if bearer is not None:
-            raise UsageError("--bearer or --bearer-env: not both")
-        bearer = os.environ.get(args.bearer_env)
-        if not bearer:
-            raise UsageError(f"--bearer-env: the variable {args.bearer_env} is not set")
+    # (argparse refuses --bearer with --bearer-env, --client-secret with its -env)
+    bearer = _from_env("--bearer-env", args.bearer_env) if args.bearer is None else args.bearer
+    secret = args.client_secret
+    if secret is None:
+        secret = _from_env("--client-secret-env", args.client_secret_env)
     options = AuthOptions(
         bearer=bearer,
         oauth=args.oauth,
         browser=args.browser,
         client_id=args.client_id,
-        client_secret=args.client_secret,
+        client_secret=secret,
         issuer=args.issuer,
         scope=args.scope,
         token_store=args.token_store,

@@ -8,6 +8,7 @@ for an HTTP target that asks for it.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping
@@ -21,7 +22,13 @@ from ._cli_util import UsageError
 if TYPE_CHECKING:
     from ._oauth import OAuth
 
-__all__ = ["DEFAULT_REDIRECT_PORT", "AuthOptions", "client_auth", "default_token_store"]
+__all__ = [
+    "DEFAULT_REDIRECT_PORT",
+    "AuthOptions",
+    "client_auth",
+    "default_token_store",
+    "token_namespace",
+]
 
 DEFAULT_REDIRECT_PORT: Final = 33418
 """The loopback redirect port of ``--oauth`` (``--redirect-port``): the same at every
@@ -42,7 +49,8 @@ class AuthOptions:
     client_id: str | None = None
     """``--client-id``: a pre-registered client."""
     client_secret: str | None = attrs.field(default=None, repr=False)
-    """``--client-secret`` (without ``--oauth``: the client credentials grant)."""
+    """``--client-secret`` (or the variable ``--client-secret-env`` names; without
+    ``--oauth``: the client credentials grant)."""
     issuer: str | None = None
     """``--issuer``: the authorization server the client is registered at."""
     scope: str | None = None
@@ -97,10 +105,35 @@ class AuthOptions:
 def default_token_store() -> Path:
     """Where ``--oauth`` keeps tokens by default: ``mcp-trio/oauth.json`` in the
     user's configuration directory (``$XDG_CONFIG_HOME``, else ``~/.config``;
-    ``%APPDATA%`` on Windows)."""
+    ``%APPDATA%`` on Windows, else as elsewhere).
+
+    Raises:
+        UsageError: there is no home directory to find it in (no ``HOME``, and a user
+            with no entry in the password database, as in a container).
+    """
     base = os.environ.get("APPDATA") if sys.platform == "win32" else None
-    base = base or os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = base or os.environ.get("XDG_CONFIG_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".config")
+        except RuntimeError:  # (Path.home: "Could not determine home directory.")
+            raise UsageError(
+                "no home directory for the default token store: give --token-store FILE "
+                "(or --token-store none)"
+            ) from None
     return Path(base) / "mcp-trio" / "oauth.json"
+
+
+def token_namespace(options: AuthOptions, redirect_uri: str | None) -> str:
+    """Whose tokens these are, as the token store's namespace: the user through the
+    redirect (a registration is for one redirect URI) as ``--client-id`` or the client
+    registered there, or the client itself (the client credentials grant). The store
+    keys tokens by resource and issuer: without it, a run as one identity would use
+    another's token."""
+    if redirect_uri is not None:
+        user = f"authorization_code {redirect_uri}"
+        return user if options.client_id is None else f"{user} {options.client_id}"
+    return f"client_credentials {options.client_id}"
 
 
 def client_auth(
@@ -109,8 +142,8 @@ def client_auth(
     """The ``auth=`` and the headers for a client of ``url``.
 
     Raises:
-        UsageError: an OAuth flag for a target that is not ``http(s)://``, or a second
-            ``Authorization``.
+        UsageError: an OAuth flag for a target that is not ``http(s)://``, a second
+            ``Authorization``, or no home directory for the default token store.
     """
     headers = dict(headers)
     is_http = url.lower().startswith(("http://", "https://"))
@@ -128,11 +161,15 @@ def client_auth(
             "--oauth and --client-* are for http(s):// targets (a WebSocket server takes a "
             "static token: --bearer)"
         )
+    # Before anything is bound or imported: a usage error is the first thing to say.
+    path = None
+    if options.token_store != "none":
+        path = default_token_store() if options.token_store is None else options.token_store
     # The OAuth binding, for this target only (see the module docstring).
     from mcp_sansio import ClientCredentials  # noqa: PLC0415
 
     from ._oauth import InMemoryOAuthStorage, OAuth, OAuthStorage  # noqa: PLC0415
-    from ._oauth_loopback import LoopbackRedirect  # noqa: PLC0415
+    from ._oauth_loopback import LoopbackRedirect, show_url  # noqa: PLC0415
     from ._oauth_store import FileOAuthStorage  # noqa: PLC0415
 
     client = None
@@ -143,18 +180,15 @@ def client_auth(
     redirect = None
     if options.oauth:
         port = DEFAULT_REDIRECT_PORT if options.redirect_port is None else options.redirect_port
-
-        def show(url: str) -> None:
-            print(f"Open this URL to authorize:\n  {url}", file=err, flush=True)
-
-        redirect = LoopbackRedirect(port=port, open_browser=options.browser, on_url=show)
+        on_url = functools.partial(show_url, file=err)
+        redirect = LoopbackRedirect(port=port, open_browser=options.browser, on_url=on_url)
     storage: OAuthStorage
-    if options.token_store == "none":
+    if path is None:
         storage = InMemoryOAuthStorage()
     else:
-        path = default_token_store() if options.token_store is None else options.token_store
+        redirect_uri = None if redirect is None else redirect.redirect_uri
         storage = FileOAuthStorage(
-            path, redirect_uri=None if redirect is None else redirect.redirect_uri
+            path, redirect_uri=redirect_uri, namespace=token_namespace(options, redirect_uri)
         )
     auth = OAuth(
         redirect=redirect,

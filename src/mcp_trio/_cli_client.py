@@ -204,8 +204,12 @@ async def connect(
         if auth is not None and options.auth.oauth:
             # Before the first request: the user may take longer in the browser than
             # the handshake may wait (OAuth.authorize: a stored token asks nobody).
+            # A server without protected-resource metadata has its authorization
+            # server at its origin if it may be a 2025-03-26 one, as open_client
+            # decides at a first 401 before any version is negotiated: not in the
+            # modern era.
             try:
-                await auth.authorize(target.where)
+                await auth.authorize(target.where, legacy_fallback=options.era != "modern")
             except Exception as exc:
                 problem = describe(exc)
                 if problem is None:

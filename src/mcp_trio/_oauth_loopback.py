@@ -47,7 +47,7 @@ import sys
 import webbrowser
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Final, final
+from typing import Final, TextIO, final
 from urllib.parse import parse_qs, urlsplit
 
 import h11
@@ -71,8 +71,10 @@ _REASONS: Final = {
 }
 
 
-def _show_on_stderr(url: str) -> None:
-    print(f"Open this URL to authorize:\n  {url}", file=sys.stderr, flush=True)
+def show_url(url: str, file: TextIO | None = None) -> None:
+    """Show the authorization URL to the user on ``file`` (default: stderr): the
+    default ``on_url``."""
+    print(f"Open this URL to authorize:\n  {url}", file=file or sys.stderr, flush=True)
 
 
 @final
@@ -131,7 +133,7 @@ class LoopbackRedirect:
         self.path: Final = path
         self.open_browser: Final = open_browser
         self.opener: Final = opener if opener is not None else webbrowser.open
-        self.on_url: Final = on_url if on_url is not None else _show_on_stderr
+        self.on_url: Final = on_url if on_url is not None else show_url
         self.timeout: Final = timeout
         self.connection_timeout: Final = connection_timeout
         self.max_connections: Final = max_connections
