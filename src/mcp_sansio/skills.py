@@ -23,13 +23,21 @@ valid skill is a failure of its own; PyYAML's safe loader is the standard one. T
 changes make its output JSON: timestamps stay strings (the server rendered them to JSON
 as written), and anything JSON cannot hold (binary, sets, non-string keys, NaN) is
 refused. The parsed value is walked with a node budget, so an alias bomb in a small
-frontmatter cannot blow up the comparison.
+frontmatter cannot blow up the comparison. Two more refusals keep the entry and the file
+one value: a key repeated in a mapping (PyYAML would keep the last, so a reader of the
+file could see what the entry hides), and an integer beyond 64 bits (our JSON cannot
+send it; a peer's decoder reads it as a float). PyYAML reads YAML 1.1: ``on``/``yes``
+are ``true``, ``0755`` is 493, ``1:30`` is 90. A host with a YAML 1.2 parser reads those
+unquoted values otherwise; authors who want strings quote them.
+
+Paths: every segment of a skill URI -- its skill path, a manifest file's path below the
+root, a resolved reference -- passes one rule (``_is_clean_segment``), so nothing names
+a file outside its skill for any reader, however it decodes or resolves the URI.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import hashlib
 import importlib
@@ -68,6 +76,7 @@ __all__ = [
     "is_skill_name",
     "parse_frontmatter",
     "parse_skill",
+    "read_message_size",
     "resolve_skill_file",
     "sha256_digest",
     "skill_json",
@@ -100,6 +109,13 @@ MAX_FRONTMATTER_SIZE: Final = 64 * 1024
 """Our bound on the YAML frontmatter of one ``SKILL.md``, in characters."""
 _MAX_FRONTMATTER_NODES: Final = 10_000
 _MAX_FRONTMATTER_DEPTH: Final = 64
+# Room for the JSON-RPC envelope of a resources/read answer beside its content and URIs:
+# jsonrpc, id, contents, mimeType, _meta and a modern era's resultType and cache fields.
+_READ_ENVELOPE: Final = 4096
+# The integers our JSON (orjson) writes and reads exactly: a signed or unsigned 64-bit one.
+# Beyond, orjson refuses to encode and decodes as a float: not the value the author wrote.
+_MIN_INT: Final = -(2**63)
+_MAX_INT: Final = 2**64 - 1
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 # Agent Skills, "name field": 1-64 characters, lowercase letters, digits and hyphens, no
@@ -109,6 +125,11 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # RFC 3986: reg-name = *( unreserved / pct-encoded / sub-delims ); segment adds ":" and "@".
 _REG_NAME = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+")
 _SEGMENT = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+")
+# A path segment of a skill URI must stay where it is, for every reader: not empty, "."
+# or ".." (dot-segments, RFC 3986 5.2.4), no percent-encoded dot, slash or backslash
+# (which some resolvers decode into one), no backslash (a separator on Windows), no "?"
+# or "#" (which would end the path).
+_BAD_SEGMENT = re.compile(r"[\\?#]|%(?:2[eEfF]|5[cC])")
 _FRONTMATTER_OPEN = re.compile(r"---[ \t]*\r?\n")
 _FRONTMATTER_CLOSE = re.compile(r"^---[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
 
@@ -195,6 +216,12 @@ class Skill:
 # ---------------------------------------------------------------------------------- URIs
 
 
+def _is_clean_segment(segment: str) -> bool:
+    """Whether ``segment`` may be a path segment of a skill URI (see ``_BAD_SEGMENT``):
+    the one rule for skill paths, file paths, manifest URIs and resolved references."""
+    return segment not in ("", ".", "..") and _BAD_SEGMENT.search(segment) is None
+
+
 def is_skill_name(value: object) -> bool:
     """Whether ``value`` is a valid Agent Skills ``name``."""
     return isinstance(value, str) and _NAME.fullmatch(value) is not None
@@ -215,7 +242,7 @@ def skill_uri(name: str, prefix: str = "", scheme: str = "skill") -> str:
     segments = [*prefix.split("/"), name] if prefix else [name]
     for index, segment in enumerate(segments[:-1]):
         pattern = _REG_NAME if index == 0 else _SEGMENT
-        if segment in (".", "..") or pattern.fullmatch(segment) is None:
+        if not _is_clean_segment(segment) or pattern.fullmatch(segment) is None:
             raise ValueError(f"not a valid skill-path segment: {segment!r} in {prefix!r}")
     return f"{scheme}://{'/'.join(segments)}/{SKILL_MD}"
 
@@ -223,8 +250,9 @@ def skill_uri(name: str, prefix: str = "", scheme: str = "skill") -> str:
 def skill_root(uri: str) -> str:
     """The root directory URI of the skill whose ``SKILL.md`` is at ``uri``.
 
-    ``<scheme>://<skill-path>/SKILL.md``: one or more non-empty ``/``-separated
-    segments, the last a valid skill name (spec: Resource Mapping).
+    ``<scheme>://<skill-path>/SKILL.md``: one or more ``/``-separated segments, none
+    empty, a dot-segment, or holding a backslash, ``?``, ``#`` or a percent-encoded
+    dot, slash or backslash; the last a valid skill name (spec: Resource Mapping).
 
     Raises:
         ValueError: ``uri`` is not the URI of a ``SKILL.md`` of that form.
@@ -234,7 +262,7 @@ def skill_root(uri: str) -> str:
     if match is None or not uri.endswith(suffix):
         raise ValueError(f"not the URI of a skill's {SKILL_MD}: {uri!r}")
     segments = uri[match.end() : -len(suffix)].split("/")
-    if any(not segment or segment in (".", "..") for segment in segments):
+    if not all(_is_clean_segment(segment) for segment in segments):
         raise ValueError(f"not the URI of a skill's {SKILL_MD} (bad skill path): {uri!r}")
     if not is_skill_name(segments[-1]):
         raise ValueError(f"the final skill-path segment of {uri!r} is not a valid skill name")
@@ -243,12 +271,17 @@ def skill_root(uri: str) -> str:
 
 def resolve_skill_file(skill: Skill, reference: str) -> str:
     """The URI of a file of ``skill``: a URI as is, or a relative reference (POSIX path)
-    resolved against the skill's root (spec: Relative References).
+    resolved against the skill's root (spec: Relative References). Either way, a URI
+    within the skill's root must reach a file within it: each segment after the root
+    is checked with the rule of :func:`skill_root` (no ``..``, ``%2e%2e``, ``\\``,
+    ``?``, ``#``...), after ``.`` and ``..`` of a relative reference are resolved.
 
     Raises:
         ValueError: an absolute path, an empty one, or one that leaves the skill.
     """
     if _SCHEME.match(reference):
+        if reference.startswith(skill.root + "/"):
+            _check_file_path(reference[len(skill.root) + 1 :], reference)
         return reference
     parts: list[str] = []
     for segment in reference.split("/"):
@@ -264,7 +297,20 @@ def resolve_skill_file(skill: Skill, reference: str) -> str:
             parts.append(segment)
     if not parts:
         raise ValueError(f"{reference!r} names no file")
-    return skill.root + "/" + "/".join(parts)
+    path = "/".join(parts)
+    _check_file_path(path, reference)
+    return skill.root + "/" + path
+
+
+def _check_file_path(path: str, what: str) -> None:
+    """``path`` (a file's path below a skill's root) names a file within the skill.
+
+    Raises:
+        ValueError: a segment of it does not (see :func:`_is_clean_segment`).
+    """
+    for segment in path.split("/"):
+        if not _is_clean_segment(segment):
+            raise ValueError(f"{what!r} leaves the skill's directory or is not a clean path")
 
 
 # ------------------------------------------------------------------------------- entries
@@ -289,7 +335,9 @@ def parse_skill(entry: object) -> Skill:
             final skill-path segment) and ``description``, ``resources`` neither an
             array nor ``"dynamic"``, or a file without a URI within the skill, a
             ``sha256:`` digest and a size, listed twice, or no entry for ``SKILL.md``
-            (spec: Skill Entries). Such an entry MUST NOT be loaded.
+            (spec: Skill Entries); or a frontmatter holding what the rules of
+            :func:`parse_frontmatter` refuse (an integer beyond 64 bits, too many
+            nodes or too deep). Such an entry MUST NOT be loaded.
     """
     if not isinstance(entry, Mapping):
         raise RemoteProtocolError("invalid skill entry: not an object")
@@ -312,9 +360,13 @@ def parse_skill(entry: object) -> Skill:
         raise RemoteProtocolError(
             f"invalid skill entry {uri}: the final skill-path segment is not {name!r}"
         )
+    try:
+        fields: dict[str, Any] = _json_value(frontmatter, [_MAX_FRONTMATTER_NODES], 0)
+    except FrontmatterError as exc:
+        raise RemoteProtocolError(f"invalid skill entry {uri}: {exc}") from None
     resources = entry.get("resources")
     if resources == DYNAMIC:
-        return Skill(uri=uri, frontmatter=dict(frontmatter), resources=DYNAMIC)
+        return Skill(uri=uri, frontmatter=fields, resources=DYNAMIC)
     if not isinstance(resources, list):
         raise RemoteProtocolError(
             f"invalid skill entry {uri}: 'resources' must be an array or {DYNAMIC!r}"
@@ -325,7 +377,7 @@ def parse_skill(entry: object) -> Skill:
         raise RemoteProtocolError(f"invalid skill entry {uri}: a file is listed twice")
     if uri not in uris:
         raise RemoteProtocolError(f"invalid skill entry {uri}: 'resources' omits {SKILL_MD}")
-    return Skill(uri=uri, frontmatter=dict(frontmatter), resources=files)
+    return Skill(uri=uri, frontmatter=fields, resources=files)
 
 
 def _parse_file(skill_uri: str, root: str, item: object) -> SkillFile:
@@ -336,6 +388,12 @@ def _parse_file(skill_uri: str, root: str, item: object) -> SkillFile:
         raise RemoteProtocolError(
             f"invalid skill entry {skill_uri}: resource {uri!r} is not within the skill"
         )
+    try:
+        _check_file_path(uri[len(root) + 1 :], uri)
+    except ValueError:
+        raise RemoteProtocolError(
+            f"invalid skill entry {skill_uri}: resource {uri!r} is not within the skill"
+        ) from None
     if not is_digest(digest):
         raise RemoteProtocolError(
             f"invalid skill entry {skill_uri}: {uri} has no sha256:<64 lowercase hex> digest"
@@ -375,8 +433,10 @@ def build_skill(uri: str, files: Mapping[str, bytes]) -> Skill:
     if SKILL_MD not in files:
         raise ValueError(f"{root}: a skill needs a {SKILL_MD}")
     for path in files:
-        if any(s in ("", ".", "..") for s in path.split("/")):
-            raise ValueError(f"{root}: not a clean relative file path: {path!r}")
+        try:
+            _check_file_path(path, path)
+        except ValueError:
+            raise ValueError(f"{root}: not a clean relative file path: {path!r}") from None
     frontmatter = parse_frontmatter(files[SKILL_MD].decode("utf-8"))
     if root.rsplit("/", 1)[-1] != frontmatter["name"]:
         raise ValueError(
@@ -470,7 +530,7 @@ def content_bytes(contents: object, uri: str, *, limit: int = MAX_SKILL_TOTAL_SI
                 elif isinstance(blob, str) and len(blob) <= (limit + 2) // 3 * 4:
                     try:
                         data = base64.b64decode(blob, validate=True)
-                    except binascii.Error:
+                    except ValueError:  # (binascii.Error, or non-ASCII characters)
                         raise SkillVerificationError(uri, "the blob is not base64") from None
                 else:
                     break
@@ -478,6 +538,16 @@ def content_bytes(contents: object, uri: str, *, limit: int = MAX_SKILL_TOTAL_SI
                     break
                 return data
     raise SkillVerificationError(uri, "resources/read returned no usable content for it")
+
+
+def read_message_size(entry: SkillFile) -> int:
+    """The size of the ``resources/read`` answer that carries ``entry``'s file as a blob,
+    in bytes, at most: its bytes base64-encoded (4 for every 3) and the JSON-RPC envelope
+    around them. A server may send any file so, so a client whose messages are bounded
+    below this (``ConnectionConfig.max_message_size``) should not ask for it. (Sent as
+    text, the answer is usually smaller; text full of characters JSON escapes can be
+    larger.)"""
+    return 4 * ((entry.size + 2) // 3) + 2 * len(entry.uri.encode("utf-8")) + _READ_ENVELOPE
 
 
 def split_frontmatter(text: str) -> str:
@@ -506,8 +576,9 @@ def split_frontmatter(text: str) -> str:
 @functools.cache
 def _yaml_loader() -> tuple[Any, Any]:
     """PyYAML and its safe loader (the C one when built with libyaml) without the
-    timestamp resolver, so dates stay strings: imported on first use (an optional
-    dependency)."""
+    timestamp resolver, so dates stay strings, and refusing a key repeated in one
+    mapping (PyYAML would keep the last: the entry and a reader could then see
+    different values): imported on first use (an optional dependency)."""
     try:
         yaml = importlib.import_module("yaml")
     except ImportError as exc:
@@ -515,7 +586,29 @@ def _yaml_loader() -> tuple[Any, Any]:
             "skill frontmatter is YAML, which needs PyYAML: pip install 'mcp-trio[skills]'"
         ) from exc
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader: Any = type("SkillFrontmatterLoader", (base,), {})
+
+    def construct_mapping(self: Any, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # (`<<`: merged keys are overridden by design, not repeated)
+                key = self.construct_object(key_node, deep=deep)
+                try:
+                    repeated = key in seen
+                except TypeError:
+                    continue  # (unhashable: the base constructor refuses it)
+                if repeated:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found a repeated key {key!r}",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return base.construct_mapping(self, node, deep)
+
+    loader: Any = type("SkillFrontmatterLoader", (base,), {"construct_mapping": construct_mapping})
     loader.yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in base.yaml_implicit_resolvers.items()
@@ -528,8 +621,9 @@ def parse_frontmatter(text: str) -> dict[str, Any]:
     unsafe loader).
 
     Raises:
-        FrontmatterError: no frontmatter block, invalid YAML, not a mapping, a value JSON
-            cannot hold, too big or deep, or no string ``name`` and ``description``.
+        FrontmatterError: no frontmatter block, invalid YAML, a key repeated in a
+            mapping, not a mapping, a value JSON cannot hold (an integer beyond 64 bits
+            included), too big or deep, or no string ``name`` and ``description``.
         ImportError: PyYAML is not installed (``pip install 'mcp-trio[skills]'``).
     """
     source = split_frontmatter(text)
@@ -538,6 +632,10 @@ def parse_frontmatter(text: str) -> dict[str, Any]:
         value = yaml.load(source, Loader=loader)  # (a SafeLoader subclass, never the unsafe one)
     except yaml.YAMLError as exc:
         raise FrontmatterError(f"the frontmatter is not valid YAML: {exc}") from None
+    except ValueError as exc:  # (an integer past Python's int-string limit, say)
+        raise FrontmatterError(f"the frontmatter cannot be read: {exc}") from None
+    except RecursionError:  # (the pure-Python loader recurses per level of nesting)
+        raise FrontmatterError("the frontmatter is too deeply nested") from None
     if not isinstance(value, dict):
         raise FrontmatterError("the frontmatter is not a YAML mapping")
     budget = [_MAX_FRONTMATTER_NODES]
@@ -553,7 +651,14 @@ def _json_value(value: Any, budget: list[int], depth: int) -> Any:
     budget[0] -= 1
     if budget[0] < 0 or depth > _MAX_FRONTMATTER_DEPTH:
         raise FrontmatterError("the frontmatter is too large or too deeply nested")
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, int):
+        if not _MIN_INT <= value <= _MAX_INT:
+            raise FrontmatterError(
+                f"the frontmatter holds an integer beyond 64 bits ({value.bit_length()} bits),"
+                " which JSON peers cannot be relied on to read"
+            )
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -561,7 +666,7 @@ def _json_value(value: Any, budget: list[int], depth: int) -> Any:
         return value
     if isinstance(value, list):
         return [_json_value(v, budget, depth + 1) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise FrontmatterError("the frontmatter has a key that is not a string")
         return {k: _json_value(v, budget, depth + 1) for k, v in value.items()}
