@@ -459,9 +459,11 @@ class Server:
             The skill's entry (frontmatter, and each file's digest and size).
 
         Raises:
-            ValueError: no ``SKILL.md`` with ``name`` and ``description`` frontmatter, a
-                ``name`` that is invalid or not the directory's, a URI taken, or more
-                files or bytes than the extension's limits (512 files, 16 MiB).
+            ValueError: no ``SKILL.md`` with ``name`` and ``description`` frontmatter
+                (a key repeated, or an integer beyond 64 bits, is refused), a ``name``
+                that is invalid or not the directory's, a file path a URI cannot carry
+                as is, a URI taken, or more files or bytes than the extension's limits
+                (512 files, 16 MiB).
             ImportError: PyYAML is missing (``pip install 'mcp-trio[skills]'``).
         """
         from ._server_skills import add_skill  # noqa: PLC0415 -- on first use
@@ -473,7 +475,8 @@ class Server:
     ) -> list[Skill]:
         """Serve every skill under ``path``: each directory holding a ``SKILL.md``, at a
         skill path of ``prefix`` and its path below ``path`` (nested skills too: they
-        are also files of the skills that enclose them). See :meth:`add_skill`."""
+        are also files of the skills that enclose them). All are read and checked
+        before any is served: if one is refused, none is. See :meth:`add_skill`."""
         from ._server_skills import add_skills_dir  # noqa: PLC0415 -- on first use
 
         return add_skills_dir(self, path, prefix=prefix, scheme=scheme)

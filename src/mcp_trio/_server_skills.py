@@ -269,14 +269,22 @@ def _reader(data: bytes, mime_type: str) -> Any:
     return read
 
 
-def add_skill(
-    server: Server,
-    source: str | os.PathLike[str] | Mapping[str, bytes | str],
-    *,
-    prefix: str,
-    scheme: str,
-) -> Skill:
-    """:meth:`Server.add_skill <mcp_trio.Server.add_skill>`."""
+@final
+class _Prepared:
+    """A skill built and checked, not yet served: its entry, its files by URI and
+    their MIME types."""
+
+    def __init__(self, skill: Skill, files: Mapping[str, bytes]) -> None:
+        assert isinstance(skill.resources, tuple)
+        self.skill = skill
+        self.data = {f"{skill.root}/{path}": data for path, data in files.items()}
+        self.mime_types = {f.uri: mime_type_of(f.uri, self.data[f.uri]) for f in skill.resources}
+
+
+def _prepare(
+    source: str | os.PathLike[str] | Mapping[str, bytes | str], *, prefix: str, scheme: str
+) -> _Prepared:
+    """Read and build one skill; nothing is served yet."""
     if isinstance(source, Mapping):
         files = {
             path: data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -288,42 +296,81 @@ def add_skill(
     else:
         files = read_skill_dir(source)
         name = Path(source).resolve().name  # (build_skill checks it is the frontmatter's)
-    uri = skill_uri(name, prefix.strip("/"), scheme)
-    skill = build_skill(uri, files)
-    store = server._skill_store()
-    if store.get(uri) is not None:
-        raise ValueError(f"a skill is already served at {uri}")
-    assert isinstance(skill.resources, tuple)
-    by_uri = {f"{skill.root}/{path}": data for path, data in files.items()}
-    new = []
-    for file in skill.resources:  # check everything first: all or nothing
-        if file.uri in server._registry.resources:
-            if store.digest_of(file.uri) != file.digest:
+    return _Prepared(build_skill(skill_uri(name, prefix.strip("/"), scheme), files), files)
+
+
+def _serve(server: Server, batch: list[_Prepared]) -> None:
+    """Serve every skill of ``batch``, or none: every check is made before anything
+    changes. A file two skills share (a nested skill's files are also files of the
+    skill that encloses it) is one resource; a ``SKILL.md`` resource always carries its
+    own skill's ``name`` and ``description``, whichever skill registered it."""
+    if not batch:
+        return
+    # The server's store is not created until the checks pass (a refusal changes
+    # nothing); an empty one stands in for it meanwhile.
+    served = server._skills
+    store = served if served is not None else SkillStore(1, b"")
+    resources = server._registry.resources
+    digests: dict[str, str] = {}  # file URI -> digest, within the batch
+    skill_mds: dict[str, Skill] = {}  # SKILL.md URI -> its skill, within the batch
+    for prepared in batch:
+        skill = prepared.skill
+        if store.get(skill.uri) is not None or skill.uri in skill_mds:
+            raise ValueError(f"a skill is already served at {skill.uri}")
+        skill_mds[skill.uri] = skill
+        assert isinstance(skill.resources, tuple)
+        for file in skill.resources:
+            if digests.setdefault(file.uri, file.digest) != file.digest:
+                raise ValueError(f"two skills list {file.uri} with different content")
+            if file.uri in resources and store.digest_of(file.uri) != file.digest:
                 raise ValueError(f"a resource is already registered at {file.uri}")
-        else:
-            new.append(file)
-    mime_types = {f.uri: mime_type_of(f.uri, by_uri[f.uri]) for f in skill.resources}
-    for file in new:
-        is_skill_md = file.uri == uri
-        server.add_resource(
-            _reader(by_uri[file.uri], mime_types[file.uri]),
-            file.uri,
-            name=skill.name if is_skill_md else file.uri[len(skill.root) + 1 :],
-            description=skill.description if is_skill_md else None,
-            mime_type=mime_types[file.uri],
-        )
-    store.add(skill, mime_types)
-    return skill
+    store = server._skill_store()
+    registered: set[str] = set()
+    for prepared in batch:  # nothing can fail from here on
+        skill = prepared.skill
+        assert isinstance(skill.resources, tuple)
+        for file in skill.resources:
+            own = skill_mds.get(file.uri, store.get(file.uri))
+            if file.uri in registered:
+                continue  # (shared with a skill of the batch served before it)
+            if file.uri in resources:
+                if file.uri != skill.uri:
+                    continue  # (served already, by a skill that shares it)
+                # Served as a plain file of an enclosing skill: now a SKILL.md of its own.
+                server.remove_resource(file.uri)
+            registered.add(file.uri)
+            server.add_resource(
+                _reader(prepared.data[file.uri], prepared.mime_types[file.uri]),
+                file.uri,
+                name=own.name if own is not None else file.uri[len(skill.root) + 1 :],
+                description=own.description if own is not None else None,
+                mime_type=prepared.mime_types[file.uri],
+            )
+        store.add(skill, prepared.mime_types)
+
+
+def add_skill(
+    server: Server,
+    source: str | os.PathLike[str] | Mapping[str, bytes | str],
+    *,
+    prefix: str,
+    scheme: str,
+) -> Skill:
+    """:meth:`Server.add_skill <mcp_trio.Server.add_skill>`."""
+    prepared = _prepare(source, prefix=prefix, scheme=scheme)
+    _serve(server, [prepared])
+    return prepared.skill
 
 
 def add_skills_dir(
     server: Server, path: str | os.PathLike[str], *, prefix: str, scheme: str
 ) -> list[Skill]:
-    """:meth:`Server.add_skills_dir <mcp_trio.Server.add_skills_dir>`."""
+    """:meth:`Server.add_skills_dir <mcp_trio.Server.add_skills_dir>`: every skill is
+    read and built first, then all are served, or none."""
     root = Path(path)
     if not root.is_dir():
         raise ValueError(f"not a directory: {root}")
-    added = []
+    batch = []
     for top, dirs, _ in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         here = Path(top)
@@ -331,5 +378,6 @@ def add_skills_dir(
         if skill_md.is_file() and not skill_md.is_symlink():
             parent = "" if here == root else here.parent.relative_to(root).as_posix()
             where = "/".join(p for p in (prefix.strip("/"), parent) if p and p != ".")
-            added.append(add_skill(server, here, prefix=where, scheme=scheme))
-    return added
+            batch.append(_prepare(here, prefix=where, scheme=scheme))
+    _serve(server, batch)
+    return [prepared.skill for prepared in batch]

@@ -10,7 +10,12 @@ from typing import Any, Literal
 import pytest
 
 from mcp_sansio import ErrorCode
-from mcp_sansio.skills import MAX_SKILL_RESOURCES, SKILLS_EXTENSION, sha256_digest
+from mcp_sansio.skills import (
+    MAX_SKILL_RESOURCES,
+    MAX_SKILL_TOTAL_SIZE,
+    SKILLS_EXTENSION,
+    sha256_digest,
+)
 from mcp_trio import (
     BlockingClient,
     Client,
@@ -21,6 +26,7 @@ from mcp_trio import (
     SkillVerificationError,
     open_client,
 )
+from mcp_trio._server_skills import read_skill_dir
 
 SKILL_MD = (
     "---\nname: pdf-processing\ndescription: Extract PDFs\nlicense: Apache-2.0\n"
@@ -409,13 +415,134 @@ def test_add_skill_refuses(tmp_path: Path) -> None:
     assert "extensions" in server.capabilities()
 
 
-def test_a_directory_past_the_limits_is_not_read_whole(tmp_path: Path) -> None:
+def _record_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files read with ``Path.read_bytes`` from now on, in order."""
+    read: list[str] = []
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        read.append(self.name)
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    return read
+
+
+def test_a_directory_past_the_file_limit_is_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     skill = tmp_path / "big"
     write(skill, {"SKILL.md": "---\nname: big\ndescription: d\n---\n"})
-    for i in range(MAX_SKILL_RESOURCES):
+    for i in range(MAX_SKILL_RESOURCES - 1):  # with SKILL.md: exactly the limit
         (skill / f"f{i:03}").write_bytes(b"")
+    assert len(read_skill_dir(skill)) == MAX_SKILL_RESOURCES
+    (skill / "f511").write_bytes(b"")
+    (skill / "f512").write_bytes(b"")
+    read = _record_reads(monkeypatch)
     with pytest.raises(ValueError, match="more than 512 files"):
         Server("big").add_skill(skill)
+    assert len(read) == MAX_SKILL_RESOURCES  # the 513th file and the 514th: never read
+    assert "f511" not in read
+    assert "f512" not in read
+
+
+def test_a_directory_past_the_byte_limit_is_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = tmp_path / "heavy"
+    skill_md = "---\nname: heavy\ndescription: d\n---\n"
+    write(skill, {"SKILL.md": skill_md, "z-later.txt": "never read\n"})
+    with open(skill / "a.bin", "wb") as file:  # sparse: the limit, less SKILL.md
+        file.truncate(MAX_SKILL_TOTAL_SIZE - len(skill_md))
+    read = _record_reads(monkeypatch)
+    with pytest.raises(ValueError, match=f"more than {MAX_SKILL_TOTAL_SIZE} bytes"):
+        Server("heavy").add_skill(skill)  # ("z-later.txt": past the limit)
+    assert read == ["SKILL.md", "a.bin"]
+    (skill / "z-later.txt").unlink()
+    with open(skill / "b.bin", "wb") as file:  # one byte past it, before z
+        file.truncate(1)
+    read.clear()
+    with pytest.raises(ValueError, match=f"more than {MAX_SKILL_TOTAL_SIZE} bytes"):
+        read_skill_dir(skill)
+    assert read == ["SKILL.md", "a.bin"]
+    (skill / "b.bin").unlink()
+    assert sum(map(len, read_skill_dir(skill).values())) == MAX_SKILL_TOTAL_SIZE  # at it
+
+
+def test_add_skills_dir_serves_all_or_nothing(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "a-good/SKILL.md": "---\nname: a-good\ndescription: d\n---\n",
+            "z bad/SKILL.md": "---\nname: z-bad\ndescription: d\n---\n",
+        },
+    )
+    server = Server("atomic")
+    with pytest.raises(ValueError, match="not a valid skill name"):
+        server.add_skills_dir(tmp_path)  # ("z bad": after "a-good", which is not served)
+    assert "extensions" not in server.capabilities()
+    assert server.handlers().request_handler("skills/list") is None
+    assert not server._registry.resources
+    # A resource taken at a later skill's file: nothing of the earlier one is served.
+    (tmp_path / "z bad/SKILL.md").unlink()
+    (tmp_path / "z bad").rmdir()
+    write(tmp_path, {"b-taken/SKILL.md": "---\nname: b-taken\ndescription: d\n---\n"})
+
+    @server.resource("skill://b-taken/SKILL.md")
+    async def taken() -> str:
+        return "mine"
+
+    with pytest.raises(ValueError, match="already registered"):
+        server.add_skills_dir(tmp_path)
+    assert list(server._registry.resources) == ["skill://b-taken/SKILL.md"]
+    assert "extensions" not in server.capabilities()
+    server.remove_resource("skill://b-taken/SKILL.md")
+    assert [s.name for s in server.add_skills_dir(tmp_path)] == ["a-good", "b-taken"]
+
+
+NESTED = {
+    "outer/SKILL.md": "---\nname: outer\ndescription: Outer\n---\n",
+    "outer/notes.md": "notes\n",
+    "outer/inner/SKILL.md": "---\nname: inner\ndescription: Inner\n---\n",
+}
+
+
+@pytest.mark.parametrize("how", ["dir", "outer-first", "inner-first"])
+async def test_a_nested_skill_md_carries_its_own_name_and_description(
+    tmp_path: Path, how: str
+) -> None:
+    write(tmp_path, NESTED)
+    server = Server("nested")
+    if how == "dir":
+        server.add_skills_dir(tmp_path)
+    elif how == "outer-first":
+        server.add_skill(tmp_path / "outer")
+        server.add_skill(tmp_path / "outer/inner", prefix="outer")
+    else:
+        server.add_skill(tmp_path / "outer/inner", prefix="outer")
+        server.add_skill(tmp_path / "outer")
+    async with open_client(server, era="modern") as client:
+        listed = {r.uri: (r.name, r.description) for r in await client.list_resources()}
+        assert listed == {
+            "skill://outer/SKILL.md": ("outer", "Outer"),
+            "skill://outer/notes.md": ("notes.md", None),
+            "skill://outer/inner/SKILL.md": ("inner", "Inner"),
+        }
+        for skill in await client.list_skills():
+            await client.load_skill(skill)
+
+
+@ERAS
+async def test_a_frontmatter_integer_beyond_64_bits_is_refused_when_added(era: EraName) -> None:
+    server = Server("ints")
+    server.add_skill({"SKILL.md": "---\nname: ok\ndescription: d\nn: 18446744073709551615\n---\n"})
+    big = "---\nname: big\ndescription: d\nmetadata:\n  build: 18446744073709551616\n---\n"
+    with pytest.raises(ValueError, match="beyond 64 bits"):
+        server.add_skill({"SKILL.md": big})
+    async with open_client(server, era=era) as client:
+        [skill] = await client.list_skills()  # (the page is still sent)
+        assert skill.frontmatter["n"] == 2**64 - 1
+        assert await client.get_skill(skill.uri) == skill
 
 
 SERVE_ONE_SKILL = """
