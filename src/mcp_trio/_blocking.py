@@ -1058,7 +1058,9 @@ class BlockingClient(HandshakeFacts):
         """A skill's verified ``SKILL.md`` (see :meth:`mcp_trio.Client.load_skill`)."""
         from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
 
-        text: str = self._skills(load_skill(skill, allow_dynamic=allow_dynamic), timeout)
+        limit = self._conn.config.max_message_size
+        flow = load_skill(skill, allow_dynamic=allow_dynamic, max_message_size=limit)
+        text: str = self._skills(flow, timeout)
         return text
 
     def read_skill_file(
@@ -1072,9 +1074,9 @@ class BlockingClient(HandshakeFacts):
         """One verified file of a skill (see :meth:`mcp_trio.Client.read_skill_file`)."""
         from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
 
-        data: bytes = self._skills(
-            read_skill_file(skill, file, allow_dynamic=allow_dynamic), timeout
-        )
+        limit = self._conn.config.max_message_size
+        flow = read_skill_file(skill, file, allow_dynamic=allow_dynamic, max_message_size=limit)
+        data: bytes = self._skills(flow, timeout)
         return data
 
     def list_prompts(self, *, timeout: float | None = None) -> list[t.Prompt]:

@@ -455,11 +455,21 @@ class Client(HandshakeFacts):
             SkillVerificationError: over the extension's limits, dynamic when not
                 allowed, or the content is not what the entry describes. Nothing of it
                 may be used; :meth:`get_skill` fetches a fresh entry.
+            LocalProtocolError: the file's ``resources/read`` answer may be larger than
+                ``ConnectionConfig.max_message_size`` allows (4 MiB by default): its
+                size is known from the entry, so this is raised before anything is
+                sent, naming the size needed
+                (:func:`mcp_sansio.skills.read_message_size`: base64 and envelope). A
+                skill may hold a file of up to 16 MiB: a host that must read every
+                skill the extension allows connects with ``max_message_size`` of at
+                least ``23 * 1024 * 1024``.
             ImportError: PyYAML is missing (``pip install 'mcp-trio[skills]'``).
         """
         from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
 
-        text: str = await self._skills(load_skill(skill, allow_dynamic=allow_dynamic), timeout)
+        limit = self._session.connection.config.max_message_size
+        flow = load_skill(skill, allow_dynamic=allow_dynamic, max_message_size=limit)
+        text: str = await self._skills(flow, timeout)
         return text
 
     async def read_skill_file(
@@ -482,11 +492,15 @@ class Client(HandshakeFacts):
         Raises:
             SkillVerificationError: the entry does not list the file, or its size or
                 digest differs.
-            ValueError: a relative path that leaves the skill's directory.
+            LocalProtocolError: as for :meth:`load_skill` (a file too large for
+                ``ConnectionConfig.max_message_size``; nothing is sent).
+            ValueError: a path or URI that leaves the skill's directory (``..``,
+                ``%2e%2e``, backslashes, ``?``, ``#``...).
         """
         from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
 
-        flow = read_skill_file(skill, file, allow_dynamic=allow_dynamic)
+        limit = self._session.connection.config.max_message_size
+        flow = read_skill_file(skill, file, allow_dynamic=allow_dynamic, max_message_size=limit)
         data: bytes = await self._skills(flow, timeout)
         return data
 

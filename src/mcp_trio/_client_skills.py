@@ -30,6 +30,7 @@ from mcp_sansio.skills import (
     check_limits,
     content_bytes,
     parse_skill,
+    read_message_size,
     resolve_skill_file,
     verify_content,
     verify_frontmatter,
@@ -126,12 +127,30 @@ def _read(uri: str) -> Generator[Step, dict[str, Any], bytes]:
     return content_bytes(result.get("contents"), uri, limit=MAX_SKILL_TOTAL_SIZE)
 
 
-def load_skill(skill: Skill, *, allow_dynamic: bool) -> Flow:
+def _check_message_size(entry: SkillFile, max_message_size: int) -> None:
+    """Refuse, before asking, a read whose answer may not fit in one message.
+
+    Raises:
+        LocalProtocolError: it may not: the message names the setting and the size.
+    """
+    needed = read_message_size(entry)
+    if needed > max_message_size:
+        raise LocalProtocolError(
+            f"{entry.uri} is {entry.size} bytes: its resources/read answer may take"
+            f" {needed} bytes (base64 and envelope), over this client's"
+            f" ConnectionConfig.max_message_size of {max_message_size};"
+            f" connect with max_message_size >= {needed} to read it"
+        )
+
+
+def load_skill(skill: Skill, *, allow_dynamic: bool, max_message_size: int) -> Flow:
     """Fetch and verify ``skill``'s ``SKILL.md``; its text.
 
     Raises:
         SkillVerificationError: over the limits, dynamic when not allowed, or the file
             fails its size, digest or frontmatter check.
+        LocalProtocolError: the file's answer may be over ``max_message_size`` (see
+            :func:`~mcp_sansio.skills.read_message_size`); nothing is sent.
     """
     if skill.resources == DYNAMIC:
         if not allow_dynamic:
@@ -142,6 +161,7 @@ def load_skill(skill: Skill, *, allow_dynamic: bool) -> Flow:
     else:
         check_limits(skill)  # (the spec: checkable, and declined, before any read)
         entry = skill.file(skill.uri)
+        _check_message_size(entry, max_message_size)
         data = yield from _read(skill.uri)
         verify_content(entry, data)
     try:
@@ -152,12 +172,15 @@ def load_skill(skill: Skill, *, allow_dynamic: bool) -> Flow:
     return text
 
 
-def read_skill_file(skill: Skill, reference: str, *, allow_dynamic: bool) -> Flow:
+def read_skill_file(
+    skill: Skill, reference: str, *, allow_dynamic: bool, max_message_size: int
+) -> Flow:
     """Fetch and verify one file of ``skill`` (a URI, or a path relative to its root).
 
     Raises:
         SkillVerificationError: not listed in the entry, or a size or digest mismatch.
-        ValueError: a relative reference that leaves the skill.
+        ValueError: a reference that leaves the skill.
+        LocalProtocolError: as for :func:`load_skill`.
     """
     uri = resolve_skill_file(skill, reference)
     if skill.resources == DYNAMIC:
@@ -169,6 +192,7 @@ def read_skill_file(skill: Skill, reference: str, *, allow_dynamic: bool) -> Flo
             raise SkillVerificationError(uri, f"not a file of {skill.uri}")
         return (yield from _read(uri))
     entry = skill.file(uri)
+    _check_message_size(entry, max_message_size)
     data = yield from _read(uri)
     verify_content(entry, data)
     return data

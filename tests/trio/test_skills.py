@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 from pathlib import Path
@@ -9,11 +10,12 @@ from typing import Any, Literal
 
 import pytest
 
-from mcp_sansio import ErrorCode
+from mcp_sansio import ConnectionConfig, ErrorCode
 from mcp_sansio.skills import (
     MAX_SKILL_RESOURCES,
     MAX_SKILL_TOTAL_SIZE,
     SKILLS_EXTENSION,
+    read_message_size,
     sha256_digest,
 )
 from mcp_trio import (
@@ -309,6 +311,73 @@ async def test_dynamic_skills_are_refused_unless_allowed() -> None:
         assert await client.load_skill(skill, allow_dynamic=True) == SKILL_MD
         forms = await client.read_skill_file(skill, "references/FORMS.md", allow_dynamic=True)
         assert forms == b"# Forms\n"
+
+
+def serve_dynamic(server: Server) -> None:
+    """Answer ``skills/get`` with the served skill's entry, as ``"dynamic"``."""
+
+    async def dynamic_get(ctx: RequestContext) -> dict[str, Any]:
+        frontmatter = {
+            "name": "pdf-processing",
+            "description": "Extract PDFs",
+            "license": "Apache-2.0",
+            "metadata": {"version": "2.1"},
+        }
+        return {"skill": {"uri": URI, "frontmatter": frontmatter, "resources": "dynamic"}}
+
+    server.handlers().set_request_handler("skills/get", dynamic_get)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        ROOT + "/../other/SKILL.md",
+        ROOT + "/%2e%2e/other/SKILL.md",
+        "%2e%2e/other/SKILL.md",
+        "a\\..\\..\\other\\SKILL.md",
+        ROOT + "//x",
+    ],
+)
+async def test_a_dynamic_skill_reads_nothing_outside_its_directory(reference: str) -> None:
+    server, asked = make_server()
+    server.add_skill({"SKILL.md": "---\nname: other\ndescription: d\n---\n"})
+    serve_dynamic(server)
+    async with open_client(server, era="modern") as client:
+        skill = await client.get_skill(URI)
+        with pytest.raises(ValueError, match="leaves the skill"):
+            await client.read_skill_file(skill, reference, allow_dynamic=True)
+        assert not [a for a in asked if a.startswith("resources/read")]
+
+
+@ERAS
+async def test_a_file_over_max_message_size_is_refused_before_it_is_asked(era: EraName) -> None:
+    data = bytes(range(256)) * 400  # not UTF-8: sent as a base64 blob
+    server, asked = make_server()
+    server.add_skill({"SKILL.md": SKILL_MD.replace("pdf-processing", "big"), "data.bin": data})
+    async with open_client(server, era=era) as client:
+        big = await client.get_skill("skill://big/SKILL.md")
+    file = big.file("skill://big/data.bin")
+    needed = read_message_size(file)
+    assert needed > len(base64.b64encode(data))
+
+    def limited(size: int) -> ConnectionConfig:
+        return ConnectionConfig(max_message_size=size)
+
+    async with open_client(server, era=era, connection_config=limited(needed - 1)) as client:
+        asked.clear()
+        message = rf"data.bin is 102400 bytes.*max_message_size of {needed - 1}.*>= {needed}"
+        with pytest.raises(LocalProtocolError, match=message):
+            await client.read_skill_file(big, "data.bin")
+        assert await client.load_skill(big)  # (a small SKILL.md fits)
+        assert asked == ["resources/read skill://big/SKILL.md"]  # data.bin: never asked
+    async with open_client(server, era=era, connection_config=limited(needed)) as client:
+        assert await client.read_skill_file(big, "data.bin") == data
+    skill_md = big.file(big.uri)
+    async with open_client(
+        server, era=era, connection_config=limited(read_message_size(skill_md) - 1)
+    ) as client:
+        with pytest.raises(LocalProtocolError, match="max_message_size"):
+            await client.load_skill(big)
 
 
 async def test_a_malformed_entry_or_a_mismatched_get_is_a_protocol_error() -> None:
