@@ -514,6 +514,15 @@ def parse_header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
 _FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
 
 
+CLIENT_RESERVED_HEADERS: Final = (
+    *("host", "content-length", "transfer-encoding", "connection", "upgrade", "te"),
+    *("trailer", "keep-alive", "content-type", "accept", LAST_EVENT_ID),
+    *(MCP_SESSION_ID, MCP_PROTOCOL_VERSION, MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX + "*"),
+)
+"""Headers a client's HTTP transport writes itself (a ``*``: a prefix), never a user's
+extra ones (:func:`extra_headers`' ``reserved``): every binding's client refuses them."""
+
+
 def extra_headers(
     headers: Mapping[str, str] | None, *, reserved: Iterable[str], transport: str
 ) -> list[tuple[bytes, bytes]]:

@@ -22,15 +22,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from mcp_sansio._http_common import (
-    LAST_EVENT_ID,
-    MCP_METHOD,
-    MCP_NAME,
-    MCP_PARAM_PREFIX,
-    MCP_PROTOCOL_VERSION,
-    MCP_SESSION_ID,
-    extra_headers,
-)
+from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio.http import HttpRequest
 
 from ._http_config import HttpTransportConfig
@@ -39,12 +31,8 @@ from ._http_wire import H11Stream, WireError
 __all__ = ["ConnectFailed", "Pool", "UnsendableRequest", "WriteFailed"]
 
 _USER_AGENT: Final = b"mcp-trio"
-#: Headers the transport writes itself (a ``*``: a prefix), never a user's extra ones.
-_RESERVED_HEADERS: Final = (
-    *("host", "content-length", "transfer-encoding", "connection", "upgrade", "te"),
-    *("trailer", "keep-alive", "content-type", "accept", LAST_EVENT_ID),
-    *(MCP_SESSION_ID, MCP_PROTOCOL_VERSION, MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX + "*"),
-)
+_RESERVED_HEADERS: Final = CLIENT_RESERVED_HEADERS
+"""Headers the transport writes itself (the sans-IO rules' list)."""
 
 
 class UnsendableRequest(WireError):
