@@ -16,6 +16,9 @@ Modes:
   ``"hang"``) every later listing fail or never end. Each tool's description counts the
   listings (``listing 3``). A ``typed`` call with ``"listChanged": true`` sends
   ``notifications/tools/list_changed`` before its result (legacy);
+* ``http``: the client tests' server (with ``crash``) over Streamable HTTP, both eras, on
+  127.0.0.1; arguments: the port (``0``: any), a bearer token the server requires (``-``:
+  none), and a certificate and key file for https (or none); prints the port;
 * ``deaf``: answers ``server/discover``, then never reads again (a full pipe);
 * ``mute``: reads and never answers (a handshake that times out).
 """
@@ -72,6 +75,43 @@ def serve_tcp() -> None:
             serve = functools.partial(trio.serve_tcp, host="127.0.0.1")
             listeners = await nursery.start(serve, one, 0)
             print(listeners[0].socket.getsockname()[1], flush=True)
+
+    trio.run(main)
+
+
+def serve_http_mode() -> None:
+    import trio  # noqa: PLC0415
+
+    from mcp_trio import BearerAuth, Principal, serve_http  # noqa: PLC0415
+    from tests.trio.client_server_app import server_config  # noqa: PLC0415
+
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    token = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] != "-" else None
+    context = None
+    if len(sys.argv) > 5:
+        import ssl  # noqa: PLC0415
+
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(sys.argv[4], sys.argv[5])
+
+    async def verify(given: str) -> Principal | None:
+        return Principal(subject="tester") if given == token else None
+
+    auth = BearerAuth(verify_token=verify) if token is not None else None
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(
+                functools.partial(
+                    serve_http,
+                    handlers_with_crash(),
+                    connection_config=server_config(),
+                    port=port,
+                    ssl_context=context,
+                    authenticate=auth,
+                )
+            )
+            print(handle.port, flush=True)
 
     trio.run(main)
 
@@ -178,5 +218,5 @@ def mute() -> None:
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     modes = {"stdio": serve_stdio, "tcp": serve_tcp, "sansio": serve_sansio, "deaf": deaf}
-    modes.update(mute=mute, rogue=serve_rogue)
+    modes.update(mute=mute, rogue=serve_rogue, http=serve_http_mode)
     modes[mode]()

@@ -111,7 +111,13 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
+    import ssl
+
+    from mcp_sansio.http import HttpClientConfig
     from mcp_sansio.skills import Skill
+
+    from ._blocking_http import HttpTransport
+    from ._http_config import HttpTransportConfig
 
 __all__ = ["BlockingClient"]
 
@@ -177,6 +183,12 @@ class _Transport(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def _sleep(timeout: float | None) -> list[tuple[selectors.SelectorKey, int]]:
+    """Wait with nothing to wait on (every exchange waits for its time)."""
+    time.sleep(_LONGEST_WAIT if timeout is None else timeout)
+    return []
 
 
 def _wait_readable(fd: int, timeout: float) -> bool:
@@ -318,6 +330,37 @@ class _SocketTransport:
         self.sock.close()
 
 
+@final
+class _NoTransport:
+    """The byte transport of a client whose messages go over HTTP: never used."""
+
+    def read_fd(self) -> int:
+        raise AssertionError("no byte transport")
+
+    write_fd = read_fd
+
+    def side_fd(self) -> int | None:
+        return None
+
+    def read(self) -> bytes | None:
+        raise AssertionError("no byte transport")
+
+    def read_side(self) -> None:
+        raise AssertionError("no byte transport")
+
+    def write(self, data: memoryview) -> int:
+        raise AssertionError("no byte transport")
+
+    def failure(self, what: str) -> SessionClosed:
+        return SessionClosed(what)
+
+    def close(self) -> None:
+        pass
+
+
+_NO_TRANSPORT: Final = _NoTransport()
+
+
 @attrs.define(kw_only=True)
 class _Options:
     """The arguments of :meth:`BlockingClient.stdio` / ``tcp``, except the transport's own."""
@@ -387,8 +430,16 @@ class BlockingClient(HandshakeFacts):
     Not thread-safe: one thread uses one client.
     """
 
-    def __init__(self, transport: _Transport, conn: Connection, options: _Options) -> None:
+    def __init__(
+        self,
+        transport: _Transport,
+        conn: Connection,
+        options: _Options,
+        http: HttpTransport | None = None,
+    ) -> None:
         self._transport = transport
+        self._http = http  # Streamable HTTP: messages, not bytes (transport is unused)
+        self._close_timeout = _COURTESY_WRITE_TIMEOUT
         self._conn = conn
         self._options = options
         self._log_level: str | None = None
@@ -539,6 +590,124 @@ class BlockingClient(HandshakeFacts):
         return cls._started(_SocketTransport(sock), config, options)
 
     @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        bearer: str | None = None,
+        http_config: HttpClientConfig | None = None,
+        transport: HttpTransportConfig | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        connect_timeout: float | None = None,
+        close_timeout: float = 2.0,
+        era: EraChoice = "auto",
+        protocol_version: str | None = None,
+        on_sampling: SamplingFunction | None = None,
+        on_elicitation: ElicitationFunction | None = None,
+        roots: Iterable[RootLike] | RootsFunction | None = None,
+        on_log: LogFunction | None = None,
+        on_notification: NotificationFunction | None = None,
+        log_level: str | None = None,
+        client_info: t.Implementation | Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        handshake_timeout: float | None = 30.0,
+        write_timeout: float | None = 30.0,
+        connection_config: ConnectionConfig | None = None,
+    ) -> BlockingClient:
+        """Connect to an MCP server over Streamable HTTP (both eras), e.g.
+        ``http://127.0.0.1:8000/mcp``, and run the handshake.
+
+        Each message is one POST on a connection of its own (kept-alive ones are
+        reused), in the same selector loop; the sans-IO rules of
+        :class:`mcp_sansio.http.HttpClient` do the rest (headers, session, era probe,
+        SSE, resumption, session expiry: a ``404`` starts a new session and sends the
+        refused request again). Redirects are not followed. The legacy GET stream is
+        opened when ``transport.open_get_stream`` (the default): what the server says
+        on its own is handled while a call waits.
+
+        Args:
+            url: the MCP endpoint, ``http://`` or ``https://``.
+            headers: extra headers for every request.
+            bearer: a static OAuth bearer token (``Authorization: Bearer ...``). A
+                server that refuses it (``401``) fails the request with an error naming
+                its ``WWW-Authenticate`` challenge; OAuth flows are the Trio client's.
+            http_config: the sans-IO rules' bounds (``max_body_size``,
+                ``max_event_size``) and a known era.
+            transport: connection bounds (``max_client_connections``,
+                ``max_idle_connections``, ``max_header_size``, ``max_resume_attempts``,
+                ``open_get_stream``, ``connect_timeout``); the server fields are unused.
+            ssl_context: for ``https://`` (default: ``ssl.create_default_context()``,
+                which verifies certificates).
+            connect_timeout: seconds to connect (and finish the TLS handshake); default:
+                ``transport``'s.
+            close_timeout: seconds the closing ``DELETE`` of a legacy session may take.
+            write_timeout: seconds a request may go without progress while written;
+                also the bound on the answer to a one-way POST (a notification).
+            era, protocol_version, on_sampling, on_elicitation, roots, on_log,
+                on_notification, log_level, client_info, capabilities, timeout,
+                handshake_timeout, connection_config: as for :meth:`stdio`.
+
+        Host names are resolved with the system's (blocking) resolver.
+
+        Raises:
+            ValueError: ``url`` is not an absolute http(s) URL, or a header is
+                malformed, given twice, or one the transport writes itself.
+            SessionClosed: the server cannot be reached.
+            HandshakeFailed, TimeoutError: the handshake failed.
+        """
+        from ._blocking_http import HttpTransport  # noqa: PLC0415 -- h11, ssl: on first use
+        from ._http_config import HttpTransportConfig  # noqa: PLC0415
+
+        options = _Options(
+            era=era,
+            protocol_version=protocol_version,
+            on_sampling=on_sampling,
+            on_elicitation=on_elicitation,
+            roots=roots,
+            on_log=on_log,
+            on_notification=on_notification,
+            log_level=log_level,
+            client_info=client_info,
+            capabilities=capabilities,
+            timeout=timeout,
+            handshake_timeout=handshake_timeout,
+            write_timeout=write_timeout,
+            connection_config=connection_config,
+        )
+        config = options.core_config()
+        if config.era != "auto" and (http_config is None or http_config.era is None):
+            # No probe: a refusal is the server's word, not a sign to fall back.
+            from mcp_sansio.http import HttpClientConfig  # noqa: PLC0415
+
+            http_config = attrs.evolve(http_config or HttpClientConfig(), era=Era(config.era))
+        extra = dict(headers or {})
+        if bearer is not None:
+            if any(name.lower() == "authorization" for name in extra):
+                raise ValueError("give the token as bearer= or an Authorization header, not both")
+            extra["Authorization"] = f"Bearer {bearer}"
+        bounds = transport if transport is not None else HttpTransportConfig()
+        if connect_timeout is not None:
+            bounds = attrs.evolve(bounds, connect_timeout=connect_timeout)
+        http = HttpTransport(
+            url,
+            http_config=http_config,
+            transport=bounds,
+            ssl_context=ssl_context,
+            headers=extra,
+            write_timeout=write_timeout,
+        )
+        client = cls(_NO_TRANSPORT, Connection("client", config), options, http)
+        client._close_timeout = close_timeout
+        try:
+            client._start()
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    @classmethod
     def _started(
         cls, transport: _Transport, config: ConnectionConfig, options: _Options
     ) -> BlockingClient:
@@ -593,6 +762,9 @@ class BlockingClient(HandshakeFacts):
         if self._closed:
             return
         self._closed = True
+        if self._http is not None:
+            self._close_http(self._http)
+            return
         try:
             if self._failure is None and self._outbox:
                 deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
@@ -606,6 +778,33 @@ class BlockingClient(HandshakeFacts):
                 self._failure = SessionClosed("the client was closed")
             self._selector.close()
             self._transport.close()
+
+    def _close_http(self, http: HttpTransport) -> None:
+        """Write what is left (a second at most), end a legacy session (``DELETE``,
+        ``close_timeout``), close every connection."""
+        try:
+            if self._failure is None and self._unwritten():
+                deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
+                try:
+                    self._run_until(lambda: not self._unwritten(), deadline, "closing")
+                except Exception:
+                    logger.debug("could not write everything before closing", exc_info=True)
+            if self._failure is None and http.terminate(time.monotonic()):
+                deadline = time.monotonic() + self._close_timeout
+                with suppress(Exception):
+                    self._run_until(http.idle, deadline, "closing the session")
+        finally:
+            self._conn.receive_eof()
+            if self._failure is None:
+                self._failure = SessionClosed("the client was closed")
+            self._selector.close()
+            http.close()
+
+    def _unwritten(self) -> bool:
+        """Whether something queued for the server is not written yet."""
+        if self._http is not None:
+            return self._http.busy_writing()
+        return bool(self._outbox)
 
     # ------------------------------------------------------------------ introspection
 
@@ -699,7 +898,7 @@ class BlockingClient(HandshakeFacts):
             self._queue(own=True)
         deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
         with suppress(Exception):
-            self._run_until(lambda: not self._outbox, deadline, "cancelling")
+            self._run_until(lambda: not self._unwritten(), deadline, "cancelling")
 
     def _raise_if_closed(self) -> None:
         if self._failure is not None:
@@ -709,6 +908,13 @@ class BlockingClient(HandshakeFacts):
 
     def _queue(self, *, own: bool = False) -> None:
         """Move the core's output to the outbox; ``own``: our requests, not replies."""
+        if self._http is not None:
+            now = time.monotonic()
+            for message in self._conn.data_to_send():
+                self._http.send(message, now)
+            if self._handshake is not None:
+                self._http.open_get_stream(now)
+            return
         data = self._conn.bytes_to_send()
         if own and data:
             start = self._written + len(self._outbox)
@@ -733,6 +939,9 @@ class BlockingClient(HandshakeFacts):
             self._flush_nowait()
 
     def _loop(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
+        if self._http is not None:
+            self._http_loop(self._http, done, deadline, what)
+            return
         transport = self._transport
         while not done():
             self._raise_if_closed()
@@ -769,6 +978,84 @@ class BlockingClient(HandshakeFacts):
                         self._lost("the server closed its output")
                 elif data is not None:
                     self._handle(self._conn.receive_bytes(data, now=time.monotonic()))
+
+    def _http_loop(
+        self, http: HttpTransport, done: Callable[[], bool], deadline: float | None, what: str
+    ) -> None:
+        """:meth:`_loop` over Streamable HTTP: the exchanges' sockets, the core's timers
+        and the exchanges' own (connect, write)."""
+        while not done():
+            self._raise_if_closed()
+            now = time.monotonic()
+            timer = self._conn.next_deadline()
+            if timer is not None and timer <= now:
+                self._handle(self._conn.handle_timer(now))
+                continue
+            if deadline is not None and deadline <= now:
+                raise TimeoutError(f"{what} timed out")
+            own = http.next_deadline()
+            if own is not None and own <= now:
+                http.handle_timer(now)
+                self._take(http)
+                continue
+            wake = min((d for d in (timer, deadline, own) if d is not None), default=None)
+            wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
+            wanted = http.wanted(reading=True)
+            with selectors.DefaultSelector() as selector:
+                # (a new selector each time: a closed socket's number may be reused)
+                for fd, (events, exchange) in wanted.items():
+                    selector.register(fd, events, exchange)
+                ready = selector.select(wait) if wanted else _sleep(wait)
+            for key, events in ready:
+                http.ready(
+                    key.data,
+                    bool(events & selectors.EVENT_READ),
+                    bool(events & selectors.EVENT_WRITE),
+                    time.monotonic(),
+                )
+            self._take(http)
+
+    def _take(self, http: HttpTransport) -> None:
+        """Hand the core what the answers brought, in order (messages; a new session;
+        requests to send again); then take in a failure of the transport's."""
+        from ._blocking_http import Restart  # noqa: PLC0415 -- (loaded with the transport)
+
+        inbox = http.inbox
+        while inbox and self._failure is None:
+            item = inbox.popleft()
+            now = time.monotonic()
+            if isinstance(item, bytes):
+                self._handle(self._conn.receive_message(item, now=now))
+            elif isinstance(item, Restart):
+                try:
+                    self._conn.restart_session(now=now)
+                except LocalProtocolError as exc:
+                    self._http_lost(
+                        SessionClosed(
+                            f"the server forgot the session, and a new one cannot start: {exc}"
+                        )
+                    )
+                    return
+                logger.debug("the server forgot the session: starting a new one")
+                self._output_schemas.forget()
+                self._queue()
+            else:
+                for rid in item.request_ids:
+                    with suppress(LocalProtocolError):  # (answered or cancelled meanwhile)
+                        self._conn.resend_request(rid)
+                self._queue()
+        if http.failure is not None and self._failure is None:
+            self._http_lost(http.failure)
+
+    def _http_lost(self, failure: SessionClosed) -> None:
+        self._handle_quietly(self._conn.receive_eof())
+        self._failure = failure
+        self._handshake_failure = self._handshake_failure or failure
+
+    def _handle_quietly(self, events: list[Event]) -> None:
+        for event in events:
+            with suppress(Exception):
+                self._dispatch(event)
 
     def _select(
         self, reading: bool, writing: bool, timeout: float | None
@@ -833,6 +1120,8 @@ class BlockingClient(HandshakeFacts):
     def _flush_nowait(self) -> None:
         """Write what the transport takes now; the rest waits for the next call (or
         :meth:`close`), whose ``write_timeout`` clock starts afresh."""
+        if self._http is not None:
+            return  # (the exchanges move on in the next call's loop, or close()'s)
         while self._outbox and self._failure is None and self._write():
             pass
         self._write_since = None

@@ -1,0 +1,863 @@
+"""Streamable HTTP for :class:`~mcp_trio.BlockingClient`: sockets, TLS and h11, no I/O loop.
+
+Loaded on first use by ``BlockingClient.http`` (so ``.stdio()`` users load neither h11
+nor ``ssl``). Every protocol rule (request headers, session id and version, the era
+probe, SSE parsing, resumption, session expiry, the bounds on bodies and events) is
+:class:`mcp_sansio.http.HttpClient`'s; this module only moves bytes, as
+``mcp_trio._http_client`` does for Trio.
+
+Theory of operation
+-------------------
+Each message the core wants sent becomes an *exchange*: one HTTP request and its
+answer, on a socket of its own (a kept-alive one when one is idle). The client's
+selector loop asks :meth:`HttpTransport.step` to wait (up to a timeout) for any of the
+exchanges' sockets and to move their bytes; what the answers carry lands in
+:attr:`HttpTransport.inbox`, in order: JSON-RPC messages for the core, and the signals
+the sans-IO rules call for (start a new session; send requests again). Nothing happens
+between steps, so nothing happens between calls of the client.
+
+* Connections: at most ``max_client_connections`` exchanges with requests at once
+  (further ones wait, in order); one-way POSTs (notifications, answers to the server's
+  requests) and the legacy GET stream come on top, but while ``max_client_connections``
+  one-way POSTs are in flight the answers that produce more (SSE streams, JSON bodies)
+  are not read: a server flooding us with requests gets backpressure, not sockets.
+* TLS: ``ssl.MemoryBIO`` and ``SSLObject``: the handshake and records are bytes in,
+  bytes out on the same non-blocking socket (verified with the system's trust store by
+  default).
+* Timeouts: connecting (and the TLS handshake) within ``connect_timeout``; writing
+  within ``write_timeout`` of the last progress; a one-way POST's answer within
+  ``write_timeout`` too (nothing else bounds it). A request's answer is bounded by the
+  core's own request timeout.
+* Cancellation: modern, closing the request's connection (never a
+  ``notifications/cancelled`` POST); legacy, the notification is POSTed and the
+  request's stream is no longer read for it (nor resumed).
+* Redirects are not followed: the request fails, naming the ``Location``.
+* ``401``: the request fails with an error naming the server's ``WWW-Authenticate``
+  challenge (OAuth flows are the Trio client's; here only a static bearer token).
+* An exchange that cannot connect ends the session (:class:`SessionClosed`): the
+  server is unreachable. One that breaks later fails its own requests only
+  (-32603 ``HTTP: ...``), as the core's synthesised errors do.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import ssl
+from collections import deque
+from collections.abc import Mapping
+from contextlib import suppress
+from typing import Final, Literal, final
+
+import h11
+
+from mcp_sansio import Era, ErrorCode, LocalProtocolError, RequestId
+from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import (
+    ClientRequest,
+    ClientResponse,
+    HttpClient,
+    HttpClientConfig,
+    ReplyNotCarried,
+    SessionEnded,
+    SessionPending,
+)
+
+from ._errors import SessionClosed
+from ._http_config import HttpTransportConfig
+
+__all__ = ["HttpTransport", "Resend", "Restart"]
+
+logger = logging.getLogger("mcp_trio")
+
+_READ_SIZE: Final = 65_536
+_USER_AGENT: Final = b"mcp-trio"
+_MAX_DEFERRED: Final = 16
+"""Notifications written while a lost session's replacement is not started, kept to
+send on the new one (as the Trio client); more are dropped, with a warning."""
+
+
+@final
+class Restart:
+    """The server forgot the session (``404``): start a new one now
+    (``Connection.restart_session``)."""
+
+
+@final
+class Resend:
+    """Send these requests again (``Connection.resend_request``): the server never
+    processed them."""
+
+    def __init__(self, request_ids: tuple[RequestId, ...]) -> None:
+        self.request_ids: Final = request_ids
+
+
+class _WireError(Exception):
+    """The connection is unusable (the peer vanished, broke HTTP, was too slow)."""
+
+
+class _ConnectFailed(_WireError):
+    """No connection could be opened: the server cannot be reached."""
+
+
+def _error_message(rid: RequestId, why: str, data: Mapping[str, object] | None = None) -> bytes:
+    error: dict[str, object] = {"code": ErrorCode.INTERNAL_ERROR, "message": f"HTTP: {why}"}
+    if data:
+        error["data"] = dict(data)
+    return dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+@final
+class _Wire:
+    """One HTTP/1.1 connection: a non-blocking socket, TLS in memory, h11."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        context: ssl.SSLContext | None,
+        max_header_size: int,
+    ) -> None:
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_header_size)
+        self.out = bytearray()  # raw bytes for the socket
+        self._plain = bytearray()  # plaintext written before the TLS handshake ended
+        self.connected = False
+        self.ended = False  # the peer's end of input was read
+        self._tls: ssl.SSLObject | None = None
+        self._incoming = ssl.MemoryBIO() if context is not None else None
+        self._outgoing = ssl.MemoryBIO() if context is not None else None
+        self._addresses = self._resolve(host, port)
+        self.sock = self._connect()
+        if context is not None:
+            assert self._incoming is not None and self._outgoing is not None
+            self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=host)
+        self.handshaken = context is None
+
+    @staticmethod
+    def _resolve(host: str, port: int) -> list[tuple[int, tuple[object, ...]]]:
+        # (getaddrinfo blocks for a name to resolve; an address literal costs nothing)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise _ConnectFailed(f"could not resolve {host!r}: {exc}") from exc
+        return [(family, address) for family, _, _, _, address in infos]
+
+    def _connect(self) -> socket.socket:
+        family, address = self._addresses.pop(0)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        code = sock.connect_ex(address)
+        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            sock.close()
+            if self._addresses:
+                return self._connect()
+            raise _ConnectFailed(f"could not connect: {errno.errorcode.get(code, code)}")
+        with suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def wants_write(self) -> bool:
+        return not self.connected or bool(self.out)
+
+    def queue(self, data: bytes) -> None:
+        """Plaintext to send (through TLS once its handshake ended)."""
+        if self._tls is None:
+            self.out += data
+        elif not self.handshaken:
+            self._plain += data
+        else:
+            self._tls.write(data)
+            self._pump()
+
+    def _pump(self) -> None:
+        assert self._outgoing is not None
+        self.out += self._outgoing.read()
+
+    def _handshake(self) -> None:
+        assert self._tls is not None
+        try:
+            self._tls.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        except ssl.SSLError as exc:
+            self._pump()
+            raise _ConnectFailed(f"TLS handshake failed: {exc}") from exc
+        else:
+            self.handshaken = True
+            plain, self._plain = bytes(self._plain), bytearray()
+            if plain:
+                self._tls.write(plain)
+        self._pump()
+
+    def on_writable(self) -> None:
+        """Finish connecting, or write what the socket takes.
+
+        Raises:
+            _ConnectFailed: the connection was refused.
+            _WireError: the write failed.
+        """
+        if not self.connected:
+            code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:
+                self.sock.close()
+                if self._addresses:
+                    self.sock = self._connect()
+                    return
+                raise _ConnectFailed(f"could not connect: {errno.errorcode.get(code, code)}")
+            self.connected = True
+            if self._tls is not None:
+                self._handshake()
+        if self.out:
+            try:
+                sent = self.sock.send(self.out)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                raise _WireError(f"writing failed: {exc!r}") from exc
+            del self.out[:sent]
+
+    def on_readable(self) -> None:
+        """Read once and hand the plaintext to h11.
+
+        Raises:
+            _WireError: reading failed (TLS included).
+        """
+        try:
+            data = self.sock.recv(_READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - the selector said readable
+            return
+        except OSError as exc:
+            if not self.connected:
+                raise _ConnectFailed(f"could not connect: {exc!r}") from exc
+            data = b""  # (a reset: the end of input, h11 judges what it cut short)
+        if self._tls is None:
+            self._receive(data)
+            return
+        assert self._incoming is not None
+        if data:
+            self._incoming.write(data)
+        else:
+            self._incoming.write_eof()
+        if not self.handshaken:
+            if not data:
+                raise _ConnectFailed("the server closed the connection during the TLS handshake")
+            self._handshake()
+            if not self.handshaken:
+                return
+        plain = bytearray()
+        ended = False
+        while True:
+            try:
+                chunk = self._tls.read(_READ_SIZE)
+            except ssl.SSLWantReadError:
+                break
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                ended = True
+                break
+            except ssl.SSLError as exc:
+                raise _WireError(f"TLS: {exc}") from exc
+            if not chunk:
+                ended = True
+                break
+            plain += chunk
+        self._pump()  # (TLS 1.3 may answer on its own: session tickets, key updates)
+        if plain:
+            self._receive(bytes(plain))
+        if ended or not data:
+            self._receive(b"")
+
+    def _receive(self, data: bytes) -> None:
+        if not data:
+            self.ended = True
+        if self.h11.their_state is not h11.CLOSED:
+            self.h11.receive_data(data)
+
+    def is_stale(self) -> bool:
+        """Whether an idle connection has something to read (the server closed it)."""
+        if self.h11.trailing_data[0]:
+            return True
+        try:
+            self.sock.recv(1, socket.MSG_PEEK)  # (data, or b"": closed)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        return True
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+_State = Literal["queued", "waiting", "active", "done"]
+
+
+@final
+class _Exchange:
+    """One HTTP request and its answer."""
+
+    def __init__(self, sent: ClientRequest, *, start_at: float = 0.0, quiet: int = 0) -> None:
+        self.sent = sent
+        self.ids: set[RequestId] = set(sent.request_ids)
+        """Its requests not cancelled yet."""
+        self.wire: _Wire | None = None
+        self.reader: ClientResponse | None = None
+        self.state: _State = "queued"
+        self.start_at = start_at
+        """Not before (a resumption waits for the server's ``retry``)."""
+        self.quiet = quiet
+        """Resumptions in a row that brought no message."""
+        self.connect_deadline: float | None = None
+        self.write_since: float | None = None
+        self.answer_deadline: float | None = None
+        self.written = False
+
+    @property
+    def counted(self) -> bool:
+        """Whether it holds one of the ``max_client_connections``."""
+        return bool(self.sent.request_ids)
+
+    @property
+    def one_way(self) -> bool:
+        return not self.sent.request_ids and self.sent.request.method == "POST"
+
+
+@final
+class HttpTransport:
+    """The HTTP exchanges of one :class:`~mcp_trio.BlockingClient` (see the module docs).
+
+    Raises:
+        ValueError: ``url`` is not an absolute http(s) URL, or an extra header is
+            malformed or one the transport writes itself.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        http_config: HttpClientConfig | None,
+        transport: HttpTransportConfig | None,
+        ssl_context: ssl.SSLContext | None,
+        headers: Mapping[str, str] | None,
+        write_timeout: float | None,
+    ) -> None:
+        self.http = HttpClient(url, http_config)
+        self.config = transport if transport is not None else HttpTransportConfig()
+        parts = self.http.url.split("://", 1)
+        self._secure = parts[0].lower() == "https"
+        from urllib.parse import urlsplit  # noqa: PLC0415 -- (already loaded by HttpClient)
+
+        split = urlsplit(url)
+        self._host = split.hostname or ""
+        self._port = split.port or (443 if self._secure else 80)
+        self._context = (
+            (ssl_context if ssl_context is not None else ssl.create_default_context())
+            if self._secure
+            else None
+        )
+        extra = extra_headers(headers, reserved=CLIENT_RESERVED_HEADERS, transport="HTTP")
+        if not any(name == b"user-agent" for name, _ in extra):
+            extra.insert(0, (b"user-agent", _USER_AGENT))
+        self._extra = extra
+        self._write_timeout = write_timeout
+        self._exchanges: list[_Exchange] = []
+        self._idle: deque[_Wire] = deque()
+        self._deferred: list[bytes] = []
+        self._get: _Exchange | None = None
+        self._get_failures = 0
+        self._get_opened = False
+        self.inbox: deque[bytes | Restart | Resend] = deque()
+        """What the answers brought, for the client to take in order."""
+        self.failure: SessionClosed | None = None
+        """Set when the session cannot go on (the server is unreachable, or forgot the
+        session again)."""
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, message: bytes, now: float) -> None:
+        """Send one message of the core's (a POST, or for a modern cancellation the
+        request's connection closed)."""
+        http = self.http
+        cancelled = http.cancelled_request(message)
+        if cancelled is not None:
+            for exchange in self._exchanges:
+                if cancelled in exchange.ids:
+                    self._stop_waiting(exchange, cancelled)
+            if http.era is Era.MODERN:
+                return
+        try:
+            sent = http.post(message)
+        except ReplyNotCarried:
+            logger.debug("HTTP: a reply to the server was dropped: %.200r", message)
+            return
+        except SessionPending as exc:
+            if exc.request_ids:
+                self.inbox.append(Resend(exc.request_ids))
+            elif exc.deferrable and len(self._deferred) < _MAX_DEFERRED:
+                self._deferred.append(message)
+            elif exc.deferrable:
+                logger.warning("HTTP: a notification was dropped while the session restarts")
+            return
+        except SessionEnded:
+            logger.debug("HTTP: dropped, the session is over: %.200r", message)
+            return
+        self._start(_Exchange(sent), now)
+        if self._deferred and _is_initialized(message):
+            deferred, self._deferred = self._deferred, []
+            for note in deferred:
+                self.send(note, now)
+
+    def _start(self, exchange: _Exchange, now: float) -> None:
+        self._exchanges.append(exchange)
+        exchange.state = "waiting" if exchange.start_at > now else "queued"
+        self._admit(now)
+
+    def _admit(self, now: float) -> None:
+        """Start the queued exchanges that may start now (in order)."""
+        busy = sum(1 for e in self._exchanges if e.counted and e.state == "active")
+        for exchange in self._exchanges:
+            if exchange.state == "waiting" and exchange.start_at <= now:
+                exchange.state = "queued"
+            if exchange.state != "queued":
+                continue
+            if exchange.counted:
+                if busy >= self.config.max_client_connections:
+                    continue
+                busy += 1
+            self._open(exchange, now)
+
+    def _open(self, exchange: _Exchange, now: float) -> None:
+        request = exchange.sent.request
+        headers = [*request.headers, *self._extra]
+        if request.body or request.method == "POST":
+            headers.append((b"content-length", str(len(request.body)).encode()))
+        exchange.state = "active"
+        try:
+            events: list[h11.Event] = [
+                h11.Request(method=request.method, target=request.target, headers=headers)
+            ]
+        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
+            self._failed(exchange, f"cannot send {request.method} {request.target[:80]!r}: {exc}")
+            return
+        if request.body:
+            events.append(h11.Data(data=request.body))
+        events.append(h11.EndOfMessage())
+        wire = None
+        while self._idle and wire is None:
+            wire = self._idle.popleft()
+            if wire.is_stale():
+                wire.close()
+                wire = None
+        try:
+            if wire is None:
+                wire = _Wire(self._host, self._port, self._context, self.config.max_header_size)
+                exchange.connect_deadline = now + self.config.connect_timeout
+        except _ConnectFailed as exc:
+            self._unreachable(exchange, exc, now)
+            return
+        exchange.wire = wire
+        try:
+            wire.queue(b"".join(wire.h11.send(e) or b"" for e in events))
+        except h11.LocalProtocolError as exc:
+            self._failed(exchange, f"cannot send {request.method}: {exc}")
+            return
+        exchange.write_since = now
+
+    # ------------------------------------------------------------------ the loop's side
+
+    def wanted(self, reading: bool) -> dict[int, tuple[int, _Exchange]]:
+        """File descriptors to wait on: read (unless held back), write while bytes wait."""
+        import selectors  # noqa: PLC0415 -- (loaded by the client already)
+
+        flood = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
+        held = not reading or flood >= self.config.max_client_connections
+        out: dict[int, tuple[int, _Exchange]] = {}
+        for exchange in self._exchanges:
+            wire = exchange.wire
+            if exchange.state != "active" or wire is None:
+                continue
+            events = selectors.EVENT_WRITE if wire.wants_write() else 0
+            producing = exchange.reader is not None and exchange.reader.kind in ("sse", "json")
+            if wire.connected and not (held and producing):
+                events |= selectors.EVENT_READ
+            if events:
+                out[wire.fileno()] = (events, exchange)
+        return out
+
+    def next_deadline(self) -> float | None:
+        """The earliest time something of ours is due."""
+        times: list[float] = []
+        for exchange in self._exchanges:
+            if exchange.state == "waiting":
+                times.append(exchange.start_at)
+            elif exchange.state == "active":
+                times += self._deadlines(exchange)
+        return min(times, default=None)
+
+    def _deadlines(self, exchange: _Exchange) -> list[float]:
+        out: list[float] = []
+        wire = exchange.wire
+        if wire is None:
+            return out
+        if exchange.connect_deadline is not None and not (wire.connected and wire.handshaken):
+            out.append(exchange.connect_deadline)
+        limit = self._write_timeout
+        if limit is not None:
+            if wire.out and exchange.write_since is not None:
+                out.append(exchange.write_since + limit)
+            if exchange.answer_deadline is not None:
+                out.append(exchange.answer_deadline)
+        return out
+
+    def handle_timer(self, now: float) -> None:
+        """Start what waited for its time; fail what is late."""
+        self._admit(now)
+        for exchange in list(self._exchanges):
+            if exchange.state != "active" or exchange.wire is None:
+                continue
+            wire = exchange.wire
+            if (
+                exchange.connect_deadline is not None
+                and not (wire.connected and wire.handshaken)
+                and exchange.connect_deadline <= now
+            ):
+                what = "connecting" if not wire.connected else "the TLS handshake"
+                self._unreachable(
+                    exchange,
+                    _ConnectFailed(f"{what} timed out after {self.config.connect_timeout:g} s"),
+                    now,
+                )
+            elif any(d <= now for d in self._deadlines(exchange)):
+                why = (
+                    "the server did not answer in time"
+                    if not wire.out
+                    else f"writing timed out after {self._write_timeout:g} s"
+                )
+                self._broken(exchange, why, now)
+        self._admit(now)
+
+    def ready(self, exchange: _Exchange, readable: bool, writable: bool, now: float) -> None:
+        """The selector says ``exchange``'s socket is ready."""
+        wire = exchange.wire
+        if exchange.state != "active" or wire is None:
+            return
+        try:
+            if writable:
+                before = len(wire.out)
+                wire.on_writable()
+                if len(wire.out) < before or not wire.out:
+                    exchange.write_since = now
+                if not wire.out and not exchange.written and wire.handshaken and wire.connected:
+                    exchange.written = True
+                    if exchange.one_way and self._write_timeout is not None:
+                        exchange.answer_deadline = now + self._write_timeout
+            if readable:
+                wire.on_readable()
+            self._events(exchange, now)
+        except _ConnectFailed as exc:
+            self._unreachable(exchange, exc, now)
+        except _WireError as exc:
+            self._broken(exchange, str(exc), now)
+        except h11.RemoteProtocolError as exc:
+            why = (
+                "the server closed the connection before it answered"
+                if wire.ended and exchange.reader is None
+                else f"the server broke HTTP/1.1: {exc}"
+            )
+            self._broken(exchange, why, now)
+        self._admit(now)
+
+    def _events(self, exchange: _Exchange, now: float) -> None:
+        wire = exchange.wire
+        assert wire is not None
+        while exchange.state == "active":
+            event = wire.h11.next_event()
+            if event is h11.NEED_DATA:
+                if wire.ended:
+                    raise _WireError("the server closed the connection")
+                return
+            if event is h11.PAUSED:
+                raise _WireError("the server sent more than one response")
+            if isinstance(event, h11.InformationalResponse):
+                continue
+            if isinstance(event, h11.Response):
+                self._head(exchange, event, now)
+            elif isinstance(event, h11.Data):
+                reader = exchange.reader
+                assert reader is not None
+                self.inbox.extend(reader.feed(bytes(event.data)))
+                _log_warnings(reader)
+            elif isinstance(event, h11.EndOfMessage):
+                self._finish(exchange, now, complete=True)
+            else:  # ConnectionClosed before a response
+                raise _WireError("the server closed the connection without answering")
+
+    def _head(self, exchange: _Exchange, head: h11.Response, now: float) -> None:
+        sent = exchange.sent
+        reader = self.http.response(sent, head.status_code, list(head.headers))
+        exchange.reader = reader
+        exchange.answer_deadline = None
+        for rid in sent.request_ids:
+            if rid not in exchange.ids:
+                reader.forget(rid)  # cancelled before this answer began
+        if reader.session_expired == "restart":
+            self._restart(reader)
+        if reader.kind == "redirect" or (300 <= head.status_code < 400):
+            location = reader.redirect.request.target if reader.redirect else None
+            shown = dict(head.headers).get(b"location", b"").decode("latin-1")[:200]
+            self._refused(
+                exchange,
+                f"status {head.status_code}: redirects are not followed (Location: {shown})"
+                if location or shown
+                else f"status {head.status_code}: redirects are not followed",
+                {"httpStatus": head.status_code, "location": shown},
+            )
+        elif head.status_code == 401:
+            challenge = b", ".join(v for n, v in head.headers if n == b"www-authenticate")
+            shown = challenge.decode("latin-1")[:500]
+            why = (
+                "status 401: the server wants authorization"
+                + (f" (WWW-Authenticate: {shown})" if shown else "")
+                + "; this client sends a static bearer token only (bearer=...)"
+            )
+            self._refused(exchange, why, {"httpStatus": 401, "wwwAuthenticate": shown})
+        if exchange is self._get:
+            self._get_head(exchange)
+
+    def _refused(self, exchange: _Exchange, why: str, data: Mapping[str, object]) -> None:
+        """An answer this client does not act on: fail its requests (and read no body)."""
+        for rid in exchange.reader.unanswered if exchange.reader else exchange.sent.request_ids:
+            if rid in exchange.ids:
+                self.inbox.append(_error_message(rid, why, data))
+                if exchange.reader is not None:
+                    exchange.reader.forget(rid)
+        exchange.ids.clear()
+        self._close(exchange)
+
+    def _finish(self, exchange: _Exchange, now: float, *, complete: bool) -> None:
+        """The answer ended (``complete``: as HTTP framed it)."""
+        reader, wire = exchange.reader, exchange.wire
+        assert reader is not None
+        exchange.state = "done"
+        self._exchanges.remove(exchange)
+        if wire is not None:
+            exchange.wire = None
+            if (
+                complete
+                and len(self._idle) < self.config.max_idle_connections
+                and wire.h11.our_state is h11.DONE
+                and wire.h11.their_state is h11.DONE
+            ):
+                wire.h11.start_next_cycle()
+                self._idle.append(wire)
+            else:
+                wire.close()
+        self.inbox.extend(reader.feed_eof())
+        _log_warnings(reader)
+        if reader.session_expired == "end":
+            self._end_session()
+        elif reader.resend:
+            self.inbox.append(Resend(reader.resend))
+        if exchange is self._get:
+            self._get_ended(exchange, now)
+            return
+        again = reader.resume()
+        if again is None:
+            return
+        quiet = exchange.quiet + 1 if not reader.events_with_data else 0
+        if quiet > self.config.max_resume_attempts:
+            for rid in again.request_ids:
+                self.inbox.append(_error_message(rid, "the stream cannot be resumed"))
+            return
+        self._start(_Exchange(again, start_at=now + reader.retry_ms / 1000, quiet=quiet), now)
+
+    def _broken(self, exchange: _Exchange, why: str, now: float) -> None:
+        """The connection broke: before an answer began, its requests fail; during
+        one, it ends there (resumed if it can be)."""
+        logger.debug("HTTP %s: %s", exchange.sent.request.method, why)
+        wire = exchange.wire
+        if wire is not None:
+            wire.close()
+            exchange.wire = None
+        if exchange.reader is not None:
+            self._finish(exchange, now, complete=False)
+            return
+        if exchange is self._get:
+            self._close(exchange)
+            self._get_ended(exchange, now)
+            return
+        self._failed(exchange, why)
+
+    def _failed(self, exchange: _Exchange, why: str) -> None:
+        if exchange.one_way:
+            logger.warning("HTTP: a one-way message could not be sent: %s", why)
+        for rid in exchange.sent.request_ids:
+            if rid in exchange.ids:
+                self.inbox.append(_error_message(rid, why))
+        exchange.ids.clear()
+        self._close(exchange)
+
+    def _unreachable(self, exchange: _Exchange, exc: _WireError, now: float) -> None:
+        self._close(exchange)
+        if exchange is self._get:
+            self._get_ended(exchange, now)  # (counted there: tried again, or given up)
+            if self._get_failures <= self.config.max_resume_attempts:
+                return
+        if self.failure is None:
+            self.failure = SessionClosed(
+                f"the server cannot be reached: {self._host}:{self._port}: {exc}"
+            )
+
+    def _close(self, exchange: _Exchange) -> None:
+        if exchange.wire is not None:
+            exchange.wire.close()
+            exchange.wire = None
+        exchange.state = "done"
+        if exchange in self._exchanges:
+            self._exchanges.remove(exchange)
+
+    def _stop_waiting(self, exchange: _Exchange, rid: RequestId) -> None:
+        exchange.ids.discard(rid)
+        if exchange.reader is not None:
+            exchange.reader.forget(rid)
+        if not exchange.ids:
+            self._close(exchange)
+
+    # ------------------------------------------------------------------ session expiry
+
+    def _restart(self, lost: ClientResponse) -> None:
+        """A ``404`` head says the session in use is gone: start a new one; what was
+        being answered on the old one can be answered no more."""
+        session_id = lost.sent.session_id
+        for exchange in list(self._exchanges):
+            reader = exchange.reader
+            if (
+                reader is None
+                or reader is lost
+                or reader.session_expired
+                or reader.sent.session_id != session_id
+            ):
+                continue
+            for rid in reader.unanswered:
+                if rid in exchange.ids:
+                    why = "the server forgot the session (404) before answering"
+                    self.inbox.append(_error_message(rid, why))
+            exchange.ids.clear()
+            self._close(exchange)
+        if self._get is not None:
+            self._close(self._get)
+            self._get = None
+        self.inbox.append(Restart())
+
+    def _end_session(self) -> None:
+        if self.failure is None:
+            self.failure = SessionClosed(
+                "the server forgot the HTTP session (404), and the new session started "
+                "in its place too; open a new client to try again"
+            )
+
+    # ------------------------------------------------------------------ GET stream
+
+    def open_get_stream(self, now: float) -> None:
+        """Legacy: open the session's GET stream (what the server says on its own is
+        read while calls wait), unless it is open, not wanted, or there is no session."""
+        http = self.http
+        if (
+            self._get is not None
+            or not self.config.open_get_stream
+            or http.session_id is None
+            or http.era is not Era.LEGACY
+        ):
+            return
+        self._get = _Exchange(http.open_stream())
+        self._start(self._get, now)
+
+    def _get_head(self, exchange: _Exchange) -> None:
+        reader = exchange.reader
+        assert reader is not None
+        if reader.kind == "sse":
+            self._get_opened = True
+            self._get_failures = 0
+            return
+        if reader.session_expired:
+            return
+        logger.debug("HTTP: no GET stream (status %d)", reader.status)
+        self._close(exchange)
+        self._get = None  # (and not asked again: _get_started stays)
+        self.config = _no_get(self.config)
+
+    def _get_ended(self, exchange: _Exchange, now: float) -> None:
+        """The GET stream ended: resume it (or open it again) after the server's retry;
+        after ``max_resume_attempts`` failures in a row, give up quietly."""
+        if self._get is not exchange:
+            return
+        self._get = None
+        reader = exchange.reader
+        if reader is None:
+            self._get_failures += 1
+        if self._get_failures > self.config.max_resume_attempts or self.http.session_id is None:
+            return
+        again = reader.resume() if reader is not None else None
+        try:
+            request = again if again is not None else self.http.open_stream()
+        except LocalProtocolError:
+            return
+        delay = (
+            reader.retry_ms if reader is not None else self.http.config.default_retry_ms
+        ) / 1000
+        self._get = _Exchange(request, start_at=now + delay)
+        self._start(self._get, now)
+
+    # ------------------------------------------------------------------ closing
+
+    def busy_writing(self) -> bool:
+        """Whether a one-way message is not written yet (or not started)."""
+        return any(e.one_way and not e.written for e in self._exchanges)
+
+    def terminate(self, now: float) -> bool:
+        """Legacy: send the ``DELETE`` that ends the session (``False``: no session)."""
+        for exchange in list(self._exchanges):
+            if exchange is self._get or exchange.sent.request_ids:
+                self._close(exchange)
+        self._get = None
+        if self.failure is not None:
+            return False
+        sent = self.http.terminate()
+        if sent is None:
+            return False
+        self._start(_Exchange(sent), now)
+        return True
+
+    def idle(self) -> bool:
+        """Whether no exchange is in progress."""
+        return not self._exchanges
+
+    def close(self) -> None:
+        """Close every connection."""
+        for exchange in list(self._exchanges):
+            self._close(exchange)
+        while self._idle:
+            self._idle.popleft().close()
+
+
+def _no_get(config: HttpTransportConfig) -> HttpTransportConfig:
+    import attrs  # noqa: PLC0415 -- (loaded with the configuration)
+
+    return attrs.evolve(config, open_get_stream=False)
+
+
+def _log_warnings(reader: ClientResponse) -> None:
+    if reader.warnings:
+        for warning in reader.take_warnings():
+            logger.warning("HTTP: %s", warning)
+
+
+def _is_initialized(message: bytes) -> bool:
+    if b"notifications/initialized" not in message:
+        return False
+    obj = loads(message)
+    return type(obj) is dict and obj.get("method") == "notifications/initialized"
