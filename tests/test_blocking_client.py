@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import mcp_trio._blocking
+import mcp_trio._blocking_http
 import mcp_trio._client_common
 import mcp_trio._client_skills
 import mcp_trio._validation
@@ -390,11 +391,18 @@ def test_tcp() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [mcp_trio._blocking, mcp_trio._client_common, mcp_trio._client_skills, mcp_trio._validation],
+    [
+        mcp_trio._blocking,
+        mcp_trio._blocking_http,
+        mcp_trio._client_common,
+        mcp_trio._client_skills,
+        mcp_trio._validation,
+    ],
 )
 def test_no_event_loop_is_imported(module: Any) -> None:
     """The blocking client's code imports the core and the standard library only (the
-    shared exception classes of ``_errors`` aside, and the validator of ``_validation``)."""
+    shared exception classes of ``_errors`` aside, and the validator of ``_validation``);
+    its HTTP transport (loaded on first use) h11 too, and the transport's configuration."""
     tree = ast.parse(Path(module.__file__).read_text())
     imported: set[str] = set()
     for node in ast.walk(tree):
@@ -403,7 +411,9 @@ def test_no_event_loop_is_imported(module: Any) -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common", "._errors"}
-    allowed.update(("._validation", "._client_skills"))
+    allowed.update(("._validation", "._client_skills", "._blocking_http", "._http_config"))
+    if module is mcp_trio._blocking_http:
+        allowed.add("h11")
     assert imported <= allowed, imported - allowed
     assert not imported & {"trio", "asyncio", "threading", "anyio"}
 

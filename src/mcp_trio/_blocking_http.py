@@ -16,11 +16,13 @@ exchanges' sockets and to move their bytes; what the answers carry lands in
 the sans-IO rules call for (start a new session; send requests again). Nothing happens
 between steps, so nothing happens between calls of the client.
 
-* Connections: at most ``max_client_connections`` exchanges with requests at once
-  (further ones wait, in order); one-way POSTs (notifications, answers to the server's
-  requests) and the legacy GET stream come on top, but while ``max_client_connections``
-  one-way POSTs are in flight the answers that produce more (SSE streams, JSON bodies)
-  are not read: a server flooding us with requests gets backpressure, not sockets.
+* Connections: at most ``max_client_connections`` exchanges with requests at once,
+  and as many one-way POSTs (notifications, answers to the server's requests; so an
+  answer never waits for the stream that asked for it to end); further ones wait, in
+  order. The legacy GET stream and the closing ``DELETE`` come on top. While
+  ``max_client_connections`` one-way POSTs are in flight or waiting, the answers that
+  produce more (SSE streams, JSON bodies) are not read: a server flooding us with
+  requests gets backpressure (what one read brought waits), not sockets.
 * TLS: ``ssl.MemoryBIO`` and ``SSLObject``: the handshake and records are bytes in,
   bytes out on the same non-blocking socket (verified with the system's trust store by
   default).
@@ -417,17 +419,24 @@ class HttpTransport:
         self._admit(now)
 
     def _admit(self, now: float) -> None:
-        """Start the queued exchanges that may start now (in order)."""
+        """Start the queued exchanges that may start now, in order: at most
+        ``max_client_connections`` with requests, and as many one-way POSTs."""
+        limit = self.config.max_client_connections
         busy = sum(1 for e in self._exchanges if e.counted and e.state == "active")
-        for exchange in self._exchanges:
+        flying = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
+        for exchange in list(self._exchanges):
             if exchange.state == "waiting" and exchange.start_at <= now:
                 exchange.state = "queued"
             if exchange.state != "queued":
                 continue
             if exchange.counted:
-                if busy >= self.config.max_client_connections:
+                if busy >= limit:
                     continue
                 busy += 1
+            elif exchange.one_way:
+                if flying >= limit:
+                    continue
+                flying += 1
             self._open(exchange, now)
 
     def _open(self, exchange: _Exchange, now: float) -> None:
@@ -473,7 +482,7 @@ class HttpTransport:
         """File descriptors to wait on: read (unless held back), write while bytes wait."""
         import selectors  # noqa: PLC0415 -- (loaded by the client already)
 
-        flood = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
+        flood = sum(1 for e in self._exchanges if e.one_way and e.state in ("active", "queued"))
         held = not reading or flood >= self.config.max_client_connections
         out: dict[int, tuple[int, _Exchange]] = {}
         for exchange in self._exchanges:
@@ -563,11 +572,13 @@ class HttpTransport:
         except _WireError as exc:
             self._broken(exchange, str(exc), now)
         except h11.RemoteProtocolError as exc:
-            why = (
-                "the server closed the connection before it answered"
-                if wire.ended and exchange.reader is None
-                else f"the server broke HTTP/1.1: {exc}"
-            )
+            if exc.error_status_hint == 431:  # (h11: "Receive buffer too long")
+                limit = self.config.max_header_size
+                why = f"the server broke HTTP/1.1: a response head over {limit} bytes"
+            elif wire.ended and exchange.reader is None:
+                why = "the server closed the connection before it answered"
+            else:
+                why = f"the server broke HTTP/1.1: {exc}"
             self._broken(exchange, why, now)
         self._admit(now)
 
@@ -585,6 +596,14 @@ class HttpTransport:
             if isinstance(event, h11.InformationalResponse):
                 continue
             if isinstance(event, h11.Response):
+                # h11 bounds a head still incomplete; one that came whole in a read is
+                # measured here (its status line and fields, as written).
+                size = len(event.reason) + 15 + sum(len(n) + len(v) + 4 for n, v in event.headers)
+                if size > self.config.max_header_size:
+                    limit = self.config.max_header_size
+                    raise _WireError(
+                        f"the server broke HTTP/1.1: a response head over {limit} bytes"
+                    )
                 self._head(exchange, event, now)
             elif isinstance(event, h11.Data):
                 reader = exchange.reader

@@ -1,0 +1,557 @@
+"""``BlockingClient.http``: the blocking client over Streamable HTTP, both eras.
+
+Against our real Trio server (``python -m tests.blocking_server_app http`` in a
+subprocess) and against hostile servers written here on plain sockets (each connection
+served by a thread of the test's: the client itself has none). Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+
+from mcp_sansio import Connection, ConnectionConfig, Era, RequestReceived
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpClientConfig
+from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed
+from mcp_trio._blocking import BlockingClient
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = [sys.executable, "-m", "tests.blocking_server_app", "http"]
+TIMEOUT = 20.0  # seconds: an absolute bound on every wait of these tests
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX sockets and selectors")
+
+
+class ServerProcess:
+    """Our Trio server over HTTP in a subprocess (``port`` ``0``: any)."""
+
+    def __init__(self, port: int = 0, token: str = "-", *tls: str) -> None:
+        self.process = subprocess.Popen(
+            [*APP, str(port), token, *tls], stdout=subprocess.PIPE, cwd=ROOT
+        )
+        assert self.process.stdout is not None
+        self.port = int(self.process.stdout.readline())
+
+    def url(self, scheme: str = "http") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}/mcp"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(TIMEOUT)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    started = ServerProcess()
+    yield started
+    started.stop()
+
+
+def answer_elicitation(params: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": "ada"}}
+
+
+def answer_sampling(params: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}
+
+
+def connect(url: str, **options: Any) -> BlockingClient:
+    options.setdefault("timeout", TIMEOUT)
+    options.setdefault("handshake_timeout", TIMEOUT)
+    return BlockingClient.http(url, **options)
+
+
+@pytest.fixture(scope="module", params=["modern", "legacy"])
+def client(request: pytest.FixtureRequest, server: ServerProcess) -> Iterator[BlockingClient]:
+    with connect(
+        server.url(),
+        era="auto" if request.param == "modern" else "legacy",
+        on_elicitation=answer_elicitation,
+        on_sampling=answer_sampling,
+        roots=["file:///work"],
+    ) as opened:
+        yield opened
+
+
+# ---------------------------------------------------------------------- our server
+
+
+def test_handshake(client: BlockingClient) -> None:
+    expected = "2026-07-28" if client.era is Era.MODERN else "2025-11-25"
+    assert client.protocol_version == expected
+    assert client.server_info is not None
+    assert client.server_info.name == "client-test-server"
+    assert client.instructions == "Call add to add numbers."
+
+
+def test_tools(client: BlockingClient) -> None:
+    names = [tool.name for tool in client.list_tools()]  # three pages
+    assert names[:3] == ["echo", "add", "fail"] and len(names) == 9
+    assert client.call_tool("echo", {"text": "over http"}).text == "over http"
+    assert client.call_tool("add", {"a": 2, "b": 3}).structured_content == {"sum": 5}
+    with pytest.raises(McpError):
+        client.call_tool("nope")
+
+
+def test_progress(client: BlockingClient) -> None:
+    seen: list[float] = []
+    result = client.call_tool(
+        "slow", {"steps": 3, "delay": 0.01}, on_progress=lambda e: seen.append(e.progress)
+    )
+    assert result.text == "done" and seen == [1, 2, 3]
+
+
+def test_the_server_asks_during_a_call(client: BlockingClient) -> None:
+    """Legacy: elicitation, sampling and roots come as requests on the call's SSE stream
+    and are answered with POSTs while that stream stays open; modern: input_required."""
+    result = client.call_tool("ask", {"what": ["elicit", "sample", "roots"]})
+    assert result.text == "elicit=accept:ada;sample=sampled;roots=file:///work"
+
+
+def test_a_call_that_times_out_is_cancelled(client: BlockingClient) -> None:
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        client.call_tool("sleep", {"seconds": 30}, timeout=0.3)
+    assert time.monotonic() - started < 5
+    assert client.call_tool("echo", {"text": "after"}).text == "after"
+
+
+def test_many_calls_reuse_connections(client: BlockingClient) -> None:
+    for i in range(30):
+        assert client.call_tool("echo", {"text": str(i)}).text == str(i)
+
+
+def test_legacy_session_expiry_starts_a_new_session() -> None:
+    """The server restarts (it forgets every session): the next request gets 404, the
+    client initializes a new session and sends the request again."""
+    first = ServerProcess()
+    port = first.port
+    with connect(first.url(), era="legacy") as client:
+        assert client.call_tool("echo", {"text": "one"}).text == "one"
+        assert client._http is not None
+        old = client._http.http.session_id
+        first.stop()
+        second = ServerProcess(port)
+        try:
+            assert client.call_tool("echo", {"text": "two"}).text == "two"
+            new = client._http.http.session_id
+            assert new is not None and new != old
+            assert client.protocol_version == "2025-11-25"
+        finally:
+            second.stop()
+
+
+def test_unreachable_server() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed: nobody listens
+    with pytest.raises(SessionClosed, match="cannot be reached"):
+        connect(f"http://127.0.0.1:{port}/mcp")
+
+
+def test_a_server_gone_mid_session() -> None:
+    first = ServerProcess()
+    with connect(first.url(), era="modern") as client:
+        assert client.call_tool("echo", {"text": "one"}).text == "one"
+        first.stop()
+        with pytest.raises(SessionClosed, match="cannot be reached"):
+            client.call_tool("echo", {"text": "two"})
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+def test_bearer_token(era: str) -> None:
+    guarded = ServerProcess(0, "s3cret")
+    try:
+        with pytest.raises(HandshakeFailed, match="WWW-Authenticate: Bearer"):
+            connect(guarded.url(), era=era)
+        with pytest.raises(HandshakeFailed, match="invalid_token"):
+            connect(guarded.url(), era=era, bearer="wrong")
+        with connect(guarded.url(), era=era, bearer="s3cret") as client:
+            assert client.call_tool("echo", {"text": "in"}).text == "in"
+    finally:
+        guarded.stop()
+
+
+def test_bearer_and_authorization_header_clash() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        BlockingClient.http("http://127.0.0.1:1/mcp", bearer="a", headers={"authorization": "b"})
+    with pytest.raises(ValueError, match="itself"):
+        BlockingClient.http("http://127.0.0.1:1/mcp", headers={"Mcp-Session-Id": "x"})
+    with pytest.raises(ValueError, match="not an absolute"):
+        BlockingClient.http("ftp://127.0.0.1/mcp")
+
+
+def test_https(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert.private_key_pem.write_to_path(str(tmp_path / "key.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(tmp_path / "cert.pem"))
+    secure = ServerProcess(0, "-", str(tmp_path / "cert.pem"), str(tmp_path / "key.pem"))
+    try:
+        # Certificates are verified by default: this CA is not in the system's store.
+        with pytest.raises(SessionClosed, match="CERTIFICATE_VERIFY_FAILED"):
+            connect(secure.url("https"))
+        context = ssl.create_default_context()
+        ca.configure_trust(context)
+        for era in ("auto", "legacy"):
+            with connect(secure.url("https"), ssl_context=context, era=era) as client:
+                assert client.call_tool("echo", {"text": "tls"}).text == "tls"
+                assert client.call_tool("slow", {"steps": 2, "delay": 0.01}).text == "done"
+    finally:
+        secure.stop()
+
+
+# ---------------------------------------------------------------------- hostile servers
+
+
+Handler = Callable[[socket.socket, bytes, bytes], None]
+"""Serves one request: the connection, its head and its body."""
+
+
+class RawServer:
+    """HTTP/1.1 by hand on 127.0.0.1; ``handler`` serves each request (one thread per
+    connection, closed after one request unless the handler keeps it)."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.most_at_once = 0
+        self._open = 0
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self.connections += 1
+                self._open += 1
+                self.most_at_once = max(self.most_at_once, self._open)
+            thread = threading.Thread(target=self._serve, args=(sock,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, sock: socket.socket) -> None:
+        sock.settimeout(TIMEOUT)
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(body) < length:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return
+                body += chunk
+            self.handler(sock, head, body)
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                self._open -= 1
+            sock.close()
+
+    def close(self) -> None:
+        self.listener.close()
+        for thread in self._threads:
+            thread.join(TIMEOUT)
+
+
+@pytest.fixture
+def raw() -> Iterator[Callable[[Handler], RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(handler: Handler) -> RawServer:
+        servers.append(RawServer(handler))
+        return servers[-1]
+
+    yield start
+    for started in servers:
+        started.close()
+
+
+def modern_answer(body: bytes) -> bytes:
+    """What a modern server's core answers to ``server/discover`` (or ``tools/list``)."""
+    conn = Connection(
+        "server",
+        ConnectionConfig(
+            era="modern",
+            capabilities={"tools": {}},
+            implementation={"name": "raw", "version": "1"},
+        ),
+    )
+    for event in conn.receive_message(body):
+        if isinstance(event, RequestReceived):
+            conn.send_result(event.request_id, {"tools": []})
+    (out,) = conn.data_to_send()
+    return out
+
+
+def respond(sock: socket.socket, status: str, headers: dict[str, str], body: bytes) -> None:
+    lines = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers.items())]
+    lines.append(f"Content-Length: {len(body)}")
+    lines.append("Connection: close")  # (one request per connection: see RawServer)
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+
+
+def discover_then(misbehave: Handler) -> Handler:
+    """Answer ``server/discover`` properly; ``misbehave`` on every other request."""
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"server/discover" in body:
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, modern_answer(body))
+        else:
+            misbehave(sock, head, body)
+
+    return handler
+
+
+def modern(url: str, **options: Any) -> BlockingClient:
+    options.setdefault("timeout", 5.0)
+    return connect(url, era="modern", **options)
+
+
+def test_garbage(raw: Callable[[Handler], RawServer]) -> None:
+    server = raw(discover_then(lambda sock, head, body: sock.sendall(b"garbage\r\n\r\n")))
+    with modern(server.url) as client, pytest.raises(McpError, match=r"broke HTTP/1\.1"):
+        client.list_tools()
+
+
+def test_closed_without_answering(raw: Callable[[Handler], RawServer]) -> None:
+    server = raw(discover_then(lambda sock, head, body: None))
+    with modern(server.url) as client, pytest.raises(McpError, match="closed the connection"):
+        client.list_tools()
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_oversized_head(raw: Callable[[Handler], RawServer], whole: bool) -> None:
+    def huge(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if whole:  # a complete head, in one piece
+            respond(sock, "200 OK", {"X-Junk": "j" * 5000, "Content-Type": "text/plain"}, b"")
+        else:  # a head that never ends
+            sock.sendall(b"HTTP/1.1 200 OK\r\nX-Junk: " + b"j" * 100_000)
+            sock.recv(1)
+
+    server = raw(discover_then(huge))
+    bounds = HttpTransportConfig(max_header_size=4096)
+    with (
+        modern(server.url, transport=bounds) as client,
+        pytest.raises(McpError, match="a response head over 4096 bytes"),
+    ):
+        client.list_tools()
+
+
+def test_oversized_body(raw: Callable[[Handler], RawServer]) -> None:
+    def big(sock: socket.socket, head: bytes, body: bytes) -> None:
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, b" " * 2000 + body)
+
+    server = raw(discover_then(big))
+    small = HttpClientConfig(max_body_size=1000)
+    with (
+        modern(server.url, http_config=small) as client,
+        pytest.raises(McpError, match="response body over 1000 bytes"),
+    ):
+        client.list_tools()
+
+
+def test_oversized_sse_event(raw: Callable[[Handler], RawServer]) -> None:
+    def big(sock: socket.socket, head: bytes, body: bytes) -> None:
+        answer = modern_answer(body)
+        event = b"data: " + b"x" * 3000 + b"\n\ndata: " + answer + b"\n\n"
+        respond(sock, "200 OK", {"Content-Type": "text/event-stream"}, event)
+
+    server = raw(discover_then(big))
+    with modern(server.url, http_config=HttpClientConfig(max_event_size=2000)) as client:
+        assert client.list_tools() == []  # the oversized event is dropped, the next one read
+    small = HttpClientConfig(max_event_size=100)
+    with (
+        modern(server.url, http_config=small) as client,
+        pytest.raises(McpError, match="stream ended before the response"),
+    ):
+        client.list_tools()  # (the answer itself is over the bound)
+
+
+def test_slowloris(raw: Callable[[Handler], RawServer]) -> None:
+    stop = threading.Event()
+
+    def slow(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sock.sendall(b"HTTP/1.1 200 OK\r\n")
+        while not stop.wait(0.05):
+            sock.sendall(b"X")  # one header line that never ends
+
+    server = raw(discover_then(slow))
+    try:
+        with modern(server.url, timeout=0.5) as client:
+            started = time.monotonic()
+            with pytest.raises(TimeoutError):
+                client.list_tools()
+            assert time.monotonic() - started < 5
+    finally:
+        stop.set()
+
+
+def test_endless_stream_of_comments(raw: Callable[[Handler], RawServer]) -> None:
+    stop = threading.Event()
+
+    def chatter(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        while not stop.wait(0.02):
+            sock.sendall(b": still here\n")
+
+    server = raw(discover_then(chatter))
+    try:
+        with modern(server.url, timeout=0.5) as client, pytest.raises(TimeoutError):
+            client.list_tools()
+    finally:
+        stop.set()
+
+
+def test_handshake_never_answered(raw: Callable[[Handler], RawServer]) -> None:
+    stop = threading.Event()
+
+    def silent(sock: socket.socket, head: bytes, body: bytes) -> None:
+        stop.wait(TIMEOUT)
+
+    server = raw(silent)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            connect(server.url, handshake_timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        stop.set()
+
+
+def test_connect_timeout() -> None:
+    """A listener whose backlog is full never completes the connection."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        try:
+            for _ in range(8):  # fill the accept queue (never accepted)
+                filler = socket.socket()
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+                fillers.append(filler)
+            started = time.monotonic()
+            with pytest.raises((SessionClosed, TimeoutError)):
+                connect(f"http://127.0.0.1:{port}/mcp", connect_timeout=0.3, handshake_timeout=5)
+            assert time.monotonic() - started < 5
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+def test_redirects_are_not_followed(raw: Callable[[Handler], RawServer]) -> None:
+    def moved(sock: socket.socket, head: bytes, body: bytes) -> None:
+        respond(sock, "307 Temporary Redirect", {"Location": "/elsewhere"}, b"")
+
+    server = raw(discover_then(moved))
+    with (
+        modern(server.url) as client,
+        pytest.raises(McpError, match=r"not followed \(Location: /elsewhere\)"),
+    ):
+        client.list_tools()
+    assert server.connections == 2  # discover, tools/list: no request to /elsewhere
+
+
+def test_error_status(raw: Callable[[Handler], RawServer]) -> None:
+    server = raw(discover_then(lambda sock, head, body: respond(sock, "500 Oops", {}, b"")))
+    with modern(server.url) as client, pytest.raises(McpError, match="status 500"):
+        client.list_tools()
+
+
+def test_one_way_posts_are_bounded(raw: Callable[[Handler], RawServer]) -> None:
+    """A legacy server floods a call's stream with requests and never answers the POSTs
+    carrying our answers: at most ``max_client_connections`` of those are open at once
+    (the stream is not read meanwhile); each fails after ``write_timeout``."""
+    stop = threading.Event()
+    session = "s1"
+
+    def legacy(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else None
+        method = message.get("method") if isinstance(message, dict) else None
+        if method == "initialize" and isinstance(message, dict):
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "flood", "version": "1"},
+            }
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            headers = {"Content-Type": "application/json", "Mcp-Session-Id": session}
+            respond(sock, "200 OK", headers, answer)
+        elif method == "notifications/initialized" or head.startswith(b"DELETE"):
+            respond(sock, "202 Accepted", {}, b"")
+        elif head.startswith(b"GET"):
+            respond(sock, "405 Method Not Allowed", {}, b"")
+        elif method == "tools/list":
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+            for n in range(40):
+                ping = dumps({"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"})
+                sock.sendall(b"data: " + ping + b"\n\n")
+            sock.recv(1)  # until the client closes it
+        else:  # our answers to the pings: never answered
+            sock.recv(1)
+
+    server = raw(legacy)
+    bounds = HttpTransportConfig(max_client_connections=3, open_get_stream=False)
+    try:
+        with connect(
+            server.url, era="legacy", transport=bounds, timeout=1.5, write_timeout=0.3
+        ) as client:
+            with pytest.raises(TimeoutError):
+                client.list_tools()
+            # the call's stream, 3 answers in flight, and the closing DELETE's connection
+            assert server.most_at_once <= 1 + 3
+            assert server.connections > 2 + 3 + 3  # answers failed and others went out
+    finally:
+        stop.set()
+
+
+# ---------------------------------------------------------------------- the proof
+
+
+def test_stdio_users_load_nothing_of_http() -> None:
+    code = (
+        "import sys, mcp_trio._blocking;"
+        "print(','.join(m for m in ('h11', 'mcp_trio._blocking_http', 'mcp_sansio.http')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.strip()
+    assert out == ""
