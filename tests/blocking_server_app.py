@@ -18,7 +18,9 @@ Modes:
   ``notifications/tools/list_changed`` before its result (legacy);
 * ``http``: the client tests' server (with ``crash``) over Streamable HTTP, both eras, on
   127.0.0.1; arguments: the port (``0``: any), a bearer token the server requires (``-``:
-  none), and a certificate and key file for https (or none); prints the port;
+  none), and a certificate and key file for https (or none); prints the port. Its
+  ``broadcast`` tool sends ``notifications/resources/list_changed`` to every legacy
+  session's GET stream;
 * ``deaf``: answers ``server/discover``, then never reads again (a full pipe);
 * ``mute``: reads and never answers (a handshake that times out).
 """
@@ -98,19 +100,32 @@ def serve_http_mode() -> None:
         return Principal(subject="tester") if given == token else None
 
     auth = BearerAuth(verify_token=verify) if token is not None else None
+    handlers = handlers_with_crash()
+    inner = handlers.request_handler("tools/call")
+    assert inner is not None
+    served: list[Any] = []
+
+    async def call(ctx: Any) -> Any:
+        if ctx.params["name"] == "broadcast":  # to every legacy session's GET stream
+            served[0].send_notification("notifications/resources/list_changed")
+            return {"content": []}
+        return await inner(ctx)
+
+    handlers.set_request_handler("tools/call", call)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             handle = await nursery.start(
                 functools.partial(
                     serve_http,
-                    handlers_with_crash(),
+                    handlers,
                     connection_config=server_config(),
                     port=port,
                     ssl_context=context,
                     authenticate=auth,
                 )
             )
+            served.append(handle)
             print(handle.port, flush=True)
 
     trio.run(main)

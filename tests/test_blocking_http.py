@@ -134,6 +134,35 @@ def test_many_calls_reuse_connections(client: BlockingClient) -> None:
         assert client.call_tool("echo", {"text": str(i)}).text == str(i)
 
 
+def test_legacy_get_stream(server: ServerProcess) -> None:
+    """What a legacy server says on its own comes on the session's GET stream, read
+    while calls wait."""
+    heard: list[str] = []
+    with connect(server.url(), era="legacy", on_notification=lambda n: heard.append(n.method)):
+        pass  # (opened and closed: the DELETE)
+    with connect(
+        server.url(), era="legacy", on_notification=lambda n: heard.append(n.method)
+    ) as client:
+        client.call_tool("broadcast")
+        for _ in range(100):  # (bounded: the stream is read while each ping waits)
+            if heard:
+                break
+            client.ping()
+        assert heard == ["notifications/resources/list_changed"]
+    quiet = HttpTransportConfig(open_get_stream=False)
+    heard.clear()
+    with connect(
+        server.url(),
+        era="legacy",
+        transport=quiet,
+        on_notification=lambda n: heard.append(n.method),
+    ) as client:
+        client.call_tool("broadcast")
+        for _ in range(20):
+            client.ping()
+        assert heard == []
+
+
 def test_legacy_session_expiry_starts_a_new_session() -> None:
     """The server restarts (it forgets every session): the next request gets 404, the
     client initializes a new session and sends the request again."""
@@ -499,10 +528,11 @@ def test_one_way_posts_are_bounded(raw: Callable[[Handler], RawServer]) -> None:
     """A legacy server floods a call's stream with requests and never answers the POSTs
     carrying our answers: at most ``max_client_connections`` of those are open at once
     (the stream is not read meanwhile); each fails after ``write_timeout``."""
-    stop = threading.Event()
     session = "s1"
+    verbs: list[bytes] = []
 
     def legacy(sock: socket.socket, head: bytes, body: bytes) -> None:
+        verbs.append(head.split(b" ", 1)[0])
         message = loads(body) if body else None
         method = message.get("method") if isinstance(message, dict) else None
         if method == "initialize" and isinstance(message, dict):
@@ -529,17 +559,14 @@ def test_one_way_posts_are_bounded(raw: Callable[[Handler], RawServer]) -> None:
 
     server = raw(legacy)
     bounds = HttpTransportConfig(max_client_connections=3, open_get_stream=False)
-    try:
-        with connect(
-            server.url, era="legacy", transport=bounds, timeout=1.5, write_timeout=0.3
-        ) as client:
-            with pytest.raises(TimeoutError):
-                client.list_tools()
-            # the call's stream, 3 answers in flight, and the closing DELETE's connection
-            assert server.most_at_once <= 1 + 3
-            assert server.connections > 2 + 3 + 3  # answers failed and others went out
-    finally:
-        stop.set()
+    with connect(
+        server.url, era="legacy", transport=bounds, timeout=1.5, write_timeout=0.3
+    ) as client:
+        with pytest.raises(TimeoutError):
+            client.list_tools()
+        assert server.most_at_once <= 1 + 3  # the call's stream, 3 answers in flight
+        assert server.connections > 2 + 3 + 3  # answers failed and others went out
+    assert b"DELETE" in verbs  # the session is ended on close
 
 
 # ---------------------------------------------------------------------- the proof
