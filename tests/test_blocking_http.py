@@ -254,8 +254,16 @@ class RawServer:
     """HTTP/1.1 by hand on 127.0.0.1; ``handler`` serves each request (one thread per
     connection, closed after one request unless the handler keeps it)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        stall_above: int | None = None,
+        release: threading.Event | None = None,
+    ) -> None:
         self.handler = handler
+        self._stall_above = stall_above  # a larger body is not read until release
+        self._release = release
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.connections = 0
@@ -299,6 +307,10 @@ class RawServer:
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length":
                     length = int(value)
+            if self._stall_above is not None and length > self._stall_above:
+                assert self._release is not None
+                self._release.wait(TIMEOUT)
+                return
             while len(body) < length:
                 chunk = sock.recv(65536)
                 if not chunk:
@@ -319,11 +331,11 @@ class RawServer:
 
 
 @pytest.fixture
-def raw() -> Iterator[Callable[[Handler], RawServer]]:
+def raw() -> Iterator[Callable[..., RawServer]]:
     servers: list[RawServer] = []
 
-    def start(handler: Handler) -> RawServer:
-        servers.append(RawServer(handler))
+    def start(handler: Handler, **options: Any) -> RawServer:
+        servers.append(RawServer(handler, **options))
         return servers[-1]
 
     yield start
@@ -372,20 +384,20 @@ def modern(url: str, **options: Any) -> BlockingClient:
     return connect(url, era="modern", **options)
 
 
-def test_garbage(raw: Callable[[Handler], RawServer]) -> None:
+def test_garbage(raw: Callable[..., RawServer]) -> None:
     server = raw(discover_then(lambda sock, head, body: sock.sendall(b"garbage\r\n\r\n")))
     with modern(server.url) as client, pytest.raises(McpError, match=r"broke HTTP/1\.1"):
         client.list_tools()
 
 
-def test_closed_without_answering(raw: Callable[[Handler], RawServer]) -> None:
+def test_closed_without_answering(raw: Callable[..., RawServer]) -> None:
     server = raw(discover_then(lambda sock, head, body: None))
     with modern(server.url) as client, pytest.raises(McpError, match="closed the connection"):
         client.list_tools()
 
 
 @pytest.mark.parametrize("whole", [True, False])
-def test_oversized_head(raw: Callable[[Handler], RawServer], whole: bool) -> None:
+def test_oversized_head(raw: Callable[..., RawServer], whole: bool) -> None:
     def huge(sock: socket.socket, head: bytes, body: bytes) -> None:
         if whole:  # a complete head, in one piece
             respond(sock, "200 OK", {"X-Junk": "j" * 5000, "Content-Type": "text/plain"}, b"")
@@ -402,7 +414,7 @@ def test_oversized_head(raw: Callable[[Handler], RawServer], whole: bool) -> Non
         client.list_tools()
 
 
-def test_oversized_body(raw: Callable[[Handler], RawServer]) -> None:
+def test_oversized_body(raw: Callable[..., RawServer]) -> None:
     def big(sock: socket.socket, head: bytes, body: bytes) -> None:
         respond(sock, "200 OK", {"Content-Type": "application/json"}, b" " * 2000 + body)
 
@@ -415,7 +427,7 @@ def test_oversized_body(raw: Callable[[Handler], RawServer]) -> None:
         client.list_tools()
 
 
-def test_oversized_sse_event(raw: Callable[[Handler], RawServer]) -> None:
+def test_oversized_sse_event(raw: Callable[..., RawServer]) -> None:
     def big(sock: socket.socket, head: bytes, body: bytes) -> None:
         answer = modern_answer(body)
         event = b"data: " + b"x" * 3000 + b"\n\ndata: " + answer + b"\n\n"
@@ -432,7 +444,7 @@ def test_oversized_sse_event(raw: Callable[[Handler], RawServer]) -> None:
         client.list_tools()  # (the answer itself is over the bound)
 
 
-def test_slowloris(raw: Callable[[Handler], RawServer]) -> None:
+def test_slowloris(raw: Callable[..., RawServer]) -> None:
     stop = threading.Event()
 
     def slow(sock: socket.socket, head: bytes, body: bytes) -> None:
@@ -451,7 +463,7 @@ def test_slowloris(raw: Callable[[Handler], RawServer]) -> None:
         stop.set()
 
 
-def test_endless_stream_of_comments(raw: Callable[[Handler], RawServer]) -> None:
+def test_endless_stream_of_comments(raw: Callable[..., RawServer]) -> None:
     stop = threading.Event()
 
     def chatter(sock: socket.socket, head: bytes, body: bytes) -> None:
@@ -467,7 +479,7 @@ def test_endless_stream_of_comments(raw: Callable[[Handler], RawServer]) -> None
         stop.set()
 
 
-def test_handshake_never_answered(raw: Callable[[Handler], RawServer]) -> None:
+def test_handshake_never_answered(raw: Callable[..., RawServer]) -> None:
     stop = threading.Event()
 
     def silent(sock: socket.socket, head: bytes, body: bytes) -> None:
@@ -505,7 +517,7 @@ def test_connect_timeout() -> None:
                 filler.close()
 
 
-def test_redirects_are_not_followed(raw: Callable[[Handler], RawServer]) -> None:
+def test_redirects_are_not_followed(raw: Callable[..., RawServer]) -> None:
     def moved(sock: socket.socket, head: bytes, body: bytes) -> None:
         respond(sock, "307 Temporary Redirect", {"Location": "/elsewhere"}, b"")
 
@@ -518,13 +530,13 @@ def test_redirects_are_not_followed(raw: Callable[[Handler], RawServer]) -> None
     assert server.connections == 2  # discover, tools/list: no request to /elsewhere
 
 
-def test_error_status(raw: Callable[[Handler], RawServer]) -> None:
+def test_error_status(raw: Callable[..., RawServer]) -> None:
     server = raw(discover_then(lambda sock, head, body: respond(sock, "500 Oops", {}, b"")))
     with modern(server.url) as client, pytest.raises(McpError, match="status 500"):
         client.list_tools()
 
 
-def test_one_way_posts_are_bounded(raw: Callable[[Handler], RawServer]) -> None:
+def test_one_way_posts_are_bounded(raw: Callable[..., RawServer]) -> None:
     """A legacy server floods a call's stream with requests and never answers the POSTs
     carrying our answers: at most ``max_client_connections`` of those are open at once
     (the stream is not read meanwhile); each fails after ``write_timeout``."""
@@ -567,6 +579,77 @@ def test_one_way_posts_are_bounded(raw: Callable[[Handler], RawServer]) -> None:
         assert server.most_at_once <= 1 + 3  # the call's stream, 3 answers in flight
         assert server.connections > 2 + 3 + 3  # answers failed and others went out
     assert b"DELETE" in verbs  # the session is ended on close
+
+
+def legacy_server(on_request: Callable[[socket.socket, bytes, dict[str, Any]], None]) -> Handler:
+    """A legacy server by hand: ``initialize`` (session ``s1``), ``202`` for notifications
+    and ``DELETE``, ``405`` for a GET without ``Last-Event-ID``; ``on_request`` serves
+    the rest (the connection, the head, the message or ``{}`` for a GET)."""
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        assert isinstance(message, dict)
+        method = message.get("method")
+        if method == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "by hand", "version": "1"},
+            }
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            headers = {"Content-Type": "application/json", "Mcp-Session-Id": "s1"}
+            respond(sock, "200 OK", headers, answer)
+        elif "id" not in message and (method is not None or head.startswith(b"DELETE")):
+            respond(sock, "202 Accepted", {}, b"")
+        elif head.startswith(b"GET") and b"last-event-id" not in head.lower():
+            respond(sock, "405 Method Not Allowed", {}, b"")
+        else:
+            on_request(sock, head, message)
+
+    return handler
+
+
+def test_legacy_stream_resumed_with_last_event_id(raw: Callable[..., RawServer]) -> None:
+    """A call's SSE stream that ends before the answer is resumed: GET with
+    ``Last-Event-ID`` after the server's ``retry``."""
+    heads: list[bytes] = []
+    calls: list[Any] = []
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        heads.append(head)
+        sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        if message:  # the POST: a priming event, then the connection ends
+            calls.append(message["id"])
+            sock.sendall(sse + b"id: e1\nretry: 10\ndata:\n\n")
+        else:  # the resumption
+            answer = dumps({"jsonrpc": "2.0", "id": calls[0], "result": {"tools": []}})
+            sock.sendall(sse + b"id: e2\ndata: " + answer + b"\n\n")
+
+    server = raw(legacy_server(serve))
+    with connect(server.url, era="legacy", timeout=5.0) as client:
+        assert client.list_tools() == []
+    assert heads[-1].startswith(b"GET") and b"last-event-id: e1" in heads[-1].lower()
+
+
+def test_write_timeout(raw: Callable[..., RawServer]) -> None:
+    """A server that stops reading a large request: the request fails after
+    ``write_timeout`` without progress, the session goes on."""
+    release = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    server = raw(legacy_server(serve), stall_above=1_000_000, release=release)
+    try:
+        with connect(server.url, era="legacy", write_timeout=0.3, timeout=10.0) as client:
+            started = time.monotonic()
+            with pytest.raises(McpError, match=r"writing timed out after 0\.3 s"):
+                client.call_tool("echo", {"text": "x" * 50_000_000})
+            assert time.monotonic() - started < 5
+            assert client.call_tool("echo", {"text": "small"}).content == []
+    finally:
+        release.set()
 
 
 # ---------------------------------------------------------------------- the proof
