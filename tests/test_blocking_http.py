@@ -631,6 +631,34 @@ def test_legacy_stream_resumed_with_last_event_id(raw: Callable[..., RawServer])
     assert heads[-1].startswith(b"GET") and b"last-event-id: e1" in heads[-1].lower()
 
 
+def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:
+    """The server holds its answer to ``notifications/initialized`` a while: no request
+    may arrive before that answer (the session is not ready before it)."""
+    held = threading.Event()
+    early: list[str] = []
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        if held.is_set():
+            early.append(str(message.get("method")))
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"notifications/initialized" in body:
+            held.set()
+            threading.Event().wait(0.3)  # (a slow server: bounded)
+            held.clear()
+        inner(sock, head, body)
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        assert client.list_tools() == []
+    assert early == []
+
+
 def test_write_timeout(raw: Callable[..., RawServer]) -> None:
     """A server that stops reading a large request: the request fails after
     ``write_timeout`` without progress, the session goes on."""

@@ -16,6 +16,8 @@ exchanges' sockets and to move their bytes; what the answers carry lands in
 the sans-IO rules call for (start a new session; send requests again). Nothing happens
 between steps, so nothing happens between calls of the client.
 
+* Order: a POST with requests starts once the one-way POSTs before it have their
+  answer's head (so ``notifications/initialized`` is taken before the first request).
 * Connections: at most ``max_client_connections`` exchanges with requests at once,
   and as many one-way POSTs (notifications, answers to the server's requests; so an
   answer never waits for the stream that asked for it to end); further ones wait, in
@@ -424,16 +426,22 @@ class HttpTransport:
         limit = self.config.max_client_connections
         busy = sum(1 for e in self._exchanges if e.counted and e.state == "active")
         flying = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
+        unheard = False  # an earlier one-way POST has no answer yet
         for exchange in list(self._exchanges):
             if exchange.state == "waiting" and exchange.start_at <= now:
                 exchange.state = "queued"
             if exchange.state != "queued":
+                unheard = unheard or (exchange.one_way and exchange.reader is None)
                 continue
             if exchange.counted:
-                if busy >= limit:
+                # A request goes after the one-way messages before it are taken (their
+                # answer's head): notifications/initialized is processed before any
+                # later request, as the Trio client's send() awaits their 202.
+                if busy >= limit or unheard:
                     continue
                 busy += 1
             elif exchange.one_way:
+                unheard = True
                 if flying >= limit:
                     continue
                 flying += 1
