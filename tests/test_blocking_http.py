@@ -191,6 +191,11 @@ def test_unreachable_server() -> None:
         connect(f"http://127.0.0.1:{port}/mcp")
 
 
+def test_a_name_that_does_not_resolve() -> None:
+    with pytest.raises(SessionClosed, match="could not resolve"):
+        connect("http://no-such-host.invalid/mcp", handshake_timeout=None)
+
+
 def test_a_server_gone_mid_session() -> None:
     first = ServerProcess()
     with connect(first.url(), era="modern") as client:
@@ -528,6 +533,29 @@ def test_redirects_are_not_followed(raw: Callable[..., RawServer]) -> None:
     ):
         client.list_tools()
     assert server.connections == 2  # discover, tools/list: no request to /elsewhere
+
+
+def test_modern_cancellation_closes_the_connection(raw: Callable[..., RawServer]) -> None:
+    """Modern: a request given up is cancelled by closing its connection, never by a
+    ``notifications/cancelled`` POST."""
+    closed = threading.Event()
+    bodies: list[bytes] = []
+
+    def hang(sock: socket.socket, head: bytes, body: bytes) -> None:
+        bodies.append(body)
+        if b"tools/call" in body:
+            sock.recv(1)  # until the client closes it
+            closed.set()
+        else:
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, modern_answer(body))
+
+    server = raw(discover_then(hang))
+    with modern(server.url) as client:
+        with pytest.raises(TimeoutError):
+            client.call_tool("slow", timeout=0.3)
+        assert closed.wait(TIMEOUT)
+        assert client.list_tools() == []
+    assert not any(b"notifications/cancelled" in body for body in bodies)
 
 
 def test_error_status(raw: Callable[..., RawServer]) -> None:

@@ -984,6 +984,7 @@ class BlockingClient(HandshakeFacts):
     ) -> None:
         """:meth:`_loop` over Streamable HTTP: the exchanges' sockets, the core's timers
         and the exchanges' own (connect, write)."""
+        self._take(http)  # (sending may have failed at once: no address, say)
         while not done():
             self._raise_if_closed()
             now = time.monotonic()

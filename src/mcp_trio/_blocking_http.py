@@ -53,6 +53,7 @@ from collections import deque
 from collections.abc import Mapping
 from contextlib import suppress
 from typing import Final, Literal, final
+from urllib.parse import urlsplit
 
 import h11
 
@@ -351,11 +352,8 @@ class HttpTransport:
     ) -> None:
         self.http = HttpClient(url, http_config)
         self.config = transport if transport is not None else HttpTransportConfig()
-        parts = self.http.url.split("://", 1)
-        self._secure = parts[0].lower() == "https"
-        from urllib.parse import urlsplit  # noqa: PLC0415 -- (already loaded by HttpClient)
-
         split = urlsplit(url)
+        self._secure = split.scheme.lower() == "https"
         self._host = split.hostname or ""
         self._port = split.port or (443 if self._secure else 80)
         self._context = (
@@ -633,14 +631,12 @@ class HttpTransport:
                 reader.forget(rid)  # cancelled before this answer began
         if reader.session_expired == "restart":
             self._restart(reader)
-        if reader.kind == "redirect" or (300 <= head.status_code < 400):
-            location = reader.redirect.request.target if reader.redirect else None
-            shown = dict(head.headers).get(b"location", b"").decode("latin-1")[:200]
+        if reader.kind == "redirect" or 300 <= head.status_code < 400:
+            location = b", ".join(v for n, v in head.headers if n == b"location")
+            shown = location.decode("latin-1")[:200]
             self._refused(
                 exchange,
-                f"status {head.status_code}: redirects are not followed (Location: {shown})"
-                if location or shown
-                else f"status {head.status_code}: redirects are not followed",
+                f"status {head.status_code}: redirects are not followed (Location: {shown})",
                 {"httpStatus": head.status_code, "location": shown},
             )
         elif head.status_code == 401:
