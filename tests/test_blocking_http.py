@@ -659,6 +659,37 @@ def test_legacy_stream_resumed_with_last_event_id(raw: Callable[..., RawServer])
     assert heads[-1].startswith(b"GET") and b"last-event-id: e1" in heads[-1].lower()
 
 
+def test_a_session_forgotten_twice_ends(raw: Callable[..., RawServer]) -> None:
+    """Every request with a session id gets 404: one new session is started (its
+    initialize goes out again), and when it is lost too, the session ends."""
+    initialized: list[str] = []
+
+    def forgetful(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"mcp-session-id" in head.lower():
+            respond(sock, "404 Not Found", {}, b"")
+            return
+        message = loads(body)
+        assert isinstance(message, dict)
+        initialized.append(message["method"])
+        result = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "forgetful", "version": "1"},
+        }
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        headers = {"Content-Type": "application/json", "Mcp-Session-Id": f"s{len(initialized)}"}
+        respond(sock, "200 OK", headers, answer)
+
+    server = raw(forgetful)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        with pytest.raises(SessionClosed, match="forgot the HTTP session"):
+            client.list_tools()
+        with pytest.raises(SessionClosed, match="forgot the HTTP session"):
+            client.list_tools()
+    assert initialized == ["initialize", "initialize"]
+
+
 def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:
     """The server holds its answer to ``notifications/initialized`` a while: no request
     may arrive before that answer (the session is not ready before it)."""
