@@ -564,10 +564,12 @@ def test_error_status(raw: Callable[..., RawServer]) -> None:
         client.list_tools()
 
 
-def test_one_way_posts_are_bounded(raw: Callable[..., RawServer]) -> None:
+@pytest.mark.parametrize("give_up", [False, True])
+def test_one_way_posts_are_bounded(raw: Callable[..., RawServer], give_up: bool) -> None:
     """A legacy server floods a call's stream with requests and never answers the POSTs
     carrying our answers: at most ``max_client_connections`` of those are open at once
-    (the stream is not read meanwhile); each fails after ``write_timeout``."""
+    (the rest wait, and the stream is not read meanwhile); with a short
+    ``write_timeout`` each fails after it and the next ones go out."""
     session = "s1"
     verbs: list[bytes] = []
 
@@ -600,12 +602,19 @@ def test_one_way_posts_are_bounded(raw: Callable[..., RawServer]) -> None:
     server = raw(legacy)
     bounds = HttpTransportConfig(max_client_connections=3, open_get_stream=False)
     with connect(
-        server.url, era="legacy", transport=bounds, timeout=1.5, write_timeout=0.3
+        server.url,
+        era="legacy",
+        transport=bounds,
+        timeout=1.0,
+        write_timeout=0.2 if give_up else TIMEOUT,
     ) as client:
         with pytest.raises(TimeoutError):
             client.list_tools()
-        assert server.most_at_once <= 1 + 3  # the call's stream, 3 answers in flight
-        assert server.connections > 2 + 3 + 3  # answers failed and others went out
+        if give_up:  # answers failed, and others went out (the server counts late)
+            assert server.connections > 3 + 3 + 3
+        else:  # initialize, initialized, the call's stream, 3 answers; nothing more
+            assert server.connections == 3 + 3
+            assert server.most_at_once <= 1 + 3
     assert b"DELETE" in verbs  # the session is ended on close
 
 
@@ -688,6 +697,41 @@ def test_a_session_forgotten_twice_ends(raw: Callable[..., RawServer]) -> None:
         with pytest.raises(SessionClosed, match="forgot the HTTP session"):
             client.list_tools()
     assert initialized == ["initialize", "initialize"]
+
+
+def test_a_get_stream_that_keeps_ending_is_polled_less_and_less(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The server ends each GET stream at once, with nothing in it: it is opened again
+    after ``retry``, then twice as long each time (not every ``retry`` for ever)."""
+    gets: list[float] = []
+    answer_now = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, b"")
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"GET"):
+            gets.append(time.monotonic())
+            sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+            sock.sendall(sse + b"\r\n\r\nretry: 10\n\n")
+        elif b"tools/call" in body:
+            answer_now.wait(1.0)  # (a slow tool: the GET stream is read meanwhile)
+            message = loads(body)
+            assert isinstance(message, dict)
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    fast = HttpClientConfig(default_retry_ms=10)
+    with connect(server.url, era="legacy", http_config=fast, timeout=5.0) as client:
+        client.call_tool("slow")
+    # 10 ms, 10, 20, 40, ... 640: about 8 in the second (every 10 ms: about 100).
+    assert 3 <= len(gets) <= 12, len(gets)
 
 
 def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]) -> None:

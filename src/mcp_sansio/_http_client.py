@@ -510,6 +510,23 @@ class ClientResponse:
         return self._fail_waiting(status, detail)
 
 
+MAX_REOPEN_DELAY: Final = 30.0
+"""Seconds: the longest wait before the legacy GET stream is opened again (after many
+attempts in a row that brought nothing; the server's ``retry`` if longer)."""
+
+
+def reopen_delay(retry_ms: int, quiet: int, floor_ms: int) -> float:
+    """Seconds to wait before the legacy GET stream is opened again (or resumed), after
+    ``quiet`` attempts in a row that brought no message: the server's ``retry`` after the
+    first; then twice as long each time, from at least ``floor_ms``, up to
+    :data:`MAX_REOPEN_DELAY` (never less than ``retry``). A quiet server that closes its
+    streams is polled less and less often, by every binding alike."""
+    if quiet <= 1:
+        return retry_ms / 1000
+    backoff = max(retry_ms, floor_ms) / 1000 * (1 << min(quiet - 2, 16))
+    return max(retry_ms / 1000, min(backoff, MAX_REOPEN_DELAY))
+
+
 def _redirect_target(base: str, location: str) -> str | None:
     """The request-target of a same-origin ``Location`` (resolved against ``base``), or
     ``None`` when it is not a valid ``origin-form`` (RFC 9112 section 3.2.1).

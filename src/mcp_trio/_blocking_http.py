@@ -58,6 +58,7 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, ErrorCode, LocalProtocolError, RequestId
+from mcp_sansio._http_client import reopen_delay
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
@@ -370,7 +371,8 @@ class HttpTransport:
         self._idle: deque[_Wire] = deque()
         self._deferred: list[bytes] = []
         self._get: _Exchange | None = None
-        self._get_failures = 0
+        self._get_failures = 0  # attempts in a row that got no stream
+        self._get_quiet = 0  # attempts in a row that brought no message
         self._get_opened = False
         self.inbox: deque[bytes | Restart | Resend] = deque()
         """What the answers brought, for the client to take in order."""
@@ -814,14 +816,19 @@ class HttpTransport:
         self.config = _no_get(self.config)
 
     def _get_ended(self, exchange: _Exchange, now: float) -> None:
-        """The GET stream ended: resume it (or open it again) after the server's retry;
-        after ``max_resume_attempts`` failures in a row, give up quietly."""
+        """The GET stream ended: resume it (or open it again) after the server's retry,
+        waiting longer after each attempt in a row that brought no message (the rule
+        the Trio client follows too, ``reopen_delay``); after ``max_resume_attempts``
+        attempts in a row that got no stream, give up (the session ends if the server
+        is unreachable: see ``_unreachable``)."""
         if self._get is not exchange:
             return
         self._get = None
         reader = exchange.reader
         if reader is None:
             self._get_failures += 1
+        brought = reader is not None and reader.events_with_data
+        self._get_quiet = 0 if brought else self._get_quiet + 1
         if self._get_failures > self.config.max_resume_attempts or self.http.session_id is None:
             return
         again = reader.resume() if reader is not None else None
@@ -829,9 +836,9 @@ class HttpTransport:
             request = again if again is not None else self.http.open_stream()
         except LocalProtocolError:
             return
-        delay = (
-            reader.retry_ms if reader is not None else self.http.config.default_retry_ms
-        ) / 1000
+        floor = self.http.config.default_retry_ms
+        retry_ms = reader.retry_ms if reader is not None else floor
+        delay = reopen_delay(retry_ms, self._get_quiet, floor)
         self._get = _Exchange(request, start_at=now + delay)
         self._start(self._get, now)
 

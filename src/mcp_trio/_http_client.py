@@ -116,6 +116,7 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
+from mcp_sansio._http_client import MAX_REOPEN_DELAY, reopen_delay
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
@@ -145,9 +146,10 @@ __all__ = ["HttpChannel", "open_http_client"]
 logger = logging.getLogger("mcp_trio")
 
 _INBOX_SIZE: Final = 16
-_MAX_REOPEN_DELAY: Final = 30.0
-"""Seconds: the longest wait before the legacy GET stream is opened again (after many
-attempts in a row that brought nothing; the server's ``retry`` if longer)."""
+_MAX_REOPEN_DELAY: Final = MAX_REOPEN_DELAY
+"""Seconds: the longest wait before the legacy GET stream is opened again (the sans-IO
+rule's, :func:`mcp_sansio._http_client.reopen_delay`)."""
+_reopen_delay: Final = reopen_delay
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
@@ -860,17 +862,6 @@ class HttpChannel(MessageChannel):
             reason = f"the session's GET stream cannot be opened again: {problem}"
         logger.debug("HTTP: %s", reason)
         self._signal_soon(SessionClosed(reason))
-
-
-def _reopen_delay(retry_ms: int, quiet: int, floor_ms: int) -> float:
-    """Seconds to wait before the GET stream is opened again, after ``quiet`` attempts
-    in a row that brought no message: the server's ``retry`` after the first; then
-    twice as long each time, from at least ``floor_ms``, up to ``_MAX_REOPEN_DELAY``
-    (never less than ``retry``)."""
-    if quiet <= 1:
-        return retry_ms / 1000
-    backoff = max(retry_ms, floor_ms) / 1000 * (1 << min(quiet - 2, 16))
-    return max(retry_ms / 1000, min(backoff, _MAX_REOPEN_DELAY))
 
 
 def _log_warnings(reader: ClientResponse) -> None:
