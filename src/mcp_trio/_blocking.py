@@ -1,7 +1,9 @@
 """A blocking MCP client: :class:`BlockingClient`, on ``mcp_sansio`` alone.
 
-No trio, no asyncio, no threads: one ``selectors`` loop over a subprocess's pipes (stdio)
-or a TCP socket (newline-delimited JSON). It is the proof that the core is sans-IO --
+No trio, no asyncio, no threads: one ``selectors`` loop over a subprocess's pipes (stdio),
+a TCP socket (newline-delimited JSON), or the sockets of Streamable HTTP exchanges
+(:meth:`BlockingClient.http`; :mod:`mcp_trio._blocking_http`, loaded on first use, with
+h11 and ``ssl``). It is the proof that the core is sans-IO --
 everything protocol-shaped (handshake and era probe, ids, timeouts, cancellation,
 progress, the MRTR bookkeeping) is the core's; this module only moves bytes and reads
 the clock.
@@ -34,6 +36,15 @@ session. Our own requests do not count (``_own`` marks where they lie in the out
 however large one is, we keep reading while we write it. A piped stderr is read in the same
 loop and only its last ``_STDERR_TAIL_SIZE`` bytes are kept, for
 :class:`~mcp_trio.ServerExited`.
+
+Over HTTP the unit is the message, not the byte: the core's output is handed message by
+message to the transport (each a POST, built by ``mcp_sansio.http.HttpClient``), which
+the loop drives (:meth:`_http_loop`): it waits on every exchange's socket at once, with
+the earliest of the core's deadline, the caller's and the exchanges' own (connect,
+write, a resumption's ``retry``); what the answers bring (messages, and the sans-IO
+rules' "start a new session" / "send these requests again") is handed to the core in
+order (:meth:`_take`). The outbox and its backpressure are the byte transports'; the
+HTTP transport bounds its own connections and stops reading streams instead.
 
 Only this module's imports of ``mcp_sansio`` and the standard library carry the
 protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors`),

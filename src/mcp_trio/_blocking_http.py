@@ -60,7 +60,7 @@ import h11
 from mcp_sansio import Era, ErrorCode, LocalProtocolError, RequestId
 from mcp_sansio._http_client import reopen_delay
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
-from mcp_sansio._json import dumps, loads
+from mcp_sansio._json import dumps
 from mcp_sansio.http import (
     ClientRequest,
     ClientResponse,
@@ -80,9 +80,6 @@ logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
 _USER_AGENT: Final = b"mcp-trio"
-_MAX_DEFERRED: Final = 16
-"""Notifications written while a lost session's replacement is not started, kept to
-send on the new one (as the Trio client); more are dropped, with a warning."""
 
 
 @final
@@ -369,7 +366,6 @@ class HttpTransport:
         self._write_timeout = write_timeout
         self._exchanges: list[_Exchange] = []
         self._idle: deque[_Wire] = deque()
-        self._deferred: list[bytes] = []
         self._get: _Exchange | None = None
         self._get_failures = 0  # attempts in a row that got no stream
         self._get_quiet = 0  # attempts in a row that brought no message
@@ -399,21 +395,18 @@ class HttpTransport:
             logger.debug("HTTP: a reply to the server was dropped: %.200r", message)
             return
         except SessionPending as exc:
+            # (Between a 404's head and the client taking in the Restart after it. The
+            # blocking client sends no notification of its own that the new session
+            # would want, so only requests are kept: for the new session.)
             if exc.request_ids:
                 self.inbox.append(Resend(exc.request_ids))
-            elif exc.deferrable and len(self._deferred) < _MAX_DEFERRED:
-                self._deferred.append(message)
-            elif exc.deferrable:
-                logger.warning("HTTP: a notification was dropped while the session restarts")
+            else:
+                logger.debug("HTTP: dropped with the session it was for: %.200r", message)
             return
         except SessionEnded:
             logger.debug("HTTP: dropped, the session is over: %.200r", message)
             return
         self._start(_Exchange(sent), now)
-        if self._deferred and _is_initialized(message):
-            deferred, self._deferred = self._deferred, []
-            for note in deferred:
-                self.send(note, now)
 
     def _start(self, exchange: _Exchange, now: float) -> None:
         self._exchanges.append(exchange)
@@ -884,10 +877,3 @@ def _log_warnings(reader: ClientResponse) -> None:
     if reader.warnings:
         for warning in reader.take_warnings():
             logger.warning("HTTP: %s", warning)
-
-
-def _is_initialized(message: bytes) -> bool:
-    if b"notifications/initialized" not in message:
-        return False
-    obj = loads(message)
-    return type(obj) is dict and obj.get("method") == "notifications/initialized"
