@@ -10,11 +10,13 @@ Theory of operation
 -------------------
 Each message the core wants sent becomes an *exchange*: one HTTP request and its
 answer, on a socket of its own (a kept-alive one when one is idle). The client's
-selector loop asks :meth:`HttpTransport.step` to wait (up to a timeout) for any of the
-exchanges' sockets and to move their bytes; what the answers carry lands in
-:attr:`HttpTransport.inbox`, in order: JSON-RPC messages for the core, and the signals
-the sans-IO rules call for (start a new session; send requests again). Nothing happens
-between steps, so nothing happens between calls of the client.
+selector loop waits on the sockets :meth:`HttpTransport.wanted` names, until
+:meth:`HttpTransport.next_deadline` at the latest, and calls :meth:`HttpTransport.ready`
+for each ready one (or :meth:`HttpTransport.handle_timer`), which moves its bytes; what
+the answers carry lands in :attr:`HttpTransport.inbox`, in order: JSON-RPC messages for
+the core, and the signals the sans-IO rules call for (:class:`Restart`: start a new
+session; :class:`Resend`: send requests again). Nothing happens between those calls, so
+nothing happens between calls of the client.
 
 * Order: a POST with requests starts once the one-way POSTs before it have their
   answer's head (so ``notifications/initialized`` is taken before the first request).
