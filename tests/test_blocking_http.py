@@ -130,8 +130,14 @@ def test_a_call_that_times_out_is_cancelled(client: BlockingClient) -> None:
 
 
 def test_many_calls_reuse_connections(client: BlockingClient) -> None:
+    transport = client._http
+    assert transport is not None
+    client.call_tool("echo", {"text": "warm"})
+    kept = set(map(id, transport._idle))
+    assert kept  # (a finished exchange's connection is kept for the next one)
     for i in range(30):
         assert client.call_tool("echo", {"text": str(i)}).text == str(i)
+    assert set(map(id, transport._idle)) & kept  # the same connection, reused
 
 
 def test_legacy_get_stream(server: ServerProcess) -> None:
