@@ -214,6 +214,13 @@ class Client(HandshakeFacts):
         Returns:
             The result; a tool that failed returns ``is_error=True`` (not an exception).
 
+        A server may answer with a task (the tasks extension, when the client declared
+        it): the call then waits for the task's end (see :meth:`ToolTask.drive`):
+        ``timeout`` counts the time the task goes without a change, each new
+        ``statusMessage`` is reported to ``on_progress``, questions are answered with
+        the client's callbacks, and a wait that ends before the task does (timeout,
+        cancellation, error) sends ``tasks/cancel``.
+
         Raises:
             McpError: the server refused the call. One refused for its ``Mcp-Param-*``
                 headers (-32020, modern HTTP) is made again after listing the tools,
@@ -242,8 +249,13 @@ class Client(HandshakeFacts):
             result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
         if result.get("resultType") == "task":
             # The tasks extension, which we declared: the server answered with a task.
-            # ext-tasks "Backwards Compatibility": drive it to its end, return the result.
-            result = await self._tool_task(name, result, timeout).wait_result()
+            # ext-tasks "Backwards Compatibility": drive it to its end, return the result,
+            # with the timeout and progress of a plain call (see ToolTask.drive).
+            config = self._session.connection.config
+            limit = timeout if timeout is not None else config.request_timeout
+            result = await self._tool_task(name, result, timeout).drive(
+                timeout=limit, on_progress=on_progress or self._on_progress
+            )
         return await self._tool_output(name, result, timeout)
 
     async def call_tool_as_task(
@@ -296,6 +308,7 @@ class Client(HandshakeFacts):
             name=name,
             task_id=task_id,
             subscribe=self._task_subscription,
+            max_input_rounds=self._session.connection.config.max_input_rounds,
         )
 
     def _check_tasks(self) -> None:
@@ -331,6 +344,7 @@ class Client(HandshakeFacts):
             name,
             result,
             self._task_subscription,
+            self._session.connection.config.max_input_rounds,
         )
 
     def _task_subscription(self, task_id: str) -> AbstractAsyncContextManager[Subscription]:

@@ -12,15 +12,23 @@ heard of tasks gets the tool's result as from any call ("Backwards Compatibility
 
 Waiting is polling: ``tasks/get`` after the interval the server suggests (``pollIntervalMs``,
 which clients SHOULD honor, "Task Polling"), clamped by :func:`mcp_sansio._tasks.poll_delay`
-(never faster than 100 ms, never slower than a minute) and measured on trio's clock. There
-is no deadline of our own: the caller puts one around the wait with a cancel scope
-(``trio.fail_after``), and the task lives on at the server (``cancel()`` ends it there).
+(never faster than 100 ms, never slower than a minute) and measured on trio's clock.
+:meth:`~ToolTask.result` has no deadline of its own: the caller puts one around the wait
+with a cancel scope (``trio.fail_after``), and the task lives on at the server
+(``cancel()`` ends it there). ``call_tool`` is a plain call from its caller's view
+(:meth:`~ToolTask.drive`): its ``timeout`` counts the time the task goes without a change,
+``statusMessage`` changes are its progress, and a wait that ends before the task does sends
+``tasks/cancel`` (clients SHOULD poll to a terminal status or cancel, "Task Polling").
 
 A task in ``input_required`` lists its questions (``inputRequests``); the handle answers
 them with the client's own sampling / elicitation / roots callbacks -- the ones that answer
 an ordinary call's questions -- and sends the answers with ``tasks/update``. Keys are unique
 over a task's lifetime (the spec), so a key answered once is never answered again, whatever
 a later poll shows before the server has caught up (the ack is eventually consistent).
+After an answer the handle looks again at once, but only once: a task that asks anew at
+once is then polled at its interval; and a task gets at most
+``ConnectionConfig.max_input_rounds`` rounds of questions (as an MRTR request): the next
+round raises ``RemoteProtocolError`` before any callback is asked.
 
 The end is read as an ordinary call's would be: ``completed`` carries the tool's result,
 converted and checked as ``call_tool`` does; ``failed`` carries the JSON-RPC error, raised as
@@ -31,14 +39,21 @@ says is checked first (:func:`mcp_sansio._tasks.parse_task_state`): a malformed 
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, final
 
 import trio
 
-from mcp_sansio import ErrorCode, InputRequired, RemoteProtocolError
+from mcp_sansio import (
+    ErrorCode,
+    InputRequired,
+    LocalProtocolError,
+    ProgressReceived,
+    RemoteProtocolError,
+)
 from mcp_sansio._tasks import (
     MAX_POLL_INTERVAL_MS,
     TASKS_CANCEL,
@@ -50,10 +65,10 @@ from mcp_sansio._tasks import (
     poll_delay,
 )
 
-from ._errors import InputRequiredError, McpError
+from ._errors import McpError, RequestTimeout, SessionClosed
 
 if TYPE_CHECKING:
-    from ._client_callbacks import Callbacks
+    from ._client_callbacks import Callbacks, ProgressCallback
     from ._client_common import ToolOutput
     from ._client_subscriptions import Subscription
 
@@ -61,6 +76,8 @@ __all__ = ["TASKS_EXTENSION", "TaskCancelled", "TaskState", "ToolTask"]
 
 _MAX_ANSWERED: Final = 1024
 """Keys of answered questions a handle remembers (the oldest are forgotten past it)."""
+_CANCEL_TIMEOUT: Final = 2.0
+"""Seconds the courtesy ``tasks/cancel`` of a transparent call given up may take."""
 
 Request = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 Convert = Callable[[str | None, dict[str, Any]], Awaitable["ToolOutput"]]
@@ -107,12 +124,15 @@ class ToolTask:
         task_id: str | None = None,
         immediate: dict[str, Any] | None = None,
         subscribe: Subscribe | None = None,
+        max_input_rounds: int = 8,
     ) -> None:
         self._request = request
         self._subscribe = subscribe
         self._convert = convert
         self._callbacks = callbacks
         self._answered: OrderedDict[str, None] = OrderedDict()
+        self._rounds = 0  # (rounds of questions answered)
+        self._max_input_rounds = max_input_rounds
         self.name = name
         """The tool's name (``None`` for a task resumed by id without one: its result
         is then not checked against an output schema)."""
@@ -131,12 +151,21 @@ class ToolTask:
         name: str,
         result: dict[str, Any],
         subscribe: Subscribe | None = None,
+        max_input_rounds: int = 8,
     ) -> ToolTask:
         """The handle of a ``tools/call`` answered with ``result``: a task when it is a
         ``CreateTaskResult``, else an ended call holding its result."""
         if result.get("resultType") == "task":
             state = _read(result, None, detailed=False)
-            return cls(request, convert, callbacks, name=name, state=state, subscribe=subscribe)
+            return cls(
+                request,
+                convert,
+                callbacks,
+                name=name,
+                state=state,
+                subscribe=subscribe,
+                max_input_rounds=max_input_rounds,
+            )
         return cls(request, convert, callbacks, name=name, immediate=result)
 
     async def status(self) -> TaskState:
@@ -181,6 +210,9 @@ class ToolTask:
 
     async def wait_result(self, *, notifications: bool = False) -> dict[str, Any]:
         """:meth:`result`, the raw ``CallToolResult`` object (not converted)."""
+        return await self._wait_result(notifications, None)
+
+    async def _wait_result(self, notifications: bool, watch: _Watch | None) -> dict[str, Any]:
         if self._immediate is not None:
             return self._immediate
         task_id = self.task_id
@@ -193,26 +225,46 @@ class ToolTask:
                     sub = None
                 if sub is not None and task_id in (sub.honored.get("taskIds") or ()):
                     # Changes before the listen began were not pushed: look once.
-                    return await self._wait(await self.status(), sub)
-        return await self._wait(self.state, None)
+                    return await self._wait(await self.status(), sub, watch)
+        # A CreateTaskResult carries no payload: a task created in any status but
+        # ``working`` (the spec allows it) is looked at with tasks/get first.
+        seed = self.state if self.state is not None and self.state.status == "working" else None
+        return await self._wait(seed, None, watch)
 
-    async def _wait(self, state: TaskState | None, sub: Subscription | None) -> dict[str, Any]:
+    async def _wait(
+        self, state: TaskState | None, sub: Subscription | None, watch: _Watch | None
+    ) -> dict[str, Any]:
+        hurried = False  # (whether the last look came at once, after an answer)
         while True:
             if state is None:
                 state = await self.status()
+            if watch is not None:
+                await watch.seen(state)
             if state.status == "completed":
-                assert state.result is not None
+                if state.result is None:
+                    raise RemoteProtocolError("a completed task came without its result")
                 return state.result
             if state.status == "failed":
-                assert state.error is not None
+                if state.error is None:
+                    raise RemoteProtocolError("a failed task came without its error")
                 raise McpError(state.error)
             if state.status == "cancelled":
                 raise TaskCancelled(state)
             if state.status == "input_required":
-                assert state.input_requests is not None
-                if await self._answer(state.input_requests):
-                    state = None  # (answered: look again at once)
+                if state.input_requests is None:
+                    raise RemoteProtocolError("an input_required task came without inputRequests")
+                if watch is None:
+                    answered = await self._answer(state.input_requests)
+                else:
+                    with watch.answering():
+                        answered = await self._answer(state.input_requests)
+                if answered and not hurried:
+                    # Look again at once, once: the task may have moved on. A server that
+                    # asks anew at once is then polled at its interval, as any other.
+                    hurried = True
+                    state = None
                     continue
+            hurried = False
             delay = poll_delay(state.poll_interval_ms)
             state = None
             if sub is None:
@@ -228,30 +280,125 @@ class ToolTask:
                     state = self.state = _read(note.params, self.task_id, detailed=True)
 
     async def _answer(self, requests: dict[str, dict[str, Any]]) -> bool:
-        """Answer the questions not answered yet; whether any were."""
+        """Answer the questions not answered yet; whether any were.
+
+        Raises:
+            InputRequiredError: a question no callback answers.
+            RemoteProtocolError: the task asked a ``max_input_rounds``-th round.
+        """
         fresh = {k: v for k, v in requests.items() if k not in self._answered}
         if not fresh:
             return False
-        callbacks = self._callbacks
-        if not all(callbacks.can_answer(str(entry.get("method"))) for entry in fresh.values()):
-            raise InputRequiredError(
-                InputRequired(
-                    request_id=self.task_id or "",
-                    method="tools/call",
-                    input_requests=fresh,
-                    request_state=None,
-                    round=1,
-                )
+        event = InputRequired(
+            request_id=self.task_id or "",
+            method="tools/call",
+            input_requests=fresh,
+            request_state=None,
+            round=self._rounds + 1,
+        )
+        if event.round >= self._max_input_rounds:
+            # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task that
+            # asks anew for ever must not keep the user's callbacks busy for ever.
+            raise RemoteProtocolError(
+                f"task {self.task_id}: the server asked for input again after"
+                f" {self._rounds} answered rounds; giving up"
+                f" (ConnectionConfig.max_input_rounds is {self._max_input_rounds})"
             )
-        responses: dict[str, Any] = {}
-        for key, entry in fresh.items():
-            params = entry.get("params")
-            responses[key] = await callbacks.answer(
-                entry["method"], params if isinstance(params, Mapping) else None
-            )
+        responses = await self._callbacks.provide_input(event)
         await self._request(TASKS_UPDATE, {"taskId": self.task_id, "inputResponses": responses})
+        self._rounds += 1
         for key in responses:
             self._answered[key] = None
         while len(self._answered) > _MAX_ANSWERED:
             self._answered.popitem(last=False)
         return True
+
+    async def drive(
+        self, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
+        """Wait for the end as a plain ``tools/call`` would (what ``Client.call_tool`` does
+        with a task; :meth:`wait_result` otherwise): polling, answering questions, and
+
+        * ``timeout``: seconds the task may go without a change (of its status, its
+          ``statusMessage`` or its ``lastUpdatedAt``) before the call gives up with
+          ``RequestTimeout`` -- a plain call's "without an answer or progress" (time
+          spent in the client's own callbacks does not count);
+        * ``on_progress``: each new ``statusMessage`` is reported as progress (``progress``
+          counts the messages, ``message`` is the text; the extension sends no progress
+          notifications for tasks);
+        * when the wait ends before the task does (a timeout, the caller's cancellation,
+          an error), ``tasks/cancel`` is sent (shielded, bounded by a few seconds): the
+          caller gave up, so the server need not work on until the task's TTL.
+
+        Raises:
+            RequestTimeout: no change for ``timeout`` seconds.
+            McpError, TaskCancelled, InputRequiredError, RemoteProtocolError: as
+                :meth:`wait_result`.
+        """
+        watch = _Watch(self.task_id, timeout, on_progress)
+        try:
+            with watch.scope:
+                return await self._wait_result(False, watch)
+            raise RequestTimeout("tools/call", None)  # (the scope's deadline: no change)
+        finally:
+            if self.task_id is not None and (self.state is None or not self.state.terminal):
+                await self._abandon()
+
+    async def _abandon(self) -> None:
+        """Send ``tasks/cancel`` for a wait given up: shielded, bounded, failures ignored
+        (a courtesy: the task ends at its TTL anyway)."""
+        with trio.CancelScope(shield=True) as scope:
+            scope.deadline = trio.current_time() + _CANCEL_TIMEOUT
+            with suppress(McpError, SessionClosed, RequestTimeout, LocalProtocolError):
+                await self.cancel()
+
+
+@final
+class _Watch:
+    """What :meth:`ToolTask.drive` sees of a task: a stall deadline, and progress."""
+
+    def __init__(
+        self, task_id: str | None, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> None:
+        self._task_id = task_id or ""
+        self._timeout = timeout
+        self._on_progress = on_progress
+        self._last: tuple[str, str | None, str] | None = None
+        self._message: str | None = None
+        self._messages = 0
+        self.scope = trio.CancelScope()
+        self._rearm()
+
+    def _rearm(self) -> None:
+        if self._timeout is not None:
+            self.scope.deadline = trio.current_time() + self._timeout
+
+    async def seen(self, state: TaskState) -> None:
+        """A state was read: a change re-arms the deadline; a new message is progress."""
+        key = (state.status, state.status_message, state.last_updated_at)
+        if key == self._last:
+            return
+        self._last = key
+        self._rearm()
+        message = state.status_message
+        if message is not None and message != self._message:
+            self._message = message
+            self._messages += 1
+            if self._on_progress is not None:
+                await self._on_progress(
+                    ProgressReceived(
+                        request_id=self._task_id,
+                        progress=self._messages,
+                        total=None,
+                        message=message,
+                    )
+                )
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """The client's callbacks answer questions: that time is not the server's."""
+        self.scope.deadline = math.inf
+        try:
+            yield
+        finally:
+            self._rearm()

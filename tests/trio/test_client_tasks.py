@@ -17,7 +17,7 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from mcp_sansio import ConnectionConfig, LocalProtocolError, RemoteProtocolError
+from mcp_sansio import ConnectionConfig, LocalProtocolError, ProgressReceived, RemoteProtocolError
 from mcp_sansio import types as t
 from mcp_trio import (
     TASKS_EXTENSION,
@@ -27,6 +27,7 @@ from mcp_trio import (
     InputRequiredError,
     McpError,
     RequestContext,
+    RequestTimeout,
     Server,
     TaskCancelled,
     TaskConfig,
@@ -89,6 +90,14 @@ def make_server(config: TaskConfig | None = None) -> Server:
         ctx.start_task()
         await trio.sleep(5)
         return "slow"
+
+    @server.tool(task="optional")
+    async def steps(n: int, ctx: Context) -> str:
+        """A new statusMessage every 2 s, n times."""
+        for i in range(n):
+            await trio.sleep(2)
+            await ctx.report_progress(i + 1, n, f"step {i + 1}")
+        return "stepped"
 
     @server.tool()
     async def plain() -> str:
@@ -279,6 +288,198 @@ async def test_tasks_need_the_modern_era_and_the_extension(autojump_clock: MockC
         assert (await client.call_tool("slow", {"seconds": 1})).text == "slept 1.0"
 
 
+async def test_call_tool_times_out_a_task_that_stalls_and_cancels_it(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # timeout= means what it means for a plain call: that long without a change of the
+    # task (every tasks/get answer no longer counts); then the task is cancelled.
+    async with connected(make_server()) as client:
+        methods = count_gets(client, monkeypatch)
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("slow", {"seconds": 100}, timeout=5)
+        assert 5 <= trio.current_time() - start < 7
+        assert methods[-1] == "tasks/cancel"
+        assert methods.count("tasks/get") >= 4  # (polled meanwhile, at 1 s)
+
+
+async def test_call_tool_reports_status_messages_as_progress_and_they_keep_it_alive(
+    autojump_clock: MockClock,
+) -> None:
+    # A change every 2 s for 20 s, timeout 5: never 5 s without a change.
+    reports: list[ProgressReceived] = []
+
+    async def on_progress(report: ProgressReceived) -> None:
+        reports.append(report)
+
+    async with connected(make_server()) as client:
+        output = await client.call_tool("steps", {"n": 10}, timeout=5, on_progress=on_progress)
+        assert output.text == "stepped"
+    # (Step 10 and the end come within one poll: the end is what it sees.)
+    assert [(r.progress, r.message) for r in reports] == [(i, f"step {i}") for i in range(1, 10)]
+
+
+async def test_call_tool_given_up_cancels_the_task(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = make_server()
+    async with connected(server) as client:
+        methods = count_gets(client, monkeypatch)
+        with trio.move_on_after(5):
+            await client.call_tool("slow", {"seconds": 100})
+        assert methods[-1] == "tasks/cancel"  # (shielded: sent though cancelled)
+        # ...and an error ending the wait cancels it too.
+
+    async def refuse(params: t.ElicitRequestParams) -> t.ElicitResult:
+        raise RuntimeError("not now")
+
+    async with open_client(server, era="modern", capabilities=EXT, on_elicitation=refuse) as bare:
+        # (The callback fails at the task's first question: that ends the wait.)
+        bare_methods = count_gets(bare, monkeypatch)
+        with pytest.raises(RuntimeError, match="not now"):
+            await bare.call_tool("ask")
+        assert bare_methods[-1] == "tasks/cancel"
+    runs = list(server._methods.tasks._tasks.values())
+    assert [run.task.status for run in runs if run.task] == ["cancelled", "cancelled"]
+
+
+def endless_questions(
+    polls: list[int], updates: list[dict[str, Any]], per_round: int = 1, stop: int = 100
+) -> tuple[Handlers, ConnectionConfig]:
+    """A server whose every ``tasks/get`` asks new questions (``per_round`` of them),
+    until the ``stop``-th, which completes."""
+    handlers, config = tasks_by_hand(lambda n: {})
+    base = {**WORKING_T, "taskId": "t1", "pollIntervalMs": 100}
+
+    @handlers.on_request("tasks/get")
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        polls.append(1)
+        n = len(polls)
+        if n >= stop:
+            return {**base, "status": "completed", "result": {"content": []}}
+        asked = {f"q{n}.{i}": {"method": "roots/list"} for i in range(per_round)}
+        return {**base, "status": "input_required", "inputRequests": asked}
+
+    @handlers.on_request("tasks/update")
+    async def update(ctx: RequestContext) -> dict[str, Any]:
+        updates.append((ctx.params or {})["inputResponses"])
+        return {}
+
+    @handlers.on_request("tasks/cancel")
+    async def cancel(ctx: RequestContext) -> dict[str, Any]:
+        updates.append({"cancelled": True})
+        return {}
+
+    return handlers, config
+
+
+@pytest.mark.parametrize("transparent", [False, True])
+async def test_a_task_asking_anew_at_every_poll_is_bounded(
+    autojump_clock: MockClock, transparent: bool
+) -> None:
+    # At most one look at once after an answer, then the interval; and at most
+    # max_input_rounds rounds: the eighth is refused before any callback is asked.
+    polls: list[int] = []
+    updates: list[dict[str, Any]] = []
+    handlers, config = endless_questions(polls, updates)
+    async with open_client(
+        (handlers, config), era="modern", capabilities=EXT, roots=["file:///w"]
+    ) as client:
+        start = trio.current_time()
+        with pytest.raises(RemoteProtocolError, match="max_input_rounds is 8"):
+            if transparent:
+                await client.call_tool("job")
+            else:
+                await (await client.call_tool_as_task("job")).result()
+        answered = [u for u in updates if "cancelled" not in u]
+        assert len(answered) == 7 and len(polls) == 8
+        # Gets 2, 4, 6, 8 came at once after an answer; 3, 5, 7 waited the 100 ms.
+        assert trio.current_time() - start >= 3 * 0.1
+        # The transparent call gave up on the task: it cancels it; a handle does not.
+        assert (updates[-1] == {"cancelled": True}) is transparent
+
+
+async def test_the_rounds_bound_is_the_clients_max_input_rounds(autojump_clock: MockClock) -> None:
+    polls: list[int] = []
+    updates: list[dict[str, Any]] = []
+    handlers, config = endless_questions(polls, updates, stop=5)
+    client_config = ConnectionConfig(max_input_rounds=5)
+    async with open_client(
+        (handlers, config),
+        era="modern",
+        capabilities=EXT,
+        roots=["file:///w"],
+        connection_config=client_config,
+    ) as client:
+        assert (await client.call_tool("job")).content == []  # (4 rounds: within)
+    polls.clear()
+    client_config = ConnectionConfig(max_input_rounds=4)
+    async with open_client(
+        (handlers, config),
+        era="modern",
+        capabilities=EXT,
+        roots=["file:///w"],
+        connection_config=client_config,
+    ) as client:
+        with pytest.raises(RemoteProtocolError, match="max_input_rounds is 4"):
+            await client.call_tool("job")
+
+
+async def test_answered_keys_are_remembered_up_to_a_bound(autojump_clock: MockClock) -> None:
+    # 600 questions a round, twice: 1200 keys, past the 1024 remembered. A later poll
+    # showing a forgotten key gets it answered again; a remembered one does not.
+    polls: list[int] = []
+    updates: list[dict[str, Any]] = []
+    handlers, config = endless_questions(polls, updates, per_round=600, stop=4)
+    base = {**WORKING_T, "taskId": "t1", "pollIntervalMs": 100}
+
+    @handlers.on_request("tasks/get")
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        polls.append(1)
+        n = len(polls)
+        if n == 4:
+            return {**base, "status": "completed", "result": {"content": []}}
+        keys = [f"q{n}.{i}" for i in range(600)] if n < 3 else ["q1.0", "q2.599"]
+        asked = {key: {"method": "roots/list"} for key in keys}
+        return {**base, "status": "input_required", "inputRequests": asked}
+
+    async with open_client(
+        (handlers, config), era="modern", capabilities=EXT, roots=["file:///w"]
+    ) as client:
+        assert (await client.call_tool("job")).content == []
+    assert [sorted(u)[:1] for u in updates] == [["q1.0"], ["q2.0"], ["q1.0"]]
+    assert list(updates[2]) == ["q1.0"]
+
+
+async def test_a_task_created_in_another_status_is_looked_at_first(
+    autojump_clock: MockClock,
+) -> None:
+    # A CreateTaskResult carries no payload, whatever its status (the spec allows any):
+    # the result, error or questions come from tasks/get.
+    for created, got, expect in [
+        ("completed", {"status": "completed", "result": {"content": []}}, None),
+        ("failed", {"status": "failed", "error": {"code": -32000, "message": "no"}}, McpError),
+        ("input_required", {"status": "completed", "result": {"content": []}}, None),
+        ("cancelled", {"status": "cancelled"}, TaskCancelled),
+    ]:
+        handlers, config = tasks_by_hand(lambda n, got=got: got)
+
+        @handlers.on_request("tools/call")
+        async def call(ctx: RequestContext, created: str = created) -> dict[str, Any]:
+            return {**WORKING_T, "taskId": "t1", "status": created, "resultType": "task"}
+
+        async with open_client((handlers, config), era="modern", capabilities=EXT) as client:
+            for attempt in (
+                client.call_tool("job"),
+                (await client.call_tool_as_task("job")).result(),
+            ):
+                if expect is None:
+                    assert (await attempt).content == []
+                else:
+                    with pytest.raises(expect):
+                        await attempt
+
+
 # ---------------------------------------------------------------- notifications
 
 
@@ -449,4 +650,28 @@ async def test_tasks_over_streamable_http() -> None:
                 with pytest.raises(TaskCancelled):
                     await doomed.result(notifications=True)
                 assert (await client.call_tool("structured")).structured_content == {"n": 7}
+            nursery.cancel_scope.cancel()
+
+
+async def test_over_streamable_http_the_wait_rides_on_notifications() -> None:
+    # A poll interval of a minute: within the 20 s deadline, only notifications/tasks
+    # can tell the handle that the task asked, then ended.
+    server = Server("tasks", task_config=TaskConfig(poll_interval_ms=60_000))
+
+    @server.tool(task=True)
+    async def quick_ask(ctx: Context) -> str:
+        """Asks a name, then answers."""
+        await trio.sleep(0.1)
+        answer = await ctx.elicit("Name?", FORM)
+        await trio.sleep(0.1)
+        return f"hi {(answer.content or {}).get('name')}"
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(server.serve_http, "127.0.0.1", 0))
+            async with open_client(
+                handle.url, era="modern", capabilities=EXT, on_elicitation=on_elicitation
+            ) as client:
+                asked = await client.call_tool_as_task("quick_ask")
+                assert (await asked.result(notifications=True)).text == "hi Ada"
             nursery.cancel_scope.cancel()
