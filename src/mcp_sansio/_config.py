@@ -70,7 +70,14 @@ class ConnectionConfig:
     """Largest message accepted, in bytes. A larger one is dropped unread, and the request
     it belongs to (its id is taken from its first or last bytes) fails instead of waiting."""
     max_input_rounds: int = 8
-    """Client, modern era: most input-required rounds for one request."""
+    """Client, modern era: most input-required rounds for one request (and for one
+    task's questions, the tasks extension)."""
+    max_resource_subscriptions: int = 1_024
+    """Server, modern era: most URIs one ``subscriptions/listen`` may name
+    (``resourceSubscriptions``); more is -32602."""
+    max_task_ids: int = 1_024
+    """Server, modern era: most task ids one ``subscriptions/listen`` may name
+    (``taskIds``, the tasks extension); more is -32602."""
     remembered_ids: int = 1_024
     """How many finished request ids are remembered to tell late/duplicate answers."""
     request_state_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))

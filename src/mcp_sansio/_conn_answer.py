@@ -8,6 +8,7 @@ belongs to an inbound batch waits for the rest of the batch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from math import isfinite
 from typing import Any
 
@@ -316,3 +317,9 @@ class _Answering(_ConnectionBase):
     def subscriptions(self) -> tuple[RequestId, ...]:
         """Modern server: the ids of the ``subscriptions/listen`` streams being served."""
         return _ids_of(self._subscriptions)
+
+    def listens_for(self, method: str, params: Mapping[str, Any] | None = None) -> bool:
+        """Modern server: whether a ``subscriptions/listen`` stream being served asks
+        for this notification (what :meth:`send_notification` would route to one),
+        so that a caller can skip a connection that would take nothing."""
+        return any(flt.matches(method, params) for flt in self._subscriptions.values())

@@ -211,7 +211,11 @@ class _Handshake(_ConnectionBase):
             self._queue(dumps(result_response(rid, result)), rid)
             return
         if method == "subscriptions/listen":
-            flt = _modern.parse_listen_filter(params)
+            flt = _modern.parse_listen_filter(
+                params,
+                max_resource_subscriptions=self.config.max_resource_subscriptions,
+                max_task_ids=self.config.max_task_ids,
+            )
             if isinstance(flt, ErrorData):
                 self._reject(rid, flt.code, flt.message, events, None, flt.data)
                 return

@@ -34,7 +34,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import trio
@@ -51,6 +51,10 @@ if TYPE_CHECKING:
     from ._http_endpoint import Endpoint
 
 __all__ = ["SessionTracker"]
+
+_NOTIFY_TIMEOUT: Final = 1.0
+"""Seconds a ``notifications/tasks`` waits for a session's turn to write (see
+:meth:`SessionTracker.send_task_status`)."""
 
 
 @attrs.define(slots=True, eq=False)
@@ -82,6 +86,14 @@ async def _send(session: Session, method: str, params: dict[str, Any] | None) ->
     # afresh once ready); a session that closed meanwhile has nobody either.
     with suppress(SessionClosed, LocalProtocolError):
         await session.notify(method, params)
+
+
+async def _send_bounded(session: Session, method: str, params: dict[str, Any]) -> None:
+    # A session slow to take its turn does not hold up the others' next notification:
+    # past the bound the message stays queued in its session and leaves with its next
+    # write (Session.notify); only a write already under way runs to its own bound.
+    with trio.move_on_after(_NOTIFY_TIMEOUT):
+        await _send(session, method, params)
 
 
 @final
@@ -232,16 +244,24 @@ class SessionTracker:
     async def send_task_status(self, owner: str | None, params: dict[str, Any]) -> None:
         """Send a ``notifications/tasks`` to the modern listen streams of ``owner`` (the
         task's principal subject, ``None`` when unauthenticated) that asked for the task;
-        never to a legacy session (the extension is modern-only) or another principal."""
+        never to a legacy session (the extension is modern-only) or another principal.
+        Sessions get it concurrently, each waiting at most ``_NOTIFY_TIMEOUT`` for its
+        turn to write, so that one slow peer does not stall the delivery of the rest."""
         for served in list(self._http.values()):
             served.endpoint.send_task_status(params, principal=owner)
         async with trio.open_nursery() as nursery:
             for session in list(self._sessions):
                 conn = session.connection
                 # (A dual-era server's channel has no era until one is settled: any
-                # but a legacy session may carry modern listen streams.)
-                if not session.closed and conn.era is not Era.LEGACY and conn.principal == owner:
-                    nursery.start_soon(_send, session, TASKS_NOTIFICATION, params)
+                # but a legacy session may carry modern listen streams.) A session
+                # none of whose streams names the task is skipped: no task, no send.
+                if (
+                    not session.closed
+                    and conn.era is not Era.LEGACY
+                    and conn.principal == owner
+                    and conn.listens_for(TASKS_NOTIFICATION, params)
+                ):
+                    nursery.start_soon(_send_bounded, session, TASKS_NOTIFICATION, params)
 
     async def broadcast(
         self,

@@ -50,10 +50,15 @@ block's transport, not another's), and those tasks settle as ``cancelled`` too. 
 runs to its end in the background and its result is dropped.
 
 Every change of a task's record (status, message, questions) queues its full state, as
-``tasks/get`` would report it, for ``notifications/tasks``: one loop per serve block
-delivers them in order, through the server's sessions and HTTP endpoints, to the
-``subscriptions/listen`` streams of the task's owner whose filter names it in ``taskIds``.
-The queue holds ``max_pending_notifications``; past it the oldest goes (polling still tells).
+``tasks/get`` would report it, for ``notifications/tasks``, through the server's sessions
+and HTTP endpoints, to the ``subscriptions/listen`` streams of the task's owner whose filter
+names it in ``taskIds`` (sessions with no such stream are skipped). The queue keeps the
+latest state per task (each notification carries the whole state, so an older one waiting
+says nothing the newer does not), in the order of the tasks' last changes, and holds
+``max_pending_notifications`` tasks; past it an entry goes, the oldest not terminal if
+any (polling still tells). One delivery loop runs per serve block; they park on one
+``ParkingLot`` that every change unparks, and take turns through a lock, so any serve
+block still open delivers whatever the others leave.
 
 Inside a task, :class:`~mcp_trio.Context` keeps working: asks park the task in
 ``input_required`` until ``tasks/update`` answers them; progress reports become the task's
@@ -67,7 +72,7 @@ import functools
 import logging
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -78,6 +83,7 @@ import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData
 from mcp_sansio._tasks import (
+    TERMINAL_STATUSES,
     Task,
     TaskStatus,
     declares_tasks,
@@ -158,8 +164,9 @@ class TaskConfig:
     max_pending_notifications: int = attrs.field(
         default=256, validator=_positive("max_pending_notifications")
     )
-    """How many ``notifications/tasks`` may wait to be delivered, for all tasks together;
-    past it the oldest is dropped (a client still learns the state by polling, which
+    """How many tasks may have a ``notifications/tasks`` waiting to be delivered (only
+    the latest state of each waits); past it one is dropped, the oldest not terminal if
+    any, else the oldest (a client still learns the state by polling, which
     ``notifications/tasks`` only spares it)."""
 
 
@@ -397,10 +404,9 @@ class TaskRunner:
         self.deliver: Callable[[str | None, dict[str, Any]], Awaitable[None]] | None = None
         """Sends a ``notifications/tasks`` (its params) to the listen streams of the
         task's owner (a subject, or ``None``) that asked for it: the server's hook."""
-        self._outbox: deque[tuple[str | None, dict[str, Any]]] = deque(
-            maxlen=self.config.max_pending_notifications
-        )
-        self._outbox_ready = trio.Event()
+        # By task id: the owner and the latest state, in the order of last change.
+        self._outbox: OrderedDict[str, tuple[str | None, dict[str, Any]]] = OrderedDict()
+        self._outbox_ready = trio.lowlevel.ParkingLot()
         self._delivering = trio.Lock()
 
     # ------------------------------------------------------------ the nursery
@@ -447,24 +453,44 @@ class TaskRunner:
     # ------------------------------------------------------------ notifications
 
     def _changed(self, run: TaskRun) -> None:
-        """A task's record changed: queue its state for ``notifications/tasks`` (bounded:
-        the oldest waiting is dropped when full)."""
+        """A task's record changed: queue its latest state for ``notifications/tasks``
+        (bounded: see :attr:`TaskConfig.max_pending_notifications`)."""
         if self.deliver is None or not self._nurseries:
             return
-        self._outbox.append((run.owner, status_notification(run.detailed())))
-        self._outbox_ready.set()
+        task_id = run.task_id or ""
+        outbox = self._outbox
+        outbox.pop(task_id, None)
+        outbox[task_id] = (run.owner, status_notification(run.detailed()))
+        if len(outbox) > self.config.max_pending_notifications:
+            # A task's end is what a listener most needs: drop a state on the way first.
+            victim = next(
+                (key for key, (_, p) in outbox.items() if p.get("status") not in TERMINAL_STATUSES),
+                next(iter(outbox)),
+            )
+            del outbox[victim]
+        self._outbox_ready.unpark_all()
 
     async def _notify_loop(self) -> None:
-        """Deliver the queued notifications, in order (one loop per serve block: the
-        lock keeps them in order whichever loop sends)."""
+        """Deliver the queued notifications (one loop per serve block; the lock lets
+        one deliver at a time, and keeps them in order whichever loop sends). Checking
+        the queue and parking involve no checkpoint: a change cannot slip in between."""
         while True:
-            await self._outbox_ready.wait()
+            if not self._outbox:
+                await self._outbox_ready.park()
             async with self._delivering:
                 while self._outbox:
-                    owner, params = self._outbox.popleft()
-                    if self.deliver is not None:
+                    task_id, (owner, params) = self._outbox.popitem(last=False)
+                    if self.deliver is None:
+                        continue
+                    try:
                         await self.deliver(owner, params)
-                self._outbox_ready = trio.Event()
+                    except BaseException:
+                        # This block ends: leave the state to a loop still running.
+                        if task_id not in self._outbox:
+                            self._outbox[task_id] = (owner, params)
+                            self._outbox.move_to_end(task_id, last=False)
+                        self._outbox_ready.unpark_all()
+                        raise
 
     # ------------------------------------------------------------ the table
 

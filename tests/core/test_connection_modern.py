@@ -679,3 +679,40 @@ def test_unsubscribed_change_with_no_session_is_a_no_op_not_an_error() -> None:
     pair = modern_pair()
     pair.server.send_notification("notifications/tools/list_changed")
     assert pair.server.data_to_send() == []
+
+
+@pytest.mark.parametrize(
+    ("field", "key", "items"),
+    [
+        ("max_resource_subscriptions", "resourceSubscriptions", ["file:///a", "file:///b"]),
+        ("max_task_ids", "taskIds", ["t1", "t2"]),
+    ],
+)
+def test_the_listen_filter_bounds_are_configured(field: str, key: str, items: list[str]) -> None:
+    caps = {**SERVER_CAPS, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    pair = modern_pair(capabilities=caps, **{field: 1})
+    # One item is within the bound; two are past it: -32602, naming the bound.
+    _, sent = feed(
+        pair.server, modern_request(1, "subscriptions/listen", {"notifications": {key: items}})
+    )
+    assert sent[0]["error"]["code"] == -32602 and "more than 1" in sent[0]["error"]["message"]
+    assert pair.server.subscriptions() == ()
+    meta: dict[str, Any] = {CC: {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    feed(
+        pair.server,
+        modern_request(2, "subscriptions/listen", {"notifications": {key: items[:1]}}, **meta),
+    )
+    assert pair.server.subscriptions() == (2,)
+
+
+def test_listens_for_tells_whether_a_stream_would_take_a_notification() -> None:
+    caps = {**SERVER_CAPS, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    pair = modern_pair(capabilities=caps)
+    note = ("notifications/tasks", {"taskId": "t1"})
+    assert not pair.server.listens_for(*note)  # (no stream at all)
+    meta: dict[str, Any] = {CC: {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    listen = {"notifications": {"taskIds": ["t2"], "toolsListChanged": True}}
+    feed(pair.server, modern_request(1, "subscriptions/listen", listen, **meta))
+    assert not pair.server.listens_for(*note)  # (another task's)
+    assert pair.server.listens_for("notifications/tasks", {"taskId": "t2"})
+    assert pair.server.listens_for("notifications/tools/list_changed")

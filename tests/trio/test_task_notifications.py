@@ -132,7 +132,9 @@ async def test_a_server_without_task_tools_honors_no_task_ids(autojump_clock: Mo
         nursery.cancel_scope.cancel()
 
 
-async def test_the_queue_of_notifications_is_bounded(autojump_clock: MockClock) -> None:
+async def test_the_queue_keeps_the_latest_state_per_task_and_is_bounded(
+    autojump_clock: MockClock,
+) -> None:
     runner = TaskRunner(TaskConfig(max_pending_notifications=2))
     delivered: list[tuple[str | None, str, str | None]] = []
     gate = trio.Event()
@@ -144,16 +146,123 @@ async def test_the_queue_of_notifications_is_bounded(autojump_clock: MockClock) 
     runner.deliver = deliver
 
     async with runner.running():
-        run = TaskRun(runner, "optional", owner="alice")
-        assert run.start()
+        chatty, quiet, third = (TaskRun(runner, "optional", owner=o) for o in "abc")
+        assert chatty.start() and quiet.start() and third.start()
+        quiet.settle({"content": []}, None)  # an end...
         for n in range(5):
-            run.set_message(f"step {n}")  # five changes while delivery is stuck...
-        run.settle({"content": []}, None)
+            chatty.set_message(f"step {n}")  # ...then a chatty task: one entry, its latest
+        third.set_message("x")  # a third task: past the bound, but the end is kept
         await trio.testing.wait_all_tasks_blocked()
         gate.set()
         await trio.testing.wait_all_tasks_blocked()
-    # ...and the end: only the newest two were kept.
-    assert delivered == [("alice", "working", "step 4"), ("alice", "completed", None)]
+    assert delivered == [("b", "completed", None), ("c", "working", "x")]
+
+
+async def test_delivery_goes_on_while_any_serve_block_is_open(autojump_clock: MockClock) -> None:
+    # Several serve blocks share one runner, each with a delivery loop: whichever block
+    # ends, the others deliver every later change (each end, a few times, since
+    # trio's wake-up order is random).
+    for close in [0, 1, 2] * 3:
+        assert await three_blocks_one_closing(close) == [
+            "before 0",
+            "before 1",
+            "before 2",
+            "after",
+        ], close
+
+
+async def three_blocks_one_closing(close: int) -> list[str | None]:
+    runner = TaskRunner(TaskConfig())
+    delivered: list[str | None] = []
+
+    async def deliver(owner: str | None, params: dict[str, Any]) -> None:
+        delivered.append(params.get("statusMessage"))
+
+    runner.deliver = deliver
+    ends = [trio.Event() for _ in range(3)]
+
+    async def block(end: trio.Event, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with runner.running(inherit=False):
+            task_status.started()
+            await end.wait()
+
+    async with trio.open_nursery() as nursery:
+        for end in ends:
+            await nursery.start(block, end)
+        run = TaskRun(runner, "optional")
+        assert run.start()
+        for n, end in enumerate(ends):
+            run.set_message(f"before {n}")
+            await trio.testing.wait_all_tasks_blocked()
+            if n == close:
+                end.set()
+                await trio.testing.wait_all_tasks_blocked()
+        run.set_message("after")
+        await trio.testing.wait_all_tasks_blocked()
+        for end in ends:
+            end.set()
+    return delivered
+
+
+async def test_a_blocks_delivery_cut_short_is_left_to_another(autojump_clock: MockClock) -> None:
+    runner = TaskRunner(TaskConfig())
+    delivered: list[str | None] = []
+    hung = trio.Event()
+
+    async def deliver(owner: str | None, params: dict[str, Any]) -> None:
+        if not hung.is_set():
+            hung.set()
+            await trio.sleep_forever()  # (the first try hangs: its block ends under it)
+        delivered.append(params.get("statusMessage"))
+
+    runner.deliver = deliver
+    ends = [trio.Event(), trio.Event()]
+
+    async def block(end: trio.Event, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with runner.running(inherit=False):
+            task_status.started()
+            await end.wait()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(block, ends[0])
+        run = TaskRun(runner, "optional")
+        assert run.start()
+        run.set_message("one")
+        await hung.wait()  # the first block's loop is stuck delivering it
+        await nursery.start(block, ends[1])
+        ends[0].set()  # ...and its block ends: the second block's loop delivers it
+        await trio.testing.wait_all_tasks_blocked()
+        assert delivered == ["one"]
+        ends[1].set()
+
+
+async def test_no_listener_no_send(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sessions none of whose listen streams names a task are not sent its changes.
+    sent: list[str] = []
+    original = Session.notify
+
+    async def counting(self: Session, method: str, params: Any = None) -> None:
+        if method == TASKS:
+            sent.append((params or {}).get("status", ""))
+        await original(self, method, params)
+
+    monkeypatch.setattr(Session, "notify", counting)
+    server = make_server()
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(open_client(server, era="modern", capabilities=EXT))
+            for _ in range(5)
+        ]
+        listening = await clients[1].call_tool_as_task("slow", {"seconds": 5})
+        assert listening.task_id is not None
+        async with clients[1].subscribe(tasks=[listening.task_id]) as sub:
+            await clients[0].call_tool("slow", {"seconds": 1})  # nobody listens to it
+            assert sent == []
+            note = await sub.receive()
+            assert note.params is not None and note.params["status"] == "completed"
+    assert sent == ["completed"]  # one session, one send: its own task's end
 
 
 async def test_another_principal_never_hears_of_a_task() -> None:
