@@ -23,10 +23,13 @@ valid skill is a failure of its own; PyYAML's safe loader is the standard one. T
 changes make its output JSON: timestamps stay strings (the server rendered them to JSON
 as written), and anything JSON cannot hold (binary, sets, non-string keys, NaN) is
 refused. The parsed value is walked with a node budget, so an alias bomb in a small
-frontmatter cannot blow up the comparison. Two more refusals keep the entry and the file
-one value: a key repeated in a mapping (PyYAML would keep the last, so a reader of the
-file could see what the entry hides), and an integer beyond 64 bits (our JSON cannot
-send it; a peer's decoder reads it as a float). PyYAML reads YAML 1.1: ``on``/``yes``
+frontmatter cannot blow up the comparison. Three more refusals keep the entry and the
+file one value: a key repeated in a mapping (PyYAML would keep the last, so a reader of
+the file could see what the entry hides); a merge key (``<<``) anywhere: YAML 1.1
+readers merge (and disagree on a repeat inside what is merged), YAML 1.2 readers keep
+``<<`` as an ordinary key, so no one value is "the frontmatter" (a quoted ``'<<'`` is
+an ordinary key for everyone, and allowed); and an integer beyond 64 bits (our JSON
+cannot send it; a peer's decoder reads it as a float). PyYAML reads YAML 1.1: ``on``/``yes``
 are ``true``, ``0755`` is 493, ``1:30`` is 90. A host with a YAML 1.2 parser reads those
 unquoted values otherwise; authors who want strings quote them.
 
@@ -576,9 +579,10 @@ def split_frontmatter(text: str) -> str:
 @functools.cache
 def _yaml_loader() -> tuple[Any, Any]:
     """PyYAML and its safe loader (the C one when built with libyaml) without the
-    timestamp resolver, so dates stay strings, and refusing a key repeated in one
-    mapping (PyYAML would keep the last: the entry and a reader could then see
-    different values): imported on first use (an optional dependency)."""
+    timestamp resolver, so dates stay strings, refusing a key repeated in one mapping
+    (PyYAML would keep the last: the entry and a reader could then see different
+    values) and any merge key (see the module docs): imported on first use (an
+    optional dependency)."""
     try:
         yaml = importlib.import_module("yaml")
     except ImportError as exc:
@@ -592,7 +596,13 @@ def _yaml_loader() -> tuple[Any, Any]:
             seen: set[Any] = set()
             for key_node, _ in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
-                    continue  # (`<<`: merged keys are overridden by design, not repeated)
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        "found a merge key (<<), which skill frontmatter may not use: YAML"
+                        " 1.2 readers take it as an ordinary key; write the keys out",
+                        key_node.start_mark,
+                    )
                 key = self.construct_object(key_node, deep=deep)
                 try:
                     repeated = key in seen
@@ -622,8 +632,9 @@ def parse_frontmatter(text: str) -> dict[str, Any]:
 
     Raises:
         FrontmatterError: no frontmatter block, invalid YAML, a key repeated in a
-            mapping, not a mapping, a value JSON cannot hold (an integer beyond 64 bits
-            included), too big or deep, or no string ``name`` and ``description``.
+            mapping, a merge key (``<<``), not a mapping, a value JSON cannot hold (an
+            integer beyond 64 bits included), too big or deep, or no string ``name``
+            and ``description``.
         ImportError: PyYAML is not installed (``pip install 'mcp-trio[skills]'``).
     """
     source = split_frontmatter(text)

@@ -480,9 +480,33 @@ def test_a_repeated_description_fails_verification() -> None:
         s.verify_frontmatter(skill, text)
 
 
-def test_merge_keys_are_not_repeated_keys() -> None:
-    text = "---\nname: a\ndescription: d\nbase: &b {x: 1, y: 2}\nm:\n  <<: *b\n  x: 3\n---\n"
-    assert s.parse_frontmatter(text)["m"] == {"x": 3, "y": 2}
+@pytest.mark.parametrize(
+    "yaml_text",
+    [
+        # A repeat inside what is merged: PyYAML kept the last, unseen.
+        "name: a\n<<: {description: shown, description: other}\n",
+        "name: a\ndescription: d\nm:\n  <<: [{x: 1, x: 2}]\n",
+        "name: a\ndescription: d\nm:\n  <<: {x: {y: 1, y: 2}}\n",
+        # Two merge keys in one mapping.
+        "name: a\n<<: {description: one}\n<<: {description: two}\n",
+        # Any merge at all: YAML 1.2 readers see a key "<<" where PyYAML merges.
+        "name: a\ndescription: d\nbase: &b {x: 1, y: 2}\nm:\n  <<: *b\n  x: 3\n",
+        "name: a\ndescription: d\nm: [{<<: {x: 1}}]\n",
+        "name: a\ndescription: d\nm: {!!merge <<: {x: 1}}\n",
+    ],
+)
+def test_merge_keys_are_refused(yaml_text: str) -> None:
+    with pytest.raises(FrontmatterError, match=r"merge key \(<<\)"):
+        s.parse_frontmatter("---\n" + yaml_text + "---\n")
+    with pytest.raises(SkillVerificationError, match="merge key"):
+        s.verify_frontmatter(make_skill(), "---\n" + yaml_text + "---\n")
+
+
+def test_a_quoted_merge_key_is_an_ordinary_key() -> None:
+    text = "---\nname: a\ndescription: d\nm: {'<<': {x: 1}}\n---\n"
+    assert s.parse_frontmatter(text)["m"] == {"<<": {"x": 1}}
+    with pytest.raises(FrontmatterError, match="repeated key"):
+        s.parse_frontmatter("---\nname: a\ndescription: d\nm: {'<<': 1, '<<': 2}\n---\n")
 
 
 def test_integers_beyond_64_bits_are_refused() -> None:
