@@ -36,6 +36,14 @@ unquoted values otherwise; authors who want strings quote them.
 Paths: every segment of a skill URI -- its skill path, a manifest file's path below the
 root, a resolved reference -- passes one rule (``_is_clean_segment``), so nothing names
 a file outside its skill for any reader, however it decodes or resolves the URI.
+
+File names: a server writes a file's path into its URI as it is (``build_skill``), so
+the path a ``SKILL.md`` refers to, the manifest URI and the resource are one string,
+with no encoding for either side to get wrong. A name that cannot be a URI path
+segment as it is (RFC 3986: a space, ``{``, ``}``, ``%``, a non-ASCII letter...) is
+refused with ``ValueError``: rename the file. (Percent-encoding it instead would make
+every relative reference ambiguous: is ``a%20b.md`` a file of that name, or ``a b.md``?)
+A client takes whatever URIs a server lists, and matches them exactly.
 """
 
 from __future__ import annotations
@@ -128,6 +136,9 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # RFC 3986: reg-name = *( unreserved / pct-encoded / sub-delims ); segment adds ":" and "@".
 _REG_NAME = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+")
 _SEGMENT = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})+")
+# A file name a server uses in a URI as it is: a segment's characters, without "%" (a
+# literal "%41" would read as "A"), so the file path and the URI path are one string.
+_FILE_SEGMENT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]+")
 # A path segment of a skill URI must stay where it is, for every reader: not empty, "."
 # or ".." (dot-segments, RFC 3986 5.2.4), no percent-encoded dot, slash or backslash
 # (which some resolvers decode into one), no backslash (a separator on Windows), no "?"
@@ -425,11 +436,17 @@ def build_skill(uri: str, files: Mapping[str, bytes]) -> Skill:
         files: every file, by path relative to the skill's root (``/``-separated),
             ``SKILL.md`` included.
 
+    Each file's URI is ``<root>/<path>``, the path as it is (see "File names" in the
+    module docs).
+
     Raises:
-        ValueError: a path that is not a clean relative path, no ``SKILL.md``, a
-            frontmatter without ``name``/``description`` or whose ``name`` is not the
-            final skill-path segment, or more files or bytes than the spec's limits
-            (servers SHOULD NOT serve such a skill: no host need accept it).
+        ValueError: a path that is not a clean relative path, or that cannot be a URI
+            path as it is (a segment holding anything but letters, digits and
+            ``-._~!$&'()*+,;=:@``: a space, ``{``, ``%``, a non-ASCII letter...); no
+            ``SKILL.md``; a frontmatter without ``name``/``description`` or whose
+            ``name`` is not the final skill-path segment; or more files or bytes than
+            the spec's limits (servers SHOULD NOT serve such a skill: no host need
+            accept it).
         ImportError: PyYAML is not installed.
     """
     root = skill_root(uri)
@@ -440,6 +457,12 @@ def build_skill(uri: str, files: Mapping[str, bytes]) -> Skill:
             _check_file_path(path, path)
         except ValueError:
             raise ValueError(f"{root}: not a clean relative file path: {path!r}") from None
+        if not all(_FILE_SEGMENT.fullmatch(segment) for segment in path.split("/")):
+            raise ValueError(
+                f"{root}: the file path {path!r} cannot be a URI path as it is: a file"
+                " name may hold only ASCII letters, digits and -._~!$&'()*+,;=:@"
+                " (RFC 3986 path characters); rename the file"
+            )
     frontmatter = parse_frontmatter(files[SKILL_MD].decode("utf-8"))
     if root.rsplit("/", 1)[-1] != frontmatter["name"]:
         raise ValueError(

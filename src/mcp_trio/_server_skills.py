@@ -38,6 +38,7 @@ from mcp_sansio.skills import (
 from ._errors import McpError
 from ._handlers import Handlers, RequestContext
 from ._pagination import InvalidCursor, paginate
+from ._registry import ResourceEntry
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -300,10 +301,12 @@ def _prepare(
 
 
 def _serve(server: Server, batch: list[_Prepared]) -> None:
-    """Serve every skill of ``batch``, or none: every check is made before anything
-    changes. A file two skills share (a nested skill's files are also files of the
-    skill that encloses it) is one resource; a ``SKILL.md`` resource always carries its
-    own skill's ``name`` and ``description``, whichever skill registered it."""
+    """Serve every skill of ``batch``, or none: every check is made, and every resource
+    entry built, before anything changes. A file two skills share (a nested skill's
+    files are also files of the skill that encloses it) is one resource; a ``SKILL.md``
+    resource always carries its own skill's ``name`` and ``description``, whichever
+    skill registered it. Files are plain resources, never templates, whatever their
+    URIs hold (``Server.add_resource`` would take a ``{`` for a template)."""
     if not batch:
         return
     # The server's store is not created until the checks pass (a refusal changes
@@ -324,29 +327,38 @@ def _serve(server: Server, batch: list[_Prepared]) -> None:
                 raise ValueError(f"two skills list {file.uri} with different content")
             if file.uri in resources and store.digest_of(file.uri) != file.digest:
                 raise ValueError(f"a resource is already registered at {file.uri}")
-    store = server._skill_store()
-    registered: set[str] = set()
-    for prepared in batch:  # nothing can fail from here on
+    entries: dict[str, tuple[ResourceEntry, bool]] = {}  # URI -> (entry, replaces one)
+    for prepared in batch:
         skill = prepared.skill
         assert isinstance(skill.resources, tuple)
         for file in skill.resources:
+            if file.uri in entries:
+                continue  # (shared with a skill of the batch before it)
+            replaces = file.uri in resources
+            if replaces and file.uri != skill.uri:
+                continue  # (served already, by a skill that shares it)
+            # (A SKILL.md served as a plain file of an enclosing skill is replaced: it
+            # is now a skill's SKILL.md, with its name and description.)
             own = skill_mds.get(file.uri, store.get(file.uri))
-            if file.uri in registered:
-                continue  # (shared with a skill of the batch served before it)
-            if file.uri in resources:
-                if file.uri != skill.uri:
-                    continue  # (served already, by a skill that shares it)
-                # Served as a plain file of an enclosing skill: now a SKILL.md of its own.
-                server.remove_resource(file.uri)
-            registered.add(file.uri)
-            server.add_resource(
+            entry = ResourceEntry.build(
                 _reader(prepared.data[file.uri], prepared.mime_types[file.uri]),
                 file.uri,
                 name=own.name if own is not None else file.uri[len(skill.root) + 1 :],
                 description=own.description if own is not None else None,
                 mime_type=prepared.mime_types[file.uri],
+                title=None,
+                icons=None,
+                annotations=None,
+                meta=None,
             )
-        store.add(skill, prepared.mime_types)
+            entries[file.uri] = entry, replaces
+    store = server._skill_store()
+    for uri, (entry, replaces) in entries.items():  # nothing can fail from here on
+        if replaces:
+            server._registry.remove("resources", uri)
+        server._registry.add(entry)
+    for prepared in batch:
+        store.add(prepared.skill, prepared.mime_types)
 
 
 def add_skill(

@@ -119,6 +119,25 @@ def test_build_skill_refuses(uri: str, files: dict[str, bytes], match: str) -> N
         s.build_skill(uri, files)
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["templates/{project}.md", "my notes.md", "a%41.md", "a%20b.md", "caf\u00e9.md", "a|b", "x[1]"],
+)
+def test_build_skill_refuses_file_names_that_cannot_be_a_uri_path_as_they_are(path: str) -> None:
+    # A file's URI is its path as it is: one string for the SKILL.md that refers to
+    # it, the manifest and the resource. "{" is not a URI character; "%41" would read
+    # as "A". Percent-encoding would make "a%20b.md" mean two different files.
+    with pytest.raises(ValueError, match=r"cannot be a URI path as it is.*rename the file"):
+        make_skill(**{path: b"x"})
+
+
+def test_build_skill_takes_every_uri_path_character() -> None:
+    name = "Az09-._~!$&'()*+,;=:@.md"
+    skill = make_skill(**{f"x/{name}": b"x"})
+    assert skill.file(f"skill://acme/pdf-processing/x/{name}").size == 1
+    assert s.resolve_skill_file(skill, f"x/{name}") == f"skill://acme/pdf-processing/x/{name}"
+
+
 def test_build_skill_refuses_an_invalid_name_even_when_it_matches() -> None:
     text = SKILL_MD.replace("pdf-processing", "Pdf")
     with pytest.raises(ValueError, match="skill name"):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+import attrs
 import pytest
 
 from mcp_sansio import ConnectionConfig, ErrorCode
@@ -15,6 +16,7 @@ from mcp_sansio.skills import (
     MAX_SKILL_RESOURCES,
     MAX_SKILL_TOTAL_SIZE,
     SKILLS_EXTENSION,
+    build_skill,
     read_message_size,
     sha256_digest,
 )
@@ -28,7 +30,7 @@ from mcp_trio import (
     SkillVerificationError,
     open_client,
 )
-from mcp_trio._server_skills import read_skill_dir
+from mcp_trio._server_skills import _Prepared, _serve, read_skill_dir
 
 SKILL_MD = (
     "---\nname: pdf-processing\ndescription: Extract PDFs\nlicense: Apache-2.0\n"
@@ -567,6 +569,52 @@ def test_add_skills_dir_serves_all_or_nothing(tmp_path: Path) -> None:
     assert "extensions" not in server.capabilities()
     server.remove_resource("skill://b-taken/SKILL.md")
     assert [s.name for s in server.add_skills_dir(tmp_path)] == ["a-good", "b-taken"]
+
+
+BRACED = {
+    "SKILL.md": "---\nname: b-brace\ndescription: d\n---\n",
+    "templates/{project}.md": "# {project}\n",
+}
+
+
+def test_a_file_name_that_is_not_a_uri_path_is_refused_and_nothing_is_served(
+    tmp_path: Path,
+) -> None:
+    server = Server("braces")
+    with pytest.raises(ValueError, match=r"'templates/\{project\}\.md' cannot be a URI path"):
+        server.add_skill(BRACED)
+    assert not server._registry.resources
+    assert not server._registry.templates
+    assert "extensions" not in server.capabilities()
+    # Renamed, it is served: the refusal left nothing at its URIs.
+    server.add_skill({"SKILL.md": BRACED["SKILL.md"], "templates/project.md": "# p\n"})
+    write(tmp_path, {"a-good/SKILL.md": "---\nname: a-good\ndescription: d\n---\n"})
+    write(tmp_path, {f"c-brace/{path}": text for path, text in BRACED.items()})
+    (tmp_path / "c-brace/SKILL.md").write_text(BRACED["SKILL.md"].replace("b-brace", "c-brace"))
+    with pytest.raises(ValueError, match="cannot be a URI path"):
+        server.add_skills_dir(tmp_path)
+    assert sorted(server._registry.resources) == [
+        "skill://b-brace/SKILL.md",
+        "skill://b-brace/templates/project.md",
+    ]
+    assert len(server._skills or ()) == 1
+
+
+async def test_skill_files_are_plain_resources_whatever_their_uris_hold() -> None:
+    # (build_skill refuses "{" in a file name; a skill built otherwise still cannot
+    # make _serve fail half-way: Server.add_resource would take it for a template.)
+    files = {"SKILL.md": BRACED["SKILL.md"].encode(), "t.md": b"# {project}\n"}
+    built = build_skill("skill://b-brace/SKILL.md", files)
+    assert isinstance(built.resources, tuple)
+    braced = attrs.evolve(built.resources[1], uri="skill://b-brace/{project}.md")
+    skill = attrs.evolve(built, resources=(built.resources[0], braced))
+    prepared = _Prepared(skill, {"SKILL.md": files["SKILL.md"], "{project}.md": files["t.md"]})
+    server = Server("braces")
+    _serve(server, [prepared])
+    assert sorted(server._registry.resources) == [skill.uri, braced.uri]
+    assert not server._registry.templates
+    async with open_client(server, era="modern") as client:
+        assert await client.read_skill_file(skill, braced.uri) == b"# {project}\n"
 
 
 NESTED = {
