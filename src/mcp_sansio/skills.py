@@ -60,6 +60,7 @@ from typing import Any, Final, Literal, final
 import attrs
 
 from ._errors import RemoteProtocolError
+from ._json import dumps
 
 __all__ = [
     "DIRECTORY_MIME_TYPE",
@@ -94,6 +95,7 @@ __all__ = [
     "skill_root",
     "skill_uri",
     "split_frontmatter",
+    "text_answer",
     "verify_content",
     "verify_frontmatter",
 ]
@@ -570,10 +572,30 @@ def read_message_size(entry: SkillFile) -> int:
     """The size of the ``resources/read`` answer that carries ``entry``'s file as a blob,
     in bytes, at most: its bytes base64-encoded (4 for every 3) and the JSON-RPC envelope
     around them. A server may send any file so, so a client whose messages are bounded
-    below this (``ConnectionConfig.max_message_size``) should not ask for it. (Sent as
-    text, the answer is usually smaller; text full of characters JSON escapes can be
-    larger.)"""
+    below this (``ConnectionConfig.max_message_size``) should not ask for it.
+
+    A file sent as text is not always smaller: JSON escapes ``"`` and ``\\`` in 2 bytes
+    and a control character in up to 6 (``\\u001b``), so text full of them can be up to
+    6 times the file's size. No bound short of that holds for any server; ours (see
+    :func:`text_answer`) sends as text only what is no larger than its base64, so its
+    every answer is within this size.
+    """
     return 4 * ((entry.size + 2) // 3) + 2 * len(entry.uri.encode("utf-8")) + _READ_ENVELOPE
+
+
+def text_answer(data: bytes) -> str | None:
+    """The text a server answers a ``resources/read`` of a file holding ``data`` with, or
+    ``None`` to answer with a blob: ``data`` decoded, when it is UTF-8 and, JSON-escaped,
+    no longer than its base64 form. So every answer is within :func:`read_message_size`,
+    which a client checks before it asks (see there); text is what nearly every text
+    file gets.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    escaped = len(dumps(text)) - 2  # (less the quotes around it)
+    return text if escaped <= 4 * ((len(data) + 2) // 3) else None
 
 
 def split_frontmatter(text: str) -> str:

@@ -469,14 +469,18 @@ class Client(HandshakeFacts):
             SkillVerificationError: over the extension's limits, dynamic when not
                 allowed, or the content is not what the entry describes. Nothing of it
                 may be used; :meth:`get_skill` fetches a fresh entry.
-            LocalProtocolError: the file's ``resources/read`` answer may be larger than
-                ``ConnectionConfig.max_message_size`` allows (4 MiB by default): its
-                size is known from the entry, so this is raised before anything is
-                sent, naming the size needed
+            LocalProtocolError: the file's ``resources/read`` answer, sent as a blob,
+                may be larger than ``ConnectionConfig.max_message_size`` allows (4 MiB
+                by default): its size is known from the entry, so this is raised
+                before anything is sent, naming the size needed
                 (:func:`mcp_sansio.skills.read_message_size`: base64 and envelope). A
                 skill may hold a file of up to 16 MiB: a host that must read every
                 skill the extension allows connects with ``max_message_size`` of at
                 least ``23 * 1024 * 1024``.
+            McpError: the answer was over that bound all the same (-32603, naming the
+                file): a server may send a file as text, which JSON escaping can make
+                up to 6 times its size (``"``, ``\\``, control characters). Ours sends
+                such a file as a blob, within the size checked.
             ImportError: PyYAML is missing (``pip install 'mcp-trio[skills]'``).
         """
         from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
@@ -508,6 +512,7 @@ class Client(HandshakeFacts):
                 digest differs.
             LocalProtocolError: as for :meth:`load_skill` (a file too large for
                 ``ConnectionConfig.max_message_size``; nothing is sent).
+            McpError: as for :meth:`load_skill` (an answer over the bound all the same).
             ValueError: a path or URI that leaves the skill's directory (``..``,
                 ``%2e%2e``, backslashes, ``?``, ``#``...).
         """

@@ -15,9 +15,9 @@ Each flow is written once, as a generator that yields the requests it needs
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from typing import Any
+from typing import Any, Final
 
-from mcp_sansio import LocalProtocolError, RemoteProtocolError
+from mcp_sansio import ErrorCode, ErrorData, LocalProtocolError, RemoteProtocolError
 from mcp_sansio.skills import (
     DYNAMIC,
     MAX_SKILL_TOTAL_SIZE,
@@ -37,6 +37,7 @@ from mcp_sansio.skills import (
 )
 
 from ._client_common import MAX_LIST_ITEMS, MAX_LIST_PAGES
+from ._errors import McpError
 
 __all__ = [
     "Skill",
@@ -51,6 +52,9 @@ __all__ = [
     "run_sync",
 ]
 
+_TOO_LARGE: Final = "Message too large"
+"""How the core's error for an answer over ``max_message_size`` begins."""
+
 Step = tuple[str, dict[str, Any] | None]
 """A request a flow needs: ``(method, params)``."""
 Flow = Generator[Step, dict[str, Any], Any]
@@ -60,21 +64,33 @@ Flow = Generator[Step, dict[str, Any], Any]
 async def run_async(
     flow: Flow, request: Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 ) -> Any:
-    """Run ``flow``, making its requests with ``await request(method, params)``."""
+    """Run ``flow``, making its requests with ``await request(method, params)``; an
+    error answer (``McpError``) is raised in the flow, where it asked."""
     try:
         step = next(flow)
         while True:
-            step = flow.send(await request(*step))
+            try:
+                result = await request(*step)
+            except McpError as exc:
+                step = flow.throw(exc)
+            else:
+                step = flow.send(result)
     except StopIteration as done:
         return done.value
 
 
 def run_sync(flow: Flow, request: Callable[[str, dict[str, Any] | None], dict[str, Any]]) -> Any:
-    """Run ``flow``, making its requests with ``request(method, params)``."""
+    """Run ``flow``, making its requests with ``request(method, params)`` (as
+    :func:`run_async`)."""
     try:
         step = next(flow)
         while True:
-            step = flow.send(request(*step))
+            try:
+                result = request(*step)
+            except McpError as exc:
+                step = flow.throw(exc)
+            else:
+                step = flow.send(result)
     except StopIteration as done:
         return done.value
 
@@ -122,8 +138,25 @@ def get_skill(uri: str) -> Flow:
     return skill
 
 
-def _read(uri: str) -> Generator[Step, dict[str, Any], bytes]:
-    result = yield "resources/read", {"uri": uri}
+def _read(uri: str, max_message_size: int) -> Generator[Step, dict[str, Any], bytes]:
+    try:
+        result = yield "resources/read", {"uri": uri}
+    except McpError as exc:
+        # The core's refusal of an answer over max_message_size (-32603): past the
+        # check made before asking, only text JSON escapes can get there.
+        error = exc.error
+        if error.code != ErrorCode.INTERNAL_ERROR or not error.message.startswith(_TOO_LARGE):
+            raise
+        raise McpError(
+            ErrorData(
+                code=error.code,
+                message=f"{uri}: the resources/read answer was over the {max_message_size}"
+                " bytes this client takes in one message (ConnectionConfig.max_message_size):"
+                ' a file sent as text can grow up to 6 times as JSON escapes it (", \\,'
+                " control characters); connect with a larger max_message_size to read it",
+                data=error.data,
+            )
+        ) from exc
     return content_bytes(result.get("contents"), uri, limit=MAX_SKILL_TOTAL_SIZE)
 
 
@@ -157,12 +190,12 @@ def load_skill(skill: Skill, *, allow_dynamic: bool, max_message_size: int) -> F
             raise SkillVerificationError(
                 skill.uri, "its resources are 'dynamic': no digests to verify it against"
             )
-        data = yield from _read(skill.uri)
+        data = yield from _read(skill.uri, max_message_size)
     else:
         check_limits(skill)  # (the spec: checkable, and declined, before any read)
         entry = skill.file(skill.uri)
         _check_message_size(entry, max_message_size)
-        data = yield from _read(skill.uri)
+        data = yield from _read(skill.uri, max_message_size)
         verify_content(entry, data)
     try:
         text = data.decode("utf-8")
@@ -190,9 +223,9 @@ def read_skill_file(
             )
         if not uri.startswith(skill.root + "/"):
             raise SkillVerificationError(uri, f"not a file of {skill.uri}")
-        return (yield from _read(uri))
+        return (yield from _read(uri, max_message_size))
     entry = skill.file(uri)
     _check_message_size(entry, max_message_size)
-    data = yield from _read(uri)
+    data = yield from _read(uri, max_message_size)
     verify_content(entry, data)
     return data

@@ -10,7 +10,6 @@ manifest's digests describe.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from mcp_sansio.skills import (
     parse_frontmatter,
     skill_json,
     skill_uri,
+    text_answer,
 )
 
 from ._errors import McpError
@@ -256,13 +256,16 @@ _BINARY_PREFIXES: Final = ("image/", "audio/", "video/", "application/pdf", "app
 
 
 def _reader(data: bytes, mime_type: str) -> Any:
-    """The resource function of one skill file: its text when it is UTF-8 and not a
-    binary type (the client hashes the UTF-8 encoding: the same bytes), else the bytes
-    as a blob."""
+    """The resource function of one skill file: its text when it is not a binary type
+    and :func:`~mcp_sansio.skills.text_answer` gives one (UTF-8, and no larger
+    JSON-escaped than base64: the answer then fits the size a client checks before it
+    asks; the client hashes the UTF-8 encoding, the same bytes), else the bytes as a
+    blob."""
     value: str | bytes = data
     if not mime_type.startswith(_BINARY_PREFIXES) and mime_type != "application/octet-stream":
-        with contextlib.suppress(UnicodeDecodeError):
-            value = data.decode("utf-8")
+        text = text_answer(data)
+        if text is not None:
+            value = text
 
     async def read() -> str | bytes:
         return value

@@ -603,3 +603,13 @@ def test_read_message_size_is_base64_and_envelope() -> None:
     assert size_of(3 * 1024) - size_of(0) == 4 * 1024
     # The largest file a skill may hold (16 MiB) needs a bound above the 4 MiB default.
     assert 4 * 1024 * 1024 < size_of(s.MAX_SKILL_TOTAL_SIZE) < 23 * 1024 * 1024
+
+
+def test_text_answer_is_text_no_larger_than_base64() -> None:
+    assert s.text_answer("# Caf\u00e9\n".encode()) == "# Caf\u00e9\n"
+    assert s.text_answer(b"\xff\xfe") is None  # not UTF-8
+    # 3 bytes: base64 takes 4. '"aa' escapes to 4 bytes: text; '""a' to 5: a blob.
+    assert s.text_answer(b'"aa') == '"aa'
+    assert s.text_answer(b'""a') is None
+    assert s.text_answer(b"\x1b") is None  # \u001b: 6 bytes
+    assert s.text_answer(b"") == ""

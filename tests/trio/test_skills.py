@@ -382,6 +382,51 @@ async def test_a_file_over_max_message_size_is_refused_before_it_is_asked(era: E
             await client.load_skill(big)
 
 
+@ERAS
+@pytest.mark.parametrize("fill", ['"', "\\", "\t", "\x1b"])
+async def test_text_json_escapes_is_sent_as_a_blob_so_the_checked_size_holds(
+    era: EraName, fill: str
+) -> None:
+    # Valid UTF-8 of a text type, but JSON-escaped 2 to 6 times its size: a blob
+    # (4/3) is smaller, and fits the size the client checks before asking.
+    data = (fill * 40_000).encode()
+    server = Server("esc")
+    server.add_skill({"SKILL.md": "---\nname: esc\ndescription: d\n---\n", "data.json": data})
+    async with open_client(server, era=era) as client:
+        skill = await client.get_skill("skill://esc/SKILL.md")
+        [contents] = (await client.read_resource("skill://esc/data.json")).contents
+        assert getattr(contents, "blob", None) is not None
+    limited = ConnectionConfig(
+        max_message_size=read_message_size(skill.file(skill.root + "/data.json"))
+    )
+    async with open_client(server, era=era, connection_config=limited) as client:
+        assert await client.read_skill_file(skill, "data.json") == data
+        assert await client.load_skill(skill)  # (ordinary text is still text)
+
+
+@ERAS
+async def test_an_answer_over_the_bound_after_the_check_says_why(era: EraName) -> None:
+    # Another server may send such text as text: the read fails once it is answered,
+    # with an error that names the file, the setting and the reason.
+    data = ('"' * 40_000).encode()
+    server = Server("esc")
+    server.add_skill({"SKILL.md": "---\nname: esc\ndescription: d\n---\n", "data.json": data})
+    tamper(server, "skill://esc/data.json", data.decode())
+    async with open_client(server, era=era) as client:
+        skill = await client.get_skill("skill://esc/SKILL.md")
+    needed = read_message_size(skill.file(skill.root + "/data.json"))
+    limited = ConnectionConfig(max_message_size=needed)
+    async with open_client(server, era=era, connection_config=limited) as client:
+        message = (
+            rf"skill://esc/data.json: the resources/read answer was over the {needed} bytes"
+            r".*max_message_size.*6 times as JSON escapes it"
+        )
+        with pytest.raises(McpError, match=message) as caught:
+            await client.read_skill_file(skill, "data.json")
+        assert caught.value.error.code == ErrorCode.INTERNAL_ERROR
+        assert await client.load_skill(skill)  # (the session goes on)
+
+
 async def test_a_malformed_entry_or_a_mismatched_get_is_a_protocol_error() -> None:
     server, _ = make_server()
 
