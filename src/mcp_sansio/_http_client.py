@@ -115,6 +115,11 @@ _ORIGIN_FORM: Final = re.compile(rf"(?:/{_PCHAR}*)+(?:\?(?:{_PCHAR}|[/?])*)?")
 characters): a request-target h11 accepts and any server can parse."""
 
 
+SSE_FIELD_ROOM: Final = 1024
+"""Bytes of an SSE event's bound left for its fields other than the message
+(:attr:`HttpClientConfig.max_message_size`)."""
+
+
 @final
 @attrs.frozen(kw_only=True)
 class HttpClientConfig:
@@ -132,6 +137,14 @@ class HttpClientConfig:
     """Wait before resuming a stream whose server announced no ``retry``."""
     era: Era | None = None
     """The era already known for this origin (cached from an earlier probe), if any."""
+
+    @property
+    def max_message_size(self) -> int:
+        """The largest JSON-RPC message a response is sure to deliver, in bytes, whichever
+        way the server answers: ``max_body_size`` for a JSON body, ``max_event_size``
+        less :data:`SSE_FIELD_ROOM` for an SSE event (its ``data:``, ``id:`` and
+        ``event:`` fields count towards the bound)."""
+        return min(self.max_body_size, max(self.max_event_size - SSE_FIELD_ROOM, 0))
 
 
 @final
@@ -151,6 +164,9 @@ class ClientRequest:
     """The ``Mcp-Session-Id`` sent, if any (a 404 then means that session is gone)."""
     resent: bool = False
     """Whether this POST sends requests again after a 404 (a second 404 ends it all)."""
+    dropped: int | None = None
+    """A resumption: the ``max_event_size`` an SSE event of the streams it resumes was
+    dropped for, if any (named should the answers never come)."""
 
     @property
     def with_session(self) -> bool:
@@ -270,6 +286,7 @@ class ClientResponse:
         self._content_type = content_type
         self._body = bytearray()
         self._too_large = False
+        self._dropped = sent.dropped  # the bound an SSE event was dropped for, if any
         self._decoder = SSEDecoder(client.config.max_event_size) if kind == "sse" else None
         self._waiting = dict.fromkeys(sent.request_ids)
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
@@ -353,6 +370,7 @@ class ClientResponse:
         out: list[bytes] = []
         while (item := self._decoder.next_event()) is not None:
             if not isinstance(item, SSEEvent):
+                self._dropped = item.limit
                 self._warn(f"dropped an SSE event over {item.limit} bytes")
             elif item.event == "message" and item.data:
                 self.events_with_data += 1
@@ -369,11 +387,19 @@ class ClientResponse:
             self._decoder.feed_eof()
             if self.resume() is not None:
                 return []
-            return self._fail_waiting(0, "the stream ended before the response arrived")
+            why = "the stream ended before the response arrived"
+            if self._dropped is not None:  # (the answer, most likely)
+                why += (
+                    f" (an SSE event over {self._dropped} bytes was dropped:"
+                    " HttpClientConfig.max_event_size)"
+                )
+            return self._fail_waiting(0, why)
         if self.kind == "json":
             if self._too_large:
                 return self._fail_waiting(
-                    self.status, f"response body over {self._client.config.max_body_size} bytes"
+                    self.status,
+                    f"response body over {self._client.config.max_body_size} bytes"
+                    " (HttpClientConfig.max_body_size)",
                 )
             out = self._message(bytes(self._body))
             return out + self._fail_waiting(self.status, "the response did not answer the request")
@@ -399,7 +425,8 @@ class ClientResponse:
             return None
         if self._client.session_id is None or self._session_id != self._client.session_id:
             return None  # (a stream of a session that is gone: its answers are lost)
-        return self._client._get(self.last_event_id, tuple(self._waiting), sent)
+        again = self._client._get(self.last_event_id, tuple(self._waiting), sent)
+        return again if self._dropped is None else attrs.evolve(again, dropped=self._dropped)
 
     # ------------------------------------------------------------------ internals
 

@@ -142,6 +142,13 @@ class MessageChannel(abc.ABC):
     async def receive(self) -> bytes | str:
         """Wait for the next message (or NDJSON chunk)."""
 
+    def message_bound(self) -> tuple[int, str] | None:
+        """A bound of the transport's own on the messages it delivers: the size in bytes
+        and the setting that raises it; ``None`` (the default): only the core's
+        ``ConnectionConfig.max_message_size``. A client checks the smaller before a
+        request whose answer's size it can foresee (a skill file)."""
+        return None
+
     def attach_reader(self, take: Take) -> None:
         """Offer messages to ``take`` while the reader is parked in :meth:`receive` with
         nothing buffered (see the module docs). Only channels of framing ``"message"``

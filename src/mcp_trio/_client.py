@@ -72,6 +72,7 @@ from ._session import Session
 from ._util import open_task_nursery
 
 if TYPE_CHECKING:
+    from mcp_sansio.http import HttpClientConfig
     from mcp_sansio.skills import Skill
 
     from ._oauth import OAuth  # (the HTTP binding is imported when first used)
@@ -430,6 +431,18 @@ class Client(HandshakeFacts):
 
         return await run_async(flow, request)
 
+    def _read_bound(self) -> tuple[int, str]:
+        """The largest answer this client can take, and the setting that bounds it: the
+        core's ``max_message_size``, or the transport's own bound if smaller (Streamable
+        HTTP: ``HttpClientConfig``)."""
+        size = self._session.connection.config.max_message_size
+        own = self._session.channel.message_bound()
+        return (
+            own
+            if own is not None and own[0] < size
+            else (size, "ConnectionConfig.max_message_size")
+        )
+
     async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill entry of ``skills/list`` (the skills extension), through all
         pages. Fetches no skill file (the spec forbids retrieval ahead of need).
@@ -471,12 +484,17 @@ class Client(HandshakeFacts):
                 may be used; :meth:`get_skill` fetches a fresh entry.
             LocalProtocolError: the file's ``resources/read`` answer, sent as a blob,
                 may be larger than ``ConnectionConfig.max_message_size`` allows (4 MiB
-                by default): its size is known from the entry, so this is raised
-                before anything is sent, naming the size needed
-                (:func:`mcp_sansio.skills.read_message_size`: base64 and envelope). A
-                skill may hold a file of up to 16 MiB: a host that must read every
-                skill the extension allows connects with ``max_message_size`` of at
-                least ``23 * 1024 * 1024``.
+                by default), or, over Streamable HTTP, than the transport's bound
+                (:attr:`HttpClientConfig.max_message_size
+                <mcp_sansio.http.HttpClientConfig.max_message_size>`: ``max_event_size``,
+                4 MiB, less 1 KiB; ``max_body_size``, 16 MiB): its size is known from
+                the entry, so this is raised before anything is sent, naming the size
+                needed (:func:`mcp_sansio.skills.read_message_size`: base64 and
+                envelope) and the setting. A skill may hold a file of up to 16 MiB: a
+                host that must read every skill the extension allows connects with
+                ``max_message_size`` of at least ``23 * 1024 * 1024`` (over HTTP also
+                ``http_config=HttpClientConfig(max_event_size=24 * 1024 * 1024,
+                max_body_size=24 * 1024 * 1024)``).
             McpError: the answer was over that bound all the same (-32603, naming the
                 file): a server may send a file as text, which JSON escaping can make
                 up to 6 times its size (``"``, ``\\``, control characters). Ours sends
@@ -485,8 +503,10 @@ class Client(HandshakeFacts):
         """
         from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
 
-        limit = self._session.connection.config.max_message_size
-        flow = load_skill(skill, allow_dynamic=allow_dynamic, max_message_size=limit)
+        limit, setting = self._read_bound()
+        flow = load_skill(
+            skill, allow_dynamic=allow_dynamic, max_message_size=limit, setting=setting
+        )
         text: str = await self._skills(flow, timeout)
         return text
 
@@ -511,15 +531,17 @@ class Client(HandshakeFacts):
             SkillVerificationError: the entry does not list the file, or its size or
                 digest differs.
             LocalProtocolError: as for :meth:`load_skill` (a file too large for
-                ``ConnectionConfig.max_message_size``; nothing is sent).
+                the bound; nothing is sent).
             McpError: as for :meth:`load_skill` (an answer over the bound all the same).
             ValueError: a path or URI that leaves the skill's directory (``..``,
                 ``%2e%2e``, backslashes, ``?``, ``#``...).
         """
         from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
 
-        limit = self._session.connection.config.max_message_size
-        flow = read_skill_file(skill, file, allow_dynamic=allow_dynamic, max_message_size=limit)
+        limit, setting = self._read_bound()
+        flow = read_skill_file(
+            skill, file, allow_dynamic=allow_dynamic, max_message_size=limit, setting=setting
+        )
         data: bytes = await self._skills(flow, timeout)
         return data
 
@@ -717,6 +739,7 @@ async def open_client(
     ssl_context: ssl.SSLContext | None = None,
     headers: Mapping[str, str] | None = None,
     auth: OAuth | None = None,
+    http_config: HttpClientConfig | None = None,
 ) -> AsyncGenerator[Client]:
     """Connect to an MCP server, in whichever era it speaks, for the ``async with`` block.
 
@@ -769,6 +792,8 @@ async def open_client(
             WebSocket handshake), e.g. ``{"Authorization": "Bearer ..."}``.
         auth: HTTP: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`) for a server
             that asks for it (``401``); see the README, "OAuth".
+        http_config: HTTP: the transport's bounds (:class:`~mcp_trio.HttpClientConfig`:
+            the largest SSE event and JSON body an answer may be).
 
     Raises:
         HandshakeFailed: no common era or version, or the server refused.
@@ -816,6 +841,7 @@ async def open_client(
             ssl_context=ssl_context,
             headers=headers,
             auth=auth,
+            http_config=http_config,
         ) as session,
     ):
         if session.handshake is None:

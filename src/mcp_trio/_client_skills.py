@@ -138,7 +138,7 @@ def get_skill(uri: str) -> Flow:
     return skill
 
 
-def _read(uri: str, max_message_size: int) -> Generator[Step, dict[str, Any], bytes]:
+def _read(uri: str, max_message_size: int, setting: str) -> Generator[Step, dict[str, Any], bytes]:
     try:
         result = yield "resources/read", {"uri": uri}
     except McpError as exc:
@@ -151,16 +151,16 @@ def _read(uri: str, max_message_size: int) -> Generator[Step, dict[str, Any], by
             ErrorData(
                 code=error.code,
                 message=f"{uri}: the resources/read answer was over the {max_message_size}"
-                " bytes this client takes in one message (ConnectionConfig.max_message_size):"
+                f" bytes this client takes in one message ({setting}):"
                 ' a file sent as text can grow up to 6 times as JSON escapes it (", \\,'
-                " control characters); connect with a larger max_message_size to read it",
+                " control characters); connect with a larger one to read it",
                 data=error.data,
             )
         ) from exc
     return content_bytes(result.get("contents"), uri, limit=MAX_SKILL_TOTAL_SIZE)
 
 
-def _check_message_size(entry: SkillFile, max_message_size: int) -> None:
+def _check_message_size(entry: SkillFile, max_message_size: int, setting: str) -> None:
     """Refuse, before asking, a read whose answer may not fit in one message.
 
     Raises:
@@ -171,13 +171,19 @@ def _check_message_size(entry: SkillFile, max_message_size: int) -> None:
         raise LocalProtocolError(
             f"{entry.uri} is {entry.size} bytes: its resources/read answer may take"
             f" {needed} bytes (base64 and envelope), over this client's"
-            f" ConnectionConfig.max_message_size of {max_message_size};"
-            f" connect with max_message_size >= {needed} to read it"
+            f" {setting} of {max_message_size}; connect with it >= {needed} to read it"
         )
 
 
-def load_skill(skill: Skill, *, allow_dynamic: bool, max_message_size: int) -> Flow:
-    """Fetch and verify ``skill``'s ``SKILL.md``; its text.
+def load_skill(
+    skill: Skill,
+    *,
+    allow_dynamic: bool,
+    max_message_size: int,
+    setting: str = "ConnectionConfig.max_message_size",
+) -> Flow:
+    """Fetch and verify ``skill``'s ``SKILL.md``; its text. ``max_message_size``: the
+    largest answer the client takes, bounded by ``setting`` (named in errors).
 
     Raises:
         SkillVerificationError: over the limits, dynamic when not allowed, or the file
@@ -190,12 +196,12 @@ def load_skill(skill: Skill, *, allow_dynamic: bool, max_message_size: int) -> F
             raise SkillVerificationError(
                 skill.uri, "its resources are 'dynamic': no digests to verify it against"
             )
-        data = yield from _read(skill.uri, max_message_size)
+        data = yield from _read(skill.uri, max_message_size, setting)
     else:
         check_limits(skill)  # (the spec: checkable, and declined, before any read)
         entry = skill.file(skill.uri)
-        _check_message_size(entry, max_message_size)
-        data = yield from _read(skill.uri, max_message_size)
+        _check_message_size(entry, max_message_size, setting)
+        data = yield from _read(skill.uri, max_message_size, setting)
         verify_content(entry, data)
     try:
         text = data.decode("utf-8")
@@ -206,7 +212,12 @@ def load_skill(skill: Skill, *, allow_dynamic: bool, max_message_size: int) -> F
 
 
 def read_skill_file(
-    skill: Skill, reference: str, *, allow_dynamic: bool, max_message_size: int
+    skill: Skill,
+    reference: str,
+    *,
+    allow_dynamic: bool,
+    max_message_size: int,
+    setting: str = "ConnectionConfig.max_message_size",
 ) -> Flow:
     """Fetch and verify one file of ``skill`` (a URI, or a path relative to its root).
 
@@ -223,9 +234,9 @@ def read_skill_file(
             )
         if not uri.startswith(skill.root + "/"):
             raise SkillVerificationError(uri, f"not a file of {skill.uri}")
-        return (yield from _read(uri, max_message_size))
+        return (yield from _read(uri, max_message_size, setting))
     entry = skill.file(uri)
-    _check_message_size(entry, max_message_size)
-    data = yield from _read(uri, max_message_size)
+    _check_message_size(entry, max_message_size, setting)
+    data = yield from _read(uri, max_message_size, setting)
     verify_content(entry, data)
     return data

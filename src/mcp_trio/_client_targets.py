@@ -37,6 +37,8 @@ from ._stdio import StderrCallback, open_stdio_client
 from ._websocket import open_websocket_client
 
 if TYPE_CHECKING:
+    from mcp_sansio.http import HttpClientConfig
+
     from ._oauth import OAuth  # (the HTTP binding is imported when first used)
 
 __all__ = [
@@ -117,6 +119,7 @@ async def open_target(
     ssl_context: ssl.SSLContext | None = None,
     headers: Mapping[str, str] | None = None,
     auth: OAuth | None = None,
+    http_config: HttpClientConfig | None = None,
 ) -> AsyncGenerator[Session]:
     """Open a client session to ``target`` (see the module docstring).
 
@@ -128,9 +131,11 @@ async def open_target(
     url = target if isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES) else ""
     if url[:8].lower().startswith(_HTTP):  # RFC 3986: a scheme is compared in any case
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
-        opened = _open_http(url, handlers, config, connection_config, ssl_context, headers, auth)
-    elif auth is not None:
-        _only_for("a non-HTTP", auth=auth)
+        opened = _open_http(
+            url, handlers, config, connection_config, ssl_context, headers, auth, http_config
+        )
+    elif auth is not None or http_config is not None:
+        _only_for("a non-HTTP", auth=auth, http_config=http_config)
     elif url:
         _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr)
         opened = open_websocket_client(
@@ -204,6 +209,7 @@ def _open_http(
     ssl_context: ssl.SSLContext | None,
     headers: Mapping[str, str] | None,
     auth: OAuth | None,
+    http_config: HttpClientConfig | None,
 ) -> AbstractAsyncContextManager[Any]:
     # Imported here: the HTTP binding (h11, pools) costs nothing until it is used.
     module = importlib.import_module("mcp_trio._http_client")
@@ -215,6 +221,7 @@ def _open_http(
         ssl_context=ssl_context,
         headers=headers,
         auth=auth,
+        http_config=http_config,
         start=False,
     )
     return opened

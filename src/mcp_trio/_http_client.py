@@ -210,6 +210,14 @@ class HttpChannel(MessageChannel):
 
     framing: ClassVar[Framing] = "message"
 
+    def message_bound(self) -> tuple[int, str]:
+        """:attr:`HttpClientConfig.max_message_size <mcp_trio.HttpClientConfig>`: an
+        answer comes as one SSE event or one JSON body."""
+        return (
+            self.http.config.max_message_size,
+            "HttpClientConfig: min(max_body_size, max_event_size - 1024)",
+        )
+
     def __init__(
         self,
         url: str,

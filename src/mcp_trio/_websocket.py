@@ -78,6 +78,8 @@ class WebSocketChannel(MessageChannel):
         close_timeout: seconds to wait for the closing handshake.
         reader_done: set when ``ws``'s reader task has ended (see :class:`ReaderWatch`);
             a close then stops waiting for the peer's reply, which nobody would read.
+        max_message_size: the ``max_message_size`` ``ws`` was opened with, if known
+            (:meth:`message_bound`).
     """
 
     framing: ClassVar[Framing] = "message"
@@ -88,11 +90,20 @@ class WebSocketChannel(MessageChannel):
         *,
         close_timeout: float = 2.0,
         reader_done: trio.Event | None = None,
+        max_message_size: int | None = None,
     ) -> None:
         self.ws = ws
         self._close_timeout = close_timeout
         self._reader_done = reader_done
         self._failure: SessionClosed | None = None
+        self._max_message_size = max_message_size
+
+    def message_bound(self) -> tuple[int, str] | None:
+        """``SessionConfig.ws_max_message_size``, when known: a larger message closes
+        the connection."""
+        if self._max_message_size is None:
+            return None
+        return self._max_message_size, "SessionConfig.ws_max_message_size"
 
     async def send(self, message: bytes) -> None:
         try:
@@ -442,7 +453,12 @@ async def open_websocket_client(
             with trio.move_on_after(config.close_timeout):
                 await ws.aclose(1002, "the 'mcp' subprotocol is required")
             raise SessionClosed(f"the server did not accept the {SUBPROTOCOL!r} subprotocol")
-        channel = WebSocketChannel(ws, close_timeout=config.close_timeout, reader_done=reader_done)
+        channel = WebSocketChannel(
+            ws,
+            close_timeout=config.close_timeout,
+            reader_done=reader_done,
+            max_message_size=config.ws_max_message_size,
+        )
         async with (
             open_task_nursery("WebSocket client", cancel_on_exit=True) as nursery,
             open_session(

@@ -27,6 +27,7 @@ from mcp_sansio import (
     ResultReceived,
     SubscriptionNotificationReceived,
 )
+from mcp_sansio._http_client import SSE_FIELD_ROOM
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
     AwaitResponse,
@@ -98,8 +99,8 @@ def sse(*events: tuple[str | None, bytes]) -> bytes:
     return b"".join(parts)
 
 
-def legacy_client() -> HttpClient:
-    client = HttpClient(URL)
+def legacy_client(config: HttpClientConfig | None = None) -> HttpClient:
+    client = HttpClient(URL, config)
     init = client.post(
         rpc(
             1,
@@ -415,7 +416,42 @@ def test_oversize_events_and_bodies() -> None:
     assert reader.warnings == ["dropped an SSE event over 64 bytes"]
     reader = client.response(client.post(rpc(2, "initialize", {})), 200, JSON)
     (failure,) = read(reader, b"[" + b" " * 100 + b"]", chunk=10)
-    assert "over 64 bytes" in failure["error"]["message"]
+    assert "over 64 bytes (HttpClientConfig.max_body_size)" in failure["error"]["message"]
+
+
+def test_a_stream_that_ends_after_a_dropped_event_names_the_bound() -> None:
+    client = HttpClient(URL, HttpClientConfig(max_event_size=64))
+    reader = client.response(client.post(rpc(1, "initialize", {})), 200, SSE)
+    (failure,) = read(reader, sse((None, b'"' + b"x" * 100 + b'"')))
+    assert failure["error"]["message"] == (
+        "HTTP: the stream ended before the response arrived"
+        " (an SSE event over 64 bytes was dropped: HttpClientConfig.max_event_size)"
+    )
+    reader = client.response(client.post(rpc(2, "initialize", {})), 200, SSE)
+    (failure,) = read(reader, b"")  # nothing dropped: nothing to blame
+    assert failure["error"]["message"] == "HTTP: the stream ended before the response arrived"
+
+
+def test_a_resumed_stream_still_names_the_dropped_event() -> None:
+    # Legacy: the dropped event's id took effect, so the stream resumes after it; the
+    # answer never comes, and the error says why.
+    client = legacy_client(HttpClientConfig(max_event_size=64))
+    reader = client.response(client.post(rpc(2, "ping")), 200, SSE)
+    assert read(reader, sse(("7", b'"' + b"x" * 100 + b'"'))) == []
+    again = reader.resume()
+    assert again is not None and again.dropped == 64
+    assert again.request.header("last-event-id") == "7"
+    resumed = client.response(again, 200, SSE)
+    (failure,) = read(resumed, b"")  # (no event id: not resumable again)
+    assert failure["id"] == 2
+    assert "dropped: HttpClientConfig.max_event_size" in failure["error"]["message"]
+
+
+def test_the_message_bound_is_what_both_an_event_and_a_body_deliver() -> None:
+    assert HttpClientConfig().max_message_size == 4 * 1024 * 1024 - SSE_FIELD_ROOM
+    assert HttpClientConfig(max_event_size=5000, max_body_size=1000).max_message_size == 1000
+    assert HttpClientConfig(max_event_size=5000).max_message_size == 5000 - SSE_FIELD_ROOM
+    assert HttpClientConfig(max_event_size=SSE_FIELD_ROOM - 1).max_message_size == 0
 
 
 def test_bodies_that_are_not_messages() -> None:

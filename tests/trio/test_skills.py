@@ -5,13 +5,16 @@ from __future__ import annotations
 import base64
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 import pytest
+import trio
 
 from mcp_sansio import ConnectionConfig, ErrorCode
+from mcp_sansio._http_client import SSE_FIELD_ROOM
 from mcp_sansio.skills import (
     MAX_SKILL_RESOURCES,
     MAX_SKILL_TOTAL_SIZE,
@@ -23,10 +26,12 @@ from mcp_sansio.skills import (
 from mcp_trio import (
     BlockingClient,
     Client,
+    HttpClientConfig,
     LocalProtocolError,
     McpError,
     RequestContext,
     Server,
+    SessionConfig,
     SkillVerificationError,
     open_client,
 )
@@ -425,6 +430,81 @@ async def test_an_answer_over_the_bound_after_the_check_says_why(era: EraName) -
             await client.read_skill_file(skill, "data.json")
         assert caught.value.error.code == ErrorCode.INTERNAL_ERROR
         assert await client.load_skill(skill)  # (the session goes on)
+
+
+@ERAS
+async def test_over_http_the_check_takes_the_transports_bound_which_open_client_raises(
+    era: EraName,
+) -> None:
+    data = bytes(range(256)) * 400  # not UTF-8: a base64 blob of 136 KB
+    server, asked = make_server()
+    server.add_skill({"SKILL.md": SKILL_MD.replace("pdf-processing", "big"), "data.bin": data})
+    core = ConnectionConfig(max_message_size=1024 * 1024)  # (not the bound that binds)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(server.serve_http, "127.0.0.1", 0))
+            async with open_client(handle.url, era=era, connection_config=core) as client:
+                big = await client.get_skill("skill://big/SKILL.md")
+            needed = read_message_size(big.file("skill://big/data.bin"))
+            # An SSE event holds the message and its other fields (1 KiB allowed).
+            tight = HttpClientConfig(max_event_size=needed + SSE_FIELD_ROOM - 1)
+            async with open_client(
+                handle.url, era=era, connection_config=core, http_config=tight
+            ) as client:
+                asked.clear()
+                message = rf"HttpClientConfig: .* of {needed - 1}; connect with it >= {needed}"
+                with pytest.raises(LocalProtocolError, match=message):
+                    await client.read_skill_file(big, "data.bin")
+                assert asked == []  # refused before it was asked
+            fits = HttpClientConfig(max_event_size=needed + SSE_FIELD_ROOM, max_body_size=needed)
+            async with open_client(
+                handle.url, era=era, connection_config=core, http_config=fits
+            ) as client:
+                assert await client.read_skill_file(big, "data.bin") == data
+            # Asked without the check, an answer over the bounds fails naming the one
+            # that dropped it (an SSE event or a JSON body, as the server answers).
+            small = HttpClientConfig(max_event_size=64 * 1024, max_body_size=64 * 1024)
+            async with open_client(
+                handle.url, era=era, connection_config=core, http_config=small
+            ) as client:
+                with pytest.raises(McpError, match=r"HttpClientConfig\.max_(event|body)_size"):
+                    await client.read_resource("skill://big/data.bin")
+            nursery.cancel_scope.cancel()
+
+
+async def test_over_websocket_the_check_takes_ws_max_message_size() -> None:
+    data = bytes(range(256)) * 400
+    server, asked = make_server()
+    server.add_skill({"SKILL.md": SKILL_MD.replace("pdf-processing", "big"), "data.bin": data})
+    core = ConnectionConfig(max_message_size=1024 * 1024)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            [listener] = await nursery.start(server.serve_websocket)
+            url = f"ws://127.0.0.1:{listener.socket.getsockname()[1]}/mcp"
+            async with open_client(url, connection_config=core) as client:
+                big = await client.get_skill("skill://big/SKILL.md")
+            needed = read_message_size(big.file("skill://big/data.bin"))
+            for size, fits in ((needed - 1, False), (needed, True)):
+                config = SessionConfig(ws_max_message_size=size)
+                async with open_client(url, connection_config=core, config=config) as client:
+                    if fits:
+                        assert await client.read_skill_file(big, "data.bin") == data
+                        continue
+                    asked.clear()
+                    with pytest.raises(
+                        LocalProtocolError,
+                        match=rf"SessionConfig\.ws_max_message_size of {needed - 1}; .*>= {needed}",
+                    ):
+                        await client.read_skill_file(big, "data.bin")
+                    assert asked == []
+            nursery.cancel_scope.cancel()
+
+
+async def test_http_config_is_for_http_targets_only() -> None:
+    server, _ = make_server()
+    with pytest.raises(TypeError, match="http_config cannot be used with a non-HTTP target"):
+        async with open_client(server, http_config=HttpClientConfig()):
+            pass  # pragma: no cover
 
 
 async def test_a_malformed_entry_or_a_mismatched_get_is_a_protocol_error() -> None:
