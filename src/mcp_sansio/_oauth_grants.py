@@ -124,11 +124,15 @@ class AssertionRefusal:
     """A grant request the authorization server (or the IdP) refused for good,
     remembered so that the same assertion is not presented again (the workload
     identity extension: "surface errors without retrying"): its OAuth ``error`` and a
-    digest of what was refused. A refusal of the assertion or the client as such
+    digest of what was refused. Only an error response as RFC 6749 section 5.2 has it
+    stands: status ``400`` with an ``error`` code (or ``401`` with
+    ``invalid_client``), but not ``server_error`` or ``temporarily_unavailable``;
+    anything else (``429``, any ``5xx``, a status alone, whatever its body says) may
+    pass when asked again. A refusal of the assertion or the client as such
     (``invalid_grant``, ``invalid_client``, ``unauthorized_client``,
     ``unsupported_grant_type``) covers the assertion whatever the scope and resource;
-    any other (``invalid_scope``, ...) covers that assertion with that scope and
-    resource only. The assertion itself is not kept."""
+    any other (``invalid_scope``, ``invalid_target``, ...) covers that assertion with
+    that resource and that scope (as a set) only. The assertion itself is not kept."""
 
     error: str
     """The OAuth ``error`` code of the refusal."""
@@ -137,24 +141,34 @@ class AssertionRefusal:
 
     @classmethod
     def of(
-        cls, error: str | None, *, assertion: str, resource: str | None, scope: str | None
+        cls,
+        error: str | None,
+        *,
+        status: int,
+        assertion: str,
+        resource: str | None,
+        scope: str | None,
     ) -> AssertionRefusal | None:
-        """The refusal with ``error`` of ``assertion`` (asked for ``resource`` and
-        ``scope``); ``None`` when it may not stand if asked again: no ``error`` code
-        (a status alone), ``server_error`` or ``temporarily_unavailable``."""
+        """The refusal with HTTP ``status`` and ``error`` of ``assertion`` (asked for
+        ``resource`` and ``scope``); ``None`` when it may not stand if asked again (see
+        the class)."""
         if not error or error in _TRANSIENT_ERRORS:
             return None
-        parts = [assertion]
-        if error not in _WHOLE_ERRORS:
-            parts += [resource or "", " ".join(sorted(set((scope or "").split())))]
-        digest = hashlib.sha256("\n".join(parts).encode()).digest()
-        return cls(error=error, digest=digest)
+        if not (status == 400 or (status == 401 and error == "invalid_client")):
+            return None
+        return cls(error=error, digest=_digest(error, assertion, resource, scope))
 
     def repeated_by(self, *, assertion: str, resource: str | None, scope: str | None) -> bool:
         """Whether asking with ``assertion`` for ``resource`` and ``scope`` would repeat
         the refused request."""
-        again = AssertionRefusal.of(self.error, assertion=assertion, resource=resource, scope=scope)
-        return again == self
+        return _digest(self.error, assertion, resource, scope) == self.digest
+
+
+def _digest(error: str, assertion: str, resource: str | None, scope: str | None) -> bytes:
+    parts = [assertion]
+    if error not in _WHOLE_ERRORS:
+        parts += [resource or "", " ".join(sorted(set((scope or "").split())))]
+    return hashlib.sha256("\n".join(parts).encode()).digest()
 
 
 def jwt_bearer_request(

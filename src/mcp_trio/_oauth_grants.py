@@ -22,8 +22,9 @@ loopback), bounded in time and size.
 from __future__ import annotations
 
 import inspect
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias, final
+from typing import Final, TypeAlias, final
 
 import attrs
 import trio
@@ -173,14 +174,21 @@ def _refused(exc: OAuthError, what: str) -> OAuthError:
     return OAuthError(f"{what} (not retried, and no other grant tried): {exc}", error=exc.error)
 
 
+_MAX_REFUSALS: Final = 8
+"""How many refusals :class:`Refusals` keeps of each kind of assertion."""
+
+
 @final
 class Refusals:
-    """What an :class:`~mcp_trio.OAuth` remembers of refused grants: the last
-    :class:`~mcp_sansio._oauth_grants.AssertionRefusal` of each kind of assertion (the
-    workload JWT, the ID token; bounded by their number)."""
+    """What an :class:`~mcp_trio.OAuth` remembers of refused grants: up to eight
+    (``_MAX_REFUSALS``) :class:`~mcp_sansio._oauth_grants.AssertionRefusal` of each kind
+    of assertion (the workload JWT, the ID token), the one least recently refused or
+    held back forgotten first. A refusal that depends on the resource and scope
+    (``invalid_scope``) is one of several, for a few servers or scopes; beyond eight,
+    the oldest may be presented (and refused) once more."""
 
     def __init__(self) -> None:
-        self._last: dict[str, AssertionRefusal] = {}
+        self._kept: dict[str, OrderedDict[AssertionRefusal, None]] = {}
 
     def check(self, what: str, assertion: str, resource: str, scope: str | None) -> None:
         """Refuse to present ``assertion`` again if that would repeat a refusal.
@@ -188,25 +196,41 @@ class Refusals:
         Raises:
             OAuthError: it would (the refusal's ``error`` kept; no request made).
         """
-        last = self._last.get(what)
-        if last is not None and last.repeated_by(
-            assertion=assertion, resource=resource, scope=scope
-        ):
+        kept = self._kept.get(what, OrderedDict())
+        repeated = [
+            r for r in kept if r.repeated_by(assertion=assertion, resource=resource, scope=scope)
+        ]
+        if repeated:
+            refusal = repeated[0]
+            kept.move_to_end(refusal)  # (used again: the last to be forgotten)
             raise OAuthError(
-                f"the {what} was refused ({last.error}) and is not presented again: "
+                f"the {what} was refused ({refusal.error}) and is not presented again: "
                 "configure a new one",
-                error=last.error,
+                error=refusal.error,
             )
 
     def note(
-        self, what: str, exc: OAuthError, assertion: str, resource: str, scope: str | None
+        self,
+        what: str,
+        exc: OAuthError,
+        status: int,
+        assertion: str,
+        resource: str,
+        scope: str | None,
     ) -> None:
-        """``assertion`` was refused with ``exc``: remember it if the refusal stands."""
+        """``assertion`` was refused with ``exc``, an answer with HTTP ``status``:
+        remember it if the refusal stands (see
+        :class:`~mcp_sansio._oauth_grants.AssertionRefusal`)."""
         refusal = AssertionRefusal.of(
-            exc.error, assertion=assertion, resource=resource, scope=scope
+            exc.error, status=status, assertion=assertion, resource=resource, scope=scope
         )
-        if refusal is not None:
-            self._last[what] = refusal
+        if refusal is None:
+            return
+        kept = self._kept.setdefault(what, OrderedDict())
+        kept[refusal] = None
+        kept.move_to_end(refusal)
+        if len(kept) > _MAX_REFUSALS:
+            kept.popitem(last=False)
 
 
 async def _post(
@@ -254,7 +278,7 @@ async def workload_token(
     try:
         token = parse_token_response(status, answer, now=now(), requested_scope=scope)
     except OAuthError as exc:
-        refusals.note(what, exc, assertion, resource, scope)
+        refusals.note(what, exc, status, assertion, resource, scope)
         raise _refused(exc, "the workload JWT (jwt-bearer grant) was refused") from None
     return grant_token(token, client=client)
 
@@ -309,7 +333,7 @@ async def enterprise_token(
     try:
         grant = parse_token_exchange_response(status, answer)
     except OAuthError as exc:
-        refusals.note(what, exc, id_token, resource, scope)
+        refusals.note(what, exc, status, id_token, resource, scope)
         raise _refused(exc, "no ID-JAG from the identity provider") from None
     request = jwt_bearer_request(metadata, client, assertion=grant, resource=resource, scope=scope)
     status, answer = await _post(fetch, metadata.token_endpoint, request)

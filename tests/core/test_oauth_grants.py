@@ -233,7 +233,7 @@ def test_the_configured_authorization_server_is_chosen_when_listed() -> None:
 
 @pytest.mark.parametrize("error", ["invalid_grant", "invalid_client", "unauthorized_client"])
 def test_a_refusal_of_the_assertion_covers_it_whatever_the_scope(error: str) -> None:
-    refusal = AssertionRefusal.of(error, assertion=JWT, resource=RESOURCE, scope="a")
+    refusal = AssertionRefusal.of(error, status=400, assertion=JWT, resource=RESOURCE, scope="a")
     assert refusal is not None and refusal.error == error
     assert refusal.repeated_by(assertion=JWT, resource=RESOURCE, scope="a")
     assert refusal.repeated_by(assertion=JWT, resource="https://x.example.com", scope="b")
@@ -242,7 +242,9 @@ def test_a_refusal_of_the_assertion_covers_it_whatever_the_scope(error: str) -> 
 
 
 def test_another_refusal_covers_that_scope_and_resource_only() -> None:
-    refusal = AssertionRefusal.of("invalid_scope", assertion=JWT, resource=RESOURCE, scope="a b")
+    refusal = AssertionRefusal.of(
+        "invalid_scope", status=400, assertion=JWT, resource=RESOURCE, scope="a b"
+    )
     assert refusal is not None
     assert refusal.repeated_by(assertion=JWT, resource=RESOURCE, scope="b a")
     assert not refusal.repeated_by(assertion=JWT, resource=RESOURCE, scope="a")
@@ -251,7 +253,36 @@ def test_another_refusal_covers_that_scope_and_resource_only() -> None:
 
 @pytest.mark.parametrize("error", [None, "", "server_error", "temporarily_unavailable"])
 def test_a_refusal_that_may_not_stand_is_not_remembered(error: str | None) -> None:
-    assert AssertionRefusal.of(error, assertion=JWT, resource=RESOURCE, scope=None) is None
+    refusal = AssertionRefusal.of(error, status=400, assertion=JWT, resource=RESOURCE, scope=None)
+    assert refusal is None
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        # Not an error response as RFC 6749 section 5.2 has it: it may pass when asked
+        # again, whatever the body says.
+        (429, "rate_limit_exceeded"),
+        (429, "invalid_grant"),
+        (500, "invalid_request"),
+        (502, "invalid_grant"),
+        (503, "service_unavailable"),
+        (401, "invalid_grant"),  # (401 is for invalid_client only)
+        (403, "invalid_grant"),
+        (200, "invalid_grant"),
+    ],
+)
+def test_only_a_400_or_a_401_invalid_client_refusal_stands(status: int, error: str) -> None:
+    refusal = AssertionRefusal.of(error, status=status, assertion=JWT, resource=RESOURCE, scope="a")
+    assert refusal is None
+
+
+def test_a_401_invalid_client_refusal_stands() -> None:
+    refusal = AssertionRefusal.of(
+        "invalid_client", status=401, assertion=JWT, resource=RESOURCE, scope="a"
+    )
+    assert refusal is not None and refusal.error == "invalid_client"
+    assert refusal.repeated_by(assertion=JWT, resource=None, scope=None)
 
 
 @pytest.mark.parametrize("parse", ["exchange", "token"])

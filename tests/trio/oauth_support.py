@@ -47,6 +47,7 @@ class FakeIdP:
     id_tokens: set[str] = attrs.field(factory=lambda: {"id-token-1"})
     base: str = ""
     error: str | None = None
+    error_status: int = 400
     issued_token_type: str = "urn:ietf:params:oauth:token-type:id-jag"
     padding: int = 0
     hang: bool = False
@@ -77,7 +78,8 @@ class FakeIdP:
             if self.hang:
                 await trio.sleep_forever()
             if self.error is not None:
-                return 400, js, dumps({"error": self.error, "error_description": "policy"})
+                refusal = {"error": self.error, "error_description": "policy"}
+                return self.error_status, js, dumps(refusal)
             if form.get("subject_token") not in self.id_tokens:
                 return 400, js, dumps({"error": "invalid_grant"})
             grant = f"jag-{len(self.exchanges)}.{form['audience']}.{form['resource']}"

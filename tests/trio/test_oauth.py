@@ -57,6 +57,7 @@ class Fake:
     open: bool = False  # requests without a token pass (a handshake before auth is needed)
     assertions: set[str] = attrs.field(factory=set)  # what the jwt-bearer grant takes
     grant_error: str | None = None  # the jwt-bearer grant's answer: this error
+    grant_status: int = 400  # ... with this status
     cimd: bool = False  # the AS supports Client ID Metadata Documents
     other_servers: list[str] = attrs.field(factory=list)  # listed before the issuer
     # what happened
@@ -150,7 +151,8 @@ class Fake:
             self.token_auth.append(headers.get("authorization"))
             if form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer":
                 if self.grant_error is not None:
-                    return 400, js, dumps({"error": self.grant_error, "error_description": "no"})
+                    answer = {"error": self.grant_error, "error_description": "no"}
+                    return self.grant_status, js, dumps(answer)
                 if form.get("assertion") not in self.assertions:
                     return 400, js, dumps({"error": "invalid_grant"})
                 return 200, js, dumps(self._new_token(set(form.get("scope", "").split())))

@@ -23,6 +23,7 @@ from mcp_trio import (
     WorkloadIdentity,
     open_client,
 )
+from mcp_trio._oauth_grants import _MAX_REFUSALS, Refusals
 
 from .oauth_support import FakeIdP, oauth, start_idp
 from .test_http_support import IO_TIMEOUT
@@ -528,6 +529,68 @@ async def test_a_refusal_that_may_not_stand_lets_the_jwt_be_sent_again(
         fake.grant_error = None
         await auth.authorize(fake.url)
     assert len(fake.token_requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(429, "rate_limit_exceeded"), (503, "service_unavailable"), (500, "invalid_request")],
+)
+async def test_an_error_code_with_a_status_that_may_pass_lets_the_jwt_be_sent_again(
+    nursery: trio.Nursery, status: int, error: str
+) -> None:
+    # RFC 6749 section 5.2: a refusal of the request is a 400 (401 for invalid_client);
+    # a 429 or 5xx says nothing of the JWT, whatever error code it carries.
+    fake = await start_fake(nursery, grant_error=error, grant_status=status)
+    fake.assertions = {WORKLOAD_JWT}
+    auth = OAuth(workload_identity=WorkloadIdentity(assertion=WORKLOAD_JWT, issuer=fake.issuer))
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match=f"status {status}, {error}") as info:
+            await auth.authorize(fake.url)
+        assert info.value.error == error
+        fake.grant_error = None
+        await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 2
+
+
+async def test_an_idp_error_with_a_status_that_may_pass_lets_the_id_token_be_sent_again(
+    nursery: trio.Nursery,
+) -> None:
+    fake, idp, client = await enterprise_setup(nursery, error="invalid_request", error_status=503)
+    auth = OAuth(client=client, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="status 503, invalid_request"):
+            await auth.authorize(fake.url)
+        idp.error = None
+        await auth.authorize(fake.url)
+    assert len(idp.exchanges) == 2 and len(fake.token_requests) == 1
+
+
+def test_refusals_keep_the_last_eight_of_each_kind() -> None:
+    # invalid_scope covers one resource and scope: refusals for several servers (one
+    # OAuth shared by clients of several) are each kept, up to the bound.
+    refusals = Refusals()
+    what = "workload JWT"
+    scoped = OAuthError("refused", error="invalid_scope")
+    servers = [f"https://mcp{i}.example.com/mcp" for i in range(_MAX_REFUSALS + 1)]
+
+    def held_back(resource: str, what: str = what) -> bool:
+        try:
+            refusals.check(what, WORKLOAD_JWT, resource, "read")
+        except OAuthError as exc:
+            assert exc.error == "invalid_scope"
+            return True
+        return False
+
+    for resource in servers[:_MAX_REFUSALS]:
+        refusals.note(what, scoped, 400, WORKLOAD_JWT, resource, "read")
+    assert all(held_back(r) for r in servers[:_MAX_REFUSALS])  # (each met again, in order)
+    assert not held_back(servers[0], "ID token")  # (another kind: its own)
+    assert held_back(servers[0])  # met again: now the most recent
+    refusals.note(what, scoped, 400, WORKLOAD_JWT, servers[-1], "read")  # one past the bound
+    assert [held_back(r) for r in servers] == [True, False, *[True] * (_MAX_REFUSALS - 1)]
+    # A refusal noted again does not take a second place.
+    refusals.note(what, scoped, 400, WORKLOAD_JWT, servers[-1], "read")
+    assert [held_back(r) for r in servers] == [True, False, *[True] * (_MAX_REFUSALS - 1)]
 
 
 async def test_an_id_token_the_idp_refused_is_not_presented_again(nursery: trio.Nursery) -> None:
