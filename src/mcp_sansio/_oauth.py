@@ -748,7 +748,9 @@ def parse_authorization_response(
       string comparison, with no normalization; it must be present when the AS
       advertises ``authorization_response_iss_parameter_supported``. This applies to
       error responses too: a mismatched error is not reported as the AS's.
-    * an ``error`` becomes an :class:`OAuthError` with that code.
+    * an ``error`` becomes an :class:`OAuthError` with that code and its
+      ``error_description``, both kept to the characters RFC 6749 allows (others
+      become ``?``) and cut at 200 characters, as :func:`token_error` does.
 
     Raises:
         OAuthError: any check failed, or there is no code.
@@ -780,10 +782,13 @@ def parse_authorization_response(
     if params.get("state") != state:
         raise OAuthError("the authorization response's state is not the one sent: refused")
     if "error" in params:
-        detail = params.get("error_description")
+        # The peer's text, which ends up in logs: sanitized as token_error does
+        # (RFC 6749 section 4.1.2.1 allows the same characters as section 5.2).
+        error = _error_text(params["error"])
+        detail = _error_text(params.get("error_description"))
         raise OAuthError(
-            f"authorization refused: {params['error']}" + (f" ({detail})" if detail else ""),
-            error=params["error"],
+            f"authorization refused: {error}" + (f" ({detail})" if detail else ""),
+            error=error,
         )
     code = params.get("code")
     if not code:

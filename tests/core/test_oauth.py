@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from hypothesis import given
@@ -514,6 +514,25 @@ def test_the_response_must_arrive_at_the_redirect_uri(arrived: str) -> None:
         parse_authorization_response(
             arrived + query, state="s1", metadata=meta, redirect_uri=CALLBACK
         )
+
+
+def test_the_authorization_error_cannot_forge_a_log_line() -> None:
+    # RFC 6749 section 4.1.2.1: error and error_description are %x20-21 / %x23-5B /
+    # %x5D-7E, as at the token endpoint; the message is logged.
+    query = urlencode(
+        {
+            "state": "s1",
+            "error": "access_denied\nWARNING forged",
+            "error_description": "x\x1b[31m\nforged line " + "d" * 300,
+        }
+    )
+    with pytest.raises(OAuthError) as info:
+        parse_authorization_response(f"{CALLBACK}?{query}", state="s1", metadata=as_metadata())
+    text = str(info.value)
+    assert all(0x20 <= ord(c) < 0x7F for c in text)
+    assert text.startswith("authorization refused: access_denied?WARNING forged (x?[31m?forged")
+    assert text.endswith("d...)") and len(text) < 450  # (cut at 200 characters)
+    assert info.value.error == "access_denied?WARNING forged"
 
 
 @pytest.mark.parametrize(
