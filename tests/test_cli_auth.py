@@ -26,7 +26,7 @@ import attrs
 import pytest
 import trio
 
-from mcp_trio import FileOAuthStorage, LoopbackRedirect, OAuth
+from mcp_trio import FileOAuthStorage, InMemoryOAuthStorage, LoopbackRedirect, OAuth
 from mcp_trio._cli import main
 from mcp_trio._cli_auth import AuthOptions, client_auth, default_token_store
 from mcp_trio._cli_util import UsageError
@@ -121,6 +121,27 @@ def test_without_a_token_store_every_run_asks(
     assert len(browser) == 2
 
 
+def test_with_redirect_port_0_nothing_is_kept_between_runs(
+    protected: Setup,
+    browser: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A new port, so a new redirect URI, at each run: a registration (and its tokens)
+    # kept in the default file would never serve again, and each run would add its
+    # own namespace to the file, for good.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("APPDATA", raising=False)
+    argv = ["list", protected.url, "tools", "--oauth", "--redirect-port", "0"]
+    assert main(argv) == 0 and main(argv) == 0, capsys.readouterr().err
+    assert len(browser) == 2 and len(protected.asrv.authorizations) == 2
+    assert list(tmp_path.iterdir()) == []  # (no store written)
+    store = ["--token-store", str(tmp_path / "oauth.json")]
+    assert main([*argv, *store]) == 2
+    assert "--redirect-port 0 keeps nothing between runs" in capsys.readouterr().err
+
+
 def test_a_refused_authorization_is_one_line(
     protected: Setup, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -173,6 +194,7 @@ def test_a_static_bearer_token(
         (["--redirect-port", "9000"], "for --oauth only"),
         (["--scope", "mcp"], "--scope: for --oauth"),
         (["--token-store", "none"], "--token-store: for --oauth"),
+        (["--oauth", "--redirect-port", "0", "--token-store", "x.json"], "not with --token-store"),
         (["--oauth", "-H", "Authorization: Bearer x"], "give one"),
     ],
 )
@@ -314,6 +336,9 @@ def test_what_the_flags_build() -> None:
     assert isinstance(auth.storage, FileOAuthStorage) and auth.storage.path == default_token_store()
     assert auth.storage.namespace == "client_credentials c"
     assert auth.storage.redirect_uri is None
+    options = AuthOptions(oauth=True, redirect_port=0)  # (the default store: not used)
+    auth, _ = client_auth(options, url, {}, sys.stderr)
+    assert auth is not None and isinstance(auth.storage, InMemoryOAuthStorage)
 
 
 def test_the_default_token_store_is_in_the_users_config_directory(

@@ -211,8 +211,8 @@ def _auth_options(parser: argparse.ArgumentParser) -> None:
         "--redirect-port",
         type=_port,
         metavar="PORT",
-        help=f"with --oauth: the redirect port; 0 picks a free one (default: "
-        f"{DEFAULT_REDIRECT_PORT})",
+        help=f"with --oauth: the redirect port; 0 picks a free one and keeps nothing "
+        f"between runs (default: {DEFAULT_REDIRECT_PORT})",
     )
     group.add_argument("--client-id", metavar="ID", help="a client registered beforehand")
     secret = group.add_mutually_exclusive_group()

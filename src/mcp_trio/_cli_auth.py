@@ -56,9 +56,11 @@ class AuthOptions:
     scope: str | None = None
     """``--scope``: scopes to ask for when the server does not say."""
     token_store: str | None = None
-    """``--token-store``: a file, ``none``, or ``None`` for the default file."""
+    """``--token-store``: a file, ``none``, or ``None`` for the default file (none
+    with ``--redirect-port 0``)."""
     redirect_port: int | None = None
-    """``--redirect-port``; ``None``: :data:`DEFAULT_REDIRECT_PORT`."""
+    """``--redirect-port``; ``None``: :data:`DEFAULT_REDIRECT_PORT`; ``0``: any free
+    port, and nothing kept between runs."""
 
     @property
     def uses_oauth(self) -> bool:
@@ -92,6 +94,11 @@ class AuthOptions:
         ]
         if given and not self.oauth:
             raise UsageError(f"{', '.join(given)}: for --oauth only")
+        if self.redirect_port == 0 and self.token_store not in (None, "none"):
+            raise UsageError(
+                "--redirect-port 0 keeps nothing between runs (a registration is for one "
+                "redirect URI, and the port changes): not with --token-store FILE"
+            )
         if not self.uses_oauth:
             extra = [
                 flag
@@ -162,8 +169,11 @@ def client_auth(
             "static token: --bearer)"
         )
     # Before anything is bound or imported: a usage error is the first thing to say.
+    # With --redirect-port 0, a new redirect URI at each run: what a file kept would
+    # never serve again (a registration is for its redirect URI), and each run would
+    # add a namespace to it. Kept in memory instead.
     path = None
-    if options.token_store != "none":
+    if options.token_store != "none" and options.redirect_port != 0:
         path = default_token_store() if options.token_store is None else options.token_store
     # The OAuth binding, for this target only (see the module docstring).
     from mcp_sansio import ClientCredentials  # noqa: PLC0415

@@ -6,9 +6,12 @@ fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`; 
 ``"namespaces": {NAME: {"clients": {...}, "tokens": {...}}}``, the same for each
 storage made with a ``namespace``. Every save writes a new file (mode ``0600``, in a
 directory created ``0700``), flushes it to the disk and renames it over the old one,
-so a reader never sees half a file and a crash loses at most that save. A file that
-does not parse, or an entry that is not what it should be, reads as absent (logged):
-the next authorization replaces it.
+so a reader never sees half a file and a crash loses at most that save. An entry that
+is not what it should be reads as absent (logged): the next authorization replaces it.
+A file that does not parse as a JSON object, or is over 1 MiB, reads as empty (logged)
+but is never written over, since it may hold what others saved: a save is then
+dropped, logged as an error, until the file is repaired or removed. A save that would
+make the file larger than that is dropped the same way.
 """
 
 from __future__ import annotations
@@ -51,8 +54,10 @@ class FileOAuthStorage:
 
     The file is read and written whole at each call (small, and shared safely by
     processes that take turns; two processes saving at the same moment may lose one
-    save). Anyone who can read it holds the tokens: keep it in the user's own
-    directories.
+    save). It is at most 1 MiB: a file over that, or one that is not a JSON object,
+    reads as empty and is not written over (a save is dropped, logged as an error),
+    nor is a save made that would take it over that. Anyone who can read it holds the
+    tokens: keep it in the user's own directories.
     """
 
     def __init__(
@@ -67,27 +72,43 @@ class FileOAuthStorage:
         self.namespace: Final = namespace
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
-        found = self._part(self._read(), "clients").get(self._client_key(issuer))
+        found = self._part(self._read() or {}, "clients").get(self._client_key(issuer))
         return _build(ClientCredentials, found)
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
         data = self._read()
+        if data is None:
+            self._not_saved("registration")
+            return
         self._part(data, "clients")[self._client_key(issuer)] = attrs.asdict(client)
-        self._write(data)
+        self._write(data, "registration")
 
     async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
-        found = self._part(self._read(), "tokens").get(_token_key(resource, issuer))
+        found = self._part(self._read() or {}, "tokens").get(_token_key(resource, issuer))
         return _build(OAuthToken, found)
 
     async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
         data = self._read()
+        if data is None:
+            self._not_saved("token")
+            return
         tokens = self._part(data, "tokens")
         key = _token_key(resource, issuer)
         if token is None:
             tokens.pop(key, None)
         else:
             tokens[key] = attrs.asdict(token)
-        self._write(data)
+        self._write(data, "token")
+
+    def _not_saved(self, what: str) -> None:
+        # Written over, the file would lose what else it holds (other identities'
+        # registrations and tokens), which is only unreadable to us.
+        logger.error(
+            "OAuth: the %s is not saved: %s cannot be read (see above), and is not "
+            "written over; repair or remove it",
+            what,
+            self.path,
+        )
 
     def _client_key(self, issuer: str) -> str:
         return issuer if self.redirect_uri is None else f"{issuer} {self.redirect_uri}"
@@ -100,7 +121,9 @@ class FileOAuthStorage:
             home = _dict_in(_dict_in(data, "namespaces"), self.namespace)
         return _dict_in(home, part)
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> dict[str, Any] | None:
+        """The file's object: ``{}`` if there is no file, ``None`` (logged) if it is
+        over :data:`_MAX_FILE_SIZE` or not a JSON object."""
         try:
             with self.path.open("rb") as file:
                 text = file.read(_MAX_FILE_SIZE + 1)
@@ -108,25 +131,36 @@ class FileOAuthStorage:
             return {}
         if len(text) > _MAX_FILE_SIZE:
             logger.warning("OAuth: %s is over %d bytes: ignored", self.path, _MAX_FILE_SIZE)
-            return {}
+            return None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):  # (RecursionError: nested too deep)
             logger.warning("OAuth: %s is not JSON: ignored", self.path)
-            return {}
+            return None
         if not isinstance(data, dict):
             logger.warning("OAuth: %s is not a JSON object: ignored", self.path)
-            return {}
+            return None
         return data
 
-    def _write(self, data: dict[str, Any]) -> None:
+    def _write(self, data: dict[str, Any], what: str) -> None:
+        text = json.dumps(data, indent=1, sort_keys=True).encode()
+        if len(text) > _MAX_FILE_SIZE:
+            # It could not be read back: the file as it is stays readable.
+            logger.error(
+                "OAuth: the %s is not saved: %s would be over %d bytes (remove identities "
+                "no longer used, or the file)",
+                what,
+                self.path,
+                _MAX_FILE_SIZE,
+            )
+            return
         directory = self.path.parent
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.")
         try:
             os.chmod(temporary, 0o600)  # (mkstemp's own mode, said out loud)
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                json.dump(data, file, indent=1, sort_keys=True)
+            with os.fdopen(fd, "wb") as file:
+                file.write(text)
                 # On the disk before the rename: else a crash may leave an empty file
                 # where the old one was (the rename reaching the disk first).
                 file.flush()

@@ -1,5 +1,6 @@
 """``FileOAuthStorage``: registrations and tokens survive the process, in a file only
-its owner may read; what does not parse reads as absent."""
+its owner may read; a malformed entry reads as absent, a file that does not parse is
+never written over."""
 
 from __future__ import annotations
 
@@ -92,16 +93,12 @@ _MALFORMED_PARTS: list[object] = [
 @pytest.mark.parametrize(
     "content",
     [
-        b"not json",
-        b"[1, 2]",
-        b"[" * 100_000,  # nested too deep for the parser
         b'{"namespaces": 3}',
         b'{"namespaces": {"ns": []}}',
         *_MALFORMED_PARTS,
-        b" " * (1024 * 1024 + 1),  # over the bound
     ],
 )
-async def test_what_does_not_parse_reads_as_absent_and_is_replaced(
+async def test_a_malformed_entry_reads_as_absent_and_is_replaced(
     tmp_path: Path, content: bytes | object, namespace: str | None
 ) -> None:
     path = tmp_path / "oauth.json"
@@ -114,6 +111,67 @@ async def test_what_does_not_parse_reads_as_absent_and_is_replaced(
     assert await store.load_token(RESOURCE, ISSUER) is None
     await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
     assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="new")
+
+
+@pytest.mark.parametrize("namespace", [None, "ns"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b'{"namespaces": {"other": {}}',  # (cut short: an edit gone wrong)
+        b"[1, 2]",
+        b"[" * 100_000,  # nested too deep for the parser
+        b" " * (1024 * 1024 + 1),  # over the bound
+    ],
+)
+async def test_a_file_that_does_not_parse_reads_as_empty_and_is_not_written_over(
+    tmp_path: Path, content: bytes, namespace: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # It may hold other identities' registrations and tokens: a save as if it were
+    # empty would lose them all.
+    path = tmp_path / "oauth.json"
+    path.write_bytes(content)
+    store = FileOAuthStorage(path, namespace=namespace)
+    assert await store.load_client(ISSUER) is None
+    assert await store.load_token(RESOURCE, ISSUER) is None
+    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
+    await store.save_client(ISSUER, ClientCredentials(client_id="new"))
+    assert path.read_bytes() == content
+    assert [p.name for p in tmp_path.iterdir()] == ["oauth.json"]
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == [
+        f"OAuth: the {what} is not saved: {path} cannot be read (see above), and is not "
+        "written over; repair or remove it"
+        for what in ("token", "registration")
+    ]
+    path.unlink()  # (removed: saves work again)
+    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
+    assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="new")
+
+
+async def test_a_save_that_would_go_over_the_bound_is_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "oauth.json"
+    user = FileOAuthStorage(path, namespace="user")
+    await user.save_token(RESOURCE, ISSUER, OAuthToken(access_token="the user's"))
+    bound = 1024 * 1024
+    # Another identity's token that takes the file to the bound exactly: saved.
+    other = FileOAuthStorage(path, namespace="other")
+    await other.save_token(RESOURCE, ISSUER, OAuthToken(access_token=""))
+    room = bound - len(path.read_bytes())
+    await other.save_token(RESOURCE, ISSUER, OAuthToken(access_token="t" * room))
+    assert len(path.read_bytes()) == bound
+    assert await other.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="t" * room)
+    # One byte more: the save is dropped, the file as it was (still readable).
+    kept = path.read_bytes()
+    await other.save_token(RESOURCE, ISSUER, OAuthToken(access_token="t" * (room + 1)))
+    assert path.read_bytes() == kept
+    assert await user.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the user's")
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        f"OAuth: the token is not saved: {path} would be over {bound} bytes (remove "
+        "identities no longer used, or the file)"
+    ]
 
 
 async def test_a_failed_write_leaves_the_file_and_no_temporary(
