@@ -262,9 +262,10 @@ class OAuth:
         workload_identity: the workload's JWT and the authorization server it is for
             (:class:`WorkloadIdentity`): the JWT bearer grant (RFC 7523). ``client``
             (or ``client_metadata_url``) is optional then: it authenticates the
-            request if given. Without one, no client is ever registered, no
-            ``offline_access`` is asked for and no token refreshed (a new JWT gets a
-            new token).
+            request if given. Without a client identity (neither ``client`` nor a
+            ``client_metadata_url`` the authorization server supports), no client is
+            ever registered, no ``offline_access`` is asked for and no token
+            refreshed (a new JWT gets a new token).
         enterprise: the ID token and the identity provider
             (:class:`EnterpriseAuthorization`): the token exchange for an ID-JAG, then
             the JWT bearer grant, which needs ``client`` (the client's registration at
