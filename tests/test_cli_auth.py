@@ -205,6 +205,27 @@ def test_flags_that_do_not_go_together(
     assert fragment in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("content", [b"not json", b"[]", b" " * (1024 * 1024 + 1)])
+def test_a_token_store_that_cannot_be_read_is_told_and_left_alone(
+    protected: Setup,
+    browser: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+) -> None:
+    # The store never writes over a file it cannot read (other identities' tokens may
+    # be in it), so every run would ask again: without -v the log would not say why.
+    path = tmp_path / "oauth.json"
+    path.write_bytes(content)
+    port = str(LoopbackRedirect().port)
+    argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", port]
+    assert main([*argv, "--token-store", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"the token store {path} cannot be read" in err
+    assert path.read_bytes() == content, browser
+    assert len(browser) == 1, browser
+
+
 def test_the_token_store_keeps_each_identity_apart(
     protected: Setup,
     browser: list[str],

@@ -55,9 +55,11 @@ class FileOAuthStorage:
     The file is read and written whole at each call (small, and shared safely by
     processes that take turns; two processes saving at the same moment may lose one
     save). It is at most 1 MiB: a file over that, or one that is not a JSON object,
-    reads as empty and is not written over (a save is dropped, logged as an error),
-    nor is a save made that would take it over that. Anyone who can read it holds the
-    tokens: keep it in the user's own directories.
+    reads as empty and is not written over, nor is a save made that would take it over
+    that: such a save is logged as an error and kept in this object's memory only, so
+    that this process still finds what it saved (and does not ask the user again).
+    Anyone who can read the file holds the tokens: keep it in the user's own
+    directories.
     """
 
     def __init__(
@@ -70,42 +72,52 @@ class FileOAuthStorage:
         self.path: Final = Path(path)
         self.redirect_uri: Final = redirect_uri
         self.namespace: Final = namespace
+        # Saves the file could not take ("clients"/"tokens" -> key -> entry, None for a
+        # token removed): this process reads them before the file.
+        self._unsaved: Final[dict[str, dict[str, Any]]] = {"clients": {}, "tokens": {}}
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
-        found = self._part(self._read() or {}, "clients").get(self._client_key(issuer))
-        return _build(ClientCredentials, found)
+        return _build(ClientCredentials, self._load("clients", self._client_key(issuer)))
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
-        data = self._read()
-        if data is None:
-            self._not_saved("registration")
-            return
-        self._part(data, "clients")[self._client_key(issuer)] = attrs.asdict(client)
-        self._write(data, "registration")
+        self._save("clients", self._client_key(issuer), attrs.asdict(client), "registration")
 
     async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
-        found = self._part(self._read() or {}, "tokens").get(_token_key(resource, issuer))
-        return _build(OAuthToken, found)
+        return _build(OAuthToken, self._load("tokens", _token_key(resource, issuer)))
 
     async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
+        entry = None if token is None else attrs.asdict(token)
+        self._save("tokens", _token_key(resource, issuer), entry, "token")
+
+    def _load(self, part: str, key: str) -> object:
+        unsaved = self._unsaved[part]
+        if key in unsaved:
+            return unsaved[key]
+        return self._part(self._read() or {}, part).get(key)
+
+    def _save(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> None:
         data = self._read()
+        saved = False
         if data is None:
-            self._not_saved("token")
-            return
-        tokens = self._part(data, "tokens")
-        key = _token_key(resource, issuer)
-        if token is None:
-            tokens.pop(key, None)
+            self._not_saved(what)
         else:
-            tokens[key] = attrs.asdict(token)
-        self._write(data, "token")
+            entries = self._part(data, part)
+            if entry is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = entry
+            saved = self._write(data, what)
+        if saved:
+            self._unsaved[part].pop(key, None)
+        else:
+            self._unsaved[part][key] = entry
 
     def _not_saved(self, what: str) -> None:
         # Written over, the file would lose what else it holds (other identities'
         # registrations and tokens), which is only unreadable to us.
         logger.error(
-            "OAuth: the %s is not saved: %s cannot be read (see above), and is not "
-            "written over; repair or remove it",
+            "OAuth: the %s is kept in memory only: %s cannot be read (see above), and "
+            "is not written over; repair or remove it",
             what,
             self.path,
         )
@@ -142,18 +154,19 @@ class FileOAuthStorage:
             return None
         return data
 
-    def _write(self, data: dict[str, Any], what: str) -> None:
+    def _write(self, data: dict[str, Any], what: str) -> bool:
+        """Whether ``data`` is now the file's."""
         text = json.dumps(data, indent=1, sort_keys=True).encode()
         if len(text) > _MAX_FILE_SIZE:
             # It could not be read back: the file as it is stays readable.
             logger.error(
-                "OAuth: the %s is not saved: %s would be over %d bytes (remove identities "
-                "no longer used, or the file)",
+                "OAuth: the %s is kept in memory only: %s would be over %d bytes (remove "
+                "identities no longer used, or the file)",
                 what,
                 self.path,
                 _MAX_FILE_SIZE,
             )
-            return
+            return False
         directory = self.path.parent
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{self.path.name}.")
@@ -169,6 +182,7 @@ class FileOAuthStorage:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+        return True
 
 
 def _dict_in(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -140,16 +140,25 @@ async def test_a_file_that_does_not_parse_reads_as_empty_and_is_not_written_over
     assert [p.name for p in tmp_path.iterdir()] == ["oauth.json"]
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert errors == [
-        f"OAuth: the {what} is not saved: {path} cannot be read (see above), and is not "
-        "written over; repair or remove it"
+        f"OAuth: the {what} is kept in memory only: {path} cannot be read (see above), and "
+        "is not written over; repair or remove it"
         for what in ("token", "registration")
     ]
-    path.unlink()  # (removed: saves work again)
-    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
+    # This process still finds what it saved (else every request would authorize anew),
+    # another storage of the file does not.
     assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="new")
+    assert await store.load_client(ISSUER) == ClientCredentials(client_id="new")
+    assert await FileOAuthStorage(path, namespace=namespace).load_client(ISSUER) is None
+    await store.save_token(RESOURCE, ISSUER, None)  # (a removal is remembered too)
+    assert await store.load_token(RESOURCE, ISSUER) is None
+    path.unlink()  # (removed: saves work again, and go to the file)
+    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="newer"))
+    again = FileOAuthStorage(path, namespace=namespace)
+    assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="newer")
+    assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="newer")
 
 
-async def test_a_save_that_would_go_over_the_bound_is_dropped(
+async def test_a_save_that_would_go_over_the_bound_is_kept_in_memory_only(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "oauth.json"
@@ -169,9 +178,14 @@ async def test_a_save_that_would_go_over_the_bound_is_dropped(
     assert path.read_bytes() == kept
     assert await user.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the user's")
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
-        f"OAuth: the token is not saved: {path} would be over {bound} bytes (remove "
-        "identities no longer used, or the file)"
+        f"OAuth: the token is kept in memory only: {path} would be over {bound} bytes "
+        "(remove identities no longer used, or the file)"
     ]
+    # Kept in memory for this process (another one reads the file as it is).
+    longer = OAuthToken(access_token="t" * (room + 1))
+    assert await other.load_token(RESOURCE, ISSUER) == longer
+    fresh = FileOAuthStorage(path, namespace="other")
+    assert await fresh.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="t" * room)
 
 
 async def test_a_failed_write_leaves_the_file_and_no_temporary(
