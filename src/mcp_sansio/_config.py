@@ -30,12 +30,26 @@ def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | Non
         raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
 
 
+def _check_count(least: int) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """A validator: an ``int`` (not a ``bool``) of at least ``least``."""
+
+    def check(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{attr.name} must be an integer of {least} or more, not {value!r}")
+
+    return check
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ConnectionConfig:
     """Everything a connection needs to know up front.
 
     Every bound has a default; ``None`` for a timeout means "no timeout".
+
+    Raises:
+        ValueError: a timeout below 0 (or NaN); a bound checked here that is not an
+            ``int`` in its range (``bool`` is refused).
     """
 
     implementation: dict[str, Any] = attrs.field(factory=_default_info)
@@ -69,15 +83,17 @@ class ConnectionConfig:
     max_message_size: int = 4 * 1024 * 1024
     """Largest message accepted, in bytes. A larger one is dropped unread, and the request
     it belongs to (its id is taken from its first or last bytes) fails instead of waiting."""
-    max_input_rounds: int = 8
-    """Client, modern era: most input-required rounds for one request (and for one
-    task's questions, the tasks extension)."""
-    max_resource_subscriptions: int = 1_024
+    max_input_rounds: int = attrs.field(default=8, validator=_check_count(1))
+    """Client, modern era: the input-required round that is refused: a request's first
+    ``max_input_rounds - 1`` rounds are answered, and when the server asks once more the
+    request fails (``1``: no round is answered). Also the bound of the rounds of
+    questions one task handle answers (the tasks extension)."""
+    max_resource_subscriptions: int = attrs.field(default=1_024, validator=_check_count(0))
     """Server, modern era: most URIs one ``subscriptions/listen`` may name
-    (``resourceSubscriptions``); more is -32602."""
-    max_task_ids: int = 1_024
+    (``resourceSubscriptions``); more is -32602 (``0``: none)."""
+    max_task_ids: int = attrs.field(default=1_024, validator=_check_count(0))
     """Server, modern era: most task ids one ``subscriptions/listen`` may name
-    (``taskIds``, the tasks extension); more is -32602."""
+    (``taskIds``, the tasks extension); more is -32602 (``0``: none)."""
     remembered_ids: int = 1_024
     """How many finished request ids are remembered to tell late/duplicate answers."""
     request_state_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))

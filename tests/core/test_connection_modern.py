@@ -705,6 +705,42 @@ def test_the_listen_filter_bounds_are_configured(field: str, key: str, items: li
     assert pair.server.subscriptions() == (2,)
 
 
+@pytest.mark.parametrize(
+    ("field", "least"),
+    [("max_resource_subscriptions", 0), ("max_task_ids", 0), ("max_input_rounds", 1)],
+)
+def test_the_count_bounds_are_checked_up_front(field: str, least: int) -> None:
+    # One below the least value is refused, and so are values of the wrong type (a str
+    # used to reach a comparison with a length inside receive_message; bool is an int
+    # to Python).
+    fine: dict[str, Any] = {field: least}
+    assert getattr(ConnectionConfig(**fine), field) == least
+    for bad in (least - 1, "5", 2.5, True, None):
+        kwargs: dict[str, Any] = {field: bad}
+        with pytest.raises(ValueError, match=f"{field} must be an integer of {least} or more"):
+            ConnectionConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("field", "key"),
+    [("max_resource_subscriptions", "resourceSubscriptions"), ("max_task_ids", "taskIds")],
+)
+def test_a_zero_listen_filter_bound_refuses_only_a_filter_that_names_one(
+    field: str, key: str
+) -> None:
+    caps = {**SERVER_CAPS, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    pair = modern_pair(capabilities=caps, **{field: 0})
+    meta: dict[str, Any] = {CC: {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+    _, sent = feed(
+        pair.server,
+        modern_request(1, "subscriptions/listen", {"notifications": {key: ["x"]}}, **meta),
+    )
+    assert sent[0]["error"]["code"] == -32602 and "more than 0" in sent[0]["error"]["message"]
+    listen = {"notifications": {"toolsListChanged": True}}
+    feed(pair.server, modern_request(2, "subscriptions/listen", listen, **meta))
+    assert pair.server.subscriptions() == (2,)
+
+
 def test_listens_for_tells_whether_a_stream_would_take_a_notification() -> None:
     caps = {**SERVER_CAPS, "extensions": {"io.modelcontextprotocol/tasks": {}}}
     pair = modern_pair(capabilities=caps)
