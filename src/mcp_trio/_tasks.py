@@ -58,7 +58,9 @@ says nothing the newer does not), in the order of the tasks' last changes, and h
 ``max_pending_notifications`` tasks; past it an entry goes, the oldest not terminal if
 any (polling still tells). One delivery loop runs per serve block; they park on one
 ``ParkingLot`` that every change unparks, and take turns through a lock, so any serve
-block still open delivers whatever the others leave.
+block still open delivers whatever the others leave. When the last block closes, what
+still waits is dropped (nothing would deliver it, and a later block would deliver it
+stale).
 
 Inside a task, :class:`~mcp_trio.Context` keeps working: asks park the task in
 ``input_required`` until ``tasks/update`` answers them; progress reports become the task's
@@ -433,6 +435,10 @@ class TaskRunner:
                 if token is not None:
                     self._serving.reset(token)
                 self._nurseries.discard(nursery)
+                if not self._nurseries:
+                    # No loop is left to deliver what waits, and by the time a block
+                    # opens again it would be stale: a listener polls instead.
+                    self._outbox.clear()
                 nursery.cancel_scope.cancel()
 
     @contextmanager
@@ -485,8 +491,10 @@ class TaskRunner:
                     try:
                         await self.deliver(owner, params)
                     except BaseException:
-                        # This block ends: leave the state to a loop still running.
-                        if task_id not in self._outbox:
+                        # This block ends: leave the state to a loop still running, if
+                        # any (its block is still open); else it goes, as it would have
+                        # gone when the last block closed (see running()).
+                        if self._nurseries and task_id not in self._outbox:
                             self._outbox[task_id] = (owner, params)
                             self._outbox.move_to_end(task_id, last=False)
                         self._outbox_ready.unpark_all()

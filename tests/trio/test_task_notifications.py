@@ -236,6 +236,48 @@ async def test_a_blocks_delivery_cut_short_is_left_to_another(autojump_clock: Mo
         ends[1].set()
 
 
+async def test_what_waits_when_the_last_block_closes_is_dropped(autojump_clock: MockClock) -> None:
+    # The only block ends while its loop delivers one state (cut short) and another
+    # waits: neither is kept, or a block opened later would send them stale.
+    runner = TaskRunner(TaskConfig())
+    delivered: list[str | None] = []
+    hung = trio.Event()
+
+    async def deliver(owner: str | None, params: dict[str, Any]) -> None:
+        if not hung.is_set():
+            hung.set()
+            await trio.sleep_forever()
+        delivered.append(params.get("statusMessage"))
+
+    runner.deliver = deliver
+
+    async def block(end: trio.Event, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with runner.running(inherit=False):
+            task_status.started()
+            await end.wait()
+
+    async with trio.open_nursery() as nursery:
+        end = trio.Event()
+        await nursery.start(block, end)
+        first, second = TaskRun(runner, "optional"), TaskRun(runner, "optional")
+        assert first.start() and second.start()
+        first.set_message("one")
+        await hung.wait()  # (delivering "one", for ever)
+        second.set_message("two")  # (waits behind it)
+        end.set()
+    assert not runner._outbox
+    first.set_message("three")  # (no block is open: nothing to queue it for)
+    async with trio.open_nursery() as nursery:
+        end = trio.Event()
+        await nursery.start(block, end)
+        await trio.testing.wait_all_tasks_blocked()
+        assert delivered == []
+        second.set_message("four")  # (a change while a block is open is delivered)
+        await trio.testing.wait_all_tasks_blocked()
+        assert delivered == ["four"]
+        end.set()
+
+
 async def test_no_listener_no_send(
     autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
