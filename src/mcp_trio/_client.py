@@ -64,7 +64,7 @@ from ._client_common import (
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
-from ._client_tasks import ToolTask
+from ._client_tasks import CallProgress, ToolTask
 from ._config import SessionConfig
 from ._errors import McpError, SessionClosed
 from ._handlers import Handlers
@@ -217,8 +217,11 @@ class Client(HandshakeFacts):
 
         A server may answer with a task (the tasks extension, when the client declared
         it): the call then waits for the task's end (see :meth:`ToolTask.drive`):
-        ``timeout`` counts the time the task goes without a change, each new
-        ``statusMessage`` is reported to ``on_progress``, questions are answered with
+        ``timeout`` counts the time the task goes without a change (looked at when it
+        is up, whatever the server's poll interval), ``max_request_time`` caps the whole
+        call from its ``tools/call`` on, each new ``statusMessage`` is reported to
+        ``on_progress`` (counted on from the highest progress the call reported before
+        its task existed, so the values only increase), questions are answered with
         the client's callbacks, and a wait that ends before the task does (timeout,
         cancellation, error) sends ``tasks/cancel``.
 
@@ -238,7 +241,9 @@ class Client(HandshakeFacts):
                 would arrive as ``null``). Nothing is sent.
         """
         params = named_params(name, arguments)
-        progress = self._progress(on_progress, timeout)
+        chosen = self._progress(on_progress, timeout)
+        progress = None if chosen is None else CallProgress(chosen)
+        started = trio.current_time()
         try:
             result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
         except McpError as refused:
@@ -251,11 +256,15 @@ class Client(HandshakeFacts):
         if result.get("resultType") == "task":
             # The tasks extension, which we declared: the server answered with a task.
             # ext-tasks "Backwards Compatibility": drive it to its end, return the result,
-            # with the timeout and progress of a plain call (see ToolTask.drive).
+            # with the timeout, total cap and progress of a plain call (see ToolTask.drive;
+            # the cap counts from the tools/call).
             config = self._session.connection.config
             limit = timeout if timeout is not None else config.request_timeout
+            cap = config.max_request_time
             result = await self._tool_task(name, result, timeout).drive(
-                timeout=limit, on_progress=on_progress or self._on_progress
+                timeout=limit,
+                on_progress=None if progress is None else progress.of_task,
+                deadline=math.inf if cap is None else started + cap,
             )
         return await self._tool_output(name, result, timeout)
 

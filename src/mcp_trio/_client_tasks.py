@@ -17,8 +17,13 @@ which clients SHOULD honor, "Task Polling"), clamped by :func:`mcp_sansio._tasks
 with a cancel scope (``trio.fail_after``), and the task lives on at the server
 (``cancel()`` ends it there). ``call_tool`` is a plain call from its caller's view
 (:meth:`~ToolTask.drive`): its ``timeout`` counts the time the task goes without a change,
-``statusMessage`` changes are its progress, and a wait that ends before the task does sends
-``tasks/cancel`` (clients SHOULD poll to a terminal status or cancel, "Task Polling").
+``ConnectionConfig.max_request_time`` caps the whole call (counted from its ``tools/call``),
+``statusMessage`` changes are its progress (counted on from the call's own progress), and a
+wait that ends before the task does sends ``tasks/cancel`` (clients SHOULD poll to a
+terminal status or cancel, "Task Polling"). Those deadlines are not cancel scopes: the
+wait sleeps until the next poll or the nearer deadline, whichever comes first, and at a
+deadline looks once more -- a task that ended (or, for ``timeout``, changed) meanwhile is
+not given up unseen because the server asked for a long poll interval.
 
 A task in ``input_required`` lists its questions (``inputRequests``); the handle answers
 them with the client's own sampling / elicitation / roots callbacks -- the ones that answer
@@ -26,9 +31,14 @@ an ordinary call's questions -- and sends the answers with ``tasks/update``. Key
 over a task's lifetime (the spec), so a key answered once is never answered again, whatever
 a later poll shows before the server has caught up (the ack is eventually consistent).
 After an answer the handle looks again at once, but only once: a task that asks anew at
-once is then polled at its interval; and a task gets at most
-``ConnectionConfig.max_input_rounds`` rounds of questions (as an MRTR request): the next
-round raises ``RemoteProtocolError`` before any callback is asked.
+once is then polled at its interval. A handle answers at most
+``ConnectionConfig.max_input_rounds - 1`` rounds of questions, as an MRTR request does
+(``refuse_endless_input``): when the task asks a ``max_input_rounds``-th round,
+``RemoteProtocolError`` is raised before any callback is asked. Both the round count and
+the answered keys belong to the handle: a new one for the same task (``Client.task(id)``)
+starts from no round and no key, so a server still showing a question another handle
+answered gets it answered again (``tasks/update`` ignores an answer to a question no
+longer outstanding, so that costs a callback, not the task).
 
 The end is read as an ordinary call's would be: ``completed`` carries the tool's result,
 converted and checked as ``call_tool`` does; ``failed`` carries the JSON-RPC error, raised as
@@ -45,6 +55,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, final
 
+import attrs
 import trio
 
 from mcp_sansio import (
@@ -266,11 +277,16 @@ class ToolTask:
                     continue
             hurried = False
             delay = poll_delay(state.poll_interval_ms)
+            backstop = MAX_POLL_INTERVAL_MS / 1000
+            if watch is not None:
+                # Look (again) when the watch's deadline comes, whatever the interval:
+                # the task may have ended meanwhile.
+                delay, backstop = min(delay, watch.left()), min(backstop, watch.left())
             state = None
             if sub is None:
                 await trio.sleep(delay)
                 continue
-            with trio.move_on_after(MAX_POLL_INTERVAL_MS / 1000):  # (the backstop)
+            with trio.move_on_after(backstop):
                 try:
                     note = await sub.receive()
                 except trio.EndOfChannel:  # the server ended the listen: poll
@@ -314,7 +330,11 @@ class ToolTask:
         return True
 
     async def drive(
-        self, *, timeout: float | None = None, on_progress: ProgressCallback | None = None
+        self,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        deadline: float = math.inf,
     ) -> dict[str, Any]:
         """Wait for the end as a plain ``tools/call`` would (what ``Client.call_tool`` does
         with a task; :meth:`wait_result` otherwise): polling, answering questions, and
@@ -322,7 +342,13 @@ class ToolTask:
         * ``timeout``: seconds the task may go without a change (of its status, its
           ``statusMessage`` or its ``lastUpdatedAt``) before the call gives up with
           ``RequestTimeout`` -- a plain call's "without an answer or progress" (time
-          spent in the client's own callbacks does not count);
+          spent in the client's own callbacks does not count). The task is looked at
+          when that time is up, whatever its poll interval, and the call gives up only
+          if that look shows no change either;
+        * ``deadline``: the time on trio's clock (``trio.current_time()``) after which the
+          call gives up with ``RequestTimeout``, changes or not, once a last look shows
+          the task still running (``Client.call_tool``: when it sent the ``tools/call``,
+          plus ``ConnectionConfig.max_request_time``: a plain call's cap on its total);
         * ``on_progress``: each new ``statusMessage`` is reported as progress (``progress``
           counts the messages, ``message`` is the text; the extension sends no progress
           notifications for tasks);
@@ -330,16 +356,18 @@ class ToolTask:
           an error), ``tasks/cancel`` is sent (shielded, bounded by a few seconds): the
           caller gave up, so the server need not work on until the task's TTL.
 
+        Each ``tasks/get`` is a request with its own timeout (the handle's), and a round
+        of questions being answered is not cut short: giving up at a deadline may come
+        that much after it.
+
         Raises:
-            RequestTimeout: no change for ``timeout`` seconds.
+            RequestTimeout: no change for ``timeout`` seconds, or ``deadline`` passed.
             McpError, TaskCancelled, InputRequiredError, RemoteProtocolError: as
                 :meth:`wait_result`.
         """
-        watch = _Watch(self.task_id, timeout, on_progress)
+        watch = _Watch(self.task_id, timeout, deadline, on_progress)
         try:
-            with watch.scope:
-                return await self._wait_result(False, watch)
-            raise RequestTimeout("tools/call", None)  # (the scope's deadline: no change)
+            return await self._wait_result(False, watch)
         finally:
             if self.task_id is not None and (self.state is None or not self.state.terminal):
                 await self._abandon()
@@ -354,51 +382,96 @@ class ToolTask:
 
 
 @final
+class CallProgress:
+    """The progress of one ``Client.call_tool``: the reports on its request, then the
+    messages of the task it turned into (:meth:`ToolTask.drive`, which counts them from
+    1), counted on from the highest value reported before, so the values the caller's
+    callback sees only increase.
+
+    Args:
+        callback: the caller's progress callback.
+    """
+
+    def __init__(self, callback: ProgressCallback) -> None:
+        self._callback = callback
+        self._highest: float = 0
+
+    async def __call__(self, report: ProgressReceived) -> None:
+        """A report on the request itself."""
+        self._highest = max(self._highest, report.progress)
+        await self._callback(report)
+
+    async def of_task(self, report: ProgressReceived) -> None:
+        """A report of the task's (``drive``'s ``on_progress``)."""
+        await self._callback(attrs.evolve(report, progress=self._highest + report.progress))
+
+
+@final
 class _Watch:
-    """What :meth:`ToolTask.drive` sees of a task: a stall deadline, and progress."""
+    """What :meth:`ToolTask.drive` sees of a task: its deadlines, and progress.
+
+    The deadlines are checked when a state is read, not by a cancel scope: the wait
+    sleeps until the nearer one at the latest, then looks, and gives up only if that
+    look does not show the task moving (stalled) or ended (past the end). A scope
+    would cut the sleep and give up on a task that ended meanwhile, unseen."""
 
     def __init__(
-        self, task_id: str | None, timeout: float | None, on_progress: ProgressCallback | None
+        self,
+        task_id: str | None,
+        timeout: float | None,
+        end: float,
+        on_progress: ProgressCallback | None,
     ) -> None:
         self._task_id = task_id or ""
         self._timeout = timeout
+        self._end = end
+        self._stall = math.inf
         self._on_progress = on_progress
         self._last: tuple[str, str | None, str] | None = None
         self._message: str | None = None
         self._messages = 0
-        self.scope = trio.CancelScope()
         self._rearm()
 
     def _rearm(self) -> None:
         if self._timeout is not None:
-            self.scope.deadline = trio.current_time() + self._timeout
+            self._stall = trio.current_time() + self._timeout
+
+    def left(self) -> float:
+        """Seconds until the next look is due (0 when it is)."""
+        return max(0.0, min(self._stall, self._end) - trio.current_time())
 
     async def seen(self, state: TaskState) -> None:
-        """A state was read: a change re-arms the deadline; a new message is progress."""
+        """A state was read: a change re-arms the stall deadline; a new message is
+        progress; a task still running past a deadline is given up.
+
+        Raises:
+            RequestTimeout: the task did not change for ``timeout`` seconds, or the
+                end passed, and it has not ended.
+        """
         key = (state.status, state.status_message, state.last_updated_at)
-        if key == self._last:
+        changed = key != self._last
+        if changed:
+            self._last = key
+            self._rearm()
+            await self._progress(state.status_message)
+        now = trio.current_time()
+        if not state.terminal and (now >= self._end or (not changed and now >= self._stall)):
+            raise RequestTimeout("tools/call", None)
+
+    async def _progress(self, message: str | None) -> None:
+        if message is None or message == self._message:
             return
-        self._last = key
-        self._rearm()
-        message = state.status_message
-        if message is not None and message != self._message:
-            self._message = message
-            self._messages += 1
-            if self._on_progress is not None:
-                await self._on_progress(
-                    ProgressReceived(
-                        request_id=self._task_id,
-                        progress=self._messages,
-                        total=None,
-                        message=message,
-                    )
+        self._message = message
+        self._messages += 1
+        if self._on_progress is not None:
+            await self._on_progress(
+                ProgressReceived(
+                    request_id=self._task_id, progress=self._messages, total=None, message=message
                 )
+            )
 
     @contextmanager
     def answering(self) -> Iterator[None]:
         """The client's callbacks answer questions: that time is not the server's."""
-        self.scope.deadline = math.inf
-        try:
-            yield
-        finally:
-            self._rearm()
+        yield
+        self._rearm()

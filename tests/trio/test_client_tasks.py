@@ -99,6 +99,16 @@ def make_server(config: TaskConfig | None = None) -> Server:
             await ctx.report_progress(i + 1, n, f"step {i + 1}")
         return "stepped"
 
+    @server.tool(task="optional", task_start="explicit")
+    async def prepped(ctx: Context) -> str:
+        """Progress as a plain call for 3 s, then a task for 3 s."""
+        await ctx.report_progress(50, 100, "preparing")  # (on the request)
+        await trio.sleep(3)
+        ctx.start_task()
+        await ctx.report_progress(60, 100, "working")  # (the task's statusMessage)
+        await trio.sleep(3)
+        return "done"
+
     @server.tool()
     async def plain() -> str:
         """Never a task."""
@@ -319,6 +329,79 @@ async def test_call_tool_reports_status_messages_as_progress_and_they_keep_it_al
     assert [(r.progress, r.message) for r in reports] == [(i, f"step {i}") for i in range(1, 10)]
 
 
+@pytest.mark.parametrize("where", ["argument", "client"])
+async def test_a_timeout_shorter_than_the_poll_interval_looks_before_giving_up(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # The server asks for a poll every 10 s; the call's timeout is 5 s. A task that ends
+    # in 1 s is seen ended at the 5 s look; one that does not end is given up at 5 s
+    # (not 10), after that look showed no change.
+    server = make_server(TaskConfig(poll_interval_ms=10_000))
+    timeout = 5 if where == "argument" else None
+    config = ConnectionConfig(request_timeout=5 if where == "client" else None)
+    async with open_client(
+        server, era="modern", capabilities=EXT, connection_config=config
+    ) as client:
+        methods = count_gets(client, monkeypatch)
+        start = trio.current_time()
+        assert (await client.call_tool("slow", {"seconds": 1}, timeout=timeout)).text == "slept 1.0"
+        assert trio.current_time() - start == pytest.approx(5)
+        assert methods == ["tools/call", "tasks/get"]
+        methods.clear()
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("slow", {"seconds": 100}, timeout=timeout)
+        assert trio.current_time() - start == pytest.approx(5)
+        assert methods == ["tools/call", "tasks/get", "tasks/cancel"]
+
+
+@pytest.mark.parametrize("tool", ["steps", "prepped"])
+async def test_call_tool_caps_a_task_at_max_request_time(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    # A plain call's total cap holds for a task too, counted from the tools/call (the
+    # prepped call takes 3 s before its task exists): a change every 2 s does not keep
+    # a task going past it. It ends as a timeout does: RequestTimeout and tasks/cancel.
+    config = ConnectionConfig(max_request_time=5)
+    server = make_server()
+    async with open_client(
+        server, era="modern", capabilities=EXT, connection_config=config
+    ) as client:
+        methods = count_gets(client, monkeypatch)
+        start = trio.current_time()
+        with pytest.raises(RequestTimeout):
+            await client.call_tool(tool, {"n": 10} if tool == "steps" else {})
+        assert trio.current_time() - start == pytest.approx(5)
+        assert methods[-2:] == ["tasks/get", "tasks/cancel"]
+        # Within the cap, the call ends as usual; and the look at the cap sees an end
+        # the poll interval would have hidden.
+        assert (await client.call_tool("steps", {"n": 2})).text == "stepped"
+    async with open_client(
+        make_server(TaskConfig(poll_interval_ms=10_000)),
+        era="modern",
+        capabilities=EXT,
+        connection_config=config,
+    ) as client:
+        start = trio.current_time()
+        assert (await client.call_tool("slow", {"seconds": 1})).text == "slept 1.0"
+        assert trio.current_time() - start == pytest.approx(5)
+    runs = list(server._methods.tasks._tasks.values())
+    assert [run.task.status for run in runs if run.task] == ["cancelled", "completed"]
+
+
+async def test_progress_goes_on_from_the_calls_to_the_tasks(autojump_clock: MockClock) -> None:
+    # Progress on the request (50) before the task exists, then the task's messages,
+    # counted on from there: the values only increase.
+    reports: list[ProgressReceived] = []
+
+    async def on_progress(report: ProgressReceived) -> None:
+        reports.append(report)
+
+    async with connected(make_server()) as client:
+        assert (await client.call_tool("prepped", on_progress=on_progress)).text == "done"
+    assert [(r.progress, r.message) for r in reports] == [(50, "preparing"), (51, "working")]
+
+
 async def test_call_tool_given_up_cancels_the_task(
     autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -423,6 +506,23 @@ async def test_the_rounds_bound_is_the_clients_max_input_rounds(autojump_clock: 
     ) as client:
         with pytest.raises(RemoteProtocolError, match="max_input_rounds is 4"):
             await client.call_tool("job")
+
+
+async def test_the_rounds_bound_and_the_answered_keys_are_per_handle(
+    autojump_clock: MockClock,
+) -> None:
+    # (As documented: a handle made anew for the task starts from no round.)
+    polls: list[int] = []
+    updates: list[dict[str, Any]] = []
+    handlers, config = endless_questions(polls, updates)
+    async with open_client(
+        (handlers, config), era="modern", capabilities=EXT, roots=["file:///w"]
+    ) as client:
+        task = await client.call_tool_as_task("job")
+        for handle in (task, task, client.task("t1")):
+            with pytest.raises(RemoteProtocolError, match="after 7 answered rounds"):
+                await handle.result()
+    assert len(updates) == 2 * 7  # (the same handle again: refused before any answer)
 
 
 async def test_answered_keys_are_remembered_up_to_a_bound(autojump_clock: MockClock) -> None:
