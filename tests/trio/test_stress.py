@@ -9,6 +9,7 @@ empty after each round and memory does not grow across rounds.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import math
 import random
@@ -34,8 +35,14 @@ from .helpers import client_config, server_config
 SEED = 20_260_728
 REQUESTS_PER_ROUND = 1_000
 SERVER_TO_CLIENT_SHARE = 0.3
-ROUNDS = 4
-MEMORY_GROWTH_LIMIT = 64 * 1024  # bytes, from the end of round 2 (warm) to the last
+ROUNDS = 5
+# Bytes a warm round (from the end of round 2 on) may add. A leak adds about the same at
+# every round, so at least one of the last three must stay under this (16 bytes a
+# request). A one-off step (a table resized, an allocator arena, other tests' threads)
+# lands in one round only: under load it reached 100 KiB, which failed a bound on the
+# total growth now and then.
+ROUND_GROWTH_LIMIT = 16 * 1024
+TOTAL_GROWTH_LIMIT = 512 * 1024  # and no more than this in all
 
 
 class Ledger:
@@ -161,5 +168,7 @@ async def test_stress_both_ways(
     finally:
         tracemalloc.stop()
     assert 0 < ledger.handlers_started <= ROUNDS * REQUESTS_PER_ROUND
-    assert sizes[-1] - sizes[1] < MEMORY_GROWTH_LIMIT, sizes
+    growth = [after - before for before, after in itertools.pairwise(sizes[1:])]
+    assert min(growth) < ROUND_GROWTH_LIMIT, sizes
+    assert sizes[-1] - sizes[1] < TOTAL_GROWTH_LIMIT, sizes
     assert trio.lowlevel.current_statistics().tasks_living == tasks_before
