@@ -401,7 +401,7 @@ def test_tcp() -> None:
 )
 def test_no_event_loop_is_imported(module: Any) -> None:
     """The blocking client's code imports the core and the standard library only (the
-    shared exception classes of ``_errors`` aside, and the validator of ``_validation``);
+    shared exception classes of ``_errors_base`` aside, and the validator of ``_validation``);
     its HTTP transport (loaded on first use) h11 too, and the transport's configuration."""
     tree = ast.parse(Path(module.__file__).read_text())
     imported: set[str] = set()
@@ -410,12 +410,54 @@ def test_no_event_loop_is_imported(module: Any) -> None:
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or "").split(".")[0])
-    allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common", "._errors"}
-    allowed.update(("._validation", "._client_skills", "._blocking_http", "._http_config"))
+    allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common"}
+    allowed.update(("._errors_base", "._validation", "._client_skills"))
+    allowed.update(("._blocking_http", "._http_config"))
     if module is mcp_trio._blocking_http:
         allowed.add("h11")
     assert imported <= allowed, imported - allowed
     assert not imported & {"trio", "asyncio", "threading", "anyio"}
+
+
+def test_a_client_runs_where_trio_cannot_be_imported() -> None:
+    """The real proof: with ``import trio`` made to fail, the client still loads and
+    talks to a server (the server is a process of its own, on trio)."""
+    code = f"""
+import sys
+sys.modules["trio"] = None  # (any import of trio now raises ImportError)
+from mcp_trio._blocking import BlockingClient
+from mcp_trio._errors_base import McpError
+with BlockingClient.stdio({[*APP, "stdio"]!r}, timeout={TIMEOUT}) as client:
+    print(client.call_tool("echo", {{"text": "no trio"}}).text)
+    try:
+        client.call_tool("nope")
+    except McpError as exc:
+        print(type(exc).__name__)
+print(sorted(m for m in ("trio", "asyncio", "mcp_trio._errors") if sys.modules.get(m)))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=TIMEOUT,
+    ).stdout.split("\n")
+    assert out[:3] == ["no trio", "McpError", "[]"]
+
+
+def test_the_exceptions_are_the_same_classes_everywhere() -> None:
+    import trio  # noqa: PLC0415 -- (the Trio binding's side of the check)
+
+    import mcp_trio  # noqa: PLC0415
+    import mcp_trio._errors  # noqa: PLC0415
+    import mcp_trio._errors_base  # noqa: PLC0415
+
+    for name in ("McpError", "HandshakeFailed", "InputRequiredError", "SessionClosed"):
+        assert getattr(mcp_trio, name) is getattr(mcp_trio._errors_base, name)
+        assert getattr(mcp_trio._errors, name) is getattr(mcp_trio._errors_base, name)
+    assert mcp_trio.ServerExited is mcp_trio._errors_base.ServerExited
+    assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)
 
 
 # ---------------------------------------------------------------------- shared helpers

@@ -795,7 +795,7 @@ def test_write_timeout(raw: Callable[..., RawServer]) -> None:
 def test_stdio_users_load_nothing_of_http() -> None:
     code = (
         "import sys, mcp_trio._blocking;"
-        "print(','.join(m for m in ('h11', 'mcp_trio._blocking_http', 'mcp_sansio.http')"
+        "print(','.join(m for m in ('h11', 'mcp_trio._blocking_http', 'mcp_sansio.http', 'trio')"
         " if m in sys.modules))"
     )
     out = subprocess.run(

@@ -47,10 +47,11 @@ order (:meth:`_take`). The outbox and its backpressure are the byte transports';
 HTTP transport bounds its own connections and stops reading streams instead.
 
 Only this module's imports of ``mcp_sansio`` and the standard library carry the
-protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors`),
-and timeouts raise the built-in :class:`TimeoutError`. Shared too are the pure helpers of
-:mod:`mcp_trio._client_common` and the JSON Schema validator (:mod:`mcp_trio._validation`),
-so ``tools/call`` results are checked as the Trio client checks them, by the same code.
+protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors_base`,
+which imports no trio), and timeouts raise the built-in :class:`TimeoutError`. Shared
+too are the pure helpers of :mod:`mcp_trio._client_common` and the JSON Schema validator
+(:mod:`mcp_trio._validation`), so ``tools/call`` results are checked as the Trio client
+checks them, by the same code.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ from ._client_common import (
     timed,
     to_wire,
 )
-from ._errors import (
+from ._errors_base import (
     HandshakeFailed,
     InputRequiredError,
     McpError,

@@ -73,7 +73,7 @@ from mcp_sansio.http import (
     SessionPending,
 )
 
-from ._errors import SessionClosed
+from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
 
 __all__ = ["HttpTransport", "Resend", "Restart"]

@@ -37,7 +37,7 @@ from mcp_sansio.skills import (
 )
 
 from ._client_common import MAX_LIST_ITEMS, MAX_LIST_PAGES
-from ._errors import McpError
+from ._errors_base import McpError
 
 __all__ = [
     "Skill",

@@ -112,10 +112,9 @@ from ._errors import (
     InputRequiredError,
     RequestTimeout,
     SessionClosed,
-    fresh,
-    refuse_endless_input,
     request_error,
 )
+from ._errors_base import fresh, refuse_endless_input
 from ._handlers import Handlers, NotificationContext, RequestContext
 from ._pool import HandlerPool, _Running, call_request_handler, send_answer, serve_notification
 from ._util import is_internal_failure, rearm

@@ -1,0 +1,134 @@
+"""The exceptions of ``mcp_trio`` that need no trio.
+
+:class:`~mcp_trio.BlockingClient` (no trio, no asyncio) raises these, and so does the
+Trio binding: :mod:`mcp_trio._errors` re-exports them (the same classes) with
+:class:`~mcp_trio.RequestTimeout`, the one that derives from ``trio.TooSlowError``.
+See :mod:`mcp_trio._errors` for which one means what.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from mcp_sansio import ErrorData, InputRequired, RemoteProtocolError
+
+__all__ = [
+    "HandshakeFailed",
+    "InputRequiredError",
+    "McpError",
+    "ServerExited",
+    "SessionClosed",
+    "fresh",
+    "refuse_endless_input",
+]
+
+
+class McpError(Exception):
+    """A JSON-RPC error: received from the peer, or raised by a handler to send one.
+
+    Args:
+        error: the error object (code, message, data).
+    """
+
+    def __init__(self, error: ErrorData) -> None:
+        super().__init__(f"{error.message} (code {error.code})")
+        self.error = error
+
+    @classmethod
+    def from_code(cls, code: int, message: str, data: Any = None) -> McpError:
+        """Build one from its parts, e.g. ``McpError.from_code(-32602, "bad name")``."""
+        return cls(ErrorData(code=code, message=message, data=data))
+
+    @property
+    def code(self) -> int:
+        """The JSON-RPC error code."""
+        return self.error.code
+
+    @property
+    def message(self) -> str:
+        """The error message."""
+        return self.error.message
+
+    @property
+    def data(self) -> Any:
+        """The optional structured detail."""
+        return self.error.data
+
+
+class HandshakeFailed(McpError):
+    """The client could not complete ``initialize`` / ``server/discover``."""
+
+
+class InputRequiredError(Exception):
+    """A modern server answered ``input_required`` and no ``on_input_required`` was given."""
+
+    def __init__(self, event: InputRequired) -> None:
+        super().__init__(f"{event.method} needs input: {sorted(event.input_requests)}")
+        self.event = event
+
+
+class SessionClosed(Exception):
+    """The session is closed; the request can never be answered.
+
+    Args:
+        reason: what ended the session, for people.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ServerExited(SessionClosed):
+    """The stdio server process closed its output or exited.
+
+    Args:
+        reason: what happened, for people.
+        returncode: the exit status (negative: killed by that signal), or ``None``
+            if the process was still running when its output ended.
+        stderr_tail: the last bytes the server wrote to stderr (bounded).
+    """
+
+    def __init__(
+        self, reason: str, returncode: int | None = None, stderr_tail: bytes = b""
+    ) -> None:
+        Exception.__init__(self, reason, returncode, stderr_tail)
+        self.reason = reason
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+    def __str__(self) -> str:
+        """The reason and the last lines of the stderr tail (at most 20 of them, and the
+        last 500 characters of each: the whole tail is :attr:`stderr_tail`)."""
+        text = f"{self.reason} (exit status {self.returncode})"
+        lines = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+        if not lines:
+            return text
+        shown = [line if len(line) <= 500 else "… " + line[-500:] for line in lines[-20:]]
+        more = len(lines) - len(shown)
+        head = f"stderr tail ({more} earlier lines in .stderr_tail)" if more else "stderr tail"
+        return f"{text}; {head}:\n" + "\n".join(shown)
+
+
+def fresh(exc: SessionClosed) -> SessionClosed:
+    """A copy of a close reason to raise in one more place (raising the one object
+    everywhere would pile up tracebacks), keeping what caused it."""
+    copied = copy.copy(exc)
+    copied.__cause__ = exc.__cause__
+    return copied
+
+
+def refuse_endless_input(event: InputRequired, max_rounds: int) -> None:
+    """Raise before anyone is asked when the server asks for input the
+    ``max_rounds``-th time (``ConnectionConfig.max_input_rounds``): the core would refuse
+    that retry, and the answer would be thrown away.
+
+    Raises:
+        RemoteProtocolError: the round bound is reached.
+    """
+    if event.round >= max_rounds:
+        raise RemoteProtocolError(
+            f"{event.method}: the server asked for input again after {event.round - 1}"
+            f" answered rounds; giving up (ConnectionConfig.max_input_rounds is {max_rounds})"
+        )
