@@ -705,6 +705,66 @@ def test_a_session_forgotten_twice_ends(raw: Callable[..., RawServer]) -> None:
     assert initialized == ["initialize", "initialize"]
 
 
+@pytest.mark.parametrize("refused", [False, True])
+def test_a_new_session_that_does_not_start_closes_the_client(
+    raw: Callable[..., RawServer], refused: bool
+) -> None:
+    """After a ``404`` the new session's ``initialize`` is bounded by
+    ``handshake_timeout`` even when calls have no timeout (as the Trio session's); a
+    refused one closes the client too."""
+    stop = threading.Event()
+    initializes: list[str] = []
+
+    def forgetful(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        assert isinstance(message, dict)
+        if message.get("method") != "initialize":
+            if "id" in message:
+                respond(sock, "404 Not Found", {}, b"")  # (the session is forgotten)
+            else:
+                respond(sock, "202 Accepted", {}, b"")
+            return
+        initializes.append("initialize")
+        if len(initializes) == 1:
+            result: dict[str, Any] = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "forgetful", "version": "1"},
+            }
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            headers = {"Content-Type": "application/json", "Mcp-Session-Id": "s1"}
+            respond(sock, "200 OK", headers, answer)
+        elif refused:
+            error = {"code": -32600, "message": "no more sessions"}
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "error": error})
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+        else:
+            stop.wait(TIMEOUT)  # never answered
+
+    server = raw(forgetful)
+    transport = HttpTransportConfig(open_get_stream=False)
+    try:
+        with connect(
+            server.url, era="legacy", transport=transport, timeout=None, handshake_timeout=0.5
+        ) as client:
+            started = time.monotonic()
+            # (timeout: a bound on the test, ten times the limit)
+            if refused:  # the held request fails with the restart, then the client closes
+                with pytest.raises(McpError):
+                    client.list_tools(timeout=5.0)
+                why = "did not start a new one: no more sessions"
+            else:
+                why = r"did not start a new one in 0\.5 s"
+                with pytest.raises(SessionClosed, match=why):
+                    client.list_tools(timeout=5.0)
+            with pytest.raises(SessionClosed, match=why):
+                client.list_tools(timeout=5.0)
+            assert time.monotonic() - started < 3.0
+    finally:
+        stop.set()
+    assert initializes == ["initialize", "initialize"]
+
+
 def test_a_get_stream_that_keeps_ending_is_polled_less_and_less(
     raw: Callable[..., RawServer],
 ) -> None:

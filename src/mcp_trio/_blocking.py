@@ -463,6 +463,8 @@ class BlockingClient(HandshakeFacts):
         self._handshake: HandshakeCompleted | None = None
         self._handshake_failure: BaseException | None = None
         self._failure: SessionClosed | None = None
+        self._restarting = False  # HTTP: a new session replaces one the server forgot
+        self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
         self._write_since: float | None = None
         self._outbox_limit = _OUTBOX_MESSAGES * conn.config.max_message_size
         self._selector = selectors.DefaultSelector()
@@ -635,9 +637,11 @@ class BlockingClient(HandshakeFacts):
         reused), in the same selector loop; the sans-IO rules of
         :class:`mcp_sansio.http.HttpClient` do the rest (headers, session, era probe,
         SSE, resumption, session expiry: a ``404`` starts a new session and sends the
-        refused request again). Redirects are not followed. The legacy GET stream is
-        opened when ``transport.open_get_stream`` (the default): what the server says
-        on its own is handled while a call waits.
+        refused request again; a new session not ready within ``handshake_timeout``, or
+        refused, closes the client with :class:`~mcp_trio.SessionClosed`). Redirects
+        are not followed. The legacy GET stream is opened when
+        ``transport.open_get_stream`` (the default): what the server says on its own
+        is handled while a call waits.
 
         Args:
             url: the MCP endpoint, ``http://`` or ``https://``.
@@ -1006,12 +1010,20 @@ class BlockingClient(HandshakeFacts):
                 continue
             if deadline is not None and deadline <= now:
                 raise TimeoutError(f"{what} timed out")
+            restart = self._restart_deadline
+            if restart is not None and restart <= now:
+                limit = self._options.handshake_timeout
+                self._restart_failed(
+                    f"the server forgot the session and did not start a new one in {limit:g} s"
+                )
+                continue
             own = http.next_deadline()
             if own is not None and own <= now:
                 http.handle_timer(now)
                 self._take(http)
                 continue
-            wake = min((d for d in (timer, deadline, own) if d is not None), default=None)
+            times = (timer, deadline, own, restart)
+            wake = min((d for d in times if d is not None), default=None)
             wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
             wanted = http.wanted(reading=True)
             with selectors.DefaultSelector() as selector:
@@ -1050,6 +1062,10 @@ class BlockingClient(HandshakeFacts):
                     )
                     return
                 logger.debug("the server forgot the session: starting a new one")
+                self._restarting = True
+                limit = self._options.handshake_timeout
+                if limit is not None:  # (as the first handshake: Session._bound_restart)
+                    self._restart_deadline = now + limit
                 self._output_schemas.forget()
                 self._queue()
             else:
@@ -1059,6 +1075,14 @@ class BlockingClient(HandshakeFacts):
                 self._queue()
         if http.failure is not None and self._failure is None:
             self._http_lost(http.failure)
+
+    def _restart_failed(self, reason: str) -> None:
+        """The session that was to replace a forgotten one did not start: the client
+        is closed (as the Trio session does)."""
+        self._restarting = False
+        self._restart_deadline = None
+        if self._failure is None:
+            self._http_lost(SessionClosed(reason))
 
     def _http_lost(self, failure: SessionClosed) -> None:
         self._handle_quietly(self._conn.receive_eof())
@@ -1169,7 +1193,16 @@ class BlockingClient(HandshakeFacts):
 
     def _dispatch(self, event: Event) -> None:
         if isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
-            if isinstance(event, ErrorReceived | RequestTimedOut) and (
+            if (
+                isinstance(event, ErrorReceived | RequestTimedOut)
+                and event.method in _START_METHODS
+                and self._restarting
+            ):
+                why = event.error.message if isinstance(event, ErrorReceived) else "timeout"
+                self._restart_failed(
+                    f"the server forgot the session and did not start a new one: {why}"
+                )
+            elif isinstance(event, ErrorReceived | RequestTimedOut) and (
                 event.method in _START_METHODS and self._handshake is None
             ):
                 self._handshake_failure = (
@@ -1181,6 +1214,8 @@ class BlockingClient(HandshakeFacts):
                 self._outcomes[event.request_id] = event
         elif isinstance(event, HandshakeCompleted):
             self._handshake = event
+            self._restarting = False
+            self._restart_deadline = None
         elif isinstance(event, RequestReceived):
             self._answer(event)
         elif isinstance(event, NotificationReceived):
