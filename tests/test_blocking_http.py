@@ -674,6 +674,36 @@ def test_legacy_stream_resumed_with_last_event_id(raw: Callable[..., RawServer])
     assert heads[-1].startswith(b"GET") and b"last-event-id: e1" in heads[-1].lower()
 
 
+def test_answers_to_the_server_go_out_before_the_call_returns(
+    raw: Callable[..., RawServer],
+) -> None:
+    """Legacy: the server pings on a call's stream right before the call's result; the
+    answer to the ping is written before the call returns (as over stdio), not left for
+    the next call."""
+    pong = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        ping = dumps({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close"
+        sock.sendall(sse + b"\r\n\r\ndata: " + ping + b"\n\ndata: " + answer + b"\n\n")
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b'"p1"' in body and b'"result"' in body:  # our answer to the ping
+            pong.set()
+            respond(sock, "202 Accepted", {}, b"")
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        assert client.list_tools() == []
+        assert pong.wait(TIMEOUT)  # (no other call, no close: written by list_tools)
+
+
 def test_a_session_forgotten_twice_ends(raw: Callable[..., RawServer]) -> None:
     """Every request with a session id gets 404: one new session is started (its
     initialize goes out again), and when it is lost too, the session ends."""

@@ -25,8 +25,9 @@ deadlock us.
 Nothing runs between calls, so whatever is still queued when the awaited outcome
 arrives (answers to the server's requests, the core's ``notifications/cancelled``, the
 legacy ``notifications/initialized``) is written at once, as far as the transport takes
-it without blocking; :meth:`BlockingClient.close` writes the rest, for a bounded time,
-before closing.
+it without blocking (over HTTP, where writing a message means connecting first, the call
+drives those POSTs until written, for ``_COURTESY_WRITE_TIMEOUT`` at most);
+:meth:`BlockingClient.close` writes the rest, for a bounded time, before closing.
 
 Memory is bounded: what handling the server's messages queues (answers, cancellations)
 may exceed ``_OUTBOX_MESSAGES`` maximum-size messages only by what one read produces;
@@ -802,13 +803,15 @@ class BlockingClient(HandshakeFacts):
             if self._failure is None and self._unwritten():
                 deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
                 try:
-                    self._run_until(lambda: not self._unwritten(), deadline, "closing")
+                    self._run_until(
+                        lambda: not self._unwritten(), deadline, "closing", courtesy=False
+                    )
                 except Exception:
                     logger.debug("could not write everything before closing", exc_info=True)
             if self._failure is None and http.terminate(time.monotonic()):
                 deadline = time.monotonic() + self._close_timeout
                 with suppress(Exception):
-                    self._run_until(http.idle, deadline, "closing the session")
+                    self._run_until(http.idle, deadline, "closing the session", courtesy=False)
         finally:
             self._conn.receive_eof()
             if self._failure is None:
@@ -914,7 +917,7 @@ class BlockingClient(HandshakeFacts):
             self._queue(own=True)
         deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
         with suppress(Exception):
-            self._run_until(lambda: not self._unwritten(), deadline, "cancelling")
+            self._run_until(lambda: not self._unwritten(), deadline, "cancelling", courtesy=False)
 
     def _raise_if_closed(self) -> None:
         if self._failure is not None:
@@ -942,9 +945,17 @@ class BlockingClient(HandshakeFacts):
         written = self._written
         return len(self._outbox) - sum(end - max(start, written) for start, end in self._own)
 
-    def _run_until(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
+    def _run_until(
+        self,
+        done: Callable[[], bool],
+        deadline: float | None,
+        what: str,
+        *,
+        courtesy: bool = True,
+    ) -> None:
         """Move bytes and fire timers until ``done()`` or ``deadline`` (``TimeoutError``),
-        then write what the transport takes without blocking.
+        then write what the transport takes without blocking (over HTTP, ``courtesy``:
+        write what is queued, for a second at most: see :meth:`_flush_nowait`).
 
         Raises:
             SessionClosed: the connection ended first.
@@ -952,7 +963,7 @@ class BlockingClient(HandshakeFacts):
         try:
             self._loop(done, deadline, what)
         finally:
-            self._flush_nowait()
+            self._flush_nowait(courtesy=courtesy)
 
     def _loop(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
         if self._http is not None:
@@ -996,10 +1007,17 @@ class BlockingClient(HandshakeFacts):
                     self._handle(self._conn.receive_bytes(data, now=time.monotonic()))
 
     def _http_loop(
-        self, http: HttpTransport, done: Callable[[], bool], deadline: float | None, what: str
+        self,
+        http: HttpTransport,
+        done: Callable[[], bool],
+        deadline: float | None,
+        what: str,
+        *,
+        reading: bool = True,
     ) -> None:
         """:meth:`_loop` over Streamable HTTP: the exchanges' sockets, the core's timers
-        and the exchanges' own (connect, write)."""
+        and the exchanges' own (connect, write); ``reading=False``: no answer that could
+        bring messages is read (heads and one-way answers are)."""
         self._take(http)  # (sending may have failed at once: no address, say)
         while not done():
             self._raise_if_closed()
@@ -1025,7 +1043,7 @@ class BlockingClient(HandshakeFacts):
             times = (timer, deadline, own, restart)
             wake = min((d for d in times if d is not None), default=None)
             wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
-            wanted = http.wanted(reading=True)
+            wanted = http.wanted(reading=reading)
             with selectors.DefaultSelector() as selector:
                 # (a new selector each time: a closed socket's number may be reused)
                 for fd, (events, exchange) in wanted.items():
@@ -1154,11 +1172,26 @@ class BlockingClient(HandshakeFacts):
             self._own.popleft()
         return sent
 
-    def _flush_nowait(self) -> None:
+    def _flush_nowait(self, *, courtesy: bool = True) -> None:
         """Write what the transport takes now; the rest waits for the next call (or
-        :meth:`close`), whose ``write_timeout`` clock starts afresh."""
-        if self._http is not None:
-            return  # (the exchanges move on in the next call's loop, or close()'s)
+        :meth:`close`), whose ``write_timeout`` clock starts afresh.
+
+        Over HTTP a message is written by driving its exchange (connecting, maybe the
+        TLS handshake): with ``courtesy``, what is queued (answers to the server's
+        requests, a cancellation) is driven until written, for
+        ``_COURTESY_WRITE_TIMEOUT`` at most, reading nothing that could bring more
+        messages; what is left then goes on in the next call (or :meth:`close`)."""
+        http = self._http
+        if http is not None:
+            if courtesy and self._failure is None and http.busy_writing():
+                deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
+                try:
+                    self._http_loop(
+                        http, lambda: not http.busy_writing(), deadline, "writing", reading=False
+                    )
+                except (TimeoutError, SessionClosed):
+                    logger.debug("HTTP: left unwritten for now", exc_info=True)
+            return
         while self._outbox and self._failure is None and self._write():
             pass
         self._write_since = None
