@@ -624,6 +624,64 @@ def test_one_way_posts_are_bounded(raw: Callable[..., RawServer], give_up: bool)
     assert b"DELETE" in verbs  # the session is ended on close
 
 
+@pytest.mark.parametrize("what", ["bound", "flood"])
+def test_a_one_way_answer_that_stops_after_its_head(
+    raw: Callable[..., RawServer], what: str
+) -> None:
+    """The server answers ``notifications/initialized`` with a head promising a body
+    that never comes. ``bound``: that answer is given up after ``write_timeout`` (the
+    connection closed) like one with no head; ``flood``: while it lasts, it is not taken
+    for an unanswered one-way POST (the server took it), so the answer streams are
+    still read with ``max_client_connections=1``."""
+    closed = threading.Event()
+    stop = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        if what == "bound":
+            closed.wait(TIMEOUT)  # answered once the client gave up the one-way answer
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+        else:  # an SSE answer whose event comes in a later packet
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+            stop.wait(0.2)  # (a slow server: bounded)
+            sock.sendall(b"data: " + answer + b"\n\n")
+            sock.recv(1)  # until the client closes it
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"notifications/initialized" in body:
+            sock.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 10\r\n\r\n")
+            if not sock.recv(1):  # (until the client closes it)
+                closed.set()
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    limit = 0.3 if what == "bound" else TIMEOUT
+    connections = 1 if what == "flood" else 4
+    transport = HttpTransportConfig(open_get_stream=False, max_client_connections=connections)
+    try:
+        with connect(
+            server.url,
+            era="legacy",
+            transport=transport,
+            write_timeout=limit,
+            timeout=3.0,
+            close_timeout=TIMEOUT,
+        ) as client:
+            started = time.monotonic()
+            assert client.list_tools() == []
+            assert time.monotonic() - started < 2.5
+            if what == "bound":
+                assert closed.is_set()
+            started = time.monotonic()
+        # close() does not wait for the rest of an answer the server took already
+        assert time.monotonic() - started < 2.5
+    finally:
+        stop.set()
+
+
 def legacy_server(on_request: Callable[[socket.socket, bytes, dict[str, Any]], None]) -> Handler:
     """A legacy server by hand: ``initialize`` (session ``s1``), ``202`` for notifications
     and ``DELETE``, ``405`` for a GET without ``Last-Event-ID``; ``on_request`` serves

@@ -661,7 +661,8 @@ class BlockingClient(HandshakeFacts):
                 ``transport``'s.
             close_timeout: seconds the closing ``DELETE`` of a legacy session may take.
             write_timeout: seconds a request may go without progress while written;
-                also the bound on the answer to a one-way POST (a notification).
+                also the bound on the whole answer to a one-way POST (a notification,
+                an answer to the server), from its writing.
             era, protocol_version, on_sampling, on_elicitation, roots, on_log,
                 on_notification, log_level, client_info, capabilities, timeout,
                 handshake_timeout, connection_config: as for :meth:`stdio`.

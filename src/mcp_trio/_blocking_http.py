@@ -24,16 +24,18 @@ nothing happens between calls of the client.
   and as many one-way POSTs (notifications, answers to the server's requests; so an
   answer never waits for the stream that asked for it to end); further ones wait, in
   order. The legacy GET stream and the closing ``DELETE`` come on top. While
-  ``max_client_connections`` one-way POSTs are in flight or waiting, the answers that
-  produce more (SSE streams, JSON bodies) are not read: a server flooding us with
-  requests gets backpressure (what one read brought waits), not sockets.
+  ``max_client_connections`` one-way POSTs wait to start or for their answer's head
+  (once it came, the server has taken the message), the answers that produce more
+  (SSE streams, JSON bodies) are not read: a server flooding us with requests gets
+  backpressure (what one read brought waits), not sockets.
 * TLS: ``ssl.MemoryBIO`` and ``SSLObject``: the handshake and records are bytes in,
   bytes out on the same non-blocking socket (verified with the system's trust store by
   default).
 * Timeouts: connecting (and the TLS handshake) within ``connect_timeout``; writing
-  within ``write_timeout`` of the last progress; a one-way POST's answer within
-  ``write_timeout`` too (nothing else bounds it). A request's answer is bounded by the
-  core's own request timeout.
+  within ``write_timeout`` of the last progress; a one-way POST's whole answer (head
+  and body) within ``write_timeout`` of its writing too (nothing else bounds it). A
+  request's answer is bounded by the core's own request timeout. Closing waits for
+  no one-way answer whose head came (the server took the message).
 * Cancellation: modern, closing the request's connection (never a
   ``notifications/cancelled`` POST); legacy, the notification is POSTed and the
   request's stream is no longer read for it (nor resumed).
@@ -485,7 +487,7 @@ class HttpTransport:
         """File descriptors to wait on: read (unless held back), write while bytes wait."""
         import selectors  # noqa: PLC0415 -- (loaded by the client already)
 
-        flood = sum(1 for e in self._exchanges if e.one_way and e.state in ("active", "queued"))
+        flood = sum(1 for e in self._exchanges if e.one_way and e.reader is None)
         held = not reading or flood >= self.config.max_client_connections
         out: dict[int, tuple[int, _Exchange]] = {}
         for exchange in self._exchanges:
@@ -622,7 +624,8 @@ class HttpTransport:
         sent = exchange.sent
         reader = self.http.response(sent, head.status_code, list(head.headers))
         exchange.reader = reader
-        exchange.answer_deadline = None
+        if not exchange.one_way:
+            exchange.answer_deadline = None  # (a one-way answer stays bounded, body too)
         for rid in sent.request_ids:
             if rid not in exchange.ids:
                 reader.forget(rid)  # cancelled before this answer began
@@ -846,8 +849,8 @@ class HttpTransport:
     def terminate(self, now: float) -> bool:
         """Legacy: send the ``DELETE`` that ends the session (``False``: no session)."""
         for exchange in list(self._exchanges):
-            if exchange is self._get or exchange.sent.request_ids:
-                self._close(exchange)
+            if exchange is self._get or exchange.sent.request_ids or exchange.reader is not None:
+                self._close(exchange)  # (and a one-way POST taken already: its head came)
         self._get = None
         if self.failure is not None:
             return False
