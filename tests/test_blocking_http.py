@@ -916,6 +916,76 @@ def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]
     assert early == []
 
 
+@pytest.mark.parametrize("answered", [True, False])
+def test_the_get_stream_opens_after_initialized_and_before_requests(
+    raw: Callable[..., RawServer], answered: bool
+) -> None:
+    """Legacy: the GET stream goes out once the server has taken
+    ``notifications/initialized`` (a server may refuse it before), and the first
+    request waits for its head (what the server says right away is not missed), for
+    ``connect_timeout`` at most."""
+    log: list[str] = []
+    taken = threading.Event()
+    stop = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        log.append(str(message.get("method")))
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"notifications/initialized" in body:
+            log.append("initialized")
+            stop.wait(0.3)  # (a slow server: bounded)
+            taken.set()
+            inner(sock, head, body)
+        elif head.startswith(b"GET"):
+            log.append("GET" if taken.is_set() else "GET too early")
+            if not taken.is_set():
+                respond(sock, "400 Bad Request", {}, b"")
+                return
+            if not answered:
+                stop.wait(TIMEOUT)  # never a head
+                return
+            stop.wait(0.3)  # (a slow server: bounded)
+            log.append("GET answered")
+            note = dumps({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
+            sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+            sock.sendall(sse + b"data: " + note + b"\n\n")
+            sock.recv(1)  # until the client closes it
+        else:
+            inner(sock, head, body)
+
+    heard: list[str] = []
+    server = raw(handler)
+    bounds = HttpTransportConfig(connect_timeout=0.5)
+    try:
+        with connect(
+            server.url,
+            era="legacy",
+            transport=bounds,
+            timeout=5.0,
+            on_notification=lambda n: heard.append(n.method),
+        ) as client:
+            started = time.monotonic()
+            assert client.list_tools() == []
+            assert time.monotonic() - started < 3.0
+            if answered:
+                for _ in range(20):  # (bounded: the stream is read while each ping waits)
+                    if heard:
+                        break
+                    client.ping()
+    finally:
+        stop.set()
+    if answered:
+        assert log[:4] == ["initialized", "GET", "GET answered", "tools/list"]
+        assert heard == ["notifications/resources/list_changed"]
+    else:  # the request went after connect_timeout
+        assert log[:3] == ["initialized", "GET", "tools/list"]
+
+
 def test_write_timeout(raw: Callable[..., RawServer]) -> None:
     """A server that stops reading a large request: the request fails after
     ``write_timeout`` without progress, the session goes on."""

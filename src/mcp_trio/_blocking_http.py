@@ -20,6 +20,11 @@ nothing happens between calls of the client.
 
 * Order: a POST with requests starts once the one-way POSTs before it have their
   answer's head (so ``notifications/initialized`` is taken before the first request).
+  The legacy GET stream starts then too (a server may refuse it before it has taken
+  ``notifications/initialized``), and a session's first one holds back the requests
+  after it until its head came (or ``connect_timeout`` passed), as the Trio client's:
+  what the server says on its own right away is not missed, and it sees the GET
+  before any request.
 * Connections: at most ``max_client_connections`` exchanges with requests at once,
   and as many one-way POSTs (notifications, answers to the server's requests; so an
   answer never waits for the stream that asked for it to end); further ones wait, in
@@ -373,7 +378,9 @@ class HttpTransport:
         self._get: _Exchange | None = None
         self._get_failures = 0  # attempts in a row that got no stream
         self._get_quiet = 0  # attempts in a row that brought no message
-        self._get_opened = False
+        self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
+        self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
+        self._gated: str | None = None  # the session whose first GET that was
         self.inbox: deque[bytes | Restart | Resend] = deque()
         """What the answers brought, for the client to take in order."""
         self.failure: SessionClosed | None = None
@@ -424,19 +431,30 @@ class HttpTransport:
         busy = sum(1 for e in self._exchanges if e.counted and e.state == "active")
         flying = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
         unheard = False  # an earlier one-way POST has no answer yet
+        gated = False  # an earlier first GET of the session has no answer yet
         for exchange in list(self._exchanges):
             if exchange.state == "waiting" and exchange.start_at <= now:
                 exchange.state = "queued"
+            if exchange is self._gate:
+                gated = self._gating(now)
             if exchange.state != "queued":
                 unheard = unheard or (exchange.one_way and exchange.reader is None)
                 continue
             if exchange.counted:
                 # A request goes after the one-way messages before it are taken (their
                 # answer's head): notifications/initialized is processed before any
-                # later request, as the Trio client's send() awaits their 202.
-                if busy >= limit or unheard:
+                # later request, as the Trio client's send() awaits their 202; and
+                # after the session's GET stream is open (or refused, or connect_timeout
+                # passed), as the Trio client's, so that what the server says on its
+                # own right after is not missed.
+                if busy >= limit or unheard or gated:
                     continue
                 busy += 1
+            elif exchange is self._get:
+                # (The GET goes once the server has taken notifications/initialized:
+                # a server may refuse it before, which would turn it off.)
+                if unheard:
+                    continue
             elif exchange.one_way:
                 unheard = True
                 if flying >= limit:
@@ -444,7 +462,22 @@ class HttpTransport:
                 flying += 1
             self._open(exchange, now)
 
+    def _gating(self, now: float) -> bool:
+        """Whether the session's first GET holds back the requests after it."""
+        gate, until = self._gate, self._gate_until
+        if (
+            gate is None
+            or gate.state == "done"
+            or gate.reader is not None
+            or (until is not None and until <= now)
+        ):
+            self._gate = self._gate_until = None  # (for good: a later GET is not waited for)
+            return False
+        return True
+
     def _open(self, exchange: _Exchange, now: float) -> None:
+        if exchange is self._gate:
+            self._gate_until = now + self.config.connect_timeout
         request = exchange.sent.request
         headers = [*request.headers, *self._extra]
         if request.body or request.method == "POST":
@@ -505,6 +538,9 @@ class HttpTransport:
     def next_deadline(self) -> float | None:
         """The earliest time something of ours is due."""
         times: list[float] = []
+        gate = self._gate
+        if self._gate_until is not None and gate is not None and gate.state == "active":
+            times.append(self._gate_until)  # (requests wait for its head until then)
         for exchange in self._exchanges:
             if exchange.state == "waiting":
                 times.append(exchange.start_at)
@@ -797,13 +833,15 @@ class HttpTransport:
         ):
             return
         self._get = _Exchange(http.open_stream())
+        if self._gated != http.session_id:  # (the session's first: requests wait for it)
+            self._gated = http.session_id
+            self._gate = self._get
         self._start(self._get, now)
 
     def _get_head(self, exchange: _Exchange) -> None:
         reader = exchange.reader
         assert reader is not None
         if reader.kind == "sse":
-            self._get_opened = True
             self._get_failures = 0
             return
         if reader.session_expired:
