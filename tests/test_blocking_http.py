@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +130,74 @@ def test_a_call_that_times_out_is_cancelled(client: BlockingClient) -> None:
     assert client.call_tool("echo", {"text": "after"}).text == "after"
 
 
-def test_many_calls_reuse_connections(client: BlockingClient) -> None:
-    transport = client._http
-    assert transport is not None
-    client.call_tool("echo", {"text": "warm"})
-    kept = set(map(id, transport._idle))
-    assert kept  # (a finished exchange's connection is kept for the next one)
-    for i in range(30):
-        assert client.call_tool("echo", {"text": str(i)}).text == str(i)
-    assert set(map(id, transport._idle)) & kept  # the same connection, reused
+class CountingProxy:
+    """A TCP relay on 127.0.0.1 to ``port`` that counts the connections it accepts
+    (a thread per direction of each: the client itself has none)."""
+
+    def __init__(self, port: int) -> None:
+        self._upstream = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.accepted = 0
+        self._sockets: list[socket.socket] = []
+        self._threads = [threading.Thread(target=self._accept, daemon=True)]
+        self._threads[0].start()
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                near, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            far = socket.create_connection(("127.0.0.1", self._upstream), timeout=TIMEOUT)
+            self._sockets += [near, far]
+            for sock in (near, far):  # (relayed pieces go at once, as the ends wrote them)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for source, sink in ((near, far), (far, near)):
+                thread = threading.Thread(target=self._pump, args=(source, sink), daemon=True)
+                self._threads.append(thread)
+                thread.start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        source.settimeout(TIMEOUT)
+        with suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # (wakes accept(); close() does not)
+        self.listener.close()
+        for sock in self._sockets:
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        for thread in self._threads:
+            thread.join(TIMEOUT)
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+def test_many_calls_reuse_connections(server: ServerProcess, era: str) -> None:
+    """Calls one after another reuse a kept-alive connection: the server accepts a
+    handful of connections for 30 calls, not one each."""
+    proxy = CountingProxy(server.port)
+    quiet = HttpTransportConfig(open_get_stream=False)
+    try:
+        with connect(proxy.url(), era=era, transport=quiet) as client:
+            client.call_tool("echo", {"text": "warm"})
+            before = proxy.accepted
+            for i in range(30):
+                assert client.call_tool("echo", {"text": str(i)}).text == str(i)
+            assert proxy.accepted - before <= 1, proxy.accepted - before
+    finally:
+        proxy.close()
 
 
 def test_legacy_get_stream(server: ServerProcess) -> None:

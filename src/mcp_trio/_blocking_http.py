@@ -66,10 +66,11 @@ from urllib.parse import urlsplit
 
 import h11
 
-from mcp_sansio import Era, ErrorCode, LocalProtocolError, RequestId
+from mcp_sansio import Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
 from mcp_sansio._http_client import reopen_delay
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio._json import dumps
+from mcp_sansio._jsonrpc import error_response
 from mcp_sansio.http import (
     ClientRequest,
     ClientResponse,
@@ -115,10 +116,12 @@ class _ConnectFailed(_WireError):
 
 
 def _error_message(rid: RequestId, why: str, data: Mapping[str, object] | None = None) -> bytes:
-    error: dict[str, object] = {"code": ErrorCode.INTERNAL_ERROR, "message": f"HTTP: {why}"}
-    if data:
-        error["data"] = dict(data)
-    return dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+    """The -32603 ``HTTP: ...`` error that fails ``rid`` (the core's own builder, as for
+    the errors it synthesises)."""
+    error = ErrorData(
+        code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}", data=dict(data or {}) or None
+    )
+    return dumps(error_response(rid, error))
 
 
 @final
