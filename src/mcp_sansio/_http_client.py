@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, final
 from urllib.parse import urljoin, urlsplit
 
 import attrs
@@ -145,6 +145,11 @@ class HttpClientConfig:
         less :data:`SSE_FIELD_ROOM` for an SSE event (its ``data:``, ``id:`` and
         ``event:`` fields count towards the bound)."""
         return min(self.max_body_size, max(self.max_event_size - SSE_FIELD_ROOM, 0))
+
+    MAX_MESSAGE_SIZE_SETTINGS: ClassVar[str] = (
+        f"HttpClientConfig: min(max_body_size, max_event_size - {SSE_FIELD_ROOM})"
+    )
+    """What sets :attr:`max_message_size`, for messages that tell a user to raise it."""
 
 
 @final

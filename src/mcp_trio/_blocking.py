@@ -1423,14 +1423,26 @@ class BlockingClient(HandshakeFacts):
         skill: Skill = self._skills(get_skill(uri), timeout)
         return skill
 
+    def _read_bound(self) -> tuple[int, str]:
+        """As :meth:`mcp_trio.Client._read_bound`: the core's ``max_message_size``, or
+        Streamable HTTP's own bound if smaller."""
+        size = self._conn.config.max_message_size
+        if self._http is not None:
+            http = self._http.http.config
+            if http.max_message_size < size:
+                return http.max_message_size, http.MAX_MESSAGE_SIZE_SETTINGS
+        return size, "ConnectionConfig.max_message_size"
+
     def load_skill(
         self, skill: Skill, *, allow_dynamic: bool = False, timeout: float | None = None
     ) -> str:
         """A skill's verified ``SKILL.md`` (see :meth:`mcp_trio.Client.load_skill`)."""
         from ._client_skills import load_skill  # noqa: PLC0415 -- on first use
 
-        limit = self._conn.config.max_message_size
-        flow = load_skill(skill, allow_dynamic=allow_dynamic, max_message_size=limit)
+        limit, setting = self._read_bound()
+        flow = load_skill(
+            skill, allow_dynamic=allow_dynamic, max_message_size=limit, setting=setting
+        )
         text: str = self._skills(flow, timeout)
         return text
 
@@ -1445,8 +1457,10 @@ class BlockingClient(HandshakeFacts):
         """One verified file of a skill (see :meth:`mcp_trio.Client.read_skill_file`)."""
         from ._client_skills import read_skill_file  # noqa: PLC0415 -- on first use
 
-        limit = self._conn.config.max_message_size
-        flow = read_skill_file(skill, file, allow_dynamic=allow_dynamic, max_message_size=limit)
+        limit, setting = self._read_bound()
+        flow = read_skill_file(
+            skill, file, allow_dynamic=allow_dynamic, max_message_size=limit, setting=setting
+        )
         data: bytes = self._skills(flow, timeout)
         return data
 

@@ -213,10 +213,8 @@ class HttpChannel(MessageChannel):
     def message_bound(self) -> tuple[int, str]:
         """:attr:`HttpClientConfig.max_message_size <mcp_trio.HttpClientConfig>`: an
         answer comes as one SSE event or one JSON body."""
-        return (
-            self.http.config.max_message_size,
-            "HttpClientConfig: min(max_body_size, max_event_size - 1024)",
-        )
+        config = self.http.config
+        return config.max_message_size, config.MAX_MESSAGE_SIZE_SETTINGS
 
     def __init__(
         self,

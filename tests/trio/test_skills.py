@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -807,3 +808,48 @@ def test_the_blocking_client_loads_skills_too(tmp_path: Path, era: EraName) -> N
         assert client.read_skill_file(skill, "references/FORMS.md") == b"# Forms\n"
         with pytest.raises(SkillVerificationError, match="not listed"):
             client.read_skill_file(skill, "references/OTHER.md")
+
+
+SERVE_A_BIG_SKILL_OVER_HTTP = """
+import functools
+import trio
+from mcp_trio import Server
+server = Server("blocking-skills")
+server.add_skill({"SKILL.md": %r, "data.bin": bytes(range(256)) * 400})
+async def main():
+    async with trio.open_nursery() as nursery:
+        handle = await nursery.start(functools.partial(server.serve_http, "127.0.0.1", 0))
+        print(handle.port, flush=True)
+trio.run(main)
+"""
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_blocking_client_over_http_checks_the_transports_bound(
+    tmp_path: Path, era: EraName
+) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(SERVE_A_BIG_SKILL_OVER_HTTP % SKILL_MD.replace("pdf-processing", "big"))
+    process = subprocess.Popen([sys.executable, str(app)], stdout=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        url = f"http://127.0.0.1:{int(process.stdout.readline())}/mcp"
+        core = ConnectionConfig(max_message_size=1024 * 1024)  # (not the bound that binds)
+        with BlockingClient.http(url, era=era, timeout=20, connection_config=core) as client:
+            big = client.get_skill("skill://big/SKILL.md")
+            needed = read_message_size(big.file("skill://big/data.bin"))
+            assert client.read_skill_file(big, "data.bin") == bytes(range(256)) * 400
+        tight = HttpClientConfig(max_event_size=needed + SSE_FIELD_ROOM - 1)
+        with BlockingClient.http(
+            url, era=era, timeout=20, connection_config=core, http_config=tight
+        ) as client:
+            message = rf"HttpClientConfig: .* of {needed - 1}; connect with it >= {needed}"
+            with pytest.raises(LocalProtocolError, match=message):
+                client.read_skill_file(big, "data.bin")
+            with pytest.raises(LocalProtocolError, match=message):
+                client.load_skill(attrs.evolve(big, uri="skill://big/data.bin"))
+    finally:
+        process.terminate()
+        process.wait(20)
+        if process.stdout is not None:
+            process.stdout.close()
