@@ -106,7 +106,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias, final
 
 import attrs
 
-from ._config import ConnectionConfig
+from ._config import ConnectionConfig, _check_count
 from ._connection import Connection
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
 from ._events import Event, InvalidMessageReceived, RequestCancelled
@@ -420,13 +420,6 @@ def _check_endpoint(_inst: object, _attr: object, value: str) -> None:
         raise ValueError(f"endpoint must be an absolute path, not {value!r}")
 
 
-def _check_quota(_inst: object, _attr: object, value: int | None) -> None:
-    if value is not None and (type(value) is not int or value < 1):
-        raise ValueError(
-            f"max_sessions_per_principal must be a positive int or None, not {value!r}"
-        )
-
-
 @final
 @attrs.frozen(kw_only=True)
 class HttpServerConfig:
@@ -454,7 +447,9 @@ class HttpServerConfig:
     max_sessions: int = 1_000
     """Legacy sessions held at once. A new ``initialize`` beyond it evicts the least
     recently used session that has no response in progress, else gets 503."""
-    max_sessions_per_principal: int | None = attrs.field(default=None, validator=_check_quota)
+    max_sessions_per_principal: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_check_count(1))
+    )
     """Legacy sessions one authenticated principal may hold at once; ``None``: only
     :attr:`max_sessions` bounds them. An ``initialize`` beyond it replaces that principal's
     least recently used idle session, else gets 429 with ``Retry-After``, so one caller
