@@ -9,6 +9,7 @@ server's redirect to the CLI's listener on 127.0.0.1)."""
 from __future__ import annotations
 
 import base64
+import json
 import queue
 import socket
 import stat
@@ -26,7 +27,13 @@ import attrs
 import pytest
 import trio
 
-from mcp_trio import FileOAuthStorage, InMemoryOAuthStorage, LoopbackRedirect, OAuth
+from mcp_trio import (
+    ClientCredentials,
+    FileOAuthStorage,
+    InMemoryOAuthStorage,
+    LoopbackRedirect,
+    OAuth,
+)
 from mcp_trio._cli import main
 from mcp_trio._cli_auth import AuthOptions, client_auth, default_token_store
 from mcp_trio._cli_util import UsageError
@@ -221,7 +228,7 @@ def test_a_token_store_that_cannot_be_read_is_told_and_left_alone(
     argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", port]
     assert main([*argv, "--token-store", str(path)]) == 0
     err = capsys.readouterr().err
-    assert f"the token store {path} cannot be read" in err
+    assert f"the token store {path} cannot be read (it is " in err
     assert path.read_bytes() == content, browser
     assert len(browser) == 1, browser
 
@@ -345,7 +352,6 @@ def test_what_the_flags_build() -> None:
     assert isinstance(auth, OAuth) and auth.redirect_uri == "http://127.0.0.1:8123/callback"
     assert auth.scope == "a b" and auth.client is None
     assert isinstance(auth.storage, FileOAuthStorage)
-    assert auth.storage.redirect_uri == auth.redirect_uri
     assert auth.storage.namespace == "authorization_code http://127.0.0.1:8123/callback"
     auth, _ = client_auth(attrs.evolve(options, client_id="c"), url, {}, sys.stderr)
     assert isinstance(auth, OAuth) and isinstance(auth.storage, FileOAuthStorage)
@@ -356,10 +362,32 @@ def test_what_the_flags_build() -> None:
     assert auth.client is not None and auth.client.client_secret == "s"
     assert isinstance(auth.storage, FileOAuthStorage) and auth.storage.path == default_token_store()
     assert auth.storage.namespace == "client_credentials c"
-    assert auth.storage.redirect_uri is None
     options = AuthOptions(oauth=True, redirect_port=0)  # (the default store: not used)
     auth, _ = client_auth(options, url, {}, sys.stderr)
     assert auth is not None and isinstance(auth.storage, InMemoryOAuthStorage)
+
+
+async def test_the_redirect_uri_is_in_the_namespace_alone(tmp_path: Path) -> None:
+    path = tmp_path / "oauth.json"
+    options = AuthOptions(oauth=True, browser=False, redirect_port=8123, token_store=str(path))
+    auth, _ = client_auth(options, "https://mcp.example/mcp", {}, sys.stderr)
+    assert auth is not None
+    await auth.storage.save_client("https://as.example", ClientCredentials(client_id="c"))
+    namespace = "authorization_code http://127.0.0.1:8123/callback"
+    assert json.loads(path.read_text()) == {
+        "namespaces": {
+            namespace: {
+                "clients": {
+                    "https://as.example": {
+                        "client_id": "c",
+                        "client_secret": None,
+                        "issuer": None,
+                        "token_endpoint_auth_method": None,
+                    }
+                }
+            }
+        }
+    }
 
 
 def test_the_default_token_store_is_in_the_users_config_directory(

@@ -197,14 +197,13 @@ def client_auth(
         storage = InMemoryOAuthStorage()
     else:
         redirect_uri = None if redirect is None else redirect.redirect_uri
-        storage = FileOAuthStorage(
-            path, redirect_uri=redirect_uri, namespace=token_namespace(options, redirect_uri)
-        )
-        if storage._read() is None:  # (the library logs it; the CLI hides logs without -v)
+        storage = FileOAuthStorage(path, namespace=token_namespace(options, redirect_uri))
+        reason = storage.unreadable()
+        if reason is not None:  # (the library logs it; the CLI hides logs without -v)
             print(
-                f"mcp-trio: warning: the token store {path} cannot be read (too large, or not "
-                "a JSON object): it is left as it is, and this run keeps its tokens in memory "
-                "(repair or remove it)",
+                f"mcp-trio: warning: the token store {path} cannot be read (it {reason}): "
+                "it is left as it is, and this run keeps its tokens in memory (repair or "
+                "remove it)",
                 file=err,
             )
     auth = OAuth(

@@ -1,7 +1,7 @@
 """An :class:`~mcp_trio.OAuthStorage` in a JSON file, readable by its owner alone.
 
-The file holds ``{"clients": {...}, "tokens": {...}}``: registrations by issuer (and
-redirect URI, see :class:`FileOAuthStorage`), tokens by resource and issuer, each the
+The file holds ``{"clients": {...}, "tokens": {...}}``: registrations by issuer,
+tokens by resource and issuer, each the
 fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`; and
 ``"namespaces": {NAME: {"clients": {...}, "tokens": {...}}}``, the same for each
 storage made with a ``namespace``. Every save writes a new file (mode ``0600``, in a
@@ -41,16 +41,15 @@ class FileOAuthStorage:
 
     Args:
         path: the file (its directory is created, mode ``0700``, if need be).
-        redirect_uri: keep registrations per redirect URI too: an authorization server
-            compares the redirect URI of a request with the registered ones exactly,
-            so a registration made for another port is not reused (pass the redirect
-            URI the :class:`~mcp_trio.OAuth` uses).
         namespace: keep this storage's registrations and tokens apart from those of
             storages of the same file with another namespace (or none). Tokens are
             keyed by resource and issuer only, so an application that authorizes as
             several identities (a user, a service with the client credentials grant,
             several client IDs) gives each its own namespace, or a run as one would
-            use the token of another.
+            use the token of another. Registrations are keyed by issuer only, and an
+            authorization server compares redirect URIs exactly: an application whose
+            redirect URI changes (another port) puts it in the namespace, so that a
+            registration made for another one is not reused.
 
     The file is read and written whole at each call (small, and shared safely by
     processes that take turns; two processes saving at the same moment may lose one
@@ -66,21 +65,19 @@ class FileOAuthStorage:
         self,
         path: str | os.PathLike[str],
         *,
-        redirect_uri: str | None = None,
         namespace: str | None = None,
     ) -> None:
         self.path: Final = Path(path)
-        self.redirect_uri: Final = redirect_uri
         self.namespace: Final = namespace
         # Saves the file could not take ("clients"/"tokens" -> key -> entry, None for a
         # token removed): this process reads them before the file.
         self._unsaved: Final[dict[str, dict[str, Any]]] = {"clients": {}, "tokens": {}}
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
-        return _build(ClientCredentials, self._load("clients", self._client_key(issuer)))
+        return _build(ClientCredentials, self._load("clients", issuer))
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
-        self._save("clients", self._client_key(issuer), attrs.asdict(client), "registration")
+        self._save("clients", issuer, attrs.asdict(client), "registration")
 
     async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
         return _build(OAuthToken, self._load("tokens", _token_key(resource, issuer)))
@@ -122,9 +119,6 @@ class FileOAuthStorage:
             self.path,
         )
 
-    def _client_key(self, issuer: str) -> str:
-        return issuer if self.redirect_uri is None else f"{issuer} {self.redirect_uri}"
-
     def _part(self, data: dict[str, Any], part: str) -> dict[str, Any]:
         """``data``'s ``part`` (``"clients"`` or ``"tokens"``) in this storage's
         namespace: made, or a malformed one replaced, if need be."""
@@ -133,26 +127,35 @@ class FileOAuthStorage:
             home = _dict_in(_dict_in(data, "namespaces"), self.namespace)
         return _dict_in(home, part)
 
+    def unreadable(self) -> str | None:
+        """Why the file cannot be read (so that it reads as empty and is not written
+        over), or ``None`` if it can (or does not exist)."""
+        return self._parse()[1]
+
     def _read(self) -> dict[str, Any] | None:
-        """The file's object: ``{}`` if there is no file, ``None`` (logged) if it is
-        over :data:`_MAX_FILE_SIZE` or not a JSON object."""
+        """The file's object: ``{}`` if there is no file, ``None`` (logged) if it
+        cannot be read (see :meth:`unreadable`)."""
+        data, reason = self._parse()
+        if reason is not None:
+            logger.warning("OAuth: %s %s: ignored", self.path, reason)
+        return data
+
+    def _parse(self) -> tuple[dict[str, Any] | None, str | None]:
+        """The file's object (``{}`` if there is no file), else why there is none."""
         try:
             with self.path.open("rb") as file:
                 text = file.read(_MAX_FILE_SIZE + 1)
         except FileNotFoundError:
-            return {}
+            return {}, None
         if len(text) > _MAX_FILE_SIZE:
-            logger.warning("OAuth: %s is over %d bytes: ignored", self.path, _MAX_FILE_SIZE)
-            return None
+            return None, f"is over {_MAX_FILE_SIZE} bytes"
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):  # (RecursionError: nested too deep)
-            logger.warning("OAuth: %s is not JSON: ignored", self.path)
-            return None
+            return None, "is not JSON"
         if not isinstance(data, dict):
-            logger.warning("OAuth: %s is not a JSON object: ignored", self.path)
-            return None
-        return data
+            return None, "is not a JSON object"
+        return data, None
 
     def _write(self, data: dict[str, Any], what: str) -> bool:
         """Whether ``data`` is now the file's."""

@@ -314,7 +314,7 @@ async def test_open_client_authorizes_through_the_loopback_receiver(
 ) -> None:
     s = await start(nursery, prm_scopes=["mcp"])
     redirect, shown = receiver(open_browser=True, opener=fake_browser)
-    store = FileOAuthStorage(tmp_path / "oauth.json", redirect_uri=redirect.redirect_uri)
+    store = FileOAuthStorage(tmp_path / "oauth.json", namespace=redirect.redirect_uri)
     auth = OAuth(client_name="loopback test", redirect=redirect, storage=store)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(s.url, auth=auth) as client:

@@ -40,18 +40,6 @@ async def test_what_is_saved_is_loaded_by_another_storage_of_the_file(tmp_path: 
     assert await store.load_client(ISSUER) == client
 
 
-async def test_registrations_are_kept_per_redirect_uri_when_asked(tmp_path: Path) -> None:
-    path = tmp_path / "oauth.json"
-    one = FileOAuthStorage(path, redirect_uri="http://127.0.0.1:1000/callback")
-    other = FileOAuthStorage(path, redirect_uri="http://127.0.0.1:2000/callback")
-    await one.save_client(ISSUER, ClientCredentials(client_id="for-1000"))
-    assert await other.load_client(ISSUER) is None  # registered for another port
-    assert await one.load_client(ISSUER) == ClientCredentials(client_id="for-1000")
-    token = OAuthToken(access_token="at")
-    await one.save_token(RESOURCE, ISSUER, token)
-    assert await other.load_token(RESOURCE, ISSUER) == token  # tokens are not
-
-
 async def test_a_namespace_keeps_registrations_and_tokens_apart(tmp_path: Path) -> None:
     path = tmp_path / "oauth.json"
     user, service, plain = (FileOAuthStorage(path, namespace=n) for n in ("user", "svc", None))
@@ -115,29 +103,36 @@ async def test_a_malformed_entry_reads_as_absent_and_is_replaced(
 
 @pytest.mark.parametrize("namespace", [None, "ns"])
 @pytest.mark.parametrize(
-    "content",
+    ("content", "reason"),
     [
-        b"not json",
-        b'{"namespaces": {"other": {}}',  # (cut short: an edit gone wrong)
-        b"[1, 2]",
-        b"[" * 100_000,  # nested too deep for the parser
-        b" " * (1024 * 1024 + 1),  # over the bound
+        (b"not json", "is not JSON"),
+        (b'{"namespaces": {"other": {}}', "is not JSON"),  # (cut short: an edit gone wrong)
+        (b"[1, 2]", "is not a JSON object"),
+        (b"[" * 100_000, "is not JSON"),  # nested too deep for the parser
+        (b" " * (1024 * 1024 + 1), "is over 1048576 bytes"),  # over the bound
     ],
 )
 async def test_a_file_that_does_not_parse_reads_as_empty_and_is_not_written_over(
-    tmp_path: Path, content: bytes, namespace: str | None, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    content: bytes,
+    reason: str,
+    namespace: str | None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # It may hold other identities' registrations and tokens: a save as if it were
     # empty would lose them all.
     path = tmp_path / "oauth.json"
     path.write_bytes(content)
     store = FileOAuthStorage(path, namespace=namespace)
+    assert store.unreadable() == reason
     assert await store.load_client(ISSUER) is None
     assert await store.load_token(RESOURCE, ISSUER) is None
     await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="new"))
     await store.save_client(ISSUER, ClientCredentials(client_id="new"))
     assert path.read_bytes() == content
     assert [p.name for p in tmp_path.iterdir()] == ["oauth.json"]
+    warnings = {r.getMessage() for r in caplog.records if r.levelname == "WARNING"}
+    assert warnings == {f"OAuth: {path} {reason}: ignored"}
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert errors == [
         f"OAuth: the {what} is kept in memory only: {path} cannot be read (see above), and "
@@ -152,6 +147,7 @@ async def test_a_file_that_does_not_parse_reads_as_empty_and_is_not_written_over
     await store.save_token(RESOURCE, ISSUER, None)  # (a removal is remembered too)
     assert await store.load_token(RESOURCE, ISSUER) is None
     path.unlink()  # (removed: saves work again, and go to the file)
+    assert store.unreadable() is None
     await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="newer"))
     again = FileOAuthStorage(path, namespace=namespace)
     assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="newer")
