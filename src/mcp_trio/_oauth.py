@@ -59,7 +59,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING, Final, Literal, Protocol, final
+from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
 from urllib.parse import urlsplit
 
 import h11
@@ -120,6 +120,13 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mcp_trio")
+
+Grant: TypeAlias = Literal[
+    "authorization_code", "client_credentials", "workload_identity", "enterprise"
+]
+"""How an :class:`OAuth` obtains a token (from its arguments: ``on_authorize``, neither,
+``workload_identity``, ``enterprise``)."""
+_ASSERTION_GRANTS: Final = frozenset({"workload_identity", "enterprise"})
 
 AuthorizeCallback = Callable[[str], Awaitable[str]]
 """Sends the user agent to the authorization URL it is given and returns the URL the
@@ -316,6 +323,13 @@ class OAuth:
         grants = (on_authorize, workload_identity, enterprise)
         if sum(grant is not None for grant in grants) > 1:
             raise ValueError("pass at most one of on_authorize, workload_identity and enterprise")
+        grant: Grant = "client_credentials"
+        if on_authorize is not None:
+            grant = "authorization_code"
+        elif workload_identity is not None:
+            grant = "workload_identity"
+        elif enterprise is not None:
+            grant = "enterprise"
         if enterprise is not None and client is None and client_metadata_url is None:
             raise ValueError(
                 "enterprise needs client= or client_metadata_url=: the client's identity at "
@@ -340,7 +354,7 @@ class OAuth:
             raise ValueError(
                 f"client_metadata_url must be an https URL with a path: {client_metadata_url!r}"
             )
-        if grants == (None, None, None) and (client is None or client.client_secret is None):
+        if grant == "client_credentials" and (client is None or client.client_secret is None):
             raise ValueError(
                 "without on_authorize (the client credentials grant), client= must be "
                 "given with its client_secret"
@@ -368,6 +382,7 @@ class OAuth:
         self.workload_identity: Final = workload_identity
         self.enterprise: Final = enterprise
         self.clock: Final = clock
+        self._grant: Final = grant
         # Assertions refused for good, for every client of this OAuth.
         self._refusals: Final = Refusals()
 
@@ -475,16 +490,16 @@ class Authorizer:
         self.metadata: AuthorizationServerMetadata | None = None
         self.client: ClientCredentials | None = None
         self._legacy_fallback = legacy_fallback if legacy_fallback is not None else _always
+        # An assertion grant's client is only ever the configured one (none for a
+        # workload without one): never registered, nor kept from a refresh.
+        self._assertion = oauth._grant in _ASSERTION_GRANTS
         # The authorization server the configuration is for, if it says: the one chosen
         # when the protected-resource metadata lists several.
-        identity = oauth.workload_identity
-        self._preferred = (
-            identity.issuer
-            if identity is not None
-            else oauth.client.issuer
-            if oauth.client is not None
-            else None
-        )
+        self._preferred: str | None = None
+        if oauth.workload_identity is not None:
+            self._preferred = oauth.workload_identity.issuer
+        elif oauth.client is not None:
+            self._preferred = oauth.client.issuer
         # Plain-http loopback OAuth endpoints only for a server on loopback itself.
         self._loopback = is_loopback(server_url)
         self._resource_metadata: ProtectedResourceMetadata | None = None
@@ -715,6 +730,69 @@ class Authorizer:
                 "the server refused the token its authorization server just issued: "
                 "not asking for another one (open a new client to try again)"
             )
+        prm, issuer, resource = await self._locate(challenge)
+        # The same authorization server: what we know of it is used again. A new one:
+        # nothing from the old one is used there (2026-07-28 client-registration,
+        # "Authorization Server Binding").
+        known = issuer == self.issuer and self.metadata is not None
+        if known:
+            assert self.metadata is not None
+            metadata = self.metadata
+        else:
+            metadata = await self._discover_server(issuer, legacy=prm is None)
+            if self.issuer is not None:
+                logger.info("OAuth: the authorization server changed to %s", issuer)
+        if self._assertion:
+            client = self._configured_client(metadata)
+        elif known:
+            client = self.client
+        else:
+            client = None
+        previous = self._requested_scope if known else None
+        current = self.token if known and resource == self.resource else None
+        if not step_up:
+            if current is None:
+                if await self._try_stored(issuer, metadata, resource, prm, client, previous, sent):
+                    return
+            elif current.refresh_token is not None:
+                await self._shared_refresh(nursery)
+                if self._header is not None and self._header != sent:
+                    return
+                current = self.token  # (None: the refresh failed)
+        scope = select_scope(
+            challenge=challenge,
+            resource_metadata=prm,
+            metadata=metadata,
+            previous=previous if step_up or current is not None else None,
+            offline_access=oauth.offline_access,
+        )
+        if scope is None and oauth.scope:
+            scope = oauth.scope
+        if self._assertion:
+            scope = grant_scope(scope, client=client)
+        if step_up:
+            self._check_step_up(resource, scope, sent, previous)
+        token, client = await self._new_token(metadata, client, resource, scope)
+        # A refresh under way must not store the token this one replaces after it.
+        self._generation += 1
+        self._storing = True
+        try:
+            await oauth.storage.save_token(resource, issuer, token)
+        finally:
+            self._storing = False
+        self._commit(issuer, metadata, resource, prm, client, token, scope)
+        self._unconfirmed = self._header
+
+    async def _locate(
+        self, challenge: BearerChallenge
+    ) -> tuple[ProtectedResourceMetadata | None, str, str]:
+        """The protected-resource metadata (``None``: none, 2025-03-26), the issuer of
+        the authorization server to use and the resource identifier.
+
+        Raises:
+            OAuthError: no metadata where it is required; an issuer that may not carry
+                OAuth traffic.
+        """
         prm = await self._discover_resource(challenge)
         if prm is not None:
             issuer = select_authorization_server(prm.authorization_servers, self._preferred)
@@ -729,77 +807,56 @@ class Authorizer:
                 "this protocol version requires"
             )
         check_endpoint(issuer, "the authorization server", loopback=self._loopback)
-        # The same authorization server: what we know of it is used again. A new one:
-        # nothing from the old one is used there (2026-07-28 client-registration,
-        # "Authorization Server Binding").
-        known = issuer == self.issuer and self.metadata is not None
-        if known:
-            assert self.metadata is not None
-            metadata = self.metadata
-        else:
-            metadata = await self._discover_server(issuer, legacy=prm is None)
-            if self.issuer is not None:
-                logger.info("OAuth: the authorization server changed to %s", issuer)
-        same = known and resource == self.resource
-        grants = oauth.workload_identity is not None or oauth.enterprise is not None
-        # An assertion grant's client is only ever the configured one (none for a
-        # workload without one): never registered, nor kept from a refresh.
-        client = self._configured_client(metadata) if grants else self.client if known else None
-        previous = self._requested_scope if known else None
-        current = self.token if same else None
-        if not step_up and current is None:
-            stored = await oauth.storage.load_token(resource, issuer)
-            if stored is not None and self._encode(stored) != sent:
-                issued = False
-                if (
-                    stored.expired(oauth.clock())
-                    and stored.refresh_token is not None
-                    and (client is not None or not grants)  # (a refresh needs a client)
-                ):
-                    stored, client, issued = await self._renew(
-                        stored, metadata, issuer, resource, client, _always
-                    )
-                if stored is not None and not stored.expired(oauth.clock()):
-                    # A token kept from before: try it.
-                    self._commit(issuer, metadata, resource, prm, client, stored, previous)
-                    if issued:
-                        self._unconfirmed = self._header
-                    return
-        elif not step_up and current is not None and current.refresh_token is not None:
-            await self._shared_refresh(nursery)
-            if self._header is not None and self._header != sent:
-                return
-            current = self.token  # (None: the refresh failed)
-        scope = select_scope(
-            challenge=challenge,
-            resource_metadata=prm,
-            metadata=metadata,
-            previous=previous if step_up or current is not None else None,
-            offline_access=oauth.offline_access,
-        )
-        if scope is None and oauth.scope:
-            scope = oauth.scope
-        if grants:
-            scope = grant_scope(scope, client=client)
-        if step_up:
-            self._check_step_up(resource, scope, sent, previous)
-        if grants:
-            token = await self._assertion_grant(metadata, client, resource, scope)
-        elif oauth.on_authorize is None:
-            client = await self._register(metadata, scope, client)
-            token = await self._client_credentials(metadata, client, resource, scope)
-        else:
-            client = await self._register(metadata, scope, client)
-            token = await self._authorize(metadata, client, resource, scope)
-        # A refresh under way must not store the token this one replaces after it.
-        self._generation += 1
-        self._storing = True
-        try:
-            await oauth.storage.save_token(resource, issuer, token)
-        finally:
-            self._storing = False
-        self._commit(issuer, metadata, resource, prm, client, token, scope)
-        self._unconfirmed = self._header
+        return prm, issuer, resource
+
+    async def _try_stored(
+        self,
+        issuer: str,
+        metadata: AuthorizationServerMetadata,
+        resource: str,
+        prm: ProtectedResourceMetadata | None,
+        client: ClientCredentials | None,
+        scope: str | None,
+        sent: bytes | None,
+    ) -> bool:
+        """Whether a token the storage kept for ``resource`` at ``issuer`` (not the one
+        refused, ``sent``; refreshed if it expired and can be) is now in use."""
+        oauth = self.oauth
+        stored = await oauth.storage.load_token(resource, issuer)
+        if stored is None or self._encode(stored) == sent:
+            return False
+        issued = False
+        if (
+            stored.expired(oauth.clock())
+            and stored.refresh_token is not None
+            and (client is not None or not self._assertion)  # (a refresh needs a client)
+        ):
+            stored, client, issued = await self._renew(
+                stored, metadata, issuer, resource, client, _always
+            )
+        if stored is None or stored.expired(oauth.clock()):
+            return False
+        self._commit(issuer, metadata, resource, prm, client, stored, scope)
+        if issued:
+            self._unconfirmed = self._header
+        return True
+
+    async def _new_token(
+        self,
+        metadata: AuthorizationServerMetadata,
+        client: ClientCredentials | None,
+        resource: str,
+        scope: str | None,
+    ) -> tuple[OAuthToken, ClientCredentials | None]:
+        """A token from the configured grant, and the client that obtained it
+        (registered first if need be, but for an assertion grant)."""
+        grant = self.oauth._grant
+        if grant in _ASSERTION_GRANTS:
+            return await self._assertion_grant(metadata, client, resource, scope), client
+        client = await self._register(metadata, scope, client)
+        if grant == "client_credentials":
+            return await self._client_credentials(metadata, client, resource, scope), client
+        return await self._authorize(metadata, client, resource, scope), client
 
     def _commit(
         self,
@@ -815,7 +872,7 @@ class Authorizer:
         at once."""
         if issuer != self.issuer:
             self._unconfirmed = None
-        if self.oauth.workload_identity is not None:
+        if self.oauth._grant == "workload_identity":
             token = grant_token(token, client=client)  # (a stored one too)
         self.issuer, self.metadata, self.client = issuer, metadata, client
         self.resource, self._resource_metadata = resource, prm
@@ -1183,10 +1240,9 @@ class Authorizer:
         """
         assert token.refresh_token is not None
         if client is None:
-            if self.oauth.workload_identity is not None or self.oauth.enterprise is not None:
-                # (Not reached: an assertion grant refreshes with its configured client
-                # only. Never a registration of its own.)
-                raise OAuthError("no client to refresh an assertion grant's token with")
+            # An assertion grant refreshes with its configured client only, never a
+            # registration of its own: without one it keeps no refresh token.
+            assert not self._assertion
             client = await self._register(metadata, token.scope, None)
         headers, body = token_request(
             metadata,
