@@ -162,3 +162,18 @@ def test_the_cli_loads_the_http_rules_for_http_only() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "", f"the CLI loaded {out}"
+
+
+def test_an_http_client_loads_the_assertion_grants_only_when_one_is_configured() -> None:
+    code = (
+        "import sys, mcp_trio, mcp_trio._http_client;"
+        "client = mcp_trio.ClientCredentials(client_id='c', client_secret='s',"
+        " issuer='https://as.example');"
+        "mcp_trio.OAuth(client=client).bind('https://mcp.example/mcp');"
+        "print(','.join(m for m in ('mcp_trio._oauth_grants', 'mcp_sansio._oauth_grants')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"an HTTP client loaded {out}"

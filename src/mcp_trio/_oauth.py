@@ -53,6 +53,7 @@ for a server on loopback), bounded in time (``timeout``) and size
 
 from __future__ import annotations
 
+import inspect
 import logging
 import secrets
 import ssl
@@ -89,22 +90,16 @@ from mcp_sansio._oauth import (
     select_scope,
     token_request,
 )
-from mcp_sansio._oauth_grants import grant_scope, grant_token
 from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
-from ._oauth_grants import (
-    CallbackFailed,
-    EnterpriseAuthorization,
-    Refusals,
-    WorkloadIdentity,
-    enterprise_token,
-    workload_token,
-)
 
 if TYPE_CHECKING:
+    # (Loaded for an assertion grant only, by whoever configures one: every HTTP
+    # client imports this module.)
+    from ._oauth_grants import EnterpriseAuthorization, Refusals, WorkloadIdentity
     from ._oauth_loopback import LoopbackRedirect
 
 __all__ = [
@@ -137,6 +132,38 @@ _DEFAULT_MAX_RESPONSE: Final = 256 * 1024
 # What OAuth.authorize() sends the server to be challenged: a request any server
 # refuses without a token before reading it.
 _PROBE: Final = b'{"jsonrpc":"2.0","id":"mcp-trio-authorize","method":"ping"}'
+
+
+class CallbackFailed(Exception):
+    """A callable the user configured raised :attr:`error`: the flow reports it by
+    :attr:`by`, its type only (the message may hold a secret)."""
+
+    def __init__(self, by: str, error: Exception) -> None:
+        super().__init__(by)
+        self.by: Final = by
+        """What raised: ``"on_authorize"``, ``"the workload JWT callable"``, ..."""
+        self.error: Final = error
+        """What it raised (also the ``__cause__``)."""
+
+
+async def call_user(fn: Callable[..., object], by: str, *args: object) -> object:
+    """What ``fn(*args)`` returns (awaited if it is awaitable): a callable the user
+    configured, named ``by``.
+
+    Raises:
+        OAuthError: ``fn`` raised it (it declines, and says why).
+        trio.TooSlowError: ``fn`` raised it.
+        CallbackFailed: ``fn`` raised anything else.
+    """
+    try:
+        value = fn(*args)
+        if inspect.isawaitable(value):
+            value = await value
+    except (OAuthError, trio.TooSlowError):
+        raise
+    except Exception as exc:
+        raise CallbackFailed(by, exc) from exc
+    return value
 
 
 class OAuthStorage(Protocol):
@@ -384,7 +411,7 @@ class OAuth:
         self.clock: Final = clock
         self._grant: Final = grant
         # Assertions refused for good, for every client of this OAuth.
-        self._refusals: Final = Refusals()
+        self._refusals: Final = _refusals() if grant in _ASSERTION_GRANTS else None
 
     def bind(
         self, server_url: str, *, legacy_fallback: Callable[[], bool] | None = None
@@ -431,6 +458,14 @@ class OAuth:
             )
             return
         await authorizer.challenged(401, challenge, None)
+
+
+def _refusals() -> Refusals:
+    # (Its module is loaded already: by whoever made the WorkloadIdentity or the
+    # EnterpriseAuthorization.)
+    from ._oauth_grants import Refusals  # noqa: PLC0415
+
+    return Refusals()
 
 
 def _always() -> bool:
@@ -700,8 +735,8 @@ class Authorizer:
                 # locked): this flow's failure, never the client's. The message may
                 # hold anything: its type only, the rest at DEBUG.
                 by = "the storage"
-                if isinstance(exc, CallbackFailed) and exc.__cause__ is not None:
-                    by, exc = exc.by, exc.__cause__  # type: ignore[assignment]
+                if isinstance(exc, CallbackFailed):
+                    by, exc = exc.by, exc.error
                 logger.debug("OAuth: the authorization failed", exc_info=True)
                 logger.warning(
                     "OAuth: the authorization failed: %s raised by %s", type(exc).__name__, by
@@ -769,6 +804,8 @@ class Authorizer:
         if scope is None and oauth.scope:
             scope = oauth.scope
         if self._assertion:
+            from mcp_sansio._oauth_grants import grant_scope  # noqa: PLC0415 (see the imports)
+
             scope = grant_scope(scope, client=client)
         if step_up:
             self._check_step_up(resource, scope, sent, previous)
@@ -873,6 +910,8 @@ class Authorizer:
         if issuer != self.issuer:
             self._unconfirmed = None
         if self.oauth._grant == "workload_identity":
+            from mcp_sansio._oauth_grants import grant_token  # noqa: PLC0415 (see the imports)
+
             token = grant_token(token, client=client)  # (a stored one too)
         self.issuer, self.metadata, self.client = issuer, metadata, client
         self.resource, self._resource_metadata = resource, prm
@@ -1034,12 +1073,9 @@ class Authorizer:
         check_endpoint(
             metadata.authorization_endpoint, "the authorization endpoint", loopback=self._loopback
         )
-        try:
-            redirect = await oauth.on_authorize(url)
-        except (OAuthError, trio.TooSlowError):
-            raise
-        except Exception as exc:
-            raise CallbackFailed("on_authorize") from exc
+        redirect = await call_user(oauth.on_authorize, "on_authorize", url)
+        if not isinstance(redirect, str):
+            raise OAuthError(f"on_authorize returned {type(redirect).__name__}, not a str")
         code = parse_authorization_response(
             redirect, state=state, metadata=metadata, redirect_uri=oauth.redirect_uri
         )
@@ -1080,7 +1116,10 @@ class Authorizer:
         scope: str | None,
     ) -> OAuthToken:
         """Workload identity or enterprise-managed authorization (:mod:`._oauth_grants`)."""
+        from ._oauth_grants import enterprise_token, workload_token  # noqa: PLC0415
+
         oauth = self.oauth
+        assert oauth._refusals is not None
         if oauth.workload_identity is not None:
             return await workload_token(
                 oauth.workload_identity,

@@ -21,13 +21,11 @@ loopback), bounded in time and size.
 
 from __future__ import annotations
 
-import inspect
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeAlias, final
 
 import attrs
-import trio
 
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
@@ -46,9 +44,10 @@ from mcp_sansio._oauth_grants import (
     token_exchange_request,
 )
 
+from ._oauth import call_user
+
 __all__ = [
     "AssertionSource",
-    "CallbackFailed",
     "EnterpriseAuthorization",
     "Refusals",
     "WorkloadIdentity",
@@ -67,16 +66,6 @@ def _check_source(
 ) -> None:
     if not (callable(value) or (isinstance(value, str) and value)):
         raise ValueError(f"{attribute.name} must be a non-empty str or a callable")
-
-
-class CallbackFailed(Exception):
-    """A callable the user configured raised (its exception is the ``__cause__``):
-    the flow reports it by :attr:`by`, its type only (the message may hold a secret)."""
-
-    def __init__(self, by: str) -> None:
-        super().__init__(by)
-        self.by = by
-        """What raised: ``"on_authorize"``, ``"the workload JWT callable"``, ..."""
 
 
 Fetch: TypeAlias = Callable[..., Awaitable[tuple[int, list[tuple[bytes, bytes]], bytes]]]
@@ -157,14 +146,7 @@ async def _resolve(source: AssertionSource, what: str) -> str:
     """
     if isinstance(source, str):
         return source
-    try:
-        value: object = source()
-        if inspect.isawaitable(value):
-            value = await value
-    except (OAuthError, trio.TooSlowError):
-        raise
-    except Exception as exc:
-        raise CallbackFailed(f"the {what} callable") from exc
+    value = await call_user(source, f"the {what} callable")
     if type(value) is not str:
         raise OAuthError(f"the {what} callable returned {type(value).__name__}, not a str")
     return value

@@ -544,6 +544,18 @@ async def test_authorizing_before_connecting_is_bounded_by_authorize_timeout_alo
     assert len(s.asrv.authorizations) == 1
 
 
+async def test_an_on_authorize_that_returns_no_str_fails_the_authorization_saying_so(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start(nursery, prm_scopes=["mcp"])
+
+    async def confused(url: str) -> str:
+        return None  # type: ignore[return-value]
+
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="on_authorize returned"):
+        await oauth(on_authorize=confused).authorize(s.url)
+
+
 async def test_a_request_timeout_does_not_cut_the_authorization_short(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
