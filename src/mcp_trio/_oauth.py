@@ -95,6 +95,7 @@ from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
+from ._util import check_count, check_seconds
 
 if TYPE_CHECKING:
     # (Loaded for an assertion grant only, by whoever configures one: every HTTP
@@ -386,10 +387,10 @@ class OAuth:
                 "without on_authorize (the client credentials grant), client= must be "
                 "given with its client_secret"
             )
-        if min(timeout, authorize_timeout, max_response_size, max_authorizations) <= 0:
-            raise ValueError(
-                "timeout, authorize_timeout, max_response_size and max_authorizations must be > 0"
-            )
+        check_seconds("timeout", timeout)
+        check_seconds("authorize_timeout", authorize_timeout)
+        check_count("max_response_size", max_response_size)
+        check_count("max_authorizations", max_authorizations)
         self.redirect_uri: Final = redirect_uri
         self.on_authorize: Final = on_authorize
         self.client: Final = client

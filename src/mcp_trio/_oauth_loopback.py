@@ -55,6 +55,8 @@ import trio
 
 from mcp_sansio import OAuthError, redirect_request, redirect_state
 
+from ._util import check_count, check_seconds
+
 __all__ = ["LoopbackRedirect"]
 
 logger = logging.getLogger("mcp_trio")
@@ -123,11 +125,13 @@ class LoopbackRedirect:
             raise ValueError(f"host must be 127.0.0.1 or ::1 (RFC 8252 section 8.3): {host!r}")
         if not path.startswith("/") or any(c in path for c in "?#") or "//" in path:
             raise ValueError(f"path must be an absolute path with no query: {path!r}")
-        if not 0 <= port <= 65535:
-            raise ValueError(f"not a port: {port}")
-        bounds = (timeout, connection_timeout, max_connections, max_request_size, max_headers)
-        if min(bounds) <= 0:
-            raise ValueError("the timeouts and bounds must be > 0")
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an integer from 0 to 65535, not {port!r}")
+        check_seconds("timeout", timeout)
+        check_seconds("connection_timeout", connection_timeout)
+        check_count("max_connections", max_connections)
+        check_count("max_request_size", max_request_size)
+        check_count("max_headers", max_headers)
         self.host: Final = host
         self.port: Final = port if port else _free_port(host)
         self.path: Final = path

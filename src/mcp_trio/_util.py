@@ -17,13 +17,47 @@ from ._errors import SessionClosed
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ["SessionHook", "is_internal_failure", "open_task_nursery", "run_hook"]
+__all__ = [
+    "SessionHook",
+    "check_count",
+    "check_seconds",
+    "is_internal_failure",
+    "open_task_nursery",
+    "run_hook",
+]
 
 logger = logging.getLogger("mcp_trio")
 
 SessionHook = Callable[["Session"], Awaitable[None]]
 """``async def on_session(session)``: runs beside a served session; cancelled when it
 closes. An exception is logged and closes that session."""
+
+
+def check_count(name: str, value: object, least: int = 1) -> None:
+    """Check a bound given as an argument: an ``int`` (not a ``bool``) of at least
+    ``least``.
+
+    Raises:
+        ValueError: it is not (the message names ``name``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be an integer of {least} or more, not {value!r}")
+
+
+def check_seconds(name: str, value: object) -> None:
+    """Check a timeout given as an argument: a positive, finite number of seconds
+    (not a ``bool``).
+
+    Raises:
+        ValueError: it is not (the message names ``name``).
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a positive, finite number of seconds, not {value!r}")
 
 
 def is_internal_failure(group: BaseExceptionGroup[BaseException]) -> bool:

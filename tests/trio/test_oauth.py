@@ -4,6 +4,7 @@ to a real ``serve_http`` server), and the real client with ``auth=OAuth(...)``."
 
 from __future__ import annotations
 
+import math
 import secrets
 from functools import partial
 from typing import Any, Literal
@@ -470,10 +471,27 @@ def test_oauth_arguments_are_checked() -> None:
         with pytest.raises(ValueError, match="client_metadata_url"):
             oauth(client_metadata_url=bad)
     assert oauth(client_metadata_url="https://app.example/c.json").client_metadata_url
-    with pytest.raises(ValueError, match="> 0"):
-        oauth(max_authorizations=0)
-    with pytest.raises(ValueError, match="> 0"):
-        oauth(authorize_timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("max_authorizations", 0),
+        ("max_authorizations", 1.5),
+        ("max_authorizations", True),
+        ("max_response_size", -1),
+        ("max_response_size", 1e6),
+        ("authorize_timeout", 0),
+        ("authorize_timeout", math.nan),
+        ("timeout", math.inf),
+        ("timeout", True),
+        ("timeout", "30"),
+    ],
+)
+def test_oauth_bounds_are_checked_up_front(name: str, value: object) -> None:
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        oauth(**{name: value})
+    oauth(**{name: 2})  # (an int is a number of seconds too)
 
 
 async def test_the_redirect_must_come_back_to_the_redirect_uri(nursery: trio.Nursery) -> None:

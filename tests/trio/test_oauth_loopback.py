@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import socket
 from typing import Any
 from urllib.parse import urlencode
@@ -277,12 +278,23 @@ async def test_the_browser_is_opened_in_a_thread_and_its_failure_is_not_the_flow
         {"path": "callback"},
         {"path": "/cb?x=1"},
         {"port": 70000},
+        {"port": 8123.0},
+        {"port": True},
         {"timeout": 0},
+        {"timeout": math.nan},
+        {"connection_timeout": math.inf},
+        {"connection_timeout": False},
         {"max_connections": 0},
+        {"max_connections": 1.5},
+        {"max_request_size": 8192.0},
+        {"max_headers": True},
     ],
 )
 def test_what_a_receiver_refuses_to_be(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+    # Checked up front, naming the argument: a float or a bool passed on used to fail
+    # only at the first authorization, as "TypeError raised by on_authorize".
+    [name] = kwargs
+    with pytest.raises(ValueError, match=f"^{name} must be|^(host|path|port) must be"):
         LoopbackRedirect(**kwargs)
 
 
