@@ -21,11 +21,11 @@ import logging
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Final, TypeVar, final
+from typing import Any, Final, TypeVar, final, get_args
 
 import attrs
 
-from mcp_sansio import ClientCredentials, OAuthToken
+from mcp_sansio import ClientCredentials, OAuthToken, TokenEndpointAuthMethod
 
 __all__ = ["FileOAuthStorage"]
 
@@ -204,6 +204,7 @@ def _token_key(resource: str, issuer: str) -> str:
 
 _T = TypeVar("_T", ClientCredentials, OAuthToken)
 _TIMES: Final = frozenset({"expires_at", "issued_at"})
+_AUTH_METHODS: Final = frozenset(get_args(TokenEndpointAuthMethod))
 
 
 def _build(kind: type[_T], found: object) -> _T | None:
@@ -228,4 +229,7 @@ def _fits(name: str, value: object) -> bool:
         return name not in ("client_id", "access_token", "token_type")
     if name in _TIMES:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if name == "token_endpoint_auth_method":
+        # (Another string would be taken as "none": the secret silently not sent.)
+        return value in _AUTH_METHODS
     return isinstance(value, str)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mcp_sansio import TokenEndpointAuthMethod
 from mcp_trio import ClientCredentials, FileOAuthStorage, OAuthToken
 
 ISSUER = "https://as.example"
@@ -60,6 +61,18 @@ async def test_a_namespace_keeps_registrations_and_tokens_apart(tmp_path: Path) 
     assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the user's")
 
 
+@pytest.mark.parametrize("method", ["none", "client_secret_basic", "client_secret_post"])
+async def test_every_token_endpoint_auth_method_is_kept(
+    tmp_path: Path, method: TokenEndpointAuthMethod
+) -> None:
+    path = tmp_path / "oauth.json"
+    client = ClientCredentials(
+        client_id="c", client_secret="s", issuer=ISSUER, token_endpoint_auth_method=method
+    )
+    await FileOAuthStorage(path).save_client(ISSUER, client)
+    assert await FileOAuthStorage(path).load_client(ISSUER) == client
+
+
 _MALFORMED_PARTS: list[object] = [
     {"clients": [], "tokens": 3},
     {
@@ -74,6 +87,9 @@ _MALFORMED_PARTS: list[object] = [
     {"clients": {ISSUER: {}}, "tokens": {f"{RESOURCE} {ISSUER}": {}}},  # required missing
     {"clients": {ISSUER: {"issuer": ISSUER}}, "tokens": {f"{RESOURCE} {ISSUER}": {"scope": "a"}}},
     {"clients": {ISSUER: "c"}, "tokens": {f"{RESOURCE} {ISSUER}": ["a"]}},
+    # Not one of the methods (it would act as "none": the secret silently not sent).
+    {"clients": {ISSUER: {"client_id": "c", "token_endpoint_auth_method": "bogus"}}},
+    {"clients": {ISSUER: {"client_id": "c", "token_endpoint_auth_method": 3}}},
 ]
 
 
