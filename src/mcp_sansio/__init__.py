@@ -75,8 +75,13 @@ if TYPE_CHECKING:
     from ._oauth import registration_body as registration_body
     from ._oauth import resource_matches as resource_matches
     from ._oauth import response_challenge as response_challenge
+    from ._oauth import select_authorization_server as select_authorization_server
     from ._oauth import select_scope as select_scope
     from ._oauth import token_request as token_request
+    from ._oauth_grants import AssertionRefusal as AssertionRefusal
+    from ._oauth_grants import check_grant_issuer as check_grant_issuer
+    from ._oauth_grants import grant_scope as grant_scope
+    from ._oauth_grants import grant_token as grant_token
     from ._oauth_grants import jwt_bearer_request as jwt_bearer_request
     from ._oauth_grants import parse_token_exchange_response as parse_token_exchange_response
     from ._oauth_grants import token_exchange_request as token_exchange_request
@@ -92,6 +97,7 @@ __all__ = [
     "LATEST_VERSION",
     "LEGACY_VERSIONS",
     "MODERN_VERSIONS",
+    "AssertionRefusal",
     "AuthorizationServerMetadata",
     "BearerChallenge",
     "ClientCredentials",
@@ -132,9 +138,12 @@ __all__ = [
     "authorization_server_metadata_urls",
     "authorization_url",
     "check_endpoint",
+    "check_grant_issuer",
     "encode_line",
     "encode_sse_comment",
     "encode_sse_event",
+    "grant_scope",
+    "grant_token",
     "is_loopback",
     "jwt_bearer_request",
     "legacy_authorization_server",
@@ -151,6 +160,7 @@ __all__ = [
     "registration_body",
     "resource_matches",
     "response_challenge",
+    "select_authorization_server",
     "select_scope",
     "structure",
     "structure_params",
@@ -189,6 +199,7 @@ _LAZY: dict[str, str] = {
             "registration_body",
             "resource_matches",
             "response_challenge",
+            "select_authorization_server",
             "select_scope",
             "token_request",
         ),
@@ -196,7 +207,15 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("redirect_request", "redirect_state"), "._oauth_redirect"),
     **dict.fromkeys(
-        ("jwt_bearer_request", "parse_token_exchange_response", "token_exchange_request"),
+        (
+            "AssertionRefusal",
+            "check_grant_issuer",
+            "grant_scope",
+            "grant_token",
+            "jwt_bearer_request",
+            "parse_token_exchange_response",
+            "token_exchange_request",
+        ),
         "._oauth_grants",
     ),
     "ProtectedResourceMetadata": "._http_auth",

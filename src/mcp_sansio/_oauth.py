@@ -76,6 +76,7 @@ __all__ = [
     "registration_body",
     "resource_matches",
     "response_challenge",
+    "select_authorization_server",
     "select_scope",
     "token_request",
 ]
@@ -750,7 +751,7 @@ def parse_authorization_response(
       error responses too: a mismatched error is not reported as the AS's.
     * an ``error`` becomes an :class:`OAuthError` with that code and its
       ``error_description``, both kept to the characters RFC 6749 allows (others
-      become ``?``) and cut at 200 characters, as :func:`token_error` does.
+      become ``?``) and cut at 200 characters, as :func:`_token_error` does.
 
     Raises:
         OAuthError: any check failed, or there is no code.
@@ -782,7 +783,7 @@ def parse_authorization_response(
     if params.get("state") != state:
         raise OAuthError("the authorization response's state is not the one sent: refused")
     if "error" in params:
-        # The peer's text, which ends up in logs: sanitized as token_error does
+        # The peer's text, which ends up in logs: sanitized as _token_error does
         # (RFC 6749 section 4.1.2.1 allows the same characters as section 5.2).
         error = _error_text(params["error"])
         detail = _error_text(params.get("error_description"))
@@ -876,10 +877,10 @@ def token_request(
         form.append(("resource", resource))
     if scope:
         form.append(("scope", scope))
-    return authenticated_form(metadata, client, form)
+    return _authenticated_form(metadata, client, form)
 
 
-def authenticated_form(
+def _authenticated_form(
     metadata: AuthorizationServerMetadata,
     client: ClientCredentials | None,
     form: list[tuple[str, str]],
@@ -916,7 +917,7 @@ def _error_text(value: object) -> str | None:
     return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 3] + "..."
 
 
-def token_error(status: int, body: bytes, refused: str) -> OAuthError:
+def _token_error(status: int, body: bytes, refused: str) -> OAuthError:
     """The error of a token endpoint's refusal (RFC 6749 section 5.2): ``refused``, the
     status, and the ``error`` code (in :attr:`OAuthError.error`) and description when
     the body has them. Both are the peer's text, and end up in logs: characters
@@ -952,7 +953,7 @@ def parse_token_response(
     """
     what = "the token response"
     if status != 200:
-        raise token_error(status, body, "the token request was refused")
+        raise _token_error(status, body, "the token request was refused")
     obj = _json_object(body, what)
     access = _str(obj, "access_token", what, required=True)
     assert access is not None

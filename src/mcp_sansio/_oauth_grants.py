@@ -37,13 +37,17 @@ from ._oauth import (
     ClientCredentials,
     OAuthError,
     OAuthToken,
+    _authenticated_form,
     _json_object,
     _str,
-    authenticated_form,
-    token_error,
+    _token_error,
 )
 
 __all__ = [
+    "AssertionRefusal",
+    "check_grant_issuer",
+    "grant_scope",
+    "grant_token",
     "jwt_bearer_request",
     "parse_token_exchange_response",
     "token_exchange_request",
@@ -203,7 +207,7 @@ def jwt_bearer_request(
         form.append(("resource", resource))
     if scope:
         form.append(("scope", scope))
-    return authenticated_form(metadata, client, form)
+    return _authenticated_form(metadata, client, form)
 
 
 def token_exchange_request(
@@ -246,7 +250,7 @@ def token_exchange_request(
         ("subject_token", _assertion(subject_token, "the ID token")),
         ("subject_token_type", ID_TOKEN_TYPE),
     ]
-    return authenticated_form(idp, client, form)
+    return _authenticated_form(idp, client, form)
 
 
 def parse_token_exchange_response(status: int, body: bytes) -> str:
@@ -262,7 +266,7 @@ def parse_token_exchange_response(status: int, body: bytes) -> str:
     """
     what = "the token exchange response"
     if status != 200:
-        raise token_error(status, body, "the identity provider refused the token exchange")
+        raise _token_error(status, body, "the identity provider refused the token exchange")
     obj = _json_object(body, what)
     issued = _str(obj, "issued_token_type", what, required=True)
     if issued != ID_JAG_TOKEN_TYPE:

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from ._oauth import OAuthStorage as OAuthStorage
     from ._oauth import OAuthToken as OAuthToken
     from ._oauth import fetch_authorization_redirect as fetch_authorization_redirect
+    from ._oauth_grants import AssertionSource as AssertionSource
     from ._oauth_grants import EnterpriseAuthorization as EnterpriseAuthorization
     from ._oauth_grants import WorkloadIdentity as WorkloadIdentity
     from ._oauth_loopback import LoopbackRedirect as LoopbackRedirect
@@ -163,6 +164,7 @@ _LAZY: dict[str, str] = {
     "fetch_authorization_redirect": "._oauth",
     "LoopbackRedirect": "._oauth_loopback",
     "FileOAuthStorage": "._oauth_store",
+    "AssertionSource": "._oauth_grants",
     "EnterpriseAuthorization": "._oauth_grants",
     "WorkloadIdentity": "._oauth_grants",
     "connect_session": "._open",
@@ -215,6 +217,7 @@ __all__ = [
     "MCP_PATH",
     "SUBPROTOCOL",
     "TASKS_EXTENSION",
+    "AssertionSource",
     "Audio",
     "Authenticate",
     "BearerAuth",
