@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, final
@@ -780,17 +781,15 @@ def parse_authorization_response(
             f"the authorization response comes from issuer {iss!r}, not {metadata.issuer!r} "
             "(RFC 9207): refused"
         )
-    if params.get("state") != state:
+    received = params.get("state")
+    if received is None or not hmac.compare_digest(received.encode(), state.encode()):
         raise OAuthError("the authorization response's state is not the one sent: refused")
     if "error" in params:
         # The peer's text, which ends up in logs: sanitized as _token_error does
         # (RFC 6749 section 4.1.2.1 allows the same characters as section 5.2).
         error = _error_text(params["error"])
         detail = _error_text(params.get("error_description"))
-        raise OAuthError(
-            f"authorization refused: {error}" + (f" ({detail})" if detail else ""),
-            error=error,
-        )
+        raise OAuthError(f"authorization refused: {_described(error, detail)}", error=error)
     code = params.get("code")
     if not code:
         raise OAuthError("the authorization response carries no code")
@@ -917,6 +916,11 @@ def _error_text(value: object) -> str | None:
     return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 3] + "..."
 
 
+def _described(error: str | None, detail: str | None) -> str:
+    """An error code with its description (both from :func:`_error_text`), if any."""
+    return f"{error} ({detail})" if detail else f"{error}"
+
+
 def _token_error(status: int, body: bytes, refused: str) -> OAuthError:
     """The error of a token endpoint's refusal (RFC 6749 section 5.2): ``refused``, the
     status, and the ``error`` code (in :attr:`OAuthError.error`) and description when
@@ -930,7 +934,7 @@ def _token_error(status: int, body: bytes, refused: str) -> OAuthError:
     detail = _error_text(obj.get("error_description"))
     message = f"{refused}: status {status}"
     if error:
-        message += f", {error}" + (f" ({detail})" if detail is not None else "")
+        message += f", {_described(error, detail)}"
     return OAuthError(message, error=error)
 
 

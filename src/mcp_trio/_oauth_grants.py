@@ -179,11 +179,11 @@ class Refusals:
             OAuthError: it would (the refusal's ``error`` kept; no request made).
         """
         kept = self._kept.get(what, OrderedDict())
-        repeated = [
-            r for r in kept if r.repeated_by(assertion=assertion, resource=resource, scope=scope)
-        ]
-        if repeated:
-            refusal = repeated[0]
+        refusal = next(
+            (r for r in kept if r.repeated_by(assertion=assertion, resource=resource, scope=scope)),
+            None,
+        )
+        if refusal is not None:
             kept.move_to_end(refusal)  # (used again: the last to be forgotten)
             raise OAuthError(
                 f"the {what} was refused ({refusal.error}) and is not presented again: "

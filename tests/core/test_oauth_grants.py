@@ -320,3 +320,8 @@ def token_error_of(body: bytes) -> OAuthError:
     except OAuthError as exc:
         return exc
     raise AssertionError("not refused")
+
+
+def test_an_empty_description_is_left_out_as_in_an_authorization_response() -> None:
+    body = dumps({"error": "invalid_grant", "error_description": ""})
+    assert str(token_error_of(body)).endswith(": status 400, invalid_grant")
