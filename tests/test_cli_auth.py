@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import base64
 import json
-import queue
 import socket
 import stat
 import subprocess
 import sys
-import threading
 import urllib.parse
 import urllib.request
 import webbrowser
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import attrs
 import pytest
-import trio
 
 from mcp_trio import (
     ClientCredentials,
@@ -38,6 +35,7 @@ from mcp_trio._cli import main
 from mcp_trio._cli_auth import AuthOptions, client_auth, default_token_store
 from mcp_trio._cli_util import UsageError
 
+from .trio.test_http_support import served_in_thread
 from .trio.test_oauth import start_fake
 from .trio.test_oauth_e2e import Setup, start
 
@@ -45,22 +43,8 @@ from .trio.test_oauth_e2e import Setup, start
 @pytest.fixture
 def protected() -> Iterator[Setup]:
     """The protected server and its authorization server, in another thread."""
-    started: queue.Queue[tuple[Setup, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
-
-    async def serve() -> None:
-        async with trio.open_nursery() as nursery:
-            setup = await start(nursery, prm_scopes=["mcp"])
-            started.put((setup, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
-            await trio.sleep_forever()
-
-    thread = threading.Thread(target=trio.run, args=(serve,))
-    thread.start()
-    setup, token, scope = started.get(timeout=10)
-    try:
+    with served_in_thread(partial(start, prm_scopes=["mcp"])) as setup:
         yield setup
-    finally:
-        trio.from_thread.run_sync(scope.cancel, trio_token=token)
-        thread.join(10)
 
 
 @pytest.fixture
@@ -269,18 +253,8 @@ def test_the_token_store_keeps_each_identity_apart(
 def test_a_legacy_server_without_resource_metadata_is_authorized_at_its_origin(
     browser: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    started: queue.Queue[tuple[Any, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
-
-    async def serve() -> None:
-        async with trio.open_nursery() as nursery:
-            fake = await start_fake(nursery, no_prm=True)  # 2025-03-26: no metadata
-            started.put((fake, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
-            await trio.sleep_forever()
-
-    thread = threading.Thread(target=trio.run, args=(serve,))
-    thread.start()
-    fake, token, scope = started.get(timeout=10)
-    try:
+    # 2025-03-26: no metadata.
+    with served_in_thread(partial(start_fake, no_prm=True)) as fake:
         argv = ["list", fake.url, "tools", "--oauth", "--token-store", "none"]
         for era in ("legacy", "auto"):
             assert main([*argv, "--era", era]) == 0, capsys.readouterr().err
@@ -288,9 +262,6 @@ def test_a_legacy_server_without_resource_metadata_is_authorized_at_its_origin(
         # The modern era requires the metadata.
         assert main([*argv, "--era", "modern"]) == 1
         assert "no protected-resource metadata" in capsys.readouterr().err
-    finally:
-        trio.from_thread.run_sync(scope.cancel, trio_token=token)
-        thread.join(10)
     assert len(browser) == 2
 
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 import io
 import json
 import os
-import queue
 import re
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from mcp_trio._cli_target import client_target, load_server, split_spec
 from mcp_trio._cli_util import CliError, UsageError, describe, one_line
 from mcp_trio._client import open_client
 
-from .trio.test_http_support import Proxy, start_proxied
+from .trio.test_http_support import served_in_thread, start_proxied
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = str(ROOT / "examples" / "notes_server.py")
@@ -641,23 +639,9 @@ def test_server_exited_shows_the_last_lines_of_a_long_stderr_tail() -> None:
 
 
 def test_list_sends_the_extra_headers(capsys: pytest.CaptureFixture[str]) -> None:
-    started: queue.Queue[tuple[Proxy, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
-
-    async def serve() -> None:
-        async with trio.open_nursery() as nursery:
-            proxy = await start_proxied(nursery)
-            started.put((proxy, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
-            await trio.sleep_forever()
-
-    thread = threading.Thread(target=trio.run, args=(serve,))
-    thread.start()
-    proxy, token, scope = started.get(timeout=10)
-    try:
+    with served_in_thread(start_proxied) as proxy:
         argv = ["list", proxy.url(), "tools", "--era", "legacy", "-H", "Authorization: Bearer x"]
         assert main(argv) == 0, capsys.readouterr().err
-    finally:
-        trio.from_thread.run_sync(scope.cancel, trio_token=token)
-        thread.join(10)
     assert "echo" in capsys.readouterr().out
     assert proxy.seen and all(s.headers["authorization"] == "Bearer x" for s in proxy.seen)
 

@@ -116,25 +116,25 @@ def test_the_token_exchange_asks_for_an_id_jag_for_the_as_and_the_resource() -> 
     assert "actor_token" not in form  # section 4: not used
 
 
-def test_the_token_exchange_of_a_public_idp_client_names_it_and_omits_no_scope() -> None:
-    form, auth = form_of(
-        token_exchange_request(
-            metadata(IDP),
-            ClientCredentials(client_id="idp-client"),
-            subject_token="id.token.jwt",
-            audience=ISSUER,
-            resource=RESOURCE,
-        )
+def public_exchange(
+    subject_token: str = "id.token.jwt", scope: str | None = None
+) -> tuple[list[tuple[str, str]], bytes]:
+    """The token exchange of a public IdP client."""
+    return token_exchange_request(
+        metadata(IDP),
+        ClientCredentials(client_id="idp-client"),
+        subject_token=subject_token,
+        audience=ISSUER,
+        resource=RESOURCE,
+        scope=scope,
     )
+
+
+def test_the_token_exchange_of_a_public_idp_client_names_it_and_omits_no_scope() -> None:
+    form, auth = form_of(public_exchange())
     assert form["client_id"] == "idp-client" and "scope" not in form and auth == []
     with pytest.raises(OAuthError, match="ID token"):
-        token_exchange_request(
-            metadata(IDP),
-            ClientCredentials(client_id="idp-client"),
-            subject_token="",
-            audience=ISSUER,
-            resource=RESOURCE,
-        )
+        public_exchange(subject_token="")
 
 
 def test_the_id_jag_is_read_from_the_exchange_response() -> None:
@@ -188,16 +188,7 @@ def test_offline_access_is_not_asked_of_the_idp() -> None:
     # Section 4: the exchange's scope names "scopes at the MCP Server"; a refresh token
     # is asked of the authorization server, with the ID-JAG.
     def exchange_scope(scope: str) -> str | None:
-        form, _ = form_of(
-            token_exchange_request(
-                metadata(IDP),
-                ClientCredentials(client_id="idp-client"),
-                subject_token="id.token.jwt",
-                audience=ISSUER,
-                resource=RESOURCE,
-                scope=scope,
-            )
-        )
+        form, _ = form_of(public_exchange(scope=scope))
         return form.get("scope")
 
     assert exchange_scope("chat.read offline_access chat.history") == "chat.read chat.history"

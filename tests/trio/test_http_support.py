@@ -7,11 +7,13 @@ timeout in the server and client runs on that clock.
 
 from __future__ import annotations
 
+import queue
 import re
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
 from functools import partial
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 import h11
@@ -29,6 +31,32 @@ from mcp_trio._http_server import HttpServeHandle, serve_http
 from .helpers import CLIENT_CAPS
 
 IO_TIMEOUT = 10
+
+_T = TypeVar("_T")
+
+
+@contextmanager
+def served_in_thread(start: Callable[[trio.Nursery], Awaitable[_T]]) -> Iterator[_T]:
+    """What ``start(nursery)`` returns, serving in a Trio run of its own in another
+    thread (for blocking callers: the CLI's ``main``) until the block ends."""
+    started: queue.Queue[tuple[_T, trio.lowlevel.TrioToken, trio.CancelScope]] = queue.Queue()
+
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            value = await start(nursery)
+            started.put((value, trio.lowlevel.current_trio_token(), nursery.cancel_scope))
+            await trio.sleep_forever()
+
+    thread = threading.Thread(target=trio.run, args=(serve,))
+    thread.start()
+    value, token, scope = started.get(timeout=IO_TIMEOUT)
+    try:
+        yield value
+    finally:
+        trio.from_thread.run_sync(scope.cancel, trio_token=token)
+        thread.join(IO_TIMEOUT)
+
+
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 SERVER_CAPS: dict[str, Any] = {
