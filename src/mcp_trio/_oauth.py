@@ -24,7 +24,12 @@ server URL as an :class:`Authorizer`, which the channel consults:
   flow is storing its token, or after, drops its outcome (memory and storage);
 * when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``
   (:meth:`Authorizer.challenged`): discovery, registration, authorization and the
-  token request, after which the channel sends the request again. One flow at a time
+  token request, after which the channel sends the request again. The grant is
+  decided once, from the :class:`OAuth`'s arguments (``OAuth._grant``): the user at
+  ``on_authorize`` (authorization code), the client credentials grant, or an
+  assertion grant (workload identity, enterprise-managed authorization:
+  :mod:`._oauth_grants`, loaded only then), whose client is only ever the configured
+  one, never registered, and which is asked once per flow, never retried. One flow at a time
   (a lock): a request refused with a token that has been replaced meanwhile is simply
   sent again, and requests refused together share one flow's failure. The flow runs in
   the channel's nursery, bounded by ``authorize_timeout``: a request that times out
@@ -38,8 +43,10 @@ server URL as an :class:`Authorizer`, which the channel consults:
   server refuses (``401``) the token just issued, by a flow or a refresh, nor for a
   scope set the authorization server granted and the server still found insufficient
   (remembered per resource): those fail the request at once. An exception from
-  ``on_authorize`` or the storage is that flow's failure (an :class:`OAuthError` for
-  every request waiting on it), never the channel's;
+  ``on_authorize``, an assertion callable or the storage is that flow's failure (an
+  :class:`OAuthError` naming what raised, its type only, for every request waiting
+  on it), as is any refusal or malformed answer of the authorization server (or the
+  IdP), never the channel's;
 * when a one-way message is refused with ``401`` (:meth:`Authorizer.refreshed`): it
   waits for the shared refresh (started if need be), bounded well inside the writer's
   ``write_timeout``, and is sent once more with the new token; without one it is lost.
@@ -319,7 +326,8 @@ class OAuth:
             credentials grant, nor a ``client`` or ``client_metadata_url`` for
             ``enterprise``; a ``client`` bound to another issuer than
             ``workload_identity``'s; more than one of ``on_authorize``,
-            ``workload_identity`` and ``enterprise``; a bound is not positive.
+            ``workload_identity`` and ``enterprise``; a bound is not a positive
+            ``int`` (not a ``bool``), or a timeout not a positive finite number.
     """
 
     def __init__(

@@ -102,7 +102,9 @@ class LoopbackRedirect:
 
     Raises:
         ValueError: ``host`` is not a loopback address, ``path`` does not start with
-            ``/`` (or has a query or fragment), or a bound is not positive.
+            ``/`` (or has a query or fragment), ``port`` is not an ``int`` from 0 to
+            65535, a bound is not a positive ``int`` (not a ``bool``), or a timeout
+            not a positive finite number.
         OSError: ``port=0`` and no port could be found.
     """
 
