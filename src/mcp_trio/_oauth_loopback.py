@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import errno
 import html
+import http
 import logging
 import socket
 import sys
@@ -54,6 +55,7 @@ import h11
 import trio
 
 from mcp_sansio import OAuthError, redirect_request, redirect_state
+from mcp_sansio._oauth import _described, _error_text
 
 from ._util import check_count, check_seconds
 
@@ -64,13 +66,6 @@ logger = logging.getLogger("mcp_trio")
 _LOOPBACK_HOSTS: Final = ("127.0.0.1", "::1")
 _READ_SIZE: Final = 4096
 _LINGER_SIZE: Final = 65_536
-_REASONS: Final = {
-    200: b"OK",
-    400: b"Bad Request",
-    404: b"Not Found",
-    405: b"Method Not Allowed",
-    431: b"Request Header Fields Too Large",
-}
 
 
 def show_url(url: str, file: TextIO | None = None) -> None:
@@ -164,31 +159,29 @@ class LoopbackRedirect:
         if state is None:
             raise OAuthError("the authorization URL has no state: refused")
         listener = await self._listen()
-        arrived: list[str] = []
-        failed: list[OSError] = []
-        done = trio.Event()
+        outcome: str | OSError | None = None
         async with listener:
             self.on_url(url)  # (outside the nursery: what it raises is raised as is)
             # No task in this nursery raises: a connection's failure is that connection's
-            # alone (_serve), the listener's ends the wait (``failed``), a browser that
-            # does not open is logged (_open). No ExceptionGroup reaches the caller.
+            # alone (_serve), the listener's ends the wait (its OSError returned), a
+            # browser that does not open is logged (_open). No ExceptionGroup reaches the
+            # caller.
             async with trio.open_nursery() as nursery:
                 if self.open_browser:
                     nursery.start_soon(self._open, url, name="mcp oauth browser")
                 with trio.move_on_after(self.timeout):
-                    await self._accept(listener, state, arrived, failed, done)
+                    outcome = await self._accept(listener, state)
                 nursery.cancel_scope.cancel()
-        if arrived:
-            return arrived[0]
-        if failed:
+        if outcome is None:
+            raise OAuthError(f"no authorization response arrived within {self.timeout:g} seconds")
+        if isinstance(outcome, OSError):
             raise OAuthError(
-                f"the redirect listener on {self.redirect_uri} failed: {failed[0]}"
-            ) from failed[0]
-        raise OAuthError(f"no authorization response arrived within {self.timeout:g} seconds")
+                f"the redirect listener on {self.redirect_uri} failed: {outcome}"
+            ) from outcome
+        return outcome
 
     async def _listen(self) -> trio.SocketListener:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = trio.socket.socket(family, socket.SOCK_STREAM)
+        sock = trio.socket.socket(_family(self.host), socket.SOCK_STREAM)
         try:
             if sys.platform != "win32":  # (on Windows it would let others share the port)
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -214,47 +207,44 @@ class LoopbackRedirect:
         if opened is False:
             logger.warning("OAuth: no browser could be opened: open the URL shown")
 
-    async def _accept(
-        self,
-        listener: trio.SocketListener,
-        state: str,
-        arrived: list[str],
-        failed: list[OSError],
-        done: trio.Event,
-    ) -> None:
-        """Serve connections until one brings the redirect (then ``done`` is set) or
-        the listener fails (then ``failed`` has why)."""
+    async def _accept(self, listener: trio.SocketListener, state: str) -> str | OSError:
+        """Serve connections until one brings the redirect (its URL is returned) or the
+        listener fails (its error is returned). Either cancels what is still served."""
         limiter = trio.CapacityLimiter(self.max_connections)
+        outcome: list[str | OSError] = []
         async with trio.open_nursery() as serving:
-            serving.start_soon(_cancel_when, done, serving.cancel_scope)
-            while not done.is_set():
+
+            def end(value: str | OSError) -> None:
+                if not outcome:
+                    outcome.append(value)
+                    serving.cancel_scope.cancel()
+
+            while not outcome:
                 try:
                     stream = await listener.accept()
                 except OSError as exc:  # (out of file descriptors, say)
-                    failed.append(exc)
-                    done.set()
+                    end(exc)
                     break
                 try:
                     limiter.acquire_on_behalf_of_nowait(stream)
                 except trio.WouldBlock:
                     await stream.aclose()  # full: the browser will try again
                     continue
-                serving.start_soon(self._serve, stream, limiter, state, arrived, done)
+                serving.start_soon(self._serve, stream, limiter, state, end)
+        return outcome[0]
 
     async def _serve(
         self,
         stream: trio.SocketStream,
         limiter: trio.CapacityLimiter,
         state: str,
-        arrived: list[str],
-        done: trio.Event,
+        end: Callable[[str], None],
     ) -> None:
         try:
             with trio.move_on_after(self.connection_timeout):
                 url = await self._answer(stream, state)
-                if url is not None and not arrived:
-                    arrived.append(url)
-                    done.set()
+                if url is not None:
+                    end(url)  # (its answer is sent)
                 await _linger(stream)
         except Exception as exc:
             # Anything on the machine may connect: whatever goes wrong with one
@@ -310,9 +300,8 @@ class LoopbackRedirect:
             ("referrer-policy", "no-referrer"),
             ("x-content-type-options", "nosniff"),
         ]
-        response = h11.Response(
-            status_code=status, headers=headers, reason=_REASONS.get(status, b"")
-        )
+        reason = http.HTTPStatus(status).phrase.encode()
+        response = h11.Response(status_code=status, headers=headers, reason=reason)
         # (an answer to HEAD has the headers a GET would have, and no body: RFC 9110 9.3.2)
         data = conn.send(response) if head else conn.send(response) + conn.send(h11.Data(data=body))
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):  # (it left)
@@ -331,20 +320,15 @@ async def _linger(stream: trio.SocketStream) -> None:
             left -= len(chunk)
 
 
-async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
-
-
 def _page(status: int, url: str | None) -> str:
     if url is not None:
+        # The peer's text: kept to the characters RFC 6749 allows, as in the error
+        # (parse_authorization_response), then escaped.
         query = parse_qs(urlsplit(url).query)
-        error = query.get("error", [""])[0]
+        error = _error_text(query.get("error", [""])[0])
         if error:
-            detail = query.get("error_description", [""])[0]
-            message = f"The authorization server refused: {error}" + (
-                f" ({detail})" if detail else ""
-            )
+            detail = _error_text(query.get("error_description", [""])[0])
+            message = f"The authorization server refused: {_described(error, detail)}"
         else:
             message = "Authorization received. You may close this window."
     elif status == 404:
@@ -358,9 +342,12 @@ def _page(status: int, url: str | None) -> str:
     )
 
 
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
 def _free_port(host: str) -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
+    with socket.socket(_family(host), socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
     return port

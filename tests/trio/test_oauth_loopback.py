@@ -115,6 +115,20 @@ async def test_an_error_redirect_ends_it_with_the_error_shown_escaped() -> None:
     assert outcome == [f"{redirect.redirect_uri}?{target.partition('?')[2]}"]
 
 
+async def test_the_error_page_keeps_the_characters_the_error_may_have() -> None:
+    # The rule of the error the flow raises (parse_authorization_response), then escaped.
+    redirect, _ = receiver()
+    error = {"error": "denied\u202e", "error_description": "x" * 300 + "\n", "state": "st8"}
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await authorize_in_background(nursery, redirect)
+            target = "/callback?" + urlencode(error)
+            page = await raw(redirect.port, f"GET {target} HTTP/1.1\r\nhost: x\r\n\r\n".encode())
+    text = page.partition(b"\r\n\r\n")[2].decode()
+    assert f"refused: denied? ({'x' * 197}...)" in text
+    assert "\u202e" not in text and "x" * 198 not in text
+
+
 async def test_head_is_answered_without_a_body_and_waited_past() -> None:
     redirect, _ = receiver()
     port = redirect.port
