@@ -446,6 +446,30 @@ print(sorted(m for m in ("trio", "asyncio", "mcp_trio._errors") if sys.modules.g
     assert out[:3] == ["no trio", "McpError", "[]"]
 
 
+def test_the_package_hands_out_the_exceptions_without_trio() -> None:
+    """``except mcp_trio.McpError`` in a blocking script loaded trio (~75 ms): the
+    trio-free exceptions are now looked up in ``_errors_base``."""
+    code = """
+import sys
+sys.modules["trio"] = None  # (any import of trio now raises ImportError)
+from mcp_trio import BlockingClient, HandshakeFailed, InputRequiredError, McpError
+from mcp_trio import LocalProtocolError, RemoteProtocolError, ServerExited, SessionClosed
+import mcp_sansio
+assert LocalProtocolError is mcp_sansio.LocalProtocolError
+assert RemoteProtocolError is mcp_sansio.RemoteProtocolError
+print(sorted(m for m in ("trio", "mcp_trio._errors") if sys.modules.get(m)))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=TIMEOUT,
+    ).stdout.split("\n")
+    assert out[0] == "[]"
+
+
 def test_the_exceptions_are_the_same_classes_everywhere() -> None:
     import trio  # noqa: PLC0415 -- (the Trio binding's side of the check)
 
@@ -453,7 +477,14 @@ def test_the_exceptions_are_the_same_classes_everywhere() -> None:
     import mcp_trio._errors  # noqa: PLC0415
     import mcp_trio._errors_base  # noqa: PLC0415
 
-    for name in ("McpError", "HandshakeFailed", "InputRequiredError", "SessionClosed"):
+    for name in (
+        "McpError",
+        "HandshakeFailed",
+        "InputRequiredError",
+        "SessionClosed",
+        "LocalProtocolError",
+        "RemoteProtocolError",
+    ):
         assert getattr(mcp_trio, name) is getattr(mcp_trio._errors_base, name)
         assert getattr(mcp_trio._errors, name) is getattr(mcp_trio._errors_base, name)
     assert mcp_trio.ServerExited is mcp_trio._errors_base.ServerExited

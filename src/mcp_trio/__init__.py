@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from ._context import Context as Context
     from ._context import ElicitationResult as ElicitationResult
     from ._context import SamplingResult as SamplingResult
-    from ._errors import HandshakeFailed as HandshakeFailed
-    from ._errors import InputRequiredError as InputRequiredError
-    from ._errors import LocalProtocolError as LocalProtocolError
-    from ._errors import McpError as McpError
-    from ._errors import RemoteProtocolError as RemoteProtocolError
     from ._errors import RequestTimeout as RequestTimeout
-    from ._errors import ServerExited as ServerExited
-    from ._errors import SessionClosed as SessionClosed
+    from ._errors_base import HandshakeFailed as HandshakeFailed
+    from ._errors_base import InputRequiredError as InputRequiredError
+    from ._errors_base import LocalProtocolError as LocalProtocolError
+    from ._errors_base import McpError as McpError
+    from ._errors_base import RemoteProtocolError as RemoteProtocolError
+    from ._errors_base import ServerExited as ServerExited
+    from ._errors_base import SessionClosed as SessionClosed
     from ._handlers import Handlers as Handlers
     from ._handlers import InputRequiredResult as InputRequiredResult
     from ._handlers import NotificationContext as NotificationContext
@@ -122,14 +122,16 @@ _LAZY: dict[str, str] = {
     "Context": "._context",
     "ElicitationResult": "._context",
     "SamplingResult": "._context",
-    "HandshakeFailed": "._errors",
-    "InputRequiredError": "._errors",
-    "LocalProtocolError": "._errors",
-    "McpError": "._errors",
-    "RemoteProtocolError": "._errors",
+    # (the exceptions that need no trio come from _errors_base, so that a
+    # BlockingClient script catching one does not load trio)
+    "HandshakeFailed": "._errors_base",
+    "InputRequiredError": "._errors_base",
+    "LocalProtocolError": "._errors_base",
+    "McpError": "._errors_base",
+    "RemoteProtocolError": "._errors_base",
     "RequestTimeout": "._errors",
-    "ServerExited": "._errors",
-    "SessionClosed": "._errors",
+    "ServerExited": "._errors_base",
+    "SessionClosed": "._errors_base",
     "Handlers": "._handlers",
     "InputRequiredResult": "._handlers",
     "NotificationContext": "._handlers",

@@ -3,7 +3,9 @@
 :class:`~mcp_trio.BlockingClient` (no trio, no asyncio) raises these, and so does the
 Trio binding: :mod:`mcp_trio._errors` re-exports them (the same classes) with
 :class:`~mcp_trio.RequestTimeout`, the one that derives from ``trio.TooSlowError``.
-See :mod:`mcp_trio._errors` for which one means what.
+See :mod:`mcp_trio._errors` for which one means what. The core's
+``LocalProtocolError`` / ``RemoteProtocolError`` are re-exported here too, so that
+``mcp_trio`` hands out every exception but ``RequestTimeout`` without loading trio.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mcp_sansio import ErrorData, InputRequired, RemoteProtocolError
+from mcp_sansio import ErrorData, InputRequired, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
     "HandshakeFailed",
     "InputRequiredError",
+    "LocalProtocolError",
     "McpError",
+    "RemoteProtocolError",
     "ServerExited",
     "SessionClosed",
     "fresh",
