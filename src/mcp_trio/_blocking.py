@@ -376,7 +376,8 @@ _NO_TRANSPORT: Final = _NoTransport()
 
 @attrs.define(kw_only=True)
 class _Options:
-    """The arguments of :meth:`BlockingClient.stdio` / ``tcp``, except the transport's own."""
+    """The arguments of :meth:`BlockingClient.stdio` / ``tcp`` / ``http``, except the
+    transport's own."""
 
     era: EraChoice = "auto"
     protocol_version: str | None = None
@@ -413,10 +414,11 @@ class _Options:
 
 @final
 class BlockingClient(HandshakeFacts):
-    """A synchronous MCP client over stdio or TCP, driving ``mcp_sansio`` directly.
+    """A synchronous MCP client over stdio, TCP or Streamable HTTP, driving ``mcp_sansio``
+    directly.
 
-    Open one with :meth:`stdio` or :meth:`tcp` (both connect and run the handshake);
-    use it as a context manager so the server is shut down::
+    Open one with :meth:`stdio`, :meth:`tcp` or :meth:`http` (each connects and runs the
+    handshake); use it as a context manager so the server is shut down::
 
         with BlockingClient.stdio("python my_server.py", timeout=10) as client:
             print(client.call_tool("add", {"a": 1, "b": 2}).text)

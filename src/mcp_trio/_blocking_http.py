@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import selectors
 import socket
 import ssl
 from collections import deque
@@ -361,7 +362,7 @@ class HttpTransport:
         write_timeout: float | None,
     ) -> None:
         self.http = HttpClient(url, http_config)
-        self.config = transport if transport is not None else HttpTransportConfig()
+        self.config: Final = transport if transport is not None else HttpTransportConfig()
         split = urlsplit(url)
         self._secure = split.scheme.lower() == "https"
         self._host = split.hostname or ""
@@ -381,6 +382,7 @@ class HttpTransport:
         self._get: _Exchange | None = None
         self._get_failures = 0  # attempts in a row that got no stream
         self._get_quiet = 0  # attempts in a row that brought no message
+        self._get_refused = False  # the server offers no GET stream: not asked again
         self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
         self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
         self._gated: str | None = None  # the session whose first GET that was
@@ -521,8 +523,6 @@ class HttpTransport:
 
     def wanted(self, reading: bool) -> dict[int, tuple[int, _Exchange]]:
         """File descriptors to wait on: read (unless held back), write while bytes wait."""
-        import selectors  # noqa: PLC0415 -- (loaded by the client already)
-
         flood = sum(1 for e in self._exchanges if e.one_way and e.reader is None)
         held = not reading or flood >= self.config.max_client_connections
         out: dict[int, tuple[int, _Exchange]] = {}
@@ -831,6 +831,7 @@ class HttpTransport:
         if (
             self._get is not None
             or not self.config.open_get_stream
+            or self._get_refused
             or http.session_id is None
             or http.era is not Era.LEGACY
         ):
@@ -851,8 +852,8 @@ class HttpTransport:
             return
         logger.debug("HTTP: no GET stream (status %d)", reader.status)
         self._close(exchange)
-        self._get = None  # (and not asked again: _get_started stays)
-        self.config = _no_get(self.config)
+        self._get = None
+        self._get_refused = True
 
     def _get_ended(self, exchange: _Exchange, now: float) -> None:
         """The GET stream ended: resume it (or open it again) after the server's retry,
@@ -911,12 +912,6 @@ class HttpTransport:
             self._close(exchange)
         while self._idle:
             self._idle.popleft().close()
-
-
-def _no_get(config: HttpTransportConfig) -> HttpTransportConfig:
-    import attrs  # noqa: PLC0415 -- (loaded with the configuration)
-
-    return attrs.evolve(config, open_get_stream=False)
 
 
 def _log_warnings(reader: ClientResponse) -> None:
