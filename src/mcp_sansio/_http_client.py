@@ -102,6 +102,7 @@ __all__ = [
     "HttpClientConfig",
     "SessionEnded",
     "SessionPending",
+    "http_error",
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
@@ -217,9 +218,37 @@ class SessionEnded(LocalProtocolError):
         )
 
 
-def _synthetic_error(rid: RequestId, status: int, message: str, code: int) -> bytes:
-    data = {"httpStatus": status} if status else None
-    return dumps(error_response(rid, ErrorData(code=code, message=message, data=data)))
+def http_error(request_id: RequestId, why: str, *, data: Mapping[str, Any] | None = None) -> bytes:
+    """The JSON-RPC error response that fails ``request_id`` because HTTP, not the
+    server, kept its answer from coming: -32603, ``"HTTP: " + why``.
+
+    :class:`ClientResponse` synthesises these (with ``data`` ``{"httpStatus": ...}`` when
+    a status came); a binding sends its connection one for a request its transport
+    failed (a broken connection, a timeout), so every client words them alike.
+
+    Args:
+        request_id: the request that fails.
+        why: what happened, for people.
+        data: the error's ``data`` (none when empty).
+    """
+    error = ErrorData(
+        code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}", data=dict(data) if data else None
+    )
+    return dumps(error_response(request_id, error))
+
+
+def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:
+    """What an error status the client does not act on says, for people, with the
+    headers quoted in the error's ``data``: a redirect not followed names its
+    ``Location``, a ``401`` the server's ``WWW-Authenticate`` challenge."""
+    if 300 <= head.status < 400:
+        shown = (head.header("location") or "")[:200]
+        return f"the redirect is not followed (Location: {shown})", {"location": shown}
+    if head.status == 401:
+        shown = (head.header("www-authenticate") or "")[:500]
+        why = "the server wants authorization" + (f" (WWW-Authenticate: {shown})" if shown else "")
+        return why, {"wwwAuthenticate": shown}
+    return None
 
 
 def _dumps_peer(obj: Any) -> bytes | None:
@@ -297,6 +326,7 @@ class ClientResponse:
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
         self._done = False
         self._problem: str | None = None
+        self._refusal: tuple[str, dict[str, Any]] | None = None  # (see _refusal)
         # The session the stream belongs to: the one the request carried, or the one
         # an initialize response starts. Only a stream of the session in use resumes.
         self._session_id = sent.session_id
@@ -486,13 +516,14 @@ class ClientResponse:
         self._warn(f"dropped {why}")
         if answered is None:
             return []
-        return [_synthetic_error(answered, self.status, f"HTTP: {why}", ErrorCode.INTERNAL_ERROR)]
+        data = {"httpStatus": self.status} if self.status else None
+        return [http_error(answered, why, data=data)]
 
-    def _fail_waiting(self, status: int, why: str) -> list[bytes]:
-        out = [
-            _synthetic_error(rid, status, f"HTTP: {why}", ErrorCode.INTERNAL_ERROR)
-            for rid in self._waiting
-        ]
+    def _fail_waiting(
+        self, status: int, why: str, extra: Mapping[str, Any] | None = None
+    ) -> list[bytes]:
+        data = {"httpStatus": status, **(extra or {})} if status else extra
+        out = [http_error(rid, why, data=data) for rid in self._waiting]
         self._waiting.clear()
         return out
 
@@ -534,12 +565,16 @@ class ClientResponse:
             self.fell_back = True
             return self._fail_waiting(status, "not a modern MCP server; falling back to initialize")
         message = error.get("message") if type(error) is dict else None
-        detail = f"status {status}" + (f": {message}" if type(message) is str else "")
         if type(code) is int and type(message) is str and len(self._waiting) == 1:
             (rid,) = self._waiting
             self._waiting.clear()
             return [_forwarded_error(rid, error)]
-        return self._fail_waiting(status, detail)
+        detail = f"status {status}" + (f": {message}" if type(message) is str else "")
+        if self._refusal is None:
+            return self._fail_waiting(status, detail)
+        why, extra = self._refusal
+        detail += f"; {why}" if type(message) is str else f": {why}"
+        return self._fail_waiting(status, detail, extra)
 
 
 MAX_REOPEN_DELAY: Final = 30.0
@@ -822,14 +857,24 @@ class HttpClient:
 
     # ------------------------------------------------------------------ responses
 
-    def response(self, sent: ClientRequest, status: int, headers: HeaderInput) -> ClientResponse:
+    def response(
+        self,
+        sent: ClientRequest,
+        status: int,
+        headers: HeaderInput,
+        *,
+        follow_redirects: bool = True,
+    ) -> ClientResponse:
         """Start reading the answer to ``sent``: look at its status and headers.
 
         A ``307`` / ``308`` whose ``Location`` is on the same origin and resolves to a
-        valid ``origin-form`` request-target (RFC 9112 section 3.2.1) is a ``redirect``;
+        valid ``origin-form`` request-target (RFC 9112 section 3.2.1) is a ``redirect``
+        (unless ``follow_redirects`` is false: a binding that follows none);
         any other redirect (another origin, or a target no HTTP/1.1 request line may
         carry: spaces, control characters, non-ASCII) is an ``error`` for the requests
-        of ``sent`` alone.
+        of ``sent`` alone. The errors synthesised for a redirect not followed name its
+        ``Location``, those for a ``401`` the server's ``WWW-Authenticate`` challenge
+        (both quoted in the error's ``data`` too: ``location``, ``wwwAuthenticate``).
 
         Returns:
             The reader: feed it the body (even for errors: a modern server explains itself
@@ -848,7 +893,7 @@ class HttpClient:
             kind = "sse"
         elif 200 <= status < 300 and media == JSON_TYPE:
             kind = "json"
-        elif location and self._same_origin(location):
+        elif follow_redirects and location and self._same_origin(location):
             target = _redirect_target(self.url, location)
             if target is not None:
                 kind = "redirect"
@@ -862,6 +907,8 @@ class HttpClient:
             kind = "error"
         reader = ClientResponse(self, sent, status, kind, media)
         reader._problem = problem
+        if kind == "error":
+            reader._refusal = _refusal(head)
         if kind in ("json", "sse", "accepted") and sent.modern and self.era is None:
             self.era = Era.MODERN
         if target is not None:

@@ -48,6 +48,7 @@ from ._http_client import (
     ReplyNotCarried,
     SessionEnded,
     SessionPending,
+    http_error,
 )
 from ._http_common import (
     HeaderInput,
@@ -115,6 +116,7 @@ __all__ = [
     "bearer_token",
     "decode_header_value",
     "encode_header_value",
+    "http_error",
     "parse_header_params",
     "scope_set",
 ]

@@ -67,11 +67,9 @@ from urllib.parse import urlsplit
 
 import h11
 
-from mcp_sansio import Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
+from mcp_sansio import Era, LocalProtocolError, RequestId
 from mcp_sansio._http_client import reopen_delay
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
-from mcp_sansio._json import dumps
-from mcp_sansio._jsonrpc import error_response
 from mcp_sansio.http import (
     ClientRequest,
     ClientResponse,
@@ -80,6 +78,7 @@ from mcp_sansio.http import (
     ReplyNotCarried,
     SessionEnded,
     SessionPending,
+    http_error,
 )
 
 from ._errors_base import SessionClosed
@@ -114,15 +113,6 @@ class _WireError(Exception):
 
 class _ConnectFailed(_WireError):
     """No connection could be opened: the server cannot be reached."""
-
-
-def _error_message(rid: RequestId, why: str, data: Mapping[str, object] | None = None) -> bytes:
-    """The -32603 ``HTTP: ...`` error that fails ``rid`` (the core's own builder, as for
-    the errors it synthesises)."""
-    error = ErrorData(
-        code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}", data=dict(data or {}) or None
-    )
-    return dumps(error_response(rid, error))
 
 
 @final
@@ -661,7 +651,11 @@ class HttpTransport:
 
     def _head(self, exchange: _Exchange, head: h11.Response, now: float) -> None:
         sent = exchange.sent
-        reader = self.http.response(sent, head.status_code, list(head.headers))
+        # (Redirects are not followed: the core words the error, naming the Location;
+        # a 401's names the server's challenge.)
+        reader = self.http.response(
+            sent, head.status_code, list(head.headers), follow_redirects=False
+        )
         exchange.reader = reader
         if not exchange.one_way:
             exchange.answer_deadline = None  # (a one-way answer stays bounded, body too)
@@ -670,35 +664,8 @@ class HttpTransport:
                 reader.forget(rid)  # cancelled before this answer began
         if reader.session_expired == "restart":
             self._restart(reader)
-        if reader.kind == "redirect" or 300 <= head.status_code < 400:
-            location = b", ".join(v for n, v in head.headers if n == b"location")
-            shown = location.decode("latin-1")[:200]
-            self._refused(
-                exchange,
-                f"status {head.status_code}: redirects are not followed (Location: {shown})",
-                {"httpStatus": head.status_code, "location": shown},
-            )
-        elif head.status_code == 401:
-            challenge = b", ".join(v for n, v in head.headers if n == b"www-authenticate")
-            shown = challenge.decode("latin-1")[:500]
-            why = (
-                "status 401: the server wants authorization"
-                + (f" (WWW-Authenticate: {shown})" if shown else "")
-                + "; this client sends a static bearer token only (bearer=...)"
-            )
-            self._refused(exchange, why, {"httpStatus": 401, "wwwAuthenticate": shown})
         if exchange is self._get:
             self._get_head(exchange)
-
-    def _refused(self, exchange: _Exchange, why: str, data: Mapping[str, object]) -> None:
-        """An answer this client does not act on: fail its requests (and read no body)."""
-        for rid in exchange.reader.unanswered if exchange.reader else exchange.sent.request_ids:
-            if rid in exchange.ids:
-                self.inbox.append(_error_message(rid, why, data))
-                if exchange.reader is not None:
-                    exchange.reader.forget(rid)
-        exchange.ids.clear()
-        self._close(exchange)
 
     def _finish(self, exchange: _Exchange, now: float, *, complete: bool) -> None:
         """The answer ended (``complete``: as HTTP framed it)."""
@@ -733,7 +700,7 @@ class HttpTransport:
         quiet = exchange.quiet + 1 if not reader.events_with_data else 0
         if quiet > self.config.max_resume_attempts:
             for rid in again.request_ids:
-                self.inbox.append(_error_message(rid, "the stream cannot be resumed"))
+                self.inbox.append(http_error(rid, "the stream cannot be resumed"))
             return
         self._start(_Exchange(again, start_at=now + reader.retry_ms / 1000, quiet=quiet), now)
 
@@ -759,7 +726,7 @@ class HttpTransport:
             logger.warning("HTTP: a one-way message could not be sent: %s", why)
         for rid in exchange.sent.request_ids:
             if rid in exchange.ids:
-                self.inbox.append(_error_message(rid, why))
+                self.inbox.append(http_error(rid, why))
         exchange.ids.clear()
         self._close(exchange)
 
@@ -807,7 +774,7 @@ class HttpTransport:
             for rid in reader.unanswered:
                 if rid in exchange.ids:
                     why = "the server forgot the session (404) before answering"
-                    self.inbox.append(_error_message(rid, why))
+                    self.inbox.append(http_error(rid, why))
             exchange.ids.clear()
             self._close(exchange)
         if self._get is not None:

@@ -115,9 +115,9 @@ import attrs
 import h11
 import trio
 
-from mcp_sansio import ConnectionConfig, Era, ErrorCode, ErrorData, LocalProtocolError, RequestId
+from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
 from mcp_sansio._http_client import MAX_REOPEN_DELAY, reopen_delay
-from mcp_sansio._json import dumps, loads
+from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
     ClientRequest,
@@ -127,6 +127,7 @@ from mcp_sansio.http import (
     ReplyNotCarried,
     SessionEnded,
     SessionPending,
+    http_error,
 )
 
 from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
@@ -696,9 +697,8 @@ class HttpChannel(MessageChannel):
                 await self._inbox_send.send(message)
 
     async def _fail(self, request_ids: tuple[RequestId, ...], why: str) -> None:
-        error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}")
         for rid in request_ids:
-            await self._deliver(dumps({"jsonrpc": "2.0", "id": rid, "error": error.to_wire()}))
+            await self._deliver(http_error(rid, why))
 
     def _restart(self, lost: ClientResponse) -> None:
         """The head of a ``404`` says the session in use is gone: tell the session to

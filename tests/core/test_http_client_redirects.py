@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from mcp_sansio import ErrorCode
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._versions import Era
-from mcp_sansio.http import ClientResponse, HttpClient, HttpClientConfig
+from mcp_sansio.http import ClientResponse, HttpClient, HttpClientConfig, http_error
 
 URL = "http://localhost:8000/mcp"
 PV = "io.modelcontextprotocol/protocolVersion"
@@ -142,7 +142,65 @@ def test_a_location_that_is_no_url_of_this_origin_is_a_plain_error(location: byt
     reader = redirected(legacy_client(), location)
     assert reader.kind == "error" and reader.redirect is None
     (message,) = read(reader)
-    assert message["error"]["message"] == "HTTP: status 307"
+    shown = location.decode("latin-1")
+    assert message["error"]["message"] == (
+        f"HTTP: status 307: the redirect is not followed (Location: {shown})"
+    )
+    assert message["error"]["data"] == {"httpStatus": 307, "location": shown}
+
+
+def test_a_client_that_follows_no_redirects_names_the_location() -> None:
+    # (BlockingClient.http follows none: the core words its error, as the Trio client's.)
+    client = legacy_client()
+    sent = client.post(rpc(2, "tools/call", {"name": "t"}))
+    reader = client.response(sent, 307, ((b"location", b"/v2"),), follow_redirects=False)
+    assert reader.kind == "error" and reader.redirect is None
+    (message,) = read(reader)
+    assert message["error"]["message"] == (
+        "HTTP: status 307: the redirect is not followed (Location: /v2)"
+    )
+    assert message["error"]["data"] == {"httpStatus": 307, "location": "/v2"}
+
+
+@pytest.mark.parametrize(
+    ("challenge", "body", "text"),
+    [
+        (
+            b'Bearer resource_metadata="http://localhost:8000/.well-known/x"',
+            b"",
+            "HTTP: status 401: the server wants authorization (WWW-Authenticate: Bearer"
+            ' resource_metadata="http://localhost:8000/.well-known/x")',
+        ),
+        (None, b"", "HTTP: status 401: the server wants authorization"),
+        (
+            b"Bearer",
+            dumps({"jsonrpc": "2.0", "id": None, "error": {"message": "no token"}}),
+            "HTTP: status 401: no token; the server wants authorization (WWW-Authenticate: Bearer)",
+        ),
+    ],
+)
+def test_a_401_names_the_challenge(challenge: bytes | None, body: bytes, text: str) -> None:
+    client = legacy_client()
+    sent = client.post(rpc(2, "tools/call", {"name": "t"}))
+    headers = [] if challenge is None else [(b"www-authenticate", challenge)]
+    reader = client.response(sent, 401, headers)
+    (message,) = [loads(m) for m in reader.feed(body) + reader.feed_eof()]
+    assert message["id"] == 2
+    assert message["error"]["code"] == ErrorCode.INTERNAL_ERROR
+    assert message["error"]["message"] == text
+    shown = "" if challenge is None else challenge.decode()
+    assert message["error"]["data"] == {"httpStatus": 401, "wwwAuthenticate": shown}
+
+
+def test_http_error_is_the_one_builder() -> None:
+    assert loads(http_error(7, "gone")) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32603, "message": "HTTP: gone"},
+    }
+    assert loads(http_error("a", "x", data={"httpStatus": 502}))["error"]["data"] == {
+        "httpStatus": 502
+    }
 
 
 _TEXT = st.text(

@@ -17,6 +17,7 @@ from mcp_sansio.http import HttpRequest, HttpResponse
 from mcp_trio import (
     BearerAuth,
     Context,
+    HandshakeFailed,
     HttpTransportConfig,
     NotificationContext,
     Principal,
@@ -245,6 +246,25 @@ async def test_handlers_see_the_principal_in_both_eras(
             result = await client.call_tool("whoami", {})
             assert result.text == "alice ['files:read', 'mcp'] {'n': 1}"
     assert set(verifier.asked) == {"alice-token"}  # once per HTTP request
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_client_without_auth_names_the_challenge(
+    nursery: trio.Nursery, era: Literal["legacy", "modern"]
+) -> None:
+    # The core words the 401 (as BlockingClient.http's): the challenge is quoted, so
+    # the caller sees what the server wants (the Trio client said "status 401").
+    server = principal_server()
+    auth = BearerAuth(verify_token=Verifier(), resource_metadata_url=METADATA.url)
+    handle = await nursery.start(partial(server.serve_http, port=0, authenticate=auth))
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(HandshakeFailed) as refused:
+        async with open_client(handle.url, era=era):
+            pass  # pragma: no cover
+    assert "status 401: the server wants authorization (WWW-Authenticate: Bearer" in str(
+        refused.value
+    )
+    assert f'resource_metadata="{METADATA.url}"' in str(refused.value)
+    assert refused.value.data["wwwAuthenticate"].startswith("Bearer")
 
 
 async def test_without_authenticate_the_principal_is_none(nursery: trio.Nursery) -> None:
