@@ -96,6 +96,8 @@ from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
 from ._versions import Era
 
 __all__ = [
+    "FORGOTTEN_BEFORE_ANSWER",
+    "FORGOTTEN_TWICE",
     "ClientRequest",
     "ClientResponse",
     "HttpClient",
@@ -103,6 +105,7 @@ __all__ = [
     "SessionEnded",
     "SessionPending",
     "http_error",
+    "pinned_http_config",
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
@@ -115,6 +118,16 @@ _ORIGIN_FORM: Final = re.compile(rf"(?:/{_PCHAR}*)+(?:\?(?:{_PCHAR}|[/?])*)?")
 """``origin-form`` (RFC 9112 section 3.2.1: ``absolute-path [ "?" query ]``, RFC 3986's
 characters): a request-target h11 accepts and any server can parse."""
 
+
+FORGOTTEN_BEFORE_ANSWER: Final = "the server forgot the session (404) before answering"
+"""The ``why`` (:func:`http_error`) of a request whose answer was coming on a session
+the server forgot (:meth:`ClientResponse.lost_with`): it may have been processed, and
+no answer can come any more."""
+FORGOTTEN_TWICE: Final = (
+    "the server forgot the HTTP session (404), and the new session started "
+    "in its place too; open a new client to try again"
+)
+"""Why the conversation ends when a 404 is ``session_expired == "end"``, for people."""
 
 SSE_FIELD_ROOM: Final = 1024
 """Bytes of an SSE event's bound left for its fields other than the message
@@ -151,6 +164,16 @@ class HttpClientConfig:
         f"HttpClientConfig: min(max_body_size, max_event_size - {SSE_FIELD_ROOM})"
     )
     """What sets :attr:`max_message_size`, for messages that tell a user to raise it."""
+
+
+def pinned_http_config(config: HttpClientConfig | None, era: str) -> HttpClientConfig | None:
+    """``config`` for a client connection whose era is ``era`` (``ConnectionConfig.era``):
+    a pinned era (not ``"auto"``) pins :attr:`HttpClientConfig.era` too, unless ``config``
+    names one already. No probe then: a refusal is the server's word, not a sign to fall
+    back, and its status is what the caller sees (a wrong path is a 404)."""
+    if era == "auto" or (config is not None and config.era is not None):
+        return config
+    return attrs.evolve(config if config is not None else HttpClientConfig(), era=Era(era))
 
 
 @final
@@ -353,6 +376,18 @@ class ClientResponse:
     def unanswered(self) -> tuple[RequestId, ...]:
         """Request ids of the POST not answered (yet) on this response."""
         return tuple(self._waiting)
+
+    def lost_with(self, lost: ClientResponse) -> bool:
+        """Whether this answer dies with the session the ``404`` ``lost`` (``session_expired
+        == "restart"``) says is gone: another answer, on that session, not a ``404`` itself
+        (whose requests are sent again). Its :attr:`unanswered` requests may have been
+        processed and can be answered no more: fail them (:data:`FORGOTTEN_BEFORE_ANSWER`)
+        and stop reading it."""
+        return (
+            self is not lost
+            and self.session_expired is None
+            and self._sent.session_id == lost._sent.session_id
+        )
 
     def forget(self, request_id: RequestId) -> None:
         """Stop waiting for the answer to ``request_id``: the caller cancelled it (in the

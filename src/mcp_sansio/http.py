@@ -41,6 +41,8 @@ from ._http_auth import (
     scope_set,
 )
 from ._http_client import (
+    FORGOTTEN_BEFORE_ANSWER,
+    FORGOTTEN_TWICE,
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -49,6 +51,7 @@ from ._http_client import (
     SessionEnded,
     SessionPending,
     http_error,
+    pinned_http_config,
 )
 from ._http_common import (
     HeaderInput,
@@ -80,6 +83,8 @@ from ._http_server import (
 )
 
 __all__ = [
+    "FORGOTTEN_BEFORE_ANSWER",
+    "FORGOTTEN_TWICE",
     "WELL_KNOWN_RESOURCE_PATH",
     "AwaitResponse",
     "BearerError",
@@ -118,5 +123,6 @@ __all__ = [
     "encode_header_value",
     "http_error",
     "parse_header_params",
+    "pinned_http_config",
     "scope_set",
 ]

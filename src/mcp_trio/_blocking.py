@@ -677,6 +677,8 @@ class BlockingClient(HandshakeFacts):
             SessionClosed: the server cannot be reached.
             HandshakeFailed, TimeoutError: the handshake failed.
         """
+        from mcp_sansio.http import pinned_http_config  # noqa: PLC0415 -- (HTTP only)
+
         from ._blocking_http import HttpTransport  # noqa: PLC0415 -- h11, ssl: on first use
         from ._http_config import HttpTransportConfig  # noqa: PLC0415
 
@@ -697,11 +699,7 @@ class BlockingClient(HandshakeFacts):
             connection_config=connection_config,
         )
         config = options.core_config()
-        if config.era != "auto" and (http_config is None or http_config.era is None):
-            # No probe: a refusal is the server's word, not a sign to fall back.
-            from mcp_sansio.http import HttpClientConfig  # noqa: PLC0415
-
-            http_config = attrs.evolve(http_config or HttpClientConfig(), era=Era(config.era))
+        http_config = pinned_http_config(http_config, config.era)  # (no probe if pinned)
         extra = dict(headers or {})
         if bearer is not None:
             if any(name.lower() == "authorization" for name in extra):

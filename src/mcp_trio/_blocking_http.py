@@ -71,6 +71,8 @@ from mcp_sansio import Era, LocalProtocolError, RequestId
 from mcp_sansio._http_client import reopen_delay
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio.http import (
+    FORGOTTEN_BEFORE_ANSWER,
+    FORGOTTEN_TWICE,
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -761,20 +763,13 @@ class HttpTransport:
     def _restart(self, lost: ClientResponse) -> None:
         """A ``404`` head says the session in use is gone: start a new one; what was
         being answered on the old one can be answered no more."""
-        session_id = lost.sent.session_id
         for exchange in list(self._exchanges):
             reader = exchange.reader
-            if (
-                reader is None
-                or reader is lost
-                or reader.session_expired
-                or reader.sent.session_id != session_id
-            ):
+            if reader is None or not reader.lost_with(lost):
                 continue
             for rid in reader.unanswered:
                 if rid in exchange.ids:
-                    why = "the server forgot the session (404) before answering"
-                    self.inbox.append(http_error(rid, why))
+                    self.inbox.append(http_error(rid, FORGOTTEN_BEFORE_ANSWER))
             exchange.ids.clear()
             self._close(exchange)
         if self._get is not None:
@@ -784,10 +779,7 @@ class HttpTransport:
 
     def _end_session(self) -> None:
         if self.failure is None:
-            self.failure = SessionClosed(
-                "the server forgot the HTTP session (404), and the new session started "
-                "in its place too; open a new client to try again"
-            )
+            self.failure = SessionClosed(FORGOTTEN_TWICE)
 
     # ------------------------------------------------------------------ GET stream
 

@@ -120,6 +120,8 @@ from mcp_sansio._http_client import MAX_REOPEN_DELAY, reopen_delay
 from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
+    FORGOTTEN_BEFORE_ANSWER,
+    FORGOTTEN_TWICE,
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -128,6 +130,7 @@ from mcp_sansio.http import (
     SessionEnded,
     SessionPending,
     http_error,
+    pinned_http_config,
 )
 
 from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
@@ -714,8 +717,7 @@ class HttpChannel(MessageChannel):
         self._signal_soon(SessionLost(restart=True, resend=()))
         if failed:
             assert self._tasks is not None
-            why = "the server forgot the session (404) before answering"
-            self._tasks.start_soon(self._fail, failed, why)
+            self._tasks.start_soon(self._fail, failed, FORGOTTEN_BEFORE_ANSWER)
 
     def _session_lost(self, reader: ClientResponse) -> None:
         """A ``404`` to a request with a session id has been read (or its reading
@@ -724,11 +726,7 @@ class HttpChannel(MessageChannel):
             if self._expired:
                 return
             self._expired = True
-            reason = (
-                "the server forgot the HTTP session (404), and the new session started "
-                "in its place too; open a new client to try again"
-            )
-            self._signal_soon(SessionClosed(reason))
+            self._signal_soon(SessionClosed(FORGOTTEN_TWICE))
         elif reader.resend:
             self._resend(reader.resend)
 
@@ -745,16 +743,10 @@ class HttpChannel(MessageChannel):
         """Stop reading for our requests whose answers were coming on the session
         ``lost`` was on, and return them: they may have been processed, and no answer
         can come any more."""
-        session_id = lost.sent.session_id
         failed: list[RequestId] = []
         for stream in {id(s): s for s in self._streams.values()}.values():
             reader = stream.reader
-            if (
-                reader is None
-                or reader is lost
-                or reader.session_expired  # (a 404 of its own: sent again)
-                or reader.sent.session_id != session_id
-            ):
+            if reader is None or not reader.lost_with(lost):
                 continue
             ids = [rid for rid in reader.unanswered if rid in stream.ids]
             for rid in ids:
@@ -954,10 +946,7 @@ async def open_http_client(
     """
     config = config if config is not None else SessionConfig()
     pinned = connection_config.era if connection_config is not None else "auto"
-    if pinned != "auto" and (http_config is None or http_config.era is None):
-        # No probe: a refusal is the server's word, not a sign to fall back (and its
-        # status is what the caller needs to see: a wrong path is a 404).
-        http_config = attrs.evolve(http_config or HttpClientConfig(), era=Era(pinned))
+    http_config = pinned_http_config(http_config, pinned)  # (no probe if pinned)
     channel = HttpChannel(
         url,
         http_config=http_config,

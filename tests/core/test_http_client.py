@@ -30,6 +30,8 @@ from mcp_sansio import (
 from mcp_sansio._http_client import SSE_FIELD_ROOM
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
+    FORGOTTEN_BEFORE_ANSWER,
+    FORGOTTEN_TWICE,
     AwaitResponse,
     ClientRequest,
     ClientResponse,
@@ -46,6 +48,7 @@ from mcp_sansio.http import (
     SessionEnded,
     SessionPending,
     StreamData,
+    pinned_http_config,
 )
 from tests.schema import validate_message
 
@@ -1263,3 +1266,32 @@ def test_a_session_without_a_known_version_sends_no_version_header() -> None:
     assert client.open_stream().request.header("mcp-protocol-version") is None
     delete = client.terminate()
     assert delete is not None and delete.request.header("mcp-protocol-version") is None
+
+
+# ================================================================== rules both bindings share
+
+
+def test_a_pinned_era_pins_the_http_config() -> None:
+    assert pinned_http_config(None, "auto") is None
+    given = HttpClientConfig(max_body_size=10)
+    assert pinned_http_config(given, "auto") is given
+    assert pinned_http_config(None, "legacy") == HttpClientConfig(era=Era.LEGACY)
+    assert pinned_http_config(given, "modern") == HttpClientConfig(max_body_size=10, era=Era.MODERN)
+    named = HttpClientConfig(era=Era.LEGACY)
+    assert pinned_http_config(named, "modern") is named  # (the caller's word stands)
+
+
+def test_which_answers_die_with_a_forgotten_session() -> None:
+    client = legacy_client()
+    first, second, third = (client.post(rpc(n, "ping")) for n in (2, 3, 4))
+    pending = client.response(first, 200, SSE)
+    refused = client.response(second, 404, ())
+    assert refused.session_expired == "restart"
+    assert pending.lost_with(refused)
+    assert not refused.lost_with(refused)  # (its requests are sent again)
+    again = client.response(third, 404, ())  # (a 404 of its own: sent again too)
+    assert again.session_expired == "resend" and not again.lost_with(refused)
+    other = HttpClient(URL)
+    fresh = other.response(other.post(rpc(5, "ping")), 200, JSON)  # (no session)
+    assert not fresh.lost_with(refused)
+    assert "404" in FORGOTTEN_BEFORE_ANSWER and "404" in FORGOTTEN_TWICE
