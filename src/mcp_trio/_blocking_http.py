@@ -69,7 +69,6 @@ import h11
 
 from mcp_sansio import Era, LocalProtocolError, RequestId
 from mcp_sansio._http_client import reopen_delay
-from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -85,13 +84,13 @@ from mcp_sansio.http import (
 
 from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
+from ._http_h11 import Unframeable, client_headers, request_events, unsendable
 
 __all__ = ["HttpTransport", "Resend", "Restart"]
 
 logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
-_USER_AGENT: Final = b"mcp-trio"
 
 
 @final
@@ -364,10 +363,7 @@ class HttpTransport:
             if self._secure
             else None
         )
-        extra = extra_headers(headers, reserved=CLIENT_RESERVED_HEADERS, transport="HTTP")
-        if not any(name == b"user-agent" for name, _ in extra):
-            extra.insert(0, (b"user-agent", _USER_AGENT))
-        self._extra = extra
+        self._extra = client_headers(headers)
         self._write_timeout = write_timeout
         self._exchanges: list[_Exchange] = []
         self._idle: deque[_Wire] = deque()
@@ -476,20 +472,12 @@ class HttpTransport:
         if exchange is self._gate:
             self._gate_until = now + self.config.connect_timeout
         request = exchange.sent.request
-        headers = [*request.headers, *self._extra]
-        if request.body or request.method == "POST":
-            headers.append((b"content-length", str(len(request.body)).encode()))
         exchange.state = "active"
         try:
-            events: list[h11.Event] = [
-                h11.Request(method=request.method, target=request.target, headers=headers)
-            ]
-        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
-            self._failed(exchange, f"cannot send {request.method} {request.target[:80]!r}: {exc}")
+            events = request_events(request, self._extra)
+        except Unframeable as exc:
+            self._failed(exchange, str(exc))
             return
-        if request.body:
-            events.append(h11.Data(data=request.body))
-        events.append(h11.EndOfMessage())
         wire = None
         while self._idle and wire is None:
             wire = self._idle.popleft()
@@ -507,7 +495,7 @@ class HttpTransport:
         try:
             wire.queue(b"".join(wire.h11.send(e) or b"" for e in events))
         except h11.LocalProtocolError as exc:
-            self._failed(exchange, f"cannot send {request.method}: {exc}")
+            self._failed(exchange, unsendable(request, exc))
             return
         exchange.write_since = now
 

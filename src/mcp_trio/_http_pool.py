@@ -16,23 +16,19 @@ from __future__ import annotations
 import ssl
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Final, final
+from typing import final
 from urllib.parse import urlsplit
 
 import h11
 import trio
 
-from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio.http import HttpRequest
 
 from ._http_config import HttpTransportConfig
+from ._http_h11 import Unframeable, client_headers, request_events, unsendable
 from ._http_wire import H11Stream, WireError
 
 __all__ = ["ConnectFailed", "Pool", "UnsendableRequest", "WriteFailed"]
-
-_USER_AGENT: Final = b"mcp-trio"
-_RESERVED_HEADERS: Final = CLIENT_RESERVED_HEADERS
-"""Headers the transport writes itself (the sans-IO rules' list)."""
 
 
 class UnsendableRequest(WireError):
@@ -90,11 +86,7 @@ class Pool:
         """Held by each request in progress (not by the GET stream or one-way POSTs)."""
         self._ssl = ssl_context
         # With OAuth the token is ours to send: a user's own Authorization would clash.
-        reserved = (*_RESERVED_HEADERS, "authorization") if authorization else _RESERVED_HEADERS
-        extra = extra_headers(headers, reserved=reserved, transport="HTTP")
-        if not any(name == b"user-agent" for name, _ in extra):
-            extra.insert(0, (b"user-agent", _USER_AGENT))
-        self._extra = extra
+        self._extra = client_headers(headers, reserved=("authorization",) if authorization else ())
         self._write_timeout = write_timeout
         self._authorization = authorization
         self._idle: deque[H11Stream] = deque()
@@ -132,21 +124,14 @@ class Pool:
         Raises:
             UnsendableRequest: h11 refused the request line or a header.
         """
-        headers = [*request.headers, *self._extra]
         authorization = self._authorization() if self._authorization is not None else None
+        extra = self._extra
         if authorization is not None:
-            headers.append((b"authorization", authorization))
-        if request.body or request.method == "POST":
-            headers.append((b"content-length", str(len(request.body)).encode()))
+            extra = [*extra, (b"authorization", authorization)]
         try:
-            head = h11.Request(method=request.method, target=request.target, headers=headers)
-        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:  # (a non-ASCII target)
-            raise _unsendable(request, exc) from exc
-        events: list[h11.Event] = [head]
-        if request.body:
-            events.append(h11.Data(data=request.body))
-        events.append(h11.EndOfMessage())
-        return events, authorization
+            return request_events(request, extra), authorization
+        except Unframeable as exc:
+            raise UnsendableRequest(str(exc)) from exc
 
     async def roundtrip(
         self, request: HttpRequest, on_written: Callable[[], None]
@@ -192,7 +177,7 @@ class Pool:
             await wire.send(events, timeout)
         except h11.LocalProtocolError as exc:
             await wire.aclose()  # h11 is in its ERROR state: the connection is done
-            raise _unsendable(request, exc) from exc
+            raise UnsendableRequest(unsendable(request, exc)) from exc
         except WireError as exc:
             await wire.aclose()
             raise WriteFailed(
@@ -290,7 +275,3 @@ class Pool:
         """Close the idle connections."""
         while self._idle:
             await self._idle.popleft().aclose()
-
-
-def _unsendable(request: HttpRequest, exc: Exception) -> UnsendableRequest:
-    return UnsendableRequest(f"cannot send {request.method} {request.target[:80]!r}: {exc}")

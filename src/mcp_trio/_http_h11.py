@@ -1,0 +1,69 @@
+"""The request framing both HTTP clients share (no trio: ``BlockingClient.http`` uses it).
+
+:class:`~mcp_trio._http_pool.Pool` (Trio) and
+:class:`~mcp_trio._blocking_http.HttpTransport` (blocking) write each request the sans-IO
+rules built (:class:`~mcp_sansio.http.HttpRequest`) with the caller's extra headers and
+our ``User-Agent``, as h11 events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import h11
+
+from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
+from mcp_sansio.http import HttpRequest
+
+__all__ = ["USER_AGENT", "Unframeable", "client_headers", "request_events", "unsendable"]
+
+USER_AGENT: Final = b"mcp-trio"
+"""Sent unless the caller's headers name a ``User-Agent`` of their own."""
+
+
+class Unframeable(Exception):
+    """h11 refused to frame a request (an illegal target or header value: our own bug,
+    or a value taken from the server). Nothing of it went out; its text says which."""
+
+
+def client_headers(
+    headers: Mapping[str, str] | None, *, reserved: Sequence[str] = ()
+) -> list[tuple[bytes, bytes]]:
+    """The caller's extra headers for every request, and our ``User-Agent`` unless they
+    give one.
+
+    Raises:
+        ValueError: a malformed header, or one the transport writes itself
+            (``Host``, ``Content-Type``, ``Mcp-Session-Id``, ...; and ``reserved``).
+    """
+    extra = extra_headers(headers, reserved=(*CLIENT_RESERVED_HEADERS, *reserved), transport="HTTP")
+    if not any(name == b"user-agent" for name, _ in extra):
+        extra.insert(0, (b"user-agent", USER_AGENT))
+    return extra
+
+
+def request_events(request: HttpRequest, extra: Sequence[tuple[bytes, bytes]]) -> list[h11.Event]:
+    """The h11 events that send ``request`` with the headers ``extra`` (after its own),
+    and a ``Content-Length`` for a body (and any POST).
+
+    Raises:
+        Unframeable: h11 refused the request line or a header.
+    """
+    headers = [*request.headers, *extra]
+    if request.body or request.method == "POST":
+        headers.append((b"content-length", str(len(request.body)).encode()))
+    try:
+        head = h11.Request(method=request.method, target=request.target, headers=headers)
+    except (h11.LocalProtocolError, UnicodeEncodeError) as exc:  # (a non-ASCII target)
+        raise Unframeable(unsendable(request, exc)) from exc
+    events: list[h11.Event] = [head]
+    if request.body:
+        events.append(h11.Data(data=request.body))
+    events.append(h11.EndOfMessage())
+    return events
+
+
+def unsendable(request: HttpRequest, exc: Exception) -> str:
+    """Why ``request`` could not be sent (h11 refused it), for people."""
+    return f"cannot send {request.method} {request.target[:80]!r}: {exc}"
