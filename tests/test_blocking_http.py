@@ -360,8 +360,8 @@ class RawServer:
                 self._open += 1
                 self.most_at_once = max(self.most_at_once, self._open)
             thread = threading.Thread(target=self._serve, args=(sock,), daemon=True)
+            thread.start()  # (before close() can see it: joining one not started raises)
             self._threads.append(thread)
-            thread.start()
 
     def _serve(self, sock: socket.socket) -> None:
         sock.settimeout(TIMEOUT)

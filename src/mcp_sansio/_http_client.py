@@ -98,6 +98,7 @@ from ._versions import Era
 __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
+    "MAX_REOPEN_DELAY",
     "ClientRequest",
     "ClientResponse",
     "HttpClient",
@@ -106,6 +107,7 @@ __all__ = [
     "SessionPending",
     "http_error",
     "pinned_http_config",
+    "reopen_delay",
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"

@@ -43,6 +43,7 @@ from ._http_auth import (
 from ._http_client import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
+    MAX_REOPEN_DELAY,
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -52,6 +53,7 @@ from ._http_client import (
     SessionPending,
     http_error,
     pinned_http_config,
+    reopen_delay,
 )
 from ._http_common import (
     HeaderInput,
@@ -85,6 +87,7 @@ from ._http_server import (
 __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
+    "MAX_REOPEN_DELAY",
     "WELL_KNOWN_RESOURCE_PATH",
     "AwaitResponse",
     "BearerError",
@@ -124,5 +127,6 @@ __all__ = [
     "http_error",
     "parse_header_params",
     "pinned_http_config",
+    "reopen_delay",
     "scope_set",
 ]

@@ -68,7 +68,6 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, LocalProtocolError, RequestId
-from mcp_sansio._http_client import reopen_delay
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -80,6 +79,7 @@ from mcp_sansio.http import (
     SessionEnded,
     SessionPending,
     http_error,
+    reopen_delay,
 )
 
 from ._errors_base import SessionClosed

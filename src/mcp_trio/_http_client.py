@@ -28,25 +28,25 @@ body, SSE events) into messages the session reads.
   is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
   ``max_resume_attempts`` resumptions in a row that bring nothing new.
 * **GET stream** (legacy): once the session is initialized, one task keeps the session's
-  GET stream open for what the server says on its own, for as long as the session
-  lasts (the client may open it at any time). A stream that ends is resumed
+  GET stream open for what the server says on its own, for as long as the session lasts
+  (the client may open it at any time). A stream that ends is resumed
   (``Last-Event-ID``) when it has an event id, else (or when the resumption is refused:
   the events are gone) opened again, after the server's ``retry`` (``default_retry_ms``
   without one); attempts in a row that bring no message wait twice as long each time,
-  from at least ``default_retry_ms``, up to ``_MAX_REOPEN_DELAY`` (a quiet server that
-  closes its streams is polled less often). A ``405`` means the server offers no GET
-  stream (so does any other answer but a stream, before one ever came): it is not
-  asked again. A ``404`` starts a new session (below), which opens its own. More than
-  ``max_resume_attempts`` attempts in a row that get no stream (no connection; once a
-  stream came, an error status too) end the session (:class:`~mcp_trio.SessionClosed`):
-  what the server says could no longer reach it, and a client that only listens must
-  not look connected. Before a stream ever came, that many dropped connections or
-  redirect loops mean "no GET stream", quietly. The ``notifications/initialized`` send
-  returns once the server answered that GET's head
-  (or refused it, or ``connect_timeout`` passed), so the stream is open before the
-  first request: what the server sends on its own right after is not missed, and a
-  server sees the GET before any request (the conformance suite's ``sse-retry`` counts
-  a GET during a call as that call's reconnection).
+  from at least ``default_retry_ms``, up to ``mcp_sansio.http.MAX_REOPEN_DELAY`` (a
+  quiet server that closes its streams is polled less often). A ``405`` means the server
+  offers no GET stream (so does any other answer but a stream, before one ever came): it
+  is not asked again. A ``404`` starts a new session (below), which opens its own. More
+  than ``max_resume_attempts`` attempts in a row that get no stream (no connection; once
+  a stream came, an error status too) end the session
+  (:class:`~mcp_trio.SessionClosed`): what the server says could no longer reach it, and
+  a client that only listens must not look connected. Before a stream ever came, that
+  many dropped connections or redirect loops mean "no GET stream", quietly. The
+  ``notifications/initialized`` send returns once the server answered that GET's head
+  (or refused it, or ``connect_timeout`` passed), so the stream is open before the first
+  request: what the server sends on its own right after is not missed, and a server sees
+  the GET before any request (the conformance suite's ``sse-retry`` counts a GET during
+  a call as that call's reconnection).
 * **Session expiry** (legacy; ``basic/transports.mdx``, "Session Management"). A ``404``
   to a request with our session id means the server forgot the session; the client
   MUST start a new one with a new ``initialize``. The channel tells the session
@@ -116,7 +116,6 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
-from mcp_sansio._http_client import MAX_REOPEN_DELAY, reopen_delay
 from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
@@ -131,6 +130,7 @@ from mcp_sansio.http import (
     SessionPending,
     http_error,
     pinned_http_config,
+    reopen_delay,
 )
 
 from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
@@ -150,10 +150,6 @@ __all__ = ["HttpChannel", "open_http_client"]
 logger = logging.getLogger("mcp_trio")
 
 _INBOX_SIZE: Final = 16
-_MAX_REOPEN_DELAY: Final = MAX_REOPEN_DELAY
-"""Seconds: the longest wait before the legacy GET stream is opened again (the sans-IO
-rule's, :func:`mcp_sansio._http_client.reopen_delay`)."""
-_reopen_delay: Final = reopen_delay
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
@@ -846,7 +842,7 @@ class HttpChannel(MessageChannel):
                             logger.debug("HTTP: no GET stream (%s)", problem)
                         return
                     floor = http.config.default_retry_ms
-                    await trio.sleep(_reopen_delay(retry_ms, quiet, floor))
+                    await trio.sleep(reopen_delay(retry_ms, quiet, floor))
         finally:
             ready.set()
 

@@ -32,6 +32,7 @@ from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
+    MAX_REOPEN_DELAY,
     AwaitResponse,
     ClientRequest,
     ClientResponse,
@@ -49,6 +50,7 @@ from mcp_sansio.http import (
     SessionPending,
     StreamData,
     pinned_http_config,
+    reopen_delay,
 )
 from tests.schema import validate_message
 
@@ -1295,3 +1297,10 @@ def test_which_answers_die_with_a_forgotten_session() -> None:
     fresh = other.response(other.post(rpc(5, "ping")), 200, JSON)  # (no session)
     assert not fresh.lost_with(refused)
     assert "404" in FORGOTTEN_BEFORE_ANSWER and "404" in FORGOTTEN_TWICE
+
+
+def test_the_wait_before_opening_the_get_stream_again_backs_off() -> None:
+    assert [reopen_delay(1000, quiet, 1000) for quiet in range(5)] == [1, 1, 1, 2, 4]
+    assert [reopen_delay(0, quiet, 1000) for quiet in range(4)] == [0, 0, 1, 2]
+    assert reopen_delay(500, 100, 1000) == MAX_REOPEN_DELAY
+    assert reopen_delay(90_000, 100, 1000) == 90  # never sooner than the server's retry

@@ -27,9 +27,9 @@ import trio.testing
 
 import mcp_trio
 from mcp_sansio._json import dumps
-from mcp_sansio.http import HttpClientConfig
+from mcp_sansio.http import MAX_REOPEN_DELAY, HttpClientConfig
 from mcp_trio import Handlers, NotificationContext, SessionClosed
-from mcp_trio._http_client import _MAX_REOPEN_DELAY, _reopen_delay, open_http_client
+from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
 
 from .test_http_support import (
@@ -189,7 +189,7 @@ async def test_a_server_that_offers_no_get_stream_is_not_asked_again(
     url = await serve(nursery, server)
     with trio.fail_after(100):  # (virtual time)
         async with legacy(url, Heard()) as client:
-            await trio.sleep(2 * _MAX_REOPEN_DELAY)
+            await trio.sleep(2 * MAX_REOPEN_DELAY)
             assert not client.closed
     assert len(server.gets) == 1
 
@@ -344,13 +344,6 @@ async def test_a_server_gone_for_good_ends_the_session(
     # The retry (1 s), then max_resume_attempts + 1 (6) refusals, waits doubling between
     # them: 1 + 1+2+4+8+16.
     assert waited == pytest.approx(32)
-
-
-def test_the_wait_before_opening_again_backs_off() -> None:
-    assert [_reopen_delay(1000, quiet, 1000) for quiet in range(5)] == [1, 1, 1, 2, 4]
-    assert [_reopen_delay(0, quiet, 1000) for quiet in range(4)] == [0, 0, 1, 2]
-    assert _reopen_delay(500, 100, 1000) == _MAX_REOPEN_DELAY
-    assert _reopen_delay(90_000, 100, 1000) == 90  # never sooner than the server's retry
 
 
 # ------------------------------------------------------------------ warnings as they come
