@@ -448,6 +448,25 @@ print(sorted(m for m in ("trio", "asyncio", "mcp_trio._errors") if sys.modules.g
     assert out[:3] == ["no trio", "McpError", "[]"]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "tcp", "http"])
+def test_declaring_the_tasks_extension_is_refused(transport: str) -> None:
+    """The blocking client has no task handling: a server would answer a declared
+    client with a CreateTaskResult, which came back as an empty output. Refused before
+    anything is started or connected."""
+    caps: dict[str, Any] = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    with pytest.raises(ValueError, match="does not handle tasks"):
+        if transport == "stdio":
+            BlockingClient.stdio(["/nonexistent/server"], capabilities=caps)
+        elif transport == "tcp":
+            BlockingClient.tcp("127.0.0.1", 1, capabilities=caps)
+        else:
+            BlockingClient.http("http://127.0.0.1:1/mcp", capabilities=caps)
+    # Other extensions are declared as given.
+    other: dict[str, Any] = {"extensions": {"example.com/x": {}}}
+    with pytest.raises(OSError):
+        BlockingClient.stdio(["/nonexistent/server"], capabilities=other)
+
+
 def test_the_package_hands_out_the_exceptions_without_trio() -> None:
     """``except mcp_trio.McpError`` in a blocking script loaded trio (~75 ms): the
     trio-free exceptions are now looked up in ``_errors_base``."""

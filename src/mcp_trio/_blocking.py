@@ -93,6 +93,7 @@ from mcp_sansio import (
     structure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._tasks import TASKS_EXTENSION, declares_tasks
 
 from ._client_common import (
     EraChoice,
@@ -396,9 +397,15 @@ class _Options:
 
     def core_config(self) -> ConnectionConfig:
         """Check the arguments (a list of roots is taken once, and checked); the core's
-        configuration."""
+        configuration.
+
+        Raises:
+            ValueError: ``capabilities`` declare the tasks extension, which this client
+                cannot handle (a ``CreateTaskResult`` would come back as an empty
+                output).
+        """
         self.roots = checked_roots(self.roots)
-        return client_config(
+        config = client_config(
             self.connection_config,
             era=self.era,
             protocol_version=self.protocol_version,
@@ -410,6 +417,12 @@ class _Options:
             capabilities=self.capabilities,
             timeout=self.timeout,
         )
+        if declares_tasks(config.capabilities):
+            raise ValueError(
+                f"BlockingClient does not handle tasks: do not declare extensions"
+                f"[{TASKS_EXTENSION!r}] (mcp_trio.Client does)"
+            )
+        return config
 
 
 @final
@@ -425,7 +438,8 @@ class BlockingClient(HandshakeFacts):
 
     Methods mirror :class:`mcp_trio.Client` and return the same types; callbacks are
     plain functions. Server requests (legacy sampling, elicitation, roots) are answered
-    while a call waits; without a callback the core answers -32601.
+    while a call waits; without a callback the core answers -32601. It has no task
+    handling: ``capabilities`` that declare the tasks extension raise ``ValueError``.
 
     Error handling:
         ``McpError`` (the server answered with an error), built-in ``TimeoutError``
@@ -522,7 +536,10 @@ class BlockingClient(HandshakeFacts):
                 before it is taken for dead (``None``: no limit).
 
         Raises:
-            ValueError: ``command`` is empty.
+            ValueError: ``command`` is empty, or ``capabilities`` declare the tasks
+                extension (``mcp_trio.TASKS_EXTENSION``): this client cannot run a tool
+                as a task (:class:`mcp_trio.Client` can), so it does not let a server
+                answer with one.
             OSError: the program could not be started.
             HandshakeFailed, TimeoutError, ServerExited: the handshake failed.
         """
@@ -583,6 +600,7 @@ class BlockingClient(HandshakeFacts):
         custom transport; the server must speak it). Arguments as for :meth:`stdio`.
 
         Raises:
+            ValueError: ``capabilities`` declare the tasks extension (as for :meth:`stdio`).
             OSError: no connection.
             HandshakeFailed, TimeoutError, SessionClosed: the handshake failed.
         """
@@ -673,7 +691,8 @@ class BlockingClient(HandshakeFacts):
 
         Raises:
             ValueError: ``url`` is not an absolute http(s) URL, or a header is
-                malformed, given twice, or one the transport writes itself.
+                malformed, given twice, or one the transport writes itself; or
+                ``capabilities`` declare the tasks extension (as for :meth:`stdio`).
             SessionClosed: the server cannot be reached.
             HandshakeFailed, TimeoutError: the handshake failed.
         """
