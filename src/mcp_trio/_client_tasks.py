@@ -77,6 +77,7 @@ from mcp_sansio._tasks import (
 )
 
 from ._errors import McpError, RequestTimeout, SessionClosed
+from ._errors_base import refuse_endless_input
 
 if TYPE_CHECKING:
     from ._client_callbacks import Callbacks, ProgressCallback
@@ -112,6 +113,30 @@ def _read(obj: Any, task_id: str | None, *, detailed: bool) -> TaskState:
     if not isinstance(state, TaskState):
         raise RemoteProtocolError(state.message, error_code=ErrorCode.INTERNAL_ERROR)
     return state
+
+
+def _outcome(state: TaskState) -> dict[str, Any] | None:
+    """The end ``state`` reports: the tool's result (``completed``), or raised as the
+    call's error; ``None`` while the task runs.
+
+    Every state looked at here was read with ``detailed=True`` (``tasks/get``, a
+    notification), which refuses a ``completed`` task without its result, a ``failed``
+    one without its error and an ``input_required`` one without ``inputRequests``; a
+    ``CreateTaskResult`` (no payload) seeds a wait only when ``working``.
+
+    Raises:
+        McpError: ``failed``, with the task's JSON-RPC error.
+        TaskCancelled: ``cancelled``.
+    """
+    if state.status == "completed":
+        assert state.result is not None
+        return state.result
+    if state.status == "failed":
+        assert state.error is not None
+        raise McpError(state.error)
+    if state.status == "cancelled":
+        raise TaskCancelled(state)
+    return None
 
 
 @final
@@ -251,19 +276,11 @@ class ToolTask:
                 state = await self.status()
             if watch is not None:
                 await watch.seen(state)
-            if state.status == "completed":
-                if state.result is None:
-                    raise RemoteProtocolError("a completed task came without its result")
-                return state.result
-            if state.status == "failed":
-                if state.error is None:
-                    raise RemoteProtocolError("a failed task came without its error")
-                raise McpError(state.error)
-            if state.status == "cancelled":
-                raise TaskCancelled(state)
+            result = _outcome(state)
+            if result is not None:
+                return result
             if state.status == "input_required":
-                if state.input_requests is None:
-                    raise RemoteProtocolError("an input_required task came without inputRequests")
+                assert state.input_requests is not None  # (_outcome's docstring)
                 if watch is None:
                     answered = await self._answer(state.input_requests)
                 else:
@@ -276,30 +293,42 @@ class ToolTask:
                     state = None
                     continue
             hurried = False
-            delay = poll_delay(state.poll_interval_ms)
-            backstop = MAX_POLL_INTERVAL_MS / 1000
-            if watch is not None:
-                # Look (again) when the watch's deadline comes, whatever the interval:
-                # the task may have ended meanwhile.
-                delay, backstop = min(delay, watch.left()), min(backstop, watch.left())
-            state = None
-            if sub is None:
+            state, sub = await self._next_state(state, sub, watch)
+
+    async def _next_state(
+        self, state: TaskState, sub: Subscription | None, watch: _Watch | None
+    ) -> tuple[TaskState | None, Subscription | None]:
+        """Wait for the next look at a running task: the poll interval on the polled
+        path; on a listen, the next notification (the state it carries), or the
+        backstop. Returns the state to look at (``None``: ask ``tasks/get``) and the
+        listen still in use (``None`` once the server ended it)."""
+        delay = poll_delay(state.poll_interval_ms)
+        backstop = MAX_POLL_INTERVAL_MS / 1000
+        if watch is not None:
+            # Look (again) when the watch's deadline comes, whatever the interval:
+            # the task may have ended meanwhile.
+            delay, backstop = min(delay, watch.left()), min(backstop, watch.left())
+        if sub is None:
+            await trio.sleep(delay)
+            return None, None
+        ended = False
+        with trio.move_on_after(backstop):
+            try:
+                note = await sub.receive()
+            except trio.EndOfChannel:  # the server ended the listen: poll
+                ended = True
                 await trio.sleep(delay)
-                continue
-            with trio.move_on_after(backstop):
-                try:
-                    note = await sub.receive()
-                except trio.EndOfChannel:  # the server ended the listen: poll
-                    sub = None
-                    await trio.sleep(delay)
-                else:
-                    state = self.state = _read(note.params, self.task_id, detailed=True)
+            else:
+                self.state = _read(note.params, self.task_id, detailed=True)
+                return self.state, sub
+        return None, None if ended else sub
 
     async def _answer(self, requests: dict[str, dict[str, Any]]) -> bool:
         """Answer the questions not answered yet; whether any were.
 
         Raises:
-            InputRequiredError: a question no callback answers.
+            InputRequiredError: a question no callback answers (its ``event`` holds
+                them, with the task's id as ``request_id``).
             RemoteProtocolError: the task asked a ``max_input_rounds``-th round.
         """
         fresh = {k: v for k, v in requests.items() if k not in self._answered}
@@ -312,14 +341,9 @@ class ToolTask:
             request_state=None,
             round=self._rounds + 1,
         )
-        if event.round >= self._max_input_rounds:
-            # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task that
-            # asks anew for ever must not keep the user's callbacks busy for ever.
-            raise RemoteProtocolError(
-                f"task {self.task_id}: the server asked for input again after"
-                f" {self._rounds} answered rounds; giving up"
-                f" (ConnectionConfig.max_input_rounds is {self._max_input_rounds})"
-            )
+        # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task that
+        # asks anew for ever must not keep the user's callbacks busy for ever.
+        refuse_endless_input(event, self._max_input_rounds, what=f"task {self.task_id}")
         responses = await self._callbacks.provide_input(event)
         await self._request(TASKS_UPDATE, {"taskId": self.task_id, "inputResponses": responses})
         self._rounds += 1

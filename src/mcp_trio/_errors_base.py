@@ -123,16 +123,23 @@ def fresh(exc: SessionClosed) -> SessionClosed:
     return copied
 
 
-def refuse_endless_input(event: InputRequired, max_rounds: int) -> None:
+def refuse_endless_input(event: InputRequired, max_rounds: int, *, what: str | None = None) -> None:
     """Raise before anyone is asked when the server asks for input the
     ``max_rounds``-th time (``ConnectionConfig.max_input_rounds``): the core would refuse
-    that retry, and the answer would be thrown away.
+    that retry, and the answer would be thrown away. A task's questions are bounded
+    the same way.
+
+    Args:
+        event: the round of questions (its ``round`` counts from 1).
+        max_rounds: the bound.
+        what: what asked, for the message (default: ``event.method``).
 
     Raises:
         RemoteProtocolError: the round bound is reached.
     """
     if event.round >= max_rounds:
         raise RemoteProtocolError(
-            f"{event.method}: the server asked for input again after {event.round - 1}"
-            f" answered rounds; giving up (ConnectionConfig.max_input_rounds is {max_rounds})"
+            f"{what or event.method}: the server asked for input again after"
+            f" {event.round - 1} answered rounds; giving up"
+            f" (ConnectionConfig.max_input_rounds is {max_rounds})"
         )
