@@ -37,6 +37,7 @@ from typing import Any, Final, Literal, final
 import attrs
 
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._versions import declares_extension
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL_MS",
@@ -107,11 +108,9 @@ _REQUIRED_CREATE_FIELDS: Final = ("taskId", "status", "createdAt", "lastUpdatedA
 
 
 def declares_tasks(client_capabilities: Mapping[str, Any] | None) -> bool:
-    """Whether a request's ``clientCapabilities`` declare the tasks extension (as an object)."""
-    if not client_capabilities:
-        return False
-    extensions = client_capabilities.get("extensions")
-    return isinstance(extensions, Mapping) and isinstance(extensions.get(TASKS_EXTENSION), Mapping)
+    """Whether a request's ``clientCapabilities`` declare the tasks extension (as an
+    object: :func:`~mcp_sansio._versions.declares_extension`, the rule for every one)."""
+    return declares_extension(client_capabilities, TASKS_EXTENSION)
 
 
 def may_return_task(method: str, client_capabilities: Mapping[str, Any] | None) -> bool:

@@ -88,7 +88,17 @@ def _ro(d: dict[str, CapabilityPath | None]) -> Mapping[str, CapabilityPath | No
     return MappingProxyType(d)
 
 
+#: The skills extension (SEP-2640): its identifier, and the gate of its methods. Not a
+#: revision's method: an extension's, which both eras carry, so each table lists it
+#: (a client calls them "only after observing the server's declaration").
+SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
+_SKILLS_METHODS: dict[str, CapabilityPath | None] = {
+    "skills/list": ("extensions", SKILLS_EXTENSION),
+    "skills/get": ("extensions", SKILLS_EXTENSION),
+}
+
 _BASE_CLIENT_REQUESTS: dict[str, CapabilityPath | None] = {
+    **_SKILLS_METHODS,
     "initialize": None,
     "ping": None,
     "completion/complete": None,
@@ -152,6 +162,7 @@ _MODERN_CLIENT_REQUESTS: dict[str, CapabilityPath | None] = {
     "tools/call": ("tools",),
     "tools/list": ("tools",),
     "subscriptions/listen": None,
+    **_SKILLS_METHODS,
 }
 _MODERN_SERVER_NOTIFICATIONS: dict[str, CapabilityPath | None] = {
     "notifications/progress": None,
@@ -305,7 +316,15 @@ LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0]
 
 
 def has_capability(capabilities: Mapping[str, object], path: CapabilityPath | None) -> bool:
-    """Whether ``capabilities`` declares ``path`` (an object, or a truthy leaf)."""
+    """Whether ``capabilities`` declares ``path``.
+
+    A core capability or flag is declared by anything but ``null`` and ``false`` (an
+    object such as ``"tools": {}``, a flag such as ``"subscribe": true``). An extension,
+    ``("extensions", identifier)``, is declared by an object only: ``extensions`` maps
+    identifiers to settings objects, an empty one for no settings (basic/versioning.mdx,
+    "Extension Negotiation"), so ``null``, ``true`` or a string declare nothing. The one
+    rule for every extension: :func:`declares_extension`.
+    """
     if path is None:
         return True
     node: object = capabilities
@@ -313,4 +332,12 @@ def has_capability(capabilities: Mapping[str, object], path: CapabilityPath | No
         if not (type(node) is dict or isinstance(node, Mapping)) or key not in node:
             return False
         node = node[key]
+    if path[0] == "extensions":
+        return isinstance(node, Mapping)
     return node is not None and node is not False
+
+
+def declares_extension(capabilities: Mapping[str, object] | None, identifier: str) -> bool:
+    """Whether ``capabilities`` (a peer's, or a request's ``clientCapabilities``; ``None``
+    for none) declare the extension ``identifier``: with an object (its settings)."""
+    return bool(capabilities) and has_capability(capabilities or {}, ("extensions", identifier))

@@ -59,6 +59,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
+from . import _versions
 from ._errors import RemoteProtocolError
 from ._json import dumps
 
@@ -100,8 +101,11 @@ __all__ = [
     "verify_frontmatter",
 ]
 
-SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
-"""The extension's identifier, a key of ``capabilities.extensions``."""
+SKILLS_EXTENSION: Final = _versions.SKILLS_EXTENSION
+"""The extension's identifier, a key of ``capabilities.extensions``. A connection sends
+and serves ``skills/list`` and ``skills/get`` only when the server declares it (the
+revision tables gate them: :class:`~mcp_sansio.LocalProtocolError` on the client,
+-32601 at the server)."""
 SKILLS_LIST: Final = "skills/list"
 SKILLS_GET: Final = "skills/get"
 DIRECTORY_READ: Final = "resources/directory/read"

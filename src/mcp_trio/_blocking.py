@@ -1423,9 +1423,8 @@ class BlockingClient(HandshakeFacts):
     # ---------------------------------------------------------------- skills
 
     def _skills(self, flow: Any, timeout: float | None) -> Any:
-        from ._client_skills import require_skills, run_sync  # noqa: PLC0415 -- on first use
+        from ._client_skills import run_sync  # noqa: PLC0415 -- on first use
 
-        require_skills(self._conn.peer_capabilities)
         return run_sync(flow, lambda method, params: self.request(method, params, timeout=timeout))
 
     def list_skills(self, *, timeout: float | None = None) -> list[Skill]:

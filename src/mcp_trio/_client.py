@@ -431,9 +431,9 @@ class Client(HandshakeFacts):
     # ------------------------------------------------------------------ skills
 
     async def _skills(self, flow: Any, timeout: float | None) -> Any:
-        from ._client_skills import require_skills, run_async  # noqa: PLC0415 -- on first use
-
-        require_skills(self._completed.peer_capabilities)
+        """Run a skills flow (its ``skills/*`` requests are gated by the core: the
+        server must declare the extension)."""
+        from ._client_skills import run_async  # noqa: PLC0415 -- on first use
 
         async def request(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
             return await self.request(method, params, timeout=timeout)

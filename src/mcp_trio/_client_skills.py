@@ -14,14 +14,13 @@ Each flow is written once, as a generator that yields the requests it needs
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final
 
 from mcp_sansio import ErrorCode, ErrorData, LocalProtocolError, RemoteProtocolError
 from mcp_sansio.skills import (
     DYNAMIC,
     MAX_SKILL_TOTAL_SIZE,
-    SKILLS_EXTENSION,
     SKILLS_GET,
     SKILLS_LIST,
     Skill,
@@ -47,7 +46,6 @@ __all__ = [
     "list_skills",
     "load_skill",
     "read_skill_file",
-    "require_skills",
     "run_async",
     "run_sync",
 ]
@@ -93,18 +91,6 @@ def run_sync(flow: Flow, request: Callable[[str, dict[str, Any] | None], dict[st
                 step = flow.send(result)
     except StopIteration as done:
         return done.value
-
-
-def require_skills(capabilities: Mapping[str, Any]) -> None:
-    """Clients call the extension's methods "only after observing the server's
-    declaration".
-
-    Raises:
-        LocalProtocolError: the server did not declare the extension.
-    """
-    extensions = capabilities.get("extensions")
-    if not isinstance(extensions, Mapping) or SKILLS_EXTENSION not in extensions:
-        raise LocalProtocolError(f"the server does not declare the {SKILLS_EXTENSION} extension")
 
 
 def list_skills() -> Flow:

@@ -33,7 +33,8 @@ from mcp_sansio import (
 )
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._modern import MODERN_REMOVED_METHODS
-from mcp_sansio._versions import FOREIGN_METHODS, REVISIONS
+from mcp_sansio._tasks import declares_tasks
+from mcp_sansio._versions import FOREIGN_METHODS, REVISIONS, declares_extension, has_capability
 from mcp_sansio.http import AwaitResponse, HttpResponse, ResponseReady, ServerEvent
 from tests.schema import SPEC, validate_message
 
@@ -579,3 +580,74 @@ def test_http_request_racing_initialized_is_served() -> None:
     assert isinstance(ready, ResponseReady) and ready.response.status == 200
     assert loads(ready.response.body) == {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}
     validate_message("2025-11-25", loads(ready.response.body), "tools/list")
+
+
+# ================================================================== extensions
+
+SKILLS = "io.modelcontextprotocol/skills"
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+@pytest.mark.parametrize(
+    ("declared", "counts"),
+    [({}, True), ({"directoryRead": True}, True), (None, False), (True, False), ("yes", False)],
+)
+def test_an_extension_is_declared_by_an_object_only(declared: Any, counts: bool) -> None:
+    """basic/versioning.mdx, "Extension Negotiation": identifiers map to settings
+    objects. One rule for every extension, the skills gate and the tasks test alike."""
+    caps = {"extensions": {SKILLS: declared, TASKS: declared}}
+    assert declares_extension(caps, SKILLS) is counts
+    assert has_capability(caps, ("extensions", SKILLS)) is counts
+    assert declares_tasks(caps) is counts
+    assert declares_extension(None, SKILLS) is False
+    assert declares_extension({"extensions": []}, SKILLS) is False
+
+
+def _skills_pair(era: str, declared: Any) -> ConnectionPair:
+    extensions = {} if declared == "absent" else {"extensions": {SKILLS: declared}}
+    pair = ConnectionPair(
+        ConnectionConfig(capabilities=CLIENT_CAPS, era=era),  # type: ignore[arg-type]
+        ConnectionConfig(capabilities={**SERVER_CAPS, **extensions}),
+    )
+    pair.handshake()
+    return pair
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("declared", ["absent", None, True])
+def test_a_client_sends_skills_methods_only_to_a_server_that_declares_them(
+    era: str, declared: Any
+) -> None:
+    pair = _skills_pair(era, declared)
+    for method in ("skills/list", "skills/get"):
+        untouched(
+            pair.client,
+            lambda method=method: pair.client.send_request(method, {"uri": "skill://a/SKILL.md"}),
+            f"did not declare the 'extensions.{SKILLS}' capability needed for '{method}'",
+        )
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_client_sends_skills_methods_to_a_server_that_declares_them(era: str) -> None:
+    pair = _skills_pair(era, {})
+    for method in ("skills/list", "skills/get"):
+        pair.client.send_request(method, {"uri": "skill://a/SKILL.md"})
+        _, server_events = pair.exchange()
+        assert only(server_events, RequestReceived).method == method
+
+
+@pytest.mark.parametrize("declared", ["absent", None])
+def test_a_server_that_does_not_declare_skills_answers_method_not_found(declared: Any) -> None:
+    extensions = {} if declared == "absent" else {"extensions": {SKILLS: declared}}
+    caps = {**SERVER_CAPS, **extensions}
+    modern = Connection("server", ConnectionConfig(capabilities=caps, era="modern"))
+    legacy = legacy_pair("2025-11-25", capabilities=caps)
+    legacy.handshake()
+    for rid, method in enumerate(["skills/list", "skills/get"]):
+        meta = {"_meta": {PV: MODERN, CC: {}}}
+        for server, params in ((modern, meta), (legacy.server, {})):
+            msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+            events, out = feed(server, msg)
+            assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND, out
+            assert f"capability 'extensions.{SKILLS}' not declared" in out[0]["error"]["message"]
+            assert not [e for e in events if isinstance(e, RequestReceived)]

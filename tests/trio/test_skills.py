@@ -216,11 +216,27 @@ async def test_a_server_without_skills_does_not_declare_or_answer() -> None:
     server = Server("plain")
     async with open_client(server, era="modern") as client:
         assert "extensions" not in client._completed.peer_capabilities
-        with pytest.raises(LocalProtocolError, match="does not declare"):
+        with pytest.raises(LocalProtocolError, match="did not declare"):
             await client.list_skills()
-        with pytest.raises(McpError) as err:
-            await client.request("skills/list")
-        assert err.value.code == ErrorCode.METHOD_NOT_FOUND
+        with pytest.raises(LocalProtocolError, match="did not declare"):
+            await client.request("skills/list")  # (the core gates it, whoever sends)
+    # (The server's -32601 for a peer that sends it all the same: the core's
+    # tests/core/test_revision_gating.py.)
+
+
+@ERAS
+async def test_an_extension_declared_as_null_is_not_declared(era: EraName) -> None:
+    """Extensions map to settings objects (basic/versioning.mdx): ``null`` declares
+    nothing, so nothing of the extension is sent (and the server serves nothing)."""
+    server, asked = make_server()
+    caps = {**server.capabilities(), "extensions": {SKILLS_EXTENSION: None}}
+    config = attrs.evolve(server.connection_config(), capabilities=caps)
+    async with open_client((server.handlers(), config), era=era) as client:
+        with pytest.raises(LocalProtocolError, match="did not declare"):
+            await client.list_skills()
+        with pytest.raises(LocalProtocolError, match="did not declare"):
+            await client.get_skill(URI)
+    assert asked == []
 
 
 async def test_skills_added_after_the_handlers_were_built_are_served() -> None:
