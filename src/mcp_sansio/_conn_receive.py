@@ -427,14 +427,23 @@ class _Receiving(_Handshake):
         Every request must get exactly one answer, so its id is looked for there (see
         :func:`_message_id`). A request of the peer gets -32600 under its id; an answer
         ends the request of ours it answers with an error (-32603) instead of leaving it
-        waiting forever, or is ignored like any late answer. Without an id in sight:
-        -32600 with id null (JSON-RPC 2.0: the id could not be detected).
+        waiting forever, or is ignored like any late answer; that error's ``data`` is
+        ``{"maxMessageSize": limit}``, so a caller can tell it from the peer's own -32603
+        without reading its message. Without an id in sight: -32600 with id null
+        (JSON-RPC 2.0: the id could not be detected).
         """
         if self._closed:
             return  # (as for any message after the end)
         why = f"Message too large: over {limit} bytes"
         self._receive_unreadable(
-            head, tail, ErrorCode.INVALID_REQUEST, why, now, events, modern_probe=True
+            head,
+            tail,
+            ErrorCode.INVALID_REQUEST,
+            why,
+            now,
+            events,
+            modern_probe=True,
+            data={"maxMessageSize": limit},
         )
 
     def _receive_unreadable(
@@ -447,11 +456,13 @@ class _Receiving(_Handshake):
         events: list[Event],
         *,
         modern_probe: bool = False,
+        data: Any = None,
     ) -> None:
         """A message that cannot be read, but for its ``head`` and ``tail`` (see
         :meth:`_receive_too_large`): a request of the peer's gets ``code`` under its id,
-        an answer ends the request of ours it answers (-32603). ``modern_probe``: such
-        an answer to ``server/discover`` shows a modern server (no fallback)."""
+        an answer ends the request of ours it answers (-32603, with ``data``).
+        ``modern_probe``: such an answer to ``server/discover`` shows a modern server
+        (no fallback)."""
         found = _message_id(head, tail)
         if found is not None:
             rid, is_request = found
@@ -459,7 +470,7 @@ class _Receiving(_Handshake):
                 if rid == self._probe_id:
                     self._probe_too_large = modern_probe
                 try:
-                    self._answered_with_error(rid, f"{why} (the answer)", now, events)
+                    self._answered_with_error(rid, f"{why} (the answer)", now, events, data)
                 finally:
                     self._probe_too_large = False
                 return
@@ -469,11 +480,12 @@ class _Receiving(_Handshake):
         self._reject(None, code, why, events, None)
 
     def _answered_with_error(
-        self, rid: RequestId, why: str, now: float, events: list[Event]
+        self, rid: RequestId, why: str, now: float, events: list[Event], data: Any = None
     ) -> None:
-        """An answer to ``rid`` came unusable: take it as an error answer (-32603), so
-        the request ends the ordinary way (or the answer is ignored, if late)."""
-        error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=why)
+        """An answer to ``rid`` came unusable: take it as an error answer (-32603, with
+        ``data``), so the request ends the ordinary way (or the answer is ignored, if
+        late)."""
+        error = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=why, data=data)
         self._receive_one(error_response(rid, error), now, events, None)
 
     def _receive_one(self, obj: Any, now: float, events: list[Event], batch: _Batch | None) -> None:

@@ -15,7 +15,7 @@ Each flow is written once, as a generator that yields the requests it needs
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, Final
+from typing import Any
 
 from mcp_sansio import ErrorCode, ErrorData, LocalProtocolError, RemoteProtocolError
 from mcp_sansio.skills import (
@@ -49,9 +49,6 @@ __all__ = [
     "run_async",
     "run_sync",
 ]
-
-_TOO_LARGE: Final = "Message too large"
-"""How the core's error for an answer over ``max_message_size`` begins."""
 
 Step = tuple[str, dict[str, Any] | None]
 """A request a flow needs: ``(method, params)``."""
@@ -128,10 +125,13 @@ def _read(uri: str, max_message_size: int, setting: str) -> Generator[Step, dict
     try:
         result = yield "resources/read", {"uri": uri}
     except McpError as exc:
-        # The core's refusal of an answer over max_message_size (-32603): past the
-        # check made before asking, only text JSON escapes can get there.
+        # The core's refusal of an answer over max_message_size (-32603, its data
+        # naming the bound): past the check made before asking, only text JSON
+        # escapes can get there.
         error = exc.error
-        if error.code != ErrorCode.INTERNAL_ERROR or not error.message.startswith(_TOO_LARGE):
+        if error.code != ErrorCode.INTERNAL_ERROR or not (
+            isinstance(error.data, dict) and "maxMessageSize" in error.data
+        ):
             raise
         raise McpError(
             ErrorData(

@@ -742,6 +742,7 @@ def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None
     assert isinstance(error, ErrorReceived) and error.request_id == rid
     assert error.error.code == ErrorCode.INTERNAL_ERROR
     assert "too large" in error.error.message
+    assert error.error.data == {"maxMessageSize": 2000}  # (what tells it from the peer's)
     assert client.data_to_send() == []  # nothing to say to the server about it
     assert list(client.pending_requests()) == [other]
 

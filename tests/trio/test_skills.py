@@ -450,6 +450,27 @@ async def test_an_answer_over_the_bound_after_the_check_says_why(era: EraName) -
 
 
 @ERAS
+async def test_a_servers_own_error_that_reads_too_large_is_not_taken_for_ours(
+    era: EraName,
+) -> None:
+    """Only the core's refusal (its ``data`` names ``maxMessageSize``) is explained as
+    this client's bound; the server's own -32603 is raised as it came, whatever it says."""
+    server, _ = make_server()
+    handlers = server.handlers()
+
+    async def refuse(ctx: RequestContext) -> Any:
+        raise McpError.from_code(ErrorCode.INTERNAL_ERROR, "Message too large: over 5 bytes")
+
+    handlers.set_request_handler("resources/read", refuse)
+    async with open_client(server, era=era) as client:
+        skill = await client.get_skill(URI)
+        with pytest.raises(McpError) as caught:
+            await client.load_skill(skill)
+    assert caught.value.error.message == "Message too large: over 5 bytes"
+    assert caught.value.error.data is None
+
+
+@ERAS
 async def test_over_http_the_check_takes_the_transports_bound_which_open_client_raises(
     era: EraName,
 ) -> None:
