@@ -25,6 +25,11 @@ cursors across sessions").
 Error handling: every way a cursor can be wrong -- not base64, too long, wrong tag,
 malformed payload, other version, offset past the end -- raises :class:`InvalidCursor`, which
 the caller answers with ``-32602`` (Invalid params), as the spec asks.
+:func:`list_result` is the whole of a paginated answer for a handler: the ``cursor``
+param read, the page, ``nextCursor``, and -32602 raised as ``McpError``.
+
+One key serves every list of a server: the list versions name their lists
+(``"tools:3"``, ``"skills:1"``...), so a cursor of one list is stale for any other.
 """
 
 from __future__ import annotations
@@ -34,12 +39,14 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from mcp_sansio import ErrorCode
 
-__all__ = ["InvalidCursor", "decode_cursor", "encode_cursor", "paginate"]
+from ._errors_base import McpError
+
+__all__ = ["InvalidCursor", "decode_cursor", "encode_cursor", "list_result", "paginate"]
 
 T = TypeVar("T")
 
@@ -139,3 +146,44 @@ def paginate(
     if end >= len(items):
         return page, None
     return page, encode_cursor(end, list_version=list_version, key=key)
+
+
+def list_result(
+    params: Mapping[str, Any] | None,
+    field: str,
+    items: Sequence[T],
+    page_size: int,
+    *,
+    list_version: str,
+    key: bytes,
+    render: Callable[[T], Any] | None = None,
+) -> dict[str, Any]:
+    """The result of a paginated list request: ``{field: [...]}`` with the page of
+    ``items`` the request's ``cursor`` asks for, and ``nextCursor`` unless it is the
+    last.
+
+    Args:
+        params: the request's params (``cursor``: absent for the first page).
+        field: the result's member holding the page (``"tools"``, ``"skills"``...).
+        items: the whole list, in a stable order.
+        page_size: the number of items per page (``>= 1``).
+        list_version: identifies the current state of ``items`` (and names the list).
+        key: the HMAC key, secret to the server.
+        render: turns one item of the page into its JSON (default: as it is).
+
+    Raises:
+        McpError: -32602 for a ``cursor`` that is not a string, or invalid or stale.
+    """
+    cursor = (params or {}).get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise McpError.from_code(
+            ErrorCode.INVALID_PARAMS, "Invalid params: cursor must be a string"
+        )
+    try:
+        page, next_cursor = paginate(items, cursor, page_size, list_version=list_version, key=key)
+    except InvalidCursor as exc:
+        raise McpError.from_code(exc.error_code, f"Invalid params: {exc}") from None
+    result: dict[str, Any] = {field: page if render is None else [render(x) for x in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result

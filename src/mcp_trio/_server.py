@@ -178,11 +178,13 @@ class Server:
         self._base_config = base
         self._registry = Registry(self._wake)
         self._tracker = SessionTracker(self._registry.versions)
+        # One key for every list's cursors (the list versions name their lists).
+        self._cursor_key = secrets.token_bytes(32)
         self._methods = ServerMethods(
             self._registry,
             self._tracker,
             page_size,
-            secrets.token_bytes(32),
+            self._cursor_key,
             server=self,
             tasks=TaskRunner(task_config),
         )
@@ -485,7 +487,7 @@ class Server:
         if self._skills is None:
             from ._server_skills import SkillStore  # noqa: PLC0415 -- on first use
 
-            self._skills = SkillStore(self._page_size, secrets.token_bytes(32))
+            self._skills = SkillStore(self._page_size, self._cursor_key)
             if self._handlers is not None:
                 self._skills.install(self._handlers)
         return self._skills

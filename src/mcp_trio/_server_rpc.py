@@ -34,7 +34,7 @@ from ._context import Context, _InputNeeded
 from ._errors import McpError
 from ._handlers import Handlers, InputRequiredResult, RequestContext, RequestHandler
 from ._jsonschema import coerce_arguments, to_jsonable, to_structured_content, validate
-from ._pagination import InvalidCursor, paginate
+from ._pagination import list_result
 from ._registry import (
     Entry,
     ListKind,
@@ -306,24 +306,15 @@ class ServerMethods:
     def _page(
         self, ctx: RequestContext, kind: ListKind, field: str, items: Sequence[Any]
     ) -> dict[str, Any]:
-        cursor = _params(ctx).get("cursor")
-        if cursor is not None and not isinstance(cursor, str):
-            raise _invalid("Invalid params: cursor must be a string")
         version = self._registry.versions[kind]
-        try:
-            page, next_cursor = paginate(
-                items,
-                cursor,
-                self._page_size,
-                list_version=f"{field}:{version}",
-                key=self._cursor_key,
-            )
-        except InvalidCursor as exc:
-            raise _invalid(f"Invalid params: {exc}") from None
-        result: dict[str, Any] = {field: page}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
+        return list_result(
+            ctx.params,
+            field,
+            items,
+            self._page_size,
+            list_version=f"{field}:{version}",
+            key=self._cursor_key,
+        )
 
     # ------------------------------------------------------------ tools
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
-from mcp_sansio import ErrorCode, ErrorData
+from mcp_sansio import ErrorCode
 from mcp_sansio.skills import (
     DIRECTORY_MIME_TYPE,
     DIRECTORY_READ,
@@ -37,7 +37,7 @@ from mcp_sansio.skills import (
 
 from ._errors import McpError
 from ._handlers import Handlers, RequestContext
-from ._pagination import InvalidCursor, paginate
+from ._pagination import list_result
 from ._registry import ResourceEntry
 
 if TYPE_CHECKING:
@@ -123,22 +123,13 @@ def read_skill_dir(path: str | os.PathLike[str]) -> dict[str, bytes]:
     return files
 
 
-def _invalid(message: str) -> McpError:
-    return McpError(ErrorData(code=ErrorCode.INVALID_PARAMS, message=message))
-
-
 def _uri_param(ctx: RequestContext) -> str:
     uri = (ctx.params or {}).get("uri")
     if not isinstance(uri, str):
-        raise _invalid(f"Invalid params: {ctx.method} needs a string 'uri'")
+        raise McpError.from_code(
+            ErrorCode.INVALID_PARAMS, f"Invalid params: {ctx.method} needs a string 'uri'"
+        )
     return uri
-
-
-def _cursor_param(ctx: RequestContext) -> str | None:
-    cursor = (ctx.params or {}).get("cursor")
-    if cursor is not None and not isinstance(cursor, str):
-        raise _invalid("Invalid params: cursor must be a string")
-    return cursor
 
 
 @final
@@ -148,7 +139,8 @@ class SkillStore:
 
     Args:
         page_size: entries per page of ``skills/list`` and ``resources/directory/read``.
-        key: the HMAC key of the pagination cursors.
+        key: the HMAC key of the pagination cursors (the server's, shared with its
+            other lists: the list versions keep their cursors apart).
     """
 
     def __init__(self, page_size: int, key: bytes) -> None:
@@ -195,19 +187,22 @@ class SkillStore:
         """``skills/list``: every skill, in the order added, paginated (an entry is
         never split across pages). The core adds ``ttlMs``/``cacheScope`` in the
         modern era."""
-        entries = list(self._skills.values())
-        page, next_cursor = self._page(ctx, entries, f"skills:{self._version}")
-        result: dict[str, Any] = {"skills": [skill_json(skill) for skill in page]}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
+        return list_result(
+            ctx.params,
+            "skills",
+            list(self._skills.values()),
+            self._page_size,
+            list_version=f"skills:{self._version}",
+            key=self._key,
+            render=skill_json,
+        )
 
     async def get_skill(self, ctx: RequestContext) -> dict[str, Any]:
         """``skills/get``: the entry of one skill; -32602 for a URI that names none."""
         uri = _uri_param(ctx)
         skill = self._skills.get(uri)
         if skill is None:
-            raise _invalid(f"No skill is served at {uri}")
+            raise McpError.from_code(ErrorCode.INVALID_PARAMS, f"No skill is served at {uri}")
         return {"skill": skill_json(skill)}
 
     async def read_directory(self, ctx: RequestContext) -> dict[str, Any]:
@@ -224,32 +219,26 @@ class SkillStore:
         ]
         children = directory_children(dict.fromkeys(files), uri)
         if not children and not any(uri == skill.root for skill in self._skills.values()):
-            raise _invalid(f"{uri} is not a directory resource")
-        page, next_cursor = self._page(ctx, children, f"dir:{uri}:{self._version}")
-        resources = [
-            {
-                "uri": child,
-                "name": child.rsplit("/", 1)[-1],
-                "mimeType": DIRECTORY_MIME_TYPE
-                if is_directory
-                else self._mime_types.get(child, "application/octet-stream"),
-            }
-            for child, is_directory in page
-        ]
-        result: dict[str, Any] = {"resources": resources}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
+            raise McpError.from_code(ErrorCode.INVALID_PARAMS, f"{uri} is not a directory resource")
+        return list_result(
+            ctx.params,
+            "resources",
+            children,
+            self._page_size,
+            list_version=f"dir:{uri}:{self._version}",
+            key=self._key,
+            render=self._child,
+        )
 
-    def _page(
-        self, ctx: RequestContext, items: list[Any], version: str
-    ) -> tuple[list[Any], str | None]:
-        try:
-            return paginate(
-                items, _cursor_param(ctx), self._page_size, list_version=version, key=self._key
-            )
-        except InvalidCursor as exc:
-            raise _invalid(f"Invalid params: {exc}") from None
+    def _child(self, child: tuple[str, bool]) -> dict[str, Any]:
+        """One entry of a ``resources/directory/read`` page."""
+        uri, is_directory = child
+        mime_type = (
+            DIRECTORY_MIME_TYPE
+            if is_directory
+            else self._mime_types.get(uri, "application/octet-stream")
+        )
+        return {"uri": uri, "name": uri.rsplit("/", 1)[-1], "mimeType": mime_type}
 
 
 _BINARY_PREFIXES: Final = ("image/", "audio/", "video/", "application/pdf", "application/zip")

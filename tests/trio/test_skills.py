@@ -212,6 +212,22 @@ async def test_skills_list_paginates() -> None:
         assert [skill.name for skill in await client.list_skills()] == ["a", "b", "c", "d", "e"]
 
 
+async def test_a_cursor_of_another_list_is_refused_though_the_key_is_shared() -> None:
+    server = Server("skills", page_size=1)
+    for name in ("a", "b"):
+        server.add_skill({"SKILL.md": f"---\nname: {name}\ndescription: {name}\n---\n"})
+    async with open_client(server, era="modern") as client:
+        resources = await client.request("resources/list")
+        skills = await client.request("skills/list")
+        for method, cursor in (
+            ("skills/list", resources["nextCursor"]),
+            ("resources/list", skills["nextCursor"]),
+        ):
+            with pytest.raises(McpError, match="stale cursor") as err:
+                await client.request(method, {"cursor": cursor})
+            assert err.value.code == ErrorCode.INVALID_PARAMS
+
+
 async def test_a_server_without_skills_does_not_declare_or_answer() -> None:
     server = Server("plain")
     async with open_client(server, era="modern") as client:
