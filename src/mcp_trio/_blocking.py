@@ -109,6 +109,7 @@ from ._client_common import (
     log_params,
     named_params,
     pager,
+    read_bound,
     request_params,
     roots_result,
     sampling_params,
@@ -1442,14 +1443,10 @@ class BlockingClient(HandshakeFacts):
         return skill
 
     def _read_bound(self) -> tuple[int, str]:
-        """As :meth:`mcp_trio.Client._read_bound`: the core's ``max_message_size``, or
-        Streamable HTTP's own bound if smaller."""
-        size = self._conn.config.max_message_size
-        if self._http is not None:
-            http = self._http.http.config
-            if http.max_message_size < size:
-                return http.max_message_size, http.MAX_MESSAGE_SIZE_SETTINGS
-        return size, "ConnectionConfig.max_message_size"
+        """As :meth:`mcp_trio.Client._read_bound` (only Streamable HTTP has a bound of
+        its own)."""
+        own = None if self._http is None else self._http.message_bound()
+        return read_bound(self._conn.config.max_message_size, own)
 
     def load_skill(
         self, skill: Skill, *, allow_dynamic: bool = False, timeout: float | None = None

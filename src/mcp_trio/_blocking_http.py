@@ -380,6 +380,13 @@ class HttpTransport:
         """Set when the session cannot go on (the server is unreachable, or forgot the
         session again)."""
 
+    def message_bound(self) -> tuple[int, str]:
+        """As ``MessageChannel.message_bound``: an answer comes as one SSE event or one
+        JSON body (:attr:`HttpClientConfig.max_message_size
+        <mcp_trio.HttpClientConfig>`)."""
+        config = self.http.config
+        return config.max_message_size, config.MAX_MESSAGE_SIZE_SETTINGS
+
     # ------------------------------------------------------------------ sending
 
     def send(self, message: bytes, now: float) -> None:

@@ -59,6 +59,7 @@ from ._client_common import (
     complete_params,
     named_params,
     pager,
+    read_bound,
     request_params,
     timed,
 )
@@ -441,16 +442,10 @@ class Client(HandshakeFacts):
         return await run_async(flow, request)
 
     def _read_bound(self) -> tuple[int, str]:
-        """The largest answer this client can take, and the setting that bounds it: the
-        core's ``max_message_size``, or the transport's own bound if smaller (Streamable
-        HTTP: ``HttpClientConfig``)."""
+        """The largest answer this client can take, and the setting that bounds it
+        (:func:`~mcp_trio._client_common.read_bound`)."""
         size = self._session.connection.config.max_message_size
-        own = self._session.channel.message_bound()
-        return (
-            own
-            if own is not None and own[0] < size
-            else (size, "ConnectionConfig.max_message_size")
-        )
+        return read_bound(size, self._session.channel.message_bound())
 
     async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
         """Every skill entry of ``skills/list`` (the skills extension), through all

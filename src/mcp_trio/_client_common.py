@@ -63,6 +63,7 @@ __all__ = [
     "log_params",
     "named_params",
     "pager",
+    "read_bound",
     "request_params",
     "roots_result",
     "sampling_params",
@@ -213,6 +214,16 @@ def build_capabilities(
     if extra:
         caps.update(extra)
     return caps
+
+
+def read_bound(core_size: int, transport: tuple[int, str] | None) -> tuple[int, str]:
+    """The largest answer a client can take, and the setting that bounds it (for an
+    error message): the core's ``max_message_size``, or the transport's own bound
+    (``message_bound()``: Streamable HTTP's ``HttpClientConfig``, WebSocket's frame size)
+    when that is smaller."""
+    if transport is not None and transport[0] < core_size:
+        return transport
+    return core_size, "ConnectionConfig.max_message_size"
 
 
 def timed(timeout: float | None, config: ConnectionConfig) -> bool:
