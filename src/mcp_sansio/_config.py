@@ -10,7 +10,7 @@ import attrs
 
 from ._versions import ALL_VERSIONS, REVISIONS
 
-__all__ = ["ConnectionConfig", "Role"]
+__all__ = ["ConnectionConfig", "Role", "check_count"]
 
 Role = Literal["client", "server"]
 
@@ -30,7 +30,7 @@ def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | Non
         raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
 
 
-def _check_count(least: int) -> Callable[[object, attrs.Attribute[Any], object], None]:
+def check_count(least: int) -> Callable[[object, attrs.Attribute[Any], object], None]:
     """A validator: an ``int`` (not a ``bool``) of at least ``least``."""
 
     def check(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
@@ -83,15 +83,15 @@ class ConnectionConfig:
     max_message_size: int = 4 * 1024 * 1024
     """Largest message accepted, in bytes. A larger one is dropped unread, and the request
     it belongs to (its id is taken from its first or last bytes) fails instead of waiting."""
-    max_input_rounds: int = attrs.field(default=8, validator=_check_count(1))
+    max_input_rounds: int = attrs.field(default=8, validator=check_count(1))
     """Client, modern era: the input-required round that is refused: a request's first
     ``max_input_rounds - 1`` rounds are answered, and when the server asks once more the
     request fails (``1``: no round is answered). Also the bound of the rounds of
     questions one task handle answers (the tasks extension)."""
-    max_resource_subscriptions: int = attrs.field(default=1_024, validator=_check_count(0))
+    max_resource_subscriptions: int = attrs.field(default=1_024, validator=check_count(0))
     """Server, modern era: most URIs one ``subscriptions/listen`` may name
     (``resourceSubscriptions``); more is -32602 (``0``: none)."""
-    max_task_ids: int = attrs.field(default=1_024, validator=_check_count(0))
+    max_task_ids: int = attrs.field(default=1_024, validator=check_count(0))
     """Server, modern era: most task ids one ``subscriptions/listen`` may name
     (``taskIds``, the tasks extension); more is -32602 (``0``: none)."""
     remembered_ids: int = 1_024

@@ -70,7 +70,6 @@ __all__ = [
     "MAX_FRONTMATTER_SIZE",
     "MAX_SKILL_RESOURCES",
     "MAX_SKILL_TOTAL_SIZE",
-    "META_PREFIX",
     "SKILLS_EXTENSION",
     "SKILLS_GET",
     "SKILLS_LIST",
@@ -112,9 +111,8 @@ DIRECTORY_READ: Final = "resources/directory/read"
 """Optional, gated by the ``directoryRead`` setting of the extension."""
 SKILL_MD: Final = "SKILL.md"
 SKILL_MD_MIME_TYPE: Final = "text/markdown"
+"""The ``mimeType`` of a ``SKILL.md`` resource (Resource Metadata)."""
 DIRECTORY_MIME_TYPE: Final = "inode/directory"
-META_PREFIX: Final = "io.modelcontextprotocol.skills/"
-"""The ``_meta`` key prefix reserved for this extension on skill resources."""
 DYNAMIC: Final = "dynamic"
 """``resources`` of a skill whose content is generated: no digests to publish."""
 

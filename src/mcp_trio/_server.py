@@ -186,9 +186,8 @@ class Server:
             page_size,
             self._cursor_key,
             server=self,
-            tasks=TaskRunner(task_config),
+            tasks=TaskRunner(task_config, deliver=self._tracker.send_task_status),
         )
-        self._methods.tasks.deliver = self._tracker.send_task_status
         self._handlers: Handlers | None = None
         self._page_size = page_size
         self._skills: SkillStore | None = None

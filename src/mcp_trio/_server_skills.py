@@ -23,6 +23,7 @@ from mcp_sansio.skills import (
     MAX_SKILL_RESOURCES,
     MAX_SKILL_TOTAL_SIZE,
     SKILL_MD,
+    SKILL_MD_MIME_TYPE,
     SKILLS_EXTENSION,
     SKILLS_GET,
     SKILLS_LIST,
@@ -49,8 +50,8 @@ __all__ = ["SkillStore", "add_skill", "add_skills_dir", "mime_type_of", "read_sk
 # is UTF-8 and application/octet-stream when not. (Not the `mimetypes` module: it reads
 # the machine's /etc/mime.types, so the answer would depend on the machine.)
 _MIME_TYPES: Final = {
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
+    ".md": SKILL_MD_MIME_TYPE,
+    ".markdown": SKILL_MD_MIME_TYPE,
     ".txt": "text/plain",
     ".py": "text/x-python",
     ".sh": "text/x-shellscript",
@@ -77,7 +78,9 @@ _MIME_TYPES: Final = {
 
 def mime_type_of(path: str, data: bytes) -> str:
     """The ``mimeType`` of a skill file (``SKILL.md``: ``text/markdown``, as the spec's
-    Resource Metadata asks)."""
+    Resource Metadata asks; other Markdown files too)."""
+    if path == SKILL_MD or path.endswith("/" + SKILL_MD):
+        return SKILL_MD_MIME_TYPE
     known = _MIME_TYPES.get(os.path.splitext(path)[1].lower())
     if known is not None:
         return known

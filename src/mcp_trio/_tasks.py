@@ -84,6 +84,7 @@ import attrs
 import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData
+from mcp_sansio._config import check_count
 from mcp_sansio._tasks import (
     TERMINAL_STATUSES,
     Task,
@@ -132,14 +133,6 @@ _EXPIRED: Final = ErrorData(
 )
 
 
-def _positive(name: str) -> Callable[[Any, Any, Any], None]:
-    def check(_instance: Any, _attribute: Any, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, not {value!r}")
-
-    return check
-
-
 @final
 @attrs.frozen(kw_only=True)
 class TaskConfig:
@@ -149,23 +142,21 @@ class TaskConfig:
         ValueError: a value is not a positive integer.
     """
 
-    max_tasks: int = attrs.field(default=1024, validator=_positive("max_tasks"))
+    max_tasks: int = attrs.field(default=1024, validator=check_count(1))
     """How many tasks are kept at once, running or finished, for all callers together.
     A call that finds the table full (after expired tasks are purged) runs without a
     task, or, for a ``task="required"`` tool, is refused with -32603."""
-    ttl_ms: int = attrs.field(default=3_600_000, validator=_positive("ttl_ms"))
+    ttl_ms: int = attrs.field(default=3_600_000, validator=check_count(1))
     """How long a task is kept after its creation (``ttlMs``), in ms. Work still running
     then is cancelled at once, and ``tasks/get`` answers "unknown task"; the record is
     purged on the next look-up or creation (lazily: a finished record may outstay its TTL,
     within ``max_tasks``). Default: one hour."""
-    poll_interval_ms: int = attrs.field(default=1000, validator=_positive("poll_interval_ms"))
+    poll_interval_ms: int = attrs.field(default=1000, validator=check_count(1))
     """The polling interval suggested to clients (``pollIntervalMs``), in ms."""
-    max_input_requests: int = attrs.field(default=32, validator=_positive("max_input_requests"))
+    max_input_requests: int = attrs.field(default=32, validator=check_count(1))
     """How many questions one task may have outstanding at once; one more fails the ask
     with -32603."""
-    max_pending_notifications: int = attrs.field(
-        default=256, validator=_positive("max_pending_notifications")
-    )
+    max_pending_notifications: int = attrs.field(default=256, validator=check_count(1))
     """How many tasks may have a ``notifications/tasks`` waiting to be delivered (only
     the latest state of each waits); past it one is dropped, the oldest not terminal if
     any, else the oldest (a client still learns the state by polling, which
@@ -383,15 +374,26 @@ class TaskRun:
             self._move("cancelled", "Cancelled: the server stopped")
 
 
+Deliver: TypeAlias = Callable[[str | None, dict[str, Any]], Awaitable[None]]
+"""``async def deliver(owner, params)``: one ``notifications/tasks`` for a task's owner."""
+
+
+async def _drop(owner: str | None, params: dict[str, Any]) -> None:
+    """A :data:`Deliver` that sends nothing."""
+    del owner, params
+
+
 @final
 class TaskRunner:
     """A server's tasks: the table, its bounds, and the nurseries the work runs in.
 
     Args:
         config: the bounds and hints.
+        deliver: sends a ``notifications/tasks`` (see :attr:`deliver`); the default
+            drops it (a runner of no server's, as in tests).
     """
 
-    def __init__(self, config: TaskConfig | None = None) -> None:
+    def __init__(self, config: TaskConfig | None = None, *, deliver: Deliver = _drop) -> None:
         self.config = config if config is not None else TaskConfig()
         self._tasks: dict[str, TaskRun] = {}
         self._nurseries: set[trio.Nursery] = set()
@@ -403,7 +405,7 @@ class TaskRunner:
         )
         self.enabled = False
         """Whether a task tool is registered (the ``tasks/*`` methods exist)."""
-        self.deliver: Callable[[str | None, dict[str, Any]], Awaitable[None]] | None = None
+        self.deliver: Deliver = deliver
         """Sends a ``notifications/tasks`` (its params) to the listen streams of the
         task's owner (a subject, or ``None``) that asked for it: the server's hook."""
         # By task id: the owner and the latest state, in the order of last change.
@@ -461,7 +463,7 @@ class TaskRunner:
     def _changed(self, run: TaskRun) -> None:
         """A task's record changed: queue its latest state for ``notifications/tasks``
         (bounded: see :attr:`TaskConfig.max_pending_notifications`)."""
-        if self.deliver is None or not self._nurseries:
+        if not self._nurseries:
             return
         task_id = run.task_id or ""
         outbox = self._outbox
@@ -486,8 +488,6 @@ class TaskRunner:
             async with self._delivering:
                 while self._outbox:
                     task_id, (owner, params) = self._outbox.popitem(last=False)
-                    if self.deliver is None:
-                        continue
                     try:
                         await self.deliver(owner, params)
                     except BaseException:
