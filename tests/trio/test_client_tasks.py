@@ -628,6 +628,23 @@ async def test_a_server_that_pushes_nothing_is_polled(autojump_clock: MockClock)
         assert (await task.result(notifications=True)).content == []
 
 
+async def test_a_listen_that_brings_nothing_is_backed_by_a_look_a_minute(
+    autojump_clock: MockClock,
+) -> None:
+    # The server honors taskIds (it declares the extension) but pushes nothing: the
+    # wait looks with tasks/get when the backstop (a minute) is up, not at the
+    # (1 ms, clamped to 100 ms) poll interval.
+    handlers, config = tasks_by_hand(
+        lambda n: {"status": "completed", "result": {"content": []}} if n >= 2 else {},
+        server_caps=EXT,
+    )
+    async with open_client((handlers, config), era="modern", capabilities=EXT) as client:
+        task = await client.call_tool_as_task("job")
+        start = trio.current_time()
+        assert (await task.result(notifications=True)).content == []
+        assert trio.current_time() - start == pytest.approx(60, abs=1)
+
+
 # ---------------------------------------------------------------- hostile servers
 
 
