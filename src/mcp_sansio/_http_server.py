@@ -106,7 +106,7 @@ from typing import Any, Final, Literal, Protocol, TypeAlias, final
 
 import attrs
 
-from ._config import ConnectionConfig, _check_count
+from ._config import ConnectionConfig, check_count
 from ._connection import Connection
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
 from ._events import Event, InvalidMessageReceived, RequestCancelled
@@ -448,7 +448,7 @@ class HttpServerConfig:
     """Legacy sessions held at once. A new ``initialize`` beyond it evicts the least
     recently used session that has no response in progress, else gets 503."""
     max_sessions_per_principal: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(_check_count(1))
+        default=None, validator=attrs.validators.optional(check_count(1))
     )
     """Legacy sessions one authenticated principal may hold at once; ``None``: only
     :attr:`max_sessions` bounds them. An ``initialize`` beyond it replaces that principal's
