@@ -7,6 +7,7 @@ served by a thread of the test's: the client itself has none). Every wait is bou
 
 from __future__ import annotations
 
+import signal
 import socket
 import ssl
 import subprocess
@@ -911,6 +912,154 @@ def test_a_new_session_that_does_not_start_closes_the_client(
     finally:
         stop.set()
     assert initializes == ["initialize", "initialize"]
+
+
+def test_a_new_session_has_its_time_in_calls_not_between_them(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The server forgets the session (a ``404`` to our answer to its ping) and so the
+    call fails; the user waits longer than ``handshake_timeout`` before the next call.
+    Nothing runs between calls, so that wait does not count against the new session:
+    the next call starts it (its ``initialize`` goes out then) and goes on in it."""
+    stop = threading.Event()
+    sessions: list[str] = []
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        assert isinstance(message, dict)
+        forgotten = b"mcp-session-id: s1" in head.lower() and len(sessions) == 1
+        if message.get("method") == "initialize":
+            sessions.append(f"s{len(sessions) + 1}")
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "forgetful", "version": "1"},
+            }
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            headers = {"Content-Type": "application/json", "Mcp-Session-Id": sessions[-1]}
+            respond(sock, "200 OK", headers, answer)
+        elif forgotten and "result" in message:  # our answer to the ping: s1 is gone
+            respond(sock, "404 Not Found", {}, b"")
+        elif "id" not in message:
+            respond(sock, "202 Accepted", {}, b"")
+        elif forgotten:  # the first tools/list: a ping, never an answer
+            ping = dumps({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+            sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+            sock.sendall(sse + b"data: " + ping + b"\n\n")
+            stop.wait(TIMEOUT)
+        else:
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    try:
+        with connect(
+            server.url, era="legacy", transport=transport, timeout=5.0, handshake_timeout=0.3
+        ) as client:
+            with pytest.raises(McpError, match="forgot the session"):
+                client.list_tools()
+            time.sleep(0.6)  # (the user's own business: twice handshake_timeout)
+            assert client.list_tools() == []
+    finally:
+        stop.set()
+    assert sessions == ["s1", "s2"]
+
+
+class FirstFailure(Exception):
+    pass
+
+
+@pytest.mark.parametrize("first", [FirstFailure, KeyboardInterrupt])
+def test_a_callback_exception_is_not_replaced_by_a_later_one(
+    raw: Callable[..., RawServer], first: type[BaseException]
+) -> None:
+    """Two log messages in one read, each callback raising: the first exception ends
+    the call, and no later callback's (run while the call is given up) replaces it --
+    nothing is handled after the loop raised, the writing of what is queued neither."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        ping = dumps({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+        logs = [
+            dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": "info", "data": data},
+                }
+            )
+            for data in ("one", "two")
+        ]
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        events = b"".join(b"data: " + m + b"\n\n" for m in (ping, *logs, answer))
+        sock.sendall(sse + events)  # (one write: all of it in the inbox at once)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b'"p1"' in body and b'"result"' in body:  # our answer to the ping
+            respond(sock, "202 Accepted", {}, b"")
+        else:
+            inner(sock, head, body)
+
+    def on_log(params: Any) -> None:
+        if params.data == "one":
+            raise first("the first")
+        raise ValueError("a later one")
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    client = connect(server.url, era="legacy", transport=transport, timeout=5.0, on_log=on_log)
+    with client, pytest.raises(first, match="the first"):
+        client.list_tools()
+
+
+def test_ctrl_c_waits_for_one_bounded_write_only(raw: Callable[..., RawServer]) -> None:
+    """Ctrl-C during a call while an answer to the server cannot be written (it waits
+    for a connection: ``max_client_connections=1``, and the server never answers the
+    first one): the call is given up after one bounded write (the cancellation's, a
+    second at most), not two (no courtesy write of what is queued before it)."""
+    stop = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        pings = b"".join(
+            b"data: " + dumps({"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"}) + b"\n\n"
+            for n in (1, 2)
+        )
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + pings)
+        stop.wait(TIMEOUT)  # never an answer
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b'"result"' in body:  # an answer to a ping: taken, never answered
+            stop.wait(TIMEOUT)
+        else:
+            inner(sock, head, body)
+
+    fired: list[float] = []
+
+    def interrupt(signum: int, frame: Any) -> None:
+        fired.append(time.monotonic())
+        raise KeyboardInterrupt
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False, max_client_connections=1)
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with connect(server.url, era="legacy", transport=transport, timeout=10.0) as client:
+            signal.setitimer(signal.ITIMER_REAL, 0.3)
+            with pytest.raises(KeyboardInterrupt):
+                client.list_tools()
+            late = time.monotonic() - fired[0]
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            stop.set()  # (close() need not wait for the held answers)
+            assert 0.9 < late < 1.6
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        stop.set()
 
 
 def test_a_get_stream_that_keeps_ending_is_polled_less_and_less(

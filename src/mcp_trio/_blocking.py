@@ -26,8 +26,12 @@ Nothing runs between calls, so whatever is still queued when the awaited outcome
 arrives (answers to the server's requests, the core's ``notifications/cancelled``, the
 legacy ``notifications/initialized``) is written at once, as far as the transport takes
 it without blocking (over HTTP, where writing a message means connecting first, the call
-drives those POSTs until written, for ``_COURTESY_WRITE_TIMEOUT`` at most);
-:meth:`BlockingClient.close` writes the rest, for a bounded time, before closing.
+drives those POSTs until written, for ``_COURTESY_WRITE_TIMEOUT`` at most, and does
+nothing else: what answers bring meanwhile waits for the next call, and no callback
+runs); :meth:`BlockingClient.close` writes the rest, for a bounded time, before closing.
+A call that raises (a callback's exception, Ctrl-C, a timeout) skips that: it cancels
+its request on the wire, for ``_COURTESY_WRITE_TIMEOUT`` at most (:meth:`_abandon`,
+where an exception, a callback's too, is dropped), and raises its own exception.
 
 Memory is bounded: what handling the server's messages queues (answers, cancellations)
 may exceed ``_OUTBOX_MESSAGES`` maximum-size messages only by what one read produces;
@@ -45,7 +49,9 @@ the earliest of the core's deadline, the caller's and the exchanges' own (connec
 write, a resumption's ``retry``); what the answers bring (messages, and the sans-IO
 rules' "start a new session" / "send these requests again") is handed to the core in
 order (:meth:`_take`). The outbox and its backpressure are the byte transports'; the
-HTTP transport bounds its own connections and stops reading streams instead.
+HTTP transport bounds its own connections and stops reading streams instead. A new
+session that replaces one the server forgot (``404``) has ``handshake_timeout`` of the
+loop's time to be ready, not of the time between calls, when nothing could start it.
 
 Only this module's imports of ``mcp_sansio`` and the standard library carry the
 protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors_base`,
@@ -204,6 +210,29 @@ def _sleep(timeout: float | None) -> list[tuple[selectors.SelectorKey, int]]:
     """Wait with nothing to wait on (every exchange waits for its time)."""
     time.sleep(_LONGEST_WAIT if timeout is None else timeout)
     return []
+
+
+def _http_wait(
+    http: HttpTransport, times: Iterable[float | None], now: float, *, reading: bool
+) -> None:
+    """Wait on the exchanges' sockets until the earliest of ``times`` at the latest, and
+    let the transport move the bytes of the ready ones (``reading``: as
+    :meth:`HttpTransport.wanted`)."""
+    wake = min((d for d in times if d is not None), default=None)
+    wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
+    wanted = http.wanted(reading=reading)
+    with selectors.DefaultSelector() as selector:
+        # (a new selector each time: a closed socket's number may be reused)
+        for fd, (events, exchange) in wanted.items():
+            selector.register(fd, events, exchange)
+        ready = selector.select(wait) if wanted else _sleep(wait)
+    for key, events in ready:
+        http.ready(
+            key.data,
+            bool(events & selectors.EVENT_READ),
+            bool(events & selectors.EVENT_WRITE),
+            time.monotonic(),
+        )
 
 
 def _wait_readable(fd: int, timeout: float) -> bool:
@@ -455,7 +484,9 @@ class BlockingClient(HandshakeFacts):
     from a legacy server-request callback, which is answered -32603 and logged. The
     other messages of the same read are handled first (server requests among them are
     answered); if more callbacks fail, the first exception is raised and the others are
-    logged. While :meth:`close` writes what is left, callback exceptions are logged only.
+    logged. Once a call raises, its cancellation is written (a second at most): a callback
+    that fails meanwhile does not replace the exception. While :meth:`close` writes what
+    is left, callback exceptions are logged only.
 
     Not thread-safe: one thread uses one client.
     """
@@ -482,7 +513,10 @@ class BlockingClient(HandshakeFacts):
         self._handshake_failure: BaseException | None = None
         self._failure: SessionClosed | None = None
         self._restarting = False  # HTTP: a new session replaces one the server forgot
-        self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
+        # ... ready within handshake_timeout of the loop's time (nothing runs between
+        # calls): by then while a loop runs, with so many seconds left while none does.
+        self._restart_deadline: float | None = None
+        self._restart_left: float | None = None
         self._write_since: float | None = None
         self._outbox_limit = _OUTBOX_MESSAGES * conn.config.max_message_size
         self._selector = selectors.DefaultSelector()
@@ -659,11 +693,16 @@ class BlockingClient(HandshakeFacts):
         reused), in the same selector loop; the sans-IO rules of
         :class:`mcp_sansio.http.HttpClient` do the rest (headers, session, era probe,
         SSE, resumption, session expiry: a ``404`` starts a new session and sends the
-        refused request again; a new session not ready within ``handshake_timeout``, or
+        refused request again; a new session not ready within ``handshake_timeout``,
+        counting only the time calls run (nothing can start it between them; its
+        ``initialize``'s own ``timeout``, if set, counts from the ``404``), or
         refused, closes the client with :class:`~mcp_trio.SessionClosed`). Redirects
-        are not followed. The legacy GET stream is opened when
-        ``transport.open_get_stream`` (the default): what the server says on its own
-        is handled while a call waits.
+        are not followed. Answers to the server's requests are written before the call
+        that handled them returns, for a second at most (then in the next call). The
+        legacy GET stream is opened when ``transport.open_get_stream`` (the default),
+        once the server has taken ``notifications/initialized``; the session's first
+        request waits for the stream's head, ``connect_timeout`` at most. What the
+        server says on its own is handled while a call waits.
 
         Args:
             url: the MCP endpoint, ``http://`` or ``https://``.
@@ -975,16 +1014,20 @@ class BlockingClient(HandshakeFacts):
         courtesy: bool = True,
     ) -> None:
         """Move bytes and fire timers until ``done()`` or ``deadline`` (``TimeoutError``),
-        then write what the transport takes without blocking (over HTTP, ``courtesy``:
-        write what is queued, for a second at most: see :meth:`_flush_nowait`).
+        then write what the transport takes without blocking (over HTTP, once ``done()``
+        and with ``courtesy``: write what is queued, for a second at most, handling
+        nothing: see :meth:`_flush_nowait`; not when the loop raised, so nothing runs
+        after the exception that ends the call).
 
         Raises:
             SessionClosed: the connection ended first.
         """
+        returned = False
         try:
             self._loop(done, deadline, what)
+            returned = True
         finally:
-            self._flush_nowait(courtesy=courtesy)
+            self._flush_nowait(courtesy=courtesy and returned)
 
     def _loop(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
         if self._http is not None:
@@ -1033,16 +1076,35 @@ class BlockingClient(HandshakeFacts):
         done: Callable[[], bool],
         deadline: float | None,
         what: str,
-        *,
-        reading: bool = True,
     ) -> None:
         """:meth:`_loop` over Streamable HTTP: the exchanges' sockets, the core's timers
-        and the exchanges' own (connect, write); ``reading=False``: no answer that could
-        bring messages is read (heads and one-way answers are)."""
-        self._take(http)  # (sending may have failed at once: no address, say)
+        and the exchanges' own (connect, write).
+
+        A new session that replaces a forgotten one has ``handshake_timeout`` of the
+        loop's time: a restart still pending when the loop ends keeps what is left of
+        it for the next loop (nothing is written or read between calls, so the time
+        between them does not count; the Trio session, always running, counts it)."""
+        try:
+            self._take(http)  # (sending may have failed at once: no address, say)
+            self._http_run(http, done, deadline, what)
+        finally:
+            if self._restart_deadline is not None:  # (its clock stops with the loop)
+                self._restart_left = max(0.0, self._restart_deadline - time.monotonic())
+                self._restart_deadline = None
+
+    def _http_run(
+        self,
+        http: HttpTransport,
+        done: Callable[[], bool],
+        deadline: float | None,
+        what: str,
+    ) -> None:
         while not done():
             self._raise_if_closed()
             now = time.monotonic()
+            if self._restart_left is not None:  # (a pending restart's clock runs again)
+                self._restart_deadline = now + self._restart_left
+                self._restart_left = None
             timer = self._conn.next_deadline()
             if timer is not None and timer <= now:
                 self._handle(self._conn.handle_timer(now))
@@ -1061,23 +1123,25 @@ class BlockingClient(HandshakeFacts):
                 http.handle_timer(now)
                 self._take(http)
                 continue
-            times = (timer, deadline, own, restart)
-            wake = min((d for d in times if d is not None), default=None)
-            wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
-            wanted = http.wanted(reading=reading)
-            with selectors.DefaultSelector() as selector:
-                # (a new selector each time: a closed socket's number may be reused)
-                for fd, (events, exchange) in wanted.items():
-                    selector.register(fd, events, exchange)
-                ready = selector.select(wait) if wanted else _sleep(wait)
-            for key, events in ready:
-                http.ready(
-                    key.data,
-                    bool(events & selectors.EVENT_READ),
-                    bool(events & selectors.EVENT_WRITE),
-                    time.monotonic(),
-                )
+            _http_wait(http, (timer, deadline, own, restart), now, reading=True)
             self._take(http)
+
+    def _http_write(self, http: HttpTransport, deadline: float) -> None:
+        """Drive the one-way POSTs queued (answers to the server's requests, a
+        cancellation) until written or ``deadline``, and nothing else: no answer that
+        could bring messages is read (heads and one-way answers are), what the answers
+        bring stays in ``http.inbox`` (no callback runs), no timer of the core's fires;
+        all that is the next call's."""
+        while http.busy_writing() and http.failure is None:
+            now = time.monotonic()
+            if deadline <= now:
+                logger.debug("HTTP: left unwritten for now")
+                return
+            own = http.next_deadline()
+            if own is not None and own <= now:
+                http.handle_timer(now)
+                continue
+            _http_wait(http, (deadline, own), now, reading=False)
 
     def _take(self, http: HttpTransport) -> None:
         """Hand the core what the answers brought, in order (messages; a new session;
@@ -1119,7 +1183,7 @@ class BlockingClient(HandshakeFacts):
         """The session that was to replace a forgotten one did not start: the client
         is closed (as the Trio session does)."""
         self._restarting = False
-        self._restart_deadline = None
+        self._restart_deadline = self._restart_left = None
         if self._failure is None:
             self._http_lost(SessionClosed(reason))
 
@@ -1200,18 +1264,13 @@ class BlockingClient(HandshakeFacts):
         Over HTTP a message is written by driving its exchange (connecting, maybe the
         TLS handshake): with ``courtesy``, what is queued (answers to the server's
         requests, a cancellation) is driven until written, for
-        ``_COURTESY_WRITE_TIMEOUT`` at most, reading nothing that could bring more
-        messages; what is left then goes on in the next call (or :meth:`close`)."""
+        ``_COURTESY_WRITE_TIMEOUT`` at most, handling nothing (:meth:`_http_write`: no
+        callback runs, no exception but a bug's comes out); what is left then goes on
+        in the next call (or :meth:`close`)."""
         http = self._http
         if http is not None:
-            if courtesy and self._failure is None and http.busy_writing():
-                deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
-                try:
-                    self._http_loop(
-                        http, lambda: not http.busy_writing(), deadline, "writing", reading=False
-                    )
-                except (TimeoutError, SessionClosed):
-                    logger.debug("HTTP: left unwritten for now", exc_info=True)
+            if courtesy and self._failure is None:
+                self._http_write(http, time.monotonic() + _COURTESY_WRITE_TIMEOUT)
             return
         while self._outbox and self._failure is None and self._write():
             pass
@@ -1269,7 +1328,7 @@ class BlockingClient(HandshakeFacts):
         elif isinstance(event, HandshakeCompleted):
             self._handshake = event
             self._restarting = False
-            self._restart_deadline = None
+            self._restart_deadline = self._restart_left = None
         elif isinstance(event, RequestReceived):
             self._answer(event)
         elif isinstance(event, NotificationReceived):
