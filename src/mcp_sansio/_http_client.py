@@ -266,8 +266,7 @@ def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:
     """What an error status the client does not act on says, for people, with the
     headers quoted in the error's ``data``: a redirect not followed names its
     ``Location``, a ``401`` the server's ``WWW-Authenticate`` challenge."""
-    if 300 <= head.status < 400:
-        shown = (head.header("location") or "")[:200]
+    if 300 <= head.status < 400 and (shown := (head.header("location") or "")[:200]):
         return f"the redirect is not followed (Location: {shown})", {"location": shown}
     if head.status == 401:
         shown = (head.header("www-authenticate") or "")[:500]

@@ -231,5 +231,5 @@ def _fits(name: str, value: object) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if name == "token_endpoint_auth_method":
         # (Another string would be taken as "none": the secret silently not sent.)
-        return value in _AUTH_METHODS
+        return isinstance(value, str) and value in _AUTH_METHODS
     return isinstance(value, str)

@@ -162,6 +162,17 @@ def test_a_client_that_follows_no_redirects_names_the_location() -> None:
     assert message["error"]["data"] == {"httpStatus": 307, "location": "/v2"}
 
 
+def test_a_3xx_without_a_location_is_a_plain_status() -> None:
+    # Nothing to name, nothing redirected to: not worded as a redirect.
+    client = legacy_client()
+    sent = client.post(rpc(2, "tools/call", {"name": "t"}))
+    reader = client.response(sent, 300, (), follow_redirects=False)
+    assert reader.kind == "error" and reader.redirect is None
+    (message,) = read(reader)
+    assert message["error"]["message"] == "HTTP: status 300"
+    assert message["error"]["data"] == {"httpStatus": 300}
+
+
 @pytest.mark.parametrize(
     ("challenge", "body", "text"),
     [

@@ -90,6 +90,8 @@ _MALFORMED_PARTS: list[object] = [
     # Not one of the methods (it would act as "none": the secret silently not sent).
     {"clients": {ISSUER: {"client_id": "c", "token_endpoint_auth_method": "bogus"}}},
     {"clients": {ISSUER: {"client_id": "c", "token_endpoint_auth_method": 3}}},
+    {"clients": {ISSUER: {"client_id": "c", "token_endpoint_auth_method": ["none"]}}},
+    {"clients": {ISSUER: {"client_id": "c", "token_endpoint_auth_method": {}}}},
 ]
 
 
