@@ -1735,12 +1735,7 @@ class HttpServer:
             self._drain(session.conn)
         for stream in list(self._modern.values()):
             if stream.subscription:
-                self._drain(stream.conn)
-                stream.conn.send_notification(method, params)
-                messages = stream.conn.messages_to_send()
-                sent += bool(messages)
-                for payload, _ in messages:
-                    self._route_modern(stream, payload)
+                sent += self._notify_stream(stream, method, params)
         return sent
 
     def send_task_status(self, params: dict[str, Any], *, principal: str | None) -> int:
@@ -1754,14 +1749,19 @@ class HttpServer:
         sent = 0
         for stream in list(self._modern.values()):
             if stream.subscription and stream.conn.principal == principal:
-                self._drain(stream.conn)
                 with contextlib.suppress(LocalProtocolError):  # (no filter asked for it)
-                    stream.conn.send_notification(TASKS_NOTIFICATION, params)
-                messages = stream.conn.messages_to_send()
-                sent += bool(messages)
-                for payload, _ in messages:
-                    self._route_modern(stream, payload)
+                    sent += self._notify_stream(stream, TASKS_NOTIFICATION, params)
         return sent
+
+    def _notify_stream(self, stream: _Stream, method: str, params: dict[str, Any] | None) -> bool:
+        """Send a notification on a modern ``subscriptions/listen`` stream, after what
+        its connection had queued; whether anything went (its filter may not ask)."""
+        self._drain(stream.conn)
+        stream.conn.send_notification(method, params)
+        messages = stream.conn.messages_to_send()
+        for payload, _ in messages:
+            self._route_modern(stream, payload)
+        return bool(messages)
 
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timer` must next be called, or ``None``."""
