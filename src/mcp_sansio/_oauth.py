@@ -46,7 +46,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, final
+from typing import Any, Final, Literal, TypeAlias, final, get_args
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
@@ -84,7 +84,7 @@ __all__ = [
 
 TokenEndpointAuthMethod: TypeAlias = Literal["none", "client_secret_basic", "client_secret_post"]
 """The client authentication methods at the token endpoint we implement."""
-_AUTH_METHODS: Final = ("none", "client_secret_basic", "client_secret_post")
+_AUTH_METHODS: Final[tuple[str, ...]] = get_args(TokenEndpointAuthMethod)  # (preferred first)
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 OFFLINE_ACCESS: Final = "offline_access"
 _MAX_LEEWAY: Final = 30.0
