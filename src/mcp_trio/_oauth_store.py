@@ -12,6 +12,13 @@ A file that does not parse as a JSON object, or is over 1 MiB, reads as empty (l
 but is never written over, since it may hold what others saved: a save is then
 dropped, logged as an error, until the file is repaired or removed. A save that would
 make the file larger than that is dropped the same way.
+
+The file work (reads, the write, its ``fsync``) runs in a worker thread
+(:func:`trio.to_thread.run_sync`), never on the Trio thread, where a slow disk would stall
+every task; one call at a time per storage (a :class:`trio.Lock`), so that saves are
+applied in the order they were made and none reads the file while another is replacing
+it (a save's read, change and write are one step). A call cancelled while its thread
+runs finishes that work first (the thread cannot be stopped half-way).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar, final, get_args
 
 import attrs
+import trio
 
 from mcp_sansio import ClientCredentials, OAuthToken, TokenEndpointAuthMethod
 
@@ -71,43 +79,55 @@ class FileOAuthStorage:
         self.namespace: Final = namespace
         # Saves the file could not take ("clients"/"tokens" -> key -> entry, None for a
         # token removed): this process reads them before the file.
+        # Touched on the Trio thread only.
         self._unsaved: Final[dict[str, dict[str, Any]]] = {"clients": {}, "tokens": {}}
+        # One call at a time does the file work (in a worker thread): see the module docs.
+        self._lock: Final = trio.Lock()
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
-        return _build(ClientCredentials, self._load("clients", issuer))
+        return _build(ClientCredentials, await self._load("clients", issuer))
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
-        self._save("clients", issuer, attrs.asdict(client), "registration")
+        await self._save("clients", issuer, attrs.asdict(client), "registration")
 
     async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
-        return _build(OAuthToken, self._load("tokens", _token_key(resource, issuer)))
+        return _build(OAuthToken, await self._load("tokens", _token_key(resource, issuer)))
 
     async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
         entry = None if token is None else attrs.asdict(token)
-        self._save("tokens", _token_key(resource, issuer), entry, "token")
+        await self._save("tokens", _token_key(resource, issuer), entry, "token")
 
-    def _load(self, part: str, key: str) -> object:
-        unsaved = self._unsaved[part]
-        if key in unsaved:
-            return unsaved[key]
+    async def _load(self, part: str, key: str) -> object:
+        async with self._lock:
+            unsaved = self._unsaved[part]
+            if key in unsaved:
+                return unsaved[key]
+            return await trio.to_thread.run_sync(self._load_file, part, key)
+
+    def _load_file(self, part: str, key: str) -> object:
+        # (In a worker thread.)
         return self._part(self._read() or {}, part).get(key)
 
-    def _save(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> None:
+    async def _save(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> None:
+        async with self._lock:
+            saved = await trio.to_thread.run_sync(self._save_file, part, key, entry, what)
+            if saved:
+                self._unsaved[part].pop(key, None)
+            else:
+                self._unsaved[part][key] = entry
+
+    def _save_file(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> bool:
+        """Whether the file now holds ``entry`` (in a worker thread)."""
         data = self._read()
-        saved = False
         if data is None:
             self._not_saved(what)
+            return False
+        entries = self._part(data, part)
+        if entry is None:
+            entries.pop(key, None)
         else:
-            entries = self._part(data, part)
-            if entry is None:
-                entries.pop(key, None)
-            else:
-                entries[key] = entry
-            saved = self._write(data, what)
-        if saved:
-            self._unsaved[part].pop(key, None)
-        else:
-            self._unsaved[part][key] = entry
+            entries[key] = entry
+        return self._write(data, what)
 
     def _not_saved(self, what: str) -> None:
         # Written over, the file would lose what else it holds (other identities'
@@ -129,7 +149,8 @@ class FileOAuthStorage:
 
     def unreadable(self) -> str | None:
         """Why the file cannot be read (so that it reads as empty and is not written
-        over), or ``None`` if it can (or does not exist)."""
+        over), or ``None`` if it can (or does not exist). It reads the file here, in
+        the caller's thread: for start-up checks, before the event loop runs."""
         return self._parse()[1]
 
     def _read(self) -> dict[str, Any] | None:

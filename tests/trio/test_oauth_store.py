@@ -7,12 +7,18 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
+import trio.testing
 
 from mcp_sansio import TokenEndpointAuthMethod
 from mcp_trio import ClientCredentials, FileOAuthStorage, OAuthToken
+
+from .test_http_support import IO_TIMEOUT
 
 ISSUER = "https://as.example"
 RESOURCE = "https://mcp.example/mcp"
@@ -239,3 +245,86 @@ async def test_the_new_file_is_on_the_disk_before_it_replaces_the_old_one(
     await FileOAuthStorage(path).save_token(RESOURCE, ISSUER, OAuthToken(access_token="t"))
     [(first, synced), (then, renamed)] = done
     assert (first, then) == ("fsync", "replace") and synced == renamed
+
+
+async def test_the_file_work_runs_in_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A slow disk (fsync can take seconds) must not stall every task of the Trio thread.
+    path = tmp_path / "oauth.json"
+    threads: list[threading.Thread] = []
+    fsync, open_ = os.fsync, Path.open
+
+    def record_fsync(fd: int) -> None:
+        threads.append(threading.current_thread())
+        fsync(fd)
+
+    def record_open(self: Path, *args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread())
+        return open_(self, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", record_fsync)
+    monkeypatch.setattr(Path, "open", record_open)
+    store = FileOAuthStorage(path)
+    await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="t"))
+    assert await store.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="t")
+    assert await store.load_client(ISSUER) is None
+    assert len(threads) == 4  # (the save's read and fsync, two loads)
+    assert threading.main_thread() not in threads
+
+
+async def test_saves_take_turns_and_none_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A save reads, changes and writes the whole file: two at once would each write
+    # what it read, and the first one's change would be lost.
+    path = tmp_path / "oauth.json"
+    store = FileOAuthStorage(path)
+    in_fsync, release = threading.Event(), threading.Event()
+    fsync = os.fsync
+
+    def blocking_fsync(fd: int) -> None:
+        in_fsync.set()
+        release.wait(IO_TIMEOUT)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", blocking_fsync)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
+            await trio.to_thread.run_sync(in_fsync.wait, IO_TIMEOUT)
+            nursery.start_soon(store.save_client, ISSUER, ClientCredentials(client_id="c"))
+            nursery.start_soon(store.load_client, ISSUER)
+            await trio.testing.wait_all_tasks_blocked()
+            # The second save and the load wait their turn, in the Trio thread.
+            assert store._lock.statistics().tasks_waiting == 2
+            release.set()
+    again = FileOAuthStorage(path)
+    assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="a")
+    assert await again.load_client(ISSUER) == ClientCredentials(client_id="c")
+
+
+async def test_a_save_cancelled_while_it_writes_is_finished_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker thread cannot be stopped half-way: the save completes (the file then
+    # holds it), and the storage's memory agrees with the file.
+    path = tmp_path / "oauth.json"
+    store = FileOAuthStorage(path)
+    in_fsync, release = threading.Event(), threading.Event()
+    fsync = os.fsync
+
+    def blocking_fsync(fd: int) -> None:
+        in_fsync.set()
+        release.wait(IO_TIMEOUT)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", blocking_fsync)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
+            await trio.to_thread.run_sync(in_fsync.wait, IO_TIMEOUT)
+            nursery.cancel_scope.cancel()
+            release.set()
+    assert await FileOAuthStorage(path).load_token(RESOURCE, ISSUER) == OAuthToken(access_token="a")
+    assert not store._lock.locked()
