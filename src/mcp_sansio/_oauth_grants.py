@@ -18,18 +18,23 @@ authorization server (AS), by presenting a JWT the client got elsewhere:
   :func:`parse_token_exchange_response`), then presents the ID-JAG to the AS with the
   JWT bearer grant, authenticated as the client registered there.
 
-The client never signs, verifies or even decodes these JWTs: they are opaque
-credentials that the platform or the IdP issues and the AS checks. Nothing here does
-I/O; the token response is read by :func:`~mcp_sansio.parse_token_response`.
+The client never signs or verifies these JWTs: they are credentials that the platform
+or the IdP issues and the AS checks. It reads one thing of them, unverified: the time
+claims of a JWS's payload (``nbf``, ``iat``, ``exp``; :func:`jwt_times`), to know how
+long the memory of a refusal lasts (:class:`AssertionRefusal`). Nothing here does I/O;
+the token response is read by :func:`~mcp_sansio.parse_token_response`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from typing import Final, final
 
 import attrs
 
+from ._json import JSONDecodeError, loads
 from ._oauth import (
     _TOKEN_CHARS,
     OFFLINE_ACCESS,
@@ -122,6 +127,75 @@ def _without_offline_access(scope: str | None) -> str | None:
     return " ".join(s for s in scope.split() if s != OFFLINE_ACCESS) or None
 
 
+_MAX_CLAIMS_PART: Final = 8192
+"""The longest JWT payload (base64url characters) :func:`jwt_times` decodes."""
+_CLOCK_SKEW: Final = 300.0
+"""Seconds by which an authorization server's clock may differ from ours (five
+minutes, the leeway usual for JWT time checks, RFC 7519 section 4.1)."""
+_RETRY_AFTER: Final = 60.0
+"""Seconds a refusal of a young JWT stands before the JWT may be presented again."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class JwtTimes:
+    """The time claims of a JWT (RFC 7519 section 4.1), seconds since the epoch, as
+    its payload says (unverified); ``None`` for a claim it does not have."""
+
+    not_before: float | None = None
+    """``nbf``: not valid before."""
+    issued_at: float | None = None
+    """``iat``: issued at."""
+    expires_at: float | None = None
+    """``exp``: not valid from then on."""
+
+
+def jwt_times(assertion: str) -> JwtTimes | None:
+    """The time claims of ``assertion``, a JWS in compact form (three base64url parts),
+    read without verifying anything; ``None`` for anything else (an encrypted JWT, a
+    payload over 8192 characters, or one that is not a JSON object). A claim that is
+    not a number is left out."""
+    parts = assertion.split(".")
+    if len(parts) != 3 or len(parts[1]) > _MAX_CLAIMS_PART:
+        return None
+    try:
+        payload = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        claims = loads(payload)
+    except (binascii.Error, ValueError, JSONDecodeError):
+        return None
+    if type(claims) is not dict:
+        return None
+
+    def number(name: str) -> float | None:
+        value = claims.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    return JwtTimes(not_before=number("nbf"), issued_at=number("iat"), expires_at=number("exp"))
+
+
+def _lapses_at(assertion: str, now: float) -> float | None:
+    """When a refusal of ``assertion`` at ``now`` stops standing (``None``: never).
+
+    An authorization server whose clock is behind ours sees a JWT issued just now as
+    issued in the future, or not yet valid, and refuses it (``invalid_grant``, RFC 7523
+    section 3); it takes it once its clock gets there. So a refusal of a JWT that is
+    young (its ``nbf`` or ``iat``, the later, under five minutes before ``now``, or
+    after it) lapses a minute after the later of that time and ``now``: the JWT may
+    then be presented once more, and each refusal while it is young lapses the same
+    way (at most one request a minute, for five minutes of skew). A refusal of an
+    expired JWT (``exp`` at or before ``now``), of one older than that, or of one
+    whose times cannot be read stands for good."""
+    times = jwt_times(assertion)
+    if times is None or (times.expires_at is not None and times.expires_at <= now):
+        return None
+    starts = [t for t in (times.not_before, times.issued_at) if t is not None]
+    if not starts or max(starts) <= now - _CLOCK_SKEW:
+        return None
+    return max(*starts, now) + _RETRY_AFTER
+
+
 @final
 @attrs.frozen(kw_only=True)
 class AssertionRefusal:
@@ -136,12 +210,20 @@ class AssertionRefusal:
     (``invalid_grant``, ``invalid_client``, ``unauthorized_client``,
     ``unsupported_grant_type``) covers the assertion whatever the scope and resource;
     any other (``invalid_scope``, ``invalid_target``, ...) covers that assertion with
-    that resource and that scope (as a set) only. The assertion itself is not kept."""
+    that resource and that scope (as a set) only. The assertion itself is not kept.
+
+    A refusal made while the JWT was young may be the authorization server's clock
+    being behind ours: it lapses (:attr:`lapses_at`) and the JWT may be presented once
+    more when it may have become valid there (see :func:`jwt_times`; the rule is
+    ``_lapses_at``'s). One of an expired JWT never lapses."""
 
     error: str
     """The OAuth ``error`` code of the refusal."""
     digest: bytes = attrs.field(repr=False)
     """The SHA-256 of what was refused (see :meth:`of`)."""
+    lapses_at: float | None = attrs.field(default=None, eq=False)
+    """When the refusal stops standing (seconds since the epoch, the clock ``now`` was
+    read from); ``None``: never. Not part of equality: one refusal, whenever made."""
 
     @classmethod
     def of(
@@ -152,19 +234,34 @@ class AssertionRefusal:
         assertion: str,
         resource: str | None,
         scope: str | None,
+        now: float | None = None,
     ) -> AssertionRefusal | None:
         """The refusal with HTTP ``status`` and ``error`` of ``assertion`` (asked for
-        ``resource`` and ``scope``); ``None`` when it may not stand if asked again (see
+        ``resource`` and ``scope``) at ``now`` (the wall clock, seconds since the epoch;
+        ``None``: it never lapses); ``None`` when it may not stand if asked again (see
         the class)."""
         if not error or error in _TRANSIENT_ERRORS:
             return None
         if not (status == 400 or (status == 401 and error == "invalid_client")):
             return None
-        return cls(error=error, digest=_digest(error, assertion, resource, scope))
+        lapses_at = None if now is None else _lapses_at(assertion, now)
+        return cls(
+            error=error, digest=_digest(error, assertion, resource, scope), lapses_at=lapses_at
+        )
 
-    def repeated_by(self, *, assertion: str, resource: str | None, scope: str | None) -> bool:
-        """Whether asking with ``assertion`` for ``resource`` and ``scope`` would repeat
-        the refused request."""
+    def repeated_by(
+        self,
+        *,
+        assertion: str,
+        resource: str | None,
+        scope: str | None,
+        now: float | None = None,
+    ) -> bool:
+        """Whether asking with ``assertion`` for ``resource`` and ``scope`` at ``now``
+        would repeat the refused request (not once the refusal has lapsed; ``now``
+        ``None``: whenever)."""
+        if self.lapses_at is not None and now is not None and now >= self.lapses_at:
+            return False
         return _digest(self.error, assertion, resource, scope) == self.digest
 
 

@@ -13,8 +13,11 @@ without retrying or switching grant types"). The JWTs come from the caller, fres
 each authorization (a callable may fetch a new one: they are short-lived); the client
 never signs or reads them. A refusal that stands (an ``AssertionRefusal``) is
 remembered by the :class:`~mcp_trio.OAuth`, for all its clients (:class:`Refusals`): the
-same JWT (a string, or what a callable returns again) is then refused at once, with no
-request, so that a session's later requests do not present it again and again. Every
+same JWT (a string, or what a callable returns again; an ID-JAG the IdP hands out
+again) is then refused at once, with no request, so that a session's later requests
+do not present it again and again; until the refusal lapses, for a JWT refused while
+young (the authorization server's clock may be behind: see
+:class:`~mcp_sansio._oauth_grants.AssertionRefusal`). Every
 request goes through the flow's ``fetch``: https (http to loopback only for a server on
 loopback), bounded in time and size.
 """
@@ -164,23 +167,30 @@ _MAX_REFUSALS: Final = 8
 class Refusals:
     """What an :class:`~mcp_trio.OAuth` remembers of refused grants: up to eight
     (``_MAX_REFUSALS``) :class:`~mcp_sansio._oauth_grants.AssertionRefusal` of each kind
-    of assertion (the workload JWT, the ID token), the one least recently refused or
-    held back forgotten first. A refusal that depends on the resource and scope
+    of assertion (the workload JWT, the ID token, the ID-JAG), the one least recently
+    refused or held back forgotten first. A refusal that depends on the resource and scope
     (``invalid_scope``) is one of several, for a few servers or scopes; beyond eight,
     the oldest may be presented (and refused) once more."""
 
     def __init__(self) -> None:
         self._kept: dict[str, OrderedDict[AssertionRefusal, None]] = {}
 
-    def check(self, what: str, assertion: str, resource: str, scope: str | None) -> None:
-        """Refuse to present ``assertion`` again if that would repeat a refusal.
+    def check(
+        self, what: str, assertion: str, resource: str, scope: str | None, now: float
+    ) -> None:
+        """Refuse to present ``assertion`` at ``now`` (the wall clock) if that would
+        repeat a refusal that still stands.
 
         Raises:
             OAuthError: it would (the refusal's ``error`` kept; no request made).
         """
         kept = self._kept.get(what, OrderedDict())
         refusal = next(
-            (r for r in kept if r.repeated_by(assertion=assertion, resource=resource, scope=scope)),
+            (
+                r
+                for r in kept
+                if r.repeated_by(assertion=assertion, resource=resource, scope=scope, now=now)
+            ),
             None,
         )
         if refusal is not None:
@@ -199,18 +209,20 @@ class Refusals:
         assertion: str,
         resource: str,
         scope: str | None,
+        now: float,
     ) -> None:
-        """``assertion`` was refused with ``exc``, an answer with HTTP ``status``:
-        remember it if the refusal stands (see
-        :class:`~mcp_sansio._oauth_grants.AssertionRefusal`)."""
+        """``assertion`` was refused at ``now`` with ``exc``, an answer with HTTP
+        ``status``: remember it if the refusal stands (see
+        :class:`~mcp_sansio._oauth_grants.AssertionRefusal`; until it lapses, for a
+        young JWT)."""
         refusal = AssertionRefusal.of(
-            exc.error, status=status, assertion=assertion, resource=resource, scope=scope
+            exc.error, status=status, assertion=assertion, resource=resource, scope=scope, now=now
         )
         if refusal is None:
             return
         kept = self._kept.setdefault(what, OrderedDict())
+        kept.pop(refusal, None)  # (the same refusal again: its new lapse time)
         kept[refusal] = None
-        kept.move_to_end(refusal)
         if len(kept) > _MAX_REFUSALS:
             kept.popitem(last=False)
 
@@ -252,7 +264,7 @@ async def workload_token(
     what = "workload JWT"
     check_grant_issuer(metadata, identity.issuer)
     assertion = await _resolve(identity.assertion, what)
-    refusals.check(what, assertion, resource, scope)
+    refusals.check(what, assertion, resource, scope, now())
     request = jwt_bearer_request(
         metadata, client, assertion=assertion, resource=resource, scope=scope
     )
@@ -260,7 +272,7 @@ async def workload_token(
     try:
         token = parse_token_response(status, answer, now=now(), requested_scope=scope)
     except OAuthError as exc:
-        refusals.note(what, exc, status, assertion, resource, scope)
+        refusals.note(what, exc, status, assertion, resource, scope, now())
         raise _refused(exc, "the workload JWT (jwt-bearer grant) was refused") from None
     return grant_token(token, client=client)
 
@@ -283,8 +295,8 @@ async def enterprise_token(
     of the ID token for an ID-JAG (``audience`` the authorization server's issuer,
     ``resource``, ``scope``), then the JWT bearer grant with the ID-JAG, ``client``
     authenticated. One request each. An ID token ``refusals`` remembers as refused by
-    the IdP is not sent again; a new refusal is remembered there (the ID-JAG is new
-    each time: its refusal is not).
+    the IdP is not sent again, nor an ID-JAG the authorization server refused (an IdP
+    may hand out the same one again); a new refusal of either is remembered there.
 
     Raises:
         OAuthError: the IdP or the authorization server refused, now or before (the
@@ -298,7 +310,7 @@ async def enterprise_token(
         check_endpoint(endpoint, "the identity provider's token endpoint", loopback=loopback)
     what = "ID token"
     id_token = await _resolve(enterprise.id_token, what)
-    refusals.check(what, id_token, resource, scope)  # (before any request to the IdP)
+    refusals.check(what, id_token, resource, scope, now())  # (before any request to the IdP)
     if endpoint is None:
         idp = await discover(enterprise.idp_issuer)
     else:
@@ -315,11 +327,15 @@ async def enterprise_token(
     try:
         grant = parse_token_exchange_response(status, answer)
     except OAuthError as exc:
-        refusals.note(what, exc, status, id_token, resource, scope)
+        refusals.note(what, exc, status, id_token, resource, scope, now())
         raise _refused(exc, "no ID-JAG from the identity provider") from None
+    # An IdP may hand out the same ID-JAG again while it is valid (one it caches): one
+    # the authorization server refused for good is not presented again either.
+    refusals.check("ID-JAG", grant, resource, scope, now())
     request = jwt_bearer_request(metadata, client, assertion=grant, resource=resource, scope=scope)
     status, answer = await _post(fetch, metadata.token_endpoint, request)
     try:
         return parse_token_response(status, answer, now=now(), requested_scope=scope)
     except OAuthError as exc:
+        refusals.note("ID-JAG", exc, status, grant, resource, scope, now())
         raise _refused(exc, "the ID-JAG (jwt-bearer grant) was refused") from None

@@ -24,9 +24,11 @@ from mcp_sansio._json import dumps
 from mcp_sansio._oauth import select_authorization_server
 from mcp_sansio._oauth_grants import (
     AssertionRefusal,
+    JwtTimes,
     check_grant_issuer,
     grant_scope,
     grant_token,
+    jwt_times,
 )
 
 ISSUER = "https://auth.example.com"
@@ -316,3 +318,69 @@ def token_error_of(body: bytes) -> OAuthError:
 def test_an_empty_description_is_left_out_as_in_an_authorization_response() -> None:
     body = dumps({"error": "invalid_grant", "error_description": ""})
     assert str(token_error_of(body)).endswith(": status 400, invalid_grant")
+
+
+def _jws(claims: object) -> str:
+    payload = base64.urlsafe_b64encode(dumps(claims)).rstrip(b"=").decode()
+    return f"eyJhbGciOiJFUzI1NiJ9.{payload}.c2ln"
+
+
+def test_the_time_claims_of_a_jwt_are_read_unverified() -> None:
+    times = jwt_times(_jws({"nbf": 10, "iat": 9.5, "exp": 20, "sub": "x"}))
+    assert times == JwtTimes(not_before=10.0, issued_at=9.5, expires_at=20.0)
+    # A claim that is not a number is left out.
+    assert jwt_times(_jws({"nbf": "10", "iat": True, "exp": None})) == JwtTimes()
+
+
+@pytest.mark.parametrize(
+    "assertion",
+    [
+        "opaque",
+        "a.b.c.d.e",  # encrypted (JWE): nothing to read
+        "eyJ9.!!!.c2ln",  # not base64url
+        _jws([1, 2]),
+        "eyJ9.bm90IGpzb24.c2ln",  # not JSON
+        _jws({"iat": 1, "pad": "x" * 8192}),  # over the bound
+    ],
+)
+def test_what_is_not_a_readable_jws_has_no_times(assertion: str) -> None:
+    assert jwt_times(assertion) is None
+
+
+NOW = 1_000_000.0
+
+
+@pytest.mark.parametrize(
+    ("claims", "lapses_at"),
+    [
+        ({"iat": NOW}, NOW + 60),  # issued just now: perhaps the AS's clock is behind
+        ({"iat": NOW - 299}, NOW + 60),
+        ({"nbf": NOW + 600, "iat": NOW}, NOW + 660),  # not valid yet: a minute after nbf
+        ({"iat": NOW, "exp": NOW + 10}, NOW + 60),
+        ({"iat": NOW, "exp": NOW}, None),  # expired: never valid again
+        ({"iat": NOW - 300}, None),  # older than any clock skew
+        ({"exp": NOW + 10}, None),  # no start: nothing says it is young
+        (None, None),  # not a JWS
+    ],
+)
+def test_a_refusal_of_a_young_jwt_lapses(claims: dict[str, float] | None, lapses_at: float) -> None:
+    assertion = JWT if claims is None else _jws(claims)
+    refusal = AssertionRefusal.of(
+        "invalid_grant", status=400, assertion=assertion, resource=RESOURCE, scope=None, now=NOW
+    )
+    assert refusal is not None and refusal.lapses_at == lapses_at
+    assert refusal.repeated_by(assertion=assertion, resource=RESOURCE, scope=None, now=NOW)
+    later = NOW + 86400 * 365
+    assert refusal.repeated_by(assertion=assertion, resource=RESOURCE, scope=None, now=later) is (
+        lapses_at is None
+    )
+    if lapses_at is not None:
+        assert not refusal.repeated_by(
+            assertion=assertion, resource=RESOURCE, scope=None, now=lapses_at
+        )
+        assert refusal.repeated_by(assertion=assertion, resource=RESOURCE, scope=None)  # no now
+    # Without a clock, as before: it stands for good.
+    plain = AssertionRefusal.of(
+        "invalid_grant", status=400, assertion=assertion, resource=None, scope=None
+    )
+    assert plain is not None and plain.lapses_at is None and plain == refusal

@@ -51,6 +51,7 @@ class FakeIdP:
     issued_token_type: str = "urn:ietf:params:oauth:token-type:id-jag"
     padding: int = 0
     hang: bool = False
+    same_grant: bool = False  # hand out one ID-JAG again and again (as if cached)
     paths: list[str] = attrs.field(factory=list)
     exchanges: list[dict[str, str]] = attrs.field(factory=list)
 
@@ -82,7 +83,8 @@ class FakeIdP:
                 return self.error_status, js, dumps(refusal)
             if form.get("subject_token") not in self.id_tokens:
                 return 400, js, dumps({"error": "invalid_grant"})
-            grant = f"jag-{len(self.exchanges)}.{form['audience']}.{form['resource']}"
+            number = 0 if self.same_grant else len(self.exchanges)
+            grant = f"jag-{number}.{form['audience']}.{form['resource']}"
             self.grants.add(grant)
             answer: dict[str, Any] = {
                 "issued_token_type": self.issued_token_type,

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from mcp_sansio import OAuthToken
+from mcp_sansio._json import dumps
 from mcp_trio import (
     ClientCredentials,
     EnterpriseAuthorization,
@@ -575,21 +576,21 @@ def test_refusals_keep_the_last_eight_of_each_kind() -> None:
 
     def held_back(resource: str, what: str = what) -> bool:
         try:
-            refusals.check(what, WORKLOAD_JWT, resource, "read")
+            refusals.check(what, WORKLOAD_JWT, resource, "read", 0.0)
         except OAuthError as exc:
             assert exc.error == "invalid_scope"
             return True
         return False
 
     for resource in servers[:_MAX_REFUSALS]:
-        refusals.note(what, scoped, 400, WORKLOAD_JWT, resource, "read")
+        refusals.note(what, scoped, 400, WORKLOAD_JWT, resource, "read", 0.0)
     assert all(held_back(r) for r in servers[:_MAX_REFUSALS])  # (each met again, in order)
     assert not held_back(servers[0], "ID token")  # (another kind: its own)
     assert held_back(servers[0])  # met again: now the most recent
-    refusals.note(what, scoped, 400, WORKLOAD_JWT, servers[-1], "read")  # one past the bound
+    refusals.note(what, scoped, 400, WORKLOAD_JWT, servers[-1], "read", 0.0)  # one past the bound
     assert [held_back(r) for r in servers] == [True, False, *[True] * (_MAX_REFUSALS - 1)]
     # A refusal noted again does not take a second place.
-    refusals.note(what, scoped, 400, WORKLOAD_JWT, servers[-1], "read")
+    refusals.note(what, scoped, 400, WORKLOAD_JWT, servers[-1], "read", 0.0)
     assert [held_back(r) for r in servers] == [True, False, *[True] * (_MAX_REFUSALS - 1)]
 
 
@@ -639,3 +640,96 @@ async def test_the_configured_authorization_server_is_used_when_listed(
     # Nothing configured: the first one, as before.
     with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="other-as"):
         await oauth(client=ClientCredentials(client_id="public")).authorize(fake.url)
+
+
+async def test_an_id_jag_the_as_refused_is_not_presented_again(nursery: trio.Nursery) -> None:
+    # An IdP that caches its ID-JAGs hands out the refused one again: it is not sent
+    # to the authorization server a second time.
+    fake, idp, client = await enterprise_setup(nursery, same_grant=True)
+    fake.grant_error = "invalid_grant"
+    auth = OAuth(client=client, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)
+        with pytest.raises(OAuthError, match=r"ID-JAG was refused.*not presented again") as info:
+            await auth.authorize(fake.url)
+    assert info.value.error == "invalid_grant"
+    assert len(idp.exchanges) == 2 and len(fake.token_requests) == 1
+
+
+async def test_an_id_jag_refusal_that_may_not_stand_lets_it_be_sent_again(
+    nursery: trio.Nursery,
+) -> None:
+    fake, idp, client = await enterprise_setup(nursery, same_grant=True)
+    fake.grant_error = "temporarily_unavailable"
+    auth = OAuth(client=client, enterprise=enterprise(idp))
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="temporarily_unavailable"):
+            await auth.authorize(fake.url)
+        fake.grant_error = None
+        await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 2
+
+
+def jwt(**claims: Any) -> str:
+    """An (unsigned) JWS with these claims: the client never verifies it."""
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(dumps(value)).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'ES256'})}.{part({'sub': 'workload', **claims})}.c2ln"
+
+
+class Clock:
+    now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_young_jwt_refused_for_the_clock_is_presented_again_a_minute_later(
+    nursery: trio.Nursery,
+) -> None:
+    # An AS whose clock is behind ours refuses a JWT issued just now ("iat in the
+    # future"); it takes the same JWT once its clock gets there.
+    clock = Clock()
+    assertion = jwt(iat=clock.now, exp=clock.now + 3600)
+    fake = await start_fake(nursery, grant_error="invalid_grant")
+    fake.assertions = {assertion}
+    identity = WorkloadIdentity(assertion=assertion, issuer=fake.issuer)
+    auth = OAuth(workload_identity=identity, clock=clock)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)
+        clock.now += 59
+        with pytest.raises(OAuthError, match="not presented again"):
+            await auth.authorize(fake.url)
+        clock.now += 1
+        fake.grant_error = None
+        await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 2
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {"iat": -3600.0, "exp": 0.0},  # expired: never valid again
+        {"iat": -301.0},  # older than any clock skew: not the clock
+        {},  # no time claims: nothing says
+    ],
+)
+async def test_a_jwt_refused_when_expired_or_old_is_never_presented_again(
+    nursery: trio.Nursery, claims: dict[str, float]
+) -> None:
+    clock = Clock()
+    assertion = jwt(**{name: clock.now + value for name, value in claims.items()})
+    fake = await start_fake(nursery, grant_error="invalid_grant")
+    identity = WorkloadIdentity(assertion=assertion, issuer=fake.issuer)
+    auth = OAuth(workload_identity=identity, clock=clock)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)
+        clock.now += 86400
+        with pytest.raises(OAuthError, match="not presented again"):
+            await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 1
