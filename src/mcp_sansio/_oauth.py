@@ -313,9 +313,25 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
     ]
 
 
+# A WebSocket URL's opening handshake is an HTTP request to its http(s) twin (RFC 6455
+# section 3: the same host, port and resource name; WHATWG Fetch maps ws to http and
+# wss to https): for OAuth it is that resource.
+_WEBSOCKET_SCHEMES: Final = {"ws": "http", "wss": "https"}
+
+
+def websocket_http_url(url: str) -> str:
+    """The ``http(s)`` URL of a ``ws(s)`` one (anything else as it is): what OAuth
+    discovery starts from, and the resource a WebSocket server's protected-resource
+    metadata names (``ws``/``wss`` there are taken as the same resource)."""
+    parts = urlsplit(url)
+    scheme = _WEBSOCKET_SCHEMES.get(parts.scheme.lower())
+    return url if scheme is None else urlunsplit(parts._replace(scheme=scheme))
+
+
 def _norm_origin(url: str) -> tuple[str, str, int | None, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
+    scheme = _WEBSOCKET_SCHEMES.get(scheme, scheme)
     port = parts.port or {"http": 80, "https": 443}.get(scheme)
     return scheme, (parts.hostname or "").lower(), port, parts.path
 

@@ -794,8 +794,8 @@ async def open_client(
         ssl_context: ``wss://`` / ``https://``: the TLS context.
         headers: HTTP and WebSocket: extra headers for every request (the
             WebSocket handshake), e.g. ``{"Authorization": "Bearer ..."}``.
-        auth: HTTP: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`) for a server
-            that asks for it (``401``); see the README, "OAuth".
+        auth: HTTP and WebSocket: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`)
+            for a server that asks for it (``401``); see the README, "OAuth".
         http_config: HTTP: the transport's bounds (:class:`~mcp_trio.HttpClientConfig`:
             the largest SSE event and JSON body an answer may be).
 

@@ -134,10 +134,8 @@ async def open_target(
         opened = _open_http(
             url, handlers, config, connection_config, ssl_context, headers, auth, http_config
         )
-    elif auth is not None or http_config is not None:
-        _only_for("a non-HTTP", auth=auth, http_config=http_config)
     elif url:
-        _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr)
+        _only_for("a WebSocket", env=env, cwd=cwd, stderr=stderr, http_config=http_config)
         opened = open_websocket_client(
             url,
             ssl_context=ssl_context,
@@ -145,8 +143,12 @@ async def open_target(
             config=config,
             connection_config=connection_config,
             headers=headers,
+            auth=auth,
             start=False,
         )
+    elif auth is not None or http_config is not None:
+        _only_for("a non-HTTP", http_config=http_config)
+        _only_for("a non-URL", auth=auth)
     elif headers is not None:
         _only_for("a non-URL", headers=headers)
     elif isinstance(target, MessageChannel):

@@ -23,8 +23,8 @@ import logging
 import ssl
 import urllib.parse
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any, ClassVar, cast, final
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, cast, final
 
 import trio
 import trio_websocket
@@ -41,6 +41,9 @@ from ._http_auth import Authenticate, run_authenticate
 from ._open import open_session
 from ._session import Session
 from ._util import SessionHook, open_task_nursery, run_hook
+
+if TYPE_CHECKING:
+    from ._oauth import OAuth  # (the OAuth binding is imported when first used)
 
 __all__ = [
     "MCP_PATH",
@@ -219,8 +222,8 @@ async def serve_websocket(
         on_session: runs beside each connection's session; cancelled when it closes.
         authenticate: ``async (request_head) -> Principal | HttpResponse``, as for
             :func:`~mcp_trio.serve_http` (e.g. :class:`~mcp_trio.BearerAuth`), run on
-            each connection's opening handshake (a ``GET``; its headers but ``Host``,
-            which the WebSocket layer takes), in what is left of
+            each connection's opening handshake (a ``GET`` and its headers, ``Host``
+            first), in what is left of
             ``config.ws_connect_timeout`` (then ``503``): a refusal is the handshake's
             answer, a principal is the whole connection's (``ctx.principal``). The
             answer itself has ``ws_connect_timeout`` again to be written.
@@ -288,7 +291,7 @@ async def _serve_connection(
             return  # no complete handshake in time, or its refusal was cut short
         refusal = None
         if authenticate is not None:  # (in what is left of the time: then a 503)
-            head = HttpRequest(method="GET", target=request.path, headers=request.headers)
+            head = HttpRequest(method="GET", target=request.path, headers=_head_headers(request))
             left = max(deadline - trio.current_time(), 0.0)
             found = await run_authenticate(authenticate, head, left, f"WebSocket {MCP_PATH}")
             if isinstance(found, HttpResponse):
@@ -318,6 +321,35 @@ async def _serve_connection(
             await run_hook(session, on_session)
 
 
+def _head_headers(request: trio_websocket.WebSocketRequest) -> list[tuple[bytes, bytes]]:
+    """The handshake's headers for the ``authenticate`` hook, as the HTTP one sees a
+    request's: wsproto keeps ``Host``, ``Sec-WebSocket-Protocol`` and
+    ``Sec-WebSocket-Extensions`` apart from the others (decoded); they are put back,
+    ``Host`` first (an authenticator may check it, or name the server by it)."""
+    event = getattr(request, "_event", None)  # (trio-websocket keeps wsproto's Request there)
+    found: list[tuple[bytes, bytes]] = []
+    host = getattr(event, "host", None)
+    if isinstance(host, str):
+        try:
+            found.append((b"host", host.encode("idna")))  # (wsproto decoded it so)
+        except UnicodeError:
+            found.append((b"host", host.encode("utf-8", "surrogateescape")))
+    found.extend(request.headers)
+    if request.proposed_subprotocols:
+        found.append((b"sec-websocket-protocol", ", ".join(request.proposed_subprotocols).encode()))
+    extensions = getattr(event, "extensions", None)
+    if extensions:
+        found.append((b"sec-websocket-extensions", ", ".join(map(str, extensions)).encode()))
+    return found
+
+
+def _host_header(host: str, port: int, secure: bool) -> str:
+    """The ``Host`` of the handshake: the host, and the port unless it is the scheme's
+    default (RFC 6455 section 4.1; RFC 9110 section 7.2), an IPv6 address in brackets."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port == (443 if secure else 80) else f"{name}:{port}"
+
+
 def _split_url(url: str) -> tuple[str, int, str, bool]:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
@@ -327,6 +359,17 @@ def _split_url(url: str) -> tuple[str, int, str, bool]:
     return parts.hostname, parts.port or (443 if secure else 80), resource, secure
 
 
+@final
+class _HandshakeRejected(SessionClosed):
+    """The server answered the opening handshake with another status than ``101``
+    (its ``status`` and ``headers``: a ``401`` challenge, for OAuth)."""
+
+    def __init__(self, message: str, status: int, headers: tuple[tuple[bytes, bytes], ...]) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = headers
+
+
 def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
     rejected = group.subgroup(trio_websocket.HandshakeError)
     if rejected is None:
@@ -334,7 +377,61 @@ def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
     first = rejected.exceptions[0]
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
-    return SessionClosed(f"the WebSocket handshake failed: {first!r}")
+    message = f"the WebSocket handshake failed: {first!r}"
+    if isinstance(first, trio_websocket.ConnectionRejected):
+        return _HandshakeRejected(message, first.status_code, tuple(first.headers or ()))
+    return SessionClosed(message)
+
+
+WsOpener: TypeAlias = AbstractAsyncContextManager[
+    tuple[trio_websocket.WebSocketConnection, trio.Event]
+]
+
+
+async def _authorized_handshake(
+    stack: AsyncExitStack,
+    connect: Callable[[list[tuple[bytes, bytes]]], WsOpener],
+    url: str,
+    auth: OAuth,
+) -> tuple[trio_websocket.WebSocketConnection, trio.Event]:
+    """The opening handshake with ``auth``'s token (entered into ``stack``): refused
+    with a challenge, the :class:`~mcp_trio.Authorizer` gets a token (discovery,
+    authorization: see :mod:`mcp_trio._oauth`) and the handshake is made again, as an
+    HTTP request would be sent again.
+
+    Raises:
+        SessionClosed: refused for good (the last refusal), or the authorization
+            failed (its ``OAuthError``, or ``trio.TooSlowError``, as the cause).
+    """
+    from mcp_sansio._oauth import OAuthError, websocket_http_url  # noqa: PLC0415 (see above)
+
+    # No 2025-03-26 fallback (the server's origin as its authorization server): that
+    # revision's rule is for its HTTP transport; this one has the metadata, or nothing.
+    authorizer = auth.bind(websocket_http_url(url), legacy_fallback=lambda: False)
+    rounds = 0
+    while True:
+        await authorizer.ready()  # (an expired token refreshed first, if it can be)
+        sent = authorizer.authorization()
+        more = [] if sent is None else [(b"authorization", sent)]
+        try:
+            opened = await stack.enter_async_context(connect(more))
+        except _HandshakeRejected as exc:
+            challenge = authorizer.challenge_of(exc.status, exc.headers)
+            if challenge is None or rounds >= auth.max_authorizations:
+                raise
+            rounds += 1
+            try:
+                await authorizer.challenged(exc.status, challenge, sent)
+            except (OAuthError, trio.TooSlowError) as failure:
+                why = failure if isinstance(failure, OAuthError) else "it took too long"
+                logger.warning("WebSocket: authorization failed: %s", why)
+                raise SessionClosed(
+                    f"the WebSocket handshake was refused ({exc.status}) and the "
+                    f"authorization failed: {why}"
+                ) from failure
+            continue
+        authorizer.accepted(sent)
+        return opened
 
 
 async def _cancel_when_set(event: trio.Event, scope: trio.CancelScope) -> None:
@@ -383,7 +480,7 @@ async def _open_ws(
                         ws = await trio_websocket.wrap_client_stream(
                             watch.nursery(),
                             stream,
-                            host,
+                            _host_header(host, port, secure),
                             resource,
                             subprotocols=subprotocols,
                             max_message_size=max_message_size,
@@ -412,6 +509,7 @@ async def open_websocket_client(
     config: SessionConfig | None = None,
     connection_config: ConnectionConfig | None = None,
     headers: Mapping[str, str] | None = None,
+    auth: OAuth | None = None,
     start: bool = True,
 ) -> AsyncGenerator[Session]:
     """Connect to an MCP WebSocket server (``ws://host:port/mcp``, a custom transport).
@@ -420,6 +518,15 @@ async def open_websocket_client(
         url: the ``ws://`` or ``wss://`` URL of the endpoint.
         ssl_context: for ``wss://`` (default: the system's).
         headers: extra headers for the opening handshake (e.g. ``Authorization``).
+        auth: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`), as for HTTP: a
+            handshake refused with ``401`` (or ``403`` ``insufficient_scope``) and a
+            ``WWW-Authenticate`` challenge starts discovery and authorization (the
+            server's resource is the ``http(s)`` twin of ``url``: its
+            protected-resource metadata is found there, or where the challenge
+            says), then the handshake is made again with the token, at most
+            ``max_authorizations`` times. An expired token is refreshed before a
+            handshake. The server checks the token at the handshake only: the
+            connection outlives it; a new connection refreshes it.
         handlers: handlers for the server's requests and notifications.
         config: runtime bounds, message size, pings.
         connection_config: the client core's configuration.
@@ -430,25 +537,37 @@ async def open_websocket_client(
         (bounded by ``close_timeout``) and the TCP connection is closed.
 
     Raises:
-        ValueError: an extra header is malformed or one the handshake writes itself.
+        ValueError: an extra header is malformed or one the handshake writes itself,
+            or ``Authorization`` with ``auth``.
         SessionClosed: the TCP connection could not be opened (the cause is the
             ``OSError``).
         trio.BrokenResourceError: the TLS handshake failed; the cause says why (e.g. an
             ``ssl.SSLCertVerificationError``).
         trio.TooSlowError: no connection or handshake within ``ws_connect_timeout``.
         SessionClosed: the server rejected the handshake (the cause says how), closed
-            the connection during it, or did not accept the ``mcp`` subprotocol.
+            the connection during it, or did not accept the ``mcp`` subprotocol; with
+            ``auth``, the authorization it asked for failed (the cause says why).
     """
     config = config if config is not None else SessionConfig()
     extra = extra_headers(headers, reserved=_RESERVED_HEADERS, transport="WebSocket")
-    async with _open_ws(
-        url,
-        subprotocols=[SUBPROTOCOL],
-        max_message_size=config.ws_max_message_size,
-        connect_timeout=config.ws_connect_timeout,
-        ssl_context=ssl_context,
-        extra_headers=extra,
-    ) as (ws, reader_done):
+    if auth is not None and any(name == b"authorization" for name, _ in extra):
+        raise ValueError("pass auth= or an Authorization header, not both")
+
+    def connect(more: list[tuple[bytes, bytes]]) -> WsOpener:
+        return _open_ws(
+            url,
+            subprotocols=[SUBPROTOCOL],
+            max_message_size=config.ws_max_message_size,
+            connect_timeout=config.ws_connect_timeout,
+            ssl_context=ssl_context,
+            extra_headers=[*extra, *more],
+        )
+
+    async with AsyncExitStack() as stack:
+        if auth is None:
+            ws, reader_done = await stack.enter_async_context(connect([]))
+        else:
+            ws, reader_done = await _authorized_handshake(stack, connect, url, auth)
         if ws.subprotocol != SUBPROTOCOL:
             with trio.move_on_after(config.close_timeout):
                 await ws.aclose(1002, "the 'mcp' subprotocol is required")

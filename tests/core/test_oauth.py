@@ -36,6 +36,7 @@ from mcp_sansio import (
     token_request,
 )
 from mcp_sansio._json import dumps
+from mcp_sansio._oauth import websocket_http_url
 
 ISSUER = "https://auth.example.com"
 
@@ -147,6 +148,13 @@ def test_authorization_server_metadata_urls_in_the_spec_order() -> None:
         ("https://mcp.example.com:8443/mcp", "https://mcp.example.com/mcp", False),
         ("mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
         ("https://mcp.example.com:bad/mcp", "https://mcp.example.com/mcp", False),
+        # A WebSocket server's resource: its ws(s) URL or its http(s) twin, the same.
+        ("wss://mcp.example.com/mcp", "https://mcp.example.com/mcp", True),
+        ("WSS://mcp.example.com:443", "https://mcp.example.com/mcp", True),
+        ("https://mcp.example.com/mcp", "wss://mcp.example.com/mcp", True),
+        ("ws://mcp.example.com/mcp", "http://mcp.example.com:80/mcp", True),
+        ("ws://mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("wss://mcp.example.com/mcp", "http://mcp.example.com/mcp", False),
     ],
 )
 def test_resource_matches(resource: str, server: str, match: bool) -> None:
@@ -785,3 +793,15 @@ def test_which_answers_ask_for_authorization() -> None:
     assert step_up is not None and step_up.scope == "a b"
     assert response_challenge(403, ['Bearer error="invalid_token"']) is None  # a refusal
     assert response_challenge(403, []) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "twin"),
+    [
+        ("ws://127.0.0.1:8000/mcp?x=1", "http://127.0.0.1:8000/mcp?x=1"),
+        ("WSS://mcp.example.com/mcp", "https://mcp.example.com/mcp"),
+        ("https://mcp.example.com/mcp", "https://mcp.example.com/mcp"),
+    ],
+)
+def test_the_http_twin_of_a_websocket_url(url: str, twin: str) -> None:
+    assert websocket_http_url(url) == twin

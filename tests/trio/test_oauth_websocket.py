@@ -1,0 +1,206 @@
+"""OAuth over the WebSocket transport: ``serve_websocket(authenticate=BearerAuth(...))``
+answers a handshake without a good token with its challenge, and
+``open_client("ws://…", auth=OAuth(...))`` discovers, authorizes and makes the
+handshake again with the token, as the HTTP client sends a request again. The
+authorization server is ``test_oauth_e2e``'s fake, on 127.0.0.1; it also serves the
+WebSocket server's protected-resource metadata (a WebSocket server serves no
+documents: the challenge names where it is)."""
+
+from __future__ import annotations
+
+import socket
+from functools import partial
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from mcp_sansio._json import dumps
+from mcp_sansio.http import HttpRequest
+from mcp_trio import (
+    BearerAuth,
+    Context,
+    InMemoryOAuthStorage,
+    Principal,
+    ProtectedResourceMetadata,
+    Server,
+    SessionClosed,
+    open_client,
+)
+from mcp_trio._websocket import _host_header
+
+from .oauth_support import oauth
+from .test_http_support import IO_TIMEOUT, serve_routes
+from .test_oauth_e2e import FakeAS, FakeTime
+
+PRM_PATH = "/.well-known/oauth-protected-resource/ws/mcp"
+
+
+@attrs.define
+class WsSetup:
+    asrv: FakeAS
+    url: str  # ws://127.0.0.1:PORT/mcp
+    resource: str  # what the metadata names
+    heads: list[HttpRequest] = attrs.field(factory=list)  # what the hook saw
+    accepted: list[str] = attrs.field(factory=list)
+
+
+async def start_ws(
+    nursery: trio.Nursery, *, resource_scheme: str = "http", **knobs: Any
+) -> WsSetup:
+    """A protected WebSocket server and its authorization server (``knobs``)."""
+    asrv = FakeAS(**knobs)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    setup = WsSetup(
+        asrv=asrv,
+        url=f"ws://127.0.0.1:{port}/mcp",
+        resource=f"{resource_scheme}://127.0.0.1:{port}/mcp",
+    )
+
+    async def route(
+        method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if method == "GET" and target == PRM_PATH:
+            prm = ProtectedResourceMetadata(
+                resource=setup.resource, authorization_servers=[asrv.issuer]
+            )
+            return 200, [("content-type", "application/json")], dumps(prm.document())
+        return await asrv.route(method, target, headers, body)
+
+    listeners = await nursery.start(
+        partial(trio.serve_tcp, partial(serve_routes, route), 0, host="127.0.0.1")
+    )
+    asrv.issuer = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+
+    async def verify(token: str) -> Principal | None:
+        got = asrv.tokens.get(token)
+        if got is None or got[1] != setup.resource or asrv.clock() > got[2]:
+            return None
+        setup.accepted.append(token)
+        return Principal(subject="alice", scopes=got[0])
+
+    bearer = BearerAuth(
+        verify_token=verify,
+        resource_metadata_url=f"{asrv.issuer}{PRM_PATH}",
+        required_scopes="mcp",
+    )
+
+    async def authenticate(request: HttpRequest) -> Any:
+        setup.heads.append(request)
+        return await bearer(request)
+
+    server = Server("protected-ws")
+
+    @server.tool()
+    async def whoami(ctx: Context) -> str:
+        p = ctx.principal
+        return "nobody" if p is None else f"{p.subject} {sorted(p.scopes)}"
+
+    await nursery.start(partial(server.serve_websocket, port=port, authenticate=authenticate))
+    return setup
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("resource_scheme", ["http", "ws"])
+async def test_a_websocket_client_authorizes_and_calls_a_tool(
+    nursery: trio.Nursery, era: str, resource_scheme: str
+) -> None:
+    s = await start_ws(nursery, resource_scheme=resource_scheme)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, era=era, auth=oauth()) as client:  # type: ignore[arg-type]
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    [authorization] = s.asrv.authorizations
+    assert authorization["resource"] == s.resource  # as the metadata names it
+    assert authorization["scope"] == "mcp"  # the challenge's
+    # The handshake without a token was refused; the one with it, taken.
+    assert [h.header("authorization") for h in s.heads] == [None, f"Bearer {s.accepted[0]}"]
+
+
+async def test_the_hook_sees_the_handshake_as_an_http_request(nursery: trio.Nursery) -> None:
+    # wsproto keeps Host and the Sec-WebSocket-Protocol header apart: the hook had
+    # neither, so an authenticator could not tell which server was asked.
+    s = await start_ws(nursery)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed, match="handshake failed"):
+        async with open_client(s.url):
+            pass  # pragma: no cover
+    [head] = s.heads
+    assert (head.method, head.target) == ("GET", "/mcp")
+    assert head.headers[0] == (b"host", s.url.removeprefix("ws://").removesuffix("/mcp").encode())
+    assert head.header("sec-websocket-protocol") == "mcp"
+    assert head.header("upgrade") == "websocket"
+
+
+async def test_a_stored_token_serves_the_next_connection_and_is_refreshed(
+    nursery: trio.Nursery,
+) -> None:
+    # A new connection (a reconnect) finds the token in the storage at its first 401;
+    # expired, it is refreshed there, and the user is not asked again.
+    time = FakeTime()
+    s = await start_ws(
+        nursery,
+        refresh_tokens=True,
+        expires_in=60,
+        scopes_supported=["mcp", "offline_access"],
+        clock=time,
+    )
+    auth = oauth(storage=InMemoryOAuthStorage(), clock=time)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, auth=auth) as client:
+            await client.call_tool("whoami", {})
+        time.advance(120)
+        async with open_client(s.url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp', 'offline_access']"
+    assert len(s.asrv.authorizations) == 1
+    grants = [t["grant_type"] for t in s.asrv.token_requests]
+    assert grants == ["authorization_code", "refresh_token"]
+    assert len(set(s.accepted)) == 2
+
+
+async def test_a_token_the_server_keeps_refusing_fails_the_connection(
+    nursery: trio.Nursery,
+) -> None:
+    # The authorization server issues tokens for another resource: the server refuses
+    # each. The user is asked once, then the refusal is the answer.
+    s = await start_ws(nursery, audience="https://elsewhere.example/mcp")
+    with (
+        trio.fail_after(IO_TIMEOUT),
+        pytest.raises(SessionClosed, match=r"refused \(401\) and the authorization failed"),
+    ):
+        async with open_client(s.url, auth=oauth()):
+            pass  # pragma: no cover
+    assert len(s.asrv.authorizations) == 1
+    assert len(s.heads) == 2
+
+
+async def test_auth_and_an_authorization_header_are_one_or_the_other() -> None:
+    with pytest.raises(ValueError, match="not both"):
+        async with open_client(
+            "ws://127.0.0.1:9/mcp", auth=oauth(), headers={"Authorization": "Bearer x"}
+        ):
+            pass  # pragma: no cover
+
+
+async def test_auth_is_for_urls_only() -> None:
+    server = Server("plain")
+    with pytest.raises(TypeError, match="auth cannot be used with a non-URL target"):
+        async with open_client(server, auth=oauth()):
+            pass  # pragma: no cover
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "secure", "header"),
+    [
+        ("127.0.0.1", 8000, False, "127.0.0.1:8000"),
+        ("mcp.example.com", 80, False, "mcp.example.com"),
+        ("mcp.example.com", 443, True, "mcp.example.com"),
+        ("mcp.example.com", 80, True, "mcp.example.com:80"),
+        ("::1", 8000, False, "[::1]:8000"),
+    ],
+)
+def test_the_host_header_has_the_port_unless_it_is_the_default(
+    host: str, port: int, secure: bool, header: str
+) -> None:
+    assert _host_header(host, port, secure) == header
