@@ -96,6 +96,7 @@ from mcp_sansio._oauth import (
     select_authorization_server,
     select_scope,
     token_request,
+    websocket_http_url,
 )
 from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 
@@ -439,7 +440,8 @@ class OAuth:
         """Authorize for the server at ``server_url`` now, before connecting.
 
         The server is asked once without a token (a ``POST`` of a ``ping``, as the
-        first request of a session would be refused): its ``401`` challenge may name
+        first request of a session would be refused; for a ``ws://``/``wss://`` URL,
+        an opening handshake): its ``401`` challenge may name
         the protected-resource metadata, which a server may publish there only
         (``2025-11-25/basic/authorization``, "Protected Resource Metadata Discovery
         Requirements"). A server that takes that request without a token (a ``2xx``,
@@ -463,8 +465,22 @@ class OAuth:
             trio.TooSlowError: over ``authorize_timeout`` (or ``timeout`` for one
                 request to the server or the authorization server).
         """
-        authorizer = self.bind(server_url, legacy_fallback=lambda: legacy_fallback)
-        challenge = await authorizer.probe()
+        if server_url[:6].lower().startswith(("ws://", "wss://")):
+            # A WebSocket server: the probe is a handshake without a token, and the
+            # resource its http(s) twin (see open_websocket_client's auth).
+            from ._websocket import probe_handshake  # noqa: PLC0415 (WebSocket users only)
+
+            authorizer = self.bind(websocket_http_url(server_url), legacy_fallback=lambda: False)
+            refusal = await probe_handshake(
+                server_url, ssl_context=self.ssl_context, timeout=self.timeout
+            )
+            challenge = None
+            if refusal is not None:
+                found = authorizer.challenge_of(*refusal)
+                challenge = found if found is not None else BearerChallenge()
+        else:
+            authorizer = self.bind(server_url, legacy_fallback=lambda: legacy_fallback)
+            challenge = await authorizer.probe()
         if challenge is None:
             logger.info(
                 "OAuth: %s takes requests without a token: no authorization needed", server_url

@@ -500,6 +500,32 @@ async def _open_ws(
         await trio.aclose_forcefully(stream)
 
 
+async def probe_handshake(
+    url: str, *, ssl_context: ssl.SSLContext | None, timeout: float
+) -> tuple[int, tuple[tuple[bytes, bytes], ...]] | None:
+    """An opening handshake without a token (what :meth:`~mcp_trio.OAuth.authorize`
+    starts from): the refusal's status and headers; ``None`` when the server accepts
+    it (the connection is then closed); status ``0`` and no headers when it fails
+    otherwise, or not at all within ``timeout`` (logged: discovery then goes on
+    without a challenge)."""
+    try:
+        with trio.fail_after(timeout):
+            async with _open_ws(
+                url,
+                subprotocols=[SUBPROTOCOL],
+                max_message_size=SessionConfig().ws_max_message_size,
+                connect_timeout=timeout,
+                ssl_context=ssl_context,
+            ) as (ws, _):
+                await ws.aclose()
+    except _HandshakeRejected as exc:
+        return exc.status, exc.headers
+    except (SessionClosed, trio.TooSlowError, trio.BrokenResourceError) as exc:
+        logger.info("OAuth: the WebSocket handshake without a token failed: %s", exc)
+        return 0, ()
+    return None
+
+
 @asynccontextmanager
 async def open_websocket_client(
     url: str,

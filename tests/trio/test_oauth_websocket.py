@@ -22,6 +22,7 @@ from mcp_trio import (
     BearerAuth,
     Context,
     InMemoryOAuthStorage,
+    OAuthError,
     Principal,
     ProtectedResourceMetadata,
     Server,
@@ -204,3 +205,35 @@ def test_the_host_header_has_the_port_unless_it_is_the_default(
     host: str, port: int, secure: bool, header: str
 ) -> None:
     assert _host_header(host, port, secure) == header
+
+
+async def test_authorize_before_connecting_to_a_websocket_server(nursery: trio.Nursery) -> None:
+    # OAuth.authorize probes with a handshake (not an HTTP POST, which a WebSocket
+    # server cannot answer); the client then finds the token at its first 401.
+    s = await start_ws(nursery)
+    auth = oauth()
+    with trio.fail_after(IO_TIMEOUT):
+        await auth.authorize(s.url)
+        assert len(s.asrv.authorizations) == 1
+        async with open_client(s.url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    assert len(s.asrv.authorizations) == 1
+
+
+async def test_authorize_a_websocket_server_that_needs_no_token(nursery: trio.Nursery) -> None:
+    server = Server("open")
+    listeners = await nursery.start(partial(server.serve_websocket, port=0))
+    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    auth = oauth()
+    with trio.fail_after(IO_TIMEOUT):
+        await auth.authorize(url)  # no authorization needed: nothing more is done
+
+
+async def test_authorize_a_websocket_server_that_does_not_answer(nursery: trio.Nursery) -> None:
+    # No answer to the probe: discovery goes on without a challenge, at the http twin's
+    # well-known URLs (nothing there either: it fails, saying so).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="protected-resource"):
+        await oauth().authorize(f"ws://127.0.0.1:{port}/mcp")
