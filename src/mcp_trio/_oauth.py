@@ -1,11 +1,13 @@
-"""OAuth 2.1 for the Streamable HTTP client: the flow, over Trio.
+"""OAuth 2.1 for the Streamable HTTP and WebSocket clients: the flow, over Trio.
 
 Theory of operation
 -------------------
 The rules are :mod:`mcp_sansio._oauth`'s; this module only moves their bytes and waits.
 :class:`OAuth` is what the user configures (how the user agent is sent to the
 authorization server, the client's identity, storage); each HTTP client binds it to its
-server URL as an :class:`Authorizer`, which the channel consults:
+server URL as an :class:`Authorizer`, which the channel consults (a WebSocket client
+binds it to the ``http(s)`` twin of its URL and consults it at the opening handshake
+only, as for one request: :func:`mcp_trio._websocket.open_websocket_client`):
 
 * before each request is framed, for the ``Authorization`` value (the current token);
 * before every POST, to refresh a token that has expired when a refresh token exists
@@ -234,8 +236,9 @@ class InMemoryOAuthStorage:
 
 @final
 class OAuth:
-    """OAuth 2.1 authorization for an HTTP client: pass it as ``auth=`` to
-    :func:`~mcp_trio.open_client` or :func:`~mcp_trio.open_http_client`.
+    """OAuth 2.1 authorization for an HTTP or WebSocket client: pass it as ``auth=`` to
+    :func:`~mcp_trio.open_client`, :func:`~mcp_trio.open_http_client` or
+    :func:`~mcp_trio.open_websocket_client` (there it authorizes the opening handshake).
 
     When the server answers ``401``, the client discovers the authorization server
     (protected-resource metadata, then RFC 8414 / OpenID Connect metadata), registers
@@ -459,6 +462,7 @@ class OAuth:
                 metadata, take its origin as the authorization server (that revision's
                 rule). Off by default: later revisions require the metadata, and the
                 fallback would send a registration to the server's own ``/register``.
+                Never for a ``ws(s)`` URL (that rule is for the HTTP transport).
 
         Raises:
             OAuthError: no token could be obtained (the message says why).
@@ -528,7 +532,8 @@ def _is_https_with_path(url: str) -> bool:
 @final
 class Authorizer:
     """An :class:`OAuth` bound to one server URL: the current token and the flow (see
-    the module docs). The HTTP channel drives it; users do not need it.
+    the module docs). The HTTP channel (or the WebSocket handshake) drives it; users do
+    not need it.
 
     ``legacy_fallback`` (see :meth:`OAuth.bind`) says whether the session may be a
     ``2025-03-26`` one: only then does a server without protected-resource metadata
