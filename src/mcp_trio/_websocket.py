@@ -383,14 +383,14 @@ def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
     return SessionClosed(message)
 
 
-WsOpener: TypeAlias = AbstractAsyncContextManager[
+_WsOpener: TypeAlias = AbstractAsyncContextManager[
     tuple[trio_websocket.WebSocketConnection, trio.Event]
 ]
 
 
 async def _authorized_handshake(
     stack: AsyncExitStack,
-    connect: Callable[[list[tuple[bytes, bytes]]], WsOpener],
+    connect: Callable[[list[tuple[bytes, bytes]]], _WsOpener],
     url: str,
     auth: OAuth,
 ) -> tuple[trio_websocket.WebSocketConnection, trio.Event]:
@@ -403,7 +403,7 @@ async def _authorized_handshake(
         SessionClosed: refused for good (the last refusal), or the authorization
             failed (its ``OAuthError``, or ``trio.TooSlowError``, as the cause).
     """
-    from mcp_sansio._oauth import OAuthError, websocket_http_url  # noqa: PLC0415 (see above)
+    from mcp_sansio._oauth import OAuthError, websocket_http_url  # noqa: PLC0415 (for OAuth users only)
 
     # No 2025-03-26 fallback (the server's origin as its authorization server): that
     # revision's rule is for its HTTP transport; this one has the metadata, or nothing.
@@ -579,7 +579,7 @@ async def open_websocket_client(
     if auth is not None and any(name == b"authorization" for name, _ in extra):
         raise ValueError("pass auth= or an Authorization header, not both")
 
-    def connect(more: list[tuple[bytes, bytes]]) -> WsOpener:
+    def connect(more: list[tuple[bytes, bytes]]) -> _WsOpener:
         return _open_ws(
             url,
             subprotocols=[SUBPROTOCOL],
