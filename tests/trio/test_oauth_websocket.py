@@ -44,6 +44,7 @@ class WsSetup:
     url: str  # ws://127.0.0.1:PORT/mcp
     resource: str  # what the metadata names
     heads: list[HttpRequest] = attrs.field(factory=list)  # what the hook saw
+    required_scopes: str = "mcp"  # what the server asks of a token (may change)
     accepted: list[str] = attrs.field(factory=list)
 
 
@@ -83,14 +84,13 @@ async def start_ws(
         setup.accepted.append(token)
         return Principal(subject="alice", scopes=got[0])
 
-    bearer = BearerAuth(
-        verify_token=verify,
-        resource_metadata_url=f"{asrv.issuer}{PRM_PATH}",
-        required_scopes="mcp",
-    )
-
     async def authenticate(request: HttpRequest) -> Any:
         setup.heads.append(request)
+        bearer = BearerAuth(
+            verify_token=verify,
+            resource_metadata_url=f"{asrv.issuer}{PRM_PATH}",
+            required_scopes=setup.required_scopes,
+        )
         return await bearer(request)
 
     server = Server("protected-ws")
@@ -237,3 +237,17 @@ async def test_authorize_a_websocket_server_that_does_not_answer(nursery: trio.N
         port = probe.getsockname()[1]
     with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="protected-resource"):
         await oauth().authorize(f"ws://127.0.0.1:{port}/mcp")
+
+
+async def test_a_403_insufficient_scope_at_the_handshake_steps_up(nursery: trio.Nursery) -> None:
+    # The stored token (scope mcp) is refused by a server that now needs files:write
+    # too: 403 insufficient_scope, and the client asks for both, then connects.
+    s = await start_ws(nursery)
+    auth = oauth()
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, auth=auth) as client:
+            await client.call_tool("whoami", {})
+        s.required_scopes = "files:write mcp"
+        async with open_client(s.url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['files:write', 'mcp']"
+    assert [a["scope"] for a in s.asrv.authorizations] == ["mcp", "files:write mcp"]
