@@ -91,10 +91,14 @@ def _ro(d: dict[str, CapabilityPath | None]) -> Mapping[str, CapabilityPath | No
 #: The skills extension (SEP-2640): its identifier, and the gate of its methods. Not a
 #: revision's method: an extension's, which both eras carry, so each table lists it
 #: (a client calls them "only after observing the server's declaration").
+#: ``resources/directory/read`` is gated by the extension's ``directoryRead`` setting:
+#: "Clients MUST NOT call resources/directory/read against a server that has not
+#: declared directoryRead: true", and such a server answers it as an unknown method.
 SKILLS_EXTENSION: Final = "io.modelcontextprotocol/skills"
 _SKILLS_METHODS: dict[str, CapabilityPath | None] = {
     "skills/list": ("extensions", SKILLS_EXTENSION),
     "skills/get": ("extensions", SKILLS_EXTENSION),
+    "resources/directory/read": ("extensions", SKILLS_EXTENSION, "directoryRead"),
 }
 
 _BASE_CLIENT_REQUESTS: dict[str, CapabilityPath | None] = {
@@ -323,7 +327,9 @@ def has_capability(capabilities: Mapping[str, object], path: CapabilityPath | No
     ``("extensions", identifier)``, is declared by an object only: ``extensions`` maps
     identifiers to settings objects, an empty one for no settings (basic/versioning.mdx,
     "Extension Negotiation"), so ``null``, ``true`` or a string declare nothing. The one
-    rule for every extension: :func:`declares_extension`.
+    rule for every extension: :func:`declares_extension`. A setting of an extension,
+    ``("extensions", identifier, setting)``, is declared by ``true`` only (a boolean
+    setting whose default is ``false``, as the skills extension's ``directoryRead``).
     """
     if path is None:
         return True
@@ -333,7 +339,7 @@ def has_capability(capabilities: Mapping[str, object], path: CapabilityPath | No
             return False
         node = node[key]
     if path[0] == "extensions":
-        return isinstance(node, Mapping)
+        return isinstance(node, Mapping) if len(path) == 2 else node is True
     return node is not None and node is not False
 
 

@@ -54,8 +54,8 @@ import hashlib
 import importlib
 import math
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal, final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, final, overload
 
 import attrs
 
@@ -76,8 +76,10 @@ __all__ = [
     "SKILL_MD",
     "SKILL_MD_MIME_TYPE",
     "FrontmatterError",
+    "InvalidSkillEntry",
     "Skill",
     "SkillFile",
+    "SkillListing",
     "SkillVerificationError",
     "build_skill",
     "check_limits",
@@ -92,6 +94,7 @@ __all__ = [
     "resolve_skill_file",
     "sha256_digest",
     "skill_json",
+    "skill_listing",
     "skill_root",
     "skill_uri",
     "split_frontmatter",
@@ -229,6 +232,42 @@ class Skill:
                 if entry.uri == uri:
                     return entry
         raise SkillVerificationError(uri, f"not listed in the manifest of {self.uri}")
+
+
+@final
+@attrs.frozen(kw_only=True)
+class InvalidSkillEntry:
+    """An entry of a ``skills/list`` result that is not a valid ``Skill`` entry: it
+    MUST NOT be loaded (spec: Resources), and is reported rather than dropped."""
+
+    uri: str | None
+    """The entry's ``uri``, when it is a string (to name it to the user)."""
+    reason: str
+    """Why it is refused."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class SkillListing(Sequence[Skill]):
+    """The entries of a ``skills/list`` listing: a sequence of the valid ones, in the
+    server's order, and :attr:`invalid`, the ones refused. One malformed entry costs
+    that entry only: the others are still the server's skills, each checked on its
+    own."""
+
+    skills: tuple[Skill, ...]
+    """The valid entries, in order."""
+    invalid: tuple[InvalidSkillEntry, ...] = ()
+    """The entries refused (malformed, or a URI listed before), in order."""
+
+    def __len__(self) -> int:
+        return len(self.skills)
+
+    @overload
+    def __getitem__(self, index: int) -> Skill: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Skill, ...]: ...
+    def __getitem__(self, index: int | slice) -> Skill | tuple[Skill, ...]:
+        return self.skills[index]
 
 
 # ---------------------------------------------------------------------------------- URIs
@@ -396,6 +435,31 @@ def parse_skill(entry: object) -> Skill:
     if uri not in uris:
         raise RemoteProtocolError(f"invalid skill entry {uri}: 'resources' omits {SKILL_MD}")
     return Skill(uri=uri, frontmatter=fields, resources=files)
+
+
+def skill_listing(entries: Iterable[object]) -> SkillListing:
+    """The entries of a ``skills/list`` listing (all its pages), each checked with
+    :func:`parse_skill` on its own: a malformed one is reported in ``invalid`` with the
+    reason, and so is a second entry for a URI already listed (a skill is identified by
+    its URI: two entries for one leave no single one to hold)."""
+    skills: list[Skill] = []
+    invalid: list[InvalidSkillEntry] = []
+    seen: set[str] = set()
+    for entry in entries:
+        uri = entry.get("uri") if isinstance(entry, Mapping) else None
+        named = uri if isinstance(uri, str) else None
+        try:
+            skill = parse_skill(entry)
+        except RemoteProtocolError as exc:
+            invalid.append(InvalidSkillEntry(uri=named, reason=str(exc)))
+            continue
+        if skill.uri in seen:
+            reason = f"invalid skill entry {skill.uri}: listed more than once"
+            invalid.append(InvalidSkillEntry(uri=named, reason=reason))
+            continue
+        seen.add(skill.uri)
+        skills.append(skill)
+    return SkillListing(skills=tuple(skills), invalid=tuple(invalid))
 
 
 def _parse_file(skill_uri: str, root: str, item: object) -> SkillFile:

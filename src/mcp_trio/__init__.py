@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from ._client import Client as Client
     from ._client import open_client as open_client
     from ._client_common import ToolOutput as ToolOutput
+    from ._client_skills import InvalidSkillEntry as InvalidSkillEntry
     from ._client_skills import Skill as Skill
     from ._client_skills import SkillFile as SkillFile
+    from ._client_skills import SkillListing as SkillListing
     from ._client_skills import SkillVerificationError as SkillVerificationError
     from ._client_subscriptions import Subscription as Subscription
     from ._client_tasks import TASKS_EXTENSION as TASKS_EXTENSION
@@ -114,8 +116,10 @@ _LAZY: dict[str, str] = {
     "Client": "._client",
     "open_client": "._client",
     "ToolOutput": "._client_common",
+    "InvalidSkillEntry": "._client_skills",
     "Skill": "._client_skills",
     "SkillFile": "._client_skills",
+    "SkillListing": "._client_skills",
     "SkillVerificationError": "._client_skills",
     "Subscription": "._client_subscriptions",
     "SessionConfig": "._config",
@@ -249,6 +253,7 @@ __all__ = [
     "InMemoryOAuthStorage",
     "InputRequiredError",
     "InputRequiredResult",
+    "InvalidSkillEntry",
     "LocalProtocolError",
     "LoopbackRedirect",
     "McpError",
@@ -280,6 +285,7 @@ __all__ = [
     "SessionStatistics",
     "Skill",
     "SkillFile",
+    "SkillListing",
     "SkillVerificationError",
     "StreamChannel",
     "Subscription",

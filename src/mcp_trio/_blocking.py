@@ -135,7 +135,7 @@ if TYPE_CHECKING:
     import ssl
 
     from mcp_sansio.http import HttpClientConfig
-    from mcp_sansio.skills import Skill
+    from mcp_sansio.skills import Skill, SkillListing
 
     from ._blocking_http import HttpTransport
     from ._http_config import HttpTransportConfig
@@ -1487,12 +1487,13 @@ class BlockingClient(HandshakeFacts):
 
         return run_sync(flow, lambda method, params: self.request(method, params, timeout=timeout))
 
-    def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
-        """Every skill entry (see :meth:`mcp_trio.Client.list_skills`)."""
+    def list_skills(self, *, timeout: float | None = None) -> SkillListing:
+        """Every skill entry, the invalid ones reported apart (see
+        :meth:`mcp_trio.Client.list_skills`)."""
         from ._client_skills import list_skills  # noqa: PLC0415 -- on first use
 
-        skills: list[Skill] = self._skills(list_skills(), timeout)
-        return skills
+        listing: SkillListing = self._skills(list_skills(), timeout)
+        return listing
 
     def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """One skill's entry (see :meth:`mcp_trio.Client.get_skill`)."""
@@ -1500,6 +1501,15 @@ class BlockingClient(HandshakeFacts):
 
         skill: Skill = self._skills(get_skill(uri), timeout)
         return skill
+
+    def read_resource_directory(
+        self, uri: str, *, timeout: float | None = None
+    ) -> list[t.Resource]:
+        """A directory's children (see :meth:`mcp_trio.Client.read_resource_directory`)."""
+        from ._client_skills import read_resource_directory  # noqa: PLC0415 -- on first use
+
+        children: list[t.Resource] = self._skills(read_resource_directory(uri), timeout)
+        return children
 
     def _read_bound(self) -> tuple[int, str]:
         """As :meth:`mcp_trio.Client._read_bound` (only Streamable HTTP has a bound of

@@ -74,7 +74,7 @@ from ._util import open_task_nursery
 
 if TYPE_CHECKING:
     from mcp_sansio.http import HttpClientConfig
-    from mcp_sansio.skills import Skill
+    from mcp_sansio.skills import Skill, SkillListing
 
     from ._oauth import OAuth  # (the HTTP binding is imported when first used)
 
@@ -447,28 +447,60 @@ class Client(HandshakeFacts):
         size = self._session.connection.config.max_message_size
         return read_bound(size, self._session.channel.message_bound())
 
-    async def list_skills(self, *, timeout: float | None = None) -> list[Skill]:
+    async def list_skills(self, *, timeout: float | None = None) -> SkillListing:
         """Every skill entry of ``skills/list`` (the skills extension), through all
         pages. Fetches no skill file (the spec forbids retrieval ahead of need).
 
+        Returns:
+            The valid entries, in order (a sequence: ``for skill in listing``), and in
+            ``listing.invalid`` the entries refused, each with its reason: a malformed
+            entry MUST NOT be loaded, and costs only itself (check ``invalid`` to tell
+            the user).
+
         Raises:
             LocalProtocolError: the server did not declare ``io.modelcontextprotocol/skills``.
-            RemoteProtocolError: a malformed page or entry (such an entry MUST NOT be
-                loaded).
+            RemoteProtocolError: a malformed page (no ``skills`` array, a bad or repeated
+                cursor, more pages or entries than the client takes).
         """
         from ._client_skills import list_skills  # noqa: PLC0415 -- on first use
 
-        skills: list[Skill] = await self._skills(list_skills(), timeout)
-        return skills
+        listing: SkillListing = await self._skills(list_skills(), timeout)
+        return listing
 
     async def get_skill(self, uri: str, *, timeout: float | None = None) -> Skill:
         """The entry of the skill whose ``SKILL.md`` is at ``uri`` (``skills/get``),
-        listed or not. Raises as :meth:`list_skills`; ``McpError`` (-32602) when the
-        server serves no skill there."""
+        listed or not.
+
+        Raises:
+            LocalProtocolError: as for :meth:`list_skills`.
+            RemoteProtocolError: a malformed entry, or one for another URI.
+            McpError: -32602 when the server serves no skill there.
+        """
         from ._client_skills import get_skill  # noqa: PLC0415 -- on first use
 
         skill: Skill = await self._skills(get_skill(uri), timeout)
         return skill
+
+    async def read_resource_directory(
+        self, uri: str, *, timeout: float | None = None
+    ) -> list[t.Resource]:
+        """The direct children of the directory resource ``uri``
+        (``resources/directory/read``, the skills extension), through all pages:
+        files with their resource metadata, subdirectories with ``mimeType``
+        ``inode/directory``. A live view of the server: reading a skill's files goes by
+        its held entry all the same (:meth:`read_skill_file`).
+
+        Raises:
+            LocalProtocolError: the server did not declare the extension with
+                ``directoryRead: true`` (the spec forbids the call then).
+            McpError: -32602 for a URI that is not a directory.
+            RemoteProtocolError: a malformed page, a bad or repeated cursor, or more
+                pages or entries than any list takes.
+        """
+        from ._client_skills import read_resource_directory  # noqa: PLC0415 -- on first use
+
+        children: list[t.Resource] = await self._skills(read_resource_directory(uri), timeout)
+        return children
 
     async def load_skill(
         self, skill: Skill, *, allow_dynamic: bool = False, timeout: float | None = None

@@ -18,33 +18,41 @@ from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from mcp_sansio import ErrorCode, ErrorData, LocalProtocolError, RemoteProtocolError
+from mcp_sansio import types as t
 from mcp_sansio.skills import (
+    DIRECTORY_READ,
     DYNAMIC,
     MAX_SKILL_TOTAL_SIZE,
     SKILLS_GET,
     SKILLS_LIST,
+    InvalidSkillEntry,
     Skill,
     SkillFile,
+    SkillListing,
     SkillVerificationError,
     check_limits,
     content_bytes,
     parse_skill,
     read_message_size,
     resolve_skill_file,
+    skill_listing,
     verify_content,
     verify_frontmatter,
 )
 
-from ._client_common import MAX_LIST_ITEMS, MAX_LIST_PAGES
+from ._client_common import MAX_LIST_ITEMS, MAX_LIST_PAGES, Pager
 from ._errors_base import McpError
 
 __all__ = [
+    "InvalidSkillEntry",
     "Skill",
     "SkillFile",
+    "SkillListing",
     "SkillVerificationError",
     "get_skill",
     "list_skills",
     "load_skill",
+    "read_resource_directory",
     "read_skill_file",
     "run_async",
     "run_sync",
@@ -91,25 +99,40 @@ def run_sync(flow: Flow, request: Callable[[str, dict[str, Any] | None], dict[st
 
 
 def list_skills() -> Flow:
-    """Every entry of ``skills/list``, through all pages (bounded as the other lists)."""
-    skills: list[Skill] = []
+    """The listing of ``skills/list``, through all pages (bounded as the other lists):
+    a :class:`~mcp_sansio.skills.SkillListing` of the valid entries, the malformed ones
+    reported in its ``invalid``. A malformed page (no ``skills`` array, a bad or
+    repeated cursor, too many pages or entries) fails the whole listing."""
+    entries: list[object] = []
     seen: set[str] = set()
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
         result = yield SKILLS_LIST, None if cursor is None else {"cursor": cursor}
-        entries = result.get("skills")
-        if not isinstance(entries, list):
+        page = result.get("skills")
+        if not isinstance(page, list):
             raise RemoteProtocolError(f"invalid {SKILLS_LIST} result: no 'skills' array")
-        if len(skills) + len(entries) > MAX_LIST_ITEMS:
+        if len(entries) + len(page) > MAX_LIST_ITEMS:
             raise RemoteProtocolError(f"{SKILLS_LIST}: more than {MAX_LIST_ITEMS} skills")
-        skills.extend(parse_skill(entry) for entry in entries)
+        entries.extend(page)
         cursor = result.get("nextCursor")
         if cursor is None:
-            return skills
+            return skill_listing(entries)
         if not isinstance(cursor, str) or cursor in seen:
             raise RemoteProtocolError(f"{SKILLS_LIST}: invalid or repeated nextCursor")
         seen.add(cursor)
     raise RemoteProtocolError(f"{SKILLS_LIST}: more than {MAX_LIST_PAGES} pages")
+
+
+def read_resource_directory(uri: str) -> Flow:
+    """The direct children of the directory resource ``uri``
+    (``resources/directory/read``), through all pages, bounded as the other lists
+    (:class:`~mcp_trio._client_common.Pager`): ``Resource`` objects, as the server
+    lists them (a live view: not a skill's manifest, which a held entry is)."""
+    pages = Pager(DIRECTORY_READ, "resources", t.Resource)
+    while True:
+        result = yield DIRECTORY_READ, {"uri": uri, **(pages.params() or {})}
+        if not pages.add(result):
+            return pages.items
 
 
 def get_skill(uri: str) -> Flow:

@@ -651,3 +651,57 @@ def test_a_server_that_does_not_declare_skills_answers_method_not_found(declared
             assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND, out
             assert f"capability 'extensions.{SKILLS}' not declared" in out[0]["error"]["message"]
             assert not [e for e in events if isinstance(e, RequestReceived)]
+
+
+@pytest.mark.parametrize(
+    ("setting", "counts"),
+    [(True, True), (False, False), (None, False), ("yes", False), (1, False), ("absent", False)],
+)
+def test_an_extension_setting_is_declared_by_true_only(setting: Any, counts: bool) -> None:
+    """ext-skills: ``directoryRead`` is a boolean setting whose default is ``false``."""
+    settings = {} if setting == "absent" else {"directoryRead": setting}
+    caps = {"extensions": {SKILLS: settings}}
+    assert has_capability(caps, ("extensions", SKILLS, "directoryRead")) is counts
+    assert has_capability({"extensions": {SKILLS: None}}, ("extensions", SKILLS, "x")) is False
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("declared", ["absent", None, {}, {"directoryRead": False}])
+def test_a_client_reads_directories_only_where_directory_read_is_declared(
+    era: str, declared: Any
+) -> None:
+    """ext-skills: "Clients MUST NOT call resources/directory/read against a server that
+    has not declared directoryRead: true"."""
+    pair = _skills_pair(era, declared)
+    untouched(
+        pair.client,
+        lambda: pair.client.send_request("resources/directory/read", {"uri": "skill://a"}),
+        f"did not declare the 'extensions.{SKILLS}.directoryRead' capability needed for"
+        " 'resources/directory/read'",
+    )
+    pair = _skills_pair(era, {"directoryRead": True})
+    pair.client.send_request("resources/directory/read", {"uri": "skill://a"})
+    _, server_events = pair.exchange()
+    assert only(server_events, RequestReceived).method == "resources/directory/read"
+
+
+@pytest.mark.parametrize("declared", ["absent", {}, {"directoryRead": False}])
+def test_a_server_without_directory_read_answers_method_not_found(declared: Any) -> None:
+    """ext-skills, Error Handling: such a server "responds as the base protocol
+    specifies for an unknown method"."""
+    extensions = {} if declared == "absent" else {"extensions": {SKILLS: declared}}
+    caps = {**SERVER_CAPS, **extensions}
+    modern = Connection("server", ConnectionConfig(capabilities=caps, era="modern"))
+    legacy = legacy_pair("2025-11-25", capabilities=caps)
+    legacy.handshake()
+    meta = {"_meta": {PV: MODERN, CC: {}}}
+    for server, params in ((modern, meta), (legacy.server, {})):
+        msg = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "resources/directory/read",
+            "params": {"uri": "skill://a", **params},
+        }
+        events, out = feed(server, msg)
+        assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND, out
+        assert not [e for e in events if isinstance(e, RequestReceived)]

@@ -219,6 +219,27 @@ def test_parse_skill_refuses_invalid_entries(entry: Any) -> None:
         s.parse_skill(entry)
 
 
+def test_skill_listing_keeps_the_valid_entries_and_reports_the_others() -> None:
+    good = wire()
+    other = {
+        **wire(),
+        "uri": "skill://b/SKILL.md",
+        "frontmatter": {"name": "b", "description": "d"},
+    }
+    other["resources"] = "dynamic"
+    listing = s.skill_listing([good, {"uri": 7}, "x", wire(resources=None), other, good])
+    assert listing.skills == (s.parse_skill(good), s.parse_skill(other))
+    assert [skill.uri for skill in listing] == [URI, "skill://b/SKILL.md"]
+    assert (len(listing), listing[-1].name, listing[:1]) == (2, "b", (s.parse_skill(good),))
+    assert [(i.uri, i.reason.split(": ", 1)[-1]) for i in listing.invalid] == [
+        (None, "no string 'uri'"),
+        (None, "not an object"),
+        (URI, "'resources' must be an array or 'dynamic'"),
+        (URI, "listed more than once"),
+    ]
+    assert s.skill_listing([]) == s.SkillListing(skills=())
+
+
 def test_directory_children() -> None:
     uris = ["skill://a/SKILL.md", "skill://a/t/x.md", "skill://a/t/r/y.md", "skill://a/t/z.md"]
     assert s.directory_children(uris, "skill://a") == [

@@ -14,6 +14,7 @@ import attrs
 import pytest
 import trio
 
+import mcp_trio._client_common
 from mcp_sansio import ConnectionConfig, ErrorCode
 from mcp_sansio._http_client import SSE_FIELD_ROOM
 from mcp_sansio.skills import (
@@ -30,6 +31,7 @@ from mcp_trio import (
     HttpClientConfig,
     LocalProtocolError,
     McpError,
+    RemoteProtocolError,
     RequestContext,
     Server,
     SessionConfig,
@@ -176,6 +178,70 @@ async def test_directory_read(era: EraName) -> None:
             with pytest.raises(McpError) as err:
                 await client.request("resources/directory/read", {"uri": uri})
             assert err.value.code == ErrorCode.INVALID_PARAMS
+
+
+@ERAS
+async def test_read_resource_directory_follows_every_page(era: EraName) -> None:
+    server = Server("dirs", page_size=1)
+    files = {
+        "SKILL.md": "---\nname: a-skill\ndescription: d\n---\n",
+        "t/one.md": "1\n",
+        "t/two.md": "2\n",
+        "t/s/x": "",
+    }
+    server.add_skill(files)
+    asked: list[Any] = []
+    real = server.handlers().request_handler("resources/directory/read")
+    assert real is not None
+
+    async def spy(ctx: RequestContext) -> Any:
+        asked.append(ctx.params)
+        return await real(ctx)
+
+    server.handlers().set_request_handler("resources/directory/read", spy)
+    async with open_client(server, era=era) as client:
+        children = await client.read_resource_directory("skill://a-skill/t")
+        assert [(r.name, r.mime_type) for r in children] == [
+            ("one.md", "text/markdown"),
+            ("s", "inode/directory"),
+            ("two.md", "text/markdown"),
+        ]
+        assert [p["uri"] for p in asked] == ["skill://a-skill/t"] * 3  # (every page)
+        assert [p.get("cursor") is None for p in asked] == [True, False, False]
+
+
+async def test_read_resource_directory_is_bounded() -> None:
+    server, _ = make_server()
+    pages = iter(range(10**6))
+
+    async def endless(ctx: RequestContext) -> dict[str, Any]:
+        uri = f"skill://x/{next(pages)}"
+        return {"resources": [{"uri": uri, "name": "n"}], "nextCursor": uri}
+
+    async def looping(ctx: RequestContext) -> dict[str, Any]:
+        return {"resources": [], "nextCursor": "again"}
+
+    server.handlers().set_request_handler("resources/directory/read", endless)
+    async with open_client(server, era="modern") as client:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(mcp_trio._client_common, "MAX_LIST_ITEMS", 3)
+            with pytest.raises(RemoteProtocolError, match="more than 3 items"):
+                await client.read_resource_directory("skill://x")
+        server.handlers().set_request_handler("resources/directory/read", looping)
+        with pytest.raises(RemoteProtocolError, match="repeated cursor"):
+            await client.read_resource_directory("skill://x")
+
+
+@ERAS
+async def test_read_resource_directory_needs_directory_read_declared(era: EraName) -> None:
+    server, _ = make_server()
+    caps = server.capabilities()
+    caps["extensions"] = {SKILLS_EXTENSION: {}}
+    config = attrs.evolve(server.connection_config(), capabilities=caps)
+    async with open_client((server.handlers(), config), era=era) as client:
+        assert len(await client.list_skills()) == 1
+        with pytest.raises(LocalProtocolError, match="directoryRead"):
+            await client.read_resource_directory(ROOT)
 
 
 @ERAS
@@ -567,16 +633,55 @@ async def test_a_malformed_entry_or_a_mismatched_get_is_a_protocol_error() -> No
     async def wrong(ctx: RequestContext) -> dict[str, Any]:
         return {"skill": {"uri": "skill://b/SKILL.md", "frontmatter": {}, "resources": []}}
 
-    async def bad_list(ctx: RequestContext) -> dict[str, Any]:
-        return {"skills": [{"uri": URI}]}
-
     server.handlers().set_request_handler("skills/get", wrong)
-    server.handlers().set_request_handler("skills/list", bad_list)
     async with open_client(server, era="modern") as client:
-        with pytest.raises(Exception, match="invalid skill entry"):
+        with pytest.raises(RemoteProtocolError, match="invalid skill entry"):
             await client.get_skill(URI)
-        with pytest.raises(Exception, match="invalid skill entry"):
-            await client.list_skills()
+        with pytest.raises(RemoteProtocolError, match="invalid skill entry"):
+            await client.get_skill("skill://b/SKILL.md")
+
+
+@ERAS
+async def test_a_malformed_entry_costs_only_itself_and_is_reported(era: EraName) -> None:
+    server, _ = make_server()
+    real = server.handlers().request_handler("skills/list")
+    assert real is not None
+
+    async def spoiled(ctx: RequestContext) -> Any:
+        result = await real(ctx)
+        assert isinstance(result, dict)
+        [good] = result["skills"]
+        other = {"uri": "skill://b/SKILL.md", "frontmatter": {"name": "b", "description": "d"}}
+        return {
+            "skills": [
+                {"uri": "skill://x/SKILL.md"},
+                good,
+                7,
+                {**other, "resources": None},
+                {**other, "resources": "dynamic"},
+                {**good, "resources": "dynamic"},  # (a second entry for a URI listed)
+            ]
+        }
+
+    server.handlers().set_request_handler("skills/list", spoiled)
+    async with open_client(server, era=era) as client:
+        listing = await client.list_skills()
+        assert [skill.uri for skill in listing] == [URI, "skill://b/SKILL.md"]
+        assert (len(listing), listing[1].name) == (2, "b")
+        assert [(i.uri, i.reason) for i in listing.invalid] == [
+            (
+                "skill://x/SKILL.md",
+                "invalid skill entry skill://x/SKILL.md: no 'frontmatter' object",
+            ),
+            (None, "invalid skill entry: not an object"),
+            (
+                "skill://b/SKILL.md",
+                "invalid skill entry skill://b/SKILL.md: 'resources' must be an array or 'dynamic'",
+            ),
+            (URI, f"invalid skill entry {URI}: listed more than once"),
+        ]
+        # The entries kept are still the server's, and load verified.
+        assert await client.load_skill(listing[0]) == SKILL_MD
 
 
 async def test_skills_list_stops_on_a_repeated_cursor() -> None:
@@ -855,8 +960,12 @@ def test_the_blocking_client_loads_skills_too(tmp_path: Path, era: EraName) -> N
     app = tmp_path / "app.py"
     app.write_text(SERVE_ONE_SKILL % SKILL_MD)
     with BlockingClient.stdio([sys.executable, str(app)], era=era, timeout=20) as client:
-        [skill] = client.list_skills()
+        listing = client.list_skills()
+        [skill] = listing
+        assert listing.invalid == ()
         assert client.get_skill(URI) == skill
+        [child] = client.read_resource_directory(f"{ROOT}/references")
+        assert (child.uri, child.mime_type) == (f"{ROOT}/references/FORMS.md", "text/markdown")
         assert client.load_skill(skill) == SKILL_MD
         assert client.read_skill_file(skill, "references/FORMS.md") == b"# Forms\n"
         with pytest.raises(SkillVerificationError, match="not listed"):
