@@ -34,7 +34,8 @@ the explicit ``notify_*_changed()`` calls, but no automatic list-changed notific
 *Capabilities* are derived from what is registered when a transport starts (its
 ``connection_config()``): register everything before serving. Something registered
 later into a list the server did not declare at that time is not visible to sessions
-already open.
+already open (skills: :meth:`Server.declare_skills` declares the extension before the
+first one is added).
 """
 
 from __future__ import annotations
@@ -443,11 +444,13 @@ class Server:
         *,
         prefix: str = "",
         scheme: str = "skill",
+        replace: bool = False,
     ) -> Skill:
         """Serve a skill (the skills extension, ``io.modelcontextprotocol/skills``):
         ``SKILL.md`` at ``<scheme>://<prefix>/<name>/SKILL.md``, every file of it a
         resource, its entry in ``skills/list`` and ``skills/get``, its directories
-        readable with ``resources/directory/read``.
+        readable with ``resources/directory/read``. The server declares the extension
+        from then on (see :meth:`declare_skills`).
 
         Args:
             source: the skill's directory (whose name is the skill's ``name``), or its
@@ -455,6 +458,12 @@ class Server:
                 Files are read now, once; dot-files and symbolic links are skipped.
             prefix: the organisational prefix of its skill path (``"acme/billing"``).
             scheme: the URI scheme.
+            replace: serve it in place of the skill served at its URI, if any, in one
+                step (no request sees neither, and a refusal changes nothing); files it
+                no longer has stop being resources. Clients holding the old entry fail
+                verification on their next read and refresh it (``skills/get``); for
+                ``resources/subscribe`` subscribers of a file that changed, call
+                :meth:`notify_resource_updated`.
 
         Returns:
             The skill's entry (frontmatter, and each file's digest and size).
@@ -463,24 +472,51 @@ class Server:
             ValueError: no ``SKILL.md`` with ``name`` and ``description`` frontmatter
                 (a key repeated, or an integer beyond 64 bits, is refused), a ``name``
                 that is invalid or not the directory's, a file path a URI cannot carry
-                as is, a URI taken, or more files or bytes than the extension's limits
-                (512 files, 16 MiB).
+                as is, a URI taken (without ``replace``, a skill's), or more files or
+                bytes than the extension's limits (512 files, 16 MiB). Nothing changes.
             ImportError: PyYAML is missing (``pip install 'mcp-trio[skills]'``).
         """
         from ._server_skills import add_skill  # noqa: PLC0415 -- on first use
 
-        return add_skill(self, source, prefix=prefix, scheme=scheme)
+        return add_skill(self, source, prefix=prefix, scheme=scheme, replace=replace)
 
     def add_skills_dir(
-        self, path: str | os.PathLike[str], /, *, prefix: str = "", scheme: str = "skill"
+        self,
+        path: str | os.PathLike[str],
+        /,
+        *,
+        prefix: str = "",
+        scheme: str = "skill",
+        replace: bool = False,
     ) -> list[Skill]:
         """Serve every skill under ``path``: each directory holding a ``SKILL.md``, at a
         skill path of ``prefix`` and its path below ``path`` (nested skills too: they
         are also files of the skills that enclose them). All are read and checked
-        before any is served: if one is refused, none is. See :meth:`add_skill`."""
+        before any is served: if one is refused, none is. The extension is declared
+        even when ``path`` holds no skill yet. See :meth:`add_skill`."""
         from ._server_skills import add_skills_dir  # noqa: PLC0415 -- on first use
 
-        return add_skills_dir(self, path, prefix=prefix, scheme=scheme)
+        return add_skills_dir(self, path, prefix=prefix, scheme=scheme, replace=replace)
+
+    def remove_skill(self, uri: str) -> None:
+        """Stop serving the skill whose ``SKILL.md`` is at ``uri``: its entry and, in the
+        same step, the resources of its files (but those another skill still lists, a
+        nested skill's). Sessions are told the resources changed; the extension stays
+        declared.
+
+        Raises:
+            KeyError: no skill is served at ``uri``.
+        """
+        from ._server_skills import remove_skill  # noqa: PLC0415 -- on first use
+
+        remove_skill(self, uri)
+
+    def declare_skills(self) -> None:
+        """Declare the skills extension (and the ``resources`` capability it requires)
+        with no skill yet. Capabilities are fixed when a transport starts: a server
+        that adds its first skill after that (one that watches a directory, say)
+        declares the extension first, or its clients never see the skills."""
+        self._skill_store()
 
     def _skill_store(self) -> SkillStore:
         if self._skills is None:
@@ -694,8 +730,11 @@ class Server:
             caps["completions"] = {}
         if any(tool.task is not None for tool in reg.tools.values()):
             caps["extensions"] = {TASKS_EXTENSION: {}}
-        if self._skills:
+        if self._skills is not None:  # (declared even when it holds no skill yet)
             caps.setdefault("extensions", {}).update(self._skills.capability())
+            # ext-skills: "A server declaring this extension MUST also declare the
+            # resources capability."
+            caps.setdefault("resources", {"subscribe": True, "listChanged": True})
         return caps
 
     def implementation(self) -> dict[str, Any]:

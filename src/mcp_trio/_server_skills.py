@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -44,7 +44,14 @@ from ._registry import ResourceEntry
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ["SkillStore", "add_skill", "add_skills_dir", "mime_type_of", "read_skill_dir"]
+__all__ = [
+    "SkillStore",
+    "add_skill",
+    "add_skills_dir",
+    "mime_type_of",
+    "read_skill_dir",
+    "remove_skill",
+]
 
 # The MIME types of the files skills usually hold; anything else is text/plain when it
 # is UTF-8 and application/octet-stream when not. (Not the `mimetypes` module: it reads
@@ -138,7 +145,11 @@ def _uri_param(ctx: RequestContext) -> str:
 @final
 class SkillStore:
     """The skills one server serves, by the URI of their ``SKILL.md``, in the order they
-    were added.
+    were added, and the resource entries it registered for their files.
+
+    Its existence is the server's declaration of the extension: once created (the first
+    ``add_skill``, ``add_skills_dir`` or ``declare_skills``), the server declares
+    ``io.modelcontextprotocol/skills`` however many skills it holds, zero included.
 
     Args:
         page_size: entries per page of ``skills/list`` and ``resources/directory/read``.
@@ -150,7 +161,8 @@ class SkillStore:
         self._page_size = page_size
         self._key = key
         self._skills: dict[str, Skill] = {}
-        self._mime_types: dict[str, str] = {}
+        # File URI -> the resource entry registered for it, and the file's digest.
+        self._files: dict[str, tuple[ResourceEntry, str]] = {}
         self._version = 0
 
     def __len__(self) -> int:
@@ -159,25 +171,29 @@ class SkillStore:
     def get(self, uri: str) -> Skill | None:
         return self._skills.get(uri)
 
+    def skills(self) -> list[Skill]:
+        """Every skill served, in order."""
+        return list(self._skills.values())
+
+    def files(self) -> list[tuple[str, tuple[ResourceEntry, str]]]:
+        """Every file's URI, resource entry and digest."""
+        return list(self._files.items())
+
+    def file(self, uri: str) -> tuple[ResourceEntry, str] | None:
+        """The resource entry registered for the file ``uri`` and its digest."""
+        return self._files.get(uri)
+
     def capability(self) -> dict[str, Any]:
         """The server's ``capabilities.extensions`` entry."""
         return {SKILLS_EXTENSION: {"directoryRead": True}}
 
-    def digest_of(self, uri: str) -> str | None:
-        """The digest of a file some served skill lists (nested skills share files)."""
-        for skill in self._skills.values():
-            if isinstance(skill.resources, tuple):
-                for file in skill.resources:
-                    if file.uri == uri:
-                        return file.digest
-        return None
-
-    def add(self, skill: Skill, mime_types: Mapping[str, str]) -> None:
-        """Serve ``skill``, whose files have the MIME types ``mime_types`` (by URI)."""
-        if skill.uri in self._skills:
-            raise ValueError(f"a skill is already served at {skill.uri}")
-        self._skills[skill.uri] = skill
-        self._mime_types.update(mime_types)
+    def replace_all(
+        self, skills: list[Skill], files: Mapping[str, tuple[ResourceEntry, str]]
+    ) -> None:
+        """Serve ``skills`` (in that order) whose files have the entries ``files``, in
+        place of what was served (list and directory cursors of before go stale)."""
+        self._skills = {skill.uri: skill for skill in skills}
+        self._files = dict(files)
         self._version += 1
 
     def install(self, handlers: Handlers) -> None:
@@ -236,12 +252,13 @@ class SkillStore:
     def _child(self, child: tuple[str, bool]) -> dict[str, Any]:
         """One entry of a ``resources/directory/read`` page."""
         uri, is_directory = child
-        mime_type = (
-            DIRECTORY_MIME_TYPE
-            if is_directory
-            else self._mime_types.get(uri, "application/octet-stream")
-        )
+        mime_type = DIRECTORY_MIME_TYPE if is_directory else self._mime_type(uri)
         return {"uri": uri, "name": uri.rsplit("/", 1)[-1], "mimeType": mime_type}
+
+    def _mime_type(self, uri: str) -> str:
+        served = self._files.get(uri)
+        mime_type = None if served is None else served[0].mime_type
+        return mime_type or "application/octet-stream"
 
 
 _BINARY_PREFIXES: Final = ("image/", "audio/", "video/", "application/pdf", "application/zip")
@@ -295,65 +312,117 @@ def _prepare(
     return _Prepared(build_skill(skill_uri(name, prefix.strip("/"), scheme), files), files)
 
 
-def _serve(server: Server, batch: list[_Prepared]) -> None:
-    """Serve every skill of ``batch``, or none: every check is made, and every resource
-    entry built, before anything changes. A file two skills share (a nested skill's
-    files are also files of the skill that encloses it) is one resource; a ``SKILL.md``
-    resource always carries its own skill's ``name`` and ``description``, whichever
-    skill registered it. Files are plain resources, never templates, whatever their
-    URIs hold (``Server.add_resource`` would take a ``{`` for a template)."""
-    if not batch:
-        return
+def _apply(
+    server: Server,
+    batch: Sequence[_Prepared] = (),
+    *,
+    remove: Collection[str] = (),
+    replace: bool = False,
+) -> None:
+    """Change the skills ``server`` serves in one step: stop serving the skills at the
+    URIs ``remove``, and serve every skill of ``batch`` (with ``replace``, in the place
+    of one served at its URI, if any).
+
+    Every check is made, and every resource entry built, before anything changes: a
+    refusal changes nothing. Then the resources and the skills change together, with no
+    checkpoint between, so no request sees one without the other, and a replaced skill
+    is never absent.
+
+    Files: one resource per file URI, whichever skills list it (a nested skill's files
+    are also files of the skill that encloses it), and every skill that lists it must
+    agree on its digest. A ``SKILL.md`` resource carries its own skill's ``name`` and
+    ``description`` while that skill is served, and is a plain file of the skill that
+    encloses it otherwise. A file no skill lists any more stops being a resource (the
+    registry's change count moves: sessions get ``notifications/resources/list_changed``,
+    as the Resources spec asks of a server that declares ``listChanged``); one whose
+    entry would not change keeps it. A URI held by a resource that is not a skill's file
+    is refused. Files are plain resources, never templates, whatever their URIs hold
+    (``Server.add_resource`` would take a ``{`` for a template).
+
+    Raises:
+        KeyError: a URI of ``remove`` names no skill served.
+        ValueError: a skill of ``batch`` is served already (without ``replace``) or is
+            in it twice, two skills list a file with different content, or a file's URI
+            is another resource's.
+    """
+    served = server._skills
     # The server's store is not created until the checks pass (a refusal changes
     # nothing); an empty one stands in for it meanwhile.
-    served = server._skills
     store = served if served is not None else SkillStore(1, b"")
-    resources = server._registry.resources
-    digests: dict[str, str] = {}  # file URI -> digest, within the batch
-    skill_mds: dict[str, Skill] = {}  # SKILL.md URI -> its skill, within the batch
+    current = {skill.uri: skill for skill in store.skills()}
+    for uri in remove:
+        if uri not in current:
+            raise KeyError(uri)
+    incoming: dict[str, _Prepared] = {}
     for prepared in batch:
-        skill = prepared.skill
-        if store.get(skill.uri) is not None or skill.uri in skill_mds:
-            raise ValueError(f"a skill is already served at {skill.uri}")
-        skill_mds[skill.uri] = skill
+        uri = prepared.skill.uri
+        if uri in incoming or (uri in current and not replace and uri not in remove):
+            raise ValueError(f"a skill is already served at {uri}")
+        incoming[uri] = prepared
+    if not incoming and not remove:
+        server._skill_store()  # (nothing to serve yet: the extension is declared)
+        return
+    # What is served after: a replaced skill keeps its place, new ones come last.
+    after = [
+        incoming[uri].skill if uri in incoming else skill
+        for uri, skill in current.items()
+        if uri in incoming or uri not in remove
+    ]
+    after.extend(prepared.skill for uri, prepared in incoming.items() if uri not in current)
+    new_files: dict[str, tuple[bytes, str]] = {}  # file URI -> (data, MIME type), of batch
+    for prepared in incoming.values():
+        for uri, data in prepared.data.items():
+            new_files.setdefault(uri, (data, prepared.mime_types[uri]))
+    listed: dict[str, tuple[str, Skill]] = {}  # file URI -> (digest, first skill listing it)
+    for skill in after:
         assert isinstance(skill.resources, tuple)
         for file in skill.resources:
-            if digests.setdefault(file.uri, file.digest) != file.digest:
+            digest, _ = listed.setdefault(file.uri, (file.digest, skill))
+            if digest != file.digest:
                 raise ValueError(f"two skills list {file.uri} with different content")
-            if file.uri in resources and store.digest_of(file.uri) != file.digest:
-                raise ValueError(f"a resource is already registered at {file.uri}")
-    entries: dict[str, tuple[ResourceEntry, bool]] = {}  # URI -> (entry, replaces one)
-    for prepared in batch:
-        skill = prepared.skill
-        assert isinstance(skill.resources, tuple)
-        for file in skill.resources:
-            if file.uri in entries:
-                continue  # (shared with a skill of the batch before it)
-            replaces = file.uri in resources
-            if replaces and file.uri != skill.uri:
-                continue  # (served already, by a skill that shares it)
-            # (A SKILL.md served as a plain file of an enclosing skill is replaced: it
-            # is now a skill's SKILL.md, with its name and description.)
-            own = skill_mds.get(file.uri, store.get(file.uri))
-            entry = ResourceEntry.build(
-                _reader(prepared.data[file.uri], prepared.mime_types[file.uri]),
-                file.uri,
-                name=own.name if own is not None else file.uri[len(skill.root) + 1 :],
-                description=own.description if own is not None else None,
-                mime_type=prepared.mime_types[file.uri],
-                title=None,
-                icons=None,
-                annotations=None,
-                meta=None,
-            )
-            entries[file.uri] = entry, replaces
+    resources = server._registry.resources
+    owners = {skill.uri: skill for skill in after}  # SKILL.md URI -> its skill
+    entries: dict[str, tuple[ResourceEntry, str]] = {}
+    for uri, (digest, lister) in listed.items():
+        mine = store.file(uri)
+        held = resources.get(uri)
+        if held is not None and (mine is None or held is not mine[0]):
+            raise ValueError(f"a resource is already registered at {uri}")
+        mime_type: str | None
+        if uri in new_files:
+            data, mime_type = new_files[uri]
+            reader = _reader(data, mime_type)
+        else:  # (a file of a skill kept as it was: its entry has what we need)
+            assert mine is not None
+            reader, mime_type = mine[0].fn, mine[0].mime_type
+        own = owners.get(uri)
+        entry = ResourceEntry.build(
+            reader,
+            uri,
+            name=own.name if own is not None else uri[len(lister.root) + 1 :],
+            description=own.description if own is not None else None,
+            mime_type=mime_type,
+            title=None,
+            icons=None,
+            annotations=None,
+            meta=None,
+        )
+        if mine is not None and mine[1] == digest and mine[0].definition == entry.definition:
+            entry = mine[0]  # (the same file, described the same: nothing changes)
+        entries[uri] = entry, digest
     store = server._skill_store()
-    for uri, (entry, replaces) in entries.items():  # nothing can fail from here on
-        if replaces:
-            server._registry.remove("resources", uri)
-        server._registry.add(entry)
-    for prepared in batch:
-        store.add(prepared.skill, prepared.mime_types)
+    registry = server._registry
+    for uri in [uri for uri, _ in store.files() if uri not in entries]:  # nothing can fail
+        mine = store.file(uri)
+        if mine is not None and resources.get(uri) is mine[0]:
+            registry.remove("resources", uri)
+    for uri, (entry, _) in entries.items():
+        held = resources.get(uri)
+        if held is not entry:
+            if held is not None:
+                registry.remove("resources", uri)
+            registry.add(entry)
+    store.replace_all(after, entries)
 
 
 def add_skill(
@@ -362,15 +431,16 @@ def add_skill(
     *,
     prefix: str,
     scheme: str,
+    replace: bool,
 ) -> Skill:
     """:meth:`Server.add_skill <mcp_trio.Server.add_skill>`."""
     prepared = _prepare(source, prefix=prefix, scheme=scheme)
-    _serve(server, [prepared])
+    _apply(server, [prepared], replace=replace)
     return prepared.skill
 
 
 def add_skills_dir(
-    server: Server, path: str | os.PathLike[str], *, prefix: str, scheme: str
+    server: Server, path: str | os.PathLike[str], *, prefix: str, scheme: str, replace: bool
 ) -> list[Skill]:
     """:meth:`Server.add_skills_dir <mcp_trio.Server.add_skills_dir>`: every skill is
     read and built first, then all are served, or none."""
@@ -386,5 +456,10 @@ def add_skills_dir(
             parent = "" if here == root else here.parent.relative_to(root).as_posix()
             where = "/".join(p for p in (prefix.strip("/"), parent) if p and p != ".")
             batch.append(_prepare(here, prefix=where, scheme=scheme))
-    _serve(server, batch)
+    _apply(server, batch, replace=replace)
     return [prepared.skill for prepared in batch]
+
+
+def remove_skill(server: Server, uri: str) -> None:
+    """:meth:`Server.remove_skill <mcp_trio.Server.remove_skill>`."""
+    _apply(server, remove=(uri,))

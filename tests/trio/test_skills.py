@@ -38,7 +38,7 @@ from mcp_trio import (
     SkillVerificationError,
     open_client,
 )
-from mcp_trio._server_skills import _Prepared, _serve, read_skill_dir
+from mcp_trio._server_skills import _apply, _Prepared, read_skill_dir
 
 SKILL_MD = (
     "---\nname: pdf-processing\ndescription: Extract PDFs\nlicense: Apache-2.0\n"
@@ -894,7 +894,7 @@ async def test_skill_files_are_plain_resources_whatever_their_uris_hold() -> Non
     skill = attrs.evolve(built, resources=(built.resources[0], braced))
     prepared = _Prepared(skill, {"SKILL.md": files["SKILL.md"], "{project}.md": files["t.md"]})
     server = Server("braces")
-    _serve(server, [prepared])
+    _apply(server, [prepared])
     assert sorted(server._registry.resources) == [skill.uri, braced.uri]
     assert not server._registry.templates
     async with open_client(server, era="modern") as client:
