@@ -29,9 +29,19 @@ the file could see what the entry hides); a merge key (``<<``) anywhere: YAML 1.
 readers merge (and disagree on a repeat inside what is merged), YAML 1.2 readers keep
 ``<<`` as an ordinary key, so no one value is "the frontmatter" (a quoted ``'<<'`` is
 an ordinary key for everyone, and allowed); and an integer beyond 64 bits (our JSON
-cannot send it; a peer's decoder reads it as a float). PyYAML reads YAML 1.1: ``on``/``yes``
-are ``true``, ``0755`` is 493, ``1:30`` is 90. A host with a YAML 1.2 parser reads those
-unquoted values otherwise; authors who want strings quote them.
+cannot send it; a peer's decoder reads it as a float).
+
+YAML 1.1 and 1.2: PyYAML reads YAML 1.1, where ``on``/``yes`` are ``true``, ``0755`` is
+493 and ``1:30`` is 90; a YAML 1.2 parser (the core schema: the ``yaml`` and ``js-yaml``
+packages of JavaScript, ruamel.yaml) reads them as ``"on"``, 755 and ``"1:30"``, and
+``1e3`` as 1000.0 where YAML 1.1 has a string. The spec names no YAML version, so a
+server may have rendered its entry either way from the same file. The host's
+frontmatter check accepts a file that matches the entry under either reading (a second
+loader, a SafeLoader subclass whose implicit resolvers and scalar constructors are
+those of the 1.2 core schema, is tried when the first reading differs): both are a
+standard reading of the same text, so the entry still describes the file. Our server
+renders with YAML 1.1, as every PyYAML-based one does; authors who want a string
+quote it, and then every reader agrees.
 
 Paths: every segment of a skill URI -- its skill path, a manifest file's path below the
 root, a resolved reference -- passes one rule (``_is_clean_segment``), so nothing names
@@ -687,8 +697,71 @@ def split_frontmatter(text: str) -> str:
     return window[: closing.start()]
 
 
+# The YAML 1.2 core schema's tag resolution of plain scalars (YAML 1.2.2, 10.3.2): each
+# (tag, pattern, possible first characters). Anything else is a string.
+_CORE_FLOAT: Final = r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+_CORE_INF_NAN: Final = r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+_CORE_SCHEMA: Final = (
+    ("null", r"~|null|Null|NULL|", "~nN"),
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    ("float", _CORE_FLOAT, "-+.0123456789"),
+    ("float", _CORE_INF_NAN, "-+."),
+)
+_YAML_TAG: Final = "tag:yaml.org,2002:"
+
+
+def _core_schema(yaml: Any, loader: Any) -> None:
+    """Make ``loader`` (a SafeLoader subclass) read plain scalars as the YAML 1.2 core
+    schema does, and construct ``!!int``, ``!!float`` and ``!!bool`` by its rules (a
+    leading ``0`` is decimal; ``0o`` octal; no ``_``, sexagesimal or ``yes``/``on``).
+    The merge key's resolver stays, so that ``<<`` is refused by either loader."""
+    resolvers: dict[Any, list[Any]] = {
+        first: [(tag, rx) for tag, rx in found if tag == _YAML_TAG + "merge"]
+        for first, found in loader.yaml_implicit_resolvers.items()
+    }
+    for tag, pattern, first in _CORE_SCHEMA:
+        compiled = re.compile(f"^(?:{pattern})$")
+        for char in [*first, ""] if tag == "null" else first:
+            resolvers.setdefault(char, []).append((_YAML_TAG + tag, compiled))
+    loader.yaml_implicit_resolvers = {k: v for k, v in resolvers.items() if v}
+
+    def refuse(node: Any, what: str) -> Any:
+        return yaml.constructor.ConstructorError(
+            None, None, f"{node.value!r} is not {what} in the YAML 1.2 core schema", node.start_mark
+        )
+
+    def construct_int(self: Any, node: Any) -> int:
+        value = self.construct_scalar(node)
+        if re.fullmatch(r"[-+]?[0-9]+", value):
+            return int(value, 10)
+        if re.fullmatch(r"0o[0-7]+|0x[0-9a-fA-F]+", value):
+            return int(value[2:], 8 if value[1] == "o" else 16)
+        raise refuse(node, "an integer")
+
+    def construct_float(self: Any, node: Any) -> float:
+        value = self.construct_scalar(node)
+        if re.fullmatch(_CORE_FLOAT, value):
+            return float(value)
+        if re.fullmatch(_CORE_INF_NAN, value):
+            return float(value.replace(".", "").lower())  # ("inf", "-inf", "nan")
+        raise refuse(node, "a float")
+
+    def construct_bool(self: Any, node: Any) -> bool:
+        value = self.construct_scalar(node)
+        if value in ("true", "True", "TRUE"):
+            return True
+        if value in ("false", "False", "FALSE"):
+            return False
+        raise refuse(node, "a boolean")
+
+    loader.add_constructor(_YAML_TAG + "int", construct_int)
+    loader.add_constructor(_YAML_TAG + "float", construct_float)
+    loader.add_constructor(_YAML_TAG + "bool", construct_bool)
+
+
 @functools.cache
-def _yaml_loader() -> tuple[Any, Any]:
+def _yaml_loader(version: Literal["1.1", "1.2"] = "1.1") -> tuple[Any, Any]:
     """PyYAML and its safe loader (the C one when built with libyaml) without the
     timestamp resolver, so dates stay strings, refusing a key repeated in one mapping
     (PyYAML would keep the last: the entry and a reader could then see different
@@ -734,12 +807,15 @@ def _yaml_loader() -> tuple[Any, Any]:
         first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for first, resolvers in base.yaml_implicit_resolvers.items()
     }
+    if version == "1.2":
+        _core_schema(yaml, loader)
     return yaml, loader
 
 
-def parse_frontmatter(text: str) -> dict[str, Any]:
+def parse_frontmatter(text: str, *, version: Literal["1.1", "1.2"] = "1.1") -> dict[str, Any]:
     """The frontmatter of a ``SKILL.md`` as JSON values (``yaml.safe_load``, never the
-    unsafe loader).
+    unsafe loader), plain scalars read as YAML ``version`` does: 1.1 (PyYAML's) or the
+    1.2 core schema (see "YAML 1.1 and 1.2" in the module docs).
 
     Raises:
         FrontmatterError: no frontmatter block, invalid YAML, a key repeated in a
@@ -749,7 +825,7 @@ def parse_frontmatter(text: str) -> dict[str, Any]:
         ImportError: PyYAML is not installed (``pip install 'mcp-trio[skills]'``).
     """
     source = split_frontmatter(text)
-    yaml, loader = _yaml_loader()
+    yaml, loader = _yaml_loader(version)
     try:
         value = yaml.load(source, Loader=loader)  # (a SafeLoader subclass, never the unsafe one)
     except yaml.YAMLError as exc:
@@ -820,7 +896,8 @@ def frontmatter_differences(parsed: Mapping[str, Any], entry: Mapping[str, Any])
 
 def verify_frontmatter(skill: Skill, text: str) -> dict[str, Any]:
     """Parse the frontmatter of ``skill``'s ``SKILL.md`` (``text``) and compare it field by
-    field with the entry's (spec: Frontmatter Verification).
+    field with the entry's (spec: Frontmatter Verification). It matches when it does
+    read as YAML 1.1 or as YAML 1.2 (the core schema): see the module docs.
 
     Returns:
         The parsed frontmatter.
@@ -830,13 +907,17 @@ def verify_frontmatter(skill: Skill, text: str) -> dict[str, Any]:
             NOT be loaded.
         ImportError: PyYAML is not installed.
     """
-    try:
-        parsed = parse_frontmatter(text)
-    except FrontmatterError as exc:
-        raise SkillVerificationError(skill.uri, str(exc)) from None
-    differ = frontmatter_differences(parsed, skill.frontmatter)
-    if differ:
-        raise SkillVerificationError(
-            skill.uri, "frontmatter differs from the entry's in " + ", ".join(differ)
-        )
-    return parsed
+    reason = ""
+    # YAML 1.1 (PyYAML's reading) first, then 1.2 (the core schema), as the server may
+    # have read it: the file matches the entry under either.
+    for version in ("1.1", "1.2"):
+        try:
+            parsed = parse_frontmatter(text, version=version)
+        except FrontmatterError as exc:
+            reason = reason or str(exc)
+            continue
+        differ = frontmatter_differences(parsed, skill.frontmatter)
+        if not differ:
+            return parsed
+        reason = reason or "frontmatter differs from the entry's in " + ", ".join(differ)
+    raise SkillVerificationError(skill.uri, reason)

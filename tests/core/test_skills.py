@@ -634,3 +634,103 @@ def test_text_answer_is_text_no_larger_than_base64() -> None:
     assert s.text_answer(b'""a') is None
     assert s.text_answer(b"\x1b") is None  # \u001b: 6 bytes
     assert s.text_answer(b"") == ""
+
+
+# -------------------------------------------------------------------- YAML 1.1 and 1.2
+
+AMBIGUOUS = (
+    "---\nname: pdf-processing\ndescription: Extract PDFs\nversion: 0755\nenabled: on\n"
+    "x: 1e3\ny: 1:30\nz: 0o17\nw: 0x1F\nh: 1_000\nk: 0b101\nl: yes\nn: ~\ne:\nb: True\n"
+    "f: .5\nm: =\n---\n"
+)
+
+
+@pytest.mark.parametrize("c_loader", [True, False])
+def test_frontmatter_read_as_yaml_1_2_follows_the_core_schema(
+    c_loader: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    yaml: Any = importlib.import_module("yaml")
+    if c_loader and not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML built without libyaml")
+    if not c_loader:
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    s._yaml_loader.cache_clear()
+    try:
+        core = s.parse_frontmatter(AMBIGUOUS, version="1.2")
+        assert {k: v for k, v in core.items() if k not in ("name", "description")} == {
+            "version": 755,
+            "enabled": "on",
+            "x": 1000.0,
+            "y": "1:30",
+            "z": 15,
+            "w": 31,
+            "h": "1_000",
+            "k": "0b101",
+            "l": "yes",
+            "n": None,
+            "e": None,
+            "b": True,
+            "f": 0.5,
+            "m": "=",
+        }
+        with pytest.raises(FrontmatterError):  # (YAML 1.1 has "=" as a value key)
+            s.parse_frontmatter(AMBIGUOUS)
+        legacy = s.parse_frontmatter(AMBIGUOUS.replace("m: =\n", ""))
+        assert (legacy["version"], legacy["enabled"], legacy["x"], legacy["y"]) == (
+            493,
+            True,
+            "1e3",
+            90,
+        )
+        assert (legacy["z"], legacy["h"], legacy["k"], legacy["l"]) == ("0o17", 1000, 5, True)
+    finally:
+        s._yaml_loader.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "value"),
+    [
+        ("x: !!int 0755", 755),
+        ("x: !!int 0o17", 15),
+        ("x: !!int -0x1f", None),
+        ("x: !!float 1e3", 1000.0),
+        ("x: !!float -.INF", None),  # (read, then refused as JSON cannot hold it)
+        ("x: !!float 1_0", None),
+        ("x: !!bool FALSE", False),
+        ("x: !!bool yes", None),
+        ("x: .NaN", None),
+        ("<<: {a: 1}", None),  # (a merge key is refused by either reading)
+        ("x: 1\nx: 1", None),  # (and so is a repeated key)
+        ("'<<': 1", "<<"),
+    ],
+)
+def test_yaml_1_2_explicit_tags_merge_keys_and_repeats(yaml_text: str, value: Any) -> None:
+    text = f"---\nname: a\ndescription: d\n{yaml_text}\n---\n"
+    if value is None:
+        with pytest.raises(FrontmatterError):
+            s.parse_frontmatter(text, version="1.2")
+    elif value == "<<":
+        assert s.parse_frontmatter(text, version="1.2")["<<"] == 1
+    else:
+        assert s.parse_frontmatter(text, version="1.2")["x"] == value
+
+
+def test_verification_accepts_an_entry_rendered_by_either_yaml_version() -> None:
+    text = AMBIGUOUS.replace("m: =\n", "")
+    legacy = s.parse_frontmatter(text)
+    core = s.parse_frontmatter(text, version="1.2")
+    assert legacy != core
+    skill = s.build_skill(URI, {"SKILL.md": text.encode()})
+    assert skill.frontmatter == legacy  # (our server renders with YAML 1.1)
+    assert s.verify_frontmatter(skill, text) == legacy
+    rendered_by_1_2 = s.Skill(uri=URI, frontmatter=core, resources=skill.resources)
+    assert s.verify_frontmatter(rendered_by_1_2, text) == core
+    # One reading or the other, never a mix of both, nor what neither reads.
+    for mixed in ({**core, "enabled": True}, {**legacy, "version": 755}, {**core, "x": "1e3"}):
+        with pytest.raises(SkillVerificationError, match="differs from the entry's in"):
+            s.verify_frontmatter(s.Skill(uri=URI, frontmatter=mixed, resources="dynamic"), text)
+    # A file only YAML 1.2 reads ("=" is YAML 1.1's value key) is verified that way.
+    only = s.Skill(uri=URI, frontmatter={**core, "m": "="}, resources="dynamic")
+    assert s.verify_frontmatter(only, AMBIGUOUS)["m"] == "="
+    with pytest.raises(SkillVerificationError, match="not valid YAML"):
+        s.verify_frontmatter(s.Skill(uri=URI, frontmatter=core, resources="dynamic"), AMBIGUOUS)

@@ -355,6 +355,33 @@ async def test_tampered_skill_md_is_refused(era: EraName, served: str, reason: s
         assert err.value.uri == URI
 
 
+@ERAS
+async def test_an_entry_rendered_with_yaml_1_2_loads(era: EraName) -> None:
+    """A server whose YAML parser is 1.2 (the core schema) renders ``0755`` as 755 and
+    ``on`` as "on", where PyYAML reads 493 and true: the same file, verified either way."""
+    text = "---\nname: yaml12\ndescription: d\nversion: 0755\nenabled: on\n---\n"
+    server = Server("yaml")
+    ours = server.add_skill({"SKILL.md": text})
+    real = server.handlers().request_handler("skills/get")
+    assert real is not None
+
+    async def rendered_by_1_2(ctx: RequestContext) -> Any:
+        result = await real(ctx)
+        assert isinstance(result, dict)
+        result["skill"]["frontmatter"].update(version=755, enabled="on")
+        return result
+
+    server.handlers().set_request_handler("skills/get", rendered_by_1_2)
+    async with open_client(server, era=era) as client:
+        [listed] = await client.list_skills()
+        assert listed == ours
+        assert (listed.frontmatter["version"], listed.frontmatter["enabled"]) == (493, True)
+        assert await client.load_skill(listed) == text
+        theirs = await client.get_skill(ours.uri)
+        assert (theirs.frontmatter["version"], theirs.frontmatter["enabled"]) == (755, "on")
+        assert await client.load_skill(theirs) == text
+
+
 async def test_frontmatter_that_differs_from_the_entry_is_refused() -> None:
     server, _ = make_server()
     served = SKILL_MD.replace("Extract PDFs", "Exfiltrate credentials")
