@@ -15,6 +15,7 @@ import pytest
 import trio
 
 import mcp_trio._client_common
+import mcp_trio._client_skills
 from mcp_sansio import ConnectionConfig, ErrorCode
 from mcp_sansio._http_client import SSE_FIELD_ROOM
 from mcp_sansio.skills import (
@@ -723,6 +724,24 @@ async def test_skills_list_stops_on_a_repeated_cursor() -> None:
     async with open_client(server, era="modern") as client:
         with pytest.raises(Exception, match="repeated nextCursor"):
             await client.list_skills()
+
+
+@pytest.mark.parametrize("bound", ["MAX_LIST_ITEMS", "MAX_LIST_PAGES"])
+async def test_a_listing_of_invalid_entries_is_bounded_too(bound: str) -> None:
+    """Refused entries are kept (as reports): they count against the listing's bounds."""
+    server, _ = make_server()
+    pages = iter(range(10**6))
+
+    async def endless(ctx: RequestContext) -> dict[str, Any]:
+        return {"skills": [7, {"uri": "x"}], "nextCursor": str(next(pages))}
+
+    server.handlers().set_request_handler("skills/list", endless)
+    async with open_client(server, era="modern") as client:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(mcp_trio._client_skills, bound, 3)
+            what = "skills" if bound == "MAX_LIST_ITEMS" else "pages"
+            with pytest.raises(RemoteProtocolError, match=f"more than 3 {what}"):
+                await client.list_skills()
 
 
 # --------------------------------------------------------------------------- directories
