@@ -21,6 +21,12 @@ this module holds the parts of each that need no I/O:
   insufficient_scope`` with every scope the operation needs in one challenge, ``400`` for
   a malformed ``Authorization`` header (``authorization#error-handling``; RFC 6750 §3):
   :func:`bearer_challenge`.
+* **Check each operation's scopes** once the body says what it is
+  (``authorization#runtime-insufficient-scope-errors``): :func:`insufficient_scope`
+  decides, as a JSON-RPC error (what a message channel such as WebSocket answers);
+  :func:`insufficient_scope_response` is the same refusal as the HTTP ``403``
+  (``HttpServerConfig.required_scopes`` has :class:`~mcp_sansio.http.HttpServer` apply
+  it to every POST).
 
 Who is calling is a :class:`Principal`. The binding hands it to handlers, binds legacy
 sessions to its :attr:`~Principal.subject` (``HttpServer.handle_request(principal=...)``),
@@ -31,23 +37,29 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Collection, Iterable, Mapping
-from typing import Any, Final, Literal, final
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias, final
 from urllib.parse import urlsplit
 
 import attrs
 
-from ._errors import RemoteProtocolError
+from ._errors import ErrorData, RemoteProtocolError
 from ._http_common import HttpRequest, HttpResponse, json_response
 from ._json import dumps
+from ._jsonrpc import error_response
 
 __all__ = [
+    "INSUFFICIENT_SCOPE_CODE",
     "WELL_KNOWN_RESOURCE_PATH",
     "BearerError",
     "Principal",
     "ProtectedResourceMetadata",
+    "RequiredScopes",
     "bearer_challenge",
     "bearer_token",
+    "check_scopes",
+    "insufficient_scope",
+    "insufficient_scope_response",
     "scope_set",
 ]
 
@@ -247,6 +259,33 @@ def _quoted(name: str, value: str) -> str:
     return f'{name}="{value}"'
 
 
+def _scope_tokens(scope: Collection[str]) -> list[str]:
+    tokens = scope.split() if isinstance(scope, str) else sorted(scope)
+    for token in tokens:
+        if _SCOPE_TOKEN.fullmatch(token) is None:
+            raise ValueError(f"not a scope token (RFC 6750 §3): {token!r}")
+    return tokens
+
+
+def _challenge_header(
+    error: BearerError | None,
+    resource_metadata: str | None,
+    scope: Collection[str],
+    description: str | None,
+) -> tuple[bytes, bytes]:
+    params = []
+    if error is not None:
+        params.append(_quoted("error", error))
+    if scope:
+        params.append(_quoted("scope", " ".join(_scope_tokens(scope))))
+    if resource_metadata is not None:
+        params.append(_quoted("resource_metadata", resource_metadata))
+    if description is not None:
+        params.append(_quoted("error_description", description))
+    challenge = "Bearer " + ", ".join(params) if params else "Bearer"
+    return (b"www-authenticate", challenge.encode("ascii"))
+
+
 def bearer_challenge(
     error: BearerError | None = None,
     *,
@@ -278,24 +317,102 @@ def bearer_challenge(
             with a quote, a backslash, a control or a non-ASCII character (the header
             has no way to carry them).
     """
-    params = []
-    if error is not None:
-        params.append(_quoted("error", error))
-    if scope:
-        tokens = scope.split() if isinstance(scope, str) else sorted(scope)
-        for token in tokens:
-            if _SCOPE_TOKEN.fullmatch(token) is None:
-                raise ValueError(f"not a scope token (RFC 6750 §3): {token!r}")
-        params.append(_quoted("scope", " ".join(tokens)))
-    if resource_metadata is not None:
-        params.append(_quoted("resource_metadata", resource_metadata))
-    if description is not None:
-        params.append(_quoted("error_description", description))
-    challenge = "Bearer " + ", ".join(params) if params else "Bearer"
-    headers = ((b"www-authenticate", challenge.encode("ascii")),)
+    headers = (_challenge_header(error, resource_metadata, scope, description),)
     if error is None:
         return HttpResponse(status=401, headers=headers)
     body: dict[str, str] = {"error": error}
     if description is not None:
         body["error_description"] = description
     return json_response(_STATUS[error], dumps(body), headers)
+
+
+# ------------------------------------------------------------------ per-operation scopes
+
+RequiredScopes: TypeAlias = Callable[[Principal, str, "dict[str, Any] | None"], Collection[str]]
+"""``(principal, method, params) -> scopes``: every scope one request needs (a
+collection, or a space-separated string; empty: none), e.g. what a server declared for
+the tool that ``tools/call`` names. It may look at the arguments and at who is calling
+(``authorization#runtime-insufficient-scope-errors``: the scopes "may be determined
+dynamically based on the specific request arguments and context")."""
+
+INSUFFICIENT_SCOPE_CODE: Final = 403
+"""The JSON-RPC error code of a refusal for want of a scope.
+
+No MCP revision defines one (``2026-07-28/basic/index#error-codes``;
+``2025-11-25/schema``): ``-32020`` to ``-32099`` are the specification's own and MUST NOT
+carry undefined codes, ``-32000`` to ``-32019`` SHOULD NOT be used by new
+implementations, and the standard codes say something else (``-32600``/``-32602`` would
+read as the client's bug, not as a token to widen). New codes SHOULD be allocated
+outside ``-32768..-32000``: ``403``, the HTTP status the specification gives this very
+refusal, so that one number means it on every transport."""
+
+
+def check_scopes(scopes: str | Iterable[str]) -> frozenset[str]:
+    """``scopes`` (a space-separated string, or a collection) as a set, each checked to
+    be a scope token a challenge can carry (RFC 6750 §3: no space, quote or backslash).
+
+    Raises:
+        ValueError: one is not.
+    """
+    found = scope_set(scopes)
+    _scope_tokens(found)
+    return found
+
+
+def insufficient_scope(
+    principal: Principal,
+    needed: str | Iterable[str],
+    *,
+    resource_metadata: str | None = None,
+) -> ErrorData | None:
+    """Whether ``principal`` may make a request that needs ``needed``: ``None`` when its
+    token grants every one, else the JSON-RPC error to answer with.
+
+    The error names *all* of ``needed``, not only the missing ones: a client asks for
+    the scopes of one challenge together (``authorization#runtime-insufficient-scope-
+    errors``: all scopes the operation needs "in a single challenge"). Its ``data``
+    holds the parameters the HTTP challenge would (RFC 6750 §3, RFC 9728 §5.1), so a
+    client reads both the same way::
+
+        {"code": 403, "message": "Insufficient scope: the access token lacks files:write",
+         "data": {"error": "insufficient_scope", "scope": "files:read files:write",
+                  "resource_metadata": "https://..."}}
+
+    Raises:
+        ValueError: a needed scope is not a scope token (see :func:`check_scopes`).
+    """
+    wanted = check_scopes(needed)
+    missing = wanted - principal.scopes
+    if not missing:
+        return None
+    data: dict[str, str] = {"error": "insufficient_scope", "scope": " ".join(sorted(wanted))}
+    if resource_metadata is not None:
+        data["resource_metadata"] = resource_metadata
+    return ErrorData(
+        code=INSUFFICIENT_SCOPE_CODE,
+        message="Insufficient scope: the access token lacks " + " ".join(sorted(missing)),
+        data=data,
+    )
+
+
+def insufficient_scope_response(
+    error: ErrorData, request_ids: Iterable[str | int], *, batch: bool = False
+) -> HttpResponse:
+    """The HTTP refusal of a POST for ``error`` (from :func:`insufficient_scope`):
+    ``403`` with ``WWW-Authenticate: Bearer error="insufficient_scope", scope="...",
+    resource_metadata="...", error_description="..."``
+    (``authorization#runtime-insufficient-scope-errors``), and ``error`` as the JSON-RPC
+    answer to each request of the body (a batch: an array, one per request).
+
+    Raises:
+        ValueError: ``error`` holds a URL a challenge cannot carry.
+    """
+    data = error.data
+    header = _challenge_header(
+        "insufficient_scope", data.get("resource_metadata"), data["scope"], error.message
+    )
+    answers = [error_response(rid, error) for rid in request_ids]
+    body = (
+        dumps(answers) if batch else dumps(answers[0] if answers else error_response(None, error))
+    )
+    return json_response(403, body, (header,))

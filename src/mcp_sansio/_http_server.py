@@ -79,7 +79,9 @@ Status codes (both eras unless noted):
 400   bad JSON, bad JSON-RPC, bad ``MCP-Protocol-Version``, legacy request without
       ``Mcp-Session-Id``, batch outside 2025-03-26, bad ``Last-Event-ID``; modern
       header mismatch (-32020), unsupported version (-32022), -32021
-403   ``Origin`` present and not allowed (spec MUST)
+403   ``Origin`` present and not allowed (spec MUST); a principal's token lacks a scope a
+      request needs (``required_scopes``; ``WWW-Authenticate: Bearer
+      error="insufficient_scope"``, a 2025-03-26 batch refused whole)
 404   wrong path; unknown or terminated session, or another principal's (legacy);
       unknown method (modern, -32601)
 405   GET/DELETE when not offered (always in the modern era); other methods
@@ -112,7 +114,14 @@ from ._errors import ErrorCode, ErrorData, LocalProtocolError
 from ._events import Event, InvalidMessageReceived, RequestCancelled
 from ._events import RequestReceived as _RequestReceived
 from ._framing import encode_sse_event
-from ._http_auth import ProtectedResourceMetadata
+from ._http_auth import (
+    Principal,
+    ProtectedResourceMetadata,
+    RequiredScopes,
+    insufficient_scope,
+    insufficient_scope_response,
+    scope_set,
+)
 from ._http_common import (
     JSON_TYPE,
     LAST_EVENT_ID,
@@ -145,6 +154,7 @@ from ._jsonrpc import (
     Response,
     classify,
     decode,
+    is_request_id,
 )
 from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
 from ._state import LifecycleState
@@ -477,6 +487,17 @@ class HttpServerConfig:
     endpoint's path (and the resource's, if it differs), and at the bare well-known path
     (``2026-07-28/basic/authorization/authorization-server-discovery``). ``None``: those
     paths are 404. A protected server sets it."""
+    required_scopes: RequiredScopes | None = None
+    """The scopes each request needs, by principal, method and params (see
+    :data:`~mcp_sansio.http.RequiredScopes`): a POST from a :class:`Principal` whose
+    token lacks one is refused ``403`` with an ``insufficient_scope`` challenge naming
+    them all and :attr:`resource_metadata`'s URL
+    (``authorization#runtime-insufficient-scope-errors``), before anything of it is
+    served. A 2025-03-26 batch is refused whole if one of its requests is (one POST has
+    one status; every request of it is answered with the error). Called for every
+    request of every POST from a principal: it should be quick. An exception from it is
+    answered ``500`` (the request is refused: a check that fails is no pass).
+    ``None``: no request needs any (only the ``authenticate`` hook decides)."""
 
 
 # ================================================================================ internals
@@ -807,7 +828,7 @@ class HttpServer:
         *,
         now: float,
         head_checked: bool = False,
-        principal: str | None = None,
+        principal: Principal | str | None = None,
     ) -> Reply:
         """Decide what to answer to one HTTP request.
 
@@ -817,8 +838,11 @@ class HttpServer:
             now: the current time (seconds, any monotonic origin).
             head_checked: :meth:`check_head` already passed for this method, target
                 and headers (it is not run again).
-            principal: who the binding authenticated the request as
-                (``Principal.subject``), or ``None``. A legacy session belongs to the
+            principal: who the binding authenticated the request as (a
+                :class:`Principal`, or just its ``subject``), or ``None``. A
+                :class:`Principal`'s scopes are checked against
+                :attr:`HttpServerConfig.required_scopes`; a bare subject, or ``None``,
+                is never refused for want of a scope. A legacy session belongs to the
                 principal of its ``initialize``: a request of another one for it is
                 answered as for an unknown session (``404``), so its existence does not
                 leak. A modern request's ``requestState`` is sealed for, and only
@@ -832,6 +856,10 @@ class HttpServer:
         early = None if head_checked else self.check_head(request)
         if early is not None:
             return Reply(decision=early)
+        who = principal if isinstance(principal, Principal) else None
+        if who is not None:
+            principal = who.subject
+        assert not isinstance(principal, Principal)
         if request.method == "GET":
             return Reply(decision=self._get(request, now, principal))
         if request.method == "DELETE":
@@ -844,8 +872,38 @@ class HttpServer:
         if type(obj) is Invalid:
             return Reply(decision=_fail(400, obj.error.message, ErrorCode.PARSE_ERROR))
         if self._is_modern(request, obj):
-            return self._modern_post(request, obj, now, principal)
-        return self._legacy_post(request, obj, now, principal)
+            return self._modern_post(request, obj, now, principal, who)
+        return self._legacy_post(request, obj, now, principal, who)
+
+    def _scope_refusal(
+        self, who: Principal | None, items: Sequence[Any], batch: bool
+    ) -> HttpResponse | None:
+        """The ``403`` for a body whose requests need scopes ``who``'s token lacks
+        (every scope of every request in one challenge), or ``None``."""
+        hook = self.config.required_scopes
+        if who is None or hook is None:
+            return None  # no authentication, or nothing needs a scope: nothing to check
+        needed: set[str] = set()
+        ids: list[RequestId] = []
+        try:
+            for item in items:
+                method = item.get("method") if type(item) is dict else None
+                if type(method) is not str or not is_request_id(item.get("id")):
+                    continue  # notifications, answers and junk: the core deals with them
+                params = item.get("params")
+                needed.update(
+                    scope_set(hook(who, method, params if type(params) is dict else None))
+                )
+                ids.append(item["id"])
+            metadata = self.config.resource_metadata
+            error = insufficient_scope(
+                who, needed, resource_metadata=None if metadata is None else metadata.url
+            )
+        except Exception:  # the deployer's hook failed (or named no scope token)
+            return _fail(500, "Internal error", ErrorCode.INTERNAL_ERROR)
+        if error is None:
+            return None
+        return insufficient_scope_response(error, ids, batch=batch)
 
     def _is_modern(self, request: HttpRequest, obj: Any) -> bool:
         if not self._legacy_versions:
@@ -962,7 +1020,12 @@ class HttpServer:
         return None
 
     def _modern_post(
-        self, request: HttpRequest, obj: Any, now: float, principal: str | None
+        self,
+        request: HttpRequest,
+        obj: Any,
+        now: float,
+        principal: str | None,
+        who: Principal | None = None,
     ) -> Reply:
         if type(obj) is list:
             return Reply(
@@ -984,6 +1047,9 @@ class HttpServer:
         problem = self._modern_headers_error(request, msg)
         if problem is not None:
             return Reply(decision=json_response(400, error_body(problem, msg.id)))
+        refused = self._scope_refusal(who, (obj,), batch=False)
+        if refused is not None:
+            return Reply(decision=refused)
         if len(self._modern) >= self.config.max_modern_requests:
             return Reply(
                 decision=_fail(
@@ -1096,7 +1162,12 @@ class HttpServer:
         return session
 
     def _legacy_post(
-        self, request: HttpRequest, obj: Any, now: float, principal: str | None
+        self,
+        request: HttpRequest,
+        obj: Any,
+        now: float,
+        principal: str | None,
+        who: Principal | None = None,
     ) -> Reply:
         problem = self._legacy_version_error(request)
         if problem is not None:
@@ -1125,6 +1196,9 @@ class HttpServer:
                 why = "initialize cannot be part of a batch"
             if why is not None:
                 return Reply(decision=_fail(400, f"Invalid Request: {why}"))
+        refused = self._scope_refusal(who, items, batch)
+        if refused is not None:
+            return Reply(decision=refused)
         return self._feed_session(session, request, items, batch, now)
 
     def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:

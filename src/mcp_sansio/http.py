@@ -20,7 +20,8 @@ events for your handlers), and write what :meth:`HttpServer.data_to_send` return
   stream-closing cancellation, told apart per request.
 * :mod:`._http_auth` -- authorization as a resource server: :class:`Principal`,
   :class:`ProtectedResourceMetadata` (RFC 9728), :func:`bearer_token` and
-  :func:`bearer_challenge` (RFC 6750); token verification is the deployer's.
+  :func:`bearer_challenge` (RFC 6750), per-operation scopes (:func:`insufficient_scope`);
+  token verification is the deployer's.
 * :mod:`._http_client` -- :class:`HttpClient`: request headers for each message, the
   reading of each answer into JSON-RPC messages, the era probe, session expiry and
   stream resumption.
@@ -32,12 +33,17 @@ Specification: ``2025-03-26`` / ``2025-11-25`` ``basic/transports`` (legacy) and
 from __future__ import annotations
 
 from ._http_auth import (
+    INSUFFICIENT_SCOPE_CODE,
     WELL_KNOWN_RESOURCE_PATH,
     BearerError,
     Principal,
     ProtectedResourceMetadata,
+    RequiredScopes,
     bearer_challenge,
     bearer_token,
+    check_scopes,
+    insufficient_scope,
+    insufficient_scope_response,
     scope_set,
 )
 from ._http_client import (
@@ -87,6 +93,7 @@ from ._http_server import (
 __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
+    "INSUFFICIENT_SCOPE_CODE",
     "MAX_REOPEN_DELAY",
     "WELL_KNOWN_RESOURCE_PATH",
     "AwaitResponse",
@@ -112,6 +119,7 @@ __all__ = [
     "ProtectedResourceMetadata",
     "Reply",
     "ReplyNotCarried",
+    "RequiredScopes",
     "ResponseMode",
     "ResponseReady",
     "ServerEvent",
@@ -122,9 +130,12 @@ __all__ = [
     "StreamData",
     "bearer_challenge",
     "bearer_token",
+    "check_scopes",
     "decode_header_value",
     "encode_header_value",
     "http_error",
+    "insufficient_scope",
+    "insufficient_scope_response",
     "parse_header_params",
     "pinned_http_config",
     "reopen_delay",

@@ -1,0 +1,252 @@
+"""Per-operation scopes, sans-IO: the decision and its JSON-RPC error, the ``403
+insufficient_scope`` challenge, and :class:`HttpServer` refusing a POST (both eras, a
+2025-03-26 batch whole) before anything of it is served. No I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_sansio import ErrorCode, RequestReceived
+from mcp_sansio._json import loads
+from mcp_sansio.http import (
+    INSUFFICIENT_SCOPE_CODE,
+    AwaitResponse,
+    HttpResponse,
+    HttpServer,
+    Principal,
+    ProtectedResourceMetadata,
+    ServerEvent,
+    check_scopes,
+    insufficient_scope,
+    insufficient_scope_response,
+)
+
+from .test_http_server import (
+    in_session,
+    initialize,
+    make_server,
+    modern,
+    modern_headers,
+    note,
+    received,
+    req,
+    rpc,
+)
+
+METADATA = ProtectedResourceMetadata(
+    resource="https://mcp.example.com/mcp", authorization_servers=["https://auth.example.com"]
+)
+WK = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+READER = Principal(subject="alice", scopes="files:read")
+WRITER = Principal(subject="alice", scopes="files:read files:write")
+
+
+# ================================================================== the decision
+
+
+def test_a_principal_with_every_needed_scope_passes() -> None:
+    assert insufficient_scope(WRITER, {"files:write"}) is None
+    assert insufficient_scope(WRITER, "files:read files:write") is None
+    assert insufficient_scope(READER, ()) is None
+    assert insufficient_scope(Principal(subject="nobody"), "") is None
+
+
+def test_the_error_names_every_needed_scope_and_says_which_are_missing() -> None:
+    error = insufficient_scope(READER, ["files:write", "files:read", "admin"], resource_metadata=WK)
+    assert error is not None
+    assert error.code == INSUFFICIENT_SCOPE_CODE == 403
+    # All of them, the granted one too (one challenge for the whole operation).
+    assert error.data == {
+        "error": "insufficient_scope",
+        "scope": "admin files:read files:write",
+        "resource_metadata": WK,
+    }
+    assert error.message == "Insufficient scope: the access token lacks admin files:write"
+    bare = insufficient_scope(READER, "files:write")
+    assert bare is not None and "resource_metadata" not in bare.data
+
+
+@pytest.mark.parametrize("bad", ['a"b', "a\\b", ["a b"], ["é"], ["tab\t"]])
+def test_what_a_challenge_cannot_carry_is_no_scope(bad: Any) -> None:
+    with pytest.raises(ValueError, match="scope token"):
+        check_scopes(bad)
+    with pytest.raises(ValueError, match="scope token"):
+        insufficient_scope(READER, bad)
+    assert check_scopes("b a  a") == frozenset({"a", "b"})
+
+
+def test_the_http_refusal_is_403_with_one_challenge_and_the_json_rpc_error() -> None:
+    error = insufficient_scope(READER, "files:write", resource_metadata=WK)
+    assert error is not None
+    response = insufficient_scope_response(error, [7])
+    assert response.status == 403
+    assert response.header("content-type") == "application/json"
+    assert response.header("www-authenticate") == (
+        'Bearer error="insufficient_scope", scope="files:write", '
+        f'resource_metadata="{WK}", '
+        'error_description="Insufficient scope: the access token lacks files:write"'
+    )
+    assert loads(response.body) == {"jsonrpc": "2.0", "id": 7, "error": error.to_wire()}
+    batch = insufficient_scope_response(error, [1, "two"], batch=True)
+    assert [a["id"] for a in loads(batch.body)] == [1, "two"]
+    assert loads(insufficient_scope_response(error, []).body)["id"] is None
+
+
+# ================================================================== HttpServer
+
+
+def _needs(calls: list[tuple[Principal, str, Any]] | None = None) -> Any:
+    """A hook: ``tools/call`` of ``write`` needs ``files:write``, of ``both`` also
+    ``files:read``; anything else nothing."""
+
+    def required_scopes(principal: Principal, method: str, params: Any) -> Any:
+        if calls is not None:
+            calls.append((principal, method, params))
+        name = (params or {}).get("name")
+        if method == "tools/call" and name == "write":
+            return "files:write"
+        if method == "tools/call" and name == "both":
+            return ["files:read", "files:write"]
+        return ()
+
+    return required_scopes
+
+
+def _server(**cfg: Any) -> HttpServer:
+    return make_server(required_scopes=_needs(), resource_metadata=METADATA, **cfg)
+
+
+def _call(rid: Any, name: str) -> dict[str, Any]:
+    return rpc(rid, "tools/call", {"name": name, "arguments": {}})
+
+
+def _modern_call(srv: HttpServer, name: str, principal: Any) -> Any:
+    body = modern(1, "tools/call", {"name": name, "arguments": {}})
+    return srv.handle_request(
+        req(body=body, **modern_headers("tools/call", name)), now=0, principal=principal
+    )
+
+
+def _assert_refused(decision: Any, scope: str, ids: Any) -> None:
+    assert isinstance(decision, HttpResponse) and decision.status == 403
+    challenge = decision.header("www-authenticate")
+    assert challenge is not None
+    assert challenge.startswith(f'Bearer error="insufficient_scope", scope="{scope}", ')
+    assert f'resource_metadata="{WK}"' in challenge
+    body = loads(decision.body)
+    answers = body if isinstance(body, list) else [body]
+    assert [a["id"] for a in answers] == ids
+    assert all(a["error"]["code"] == 403 for a in answers)
+
+
+def test_modern_a_call_without_the_scope_is_refused_before_anything_is_served() -> None:
+    calls: list[Any] = []
+    srv = make_server(era="modern", required_scopes=_needs(calls), resource_metadata=METADATA)
+    reply = _modern_call(srv, "both", READER)
+    _assert_refused(reply.decision, "files:read files:write", [1])
+    assert reply.events == () and srv.statistics()["modern_requests"] == 0
+    principal, method, params = calls[0]
+    assert (principal, method, params["name"]) == (READER, "tools/call", "both")
+    # The same call with the scope is served; another tool needs nothing.
+    served = _modern_call(srv, "both", WRITER)
+    assert isinstance(served.decision, AwaitResponse)
+    assert isinstance(received(served).event, RequestReceived)
+    assert isinstance(_modern_call(srv, "read", READER).decision, AwaitResponse)
+
+
+@pytest.mark.parametrize("who", ["alice", None])
+def test_no_principal_no_check(who: str | None) -> None:
+    # A bare subject (a binding that knows no scopes) or no authentication at all:
+    # nothing to check the scopes of.
+    srv = _server(era="modern")
+    assert isinstance(_modern_call(srv, "write", who).decision, AwaitResponse)
+
+
+def test_a_header_mismatch_is_answered_before_the_scopes() -> None:
+    srv = _server(era="modern")
+    body = modern(1, "tools/call", {"name": "write", "arguments": {}})
+    reply = srv.handle_request(
+        req(body=body, **modern_headers("tools/call", "other")), now=0, principal=READER
+    )
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 400
+
+
+def _legacy_session(srv: HttpServer, version: str = "2025-11-25") -> str:
+    reply = srv.handle_request(req(body=initialize(version=version)), now=0, principal=READER)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 200
+    sid = reply.decision.header("mcp-session-id")
+    assert sid is not None
+    done = srv.handle_request(
+        req(body=note("notifications/initialized"), **in_session(sid, version)),
+        now=0,
+        principal=READER,
+    )
+    assert isinstance(done.decision, HttpResponse) and done.decision.status == 202
+    return sid
+
+
+def test_legacy_a_refused_call_leaves_the_session_as_it_was() -> None:
+    srv = _server()
+    sid = _legacy_session(srv)  # (initialize needs no scope)
+    refused = srv.handle_request(
+        req(body=_call(5, "write"), **in_session(sid)), now=1, principal=READER
+    )
+    _assert_refused(refused.decision, "files:write", [5])
+    assert refused.events == () and srv.sessions() == (sid,)
+    # The same id again, after a step-up (same subject, wider token): served, so the
+    # refused one never reached the session.
+    again = srv.handle_request(
+        req(body=_call(5, "write"), **in_session(sid)), now=2, principal=WRITER
+    )
+    event = received(again).event
+    assert isinstance(event, RequestReceived) and event.request_id == 5
+    # Notifications carry no operation: not checked.
+    cancelled = note("notifications/cancelled", {"requestId": 99})
+    quiet = srv.handle_request(req(body=cancelled, **in_session(sid)), now=3, principal=READER)
+    assert isinstance(quiet.decision, HttpResponse) and quiet.decision.status == 202
+
+
+def test_a_2025_03_26_batch_is_refused_whole_in_one_challenge() -> None:
+    srv = _server(versions=("2025-03-26",))
+    sid = _legacy_session(srv, "2025-03-26")
+    batch = [
+        _call(1, "read"),
+        _call(2, "write"),
+        note("notifications/roots/list_changed"),
+        _call(3, "both"),
+    ]
+    headers = in_session(sid, "2025-03-26")
+    refused = srv.handle_request(req(body=batch, **headers), now=1, principal=READER)
+    # Every scope of every request in one challenge; every request answered the error.
+    _assert_refused(refused.decision, "files:read files:write", [1, 2, 3])
+    assert refused.events == ()
+    served = srv.handle_request(req(body=batch, **headers), now=2, principal=WRITER)
+    ids = [
+        e.event.request_id
+        for e in served.events
+        if isinstance(e, ServerEvent) and isinstance(e.event, RequestReceived)
+    ]
+    assert ids == [1, 2, 3]
+
+
+def test_without_resource_metadata_the_challenge_names_none() -> None:
+    srv = make_server(era="modern", required_scopes=_needs())
+    decision = _modern_call(srv, "write", READER).decision
+    assert isinstance(decision, HttpResponse) and decision.status == 403
+    assert "resource_metadata" not in (decision.header("www-authenticate") or "")
+
+
+@pytest.mark.parametrize("bad", [RuntimeError("bug"), ['a"b']])
+def test_a_failing_hook_refuses_the_request(bad: Any) -> None:
+    def hook(principal: Principal, method: str, params: Any) -> Any:
+        if isinstance(bad, Exception):
+            raise bad
+        return bad
+
+    srv = make_server(era="modern", required_scopes=hook)
+    reply = _modern_call(srv, "write", READER)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 500
+    assert loads(reply.decision.body)["error"]["code"] == ErrorCode.INTERNAL_ERROR
+    assert reply.events == ()
