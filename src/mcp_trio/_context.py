@@ -296,8 +296,10 @@ class Context:
     @property
     def principal(self) -> Principal | None:
         """Who is calling, as ``serve_http(authenticate=...)`` found out (subject,
-        scopes, claims); ``None`` when the transport authenticates nobody. Check
-        per-tool scopes here: ``if "files:write" not in ctx.principal.scopes: ...``."""
+        scopes, claims); ``None`` when the transport authenticates nobody. Scopes a
+        tool needs are best declared (``@server.tool(scopes="files:write")``): a call
+        without them is refused before the tool runs, with a challenge the client can
+        step up on."""
         return self._raw.principal
 
     # ------------------------------------------------------------ tasks

@@ -15,7 +15,7 @@ import attrs
 from mcp_sansio import Connection, Era, RequestId, RequestReceived
 
 if TYPE_CHECKING:
-    from mcp_sansio._http_auth import Principal
+    from mcp_sansio._http_auth import Principal, RequiredScopes
 
     from ._pool import _Running
     from ._session import Session
@@ -67,6 +67,8 @@ class Handlers:
     Args:
         requests: initial request handlers.
         notifications: initial notification handlers.
+        required_scopes: ``(principal, method, params) -> scopes``, the scopes a request
+            needs (see :attr:`required_scopes`).
 
     A request with no handler is answered -32601 (method not found). A notification
     with no handler is dropped (logged at debug level).
@@ -76,9 +78,21 @@ class Handlers:
         self,
         requests: Mapping[str, RequestHandler] | None = None,
         notifications: Mapping[str, NotificationHandler] | None = None,
+        *,
+        required_scopes: RequiredScopes | None = None,
     ) -> None:
         self._requests: dict[str, RequestHandler] = dict(requests or {})
         self._notifications: dict[str, NotificationHandler] = dict(notifications or {})
+        self.required_scopes: RequiredScopes | None = required_scopes
+        """The scopes each request needs from an authenticated caller (a
+        :class:`~mcp_trio.Server` fills it from what its tools, resources and prompts
+        declare). A request whose principal's token lacks one is refused before its
+        handler runs: over Streamable HTTP with ``403`` and an ``insufficient_scope``
+        challenge (``serve_http`` hands it to ``HttpServerConfig.required_scopes``), on
+        a message channel (WebSocket) with the JSON-RPC error
+        :data:`~mcp_sansio.http.INSUFFICIENT_SCOPE_CODE`, and the session goes on. A
+        request with no principal (stdio, in memory, no ``authenticate``) is never
+        refused: without authentication there is nothing to check."""
 
     def on_request(self, method: str) -> Callable[[_RH], _RH]:
         """Decorator: handle requests of ``method``."""

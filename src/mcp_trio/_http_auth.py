@@ -119,8 +119,10 @@ class BearerAuth:
     (``ProtectedResourceMetadata.url``), named in every challenge so that clients find
     the authorization server (RFC 9728 §5.1)."""
     required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=scope_set)
-    """Scopes every request needs (empty: any valid token will do). Per-tool scopes are
-    checked in the handler, with ``ctx.principal.scopes``."""
+    """Scopes every request needs (empty: any valid token will do), checked on the head
+    of every request. Scopes of one tool, resource or prompt are declared where it is
+    registered (``@server.tool(scopes=...)``) and checked once the body says what is
+    asked for."""
 
     _no_token: HttpResponse = attrs.field(init=False, eq=False, repr=False)
     """The answer to a request without a token (every client's first): built once, which

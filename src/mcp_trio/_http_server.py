@@ -474,7 +474,7 @@ class _Connection:
             request.with_body(body),
             now=trio.current_time(),
             head_checked=True,
-            principal=None if principal is None else principal.subject,
+            principal=principal,  # (its scopes are checked: http_config.required_scopes)
         )
         decision = reply.decision
         if isinstance(decision, HttpResponse):
@@ -831,9 +831,12 @@ async def serve_http(
             the refusal to answer (see :class:`~mcp_trio.BearerAuth` for OAuth bearer
             tokens). Handlers see the principal as ``ctx.principal``; a legacy session
             serves only the principal (``subject``) that created it; a modern
-            ``requestState`` is accepted only from the principal it was sealed for.
-            Bounded by ``transport.authenticate_timeout`` (then ``503``); an exception
-            is logged and answered ``500``. Serve the Protected Resource Metadata the
+            ``requestState`` is accepted only from the principal it was sealed for; a
+            request whose principal lacks a scope it needs
+            (``http_config.required_scopes``, by default ``handlers.required_scopes``)
+            is refused ``403 insufficient_scope``. Bounded by
+            ``transport.authenticate_timeout`` (then ``503``); an exception is logged
+            and answered ``500``. Serve the Protected Resource Metadata the
             challenges point to with ``http_config.resource_metadata``.
         handler_nursery: where connection and handler tasks run (default: internal).
         task_status: ``await nursery.start(serve_http, ...)`` returns an
@@ -854,6 +857,10 @@ async def serve_http(
     http_config = http_config if http_config is not None else HttpServerConfig()
     if path is not None:
         http_config = attrs.evolve(http_config, endpoint=path)
+    if http_config.required_scopes is None and handlers is not None:
+        # The scopes the handlers' requests need, checked on the body before any is
+        # served (authorization#runtime-insufficient-scope-errors: a 403 challenge).
+        http_config = attrs.evolve(http_config, required_scopes=handlers.required_scopes)
     if authenticate is not None and http_config.resource_metadata is None:
         # 2026-07-28/basic/authorization#overview: servers MUST serve it; without it a
         # client that is refused cannot find where to get a token.

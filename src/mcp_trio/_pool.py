@@ -48,6 +48,8 @@ from ._errors import McpError
 from ._handlers import InputRequiredResult
 
 if TYPE_CHECKING:
+    from mcp_sansio._http_auth import Principal, RequiredScopes
+
     from ._handlers import RequestContext, RequestHandler
 
 __all__ = ["HandlerPool", "call_request_handler", "send_answer", "serve_notification"]
@@ -211,18 +213,42 @@ class HandlerPool:
             await self._changed.wait()
 
 
+def _scope_error(
+    required_scopes: RequiredScopes, principal: Principal, ctx: RequestContext
+) -> ErrorData | None:
+    """The refusal of a request whose principal lacks a scope it needs, if so (a
+    failing ``required_scopes`` refuses it too: -32603, logged)."""
+    from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
+
+    try:
+        return insufficient_scope(principal, required_scopes(principal, ctx.method, ctx.params))
+    except Exception:
+        logger.exception("required_scopes failed for %r (request %r)", ctx.method, ctx.request_id)
+        return _INTERNAL
+
+
 async def call_request_handler(
-    handler: RequestHandler | None, ctx: RequestContext
+    handler: RequestHandler | None,
+    ctx: RequestContext,
+    required_scopes: RequiredScopes | None = None,
 ) -> dict[str, Any] | InputRequiredResult | ErrorData:
     """Run a request handler; return its answer, or the error to answer with.
 
-    No handler: -32601. :class:`~mcp_trio.McpError`: its error. Any other exception:
-    -32603 "Internal error", with the traceback logged here and never sent to the
-    peer. Cancellation propagates.
+    No handler: -32601. A principal whose token lacks a scope ``required_scopes``
+    says the request needs: the ``insufficient_scope`` error (see
+    :func:`mcp_sansio.http.insufficient_scope`), and the handler does not run.
+    :class:`~mcp_trio.McpError`: its error. Any other exception: -32603 "Internal
+    error", with the traceback logged here and never sent to the peer. Cancellation
+    propagates.
     """
     method, rid = ctx.method, ctx.request_id
     if handler is None:
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
+    principal = ctx.principal
+    if required_scopes is not None and principal is not None:
+        refused = _scope_error(required_scopes, principal, ctx)
+        if refused is not None:
+            return refused
     try:
         result = await handler(ctx)
     except McpError as exc:

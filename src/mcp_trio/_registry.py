@@ -17,8 +17,8 @@ import json
 import math
 import re
 import types
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, final, get_type_hints
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, get_type_hints
 from urllib.parse import urlsplit
 
 import attrs
@@ -41,6 +41,8 @@ from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from ._tasks import TaskStart, TaskSupport
+
+_E = TypeVar("_E", bound="Entry")
 
 __all__ = [
     "CompletionEntry",
@@ -254,6 +256,15 @@ def _icons(icons: Sequence[Any] | None) -> list[Any] | None:
     return None if icons is None else [_plain(icon) for icon in icons]
 
 
+def _scopes(scopes: str | Iterable[str]) -> frozenset[str]:
+    """Declared scopes as a set, each checked to be a scope token (``ValueError``)."""
+    if not scopes:
+        return frozenset()
+    from mcp_sansio._http_auth import check_scopes  # noqa: PLC0415 (stdio loads no HTTP)
+
+    return check_scopes(scopes)
+
+
 def _skip(context_param: str | None) -> tuple[str, ...]:
     return () if context_param is None else (context_param,)
 
@@ -270,6 +281,9 @@ class Entry:
     """Whether ``fn`` is ``async`` (else it runs in a worker thread; see :func:`invoke`)."""
     context_param: str | None
     """The parameter that receives the ``Context``, if any."""
+    scopes: frozenset[str] = frozenset()
+    """The OAuth scopes a caller's token needs to use it (see
+    :meth:`Registry.scopes_for`); empty: none."""
 
     @property
     def skip(self) -> tuple[str, ...]:
@@ -320,6 +334,7 @@ class ToolEntry(Entry):
         input_schema: Mapping[str, Any] | None = None,
         task: bool | TaskSupport = False,
         task_start: TaskStart = "call",
+        scopes: str | Iterable[str] = (),
     ) -> ToolEntry:
         name = name or getattr(fn, "__name__", None)
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
@@ -379,6 +394,7 @@ class ToolEntry(Entry):
             header_params=header_params,
             task=_task_support(name, task, task_start),
             task_start=task_start,
+            scopes=_scopes(scopes),
         )
 
 
@@ -430,6 +446,7 @@ class PromptEntry(Entry):
         description: str | None,
         icons: Sequence[Any] | None,
         meta: Mapping[str, Any] | None,
+        scopes: str | Iterable[str] = (),
     ) -> PromptEntry:
         name = name or getattr(fn, "__name__", None)
         if not isinstance(name, str) or not name:
@@ -470,6 +487,7 @@ class PromptEntry(Entry):
             schema=schema,
             choices=choices,
             definition=definition,
+            scopes=_scopes(scopes),
         )
 
 
@@ -505,7 +523,9 @@ class ResourceEntry(Entry):
     """The ``Resource`` object of ``resources/list``."""
 
     @classmethod
-    def build(cls, fn: Callable[..., Any], uri: str, **fields: Any) -> ResourceEntry:
+    def build(
+        cls, fn: Callable[..., Any], uri: str, scopes: str | Iterable[str] = (), **fields: Any
+    ) -> ResourceEntry:
         if not urlsplit(uri).scheme:
             raise ValueError(f"resource URI {uri!r} has no scheme")
         ctx = context_parameter(fn)
@@ -527,6 +547,7 @@ class ResourceEntry(Entry):
             context_param=ctx,
             mime_type=fields.get("mime_type"),
             definition=definition,
+            scopes=_scopes(scopes),
         )
 
 
@@ -545,7 +566,9 @@ class TemplateEntry(Entry):
     """The ``ResourceTemplate`` object of ``resources/templates/list``."""
 
     @classmethod
-    def build(cls, fn: Callable[..., Any], template: str, **fields: Any) -> TemplateEntry:
+    def build(
+        cls, fn: Callable[..., Any], template: str, scopes: str | Iterable[str] = (), **fields: Any
+    ) -> TemplateEntry:
         parsed = UriTemplate(template)
         if not parsed.matchable:
             parsed.match("")  # raises ValueError saying why
@@ -575,6 +598,7 @@ class TemplateEntry(Entry):
             schema=schema,
             choices=choices,
             definition=definition,
+            scopes=_scopes(scopes),
         )
 
 
@@ -678,3 +702,38 @@ class Registry:
             if values is not None:
                 return entry, values
         return None
+
+    def scopes_for(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
+        """The scopes declared for what a request names: the tool of ``tools/call``, the
+        prompt of ``prompts/get``, the resource (or the first template that matches) of
+        ``resources/read`` and ``resources/subscribe``, and the prompt or template whose
+        arguments ``completion/complete`` completes. Nothing for anything else, or for
+        params that name nothing registered (the handler refuses those)."""
+        if not params:
+            return frozenset()
+        entry: Entry | None = None
+        if method == "tools/call":
+            entry = _get(self.tools, params.get("name"))
+        elif method == "prompts/get":
+            entry = _get(self.prompts, params.get("name"))
+        elif method in ("resources/read", "resources/subscribe"):
+            entry = self._resource(params.get("uri"))
+        elif method == "completion/complete":
+            ref = params.get("ref")
+            if isinstance(ref, Mapping) and ref.get("type") == "ref/prompt":
+                entry = _get(self.prompts, ref.get("name"))
+            elif isinstance(ref, Mapping) and ref.get("type") == "ref/resource":
+                entry = _get(self.templates, ref.get("uri")) or _get(self.resources, ref.get("uri"))
+        return frozenset() if entry is None else entry.scopes
+
+    def _resource(self, uri: object) -> Entry | None:
+        if not isinstance(uri, str):
+            return None
+        if uri in self.resources:
+            return self.resources[uri]
+        found = self.find_template(uri)
+        return None if found is None else found[0]
+
+
+def _get(table: Mapping[str, _E], key: object) -> _E | None:
+    return table.get(key) if isinstance(key, str) else None

@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import secrets
 import ssl
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, overload
 
@@ -83,6 +84,7 @@ from ._util import SessionHook, open_task_nursery
 if TYPE_CHECKING:
     import os
 
+    from mcp_sansio._http_auth import Principal, RequiredScopes
     from mcp_sansio.http import HeaderParam
     from mcp_sansio.skills import Skill
 
@@ -93,6 +95,8 @@ if TYPE_CHECKING:
 # server starts without them (see benchmarks/coldstart.py).
 
 __all__ = ["Server"]
+
+logger = logging.getLogger("mcp_trio.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,6 +154,14 @@ class Server:
             server's, and its capabilities merged with those of what is registered.
         task_config: the bounds and hints of the tasks of task tools (see
             :meth:`tool`'s ``task``).
+        required_scopes: ``(principal, method, params) -> scopes``: more scopes a
+            request needs than its tool, resource or prompt declares (``scopes=``),
+            for needs that depend on the arguments or on who asks (the
+            specification lets them be "determined dynamically"). Asked about each
+            request the handlers serve (not ``initialize``, ``ping``,
+            ``server/discover``) from an authenticated caller; its scopes are added to
+            the declared ones and all go in one challenge. An exception refuses the
+            request (``500`` over HTTP, -32603 otherwise) and is logged.
 
     Register from the Trio thread (or before ``trio.run``), not from a worker thread.
     """
@@ -167,6 +179,7 @@ class Server:
         session_config: SessionConfig | None = None,
         connection_config: ConnectionConfig | None = None,
         task_config: TaskConfig | None = None,
+        required_scopes: RequiredScopes | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -192,6 +205,7 @@ class Server:
         self._handlers: Handlers | None = None
         self._page_size = page_size
         self._skills: SkillStore | None = None
+        self._scope_hook = required_scopes
 
     # ------------------------------------------------------------------ tools
 
@@ -212,6 +226,7 @@ class Server:
         input_schema: Mapping[str, Any] | None = None,
         task: bool | TaskSupport = False,
         task_start: TaskStart = "call",
+        scopes: str | Iterable[str] = (),
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -227,6 +242,7 @@ class Server:
         input_schema: Mapping[str, Any] | None = None,
         task: bool | TaskSupport = False,
         task_start: TaskStart = "call",
+        scopes: str | Iterable[str] = (),
     ) -> Any:
         """Decorator: register a function as a tool (``@server.tool`` or
         ``@server.tool("name", ...)``); the function is returned unchanged.
@@ -282,11 +298,20 @@ class Server:
                 runs; ``"explicit"`` -- when it calls :meth:`Context.start_task
                 <mcp_trio.Context.start_task>` (its questions before then are ordinary
                 input-required rounds, and a return before then a plain result).
+            scopes: the OAuth scopes a caller's token needs to call it (a collection,
+                or a space-separated string; a verifier lists implied scopes in
+                ``Principal.scopes``). A call without them is refused before the
+                function runs: ``403 insufficient_scope`` naming them all over
+                Streamable HTTP, so the client can step up, or the JSON-RPC error
+                ``403`` on WebSocket (see ``Handlers.required_scopes``). ``tools/list``
+                still lists the tool: a client must see it to ask for the scopes. Not
+                checked for a caller with no principal (no ``authenticate``).
 
         Raises:
             TypeError: a parameter or the return type has no JSON Schema.
-            ValueError: the name is invalid or taken, or a verbatim ``output_schema``
-                uses a keyword the result check does not know.
+            ValueError: the name is invalid or taken, a verbatim ``output_schema``
+                uses a keyword the result check does not know, or a scope is no RFC
+                6750 scope token.
         """
         if callable(name):
             self.add_tool(name)
@@ -305,6 +330,7 @@ class Server:
                 input_schema=input_schema,
                 task=task,
                 task_start=task_start,
+                scopes=scopes,
             )
         )
 
@@ -322,6 +348,7 @@ class Server:
         input_schema: Mapping[str, Any] | None = None,
         task: bool | TaskSupport = False,
         task_start: TaskStart = "call",
+        scopes: str | Iterable[str] = (),
     ) -> str:
         """Register ``fn`` as a tool (as :meth:`tool` does); returns its name. Sessions
         being served are sent ``notifications/tools/list_changed``."""
@@ -337,6 +364,7 @@ class Server:
             input_schema=input_schema,
             task=task,
             task_start=task_start,
+            scopes=scopes,
         )
         self._registry.add(entry)
         if entry.task is not None:
@@ -365,6 +393,7 @@ class Server:
         description: str | None = None,
         icons: Sequence[Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        scopes: str | Iterable[str] = (),
     ) -> Callable[[F], F]: ...
     def prompt(
         self,
@@ -375,6 +404,7 @@ class Server:
         description: str | None = None,
         icons: Sequence[Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        scopes: str | Iterable[str] = (),
     ) -> Any:
         """Decorator: register a function as a prompt template.
 
@@ -394,6 +424,8 @@ class Server:
             description: what it is for (default: the docstring's first paragraph).
             icons: ``Icon`` values or mappings.
             meta: the prompt's ``_meta``.
+            scopes: the OAuth scopes ``prompts/get`` (and completing its arguments)
+                needs, as for :meth:`tool`.
         """
         if callable(name):
             self.add_prompt(name)
@@ -407,6 +439,7 @@ class Server:
                 description=description,
                 icons=icons,
                 meta=meta,
+                scopes=scopes,
             )
         )
 
@@ -419,10 +452,17 @@ class Server:
         description: str | None = None,
         icons: Sequence[Any] | None = None,
         meta: Mapping[str, Any] | None = None,
+        scopes: str | Iterable[str] = (),
     ) -> str:
         """Register ``fn`` as a prompt (as :meth:`prompt` does); returns its name."""
         entry = PromptEntry.build(
-            fn, name=name, title=title, description=description, icons=icons, meta=meta
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            icons=icons,
+            meta=meta,
+            scopes=scopes,
         )
         self._registry.add(entry)
         return entry.name
@@ -541,6 +581,7 @@ class Server:
         icons: Sequence[Any] | None = None,
         annotations: Any = None,
         meta: Mapping[str, Any] | None = None,
+        scopes: str | Iterable[str] = (),
     ) -> Callable[[F], F]:
         """Decorator: register a function as a resource, or as a resource template when
         ``uri`` is an RFC 6570 template (``"users://{id}/profile"``, levels 1 to 3).
@@ -564,6 +605,9 @@ class Server:
             icons: ``Icon`` values or mappings.
             annotations: ``Annotations`` (audience, priority...), typed or a mapping.
             meta: its ``_meta``.
+            scopes: the OAuth scopes ``resources/read`` (and ``resources/subscribe``,
+                and completing a template's variables) needs, as for :meth:`tool`;
+                ``resources/list`` still lists it.
 
         Raises:
             ValueError: a malformed or unmatchable template, a URI without a scheme, or
@@ -587,6 +631,7 @@ class Server:
                 icons=icons,
                 annotations=annotations,
                 meta=meta,
+                scopes=scopes,
             )
         )
 
@@ -602,6 +647,7 @@ class Server:
         icons: Sequence[Any] | None = None,
         annotations: Any = None,
         meta: Mapping[str, Any] | None = None,
+        scopes: str | Iterable[str] = (),
     ) -> None:
         """Register ``fn`` as a resource or template (as :meth:`resource` does)."""
         fields: dict[str, Any] = {
@@ -615,9 +661,9 @@ class Server:
         }
         entry: ResourceEntry | TemplateEntry
         if "{" in uri:
-            entry = TemplateEntry.build(fn, uri, **fields)
+            entry = TemplateEntry.build(fn, uri, scopes, **fields)
         else:
-            entry = ResourceEntry.build(fn, uri, **fields)
+            entry = ResourceEntry.build(fn, uri, scopes, **fields)
         self._registry.add(entry)
 
     def remove_resource(self, uri: str) -> None:
@@ -763,9 +809,29 @@ class Server:
         """The request handlers, one table for every transport and session."""
         if self._handlers is None:
             self._handlers = self._methods.handlers()
+            self._handlers.required_scopes = self._required_scopes
             if self._skills is not None:
                 self._skills.install(self._handlers)
         return self._handlers
+
+    def _required_scopes(
+        self, principal: Principal, method: str, params: dict[str, Any] | None
+    ) -> frozenset[str]:
+        """The scopes a request needs: what its tool, resource or prompt declares, and
+        what the server's ``required_scopes`` adds (see ``Handlers.required_scopes``)."""
+        needed = self._registry.scopes_for(method, params)
+        hook = self._scope_hook
+        if hook is not None and self.handlers().request_handler(method) is not None:
+            try:
+                extra = hook(principal, method, params)
+            except Exception:
+                logger.exception("the server's required_scopes failed for %r", method)
+                raise
+            if extra:
+                from mcp_sansio._http_auth import check_scopes  # noqa: PLC0415 (HTTP only)
+
+                needed |= check_scopes(extra)
+        return needed
 
     @running_tasks
     async def serve_stdio(

@@ -1,0 +1,311 @@
+"""Per-operation scopes (``@server.tool(scopes=...)`` and friends, ``Server(required_scopes=
+...)``): refused before the function runs, with a ``403 insufficient_scope`` challenge
+over Streamable HTTP (our OAuth client steps up on it), with the JSON-RPC error 403 on
+WebSocket (the session goes on), and not checked with no principal (in memory)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from functools import partial
+from typing import Any, Literal
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    BearerAuth,
+    HttpServerConfig,
+    McpError,
+    Principal,
+    ProtectedResourceMetadata,
+    ResourceNotFound,
+    Server,
+    open_client,
+)
+from mcp_trio._websocket import open_websocket_client
+
+from .helpers import client_config
+from .oauth_support import oauth
+from .test_http_support import IO_TIMEOUT, POST_HEADERS, raw_request
+from .test_oauth_e2e import FakeAS
+
+Era = Literal["legacy", "modern"]
+ERAS: list[Era] = ["legacy", "modern"]
+MODERN = "2026-07-28"
+TOKENS = {
+    "reader": Principal(subject="alice", scopes="files:read"),
+    "writer": Principal(subject="alice", scopes="files:read files:write"),
+    "admin": Principal(subject="root", scopes="files:read files:write admin notes prompts"),
+}
+
+
+def files_server(**kwargs: Any) -> Server:
+    """``read`` needs nothing, ``write`` ``files:write``; deleting under ``/etc`` also
+    ``admin`` (the server's hook, from the arguments); a note, its template and a
+    prompt need ``notes`` or ``prompts``."""
+
+    def dynamic(principal: Principal, method: str, params: Any) -> Any:
+        arguments = (params or {}).get("arguments") or {}
+        if method == "tools/call" and str(arguments.get("path", "")).startswith("/etc"):
+            return "admin"
+        if method == "tools/call" and arguments.get("path") == "boom":
+            raise RuntimeError("the policy has a bug")
+        return ()
+
+    server = Server("files", required_scopes=dynamic, **kwargs)
+
+    @server.tool()
+    async def read(path: str) -> str:
+        return f"read {path}"
+
+    @server.tool(scopes="files:write")
+    async def write(path: str) -> str:
+        return f"wrote {path}"
+
+    @server.tool(scopes=["files:write"])
+    async def delete(path: str) -> str:
+        return f"deleted {path}"
+
+    @server.resource("notes://secret", scopes="notes")
+    async def secret() -> str:
+        return "the secret"
+
+    @server.resource("notes://{id}", scopes={"notes"})
+    async def note(id: str) -> str:
+        if id == "missing":
+            raise ResourceNotFound(f"notes://{id}")
+        return f"note {id}"
+
+    @server.prompt(scopes="prompts")
+    async def review(language: Literal["python", "rust"]) -> str:
+        return f"review {language}"
+
+    return server
+
+
+async def verify(token: str) -> Principal | None:
+    await trio.lowlevel.checkpoint()
+    return TOKENS.get(token)
+
+
+def test_scopes_are_checked_when_registered() -> None:
+    server = Server("s")
+    with pytest.raises(ValueError, match="scope token"):
+        server.add_tool(lambda: None, name="t", scopes=['say "hi"'])
+    with pytest.raises(ValueError, match="scope token"):
+        server.add_resource(lambda: "", "a://b", scopes=["a\\b"])
+    with pytest.raises(ValueError, match="scope token"):
+        server.add_prompt(lambda: "", name="p", scopes=["é"])
+    assert not server._registry.tools and not server._registry.resources
+
+
+async def test_without_a_principal_nothing_is_checked() -> None:
+    # In memory (as on stdio, or HTTP without authenticate) nobody is authenticated:
+    # there is no token whose scopes could be checked.
+    with trio.fail_after(IO_TIMEOUT):
+        async with files_server().connect_in_memory() as client:
+            result = await client.request(
+                "tools/call", {"name": "delete", "arguments": {"path": "/etc/x"}}
+            )
+            assert result["content"][0]["text"] == "deleted /etc/x"
+
+
+async def _serve_ws(nursery: trio.Nursery) -> str:
+    auth = BearerAuth(verify_token=verify)
+    listeners = await nursery.start(
+        partial(files_server().serve_websocket, "127.0.0.1", 0, authenticate=auth)
+    )
+    return f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+
+
+async def _refused(session: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    with pytest.raises(McpError) as info:
+        await session.request(method, params)
+    error = info.value.error
+    assert error.code == 403, error
+    assert error.data["error"] == "insufficient_scope"
+    return {"scope": error.data["scope"], "message": error.message}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_websocket_answers_a_json_rpc_error_and_the_session_goes_on(
+    nursery: trio.Nursery, era: Era
+) -> None:
+    url = await _serve_ws(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_websocket_client(
+            url,
+            headers={"Authorization": "Bearer reader"},
+            connection_config=client_config(era=era),
+        ) as session:
+            listed = await session.request("tools/list")
+            assert [t["name"] for t in listed["tools"]] == ["read", "write", "delete"]
+            call = {"name": "write", "arguments": {"path": "a"}}
+            assert await _refused(session, "tools/call", call) == {
+                "scope": "files:write",
+                "message": "Insufficient scope: the access token lacks files:write",
+            }
+            # Declared and dynamic scopes together, in one error.
+            dangerous = {"name": "delete", "arguments": {"path": "/etc/passwd"}}
+            assert (await _refused(session, "tools/call", dangerous))["scope"] == (
+                "admin files:write"
+            )
+            assert (await _refused(session, "resources/read", {"uri": "notes://secret"}))[
+                "scope"
+            ] == "notes"
+            assert (await _refused(session, "resources/read", {"uri": "notes://7"}))[
+                "scope"
+            ] == "notes"
+            review = {"name": "review", "arguments": {"language": "rust"}}
+            assert (await _refused(session, "prompts/get", review))["scope"] == "prompts"
+            complete = {
+                "ref": {"type": "ref/prompt", "name": "review"},
+                "argument": {"name": "language", "value": "r"},
+            }
+            assert (await _refused(session, "completion/complete", complete))["scope"] == (
+                "prompts"
+            )
+            # The session goes on: what needs nothing is served.
+            result = await session.request(
+                "tools/call", {"name": "read", "arguments": {"path": "a"}}
+            )
+            assert result["content"][0]["text"] == "read a"
+        async with open_websocket_client(
+            url, headers={"Authorization": "Bearer admin"}, connection_config=client_config(era=era)
+        ) as session:
+            result = await session.request("tools/call", dangerous)
+            assert result["content"][0]["text"] == "deleted /etc/passwd"
+            read = await session.request("resources/read", {"uri": "notes://7"})
+            assert read["contents"][0]["text"] == "note 7"
+
+
+async def test_a_failing_policy_refuses_the_request_not_the_session(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = await _serve_ws(nursery)
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.ERROR):
+        async with open_websocket_client(url, headers={"Authorization": "Bearer admin"}) as session:
+            with pytest.raises(McpError) as info:
+                await session.request("tools/call", {"name": "read", "arguments": {"path": "boom"}})
+            assert info.value.error.code == -32603
+            await session.request("tools/call", {"name": "read", "arguments": {"path": "ok"}})
+    assert "the server's required_scopes failed for 'tools/call'" in caplog.text
+
+
+# ================================================================== Streamable HTTP
+
+METADATA = ProtectedResourceMetadata(
+    resource="https://mcp.example.com/mcp", authorization_servers=["https://auth.example.com"]
+)
+
+
+async def test_http_answers_403_with_the_challenge_before_the_tool_runs(
+    nursery: trio.Nursery,
+) -> None:
+    ran: list[str] = []
+    server = files_server()
+
+    @server.tool(scopes="files:write admin")
+    async def wipe(path: str) -> str:
+        ran.append(path)  # pragma: no cover (refused before it runs)
+        return "wiped"  # pragma: no cover
+
+    handle = await nursery.start(
+        partial(
+            server.serve_http,
+            port=0,
+            authenticate=BearerAuth(verify_token=verify, resource_metadata_url=METADATA.url),
+            http_config=HttpServerConfig(resource_metadata=METADATA),
+        )
+    )
+    body = dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {
+                "name": "wipe",
+                "arguments": {"path": "/"},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": MODERN,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+    )
+    headers = (
+        *POST_HEADERS,
+        ("authorization", "Bearer writer"),
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "wipe"),
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+    assert refused.status == 403
+    assert refused.headers["www-authenticate"] == (
+        'Bearer error="insufficient_scope", scope="admin files:write", '
+        f'resource_metadata="{METADATA.url}", '
+        'error_description="Insufficient scope: the access token lacks admin"'
+    )
+    answer = loads(refused.body)
+    assert answer["id"] == 3 and answer["error"]["code"] == 403
+    assert ran == []
+
+
+# ------------------------------------------------------------------ step-up, end to end
+
+
+async def _protected(nursery: trio.Nursery) -> tuple[FakeAS, str]:
+    asrv = FakeAS()
+    listeners = await nursery.start(partial(trio.serve_tcp, asrv.serve, 0, host="127.0.0.1"))
+    asrv.issuer = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    with socket.socket() as probe:  # the metadata names the server's URL: pick its port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    prm = ProtectedResourceMetadata(
+        resource=url, authorization_servers=[asrv.issuer], scopes_supported=["files:read"]
+    )
+
+    async def verify_issued(token: str) -> Principal | None:
+        await trio.lowlevel.checkpoint()
+        got = asrv.tokens.get(token)
+        if got is None or got[1] != url:
+            return None
+        return Principal(subject="alice", scopes=got[0])
+
+    auth = BearerAuth(verify_token=verify_issued, resource_metadata_url=prm.url)
+    await nursery.start(
+        partial(
+            files_server().serve_http,
+            port=port,
+            http_config=HttpServerConfig(resource_metadata=prm),
+            authenticate=auth,
+        )
+    )
+    return asrv, url
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_client_steps_up_on_the_403_and_the_call_succeeds(
+    nursery: trio.Nursery, era: Era
+) -> None:
+    asrv, url = await _protected(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(url, era=era, auth=oauth()) as client:
+            assert (await client.call_tool("read", {"path": "a"})).text == "read a"
+            assert [a.get("scope") for a in asrv.authorizations] == ["files:read"]
+            # files:write is missing: 403, a step-up asking for both, the call again.
+            assert (await client.call_tool("write", {"path": "b"})).text == "wrote b"
+            assert [a.get("scope") for a in asrv.authorizations] == [
+                "files:read",
+                "files:read files:write",
+            ]
+            # The wider token serves what the first one did, with no new authorization.
+            assert (await client.call_tool("read", {"path": "c"})).text == "read c"
+            assert (await client.call_tool("delete", {"path": "d"})).text == "deleted d"
+    assert len(asrv.authorizations) == 2
