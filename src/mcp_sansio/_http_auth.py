@@ -328,7 +328,7 @@ def bearer_challenge(
 
 # ------------------------------------------------------------------ per-operation scopes
 
-RequiredScopes: TypeAlias = Callable[[Principal, str, "dict[str, Any] | None"], Collection[str]]
+RequiredScopes: TypeAlias = Callable[[Principal, str, dict[str, Any] | None], Collection[str]]
 """``(principal, method, params) -> scopes``: every scope one request needs (a
 collection, or a space-separated string; empty: none), e.g. what a server declared for
 the tool that ``tools/call`` names. It may look at the arguments and at who is calling

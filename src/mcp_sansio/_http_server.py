@@ -899,11 +899,10 @@ class HttpServer:
             error = insufficient_scope(
                 who, needed, resource_metadata=None if metadata is None else metadata.url
             )
-        except Exception:  # the deployer's hook failed (or named no scope token)
+            return None if error is None else insufficient_scope_response(error, ids, batch=batch)
+        except Exception:  # the deployer's hook failed (or named no scope token, or the
+            # metadata URL has what a challenge cannot carry): a failed check is no pass
             return _fail(500, "Internal error", ErrorCode.INTERNAL_ERROR)
-        if error is None:
-            return None
-        return insufficient_scope_response(error, ids, batch=batch)
 
     def _is_modern(self, request: HttpRequest, obj: Any) -> bool:
         if not self._legacy_versions:

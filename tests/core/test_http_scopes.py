@@ -250,3 +250,14 @@ def test_a_failing_hook_refuses_the_request(bad: Any) -> None:
     assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 500
     assert loads(reply.decision.body)["error"]["code"] == ErrorCode.INTERNAL_ERROR
     assert reply.events == ()
+
+
+def test_a_metadata_url_no_challenge_can_carry_refuses_with_500() -> None:
+    odd = ProtectedResourceMetadata(
+        resource='https://mcp.example.com/a"b', authorization_servers=["https://a.example"]
+    )
+    srv = make_server(era="modern", required_scopes=_needs(), resource_metadata=odd)
+    decision = _modern_call(srv, "write", READER).decision
+    assert isinstance(decision, HttpResponse) and decision.status == 500
+    # (a token with the scopes needs no challenge: served)
+    assert isinstance(_modern_call(srv, "write", WRITER).decision, AwaitResponse)
