@@ -111,6 +111,11 @@ class Principal:
         factory=dict, converter=_frozen_mapping, eq=False, repr=False
     )
     """Whatever else the verifier extracted (claims, client id, expiry), read-only."""
+    expires_at: float | None = attrs.field(default=None, eq=False)
+    """When the token stops being valid, in seconds since the epoch (its ``exp``), if
+    the verifier says. A stream authenticated once at its start (a legacy ``GET``
+    stream) ends then, resumably, so that the client reconnects with a fresh token;
+    ``None``: it lasts as long as the client keeps it."""
 
     def has_scopes(self, scopes: str | Iterable[str]) -> bool:
         """Whether every one of ``scopes`` (a space-separated string, or a collection)

@@ -106,8 +106,9 @@ class BearerAuth:
     the server's canonical URI (``ProtectedResourceMetadata.resource``). A token issued
     for another resource must be refused, never accepted and never passed on upstream
     (``2026-07-28/basic/authorization#token-handling``; RFC 8707 §2). Check expiry and
-    signature (or introspect) too, and list implied scopes in ``Principal.scopes``
-    (a server must account for scope hierarchies).
+    signature (or introspect) too, list implied scopes in ``Principal.scopes`` (a
+    server must account for scope hierarchies), and pass the expiry on
+    (``Principal(expires_at=claims["exp"])``: a legacy GET stream ends with its token).
     """
 
     verify_token: Callable[[str], Awaitable[Principal | None]]

@@ -26,11 +26,15 @@ call and the routing of its output).
   :attr:`Endpoint.on_session_closed` (a :class:`~mcp_trio.Server` keeps its legacy
   sessions' resource subscriptions until then).
 * **Timer.** One task sleeps until ``HttpServer.next_deadline()`` (re-armed after every
-  pump) and calls ``handle_timer``: idle sessions expire, requests of ours time out.
+  pump) and calls ``handle_timer``: idle sessions expire, requests of ours time out. It
+  also ends the legacy GET streams whose principal's token expired
+  (:meth:`Endpoint.release_at`): a heap of ``(deadline, stream id)``, an entry dropped
+  lazily once its response is over (rebuilt when stale entries outnumber the live ones).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 from collections.abc import Callable, Collection, Iterable
@@ -210,6 +214,8 @@ class Endpoint:
         self._initialized: dict[Connection, _InitializedWait] = {}  # see until_initialized
         self._responses: dict[int, ResponseSlot] = {}
         self._timer_scope: trio.CancelScope | None = None
+        self._releases: list[tuple[float, int]] = []  # heap: see release_at
+        self._release_of: dict[int, float] = {}  # live entries of _releases
         self._idle = trio.Event()
         self._idle.set()
         self.on_session_closed: Callable[[str], None] | None = None
@@ -230,6 +236,10 @@ class Endpoint:
         Idempotent (a parked response is closed by :meth:`pump`, then by its owner)."""
         if self._responses.pop(slot.stream_id, None) is None:
             return
+        released = self._release_of.pop(slot.stream_id, None)
+        if released is not None and len(self._releases) > 2 * len(self._release_of) + 16:
+            self._releases = [(d, i) for i, d in self._release_of.items()]
+            heapq.heapify(self._releases)
         events = self.http.stream_closed(slot.stream_id, now=trio.current_time())
         self.pump(drain_all=False)
         self.handle_events_nowait(events)
@@ -253,7 +263,38 @@ class Endpoint:
             self.close_response(slot)
         scope = self._timer_scope
         if scope is not None:
-            rearm(scope, self.http.next_deadline())
+            rearm(scope, self._next_deadline())
+
+    def release_at(self, stream_id: int, deadline: float) -> None:
+        """End the legacy SSE response ``stream_id`` (a GET stream) at ``deadline``
+        (trio time) if it is still open then, resumably (``HttpServer.release_stream``:
+        the client reconnects with ``Last-Event-ID``, and with its current token): a
+        stream is authenticated once, when it opens, so it must not outlive the token
+        it was opened with."""
+        self._release_of[stream_id] = deadline
+        heapq.heappush(self._releases, (deadline, stream_id))
+        scope = self._timer_scope
+        if scope is not None:
+            rearm(scope, self._next_deadline())
+
+    def _next_deadline(self) -> float | None:
+        core = self.http.next_deadline()
+        releases = self._releases
+        while releases and self._release_of.get(releases[0][1]) != releases[0][0]:
+            heapq.heappop(releases)  # its response is over (or was released)
+        if not releases:
+            return core
+        return releases[0][0] if core is None else min(core, releases[0][0])
+
+    def _release_due(self, now: float) -> None:
+        releases = self._releases
+        while releases and releases[0][0] <= now:
+            deadline, stream_id = heapq.heappop(releases)
+            if self._release_of.get(stream_id) != deadline:
+                continue
+            del self._release_of[stream_id]
+            with suppress(LocalProtocolError):  # (ended meanwhile: nothing to release)
+                self.http.release_stream(stream_id)
 
     def send_notification(
         self,
@@ -538,6 +579,8 @@ class Endpoint:
                 self.pump()  # arms the deadline
                 await trio.sleep_forever()
             self._timer_scope = None
-            events = self.http.handle_timer(trio.current_time())
+            now = trio.current_time()
+            self._release_due(now)
+            events = self.http.handle_timer(now)
             self.pump()
             self.handle_events_nowait(events)

@@ -46,6 +46,7 @@ import errno
 import logging
 import math
 import ssl
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Final, final
@@ -484,6 +485,10 @@ class _Connection:
             await self._respond(decision, close=not complete)
             return complete
         slot = endpoint.open_response(decision.stream_id)
+        if request.method == "GET" and principal is not None and principal.expires_at is not None:
+            # Authenticated once, at its start: the stream ends (resumably) with its token.
+            left = max(0.0, principal.expires_at - time.time())
+            endpoint.release_at(decision.stream_id, trio.current_time() + left)
         try:
             endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events, principal)

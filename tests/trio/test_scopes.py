@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 from functools import partial
 from typing import Any, Literal
 
+import h11
 import pytest
 import trio
 import trio.testing
@@ -29,7 +31,14 @@ from mcp_trio._websocket import open_websocket_client
 
 from .helpers import client_config
 from .oauth_support import oauth
-from .test_http_support import IO_TIMEOUT, POST_HEADERS, raw_request
+from .test_http_support import (
+    IO_TIMEOUT,
+    LEGACY,
+    POST_HEADERS,
+    RawConnection,
+    initialize_body,
+    raw_request,
+)
 from .test_oauth_e2e import FakeAS
 
 Era = Literal["legacy", "modern"]
@@ -309,3 +318,101 @@ async def test_the_client_steps_up_on_the_403_and_the_call_succeeds(
             assert (await client.call_tool("read", {"path": "c"})).text == "read c"
             assert (await client.call_tool("delete", {"path": "d"})).text == "deleted d"
     assert len(asrv.authorizations) == 2
+
+
+# ================================================================== streams end with their token
+
+
+async def _session_with(port: int, token: str) -> tuple[tuple[str, str], ...]:
+    """A legacy session opened with ``token``; the headers of its requests."""
+    auth = ("authorization", f"Bearer {token}")
+    response = await raw_request(
+        port, "POST", headers=(*POST_HEADERS, auth), body=initialize_body()
+    )
+    assert response.status == 200, response
+    session = (auth, ("mcp-session-id", response.headers["mcp-session-id"]))
+    headers = (*POST_HEADERS, *session, ("mcp-protocol-version", LEGACY))
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert (await raw_request(port, "POST", headers=headers, body=note)).status == 202
+    return (("accept", "text/event-stream"), *session, ("mcp-protocol-version", LEGACY))
+
+
+async def _until_end(conn: RawConnection) -> bytes:
+    body = bytearray()
+    while not isinstance(event := await conn.next_event(), h11.EndOfMessage):
+        assert isinstance(event, h11.Data), event
+        body += event.data
+    return bytes(body)
+
+
+async def test_a_get_stream_ends_resumably_when_its_token_expires(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def verify_expiring(token: str) -> Principal | None:
+        await trio.lowlevel.checkpoint()
+        life = {"short": 60.0, "long": None}.get(token, -1.0)
+        if life is not None and life < 0:
+            return None
+        expires = None if life is None else time.time() + life
+        return Principal(subject="alice", scopes="files:read", expires_at=expires)
+
+    handle = await nursery.start(
+        partial(
+            files_server().serve_http,
+            port=0,
+            authenticate=BearerAuth(verify_token=verify_expiring),
+            http_config=HttpServerConfig(resource_metadata=METADATA),
+        )
+    )
+    with trio.fail_after(IO_TIMEOUT + 200):
+        # A token that lasts: the stream stays open (keep-alive comments only).
+        get = await _session_with(handle.port, "long")
+        steady = await RawConnection.open(handle.port)
+        await steady.send("GET", headers=get)
+        assert (await steady.head()).status_code == 200
+        with trio.move_on_after(150) as waited:
+            await _until_end(steady)
+        assert waited.cancelled_caught
+        await steady.aclose()
+        # A token of 60 s: the stream ends then, with a retry field to resume by.
+        get = await _session_with(handle.port, "short")
+        conn = await RawConnection.open(handle.port)
+        started = trio.current_time()
+        await conn.send("GET", headers=get)
+        assert (await conn.head()).status_code == 200
+        body = await _until_end(conn)
+        assert 59 < trio.current_time() - started <= 60  # (wall time moved a little)
+        assert body.rstrip().endswith(b"retry: 1000")
+        await conn.aclose()
+        assert len(handle.http.sessions()) == 2  # the session goes on
+
+
+async def test_expiries_of_streams_that_ended_are_not_kept(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def verify_hour(token: str) -> Principal | None:
+        await trio.lowlevel.checkpoint()
+        return Principal(subject="alice", expires_at=time.time() + 3600)
+
+    handle = await nursery.start(
+        partial(
+            files_server().serve_http, port=0, authenticate=BearerAuth(verify_token=verify_hour)
+        )
+    )
+    endpoint = handle._endpoint
+    with trio.fail_after(IO_TIMEOUT):
+        # One stream stays open, its expiry first in the heap: the others' cannot be
+        # dropped from its top as they end, only by the rebuild.
+        steady = await RawConnection.open(handle.port)
+        await steady.send("GET", headers=await _session_with(handle.port, "any"))
+        assert (await steady.head()).status_code == 200
+        get = await _session_with(handle.port, "any")
+        for _ in range(50):  # streams the client closes, long before their token expires
+            conn = await RawConnection.open(handle.port)
+            await conn.send("GET", headers=get)
+            assert (await conn.head()).status_code == 200
+            await conn.aclose()
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(endpoint._releases) <= 2 * len(endpoint._release_of) + 17
+        assert len(endpoint._release_of) == 1
+        await steady.aclose()
