@@ -77,6 +77,10 @@ for raw in sys.stdin.buffer:
             time.sleep(0.2)  # reads its input late: the answer cannot be written at once
             if mode.endswith("_then_log"):
                 send(log("late"))  # arrives while close() is still writing the answer
+        elif mode == "big_ping_late_log":  # never answers; logs once the call gave up
+            send({"jsonrpc": "2.0", "id": "x" * 200_000, "method": "ping"}, log("first"))
+            time.sleep(0.6)  # reads its input late: the answer cannot be written at once
+            send(log("late"))  # arrives while the cancellation waits to be written
         elif mode == "logs_then_roots" and calls == 1:
             roots = {"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"}
             send(log("first"), log("second"), roots)
@@ -215,6 +219,43 @@ def test_a_failing_callback_does_not_drop_the_rest_of_the_read(
         assert "a callback failed after another one had" in caplog.text
         assert "second" in caplog.text
         assert client.call_tool("y").text == "ok"
+
+
+@pytest.mark.parametrize("late", [RuntimeError, KeyboardInterrupt])
+def test_a_callback_failing_while_a_call_is_given_up(
+    notes: Notes, caplog: pytest.LogCaptureFixture, late: type[BaseException]
+) -> None:
+    """A callback fails (the call is given up) while a large answer to the server waits
+    to be written; the server's next log arrives while the cancellation waits behind
+    it. That callback's exception is logged and the cancellation still written; Ctrl-C
+    is raised."""
+
+    def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        raise (ValueError if params.data == "first" else late)(params.data)
+
+    with spawn("big_ping_late_log", stderr=notes.fd, on_log=on_log) as client:
+        with pytest.raises(ValueError if late is RuntimeError else late) as caught:
+            client.call_tool("x")
+        if late is RuntimeError:
+            assert str(caught.value) == "first"
+            assert "a callback failed while request" in caplog.text and "late" in caplog.text
+            notes.wait_for("notifications/cancelled")  # before close(): by the call
+        else:
+            assert isinstance(caught.value.__context__, ValueError)
+
+
+def test_ctrl_c_in_a_callback_logs_an_earlier_callback_failure(
+    notes: Notes, caplog: pytest.LogCaptureFixture
+) -> None:
+    def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        raise (RuntimeError if params.data == "first" else KeyboardInterrupt)(params.data)
+
+    options: dict[str, Any] = {"on_log": on_log, "roots": ["file:///r"], "stderr": notes.fd}
+    with spawn("logs_then_roots", **options) as client:
+        with pytest.raises(KeyboardInterrupt, match="second"):
+            client.call_tool("x")
+        assert "a callback failed before the call was interrupted" in caplog.text
+        assert "first" in caplog.text
 
 
 # ---------------------------------------------------------------------- stderr=PIPE

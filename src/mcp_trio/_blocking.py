@@ -31,7 +31,8 @@ nothing else: what answers bring meanwhile waits for the next call, and no callb
 runs); :meth:`BlockingClient.close` writes the rest, for a bounded time, before closing.
 A call that raises (a callback's exception, Ctrl-C, a timeout) skips that: it cancels
 its request on the wire, for ``_COURTESY_WRITE_TIMEOUT`` at most (:meth:`_abandon`,
-where an exception, a callback's too, is dropped), and raises its own exception.
+where an ``Exception``, a callback's too, is logged, and the writing goes on), and
+raises its own exception.
 
 Memory is bounded: what handling the server's messages queues (answers, cancellations)
 may exceed ``_OUTBOX_MESSAGES`` maximum-size messages only by what one read produces;
@@ -485,8 +486,8 @@ class BlockingClient(HandshakeFacts):
     other messages of the same read are handled first (server requests among them are
     answered); if more callbacks fail, the first exception is raised and the others are
     logged. Once a call raises, its cancellation is written (a second at most): a callback
-    that fails meanwhile does not replace the exception. While :meth:`close` writes what
-    is left, callback exceptions are logged only.
+    that fails meanwhile is logged and does not replace the exception (Ctrl-C does). While
+    :meth:`close` writes what is left, callback exceptions are logged only.
 
     Not thread-safe: one thread uses one client.
     """
@@ -870,8 +871,10 @@ class BlockingClient(HandshakeFacts):
                     logger.debug("could not write everything before closing", exc_info=True)
             if self._failure is None and http.terminate(time.monotonic()):
                 deadline = time.monotonic() + self._close_timeout
-                with suppress(Exception):
+                try:
                     self._run_until(http.idle, deadline, "closing the session", courtesy=False)
+                except Exception:
+                    logger.debug("the session's DELETE was not answered", exc_info=True)
         finally:
             self._conn.receive_eof()
             if self._failure is None:
@@ -968,16 +971,31 @@ class BlockingClient(HandshakeFacts):
         return self._outcomes.pop(rid)
 
     def _abandon(self, rid: RequestId) -> None:
-        """The caller gave up (an exception, Ctrl-C): cancel on the wire, briefly."""
+        """The caller gave up (an exception, Ctrl-C): cancel on the wire, briefly.
+
+        The caller's exception is the one that ends the call: what goes wrong here is
+        logged, not raised -- the cancellation not written in time, the session lost,
+        a callback's exception (the write goes on after it, within the same second).
+        Anything but an ``Exception`` (a second Ctrl-C) is raised at once."""
         self._outcomes.pop(rid, None)
         if self._failure is not None:
             return
-        with suppress(LocalProtocolError):
+        with suppress(LocalProtocolError):  # (answered or timed out: nothing to say)
             self._conn.cancel_request(rid, "cancelled by the caller")
-            self._queue(own=True)
+        self._queue(own=True)
         deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
-        with suppress(Exception):
-            self._run_until(lambda: not self._unwritten(), deadline, "cancelling", courtesy=False)
+        while self._failure is None:
+            try:
+                self._run_until(
+                    lambda: not self._unwritten(), deadline, "cancelling", courtesy=False
+                )
+            except (TimeoutError, SessionClosed) as exc:
+                logger.debug("request %r given up; the cancellation: %s", rid, exc)
+                return
+            except Exception:
+                logger.exception("a callback failed while request %r was given up", rid)
+                continue
+            return
 
     def _raise_if_closed(self) -> None:
         if self._failure is not None:
@@ -1194,8 +1212,10 @@ class BlockingClient(HandshakeFacts):
 
     def _handle_quietly(self, events: list[Event]) -> None:
         for event in events:
-            with suppress(Exception):
+            try:
                 self._dispatch(event)
+            except Exception:
+                logger.exception("handling %s failed as the session ended", type(event).__name__)
 
     def _select(
         self, reading: bool, writing: bool, timeout: float | None
@@ -1284,7 +1304,10 @@ class BlockingClient(HandshakeFacts):
         self._handshake_failure = self._handshake_failure or self._failure
 
     def _handle(self, events: list[Event]) -> None:
-        """Handle every event; then raise the first callback exception, if any."""
+        """Handle every event; then raise the first callback exception, if any.
+
+        Anything but an ``Exception`` (Ctrl-C in a callback) is raised at once, the
+        rest of the events unhandled; an earlier callback's exception is logged then."""
         self._queue()
         failed: Exception | None = None
         try:
@@ -1296,6 +1319,10 @@ class BlockingClient(HandshakeFacts):
                         failed = exc
                     else:
                         logger.exception("a callback failed after another one had")
+        except BaseException:
+            if failed is not None:
+                logger.error("a callback failed before the call was interrupted", exc_info=failed)
+            raise
         finally:
             self._queue()
         if failed is not None:
