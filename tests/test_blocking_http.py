@@ -25,7 +25,7 @@ import trustme
 from mcp_sansio import Connection, ConnectionConfig, Era, RequestReceived
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import HttpClientConfig
-from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed
+from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed, _blocking
 from mcp_trio._blocking import BlockingClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -914,13 +914,30 @@ def test_a_new_session_that_does_not_start_closes_the_client(
     assert initializes == ["initialize", "initialize"]
 
 
+class SkewedTime:
+    """``mcp_trio._blocking``'s ``time`` module, its clock moved on at will: the user's
+    pause between calls, with no sleep."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.skew
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
 def test_a_new_session_has_its_time_in_calls_not_between_them(
-    raw: Callable[..., RawServer],
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The server forgets the session (a ``404`` to our answer to its ping) and so the
-    call fails; the user waits longer than ``handshake_timeout`` before the next call.
-    Nothing runs between calls, so that wait does not count against the new session:
-    the next call starts it (its ``initialize`` goes out then) and goes on in it."""
+    call fails; the user pauses an hour before the next call, far past
+    ``handshake_timeout`` and the new ``initialize``'s own ``timeout``. Nothing runs
+    between calls, so the pause counts for neither: the next call goes on with the new
+    session."""
+    clock = SkewedTime()
+    monkeypatch.setattr(_blocking, "time", clock)
     stop = threading.Event()
     sessions: list[str] = []
 
@@ -959,7 +976,7 @@ def test_a_new_session_has_its_time_in_calls_not_between_them(
         ) as client:
             with pytest.raises(McpError, match="forgot the session"):
                 client.list_tools()
-            time.sleep(0.6)  # (the user's own business: twice handshake_timeout)
+            clock.skew += 3600.0  # (the user's own business)
             assert client.list_tools() == []
     finally:
         stop.set()

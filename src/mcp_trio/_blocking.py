@@ -50,9 +50,13 @@ the earliest of the core's deadline, the caller's and the exchanges' own (connec
 write, a resumption's ``retry``); what the answers bring (messages, and the sans-IO
 rules' "start a new session" / "send these requests again") is handed to the core in
 order (:meth:`_take`). The outbox and its backpressure are the byte transports'; the
-HTTP transport bounds its own connections and stops reading streams instead. A new
-session that replaces one the server forgot (``404``) has ``handshake_timeout`` of the
-loop's time to be ready, not of the time between calls, when nothing could start it.
+HTTP transport bounds its own connections and stops reading streams instead.
+
+Every time is on one clock (:class:`_CallClock`) that runs only while a call waits:
+nothing is read or written between calls, so nothing comes due there -- not the
+``initialize`` of a new session that replaces one the server forgot (``404``), which
+outlives the call that started it, nor its ``handshake_timeout``, nor an HTTP
+exchange's own bounds -- and what arrived during a pause is read before any timer fires.
 
 Only this module's imports of ``mcp_sansio`` and the standard library carry the
 protocol; the exceptions are shared with the Trio binding (:mod:`mcp_trio._errors_base`,
@@ -214,13 +218,17 @@ def _sleep(timeout: float | None) -> list[tuple[selectors.SelectorKey, int]]:
 
 
 def _http_wait(
-    http: HttpTransport, times: Iterable[float | None], now: float, *, reading: bool
+    http: HttpTransport,
+    times: Iterable[float | None],
+    clock: _CallClock,
+    *,
+    reading: bool,
 ) -> None:
     """Wait on the exchanges' sockets until the earliest of ``times`` at the latest, and
     let the transport move the bytes of the ready ones (``reading``: as
     :meth:`HttpTransport.wanted`)."""
     wake = min((d for d in times if d is not None), default=None)
-    wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
+    wait = None if wake is None else min(max(0.0, wake - clock.now()), _LONGEST_WAIT)
     wanted = http.wanted(reading=reading)
     with selectors.DefaultSelector() as selector:
         # (a new selector each time: a closed socket's number may be reused)
@@ -232,7 +240,7 @@ def _http_wait(
             key.data,
             bool(events & selectors.EVENT_READ),
             bool(events & selectors.EVENT_WRITE),
-            time.monotonic(),
+            clock.now(),
         )
 
 
@@ -240,6 +248,41 @@ def _wait_readable(fd: int, timeout: float) -> bool:
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         return bool(selector.select(timeout))
+
+
+@final
+class _CallClock:
+    """The client's time: ``time.monotonic()`` with the time between calls taken out.
+
+    Nothing runs between calls -- nothing is read, written or timed out -- so nothing
+    may come due there either: a request's ``timeout`` (a new session's ``initialize``
+    outlives the call that started it), a restart's ``handshake_timeout``, an HTTP
+    exchange's connect, write or answer bound all count the time calls wait, and what
+    arrived during a pause is read before a timer can fire for want of it. (The Trio
+    client always runs, so its wall-clock time is the same thing.)"""
+
+    def __init__(self) -> None:
+        self._stopped: float | None = time.monotonic()  # (stopped: no call is waiting)
+        self._paused = 0.0  # seconds spent stopped
+        self._running = 0  # loops in progress (a callback may wait on the client)
+
+    def now(self) -> float:
+        stopped = self._stopped
+        return (time.monotonic() if stopped is None else stopped) - self._paused
+
+    def run(self) -> None:
+        """A call starts waiting: the clock runs on from where it stopped."""
+        self._running += 1
+        stopped = self._stopped
+        if stopped is not None:
+            self._paused += time.monotonic() - stopped
+            self._stopped = None
+
+    def stop(self) -> None:
+        """A call stopped waiting."""
+        self._running -= 1
+        if not self._running:
+            self._stopped = time.monotonic()
 
 
 @final
@@ -514,10 +557,8 @@ class BlockingClient(HandshakeFacts):
         self._handshake_failure: BaseException | None = None
         self._failure: SessionClosed | None = None
         self._restarting = False  # HTTP: a new session replaces one the server forgot
-        # ... ready within handshake_timeout of the loop's time (nothing runs between
-        # calls): by then while a loop runs, with so many seconds left while none does.
-        self._restart_deadline: float | None = None
-        self._restart_left: float | None = None
+        self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
+        self._clock = _CallClock()
         self._write_since: float | None = None
         self._outbox_limit = _OUTBOX_MESSAGES * conn.config.max_message_size
         self._selector = selectors.DefaultSelector()
@@ -690,20 +731,19 @@ class BlockingClient(HandshakeFacts):
         """Connect to an MCP server over Streamable HTTP (both eras), e.g.
         ``http://127.0.0.1:8000/mcp``, and run the handshake.
 
-        Each message is one POST on a connection of its own (kept-alive ones are
-        reused), in the same selector loop; the sans-IO rules of
-        :class:`mcp_sansio.http.HttpClient` do the rest (headers, session, era probe,
-        SSE, resumption, session expiry: a ``404`` starts a new session and sends the
-        refused request again; a new session not ready within ``handshake_timeout``,
-        counting only the time calls run (nothing can start it between them; its
-        ``initialize``'s own ``timeout``, if set, counts from the ``404``), or
-        refused, closes the client with :class:`~mcp_trio.SessionClosed`). Redirects
-        are not followed. Answers to the server's requests are written before the call
-        that handled them returns, for a second at most (then in the next call). The
-        legacy GET stream is opened when ``transport.open_get_stream`` (the default),
-        once the server has taken ``notifications/initialized``; the session's first
-        request waits for the stream's head, ``connect_timeout`` at most. What the
-        server says on its own is handled while a call waits.
+        Each message is one POST on a connection of its own (kept-alive ones are reused), in
+        the same selector loop; the sans-IO rules of :class:`mcp_sansio.http.HttpClient` do
+        the rest (headers, session, era probe, SSE, resumption, session expiry: a ``404``
+        starts a new session and sends the refused request again; a new session not ready
+        within ``handshake_timeout``, counting only the time calls run, as its
+        ``initialize``'s own ``timeout`` does (nothing can start it between calls), or
+        refused, closes the client with :class:`~mcp_trio.SessionClosed`). Redirects are not
+        followed. Answers to the server's requests are written before the call that handled
+        them returns, for a second at most (then in the next call). The legacy GET stream is
+        opened when ``transport.open_get_stream`` (the default), once the server has taken
+        ``notifications/initialized``; the session's first request waits for the stream's
+        head, ``connect_timeout`` at most. What the server says on its own is handled while
+        a call waits.
 
         Args:
             url: the MCP endpoint, ``http://`` or ``https://``.
@@ -798,10 +838,10 @@ class BlockingClient(HandshakeFacts):
         return client
 
     def _start(self) -> None:
-        self._conn.start(now=time.monotonic())
+        self._conn.start(now=self._clock.now())
         self._queue(own=True)
         limit = self._options.handshake_timeout
-        deadline = None if limit is None else time.monotonic() + limit
+        deadline = None if limit is None else self._clock.now() + limit
         self._run_until(
             lambda: self._handshake is not None or self._handshake_failure is not None,
             deadline,
@@ -845,7 +885,7 @@ class BlockingClient(HandshakeFacts):
             return
         try:
             if self._failure is None and self._outbox:
-                deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
+                deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
                 try:
                     self._run_until(lambda: not self._outbox, deadline, "closing")
                 except Exception:
@@ -862,15 +902,15 @@ class BlockingClient(HandshakeFacts):
         ``close_timeout``), close every connection."""
         try:
             if self._failure is None and self._unwritten():
-                deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
+                deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
                 try:
                     self._run_until(
                         lambda: not self._unwritten(), deadline, "closing", courtesy=False
                     )
                 except Exception:
                     logger.debug("could not write everything before closing", exc_info=True)
-            if self._failure is None and http.terminate(time.monotonic()):
-                deadline = time.monotonic() + self._close_timeout
+            if self._failure is None and http.terminate(self._clock.now()):
+                deadline = self._clock.now() + self._close_timeout
                 try:
                     self._run_until(http.idle, deadline, "closing the session", courtesy=False)
                 except Exception:
@@ -927,12 +967,12 @@ class BlockingClient(HandshakeFacts):
         on_progress: ProgressFunction | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]:
-        """:meth:`request`, also given up at ``deadline`` (``time.monotonic()``; then
+        """:meth:`request`, also given up at ``deadline`` (on ``self._clock``; then
         ``TimeoutError``, the request cancelled on the wire), whatever its progress."""
         self._raise_if_closed()
         wire = request_params(params, self.era, self._log_level)
         rid = self._conn.send_request(
-            method, wire, now=time.monotonic(), progress=on_progress is not None, timeout=timeout
+            method, wire, now=self._clock.now(), progress=on_progress is not None, timeout=timeout
         )
         while True:
             outcome = self._wait_for(rid, method, on_progress, deadline)
@@ -946,7 +986,7 @@ class BlockingClient(HandshakeFacts):
                 # Bounded before anyone is asked (an answer past it would be thrown away).
                 refuse_endless_input(outcome, self._conn.config.max_input_rounds)
                 responses = self._provide_input(outcome)
-                rid = self._conn.retry_with_input(rid, responses, now=time.monotonic())
+                rid = self._conn.retry_with_input(rid, responses, now=self._clock.now())
             except BaseException:
                 self._conn.abandon_request(outcome.request_id)
                 raise
@@ -983,7 +1023,7 @@ class BlockingClient(HandshakeFacts):
         with suppress(LocalProtocolError):  # (answered or timed out: nothing to say)
             self._conn.cancel_request(rid, "cancelled by the caller")
         self._queue(own=True)
-        deadline = time.monotonic() + _COURTESY_WRITE_TIMEOUT
+        deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
         while self._failure is None:
             try:
                 self._run_until(
@@ -1006,7 +1046,7 @@ class BlockingClient(HandshakeFacts):
     def _queue(self, *, own: bool = False) -> None:
         """Move the core's output to the outbox; ``own``: our requests, not replies."""
         if self._http is not None:
-            now = time.monotonic()
+            now = self._clock.now()
             for message in self._conn.data_to_send():
                 self._http.send(message, now)
             if self._handshake is not None:
@@ -1041,11 +1081,15 @@ class BlockingClient(HandshakeFacts):
             SessionClosed: the connection ended first.
         """
         returned = False
+        self._clock.run()
         try:
             self._loop(done, deadline, what)
             returned = True
         finally:
-            self._flush_nowait(courtesy=courtesy and returned)
+            try:
+                self._flush_nowait(courtesy=courtesy and returned)
+            finally:
+                self._clock.stop()
 
     def _loop(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
         if self._http is not None:
@@ -1054,7 +1098,7 @@ class BlockingClient(HandshakeFacts):
         transport = self._transport
         while not done():
             self._raise_if_closed()
-            now = time.monotonic()
+            now = self._clock.now()
             timer = self._conn.next_deadline()
             if timer is not None and timer <= now:
                 self._handle(self._conn.handle_timer(now))
@@ -1082,11 +1126,11 @@ class BlockingClient(HandshakeFacts):
                     # An unterminated last line is a message too (a server that exits
                     # right after writing its answer without a newline).
                     try:
-                        self._handle(self._conn.receive_bytes_eof(now=time.monotonic()))
+                        self._handle(self._conn.receive_bytes_eof(now=self._clock.now()))
                     finally:
                         self._lost("the server closed its output")
                 elif data is not None:
-                    self._handle(self._conn.receive_bytes(data, now=time.monotonic()))
+                    self._handle(self._conn.receive_bytes(data, now=self._clock.now()))
 
     def _http_loop(
         self,
@@ -1096,33 +1140,12 @@ class BlockingClient(HandshakeFacts):
         what: str,
     ) -> None:
         """:meth:`_loop` over Streamable HTTP: the exchanges' sockets, the core's timers
-        and the exchanges' own (connect, write).
-
-        A new session that replaces a forgotten one has ``handshake_timeout`` of the
-        loop's time: a restart still pending when the loop ends keeps what is left of
-        it for the next loop (nothing is written or read between calls, so the time
-        between them does not count; the Trio session, always running, counts it)."""
-        try:
-            self._take(http)  # (sending may have failed at once: no address, say)
-            self._http_run(http, done, deadline, what)
-        finally:
-            if self._restart_deadline is not None:  # (its clock stops with the loop)
-                self._restart_left = max(0.0, self._restart_deadline - time.monotonic())
-                self._restart_deadline = None
-
-    def _http_run(
-        self,
-        http: HttpTransport,
-        done: Callable[[], bool],
-        deadline: float | None,
-        what: str,
-    ) -> None:
+        and the exchanges' own (connect, write), and a new session's
+        ``handshake_timeout`` (all on the :class:`_CallClock`)."""
+        self._take(http)  # (sending may have failed at once: no address, say)
         while not done():
             self._raise_if_closed()
-            now = time.monotonic()
-            if self._restart_left is not None:  # (a pending restart's clock runs again)
-                self._restart_deadline = now + self._restart_left
-                self._restart_left = None
+            now = self._clock.now()
             timer = self._conn.next_deadline()
             if timer is not None and timer <= now:
                 self._handle(self._conn.handle_timer(now))
@@ -1141,7 +1164,7 @@ class BlockingClient(HandshakeFacts):
                 http.handle_timer(now)
                 self._take(http)
                 continue
-            _http_wait(http, (timer, deadline, own, restart), now, reading=True)
+            _http_wait(http, (timer, deadline, own, restart), self._clock, reading=True)
             self._take(http)
 
     def _http_write(self, http: HttpTransport, deadline: float) -> None:
@@ -1151,7 +1174,7 @@ class BlockingClient(HandshakeFacts):
         bring stays in ``http.inbox`` (no callback runs), no timer of the core's fires;
         all that is the next call's."""
         while http.busy_writing() and http.failure is None:
-            now = time.monotonic()
+            now = self._clock.now()
             if deadline <= now:
                 logger.debug("HTTP: left unwritten for now")
                 return
@@ -1159,7 +1182,7 @@ class BlockingClient(HandshakeFacts):
             if own is not None and own <= now:
                 http.handle_timer(now)
                 continue
-            _http_wait(http, (deadline, own), now, reading=False)
+            _http_wait(http, (deadline, own), self._clock, reading=False)
 
     def _take(self, http: HttpTransport) -> None:
         """Hand the core what the answers brought, in order (messages; a new session;
@@ -1169,7 +1192,7 @@ class BlockingClient(HandshakeFacts):
         inbox = http.inbox
         while inbox and self._failure is None:
             item = inbox.popleft()
-            now = time.monotonic()
+            now = self._clock.now()
             if isinstance(item, bytes):
                 self._handle(self._conn.receive_message(item, now=now))
             elif isinstance(item, Restart):
@@ -1201,7 +1224,7 @@ class BlockingClient(HandshakeFacts):
         """The session that was to replace a forgotten one did not start: the client
         is closed (as the Trio session does)."""
         self._restarting = False
-        self._restart_deadline = self._restart_left = None
+        self._restart_deadline = None
         if self._failure is None:
             self._http_lost(SessionClosed(reason))
 
@@ -1257,7 +1280,7 @@ class BlockingClient(HandshakeFacts):
             self._write_since = None
             return None
         if self._write_since is None:
-            self._write_since = time.monotonic()
+            self._write_since = self._clock.now()
         return self._write_since + limit
 
     def _write(self) -> int:
@@ -1290,7 +1313,7 @@ class BlockingClient(HandshakeFacts):
         http = self._http
         if http is not None:
             if courtesy and self._failure is None:
-                self._http_write(http, time.monotonic() + _COURTESY_WRITE_TIMEOUT)
+                self._http_write(http, self._clock.now() + _COURTESY_WRITE_TIMEOUT)
             return
         while self._outbox and self._failure is None and self._write():
             pass
@@ -1355,7 +1378,7 @@ class BlockingClient(HandshakeFacts):
         elif isinstance(event, HandshakeCompleted):
             self._handshake = event
             self._restarting = False
-            self._restart_deadline = self._restart_left = None
+            self._restart_deadline = None
         elif isinstance(event, RequestReceived):
             self._answer(event)
         elif isinstance(event, NotificationReceived):
@@ -1484,7 +1507,7 @@ class BlockingClient(HandshakeFacts):
             # NaN and negative timeouts by now).
             deadline = None
             if timeout is not None and timeout < math.inf:
-                deadline = time.monotonic() + timeout
+                deadline = self._clock.now() + timeout
             try:
                 self._list_tools(deadline)
             except Exception:
