@@ -258,9 +258,106 @@ def test_unreachable_server() -> None:
         connect(f"http://127.0.0.1:{port}/mcp")
 
 
-def test_a_name_that_does_not_resolve() -> None:
+class Resolver:
+    """``socket.getaddrinfo`` with the name ``mcp.test`` resolving to ``addresses`` (none:
+    it does not resolve); every call recorded, as ``(host, flags)``. No DNS query."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *addresses: tuple[str, int]) -> None:
+        self.addresses = addresses
+        self.calls: list[tuple[str, int]] = []
+        self._real = socket.getaddrinfo
+        monkeypatch.setattr(socket, "getaddrinfo", self.getaddrinfo)
+
+    def getaddrinfo(
+        self,
+        host: str,
+        port: object,
+        family: int = 0,
+        type: int = 0,
+        proto: int = 0,
+        flags: int = 0,
+    ) -> list[Any]:
+        self.calls.append((host, flags))
+        if host != "mcp.test":
+            return self._real(host, port, family, type, proto, flags)  # type: ignore[arg-type]
+        if flags & socket.AI_NUMERICHOST or not self.addresses:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", a) for a in self.addresses]
+
+    def names(self) -> list[str]:
+        """The hosts looked up as names (not as address literals)."""
+        return [host for host, flags in self.calls if not flags & socket.AI_NUMERICHOST]
+
+
+@pytest.fixture
+def blackhole() -> Iterator[tuple[str, int]]:
+    """An address on 127.0.0.1 that never answers a connection attempt: a listener whose
+    accept queue (backlog 0) is full, so the kernel drops the SYNs."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    address = listener.getsockname()
+    filler = socket.create_connection(address, timeout=TIMEOUT)
+    try:
+        yield address
+    finally:
+        filler.close()
+        listener.close()
+
+
+def test_a_name_that_does_not_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    Resolver(monkeypatch)
     with pytest.raises(SessionClosed, match="could not resolve"):
-        connect("http://no-such-host.invalid/mcp", handshake_timeout=None)
+        connect("http://mcp.test/mcp", handshake_timeout=None)
+
+
+def test_an_address_literal_is_not_looked_up(
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolver = Resolver(monkeypatch)
+    with connect(server.url(), era="legacy") as client:
+        assert client.call_tool("echo", {"text": "literal"}).text == "literal"
+    assert resolver.calls and resolver.names() == []
+
+
+def test_an_address_that_never_answers_leaves_time_for_the_next(
+    raw: Callable[..., RawServer],
+    blackhole: tuple[str, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name with two addresses, the first never answering: each attempt has its share
+    of ``connect_timeout`` (2 s of 4), so the second is reached; the name is resolved
+    once, and later connections (one per request here) go to the address that answered.
+    Connecting does not count against ``write_timeout``."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    server = raw(legacy_server(serve))
+    resolver = Resolver(monkeypatch, blackhole, ("127.0.0.1", server.port))
+    transport = HttpTransportConfig(open_get_stream=False, connect_timeout=4.0)
+    started = time.monotonic()
+    with connect(
+        f"http://mcp.test:{server.port}/mcp",
+        era="legacy",
+        transport=transport,
+        write_timeout=1.0,
+    ) as client:
+        assert client.list_tools() == []
+        assert client.list_tools() == []
+    assert time.monotonic() - started < 3.5  # one wait of 2 s, not one per connection
+    assert server.connections >= 4  # (initialize, initialized, two tools/list)
+    assert resolver.names() == ["mcp.test"]
+
+
+def test_every_address_shares_one_connect_timeout(
+    blackhole: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Resolver(monkeypatch, blackhole, blackhole, blackhole)
+    transport = HttpTransportConfig(connect_timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(SessionClosed, match="connecting timed out after 1 s"):
+        connect("http://mcp.test/mcp", transport=transport)
+    assert time.monotonic() - started < 2.5
 
 
 def test_a_server_gone_mid_session() -> None:

@@ -768,7 +768,14 @@ class BlockingClient(HandshakeFacts):
                 on_notification, log_level, client_info, capabilities, timeout,
                 handshake_timeout, connection_config: as for :meth:`stdio`.
 
-        Host names are resolved with the system's (blocking) resolver.
+        Resolving: an address literal (``127.0.0.1``, ``[::1]``) is used as it is; a host
+        name is resolved once (again after a failure to connect) with the system's
+        resolver, which blocks the calling thread for as long as it takes -- no timeout
+        of the client's applies and, without threads, nothing can interrupt it (Ctrl-C
+        is seen only after); give an address to avoid it. Connecting tries the
+        addresses in turn within one ``connect_timeout``, each for its share (at least
+        2 s, or what is left) so that one that never answers leaves time for the next;
+        the one that answered is tried first for later connections.
 
         Raises:
             ValueError: ``url`` is not an absolute http(s) URL, or a header is

@@ -36,14 +36,18 @@ nothing happens between calls of the client.
 * TLS: ``ssl.MemoryBIO`` and ``SSLObject``: the handshake and records are bytes in,
   bytes out on the same non-blocking socket (verified with the system's trust store by
   default).
-* Timeouts: connecting (and the TLS handshake) within ``connect_timeout``; writing
-  within ``write_timeout`` of the last progress; a one-way POST's whole answer (head
+* Timeouts: connecting (and the TLS handshake) within ``connect_timeout``, shared by
+  a name's addresses, each tried for its share (:func:`attempt_deadline`); writing,
+  once connected, within ``write_timeout`` of the last progress; a one-way POST's whole answer (head
   and body) within ``write_timeout`` of its writing too (nothing else bounds it). A
   request's answer is bounded by the core's own request timeout. Closing waits for
   no one-way answer whose head came (the server took the message).
 * Cancellation: modern, closing the request's connection (never a
   ``notifications/cancelled`` POST); legacy, the notification is POSTed and the
   request's stream is no longer read for it (nor resumed).
+* Names: resolved once, with the system's blocking resolver (an address literal is
+  not looked up), again after a failure to connect; the address that answered is
+  tried first next time.
 * Redirects are not followed: the request fails, naming the ``Location``.
 * ``401``: the request fails with an error naming the server's ``WWW-Authenticate``
   challenge (OAuth flows are the Trio client's; here only a static bearer token).
@@ -91,6 +95,38 @@ __all__ = ["HttpTransport", "Resend", "Restart"]
 logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
+_ATTEMPT_FLOOR: Final = 2.0
+"""Seconds: the least time one of several addresses is given before the next is tried
+(unless less is left), as Go's ``net.Dialer`` (``partialDeadline``)."""
+
+_Address = tuple[int, tuple[object, ...]]  # (family, sockaddr)
+
+
+def resolve(host: str, port: int) -> list[_Address]:
+    """The addresses to connect to: an address literal as it is, with no DNS query
+    (``AI_NUMERICHOST``); a name through the system's resolver, which blocks for as long
+    as it takes (no timeout of ours applies: without threads it cannot be interrupted).
+
+    Raises:
+        _ConnectFailed: the name does not resolve.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except socket.gaierror:  # (a name, not a literal)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise _ConnectFailed(f"could not resolve {host!r}: {exc}") from exc
+    return [(family, address) for family, _, _, _, address in infos]
+
+
+def attempt_deadline(now: float, deadline: float, left: int) -> float:
+    """When to give up on one address, with ``left`` to try (this one too) before the
+    shared ``deadline``: an equal share of what remains, at least ``_ATTEMPT_FLOOR``
+    (or all that remains), so an address that never answers leaves time for the next."""
+    remaining = deadline - now
+    share = max(remaining / left, _ATTEMPT_FLOOR)
+    return deadline if left <= 1 or share >= remaining else now + share
 
 
 @final
@@ -118,12 +154,17 @@ class _ConnectFailed(_WireError):
 
 @final
 class _Wire:
-    """One HTTP/1.1 connection: a non-blocking socket, TLS in memory, h11."""
+    """One HTTP/1.1 connection: a non-blocking socket, TLS in memory, h11.
+
+    Connecting tries ``addresses`` one after another, all before ``deadline``, each for
+    its share of the time (:func:`attempt_deadline`)."""
 
     def __init__(
         self,
         host: str,
-        port: int,
+        addresses: list[_Address],
+        now: float,
+        deadline: float,
         context: ssl.SSLContext | None,
         max_header_size: int,
     ) -> None:
@@ -135,35 +176,41 @@ class _Wire:
         self._tls: ssl.SSLObject | None = None
         self._incoming = ssl.MemoryBIO() if context is not None else None
         self._outgoing = ssl.MemoryBIO() if context is not None else None
-        self._addresses = self._resolve(host, port)
-        self.sock = self._connect()
+        self._addresses = list(addresses)
+        self._deadline = deadline
+        self.address: _Address = self._addresses[0]  # (the one in use)
+        self.attempt_deadline = deadline  # (the next address is tried then)
+        self.sock = self._connect(now)
         if context is not None:
             assert self._incoming is not None and self._outgoing is not None
             self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=host)
         self.handshaken = context is None
 
-    @staticmethod
-    def _resolve(host: str, port: int) -> list[tuple[int, tuple[object, ...]]]:
-        # (getaddrinfo blocks for a name to resolve; an address literal costs nothing)
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise _ConnectFailed(f"could not resolve {host!r}: {exc}") from exc
-        return [(family, address) for family, _, _, _, address in infos]
-
-    def _connect(self) -> socket.socket:
-        family, address = self._addresses.pop(0)
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        code = sock.connect_ex(address)
-        if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+    def _connect(self, now: float) -> socket.socket:
+        """Start connecting to the next address (the ones refused at once skipped)."""
+        while True:
+            self.address = family, address = self._addresses.pop(0)
+            self.attempt_deadline = attempt_deadline(now, self._deadline, len(self._addresses) + 1)
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            code = sock.connect_ex(address)
+            if code in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+                break
             sock.close()
-            if self._addresses:
-                return self._connect()
-            raise _ConnectFailed(f"could not connect: {errno.errorcode.get(code, code)}")
+            if not self._addresses:
+                raise _ConnectFailed(f"could not connect: {errno.errorcode.get(code, code)}")
         with suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
+
+    def next_address(self, now: float) -> bool:
+        """Give up on the address being connected to, for the next one (``False``: it
+        was the last; nothing changed)."""
+        if self.connected or not self._addresses:
+            return False
+        self.sock.close()
+        self.sock = self._connect(now)
+        return True
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -201,8 +248,8 @@ class _Wire:
                 self._tls.write(plain)
         self._pump()
 
-    def on_writable(self) -> None:
-        """Finish connecting, or write what the socket takes.
+    def on_writable(self, now: float) -> None:
+        """Finish connecting (or try the next address), or write what the socket takes.
 
         Raises:
             _ConnectFailed: the connection was refused.
@@ -211,10 +258,9 @@ class _Wire:
         if not self.connected:
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:
-                self.sock.close()
-                if self._addresses:
-                    self.sock = self._connect()
+                if self.next_address(now):
                     return
+                self.sock.close()
                 raise _ConnectFailed(f"could not connect: {errno.errorcode.get(code, code)}")
             self.connected = True
             if self._tls is not None:
@@ -364,6 +410,8 @@ class HttpTransport:
             else None
         )
         self._extra = client_headers(headers)
+        self._addresses: list[_Address] | None = None  # resolved once, the one that
+        # answered first; again after a failure to connect
         self._write_timeout = write_timeout
         self._exchanges: list[_Exchange] = []
         self._idle: deque[_Wire] = deque()
@@ -493,8 +541,18 @@ class HttpTransport:
                 wire = None
         try:
             if wire is None:
-                wire = _Wire(self._host, self._port, self._context, self.config.max_header_size)
-                exchange.connect_deadline = now + self.config.connect_timeout
+                if self._addresses is None:
+                    self._addresses = resolve(self._host, self._port)
+                deadline = now + self.config.connect_timeout
+                wire = _Wire(
+                    self._host,
+                    self._addresses,
+                    now,
+                    deadline,
+                    self._context,
+                    self.config.max_header_size,
+                )
+                exchange.connect_deadline = deadline
         except _ConnectFailed as exc:
             self._unreachable(exchange, exc, now)
             return
@@ -545,9 +603,12 @@ class HttpTransport:
             return out
         if exchange.connect_deadline is not None and not (wire.connected and wire.handshaken):
             out.append(exchange.connect_deadline)
+            if not wire.connected:
+                out.append(wire.attempt_deadline)
         limit = self._write_timeout
         if limit is not None:
-            if wire.out and exchange.write_since is not None:
+            # (writing starts once connected: connecting has connect_timeout)
+            if wire.out and wire.connected and exchange.write_since is not None:
                 out.append(exchange.write_since + limit)
             if exchange.answer_deadline is not None:
                 out.append(exchange.answer_deadline)
@@ -560,6 +621,12 @@ class HttpTransport:
             if exchange.state != "active" or exchange.wire is None:
                 continue
             wire = exchange.wire
+            if not wire.connected and wire.attempt_deadline <= now:
+                try:
+                    wire.next_address(now)  # (the last one has the time that is left)
+                except _ConnectFailed as exc:  # (the rest refused at once)
+                    self._unreachable(exchange, exc, now)
+                    continue
             if (
                 exchange.connect_deadline is not None
                 and not (wire.connected and wire.handshaken)
@@ -588,7 +655,11 @@ class HttpTransport:
         try:
             if writable:
                 before = len(wire.out)
-                wire.on_writable()
+                connected = wire.connected
+                wire.on_writable(now)
+                if wire.connected and not connected:
+                    self._prefer(wire.address)
+                    exchange.write_since = now
                 if len(wire.out) < before or not wire.out:
                     exchange.write_since = now
                 if not wire.out and not exchange.written and wire.handshaken and wire.connected:
@@ -727,7 +798,15 @@ class HttpTransport:
         exchange.ids.clear()
         self._close(exchange)
 
+    def _prefer(self, address: _Address) -> None:
+        """The next connection tries first the address that answered last."""
+        known = self._addresses
+        if known is not None and address in known and known[0] != address:
+            known.remove(address)
+            known.insert(0, address)
+
     def _unreachable(self, exchange: _Exchange, exc: _WireError, now: float) -> None:
+        self._addresses = None  # (resolved again for the next connection)
         self._close(exchange)
         if exchange is self._get:
             self._get_ended(exchange, now)  # (counted there: tried again, or given up)
