@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import mcp_trio._blocking
+import mcp_trio._blocking_bytes
 import mcp_trio._blocking_http
 import mcp_trio._client_common
 import mcp_trio._client_skills
@@ -394,6 +395,7 @@ def test_tcp() -> None:
     "module",
     [
         mcp_trio._blocking,
+        mcp_trio._blocking_bytes,
         mcp_trio._blocking_http,
         mcp_trio._http_h11,
         mcp_trio._client_common,
@@ -414,7 +416,8 @@ def test_no_event_loop_is_imported(module: Any) -> None:
             imported.add("." * node.level + (node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common"}
     allowed.update(("._errors_base", "._validation", "._client_skills"))
-    allowed.update(("._blocking_http", "._http_config", "._http_h11"))
+    allowed.update(("._blocking", "._blocking_bytes", "._blocking_http"))
+    allowed.update(("._http_config", "._http_h11"))
     if module in (mcp_trio._blocking_http, mcp_trio._http_h11):
         allowed.add("h11")
     assert imported <= allowed, imported - allowed

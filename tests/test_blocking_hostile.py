@@ -21,7 +21,8 @@ import pytest
 from mcp_sansio import ConnectionConfig
 from mcp_sansio import types as t
 from mcp_trio import ServerExited
-from mcp_trio._blocking import BlockingClient, _ProcessTransport
+from mcp_trio._blocking import BlockingClient
+from mcp_trio._blocking_bytes import ByteLink, ProcessTransport
 
 WAIT = 5.0  # seconds: an absolute bound on every wait of these tests
 
@@ -264,8 +265,9 @@ def test_ctrl_c_in_a_callback_logs_an_earlier_callback_failure(
 def test_a_piped_stderr_is_read_and_closed() -> None:
     with spawn("stderr_flood", stderr=subprocess.PIPE) as client:
         assert client.call_tool("x").text == "ok"  # 1 MB of stderr does not block it
-        transport = client._transport
-        assert isinstance(transport, _ProcessTransport)
+        assert isinstance(client._link, ByteLink)
+        transport = client._link.transport
+        assert isinstance(transport, ProcessTransport)
         stderr = transport.process.stderr
         assert stderr is not None and not stderr.closed
     assert stderr.closed
@@ -298,7 +300,8 @@ def test_descriptors_past_fd_setsize() -> None:
     try:
         held += (os.open(os.devnull, os.O_RDONLY) for _ in range(1_100))
         with spawn("ping_and_result", stderr=subprocess.DEVNULL) as client:
-            transport = client._transport
+            assert isinstance(client._link, ByteLink)
+            transport = client._link.transport
             assert min(transport.read_fd(), transport.write_fd()) >= 1_024
             assert client.call_tool("x").text == "ok"
     finally:
@@ -319,14 +322,16 @@ def test_the_outbox_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         stop_timeout=0.2,
     )
     peak = 0
-    handle = client._handle
+    link = client._link
+    assert isinstance(link, ByteLink)
+    wait = link.wait
 
-    def watched(events: list[Any]) -> None:
+    def watched(timeout: float) -> None:
         nonlocal peak
-        handle(events)
-        peak = max(peak, len(client._outbox))
+        wait(timeout)  # (a read, its events handled)
+        peak = max(peak, len(link.outbox))
 
-    monkeypatch.setattr(client, "_handle", watched)
+    monkeypatch.setattr(link, "wait", watched)
     with client, pytest.raises(ServerExited, match="stopped reading"):
         client.call_tool("x")
     limit = 4 * size  # _OUTBOX_MESSAGES maximum-size messages

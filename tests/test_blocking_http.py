@@ -27,6 +27,7 @@ from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import HttpClientConfig
 from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed, _blocking
 from mcp_trio._blocking import BlockingClient
+from mcp_trio._blocking_http import HttpLink
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = [sys.executable, "-m", "tests.blocking_server_app", "http"]
@@ -237,13 +238,14 @@ def test_legacy_session_expiry_starts_a_new_session() -> None:
     port = first.port
     with connect(first.url(), era="legacy") as client:
         assert client.call_tool("echo", {"text": "one"}).text == "one"
-        assert client._http is not None
-        old = client._http.http.session_id
+        link = client._link
+        assert isinstance(link, HttpLink)
+        old = link.http.http.session_id
         first.stop()
         second = ServerProcess(port)
         try:
             assert client.call_tool("echo", {"text": "two"}).text == "two"
-            new = client._http.http.session_id
+            new = link.http.http.session_id
             assert new is not None and new != old
             assert client.protocol_version == "2025-11-25"
         finally:

@@ -5,22 +5,25 @@ a TCP socket (newline-delimited JSON), or the sockets of Streamable HTTP exchang
 (:meth:`BlockingClient.http`; :mod:`mcp_trio._blocking_http`, loaded on first use, with
 h11 and ``ssl``). It is the proof that the core is sans-IO --
 everything protocol-shaped (handshake and era probe, ids, timeouts, cancellation,
-progress, the MRTR bookkeeping) is the core's; this module only moves bytes and reads
-the clock.
+progress, the MRTR bookkeeping) is the core's; the client and its links only move bytes
+and read the clock.
 
 Theory of operation
 -------------------
-Every call into the core is followed by draining its output into ``_outbox``. A method
-that waits (:meth:`BlockingClient.request`, the handshake) runs :meth:`_run_until`: it
-waits on a selector (not ``select()``, which fails on descriptors past
-``FD_SETSIZE``) for reading, for writing while the outbox holds bytes, with a timeout
-that is the earlier of the core's ``next_deadline()`` and the caller's own deadline.
-Readable input goes to ``receive_bytes``; an expired timer to ``handle_timer``; the
-resulting events are all handled at once (outcomes stored by request id, server requests
-answered synchronously with the callbacks; a callback's exception is raised once the
-rest are handled, so one failing callback cannot leave a server request unanswered).
-Reading while writing means a server that writes a lot while we write a lot cannot
-deadlock us.
+The client is transport-neutral; how its messages travel is a *link* (:class:`Link`),
+one of two loop strategies: bytes over a subprocess's pipes or a TCP socket
+(:class:`~mcp_trio._blocking_bytes.ByteLink`: an outbox, backpressure, a piped stderr)
+or one message per Streamable HTTP exchange
+(:class:`~mcp_trio._blocking_http.HttpLink`). Every call into the core is followed by
+handing its output to the link. A method that waits (:meth:`BlockingClient.request`,
+the handshake) runs :meth:`~BlockingClient._run_until`, one loop for both: it fires the
+core's timers (``next_deadline()`` / ``handle_timer``), gives up at the caller's
+deadline, ends a new session not ready in time, fires the link's own timer, and lets the
+link wait until the earliest of them, moving bytes both ways and handing what came to the
+core (:class:`Hooks` is what a link may do to the client). The resulting events are all
+handled at once (outcomes stored by request id, server requests answered synchronously
+with the callbacks; a callback's exception is raised once the rest are handled, so one
+failing callback cannot leave a server request unanswered).
 
 Nothing runs between calls, so whatever is still queued when the awaited outcome
 arrives (answers to the server's requests, the core's ``notifications/cancelled``, the
@@ -34,25 +37,7 @@ its request on the wire, for ``_COURTESY_WRITE_TIMEOUT`` at most (:meth:`_abando
 where an ``Exception``, a callback's too, is logged, and the writing goes on), and
 raises its own exception.
 
-Memory is bounded: what handling the server's messages queues (answers, cancellations)
-may exceed ``_OUTBOX_MESSAGES`` maximum-size messages only by what one read produces;
-above that we stop reading until it drains, so a server that floods us with requests
-without reading its input blocks on its own output, and ``write_timeout`` then ends the
-session. Our own requests do not count (``_own`` marks where they lie in the outbox):
-however large one is, we keep reading while we write it. A piped stderr is read in the same
-loop and only its last ``_STDERR_TAIL_SIZE`` bytes are kept, for
-:class:`~mcp_trio.ServerExited`.
-
-Over HTTP the unit is the message, not the byte: the core's output is handed message by
-message to the transport (each a POST, built by ``mcp_sansio.http.HttpClient``), which
-the loop drives (:meth:`_http_loop`): it waits on every exchange's socket at once, with
-the earliest of the core's deadline, the caller's and the exchanges' own (connect,
-write, a resumption's ``retry``); what the answers bring (messages, and the sans-IO
-rules' "start a new session" / "send these requests again") is handed to the core in
-order (:meth:`_take`). The outbox and its backpressure are the byte transports'; the
-HTTP transport bounds its own connections and stops reading streams instead.
-
-Every time is on one clock (:class:`_CallClock`) that runs only while a call waits:
+Every time is on one clock (:class:`CallClock`) that runs only while a call waits:
 nothing is read or written between calls, so nothing comes due there -- not the
 ``initialize`` of a new session that replaces one the server forgot (``404``), which
 outlives the call that started it, nor its ``handshake_timeout``, nor an HTTP
@@ -71,12 +56,10 @@ from __future__ import annotations
 import logging
 import math
 import os
-import selectors
 import shlex
 import socket
 import subprocess
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from types import TracebackType
@@ -106,6 +89,7 @@ from mcp_sansio import (
 from mcp_sansio import types as t
 from mcp_sansio._tasks import TASKS_EXTENSION, declares_tasks
 
+from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTransport
 from ._client_common import (
     EraChoice,
     HandshakeFacts,
@@ -131,7 +115,6 @@ from ._errors_base import (
     HandshakeFailed,
     InputRequiredError,
     McpError,
-    ServerExited,
     SessionClosed,
     refuse_endless_input,
 )
@@ -142,7 +125,6 @@ if TYPE_CHECKING:
     from mcp_sansio.http import HttpClientConfig
     from mcp_sansio.skills import Skill, SkillListing
 
-    from ._blocking_http import HttpTransport
     from ._http_config import HttpTransportConfig
 
 __all__ = ["BlockingClient"]
@@ -166,92 +148,16 @@ def _ignore_progress(event: ProgressReceived) -> None:
 
 NotificationFunction = Callable[[NotificationReceived], object]
 
-_READ_SIZE: Final = 65_536
-_OUTBOX_MESSAGES: Final = 4
-"""Reading stops while the outbox holds this many ``max_message_size`` messages' worth of
-output queued in reply to the server (not counting our own requests)."""
-_STDERR_TAIL_SIZE: Final = 65_536
-"""Bytes of a piped stderr kept for :class:`ServerExited` (as the Trio client's default)."""
 _COURTESY_WRITE_TIMEOUT: Final = 1.0
 """Seconds to write what is left when a call is abandoned or the client closed."""
 _LONGEST_WAIT: Final = 3600.0
 """Seconds: the longest single wait on the selector (a longer one is waited in pieces)."""
-_EXIT_POLL: Final = 0.05
-"""Seconds between looks at a process that may have exited while its stderr stays open."""
 _START_METHODS: Final = frozenset({"initialize", "server/discover"})
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
 
 
-class _Transport(Protocol):
-    """A byte pipe with file descriptors to wait on, non-blocking."""
-
-    def read_fd(self) -> int: ...
-    def write_fd(self) -> int: ...
-    def side_fd(self) -> int | None:
-        """A descriptor to read whenever it is readable (a piped stderr), or ``None``."""
-        ...
-
-    def read(self) -> bytes | None:
-        """Bytes available: ``b""`` at the end of input, ``None`` if none after all."""
-        ...
-
-    def read_side(self) -> None:
-        """Read what :meth:`side_fd` has (it is readable)."""
-        ...
-
-    def write(self, data: memoryview) -> int:
-        """Write some of ``data`` without blocking; return how much (``0``: it would
-        block). Raises ``OSError`` if broken."""
-        ...
-
-    def failure(self, what: str) -> SessionClosed:
-        """Why the input ended or a write failed, for the waiting callers."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def _sleep(timeout: float | None) -> list[tuple[selectors.SelectorKey, int]]:
-    """Wait with nothing to wait on (every exchange waits for its time)."""
-    time.sleep(_LONGEST_WAIT if timeout is None else timeout)
-    return []
-
-
-def _http_wait(
-    http: HttpTransport,
-    times: Iterable[float | None],
-    clock: _CallClock,
-    *,
-    reading: bool,
-) -> None:
-    """Wait on the exchanges' sockets until the earliest of ``times`` at the latest, and
-    let the transport move the bytes of the ready ones (``reading``: as
-    :meth:`HttpTransport.wanted`)."""
-    wake = min((d for d in times if d is not None), default=None)
-    wait = None if wake is None else min(max(0.0, wake - clock.now()), _LONGEST_WAIT)
-    wanted = http.wanted(reading=reading)
-    with selectors.DefaultSelector() as selector:
-        # (a new selector each time: a closed socket's number may be reused)
-        for fd, (events, exchange) in wanted.items():
-            selector.register(fd, events, exchange)
-        ready = selector.select(wait) if wanted else _sleep(wait)
-    for key, events in ready:
-        http.ready(
-            key.data,
-            bool(events & selectors.EVENT_READ),
-            bool(events & selectors.EVENT_WRITE),
-            clock.now(),
-        )
-
-
-def _wait_readable(fd: int, timeout: float) -> bool:
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        return bool(selector.select(timeout))
-
-
 @final
-class _CallClock:
+class CallClock:
     """The client's time: ``time.monotonic()`` with the time between calls taken out.
 
     Nothing runs between calls -- nothing is read, written or timed out -- so nothing
@@ -285,168 +191,78 @@ class _CallClock:
             self._stopped = time.monotonic()
 
 
-@final
-class _ProcessTransport:
-    def __init__(self, process: subprocess.Popen[bytes], stop_timeout: float) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self.process = process
-        self._stdin: IO[bytes] = process.stdin
-        self._stdout: IO[bytes] = process.stdout
-        self._stderr: IO[bytes] | None = process.stderr  # stderr=subprocess.PIPE
-        self._stderr_ended = False
-        self._tail = bytearray()
-        self._stop_timeout = stop_timeout
-        for stream in (self._stdin, self._stdout, self._stderr):
-            if stream is not None:
-                os.set_blocking(stream.fileno(), False)
+class Link(Protocol):
+    """How the client's messages travel, one of two strategies: bytes over a pipe or a
+    socket (:class:`~mcp_trio._blocking_bytes.ByteLink`), or a message per HTTP
+    exchange (:class:`~mcp_trio._blocking_http.HttpLink`). The client's loop
+    (:meth:`BlockingClient._loop`) fires the core's timers and asks the link for the
+    rest."""
 
-    def read_fd(self) -> int:
-        return self._stdout.fileno()
+    def attach(self, hooks: Hooks) -> None:
+        """Learn what to drive (once, before anything else)."""
+        ...
 
-    def write_fd(self) -> int:
-        return self._stdin.fileno()
+    def message_bound(self) -> tuple[int, str] | None:
+        """The link's own bound on one message and the setting that sets it, if any."""
+        ...
 
-    def side_fd(self) -> int | None:
-        if self._stderr is None or self._stderr_ended:
-            return None
-        return self._stderr.fileno()
+    def begin(self) -> None:
+        """A loop starts: hand the core what came meanwhile (a failure to send, say)."""
+        ...
 
-    def read(self) -> bytes | None:
-        try:
-            return os.read(self._stdout.fileno(), _READ_SIZE)
-        except BlockingIOError:  # pragma: no cover - the selector said readable
-            return None
+    def queue(self, *, own: bool = False) -> None:
+        """Take the core's output (``own``: our requests, not replies to the server)."""
+        ...
 
-    def read_side(self) -> None:
-        """Keep the last ``_STDERR_TAIL_SIZE`` bytes of the server's stderr."""
-        assert self._stderr is not None
-        try:
-            chunk = os.read(self._stderr.fileno(), _READ_SIZE)
-        except BlockingIOError:  # pragma: no cover - the selector said readable
-            return
-        except OSError:  # pragma: no cover - a pipe's read end does not fail
-            chunk = b""
-        if not chunk:
-            self._stderr_ended = True  # closed in close(): the selector may still hold it
-            return
-        self._tail += chunk
-        del self._tail[: max(0, len(self._tail) - _STDERR_TAIL_SIZE)]
+    def unwritten(self) -> bool:
+        """Whether something queued for the server is not written yet."""
+        ...
 
-    def write(self, data: memoryview) -> int:
-        try:
-            return os.write(self._stdin.fileno(), data)
-        except BlockingIOError:
-            return 0
+    def next_deadline(self) -> float | None:
+        """When the link's own timer is due (on the client's clock)."""
+        ...
 
-    def failure(self, what: str) -> SessionClosed:
-        self._wait(self._stop_timeout)
-        code = self.process.returncode
-        reason = what if code is None else "the server exited"
-        return ServerExited(reason, code, bytes(self._tail))
+    def handle_timer(self, now: float) -> None:
+        """The link's timer is due."""
+        ...
 
-    def _wait(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` for the process to exit, reading its stderr meanwhile
-        (a server blocked on a full stderr pipe could not exit); whether it has."""
-        deadline = time.monotonic() + timeout
-        while (fd := self.side_fd()) is not None:
-            remaining = deadline - time.monotonic()
-            if _wait_readable(fd, min(_EXIT_POLL, max(0.0, remaining))):
-                self.read_side()
-                if remaining > 0:
-                    continue
-            if remaining <= 0 or self.process.poll() is not None:
-                break
-        with suppress(subprocess.TimeoutExpired):
-            self.process.wait(max(0.0, deadline - time.monotonic()))
-        return self.process.returncode is not None
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds; move what is ready, what came to the core."""
+        ...
+
+    def flush(self, *, within: float | None) -> None:
+        """The loop ended: write what can be written (over HTTP, for ``within`` seconds
+        at most, handling nothing; ``None``: not at all)."""
+        ...
+
+    def goodbye(self, now: float) -> tuple[Callable[[], bool], float] | None:
+        """Closing: start ending the session; what to wait for, and how long."""
+        ...
 
     def close(self) -> None:
-        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown)."""
-        process = self.process
-        with suppress(OSError):
-            self._stdin.close()
-        for stop in (None, process.terminate, process.kill):
-            if stop is not None and process.poll() is None:
-                with suppress(ProcessLookupError):
-                    stop()
-            if self._wait(self._stop_timeout):
-                break
-        process.wait()
-        self._stdout.close()
-        if self._stderr is not None:
-            self._stderr.close()
+        """Release everything (the spawned server stopped, the sockets closed)."""
+        ...
 
 
 @final
-class _SocketTransport:
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        sock.setblocking(False)
+@attrs.frozen(kw_only=True)
+class Hooks:
+    """What a :class:`Link` may do to the client whose messages it carries."""
 
-    def read_fd(self) -> int:
-        return self.sock.fileno()
-
-    def write_fd(self) -> int:
-        return self.sock.fileno()
-
-    def side_fd(self) -> int | None:
-        return None
-
-    def read(self) -> bytes | None:
-        try:
-            return self.sock.recv(_READ_SIZE)
-        except BlockingIOError:  # pragma: no cover - the selector said readable
-            return None
-        except ConnectionResetError:
-            return b""
-
-    def read_side(self) -> None:  # pragma: no cover - there is no side_fd()
-        pass
-
-    def write(self, data: memoryview) -> int:
-        try:
-            return self.sock.send(data)
-        except BlockingIOError:
-            return 0
-
-    def failure(self, what: str) -> SessionClosed:
-        return SessionClosed(what.replace("the server", "the peer"))
-
-    def close(self) -> None:
-        with suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
-
-
-@final
-class _NoTransport:
-    """The byte transport of a client whose messages go over HTTP: never used."""
-
-    def read_fd(self) -> int:
-        raise AssertionError("no byte transport")
-
-    write_fd = read_fd
-
-    def side_fd(self) -> int | None:
-        return None
-
-    def read(self) -> bytes | None:
-        raise AssertionError("no byte transport")
-
-    def read_side(self) -> None:
-        raise AssertionError("no byte transport")
-
-    def write(self, data: memoryview) -> int:
-        raise AssertionError("no byte transport")
-
-    def failure(self, what: str) -> SessionClosed:
-        return SessionClosed(what)
-
-    def close(self) -> None:
-        pass
-
-
-_NO_TRANSPORT: Final = _NoTransport()
+    conn: Connection
+    """The core: its output to send, the input to give it."""
+    clock: CallClock
+    """The client's time."""
+    handle: Callable[[list[Event]], None]
+    """Handle the core's events (raises the first callback exception, once all are)."""
+    fail: Callable[[SessionClosed], None]
+    """The session ended (the input ended, writing failed, the server is unreachable)."""
+    failed: Callable[[], bool]
+    """Whether the session ended."""
+    handshaken: Callable[[], bool]
+    """Whether the handshake is done."""
+    restart: Callable[[float], None]
+    """The server forgot the session (HTTP ``404``): start a new one, now."""
 
 
 @attrs.define(kw_only=True)
@@ -535,22 +351,11 @@ class BlockingClient(HandshakeFacts):
     Not thread-safe: one thread uses one client.
     """
 
-    def __init__(
-        self,
-        transport: _Transport,
-        conn: Connection,
-        options: _Options,
-        http: HttpTransport | None = None,
-    ) -> None:
-        self._transport = transport
-        self._http = http  # Streamable HTTP: messages, not bytes (transport is unused)
-        self._close_timeout = _COURTESY_WRITE_TIMEOUT
+    def __init__(self, link: Link, conn: Connection, options: _Options) -> None:
+        self._link = link
         self._conn = conn
         self._options = options
         self._log_level: str | None = None
-        self._outbox = bytearray()
-        self._written = 0  # bytes ever written: the outbox starts at this offset
-        self._own: deque[tuple[int, int]] = deque()  # offsets of our requests' bytes
         self._outcomes: dict[RequestId, _Outcome] = {}
         self._progress: dict[RequestId, ProgressFunction] = {}
         self._handshake: HandshakeCompleted | None = None
@@ -558,14 +363,22 @@ class BlockingClient(HandshakeFacts):
         self._failure: SessionClosed | None = None
         self._restarting = False  # HTTP: a new session replaces one the server forgot
         self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
-        self._clock = _CallClock()
-        self._write_since: float | None = None
-        self._outbox_limit = _OUTBOX_MESSAGES * conn.config.max_message_size
-        self._selector = selectors.DefaultSelector()
+        self._clock = CallClock()
         self._closed = False
         # One connection, one handshake: there is no new session for the schemas to
         # follow (the Trio client's may start anew over HTTP).
         self._output_schemas = OutputSchemas()
+        link.attach(
+            Hooks(
+                conn=conn,
+                clock=self._clock,
+                handle=self._handle,
+                fail=self._fail,
+                failed=lambda: self._failure is not None,
+                handshaken=lambda: self._handshake is not None,
+                restart=self._restart_session,
+            )
+        )
 
     # ------------------------------------------------------------------ opening
 
@@ -649,7 +462,7 @@ class BlockingClient(HandshakeFacts):
             cwd=cwd,
             bufsize=0,
         )
-        return cls._started(_ProcessTransport(process, stop_timeout), config, options)
+        return cls._started(ProcessTransport(process, stop_timeout), config, options)
 
     @classmethod
     def tcp(
@@ -699,7 +512,7 @@ class BlockingClient(HandshakeFacts):
         )
         config = options.core_config()
         sock = socket.create_connection((host, port), timeout=connect_timeout)
-        return cls._started(_SocketTransport(sock), config, options)
+        return cls._started(SocketTransport(sock), config, options)
 
     @classmethod
     def http(
@@ -786,7 +599,7 @@ class BlockingClient(HandshakeFacts):
         """
         from mcp_sansio.http import pinned_http_config  # noqa: PLC0415 -- (HTTP only)
 
-        from ._blocking_http import HttpTransport  # noqa: PLC0415 -- h11, ssl: on first use
+        from ._blocking_http import HttpLink, HttpTransport  # noqa: PLC0415 -- h11, ssl
         from ._http_config import HttpTransportConfig  # noqa: PLC0415
 
         options = _Options(
@@ -823,20 +636,19 @@ class BlockingClient(HandshakeFacts):
             headers=extra,
             write_timeout=write_timeout,
         )
-        client = cls(_NO_TRANSPORT, Connection("client", config), options, http)
-        client._close_timeout = close_timeout
-        try:
-            client._start()
-        except BaseException:
-            client.close()
-            raise
-        return client
+        return cls._opened(HttpLink(http, close_timeout=close_timeout), config, options)
 
     @classmethod
     def _started(
-        cls, transport: _Transport, config: ConnectionConfig, options: _Options
+        cls, transport: ByteTransport, config: ConnectionConfig, options: _Options
     ) -> BlockingClient:
-        client = cls(transport, Connection("client", config), options)
+        limit = config.max_message_size
+        link = ByteLink(transport, max_message_size=limit, write_timeout=options.write_timeout)
+        return cls._opened(link, config, options)
+
+    @classmethod
+    def _opened(cls, link: Link, config: ConnectionConfig, options: _Options) -> BlockingClient:
+        client = cls(link, Connection("client", config), options)
         try:
             client._start()
         except BaseException:
@@ -887,53 +699,29 @@ class BlockingClient(HandshakeFacts):
         if self._closed:
             return
         self._closed = True
-        if self._http is not None:
-            self._close_http(self._http)
-            return
+        link = self._link
         try:
-            if self._failure is None and self._outbox:
-                deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
-                try:
-                    self._run_until(lambda: not self._outbox, deadline, "closing")
-                except Exception:
-                    logger.debug("could not write everything before closing", exc_info=True)
-        finally:
-            self._conn.receive_eof()
-            if self._failure is None:
-                self._failure = SessionClosed("the client was closed")
-            self._selector.close()
-            self._transport.close()
-
-    def _close_http(self, http: HttpTransport) -> None:
-        """Write what is left (a second at most), end a legacy session (``DELETE``,
-        ``close_timeout``), close every connection."""
-        try:
-            if self._failure is None and self._unwritten():
+            if self._failure is None and link.unwritten():
                 deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
                 try:
                     self._run_until(
-                        lambda: not self._unwritten(), deadline, "closing", courtesy=False
+                        lambda: not link.unwritten(), deadline, "closing", courtesy=False
                     )
                 except Exception:
                     logger.debug("could not write everything before closing", exc_info=True)
-            if self._failure is None and http.terminate(self._clock.now()):
-                deadline = self._clock.now() + self._close_timeout
+            now = self._clock.now()
+            bye = link.goodbye(now) if self._failure is None else None
+            if bye is not None:  # (HTTP, legacy: the DELETE that ends the session)
+                done, limit = bye
                 try:
-                    self._run_until(http.idle, deadline, "closing the session", courtesy=False)
+                    self._run_until(done, now + limit, "closing the session", courtesy=False)
                 except Exception:
-                    logger.debug("the session's DELETE was not answered", exc_info=True)
+                    logger.debug("the session was not ended in time", exc_info=True)
         finally:
             self._conn.receive_eof()
             if self._failure is None:
                 self._failure = SessionClosed("the client was closed")
-            self._selector.close()
-            http.close()
-
-    def _unwritten(self) -> bool:
-        """Whether something queued for the server is not written yet."""
-        if self._http is not None:
-            return self._http.busy_writing()
-        return bool(self._outbox)
+            link.close()
 
     # ------------------------------------------------------------------ introspection
 
@@ -1034,7 +822,7 @@ class BlockingClient(HandshakeFacts):
         while self._failure is None:
             try:
                 self._run_until(
-                    lambda: not self._unwritten(), deadline, "cancelling", courtesy=False
+                    lambda: not self._link.unwritten(), deadline, "cancelling", courtesy=False
                 )
             except (TimeoutError, SessionClosed) as exc:
                 logger.debug("request %r given up; the cancellation: %s", rid, exc)
@@ -1051,24 +839,8 @@ class BlockingClient(HandshakeFacts):
     # ------------------------------------------------------------------ the loop
 
     def _queue(self, *, own: bool = False) -> None:
-        """Move the core's output to the outbox; ``own``: our requests, not replies."""
-        if self._http is not None:
-            now = self._clock.now()
-            for message in self._conn.data_to_send():
-                self._http.send(message, now)
-            if self._handshake is not None:
-                self._http.open_get_stream(now)
-            return
-        data = self._conn.bytes_to_send()
-        if own and data:
-            start = self._written + len(self._outbox)
-            self._own.append((start, start + len(data)))
-        self._outbox += data
-
-    def _replies_queued(self) -> int:
-        """Bytes in the outbox queued in reply to what we read (the rest are ours)."""
-        written = self._written
-        return len(self._outbox) - sum(end - max(start, written) for start, end in self._own)
+        """Hand the core's output to the link; ``own``: our requests, not replies."""
+        self._link.queue(own=own)
 
     def _run_until(
         self,
@@ -1081,8 +853,8 @@ class BlockingClient(HandshakeFacts):
         """Move bytes and fire timers until ``done()`` or ``deadline`` (``TimeoutError``),
         then write what the transport takes without blocking (over HTTP, once ``done()``
         and with ``courtesy``: write what is queued, for a second at most, handling
-        nothing: see :meth:`_flush_nowait`; not when the loop raised, so nothing runs
-        after the exception that ends the call).
+        nothing: see :meth:`HttpLink.flush <mcp_trio._blocking_http.HttpLink.flush>`; not
+        when the loop raised, so nothing runs after the exception that ends the call).
 
         Raises:
             SessionClosed: the connection ended first.
@@ -1094,62 +866,18 @@ class BlockingClient(HandshakeFacts):
             returned = True
         finally:
             try:
-                self._flush_nowait(courtesy=courtesy and returned)
+                within = _COURTESY_WRITE_TIMEOUT if courtesy and returned else None
+                self._link.flush(within=within)
             finally:
                 self._clock.stop()
 
     def _loop(self, done: Callable[[], bool], deadline: float | None, what: str) -> None:
-        if self._http is not None:
-            self._http_loop(self._http, done, deadline, what)
-            return
-        transport = self._transport
-        while not done():
-            self._raise_if_closed()
-            now = self._clock.now()
-            timer = self._conn.next_deadline()
-            if timer is not None and timer <= now:
-                self._handle(self._conn.handle_timer(now))
-                continue
-            if deadline is not None and deadline <= now:
-                raise TimeoutError(f"{what} timed out")
-            stalled = self._write_deadline()
-            if stalled is not None and stalled <= now:
-                self._conn.send_failed()
-                self._lost("the server stopped reading its input (write_timeout)")
-                continue
-            wake = min((d for d in (timer, deadline, stalled) if d is not None), default=None)
-            # Backpressure: above the limit, the server waits for us to read.
-            reading = self._replies_queued() < self._outbox_limit
-            # (a far or infinite deadline is waited for in pieces: select() overflows)
-            wait = None if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT)
-            readable, writable, side = self._select(reading, bool(self._outbox), wait)
-            if side:
-                transport.read_side()
-            if writable:
-                self._write()
-            if readable and self._failure is None:
-                data = transport.read()
-                if data == b"":
-                    # An unterminated last line is a message too (a server that exits
-                    # right after writing its answer without a newline).
-                    try:
-                        self._handle(self._conn.receive_bytes_eof(now=self._clock.now()))
-                    finally:
-                        self._lost("the server closed its output")
-                elif data is not None:
-                    self._handle(self._conn.receive_bytes(data, now=self._clock.now()))
-
-    def _http_loop(
-        self,
-        http: HttpTransport,
-        done: Callable[[], bool],
-        deadline: float | None,
-        what: str,
-    ) -> None:
-        """:meth:`_loop` over Streamable HTTP: the exchanges' sockets, the core's timers
-        and the exchanges' own (connect, write), and a new session's
-        ``handshake_timeout`` (all on the :class:`_CallClock`)."""
-        self._take(http)  # (sending may have failed at once: no address, say)
+        """Until ``done()``: fire the core's timers, give up at ``deadline``, end a new
+        session not ready in time, fire the link's own timer, and let the link wait
+        until the earliest of them (a far or infinite one in pieces: ``select()``
+        overflows)."""
+        link = self._link
+        link.begin()
         while not done():
             self._raise_if_closed()
             now = self._clock.now()
@@ -1166,66 +894,30 @@ class BlockingClient(HandshakeFacts):
                     f"the server forgot the session and did not start a new one in {limit:g} s"
                 )
                 continue
-            own = http.next_deadline()
+            own = link.next_deadline()
             if own is not None and own <= now:
-                http.handle_timer(now)
-                self._take(http)
+                link.handle_timer(now)
                 continue
-            _http_wait(http, (timer, deadline, own, restart), self._clock, reading=True)
-            self._take(http)
+            wake = min((d for d in (timer, deadline, restart, own) if d is not None), default=None)
+            link.wait(_LONGEST_WAIT if wake is None else min(max(0.0, wake - now), _LONGEST_WAIT))
 
-    def _http_write(self, http: HttpTransport, deadline: float) -> None:
-        """Drive the one-way POSTs queued (answers to the server's requests, a
-        cancellation) until written or ``deadline``, and nothing else: no answer that
-        could bring messages is read (heads and one-way answers are), what the answers
-        bring stays in ``http.inbox`` (no callback runs), no timer of the core's fires;
-        all that is the next call's."""
-        while http.busy_writing() and http.failure is None:
-            now = self._clock.now()
-            if deadline <= now:
-                logger.debug("HTTP: left unwritten for now")
-                return
-            own = http.next_deadline()
-            if own is not None and own <= now:
-                http.handle_timer(now)
-                continue
-            _http_wait(http, (deadline, own), self._clock, reading=False)
-
-    def _take(self, http: HttpTransport) -> None:
-        """Hand the core what the answers brought, in order (messages; a new session;
-        requests to send again); then take in a failure of the transport's."""
-        from ._blocking_http import Restart  # noqa: PLC0415 -- (loaded with the transport)
-
-        inbox = http.inbox
-        while inbox and self._failure is None:
-            item = inbox.popleft()
-            now = self._clock.now()
-            if isinstance(item, bytes):
-                self._handle(self._conn.receive_message(item, now=now))
-            elif isinstance(item, Restart):
-                try:
-                    self._conn.restart_session(now=now)
-                except LocalProtocolError as exc:
-                    self._http_lost(
-                        SessionClosed(
-                            f"the server forgot the session, and a new one cannot start: {exc}"
-                        )
-                    )
-                    return
-                logger.debug("the server forgot the session: starting a new one")
-                self._restarting = True
-                limit = self._options.handshake_timeout
-                if limit is not None:  # (as the first handshake: Session._bound_restart)
-                    self._restart_deadline = now + limit
-                self._output_schemas.forget()
-                self._queue()
-            else:
-                for rid in item.request_ids:
-                    with suppress(LocalProtocolError):  # (answered or cancelled meanwhile)
-                        self._conn.resend_request(rid)
-                self._queue()
-        if http.failure is not None and self._failure is None:
-            self._http_lost(http.failure)
+    def _restart_session(self, now: float) -> None:
+        """The server forgot the session (HTTP ``404``): start a new one, ready within
+        ``handshake_timeout`` (as the first handshake: ``Session._bound_restart``)."""
+        try:
+            self._conn.restart_session(now=now)
+        except LocalProtocolError as exc:
+            self._fail(
+                SessionClosed(f"the server forgot the session, and a new one cannot start: {exc}")
+            )
+            return
+        logger.debug("the server forgot the session: starting a new one")
+        self._restarting = True
+        limit = self._options.handshake_timeout
+        if limit is not None:
+            self._restart_deadline = now + limit
+        self._output_schemas.forget()
+        self._queue()
 
     def _restart_failed(self, reason: str) -> None:
         """The session that was to replace a forgotten one did not start: the client
@@ -1233,9 +925,10 @@ class BlockingClient(HandshakeFacts):
         self._restarting = False
         self._restart_deadline = None
         if self._failure is None:
-            self._http_lost(SessionClosed(reason))
+            self._fail(SessionClosed(reason))
 
-    def _http_lost(self, failure: SessionClosed) -> None:
+    def _fail(self, failure: SessionClosed) -> None:
+        """The session ended: every waiter gets ``failure``."""
         self._handle_quietly(self._conn.receive_eof())
         self._failure = failure
         self._handshake_failure = self._handshake_failure or failure
@@ -1246,92 +939,6 @@ class BlockingClient(HandshakeFacts):
                 self._dispatch(event)
             except Exception:
                 logger.exception("handling %s failed as the session ended", type(event).__name__)
-
-    def _select(
-        self, reading: bool, writing: bool, timeout: float | None
-    ) -> tuple[bool, bool, bool]:
-        """Wait; whether the input is readable, the output writable, the side readable."""
-        transport = self._transport
-        read_fd, write_fd, side_fd = transport.read_fd(), transport.write_fd(), transport.side_fd()
-        wanted: dict[int, int] = {}
-        if reading:
-            wanted[read_fd] = selectors.EVENT_READ
-        if writing:
-            wanted[write_fd] = wanted.get(write_fd, 0) | selectors.EVENT_WRITE
-        if side_fd is not None:
-            wanted[side_fd] = wanted.get(side_fd, 0) | selectors.EVENT_READ
-        selector = self._selector
-        for fd in [fd for fd in selector.get_map() if fd not in wanted]:
-            selector.unregister(fd)
-        registered = selector.get_map()
-        for fd, events in wanted.items():
-            key = registered.get(fd)
-            if key is None:
-                selector.register(fd, events)
-            elif key.events != events:
-                selector.modify(fd, events)
-        readable = writable = side = False
-        for key, events in selector.select(timeout):
-            if key.fd == read_fd and reading and events & selectors.EVENT_READ:
-                readable = True
-            if key.fd == write_fd and writing and events & selectors.EVENT_WRITE:
-                writable = True
-            if key.fd == side_fd and events & selectors.EVENT_READ:
-                side = True
-        return readable, writable, side
-
-    def _write_deadline(self) -> float | None:
-        """When waiting to write is given up (``write_timeout`` after the last progress)."""
-        limit = self._options.write_timeout
-        if not self._outbox or limit is None:
-            self._write_since = None
-            return None
-        if self._write_since is None:
-            self._write_since = self._clock.now()
-        return self._write_since + limit
-
-    def _write(self) -> int:
-        """Write some of the outbox; how much (``0``: it would block, or it failed)."""
-        try:
-            with memoryview(self._outbox) as view:
-                sent = self._transport.write(view)
-        except OSError:
-            self._conn.send_failed()
-            self._lost("the server stopped reading its input")
-            return 0
-        if sent:
-            self._write_since = None
-        del self._outbox[:sent]
-        self._written += sent
-        while self._own and self._own[0][1] <= self._written:
-            self._own.popleft()
-        return sent
-
-    def _flush_nowait(self, *, courtesy: bool = True) -> None:
-        """Write what the transport takes now; the rest waits for the next call (or
-        :meth:`close`), whose ``write_timeout`` clock starts afresh.
-
-        Over HTTP a message is written by driving its exchange (connecting, maybe the
-        TLS handshake): with ``courtesy``, what is queued (answers to the server's
-        requests, a cancellation) is driven until written, for
-        ``_COURTESY_WRITE_TIMEOUT`` at most, handling nothing (:meth:`_http_write`: no
-        callback runs, no exception but a bug's comes out); what is left then goes on
-        in the next call (or :meth:`close`)."""
-        http = self._http
-        if http is not None:
-            if courtesy and self._failure is None:
-                self._http_write(http, self._clock.now() + _COURTESY_WRITE_TIMEOUT)
-            return
-        while self._outbox and self._failure is None and self._write():
-            pass
-        self._write_since = None
-
-    def _lost(self, what: str) -> None:
-        self._conn.receive_eof()
-        self._outbox.clear()
-        self._own.clear()
-        self._failure = self._transport.failure(what)
-        self._handshake_failure = self._handshake_failure or self._failure
 
     def _handle(self, events: list[Event]) -> None:
         """Handle every event; then raise the first callback exception, if any.
@@ -1571,7 +1178,7 @@ class BlockingClient(HandshakeFacts):
     def _read_bound(self) -> tuple[int, str]:
         """As :meth:`mcp_trio.Client._read_bound` (only Streamable HTTP has a bound of
         its own)."""
-        own = None if self._http is None else self._http.message_bound()
+        own = self._link.message_bound()
         return read_bound(self._conn.config.max_message_size, own)
 
     def load_skill(

@@ -1,4 +1,5 @@
-"""Streamable HTTP for :class:`~mcp_trio.BlockingClient`: sockets, TLS and h11, no I/O loop.
+"""Streamable HTTP for :class:`~mcp_trio.BlockingClient`: sockets, TLS and h11, and the
+link the client's loop drives them through (:class:`HttpLink`).
 
 Loaded on first use by ``BlockingClient.http`` (so ``.stdio()`` users load neither h11
 nor ``ssl``). Every protocol rule (request headers, session id and version, the era
@@ -15,8 +16,9 @@ selector loop waits on the sockets :meth:`HttpTransport.wanted` names, until
 for each ready one (or :meth:`HttpTransport.handle_timer`), which moves its bytes; what
 the answers carry lands in :attr:`HttpTransport.inbox`, in order: JSON-RPC messages for
 the core, and the signals the sans-IO rules call for (:class:`Restart`: start a new
-session; :class:`Resend`: send requests again). Nothing happens between those calls, so
-nothing happens between calls of the client.
+session; :class:`Resend`: send requests again), which :class:`HttpLink` hands to the
+client in order. Nothing happens between those calls, so nothing happens between calls
+of the client.
 
 * Order: a POST with requests starts once the one-way POSTs before it have their
   answer's head (so ``notifications/initialized`` is taken before the first request).
@@ -63,10 +65,11 @@ import logging
 import selectors
 import socket
 import ssl
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
-from typing import Final, Literal, final
+from typing import TYPE_CHECKING, Final, Literal, final
 from urllib.parse import urlsplit
 
 import h11
@@ -90,7 +93,11 @@ from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
 from ._http_h11 import Unframeable, client_headers, request_events, unsendable
 
-__all__ = ["HttpTransport", "Resend", "Restart"]
+if TYPE_CHECKING:
+    from ._blocking import CallClock as Clock
+    from ._blocking import Hooks
+
+__all__ = ["HttpLink", "HttpTransport", "Resend", "Restart"]
 
 logger = logging.getLogger("mcp_trio")
 
@@ -951,3 +958,132 @@ def _log_warnings(reader: ClientResponse) -> None:
     if reader.warnings:
         for warning in reader.take_warnings():
             logger.warning("HTTP: %s", warning)
+
+
+# ---------------------------------------------------------------------- the client's link
+
+
+def _wait(http: HttpTransport, timeout: float, clock: Clock, *, reading: bool) -> None:
+    """Wait on the exchanges' sockets for ``timeout`` seconds at most, and let the
+    transport move the bytes of the ready ones (``reading``: as
+    :meth:`HttpTransport.wanted`)."""
+    wanted = http.wanted(reading=reading)
+    if not wanted:  # (every exchange waits for its time)
+        time.sleep(timeout)
+        return
+    with selectors.DefaultSelector() as selector:
+        # (a new selector each time: a closed socket's number may be reused)
+        for fd, (events, exchange) in wanted.items():
+            selector.register(fd, events, exchange)
+        ready = selector.select(timeout)
+    for key, events in ready:
+        http.ready(
+            key.data,
+            bool(events & selectors.EVENT_READ),
+            bool(events & selectors.EVENT_WRITE),
+            clock.now(),
+        )
+
+
+@final
+class HttpLink:
+    """The client's messages over Streamable HTTP: each one handed to the
+    :class:`HttpTransport`, whose inbox is handed to the core in order (:meth:`take`).
+    Backpressure and bounds are the transport's (see the module docs)."""
+
+    def __init__(self, http: HttpTransport, *, close_timeout: float) -> None:
+        self.http: Final = http
+        self._close_timeout = close_timeout
+        self._hooks: Hooks | None = None
+
+    def attach(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    @property
+    def hooks(self) -> Hooks:
+        assert self._hooks is not None
+        return self._hooks
+
+    def message_bound(self) -> tuple[int, str] | None:
+        return self.http.message_bound()
+
+    def begin(self) -> None:
+        self.take()  # (sending may have failed at once: no address, say)
+
+    def queue(self, *, own: bool = False) -> None:
+        """Hand the core's output to the transport, message by message (each a POST);
+        once the handshake is done, a legacy session's GET stream too."""
+        hooks = self.hooks
+        now = hooks.clock.now()
+        for message in hooks.conn.data_to_send():
+            self.http.send(message, now)
+        if hooks.handshaken():
+            self.http.open_get_stream(now)
+
+    def unwritten(self) -> bool:
+        """Whether a one-way message is not written yet."""
+        return self.http.busy_writing()
+
+    def next_deadline(self) -> float | None:
+        return self.http.next_deadline()
+
+    def handle_timer(self, now: float) -> None:
+        self.http.handle_timer(now)
+        self.take()
+
+    def wait(self, timeout: float) -> None:
+        _wait(self.http, timeout, self.hooks.clock, reading=True)
+        self.take()
+
+    def flush(self, *, within: float | None) -> None:
+        """Drive the one-way POSTs queued (answers to the server's requests, a
+        cancellation) until written, for ``within`` seconds at most (``None``: not at
+        all), and nothing else: no answer that could bring messages is read (heads and
+        one-way answers are), what the answers bring stays in the inbox (no callback
+        runs), no timer of the core's fires; all that is the next call's."""
+        http, clock = self.http, self.hooks.clock
+        if within is None or self.hooks.failed():
+            return
+        deadline = clock.now() + within
+        while http.busy_writing() and http.failure is None:
+            now = clock.now()
+            if deadline <= now:
+                logger.debug("HTTP: left unwritten for now")
+                return
+            own = http.next_deadline()
+            if own is not None and own <= now:
+                http.handle_timer(now)
+                continue
+            wake = deadline if own is None else min(deadline, own)
+            _wait(http, wake - now, clock, reading=False)
+
+    def goodbye(self, now: float) -> tuple[Callable[[], bool], float] | None:
+        """Legacy: send the ``DELETE`` that ends the session; what to wait for, and how
+        long (``close_timeout``)."""
+        if not self.http.terminate(now):
+            return None
+        return self.http.idle, self._close_timeout
+
+    def close(self) -> None:
+        self.http.close()
+
+    def take(self) -> None:
+        """Hand the core what the answers brought, in order (messages; a new session;
+        requests to send again); then take in a failure of the transport's."""
+        hooks, http = self.hooks, self.http
+        conn = hooks.conn
+        inbox = http.inbox
+        while inbox and not hooks.failed():
+            item = inbox.popleft()
+            now = hooks.clock.now()
+            if isinstance(item, bytes):
+                hooks.handle(conn.receive_message(item, now=now))
+            elif isinstance(item, Restart):
+                hooks.restart(now)
+            else:
+                for rid in item.request_ids:
+                    with suppress(LocalProtocolError):  # (answered or cancelled meanwhile)
+                        conn.resend_request(rid)
+                self.queue()
+        if http.failure is not None and not hooks.failed():
+            hooks.fail(http.failure)

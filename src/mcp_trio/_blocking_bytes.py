@@ -1,0 +1,371 @@
+"""Byte links of :class:`~mcp_trio.BlockingClient`: a subprocess's pipes (stdio) or a TCP
+socket, newline-delimited JSON, driven with ``selectors``; no I/O loop of its own.
+
+Theory of operation
+-------------------
+The client's loop asks a :class:`ByteLink` when its own timer is due
+(:meth:`~ByteLink.next_deadline`: ``write_timeout``) and has it wait
+(:meth:`~ByteLink.wait`): on a selector (not ``select()``, which fails on descriptors
+past ``FD_SETSIZE``) for reading, for writing while the outbox holds bytes, and for a
+piped stderr. Readable input goes to the core's ``receive_bytes`` and the events to the
+client. Reading while writing means a server that writes a lot while we write a lot
+cannot deadlock us.
+
+Memory is bounded: what handling the server's messages queues (answers, cancellations)
+may exceed ``_OUTBOX_MESSAGES`` maximum-size messages only by what one read produces;
+above that we stop reading until it drains, so a server that floods us with requests
+without reading its input blocks on its own output, and ``write_timeout`` then ends the
+session. Our own requests do not count (``_own`` marks where they lie in the outbox):
+however large one is, we keep reading while we write it. A piped stderr is read in the
+same loop and only its last ``_STDERR_TAIL_SIZE`` bytes are kept, for
+:class:`~mcp_trio.ServerExited`.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import subprocess
+import time
+from collections import deque
+from contextlib import suppress
+from typing import IO, TYPE_CHECKING, Final, Protocol, final
+
+from ._errors_base import ServerExited, SessionClosed
+
+if TYPE_CHECKING:
+    from ._blocking import Hooks
+
+__all__ = ["ByteLink", "ByteTransport", "ProcessTransport", "SocketTransport"]
+
+_READ_SIZE: Final = 65_536
+_OUTBOX_MESSAGES: Final = 4
+"""Reading stops while the outbox holds this many ``max_message_size`` messages' worth of
+output queued in reply to the server (not counting our own requests)."""
+_STDERR_TAIL_SIZE: Final = 65_536
+"""Bytes of a piped stderr kept for :class:`ServerExited` (as the Trio client's default)."""
+_EXIT_POLL: Final = 0.05
+"""Seconds between looks at a process that may have exited while its stderr stays open."""
+
+
+class ByteTransport(Protocol):
+    """A byte pipe with file descriptors to wait on, non-blocking."""
+
+    def read_fd(self) -> int: ...
+    def write_fd(self) -> int: ...
+    def side_fd(self) -> int | None:
+        """A descriptor to read whenever it is readable (a piped stderr), or ``None``."""
+        ...
+
+    def read(self) -> bytes | None:
+        """Bytes available: ``b""`` at the end of input, ``None`` if none after all."""
+        ...
+
+    def read_side(self) -> None:
+        """Read what :meth:`side_fd` has (it is readable)."""
+        ...
+
+    def write(self, data: memoryview) -> int:
+        """Write some of ``data`` without blocking; return how much (``0``: it would
+        block). Raises ``OSError`` if broken."""
+        ...
+
+    def failure(self, what: str) -> SessionClosed:
+        """Why the input ended or a write failed, for the waiting callers."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _wait_readable(fd: int, timeout: float) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
+
+
+@final
+class ProcessTransport:
+    def __init__(self, process: subprocess.Popen[bytes], stop_timeout: float) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self._stdin: IO[bytes] = process.stdin
+        self._stdout: IO[bytes] = process.stdout
+        self._stderr: IO[bytes] | None = process.stderr  # stderr=subprocess.PIPE
+        self._stderr_ended = False
+        self._tail = bytearray()
+        self._stop_timeout = stop_timeout
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                os.set_blocking(stream.fileno(), False)
+
+    def read_fd(self) -> int:
+        return self._stdout.fileno()
+
+    def write_fd(self) -> int:
+        return self._stdin.fileno()
+
+    def side_fd(self) -> int | None:
+        if self._stderr is None or self._stderr_ended:
+            return None
+        return self._stderr.fileno()
+
+    def read(self) -> bytes | None:
+        try:
+            return os.read(self._stdout.fileno(), _READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - the selector said readable
+            return None
+
+    def read_side(self) -> None:
+        """Keep the last ``_STDERR_TAIL_SIZE`` bytes of the server's stderr."""
+        assert self._stderr is not None
+        try:
+            chunk = os.read(self._stderr.fileno(), _READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - the selector said readable
+            return
+        except OSError:  # pragma: no cover - a pipe's read end does not fail
+            chunk = b""
+        if not chunk:
+            self._stderr_ended = True  # closed in close(): the selector may still hold it
+            return
+        self._tail += chunk
+        del self._tail[: max(0, len(self._tail) - _STDERR_TAIL_SIZE)]
+
+    def write(self, data: memoryview) -> int:
+        try:
+            return os.write(self._stdin.fileno(), data)
+        except BlockingIOError:
+            return 0
+
+    def failure(self, what: str) -> SessionClosed:
+        self._wait(self._stop_timeout)
+        code = self.process.returncode
+        reason = what if code is None else "the server exited"
+        return ServerExited(reason, code, bytes(self._tail))
+
+    def _wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the process to exit, reading its stderr meanwhile
+        (a server blocked on a full stderr pipe could not exit); whether it has."""
+        deadline = time.monotonic() + timeout
+        while (fd := self.side_fd()) is not None:
+            remaining = deadline - time.monotonic()
+            if _wait_readable(fd, min(_EXIT_POLL, max(0.0, remaining))):
+                self.read_side()
+                if remaining > 0:
+                    continue
+            if remaining <= 0 or self.process.poll() is not None:
+                break
+        with suppress(subprocess.TimeoutExpired):
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        return self.process.returncode is not None
+
+    def close(self) -> None:
+        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown)."""
+        process = self.process
+        with suppress(OSError):
+            self._stdin.close()
+        for stop in (None, process.terminate, process.kill):
+            if stop is not None and process.poll() is None:
+                with suppress(ProcessLookupError):
+                    stop()
+            if self._wait(self._stop_timeout):
+                break
+        process.wait()
+        self._stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+
+
+@final
+class SocketTransport:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        sock.setblocking(False)
+
+    def read_fd(self) -> int:
+        return self.sock.fileno()
+
+    def write_fd(self) -> int:
+        return self.sock.fileno()
+
+    def side_fd(self) -> int | None:
+        return None
+
+    def read(self) -> bytes | None:
+        try:
+            return self.sock.recv(_READ_SIZE)
+        except BlockingIOError:  # pragma: no cover - the selector said readable
+            return None
+        except ConnectionResetError:
+            return b""
+
+    def read_side(self) -> None:  # pragma: no cover - there is no side_fd()
+        pass
+
+    def write(self, data: memoryview) -> int:
+        try:
+            return self.sock.send(data)
+        except BlockingIOError:
+            return 0
+
+    def failure(self, what: str) -> SessionClosed:
+        return SessionClosed(what.replace("the server", "the peer"))
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+
+@final
+class ByteLink:
+    """The client's messages as bytes over a :class:`ByteTransport` (see the module
+    docs): an outbox, written as the transport takes it."""
+
+    def __init__(
+        self, transport: ByteTransport, *, max_message_size: int, write_timeout: float | None
+    ) -> None:
+        self.transport: Final = transport
+        self.outbox = bytearray()
+        self._written = 0  # bytes ever written: the outbox starts at this offset
+        self._own: deque[tuple[int, int]] = deque()  # offsets of our requests' bytes
+        self._outbox_limit = _OUTBOX_MESSAGES * max_message_size
+        self._write_timeout = write_timeout
+        self._write_since: float | None = None
+        self._selector = selectors.DefaultSelector()
+        self._hooks: Hooks | None = None
+
+    def attach(self, hooks: Hooks) -> None:
+        self._hooks = hooks
+
+    @property
+    def hooks(self) -> Hooks:
+        assert self._hooks is not None
+        return self._hooks
+
+    def message_bound(self) -> tuple[int, str] | None:
+        return None  # (the core's max_message_size only)
+
+    def begin(self) -> None:
+        pass
+
+    def queue(self, *, own: bool = False) -> None:
+        """Move the core's output to the outbox; ``own``: our requests, not replies."""
+        data = self.hooks.conn.bytes_to_send()
+        if own and data:
+            start = self._written + len(self.outbox)
+            self._own.append((start, start + len(data)))
+        self.outbox += data
+
+    def unwritten(self) -> bool:
+        return bool(self.outbox)
+
+    def _replies_queued(self) -> int:
+        """Bytes in the outbox queued in reply to what we read (the rest are ours)."""
+        written = self._written
+        return len(self.outbox) - sum(end - max(start, written) for start, end in self._own)
+
+    def next_deadline(self) -> float | None:
+        """When waiting to write is given up (``write_timeout`` after the last progress)."""
+        limit = self._write_timeout
+        if not self.outbox or limit is None:
+            self._write_since = None
+            return None
+        if self._write_since is None:
+            self._write_since = self.hooks.clock.now()
+        return self._write_since + limit
+
+    def handle_timer(self, now: float) -> None:
+        """The server stopped reading for ``write_timeout``: the session ends."""
+        self.hooks.conn.send_failed()
+        self._lost("the server stopped reading its input (write_timeout)")
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds; move what is ready (the read to the core)."""
+        hooks, transport = self.hooks, self.transport
+        # Backpressure: above the limit, the server waits for us to read.
+        reading = self._replies_queued() < self._outbox_limit
+        readable, writable, side = self._select(reading, bool(self.outbox), timeout)
+        if side:
+            transport.read_side()
+        if writable:
+            self._write()
+        if readable and not hooks.failed():
+            data = transport.read()
+            if data == b"":
+                # An unterminated last line is a message too (a server that exits
+                # right after writing its answer without a newline).
+                try:
+                    hooks.handle(hooks.conn.receive_bytes_eof(now=hooks.clock.now()))
+                finally:
+                    self._lost("the server closed its output")
+            elif data is not None:
+                hooks.handle(hooks.conn.receive_bytes(data, now=hooks.clock.now()))
+
+    def flush(self, *, within: float | None) -> None:
+        """Write what the transport takes now (``within`` is HTTP's); the rest waits for
+        the next call (or ``close()``), whose ``write_timeout`` clock starts afresh."""
+        while self.outbox and not self.hooks.failed() and self._write():
+            pass
+        self._write_since = None
+
+    def goodbye(self, now: float) -> None:
+        """Nothing to say before closing (the server sees its input end)."""
+        return None
+
+    def close(self) -> None:
+        self._selector.close()
+        self.transport.close()
+
+    def _select(self, reading: bool, writing: bool, timeout: float) -> tuple[bool, bool, bool]:
+        """Wait; whether the input is readable, the output writable, the side readable."""
+        transport = self.transport
+        read_fd, write_fd, side_fd = transport.read_fd(), transport.write_fd(), transport.side_fd()
+        wanted: dict[int, int] = {}
+        if reading:
+            wanted[read_fd] = selectors.EVENT_READ
+        if writing:
+            wanted[write_fd] = wanted.get(write_fd, 0) | selectors.EVENT_WRITE
+        if side_fd is not None:
+            wanted[side_fd] = wanted.get(side_fd, 0) | selectors.EVENT_READ
+        selector = self._selector
+        for fd in [fd for fd in selector.get_map() if fd not in wanted]:
+            selector.unregister(fd)
+        registered = selector.get_map()
+        for fd, events in wanted.items():
+            key = registered.get(fd)
+            if key is None:
+                selector.register(fd, events)
+            elif key.events != events:
+                selector.modify(fd, events)
+        readable = writable = side = False
+        for key, events in selector.select(timeout):
+            if key.fd == read_fd and reading and events & selectors.EVENT_READ:
+                readable = True
+            if key.fd == write_fd and writing and events & selectors.EVENT_WRITE:
+                writable = True
+            if key.fd == side_fd and events & selectors.EVENT_READ:
+                side = True
+        return readable, writable, side
+
+    def _write(self) -> int:
+        """Write some of the outbox; how much (``0``: it would block, or it failed)."""
+        try:
+            with memoryview(self.outbox) as view:
+                sent = self.transport.write(view)
+        except OSError:
+            self.hooks.conn.send_failed()
+            self._lost("the server stopped reading its input")
+            return 0
+        if sent:
+            self._write_since = None
+        del self.outbox[:sent]
+        self._written += sent
+        while self._own and self._own[0][1] <= self._written:
+            self._own.popleft()
+        return sent
+
+    def _lost(self, what: str) -> None:
+        self.outbox.clear()
+        self._own.clear()
+        self.hooks.fail(self.transport.failure(what))
