@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import time
@@ -29,9 +30,11 @@ WAIT = 5.0  # seconds: an absolute bound on every wait of these tests
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
 
 SERVER = r"""
-import json, os, sys, time
+import json, os, signal, sys, time
 
 mode = sys.argv[1]
+if mode == "stubborn":  # takes its time to stop: SIGKILL only
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 out = sys.stdout.buffer
 
 
@@ -112,6 +115,8 @@ for raw in sys.stdin.buffer:
         note("answer " + (ident if len(ident) < 64 else f"<{len(ident)} chars>"))
     else:
         note(method)
+if mode == "stubborn":
+    time.sleep(60)
 """
 
 
@@ -257,6 +262,33 @@ def test_ctrl_c_in_a_callback_logs_an_earlier_callback_failure(
             client.call_tool("x")
         assert "a callback failed before the call was interrupted" in caplog.text
         assert "first" in caplog.text
+
+
+def test_ctrl_c_while_closing_does_not_leave_the_server_running() -> None:
+    """A server that ignores its input's end and SIGTERM; Ctrl-C while ``close()``
+    waits for it: the server is killed, not left running, and Ctrl-C is raised."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    client = spawn("stubborn", stop_timeout=WAIT)
+    link = client._link
+    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
+    process = link.transport.process
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        assert client.call_tool("x").text == "ok"
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            client.close()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        assert process.wait(WAIT) == -signal.SIGKILL
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 # ---------------------------------------------------------------------- stderr=PIPE

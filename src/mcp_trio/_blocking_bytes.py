@@ -160,20 +160,30 @@ class ProcessTransport:
         return self.process.returncode is not None
 
     def close(self) -> None:
-        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown)."""
+        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown).
+        Interrupted meanwhile (Ctrl-C while the server takes its time), it kills the
+        server at once rather than leave it running, and raises."""
         process = self.process
-        with suppress(OSError):
-            self._stdin.close()
-        for stop in (None, process.terminate, process.kill):
-            if stop is not None and process.poll() is None:
-                with suppress(ProcessLookupError):
-                    stop()
-            if self._wait(self._stop_timeout):
-                break
-        process.wait()
-        self._stdout.close()
-        if self._stderr is not None:
-            self._stderr.close()
+        try:
+            with suppress(OSError):
+                self._stdin.close()
+            for stop in (None, process.terminate, process.kill):
+                if stop is not None and process.poll() is None:
+                    with suppress(ProcessLookupError):
+                        stop()
+                if self._wait(self._stop_timeout):
+                    break
+            process.wait()
+        except BaseException:
+            with suppress(ProcessLookupError):
+                process.kill()
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(self._stop_timeout)  # (reaped, unless interrupted again)
+            raise
+        finally:
+            self._stdout.close()
+            if self._stderr is not None:
+                self._stderr.close()
 
 
 @final
