@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import math
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import pytest
 
 import mcp_trio._blocking
 import mcp_trio._blocking_bytes
+import mcp_trio._blocking_dial
 import mcp_trio._blocking_http
 import mcp_trio._client_common
 import mcp_trio._client_skills
@@ -388,6 +391,41 @@ def test_tcp() -> None:
             server.terminate()
 
 
+@pytest.fixture
+def blackholes() -> Iterator[list[tuple[str, int]]]:
+    """Three addresses on 127.0.0.1 that never answer a connection attempt: listeners
+    whose accept queue (backlog 0) is full, so the kernel drops the SYNs."""
+    with ExitStack() as stack:
+        addresses = []
+        for _ in range(3):
+            listener = stack.enter_context(socket.create_server(("127.0.0.1", 0), backlog=0))
+            address = listener.getsockname()
+            stack.enter_context(socket.create_connection(address, timeout=TIMEOUT))
+            addresses.append(address)
+        yield addresses
+
+
+def test_tcp_addresses_share_one_connect_timeout(
+    blackholes: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name with three addresses that never answer: one ``connect_timeout`` in all,
+    not one each; the name is looked up as a name, once."""
+    looked_up: list[str] = []
+
+    def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
+        if flags & socket.AI_NUMERICHOST:
+            raise socket.gaierror(socket.EAI_NONAME, "not a literal")
+        looked_up.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", a) for a in blackholes]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        BlockingClient.tcp("mcp.test", 1, connect_timeout=1.0)
+    assert time.monotonic() - started < 2.0
+    assert looked_up == ["mcp.test"]
+
+
 # ---------------------------------------------------------------------- the proof
 
 
@@ -396,6 +434,7 @@ def test_tcp() -> None:
     [
         mcp_trio._blocking,
         mcp_trio._blocking_bytes,
+        mcp_trio._blocking_dial,
         mcp_trio._blocking_http,
         mcp_trio._http_h11,
         mcp_trio._client_common,
@@ -416,7 +455,7 @@ def test_no_event_loop_is_imported(module: Any) -> None:
             imported.add("." * node.level + (node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common"}
     allowed.update(("._errors_base", "._validation", "._client_skills"))
-    allowed.update(("._blocking", "._blocking_bytes", "._blocking_http"))
+    allowed.update(("._blocking", "._blocking_bytes", "._blocking_dial", "._blocking_http"))
     allowed.update(("._http_config", "._http_h11"))
     if module in (mcp_trio._blocking_http, mcp_trio._http_h11):
         allowed.add("h11")

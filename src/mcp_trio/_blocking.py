@@ -57,7 +57,6 @@ import logging
 import math
 import os
 import shlex
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -90,6 +89,7 @@ from mcp_sansio import types as t
 from mcp_sansio._tasks import TASKS_EXTENSION, declares_tasks
 
 from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTransport
+from ._blocking_dial import dial
 from ._client_common import (
     EraChoice,
     HandshakeFacts,
@@ -487,7 +487,11 @@ class BlockingClient(HandshakeFacts):
         connection_config: ConnectionConfig | None = None,
     ) -> BlockingClient:
         """Connect over TCP, newline-delimited JSON (stdio framing on a socket: a
-        custom transport; the server must speak it). Arguments as for :meth:`stdio`.
+        custom transport; the server must speak it). Arguments as for :meth:`stdio`;
+        ``connect_timeout`` is shared by the host's addresses, tried in turn, each for
+        its share (at least 2 s, or what is left). A host name is resolved with the
+        system's resolver, which blocks and cannot be interrupted (no timeout applies);
+        an IP address is not looked up.
 
         Raises:
             ValueError: ``capabilities`` declare the tasks extension (as for :meth:`stdio`).
@@ -511,7 +515,7 @@ class BlockingClient(HandshakeFacts):
             connection_config=connection_config,
         )
         config = options.core_config()
-        sock = socket.create_connection((host, port), timeout=connect_timeout)
+        sock = dial(host, port, connect_timeout)
         return cls._started(SocketTransport(sock), config, options)
 
     @classmethod

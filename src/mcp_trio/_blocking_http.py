@@ -38,12 +38,13 @@ of the client.
 * TLS: ``ssl.MemoryBIO`` and ``SSLObject``: the handshake and records are bytes in,
   bytes out on the same non-blocking socket (verified with the system's trust store by
   default).
-* Timeouts: connecting (and the TLS handshake) within ``connect_timeout``, shared by
-  a name's addresses, each tried for its share (:func:`attempt_deadline`); writing,
-  once connected, within ``write_timeout`` of the last progress; a one-way POST's whole answer (head
-  and body) within ``write_timeout`` of its writing too (nothing else bounds it). A
-  request's answer is bounded by the core's own request timeout. Closing waits for
-  no one-way answer whose head came (the server took the message).
+* Timeouts: connecting (and the TLS handshake) within ``connect_timeout``, shared by a
+  name's addresses, each tried for its share
+  (:func:`~mcp_trio._blocking_dial.attempt_deadline`); writing, once connected, within
+  ``write_timeout`` of the last progress; a one-way POST's whole answer (head and body)
+  within ``write_timeout`` of its writing too (nothing else bounds it). A request's
+  answer is bounded by the core's own request timeout. Closing waits for no one-way
+  answer whose head came (the server took the message).
 * Cancellation: modern, closing the request's connection (never a
   ``notifications/cancelled`` POST); legacy, the notification is POSTed and the
   request's stream is no longer read for it (nor resumed).
@@ -89,6 +90,7 @@ from mcp_sansio.http import (
     reopen_delay,
 )
 
+from ._blocking_dial import Address, attempt_deadline, resolve
 from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
 from ._http_h11 import Unframeable, client_headers, request_events, unsendable
@@ -102,38 +104,6 @@ __all__ = ["HttpLink", "HttpTransport", "Resend", "Restart"]
 logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
-_ATTEMPT_FLOOR: Final = 2.0
-"""Seconds: the least time one of several addresses is given before the next is tried
-(unless less is left), as Go's ``net.Dialer`` (``partialDeadline``)."""
-
-_Address = tuple[int, tuple[object, ...]]  # (family, sockaddr)
-
-
-def resolve(host: str, port: int) -> list[_Address]:
-    """The addresses to connect to: an address literal as it is, with no DNS query
-    (``AI_NUMERICHOST``); a name through the system's resolver, which blocks for as long
-    as it takes (no timeout of ours applies: without threads it cannot be interrupted).
-
-    Raises:
-        _ConnectFailed: the name does not resolve.
-    """
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
-    except socket.gaierror:  # (a name, not a literal)
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise _ConnectFailed(f"could not resolve {host!r}: {exc}") from exc
-    return [(family, address) for family, _, _, _, address in infos]
-
-
-def attempt_deadline(now: float, deadline: float, left: int) -> float:
-    """When to give up on one address, with ``left`` to try (this one too) before the
-    shared ``deadline``: an equal share of what remains, at least ``_ATTEMPT_FLOOR``
-    (or all that remains), so an address that never answers leaves time for the next."""
-    remaining = deadline - now
-    share = max(remaining / left, _ATTEMPT_FLOOR)
-    return deadline if left <= 1 or share >= remaining else now + share
 
 
 @final
@@ -164,12 +134,12 @@ class _Wire:
     """One HTTP/1.1 connection: a non-blocking socket, TLS in memory, h11.
 
     Connecting tries ``addresses`` one after another, all before ``deadline``, each for
-    its share of the time (:func:`attempt_deadline`)."""
+    its share of the time (:func:`~mcp_trio._blocking_dial.attempt_deadline`)."""
 
     def __init__(
         self,
         host: str,
-        addresses: list[_Address],
+        addresses: list[Address],
         now: float,
         deadline: float,
         context: ssl.SSLContext | None,
@@ -185,7 +155,7 @@ class _Wire:
         self._outgoing = ssl.MemoryBIO() if context is not None else None
         self._addresses = list(addresses)
         self._deadline = deadline
-        self.address: _Address = self._addresses[0]  # (the one in use)
+        self.address: Address = self._addresses[0]  # (the one in use)
         self.attempt_deadline = deadline  # (the next address is tried then)
         self.sock = self._connect(now)
         if context is not None:
@@ -417,7 +387,7 @@ class HttpTransport:
             else None
         )
         self._extra = client_headers(headers)
-        self._addresses: list[_Address] | None = None  # resolved once, the one that
+        self._addresses: list[Address] | None = None  # resolved once, the one that
         # answered first; again after a failure to connect
         self._write_timeout = write_timeout
         self._exchanges: list[_Exchange] = []
@@ -549,7 +519,11 @@ class HttpTransport:
         try:
             if wire is None:
                 if self._addresses is None:
-                    self._addresses = resolve(self._host, self._port)
+                    try:
+                        self._addresses = resolve(self._host, self._port)
+                    except OSError as exc:
+                        why = f"could not resolve {self._host!r}: {exc}"
+                        raise _ConnectFailed(why) from exc
                 deadline = now + self.config.connect_timeout
                 wire = _Wire(
                     self._host,
@@ -805,7 +779,7 @@ class HttpTransport:
         exchange.ids.clear()
         self._close(exchange)
 
-    def _prefer(self, address: _Address) -> None:
+    def _prefer(self, address: Address) -> None:
         """The next connection tries first the address that answered last."""
         known = self._addresses
         if known is not None and address in known and known[0] != address:
