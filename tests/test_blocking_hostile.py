@@ -85,6 +85,8 @@ for raw in sys.stdin.buffer:
             send({"jsonrpc": "2.0", "id": "x" * 200_000, "method": "ping"}, log("first"))
             time.sleep(0.6)  # reads its input late: the answer cannot be written at once
             send(log("late"))  # arrives while the cancellation waits to be written
+        elif mode == "two_roots":  # in one write; never answers the call
+            send(*({"jsonrpc": "2.0", "id": f"srv-{n}", "method": "roots/list"} for n in (1, 2)))
         elif mode == "logs_then_roots" and calls == 1:
             roots = {"jsonrpc": "2.0", "id": "srv-roots", "method": "roots/list"}
             send(log("first"), log("second"), roots)
@@ -112,7 +114,8 @@ for raw in sys.stdin.buffer:
         send(*(log("y" * 2_000) for _ in range(100)))  # blocks until the client reads
     elif method is None:
         ident = str(rid)
-        note("answer " + (ident if len(ident) < 64 else f"<{len(ident)} chars>"))
+        kind = "error " if "error" in message else "answer "
+        note(kind + (ident if len(ident) < 64 else f"<{len(ident)} chars>"))
     else:
         note(method)
 if mode == "stubborn":
@@ -262,6 +265,23 @@ def test_ctrl_c_in_a_callback_logs_an_earlier_callback_failure(
             client.call_tool("x")
         assert "a callback failed before the call was interrupted" in caplog.text
         assert "first" in caplog.text
+
+
+def test_ctrl_c_in_a_callback_still_answers_the_server(notes: Notes) -> None:
+    """Two roots requests in one read; the roots callback gets Ctrl-C: both requests
+    are answered (with an error; the second without a callback) and the call raises."""
+    asked: list[int] = []
+
+    def roots() -> list[str]:
+        asked.append(1)
+        raise KeyboardInterrupt
+
+    with spawn("two_roots", stderr=notes.fd, roots=roots) as client:
+        with pytest.raises(KeyboardInterrupt):
+            client.call_tool("x")
+        notes.wait_for("error srv-1")
+        notes.wait_for("error srv-2")
+        assert asked == [1]
 
 
 def test_ctrl_c_while_closing_does_not_leave_the_server_running() -> None:

@@ -153,6 +153,8 @@ _COURTESY_WRITE_TIMEOUT: Final = 1.0
 _LONGEST_WAIT: Final = 3600.0
 """Seconds: the longest single wait on the selector (a longer one is waited in pieces)."""
 _START_METHODS: Final = frozenset({"initialize", "server/discover"})
+_INTERRUPTED: Final = "Internal error: the client was interrupted"
+"""The error message of a server request left by Ctrl-C in a callback."""
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
 
 
@@ -346,7 +348,9 @@ class BlockingClient(HandshakeFacts):
     answered); if more callbacks fail, the first exception is raised and the others are
     logged. Once a call raises, its cancellation is written (a second at most): a callback
     that fails meanwhile is logged and does not replace the exception (Ctrl-C does). While
-    :meth:`close` writes what is left, callback exceptions are logged only.
+    :meth:`close` writes what is left, callback exceptions are logged only. Ctrl-C in a
+    callback is raised at once, the rest of the read handled with no callback: every
+    server request among them, and the one interrupted, is answered -32603.
 
     Not thread-safe: one thread uses one client.
     """
@@ -947,12 +951,16 @@ class BlockingClient(HandshakeFacts):
     def _handle(self, events: list[Event]) -> None:
         """Handle every event; then raise the first callback exception, if any.
 
-        Anything but an ``Exception`` (Ctrl-C in a callback) is raised at once, the
-        rest of the events unhandled; an earlier callback's exception is logged then."""
+        Anything but an ``Exception`` (Ctrl-C in a callback) is raised once the rest of
+        the events are handled with no callback: the server's requests among them are
+        answered with an error (every request gets its answer), and an earlier
+        callback's exception is logged."""
         self._queue()
         failed: Exception | None = None
+        done = 0
         try:
             for event in events:
+                done += 1
                 try:
                     self._dispatch(event)
                 except Exception as exc:
@@ -963,6 +971,7 @@ class BlockingClient(HandshakeFacts):
         except BaseException:
             if failed is not None:
                 logger.error("a callback failed before the call was interrupted", exc_info=failed)
+            self._handle_uncalled(events[done:])
             raise
         finally:
             self._queue()
@@ -971,6 +980,18 @@ class BlockingClient(HandshakeFacts):
                 logger.error("a callback failed while closing", exc_info=failed)
                 return
             raise failed
+
+    def _handle_uncalled(self, events: list[Event]) -> None:
+        """Handle ``events`` with no callback (the call was interrupted): the server's
+        requests are answered with an error, notifications and progress dropped."""
+        for event in events:
+            try:
+                if isinstance(event, RequestReceived):
+                    self._conn.send_error(event.request_id, ErrorCode.INTERNAL_ERROR, _INTERRUPTED)
+                elif not isinstance(event, NotificationReceived | ProgressReceived):
+                    self._dispatch(event)  # (outcomes, the handshake: no user code)
+            except Exception:
+                logger.exception("handling %s failed as the call was interrupted", event)
 
     def _dispatch(self, event: Event) -> None:
         if isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
@@ -1032,6 +1053,9 @@ class BlockingClient(HandshakeFacts):
             except Exception:
                 logger.exception("the %s callback failed", event.method)
                 self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+            except BaseException:  # (Ctrl-C: answered all the same, then raised)
+                self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, _INTERRUPTED)
+                raise
             else:
                 self._conn.send_result(rid, result)
         except (TypeError, ValueError):  # the core refused the answer (not JSON...)
