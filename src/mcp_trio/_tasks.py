@@ -29,14 +29,26 @@ If the request goes away in the very round the task is created, the task is drop
 the table and its work cancelled: its id never reached anyone.
 
 Bounds, all in :class:`TaskConfig`: at most ``max_tasks`` tasks are kept (running or
-finished); a task has at most ``max_input_requests`` questions outstanding. Each expires
-``ttl_ms`` after its creation: the tool's cancel scope has that deadline, so trio cancels work
-still running then (the task settles ``failed``, which only the table sees: an expired
-task is unknown to ``tasks/get`` from then on). Records are purged lazily, on every look-up
-and creation, oldest first (tasks share one TTL, so the oldest expires first): a finished
-record may stay in memory past its TTL until then, which ``max_tasks`` bounds. A call that
-finds the table full runs without a task (``optional``) or is refused (``required``): a task
-is never evicted before its TTL, since a client may still poll it.
+finished), at most ``max_tasks_per_owner`` of them for one caller; a task has at most
+``max_input_requests`` questions outstanding. Each expires ``ttl_ms`` after its creation:
+the tool's cancel scope has that deadline, so trio cancels work still running then (the
+task settles ``failed``, which only the table sees: an expired task is unknown to
+``tasks/get`` from then on). Records are purged lazily, on every look-up and creation,
+oldest first (tasks share one TTL, so the oldest expires first): a finished record may stay
+in memory past its TTL until then, which ``max_tasks`` bounds.
+
+A caller, for the quota, is the authenticated subject; without authentication, the
+connection the call came on (stdio, WebSocket, in memory: one peer each); anonymous HTTP
+requests carry nothing that tells their senders apart, so together they are one caller.
+Before its TTL a task is kept for its caller to poll, with one exception: once the caller
+has *collected* it -- a ``tasks/get`` answered with its terminal state, or a
+``tasks/cancel`` (after which the client "MAY delete all state associated with the task")
+-- a terminal task may make room. A call that finds its caller at the quota evicts that
+caller's oldest collected task; one that finds the table full, the oldest collected task
+of anyone (its caller has what it needed). With nothing to evict, the call runs without a
+task (``optional``) or is refused with -32603 (``required``), whichever bound it hit: so
+one caller filling its quota denies nobody else, and a task whose result nobody has seen
+is never dropped before its TTL.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
@@ -74,6 +86,7 @@ import functools
 import logging
 import secrets
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -144,8 +157,14 @@ class TaskConfig:
 
     max_tasks: int = attrs.field(default=1024, validator=check_count(1))
     """How many tasks are kept at once, running or finished, for all callers together.
-    A call that finds the table full (after expired tasks are purged) runs without a
-    task, or, for a ``task="required"`` tool, is refused with -32603."""
+    A call that finds the table full (after expired tasks are purged, and a collected
+    one evicted if any: see :mod:`mcp_trio._tasks`) runs without a task, or, for a
+    ``task="required"`` tool, is refused with -32603."""
+    max_tasks_per_owner: int = attrs.field(default=256, validator=check_count(1))
+    """How many of them one caller may hold (the authenticated subject; without
+    authentication, one connection; anonymous HTTP callers count as one), so that one
+    caller cannot deny everyone else. Past it the caller's oldest collected task is
+    evicted if it has one; else the call is treated as when the table is full."""
     ttl_ms: int = attrs.field(default=3_600_000, validator=check_count(1))
     """How long a task is kept after its creation (``ttlMs``), in ms. Work still running
     then is cancelled at once, and ``tasks/get`` answers "unknown task"; the record is
@@ -187,12 +206,26 @@ class TaskRun:
     The :class:`~mcp_trio.Context` of the tool reaches it; application code does not.
     """
 
-    def __init__(self, runner: TaskRunner, support: TaskSupport, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        runner: TaskRunner,
+        support: TaskSupport,
+        owner: str | None = None,
+        *,
+        caller: object = None,
+    ) -> None:
         self._runner = runner
         self._support = support
         self.owner = owner
         """The subject of the principal that made the call (``None``: none was
         authenticated); only that subject finds the task."""
+        self.caller = caller
+        """Who the task counts against for ``max_tasks_per_owner`` (see
+        ``TaskRunner._caller``)."""
+        self.collected = False
+        """Whether its caller has what it needs: a ``tasks/get`` answered with the
+        terminal state, or a ``tasks/cancel``. A collected terminal task may be evicted
+        before its TTL to make room (see the module docstring)."""
         self.scope = trio.CancelScope()
         """The tool's cancel scope: ``tasks/cancel`` cancels it, and its deadline is the
         task's expiry (``trio.current_time()`` plus the TTL, set when the task is created)."""
@@ -235,14 +268,9 @@ class TaskRun:
         if self.scope.cancel_called or self.launch.done.is_set():
             return False  # (withdrawn, or already answered: nobody would learn its id)
         task = self._runner._admit(self)
-        if task is None:
+        if isinstance(task, str):
             if self._support == "required":
-                raise McpError(
-                    ErrorData(
-                        code=ErrorCode.INTERNAL_ERROR,
-                        message="The server is running as many tasks as it may; try again later",
-                    )
-                )
+                raise McpError(ErrorData(code=ErrorCode.INTERNAL_ERROR, message=task))
             return False
         self.launch.answer(task.create_result())
         return True
@@ -329,7 +357,9 @@ class TaskRun:
         return None if self.task is None else self.task.status_message
 
     def cancel(self) -> None:
-        """``tasks/cancel``: cancel the work, if it still runs."""
+        """``tasks/cancel``: cancel the work, if it still runs; the caller is done with
+        the task either way (it is collected)."""
+        self.collected = True
         if self.task is not None and not self.task.terminal:
             self.cancel_requested = True
             self.scope.cancel()
@@ -395,7 +425,9 @@ class TaskRunner:
 
     def __init__(self, config: TaskConfig | None = None, *, deliver: Deliver = _drop) -> None:
         self.config = config if config is not None else TaskConfig()
-        self._tasks: dict[str, TaskRun] = {}
+        self._tasks: dict[str, TaskRun] = {}  # (in order of creation, so of expiry)
+        self._held: dict[object, int] = {}  # (how many tasks each caller holds)
+        self._channels: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
         self._nurseries: set[trio.Nursery] = set()
         # The nursery of the serve block handling the current request: set in running(),
         # inherited by every task the block's transport spawns (trio copies the spawner's
@@ -508,16 +540,51 @@ class TaskRunner:
             oldest = next(iter(self._tasks.values()))
             if oldest.scope.deadline > now:
                 break
-            del self._tasks[oldest.task_id or ""]
+            self._forget(oldest)
             oldest.scope.cancel()
 
-    def _admit(self, run: TaskRun) -> Task | None:
-        """Make ``run`` a task, unless the table is full (then ``None``)."""
+    def _forget(self, run: TaskRun) -> None:
+        """Drop ``run`` from the table (it must be there)."""
+        del self._tasks[run.task_id or ""]
+        left = self._held[run.caller] - 1
+        if left:
+            self._held[run.caller] = left
+        else:
+            del self._held[run.caller]
+
+    def _evict_collected(self, caller: object, *, anyone: bool = False) -> bool:
+        """Drop the oldest collected terminal task of ``caller`` (``anyone``: of any
+        caller), if there is one; whether one went."""
+        for victim in self._tasks.values():
+            if (
+                victim.collected
+                and victim.task is not None
+                and victim.task.terminal
+                and (anyone or victim.caller == caller)
+            ):
+                break
+        else:
+            return False
+        self._forget(victim)
+        return True
+
+    def _admit(self, run: TaskRun) -> Task | str:
+        """Make ``run`` a task, unless a bound refuses it: then why, in a sentence.
+        A collected task makes room if needed (see the module docstring)."""
         self._purge()
-        if len(self._tasks) >= self.config.max_tasks:
-            return None
-        task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
         config = self.config
+        if self._held.get(run.caller, 0) >= config.max_tasks_per_owner and not (
+            self._evict_collected(run.caller)
+        ):
+            return (
+                "This caller holds as many tasks as it may: fetch the results of finished "
+                "ones or cancel some, then try again"
+            )
+        if len(self._tasks) >= config.max_tasks and not self._evict_collected(
+            run.caller, anyone=True
+        ):
+            return "The server is running as many tasks as it may; try again later"
+        task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
         run.task = Task.created(
             task_id,
             now=time.time(),
@@ -527,6 +594,7 @@ class TaskRunner:
         # Trio cancels the work at its expiry, whether or not anyone looks at the table.
         run.scope.deadline = trio.current_time() + config.ttl_ms / 1000
         self._tasks[task_id] = run
+        self._held[run.caller] = self._held.get(run.caller, 0) + 1
         return run.task
 
     def _withdraw(self, run: TaskRun) -> None:
@@ -535,7 +603,7 @@ class TaskRunner:
         run.scope.cancel()
         task_id = run.task_id
         if task_id is not None and self._tasks.get(task_id) is run:
-            del self._tasks[task_id]
+            self._forget(run)
 
     def lookup(self, task_id: str) -> TaskRun | None:
         """The task ``task_id``, unless unknown or expired."""
@@ -578,7 +646,7 @@ class TaskRunner:
                     )
                 )
             return None
-        handle = TaskRun(self, support, _subject(ctx))
+        handle = TaskRun(self, support, _subject(ctx), caller=self._caller(ctx))
         nursery.start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()
@@ -649,7 +717,11 @@ class TaskRunner:
     async def tasks_get(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/get``: the task's status, and its result, error or questions."""
         self._check_tasks_methods_available(ctx)
-        return self._find(ctx, parse_task_id(ctx.params)).detailed()
+        found = self._find(ctx, parse_task_id(ctx.params))
+        answer = found.detailed()
+        if found.task is not None and found.task.terminal:
+            found.collected = True  # (the caller now has the end: see the module docstring)
+        return answer
 
     async def tasks_update(self, ctx: RequestContext) -> dict[str, Any]:
         """``tasks/update``: deliver answers to outstanding questions; an empty ack."""
@@ -665,6 +737,22 @@ class TaskRunner:
         self._check_tasks_methods_available(ctx)
         self._find(ctx, parse_task_id(ctx.params)).cancel()
         return {}
+
+    def _caller(self, ctx: RequestContext) -> object:
+        """Who a call counts against for ``max_tasks_per_owner``: the authenticated
+        subject; else a token for the connection it came on (``ctx.session``: stdio,
+        WebSocket, in memory), held weakly so a closed one is not kept alive; else
+        ``None`` (anonymous HTTP: nothing tells its callers apart)."""
+        subject = _subject(ctx)
+        if subject is not None:
+            return subject
+        session = getattr(ctx, "session", None)
+        if session is None:
+            return None
+        token = self._channels.get(session)
+        if token is None:
+            token = self._channels[session] = object()
+        return token
 
 
 def _subject(ctx: RequestContext) -> str | None:

@@ -508,17 +508,76 @@ async def test_expiry_cancels_running_work_with_nobody_looking(autojump_clock: M
 
 async def test_the_table_of_tasks_is_bounded(autojump_clock: MockClock) -> None:
     async with client(make_server(TaskConfig(max_tasks=2, ttl_ms=50_000))) as c:
-        first = await call(c, "slow", {"seconds": 100})
-        await call(c, "slow", {"seconds": 100})
+        for _ in range(2):
+            await call(c, "slow", {"seconds": 100})
         # Full: an optional tool runs as a plain call, a required one is refused.
         plain = await call(c, "slow", {"seconds": 1})
         assert plain["resultType"] == "complete"
-        assert (await error_of(c, "tools/call", {"name": "only_task"})).code == -32603
-        # Cancelling frees nothing (the task is kept for its TTL); expiry does.
-        await c.request("tasks/cancel", {"taskId": first["taskId"]})
-        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
+        refused = await error_of(c, "tools/call", {"name": "only_task"})
+        assert refused.code == -32603 and "server" in refused.message
+        # Expiry frees room.
         await trio.sleep(50)
         assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "task"
+
+
+async def test_only_a_collected_task_makes_room_before_its_ttl(autojump_clock: MockClock) -> None:
+    async with client(make_server(TaskConfig(max_tasks=2, ttl_ms=50_000))) as c:
+        done = (await call(c, "slow", {"seconds": 1}))["taskId"]
+        running = (await call(c, "slow", {"seconds": 100}))["taskId"]
+        await trio.sleep(2)
+        # Finished, but nobody has seen its result: it is kept.
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
+        assert (await get(c, running))["status"] == "working"  # (not terminal: not collected)
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
+        # Its result fetched (twice, as often as one likes until room is needed)...
+        assert (await get(c, done))["result"] == (await get(c, done))["result"]
+        # ... it makes room for the next task, and is gone.
+        third = (await call(c, "slow", {"seconds": 100}))["taskId"]
+        assert (await error_of(c, "tasks/get", {"taskId": done})).code == -32602
+        # A tasks/cancel collects the task too ("Clients MAY delete all state associated
+        # with the task as soon as they send a cancellation"), once it has settled.
+        await c.request("tasks/cancel", {"taskId": running})
+        await trio.testing.wait_all_tasks_blocked()
+        assert (await call(c, "slow", {"seconds": 100}))["resultType"] == "task"
+        assert (await error_of(c, "tasks/get", {"taskId": running})).code == -32602
+        assert (await get(c, third))["status"] == "working"
+
+
+async def test_one_connection_cannot_take_every_task(autojump_clock: MockClock) -> None:
+    # Without authentication, each connection is a caller of its own for the quota.
+    server = make_server(TaskConfig(max_tasks=4, max_tasks_per_owner=2, ttl_ms=50_000))
+    async with client(server) as greedy, client(server) as other:
+        for _ in range(2):
+            assert (await call(greedy, "slow", {"seconds": 100}))["resultType"] == "task"
+        # At its quota: an optional tool runs as a plain call, a required one is refused.
+        assert (await call(greedy, "slow", {"seconds": 1}))["resultType"] == "complete"
+        refused = await error_of(greedy, "tools/call", {"name": "only_task"})
+        assert refused.code == -32603 and "caller" in refused.message
+        # Another caller still gets its tasks, up to its own quota.
+        for _ in range(2):
+            assert (await call(other, "slow", {"seconds": 100}))["resultType"] == "task"
+        assert (await call(other, "slow", {"seconds": 1}))["resultType"] == "complete"
+
+
+async def test_a_caller_at_its_quota_evicts_its_own_collected_task(
+    autojump_clock: MockClock,
+) -> None:
+    server = make_server(TaskConfig(max_tasks=10, max_tasks_per_owner=2, ttl_ms=50_000))
+    async with client(server) as c, client(server) as neighbour:
+        theirs = (await call(neighbour, "slow", {"seconds": 1}))["taskId"]
+        old = (await call(c, "slow", {"seconds": 1}))["taskId"]
+        unseen = (await call(c, "slow", {"seconds": 1}))["taskId"]
+        await trio.sleep(2)
+        assert (await get(c, old))["status"] == "completed"
+        assert (await get(neighbour, theirs))["status"] == "completed"
+        assert (await call(c, "slow", {"seconds": 100}))["resultType"] == "task"
+        # Its own collected task went; not the one it has not seen, nor another's.
+        assert (await error_of(c, "tasks/get", {"taskId": old})).code == -32602
+        assert (await get(c, unseen))["status"] == "completed"
+        assert (await get(neighbour, theirs))["status"] == "completed"
+        # Now every task it holds is running or just collected: the next evicts `unseen`.
+        assert (await call(c, "slow", {"seconds": 100}))["resultType"] == "task"
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
 
 
 async def test_the_questions_of_a_task_are_bounded(autojump_clock: MockClock) -> None:
@@ -529,7 +588,10 @@ async def test_the_questions_of_a_task_are_bounded(autojump_clock: MockClock) ->
         assert failed["status"] == "failed" and failed["error"]["code"] == -32603
 
 
-@pytest.mark.parametrize("field", ["max_tasks", "ttl_ms", "poll_interval_ms", "max_input_requests"])
+@pytest.mark.parametrize(
+    "field",
+    ["max_tasks", "max_tasks_per_owner", "ttl_ms", "poll_interval_ms", "max_input_requests"],
+)
 @pytest.mark.parametrize("value", [0, -1, 1.5, True])
 def test_task_config_takes_positive_integers(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field):
@@ -817,6 +879,36 @@ async def test_a_task_belongs_to_the_principal_that_created_it(autojump_clock: M
         await runner.tasks_cancel(ctx("alice", "tasks/cancel", taskId=task_id))
         await trio.testing.wait_all_tasks_blocked()
         assert (await runner.tasks_get(ctx("alice", taskId=task_id)))["status"] == "cancelled"
+
+
+async def test_the_quota_counts_per_subject_and_anonymous_http_as_one(
+    autojump_clock: MockClock,
+) -> None:
+    runner = TaskRunner(TaskConfig(max_tasks=10, max_tasks_per_owner=1))
+    runner.enabled = True
+
+    def ctx(subject: str | None) -> Any:
+        # (An HTTP request's context: no session; a principal when authenticated.)
+        principal = None if subject is None else Principal(subject=subject)
+        return SimpleNamespace(
+            era=Era.MODERN, client_capabilities=EXT, principal=principal, method="tools/call"
+        )
+
+    async def work(run: TaskRun) -> dict[str, Any]:
+        await trio.sleep(10)
+        return {"content": []}
+
+    async with runner.running():
+        for subject in ("alice", "bob", None):
+            created = await runner.call(ctx(subject), "optional", "call", work, "t")
+            assert isinstance(created, dict) and created["resultType"] == "task"
+            # The same subject again (another connection, as over HTTP): at its quota.
+            plain = await runner.call(ctx(subject), "optional", "call", work, "t")
+            assert plain == {"content": []}  # (a plain call)
+            with pytest.raises(McpError) as info:
+                await runner.call(ctx(subject), "required", "call", work, "t")
+            assert info.value.code == -32603
+        assert len(runner._tasks) == 3
 
 
 async def test_a_cancel_taken_as_the_task_is_created_drops_the_task(
