@@ -65,7 +65,7 @@ from ._client_common import (
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
-from ._client_tasks import CallProgress, ToolTask
+from ._client_tasks import AnsweredQuestions, CallProgress, ToolTask
 from ._config import SessionConfig
 from ._errors import McpError, SessionClosed
 from ._handlers import Handlers
@@ -123,6 +123,8 @@ class Client(HandshakeFacts):
         self._on_progress = on_progress
         self._log_level = log_level
         self._timeout = timeout
+        # The questions of each task answered so far, shared by every handle on it.
+        self._task_answers = AnsweredQuestions()
 
     # ------------------------------------------------------------------ introspection
 
@@ -306,7 +308,8 @@ class Client(HandshakeFacts):
         """A handle on a task known by its id (one created earlier, perhaps by another
         client of the same principal): resume polling it with ``status()`` /
         ``result()``. ``name``: the tool's, to check the result against its output
-        schema. Nothing is sent until the handle is used.
+        schema. Nothing is sent until the handle is used. Every handle of this client on
+        the task shares which questions were answered (none is answered twice).
 
         Raises:
             LocalProtocolError: as :meth:`call_tool_as_task`.
@@ -320,6 +323,7 @@ class Client(HandshakeFacts):
             task_id=task_id,
             subscribe=self._task_subscription,
             max_input_rounds=self._session.connection.config.max_input_rounds,
+            answered=self._task_answers,
         )
 
     def _check_tasks(self) -> None:
@@ -356,6 +360,7 @@ class Client(HandshakeFacts):
             result,
             self._task_subscription,
             self._session.connection.config.max_input_rounds,
+            self._task_answers,
         )
 
     def _task_subscription(self, task_id: str) -> AbstractAsyncContextManager[Subscription]:

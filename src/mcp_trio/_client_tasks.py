@@ -29,16 +29,25 @@ A task in ``input_required`` lists its questions (``inputRequests``); the handle
 them with the client's own sampling / elicitation / roots callbacks -- the ones that answer
 an ordinary call's questions -- and sends the answers with ``tasks/update``. Keys are unique
 over a task's lifetime (the spec), so a key answered once is never answered again, whatever
-a later poll shows before the server has caught up (the ack is eventually consistent).
+a later poll shows before the server has caught up (the ack is eventually consistent, and
+``inputRequests`` says nothing of answers on their way: clients "SHOULD track
+inputRequests keys to avoid responding to requests more than once"). The keys answered,
+and those being answered, are kept per task by the ``Client`` (:class:`AnsweredQuestions`)
+and shared by every handle on the task -- ``call_tool``'s, ``call_tool_as_task``'s,
+``Client.task(id)``'s -- so a handle resumed by id, or two waiting at once, never answer a
+question another has answered or is answering. They are dropped when a handle sees the
+task end; past :data:`_MAX_TASKS_REMEMBERED` tasks, the least recently used are forgotten,
+and past :data:`_MAX_ANSWERED` keys a task's oldest. What no client can know is what
+another ``Client`` (another process, after a restart) answered: one resuming a task there
+may answer again a question still listed (``tasks/update`` ignores an answer to a question
+no longer outstanding, so that costs a callback, not the task).
+
 After an answer the handle looks again at once, but only once: a task that asks anew at
 once is then polled at its interval. A handle answers at most
 ``ConnectionConfig.max_input_rounds - 1`` rounds of questions, as an MRTR request does
 (``refuse_endless_input``): when the task asks a ``max_input_rounds``-th round,
-``RemoteProtocolError`` is raised before any callback is asked. Both the round count and
-the answered keys belong to the handle: a new one for the same task (``Client.task(id)``)
-starts from no round and no key, so a server still showing a question another handle
-answered gets it answered again (``tasks/update`` ignores an answer to a question no
-longer outstanding, so that costs a callback, not the task).
+``RemoteProtocolError`` is raised before any callback is asked. The round count belongs to
+the handle (it bounds one wait): a new one for the same task starts from no round.
 
 The end is read as an ordinary call's would be: ``completed`` carries the tool's result,
 converted and checked as ``call_tool`` does; ``failed`` carries the JSON-RPC error, raised as
@@ -51,9 +60,9 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
 import trio
@@ -87,9 +96,13 @@ if TYPE_CHECKING:
 __all__ = ["TASKS_EXTENSION", "TaskCancelled", "TaskState", "ToolTask"]
 
 _MAX_ANSWERED: Final = 1024
-"""Keys of answered questions a handle remembers (the oldest are forgotten past it)."""
+"""Keys of answered questions remembered per task (the oldest are forgotten past it)."""
+_MAX_TASKS_REMEMBERED: Final = 256
+"""Tasks whose answered keys a client remembers (the least recently used are forgotten)."""
 _CANCEL_TIMEOUT: Final = 2.0
 """Seconds the courtesy ``tasks/cancel`` of a transparent call given up may take."""
+
+_V = TypeVar("_V")
 
 Request = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 Convert = Callable[[str | None, dict[str, Any]], Awaitable["ToolOutput"]]
@@ -140,6 +153,67 @@ def _outcome(state: TaskState) -> dict[str, Any] | None:
 
 
 @final
+class _Keys:
+    __slots__ = ("answered", "busy")
+
+    def __init__(self) -> None:
+        self.answered: OrderedDict[str, None] = OrderedDict()
+        self.busy: set[str] = set()
+
+
+@final
+class AnsweredQuestions:
+    """The questions of each task a client has answered or is answering, by key: shared
+    by all its handles on the task (see the module docstring). Bounded: at most
+    ``max_tasks`` tasks (least recently used forgotten), ``max_keys`` answered keys each
+    (oldest forgotten)."""
+
+    def __init__(
+        self, *, max_tasks: int = _MAX_TASKS_REMEMBERED, max_keys: int = _MAX_ANSWERED
+    ) -> None:
+        self._tasks: OrderedDict[str, _Keys] = OrderedDict()
+        self._max_tasks = max_tasks
+        self._max_keys = max_keys
+
+    def _keys(self, task_id: str) -> _Keys:
+        keys = self._tasks.get(task_id)
+        if keys is None:
+            keys = self._tasks[task_id] = _Keys()
+            while len(self._tasks) > self._max_tasks:
+                self._tasks.popitem(last=False)
+        else:
+            self._tasks.move_to_end(task_id)
+        return keys
+
+    def claim(self, task_id: str, requests: Mapping[str, _V]) -> dict[str, _V]:
+        """The questions of ``requests`` nobody has answered or is answering, now marked
+        as being answered (:meth:`settle` ends that)."""
+        keys = self._keys(task_id)
+        fresh = {k: v for k, v in requests.items() if k not in keys.answered and k not in keys.busy}
+        keys.busy.update(fresh)
+        return fresh
+
+    def settle(self, task_id: str, claimed: Iterable[str], answered: Iterable[str]) -> None:
+        """The ``claimed`` questions are no longer being answered; the ``answered`` ones
+        (sent with ``tasks/update``) never will be again."""
+        keys = self._keys(task_id)
+        keys.busy.difference_update(claimed)
+        for key in answered:
+            keys.answered[key] = None
+            keys.answered.move_to_end(key)
+        while len(keys.answered) > self._max_keys:
+            keys.answered.popitem(last=False)
+
+    def forget(self, task_id: str) -> None:
+        """The task ended: nothing of it is left to answer."""
+        self._tasks.pop(task_id, None)
+
+    def __len__(self) -> int:
+        """How many tasks are remembered."""
+        return len(self._tasks)
+
+
+@final
 class ToolTask:
     """A tool call running as a task at the server. Get one from
     ``Client.call_tool_as_task`` or ``Client.task``.
@@ -161,12 +235,13 @@ class ToolTask:
         immediate: dict[str, Any] | None = None,
         subscribe: Subscribe | None = None,
         max_input_rounds: int = 8,
+        answered: AnsweredQuestions | None = None,
     ) -> None:
         self._request = request
         self._subscribe = subscribe
         self._convert = convert
         self._callbacks = callbacks
-        self._answered: OrderedDict[str, None] = OrderedDict()
+        self._answered = answered if answered is not None else AnsweredQuestions(max_tasks=1)
         self._rounds = 0  # (rounds of questions answered)
         self._max_input_rounds = max_input_rounds
         self.name = name
@@ -188,6 +263,7 @@ class ToolTask:
         result: dict[str, Any],
         subscribe: Subscribe | None = None,
         max_input_rounds: int = 8,
+        answered: AnsweredQuestions | None = None,
     ) -> ToolTask:
         """The handle of a ``tools/call`` answered with ``result``: a task when it is a
         ``CreateTaskResult``, else an ended call holding its result."""
@@ -201,6 +277,7 @@ class ToolTask:
                 state=state,
                 subscribe=subscribe,
                 max_input_rounds=max_input_rounds,
+                answered=answered,
             )
         return cls(request, convert, callbacks, name=name, immediate=result)
 
@@ -214,8 +291,13 @@ class ToolTask:
         if self.task_id is None:
             raise RuntimeError("the server answered this call at once: there is no task")
         got = await self._request(TASKS_GET, {"taskId": self.task_id})
-        self.state = _read(got, self.task_id, detailed=True)
-        return self.state
+        return self._seen(_read(got, self.task_id, detailed=True))
+
+    def _seen(self, state: TaskState) -> TaskState:
+        self.state = state
+        if state.terminal:
+            self._answered.forget(state.task_id)
+        return state
 
     async def cancel(self) -> None:
         """Ask the server to cancel the task (``tasks/cancel``). Cancellation is
@@ -319,8 +401,7 @@ class ToolTask:
                 ended = True
                 await trio.sleep(delay)
             else:
-                self.state = _read(note.params, self.task_id, detailed=True)
-                return self.state, sub
+                return self._seen(_read(note.params, self.task_id, detailed=True)), sub
         return None, None if ended else sub
 
     async def _answer(self, requests: dict[str, dict[str, Any]]) -> bool:
@@ -331,26 +412,31 @@ class ToolTask:
                 them, with the task's id as ``request_id``).
             RemoteProtocolError: the task asked a ``max_input_rounds``-th round.
         """
-        fresh = {k: v for k, v in requests.items() if k not in self._answered}
+        task_id = self.task_id
+        assert task_id is not None
+        # (Claimed: another handle on the task does not answer these meanwhile.)
+        fresh = self._answered.claim(task_id, requests)
         if not fresh:
             return False
-        event = InputRequired(
-            request_id=self.task_id or "",
-            method="tools/call",
-            input_requests=fresh,
-            request_state=None,
-            round=self._rounds + 1,
-        )
-        # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task that
-        # asks anew for ever must not keep the user's callbacks busy for ever.
-        refuse_endless_input(event, self._max_input_rounds, what=f"task {self.task_id}")
-        responses = await self._callbacks.provide_input(event)
-        await self._request(TASKS_UPDATE, {"taskId": self.task_id, "inputResponses": responses})
+        responses: dict[str, Any] = {}
+        try:
+            event = InputRequired(
+                request_id=task_id,
+                method="tools/call",
+                input_requests=fresh,
+                request_state=None,
+                round=self._rounds + 1,
+            )
+            # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task that
+            # asks anew for ever must not keep the user's callbacks busy for ever.
+            refuse_endless_input(event, self._max_input_rounds, what=f"task {task_id}")
+            answers = await self._callbacks.provide_input(event)
+            await self._request(TASKS_UPDATE, {"taskId": task_id, "inputResponses": answers})
+            responses = answers
+        finally:
+            # (Not sent: free to be answered again, by this handle or another.)
+            self._answered.settle(task_id, fresh, responses)
         self._rounds += 1
-        for key in responses:
-            self._answered[key] = None
-        while len(self._answered) > _MAX_ANSWERED:
-            self._answered.popitem(last=False)
         return True
 
     async def drive(

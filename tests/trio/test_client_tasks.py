@@ -34,6 +34,7 @@ from mcp_trio import (
     ToolTask,
     open_client,
 )
+from mcp_trio._client_tasks import AnsweredQuestions
 
 from .test_client_hostile import HandDriven, hand_driven
 
@@ -508,9 +509,7 @@ async def test_the_rounds_bound_is_the_clients_max_input_rounds(autojump_clock: 
             await client.call_tool("job")
 
 
-async def test_the_rounds_bound_and_the_answered_keys_are_per_handle(
-    autojump_clock: MockClock,
-) -> None:
+async def test_the_rounds_bound_is_per_handle(autojump_clock: MockClock) -> None:
     # (As documented: a handle made anew for the task starts from no round.)
     polls: list[int] = []
     updates: list[dict[str, Any]] = []
@@ -549,6 +548,127 @@ async def test_answered_keys_are_remembered_up_to_a_bound(autojump_clock: MockCl
         assert (await client.call_tool("job")).content == []
     assert [sorted(u)[:1] for u in updates] == [["q1.0"], ["q2.0"], ["q1.0"]]
     assert list(updates[2]) == ["q1.0"]
+
+
+ASK_NAME: dict[str, Any] = {
+    "method": "elicitation/create",
+    "params": {"mode": "form", "message": "Name?", "requestedSchema": FORM},
+}
+
+
+def lagging_question(
+    updates: list[dict[str, Any]], *, lag: int
+) -> tuple[Handlers, ConnectionConfig, trio.Event]:
+    """A task that asks ``q`` and lists it for ``lag`` more polls after its answer came
+    (the ack is eventually consistent), then completes; the event: an answer came."""
+    handlers, config = tasks_by_hand(lambda n: {})
+    base = {**WORKING_T, "taskId": "t1", "pollIntervalMs": 100}
+    answered = trio.Event()
+    after = [0]
+
+    @handlers.on_request("tasks/get")
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        if updates:
+            after[0] += 1
+            if after[0] > lag:
+                return {**base, "status": "completed", "result": {"content": []}}
+        return {**base, "status": "input_required", "inputRequests": {"q": ASK_NAME}}
+
+    @handlers.on_request("tasks/update")
+    async def update(ctx: RequestContext) -> dict[str, Any]:
+        updates.append((ctx.params or {})["inputResponses"])
+        answered.set()
+        return {}
+
+    return handlers, config, answered
+
+
+async def test_a_handle_resumed_by_id_does_not_answer_again(autojump_clock: MockClock) -> None:
+    # The first handle answered q and went away; the server still lists q for a while:
+    # the handle resumed by id on the same client knows it was answered.
+    updates: list[dict[str, Any]] = []
+    asked: list[str] = []
+    handlers, config, answered = lagging_question(updates, lag=3)
+
+    async def name(params: t.ElicitRequestParams) -> t.ElicitResult:
+        asked.append(params.message)
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    with trio.fail_after(1000):  # (virtual: a question never answered polls for ever)
+        async with open_client(
+            (handlers, config), era="modern", capabilities=EXT, on_elicitation=name
+        ) as client:
+            first = await client.call_tool_as_task("job")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first.wait_result)
+                await answered.wait()
+                nursery.cancel_scope.cancel()
+            assert first.task_id is not None
+            assert (await client.task(first.task_id).result()).content == []
+            assert len(client._task_answers) == 0  # (the task ended: its keys are dropped)
+    assert asked == ["Name?"] and len(updates) == 1
+
+
+async def test_two_handles_waiting_at_once_answer_a_question_once(
+    autojump_clock: MockClock,
+) -> None:
+    updates: list[dict[str, Any]] = []
+    asked: list[str] = []
+    handlers, config, _ = lagging_question(updates, lag=2)
+
+    async def slow_name(params: t.ElicitRequestParams) -> t.ElicitResult:
+        asked.append(params.message)
+        await trio.sleep(5)  # (the other handle polls meanwhile, and sees q)
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    with trio.fail_after(1000):  # (virtual: a question never answered polls for ever)
+        async with (
+            open_client(
+                (handlers, config), era="modern", capabilities=EXT, on_elicitation=slow_name
+            ) as client,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(client.call_tool, "job")
+            await trio.sleep(1)
+            nursery.start_soon(client.task("t1").wait_result)
+    assert asked == ["Name?"] and len(updates) == 1
+
+
+async def test_a_question_whose_answer_failed_is_asked_again(autojump_clock: MockClock) -> None:
+    updates: list[dict[str, Any]] = []
+    asked: list[str] = []
+    handlers, config, _ = lagging_question(updates, lag=0)
+
+    async def flaky(params: t.ElicitRequestParams) -> t.ElicitResult:
+        asked.append(params.message)
+        if len(asked) == 1:
+            raise RuntimeError("not now")
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    with trio.fail_after(1000):  # (virtual: a question never answered polls for ever)
+        async with open_client(
+            (handlers, config), era="modern", capabilities=EXT, on_elicitation=flaky
+        ) as client:
+            task = await client.call_tool_as_task("job")
+            with pytest.raises(RuntimeError, match="not now"):
+                await task.result()
+            assert (await task.result()).content == []  # (the same handle: q is free again)
+    assert asked == ["Name?", "Name?"] and len(updates) == 1
+
+
+def test_answered_questions_are_bounded_per_client() -> None:
+    answered = AnsweredQuestions(max_tasks=2, max_keys=2)
+    for task_id in ("a", "b"):
+        assert answered.claim(task_id, {"q": 1}) == {"q": 1}
+        assert answered.claim(task_id, {"q": 1}) == {}  # (being answered)
+        answered.settle(task_id, ["q"], ["q"])
+    assert answered.claim("a", {"q": 1, "r": 2}) == {"r": 2}  # (a is now the newest)
+    answered.settle("a", ["r"], [])  # (not sent: free again)
+    assert answered.claim("c", {"q": 1}) == {"q": 1}  # (a third task: b is forgotten)
+    assert len(answered) == 2 and answered.claim("b", {"q": 1}) == {"q": 1}
+    # At most max_keys keys per task, the oldest forgotten.
+    answered.settle("b", ["q"], ["q", "r", "s"])
+    assert answered.claim("b", {"q": 1, "r": 2, "s": 3}) == {"q": 1}
 
 
 async def test_a_task_created_in_another_status_is_looked_at_first(
