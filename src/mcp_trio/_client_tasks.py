@@ -252,6 +252,7 @@ class ToolTask:
         self.task_id = state.task_id if state is not None else task_id
         """The task's id (``None``: the server answered the call at once, no task)."""
         self._immediate = immediate
+        self._end: TaskState | None = None  # (the terminal state, once seen: detailed)
 
     @classmethod
     def from_call(
@@ -296,6 +297,7 @@ class ToolTask:
     def _seen(self, state: TaskState) -> TaskState:
         self.state = state
         if state.terminal:
+            self._end = state
             self._answered.forget(state.task_id)
         return state
 
@@ -307,6 +309,8 @@ class ToolTask:
 
     async def result(self, *, notifications: bool = False) -> ToolOutput:
         """Wait for the task's end and return the tool's result, as ``call_tool`` would.
+        Once the handle has seen the end, it returns (or raises) the same again without
+        a request.
 
         Polls ``tasks/get`` at the server's ``pollIntervalMs`` (clamped to
         100 ms..60 s), and answers the task's questions with the client's callbacks
@@ -333,6 +337,13 @@ class ToolTask:
     async def _wait_result(self, notifications: bool, watch: _Watch | None) -> dict[str, Any]:
         if self._immediate is not None:
             return self._immediate
+        if self._end is not None:
+            # Seen to end: the same outcome again, without asking the server, which may
+            # have dropped a task whose end it delivered (mcp_trio's does, when it needs
+            # the room; and any may after the TTL).
+            result = _outcome(self._end)
+            assert result is not None  # (terminal: a result, or raised)
+            return result
         task_id = self.task_id
         assert task_id is not None
         if notifications and self._subscribe is not None:

@@ -261,6 +261,29 @@ async def test_a_task_resumed_by_id(autojump_clock: MockClock) -> None:
         assert (await anonymous.result()).structured_content == {"n": 7}
 
 
+async def test_an_ended_task_is_not_asked_for_again(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server drops a task whose end it delivered when it needs the room: the handle
+    # keeps what it saw.
+    server = make_server(TaskConfig(max_tasks_per_owner=1))
+    async with connected(server) as client:
+        task = await client.call_tool_as_task("structured")
+        assert (await task.result()).structured_content == {"n": 7}
+        crashed = await client.call_tool_as_task("crash")
+        with pytest.raises(McpError, match="crashed"):
+            await crashed.result()
+        methods = count_gets(client, monkeypatch)
+        assert (await task.result()).structured_content == {"n": 7}
+        with pytest.raises(McpError, match="crashed"):
+            await crashed.wait_result()
+        assert methods == []
+        # (The server did drop the first: status() asks, and learns it.)
+        with pytest.raises(McpError) as info:
+            await task.status()
+        assert info.value.code == -32602
+
+
 async def test_unknown_and_expired_tasks(autojump_clock: MockClock) -> None:
     async with connected(make_server(TaskConfig(ttl_ms=5000))) as client:
         with pytest.raises(McpError) as info:
