@@ -241,14 +241,17 @@ class SessionTracker:
             served.seen[kind] = self._versions[kind]
         await self.broadcast(f"notifications/{kind}/list_changed", None)
 
-    async def send_task_status(self, owner: str | None, params: dict[str, Any]) -> None:
+    async def send_task_status(self, owner: str | None, params: dict[str, Any]) -> int:
         """Send a ``notifications/tasks`` to the modern listen streams of ``owner`` (the
         task's principal subject, ``None`` when unauthenticated) that asked for the task;
         never to a legacy session (the extension is modern-only) or another principal.
         Sessions get it concurrently, each waiting at most ``_NOTIFY_TIMEOUT`` for its
-        turn to write, so that one slow peer does not stall the delivery of the rest."""
+        turn to write, so that one slow peer does not stall the delivery of the rest
+        (past it the message stays queued in the session). Returns how many HTTP streams
+        and sessions it went to."""
+        sent = 0
         for served in list(self._http.values()):
-            served.endpoint.send_task_status(params, principal=owner)
+            sent += served.endpoint.send_task_status(params, principal=owner)
         async with trio.open_nursery() as nursery:
             for session in list(self._sessions):
                 conn = session.connection
@@ -262,6 +265,8 @@ class SessionTracker:
                     and conn.listens_for(TASKS_NOTIFICATION, params)
                 ):
                     nursery.start_soon(_send_bounded, session, TASKS_NOTIFICATION, params)
+                    sent += 1
+        return sent
 
     async def broadcast(
         self,

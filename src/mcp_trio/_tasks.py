@@ -41,14 +41,15 @@ A caller, for the quota, is the authenticated subject; without authentication, t
 connection the call came on (stdio, WebSocket, in memory: one peer each); anonymous HTTP
 requests carry nothing that tells their senders apart, so together they are one caller.
 Before its TTL a task is kept for its caller to poll, with one exception: once the caller
-has *collected* it -- a ``tasks/get`` answered with its terminal state, or a
-``tasks/cancel`` (after which the client "MAY delete all state associated with the task")
--- a terminal task may make room. A call that finds its caller at the quota evicts that
-caller's oldest collected task; one that finds the table full, the oldest collected task
-of anyone (its caller has what it needed). With nothing to evict, the call runs without a
-task (``optional``) or is refused with -32603 (``required``), whichever bound it hit: so
-one caller filling its quota denies nobody else, and a task whose result nobody has seen
-is never dropped before its TTL.
+has *collected* it -- a ``tasks/get`` answered with its terminal state, a
+``notifications/tasks`` with it sent to a listen stream of the owner (which carries the
+full state, "without polling"), or a ``tasks/cancel`` (after which the client "MAY delete
+all state associated with the task") -- a terminal task may make room. A call that finds
+its caller at the quota evicts that caller's oldest collected task; one that finds the
+table full, the oldest collected task of anyone (its caller has what it needed). With
+nothing to evict, the call runs without a task (``optional``) or is refused with -32603
+(``required``), whichever bound it hit: so one caller filling its quota denies nobody
+else, and a task whose result nobody has seen is never dropped before its TTL.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
@@ -224,8 +225,9 @@ class TaskRun:
         ``TaskRunner._caller``)."""
         self.collected = False
         """Whether its caller has what it needs: a ``tasks/get`` answered with the
-        terminal state, or a ``tasks/cancel``. A collected terminal task may be evicted
-        before its TTL to make room (see the module docstring)."""
+        terminal state, a ``notifications/tasks`` with it sent, or a ``tasks/cancel``. A
+        collected terminal task may be evicted before its TTL to make room (see the
+        module docstring)."""
         self.scope = trio.CancelScope()
         """The tool's cancel scope: ``tasks/cancel`` cancels it, and its deadline is the
         task's expiry (``trio.current_time()`` plus the TTL, set when the task is created)."""
@@ -404,13 +406,15 @@ class TaskRun:
             self._move("cancelled", "Cancelled: the server stopped")
 
 
-Deliver: TypeAlias = Callable[[str | None, dict[str, Any]], Awaitable[None]]
-"""``async def deliver(owner, params)``: one ``notifications/tasks`` for a task's owner."""
+Deliver: TypeAlias = Callable[[str | None, dict[str, Any]], Awaitable[object]]
+"""``async def deliver(owner, params)``: one ``notifications/tasks`` for a task's owner;
+returns whether it went anywhere (truthy: a listen stream was sent it)."""
 
 
-async def _drop(owner: str | None, params: dict[str, Any]) -> None:
+async def _drop(owner: str | None, params: dict[str, Any]) -> int:
     """A :data:`Deliver` that sends nothing."""
     del owner, params
+    return 0
 
 
 @final
@@ -521,7 +525,7 @@ class TaskRunner:
                 while self._outbox:
                     task_id, (owner, params) = self._outbox.popitem(last=False)
                     try:
-                        await self.deliver(owner, params)
+                        sent = await self.deliver(owner, params)
                     except BaseException:
                         # This block ends: leave the state to a loop still running, if
                         # any (its block is still open); else it goes, as it would have
@@ -531,6 +535,11 @@ class TaskRunner:
                             self._outbox.move_to_end(task_id, last=False)
                         self._outbox_ready.unpark_all()
                         raise
+                    run = self._tasks.get(task_id)
+                    if sent and params.get("status") in TERMINAL_STATUSES and run is not None:
+                        # A listen stream of its owner got its end, in full ("without
+                        # polling"): collected, as by a tasks/get.
+                        run.collected = True
 
     # ------------------------------------------------------------ the table
 

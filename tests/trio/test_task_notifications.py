@@ -107,6 +107,39 @@ async def test_each_change_is_pushed_with_the_full_state(autojump_clock: MockClo
         nursery.cancel_scope.cancel()
 
 
+async def test_an_end_pushed_to_its_listener_collects_the_task(autojump_clock: MockClock) -> None:
+    # The listener has the task's end in full (as from tasks/get): the task may make room
+    # for its caller's next (TaskConfig.max_tasks_per_owner), one nobody heard of may not.
+    server = make_server(TaskConfig(max_tasks_per_owner=1))
+    inbox = Inbox(TASKS, ACK)
+    async with (
+        server.connect_in_memory(
+            era="modern", capabilities=EXT, client_handlers=inbox.handlers
+        ) as c,
+        trio.open_nursery() as nursery,
+    ):
+
+        async def call(seconds: float) -> dict[str, Any]:
+            return await c.request(
+                "tools/call", {"name": "slow", "arguments": {"seconds": seconds}}
+            )
+
+        unheard = (await call(1))["taskId"]
+        await trio.sleep(2)
+        assert (await call(1))["resultType"] == "complete"  # (the quota is full)
+        await c.request("tasks/cancel", {"taskId": unheard})  # (collects it: room again)
+        task_id = (await call(1))["taskId"]
+        nursery.start_soon(
+            c.request, "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}
+        )
+        assert (await inbox.next()).method == ACK
+        done = await inbox.next()
+        assert done.params is not None and done.params["status"] == "completed"
+        await trio.testing.wait_all_tasks_blocked()
+        assert (await call(1))["resultType"] == "task"  # (it made room)
+        nursery.cancel_scope.cancel()
+
+
 async def test_task_ids_without_the_extension_are_refused(autojump_clock: MockClock) -> None:
     server = make_server()
     async with server.connect_in_memory(era="modern", capabilities={}) as c:
