@@ -471,7 +471,8 @@ async def test_unknown_or_malformed_task_ids(
 
 
 async def test_a_task_expires_after_its_ttl(autojump_clock: MockClock) -> None:
-    async with client(make_server(TaskConfig(ttl_ms=5000))) as c:
+    server = make_server(TaskConfig(ttl_ms=5000))
+    async with client(server) as c:
         done_id = (await call(c, "slow", {"seconds": 1}))["taskId"]
         running_id = (await call(c, "slow", {"seconds": 100}))["taskId"]
         await trio.sleep(4.5)
@@ -479,6 +480,8 @@ async def test_a_task_expires_after_its_ttl(autojump_clock: MockClock) -> None:
         await trio.sleep(1)
         for task_id in (done_id, running_id):
             assert (await error_of(c, "tasks/get", {"taskId": task_id})).code == -32602
+        # (Nothing is held for the caller any more: its quota is whole again.)
+        assert server._methods.tasks._tasks == {} and server._methods.tasks._held == {}
 
 
 async def test_expiry_cancels_running_work_with_nobody_looking(autojump_clock: MockClock) -> None:
