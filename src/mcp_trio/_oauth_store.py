@@ -16,9 +16,14 @@ make the file larger than that is dropped the same way.
 The file work (reads, the write, its ``fsync``) runs in a worker thread
 (:func:`trio.to_thread.run_sync`), never on the Trio thread, where a slow disk would stall
 every task; one call at a time per storage (a :class:`trio.Lock`), so that saves are
-applied in the order they were made and none reads the file while another is replacing
-it (a save's read, change and write are one step). A call cancelled while its thread
-runs finishes that work first (the thread cannot be stopped half-way).
+applied in the order they were made; and one at a time per file in the whole process
+(a :class:`threading.Lock` of the resolved path, taken in the worker thread), so that
+storages of one file (``namespace=``) never read the file while another is replacing
+it (a save's read, change and write are one step: else the last rename wins and the
+other save is lost). A save, once called, is made, in the file or in memory: it is
+shielded from cancellation (waiting for its turn included), since a rotated refresh
+token it drops could not be used again. Separate processes are not locked out (no
+``flock``: a process that hangs would stall every other); see :class:`FileOAuthStorage`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import json
 import logging
 import os
 import tempfile
+import threading
+import zlib
 from pathlib import Path
 from typing import Any, Final, TypeVar, final, get_args
 
@@ -40,6 +47,14 @@ __all__ = ["FileOAuthStorage"]
 logger = logging.getLogger("mcp_trio")
 
 _MAX_FILE_SIZE: Final = 1024 * 1024
+_FILE_LOCKS: Final = tuple(threading.Lock() for _ in range(16))
+"""The file work of every storage in the process, by the resolved path's hash (a
+fixed set: two files may share one, which only makes them take turns)."""
+
+
+def _file_lock(path: Path) -> threading.Lock:
+    """The lock of ``path`` (resolved: two spellings of one file share it)."""
+    return _FILE_LOCKS[zlib.crc32(os.fsencode(os.path.realpath(path))) % len(_FILE_LOCKS)]
 
 
 @final
@@ -60,13 +75,13 @@ class FileOAuthStorage:
             registration made for another one is not reused.
 
     The file is read and written whole at each call (small, and shared safely by
-    processes that take turns; two processes saving at the same moment may lose one
-    save). It is at most 1 MiB: a file over that, or one that is not a JSON object,
-    reads as empty and is not written over, nor is a save made that would take it over
-    that: such a save is logged as an error and kept in this object's memory only, so
-    that this process still finds what it saved (and does not ask the user again).
-    Anyone who can read the file holds the tokens: keep it in the user's own
-    directories.
+    the storages of one process, which take turns, and by processes that take turns;
+    two processes saving at the same moment may lose one save). It is at most 1 MiB:
+    a file over that, or one that is not a JSON object, reads as empty and is not
+    written over, nor is a save made that would take it over that: such a save is
+    logged as an error and kept in this object's memory only, so that this process
+    still finds what it saved (and does not ask the user again). Anyone who can read
+    the file holds the tokens: keep it in the user's own directories.
     """
 
     def __init__(
@@ -106,18 +121,27 @@ class FileOAuthStorage:
 
     def _load_file(self, part: str, key: str) -> object:
         # (In a worker thread.)
-        return self._part(self._read() or {}, part).get(key)
+        with _file_lock(self.path):
+            return self._part(self._read() or {}, part).get(key)
 
     async def _save(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> None:
-        async with self._lock:
-            saved = await trio.to_thread.run_sync(self._save_file, part, key, entry, what)
-            if saved:
-                self._unsaved[part].pop(key, None)
-            else:
-                self._unsaved[part][key] = entry
+        # Shielded whole: a save cancelled before its thread starts would be in neither
+        # the file nor _unsaved (a refresh's rotated token lost). Bounded by the file
+        # work of the saves before it.
+        with trio.CancelScope(shield=True):
+            async with self._lock:
+                saved = await trio.to_thread.run_sync(self._save_file, part, key, entry, what)
+                if saved:
+                    self._unsaved[part].pop(key, None)
+                else:
+                    self._unsaved[part][key] = entry
 
     def _save_file(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> bool:
         """Whether the file now holds ``entry`` (in a worker thread)."""
+        with _file_lock(self.path):
+            return self._save_locked(part, key, entry, what)
+
+    def _save_locked(self, part: str, key: str, entry: dict[str, Any] | None, what: str) -> bool:
         data = self._read()
         if data is None:
             self._not_saved(what)

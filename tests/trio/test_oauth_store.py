@@ -4,6 +4,7 @@ never written over."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -328,3 +329,62 @@ async def test_a_save_cancelled_while_it_writes_is_finished_and_kept(
             release.set()
     assert await FileOAuthStorage(path).load_token(RESOURCE, ISSUER) == OAuthToken(access_token="a")
     assert not store._lock.locked()
+
+
+async def test_two_storages_of_one_file_take_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # namespace= puts several identities in one file: their read-change-write must not
+    # interleave (each would rename its own copy over the other's save).
+    path = tmp_path / "oauth.json"
+    alice = FileOAuthStorage(path, namespace="alice")
+    bob = FileOAuthStorage(tmp_path / "." / "oauth.json", namespace="bob")  # (another spelling)
+    both = threading.Barrier(2, timeout=1)  # (both writers at fsync at once, if they could)
+    fsync = os.fsync
+
+    def meeting_fsync(fd: int) -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both.wait()  # (times out: the other waits for the file, as it should)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", meeting_fsync)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(alice.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
+            nursery.start_soon(bob.save_token, RESOURCE, ISSUER, OAuthToken(access_token="b"))
+    again = [FileOAuthStorage(path, namespace=n) for n in ("alice", "bob")]
+    assert await again[0].load_token(RESOURCE, ISSUER) == OAuthToken(access_token="a")
+    assert await again[1].load_token(RESOURCE, ISSUER) == OAuthToken(access_token="b")
+
+
+async def test_a_save_cancelled_while_it_waits_for_its_turn_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A refresh stores the rotated token it got while another save is on a slow disk,
+    # and the client closes meanwhile: the save is made all the same.
+    path = tmp_path / "oauth.json"
+    store = FileOAuthStorage(path)
+    in_fsync, release = threading.Event(), threading.Event()
+    fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        in_fsync.set()
+        release.wait(IO_TIMEOUT)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    token = OAuthToken(access_token="new", refresh_token="r2")
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(store.save_client, ISSUER, ClientCredentials(client_id="c"))
+            await trio.to_thread.run_sync(in_fsync.wait, IO_TIMEOUT)
+
+            async def cancelled_save() -> None:
+                with trio.CancelScope() as mine:
+                    mine.cancel()  # (it waits for the lock: save_client holds it)
+                    await store.save_token(RESOURCE, ISSUER, token)
+
+            nursery.start_soon(cancelled_save)
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+    assert await FileOAuthStorage(path).load_token(RESOURCE, ISSUER) == token
