@@ -212,9 +212,9 @@ class AssertionRefusal:
     any other (``invalid_scope``, ``invalid_target``, ...) covers that assertion with
     that resource and that scope (as a set) only. The assertion itself is not kept.
 
-    A refusal made while the JWT was young may be the authorization server's clock
-    being behind ours: it lapses (:attr:`lapses_at`) and the JWT may be presented once
-    more when it may have become valid there (see :func:`jwt_times`; the rule is
+    An ``invalid_grant`` refusal made while the JWT was young may be the authorization
+    server's clock being behind ours: it lapses (:attr:`lapses_at`) and the JWT may be
+    presented once more when it may have become valid there (see :func:`jwt_times`; the rule is
     ``_lapses_at``'s). One of an expired JWT never lapses."""
 
     error: str
@@ -244,7 +244,11 @@ class AssertionRefusal:
             return None
         if not (status == 400 or (status == 401 and error == "invalid_client")):
             return None
-        lapses_at = None if now is None else _lapses_at(assertion, now)
+        # RFC 7523 section 3.1: a JWT outside its time window is refused with
+        # invalid_grant; another code is no sign of the clocks, and stands for good.
+        lapses_at = None
+        if now is not None and error == "invalid_grant":
+            lapses_at = _lapses_at(assertion, now)
         return cls(
             error=error, digest=_digest(error, assertion, resource, scope), lapses_at=lapses_at
         )

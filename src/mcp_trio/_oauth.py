@@ -258,9 +258,10 @@ class OAuth:
     Those grants are asked once per authorization: a refusal fails it, with no retry
     and no other grant; a JWT refused for good is not presented again (a string
     assertion, or the same one a callable returns again, or an ID-JAG the identity
-    provider hands out again: the authorization fails at once). A refusal of a JWT
-    that was young then (its ``nbf``/``iat`` under five minutes old, or ahead of
-    ``clock``) may be the authorization server's clock being behind: it lapses a
+    provider hands out again: the authorization fails at once). An ``invalid_grant``
+    refusal of a JWT that was young then (its ``nbf``/``iat`` under five minutes old,
+    or ahead of ``clock``) may be the authorization server's clock being behind (RFC
+    7523 section 3.1): it lapses a
     minute after that time, and the JWT may be presented once more (never an
     expired one).
 

@@ -11,12 +11,14 @@ needs: a refusal is reported as it came (its OAuth ``error`` kept), never retrie
 never followed by another grant type (the workload identity extension: "surface errors
 without retrying or switching grant types"). The JWTs come from the caller, fresh for
 each authorization (a callable may fetch a new one: they are short-lived); the client
-never signs or reads them. A refusal that stands (an ``AssertionRefusal``) is
-remembered by the :class:`~mcp_trio.OAuth`, for all its clients (:class:`Refusals`): the
-same JWT (a string, or what a callable returns again; an ID-JAG the IdP hands out
-again) is then refused at once, with no request, so that a session's later requests
-do not present it again and again; until the refusal lapses, for a JWT refused while
-young (the authorization server's clock may be behind: see
+never signs or verifies them (it reads a JWT's time claims only, unverified, to know
+how long a refusal stands: :func:`~mcp_sansio._oauth_grants.jwt_times`). A refusal
+that stands (an ``AssertionRefusal``) is remembered by the :class:`~mcp_trio.OAuth`,
+for all its clients (:class:`Refusals`): the same JWT (a string, or what a callable
+returns again; an ID-JAG the IdP hands out again) is then refused at once, with no
+request, so that a session's later requests do not present it again and again; until
+the refusal lapses, for a JWT refused (``invalid_grant``) while young (the
+authorization server's clock may be behind: see
 :class:`~mcp_sansio._oauth_grants.AssertionRefusal`). Every
 request goes through the flow's ``fetch``: https (http to loopback only for a server on
 loopback), bounded in time and size.
@@ -195,6 +197,13 @@ class Refusals:
         )
         if refusal is not None:
             kept.move_to_end(refusal)  # (used again: the last to be forgotten)
+            if refusal.lapses_at is not None:
+                raise OAuthError(
+                    f"the {what} was refused ({refusal.error}) while young, and is not "
+                    f"presented again for {refusal.lapses_at - now:.0f} s (the authorization "
+                    "server's clock may be behind)",
+                    error=refusal.error,
+                )
             raise OAuthError(
                 f"the {what} was refused ({refusal.error}) and is not presented again: "
                 "configure a new one",

@@ -384,3 +384,15 @@ def test_a_refusal_of_a_young_jwt_lapses(claims: dict[str, float] | None, lapses
         "invalid_grant", status=400, assertion=assertion, resource=None, scope=None
     )
     assert plain is not None and plain.lapses_at is None and plain == refusal
+
+
+@pytest.mark.parametrize(
+    "error", ["unauthorized_client", "unsupported_grant_type", "invalid_client", "invalid_scope"]
+)
+def test_only_an_invalid_grant_refusal_of_a_young_jwt_lapses(error: str) -> None:
+    # RFC 7523 section 3.1: a JWT outside its time window is refused with invalid_grant;
+    # a refusal of the client, the grant type or the scope says nothing of the clocks.
+    refusal = AssertionRefusal.of(
+        error, status=400, assertion=_jws({"iat": NOW}), resource=RESOURCE, scope=None, now=NOW
+    )
+    assert refusal is not None and refusal.lapses_at is None

@@ -733,3 +733,49 @@ async def test_a_jwt_refused_when_expired_or_old_is_never_presented_again(
         with pytest.raises(OAuthError, match="not presented again"):
             await auth.authorize(fake.url)
     assert len(fake.token_requests) == 1
+
+
+@pytest.mark.parametrize(
+    "error", ["unauthorized_client", "unsupported_grant_type", "invalid_scope"]
+)
+async def test_a_young_jwt_refused_for_another_reason_than_the_clock_stays_held_back(
+    nursery: trio.Nursery, error: str
+) -> None:
+    clock = Clock()
+    assertion = jwt(iat=clock.now, exp=clock.now + 3600)
+    fake = await start_fake(nursery, grant_error=error)
+    fake.assertions = {assertion}
+    auth = OAuth(
+        workload_identity=WorkloadIdentity(assertion=assertion, issuer=fake.issuer), clock=clock
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)
+        for _ in range(5):
+            clock.now += 60
+            with pytest.raises(OAuthError, match="not presented again: configure a new one"):
+                await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 1
+
+
+async def test_a_second_refusal_of_a_young_jwt_stands_for_another_minute(
+    nursery: trio.Nursery,
+) -> None:
+    clock = Clock()
+    assertion = jwt(iat=clock.now, exp=clock.now + 3600)
+    fake = await start_fake(nursery, grant_error="invalid_grant")
+    fake.assertions = {assertion}
+    auth = OAuth(
+        workload_identity=WorkloadIdentity(assertion=assertion, issuer=fake.issuer), clock=clock
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)  # refused at t0: lapses at t0+60
+        clock.now += 60
+        with pytest.raises(OAuthError, match="not retried"):
+            await auth.authorize(fake.url)  # presented again, refused: lapses at t0+120
+        clock.now += 1
+        # Held back, and the message says for how long (not "never").
+        with pytest.raises(OAuthError, match=r"while young, and is not presented again for 59 s"):
+            await auth.authorize(fake.url)
+    assert len(fake.token_requests) == 2
