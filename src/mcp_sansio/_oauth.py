@@ -265,7 +265,9 @@ def protected_resource_metadata_urls(
     """Where to look for the server's protected-resource metadata, in order: the
     challenge's ``resource_metadata``, then the path-based well-known URL, then the
     root one (``2026-07-28/basic/authorization/authorization-server-discovery``,
-    "Protected Resource Metadata Discovery Requirements")."""
+    "Protected Resource Metadata Discovery Requirements"). A WebSocket server's are its
+    ``http(s)`` twin's (:func:`websocket_http_url`)."""
+    server_url = websocket_http_url(server_url)
     origin = _origin(server_url)
     urls: list[str] = []
     if challenge is not None and challenge.resource_metadata:
@@ -320,9 +322,9 @@ _WEBSOCKET_SCHEMES: Final = {"ws": "http", "wss": "https"}
 
 
 def websocket_http_url(url: str) -> str:
-    """The ``http(s)`` URL of a ``ws(s)`` one (anything else as it is): what OAuth
-    discovery starts from, and the resource a WebSocket server's protected-resource
-    metadata names (``ws``/``wss`` there are taken as the same resource)."""
+    """The ``http(s)`` URL of a ``ws(s)`` one (anything else as it is): where OAuth
+    discovery looks for a WebSocket server's protected-resource metadata, and a name of
+    its resource (see :func:`resource_matches`)."""
     parts = urlsplit(url)
     scheme = _WEBSOCKET_SCHEMES.get(parts.scheme.lower())
     return url if scheme is None else urlunsplit(parts._replace(scheme=scheme))
@@ -331,7 +333,6 @@ def websocket_http_url(url: str) -> str:
 def _norm_origin(url: str) -> tuple[str, str, int | None, str]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    scheme = _WEBSOCKET_SCHEMES.get(scheme, scheme)
     port = parts.port or {"http": 80, "https": 443}.get(scheme)
     return scheme, (parts.hostname or "").lower(), port, parts.path
 
@@ -341,8 +342,15 @@ def resource_matches(resource: str, server_url: str) -> bool:
     same origin (scheme and host in any case, default ports elided), and the server's
     path equal to, or below, the resource's path (a root resource covers ``/mcp``).
     RFC 9728 section 3.3 and ``2026-07-28`` authorization: a client refuses metadata for
-    another resource, which is how a server cannot make us ask for tokens elsewhere."""
+    another resource, which is how a server cannot make us ask for tokens elsewhere.
+
+    For a WebSocket server (a ``ws``/``wss`` ``server_url``) the resource may name it
+    by its URL or by the ``http(s)`` twin (:func:`websocket_http_url`); for any other
+    server the schemes must be the same (an ``https`` server's metadata never names a
+    ``wss`` resource)."""
     try:
+        if urlsplit(server_url).scheme.lower() in _WEBSOCKET_SCHEMES:
+            resource, server_url = websocket_http_url(resource), websocket_http_url(server_url)
         r_scheme, r_host, r_port, r_path = _norm_origin(resource)
         s_scheme, s_host, s_port, s_path = _norm_origin(server_url)
     except ValueError:

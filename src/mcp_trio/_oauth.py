@@ -6,8 +6,9 @@ The rules are :mod:`mcp_sansio._oauth`'s; this module only moves their bytes and
 :class:`OAuth` is what the user configures (how the user agent is sent to the
 authorization server, the client's identity, storage); each HTTP client binds it to its
 server URL as an :class:`Authorizer`, which the channel consults (a WebSocket client
-binds it to the ``http(s)`` twin of its URL and consults it at the opening handshake
-only, as for one request: :func:`mcp_trio._websocket.open_websocket_client`):
+consults it at the opening handshake only, as for one request, and the connections to
+one URL share one, so that a new connection starts with the token of the last:
+:func:`mcp_trio._websocket.open_websocket_client`):
 
 * before each request is framed, for the ``Authorization`` value (the current token);
 * before every POST, to refresh a token that has expired when a refresh token exists
@@ -67,6 +68,7 @@ import logging
 import secrets
 import ssl
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
@@ -98,7 +100,6 @@ from mcp_sansio._oauth import (
     select_authorization_server,
     select_scope,
     token_request,
-    websocket_http_url,
 )
 from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 
@@ -430,6 +431,10 @@ class OAuth:
         self._grant: Final = grant
         # Assertions refused for good, for every client of this OAuth.
         self._refusals: Final = _refusals() if grant in _ASSERTION_GRANTS else None
+        # The Authorizer of each WebSocket URL, shared by its connections (a new one
+        # has the token of the last, refreshed before its handshake if need be): the
+        # last _MAX_WEBSOCKET_SERVERS used.
+        self._websocket_authorizers: Final[OrderedDict[str, Authorizer]] = OrderedDict()
 
     def bind(
         self, server_url: str, *, legacy_fallback: Callable[[], bool] | None = None
@@ -439,6 +444,18 @@ class OAuth:
         ``legacy_fallback`` says whether the session may be a ``2025-03-26`` one (see
         :class:`Authorizer`); by default it may."""
         return Authorizer(self, server_url, legacy_fallback=legacy_fallback)
+
+    def _websocket_authorizer(self, url: str) -> Authorizer:
+        """The :class:`Authorizer` of the WebSocket server at ``url`` (``ws(s)://``),
+        shared by its connections: made, or the least recently used of
+        ``_MAX_WEBSOCKET_SERVERS`` forgotten, if need be."""
+        found = self._websocket_authorizers.pop(url, None)
+        if found is None:
+            found = self.bind(url)
+        self._websocket_authorizers[url] = found
+        if len(self._websocket_authorizers) > _MAX_WEBSOCKET_SERVERS:
+            self._websocket_authorizers.popitem(last=False)
+        return found
 
     async def authorize(self, server_url: str, *, legacy_fallback: bool = False) -> None:
         """Authorize for the server at ``server_url`` now, before connecting.
@@ -470,15 +487,18 @@ class OAuth:
             trio.TooSlowError: over ``authorize_timeout`` (or ``timeout`` for one
                 request to the server or the authorization server).
         """
-        if server_url[:6].lower().startswith(("ws://", "wss://")):
-            # A WebSocket server: the probe is a handshake without a token, and the
-            # resource its http(s) twin (see open_websocket_client's auth).
+        if _is_websocket(server_url):
+            # A WebSocket server: the probe is a handshake without a token; the token
+            # goes to the Authorizer its connections share (see open_websocket_client).
             from ._websocket import probe_handshake  # noqa: PLC0415 (WebSocket users only)
 
-            authorizer = self.bind(websocket_http_url(server_url), legacy_fallback=lambda: False)
-            refusal = await probe_handshake(
-                server_url, ssl_context=self.ssl_context, timeout=self.timeout
-            )
+            try:
+                refusal = await probe_handshake(
+                    server_url, ssl_context=self.ssl_context, timeout=self.timeout
+                )
+            except ValueError as exc:  # (a malformed URL)
+                raise OAuthError(f"the server URL is not valid: {exc}") from exc
+            authorizer = self._websocket_authorizer(server_url)
             challenge = None
             if refusal is not None:
                 found = authorizer.challenge_of(*refusal)
@@ -492,6 +512,18 @@ class OAuth:
             )
             return
         await authorizer.challenged(401, challenge, None)
+
+
+_MAX_WEBSOCKET_SERVERS: Final = 16
+"""How many WebSocket servers' :class:`Authorizer` an :class:`OAuth` keeps."""
+
+
+def _is_websocket(url: str) -> bool:
+    return url[:6].lower().startswith(("ws://", "wss://"))
+
+
+def _never() -> bool:
+    return False
 
 
 def _refusals() -> Refusals:
@@ -560,6 +592,11 @@ class Authorizer:
         self.metadata: AuthorizationServerMetadata | None = None
         self.client: ClientCredentials | None = None
         self._legacy_fallback = legacy_fallback if legacy_fallback is not None else _always
+        if _is_websocket(server_url):
+            # No 2025-03-26 fallback (the server's origin as its authorization server):
+            # that revision's rule is for its HTTP transport; this one has the
+            # metadata, found at the http(s) twin of its URL, or nothing.
+            self._legacy_fallback = _never
         # An assertion grant's client is only ever the configured one (none for a
         # workload without one): never registered, nor kept from a refresh.
         self._assertion = oauth._grant in _ASSERTION_GRANTS

@@ -403,11 +403,9 @@ async def _authorized_handshake(
         SessionClosed: refused for good (the last refusal), or the authorization
             failed (its ``OAuthError``, or ``trio.TooSlowError``, as the cause).
     """
-    from mcp_sansio._oauth import OAuthError, websocket_http_url  # noqa: PLC0415 (for OAuth users only)
+    from mcp_sansio._oauth import OAuthError  # noqa: PLC0415 (for OAuth users only)
 
-    # No 2025-03-26 fallback (the server's origin as its authorization server): that
-    # revision's rule is for its HTTP transport; this one has the metadata, or nothing.
-    authorizer = auth.bind(websocket_http_url(url), legacy_fallback=lambda: False)
+    authorizer = auth._websocket_authorizer(url)  # (shared by the URL's connections)
     rounds = 0
     while True:
         await authorizer.ready()  # (an expired token refreshed first, if it can be)
@@ -547,12 +545,13 @@ async def open_websocket_client(
         auth: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`), as for HTTP: a
             handshake refused with ``401`` (or ``403`` ``insufficient_scope``) and a
             ``WWW-Authenticate`` challenge starts discovery and authorization (the
-            server's resource is the ``http(s)`` twin of ``url``: its
-            protected-resource metadata is found there, or where the challenge
-            says), then the handshake is made again with the token, at most
-            ``max_authorizations`` times. An expired token is refreshed before a
-            handshake. The server checks the token at the handshake only: the
-            connection outlives it; a new connection refreshes it.
+            server's protected-resource metadata is found at the ``http(s)`` twin
+            of ``url``, or where the challenge says; its ``resource`` may name
+            either), then the handshake is made again with the token, at most
+            ``max_authorizations`` times. The connections of one ``auth`` to one
+            ``url`` share its token (the last 16 URLs): a new connection's first
+            handshake carries it, refreshed first if it has expired. The server
+            checks the token at the handshake only: the connection outlives it.
         handlers: handlers for the server's requests and notifications.
         config: runtime bounds, message size, pings.
         connection_config: the client core's configuration.

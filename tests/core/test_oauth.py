@@ -149,12 +149,15 @@ def test_authorization_server_metadata_urls_in_the_spec_order() -> None:
         ("mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
         ("https://mcp.example.com:bad/mcp", "https://mcp.example.com/mcp", False),
         # A WebSocket server's resource: its ws(s) URL or its http(s) twin, the same.
-        ("wss://mcp.example.com/mcp", "https://mcp.example.com/mcp", True),
-        ("WSS://mcp.example.com:443", "https://mcp.example.com/mcp", True),
+        ("wss://mcp.example.com/mcp", "wss://mcp.example.com/mcp", True),
         ("https://mcp.example.com/mcp", "wss://mcp.example.com/mcp", True),
-        ("ws://mcp.example.com/mcp", "http://mcp.example.com:80/mcp", True),
-        ("ws://mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
-        ("wss://mcp.example.com/mcp", "http://mcp.example.com/mcp", False),
+        ("HTTPS://mcp.example.com:443", "WSS://mcp.example.com/mcp", True),
+        ("http://mcp.example.com/mcp", "ws://mcp.example.com:80/mcp", True),
+        ("https://mcp.example.com/mcp", "ws://mcp.example.com/mcp", False),
+        ("http://mcp.example.com/mcp", "wss://mcp.example.com/mcp", False),
+        # An HTTP server's is never a ws(s) one (RFC 9728 section 3.3: identical).
+        ("wss://mcp.example.com/mcp", "https://mcp.example.com/mcp", False),
+        ("ws://mcp.example.com/mcp", "http://mcp.example.com/mcp", False),
     ],
 )
 def test_resource_matches(resource: str, server: str, match: bool) -> None:
@@ -805,3 +808,21 @@ def test_which_answers_ask_for_authorization() -> None:
 )
 def test_the_http_twin_of_a_websocket_url(url: str, twin: str) -> None:
     assert websocket_http_url(url) == twin
+
+
+def test_a_websocket_servers_metadata_is_looked_for_at_its_http_twin() -> None:
+    assert protected_resource_metadata_urls("wss://mcp.example.com/ws/mcp", None) == [
+        "https://mcp.example.com/.well-known/oauth-protected-resource/ws/mcp",
+        "https://mcp.example.com/.well-known/oauth-protected-resource",
+    ]
+
+
+def test_a_redirect_to_the_websocket_twin_of_the_redirect_uri_is_refused() -> None:
+    metadata = AuthorizationServerMetadata.fallback("http://127.0.0.1:9000")
+    with pytest.raises(OAuthError, match="did not arrive at the redirect URI"):
+        parse_authorization_response(
+            "ws://127.0.0.1:8123/cb?code=x&state=s",
+            state="s",
+            metadata=metadata,
+            redirect_uri="http://127.0.0.1:8123/cb",
+        )

@@ -46,6 +46,7 @@ class WsSetup:
     heads: list[HttpRequest] = attrs.field(factory=list)  # what the hook saw
     required_scopes: str = "mcp"  # what the server asks of a token (may change)
     accepted: list[str] = attrs.field(factory=list)
+    prm: bool = True  # whether the metadata is served
 
 
 async def start_ws(
@@ -65,7 +66,7 @@ async def start_ws(
     async def route(
         method: str, target: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        if method == "GET" and target == PRM_PATH:
+        if method == "GET" and target == PRM_PATH and setup.prm:
             prm = ProtectedResourceMetadata(
                 resource=setup.resource, authorization_servers=[asrv.issuer]
             )
@@ -137,8 +138,8 @@ async def test_the_hook_sees_the_handshake_as_an_http_request(nursery: trio.Nurs
 async def test_a_stored_token_serves_the_next_connection_and_is_refreshed(
     nursery: trio.Nursery,
 ) -> None:
-    # A new connection (a reconnect) finds the token in the storage at its first 401;
-    # expired, it is refreshed there, and the user is not asked again.
+    # A new connection (a reconnect) starts with the token of the last: expired, it is
+    # refreshed before the first handshake, and the user is not asked again.
     time = FakeTime()
     s = await start_ws(
         nursery,
@@ -158,6 +159,8 @@ async def test_a_stored_token_serves_the_next_connection_and_is_refreshed(
     grants = [t["grant_type"] for t in s.asrv.token_requests]
     assert grants == ["authorization_code", "refresh_token"]
     assert len(set(s.accepted)) == 2
+    # Each connection's handshakes: none refused for want of a (fresh) token.
+    assert [h.header("authorization") is not None for h in s.heads] == [False, True, True]
 
 
 async def test_a_token_the_server_keeps_refusing_fails_the_connection(
@@ -209,7 +212,7 @@ def test_the_host_header_has_the_port_unless_it_is_the_default(
 
 async def test_authorize_before_connecting_to_a_websocket_server(nursery: trio.Nursery) -> None:
     # OAuth.authorize probes with a handshake (not an HTTP POST, which a WebSocket
-    # server cannot answer); the client then finds the token at its first 401.
+    # server cannot answer); the client's first handshake then carries the token.
     s = await start_ws(nursery)
     auth = oauth()
     with trio.fail_after(IO_TIMEOUT):
@@ -218,6 +221,7 @@ async def test_authorize_before_connecting_to_a_websocket_server(nursery: trio.N
         async with open_client(s.url, auth=auth) as client:
             assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
     assert len(s.asrv.authorizations) == 1
+    assert [h.header("authorization") is not None for h in s.heads] == [False, True]
 
 
 async def test_authorize_a_websocket_server_that_needs_no_token(nursery: trio.Nursery) -> None:
@@ -235,8 +239,16 @@ async def test_authorize_a_websocket_server_that_does_not_answer(nursery: trio.N
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="protected-resource"):
+    # (Looked for at the http twin: a ws:// metadata URL would be refused as such.)
+    twin = rf"GET http://127\.0\.0\.1:{port}/\.well-known/oauth-protected-resource/mcp"
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match=twin):
         await oauth().authorize(f"ws://127.0.0.1:{port}/mcp")
+
+
+@pytest.mark.parametrize("url", ["ws:///mcp", "wss://[::1/mcp", "ws://h:bad/mcp"])
+async def test_authorize_a_malformed_websocket_url(url: str) -> None:
+    with pytest.raises(OAuthError, match="not valid"):
+        await oauth().authorize(url)
 
 
 async def test_a_403_insufficient_scope_at_the_handshake_steps_up(nursery: trio.Nursery) -> None:
@@ -250,4 +262,52 @@ async def test_a_403_insufficient_scope_at_the_handshake_steps_up(nursery: trio.
         s.required_scopes = "files:write mcp"
         async with open_client(s.url, auth=auth) as client:
             assert (await client.call_tool("whoami", {})).text == "alice ['files:write', 'mcp']"
-    assert [a["scope"] for a in s.asrv.authorizations] == ["mcp", "files:write mcp"]
+    scopes = [set(a["scope"].split()) for a in s.asrv.authorizations]
+    assert scopes == [{"mcp"}, {"files:write", "mcp"}]
+    # The second connection's first handshake carried the token: refused with 403.
+    assert [h.header("authorization") is not None for h in s.heads[2:]] == [True, True]
+
+
+async def test_a_websocket_server_without_metadata_has_no_legacy_fallback(
+    nursery: trio.Nursery,
+) -> None:
+    # 2025-03-26's rule (the server's origin as its authorization server) is for its
+    # HTTP transport: a WebSocket server has the metadata, or no authorization.
+    s = await start_ws(nursery)
+    s.prm = False
+    with (
+        trio.fail_after(IO_TIMEOUT),
+        pytest.raises(SessionClosed, match="publishes no protected-resource metadata"),
+    ):
+        async with open_client(s.url, auth=oauth()):
+            pass  # pragma: no cover
+    assert s.asrv.authorizations == []
+
+
+async def test_max_authorizations_bounds_the_handshake_rounds(nursery: trio.Nursery) -> None:
+    # A server that asks for one more scope at each handshake (403 insufficient_scope):
+    # max_authorizations rounds, then the refusal is the answer.
+    s = await start_ws(nursery)
+
+    class Bumping(list[HttpRequest]):
+        def append(self, head: HttpRequest) -> None:
+            super().append(head)
+            if head.header("authorization") is not None:
+                s.required_scopes = f"{s.required_scopes} x{len(self)}"
+
+    s.heads = Bumping()
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed, match="403"):
+        async with open_client(s.url, auth=oauth(max_authorizations=2)):
+            pass  # pragma: no cover
+    assert len(s.asrv.authorizations) == 2
+    assert len(s.heads) == 3
+
+
+def test_an_oauth_keeps_the_authorizers_of_the_last_16_websocket_urls() -> None:
+    auth = oauth()
+    first = auth._websocket_authorizer("ws://127.0.0.1:1/mcp")
+    assert auth._websocket_authorizer("ws://127.0.0.1:1/mcp") is first
+    for port in range(2, 18):
+        auth._websocket_authorizer(f"ws://127.0.0.1:{port}/mcp")
+    assert len(auth._websocket_authorizers) == 16
+    assert auth._websocket_authorizer("ws://127.0.0.1:1/mcp") is not first
