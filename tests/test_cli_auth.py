@@ -38,6 +38,7 @@ from mcp_trio._cli_util import UsageError
 from .trio.test_http_support import served_in_thread
 from .trio.test_oauth import start_fake
 from .trio.test_oauth_e2e import Setup, start
+from .trio.test_oauth_websocket import start_ws
 
 
 @pytest.fixture
@@ -291,6 +292,18 @@ def test_with_no_home_directory_only_the_default_token_store_fails(
     assert default_token_store() == tmp_path / "mcp-trio" / "oauth.json"
 
 
+def test_oauth_authorizes_at_a_websocket_server(
+    browser: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with served_in_thread(start_ws) as protected:
+        argv = ["call", protected.url, "whoami", "--oauth", "--redirect-port", "0"]
+        assert main([*argv, "--token-store", "none"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip() == "alice ['mcp']"
+    assert len(browser) == 1 and len(protected.asrv.authorizations) == 1
+    # authorize() before connecting: the first handshake of the session has the token.
+    assert [h.header("authorization") is not None for h in protected.heads] == [False, True]
+
+
 def test_the_help_says_which_values_other_users_see(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["call", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
@@ -301,7 +314,6 @@ def test_the_help_says_which_values_other_users_see(capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize(
     ("target", "fragment"),
     [
-        ("ws://127.0.0.1:9/mcp", "for http(s):// targets"),
         ("python -c pass", "are for URL targets"),
     ],
 )

@@ -1,9 +1,10 @@
-"""How ``mcp-trio list``/``call`` authorize to an HTTP server: a static bearer token, or
-OAuth 2.1 (interactive through the browser, or the client credentials grant).
+"""How ``mcp-trio list``/``call`` authorize to an HTTP or WebSocket server: a static
+bearer token, or OAuth 2.1 (interactive through the browser, or the client credentials
+grant).
 
 This module is imported at start-up for its :class:`AuthOptions` only: the OAuth
 binding (h11, the loopback receiver, the file store) is imported by :func:`client_auth`,
-for an HTTP target that asks for it.
+for a URL target that asks for it.
 """
 
 from __future__ import annotations
@@ -149,11 +150,12 @@ def client_auth(
     """The ``auth=`` and the headers for a client of ``url``.
 
     Raises:
-        UsageError: an OAuth flag for a target that is not ``http(s)://``, a second
-            ``Authorization``, or no home directory for the default token store.
+        UsageError: an OAuth flag for a target that is not ``http(s)://`` or
+            ``ws(s)://``, a second ``Authorization``, or no home directory for the
+            default token store.
     """
     headers = dict(headers)
-    is_http = url.lower().startswith(("http://", "https://"))
+    is_url = url.lower().startswith(("http://", "https://", "ws://", "wss://"))
     if (options.bearer is not None or options.uses_oauth) and any(
         name.lower() == "authorization" for name in headers
     ):
@@ -163,11 +165,8 @@ def client_auth(
         return None, headers
     if not options.uses_oauth:
         return None, headers
-    if not is_http:
-        raise UsageError(
-            "--oauth and --client-* are for http(s):// targets (a WebSocket server takes a "
-            "static token: --bearer)"
-        )
+    if not is_url:
+        raise UsageError("--oauth and --client-* are for http(s):// and ws(s):// targets")
     # Before anything is bound or imported: a usage error is the first thing to say.
     # With --redirect-port 0, a new redirect URI at each run: what a file kept would
     # never serve again (a registration is for its redirect URI), and each run would
