@@ -27,7 +27,6 @@ the token response is read by :func:`~mcp_sansio.parse_token_response`.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 from typing import Final, final
@@ -35,6 +34,7 @@ from typing import Final, final
 import attrs
 
 from ._json import JSONDecodeError, loads
+from ._modern import _b64decode  # (base64url without padding, as a JWS has it)
 from ._oauth import (
     _TOKEN_CHARS,
     OFFLINE_ACCESS,
@@ -159,7 +159,7 @@ def jwt_times(assertion: str) -> JwtTimes | None:
     if len(parts) != 3 or len(parts[1]) > _MAX_CLAIMS_PART:
         return None
     try:
-        payload = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        payload = _b64decode(parts[1])
         claims = loads(payload)
     except (binascii.Error, ValueError, JSONDecodeError):
         return None
