@@ -256,7 +256,17 @@ def test_a_legacy_server_without_resource_metadata_is_authorized_at_its_origin(
 ) -> None:
     # 2025-03-26: no metadata.
     with served_in_thread(partial(start_fake, no_prm=True)) as fake:
-        argv = ["list", fake.url, "tools", "--oauth", "--token-store", "none"]
+        # (port 0: the default port is one for the whole machine, and test runs share it)
+        argv = [
+            "list",
+            fake.url,
+            "tools",
+            "--oauth",
+            "--redirect-port",
+            "0",
+            "--token-store",
+            "none",
+        ]
         for era in ("legacy", "auto"):
             assert main([*argv, "--era", era]) == 0, capsys.readouterr().err
             assert "echo" in capsys.readouterr().out
