@@ -35,6 +35,7 @@ and the modern era's ``requestState`` is sealed for it (``Connection(principal=.
 
 from __future__ import annotations
 
+import math
 import re
 import types
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -84,6 +85,16 @@ def scope_set(value: str | Iterable[str]) -> frozenset[str]:
     return frozenset(value.split() if isinstance(value, str) else value)
 
 
+def _expiry(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expires_at is seconds since the epoch (a number), not {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"expires_at must be finite, not {value!r}")
+    return float(value)
+
+
 def _strings(value: Iterable[str]) -> tuple[str, ...]:
     if isinstance(value, str):  # (a tuple of its characters, else)
         raise TypeError(f"a list of strings is expected, not the string {value!r}")
@@ -111,9 +122,11 @@ class Principal:
         factory=dict, converter=_frozen_mapping, eq=False, repr=False
     )
     """Whatever else the verifier extracted (claims, client id, expiry), read-only."""
-    expires_at: float | None = attrs.field(default=None, eq=False)
+    expires_at: float | None = attrs.field(default=None, eq=False, converter=_expiry)
     """When the token stops being valid, in seconds since the epoch (its ``exp``), if
-    the verifier says. A stream authenticated once at its start (a legacy ``GET``
+    the verifier says: a finite number (an ``int`` is taken as a ``float``; anything
+    else, a ``datetime`` included, is a ``TypeError``, NaN or an infinity a
+    ``ValueError``). A stream authenticated once at its start (a legacy ``GET``
     stream) ends then, resumably, so that the client reconnects with a fresh token;
     ``None``: it lasts as long as the client keeps it."""
 

@@ -154,6 +154,7 @@ from ._jsonrpc import (
     Response,
     classify,
     decode,
+    error_response,
     is_request_id,
 )
 from ._modern import CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SUBSCRIPTIONS_LISTEN_METHOD
@@ -592,6 +593,11 @@ def _fail(
     return json_response(status, body, headers)
 
 
+def _is_request(item: Any) -> bool:
+    """Whether a decoded body item looks like a request (what a scope check asks about)."""
+    return type(item) is dict and type(item.get("method")) is str and is_request_id(item.get("id"))
+
+
 _RETRY_SOON: Final = ((b"retry-after", b"1"),)
 """A 503 for a bound reached says when to try again (RFC 9110 Retry-After, seconds)."""
 _MAX_SEQ: Final = 2**63
@@ -890,19 +896,32 @@ class HttpServer:
                 method = item.get("method") if type(item) is dict else None
                 if type(method) is not str or not is_request_id(item.get("id")):
                     continue  # notifications, answers and junk: the core deals with them
-                params = item.get("params")
-                needed.update(
-                    scope_set(hook(who, method, params if type(params) is dict else None))
-                )
                 ids.append(item["id"])
+                params = item.get("params")
+                scopes = hook(who, method, params if type(params) is dict else None)
+                if scopes:
+                    needed.update(scope_set(scopes))
+            if not needed:
+                return None  # (the usual case: nothing to check)
             metadata = self.config.resource_metadata
             error = insufficient_scope(
                 who, needed, resource_metadata=None if metadata is None else metadata.url
             )
             return None if error is None else insufficient_scope_response(error, ids, batch=batch)
         except Exception:  # the deployer's hook failed (or named no scope token, or the
-            # metadata URL has what a challenge cannot carry): a failed check is no pass
-            return _fail(500, "Internal error", ErrorCode.INTERNAL_ERROR)
+            # metadata URL has what a challenge cannot carry): a failed check is no pass.
+            # Every request read is answered, under its id (one POST, one status).
+            internal = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
+            ids = [item["id"] for item in items if _is_request(item)]
+            answers = [error_response(rid, internal) for rid in ids]
+            if batch:
+                return json_response(500, dumps(answers))
+            return _fail(
+                500,
+                "Internal error",
+                ErrorCode.INTERNAL_ERROR,
+                request_id=ids[0] if ids else None,
+            )
 
     def _is_modern(self, request: HttpRequest, obj: Any) -> bool:
         if not self._legacy_versions:
@@ -1197,7 +1216,13 @@ class HttpServer:
                 return Reply(decision=_fail(400, f"Invalid Request: {why}"))
         refused = self._scope_refusal(who, items, batch)
         if refused is not None:
-            return Reply(decision=refused)
+            # Only the requests are refused: the batch's answers (to our requests) and
+            # notifications still reach the session, else a server request would hang.
+            others = [item for item in items if not _is_request(item)]
+            if not others:
+                return Reply(decision=refused)
+            fed = self._feed_session(session, request, others, batch, now)
+            return Reply(decision=refused, events=fed.events)
         return self._feed_session(session, request, items, batch, now)
 
     def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:

@@ -221,7 +221,10 @@ def test_a_2025_03_26_batch_is_refused_whole_in_one_challenge() -> None:
     refused = srv.handle_request(req(body=batch, **headers), now=1, principal=READER)
     # Every scope of every request in one challenge; every request answered the error.
     _assert_refused(refused.decision, "files:read files:write", [1, 2, 3])
-    assert refused.events == ()
+    # Only the requests are refused: the notification still reaches the session.
+    assert [type(e.event).__name__ for e in refused.events if isinstance(e, ServerEvent)] == [
+        "NotificationReceived"
+    ]
     served = srv.handle_request(req(body=batch, **headers), now=2, principal=WRITER)
     ids = [
         e.event.request_id
@@ -229,6 +232,32 @@ def test_a_2025_03_26_batch_is_refused_whole_in_one_challenge() -> None:
         if isinstance(e, ServerEvent) and isinstance(e.event, RequestReceived)
     ]
     assert ids == [1, 2, 3]
+
+
+def test_a_refused_batch_still_delivers_the_answer_to_a_server_request() -> None:
+    srv = _server(versions=("2025-03-26",))
+    sid = _legacy_session(srv, "2025-03-26")
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    rid = conn.send_request("roots/list", now=0.0, timeout=60.0)
+    srv.data_to_send()
+    batch = [{"jsonrpc": "2.0", "id": rid, "result": {"roots": []}}, _call(2, "write")]
+    refused = srv.handle_request(
+        req(body=batch, **in_session(sid, "2025-03-26")), now=1, principal=READER
+    )
+    _assert_refused(refused.decision, "files:write", [2])
+    assert conn.pending_requests() == ()  # answered, not left to time out
+    assert [type(e.event).__name__ for e in refused.events if isinstance(e, ServerEvent)] == [
+        "ResultReceived"
+    ]
+
+
+def test_nothing_needed_is_never_checked() -> None:
+    # A principal with no scope at all passes when the hook asks for none (and the
+    # check is skipped: no challenge is built for an empty need).
+    srv = _server()
+    reply = _modern_call(srv, "read", Principal(subject="nobody"))
+    assert isinstance(reply.decision, AwaitResponse)
 
 
 def test_without_resource_metadata_the_challenge_names_none() -> None:
@@ -248,8 +277,29 @@ def test_a_failing_hook_refuses_the_request(bad: Any) -> None:
     srv = make_server(era="modern", required_scopes=hook)
     reply = _modern_call(srv, "write", READER)
     assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 500
-    assert loads(reply.decision.body)["error"]["code"] == ErrorCode.INTERNAL_ERROR
+    body = loads(reply.decision.body)
+    assert body["error"]["code"] == ErrorCode.INTERNAL_ERROR
+    assert body["id"] == 1  # (basic/index: an error answer carries the request's id)
     assert reply.events == ()
+
+
+def test_a_failing_hook_answers_each_request_of_a_batch_under_its_id() -> None:
+    def hook(principal: Principal, method: str, params: Any) -> Any:
+        raise RuntimeError("bug")
+
+    srv = make_server(required_scopes=hook, versions=("2025-03-26",))
+    sid = _legacy_session(srv, "2025-03-26")
+    batch = [_call(1, "read"), note("notifications/roots/list_changed"), _call("b", "write")]
+    reply = srv.handle_request(
+        req(body=batch, **in_session(sid, "2025-03-26")), now=1, principal=READER
+    )
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 500
+    answers = loads(reply.decision.body)
+    assert [a["id"] for a in answers] == [1, "b"]
+    assert {a["error"]["code"] for a in answers} == {ErrorCode.INTERNAL_ERROR}
+    assert [type(e.event).__name__ for e in reply.events if isinstance(e, ServerEvent)] == [
+        "NotificationReceived"
+    ]
 
 
 def test_a_metadata_url_no_challenge_can_carry_refuses_with_500() -> None:
