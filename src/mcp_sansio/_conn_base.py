@@ -66,6 +66,13 @@ class _ConnectionBase:
         """Server: the authenticated caller's id (``Principal.subject``), or ``None``.
         The modern era's ``requestState`` is sealed for it and refused for any other
         (mrtr#server-requirements-basic-workflow)."""
+        self.refuse_listen: (
+            Callable[[RequestId, dict[str, Any] | None], ErrorData | None] | None
+        ) = None
+        """Server: ``(request_id, params) -> error or None``, asked about a valid
+        ``subscriptions/listen`` before it is acknowledged (the core serves it; no
+        handler sees it): an error refuses it (e.g. a principal's token lacks the scopes
+        of a resource it names, ``authorization#runtime-insufficient-scope-errors``)."""
         self._lifecycle = LifecycleState.IDLE
         self._era: Era | None = None
         self._version: str | None = None

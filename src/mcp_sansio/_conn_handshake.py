@@ -229,6 +229,11 @@ class _Handshake(_ConnectionBase):
                 err = _tasks.missing_tasks_capability("notifications.taskIds")
                 self._reject(rid, err.code, err.message, events, None, err.data)
                 return
+            refuse = self.refuse_listen
+            refused = None if refuse is None else refuse(rid, params)
+            if refused is not None:  # (before the acknowledgement: nothing was honored)
+                self._reject(rid, refused.code, refused.message, events, None, refused.data)
+                return
             # The record of a request the application never sees: the core serves it.
             self._inflight[rid] = RequestReceived(
                 request_id=rid,

@@ -47,7 +47,7 @@ import logging
 import math
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import suppress
 from typing import Any, Final, final
 
@@ -66,6 +66,9 @@ from mcp_sansio.http import (
     HttpServer,
     HttpServerConfig,
     OpenStream,
+    Principal,
+    RequiredScopes,
+    scope_set,
 )
 
 from ._config import SessionConfig, with_wall_clock
@@ -485,11 +488,13 @@ class _Connection:
             await self._respond(decision, close=not complete)
             return complete
         slot = endpoint.open_response(decision.stream_id)
-        if request.method == "GET" and principal is not None and principal.expires_at is not None:
-            # Authenticated once, at its start: the stream ends (resumably) with its token.
-            left = max(0.0, principal.expires_at - time.time())
-            endpoint.release_at(decision.stream_id, trio.current_time() + left)
-        try:
+        try:  # (from here on, whatever happens closes the slot)
+            expires_at = None if principal is None else principal.expires_at
+            if request.method == "GET" and expires_at is not None:
+                # Authenticated once, at its start: the stream ends (resumably) with
+                # its token.
+                left = max(0.0, expires_at - time.time())
+                endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events, principal)
             gone = await self._stream(decision, slot)
@@ -798,6 +803,27 @@ class _Connection:
                 await self._respond(response, close=True)
 
 
+def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
+    """One ``required_scopes`` for the core: the union of ``hooks``' scopes, and an
+    exception logged here (the core answers it ``500`` and has no logging)."""
+
+    def required_scopes(
+        principal: Principal, method: str, params: dict[str, Any] | None
+    ) -> Collection[str]:
+        try:
+            if len(hooks) == 1:
+                return hooks[0](principal, method, params)
+            needed: set[str] = set()
+            for hook in hooks:
+                needed |= scope_set(hook(principal, method, params))
+            return needed
+        except Exception:
+            logger.exception("required_scopes failed for %r", method)
+            raise
+
+    return required_scopes
+
+
 async def serve_http(
     handlers: Handlers | None,
     *,
@@ -838,8 +864,9 @@ async def serve_http(
             serves only the principal (``subject``) that created it; a modern
             ``requestState`` is accepted only from the principal it was sealed for; a
             request whose principal lacks a scope it needs
-            (``http_config.required_scopes``, by default ``handlers.required_scopes``)
-            is refused ``403 insufficient_scope``. Bounded by
+            (``handlers.required_scopes`` and ``http_config.required_scopes``, both:
+            a request needs the scopes of each) is refused ``403 insufficient_scope``
+            (a failing one is logged and answered ``500``). Bounded by
             ``transport.authenticate_timeout`` (then ``503``); an exception is logged
             and answered ``500``. Serve the Protected Resource Metadata the
             challenges point to with ``http_config.resource_metadata``.
@@ -862,10 +889,19 @@ async def serve_http(
     http_config = http_config if http_config is not None else HttpServerConfig()
     if path is not None:
         http_config = attrs.evolve(http_config, endpoint=path)
-    if http_config.required_scopes is None and handlers is not None:
-        # The scopes the handlers' requests need, checked on the body before any is
-        # served (authorization#runtime-insufficient-scope-errors: a 403 challenge).
-        http_config = attrs.evolve(http_config, required_scopes=handlers.required_scopes)
+    hooks = tuple(
+        hook
+        for hook in (
+            http_config.required_scopes,
+            None if handlers is None else handlers.required_scopes,
+        )
+        if hook is not None
+    )
+    if hooks:
+        # The scopes the handlers' requests need (what a Server's tools declare) and
+        # the config's, together, checked on the body before any is served
+        # (authorization#runtime-insufficient-scope-errors: a 403 challenge).
+        http_config = attrs.evolve(http_config, required_scopes=_scopes_of(hooks))
     if authenticate is not None and http_config.resource_metadata is None:
         # 2026-07-28/basic/authorization#overview: servers MUST serve it; without it a
         # client that is refused cannot find where to get a token.

@@ -52,7 +52,13 @@ if TYPE_CHECKING:
 
     from ._handlers import RequestContext, RequestHandler
 
-__all__ = ["HandlerPool", "call_request_handler", "send_answer", "serve_notification"]
+__all__ = [
+    "HandlerPool",
+    "call_request_handler",
+    "scope_error",
+    "send_answer",
+    "serve_notification",
+]
 
 logger = logging.getLogger("mcp_trio")
 _INTERNAL = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
@@ -213,17 +219,24 @@ class HandlerPool:
             await self._changed.wait()
 
 
-def _scope_error(
-    required_scopes: RequiredScopes, principal: Principal, ctx: RequestContext
+def scope_error(
+    required_scopes: RequiredScopes,
+    principal: Principal,
+    method: str,
+    params: dict[str, Any] | None,
+    request_id: RequestId,
 ) -> ErrorData | None:
     """The refusal of a request whose principal lacks a scope it needs, if so (a
-    failing ``required_scopes`` refuses it too: -32603, logged)."""
-    from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
-
+    failing ``required_scopes`` refuses it too: -32603, logged here, once)."""
     try:
-        return insufficient_scope(principal, required_scopes(principal, ctx.method, ctx.params))
+        needed = required_scopes(principal, method, params)
+        if not needed:
+            return None  # (the usual case: nothing to check)
+        from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
+
+        return insufficient_scope(principal, needed)
     except Exception:
-        logger.exception("required_scopes failed for %r (request %r)", ctx.method, ctx.request_id)
+        logger.exception("required_scopes failed for %r (request %r)", method, request_id)
         return _INTERNAL
 
 
@@ -246,7 +259,7 @@ async def call_request_handler(
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
     principal = ctx.principal
     if required_scopes is not None and principal is not None:
-        refused = _scope_error(required_scopes, principal, ctx)
+        refused = scope_error(required_scopes, principal, method, ctx.params, rid)
         if refused is not None:
             return refused
     try:

@@ -644,6 +644,10 @@ class Registry:
         self.completions: dict[CompletionKey, CompletionEntry] = {}
         self.versions: dict[ListKind, int] = {"tools": 0, "prompts": 0, "resources": 0}
         self._on_change = on_change
+        self.scoped = 0
+        """How many entries declare scopes: none, and :meth:`scopes_for` has nothing to
+        find (a server that declares none pays nothing per request)."""
+        self._scoped_templates = 0
 
     def changed(self, kind: ListKind) -> None:
         """Count a change of ``kind`` (the list is different now)."""
@@ -670,7 +674,14 @@ class Registry:
         if key in table:
             raise ValueError(f"{what} {key!r} is already registered (remove it first)")
         table[key] = entry  # type: ignore[assignment]  # the table of entry's own type
+        self._count_scoped(entry, 1)
         self.changed(kind)
+
+    def _count_scoped(self, entry: Entry, by: int) -> None:
+        if entry.scopes:
+            self.scoped += by
+            if isinstance(entry, TemplateEntry):
+                self._scoped_templates += by
 
     def remove(self, kind: ListKind, key: str) -> None:
         """Remove a tool, prompt, or resource (by URI or template).
@@ -678,16 +689,18 @@ class Registry:
         Raises:
             KeyError: nothing is registered under ``key``.
         """
+        entry: Entry
         if kind == "tools":
-            del self.tools[key]
+            entry = self.tools.pop(key)
         elif kind == "prompts":
-            del self.prompts[key]
+            entry = self.prompts.pop(key)
             self._drop_completions("ref/prompt", key)
         elif key in self.resources:
-            del self.resources[key]
+            entry = self.resources.pop(key)
         else:
-            del self.templates[key]
+            entry = self.templates.pop(key)
             self._drop_completions("ref/resource", key)
+        self._count_scoped(entry, -1)
         self.changed(kind)
 
     def _drop_completions(self, ref_type: str, ref: str) -> None:
@@ -706,10 +719,13 @@ class Registry:
     def scopes_for(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
         """The scopes declared for what a request names: the tool of ``tools/call``, the
         prompt of ``prompts/get``, the resource (or the first template that matches) of
-        ``resources/read`` and ``resources/subscribe``, and the prompt or template whose
-        arguments ``completion/complete`` completes. Nothing for anything else, or for
-        params that name nothing registered (the handler refuses those)."""
-        if not params:
+        ``resources/read`` and ``resources/subscribe``, every resource a modern
+        ``subscriptions/listen`` names in ``notifications.resourceSubscriptions`` (all
+        their scopes together: the stream carries the updates of each), and the prompt
+        or template whose arguments ``completion/complete`` completes. Nothing for
+        anything else, or for params that name nothing registered (the handler refuses
+        those)."""
+        if not params or not self.scoped:
             return frozenset()
         entry: Entry | None = None
         if method == "tools/call":
@@ -718,6 +734,8 @@ class Registry:
             entry = _get(self.prompts, params.get("name"))
         elif method in ("resources/read", "resources/subscribe"):
             entry = self._resource(params.get("uri"))
+        elif method == "subscriptions/listen":
+            return self._listen_scopes(params.get("notifications"))
         elif method == "completion/complete":
             ref = params.get("ref")
             if isinstance(ref, Mapping) and ref.get("type") == "ref/prompt":
@@ -731,8 +749,27 @@ class Registry:
             return None
         if uri in self.resources:
             return self.resources[uri]
+        if not self._scoped_templates:
+            return None  # (no template declares scopes: none to match)
         found = self.find_template(uri)
         return None if found is None else found[0]
+
+    def _listen_scopes(self, notifications: object) -> frozenset[str]:
+        # 2026-07-28 schema, SubscriptionsListenRequest: params.notifications
+        # .resourceSubscriptions is a list of URIs (the core bounds its length).
+        uris = (
+            notifications.get("resourceSubscriptions")
+            if isinstance(notifications, Mapping)
+            else None
+        )
+        if not isinstance(uris, list):
+            return frozenset()
+        needed: set[str] = set()
+        for uri in uris:
+            entry = self._resource(uri)
+            if entry is not None:
+                needed |= entry.scopes
+        return frozenset(needed)
 
 
 def _get(table: Mapping[str, _E], key: object) -> _E | None:

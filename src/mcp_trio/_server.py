@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import logging
 import secrets
 import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
@@ -95,8 +94,6 @@ if TYPE_CHECKING:
 # server starts without them (see benchmarks/coldstart.py).
 
 __all__ = ["Server"]
-
-logger = logging.getLogger("mcp_trio.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -818,15 +815,17 @@ class Server:
         self, principal: Principal, method: str, params: dict[str, Any] | None
     ) -> frozenset[str]:
         """The scopes a request needs: what its tool, resource or prompt declares, and
-        what the server's ``required_scopes`` adds (see ``Handlers.required_scopes``)."""
-        needed = self._registry.scopes_for(method, params)
+        what the server's ``required_scopes`` adds (see ``Handlers.required_scopes``).
+        An exception from the hook propagates: the caller refuses the request and logs
+        it (once)."""
         hook = self._scope_hook
-        if hook is not None and self.handlers().request_handler(method) is not None:
-            try:
-                extra = hook(principal, method, params)
-            except Exception:
-                logger.exception("the server's required_scopes failed for %r", method)
-                raise
+        registry = self._registry
+        if hook is None:  # (a server that declares no scope: nothing to look up)
+            return registry.scopes_for(method, params) if registry.scoped else frozenset()
+        needed = registry.scopes_for(method, params)
+        if method == "subscriptions/listen" or self.handlers().request_handler(method) is not None:
+            # (subscriptions/listen is served by the core, not a handler: asked too.)
+            extra = hook(principal, method, params)
             if extra:
                 from mcp_sansio._http_auth import check_scopes  # noqa: PLC0415 (HTTP only)
 

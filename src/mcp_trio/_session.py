@@ -73,6 +73,7 @@ and their log messages until then; any other end of input drops them.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import math
 from collections import deque
@@ -86,6 +87,7 @@ from mcp_sansio import (
     Connection,
     ConnectionConfig,
     Era,
+    ErrorData,
     ErrorReceived,
     Event,
     HandshakeCompleted,
@@ -116,7 +118,14 @@ from ._errors import (
 )
 from ._errors_base import fresh, refuse_endless_input
 from ._handlers import Handlers, NotificationContext, RequestContext
-from ._pool import HandlerPool, _Running, call_request_handler, send_answer, serve_notification
+from ._pool import (
+    HandlerPool,
+    _Running,
+    call_request_handler,
+    scope_error,
+    send_answer,
+    serve_notification,
+)
 from ._util import is_internal_failure, rearm
 from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
@@ -203,6 +212,8 @@ class Session:
             connection_config = with_wall_clock(connection_config)
         subject = principal.subject if principal is not None else None
         self._conn = Connection(role, connection_config, principal=subject)
+        if principal is not None:  # a modern subscriptions/listen is scope-checked too
+            self._conn.refuse_listen = functools.partial(self._refuse_listen, principal)
         self._channel = channel
         self._handler_nursery = handler_nursery
         self._pool = HandlerPool(
@@ -637,6 +648,17 @@ class Session:
         self._begin_close(reason, graceful=False)
 
     # ------------------------------------------------------------------ reading
+
+    def _refuse_listen(
+        self, principal: Principal, rid: RequestId, params: dict[str, Any] | None
+    ) -> ErrorData | None:
+        """The core's ``refuse_listen``: the scopes of the resources a
+        ``subscriptions/listen`` names (``Handlers.required_scopes``), as for a
+        request a handler serves."""
+        hook = self.handlers.required_scopes
+        if hook is None:
+            return None
+        return scope_error(hook, principal, "subscriptions/listen", params, rid)
 
     async def _read_loop(self) -> None:
         conn = self._conn

@@ -5,7 +5,9 @@ WebSocket (the session goes on), and not checked with no principal (in memory)."
 
 from __future__ import annotations
 
+import datetime
 import logging
+import math
 import socket
 import time
 from functools import partial
@@ -19,6 +21,7 @@ import trio.testing
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     BearerAuth,
+    Handlers,
     HttpServerConfig,
     McpError,
     Principal,
@@ -26,6 +29,7 @@ from mcp_trio import (
     ResourceNotFound,
     Server,
     open_client,
+    serve_http,
 )
 from mcp_trio._websocket import open_websocket_client
 
@@ -177,6 +181,23 @@ async def test_websocket_answers_a_json_rpc_error_and_the_session_goes_on(
             assert (await _refused(session, "completion/complete", complete))["scope"] == (
                 "prompts"
             )
+            complete_note = {
+                "ref": {"type": "ref/resource", "uri": "notes://{id}"},
+                "argument": {"name": "id", "value": "7"},
+            }
+            assert (await _refused(session, "completion/complete", complete_note))["scope"] == (
+                "notes"
+            )
+            if era == "legacy":
+                subscribe = {"uri": "notes://secret"}
+                assert (await _refused(session, "resources/subscribe", subscribe))["scope"] == (
+                    "notes"
+                )
+            else:  # the modern equivalent, refused before it is acknowledged
+                listen = {"notifications": {"resourceSubscriptions": ["a://b", "notes://7"]}}
+                assert (await _refused(session, "subscriptions/listen", listen))["scope"] == (
+                    "notes"
+                )
             # The session goes on: what needs nothing is served.
             result = await session.request(
                 "tools/call", {"name": "read", "arguments": {"path": "a"}}
@@ -201,7 +222,10 @@ async def test_a_failing_policy_refuses_the_request_not_the_session(
                 await session.request("tools/call", {"name": "read", "arguments": {"path": "boom"}})
             assert info.value.error.code == -32603
             await session.request("tools/call", {"name": "read", "arguments": {"path": "ok"}})
-    assert "the server's required_scopes failed for 'tools/call'" in caplog.text
+    failures = [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage() for r in failures] == [
+        "required_scopes failed for 'tools/call' (request 2)"
+    ]  # once, not once per layer
 
 
 # ================================================================== Streamable HTTP
@@ -263,6 +287,108 @@ async def test_http_answers_403_with_the_challenge_before_the_tool_runs(
     answer = loads(refused.body)
     assert answer["id"] == 3 and answer["error"]["code"] == 403
     assert ran == []
+
+
+def _modern_post(method: str, params: dict[str, Any], token: str, name: str | None = None) -> Any:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = dumps({"jsonrpc": "2.0", "id": 5, "method": method, "params": {**params, "_meta": meta}})
+    headers = (
+        *POST_HEADERS,
+        ("authorization", f"Bearer {token}"),
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", method),
+        *((("mcp-name", name),) if name is not None else ()),
+    )
+    return headers, body
+
+
+async def _serve_files(nursery: trio.Nursery, server: Any, **kwargs: Any) -> Any:
+    auth = BearerAuth(verify_token=verify, resource_metadata_url=METADATA.url)
+    http_config = HttpServerConfig(resource_metadata=METADATA, **kwargs)
+    serve = server.serve_http if isinstance(server, Server) else partial(serve_http, server)
+    return await nursery.start(partial(serve, port=0, authenticate=auth, http_config=http_config))
+
+
+async def test_http_config_scopes_add_to_the_declared_ones(nursery: trio.Nursery) -> None:
+    def extra(principal: Principal, method: str, params: Any) -> Any:
+        return "admin" if (params or {}).get("name") == "read" else ()
+
+    handle = await _serve_files(nursery, files_server(), required_scopes=extra)
+    with trio.fail_after(IO_TIMEOUT):
+        # The tool's own scope still counts (the config's hook does not replace it).
+        headers, body = _modern_post(
+            "tools/call", {"name": "write", "arguments": {}}, "reader", "write"
+        )
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert (
+            refused.status == 403 and 'scope="files:write"' in refused.headers["www-authenticate"]
+        )
+        # And the config's counts too.
+        headers, body = _modern_post(
+            "tools/call", {"name": "read", "arguments": {}}, "writer", "read"
+        )
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert refused.status == 403 and 'scope="admin"' in refused.headers["www-authenticate"]
+
+
+async def test_http_listen_needs_the_scopes_of_its_resources(nursery: trio.Nursery) -> None:
+    handle = await _serve_files(nursery, files_server())
+    listen = {"notifications": {"resourceSubscriptions": ["notes://secret"]}}
+    with trio.fail_after(IO_TIMEOUT):
+        headers, body = _modern_post("subscriptions/listen", listen, "reader")
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+    assert refused.status == 403 and 'scope="notes"' in refused.headers["www-authenticate"]
+    assert loads(refused.body)["id"] == 5
+
+
+async def test_the_server_hook_is_asked_only_about_what_handlers_serve(
+    nursery: trio.Nursery,
+) -> None:
+    asked: list[str] = []
+
+    def record(principal: Principal, method: str, params: Any) -> Any:
+        asked.append(method)
+        return ()
+
+    server = Server("s", required_scopes=record)
+
+    @server.tool()
+    async def read() -> str:
+        return "read"
+
+    handle = await _serve_files(nursery, server)
+    with trio.fail_after(IO_TIMEOUT):
+        for method, params, name in [
+            ("server/discover", {}, None),
+            ("nothing/here", {}, None),
+            ("tools/call", {"name": "read", "arguments": {}}, "read"),
+        ]:
+            headers, body = _modern_post(method, params, "reader", name)
+            answer = await raw_request(handle.port, "POST", headers=headers, body=body)
+            assert answer.status == (404 if method == "nothing/here" else 200), answer
+    assert asked == ["tools/call"]
+
+
+async def test_a_failing_handlers_hook_over_http_is_logged_and_answered_under_the_id(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(principal: Principal, method: str, params: Any) -> Any:
+        raise RuntimeError("the policy has a bug")
+
+    async def tool(ctx: Any) -> dict[str, Any]:  # pragma: no cover (refused first)
+        return {"content": []}
+
+    handle = await _serve_files(nursery, Handlers({"tools/call": tool}, required_scopes=boom))
+    headers, body = _modern_post("tools/call", {"name": "x"}, "reader", "x")
+    with caplog.at_level(logging.ERROR), trio.fail_after(IO_TIMEOUT):
+        answer = await raw_request(handle.port, "POST", headers=headers, body=body)
+    assert answer.status == 500
+    assert loads(answer.body)["id"] == 5
+    failures = [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage() for r in failures] == ["required_scopes failed for 'tools/call'"]
 
 
 # ------------------------------------------------------------------ step-up, end to end
@@ -356,15 +482,16 @@ async def test_a_get_stream_ends_resumably_when_its_token_expires(
         expires = None if life is None else time.time() + life
         return Principal(subject="alice", scopes="files:read", expires_at=expires)
 
+    server = files_server()
     handle = await nursery.start(
         partial(
-            files_server().serve_http,
+            server.serve_http,
             port=0,
             authenticate=BearerAuth(verify_token=verify_expiring),
             http_config=HttpServerConfig(resource_metadata=METADATA),
         )
     )
-    with trio.fail_after(IO_TIMEOUT + 200):
+    with trio.fail_after(IO_TIMEOUT + 300):
         # A token that lasts: the stream stays open (keep-alive comments only).
         get = await _session_with(handle.port, "long")
         steady = await RawConnection.open(handle.port)
@@ -385,6 +512,15 @@ async def test_a_get_stream_ends_resumably_when_its_token_expires(
         assert body.rstrip().endswith(b"retry: 1000")
         await conn.aclose()
         assert len(handle.http.sessions()) == 2  # the session goes on
+        # What is sent while the client is away is replayed when it comes back.
+        last_id = [line for line in body.split(b"\n") if line.startswith(b"id:")][-1]
+        server.add_tool(lambda: "x", name="added")  # (tools/list_changed to each session)
+        again = await RawConnection.open(handle.port)
+        await again.send("GET", headers=(*get, ("last-event-id", last_id[3:].strip().decode())))
+        assert (await again.head()).status_code == 200
+        replayed = await _until_end(again)
+        assert b"notifications/tools/list_changed" in replayed
+        await again.aclose()
 
 
 async def test_expiries_of_streams_that_ended_are_not_kept(
@@ -416,3 +552,41 @@ async def test_expiries_of_streams_that_ended_are_not_kept(
             assert len(endpoint._releases) <= 2 * len(endpoint._release_of) + 17
         assert len(endpoint._release_of) == 1
         await steady.aclose()
+
+
+def test_an_expiry_is_a_finite_number() -> None:
+    assert Principal(subject="a", expires_at=10).expires_at == 10.0
+    assert isinstance(Principal(subject="a", expires_at=10).expires_at, float)
+    assert Principal(subject="a").expires_at is None
+    for bad in (datetime.datetime.now(datetime.UTC), "10", True):
+        with pytest.raises(TypeError, match="expires_at"):
+            Principal(subject="a", expires_at=bad)
+    for bad_number in (math.nan, math.inf):
+        with pytest.raises(ValueError, match="finite"):
+            Principal(subject="a", expires_at=bad_number)
+
+
+def test_a_server_without_declared_scopes_checks_nothing_per_request() -> None:
+    server = files_server()
+    registry = server._registry
+    assert registry.scoped == 5  # write, delete, the note, its template, review
+    server.remove_resource("notes://{id}")
+    server.remove_tool("write")
+    assert registry.scoped == 3
+    plain = Server("plain")
+    plain.add_tool(lambda: "", name="scoped", scopes="s")  # (a tool: no template is)
+    for i in range(20):
+        plain.add_resource(lambda id: id, f"t{i}://{{id}}")
+    scanned: list[str] = []
+    find = plain._registry.find_template
+
+    def counting(uri: str) -> Any:
+        scanned.append(uri)
+        return find(uri)
+
+    plain._registry.find_template = counting  # type: ignore[method-assign]
+    assert plain._required_scopes(TOKENS["reader"], "resources/read", {"uri": "t3://x"}) == set()
+    assert scanned == []  # no template declares a scope: none is matched for the check
+    plain.add_resource(lambda id: id, "s://{id}", scopes="s")
+    assert plain._required_scopes(TOKENS["reader"], "resources/read", {"uri": "s://x"}) == {"s"}
+    assert scanned == ["s://x"]
