@@ -77,6 +77,10 @@ class _ConnectionBase:
         self._era: Era | None = None
         self._version: str | None = None
         self._peer_capabilities: dict[str, Any] = {}
+        # Modern client: whether the discover result gave the server's capabilities (an
+        # object, `{}` included: it declared nothing). A result without one leaves them
+        # unknown, and then capability-gated sends are not refused.
+        self._peer_capabilities_known = False
         self._peer_info: dict[str, Any] | None = None
         self._instructions: str | None = None
         self._next_id = 0

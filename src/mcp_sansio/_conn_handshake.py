@@ -391,6 +391,7 @@ class _Handshake(_ConnectionBase):
         self._era = _MODERN
         self._version = common[0]
         self._peer_capabilities = caps if type(caps) is dict else {}
+        self._peer_capabilities_known = type(caps) is dict
         self._peer_info = info if type(info) is dict else None
         self._instructions = instructions if type(instructions) is str else None
         events.append(

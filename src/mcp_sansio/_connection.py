@@ -513,7 +513,10 @@ class Connection(_Receiving, _Answering):
         revision = _MODERN_REVISION
         if method in revision.client_requests:
             path = revision.client_requests[method]
-            if self._peer_capabilities and not has_capability(self._peer_capabilities, path):
+            # Gated whenever discovery told us what the server declares, nothing
+            # (`{}`) included: "Clients MUST NOT call resources/directory/read against
+            # a server that has not declared directoryRead: true" (skills extension).
+            if self._peer_capabilities_known and not has_capability(self._peer_capabilities, path):
                 assert path is not None
                 raise LocalProtocolError(
                     f"the server did not declare the {'.'.join(path)!r} capability "

@@ -685,6 +685,49 @@ def test_a_client_reads_directories_only_where_directory_read_is_declared(
     assert only(server_events, RequestReceived).method == "resources/directory/read"
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize(
+    ("method", "capability"),
+    [
+        ("resources/directory/read", f"extensions.{SKILLS}.directoryRead"),
+        ("skills/list", f"extensions.{SKILLS}"),
+        ("tools/list", "tools"),
+    ],
+)
+def test_a_client_sends_no_gated_method_to_a_server_that_declares_nothing(
+    era: str, method: str, capability: str
+) -> None:
+    """A modern server whose ``server/discover`` result declares ``capabilities: {}`` has
+    declared nothing: the gates hold as in a legacy session (they used to be skipped
+    when the modern capabilities were empty)."""
+    pair = ConnectionPair(
+        ConnectionConfig(capabilities=CLIENT_CAPS, era=era),  # type: ignore[arg-type]
+        ConnectionConfig(capabilities={}),
+    )
+    pair.handshake()
+    assert pair.client.peer_capabilities == {}
+    untouched(
+        pair.client,
+        lambda: pair.client.send_request(method, {"uri": "skill://a"}),
+        f"did not declare the {capability!r} capability needed for {method!r}",
+    )
+
+
+def test_a_discover_result_without_capabilities_leaves_them_unknown() -> None:
+    """A discover result with no ``capabilities`` object (which the schema requires) says
+    nothing of what the server declares: gated methods are sent, as before."""
+    client = Connection("client", ConnectionConfig(era="modern"))
+    rid = client.start()
+    client.data_to_send()
+    events, _ = feed(
+        client, {"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": [MODERN]}}
+    )
+    assert only(events, HandshakeCompleted).peer_capabilities == {}
+    client.send_request("resources/directory/read", {"uri": "skill://a"})
+    [sent] = [loads(b) for b in client.data_to_send()]
+    assert sent["method"] == "resources/directory/read"
+
+
 @pytest.mark.parametrize("declared", ["absent", {}, {"directoryRead": False}])
 def test_a_server_without_directory_read_answers_method_not_found(declared: Any) -> None:
     """ext-skills, Error Handling: such a server "responds as the base protocol
