@@ -16,6 +16,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
+import attrs
+
 from mcp_sansio import ErrorCode
 from mcp_sansio.skills import (
     DIRECTORY_MIME_TYPE,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from ._server import Server
 
 __all__ = [
+    "ServedFile",
     "SkillStore",
     "add_skill",
     "add_skills_dir",
@@ -143,9 +146,24 @@ def _uri_param(ctx: RequestContext) -> str:
 
 
 @final
+@attrs.frozen(kw_only=True)
+class ServedFile:
+    """One file served as a resource for the skills that list it."""
+
+    entry: ResourceEntry
+    """The resource entry registered for it."""
+    digest: str
+    """Its ``sha256:`` digest, on which every skill listing it agrees."""
+    listers: frozenset[str]
+    """The URIs of the skills that list it (more than one: nested skills)."""
+    label: tuple[str, str | None]
+    """The ``name`` and ``description`` its entry was built with."""
+
+
+@final
 class SkillStore:
     """The skills one server serves, by the URI of their ``SKILL.md``, in the order they
-    were added, and the resource entries it registered for their files.
+    were added, and the files they list, each with the resource entry registered for it.
 
     Its existence is the server's declaration of the extension: once created (the first
     ``add_skill``, ``add_skills_dir`` or ``declare_skills``), the server declares
@@ -161,8 +179,7 @@ class SkillStore:
         self._page_size = page_size
         self._key = key
         self._skills: dict[str, Skill] = {}
-        # File URI -> the resource entry registered for it, and the file's digest.
-        self._files: dict[str, tuple[ResourceEntry, str]] = {}
+        self._files: dict[str, ServedFile] = {}  # by file URI
         self._version = 0
 
     def __len__(self) -> int:
@@ -175,26 +192,38 @@ class SkillStore:
         """Every skill served, in order."""
         return list(self._skills.values())
 
-    def files(self) -> list[tuple[str, tuple[ResourceEntry, str]]]:
-        """Every file's URI, resource entry and digest."""
-        return list(self._files.items())
-
-    def file(self, uri: str) -> tuple[ResourceEntry, str] | None:
-        """The resource entry registered for the file ``uri`` and its digest."""
+    def file(self, uri: str) -> ServedFile | None:
+        """The file ``uri`` as served, if a skill lists it."""
         return self._files.get(uri)
 
     def capability(self) -> dict[str, Any]:
         """The server's ``capabilities.extensions`` entry."""
         return {SKILLS_EXTENSION: {"directoryRead": True}}
 
-    def replace_all(
-        self, skills: list[Skill], files: Mapping[str, tuple[ResourceEntry, str]]
+    def update(
+        self,
+        skills: Mapping[str, Skill | None],
+        files: Mapping[str, ServedFile | None],
     ) -> None:
-        """Serve ``skills`` (in that order) whose files have the entries ``files``, in
-        place of what was served (list and directory cursors of before go stale)."""
-        self._skills = {skill.uri: skill for skill in skills}
-        self._files = dict(files)
-        self._version += 1
+        """Serve the skills ``skills`` (``None``: stop serving the one at that URI; a
+        skill served already keeps its place, a new one comes last), whose files are
+        now ``files`` (``None``: no skill lists it any more). Cursors of before go
+        stale only when the skills served change by value (reloading what is served
+        changes nothing)."""
+        changed = False
+        for uri, skill in skills.items():
+            if skill is None:
+                changed = self._skills.pop(uri, None) is not None or changed
+            elif self._skills.get(uri) != skill:
+                self._skills[uri] = skill
+                changed = True
+        for uri, served in files.items():
+            if served is None:
+                self._files.pop(uri, None)
+            else:
+                self._files[uri] = served
+        if changed:
+            self._version += 1
 
     def install(self, handlers: Handlers) -> None:
         """Answer the extension's methods through ``handlers``."""
@@ -257,7 +286,7 @@ class SkillStore:
 
     def _mime_type(self, uri: str) -> str:
         served = self._files.get(uri)
-        mime_type = None if served is None else served[0].mime_type
+        mime_type = None if served is None else served.entry.mime_type
         return mime_type or "application/octet-stream"
 
 
@@ -331,13 +360,19 @@ def _apply(
     Files: one resource per file URI, whichever skills list it (a nested skill's files
     are also files of the skill that encloses it), and every skill that lists it must
     agree on its digest. A ``SKILL.md`` resource carries its own skill's ``name`` and
-    ``description`` while that skill is served, and is a plain file of the skill that
-    encloses it otherwise. A file no skill lists any more stops being a resource (the
-    registry's change count moves: sessions get ``notifications/resources/list_changed``,
-    as the Resources spec asks of a server that declares ``listChanged``); one whose
-    entry would not change keeps it. A URI held by a resource that is not a skill's file
-    is refused. Files are plain resources, never templates, whatever their URIs hold
+    ``description`` while that skill is served; any other file is named by its path
+    below the root of the outermost skill listing it (whatever the order they were
+    added in). A file no skill lists any more stops being a resource (the registry's
+    change count moves: sessions get ``notifications/resources/list_changed``, as the
+    Resources spec asks of a server that declares ``listChanged``); one whose entry
+    would not change keeps it. A URI held by a resource that is not a skill's file is
+    refused. Files are plain resources, never templates, whatever their URIs hold
     (``Server.add_resource`` would take a ``{`` for a template).
+
+    Cost: only the files the skills removed, replaced or added list are looked at (a
+    file's entry depends on nothing else), so one change costs as much as it changes,
+    however many skills are served; an entry is built only for a file whose content or
+    name changes.
 
     Raises:
         KeyError: a URI of ``remove`` names no skill served.
@@ -349,80 +384,100 @@ def _apply(
     # The server's store is not created until the checks pass (a refusal changes
     # nothing); an empty one stands in for it meanwhile.
     store = served if served is not None else SkillStore(1, b"")
-    current = {skill.uri: skill for skill in store.skills()}
     for uri in remove:
-        if uri not in current:
+        if store.get(uri) is None:
             raise KeyError(uri)
     incoming: dict[str, _Prepared] = {}
     for prepared in batch:
         uri = prepared.skill.uri
-        if uri in incoming or (uri in current and not replace and uri not in remove):
+        if uri in incoming or (store.get(uri) is not None and not replace and uri not in remove):
             raise ValueError(f"a skill is already served at {uri}")
         incoming[uri] = prepared
     if not incoming and not remove:
         server._skill_store()  # (nothing to serve yet: the extension is declared)
         return
-    # What is served after: a replaced skill keeps its place, new ones come last.
-    after = [
-        incoming[uri].skill if uri in incoming else skill
-        for uri, skill in current.items()
-        if uri in incoming or uri not in remove
-    ]
-    after.extend(prepared.skill for uri, prepared in incoming.items() if uri not in current)
-    new_files: dict[str, tuple[bytes, str]] = {}  # file URI -> (data, MIME type), of batch
-    for prepared in incoming.values():
-        for uri, data in prepared.data.items():
-            new_files.setdefault(uri, (data, prepared.mime_types[uri]))
-    listed: dict[str, tuple[str, Skill]] = {}  # file URI -> (digest, first skill listing it)
-    for skill in after:
-        assert isinstance(skill.resources, tuple)
-        for file in skill.resources:
-            digest, _ = listed.setdefault(file.uri, (file.digest, skill))
+    # The skills served as they were no longer (removed, or replaced), and the files
+    # the change touches: those they list, and those the incoming skills list.
+    leaving = {uri for uri in [*remove, *incoming] if store.get(uri) is not None}
+    touched: dict[str, None] = {}
+    for uri in leaving:
+        old = store.get(uri)
+        assert old is not None and isinstance(old.resources, tuple)
+        touched.update((f.uri, None) for f in old.resources)
+    # File URI -> (digest, the incoming skills listing it), of batch.
+    arriving: dict[str, tuple[str, list[str]]] = {}
+    for uri, prepared in incoming.items():
+        assert isinstance(prepared.skill.resources, tuple)
+        for file in prepared.skill.resources:
+            digest, listers = arriving.setdefault(file.uri, (file.digest, []))
             if digest != file.digest:
                 raise ValueError(f"two skills list {file.uri} with different content")
+            listers.append(uri)
+            touched[file.uri] = None
     resources = server._registry.resources
-    owners = {skill.uri: skill for skill in after}  # SKILL.md URI -> its skill
-    entries: dict[str, tuple[ResourceEntry, str]] = {}
-    for uri, (digest, lister) in listed.items():
+    files: dict[str, ServedFile | None] = {}
+    for uri in touched:
         mine = store.file(uri)
-        held = resources.get(uri)
-        if held is not None and (mine is None or held is not mine[0]):
-            raise ValueError(f"a resource is already registered at {uri}")
-        mime_type: str | None
-        if uri in new_files:
-            data, mime_type = new_files[uri]
-            reader = _reader(data, mime_type)
-        else:  # (a file of a skill kept as it was: its entry has what we need)
+        kept = frozenset() if mine is None else mine.listers - leaving
+        digest, listers = arriving.get(uri, ("", []))
+        if kept:  # (a skill the change leaves alone still lists it: its digest holds)
             assert mine is not None
-            reader, mime_type = mine[0].fn, mine[0].mime_type
-        own = owners.get(uri)
-        entry = ResourceEntry.build(
-            reader,
-            uri,
-            name=own.name if own is not None else uri[len(lister.root) + 1 :],
-            description=own.description if own is not None else None,
-            mime_type=mime_type,
-            title=None,
-            icons=None,
-            annotations=None,
-            meta=None,
+            if listers and digest != mine.digest:
+                raise ValueError(f"two skills list {uri} with different content")
+            digest = mine.digest
+        if not kept and not listers:
+            files[uri] = None  # (no skill lists it any more)
+            continue
+        held = resources.get(uri)
+        if held is not None and (mine is None or held is not mine.entry):
+            raise ValueError(f"a resource is already registered at {uri}")
+        every = kept.union(listers)
+        # The skill whose SKILL.md it is, if one is served after the change.
+        owner = incoming[uri].skill if uri in incoming else None
+        if owner is None and uri not in leaving:
+            owner = store.get(uri)
+        outermost = min(every, key=len)  # (their roots all lead to the file: nested)
+        label = (
+            (owner.name, owner.description)
+            if owner is not None
+            else (uri[len(outermost) - len(SKILL_MD) :], None)
         )
-        if mine is not None and mine[1] == digest and mine[0].definition == entry.definition:
-            entry = mine[0]  # (the same file, described the same: nothing changes)
-        entries[uri] = entry, digest
+        if mine is not None and mine.digest == digest and mine.label == label:
+            entry = mine.entry  # (the same file, described the same: nothing changes)
+        else:
+            if mine is not None and mine.digest == digest:
+                reader, mime_type = mine.entry.fn, mine.entry.mime_type
+            else:
+                prepared = incoming[listers[0]]
+                mime_type = prepared.mime_types[uri]
+                reader = _reader(prepared.data[uri], mime_type)
+            entry = ResourceEntry.build(
+                reader,
+                uri,
+                name=label[0],
+                description=label[1],
+                mime_type=mime_type,
+                title=None,
+                icons=None,
+                annotations=None,
+                meta=None,
+            )
+        files[uri] = ServedFile(entry=entry, digest=digest, listers=every, label=label)
     store = server._skill_store()
     registry = server._registry
-    for uri in [uri for uri, _ in store.files() if uri not in entries]:  # nothing can fail
+    for uri, change in files.items():  # nothing can fail
         mine = store.file(uri)
-        if mine is not None and resources.get(uri) is mine[0]:
-            registry.remove("resources", uri)
-    for uri, (entry, _) in entries.items():
         held = resources.get(uri)
-        if held is not entry:
+        if change is None:
+            if mine is not None and held is mine.entry:
+                registry.remove("resources", uri)
+        elif held is not change.entry:
             if held is not None:
                 registry.remove("resources", uri)
-            registry.add(entry)
-    store.replace_all(after, entries)
+            registry.add(change.entry)
+    changes: dict[str, Skill | None] = {uri: None for uri in remove if uri not in incoming}
+    changes.update((uri, prepared.skill) for uri, prepared in incoming.items())
+    store.update(changes, files)
 
 
 def add_skill(

@@ -4,7 +4,7 @@ first one late."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -17,6 +17,8 @@ from mcp_trio import (
     SkillVerificationError,
     open_client,
 )
+from mcp_trio._registry import ResourceEntry
+from mcp_trio._server_skills import _apply, _prepare
 
 from .test_server import Inbox
 from .test_server_notify import listening
@@ -225,6 +227,21 @@ def test_a_nested_skill_cannot_change_a_file_its_encloser_still_lists(tmp_path: 
     assert skill.file("skill://outer/inner/more.md").size == len("changed\n")
 
 
+def test_skills_added_together_must_agree_on_a_file_they_both_list() -> None:
+    """(The disk cannot show two contents at once, but a batch may hold them: a file that
+    changed between the reads of two skills.)"""
+    outer = {"SKILL.md": skill_md("outer"), "inner/SKILL.md": skill_md("inner"), "inner/m": "1"}
+    inner = {"SKILL.md": skill_md("inner"), "m": "2"}
+    server = Server("batch")
+    batch = [
+        _prepare(outer, prefix="", scheme="skill"),
+        _prepare(inner, prefix="outer", scheme="skill"),
+    ]
+    with pytest.raises(ValueError, match=r"two skills list skill://outer/inner/m with different"):
+        _apply(server, batch)
+    assert server._skills is None and server._registry.resources == {}
+
+
 # ------------------------------------------------------------------ declaring, adding late
 
 
@@ -265,3 +282,124 @@ async def test_a_skill_added_after_serving_undeclared_is_not_seen(era: EraName) 
         server.add_skill({"SKILL.md": skill_md("late")})
         with pytest.raises(LocalProtocolError, match="did not declare"):
             await client.list_skills()
+
+
+# ------------------------------------------------------------------------------ cursors
+
+
+def paged_server(tmp_path: Path) -> Server:
+    """Two skills of two files each, on disk, listed one entry a page."""
+    write(tmp_path, {"a-skill/SKILL.md": skill_md("a-skill"), "a-skill/x.md": "x\n"})
+    write(tmp_path, {"b-skill/SKILL.md": skill_md("b-skill"), "b-skill/y.md": "y\n"})
+    server = Server("paged", page_size=1)
+    server.add_skills_dir(tmp_path)
+    return server
+
+
+CHANGES = ["remove", "replace", "add"]
+
+
+@ERAS
+@pytest.mark.parametrize("change", CHANGES)
+async def test_a_change_makes_the_cursors_of_before_stale(
+    era: EraName, change: str, tmp_path: Path
+) -> None:
+    """An offset means nothing in a list that has changed: the next page of a listing
+    begun before is refused (-32602), and the client starts again."""
+    server = paged_server(tmp_path)
+    async with open_client(server, era=era) as client:
+        skills = await client.request("skills/list", {})
+        directory = await client.request("resources/directory/read", {"uri": "skill://a-skill"})
+        if change == "remove":
+            server.remove_skill(B)
+        elif change == "replace":
+            server.add_skill({"SKILL.md": skill_md("b-skill", "New")}, replace=True)
+        else:
+            server.add_skill({"SKILL.md": skill_md("c-skill")})
+        for method, first in (
+            ("skills/list", skills),
+            ("resources/directory/read", directory),
+        ):
+            params = {"uri": "skill://a-skill", "cursor": first["nextCursor"]}
+            with pytest.raises(McpError, match="stale cursor") as err:
+                await client.request(method, params)
+            assert err.value.code == ErrorCode.INVALID_PARAMS
+
+
+@ERAS
+async def test_reloading_what_is_served_keeps_the_cursors(era: EraName, tmp_path: Path) -> None:
+    """Reloading an unchanged directory changes nothing, its cursors included."""
+    server = paged_server(tmp_path)
+    async with open_client(server, era=era) as client:
+        skills = await client.request("skills/list", {})
+        directory = await client.request("resources/directory/read", {"uri": "skill://a-skill"})
+        server.add_skills_dir(tmp_path, replace=True)
+        server.add_skill(tmp_path / "b-skill", replace=True)
+        second = await client.request("skills/list", {"cursor": skills["nextCursor"]})
+        assert [entry["uri"] for entry in second["skills"]] == [B]
+        params = {"uri": "skill://a-skill", "cursor": directory["nextCursor"]}
+        second = await client.request("resources/directory/read", params)
+        assert [r["uri"] for r in second["resources"]] == ["skill://a-skill/x.md"]
+
+
+# --------------------------------------------------------------------------------- cost
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The URIs of the resource entries built from now on."""
+    built: list[str] = []
+    build = ResourceEntry.build
+
+    def counting(fn: Any, uri: str, *args: Any, **kwargs: Any) -> ResourceEntry:
+        built.append(uri)
+        return build(fn, uri, *args, **kwargs)
+
+    monkeypatch.setattr(ResourceEntry, "build", staticmethod(counting))
+    return built
+
+
+def many_skills(count: int) -> Server:
+    server = Server("many")
+    for i in range(count):
+        files = {"SKILL.md": skill_md(f"s{i}"), **{f"f{j}.md": f"{i} {j}\n" for j in range(4)}}
+        server.add_skill(files)
+    return server
+
+
+def test_a_change_builds_the_entries_of_its_own_files_only(builds: list[str]) -> None:
+    """Adding, removing or replacing one skill costs as much as that skill, however many
+    are served (every file of every skill was rebuilt on each change: adding skills one
+    by one was quadratic)."""
+    server = many_skills(30)
+    del builds[:]
+    server.add_skill({"SKILL.md": skill_md("new"), "f.md": "f\n"})
+    assert sorted(builds) == ["skill://new/SKILL.md", "skill://new/f.md"]
+    del builds[:]
+    server.remove_skill("skill://s3/SKILL.md")
+    assert builds == []
+    assert "skill://s3/f0.md" not in server._registry.resources
+    files = {"SKILL.md": skill_md("s7"), **{f"f{j}.md": f"7 {j}\n" for j in range(4)}}
+    files["f2.md"] = "changed\n"
+    server.add_skill(files, replace=True)
+    assert builds == ["skill://s7/f2.md"]
+    del builds[:]
+    server.add_skill({**files, "SKILL.md": skill_md("s7", "New")}, replace=True)
+    assert builds == ["skill://s7/SKILL.md"]
+    assert server._registry.resources["skill://s7/SKILL.md"].definition["description"] == "New"
+
+
+def test_a_file_is_named_below_the_outermost_skill_listing_it(tmp_path: Path) -> None:
+    """Whichever was added first, a nested skill's file is named by its path below the
+    skill that encloses it (its SKILL.md by its own frontmatter)."""
+    write(tmp_path, NESTED)
+    server = Server("nested")
+    server.add_skill(tmp_path / "outer/inner", prefix="outer")
+    server.add_skill(tmp_path / "outer")
+    names = {uri: entry.definition["name"] for uri, entry in server._registry.resources.items()}
+    assert names == {
+        "skill://outer/inner/SKILL.md": "inner",
+        "skill://outer/inner/more.md": "inner/more.md",
+        "skill://outer/SKILL.md": "outer",
+        "skill://outer/notes.md": "notes.md",
+    }
