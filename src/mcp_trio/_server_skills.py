@@ -10,6 +10,7 @@ manifest's digests describe.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Collection, Mapping, Sequence
@@ -273,7 +274,9 @@ class SkillStore:
             "resources",
             children,
             self._page_size,
-            list_version=f"dir:{uri}:{self._version}",
+            # (A digest of the URI, not the URI: a cursor holds its list version, and
+            # a long URI would make it longer than a cursor may be.)
+            list_version=f"dir:{_uri_digest(uri)}:{self._version}",
             key=self._key,
             render=self._child,
         )
@@ -288,6 +291,11 @@ class SkillStore:
         served = self._files.get(uri)
         mime_type = None if served is None else served.entry.mime_type
         return mime_type or "application/octet-stream"
+
+
+def _uri_digest(uri: str) -> str:
+    """A short digest of ``uri``, naming its directory listing in a cursor."""
+    return hashlib.sha256(uri.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 _BINARY_PREFIXES: Final = ("image/", "audio/", "video/", "application/pdf", "application/zip")

@@ -342,6 +342,25 @@ async def test_reloading_what_is_served_keeps_the_cursors(era: EraName, tmp_path
         assert [r["uri"] for r in second["resources"]] == ["skill://a-skill/x.md"]
 
 
+async def test_a_directory_cursor_stays_short_whatever_the_uri() -> None:
+    """A directory's cursor names it by a digest: a long URI (here 741 characters) still
+    gives a cursor the server takes back (at most 1024 characters), and a cursor of one
+    directory is stale for another."""
+    server = Server("long", page_size=1)
+    prefix = "/".join(["p" * 60] * 12)
+    files = {"SKILL.md": skill_md("a-skill"), "x.md": "x\n", "sub/y.md": "y\n"}
+    skill = server.add_skill(files, prefix=prefix)
+    assert len(skill.root) > 700
+    async with open_client(server, era="modern") as client:
+        first = await client.request("resources/directory/read", {"uri": skill.root})
+        assert len(first["nextCursor"]) < 200
+        children = await client.read_resource_directory(skill.root)
+        assert [r.name for r in children] == ["SKILL.md", "sub", "x.md"]
+        other = {"uri": skill.root + "/sub", "cursor": first["nextCursor"]}
+        with pytest.raises(McpError, match="stale cursor"):
+            await client.request("resources/directory/read", other)
+
+
 # --------------------------------------------------------------------------------- cost
 
 
