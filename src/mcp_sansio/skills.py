@@ -36,12 +36,19 @@ YAML 1.1 and 1.2: PyYAML reads YAML 1.1, where ``on``/``yes`` are ``true``, ``07
 packages of JavaScript, ruamel.yaml) reads them as ``"on"``, 755 and ``"1:30"``, and
 ``1e3`` as 1000.0 where YAML 1.1 has a string. The spec names no YAML version, so a
 server may have rendered its entry either way from the same file. The host's
-frontmatter check accepts a file that matches the entry under either reading (a second
-loader, a SafeLoader subclass whose implicit resolvers and scalar constructors are
-those of the 1.2 core schema, is tried when the first reading differs): both are a
-standard reading of the same text, so the entry still describes the file. Our server
-renders with YAML 1.1, as every PyYAML-based one does; authors who want a string
-quote it, and then every reader agrees.
+frontmatter check accepts a file that matches the entry under either reading: PyYAML's,
+then, when that differs, a second one. The second is not a YAML 1.2 parser: it is
+PyYAML's parser (YAML 1.1 *syntax*) with the 1.2 core schema's resolution of plain
+scalars and its ``!!int``/``!!float``/``!!bool`` rules (a SafeLoader subclass). So it
+must not read a source the two syntaxes read differently: U+0085, U+2028 and U+2029 are
+line breaks in YAML 1.1 and ordinary characters in 1.2 (``x: on<U+2028>y: 0755`` is two
+keys to one and one key to the other), and a source holding any of them is refused by
+the second reading (the first still applies); syntax YAML 1.2 added that PyYAML does not
+parse is refused, never read otherwise. Our server renders with YAML 1.1, as every
+PyYAML-based one does; authors who want a string quote it, and then every reader agrees.
+A host acts on the entry's ``frontmatter`` once :func:`verify_frontmatter` accepts the
+file, not on a parse of its own: ``parse_frontmatter(text)`` is the YAML 1.1 reading,
+which may not be the one that matched.
 
 Paths: every segment of a skill URI -- its skill path, a manifest file's path below the
 root, a resolved reference -- passes one rule (``_is_clean_segment``), so nothing names
@@ -709,6 +716,8 @@ _CORE_SCHEMA: Final = (
     ("float", _CORE_INF_NAN, "-+."),
 )
 _YAML_TAG: Final = "tag:yaml.org,2002:"
+# Line breaks in YAML 1.1 only (1.2 reads them as content: YAML 1.2.2, 5.4).
+_YAML_11_BREAKS: Final = re.compile("[\x85\u2028\u2029]")
 
 
 def _core_schema(yaml: Any, loader: Any) -> None:
@@ -815,16 +824,25 @@ def _yaml_loader(version: Literal["1.1", "1.2"] = "1.1") -> tuple[Any, Any]:
 def parse_frontmatter(text: str, *, version: Literal["1.1", "1.2"] = "1.1") -> dict[str, Any]:
     """The frontmatter of a ``SKILL.md`` as JSON values (``yaml.safe_load``, never the
     unsafe loader), plain scalars read as YAML ``version`` does: 1.1 (PyYAML's) or the
-    1.2 core schema (see "YAML 1.1 and 1.2" in the module docs).
+    1.2 core schema, with PyYAML's (YAML 1.1) syntax (see "YAML 1.1 and 1.2" in the
+    module docs).
 
     Raises:
         FrontmatterError: no frontmatter block, invalid YAML, a key repeated in a
             mapping, a merge key (``<<``), not a mapping, a value JSON cannot hold (an
             integer beyond 64 bits included), too big or deep, or no string ``name``
-            and ``description``.
+            and ``description``; for ``"1.2"`` also U+0085, U+2028 or U+2029 anywhere
+            (line breaks to YAML 1.1, not to 1.2).
         ImportError: PyYAML is not installed (``pip install 'mcp-trio[skills]'``).
     """
     source = split_frontmatter(text)
+    if version == "1.2" and _YAML_11_BREAKS.search(source) is not None:
+        # PyYAML scans YAML 1.1 syntax, where these are line breaks; YAML 1.2 reads them
+        # as ordinary characters (YAML 1.2.2, 5.4): no 1.2 reading to give.
+        raise FrontmatterError(
+            "the frontmatter holds U+0085, U+2028 or U+2029, line breaks in YAML 1.1 but"
+            " not in YAML 1.2: it has no YAML 1.2 reading here"
+        )
     yaml, loader = _yaml_loader(version)
     try:
         value = yaml.load(source, Loader=loader)  # (a SafeLoader subclass, never the unsafe one)
@@ -897,10 +915,12 @@ def frontmatter_differences(parsed: Mapping[str, Any], entry: Mapping[str, Any])
 def verify_frontmatter(skill: Skill, text: str) -> dict[str, Any]:
     """Parse the frontmatter of ``skill``'s ``SKILL.md`` (``text``) and compare it field by
     field with the entry's (spec: Frontmatter Verification). It matches when it does
-    read as YAML 1.1 or as YAML 1.2 (the core schema): see the module docs.
+    read as YAML 1.1 or with the YAML 1.2 core schema's rules: see the module docs.
 
     Returns:
-        The parsed frontmatter.
+        The parsed frontmatter, equal to the entry's: act on ``skill.frontmatter``, not
+        on a parse of ``text`` of your own (``parse_frontmatter(text)`` is the YAML 1.1
+        reading, which may not be the one that matched).
 
     Raises:
         SkillVerificationError: it cannot be parsed or a field differs; the skill MUST

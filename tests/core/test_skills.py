@@ -734,3 +734,29 @@ def test_verification_accepts_an_entry_rendered_by_either_yaml_version() -> None
     assert s.verify_frontmatter(only, AMBIGUOUS)["m"] == "="
     with pytest.raises(SkillVerificationError, match="not valid YAML"):
         s.verify_frontmatter(s.Skill(uri=URI, frontmatter=core, resources="dynamic"), AMBIGUOUS)
+
+
+@pytest.mark.parametrize("brk", ["\x85", "\u2028", "\u2029"])
+def test_the_yaml_1_2_reading_refuses_what_yaml_1_1_reads_as_a_line_break(brk: str) -> None:
+    """The 1.2 reading has PyYAML's (YAML 1.1) syntax, where U+0085, U+2028 and U+2029
+    break lines; YAML 1.2 reads them as ordinary characters. It refuses them rather than
+    give what neither version reads (``x: on<U+2028>y: 0755`` was ``x: "on", y: 755``:
+    two keys, as in 1.1, typed as in 1.2)."""
+    text = f"---\nname: a\ndescription: d\nx: on{brk}y: 0755\n---\n"
+    with pytest.raises(FrontmatterError, match="U\\+0085, U\\+2028 or U\\+2029"):
+        s.parse_frontmatter(text, version="1.2")
+    hybrid = s.Skill(
+        uri="skill://a/SKILL.md",
+        frontmatter={"name": "a", "description": "d", "x": "on", "y": 755},
+        resources="dynamic",
+    )
+    with pytest.raises(SkillVerificationError):
+        s.verify_frontmatter(hybrid, text)
+    if brk != "\x85":  # (PyYAML refuses U+0085 in a plain scalar)
+        legacy = s.parse_frontmatter(text)
+        assert (legacy["x"], legacy["y"]) == (True, 493)
+        entry = s.Skill(uri="skill://a/SKILL.md", frontmatter=legacy, resources="dynamic")
+        assert s.verify_frontmatter(entry, text) == legacy  # (the YAML 1.1 reading holds)
+    quoted = f"---\nname: a\ndescription: d\nx: 'a{brk}b'\n---\n"
+    with pytest.raises(FrontmatterError):  # (anywhere, quoted too)
+        s.parse_frontmatter(quoted, version="1.2")
