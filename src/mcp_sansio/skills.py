@@ -71,6 +71,7 @@ import hashlib
 import importlib
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, final, overload
 
@@ -269,12 +270,16 @@ class SkillListing(Sequence[Skill]):
     """The entries of a ``skills/list`` listing: a sequence of the valid ones, in the
     server's order, and :attr:`invalid`, the ones refused. One malformed entry costs
     that entry only: the others are still the server's skills, each checked on its
-    own."""
+    own.
+
+    A value: it equals a listing with the same entries and refusals, never a list or
+    a tuple (``listing == []`` is false, as ``() == []`` is); compare
+    ``list(listing)``, or ``listing.skills``."""
 
     skills: tuple[Skill, ...]
     """The valid entries, in order."""
     invalid: tuple[InvalidSkillEntry, ...] = ()
-    """The entries refused (malformed, or a URI listed before), in order."""
+    """The entries refused (malformed, or of a URI listed more than once), in order."""
 
     def __len__(self) -> int:
         return len(self.skills)
@@ -457,25 +462,32 @@ def parse_skill(entry: object) -> Skill:
 def skill_listing(entries: Iterable[object]) -> SkillListing:
     """The entries of a ``skills/list`` listing (all its pages), each checked with
     :func:`parse_skill` on its own: a malformed one is reported in ``invalid`` with the
-    reason, and so is a second entry for a URI already listed (a skill is identified by
-    its URI: two entries for one leave no single one to hold)."""
+    reason. A skill is identified by its URI, so two entries for one leave no single
+    one to hold: every entry of a URI listed more than once is refused and reported
+    (valid or not, whichever comes first)."""
+    listed = list(entries)
+    uris = [entry.get("uri") if isinstance(entry, Mapping) else None for entry in listed]
+    counts = Counter(uri for uri in uris if isinstance(uri, str))
     skills: list[Skill] = []
     invalid: list[InvalidSkillEntry] = []
-    seen: set[str] = set()
-    for entry in entries:
-        uri = entry.get("uri") if isinstance(entry, Mapping) else None
+    for entry, uri in zip(listed, uris, strict=True):
         named = uri if isinstance(uri, str) else None
+        reason = None
         try:
             skill = parse_skill(entry)
         except RemoteProtocolError as exc:
-            invalid.append(InvalidSkillEntry(uri=named, reason=str(exc)))
-            continue
-        if skill.uri in seen:
-            reason = f"invalid skill entry {skill.uri}: listed more than once"
+            reason = str(exc)
+        if named is not None and counts[named] > 1:
+            repeated = f"listed {counts[named]} times"
+            reason = (
+                f"invalid skill entry {named}: {repeated}"
+                if reason is None
+                else f"{reason} (and {repeated})"
+            )
+        if reason is not None:
             invalid.append(InvalidSkillEntry(uri=named, reason=reason))
-            continue
-        seen.add(skill.uri)
-        skills.append(skill)
+        else:
+            skills.append(skill)
     return SkillListing(skills=tuple(skills), invalid=tuple(invalid))
 
 

@@ -101,8 +101,9 @@ def run_sync(flow: Flow, request: Callable[[str, dict[str, Any] | None], dict[st
 def list_skills() -> Flow:
     """The listing of ``skills/list``, through all pages (bounded as the other lists):
     a :class:`~mcp_sansio.skills.SkillListing` of the valid entries, the malformed ones
-    reported in its ``invalid``. A malformed page (no ``skills`` array, a bad or
-    repeated cursor, too many pages or entries) fails the whole listing."""
+    and every one of a URI listed more than once reported in its ``invalid``. A
+    malformed page (no ``skills`` array, a bad or repeated cursor, too many pages or
+    entries) fails the whole listing."""
     entries: list[object] = []
     seen: set[str] = set()
     cursor: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import importlib
 import sys
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -227,17 +227,39 @@ def test_skill_listing_keeps_the_valid_entries_and_reports_the_others() -> None:
         "frontmatter": {"name": "b", "description": "d"},
     }
     other["resources"] = "dynamic"
-    listing = s.skill_listing([good, {"uri": 7}, "x", wire(resources=None), other, good])
-    assert listing.skills == (s.parse_skill(good), s.parse_skill(other))
-    assert [skill.uri for skill in listing] == [URI, "skill://b/SKILL.md"]
-    assert (len(listing), listing[-1].name, listing[:1]) == (2, "b", (s.parse_skill(good),))
+    c = {**other, "uri": "skill://c/SKILL.md", "frontmatter": {"name": "c", "description": "d"}}
+    listing = s.skill_listing([good, {"uri": 7}, "x", other, c])
+    assert listing.skills == (s.parse_skill(good), s.parse_skill(other), s.parse_skill(c))
+    assert [skill.uri for skill in listing] == [URI, "skill://b/SKILL.md", "skill://c/SKILL.md"]
+    assert (len(listing), listing[-1].name, listing[:1]) == (3, "c", (s.parse_skill(good),))
     assert [(i.uri, i.reason.split(": ", 1)[-1]) for i in listing.invalid] == [
         (None, "no string 'uri'"),
         (None, "not an object"),
-        (URI, "'resources' must be an array or 'dynamic'"),
-        (URI, "listed more than once"),
     ]
     assert s.skill_listing([]) == s.SkillListing(skills=())
+    assert s.skill_listing([]) != cast(Any, [])  # (a value, not a list: compare list(listing))
+    assert list(s.skill_listing([])) == []
+
+
+def test_a_uri_listed_more_than_once_is_refused_in_every_entry() -> None:
+    """A skill is its URI: two entries for one leave no single one to hold, whichever
+    is valid (the first was held, and a malformed first hid the repeat)."""
+    good = wire()
+    other = {**good, "frontmatter": {"name": "pdf-processing", "description": "other"}}
+    listing = s.skill_listing([good, wire(resources=None), other, wire(uri="skill://b/SKILL.md")])
+    assert list(listing) == []
+    assert [(i.uri, i.reason.split(": ", 1)[-1]) for i in listing.invalid] == [
+        (URI, "listed 3 times"),
+        (URI, "'resources' must be an array or 'dynamic' (and listed 3 times)"),
+        (URI, "listed 3 times"),
+        ("skill://b/SKILL.md", "the final skill-path segment is not 'pdf-processing'"),
+    ]
+    listing = s.skill_listing([wire(resources=None), good])
+    assert list(listing) == []
+    assert [i.reason.split(": ", 1)[-1] for i in listing.invalid] == [
+        "'resources' must be an array or 'dynamic' (and listed 2 times)",
+        "listed 2 times",
+    ]
 
 
 def test_directory_children() -> None:

@@ -680,22 +680,22 @@ async def test_a_malformed_entry_costs_only_itself_and_is_reported(era: EraName)
         assert isinstance(result, dict)
         [good] = result["skills"]
         other = {"uri": "skill://b/SKILL.md", "frontmatter": {"name": "b", "description": "d"}}
+        broken = {"uri": "skill://c/SKILL.md", "frontmatter": {"name": "c", "description": "d"}}
         return {
             "skills": [
                 {"uri": "skill://x/SKILL.md"},
                 good,
                 7,
-                {**other, "resources": None},
+                {**broken, "resources": None},
                 {**other, "resources": "dynamic"},
-                {**good, "resources": "dynamic"},  # (a second entry for a URI listed)
+                {**other, "resources": []},  # (b twice: neither is held)
             ]
         }
 
     server.handlers().set_request_handler("skills/list", spoiled)
     async with open_client(server, era=era) as client:
         listing = await client.list_skills()
-        assert [skill.uri for skill in listing] == [URI, "skill://b/SKILL.md"]
-        assert (len(listing), listing[1].name) == (2, "b")
+        assert [skill.uri for skill in listing] == [URI]
         assert [(i.uri, i.reason) for i in listing.invalid] == [
             (
                 "skill://x/SKILL.md",
@@ -703,10 +703,15 @@ async def test_a_malformed_entry_costs_only_itself_and_is_reported(era: EraName)
             ),
             (None, "invalid skill entry: not an object"),
             (
-                "skill://b/SKILL.md",
-                "invalid skill entry skill://b/SKILL.md: 'resources' must be an array or 'dynamic'",
+                "skill://c/SKILL.md",
+                "invalid skill entry skill://c/SKILL.md: 'resources' must be an array or 'dynamic'",
             ),
-            (URI, f"invalid skill entry {URI}: listed more than once"),
+            ("skill://b/SKILL.md", "invalid skill entry skill://b/SKILL.md: listed 2 times"),
+            (
+                "skill://b/SKILL.md",
+                "invalid skill entry skill://b/SKILL.md: 'resources' omits SKILL.md"
+                " (and listed 2 times)",
+            ),
         ]
         # The entries kept are still the server's, and load verified.
         assert await client.load_skill(listing[0]) == SKILL_MD
