@@ -75,6 +75,8 @@ async def on_sampling(params: t.CreateMessageRequestParams) -> dict[str, Any]:
 
 
 async def list_and_call_first(client: Client, _ctx: dict[str, Any]) -> None:
+    if client.server_capabilities.tools is None:
+        return  # (not declared: the library refuses tools/list, as for initialize below)
     tools = await client.list_tools()
     if tools:
         await client.call_tool(tools[0].name, {})
