@@ -7,6 +7,7 @@ Plain synchronous tests: no trio here. The servers come from ``blocking_server_a
 from __future__ import annotations
 
 import ast
+import errno
 import math
 import socket
 import subprocess
@@ -424,6 +425,82 @@ def test_tcp_addresses_share_one_connect_timeout(
         BlockingClient.tcp("mcp.test", 1, connect_timeout=1.0)
     assert time.monotonic() - started < 2.0
     assert looked_up == ["mcp.test"]
+
+
+class _SlowClock:
+    """``time`` for ``_blocking_dial`` whose ``monotonic()`` jumps ``lag`` seconds ahead
+    at each name lookup: a slow resolver, with no real wait."""
+
+    def __init__(self, lag: float) -> None:
+        self.lag = lag
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+
+def test_tcp_connect_timeout_counts_from_the_resolver_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A resolver slower than ``connect_timeout`` leaves the timeout whole for
+    connecting: it is counted once the name is resolved (the resolver has none)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        address = listener.getsockname()
+        clock = _SlowClock(lag=5.0)
+
+        def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
+            if flags & socket.AI_NUMERICHOST:
+                raise socket.gaierror(socket.EAI_NONAME, "not a literal")
+            clock.offset += clock.lag
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", address)]
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+        monkeypatch.setattr(mcp_trio._blocking_dial, "time", clock)
+        with mcp_trio._blocking_dial.dial("mcp.test", address[1], 1.0) as sock:
+            assert sock.getpeername() == address
+
+
+def test_tcp_with_no_time_still_tries_once() -> None:
+    """``connect_timeout`` 0: one attempt all the same, and a ``TimeoutError`` that says
+    what ran out if it was not connected at once (never "no address")."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        address = listener.getsockname()
+        try:
+            sock = mcp_trio._blocking_dial.dial("127.0.0.1", address[1], 0.0)
+        except TimeoutError as exc:
+            assert "timed out after 0 s (1 of its 1 addresses tried)" in str(exc)
+        else:
+            assert sock.getpeername() == address
+            sock.close()
+
+
+def test_tcp_an_address_family_the_system_lacks_is_skipped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """IPv6 off (its sockets cannot be made: ``EAFNOSUPPORT``): the IPv4 address after
+    the IPv6 one is tried, as for an address that refuses."""
+    real_socket = socket.socket
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        infos = [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", port, 0, 0)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
+        ]
+
+        def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
+            if flags & socket.AI_NUMERICHOST:
+                raise socket.gaierror(socket.EAI_NONAME, "not a literal")
+            return infos
+
+        def no_ipv6(family: int = -1, *args: Any) -> socket.socket:
+            if family == socket.AF_INET6:
+                raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
+            return real_socket(family, *args)
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+        monkeypatch.setattr(socket, "socket", no_ipv6)
+        with mcp_trio._blocking_dial.dial("mcp.test", port, TIMEOUT) as sock:
+            assert sock.getpeername() == ("127.0.0.1", port)
 
 
 # ---------------------------------------------------------------------- the proof

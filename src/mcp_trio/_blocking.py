@@ -493,13 +493,15 @@ class BlockingClient(HandshakeFacts):
         """Connect over TCP, newline-delimited JSON (stdio framing on a socket: a
         custom transport; the server must speak it). Arguments as for :meth:`stdio`;
         ``connect_timeout`` is shared by the host's addresses, tried in turn, each for
-        its share (at least 2 s, or what is left). A host name is resolved with the
-        system's resolver, which blocks and cannot be interrupted (no timeout applies);
-        an IP address is not looked up.
+        its share (at least 2 s, or what is left), counted from when the host is
+        resolved; the first address is tried whatever is left. A host name is resolved
+        with the system's resolver, which blocks and cannot be interrupted (no timeout
+        applies); an IP address is not looked up.
 
         Raises:
             ValueError: ``capabilities`` declare the tasks extension (as for :meth:`stdio`).
-            OSError: no connection.
+            TimeoutError: no address answered within ``connect_timeout``.
+            OSError: no connection (the name does not resolve; the last address's error).
             HandshakeFailed, TimeoutError, SessionClosed: the handshake failed.
         """
         options = _Options(

@@ -44,27 +44,43 @@ def attempt_deadline(now: float, deadline: float, left: int) -> float:
 
 def dial(host: str, port: int, timeout: float) -> socket.socket:
     """A connected (blocking) TCP socket to ``host``: its addresses tried in turn within
-    ``timeout`` seconds in all, each for its share (:func:`attempt_deadline`).
+    ``timeout`` seconds in all (counted once the name is resolved: :func:`resolve` has no
+    timeout), each for its share (:func:`attempt_deadline`); the first is tried
+    whatever ``timeout`` is. An address whose socket cannot be made (its family not
+    supported: IPv6 off) is skipped, as one that refuses.
 
     Raises:
         OSError: the name does not resolve, or no address answered (the last
-            attempt's error; ``TimeoutError`` when it ran out of time).
+            attempt's error).
+        TimeoutError: no address answered and the time ran out.
     """
-    deadline = time.monotonic() + timeout
     addresses = resolve(host, port)
-    error: OSError = OSError(f"{host!r} has no address")
+    deadline = time.monotonic() + timeout
+    error: OSError | None = None
+    tried = 0
     for left, (family, address) in zip(range(len(addresses), 0, -1), addresses, strict=True):
         now = time.monotonic()
-        if now >= deadline:
+        if now >= deadline and error is not None:
             break
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock: socket.socket | None = None
+        tried += 1
         try:
-            sock.settimeout(attempt_deadline(now, deadline, left) - now)
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            # (0 makes the socket non-blocking: a connection not made at once is late.)
+            sock.settimeout(max(0.0, attempt_deadline(now, deadline, left) - now))
             sock.connect(address)
         except OSError as exc:
-            sock.close()
+            if sock is not None:
+                sock.close()
             error = exc
             continue
         sock.settimeout(None)
         return sock
+    if error is None:  # pragma: no cover - getaddrinfo gives an address or raises
+        raise OSError(f"{host!r} has no address")
+    if tried < len(addresses) or isinstance(error, TimeoutError | BlockingIOError):
+        raise TimeoutError(
+            f"connecting to {host}:{port} timed out after {timeout:g} s"
+            f" ({tried} of its {len(addresses)} addresses tried)"
+        ) from error
     raise error
