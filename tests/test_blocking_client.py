@@ -492,10 +492,10 @@ def test_tcp_an_address_family_the_system_lacks_is_skipped(
                 raise socket.gaierror(socket.EAI_NONAME, "not a literal")
             return infos
 
-        def no_ipv6(family: int = -1, *args: Any) -> socket.socket:
+        def no_ipv6(family: int = -1, *args: Any, **kw: Any) -> socket.socket:
             if family == socket.AF_INET6:
                 raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
-            return real_socket(family, *args)
+            return real_socket(family, *args, **kw)
 
         monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
         monkeypatch.setattr(socket, "socket", no_ipv6)

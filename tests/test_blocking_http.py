@@ -7,6 +7,7 @@ served by a thread of the test's: the client itself has none). Every wait is bou
 
 from __future__ import annotations
 
+import errno
 import signal
 import socket
 import ssl
@@ -351,15 +352,133 @@ def test_an_address_that_never_answers_leaves_time_for_the_next(
     assert resolver.names() == ["mcp.test"]
 
 
-def test_every_address_shares_one_connect_timeout(
-    blackhole: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+def test_a_server_that_moved_is_followed(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    Resolver(monkeypatch, blackhole, blackhole, blackhole)
-    transport = HttpTransportConfig(connect_timeout=1.0)
-    started = time.monotonic()
-    with pytest.raises(SessionClosed, match="connecting timed out after 1 s"):
-        connect("http://mcp.test/mcp", transport=transport)
-    assert time.monotonic() - started < 2.5
+    """The name resolves elsewhere now and the old address refuses: the name is
+    resolved again and the request reaches the server where it is (one connection per
+    request here: the servers close each)."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    first, second = raw(legacy_server(serve)), raw(legacy_server(serve))
+    resolver = Resolver(monkeypatch, ("127.0.0.1", first.port))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect("http://mcp.test/mcp", era="legacy", transport=transport) as client:
+        assert client.list_tools() == []
+        first.close()  # (nobody listens there any more)
+        resolver.addresses = (("127.0.0.1", second.port),)
+        assert client.list_tools() == []
+        assert second.connections >= 1
+    assert resolver.names() == ["mcp.test", "mcp.test"]
+
+
+def test_a_server_gone_for_good_after_resolving_again(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resolving again gives the same address, which still refuses: unreachable (once
+    more, not in a loop)."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    server = raw(legacy_server(serve))
+    resolver = Resolver(monkeypatch, ("127.0.0.1", server.port))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect("http://mcp.test/mcp", era="legacy", transport=transport) as client:
+        assert client.list_tools() == []
+        server.close()
+        with pytest.raises(SessionClosed, match="cannot be reached"):
+            client.list_tools()
+    assert resolver.names() == ["mcp.test", "mcp.test"]
+
+
+def test_an_address_family_the_system_lacks_is_skipped(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IPv6 off (its sockets cannot be made: ``EAFNOSUPPORT``): the IPv4 address after
+    the IPv6 one is tried, as one that refuses -- no raw ``OSError`` out of the call."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    server = raw(legacy_server(serve))
+    real_socket, real_getaddrinfo = socket.socket, socket.getaddrinfo
+    infos = [
+        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", server.port, 0, 0)),
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", server.port)),
+    ]
+
+    def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
+        if host != "mcp.test":
+            return real_getaddrinfo(host, port, *args, flags=flags, **kw)  # type: ignore[arg-type]
+        if flags & socket.AI_NUMERICHOST:
+            raise socket.gaierror(socket.EAI_NONAME, "not a literal")
+        return infos
+
+    def no_ipv6(family: int = -1, *args: Any, **kw: Any) -> socket.socket:
+        if family == socket.AF_INET6:
+            raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
+        return real_socket(family, *args, **kw)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "socket", no_ipv6)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(f"http://mcp.test:{server.port}/mcp", era="legacy", transport=transport) as client:
+        assert client.list_tools() == []
+    del infos[1:]  # (IPv6 only: no address can be tried)
+    with pytest.raises(SessionClosed, match=r"cannot be reached.*EAFNOSUPPORT"):
+        connect(f"http://mcp.test:{server.port}/mcp", era="legacy", transport=transport)
+
+
+def test_ctrl_c_in_a_callback_leaves_no_request_for_another(
+    raw: Callable[..., RawServer],
+) -> None:
+    """Two ``roots/list`` requests in one read; Ctrl-C in the callback for the first:
+    both are answered with an error, and the callback is not called again (the second
+    is not left for the cancellation's loop to hand to it)."""
+    answers: list[dict[str, Any]] = []
+    both = threading.Event()
+    stop = threading.Event()
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        if "method" not in message:  # an answer to the server's request
+            answers.append(message)
+            if len(answers) == 2:
+                both.set()
+            respond(sock, "202 Accepted", {}, b"")
+            return
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        asks = (dumps({"jsonrpc": "2.0", "id": f"srv-{n}", "method": "roots/list"}) for n in (1, 2))
+        sock.sendall(b"".join(b"data: " + ask + b"\n\n" for ask in asks))  # one write
+        stop.wait(TIMEOUT)
+
+    server = raw(legacy_server(serve))
+    calls = 0
+
+    def roots() -> list[str]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise KeyboardInterrupt
+        return ["file:///r"]
+
+    transport = HttpTransportConfig(open_get_stream=False)
+    try:
+        with connect(server.url, era="legacy", roots=roots, transport=transport) as client:
+            with pytest.raises(KeyboardInterrupt):
+                client.call_tool("x")
+            assert calls == 1
+        assert both.wait(TIMEOUT)
+    finally:
+        stop.set()
+    assert calls == 1
+    assert sorted(a["id"] for a in answers) == ["srv-1", "srv-2"]
+    assert all(a["error"]["message"] == _blocking._INTERRUPTED for a in answers)
 
 
 def test_a_server_gone_mid_session() -> None:
@@ -496,6 +615,8 @@ class RawServer:
             sock.close()
 
     def close(self) -> None:
+        with suppress(OSError):  # (wakes the accepting thread: the port refuses from now)
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         for thread in self._threads:
             thread.join(TIMEOUT)

@@ -592,13 +592,16 @@ class BlockingClient(HandshakeFacts):
                 handshake_timeout, connection_config: as for :meth:`stdio`.
 
         Resolving: an address literal (``127.0.0.1``, ``[::1]``) is used as it is; a host
-        name is resolved once (again after a failure to connect) with the system's
-        resolver, which blocks the calling thread for as long as it takes -- no timeout
-        of the client's applies and, without threads, nothing can interrupt it (Ctrl-C
-        is seen only after); give an address to avoid it. Connecting tries the
-        addresses in turn within one ``connect_timeout``, each for its share (at least
-        2 s, or what is left) so that one that never answers leaves time for the next;
-        the one that answered is tried first for later connections.
+        name is resolved for the first connection with the system's resolver, which
+        blocks the calling thread for as long as it takes -- no timeout of the client's
+        applies and, without threads, nothing can interrupt it (Ctrl-C is seen only
+        after); give an address to avoid it. Connecting tries the addresses in turn
+        within one ``connect_timeout``, each for its share (at least 2 s, or what is
+        left) so that one that never answers leaves time for the next; later
+        connections use the same addresses, the one that answered first. When none of
+        them can be connected to (the server moved, say), the name is resolved again
+        and that connection tried once more within what is left of its
+        ``connect_timeout``; only then is the server unreachable (``SessionClosed``).
 
         Raises:
             ValueError: ``url`` is not an absolute http(s) URL, or a header is

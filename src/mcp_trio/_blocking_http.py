@@ -48,15 +48,17 @@ of the client.
 * Cancellation: modern, closing the request's connection (never a
   ``notifications/cancelled`` POST); legacy, the notification is POSTed and the
   request's stream is no longer read for it (nor resumed).
-* Names: resolved once, with the system's blocking resolver (an address literal is
-  not looked up), again after a failure to connect; the address that answered is
-  tried first next time.
+* Names: resolved with the system's blocking resolver (an address literal is not
+  looked up) for the first connection; later ones use those addresses, the one that
+  answered first. When none of them can be connected to (the server may have moved),
+  the name is resolved again and that exchange tried once more, within what is left of
+  its ``connect_timeout``; only if that fails too is the server unreachable.
 * Redirects are not followed: the request fails, naming the ``Location``.
 * ``401``: the request fails with an error naming the server's ``WWW-Authenticate``
   challenge (OAuth flows are the Trio client's; here only a static bearer token).
-* An exchange that cannot connect ends the session (:class:`SessionClosed`): the
-  server is unreachable. One that breaks later fails its own requests only
-  (-32603 ``HTTP: ...``), as the core's synthesised errors do.
+* An exchange that cannot connect (after resolving again, as above) ends the session
+  (:class:`SessionClosed`): the server is unreachable. One that breaks later fails its
+  own requests only (-32603 ``HTTP: ...``), as the core's synthesised errors do.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ from urllib.parse import urlsplit
 
 import h11
 
-from mcp_sansio import Era, LocalProtocolError, RequestId
+from mcp_sansio import Era, Event, LocalProtocolError, RequestId
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -164,16 +166,22 @@ class _Wire:
         self.handshaken = context is None
 
     def _connect(self, now: float) -> socket.socket:
-        """Start connecting to the next address (the ones refused at once skipped)."""
+        """Start connecting to the next address (the ones refused at once skipped, and
+        those whose socket cannot be made: a family the system lacks, IPv6 off)."""
         while True:
             self.address = family, address = self._addresses.pop(0)
             self.attempt_deadline = attempt_deadline(now, self._deadline, len(self._addresses) + 1)
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setblocking(False)
-            code = sock.connect_ex(address)
-            if code in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+            sock: socket.socket | None = None
+            try:
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                code = sock.connect_ex(address)
+            except OSError as exc:
+                code = exc.errno or errno.EINVAL
+            if sock is not None and code in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
                 break
-            sock.close()
+            if sock is not None:
+                sock.close()
             if not self._addresses:
                 raise _ConnectFailed(f"could not connect: {errno.errorcode.get(code, code)}")
         with suppress(OSError):
@@ -342,6 +350,8 @@ class _Exchange:
         self.quiet = quiet
         """Resumptions in a row that brought no message."""
         self.connect_deadline: float | None = None
+        self.fresh = False
+        """Its connection's addresses were resolved for it (not an earlier one's)."""
         self.write_since: float | None = None
         self.answer_deadline: float | None = None
         self.written = False
@@ -388,7 +398,7 @@ class HttpTransport:
         )
         self._extra = client_headers(headers)
         self._addresses: list[Address] | None = None  # resolved once, the one that
-        # answered first; again after a failure to connect
+        # answered first; again when connecting to them fails (see _unreachable)
         self._write_timeout = write_timeout
         self._exchanges: list[_Exchange] = []
         self._idle: deque[_Wire] = deque()
@@ -503,41 +513,50 @@ class HttpTransport:
     def _open(self, exchange: _Exchange, now: float) -> None:
         if exchange is self._gate:
             self._gate_until = now + self.config.connect_timeout
-        request = exchange.sent.request
         exchange.state = "active"
-        try:
-            events = request_events(request, self._extra)
-        except Unframeable as exc:
-            self._failed(exchange, str(exc))
-            return
         wire = None
         while self._idle and wire is None:
             wire = self._idle.popleft()
             if wire.is_stale():
                 wire.close()
                 wire = None
+        if wire is None:
+            self._dial(exchange, now, now + self.config.connect_timeout)
+        else:
+            self._send_head(exchange, wire, now)
+
+    def _dial(self, exchange: _Exchange, now: float, deadline: float) -> None:
+        """Connect a new wire for ``exchange`` by ``deadline`` (the name resolved unless
+        its addresses are known) and queue the request on it."""
+        exchange.connect_deadline = deadline
+        exchange.fresh = self._addresses is None
         try:
-            if wire is None:
-                if self._addresses is None:
-                    try:
-                        self._addresses = resolve(self._host, self._port)
-                    except OSError as exc:
-                        why = f"could not resolve {self._host!r}: {exc}"
-                        raise _ConnectFailed(why) from exc
-                deadline = now + self.config.connect_timeout
-                wire = _Wire(
-                    self._host,
-                    self._addresses,
-                    now,
-                    deadline,
-                    self._context,
-                    self.config.max_header_size,
-                )
-                exchange.connect_deadline = deadline
+            if self._addresses is None:
+                try:
+                    self._addresses = resolve(self._host, self._port)
+                except OSError as exc:
+                    raise _ConnectFailed(f"could not resolve {self._host!r}: {exc}") from exc
+            wire = _Wire(
+                self._host,
+                self._addresses,
+                now,
+                deadline,
+                self._context,
+                self.config.max_header_size,
+            )
         except _ConnectFailed as exc:
             self._unreachable(exchange, exc, now)
             return
+        self._send_head(exchange, wire, now)
+
+    def _send_head(self, exchange: _Exchange, wire: _Wire, now: float) -> None:
+        request = exchange.sent.request
         exchange.wire = wire
+        try:
+            events = request_events(request, self._extra)
+        except Unframeable as exc:
+            self._failed(exchange, str(exc))
+            return
         try:
             wire.queue(b"".join(wire.h11.send(e) or b"" for e in events))
         except h11.LocalProtocolError as exc:
@@ -787,7 +806,19 @@ class HttpTransport:
             known.insert(0, address)
 
     def _unreachable(self, exchange: _Exchange, exc: _WireError, now: float) -> None:
-        self._addresses = None  # (resolved again for the next connection)
+        """No connection for ``exchange``. With addresses an earlier connection resolved
+        (the server may have moved: its name resolves elsewhere now), the name is
+        resolved again and the exchange tried once more, within what is left of its
+        ``connect_timeout``; otherwise the server is unreachable."""
+        self._addresses = None
+        deadline = exchange.connect_deadline
+        if not exchange.fresh and deadline is not None and now < deadline:
+            logger.debug("HTTP: %s; resolving %r again", exc, self._host)
+            if exchange.wire is not None:
+                exchange.wire.close()
+                exchange.wire = None
+            self._dial(exchange, now, deadline)
+            return
         self._close(exchange)
         if exchange is self._get:
             self._get_ended(exchange, now)  # (counted there: tried again, or given up)
@@ -1048,13 +1079,22 @@ class HttpLink:
         conn = hooks.conn
         inbox = http.inbox
         while inbox and not hooks.failed():
-            item = inbox.popleft()
             now = hooks.clock.now()
-            if isinstance(item, bytes):
-                hooks.handle(conn.receive_message(item, now=now))
-            elif isinstance(item, Restart):
+            if isinstance(inbox[0], bytes):
+                # The messages in a row, handled together (as ByteLink hands a read's):
+                # Ctrl-C in one's callback answers the server's requests among the rest
+                # with an error; none is left for a callback after the interrupt.
+                events: list[Event] = []
+                while inbox and isinstance(inbox[0], bytes):
+                    message = inbox.popleft()
+                    assert isinstance(message, bytes)
+                    events += conn.receive_message(message, now=now)
+                hooks.handle(events)
+                continue
+            item = inbox.popleft()
+            if isinstance(item, Restart):
                 hooks.restart(now)
-            else:
+            elif isinstance(item, Resend):
                 for rid in item.request_ids:
                     with suppress(LocalProtocolError):  # (answered or cancelled meanwhile)
                         conn.resend_request(rid)
