@@ -21,7 +21,7 @@ import pytest
 
 from mcp_sansio import ConnectionConfig
 from mcp_sansio import types as t
-from mcp_trio import ServerExited
+from mcp_trio import ServerExited, SessionClosed
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_bytes import ByteLink, ProcessTransport
 
@@ -33,7 +33,7 @@ SERVER = r"""
 import json, os, signal, sys, time
 
 mode = sys.argv[1]
-if mode == "stubborn":  # takes its time to stop: SIGKILL only
+if mode.startswith("stubborn"):  # takes its time to stop: SIGKILL only
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 out = sys.stdout.buffer
 
@@ -81,6 +81,9 @@ for raw in sys.stdin.buffer:
             time.sleep(0.2)  # reads its input late: the answer cannot be written at once
             if mode.endswith("_then_log"):
                 send(log("late"))  # arrives while close() is still writing the answer
+        elif mode == "stubborn_big_ping":  # then stops reading (and ignores SIGTERM)
+            send({"jsonrpc": "2.0", "id": "x" * 300_000, "method": "ping"}, ok(rid))
+            time.sleep(60)
         elif mode == "big_ping_late_log":  # never answers; logs once the call gave up
             send({"jsonrpc": "2.0", "id": "x" * 200_000, "method": "ping"}, log("first"))
             time.sleep(0.6)  # reads its input late: the answer cannot be written at once
@@ -230,22 +233,23 @@ def test_a_failing_callback_does_not_drop_the_rest_of_the_read(
         assert client.call_tool("y").text == "ok"
 
 
-@pytest.mark.parametrize("late", [RuntimeError, KeyboardInterrupt])
+@pytest.mark.parametrize("late", [RuntimeError, TimeoutError, SessionClosed, KeyboardInterrupt])
 def test_a_callback_failing_while_a_call_is_given_up(
     notes: Notes, caplog: pytest.LogCaptureFixture, late: type[BaseException]
 ) -> None:
     """A callback fails (the call is given up) while a large answer to the server waits
     to be written; the server's next log arrives while the cancellation waits behind
-    it. That callback's exception is logged and the cancellation still written; Ctrl-C
-    is raised."""
+    it. That callback's exception is logged and the cancellation still written (a
+    ``TimeoutError`` or ``SessionClosed`` of the callback's too: not taken for the
+    cancellation's own); Ctrl-C is raised."""
 
     def on_log(params: t.LoggingMessageNotificationParams) -> None:
         raise (ValueError if params.data == "first" else late)(params.data)
 
     with spawn("big_ping_late_log", stderr=notes.fd, on_log=on_log) as client:
-        with pytest.raises(ValueError if late is RuntimeError else late) as caught:
+        with pytest.raises(ValueError if late is not KeyboardInterrupt else late) as caught:
             client.call_tool("x")
-        if late is RuntimeError:
+        if late is not KeyboardInterrupt:
             assert str(caught.value) == "first"
             assert "a callback failed while request" in caplog.text and "late" in caplog.text
             notes.wait_for("notifications/cancelled")  # before close(): by the call
@@ -302,6 +306,35 @@ def test_ctrl_c_while_closing_does_not_leave_the_server_running() -> None:
         with pytest.raises(KeyboardInterrupt):
             client.close()
         signal.setitimer(signal.ITIMER_REAL, 0)
+        assert process.wait(WAIT) == -signal.SIGKILL
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_ctrl_c_while_closing_writes_kills_the_server_at_once() -> None:
+    """Ctrl-C during ``close()``'s last writes (an answer the server does not read):
+    the server is killed at once, not stopped gracefully (``stop_timeout`` twice)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    client = spawn("stubborn_big_ping", stop_timeout=WAIT, stderr=subprocess.DEVNULL)
+    link = client._link
+    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
+    process = link.transport.process
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        assert client.call_tool("x").text == "ok"
+        assert link.unwritten()  # (the 300 kB answer to its ping)
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            client.close()
+        assert time.monotonic() - started < WAIT  # (not 2 x stop_timeout)
         assert process.wait(WAIT) == -signal.SIGKILL
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

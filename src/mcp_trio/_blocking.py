@@ -158,6 +158,15 @@ _INTERRUPTED: Final = "Internal error: the client was interrupted"
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
 
 
+class _Expired(TimeoutError):
+    """A loop's own ``deadline`` passed (:meth:`BlockingClient._loop`); told apart
+    from a ``TimeoutError`` a callback raised by :meth:`BlockingClient._abandon`."""
+
+    def __init__(self, what: str, deadline: float) -> None:
+        super().__init__(f"{what} timed out")
+        self.deadline = deadline
+
+
 @final
 class CallClock:
     """The client's time: ``time.monotonic()`` with the time between calls taken out.
@@ -241,8 +250,9 @@ class Link(Protocol):
         """Closing: start ending the session; what to wait for, and how long."""
         ...
 
-    def close(self) -> None:
-        """Release everything (the spawned server stopped, the sockets closed)."""
+    def close(self, *, urgent: bool = False) -> None:
+        """Release everything (the spawned server stopped, the sockets closed);
+        ``urgent`` (Ctrl-C while closing): a spawned server killed at once."""
         ...
 
 
@@ -707,12 +717,14 @@ class BlockingClient(HandshakeFacts):
         What is still queued for the server (answers to its requests, a cancellation)
         is written first, for one second at most; the server's messages that arrive
         meanwhile are handled as during a call, but a callback's exception is logged,
-        not raised.
+        not raised. Ctrl-C meanwhile: a spawned server is killed at once, and Ctrl-C
+        raised.
         """
         if self._closed:
             return
         self._closed = True
         link = self._link
+        urgent = False
         try:
             if self._failure is None and link.unwritten():
                 deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
@@ -730,11 +742,14 @@ class BlockingClient(HandshakeFacts):
                     self._run_until(done, now + limit, "closing the session", courtesy=False)
                 except Exception:
                     logger.debug("the session was not ended in time", exc_info=True)
+        except BaseException as exc:
+            urgent = not isinstance(exc, Exception)  # (Ctrl-C: no graceful stop awaited)
+            raise
         finally:
             self._conn.receive_eof()
             if self._failure is None:
                 self._failure = SessionClosed("the client was closed")
-            link.close()
+            link.close(urgent=urgent)
 
     # ------------------------------------------------------------------ introspection
 
@@ -837,10 +852,12 @@ class BlockingClient(HandshakeFacts):
                 self._run_until(
                     lambda: not self._link.unwritten(), deadline, "cancelling", courtesy=False
                 )
-            except (TimeoutError, SessionClosed) as exc:
-                logger.debug("request %r given up; the cancellation: %s", rid, exc)
-                return
-            except Exception:
+            except Exception as exc:
+                # (A callback's TimeoutError or SessionClosed is a callback's failure.)
+                ran_out = isinstance(exc, _Expired) and exc.deadline == deadline
+                if ran_out or exc is self._failure:
+                    logger.debug("request %r given up; the cancellation: %s", rid, exc)
+                    return
                 logger.exception("a callback failed while request %r was given up", rid)
                 continue
             return
@@ -899,7 +916,7 @@ class BlockingClient(HandshakeFacts):
                 self._handle(self._conn.handle_timer(now))
                 continue
             if deadline is not None and deadline <= now:
-                raise TimeoutError(f"{what} timed out")
+                raise _Expired(what, deadline)
             restart = self._restart_deadline
             if restart is not None and restart <= now:
                 limit = self._options.handshake_timeout

@@ -75,7 +75,9 @@ class ByteTransport(Protocol):
         """Why the input ended or a write failed, for the waiting callers."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, *, urgent: bool = False) -> None:
+        """Release it; ``urgent``: a spawned server killed at once."""
+        ...
 
 
 def _wait_readable(fd: int, timeout: float) -> bool:
@@ -159,15 +161,17 @@ class ProcessTransport:
             self.process.wait(max(0.0, deadline - time.monotonic()))
         return self.process.returncode is not None
 
-    def close(self) -> None:
+    def close(self, *, urgent: bool = False) -> None:
         """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown).
         Interrupted meanwhile (Ctrl-C while the server takes its time), it kills the
-        server at once rather than leave it running, and raises."""
+        server at once rather than leave it running, and raises. ``urgent`` (Ctrl-C
+        came before: the caller is on its way out): SIGKILL at once."""
         process = self.process
+        stops = (process.kill,) if urgent else (None, process.terminate, process.kill)
         try:
             with suppress(OSError):
                 self._stdin.close()
-            for stop in (None, process.terminate, process.kill):
+            for stop in stops:
                 if stop is not None and process.poll() is None:
                     with suppress(ProcessLookupError):
                         stop()
@@ -221,7 +225,7 @@ class SocketTransport:
     def failure(self, what: str) -> SessionClosed:
         return SessionClosed(what.replace("the server", "the peer"))
 
-    def close(self) -> None:
+    def close(self, *, urgent: bool = False) -> None:
         with suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
@@ -323,9 +327,9 @@ class ByteLink:
         """Nothing to say before closing (the server sees its input end)."""
         return None
 
-    def close(self) -> None:
+    def close(self, *, urgent: bool = False) -> None:
         self._selector.close()
-        self.transport.close()
+        self.transport.close(urgent=urgent)
 
     def _select(self, reading: bool, writing: bool, timeout: float) -> tuple[bool, bool, bool]:
         """Wait; whether the input is readable, the output writable, the side readable."""

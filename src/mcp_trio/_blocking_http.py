@@ -1069,8 +1069,8 @@ class HttpLink:
             return None
         return self.http.idle, self._close_timeout
 
-    def close(self) -> None:
-        self.http.close()
+    def close(self, *, urgent: bool = False) -> None:
+        self.http.close()  # (at once either way)
 
     def take(self) -> None:
         """Hand the core what the answers brought, in order (messages; a new session;
