@@ -514,6 +514,11 @@ class HttpTransport:
         if exchange is self._gate:
             self._gate_until = now + self.config.connect_timeout
         exchange.state = "active"
+        try:
+            request_events(exchange.sent.request, self._extra)  # (before any connection)
+        except Unframeable as exc:
+            self._failed(exchange, str(exc))
+            return
         wire = None
         while self._idle and wire is None:
             wire = self._idle.popleft()
