@@ -29,7 +29,8 @@ If the request goes away in the very round the task is created, the task is drop
 the table and its work cancelled: its id never reached anyone.
 
 Bounds, all in :class:`TaskConfig`: at most ``max_tasks`` tasks are kept (running or
-finished), at most ``max_tasks_per_owner`` of them for one caller; a task has at most
+finished), at most ``max_tasks_per_owner`` (opt-in) of them for one identified caller; a
+task has at most
 ``max_input_requests`` questions outstanding. Each expires ``ttl_ms`` after its creation:
 the tool's cancel scope has that deadline, so trio cancels work still running then (the
 task settles ``failed``, which only the table sees: an expired task is unknown to
@@ -37,19 +38,26 @@ task settles ``failed``, which only the table sees: an expired task is unknown t
 oldest first (tasks share one TTL, so the oldest expires first): a finished record may stay
 in memory past its TTL until then, which ``max_tasks`` bounds.
 
-A caller, for the quota, is the authenticated subject; without authentication, the
-connection the call came on (stdio, WebSocket, in memory: one peer each); anonymous HTTP
-requests carry nothing that tells their senders apart, so together they are one caller.
-Before its TTL a task is kept for its caller to poll, with one exception: once the caller
-has *collected* it -- a ``tasks/get`` answered with its terminal state, a
-``notifications/tasks`` with it sent to a listen stream of the owner (which carries the
-full state, "without polling"), or a ``tasks/cancel`` (after which the client "MAY delete
-all state associated with the task") -- a terminal task may make room. A call that finds
-its caller at the quota evicts that caller's oldest collected task; one that finds the
-table full, the oldest collected task of anyone (its caller has what it needed). With
-nothing to evict, the call runs without a task (``optional``) or is refused with -32603
-(``required``), whichever bound it hit: so one caller filling its quota denies nobody
-else, and a task whose result nobody has seen is never dropped before its TTL.
+A caller, for the quota (``max_tasks_per_owner``, off by default), is the authenticated
+subject; without authentication, the connection the call came on (stdio, WebSocket, in
+memory: one peer each, though one peer may open many connections). Anonymous HTTP requests
+carry nothing that tells their senders apart: they are never counted against the quota,
+only against ``max_tasks``.
+
+The TTL is a task's lifetime: "After a task's ``ttl`` lifetime has elapsed, receivers
+**MAY** delete the task and its results, regardless of the task status" (2025-11-25
+tasks, "TTL and Resource Management", which ext-tasks' ``ttlMs`` carries on); nothing lets
+a server drop one earlier. Here,
+as a documented server policy that applies only when a bound is hit (the opt-in quota, or
+a full table), a terminal task is *collected* once its caller has fetched its end with
+``tasks/get`` -- or sent ``tasks/cancel`` while it still ran -- and it may make room
+``retention_after_fetch_ms`` after that (the grace lets a caller whose reply was lost ask
+again). A ``notifications/tasks`` does not collect: it may have reached only another
+stream, or nobody. A call that finds its caller at the quota evicts that caller's oldest
+collected task; one that finds the table full, the caller's own oldest collected task
+first, else the oldest collected task of anyone. With nothing to evict, the call runs
+without a task (``optional``) or is refused with -32603 (``required``): a task whose end
+nobody has fetched is never dropped before its TTL.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
@@ -161,11 +169,19 @@ class TaskConfig:
     A call that finds the table full (after expired tasks are purged, and a collected
     one evicted if any: see :mod:`mcp_trio._tasks`) runs without a task, or, for a
     ``task="required"`` tool, is refused with -32603."""
-    max_tasks_per_owner: int = attrs.field(default=256, validator=check_count(1))
-    """How many of them one caller may hold (the authenticated subject; without
-    authentication, one connection; anonymous HTTP callers count as one), so that one
-    caller cannot deny everyone else. Past it the caller's oldest collected task is
+    max_tasks_per_owner: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_count(1))
+    )
+    """How many of them one identified caller may hold (the authenticated subject;
+    without authentication, one connection: stdio, WebSocket, in memory), so that one
+    caller cannot deny everyone else. ``None`` (the default): no quota, only
+    ``max_tasks``. Anonymous HTTP requests cannot be told apart, so the quota never
+    applies to them (only ``max_tasks``). Past it the caller's oldest collected task is
     evicted if it has one; else the call is treated as when the table is full."""
+    retention_after_fetch_ms: int = attrs.field(default=60_000, validator=check_count(0))
+    """How long, in ms, a terminal task stays after its caller fetched its end with
+    ``tasks/get`` (or cancelled it while it ran) before a bound may evict it, so that a
+    caller whose reply was lost can ask again. Default: a minute."""
     ttl_ms: int = attrs.field(default=3_600_000, validator=check_count(1))
     """How long a task is kept after its creation (``ttlMs``), in ms. Work still running
     then is cancelled at once, and ``tasks/get`` answers "unknown task"; the record is
@@ -223,11 +239,15 @@ class TaskRun:
         self.caller = caller
         """Who the task counts against for ``max_tasks_per_owner`` (see
         ``TaskRunner._caller``)."""
-        self.collected = False
-        """Whether its caller has what it needs: a ``tasks/get`` answered with the
-        terminal state, a ``notifications/tasks`` with it sent, or a ``tasks/cancel``. A
-        collected terminal task may be evicted before its TTL to make room (see the
-        module docstring)."""
+        self.collected_at: float | None = None
+        """When (trio's clock) its caller had what it needs: a ``tasks/get`` answered with
+        the terminal state, or a ``tasks/cancel`` of the running task. A terminal task
+        collected ``retention_after_fetch_ms`` ago may be evicted before its TTL to make
+        room (see the module docstring)."""
+        self.scopes: frozenset[str] = frozenset()
+        """The OAuth scopes its ``tools/call`` needed (declared and added by the server's
+        hook): ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and ``notifications/tasks``
+        need them too."""
         self.scope = trio.CancelScope()
         """The tool's cancel scope: ``tasks/cancel`` cancels it, and its deadline is the
         task's expiry (``trio.current_time()`` plus the TTL, set when the task is created)."""
@@ -359,10 +379,11 @@ class TaskRun:
         return None if self.task is None else self.task.status_message
 
     def cancel(self) -> None:
-        """``tasks/cancel``: cancel the work, if it still runs; the caller is done with
-        the task either way (it is collected)."""
-        self.collected = True
+        """``tasks/cancel``: cancel the work, if it still runs. A task cancelled while it
+        ran is collected (its caller gave up on it); one already terminal is not: the
+        ack says nothing of its end, which the caller may still fetch."""
         if self.task is not None and not self.task.terminal:
+            self.collected_at = trio.current_time()
             self.cancel_requested = True
             self.scope.cancel()
 
@@ -525,7 +546,7 @@ class TaskRunner:
                 while self._outbox:
                     task_id, (owner, params) = self._outbox.popitem(last=False)
                     try:
-                        sent = await self.deliver(owner, params)
+                        await self.deliver(owner, params)
                     except BaseException:
                         # This block ends: leave the state to a loop still running, if
                         # any (its block is still open); else it goes, as it would have
@@ -535,11 +556,6 @@ class TaskRunner:
                             self._outbox.move_to_end(task_id, last=False)
                         self._outbox_ready.unpark_all()
                         raise
-                    run = self._tasks.get(task_id)
-                    if sent and params.get("status") in TERMINAL_STATUSES and run is not None:
-                        # A listen stream of its owner got its end, in full ("without
-                        # polling"): collected, as by a tasks/get.
-                        run.collected = True
 
     # ------------------------------------------------------------ the table
 
@@ -562,18 +578,25 @@ class TaskRunner:
             del self._held[run.caller]
 
     def _evict_collected(self, caller: object, *, anyone: bool = False) -> bool:
-        """Drop the oldest collected terminal task of ``caller`` (``anyone``: of any
-        caller), if there is one; whether one went."""
+        """Drop the oldest collected terminal task of ``caller`` past its grace
+        (``anyone``: of ``caller`` if it has one, else of any caller); whether one went."""
+        since = trio.current_time() - self.config.retention_after_fetch_ms / 1000
+        other: TaskRun | None = None
         for victim in self._tasks.values():
             if (
-                victim.collected
+                victim.collected_at is not None
+                and victim.collected_at <= since
                 and victim.task is not None
                 and victim.task.terminal
-                and (anyone or victim.caller == caller)
             ):
-                break
+                if victim.caller == caller:
+                    break
+                if anyone and other is None:
+                    other = victim
         else:
-            return False
+            if other is None:
+                return False
+            victim = other
         self._forget(victim)
         return True
 
@@ -582,12 +605,16 @@ class TaskRunner:
         A collected task makes room if needed (see the module docstring)."""
         self._purge()
         config = self.config
-        if self._held.get(run.caller, 0) >= config.max_tasks_per_owner and not (
-            self._evict_collected(run.caller)
+        quota = config.max_tasks_per_owner
+        if (
+            quota is not None
+            and run.caller is not None  # (anonymous HTTP: only max_tasks bounds it)
+            and self._held.get(run.caller, 0) >= quota
+            and not self._evict_collected(run.caller)
         ):
             return (
-                "This caller holds as many tasks as it may: fetch the results of finished "
-                "ones or cancel some, then try again"
+                "You hold as many tasks as this server allows one caller: fetch the "
+                "results of finished ones or cancel some, then try again"
             )
         if len(self._tasks) >= config.max_tasks and not self._evict_collected(
             run.caller, anyone=True
@@ -728,8 +755,10 @@ class TaskRunner:
         self._check_tasks_methods_available(ctx)
         found = self._find(ctx, parse_task_id(ctx.params))
         answer = found.detailed()
-        if found.task is not None and found.task.terminal:
-            found.collected = True  # (the caller now has the end: see the module docstring)
+        if found.task is not None and found.task.terminal and found.collected_at is None:
+            # The caller now has the end (unless this reply is lost: the grace of
+            # retention_after_fetch_ms, counted from the first fetch, lets it ask again).
+            found.collected_at = trio.current_time()
         return answer
 
     async def tasks_update(self, ctx: RequestContext) -> dict[str, Any]:

@@ -266,7 +266,7 @@ async def test_an_ended_task_is_not_asked_for_again(
 ) -> None:
     # The server drops a task whose end it delivered when it needs the room: the handle
     # keeps what it saw.
-    server = make_server(TaskConfig(max_tasks_per_owner=1))
+    server = make_server(TaskConfig(max_tasks_per_owner=1, retention_after_fetch_ms=0))
     async with connected(server) as client:
         task = await client.call_tool_as_task("structured")
         assert (await task.result()).structured_content == {"n": 7}

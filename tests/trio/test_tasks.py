@@ -524,26 +524,88 @@ async def test_the_table_of_tasks_is_bounded(autojump_clock: MockClock) -> None:
 
 
 async def test_only_a_collected_task_makes_room_before_its_ttl(autojump_clock: MockClock) -> None:
-    async with client(make_server(TaskConfig(max_tasks=2, ttl_ms=50_000))) as c:
+    config = TaskConfig(max_tasks=2, ttl_ms=500_000, retention_after_fetch_ms=60_000)
+    async with client(make_server(config)) as c:
         done = (await call(c, "slow", {"seconds": 1}))["taskId"]
-        running = (await call(c, "slow", {"seconds": 100}))["taskId"]
+        running = (await call(c, "slow", {"seconds": 1000}))["taskId"]
         await trio.sleep(2)
         # Finished, but nobody has seen its result: it is kept.
         assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
         assert (await get(c, running))["status"] == "working"  # (not terminal: not collected)
         assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
-        # Its result fetched (twice, as often as one likes until room is needed)...
+        # Its result fetched (twice, as often as one likes)...
         assert (await get(c, done))["result"] == (await get(c, done))["result"]
-        # ... it makes room for the next task, and is gone.
-        third = (await call(c, "slow", {"seconds": 100}))["taskId"]
+        # ... it is kept for the grace period, in case that reply was lost ...
+        await trio.sleep(59)
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
+        assert (await get(c, done))["status"] == "completed"
+        # ... counted from the first fetch: then it makes room for the next task.
+        await trio.sleep(1)
+        third = (await call(c, "slow", {"seconds": 1000}))["taskId"]
         assert (await error_of(c, "tasks/get", {"taskId": done})).code == -32602
-        # A tasks/cancel collects the task too ("Clients MAY delete all state associated
-        # with the task as soon as they send a cancellation"), once it has settled.
+        # A tasks/cancel of the running task collects it (its caller gave up on it).
         await c.request("tasks/cancel", {"taskId": running})
         await trio.testing.wait_all_tasks_blocked()
+        await trio.sleep(60)
         assert (await call(c, "slow", {"seconds": 100}))["resultType"] == "task"
         assert (await error_of(c, "tasks/get", {"taskId": running})).code == -32602
         assert (await get(c, third))["status"] == "working"
+
+
+async def test_a_late_cancel_does_not_collect_a_finished_task(autojump_clock: MockClock) -> None:
+    # The ack of tasks/cancel says nothing of the end: the caller may still fetch it.
+    config = TaskConfig(max_tasks=1, ttl_ms=500_000, retention_after_fetch_ms=0)
+    async with client(make_server(config)) as c:
+        done = (await call(c, "slow", {"seconds": 1}))["taskId"]
+        await trio.sleep(2)
+        await c.request("tasks/cancel", {"taskId": done})
+        assert (await call(c, "slow", {"seconds": 1}))["resultType"] == "complete"
+        assert (await get(c, done))["status"] == "completed"
+
+
+async def test_a_full_table_evicts_the_callers_own_collected_task_first(
+    autojump_clock: MockClock,
+) -> None:
+    runner = TaskRunner(TaskConfig(max_tasks=3, retention_after_fetch_ms=1000))
+    runner.enabled = True
+
+    def ctx(subject: str, method: str = "tools/call", **params: Any) -> Any:
+        return SimpleNamespace(
+            era=Era.MODERN,
+            client_capabilities=EXT,
+            principal=Principal(subject=subject),
+            method=method,
+            params=params,
+        )
+
+    async def quick(run: TaskRun) -> dict[str, Any]:
+        await trio.sleep(1)
+        return {"content": []}
+
+    async with runner.running():
+        made = [("bob", ""), ("alice", ""), ("alice", "")]
+        made = [
+            (who, (await runner.call(ctx(who), "required", "call", quick, "t"))["taskId"])  # type: ignore[index]
+            for who, _ in made
+        ]
+        await trio.sleep(2)
+        for who, tid in made:
+            await runner.tasks_get(ctx(who, "tasks/get", taskId=tid))  # (all collected)
+        # Within the grace period nothing is evicted: the table is full.
+        with pytest.raises(McpError):
+            await runner.call(ctx("alice"), "required", "call", quick, "t")
+        await trio.sleep(1)
+        await runner.call(ctx("alice"), "required", "call", quick, "t")
+        # Alice's own oldest went, not bob's (older still).
+        (_, bob), (_, a1), (_, a2) = made
+        with pytest.raises(McpError):
+            await runner.tasks_get(ctx("alice", "tasks/get", taskId=a1))
+        await runner.tasks_get(ctx("bob", "tasks/get", taskId=bob))
+        await runner.tasks_get(ctx("alice", "tasks/get", taskId=a2))
+        # Carol has none of her own: the oldest collected of anyone (bob's) goes.
+        await runner.call(ctx("carol"), "required", "call", quick, "t")
+        with pytest.raises(McpError):
+            await runner.tasks_get(ctx("bob", "tasks/get", taskId=bob))
 
 
 async def test_one_connection_cannot_take_every_task(autojump_clock: MockClock) -> None:
@@ -565,7 +627,10 @@ async def test_one_connection_cannot_take_every_task(autojump_clock: MockClock) 
 async def test_a_caller_at_its_quota_evicts_its_own_collected_task(
     autojump_clock: MockClock,
 ) -> None:
-    server = make_server(TaskConfig(max_tasks=10, max_tasks_per_owner=2, ttl_ms=50_000))
+    config = TaskConfig(
+        max_tasks=10, max_tasks_per_owner=2, ttl_ms=50_000, retention_after_fetch_ms=0
+    )
+    server = make_server(config)
     async with client(server) as c, client(server) as neighbour:
         theirs = (await call(neighbour, "slow", {"seconds": 1}))["taskId"]
         old = (await call(c, "slow", {"seconds": 1}))["taskId"]
@@ -599,6 +664,18 @@ async def test_the_questions_of_a_task_are_bounded(autojump_clock: MockClock) ->
 def test_task_config_takes_positive_integers(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field):
         TaskConfig(**{field: value})
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, True, None])
+def test_task_config_retention_after_fetch_is_checked(value: Any) -> None:
+    with pytest.raises(ValueError, match="retention_after_fetch_ms"):
+        TaskConfig(retention_after_fetch_ms=value)
+
+
+def test_task_config_defaults_have_no_quota() -> None:
+    config = TaskConfig()
+    assert config.max_tasks_per_owner is None and config.retention_after_fetch_ms == 60_000
+    assert TaskConfig(retention_after_fetch_ms=0).retention_after_fetch_ms == 0
 
 
 def test_task_options_are_checked_at_registration() -> None:
@@ -884,7 +961,7 @@ async def test_a_task_belongs_to_the_principal_that_created_it(autojump_clock: M
         assert (await runner.tasks_get(ctx("alice", taskId=task_id)))["status"] == "cancelled"
 
 
-async def test_the_quota_counts_per_subject_and_anonymous_http_as_one(
+async def test_the_quota_counts_per_subject_and_never_anonymous_http(
     autojump_clock: MockClock,
 ) -> None:
     runner = TaskRunner(TaskConfig(max_tasks=10, max_tasks_per_owner=1))
@@ -902,7 +979,7 @@ async def test_the_quota_counts_per_subject_and_anonymous_http_as_one(
         return {"content": []}
 
     async with runner.running():
-        for subject in ("alice", "bob", None):
+        for subject in ("alice", "bob"):
             created = await runner.call(ctx(subject), "optional", "call", work, "t")
             assert isinstance(created, dict) and created["resultType"] == "task"
             # The same subject again (another connection, as over HTTP): at its quota.
@@ -910,8 +987,15 @@ async def test_the_quota_counts_per_subject_and_anonymous_http_as_one(
             assert plain == {"content": []}  # (a plain call)
             with pytest.raises(McpError) as info:
                 await runner.call(ctx(subject), "required", "call", work, "t")
-            assert info.value.code == -32603
-        assert len(runner._tasks) == 3
+            assert info.value.code == -32603 and "You hold" in info.value.error.message
+        # Anonymous HTTP callers cannot be told apart: only max_tasks bounds them.
+        for _ in range(8):
+            created = await runner.call(ctx(None), "required", "call", work, "t")
+            assert isinstance(created, dict) and created["resultType"] == "task"
+        with pytest.raises(McpError) as info:
+            await runner.call(ctx(None), "required", "call", work, "t")
+        assert "server" in info.value.error.message
+        assert len(runner._tasks) == 10
 
 
 async def test_a_cancel_taken_as_the_task_is_created_drops_the_task(
