@@ -36,11 +36,16 @@ and those being answered, are kept per task by the ``Client`` (:class:`AnsweredQ
 and shared by every handle on the task -- ``call_tool``'s, ``call_tool_as_task``'s,
 ``Client.task(id)``'s -- so a handle resumed by id, or two waiting at once, never answer a
 question another has answered or is answering. They are dropped when a handle sees the
-task end; past :data:`_MAX_TASKS_REMEMBERED` tasks, the least recently used are forgotten,
-and past :data:`_MAX_ANSWERED` keys a task's oldest. What no client can know is what
-another ``Client`` (another process, after a restart) answered: one resuming a task there
-may answer again a question still listed (``tasks/update`` ignores an answer to a question
-no longer outstanding, so that costs a callback, not the task).
+task end; past :data:`_MAX_TASKS_REMEMBERED` tasks, the least recently used are forgotten
+(not one whose question is being answered), and past :data:`_MAX_ANSWERED` keys a task's
+oldest. A ``tasks/update`` that got no ack (the wait was cancelled or timed out, the
+connection closed) may have reached the server: its answers are kept, and the next round
+on the task sends them again instead of asking the user anew (a server ignores an answer
+to a question no longer outstanding); one the server refused with an error is asked anew.
+What no client can know is what another ``Client`` (another process, after a restart)
+answered: one resuming a task there may answer again a question still listed
+(``tasks/update`` ignores an answer to a question no longer outstanding, so that costs a
+callback, not the task).
 
 After an answer the handle looks again at once, but only once: a task that asks anew at
 once is then polled at its interval. A handle answers at most
@@ -154,19 +159,27 @@ def _outcome(state: TaskState) -> dict[str, Any] | None:
 
 @final
 class _Keys:
-    __slots__ = ("answered", "busy")
+    __slots__ = ("answered", "busy", "unacked")
 
     def __init__(self) -> None:
         self.answered: OrderedDict[str, None] = OrderedDict()
         self.busy: set[str] = set()
+        self.unacked: OrderedDict[str, Any] = OrderedDict()
 
 
 @final
 class AnsweredQuestions:
     """The questions of each task a client has answered or is answering, by key: shared
-    by all its handles on the task (see the module docstring). Bounded: at most
-    ``max_tasks`` tasks (least recently used forgotten), ``max_keys`` answered keys each
-    (oldest forgotten)."""
+    by all its handles on the task (see the module docstring); and the answers sent
+    with a ``tasks/update`` whose ack never came (cancelled, timed out, connection
+    lost), which the next round sends again rather than ask the user anew.
+
+    Bounded: at most ``max_tasks`` tasks, the least recently used forgotten -- but never
+    one with a question being answered (a callback is running: forgetting it would let
+    another handle ask the same question at once), so the count may exceed
+    ``max_tasks`` by the tasks being answered at that moment, which the client's own
+    concurrent waits bound; ``max_keys`` answered keys and ``max_keys`` unacknowledged
+    answers per task (oldest forgotten)."""
 
     def __init__(
         self, *, max_tasks: int = _MAX_TASKS_REMEMBERED, max_keys: int = _MAX_ANSWERED
@@ -179,8 +192,11 @@ class AnsweredQuestions:
         keys = self._tasks.get(task_id)
         if keys is None:
             keys = self._tasks[task_id] = _Keys()
-            while len(self._tasks) > self._max_tasks:
-                self._tasks.popitem(last=False)
+            excess = len(self._tasks) - self._max_tasks
+            if excess > 0:
+                idle = [k for k, v in self._tasks.items() if not v.busy and k != task_id]
+                for victim in idle[:excess]:
+                    del self._tasks[victim]
         else:
             self._tasks.move_to_end(task_id)
         return keys
@@ -193,16 +209,39 @@ class AnsweredQuestions:
         keys.busy.update(fresh)
         return fresh
 
-    def settle(self, task_id: str, claimed: Iterable[str], answered: Iterable[str]) -> None:
+    def unacked(self, task_id: str, keys: Iterable[str]) -> dict[str, Any]:
+        """The answers to ``keys`` sent before without an ack (to send again)."""
+        entry = self._tasks.get(task_id)
+        if entry is None:
+            return {}
+        return {key: entry.unacked[key] for key in keys if key in entry.unacked}
+
+    def settle(
+        self,
+        task_id: str,
+        claimed: Iterable[str],
+        answered: Iterable[str],
+        unacked: Mapping[str, Any] | None = None,
+    ) -> None:
         """The ``claimed`` questions are no longer being answered; the ``answered`` ones
-        (sent with ``tasks/update``) never will be again."""
-        keys = self._keys(task_id)
+        (acknowledged by ``tasks/update``) never will be again; the ``unacked`` answers
+        were sent, but no ack came: the next round sends them again. Nothing for a task
+        forgotten meanwhile (another handle saw its end)."""
+        keys = self._tasks.get(task_id)
+        if keys is None:
+            return
         keys.busy.difference_update(claimed)
         for key in answered:
+            keys.unacked.pop(key, None)
             keys.answered[key] = None
             keys.answered.move_to_end(key)
         while len(keys.answered) > self._max_keys:
             keys.answered.popitem(last=False)
+        for key, value in (unacked or {}).items():
+            keys.unacked[key] = value
+            keys.unacked.move_to_end(key)
+        while len(keys.unacked) > self._max_keys:
+            keys.unacked.popitem(last=False)
 
     def forget(self, task_id: str) -> None:
         """The task ended: nothing of it is left to answer."""
@@ -429,25 +468,39 @@ class ToolTask:
         fresh = self._answered.claim(task_id, requests)
         if not fresh:
             return False
-        responses: dict[str, Any] = {}
+        # Answers sent by an earlier round whose tasks/update got no ack (cancelled, timed
+        # out, connection lost): the server may have them, and ignores a duplicate; asking
+        # the user again would not be idempotent.
+        answers = self._answered.unacked(task_id, fresh)
+        acked: dict[str, Any] = {}
+        unacked = answers
         try:
-            event = InputRequired(
-                request_id=task_id,
-                method="tools/call",
-                input_requests=fresh,
-                request_state=None,
-                round=self._rounds + 1,
-            )
-            # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task that
-            # asks anew for ever must not keep the user's callbacks busy for ever.
-            refuse_endless_input(event, self._max_input_rounds, what=f"task {task_id}")
-            answers = await self._callbacks.provide_input(event)
-            await self._request(TASKS_UPDATE, {"taskId": task_id, "inputResponses": answers})
-            responses = answers
+            ask = {key: value for key, value in fresh.items() if key not in answers}
+            if ask:
+                event = InputRequired(
+                    request_id=task_id,
+                    method="tools/call",
+                    input_requests=ask,
+                    request_state=None,
+                    round=self._rounds + 1,
+                )
+                # As an MRTR request gives up (ConnectionConfig.max_input_rounds): a task
+                # that asks anew for ever must not keep the user's callbacks busy for ever.
+                refuse_endless_input(event, self._max_input_rounds, what=f"task {task_id}")
+                answers = {**answers, **await self._callbacks.provide_input(event)}
+                unacked = answers
+            try:
+                await self._request(TASKS_UPDATE, {"taskId": task_id, "inputResponses": answers})
+            except McpError:
+                unacked = {}  # (the server answered: refused, so ask anew)
+                raise
+            acked, unacked = answers, {}
         finally:
-            # (Not sent: free to be answered again, by this handle or another.)
-            self._answered.settle(task_id, fresh, responses)
-        self._rounds += 1
+            # (Not acknowledged: free to be answered again, by this handle or another,
+            # with the same answers when they were sent.)
+            self._answered.settle(task_id, fresh, acked, unacked)
+        if ask:
+            self._rounds += 1
         return True
 
     async def drive(

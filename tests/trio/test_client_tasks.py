@@ -694,6 +694,88 @@ def test_answered_questions_are_bounded_per_client() -> None:
     assert answered.claim("b", {"q": 1, "r": 2, "s": 3}) == {"q": 1}
 
 
+def test_answered_questions_settle_after_forget_and_keep_busy_tasks() -> None:
+    answered = AnsweredQuestions(max_tasks=2)
+    # A handle answers q while another sees the end and forgets the task: its settle
+    # does not bring the task back.
+    assert answered.claim("t", {"q": 1}) == {"q": 1}
+    answered.forget("t")
+    answered.settle("t", ["q"], ["q"])
+    assert len(answered) == 0
+    # A task whose question is being answered is not the least recently used to go.
+    assert answered.claim("t", {"q": 1}) == {"q": 1}
+    answered.claim("u", {})
+    answered.claim("v", {})  # (u goes, not t)
+    assert answered.claim("t", {"q": 1}) == {}  # (still being answered)
+    assert len(answered) == 2
+    one = AnsweredQuestions(max_tasks=1)
+    assert one.claim("t", {"q": 1}) == {"q": 1}
+    assert one.claim("u", {"r": 1}) == {"r": 1}
+    assert len(one) == 2  # (past max_tasks by the busy ones only)
+    assert one.claim("t", {"q": 1}) == {}
+    one.settle("t", ["q"], [])
+    one.settle("u", ["r"], [])
+    one.claim("w", {})
+    assert len(one) == 1  # (idle again: bounded as before)
+
+
+def test_unacked_answers_are_kept_and_bounded() -> None:
+    answered = AnsweredQuestions(max_keys=2)
+    assert answered.claim("t", {"a": 1, "b": 2, "c": 3}) == {"a": 1, "b": 2, "c": 3}
+    answered.settle("t", ["a", "b", "c"], [], {"a": "A", "b": "B", "c": "C"})
+    assert answered.unacked("t", ["a", "b", "c"]) == {"b": "B", "c": "C"}  # (oldest out)
+    assert answered.claim("t", {"b": 2}) == {"b": 2}  # (not acked: to be sent again)
+    answered.settle("t", ["b"], ["b"])
+    assert answered.unacked("t", ["b", "c"]) == {"c": "C"}
+    assert answered.unacked("gone", ["c"]) == {}
+
+
+async def test_an_update_whose_ack_was_lost_is_resent_not_asked_again(
+    autojump_clock: MockClock,
+) -> None:
+    # The handle is cancelled while its tasks/update is in flight (the server has the
+    # answer, no ack came back): a handle resumed by id sends the same answer again
+    # without calling the user's callback a second time.
+    handlers, config = tasks_by_hand(lambda n: {})
+    base = {**WORKING_T, "taskId": "t1", "pollIntervalMs": 100}
+    updates: list[dict[str, Any]] = []
+    got_update = trio.Event()
+
+    @handlers.on_request("tasks/get")
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        if len(updates) >= 2:
+            return {**base, "status": "completed", "result": {"content": []}}
+        return {**base, "status": "input_required", "inputRequests": {"q": ASK_NAME}}
+
+    @handlers.on_request("tasks/update")
+    async def update(ctx: RequestContext) -> dict[str, Any]:
+        updates.append((ctx.params or {})["inputResponses"])
+        got_update.set()
+        if len(updates) == 1:
+            await trio.sleep(5)  # (a slow ack: cancelled before it comes)
+        return {}
+
+    asked: list[str] = []
+
+    async def name(params: t.ElicitRequestParams) -> t.ElicitResult:
+        asked.append(params.message)
+        return t.ElicitResult(action="accept", content={"name": f"Ada {len(asked)}"})
+
+    with trio.fail_after(1000):
+        async with open_client(
+            (handlers, config), era="modern", capabilities=EXT, on_elicitation=name
+        ) as client:
+            first = await client.call_tool_as_task("job")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first.wait_result)
+                await got_update.wait()
+                await trio.sleep(1)
+                nursery.cancel_scope.cancel()
+            assert (await client.task("t1").result()).content == []
+    assert asked == ["Name?"]
+    assert len(updates) == 2 and updates[0] == updates[1]
+
+
 async def test_a_task_created_in_another_status_is_looked_at_first(
     autojump_clock: MockClock,
 ) -> None:
