@@ -96,6 +96,8 @@ if TYPE_CHECKING:
 __all__ = ["Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_TASK_SCOPED = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen"})
+"""Requests that may name a task: they need the scopes its ``tools/call`` needed."""
 
 
 def _decorator(add: Callable[[Callable[..., Any]], object], /) -> Callable[[F], F]:
@@ -203,6 +205,7 @@ class Server:
         self._page_size = page_size
         self._skills: SkillStore | None = None
         self._scope_hook = required_scopes
+        self._methods.tasks.required_scopes = self._required_scopes
 
     # ------------------------------------------------------------------ tools
 
@@ -820,9 +823,17 @@ class Server:
         it (once)."""
         hook = self._scope_hook
         registry = self._registry
-        if hook is None:  # (a server that declares no scope: nothing to look up)
+        if method in _TASK_SCOPED:
+            # A task needs what its tools/call needed (see mcp_trio._tasks).
+            needed = self._methods.tasks.scopes_of(principal, method, params)
+            if registry.scoped:
+                needed |= registry.scopes_for(method, params)
+        elif hook is None:  # (a server that declares no scope: nothing to look up)
             return registry.scopes_for(method, params) if registry.scoped else frozenset()
-        needed = registry.scopes_for(method, params)
+        else:
+            needed = registry.scopes_for(method, params)
+        if hook is None:
+            return needed
         if method == "subscriptions/listen" or self.handlers().request_handler(method) is not None:
             # (subscriptions/listen is served by the core, not a handler: asked too.)
             extra = hook(principal, method, params)

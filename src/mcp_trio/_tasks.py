@@ -61,7 +61,12 @@ nobody has fetched is never dropped before its TTL.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
-id leaks nothing across callers. Ids are 144 random bits either way.
+id leaks nothing across callers. Ids are 144 random bits either way. It also keeps the OAuth
+scopes its ``tools/call`` needed (the tool's and the server hook's: :attr:`TaskRun.scopes`),
+and :meth:`TaskRunner.scopes_of` makes ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and
+a ``subscriptions/listen`` naming it in ``taskIds`` need them too (the server's
+``required_scopes``, checked before dispatch on every transport): another token of the same
+subject without them can neither read, steer nor hear the task.
 
 Cancellation is cooperative in the spec and prompt here: ``tasks/cancel`` cancels the tool's
 cancel scope, and the task settles as ``cancelled`` unless it had already finished. When a
@@ -124,6 +129,8 @@ from ._handlers import InputRequiredResult
 from ._util import open_task_nursery
 
 if TYPE_CHECKING:
+    from mcp_sansio._http_auth import Principal, RequiredScopes
+
     from ._handlers import RequestContext
     from ._server import Server
 
@@ -462,6 +469,9 @@ class TaskRunner:
         )
         self.enabled = False
         """Whether a task tool is registered (the ``tasks/*`` methods exist)."""
+        self.required_scopes: RequiredScopes | None = None
+        """The server's ``(principal, method, params) -> scopes`` (its declared scopes
+        and hook): what a task's ``tools/call`` needed is recorded on the task."""
         self.deliver: Deliver = deliver
         """Sends a ``notifications/tasks`` (its params) to the listen streams of the
         task's owner (a subject, or ``None``) that asked for it: the server's hook."""
@@ -683,6 +693,10 @@ class TaskRunner:
                 )
             return None
         handle = TaskRun(self, support, _subject(ctx), caller=self._caller(ctx))
+        principal = getattr(ctx, "principal", None)
+        if principal is not None and self.required_scopes is not None:
+            # (What the call's scope check asked for, before dispatch: the same again.)
+            handle.scopes = frozenset(self.required_scopes(principal, "tools/call", ctx.params))
         nursery.start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()
@@ -775,6 +789,27 @@ class TaskRunner:
         self._check_tasks_methods_available(ctx)
         self._find(ctx, parse_task_id(ctx.params)).cancel()
         return {}
+
+    def scopes_of(self, principal: Principal, method: str, params: object) -> frozenset[str]:
+        """The scopes a ``tasks/get``, ``tasks/update``, ``tasks/cancel`` (``taskId``)
+        or ``subscriptions/listen`` (``notifications.taskIds``, all together: the stream
+        carries each one's full state) needs from ``principal``: those of the named
+        tasks it owns. Others' tasks and unknown ids need none (they are unknown to it)."""
+        if not self._tasks or not isinstance(params, dict):
+            return frozenset()
+        if method == "subscriptions/listen":
+            wanted = params.get("notifications")
+            ids = wanted.get("taskIds") if isinstance(wanted, dict) else None
+        else:
+            ids = [params.get("taskId")]
+        if not isinstance(ids, list):
+            return frozenset()
+        needed: set[str] = set()
+        for task_id in ids:
+            run = self.lookup(task_id) if isinstance(task_id, str) else None
+            if run is not None and run.scopes and run.owner == principal.subject:
+                needed |= run.scopes
+        return frozenset(needed)
 
     def _caller(self, ctx: RequestContext) -> object:
         """Who a call counts against for ``max_tasks_per_owner``: the authenticated
