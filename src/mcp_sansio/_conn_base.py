@@ -72,7 +72,10 @@ class _ConnectionBase:
         """Server: ``(request_id, params) -> error or None``, asked about a valid
         ``subscriptions/listen`` before it is acknowledged (the core serves it; no
         handler sees it): an error refuses it (e.g. a principal's token lacks the scopes
-        of a resource it names, ``authorization#runtime-insufficient-scope-errors``)."""
+        of a resource it names, ``authorization#runtime-insufficient-scope-errors``).
+        The error is queued as the answer and no event is emitted (the refusal is the
+        hook's decision, already known to its caller: no ``InvalidMessageReceived``,
+        which reports a peer's broken message). Not asked about any other request."""
         self._lifecycle = LifecycleState.IDLE
         self._era: Era | None = None
         self._version: str | None = None

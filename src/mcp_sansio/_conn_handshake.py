@@ -20,7 +20,7 @@ from ._conn_records import _Req
 from ._errors import ErrorCode, ErrorData
 from ._events import ErrorReceived, Event, HandshakeCompleted, RequestReceived
 from ._json import dumps
-from ._jsonrpc import RequestId, notification, request, result_response
+from ._jsonrpc import RequestId, error_response, notification, request, result_response
 from ._state import HandshakeInput, transition
 
 
@@ -231,8 +231,11 @@ class _Handshake(_ConnectionBase):
                 return
             refuse = self.refuse_listen
             refused = None if refuse is None else refuse(rid, params)
-            if refused is not None:  # (before the acknowledgement: nothing was honored)
-                self._reject(rid, refused.code, refused.message, events, None, refused.data)
+            if refused is not None:
+                # Answered before the acknowledgement (nothing was honored), and no
+                # event: the listen is well-formed, the application refused it (no
+                # InvalidMessageReceived, which says the peer broke the protocol).
+                self._queue(dumps(error_response(rid, refused)), rid)
                 return
             # The record of a request the application never sees: the core serves it.
             self._inflight[rid] = RequestReceived(

@@ -228,6 +228,92 @@ async def test_a_failing_policy_refuses_the_request_not_the_session(
     ]  # once, not once per layer
 
 
+def _listen_server(hook: Any) -> Server:
+    """A server whose one resource declares no scope; ``hook`` is its
+    ``required_scopes``."""
+    server = Server("s", required_scopes=hook)
+
+    @server.resource("notes://public")
+    async def public() -> str:
+        return "public"  # pragma: no cover (only listened to)
+
+    return server
+
+
+def _admin_to_listen(principal: Principal, method: str, params: Any) -> Any:
+    return "admin" if method == "subscriptions/listen" else ()
+
+
+LISTEN_PUBLIC = {"notifications": {"resourceSubscriptions": ["notes://public"]}}
+
+
+async def _acknowledged(session: Any) -> None:
+    """Send a listen and wait for its acknowledgement (then leave it)."""
+    acked = trio.Event()
+
+    async def on_ack(ctx: Any) -> None:
+        acked.set()
+
+    session.handlers.set_notification_handler("notifications/subscriptions/acknowledged", on_ack)
+    async with trio.open_nursery() as inner:
+        inner.start_soon(partial(session.request, "subscriptions/listen", LISTEN_PUBLIC))
+        await acked.wait()
+        inner.cancel_scope.cancel()
+
+
+async def test_the_server_hook_adds_scopes_to_a_listen_on_websocket(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # subscriptions/listen is served by the core, not a handler: the server's hook is
+    # asked about it all the same (its resource declares nothing here).
+    auth = BearerAuth(verify_token=verify)
+    listeners = await nursery.start(
+        partial(_listen_server(_admin_to_listen).serve_websocket, "127.0.0.1", 0, authenticate=auth)
+    )
+    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    modern = client_config(era="modern")
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.DEBUG, logger="mcp_trio"):
+        async with open_websocket_client(
+            url, headers={"Authorization": "Bearer reader"}, connection_config=modern
+        ) as session:
+            assert (await _refused(session, "subscriptions/listen", LISTEN_PUBLIC)) == {
+                "scope": "admin",
+                "message": "Insufficient scope: the access token lacks admin",
+            }
+            await session.request("resources/list")  # (the session goes on)
+        async with open_websocket_client(
+            url, headers={"Authorization": "Bearer admin"}, connection_config=modern
+        ) as session:
+            await _acknowledged(session)
+    # A refusal is an answer, not a peer's broken message: nothing logged above debug.
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_a_failing_hook_on_a_listen_is_logged_once(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    def boom(principal: Principal, method: str, params: Any) -> Any:
+        raise RuntimeError("the policy has a bug")
+
+    auth = BearerAuth(verify_token=verify)
+    listeners = await nursery.start(
+        partial(_listen_server(boom).serve_websocket, "127.0.0.1", 0, authenticate=auth)
+    )
+    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.WARNING, logger="mcp_trio"):
+        async with open_websocket_client(
+            url,
+            headers={"Authorization": "Bearer admin"},
+            connection_config=client_config(era="modern"),
+        ) as session:
+            with pytest.raises(McpError) as info:
+                await session.request("subscriptions/listen", LISTEN_PUBLIC)
+            assert info.value.error.code == -32603
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "required_scopes failed for 'subscriptions/listen' (request 2)")
+    ]
+
+
 # ================================================================== Streamable HTTP
 
 METADATA = ProtectedResourceMetadata(
@@ -342,6 +428,14 @@ async def test_http_listen_needs_the_scopes_of_its_resources(nursery: trio.Nurse
         refused = await raw_request(handle.port, "POST", headers=headers, body=body)
     assert refused.status == 403 and 'scope="notes"' in refused.headers["www-authenticate"]
     assert loads(refused.body)["id"] == 5
+
+
+async def test_http_the_server_hook_adds_scopes_to_a_listen(nursery: trio.Nursery) -> None:
+    handle = await _serve_files(nursery, _listen_server(_admin_to_listen))
+    with trio.fail_after(IO_TIMEOUT):
+        headers, body = _modern_post("subscriptions/listen", LISTEN_PUBLIC, "reader")
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+    assert refused.status == 403 and 'scope="admin"' in refused.headers["www-authenticate"]
 
 
 async def test_the_server_hook_is_asked_only_about_what_handlers_serve(
