@@ -118,6 +118,7 @@ from ._http_auth import (
     Principal,
     ProtectedResourceMetadata,
     RequiredScopes,
+    bearer_challenge,
     insufficient_scope,
     insufficient_scope_response,
     scope_set,
@@ -431,6 +432,14 @@ def _check_endpoint(_inst: object, _attr: object, value: str) -> None:
         raise ValueError(f"endpoint must be an absolute path, not {value!r}")
 
 
+def _check_metadata(_inst: object, _attr: object, value: ProtectedResourceMetadata | None) -> None:
+    if value is not None:
+        # Its URL goes in every insufficient_scope challenge (RFC 9728 §5.1), which
+        # cannot quote a '"', a backslash or a control character (RFC 6750 §3): refused
+        # here, at start-up, rather than answering every such request 500.
+        bearer_challenge(resource_metadata=value.url)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class HttpServerConfig:
@@ -482,12 +491,16 @@ class HttpServerConfig:
     """Modern: the ``x-mcp-header`` parameters of a tool by name (see
     :func:`parse_header_params`), so ``Mcp-Param-*`` headers are checked against the
     body. ``None``: no tool has any."""
-    resource_metadata: ProtectedResourceMetadata | None = None
+    resource_metadata: ProtectedResourceMetadata | None = attrs.field(
+        default=None, validator=_check_metadata
+    )
     """OAuth 2.0 Protected Resource Metadata (RFC 9728) to serve, to ``GET`` (and
     ``HEAD``) with no token, at ``/.well-known/oauth-protected-resource`` followed by the
     endpoint's path (and the resource's, if it differs), and at the bare well-known path
     (``2026-07-28/basic/authorization/authorization-server-discovery``). ``None``: those
-    paths are 404. A protected server sets it."""
+    paths are 404. A protected server sets it. A document whose ``url`` has what a
+    challenge cannot carry (a quote, a backslash, a control or a non-ASCII character)
+    is a ``ValueError`` here."""
     required_scopes: RequiredScopes | None = None
     """The scopes each request needs, by principal, method and params (see
     :data:`~mcp_sansio.http.RequiredScopes`): a POST from a :class:`Principal` whose
@@ -882,23 +895,20 @@ class HttpServer:
         return self._legacy_post(request, obj, now, principal, who)
 
     def _scope_refusal(
-        self, who: Principal | None, items: Sequence[Any], batch: bool
+        self,
+        who: Principal,
+        hook: RequiredScopes,
+        requests: Sequence[dict[str, Any]],
+        batch: bool,
     ) -> HttpResponse | None:
-        """The ``403`` for a body whose requests need scopes ``who``'s token lacks
-        (every scope of every request in one challenge), or ``None``."""
-        hook = self.config.required_scopes
-        if who is None or hook is None:
-            return None  # no authentication, or nothing needs a scope: nothing to check
+        """The ``403`` for ``requests`` (the body's, each a valid request object) when
+        they need scopes ``who``'s token lacks (every scope of every request in one
+        challenge), or ``None``. Called only with a hook and a :class:`Principal`."""
         needed: set[str] = set()
-        ids: list[RequestId] = []
         try:
-            for item in items:
-                method = item.get("method") if type(item) is dict else None
-                if type(method) is not str or not is_request_id(item.get("id")):
-                    continue  # notifications, answers and junk: the core deals with them
-                ids.append(item["id"])
+            for item in requests:
                 params = item.get("params")
-                scopes = hook(who, method, params if type(params) is dict else None)
+                scopes = hook(who, item["method"], params if type(params) is dict else None)
                 if scopes:
                     needed.update(scope_set(scopes))
             if not needed:
@@ -907,20 +917,19 @@ class HttpServer:
             error = insufficient_scope(
                 who, needed, resource_metadata=None if metadata is None else metadata.url
             )
-            return None if error is None else insufficient_scope_response(error, ids, batch=batch)
-        except Exception:  # the deployer's hook failed (or named no scope token, or the
-            # metadata URL has what a challenge cannot carry): a failed check is no pass.
-            # Every request read is answered, under its id (one POST, one status).
+            if error is None:
+                return None
+            ids = [item["id"] for item in requests]
+            return insufficient_scope_response(error, ids, batch=batch)
+        except Exception:  # the deployer's hook failed (or named no scope token): a
+            # failed check is no pass. Every request read is answered, under its id
+            # (one POST, one status).
             internal = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
-            ids = [item["id"] for item in items if _is_request(item)]
-            answers = [error_response(rid, internal) for rid in ids]
             if batch:
+                answers = [error_response(item["id"], internal) for item in requests]
                 return json_response(500, dumps(answers))
             return _fail(
-                500,
-                "Internal error",
-                ErrorCode.INTERNAL_ERROR,
-                request_id=ids[0] if ids else None,
+                500, "Internal error", ErrorCode.INTERNAL_ERROR, request_id=requests[0]["id"]
             )
 
     def _is_modern(self, request: HttpRequest, obj: Any) -> bool:
@@ -1065,9 +1074,11 @@ class HttpServer:
         problem = self._modern_headers_error(request, msg)
         if problem is not None:
             return Reply(decision=json_response(400, error_body(problem, msg.id)))
-        refused = self._scope_refusal(who, (obj,), batch=False)
-        if refused is not None:
-            return Reply(decision=refused)
+        hook = self.config.required_scopes
+        if hook is not None and who is not None:  # (else nothing to check: no call)
+            refused = self._scope_refusal(who, hook, (obj,), batch=False)
+            if refused is not None:
+                return Reply(decision=refused)
         if len(self._modern) >= self.config.max_modern_requests:
             return Reply(
                 decision=_fail(
@@ -1214,16 +1225,39 @@ class HttpServer:
                 why = "initialize cannot be part of a batch"
             if why is not None:
                 return Reply(decision=_fail(400, f"Invalid Request: {why}"))
-        refused = self._scope_refusal(who, items, batch)
-        if refused is not None:
-            # Only the requests are refused: the batch's answers (to our requests) and
-            # notifications still reach the session, else a server request would hang.
-            others = [item for item in items if not _is_request(item)]
-            if not others:
-                return Reply(decision=refused)
-            fed = self._feed_session(session, request, others, batch, now)
-            return Reply(decision=refused, events=fed.events)
+        hook = self.config.required_scopes
+        if hook is not None and who is not None:  # (else nothing to check: no call)
+            requests = [item for item in items if _is_request(item)]
+            refused = self._scope_refusal(who, hook, requests, batch) if requests else None
+            if refused is not None:
+                return self._refused_post(session, request, refused, items, now)
         return self._feed_session(session, request, items, batch, now)
+
+    def _refused_post(
+        self,
+        session: _Session,
+        request: HttpRequest,
+        refused: HttpResponse,
+        items: list[Any],
+        now: float,
+    ) -> Reply:
+        """Answer ``refused`` (a scope refusal of the requests of ``items``), and feed
+        the session the rest: the batch's answers (to our requests) and notifications
+        still reach it, else a server request would hang, and what the core answers
+        of it (an invalid element) joins the refusal's array (one POST, one body;
+        a batch's answers may come in any order, JSON-RPC 2.0 §6)."""
+        others = [item for item in items if not _is_request(item)]
+        if not others:
+            return Reply(decision=refused)
+        fed = self._feed_session(session, request, others, True, now)
+        decision = fed.decision
+        # (Only requests open a stream, and none was fed.)
+        assert isinstance(decision, HttpResponse), decision
+        if decision.status == 200:  # the core answered some of them: a JSON array
+            assert refused.body.startswith(b"[{") and decision.body.startswith(b"[{")
+            body = refused.body[:-1] + b"," + decision.body[1:]
+            refused = attrs.evolve(refused, body=body)
+        return Reply(decision=refused, events=fed.events)
 
     def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:
         quota = self.config.max_sessions_per_principal

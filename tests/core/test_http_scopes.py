@@ -15,6 +15,7 @@ from mcp_sansio.http import (
     AwaitResponse,
     HttpResponse,
     HttpServer,
+    HttpServerConfig,
     Principal,
     ProtectedResourceMetadata,
     ServerEvent,
@@ -302,12 +303,51 @@ def test_a_failing_hook_answers_each_request_of_a_batch_under_its_id() -> None:
     ]
 
 
-def test_a_metadata_url_no_challenge_can_carry_refuses_with_500() -> None:
-    odd = ProtectedResourceMetadata(
-        resource='https://mcp.example.com/a"b', authorization_servers=["https://a.example"]
+@pytest.mark.parametrize("resource", ['https://mcp.example.com/a"b', "https://mcp.example.com/é"])
+def test_a_metadata_url_no_challenge_can_carry_is_refused_at_start_up(resource: str) -> None:
+    # It would go in every insufficient_scope challenge, which cannot carry it: refused
+    # when configured, not answered 500 (and logged nowhere) on every such request.
+    odd = ProtectedResourceMetadata(resource=resource, authorization_servers=["https://a.example"])
+    with pytest.raises(ValueError, match="resource_metadata has characters"):
+        HttpServerConfig(resource_metadata=odd)
+    HttpServerConfig(resource_metadata=METADATA)  # (a plain URL is fine)
+
+
+def _junk(rid: Any) -> dict[str, Any]:
+    """A batch element the core answers with an error of its own (an id that is no id)."""
+    return {"jsonrpc": "2.0", "id": rid, "method": "ping"}
+
+
+@pytest.mark.parametrize("hook", ["scopes", "failing"])
+def test_a_refused_batch_still_answers_its_invalid_elements(hook: str) -> None:
+    def boom(principal: Principal, method: str, params: Any) -> Any:
+        raise RuntimeError("bug")
+
+    srv = make_server(
+        required_scopes=_needs() if hook == "scopes" else boom,
+        resource_metadata=METADATA,
+        versions=("2025-03-26",),
     )
-    srv = make_server(era="modern", required_scopes=_needs(), resource_metadata=odd)
-    decision = _modern_call(srv, "write", READER).decision
-    assert isinstance(decision, HttpResponse) and decision.status == 500
-    # (a token with the scopes needs no challenge: served)
-    assert isinstance(_modern_call(srv, "write", WRITER).decision, AwaitResponse)
+    sid = _legacy_session(srv, "2025-03-26")
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    batch = [_call(2, "write"), _junk(True), note("notifications/roots/list_changed"), _junk(None)]
+    reply = srv.handle_request(
+        req(body=batch, **in_session(sid, "2025-03-26")), now=1, principal=READER
+    )
+    assert isinstance(reply.decision, HttpResponse)
+    assert reply.decision.status == (403 if hook == "scopes" else 500)
+    answers = loads(reply.decision.body)
+    # One answer per element that needs one: the refused request under its id, and each
+    # invalid element its own -32600 (id null), in one array (JSON-RPC 2.0 §6).
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [
+        (2, 403 if hook == "scopes" else ErrorCode.INTERNAL_ERROR),
+        (None, ErrorCode.INVALID_REQUEST),
+        (None, ErrorCode.INVALID_REQUEST),
+    ]
+    assert conn.data_to_send() == []  # (nothing left over for another response)
+    assert [type(e.event).__name__ for e in reply.events if isinstance(e, ServerEvent)] == [
+        "InvalidMessageReceived",
+        "NotificationReceived",
+        "InvalidMessageReceived",
+    ]
