@@ -68,7 +68,7 @@ from mcp_sansio.http import (
     OpenStream,
     Principal,
     RequiredScopes,
-    scope_set,
+    check_scopes,
 )
 
 from ._config import SessionConfig, with_wall_clock
@@ -804,24 +804,38 @@ class _Connection:
 
 
 def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
-    """One ``required_scopes`` for the core: the union of ``hooks``' scopes, and an
-    exception logged here (the core answers it ``500`` and has no logging)."""
+    """One ``required_scopes`` for the core: the union of ``hooks``' scopes, each
+    checked to be a scope token a challenge can carry (``check_scopes``). A hook that
+    raises, or names what is no scope token, is logged here: the core answers ``500``
+    and has no logging."""
+    if len(hooks) == 1:
+        hook = hooks[0]
 
-    def required_scopes(
-        principal: Principal, method: str, params: dict[str, Any] | None
-    ) -> Collection[str]:
+        def required_scopes(
+            principal: Principal, method: str, params: dict[str, Any] | None
+        ) -> Collection[str]:
+            try:
+                needed = hook(principal, method, params)
+                return check_scopes(needed) if needed else ()  # (usually nothing)
+            except Exception:
+                logger.exception("required_scopes failed for %r", method)
+                raise
+
+        return required_scopes
+
+    def union(principal: Principal, method: str, params: dict[str, Any] | None) -> Collection[str]:
         try:
-            if len(hooks) == 1:
-                return hooks[0](principal, method, params)
             needed: set[str] = set()
             for hook in hooks:
-                needed |= scope_set(hook(principal, method, params))
+                scopes = hook(principal, method, params)
+                if scopes:
+                    needed |= check_scopes(scopes)
             return needed
         except Exception:
             logger.exception("required_scopes failed for %r", method)
             raise
 
-    return required_scopes
+    return union
 
 
 async def serve_http(

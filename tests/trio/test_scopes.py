@@ -466,21 +466,52 @@ async def test_the_server_hook_is_asked_only_about_what_handlers_serve(
     assert asked == ["tools/call"]
 
 
-async def test_a_failing_handlers_hook_over_http_is_logged_and_answered_under_the_id(
-    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("where", ["handlers", "http_config"])
+@pytest.mark.parametrize("bad", ["raises", "no scope token"])
+async def test_a_failing_hook_over_http_is_logged_and_answered_under_the_id(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, where: str, bad: str
 ) -> None:
-    def boom(principal: Principal, method: str, params: Any) -> Any:
-        raise RuntimeError("the policy has a bug")
+    def hook(principal: Principal, method: str, params: Any) -> Any:
+        if bad == "raises":
+            raise RuntimeError("the policy has a bug")
+        return ['say "hi"']  # (no challenge can carry it: as good as raising)
 
     async def tool(ctx: Any) -> dict[str, Any]:  # pragma: no cover (refused first)
         return {"content": []}
 
-    handle = await _serve_files(nursery, Handlers({"tools/call": tool}, required_scopes=boom))
+    if where == "handlers":
+        handle = await _serve_files(nursery, Handlers({"tools/call": tool}, required_scopes=hook))
+    else:
+        handle = await _serve_files(nursery, Handlers({"tools/call": tool}), required_scopes=hook)
     headers, body = _modern_post("tools/call", {"name": "x"}, "reader", "x")
     with caplog.at_level(logging.ERROR), trio.fail_after(IO_TIMEOUT):
         answer = await raw_request(handle.port, "POST", headers=headers, body=body)
     assert answer.status == 500
     assert loads(answer.body)["id"] == 5
+    failures = [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage() for r in failures] == ["required_scopes failed for 'tools/call'"]
+
+
+async def test_both_hooks_over_http_are_checked_and_logged(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A Server's hook and the config's (their union): the config's bad value is
+    # logged and answered 500; what it does not touch is served.
+    def bad(principal: Principal, method: str, params: Any) -> Any:
+        return ["a\\b"] if (params or {}).get("name") == "read" else ()
+
+    handle = await _serve_files(nursery, files_server(), required_scopes=bad)
+    with caplog.at_level(logging.ERROR), trio.fail_after(IO_TIMEOUT):
+        headers, body = _modern_post(
+            "tools/call", {"name": "read", "arguments": {}}, "admin", "read"
+        )
+        answer = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert answer.status == 500
+        headers, body = _modern_post(
+            "tools/call", {"name": "write", "arguments": {}}, "admin", "write"
+        )
+        served = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert served.status == 200
     failures = [r for r in caplog.records if r.exc_info]
     assert [r.getMessage() for r in failures] == ["required_scopes failed for 'tools/call'"]
 
