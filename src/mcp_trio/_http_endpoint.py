@@ -263,7 +263,8 @@ class Endpoint:
             self.close_response(slot)
         scope = self._timer_scope
         if scope is not None:
-            rearm(scope, self._next_deadline())
+            # (No stream expiry pending, the usual case: the core's deadline alone.)
+            rearm(scope, self._next_deadline() if self._releases else self.http.next_deadline())
 
     def release_at(self, stream_id: int, deadline: float) -> None:
         """End the legacy SSE response ``stream_id`` (a GET stream) at ``deadline``

@@ -261,6 +261,22 @@ def test_nothing_needed_is_never_checked() -> None:
     assert isinstance(reply.decision, AwaitResponse)
 
 
+def test_without_a_hook_the_check_is_never_entered() -> None:
+    def forbidden(*args: Any) -> Any:
+        raise AssertionError("no hook: nothing to check")  # pragma: no cover
+
+    modern_srv = make_server(era="modern", resource_metadata=METADATA)
+    modern_srv._scope_refusal = forbidden  # type: ignore[method-assign]
+    assert isinstance(_modern_call(modern_srv, "write", READER).decision, AwaitResponse)
+    legacy_srv = make_server(resource_metadata=METADATA)
+    legacy_srv._scope_refusal = forbidden  # type: ignore[method-assign]
+    sid = _legacy_session(legacy_srv)
+    reply = legacy_srv.handle_request(
+        req(body=_call(5, "write"), **in_session(sid)), now=1, principal=READER
+    )
+    assert isinstance(received(reply).event, RequestReceived)
+
+
 def test_without_resource_metadata_the_challenge_names_none() -> None:
     srv = make_server(era="modern", required_scopes=_needs())
     decision = _modern_call(srv, "write", READER).decision

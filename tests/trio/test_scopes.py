@@ -679,6 +679,31 @@ async def test_expiries_of_streams_that_ended_are_not_kept(
         await steady.aclose()
 
 
+async def test_without_a_stream_expiry_the_timer_asks_only_the_core(
+    nursery: trio.Nursery,
+) -> None:
+    # Tokens without an expiry (the usual case): no stream has a release time, and
+    # re-arming the timer after each request asks the core alone.
+    handle = await _serve_files(nursery, files_server())
+    endpoint = handle._endpoint
+    asked: list[str] = []
+    merged = endpoint._next_deadline
+
+    def counting() -> float | None:
+        asked.append("merged")
+        return merged()
+
+    endpoint._next_deadline = counting  # type: ignore[method-assign]
+    with trio.fail_after(IO_TIMEOUT):
+        get = await _session_with(handle.port, "reader")
+        headers = (*get[1:], *POST_HEADERS)
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+        body = dumps({**call, "params": {"name": "read", "arguments": {"path": "a"}}})
+        answer = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert answer.status == 200 and b"read a" in answer.body
+    assert asked == [] and not endpoint._releases
+
+
 def test_an_expiry_is_a_finite_number() -> None:
     assert Principal(subject="a", expires_at=10).expires_at == 10.0
     assert isinstance(Principal(subject="a", expires_at=10).expires_at, float)
