@@ -266,10 +266,10 @@ def test_without_a_hook_the_check_is_never_entered() -> None:
         raise AssertionError("no hook: nothing to check")  # pragma: no cover
 
     modern_srv = make_server(era="modern", resource_metadata=METADATA)
-    modern_srv._scope_refusal = forbidden  # type: ignore[method-assign]
+    modern_srv._scope_refusal = forbidden  # type: ignore[method-assign,assignment]
     assert isinstance(_modern_call(modern_srv, "write", READER).decision, AwaitResponse)
     legacy_srv = make_server(resource_metadata=METADATA)
-    legacy_srv._scope_refusal = forbidden  # type: ignore[method-assign]
+    legacy_srv._scope_refusal = forbidden  # type: ignore[method-assign,assignment]
     sid = _legacy_session(legacy_srv)
     reply = legacy_srv.handle_request(
         req(body=_call(5, "write"), **in_session(sid)), now=1, principal=READER
