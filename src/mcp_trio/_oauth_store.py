@@ -17,7 +17,8 @@ The file work (reads, the write, its ``fsync``) runs in a worker thread
 (:func:`trio.to_thread.run_sync`), never on the Trio thread, where a slow disk would stall
 every task; one call at a time per storage (a :class:`trio.Lock`), so that saves are
 applied in the order they were made; and one at a time per file in the whole process
-(a :class:`threading.Lock` of the resolved path, taken in the worker thread), so that
+(a :class:`threading.Lock` of the resolved path, taken in the worker thread; kept
+while in use only, and never shared with another file), so that
 storages of one file (``namespace=``) never read the file while another is replacing
 it (a save's read, change and write are one step: else the last rename wins and the
 other save is lost). A save, once called, is made, in the file or in memory: it is
@@ -33,7 +34,8 @@ import logging
 import os
 import tempfile
 import threading
-import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final, TypeVar, final, get_args
 
@@ -47,14 +49,39 @@ __all__ = ["FileOAuthStorage"]
 logger = logging.getLogger("mcp_trio")
 
 _MAX_FILE_SIZE: Final = 1024 * 1024
-_FILE_LOCKS: Final = tuple(threading.Lock() for _ in range(16))
-"""The file work of every storage in the process, by the resolved path's hash (a
-fixed set: two files may share one, which only makes them take turns)."""
+_FILE_LOCKS: Final[dict[str, _FileLock]] = {}
+"""The lock of each file in use in the process, by resolved path: made at a file's first
+use and dropped when its last user is done (as many as the worker threads at most)."""
+_FILE_LOCKS_LOCK: Final = threading.Lock()
 
 
-def _file_lock(path: Path) -> threading.Lock:
-    """The lock of ``path`` (resolved: two spellings of one file share it)."""
-    return _FILE_LOCKS[zlib.crc32(os.fsencode(os.path.realpath(path))) % len(_FILE_LOCKS)]
+@final
+class _FileLock:
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock: Final = threading.Lock()
+        self.users = 0
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Hold the lock of ``path`` (resolved: two spellings of one file share it; another
+    file never waits for it). In a worker thread: resolving may touch the disk."""
+    key = os.path.realpath(path)
+    with _FILE_LOCKS_LOCK:
+        entry = _FILE_LOCKS.get(key)
+        if entry is None:
+            entry = _FILE_LOCKS[key] = _FileLock()
+        entry.users += 1
+    try:
+        with entry.lock:
+            yield
+    finally:
+        with _FILE_LOCKS_LOCK:
+            entry.users -= 1
+            if not entry.users:
+                del _FILE_LOCKS[key]
 
 
 @final

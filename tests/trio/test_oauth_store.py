@@ -18,6 +18,7 @@ import trio.testing
 
 from mcp_sansio import TokenEndpointAuthMethod
 from mcp_trio import ClientCredentials, FileOAuthStorage, OAuthToken
+from mcp_trio._oauth_store import _FILE_LOCKS
 
 from .test_http_support import IO_TIMEOUT
 
@@ -338,7 +339,8 @@ async def test_two_storages_of_one_file_take_turns(
     # interleave (each would rename its own copy over the other's save).
     path = tmp_path / "oauth.json"
     alice = FileOAuthStorage(path, namespace="alice")
-    bob = FileOAuthStorage(tmp_path / "." / "oauth.json", namespace="bob")  # (another spelling)
+    (tmp_path / "link").symlink_to(tmp_path)
+    bob = FileOAuthStorage(tmp_path / "link" / "oauth.json", namespace="bob")  # (another spelling)
     both = threading.Barrier(2, timeout=1)  # (both writers at fsync at once, if they could)
     fsync = os.fsync
 
@@ -355,6 +357,35 @@ async def test_two_storages_of_one_file_take_turns(
     again = [FileOAuthStorage(path, namespace=n) for n in ("alice", "bob")]
     assert await again[0].load_token(RESOURCE, ISSUER) == OAuthToken(access_token="a")
     assert await again[1].load_token(RESOURCE, ISSUER) == OAuthToken(access_token="b")
+
+
+async def test_a_file_never_waits_for_another_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each file has its own lock (kept while in use only): a save to one file is not
+    # held up, shielded, by a slow disk under another.
+    slow = FileOAuthStorage(tmp_path / "network" / "oauth.json")
+    files = [FileOAuthStorage(tmp_path / "home" / f"tokens{i}.json") for i in range(40)]
+    in_fsync, release = threading.Event(), threading.Event()
+    fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:
+        if not in_fsync.is_set():
+            in_fsync.set()
+            release.wait(IO_TIMEOUT)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
+            await trio.to_thread.run_sync(in_fsync.wait, IO_TIMEOUT)
+            for store in files:  # (with 16 hashed locks, some would share the slow one)
+                await store.save_token(RESOURCE, ISSUER, OAuthToken(access_token="b"))
+            assert list(_FILE_LOCKS) == [os.path.realpath(slow.path)]
+            release.set()
+    assert not _FILE_LOCKS  # (dropped when unused)
+    assert await slow.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="a")
 
 
 async def test_a_save_cancelled_while_it_waits_for_its_turn_is_made(
