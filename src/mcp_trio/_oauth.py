@@ -69,7 +69,8 @@ import secrets
 import ssl
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Final, Literal, Protocol, TypeAlias, final
 from urllib.parse import urlsplit
@@ -432,8 +433,9 @@ class OAuth:
         # Assertions refused for good, for every client of this OAuth.
         self._refusals: Final = _refusals() if grant in _ASSERTION_GRANTS else None
         # The Authorizer of each WebSocket URL, shared by its connections (a new one
-        # has the token of the last, refreshed before its handshake if need be): the
-        # last _MAX_WEBSOCKET_SERVERS used.
+        # has the token of the last, refreshed before its handshake if need be; see
+        # Authorizer.connecting for what it does not inherit): the last
+        # _MAX_WEBSOCKET_SERVERS used.
         self._websocket_authorizers: Final[OrderedDict[str, Authorizer]] = OrderedDict()
 
     def bind(
@@ -511,7 +513,8 @@ class OAuth:
                 "OAuth: %s takes requests without a token: no authorization needed", server_url
             )
             return
-        await authorizer.challenged(401, challenge, None)
+        with authorizer.connecting():
+            await authorizer.challenged(401, challenge, None)
 
 
 _MAX_WEBSOCKET_SERVERS: Final = 16
@@ -633,6 +636,8 @@ class Authorizer:
         # (it would overwrite the flow's token in the storage with an older one).
         self._generation = 0
         self._storing = False
+        # WebSocket handshakes under way with this (shared) Authorizer: see connecting.
+        self._connecting = 0
 
     # ------------------------------------------------------------------ the channel's side
 
@@ -668,6 +673,23 @@ class Authorizer:
         the current token meanwhile."""
         if self._refreshing is None and self.needs_refresh():
             self._start_refresh(nursery)
+
+    @contextmanager
+    def connecting(self) -> Iterator[None]:
+        """A WebSocket connection's opening handshake (the connections of one URL share
+        this Authorizer: its token, issuer, metadata, client and resource). One begun
+        while none is under way starts as a new HTTP client would: what the attempts of
+        earlier connections learnt (a token refused as just issued, scopes refused) does
+        not stop it from asking for another token; connections that overlap share one
+        attempt, as the requests of one HTTP client do."""
+        if not self._connecting:
+            self._unconfirmed = None
+            self._refused_scopes.clear()
+        self._connecting += 1
+        try:
+            yield
+        finally:
+            self._connecting -= 1
 
     def accepted(self, sent: bytes | None) -> None:
         """The server answered a request that carried ``sent`` without asking for

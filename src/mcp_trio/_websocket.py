@@ -43,7 +43,7 @@ from ._session import Session
 from ._util import SessionHook, open_task_nursery, run_hook
 
 if TYPE_CHECKING:
-    from ._oauth import OAuth  # (the OAuth binding is imported when first used)
+    from ._oauth import Authorizer, OAuth  # (the OAuth binding is imported when first used)
 
 __all__ = [
     "MCP_PATH",
@@ -403,9 +403,19 @@ async def _authorized_handshake(
         SessionClosed: refused for good (the last refusal), or the authorization
             failed (its ``OAuthError``, or ``trio.TooSlowError``, as the cause).
     """
+    authorizer = auth._websocket_authorizer(url)  # (shared by the URL's connections)
+    with authorizer.connecting():
+        return await _handshake_rounds(stack, connect, authorizer, auth.max_authorizations)
+
+
+async def _handshake_rounds(
+    stack: AsyncExitStack,
+    connect: Callable[[list[tuple[bytes, bytes]]], _WsOpener],
+    authorizer: Authorizer,
+    max_authorizations: int,
+) -> tuple[trio_websocket.WebSocketConnection, trio.Event]:
     from mcp_sansio._oauth import OAuthError  # noqa: PLC0415 (for OAuth users only)
 
-    authorizer = auth._websocket_authorizer(url)  # (shared by the URL's connections)
     rounds = 0
     while True:
         await authorizer.ready()  # (an expired token refreshed first, if it can be)
@@ -415,7 +425,7 @@ async def _authorized_handshake(
             opened = await stack.enter_async_context(connect(more))
         except _HandshakeRejected as exc:
             challenge = authorizer.challenge_of(exc.status, exc.headers)
-            if challenge is None or rounds >= auth.max_authorizations:
+            if challenge is None or rounds >= max_authorizations:
                 raise
             rounds += 1
             try:

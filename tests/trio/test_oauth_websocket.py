@@ -303,11 +303,77 @@ async def test_max_authorizations_bounds_the_handshake_rounds(nursery: trio.Nurs
     assert len(s.heads) == 3
 
 
-def test_an_oauth_keeps_the_authorizers_of_the_last_16_websocket_urls() -> None:
+def test_an_oauth_keeps_the_authorizers_of_the_last_16_websocket_urls_used() -> None:
     auth = oauth()
     first = auth._websocket_authorizer("ws://127.0.0.1:1/mcp")
-    assert auth._websocket_authorizer("ws://127.0.0.1:1/mcp") is first
-    for port in range(2, 18):
+    second = auth._websocket_authorizer("ws://127.0.0.1:2/mcp")
+    for port in range(3, 17):
         auth._websocket_authorizer(f"ws://127.0.0.1:{port}/mcp")
+    assert auth._websocket_authorizer("ws://127.0.0.1:1/mcp") is first  # (used again)
+    auth._websocket_authorizer("ws://127.0.0.1:17/mcp")
     assert len(auth._websocket_authorizers) == 16
-    assert auth._websocket_authorizer("ws://127.0.0.1:1/mcp") is not first
+    assert auth._websocket_authorizer("ws://127.0.0.1:1/mcp") is first
+    assert auth._websocket_authorizer("ws://127.0.0.1:2/mcp") is not second  # (forgotten)
+
+
+async def test_a_new_connection_asks_again_after_a_token_refused_as_just_issued(
+    nursery: trio.Nursery,
+) -> None:
+    # The authorization server issues tokens for another audience: the first
+    # connection fails (the user is not asked twice for it). Once that is repaired, a
+    # new connection of the same OAuth asks again, as a new HTTP client would.
+    s = await start_ws(nursery, audience="https://elsewhere.example/mcp")
+    auth = oauth()
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="authorization failed"):
+            async with open_client(s.url, auth=auth):
+                pass  # pragma: no cover
+        s.asrv.audience = None
+        async with open_client(s.url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    assert len(s.asrv.authorizations) == 2
+
+
+async def test_authorize_after_a_token_refused_as_just_issued_then_connect(
+    nursery: trio.Nursery,
+) -> None:
+    s = await start_ws(nursery, audience="https://elsewhere.example/mcp")
+    auth = oauth()
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="authorization failed"):
+            async with open_client(s.url, auth=auth):
+                pass  # pragma: no cover
+        s.asrv.audience = None
+        await auth.authorize(s.url)  # (keeps the token it holds, as for HTTP)
+        async with open_client(s.url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    assert len(s.asrv.authorizations) == 2
+
+
+async def test_a_token_revoked_between_connections_is_replaced(nursery: trio.Nursery) -> None:
+    # The shared Authorizer learns that its token was taken (else the later 401 would
+    # be taken for a refusal of a token just issued).
+    s = await start_ws(nursery)
+    auth = oauth()
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(s.url, auth=auth) as client:
+            await client.call_tool("whoami", {})
+        s.asrv.tokens.clear()  # (revoked)
+        async with open_client(s.url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
+    assert len(s.asrv.authorizations) == 2
+
+
+def test_overlapping_connections_share_one_attempt_and_a_later_one_starts_afresh() -> None:
+    authorizer = oauth()._websocket_authorizer("ws://127.0.0.1:1/mcp")
+
+    def memory() -> tuple[bytes | None, dict[str, set[frozenset[str]]]]:
+        return authorizer._unconfirmed, authorizer._refused_scopes
+
+    with authorizer.connecting():
+        authorizer._unconfirmed = b"Bearer t"
+        authorizer._refused_scopes["r"] = {frozenset({"mcp"})}
+        with authorizer.connecting():  # (begun meanwhile: the same attempt)
+            assert memory() == (b"Bearer t", {"r": {frozenset({"mcp"})}})
+    with authorizer.connecting():
+        assert memory() == (None, {})
