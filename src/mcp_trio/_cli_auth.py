@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 import attrs
 
 from ._cli_util import UsageError
+from ._util import URL_SCHEMES
 
 if TYPE_CHECKING:
     from ._oauth import OAuth
@@ -155,7 +156,7 @@ def client_auth(
             default token store.
     """
     headers = dict(headers)
-    is_url = url.lower().startswith(("http://", "https://", "ws://", "wss://"))
+    is_url = url.lower().startswith(URL_SCHEMES)
     if (options.bearer is not None or options.uses_oauth) and any(
         name.lower() == "authorization" for name in headers
     ):

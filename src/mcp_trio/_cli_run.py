@@ -27,6 +27,7 @@ import trio
 from ._cli_util import CliError
 from ._config import SessionConfig
 from ._server import Server
+from ._util import url_host
 from ._websocket import MCP_PATH
 
 if TYPE_CHECKING:
@@ -162,7 +163,7 @@ async def _watch_signals(signals: Any, stop: trio.Event, scope: trio.CancelScope
 
 def _ws_url(address: Any) -> str:
     host, port = address[0], address[1]
-    host = f"[{host}]" if ":" in host else host
+    host = url_host(host)
     return f"ws://{host}:{port}{MCP_PATH}"
 
 

@@ -21,7 +21,7 @@ import shlex
 import ssl
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
@@ -34,6 +34,7 @@ from ._memory import open_memory_pair
 from ._open import open_session
 from ._session import Session
 from ._stdio import StderrCallback, open_stdio_client
+from ._util import HTTP_SCHEMES, URL_SCHEMES
 from ._websocket import open_websocket_client
 
 if TYPE_CHECKING:
@@ -67,11 +68,6 @@ ClientTarget: TypeAlias = (
     str | Sequence[str] | InMemoryServer | tuple[Handlers, ConnectionConfig] | MessageChannel
 )
 """What :func:`~mcp_trio.open_client` accepts as ``target``."""
-
-_HTTP: Final = ("http://", "https://")
-_WS: Final = ("ws://", "wss://")
-URL_SCHEMES: Final = _HTTP + _WS
-"""The URL targets ``open_client`` takes (compared in any case)."""
 
 
 def _in_memory(target: object) -> tuple[Handlers, ConnectionConfig] | None:
@@ -129,7 +125,7 @@ async def open_target(
     """
     opened: AbstractAsyncContextManager[Any]
     url = target if isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES) else ""
-    if url[:8].lower().startswith(_HTTP):  # RFC 3986: a scheme is compared in any case
+    if url[:8].lower().startswith(HTTP_SCHEMES):  # RFC 3986: a scheme is compared in any case
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
         opened = _open_http(
             url, handlers, config, connection_config, ssl_context, headers, auth, http_config

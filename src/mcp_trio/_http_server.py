@@ -78,6 +78,7 @@ from ._http_auth import Authenticate, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
+from ._util import url_host
 
 __all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
 
@@ -148,7 +149,7 @@ class HttpServeHandle:
     def url(self) -> str:
         """``http://host:port/path`` of the first listener."""
         host = self.listeners[0].socket.getsockname()[0]
-        host = f"[{host}]" if ":" in host else host
+        host = url_host(host)
         scheme = "https" if self._server.ssl_context is not None else "http"
         return f"{scheme}://{host}:{self.port}{self.http.config.endpoint}"
 

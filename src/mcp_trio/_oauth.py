@@ -107,7 +107,7 @@ from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 from ._http_config import HttpTransportConfig
 from ._http_pool import Pool
 from ._http_wire import WireError
-from ._util import check_count, check_seconds
+from ._util import check_count, check_seconds, is_websocket_url
 
 if TYPE_CHECKING:
     # (Loaded for an assertion grant only, by whoever configures one: every HTTP
@@ -489,7 +489,7 @@ class OAuth:
             trio.TooSlowError: over ``authorize_timeout`` (or ``timeout`` for one
                 request to the server or the authorization server).
         """
-        if _is_websocket(server_url):
+        if is_websocket_url(server_url):
             # A WebSocket server: the probe is a handshake without a token; the token
             # goes to the Authorizer its connections share (see open_websocket_client).
             from ._websocket import probe_handshake  # noqa: PLC0415 (WebSocket users only)
@@ -519,10 +519,6 @@ class OAuth:
 
 _MAX_WEBSOCKET_SERVERS: Final = 16
 """How many WebSocket servers' :class:`Authorizer` an :class:`OAuth` keeps."""
-
-
-def _is_websocket(url: str) -> bool:
-    return url[:6].lower().startswith(("ws://", "wss://"))
 
 
 def _never() -> bool:
@@ -595,7 +591,7 @@ class Authorizer:
         self.metadata: AuthorizationServerMetadata | None = None
         self.client: ClientCredentials | None = None
         self._legacy_fallback = legacy_fallback if legacy_fallback is not None else _always
-        if _is_websocket(server_url):
+        if is_websocket_url(server_url):
             # No 2025-03-26 fallback (the server's origin as its authorization server):
             # that revision's rule is for its HTTP transport; this one has the
             # metadata, found at the http(s) twin of its URL, or nothing.

@@ -57,7 +57,7 @@ import trio
 from mcp_sansio import OAuthError, redirect_request, redirect_state
 from mcp_sansio._oauth import _described, _error_text
 
-from ._util import check_count, check_seconds
+from ._util import check_count, check_seconds, url_host
 
 __all__ = ["LoopbackRedirect"]
 
@@ -140,7 +140,7 @@ class LoopbackRedirect:
         self.max_connections: Final = max_connections
         self.max_request_size: Final = max_request_size
         self.max_headers: Final = max_headers
-        literal = f"[{host}]" if ":" in host else host
+        literal = url_host(host)
         self.redirect_uri: Final = f"http://{literal}:{self.port}{path}"
         """The redirect URI to register (``OAuth`` does, with ``redirect=``)."""
 

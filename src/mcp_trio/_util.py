@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -18,15 +18,37 @@ if TYPE_CHECKING:
     from ._session import Session
 
 __all__ = [
+    "HTTP_SCHEMES",
+    "URL_SCHEMES",
+    "WEBSOCKET_SCHEMES",
     "SessionHook",
     "check_count",
     "check_seconds",
     "is_internal_failure",
+    "is_websocket_url",
     "open_task_nursery",
     "run_hook",
+    "url_host",
 ]
 
 logger = logging.getLogger("mcp_trio")
+
+HTTP_SCHEMES: Final = ("http://", "https://")
+WEBSOCKET_SCHEMES: Final = ("ws://", "wss://")
+URL_SCHEMES: Final = HTTP_SCHEMES + WEBSOCKET_SCHEMES
+"""The URL targets ``open_client`` takes (compared in any case: RFC 3986 section 3.1)."""
+
+
+def is_websocket_url(url: str) -> bool:
+    """Whether ``url`` is a ``ws://`` or ``wss://`` one (the scheme in any case)."""
+    return url[:6].lower().startswith(WEBSOCKET_SCHEMES)
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL or a ``Host`` header writes it: an IPv6 address in brackets
+    (RFC 3986 section 3.2.2)."""
+    return f"[{host}]" if ":" in host else host
+
 
 SessionHook = Callable[["Session"], Awaitable[None]]
 """``async def on_session(session)``: runs beside a served session; cancelled when it

@@ -40,7 +40,7 @@ from ._handlers import Handlers
 from ._http_auth import Authenticate, run_authenticate
 from ._open import open_session
 from ._session import Session
-from ._util import SessionHook, open_task_nursery, run_hook
+from ._util import SessionHook, open_task_nursery, run_hook, url_host
 
 if TYPE_CHECKING:
     from ._oauth import Authorizer, OAuth  # (the OAuth binding is imported when first used)
@@ -346,7 +346,7 @@ def _head_headers(request: trio_websocket.WebSocketRequest) -> list[tuple[bytes,
 def _host_header(host: str, port: int, secure: bool) -> str:
     """The ``Host`` of the handshake: the host, and the port unless it is the scheme's
     default (RFC 6455 section 4.1; RFC 9110 section 7.2), an IPv6 address in brackets."""
-    name = f"[{host}]" if ":" in host else host
+    name = url_host(host)
     return name if port == (443 if secure else 80) else f"{name}:{port}"
 
 

@@ -29,6 +29,7 @@ from mcp_trio import (
     SessionClosed,
     open_client,
 )
+from mcp_trio._util import URL_SCHEMES, is_websocket_url, url_host
 from mcp_trio._websocket import _host_header
 
 from .oauth_support import oauth
@@ -208,6 +209,19 @@ def test_the_host_header_has_the_port_unless_it_is_the_default(
     host: str, port: int, secure: bool, header: str
 ) -> None:
     assert _host_header(host, port, secure) == header
+
+
+@pytest.mark.parametrize(
+    ("url", "websocket"),
+    [("ws://h/mcp", True), ("WSS://h/mcp", True), ("https://h/mcp", False), ("ws", False)],
+)
+def test_one_websocket_scheme_test_for_oauth_the_cli_and_open_client(
+    url: str, websocket: bool
+) -> None:
+    assert is_websocket_url(url) is websocket
+    assert url.lower().startswith(URL_SCHEMES) is (websocket or url.startswith("https"))
+    assert url_host("::1") == "[::1]"
+    assert url_host("127.0.0.1") == "127.0.0.1"
 
 
 async def test_authorize_before_connecting_to_a_websocket_server(nursery: trio.Nursery) -> None:
