@@ -319,6 +319,7 @@ def test_the_help_says_which_values_other_users_see(capsys: pytest.CaptureFixtur
     out = " ".join(capsys.readouterr().out.split())
     assert "--bearer and --client-secret are visible to other users of this machine" in out
     assert "--client-secret-env NAME" in out
+    assert "authorization (http(s):// and ws(s):// targets):" in out  # (--oauth too)
 
 
 @pytest.mark.parametrize(

@@ -183,7 +183,7 @@ def _client_options(parser: argparse.ArgumentParser) -> None:
 
 def _auth_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
-        "authorization (http(s):// targets; --bearer: ws(s):// too)",
+        "authorization (http(s):// and ws(s):// targets)",
         # (the formatter keeps descriptions as written: lines of help's width)
         "The values of --bearer and --client-secret are visible to other users of this\n"
         "machine (in the process list) and kept in shell history: prefer --bearer-env\n"
