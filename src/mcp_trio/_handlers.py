@@ -88,7 +88,9 @@ class Handlers:
         :class:`~mcp_trio.Server` fills it from what its tools, resources and prompts
         declare). A request whose principal's token lacks one is refused before its
         handler runs: over Streamable HTTP with ``403`` and an ``insufficient_scope``
-        challenge (``serve_http`` hands it to ``HttpServerConfig.required_scopes``), on
+        challenge (``serve_http`` unions it with ``HttpServerConfig.required_scopes``:
+        a request needs the scopes of both; a value that is no scope token is logged and
+        answered ``500``), on
         a message channel (WebSocket) with the JSON-RPC error
         :data:`~mcp_sansio.http.INSUFFICIENT_SCOPE_CODE`, and the session goes on. A
         request with no principal (stdio, in memory, no ``authenticate``) is never

@@ -257,8 +257,7 @@ async def call_request_handler(
     method, rid = ctx.method, ctx.request_id
     if handler is None:
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
-    principal = ctx.principal
-    if required_scopes is not None and principal is not None:
+    if required_scopes is not None and (principal := ctx.principal) is not None:
         refused = scope_error(required_scopes, principal, method, ctx.params, rid)
         if refused is not None:
             return refused

@@ -158,7 +158,9 @@ class Server:
             for needs that depend on the arguments or on who asks (the
             specification lets them be "determined dynamically"). Asked about each
             request the handlers serve (not ``initialize``, ``ping``,
-            ``server/discover``) from an authenticated caller; its scopes are added to
+            ``server/discover``) from an authenticated caller, and about
+            ``subscriptions/listen`` (which the core serves, not a handler) with the
+            listen's params; its scopes are added to
             the declared ones and all go in one challenge. An exception refuses the
             request (``500`` over HTTP, -32603 otherwise) and is logged.
 
@@ -606,8 +608,9 @@ class Server:
             annotations: ``Annotations`` (audience, priority...), typed or a mapping.
             meta: its ``_meta``.
             scopes: the OAuth scopes ``resources/read`` (and ``resources/subscribe``,
-                and completing a template's variables) needs, as for :meth:`tool`;
-                ``resources/list`` still lists it.
+                completing a template's variables, and a modern ``subscriptions/listen``
+                naming it in ``resourceSubscriptions``, checked when the listen is made)
+                needs, as for :meth:`tool`; ``resources/list`` still lists it.
 
         Raises:
             ValueError: a malformed or unmatchable template, a URI without a scheme, or

@@ -922,7 +922,8 @@ class Session:
             with running.scope:
                 handler = self.handlers.request_handler(event.method)
                 ctx = RequestContext(self, event, running)
-                outcome = await call_request_handler(handler, ctx, self.handlers.required_scopes)
+                scopes = None if self.principal is None else self.handlers.required_scopes
+                outcome = await call_request_handler(handler, ctx, scopes)
                 if not running.cancelled and (self._close_exc is None or self._answering):
                     send_answer(self._conn, event.method, event.request_id, outcome)
                 self._pool.computed(running)  # the reader may take the next request
