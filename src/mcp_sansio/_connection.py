@@ -107,7 +107,8 @@ class Connection(_Receiving, _Answering):
 
     @property
     def peer_capabilities(self) -> dict[str, Any]:
-        """The capabilities the peer declared (empty until known)."""
+        """The capabilities the peer declared (empty until known, and when a modern
+        ``server/discover`` result carried none: then nothing is gated)."""
         return self._peer_capabilities
 
     @property

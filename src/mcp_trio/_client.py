@@ -727,7 +727,7 @@ class Client(HandshakeFacts):
         Raises:
             LocalProtocolError: modern era.
         """
-        self._legacy_only("ping", "send any request, e.g. list_tools()")
+        self._legacy_only("ping", "send any request the server declares, e.g. list_tools()")
         await self.request("ping")
 
     async def set_roots(self, roots: Iterable[RootLike] | RootsCallback) -> None:

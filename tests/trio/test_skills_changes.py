@@ -104,6 +104,29 @@ def test_remove_skill_leaves_other_resources_alone() -> None:
         server.remove_skill("note://plain")
 
 
+def test_a_removed_skill_leaves_no_file_record_and_comes_back_changed() -> None:
+    server = Server("x")
+    server.add_skill({"SKILL.md": skill_md("a"), "x.md": "1"})
+    server.remove_skill("skill://a/SKILL.md")
+    assert server._skills is not None and server._skills.file("skill://a/x.md") is None
+    server.add_skill({"SKILL.md": skill_md("a"), "x.md": "2"})  # (not "two skills disagree")
+    assert "skill://a/x.md" in server._registry.resources
+
+
+def test_remove_skill_keeps_a_resource_the_application_put_at_one_of_its_uris() -> None:
+    server = Server("x")
+    server.add_skill({"SKILL.md": skill_md("a"), "x.md": "1"})
+    server.remove_resource("skill://a/x.md")
+
+    @server.resource("skill://a/x.md")
+    async def mine() -> str:
+        return "the application's own"
+
+    held = server._registry.resources["skill://a/x.md"]
+    server.remove_skill("skill://a/SKILL.md")
+    assert server._registry.resources.get("skill://a/x.md") is held
+
+
 NESTED = {
     "outer/SKILL.md": skill_md("outer", "Outer"),
     "outer/notes.md": "notes\n",
