@@ -7,8 +7,10 @@ Plain synchronous tests: no trio here. The servers come from ``blocking_server_a
 from __future__ import annotations
 
 import ast
+import copy
 import errno
 import math
+import pickle
 import socket
 import subprocess
 import sys
@@ -344,8 +346,10 @@ def test_server_crash_fails_the_call_with_its_exit_status() -> None:
 
 def test_handshake_timeout() -> None:
     started = time.monotonic()
-    with pytest.raises(TimeoutError, match="handshake"):
+    with pytest.raises(TimeoutError, match="handshake") as caught:
         spawn("mute", era="legacy", handshake_timeout=0.3, stop_timeout=0.2)
+    assert type(caught.value) is TimeoutError  # (no private type; copied and pickled)
+    assert str(pickle.loads(pickle.dumps(copy.copy(caught.value)))) == str(caught.value)
     assert time.monotonic() - started < 5
 
 

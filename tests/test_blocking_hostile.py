@@ -344,6 +344,28 @@ def test_ctrl_c_while_closing_writes_kills_the_server_at_once() -> None:
             process.wait()
 
 
+def test_system_exit_while_closing_stops_the_server_gracefully() -> None:
+    """``sys.exit()`` in a callback during ``close()``'s last writes is not Ctrl-C: the
+    server still gets its input's end (and exits by itself), not SIGKILL."""
+
+    def on_log(params: t.LoggingMessageNotificationParams) -> None:
+        raise SystemExit(params.data)
+
+    client = spawn("big_ping_slow_reader_then_log", on_log=on_log, stop_timeout=WAIT)
+    link = client._link
+    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
+    process = link.transport.process
+    try:
+        assert client.call_tool("x").text == "ok"
+        with pytest.raises(SystemExit, match="late"):
+            client.close()
+        assert process.wait(WAIT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 # ---------------------------------------------------------------------- stderr=PIPE
 
 

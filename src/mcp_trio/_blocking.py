@@ -158,15 +158,6 @@ _INTERRUPTED: Final = "Internal error: the client was interrupted"
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
 
 
-class _Expired(TimeoutError):
-    """A loop's own ``deadline`` passed (:meth:`BlockingClient._loop`); told apart
-    from a ``TimeoutError`` a callback raised by :meth:`BlockingClient._abandon`."""
-
-    def __init__(self, what: str, deadline: float) -> None:
-        super().__init__(f"{what} timed out")
-        self.deadline = deadline
-
-
 @final
 class CallClock:
     """The client's time: ``time.monotonic()`` with the time between calls taken out.
@@ -374,6 +365,8 @@ class BlockingClient(HandshakeFacts):
         self._progress: dict[RequestId, ProgressFunction] = {}
         self._handshake: HandshakeCompleted | None = None
         self._handshake_failure: BaseException | None = None
+        self._expired: TimeoutError | None = None
+        """The last loop deadline's own ``TimeoutError`` (see :meth:`_abandon`)."""
         self._failure: SessionClosed | None = None
         self._restarting = False  # HTTP: a new session replaces one the server forgot
         self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
@@ -743,7 +736,7 @@ class BlockingClient(HandshakeFacts):
                 except Exception:
                     logger.debug("the session was not ended in time", exc_info=True)
         except BaseException as exc:
-            urgent = not isinstance(exc, Exception)  # (Ctrl-C: no graceful stop awaited)
+            urgent = isinstance(exc, KeyboardInterrupt)  # (Ctrl-C: no graceful stop awaited)
             raise
         finally:
             self._conn.receive_eof()
@@ -854,7 +847,7 @@ class BlockingClient(HandshakeFacts):
                 )
             except Exception as exc:
                 # (A callback's TimeoutError or SessionClosed is a callback's failure.)
-                ran_out = isinstance(exc, _Expired) and exc.deadline == deadline
+                ran_out = exc is self._expired
                 if ran_out or exc is self._failure:
                     logger.debug("request %r given up; the cancellation: %s", rid, exc)
                     return
@@ -916,7 +909,9 @@ class BlockingClient(HandshakeFacts):
                 self._handle(self._conn.handle_timer(now))
                 continue
             if deadline is not None and deadline <= now:
-                raise _Expired(what, deadline)
+                # (A plain TimeoutError; _abandon tells it from a callback's by identity.)
+                self._expired = TimeoutError(f"{what} timed out")
+                raise self._expired
             restart = self._restart_deadline
             if restart is not None and restart <= now:
                 limit = self._options.handshake_timeout
