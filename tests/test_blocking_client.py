@@ -464,9 +464,17 @@ def test_tcp_connect_timeout_counts_from_the_resolver_answer(
             assert sock.getpeername() == address
 
 
-def test_tcp_with_no_time_still_tries_once() -> None:
+def test_tcp_with_no_time_still_tries_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """``connect_timeout`` 0: one attempt all the same, and a ``TimeoutError`` that says
     what ran out if it was not connected at once (never "no address")."""
+    attempts: list[object] = []
+    real = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        attempts.append(address)
+        real(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
     with socket.create_server(("127.0.0.1", 0)) as listener:
         address = listener.getsockname()
         try:
@@ -476,6 +484,7 @@ def test_tcp_with_no_time_still_tries_once() -> None:
         else:
             assert sock.getpeername() == address
             sock.close()
+        assert attempts == [address]
 
 
 def test_tcp_an_address_family_the_system_lacks_is_skipped(

@@ -46,8 +46,10 @@ def dial(host: str, port: int, timeout: float) -> socket.socket:
     """A connected (blocking) TCP socket to ``host``: its addresses tried in turn within
     ``timeout`` seconds in all (counted once the name is resolved: :func:`resolve` has no
     timeout), each for its share (:func:`attempt_deadline`); the first is tried
-    whatever ``timeout`` is. An address whose socket cannot be made (its family not
-    supported: IPv6 off) is skipped, as one that refuses.
+    whatever ``timeout`` is (``0``: one non-blocking ``connect()``, which nearly always
+    fails, as TCP's handshake is not done at once: a ``TimeoutError``). An address whose
+    socket cannot be made (its family not supported: IPv6 off) is skipped, as one that
+    refuses.
 
     Raises:
         OSError: the name does not resolve, or no address answered (the last
