@@ -375,6 +375,48 @@ def test_a_server_that_moved_is_followed(
     assert resolver.names() == ["mcp.test", "mcp.test"]
 
 
+def test_a_moved_server_whose_old_address_never_answers_is_followed(
+    raw: Callable[..., RawServer],
+    blackhole: tuple[str, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server moved and its old address now drops connection attempts (no refusal):
+    the known address has half of ``connect_timeout``, then the name is resolved again
+    and the new address has the rest."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    first, second = raw(legacy_server(serve)), raw(legacy_server(serve))
+    resolver = Resolver(monkeypatch, ("127.0.0.1", first.port))
+    transport = HttpTransportConfig(open_get_stream=False, connect_timeout=1.0)
+    with connect("http://mcp.test/mcp", era="legacy", transport=transport) as client:
+        assert client.list_tools() == []
+        link = client._link
+        assert isinstance(link, HttpLink)
+        link.http._addresses = [(socket.AF_INET, blackhole)]  # (where it was: silent now)
+        resolver.addresses = (("127.0.0.1", second.port),)
+        started = time.monotonic()
+        assert client.list_tools() == []
+        assert 0.4 < time.monotonic() - started < 0.9  # (half of connect_timeout)
+        assert second.connections >= 1
+    assert resolver.names() == ["mcp.test", "mcp.test"]
+
+
+def test_a_request_h11_cannot_frame_makes_no_connection(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A URL path with a space: the request fails before a name is looked up or a
+    connection made for it."""
+    server = raw(legacy_server(lambda sock, head, message: None))
+    resolver = Resolver(monkeypatch, ("127.0.0.1", server.port))
+    with pytest.raises(HandshakeFailed, match="cannot send POST"):
+        connect(f"http://127.0.0.1:{server.port}/a b", era="legacy", handshake_timeout=2)
+    assert server.connections == 0
+    assert resolver.calls == []  # (not even the address literal's)
+
+
 def test_a_server_gone_for_good_after_resolving_again(
     raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:

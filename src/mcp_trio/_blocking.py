@@ -601,10 +601,11 @@ class BlockingClient(HandshakeFacts):
         after); give an address to avoid it. Connecting tries the addresses in turn
         within one ``connect_timeout``, each for its share (at least 2 s, or what is
         left) so that one that never answers leaves time for the next; later
-        connections use the same addresses, the one that answered first. When none of
-        them can be connected to (the server moved, say), the name is resolved again
-        and that connection tried once more within what is left of its
-        ``connect_timeout``; only then is the server unreachable (``SessionClosed``).
+        connections use the same addresses, the one that answered first, within the
+        first half of ``connect_timeout``. When none of them is connected to by then
+        (refused, or silent: the server moved, say), the name is resolved again and
+        that connection tried once more within the other half; only then is the
+        server unreachable (``SessionClosed``).
 
         Raises:
             ValueError: ``url`` is not an absolute http(s) URL, or a header is

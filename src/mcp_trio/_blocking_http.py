@@ -50,9 +50,10 @@ of the client.
   request's stream is no longer read for it (nor resumed).
 * Names: resolved with the system's blocking resolver (an address literal is not
   looked up) for the first connection; later ones use those addresses, the one that
-  answered first. When none of them can be connected to (the server may have moved),
-  the name is resolved again and that exchange tried once more, within what is left of
-  its ``connect_timeout``; only if that fails too is the server unreachable.
+  answered first, within the first half of ``connect_timeout``. When none of them is
+  connected to by then (refused, or silent: the server may have moved), the name is
+  resolved again and that exchange tried once more within what is left; only if that
+  fails too is the server unreachable.
 * Redirects are not followed: the request fails, naming the ``Location``.
 * ``401``: the request fails with an error naming the server's ``WWW-Authenticate``
   challenge (OAuth flows are the Trio client's; here only a static bearer token).
@@ -352,6 +353,8 @@ class _Exchange:
         self.connect_deadline: float | None = None
         self.fresh = False
         """Its connection's addresses were resolved for it (not an earlier one's)."""
+        self.events: list[h11.Event] = []
+        """The request as h11 frames it (see ``_open``)."""
         self.write_since: float | None = None
         self.answer_deadline: float | None = None
         self.written = False
@@ -514,8 +517,8 @@ class HttpTransport:
         if exchange is self._gate:
             self._gate_until = now + self.config.connect_timeout
         exchange.state = "active"
-        try:
-            request_events(exchange.sent.request, self._extra)  # (before any connection)
+        try:  # (framed once, before any connection: one h11 cannot frame makes none)
+            exchange.events = request_events(exchange.sent.request, self._extra)
         except Unframeable as exc:
             self._failed(exchange, str(exc))
             return
@@ -532,7 +535,10 @@ class HttpTransport:
 
     def _dial(self, exchange: _Exchange, now: float, deadline: float) -> None:
         """Connect a new wire for ``exchange`` by ``deadline`` (the name resolved unless
-        its addresses are known) and queue the request on it."""
+        its addresses are known) and queue the request on it. Known addresses get the
+        first half of the time only: the server may have moved and its old address
+        drop connection attempts, so the rest is kept for the name resolved again
+        (see :meth:`_unreachable`)."""
         exchange.connect_deadline = deadline
         exchange.fresh = self._addresses is None
         try:
@@ -545,7 +551,7 @@ class HttpTransport:
                 self._host,
                 self._addresses,
                 now,
-                deadline,
+                deadline if exchange.fresh else now + (deadline - now) / 2,
                 self._context,
                 self.config.max_header_size,
             )
@@ -558,12 +564,7 @@ class HttpTransport:
         request = exchange.sent.request
         exchange.wire = wire
         try:
-            events = request_events(request, self._extra)
-        except Unframeable as exc:
-            self._failed(exchange, str(exc))
-            return
-        try:
-            wire.queue(b"".join(wire.h11.send(e) or b"" for e in events))
+            wire.queue(b"".join(wire.h11.send(e) or b"" for e in exchange.events))
         except h11.LocalProtocolError as exc:
             self._failed(exchange, unsendable(request, exc))
             return
@@ -628,9 +629,15 @@ class HttpTransport:
             wire = exchange.wire
             if not wire.connected and wire.attempt_deadline <= now:
                 try:
-                    wire.next_address(now)  # (the last one has the time that is left)
+                    moved_on = wire.next_address(now)  # (the last: the time that is left)
                 except _ConnectFailed as exc:  # (the rest refused at once)
                     self._unreachable(exchange, exc, now)
+                    continue
+                if not moved_on and not exchange.fresh:  # (known addresses' half: spent)
+                    limit = self.config.connect_timeout
+                    self._unreachable(
+                        exchange, _ConnectFailed(f"connecting timed out ({limit:g} s / 2)"), now
+                    )
                     continue
             if (
                 exchange.connect_deadline is not None
