@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import HttpClientConfig
 from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed, _blocking
 from mcp_trio._blocking import BlockingClient
-from mcp_trio._blocking_http import HttpLink
+from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = [sys.executable, "-m", "tests.blocking_server_app", "http"]
@@ -1507,3 +1508,50 @@ def test_stdio_users_load_nothing_of_http() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.strip()
     assert out == ""
+
+
+def test_ctrl_c_in_a_callback_leaves_no_message_past_a_resend_for_another() -> None:
+    """Ctrl-C in a callback: the messages in the inbox behind a ``Resend`` are handed
+    over with no callback (their requests answered with an error), the ``Resend`` done
+    in its turn; nothing is left for the loop that cancels the call."""
+    http = HttpTransport(
+        "http://127.0.0.1:9/mcp",
+        http_config=None,
+        transport=None,
+        ssl_context=None,
+        headers=None,
+        write_timeout=None,
+    )
+    link = HttpLink(http, close_timeout=1.0)
+    order: list[object] = []
+
+    def handle(events: list[Any]) -> None:
+        order.append(("called", events))
+        raise KeyboardInterrupt
+
+    conn: Any = SimpleNamespace(
+        receive_message=lambda message, now: [message],
+        resend_request=lambda rid: order.append(("resent", rid)),
+        data_to_send=lambda: [],
+    )
+    link.attach(
+        _blocking.Hooks(
+            conn=conn,
+            clock=_blocking.CallClock(),
+            handle=handle,
+            handle_uncalled=lambda events: order.append(("uncalled", events)),
+            fail=lambda failure: None,
+            failed=lambda: False,
+            handshaken=lambda: False,
+            restart=lambda now: None,
+        )
+    )
+    http.inbox.extend([b"srv-1", Resend(("r1",)), b"srv-2", b"srv-3"])
+    with pytest.raises(KeyboardInterrupt):
+        link.take()
+    assert order == [
+        ("called", [b"srv-1"]),
+        ("resent", "r1"),
+        ("uncalled", [b"srv-2", b"srv-3"]),
+    ]
+    assert not http.inbox

@@ -258,6 +258,9 @@ class Hooks:
     """The client's time."""
     handle: Callable[[list[Event]], None]
     """Handle the core's events (raises the first callback exception, once all are)."""
+    handle_uncalled: Callable[[list[Event]], None]
+    """Handle them with no callback (after Ctrl-C in one): the server's requests answered
+    with an error."""
     fail: Callable[[SessionClosed], None]
     """The session ended (the input ended, writing failed, the server is unreachable)."""
     failed: Callable[[], bool]
@@ -380,6 +383,7 @@ class BlockingClient(HandshakeFacts):
                 conn=conn,
                 clock=self._clock,
                 handle=self._handle,
+                handle_uncalled=self._handle_uncalled,
                 fail=self._fail,
                 failed=lambda: self._failure is not None,
                 handshaken=lambda: self._handshake is not None,

@@ -1084,32 +1084,56 @@ class HttpLink:
     def close(self, *, urgent: bool = False) -> None:
         self.http.close()  # (at once either way)
 
+    def _take_messages(self, now: float) -> list[Event]:
+        """The core's events for the messages at the head of the inbox, in a row."""
+        inbox, conn = self.http.inbox, self.hooks.conn
+        events: list[Event] = []
+        while inbox and isinstance(inbox[0], bytes):
+            message = inbox.popleft()
+            assert isinstance(message, bytes)
+            events += conn.receive_message(message, now=now)
+        return events
+
+    def _take_step(self, now: float) -> None:
+        """Act on the ``Restart`` or ``Resend`` at the head of the inbox."""
+        item = self.http.inbox.popleft()
+        if isinstance(item, Restart):
+            self.hooks.restart(now)
+        elif isinstance(item, Resend):
+            for rid in item.request_ids:
+                with suppress(LocalProtocolError):  # (answered or cancelled meanwhile)
+                    self.hooks.conn.resend_request(rid)
+            self.queue()
+
+    def _take_uncalled(self, now: float) -> None:
+        """Empty the inbox with no callback run (Ctrl-C in one)."""
+        inbox, hooks = self.http.inbox, self.hooks
+        while inbox and not hooks.failed():
+            if isinstance(inbox[0], bytes):
+                hooks.handle_uncalled(self._take_messages(now))
+            else:
+                self._take_step(now)
+
     def take(self) -> None:
         """Hand the core what the answers brought, in order (messages; a new session;
         requests to send again); then take in a failure of the transport's."""
         hooks, http = self.hooks, self.http
-        conn = hooks.conn
         inbox = http.inbox
         while inbox and not hooks.failed():
             now = hooks.clock.now()
-            if isinstance(inbox[0], bytes):
-                # The messages in a row, handled together (as ByteLink hands a read's):
-                # Ctrl-C in one's callback answers the server's requests among the rest
-                # with an error; none is left for a callback after the interrupt.
-                events: list[Event] = []
-                while inbox and isinstance(inbox[0], bytes):
-                    message = inbox.popleft()
-                    assert isinstance(message, bytes)
-                    events += conn.receive_message(message, now=now)
-                hooks.handle(events)
+            if not isinstance(inbox[0], bytes):
+                self._take_step(now)
                 continue
-            item = inbox.popleft()
-            if isinstance(item, Restart):
-                hooks.restart(now)
-            elif isinstance(item, Resend):
-                for rid in item.request_ids:
-                    with suppress(LocalProtocolError):  # (answered or cancelled meanwhile)
-                        conn.resend_request(rid)
-                self.queue()
+            # The messages in a row, handled together (as ByteLink hands a read's): Ctrl-C
+            # in one's callback answers the server's requests among the rest with an
+            # error, and those in the rest of the inbox too (past a Resend or Restart):
+            # none is left for a callback after the interrupt.
+            try:
+                hooks.handle(self._take_messages(now))
+            except Exception:
+                raise
+            except BaseException:
+                self._take_uncalled(now)
+                raise
         if http.failure is not None and not hooks.failed():
             hooks.fail(http.failure)
