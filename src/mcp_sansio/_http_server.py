@@ -511,7 +511,11 @@ class HttpServerConfig:
     one status; every request of it is answered with the error). Called for every
     request of every POST from a principal: it should be quick. An exception from it is
     answered ``500`` (the request is refused: a check that fails is no pass).
-    ``None``: no request needs any (only the ``authenticate`` hook decides)."""
+    ``None``: no request needs any (only the ``authenticate`` hook decides). A task of
+    the tasks extension (in ``mcp_trio``) records the scopes its ``tools/call`` needed by
+    the server's own rules only: a scope this hook alone adds does not guard the task's
+    ``tasks/*`` requests, so rules meant to cover tasks belong in
+    ``Server(required_scopes=)``."""
 
 
 # ================================================================================ internals

@@ -230,7 +230,9 @@ class AnsweredQuestions:
         keys = self._tasks.get(task_id)
         if keys is None:
             return
-        keys.busy.difference_update(claimed)
+        for key in claimed:  # (kept below only if ``unacked`` still holds it)
+            keys.busy.discard(key)
+            keys.unacked.pop(key, None)
         for key in answered:
             keys.unacked.pop(key, None)
             keys.answered[key] = None

@@ -418,6 +418,9 @@ class TaskRun:
         if isinstance(outcome, InputRequiredResult):
             logger.error("task %s: a tool cannot return input_required in a task", self.task_id)
             outcome, error = None, _INTERNAL
+        if outcome is not None or error is not None:
+            # (A cancel came while it ran, but it ended anyway: its end is still to fetch.)
+            self.collected_at = None
         if outcome is not None:
             self.result = {**outcome, "resultType": outcome.get("resultType", "complete")}
             self._move("completed")

@@ -776,6 +776,50 @@ async def test_an_update_whose_ack_was_lost_is_resent_not_asked_again(
     assert len(updates) == 2 and updates[0] == updates[1]
 
 
+async def test_a_resent_answer_the_server_refuses_is_asked_anew(autojump_clock: MockClock) -> None:
+    # An unacked answer is sent again once; refused then (-32602), the next round asks
+    # the user instead of sending the refused answer for ever.
+    handlers, config = tasks_by_hand(lambda n: {})
+    base = {**WORKING_T, "taskId": "t1", "pollIntervalMs": 100}
+    updates: list[dict[str, Any]] = []
+    got_update = trio.Event()
+
+    @handlers.on_request("tasks/get")
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        return {**base, "status": "input_required", "inputRequests": {"q": ASK_NAME}}
+
+    @handlers.on_request("tasks/update")
+    async def update(ctx: RequestContext) -> dict[str, Any]:
+        updates.append((ctx.params or {})["inputResponses"])
+        got_update.set()
+        if len(updates) == 1:
+            await trio.sleep(5)  # (a slow ack: cancelled before it comes)
+            return {}
+        raise McpError.from_code(-32602, "Invalid params: bad answer")
+
+    asked: list[str] = []
+
+    async def name(params: t.ElicitRequestParams) -> t.ElicitResult:
+        asked.append(params.message)
+        return t.ElicitResult(action="accept", content={"name": f"Ada {len(asked)}"})
+
+    with trio.fail_after(1000):
+        async with open_client(
+            (handlers, config), era="modern", capabilities=EXT, on_elicitation=name
+        ) as client:
+            first = await client.call_tool_as_task("job")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first.wait_result)
+                await got_update.wait()
+                await trio.sleep(1)
+                nursery.cancel_scope.cancel()
+            for _ in range(3):
+                with pytest.raises(McpError):
+                    await client.task("t1").wait_result()
+    assert len(asked) == 3
+    assert updates[1] == updates[0] and updates[2] != updates[0] and updates[3] != updates[2]
+
+
 async def test_a_task_created_in_another_status_is_looked_at_first(
     autojump_clock: MockClock,
 ) -> None:

@@ -563,6 +563,43 @@ async def test_a_late_cancel_does_not_collect_a_finished_task(autojump_clock: Mo
         assert (await get(c, done))["status"] == "completed"
 
 
+async def test_a_task_that_ends_despite_a_cancel_keeps_its_result_to_its_ttl(
+    autojump_clock: MockClock,
+) -> None:
+    # Cancellation is cooperative: a tool that shields its last step completes anyway,
+    # and that result is still to fetch, so it does not make room for another task.
+    runner = TaskRunner(TaskConfig(max_tasks=1, ttl_ms=3_600_000))
+    runner.enabled = True
+
+    def ctx(method: str = "tools/call", **params: Any) -> Any:
+        principal = Principal(subject="bob")
+        return SimpleNamespace(
+            era=Era.MODERN,
+            client_capabilities=EXT,
+            principal=principal,
+            method=method,
+            params=params,
+        )
+
+    async def stubborn(run: TaskRun) -> dict[str, Any]:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(10)
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    async with runner.running() as nursery:
+        created = await runner.call(ctx(), "required", "call", stubborn, "t")
+        assert isinstance(created, dict)
+        task_id = created["taskId"]
+        await trio.sleep(1)
+        await runner.tasks_cancel(ctx("tasks/cancel", taskId=task_id))
+        await trio.sleep(100)
+        with pytest.raises(McpError):  # (the table is full: nothing to evict)
+            await runner.call(ctx(), "required", "call", stubborn, "t")
+        got = await runner.tasks_get(ctx("tasks/get", taskId=task_id))
+        assert got["status"] == "completed"
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_full_table_evicts_the_callers_own_collected_task_first(
     autojump_clock: MockClock,
 ) -> None:
