@@ -809,34 +809,22 @@ def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
     checked to be a scope token a challenge can carry (``check_scopes``). A hook that
     raises, or names what is no scope token, is logged here: the core answers ``500``
     and has no logging."""
-    if len(hooks) == 1:
-        hook = hooks[0]
 
-        def required_scopes(
-            principal: Principal, method: str, params: dict[str, Any] | None
-        ) -> Collection[str]:
-            try:
-                needed = hook(principal, method, params)
-                return check_scopes(needed) if needed else ()  # (usually nothing)
-            except Exception:
-                logger.exception("required_scopes failed for %r", method)
-                raise
-
-        return required_scopes
-
-    def union(principal: Principal, method: str, params: dict[str, Any] | None) -> Collection[str]:
+    def required_scopes(
+        principal: Principal, method: str, params: dict[str, Any] | None
+    ) -> Collection[str]:
         try:
-            needed: set[str] = set()
+            needed: frozenset[str] = frozenset()
             for hook in hooks:
                 scopes = hook(principal, method, params)
-                if scopes:
+                if scopes:  # (usually nothing)
                     needed |= check_scopes(scopes)
             return needed
         except Exception:
             logger.exception("required_scopes failed for %r", method)
             raise
 
-    return union
+    return required_scopes
 
 
 async def serve_http(
