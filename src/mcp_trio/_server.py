@@ -824,17 +824,12 @@ class Server:
         what the server's ``required_scopes`` adds (see ``Handlers.required_scopes``).
         An exception from the hook propagates: the caller refuses the request and logs
         it (once)."""
-        hook = self._scope_hook
-        registry = self._registry
+        # (scopes_for returns at once for a server that declares no scope.)
+        needed = self._registry.scopes_for(method, params)
         if method in _TASK_SCOPED:
             # A task needs what its tools/call needed (see mcp_trio._tasks).
-            needed = self._methods.tasks.scopes_of(principal, method, params)
-            if registry.scoped:
-                needed |= registry.scopes_for(method, params)
-        elif hook is None:  # (a server that declares no scope: nothing to look up)
-            return registry.scopes_for(method, params) if registry.scoped else frozenset()
-        else:
-            needed = registry.scopes_for(method, params)
+            needed |= self._methods.tasks.scopes_of(principal, method, params)
+        hook = self._scope_hook
         if hook is None:
             return needed
         if method == "subscriptions/listen" or self.handlers().request_handler(method) is not None:
