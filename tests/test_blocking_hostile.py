@@ -63,6 +63,8 @@ def log(data):
 
 calls = 0
 for raw in sys.stdin.buffer:
+    if not raw.endswith(b"\n"):  # cut off by the end of input (a client stopping mid-write)
+        break
     message = json.loads(raw)
     method, rid = message.get("method"), message.get("id")
     if method == "initialize":
