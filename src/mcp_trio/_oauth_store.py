@@ -37,12 +37,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final, TypeVar, final, get_args
+from typing import Any, Final, TypeVar, final
 
 import attrs
 import trio
 
-from mcp_sansio import ClientCredentials, OAuthToken, TokenEndpointAuthMethod
+from mcp_sansio import ClientCredentials, OAuthToken
+from mcp_sansio._oauth import _AUTH_METHODS
 
 __all__ = ["FileOAuthStorage"]
 
@@ -276,7 +277,6 @@ def _token_key(resource: str, issuer: str) -> str:
 
 _T = TypeVar("_T", ClientCredentials, OAuthToken)
 _TIMES: Final = frozenset({"expires_at", "issued_at"})
-_AUTH_METHODS: Final = frozenset(get_args(TokenEndpointAuthMethod))
 
 
 def _build(kind: type[_T], found: object) -> _T | None:
@@ -302,6 +302,7 @@ def _fits(name: str, value: object) -> bool:
     if name in _TIMES:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if name == "token_endpoint_auth_method":
-        # (Another string would be taken as "none": the secret silently not sent.)
+        # (Another string would be taken as "none": the secret silently not sent. The
+        # methods are the sans-IO rules' own list.)
         return isinstance(value, str) and value in _AUTH_METHODS
     return isinstance(value, str)
