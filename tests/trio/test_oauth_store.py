@@ -26,6 +26,24 @@ ISSUER = "https://as.example"
 RESOURCE = "https://mcp.example/mcp"
 
 
+def stall_fsync(
+    monkeypatch: pytest.MonkeyPatch, *, first_only: bool = False
+) -> tuple[threading.Event, threading.Event]:
+    """Make ``os.fsync`` (every call, or the first only) stop until ``release`` is set:
+    returns ``in_fsync`` (set once a call stops there) and ``release``."""
+    in_fsync, release = threading.Event(), threading.Event()
+    fsync = os.fsync
+
+    def stalled_fsync(fd: int) -> None:
+        if not (first_only and in_fsync.is_set()):
+            in_fsync.set()
+            release.wait(IO_TIMEOUT)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", stalled_fsync)
+    return in_fsync, release
+
+
 async def test_what_is_saved_is_loaded_by_another_storage_of_the_file(tmp_path: Path) -> None:
     path = tmp_path / "config" / "mcp-trio" / "oauth.json"
     client = ClientCredentials(client_id="cid", client_secret="s", issuer=ISSUER)
@@ -282,15 +300,7 @@ async def test_saves_take_turns_and_none_is_lost(
     # what it read, and the first one's change would be lost.
     path = tmp_path / "oauth.json"
     store = FileOAuthStorage(path)
-    in_fsync, release = threading.Event(), threading.Event()
-    fsync = os.fsync
-
-    def blocking_fsync(fd: int) -> None:
-        in_fsync.set()
-        release.wait(IO_TIMEOUT)
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", blocking_fsync)
+    in_fsync, release = stall_fsync(monkeypatch)
     with trio.fail_after(IO_TIMEOUT):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(store.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
@@ -313,15 +323,7 @@ async def test_a_save_cancelled_while_it_writes_is_finished_and_kept(
     # holds it), and the storage's memory agrees with the file.
     path = tmp_path / "oauth.json"
     store = FileOAuthStorage(path)
-    in_fsync, release = threading.Event(), threading.Event()
-    fsync = os.fsync
-
-    def blocking_fsync(fd: int) -> None:
-        in_fsync.set()
-        release.wait(IO_TIMEOUT)
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", blocking_fsync)
+    in_fsync, release = stall_fsync(monkeypatch)
     with trio.fail_after(IO_TIMEOUT):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(store.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
@@ -366,16 +368,7 @@ async def test_a_file_never_waits_for_another_one(
     # held up, shielded, by a slow disk under another.
     slow = FileOAuthStorage(tmp_path / "network" / "oauth.json")
     files = [FileOAuthStorage(tmp_path / "home" / f"tokens{i}.json") for i in range(40)]
-    in_fsync, release = threading.Event(), threading.Event()
-    fsync = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        if not in_fsync.is_set():
-            in_fsync.set()
-            release.wait(IO_TIMEOUT)
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    in_fsync, release = stall_fsync(monkeypatch, first_only=True)
     with trio.fail_after(IO_TIMEOUT):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(slow.save_token, RESOURCE, ISSUER, OAuthToken(access_token="a"))
@@ -395,15 +388,7 @@ async def test_a_save_cancelled_while_it_waits_for_its_turn_is_made(
     # and the client closes meanwhile: the save is made all the same.
     path = tmp_path / "oauth.json"
     store = FileOAuthStorage(path)
-    in_fsync, release = threading.Event(), threading.Event()
-    fsync = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        in_fsync.set()
-        release.wait(IO_TIMEOUT)
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", slow_fsync)
+    in_fsync, release = stall_fsync(monkeypatch)
     token = OAuthToken(access_token="new", refresh_token="r2")
     with trio.fail_after(IO_TIMEOUT):
         async with trio.open_nursery() as nursery:
