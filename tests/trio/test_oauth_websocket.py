@@ -330,12 +330,14 @@ def test_an_oauth_keeps_the_authorizers_of_the_last_16_websocket_urls_used() -> 
     assert auth._websocket_authorizer("ws://127.0.0.1:2/mcp") is not second  # (forgotten)
 
 
+@pytest.mark.parametrize("authorize_first", [False, True])
 async def test_a_new_connection_asks_again_after_a_token_refused_as_just_issued(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, authorize_first: bool
 ) -> None:
     # The authorization server issues tokens for another audience: the first
     # connection fails (the user is not asked twice for it). Once that is repaired, a
-    # new connection of the same OAuth asks again, as a new HTTP client would.
+    # new connection of the same OAuth asks again, as a new HTTP client would (or
+    # OAuth.authorize does, before it).
     s = await start_ws(nursery, audience="https://elsewhere.example/mcp")
     auth = oauth()
     with trio.fail_after(IO_TIMEOUT):
@@ -343,22 +345,8 @@ async def test_a_new_connection_asks_again_after_a_token_refused_as_just_issued(
             async with open_client(s.url, auth=auth):
                 pass  # pragma: no cover
         s.asrv.audience = None
-        async with open_client(s.url, auth=auth) as client:
-            assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
-    assert len(s.asrv.authorizations) == 2
-
-
-async def test_authorize_after_a_token_refused_as_just_issued_then_connect(
-    nursery: trio.Nursery,
-) -> None:
-    s = await start_ws(nursery, audience="https://elsewhere.example/mcp")
-    auth = oauth()
-    with trio.fail_after(IO_TIMEOUT):
-        with pytest.raises(SessionClosed, match="authorization failed"):
-            async with open_client(s.url, auth=auth):
-                pass  # pragma: no cover
-        s.asrv.audience = None
-        await auth.authorize(s.url)  # (keeps the token it holds, as for HTTP)
+        if authorize_first:
+            await auth.authorize(s.url)  # (keeps the token it holds, as for HTTP)
         async with open_client(s.url, auth=auth) as client:
             assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
     assert len(s.asrv.authorizations) == 2
