@@ -27,13 +27,12 @@ the token response is read by :func:`~mcp_sansio.parse_token_response`.
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 from typing import Final, final
 
 import attrs
 
-from ._json import JSONDecodeError, loads
+from ._json import loads
 from ._modern import _b64decode  # (base64url without padding, as a JWS has it)
 from ._oauth import (
     _TOKEN_CHARS,
@@ -161,7 +160,7 @@ def jwt_times(assertion: str) -> JwtTimes | None:
     try:
         payload = _b64decode(parts[1])
         claims = loads(payload)
-    except (binascii.Error, ValueError, JSONDecodeError):
+    except ValueError:  # (binascii.Error and JSONDecodeError are ValueErrors)
         return None
     if type(claims) is not dict:
         return None
