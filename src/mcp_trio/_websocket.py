@@ -347,7 +347,13 @@ def _host_header(host: str, port: int, secure: bool) -> str:
     """The ``Host`` of the handshake: the host, and the port unless it is the scheme's
     default (RFC 6455 section 4.1; RFC 9110 section 7.2), an IPv6 address in brackets."""
     name = url_host(host)
-    return name if port == (443 if secure else 80) else f"{name}:{port}"
+    return name if port == _default_port(secure) else f"{name}:{port}"
+
+
+def _default_port(secure: bool) -> int:
+    """The port of a ``wss://`` (``True``) or ``ws://`` URL that names none (RFC 6455
+    section 3)."""
+    return 443 if secure else 80
 
 
 def _split_url(url: str) -> tuple[str, int, str, bool]:
@@ -356,7 +362,7 @@ def _split_url(url: str) -> tuple[str, int, str, bool]:
         raise ValueError(f"not a ws:// or wss:// URL: {url!r}")
     secure = parts.scheme == "wss"
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return parts.hostname, parts.port or (443 if secure else 80), resource, secure
+    return parts.hostname, parts.port or _default_port(secure), resource, secure
 
 
 @final
