@@ -65,8 +65,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, contextmanager, suppress
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
@@ -415,11 +415,9 @@ class ToolTask:
                 return result
             if state.status == "input_required":
                 assert state.input_requests is not None  # (_outcome's docstring)
-                if watch is None:
-                    answered = await self._answer(state.input_requests)
-                else:
-                    with watch.answering():
-                        answered = await self._answer(state.input_requests)
+                answered = await self._answer(state.input_requests)
+                if watch is not None:
+                    watch.rearm()  # (the time the client's callbacks took is not the server's)
                 if answered and not hurried:
                     # Look again at once, once: the task may have moved on. A server that
                     # asks anew at once is then polled at its interval, as any other.
@@ -606,9 +604,11 @@ class _Watch:
         self._last: tuple[str, str | None, str] | None = None
         self._message: str | None = None
         self._messages = 0
-        self._rearm()
+        self.rearm()
 
-    def _rearm(self) -> None:
+    def rearm(self) -> None:
+        """Count the stall deadline from now (a change was seen; or the client's
+        callbacks answered questions: that time is not the server's)."""
         if self._timeout is not None:
             self._stall = trio.current_time() + self._timeout
 
@@ -628,7 +628,7 @@ class _Watch:
         changed = key != self._last
         if changed:
             self._last = key
-            self._rearm()
+            self.rearm()
             await self._progress(state.status_message)
         now = trio.current_time()
         if not state.terminal and (now >= self._end or (not changed and now >= self._stall)):
@@ -645,9 +645,3 @@ class _Watch:
                     request_id=self._task_id, progress=self._messages, total=None, message=message
                 )
             )
-
-    @contextmanager
-    def answering(self) -> Iterator[None]:
-        """The client's callbacks answer questions: that time is not the server's."""
-        yield
-        self._rearm()
