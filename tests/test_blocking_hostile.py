@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -290,60 +291,62 @@ def test_ctrl_c_in_a_callback_still_answers_the_server(notes: Notes) -> None:
         assert asked == [1]
 
 
-def test_ctrl_c_while_closing_does_not_leave_the_server_running() -> None:
-    """A server that ignores its input's end and SIGTERM; Ctrl-C while ``close()``
-    waits for it: the server is killed, not left running, and Ctrl-C is raised."""
+@contextmanager
+def server_process(client: BlockingClient) -> Iterator[subprocess.Popen[bytes]]:
+    """The server ``client`` spawned, killed after the block if it still runs."""
+    link = client._link
+    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
+    process = link.transport.process
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@contextmanager
+def ctrl_c_on_alarm() -> Iterator[None]:
+    """In the block, ``SIGALRM`` raises ``KeyboardInterrupt`` as Ctrl-C would (arm it
+    with ``signal.setitimer``); after it, the timer is off and the handler restored."""
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    client = spawn("stubborn", stop_timeout=WAIT)
-    link = client._link
-    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
-    process = link.transport.process
     old = signal.signal(signal.SIGALRM, interrupt)
     try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_ctrl_c_while_closing_does_not_leave_the_server_running() -> None:
+    """A server that ignores its input's end and SIGTERM; Ctrl-C while ``close()``
+    waits for it: the server is killed, not left running, and Ctrl-C is raised."""
+    client = spawn("stubborn", stop_timeout=WAIT)
+    with server_process(client) as process, ctrl_c_on_alarm():
         assert client.call_tool("x").text == "ok"
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         with pytest.raises(KeyboardInterrupt):
             client.close()
         signal.setitimer(signal.ITIMER_REAL, 0)
         assert process.wait(WAIT) == -signal.SIGKILL
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_ctrl_c_while_closing_writes_kills_the_server_at_once() -> None:
     """Ctrl-C during ``close()``'s last writes (an answer the server does not read):
     the server is killed at once, not stopped gracefully (``stop_timeout`` twice)."""
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
     client = spawn("stubborn_big_ping", stop_timeout=WAIT, stderr=subprocess.DEVNULL)
-    link = client._link
-    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
-    process = link.transport.process
-    old = signal.signal(signal.SIGALRM, interrupt)
-    try:
+    with server_process(client) as process, ctrl_c_on_alarm():
         assert client.call_tool("x").text == "ok"
-        assert link.unwritten()  # (the 300 kB answer to its ping)
+        assert client._link.unwritten()  # (the 300 kB answer to its ping)
         signal.setitimer(signal.ITIMER_REAL, 0.3)
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             client.close()
         assert time.monotonic() - started < WAIT  # (not 2 x stop_timeout)
         assert process.wait(WAIT) == -signal.SIGKILL
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_system_exit_while_closing_stops_the_server_gracefully() -> None:
@@ -354,18 +357,11 @@ def test_system_exit_while_closing_stops_the_server_gracefully() -> None:
         raise SystemExit(params.data)
 
     client = spawn("big_ping_slow_reader_then_log", on_log=on_log, stop_timeout=WAIT)
-    link = client._link
-    assert isinstance(link, ByteLink) and isinstance(link.transport, ProcessTransport)
-    process = link.transport.process
-    try:
+    with server_process(client) as process:
         assert client.call_tool("x").text == "ok"
         with pytest.raises(SystemExit, match="late"):
             client.close()
         assert process.wait(WAIT) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 # ---------------------------------------------------------------------- stderr=PIPE
