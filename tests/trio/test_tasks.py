@@ -46,6 +46,15 @@ FORM: dict[str, Any] = {
 }
 
 
+def request_ctx(subject: str | None, method: str = "tools/call", **params: Any) -> Any:
+    """A request's context as the task runner reads it: modern, the tasks extension
+    declared, ``subject`` authenticated (``None``: anonymous), no session (as over HTTP)."""
+    principal = None if subject is None else Principal(subject=subject)
+    return SimpleNamespace(
+        era=Era.MODERN, client_capabilities=EXT, principal=principal, method=method, params=params
+    )
+
+
 def make_server(config: TaskConfig | None = None) -> Server:
     server = Server("tasks", task_config=config)
 
@@ -571,15 +580,7 @@ async def test_a_task_that_ends_despite_a_cancel_keeps_its_result_to_its_ttl(
     runner = TaskRunner(TaskConfig(max_tasks=1, ttl_ms=3_600_000))
     runner.enabled = True
 
-    def ctx(method: str = "tools/call", **params: Any) -> Any:
-        principal = Principal(subject="bob")
-        return SimpleNamespace(
-            era=Era.MODERN,
-            client_capabilities=EXT,
-            principal=principal,
-            method=method,
-            params=params,
-        )
+    ctx = partial(request_ctx, "bob")
 
     async def stubborn(run: TaskRun) -> dict[str, Any]:
         with trio.CancelScope(shield=True):
@@ -606,15 +607,6 @@ async def test_a_full_table_evicts_the_callers_own_collected_task_first(
     runner = TaskRunner(TaskConfig(max_tasks=3, retention_after_fetch_ms=1000))
     runner.enabled = True
 
-    def ctx(subject: str, method: str = "tools/call", **params: Any) -> Any:
-        return SimpleNamespace(
-            era=Era.MODERN,
-            client_capabilities=EXT,
-            principal=Principal(subject=subject),
-            method=method,
-            params=params,
-        )
-
     async def quick(run: TaskRun) -> dict[str, Any]:
         await trio.sleep(1)
         return {"content": []}
@@ -622,27 +614,27 @@ async def test_a_full_table_evicts_the_callers_own_collected_task_first(
     async with runner.running():
         made = [("bob", ""), ("alice", ""), ("alice", "")]
         made = [
-            (who, (await runner.call(ctx(who), "required", "call", quick, "t"))["taskId"])  # type: ignore[index]
+            (who, (await runner.call(request_ctx(who), "required", "call", quick, "t"))["taskId"])  # type: ignore[index]
             for who, _ in made
         ]
         await trio.sleep(2)
         for who, tid in made:
-            await runner.tasks_get(ctx(who, "tasks/get", taskId=tid))  # (all collected)
+            await runner.tasks_get(request_ctx(who, "tasks/get", taskId=tid))  # (all collected)
         # Within the grace period nothing is evicted: the table is full.
         with pytest.raises(McpError):
-            await runner.call(ctx("alice"), "required", "call", quick, "t")
+            await runner.call(request_ctx("alice"), "required", "call", quick, "t")
         await trio.sleep(1)
-        await runner.call(ctx("alice"), "required", "call", quick, "t")
+        await runner.call(request_ctx("alice"), "required", "call", quick, "t")
         # Alice's own oldest went, not bob's (older still).
         (_, bob), (_, a1), (_, a2) = made
         with pytest.raises(McpError):
-            await runner.tasks_get(ctx("alice", "tasks/get", taskId=a1))
-        await runner.tasks_get(ctx("bob", "tasks/get", taskId=bob))
-        await runner.tasks_get(ctx("alice", "tasks/get", taskId=a2))
+            await runner.tasks_get(request_ctx("alice", "tasks/get", taskId=a1))
+        await runner.tasks_get(request_ctx("bob", "tasks/get", taskId=bob))
+        await runner.tasks_get(request_ctx("alice", "tasks/get", taskId=a2))
         # Carol has none of her own: the oldest collected of anyone (bob's) goes.
-        await runner.call(ctx("carol"), "required", "call", quick, "t")
+        await runner.call(request_ctx("carol"), "required", "call", quick, "t")
         with pytest.raises(McpError):
-            await runner.tasks_get(ctx("bob", "tasks/get", taskId=bob))
+            await runner.tasks_get(request_ctx("bob", "tasks/get", taskId=bob))
 
 
 async def test_one_connection_cannot_take_every_task(autojump_clock: MockClock) -> None:
@@ -967,35 +959,26 @@ async def test_a_task_belongs_to_the_principal_that_created_it(autojump_clock: M
     runner = TaskRunner()
     runner.enabled = True
 
-    def ctx(subject: str | None, method: str = "tools/call", **params: Any) -> Any:
-        principal = None if subject is None else Principal(subject=subject)
-        return SimpleNamespace(
-            era=Era.MODERN,
-            client_capabilities=EXT,
-            principal=principal,
-            method=method,
-            params=params,
-        )
-
     async def work(run: TaskRun) -> dict[str, Any]:
         await trio.sleep(10)
         return {"content": []}
 
     async with runner.running():
-        created = await runner.call(ctx("alice"), "optional", "call", work, "t")
+        created = await runner.call(request_ctx("alice"), "optional", "call", work, "t")
         assert isinstance(created, dict)
         task_id = created["taskId"]
         for method in ("tasks/get", "tasks/cancel", "tasks/update"):
             for stranger in ("bob", None):
                 with pytest.raises(McpError) as info:
                     handler = getattr(runner, method.replace("/", "_"))
-                    await handler(ctx(stranger, method, taskId=task_id, inputResponses={}))
+                    await handler(request_ctx(stranger, method, taskId=task_id, inputResponses={}))
                 assert info.value.code == -32602
-        got = await runner.tasks_get(ctx("alice", "tasks/get", taskId=task_id))
+        got = await runner.tasks_get(request_ctx("alice", "tasks/get", taskId=task_id))
         assert got["status"] == "working"
-        await runner.tasks_cancel(ctx("alice", "tasks/cancel", taskId=task_id))
+        await runner.tasks_cancel(request_ctx("alice", "tasks/cancel", taskId=task_id))
         await trio.testing.wait_all_tasks_blocked()
-        assert (await runner.tasks_get(ctx("alice", taskId=task_id)))["status"] == "cancelled"
+        cancelled = await runner.tasks_get(request_ctx("alice", taskId=task_id))
+        assert cancelled["status"] == "cancelled"
 
 
 async def test_the_quota_counts_per_subject_and_never_anonymous_http(
@@ -1004,33 +987,26 @@ async def test_the_quota_counts_per_subject_and_never_anonymous_http(
     runner = TaskRunner(TaskConfig(max_tasks=10, max_tasks_per_owner=1))
     runner.enabled = True
 
-    def ctx(subject: str | None) -> Any:
-        # (An HTTP request's context: no session; a principal when authenticated.)
-        principal = None if subject is None else Principal(subject=subject)
-        return SimpleNamespace(
-            era=Era.MODERN, client_capabilities=EXT, principal=principal, method="tools/call"
-        )
-
     async def work(run: TaskRun) -> dict[str, Any]:
         await trio.sleep(10)
         return {"content": []}
 
     async with runner.running():
         for subject in ("alice", "bob"):
-            created = await runner.call(ctx(subject), "optional", "call", work, "t")
+            created = await runner.call(request_ctx(subject), "optional", "call", work, "t")
             assert isinstance(created, dict) and created["resultType"] == "task"
             # The same subject again (another connection, as over HTTP): at its quota.
-            plain = await runner.call(ctx(subject), "optional", "call", work, "t")
+            plain = await runner.call(request_ctx(subject), "optional", "call", work, "t")
             assert plain == {"content": []}  # (a plain call)
             with pytest.raises(McpError) as info:
-                await runner.call(ctx(subject), "required", "call", work, "t")
+                await runner.call(request_ctx(subject), "required", "call", work, "t")
             assert info.value.code == -32603 and "You hold" in info.value.error.message
         # Anonymous HTTP callers cannot be told apart: only max_tasks bounds them.
         for _ in range(8):
-            created = await runner.call(ctx(None), "required", "call", work, "t")
+            created = await runner.call(request_ctx(None), "required", "call", work, "t")
             assert isinstance(created, dict) and created["resultType"] == "task"
         with pytest.raises(McpError) as info:
-            await runner.call(ctx(None), "required", "call", work, "t")
+            await runner.call(request_ctx(None), "required", "call", work, "t")
         assert "server" in info.value.error.message
         assert len(runner._tasks) == 10
 
