@@ -10,7 +10,7 @@ import attrs
 
 from ._versions import ALL_VERSIONS, REVISIONS
 
-__all__ = ["ConnectionConfig", "Role", "check_count"]
+__all__ = ["ConnectionConfig", "Role", "check_count", "require_count"]
 
 Role = Literal["client", "server"]
 
@@ -30,12 +30,21 @@ def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | Non
         raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
 
 
+def require_count(name: str, value: object, least: int = 1) -> None:
+    """Check a bound: an ``int`` (not a ``bool``) of at least ``least``.
+
+    Raises:
+        ValueError: it is not (the message names ``name``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be an integer of {least} or more, not {value!r}")
+
+
 def check_count(least: int) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    """A validator: an ``int`` (not a ``bool``) of at least ``least``."""
+    """A validator: :func:`require_count` on the field, named after it."""
 
     def check(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{attr.name} must be an integer of {least} or more, not {value!r}")
+        require_count(attr.name, value, least)
 
     return check
 

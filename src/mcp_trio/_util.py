@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from mcp_sansio._config import require_count as check_count  # (one rule, one message)
+
 from ._errors import SessionClosed
 
 if TYPE_CHECKING:
@@ -53,17 +55,6 @@ def url_host(host: str) -> str:
 SessionHook = Callable[["Session"], Awaitable[None]]
 """``async def on_session(session)``: runs beside a served session; cancelled when it
 closes. An exception is logged and closes that session."""
-
-
-def check_count(name: str, value: object, least: int = 1) -> None:
-    """Check a bound given as an argument: an ``int`` (not a ``bool``) of at least
-    ``least``.
-
-    Raises:
-        ValueError: it is not (the message names ``name``).
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise ValueError(f"{name} must be an integer of {least} or more, not {value!r}")
 
 
 def check_seconds(name: str, value: object) -> None:
