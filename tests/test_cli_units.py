@@ -34,6 +34,7 @@ from mcp_trio._cli_render import (
 from mcp_trio._cli_target import client_target, load_server, split_spec
 from mcp_trio._cli_util import CliError, UsageError, describe, one_line
 from mcp_trio._client import open_client
+from mcp_trio._util import is_url
 
 from .trio.test_http_support import served_in_thread, start_proxied
 
@@ -248,6 +249,27 @@ def test_client_targets(tmp_path: Path) -> None:
         client_target("no_such_thing_anywhere")
     with pytest.raises(UsageError):
         client_target("gopher://h")
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("http://h/mcp", True),
+        ("HTTPS://h", True),
+        ("Ws://h", True),
+        ("wss://h", True),
+        ("https:/h", False),
+        ("httpx://h", False),
+        ("ftp://h", False),
+        (" http://h", False),  # (the command line strips first)
+        ("python -m srv", False),
+        (b"http://h", False),
+        (None, False),
+    ],
+)
+def test_is_url(target: object, expected: bool) -> None:
+    """The one test of "is this target a URL" that the library and the CLI share."""
+    assert is_url(target) is expected
 
 
 def _write(tmp_path: Path, name: str, text: str) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 import attrs
 
 from ._cli_util import UsageError
-from ._util import URL_SCHEMES
+from ._util import is_url
 
 if TYPE_CHECKING:
     from ._oauth import OAuth
@@ -156,7 +156,6 @@ def client_auth(
             default token store.
     """
     headers = dict(headers)
-    is_url = url.lower().startswith(URL_SCHEMES)
     if (options.bearer is not None or options.uses_oauth) and any(
         name.lower() == "authorization" for name in headers
     ):
@@ -166,7 +165,7 @@ def client_auth(
         return None, headers
     if not options.uses_oauth:
         return None, headers
-    if not is_url:
+    if not is_url(url):
         raise UsageError("--oauth and --client-* are for http(s):// and ws(s):// targets")
     # Before anything is bound or imported: a usage error is the first thing to say.
     # With --redirect-port 0, a new redirect URI at each run: what a file kept would

@@ -30,7 +30,7 @@ from ._cli_render import (
     render_listing,
     render_tool_output,
 )
-from ._cli_target import URL_SCHEMES, client_target
+from ._cli_target import client_target
 from ._cli_util import CliError, UsageError, describe, error_line, one_line
 from ._client import Client, open_client
 from ._client_common import EraChoice
@@ -38,6 +38,7 @@ from ._config import SessionConfig
 from ._jsonschema import has_type
 from ._registry import strict_json
 from ._server import Server
+from ._util import is_url as is_url_target
 
 __all__ = [
     "LIST_KINDS",
@@ -169,12 +170,12 @@ class Target:
     @property
     def is_url(self) -> bool:
         """Whether it is an ``http(s)://`` or ``ws(s)://`` URL."""
-        return isinstance(self.where, str) and self.where.lower().startswith(URL_SCHEMES)
+        return is_url_target(self.where)
 
     @property
     def is_command(self) -> bool:
         """Whether it is a server process spoken to over stdio."""
-        return isinstance(self.where, str) and not self.where.lower().startswith(URL_SCHEMES)
+        return isinstance(self.where, str) and not is_url_target(self.where)
 
 
 def _forward_stderr(chunk: bytes) -> None:

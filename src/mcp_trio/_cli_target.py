@@ -28,11 +28,10 @@ from types import ModuleType
 from typing import Final
 
 from ._cli_util import CliError, UsageError
-from ._client_targets import URL_SCHEMES
 from ._server import Server
-from ._util import stdout_fd_to_stderr
+from ._util import is_url, stdout_fd_to_stderr
 
-__all__ = ["URL_SCHEMES", "client_target", "load_server", "split_spec"]
+__all__ = ["client_target", "load_server", "split_spec"]
 
 _SCHEME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _DOTTED_NAME: Final = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -83,7 +82,7 @@ def client_target(text: str) -> str | Server:
     text = text.strip()
     if not text:
         raise UsageError("the target is empty")
-    if text.lower().startswith(URL_SCHEMES):
+    if is_url(text):
         scheme, rest = text.split("://", 1)
         return f"{scheme.lower()}://{rest}"
     if _SCHEME.match(text):

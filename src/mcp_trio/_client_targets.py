@@ -34,7 +34,7 @@ from ._memory import open_memory_pair
 from ._open import open_session
 from ._session import Session
 from ._stdio import StderrCallback, open_stdio_client
-from ._util import HTTP_SCHEMES, URL_SCHEMES
+from ._util import is_url, is_websocket_url
 from ._websocket import open_websocket_client
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from ._oauth import OAuth  # (the HTTP binding is imported when first used)
 
 __all__ = [
-    "URL_SCHEMES",
     "ClientTarget",
     "InMemoryServer",
     "StderrCallback",
@@ -124,8 +123,8 @@ async def open_target(
         ValueError: an empty command line.
     """
     opened: AbstractAsyncContextManager[Any]
-    url = target if isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES) else ""
-    if url[:8].lower().startswith(HTTP_SCHEMES):  # RFC 3986: a scheme is compared in any case
+    url = target if is_url(target) else ""
+    if url and not is_websocket_url(url):
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
         opened = _open_http(
             url, handlers, config, connection_config, ssl_context, headers, auth, http_config

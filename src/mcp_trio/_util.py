@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeGuard
 
 import trio
 
@@ -27,6 +27,7 @@ __all__ = [
     "check_count",
     "check_seconds",
     "is_internal_failure",
+    "is_url",
     "is_websocket_url",
     "open_task_nursery",
     "run_hook",
@@ -39,6 +40,12 @@ HTTP_SCHEMES: Final = ("http://", "https://")
 WEBSOCKET_SCHEMES: Final = ("ws://", "wss://")
 URL_SCHEMES: Final = HTTP_SCHEMES + WEBSOCKET_SCHEMES
 """The URL targets ``open_client`` takes (compared in any case: RFC 3986 section 3.1)."""
+
+
+def is_url(target: object) -> TypeGuard[str]:
+    """Whether ``target`` is a URL ``open_client`` takes: a ``str`` that starts with
+    one of :data:`URL_SCHEMES` (the scheme in any case)."""
+    return isinstance(target, str) and target[:8].lower().startswith(URL_SCHEMES)
 
 
 def is_websocket_url(url: str) -> bool:
