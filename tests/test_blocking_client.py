@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import copy
 import errno
+import inspect
 import math
 import pickle
 import socket
@@ -20,6 +21,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import mcp_trio._blocking
@@ -42,7 +44,7 @@ from mcp_sansio import (
 )
 from mcp_sansio import types as t
 from mcp_trio import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
-from mcp_trio._blocking import BlockingClient
+from mcp_trio._blocking import BlockingClient, _Options
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = [sys.executable, "-m", "tests.blocking_server_app"]
@@ -597,6 +599,17 @@ def test_declaring_the_tasks_extension_is_refused(transport: str) -> None:
     other: dict[str, Any] = {"extensions": {"example.com/x": {}}}
     with pytest.raises(OSError):
         BlockingClient.stdio(["/nonexistent/server"], capabilities=other)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "tcp", "http"])
+def test_every_option_is_a_parameter_of_each_constructor(transport: str) -> None:
+    """The constructors hand their ``locals()`` to ``_Options.of``, which picks the
+    options by name: each must be a keyword parameter there, with the same default."""
+    parameters = inspect.signature(getattr(BlockingClient, transport)).parameters
+    for field in attrs.fields(_Options):
+        parameter = parameters[field.name]
+        assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        assert parameter.default == field.default, field.name
 
 
 def test_the_package_hands_out_the_exceptions_without_trio() -> None:

@@ -291,6 +291,13 @@ class _Options:
     write_timeout: float | None = 30.0
     connection_config: ConnectionConfig | None = None
 
+    @classmethod
+    def of(cls, arguments: Mapping[str, Any]) -> _Options:
+        """The options among a constructor's arguments: its ``locals()``, taken first
+        thing (every field is a parameter of each, of the same name and default:
+        ``tests/test_blocking_client.py`` checks)."""
+        return cls(**{field.name: arguments[field.name] for field in attrs.fields(cls)})
+
     def core_config(self) -> ConnectionConfig:
         """Check the arguments (a list of roots is taken once, and checked); the core's
         configuration.
@@ -444,22 +451,7 @@ class BlockingClient(HandshakeFacts):
             OSError: the program could not be started.
             HandshakeFailed, TimeoutError, ServerExited: the handshake failed.
         """
-        options = _Options(
-            era=era,
-            protocol_version=protocol_version,
-            on_sampling=on_sampling,
-            on_elicitation=on_elicitation,
-            roots=roots,
-            on_log=on_log,
-            on_notification=on_notification,
-            log_level=log_level,
-            client_info=client_info,
-            capabilities=capabilities,
-            timeout=timeout,
-            handshake_timeout=handshake_timeout,
-            write_timeout=write_timeout,
-            connection_config=connection_config,
-        )
+        options = _Options.of(locals())
         config = options.core_config()
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
@@ -511,22 +503,7 @@ class BlockingClient(HandshakeFacts):
             OSError: no connection (the name does not resolve; the last address's error).
             HandshakeFailed, TimeoutError, SessionClosed: the handshake failed.
         """
-        options = _Options(
-            era=era,
-            protocol_version=protocol_version,
-            on_sampling=on_sampling,
-            on_elicitation=on_elicitation,
-            roots=roots,
-            on_log=on_log,
-            on_notification=on_notification,
-            log_level=log_level,
-            client_info=client_info,
-            capabilities=capabilities,
-            timeout=timeout,
-            handshake_timeout=handshake_timeout,
-            write_timeout=write_timeout,
-            connection_config=connection_config,
-        )
+        options = _Options.of(locals())
         config = options.core_config()
         sock = dial(host, port, connect_timeout)
         return cls._started(SocketTransport(sock), config, options)
@@ -618,27 +595,12 @@ class BlockingClient(HandshakeFacts):
             SessionClosed: the server cannot be reached.
             HandshakeFailed, TimeoutError: the handshake failed.
         """
+        options = _Options.of(locals())
         from mcp_sansio.http import pinned_http_config  # noqa: PLC0415 -- (HTTP only)
 
         from ._blocking_http import HttpLink, HttpTransport  # noqa: PLC0415 -- h11, ssl
         from ._http_config import HttpTransportConfig  # noqa: PLC0415
 
-        options = _Options(
-            era=era,
-            protocol_version=protocol_version,
-            on_sampling=on_sampling,
-            on_elicitation=on_elicitation,
-            roots=roots,
-            on_log=on_log,
-            on_notification=on_notification,
-            log_level=log_level,
-            client_info=client_info,
-            capabilities=capabilities,
-            timeout=timeout,
-            handshake_timeout=handshake_timeout,
-            write_timeout=write_timeout,
-            connection_config=connection_config,
-        )
         config = options.core_config()
         http_config = pinned_http_config(http_config, config.era)  # (no probe if pinned)
         extra = dict(headers or {})
@@ -1020,20 +982,9 @@ class BlockingClient(HandshakeFacts):
             if (
                 isinstance(event, ErrorReceived | RequestTimedOut)
                 and event.method in _START_METHODS
-                and self._restarting
+                and (self._restarting or self._handshake is None)
             ):
-                why = event.error.message if isinstance(event, ErrorReceived) else "timeout"
-                self._restart_failed(
-                    f"the server forgot the session and did not start a new one: {why}"
-                )
-            elif isinstance(event, ErrorReceived | RequestTimedOut) and (
-                event.method in _START_METHODS and self._handshake is None
-            ):
-                self._handshake_failure = (
-                    HandshakeFailed(event.error)
-                    if isinstance(event, ErrorReceived)
-                    else TimeoutError(f"{event.method} timed out")
-                )
+                self._start_failed(event)
             else:
                 self._outcomes[event.request_id] = event
         elif isinstance(event, HandshakeCompleted):
@@ -1048,6 +999,21 @@ class BlockingClient(HandshakeFacts):
             callback = self._progress.get(event.request_id)
             if callback is not None:
                 callback(event)
+
+    def _start_failed(self, event: ErrorReceived | RequestTimedOut) -> None:
+        """The ``initialize`` / ``server/discover`` of a restart or of the handshake
+        failed."""
+        if self._restarting:
+            why = event.error.message if isinstance(event, ErrorReceived) else "timeout"
+            self._restart_failed(
+                f"the server forgot the session and did not start a new one: {why}"
+            )
+        else:
+            self._handshake_failure = (
+                HandshakeFailed(event.error)
+                if isinstance(event, ErrorReceived)
+                else TimeoutError(f"{event.method} timed out")
+            )
 
     # ------------------------------------------------------------------ the server's turn
 
