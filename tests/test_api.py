@@ -107,29 +107,26 @@ def test_the_lazy_exports_name_their_modules_whole() -> None:
     assert hasattr(_serde, "structure_params")
 
 
-def test_core_imports_no_io() -> None:
-    code = (
-        "import sys, mcp_sansio, mcp_sansio.types, mcp_sansio._oauth;"
-        "bad = [m for m in ('trio', 'asyncio', 'socket', 'h11', 'selectors', 'ssl')"
-        " if m in sys.modules]; print(','.join(bad))"
-    )
+def modules_loaded(code: str, *watched: str) -> list[str]:
+    """Which of ``watched`` a fresh interpreter has imported once it has run ``code``."""
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {watched!r} if m in sys.modules))"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert out == "", f"mcp_sansio imported {out}"
+    return out.split(",") if out else []
+
+
+def test_core_imports_no_io() -> None:
+    code = "import mcp_sansio, mcp_sansio.types, mcp_sansio._oauth"
+    bad = modules_loaded(code, "trio", "asyncio", "socket", "h11", "selectors", "ssl")
+    assert bad == [], f"mcp_sansio imported {bad}"
 
 
 def test_mcp_trio_loads_what_it_uses_on_first_use() -> None:
-    code = (
-        "import sys, mcp_trio;"
-        "from mcp_trio import Handlers, serve_stdio;"
-        "heavy = [m for m in ('mcp_sansio.types', 'cattrs', 'mcp_trio._http_server',"
-        " 'mcp_trio._client', 'h11') if m in sys.modules]; print(','.join(heavy))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "", f"a stdio server process loaded {out}"
+    code = "import mcp_trio\nfrom mcp_trio import Handlers, serve_stdio"
+    heavy = ("mcp_sansio.types", "cattrs", "mcp_trio._http_server", "mcp_trio._client", "h11")
+    loaded = modules_loaded(code, *heavy)
+    assert loaded == [], f"a stdio server process loaded {loaded}"
     assert set(mcp_trio.__all__) <= set(dir(mcp_trio))
     assert mcp_trio.Server.__name__ == "Server"
 
@@ -137,7 +134,7 @@ def test_mcp_trio_loads_what_it_uses_on_first_use() -> None:
 def test_a_high_level_stdio_server_starts_without_the_typed_models_or_other_transports() -> None:
     # mcp_sansio.types costs ~100 ms of start-up; typed values are recognised without it.
     code = """
-import sys, mcp_trio
+import mcp_trio
 server = mcp_trio.Server("s", "1")
 
 @server.tool()
@@ -145,40 +142,26 @@ async def forecast(city: str, days: int = 1) -> str:
     return f"{city} {days}"
 
 server.handlers()
-heavy = ("mcp_sansio.types", "mcp_trio._http_server", "mcp_sansio.http",
-         "mcp_trio._websocket", "trio_websocket", "h11")
-print(",".join(m for m in heavy if m in sys.modules))
 """
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "", f"a high-level stdio server loaded {out}"
+    heavy = ("mcp_sansio.types", "mcp_trio._http_server", "mcp_sansio.http")
+    transports = ("mcp_trio._websocket", "trio_websocket", "h11")
+    loaded = modules_loaded(code, *heavy, *transports)
+    assert loaded == [], f"a high-level stdio server loaded {loaded}"
 
 
 def test_the_cli_loads_the_http_rules_for_http_only() -> None:
     # `mcp-trio run app.py` (stdio) imported the whole sans-IO HTTP stack to read two
     # default tuples of HttpServerConfig.
-    code = (
-        "import sys, mcp_trio._cli_run;"
-        "print(','.join(m for m in ('mcp_sansio.http', 'mcp_sansio._http_server',"
-        " 'mcp_sansio._http_client') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "", f"the CLI loaded {out}"
+    http = ("mcp_sansio.http", "mcp_sansio._http_server", "mcp_sansio._http_client")
+    loaded = modules_loaded("import mcp_trio._cli_run", *http)
+    assert loaded == [], f"the CLI loaded {loaded}"
 
 
 def test_an_http_client_loads_the_assertion_grants_only_when_one_is_configured() -> None:
-    code = (
-        "import sys, mcp_trio, mcp_trio._http_client;"
-        "client = mcp_trio.ClientCredentials(client_id='c', client_secret='s',"
-        " issuer='https://as.example');"
-        "mcp_trio.OAuth(client=client).bind('https://mcp.example/mcp');"
-        "print(','.join(m for m in ('mcp_trio._oauth_grants', 'mcp_sansio._oauth_grants')"
-        " if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "", f"an HTTP client loaded {out}"
+    code = """
+import mcp_trio, mcp_trio._http_client
+client = mcp_trio.ClientCredentials(client_id="c", client_secret="s", issuer="https://as.example")
+mcp_trio.OAuth(client=client).bind("https://mcp.example/mcp")
+"""
+    loaded = modules_loaded(code, "mcp_trio._oauth_grants", "mcp_sansio._oauth_grants")
+    assert loaded == [], f"an HTTP client loaded {loaded}"
