@@ -489,31 +489,39 @@ def test_tcp_with_no_time_still_tries_once(monkeypatch: pytest.MonkeyPatch) -> N
         assert attempts == [address]
 
 
+def ipv6_off(monkeypatch: pytest.MonkeyPatch, port: int) -> list[tuple[Any, ...]]:
+    """``mcp.test`` resolves to ``::1`` then ``127.0.0.1`` (on ``port``), and IPv6
+    sockets cannot be made (``EAFNOSUPPORT``). Returns the resolver's list, to change."""
+    real_socket = socket.socket
+    infos: list[tuple[Any, ...]] = [
+        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", port, 0, 0)),
+        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
+    ]
+
+    def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
+        assert host == "mcp.test"
+        if flags & socket.AI_NUMERICHOST:
+            raise socket.gaierror(socket.EAI_NONAME, "not a literal")
+        return infos
+
+    def no_ipv6(family: int = -1, *args: Any, **kw: Any) -> socket.socket:
+        if family == socket.AF_INET6:
+            raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
+        return real_socket(family, *args, **kw)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "socket", no_ipv6)
+    return infos
+
+
 def test_tcp_an_address_family_the_system_lacks_is_skipped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """IPv6 off (its sockets cannot be made: ``EAFNOSUPPORT``): the IPv4 address after
     the IPv6 one is tried, as for an address that refuses."""
-    real_socket = socket.socket
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
-        infos = [
-            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", port, 0, 0)),
-            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
-        ]
-
-        def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
-            if flags & socket.AI_NUMERICHOST:
-                raise socket.gaierror(socket.EAI_NONAME, "not a literal")
-            return infos
-
-        def no_ipv6(family: int = -1, *args: Any, **kw: Any) -> socket.socket:
-            if family == socket.AF_INET6:
-                raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
-            return real_socket(family, *args, **kw)
-
-        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-        monkeypatch.setattr(socket, "socket", no_ipv6)
+        ipv6_off(monkeypatch, port)
         with mcp_trio._blocking_dial.dial("mcp.test", port, TIMEOUT) as sock:
             assert sock.getpeername() == ("127.0.0.1", port)
 

@@ -7,7 +7,6 @@ served by a thread of the test's: the client itself has none). Every wait is bou
 
 from __future__ import annotations
 
-import errno
 import signal
 import socket
 import ssl
@@ -30,6 +29,8 @@ from mcp_sansio.http import HttpClientConfig
 from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed, _blocking
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
+
+from .test_blocking_client import ipv6_off
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = [sys.executable, "-m", "tests.blocking_server_app", "http"]
@@ -450,25 +451,7 @@ def test_an_address_family_the_system_lacks_is_skipped(
         respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
 
     server = raw(legacy_server(serve))
-    real_socket = socket.socket
-    infos = [
-        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", server.port, 0, 0)),
-        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", server.port)),
-    ]
-
-    def getaddrinfo(host: str, port: object, *args: Any, flags: int = 0, **kw: Any) -> Any:
-        assert host == "mcp.test"
-        if flags & socket.AI_NUMERICHOST:
-            raise socket.gaierror(socket.EAI_NONAME, "not a literal")
-        return infos
-
-    def no_ipv6(family: int = -1, *args: Any, **kw: Any) -> socket.socket:
-        if family == socket.AF_INET6:
-            raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol")
-        return real_socket(family, *args, **kw)
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    monkeypatch.setattr(socket, "socket", no_ipv6)
+    infos = ipv6_off(monkeypatch, server.port)
     transport = HttpTransportConfig(open_get_stream=False)
     with connect(f"http://mcp.test:{server.port}/mcp", era="legacy", transport=transport) as client:
         assert client.list_tools() == []
