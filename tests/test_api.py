@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import mcp_sansio
 import mcp_trio
+
+ROOT = Path(__file__).resolve().parents[1]
 
 EXPECTED_SANSIO = {
     "ALL_VERSIONS",
@@ -111,7 +114,7 @@ def modules_loaded(code: str, *watched: str) -> list[str]:
     """Which of ``watched`` a fresh interpreter has imported once it has run ``code``."""
     probe = f"{code}\nimport sys\nprint(','.join(m for m in {watched!r} if m in sys.modules))"
     out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout.strip()
     return out.split(",") if out else []
 

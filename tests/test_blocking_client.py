@@ -563,6 +563,18 @@ def test_no_event_loop_is_imported(module: Any) -> None:
     assert not imported & {"trio", "asyncio", "threading", "anyio"}
 
 
+def python_lines(code: str) -> list[str]:
+    """The lines a fresh interpreter prints as it runs ``code`` (in the repository)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=TIMEOUT,
+    ).stdout.split("\n")
+
+
 def test_a_client_runs_where_trio_cannot_be_imported() -> None:
     """The real proof: with ``import trio`` made to fail, the client still loads and
     talks to a server (the server is a process of its own, on trio)."""
@@ -579,14 +591,7 @@ with BlockingClient.stdio({[*APP, "stdio"]!r}, timeout={TIMEOUT}) as client:
         print(type(exc).__name__)
 print(sorted(m for m in ("trio", "asyncio", "mcp_trio._errors") if sys.modules.get(m)))
 """
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=TIMEOUT,
-    ).stdout.split("\n")
+    out = python_lines(code)
     assert out[:3] == ["no trio", "McpError", "[]"]
 
 
@@ -633,14 +638,7 @@ assert LocalProtocolError is mcp_sansio.LocalProtocolError
 assert RemoteProtocolError is mcp_sansio.RemoteProtocolError
 print(sorted(m for m in ("trio", "mcp_trio._errors") if sys.modules.get(m)))
 """
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=TIMEOUT,
-    ).stdout.split("\n")
+    out = python_lines(code)
     assert out[0] == "[]"
 
 

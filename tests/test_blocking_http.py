@@ -30,6 +30,7 @@ from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClos
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
 
+from .test_api import modules_loaded
 from .test_blocking_client import ipv6_off
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1482,15 +1483,8 @@ def test_write_timeout(raw: Callable[..., RawServer]) -> None:
 
 
 def test_stdio_users_load_nothing_of_http() -> None:
-    code = (
-        "import sys, mcp_trio._blocking;"
-        "print(','.join(m for m in ('h11', 'mcp_trio._blocking_http', 'mcp_sansio.http', 'trio')"
-        " if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    ).stdout.strip()
-    assert out == ""
+    http = ("h11", "mcp_trio._blocking_http", "mcp_sansio.http", "trio")
+    assert modules_loaded("import mcp_trio._blocking", *http) == []
 
 
 def test_ctrl_c_in_a_callback_leaves_no_message_past_a_resend_for_another() -> None:
