@@ -37,6 +37,7 @@ from typing import Any, Final, Literal, final
 import attrs
 
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._json import Fragment
 from ._versions import declares_extension
 
 __all__ = [
@@ -270,7 +271,7 @@ class Task:
     def detailed(
         self,
         *,
-        result: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | bytes | None = None,
         error: ErrorData | None = None,
         input_requests: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -278,7 +279,9 @@ class Task:
         status calls for, and ``resultType: "complete"``.
 
         Args:
-            result: the original request's result (``completed``).
+            result: the original request's result (``completed``): the object, or its
+                JSON encoding (``bytes``, as a server that keeps results encoded stores
+                them), embedded as it is when the answer is encoded: never encoded twice.
             error: the JSON-RPC error it failed with (``failed``).
             input_requests: the outstanding requests, by key (``input_required``).
 
@@ -300,7 +303,9 @@ class Task:
                 f"a {status} task {'needs' if input_requests is None else 'has no'} inputRequests"
             )
         out = {"resultType": "complete", **self.to_wire()}
-        if result is not None:
+        if isinstance(result, bytes):
+            out["result"] = Fragment(result)
+        elif result is not None:
             out["result"] = dict(result)
         elif error is not None:
             wire: dict[str, Any] = {"code": error.code, "message": error.message}

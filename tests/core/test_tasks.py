@@ -16,7 +16,7 @@ from mcp_sansio import (
     RequestReceived,
     ResultReceived,
 )
-from mcp_sansio._json import loads
+from mcp_sansio._json import dumps, loads
 from mcp_sansio._tasks import (
     NAME_KEYS,
     TASKS_EXTENSION,
@@ -176,6 +176,17 @@ def test_detailed_tasks_carry_exactly_their_payload() -> None:
         asking.detailed()
     with pytest.raises(LocalProtocolError):
         working.detailed(input_requests={})
+
+
+def test_a_result_kept_encoded_is_embedded_as_it_is() -> None:
+    done = task().moved_to("completed", now=1.0)
+    result = {"content": [{"type": "text", "text": "\u00e9"}], "resultType": "complete"}
+    encoded = dumps(result)
+    answer = done.detailed(result=encoded)
+    assert loads(dumps(answer)) == loads(dumps(done.detailed(result=result)))
+    assert encoded in dumps(answer)  # (the bytes themselves: not decoded and encoded again)
+    with pytest.raises(LocalProtocolError):
+        task().detailed(result=encoded)
 
 
 @pytest.mark.parametrize(
