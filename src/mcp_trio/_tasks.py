@@ -38,6 +38,15 @@ task settles ``failed``, which only the table sees: an expired task is unknown t
 oldest first (tasks share one TTL, so the oldest expires first): a finished record may stay
 in memory past its TTL until then, which ``max_tasks`` bounds.
 
+What the kept tasks store -- results, tools' errors, outstanding questions -- is bounded in
+bytes, all together, by ``max_stored_bytes``: each is counted once, as its compact JSON
+size, when it is stored (a result is kept encoded: the one encoding is what is counted and
+what every ``tasks/get`` and ``notifications/tasks`` embeds). The count is the sum of
+:attr:`TaskRun.stored_bytes` over the table: a run adds to it while in the table, and
+leaves with all of it when purged (its waiting notification goes too: it would keep the
+result alive, and tell of a task that is unknown by then). An outcome that does not fit
+makes room as a full table does (below); else the task fails, saying so.
+
 A caller, for the quota (``max_tasks_per_owner``, off by default), is the authenticated
 subject; without authentication, the connection the call came on (stdio, WebSocket, in
 memory: one peer each, though one peer may open many connections). Anonymous HTTP requests
@@ -47,17 +56,21 @@ only against ``max_tasks``.
 The TTL is a task's lifetime: "After a task's ``ttl`` lifetime has elapsed, receivers
 **MAY** delete the task and its results, regardless of the task status" (2025-11-25
 tasks, "TTL and Resource Management", which ext-tasks' ``ttlMs`` carries on); nothing lets
-a server drop one earlier. Here,
-as a documented server policy that applies only when a bound is hit (the opt-in quota, or
-a full table), a terminal task is *collected* once its caller has fetched its end with
-``tasks/get`` -- or sent ``tasks/cancel`` while it still ran -- and it may make room
-``retention_after_fetch_ms`` after that (the grace lets a caller whose reply was lost ask
-again). A ``notifications/tasks`` does not collect: it may have reached only another
-stream, or nobody. A call that finds its caller at the quota evicts that caller's oldest
-collected task; one that finds the table full, the caller's own oldest collected task
-first, else the oldest collected task of anyone. With nothing to evict, the call runs
-without a task (``optional``) or is refused with -32603 (``required``): a task whose end
-nobody has fetched is never dropped before its TTL.
+a server drop one earlier. Here, as a documented server policy that applies only when a
+bound is hit (the opt-in quota, a full table, or the stored bytes), a terminal task is
+*collected* once its caller has fetched its end with ``tasks/get`` -- or sent
+``tasks/cancel`` while it still ran -- and it may make room ``retention_after_fetch_ms``
+after that (the grace lets a caller whose reply was lost ask again). A
+``notifications/tasks`` does not collect: it may have reached only another stream, or
+nobody. A call that finds its caller at the quota evicts that caller's oldest collected
+task; one that finds the table full, the caller's own oldest collected task first, else
+the oldest collected task of anyone. With nothing to evict, the call runs without a task
+(``optional``) or is refused with -32603 (``required``): a task whose end nobody has
+fetched is never dropped before its TTL. An outcome that would pass ``max_stored_bytes``
+evicts collected tasks holding bytes in the same order (the caller's own oldest, then
+anyone's), only if that frees enough; else the task ends ``failed`` with -32603 ("too
+large for the server to keep"): the spec lets a failed task carry any JSON-RPC error, and
+nothing is silently lost.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
@@ -112,6 +125,7 @@ import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData
 from mcp_sansio._config import check_count
+from mcp_sansio._json import dumps
 from mcp_sansio._tasks import (
     TERMINAL_STATUSES,
     Task,
@@ -160,6 +174,24 @@ _INTERNAL: Final = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal er
 _EXPIRED: Final = ErrorData(
     code=ErrorCode.INTERNAL_ERROR, message="The task expired: its TTL elapsed before it finished"
 )
+_QUESTION_TOO_LARGE: Final = ErrorData(
+    code=ErrorCode.INTERNAL_ERROR,
+    message="The question is too large for the server to keep (max_stored_bytes)",
+)
+_TOO_MANY_QUESTIONS: Final = ErrorData(
+    code=ErrorCode.INTERNAL_ERROR, message="Too many questions outstanding"
+)
+#: The errors the server makes itself that a run may end with: shared, a few dozen bytes,
+#: not counted against ``max_stored_bytes`` (``max_tasks`` bounds how many tasks hold one).
+_UNCOUNTED: Final = (_INTERNAL, _QUESTION_TOO_LARGE, _TOO_MANY_QUESTIONS)
+
+
+def _too_large(size: int) -> ErrorData:
+    """What a task fails with when its outcome (``size`` bytes) cannot be kept."""
+    return ErrorData(
+        code=ErrorCode.INTERNAL_ERROR,
+        message=f"The task's outcome ({size} bytes) is too large for the server to keep",
+    )
 
 
 @final
@@ -199,6 +231,27 @@ class TaskConfig:
     max_input_requests: int = attrs.field(default=32, validator=check_count(1))
     """How many questions one task may have outstanding at once; one more fails the ask
     with -32603."""
+    max_stored_bytes: int = attrs.field(default=64 * 1024 * 1024, validator=check_count(1))
+    """How many bytes the tasks kept may hold, all together, in what a task stores for
+    later: its result, a tool's error (code, message and data), and its outstanding
+    questions. Each is counted once, as the length of its compact JSON encoding, when it
+    is stored -- the result is kept in that encoding and embedded as it is in every
+    ``tasks/get`` and ``notifications/tasks``, so it is encoded once, not once per poll.
+    The errors the server makes itself (expired, internal, too large: a few dozen bytes
+    each, which ``max_tasks`` bounds) are not counted.
+
+    An outcome that would pass the bound evicts collected tasks as ``max_tasks`` does
+    (the caller's own oldest collected tasks first, then anyone's; see
+    :mod:`mcp_trio._tasks`); if that cannot make room (or it alone is larger than the
+    bound), the task ends ``failed`` with -32603 saying its outcome was too large to
+    keep. A question that cannot be kept fails the ask with -32603. The bytes are
+    released when the task is purged (TTL, eviction, a withdrawn call) or the question
+    answered or withdrawn.
+
+    Default: 64 MiB -- sixteen results at the default 4 MiB message bound
+    (:attr:`~mcp_sansio.ConnectionConfig.max_message_size`), or thousands of ordinary
+    ones; without it, ``max_tasks`` results of any size could be kept (gigabytes).
+    Raise it for a server whose tools return large results to many callers at once."""
     max_pending_notifications: int = attrs.field(default=256, validator=check_count(1))
     """How many tasks may have a ``notifications/tasks`` waiting to be delivered (only
     the latest state of each waits); past it one is dropped, the oldest not terminal if
@@ -261,8 +314,14 @@ class TaskRun:
         self.launch = _Launch()
         self.task: Task | None = None
         """The task record, once started."""
-        self.result: dict[str, Any] | None = None
+        self.result: bytes | None = None
+        """The result (``completed``), JSON-encoded (see :attr:`TaskConfig.max_stored_bytes`)."""
         self.error: ErrorData | None = None
+        """The error (``failed``)."""
+        self.stored_bytes = 0
+        """What its stored outcome and questions count against
+        :attr:`TaskConfig.max_stored_bytes`."""
+        self._question_bytes: dict[str, int] = {}
         self.cancel_requested = False
         """Whether the client asked for ``tasks/cancel``."""
         self.pending: dict[str, dict[str, Any]] = {}
@@ -331,9 +390,7 @@ class TaskRun:
             McpError: -32603, too many questions outstanding.
         """
         if len(self.pending) >= self._runner.config.max_input_requests:
-            raise McpError(
-                ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Too many questions outstanding")
-            )
+            raise McpError(_TOO_MANY_QUESTIONS)
         # A key names one request over the task's lifetime: the Context numbers its asks
         # (elicit-0, sample-1, ...) and never reuses a number; this guard keeps two open
         # questions apart whatever the caller does.
@@ -341,6 +398,10 @@ class TaskRun:
         while key in self.pending or key in self._answers:
             n += 1
             key = f"{base}.{n}"
+        size = len(dumps(request))
+        if not self._runner._reserve(self, size):
+            raise McpError(_QUESTION_TOO_LARGE)
+        self._question_bytes[key] = size
         self.pending[key] = request
         self._checks[key] = check
         event = self._waiters[key] = trio.Event()
@@ -350,7 +411,7 @@ class TaskRun:
         finally:
             self._waiters.pop(key, None)
             self._checks.pop(key, None)
-            if self.pending.pop(key, None) is not None and not self.pending:
+            if self._unask(key) and not self.pending:
                 self._move("working", self._message())  # (asked, then cancelled)
         return cast("_T", self._answers.pop(key))
 
@@ -376,11 +437,18 @@ class TaskRun:
                     )
                 ) from None
         for key, value in answers.items():
-            del self.pending[key]
+            self._unask(key)
             self._answers[key] = value
             self._waiters[key].set()
         if answers and not self.pending and self.task is not None:
             self._move("working", self._message())
+
+    def _unask(self, key: str) -> bool:
+        """Drop the question ``key`` if outstanding, releasing its bytes; whether it was."""
+        if self.pending.pop(key, None) is None:
+            return False
+        self._runner._release(self, self._question_bytes.pop(key))
+        return True
 
     def _message(self) -> str | None:
         return None if self.task is None else self.task.status_message
@@ -393,6 +461,22 @@ class TaskRun:
             self.collected_at = trio.current_time()
             self.cancel_requested = True
             self.scope.cancel()
+
+    def _keep(self, outcome: dict[str, Any]) -> bytes | ErrorData:
+        """Encode ``outcome`` (a result, or an error's wire form) and count it against
+        :attr:`TaskConfig.max_stored_bytes`: the encoding, or the error the task fails
+        with instead (too large to keep; not encodable)."""
+        try:
+            encoded = dumps(outcome)
+        except TypeError:  # (orjson.JSONEncodeError: a bug in the tool's output)
+            logger.exception("task %s: its outcome cannot be encoded as JSON", self.task_id)
+            return _INTERNAL
+        if not self._runner._reserve(self, len(encoded)):
+            logger.warning(
+                "task %s: its outcome (%d bytes) is too large to keep", self.task_id, len(encoded)
+            )
+            return _too_large(len(encoded))
+        return encoded
 
     def detailed(self) -> dict[str, Any]:
         """The ``tasks/get`` result."""
@@ -422,9 +506,17 @@ class TaskRun:
             # (A cancel came while it ran, but it ended anyway: its end is still to fetch.)
             self.collected_at = None
         if outcome is not None:
-            self.result = {**outcome, "resultType": outcome.get("resultType", "complete")}
-            self._move("completed")
-        elif error is not None:
+            kept = self._keep({**outcome, "resultType": outcome.get("resultType", "complete")})
+            if isinstance(kept, bytes):
+                self.result = kept
+                self._move("completed")
+                return
+            error = kept
+        elif error is not None and error not in _UNCOUNTED:
+            kept = self._keep(error.to_wire())
+            if isinstance(kept, ErrorData):
+                error = kept
+        if error is not None:
             self.error = error
             self._move("failed", error.message)
         elif self.cancel_requested:
@@ -462,6 +554,7 @@ class TaskRunner:
         self.config = config if config is not None else TaskConfig()
         self._tasks: dict[str, TaskRun] = {}  # (in order of creation, so of expiry)
         self._held: dict[object, int] = {}  # (how many tasks each caller holds)
+        self._stored_bytes = 0  # (the sum of stored_bytes over the table)
         self._channels: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
         self._nurseries: set[trio.Nursery] = set()
         # The nursery of the serve block handling the current request: set in running(),
@@ -532,10 +625,11 @@ class TaskRunner:
 
     def _changed(self, run: TaskRun) -> None:
         """A task's record changed: queue its latest state for ``notifications/tasks``
-        (bounded: see :attr:`TaskConfig.max_pending_notifications`)."""
-        if not self._nurseries:
-            return
+        (bounded: see :attr:`TaskConfig.max_pending_notifications`). A task purged from
+        the table has nobody to tell: it is unknown from then on."""
         task_id = run.task_id or ""
+        if not self._nurseries or self._tasks.get(task_id) is not run:
+            return
         outbox = self._outbox
         outbox.pop(task_id, None)
         outbox[task_id] = (run.owner, status_notification(run.detailed()))
@@ -581,9 +675,19 @@ class TaskRunner:
             self._forget(oldest)
             oldest.scope.cancel()
 
+    @property
+    def stored_bytes(self) -> int:
+        """What the tasks in the table hold now, counted against
+        :attr:`TaskConfig.max_stored_bytes`."""
+        return self._stored_bytes
+
     def _forget(self, run: TaskRun) -> None:
-        """Drop ``run`` from the table (it must be there)."""
-        del self._tasks[run.task_id or ""]
+        """Drop ``run`` from the table (it must be there), with its bytes and its waiting
+        notification (a purged task is unknown: nothing more is said of it)."""
+        task_id = run.task_id or ""
+        del self._tasks[task_id]
+        self._stored_bytes -= run.stored_bytes
+        self._outbox.pop(task_id, None)
         left = self._held[run.caller] - 1
         if left:
             self._held[run.caller] = left
@@ -611,6 +715,58 @@ class TaskRunner:
                 return False
             victim = other
         self._forget(victim)
+        return True
+
+    def _reserve(self, run: TaskRun, size: int) -> bool:
+        """Count ``size`` more bytes stored by ``run``, making room as a full table does
+        (expired tasks purged, then collected ones evicted: the caller's own oldest
+        first, then anyone's); whether they fit. Nothing is evicted when that could not
+        make enough room. A run no longer in the table (purged, withdrawn) counts
+        towards nothing: nobody can reach what it keeps, which goes with it."""
+        limit = self.config.max_stored_bytes
+        if self._stored_bytes + size > limit:
+            self._purge()
+        in_table = self._tasks.get(run.task_id or "") is run
+        over = self._stored_bytes + size - limit
+        if in_table and over > 0 and (size > limit or not self._make_room(run.caller, over)):
+            return False
+        run.stored_bytes += size
+        if in_table:
+            self._stored_bytes += size
+        return True
+
+    def _release(self, run: TaskRun, size: int) -> None:
+        """``run`` no longer stores ``size`` of its bytes."""
+        run.stored_bytes -= size
+        if self._tasks.get(run.task_id or "") is run:
+            self._stored_bytes -= size
+
+    def _make_room(self, caller: object, needed: int) -> bool:
+        """Evict collected terminal tasks holding bytes, past their grace, until
+        ``needed`` bytes are free: ``caller``'s own oldest first, then anyone's oldest.
+        Whether they were (if not, nothing was evicted)."""
+        since = trio.current_time() - self.config.retention_after_fetch_ms / 1000
+        own: list[TaskRun] = []
+        others: list[TaskRun] = []
+        for victim in self._tasks.values():
+            if (
+                victim.stored_bytes
+                and victim.collected_at is not None
+                and victim.collected_at <= since
+                and victim.task is not None
+                and victim.task.terminal
+            ):
+                (own if victim.caller == caller else others).append(victim)
+        chosen: list[TaskRun] = []
+        for victim in own + others:
+            if needed <= 0:
+                break
+            chosen.append(victim)
+            needed -= victim.stored_bytes
+        if needed > 0:
+            return False
+        for victim in chosen:
+            self._forget(victim)
         return True
 
     def _admit(self, run: TaskRun) -> Task | str:

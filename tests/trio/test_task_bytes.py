@@ -1,0 +1,404 @@
+"""The total byte bound on what tasks store (``TaskConfig.max_stored_bytes``).
+
+Every test runs on the ``autojump_clock``: the tools' sleeps and the TTLs take no real time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
+from trio.testing import MockClock
+
+from mcp_sansio import Era, ErrorData
+from mcp_sansio._http_auth import Principal
+from mcp_sansio._json import dumps, loads
+from mcp_sansio._tasks import TASKS_EXTENSION
+from mcp_trio import Context, McpError, Server, TaskConfig
+from mcp_trio._tasks import TaskRun, TaskRunner
+
+EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
+FORM: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "string"}}}
+TOOL_ERROR = -32000  # (the code our tools fail with: the one error kind that is counted)
+
+
+def ctx(subject: str | None, method: str = "tools/call", **params: Any) -> Any:
+    """A modern request's context with the extension declared (no session: as over HTTP)."""
+    principal = None if subject is None else Principal(subject=subject)
+    return SimpleNamespace(
+        era=Era.MODERN, client_capabilities=EXT, principal=principal, method=method, params=params
+    )
+
+
+def text(size: int) -> dict[str, Any]:
+    """A tool result of ``size`` characters of text."""
+    return {"content": [{"type": "text", "text": "x" * size}]}
+
+
+def result_bytes(size: int) -> int:
+    """What a task completed with :func:`text` counts (``resultType`` is added)."""
+    return len(dumps({**text(size), "resultType": "complete"}))
+
+
+def returning(result: dict[str, Any], after: float = 1) -> Callable[[TaskRun], Awaitable[Any]]:
+    async def run(_: TaskRun) -> dict[str, Any]:
+        await trio.sleep(after)
+        return result
+
+    return run
+
+
+async def start(runner: TaskRunner, who: str | None, run: Callable[[TaskRun], Any]) -> str:
+    created = await runner.call(ctx(who), "required", "call", run, "t")
+    assert isinstance(created, dict) and created["resultType"] == "task"
+    return str(created["taskId"])
+
+
+async def fetch(runner: TaskRunner, who: str | None, task_id: str) -> dict[str, Any]:
+    """``tasks/get`` as the client reads it (the stored result is embedded encoded)."""
+    answer: dict[str, Any] = loads(
+        dumps(await runner.tasks_get(ctx(who, "tasks/get", taskId=task_id)))
+    )
+    return answer
+
+
+def recount(runner: TaskRunner) -> int:
+    """What the tasks in the table hold, counted afresh from what they keep."""
+    total = 0
+    for run in runner._tasks.values():
+        held = 0 if run.result is None else len(run.result)
+        if run.error is not None and run.error.code == TOOL_ERROR:
+            held += len(dumps(run.error.to_wire()))
+        held += sum(len(dumps(q)) for q in run.pending.values())
+        assert run.stored_bytes == held
+        total += held
+    return total
+
+
+def test_task_config_max_stored_bytes() -> None:
+    assert TaskConfig().max_stored_bytes == 64 * 1024 * 1024
+    for bad in (0, -1, 1.5, True, None):
+        with pytest.raises(ValueError, match="max_stored_bytes"):
+            TaskConfig(max_stored_bytes=bad)  # type: ignore[arg-type]
+
+
+async def test_a_result_is_counted_once_and_served_as_it_was_returned(
+    autojump_clock: MockClock,
+) -> None:
+    runner = TaskRunner()
+    runner.enabled = True
+    async with runner.running() as nursery:
+        task_id = await start(runner, "bob", returning(text(100)))
+        assert runner.stored_bytes == 0  # (nothing stored while it runs)
+        await trio.sleep(2)
+        assert runner.stored_bytes == result_bytes(100) == recount(runner)
+        got = await fetch(runner, "bob", task_id)
+        assert got["status"] == "completed" and got["result"] == {
+            **text(100),
+            "resultType": "complete",
+        }
+        assert (await fetch(runner, "bob", task_id))["result"] == got["result"]  # (again)
+        assert runner.stored_bytes == result_bytes(100)  # (fetching does not count again)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_result_larger_than_the_bound_fails_its_task(autojump_clock: MockClock) -> None:
+    # End to end: the client learns why, on tasks/get; the server goes on.
+    server = Server("big", task_config=TaskConfig(max_stored_bytes=1000))
+
+    @server.tool(task=True)
+    async def big(size: int) -> str:
+        """Returns ``size`` characters."""
+        await trio.sleep(1)
+        return "x" * size
+
+    async with server.connect_in_memory(era="modern", capabilities=EXT) as c:
+        huge = await c.request("tools/call", {"name": "big", "arguments": {"size": 5000}})
+        small = await c.request("tools/call", {"name": "big", "arguments": {"size": 10}})
+        await trio.sleep(2)
+        failed = await c.request("tasks/get", {"taskId": huge["taskId"]})
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+        assert "too large for the server to keep" in failed["error"]["message"]
+        assert failed["statusMessage"] == failed["error"]["message"]
+        done = await c.request("tasks/get", {"taskId": small["taskId"]})
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "x" * 10
+        runner = server._methods.tasks
+        assert 0 < runner.stored_bytes == recount(runner) <= 1000
+
+
+async def test_a_full_store_evicts_collected_results_the_callers_own_first(
+    autojump_clock: MockClock,
+) -> None:
+    size = result_bytes(100)
+    runner = TaskRunner(TaskConfig(max_stored_bytes=3 * size, retention_after_fetch_ms=10_000))
+    runner.enabled = True
+    async with runner.running() as nursery:
+        made = [
+            (who, await start(runner, who, returning(text(100))))
+            for who in ("bob", "alice", "alice")
+        ]
+        await trio.sleep(2)
+        assert runner.stored_bytes == 3 * size  # (full)
+        for who, task_id in made:
+            await fetch(runner, who, task_id)  # (all collected)
+        # Within the grace period nothing may go: the new result cannot be kept.
+        early = await start(runner, "alice", returning(text(100)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "alice", early))["error"]["code"] == -32603
+        assert runner.stored_bytes == 3 * size == recount(runner)
+        # Past it, alice's own oldest collected result makes room, not bob's (older).
+        (_, bob), (_, a1), (_, a2) = made
+        await trio.sleep(10)
+        mine = await start(runner, "alice", returning(text(100)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "alice", mine))["status"] == "completed"
+        with pytest.raises(McpError):
+            await fetch(runner, "alice", a1)
+        assert (await fetch(runner, "bob", bob))["status"] == "completed"
+        # Carol has no result of her own to give up: the oldest of anyone's goes (bob's).
+        hers = await start(runner, "carol", returning(text(100)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "carol", hers))["status"] == "completed"
+        with pytest.raises(McpError):
+            await fetch(runner, "bob", bob)
+        assert (await fetch(runner, "alice", a2))["status"] == "completed"
+        assert runner.stored_bytes == 3 * size == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
+async def test_nothing_is_evicted_when_that_could_not_make_room(
+    autojump_clock: MockClock,
+) -> None:
+    runner = TaskRunner(
+        TaskConfig(
+            max_stored_bytes=result_bytes(100) + result_bytes(300), retention_after_fetch_ms=0
+        )
+    )
+    runner.enabled = True
+    async with runner.running() as nursery:
+        collected = await start(runner, "bob", returning(text(100)))
+        unseen = await start(runner, "bob", returning(text(300)))
+        await trio.sleep(2)
+        await fetch(runner, "bob", collected)
+        # Evicting the collected one would free too little for this one.
+        big = await start(runner, "bob", returning(text(200)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "bob", big))["status"] == "failed"
+        assert (await fetch(runner, "bob", collected))["status"] == "completed"
+        assert (await fetch(runner, "bob", unseen))["status"] == "completed"
+        # A smaller one fits in what the collected one frees.
+        fits = await start(runner, "bob", returning(text(50)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "bob", fits))["status"] == "completed"
+        with pytest.raises(McpError):
+            await fetch(runner, "bob", collected)
+        assert runner.stored_bytes == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_tools_error_is_counted_and_failed_for_if_too_large(
+    autojump_clock: MockClock,
+) -> None:
+    runner = TaskRunner(TaskConfig(max_stored_bytes=500))
+    runner.enabled = True
+
+    def failing(data: str) -> Callable[[TaskRun], Awaitable[Any]]:
+        async def run(_: TaskRun) -> dict[str, Any]:
+            await trio.sleep(1)
+            raise McpError(ErrorData(code=TOOL_ERROR, message="no", data=data))
+
+        return run
+
+    async with runner.running() as nursery:
+        small = await start(runner, "bob", failing("y" * 10))
+        large = await start(runner, "bob", failing("y" * 1000))
+        await trio.sleep(2)
+        kept = await fetch(runner, "bob", small)
+        assert kept["error"] == {"code": TOOL_ERROR, "message": "no", "data": "y" * 10}
+        assert runner.stored_bytes == len(dumps(kept["error"])) == recount(runner)
+        lost = await fetch(runner, "bob", large)
+        assert lost["error"]["code"] == -32603 and "too large" in lost["error"]["message"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_result_that_cannot_be_encoded_fails_its_task(autojump_clock: MockClock) -> None:
+    runner = TaskRunner()
+    runner.enabled = True
+    async with runner.running() as nursery:
+        task_id = await start(runner, "bob", returning({"content": [], "x": object()}))
+        await trio.sleep(2)
+        assert (await fetch(runner, "bob", task_id))["error"]["code"] == -32603
+        assert runner.stored_bytes == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_questions_are_counted_while_outstanding(autojump_clock: MockClock) -> None:
+    server = Server("q", task_config=TaskConfig(max_stored_bytes=2000))
+
+    @server.tool(task=True)
+    async def ask(ctx: Context, size: int) -> str:
+        """Asks a question ``size`` characters long."""
+        answer = await ctx.elicit("?" * size, FORM)
+        return f"got {answer.action}"
+
+    async with server.connect_in_memory(era="modern", capabilities=EXT) as c:
+        runner = server._methods.tasks
+        asked = await c.request("tools/call", {"name": "ask", "arguments": {"size": 100}})
+        waiting = await c.request("tasks/get", {"taskId": asked["taskId"]})
+        assert waiting["status"] == "input_required"
+        (key, question), *_ = waiting["inputRequests"].items()
+        assert runner.stored_bytes == len(dumps(question)) == recount(runner)
+        # A question too large to keep fails the ask: the tool fails with -32603.
+        huge = await c.request("tools/call", {"name": "ask", "arguments": {"size": 5000}})
+        await trio.testing.wait_all_tasks_blocked()
+        failed = await c.request("tasks/get", {"taskId": huge["taskId"]})
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32603
+        # Answered: the question's bytes go, the result's come.
+        await c.request(
+            "tasks/update",
+            {"taskId": asked["taskId"], "inputResponses": {key: {"action": "decline"}}},
+        )
+        await trio.testing.wait_all_tasks_blocked()
+        done = await c.request("tasks/get", {"taskId": asked["taskId"]})
+        assert done["status"] == "completed"
+        assert runner.stored_bytes == len(dumps(done["result"])) == recount(runner)
+
+
+async def test_every_purge_releases_its_bytes(autojump_clock: MockClock) -> None:
+    runner = TaskRunner(TaskConfig(ttl_ms=100_000, retention_after_fetch_ms=0, max_tasks=2))
+    runner.enabled = True
+
+    async def asks(run: TaskRun) -> dict[str, Any]:
+        await run.ask("k", {"method": "elicitation/create", "params": {"x": "y" * 50}}, str)
+        return text(1)
+
+    async with runner.running() as nursery:
+        # Expiry: a stored result and an outstanding question, both purged at the TTL.
+        await start(runner, "bob", returning(text(100)))
+        await start(runner, "bob", asks)
+        await trio.sleep(2)
+        assert runner.stored_bytes > result_bytes(100)
+        await trio.sleep(100)
+        assert runner.lookup("none") is None and runner.stored_bytes == 0 == recount(runner)
+        # Eviction: a collected result makes room in the table for the next task.
+        first = await start(runner, "bob", returning(text(100)))
+        cancelled = await start(runner, "bob", returning(text(100), after=50))
+        await trio.sleep(2)
+        await fetch(runner, "bob", first)
+        await runner.tasks_cancel(ctx("bob", "tasks/cancel", taskId=cancelled))
+        await trio.testing.wait_all_tasks_blocked()
+        await start(runner, "bob", asks)  # (evicts the fetched result)
+        with pytest.raises(McpError):
+            await fetch(runner, "bob", first)
+        await start(runner, "bob", returning(text(100), after=50))  # (evicts the cancelled)
+        await trio.sleep(60)
+        assert runner.stored_bytes == recount(runner) > result_bytes(100)
+        await trio.sleep(1000)
+        assert runner.lookup("none") is None and runner.stored_bytes == 0
+        nursery.cancel_scope.cancel()
+    assert runner.stored_bytes == 0
+
+
+async def test_a_purged_task_says_nothing_more(autojump_clock: MockClock) -> None:
+    # A waiting notifications/tasks would keep a purged task's result alive (outside
+    # the count) and tell of a task that is unknown by then: it goes with the task.
+    runner = TaskRunner(TaskConfig(ttl_ms=10_000))
+    delivered: list[tuple[str | None, str]] = []
+    gate = trio.Event()
+
+    async def deliver(owner: str | None, params: dict[str, Any]) -> None:
+        await gate.wait()
+        delivered.append((owner, params["status"]))
+
+    runner.deliver = deliver
+    async with runner.running():
+        early, done = TaskRun(runner, "optional", owner="a"), TaskRun(runner, "optional", owner="b")
+        assert early.start() and done.start()
+        early.set_message("on its way")  # (taken by the delivery loop, held at the gate)
+        await trio.testing.wait_all_tasks_blocked()
+        done.settle(text(100), None)  # (waits in the queue)
+        assert runner.stored_bytes == result_bytes(100)
+        await trio.sleep(20)
+        assert runner.lookup("none") is None and runner.stored_bytes == 0
+        early.settle(None, None)  # (ends after its purge: nobody to tell)
+        gate.set()
+        await trio.testing.wait_all_tasks_blocked()
+    assert delivered == [("a", "working")]
+
+
+# ---------------------------------------------------------------- never drifting
+
+_Op = tuple[str, int, int]
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["result", "error", "ask", "fetch", "cancel", "answer", "sleep"]),
+        st.integers(0, 3),  # who, or which task
+        st.integers(0, 400),  # size, or seconds
+    ),
+    max_size=30,
+)
+
+
+async def _scenario(ops: list[_Op], limit: int, retention_ms: int) -> None:
+    runner = TaskRunner(
+        TaskConfig(
+            max_tasks=6,
+            max_stored_bytes=limit,
+            retention_after_fetch_ms=retention_ms,
+            ttl_ms=200_000,
+            max_input_requests=2,
+        )
+    )
+    runner.enabled = True
+    made: list[tuple[str, str]] = []
+
+    def tool(kind: str, size: int) -> Callable[[TaskRun], Awaitable[Any]]:
+        async def run(handle: TaskRun) -> dict[str, Any]:
+            await trio.sleep(size % 7)
+            if kind == "error":
+                raise McpError(ErrorData(code=TOOL_ERROR, message="e", data="d" * size))
+            if kind == "ask":
+                await handle.ask(
+                    "q", {"method": "elicitation/create", "params": {"m": "?" * size}}, str
+                )
+            return text(size)
+
+        return run
+
+    async with runner.running() as nursery:
+        for op, which, size in ops:
+            who = "abcd"[which]
+            if op in ("result", "error", "ask"):
+                with contextlib.suppress(McpError):  # (the table is full)
+                    made.append((who, await start(runner, who, tool(op, size))))
+            elif op == "sleep":
+                await trio.sleep(size)
+            elif made:
+                owner, task_id = made[which % len(made)]
+                if runner.lookup(task_id) is None:
+                    continue
+                if op == "fetch":
+                    await fetch(runner, owner, task_id)
+                elif op == "cancel":
+                    await runner.tasks_cancel(ctx(owner, "tasks/cancel", taskId=task_id))
+                else:
+                    params = {"taskId": task_id, "inputResponses": {"q": "a"}}
+                    await runner.tasks_update(ctx(owner, "tasks/update", **params))
+            await trio.testing.wait_all_tasks_blocked()
+            assert runner.stored_bytes == recount(runner) <= limit
+        await trio.sleep(300)  # (every TTL elapses)
+        assert runner.lookup("none") is None
+        assert not runner._tasks and runner.stored_bytes == 0
+        nursery.cancel_scope.cancel()
+
+
+@given(ops=_OPS, limit=st.integers(1, 2000), retention_ms=st.sampled_from([0, 5000]))
+def test_the_count_never_drifts(ops: list[_Op], limit: int, retention_ms: int) -> None:
+    trio.run(_scenario, ops, limit, retention_ms, clock=MockClock(autojump_threshold=0))
