@@ -45,7 +45,11 @@ what every ``tasks/get`` and ``notifications/tasks`` embeds). The count is the s
 :attr:`TaskRun.stored_bytes` over the table: a run adds to it while in the table, and
 leaves with all of it when purged (its waiting notification goes too: it would keep the
 result alive, and tell of a task that is unknown by then). An outcome that does not fit
-makes room as a full table does (below); else the task fails, saying so.
+makes room as a full table does (below); else the task fails, saying so. A call that finds
+the store at its bound (after that making room) is treated as when the table is full: no
+work starts whose outcome could not be kept. ``max_stored_bytes_per_owner`` (opt-in) gives
+each caller (below) a share of the store: past it only the caller's own collected tasks
+make room, so one caller's unfetched results cannot starve the others.
 
 A caller, for the quota (``max_tasks_per_owner``, off by default), is the authenticated
 subject; without authentication, the connection the call came on (stdio, WebSocket, in
@@ -174,24 +178,24 @@ _INTERNAL: Final = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal er
 _EXPIRED: Final = ErrorData(
     code=ErrorCode.INTERNAL_ERROR, message="The task expired: its TTL elapsed before it finished"
 )
-_QUESTION_TOO_LARGE: Final = ErrorData(
-    code=ErrorCode.INTERNAL_ERROR,
-    message="The question is too large for the server to keep (max_stored_bytes)",
-)
 _TOO_MANY_QUESTIONS: Final = ErrorData(
     code=ErrorCode.INTERNAL_ERROR, message="Too many questions outstanding"
 )
 #: The errors the server makes itself that a run may end with: shared, a few dozen bytes,
-#: not counted against ``max_stored_bytes`` (``max_tasks`` bounds how many tasks hold one).
-_UNCOUNTED: Final = (_INTERNAL, _QUESTION_TOO_LARGE, _TOO_MANY_QUESTIONS)
+#: not counted against ``max_stored_bytes`` (``max_tasks`` bounds how many tasks hold one;
+#: a refused store is not counted either: see :attr:`TaskRun._refused`).
+_UNCOUNTED: Final = (_INTERNAL, _TOO_MANY_QUESTIONS)
 
 
-def _too_large(size: int) -> ErrorData:
-    """What a task fails with when its outcome (``size`` bytes) cannot be kept."""
-    return ErrorData(
-        code=ErrorCode.INTERNAL_ERROR,
-        message=f"The task's outcome ({size} bytes) is too large for the server to keep",
-    )
+def _store_full(held: int, bound: int) -> str:
+    """Why a task, or what it would store, is refused: ``held`` of ``bound`` bytes are
+    held by tasks that may not be evicted yet (all callers', or the caller's own share)."""
+    return f"The server's task store is full ({held} of {bound} bytes held)"
+
+
+def _too_large(what: str, size: int, bound: str, limit: int) -> str:
+    """Why ``what`` (``size`` bytes) can never be kept: it alone passes ``bound``."""
+    return f"The {what} ({size} bytes) is larger than {bound} ({limit})"
 
 
 @final
@@ -248,10 +252,26 @@ class TaskConfig:
     released when the task is purged (TTL, eviction, a withdrawn call) or the question
     answered or withdrawn.
 
+    A call that finds the bound reached (after expired tasks are purged and collected
+    ones evicted) is treated as when the table is full: it runs without a task, or, for
+    a ``task="required"`` tool, is refused with -32603 ("the server's task store is
+    full") -- no work is started only for its outcome to be thrown away.
+
     Default: 64 MiB -- sixteen results at the default 4 MiB message bound
     (:attr:`~mcp_sansio.ConnectionConfig.max_message_size`), or thousands of ordinary
     ones; without it, ``max_tasks`` results of any size could be kept (gigabytes).
     Raise it for a server whose tools return large results to many callers at once."""
+    max_stored_bytes_per_owner: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_count(1))
+    )
+    """How many of those bytes one identified caller's tasks may hold (the caller of
+    ``max_tasks_per_owner``; anonymous HTTP requests are never counted against it), so
+    that one caller's unfetched results cannot fill ``max_stored_bytes`` for everyone.
+    ``None`` (the default): no share, only ``max_stored_bytes``. Past it, the caller's
+    own collected tasks are evicted (oldest first), never another caller's; if that
+    cannot make room, its new task is treated as when the table is full, and an
+    outcome or question is refused with -32603 ("the server's task store is full"),
+    as for ``max_stored_bytes``."""
     max_pending_notifications: int = attrs.field(default=256, validator=check_count(1))
     """How many tasks may have a ``notifications/tasks`` waiting to be delivered (only
     the latest state of each waits); past it one is dropped, the oldest not terminal if
@@ -322,6 +342,9 @@ class TaskRun:
         """What its stored outcome and questions count against
         :attr:`TaskConfig.max_stored_bytes`."""
         self._question_bytes: dict[str, int] = {}
+        self._refused: ErrorData | None = None
+        """The error its last question was refused with, if any: made by the server,
+        and not counted if the run ends with it."""
         self.cancel_requested = False
         """Whether the client asked for ``tasks/cancel``."""
         self.pending: dict[str, dict[str, Any]] = {}
@@ -399,8 +422,10 @@ class TaskRun:
             n += 1
             key = f"{base}.{n}"
         size = len(dumps(request))
-        if not self._runner._reserve(self, size):
-            raise McpError(_QUESTION_TOO_LARGE)
+        refused = self._runner._reserve(self, size, "question")
+        if refused is not None:
+            self._refused = ErrorData(code=ErrorCode.INTERNAL_ERROR, message=refused)
+            raise McpError(self._refused)
         self._question_bytes[key] = size
         self.pending[key] = request
         self._checks[key] = check
@@ -471,11 +496,10 @@ class TaskRun:
         except TypeError:  # (orjson.JSONEncodeError: a bug in the tool's output)
             logger.exception("task %s: its outcome cannot be encoded as JSON", self.task_id)
             return _INTERNAL
-        if not self._runner._reserve(self, len(encoded)):
-            logger.warning(
-                "task %s: its outcome (%d bytes) is too large to keep", self.task_id, len(encoded)
-            )
-            return _too_large(len(encoded))
+        refused = self._runner._reserve(self, len(encoded), "outcome")
+        if refused is not None:
+            logger.warning("task %s: its outcome cannot be kept: %s", self.task_id, refused)
+            return ErrorData(code=ErrorCode.INTERNAL_ERROR, message=refused)
         return encoded
 
     def detailed(self) -> dict[str, Any]:
@@ -512,7 +536,7 @@ class TaskRun:
                 self._move("completed")
                 return
             error = kept
-        elif error is not None and error not in _UNCOUNTED:
+        elif error is not None and error is not self._refused and error not in _UNCOUNTED:
             kept = self._keep(error.to_wire())
             if isinstance(kept, ErrorData):
                 error = kept
@@ -555,6 +579,7 @@ class TaskRunner:
         self._tasks: dict[str, TaskRun] = {}  # (in order of creation, so of expiry)
         self._held: dict[object, int] = {}  # (how many tasks each caller holds)
         self._stored_bytes = 0  # (the sum of stored_bytes over the table)
+        self._held_bytes: dict[object, int] = {}  # (the same, by caller: none hold 0)
         self._channels: weakref.WeakKeyDictionary[object, object] = weakref.WeakKeyDictionary()
         self._nurseries: set[trio.Nursery] = set()
         # The nursery of the serve block handling the current request: set in running(),
@@ -686,7 +711,7 @@ class TaskRunner:
         notification (a purged task is unknown: nothing more is said of it)."""
         task_id = run.task_id or ""
         del self._tasks[task_id]
-        self._stored_bytes -= run.stored_bytes
+        self._count(run.caller, -run.stored_bytes)
         self._outbox.pop(task_id, None)
         left = self._held[run.caller] - 1
         if left:
@@ -717,34 +742,62 @@ class TaskRunner:
         self._forget(victim)
         return True
 
-    def _reserve(self, run: TaskRun, size: int) -> bool:
-        """Count ``size`` more bytes stored by ``run``, making room as a full table does
-        (expired tasks purged, then collected ones evicted: the caller's own oldest
-        first, then anyone's); whether they fit. Nothing is evicted when that could not
-        make enough room. A run no longer in the table (purged, withdrawn) counts
-        towards nothing: nobody can reach what it keeps, which goes with it."""
-        limit = self.config.max_stored_bytes
-        if self._stored_bytes + size > limit:
+    def _count(self, caller: object, delta: int) -> None:
+        """Add ``delta`` bytes to what the table holds, all together and by ``caller``."""
+        self._stored_bytes += delta
+        held = self._held_bytes.get(caller, 0) + delta
+        if held:
+            self._held_bytes[caller] = held
+        else:
+            self._held_bytes.pop(caller, None)
+
+    def _reserve(self, run: TaskRun, size: int, what: str) -> str | None:
+        """Count ``size`` more bytes stored by ``run`` (its ``what``: an outcome, a
+        question), making room as a full table does (expired tasks purged, then
+        collected ones evicted: past the caller's share, only its own; past the total,
+        the caller's own oldest first, then anyone's). ``None`` if they fit; else why
+        not, and nothing is evicted for a bound that could not make enough room. A run
+        no longer in the table (purged, withdrawn) counts towards nothing: nobody can
+        reach what it keeps, which goes with it."""
+        config = self.config
+        limit = config.max_stored_bytes
+        share = config.max_stored_bytes_per_owner
+        caller = run.caller
+        if share is not None and caller is None:
+            share = None  # (anonymous HTTP: only the total bounds it)
+        if self._stored_bytes + size > limit or (
+            share is not None and self._held_bytes.get(caller, 0) + size > share
+        ):
             self._purge()
-        in_table = self._tasks.get(run.task_id or "") is run
+        if self._tasks.get(run.task_id or "") is not run:
+            run.stored_bytes += size
+            return None
+        if size > limit:
+            return _too_large(what, size, "max_stored_bytes", limit)
+        if share is not None:
+            if size > share:
+                return _too_large(what, size, "max_stored_bytes_per_owner", share)
+            held = self._held_bytes.get(caller, 0)
+            over = held + size - share
+            if over > 0 and not self._make_room(caller, over, own_only=True):
+                return _store_full(held, share)
         over = self._stored_bytes + size - limit
-        if in_table and over > 0 and (size > limit or not self._make_room(run.caller, over)):
-            return False
+        if over > 0 and not self._make_room(caller, over):
+            return _store_full(self._stored_bytes, limit)
         run.stored_bytes += size
-        if in_table:
-            self._stored_bytes += size
-        return True
+        self._count(caller, size)
+        return None
 
     def _release(self, run: TaskRun, size: int) -> None:
         """``run`` no longer stores ``size`` of its bytes."""
         run.stored_bytes -= size
         if self._tasks.get(run.task_id or "") is run:
-            self._stored_bytes -= size
+            self._count(run.caller, -size)
 
-    def _make_room(self, caller: object, needed: int) -> bool:
+    def _make_room(self, caller: object, needed: int, *, own_only: bool = False) -> bool:
         """Evict collected terminal tasks holding bytes, past their grace, until
-        ``needed`` bytes are free: ``caller``'s own oldest first, then anyone's oldest.
-        Whether they were (if not, nothing was evicted)."""
+        ``needed`` bytes are free: ``caller``'s own oldest first, then (unless
+        ``own_only``) anyone's oldest. Whether they were (if not, nothing was evicted)."""
         since = trio.current_time() - self.config.retention_after_fetch_ms / 1000
         own: list[TaskRun] = []
         others: list[TaskRun] = []
@@ -756,7 +809,10 @@ class TaskRunner:
                 and victim.task is not None
                 and victim.task.terminal
             ):
-                (own if victim.caller == caller else others).append(victim)
+                if victim.caller == caller:
+                    own.append(victim)
+                elif not own_only:
+                    others.append(victim)
         chosen: list[TaskRun] = []
         for victim in own + others:
             if needed <= 0:
@@ -789,6 +845,17 @@ class TaskRunner:
             run.caller, anyone=True
         ):
             return "The server is running as many tasks as it may; try again later"
+        # The stored bytes at their bound: a new task's outcome could not be kept, so
+        # no work starts only to be thrown away (see TaskConfig.max_stored_bytes).
+        share = config.max_stored_bytes_per_owner
+        if share is not None and run.caller is not None:
+            held = self._held_bytes.get(run.caller, 0)
+            if held >= share and not self._make_room(run.caller, held - share + 1, own_only=True):
+                return _store_full(held, share)
+        held = self._stored_bytes
+        limit = config.max_stored_bytes
+        if held >= limit and not self._make_room(run.caller, held - limit + 1):
+            return _store_full(held, limit)
         task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
         run.task = Task.created(
             task_id,

@@ -6,6 +6,7 @@ Every test runs on the ``autojump_clock``: the tools' sleeps and the TTLs take n
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
@@ -72,6 +73,7 @@ async def fetch(runner: TaskRunner, who: str | None, task_id: str) -> dict[str, 
 def recount(runner: TaskRunner) -> int:
     """What the tasks in the table hold, counted afresh from what they keep."""
     total = 0
+    by_caller: dict[object, int] = {}
     for run in runner._tasks.values():
         held = 0 if run.result is None else len(run.result)
         if run.error is not None and run.error.code == TOOL_ERROR:
@@ -79,6 +81,9 @@ def recount(runner: TaskRunner) -> int:
         held += sum(len(dumps(q)) for q in run.pending.values())
         assert run.stored_bytes == held
         total += held
+        if held:
+            by_caller[run.caller] = by_caller.get(run.caller, 0) + held
+    assert runner._held_bytes == by_caller
     return total
 
 
@@ -125,7 +130,10 @@ async def test_a_result_larger_than_the_bound_fails_its_task(autojump_clock: Moc
         await trio.sleep(2)
         failed = await c.request("tasks/get", {"taskId": huge["taskId"]})
         assert failed["status"] == "failed" and failed["error"]["code"] == -32603
-        assert "too large for the server to keep" in failed["error"]["message"]
+        assert re.fullmatch(
+            r"The outcome \(\d{5} bytes\) is larger than max_stored_bytes \(1000\)",
+            failed["error"]["message"],
+        )
         assert failed["statusMessage"] == failed["error"]["message"]
         done = await c.request("tasks/get", {"taskId": small["taskId"]})
         assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "x" * 10
@@ -148,10 +156,10 @@ async def test_a_full_store_evicts_collected_results_the_callers_own_first(
         assert runner.stored_bytes == 3 * size  # (full)
         for who, task_id in made:
             await fetch(runner, who, task_id)  # (all collected)
-        # Within the grace period nothing may go: the new result cannot be kept.
-        early = await start(runner, "alice", returning(text(100)))
-        await trio.sleep(2)
-        assert (await fetch(runner, "alice", early))["error"]["code"] == -32603
+        # Within the grace period nothing may go: no task starts whose end could not be
+        # kept (as when the table is full: a required tool is refused).
+        with pytest.raises(McpError, match=rf"task store is full \({3 * size} of {3 * size} "):
+            await start(runner, "alice", returning(text(100)))
         assert runner.stored_bytes == 3 * size == recount(runner)
         # Past it, alice's own oldest collected result makes room, not bob's (older).
         (_, bob), (_, a1), (_, a2) = made
@@ -173,12 +181,106 @@ async def test_a_full_store_evicts_collected_results_the_callers_own_first(
         nursery.cancel_scope.cancel()
 
 
+async def test_a_full_store_starts_no_task(autojump_clock: MockClock) -> None:
+    # At the bound, a new task's outcome could not be kept: it is treated as when the
+    # table is full, before any work starts (not run, then thrown away).
+    size = result_bytes(100)
+    runner = TaskRunner(TaskConfig(max_stored_bytes=size))
+    runner.enabled = True
+    runs: list[str] = []
+
+    def counted(who: str) -> Callable[[TaskRun], Awaitable[Any]]:
+        async def run(handle: TaskRun) -> dict[str, Any]:
+            runs.append(who)
+            return text(1)
+
+        return run
+
+    async with runner.running() as nursery:
+        await start(runner, "bob", returning(text(100)))
+        await trio.sleep(2)
+        assert runner.stored_bytes == size  # (full, and nothing may be evicted)
+        with pytest.raises(
+            McpError, match=rf"^The server's task store is full \({size} of {size} "
+        ):
+            await start(runner, "alice", counted("required"))
+        # An optional tool runs as an ordinary call: its outcome is the call's answer.
+        plain = await runner.call(ctx("alice"), "optional", "call", counted("optional"), "t")
+        assert plain == text(1) and runs == ["optional"]
+        assert len(runner._tasks) == 1 and runner.stored_bytes == size
+        nursery.cancel_scope.cancel()
+
+
+def test_task_config_max_stored_bytes_per_owner() -> None:
+    assert TaskConfig().max_stored_bytes_per_owner is None
+    assert TaskConfig(max_stored_bytes_per_owner=1).max_stored_bytes_per_owner == 1
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_stored_bytes_per_owner"):
+            TaskConfig(max_stored_bytes_per_owner=bad)  # type: ignore[arg-type]
+
+
+async def test_one_callers_results_cannot_starve_the_others(autojump_clock: MockClock) -> None:
+    size = result_bytes(100)
+    share = 2 * size
+    runner = TaskRunner(
+        TaskConfig(
+            max_stored_bytes=5 * size, max_stored_bytes_per_owner=share, retention_after_fetch_ms=0
+        )
+    )
+    runner.enabled = True
+    async with runner.running() as nursery:
+        # Mallory fills her share with results she never fetches.
+        hoard = [await start(runner, "mallory", returning(text(100))) for _ in range(2)]
+        await trio.sleep(2)
+        with pytest.raises(
+            McpError, match=rf"^The server's task store is full \({share} of {share} "
+        ):
+            await start(runner, "mallory", returning(text(100)))
+        # Everyone else still has room (anonymous HTTP callers have no share: only the total).
+        alice = await start(runner, "alice", returning(text(100)))
+        anonymous = [await start(runner, None, returning(text(100))) for _ in range(2)]
+        await trio.sleep(2)
+        assert (await fetch(runner, "alice", alice))["status"] == "completed"  # (collected)
+        for task_id in anonymous:
+            assert (await fetch(runner, None, task_id))["status"] == "completed"
+        assert runner.stored_bytes == 5 * size == recount(runner)
+        # Past her share, only her own collected results make room: once she fetches one,
+        # it goes for her next.
+        await fetch(runner, "mallory", hoard[0])
+        mine = await start(runner, "mallory", returning(text(100)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "mallory", mine))["status"] == "completed"
+        with pytest.raises(McpError):
+            await fetch(runner, "mallory", hoard[0])
+        # An outcome past her share, with only others' collected results to evict: refused,
+        # and theirs are kept.
+        await fetch(runner, "mallory", mine)  # (makes room for the next task's admission)
+        bigger = await start(runner, "mallory", returning(text(200)))
+        await trio.sleep(2)
+        refused = await fetch(runner, "mallory", bigger)
+        assert refused["error"] == {
+            "code": -32603,
+            "message": f"The server's task store is full ({size} of {share} bytes held)",
+        }
+        assert (await fetch(runner, "alice", alice))["status"] == "completed"
+        # One larger than the share alone says so.
+        huge = await start(runner, "mallory", returning(text(2 * size)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "mallory", huge))["error"]["message"] == (
+            f"The outcome ({result_bytes(2 * size)} bytes) is larger than "
+            f"max_stored_bytes_per_owner ({share})"
+        )
+        assert runner.stored_bytes == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
 async def test_nothing_is_evicted_when_that_could_not_make_room(
     autojump_clock: MockClock,
 ) -> None:
     runner = TaskRunner(
         TaskConfig(
-            max_stored_bytes=result_bytes(100) + result_bytes(300), retention_after_fetch_ms=0
+            max_stored_bytes=result_bytes(100) + result_bytes(300) + 1,  # (not full)
+            retention_after_fetch_ms=0,
         )
     )
     runner.enabled = True
@@ -190,7 +292,9 @@ async def test_nothing_is_evicted_when_that_could_not_make_room(
         # Evicting the collected one would free too little for this one.
         big = await start(runner, "bob", returning(text(200)))
         await trio.sleep(2)
-        assert (await fetch(runner, "bob", big))["status"] == "failed"
+        failed = await fetch(runner, "bob", big)
+        assert failed["status"] == "failed"
+        assert failed["error"]["message"].startswith("The server's task store is full (")
         assert (await fetch(runner, "bob", collected))["status"] == "completed"
         assert (await fetch(runner, "bob", unseen))["status"] == "completed"
         # A smaller one fits in what the collected one frees.
@@ -218,13 +322,18 @@ async def test_a_tools_error_is_counted_and_failed_for_if_too_large(
 
     async with runner.running() as nursery:
         small = await start(runner, "bob", failing("y" * 10))
-        large = await start(runner, "bob", failing("y" * 1000))
+        large_id = await start(runner, "bob", failing("y" * 1000))
         await trio.sleep(2)
         kept = await fetch(runner, "bob", small)
         assert kept["error"] == {"code": TOOL_ERROR, "message": "no", "data": "y" * 10}
         assert runner.stored_bytes == len(dumps(kept["error"])) == recount(runner)
-        lost = await fetch(runner, "bob", large)
-        assert lost["error"]["code"] == -32603 and "too large" in lost["error"]["message"]
+        lost = await fetch(runner, "bob", large_id)
+        large = ErrorData(code=TOOL_ERROR, message="no", data="y" * 1000)
+        assert lost["error"] == {
+            "code": -32603,
+            "message": f"The outcome ({len(dumps(large.to_wire()))} bytes) is larger than "
+            "max_stored_bytes (500)",
+        }
         nursery.cancel_scope.cancel()
 
 
@@ -346,11 +455,12 @@ _OPS = st.lists(
 )
 
 
-async def _scenario(ops: list[_Op], limit: int, retention_ms: int) -> None:
+async def _scenario(ops: list[_Op], limit: int, retention_ms: int, share: int | None) -> None:
     runner = TaskRunner(
         TaskConfig(
             max_tasks=6,
             max_stored_bytes=limit,
+            max_stored_bytes_per_owner=share,
             retention_after_fetch_ms=retention_ms,
             ttl_ms=200_000,
             max_input_requests=2,
@@ -393,12 +503,20 @@ async def _scenario(ops: list[_Op], limit: int, retention_ms: int) -> None:
                     await runner.tasks_update(ctx(owner, "tasks/update", **params))
             await trio.testing.wait_all_tasks_blocked()
             assert runner.stored_bytes == recount(runner) <= limit
+            assert share is None or max(runner._held_bytes.values(), default=0) <= share
         await trio.sleep(300)  # (every TTL elapses)
         assert runner.lookup("none") is None
         assert not runner._tasks and runner.stored_bytes == 0
         nursery.cancel_scope.cancel()
 
 
-@given(ops=_OPS, limit=st.integers(1, 2000), retention_ms=st.sampled_from([0, 5000]))
-def test_the_count_never_drifts(ops: list[_Op], limit: int, retention_ms: int) -> None:
-    trio.run(_scenario, ops, limit, retention_ms, clock=MockClock(autojump_threshold=0))
+@given(
+    ops=_OPS,
+    limit=st.integers(1, 2000),
+    retention_ms=st.sampled_from([0, 5000]),
+    share=st.none() | st.integers(1, 1000),
+)
+def test_the_count_never_drifts(
+    ops: list[_Op], limit: int, retention_ms: int, share: int | None
+) -> None:
+    trio.run(_scenario, ops, limit, retention_ms, share, clock=MockClock(autojump_threshold=0))
