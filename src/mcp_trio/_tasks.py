@@ -682,8 +682,13 @@ class TaskRunner:
                     except BaseException:
                         # This block ends: leave the state to a loop still running, if
                         # any (its block is still open); else it goes, as it would have
-                        # gone when the last block closed (see running()).
-                        if self._nurseries and task_id not in self._outbox:
+                        # gone when the last block closed (see running()). A task purged
+                        # meanwhile is unknown: nothing more is said of it.
+                        if (
+                            self._nurseries
+                            and task_id in self._tasks
+                            and task_id not in self._outbox
+                        ):
                             self._outbox[task_id] = (owner, params)
                             self._outbox.move_to_end(task_id, last=False)
                         self._outbox_ready.unpark_all()

@@ -442,6 +442,48 @@ async def test_a_purged_task_says_nothing_more(autojump_clock: MockClock) -> Non
     assert delivered == [("a", "working")]
 
 
+async def test_a_notification_in_flight_is_not_sent_again_after_a_purge(
+    autojump_clock: MockClock,
+) -> None:
+    # A delivery is under way when the task is purged (TTL), then that delivering serve
+    # block ends: its notification is not handed to the other block's loop.
+    runner = TaskRunner(TaskConfig(ttl_ms=10_000))
+    delivered: list[str] = []
+    loops: list[trio.Nursery | None] = []
+    gate = trio.Event()
+
+    async def deliver(owner: str | None, params: dict[str, Any]) -> None:
+        loops.append(trio.lowlevel.current_task().parent_nursery)
+        if len(loops) == 1:
+            await gate.wait()  # (the first delivery is slow)
+        delivered.append(params["status"])
+
+    runner.deliver = deliver
+    ends: dict[trio.Nursery, trio.Event] = {}
+
+    async def block(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with runner.running(inherit=False) as nursery:
+            ends[nursery] = trio.Event()
+            task_status.started()
+            await ends[nursery].wait()
+
+    async with trio.open_nursery() as holder:
+        await holder.start(block)
+        await holder.start(block)
+        run = TaskRun(runner, "optional", owner="a")
+        assert run.start()
+        run.settle(text(100), None)
+        await trio.testing.wait_all_tasks_blocked()  # (a loop took it: held at the gate)
+        await trio.sleep(20)
+        assert runner.lookup("none") is None and runner.stored_bytes == 0
+        first = loops[0]
+        assert first is not None
+        ends[first].set()  # (the delivering block ends: its delivery is cancelled)
+        await trio.testing.wait_all_tasks_blocked()
+        assert delivered == [] and not runner._outbox
+        holder.cancel_scope.cancel()
+
+
 # ---------------------------------------------------------------- never drifting
 
 _Op = tuple[str, int, int]
