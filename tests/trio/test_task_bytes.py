@@ -415,6 +415,29 @@ async def test_every_purge_releases_its_bytes(autojump_clock: MockClock) -> None
     assert runner.stored_bytes == 0
 
 
+async def test_an_outcome_purges_expired_tasks_nobody_looked_up(
+    autojump_clock: MockClock,
+) -> None:
+    # The store is full of a task whose TTL elapsed, but nothing has looked at the table
+    # since (no tasks/*, no new task): the next outcome purges it to make room.
+    size = result_bytes(100)
+    runner = TaskRunner(TaskConfig(ttl_ms=100_000, max_stored_bytes=size))
+    runner.enabled = True
+    async with runner.running() as nursery:
+        expired = await start(runner, "bob", returning(text(100)))
+        await trio.sleep(0.5)
+        later = await start(runner, "bob", returning(text(100), after=99.6))
+        await trio.sleep(0.6)
+        assert runner.stored_bytes == size  # (the first, never fetched)
+        await trio.sleep(99.2)  # (its TTL elapsed at 100 s; the second ended at 100.1 s)
+        assert [run.task_id for run in runner._tasks.values()] == [later]
+        assert (await fetch(runner, "bob", later))["status"] == "completed"
+        with pytest.raises(McpError):
+            await fetch(runner, "bob", expired)
+        assert runner.stored_bytes == size == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_purged_task_says_nothing_more(autojump_clock: MockClock) -> None:
     # A waiting notifications/tasks would keep a purged task's result alive (outside
     # the count) and tell of a task that is unknown by then: it goes with the task.
