@@ -51,6 +51,7 @@ from ._jsonrpc import error_response
 
 __all__ = [
     "INSUFFICIENT_SCOPE_CODE",
+    "TOKEN_EXPIRED_CODE",
     "WELL_KNOWN_RESOURCE_PATH",
     "BearerError",
     "Principal",
@@ -62,6 +63,7 @@ __all__ = [
     "insufficient_scope",
     "insufficient_scope_response",
     "scope_set",
+    "token_expired",
 ]
 
 WELL_KNOWN_RESOURCE_PATH: Final = "/.well-known/oauth-protected-resource"
@@ -409,6 +411,38 @@ def insufficient_scope(
     return ErrorData(
         code=INSUFFICIENT_SCOPE_CODE,
         message="Insufficient scope: the access token lacks " + " ".join(sorted(missing)),
+        data=data,
+    )
+
+
+TOKEN_EXPIRED_CODE: Final = 401
+"""The JSON-RPC error code that ends a stream which outlived the token it was opened with
+(a modern ``subscriptions/listen`` over HTTP, :func:`token_expired`): ``401``, the HTTP
+status of an expired token (``authorization#error-handling``), chosen as
+:data:`INSUFFICIENT_SCOPE_CODE` is (no MCP revision defines one; codes outside
+``-32768..-32000`` are free). A client tells it from the end of a subscription (a
+result) and from any other failure: it authorizes again and listens again."""
+
+
+def token_expired(*, resource_metadata: str | None = None) -> ErrorData:
+    """The error that answers a long-lived request whose token expired meanwhile.
+
+    A stream is authenticated once, when it opens; one that would go on past its
+    token's ``exp`` (``Principal.expires_at``) must end, or a revoked or expired
+    credential keeps receiving notifications. The ``subscriptions/listen`` is
+    answered with this error (not a result: that would say the subscription is over),
+    and its ``data`` holds what a ``401 invalid_token`` challenge would (RFC 6750 §3,
+    RFC 9728 §5.1)::
+
+        {"code": 401, "message": "The access token expired: authorize and listen again",
+         "data": {"error": "invalid_token", "resource_metadata": "https://..."}}
+    """
+    data: dict[str, str] = {"error": "invalid_token"}
+    if resource_metadata is not None:
+        data["resource_metadata"] = resource_metadata
+    return ErrorData(
+        code=TOKEN_EXPIRED_CODE,
+        message="The access token expired: authorize and listen again",
         data=data,
     )
 

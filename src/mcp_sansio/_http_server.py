@@ -122,6 +122,7 @@ from ._http_auth import (
     insufficient_scope,
     insufficient_scope_response,
     scope_set,
+    token_expired,
 )
 from ._http_common import (
     JSON_TYPE,
@@ -1831,6 +1832,54 @@ class HttpServer:
         buf.data += b"retry: %d\n\n" % (self.config.retry_ms or 0)
         buf.end = True
         stream.handle = None
+
+    def is_listen(self, stream_id: int) -> bool:
+        """Whether the HTTP response ``stream_id`` serves a modern
+        ``subscriptions/listen`` that is still open (a stream that lasts until someone
+        ends it: see :meth:`token_expired`)."""
+        stream = self._modern.get(stream_id)
+        return stream is not None and stream.subscription
+
+    def token_expired(self, stream_id: int) -> bool:
+        """The token that authenticated the HTTP response ``stream_id`` when it opened
+        has expired (``Principal.expires_at``): end the response if it is a stream
+        that would otherwise outlive it, so that the client comes back with a fresh
+        token.
+
+        * A legacy SSE response is released resumably (:meth:`release_stream`): the
+          client reconnects with ``Last-Event-ID``, and its current token.
+        * A modern ``subscriptions/listen`` is answered with the
+          :func:`~mcp_sansio.http.token_expired` error (``401``, naming
+          :attr:`HttpServerConfig.resource_metadata`'s URL), which ends its stream: the
+          client authorizes again and listens again. A result would say the
+          subscription is over (``basic/patterns/subscriptions#graceful-closure``),
+          and a stream cut without an answer, that the connection was lost.
+
+        Still call :meth:`stream_closed` when the response is over. Drain
+        :meth:`data_to_send` afterwards.
+
+        Returns:
+            Whether it was ended: ``False`` for a response already over or one that
+            ends with its answer anyway (any other request's).
+        """
+        stream = self._handles.get(stream_id)
+        if stream is None or stream.handle != stream_id:
+            return False
+        if stream.session is not None:
+            if stream.mode != "sse":
+                return False
+            self.release_stream(stream_id)
+            return True
+        rid = stream.request_id
+        if not stream.subscription or rid is None or stream.key not in self._modern:
+            return False
+        metadata = self.config.resource_metadata
+        error = token_expired(resource_metadata=None if metadata is None else metadata.url)
+        conn = stream.conn
+        self._drain(conn)  # what is queued goes out first (nothing else answers a listen)
+        conn.send_error(rid, error.code, error.message, error.data)
+        self._drain(conn)
+        return True
 
     # ------------------------------------------------------------------ broadcast, timers, close
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from ._http_auth import (
     INSUFFICIENT_SCOPE_CODE,
+    TOKEN_EXPIRED_CODE,
     WELL_KNOWN_RESOURCE_PATH,
     BearerError,
     Principal,
@@ -45,6 +46,7 @@ from ._http_auth import (
     insufficient_scope,
     insufficient_scope_response,
     scope_set,
+    token_expired,
 )
 from ._http_client import (
     FORGOTTEN_BEFORE_ANSWER,
@@ -95,6 +97,7 @@ __all__ = [
     "FORGOTTEN_TWICE",
     "INSUFFICIENT_SCOPE_CODE",
     "MAX_REOPEN_DELAY",
+    "TOKEN_EXPIRED_CODE",
     "WELL_KNOWN_RESOURCE_PATH",
     "AwaitResponse",
     "BearerError",
@@ -140,4 +143,5 @@ __all__ = [
     "pinned_http_config",
     "reopen_delay",
     "scope_set",
+    "token_expired",
 ]

@@ -24,6 +24,16 @@ listen request (``notifications/cancelled``); a server that ends it (a result, o
 cancellation) ends the iteration -- or, before acknowledging it, fails ``subscribe()``
 with ``RemoteProtocolError`` (the acknowledgment must come first).
 
+A server ends a listen that would outlive the token it was opened with by answering it
+with the error ``401`` ``invalid_token`` (``mcp_sansio.http.token_expired``). Then the
+same filter is listened for again, transparently (the new request carries the
+transport's current token: the HTTP client's OAuth refreshes or re-authorizes on its
+way), under the same lock as an opening. Bounded: one new listen per expiry, only
+after an acknowledged one, and none when a listen opened again for an expiry expires
+again within :data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead tokens would
+make a loop of it); any other end, or a failed new listen, ends the iteration as
+before. Notifications the server sent in between are not delivered.
+
 Legacy: leaving the block sends the ``resources/unsubscribe`` courtesies concurrently,
 shielded from the caller's cancellation but bounded by one deadline for them all.
 
@@ -70,6 +80,11 @@ _MAX_UNREAD: Final = 1024
 """Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
 each count); past it the oldest is dropped, with a warning."""
 _NOT_ACKNOWLEDGED: Final = "the server ended subscriptions/listen before acknowledging it"
+_TOKEN_EXPIRED: Final = 401
+"""``mcp_sansio.http.TOKEN_EXPIRED_CODE`` (not imported: a stdio client loads no HTTP)."""
+_MIN_RELISTEN_LIFETIME: Final = 1.0
+"""Seconds a listen opened again after its token expired must last for its own expiry
+to be followed by another new listen."""
 _UNSUBSCRIBE_TIMEOUT: Final = 2.0
 """Legacy: seconds the courtesy ``resources/unsubscribe`` requests may take, all of them
 together, on the way out of a ``subscribe()`` block."""
@@ -115,7 +130,10 @@ class Subscription:
     ended the ``subscriptions/listen`` request otherwise: :class:`~mcp_trio.McpError`
     when it failed (refused, or over HTTP a stream cut short: -32603),
     :class:`~mcp_sansio.RemoteProtocolError` when the server answered it without ever
-    acknowledging it. ``end_reason`` says why it ended, either way.
+    acknowledging it. ``end_reason`` says why it ended, either way. A listen the server
+    ends because the token it was opened with expired (``401 invalid_token``, over HTTP)
+    is opened again with the same filter, transparently: iteration goes on
+    (:attr:`subscription_id` changes; notifications sent in between are missed).
     """
 
     def __init__(
@@ -152,6 +170,7 @@ class Subscription:
         self._acknowledged = trio.Event()
         self._scope: trio.CancelScope | None = None
         self._older: frozenset[RequestId] | None = None  # pending before our listen request
+        self._relistened_at: float | None = None  # when a listen was last opened again
 
     def wants(self, method: str, params: dict[str, Any] | None) -> bool:
         """Whether a notification matches this filter (a legacy session's are
@@ -442,16 +461,8 @@ class SubscriptionHub:
             resources=sub.resources,
             tasks=sub.tasks,
         )
-        sub._scope = trio.CancelScope()
         try:
-            async with self._lock:
-                self._claiming = sub
-                try:
-                    nursery.start_soon(self._listen, session, params, sub, name="mcp listen")
-                    with trio.move_on_after(math.inf if timeout is None else timeout):
-                        await sub._acknowledged.wait()
-                finally:
-                    self._claiming = None
+            await self._start_listen(session, nursery, params, sub, timeout)
             if not sub._acknowledged.is_set():
                 raise RequestTimeout("subscriptions/listen", None)
             if sub.subscription_id is None:  # ended before it was acknowledged
@@ -465,7 +476,74 @@ class SubscriptionHub:
             if sub.subscription_id is not None:
                 self._by_id.pop(sub.subscription_id, None)
 
-    async def _listen(self, session: Session, params: dict[str, Any], sub: Subscription) -> None:
+    async def _start_listen(
+        self,
+        session: Session,
+        nursery: trio.Nursery,
+        params: dict[str, Any],
+        sub: Subscription,
+        timeout: float | None,
+    ) -> None:
+        """Send ``subscriptions/listen`` for ``sub`` (from a task of ``nursery``) and
+        wait, under the lock, until it is acknowledged, ends, or ``timeout`` passes."""
+        sub._scope = trio.CancelScope()
+        async with self._lock:
+            self._claiming = sub
+            try:
+                nursery.start_soon(
+                    self._listen, session, nursery, params, sub, timeout, name="mcp listen"
+                )
+                with trio.move_on_after(math.inf if timeout is None else timeout):
+                    await sub._acknowledged.wait()
+            finally:
+                self._claiming = None
+
+    def _may_relisten(self, sub: Subscription, exc: McpError) -> bool:
+        """Whether ``exc``, which ended ``sub``'s listen, is an expired token that a new
+        listen may recover from (see the module docs)."""
+        data = exc.error.data
+        if (
+            exc.code != _TOKEN_EXPIRED
+            or not isinstance(data, dict)
+            or data.get("error") != "invalid_token"
+            or sub.subscription_id is None  # (never acknowledged: no loop of refusals)
+            or sub._ended
+        ):
+            return False
+        last = sub._relistened_at
+        return last is None or trio.current_time() - last >= _MIN_RELISTEN_LIFETIME
+
+    async def _relisten(
+        self,
+        session: Session,
+        nursery: trio.Nursery,
+        params: dict[str, Any],
+        sub: Subscription,
+        timeout: float | None,
+        expired: McpError,
+    ) -> None:
+        """Listen again for ``sub`` after its token expired; if that is not
+        acknowledged in time, end ``sub`` with ``expired``."""
+        logger.info("subscription: the token expired, listening again")
+        old = sub.subscription_id
+        if old is not None:
+            self._by_id.pop(old, None)
+        sub.subscription_id = None
+        sub._older = None
+        sub._acknowledged = trio.Event()
+        sub._relistened_at = trio.current_time()
+        await self._start_listen(session, nursery, params, sub, timeout)
+        if not sub._acknowledged.is_set():
+            sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
+
+    async def _listen(
+        self,
+        session: Session,
+        nursery: trio.Nursery,
+        params: dict[str, Any],
+        sub: Subscription,
+        timeout: float | None,
+    ) -> None:
         scope = sub._scope
         assert scope is not None
         with scope:
@@ -475,6 +553,11 @@ class SubscriptionHub:
             sub._older = frozenset(session.connection.pending_requests())
             try:
                 await session.request("subscriptions/listen", params, timeout=math.inf)
+            except McpError as exc:
+                if self._may_relisten(sub, exc):
+                    nursery.start_soon(self._relisten, session, nursery, params, sub, timeout, exc)
+                else:
+                    sub._end(f"the subscription failed: {exc}", exc)
             except Exception as exc:
                 sub._end(f"the subscription failed: {exc}", exc)
             else:

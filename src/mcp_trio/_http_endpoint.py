@@ -27,7 +27,7 @@ call and the routing of its output).
   sessions' resource subscriptions until then).
 * **Timer.** One task sleeps until ``HttpServer.next_deadline()`` (re-armed after every
   pump) and calls ``handle_timer``: idle sessions expire, requests of ours time out. It
-  also ends the legacy GET streams whose principal's token expired
+  also ends the legacy GET streams and modern listens whose principal's token expired
   (:meth:`Endpoint.release_at`): a heap of ``(deadline, stream id)``, an entry dropped
   lazily once its response is over (rebuilt when stale entries outnumber the live ones).
 """
@@ -267,11 +267,12 @@ class Endpoint:
             rearm(scope, self._next_deadline() if self._releases else self.http.next_deadline())
 
     def release_at(self, stream_id: int, deadline: float) -> None:
-        """End the legacy SSE response ``stream_id`` (a GET stream) at ``deadline``
-        (trio time) if it is still open then, resumably (``HttpServer.release_stream``:
-        the client reconnects with ``Last-Event-ID``, and with its current token): a
-        stream is authenticated once, when it opens, so it must not outlive the token
-        it was opened with."""
+        """End the SSE response ``stream_id`` (a legacy GET stream, a modern
+        ``subscriptions/listen``) at ``deadline`` (trio time) if it is still open then
+        (``HttpServer.token_expired``: a GET stream resumably, the client reconnects
+        with ``Last-Event-ID`` and its current token; a listen with an error that has
+        the client authorize and listen again): a stream is authenticated once, when
+        it opens, so it must not outlive the token it was opened with."""
         self._release_of[stream_id] = deadline
         heapq.heappush(self._releases, (deadline, stream_id))
         scope = self._timer_scope
@@ -294,8 +295,7 @@ class Endpoint:
             if self._release_of.get(stream_id) != deadline:
                 continue
             del self._release_of[stream_id]
-            with suppress(LocalProtocolError):  # (ended meanwhile: nothing to release)
-                self.http.release_stream(stream_id)
+            self.http.token_expired(stream_id)  # (ended meanwhile: nothing to do)
 
     def send_notification(
         self,

@@ -491,9 +491,11 @@ class _Connection:
         slot = endpoint.open_response(decision.stream_id)
         try:  # (from here on, whatever happens closes the slot)
             expires_at = None if principal is None else principal.expires_at
-            if request.method == "GET" and expires_at is not None:
-                # Authenticated once, at its start: the stream ends (resumably) with
-                # its token.
+            if expires_at is not None and (
+                request.method == "GET" or http.is_listen(decision.stream_id)
+            ):
+                # Authenticated once, at its start: the stream ends with its token
+                # (a GET stream resumably, a listen with an error that says why).
                 left = max(0.0, expires_at - time.time())
                 endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)

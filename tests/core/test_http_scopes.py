@@ -12,16 +12,19 @@ from mcp_sansio import ErrorCode, RequestReceived
 from mcp_sansio._json import loads
 from mcp_sansio.http import (
     INSUFFICIENT_SCOPE_CODE,
+    TOKEN_EXPIRED_CODE,
     AwaitResponse,
     HttpResponse,
     HttpServer,
     HttpServerConfig,
+    OpenStream,
     Principal,
     ProtectedResourceMetadata,
     ServerEvent,
     check_scopes,
     insufficient_scope,
     insufficient_scope_response,
+    token_expired,
 )
 
 from .test_http_server import (
@@ -31,6 +34,9 @@ from .test_http_server import (
     modern,
     modern_headers,
     note,
+    open_session,
+    outputs,
+    payloads,
     received,
     req,
     rpc,
@@ -367,3 +373,68 @@ def test_a_refused_batch_still_answers_its_invalid_elements(hook: str) -> None:
         "NotificationReceived",
         "InvalidMessageReceived",
     ]
+
+
+# ================================================================== a token that expires
+
+
+def test_the_token_expired_error_says_what_a_401_challenge_would() -> None:
+    error = token_expired(resource_metadata=WK)
+    assert error.code == TOKEN_EXPIRED_CODE == 401
+    assert error.data == {"error": "invalid_token", "resource_metadata": WK}
+    assert "expired" in error.message
+    assert token_expired().data == {"error": "invalid_token"}
+
+
+def _listen(srv: HttpServer, rid: int = 4) -> int:
+    body = modern(rid, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    reply = srv.handle_request(
+        req(body=body, **modern_headers("subscriptions/listen")), now=0, principal=READER
+    )
+    assert isinstance(reply.decision, OpenStream)
+    return reply.decision.stream_id
+
+
+def test_an_expired_token_ends_a_listen_with_an_error_not_a_result() -> None:
+    srv = make_server(resource_metadata=METADATA)
+    stream_id = _listen(srv)
+    assert srv.is_listen(stream_id)
+    srv.send_notification("notifications/tools/list_changed")  # queued, not yet drained
+    assert srv.token_expired(stream_id)
+    out = outputs(srv)[stream_id]
+    changed, answer = payloads(out.data)
+    assert changed["method"] == "notifications/tools/list_changed"  # what was queued first
+    # An error (a result would say the subscription is over), naming the metadata.
+    assert answer["id"] == 4 and "result" not in answer
+    assert answer["error"]["code"] == TOKEN_EXPIRED_CODE
+    assert answer["error"]["data"] == {"error": "invalid_token", "resource_metadata": WK}
+    assert out.end
+    assert not srv.is_listen(stream_id)
+    assert srv.send_notification("notifications/tools/list_changed") == 0
+    assert not srv.token_expired(stream_id)  # over: nothing more to end
+    assert srv.stream_closed(stream_id, now=1) == []
+    assert not srv.token_expired(stream_id)
+
+
+def test_an_expired_token_releases_a_legacy_stream_and_spares_plain_requests() -> None:
+    srv = make_server()
+    sid = open_session(srv)
+    get = srv.handle_request(req("GET", **in_session(sid)), now=0)
+    assert isinstance(get.decision, OpenStream)
+    assert not srv.is_listen(get.decision.stream_id)
+    assert srv.token_expired(get.decision.stream_id)
+    released = outputs(srv)[get.decision.stream_id]
+    assert released.end and released.data.endswith(b"retry: 1000\n\n")
+    # A modern request's stream ends with its own answer: the expiry leaves it be.
+    call = modern(1, "tools/list")
+    pending = srv.handle_request(req(body=call, **modern_headers("tools/list")), now=0)
+    assert isinstance(pending.decision, AwaitResponse)
+    assert not srv.is_listen(pending.decision.stream_id)
+    assert not srv.token_expired(pending.decision.stream_id)
+    assert not srv.token_expired(12345)  # no such response
+    # Nor does it end a legacy response that is no stream (JSON).
+    json_srv = make_server(response_mode="json")
+    sid = open_session(json_srv)
+    json_call = json_srv.handle_request(req(body=rpc(9, "tools/list"), **in_session(sid)), now=0)
+    assert isinstance(json_call.decision, AwaitResponse)
+    assert not json_srv.token_expired(json_call.decision.stream_id)
