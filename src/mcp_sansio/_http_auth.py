@@ -59,6 +59,7 @@ __all__ = [
     "RequiredScopes",
     "bearer_challenge",
     "bearer_token",
+    "check_metadata_url",
     "check_scopes",
     "insufficient_scope",
     "insufficient_scope_response",
@@ -344,6 +345,26 @@ def bearer_challenge(
     if description is not None:
         body["error_description"] = description
     return json_response(_STATUS[error], dumps(body), headers)
+
+
+def check_metadata_url(url: str) -> str:
+    """``url`` if it may name the Protected Resource Metadata document in a challenge's
+    ``resource_metadata``: an absolute ``https`` URL without a fragment (plain ``http``
+    only on a loopback host: tests, local tools), which is what an MCP client fetches
+    (``mcp_sansio.check_endpoint``, the check our client makes of it), with nothing a
+    challenge cannot carry (see :func:`bearer_challenge`).
+
+    Raises:
+        ValueError: it is not; the message says why.
+    """
+    from ._oauth import OAuthError, check_endpoint  # noqa: PLC0415 (at start-up only)
+
+    try:
+        check_endpoint(url, "the resource_metadata URL", loopback=True)
+    except OAuthError as exc:
+        raise ValueError(str(exc)) from None
+    bearer_challenge(resource_metadata=url)
+    return url
 
 
 # ------------------------------------------------------------------ per-operation scopes

@@ -118,7 +118,7 @@ from ._http_auth import (
     Principal,
     ProtectedResourceMetadata,
     RequiredScopes,
-    bearer_challenge,
+    check_metadata_url,
     insufficient_scope,
     insufficient_scope_response,
     scope_set,
@@ -436,9 +436,10 @@ def _check_endpoint(_inst: object, _attr: object, value: str) -> None:
 def _check_metadata(_inst: object, _attr: object, value: ProtectedResourceMetadata | None) -> None:
     if value is not None:
         # Its URL goes in every insufficient_scope challenge (RFC 9728 §5.1), which
-        # cannot quote a '"', a backslash or a control character (RFC 6750 §3): refused
-        # here, at start-up, rather than answering every such request 500.
-        bearer_challenge(resource_metadata=value.url)
+        # cannot quote a '"', a backslash or a control character (RFC 6750 §3), and
+        # clients fetch it only over https (or http on loopback): refused here, at
+        # start-up, rather than answering every such request 500 or with a dead link.
+        check_metadata_url(value.url)
 
 
 @final

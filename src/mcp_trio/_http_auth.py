@@ -26,6 +26,7 @@ from mcp_sansio._http_auth import (
     ProtectedResourceMetadata,
     bearer_challenge,
     bearer_token,
+    check_metadata_url,
     scope_set,
 )
 from mcp_sansio._http_common import HttpRequest, HttpResponse
@@ -80,6 +81,11 @@ async def run_authenticate(
     return UNAVAILABLE
 
 
+def _check_url(_inst: object, _attr: object, value: str | None) -> None:
+    if value is not None:
+        check_metadata_url(value)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class BearerAuth:
@@ -115,10 +121,13 @@ class BearerAuth:
     """``async (token) -> Principal | None``: the principal the token stands for, or
     ``None`` when it is invalid, expired, revoked, or not issued for this server. An
     exception is a bug (the server answers ``500`` and logs it)."""
-    resource_metadata_url: str | None = None
+    resource_metadata_url: str | None = attrs.field(default=None, validator=_check_url)
     """The URL of the Protected Resource Metadata document
     (``ProtectedResourceMetadata.url``), named in every challenge so that clients find
-    the authorization server (RFC 9728 §5.1)."""
+    the authorization server (RFC 9728 §5.1): an absolute ``https`` URL (``http`` only on
+    a loopback host), checked as ``HttpServerConfig.resource_metadata``'s is
+    (:func:`~mcp_sansio.http.check_metadata_url`; ``ValueError`` here, not a client
+    that cannot follow it later)."""
     required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=scope_set)
     """Scopes every request needs (empty: any valid token will do), checked on the head
     of every request. Scopes of one tool, resource or prompt are declared where it is

@@ -16,11 +16,13 @@ from mcp_sansio.http import (
     HttpRequest,
     HttpResponse,
     HttpServer,
+    HttpServerConfig,
     Principal,
     ProtectedResourceMetadata,
     ResponseReady,
     bearer_challenge,
     bearer_token,
+    check_metadata_url,
 )
 
 from .test_http_server import (
@@ -516,3 +518,36 @@ def test_cors_headers_expose_what_a_browser_client_reads() -> None:
     # The answer depends on Origin, so caches are told even when there is none.
     assert srv.cors_headers(req()) == ((b"vary", b"Origin"),)  # not a browser
     assert srv.cors_headers(req(origin="https://evil.example")) == ((b"vary", b"Origin"),)
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        "http://mcp.example.com/mcp",  # clients fetch the metadata over https only
+        "ftp://mcp.example.com/mcp",
+        "https://:443/mcp",  # no host
+    ],
+)
+def test_a_metadata_url_clients_would_not_follow_is_refused_at_start_up(resource: str) -> None:
+    metadata = ProtectedResourceMetadata(resource=resource, authorization_servers=["https://a.b"])
+    with pytest.raises(ValueError, match="resource_metadata URL"):
+        HttpServerConfig(resource_metadata=metadata)
+    with pytest.raises(ValueError, match="resource_metadata URL"):
+        check_metadata_url(metadata.url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        "http://127.0.0.1:8000/.well-known/oauth-protected-resource",  # loopback: plain http
+        "http://localhost/.well-known/oauth-protected-resource",
+        "http://[::1]:9/.well-known/oauth-protected-resource",
+    ],
+)
+def test_an_https_or_loopback_metadata_url_is_taken(url: str) -> None:
+    assert check_metadata_url(url) == url
+    with pytest.raises(ValueError, match="fragment"):
+        check_metadata_url(url + "#x")
+    with pytest.raises(ValueError, match="cannot carry"):
+        check_metadata_url(url + '"')

@@ -441,6 +441,30 @@ def test_bearer_auth_refuses_what_a_challenge_cannot_carry_at_once() -> None:
         BearerAuth(verify_token=Verifier(), resource_metadata_url="https://m.example/\r\nX: 1")
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/.well-known/oauth-protected-resource",  # relative
+        "mcp.example.com/.well-known/oauth-protected-resource",
+        "http://mcp.example.com/.well-known/oauth-protected-resource",  # http, not loopback
+        "https://mcp.example.com/.well-known/oauth-protected-resource#top",
+        "https://mcp.example.com:99999/.well-known/oauth-protected-resource",
+    ],
+)
+def test_bearer_auth_refuses_a_metadata_url_clients_would_not_follow(url: str) -> None:
+    with pytest.raises(ValueError, match="resource_metadata URL"):
+        BearerAuth(verify_token=Verifier(), resource_metadata_url=url)
+
+
+def test_bearer_auth_takes_an_https_or_loopback_metadata_url() -> None:
+    for url in (
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        "http://127.0.0.1:8000/.well-known/oauth-protected-resource",
+    ):
+        assert BearerAuth(verify_token=Verifier(), resource_metadata_url=url).resource_metadata_url
+    assert BearerAuth(verify_token=Verifier()).resource_metadata_url is None
+
+
 async def test_authenticating_without_the_metadata_is_warned_of(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
