@@ -92,7 +92,9 @@ class Handlers:
         a request needs the scopes of both; a value that is no scope token is logged and
         answered ``500``), on
         a message channel (WebSocket) with the JSON-RPC error
-        :data:`~mcp_sansio.http.INSUFFICIENT_SCOPE_CODE`, and the session goes on. A
+        :data:`~mcp_sansio.http.INSUFFICIENT_SCOPE_CODE` (its ``data`` names the
+        ``resource_metadata`` URL when the session knows it: ``serve_websocket`` with a
+        ``BearerAuth`` that has one), and the session goes on. A
         request with no principal (stdio, in memory, no ``authenticate``) is never
         refused: without authentication there is nothing to check."""
 

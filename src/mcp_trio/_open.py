@@ -36,6 +36,7 @@ async def connect_session(
     connection_config: ConnectionConfig | None = None,
     handler_nursery: trio.Nursery | None = None,
     principal: Principal | None = None,
+    resource_metadata: str | None = None,
 ) -> Session:
     """Start a session's tasks in ``nursery`` and return it (for advanced callers).
 
@@ -53,6 +54,8 @@ async def connect_session(
             Handlers there are cancelled when the session closes.
         principal: server role: who the transport authenticated the peer as (handlers
             read it as ``ctx.principal``; a modern ``requestState`` is sealed for it).
+        resource_metadata: server role: the URL of the protected-resource metadata,
+            named in ``insufficient_scope`` errors (``data.resource_metadata``).
 
     Returns:
         The running session. A client still has to ``await session.start()``.
@@ -65,6 +68,7 @@ async def connect_session(
         connection_config=connection_config,
         handler_nursery=handler_nursery,
         principal=principal,
+        resource_metadata=resource_metadata,
     )
     await nursery.start(session._run)
     return session
@@ -80,6 +84,7 @@ async def open_session(
     connection_config: ConnectionConfig | None = None,
     handler_nursery: trio.Nursery | None = None,
     principal: Principal | None = None,
+    resource_metadata: str | None = None,
 ) -> AsyncGenerator[Session, None]:
     """Run a session over ``channel`` for the duration of the ``async with`` block.
 
@@ -105,6 +110,7 @@ async def open_session(
             connection_config=connection_config,
             handler_nursery=handler_nursery,
             principal=principal,
+            resource_metadata=resource_metadata,
         )
         try:
             yield session

@@ -225,16 +225,18 @@ def scope_error(
     method: str,
     params: dict[str, Any] | None,
     request_id: RequestId,
+    resource_metadata: str | None = None,
 ) -> ErrorData | None:
     """The refusal of a request whose principal lacks a scope it needs, if so (a
-    failing ``required_scopes`` refuses it too: -32603, logged here, once)."""
+    failing ``required_scopes`` refuses it too: -32603, logged here, once); its
+    ``data`` names ``resource_metadata`` when given."""
     try:
         needed = required_scopes(principal, method, params)
         if not needed:
             return None  # (the usual case: nothing to check)
         from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
 
-        return insufficient_scope(principal, needed)
+        return insufficient_scope(principal, needed, resource_metadata=resource_metadata)
     except Exception:
         logger.exception("required_scopes failed for %r (request %r)", method, request_id)
         return _INTERNAL
@@ -244,12 +246,14 @@ async def call_request_handler(
     handler: RequestHandler | None,
     ctx: RequestContext,
     required_scopes: RequiredScopes | None = None,
+    resource_metadata: str | None = None,
 ) -> dict[str, Any] | InputRequiredResult | ErrorData:
     """Run a request handler; return its answer, or the error to answer with.
 
     No handler: -32601. A principal whose token lacks a scope ``required_scopes``
     says the request needs: the ``insufficient_scope`` error (see
-    :func:`mcp_sansio.http.insufficient_scope`), and the handler does not run.
+    :func:`mcp_sansio.http.insufficient_scope`, naming ``resource_metadata``), and the
+    handler does not run.
     :class:`~mcp_trio.McpError`: its error. Any other exception: -32603 "Internal
     error", with the traceback logged here and never sent to the peer. Cancellation
     propagates.
@@ -258,7 +262,9 @@ async def call_request_handler(
     if handler is None:
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
     if required_scopes is not None and (principal := ctx.principal) is not None:
-        refused = scope_error(required_scopes, principal, method, ctx.params, rid)
+        refused = scope_error(
+            required_scopes, principal, method, ctx.params, rid, resource_metadata
+        )
         if refused is not None:
             return refused
     try:

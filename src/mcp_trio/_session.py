@@ -203,10 +203,14 @@ class Session:
         connection_config: ConnectionConfig | None = None,
         handler_nursery: trio.Nursery | None = None,
         principal: Principal | None = None,
+        resource_metadata: str | None = None,
     ) -> None:
         self.config = config if config is not None else SessionConfig()
         self.principal = principal
         """Server role: who the transport authenticated the peer as, or ``None``."""
+        self.resource_metadata = resource_metadata
+        """Server role: the protected-resource metadata URL that ``insufficient_scope``
+        errors name (``data.resource_metadata``), if the transport knows it."""
         self.handlers = handlers if handlers is not None else Handlers()
         if role == "server":
             connection_config = with_wall_clock(connection_config)
@@ -658,7 +662,9 @@ class Session:
         hook = self.handlers.required_scopes
         if hook is None:
             return None
-        return scope_error(hook, principal, "subscriptions/listen", params, rid)
+        return scope_error(
+            hook, principal, "subscriptions/listen", params, rid, self.resource_metadata
+        )
 
     async def _read_loop(self) -> None:
         conn = self._conn
@@ -923,7 +929,7 @@ class Session:
                 handler = self.handlers.request_handler(event.method)
                 ctx = RequestContext(self, event, running)
                 scopes = None if self.principal is None else self.handlers.required_scopes
-                outcome = await call_request_handler(handler, ctx, scopes)
+                outcome = await call_request_handler(handler, ctx, scopes, self.resource_metadata)
                 if not running.cancelled and (self._close_exc is None or self._answering):
                     send_answer(self._conn, event.method, event.request_id, outcome)
                 self._pool.computed(running)  # the reader may take the next request

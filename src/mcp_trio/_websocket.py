@@ -37,7 +37,7 @@ from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
-from ._http_auth import Authenticate, run_authenticate
+from ._http_auth import Authenticate, BearerAuth, run_authenticate
 from ._open import open_session
 from ._session import Session
 from ._util import SessionHook, open_task_nursery, run_hook, url_host
@@ -226,7 +226,10 @@ async def serve_websocket(
             first), in what is left of
             ``config.ws_connect_timeout`` (then ``503``): a refusal is the handshake's
             answer, a principal is the whole connection's (``ctx.principal``). The
-            answer itself has ``ws_connect_timeout`` again to be written.
+            answer itself has ``ws_connect_timeout`` again to be written. A
+            :class:`~mcp_trio.BearerAuth`'s ``resource_metadata_url`` is named in the
+            ``data`` of every ``insufficient_scope`` error (JSON-RPC ``403``), as the
+            HTTP challenge names it, so that a client can step up.
         handler_nursery: where connection tasks run (default: an internal nursery).
         task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
             as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
@@ -317,6 +320,9 @@ async def _serve_connection(
             config=config,
             connection_config=connection_config,
             principal=principal,
+            resource_metadata=(
+                authenticate.resource_metadata_url if isinstance(authenticate, BearerAuth) else None
+            ),
         ) as session:
             await run_hook(session, on_session)
 

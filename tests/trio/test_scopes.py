@@ -212,6 +212,44 @@ async def test_websocket_answers_a_json_rpc_error_and_the_session_goes_on(
             assert read["contents"][0]["text"] == "note 7"
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_websocket_errors_name_the_metadata_bearer_auth_knows(
+    nursery: trio.Nursery, era: Era
+) -> None:
+    # Over HTTP the 403 challenge names the protected-resource metadata; on WebSocket
+    # the JSON-RPC error's data does too, when the server knows it (BearerAuth's URL).
+    async def error_data(url: str, method: str, params: dict[str, Any]) -> Any:
+        async with open_websocket_client(
+            url,
+            headers={"Authorization": "Bearer reader"},
+            connection_config=client_config(era=era),
+        ) as session:
+            with pytest.raises(McpError) as info:
+                await session.request(method, params)
+            assert info.value.error.code == 403
+            return info.value.error.data
+
+    auth = BearerAuth(verify_token=verify, resource_metadata_url=METADATA.url)
+    listeners = await nursery.start(
+        partial(files_server().serve_websocket, "127.0.0.1", 0, authenticate=auth)
+    )
+    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    call = {"name": "write", "arguments": {"path": "a"}}
+    with trio.fail_after(IO_TIMEOUT):
+        assert await error_data(url, "tools/call", call) == {
+            "error": "insufficient_scope",
+            "scope": "files:write",
+            "resource_metadata": METADATA.url,
+        }
+        if era == "modern":  # a listen is refused by the core's hook: the same data
+            listen = {"notifications": {"resourceSubscriptions": ["notes://7"]}}
+            data = await error_data(url, "subscriptions/listen", listen)
+            assert data["resource_metadata"] == METADATA.url
+        # A BearerAuth without the URL: nothing to name.
+        bare = await _serve_ws(nursery)
+        assert "resource_metadata" not in await error_data(bare, "tools/call", call)
+
+
 async def test_a_failing_policy_refuses_the_request_not_the_session(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
 ) -> None:
