@@ -48,6 +48,7 @@ from ._errors import ErrorData, RemoteProtocolError
 from ._http_common import HttpRequest, HttpResponse, json_response
 from ._json import dumps
 from ._jsonrpc import error_response
+from ._modern import SUBSCRIPTION_ID_KEY
 
 __all__ = [
     "INSUFFICIENT_SCOPE_CODE",
@@ -445,7 +446,9 @@ status of an expired token (``authorization#error-handling``), chosen as
 result) and from any other failure: it authorizes again and listens again."""
 
 
-def token_expired(*, resource_metadata: str | None = None) -> ErrorData:
+def token_expired(
+    *, resource_metadata: str | None = None, subscription_id: str | int | None = None
+) -> ErrorData:
     """The error that answers a long-lived request whose token expired meanwhile.
 
     A stream is authenticated once, when it opens; one that would go on past its
@@ -456,11 +459,23 @@ def token_expired(*, resource_metadata: str | None = None) -> ErrorData:
     RFC 9728 §5.1)::
 
         {"code": 401, "message": "The access token expired: authorize and listen again",
-         "data": {"error": "invalid_token", "resource_metadata": "https://..."}}
+         "data": {"error": "invalid_token", "resource_metadata": "https://...",
+                  "io.modelcontextprotocol/subscriptionId": 4}}
+
+    ``subscription_id`` (the listen request's id) goes under the key a graceful
+    closure's result names it with in ``_meta``, so that a client with several listens
+    can tell which one ended.
+
+    This is our extension: ``basic/patterns/subscriptions#cancellation`` ends a listen
+    by the client's cancellation, a result, or the transport closing. A client that
+    does not know it sees a failed ``subscriptions/listen`` (a JSON-RPC error), as
+    for any other refusal, and may listen again or not.
     """
-    data: dict[str, str] = {"error": "invalid_token"}
+    data: dict[str, str | int] = {"error": "invalid_token"}
     if resource_metadata is not None:
         data["resource_metadata"] = resource_metadata
+    if subscription_id is not None:
+        data[SUBSCRIPTION_ID_KEY] = subscription_id
     return ErrorData(
         code=TOKEN_EXPIRED_CODE,
         message="The access token expired: authorize and listen again",

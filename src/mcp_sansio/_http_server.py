@@ -1874,12 +1874,15 @@ class HttpServer:
         rid = stream.request_id
         if not stream.subscription or rid is None or stream.key not in self._modern:
             return False
-        metadata = self.config.resource_metadata
-        error = token_expired(resource_metadata=None if metadata is None else metadata.url)
         conn = stream.conn
-        self._drain(conn)  # what is queued goes out first (nothing else answers a listen)
+        if rid not in conn.inflight_requests():
+            return False  # answered already (a result not yet drained): it ends anyway
+        metadata = self.config.resource_metadata
+        error = token_expired(
+            resource_metadata=None if metadata is None else metadata.url, subscription_id=rid
+        )
         conn.send_error(rid, error.code, error.message, error.data)
-        self._drain(conn)
+        self._drain(conn)  # (what was queued before goes out first, in order)
         return True
 
     # ------------------------------------------------------------------ broadcast, timers, close

@@ -384,6 +384,10 @@ def test_the_token_expired_error_says_what_a_401_challenge_would() -> None:
     assert error.data == {"error": "invalid_token", "resource_metadata": WK}
     assert "expired" in error.message
     assert token_expired().data == {"error": "invalid_token"}
+    assert token_expired(subscription_id="l-1").data == {
+        "error": "invalid_token",
+        "io.modelcontextprotocol/subscriptionId": "l-1",
+    }
 
 
 def _listen(srv: HttpServer, rid: int = 4) -> int:
@@ -407,13 +411,30 @@ def test_an_expired_token_ends_a_listen_with_an_error_not_a_result() -> None:
     # An error (a result would say the subscription is over), naming the metadata.
     assert answer["id"] == 4 and "result" not in answer
     assert answer["error"]["code"] == TOKEN_EXPIRED_CODE
-    assert answer["error"]["data"] == {"error": "invalid_token", "resource_metadata": WK}
+    assert answer["error"]["data"] == {
+        "error": "invalid_token",
+        "resource_metadata": WK,
+        "io.modelcontextprotocol/subscriptionId": 4,  # (which listen it ends)
+    }
     assert out.end
     assert not srv.is_listen(stream_id)
     assert srv.send_notification("notifications/tools/list_changed") == 0
     assert not srv.token_expired(stream_id)  # over: nothing more to end
     assert srv.stream_closed(stream_id, now=1) == []
     assert not srv.token_expired(stream_id)
+
+
+def test_an_expired_token_spares_a_listen_already_answered() -> None:
+    # The server ended the subscription (a result, queued, not yet drained) just as
+    # the token expired: that result is the one answer, and it ends the stream.
+    srv = make_server(resource_metadata=METADATA)
+    stream_id = _listen(srv)
+    srv._modern[stream_id].conn.send_result(4, {"resultType": "complete"})
+    assert not srv.token_expired(stream_id)
+    out = outputs(srv)[stream_id]
+    (answer,) = [p for p in payloads(out.data) if "id" in p]
+    assert answer["id"] == 4 and answer["result"]["resultType"] == "complete"
+    assert out.end and not srv.is_listen(stream_id)
 
 
 def test_an_expired_token_releases_a_legacy_stream_and_spares_plain_requests() -> None:

@@ -115,6 +115,7 @@ async def test_the_server_answers_a_listen_with_401_when_its_token_expires(
         assert answer["error"]["data"] == {
             "error": "invalid_token",
             "resource_metadata": METADATA.url,
+            "io.modelcontextprotocol/subscriptionId": 7,
         }
         await conn.aclose()
         assert server is not None
