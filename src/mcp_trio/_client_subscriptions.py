@@ -324,6 +324,7 @@ class SubscriptionHub:
             or sid in self._by_id
             or sub is None
             or sub.subscription_id is not None
+            or sub._ended  # (left while a new listen after an expiry was claiming)
             or sub._older is None  # its listen request has not gone out yet
             or sid in sub._older  # an older listen request's
         ):
@@ -490,9 +491,7 @@ class SubscriptionHub:
         async with self._lock:
             self._claiming = sub
             try:
-                nursery.start_soon(
-                    self._listen, session, nursery, params, sub, timeout, name="mcp listen"
-                )
+                nursery.start_soon(self._listen, session, params, sub, timeout, name="mcp listen")
                 with trio.move_on_after(math.inf if timeout is None else timeout):
                     await sub._acknowledged.wait()
             finally:
@@ -513,55 +512,73 @@ class SubscriptionHub:
         last = sub._relistened_at
         return last is None or trio.current_time() - last >= _MIN_RELISTEN_LIFETIME
 
-    async def _relisten(
+    async def _claim_again(
         self,
-        session: Session,
-        nursery: trio.Nursery,
-        params: dict[str, Any],
         sub: Subscription,
         timeout: float | None,
         expired: McpError,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Listen again for ``sub`` after its token expired; if that is not
-        acknowledged in time, end ``sub`` with ``expired``."""
-        logger.info("subscription: the token expired, listening again")
-        old = sub.subscription_id
-        if old is not None:
-            self._by_id.pop(old, None)
-        sub.subscription_id = None
-        sub._older = None
-        sub._acknowledged = trio.Event()
-        sub._relistened_at = trio.current_time()
-        await self._start_listen(session, nursery, params, sub, timeout)
+        """For a new listen of ``sub`` after its token expired: take the lock, as an
+        opening does, and hold it until the new listen is acknowledged, ends, or
+        ``timeout`` passes (then end ``sub`` with ``expired``). Reports started, with
+        the lock held, for the new listen request to go out."""
+        async with self._lock:
+            self._claiming = sub
+            try:
+                task_status.started()
+                with trio.move_on_after(math.inf if timeout is None else timeout):
+                    await sub._acknowledged.wait()
+            finally:
+                self._claiming = None
         if not sub._acknowledged.is_set():
             sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
 
     async def _listen(
         self,
         session: Session,
-        nursery: trio.Nursery,
         params: dict[str, Any],
         sub: Subscription,
         timeout: float | None,
     ) -> None:
+        # Everything, new listens after an expiry included, runs under ``sub._scope``:
+        # ending ``sub`` (leaving the block, the session closing) cancels all of it,
+        # the claim of a new listen and its hold on the lock with it.
         scope = sub._scope
         assert scope is not None
         with scope:
-            if sub._ended:  # given up before this task started: send nothing
-                return
-            # No checkpoint between this and the request going out (see the module docs).
-            sub._older = frozenset(session.connection.pending_requests())
-            try:
-                await session.request("subscriptions/listen", params, timeout=math.inf)
-            except McpError as exc:
-                if self._may_relisten(sub, exc):
-                    nursery.start_soon(self._relisten, session, nursery, params, sub, timeout, exc)
-                else:
-                    sub._end(f"the subscription failed: {exc}", exc)
-            except Exception as exc:
-                sub._end(f"the subscription failed: {exc}", exc)
-            else:
-                if sub.subscription_id is None:
-                    sub._end(_NOT_ACKNOWLEDGED, RemoteProtocolError(_NOT_ACKNOWLEDGED))
-                else:
-                    sub._end("the server ended the subscription")
+            async with trio.open_nursery() as claims:
+                expired: McpError | None = None
+                while True:
+                    if expired is not None:  # a new listen, with the lock (as an opening)
+                        logger.info("subscription: the token expired, listening again")
+                        old = sub.subscription_id
+                        if old is not None:
+                            self._by_id.pop(old, None)
+                        sub.subscription_id = None
+                        sub._older = None
+                        sub._acknowledged = trio.Event()
+                        sub._relistened_at = trio.current_time()
+                        await claims.start(self._claim_again, sub, timeout, expired)
+                    if sub._ended:  # given up before this (or the lock): send nothing
+                        return
+                    # No checkpoint between this and the request going out (see the
+                    # module docs).
+                    sub._older = frozenset(session.connection.pending_requests())
+                    try:
+                        await session.request("subscriptions/listen", params, timeout=math.inf)
+                    except McpError as exc:
+                        if not self._may_relisten(sub, exc):
+                            sub._end(f"the subscription failed: {exc}", exc)
+                            return
+                        expired = exc
+                    except Exception as exc:
+                        sub._end(f"the subscription failed: {exc}", exc)
+                        return
+                    else:
+                        if sub.subscription_id is None:
+                            sub._end(_NOT_ACKNOWLEDGED, RemoteProtocolError(_NOT_ACKNOWLEDGED))
+                        else:
+                            sub._end("the server ended the subscription")
+                        return

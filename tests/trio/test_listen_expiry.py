@@ -4,15 +4,20 @@ our client listens again with the same filter, once per expiry, never in a loop.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import h11
 import pytest
 import trio
 import trio.testing
 
+from mcp_sansio import ErrorData
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import TOKEN_EXPIRED_CODE
 from mcp_trio import (
@@ -193,3 +198,199 @@ async def test_a_listen_that_expires_again_at_once_is_not_opened_again(
 
 def test_the_client_knows_the_code_without_loading_http() -> None:
     assert _client_subscriptions._TOKEN_EXPIRED == TOKEN_EXPIRED_CODE
+
+
+# ================================================================== the client, in detail
+# A fake session plays the server's part, one script per listen request (ids 1, 2, ...).
+
+Play = Callable[["FakeListens", int], Awaitable[Any]]
+
+
+def _expired(data: object = None) -> McpError:
+    data = {"error": "invalid_token"} if data is None else data
+    return McpError(ErrorData(code=401, message="the access token expired", data=data))
+
+
+class FakeListens:
+    """Listen requests answered by ``plays`` (the n-th request's id is ``n``)."""
+
+    def __init__(self, hub: _client_subscriptions.SubscriptionHub, *plays: Play) -> None:
+        self.hub = hub
+        self.plays = plays
+        self.sent = 0
+        self.connection = SimpleNamespace(pending_requests=tuple)
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        assert method == "subscriptions/listen"
+        self.sent += 1
+        return await self.plays[self.sent - 1](self, self.sent)
+
+    async def acknowledge(self, sid: int) -> None:
+        ctx = SimpleNamespace(subscription_id=sid, params={"notifications": {}})
+        await self.hub._on_acknowledged(cast(Any, ctx))
+
+
+def ack_until(event: trio.Event, data: object = None) -> Play:
+    """Acknowledge, then answer 401 (``data``, by default ``invalid_token``) at ``event``."""
+
+    async def play(session: FakeListens, sid: int) -> Any:
+        await session.acknowledge(sid)
+        await event.wait()
+        raise _expired(data)
+
+    return play
+
+
+async def ack_forever(session: FakeListens, sid: int) -> Any:
+    await session.acknowledge(sid)
+    await trio.sleep_forever()
+
+
+async def never_ack(session: FakeListens, sid: int) -> Any:
+    await trio.sleep_forever()
+
+
+async def refuse(session: FakeListens, sid: int) -> Any:
+    await trio.lowlevel.checkpoint()
+    raise _expired()
+
+
+def _open(
+    session: FakeListens, nursery: trio.Nursery, timeout: float | None = None
+) -> AbstractAsyncContextManager[_client_subscriptions.Subscription]:
+    return session.hub.open(
+        cast(Any, session),
+        nursery,
+        modern=True,
+        tools=True,
+        prompts=False,
+        resource_list=False,
+        resources=(),
+        timeout=timeout,
+    )
+
+
+class _LeaveAtRelisten(logging.Handler):
+    """Ends ``sub`` (as leaving its block does) the moment the client logs that it
+    listens again: the 401 and the leaving in one scheduling batch, made certain."""
+
+    def __init__(self, sub: _client_subscriptions.Subscription) -> None:
+        super().__init__(logging.INFO)
+        self.sub = sub
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "listening again" in record.getMessage():
+            self.sub._end("the subscription was closed")
+
+
+async def test_leaving_as_the_token_expires_leaves_the_next_subscribe_free(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire), ack_forever)
+    log = _client_subscriptions.logger
+    level = log.level
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            leave = _LeaveAtRelisten(sub)
+            log.addHandler(leave)
+            log.setLevel(logging.INFO)
+            try:
+                expire.set()
+                with pytest.raises(trio.EndOfChannel):
+                    await sub.receive()
+            finally:
+                log.removeHandler(leave)
+                log.setLevel(level)
+        async with _open(session, nursery) as again:  # (the lock was let go)
+            assert again.subscription_id == 2 and not again.ended
+    assert session.sent == 2 and not hub._lock.locked()
+
+
+async def test_an_acknowledgment_after_leaving_claims_nothing(nursery: trio.Nursery) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire), never_ack)
+    async with _open(session, nursery) as sub:
+        assert hub._by_id == {1: sub}
+        expire.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert session.sent == 2 and hub._claiming is sub  # the new listen is claiming
+    # Left: the acknowledgment comes before the claim is let go (no checkpoint since).
+    await session.acknowledge(2)
+    assert hub._by_id == {} and sub.subscription_id is None
+
+
+async def test_a_new_listen_forgets_the_old_id(nursery: trio.Nursery) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire), ack_forever)
+    async with _open(session, nursery) as sub:
+        assert hub._by_id == {1: sub}
+        expire.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert sub.subscription_id == 2 and not sub.ended
+        assert hub._by_id == {2: sub}
+    assert hub._by_id == {}
+
+
+async def test_a_listen_refused_with_401_before_its_acknowledgment_is_not_repeated(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    session = FakeListens(hub, refuse, ack_forever)
+    with trio.fail_after(100), pytest.raises(McpError) as failed:
+        async with _open(session, nursery):
+            pass
+    assert failed.value.code == TOKEN_EXPIRED_CODE
+    assert session.sent == 1
+
+
+@pytest.mark.parametrize("data", [{"error": "insufficient_scope"}, "invalid_token", [1]])
+async def test_a_401_that_is_no_expired_token_ends_the_iteration(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, data: object
+) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire, data), ack_forever)
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            expire.set()
+            with pytest.raises(McpError) as failed:
+                async for _ in sub:
+                    pass
+    assert failed.value.error.data == data
+    assert session.sent == 1
+
+
+async def test_a_new_listen_never_acknowledged_ends_with_the_expiry(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire), never_ack)
+    with trio.fail_after(100):
+        async with _open(session, nursery, timeout=5) as sub:
+            expire.set()
+            started = trio.current_time()
+            with pytest.raises(McpError) as failed:
+                async for _ in sub:
+                    pass
+            assert trio.current_time() - started == pytest.approx(5)
+    assert failed.value.code == TOKEN_EXPIRED_CODE
+    assert sub.end_reason is not None and "not acknowledged again" in sub.end_reason
+    assert session.sent == 2 and not hub._lock.locked()
+
+
+async def test_a_listen_given_up_before_its_task_ran_sends_nothing() -> None:
+    # (subscribe() timed out or was cancelled before the listen task was scheduled)
+    hub = _client_subscriptions.SubscriptionHub()
+    session = FakeListens(hub, ack_forever)
+    sub = _client_subscriptions.Subscription(
+        tools=True, prompts=False, resource_list=False, resources=()
+    )
+    sub._scope = trio.CancelScope()
+    sub._end("the subscription was closed")
+    await hub._listen(cast(Any, session), {}, sub, None)
+    assert session.sent == 0 and hub._by_id == {}
