@@ -200,6 +200,25 @@ def test_the_client_knows_the_code_without_loading_http() -> None:
     assert _client_subscriptions._TOKEN_EXPIRED == TOKEN_EXPIRED_CODE
 
 
+async def test_a_plain_request_with_an_expiring_token_arms_no_timer(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    tokens = Tokens(life=60.0)
+    server, handle = await _serve(nursery, tokens)
+    armed: list[dict[int, float]] = []
+
+    @server.tool()
+    async def peek() -> str:  # (while its request is open)
+        armed.append(dict(handle._endpoint._release_of))
+        return "ok"
+
+    url = f"http://127.0.0.1:{handle.port}/mcp"
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(url, era="modern", headers={"Authorization": "Bearer t"}) as c:
+            await c.call_tool("peek", {})
+    assert tokens.checks and armed == [{}]  # (its answer ends it: nothing to arm)
+
+
 # ================================================================== the client, in detail
 # A fake session plays the server's part, one script per listen request (ids 1, 2, ...).
 
