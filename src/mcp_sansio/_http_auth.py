@@ -130,9 +130,11 @@ class Principal:
     """When the token stops being valid, in seconds since the epoch (its ``exp``), if
     the verifier says: a finite number (an ``int`` is taken as a ``float``; anything
     else, a ``datetime`` included, is a ``TypeError``, NaN or an infinity a
-    ``ValueError``). A stream authenticated once at its start (a legacy ``GET``
-    stream) ends then, resumably, so that the client reconnects with a fresh token;
-    ``None``: it lasts as long as the client keeps it."""
+    ``ValueError``). Over Streamable HTTP a stream authenticated once at its start
+    ends then, so that the client comes back with a fresh token: a legacy ``GET``
+    stream resumably, a modern ``subscriptions/listen`` with :func:`token_expired`.
+    A WebSocket connection is authenticated at its handshake only: nothing on it ends
+    at expiry. ``None``: a stream lasts as long as the client keeps it."""
 
     def has_scopes(self, scopes: str | Iterable[str]) -> bool:
         """Whether every one of ``scopes`` (a space-separated string, or a collection)
