@@ -216,6 +216,7 @@ async def harness_issuer_of(url: str) -> str:
 HARNESS_ISSUER = frozenset(
     {
         "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
         "auth/enterprise-managed-authorization",
         "auth/wif-jwt-bearer",
     }
@@ -230,7 +231,9 @@ async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth |
     is dropped and the ``client_id`` used as a public client's. Workload identity
     presents the context's valid JWT (no client: the extension needs no
     registration); enterprise-managed authorization the context's ID token, IdP and
-    IdP client."""
+    IdP client. A ``private_key_pem`` (auth/client-credentials-jwt) makes the client
+    authenticate with ``private_key_jwt``. The authorization code flow asks for DPoP
+    tokens where the authorization server offers them (auth/dpop, auth/dpop-nonce)."""
     if not scenario.startswith("auth/"):
         return None
     if scenario == "auth/wif-jwt-bearer":
@@ -241,16 +244,23 @@ async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth |
     client = None
     if "client_id" in context:
         secret = context.get("client_secret")
+        key = context.get("private_key_pem")
         issuer = context.get("issuer")
+        if key is not None and issuer is None:
+            issuer = await harness_issuer_of(url)  # (auth/client-credentials-jwt only)
         if secret is not None and issuer is None:
             if scenario in HARNESS_ISSUER:
                 issuer = await harness_issuer_of(url)
             else:
                 secret = None
         client = ClientCredentials(
-            client_id=context["client_id"], client_secret=secret, issuer=issuer
+            client_id=context["client_id"],
+            client_secret=secret,
+            issuer=issuer,
+            private_key=key,
+            signing_algorithm=context.get("signing_algorithm"),
         )
-    if scenario == "auth/client-credentials-basic":
+    if scenario in ("auth/client-credentials-basic", "auth/client-credentials-jwt"):
         return OAuth(client=client)  # no user: the client credentials grant
     if scenario == "auth/enterprise-managed-authorization":
         enterprise = EnterpriseAuthorization(
@@ -266,6 +276,9 @@ async def oauth_for(url: str, scenario: str, context: dict[str, Any]) -> OAuth |
         client=client,
         client_metadata_url=CIMD_URL,
         client_name="mcp-trio-conformance-client",
+        # DPoP-bound tokens where the authorization server offers them (ES256):
+        # auth/dpop and auth/dpop-nonce; the others issue Bearer tokens as before.
+        dpop=True,
     )
 
 

@@ -45,13 +45,14 @@ import base64
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeAlias, final, get_args
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
 from ._http_auth import WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
+from ._jose import CLIENT_ASSERTION_TYPE
 from ._json import JSONDecodeError, loads
 
 __all__ = [
@@ -82,9 +83,13 @@ __all__ = [
     "token_request",
 ]
 
-TokenEndpointAuthMethod: TypeAlias = Literal["none", "client_secret_basic", "client_secret_post"]
+TokenEndpointAuthMethod: TypeAlias = Literal[
+    "none", "client_secret_basic", "client_secret_post", "private_key_jwt"
+]
 """The client authentication methods at the token endpoint we implement."""
-_AUTH_METHODS: Final[tuple[str, ...]] = get_args(TokenEndpointAuthMethod)  # (preferred first)
+# What Dynamic Client Registration may ask for and accept (preferred first): a registered
+# client has no key of ours, so never private_key_jwt.
+_AUTH_METHODS: Final[tuple[str, ...]] = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 OFFLINE_ACCESS: Final = "offline_access"
 _MAX_LEEWAY: Final = 30.0
@@ -181,14 +186,15 @@ def _auth_params(value: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def parse_bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
-    """The first ``Bearer`` challenge in the ``WWW-Authenticate`` header values.
+    """The first ``Bearer`` (or ``DPoP``, RFC 9449 section 7.1: the same parameters)
+    challenge in the ``WWW-Authenticate`` header values.
 
     Returns ``None`` when there is none (another scheme, or no header): the caller then
     discovers everything from the well-known URLs.
     """
     for value in values:
         for scheme, params in _auth_params(value):
-            if scheme == "bearer":
+            if scheme in ("bearer", "dpop"):
                 return BearerChallenge(
                     resource_metadata=params.get("resource_metadata") or None,
                     scope=params.get("scope") or None,
@@ -463,6 +469,9 @@ class AuthorizationServerMetadata:
     """Whether an HTTPS URL may be the ``client_id`` (Client ID Metadata Documents)."""
     authorization_response_iss_parameter_supported: bool = False
     """Whether authorization responses carry ``iss`` (RFC 9207): then it is required."""
+    dpop_signing_alg_values_supported: tuple[str, ...] | None = None
+    """The DPoP proof algorithms the AS takes (RFC 9449 section 5.1), if it says:
+    DPoP is used (``OAuth(dpop=True)``) only where this lists ``ES256``."""
 
     @classmethod
     def parse(
@@ -512,6 +521,7 @@ class AuthorizationServerMetadata:
                 "authorization_response_iss_parameter_supported"
             )
             is True,
+            dpop_signing_alg_values_supported=_strs(obj, "dpop_signing_alg_values_supported", what),
         )
 
     @classmethod
@@ -556,8 +566,23 @@ class ClientCredentials:
     Binding"). Required with a ``client_secret``; ``None`` only for a public client
     (a ``client_id`` alone, nothing to leak), used at whichever authorization server
     the MCP server names."""
+    private_key: str | bytes | Mapping[str, Any] | None = attrs.field(default=None, repr=False)
+    """A private key for ``private_key_jwt`` (RFC 7523 client assertions), used where
+    the AS lists that method: an unencrypted PEM (PKCS#8 or traditional) or a private
+    JWK, P-256 (``ES256``) or RSA (``RS256``). Needs the ``crypto`` extra
+    (``pip install 'mcp-trio[crypto]'``); requires ``issuer``."""
+    signing_algorithm: str | None = None
+    """The assertion's ``alg`` (``ES256`` or ``RS256``; default: the JWK's ``alg``, else
+    the key's type)."""
+    key_id: str | None = None
+    """The ``kid`` of the assertion's header, if the AS needs it to pick the key."""
 
     def __attrs_post_init__(self) -> None:
+        if self.private_key is not None and self.issuer is None:
+            raise ValueError(
+                "a private_key must be bound to its authorization server: pass issuer= "
+                "(its assertions are for that one only)"
+            )
         if self.client_secret is not None and self.issuer is None:
             raise ValueError(
                 "a client_secret must be bound to its authorization server: pass issuer= "
@@ -627,9 +652,13 @@ def _auth_method(
 ) -> TokenEndpointAuthMethod:
     if client.token_endpoint_auth_method is not None:
         return client.token_endpoint_auth_method
+    supported = metadata.token_endpoint_auth_methods_supported
+    if client.private_key is not None and (
+        "private_key_jwt" in supported or client.client_secret is None
+    ):
+        return "private_key_jwt"
     if client.client_secret is None:
         return "none"
-    supported = metadata.token_endpoint_auth_methods_supported
     if "client_secret_post" in supported and "client_secret_basic" not in supported:
         return "client_secret_post"
     return "client_secret_basic"
@@ -839,9 +868,9 @@ class OAuthToken:
     """An access token and what came with it."""
 
     access_token: str = attrs.field(repr=False)
-    """The bearer token sent as ``Authorization: Bearer ...``."""
+    """The token sent as ``Authorization: Bearer ...`` (``DPoP ...`` for a DPoP one)."""
     token_type: str = "Bearer"
-    """The token type (``Bearer``)."""
+    """The token type: ``Bearer``, or ``DPoP`` for a token bound to a DPoP key."""
     expires_at: float | None = None
     """When it expires (the ``now`` passed to :func:`parse_token_response` plus
     ``expires_in``); ``None`` when the AS did not say."""
@@ -852,6 +881,9 @@ class OAuthToken:
     issued_at: float | None = None
     """When it was issued (the ``now`` passed to :func:`parse_token_response`), if known:
     with :attr:`expires_at`, its lifetime."""
+    dpop_jkt: str | None = None
+    """For a DPoP token, the thumbprint (RFC 7638) of the key it is bound to: only a
+    client holding that key can use it (RFC 9449)."""
 
     def expired(self, now: float, *, leeway: float | None = None) -> bool:
         """Whether it has expired at ``now``, or will within ``leeway`` seconds.
@@ -879,11 +911,14 @@ def token_request(
     redirect_uri: str | None = None,
     refresh_token: str | None = None,
     scope: str | None = None,
+    client_assertion: Callable[[str], str] | None = None,
 ) -> tuple[list[tuple[str, str]], bytes]:
     """The headers and form body of a token request, with the client authenticated
     the way its registration (or the AS's list) says: HTTP Basic with the
-    form-urlencoded id and secret (RFC 6749 section 2.3.1), the secret in the body, or
-    only ``client_id`` for a public client. ``resource`` goes in every request
+    form-urlencoded id and secret (RFC 6749 section 2.3.1), the secret in the body, a
+    signed JWT (``private_key_jwt``, RFC 7523 section 2.2: ``client_assertion(audience)``
+    makes it, the audience being the AS's issuer), or only ``client_id`` for a public
+    client. ``resource`` goes in every request
     (RFC 8707; ``2026-07-28`` authorization, "Resource Parameter Implementation").
 
     Returns:
@@ -900,13 +935,14 @@ def token_request(
         form.append(("resource", resource))
     if scope:
         form.append(("scope", scope))
-    return _authenticated_form(metadata, client, form)
+    return _authenticated_form(metadata, client, form, client_assertion)
 
 
 def _authenticated_form(
     metadata: AuthorizationServerMetadata,
     client: ClientCredentials | None,
     form: list[tuple[str, str]],
+    client_assertion: Callable[[str], str] | None = None,
 ) -> tuple[list[tuple[str, str]], bytes]:
     """The headers and body of a form POST to ``metadata``'s token endpoint, with
     ``client`` authenticated as :func:`token_request` says (``None``: no client
@@ -919,6 +955,18 @@ def _authenticated_form(
     if client is None:
         return headers, urlencode(form).encode("ascii")
     method = _auth_method(client, metadata)
+    if method == "private_key_jwt":
+        if client_assertion is None or client.private_key is None:
+            raise OAuthError(
+                "the client authenticates with private_key_jwt here, which needs its "
+                "private_key (and is not available for this grant)"
+            )
+        form += [
+            ("client_id", client.client_id),
+            ("client_assertion_type", CLIENT_ASSERTION_TYPE),
+            ("client_assertion", client_assertion(metadata.issuer)),
+        ]
+        return headers, urlencode(form).encode("ascii")
     if method == "client_secret_basic" and client.client_secret is not None:
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
         headers.append(("authorization", "Basic " + base64.b64encode(pair.encode()).decode()))
@@ -969,15 +1017,19 @@ def parse_token_response(
     now: float,
     requested_scope: str | None = None,
     previous_refresh_token: str | None = None,
+    dpop_jkt: str | None = None,
 ) -> OAuthToken:
     """Read a token endpoint response (OAuth 2.1 sections 3.2.3 and 3.2.4).
 
     ``now`` (seconds, the caller's clock) dates ``expires_in``. A refresh response
-    without a new refresh token keeps ``previous_refresh_token``.
+    without a new refresh token keeps ``previous_refresh_token``. ``dpop_jkt``: the
+    request carried a DPoP proof of the key with that thumbprint; the token must then
+    be a ``DPoP`` one (RFC 9449 section 5), bound to it. Without, only ``Bearer``.
 
     Raises:
         OAuthError: an error response (its ``error`` code), or a malformed one (an
-            ``access_token`` must be visible ASCII: it goes into a header).
+            ``access_token`` must be visible ASCII: it goes into a header), or of
+            another ``token_type``.
     """
     what = "the token response"
     if status != 200:
@@ -989,14 +1041,21 @@ def parse_token_response(
         # (The token itself is never part of the message: it is a credential.)
         raise OAuthError(f"{what}: 'access_token' has characters outside visible ASCII")
     token_type = _str(obj, "token_type", what) or "Bearer"
-    if token_type.lower() != "bearer":
+    expected = "Bearer" if dpop_jkt is None else "DPoP"
+    if token_type.lower() != expected.lower():
+        if dpop_jkt is not None:
+            raise OAuthError(
+                f"{what}: token_type {token_type!r} to a request with a DPoP proof: "
+                "the authorization server did not bind the token (RFC 9449 section 5)"
+            )
         raise OAuthError(f"{what}: token_type {token_type!r} is not supported (only Bearer)")
     expires_in = obj.get("expires_in")
     if expires_in is not None and (type(expires_in) not in (int, float) or expires_in < 0):
         raise OAuthError(f"{what}: 'expires_in' must be a non-negative number")
     return OAuthToken(
         access_token=access,
-        token_type="Bearer",
+        token_type=expected,
+        dpop_jkt=dpop_jkt,
         expires_at=None if expires_in is None else now + expires_in,
         issued_at=now,
         refresh_token=_str(obj, "refresh_token", what) or previous_refresh_token,

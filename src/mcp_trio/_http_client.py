@@ -241,6 +241,10 @@ class HttpChannel(MessageChannel):
             headers=headers,
             write_timeout=write_timeout,
             authorization=self._auth.authorization if self._auth is not None else None,
+            # (Only with DPoP: a bearer token's requests make no proof, nor check.)
+            proof=self._auth.proof
+            if self._auth is not None and auth is not None and auth.dpop
+            else None,
         )
         self._close_timeout = close_timeout
         # How long a one-way message refused with 401 waits for the shared refresh:
@@ -585,6 +589,7 @@ class HttpChannel(MessageChannel):
         auth = self._auth
         interactive = bool(sent.request_ids) or sent.request.method == "GET"
         rounds = 0
+        nonce_retried = False
         while True:
             if wire is None:
                 if auth is not None:
@@ -608,6 +613,14 @@ class HttpChannel(MessageChannel):
                 auth.accepted(wire.authorization)
                 break
             refused = wire.authorization
+            if challenge.error == "use_dpop_nonce":
+                # RFC 9449 section 9: once more with the server's nonce, once only.
+                if nonce_retried or not auth.took_nonce(refused, head.headers):
+                    break
+                nonce_retried = True
+                await wire.aclose()
+                wire, rest = None, b""
+                continue
             if not interactive:
                 if head.status_code != 401 or rounds:
                     break

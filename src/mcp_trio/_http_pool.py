@@ -61,6 +61,8 @@ class Pool:
         authorization: called as each request is framed: the ``Authorization`` value
             to send (an OAuth bearer token), or ``None`` for none. What was sent is
             :attr:`H11Stream.authorization` of the connection that sent it.
+        proof: called with the method and that value when there is one: the ``DPoP``
+            header to send with it (a DPoP proof), or ``None`` for none.
 
     Raises:
         ValueError: a malformed extra header, or one the transport writes itself
@@ -76,6 +78,7 @@ class Pool:
         headers: Mapping[str, str] | None = None,
         write_timeout: float | None = None,
         authorization: Callable[[], bytes | None] | None = None,
+        proof: Callable[[str, bytes], bytes | None] | None = None,
     ) -> None:
         parts = urlsplit(url)
         self.secure = parts.scheme == "https"
@@ -86,9 +89,11 @@ class Pool:
         """Held by each request in progress (not by the GET stream or one-way POSTs)."""
         self._ssl = ssl_context
         # With OAuth the token is ours to send: a user's own Authorization would clash.
-        self._extra = client_headers(headers, reserved=("authorization",) if authorization else ())
+        reserved = ("authorization", "dpop") if proof else ("authorization",)
+        self._extra = client_headers(headers, reserved=reserved if authorization else ())
         self._write_timeout = write_timeout
         self._authorization = authorization
+        self._proof = proof
         self._idle: deque[H11Stream] = deque()
 
     async def connect(self) -> H11Stream:
@@ -128,6 +133,10 @@ class Pool:
         extra = self._extra
         if authorization is not None:
             extra = [*extra, (b"authorization", authorization)]
+            if self._proof is not None:
+                proof = self._proof(request.method, authorization)
+                if proof is not None:
+                    extra.append((b"dpop", proof))
         try:
             return request_events(request, extra), authorization
         except Unframeable as exc:

@@ -78,6 +78,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
+from mcp_sansio._jose import client_assertion, dpop_nonce_of, dpop_proof
 from mcp_sansio._json import dumps
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
     # client imports this module.)
     from ._oauth_grants import EnterpriseAuthorization, Refusals, WorkloadIdentity
     from ._oauth_loopback import LoopbackRedirect
+    from ._signing import SigningKey
 
 __all__ = [
     "Authorizer",
@@ -328,6 +330,19 @@ class OAuth:
         clock: the wall clock tokens are dated with (``expires_in``, expiry), seconds
             since the epoch (default :func:`time.time`). Pass another one to test
             expiry without waiting; the timeouts above are Trio's clock.
+        dpop: ask for DPoP-bound tokens (RFC 9449) from an authorization server whose
+            metadata lists ``ES256`` in ``dpop_signing_alg_values_supported`` (any
+            other gets no proof and issues ``Bearer`` tokens): this :class:`OAuth`
+            makes one P-256 key, every token request carries a proof of it, the token
+            must come back as ``token_type`` ``DPoP`` (else the authorization fails),
+            and every request to the server presents it as ``Authorization: DPoP``
+            with a fresh proof (``ath``: the token's hash) in ``DPoP``. A server's
+            ``use_dpop_nonce`` answer (``400`` from the authorization server, ``401``
+            from the server) is retried once with its ``DPoP-Nonce``; the last nonce
+            of each server is kept (of the last 32 servers). The key lives in memory
+            only: a DPoP token kept in ``storage`` by another :class:`OAuth` (another
+            process) is bound to another key, and is not used. Needs the ``crypto``
+            extra (``pip install 'mcp-trio[crypto]'``).
 
     Raises:
         ValueError: ``redirect`` with ``redirect_uri`` or ``on_authorize``;
@@ -338,7 +353,10 @@ class OAuth:
             ``enterprise``; a ``client`` bound to another issuer than
             ``workload_identity``'s; more than one of ``on_authorize``,
             ``workload_identity`` and ``enterprise``; a bound is not a positive
-            ``int`` (not a ``bool``), or a timeout not a positive finite number.
+            ``int`` (not a ``bool``), or a timeout not a positive finite number; a
+            ``client.private_key`` that is not a usable private key.
+        ImportError: ``dpop=True`` or a ``client.private_key`` without the ``crypto``
+            extra.
     """
 
     def __init__(
@@ -362,6 +380,7 @@ class OAuth:
         workload_identity: WorkloadIdentity | None = None,
         enterprise: EnterpriseAuthorization | None = None,
         clock: Callable[[], float] = time.time,
+        dpop: bool = False,
     ) -> None:
         if redirect is not None:
             if redirect_uri is not None or on_authorize is not None:
@@ -401,11 +420,33 @@ class OAuth:
             raise ValueError(
                 f"client_metadata_url must be an https URL with a path: {client_metadata_url!r}"
             )
-        if grant == "client_credentials" and (client is None or client.client_secret is None):
+        if grant == "client_credentials" and (
+            client is None or (client.client_secret is None and client.private_key is None)
+        ):
             raise ValueError(
                 "without on_authorize (the client credentials grant), client= must be "
-                "given with its client_secret"
+                "given with its client_secret or private_key"
             )
+        self._client_key: SigningKey | None = None
+        if client is not None and client.private_key is not None:
+            from ._signing import load_signing_key  # noqa: PLC0415 (the crypto extra)
+
+            self._client_key = load_signing_key(
+                client.private_key, client.signing_algorithm, client.key_id
+            )
+        # DPoP (RFC 9449): one key for every client of this OAuth (their tokens are
+        # bound to it), and the last nonce of each server (by origin), bounded.
+        self.dpop: Final = dpop
+        self._dpop_key: SigningKey | None = None
+        self._dpop_jkt: str | None = None
+        if dpop:
+            from mcp_sansio._jose import jwk_thumbprint  # noqa: PLC0415
+
+            from ._signing import new_dpop_key  # noqa: PLC0415 (the crypto extra)
+
+            self._dpop_key = new_dpop_key()
+            self._dpop_jkt = jwk_thumbprint(self._dpop_key.public_jwk)
+        self._dpop_nonces: Final[OrderedDict[str, str]] = OrderedDict()
         check_seconds("timeout", timeout)
         check_seconds("authorize_timeout", authorize_timeout)
         check_count("max_response_size", max_response_size)
@@ -519,6 +560,14 @@ class OAuth:
 
 _MAX_WEBSOCKET_SERVERS: Final = 16
 """How many WebSocket servers' :class:`Authorizer` an :class:`OAuth` keeps."""
+_MAX_DPOP_NONCES: Final = 32
+"""How many servers' last DPoP nonce an :class:`OAuth` keeps."""
+
+
+def _nonce_key(url: str) -> str:
+    """A server's nonces are its origin's (RFC 9449 sections 8 and 9: the server's)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _never() -> bool:
@@ -850,6 +899,10 @@ class Authorizer:
         leaves the state as it was."""
         oauth = self.oauth
         step_up = status == 403
+        if challenge.error == "use_dpop_nonce":
+            # (The channel sends a request once more with the nonce: this is a refusal
+            # of that one, or a challenge to a request without a DPoP proof.)
+            raise OAuthError("the server keeps asking for a DPoP nonce: refused")
         if not step_up and sent is not None and sent == self._unconfirmed:
             raise OAuthError(
                 "the server refused the token its authorization server just issued: "
@@ -949,7 +1002,7 @@ class Authorizer:
         """Whether a token the storage kept for ``resource`` at ``issuer`` (not the one
         refused, ``sent``; refreshed if it expired and can be) is now in use."""
         oauth = self.oauth
-        stored = await oauth.storage.load_token(resource, issuer)
+        stored = self._usable(await oauth.storage.load_token(resource, issuer))
         if stored is None or self._encode(stored) == sent:
             return False
         issued = False
@@ -1026,7 +1079,132 @@ class Authorizer:
 
     @staticmethod
     def _encode(token: OAuthToken) -> bytes:
-        return b"Bearer " + token.access_token.encode()
+        scheme = b"DPoP " if token.dpop_jkt is not None else b"Bearer "
+        return scheme + token.access_token.encode()
+
+    def _usable(self, token: OAuthToken | None) -> OAuthToken | None:
+        """``token``, unless it is bound to a DPoP key this client does not hold (a
+        stored token of another process, or of a client without ``dpop``)."""
+        if token is None or token.dpop_jkt is None or token.dpop_jkt == self.oauth._dpop_jkt:
+            return token
+        logger.info("OAuth: a stored DPoP token is bound to another key: not used")
+        return None
+
+    # ------------------------------------------------------------------ DPoP, assertions
+
+    def proof(self, method: str, authorization: bytes) -> bytes | None:
+        """The ``DPoP`` header of a request to the server that carries
+        ``authorization`` (``None`` unless that is a DPoP token): a fresh proof
+        (RFC 9449 section 7) with ``ath`` and the server's last nonce."""
+        if not authorization.startswith(b"DPoP "):
+            return None
+        key = self.oauth._dpop_key
+        assert key is not None  # (a DPoP token is only ever used with our key)
+        return self._dpop_proof(
+            key, method, self.server_url, authorization[5:].decode("ascii")
+        ).encode("ascii")
+
+    def took_nonce(self, sent: bytes | None, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        """The server refused a request that carried ``sent`` with a ``401``
+        ``use_dpop_nonce`` challenge (RFC 9449 section 9): whether it gave a nonce
+        (kept for the next proofs), so that the request may be sent once more."""
+        if sent is None or not sent.startswith(b"DPoP "):
+            return False
+        pairs = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers]
+        nonce = dpop_nonce_of(401, pairs, error="use_dpop_nonce")
+        if nonce is None:
+            return False
+        self._keep_nonce(self.server_url, nonce)
+        return True
+
+    def _keep_nonce(self, url: str, nonce: str) -> None:
+        nonces = self.oauth._dpop_nonces
+        origin = _nonce_key(url)
+        nonces.pop(origin, None)
+        nonces[origin] = nonce
+        if len(nonces) > _MAX_DPOP_NONCES:
+            nonces.popitem(last=False)
+
+    def _dpop_proof(
+        self, key: SigningKey, method: str, url: str, access_token: str | None = None
+    ) -> str:
+        from ._signing import new_jti  # noqa: PLC0415 (loaded with the key)
+
+        return dpop_proof(
+            jwk=key.public_jwk,
+            alg=key.alg,
+            sign=key.sign,
+            method=method,
+            url=url,
+            now=self.oauth.clock(),
+            jti=new_jti(),
+            access_token=access_token,
+            nonce=self.oauth._dpop_nonces.get(_nonce_key(url)),
+        )
+
+    def _client_assertion(self, client: ClientCredentials) -> Callable[[str], str] | None:
+        """What signs ``client``'s ``private_key_jwt`` assertions (for an audience), if
+        it is the configured client with a key."""
+        key = self.oauth._client_key
+        if key is None or client is not self.oauth.client:
+            return None
+        clock = self.oauth.clock
+
+        def assertion(audience: str) -> str:
+            from ._signing import new_jti  # noqa: PLC0415 (loaded with the key)
+
+            return client_assertion(
+                client_id=client.client_id,
+                audience=audience,
+                alg=key.alg,
+                kid=key.kid,
+                sign=key.sign,
+                now=clock(),
+                jti=new_jti(),
+            )
+
+        return assertion
+
+    async def _token_post(
+        self,
+        metadata: AuthorizationServerMetadata,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        **parse: str | None,
+    ) -> OAuthToken:
+        """POST a token request and read its answer. With ``dpop`` and an authorization
+        server that takes ``ES256`` proofs, the request carries one (RFC 9449 section
+        5), and is sent once more with the nonce of a ``use_dpop_nonce`` answer
+        (section 8); the token must then be a DPoP one.
+
+        Raises:
+            OAuthError: refused, or malformed (see :func:`parse_token_response`).
+            trio.TooSlowError: over ``timeout``.
+        """
+        oauth, endpoint = self.oauth, metadata.token_endpoint
+        key = oauth._dpop_key
+        algs = metadata.dpop_signing_alg_values_supported
+        if key is None or algs is None or key.alg not in algs:
+            status, _, answer = await self._fetch("POST", endpoint, headers=headers, body=body)
+            return parse_token_response(status, answer, now=oauth.clock(), **parse)
+        for attempt in range(2):
+            proof = self._dpop_proof(key, "POST", endpoint)
+            status, got, answer = await self._fetch(
+                "POST", endpoint, headers=[*headers, ("dpop", proof)], body=body
+            )
+            pairs = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in got]
+            nonce = dpop_nonce_of(status, pairs, body=answer)
+            if nonce is None:
+                break
+            self._keep_nonce(endpoint, nonce)
+            if attempt:
+                raise OAuthError(
+                    "the authorization server asked for a DPoP nonce again after the "
+                    "request carried the one it gave: refused"
+                )
+        return parse_token_response(
+            status, answer, now=oauth.clock(), dpop_jkt=oauth._dpop_jkt, **parse
+        )
 
     def _use(self, token: OAuthToken | None) -> None:
         self.token = token
@@ -1177,11 +1355,9 @@ class Authorizer:
             code=code,
             code_verifier=pkce.verifier,
             redirect_uri=oauth.redirect_uri,
+            client_assertion=self._client_assertion(client),
         )
-        status, _, answer = await self._fetch(
-            "POST", metadata.token_endpoint, headers=headers, body=body
-        )
-        return parse_token_response(status, answer, now=self.oauth.clock(), requested_scope=scope)
+        return await self._token_post(metadata, headers, body, requested_scope=scope)
 
     async def _client_credentials(
         self,
@@ -1191,12 +1367,14 @@ class Authorizer:
         scope: str | None,
     ) -> OAuthToken:
         headers, body = token_request(
-            metadata, client, grant_type="client_credentials", resource=resource, scope=scope
+            metadata,
+            client,
+            grant_type="client_credentials",
+            resource=resource,
+            scope=scope,
+            client_assertion=self._client_assertion(client),
         )
-        status, _, answer = await self._fetch(
-            "POST", metadata.token_endpoint, headers=headers, body=body
-        )
-        return parse_token_response(status, answer, now=self.oauth.clock(), requested_scope=scope)
+        return await self._token_post(metadata, headers, body, requested_scope=scope)
 
     async def _assertion_grant(
         self,
@@ -1321,7 +1499,7 @@ class Authorizer:
         storage, clock = self.oauth.storage, self.oauth.clock
         for _ in range(2):  # (the token in the storage may need a refresh itself)
             stored = None if resource is None else await storage.load_token(resource, issuer)
-            if stored is not None and stored != token:
+            if stored is not None and stored != token and self._usable(stored) is not None:
                 if not stored.expired(clock()):
                     return stored, client, False  # another client refreshed it
                 if stored.refresh_token is None:
@@ -1334,7 +1512,7 @@ class Authorizer:
         except (OAuthError, trio.TooSlowError) as exc:
             logger.info("OAuth: the token could not be refreshed: %s", _why(exc))
             stored = None if resource is None else await storage.load_token(resource, issuer)
-            if stored is not None and stored != token:
+            if stored is not None and stored != token and self._usable(stored) is not None:
                 if not stored.expired(clock()):
                     return stored, client, False  # another client refreshed it meanwhile
                 return None, client, False
@@ -1379,14 +1557,12 @@ class Authorizer:
             grant_type="refresh_token",
             resource=resource,
             refresh_token=token.refresh_token,
+            client_assertion=self._client_assertion(client),
         )
-        status, _, answer = await self._fetch(
-            "POST", metadata.token_endpoint, headers=headers, body=body
-        )
-        new = parse_token_response(
-            status,
-            answer,
-            now=self.oauth.clock(),
+        new = await self._token_post(
+            metadata,
+            headers,
+            body,
             requested_scope=token.scope,
             previous_refresh_token=token.refresh_token,
         )

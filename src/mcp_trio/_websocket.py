@@ -429,16 +429,27 @@ async def _handshake_rounds(
     from mcp_sansio._oauth import OAuthError  # noqa: PLC0415 (for OAuth users only)
 
     rounds = 0
+    nonce_retried = False
     while True:
         await authorizer.ready()  # (an expired token refreshed first, if it can be)
         sent = authorizer.authorization()
         more = [] if sent is None else [(b"authorization", sent)]
+        proof = None if sent is None else authorizer.proof("GET", sent)
+        if proof is not None:
+            more.append((b"dpop", proof))  # (a DPoP token: RFC 9449 section 7)
         try:
             opened = await stack.enter_async_context(connect(more))
         except _HandshakeRejected as exc:
             challenge = authorizer.challenge_of(exc.status, exc.headers)
             if challenge is None or rounds >= max_authorizations:
                 raise
+            if (
+                challenge.error == "use_dpop_nonce"
+                and not nonce_retried
+                and authorizer.took_nonce(sent, exc.headers)
+            ):
+                nonce_retried = True  # (once more with the server's nonce)
+                continue
             rounds += 1
             try:
                 await authorizer.challenged(exc.status, challenge, sent)

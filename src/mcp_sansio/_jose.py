@@ -1,0 +1,186 @@
+"""Signed JWTs an OAuth client makes, sans-IO: private_key_jwt assertions and DPoP proofs.
+
+Theory of operation
+-------------------
+A JWS is ``base64url(header) "." base64url(claims) "." base64url(signature)``; what is
+signed is the first two parts. Everything here is the part that is data: the header and
+the claims of an RFC 7523 client assertion (:func:`client_assertion`) and of an RFC 9449
+DPoP proof (:func:`dpop_proof`), the ``ath`` hash, the ``htu`` of a request, the JWK
+thumbprint a DPoP-bound token names (RFC 7638), and the ``use_dpop_nonce`` answers of an
+authorization server or a resource server (:func:`dpop_nonce_of`). The signature itself
+comes from a ``sign`` callable the caller passes (``signing input -> signature bytes``,
+the JWS encoding: ``r || s`` for ES256): the key object and its crypto library live in
+the binding (:mod:`mcp_trio._signing`), so this module needs nothing beyond the standard
+library, and the time (``now``) and the unique ``jti`` come from the caller too.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+from ._json import dumps, loads
+
+__all__ = [
+    "CLIENT_ASSERTION_TYPE",
+    "access_token_hash",
+    "b64url",
+    "client_assertion",
+    "dpop_nonce_of",
+    "dpop_proof",
+    "htu",
+    "jwk_thumbprint",
+    "sign_jwt",
+]
+
+CLIENT_ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+"""RFC 7523 section 2.2: the ``client_assertion_type`` of a JWT client assertion."""
+ASSERTION_LIFETIME: Final = 60
+"""Seconds a client assertion is good for (RFC 7523 section 3: short-lived)."""
+MAX_NONCE: Final = 512
+"""The longest ``DPoP-Nonce`` kept (RFC 9449 section 8.1: an opaque ``NQCHAR`` string)."""
+_NONCE_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F)) - {'"', "\\"}
+# RFC 7638 section 3.2: the members of the thumbprint, per key type.
+_THUMBPRINT_MEMBERS: Final = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n")}
+
+Signer = Callable[[bytes], bytes]
+"""The binding's key: signing input in, JWS signature bytes out."""
+
+
+def b64url(data: bytes) -> str:
+    """Base64url without padding (RFC 7515 section 2)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def sign_jwt(header: Mapping[str, Any], claims: Mapping[str, Any], sign: Signer) -> str:
+    """The compact JWS of ``claims`` under ``header``, signed by ``sign``."""
+    signing_input = f"{b64url(dumps(dict(header)))}.{b64url(dumps(dict(claims)))}".encode("ascii")
+    return f"{signing_input.decode('ascii')}.{b64url(sign(signing_input))}"
+
+
+def jwk_thumbprint(jwk: Mapping[str, Any]) -> str:
+    """The SHA-256 JWK thumbprint (RFC 7638) of a public ``EC`` or ``RSA`` key: what a
+    DPoP-bound token's ``cnf.jkt`` names (RFC 9449 section 6.1).
+
+    Raises:
+        ValueError: another key type, or a required member missing.
+    """
+    members = _THUMBPRINT_MEMBERS.get(str(jwk.get("kty")))
+    if members is None or any(not isinstance(jwk.get(m), str) for m in members):
+        raise ValueError("a JWK thumbprint needs an EC (crv, x, y) or RSA (n, e) public key")
+    # Lexicographic member order, no whitespace (orjson keeps insertion order).
+    return b64url(hashlib.sha256(dumps({m: jwk[m] for m in members})).digest())
+
+
+def access_token_hash(access_token: str) -> str:
+    """``ath`` (RFC 9449 section 4.2): base64url(SHA-256(the ASCII access token))."""
+    return b64url(hashlib.sha256(access_token.encode("ascii")).digest())
+
+
+def htu(url: str) -> str:
+    """The ``htu`` of a request to ``url`` (RFC 9449 section 4.2): the URI without its
+    query and fragment, the scheme and host lowercased, a default port dropped, an
+    empty path ``/`` (RFC 3986 section 6.2.3 normalisation, as the server compares)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    default = {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", "", ""))
+
+
+def client_assertion(
+    *,
+    client_id: str,
+    audience: str,
+    alg: str,
+    sign: Signer,
+    now: float,
+    jti: str,
+    kid: str | None = None,
+    lifetime: int = ASSERTION_LIFETIME,
+) -> str:
+    """An RFC 7523 client assertion for ``private_key_jwt`` (section 2.2; OpenID Connect
+    Core section 9): ``iss`` = ``sub`` = ``client_id``, ``aud`` the authorization server's
+    issuer identifier (``audience``), a unique ``jti``, ``iat`` ``now`` and ``exp``
+    ``lifetime`` seconds later."""
+    header: dict[str, Any] = {"alg": alg, "typ": "JWT"}
+    if kid is not None:
+        header["kid"] = kid
+    issued = int(now)
+    claims = {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "jti": jti,
+        "iat": issued,
+        "exp": issued + lifetime,
+    }
+    return sign_jwt(header, claims, sign)
+
+
+def dpop_proof(
+    *,
+    jwk: Mapping[str, Any],
+    alg: str,
+    sign: Signer,
+    method: str,
+    url: str,
+    now: float,
+    jti: str,
+    access_token: str | None = None,
+    nonce: str | None = None,
+) -> str:
+    """A DPoP proof (RFC 9449 section 4.2) for a ``method`` request to ``url``: header
+    ``typ: dpop+jwt``, the ``alg`` and the public ``jwk`` (never a private member);
+    claims ``jti``, ``htm``, ``htu`` (:func:`htu`), ``iat``, with ``ath`` when it
+    presents ``access_token`` (section 7) and the server's ``nonce`` if one is known.
+
+    Raises:
+        ValueError: ``jwk`` has a private member (``d``, ``p``, ...).
+    """
+    if any(member in jwk for member in ("d", "p", "q", "dp", "dq", "qi")):
+        raise ValueError("a DPoP proof's jwk must be the public key only")
+    claims: dict[str, Any] = {"jti": jti, "htm": method, "htu": htu(url), "iat": int(now)}
+    if access_token is not None:
+        claims["ath"] = access_token_hash(access_token)
+    if nonce is not None:
+        claims["nonce"] = nonce
+    return sign_jwt({"typ": "dpop+jwt", "alg": alg, "jwk": dict(jwk)}, claims, sign)
+
+
+def _valid_nonce(value: str | None) -> str | None:
+    if value is None or not 0 < len(value) <= MAX_NONCE or not _NONCE_CHARS.issuperset(value):
+        return None
+    return value
+
+
+def dpop_nonce_of(
+    status: int, headers: Iterable[tuple[str, str]], *, body: bytes = b"", error: str | None = None
+) -> str | None:
+    """The nonce a server asks the next proof to carry, when its answer is a
+    ``use_dpop_nonce`` challenge: an authorization server's ``400`` whose JSON body has
+    ``"error": "use_dpop_nonce"`` (RFC 9449 section 8), or a resource server's ``401``
+    whose ``WWW-Authenticate: DPoP`` challenge has ``error="use_dpop_nonce"`` (section 9:
+    pass that challenge's ``error``), with a ``DPoP-Nonce`` header either way. ``None``
+    for any other answer, or a nonce that is empty, too long or not ``NQCHAR``s.
+    ``headers`` are ``(lowercase name, value)`` pairs."""
+    if status == 401:
+        refused = error
+    elif status == 400:
+        try:
+            obj = loads(body)
+        except ValueError:
+            return None
+        refused = obj.get("error") if isinstance(obj, dict) else None
+    else:
+        return None
+    if refused != "use_dpop_nonce":
+        return None
+    return _valid_nonce(next((v for n, v in headers if n == "dpop-nonce"), None))
