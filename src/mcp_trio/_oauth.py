@@ -55,6 +55,15 @@ one URL share one, so that a new connection starts with the token of the last:
   ``write_timeout``, and is sent once more with the new token; without one it is lost.
   It never waits for a flow, which may be waiting for the user.
 
+With ``OAuth(dpop=True)`` (RFC 9449) and an authorization server that takes ``ES256``
+proofs, the token requests carry a proof of the :class:`OAuth`'s key, the token comes
+back bound to it (``OAuthToken.dpop_jkt``; a stored one bound to another key is not
+used), and every request presents it as ``Authorization: DPoP`` with a fresh proof, made
+as the request is framed (:meth:`Authorizer.proof`, the pool's ``proof`` hook: a bearer
+token's requests make none). A ``use_dpop_nonce`` answer is sent once more with the
+server's nonce (:meth:`Authorizer.took_nonce`; the authorization server's in
+``Authorizer._token_post``), never twice.
+
 Every exchange with the metadata endpoints and the authorization server is one request
 on a new connection (:func:`oauth_fetch`): ``https`` (plain ``http`` to loopback only
 for a server on loopback), bounded in time (``timeout``) and size
@@ -255,7 +264,8 @@ class OAuth:
 
     Without ``on_authorize``, no user is involved: the client obtains its tokens with
     the client credentials grant (OAuth 2.1 section 4.2; the MCP
-    ``oauth-client-credentials`` extension), which needs ``client`` with a secret; or,
+    ``oauth-client-credentials`` extension), which needs ``client`` with a secret or a
+    private key (``private_key_jwt``); or,
     with ``workload_identity``, the JWT bearer grant with the workload's JWT (workload
     identity federation); or, with ``enterprise``, an ID-JAG from the enterprise
     identity provider, then the JWT bearer grant (enterprise-managed authorization).
@@ -288,7 +298,10 @@ class OAuth:
             details at ``DEBUG``), never as the client's failure.
         client: pre-registered credentials (with ``issuer``: only for that
             authorization server, the one used when the protected-resource metadata
-            lists several; without: for whichever one the server names).
+            lists several; without: for whichever one the server names). With a
+            ``private_key`` it authenticates with ``private_key_jwt`` (RFC 7523) where
+            the authorization server lists it (the key is loaded now; the ``crypto``
+            extra).
         client_metadata_url: the HTTPS URL of this client's Client ID Metadata
             Document, used as ``client_id`` where supported.
         client_name: the name registered by Dynamic Client Registration.

@@ -10,6 +10,7 @@ naming the extra. Nothing here implements a cryptographic primitive.
 
 from __future__ import annotations
 
+import base64
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, final
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-__all__ = ["SigningKey", "load_signing_key", "new_dpop_key", "require_crypto"]
+__all__ = ["SigningKey", "load_signing_key", "new_dpop_key", "new_jti", "require_crypto"]
 
 _EXTRA: Final = "pip install 'mcp-trio[crypto]'"
 SUPPORTED_ALGS: Final = ("ES256", "RS256")
@@ -44,8 +45,6 @@ def _b64int(value: int, size: int | None = None) -> str:
 
 
 def _int(jwk: Mapping[str, Any], name: str) -> int:
-    import base64  # noqa: PLC0415
-
     value = jwk.get(name)
     if not isinstance(value, str):
         raise ValueError(f"the JWK has no {name!r}")

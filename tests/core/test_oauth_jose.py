@@ -1,0 +1,291 @@
+"""private_key_jwt and DPoP rules, with no I/O and no crypto: claims are built with a
+fake signer (the JWS's third part is whatever it returns), then read back."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+
+from mcp_sansio import (
+    AuthorizationServerMetadata,
+    BearerChallenge,
+    ClientCredentials,
+    OAuthError,
+    parse_bearer_challenge,
+    parse_token_response,
+    response_challenge,
+    token_request,
+)
+from mcp_sansio._jose import (
+    CLIENT_ASSERTION_TYPE,
+    MAX_NONCE,
+    access_token_hash,
+    client_assertion,
+    dpop_nonce_of,
+    dpop_proof,
+    htu,
+    jwk_thumbprint,
+)
+from mcp_sansio._json import dumps, loads
+
+ISSUER = "https://as.example/tenant"
+JWK = {"kty": "EC", "crv": "P-256", "x": "eA", "y": "eQ"}
+
+
+def fake_sign(data: bytes) -> bytes:
+    return b"sig:" + data[:4]
+
+
+def decode(jws: str) -> tuple[dict[str, Any], dict[str, Any], bytes, bytes]:
+    """Header, claims, signature and signing input of a compact JWS."""
+    parts = jws.split(".")
+    assert len(parts) == 3
+
+    def b64(s: str) -> bytes:
+        return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+    return loads(b64(parts[0])), loads(b64(parts[1])), b64(parts[2]), ".".join(parts[:2]).encode()
+
+
+def metadata(**kwargs: Any) -> AuthorizationServerMetadata:
+    return AuthorizationServerMetadata(issuer=ISSUER, token_endpoint=ISSUER + "/token", **kwargs)
+
+
+# ---------------------------------------------------------------------- JOSE values
+
+
+def test_rfc7638_thumbprint_example() -> None:
+    # RFC 7638 section 3.1's key and its thumbprint (extra members are ignored).
+    n = (
+        "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6t"
+        "Soc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-"
+        "65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08q"
+        "NLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8a"
+        "wapJzKnqDKgw"
+    )
+    key = {"kty": "RSA", "n": n, "e": "AQAB", "alg": "RS256", "kid": "2011-04-29"}
+    assert jwk_thumbprint(key) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs"
+
+
+@pytest.mark.parametrize("bad", [{"kty": "oct", "k": "x"}, {"kty": "EC", "crv": "P-256", "x": "a"}])
+def test_thumbprint_refuses_other_keys(bad: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match=r"EC .* or RSA"):
+        jwk_thumbprint(bad)
+
+
+def test_ath_is_rfc9449s_example() -> None:
+    # RFC 9449 section 7.1's access token and the ath of its proof.
+    token = "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"
+    assert access_token_hash(token) == "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://Server.Example.com/mcp?x=1#f", "https://server.example.com/mcp"),
+        ("HTTPS://server.example.com:443/mcp", "https://server.example.com/mcp"),
+        ("http://127.0.0.1:80", "http://127.0.0.1/"),
+        ("http://127.0.0.1:8080/a/b/", "http://127.0.0.1:8080/a/b/"),
+        ("wss://h.example:443/ws", "wss://h.example/ws"),
+        ("http://[::1]:9/x", "http://[::1]:9/x"),
+    ],
+)
+def test_htu_drops_query_fragment_and_default_port(url: str, expected: str) -> None:
+    assert htu(url) == expected
+
+
+# ---------------------------------------------------------------------- client assertion
+
+
+def test_client_assertion_claims() -> None:
+    jws = client_assertion(
+        client_id="cid", audience=ISSUER, alg="ES256", sign=fake_sign, now=1000.7, jti="j1"
+    )
+    header, claims, signature, signed = decode(jws)
+    assert header == {"alg": "ES256", "typ": "JWT"}
+    assert claims == {
+        "iss": "cid", "sub": "cid", "aud": ISSUER, "jti": "j1", "iat": 1000, "exp": 1060
+    }  # fmt: skip
+    assert signature == fake_sign(signed)
+    header, _, _, _ = decode(
+        client_assertion(
+            client_id="c", audience="a", alg="RS256", sign=fake_sign, now=0, jti="j", kid="k1"
+        )
+    )
+    assert header == {"alg": "RS256", "typ": "JWT", "kid": "k1"}
+
+
+def test_private_key_jwt_token_request() -> None:
+    client = ClientCredentials(client_id="cid", private_key="PEM", issuer=ISSUER)
+    audiences: list[str] = []
+
+    def assertion(audience: str) -> str:
+        audiences.append(audience)
+        return "a.b.c"
+
+    meta = metadata(token_endpoint_auth_methods_supported=("private_key_jwt",))
+    headers, body = token_request(
+        meta,
+        client,
+        grant_type="client_credentials",
+        resource="https://mcp.example/mcp",
+        client_assertion=assertion,
+    )
+    form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+    assert form == {
+        "grant_type": "client_credentials",
+        "resource": "https://mcp.example/mcp",
+        "client_id": "cid",
+        "client_assertion_type": CLIENT_ASSERTION_TYPE,
+        "client_assertion": "a.b.c",
+    }
+    assert audiences == [ISSUER]
+    assert "authorization" not in dict(headers)
+    # Without the signer the request is not made (no silent unauthenticated request).
+    with pytest.raises(OAuthError, match="private_key_jwt"):
+        token_request(meta, client, grant_type="client_credentials", resource=None)
+
+
+@pytest.mark.parametrize(
+    ("supported", "secret", "expected"),
+    [
+        (("private_key_jwt", "client_secret_basic"), "s", "jwt"),
+        (("client_secret_basic",), "s", "basic"),  # a key the AS does not take: the secret
+        (("client_secret_basic",), None, "jwt"),  # a key alone: the only way it has
+    ],
+)
+def test_private_key_jwt_is_chosen_where_the_as_takes_it(
+    supported: tuple[str, ...], secret: str | None, expected: str
+) -> None:
+    client = ClientCredentials(client_id="c", client_secret=secret, private_key="k", issuer=ISSUER)
+    meta = metadata(token_endpoint_auth_methods_supported=supported)
+    headers, body = token_request(
+        meta, client, grant_type="client_credentials", resource=None, client_assertion=lambda a: "x"
+    )
+    assert ("client_assertion=x" in body.decode()) is (expected == "jwt")
+    assert ("authorization" in dict(headers)) is (expected == "basic")
+
+
+def test_a_private_key_must_be_bound_to_its_issuer() -> None:
+    with pytest.raises(ValueError, match="private_key must be bound"):
+        ClientCredentials(client_id="c", private_key="k")
+    assert "PRIVATE" not in repr(
+        ClientCredentials(client_id="c", private_key="PRIVATE", issuer=ISSUER)
+    )
+
+
+# ---------------------------------------------------------------------- DPoP
+
+
+def test_dpop_proof_for_a_token_request_and_a_resource_request() -> None:
+    proof = dpop_proof(
+        jwk=JWK,
+        alg="ES256",
+        sign=fake_sign,
+        method="POST",
+        url=ISSUER + "/token?x",
+        now=5.5,
+        jti="j",
+    )
+    header, claims, signature, signed = decode(proof)
+    assert header == {"typ": "dpop+jwt", "alg": "ES256", "jwk": JWK}
+    assert claims == {"jti": "j", "htm": "POST", "htu": ISSUER + "/token", "iat": 5}
+    assert signature == fake_sign(signed)
+    proof = dpop_proof(
+        jwk=JWK,
+        alg="ES256",
+        sign=fake_sign,
+        method="GET",
+        url="https://mcp.example/mcp",
+        now=0,
+        jti="k",
+        access_token="tok",
+        nonce="n-1",
+    )
+    _, claims, _, _ = decode(proof)
+    assert claims["ath"] == access_token_hash("tok") and claims["nonce"] == "n-1"
+    assert claims["htm"] == "GET"
+
+
+def test_dpop_proof_never_carries_a_private_key() -> None:
+    with pytest.raises(ValueError, match="public key only"):
+        dpop_proof(
+            jwk={**JWK, "d": "secret"},
+            alg="ES256",
+            sign=fake_sign,
+            method="POST",
+            url="https://a.example/",
+            now=0,
+            jti="j",
+        )
+
+
+def as_answer(error: str) -> bytes:
+    return dumps({"error": error})
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body", "error", "expected"),
+    [
+        (400, [("dpop-nonce", "n1")], as_answer("use_dpop_nonce"), None, "n1"),
+        (400, [("dpop-nonce", "n1")], as_answer("invalid_grant"), None, None),
+        (400, [], as_answer("use_dpop_nonce"), None, None),  # no nonce to use
+        (400, [("dpop-nonce", "n1")], b"not json", None, None),
+        (400, [("dpop-nonce", "n1")], b"[1]", None, None),
+        (401, [("dpop-nonce", "n2")], b"", "use_dpop_nonce", "n2"),
+        (401, [("dpop-nonce", "n2")], b"", "invalid_token", None),
+        (200, [("dpop-nonce", "n2")], as_answer("use_dpop_nonce"), "use_dpop_nonce", None),
+        (401, [("dpop-nonce", "")], b"", "use_dpop_nonce", None),
+        (401, [("dpop-nonce", 'a"b')], b"", "use_dpop_nonce", None),
+        (401, [("dpop-nonce", "x" * (MAX_NONCE + 1))], b"", "use_dpop_nonce", None),
+        (401, [("dpop-nonce", "x" * MAX_NONCE)], b"", "use_dpop_nonce", "x" * MAX_NONCE),
+    ],
+)
+def test_dpop_nonce_of(
+    status: int,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    error: str | None,
+    expected: str | None,
+) -> None:
+    assert dpop_nonce_of(status, headers, body=body, error=error) == expected
+
+
+def test_a_dpop_challenge_is_read_like_a_bearer_one() -> None:
+    www = ['DPoP error="use_dpop_nonce", resource_metadata="https://m.example/prm"']
+    assert parse_bearer_challenge(www) == BearerChallenge(
+        resource_metadata="https://m.example/prm", error="use_dpop_nonce"
+    )
+    assert response_challenge(401, ['DPoP algs="ES256"']) == BearerChallenge()
+
+
+def test_metadata_dpop_algs() -> None:
+    body = dumps(
+        {
+            "issuer": ISSUER,
+            "token_endpoint": ISSUER + "/token",
+            "dpop_signing_alg_values_supported": ["ES256", "RS256"],
+        }
+    )
+    meta = AuthorizationServerMetadata.parse(body, ISSUER)
+    assert meta.dpop_signing_alg_values_supported == ("ES256", "RS256")
+    bare = AuthorizationServerMetadata.parse(
+        dumps({"issuer": ISSUER, "token_endpoint": ISSUER + "/token"}), ISSUER
+    )
+    assert bare.dpop_signing_alg_values_supported is None
+
+
+def test_token_response_with_dpop() -> None:
+    dpop = dumps({"access_token": "t", "token_type": "DPoP", "expires_in": 10})
+    token = parse_token_response(200, dpop, now=1.0, dpop_jkt="jkt")
+    assert (token.token_type, token.dpop_jkt, token.expires_at) == ("DPoP", "jkt", 11.0)
+    bearer = dumps({"access_token": "t", "token_type": "Bearer"})
+    with pytest.raises(OAuthError, match="did not bind the token"):
+        parse_token_response(200, bearer, now=1.0, dpop_jkt="jkt")
+    # Without a proof, a DPoP token is not one we could use.
+    with pytest.raises(OAuthError, match="only Bearer"):
+        parse_token_response(200, dpop, now=1.0)
+    assert parse_token_response(200, bearer, now=1.0).dpop_jkt is None

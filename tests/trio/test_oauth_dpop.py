@@ -1,0 +1,483 @@
+"""DPoP (RFC 9449) and private_key_jwt (RFC 7523) end to end: ``test_oauth``'s fake
+authorization server and protected MCP server on 127.0.0.1, taught DPoP and client
+assertions, with every proof and assertion verified here with ``cryptography``."""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import attrs
+import pytest
+import trio
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
+
+from mcp_sansio import OAuthToken
+from mcp_sansio._jose import CLIENT_ASSERTION_TYPE, access_token_hash, jwk_thumbprint
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    ClientCredentials,
+    FileOAuthStorage,
+    InMemoryOAuthStorage,
+    McpError,
+    OAuth,
+    OAuthError,
+    open_client,
+)
+from mcp_trio._oauth import _MAX_DPOP_NONCES
+from mcp_trio._signing import load_signing_key
+from mcp_trio._websocket import _handshake_rounds, _HandshakeRejected
+
+from .oauth_support import oauth
+from .test_http_support import IO_TIMEOUT, App, start_server
+from .test_oauth import Fake, list_and_call
+
+AS_NONCE = "as-nonce-1"
+JS = [("content-type", "application/json")]
+
+PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey
+
+
+def _b64(s: str) -> bytes:
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def _int(s: str) -> int:
+    return int.from_bytes(_b64(s), "big")
+
+
+def _b64int(n: int) -> str:
+    return (
+        base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()
+    )
+
+
+def verify(jws: str, key: PublicKey | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The header and claims of ``jws`` once its signature verifies against ``key`` (by
+    default its header's ``jwk``). Raises ``InvalidSignature`` otherwise."""
+    h64, c64, s64 = jws.split(".")
+    header, claims, signature = loads(_b64(h64)), loads(_b64(c64)), _b64(s64)
+    signed = f"{h64}.{c64}".encode()
+    if key is None:
+        jwk = header["jwk"]
+        assert jwk["kty"] == "EC" and jwk["crv"] == "P-256"
+        key = ec.EllipticCurvePublicNumbers(
+            _int(jwk["x"]), _int(jwk["y"]), ec.SECP256R1()
+        ).public_key()
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        assert header["alg"] == "ES256" and len(signature) == 64
+        der = encode_dss_signature(
+            int.from_bytes(signature[:32], "big"), int.from_bytes(signature[32:], "big")
+        )
+        key.verify(der, signed, ec.ECDSA(hashes.SHA256()))
+    else:
+        assert header["alg"] == "RS256"
+        key.verify(signature, signed, padding.PKCS1v15(), hashes.SHA256())
+    return header, claims
+
+
+@attrs.define
+class DpopFake(Fake):
+    """:class:`Fake` with DPoP at its token endpoint (``algs`` advertised) and its MCP
+    endpoint, and client assertions at its token endpoint (``client_key``)."""
+
+    algs: list[str] | None = attrs.field(factory=lambda: ["ES256"])
+    auth_methods: list[str] | None = None
+    as_nonce: bool = False  # the token endpoint asks for AS_NONCE
+    as_nonce_always: bool = False  # ... and again, whatever the proof carries
+    rs_nonce: bool = False  # the MCP endpoint asks for a nonce (a new one each time)
+    rs_nonce_always: bool = False
+    bind: bool = True  # issue DPoP tokens to a request with a proof
+    client_key: PublicKey | None = None
+    # what happened
+    token_proofs: list[str] = attrs.field(factory=list)
+    mcp_proofs: list[tuple[str, str]] = attrs.field(factory=list)  # (token, proof)
+    bound: dict[str, str] = attrs.field(factory=dict)  # token -> jkt
+    client_assertions: list[dict[str, str]] = attrs.field(factory=list)
+    rs_nonces: list[str] = attrs.field(factory=list)
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        path = target.partition("?")[0]
+        if method == "POST" and path == self.as_path + "/token":
+            form = dict(parse_qsl(body.decode()))
+            if "client_assertion" in form:
+                self.client_assertions.append(form)
+            proof = headers.get("dpop")
+            if proof is not None:
+                self.token_proofs.append(proof)
+                _, claims = verify(proof)
+                if self.as_nonce_always or (self.as_nonce and claims.get("nonce") != AS_NONCE):
+                    refusal = dumps({"error": "use_dpop_nonce"})
+                    return 400, [*JS, ("dpop-nonce", AS_NONCE)], refusal
+        status, out, answer = await super().route(method, target, headers, body)
+        if method == "GET" and path == "/.well-known/oauth-authorization-server" + self.as_path:
+            meta = loads(answer)
+            if self.algs is not None:
+                meta["dpop_signing_alg_values_supported"] = self.algs
+            if self.auth_methods is not None:
+                meta["token_endpoint_auth_methods_supported"] = self.auth_methods
+            return status, out, dumps(meta)
+        if method == "POST" and path == self.as_path + "/token" and status == 200:
+            proof = headers.get("dpop")
+            if proof is not None and self.bind:
+                token = loads(answer)
+                header, _ = verify(proof)
+                self.bound[token["access_token"]] = jwk_thumbprint(header["jwk"])
+                answer = dumps({**token, "token_type": "DPoP"})
+        return status, out, answer
+
+    async def mcp(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        auth = headers.get("authorization", "")
+        if auth.startswith("DPoP "):
+            token = auth[5:]
+            proof = headers.get("dpop", "")
+            self.mcp_proofs.append((token, proof))
+            _, claims = verify(proof)
+            if self.rs_nonce_always or (
+                self.rs_nonce and claims.get("nonce") not in self.rs_nonces
+            ):
+                nonce = f"rs-{len(self.rs_nonces)}"
+                self.rs_nonces.append(nonce)
+                www = 'DPoP error="use_dpop_nonce", error_description="fresh"'
+                return 401, [("www-authenticate", www), ("dpop-nonce", nonce)], b""
+            headers = {k: v for k, v in headers.items() if k != "dpop"}
+            headers["authorization"] = "Bearer " + token
+        return await super().mcp(headers, body)
+
+
+async def start_dpop(nursery: trio.Nursery, **knobs: Any) -> DpopFake:
+    upstream = await start_server(nursery, App())
+    fake = DpopFake(upstream=upstream.url, **knobs)
+    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
+    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    return fake
+
+
+# ------------------------------------------------------------------ DPoP
+
+
+async def test_dpop_binds_the_token_and_proves_every_request(nursery: trio.Nursery) -> None:
+    fake = await start_dpop(nursery)
+    auth = oauth(dpop=True)
+    assert await list_and_call(fake, auth) == "hi"
+    # The token request: a proof of the client's key (RFC 9449 section 5).
+    [proof] = fake.token_proofs
+    header, claims = verify(proof)
+    assert header["typ"] == "dpop+jwt" and "d" not in header["jwk"]
+    assert claims["htm"] == "POST" and claims["htu"] == fake.issuer + "/token"
+    assert "ath" not in claims and "nonce" not in claims
+    [token] = fake.bound
+    assert fake.bound[token] == auth._dpop_jkt
+    # Every MCP request: Authorization: DPoP, a fresh proof of the same key, with ath.
+    assert len(fake.mcp_proofs) >= 2
+    jtis = set()
+    for sent, proof in fake.mcp_proofs:
+        header, claims = verify(proof)
+        assert sent == token
+        assert jwk_thumbprint(header["jwk"]) == fake.bound[token]
+        assert claims["htm"] == "POST" and claims["htu"] == fake.url
+        assert claims["ath"] == access_token_hash(token)
+        jtis.add(claims["jti"])
+    assert len(jtis) == len(fake.mcp_proofs)
+
+
+async def test_the_authorization_servers_nonce_is_used_once_asked(nursery: trio.Nursery) -> None:
+    fake = await start_dpop(nursery, as_nonce=True)
+    assert await list_and_call(fake, oauth(dpop=True)) == "hi"
+    first, second = fake.token_proofs
+    assert "nonce" not in verify(first)[1]
+    assert verify(second)[1]["nonce"] == AS_NONCE
+    assert len(fake.token_requests) == 1  # (the refused one never reached the grant)
+
+
+async def test_a_second_use_dpop_nonce_from_the_authorization_server_fails(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_dpop(nursery, as_nonce_always=True)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="DPoP nonce again"):
+        await oauth(dpop=True).authorize(fake.url)
+    assert len(fake.token_proofs) == 2
+
+
+async def test_the_servers_nonce_is_retried_once_then_remembered(nursery: trio.Nursery) -> None:
+    fake = await start_dpop(nursery, rs_nonce=True)
+    assert await list_and_call(fake, oauth(dpop=True)) == "hi"
+    # The first request was refused for its nonce, sent once more with it; the rest
+    # carried it from the start.
+    nonces = [verify(proof)[1].get("nonce") for _, proof in fake.mcp_proofs]
+    assert nonces[0] is None
+    assert nonces[1:] == ["rs-0"] * (len(nonces) - 1)
+    assert fake.rs_nonces == ["rs-0"]
+    assert len(fake.token_proofs) == 1  # a nonce is no reason to authorize again
+
+
+async def test_a_server_that_keeps_asking_for_a_nonce_fails_the_request(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_dpop(nursery)
+    auth = oauth(dpop=True)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=auth) as client:
+            await client.list_tools()
+            fake.rs_nonce_always = True
+            before = len(fake.mcp_proofs)
+            with pytest.raises(McpError, match="401"):
+                await client.list_tools()
+            # Sent twice (the second with the nonce), then its refusal is the answer:
+            # no loop, and no new authorization.
+            assert len(fake.mcp_proofs) - before == 2
+            assert len(fake.token_proofs) == 1
+            fake.rs_nonce_always = False
+            assert await client.list_tools()  # the session goes on
+
+
+@pytest.mark.parametrize("algs", [None, ["RS256"]])
+async def test_no_dpop_where_the_authorization_server_does_not_take_es256(
+    nursery: trio.Nursery, algs: list[str] | None
+) -> None:
+    fake = await start_dpop(nursery, algs=algs)
+    assert await list_and_call(fake, oauth(dpop=True)) == "hi"
+    assert not fake.token_proofs and not fake.mcp_proofs
+    assert fake.bearer_seen  # Bearer, as without dpop
+
+
+async def test_without_dpop_no_proof_is_sent(nursery: trio.Nursery) -> None:
+    fake = await start_dpop(nursery)
+    assert await list_and_call(fake, oauth()) == "hi"
+    assert not fake.token_proofs and not fake.mcp_proofs
+
+
+async def test_a_bearer_token_for_a_proof_fails_the_authorization(nursery: trio.Nursery) -> None:
+    fake = await start_dpop(nursery, bind=False)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="did not bind"):
+        await oauth(dpop=True).authorize(fake.url)
+
+
+async def test_a_refresh_carries_a_proof_and_keeps_the_token_bound(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_dpop(nursery, refresh_tokens=True)
+    now = [1000.0]
+    auth = oauth(dpop=True, clock=lambda: now[0])
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=auth) as client:
+            await client.list_tools()
+            now[0] += 7200  # expired: refreshed before the next request
+            await client.list_tools()
+    assert [r["grant_type"] for r in fake.token_requests] == ["authorization_code", "refresh_token"]
+    assert len(fake.token_proofs) == 2 and len(fake.bound) == 2
+    last_token, _ = fake.mcp_proofs[-1]
+    assert fake.bound[last_token] == auth._dpop_jkt
+
+
+async def test_a_stored_dpop_token_is_used_only_with_its_key(nursery: trio.Nursery) -> None:
+    fake = await start_dpop(nursery)
+    storage = InMemoryOAuthStorage()
+    first = oauth(dpop=True, storage=storage)
+    assert await list_and_call(fake, first) == "hi"
+    assert await list_and_call(fake, first) == "hi"  # the same key: the stored token
+    assert len(fake.authorizations) == 1
+    # Another OAuth (another process): another key; the stored token is not presented.
+    other = oauth(dpop=True, storage=storage)
+    assert await list_and_call(fake, other) == "hi"
+    assert len(fake.authorizations) == 2
+    assert {fake.bound[t] for t, _ in fake.mcp_proofs} == {first._dpop_jkt, other._dpop_jkt}
+    for token, proof in fake.mcp_proofs:  # never a token with another key's proof
+        assert jwk_thumbprint(verify(proof)[0]["jwk"]) == fake.bound[token]
+    # Without dpop, a DPoP token is of no use either.
+    assert await list_and_call(fake, oauth(storage=storage)) == "hi"
+    assert len(fake.authorizations) == 3
+
+
+async def test_nonces_are_kept_for_a_bounded_number_of_servers() -> None:
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    authorizer = auth.bind("http://127.0.0.1:1/mcp")
+    authorizer._use(_dpop_token(auth))
+    for n in range(_MAX_DPOP_NONCES + 1):
+        authorizer._keep_nonce(f"http://127.0.0.1:{n + 1}/x", f"n{n}")
+    assert len(auth._dpop_nonces) == _MAX_DPOP_NONCES
+    assert "http://127.0.0.1:1" not in auth._dpop_nonces  # the oldest went
+    # A nonce refreshed moves to the end.
+    authorizer._keep_nonce("http://127.0.0.1:2/x", "again")
+    assert next(reversed(auth._dpop_nonces)) == "http://127.0.0.1:2"
+
+
+async def _never_called(url: str) -> str:
+    raise AssertionError(url)
+
+
+def _dpop_token(auth: OAuth) -> OAuthToken:
+    return OAuthToken(access_token="tok-ws", token_type="DPoP", dpop_jkt=auth._dpop_jkt)
+
+
+async def test_the_websocket_handshake_carries_a_proof_and_takes_a_nonce() -> None:
+    url = "ws://127.0.0.1:9/mcp?x=1"
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    authorizer = auth._websocket_authorizer(url)
+    authorizer._use(_dpop_token(auth))
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    @contextlib.asynccontextmanager
+    async def connect(more: list[tuple[bytes, bytes]]) -> AsyncIterator[Any]:
+        seen.append(more)
+        if len(seen) == 1:
+            headers = (
+                (b"www-authenticate", b'DPoP error="use_dpop_nonce"'),
+                (b"dpop-nonce", b"ws-nonce"),
+            )
+            raise _HandshakeRejected("refused", 401, headers)
+        yield "opened"
+
+    async with contextlib.AsyncExitStack() as stack:
+        opened: object = await _handshake_rounds(stack, connect, authorizer, 3)
+        assert opened == "opened"
+    first, second = (dict(more) for more in seen)
+    assert first[b"authorization"] == b"DPoP tok-ws"
+    claims = verify(first[b"dpop"].decode())[1]
+    assert claims["htm"] == "GET" and claims["htu"] == "ws://127.0.0.1:9/mcp"
+    assert claims["ath"] == access_token_hash("tok-ws") and "nonce" not in claims
+    assert verify(second[b"dpop"].decode())[1]["nonce"] == "ws-nonce"
+
+
+# ------------------------------------------------------------------ private_key_jwt
+
+
+def _es256_pem() -> tuple[str, PublicKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return pem.decode(), key.public_key()
+
+
+def _rs256_jwk() -> tuple[dict[str, str], PublicKey]:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    numbers = key.private_numbers()
+    jwk = {
+        "kty": "RSA",
+        "kid": "rsa-1",
+        "n": _b64int(numbers.public_numbers.n),
+        "e": _b64int(numbers.public_numbers.e),
+        "d": _b64int(numbers.d),
+        "p": _b64int(numbers.p),
+        "q": _b64int(numbers.q),
+        "dp": _b64int(numbers.dmp1),
+        "dq": _b64int(numbers.dmq1),
+        "qi": _b64int(numbers.iqmp),
+    }
+    return jwk, key.public_key()
+
+
+@pytest.mark.parametrize("kind", ["es256-pem", "rs256-jwk"])
+async def test_client_credentials_with_private_key_jwt(nursery: trio.Nursery, kind: str) -> None:
+    private: Any
+    private, public = _es256_pem() if kind == "es256-pem" else _rs256_jwk()
+    fake = await start_dpop(nursery, algs=None, auth_methods=["private_key_jwt"])
+    client = ClientCredentials(client_id="svc", private_key=private, issuer="placeholder")
+    client = attrs.evolve(client, issuer=fake.issuer)
+    auth = OAuth(client=client)  # no on_authorize: the client credentials grant
+    assert await list_and_call(fake, auth) == "hi"
+    with trio.fail_after(IO_TIMEOUT):
+        await auth.authorize(fake.url)  # (a stored token: no second assertion)
+    [form] = fake.client_assertions
+    assert form["grant_type"] == "client_credentials"
+    assert form["client_assertion_type"] == CLIENT_ASSERTION_TYPE
+    assert form["client_id"] == "svc" and "client_secret" not in form
+    header, claims = verify(form["client_assertion"], public)
+    assert header.get("kid") == (None if kind == "es256-pem" else "rsa-1")
+    assert claims["iss"] == claims["sub"] == "svc"
+    assert claims["aud"] == fake.issuer
+    assert claims["exp"] - claims["iat"] == 60
+    assert fake.token_auth == [None]  # no Basic header
+
+
+async def test_each_assertion_has_its_own_jti(nursery: trio.Nursery) -> None:
+    private, public = _es256_pem()
+    fake = await start_dpop(nursery, algs=None, auth_methods=["private_key_jwt"])
+    client = ClientCredentials(client_id="svc", private_key=private, issuer="x")
+    auth = OAuth(client=attrs.evolve(client, issuer=fake.issuer))
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=auth) as mcp:
+            await mcp.list_tools()
+            fake.tokens.clear()  # the server forgets the token: a new grant
+            await mcp.list_tools()
+    jtis = [verify(f["client_assertion"], public)[1]["jti"] for f in fake.client_assertions]
+    assert len(jtis) == 2 and len(set(jtis)) == 2
+
+
+@pytest.mark.parametrize(
+    ("private_key", "alg", "match"),
+    [
+        ("not a pem", None, "not an unencrypted PEM"),
+        ({"kty": "oct", "k": "x"}, None, "not supported"),
+        ({"kty": "EC", "crv": "P-384", "d": "AQ"}, None, "P-256"),
+        ({"kty": "EC", "crv": "P-256"}, None, "no 'd'"),
+        (None, "HS256", "not supported"),  # (None: a real P-256 PEM)
+        (None, "RS256", "RSA private key"),
+    ],
+)
+def test_an_unusable_private_key_is_refused_up_front(
+    private_key: Any, alg: str | None, match: str
+) -> None:
+    if private_key is None:
+        private_key = _es256_pem()[0]
+    client = ClientCredentials(
+        client_id="c", private_key=private_key, signing_algorithm=alg, issuer="https://a.example"
+    )
+    with pytest.raises(ValueError, match=match):
+        OAuth(client=client)
+
+
+def test_a_small_rsa_key_is_refused() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    with pytest.raises(ValueError, match="2048"):
+        load_signing_key(pem)
+
+
+# ------------------------------------------------------------------ the crypto extra
+
+
+def test_without_cryptography_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = builtins.__import__
+
+    def no_crypto(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "cryptography" or name.startswith("cryptography."):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kwargs)
+
+    for name in [m for m in sys.modules if m == "cryptography" or m.startswith("cryptography.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(builtins, "__import__", no_crypto)
+    with pytest.raises(ImportError, match=r"pip install 'mcp-trio\[crypto\]'"):
+        oauth(dpop=True)
+    client = ClientCredentials(client_id="c", private_key="k", issuer="https://a.example")
+    with pytest.raises(ImportError, match=r"private_key_jwt.*mcp-trio\[crypto\]"):
+        OAuth(client=client)
+    # Everything else works without it.
+    assert oauth().dpop is False
+
+
+async def test_the_file_storage_keeps_a_tokens_binding(tmp_path: Path) -> None:
+    token = OAuthToken(access_token="t", token_type="DPoP", dpop_jkt="thumb", issued_at=1.0)
+    await FileOAuthStorage(tmp_path / "o.json").save_token("https://r", "https://i", token)
+    assert await FileOAuthStorage(tmp_path / "o.json").load_token("https://r", "https://i") == token
