@@ -131,13 +131,19 @@ class FileOAuthStorage:
         return _build(ClientCredentials, await self._load("clients", issuer))
 
     async def save_client(self, issuer: str, client: ClientCredentials) -> None:
-        await self._save("clients", issuer, attrs.asdict(client), "registration")
+        # A private key is configuration, never written to a file (registrations carry
+        # none); the entry has the fields it had before keys existed.
+        entry = attrs.asdict(client, filter=lambda a, _: a.name not in _KEY_FIELDS)
+        await self._save("clients", issuer, entry, "registration")
 
     async def load_token(self, resource: str, issuer: str) -> OAuthToken | None:
         return _build(OAuthToken, await self._load("tokens", _token_key(resource, issuer)))
 
     async def save_token(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
-        entry = None if token is None else attrs.asdict(token)
+        entry = None
+        if token is not None:
+            # (A bearer token's entry as before: readers that predate DPoP take it.)
+            entry = attrs.asdict(token, filter=lambda a, v: a.name != "dpop_jkt" or v is not None)
         await self._save("tokens", _token_key(resource, issuer), entry, "token")
 
     async def _load(self, part: str, key: str) -> object:
@@ -277,6 +283,7 @@ def _token_key(resource: str, issuer: str) -> str:
 
 _T = TypeVar("_T", ClientCredentials, OAuthToken)
 _TIMES: Final = frozenset({"expires_at", "issued_at"})
+_KEY_FIELDS: Final = frozenset({"private_key", "signing_algorithm", "key_id"})
 
 
 def _build(kind: type[_T], found: object) -> _T | None:

@@ -481,3 +481,18 @@ async def test_the_file_storage_keeps_a_tokens_binding(tmp_path: Path) -> None:
     token = OAuthToken(access_token="t", token_type="DPoP", dpop_jkt="thumb", issued_at=1.0)
     await FileOAuthStorage(tmp_path / "o.json").save_token("https://r", "https://i", token)
     assert await FileOAuthStorage(tmp_path / "o.json").load_token("https://r", "https://i") == token
+
+
+async def test_the_file_storage_never_writes_a_private_key(tmp_path: Path) -> None:
+    client = ClientCredentials(
+        client_id="c", private_key="-----PRIVATE-----", key_id="k", issuer="https://i"
+    )
+    path = tmp_path / "o.json"
+    await FileOAuthStorage(path).save_client("https://i", client)
+    assert "PRIVATE" not in path.read_text() and "key_id" not in path.read_text()
+    loaded = await FileOAuthStorage(path).load_client("https://i")
+    assert loaded == ClientCredentials(client_id="c", issuer="https://i")
+    bearer = OAuthToken(access_token="t", issued_at=1.0)
+    await FileOAuthStorage(path).save_token("https://r", "https://i", bearer)
+    assert "dpop_jkt" not in path.read_text()
+    assert await FileOAuthStorage(path).load_token("https://r", "https://i") == bearer
