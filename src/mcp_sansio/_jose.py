@@ -29,6 +29,7 @@ __all__ = [
     "access_token_hash",
     "b64url",
     "client_assertion",
+    "dpop_nonce_header",
     "dpop_nonce_of",
     "dpop_proof",
     "htu",
@@ -159,6 +160,13 @@ def _valid_nonce(value: str | None) -> str | None:
     if value is None or not 0 < len(value) <= MAX_NONCE or not _NONCE_CHARS.issuperset(value):
         return None
     return value
+
+
+def dpop_nonce_header(headers: Iterable[tuple[str, str]]) -> str | None:
+    """The valid ``DPoP-Nonce`` of any answer (RFC 9449 sections 8.2 and 9: the next
+    proof to that server must carry it), ``None`` without one or for an invalid one.
+    ``headers`` are ``(lowercase name, value)`` pairs."""
+    return _valid_nonce(next((v for n, v in headers if n == "dpop-nonce"), None))
 
 
 def dpop_nonce_of(

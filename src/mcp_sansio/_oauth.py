@@ -187,21 +187,31 @@ def _auth_params(value: str) -> list[tuple[str, dict[str, str]]]:
 
 def parse_bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
     """The first ``Bearer`` (or ``DPoP``, RFC 9449 section 7.1: the same parameters)
-    challenge in the ``WWW-Authenticate`` header values.
+    challenge in the ``WWW-Authenticate`` header values, except that a ``DPoP``
+    challenge with ``error="use_dpop_nonce"`` wins wherever it is (section 7.2 lets a
+    server send both schemes: ``Bearer realm="mcp", DPoP error="use_dpop_nonce"``).
 
     Returns ``None`` when there is none (another scheme, or no header): the caller then
     discovers everything from the well-known URLs.
     """
+    first: BearerChallenge | None = None
     for value in values:
         for scheme, params in _auth_params(value):
-            if scheme in ("bearer", "dpop"):
-                return BearerChallenge(
-                    resource_metadata=params.get("resource_metadata") or None,
-                    scope=params.get("scope") or None,
-                    error=params.get("error") or None,
-                    error_description=params.get("error_description"),
-                )
-    return None
+            if scheme not in ("bearer", "dpop"):
+                continue
+            error = params.get("error") or None
+            if first is not None and not (scheme == "dpop" and error == "use_dpop_nonce"):
+                continue
+            found = BearerChallenge(
+                resource_metadata=params.get("resource_metadata") or None,
+                scope=params.get("scope") or None,
+                error=error,
+                error_description=params.get("error_description"),
+            )
+            if error == "use_dpop_nonce":
+                return found
+            first = found
+    return first
 
 
 def response_challenge(status: int, www_authenticate: Iterable[str]) -> BearerChallenge | None:
@@ -566,11 +576,14 @@ class ClientCredentials:
     Binding"). Required with a ``client_secret``; ``None`` only for a public client
     (a ``client_id`` alone, nothing to leak), used at whichever authorization server
     the MCP server names."""
-    private_key: str | bytes | Mapping[str, Any] | None = attrs.field(default=None, repr=False)
+    private_key: str | bytes | Mapping[str, Any] | None = attrs.field(
+        default=None, repr=False, eq=False, hash=False
+    )
     """A private key for ``private_key_jwt`` (RFC 7523 client assertions), used where
     the AS lists that method: an unencrypted PEM (PKCS#8 or traditional) or a private
     JWK, P-256 (``ES256``) or RSA (``RS256``). Needs the ``crypto`` extra
-    (``pip install 'mcp-trio[crypto]'``); requires ``issuer``."""
+    (``pip install 'mcp-trio[crypto]'``); requires ``issuer``. Neither compared nor
+    hashed (a JWK is a dict): credentials are equal whatever their keys."""
     signing_algorithm: str | None = None
     """The assertion's ``alg`` (``ES256`` or ``RS256``; default: the JWK's ``alg``, else
     the key's type)."""

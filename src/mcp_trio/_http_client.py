@@ -610,7 +610,10 @@ class HttpChannel(MessageChannel):
                 break
             challenge = auth.challenge_of(head.status_code, head.headers)
             if challenge is None:
-                auth.accepted(wire.authorization)
+                sent_auth = wire.authorization
+                auth.accepted(sent_auth)
+                if sent_auth is not None and sent_auth.startswith(b"DPoP "):
+                    auth.answered(head.headers)  # (its DPoP-Nonce, RFC 9449 section 9)
                 break
             refused = wire.authorization
             if challenge.error == "use_dpop_nonce":

@@ -87,7 +87,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from mcp_sansio._jose import client_assertion, dpop_nonce_of, dpop_proof
+from mcp_sansio._jose import client_assertion, dpop_nonce_header, dpop_nonce_of, dpop_proof
 from mcp_sansio._json import dumps
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
@@ -440,6 +440,12 @@ class OAuth:
                 "without on_authorize (the client credentials grant), client= must be "
                 "given with its client_secret or private_key"
             )
+        if client is not None and client.private_key is not None and grant in _ASSERTION_GRANTS:
+            raise ValueError(
+                f"a client private_key (private_key_jwt) cannot be used with {grant}: its "
+                "token requests authenticate the client otherwise (pass the client "
+                "without private_key)"
+            )
         self._client_key: SigningKey | None = None
         if client is not None and client.private_key is not None:
             from ._signing import load_signing_key  # noqa: PLC0415 (the crypto extra)
@@ -577,10 +583,29 @@ _MAX_DPOP_NONCES: Final = 32
 """How many servers' last DPoP nonce an :class:`OAuth` keeps."""
 
 
-def _nonce_key(url: str) -> str:
-    """A server's nonces are its origin's (RFC 9449 sections 8 and 9: the server's)."""
+_TOKEN_ENDPOINT: Final = "as"
+_RESOURCE_SERVER: Final = "rs"
+
+
+def _nonce_key(role: str, url: str) -> str:
+    """A server's nonces are its origin's (RFC 9449 sections 8 and 9: the server's),
+    apart for its token endpoint (``role`` :data:`_TOKEN_ENDPOINT`) and its resources
+    (:data:`_RESOURCE_SERVER`): one origin may be both, with two nonces."""
     parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
+    return f"{role} {parts.scheme}://{parts.netloc}"
+
+
+def _http_twin(url: str) -> str:
+    """``url`` with ``ws``/``wss`` as ``http``/``https``: a DPoP proof's ``htu`` is the
+    HTTP target URI (RFC 9449 section 4.2, RFC 9110 section 7.1), which a WebSocket
+    handshake's is too (RFC 6455 section 3: the same request); a server's nonce is
+    its origin's either way."""
+    if url.startswith("ws"):
+        if url.startswith("ws://"):
+            return "http://" + url[5:]
+        if url.startswith("wss://"):
+            return "https://" + url[6:]
+    return url
 
 
 def _never() -> bool:
@@ -1114,7 +1139,11 @@ class Authorizer:
         key = self.oauth._dpop_key
         assert key is not None  # (a DPoP token is only ever used with our key)
         return self._dpop_proof(
-            key, method, self.server_url, authorization[5:].decode("ascii")
+            key,
+            method,
+            _http_twin(self.server_url),
+            authorization[5:].decode("ascii"),
+            role=_RESOURCE_SERVER,
         ).encode("ascii")
 
     def took_nonce(self, sent: bytes | None, headers: Iterable[tuple[bytes, bytes]]) -> bool:
@@ -1127,19 +1156,36 @@ class Authorizer:
         nonce = dpop_nonce_of(401, pairs, error="use_dpop_nonce")
         if nonce is None:
             return False
-        self._keep_nonce(self.server_url, nonce)
+        self._keep_nonce(_RESOURCE_SERVER, _http_twin(self.server_url), nonce)
         return True
 
-    def _keep_nonce(self, url: str, nonce: str) -> None:
+    def answered(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
+        """The server answered a request that carried a DPoP token: keep the
+        ``DPoP-Nonce`` it gave, if any (RFC 9449 section 9: for the next proofs).
+        Called for DPoP requests only."""
+        for name, value in headers:
+            if name == b"dpop-nonce":
+                nonce = dpop_nonce_header([("dpop-nonce", value.decode("latin-1"))])
+                if nonce is not None:
+                    self._keep_nonce(_RESOURCE_SERVER, _http_twin(self.server_url), nonce)
+                return
+
+    def _keep_nonce(self, role: str, url: str, nonce: str) -> None:
         nonces = self.oauth._dpop_nonces
-        origin = _nonce_key(url)
+        origin = _nonce_key(role, url)
         nonces.pop(origin, None)
         nonces[origin] = nonce
         if len(nonces) > _MAX_DPOP_NONCES:
             nonces.popitem(last=False)
 
     def _dpop_proof(
-        self, key: SigningKey, method: str, url: str, access_token: str | None = None
+        self,
+        key: SigningKey,
+        method: str,
+        url: str,
+        access_token: str | None = None,
+        *,
+        role: str,
     ) -> str:
         from ._signing import new_jti  # noqa: PLC0415 (loaded with the key)
 
@@ -1152,7 +1198,7 @@ class Authorizer:
             now=self.oauth.clock(),
             jti=new_jti(),
             access_token=access_token,
-            nonce=self.oauth._dpop_nonces.get(_nonce_key(url)),
+            nonce=self.oauth._dpop_nonces.get(_nonce_key(role, url)),
         )
 
     def _client_assertion(self, client: ClientCredentials) -> Callable[[str], str] | None:
@@ -1201,15 +1247,19 @@ class Authorizer:
             status, _, answer = await self._fetch("POST", endpoint, headers=headers, body=body)
             return parse_token_response(status, answer, now=oauth.clock(), **parse)
         for attempt in range(2):
-            proof = self._dpop_proof(key, "POST", endpoint)
+            proof = self._dpop_proof(key, "POST", endpoint, role=_TOKEN_ENDPOINT)
             status, got, answer = await self._fetch(
                 "POST", endpoint, headers=[*headers, ("dpop", proof)], body=body
             )
             pairs = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in got]
             nonce = dpop_nonce_of(status, pairs, body=answer)
             if nonce is None:
+                # RFC 9449 section 8.2: a nonce on any other answer is for the next one.
+                given = dpop_nonce_header(pairs)
+                if given is not None:
+                    self._keep_nonce(_TOKEN_ENDPOINT, endpoint, given)
                 break
-            self._keep_nonce(endpoint, nonce)
+            self._keep_nonce(_TOKEN_ENDPOINT, endpoint, nonce)
             if attempt:
                 raise OAuthError(
                     "the authorization server asked for a DPoP nonce again after the "

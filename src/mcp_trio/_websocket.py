@@ -449,6 +449,7 @@ async def _handshake_rounds(
                 and authorizer.took_nonce(sent, exc.headers)
             ):
                 nonce_retried = True  # (once more with the server's nonce)
+                await trio.lowlevel.checkpoint()
                 continue
             rounds += 1
             try:
@@ -462,6 +463,8 @@ async def _handshake_rounds(
                 ) from failure
             continue
         authorizer.accepted(sent)
+        if proof is not None:  # (its DPoP-Nonce, RFC 9449 section 9)
+            authorizer.answered(opened[0].handshake_headers)
         return opened
 
 

@@ -24,6 +24,7 @@ from mcp_sansio._jose import (
     MAX_NONCE,
     access_token_hash,
     client_assertion,
+    dpop_nonce_header,
     dpop_nonce_of,
     dpop_proof,
     htu,
@@ -289,3 +290,21 @@ def test_token_response_with_dpop() -> None:
     with pytest.raises(OAuthError, match="only Bearer"):
         parse_token_response(200, dpop, now=1.0)
     assert parse_token_response(200, bearer, now=1.0).dpop_jkt is None
+
+
+def test_a_dpop_nonce_challenge_wins_over_a_bearer_one() -> None:
+    both = 'Bearer realm="mcp", DPoP error="use_dpop_nonce", algs="ES256"'
+    challenge = parse_bearer_challenge([both])
+    assert challenge is not None and challenge.error == "use_dpop_nonce"
+    apart = parse_bearer_challenge(['Bearer realm="mcp"', 'DPoP error="use_dpop_nonce"'])
+    assert apart is not None and apart.error == "use_dpop_nonce"
+    # Otherwise the first one, as before.
+    first = parse_bearer_challenge(['Bearer error="invalid_token", DPoP algs="ES256"'])
+    assert first is not None and first.error == "invalid_token"
+
+
+def test_the_nonce_header_of_any_answer() -> None:
+    assert dpop_nonce_header([("content-type", "x"), ("dpop-nonce", "n-1")]) == "n-1"
+    assert dpop_nonce_header([("dpop-nonce", "")]) is None
+    assert dpop_nonce_header([("dpop-nonce", "bad nonce")]) is None
+    assert dpop_nonce_header([]) is None

@@ -26,11 +26,14 @@ from mcp_sansio._jose import CLIENT_ASSERTION_TYPE, access_token_hash, jwk_thumb
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     ClientCredentials,
+    EnterpriseAuthorization,
     FileOAuthStorage,
     InMemoryOAuthStorage,
     McpError,
     OAuth,
     OAuthError,
+    SessionClosed,
+    WorkloadIdentity,
     open_client,
 )
 from mcp_trio._oauth import _MAX_DPOP_NONCES
@@ -307,12 +310,12 @@ async def test_nonces_are_kept_for_a_bounded_number_of_servers() -> None:
     authorizer = auth.bind("http://127.0.0.1:1/mcp")
     authorizer._use(_dpop_token(auth))
     for n in range(_MAX_DPOP_NONCES + 1):
-        authorizer._keep_nonce(f"http://127.0.0.1:{n + 1}/x", f"n{n}")
+        authorizer._keep_nonce("rs", f"http://127.0.0.1:{n + 1}/x", f"n{n}")
     assert len(auth._dpop_nonces) == _MAX_DPOP_NONCES
-    assert "http://127.0.0.1:1" not in auth._dpop_nonces  # the oldest went
+    assert "rs http://127.0.0.1:1" not in auth._dpop_nonces  # the oldest went
     # A nonce refreshed moves to the end.
-    authorizer._keep_nonce("http://127.0.0.1:2/x", "again")
-    assert next(reversed(auth._dpop_nonces)) == "http://127.0.0.1:2"
+    authorizer._keep_nonce("rs", "http://127.0.0.1:2/x", "again")
+    assert next(reversed(auth._dpop_nonces)) == "rs http://127.0.0.1:2"
 
 
 async def _never_called(url: str) -> str:
@@ -321,6 +324,11 @@ async def _never_called(url: str) -> str:
 
 def _dpop_token(auth: OAuth) -> OAuthToken:
     return OAuthToken(access_token="tok-ws", token_type="DPoP", dpop_jkt=auth._dpop_jkt)
+
+
+@attrs.frozen
+class _Opened:
+    handshake_headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
 async def test_the_websocket_handshake_carries_a_proof_and_takes_a_nonce() -> None:
@@ -339,17 +347,142 @@ async def test_the_websocket_handshake_carries_a_proof_and_takes_a_nonce() -> No
                 (b"dpop-nonce", b"ws-nonce"),
             )
             raise _HandshakeRejected("refused", 401, headers)
-        yield "opened"
+        yield (_Opened(((b"dpop-nonce", b"ws-next"),)), None)
 
     async with contextlib.AsyncExitStack() as stack:
-        opened: object = await _handshake_rounds(stack, connect, authorizer, 3)
-        assert opened == "opened"
+        opened: Any = await _handshake_rounds(stack, connect, authorizer, 3)
+        assert isinstance(opened[0], _Opened)
     first, second = (dict(more) for more in seen)
     assert first[b"authorization"] == b"DPoP tok-ws"
     claims = verify(first[b"dpop"].decode())[1]
-    assert claims["htm"] == "GET" and claims["htu"] == "ws://127.0.0.1:9/mcp"
+    # htu: the HTTP target URI of the handshake (RFC 9449 section 4.2), http for ws.
+    assert claims["htm"] == "GET" and claims["htu"] == "http://127.0.0.1:9/mcp"
     assert claims["ath"] == access_token_hash("tok-ws") and "nonce" not in claims
     assert verify(second[b"dpop"].decode())[1]["nonce"] == "ws-nonce"
+    # The accepting answer's DPoP-Nonce is the next proof's (RFC 9449 section 9).
+    third = authorizer.proof("GET", b"DPoP tok-ws")
+    assert third is not None and verify(third.decode())[1]["nonce"] == "ws-next"
+
+
+async def test_a_websocket_server_that_always_asks_for_a_nonce_is_retried_once() -> None:
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    authorizer = auth._websocket_authorizer("wss://127.0.0.1:9/mcp")
+    authorizer._use(_dpop_token(auth))
+    seen: list[list[tuple[bytes, bytes]]] = []
+
+    @contextlib.asynccontextmanager
+    async def connect(more: list[tuple[bytes, bytes]]) -> AsyncIterator[Any]:
+        seen.append(more)
+        nonce = f"n{len(seen)}".encode()
+        headers = ((b"www-authenticate", b'DPoP error="use_dpop_nonce"'), (b"dpop-nonce", nonce))
+        if seen:  # (always: a generator all the same)
+            raise _HandshakeRejected("refused", 401, headers)
+        yield None
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with contextlib.AsyncExitStack() as stack:
+            with pytest.raises((_HandshakeRejected, SessionClosed)):
+                await _handshake_rounds(stack, connect, authorizer, 3)
+    nonces = [verify(dict(more)[b"dpop"].decode())[1].get("nonce") for more in seen]
+    assert nonces[:2] == [None, "n1"]
+    assert nonces.count("n1") == 1 and len(seen) <= 5
+    assert verify(dict(seen[0])[b"dpop"].decode())[1]["htu"] == "https://127.0.0.1:9/mcp"
+
+
+@attrs.define
+class RotatingFake(DpopFake):
+    """Gives the next nonce on every answer (RFC 9449 sections 8.2 and 9) and takes
+    only the last one given, at its token endpoint and at its MCP endpoint apart."""
+
+    as_current: str = "as-0"
+    rs_current: str = "rs-0"
+    as_refusals: int = 0
+    rs_refusals: int = 0
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if method == "POST" and target.partition("?")[0] == self.as_path + "/token":
+            if verify(headers["dpop"])[1].get("nonce") != self.as_current:
+                self.as_refusals += 1
+                refusal = dumps({"error": "use_dpop_nonce"})
+                return 400, [*JS, ("dpop-nonce", self.as_current)], refusal
+            status, out, answer = await super().route(method, target, headers, body)
+            self.as_current = f"as-{int(self.as_current[3:]) + 1}"
+            return status, [*out, ("dpop-nonce", self.as_current)], answer
+        return await super().route(method, target, headers, body)
+
+    async def mcp(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if not headers.get("authorization", "").startswith("DPoP "):
+            return await super().mcp(headers, body)
+        if verify(headers["dpop"])[1].get("nonce") != self.rs_current:
+            self.rs_refusals += 1
+            www = 'DPoP error="use_dpop_nonce"'
+            return 401, [("www-authenticate", www), ("dpop-nonce", self.rs_current)], b""
+        status, out, answer = await super().mcp(headers, body)
+        self.rs_current = f"rs-{int(self.rs_current[3:]) + 1}"
+        return status, [*out, ("dpop-nonce", self.rs_current)], answer
+
+
+async def _start(nursery: trio.Nursery, cls: type[DpopFake], **knobs: Any) -> Any:
+    upstream = await start_server(nursery, App())
+    fake = cls(upstream=upstream.url, **knobs)
+    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
+    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    return fake
+
+
+async def test_a_nonce_on_an_accepted_request_is_the_next_proofs(nursery: trio.Nursery) -> None:
+    fake: RotatingFake = await _start(nursery, RotatingFake)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=oauth(dpop=True)) as client:
+            for _ in range(4):
+                await client.list_tools()
+    assert fake.rs_refusals == 1  # the first request only: no nonce yet
+
+
+async def test_the_token_endpoints_nonce_of_a_200_is_the_next_requests(
+    nursery: trio.Nursery,
+) -> None:
+    fake: RotatingFake = await _start(nursery, RotatingFake, refresh_tokens=True)
+    now = [1000.0]
+    auth = oauth(dpop=True, clock=lambda: now[0])
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=auth) as client:
+            await client.list_tools()
+            now[0] += 7200  # expired: refreshed before the next request
+            await client.list_tools()
+    assert fake.as_refusals == 1  # the code grant's; the refresh carried "as-1"
+    assert [verify(p)[1].get("nonce") for p in fake.token_proofs][-1] == "as-1"
+    # One origin, two nonces: the token endpoint's never sent to the MCP endpoint.
+    assert fake.rs_refusals == 1
+    assert {k.split()[0] for k in auth._dpop_nonces} == {"as", "rs"}
+
+
+@attrs.define
+class BothSchemesFake(DpopFake):
+    """Takes Bearer and DPoP (RFC 9449 section 7.2): its nonce challenge names both."""
+
+    asked: int = 0
+
+    async def mcp(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        auth = headers.get("authorization", "")
+        if auth.startswith("DPoP ") and verify(headers["dpop"])[1].get("nonce") != "n1":
+            self.asked += 1
+            www = 'Bearer realm="mcp", DPoP error="use_dpop_nonce", algs="ES256"'
+            return 401, [("www-authenticate", www), ("dpop-nonce", "n1")], b""
+        return await super().mcp(headers, body)
+
+
+async def test_a_nonce_challenge_after_a_bearer_challenge(nursery: trio.Nursery) -> None:
+    fake: BothSchemesFake = await _start(nursery, BothSchemesFake)
+    with trio.fail_after(IO_TIMEOUT):
+        assert await list_and_call(fake, oauth(dpop=True)) == "hi"
+    assert fake.asked == 1 and len(fake.token_proofs) == 1
 
 
 # ------------------------------------------------------------------ private_key_jwt
@@ -496,3 +629,29 @@ async def test_the_file_storage_never_writes_a_private_key(tmp_path: Path) -> No
     await FileOAuthStorage(path).save_token("https://r", "https://i", bearer)
     assert "dpop_jkt" not in path.read_text()
     assert await FileOAuthStorage(path).load_token("https://r", "https://i") == bearer
+
+
+def test_a_private_key_client_with_an_assertion_grant_is_refused_up_front() -> None:
+    pem, _ = _es256_pem()
+    issuer = "https://as.example.com"
+    client = ClientCredentials(client_id="c", private_key=pem, issuer=issuer)
+    with pytest.raises(ValueError, match=r"private_key_jwt.*workload_identity"):
+        OAuth(client=client, workload_identity=WorkloadIdentity(assertion="j", issuer=issuer))
+    ema = EnterpriseAuthorization(
+        id_token="t",
+        idp_issuer="https://idp.example.com",
+        idp_client=ClientCredentials(
+            client_id="i", client_secret="s", issuer="https://idp.example.com"
+        ),
+    )
+    with pytest.raises(ValueError, match=r"private_key_jwt.*enterprise"):
+        OAuth(client=client, enterprise=ema)
+
+
+def test_client_credentials_with_a_jwk_hash_and_compare_without_the_key() -> None:
+    jwk, _ = _rs256_jwk()
+    issuer = "https://as.example.com"
+    one = ClientCredentials(client_id="c", private_key=jwk, issuer=issuer)
+    other = ClientCredentials(client_id="c", private_key={**jwk, "d": "x"}, issuer=issuer)
+    assert hash(one) == hash(other) and one == other
+    assert one != ClientCredentials(client_id="d", private_key=jwk, issuer=issuer)
