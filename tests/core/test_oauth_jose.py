@@ -308,3 +308,11 @@ def test_the_nonce_header_of_any_answer() -> None:
     assert dpop_nonce_header([("dpop-nonce", "")]) is None
     assert dpop_nonce_header([("dpop-nonce", "bad nonce")]) is None
     assert dpop_nonce_header([]) is None
+
+
+def test_the_token_endpoints_nonce_challenge_is_a_400_only() -> None:
+    body = dumps({"error": "use_dpop_nonce"})
+    headers = [("dpop-nonce", "n-1")]
+    assert dpop_nonce_of(400, headers, body=body) == "n-1"
+    for status in (200, 500, 403):
+        assert dpop_nonce_of(status, headers, body=body) is None

@@ -655,3 +655,24 @@ def test_client_credentials_with_a_jwk_hash_and_compare_without_the_key() -> Non
     other = ClientCredentials(client_id="c", private_key={**jwk, "d": "x"}, issuer=issuer)
     assert hash(one) == hash(other) and one == other
     assert one != ClientCredentials(client_id="d", private_key=jwk, issuer=issuer)
+
+
+def test_a_p384_key_is_refused_as_es256() -> None:
+    key = ec.generate_private_key(ec.SECP384R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    with pytest.raises(ValueError, match="P-256"):
+        load_signing_key(pem, "ES256")
+
+
+def test_a_nonce_challenge_to_a_bearer_request_is_not_taken() -> None:
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    authorizer = auth.bind("http://127.0.0.1:1/mcp")
+    headers = [(b"www-authenticate", b'DPoP error="use_dpop_nonce"'), (b"dpop-nonce", b"n")]
+    assert not authorizer.took_nonce(b"Bearer tok", headers)
+    assert not authorizer.took_nonce(None, headers)
+    assert authorizer.took_nonce(b"DPoP tok", headers)
+    assert auth._dpop_nonces == {"rs http://127.0.0.1:1": "n"}
