@@ -676,3 +676,10 @@ def test_a_nonce_challenge_to_a_bearer_request_is_not_taken() -> None:
     assert not authorizer.took_nonce(None, headers)
     assert authorizer.took_nonce(b"DPoP tok", headers)
     assert auth._dpop_nonces == {"rs http://127.0.0.1:1": "n"}
+
+
+async def test_a_users_dpop_header_is_refused_with_dpop() -> None:
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    with pytest.raises(ValueError, match="'DPoP' is written by the HTTP transport"):
+        async with open_client("http://127.0.0.1:9/mcp", auth=auth, headers={"DPoP": "x"}):
+            raise AssertionError("opened")  # pragma: no cover
