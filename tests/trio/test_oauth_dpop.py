@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from mcp_sansio import OAuthToken
+from mcp_sansio import BearerChallenge, OAuthToken
 from mcp_sansio._jose import CLIENT_ASSERTION_TYPE, access_token_hash, jwk_thumbprint
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
@@ -683,3 +683,12 @@ async def test_a_users_dpop_header_is_refused_with_dpop() -> None:
     with pytest.raises(ValueError, match="'DPoP' is written by the HTTP transport"):
         async with open_client("http://127.0.0.1:9/mcp", auth=auth, headers={"DPoP": "x"}):
             raise AssertionError("opened")  # pragma: no cover
+
+
+async def test_a_nonce_challenge_that_reaches_the_flow_is_refused() -> None:
+    # The channel retries a nonce challenge itself: one reaching the flow (a request
+    # without a proof, or a second one) is a refusal, never a new authorization.
+    auth = OAuth(redirect_uri="http://127.0.0.1:9/cb", on_authorize=_never_called, dpop=True)
+    authorizer = auth.bind("http://127.0.0.1:1/mcp")
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="keeps asking"):
+        await authorizer.challenged(401, BearerChallenge(error="use_dpop_nonce"), None)
