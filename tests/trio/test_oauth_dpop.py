@@ -692,3 +692,26 @@ async def test_a_nonce_challenge_that_reaches_the_flow_is_refused() -> None:
     authorizer = auth.bind("http://127.0.0.1:1/mcp")
     with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="keeps asking"):
         await authorizer.challenged(401, BearerChallenge(error="use_dpop_nonce"), None)
+
+
+@attrs.define
+class MethodsFake(DpopFake):
+    """Records the proof of every non-POST request to its MCP endpoint."""
+
+    others: list[tuple[str, str | None]] = attrs.field(factory=list)
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if method != "POST" and target.partition("?")[0] == "/mcp":
+            self.others.append((method, headers.get("dpop")))
+        return await super().route(method, target, headers, body)
+
+
+async def test_the_get_stream_and_delete_prove_their_own_method(nursery: trio.Nursery) -> None:
+    fake: MethodsFake = await _start(nursery, MethodsFake)
+    assert await list_and_call(fake, oauth(dpop=True), era="legacy") == "hi"
+    methods = {method for method, _ in fake.others}
+    assert methods == {"GET", "DELETE"}  # (the legacy session's GET stream, its end)
+    for method, proof in fake.others:
+        assert proof is not None and verify(proof)[1]["htm"] == method
