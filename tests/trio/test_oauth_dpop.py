@@ -715,3 +715,24 @@ async def test_the_get_stream_and_delete_prove_their_own_method(nursery: trio.Nu
     assert methods == {"GET", "DELETE"}  # (the legacy session's GET stream, its end)
     for method, proof in fake.others:
         assert proof is not None and verify(proof)[1]["htm"] == method
+
+
+async def test_a_refresh_never_takes_a_stored_token_of_another_key(
+    nursery: trio.Nursery,
+) -> None:
+    fake = await start_dpop(nursery, refresh_tokens=True)
+    storage = InMemoryOAuthStorage()
+    now = [1000.0]
+    first = oauth(dpop=True, storage=storage, clock=lambda: now[0])
+    other = oauth(dpop=True, storage=storage, clock=lambda: now[0])
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="modern", auth=first) as client:
+            await client.list_tools()
+            now[0] += 3000
+            # Another process (another key) authorizes and stores its own token.
+            assert await list_and_call(fake, other) == "hi"
+            now[0] += 1000  # first's token expired, the stored one not
+            await client.list_tools()
+    assert fake.token_requests[-1]["grant_type"] == "refresh_token"
+    for token, proof in fake.mcp_proofs:  # never a token with another key's proof
+        assert jwk_thumbprint(verify(proof)[0]["jwk"]) == fake.bound[token]
