@@ -463,14 +463,13 @@ class SubscriptionHub:
             tasks=sub.tasks,
         )
         try:
-            await self._start_listen(session, nursery, params, sub, timeout)
-            if not sub._acknowledged.is_set():
+            acked = await self._start_listen(session, nursery, params, sub, timeout)
+            if not acked.is_set():
                 raise RequestTimeout("subscriptions/listen", None)
-            if sub.subscription_id is None:  # ended before it was acknowledged
-                failure = sub._failure
-                if failure is None:  # (every way to end it sets one; just in case)
-                    failure = RemoteProtocolError(sub.end_reason or _NOT_ACKNOWLEDGED)
-                raise failure.with_traceback(None)
+            # Not ``subscription_id is None``: the listen may have been acknowledged and
+            # then have expired, a new one already claiming (the id is None again).
+            if sub._ended and sub._failure is not None:  # failed (before acknowledging)
+                raise sub._failure.with_traceback(None)
             yield
         finally:
             sub._end("the subscription was closed")
@@ -484,18 +483,24 @@ class SubscriptionHub:
         params: dict[str, Any],
         sub: Subscription,
         timeout: float | None,
-    ) -> None:
+    ) -> trio.Event:
         """Send ``subscriptions/listen`` for ``sub`` (from a task of ``nursery``) and
-        wait, under the lock, until it is acknowledged, ends, or ``timeout`` passes."""
+        wait, under the lock, until it is acknowledged, ends, or ``timeout`` passes.
+        Returns the event waited on: set unless ``timeout`` passed. (Not
+        ``sub._acknowledged`` once more: an acknowledgment and an expiry handled in one
+        scheduling round make ``_listen`` replace it, for a new listen, before this
+        wakes.)"""
         sub._scope = trio.CancelScope()
+        acked = sub._acknowledged
         async with self._lock:
             self._claiming = sub
             try:
                 nursery.start_soon(self._listen, session, params, sub, timeout, name="mcp listen")
                 with trio.move_on_after(math.inf if timeout is None else timeout):
-                    await sub._acknowledged.wait()
+                    await acked.wait()
             finally:
                 self._claiming = None
+        return acked
 
     def _may_relisten(self, sub: Subscription, exc: McpError) -> bool:
         """Whether ``exc``, which ended ``sub``'s listen, is an expired token that a new
@@ -524,15 +529,18 @@ class SubscriptionHub:
         opening does, and hold it until the new listen is acknowledged, ends, or
         ``timeout`` passes (then end ``sub`` with ``expired``). Reports started, with
         the lock held, for the new listen request to go out."""
+        # This listen's event: the next expiry may replace ``sub._acknowledged`` before
+        # this wakes (see ``_start_listen``).
+        acked = sub._acknowledged
         async with self._lock:
             self._claiming = sub
             try:
                 task_status.started()
                 with trio.move_on_after(math.inf if timeout is None else timeout):
-                    await sub._acknowledged.wait()
+                    await acked.wait()
             finally:
                 self._claiming = None
-        if not sub._acknowledged.is_set():
+        if not acked.is_set():
             sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
 
     async def _listen(

@@ -413,3 +413,48 @@ async def test_a_listen_given_up_before_its_task_ran_sends_nothing() -> None:
     sub._end("the subscription was closed")
     await hub._listen(cast(Any, session), {}, sub, None)
     assert session.sent == 0 and hub._by_id == {}
+
+
+async def ack_then_expire(session: FakeListens, sid: int) -> Any:
+    """Acknowledge and answer 401 in one scheduling round (a verifier with leeway
+    accepted a token already past its expiry)."""
+    await session.acknowledge(sid)
+    raise _expired()
+
+
+async def test_a_listen_acknowledged_and_expired_at_once_opens(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The new listen replaces the event subscribe() waits on before subscribe() wakes:
+    # subscribe() must still see its own listen acknowledged (timeout=None: no timeout).
+    hub = _client_subscriptions.SubscriptionHub()
+    session = FakeListens(hub, ack_then_expire, ack_forever)
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            assert not sub.ended
+            await trio.testing.wait_all_tasks_blocked()
+            assert sub.subscription_id == 2 and not sub.ended
+    assert session.sent == 2 and not hub._lock.locked()
+
+
+async def test_a_new_listen_acknowledged_and_expired_at_once_listens_again(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The claim of the second listen must see its own acknowledgment, though the third
+    # listen has replaced the event by the time it wakes.
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+
+    async def slowly(session: FakeListens, sid: int) -> Any:
+        await trio.sleep(2)  # (past _MIN_RELISTEN_LIFETIME: a third listen is due)
+        return await ack_then_expire(session, sid)
+
+    session = FakeListens(hub, ack_until(expire), slowly, ack_forever)
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            expire.set()
+            await trio.sleep(10)
+            assert sub.subscription_id == 3 and not sub.ended, sub.end_reason
+            with pytest.raises(trio.WouldBlock):
+                sub.receive_nowait()
+    assert session.sent == 3 and not hub._lock.locked()
