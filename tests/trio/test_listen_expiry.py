@@ -17,7 +17,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_sansio import ErrorData
+from mcp_sansio import ErrorData, RemoteProtocolError
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import TOKEN_EXPIRED_CODE
 from mcp_trio import (
@@ -458,3 +458,77 @@ async def test_a_new_listen_acknowledged_and_expired_at_once_listens_again(
             with pytest.raises(trio.WouldBlock):
                 sub.receive_nowait()
     assert session.sent == 3 and not hub._lock.locked()
+
+
+async def answer_unacknowledged(session: FakeListens, sid: int) -> Any:
+    await trio.lowlevel.checkpoint()
+    return {}
+
+
+async def test_a_new_listen_answered_before_its_acknowledgment_fails_the_iteration(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire), answer_unacknowledged)
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            expire.set()
+            with pytest.raises(RemoteProtocolError, match="before acknowledging"):
+                async for _ in sub:
+                    pass
+    await trio.testing.wait_all_tasks_blocked()  # (the claim, cancelled, lets go)
+    assert session.sent == 2 and not hub._lock.locked()
+
+
+async def test_another_error_code_with_invalid_token_is_not_listened_again(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+
+    async def forbid(session: FakeListens, sid: int) -> Any:
+        await session.acknowledge(sid)
+        await expire.wait()
+        raise McpError(ErrorData(code=403, message="no", data={"error": "invalid_token"}))
+
+    session = FakeListens(hub, forbid, ack_forever)
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            expire.set()
+            with pytest.raises(McpError) as failed:
+                async for _ in sub:
+                    pass
+    assert failed.value.code == 403
+    assert session.sent == 1
+
+
+async def test_a_new_listen_claims_nothing_before_its_request_goes_out(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between taking the lock and the new listen request going out, an acknowledgment
+    # (say a late duplicate of the old listen's) must not be taken for the new one's.
+    hub = _client_subscriptions.SubscriptionHub()
+    expire = trio.Event()
+    session = FakeListens(hub, ack_until(expire), ack_forever)
+    seen: list[object] = []
+    claim_again = hub._claim_again
+
+    class Status:
+        def __init__(self, status: trio.TaskStatus[None]) -> None:
+            self.status = status
+
+        def started(self, value: None = None) -> None:
+            seen.append(hub._claimant(1))  # (the lock is held; the request not sent)
+            self.status.started(value)
+
+    async def claim(*args: Any, task_status: trio.TaskStatus[None]) -> None:
+        await claim_again(*args, task_status=cast(Any, Status(task_status)))
+
+    monkeypatch.setattr(hub, "_claim_again", claim)
+    with trio.fail_after(100):
+        async with _open(session, nursery) as sub:
+            expire.set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert sub.subscription_id == 2 and not sub.ended
+    assert seen == [None]
