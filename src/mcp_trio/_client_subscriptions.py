@@ -32,7 +32,15 @@ way), under the same lock as an opening. Bounded: one new listen per expiry, onl
 after an acknowledged one, and none when a listen opened again for an expiry expires
 again within :data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead tokens would
 make a loop of it); any other end, or a failed new listen, ends the iteration as
-before. Notifications the server sent in between are not delivered.
+before. The bound is a rate, not a count: a server whose tokens each outlive
+:data:`_MIN_RELISTEN_LIFETIME` gets a new listen about that often, as long as the
+block lasts. The new listen holds the lock until it is acknowledged or the client's
+timeout passes (then the iteration fails with the expiry); with no timeout, one the
+server never acknowledges keeps every other ``subscribe()`` of the client waiting
+until the block is left. Notifications the server sent in between are not delivered.
+Each waiter keeps the acknowledgment event of its own listen: an acknowledgment and
+an expiry handled in one scheduling round replace ``_acknowledged`` (for the next
+listen) before the waiter wakes.
 
 Legacy: leaving the block sends the ``resources/unsubscribe`` courtesies concurrently,
 shielded from the caller's cancellation but bounded by one deadline for them all.
