@@ -72,9 +72,12 @@ the oldest collected task of anyone. With nothing to evict, the call runs withou
 (``optional``) or is refused with -32603 (``required``): a task whose end nobody has
 fetched is never dropped before its TTL. An outcome that would pass ``max_stored_bytes``
 evicts collected tasks holding bytes in the same order (the caller's own oldest, then
-anyone's), only if that frees enough; else the task ends ``failed`` with -32603 ("too
-large for the server to keep"): the spec lets a failed task carry any JSON-RPC error, and
-nothing is silently lost.
+anyone's; past ``max_stored_bytes_per_owner``, only the caller's own), only if that frees
+enough; else the task ends ``failed`` with -32603 ("the server's task store is full", or
+larger than the bound alone): the spec lets a failed task carry any JSON-RPC error, and
+nothing is silently lost. Every bound only *chooses* its victims (what one chose counts
+for the next); they are evicted once all the bounds are met, so a refused call or outcome
+costs nobody a task.
 
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
@@ -119,7 +122,7 @@ import secrets
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar, cast, final
@@ -187,10 +190,18 @@ _TOO_MANY_QUESTIONS: Final = ErrorData(
 _UNCOUNTED: Final = (_INTERNAL, _TOO_MANY_QUESTIONS)
 
 
-def _store_full(held: int, bound: int) -> str:
-    """Why a task, or what it would store, is refused: ``held`` of ``bound`` bytes are
-    held by tasks that may not be evicted yet (all callers', or the caller's own share)."""
-    return f"The server's task store is full ({held} of {bound} bytes held)"
+def _store_full(need: str, held: int, bound: int, *, share: bool = False) -> str:
+    """Why a task, or what it would store, is refused: it ``need``s room (a sentence's
+    clause), and ``held`` of ``bound`` bytes are held by tasks that may not be evicted yet
+    -- all callers' (``max_stored_bytes``), or the caller's own (``share``:
+    ``max_stored_bytes_per_owner``). Computed before anything is evicted: a refusal
+    evicts nothing."""
+    where = (
+        f"your tasks hold {held} of the {bound} bytes one caller may"
+        if share
+        else f"{held} of {bound} bytes are held"
+    )
+    return f"The server's task store is full: {need}, {where}"
 
 
 def _too_large(what: str, size: int, bound: str, limit: int) -> str:
@@ -724,28 +735,27 @@ class TaskRunner:
         else:
             del self._held[run.caller]
 
-    def _evict_collected(self, caller: object, *, anyone: bool = False) -> bool:
-        """Drop the oldest collected terminal task of ``caller`` past its grace
-        (``anyone``: of ``caller`` if it has one, else of any caller); whether one went."""
+    def _evictable(
+        self, caller: object, *, anyone: bool, skip: Collection[TaskRun] = ()
+    ) -> Iterator[TaskRun]:
+        """The collected terminal tasks past their grace, not in ``skip``, in the order a
+        bound evicts them: ``caller``'s own oldest first, then (``anyone``) any other
+        caller's oldest. Only chooses: the table is not changed (see :meth:`_admit`)."""
         since = trio.current_time() - self.config.retention_after_fetch_ms / 1000
-        other: TaskRun | None = None
+        others: list[TaskRun] = []
         for victim in self._tasks.values():
             if (
                 victim.collected_at is not None
                 and victim.collected_at <= since
                 and victim.task is not None
                 and victim.task.terminal
+                and victim not in skip
             ):
                 if victim.caller == caller:
-                    break
-                if anyone and other is None:
-                    other = victim
-        else:
-            if other is None:
-                return False
-            victim = other
-        self._forget(victim)
-        return True
+                    yield victim
+                elif anyone:
+                    others.append(victim)
+        yield from others
 
     def _count(self, caller: object, delta: int) -> None:
         """Add ``delta`` bytes to what the table holds, all together and by ``caller``."""
@@ -760,8 +770,9 @@ class TaskRunner:
         """Count ``size`` more bytes stored by ``run`` (its ``what``: an outcome, a
         question), making room as a full table does (expired tasks purged, then
         collected ones evicted: past the caller's share, only its own; past the total,
-        the caller's own oldest first, then anyone's). ``None`` if they fit; else why
-        not, and nothing is evicted for a bound that could not make enough room. A run
+        the caller's own oldest first, then anyone's; what the share evicts counts for
+        the total too). ``None`` if they fit; else why not, and nothing is evicted: the
+        victims are evicted only if both bounds are then met. A run
         no longer in the table (purged, withdrawn) counts towards nothing: nobody can
         reach what it keeps, which goes with it."""
         config = self.config
@@ -779,16 +790,24 @@ class TaskRunner:
             return None
         if size > limit:
             return _too_large(what, size, "max_stored_bytes", limit)
+        # Choose what to evict for both bounds, then evict it only if both are met: a
+        # refused outcome must not cost its caller the collected tasks it had as well.
+        need = f"the {what} needs {size} bytes"
+        victims: list[TaskRun] = []
         if share is not None:
             if size > share:
                 return _too_large(what, size, "max_stored_bytes_per_owner", share)
             held = self._held_bytes.get(caller, 0)
             over = held + size - share
-            if over > 0 and not self._make_room(caller, over, own_only=True):
-                return _store_full(held, share)
+            if over > 0 and not self._make_room(caller, over, victims, anyone=False):
+                return _store_full(need, held, share, share=True)
         over = self._stored_bytes + size - limit
-        if over > 0 and not self._make_room(caller, over):
-            return _store_full(self._stored_bytes, limit)
+        if victims:
+            over -= sum(victim.stored_bytes for victim in victims)
+        if over > 0 and not self._make_room(caller, over, victims, anyone=True):
+            return _store_full(need, self._stored_bytes, limit)
+        for victim in victims:
+            self._forget(victim)
         run.stored_bytes += size
         self._count(caller, size)
         return None
@@ -799,68 +818,71 @@ class TaskRunner:
         if self._tasks.get(run.task_id or "") is run:
             self._count(run.caller, -size)
 
-    def _make_room(self, caller: object, needed: int, *, own_only: bool = False) -> bool:
-        """Evict collected terminal tasks holding bytes, past their grace, until
-        ``needed`` bytes are free: ``caller``'s own oldest first, then (unless
-        ``own_only``) anyone's oldest. Whether they were (if not, nothing was evicted)."""
-        since = trio.current_time() - self.config.retention_after_fetch_ms / 1000
-        own: list[TaskRun] = []
-        others: list[TaskRun] = []
-        for victim in self._tasks.values():
-            if (
-                victim.stored_bytes
-                and victim.collected_at is not None
-                and victim.collected_at <= since
-                and victim.task is not None
-                and victim.task.terminal
-            ):
-                if victim.caller == caller:
-                    own.append(victim)
-                elif not own_only:
-                    others.append(victim)
+    def _make_room(
+        self, caller: object, needed: int, victims: list[TaskRun], *, anyone: bool
+    ) -> bool:
+        """Choose collected tasks holding bytes, not yet in ``victims``, that would free
+        ``needed`` bytes (in :meth:`_evictable`'s order), and add them to ``victims``.
+        Whether they would; if not, ``victims`` is left as it was. Nothing is evicted
+        here: the caller evicts ``victims`` once every bound is met."""
         chosen: list[TaskRun] = []
-        for victim in own + others:
-            if needed <= 0:
-                break
-            chosen.append(victim)
-            needed -= victim.stored_bytes
-        if needed > 0:
-            return False
-        for victim in chosen:
-            self._forget(victim)
-        return True
+        for victim in self._evictable(caller, anyone=anyone, skip=victims):
+            if victim.stored_bytes:
+                chosen.append(victim)
+                needed -= victim.stored_bytes
+                if needed <= 0:
+                    victims += chosen
+                    return True
+        return False
 
     def _admit(self, run: TaskRun) -> Task | str:
         """Make ``run`` a task, unless a bound refuses it: then why, in a sentence.
         A collected task makes room if needed (see the module docstring)."""
         self._purge()
         config = self.config
+        caller = run.caller
+        # Each bound chooses its victims in turn (what an earlier one chose counts for
+        # the later ones); they are evicted only once every bound is met, so a refused
+        # call costs nobody a task.
+        victims: list[TaskRun] = []
         quota = config.max_tasks_per_owner
         if (
             quota is not None
-            and run.caller is not None  # (anonymous HTTP: only max_tasks bounds it)
-            and self._held.get(run.caller, 0) >= quota
-            and not self._evict_collected(run.caller)
+            and caller is not None  # (anonymous HTTP: only max_tasks bounds it)
+            and self._held.get(caller, 0) >= quota
         ):
-            return (
-                "You hold as many tasks as this server allows one caller: fetch the "
-                "results of finished ones or cancel some, then try again"
-            )
-        if len(self._tasks) >= config.max_tasks and not self._evict_collected(
-            run.caller, anyone=True
-        ):
-            return "The server is running as many tasks as it may; try again later"
+            victim = next(self._evictable(caller, anyone=False), None)
+            if victim is None:
+                return (
+                    "You hold as many tasks as this server allows one caller: fetch the "
+                    "results of finished ones or cancel some, then try again"
+                )
+            victims.append(victim)
+        if len(self._tasks) - len(victims) >= config.max_tasks:
+            victim = next(self._evictable(caller, anyone=True, skip=victims), None)
+            if victim is None:
+                return "The server is running as many tasks as it may; try again later"
+            victims.append(victim)
         # The stored bytes at their bound: a new task's outcome could not be kept, so
         # no work starts only to be thrown away (see TaskConfig.max_stored_bytes).
+        need = "a new task needs room for its outcome"
         share = config.max_stored_bytes_per_owner
-        if share is not None and run.caller is not None:
-            held = self._held_bytes.get(run.caller, 0)
-            if held >= share and not self._make_room(run.caller, held - share + 1, own_only=True):
-                return _store_full(held, share)
+        if share is not None and caller is not None:
+            held = self._held_bytes.get(caller, 0)
+            over = held - share + 1
+            if victims:
+                over -= sum(v.stored_bytes for v in victims if v.caller == caller)
+            if over > 0 and not self._make_room(caller, over, victims, anyone=False):
+                return _store_full(need, held, share, share=True)
         held = self._stored_bytes
         limit = config.max_stored_bytes
-        if held >= limit and not self._make_room(run.caller, held - limit + 1):
-            return _store_full(held, limit)
+        over = held - limit + 1
+        if victims:
+            over -= sum(victim.stored_bytes for victim in victims)
+        if over > 0 and not self._make_room(caller, over, victims, anyone=True):
+            return _store_full(need, held, limit)
+        for victim in victims:
+            self._forget(victim)
         task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
         run.task = Task.created(
             task_id,

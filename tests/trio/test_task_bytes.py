@@ -158,8 +158,12 @@ async def test_a_full_store_evicts_collected_results_the_callers_own_first(
             await fetch(runner, who, task_id)  # (all collected)
         # Within the grace period nothing may go: no task starts whose end could not be
         # kept (as when the table is full: a required tool is refused).
-        with pytest.raises(McpError, match=rf"task store is full \({3 * size} of {3 * size} "):
+        with pytest.raises(McpError) as full:
             await start(runner, "alice", returning(text(100)))
+        assert full.value.error.message == (
+            "The server's task store is full: a new task needs room for its outcome, "
+            f"{3 * size} of {3 * size} bytes are held"
+        )
         assert runner.stored_bytes == 3 * size == recount(runner)
         # Past it, alice's own oldest collected result makes room, not bob's (older).
         (_, bob), (_, a1), (_, a2) = made
@@ -201,7 +205,7 @@ async def test_a_full_store_starts_no_task(autojump_clock: MockClock) -> None:
         await trio.sleep(2)
         assert runner.stored_bytes == size  # (full, and nothing may be evicted)
         with pytest.raises(
-            McpError, match=rf"^The server's task store is full \({size} of {size} "
+            McpError, match=rf"^The server's task store is full: .*, {size} of {size} bytes "
         ):
             await start(runner, "alice", counted("required"))
         # An optional tool runs as an ordinary call: its outcome is the call's answer.
@@ -232,10 +236,12 @@ async def test_one_callers_results_cannot_starve_the_others(autojump_clock: Mock
         # Mallory fills her share with results she never fetches.
         hoard = [await start(runner, "mallory", returning(text(100))) for _ in range(2)]
         await trio.sleep(2)
-        with pytest.raises(
-            McpError, match=rf"^The server's task store is full \({share} of {share} "
-        ):
+        with pytest.raises(McpError) as full:
             await start(runner, "mallory", returning(text(100)))
+        assert full.value.error.message == (
+            "The server's task store is full: a new task needs room for its outcome, "
+            f"your tasks hold {share} of the {share} bytes one caller may"
+        )
         # Everyone else still has room (anonymous HTTP callers have no share: only the total).
         alice = await start(runner, "alice", returning(text(100)))
         anonymous = [await start(runner, None, returning(text(100))) for _ in range(2)]
@@ -260,7 +266,9 @@ async def test_one_callers_results_cannot_starve_the_others(autojump_clock: Mock
         refused = await fetch(runner, "mallory", bigger)
         assert refused["error"] == {
             "code": -32603,
-            "message": f"The server's task store is full ({size} of {share} bytes held)",
+            "message": "The server's task store is full: the outcome needs "
+            f"{result_bytes(200)} bytes, your tasks hold {size} of the {share} bytes "
+            "one caller may",
         }
         assert (await fetch(runner, "alice", alice))["status"] == "completed"
         # One larger than the share alone says so.
@@ -294,7 +302,11 @@ async def test_nothing_is_evicted_when_that_could_not_make_room(
         await trio.sleep(2)
         failed = await fetch(runner, "bob", big)
         assert failed["status"] == "failed"
-        assert failed["error"]["message"].startswith("The server's task store is full (")
+        held = result_bytes(100) + result_bytes(300)
+        assert failed["error"]["message"] == (
+            f"The server's task store is full: the outcome needs {result_bytes(200)} bytes, "
+            f"{held} of {held + 1} bytes are held"
+        )
         assert (await fetch(runner, "bob", collected))["status"] == "completed"
         assert (await fetch(runner, "bob", unseen))["status"] == "completed"
         # A smaller one fits in what the collected one frees.
@@ -304,6 +316,81 @@ async def test_nothing_is_evicted_when_that_could_not_make_room(
         with pytest.raises(McpError):
             await fetch(runner, "bob", collected)
         assert runner.stored_bytes == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_refused_outcome_evicts_nothing_for_the_share_either(
+    autojump_clock: MockClock,
+) -> None:
+    # Alice's share alone could be met by evicting her collected result, but the total
+    # could not be even then: her outcome is refused and her collected result kept
+    # (she must not lose both). Once another collected result can make up the rest,
+    # both go, together, and her outcome is kept.
+    old, bob, carol, new = (result_bytes(n) for n in (300, 500, 200, 400))
+    runner = TaskRunner(
+        TaskConfig(
+            max_stored_bytes=old + bob + carol,
+            max_stored_bytes_per_owner=bob,  # (bob's result fills his share exactly)
+            retention_after_fetch_ms=0,
+        )
+    )
+    runner.enabled = True
+    assert new <= bob < old + new and old < new  # (the share evicts hers; the total not)
+    async with runner.running() as nursery:
+        alices = await start(runner, "alice", returning(text(300)))
+        await start(runner, "bob", returning(text(500)))
+        carols = await start(runner, "carol", returning(text(200)))
+        refused = await start(runner, "alice", returning(text(400), after=5))
+        kept = await start(runner, "alice", returning(text(400), after=10))
+        await trio.sleep(2)
+        assert runner.stored_bytes == old + bob + carol  # (full)
+        await fetch(runner, "alice", alices)  # (collected: the share may evict it)
+        await trio.sleep(4)
+        assert (await fetch(runner, "alice", refused))["error"] == {
+            "code": -32603,
+            "message": f"The server's task store is full: the outcome needs {new} bytes, "
+            f"{old + bob + carol} of {old + bob + carol} bytes are held",
+        }
+        assert (await fetch(runner, "alice", alices))["status"] == "completed"
+        assert runner.stored_bytes == old + bob + carol == recount(runner)
+        await fetch(runner, "carol", carols)  # (collected: the total may evict it)
+        await trio.sleep(5)
+        assert (await fetch(runner, "alice", kept))["status"] == "completed"
+        for who, gone in (("alice", alices), ("carol", carols)):
+            with pytest.raises(McpError):
+                await fetch(runner, who, gone)
+        assert runner.stored_bytes == bob + new == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [{"max_tasks": 3}, {"max_tasks_per_owner": 2}],
+    ids=["table-full", "quota"],
+)
+async def test_a_refused_call_evicts_nothing(
+    autojump_clock: MockClock, bound: dict[str, int]
+) -> None:
+    # A full table (or alice's quota) would evict alice's collected task, which holds no
+    # bytes; the full store then refuses the call: her collected task is kept.
+    size = result_bytes(100)
+    runner = TaskRunner(TaskConfig(max_stored_bytes=2 * size, retention_after_fetch_ms=0, **bound))
+    runner.enabled = True
+    async with runner.running() as nursery:
+        cancelled = await start(runner, "alice", returning(text(100), after=50))
+        await runner.tasks_cancel(ctx("alice", "tasks/cancel", taskId=cancelled))
+        await start(runner, "alice", returning(text(100)))
+        await start(runner, "bob", returning(text(100)))
+        await trio.sleep(2)
+        assert runner.stored_bytes == 2 * size and len(runner._tasks) == 3
+        with pytest.raises(McpError) as full:
+            await start(runner, "alice", returning(text(1)))
+        assert full.value.error.message == (
+            "The server's task store is full: a new task needs room for its outcome, "
+            f"{2 * size} of {2 * size} bytes are held"
+        )
+        assert (await fetch(runner, "alice", cancelled))["status"] == "cancelled"
+        assert len(runner._tasks) == 3 and runner.stored_bytes == 2 * size == recount(runner)
         nursery.cancel_scope.cancel()
 
 
