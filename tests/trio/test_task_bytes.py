@@ -394,6 +394,24 @@ async def test_a_refused_call_evicts_nothing(
         nursery.cancel_scope.cancel()
 
 
+async def test_anonymous_callers_have_no_share(autojump_clock: MockClock) -> None:
+    # Anonymous HTTP requests cannot be told apart: together they are bounded by the
+    # total only, not by one caller's share (at admission nor when storing).
+    size = result_bytes(100)
+    runner = TaskRunner(TaskConfig(max_stored_bytes=3 * size, max_stored_bytes_per_owner=size))
+    runner.enabled = True
+    async with runner.running() as nursery:
+        made = [await start(runner, None, returning(text(100))) for _ in range(2)]
+        await trio.sleep(2)
+        assert runner.stored_bytes == 2 * size  # (past one share)
+        made.append(await start(runner, None, returning(text(100))))
+        await trio.sleep(2)
+        for task_id in made:
+            assert (await fetch(runner, None, task_id))["status"] == "completed"
+        assert runner.stored_bytes == 3 * size == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_tools_error_is_counted_and_failed_for_if_too_large(
     autojump_clock: MockClock,
 ) -> None:
@@ -424,14 +442,41 @@ async def test_a_tools_error_is_counted_and_failed_for_if_too_large(
         nursery.cancel_scope.cancel()
 
 
-async def test_a_result_that_cannot_be_encoded_fails_its_task(autojump_clock: MockClock) -> None:
+def _circular() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["again"] = loop
+    return loop
+
+
+@pytest.mark.parametrize(
+    "value",
+    [object(), {1: "a"}, 2**64, -(2**63) - 1, _circular(), "\ud800"],
+    ids=["object", "non-str-key", "int-too-large", "int-too-small", "circular", "surrogate"],
+)
+@pytest.mark.parametrize("kind", ["result", "error"])
+async def test_an_outcome_that_cannot_be_encoded_fails_its_task(
+    autojump_clock: MockClock, value: object, kind: str
+) -> None:
+    # orjson raises its JSONEncodeError (which is TypeError) for every one of these: the
+    # task fails with the server's own error, nothing is counted, and the runner goes on.
     runner = TaskRunner()
     runner.enabled = True
+
+    async def run(_: TaskRun) -> dict[str, Any]:
+        await trio.sleep(1)
+        if kind == "error":
+            raise McpError(ErrorData(code=TOOL_ERROR, message="no", data={"x": value}))
+        return {"content": [], "x": value}
+
     async with runner.running() as nursery:
-        task_id = await start(runner, "bob", returning({"content": [], "x": object()}))
+        task_id = await start(runner, "bob", run)
+        after = await start(runner, "bob", returning(text(1)))
         await trio.sleep(2)
-        assert (await fetch(runner, "bob", task_id))["error"]["code"] == -32603
-        assert runner.stored_bytes == 0
+        failed = await fetch(runner, "bob", task_id)
+        assert failed["status"] == "failed"
+        assert failed["error"] == {"code": -32603, "message": "Internal error"}
+        assert (await fetch(runner, "bob", after))["status"] == "completed"
+        assert runner.stored_bytes == result_bytes(1) == recount(runner)
         nursery.cancel_scope.cancel()
 
 
