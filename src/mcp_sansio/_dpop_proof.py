@@ -1,0 +1,237 @@
+"""A resource server's check of DPoP proofs (RFC 9449; SEP-1932 "DPoP Profile for MCP").
+
+Theory of operation
+-------------------
+A client holding a DPoP-bound access token sends, with every request, ``Authorization:
+DPoP <token>`` and one ``DPoP`` header: a compact JWS whose header carries the client's
+public ``jwk`` and whose claims name the request (``htm``, ``htu``), the moment
+(``iat``), a unique ``jti``, the token's hash (``ath``) and, when the server asked for
+one, a ``nonce``. The server accepts the request when the proof is well formed, signed
+by that ``jwk``, about *this* request, fresh, and the ``jwk``'s RFC 7638 thumbprint is
+the token's ``cnf.jkt`` (section 4.3, section 7.1).
+
+Everything here is data: :func:`check_dpop_proof` takes the proof, the request's
+method, the URIs it may name, the token, the token's ``jkt`` and ``now``, and returns a
+:class:`DpopVerified` or a :class:`DpopRefusal` carrying the RFC 9449 error. The
+signature itself is checked by a ``verify`` callable the binding passes (its crypto
+library stays there), and the time comes from the caller. A server that keeps no state
+(SEP-1932) bounds replay by the ``iat`` window and, if it wants, by a nonce it can check
+without a table: :class:`DpopNonces`, an HMAC of a timestamp under a server key.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal, final
+
+import attrs
+
+from ._jose import access_token_hash, b64url, htu, jwk_thumbprint
+from ._json import loads
+
+__all__ = [
+    "DEFAULT_DPOP_ALGS",
+    "DpopError",
+    "DpopNonces",
+    "DpopRefusal",
+    "DpopVerified",
+    "check_dpop_proof",
+    "dpop_header",
+    "dpop_htu_candidates",
+]
+
+DEFAULT_DPOP_ALGS: Final = ("ES256", "RS256")
+"""The proof algorithms accepted by default: asymmetric only (RFC 9449 section 4.3)."""
+MAX_PROOF: Final = 8192
+"""The longest ``DPoP`` header looked at (an RSA-4096 proof is about 1.5 KB)."""
+_PRIVATE_MEMBERS: Final = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
+
+DpopError = Literal["invalid_dpop_proof", "use_dpop_nonce", "invalid_token"]
+"""RFC 9449 section 7.1 and section 12.2: the ``error`` of a DPoP challenge."""
+
+Verify = Callable[[str, Mapping[str, Any], bytes, bytes], bool]
+"""``(alg, public jwk, signing input, signature) -> bool``: the binding's signature check
+(JWS encoding: ``r || s`` for ES256); a key it cannot use is ``False``, not an error."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class DpopVerified:
+    """A proof that passed every check."""
+
+    jkt: str
+    """The RFC 7638 thumbprint of the proof's key (the token's ``cnf.jkt``)."""
+    jti: str
+    """The proof's unique id (for a replay cache)."""
+    iat: int
+    """When the client says it made the proof (seconds since the epoch)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class DpopRefusal:
+    """Why a request's DPoP proof (or its binding to the token) was refused."""
+
+    error: DpopError
+    """The RFC 9449 error code to put in the ``DPoP`` challenge."""
+    description: str
+    """A short, token-free explanation (``error_description``)."""
+
+
+def dpop_header(headers: Iterable[tuple[bytes, bytes]]) -> str | DpopRefusal | None:
+    """The request's one ``DPoP`` header: the proof, ``None`` when there is none, or a
+    refusal when there are several or it is too long or not ASCII (RFC 9449 section 4.3
+    step 1: exactly one)."""
+    values = [value for name, value in headers if name == b"dpop"]
+    if not values:
+        return None
+    if len(values) > 1:
+        return _bad("several DPoP headers")
+    if len(values[0]) > MAX_PROOF or not values[0].isascii():
+        return _bad("malformed DPoP proof")
+    return values[0].decode("ascii").strip(" \t")
+
+
+def dpop_htu_candidates(url: str) -> tuple[str, ...]:
+    """The ``htu`` values a proof for a request to ``url`` may carry, normalised.
+
+    Plain HTTP gives one. A WebSocket handshake is an HTTP ``GET`` to the ``ws(s)`` URI,
+    and clients differ on which they sign; both the ``http(s)`` twin and the ``ws(s)``
+    form are accepted (the scheme is the only difference)."""
+    target = htu(url)
+    scheme, sep, rest = target.partition("://")
+    twin = {"http": "ws", "https": "wss", "ws": "http", "wss": "https"}.get(scheme)
+    return (target, f"{twin}{sep}{rest}") if twin is not None else (target,)
+
+
+def _bad(description: str) -> DpopRefusal:
+    return DpopRefusal(error="invalid_dpop_proof", description=description)
+
+
+def _b64decode(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def _json_object(part: str) -> dict[str, Any] | None:
+    try:
+        value = loads(_b64decode(part))
+    except (ValueError, binascii.Error):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def check_dpop_proof(
+    proof: str,
+    *,
+    method: str,
+    urls: Iterable[str],
+    access_token: str | None,
+    jkt: str | None,
+    now: float,
+    verify: Verify,
+    algs: Iterable[str] = DEFAULT_DPOP_ALGS,
+    window: float = 300.0,
+    nonce_valid: Callable[[str], bool] | None = None,
+) -> DpopVerified | DpopRefusal:
+    """Check a DPoP proof against the request it came with (RFC 9449 section 4.3).
+
+    Args:
+        proof: the ``DPoP`` header's value (see :func:`dpop_header`).
+        method: the request method (``htm``).
+        urls: the normalised URIs the proof's ``htu`` may name
+            (:func:`dpop_htu_candidates`).
+        access_token: the token the request presents (``ath`` is then required and
+            checked), or ``None`` for a proof without one.
+        jkt: the token's ``cnf.jkt``; when given, the proof's key must have that
+            thumbprint (else ``invalid_token``).
+        now: the current time, seconds since the epoch.
+        verify: the signature check (see :data:`Verify`).
+        algs: the accepted ``alg`` values; ``none`` and ``HS*`` are never accepted.
+        window: how far ``iat`` may be from ``now``, either way, in seconds.
+        nonce_valid: when given, a nonce is required and must pass it (else
+            ``use_dpop_nonce``: answer with a fresh ``DPoP-Nonce``).
+
+    Returns:
+        :class:`DpopVerified`, or the :class:`DpopRefusal` to answer with.
+    """
+    parts = proof.split(".")
+    if len(parts) != 3 or not all(parts):
+        return _bad("the DPoP proof is not a compact JWS")
+    header, claims = _json_object(parts[0]), _json_object(parts[1])
+    if header is None or claims is None:
+        return _bad("the DPoP proof is not a compact JWS")
+    if header.get("typ") != "dpop+jwt":
+        return _bad("the DPoP proof's typ is not dpop+jwt")
+    alg = header.get("alg")
+    allowed = {a for a in algs if a != "none" and not a.startswith("HS")}
+    if not isinstance(alg, str) or alg not in allowed:
+        return _bad("the DPoP proof's alg is not accepted")
+    jwk = header.get("jwk")
+    if not isinstance(jwk, dict) or _PRIVATE_MEMBERS & jwk.keys():
+        return _bad("the DPoP proof's jwk is not a public key")
+    try:
+        thumbprint = jwk_thumbprint(jwk)
+        signature = _b64decode(parts[2])
+    except (ValueError, binascii.Error):
+        return _bad("the DPoP proof's jwk is not a public key")
+    if not verify(alg, jwk, f"{parts[0]}.{parts[1]}".encode("ascii"), signature):
+        return _bad("the DPoP proof's signature does not verify")
+    jti, iat = claims.get("jti"), claims.get("iat")
+    if not isinstance(jti, str) or not jti:
+        return _bad("the DPoP proof has no jti")
+    if claims.get("htm") != method:
+        return _bad("the DPoP proof's htm is not the request method")
+    claimed_htu = claims.get("htu")
+    if not isinstance(claimed_htu, str) or htu(claimed_htu) not in set(urls):
+        return _bad("the DPoP proof's htu is not the request URI")
+    if isinstance(iat, bool) or not isinstance(iat, int | float) or abs(iat - now) > window:
+        return _bad("the DPoP proof's iat is outside the acceptance window")
+    if access_token is not None and claims.get("ath") != access_token_hash(access_token):
+        return _bad("the DPoP proof's ath is not the access token's hash")
+    if nonce_valid is not None:
+        nonce = claims.get("nonce")
+        if not isinstance(nonce, str) or not nonce_valid(nonce):
+            return DpopRefusal(error="use_dpop_nonce", description="A fresh DPoP nonce is required")
+    if jkt is not None and not hmac.compare_digest(thumbprint, jkt):
+        return DpopRefusal(
+            error="invalid_token", description="The access token is not bound to the DPoP key"
+        )
+    return DpopVerified(jkt=thumbprint, jti=jti, iat=int(iat))
+
+
+@final
+@attrs.frozen(kw_only=True)
+class DpopNonces:
+    """Stateless server nonces (SEP-1932): ``"<time>.<HMAC(key, time)>"``, accepted for
+    :attr:`window` seconds after :meth:`issue` made them, by any server holding
+    :attr:`key`. No table: a nonce cannot be revoked, only outlived."""
+
+    key: bytes = attrs.field(repr=False)
+    """The HMAC key (at least 16 bytes; keep it secret, share it across replicas)."""
+    window: float = 300.0
+    """Seconds a nonce stays valid."""
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.key) < 16:
+            raise ValueError("a DPoP nonce key needs at least 16 bytes")
+
+    def _mac(self, stamp: str) -> str:
+        return b64url(hmac.new(self.key, stamp.encode("ascii"), hashlib.sha256).digest())
+
+    def issue(self, now: float) -> str:
+        """A nonce made at ``now``."""
+        stamp = str(int(now))
+        return f"{stamp}.{self._mac(stamp)}"
+
+    def valid(self, nonce: str, now: float) -> bool:
+        """Whether ``nonce`` is one of ours, made no more than :attr:`window` ago."""
+        stamp, _, mac = nonce.partition(".")
+        if not stamp.isdigit() or len(stamp) > 12:
+            return False
+        if not hmac.compare_digest(mac.encode("ascii", "replace"), self._mac(stamp).encode()):
+            return False
+        return 0 <= now - int(stamp) <= self.window

@@ -1,0 +1,157 @@
+"""The resource server's DPoP proof check (RFC 9449 section 4.3), with a fake signer."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from mcp_sansio._dpop_proof import (
+    MAX_PROOF,
+    DpopNonces,
+    DpopRefusal,
+    DpopVerified,
+    check_dpop_proof,
+    dpop_header,
+    dpop_htu_candidates,
+)
+from mcp_sansio._jose import access_token_hash, b64url, jwk_thumbprint, sign_jwt
+
+JWK = {"kty": "EC", "crv": "P-256", "x": "eA", "y": "eQ"}
+NOW = 1_800_000_000
+URL = "https://mcp.example.com/mcp"
+TOKEN = "tok-123"
+
+
+def fake_sign(data: bytes) -> bytes:
+    return hashlib.sha256(b"key" + data).digest()
+
+
+def fake_verify(alg: str, jwk: Mapping[str, Any], data: bytes, sig: bytes) -> bool:
+    return sig == fake_sign(data)
+
+
+def proof(header: Mapping[str, Any] | None = None, **claims: Any) -> str:
+    head = {"typ": "dpop+jwt", "alg": "ES256", "jwk": JWK, **(header or {})}
+    body = {"jti": "j1", "htm": "POST", "htu": URL, "iat": NOW, "ath": access_token_hash(TOKEN)}
+    body.update(claims)
+    return sign_jwt(head, {k: v for k, v in body.items() if v is not None}, fake_sign)
+
+
+def check(p: str, **kw: Any) -> DpopVerified | DpopRefusal:
+    args: dict[str, Any] = {
+        "method": "POST",
+        "urls": dpop_htu_candidates(URL),
+        "access_token": TOKEN,
+        "jkt": jwk_thumbprint(JWK),
+        "now": NOW,
+        "verify": fake_verify,
+    }
+    args.update(kw)
+    return check_dpop_proof(p, **args)
+
+
+def test_a_good_proof_is_verified() -> None:
+    assert check(proof()) == DpopVerified(jkt=jwk_thumbprint(JWK), jti="j1", iat=NOW)
+
+
+def test_htu_is_normalised_and_query_free() -> None:
+    assert isinstance(check(proof(htu="HTTPS://MCP.example.com:443/mcp")), DpopVerified)
+    assert isinstance(check(proof(htu=URL + "?a=1#f")), DpopVerified)
+
+
+def test_websocket_accepts_both_forms() -> None:
+    urls = dpop_htu_candidates("wss://mcp.example.com/ws")
+    assert urls == ("wss://mcp.example.com/ws", "https://mcp.example.com/ws")
+    for signed in urls:
+        assert isinstance(
+            check(proof(htu=signed, htm="GET"), method="GET", urls=urls), DpopVerified
+        )
+    assert dpop_htu_candidates("ftp://x/") == ("ftp://x/",)
+
+
+@pytest.mark.parametrize(
+    ("p", "kw", "error"),
+    [
+        (proof({"typ": "JWT"}), {}, "typ"),
+        (proof({"alg": "none"}), {"algs": ("none", "ES256")}, "alg"),
+        (proof({"alg": "HS256"}), {"algs": ("HS256",)}, "alg"),
+        (proof({"alg": "PS256"}), {}, "alg"),
+        (proof({"jwk": {**JWK, "d": "secret"}}), {}, "jwk"),
+        (proof({"jwk": "nope"}), {}, "jwk"),
+        (proof({"jwk": {"kty": "oct", "k": "x"}}), {}, "jwk"),
+        (proof({"jwk": {"kty": "OKP", "x": "x"}}), {}, "jwk"),
+        (proof(htm="GET"), {}, "htm"),
+        (proof(htu="https://other.example.com/mcp"), {}, "htu"),
+        (proof(htu=7), {}, "htu"),
+        (proof(iat=NOW - 301), {}, "iat"),
+        (proof(iat=NOW + 301), {}, "iat"),
+        (proof(iat=True), {}, "iat"),
+        (proof(iat=NOW - 20), {"window": 10}, "iat"),
+        (proof(jti=None), {}, "jti"),
+        (proof(jti=""), {}, "jti"),
+        (proof(ath=None), {}, "ath"),
+        (proof(ath=access_token_hash("stolen")), {}, "ath"),
+        (proof()[:-4] + "AAAA", {}, "signature"),
+        ("a.b", {}, "JWS"),
+        ("a..c", {}, "JWS"),
+        (f"{b64url(b'[1]')}.{b64url(b'{}')}.c", {}, "JWS"),
+        ("!!!.e30.c", {}, "JWS"),
+    ],
+)
+def test_refusals(p: str, kw: dict[str, Any], error: str) -> None:
+    result = check(p, **kw)
+    assert isinstance(result, DpopRefusal)
+    assert result.error == "invalid_dpop_proof"
+    assert error in result.description
+
+
+def test_a_proof_without_a_token_needs_no_ath() -> None:
+    assert isinstance(check(proof(ath=None), access_token=None, jkt=None), DpopVerified)
+
+
+def test_another_key_than_the_token_names_is_invalid_token() -> None:
+    result = check(proof(), jkt="someone-elses-thumbprint")
+    assert result == DpopRefusal(
+        error="invalid_token", description="The access token is not bound to the DPoP key"
+    )
+
+
+def test_nonce_required() -> None:
+    nonces = DpopNonces(key=b"k" * 32)
+
+    def valid(n: str) -> bool:
+        return nonces.valid(n, NOW)
+
+    missing = check(proof(), nonce_valid=valid)
+    assert isinstance(missing, DpopRefusal) and missing.error == "use_dpop_nonce"
+    stale = check(proof(nonce=nonces.issue(NOW - 301)), nonce_valid=valid)
+    assert isinstance(stale, DpopRefusal) and stale.error == "use_dpop_nonce"
+    assert isinstance(check(proof(nonce=nonces.issue(NOW - 5)), nonce_valid=valid), DpopVerified)
+
+
+def test_stateless_nonces() -> None:
+    nonces = DpopNonces(key=b"k" * 32, window=60)
+    n = nonces.issue(NOW)
+    assert nonces.valid(n, NOW) and nonces.valid(n, NOW + 60)
+    assert not nonces.valid(n, NOW + 61)
+    assert not nonces.valid(n, NOW - 1)  # from the future
+    assert not DpopNonces(key=b"x" * 32).valid(n, NOW)  # another server's key
+    assert not nonces.valid(n + "x", NOW)
+    assert not nonces.valid("abc.def", NOW)
+    assert not nonces.valid("1" * 13 + ".x", NOW)
+    assert not nonces.valid(n.split(".")[0] + ".é", NOW)
+    with pytest.raises(ValueError, match="16 bytes"):
+        DpopNonces(key=b"short")
+
+
+def test_dpop_header() -> None:
+    assert dpop_header([(b"authorization", b"DPoP x")]) is None
+    assert dpop_header([(b"dpop", b" a.b.c ")]) == "a.b.c"
+    for bad in ([(b"dpop", b"a.b.c"), (b"dpop", b"d.e.f")], [(b"dpop", b"\xff")]):
+        refusal = dpop_header(bad)
+        assert isinstance(refusal, DpopRefusal) and refusal.error == "invalid_dpop_proof"
+    assert isinstance(dpop_header([(b"dpop", b"a" * (MAX_PROOF + 1))]), DpopRefusal)
+    assert dpop_header([(b"dpop", b"a" * MAX_PROOF)]) == "a" * MAX_PROOF
