@@ -25,13 +25,15 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, final
 
 import attrs
 
+from ._http_common import HttpResponse, json_response
 from ._jose import access_token_hash, b64url, htu, jwk_thumbprint
-from ._json import loads
+from ._json import dumps, loads
 
 __all__ = [
     "DEFAULT_DPOP_ALGS",
@@ -39,7 +41,9 @@ __all__ = [
     "DpopNonces",
     "DpopRefusal",
     "DpopVerified",
+    "authorization_credentials",
     "check_dpop_proof",
+    "dpop_challenge",
     "dpop_header",
     "dpop_htu_candidates",
 ]
@@ -235,3 +239,58 @@ class DpopNonces:
         if not hmac.compare_digest(mac.encode("ascii", "replace"), self._mac(stamp).encode()):
             return False
         return 0 <= now - int(stamp) <= self.window
+
+
+def authorization_credentials(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, str] | None:
+    """The request's ``Authorization`` scheme (lower-cased) and credentials, ``None``
+    when it has none; ``("", "")`` when it has several or a malformed one (answer
+    ``400 invalid_request``)."""
+    values = [value for name, value in headers if name == b"authorization"]
+    if not values:
+        return None
+    if len(values) > 1:
+        return ("", "")
+    scheme, _, rest = values[0].decode("latin-1").partition(" ")
+    token = rest.strip(" ")
+    if _TOKEN68.fullmatch(token) is None:
+        return ("", "")
+    return (scheme.lower(), token)
+
+
+_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+def dpop_challenge(
+    error: DpopError | Literal["invalid_request"] | None,
+    *,
+    algs: Iterable[str] = DEFAULT_DPOP_ALGS,
+    description: str | None = None,
+    resource_metadata: str | None = None,
+    bearer_too: bool = False,
+    nonce: str | None = None,
+) -> HttpResponse:
+    """A refusal with a ``WWW-Authenticate: DPoP algs="…"`` challenge (RFC 9449 section
+    7.1), also a ``Bearer`` one when ``bearer_too`` (a server that still takes bearer
+    tokens), and ``DPoP-Nonce`` when ``nonce`` is given (section 9: with
+    ``use_dpop_nonce``). ``401``, or ``400`` for ``invalid_request``."""
+    params = [f'algs="{" ".join(algs)}"']
+    if error is not None:
+        params.append(f'error="{error}"')
+    if resource_metadata is not None:
+        params.append(f'resource_metadata="{resource_metadata}"')
+    if description is not None:
+        params.append(f'error_description="{description}"')
+    headers = [(b"www-authenticate", ("DPoP " + ", ".join(params)).encode("ascii"))]
+    if bearer_too:
+        bearer = (
+            f'Bearer resource_metadata="{resource_metadata}"' if resource_metadata else "Bearer"
+        )
+        headers.append((b"www-authenticate", bearer.encode("ascii")))
+    if nonce is not None:
+        headers.append((b"dpop-nonce", nonce.encode("ascii")))
+    if error is None:
+        return HttpResponse(status=401, headers=tuple(headers))
+    body: dict[str, str] = {"error": error}
+    if description is not None:
+        body["error_description"] = description
+    return json_response(400 if error == "invalid_request" else 401, dumps(body), tuple(headers))

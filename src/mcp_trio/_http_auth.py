@@ -13,13 +13,25 @@ at; the Protected Resource Metadata document is served without it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Final, TypeAlias, final
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
 import trio
 
 from mcp_sansio import RemoteProtocolError
+from mcp_sansio._dpop_proof import (
+    DEFAULT_DPOP_ALGS,
+    DpopError,
+    DpopNonces,
+    DpopRefusal,
+    authorization_credentials,
+    check_dpop_proof,
+    dpop_challenge,
+    dpop_header,
+    dpop_htu_candidates,
+)
 from mcp_sansio._http_auth import (
     BearerError,
     Principal,
@@ -134,15 +146,47 @@ class BearerAuth:
     registered (``@server.tool(scopes=...)``) and checked once the body says what is
     asked for."""
 
+    dpop: Literal["off", "allowed", "required"] = "off"
+    """DPoP-bound tokens (RFC 9449; MCP's SEP-1932): ``"off"``, bearer tokens only, as
+    before; ``"allowed"``, ``Authorization: DPoP`` with a proof too; ``"required"``,
+    only DPoP. A token :attr:`verify_token` says is bound (``Principal.dpop_jkt``) is
+    refused as a plain bearer token. Needs the ``crypto`` extra."""
+    dpop_origin: str | None = None
+    """``scheme://host[:port]`` clients reach the server at (behind a TLS proxy:
+    ``https://…``): the proof's ``htu`` must be it plus the request path (for a
+    WebSocket handshake its ``ws(s)`` twin too). ``None``: ``http://`` and the
+    request's ``Host``."""
+    dpop_algs: tuple[str, ...] = DEFAULT_DPOP_ALGS
+    """The proof algorithms accepted (``ES256``, ``RS256``)."""
+    dpop_window: float = 300.0
+    """How far a proof's ``iat`` may be from now, either way, in seconds (SEP-1932)."""
+    dpop_nonces: DpopNonces | None = None
+    """When set, every proof must carry a nonce these issued (``401 use_dpop_nonce``
+    with a fresh ``DPoP-Nonce`` otherwise); stateless, shareable across replicas."""
+    clock: Callable[[], float] = time.time
+    """The wall clock proofs are checked against (seconds since the epoch)."""
+
     _no_token: HttpResponse = attrs.field(init=False, eq=False, repr=False)
+    _verify: Callable[[str, Mapping[str, Any], bytes, bytes], bool] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+    """The proof signature check, imported when DPoP is on."""
     """The answer to a request without a token (every client's first): built once, which
     also refuses a scope or URL a challenge cannot carry (``ValueError``) at once."""
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_no_token", self._refuse(None))
+        if self.dpop != "off":
+            from ._dpop_verify import verify_jws_signature  # noqa: PLC0415 (lazy: crypto)
+
+            object.__setattr__(self, "_verify", verify_jws_signature)
+            object.__setattr__(self, "_no_token", self._dpop_refuse(None))
+        else:
+            object.__setattr__(self, "_no_token", self._refuse(None))
 
     async def __call__(self, request: HttpRequest) -> Principal | HttpResponse:
         """Authenticate one request: the principal, or the refusal (see the class)."""
+        if self.dpop != "off":
+            return await self._dpop_call(request)
         try:
             token = bearer_token(request)
         except RemoteProtocolError as exc:
@@ -155,6 +199,77 @@ class BearerAuth:
         if not principal.has_scopes(self.required_scopes):
             return self._refuse("insufficient_scope", "The access token lacks a required scope")
         return principal
+
+    async def _dpop_call(self, request: HttpRequest) -> Principal | HttpResponse:
+        credentials = authorization_credentials(request.headers)
+        if credentials is None:
+            return self._no_token
+        scheme, token = credentials
+        if scheme == "bearer" and self.dpop == "allowed":
+            principal = await self.verify_token(token)
+            if principal is None or principal.dpop_jkt is not None:  # RFC 9449 section 7.1
+                return self._dpop_refuse("invalid_token", "The access token is invalid")
+            return self._scoped(principal)
+        if scheme != "dpop":
+            if scheme == "":
+                return self._dpop_refuse("invalid_request", "Malformed Authorization header")
+            return self._no_token
+        proof = dpop_header(request.headers)
+        if proof is None:
+            return self._dpop_refuse("invalid_dpop_proof", "A DPoP proof is required")
+        if isinstance(proof, DpopRefusal):
+            return self._dpop_refuse(proof.error, proof.description)
+        assert self._verify is not None  # (set when DPoP is on)
+        now = self.clock()
+        nonces = self.dpop_nonces
+        origin = self.dpop_origin or f"http://{request.header('host') or 'localhost'}"
+        checked = check_dpop_proof(
+            proof,
+            method=request.method,
+            urls=dpop_htu_candidates(origin + request.path),
+            access_token=token,
+            jkt=None,
+            now=now,
+            verify=self._verify,
+            algs=self.dpop_algs,
+            window=self.dpop_window,
+            nonce_valid=None if nonces is None else (lambda n: nonces.valid(n, now)),
+        )
+        if isinstance(checked, DpopRefusal):
+            return self._dpop_refuse(checked.error, checked.description)
+        principal = await self.verify_token(token)
+        if principal is None:
+            return self._dpop_refuse("invalid_token", "The access token is invalid")
+        if principal.dpop_jkt != checked.jkt:
+            return self._dpop_refuse(
+                "invalid_token", "The access token is not bound to the DPoP key"
+            )
+        return self._scoped(principal)
+
+    def _scoped(self, principal: Principal) -> Principal | HttpResponse:
+        if not principal.has_scopes(self.required_scopes):
+            return bearer_challenge(
+                "insufficient_scope",
+                resource_metadata=self.resource_metadata_url,
+                scope=self.required_scopes,
+                description="The access token lacks a required scope",
+            )
+        return principal
+
+    def _dpop_refuse(
+        self,
+        error: DpopError | Literal["invalid_request"] | None,
+        description: str | None = None,
+    ) -> HttpResponse:
+        nonces = self.dpop_nonces
+        return dpop_challenge(
+            error,
+            algs=self.dpop_algs,
+            description=description,
+            resource_metadata=self.resource_metadata_url,
+            bearer_too=self.dpop == "allowed",
+            nonce=nonces.issue(self.clock()) if nonces is not None else None,
+        )
 
     def _refuse(self, error: BearerError | None, description: str | None = None) -> HttpResponse:
         return bearer_challenge(

@@ -1,0 +1,143 @@
+"""BearerAuth(dpop=...): the resource server's DPoP checks (RFC 9449 section 7) on
+request heads, with real ES256 proofs made by the client side's helpers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cryptography")
+
+from mcp_sansio._dpop_proof import DpopNonces
+from mcp_sansio._jose import dpop_proof, jwk_thumbprint
+from mcp_sansio.http import HttpRequest, HttpResponse
+from mcp_trio._http_auth import BearerAuth, Principal
+from mcp_trio._signing import SigningKey, new_dpop_key
+
+NOW = 1_800_000_000.0
+HOST = "mcp.example.com"
+KEY = new_dpop_key()
+TOKENS = {"bound": jwk_thumbprint(KEY.public_jwk), "plain": None}
+
+
+async def verify_token(token: str) -> Principal | None:
+    if token not in TOKENS:
+        return None
+    return Principal(subject="alice", dpop_jkt=TOKENS[token])
+
+
+def auth(**kw: Any) -> BearerAuth:
+    return BearerAuth(verify_token=verify_token, clock=lambda: NOW, **kw)
+
+
+def request(
+    token: str | None,
+    scheme: str = "DPoP",
+    key: SigningKey = KEY,
+    *,
+    method: str = "POST",
+    url: str = f"http://{HOST}/mcp",
+    target: str = "/mcp",
+    **claims: Any,
+) -> HttpRequest:
+    headers = [("host", HOST)]
+    if token is not None:
+        headers.append(("authorization", f"{scheme} {token}"))
+    if scheme == "DPoP" and token is not None:
+        args: dict[str, Any] = {"now": NOW, "jti": "j", "access_token": token}
+        args.update(claims)
+        proof = dpop_proof(
+            jwk=key.public_jwk, alg=key.alg, sign=key.sign, method=method, url=url, **args
+        )
+        headers.append(("dpop", proof))
+    return HttpRequest(method=method, target=target, headers=headers)
+
+
+def challenge(found: Principal | HttpResponse) -> tuple[int, list[str]]:
+    assert isinstance(found, HttpResponse)
+    return found.status, [v.decode() for n, v in found.headers if n == b"www-authenticate"]
+
+
+async def test_required_accepts_a_bound_token_with_its_proof() -> None:
+    found = await auth(dpop="required")(request("bound", target="/mcp?x=1"))
+    assert found == Principal(subject="alice")
+
+
+async def test_required_refuses_bearer_and_missing_credentials() -> None:
+    status, [www] = challenge(await auth(dpop="required")(request("plain", "Bearer")))
+    assert status == 401 and www.startswith('DPoP algs="ES256 RS256"')
+    status, [www] = challenge(await auth(dpop="required")(request(None)))
+    assert (status, www) == (401, 'DPoP algs="ES256 RS256"')
+
+
+async def test_allowed_takes_bearer_but_not_a_bound_token_as_bearer() -> None:
+    assert isinstance(await auth(dpop="allowed")(request("plain", "Bearer")), Principal)
+    status, wwws = challenge(await auth(dpop="allowed")(request("bound", "Bearer")))
+    assert status == 401 and 'error="invalid_token"' in wwws[0] and wwws[1] == "Bearer"
+
+
+async def test_a_stolen_token_with_another_key_is_refused() -> None:
+    status, [www] = challenge(await auth(dpop="required")(request("bound", key=new_dpop_key())))
+    assert status == 401 and 'error="invalid_token"' in www
+    # an unbound token presented as DPoP is no better
+    status, [www] = challenge(await auth(dpop="required")(request("plain")))
+    assert 'error="invalid_token"' in www
+
+
+@pytest.mark.parametrize(
+    ("kw", "what"),
+    [
+        ({"method": "GET"}, "htm"),
+        ({"url": "http://other.example/mcp"}, "htu"),
+        ({"now": NOW - 301}, "iat"),
+        ({"access_token": "other"}, "ath"),
+    ],
+)
+async def test_a_bad_proof_is_invalid_dpop_proof(kw: dict[str, Any], what: str) -> None:
+    req = request("bound", **kw)
+    if "method" in kw:
+        req = HttpRequest(method="POST", target="/mcp", headers=req.headers)
+    status, [www] = challenge(await auth(dpop="required")(req))
+    assert status == 401 and 'error="invalid_dpop_proof"' in www and what in www
+
+
+async def test_two_proofs_or_none_are_refused() -> None:
+    req = request("bound")
+    twice = HttpRequest(method="POST", target="/mcp", headers=[*req.headers, req.headers[-1]])
+    status, [www] = challenge(await auth(dpop="required")(twice))
+    assert status == 401
+    assert 'error="invalid_dpop_proof"' in www and "several" in www
+    bare = HttpRequest(method="POST", target="/mcp", headers=req.headers[:-1])
+    _, [www] = challenge(await auth(dpop="required")(bare))
+    assert 'error="invalid_dpop_proof"' in www
+
+
+async def test_a_malformed_authorization_is_400() -> None:
+    bad = HttpRequest(method="POST", target="/mcp", headers=[("authorization", "DPoP a b")])
+    status, _ = challenge(await auth(dpop="required")(bad))
+    assert status == 400
+
+
+async def test_a_server_nonce_is_required_then_accepted() -> None:
+    nonces = DpopNonces(key=b"n" * 32)
+    a = auth(dpop="required", dpop_nonces=nonces)
+    found = await a(request("bound"))
+    assert isinstance(found, HttpResponse) and found.status == 401
+    assert 'error="use_dpop_nonce"' in challenge(found)[1][0]
+    nonce = found.header("dpop-nonce")
+    assert nonce is not None and nonces.valid(nonce, NOW)
+    assert isinstance(await a(request("bound", nonce=nonce)), Principal)
+
+
+async def test_the_websocket_handshake_accepts_both_forms() -> None:
+    a = auth(dpop="required", dpop_origin="https://mcp.example.com")
+    for url in ("wss://mcp.example.com/ws", "https://mcp.example.com/ws"):
+        req = request("bound", method="GET", url=url, target="/ws")
+        assert isinstance(await a(req), Principal)
+
+
+async def test_off_keeps_todays_answer_to_dpop() -> None:
+    found = await auth()(request("bound"))
+    assert isinstance(found, HttpResponse) and found.status == 401
+    assert challenge(found)[1] == ["Bearer"]
