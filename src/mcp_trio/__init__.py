@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ._handlers import RequestHandler as RequestHandler
     from ._http_auth import Authenticate as Authenticate
     from ._http_auth import BearerAuth as BearerAuth
+    from ._http_auth import DpopNonces as DpopNonces
     from ._http_auth import Principal as Principal
     from ._http_auth import ProtectedResourceMetadata as ProtectedResourceMetadata
     from ._http_auth import bearer_challenge as bearer_challenge
@@ -145,6 +146,7 @@ _LAZY: dict[str, str] = {
     "RequestHandler": "._handlers",
     "Authenticate": "._http_auth",
     "BearerAuth": "._http_auth",
+    "DpopNonces": "._http_auth",
     "Principal": "._http_auth",
     "ProtectedResourceMetadata": "._http_auth",
     "bearer_challenge": "._http_auth",
@@ -235,6 +237,7 @@ __all__ = [
     "Constraints",
     "Context",
     "Description",
+    "DpopNonces",
     "ElicitationResult",
     "EmbeddedResource",
     "EnterpriseAuthorization",

@@ -48,6 +48,7 @@ from mcp_sansio._http_common import HttpRequest, HttpResponse
 __all__ = [
     "Authenticate",
     "BearerAuth",
+    "DpopNonces",
     "Principal",
     "ProtectedResourceMetadata",
     "bearer_challenge",
