@@ -164,6 +164,10 @@ class BearerAuth:
     dpop_nonces: DpopNonces | None = None
     """When set, every proof must carry a nonce these issued (``401 use_dpop_nonce``
     with a fresh ``DPoP-Nonce`` otherwise); stateless, shareable across replicas."""
+    dpop_replay_cache: int = 0
+    """How many recent proofs (``jkt``, ``jti``) to remember and refuse again within
+    :attr:`dpop_window` (RFC 9449 section 11.1); the oldest is forgotten past the bound.
+    ``0``: none (a stateless server relies on the window and nonces, SEP-1932)."""
     clock: Callable[[], float] = time.time
     """The wall clock proofs are checked against (seconds since the epoch)."""
 
@@ -172,6 +176,10 @@ class BearerAuth:
         init=False, default=None, eq=False, repr=False
     )
     """The proof signature check, imported when DPoP is on."""
+    _seen: dict[tuple[str, str], float] = attrs.field(
+        init=False, factory=dict, eq=False, repr=False
+    )
+    """The replay cache: (jkt, jti) -> when it may be forgotten, oldest first."""
     """The answer to a request without a token (every client's first): built once, which
     also refuses a scope or URL a challenge cannot carry (``ValueError``) at once."""
 
@@ -238,6 +246,8 @@ class BearerAuth:
         )
         if isinstance(checked, DpopRefusal):
             return self._dpop_refuse(checked.error, checked.description)
+        if self.dpop_replay_cache and self._replayed(checked.jkt, checked.jti, now):
+            return self._dpop_refuse("invalid_dpop_proof", "The DPoP proof was used before")
         principal = await self.verify_token(token)
         if principal is None:
             return self._dpop_refuse("invalid_token", "The access token is invalid")
@@ -246,6 +256,18 @@ class BearerAuth:
                 "invalid_token", "The access token is not bound to the DPoP key"
             )
         return self._scoped(principal)
+
+    def _replayed(self, jkt: str, jti: str, now: float) -> bool:
+        seen = self._seen
+        while seen:
+            oldest = next(iter(seen))
+            if seen[oldest] > now and len(seen) < self.dpop_replay_cache:
+                break
+            del seen[oldest]
+        if seen.get((jkt, jti), 0.0) > now:
+            return True
+        seen[jkt, jti] = now + 2 * self.dpop_window
+        return False
 
     def _scoped(self, principal: Principal) -> Principal | HttpResponse:
         if not principal.has_scopes(self.required_scopes):

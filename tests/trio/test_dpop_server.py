@@ -141,3 +141,18 @@ async def test_off_keeps_todays_answer_to_dpop() -> None:
     found = await auth()(request("bound"))
     assert isinstance(found, HttpResponse) and found.status == 401
     assert challenge(found)[1] == ["Bearer"]
+
+
+async def test_the_replay_cache_refuses_a_proof_used_twice_and_is_bounded() -> None:
+    a = auth(dpop="required", dpop_replay_cache=2)
+    assert isinstance(await a(request("bound", jti="one")), Principal)
+    status, [www] = challenge(await a(request("bound", jti="one")))
+    assert status == 401 and "used before" in www
+    assert isinstance(await a(request("bound", jti="two")), Principal)
+    assert isinstance(await a(request("bound", jti="three")), Principal)
+    assert len(a._seen) == 2  # past the bound, "one" was forgotten
+    assert isinstance(await a(request("bound", jti="one")), Principal)
+    # without a cache a replay within the window passes (the stateless default)
+    b = auth(dpop="required")
+    assert isinstance(await b(request("bound", jti="one")), Principal)
+    assert isinstance(await b(request("bound", jti="one")), Principal)
