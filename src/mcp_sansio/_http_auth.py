@@ -130,18 +130,15 @@ class Principal:
     """When the token stops being valid, in seconds since the epoch (its ``exp``), if
     the verifier says: a finite number (an ``int`` is taken as a ``float``; anything
     else, a ``datetime`` included, is a ``TypeError``, NaN or an infinity a
-    ``ValueError``). A stream authenticated once at its start (a legacy ``GET``
-    stream) ends then, resumably, so that the client reconnects with a fresh token;
-    ``None``: it lasts as long as the client keeps it."""
-    dpop_jkt: str | None = attrs.field(default=None, eq=False)
-    """The token's ``cnf.jkt`` (RFC 9449 section 6) when it is DPoP-bound: a
-    ``BearerAuth(dpop=...)`` then accepts it only with a proof by that key, never as a
-    plain ``Bearer`` token (section 7.1). ``None``: a bearer token."""
     ``ValueError``). Over Streamable HTTP a stream authenticated once at its start
     ends then, so that the client comes back with a fresh token: a legacy ``GET``
     stream resumably, a modern ``subscriptions/listen`` with :func:`token_expired`.
     A WebSocket connection is authenticated at its handshake only: nothing on it ends
     at expiry. ``None``: a stream lasts as long as the client keeps it."""
+    dpop_jkt: str | None = attrs.field(default=None, eq=False)
+    """The token's ``cnf.jkt`` (RFC 9449 section 6) when it is DPoP-bound: a
+    ``BearerAuth(dpop=...)`` then accepts it only with a proof by that key, never as a
+    plain ``Bearer`` token (section 7.1). ``None``: a bearer token."""
 
     def has_scopes(self, scopes: str | Iterable[str]) -> bool:
         """Whether every one of ``scopes`` (a space-separated string, or a collection)
