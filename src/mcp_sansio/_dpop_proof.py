@@ -26,7 +26,7 @@ import binascii
 import hashlib
 import hmac
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Literal, final
 
 import attrs
@@ -116,7 +116,14 @@ def _bad(description: str) -> DpopRefusal:
     return DpopRefusal(error="invalid_dpop_proof", description=description)
 
 
+_B64URL: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
 def _b64decode(part: str) -> bytes:
+    """Strict unpadded base64url (RFC 7515 section 2): padding or any other character is
+    ``ValueError`` (the standard decoder skips what it does not know)."""
+    if _B64URL.fullmatch(part) is None:
+        raise ValueError("not base64url")
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
@@ -179,9 +186,12 @@ def check_dpop_proof(
         return _bad("the DPoP proof's jwk is not a public key")
     try:
         thumbprint = jwk_thumbprint(jwk)
-        signature = _b64decode(parts[2])
     except (ValueError, binascii.Error):
         return _bad("the DPoP proof's jwk is not a public key")
+    try:
+        signature = _b64decode(parts[2])
+    except ValueError:
+        return _bad("the DPoP proof's signature is not base64url")
     if not verify(alg, jwk, f"{parts[0]}.{parts[1]}".encode("ascii"), signature):
         return _bad("the DPoP proof's signature does not verify")
     jti, iat = claims.get("jti"), claims.get("iat")
@@ -190,7 +200,10 @@ def check_dpop_proof(
     if claims.get("htm") != method:
         return _bad("the DPoP proof's htm is not the request method")
     claimed_htu = claims.get("htu")
-    if not isinstance(claimed_htu, str) or htu(claimed_htu) not in set(urls):
+    try:
+        if not isinstance(claimed_htu, str) or htu(claimed_htu) not in set(urls):
+            return _bad("the DPoP proof's htu is not the request URI")
+    except ValueError:  # (an unparsable URI: "http://[", a port past 65535)
         return _bad("the DPoP proof's htu is not the request URI")
     if isinstance(iat, bool) or not isinstance(iat, int | float) or abs(iat - now) > window:
         return _bad("the DPoP proof's iat is outside the acceptance window")
@@ -212,12 +225,16 @@ def check_dpop_proof(
 class DpopNonces:
     """Stateless server nonces (SEP-1932): ``"<time>.<HMAC(key, time)>"``, accepted for
     :attr:`window` seconds after :meth:`issue` made them, by any server holding
-    :attr:`key`. No table: a nonce cannot be revoked, only outlived."""
+    :attr:`key`, and up to :attr:`skew` seconds *before* (another replica, its clock a
+    little ahead, issued it). No table: a nonce cannot be revoked, only outlived."""
 
     key: bytes = attrs.field(repr=False)
     """The HMAC key (at least 16 bytes; keep it secret, share it across replicas)."""
     window: float = 300.0
     """Seconds a nonce stays valid."""
+    skew: float = 5.0
+    """How far in the future a nonce's time may be (the clock skew between replicas
+    sharing :attr:`key`)."""
 
     def __attrs_post_init__(self) -> None:
         if len(self.key) < 16:
@@ -232,13 +249,14 @@ class DpopNonces:
         return f"{stamp}.{self._mac(stamp)}"
 
     def valid(self, nonce: str, now: float) -> bool:
-        """Whether ``nonce`` is one of ours, made no more than :attr:`window` ago."""
+        """Whether ``nonce`` is one of ours, made no more than :attr:`window` ago (and
+        no more than :attr:`skew` ahead)."""
         stamp, _, mac = nonce.partition(".")
-        if not stamp.isdigit() or len(stamp) > 12:
+        if not (stamp.isascii() and stamp.isdigit()) or len(stamp) > 12:
             return False
         if not hmac.compare_digest(mac.encode("ascii", "replace"), self._mac(stamp).encode()):
             return False
-        return 0 <= now - int(stamp) <= self.window
+        return -self.skew <= now - int(stamp) <= self.window
 
 
 def authorization_credentials(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, str] | None:
@@ -261,31 +279,42 @@ _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
 def dpop_challenge(
-    error: DpopError | Literal["invalid_request"] | None,
+    error: DpopError | Literal["invalid_request", "insufficient_scope"] | None,
     *,
     algs: Iterable[str] = DEFAULT_DPOP_ALGS,
     description: str | None = None,
     resource_metadata: str | None = None,
+    scope: Collection[str] = (),
     bearer_too: bool = False,
     nonce: str | None = None,
 ) -> HttpResponse:
     """A refusal with a ``WWW-Authenticate: DPoP algs="…"`` challenge (RFC 9449 section
     7.1), also a ``Bearer`` one when ``bearer_too`` (a server that still takes bearer
-    tokens), and ``DPoP-Nonce`` when ``nonce`` is given (section 9: with
-    ``use_dpop_nonce``). ``401``, or ``400`` for ``invalid_request``."""
+    tokens; it repeats an ``insufficient_scope``), and ``DPoP-Nonce`` when ``nonce`` is
+    given (section 9: with ``use_dpop_nonce``). ``scope``, the scopes the request needs
+    (already checked scope tokens), goes in both. ``401``, ``403`` for
+    ``insufficient_scope``, ``400`` for ``invalid_request``."""
+    scopes = " ".join(sorted(scope))
     params = [f'algs="{" ".join(algs)}"']
     if error is not None:
         params.append(f'error="{error}"')
     if resource_metadata is not None:
         params.append(f'resource_metadata="{resource_metadata}"')
+    if scopes:
+        params.append(f'scope="{scopes}"')
     if description is not None:
         params.append(f'error_description="{description}"')
     headers = [(b"www-authenticate", ("DPoP " + ", ".join(params)).encode("ascii"))]
     if bearer_too:
-        bearer = (
-            f'Bearer resource_metadata="{resource_metadata}"' if resource_metadata else "Bearer"
-        )
-        headers.append((b"www-authenticate", bearer.encode("ascii")))
+        bearer = []
+        if error == "insufficient_scope":
+            bearer.append(f'error="{error}"')
+        if resource_metadata is not None:
+            bearer.append(f'resource_metadata="{resource_metadata}"')
+        if scopes:
+            bearer.append(f'scope="{scopes}"')
+        header = "Bearer " + ", ".join(bearer) if bearer else "Bearer"
+        headers.append((b"www-authenticate", header.encode("ascii")))
     if nonce is not None:
         headers.append((b"dpop-nonce", nonce.encode("ascii")))
     if error is None:
@@ -293,4 +322,5 @@ def dpop_challenge(
     body: dict[str, str] = {"error": error}
     if description is not None:
         body["error_description"] = description
-    return json_response(400 if error == "invalid_request" else 401, dumps(body), tuple(headers))
+    status = {"invalid_request": 400, "insufficient_scope": 403}.get(error, 401)
+    return json_response(status, dumps(body), tuple(headers))

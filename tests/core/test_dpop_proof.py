@@ -14,6 +14,7 @@ from mcp_sansio._dpop_proof import (
     DpopRefusal,
     DpopVerified,
     check_dpop_proof,
+    dpop_challenge,
     dpop_header,
     dpop_htu_candidates,
 )
@@ -99,6 +100,14 @@ def test_websocket_accepts_both_forms() -> None:
         ("a..c", {}, "JWS"),
         (f"{b64url(b'[1]')}.{b64url(b'{}')}.c", {}, "JWS"),
         ("!!!.e30.c", {}, "JWS"),
+        # a URI urlsplit cannot parse is a refusal, not an exception
+        (proof(htu="http://["), {}, "htu"),
+        (proof(htu="https://mcp.example.com:99999/mcp"), {}, "htu"),
+        # strict base64url: no padding, no characters the decoder would skip
+        (proof() + "==", {}, "signature"),
+        (proof()[:-5] + "!" + proof()[-5:], {}, "signature"),
+        (proof().replace(".", "=.", 1), {}, "JWS"),
+        (proof().replace(".", ".+", 1), {}, "JWS"),
     ],
 )
 def test_refusals(p: str, kw: dict[str, Any], error: str) -> None:
@@ -137,12 +146,21 @@ def test_stateless_nonces() -> None:
     n = nonces.issue(NOW)
     assert nonces.valid(n, NOW) and nonces.valid(n, NOW + 60)
     assert not nonces.valid(n, NOW + 61)
-    assert not nonces.valid(n, NOW - 1)  # from the future
+    # a few seconds in the future is another replica's clock, more is refused
+    assert nonces.valid(n, NOW - 5) and not nonces.valid(n, NOW - 6)
+    assert not DpopNonces(key=b"k" * 32, skew=0).valid(n, NOW - 1)
     assert not DpopNonces(key=b"x" * 32).valid(n, NOW)  # another server's key
     assert not nonces.valid(n + "x", NOW)
     assert not nonces.valid("abc.def", NOW)
     assert not nonces.valid("1" * 13 + ".x", NOW)
     assert not nonces.valid(n.split(".")[0] + ".é", NOW)
+    # digits of other scripts pass str.isdigit() but are no stamp of ours
+    for stamp in ("\u0661\u0662\u0663", "\u00b2\u00b3", "\uff11\uff12"):
+        assert not nonces.valid(f"{stamp}.x", NOW)
+    # a stamp longer than 12 digits is refused even with a good MAC
+    long = "0" * 3 + str(NOW)
+    assert not nonces.valid(f"{long}.{nonces._mac(long)}", NOW)
+    assert nonces.valid(f"{long[3:]}.{nonces._mac(long[3:])}", NOW)
     with pytest.raises(ValueError, match="16 bytes"):
         DpopNonces(key=b"short")
 
@@ -155,3 +173,24 @@ def test_dpop_header() -> None:
         assert isinstance(refusal, DpopRefusal) and refusal.error == "invalid_dpop_proof"
     assert isinstance(dpop_header([(b"dpop", b"a" * (MAX_PROOF + 1))]), DpopRefusal)
     assert dpop_header([(b"dpop", b"a" * MAX_PROOF)]) == "a" * MAX_PROOF
+
+
+def test_insufficient_scope_challenge() -> None:
+    found = dpop_challenge(
+        "insufficient_scope",
+        algs=("ES256",),
+        description="needs admin",
+        resource_metadata="https://m.example/prm",
+        scope=("b", "a"),
+        bearer_too=True,
+    )
+    assert found.status == 403
+    assert [v.decode() for n, v in found.headers if n == b"www-authenticate"] == [
+        'DPoP algs="ES256", error="insufficient_scope", resource_metadata="https://m.example/prm",'
+        ' scope="a b", error_description="needs admin"',
+        'Bearer error="insufficient_scope", resource_metadata="https://m.example/prm", scope="a b"',
+    ]
+    assert dpop_challenge("invalid_request").status == 400
+    plain = dpop_challenge("invalid_token", bearer_too=True)
+    assert plain.status == 401
+    assert [v for n, v in plain.headers if n == b"www-authenticate"][1] == b"Bearer"

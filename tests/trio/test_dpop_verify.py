@@ -28,6 +28,11 @@ def test_bad_keys_are_false() -> None:
     key = new_dpop_key()
     sig = key.sign(b"x")
     assert not verify_jws_signature("ES256", key.public_jwk, b"x", sig[:-1])
+    # r || 0...0 || s: without the length check, s would read the same
+    assert not verify_jws_signature("ES256", key.public_jwk, b"x", sig[:32] + bytes(32) + sig[32:])
+    # strict base64url coordinates: padding or stray characters are no key
+    for x in (key.public_jwk["x"] + "=", "!" + key.public_jwk["x"]):
+        assert not verify_jws_signature("ES256", {**key.public_jwk, "x": x}, b"x", sig)
     assert not verify_jws_signature("ES256", {**key.public_jwk, "x": "AA"}, b"x", sig)
     assert not verify_jws_signature("ES256", {**key.public_jwk, "crv": "P-384"}, b"x", sig)
     assert not verify_jws_signature("ES256", {"kty": "EC", "crv": "P-256"}, b"x", sig)
