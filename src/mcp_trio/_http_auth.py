@@ -166,12 +166,17 @@ class BearerAuth:
     with a fresh ``DPoP-Nonce`` otherwise); stateless, shareable across replicas."""
     dpop_replay_cache: int = 0
     """How many recent proofs (``jkt``, ``jti``) to remember and refuse again within
-    :attr:`dpop_window` (RFC 9449 section 11.1); the oldest is forgotten past the bound.
+    twice :attr:`dpop_window` (RFC 9449 section 11.1); the oldest is forgotten past the
+    bound. Only proofs of a token bound to their key are remembered (a stranger's
+    self-signed proofs cannot flush it).
     ``0``: none (a stateless server relies on the window and nonces, SEP-1932)."""
     clock: Callable[[], float] = time.time
     """The wall clock proofs are checked against (seconds since the epoch)."""
 
     _no_token: HttpResponse = attrs.field(init=False, eq=False, repr=False)
+    """The answer to a request without a token (every client's first): built once, which
+    also refuses a scope or URL a challenge cannot carry (``ValueError``) at once. With
+    :attr:`dpop_nonces` it is rebuilt per request (a fresh nonce)."""
     _verify: Callable[[str, Mapping[str, Any], bytes, bytes], bool] | None = attrs.field(
         init=False, default=None, eq=False, repr=False
     )
@@ -180,8 +185,6 @@ class BearerAuth:
         init=False, factory=dict, eq=False, repr=False
     )
     """The replay cache: (jkt, jti) -> when it may be forgotten, oldest first."""
-    """The answer to a request without a token (every client's first): built once, which
-    also refuses a scope or URL a challenge cannot carry (``ValueError``) at once."""
 
     def __attrs_post_init__(self) -> None:
         if self.dpop != "off":
@@ -212,7 +215,7 @@ class BearerAuth:
     async def _dpop_call(self, request: HttpRequest) -> Principal | HttpResponse:
         credentials = authorization_credentials(request.headers)
         if credentials is None:
-            return self._no_token
+            return self._dpop_no_token()
         scheme, token = credentials
         if scheme == "bearer" and self.dpop == "allowed":
             principal = await self.verify_token(token)
@@ -222,7 +225,7 @@ class BearerAuth:
         if scheme != "dpop":
             if scheme == "":
                 return self._dpop_refuse("invalid_request", "Malformed Authorization header")
-            return self._no_token
+            return self._dpop_no_token()
         proof = dpop_header(request.headers)
         if proof is None:
             return self._dpop_refuse("invalid_dpop_proof", "A DPoP proof is required")
@@ -232,10 +235,14 @@ class BearerAuth:
         now = self.clock()
         nonces = self.dpop_nonces
         origin = self.dpop_origin or f"http://{request.header('host') or 'localhost'}"
+        try:
+            urls = dpop_htu_candidates(origin + request.path)
+        except ValueError:  # (a Host that is no host: "[", "h:abc")
+            return self._dpop_refuse("invalid_request", "Malformed Host header")
         checked = check_dpop_proof(
             proof,
             method=request.method,
-            urls=dpop_htu_candidates(origin + request.path),
+            urls=urls,
             access_token=token,
             jkt=None,
             now=now,
@@ -246,8 +253,10 @@ class BearerAuth:
         )
         if isinstance(checked, DpopRefusal):
             return self._dpop_refuse(checked.error, checked.description)
-        if self.dpop_replay_cache and self._replayed(checked.jkt, checked.jti, now):
-            return self._dpop_refuse("invalid_dpop_proof", "The DPoP proof was used before")
+        replayed = "The DPoP proof was used before"
+        key = (checked.jkt, checked.jti)
+        if self.dpop_replay_cache and self._seen.get(key, 0.0) > now:
+            return self._dpop_refuse("invalid_dpop_proof", replayed)
         principal = await self.verify_token(token)
         if principal is None:
             return self._dpop_refuse("invalid_token", "The access token is invalid")
@@ -255,33 +264,41 @@ class BearerAuth:
             return self._dpop_refuse(
                 "invalid_token", "The access token is not bound to the DPoP key"
             )
+        # Remembered only now, for a token bound to the proof's key: a stranger's
+        # self-signed proofs with junk tokens cannot flush the cache. Checked again:
+        # the same proof may have raced through ``verify_token``.
+        if self.dpop_replay_cache and not self._remember(key, now):
+            return self._dpop_refuse("invalid_dpop_proof", replayed)
         return self._scoped(principal)
 
-    def _replayed(self, jkt: str, jti: str, now: float) -> bool:
+    def _remember(self, key: tuple[str, str], now: float) -> bool:
+        """Record a proof for :attr:`dpop_window` twice over (its ``iat`` may be that far
+        either way); ``False`` if it is there already. Expired entries go first, then
+        the oldest past the bound."""
         seen = self._seen
         while seen:
             oldest = next(iter(seen))
             if seen[oldest] > now and len(seen) < self.dpop_replay_cache:
                 break
             del seen[oldest]
-        if seen.get((jkt, jti), 0.0) > now:
-            return True
-        seen[jkt, jti] = now + 2 * self.dpop_window
-        return False
+        if seen.get(key, 0.0) > now:
+            return False
+        seen[key] = now + 2 * self.dpop_window
+        return True
+
+    def _dpop_no_token(self) -> HttpResponse:
+        return self._no_token if self.dpop_nonces is None else self._dpop_refuse(None)
 
     def _scoped(self, principal: Principal) -> Principal | HttpResponse:
         if not principal.has_scopes(self.required_scopes):
-            return bearer_challenge(
-                "insufficient_scope",
-                resource_metadata=self.resource_metadata_url,
-                scope=self.required_scopes,
-                description="The access token lacks a required scope",
+            return self._dpop_refuse(
+                "insufficient_scope", "The access token lacks a required scope"
             )
         return principal
 
     def _dpop_refuse(
         self,
-        error: DpopError | Literal["invalid_request"] | None,
+        error: DpopError | Literal["invalid_request", "insufficient_scope"] | None,
         description: str | None = None,
     ) -> HttpResponse:
         nonces = self.dpop_nonces
@@ -290,6 +307,7 @@ class BearerAuth:
             algs=self.dpop_algs,
             description=description,
             resource_metadata=self.resource_metadata_url,
+            scope=self.required_scopes,
             bearer_too=self.dpop == "allowed",
             nonce=nonces.issue(self.clock()) if nonces is not None else None,
         )

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("cryptography")
 
 from mcp_sansio._dpop_proof import DpopNonces
-from mcp_sansio._jose import dpop_proof, jwk_thumbprint
+from mcp_sansio._jose import access_token_hash, dpop_proof, jwk_thumbprint, sign_jwt
 from mcp_sansio.http import HttpRequest, HttpResponse
 from mcp_trio._http_auth import BearerAuth, Principal
 from mcp_trio._signing import SigningKey, new_dpop_key
@@ -156,3 +156,87 @@ async def test_the_replay_cache_refuses_a_proof_used_twice_and_is_bounded() -> N
     b = auth(dpop="required")
     assert isinstance(await b(request("bound", jti="one")), Principal)
     assert isinstance(await b(request("bound", jti="one")), Principal)
+
+
+def clocked(**kw: Any) -> tuple[BearerAuth, list[float]]:
+    clock = [NOW]
+    return BearerAuth(verify_token=verify_token, clock=lambda: clock[0], **kw), clock
+
+
+async def test_an_unparsable_host_is_400_not_500() -> None:
+    for host in ("[", "h:abc", "h:99999"):
+        req = request("bound")
+        headers: list[tuple[bytes | str, bytes | str]] = [("host", host), *req.headers[1:]]
+        found = await auth(dpop="required")(
+            HttpRequest(method="POST", target="/mcp", headers=headers)
+        )
+        status, [www] = challenge(found)
+        assert status == 400 and 'error="invalid_request"' in www and "Host" in www
+
+
+async def test_an_unparsable_htu_is_invalid_dpop_proof() -> None:
+    req = request("bound")
+    head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
+    for bad in ("http://[", f"http://{HOST}:99999/mcp"):
+        claims = {"jti": "j", "htm": "POST", "htu": bad, "iat": int(NOW)}
+        claims["ath"] = access_token_hash("bound")
+        headers: list[tuple[bytes | str, bytes | str]] = [*req.headers[:-1]]
+        headers.append(("dpop", sign_jwt(head, claims, KEY.sign)))
+        found = await auth(dpop="required")(
+            HttpRequest(method="POST", target="/mcp", headers=headers)
+        )
+        status, [www] = challenge(found)
+        assert status == 401 and 'error="invalid_dpop_proof"' in www and "htu" in www
+
+
+async def test_junk_tokens_cannot_flush_the_replay_cache() -> None:
+    a = auth(dpop="required", dpop_replay_cache=2)
+    assert isinstance(await a(request("bound", jti="victim")), Principal)
+    stranger = new_dpop_key()
+    for i in range(5):  # self-signed proofs, junk or stolen tokens: never remembered
+        found = await a(request("junk", key=stranger, jti=f"e{i}"))
+        assert 'error="invalid_token"' in challenge(found)[1][0]
+        found = await a(request("bound", key=stranger, jti=f"s{i}"))
+        assert 'error="invalid_token"' in challenge(found)[1][0]
+    assert list(a._seen) == [(TOKENS["bound"], "victim")]
+    status, [www] = challenge(await a(request("bound", jti="victim")))
+    assert status == 401 and "used before" in www
+
+
+async def test_the_replay_cache_remembers_twice_the_window() -> None:
+    a, clock = clocked(dpop="required", dpop_replay_cache=10)
+    # a proof dated at the window's far end stays acceptable for 2 x window
+    assert isinstance(await a(request("bound", jti="one", now=NOW + 300)), Principal)
+    for at in (NOW + 300, NOW + 599):
+        clock[0] = at
+        status, [www] = challenge(await a(request("bound", jti="one", now=NOW + 300)))
+        assert status == 401 and "used before" in www
+    clock[0] = NOW + 601  # expired: forgotten by the next proof remembered
+    assert isinstance(await a(request("bound", jti="two", now=NOW + 601)), Principal)
+    assert list(a._seen) == [(TOKENS["bound"], "two")]
+
+
+async def test_the_tokenless_refusal_carries_a_fresh_nonce() -> None:
+    nonces = DpopNonces(key=b"n" * 32)
+    a, clock = clocked(dpop="required", dpop_nonces=nonces)
+    clock[0] = NOW + 3600
+    for req in (request(None), request("plain", "Bearer")):
+        found = await a(req)
+        assert isinstance(found, HttpResponse) and found.status == 401
+        nonce = found.header("dpop-nonce")
+        assert nonce is not None and nonces.valid(nonce, clock[0])
+
+
+@pytest.mark.parametrize("mode", ["required", "allowed"])
+async def test_a_refused_scope_gets_a_dpop_challenge(mode: Any) -> None:
+    a = auth(dpop=mode, required_scopes=("admin",))
+    status, wwws = challenge(await a(request("bound")))
+    assert status == 403
+    assert wwws[0].startswith('DPoP algs="ES256 RS256", error="insufficient_scope"')
+    assert 'scope="admin"' in wwws[0]
+    if mode == "allowed":
+        assert wwws[1] == 'Bearer error="insufficient_scope", scope="admin"'
+        status, wwws = challenge(await a(request("plain", "Bearer")))
+        assert status == 403 and len(wwws) == 2
+    else:
+        assert len(wwws) == 1
