@@ -319,16 +319,21 @@ class RawConnection:
         assert isinstance(event, h11.Response), event
         return event
 
-    async def response(self) -> RawResponse:
-        head = await self.head()
+    async def body(self) -> bytes:
+        """The rest of the current response's body, to its end."""
         body = bytearray()
         while not isinstance(event := await self.next_event(), h11.EndOfMessage):
             assert isinstance(event, h11.Data), event
             body += event.data
+        return bytes(body)
+
+    async def response(self) -> RawResponse:
+        head = await self.head()
+        body = await self.body()
         return RawResponse(
             status=head.status_code,
             headers={k.decode(): v.decode() for k, v in head.headers},
-            body=bytes(body),
+            body=body,
         )
 
     async def read_data(self) -> bytes:

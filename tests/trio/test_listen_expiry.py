@@ -12,7 +12,6 @@ from functools import partial
 from types import SimpleNamespace
 from typing import Any, cast
 
-import h11
 import pytest
 import trio
 import trio.testing
@@ -76,14 +75,6 @@ async def _serve(nursery: trio.Nursery, tokens: Tokens) -> tuple[Server, Any]:
     return server, handle
 
 
-async def _until_end(conn: RawConnection) -> bytes:
-    body = bytearray()
-    while not isinstance(event := await conn.next_event(), h11.EndOfMessage):
-        assert isinstance(event, h11.Data), event
-        body += event.data
-    return bytes(body)
-
-
 def _listen_body(rid: int = 7) -> bytes:
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -110,7 +101,7 @@ async def test_the_server_answers_a_listen_with_401_when_its_token_expires(
         )
         await conn.send("POST", headers=headers, body=_listen_body())
         assert (await conn.head()).status_code == 200
-        body = await _until_end(conn)
+        body = await conn.body()
         assert 59 < trio.current_time() - started <= 60  # (wall time moved a little)
         messages = [loads(line[5:]) for line in body.split(b"\n") if line.startswith(b"data:")]
         ack, answer = [m for m in messages if m]

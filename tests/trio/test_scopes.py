@@ -13,7 +13,6 @@ import time
 from functools import partial
 from typing import Any, Literal
 
-import h11
 import pytest
 import trio
 import trio.testing
@@ -626,14 +625,6 @@ async def _session_with(port: int, token: str) -> tuple[tuple[str, str], ...]:
     return (("accept", "text/event-stream"), *session, ("mcp-protocol-version", LEGACY))
 
 
-async def _until_end(conn: RawConnection) -> bytes:
-    body = bytearray()
-    while not isinstance(event := await conn.next_event(), h11.EndOfMessage):
-        assert isinstance(event, h11.Data), event
-        body += event.data
-    return bytes(body)
-
-
 async def test_a_get_stream_ends_resumably_when_its_token_expires(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -661,7 +652,7 @@ async def test_a_get_stream_ends_resumably_when_its_token_expires(
         await steady.send("GET", headers=get)
         assert (await steady.head()).status_code == 200
         with trio.move_on_after(150) as waited:
-            await _until_end(steady)
+            await steady.body()
         assert waited.cancelled_caught
         await steady.aclose()
         # A token of 60 s: the stream ends then, with a retry field to resume by.
@@ -670,7 +661,7 @@ async def test_a_get_stream_ends_resumably_when_its_token_expires(
         started = trio.current_time()
         await conn.send("GET", headers=get)
         assert (await conn.head()).status_code == 200
-        body = await _until_end(conn)
+        body = await conn.body()
         assert 59 < trio.current_time() - started <= 60  # (wall time moved a little)
         assert body.rstrip().endswith(b"retry: 1000")
         await conn.aclose()
@@ -681,7 +672,7 @@ async def test_a_get_stream_ends_resumably_when_its_token_expires(
         again = await RawConnection.open(handle.port)
         await again.send("GET", headers=(*get, ("last-event-id", last_id[3:].strip().decode())))
         assert (await again.head()).status_code == 200
-        replayed = await _until_end(again)
+        replayed = await again.body()
         assert b"notifications/tools/list_changed" in replayed
         await again.aclose()
 
