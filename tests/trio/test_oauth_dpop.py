@@ -11,7 +11,7 @@ import sys
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 import attrs
@@ -161,12 +161,19 @@ class DpopFake(Fake):
         return await super().mcp(headers, body)
 
 
-async def start_dpop(nursery: trio.Nursery, **knobs: Any) -> DpopFake:
+FakeT = TypeVar("FakeT", bound=DpopFake)
+
+
+async def start_fake(nursery: trio.Nursery, cls: type[FakeT], **knobs: Any) -> FakeT:
     upstream = await start_server(nursery, App())
-    fake = DpopFake(upstream=upstream.url, **knobs)
+    fake = cls(upstream=upstream.url, **knobs)
     listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
     fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     return fake
+
+
+async def start_dpop(nursery: trio.Nursery, **knobs: Any) -> DpopFake:
+    return await start_fake(nursery, DpopFake, **knobs)
 
 
 # ------------------------------------------------------------------ DPoP
@@ -426,16 +433,8 @@ class RotatingFake(DpopFake):
         return status, [*out, ("dpop-nonce", self.rs_current)], answer
 
 
-async def _start(nursery: trio.Nursery, cls: type[DpopFake], **knobs: Any) -> Any:
-    upstream = await start_server(nursery, App())
-    fake = cls(upstream=upstream.url, **knobs)
-    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
-    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
-    return fake
-
-
 async def test_a_nonce_on_an_accepted_request_is_the_next_proofs(nursery: trio.Nursery) -> None:
-    fake: RotatingFake = await _start(nursery, RotatingFake)
+    fake = await start_fake(nursery, RotatingFake)
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(fake.url, era="modern", auth=oauth(dpop=True)) as client:
             for _ in range(4):
@@ -446,7 +445,7 @@ async def test_a_nonce_on_an_accepted_request_is_the_next_proofs(nursery: trio.N
 async def test_the_token_endpoints_nonce_of_a_200_is_the_next_requests(
     nursery: trio.Nursery,
 ) -> None:
-    fake: RotatingFake = await _start(nursery, RotatingFake, refresh_tokens=True)
+    fake = await start_fake(nursery, RotatingFake, refresh_tokens=True)
     now = [1000.0]
     auth = oauth(dpop=True, clock=lambda: now[0])
     with trio.fail_after(IO_TIMEOUT):
@@ -479,7 +478,7 @@ class BothSchemesFake(DpopFake):
 
 
 async def test_a_nonce_challenge_after_a_bearer_challenge(nursery: trio.Nursery) -> None:
-    fake: BothSchemesFake = await _start(nursery, BothSchemesFake)
+    fake = await start_fake(nursery, BothSchemesFake)
     with trio.fail_after(IO_TIMEOUT):
         assert await list_and_call(fake, oauth(dpop=True)) == "hi"
     assert fake.asked == 1 and len(fake.token_proofs) == 1
@@ -709,7 +708,7 @@ class MethodsFake(DpopFake):
 
 
 async def test_the_get_stream_and_delete_prove_their_own_method(nursery: trio.Nursery) -> None:
-    fake: MethodsFake = await _start(nursery, MethodsFake)
+    fake = await start_fake(nursery, MethodsFake)
     assert await list_and_call(fake, oauth(dpop=True), era="legacy") == "hi"
     methods = {method for method, _ in fake.others}
     assert methods == {"GET", "DELETE"}  # (the legacy session's GET stream, its end)
