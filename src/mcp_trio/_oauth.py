@@ -111,6 +111,7 @@ from mcp_sansio._oauth import (
     select_authorization_server,
     select_scope,
     token_request,
+    websocket_http_url,
 )
 from mcp_sansio.http import HttpRequest, ProtectedResourceMetadata
 
@@ -595,19 +596,6 @@ def _nonce_key(role: str, url: str) -> str:
     return f"{role} {parts.scheme}://{parts.netloc}"
 
 
-def _http_twin(url: str) -> str:
-    """``url`` with ``ws``/``wss`` as ``http``/``https``: a DPoP proof's ``htu`` is the
-    HTTP target URI (RFC 9449 section 4.2, RFC 9110 section 7.1), which a WebSocket
-    handshake's is too (RFC 6455 section 3: the same request); a server's nonce is
-    its origin's either way."""
-    if url.startswith("ws"):
-        if url.startswith("ws://"):
-            return "http://" + url[5:]
-        if url.startswith("wss://"):
-            return "https://" + url[6:]
-    return url
-
-
 def _never() -> bool:
     return False
 
@@ -668,6 +656,10 @@ class Authorizer:
     ) -> None:
         self.oauth = oauth
         self.server_url = server_url
+        # A DPoP proof's htu is the HTTP target URI (RFC 9449 section 4.2, RFC 9110
+        # section 7.1), a WebSocket handshake's too (RFC 6455 section 3: the same
+        # request): the http(s) twin of a ws(s) URL; the server's nonces are its origin's.
+        self._http_url = websocket_http_url(server_url)
         self.token: OAuthToken | None = None
         """The token in use."""
         self.issuer: str | None = None
@@ -1141,7 +1133,7 @@ class Authorizer:
         return self._dpop_proof(
             key,
             method,
-            _http_twin(self.server_url),
+            self._http_url,
             authorization[5:].decode("ascii"),
             role=_RESOURCE_SERVER,
         ).encode("ascii")
@@ -1156,7 +1148,7 @@ class Authorizer:
         nonce = dpop_nonce_of(401, pairs, error="use_dpop_nonce")
         if nonce is None:
             return False
-        self._keep_nonce(_RESOURCE_SERVER, _http_twin(self.server_url), nonce)
+        self._keep_nonce(_RESOURCE_SERVER, self._http_url, nonce)
         return True
 
     def answered(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
@@ -1167,7 +1159,7 @@ class Authorizer:
             if name == b"dpop-nonce":
                 nonce = dpop_nonce_header([("dpop-nonce", value.decode("latin-1"))])
                 if nonce is not None:
-                    self._keep_nonce(_RESOURCE_SERVER, _http_twin(self.server_url), nonce)
+                    self._keep_nonce(_RESOURCE_SERVER, self._http_url, nonce)
                 return
 
     def _keep_nonce(self, role: str, url: str, nonce: str) -> None:
