@@ -191,4 +191,4 @@ def dpop_nonce_of(
         return None
     if refused != "use_dpop_nonce":
         return None
-    return _valid_nonce(next((v for n, v in headers if n == "dpop-nonce"), None))
+    return dpop_nonce_header(headers)

@@ -52,7 +52,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 import attrs
 
 from ._http_auth import WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
-from ._jose import CLIENT_ASSERTION_TYPE
+from ._jose import CLIENT_ASSERTION_TYPE, b64url
 from ._json import JSONDecodeError, loads
 
 __all__ = [
@@ -739,14 +739,8 @@ def new_pkce(entropy: bytes | None = None) -> PkcePair:
         entropy = secrets.token_bytes(32)
     if len(entropy) < 32:
         raise ValueError("PKCE needs at least 32 bytes of entropy")
-    verifier = _b64url(entropy)[:128]
-    return PkcePair(
-        verifier=verifier, challenge=_b64url(hashlib.sha256(verifier.encode()).digest())
-    )
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+    verifier = b64url(entropy)[:128]
+    return PkcePair(verifier=verifier, challenge=b64url(hashlib.sha256(verifier.encode()).digest()))
 
 
 def authorization_url(

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["SigningKey", "load_signing_key", "new_dpop_key", "new_jti", "require_crypto"]
 
 _EXTRA: Final = "pip install 'mcp-trio[crypto]'"
-SUPPORTED_ALGS: Final = ("ES256", "RS256")
 
 
 def require_crypto(feature: str) -> None:
