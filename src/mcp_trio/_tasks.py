@@ -771,8 +771,8 @@ class TaskRunner:
         question), making room as a full table does (expired tasks purged, then
         collected ones evicted: past the caller's share, only its own; past the total,
         the caller's own oldest first, then anyone's; what the share evicts counts for
-        the total too). ``None`` if they fit; else why not, and nothing is evicted: the
-        victims are evicted only if both bounds are then met. A run
+        the total too: :meth:`_make_room_for`). ``None`` if they fit; else why not, and
+        nothing is evicted: the victims are evicted only if both bounds are then met. A run
         no longer in the table (purged, withdrawn) counts towards nothing: nobody can
         reach what it keeps, which goes with it."""
         config = self.config
@@ -790,24 +790,12 @@ class TaskRunner:
             return None
         if size > limit:
             return _too_large(what, size, "max_stored_bytes", limit)
-        # Choose what to evict for both bounds, then evict it only if both are met: a
-        # refused outcome must not cost its caller the collected tasks it had as well.
-        need = f"the {what} needs {size} bytes"
-        victims: list[TaskRun] = []
-        if share is not None:
-            if size > share:
-                return _too_large(what, size, "max_stored_bytes_per_owner", share)
-            held = self._held_bytes.get(caller, 0)
-            over = held + size - share
-            if over > 0 and not self._make_room(caller, over, victims, anyone=False):
-                return _store_full(need, held, share, share=True)
-        over = self._stored_bytes + size - limit
-        if victims:
-            over -= sum(victim.stored_bytes for victim in victims)
-        if over > 0 and not self._make_room(caller, over, victims, anyone=True):
-            return _store_full(need, self._stored_bytes, limit)
-        for victim in victims:
-            self._forget(victim)
+        if share is not None and size > share:
+            return _too_large(what, size, "max_stored_bytes_per_owner", share)
+        # A refused outcome must not cost its caller the collected tasks it had as well.
+        refused = self._make_room_for(caller, size, f"the {what} needs {size} bytes", [])
+        if refused is not None:
+            return refused
         run.stored_bytes += size
         self._count(caller, size)
         return None
@@ -817,6 +805,37 @@ class TaskRunner:
         run.stored_bytes -= size
         if self._tasks.get(run.task_id or "") is run:
             self._count(run.caller, -size)
+
+    def _make_room_for(
+        self, caller: object, size: int, need: str, victims: list[TaskRun]
+    ) -> str | None:
+        """Make room for ``size`` more bytes of ``caller``'s: choose collected tasks to
+        evict, past its share (``max_stored_bytes_per_owner``, when ``caller`` is
+        identified: only its own), then past the total (its own oldest first, then
+        anyone's), counting those already in ``victims`` (chosen by an earlier bound) as
+        freed; then evict every victim. ``None`` if both bounds are met; else why not
+        (:func:`_store_full` with ``need``, what wants the room), and nothing is evicted.
+        Shared by :meth:`_reserve` (``size``: what is stored) and :meth:`_admit`
+        (``size`` 1: a new task needs room for some outcome)."""
+        config = self.config
+        share = config.max_stored_bytes_per_owner
+        if share is not None and caller is not None:  # (anonymous HTTP: only the total)
+            held = self._held_bytes.get(caller, 0)
+            over = held + size - share
+            if victims:
+                over -= sum(v.stored_bytes for v in victims if v.caller == caller)
+            if over > 0 and not self._make_room(caller, over, victims, anyone=False):
+                return _store_full(need, held, share, share=True)
+        held = self._stored_bytes
+        limit = config.max_stored_bytes
+        over = held + size - limit
+        if victims:
+            over -= sum(victim.stored_bytes for victim in victims)
+        if over > 0 and not self._make_room(caller, over, victims, anyone=True):
+            return _store_full(need, held, limit)
+        for victim in victims:
+            self._forget(victim)
+        return None
 
     def _make_room(
         self, caller: object, needed: int, victims: list[TaskRun], *, anyone: bool
@@ -865,24 +884,9 @@ class TaskRunner:
             victims.append(victim)
         # The stored bytes at their bound: a new task's outcome could not be kept, so
         # no work starts only to be thrown away (see TaskConfig.max_stored_bytes).
-        need = "a new task needs room for its outcome"
-        share = config.max_stored_bytes_per_owner
-        if share is not None and caller is not None:
-            held = self._held_bytes.get(caller, 0)
-            over = held - share + 1
-            if victims:
-                over -= sum(v.stored_bytes for v in victims if v.caller == caller)
-            if over > 0 and not self._make_room(caller, over, victims, anyone=False):
-                return _store_full(need, held, share, share=True)
-        held = self._stored_bytes
-        limit = config.max_stored_bytes
-        over = held - limit + 1
-        if victims:
-            over -= sum(victim.stored_bytes for victim in victims)
-        if over > 0 and not self._make_room(caller, over, victims, anyone=True):
-            return _store_full(need, held, limit)
-        for victim in victims:
-            self._forget(victim)
+        refused = self._make_room_for(caller, 1, "a new task needs room for its outcome", victims)
+        if refused is not None:
+            return refused
         task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
         run.task = Task.created(
             task_id,
