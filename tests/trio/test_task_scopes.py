@@ -167,3 +167,52 @@ def test_scopes_of_reads_only_well_formed_ids() -> None:
         ("subscriptions/listen", {"notifications": [1]}),
     ):
         assert runner.scopes_of(alice, method, params) == frozenset()
+
+
+@pytest.mark.parametrize("transport", ["http", "websocket"])
+async def test_the_scope_hook_runs_once_per_task_call(
+    nursery: trio.Nursery, transport: Transport
+) -> None:
+    # The call's scope check (before dispatch) finds what it needs; its task records
+    # that set instead of asking the hook again.
+    calls: list[str] = []
+
+    def hook(principal: Principal, method: str, params: Any) -> list[str]:
+        calls.append(method)
+        return ["run"] if method == "tools/call" else []
+
+    server = Server("s", required_scopes=hook)
+
+    @server.tool(scopes="files:write", task="required")
+    async def export() -> str:
+        """Exports everything."""
+        await trio.Event().wait()  # (until cancelled)
+        return "never"
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with serving(nursery, transport, server) as connect, connect("writer") as writer:
+            created = await writer.request("tools/call", {"name": "export", "arguments": {}})
+            assert calls == ["tools/call"]
+            run = server._methods.tasks.lookup(created["taskId"])
+            assert run is not None and run.scopes == {"files:write", "run"}
+            await writer.request("tasks/cancel", {"taskId": created["taskId"]})
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_task_asks_the_hook_when_no_check_of_its_call_is_remembered() -> None:
+    # (Another call's check, or none: the task never takes a set that is not its own.)
+    server = Server("s", required_scopes=lambda p, method, params: ["run"])
+
+    @server.tool(task="required")
+    async def export() -> str:
+        """Exports."""
+        return "done"
+
+    server.handlers()
+    runner = server._methods.tasks
+    alice = Principal(subject="alice")
+    for principal, params in ((alice, {"name": "export"}), (Principal(subject="alice"), {})):
+        runner.remember_scopes(alice, {}, frozenset({"stale"}))
+        assert runner._checked_scopes(principal, params) == {"run"}
+    runner.remember_scopes(alice, {}, frozenset({"checked"}))
+    assert runner._checked_scopes(alice, {}) == {"checked"}
