@@ -58,6 +58,7 @@ __all__ = [
     "TaskState",
     "TaskStatus",
     "UpdateParams",
+    "bounded_status_message",
     "check_create_task_result",
     "declares_tasks",
     "format_timestamp",
@@ -158,6 +159,25 @@ def format_timestamp(now: float) -> str:
     ``2025-11-25T10:30:00.000Z``."""
     moment = datetime.datetime.fromtimestamp(now, tz=datetime.UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+#: What ends a status message cut to its bound (U+2026, three bytes in UTF-8).
+_ELLIPSIS: Final = "\u2026"
+
+
+def bounded_status_message(message: str, max_bytes: int) -> str:
+    """``message`` if its UTF-8 encoding fits in ``max_bytes`` (at least 3); else its
+    longest prefix that fits with an ellipsis (``\u2026``) after it, cut between two
+    characters, never inside one. A lone surrogate (which no JSON text can carry) in the
+    cut part is dropped."""
+    if len(message) * 4 <= max_bytes:
+        return message  # (no character takes more than four bytes: it fits)
+    encoded = message.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes:
+        return message
+    # The cut may split the last character: "ignore" drops its first bytes.
+    kept = encoded[: max_bytes - len(_ELLIPSIS.encode())].decode("utf-8", "ignore")
+    return kept + _ELLIPSIS
 
 
 def _check_duration(name: str, value: object, *, allow_none: bool) -> None:

@@ -341,7 +341,8 @@ class Context:
         """Report progress, if the client asked for it (``notifications/progress``).
 
         In a task, no notification is sent (the extension has none for tasks): a
-        ``message`` becomes the task's ``statusMessage`` instead.
+        ``message`` becomes the task's ``statusMessage`` instead (cut to
+        :attr:`~mcp_trio.TaskConfig.max_status_message_bytes`).
 
         Returns:
             Whether a notification was sent.

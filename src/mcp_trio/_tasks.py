@@ -30,13 +30,13 @@ the table and its work cancelled: its id never reached anyone.
 
 Bounds, all in :class:`TaskConfig`: at most ``max_tasks`` tasks are kept (running or
 finished), at most ``max_tasks_per_owner`` (opt-in) of them for one identified caller; a
-task has at most
-``max_input_requests`` questions outstanding. Each expires ``ttl_ms`` after its creation:
-the tool's cancel scope has that deadline, so trio cancels work still running then (the
-task settles ``failed``, which only the table sees: an expired task is unknown to
-``tasks/get`` from then on). Records are purged lazily, on every look-up and creation,
-oldest first (tasks share one TTL, so the oldest expires first): a finished record may stay
-in memory past its TTL until then, which ``max_tasks`` bounds.
+task has at most ``max_input_requests`` questions outstanding, and a ``statusMessage`` of
+at most ``max_status_message_bytes`` (a longer one is cut, never refused). Each expires
+``ttl_ms`` after its creation: the tool's cancel scope has that deadline, so trio cancels
+work still running then (the task settles ``failed``, which only the table sees: an
+expired task is unknown to ``tasks/get`` from then on). Records are purged lazily, on every
+look-up and creation, oldest first (tasks share one TTL, so the oldest expires first): a
+finished record may stay in memory past its TTL until then, which ``max_tasks`` bounds.
 
 What the kept tasks store -- results, tools' errors, outstanding questions -- is bounded in
 bytes, all together, by ``max_stored_bytes``: each is counted once, as its compact JSON
@@ -139,6 +139,7 @@ from mcp_sansio._tasks import (
     TERMINAL_STATUSES,
     Task,
     TaskStatus,
+    bounded_status_message,
     declares_tasks,
     missing_tasks_capability,
     parse_task_id,
@@ -296,6 +297,15 @@ class TaskConfig:
     cannot make room, its new task is treated as when the table is full, and an
     outcome or question is refused with -32603 ("the server's task store is full"),
     as for ``max_stored_bytes``."""
+    max_status_message_bytes: int = attrs.field(default=4096, validator=check_count(3))
+    """How long a task's ``statusMessage`` may be, in bytes of UTF-8: a longer one (a
+    tool's :meth:`~mcp_trio.Context.report_progress` message, or the message of the
+    error a task fails with) is cut between two characters to fit, ending with ``…``
+    (U+2026) -- the tool goes on: a status message is a human-readable word, not a
+    payload, so it is never refused. It is not counted against ``max_stored_bytes``:
+    this bound and ``max_tasks`` bound it instead (4 MiB at the defaults). A failed
+    task's ``error`` keeps the whole message (it is counted). Default: 4 KiB; at least
+    3 (room for the ellipsis)."""
     max_pending_notifications: int = attrs.field(default=256, validator=check_count(1))
     """How many tasks may have a ``notifications/tasks`` waiting to be delivered (only
     the latest state of each waits); past it one is dropped, the oldest not terminal if
@@ -411,16 +421,24 @@ class TaskRun:
         return True
 
     def set_message(self, message: str | None) -> None:
-        """Set the task's ``statusMessage`` (nothing once it is terminal)."""
+        """Set the task's ``statusMessage`` (nothing once it is terminal), cut to
+        :attr:`TaskConfig.max_status_message_bytes`."""
         if self.task is not None and not self.task.terminal:
-            self.task = self.task.with_message(message, now=time.time())
+            self.task = self.task.with_message(self._bounded(message), now=time.time())
             self._runner._changed(self)
 
     def _move(self, status: TaskStatus, message: str | None = None) -> None:
         assert self.task is not None
         if not self.task.terminal:
+            message = self._bounded(message)
             self.task = self.task.moved_to(status, now=time.time(), message=message)
             self._runner._changed(self)
+
+    def _bounded(self, message: str | None) -> str | None:
+        """``message`` cut to :attr:`TaskConfig.max_status_message_bytes`."""
+        if message is None:
+            return None
+        return bounded_status_message(message, self._runner.config.max_status_message_bytes)
 
     async def ask(self, key: str, request: dict[str, Any], check: Callable[[Any], _T]) -> _T:
         """Ask the client ``request`` through the task: park it in ``input_required`` until
