@@ -51,6 +51,17 @@ work starts whose outcome could not be kept. ``max_stored_bytes_per_owner`` (opt
 each caller (below) a share of the store: past it only the caller's own collected tasks
 make room, so one caller's unfetched results cannot starve the others.
 
+"At its bound" means: without room for ``reserved_bytes_per_task`` more bytes (opt-in;
+without it, for one byte). Nobody knows an outcome's size before the tool returns, so
+admission can only ask for room for some outcome: with no reservation, a store one byte
+short of full admits a task, and most outcomes then fail it ("full"); and many tasks
+admitted at once into the same room all count on it. A reservation is held by each task
+while it runs (counted in :attr:`TaskRun.stored_bytes`, the total and the caller's share,
+so concurrent admissions see each other's), and released when the task settles, just
+before its outcome is stored in its place: an outcome no larger than the reservation
+always fits; a larger one needs the rest, as before. It costs the store ``max_tasks``
+times the reservation at most while tasks run, nothing once they have ended.
+
 A caller, for the quota (``max_tasks_per_owner``, off by default), is the authenticated
 subject; without authentication, the connection the call came on (stdio, WebSocket, in
 memory: one peer each, though one peer may open many connections). Anonymous HTTP requests
@@ -297,6 +308,19 @@ class TaskConfig:
     cannot make room, its new task is treated as when the table is full, and an
     outcome or question is refused with -32603 ("the server's task store is full"),
     as for ``max_stored_bytes``."""
+    reserved_bytes_per_task: int = attrs.field(default=0, validator=check_count(0))
+    """How many bytes a new task reserves for its outcome: admitting it needs that much
+    room (after the usual purge and evictions), and the reservation counts against
+    ``max_stored_bytes`` (and the caller's ``max_stored_bytes_per_owner``) while the task
+    runs, so a full store admits no task whose outcome could not be kept. When the task
+    ends the reservation is released and its outcome stored in its place: an outcome of
+    at most this size always fits; a larger one needs the rest as usual (it may still
+    fail the task, "the server's task store is full"). ``0`` (the default): nothing is
+    reserved, and a new task needs room for one byte -- a store filled to just below its
+    bound still admits tasks whose outcomes may then not fit. Set it to the size of a
+    typical result (a few KiB) on a server whose store can fill up. At most
+    ``max_stored_bytes`` (and ``max_stored_bytes_per_owner``): else no task could be
+    admitted."""
     max_status_message_bytes: int = attrs.field(default=4096, validator=check_count(3))
     """How long a task's ``statusMessage`` may be, in bytes of UTF-8: a longer one (a
     tool's :meth:`~mcp_trio.Context.report_progress` message, or the message of the
@@ -311,6 +335,15 @@ class TaskConfig:
     the latest state of each waits); past it one is dropped, the oldest not terminal if
     any, else the oldest (a client still learns the state by polling, which
     ``notifications/tasks`` only spares it)."""
+
+    def __attrs_post_init__(self) -> None:
+        reserved = self.reserved_bytes_per_task
+        for name in ("max_stored_bytes", "max_stored_bytes_per_owner"):
+            bound = getattr(self, name)
+            if bound is not None and reserved > bound:
+                raise ValueError(
+                    f"reserved_bytes_per_task ({reserved}) must be at most {name} ({bound})"
+                )
 
 
 @final
@@ -373,8 +406,11 @@ class TaskRun:
         self.error: ErrorData | None = None
         """The error (``failed``)."""
         self.stored_bytes = 0
-        """What its stored outcome and questions count against
-        :attr:`TaskConfig.max_stored_bytes`."""
+        """What its stored outcome and questions, or its reservation while it runs, count
+        against :attr:`TaskConfig.max_stored_bytes`."""
+        self.reserved = 0
+        """The bytes reserved for its outcome while it runs
+        (:attr:`TaskConfig.reserved_bytes_per_task`; part of :attr:`stored_bytes`)."""
         self._question_bytes: dict[str, int] = {}
         self._refused: ErrorData | None = None
         """The error its last question was refused with, if any: made by the server,
@@ -565,6 +601,11 @@ class TaskRun:
             return
         if self.task.terminal:
             return
+        if self.reserved:
+            # Its outcome takes the reservation's place: released first, so an outcome
+            # that fits in it always fits in the store.
+            self._runner._release(self, self.reserved)
+            self.reserved = 0
         if isinstance(outcome, InputRequiredResult):
             logger.error("task %s: a tool cannot return input_required in a task", self.task_id)
             outcome, error = None, _INTERNAL
@@ -915,7 +956,9 @@ class TaskRunner:
             victims.append(victim)
         # The stored bytes at their bound: a new task's outcome could not be kept, so
         # no work starts only to be thrown away (see TaskConfig.max_stored_bytes).
-        refused = self._make_room_for(caller, 1, "a new task needs room for its outcome", victims)
+        reserved = config.reserved_bytes_per_task
+        need = "a new task needs room for its outcome"
+        refused = self._make_room_for(caller, max(reserved, 1), need, victims)
         if refused is not None:
             return refused
         task_id = secrets.token_urlsafe(18)  # 144 bits: the id is the task's only key
@@ -929,6 +972,10 @@ class TaskRunner:
         run.scope.deadline = trio.current_time() + config.ttl_ms / 1000
         self._tasks[task_id] = run
         self._held[run.caller] = self._held.get(run.caller, 0) + 1
+        if reserved:
+            run.reserved = reserved
+            run.stored_bytes += reserved
+            self._count(caller, reserved)
         return run.task
 
     def _withdraw(self, run: TaskRun) -> None:

@@ -79,6 +79,7 @@ def recount(runner: TaskRunner) -> int:
         if run.error is not None and run.error.code == TOOL_ERROR:
             held += len(dumps(run.error.to_wire()))
         held += sum(len(dumps(q)) for q in run.pending.values())
+        held += run.reserved  # (TaskConfig.reserved_bytes_per_task, while it runs)
         assert run.stored_bytes == held
         total += held
         if held:
@@ -212,6 +213,72 @@ async def test_a_full_store_starts_no_task(autojump_clock: MockClock) -> None:
         plain = await runner.call(ctx("alice"), "optional", "call", counted("optional"), "t")
         assert plain == text(1) and runs == ["optional"]
         assert len(runner._tasks) == 1 and runner.stored_bytes == size
+        nursery.cancel_scope.cancel()
+
+
+def test_task_config_reserved_bytes_per_task() -> None:
+    assert TaskConfig().reserved_bytes_per_task == 0
+    assert TaskConfig(max_stored_bytes=10, reserved_bytes_per_task=10).reserved_bytes_per_task
+    for bad in (-1, 1.5, True, None):
+        with pytest.raises(ValueError, match="reserved_bytes_per_task"):
+            TaskConfig(reserved_bytes_per_task=bad)  # type: ignore[arg-type]
+    # Larger than a bound, no task could ever be admitted.
+    for config in (
+        {"max_stored_bytes": 10},
+        {"max_stored_bytes": 100, "max_stored_bytes_per_owner": 10},
+    ):
+        with pytest.raises(ValueError, match=r"reserved_bytes_per_task \(11\) must be at most"):
+            TaskConfig(reserved_bytes_per_task=11, **config)
+
+
+async def test_a_reservation_admits_no_task_whose_outcome_could_not_be_kept(
+    autojump_clock: MockClock,
+) -> None:
+    # Two tasks run, each holding room for its outcome: a third finds no room for its
+    # own (without the reservation it would be admitted, and fail "full" at its end).
+    size = result_bytes(100)
+    runner = TaskRunner(
+        TaskConfig(max_stored_bytes=2 * size + size // 2, reserved_bytes_per_task=size)
+    )
+    runner.enabled = True
+    async with runner.running() as nursery:
+        first = await start(runner, "bob", returning(text(100), after=5))
+        second = await start(runner, "carol", returning(text(10), after=5))
+        assert runner.stored_bytes == 2 * size == recount(runner)  # (reserved while running)
+        assert runner._held_bytes == {"bob": size, "carol": size}
+        with pytest.raises(McpError) as full:
+            await start(runner, "alice", returning(text(1)))
+        assert full.value.error.message == (
+            "The server's task store is full: a new task needs room for its outcome, "
+            f"{2 * size} of {2 * size + size // 2} bytes are held"
+        )
+        await trio.sleep(10)
+        # Each outcome took its reservation's place (the smaller one gives the rest back).
+        assert (await fetch(runner, "bob", first))["status"] == "completed"
+        assert (await fetch(runner, "carol", second))["status"] == "completed"
+        assert runner.stored_bytes == size + result_bytes(10) == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_reservation_is_released_however_the_task_ends(autojump_clock: MockClock) -> None:
+    size = result_bytes(100)
+    runner = TaskRunner(TaskConfig(max_stored_bytes=3 * size, reserved_bytes_per_task=size))
+    runner.enabled = True
+    async with runner.running() as nursery:
+        cancelled = await start(runner, "bob", returning(text(1), after=100))
+        larger = await start(runner, "bob", returning(text(200)))  # (needs more than it holds)
+        expiring = await start(runner, "bob", returning(text(1), after=10_000))
+        assert runner.stored_bytes == 3 * size
+        await runner.tasks_cancel(ctx("bob", "tasks/cancel", taskId=cancelled))
+        await trio.sleep(2)
+        assert (await fetch(runner, "bob", cancelled))["status"] == "cancelled"
+        # The larger outcome fits once the cancelled task's reservation is gone.
+        assert (await fetch(runner, "bob", larger))["status"] == "completed"
+        assert runner.stored_bytes == result_bytes(200) + size == recount(runner)
+        await trio.sleep(runner.config.ttl_ms / 1000)
+        assert runner.lookup(expiring) is None  # (purged at its TTL, reservation and all)
+        await trio.sleep(1)
+        assert runner.stored_bytes == 0 == recount(runner)
         nursery.cancel_scope.cancel()
 
 
@@ -652,7 +719,10 @@ _OPS = st.lists(
 )
 
 
-async def _scenario(ops: list[_Op], limit: int, retention_ms: int, share: int | None) -> None:
+async def _scenario(
+    ops: list[_Op], limit: int, retention_ms: int, share: int | None, reserved: int
+) -> None:
+    reserved = min(reserved, limit, limit if share is None else share)
     runner = TaskRunner(
         TaskConfig(
             max_tasks=6,
@@ -661,6 +731,7 @@ async def _scenario(ops: list[_Op], limit: int, retention_ms: int, share: int | 
             retention_after_fetch_ms=retention_ms,
             ttl_ms=200_000,
             max_input_requests=2,
+            reserved_bytes_per_task=reserved,
         )
     )
     runner.enabled = True
@@ -712,8 +783,11 @@ async def _scenario(ops: list[_Op], limit: int, retention_ms: int, share: int | 
     limit=st.integers(1, 2000),
     retention_ms=st.sampled_from([0, 5000]),
     share=st.none() | st.integers(1, 1000),
+    reserved=st.sampled_from([0, 0, 50, 300]),
 )
 def test_the_count_never_drifts(
-    ops: list[_Op], limit: int, retention_ms: int, share: int | None
+    ops: list[_Op], limit: int, retention_ms: int, share: int | None, reserved: int
 ) -> None:
-    trio.run(_scenario, ops, limit, retention_ms, share, clock=MockClock(autojump_threshold=0))
+    trio.run(
+        _scenario, ops, limit, retention_ms, share, reserved, clock=MockClock(autojump_threshold=0)
+    )
