@@ -830,18 +830,15 @@ class Server:
             # A task needs what its tools/call needed (see mcp_trio._tasks).
             needed |= self._methods.tasks.scopes_of(principal, method, params)
         hook = self._scope_hook
-        if hook is not None and (
-            method == "subscriptions/listen" or self.handlers().request_handler(method) is not None
-        ):
+        if hook is None:
+            return needed
+        if method == "subscriptions/listen" or self.handlers().request_handler(method) is not None:
             # (subscriptions/listen is served by the core, not a handler: asked too.)
             extra = hook(principal, method, params)
             if extra:
                 from mcp_sansio._http_auth import check_scopes  # noqa: PLC0415 (HTTP only)
 
                 needed |= check_scopes(extra)
-        if method == "tools/call":
-            # Checked once per request: the call's task records what it needed.
-            self._methods.tasks.remember_scopes(principal, params, needed)
         return needed
 
     @running_tasks

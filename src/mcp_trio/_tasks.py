@@ -93,13 +93,11 @@ costs nobody a task.
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
 id leaks nothing across callers. Ids are 144 random bits either way. It also keeps the OAuth
-scopes its ``tools/call`` needed (the tool's and the server hook's: :attr:`TaskRun.scopes`,
-the set the call's own scope check found before dispatch, remembered so that the hook runs
-once per request: :data:`_CHECKED`), and :meth:`TaskRunner.scopes_of` makes
-``tasks/get``, ``tasks/update``, ``tasks/cancel`` and a ``subscriptions/listen`` naming it
-in ``taskIds`` need them too (the server's ``required_scopes``, checked before dispatch on
-every transport): another token of the same subject without them can neither read, steer
-nor hear the task.
+scopes its ``tools/call`` needed (the tool's and the server hook's: :attr:`TaskRun.scopes`),
+and :meth:`TaskRunner.scopes_of` makes ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and
+a ``subscriptions/listen`` naming it in ``taskIds`` need them too (the server's
+``required_scopes``, checked before dispatch on every transport): another token of the same
+subject without them can neither read, steer nor hear the task.
 
 Cancellation is cooperative in the spec and prompt here: ``tasks/cancel`` cancels the tool's
 cancel scope, and the task settles as ``cancelled`` unless it had already finished. When a
@@ -202,17 +200,6 @@ _TOO_MANY_QUESTIONS: Final = ErrorData(
 #: not counted against ``max_stored_bytes`` (``max_tasks`` bounds how many tasks hold one;
 #: a refused store is not counted either: see :attr:`TaskRun._refused`).
 _UNCOUNTED: Final = (_INTERNAL, _TOO_MANY_QUESTIONS)
-
-
-#: What the last ``tools/call`` scope check in this context found it needs:
-#: ``(principal, params, scopes)``. The check runs once per request, before dispatch,
-#: in the request's own task (a session's handler) or in the task that then spawns it
-#: (HTTP: trio copies the spawner's context), so the task created for the call finds the
-#: set here instead of running the server's ``required_scopes`` hook a second time.
-#: Keyed by principal and params: a stale entry is never taken for another call's.
-_CHECKED: ContextVar[tuple[Principal, dict[str, Any] | None, frozenset[str]] | None] = ContextVar(
-    "mcp_trio checked tools/call scopes", default=None
-)
 
 
 def _store_full(need: str, held: int, bound: int, *, share: bool = False) -> str:
@@ -1030,7 +1017,8 @@ class TaskRunner:
         handle = TaskRun(self, support, _subject(ctx), caller=self._caller(ctx))
         principal = getattr(ctx, "principal", None)
         if principal is not None and self.required_scopes is not None:
-            handle.scopes = self._checked_scopes(principal, ctx.params)
+            # (What the call's scope check asked for, before dispatch: the same again.)
+            handle.scopes = frozenset(self.required_scopes(principal, "tools/call", ctx.params))
         nursery.start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()
@@ -1144,26 +1132,6 @@ class TaskRunner:
             if run is not None and run.scopes and run.owner == principal.subject:
                 needed |= run.scopes
         return frozenset(needed)
-
-    def remember_scopes(
-        self, principal: Principal, params: dict[str, Any] | None, needed: frozenset[str]
-    ) -> None:
-        """The scope check of a ``tools/call`` by ``principal`` with ``params`` found it
-        needs ``needed`` (the server's ``required_scopes`` calls this): its task, if it
-        gets one, records them without asking the hook again (see :data:`_CHECKED`)."""
-        _CHECKED.set((principal, params, needed))
-
-    def _checked_scopes(
-        self, principal: Principal, params: dict[str, Any] | None
-    ) -> frozenset[str]:
-        """The scopes this ``tools/call`` needed: what its scope check remembered, if it
-        is this call's (same principal, same params); else asked afresh (a check made
-        elsewhere, which should not happen)."""
-        checked = _CHECKED.get()
-        if checked is not None and checked[0] is principal and checked[1] == params:
-            return checked[2]
-        assert self.required_scopes is not None
-        return frozenset(self.required_scopes(principal, "tools/call", params))
 
     def _caller(self, ctx: RequestContext) -> object:
         """Who a call counts against for ``max_tasks_per_owner``: the authenticated
