@@ -349,6 +349,30 @@ async def test_one_callers_results_cannot_starve_the_others(autojump_clock: Mock
         nursery.cancel_scope.cancel()
 
 
+async def test_the_quotas_victim_makes_room_in_the_share_too(
+    autojump_clock: MockClock,
+) -> None:
+    # Bob is at his quota and his share, both held by one collected task: the quota
+    # chooses it, and what it frees counts for the share as well (not chosen twice, nor
+    # the call refused for want of a second victim).
+    size = result_bytes(100)
+    runner = TaskRunner(
+        TaskConfig(
+            max_tasks_per_owner=1, max_stored_bytes_per_owner=size, retention_after_fetch_ms=0
+        )
+    )
+    runner.enabled = True
+    async with runner.running() as nursery:
+        first = await start(runner, "bob", returning(text(100)))
+        await trio.sleep(2)
+        assert (await fetch(runner, "bob", first))["status"] == "completed"  # (collected)
+        assert runner._held_bytes == {"bob": size}
+        second = await start(runner, "bob", returning(text(1), after=5))
+        assert runner.lookup(first) is None and runner.lookup(second) is not None
+        assert runner.stored_bytes == 0 == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
 async def test_nothing_is_evicted_when_that_could_not_make_room(
     autojump_clock: MockClock,
 ) -> None:

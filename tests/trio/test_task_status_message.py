@@ -41,6 +41,13 @@ def server() -> Server:
         return "done"
 
     @s.tool(task="required")
+    async def busy(ctx: Context, size: int) -> str:
+        """Reports a long progress message, then works on (never asks)."""
+        await ctx.report_progress(1, 2, "é" * size)
+        await trio.sleep(10)
+        return "done"
+
+    @s.tool(task="required")
     async def crashing(size: int) -> str:
         """Fails with a long message."""
         await trio.sleep(1)
@@ -73,6 +80,20 @@ async def test_a_long_progress_message_is_cut(autojump_clock: MockClock) -> None
         )
         working = await get(c, created["taskId"])
         assert working["status"] == "working" and working["statusMessage"] == message
+        await c.request("tasks/cancel", {"taskId": created["taskId"]})
+
+
+async def test_a_long_progress_message_is_cut_while_the_task_works(
+    autojump_clock: MockClock,
+) -> None:
+    # Cut when it is set, not only when the task moves on: a task that stays working
+    # shows it cut too.
+    async with server().connect_in_memory(era="modern", capabilities=EXT) as c:
+        created = await c.request("tools/call", {"name": "busy", "arguments": {"size": 1000}})
+        await trio.sleep(1)
+        working = await get(c, created["taskId"])
+        assert working["status"] == "working"
+        assert working["statusMessage"] == "é" * ((CAP - 3) // 2) + "\u2026"
         await c.request("tasks/cancel", {"taskId": created["taskId"]})
 
 
