@@ -31,6 +31,7 @@ the table of tasks, their bounds, their expiry and the work itself.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, final
 
@@ -163,18 +164,31 @@ def format_timestamp(now: float) -> str:
 
 #: What ends a status message cut to its bound (U+2026, three bytes in UTF-8).
 _ELLIPSIS: Final = "\u2026"
+#: A surrogate code point: alone in a ``str`` (``os.fsdecode`` of a name that is not UTF-8,
+#: say) it has no UTF-8 encoding, so no JSON text can carry it.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def bounded_status_message(message: str, max_bytes: int) -> str:
-    """``message`` if its UTF-8 encoding fits in ``max_bytes`` (at least 3); else its
-    longest prefix that fits with an ellipsis (``\u2026``) after it, cut between two
-    characters, never inside one. A lone surrogate (which no JSON text can carry) in the
-    cut part is dropped."""
-    if len(message) * 4 <= max_bytes:
-        return message  # (no character takes more than four bytes: it fits)
-    encoded = message.encode("utf-8", "surrogatepass")
+    """``message`` made fit for a ``statusMessage`` of at most ``max_bytes`` (at least 3)
+    of UTF-8: each lone surrogate replaced by U+FFFD (else the task's ``tasks/get`` could
+    not be encoded); then, if it is still too long, its longest prefix that fits with an
+    ellipsis (``\u2026``) after it, cut between two characters, never inside one. The
+    work is bounded by ``max_bytes``, not by the length of ``message``."""
+    if message.isascii():  # (one byte a character, no surrogate: the common case)
+        if len(message) <= max_bytes:
+            return message
+        return message[: max_bytes - len(_ELLIPSIS.encode())] + _ELLIPSIS
+    # Each character takes one byte at least: the first max_bytes + 1 decide and are
+    # enough to cut from.
+    head = message[: max_bytes + 1]
+    try:
+        encoded = head.encode()
+    except UnicodeEncodeError:
+        head = _SURROGATE.sub("\ufffd", head)
+        encoded = head.encode()
     if len(encoded) <= max_bytes:
-        return message
+        return head  # (then head is all of message: max_bytes + 1 characters would not fit)
     # The cut may split the last character: "ignore" drops its first bytes.
     kept = encoded[: max_bytes - len(_ELLIPSIS.encode())].decode("utf-8", "ignore")
     return kept + _ELLIPSIS

@@ -313,10 +313,11 @@ class TaskConfig:
     tool's :meth:`~mcp_trio.Context.report_progress` message, or the message of the
     error a task fails with) is cut between two characters to fit, ending with ``…``
     (U+2026) -- the tool goes on: a status message is a human-readable word, not a
-    payload, so it is never refused. It is not counted against ``max_stored_bytes``:
-    this bound and ``max_tasks`` bound it instead (4 MiB at the defaults). A failed
-    task's ``error`` keeps the whole message (it is counted). Default: 4 KiB; at least
-    3 (room for the ellipsis)."""
+    payload, so it is never refused. A lone surrogate in it (``os.fsdecode`` of a name
+    that is not UTF-8, say), which no JSON text can carry, becomes U+FFFD. It is not
+    counted against ``max_stored_bytes``: this bound and ``max_tasks`` bound it instead
+    (4 MiB at the defaults). A failed task's ``error`` keeps the whole message (it is
+    counted). Default: 4 KiB; at least 3 (room for the ellipsis)."""
     max_pending_notifications: int = attrs.field(default=256, validator=check_count(1))
     """How many tasks may have a ``notifications/tasks`` waiting to be delivered (only
     the latest state of each waits); past it one is dropped, the oldest not terminal if

@@ -3,6 +3,8 @@ two characters, with an ellipsis."""
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,23 +24,40 @@ def test_a_longer_message_is_cut_with_an_ellipsis() -> None:
     assert bounded_status_message("aé" * 10, 5) == "a\u2026"
     assert bounded_status_message("😀" * 10, 10) == "😀\u2026"
     assert bounded_status_message("😀" * 10, 9) == "😀\u2026"
+    # Too long by its last character only, the one that is not ASCII.
+    assert bounded_status_message("x" * 8 + "é", 8) == "xxxxx\u2026"
 
 
-def test_a_lone_surrogate_in_the_cut_part_is_dropped() -> None:
-    assert bounded_status_message("ab\ud800" + "x" * 10, 8) == "ab\u2026"
+def test_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    # (os.fsdecode of a file name that is not UTF-8, say: no JSON text can carry it.)
+    assert bounded_status_message("file \udcff.txt", 64) == "file \ufffd.txt"
+    assert bounded_status_message("\ud83d\ude00", 64) == "\ufffd\ufffd"  # (not a pair in a str)
+    # In a message that is cut, too, in the part kept or where the cut falls.
+    assert bounded_status_message("ab\ud800" + "x" * 10, 8) == "ab\ufffd\u2026"
+    assert bounded_status_message("ab\ud800" + "x" * 10, 7) == "ab\u2026"
+    assert bounded_status_message("\udcff" * 10_000, 9) == "\ufffd\ufffd\u2026"
 
 
-@given(st.text(), st.integers(min_value=3, max_value=64))
+def test_an_ascii_message_is_cut_as_any_other() -> None:
+    assert bounded_status_message("x" * 10_000, 10) == "x" * 7 + "\u2026"
+    assert bounded_status_message("x" * 10, 10) == "x" * 10
+
+
+#: Any code point, lone surrogates (category Cs) included: st.text() leaves them out.
+_ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()))
+
+
+@given(_ANY_TEXT, st.integers(min_value=3, max_value=64))
 def test_the_cut_fits_and_keeps_a_prefix(message: str, max_bytes: int) -> None:
     cut = bounded_status_message(message, max_bytes)
-    if len(message.encode("utf-8", "surrogatepass")) <= max_bytes:
-        assert cut == message
+    encoded = cut.encode()  # (strict: no lone surrogate is left)
+    assert len(encoded) <= max_bytes
+    clean = re.sub("[\ud800-\udfff]", "\ufffd", message)
+    if len(clean.encode()) <= max_bytes:
+        assert cut == clean
     else:
         assert cut.endswith("\u2026")
-        assert len(cut.encode()) <= max_bytes
         prefix = cut[:-1]
-        assert message.startswith(prefix)
+        assert clean.startswith(prefix)
         # The longest such prefix: one more character would not fit.
-        nxt = message[len(prefix)]
-        if not "\ud800" <= nxt <= "\udfff":
-            assert len((prefix + nxt).encode()) + 3 > max_bytes
+        assert len((prefix + clean[len(prefix)]).encode()) + 3 > max_bytes

@@ -105,6 +105,53 @@ async def test_a_short_progress_message_is_kept(autojump_clock: MockClock) -> No
         await c.request("tasks/cancel", {"taskId": created["taskId"]})
 
 
+@pytest.mark.parametrize("size", [1, 1000], ids=["fits", "cut"])
+async def test_a_lone_surrogate_in_a_progress_message_is_replaced(
+    autojump_clock: MockClock, size: int
+) -> None:
+    # No JSON text can carry one (os.fsdecode of a name that is not UTF-8, say): kept as
+    # it was, the task's tasks/get could not be encoded.
+    s = Server("s", task_config=TaskConfig(max_status_message_bytes=CAP))
+
+    @s.tool(task="required")
+    async def listing(ctx: Context) -> str:
+        """Reports the file it reads, then works on."""
+        await ctx.report_progress(1, 2, "file \udcff" + "x" * size)
+        await trio.sleep(10)
+        return "done"
+
+    async with s.connect_in_memory(era="modern", capabilities=EXT) as c:
+        created = await c.request("tools/call", {"name": "listing", "arguments": {}})
+        await trio.sleep(1)
+        working = await get(c, created["taskId"])
+        expected = "file \ufffd" + "x" * size
+        if size > 1:
+            expected = expected[: CAP - 3 - 2] + "\u2026"  # (U+FFFD is 3 bytes)
+        assert working["status"] == "working" and working["statusMessage"] == expected
+        await c.request("tasks/cancel", {"taskId": created["taskId"]})
+
+
+async def test_a_lone_surrogate_in_a_failure_message_fails_the_task_plainly(
+    autojump_clock: MockClock,
+) -> None:
+    # The tool's error cannot be encoded: the task fails with the server's internal
+    # error instead (as a plain call is answered), and tasks/get can be encoded.
+    s = Server("s")
+
+    @s.tool(task="required")
+    async def failing() -> str:
+        """Fails with a message no JSON text can carry."""
+        raise McpError(ErrorData(code=-32000, message="cannot read \udcff"))
+
+    async with s.connect_in_memory(era="modern", capabilities=EXT) as c:
+        created = await c.request("tools/call", {"name": "failing", "arguments": {}})
+        await trio.sleep(1)
+        failed = await get(c, created["taskId"])
+        assert failed["status"] == "failed"
+        assert failed["error"] == {"code": -32603, "message": "Internal error"}
+        assert failed["statusMessage"] == "Internal error"
+
+
 async def test_a_long_failure_message_is_cut_in_the_status_only(
     autojump_clock: MockClock,
 ) -> None:
