@@ -307,7 +307,10 @@ class TaskConfig:
     bound still admits tasks whose outcomes may then not fit. Set it to the size of a
     typical result (a few KiB) on a server whose store can fill up. At most
     ``max_stored_bytes`` (and ``max_stored_bytes_per_owner``): else no task could be
-    admitted."""
+    admitted. A running task's questions (``input_required``) are counted on top of its
+    reservation: one equal to ``max_stored_bytes_per_owner`` (or ``max_stored_bytes``)
+    leaves a task no room for any question -- each of its asks is refused as above, and
+    fails the task unless the tool catches it."""
     max_status_message_bytes: int = attrs.field(default=4096, validator=check_count(3))
     """How long a task's ``statusMessage`` may be, in bytes of UTF-8: a longer one (a
     tool's :meth:`~mcp_trio.Context.report_progress` message, or the message of the
@@ -945,7 +948,11 @@ class TaskRunner:
         # The stored bytes at their bound: a new task's outcome could not be kept, so
         # no work starts only to be thrown away (see TaskConfig.max_stored_bytes).
         reserved = config.reserved_bytes_per_task
-        need = "a new task needs room for its outcome"
+        need = (
+            f"a new task needs {reserved} bytes reserved for its outcome"
+            if reserved
+            else "a new task needs room for its outcome"
+        )
         refused = self._make_room_for(caller, max(reserved, 1), need, victims)
         if refused is not None:
             return refused

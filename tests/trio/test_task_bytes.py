@@ -249,8 +249,8 @@ async def test_a_reservation_admits_no_task_whose_outcome_could_not_be_kept(
         with pytest.raises(McpError) as full:
             await start(runner, "alice", returning(text(1)))
         assert full.value.error.message == (
-            "The server's task store is full: a new task needs room for its outcome, "
-            f"{2 * size} of {2 * size + size // 2} bytes are held"
+            f"The server's task store is full: a new task needs {size} bytes reserved for "
+            f"its outcome, {2 * size} of {2 * size + size // 2} bytes are held"
         )
         await trio.sleep(10)
         # Each outcome took its reservation's place (the smaller one gives the rest back).
@@ -278,6 +278,41 @@ async def test_a_reservation_is_released_however_the_task_ends(autojump_clock: M
         await trio.sleep(runner.config.ttl_ms / 1000)
         assert runner.lookup(expiring) is None  # (purged at its TTL, reservation and all)
         await trio.sleep(1)
+        assert runner.stored_bytes == 0 == recount(runner)
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [{"max_stored_bytes": 1000}, {"max_stored_bytes_per_owner": 1000}],
+    ids=["total", "share"],
+)
+async def test_a_reservation_filling_a_bound_leaves_no_room_for_questions(
+    autojump_clock: MockClock, bound: dict[str, int]
+) -> None:
+    # A question is counted on top of the reservation (as documented): with none to
+    # spare, the ask is refused and fails the task.
+    runner = TaskRunner(TaskConfig(reserved_bytes_per_task=1000, **bound))
+    runner.enabled = True
+    question = {"method": "elicitation/create", "params": {"message": "Name?"}}
+
+    async def asking(run: TaskRun) -> Any:
+        return await run.ask("k", question, lambda answer: answer)
+
+    async with runner.running() as nursery:
+        refused = await start(runner, "bob", asking)
+        await trio.sleep(1)
+        failed = await fetch(runner, "bob", refused)
+        assert failed["status"] == "failed"
+        held = (
+            "1000 of 1000 bytes are held"
+            if "max_stored_bytes" in bound
+            else "your tasks hold 1000 of the 1000 bytes one caller may"
+        )
+        assert failed["error"]["message"] == (
+            f"The server's task store is full: the question needs {len(dumps(question))} "
+            f"bytes, {held}"
+        )
         assert runner.stored_bytes == 0 == recount(runner)
         nursery.cancel_scope.cancel()
 
