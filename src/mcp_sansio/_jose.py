@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
@@ -81,19 +82,35 @@ def access_token_hash(access_token: str) -> str:
     return b64url(hashlib.sha256(access_token.encode("ascii")).digest())
 
 
+_ESCAPE: Final = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = chr(int(match[1], 16))
+    return char if char in _UNRESERVED else "%" + match[1].upper()
+
+
 def htu(url: str) -> str:
-    """The ``htu`` of a request to ``url`` (RFC 9449 section 4.2): the URI without its
-    query and fragment, the scheme and host lowercased, a default port dropped, an
-    empty path ``/`` (RFC 3986 section 6.2.3 normalisation, as the server compares)."""
+    """The ``htu`` of a request to ``url`` (RFC 9449 section 4.2), normalised as the
+    server compares it (section 4.3 check 9; RFC 3986 section 6.2.2 and 6.2.3): the URI
+    without its query and fragment, the scheme and host lowercased, a default port
+    (80 for ``http``/``ws``, 443 for ``https``/``wss``) dropped, percent-encoded
+    unreserved characters decoded and other escapes in upper-case hex, an empty path
+    ``/``. Two spellings of one URI give one string (``/%6Dcp`` is ``/mcp``).
+
+    Raises:
+        ValueError: ``url`` does not parse (``http://[``, a port past 65535).
+    """
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
+    host = _ESCAPE.sub(_escape, parts.hostname or "").lower()
     if ":" in host:
         host = f"[{host}]"
     port = parts.port
     default = {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(scheme)
     netloc = host if port is None or port == default else f"{host}:{port}"
-    return urlunsplit((scheme, netloc, parts.path or "/", "", ""))
+    return urlunsplit((scheme, netloc, _ESCAPE.sub(_escape, parts.path) or "/", "", ""))
 
 
 def client_assertion(

@@ -61,6 +61,13 @@ def test_a_good_proof_is_verified() -> None:
 def test_htu_is_normalised_and_query_free() -> None:
     assert isinstance(check(proof(htu="HTTPS://MCP.example.com:443/mcp")), DpopVerified)
     assert isinstance(check(proof(htu=URL + "?a=1#f")), DpopVerified)
+    # RFC 9449 section 4.3 check 9: RFC 3986 section 6.2.2 syntax normalisation too.
+    assert isinstance(check(proof(htu="https://mcp.example.com/%6Dc%70")), DpopVerified)
+    assert isinstance(
+        check(proof(htu=URL), urls=dpop_htu_candidates("https://mcp.example.com/%6dcp")),
+        DpopVerified,
+    )
+    assert isinstance(check(proof(htu="https://mcp.example.com/%6Dc")), DpopRefusal)
 
 
 def test_websocket_accepts_both_forms() -> None:

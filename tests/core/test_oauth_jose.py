@@ -98,6 +98,32 @@ def test_htu_drops_query_fragment_and_default_port(url: str, expected: str) -> N
     assert htu(url) == expected
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [  # RFC 3986 section 6.2.2: one URI, written several ways, is one htu.
+        ("http://h.example/%6Dcp", "http://h.example/mcp"),
+        ("http://h.example/%6dcp", "http://h.example/mcp"),
+        ("http://h.example/%41%7A%30%2D%2E%5F%7E", "http://h.example/Az0-._~"),
+        ("http://h.example/a%2fb", "http://h.example/a%2Fb"),  # reserved: kept, upper hex
+        ("http://h.example/%c3%a9", "http://h.example/%C3%A9"),
+        ("http://h.example/%20", "http://h.example/%20"),
+        ("http://h.example/100%", "http://h.example/100%"),  # not an escape: as is
+        ("http://h.example/%zz%4", "http://h.example/%zz%4"),
+        ("http://h.example/%256D", "http://h.example/%256D"),  # decoded once, not twice
+        ("http://%48.example/", "http://h.example/"),
+        ("HTTP://H.Example:80", "http://h.example/"),
+        ("ws://h.example:80/ws", "ws://h.example/ws"),
+        ("https://h.example:80/", "https://h.example:80/"),  # not https's default
+        ("http://h.example:443/", "http://h.example:443/"),
+        ("wss://h.example:443", "wss://h.example/"),
+        ("http://h.example?q=%6D", "http://h.example/"),
+    ],
+)
+def test_htu_is_syntax_normalised(url: str, expected: str) -> None:
+    assert htu(url) == expected
+    assert htu(expected) == expected  # (already normal: unchanged)
+
+
 # ---------------------------------------------------------------------- client assertion
 
 

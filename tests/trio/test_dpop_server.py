@@ -189,6 +189,36 @@ async def test_an_unparsable_htu_is_invalid_dpop_proof() -> None:
         assert status == 401 and 'error="invalid_dpop_proof"' in www and "htu" in www
 
 
+async def test_an_equivalent_htu_written_differently_is_accepted() -> None:
+    # RFC 9449 section 4.3 check 9, RFC 3986 section 6.2.2: case, default port and
+    # percent-encoding of unreserved characters do not make another URI.
+    head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
+    a = auth(dpop="required", dpop_origin="HTTPS://MCP.Example.com:443")
+    for i, (signed, target) in enumerate(
+        [
+            ("https://mcp.example.com/%6Dcp", "/mcp"),
+            ("HTTPS://mcp.EXAMPLE.com:443/m%63p?x=%41", "/mcp"),
+            ("https://mcp.example.com/mcp", "/%6dcp"),
+            ("https://mcp.example.com/a%2fb", "/a%2Fb"),
+        ]
+    ):
+        claims = {"jti": f"j{i}", "htm": "POST", "htu": signed, "iat": int(NOW)}
+        claims["ath"] = access_token_hash("bound")
+        headers = [
+            ("host", HOST),
+            ("authorization", "DPoP bound"),
+            ("dpop", sign_jwt(head, claims, KEY.sign)),
+        ]
+        found = await a(HttpRequest(method="POST", target=target, headers=headers))
+        assert isinstance(found, Principal), (signed, target)
+    claims = {"jti": "j", "htm": "POST", "htu": "https://mcp.example.com/a/b", "iat": int(NOW)}
+    claims["ath"] = access_token_hash("bound")
+    headers = [("host", HOST), ("authorization", "DPoP bound")]
+    headers.append(("dpop", sign_jwt(head, claims, KEY.sign)))
+    found = await a(HttpRequest(method="POST", target="/a%2Fb", headers=headers))
+    assert challenge(found)[0] == 401  # (a reserved "/" escaped is another path)
+
+
 async def test_junk_tokens_cannot_flush_the_replay_cache() -> None:
     a = auth(dpop="required", dpop_replay_cache=2)
     assert isinstance(await a(request("bound", jti="victim")), Principal)
