@@ -197,9 +197,20 @@ class ProtectedResourceMetadata:
     """A human-readable name of the server."""
     resource_documentation: str | None = None
     """A URL of documentation for developers."""
+    dpop_signing_alg_values_supported: tuple[str, ...] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(_strings)
+    )
+    """The DPoP proof algorithms the server accepts (RFC 9728 section 2; RFC 9449):
+    ``BearerAuth(dpop=...)`` fills it in with its ``dpop_algs`` for the document
+    ``serve_http`` serves. ``None``: not in the document."""
+    dpop_bound_access_tokens_required: bool | None = None
+    """Whether the server takes DPoP-bound tokens only (RFC 9728 section 2):
+    ``BearerAuth(dpop="required")`` sets it. ``None``: not in the document (which a
+    client reads as ``false``)."""
     extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
     """Any other RFC 9728 field (``jwks_uri``, ``resource_signing_alg_values_supported``,
-    ...), put in the document as is."""
+    ...), put in the document as is. It overrides the two ``dpop_*`` fields; the others
+    override it."""
 
     @property
     def url(self) -> str:
@@ -224,7 +235,12 @@ class ProtectedResourceMetadata:
 
     def document(self) -> dict[str, Any]:
         """The JSON object (RFC 9728 §2)."""
-        doc: dict[str, Any] = dict(self.extra)
+        doc: dict[str, Any] = {}
+        if self.dpop_signing_alg_values_supported is not None:
+            doc["dpop_signing_alg_values_supported"] = list(self.dpop_signing_alg_values_supported)
+        if self.dpop_bound_access_tokens_required is not None:
+            doc["dpop_bound_access_tokens_required"] = self.dpop_bound_access_tokens_required
+        doc.update(self.extra)
         doc["resource"] = self.resource
         doc["authorization_servers"] = list(self.authorization_servers)
         if self.scopes_supported is not None:

@@ -195,6 +195,23 @@ class BearerAuth:
         else:
             object.__setattr__(self, "_no_token", self._refuse(None))
 
+    def advertise(self, metadata: ProtectedResourceMetadata) -> ProtectedResourceMetadata:
+        """``metadata`` saying what this authenticator takes (RFC 9728 section 2): with
+        :attr:`dpop` on, ``dpop_signing_alg_values_supported`` is :attr:`dpop_algs`, and
+        with ``"required"`` ``dpop_bound_access_tokens_required`` is ``true``. A field
+        ``metadata`` sets already (or its ``extra`` overrides) is left as it is."""
+        if self.dpop == "off":
+            return metadata
+        algs = metadata.dpop_signing_alg_values_supported
+        required = metadata.dpop_bound_access_tokens_required
+        return attrs.evolve(
+            metadata,
+            dpop_signing_alg_values_supported=self.dpop_algs if algs is None else algs,
+            dpop_bound_access_tokens_required=(
+                True if required is None and self.dpop == "required" else required
+            ),
+        )
+
     async def __call__(self, request: HttpRequest) -> Principal | HttpResponse:
         """Authenticate one request: the principal, or the refusal (see the class)."""
         if self.dpop != "off":

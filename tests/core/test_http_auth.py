@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from mcp_sansio import Connection, ErrorCode, RemoteProtocolError, RequestReceived
@@ -551,3 +552,31 @@ def test_an_https_or_loopback_metadata_url_is_taken(url: str) -> None:
         check_metadata_url(url + "#x")
     with pytest.raises(ValueError, match="cannot carry"):
         check_metadata_url(url + '"')
+
+
+def test_the_metadata_document_has_the_dpop_fields() -> None:
+    # RFC 9728 section 2: dpop_signing_alg_values_supported, dpop_bound_access_tokens_required.
+    metadata = ProtectedResourceMetadata(
+        resource="https://mcp.example.com/mcp",
+        authorization_servers=("https://auth.example.com",),
+        dpop_signing_alg_values_supported=["ES256"],
+        dpop_bound_access_tokens_required=False,
+    )
+    doc = metadata.document()
+    assert doc["dpop_signing_alg_values_supported"] == ["ES256"]
+    assert doc["dpop_bound_access_tokens_required"] is False
+    assert "dpop_signing_alg_values_supported" not in METADATA.document()
+    assert "dpop_bound_access_tokens_required" not in METADATA.document()
+    # extra= overrides them (and only them: the typed RFC 9728 fields win over extra).
+    overridden = attrs.evolve(
+        metadata,
+        extra={"dpop_signing_alg_values_supported": ["RS256"], "resource": "x"},
+    ).document()
+    assert overridden["dpop_signing_alg_values_supported"] == ["RS256"]
+    assert overridden["resource"] == "https://mcp.example.com/mcp"
+    with pytest.raises(TypeError):
+        ProtectedResourceMetadata(
+            resource="https://m.example",
+            authorization_servers=["https://a"],
+            dpop_signing_alg_values_supported="ES256",
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 pytest.importorskip("cryptography")
@@ -12,7 +13,7 @@ pytest.importorskip("cryptography")
 from mcp_sansio._dpop_proof import DpopNonces
 from mcp_sansio._jose import access_token_hash, dpop_proof, jwk_thumbprint, sign_jwt
 from mcp_sansio.http import HttpRequest, HttpResponse
-from mcp_trio._http_auth import BearerAuth, Principal
+from mcp_trio._http_auth import BearerAuth, Principal, ProtectedResourceMetadata
 from mcp_trio._signing import SigningKey, new_dpop_key
 
 NOW = 1_800_000_000.0
@@ -270,3 +271,31 @@ async def test_a_refused_scope_gets_a_dpop_challenge(mode: Any) -> None:
         assert status == 403 and len(wwws) == 2
     else:
         assert len(wwws) == 1
+
+
+def test_advertise_fills_in_the_dpop_metadata() -> None:
+    # RFC 9728 section 2, for the document serve_http serves.
+    metadata = ProtectedResourceMetadata(
+        resource="https://mcp.example.com/mcp", authorization_servers=["https://a.example"]
+    )
+    assert auth().advertise(metadata) is metadata
+    allowed = auth(dpop="allowed", dpop_algs=("ES256",)).advertise(metadata).document()
+    assert allowed["dpop_signing_alg_values_supported"] == ["ES256"]
+    assert "dpop_bound_access_tokens_required" not in allowed
+    required = auth(dpop="required").advertise(metadata).document()
+    assert required["dpop_signing_alg_values_supported"] == ["ES256", "RS256"]
+    assert required["dpop_bound_access_tokens_required"] is True
+    # What the metadata says already stays; extra= overrides either.
+    own = attrs.evolve(
+        metadata,
+        dpop_signing_alg_values_supported=["RS256"],
+        dpop_bound_access_tokens_required=False,
+    )
+    kept = auth(dpop="required").advertise(own).document()
+    assert kept["dpop_signing_alg_values_supported"] == ["RS256"]
+    assert kept["dpop_bound_access_tokens_required"] is False
+    extra = attrs.evolve(metadata, extra={"dpop_bound_access_tokens_required": False})
+    assert (
+        auth(dpop="required").advertise(extra).document()["dpop_bound_access_tokens_required"]
+        is False
+    )
