@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 
 pytest.importorskip("cryptography")
 
@@ -157,6 +158,42 @@ async def test_the_replay_cache_refuses_a_proof_used_twice_and_is_bounded() -> N
     b = auth(dpop="required")
     assert isinstance(await b(request("bound", jti="one")), Principal)
     assert isinstance(await b(request("bound", jti="one")), Principal)
+
+
+async def test_a_proof_racing_itself_through_verify_token_is_accepted_once() -> None:
+    # Both copies pass the replay cache's first look before either is recorded: the
+    # token check (verify_token, a checkpoint) holds each until both are inside it.
+    # The second look, after it, lets exactly one through.
+    inside = 0
+    both_inside = trio.Event()
+
+    async def slow_verify(token: str) -> Principal | None:
+        nonlocal inside
+        inside += 1
+        if inside == 2:
+            both_inside.set()
+        await both_inside.wait()
+        return await verify_token(token)
+
+    a = BearerAuth(
+        verify_token=slow_verify, clock=lambda: NOW, dpop="required", dpop_replay_cache=4
+    )
+    same = request("bound", jti="raced")
+    found: list[Principal | HttpResponse] = []
+
+    async def send() -> None:
+        found.append(await a(same))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send)
+            nursery.start_soon(send)
+    assert inside == 2  # (both went past the first look)
+    [accepted] = [f for f in found if isinstance(f, Principal)]
+    assert accepted.subject == "alice"
+    [(status, [www])] = [challenge(f) for f in found if isinstance(f, HttpResponse)]
+    assert status == 401 and "used before" in www
+    assert len(a._seen) == 1
 
 
 def clocked(**kw: Any) -> tuple[BearerAuth, list[float]]:
