@@ -11,8 +11,9 @@ by that ``jwk``, about *this* request, fresh, and the ``jwk``'s RFC 7638 thumbpr
 the token's ``cnf.jkt`` (section 4.3, section 7.1).
 
 Everything here is data: :func:`check_dpop_proof` takes the proof, the request's
-method, the URIs it may name, the token, the token's ``jkt`` and ``now``, and returns a
-:class:`DpopVerified` or a :class:`DpopRefusal` carrying the RFC 9449 error. The
+method, the URIs it may name, the token and ``now``, and returns a :class:`DpopVerified`
+(with the key's thumbprint, for the caller to match with the token's ``cnf.jkt``) or a
+:class:`DpopRefusal` carrying the RFC 9449 error. The
 signature itself is checked by a ``verify`` callable the binding passes (its crypto
 library stays there), and the time comes from the caller. A server that keeps no state
 (SEP-1932) bounds replay by the ``iat`` window and, if it wants, by a nonce it can check
@@ -21,18 +22,23 @@ without a table: :class:`DpopNonces`, an HMAC of a timestamp under a server key.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import hmac
-import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Literal, final
 
 import attrs
 
+from ._errors import RemoteProtocolError
+from ._http_auth import (
+    BearerError,
+    authorization_header,
+    bearer_challenge_header,
+    check_scopes,
+)
 from ._http_common import HttpResponse, json_response
-from ._jose import access_token_hash, b64url, htu, jwk_thumbprint
+from ._jose import access_token_hash, b64url, b64url_decode, htu, jwk_thumbprint
 from ._json import dumps, loads
 
 __all__ = [
@@ -116,21 +122,10 @@ def _bad(description: str) -> DpopRefusal:
     return DpopRefusal(error="invalid_dpop_proof", description=description)
 
 
-_B64URL: Final = re.compile(r"[A-Za-z0-9_-]*")
-
-
-def _b64decode(part: str) -> bytes:
-    """Strict unpadded base64url (RFC 7515 section 2): padding or any other character is
-    ``ValueError`` (the standard decoder skips what it does not know)."""
-    if _B64URL.fullmatch(part) is None:
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
 def _json_object(part: str) -> dict[str, Any] | None:
     try:
-        value = loads(_b64decode(part))
-    except (ValueError, binascii.Error):
+        value = loads(b64url_decode(part))
+    except ValueError:  # (binascii.Error is one)
         return None
     return value if isinstance(value, dict) else None
 
@@ -141,7 +136,6 @@ def check_dpop_proof(
     method: str,
     urls: Iterable[str],
     access_token: str | None,
-    jkt: str | None,
     now: float,
     verify: Verify,
     algs: Iterable[str] = DEFAULT_DPOP_ALGS,
@@ -157,8 +151,6 @@ def check_dpop_proof(
             (:func:`dpop_htu_candidates`).
         access_token: the token the request presents (``ath`` is then required and
             checked), or ``None`` for a proof without one.
-        jkt: the token's ``cnf.jkt``; when given, the proof's key must have that
-            thumbprint (else ``invalid_token``).
         now: the current time, seconds since the epoch.
         verify: the signature check (see :data:`Verify`).
         algs: the accepted ``alg`` values; ``none`` and ``HS*`` are never accepted.
@@ -167,7 +159,10 @@ def check_dpop_proof(
             ``use_dpop_nonce``: answer with a fresh ``DPoP-Nonce``).
 
     Returns:
-        :class:`DpopVerified`, or the :class:`DpopRefusal` to answer with.
+        :class:`DpopVerified`, or the :class:`DpopRefusal` to answer with. Whether its
+        ``jkt`` is the token's ``cnf.jkt`` is the caller's check, once the token is
+        verified (after this one: a bad proof costs no token check); when it is not,
+        answer ``invalid_token``.
     """
     parts = proof.split(".")
     if len(parts) != 3 or not all(parts):
@@ -189,7 +184,7 @@ def check_dpop_proof(
     except (ValueError, binascii.Error):
         return _bad("the DPoP proof's jwk is not a public key")
     try:
-        signature = _b64decode(parts[2])
+        signature = b64url_decode(parts[2])
     except ValueError:
         return _bad("the DPoP proof's signature is not base64url")
     if not verify(alg, jwk, f"{parts[0]}.{parts[1]}".encode("ascii"), signature):
@@ -213,10 +208,6 @@ def check_dpop_proof(
         nonce = claims.get("nonce")
         if not isinstance(nonce, str) or not nonce_valid(nonce):
             return DpopRefusal(error="use_dpop_nonce", description="A fresh DPoP nonce is required")
-    if jkt is not None and not hmac.compare_digest(thumbprint, jkt):
-        return DpopRefusal(
-            error="invalid_token", description="The access token is not bound to the DPoP key"
-        )
     return DpopVerified(jkt=thumbprint, jti=jti, iat=int(iat))
 
 
@@ -263,19 +254,14 @@ def authorization_credentials(headers: Iterable[tuple[bytes, bytes]]) -> tuple[s
     """The request's ``Authorization`` scheme (lower-cased) and credentials, ``None``
     when it has none; ``("", "")`` when it has several or a malformed one (answer
     ``400 invalid_request``)."""
-    values = [value for name, value in headers if name == b"authorization"]
-    if not values:
+    try:
+        found = authorization_header(headers)
+    except RemoteProtocolError:
+        return ("", "")
+    if found is None:
         return None
-    if len(values) > 1:
-        return ("", "")
-    scheme, _, rest = values[0].decode("latin-1").partition(" ")
-    token = rest.strip(" ")
-    if _TOKEN68.fullmatch(token) is None:
-        return ("", "")
-    return (scheme.lower(), token)
-
-
-_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+    scheme, token = found
+    return ("", "") if token is None else (scheme, token)
 
 
 def dpop_challenge(
@@ -292,9 +278,13 @@ def dpop_challenge(
     7.1), also a ``Bearer`` one when ``bearer_too`` (a server that still takes bearer
     tokens; it repeats an ``insufficient_scope``), and ``DPoP-Nonce`` when ``nonce`` is
     given (section 9: with ``use_dpop_nonce``). ``scope``, the scopes the request needs
-    (already checked scope tokens), goes in both. ``401``, ``403`` for
-    ``insufficient_scope``, ``400`` for ``invalid_request``."""
-    scopes = " ".join(sorted(scope))
+    (a collection, or a space-separated string), goes in both. ``401``, ``403`` for
+    ``insufficient_scope``, ``400`` for ``invalid_request``.
+
+    Raises:
+        ValueError: a scope that is no RFC 6750 scope token; with ``bearer_too``,
+            anything :func:`~mcp_sansio.http.bearer_challenge` refuses."""
+    scopes = " ".join(sorted(check_scopes(scope)))
     params = [f'algs="{" ".join(algs)}"']
     if error is not None:
         params.append(f'error="{error}"')
@@ -305,16 +295,11 @@ def dpop_challenge(
     if description is not None:
         params.append(f'error_description="{description}"')
     headers = [(b"www-authenticate", ("DPoP " + ", ".join(params)).encode("ascii"))]
-    if bearer_too:
-        bearer = []
-        if error == "insufficient_scope":
-            bearer.append(f'error="{error}"')
-        if resource_metadata is not None:
-            bearer.append(f'resource_metadata="{resource_metadata}"')
-        if scopes:
-            bearer.append(f'scope="{scopes}"')
-        header = "Bearer " + ", ".join(bearer) if bearer else "Bearer"
-        headers.append((b"www-authenticate", header.encode("ascii")))
+    if bearer_too:  # (its one error of ours: a Bearer token may lack a scope too)
+        bearer_error: BearerError | None = (
+            "insufficient_scope" if error == "insufficient_scope" else None
+        )
+        headers.append(bearer_challenge_header(bearer_error, resource_metadata, scope, None))
     if nonce is not None:
         headers.append((b"dpop-nonce", nonce.encode("ascii")))
     if error is None:

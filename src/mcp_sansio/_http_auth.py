@@ -58,7 +58,9 @@ __all__ = [
     "Principal",
     "ProtectedResourceMetadata",
     "RequiredScopes",
+    "authorization_header",
     "bearer_challenge",
+    "bearer_challenge_header",
     "bearer_token",
     "check_metadata_url",
     "check_scopes",
@@ -263,6 +265,25 @@ class ProtectedResourceMetadata:
         )
 
 
+def authorization_header(headers: Iterable[tuple[bytes, bytes]]) -> tuple[str, str | None] | None:
+    """The scheme of a request's ``Authorization`` header, lower-cased (an auth-scheme
+    is case-insensitive, RFC 9110 §11.1), and its credentials when they are a
+    ``token68`` (RFC 6750 §2.1, RFC 9449 section 7.1: ``Bearer`` and ``DPoP`` alike),
+    ``None`` when they are not; ``None`` without the header.
+
+    Raises:
+        RemoteProtocolError: several ``Authorization`` headers.
+    """
+    values = [value for name, value in headers if name == b"authorization"]
+    if not values:
+        return None
+    if len(values) > 1:
+        raise RemoteProtocolError("several Authorization headers")
+    scheme, _, rest = values[0].decode("latin-1").partition(" ")
+    token = rest.strip(" ")
+    return (scheme.lower(), token if _TOKEN68.fullmatch(token) is not None else None)
+
+
 def bearer_token(request: HttpRequest) -> str | None:
     """The bearer token of ``request``'s ``Authorization`` header (RFC 6750 §2.1).
 
@@ -274,18 +295,12 @@ def bearer_token(request: HttpRequest) -> str | None:
         RemoteProtocolError: a malformed ``Bearer`` credential, or several
             ``Authorization`` headers (answer ``400 invalid_request``).
     """
-    values = [value for name, value in request.headers if name == b"authorization"]
-    if not values:
+    found = authorization_header(request.headers)
+    if found is None or found[0] != "bearer":
         return None
-    if len(values) > 1:
-        raise RemoteProtocolError("several Authorization headers")
-    scheme, _, rest = values[0].decode("latin-1").partition(" ")
-    if scheme.lower() != "bearer":  # an auth-scheme is case-insensitive (RFC 9110 §11.1)
-        return None
-    token = rest.strip(" ")
-    if _TOKEN68.fullmatch(token) is None:
+    if found[1] is None:
         raise RemoteProtocolError("malformed Bearer credentials")
-    return token
+    return found[1]
 
 
 _SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
@@ -311,12 +326,14 @@ def _scope_tokens(scope: Collection[str]) -> list[str]:
     return tokens
 
 
-def _challenge_header(
+def bearer_challenge_header(
     error: BearerError | None,
     resource_metadata: str | None,
     scope: Collection[str],
     description: str | None,
 ) -> tuple[bytes, bytes]:
+    """The ``WWW-Authenticate: Bearer`` header of :func:`bearer_challenge` (which says
+    what the arguments are and when it raises ``ValueError``)."""
     params = []
     if error is not None:
         params.append(_quoted("error", error))
@@ -361,7 +378,7 @@ def bearer_challenge(
             with a quote, a backslash, a control or a non-ASCII character (the header
             has no way to carry them).
     """
-    headers = (_challenge_header(error, resource_metadata, scope, description),)
+    headers = (bearer_challenge_header(error, resource_metadata, scope, description),)
     if error is None:
         return HttpResponse(status=401, headers=headers)
     body: dict[str, str] = {"error": error}
@@ -518,7 +535,7 @@ def insufficient_scope_response(
         ValueError: ``error`` holds a URL a challenge cannot carry.
     """
     data = error.data
-    header = _challenge_header(
+    header = bearer_challenge_header(
         "insufficient_scope", data.get("resource_metadata"), data["scope"], error.message
     )
     answers = [error_response(rid, error) for rid in request_ids]

@@ -29,6 +29,7 @@ __all__ = [
     "CLIENT_ASSERTION_TYPE",
     "access_token_hash",
     "b64url",
+    "b64url_decode",
     "client_assertion",
     "dpop_nonce_header",
     "dpop_nonce_of",
@@ -55,6 +56,21 @@ Signer = Callable[[bytes], bytes]
 def b64url(data: bytes) -> str:
     """Base64url without padding (RFC 7515 section 2)."""
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+_B64URL: Final = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def b64url_decode(text: str) -> bytes:
+    """Strict unpadded base64url (RFC 7515 section 2), what a JWS and a JWK carry.
+
+    Raises:
+        ValueError: padding or any other character (the standard decoder skips what it
+            does not know), or a length no encoding has (``binascii.Error``).
+    """
+    if _B64URL.fullmatch(text) is None:
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 def sign_jwt(header: Mapping[str, Any], claims: Mapping[str, Any], sign: Signer) -> str:

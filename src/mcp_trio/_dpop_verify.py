@@ -3,24 +3,22 @@ extra), for :func:`mcp_sansio._dpop_proof.check_dpop_proof`."""
 
 from __future__ import annotations
 
-import base64
 import binascii
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from mcp_sansio._jose import b64url_decode
 
 from ._signing import require_crypto
 
 __all__ = ["verify_jws_signature"]
 
-_B64URL = re.compile(r"[A-Za-z0-9_-]+")
-
 
 def _int(jwk: Mapping[str, Any], name: str) -> int:
     value = jwk.get(name)
-    if not isinstance(value, str) or _B64URL.fullmatch(value) is None:
-        raise ValueError(name)  # (strict unpadded base64url, RFC 7518 section 6)
-    return int.from_bytes(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)), "big")
+    if not isinstance(value, str):
+        raise ValueError(name)
+    return int.from_bytes(b64url_decode(value), "big")  # (strict, RFC 7518 section 6)
 
 
 def verify_jws_signature(alg: str, jwk: Mapping[str, Any], data: bytes, signature: bytes) -> bool:

@@ -261,7 +261,6 @@ class BearerAuth:
             method=request.method,
             urls=urls,
             access_token=token,
-            jkt=None,
             now=now,
             verify=self._verify,
             algs=self.dpop_algs,

@@ -46,7 +46,6 @@ def check(p: str, **kw: Any) -> DpopVerified | DpopRefusal:
         "method": "POST",
         "urls": dpop_htu_candidates(URL),
         "access_token": TOKEN,
-        "jkt": jwk_thumbprint(JWK),
         "now": NOW,
         "verify": fake_verify,
     }
@@ -125,14 +124,16 @@ def test_refusals(p: str, kw: dict[str, Any], error: str) -> None:
 
 
 def test_a_proof_without_a_token_needs_no_ath() -> None:
-    assert isinstance(check(proof(ath=None), access_token=None, jkt=None), DpopVerified)
+    assert isinstance(check(proof(ath=None), access_token=None), DpopVerified)
 
 
-def test_another_key_than_the_token_names_is_invalid_token() -> None:
-    result = check(proof(), jkt="someone-elses-thumbprint")
-    assert result == DpopRefusal(
-        error="invalid_token", description="The access token is not bound to the DPoP key"
-    )
+def test_the_verified_jkt_is_the_proofs_key_for_the_caller_to_match() -> None:
+    # The token's cnf.jkt is compared by the caller (BearerAuth: invalid_token, see
+    # test_dpop_server's stolen-token test); the check names the key that signed.
+    other = {**JWK, "x": JWK["y"], "y": JWK["x"]}
+    result = check(proof({"jwk": other}))
+    assert isinstance(result, DpopVerified)
+    assert result.jkt == jwk_thumbprint(other) != jwk_thumbprint(JWK)
 
 
 def test_nonce_required() -> None:
@@ -195,9 +196,17 @@ def test_insufficient_scope_challenge() -> None:
     assert [v.decode() for n, v in found.headers if n == b"www-authenticate"] == [
         'DPoP algs="ES256", error="insufficient_scope", resource_metadata="https://m.example/prm",'
         ' scope="a b", error_description="needs admin"',
-        'Bearer error="insufficient_scope", resource_metadata="https://m.example/prm", scope="a b"',
+        # (the Bearer challenge is bearer_challenge's own, parameters in its order)
+        'Bearer error="insufficient_scope", scope="a b", resource_metadata="https://m.example/prm"',
     ]
     assert dpop_challenge("invalid_request").status == 400
     plain = dpop_challenge("invalid_token", bearer_too=True)
     assert plain.status == 401
     assert [v for n, v in plain.headers if n == b"www-authenticate"][1] == b"Bearer"
+    for bearer_too in (False, True):  # (a quote would end the header's parameter)
+        with pytest.raises(ValueError, match="scope token"):
+            dpop_challenge(None, scope=('a"b',), bearer_too=bearer_too)
+    spaced = dpop_challenge(None, scope="b a")
+    assert [v for n, v in spaced.headers if n == b"www-authenticate"] == [
+        b'DPoP algs="ES256 RS256", scope="a b"'
+    ]

@@ -336,3 +336,10 @@ def test_advertise_fills_in_the_dpop_metadata() -> None:
         auth(dpop="required").advertise(extra).document()["dpop_bound_access_tokens_required"]
         is False
     )
+
+
+@pytest.mark.parametrize("mode", ["allowed", "required"])
+def test_a_scope_no_challenge_can_carry_is_refused_at_construction(mode: Any) -> None:
+    # As with dpop="off": a ValueError now, not a broken WWW-Authenticate header later.
+    with pytest.raises(ValueError, match="scope token"):
+        auth(dpop=mode, required_scopes={'a"b'})

@@ -66,8 +66,8 @@ def test_a_real_client_proof_passes_the_check() -> None:
         method="POST",
         urls=dpop_htu_candidates(url),
         access_token="tok",
-        jkt=jwk_thumbprint(key.public_jwk),
         now=1010,
         verify=verify_jws_signature,
     )
     assert isinstance(result, DpopVerified)
+    assert result.jkt == jwk_thumbprint(key.public_jwk)
