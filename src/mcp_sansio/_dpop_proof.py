@@ -38,7 +38,15 @@ from ._http_auth import (
     check_scopes,
 )
 from ._http_common import HttpResponse, json_response
-from ._jose import access_token_hash, b64url, b64url_decode, htu, jwk_thumbprint
+from ._jose import (
+    access_token_hash,
+    b64url,
+    b64url_decode,
+    htu,
+    htu_origin,
+    htu_path,
+    jwk_thumbprint,
+)
 from ._json import dumps, loads
 
 __all__ = [
@@ -52,6 +60,8 @@ __all__ = [
     "dpop_challenge",
     "dpop_header",
     "dpop_htu_candidates",
+    "dpop_htu_origins",
+    "dpop_request_htus",
 ]
 
 DEFAULT_DPOP_ALGS: Final = ("ES256", "RS256")
@@ -111,11 +121,38 @@ def dpop_htu_candidates(url: str) -> tuple[str, ...]:
 
     Plain HTTP gives one. A WebSocket handshake is an HTTP ``GET`` to the ``ws(s)`` URI,
     and clients differ on which they sign; both the ``http(s)`` twin and the ``ws(s)``
-    form are accepted (the scheme is the only difference)."""
-    target = htu(url)
-    scheme, sep, rest = target.partition("://")
+    form are accepted (the scheme is the only difference).
+
+    Raises:
+        ValueError: ``url`` does not parse.
+    """
+    origin, path = htu_origin(url)
+    return tuple(form + (path or "/") for form in _twins(origin))
+
+
+def dpop_htu_origins(origin: str) -> tuple[str, ...]:
+    """What :func:`dpop_htu_candidates` gives for every request to a server at
+    ``origin`` (``scheme://host[:port]``) before the request's path, worked out once:
+    :func:`dpop_request_htus` adds the path.
+
+    Raises:
+        ValueError: ``origin`` does not parse.
+    """
+    base, path = htu_origin(origin)
+    return tuple(form + path for form in _twins(base))
+
+
+def dpop_request_htus(origins: Iterable[str], path: str) -> tuple[str, ...]:
+    """The :func:`dpop_htu_candidates` of a request to ``path`` (``/…``, no query) at
+    the server whose :func:`dpop_htu_origins` are ``origins``."""
+    tail = htu_path(path)
+    return tuple(origin + tail for origin in origins)
+
+
+def _twins(origin: str) -> tuple[str, ...]:
+    scheme, sep, rest = origin.partition("://")
     twin = {"http": "ws", "https": "wss", "ws": "http", "wss": "https"}.get(scheme)
-    return (target, f"{twin}{sep}{rest}") if twin is not None else (target,)
+    return (origin, f"{twin}{sep}{rest}") if twin is not None else (origin,)
 
 
 def _bad(description: str) -> DpopRefusal:
@@ -134,11 +171,11 @@ def check_dpop_proof(
     proof: str,
     *,
     method: str,
-    urls: Iterable[str],
+    urls: Collection[str],
     access_token: str | None,
     now: float,
     verify: Verify,
-    algs: Iterable[str] = DEFAULT_DPOP_ALGS,
+    algs: Collection[str] = DEFAULT_DPOP_ALGS,
     window: float = 300.0,
     nonce_valid: Callable[[str], bool] | None = None,
 ) -> DpopVerified | DpopRefusal:
@@ -173,8 +210,7 @@ def check_dpop_proof(
     if header.get("typ") != "dpop+jwt":
         return _bad("the DPoP proof's typ is not dpop+jwt")
     alg = header.get("alg")
-    allowed = {a for a in algs if a != "none" and not a.startswith("HS")}
-    if not isinstance(alg, str) or alg not in allowed:
+    if not isinstance(alg, str) or alg not in algs or alg == "none" or alg.startswith("HS"):
         return _bad("the DPoP proof's alg is not accepted")
     jwk = header.get("jwk")
     if not isinstance(jwk, dict) or _PRIVATE_MEMBERS & jwk.keys():
@@ -196,7 +232,7 @@ def check_dpop_proof(
         return _bad("the DPoP proof's htm is not the request method")
     claimed_htu = claims.get("htu")
     try:
-        if not isinstance(claimed_htu, str) or htu(claimed_htu) not in set(urls):
+        if not isinstance(claimed_htu, str) or htu(claimed_htu) not in urls:
             return _bad("the DPoP proof's htu is not the request URI")
     except ValueError:  # (an unparsable URI: "http://[", a port past 65535)
         return _bad("the DPoP proof's htu is not the request URI")

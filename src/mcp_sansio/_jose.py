@@ -35,6 +35,8 @@ __all__ = [
     "dpop_nonce_of",
     "dpop_proof",
     "htu",
+    "htu_origin",
+    "htu_path",
     "jwk_thumbprint",
     "sign_jwt",
 ]
@@ -107,13 +109,9 @@ def _escape(match: re.Match[str]) -> str:
     return char if char in _UNRESERVED else "%" + match[1].upper()
 
 
-def htu(url: str) -> str:
-    """The ``htu`` of a request to ``url`` (RFC 9449 section 4.2), normalised as the
-    server compares it (section 4.3 check 9; RFC 3986 section 6.2.2 and 6.2.3): the URI
-    without its query and fragment, the scheme and host lowercased, a default port
-    (80 for ``http``/``ws``, 443 for ``https``/``wss``) dropped, percent-encoded
-    unreserved characters decoded and other escapes in upper-case hex, an empty path
-    ``/``. Two spellings of one URI give one string (``/%6Dcp`` is ``/mcp``).
+def htu_origin(url: str) -> tuple[str, str]:
+    """``url``'s ``scheme://host[:port]`` and path, each normalised as :func:`htu` does
+    (the path empty when it is).
 
     Raises:
         ValueError: ``url`` does not parse (``http://[``, a port past 65535).
@@ -126,7 +124,28 @@ def htu(url: str) -> str:
     port = parts.port
     default = {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(scheme)
     netloc = host if port is None or port == default else f"{host}:{port}"
-    return urlunsplit((scheme, netloc, _ESCAPE.sub(_escape, parts.path) or "/", "", ""))
+    return urlunsplit((scheme, netloc, "", "", "")), htu_path(parts.path)
+
+
+def htu_path(path: str) -> str:
+    """A URI path with its percent-escapes normalised (RFC 3986 section 6.2.2):
+    unreserved characters decoded, the others' hex in upper case."""
+    return _ESCAPE.sub(_escape, path)
+
+
+def htu(url: str) -> str:
+    """The ``htu`` of a request to ``url`` (RFC 9449 section 4.2), normalised as the
+    server compares it (section 4.3 check 9; RFC 3986 section 6.2.2 and 6.2.3): the URI
+    without its query and fragment, the scheme and host lowercased, a default port
+    (80 for ``http``/``ws``, 443 for ``https``/``wss``) dropped, percent-encoded
+    unreserved characters decoded and other escapes in upper-case hex, an empty path
+    ``/``. Two spellings of one URI give one string (``/%6Dcp`` is ``/mcp``).
+
+    Raises:
+        ValueError: ``url`` does not parse (``http://[``, a port past 65535).
+    """
+    origin, path = htu_origin(url)
+    return origin + (path or "/")
 
 
 def client_assertion(

@@ -31,6 +31,8 @@ from mcp_sansio._dpop_proof import (
     dpop_challenge,
     dpop_header,
     dpop_htu_candidates,
+    dpop_htu_origins,
+    dpop_request_htus,
 )
 from mcp_sansio._http_auth import (
     BearerError,
@@ -156,7 +158,7 @@ class BearerAuth:
     """``scheme://host[:port]`` clients reach the server at (behind a TLS proxy:
     ``https://…``): the proof's ``htu`` must be it plus the request path (for a
     WebSocket handshake its ``ws(s)`` twin too). ``None``: ``http://`` and the
-    request's ``Host``."""
+    request's ``Host``. One that does not parse is a ``ValueError`` (with DPoP on)."""
     dpop_algs: tuple[str, ...] = DEFAULT_DPOP_ALGS
     """The proof algorithms accepted (``ES256``, ``RS256``)."""
     dpop_window: float = 300.0
@@ -185,12 +187,21 @@ class BearerAuth:
         init=False, factory=dict, eq=False, repr=False
     )
     """The replay cache: (jkt, jti) -> when it may be forgotten, oldest first."""
+    _htu_origins: tuple[str, ...] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
+    """:attr:`dpop_origin`'s normalised forms (``dpop_htu_origins``), parsed once."""
+    _algs: frozenset[str] = attrs.field(init=False, default=frozenset(), eq=False, repr=False)
+    """:attr:`dpop_algs` as a set, made once."""
 
     def __attrs_post_init__(self) -> None:
         if self.dpop != "off":
             from ._dpop_verify import verify_jws_signature  # noqa: PLC0415 (lazy: crypto)
 
             object.__setattr__(self, "_verify", verify_jws_signature)
+            object.__setattr__(self, "_algs", frozenset(self.dpop_algs))
+            if self.dpop_origin is not None:  # (ValueError: one that does not parse)
+                object.__setattr__(self, "_htu_origins", dpop_htu_origins(self.dpop_origin))
             object.__setattr__(self, "_no_token", self._dpop_refuse(None))
         else:
             object.__setattr__(self, "_no_token", self._refuse(None))
@@ -251,11 +262,14 @@ class BearerAuth:
         assert self._verify is not None  # (set when DPoP is on)
         now = self.clock()
         nonces = self.dpop_nonces
-        origin = self.dpop_origin or f"http://{request.header('host') or 'localhost'}"
-        try:
-            urls = dpop_htu_candidates(origin + request.path)
-        except ValueError:  # (a Host that is no host: "[", "h:abc")
-            return self._dpop_refuse("invalid_request", "Malformed Host header")
+        if self._htu_origins is not None:
+            urls = dpop_request_htus(self._htu_origins, request.path)
+        else:
+            host = request.header("host") or "localhost"
+            try:
+                urls = dpop_htu_candidates(f"http://{host}{request.path}")
+            except ValueError:  # (a Host that is no host: "[", "h:abc")
+                return self._dpop_refuse("invalid_request", "Malformed Host header")
         checked = check_dpop_proof(
             proof,
             method=request.method,
@@ -263,7 +277,7 @@ class BearerAuth:
             access_token=token,
             now=now,
             verify=self._verify,
-            algs=self.dpop_algs,
+            algs=self._algs,
             window=self.dpop_window,
             nonce_valid=None if nonces is None else (lambda n: nonces.valid(n, now)),
         )

@@ -17,6 +17,8 @@ from mcp_sansio._dpop_proof import (
     dpop_challenge,
     dpop_header,
     dpop_htu_candidates,
+    dpop_htu_origins,
+    dpop_request_htus,
 )
 from mcp_sansio._jose import access_token_hash, b64url, jwk_thumbprint, sign_jwt
 
@@ -67,6 +69,25 @@ def test_htu_is_normalised_and_query_free() -> None:
         DpopVerified,
     )
     assert isinstance(check(proof(htu="https://mcp.example.com/%6Dc")), DpopRefusal)
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://mcp.example.com",
+        "HTTPS://MCP.example.com:443",
+        "http://127.0.0.1:8080",
+        "wss://h.example",
+        "https://h.example/base",
+        "https://h.example/",
+        "https://h.example/b%61se%2f",
+        "ftp://x",
+    ],
+)
+@pytest.mark.parametrize("path", ["/mcp", "/%6Dcp", "/a%2fb", "/"])
+def test_an_origin_worked_out_once_gives_the_same_candidates(origin: str, path: str) -> None:
+    # BearerAuth parses its dpop_origin once; each request only adds its path.
+    assert dpop_request_htus(dpop_htu_origins(origin), path) == dpop_htu_candidates(origin + path)
 
 
 def test_websocket_accepts_both_forms() -> None:

@@ -14,6 +14,7 @@ pytest.importorskip("cryptography")
 from mcp_sansio._dpop_proof import DpopNonces
 from mcp_sansio._jose import access_token_hash, dpop_proof, jwk_thumbprint, sign_jwt
 from mcp_sansio.http import HttpRequest, HttpResponse
+from mcp_trio import _http_auth
 from mcp_trio._http_auth import BearerAuth, Principal, ProtectedResourceMetadata
 from mcp_trio._signing import SigningKey, new_dpop_key
 
@@ -343,3 +344,29 @@ def test_a_scope_no_challenge_can_carry_is_refused_at_construction(mode: Any) ->
     # As with dpop="off": a ValueError now, not a broken WWW-Authenticate header later.
     with pytest.raises(ValueError, match="scope token"):
         auth(dpop=mode, required_scopes={'a"b'})
+
+
+async def test_dpop_origin_is_parsed_once_and_checked_at_construction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def counted(name: str) -> Any:
+        real = getattr(_http_auth, name)
+
+        def wrapper(*args: Any) -> Any:
+            calls.append(name)
+            return real(*args)
+
+        return wrapper
+
+    for name in ("dpop_htu_origins", "dpop_htu_candidates"):
+        monkeypatch.setattr(_http_auth, name, counted(name))
+    a = auth(dpop="required", dpop_origin=f"https://{HOST}")
+    for jti in ("a", "b", "c"):
+        found = await a(request("bound", url=f"https://{HOST}/mcp", jti=jti))
+        assert isinstance(found, Principal)
+    assert calls == ["dpop_htu_origins"]
+    with pytest.raises(ValueError):
+        auth(dpop="required", dpop_origin="https://[")
+    auth(dpop="off", dpop_origin="https://[")  # (not looked at without DPoP)
