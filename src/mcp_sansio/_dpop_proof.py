@@ -42,10 +42,10 @@ from ._jose import (
     access_token_hash,
     b64url,
     b64url_decode,
-    htu,
     htu_origin,
     htu_path,
     jwk_thumbprint,
+    normalized_htu,
 )
 from ._json import dumps, loads
 
@@ -117,14 +117,16 @@ def dpop_header(headers: Iterable[tuple[bytes, bytes]]) -> str | DpopRefusal | N
 
 
 def dpop_htu_candidates(url: str) -> tuple[str, ...]:
-    """The ``htu`` values a proof for a request to ``url`` may carry, normalised.
+    """The ``htu`` values a proof for a request to ``url`` may carry, normalised
+    (:func:`~mcp_sansio._jose.normalized_htu`, as :func:`check_dpop_proof` normalises
+    the proof's).
 
     Plain HTTP gives one. A WebSocket handshake is an HTTP ``GET`` to the ``ws(s)`` URI,
     and clients differ on which they sign; both the ``http(s)`` twin and the ``ws(s)``
     form are accepted (the scheme is the only difference).
 
     Raises:
-        ValueError: ``url`` does not parse.
+        ValueError: ``url`` does not parse, or has userinfo.
     """
     origin, path = htu_origin(url)
     return tuple(form + (path or "/") for form in _twins(origin))
@@ -132,13 +134,24 @@ def dpop_htu_candidates(url: str) -> tuple[str, ...]:
 
 def dpop_htu_origins(origin: str) -> tuple[str, ...]:
     """What :func:`dpop_htu_candidates` gives for every request to a server at
-    ``origin`` (``scheme://host[:port]``) before the request's path, worked out once:
-    :func:`dpop_request_htus` adds the path.
+    ``origin`` before the request's path, worked out once: :func:`dpop_request_htus`
+    adds the path. ``origin`` is ``scheme://host[:port]``, optionally with the path
+    prefix the server is mounted under (``https://h.example/base``).
 
     Raises:
-        ValueError: ``origin`` does not parse.
+        ValueError: ``origin`` does not parse, has no scheme or host, or has userinfo,
+            a query, a fragment or a trailing ``/`` (the request's path, which starts
+            with one, goes right after it: ``https://h.example/`` would expect
+            ``https://h.example//mcp``).
     """
+    if "?" in origin or "#" in origin:
+        raise ValueError(f"an origin has no query or fragment: {origin!r}")
     base, path = htu_origin(origin)
+    scheme, _, host = base.partition("://")
+    if not scheme or not host:
+        raise ValueError(f"an origin is scheme://host[:port]: {origin!r}")
+    if path.endswith("/"):
+        raise ValueError(f"an origin has no trailing '/': {origin!r}")
     return tuple(form + path for form in _twins(base))
 
 
@@ -232,9 +245,9 @@ def check_dpop_proof(
         return _bad("the DPoP proof's htm is not the request method")
     claimed_htu = claims.get("htu")
     try:
-        if not isinstance(claimed_htu, str) or htu(claimed_htu) not in urls:
+        if not isinstance(claimed_htu, str) or normalized_htu(claimed_htu) not in urls:
             return _bad("the DPoP proof's htu is not the request URI")
-    except ValueError:  # (an unparsable URI: "http://[", a port past 65535)
+    except ValueError:  # (unparsable, "http://[", a port past 65535; or userinfo)
         return _bad("the DPoP proof's htu is not the request URI")
     if isinstance(iat, bool) or not isinstance(iat, int | float) or abs(iat - now) > window:
         return _bad("the DPoP proof's iat is outside the acceptance window")

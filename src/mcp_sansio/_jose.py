@@ -38,6 +38,7 @@ __all__ = [
     "htu_origin",
     "htu_path",
     "jwk_thumbprint",
+    "normalized_htu",
     "sign_jwt",
 ]
 
@@ -102,6 +103,7 @@ def access_token_hash(access_token: str) -> str:
 
 _ESCAPE: Final = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_DEFAULT_PORTS: Final = {"http": 80, "ws": 80, "https": 443, "wss": 443}
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -109,42 +111,74 @@ def _escape(match: re.Match[str]) -> str:
     return char if char in _UNRESERVED else "%" + match[1].upper()
 
 
-def htu_origin(url: str) -> tuple[str, str]:
-    """``url``'s ``scheme://host[:port]`` and path, each normalised as :func:`htu` does
-    (the path empty when it is).
-
-    Raises:
-        ValueError: ``url`` does not parse (``http://[``, a port past 65535).
-    """
+def _split(url: str, *, escapes: bool) -> tuple[str, str]:
+    """``url``'s ``scheme://host[:port]`` (scheme and host lower-cased, a default port
+    dropped) and its path (empty when it is), its escapes normalised when ``escapes``."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    host = _ESCAPE.sub(_escape, parts.hostname or "").lower()
+    host = parts.hostname or ""
+    if escapes:
+        if parts.username is not None:  # (RFC 9110 section 4.2.4: no userinfo in http(s))
+            raise ValueError("a URI with userinfo")
+        host = _ESCAPE.sub(_escape, host)
+    host = host.lower()
     if ":" in host:
         host = f"[{host}]"
     port = parts.port
-    default = {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(scheme)
-    netloc = host if port is None or port == default else f"{host}:{port}"
-    return urlunsplit((scheme, netloc, "", "", "")), htu_path(parts.path)
-
-
-def htu_path(path: str) -> str:
-    """A URI path with its percent-escapes normalised (RFC 3986 section 6.2.2):
-    unreserved characters decoded, the others' hex in upper case."""
-    return _ESCAPE.sub(_escape, path)
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    path = htu_path(parts.path) if escapes else parts.path
+    return urlunsplit((scheme, netloc, "", "", "")), path
 
 
 def htu(url: str) -> str:
-    """The ``htu`` of a request to ``url`` (RFC 9449 section 4.2), normalised as the
-    server compares it (section 4.3 check 9; RFC 3986 section 6.2.2 and 6.2.3): the URI
-    without its query and fragment, the scheme and host lowercased, a default port
-    (80 for ``http``/``ws``, 443 for ``https``/``wss``) dropped, percent-encoded
-    unreserved characters decoded and other escapes in upper-case hex, an empty path
-    ``/``. Two spellings of one URI give one string (``/%6Dcp`` is ``/mcp``).
+    """The ``htu`` a client signs for a request to ``url`` (RFC 9449 section 4.2: the
+    HTTP target URI without its query and fragment): scheme and host lower-cased, a
+    default port (80 for ``http``/``ws``, 443 for ``https``/``wss``) dropped, an empty
+    path ``/`` (RFC 3986 section 6.2.2.1 and 6.2.3), and the path as it is sent, its
+    percent-escapes untouched: a server that compares without normalising (section 4.3
+    says it SHOULD normalise, not MUST) still finds the URI it was sent.
 
     Raises:
         ValueError: ``url`` does not parse (``http://[``, a port past 65535).
     """
-    origin, path = htu_origin(url)
+    origin, path = _split(url, escapes=False)
+    return origin + (path or "/")
+
+
+def htu_origin(url: str) -> tuple[str, str]:
+    """``url``'s ``scheme://host[:port]`` and path, each normalised as
+    :func:`normalized_htu` does (the path empty when it is).
+
+    Raises:
+        ValueError: ``url`` does not parse (``http://[``, a port past 65535), or has
+            userinfo.
+    """
+    return _split(url, escapes=True)
+
+
+def htu_path(path: str) -> str:
+    """A URI path with its percent-escapes normalised (RFC 3986 section 6.2.2.1 and
+    6.2.2.2): unreserved characters decoded, the others' hex in upper case."""
+    return _ESCAPE.sub(_escape, path)
+
+
+def normalized_htu(url: str) -> str:
+    """``url`` as a server compares a proof's ``htu`` with the request's URI (RFC 9449
+    section 4.3 check 9: "ignoring any query and fragment parts", after RFC 3986
+    section 6.2.2 syntax-based normalisation): without its query and fragment, scheme
+    and host lower-cased (section 6.2.2.1), percent-encoded unreserved characters
+    decoded and other escapes in upper-case hex (section 6.2.2.1 and 6.2.2.2), an empty
+    path ``/`` and a default port (80 for ``http``/``ws``, 443 for ``https``/``wss``)
+    dropped (section 6.2.3). Dot segments are not removed (section 6.2.2.3 is not
+    applied: ``/a/../mcp`` is not ``/mcp``), nor is an escaped ``/`` decoded
+    (``/a%2Fb`` is not ``/a/b``). Two spellings of one URI give one string (``/%6Dcp``
+    is ``/mcp``); both sides of the comparison go through it.
+
+    Raises:
+        ValueError: ``url`` does not parse (``http://[``, a port past 65535), or has
+            userinfo (RFC 9110 section 4.2.4: an ``http(s)`` URI has none).
+    """
+    origin, path = _split(url, escapes=True)
     return origin + (path or "/")
 
 

@@ -158,7 +158,10 @@ class BearerAuth:
     """``scheme://host[:port]`` clients reach the server at (behind a TLS proxy:
     ``https://…``): the proof's ``htu`` must be it plus the request path (for a
     WebSocket handshake its ``ws(s)`` twin too). ``None``: ``http://`` and the
-    request's ``Host``. One that does not parse is a ``ValueError`` (with DPoP on)."""
+    request's ``Host``. It may end in a path prefix a reverse proxy strips before the
+    request reaches us (``https://h.example/base``: the proof names ``/base/mcp`` for
+    our ``/mcp``); with DPoP on, one that does not parse, or has
+    userinfo, a query, a fragment or a trailing ``/``, is a ``ValueError``."""
     dpop_algs: tuple[str, ...] = DEFAULT_DPOP_ALGS
     """The proof algorithms accepted (``ES256``, ``RS256``)."""
     dpop_window: float = 300.0

@@ -79,7 +79,6 @@ def test_htu_is_normalised_and_query_free() -> None:
         "http://127.0.0.1:8080",
         "wss://h.example",
         "https://h.example/base",
-        "https://h.example/",
         "https://h.example/b%61se%2f",
         "ftp://x",
     ],
@@ -88,6 +87,26 @@ def test_htu_is_normalised_and_query_free() -> None:
 def test_an_origin_worked_out_once_gives_the_same_candidates(origin: str, path: str) -> None:
     # BearerAuth parses its dpop_origin once; each request only adds its path.
     assert dpop_request_htus(dpop_htu_origins(origin), path) == dpop_htu_candidates(origin + path)
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://h.example/",  # (+ "/mcp" would be "https://h.example//mcp")
+        "https://h.example/base/",
+        "https://h.example?x",
+        "https://h.example/base?",
+        "https://h.example#f",
+        "https://user@h.example",
+        "https://user:pw@h.example/base",
+        "h.example",
+        "https://",
+        "http://[",
+    ],
+)
+def test_an_origin_that_is_no_origin_is_refused(origin: str) -> None:
+    with pytest.raises(ValueError):
+        dpop_htu_origins(origin)
 
 
 def test_websocket_accepts_both_forms() -> None:
@@ -130,6 +149,9 @@ def test_websocket_accepts_both_forms() -> None:
         # a URI urlsplit cannot parse is a refusal, not an exception
         (proof(htu="http://["), {}, "htu"),
         (proof(htu="https://mcp.example.com:99999/mcp"), {}, "htu"),
+        # RFC 9110 section 4.2.4: userinfo is refused, not dropped
+        (proof(htu="https://user@mcp.example.com/mcp"), {}, "htu"),
+        (proof(htu="https://u:p@mcp.example.com/mcp"), {}, "htu"),
         # strict base64url: no padding, no characters the decoder would skip
         (proof() + "==", {}, "signature"),
         (proof()[:-5] + "!" + proof()[-5:], {}, "signature"),

@@ -29,6 +29,7 @@ from mcp_sansio._jose import (
     dpop_proof,
     htu,
     jwk_thumbprint,
+    normalized_htu,
 )
 from mcp_sansio._json import dumps, loads
 
@@ -96,6 +97,20 @@ def test_ath_is_rfc9449s_example() -> None:
 )
 def test_htu_drops_query_fragment_and_default_port(url: str, expected: str) -> None:
     assert htu(url) == expected
+    assert normalized_htu(url) == expected
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/%7Euser/m%63p", "/%6dcp", "/a%2fb", "/a/../mcp", "/%c3%a9", "/100%"],
+)
+def test_the_client_htu_keeps_the_path_as_sent(path: str) -> None:
+    # The client signs the URI it sends (RFC 9449 section 4.2): a server comparing
+    # without normalising (section 4.3 says SHOULD) still finds its request URI.
+    url = "HTTPS://MCP.Example.com:443" + path + "?q=%6D#f"
+    assert htu(url) == "https://mcp.example.com" + path
+    proof = dpop_proof(jwk=JWK, alg="ES256", sign=fake_sign, method="POST", url=url, now=5, jti="j")
+    assert loads(base64.urlsafe_b64decode(proof.split(".")[1] + "=="))["htu"] == htu(url)
 
 
 @pytest.mark.parametrize(
@@ -119,9 +134,34 @@ def test_htu_drops_query_fragment_and_default_port(url: str, expected: str) -> N
         ("http://h.example?q=%6D", "http://h.example/"),
     ],
 )
-def test_htu_is_syntax_normalised(url: str, expected: str) -> None:
-    assert htu(url) == expected
-    assert htu(expected) == expected  # (already normal: unchanged)
+def test_normalized_htu_is_syntax_normalised(url: str, expected: str) -> None:
+    assert normalized_htu(url) == expected
+    assert normalized_htu(expected) == expected  # (already normal: unchanged)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [  # RFC 3986 section 6.2.2.3 is not applied, nor is an escaped "/" decoded.
+        ("http://h.example/a/../mcp", "http://h.example/a/../mcp"),
+        ("http://h.example/a/%2E%2E/mcp", "http://h.example/a/../mcp"),
+        ("http://h.example/./mcp", "http://h.example/./mcp"),
+        ("http://h.example/a%2Fb", "http://h.example/a%2Fb"),
+    ],
+)
+def test_normalized_htu_keeps_dot_segments_and_escaped_slashes(url: str, expected: str) -> None:
+    assert normalized_htu(url) == expected
+    assert normalized_htu(url) != normalized_htu("http://h.example/mcp")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://user@h.example/mcp", "http://user:pw@h.example/mcp", "https://@h.example/"],
+)
+def test_normalized_htu_refuses_userinfo(url: str) -> None:
+    # RFC 9110 section 4.2.4: an http(s) URI has no userinfo; one that does is refused,
+    # not read as the same URI without it.
+    with pytest.raises(ValueError, match="userinfo"):
+        normalized_htu(url)
 
 
 # ---------------------------------------------------------------------- client assertion

@@ -258,6 +258,66 @@ async def test_an_equivalent_htu_written_differently_is_accepted() -> None:
     assert challenge(found)[0] == 401  # (a reserved "/" escaped is another path)
 
 
+async def test_the_clients_htu_with_its_escapes_as_sent_is_accepted() -> None:
+    # The client signs the path as it sends it (escapes untouched); the server
+    # normalises both that and its request's, so either spelling matches.
+    a = auth(dpop="required", dpop_origin=f"https://{HOST}")
+    url = f"https://{HOST}/%7Euser/m%63p"
+    for i, target in enumerate(["/%7Euser/m%63p", "/~user/mcp", "/%7euser/%6D%63p?q=1"]):
+        found = await a(request("bound", url=url, target=target, jti=f"j{i}"))
+        assert isinstance(found, Principal), target
+    status, [www] = challenge(await a(request("bound", url=url, target="/~user/mc", jti="x")))
+    assert status == 401 and "htu" in www
+
+
+async def test_an_htu_with_userinfo_is_refused() -> None:
+    # RFC 9110 section 4.2.4: http(s) URIs have no userinfo; it is not dropped.
+    a = auth(dpop="required", dpop_origin=f"https://{HOST}")
+    head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
+    for i, signed in enumerate(
+        [f"https://evil@{HOST}/mcp", f"https://u:p@{HOST}/mcp", f"https://{HOST}/mcp"]
+    ):
+        claims = {"jti": f"j{i}", "htm": "POST", "htu": signed, "iat": int(NOW)}
+        claims["ath"] = access_token_hash("bound")
+        headers = [
+            ("host", HOST),
+            ("authorization", "DPoP bound"),
+            ("dpop", sign_jwt(head, claims, KEY.sign)),
+        ]
+        found = await a(HttpRequest(method="POST", target="/mcp", headers=headers))
+        if "@" not in signed:
+            assert isinstance(found, Principal)
+            continue
+        status, [www] = challenge(found)
+        assert status == 401 and 'error="invalid_dpop_proof"' in www and "htu" in www
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        f"https://{HOST}/",
+        f"https://{HOST}/base/",
+        f"https://{HOST}?x",
+        f"https://{HOST}#f",
+        f"https://user@{HOST}",
+        HOST,
+    ],
+)
+def test_a_dpop_origin_that_is_no_origin_is_refused_at_construction(origin: str) -> None:
+    # Accepted silently before, then every proof was refused (https://h//mcp) or the
+    # query was dropped without a word.
+    with pytest.raises(ValueError, match=r"origin|userinfo"):
+        auth(dpop="required", dpop_origin=origin)
+
+
+async def test_a_dpop_origin_with_a_path_prefix_expects_it_in_the_htu() -> None:
+    a = auth(dpop="required", dpop_origin=f"https://{HOST}/base")
+    found = await a(request("bound", url=f"https://{HOST}/base/mcp", target="/mcp"))
+    assert isinstance(found, Principal)
+    found = await a(request("bound", url=f"https://{HOST}/mcp", target="/mcp", jti="k"))
+    assert challenge(found)[0] == 401
+
+
 async def test_junk_tokens_cannot_flush_the_replay_cache() -> None:
     a = auth(dpop="required", dpop_replay_cache=2)
     assert isinstance(await a(request("bound", jti="victim")), Principal)
