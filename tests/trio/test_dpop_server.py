@@ -318,6 +318,25 @@ async def test_a_dpop_origin_with_a_path_prefix_expects_it_in_the_htu() -> None:
     assert challenge(found)[0] == 401
 
 
+async def test_a_replayed_proof_costs_no_token_check() -> None:
+    # The replay cache's first look comes before verify_token: a proof it knows is
+    # refused without a call to the deployer's verifier (which may be remote).
+    calls: list[str] = []
+
+    async def counting_verify(token: str) -> Principal | None:
+        calls.append(token)
+        return await verify_token(token)
+
+    a = BearerAuth(
+        verify_token=counting_verify, clock=lambda: NOW, dpop="required", dpop_replay_cache=4
+    )
+    assert isinstance(await a(request("bound", jti="once")), Principal)
+    assert calls == ["bound"]
+    status, [www] = challenge(await a(request("bound", jti="once")))
+    assert status == 401 and "used before" in www
+    assert calls == ["bound"]
+
+
 async def test_junk_tokens_cannot_flush_the_replay_cache() -> None:
     a = auth(dpop="required", dpop_replay_cache=2)
     assert isinstance(await a(request("bound", jti="victim")), Principal)
