@@ -161,6 +161,13 @@ def _check_servers(_inst: object, _attr: object, value: tuple[str, ...]) -> None
         raise ValueError("authorization_servers must name at least one authorization server")
 
 
+def _check_strings(
+    _inst: object, attr: attrs.Attribute[Any], value: tuple[Any, ...] | None
+) -> None:
+    if value is not None and not all(isinstance(item, str) for item in value):
+        raise TypeError(f"{attr.name} must be a list of strings: {value!r}")
+
+
 def _scopes_or_none(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
     if value is None:
         return None
@@ -200,19 +207,24 @@ class ProtectedResourceMetadata:
     resource_documentation: str | None = None
     """A URL of documentation for developers."""
     dpop_signing_alg_values_supported: tuple[str, ...] | None = attrs.field(
-        default=None, converter=attrs.converters.optional(_strings)
+        default=None,
+        converter=attrs.converters.optional(_strings),
+        validator=_check_strings,
     )
     """The DPoP proof algorithms the server accepts (RFC 9728 section 2; RFC 9449):
     ``BearerAuth(dpop=...)`` fills it in with its ``dpop_algs`` for the document
     ``serve_http`` serves. ``None``: not in the document."""
-    dpop_bound_access_tokens_required: bool | None = None
+    dpop_bound_access_tokens_required: bool | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(bool))
+    )
     """Whether the server takes DPoP-bound tokens only (RFC 9728 section 2):
     ``BearerAuth(dpop="required")`` sets it. ``None``: not in the document (which a
     client reads as ``false``)."""
     extra: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping, eq=False)
     """Any other RFC 9728 field (``jwks_uri``, ``resource_signing_alg_values_supported``,
-    ...), put in the document as is. It overrides the two ``dpop_*`` fields; the others
-    override it."""
+    ...), put in the document as is. Of the typed fields it overrides only the two
+    ``dpop_*`` ones (a member here wins over :attr:`dpop_signing_alg_values_supported`
+    and :attr:`dpop_bound_access_tokens_required`); every other field wins over it."""
 
     @property
     def url(self) -> str:

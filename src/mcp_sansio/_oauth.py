@@ -408,16 +408,26 @@ def _strs(obj: Mapping[str, Any], key: str, what: str) -> tuple[str, ...] | None
     return tuple(value)
 
 
+def _bool(obj: Mapping[str, Any], key: str, what: str) -> bool | None:
+    value = obj.get(key)
+    if value is None or type(value) is bool:
+        return value
+    raise OAuthError(f"{what}: {key!r} must be true or false")
+
+
 def parse_protected_resource_metadata(body: bytes, server_url: str) -> ProtectedResourceMetadata:
     """Read the Protected Resource Metadata document (RFC 9728) fetched for the server at
     ``server_url``: the same value a server serves (``resource_name``,
-    ``bearer_methods_supported`` and ``resource_documentation`` in their fields, any
-    other member in ``extra``). A member the document does not have is ``None``
-    (``bearer_methods_supported`` too: its absence is no statement, RFC 9728 section 2).
+    ``bearer_methods_supported``, ``resource_documentation``,
+    ``dpop_signing_alg_values_supported`` and ``dpop_bound_access_tokens_required`` in
+    their fields, any other member in ``extra``). A member the document does not have is
+    ``None`` (``bearer_methods_supported`` too: its absence is no statement, RFC 9728
+    section 2).
 
     Raises:
-        OAuthError: not a valid document, no authorization server, or a ``resource``
-            that is not this server (see :func:`resource_matches`).
+        OAuthError: not a valid document (a member of the wrong type too), no
+            authorization server, or a ``resource`` that is not this server (see
+            :func:`resource_matches`).
     """
     what = "the protected-resource metadata"
     obj = _json_object(body, what)
@@ -437,6 +447,8 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
         "bearer_methods_supported",
         "resource_name",
         "resource_documentation",
+        "dpop_signing_alg_values_supported",
+        "dpop_bound_access_tokens_required",
     }
     try:
         return ProtectedResourceMetadata(
@@ -446,6 +458,8 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
             bearer_methods_supported=_strs(obj, "bearer_methods_supported", what),
             resource_name=_str(obj, "resource_name", what),
             resource_documentation=_str(obj, "resource_documentation", what),
+            dpop_signing_alg_values_supported=_strs(obj, "dpop_signing_alg_values_supported", what),
+            dpop_bound_access_tokens_required=_bool(obj, "dpop_bound_access_tokens_required", what),
             extra={k: v for k, v in obj.items() if k not in known},
         )
     except ValueError as exc:  # (a resource that is no absolute URI, with a fragment)

@@ -554,6 +554,23 @@ def test_an_https_or_loopback_metadata_url_is_taken(url: str) -> None:
         check_metadata_url(url + '"')
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("dpop_signing_alg_values_supported", "ES256"),
+        ("dpop_signing_alg_values_supported", ["ES256", 1]),
+        ("dpop_signing_alg_values_supported", 5),
+        ("dpop_bound_access_tokens_required", "false"),
+        ("dpop_bound_access_tokens_required", 1),
+        ("dpop_bound_access_tokens_required", 0),
+    ],
+)
+def test_the_dpop_fields_are_type_checked(field: str, value: Any) -> None:
+    # A "false" string would go in the document as a true-ish value; 1 as a number.
+    with pytest.raises(TypeError):
+        attrs.evolve(METADATA, **{field: value})
+
+
 def test_the_metadata_document_has_the_dpop_fields() -> None:
     # RFC 9728 section 2: dpop_signing_alg_values_supported, dpop_bound_access_tokens_required.
     metadata = ProtectedResourceMetadata(

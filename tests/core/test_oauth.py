@@ -249,19 +249,26 @@ def test_protected_resource_metadata_fills_the_typed_fields() -> None:
         "resource_name": "Files",
         "bearer_methods_supported": ["header", "body"],
         "resource_documentation": "https://m.example/docs",
+        "dpop_signing_alg_values_supported": ["ES256", "RS256"],
+        "dpop_bound_access_tokens_required": True,
         "other": 1,
     }
     prm = parse_protected_resource_metadata(dumps(doc), "https://m.example/mcp")
     assert prm.resource_name == "Files"
     assert prm.bearer_methods_supported == ("header", "body")
     assert prm.resource_documentation == "https://m.example/docs"
+    assert prm.dpop_signing_alg_values_supported == ("ES256", "RS256")
+    assert prm.dpop_bound_access_tokens_required is True
     assert dict(prm.extra) == {"other": 1}
+    assert prm.document() == doc  # (read back whole, as served)
     bare = parse_protected_resource_metadata(
         dumps({"resource": "https://m.example/mcp", "authorization_servers": [ISSUER]}),
         "https://m.example/mcp",
     )
     # Absent: no statement (RFC 9728), not the "header" a served document defaults to.
     assert bare.bearer_methods_supported is None and bare.resource_name is None
+    assert bare.dpop_signing_alg_values_supported is None
+    assert bare.dpop_bound_access_tokens_required is None
     assert "bearer_methods_supported" not in bare.document()
 
 
@@ -273,6 +280,11 @@ def test_protected_resource_metadata_fills_the_typed_fields() -> None:
         ("bearer_methods_supported", "header"),
         ("bearer_methods_supported", [1]),
         ("resource_documentation", ["x"]),
+        ("dpop_signing_alg_values_supported", "ES256"),
+        ("dpop_signing_alg_values_supported", ["ES256", 1]),
+        ("dpop_bound_access_tokens_required", "yes"),
+        ("dpop_bound_access_tokens_required", 1),
+        ("dpop_bound_access_tokens_required", 0),
     ],
 )
 def test_protected_resource_metadata_with_mistyped_fields_is_refused(
