@@ -10,12 +10,11 @@ naming the extra. Nothing here implements a cryptographic primitive.
 
 from __future__ import annotations
 
-import base64
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
-from mcp_sansio._jose import b64url
+from mcp_sansio._jose import b64url, b64url_decode
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
@@ -47,7 +46,12 @@ def _int(jwk: Mapping[str, Any], name: str) -> int:
     value = jwk.get(name)
     if not isinstance(value, str):
         raise ValueError(f"the JWK has no {name!r}")
-    return int.from_bytes(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)), "big")
+    try:  # (strict: the lax decoder skipped what it did not know, making another key)
+        return int.from_bytes(b64url_decode(value), "big")
+    except ValueError:  # (binascii.Error is one)
+        raise ValueError(
+            f"the JWK's {name!r} is not base64url (RFC 7518 section 6: unpadded, '-' and '_')"
+        ) from None
 
 
 @final

@@ -559,6 +559,11 @@ async def test_each_assertion_has_its_own_jti(nursery: trio.Nursery) -> None:
         ({"kty": "oct", "k": "x"}, None, "not supported"),
         ({"kty": "EC", "crv": "P-384", "d": "AQ"}, None, "P-256"),
         ({"kty": "EC", "crv": "P-256"}, None, "no 'd'"),
+        # RFC 7518 section 6: unpadded base64url, nothing a lax decoder would skip or
+        # read as standard base64 (each of these made a key before)
+        ({"kty": "EC", "crv": "P-256", "d": "AQ=="}, None, "not base64url"),
+        ({"kty": "EC", "crv": "P-256", "d": "A+8"}, None, "not base64url"),
+        ({"kty": "EC", "crv": "P-256", "d": "AQ!"}, None, "not base64url"),
         (None, "HS256", "not supported"),  # (None: a real P-256 PEM)
         (None, "RS256", "RSA private key"),
     ],
