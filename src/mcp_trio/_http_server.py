@@ -74,7 +74,7 @@ from mcp_sansio.http import (
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
 from ._http_auth import UNAVAILABLE as _UNAVAILABLE
-from ._http_auth import Authenticate, run_authenticate
+from ._http_auth import Authenticate, BearerAuth, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
@@ -907,6 +907,10 @@ async def serve_http(
         # the config's, together, checked on the body before any is served
         # (authorization#runtime-insufficient-scope-errors: a 403 challenge).
         http_config = attrs.evolve(http_config, required_scopes=_scopes_of(hooks))
+    if isinstance(authenticate, BearerAuth) and http_config.resource_metadata is not None:
+        # RFC 9728 section 2: the document says whether DPoP is taken, and which algs.
+        advertised = authenticate.advertise(http_config.resource_metadata)
+        http_config = attrs.evolve(http_config, resource_metadata=advertised)
     if authenticate is not None and http_config.resource_metadata is None:
         # 2026-07-28/basic/authorization#overview: servers MUST serve it; without it a
         # client that is refused cannot find where to get a token.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -16,12 +16,12 @@ pytest.importorskip("cryptography")
 
 from mcp_sansio._dpop_proof import DpopNonces
 from mcp_sansio._jose import dpop_proof
-from mcp_trio import BearerAuth, Principal
+from mcp_trio import BearerAuth, Principal, ProtectedResourceMetadata
 from mcp_trio._oauth import oauth_fetch
 from mcp_trio._signing import new_dpop_key
 
 from .oauth_support import oauth
-from .test_http_support import App, start_server
+from .test_http_support import IO_TIMEOUT, App, raw_request, start_server
 from .test_oauth import list_and_call
 from .test_oauth_dpop import DpopFake
 
@@ -110,3 +110,37 @@ async def test_a_stolen_token_with_another_key_is_refused(nursery: trio.Nursery)
     assert status == 401
     www = [v.decode() for k, v in answer if k == b"www-authenticate"]
     assert any('error="invalid_token"' in w for w in www)
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("off", {}),
+        ("allowed", {"dpop_signing_alg_values_supported": ["ES256"]}),
+        (
+            "required",
+            {
+                "dpop_signing_alg_values_supported": ["ES256"],
+                "dpop_bound_access_tokens_required": True,
+            },
+        ),
+    ],
+)
+async def test_the_served_metadata_says_what_bearer_auth_takes(
+    nursery: trio.Nursery, mode: Literal["off", "allowed", "required"], expected: dict[str, Any]
+) -> None:
+    # RFC 9728 section 2: serve_http fills in the DPoP fields from its BearerAuth.
+    async def verify_token(token: str) -> Principal | None:
+        return None
+
+    auth = BearerAuth(verify_token=verify_token, dpop=mode, dpop_algs=("ES256",))
+    metadata = ProtectedResourceMetadata(
+        resource="https://mcp.example.com/mcp", authorization_servers=["https://a.example"]
+    )
+    server = await start_server(
+        nursery, App(), authenticate=auth, http={"resource_metadata": metadata}
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(server.port, "GET", "/.well-known/oauth-protected-resource")
+    assert response.status == 200
+    assert response.json() == {**metadata.document(), **expected}
