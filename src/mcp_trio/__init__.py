@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from ._errors_base import RemoteProtocolError as RemoteProtocolError
     from ._errors_base import ServerExited as ServerExited
     from ._errors_base import SessionClosed as SessionClosed
+    from ._errors_base import TokenExpired as TokenExpired
     from ._handlers import Handlers as Handlers
     from ._handlers import InputRequiredResult as InputRequiredResult
     from ._handlers import NotificationContext as NotificationContext
@@ -137,6 +138,7 @@ _LAZY: dict[str, str] = {
     "RequestTimeout": "._errors",
     "ServerExited": "._errors_base",
     "SessionClosed": "._errors_base",
+    "TokenExpired": "._errors_base",
     "Handlers": "._handlers",
     "InputRequiredResult": "._handlers",
     "NotificationContext": "._handlers",
@@ -295,6 +297,7 @@ __all__ = [
     "TaskCancelled",
     "TaskConfig",
     "TaskState",
+    "TokenExpired",
     "ToolError",
     "ToolOutput",
     "ToolResult",

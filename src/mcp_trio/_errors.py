@@ -7,7 +7,8 @@ Which one you get tells you who failed:
 * :class:`RequestTimeout` -- a request of ours hit its deadline (``trio.TooSlowError``).
 * :class:`SessionClosed` -- the session ended (end of input, a failed write, a local
   close); every request still waiting fails with it. :class:`ServerExited` says the
-  stdio server process died, with its exit status and the tail of its stderr.
+  stdio server process died, with its exit status and the tail of its stderr;
+  :class:`TokenExpired`, that the server ended the session when its token expired.
 * :class:`HandshakeFailed` -- ``start()`` could not settle the era and version.
 * :class:`InputRequiredError` -- a modern server asked for input and no callback was
   given to provide it.
@@ -38,6 +39,7 @@ from ._errors_base import (
     McpError,
     ServerExited,
     SessionClosed,
+    TokenExpired,
     fresh,
 )
 
@@ -50,6 +52,7 @@ __all__ = [
     "RequestTimeout",
     "ServerExited",
     "SessionClosed",
+    "TokenExpired",
 ]
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "RemoteProtocolError",
     "ServerExited",
     "SessionClosed",
+    "TokenExpired",
     "fresh",
     "refuse_endless_input",
 ]
@@ -82,6 +83,20 @@ class SessionClosed(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class TokenExpired(SessionClosed):
+    """The server ended the session because the access token it was authenticated with
+    expired (``Principal.expires_at``): a WebSocket closed with code 1008 and a reason
+    that starts with ``invalid_token``. Every request still waiting fails with it.
+
+    The session is over: open a new one, with a fresh token (an ``OAuth`` refreshes
+    it, or authorizes again, at the new handshake); a legacy-era session starts again
+    from ``initialize``.
+
+    Args:
+        reason: what happened, for people.
+    """
 
 
 class ServerExited(SessionClosed):

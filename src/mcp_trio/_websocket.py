@@ -12,7 +12,12 @@ module's conventions:
 * a message larger than ``SessionConfig.ws_max_message_size`` closes the connection
   with code 1009 (trio-websocket's ``max_message_size``);
 * each side pings every ``ws_ping_interval`` seconds and closes the connection (code
-  1011) if the pong does not come within ``ws_ping_timeout``.
+  1011) if the pong does not come within ``ws_ping_timeout``;
+* a connection authenticated with a token that expires (``Principal.expires_at``) is
+  closed by the server then, with code 1008 (policy violation) and the reason
+  ``invalid_token: the access token expired``; a client takes code 1008 with a reason
+  that starts with ``invalid_token`` for that (:class:`~mcp_trio.TokenExpired`). A
+  token already expired at the handshake is refused there: ``401``, ``invalid_token``.
 
 Built on trio-websocket; the session runtime is the same as for stdio.
 """
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 import urllib.parse
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -30,12 +36,12 @@ import trio
 import trio_websocket
 
 from mcp_sansio import ConnectionConfig
-from mcp_sansio._http_auth import Principal
+from mcp_sansio._http_auth import Principal, bearer_challenge
 from mcp_sansio._http_common import HttpRequest, HttpResponse, extra_headers
 
 from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
-from ._errors import SessionClosed
+from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
 from ._http_auth import Authenticate, BearerAuth, run_authenticate
 from ._open import open_session
@@ -60,7 +66,11 @@ MCP_PATH = "/mcp"
 SUBPROTOCOL = "mcp"
 """The WebSocket subprotocol both sides must agree on."""
 _UNSUPPORTED_DATA = 1003
+_POLICY_VIOLATION = 1008
 _INTERNAL_ERROR = 1011
+_TOKEN_EXPIRED_REASON = "invalid_token: the access token expired"
+"""The close reason of a connection that outlived its token (with code 1008): RFC 6750's
+error code first, which is what a client looks for."""
 #: Headers of the opening handshake that trio-websocket writes (``*``: a prefix).
 _RESERVED_HEADERS = ("host", "upgrade", "connection", "content-length", "sec-websocket-*")
 
@@ -70,6 +80,19 @@ def _describe(reason: trio_websocket.CloseReason | None) -> str:
         return "the WebSocket closed"
     text = f"the WebSocket closed with code {reason.code} ({reason.name})"
     return f"{text}: {reason.reason}" if reason.reason else text
+
+
+def _token_expired(reason: trio_websocket.CloseReason | None) -> TokenExpired | None:
+    """What a close by the peer because our token expired raises, else ``None``."""
+    if (
+        reason is None
+        or reason.code != _POLICY_VIOLATION
+        or not (reason.reason or "").startswith("invalid_token")
+    ):
+        return None
+    return TokenExpired(
+        f"the server ended the session: the access token expired ({_describe(reason)})"
+    )
 
 
 @final
@@ -100,6 +123,7 @@ class WebSocketChannel(MessageChannel):
         self._reader_done = reader_done
         self._failure: SessionClosed | None = None
         self._max_message_size = max_message_size
+        self._read_closed = trio.Event()  # (receive has raised for the close)
 
     def message_bound(self) -> tuple[int, str] | None:
         """``SessionConfig.ws_max_message_size``, when known: a larger message closes
@@ -112,13 +136,20 @@ class WebSocketChannel(MessageChannel):
         try:
             await self.ws.send_message(message.decode("utf-8"))
         except trio_websocket.ConnectionClosed as exc:
-            raise trio.BrokenResourceError(_describe(exc.reason)) from None
+            # (a write that finds the connection closed for an expired token says so,
+            # in case it is what ends the session)
+            raise _token_expired(exc.reason) or trio.BrokenResourceError(
+                _describe(exc.reason)
+            ) from None
 
     async def receive(self) -> str:
         try:
             message = await self.ws.get_message()
         except trio_websocket.ConnectionClosed as exc:
-            raise self._failure or SessionClosed(_describe(exc.reason)) from None
+            self._read_closed.set()
+            raise (
+                self._failure or _token_expired(exc.reason) or SessionClosed(_describe(exc.reason))
+            ) from None
         if isinstance(message, bytes):
             await self.fail(
                 _UNSUPPORTED_DATA,
@@ -197,6 +228,36 @@ async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
             return
 
 
+async def _expire(channel: WebSocketChannel, session: Session, deadline: float) -> None:
+    """End the session at ``deadline`` (trio time), when its token expires: close the
+    WebSocket (code 1008), which the session's reader takes for its close reason, then
+    close the session, which cancels its handlers at once, as a local close does (a
+    peer's close would give them ``shutdown_grace_period``: not to a principal whose
+    token is no longer valid)."""
+    await trio.sleep_until(deadline)
+    logger.info("WebSocket: the access token expired; closing with code 1008")
+    await channel.fail(
+        _POLICY_VIOLATION,
+        _TOKEN_EXPIRED_REASON,
+        TokenExpired("the access token expired; the WebSocket was closed with code 1008"),
+    )
+    with trio.move_on_after(session.config.close_timeout):
+        await channel._read_closed.wait()  # (the reader first: its reason is the session's)
+    await session.aclose()
+
+
+def _expired_refusal(authenticate: Authenticate) -> HttpResponse:
+    """The answer to a handshake whose token has expired already: ``401``
+    ``invalid_token``, with the challenge ``authenticate`` gives (a DPoP one for a
+    ``BearerAuth(dpop=...)``, its metadata URL and scopes)."""
+    description = "The access token expired"
+    if isinstance(authenticate, BearerAuth):
+        if authenticate.dpop != "off":
+            return authenticate._dpop_refuse("invalid_token", description)
+        return authenticate._refuse("invalid_token", description)
+    return bearer_challenge("invalid_token", description=description)
+
+
 async def serve_websocket(
     handlers: Handlers | None,
     host: str | None = "127.0.0.1",
@@ -229,7 +290,11 @@ async def serve_websocket(
             answer itself has ``ws_connect_timeout`` again to be written. A
             :class:`~mcp_trio.BearerAuth`'s ``resource_metadata_url`` is named in the
             ``data`` of every ``insufficient_scope`` error (JSON-RPC ``403``), as the
-            HTTP challenge names it, so that a client can step up.
+            HTTP challenge names it, so that a client can step up. A principal with
+            ``expires_at`` (the token's ``exp``) ends the connection then: the
+            server closes it with code 1008, reason ``invalid_token: the access token
+            expired``, and its handlers are cancelled as on any close; one expired
+            already is refused at the handshake (``401``, ``invalid_token``).
         handler_nursery: where connection tasks run (default: an internal nursery).
         task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
             as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
@@ -293,14 +358,19 @@ async def _serve_connection(
         if request is None or refused:
             return  # no complete handshake in time, or its refusal was cut short
         refusal = None
+        expires = None  # (when the token expires, in trio time)
         if authenticate is not None:  # (in what is left of the time: then a 503)
             head = HttpRequest(method="GET", target=request.path, headers=_head_headers(request))
             left = max(deadline - trio.current_time(), 0.0)
             found = await run_authenticate(authenticate, head, left, f"WebSocket {MCP_PATH}")
             if isinstance(found, HttpResponse):
                 refusal = found
+            elif found.expires_at is not None and found.expires_at <= time.time():
+                refusal = _expired_refusal(authenticate)  # (not accepted, then closed)
             else:
                 principal = found
+                if found.expires_at is not None:  # (wall clock to trio's, as HTTP does)
+                    expires = trio.current_time() + (found.expires_at - time.time())
         with trio.move_on_after(config.ws_connect_timeout):
             if refusal is not None:
                 body = refusal.body or None
@@ -324,6 +394,8 @@ async def _serve_connection(
                 authenticate.resource_metadata_url if isinstance(authenticate, BearerAuth) else None
             ),
         ) as session:
+            if expires is not None:  # authenticated once, at the handshake: ends with it
+                nursery.start_soon(_expire, channel, session, expires)
             await run_hook(session, on_session)
 
 
@@ -587,7 +659,8 @@ async def open_websocket_client(
             ``max_authorizations`` times. The connections of one ``auth`` to one
             ``url`` share its token (the last 16 URLs): a new connection's first
             handshake carries it, refreshed first if it has expired. The server
-            checks the token at the handshake only: the connection outlives it.
+            checks the token at the handshake; ours closes the connection when the
+            token expires (:class:`~mcp_trio.TokenExpired`): open a new one to go on.
         handlers: handlers for the server's requests and notifications.
         config: runtime bounds, message size, pings.
         connection_config: the client core's configuration.
@@ -608,6 +681,9 @@ async def open_websocket_client(
         SessionClosed: the server rejected the handshake (the cause says how), closed
             the connection during it, or did not accept the ``mcp`` subprotocol; with
             ``auth``, the authorization it asked for failed (the cause says why).
+        TokenExpired: (a :class:`~mcp_trio.SessionClosed`, from the session's requests
+            and waits) the server closed the connection because the token expired
+            (code 1008, ``invalid_token``).
     """
     config = config if config is not None else SessionConfig()
     extra = extra_headers(headers, reserved=_RESERVED_HEADERS, transport="WebSocket")

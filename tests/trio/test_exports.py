@@ -29,6 +29,7 @@ RUNTIME_AND_TRANSPORTS = {
     "SessionConfig",
     "SessionStatistics",
     "StreamChannel",
+    "TokenExpired",
     "WebSocketChannel",
     "__version__",
     "connect_session",
@@ -64,5 +65,6 @@ def test_the_http_rules_configurations_are_exported() -> None:
     for name in ("HttpServer", "HttpClient", "Decision", "Output", "HeaderInput", "Principal"):
         assert name in http.__all__ and hasattr(http, name)
     assert issubclass(mcp_trio.ServerExited, mcp_trio.SessionClosed)
+    assert issubclass(mcp_trio.TokenExpired, mcp_trio.SessionClosed)
     assert issubclass(mcp_trio.HandshakeFailed, mcp_trio.McpError)
     assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)

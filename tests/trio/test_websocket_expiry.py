@@ -1,0 +1,256 @@
+"""A WebSocket session ends with the token it was authenticated with: the server closes
+the connection (code 1008, ``invalid_token``) at ``Principal.expires_at``, refuses a token
+expired already at the handshake, and the client raises :class:`~mcp_trio.TokenExpired`.
+Real sockets on 127.0.0.1 (port 0), trio's autojump clock for the token's lifetime (the
+server turns the wall-clock ``expires_at`` into trio time once, at the handshake), an
+absolute ``fail_after`` on every test, pings off (a ping is one more timer)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+import trio_websocket
+
+from mcp_trio import (
+    MCP_PATH,
+    BearerAuth,
+    Handlers,
+    Principal,
+    RequestContext,
+    Session,
+    SessionClosed,
+    SessionConfig,
+    TokenExpired,
+    WebSocketChannel,
+    open_websocket_client,
+    serve_websocket,
+)
+
+from .helpers import client_config, server_config
+from .test_websocket import rejection
+
+IO_TIMEOUT = 100_000  # (virtual seconds: the clock jumps)
+LIFETIME = 3600.0  # how long a "short" token lasts
+CONFIG = SessionConfig(ws_ping_interval=None)
+ERAS = ["legacy", "modern"]
+
+
+@attrs.define
+class Protected:
+    url: str
+    sessions: list[Session] = attrs.field(factory=list)  # the server's
+    started: list[str] = attrs.field(factory=list)  # handlers that began
+    cancelled: list[str] = attrs.field(factory=list)  # handlers that were cancelled
+
+
+async def _verify(token: str) -> Principal | None:
+    await trio.lowlevel.checkpoint()
+    now = time.time()
+    if token == "short":
+        return Principal(subject="alice", scopes="mcp", expires_at=now + LIFETIME)
+    if token == "forever":
+        return Principal(subject="alice", scopes="mcp")
+    if token == "old":
+        return Principal(subject="alice", scopes="mcp", expires_at=now - 1)
+    return None
+
+
+async def start(nursery: trio.Nursery, authenticate: Any = None) -> Protected:
+    handlers = Handlers()
+    holder: list[Protected] = []
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        name = ctx.params["name"]
+        holder[0].started.append(name)
+        if name == "hang":
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                holder[0].cancelled.append(name)
+                raise
+        return {"content": [{"type": "text", "text": name}]}
+
+    async def on_session(session: Session) -> None:
+        holder[0].sessions.append(session)
+        await trio.sleep_forever()
+
+    auth = authenticate or BearerAuth(
+        verify_token=_verify, resource_metadata_url="https://m.example/.wk"
+    )
+    listeners = await nursery.start(
+        lambda task_status: serve_websocket(
+            handlers,
+            "127.0.0.1",
+            0,
+            config=CONFIG,
+            connection_config=server_config(),
+            on_session=on_session,
+            authenticate=auth,
+            task_status=task_status,
+        )
+    )
+    holder.append(Protected(f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"))
+    return holder[0]
+
+
+def _client(setup: Protected, token: str, era: str) -> Any:
+    return open_websocket_client(
+        setup.url,
+        headers={"Authorization": f"Bearer {token}"},
+        config=CONFIG,
+        connection_config=client_config(era=era),
+    )
+
+
+async def _call(session: Session, name: str) -> str:
+    result = await session.request("tools/call", {"name": name, "arguments": {}})
+    return str(result["content"][0]["text"])
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_session_ends_when_its_token_expires(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
+) -> None:
+    # The token was checked at the handshake only: the session outlived it forever.
+    setup = await start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        began = trio.current_time()
+        async with _client(setup, "short", era) as session:
+            assert await _call(session, "echo") == "echo"
+            await session.wait_closed()
+            assert trio.current_time() - began >= LIFETIME - 1  # (not before it expired)
+            reason = session.close_reason
+            assert isinstance(reason, TokenExpired)
+            assert "access token expired" in str(reason)
+            assert "1008" in str(reason) and "invalid_token" in str(reason)
+            with pytest.raises(TokenExpired, match="access token expired"):
+                await session.request("ping")
+        await trio.testing.wait_all_tasks_blocked()
+        [served] = setup.sessions
+        assert isinstance(served.close_reason, TokenExpired)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_request_in_flight_at_expiry_is_cancelled(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
+) -> None:
+    setup = await start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(setup, "short", era) as session:
+            with pytest.raises(TokenExpired, match="access token expired"):
+                await _call(session, "hang")  # (the server never answers it)
+        await trio.testing.wait_all_tasks_blocked()
+    assert setup.started == ["hang"]
+    assert setup.cancelled == ["hang"]  # as any close cancels it: nothing crashed
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_token_without_expiry_never_ends_the_session(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
+) -> None:
+    setup = await start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(setup, "forever", era) as session:
+            await trio.sleep(10 * LIFETIME)
+            assert session.close_reason is None
+            assert await _call(session, "echo") == "echo"
+        [served] = setup.sessions
+        assert served.close_reason is not None
+        assert not isinstance(served.close_reason, TokenExpired)  # (the client left)
+
+
+@pytest.mark.parametrize("dpop", ["off", "allowed"])
+async def test_a_token_expired_at_the_handshake_is_refused(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, dpop: str
+) -> None:
+    # It was accepted (to be closed at once, now): a 401 challenge is what a client
+    # with OAuth knows how to answer (refresh, authorize again).
+    auth = BearerAuth(
+        verify_token=_verify,
+        resource_metadata_url="https://m.example/.wk",
+        dpop=dpop,  # type: ignore[arg-type]
+    )
+    setup = await start(nursery, auth)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with _client(setup, "old", "legacy"):
+                raise AssertionError("unreachable")
+    refused = rejection(info.value)
+    assert refused.status_code == 401
+    [challenge] = [
+        value
+        for name, value in refused.headers or []
+        if name == b"www-authenticate" and b"invalid_token" in value
+    ]
+    assert challenge.startswith(b"DPoP " if dpop == "allowed" else b"Bearer ")
+    assert b'resource_metadata="https://m.example/.wk"' in challenge
+    assert b"expired" in challenge
+    assert setup.sessions == []
+
+
+async def test_any_hook_s_expired_principal_is_refused(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def hook(request: Any) -> Principal:
+        await trio.lowlevel.checkpoint()
+        return Principal(subject="bob", expires_at=time.time() - 1)
+
+    setup = await start(nursery, hook)
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with _client(setup, "whatever", "legacy"):
+                raise AssertionError("unreachable")
+    refused = rejection(info.value)
+    assert refused.status_code == 401
+    challenge = dict(refused.headers or []).get(b"www-authenticate", b"")
+    assert challenge.startswith(b"Bearer ") and b'error="invalid_token"' in challenge
+
+
+class _ClosedWs:
+    """A WebSocket closed by the peer with ``reason``."""
+
+    def __init__(self, code: int, reason: str | None) -> None:
+        self.reason = trio_websocket.CloseReason(code, reason)
+
+    async def send_message(self, message: str) -> None:
+        await trio.lowlevel.checkpoint()
+        raise trio_websocket.ConnectionClosed(self.reason)
+
+    async def get_message(self) -> str:
+        await trio.lowlevel.checkpoint()
+        raise trio_websocket.ConnectionClosed(self.reason)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "expired"),
+    [
+        (1008, "invalid_token: the access token expired", True),
+        (1008, "invalid_token", True),
+        (1008, "some other policy", False),
+        (1008, None, False),
+        (1000, "invalid_token", False),
+    ],
+)
+async def test_the_client_tells_an_expiry_close_from_others(
+    code: int, reason: str | None, expired: bool
+) -> None:
+    # Reading or writing, a close for an expired token is TokenExpired, which a caller
+    # can catch to connect again with a fresh token; any other close is as before.
+    channel = WebSocketChannel(_ClosedWs(code, reason))  # type: ignore[arg-type]
+    with pytest.raises(SessionClosed) as read:
+        await channel.receive()
+    assert isinstance(read.value, TokenExpired) is expired
+    assert ("the access token expired" in read.value.reason) is expired
+    if expired:
+        with pytest.raises(TokenExpired, match=f"code {code}"):
+            await channel.send(b"{}")
+    else:
+        with pytest.raises(trio.BrokenResourceError):
+            await channel.send(b"{}")
