@@ -135,8 +135,9 @@ class Principal:
     ``ValueError``). Over Streamable HTTP a stream authenticated once at its start
     ends then, so that the client comes back with a fresh token: a legacy ``GET``
     stream resumably, a modern ``subscriptions/listen`` with :func:`token_expired`.
-    A WebSocket connection is authenticated at its handshake only: nothing on it ends
-    at expiry. ``None``: a stream lasts as long as the client keeps it."""
+    A WebSocket connection, authenticated at its handshake, is closed then (code
+    1008), and refused at the handshake if the token has expired already. ``None``: a
+    stream or connection lasts as long as the client keeps it."""
     dpop_jkt: str | None = attrs.field(default=None, eq=False)
     """The token's ``cnf.jkt`` (RFC 9449 section 6) when it is DPoP-bound: a
     ``BearerAuth(dpop=...)`` then accepts it only with a proof by that key, never as a

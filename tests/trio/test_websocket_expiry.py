@@ -8,7 +8,8 @@ absolute ``fail_after`` on every test, pings off (a ping is one more timer)."""
 from __future__ import annotations
 
 import time
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -22,11 +23,13 @@ from mcp_trio import (
     Handlers,
     Principal,
     RequestContext,
+    Server,
     Session,
     SessionClosed,
     SessionConfig,
     TokenExpired,
     WebSocketChannel,
+    open_client,
     open_websocket_client,
     serve_websocket,
 )
@@ -125,7 +128,7 @@ async def test_the_session_ends_when_its_token_expires(
         async with _client(setup, "short", era) as session:
             assert await _call(session, "echo") == "echo"
             await session.wait_closed()
-            assert trio.current_time() - began >= LIFETIME - 1  # (not before it expired)
+            assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME  # (wall time moved)
             reason = session.close_reason
             assert isinstance(reason, TokenExpired)
             assert "access token expired" in str(reason)
@@ -211,6 +214,38 @@ async def test_any_hook_s_expired_principal_is_refused(
     assert refused.status_code == 401
     challenge = dict(refused.headers or []).get(b"www-authenticate", b"")
     assert challenge.startswith(b"Bearer ") and b'error="invalid_token"' in challenge
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_client_s_calls_and_subscriptions_raise_token_expired(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: Literal["legacy", "modern"]
+) -> None:
+    # What a user of open_client sees: a typed error that says why, not "connection lost".
+    server = Server("expiring", session_config=CONFIG)
+    release = trio.Event()
+
+    @server.tool()
+    async def slow() -> str:
+        await release.wait()
+        return "done"
+
+    auth = BearerAuth(verify_token=_verify)
+    listeners = await nursery.start(partial(server.serve_websocket, authenticate=auth))
+    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(
+            url, era=era, config=CONFIG, headers={"Authorization": "Bearer short"}
+        ) as client:
+            if era == "modern":  # a listen open at expiry ends with it too
+                async with client.subscribe(tools=True) as sub:
+                    with pytest.raises(TokenExpired, match="access token expired"):
+                        async for _ in sub:
+                            pass
+            else:
+                with pytest.raises(TokenExpired, match="access token expired"):
+                    await client.call_tool("slow")
+            with pytest.raises(TokenExpired):
+                await client.call_tool("slow")
 
 
 class _ClosedWs:
