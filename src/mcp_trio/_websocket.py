@@ -293,8 +293,9 @@ async def serve_websocket(
             HTTP challenge names it, so that a client can step up. A principal with
             ``expires_at`` (the token's ``exp``) ends the connection then: the
             server closes it with code 1008, reason ``invalid_token: the access token
-            expired``, and its handlers are cancelled as on any close; one expired
-            already is refused at the handshake (``401``, ``invalid_token``).
+            expired``, and its handlers are cancelled at once, as on a local close
+            (no ``shutdown_grace_period``); one expired already is refused at the
+            handshake (``401``, ``invalid_token``).
         handler_nursery: where connection tasks run (default: an internal nursery).
         task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
             as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
