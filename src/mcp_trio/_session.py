@@ -550,12 +550,13 @@ class Session:
         self._close_locally()
         await self._closed.wait()
 
-    def _close_locally(self) -> None:
+    def _close_locally(self, reason: SessionClosed | None = None) -> None:
         """:meth:`aclose` without the wait (also leaving ``open_session``): a client
         first tells the server that its requests still in flight are no longer wanted,
         and a modern server ends the ``subscriptions/listen`` streams it serves with
         their result (2026-07-28 subscriptions.mdx: SHOULD, on shutdown), if the channel
-        takes it at once."""
+        takes it at once. ``reason``: the :attr:`close_reason` (default: a local close),
+        for a transport that ends the session for a reason of its own."""
         if self._close_exc is None:
             conn = self._conn
             if self.role == "client":
@@ -566,7 +567,9 @@ class Session:
                 for sid in conn.subscriptions():
                     conn.end_subscription(sid)
             self._flush_nowait()
-        self._begin_close(SessionClosed("the session was closed locally"), graceful=False)
+        if reason is None:
+            reason = SessionClosed("the session was closed locally")
+        self._begin_close(reason, graceful=False)
 
     # ------------------------------------------------------------------ waiting
 

@@ -122,8 +122,8 @@ class WebSocketChannel(MessageChannel):
         self._close_timeout = close_timeout
         self._reader_done = reader_done
         self._failure: SessionClosed | None = None
+        self._close_code: tuple[int, str | None] = (1000, None)  # (what aclose sends)
         self._max_message_size = max_message_size
-        self._read_closed = trio.Event()  # (receive has raised for the close)
 
     def message_bound(self) -> tuple[int, str] | None:
         """``SessionConfig.ws_max_message_size``, when known: a larger message closes
@@ -146,7 +146,6 @@ class WebSocketChannel(MessageChannel):
         try:
             message = await self.ws.get_message()
         except trio_websocket.ConnectionClosed as exc:
-            self._read_closed.set()
             raise (
                 self._failure or _token_expired(exc.reason) or SessionClosed(_describe(exc.reason))
             ) from None
@@ -161,12 +160,18 @@ class WebSocketChannel(MessageChannel):
 
     async def fail(self, code: int, reason: str, failure: SessionClosed) -> None:
         """Close the WebSocket with ``code``; ``receive`` raises ``failure`` from now on."""
+        self._will_fail(code, reason, failure)
+        await self.aclose()
+
+    def _will_fail(self, code: int, reason: str, failure: SessionClosed) -> None:
+        """:meth:`fail` without the close: the first close, whoever makes it, sends
+        ``code`` and ``reason``; ``receive`` raises ``failure`` from now on."""
         if self._failure is None:
             self._failure = failure
-        await self._close(code, reason)
+            self._close_code = (code, reason)
 
     async def aclose(self) -> None:
-        await self._close(1000, None)
+        await self._close(*self._close_code)
 
     async def _close(self, code: int, reason: str | None) -> None:
         with trio.CancelScope(shield=True) as scope:
@@ -230,20 +235,17 @@ async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
 
 async def _expire(channel: WebSocketChannel, session: Session, deadline: float) -> None:
     """End the session at ``deadline`` (trio time), when its token expires: close the
-    WebSocket (code 1008), which the session's reader takes for its close reason, then
-    close the session, which cancels its handlers at once, as a local close does (a
-    peer's close would give them ``shutdown_grace_period``: not to a principal whose
-    token is no longer valid)."""
+    session with :class:`~mcp_trio.TokenExpired` for its reason, which cancels its
+    handlers at once, as a local close does (a peer's close would give them
+    ``shutdown_grace_period``: not to a principal whose token is no longer valid), then
+    close the WebSocket with code 1008. Nothing waits for the peer first: its answer to
+    the close frame (up to ``close_timeout``) comes after the handlers are cancelled."""
     await trio.sleep_until(deadline)
     logger.info("WebSocket: the access token expired; closing with code 1008")
-    await channel.fail(
-        _POLICY_VIOLATION,
-        _TOKEN_EXPIRED_REASON,
-        TokenExpired("the access token expired; the WebSocket was closed with code 1008"),
-    )
-    with trio.move_on_after(session.config.close_timeout):
-        await channel._read_closed.wait()  # (the reader first: its reason is the session's)
-    await session.aclose()
+    failure = TokenExpired("the access token expired; the WebSocket was closed with code 1008")
+    channel._will_fail(_POLICY_VIOLATION, _TOKEN_EXPIRED_REASON, failure)  # (whoever closes)
+    session._close_locally(failure)
+    await channel.aclose()  # (the 1008 frame now, not once the handlers have unwound)
 
 
 def _expired_refusal(authenticate: Authenticate) -> HttpResponse:

@@ -7,6 +7,7 @@ absolute ``fail_after`` on every test, pings off (a ping is one more timer)."""
 
 from __future__ import annotations
 
+import json
 import time
 from functools import partial
 from typing import Any, Literal
@@ -16,6 +17,8 @@ import pytest
 import trio
 import trio.testing
 import trio_websocket
+import wsproto
+import wsproto.events
 
 from mcp_trio import (
     MCP_PATH,
@@ -49,6 +52,7 @@ class Protected:
     sessions: list[Session] = attrs.field(factory=list)  # the server's
     started: list[str] = attrs.field(factory=list)  # handlers that began
     cancelled: list[str] = attrs.field(factory=list)  # handlers that were cancelled
+    cancelled_at: list[float] = attrs.field(factory=list)  # when (trio time)
 
 
 async def _verify(token: str) -> Principal | None:
@@ -63,7 +67,9 @@ async def _verify(token: str) -> Principal | None:
     return None
 
 
-async def start(nursery: trio.Nursery, authenticate: Any = None) -> Protected:
+async def start(
+    nursery: trio.Nursery, authenticate: Any = None, config: SessionConfig = CONFIG
+) -> Protected:
     handlers = Handlers()
     holder: list[Protected] = []
 
@@ -72,11 +78,15 @@ async def start(nursery: trio.Nursery, authenticate: Any = None) -> Protected:
         assert ctx.params is not None
         name = ctx.params["name"]
         holder[0].started.append(name)
-        if name == "hang":
+        if name in ("hang", "stubborn"):
             try:
                 await trio.sleep_forever()
             except trio.Cancelled:
                 holder[0].cancelled.append(name)
+                holder[0].cancelled_at.append(trio.current_time())
+                if name == "stubborn":  # (a slow clean-up)
+                    with trio.CancelScope(shield=True):
+                        await trio.sleep(10)
                 raise
         return {"content": [{"type": "text", "text": name}]}
 
@@ -92,7 +102,7 @@ async def start(nursery: trio.Nursery, authenticate: Any = None) -> Protected:
             handlers,
             "127.0.0.1",
             0,
-            config=CONFIG,
+            config=config,
             connection_config=server_config(),
             on_session=on_session,
             authenticate=auth,
@@ -248,6 +258,101 @@ async def test_the_client_s_calls_and_subscriptions_raise_token_expired(
                 await client.call_tool("slow")
 
 
+class _SilentClient:
+    """A WebSocket client on wsproto over plain TCP that reads only when told: it does
+    not answer the server's close frame (trio-websocket's reader would)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.ws = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+
+    async def handshake(self, token: str) -> None:
+        auth = [(b"authorization", f"Bearer {token}".encode())]
+        request = wsproto.events.Request(
+            host="127.0.0.1", target=MCP_PATH, subprotocols=["mcp"], extra_headers=auth
+        )
+        await self.stream.send_all(self.ws.send(request))
+        assert isinstance(await self.event(), wsproto.events.AcceptConnection)
+
+    async def event(self) -> wsproto.events.Event:
+        while True:
+            for event in self.ws.events():
+                return event
+            self.ws.receive_data(await self.stream.receive_some(65536) or None)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.stream.send_all(self.ws.send(wsproto.events.TextMessage(json.dumps(message))))
+
+
+async def test_the_handlers_are_cancelled_at_expiry_if_the_client_does_not_answer_the_close(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # They ran on until the client answered the close frame (close_timeout, here 30 s):
+    # the session's end waited for its reader to see the close, for its reason. And the
+    # close frame goes out at expiry, not once the handlers have unwound (here 10 s).
+    config = SessionConfig(ws_ping_interval=None, close_timeout=30, shutdown_grace_period=60)
+    setup = await start(nursery, config=config)
+    port = setup.url.rsplit(":", 1)[1].split("/", 1)[0]
+    with trio.fail_after(IO_TIMEOUT):
+        began = trio.current_time()
+        async with await trio.open_tcp_stream("127.0.0.1", int(port)) as stream:
+            client = _SilentClient(stream)
+            await client.handshake("short")
+            params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+            params["clientInfo"] = {"name": "silent", "version": "1"}
+            initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+            await client.send(initialize)
+            assert isinstance(await client.event(), wsproto.events.TextMessage)
+            await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "stubborn", "arguments": {}}
+            await client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+            closing = await client.event()  # (and then no answer to it)
+            assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME
+            assert isinstance(closing, wsproto.events.CloseConnection)
+            assert closing.code == 1008
+            assert closing.reason == "invalid_token: the access token expired"
+            [served] = setup.sessions
+            await served.wait_closed()
+        assert setup.cancelled == ["stubborn"]
+        assert LIFETIME - 1 < setup.cancelled_at[0] - began <= LIFETIME
+        assert isinstance(served.close_reason, TokenExpired)  # (the reader saw no close)
+
+
+async def test_the_handlers_are_cancelled_at_expiry_while_the_reader_is_paused(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The server's reader does not read while max_unanswered_requests are unanswered:
+    # the expiry waited close_timeout for it to see the close.
+    config = SessionConfig(
+        ws_ping_interval=None,
+        close_timeout=30,
+        max_concurrent_handlers=1,
+        max_unanswered_requests=1,
+    )
+    setup = await start(nursery, config=config)
+    with trio.fail_after(IO_TIMEOUT):
+        ended: list[float] = []
+        async with _client(setup, "short", "legacy") as session:
+            began = trio.current_time()
+
+            async def hang() -> None:
+                with pytest.raises(TokenExpired, match="access token expired"):
+                    await _call(session, "hang")
+                ended.append(trio.current_time() - began)
+
+            async with trio.open_nursery() as calls:
+                for _ in range(3):
+                    calls.start_soon(hang)
+        [served] = setup.sessions
+        with trio.fail_after(1):  # (virtual: the handler's end is the session's)
+            await served.wait_closed()
+        assert setup.cancelled == ["hang"]
+        assert LIFETIME - 1 < setup.cancelled_at[0] - began <= LIFETIME
+        assert len(ended) == 3 and all(LIFETIME - 1 < t <= LIFETIME for t in ended)
+        assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME + 1
+        assert isinstance(served.close_reason, TokenExpired)
+
+
 class _ClosedWs:
     """A WebSocket closed by the peer with ``reason``."""
 
@@ -282,7 +387,7 @@ async def test_the_client_tells_an_expiry_close_from_others(
     with pytest.raises(SessionClosed) as read:
         await channel.receive()
     assert isinstance(read.value, TokenExpired) is expired
-    assert ("the access token expired" in read.value.reason) is expired
+    assert read.value.reason.startswith("the server ended the session") is expired
     if expired:
         with pytest.raises(TokenExpired, match=f"code {code}"):
             await channel.send(b"{}")
