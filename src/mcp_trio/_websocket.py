@@ -106,6 +106,10 @@ class WebSocketChannel(MessageChannel):
             a close then stops waiting for the peer's reply, which nobody would read.
         max_message_size: the ``max_message_size`` ``ws`` was opened with, if known
             (:meth:`message_bound`).
+        client: whether this is the client's end (:func:`open_websocket_client`): a
+            close by the server with code 1008 and a reason that starts with
+            ``invalid_token`` is then :class:`~mcp_trio.TokenExpired`. A server's end
+            takes no such close from its client for its own token's expiry.
     """
 
     framing: ClassVar[Framing] = "message"
@@ -117,6 +121,7 @@ class WebSocketChannel(MessageChannel):
         close_timeout: float = 2.0,
         reader_done: trio.Event | None = None,
         max_message_size: int | None = None,
+        client: bool = False,
     ) -> None:
         self.ws = ws
         self._close_timeout = close_timeout
@@ -124,6 +129,7 @@ class WebSocketChannel(MessageChannel):
         self._failure: SessionClosed | None = None
         self._close_code: tuple[int, str | None] = (1000, None)  # (what aclose sends)
         self._max_message_size = max_message_size
+        self._client = client
 
     def message_bound(self) -> tuple[int, str] | None:
         """``SessionConfig.ws_max_message_size``, when known: a larger message closes
@@ -138,7 +144,7 @@ class WebSocketChannel(MessageChannel):
         except trio_websocket.ConnectionClosed as exc:
             # (a write that finds the connection closed for an expired token says so,
             # in case it is what ends the session)
-            raise _token_expired(exc.reason) or trio.BrokenResourceError(
+            raise self._token_expired(exc.reason) or trio.BrokenResourceError(
                 _describe(exc.reason)
             ) from None
 
@@ -147,7 +153,9 @@ class WebSocketChannel(MessageChannel):
             message = await self.ws.get_message()
         except trio_websocket.ConnectionClosed as exc:
             raise (
-                self._failure or _token_expired(exc.reason) or SessionClosed(_describe(exc.reason))
+                self._failure
+                or self._token_expired(exc.reason)
+                or SessionClosed(_describe(exc.reason))
             ) from None
         if isinstance(message, bytes):
             await self.fail(
@@ -169,6 +177,11 @@ class WebSocketChannel(MessageChannel):
         if self._failure is None:
             self._failure = failure
             self._close_code = (code, reason)
+
+    def _token_expired(self, reason: trio_websocket.CloseReason | None) -> TokenExpired | None:
+        """At the client's end, what a close by the server because our token expired
+        raises, else ``None``."""
+        return _token_expired(reason) if self._client else None
 
     async def aclose(self) -> None:
         await self._close(*self._close_code)
@@ -717,6 +730,7 @@ async def open_websocket_client(
             close_timeout=config.close_timeout,
             reader_done=reader_done,
             max_message_size=config.ws_max_message_size,
+            client=True,
         )
         async with (
             open_task_nursery("WebSocket client", cancel_on_exit=True) as nursery,

@@ -353,6 +353,26 @@ async def test_the_handlers_are_cancelled_at_expiry_while_the_reader_is_paused(
         assert isinstance(served.close_reason, TokenExpired)
 
 
+async def test_a_client_s_close_with_1008_invalid_token_is_no_expiry_at_the_server(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Peer input: the server's own principal did not expire; a client's 1008 close is
+    # an ordinary close, whatever its reason says.
+    setup = await start(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio_websocket.open_websocket_url(
+            setup.url, subprotocols=["mcp"], extra_headers=[(b"authorization", b"Bearer forever")]
+        ) as ws:
+            while not setup.sessions:
+                await trio.sleep(0.01)
+            await ws.aclose(1008, "invalid_token: the access token expired")
+        [served] = setup.sessions
+        await served.wait_closed()
+    assert isinstance(served.close_reason, SessionClosed)
+    assert not isinstance(served.close_reason, TokenExpired)
+    assert "1008" in str(served.close_reason)
+
+
 class _ClosedWs:
     """A WebSocket closed by the peer with ``reason``."""
 
@@ -368,6 +388,7 @@ class _ClosedWs:
         raise trio_websocket.ConnectionClosed(self.reason)
 
 
+@pytest.mark.parametrize("client", [True, False])
 @pytest.mark.parametrize(
     ("code", "reason", "expired"),
     [
@@ -379,11 +400,13 @@ class _ClosedWs:
     ],
 )
 async def test_the_client_tells_an_expiry_close_from_others(
-    code: int, reason: str | None, expired: bool
+    code: int, reason: str | None, expired: bool, client: bool
 ) -> None:
     # Reading or writing, a close for an expired token is TokenExpired, which a caller
-    # can catch to connect again with a fresh token; any other close is as before.
-    channel = WebSocketChannel(_ClosedWs(code, reason))  # type: ignore[arg-type]
+    # can catch to connect again with a fresh token; any other close is as before. Only
+    # at the client's end: a server's token does not expire.
+    expired = expired and client
+    channel = WebSocketChannel(_ClosedWs(code, reason), client=client)  # type: ignore[arg-type]
     with pytest.raises(SessionClosed) as read:
         await channel.receive()
     assert isinstance(read.value, TokenExpired) is expired
