@@ -136,7 +136,8 @@ class Principal:
     ends then, so that the client comes back with a fresh token: a legacy ``GET``
     stream resumably, a modern ``subscriptions/listen`` with :func:`token_expired`.
     A WebSocket connection, authenticated at its handshake, is closed then (code
-    1008), and refused at the handshake if the token has expired already. ``None``: a
+    1008). The binding refuses a principal whose token has expired already (``401``
+    ``invalid_token``), on any request or handshake. ``None``: a
     stream or connection lasts as long as the client keeps it."""
     dpop_jkt: str | None = attrs.field(default=None, eq=False)
     """The token's ``cnf.jkt`` (RFC 9449 section 6) when it is DPoP-bound: a

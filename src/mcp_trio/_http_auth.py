@@ -68,6 +68,7 @@ _FAILED: Final = HttpResponse(
 )
 UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
 """``503`` with ``Retry-After: 1``: a server too busy, too slow, or shutting down."""
+_EXPIRED: Final = "The access token expired"
 
 
 async def run_authenticate(
@@ -85,7 +86,18 @@ async def run_authenticate(
             logger.error("the authenticate hook failed for %s: %s", what, type(exc).__name__)
             logger.debug("the authenticate hook's exception", exc_info=True)
             return _FAILED
-        if isinstance(found, Principal | HttpResponse):
+        if isinstance(found, HttpResponse):
+            return found
+        if isinstance(found, Principal):
+            expires_at = found.expires_at
+            if (
+                expires_at is not None
+                and not isinstance(authenticate, BearerAuth)  # (which checks, by its clock)
+                and expires_at <= time.time()
+            ):
+                # Any hook's principal whose token has expired is refused as BearerAuth's
+                # is (RFC 6750 section 3.1): over HTTP and at a WebSocket handshake alike.
+                return bearer_challenge("invalid_token", description=_EXPIRED)
             return found
         logger.error(  # (its type only: the value might be a token)
             "the authenticate hook returned a %s, neither a Principal nor an HttpResponse",
@@ -239,6 +251,9 @@ class BearerAuth:
         principal = await self.verify_token(token)
         if principal is None:
             return self._refuse("invalid_token", "The access token is invalid or expired")
+        expires_at = principal.expires_at
+        if expires_at is not None and expires_at <= self.clock():
+            return self._refuse("invalid_token", _EXPIRED)  # (before scopes: refresh, not widen)
         if not principal.has_scopes(self.required_scopes):
             return self._refuse("insufficient_scope", "The access token lacks a required scope")
         return principal
@@ -323,6 +338,9 @@ class BearerAuth:
         return self._no_token if self.dpop_nonces is None else self._dpop_refuse(None)
 
     def _scoped(self, principal: Principal) -> Principal | HttpResponse:
+        expires_at = principal.expires_at
+        if expires_at is not None and expires_at <= self.clock():
+            return self._dpop_refuse("invalid_token", _EXPIRED)  # (before scopes, as above)
         if not principal.has_scopes(self.required_scopes):
             return self._dpop_refuse(
                 "insufficient_scope", "The access token lacks a required scope"

@@ -36,7 +36,7 @@ import trio
 import trio_websocket
 
 from mcp_sansio import ConnectionConfig
-from mcp_sansio._http_auth import Principal, bearer_challenge
+from mcp_sansio._http_auth import Principal
 from mcp_sansio._http_common import HttpRequest, HttpResponse, extra_headers
 
 from ._channel import Framing, MessageChannel
@@ -261,18 +261,6 @@ async def _expire(channel: WebSocketChannel, session: Session, deadline: float) 
     await channel.aclose()  # (the 1008 frame now, not once the handlers have unwound)
 
 
-def _expired_refusal(authenticate: Authenticate) -> HttpResponse:
-    """The answer to a handshake whose token has expired already: ``401``
-    ``invalid_token``, with the challenge ``authenticate`` gives (a DPoP one for a
-    ``BearerAuth(dpop=...)``, its metadata URL and scopes)."""
-    description = "The access token expired"
-    if isinstance(authenticate, BearerAuth):
-        if authenticate.dpop != "off":
-            return authenticate._dpop_refuse("invalid_token", description)
-        return authenticate._refuse("invalid_token", description)
-    return bearer_challenge("invalid_token", description=description)
-
-
 async def serve_websocket(
     handlers: Handlers | None,
     host: str | None = "127.0.0.1",
@@ -380,9 +368,7 @@ async def _serve_connection(
             left = max(deadline - trio.current_time(), 0.0)
             found = await run_authenticate(authenticate, head, left, f"WebSocket {MCP_PATH}")
             if isinstance(found, HttpResponse):
-                refusal = found
-            elif found.expires_at is not None and found.expires_at <= time.time():
-                refusal = _expired_refusal(authenticate)  # (not accepted, then closed)
+                refusal = found  # (an expired token's too: not accepted, then closed)
             else:
                 principal = found
                 if found.expires_at is not None:  # (wall clock to trio's, as HTTP does)

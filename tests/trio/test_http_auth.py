@@ -54,6 +54,8 @@ TOKENS = {
     "alice-token": Principal(subject="alice", scopes={"mcp", "files:read"}, claims={"n": 1}),
     "bob-token": Principal(subject="bob", scopes={"mcp"}),
     "weak-token": Principal(subject="carol", scopes={"files:read"}),
+    "expired-token": Principal(subject="dave", scopes={"mcp"}, expires_at=1.0),
+    "expired-weak-token": Principal(subject="erin", scopes={"files:read"}, expires_at=1.0),
 }
 
 
@@ -116,6 +118,9 @@ async def test_no_token_is_401_with_a_challenge_naming_the_metadata(nursery: tri
     [
         ("stolen-token", 401, "invalid_token"),
         ("weak-token", 403, "insufficient_scope"),
+        ("expired-token", 401, "invalid_token"),
+        # Expired and short of a scope: refresh it, not ask for more (RFC 6750 section 3.1).
+        ("expired-weak-token", 401, "invalid_token"),
     ],
 )
 async def test_a_refused_token_gets_its_error(
@@ -431,6 +436,44 @@ async def test_an_authenticator_that_hangs_is_503_after_its_timeout(
         finally:
             await conn.aclose()
     assert response.status == 503 and response.headers["retry-after"] == "1"
+
+
+async def test_any_hook_s_expired_principal_is_refused(nursery: trio.Nursery) -> None:
+    # As BearerAuth's is: a hook of one's own need not compare expires_at itself.
+    async def authenticate(request: HttpRequest) -> Principal:
+        return Principal(subject="dave", expires_at=1.0)
+
+    app = App()
+    server = await start_server(nursery, app, authenticate=authenticate)
+    with trio.fail_after(IO_TIMEOUT):
+        refused = await raw_request(server.port, "POST", body=initialize_body())
+    assert refused.status == 401
+    assert challenge_params(refused) == {
+        "error": "invalid_token",
+        "error_description": "The access token expired",
+    }
+    assert server.statistics().sessions == 0 and app.started == []
+
+
+@pytest.mark.parametrize("dpop", ["off", "allowed"])
+@pytest.mark.parametrize(("now", "accepted"), [(999.0, True), (1000.0, False), (1001.0, False)])
+async def test_bearer_auth_reads_expiry_by_its_own_clock(
+    dpop: Literal["off", "allowed"], now: float, accepted: bool
+) -> None:
+    principal = Principal(subject="dave", scopes={"mcp"}, expires_at=1000.0)
+
+    async def verify(token: str) -> Principal:
+        return principal
+
+    auth = BearerAuth(verify_token=verify, required_scopes={"mcp"}, dpop=dpop, clock=lambda: now)
+    request = HttpRequest(method="POST", target="/mcp", headers=((b"authorization", b"Bearer t"),))
+    found = await auth(request)
+    if accepted:
+        assert found is principal
+    else:
+        assert isinstance(found, HttpResponse) and found.status == 401
+        challenge = b" ".join(v for k, v in found.headers if k == b"www-authenticate")
+        assert b'error="invalid_token"' in challenge and b"expired" in challenge
 
 
 def test_bearer_auth_refuses_what_a_challenge_cannot_carry_at_once() -> None:
