@@ -149,14 +149,12 @@ class HttpRequest:
         reads the body passes on. Unlike ``attrs.evolve`` it neither normalizes the
         headers again nor drops the :meth:`header` table the head checks built."""
         new = object.__new__(HttpRequest)
-        for name, value in (
-            ("method", self.method),
-            ("target", self.target),
-            ("headers", self.headers),
-            ("body", body),
-            ("_index", self._index),
-        ):
-            object.__setattr__(new, name, value)
+        set_ = object.__setattr__
+        set_(new, "method", self.method)
+        set_(new, "target", self.target)
+        set_(new, "headers", self.headers)
+        set_(new, "body", body)
+        set_(new, "_index", self._index)
         return new
 
     @property
@@ -231,6 +229,12 @@ def media_type_allowed(accept: str | None, media_type: str) -> bool:
     """
     if accept is None:
         return False
+    return _allowed(accept, media_type)
+
+
+@functools.lru_cache(maxsize=64)
+def _allowed(accept: str, media_type: str) -> bool:
+    # Cached (bounded): every request asks the same two questions of the same Accept.
     mtype, _, subtype = media_type.partition("/")
     best: tuple[int, float] | None = None
     for rtype, rsub, q in _media_ranges(accept):

@@ -646,7 +646,7 @@ class HttpChannel(MessageChannel):
                 raise WireError(f"authorization failed: {exc}") from exc
         if headed is not None:
             headed()
-        reader = self.http.response(sent, head.status_code, list(head.headers))
+        reader = self.http.response(sent, head.status_code, head.headers.raw_items())
         if stream is not None:
             stream.reader = reader
             for rid in sent.request_ids:

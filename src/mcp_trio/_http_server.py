@@ -380,7 +380,9 @@ class _Connection:
         if not isinstance(event, h11.Request):
             return None
         # h11 bounds only a head still incomplete; one that arrived whole is measured here.
-        size = len(event.target) + sum(len(n) + len(v) + 4 for n, v in event.headers)
+        # (raw_items: one list, not h11's Headers walked a pair at a time through
+        # Sequence.__iter__; the raw names are as long as the lower-cased ones.)
+        size = len(event.target) + sum(len(n) + len(v) + 4 for n, v in event.headers.raw_items())
         if size > cfg.max_header_size:
             await self._refuse(431, "Request Header Fields Too Large")
             return None
@@ -439,7 +441,7 @@ class _Connection:
         request = HttpRequest(
             method=head.method.decode("ascii"),
             target=head.target.decode("latin-1"),
-            headers=list(head.headers),
+            headers=head.headers.raw_items(),  # (HttpRequest lower-cases the names)
         )
         if self._cors_on:
             self._cors = http.cors_headers(request)
