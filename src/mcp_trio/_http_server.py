@@ -754,6 +754,7 @@ class _Connection:
         slot.direct = None
         if (
             waker is None
+            or waker.cancel_called  # (its deadline passed: the owner wakes, unparked)
             or wire.received != start
             or self.endpoint.closing
             or h.our_state is not h11.DONE
