@@ -637,7 +637,8 @@ class Client(HandshakeFacts):
         Raises:
             LocalProtocolError: ``tasks`` in the legacy era.
             McpError: the server refused the subscription.
-            RequestTimeout: modern: no acknowledgment within the client's timeout.
+            RequestTimeout: modern: no acknowledgment within the client's timeout
+                or ``config.listen_ack_timeout`` (the shorter); the listen was cancelled.
             RemoteProtocolError: modern: the server ended or cancelled the
                 ``subscriptions/listen`` request before acknowledging it.
         """

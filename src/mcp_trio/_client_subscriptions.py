@@ -24,6 +24,16 @@ listen request (``notifications/cancelled``); a server that ends it (a result, o
 cancellation) ends the iteration -- or, before acknowledging it, fails ``subscribe()``
 with ``RemoteProtocolError`` (the acknowledgment must come first).
 
+Holding the lock until the acknowledgment means a server that never sends it would
+hold up every other ``subscribe()`` of the client, so the wait is bounded even with no
+request timeout: ``SessionConfig.listen_ack_timeout`` (or the client's ``timeout``, if
+shorter). Past it the listen is given up on: ``subscribe()`` fails with
+``RequestTimeout`` and the request is cancelled. Its id is remembered (the first
+request still pending that was not pending before it: none goes out in between), a
+bounded few of them, because an acknowledgment the core reported just before the
+cancellation is handled in a task of its own that may run after the next listen went
+out, and would otherwise be taken for that one's.
+
 A server ends a listen that would outlive the token it was opened with by answering it
 with the error ``401`` ``invalid_token`` (``mcp_sansio.http.token_expired``). Then the
 same filter is listened for again, transparently (the new request carries the
@@ -34,10 +44,9 @@ again within :data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead tokens wo
 make a loop of it); any other end, or a failed new listen, ends the iteration as
 before. The bound is a rate, not a count: a server whose tokens each outlive
 :data:`_MIN_RELISTEN_LIFETIME` gets a new listen about that often, as long as the
-block lasts. The new listen holds the lock until it is acknowledged or the client's
-timeout passes (then the iteration fails with the expiry); with no timeout, one the
-server never acknowledges keeps every other ``subscribe()`` of the client waiting
-until the block is left. Notifications the server sent in between are not delivered.
+block lasts. The new listen holds the lock as an opening does, with the same bound
+(past it, the iteration fails with the expiry). Notifications the server sent in
+between are not delivered.
 Each waiter keeps the acknowledgment event of its own listen: an acknowledgment and
 an expiry handled in one scheduling round replace ``_acknowledged`` (for the next
 listen) before the waiter wakes.
@@ -57,6 +66,7 @@ import math
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
+from functools import partial
 from typing import Any, Final, final
 
 import trio
@@ -84,6 +94,9 @@ _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _MAX_ORPHAN_IDS: Final = 16
 """Modern: subscription ids whose notifications overtook their acknowledgment, kept."""
 _MAX_ORPHANS_PER_ID: Final = 64
+_MAX_ABANDONED: Final = 16
+"""Modern: ids of listen requests given up on unacknowledged, remembered (the oldest is
+forgotten first) so that a late acknowledgment of one claims nothing."""
 _MAX_UNREAD: Final = 1024
 """Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
 each count); past it the oldest is dropped, with a warning."""
@@ -289,6 +302,7 @@ class SubscriptionHub:
         self._by_id: dict[RequestId, Subscription] = {}
         self._orphans: OrderedDict[RequestId, list[NotificationReceived]] = OrderedDict()
         self._claiming: Subscription | None = None
+        self._abandoned: OrderedDict[RequestId, None] = OrderedDict()
         self._lock = trio.Lock()
 
     def install(self, handlers: Handlers) -> None:
@@ -318,6 +332,8 @@ class SubscriptionHub:
         if sub is not None:
             sub._put(note)
             return
+        if sid in self._abandoned:
+            return
         waiting = self._orphans.setdefault(sid, [])
         if len(waiting) < _MAX_ORPHANS_PER_ID:
             waiting.append(note)
@@ -330,6 +346,7 @@ class SubscriptionHub:
         if (
             sid is None
             or sid in self._by_id
+            or sid in self._abandoned  # a listen given up on, acknowledged late
             or sub is None
             or sub.subscription_id is not None
             or sub._ended  # (left while a new listen after an expiry was claiming)
@@ -470,10 +487,10 @@ class SubscriptionHub:
             resources=sub.resources,
             tasks=sub.tasks,
         )
+        limits = [t for t in (timeout, session.config.listen_ack_timeout) if t is not None]
+        bound = min(limits, default=math.inf)
         try:
-            acked = await self._start_listen(session, nursery, params, sub, timeout)
-            if not acked.is_set():
-                raise RequestTimeout("subscriptions/listen", None)
+            await self._start_listen(session, nursery, params, sub, bound)
             # Not ``subscription_id is None``: the listen may have been acknowledged and
             # then have expired, a new one already claiming (the id is None again).
             if sub._ended and sub._failure is not None:  # failed (before acknowledging)
@@ -490,25 +507,65 @@ class SubscriptionHub:
         nursery: trio.Nursery,
         params: dict[str, Any],
         sub: Subscription,
-        timeout: float | None,
-    ) -> trio.Event:
+        bound: float,
+    ) -> None:
         """Send ``subscriptions/listen`` for ``sub`` (from a task of ``nursery``) and
-        wait, under the lock, until it is acknowledged, ends, or ``timeout`` passes.
-        Returns the event waited on: set unless ``timeout`` passed. (Not
-        ``sub._acknowledged`` once more: an acknowledgment and an expiry handled in one
-        scheduling round make ``_listen`` replace it, for a new listen, before this
-        wakes.)"""
+        wait until it is acknowledged or ends; past ``bound`` seconds, end ``sub`` with
+        :class:`RequestTimeout` (see :meth:`_claim`)."""
         sub._scope = trio.CancelScope()
+
+        def give_up(rid: RequestId | None) -> None:
+            error = RequestTimeout("subscriptions/listen", rid)
+            # (What was awaited, rather than a bare "timed out".)
+            error.args = (f"{error}: the server never acknowledged it (waited {bound:g} s)",)
+            sub._end(str(error), error)
+
+        listen = partial(self._listen, session, params, sub, bound)
+        send = partial(nursery.start_soon, listen, name="mcp listen")
+        await self._claim(session, sub, bound, send, give_up)
+
+    async def _claim(
+        self,
+        session: Session,
+        sub: Subscription,
+        bound: float,
+        send: Callable[[], object],
+        give_up: Callable[[RequestId | None], None],
+    ) -> None:
+        """The one way a listen is opened (see the module docs): take the lock, have
+        ``send()`` start the listen request, and hold the lock until the request is
+        acknowledged or ends. Past ``bound`` seconds, give up on it: remember its id,
+        then ``give_up(id)`` ends ``sub`` (which cancels the request), lock still held."""
+        # This listen's event: an acknowledgment and an expiry handled in one
+        # scheduling round make ``_listen`` replace ``sub._acknowledged`` (for the next
+        # listen) before this wakes.
         acked = sub._acknowledged
         async with self._lock:
             self._claiming = sub
             try:
-                nursery.start_soon(self._listen, session, params, sub, timeout, name="mcp listen")
-                with trio.move_on_after(math.inf if timeout is None else timeout):
+                send()
+                with trio.move_on_after(bound):
                     await acked.wait()
+                if not acked.is_set():
+                    give_up(self._abandon(session, sub))
             finally:
                 self._claiming = None
-        return acked
+
+    def _abandon(self, session: Session, sub: Subscription) -> RequestId | None:
+        """The id of ``sub``'s listen request, given up on unacknowledged, remembered
+        (bounded) so that its late acknowledgment claims nothing; ``None`` if it has
+        not gone out."""
+        older = sub._older
+        if older is None:
+            return None
+        # The first request sent after ``older`` was noted (none goes out in between).
+        pending = session.connection.pending_requests()
+        rid = next((rid for rid in pending if rid not in older), None)
+        if rid is not None:
+            self._abandoned[rid] = None
+            while len(self._abandoned) > _MAX_ABANDONED:
+                self._abandoned.popitem(last=False)
+        return rid
 
     def _may_relisten(self, sub: Subscription, exc: McpError) -> bool:
         """Whether ``exc``, which ended ``sub``'s listen, is an expired token that a new
@@ -527,36 +584,28 @@ class SubscriptionHub:
 
     async def _claim_again(
         self,
+        session: Session,
         sub: Subscription,
-        timeout: float | None,
+        bound: float,
         expired: McpError,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """For a new listen of ``sub`` after its token expired: take the lock, as an
-        opening does, and hold it until the new listen is acknowledged, ends, or
-        ``timeout`` passes (then end ``sub`` with ``expired``). Reports started, with
-        the lock held, for the new listen request to go out."""
-        # This listen's event: the next expiry may replace ``sub._acknowledged`` before
-        # this wakes (see ``_start_listen``).
-        acked = sub._acknowledged
-        async with self._lock:
-            self._claiming = sub
-            try:
-                task_status.started()
-                with trio.move_on_after(math.inf if timeout is None else timeout):
-                    await acked.wait()
-            finally:
-                self._claiming = None
-        if not acked.is_set():
+        """For a new listen of ``sub`` after its token expired: :meth:`_claim`, as an
+        opening does (past ``bound`` seconds, end ``sub`` with ``expired``). Reports
+        started, with the lock held, for the new listen request to go out."""
+
+        def give_up(_rid: RequestId | None) -> None:
             sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
+
+        await self._claim(session, sub, bound, task_status.started, give_up)
 
     async def _listen(
         self,
         session: Session,
         params: dict[str, Any],
         sub: Subscription,
-        timeout: float | None,
+        bound: float,
     ) -> None:
         # Everything, new listens after an expiry included, runs under ``sub._scope``:
         # ending ``sub`` (leaving the block, the session closing) cancels all of it,
@@ -576,7 +625,7 @@ class SubscriptionHub:
                         sub._older = None
                         sub._acknowledged = trio.Event()
                         sub._relistened_at = trio.current_time()
-                        await claims.start(self._claim_again, sub, timeout, expired)
+                        await claims.start(self._claim_again, session, sub, bound, expired)
                     if sub._ended:  # given up before this (or the lock): send nothing
                         return
                     # No checkpoint between this and the request going out (see the

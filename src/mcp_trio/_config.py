@@ -73,6 +73,16 @@ class SessionConfig:
     Legacy server: seconds a request served before the client's
     ``notifications/initialized`` (over HTTP the two POSTs may race) waits for it before
     it may ask the client anything (sampling, elicitation, roots)."""
+    listen_ack_timeout: float | None = attrs.field(default=30.0, validator=_positive)
+    """Client, modern era: seconds a ``subscriptions/listen`` request (``subscribe()``,
+    or a new listen after a token expired) waits for the server's acknowledgment, the
+    first message it owes on it, even with no request ``timeout`` (with one, the shorter
+    applies). Past it the listen is cancelled and ``subscribe()`` raises
+    ``RequestTimeout`` (a new listen: the iteration ends with the expiry). Listens are
+    opened one at a time, so this bounds how long one the server ignores holds up every
+    other ``subscribe()`` of the client. 30 s, as ``handshake_timeout``: acknowledging
+    takes a server no work, but the request may wait on a slow link or a token refresh
+    first. ``None``: wait as long as it takes."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
     """Seconds to wait for the transport's own closing (a WebSocket close handshake)."""
     memory_buffer_size: int = attrs.field(default=256, validator=_non_negative)

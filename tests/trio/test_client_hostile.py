@@ -28,6 +28,8 @@ from mcp_trio import (
     InputRequiredResult,
     MemoryChannel,
     RequestContext,
+    RequestTimeout,
+    SessionConfig,
     memory_channel_pair,
 )
 from mcp_trio._client import Client, open_client
@@ -35,6 +37,7 @@ from mcp_trio._client_subscriptions import _UNSUBSCRIBE_TIMEOUT
 from mcp_trio._server import Server
 
 MAX_VALUES = mcp_trio._client_common.MAX_OUTPUT_SCHEMA_VALUES
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 CAPABILITIES: dict[str, Any] = {
     "tools": {"listChanged": True},
     "resources": {"subscribe": True, "listChanged": True},
@@ -166,6 +169,50 @@ async def test_listen_cancelled_before_its_acknowledgment(
         with trio.fail_after(10):
             async with client.subscribe(tools=True) as updates:  # the lock was released
                 assert updates.subscription_id is not None
+        await assert_nothing_left(client)
+
+
+async def test_a_listen_never_acknowledged_is_given_up_at_listen_ack_timeout(
+    autojump_clock: MockClock,
+) -> None:
+    # With no request timeout (the default): the wait for the acknowledgment is still
+    # bounded, the listen is cancelled, and the lock every subscribe() takes is let go.
+    listens: list[dict[str, Any]] = []
+    cancelled: list[Any] = []
+    servers: list[HandDriven] = []
+
+    async def record_listen(server: HandDriven, message: dict[str, Any]) -> bool:
+        listens.append(message)
+        servers.append(server)
+        return len(listens) == 1  # the first: no acknowledgment, no answer; then the core
+
+    async def record_cancel(server: HandDriven, message: dict[str, Any]) -> bool:
+        cancelled.append(message["params"]["requestId"])
+        return False
+
+    script: dict[str, Scripted] = {
+        "subscriptions/listen": record_listen,
+        "notifications/cancelled": record_cancel,
+    }
+    config = SessionConfig(listen_ack_timeout=20)
+    async with hand_driven(script, config=config) as client:
+        started = trio.current_time()
+        with trio.fail_after(100), pytest.raises(RequestTimeout, match="never acknowledged"):
+            async with client.subscribe(tools=True):
+                pytest.fail("entered, unacknowledged")  # pragma: no cover
+        assert trio.current_time() - started == pytest.approx(20)
+        await assert_nothing_left(client)
+        first = listens[0]["id"]
+        assert cancelled == [first]  # notifications/cancelled went out
+        # The acknowledgment, late: it belongs to no subscription, now or later.
+        late = {"_meta": {SUBSCRIPTION_ID: first}, "notifications": {"toolsListChanged": True}}
+        server = servers[0]
+        ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged"}
+        await server.send({**ack, "params": late})
+        with trio.fail_after(100):
+            async with client.subscribe(tools=True) as updates:  # the lock was let go
+                assert updates.subscription_id == listens[1]["id"] != first
+                assert updates.honored == {"toolsListChanged": True}
         await assert_nothing_left(client)
 
 

@@ -5,12 +5,13 @@ our client listens again with the same filter, once per expiry, never in a loop.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pytest
 import trio
@@ -25,7 +26,9 @@ from mcp_trio import (
     McpError,
     Principal,
     ProtectedResourceMetadata,
+    RequestTimeout,
     Server,
+    SessionConfig,
     _client_subscriptions,
     open_client,
 )
@@ -214,6 +217,7 @@ async def test_a_plain_request_with_an_expiring_token_arms_no_timer(
 # A fake session plays the server's part, one script per listen request (ids 1, 2, ...).
 
 Play = Callable[["FakeListens", int], Awaitable[Any]]
+E = TypeVar("E", bound=BaseException)
 
 
 def _expired(data: object = None) -> McpError:
@@ -222,30 +226,83 @@ def _expired(data: object = None) -> McpError:
 
 
 class FakeListens:
-    """Listen requests answered by ``plays`` (the n-th request's id is ``n``)."""
+    """A session, with a hub of its own, whose listen requests ``plays`` answer (the
+    n-th request's id is ``n``); ``expire`` ends those of :func:`ack_until_expired`."""
 
-    def __init__(self, hub: _client_subscriptions.SubscriptionHub, *plays: Play) -> None:
-        self.hub = hub
+    def __init__(self, *plays: Play, ack_timeout: float | None = 30.0) -> None:
+        self.hub = _client_subscriptions.SubscriptionHub()
         self.plays = plays
         self.sent = 0
-        self.connection = SimpleNamespace(pending_requests=tuple)
+        self.pending: list[int] = []
+        self.cancelled: list[int] = []
+        """Listen requests cancelled (a real session sends ``notifications/cancelled``)."""
+        self.expire = trio.Event()
+        self.config = SessionConfig(listen_ack_timeout=ack_timeout)
+        self.connection = SimpleNamespace(pending_requests=lambda: tuple(self.pending))
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         assert method == "subscriptions/listen"
         self.sent += 1
-        return await self.plays[self.sent - 1](self, self.sent)
+        sid = self.sent
+        self.pending.append(sid)
+        try:
+            return await self.plays[sid - 1](self, sid)
+        except trio.Cancelled:
+            self.cancelled.append(sid)
+            raise
+        finally:
+            self.pending.remove(sid)
 
     async def acknowledge(self, sid: int) -> None:
         ctx = SimpleNamespace(subscription_id=sid, params={"notifications": {}})
         await self.hub._on_acknowledged(cast(Any, ctx))
 
+    async def tools_changed(self, sid: int) -> None:
+        ctx = SimpleNamespace(
+            subscription_id=sid, method="notifications/tools/list_changed", params={}
+        )
+        await self.hub._on_change(cast(Any, ctx))
 
-def ack_until(event: trio.Event, data: object = None) -> Play:
-    """Acknowledge, then answer 401 (``data``, by default ``invalid_token``) at ``event``."""
+    def open(
+        self, nursery: trio.Nursery, timeout: float | None = None
+    ) -> AbstractAsyncContextManager[_client_subscriptions.Subscription]:
+        return self.hub.open(
+            cast(Any, self),
+            nursery,
+            modern=True,
+            tools=True,
+            prompts=False,
+            resource_list=False,
+            resources=(),
+            timeout=timeout,
+        )
+
+    async def expire_and_fail(
+        self,
+        nursery: trio.Nursery,
+        expected: type[E],
+        *,
+        timeout: float | None = None,
+        match: str | None = None,
+    ) -> tuple[_client_subscriptions.Subscription, E]:
+        """Subscribe, set ``expire``, and read until the iteration fails with
+        ``expected``; returns the subscription (left) and the failure."""
+        with trio.fail_after(100):
+            async with self.open(nursery, timeout) as sub:
+                self.expire.set()
+                with pytest.raises(expected, match=match) as failed:
+                    async for _ in sub:
+                        pass
+        return sub, failed.value
+
+
+def ack_until_expired(data: object = None) -> Play:
+    """Acknowledge, then answer 401 (``data``, by default ``invalid_token``) at
+    ``expire``."""
 
     async def play(session: FakeListens, sid: int) -> Any:
         await session.acknowledge(sid)
-        await event.wait()
+        await session.expire.wait()
         raise _expired(data)
 
     return play
@@ -265,21 +322,6 @@ async def refuse(session: FakeListens, sid: int) -> Any:
     raise _expired()
 
 
-def _open(
-    session: FakeListens, nursery: trio.Nursery, timeout: float | None = None
-) -> AbstractAsyncContextManager[_client_subscriptions.Subscription]:
-    return session.hub.open(
-        cast(Any, session),
-        nursery,
-        modern=True,
-        tools=True,
-        prompts=False,
-        resource_list=False,
-        resources=(),
-        timeout=timeout,
-    )
-
-
 class _LeaveAtRelisten(logging.Handler):
     """Ends ``sub`` (as leaving its block does) the moment the client logs that it
     listens again: the 401 and the leaving in one scheduling batch, made certain."""
@@ -296,35 +338,32 @@ class _LeaveAtRelisten(logging.Handler):
 async def test_leaving_as_the_token_expires_leaves_the_next_subscribe_free(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire), ack_forever)
+    session = FakeListens(ack_until_expired(), ack_forever)
     log = _client_subscriptions.logger
     level = log.level
     with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
+        async with session.open(nursery) as sub:
             leave = _LeaveAtRelisten(sub)
             log.addHandler(leave)
             log.setLevel(logging.INFO)
             try:
-                expire.set()
+                session.expire.set()
                 with pytest.raises(trio.EndOfChannel):
                     await sub.receive()
             finally:
                 log.removeHandler(leave)
                 log.setLevel(level)
-        async with _open(session, nursery) as again:  # (the lock was let go)
+        async with session.open(nursery) as again:  # (the lock was let go)
             assert again.subscription_id == 2 and not again.ended
-    assert session.sent == 2 and not hub._lock.locked()
+    assert session.sent == 2 and not session.hub._lock.locked()
 
 
 async def test_an_acknowledgment_after_leaving_claims_nothing(nursery: trio.Nursery) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire), never_ack)
-    async with _open(session, nursery) as sub:
+    session = FakeListens(ack_until_expired(), never_ack)
+    hub = session.hub
+    async with session.open(nursery) as sub:
         assert hub._by_id == {1: sub}
-        expire.set()
+        session.expire.set()
         await trio.testing.wait_all_tasks_blocked()
         assert session.sent == 2 and hub._claiming is sub  # the new listen is claiming
     # Left: the acknowledgment comes before the claim is let go (no checkpoint since).
@@ -333,12 +372,11 @@ async def test_an_acknowledgment_after_leaving_claims_nothing(nursery: trio.Nurs
 
 
 async def test_a_new_listen_forgets_the_old_id(nursery: trio.Nursery) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire), ack_forever)
-    async with _open(session, nursery) as sub:
+    session = FakeListens(ack_until_expired(), ack_forever)
+    hub = session.hub
+    async with session.open(nursery) as sub:
         assert hub._by_id == {1: sub}
-        expire.set()
+        session.expire.set()
         await trio.testing.wait_all_tasks_blocked()
         assert sub.subscription_id == 2 and not sub.ended
         assert hub._by_id == {2: sub}
@@ -348,10 +386,9 @@ async def test_a_new_listen_forgets_the_old_id(nursery: trio.Nursery) -> None:
 async def test_a_listen_refused_with_401_before_its_acknowledgment_is_not_repeated(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    session = FakeListens(hub, refuse, ack_forever)
+    session = FakeListens(refuse, ack_forever)
     with trio.fail_after(100), pytest.raises(McpError) as failed:
-        async with _open(session, nursery):
+        async with session.open(nursery):
             pass
     assert failed.value.code == TOKEN_EXPIRED_CODE
     assert session.sent == 1
@@ -361,49 +398,141 @@ async def test_a_listen_refused_with_401_before_its_acknowledgment_is_not_repeat
 async def test_a_401_that_is_no_expired_token_ends_the_iteration(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, data: object
 ) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire, data), ack_forever)
-    with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
-            expire.set()
-            with pytest.raises(McpError) as failed:
-                async for _ in sub:
-                    pass
-    assert failed.value.error.data == data
+    session = FakeListens(ack_until_expired(data), ack_forever)
+    _, failed = await session.expire_and_fail(nursery, McpError)
+    assert failed.error.data == data
     assert session.sent == 1
 
 
 async def test_a_new_listen_never_acknowledged_ends_with_the_expiry(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire), never_ack)
-    with trio.fail_after(100):
-        async with _open(session, nursery, timeout=5) as sub:
-            expire.set()
-            started = trio.current_time()
-            with pytest.raises(McpError) as failed:
-                async for _ in sub:
-                    pass
-            assert trio.current_time() - started == pytest.approx(5)
-    assert failed.value.code == TOKEN_EXPIRED_CODE
+    session = FakeListens(ack_until_expired(), never_ack)
+    started = trio.current_time()  # (acknowledging, and leaving, take no time)
+    sub, failed = await session.expire_and_fail(nursery, McpError, timeout=5)
+    assert trio.current_time() - started == pytest.approx(5)  # (under listen_ack_timeout)
+    assert failed.code == TOKEN_EXPIRED_CODE
     assert sub.end_reason is not None and "not acknowledged again" in sub.end_reason
-    assert session.sent == 2 and not hub._lock.locked()
+    assert session.sent == 2 and not session.hub._lock.locked()
+
+
+async def test_a_new_listen_with_no_timeout_is_given_up_at_listen_ack_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    session = FakeListens(ack_until_expired(), never_ack, ack_forever, ack_timeout=30)
+    started = trio.current_time()
+    sub, failed = await session.expire_and_fail(nursery, McpError)  # (timeout=None)
+    assert trio.current_time() - started == pytest.approx(30)
+    assert failed.code == TOKEN_EXPIRED_CODE
+    assert sub.end_reason is not None and "not acknowledged again" in sub.end_reason
+    await trio.testing.wait_all_tasks_blocked()  # (the listen task, cancelled, is done)
+    assert session.cancelled == [2] and session.pending == []
+    assert list(session.hub._abandoned) == [2]
+    async with session.open(nursery) as again:  # the lock was let go
+        assert again.subscription_id == 3 and not again.ended
+    assert session.sent == 3
+
+
+async def test_an_opening_with_no_timeout_is_given_up_at_listen_ack_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    session = FakeListens(never_ack, ack_forever, ack_timeout=30)
+    started = trio.current_time()
+    with trio.fail_after(100), pytest.raises(RequestTimeout) as failed:
+        async with session.open(nursery):  # (timeout=None)
+            pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert trio.current_time() - started == pytest.approx(30)
+    said = "request 1 (subscriptions/listen) timed out: the server never acknowledged it"
+    assert str(failed.value) == f"{said} (waited 30 s)"
+    assert failed.value.request_id == 1
+    await trio.testing.wait_all_tasks_blocked()
+    assert session.cancelled == [1] and session.pending == []
+    assert not session.hub._lock.locked()
+    with trio.fail_after(100):
+        async with session.open(nursery) as again:
+            assert again.subscription_id == 2 and not again.ended
+    assert session.sent == 2
+
+
+async def test_the_shorter_of_timeout_and_listen_ack_timeout_bounds_an_opening(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    session = FakeListens(never_ack, ack_timeout=3)
+    started = trio.current_time()
+    with trio.fail_after(100), pytest.raises(RequestTimeout, match=r"waited 3 s"):
+        async with session.open(nursery, timeout=60):
+            pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert trio.current_time() - started == pytest.approx(3)
+
+
+async def test_with_listen_ack_timeout_none_an_opening_waits_as_long_as_it_takes(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    session = FakeListens(never_ack, ack_timeout=None)
+    with trio.move_on_after(10_000) as waited:
+        async with session.open(nursery):
+            pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert waited.cancelled_caught
+    await trio.testing.wait_all_tasks_blocked()
+    assert session.sent == 1 and session.cancelled == [1]
+
+
+async def test_a_late_acknowledgment_of_a_listen_given_up_on_is_not_the_next_ones(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The core reported listen 1's acknowledgment (and a notification) just before it
+    # was cancelled; their handler tasks run only once listen 2 is claiming.
+    async def stale_then_own(session: FakeListens, sid: int) -> Any:
+        await session.tools_changed(1)
+        await session.acknowledge(1)
+        assert session.hub._claiming is not None  # still claiming: 1 claimed nothing
+        await session.acknowledge(sid)
+        await trio.sleep_forever()
+
+    session = FakeListens(never_ack, stale_then_own)
+    with trio.fail_after(100):
+        with pytest.raises(RequestTimeout):
+            async with session.open(nursery):
+                pytest.fail("entered, unacknowledged")  # pragma: no cover
+        await trio.testing.wait_all_tasks_blocked()
+        assert session.pending == []  # (so listen 2 does not count 1 as older)
+        async with session.open(nursery) as again:
+            assert again.subscription_id == 2
+            assert session.hub._by_id == {2: again}
+            assert session.hub._orphans == {}
+            with pytest.raises(trio.WouldBlock):
+                again.receive_nowait()
+
+
+async def test_the_ids_of_listens_given_up_on_are_bounded(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    bound = _client_subscriptions._MAX_ABANDONED
+    session = FakeListens(*[never_ack] * (bound + 3), ack_timeout=1)
+    for _ in range(bound + 3):
+        with trio.fail_after(100), pytest.raises(RequestTimeout):
+            async with session.open(nursery):
+                pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert list(session.hub._abandoned) == list(range(4, bound + 4))  # the newest
+
+
+def test_listen_ack_timeout_is_positive_or_none() -> None:
+    assert SessionConfig().listen_ack_timeout == 30.0
+    assert SessionConfig(listen_ack_timeout=None).listen_ack_timeout is None
+    with pytest.raises(ValueError, match="listen_ack_timeout"):
+        SessionConfig(listen_ack_timeout=0)
 
 
 async def test_a_listen_given_up_before_its_task_ran_sends_nothing() -> None:
     # (subscribe() timed out or was cancelled before the listen task was scheduled)
-    hub = _client_subscriptions.SubscriptionHub()
-    session = FakeListens(hub, ack_forever)
+    session = FakeListens(ack_forever)
     sub = _client_subscriptions.Subscription(
         tools=True, prompts=False, resource_list=False, resources=()
     )
     sub._scope = trio.CancelScope()
     sub._end("the subscription was closed")
-    await hub._listen(cast(Any, session), {}, sub, None)
-    assert session.sent == 0 and hub._by_id == {}
+    await session.hub._listen(cast(Any, session), {}, sub, math.inf)
+    assert session.sent == 0 and session.hub._by_id == {}
 
 
 async def ack_then_expire(session: FakeListens, sid: int) -> Any:
@@ -418,14 +547,13 @@ async def test_a_listen_acknowledged_and_expired_at_once_opens(
 ) -> None:
     # The new listen replaces the event subscribe() waits on before subscribe() wakes:
     # subscribe() must still see its own listen acknowledged (timeout=None: no timeout).
-    hub = _client_subscriptions.SubscriptionHub()
-    session = FakeListens(hub, ack_then_expire, ack_forever)
+    session = FakeListens(ack_then_expire, ack_forever)
     with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
+        async with session.open(nursery) as sub:
             assert not sub.ended
             await trio.testing.wait_all_tasks_blocked()
             assert sub.subscription_id == 2 and not sub.ended
-    assert session.sent == 2 and not hub._lock.locked()
+    assert session.sent == 2 and not session.hub._lock.locked()
 
 
 async def test_a_new_listen_acknowledged_and_expired_at_once_listens_again(
@@ -433,22 +561,19 @@ async def test_a_new_listen_acknowledged_and_expired_at_once_listens_again(
 ) -> None:
     # The claim of the second listen must see its own acknowledgment, though the third
     # listen has replaced the event by the time it wakes.
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-
     async def slowly(session: FakeListens, sid: int) -> Any:
         await trio.sleep(2)  # (past _MIN_RELISTEN_LIFETIME: a third listen is due)
         return await ack_then_expire(session, sid)
 
-    session = FakeListens(hub, ack_until(expire), slowly, ack_forever)
+    session = FakeListens(ack_until_expired(), slowly, ack_forever)
     with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
-            expire.set()
+        async with session.open(nursery) as sub:
+            session.expire.set()
             await trio.sleep(10)
             assert sub.subscription_id == 3 and not sub.ended, sub.end_reason
             with pytest.raises(trio.WouldBlock):
                 sub.receive_nowait()
-    assert session.sent == 3 and not hub._lock.locked()
+    assert session.sent == 3 and not session.hub._lock.locked()
 
 
 async def answer_unacknowledged(session: FakeListens, sid: int) -> Any:
@@ -459,38 +584,23 @@ async def answer_unacknowledged(session: FakeListens, sid: int) -> Any:
 async def test_a_new_listen_answered_before_its_acknowledgment_fails_the_iteration(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire), answer_unacknowledged)
-    with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
-            expire.set()
-            with pytest.raises(RemoteProtocolError, match="before acknowledging"):
-                async for _ in sub:
-                    pass
+    session = FakeListens(ack_until_expired(), answer_unacknowledged)
+    await session.expire_and_fail(nursery, RemoteProtocolError, match="before acknowledging")
     await trio.testing.wait_all_tasks_blocked()  # (the claim, cancelled, lets go)
-    assert session.sent == 2 and not hub._lock.locked()
+    assert session.sent == 2 and not session.hub._lock.locked()
 
 
 async def test_another_error_code_with_invalid_token_is_not_listened_again(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-
     async def forbid(session: FakeListens, sid: int) -> Any:
         await session.acknowledge(sid)
-        await expire.wait()
+        await session.expire.wait()
         raise McpError(ErrorData(code=403, message="no", data={"error": "invalid_token"}))
 
-    session = FakeListens(hub, forbid, ack_forever)
-    with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
-            expire.set()
-            with pytest.raises(McpError) as failed:
-                async for _ in sub:
-                    pass
-    assert failed.value.code == 403
+    session = FakeListens(forbid, ack_forever)
+    _, failed = await session.expire_and_fail(nursery, McpError)
+    assert failed.code == 403
     assert session.sent == 1
 
 
@@ -499,9 +609,8 @@ async def test_a_new_listen_claims_nothing_before_its_request_goes_out(
 ) -> None:
     # Between taking the lock and the new listen request going out, an acknowledgment
     # (say a late duplicate of the old listen's) must not be taken for the new one's.
-    hub = _client_subscriptions.SubscriptionHub()
-    expire = trio.Event()
-    session = FakeListens(hub, ack_until(expire), ack_forever)
+    session = FakeListens(ack_until_expired(), ack_forever)
+    hub = session.hub
     seen: list[object] = []
     claim_again = hub._claim_again
 
@@ -518,8 +627,8 @@ async def test_a_new_listen_claims_nothing_before_its_request_goes_out(
 
     monkeypatch.setattr(hub, "_claim_again", claim)
     with trio.fail_after(100):
-        async with _open(session, nursery) as sub:
-            expire.set()
+        async with session.open(nursery) as sub:
+            session.expire.set()
             await trio.testing.wait_all_tasks_blocked()
             assert sub.subscription_id == 2 and not sub.ended
     assert seen == [None]
