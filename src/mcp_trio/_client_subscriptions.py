@@ -11,28 +11,28 @@ counted across overlapping subscriptions, so one URI is subscribed once.
 *Modern* servers (``basic/patterns/subscriptions.mdx``) deliver them on a
 ``subscriptions/listen`` request that stays open; each notification carries the
 listen request's id in ``_meta`` (``NotificationContext.subscription_id``), the first
-one being ``notifications/subscriptions/acknowledged``. The session runtime does not
-tell us the id it gave the listen request, so subscriptions are opened one at a time
-(a lock): the first acknowledgment (or cancellation) with an id we do not know, sent
-after the listen request, belongs to the one being opened. "After" is exact: just
-before the listen request goes out we note which requests were already pending, and
-the core reports subscription messages only for pending listen requests, so any other
-id is an older subscription's. Notifications run in their own handler tasks, whose
-order trio does not promise, so a notification that overtakes its acknowledgment is
-kept (bounded) until the acknowledgment claims it. Leaving the block cancels the
-listen request (``notifications/cancelled``); a server that ends it (a result, or a
-cancellation) ends the iteration -- or, before acknowledging it, fails ``subscribe()``
-with ``RemoteProtocolError`` (the acknowledgment must come first).
+one being ``notifications/subscriptions/acknowledged``. A subscription learns the id
+of its listen request as the request goes out (``Session.request(on_sent=)``, before
+anything is written), so an acknowledgment (or cancellation) is matched to the listen
+being opened by that id alone: one for a listen given up on (timed out, or its
+``subscribe()`` cancelled), handled late in a task of its own, claims nothing.
+Subscriptions are opened one at a time (a lock, held until the acknowledgment), so the
+hub keeps the notifications of one opening only: notifications run in their own
+handler tasks, whose order trio does not promise, so one that overtakes its
+acknowledgment is kept (bounded) until the acknowledgment claims it; any other with an
+id we do not know is dropped. Leaving the block cancels the listen request
+(``notifications/cancelled``); a server that ends it (a result, or a cancellation)
+ends the iteration -- or, before acknowledging it, fails ``subscribe()`` with
+``RemoteProtocolError`` (the acknowledgment must come first).
 
 Holding the lock until the acknowledgment means a server that never sends it would
 hold up every other ``subscribe()`` of the client, so the wait is bounded even with no
 request timeout: ``SessionConfig.listen_ack_timeout`` (or the client's ``timeout``, if
 shorter). Past it the listen is given up on: ``subscribe()`` fails with
-``RequestTimeout`` and the request is cancelled. Its id is remembered (the first
-request still pending that was not pending before it: none goes out in between), a
-bounded few of them, because an acknowledgment the core reported just before the
-cancellation is handled in a task of its own that may run after the next listen went
-out, and would otherwise be taken for that one's.
+``RequestTimeout`` and the request is cancelled. The clock starts when the listen
+task is started, not when the request reaches the wire: a transport that first
+obtains a token (the HTTP client's OAuth refresh, or an interactive re-authorization)
+spends the bound's time on it; nothing tells the session when a request is written.
 
 A server ends a listen that would outlive the token it was opened with by answering it
 with the error ``401`` ``invalid_token`` (``mcp_sansio.http.token_expired``). Then the
@@ -91,12 +91,9 @@ CHANGE_METHODS: Final = (
     TASKS_NOTIFICATION,
 )
 _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
-_MAX_ORPHAN_IDS: Final = 16
-"""Modern: subscription ids whose notifications overtook their acknowledgment, kept."""
-_MAX_ORPHANS_PER_ID: Final = 64
-_MAX_ABANDONED: Final = 16
-"""Modern: ids of listen requests given up on unacknowledged, remembered (the oldest is
-forgotten first) so that a late acknowledgment of one claims nothing."""
+_MAX_EARLY: Final = 64
+"""Modern: notifications of the listen being opened that overtook its acknowledgment,
+kept until it comes (the rest are dropped)."""
 _MAX_UNREAD: Final = 1024
 """Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
 each count); past it the oldest is dropped, with a warning."""
@@ -190,7 +187,7 @@ class Subscription:
         self._failure: BaseException | None = None
         self._acknowledged = trio.Event()
         self._scope: trio.CancelScope | None = None
-        self._older: frozenset[RequestId] | None = None  # pending before our listen request
+        self._listen_id: RequestId | None = None  # its listen request's, once sent
         self._relistened_at: float | None = None  # when a listen was last opened again
 
     def wants(self, method: str, params: dict[str, Any] | None) -> bool:
@@ -286,6 +283,10 @@ class Subscription:
             self._scope.cancel()
         self._wake()
 
+    def _sent_as(self, rid: RequestId) -> None:
+        """Its listen request went out with the id ``rid``."""
+        self._listen_id = rid
+
     def _wake(self) -> None:
         self._wakeup.set()
         self._wakeup = trio.Event()
@@ -300,9 +301,8 @@ class SubscriptionHub:
         self._legacy: set[Subscription] = set()
         self._uri_refs: dict[str, int] = {}
         self._by_id: dict[RequestId, Subscription] = {}
-        self._orphans: OrderedDict[RequestId, list[NotificationReceived]] = OrderedDict()
+        self._early: list[NotificationReceived] = []  # (see _MAX_EARLY)
         self._claiming: Subscription | None = None
-        self._abandoned: OrderedDict[RequestId, None] = OrderedDict()
         self._lock = trio.Lock()
 
     def install(self, handlers: Handlers) -> None:
@@ -332,26 +332,18 @@ class SubscriptionHub:
         if sub is not None:
             sub._put(note)
             return
-        if sid in self._abandoned:
-            return
-        waiting = self._orphans.setdefault(sid, [])
-        if len(waiting) < _MAX_ORPHANS_PER_ID:
-            waiting.append(note)
-        while len(self._orphans) > _MAX_ORPHAN_IDS:
-            self._orphans.popitem(last=False)
+        if self._claimant(sid) is not None and len(self._early) < _MAX_EARLY:
+            self._early.append(note)  # (overtook its acknowledgment)
 
     def _claimant(self, sid: RequestId | None) -> Subscription | None:
-        """The subscription being opened, if ``sid`` can be its listen request's id."""
+        """The subscription being opened, if ``sid`` is its listen request's id."""
         sub = self._claiming
         if (
             sid is None
-            or sid in self._by_id
-            or sid in self._abandoned  # a listen given up on, acknowledged late
             or sub is None
+            or sid != sub._listen_id  # (None: its listen request has not gone out yet)
             or sub.subscription_id is not None
             or sub._ended  # (left while a new listen after an expiry was claiming)
-            or sub._older is None  # its listen request has not gone out yet
-            or sid in sub._older  # an older listen request's
         ):
             return None
         return sub
@@ -366,7 +358,8 @@ class SubscriptionHub:
         sub.subscription_id = sid
         sub.honored = dict(honored) if isinstance(honored, dict) else {}
         self._by_id[sid] = sub
-        for note in self._orphans.pop(sid, []):
+        early, self._early = self._early, []
+        for note in early:
             sub._put(note)
         sub._acknowledged.set()
 
@@ -383,7 +376,7 @@ class SubscriptionHub:
         sub = self._claimant(sid)
         if sub is not None:
             # The core has dropped the listen request: nothing else will ever end it.
-            self._orphans.pop(sid, None)
+            self._early.clear()
             message = f"the server cancelled subscriptions/listen before acknowledging it: {why}"
             sub._end(message, RemoteProtocolError(message))
 
@@ -515,18 +508,16 @@ class SubscriptionHub:
         sub._scope = trio.CancelScope()
 
         def give_up(rid: RequestId | None) -> None:
-            error = RequestTimeout("subscriptions/listen", rid)
-            # (What was awaited, rather than a bare "timed out".)
-            error.args = (f"{error}: the server never acknowledged it (waited {bound:g} s)",)
+            waited = f"the server never acknowledged it (waited {bound:g} s)"
+            error = RequestTimeout("subscriptions/listen", rid, detail=waited)
             sub._end(str(error), error)
 
         listen = partial(self._listen, session, params, sub, bound)
         send = partial(nursery.start_soon, listen, name="mcp listen")
-        await self._claim(session, sub, bound, send, give_up)
+        await self._claim(sub, bound, send, give_up)
 
     async def _claim(
         self,
-        session: Session,
         sub: Subscription,
         bound: float,
         send: Callable[[], object],
@@ -534,8 +525,11 @@ class SubscriptionHub:
     ) -> None:
         """The one way a listen is opened (see the module docs): take the lock, have
         ``send()`` start the listen request, and hold the lock until the request is
-        acknowledged or ends. Past ``bound`` seconds, give up on it: remember its id,
-        then ``give_up(id)`` ends ``sub`` (which cancels the request), lock still held."""
+        acknowledged or ends. Past ``bound`` seconds, give up on it: ``give_up(id)``
+        (``None`` if the request has not gone out) ends ``sub``, which cancels the
+        request, lock still held. Given up on any way (the caller cancelled, or left the
+        block), the request's id names no opening any more: a late acknowledgment of it
+        claims nothing."""
         # This listen's event: an acknowledgment and an expiry handled in one
         # scheduling round make ``_listen`` replace ``sub._acknowledged`` (for the next
         # listen) before this wakes.
@@ -547,25 +541,10 @@ class SubscriptionHub:
                 with trio.move_on_after(bound):
                     await acked.wait()
                 if not acked.is_set():
-                    give_up(self._abandon(session, sub))
+                    give_up(sub._listen_id)
             finally:
                 self._claiming = None
-
-    def _abandon(self, session: Session, sub: Subscription) -> RequestId | None:
-        """The id of ``sub``'s listen request, given up on unacknowledged, remembered
-        (bounded) so that its late acknowledgment claims nothing; ``None`` if it has
-        not gone out."""
-        older = sub._older
-        if older is None:
-            return None
-        # The first request sent after ``older`` was noted (none goes out in between).
-        pending = session.connection.pending_requests()
-        rid = next((rid for rid in pending if rid not in older), None)
-        if rid is not None:
-            self._abandoned[rid] = None
-            while len(self._abandoned) > _MAX_ABANDONED:
-                self._abandoned.popitem(last=False)
-        return rid
+                self._early.clear()  # (claimed, or of a listen given up on)
 
     def _may_relisten(self, sub: Subscription, exc: McpError) -> bool:
         """Whether ``exc``, which ended ``sub``'s listen, is an expired token that a new
@@ -584,7 +563,6 @@ class SubscriptionHub:
 
     async def _claim_again(
         self,
-        session: Session,
         sub: Subscription,
         bound: float,
         expired: McpError,
@@ -598,7 +576,7 @@ class SubscriptionHub:
         def give_up(_rid: RequestId | None) -> None:
             sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
 
-        await self._claim(session, sub, bound, task_status.started, give_up)
+        await self._claim(sub, bound, task_status.started, give_up)
 
     async def _listen(
         self,
@@ -622,17 +600,19 @@ class SubscriptionHub:
                         if old is not None:
                             self._by_id.pop(old, None)
                         sub.subscription_id = None
-                        sub._older = None
+                        sub._listen_id = None
                         sub._acknowledged = trio.Event()
                         sub._relistened_at = trio.current_time()
-                        await claims.start(self._claim_again, session, sub, bound, expired)
+                        await claims.start(self._claim_again, sub, bound, expired)
                     if sub._ended:  # given up before this (or the lock): send nothing
                         return
-                    # No checkpoint between this and the request going out (see the
-                    # module docs).
-                    sub._older = frozenset(session.connection.pending_requests())
                     try:
-                        await session.request("subscriptions/listen", params, timeout=math.inf)
+                        await session.request(
+                            "subscriptions/listen",
+                            params,
+                            timeout=math.inf,
+                            on_sent=sub._sent_as,
+                        )
                     except McpError as exc:
                         if not self._may_relisten(sub, exc):
                             sub._end(f"the subscription failed: {exc}", exc)

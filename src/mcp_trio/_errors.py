@@ -60,9 +60,12 @@ class RequestTimeout(trio.TooSlowError):
     """A request of ours reached its deadline (no progress for ``timeout`` seconds, or
     ``max_request_time`` in total). ``notifications/cancelled`` was sent."""
 
-    def __init__(self, method: str, request_id: int | str | None) -> None:
+    def __init__(
+        self, method: str, request_id: int | str | None, *, detail: str | None = None
+    ) -> None:
         what = method if request_id is None else f"request {request_id!r} ({method})"
-        super().__init__(f"{what} timed out")
+        # ``detail``: what was waited for, said after "timed out: ".
+        super().__init__(f"{what} timed out" if detail is None else f"{what} timed out: {detail}")
         self.method = method
         self.request_id = request_id
 

@@ -131,6 +131,8 @@ from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcp_sansio._http_auth import Principal
 
 __all__ = ["Session", "SessionStatistics"]
@@ -338,6 +340,7 @@ class Session:
         on_input_required: InputCallback | None = None,
         log_level: str | None = None,
         related_request_id: RequestId | None = None,
+        on_sent: Callable[[RequestId], object] | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result.
 
@@ -354,6 +357,10 @@ class Session:
             log_level: modern client: the ``logLevel`` of this request's envelope.
             related_request_id: legacy server: the client request this one is made
                 for (HTTP bindings send it on that request's stream).
+            on_sent: called with the request's id as soon as the core has it (before
+                anything is written or awaited), and with each retry's (modern
+                input-required rounds): the id its answer and notifications name. It
+                must not raise.
 
         Returns:
             The result object.
@@ -390,6 +397,8 @@ class Session:
             related_request_id=related_request_id,
         )
         while True:
+            if on_sent is not None:
+                on_sent(rid)
             outcome = await self._wait_for(rid, on_progress)
             if isinstance(outcome, ResultReceived):
                 return outcome.result

@@ -227,24 +227,32 @@ def _expired(data: object = None) -> McpError:
 
 class FakeListens:
     """A session, with a hub of its own, whose listen requests ``plays`` answer (the
-    n-th request's id is ``n``); ``expire`` ends those of :func:`ack_until_expired`."""
+    n-th request's id is ``n``; ``pending`` may hold other requests' too); ``expire``
+    ends those of :func:`ack_until_expired`."""
 
     def __init__(self, *plays: Play, ack_timeout: float | None = 30.0) -> None:
         self.hub = _client_subscriptions.SubscriptionHub()
         self.plays = plays
         self.sent = 0
-        self.pending: list[int] = []
+        self.pending: list[int | str] = []
         self.cancelled: list[int] = []
         """Listen requests cancelled (a real session sends ``notifications/cancelled``)."""
         self.expire = trio.Event()
         self.config = SessionConfig(listen_ack_timeout=ack_timeout)
         self.connection = SimpleNamespace(pending_requests=lambda: tuple(self.pending))
 
-    async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        on_sent: Callable[[int], object],
+    ) -> Any:
         assert method == "subscriptions/listen"
         self.sent += 1
         sid = self.sent
         self.pending.append(sid)
+        on_sent(sid)
         try:
             return await self.plays[sid - 1](self, sid)
         except trio.Cancelled:
@@ -253,11 +261,11 @@ class FakeListens:
         finally:
             self.pending.remove(sid)
 
-    async def acknowledge(self, sid: int) -> None:
+    async def acknowledge(self, sid: int | str) -> None:
         ctx = SimpleNamespace(subscription_id=sid, params={"notifications": {}})
         await self.hub._on_acknowledged(cast(Any, ctx))
 
-    async def tools_changed(self, sid: int) -> None:
+    async def tools_changed(self, sid: int | str) -> None:
         ctx = SimpleNamespace(
             subscription_id=sid, method="notifications/tools/list_changed", params={}
         )
@@ -427,7 +435,8 @@ async def test_a_new_listen_with_no_timeout_is_given_up_at_listen_ack_timeout(
     assert sub.end_reason is not None and "not acknowledged again" in sub.end_reason
     await trio.testing.wait_all_tasks_blocked()  # (the listen task, cancelled, is done)
     assert session.cancelled == [2] and session.pending == []
-    assert list(session.hub._abandoned) == [2]
+    await session.acknowledge(2)  # late: claims nothing
+    assert session.hub._by_id == {} and sub.subscription_id is None
     async with session.open(nursery) as again:  # the lock was let go
         assert again.subscription_id == 3 and not again.ended
     assert session.sent == 3
@@ -499,21 +508,58 @@ async def test_a_late_acknowledgment_of_a_listen_given_up_on_is_not_the_next_one
         async with session.open(nursery) as again:
             assert again.subscription_id == 2
             assert session.hub._by_id == {2: again}
-            assert session.hub._orphans == {}
+            assert session.hub._early == []
             with pytest.raises(trio.WouldBlock):
                 again.receive_nowait()
 
 
-async def test_the_ids_of_listens_given_up_on_are_bounded(
+async def test_notifications_ahead_of_the_acknowledgment_are_bounded(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
-    bound = _client_subscriptions._MAX_ABANDONED
-    session = FakeListens(*[never_ack] * (bound + 3), ack_timeout=1)
-    for _ in range(bound + 3):
-        with trio.fail_after(100), pytest.raises(RequestTimeout):
-            async with session.open(nursery):
-                pytest.fail("entered, unacknowledged")  # pragma: no cover
-    assert list(session.hub._abandoned) == list(range(4, bound + 4))  # the newest
+    bound = _client_subscriptions._MAX_EARLY
+    hub_early: list[int] = []
+
+    async def flood_then_ack(session: FakeListens, sid: int) -> Any:
+        for _ in range(bound + 5):
+            await session.tools_changed(sid)
+        hub_early.append(len(session.hub._early))
+        await session.acknowledge(sid)
+        await trio.sleep_forever()
+
+    session = FakeListens(flood_then_ack)
+    with trio.fail_after(100):
+        async with session.open(nursery) as sub:
+            assert hub_early == [bound] and session.hub._early == []
+            note = sub.receive_nowait()  # (identical ones merged: one)
+            assert note.method == "notifications/tools/list_changed"
+            with pytest.raises(trio.WouldBlock):
+                sub.receive_nowait()
+
+
+async def test_notifications_of_a_listen_given_up_on_are_not_kept(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def notify_only(session: FakeListens, sid: int) -> Any:
+        await session.tools_changed(sid)  # kept, ahead of an acknowledgment never sent
+        assert len(session.hub._early) == 1
+        await trio.sleep_forever()
+
+    async def stale(session: FakeListens, sid: int) -> Any:
+        await session.tools_changed(1)  # listen 1's, handled late
+        await session.tools_changed("another")  # an id that is no listen of ours
+        await session.acknowledge(sid)
+        await trio.sleep_forever()
+
+    session = FakeListens(notify_only, stale)
+    with trio.fail_after(100), pytest.raises(RequestTimeout):
+        async with session.open(nursery):
+            pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert session.hub._early == []
+    with trio.fail_after(100):
+        async with session.open(nursery) as again:
+            assert again.subscription_id == 2
+            with pytest.raises(trio.WouldBlock):
+                again.receive_nowait()
 
 
 def test_listen_ack_timeout_is_positive_or_none() -> None:
@@ -632,3 +678,91 @@ async def test_a_new_listen_claims_nothing_before_its_request_goes_out(
             await trio.testing.wait_all_tasks_blocked()
             assert sub.subscription_id == 2 and not sub.ended
     assert seen == [None]
+
+
+async def test_a_late_acknowledgment_of_a_cancelled_opening_is_not_the_next_ones(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # subscribe() left by the caller's own cancel scope, well before listen_ack_timeout:
+    # listen 1's acknowledgment, reported before its cancellation, is handled once
+    # listen 2 is claiming.
+    async def stale_then_own(session: FakeListens, sid: int) -> Any:
+        await session.acknowledge(1)
+        assert session.hub._claiming is not None  # still claiming: 1 claimed nothing
+        await session.acknowledge(sid)
+        await trio.sleep_forever()
+
+    session = FakeListens(never_ack, stale_then_own, ack_timeout=30)
+    with trio.move_on_after(5) as left:
+        async with session.open(nursery):
+            pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert left.cancelled_caught
+    await trio.testing.wait_all_tasks_blocked()
+    assert session.pending == [] and session.cancelled == [1]
+    with trio.fail_after(100):
+        async with session.open(nursery) as again:
+            assert again.subscription_id == 2 and session.hub._by_id == {2: again}
+
+
+async def test_a_late_acknowledgment_of_a_new_listen_left_is_not_the_next_ones(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The block left while the new listen after an expiry is claiming: listen 2's late
+    # acknowledgment must not be taken for the next subscribe()'s listen 3.
+    async def stale_then_own(session: FakeListens, sid: int) -> Any:
+        await session.acknowledge(2)
+        await session.acknowledge(sid)
+        await trio.sleep_forever()
+
+    session = FakeListens(ack_until_expired(), never_ack, stale_then_own)
+    with trio.fail_after(100):
+        async with session.open(nursery) as sub:
+            session.expire.set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert session.sent == 2 and session.hub._claiming is sub
+        await trio.testing.wait_all_tasks_blocked()
+        async with session.open(nursery) as again:
+            assert again.subscription_id == 3 and session.hub._by_id == {3: again}
+
+
+async def test_an_opening_knows_its_listen_among_older_and_later_requests(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Another request pending before the listen, one sent after it: acknowledgments
+    # naming them claim nothing (whatever the core would report), the listen's does.
+    async def among_others(session: FakeListens, sid: int) -> Any:
+        session.pending.append("later")
+        await session.acknowledge("older")
+        await session.acknowledge("later")
+        assert session.hub._by_id == {}
+        await session.acknowledge(sid)
+        await trio.sleep_forever()
+
+    session = FakeListens(among_others)
+    session.pending.append("older")
+    with trio.fail_after(100):
+        async with session.open(nursery) as sub:
+            assert sub.subscription_id == 1 and session.hub._by_id == {1: sub}
+
+
+async def test_a_listen_given_up_on_is_named_though_its_entry_is_gone(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The core popped the listen's entry (its answer is in) but the waiter has not woken
+    # when the bound passes; an older and a later request are pending: RequestTimeout
+    # names the listen, not either of them.
+    async def answered_at_the_bound(session: FakeListens, sid: int) -> Any:
+        session.pending.append("later")
+        await trio.sleep(29)
+        session.pending.remove(sid)  # (the reader: answered, entry popped)
+        await trio.sleep(2)  # (the waiter wakes after the bound)
+        session.pending.append(sid)  # (for the fake's own bookkeeping)
+        return {}
+
+    session = FakeListens(answered_at_the_bound, ack_timeout=30)
+    session.pending.append("older")
+    with trio.fail_after(100), pytest.raises(RequestTimeout) as failed:
+        async with session.open(nursery):
+            pytest.fail("entered, unacknowledged")  # pragma: no cover
+    assert failed.value.request_id == 1
+    assert "request 1 (subscriptions/listen) timed out" in str(failed.value)

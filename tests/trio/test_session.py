@@ -670,6 +670,37 @@ async def test_input_required_result_round_trip_between_sessions() -> None:
         assert [e.round for e in asked] == [1]
 
 
+async def test_request_on_sent_reports_each_id_before_it_is_answered() -> None:
+    # The id of the request, then of its retry with input: each reported as the core
+    # gives it, before the server sees that request.
+    sent: list[Any] = []
+    seen: list[tuple[Any, list[Any]]] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def greet(ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
+        seen.append((ctx.request_id, list(sent)))
+        if ctx.input_responses is None:
+            ask = {"where": {"method": "roots/list", "params": {}}}
+            return InputRequiredResult(input_requests=ask, state={"asked": 1})
+        return {"content": []}
+
+    async def provide(event: InputRequired) -> dict[str, Any]:
+        return {"where": {"roots": []}}
+
+    async with open_memory_pair(
+        server_handlers=handlers,
+        server_connection_config=server_config(),
+        client_connection_config=client_config(era="modern"),
+    ) as (client, _server):
+        await client.request(
+            "tools/call", call("greet"), on_input_required=provide, on_sent=sent.append
+        )
+    first, retry = sent
+    assert first != retry
+    assert seen == [(first, [first]), (retry, [first, retry])]
+
+
 async def test_input_required_result_in_the_legacy_era_is_an_internal_error() -> None:
     handlers = Handlers()
 
