@@ -82,7 +82,10 @@ class SessionConfig:
     opened one at a time, so this bounds how long one the server ignores holds up every
     other ``subscribe()`` of the client. 30 s, as ``handshake_timeout``: acknowledging
     takes a server no work, but the request may wait on a slow link or a token refresh
-    first. ``None``: wait as long as it takes."""
+    first. The clock starts when the listen is begun, not when its request is written:
+    time the HTTP client spends getting a token counts, and an OAuth re-authorization
+    that needs the user (up to ``authorize_timeout``) outlasts 30 s; raise it for such
+    a client. ``None``: wait as long as it takes."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
     """Seconds to wait for the transport's own closing (a WebSocket close handshake)."""
     memory_buffer_size: int = attrs.field(default=256, validator=_non_negative)
