@@ -110,6 +110,14 @@ class WebSocketChannel(MessageChannel):
             close by the server with code 1008 and a reason that starts with
             ``invalid_token`` is then :class:`~mcp_trio.TokenExpired`. A server's end
             takes no such close from its client for its own token's expiry.
+        stream: the byte stream under ``ws``, closed at once when a message write is
+            cut short (see :meth:`send`).
+
+    A frame is never cut and then followed by more: the peer would read what follows as
+    the rest of it (a close frame as text: code 1007). A :meth:`send` cancelled while
+    its frame may be half out (the writer's ``write_timeout``, or a closing session's
+    abort) closes ``stream`` instead, so nothing more is written, not even a close frame:
+    the peer sees the connection drop (code 1006).
     """
 
     framing: ClassVar[Framing] = "message"
@@ -122,6 +130,7 @@ class WebSocketChannel(MessageChannel):
         reader_done: trio.Event | None = None,
         max_message_size: int | None = None,
         client: bool = False,
+        stream: trio.abc.AsyncResource | None = None,
     ) -> None:
         self.ws = ws
         self._close_timeout = close_timeout
@@ -130,6 +139,9 @@ class WebSocketChannel(MessageChannel):
         self._close_code: tuple[int, str | None] = (1000, None)  # (what aclose sends)
         self._max_message_size = max_message_size
         self._client = client
+        self._stream = stream
+        self._frame: trio.CancelScope | None = None  # (the write in progress, see send)
+        self._closing: trio.Event | None = None  # (set when the first aclose is done)
 
     def message_bound(self) -> tuple[int, str] | None:
         """``SessionConfig.ws_max_message_size``, when known: a larger message closes
@@ -140,13 +152,26 @@ class WebSocketChannel(MessageChannel):
 
     async def send(self, message: bytes) -> None:
         try:
-            await self.ws.send_message(message.decode("utf-8"))
+            with trio.CancelScope() as frame:
+                self._frame = frame  # (see _finish_frame)
+                await self.ws.send_message(message.decode("utf-8"))
+        except trio.Cancelled:
+            await self._drop()
+            raise
         except trio_websocket.ConnectionClosed as exc:
             # (a write that finds the connection closed for an expired token says so,
             # in case it is what ends the session)
             raise self._token_expired(exc.reason) or trio.BrokenResourceError(
                 _describe(exc.reason)
             ) from None
+        if frame.cancelled_caught:  # (_finish_frame's time ran out)
+            await self._drop()
+            raise trio.BrokenResourceError("a message write was cut short by the close")
+
+    async def _drop(self) -> None:
+        """A write was cut short, half a frame may be out: nothing may follow it."""
+        if self._stream is not None:
+            await trio.aclose_forcefully(self._stream)
 
     async def receive(self) -> str:
         try:
@@ -183,8 +208,30 @@ class WebSocketChannel(MessageChannel):
         raises, else ``None``."""
         return _token_expired(reason) if self._client else None
 
+    def _finish_frame(self) -> None:
+        """Let the message being written (if any) go out whole, within ``close_timeout``
+        from now, whatever cancels the write meanwhile (the session's close), so that a
+        close frame can follow it."""
+        frame = self._frame
+        if frame is not None:
+            frame.shield = True
+            frame.deadline = min(frame.deadline, trio.current_time() + self._close_timeout)
+
     async def aclose(self) -> None:
-        await self._close(*self._close_code)
+        # trio-websocket's aclose returns at once when a close is under way (it marks the
+        # connection closed before its close frame is out): a second aclose waits for the
+        # first, or the end of what called it could cut that close frame short.
+        closing = self._closing
+        if closing is not None:
+            with trio.CancelScope(shield=True) as scope:
+                scope.deadline = trio.current_time() + self._close_timeout
+                await closing.wait()
+            return
+        self._closing = trio.Event()
+        try:
+            await self._close(*self._close_code)
+        finally:
+            self._closing.set()
 
     async def _close(self, code: int, reason: str | None) -> None:
         with trio.CancelScope(shield=True) as scope:
@@ -257,6 +304,7 @@ async def _expire(channel: WebSocketChannel, session: Session, deadline: float) 
     logger.info("WebSocket: the access token expired; closing with code 1008")
     failure = TokenExpired("the access token expired; the WebSocket was closed with code 1008")
     channel._will_fail(_POLICY_VIOLATION, _TOKEN_EXPIRED_REASON, failure)  # (whoever closes)
+    channel._finish_frame()  # (a message half out goes out whole: the 1008 frame follows)
     session._close_locally(failure)
     await channel.aclose()  # (the 1008 frame now, not once the handlers have unwound)
 
@@ -382,7 +430,7 @@ async def _serve_connection(
         if ws is None:
             return  # no complete handshake in time
         channel = WebSocketChannel(
-            ws, close_timeout=config.close_timeout, reader_done=watch.reader_done
+            ws, close_timeout=config.close_timeout, reader_done=watch.reader_done, stream=stream
         )
         nursery.start_soon(_keepalive, channel, config)
         async with open_session(
@@ -469,9 +517,9 @@ def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
     return SessionClosed(message)
 
 
-_WsOpener: TypeAlias = AbstractAsyncContextManager[
-    tuple[trio_websocket.WebSocketConnection, trio.Event]
-]
+_Opened: TypeAlias = tuple[trio_websocket.WebSocketConnection, trio.Event, trio.abc.Stream]
+"""A client WebSocket, the event set when its reader ends, and the stream under it."""
+_WsOpener: TypeAlias = AbstractAsyncContextManager[_Opened]
 
 
 async def _authorized_handshake(
@@ -479,7 +527,7 @@ async def _authorized_handshake(
     connect: Callable[[list[tuple[bytes, bytes]]], _WsOpener],
     url: str,
     auth: OAuth,
-) -> tuple[trio_websocket.WebSocketConnection, trio.Event]:
+) -> _Opened:
     """The opening handshake with ``auth``'s token (entered into ``stack``): refused
     with a challenge, the :class:`~mcp_trio.Authorizer` gets a token (discovery,
     authorization: see :mod:`mcp_trio._oauth`) and the handshake is made again, as an
@@ -499,7 +547,7 @@ async def _handshake_rounds(
     connect: Callable[[list[tuple[bytes, bytes]]], _WsOpener],
     authorizer: Authorizer,
     max_authorizations: int,
-) -> tuple[trio_websocket.WebSocketConnection, trio.Event]:
+) -> _Opened:
     from mcp_sansio._oauth import OAuthError  # noqa: PLC0415 (for OAuth users only)
 
     rounds = 0
@@ -557,10 +605,10 @@ async def _open_ws(
     ssl_context: ssl.SSLContext | None = None,
     message_queue_size: int = 1,
     extra_headers: list[tuple[bytes, bytes]] | None = None,
-) -> AsyncGenerator[tuple[trio_websocket.WebSocketConnection, trio.Event]]:
+) -> AsyncGenerator[_Opened]:
     """A client WebSocket over a TCP stream we own and always close (trio-websocket
-    leaves it open when the server closes first), and the event set when its reader
-    task ends (see :class:`ReaderWatch`)."""
+    leaves it open when the server closes first), the event set when its reader
+    task ends (see :class:`ReaderWatch`), and that stream."""
     host, port, resource, secure = _split_url(url)
     try:
         with trio.fail_after(connect_timeout):
@@ -603,7 +651,7 @@ async def _open_ws(
                     raise SessionClosed(
                         "the server closed the connection during the WebSocket handshake"
                     )
-            yield ws, watch.reader_done
+            yield ws, watch.reader_done, stream
     finally:
         await trio.aclose_forcefully(stream)
 
@@ -624,7 +672,7 @@ async def probe_handshake(
                 max_message_size=SessionConfig().ws_max_message_size,
                 connect_timeout=timeout,
                 ssl_context=ssl_context,
-            ) as (ws, _):
+            ) as (ws, _, _):
                 await ws.aclose()
     except _HandshakeRejected as exc:
         return exc.status, exc.headers
@@ -704,9 +752,9 @@ async def open_websocket_client(
 
     async with AsyncExitStack() as stack:
         if auth is None:
-            ws, reader_done = await stack.enter_async_context(connect([]))
+            ws, reader_done, stream = await stack.enter_async_context(connect([]))
         else:
-            ws, reader_done = await _authorized_handshake(stack, connect, url, auth)
+            ws, reader_done, stream = await _authorized_handshake(stack, connect, url, auth)
         if ws.subprotocol != SUBPROTOCOL:
             with trio.move_on_after(config.close_timeout):
                 await ws.aclose(1002, "the 'mcp' subprotocol is required")
@@ -717,6 +765,7 @@ async def open_websocket_client(
             reader_done=reader_done,
             max_message_size=config.ws_max_message_size,
             client=True,
+            stream=stream,
         )
         async with (
             open_task_nursery("WebSocket client", cancel_on_exit=True) as nursery,

@@ -50,7 +50,7 @@ async def raw(
         max_message_size=1 << 20,
         connect_timeout=IO_TIMEOUT,
         message_queue_size=queue,
-    ) as (ws, _):
+    ) as (ws, _, _):
         yield ws
 
 

@@ -1,0 +1,235 @@
+"""How a WebSocket session's end looks on the wire: a frame the server is writing is never
+cut and then followed by more (a close frame read as its payload: code 1007), the 1008
+of an expiry goes out even while a large message is being written, and a normal close
+is code 1000 both ways. Real sockets on 127.0.0.1 (port 0), trio's autojump clock, a
+client on wsproto that reads only when told (a slow reader: the server's write blocks)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+import trio
+import trio.testing
+import trio_websocket
+import wsproto.events
+
+from mcp_trio import (
+    MCP_PATH,
+    BearerAuth,
+    Handlers,
+    Principal,
+    Server,
+    Session,
+    SessionConfig,
+    WebSocketChannel,
+    open_websocket_client,
+    serve_websocket,
+)
+from mcp_trio._websocket import _open_ws
+
+from .test_websocket_expiry import _SilentClient
+
+IO_TIMEOUT = 100_000  # (virtual seconds: the clock jumps)
+LIFETIME = 3600.0
+SIZE = 8 * 1024 * 1024  # (more than the socket buffers hold once the client stops reading)
+CONFIG = SessionConfig(
+    ws_ping_interval=None, ws_max_message_size=4 * SIZE, close_timeout=1000, write_timeout=None
+)
+
+
+async def _verify(token: str) -> Principal:
+    await trio.lowlevel.checkpoint()
+    expires = time.time() + LIFETIME if token == "short" else None
+    return Principal(subject="alice", expires_at=expires)
+
+
+async def _ticks() -> None:
+    # The clock jumps to the next deadline whenever every task waits, socket I/O
+    # included: small steps, so that a transfer in progress is not taken for stalled.
+    while True:
+        await trio.sleep(0.01)
+
+
+async def _big_answer_then_close(
+    nursery: trio.Nursery, token: str, on_session: Callable[[Session], Awaitable[None]]
+) -> tuple[list[wsproto.events.Event], int, float]:
+    """Call a tool whose answer is ``SIZE`` bytes and stop reading until ``LIFETIME``
+    has passed; then read everything: the events, the text length, when it began."""
+    server = Server("big", session_config=CONFIG)
+
+    @server.tool()
+    async def big() -> str:
+        return "x" * SIZE
+
+    auth = BearerAuth(verify_token=_verify)
+    listeners = await nursery.start(
+        partial(server.serve_websocket, authenticate=auth, on_session=on_session)
+    )
+    port = listeners[0].socket.getsockname()[1]
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    client = _SilentClient(stream)
+    began = trio.current_time()
+    await client.handshake(token)
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    params["clientInfo"] = {"name": "slow", "version": "1"}
+    await client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+    assert isinstance(await client.event(), wsproto.events.TextMessage)
+    await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    call = {"name": "big", "arguments": {}}
+    await client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    await trio.sleep_until(began + LIFETIME + 1)  # (not reading: the server's write blocks)
+    events: list[wsproto.events.Event] = []
+    text = 0
+    async with trio.open_nursery() as ticking:
+        ticking.start_soon(_ticks)
+        while True:
+            try:
+                event = await client.event()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+            if isinstance(event, wsproto.events.TextMessage):
+                text += len(event.data)
+                if not event.message_finished:
+                    continue
+            events.append(event)
+            if isinstance(event, wsproto.events.CloseConnection):
+                break
+        ticking.cancel_scope.cancel()
+    await stream.aclose()
+    return events, text, began
+
+
+async def _serve_forever(session: Session) -> None:
+    await trio.sleep_forever()
+
+
+async def test_an_expiry_while_a_large_message_is_written_still_closes_with_1008(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The writer's abort cut the message, and the session's own close returned at once
+    # (trio-websocket marks the connection closed before its close frame is out): the
+    # connection was torn down under the 1008 frame. Now the message goes out whole
+    # (within close_timeout) and the 1008 follows it.
+    with trio.fail_after(IO_TIMEOUT):
+        events, text, _ = await _big_answer_then_close(nursery, "short", _serve_forever)
+    [answer, closing] = events
+    assert isinstance(answer, wsproto.events.TextMessage) and text > SIZE
+    assert isinstance(closing, wsproto.events.CloseConnection)
+    assert closing.code == 1008
+    assert closing.reason == "invalid_token: the access token expired"
+
+
+async def test_a_local_close_mid_message_drops_the_connection_without_a_close_frame(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The close frame followed half a frame: the client read it as text (1007, invalid
+    # UTF-8). A cut frame is now the end of the connection: nothing is written after it.
+    async def close_at_lifetime(session: Session) -> None:
+        await trio.sleep(LIFETIME - 1)
+        await session.aclose()
+
+    with trio.fail_after(IO_TIMEOUT):
+        events, text, _ = await _big_answer_then_close(nursery, "forever", close_at_lifetime)
+    [closing] = events
+    assert isinstance(closing, wsproto.events.CloseConnection)
+    assert closing.code == 1006  # (wsproto's word for the connection lost, no close frame)
+    assert 0 < text < SIZE
+
+
+async def test_a_normal_close_is_code_1000_both_ways(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    served: list[Session] = []
+    closing = trio.Event()
+
+    async def on_session(session: Session) -> None:
+        served.append(session)
+        if closing.is_set():
+            await session.aclose()  # (the server's local close)
+        await trio.sleep_forever()
+
+    listeners = await nursery.start(
+        partial(
+            serve_websocket,
+            Handlers(),
+            "127.0.0.1",
+            0,
+            config=CONFIG,
+            on_session=on_session,
+            authenticate=BearerAuth(verify_token=_verify),
+        )
+    )
+    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"
+    with trio.fail_after(IO_TIMEOUT):
+        for token in ("short", "forever"):  # (an expiring principal closes as others do)
+            headers = {"Authorization": f"Bearer {token}"}
+            async with open_websocket_client(url, headers=headers, config=CONFIG):
+                pass
+            await served[-1].wait_closed()
+            assert "code 1000 (NORMAL_CLOSURE)" in str(served[-1].close_reason)
+        closing.set()
+        for token in ("short", "forever"):
+            auth = [(b"authorization", f"Bearer {token}".encode())]
+            async with _open_ws(  # (a plain client over a stream it closes)
+                url,
+                subprotocols=["mcp"],
+                max_message_size=1 << 20,
+                connect_timeout=IO_TIMEOUT,
+                extra_headers=auth,
+            ) as (ws, _, _):
+                try:
+                    await ws.get_message()
+                except trio_websocket.ConnectionClosed as exc:
+                    assert exc.reason is not None and exc.reason.code == 1000
+                else:
+                    raise AssertionError("the server did not close")
+
+
+class _SlowCloseWs:
+    """A connection whose close handshake lasts until ``done`` is set; a second close
+    returns at once, as trio-websocket's does (it marks the connection closed first)."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.closes: list[tuple[int, str | None]] = []
+
+    async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
+        self.closes.append((code, reason))
+        if len(self.closes) == 1:
+            await self.done.wait()
+        else:
+            await trio.lowlevel.checkpoint()
+
+
+async def test_a_second_close_waits_for_the_first(autojump_clock: trio.testing.MockClock) -> None:
+    # The session's own close returned at once while the expiry's 1008 frame was still
+    # waiting to go out; the end of the connection then cut it short.
+    ws = _SlowCloseWs()
+    channel = WebSocketChannel(ws, close_timeout=10)  # type: ignore[arg-type]
+    ended: list[str] = []
+
+    async def close(name: str) -> None:
+        await channel.aclose()
+        ended.append(name)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(close, "first")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(close, "second")
+        await trio.testing.wait_all_tasks_blocked()
+        assert ended == [] and ws.closes == [(1000, None)]  # (one close frame)
+        ws.done.set()
+    assert sorted(ended) == ["first", "second"]
+    began = trio.current_time()
+    with trio.fail_after(100):  # (bounded by close_timeout, when the first never ends)
+        ws2 = _SlowCloseWs()
+        channel = WebSocketChannel(ws2, close_timeout=10)  # type: ignore[arg-type]
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(channel.aclose)
+            await trio.testing.wait_all_tasks_blocked()
+            await channel.aclose()
+            assert trio.current_time() - began <= 10
