@@ -108,6 +108,13 @@ async def run_authenticate(
     return UNAVAILABLE
 
 
+def expiry_clock(authenticate: Authenticate | None) -> Callable[[], float]:
+    """The wall clock ``authenticate``'s principals were judged by (``expires_at``):
+    a :class:`BearerAuth`'s own ``clock``, else ``time.time``. What is left of a
+    token's life (a stream, a WebSocket connection) is measured by it too."""
+    return authenticate.clock if isinstance(authenticate, BearerAuth) else time.time
+
+
 def _check_url(_inst: object, _attr: object, value: str | None) -> None:
     if value is not None:
         check_metadata_url(value)

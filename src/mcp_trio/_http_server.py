@@ -46,7 +46,6 @@ import errno
 import logging
 import math
 import ssl
-import time
 from collections.abc import Callable, Collection
 from contextlib import suppress
 from typing import Any, Final, final
@@ -74,7 +73,7 @@ from mcp_sansio.http import (
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
 from ._http_auth import UNAVAILABLE as _UNAVAILABLE
-from ._http_auth import Authenticate, BearerAuth, run_authenticate
+from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
@@ -498,7 +497,7 @@ class _Connection:
             ):
                 # Authenticated once, at its start: the stream ends with its token
                 # (a GET stream resumably, a listen with an error that says why).
-                left = max(0.0, expires_at - time.time())
+                left = max(0.0, expires_at - expiry_clock(endpoint.authenticate)())
                 endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events, principal)

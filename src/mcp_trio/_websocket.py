@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import ssl
-import time
 import urllib.parse
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -43,7 +42,7 @@ from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
 from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
-from ._http_auth import Authenticate, BearerAuth, run_authenticate
+from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
 from ._session import Session
 from ._util import SessionHook, open_task_nursery, run_hook, url_host
@@ -419,8 +418,9 @@ async def _serve_connection(
                 refusal = found  # (an expired token's too: not accepted, then closed)
             else:
                 principal = found
-                if found.expires_at is not None:  # (wall clock to trio's, as HTTP does)
-                    expires = trio.current_time() + (found.expires_at - time.time())
+                if found.expires_at is not None:  # (the authenticator's clock to trio's)
+                    now = expiry_clock(authenticate)()
+                    expires = trio.current_time() + (found.expires_at - now)
         with trio.move_on_after(config.ws_connect_timeout):
             if refusal is not None:
                 body = refusal.body or None

@@ -766,3 +766,38 @@ async def test_a_listen_given_up_on_is_named_though_its_entry_is_gone(
             pytest.fail("entered, unacknowledged")  # pragma: no cover
     assert failed.value.request_id == 1
     assert "request 1 (subscriptions/listen) timed out" in str(failed.value)
+
+
+async def test_a_bearer_auth_s_clock_times_the_listen_too(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # It accepted the token by its clock (60 s left), the stream's end was measured by
+    # time.time() (expired already): the listen ended at once.
+    tokens = Tokens(life=-1000.0)
+    server = Server("watched")
+    auth = BearerAuth(
+        verify_token=tokens, resource_metadata_url=METADATA.url, clock=lambda: time.time() - 1060
+    )
+    handle = await nursery.start(
+        partial(
+            server.serve_http,
+            port=0,
+            authenticate=auth,
+            http_config=HttpServerConfig(resource_metadata=METADATA),
+        )
+    )
+    with trio.fail_after(IO_TIMEOUT + 120):
+        conn = await RawConnection.open(handle.port)
+        started = trio.current_time()
+        headers = (
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "subscriptions/listen"),
+            ("authorization", "Bearer short"),
+        )
+        await conn.send("POST", headers=headers, body=_listen_body())
+        assert (await conn.head()).status_code == 200
+        await conn.body()
+        assert 59 < trio.current_time() - started <= 60
+        await conn.aclose()

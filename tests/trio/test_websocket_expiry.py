@@ -417,3 +417,24 @@ async def test_the_client_tells_an_expiry_close_from_others(
     else:
         with pytest.raises(trio.BrokenResourceError):
             await channel.send(b"{}")
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_bearer_auth_s_clock_times_the_session_too(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
+) -> None:
+    # Its clock accepted the token (expired by the wall clock, with LIFETIME left by its
+    # own), then the lifetime was measured by time.time(): closed with 1008 at once.
+    async def verify(token: str) -> Principal:
+        await trio.lowlevel.checkpoint()
+        return Principal(subject="alice", expires_at=time.time() - 10)
+
+    auth = BearerAuth(verify_token=verify, clock=lambda: time.time() - 10 - LIFETIME)
+    setup = await start(nursery, auth)
+    with trio.fail_after(IO_TIMEOUT):
+        began = trio.current_time()
+        async with _client(setup, "short", era) as session:
+            assert await _call(session, "echo") == "echo"
+            await session.wait_closed()
+            assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME
+            assert isinstance(session.close_reason, TokenExpired)
