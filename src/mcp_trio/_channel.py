@@ -108,7 +108,10 @@ class MessageChannel(abc.ABC):
         (or a subclass) when it knows better why the input ended; the session uses
         that as the reason it closed. The HTTP channel's ``receive`` may also raise
         ``SessionLost`` (the server forgot the session; the session starts a new one
-        and reads on). Other exceptions are bugs.
+        and reads on). A client's WebSocket channel raises
+        :class:`~mcp_trio.TokenExpired` (a ``SessionClosed``) from ``send`` as well as
+        ``receive`` when the server closed the connection because the token expired.
+        Other exceptions are bugs.
     """
 
     framing: ClassVar[Framing] = "message"

@@ -137,6 +137,8 @@ class BearerAuth:
       resource_metadata="…", scope="…"`` (the scope parameter when
       :attr:`required_scopes` is set);
     * a token :attr:`verify_token` refuses: ``401``, ``error="invalid_token"``;
+    * a principal whose ``expires_at`` has passed (by :attr:`clock`): ``401``,
+      ``error="invalid_token"``, checked before the scopes (a refresh, not a wider grant);
     * a token without every one of :attr:`required_scopes`: ``403``,
       ``error="insufficient_scope"``, all the required scopes in one challenge;
     * a malformed header: ``400``, ``error="invalid_request"``.
@@ -195,7 +197,9 @@ class BearerAuth:
     self-signed proofs cannot flush it).
     ``0``: none (a stateless server relies on the window and nonces, SEP-1932)."""
     clock: Callable[[], float] = time.time
-    """The wall clock proofs are checked against (seconds since the epoch)."""
+    """The wall clock (seconds since the epoch) proofs are checked against, and a
+    principal's ``expires_at``: at each request, and for what is left of its token's
+    life (a GET or listen stream, a WebSocket connection)."""
 
     _no_token: HttpResponse = attrs.field(init=False, eq=False, repr=False)
     """The answer to a request without a token (every client's first): built once, which
