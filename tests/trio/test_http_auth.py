@@ -455,6 +455,25 @@ async def test_any_hook_s_expired_principal_is_refused(nursery: trio.Nursery) ->
     assert server.statistics().sessions == 0 and app.started == []
 
 
+async def test_a_bearer_auth_s_principal_is_judged_by_its_clock_only(
+    nursery: trio.Nursery,
+) -> None:
+    # The server does not check it again by the wall clock (for which it expired long
+    # ago): BearerAuth has judged it by its own.
+    async def verify(token: str) -> Principal:
+        return Principal(subject="dave", scopes={"mcp"}, expires_at=1000.0)
+
+    auth = BearerAuth(verify_token=verify, resource_metadata_url=METADATA.url, clock=lambda: 999.0)
+    server = await start_server(
+        nursery, App(), authenticate=auth, http={"resource_metadata": METADATA}
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(
+            server.port, "POST", headers=bearer("t"), body=initialize_body()
+        )
+    assert response.status == 200
+
+
 @pytest.mark.parametrize("dpop", ["off", "allowed"])
 @pytest.mark.parametrize(("now", "accepted"), [(999.0, True), (1000.0, False), (1001.0, False)])
 async def test_bearer_auth_reads_expiry_by_its_own_clock(

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 
+import pytest
 import trio
 import trio.testing
 import trio_websocket
@@ -23,7 +24,9 @@ from mcp_trio import (
     Principal,
     Server,
     Session,
+    SessionClosed,
     SessionConfig,
+    TokenExpired,
     WebSocketChannel,
     open_websocket_client,
     serve_websocket,
@@ -233,3 +236,46 @@ async def test_a_second_close_waits_for_the_first(autojump_clock: trio.testing.M
             await trio.testing.wait_all_tasks_blocked()
             await channel.aclose()
             assert trio.current_time() - began <= 10
+
+
+class _PeerClosedWs:
+    """A connection the peer closed with ``reason``; it records our close's code."""
+
+    def __init__(self, code: int, reason: str | None) -> None:
+        self.reason = trio_websocket.CloseReason(code, reason)
+        self.closes: list[tuple[int, str | None]] = []
+
+    async def get_message(self) -> str:
+        await trio.lowlevel.checkpoint()
+        raise trio_websocket.ConnectionClosed(self.reason)
+
+    async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
+        await trio.lowlevel.checkpoint()
+        self.closes.append((code, reason))
+
+
+async def test_the_first_failure_gives_the_close_code_and_the_reason() -> None:
+    ws = _PeerClosedWs(1000, None)
+    channel = WebSocketChannel(ws)  # type: ignore[arg-type]
+    first = SessionClosed("no pong")
+    channel._will_fail(1011, "keep-alive ping timed out", first)
+    channel._will_fail(1008, "invalid_token: the access token expired", SessionClosed("later"))
+    await channel.aclose()
+    assert ws.closes == [(1011, "keep-alive ping timed out")]
+    with pytest.raises(SessionClosed) as info:
+        await channel.receive()
+    assert info.value is first
+
+
+async def test_a_client_s_own_failure_wins_over_the_server_s_expiry_close() -> None:
+    # The client failed first (its close code is on the wire): that is why it ended,
+    # whatever the server's close frame said meanwhile.
+    ws = _PeerClosedWs(1008, "invalid_token: the access token expired")
+    channel = WebSocketChannel(ws, client=True)  # type: ignore[arg-type]
+    with pytest.raises(TokenExpired):  # (nothing failed: the server's close says why)
+        await channel.receive()
+    failure = SessionClosed("no pong")
+    channel._will_fail(1011, "keep-alive ping timed out", failure)
+    with pytest.raises(SessionClosed) as info:
+        await channel.receive()
+    assert info.value is failure
