@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Literal
 
@@ -122,6 +124,27 @@ def _client(setup: Protected, token: str, era: str) -> Any:
     )
 
 
+@asynccontextmanager
+async def _connected(
+    nursery: trio.Nursery, token: str, era: str, authenticate: Any = None
+) -> AsyncIterator[tuple[Protected, Session, float]]:
+    """A server, and a client session with ``token`` to it, within ``IO_TIMEOUT``: the
+    server's records, the session, when it began."""
+    setup = await start(nursery, authenticate)
+    with trio.fail_after(IO_TIMEOUT):
+        began = trio.current_time()
+        async with _client(setup, token, era) as session:
+            yield setup, session, began
+
+
+async def _ends_at_expiry(session: Session, began: float) -> None:
+    """``session`` answers, then ends with its token, ``LIFETIME`` after ``began``."""
+    assert await _call(session, "echo") == "echo"
+    await session.wait_closed()
+    assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME  # (wall time moved)
+    assert isinstance(session.close_reason, TokenExpired)
+
+
 async def _call(session: Session, name: str) -> str:
     result = await session.request("tools/call", {"name": name, "arguments": {}})
     return str(result["content"][0]["text"])
@@ -132,34 +155,26 @@ async def test_the_session_ends_when_its_token_expires(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
 ) -> None:
     # The token was checked at the handshake only: the session outlived it forever.
-    setup = await start(nursery)
-    with trio.fail_after(IO_TIMEOUT):
-        began = trio.current_time()
-        async with _client(setup, "short", era) as session:
-            assert await _call(session, "echo") == "echo"
-            await session.wait_closed()
-            assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME  # (wall time moved)
-            reason = session.close_reason
-            assert isinstance(reason, TokenExpired)
-            assert "access token expired" in str(reason)
-            assert "1008" in str(reason) and "invalid_token" in str(reason)
-            with pytest.raises(TokenExpired, match="access token expired"):
-                await session.request("ping")
-        await trio.testing.wait_all_tasks_blocked()
-        [served] = setup.sessions
-        assert isinstance(served.close_reason, TokenExpired)
+    async with _connected(nursery, "short", era) as (setup, session, began):
+        await _ends_at_expiry(session, began)
+        reason = session.close_reason
+        assert "access token expired" in str(reason)
+        assert "1008" in str(reason) and "invalid_token" in str(reason)
+        with pytest.raises(TokenExpired, match="access token expired"):
+            await session.request("ping")
+    await trio.testing.wait_all_tasks_blocked()
+    [served] = setup.sessions
+    assert isinstance(served.close_reason, TokenExpired)
 
 
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_request_in_flight_at_expiry_is_cancelled(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
 ) -> None:
-    setup = await start(nursery)
-    with trio.fail_after(IO_TIMEOUT):
-        async with _client(setup, "short", era) as session:
-            with pytest.raises(TokenExpired, match="access token expired"):
-                await _call(session, "hang")  # (the server never answers it)
-        await trio.testing.wait_all_tasks_blocked()
+    async with _connected(nursery, "short", era) as (setup, session, _):
+        with pytest.raises(TokenExpired, match="access token expired"):
+            await _call(session, "hang")  # (the server never answers it)
+    await trio.testing.wait_all_tasks_blocked()
     assert setup.started == ["hang"]
     assert setup.cancelled == ["hang"]  # as any close cancels it: nothing crashed
 
@@ -168,15 +183,13 @@ async def test_a_request_in_flight_at_expiry_is_cancelled(
 async def test_a_token_without_expiry_never_ends_the_session(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, era: str
 ) -> None:
-    setup = await start(nursery)
-    with trio.fail_after(IO_TIMEOUT):
-        async with _client(setup, "forever", era) as session:
-            await trio.sleep(10 * LIFETIME)
-            assert session.close_reason is None
-            assert await _call(session, "echo") == "echo"
-        [served] = setup.sessions
-        assert served.close_reason is not None
-        assert not isinstance(served.close_reason, TokenExpired)  # (the client left)
+    async with _connected(nursery, "forever", era) as (setup, session, _):
+        await trio.sleep(10 * LIFETIME)
+        assert session.close_reason is None
+        assert await _call(session, "echo") == "echo"
+    [served] = setup.sessions
+    assert served.close_reason is not None
+    assert not isinstance(served.close_reason, TokenExpired)  # (the client left)
 
 
 @pytest.mark.parametrize("dpop", ["off", "allowed"])
@@ -430,11 +443,5 @@ async def test_a_bearer_auth_s_clock_times_the_session_too(
         return Principal(subject="alice", expires_at=time.time() - 10)
 
     auth = BearerAuth(verify_token=verify, clock=lambda: time.time() - 10 - LIFETIME)
-    setup = await start(nursery, auth)
-    with trio.fail_after(IO_TIMEOUT):
-        began = trio.current_time()
-        async with _client(setup, "short", era) as session:
-            assert await _call(session, "echo") == "echo"
-            await session.wait_closed()
-            assert LIFETIME - 1 < trio.current_time() - began <= LIFETIME
-            assert isinstance(session.close_reason, TokenExpired)
+    async with _connected(nursery, "short", era, auth) as (_, session, began):
+        await _ends_at_expiry(session, began)
