@@ -375,6 +375,13 @@ def test_pinned_modern_against_a_legacy_only_server() -> None:
         spawn("sansio", era="legacy")
 
 
+def test_an_era_read_from_a_client_can_be_passed_back() -> None:
+    with spawn(era="legacy") as first:
+        era = first.era
+    with spawn(era=era) as again:
+        assert again.era is Era.LEGACY
+
+
 def test_close_is_idempotent_and_final() -> None:
     client = spawn()
     client.close()
@@ -708,6 +715,13 @@ def test_client_config_sets_what_the_arguments_say_over_the_base() -> None:
     assert default.supported_versions == ConnectionConfig().supported_versions
     assert default.capabilities == {"elicitation": {"form": {}}}
     assert default.implementation["name"] == "mcp-trio"
+
+
+@pytest.mark.parametrize("era", list(Era))
+def test_client_config_takes_an_era_as_its_name(era: Era) -> None:
+    # The core and the HTTP pin (pinned_http_config) get the plain name either way.
+    config = _client_config(era=era)
+    assert config.era == era.value and type(config.era) is str
 
 
 def test_client_config_checks_the_era_then_the_log_level() -> None:

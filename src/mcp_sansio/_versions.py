@@ -35,8 +35,13 @@ __all__ = [
 JSON_SCHEMA_DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
 
 
-class Era(enum.Enum):
-    """How a revision establishes version and capabilities."""
+class Era(enum.StrEnum):
+    """How a revision establishes version and capabilities.
+
+    A ``str`` enum: ``Era.LEGACY == "legacy"`` and ``str(Era.LEGACY) == "legacy"``, so an
+    era read from a client (``client.era``) can be passed back wherever an ``era=``
+    string is taken, and encodes to JSON as its value. Compare with ``is`` or ``==``.
+    """
 
     #: ``initialize`` handshake, then a session (2024-11-05 ... 2025-11-25).
     LEGACY = "legacy"

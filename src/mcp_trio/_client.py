@@ -803,7 +803,8 @@ async def open_client(
             in memory, in this process;
             a :class:`~mcp_trio.MessageChannel`: any transport you built.
         era: ``"auto"`` probes with ``server/discover`` and falls back to
-            ``initialize``; ``"legacy"`` / ``"modern"`` pin the era.
+            ``initialize``; ``"legacy"`` / ``"modern"`` pin the era (an
+            :class:`~mcp_trio.Era` too: ``era=client.era`` reconnects in the same era).
         protocol_version: pin one protocol version (its era follows).
         on_sampling: answers the server's ``sampling/createMessage`` (declares
             ``sampling``).

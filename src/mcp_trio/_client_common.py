@@ -46,6 +46,7 @@ __all__ = [
     "MAX_OUTPUT_SCHEMA_VALUES",
     "SHOWN_PROBLEMS",
     "EraChoice",
+    "EraName",
     "HandshakeFacts",
     "OutputSchemas",
     "Pager",
@@ -72,7 +73,12 @@ __all__ = [
     "with_log_level",
 ]
 
-EraChoice = Literal["auto", "legacy", "modern"]
+EraName = Literal["auto", "legacy", "modern"]
+"""An era as the core's ``ConnectionConfig.era`` takes it."""
+EraChoice: TypeAlias = EraName | Era
+"""An ``era=`` argument: a name, or an :class:`~mcp_sansio.Era` (``client.era`` passed
+back: ``Era`` is a ``str`` enum, equal to its name)."""
+_ERA_NAMES: Final[Mapping[str, EraName]] = {"auto": "auto", "legacy": "legacy", "modern": "modern"}
 
 LOG_LEVELS: Final[tuple[str, ...]] = get_args(t.LoggingLevel)
 """The log levels of the protocol (RFC 5424 names)."""
@@ -150,11 +156,12 @@ class ToolOutput:
 
 def connection_versions(
     era: EraChoice, protocol_version: str | None
-) -> tuple[EraChoice, tuple[str, ...] | None]:
+) -> tuple[EraName, tuple[str, ...] | None]:
     """The core's ``era`` and ``supported_versions`` for a client's choice.
 
     Args:
-        era: ``auto`` (probe, then fall back), ``legacy`` or ``modern``.
+        era: ``auto`` (probe, then fall back), ``legacy`` or ``modern``; or an
+            :class:`~mcp_sansio.Era` (its name is taken).
         protocol_version: pin one revision; its era follows (``era`` must agree or be
             ``auto``).
 
@@ -164,19 +171,20 @@ def connection_versions(
     Raises:
         ValueError: an unknown version, or one of the other era.
     """
-    if era not in ("auto", "legacy", "modern"):
-        raise ValueError(f"era must be 'auto', 'legacy' or 'modern', not {era!r}")
+    name = _ERA_NAMES.get(era) if isinstance(era, str) else None
+    if name is None:
+        raise ValueError(f"era must be 'auto', 'legacy' or 'modern' (or an Era), not {era!r}")
     if protocol_version is None:
-        return era, None
+        return name, None
     if protocol_version in MODERN_VERSIONS:
-        pinned: EraChoice = "modern"
+        pinned: EraName = "modern"
     elif protocol_version in LEGACY_VERSIONS:
         pinned = "legacy"
     else:
         known = ", ".join(MODERN_VERSIONS + LEGACY_VERSIONS)
         raise ValueError(f"unknown protocol version {protocol_version!r} (known: {known})")
-    if era not in ("auto", pinned):
-        raise ValueError(f"protocol version {protocol_version} is {pinned}-era, not {era}")
+    if name not in ("auto", pinned):
+        raise ValueError(f"protocol version {protocol_version} is {pinned}-era, not {name}")
     return pinned, (protocol_version,)
 
 

@@ -89,6 +89,30 @@ async def test_bad_era_or_version(
             pytest.fail("refused before connecting")  # pragma: no cover
 
 
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_era_read_from_a_client_can_be_passed_back(
+    era: str, autojump_clock: MockClock
+) -> None:
+    async with open_client(server(), era=era) as first:  # type: ignore[arg-type]
+        seen = first.era
+    # Era is a str enum: equal to its name, printed as it.
+    assert seen == era and str(seen) == era and f"{seen}" == era
+    async with open_client(server(), era=seen) as again:
+        assert again.era is seen
+        # The core is configured with the plain name, as when a string is given.
+        assert repr(again.session.connection.config.era) == repr(era)
+
+
+async def test_an_era_and_a_version_of_the_other_era_are_refused(
+    autojump_clock: MockClock,
+) -> None:
+    with pytest.raises(ValueError, match=r"2025-06-18 is legacy-era, not modern$"):
+        async with open_client(server(), era=Era.MODERN, protocol_version="2025-06-18"):
+            pytest.fail("refused before connecting")  # pragma: no cover
+    async with open_client(server(), era=Era.LEGACY, protocol_version="2025-06-18") as client:
+        assert client.protocol_version == "2025-06-18"
+
+
 async def test_bad_log_level_is_refused_up_front(autojump_clock: MockClock) -> None:
     with pytest.raises(LocalProtocolError, match="unknown log level"):
         async with open_client(server(), log_level="loud"):
