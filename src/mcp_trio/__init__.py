@@ -12,6 +12,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mcp_sansio import ConnectionConfig as ConnectionConfig
+    from mcp_sansio import Era as Era
+    from mcp_sansio import ProgressReceived as ProgressReceived
+
     from ._blocking import BlockingClient as BlockingClient
     from ._channel import MemoryChannel as MemoryChannel
     from ._channel import MessageChannel as MessageChannel
@@ -110,6 +114,10 @@ if TYPE_CHECKING:
 # process starts without loading the HTTP, client and typed-model modules it
 # does not use (cold start, see benchmarks/coldstart.py).
 _LAZY: dict[str, str] = {
+    # (the core's names that a client passes in or gets back, re-exported as they are)
+    "ConnectionConfig": "mcp_sansio",
+    "Era": "mcp_sansio",
+    "ProgressReceived": "mcp_sansio",
     "BlockingClient": "._blocking",
     "MemoryChannel": "._channel",
     "MessageChannel": "._channel",
@@ -236,6 +244,7 @@ __all__ = [
     "ClientCredentials",
     "Completion",
     "CompletionRequest",
+    "ConnectionConfig",
     "Constraints",
     "Context",
     "Description",
@@ -243,6 +252,7 @@ __all__ = [
     "ElicitationResult",
     "EmbeddedResource",
     "EnterpriseAuthorization",
+    "Era",
     "FileOAuthStorage",
     "Handlers",
     "HandshakeFailed",
@@ -273,6 +283,7 @@ __all__ = [
     "OAuthToken",
     "Principal",
     "ProcessChannel",
+    "ProgressReceived",
     "ProtectedResourceMetadata",
     "RemoteProtocolError",
     "RequestContext",

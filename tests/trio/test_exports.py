@@ -68,3 +68,12 @@ def test_the_http_rules_configurations_are_exported() -> None:
     assert issubclass(mcp_trio.TokenExpired, mcp_trio.SessionClosed)
     assert issubclass(mcp_trio.HandshakeFailed, mcp_trio.McpError)
     assert issubclass(mcp_trio.RequestTimeout, trio.TooSlowError)
+
+
+def test_the_core_names_a_client_meets_are_exported_as_they_are() -> None:
+    # The README passes a ConnectionConfig, reads client.era and takes ProgressReceived
+    # in an on_progress callback: a user should not have to find them in mcp_sansio.
+    for name in ("ConnectionConfig", "Era", "ProgressReceived"):
+        assert name in mcp_trio.__all__, name
+        assert getattr(mcp_trio, name) is getattr(mcp_sansio, name), name
+        assert name in dir(mcp_trio), name
