@@ -699,6 +699,9 @@ class Client(HandshakeFacts):
 
         Returns:
             ``values`` (at most 100), and ``total`` / ``has_more`` when the server says.
+
+        Raises:
+            TypeError: ``ref`` is neither a reference nor a dict. Nothing is sent.
         """
         params = complete_params(ref, argument_name, value, context)
         result = await self.request("completion/complete", params, timeout=timeout)

@@ -313,11 +313,18 @@ def request_params(
     return None if params is None else dict(params)
 
 
-def to_wire(value: Any, what: str) -> dict[str, Any]:
-    """A callback's answer as a JSON object: a ``mcp_sansio.types`` value or a mapping.
+def to_wire(value: Any, what: str, *, must_be: str | None = None) -> dict[str, Any]:
+    """A callback's answer (or an argument) as a JSON object: a ``mcp_sansio.types``
+    value or a mapping.
+
+    Args:
+        value: the answer or argument.
+        what: its name, for the error.
+        must_be: for an argument, what it must be (the error says so, rather than what
+            a callback must return).
 
     Raises:
-        TypeError: anything else (a bug in the callback).
+        TypeError: anything else (a bug in the callback, or the caller's).
     """
     if attrs.has(type(value)):
         data = unstructure(value)
@@ -325,6 +332,8 @@ def to_wire(value: Any, what: str) -> dict[str, Any]:
             return data
     elif isinstance(value, Mapping):
         return dict(value)
+    if must_be is not None:
+        raise TypeError(f"{what} must be {must_be}, not {value!r}")
     raise TypeError(f"{what} must return a mcp_sansio.types value or a dict, not {value!r}")
 
 
@@ -398,15 +407,25 @@ def _has_non_finite(value: Any) -> bool:
     return False
 
 
+_REF_MUST_BE: Final = (
+    "a types.PromptReference, a types.ResourceTemplateReference or a dict such as"
+    ' {"type": "ref/prompt", "name": "summarize"}'
+)
+
+
 def complete_params(
     ref: t.PromptReference | t.ResourceTemplateReference | Mapping[str, Any],
     argument_name: str,
     value: str,
     context: Mapping[str, str] | None,
 ) -> dict[str, Any]:
-    """The params of ``completion/complete``."""
+    """The params of ``completion/complete``.
+
+    Raises:
+        TypeError: ``ref`` is not a reference (a typed one or a dict).
+    """
     params: dict[str, Any] = {
-        "ref": to_wire(ref, "ref"),
+        "ref": to_wire(ref, "ref", must_be=_REF_MUST_BE),
         "argument": {"name": argument_name, "value": value},
     }
     if context is not None:

@@ -292,6 +292,18 @@ async def test_complete(era: str, autojump_clock: MockClock) -> None:
         assert upper.values == [c.upper() for c in COLOURS]
 
 
+async def test_complete_says_what_ref_must_be(autojump_clock: MockClock) -> None:
+    async with open_client(server()) as client:
+        with pytest.raises(TypeError) as caught:
+            await client.complete(("ref/prompt", "greet"), "colour", "gr")  # type: ignore[arg-type]
+        message = str(caught.value)
+        assert message.startswith("ref must be a types.PromptReference, a types.Resource")
+        assert message.endswith("not ('ref/prompt', 'greet')")
+        assert "must return" not in message  # (what a callback's answer must be)
+        done = await client.complete({"type": "ref/prompt", "name": "greet"}, "colour", "gr")
+        assert done.values == ["green", "grey"]
+
+
 # ---------------------------------------------------------------------- logging, ping
 
 
