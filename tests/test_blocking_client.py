@@ -771,6 +771,25 @@ def test_nan_and_infinities_in_arguments_are_refused(value: Any) -> None:
     assert mcp_trio._client_common.named_params("t", {"x": [1.5, {"y": -0.0}], "s": "nan"})
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ("notadict", "arguments must be a mapping of names to values .*, not str 'notadict'"),
+        ([("a", 1)], "arguments must be a mapping .*, not list"),
+        ({1: 2}, "argument names must be strings, not 1"),
+    ],
+)
+def test_arguments_that_are_not_a_json_object_are_a_type_error(
+    client: BlockingClient, arguments: Any, message: str
+) -> None:
+    # (it was an AttributeError from .items(), or a TypeError from the JSON encoder)
+    with pytest.raises(TypeError, match=message):
+        client.call_tool("echo", arguments)
+    with pytest.raises(TypeError, match=message):
+        client.get_prompt("greet", arguments)
+    assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+
+
 def test_roots_are_file_uris_checked_before_the_server_starts(tmp_path: Any) -> None:
     marker = tmp_path / "started"
     with pytest.raises(ValueError, match=r"file://"):

@@ -240,6 +240,8 @@ class Client(HandshakeFacts):
                 tools are listed again, once (the server may have changed the tool
                 without the client hearing of it), and the result is checked against
                 the fresh schema, if any.
+            TypeError: ``arguments`` is not a mapping, or a name in it is not a string.
+                Nothing is sent.
             ValueError: an argument holds NaN or an infinity (JSON has neither; it
                 would arrive as ``null``). Nothing is sent.
         """
@@ -669,7 +671,13 @@ class Client(HandshakeFacts):
         on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
     ) -> t.GetPromptResult:
-        """Get a prompt, filled in with ``arguments``."""
+        """Get a prompt, filled in with ``arguments``.
+
+        Raises:
+            TypeError / ValueError: ``arguments`` that cannot be sent, as for
+                :meth:`call_tool`. Nothing is sent.
+            McpError: the server refused (an unknown prompt, a missing argument).
+        """
         result = await self.request(
             "prompts/get",
             named_params(name, arguments),

@@ -382,12 +382,21 @@ def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, An
     """The params of ``tools/call`` and ``prompts/get``.
 
     Raises:
+        TypeError: ``arguments`` is not a mapping (a JSON object), or has a name that
+            is not a string.
         ValueError: an argument holds NaN or an infinity, which JSON cannot carry (the
             JSON library would send ``null`` in its place, silently).
     """
     params: dict[str, Any] = {"name": name}
     if arguments is not None:
+        if not isinstance(arguments, Mapping):
+            raise TypeError(
+                "arguments must be a mapping of names to values (a dict),"
+                f" not {type(arguments).__name__} {arguments!r:.60}"
+            )
         for key, value in arguments.items():
+            if not isinstance(key, str):
+                raise TypeError(f"argument names must be strings, not {key!r:.60}")
             if _has_non_finite(value):
                 raise ValueError(
                     f"argument {key!r} holds NaN or an infinity, which JSON cannot carry"

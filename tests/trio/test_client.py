@@ -15,7 +15,14 @@ from trio.testing import MockClock
 
 from mcp_sansio import ConnectionConfig, Era, ErrorCode, LocalProtocolError, ProgressReceived
 from mcp_sansio import types as t
-from mcp_trio import Handlers, HandshakeFailed, McpError, RequestTimeout, SessionClosed
+from mcp_trio import (
+    TASKS_EXTENSION,
+    Handlers,
+    HandshakeFailed,
+    McpError,
+    RequestTimeout,
+    SessionClosed,
+)
 from mcp_trio._client import Client, ToolOutput, open_client
 from mcp_trio._server import Server
 
@@ -290,6 +297,22 @@ async def test_complete(era: str, autojump_clock: MockClock) -> None:
             {"type": "ref/resource", "uri": "file:///{name}.txt"}, "name", "", {"upper": "yes"}
         )
         assert upper.values == [c.upper() for c in COLOURS]
+
+
+@pytest.mark.parametrize("arguments", ["notadict", [("text", "hi")], {1: "x"}])
+async def test_arguments_that_are_not_a_json_object_are_a_type_error(
+    arguments: Any, autojump_clock: MockClock
+) -> None:
+    # The README promises a TypeError at once; "notadict" was an AttributeError.
+    caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+    async with open_client(server(), era="modern", capabilities=caps) as client:
+        with pytest.raises(TypeError, match="must be"):
+            await client.call_tool("echo", arguments)
+        with pytest.raises(TypeError, match="must be"):
+            await client.call_tool_as_task("echo", arguments)
+        with pytest.raises(TypeError, match="must be"):
+            await client.get_prompt("greet", arguments)
+        assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
 
 
 async def test_complete_says_what_ref_must_be(autojump_clock: MockClock) -> None:
