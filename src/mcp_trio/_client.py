@@ -856,6 +856,9 @@ async def open_client(
             handshake (``ServerExited`` for a stdio server that exited).
         TypeError / ValueError: a target or argument that makes no sense (a root
             that is not a ``file://`` URI, for one).
+        FileNotFoundError / PermissionError: the command cannot be run. A ``.py``
+            file is not a program: the message says to spawn it with the interpreter
+            (``[sys.executable, "server.py"]``) or to pass its ``Server``.
 
     Resource handling:
         On exit: open subscriptions end, the session closes, and a spawned server is

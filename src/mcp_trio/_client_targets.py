@@ -1,6 +1,8 @@
 """Where :func:`~mcp_trio.open_client` connects: a target turned into a running session.
 
-* a command line (``str``, split with :func:`shlex.split`) or an argument list: stdio;
+* a command line (``str``, split with :func:`shlex.split`) or an argument list: stdio
+  (a ``.py`` file that cannot be run as a program gets an error that says how to run
+  it: unlike ``mcp-trio list``, ``open_client`` does not import a server file);
 * ``http://`` / ``https://``: Streamable HTTP (``mcp_trio._http_client``, imported when
   first needed);
 * ``ws://`` / ``wss://``: WebSocket;
@@ -20,7 +22,7 @@ import os
 import shlex
 import ssl
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
@@ -123,6 +125,7 @@ async def open_target(
         ValueError: an empty command line.
     """
     opened: AbstractAsyncContextManager[Any]
+    script: list[str] | None = None  # a command that names a .py file
     url = target if is_url(target) else ""
     if url and not is_websocket_url(url):
         _only_for("an HTTP", env=env, cwd=cwd, stderr=stderr)
@@ -160,6 +163,7 @@ async def open_target(
         opened = _open_memory(server, handlers, config, connection_config)
     elif (argv := _command(target)) is not None:
         _only_for("a command", ssl_context=ssl_context)
+        script = argv if argv[0].endswith(".py") else None
         opened = open_stdio_client(
             argv,
             env=env,
@@ -176,8 +180,28 @@ async def open_target(
             "URL, a Server, a (Handlers, ConnectionConfig) pair or a MessageChannel; "
             f"not {target!r}"
         )
-    async with opened as session:
+    async with AsyncExitStack() as stack:
+        try:
+            session = await stack.enter_async_context(opened)
+        except (FileNotFoundError, PermissionError) as exc:
+            if script is None:
+                raise
+            raise type(exc)(_not_a_program(script, exc)) from exc
         yield session
+
+
+def _not_a_program(argv: list[str], exc: OSError) -> str:
+    """Why a ``.py`` file could not be spawned, and how to run one (``mcp-trio list
+    notes.py`` loads a server file; ``open_client("notes.py")`` runs a program)."""
+    rest = "".join(f", {arg!r}" for arg in argv[1:])
+    searched = isinstance(exc, FileNotFoundError) and os.sep not in argv[0] and "/" not in argv[0]
+    why = "no such program on PATH" if searched else exc.strerror or str(exc)
+    return (
+        f"cannot run {argv[0]!r} as a program ({why}): a server file is"
+        f" run by Python, so spawn it as open_client([sys.executable, {argv[0]!r}{rest}])"
+        f" (it must serve stdio when run as a script), or import it and connect in memory"
+        f" with open_client(server)"
+    )
 
 
 @asynccontextmanager

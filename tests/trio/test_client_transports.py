@@ -62,6 +62,53 @@ async def test_stdio_argument_list_with_env_and_cwd(tmp_path: Path) -> None:
             assert (await client.read_resource("file:///r0.txt")).contents
 
 
+@posix_only
+@pytest.mark.parametrize(
+    ("how", "error", "spawn"),
+    [
+        ("notes.py", FileNotFoundError, "[sys.executable, 'notes.py']"),
+        ("notes.py --port 1", FileNotFoundError, "[sys.executable, 'notes.py', '--port', '1']"),
+        ("{path}", PermissionError, "[sys.executable, '{path}']"),  # (not executable)
+    ],
+)
+async def test_a_server_file_that_is_not_a_program_says_how_to_run_it(
+    how: str, error: type[OSError], spawn: str, tmp_path: Path
+) -> None:
+    # `mcp-trio list notes.py` loads a server file; open_client("notes.py") runs a
+    # program, and said only "No such file or directory: 'notes.py'".
+    server_file = tmp_path / "notes.py"
+    server_file.write_text("raise SystemExit('a server file, never run here')\n")
+    target = how.format(path=server_file)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(error) as caught:
+        async with open_client(target, cwd=tmp_path, config=FAST):
+            pytest.fail("nothing to connect to")  # pragma: no cover
+    message = str(caught.value)
+    assert message.startswith(f"cannot run {target.split()[0]!r} as a program")
+    assert f"open_client({spawn.format(path=server_file)})" in message
+    assert "open_client(server)" in message
+    assert isinstance(caught.value.__cause__, error)
+
+
+@posix_only
+async def test_other_commands_that_cannot_run_fail_as_before(tmp_path: Path) -> None:
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(FileNotFoundError) as caught:
+        async with open_client("no-such-command-xyz", config=FAST):
+            pytest.fail("nothing to connect to")  # pragma: no cover
+    assert caught.value.filename == "no-such-command-xyz"
+    assert "sys.executable" not in str(caught.value)
+    # A .py file that is a program (executable, with its interpreter line) runs as
+    # one, and an error of the block's own is not taken for a spawn failure.
+    program = tmp_path / "server.py"
+    program.write_text(
+        f"#!{sys.executable}\nimport runpy\nrunpy.run_path({APP!r}, run_name='__main__')\n"
+    )
+    program.chmod(0o755)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(FileNotFoundError, match=r"^mine$"):
+        async with open_client(str(program), config=FAST) as client:
+            assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+            raise FileNotFoundError("mine")
+
+
 async def test_websocket_url() -> None:
     with trio.fail_after(IO_TIMEOUT):
         async with trio.open_nursery() as nursery:
