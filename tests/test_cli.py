@@ -418,7 +418,8 @@ async def _serve_and_read_url(
     return process, found.group().decode(), seen
 
 
-@pytest.mark.parametrize(("transport", "signum"), [("http", signal.SIGTERM), ("ws", signal.SIGINT)])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("transport", ["http", "ws"])
 async def test_run_over_the_network(transport: str, signum: signal.Signals) -> None:
     with trio.fail_after(TIMEOUT):
         process, url, seen = await _serve_and_read_url(["--transport", transport, "--port", "0"])
@@ -438,6 +439,8 @@ async def test_run_over_the_network(transport: str, signum: signal.Signals) -> N
             seen += chunk
         assert await process.stdout.receive_some() == b""
     assert "Traceback" not in seen.decode()
+    # Both transports say they stop (WebSocket said nothing).
+    assert seen.decode().endswith("mcp-trio: shutting down\n")
 
 
 async def test_run_over_the_network_needs_no_stdout() -> None:
@@ -525,6 +528,12 @@ async def test_run_stdio_exits_cleanly_on_sigterm() -> None:
         process.send_signal(signal.SIGTERM)
         assert await process.wait() == 0
         assert await process.stdout.receive_some() == b""
+        # Not a terminal: it announced nothing, so it does not announce its end.
+        assert process.stderr is not None
+        told = b""
+        while chunk := await process.stderr.receive_some():
+            told += chunk
+        assert b"shutting down" not in told
 
 
 def test_what_a_served_file_prints_goes_to_stderr(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ with stdout pointed at stderr, and :func:`~mcp_trio.serve_stdio` keeps it that w
 logs and notices go to stderr. The server stops when its stdin ends.
 
 HTTP / WebSocket: one line on stderr gives the URL once the socket listens (with
-``--port 0``, the port the kernel chose).
+``--port 0``, the port the kernel chose), and ``mcp-trio: shutting down`` says when it
+stops (stdio: both only when stdin is a terminal).
 
 Signals: the first SIGINT (Ctrl-C) or SIGTERM stops the server -- gracefully for HTTP
 (in-flight requests get the server's ``shutdown_grace_period``, 5 s by default, then
@@ -105,8 +106,11 @@ async def _serve(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, signals, stop, nursery.cancel_scope)
             handle: Any = None
+            # Whoever was told that the server serves is told that it stops, whatever the
+            # transport (WebSocket said nothing, HTTP "shutting down").
+            announced = transport != "stdio" or sys.stdin.isatty()
             if transport == "stdio":
-                if sys.stdin.isatty():
+                if announced:
                     _notice(
                         err,
                         f"serving {_describe(server)} on stdin/stdout (JSON-RPC, one message "
@@ -135,8 +139,9 @@ async def _serve(
                     raise CliError(f"the {transport} transport is not available: {exc}") from exc
                 _notice(err, f"serving {_describe(server)} at {url} ({kind}; Ctrl-C to stop)")
             await stop.wait()
-            if handle is not None:
+            if announced:
                 _notice(err, "shutting down")
+            if handle is not None:
                 # A backstop past the close's own bound: cutting it at the grace period
                 # would skip the "shutting down" answers the close sends after it.
                 config = server.session_config or SessionConfig()
