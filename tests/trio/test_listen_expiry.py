@@ -59,14 +59,16 @@ class Tokens:
         return Principal(subject="alice", expires_at=expires)
 
 
-async def _serve(nursery: trio.Nursery, tokens: Tokens) -> tuple[Server, Any]:
+async def _serve(
+    nursery: trio.Nursery, tokens: Tokens, clock: Callable[[], float] = time.time
+) -> tuple[Server, Any]:
     server = Server("watched")
 
     @server.tool()
     async def noop() -> str:
         return "ok"
 
-    auth = BearerAuth(verify_token=tokens, resource_metadata_url=METADATA.url)
+    auth = BearerAuth(verify_token=tokens, resource_metadata_url=METADATA.url, clock=clock)
     handle = await nursery.start(
         partial(
             server.serve_http,
@@ -76,6 +78,23 @@ async def _serve(nursery: trio.Nursery, tokens: Tokens) -> tuple[Server, Any]:
         )
     )
     return server, handle
+
+
+async def _post_listen(port: int) -> tuple[RawConnection, float]:
+    """A raw modern listen with the token ``short``, its head read (``200``): the
+    connection, and when it was sent."""
+    conn = await RawConnection.open(port)
+    started = trio.current_time()
+    headers = (
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "subscriptions/listen"),
+        ("authorization", "Bearer short"),
+    )
+    await conn.send("POST", headers=headers, body=_listen_body())
+    assert (await conn.head()).status_code == 200
+    return conn, started
 
 
 def _listen_body(rid: int = 7) -> bytes:
@@ -93,17 +112,7 @@ async def test_the_server_answers_a_listen_with_401_when_its_token_expires(
     tokens = Tokens(life=60.0)
     server, handle = await _serve(nursery, tokens)
     with trio.fail_after(IO_TIMEOUT + 120):
-        conn = await RawConnection.open(handle.port)
-        started = trio.current_time()
-        headers = (
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "subscriptions/listen"),
-            ("authorization", "Bearer short"),
-        )
-        await conn.send("POST", headers=headers, body=_listen_body())
-        assert (await conn.head()).status_code == 200
+        conn, started = await _post_listen(handle.port)
         body = await conn.body()
         assert 59 < trio.current_time() - started <= 60  # (wall time moved a little)
         messages = [loads(line[5:]) for line in body.split(b"\n") if line.startswith(b"data:")]
@@ -774,30 +783,9 @@ async def test_a_bearer_auth_s_clock_times_the_listen_too(
     # It accepted the token by its clock (60 s left), the stream's end was measured by
     # time.time() (expired already): the listen ended at once.
     tokens = Tokens(life=-1000.0)
-    server = Server("watched")
-    auth = BearerAuth(
-        verify_token=tokens, resource_metadata_url=METADATA.url, clock=lambda: time.time() - 1060
-    )
-    handle = await nursery.start(
-        partial(
-            server.serve_http,
-            port=0,
-            authenticate=auth,
-            http_config=HttpServerConfig(resource_metadata=METADATA),
-        )
-    )
+    _, handle = await _serve(nursery, tokens, clock=lambda: time.time() - 1060)
     with trio.fail_after(IO_TIMEOUT + 120):
-        conn = await RawConnection.open(handle.port)
-        started = trio.current_time()
-        headers = (
-            ("content-type", "application/json"),
-            ("accept", "application/json, text/event-stream"),
-            ("mcp-protocol-version", MODERN),
-            ("mcp-method", "subscriptions/listen"),
-            ("authorization", "Bearer short"),
-        )
-        await conn.send("POST", headers=headers, body=_listen_body())
-        assert (await conn.head()).status_code == 200
+        conn, started = await _post_listen(handle.port)
         await conn.body()
         assert 59 < trio.current_time() - started <= 60
         await conn.aclose()

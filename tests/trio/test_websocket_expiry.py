@@ -192,6 +192,17 @@ async def test_a_token_without_expiry_never_ends_the_session(
     assert not isinstance(served.close_reason, TokenExpired)  # (the client left)
 
 
+async def _refused_handshake(setup: Protected, token: str) -> Any:
+    """The handshake's refusal (``401``) of a legacy client with ``token``."""
+    with trio.fail_after(IO_TIMEOUT):
+        with pytest.raises(SessionClosed, match="handshake failed") as info:
+            async with _client(setup, token, "legacy"):
+                raise AssertionError("unreachable")
+    refused = rejection(info.value)
+    assert refused.status_code == 401
+    return refused
+
+
 @pytest.mark.parametrize("dpop", ["off", "allowed"])
 async def test_a_token_expired_at_the_handshake_is_refused(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, dpop: str
@@ -204,12 +215,7 @@ async def test_a_token_expired_at_the_handshake_is_refused(
         dpop=dpop,  # type: ignore[arg-type]
     )
     setup = await start(nursery, auth)
-    with trio.fail_after(IO_TIMEOUT):
-        with pytest.raises(SessionClosed, match="handshake failed") as info:
-            async with _client(setup, "old", "legacy"):
-                raise AssertionError("unreachable")
-    refused = rejection(info.value)
-    assert refused.status_code == 401
+    refused = await _refused_handshake(setup, "old")
     [challenge] = [
         value
         for name, value in refused.headers or []
@@ -229,12 +235,7 @@ async def test_any_hook_s_expired_principal_is_refused(
         return Principal(subject="bob", expires_at=time.time() - 1)
 
     setup = await start(nursery, hook)
-    with trio.fail_after(IO_TIMEOUT):
-        with pytest.raises(SessionClosed, match="handshake failed") as info:
-            async with _client(setup, "whatever", "legacy"):
-                raise AssertionError("unreachable")
-    refused = rejection(info.value)
-    assert refused.status_code == 401
+    refused = await _refused_handshake(setup, "whatever")
     challenge = dict(refused.headers or []).get(b"www-authenticate", b"")
     assert challenge.startswith(b"Bearer ") and b'error="invalid_token"' in challenge
 
