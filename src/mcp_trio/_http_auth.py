@@ -262,12 +262,7 @@ class BearerAuth:
         principal = await self.verify_token(token)
         if principal is None:
             return self._refuse("invalid_token", "The access token is invalid or expired")
-        expires_at = principal.expires_at
-        if expires_at is not None and expires_at <= self.clock():
-            return self._refuse("invalid_token", _EXPIRED)  # (before scopes: refresh, not widen)
-        if not principal.has_scopes(self.required_scopes):
-            return self._refuse("insufficient_scope", "The access token lacks a required scope")
-        return principal
+        return self._accepted(principal)
 
     async def _dpop_call(self, request: HttpRequest) -> Principal | HttpResponse:
         credentials = authorization_credentials(request.headers)
@@ -278,7 +273,7 @@ class BearerAuth:
             principal = await self.verify_token(token)
             if principal is None or principal.dpop_jkt is not None:  # RFC 9449 section 7.1
                 return self._dpop_refuse("invalid_token", "The access token is invalid")
-            return self._scoped(principal)
+            return self._accepted(principal)
         if scheme != "dpop":
             if scheme == "":
                 return self._dpop_refuse("invalid_request", "Malformed Authorization header")
@@ -328,7 +323,7 @@ class BearerAuth:
         # the same proof may have raced through ``verify_token``.
         if self.dpop_replay_cache and not self._remember(key, now):
             return self._dpop_refuse("invalid_dpop_proof", replayed)
-        return self._scoped(principal)
+        return self._accepted(principal)
 
     def _remember(self, key: tuple[str, str], now: float) -> bool:
         """Record a proof for :attr:`dpop_window` twice over (its ``iat`` may be that far
@@ -348,15 +343,21 @@ class BearerAuth:
     def _dpop_no_token(self) -> HttpResponse:
         return self._no_token if self.dpop_nonces is None else self._dpop_refuse(None)
 
-    def _scoped(self, principal: Principal) -> Principal | HttpResponse:
+    def _accepted(self, principal: Principal) -> Principal | HttpResponse:
+        """``principal``, or the refusal of a verified token that has expired (by
+        :attr:`clock`) or lacks a required scope: expiry first, for a client to refresh
+        its token rather than ask for a wider one. With DPoP on, a DPoP challenge."""
         expires_at = principal.expires_at
         if expires_at is not None and expires_at <= self.clock():
-            return self._dpop_refuse("invalid_token", _EXPIRED)  # (before scopes, as above)
-        if not principal.has_scopes(self.required_scopes):
-            return self._dpop_refuse(
-                "insufficient_scope", "The access token lacks a required scope"
-            )
-        return principal
+            error: Literal["invalid_token", "insufficient_scope"] = "invalid_token"
+            description = _EXPIRED
+        elif not principal.has_scopes(self.required_scopes):
+            error, description = "insufficient_scope", "The access token lacks a required scope"
+        else:
+            return principal
+        if self.dpop == "off":
+            return self._refuse(error, description)
+        return self._dpop_refuse(error, description)
 
     def _dpop_refuse(
         self,
