@@ -859,9 +859,14 @@ class TaskRunner:
         refused = self._make_room_for(caller, size, f"the {what} needs {size} bytes", [])
         if refused is not None:
             return refused
-        run.stored_bytes += size
-        self._count(caller, size)
+        self._hold(run, size)
         return None
+
+    def _hold(self, run: TaskRun, size: int) -> None:
+        """``run`` stores ``size`` more bytes (room made already: see :meth:`_reserve`)."""
+        run.stored_bytes += size
+        if self._tasks.get(run.task_id or "") is run:
+            self._count(run.caller, size)
 
     def _release(self, run: TaskRun, size: int) -> None:
         """``run`` no longer stores ``size`` of its bytes."""
@@ -969,8 +974,7 @@ class TaskRunner:
         self._held[run.caller] = self._held.get(run.caller, 0) + 1
         if reserved:
             run.reserved = reserved
-            run.stored_bytes += reserved
-            self._count(caller, reserved)
+            self._hold(run, reserved)
         return run.task
 
     def _withdraw(self, run: TaskRun) -> None:
