@@ -57,6 +57,20 @@ def request(
     return HttpRequest(method=method, target=target, headers=headers)
 
 
+def signed_as(htu: str, target: str = "/mcp", jti: str = "j") -> HttpRequest:
+    """A POST of the token ``bound`` to ``target`` with a proof whose ``htu`` claim is
+    ``htu`` exactly as written (``dpop_proof`` would normalise it as a client does)."""
+    head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
+    claims = {"jti": jti, "htm": "POST", "htu": htu, "iat": int(NOW)}
+    claims["ath"] = access_token_hash("bound")
+    headers = [
+        ("host", HOST),
+        ("authorization", "DPoP bound"),
+        ("dpop", sign_jwt(head, claims, KEY.sign)),
+    ]
+    return HttpRequest(method="POST", target=target, headers=headers)
+
+
 def challenge(found: Principal | HttpResponse) -> tuple[int, list[str]]:
     assert isinstance(found, HttpResponse)
     return found.status, [v.decode() for n, v in found.headers if n == b"www-authenticate"]
@@ -231,7 +245,6 @@ async def test_an_unparsable_htu_is_invalid_dpop_proof() -> None:
 async def test_an_equivalent_htu_written_differently_is_accepted() -> None:
     # RFC 9449 section 4.3 check 9, RFC 3986 section 6.2.2: case, default port and
     # percent-encoding of unreserved characters do not make another URI.
-    head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
     a = auth(dpop="required", dpop_origin="HTTPS://MCP.Example.com:443")
     for i, (signed, target) in enumerate(
         [
@@ -241,20 +254,9 @@ async def test_an_equivalent_htu_written_differently_is_accepted() -> None:
             ("https://mcp.example.com/a%2fb", "/a%2Fb"),
         ]
     ):
-        claims = {"jti": f"j{i}", "htm": "POST", "htu": signed, "iat": int(NOW)}
-        claims["ath"] = access_token_hash("bound")
-        headers = [
-            ("host", HOST),
-            ("authorization", "DPoP bound"),
-            ("dpop", sign_jwt(head, claims, KEY.sign)),
-        ]
-        found = await a(HttpRequest(method="POST", target=target, headers=headers))
+        found = await a(signed_as(signed, target, jti=f"j{i}"))
         assert isinstance(found, Principal), (signed, target)
-    claims = {"jti": "j", "htm": "POST", "htu": "https://mcp.example.com/a/b", "iat": int(NOW)}
-    claims["ath"] = access_token_hash("bound")
-    headers = [("host", HOST), ("authorization", "DPoP bound")]
-    headers.append(("dpop", sign_jwt(head, claims, KEY.sign)))
-    found = await a(HttpRequest(method="POST", target="/a%2Fb", headers=headers))
+    found = await a(signed_as("https://mcp.example.com/a/b", "/a%2Fb"))
     assert challenge(found)[0] == 401  # (a reserved "/" escaped is another path)
 
 
@@ -273,18 +275,10 @@ async def test_the_clients_htu_with_its_escapes_as_sent_is_accepted() -> None:
 async def test_an_htu_with_userinfo_is_refused() -> None:
     # RFC 9110 section 4.2.4: http(s) URIs have no userinfo; it is not dropped.
     a = auth(dpop="required", dpop_origin=f"https://{HOST}")
-    head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
     for i, signed in enumerate(
         [f"https://evil@{HOST}/mcp", f"https://u:p@{HOST}/mcp", f"https://{HOST}/mcp"]
     ):
-        claims = {"jti": f"j{i}", "htm": "POST", "htu": signed, "iat": int(NOW)}
-        claims["ath"] = access_token_hash("bound")
-        headers = [
-            ("host", HOST),
-            ("authorization", "DPoP bound"),
-            ("dpop", sign_jwt(head, claims, KEY.sign)),
-        ]
-        found = await a(HttpRequest(method="POST", target="/mcp", headers=headers))
+        found = await a(signed_as(signed, jti=f"j{i}"))
         if "@" not in signed:
             assert isinstance(found, Principal)
             continue
