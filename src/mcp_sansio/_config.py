@@ -25,6 +25,15 @@ def _check_versions(_inst: object, _attr: object, value: tuple[str, ...]) -> Non
         raise ValueError(f"unknown or empty protocol versions: {unknown or value!r}")
 
 
+_ERAS = ("auto", "legacy", "modern")
+
+
+def _check_era(_inst: object, _attr: object, value: object) -> None:
+    if value not in _ERAS:  # (an Era is a str enum: Era.MODERN == "modern")
+        names = ", ".join(repr(era) for era in _ERAS)
+        raise ValueError(f"era must be one of {names}, not {value!r}")
+
+
 def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | None) -> None:
     if value is not None and not value >= 0:  # (NaN too)
         raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
@@ -58,7 +67,7 @@ class ConnectionConfig:
 
     Raises:
         ValueError: a timeout below 0 (or NaN); a bound checked here that is not an
-            ``int`` in its range (``bool`` is refused).
+            ``int`` in its range (``bool`` is refused); an unknown ``era``.
     """
 
     implementation: dict[str, Any] = attrs.field(factory=_default_info)
@@ -71,7 +80,7 @@ class ConnectionConfig:
         default=ALL_VERSIONS, validator=_check_versions
     )
     """The versions we speak, in order of preference (newest first)."""
-    era: Literal["auto", "legacy", "modern"] = "auto"
+    era: Literal["auto", "legacy", "modern"] = attrs.field(default="auto", validator=_check_era)
     """Client: ``auto`` probes with ``server/discover`` and falls back to
     ``initialize``; ``legacy`` / ``modern`` pin the era. Server: which eras to serve
     (``auto`` serves both on one channel)."""

@@ -131,6 +131,22 @@ FORGOTTEN_TWICE: Final = (
 )
 """Why the conversation ends when a 404 is ``session_expired == "end"``, for people."""
 
+
+def _era(value: Era | str | None) -> Era | None:
+    """:attr:`HttpClientConfig.era` as an :class:`Era` (``"modern"`` is ``Era.MODERN``).
+
+    Raises:
+        ValueError: neither ``None`` nor an era's name (the message names them).
+    """
+    if value is None or isinstance(value, Era):
+        return value
+    try:
+        return Era(value)
+    except ValueError:
+        names = ", ".join(repr(era.value) for era in Era)
+        raise ValueError(f"era must be None or one of {names}, not {value!r}") from None
+
+
 SSE_FIELD_ROOM: Final = 1024
 """Bytes of an SSE event's bound left for its fields other than the message
 (:attr:`HttpClientConfig.max_message_size`)."""
@@ -139,7 +155,11 @@ SSE_FIELD_ROOM: Final = 1024
 @final
 @attrs.frozen(kw_only=True)
 class HttpClientConfig:
-    """The bounds and defaults of an :class:`HttpClient`."""
+    """The bounds and defaults of an :class:`HttpClient`.
+
+    Raises:
+        ValueError: an ``era`` that is neither ``None`` nor an era's name.
+    """
 
     max_body_size: int = 16 * 1024 * 1024
     """Largest JSON (or error) response body kept, bytes; above it the request fails."""
@@ -151,8 +171,10 @@ class HttpClientConfig:
     the log."""
     default_retry_ms: int = 1_000
     """Wait before resuming a stream whose server announced no ``retry``."""
-    era: Era | None = None
-    """The era already known for this origin (cached from an earlier probe), if any."""
+    era: Era | None = attrs.field(default=None, converter=_era)
+    """The era already known for this origin (cached from an earlier probe), if any: an
+    :class:`Era` or its name (``"modern"`` becomes ``Era.MODERN``; another string is a
+    ``ValueError``)."""
 
     @property
     def max_message_size(self) -> int:
