@@ -103,6 +103,7 @@ from ._client_common import (
     elicitation_params,
     log_params,
     named_params,
+    not_a_program,
     pager,
     read_bound,
     request_params,
@@ -448,7 +449,10 @@ class BlockingClient(HandshakeFacts):
                 extension (``mcp_trio.TASKS_EXTENSION``): this client cannot run a tool
                 as a task (:class:`mcp_trio.Client` can), so it does not let a server
                 answer with one.
-            OSError: the program could not be started.
+            OSError: the program could not be started. A ``.py`` file is not a program:
+                its ``FileNotFoundError`` / ``PermissionError`` says to spawn it with the
+                interpreter (``[sys.executable, "server.py"]``), as
+                :func:`mcp_trio.open_client`'s does.
             HandshakeFailed, TimeoutError, ServerExited: the handshake failed.
         """
         options = _Options.of(locals())
@@ -456,15 +460,20 @@ class BlockingClient(HandshakeFacts):
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
             raise ValueError("the server command is empty")
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=env,
-            cwd=cwd,
-            bufsize=0,
-        )
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+                cwd=cwd,
+                bufsize=0,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            if not argv[0].endswith(".py"):
+                raise
+            raise type(exc)(not_a_program(argv, exc, spawn="BlockingClient.stdio")) from exc
         return cls._started(ProcessTransport(process, stop_timeout), config, options)
 
     @classmethod

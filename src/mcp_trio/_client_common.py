@@ -11,7 +11,8 @@ import functools
 import importlib.metadata
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, get_args
 
 import attrs
@@ -63,6 +64,7 @@ __all__ = [
     "listen_params",
     "log_params",
     "named_params",
+    "not_a_program",
     "pager",
     "read_bound",
     "request_params",
@@ -376,6 +378,22 @@ def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
             raise ValueError(f"a root is a file:// URI, not {uri!r}")
         out.append(wire)
     return {"roots": out}
+
+
+def not_a_program(argv: Sequence[str], exc: OSError, *, spawn: str) -> str:
+    """Why a command that names a ``.py`` file could not be spawned (``exc``), and how to
+    run a server file: by the interpreter, through ``spawn`` (the call that takes the
+    command: ``open_client``, ``BlockingClient.stdio``), or in memory. ``mcp-trio list
+    notes.py`` loads a server file; a client's command is a program it runs."""
+    rest = "".join(f", {arg!r}" for arg in argv[1:])
+    searched = isinstance(exc, FileNotFoundError) and os.sep not in argv[0] and "/" not in argv[0]
+    why = "no such program on PATH" if searched else exc.strerror or str(exc)
+    return (
+        f"cannot run {argv[0]!r} as a program ({why}): a server file is"
+        f" run by Python, so spawn it as {spawn}([sys.executable, {argv[0]!r}{rest}])"
+        f" (it must serve stdio when run as a script), or import it and connect in memory"
+        f" with open_client(server)"
+    )
 
 
 def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -30,6 +30,7 @@ import attrs
 from mcp_sansio import ConnectionConfig
 
 from ._channel import MessageChannel
+from ._client_common import not_a_program
 from ._config import SessionConfig
 from ._handlers import Handlers
 from ._memory import open_memory_pair
@@ -186,22 +187,8 @@ async def open_target(
         except (FileNotFoundError, PermissionError) as exc:
             if script is None:
                 raise
-            raise type(exc)(_not_a_program(script, exc)) from exc
+            raise type(exc)(not_a_program(script, exc, spawn="open_client")) from exc
         yield session
-
-
-def _not_a_program(argv: list[str], exc: OSError) -> str:
-    """Why a ``.py`` file could not be spawned, and how to run one (``mcp-trio list
-    notes.py`` loads a server file; ``open_client("notes.py")`` runs a program)."""
-    rest = "".join(f", {arg!r}" for arg in argv[1:])
-    searched = isinstance(exc, FileNotFoundError) and os.sep not in argv[0] and "/" not in argv[0]
-    why = "no such program on PATH" if searched else exc.strerror or str(exc)
-    return (
-        f"cannot run {argv[0]!r} as a program ({why}): a server file is"
-        f" run by Python, so spawn it as open_client([sys.executable, {argv[0]!r}{rest}])"
-        f" (it must serve stdio when run as a script), or import it and connect in memory"
-        f" with open_client(server)"
-    )
 
 
 @asynccontextmanager
