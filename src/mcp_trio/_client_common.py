@@ -396,8 +396,17 @@ def not_a_program(argv: Sequence[str], exc: OSError, *, spawn: str) -> str:
     )
 
 
+_STR_TYPE: Final = frozenset({str})
+_NO_FLOAT: Final = frozenset({str, int, bool, type(None)})
+"""Types of argument values that hold no float (nothing for :func:`_has_non_finite`)."""
+
+
 def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """The params of ``tools/call`` and ``prompts/get``.
+
+    The common case (``str`` names; values with no ``float`` at the top) is told by the
+    set of the types present, with no loop in Python; only otherwise is each argument
+    looked at, to name the one at fault.
 
     Raises:
         TypeError: ``arguments`` is not a mapping (a JSON object), or has a name that
@@ -406,20 +415,25 @@ def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, An
             JSON library would send ``null`` in its place, silently).
     """
     params: dict[str, Any] = {"name": name}
-    if arguments is not None:
-        if not isinstance(arguments, Mapping):
-            raise TypeError(
-                "arguments must be a mapping of names to values (a dict),"
-                f" not {type(arguments).__name__} {arguments!r:.60}"
-            )
-        for key, value in arguments.items():
+    if arguments is None:
+        return params
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
+        raise TypeError(
+            "arguments must be a mapping of names to values (a dict),"
+            f" not {type(arguments).__name__} {arguments!r:.60}"
+        )
+    checked = dict(arguments)
+    if not _STR_TYPE.issuperset(map(type, checked)):
+        for key in checked:
             if not isinstance(key, str):
                 raise TypeError(f"argument names must be strings, not {key!r:.60}")
+    if not _NO_FLOAT.issuperset(map(type, checked.values())):
+        for key, value in checked.items():
             if _has_non_finite(value):
                 raise ValueError(
                     f"argument {key!r} holds NaN or an infinity, which JSON cannot carry"
                 )
-        params["arguments"] = dict(arguments)
+    params["arguments"] = checked
     return params
 
 
