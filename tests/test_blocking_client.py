@@ -790,6 +790,17 @@ def test_arguments_that_are_not_a_json_object_are_a_type_error(
     assert client.call_tool("echo", {"text": "still here"}).text == "still here"
 
 
+def test_a_prompt_argument_that_is_no_string_is_refused_before_sending(
+    client: BlockingClient,
+) -> None:
+    # prompts/get arguments are {[key: string]: string} in every revision; this server
+    # does not check, and answered "Hello 3".
+    with pytest.raises(TypeError, match=r"prompt arguments must be strings .* 'who' is int 3"):
+        client.get_prompt("greet", {"who": 3})  # type: ignore[dict-item]
+    got = client.get_prompt("greet", {"who": "3"})
+    assert got.messages[0].content == t.TextContent(text="Hello 3")
+
+
 def test_roots_are_file_uris_checked_before_the_server_starts(tmp_path: Any) -> None:
     marker = tmp_path / "started"
     with pytest.raises(ValueError, match=r"file://"):

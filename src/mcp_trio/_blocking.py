@@ -1244,8 +1244,15 @@ class BlockingClient(HandshakeFacts):
     def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
     ) -> t.GetPromptResult:
-        """Get a prompt filled in with ``arguments``."""
-        params = named_params(name, arguments)
+        """Get a prompt filled in with ``arguments``.
+
+        Raises:
+            TypeError / ValueError: ``arguments`` that cannot be sent: not a mapping, or
+                a name or value that is not a string (``prompts/get`` takes strings
+                only). Nothing is sent.
+            McpError: the server refused (an unknown prompt, a missing argument).
+        """
+        params = named_params(name, arguments, strings=True)
         progress = self._long_progress(None, timeout)
         result = self.request("prompts/get", params, timeout=timeout, on_progress=progress)
         return structure(result, t.GetPromptResult)

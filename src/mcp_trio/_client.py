@@ -675,12 +675,14 @@ class Client(HandshakeFacts):
 
         Raises:
             TypeError / ValueError: ``arguments`` that cannot be sent, as for
-                :meth:`call_tool`. Nothing is sent.
+                :meth:`call_tool`, or a value that is not a string (``prompts/get``
+                takes strings only: ``TypeError``, naming the argument and its type).
+                Nothing is sent.
             McpError: the server refused (an unknown prompt, a missing argument).
         """
         result = await self.request(
             "prompts/get",
-            named_params(name, arguments),
+            named_params(name, arguments, strings=True),
             timeout=timeout,
             on_progress=self._progress(on_progress, timeout),
         )

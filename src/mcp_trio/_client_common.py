@@ -401,16 +401,20 @@ _NO_FLOAT: Final = frozenset({str, int, bool, type(None)})
 """Types of argument values that hold no float (nothing for :func:`_has_non_finite`)."""
 
 
-def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The params of ``tools/call`` and ``prompts/get``.
+def named_params(
+    name: str, arguments: Mapping[str, Any] | None, *, strings: bool = False
+) -> dict[str, Any]:
+    """The params of ``tools/call`` and (``strings``) ``prompts/get``, whose arguments
+    are ``{[key: string]: string}`` in every revision.
 
-    The common case (``str`` names; values with no ``float`` at the top) is told by the
-    set of the types present, with no loop in Python; only otherwise is each argument
-    looked at, to name the one at fault.
+    The common case (``str`` names; values that are strings, or for a tool ones with no
+    ``float`` at the top) is told by the set of the types present, with no loop in
+    Python; only otherwise is each argument looked at, to name the one at fault.
 
     Raises:
         TypeError: ``arguments`` is not a mapping (a JSON object), or has a name that
-            is not a string.
+            is not a string; with ``strings``, a value that is not a string (the message
+            names the argument and its type).
         ValueError: an argument holds NaN or an infinity, which JSON cannot carry (the
             JSON library would send ``null`` in its place, silently).
     """
@@ -427,7 +431,15 @@ def named_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, An
         for key in checked:
             if not isinstance(key, str):
                 raise TypeError(f"argument names must be strings, not {key!r:.60}")
-    if not _NO_FLOAT.issuperset(map(type, checked.values())):
+    if strings:
+        if not _STR_TYPE.issuperset(map(type, checked.values())):
+            for key, value in checked.items():
+                if not isinstance(value, str):
+                    raise TypeError(
+                        f"prompt arguments must be strings (prompts/get), but {key!r}"
+                        f" is {type(value).__name__} {value!r:.60}"
+                    )
+    elif not _NO_FLOAT.issuperset(map(type, checked.values())):
         for key, value in checked.items():
             if _has_non_finite(value):
                 raise ValueError(
