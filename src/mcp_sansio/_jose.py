@@ -37,6 +37,7 @@ __all__ = [
     "htu",
     "htu_origin",
     "htu_path",
+    "jwk_int",
     "jwk_thumbprint",
     "normalized_htu",
     "sign_jwt",
@@ -74,6 +75,25 @@ def b64url_decode(text: str) -> bytes:
     if _B64URL.fullmatch(text) is None:
         raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def jwk_int(jwk: Mapping[str, Any], name: str) -> int:
+    """The integer a JWK member holds (``x``, ``n``, ``d``, ...): unsigned, big-endian,
+    strict unpadded base64url (RFC 7518 section 6).
+
+    Raises:
+        ValueError: the member is missing or not a string, or is not strict base64url
+            (the lax decoder would skip what it does not know, making another key).
+    """
+    value = jwk.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"the JWK has no {name!r}")
+    try:
+        return int.from_bytes(b64url_decode(value), "big")
+    except ValueError:  # (binascii.Error is one)
+        raise ValueError(
+            f"the JWK's {name!r} is not base64url (RFC 7518 section 6: unpadded, '-' and '_')"
+        ) from None
 
 
 def sign_jwt(header: Mapping[str, Any], claims: Mapping[str, Any], sign: Signer) -> str:
