@@ -42,10 +42,12 @@ from ._jose import (
     access_token_hash,
     b64url,
     b64url_decode,
+    has_dot_segments,
     htu_origin,
-    htu_path,
     jwk_thumbprint,
+    normalized_escapes,
     normalized_htu,
+    remove_dot_segments,
 )
 from ._json import dumps, loads
 
@@ -157,9 +159,20 @@ def dpop_htu_origins(origin: str) -> tuple[str, ...]:
 
 def dpop_request_htus(origins: Iterable[str], path: str) -> tuple[str, ...]:
     """The :func:`dpop_htu_candidates` of a request to ``path`` (``/…``, no query) at
-    the server whose :func:`dpop_htu_origins` are ``origins``."""
-    tail = htu_path(path)
-    return tuple(origin + tail for origin in origins)
+    the server whose :func:`dpop_htu_origins` are ``origins``.
+
+    A path with no dot segment is added as it is (its escapes normalised); one with
+    them has them removed from the whole path, the origin's prefix and ``path``
+    together, as from the URI the client sent (``/base`` and ``/../mcp`` is ``/mcp``)."""
+    tail = normalized_escapes(path)
+    if not has_dot_segments(tail):
+        return tuple(origin + tail for origin in origins)
+    urls = []
+    for origin in origins:  # (scheme://host[:port] has no "/" after its "://")
+        cut = origin.find("/", origin.index("://") + 3)
+        cut = len(origin) if cut < 0 else cut
+        urls.append(origin[:cut] + (remove_dot_segments(origin[cut:] + tail) or "/"))
+    return tuple(urls)
 
 
 def _twins(origin: str) -> tuple[str, ...]:

@@ -34,12 +34,15 @@ __all__ = [
     "dpop_nonce_header",
     "dpop_nonce_of",
     "dpop_proof",
+    "has_dot_segments",
     "htu",
     "htu_origin",
     "htu_path",
     "jwk_int",
     "jwk_thumbprint",
+    "normalized_escapes",
     "normalized_htu",
+    "remove_dot_segments",
     "sign_jwt",
 ]
 
@@ -177,9 +180,65 @@ def htu_origin(url: str) -> tuple[str, str]:
 
 
 def htu_path(path: str) -> str:
+    """A URI path as :func:`normalized_htu` compares it (RFC 3986 section 6.2.2):
+    :func:`normalized_escapes`, then :func:`remove_dot_segments`."""
+    return remove_dot_segments(_ESCAPE.sub(_escape, path))
+
+
+def normalized_escapes(path: str) -> str:
     """A URI path with its percent-escapes normalised (RFC 3986 section 6.2.2.1 and
-    6.2.2.2): unreserved characters decoded, the others' hex in upper case."""
+    6.2.2.2): unreserved characters decoded (``%2E`` is ``.``), the others' hex in upper
+    case (``%2f`` is ``%2F``, still not a ``/``)."""
     return _ESCAPE.sub(_escape, path)
+
+
+_DOT_SEGMENT: Final = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+
+
+def has_dot_segments(path: str) -> bool:
+    """Whether ``path`` has a ``.`` or ``..`` segment (:func:`remove_dot_segments` would
+    change it)."""
+    return _DOT_SEGMENT.search(path) is not None
+
+
+def remove_dot_segments(path: str) -> str:
+    """``path`` without its ``.`` and ``..`` segments: RFC 3986 section 5.2.4's
+    algorithm, which section 6.2.2.3 applies to normalise a URI (``/a/b/../c`` is
+    ``/a/c``; a ``..`` above the root is dropped). Escapes are taken as they are: decode
+    ``%2E`` first (:func:`normalized_escapes`, section 6.2.2.2) for it to count as a dot.
+
+    One pass over ``path``, each step moving on from where the last one stopped (the
+    RFC's input buffer is a position, not a string cut again and again, so a long path
+    of many segments costs its length, not its length squared)."""
+    if not has_dot_segments(path):
+        return path
+    out: list[str] = []  # (segments, each with its leading "/" if it had one)
+    i, end = 0, len(path)
+    while i < end:
+        if path.startswith("../", i):  # A
+            i += 3
+        elif path.startswith("./", i) or path.startswith("/./", i):  # A
+            i += 2
+        elif path.startswith("/.", i) and i + 2 == end:  # B: "/." at the end becomes "/"
+            out.append("/")
+            i = end
+        elif path.startswith("/../", i):  # C: "/../" becomes "/", one segment less
+            i += 3
+            if out:
+                out.pop()
+        elif path.startswith("/..", i) and i + 3 == end:  # C: at the end
+            if out:
+                out.pop()
+            out.append("/")
+            i = end
+        elif end - i <= 2 and path[i:] in (".", ".."):  # D
+            i = end
+        else:  # E: the next segment, its "/" and all up to the "/" after it
+            cut = path.find("/", i + 1 if path[i] == "/" else i)
+            cut = end if cut < 0 else cut
+            out.append(path[i:cut])
+            i = cut
+    return "".join(out)
 
 
 def normalized_htu(url: str) -> str:
@@ -187,12 +246,13 @@ def normalized_htu(url: str) -> str:
     section 4.3 check 9: "ignoring any query and fragment parts", after RFC 3986
     section 6.2.2 syntax-based normalisation): without its query and fragment, scheme
     and host lower-cased (section 6.2.2.1), percent-encoded unreserved characters
-    decoded and other escapes in upper-case hex (section 6.2.2.1 and 6.2.2.2), an empty
-    path ``/`` and a default port (80 for ``http``/``ws``, 443 for ``https``/``wss``)
-    dropped (section 6.2.3). Dot segments are not removed (section 6.2.2.3 is not
-    applied: ``/a/../mcp`` is not ``/mcp``), nor is an escaped ``/`` decoded
-    (``/a%2Fb`` is not ``/a/b``). Two spellings of one URI give one string (``/%6Dcp``
-    is ``/mcp``); both sides of the comparison go through it.
+    decoded and other escapes in upper-case hex (section 6.2.2.1 and 6.2.2.2), then dot
+    segments removed (section 6.2.2.3: ``/a/../mcp`` and ``/a/%2E%2E/mcp`` are
+    ``/mcp``), an empty path ``/`` and a default port (80 for ``http``/``ws``, 443 for
+    ``https``/``wss``) dropped (section 6.2.3). An escaped ``/`` is not decoded
+    (``/a%2Fb`` is not ``/a/b``, and ``/a%2F..%2Fmcp`` is one segment). Two spellings
+    of one URI give one string (``/%6Dcp`` is ``/mcp``); both sides of the comparison
+    go through it.
 
     Raises:
         ValueError: ``url`` does not parse (``http://[``, a port past 65535), or has

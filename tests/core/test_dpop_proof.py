@@ -83,7 +83,10 @@ def test_htu_is_normalised_and_query_free() -> None:
         "ftp://x",
     ],
 )
-@pytest.mark.parametrize("path", ["/mcp", "/%6Dcp", "/a%2fb", "/"])
+@pytest.mark.parametrize(
+    "path",
+    ["/mcp", "/%6Dcp", "/a%2fb", "/", "/../mcp", "/a/./b/../mcp", "/%2E%2E/mcp", "/..", "/.x/..y"],
+)
 def test_an_origin_worked_out_once_gives_the_same_candidates(origin: str, path: str) -> None:
     # BearerAuth parses its dpop_origin once; each request only adds its path.
     assert dpop_request_htus(dpop_htu_origins(origin), path) == dpop_htu_candidates(origin + path)

@@ -27,9 +27,11 @@ from mcp_sansio._jose import (
     dpop_nonce_header,
     dpop_nonce_of,
     dpop_proof,
+    has_dot_segments,
     htu,
     jwk_thumbprint,
     normalized_htu,
+    remove_dot_segments,
 )
 from mcp_sansio._json import dumps, loads
 
@@ -139,18 +141,104 @@ def test_normalized_htu_is_syntax_normalised(url: str, expected: str) -> None:
     assert normalized_htu(expected) == expected  # (already normal: unchanged)
 
 
+# RFC 3986 section 5.4 (base "http://a/b/c/d;p?q"): the references that are paths, and
+# what they resolve to. Resolving merges a relative path onto "/b/c/" (section 5.2.3)
+# and removes the dot segments (5.2.4); the merged URI, normalised, is that answer.
+_RFC3986_5_4 = [
+    ("g", "http://a/b/c/g"),
+    ("./g", "http://a/b/c/g"),
+    ("g/", "http://a/b/c/g/"),
+    ("/g", "http://a/g"),
+    (";x", "http://a/b/c/;x"),
+    ("g;x", "http://a/b/c/g;x"),
+    (".", "http://a/b/c/"),
+    ("./", "http://a/b/c/"),
+    ("..", "http://a/b/"),
+    ("../", "http://a/b/"),
+    ("../g", "http://a/b/g"),
+    ("../..", "http://a/"),
+    ("../../", "http://a/"),
+    ("../../g", "http://a/g"),
+    # section 5.4.2, abnormal examples
+    ("../../../g", "http://a/g"),
+    ("../../../../g", "http://a/g"),
+    ("/./g", "http://a/g"),
+    ("/../g", "http://a/g"),
+    ("g.", "http://a/b/c/g."),
+    (".g", "http://a/b/c/.g"),
+    ("g..", "http://a/b/c/g.."),
+    ("..g", "http://a/b/c/..g"),
+    ("./../g", "http://a/b/g"),
+    ("./g/.", "http://a/b/c/g/"),
+    ("g/./h", "http://a/b/c/g/h"),
+    ("g/../h", "http://a/b/c/h"),
+    ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
+    ("g;x=1/../y", "http://a/b/c/y"),
+]
+
+
+@pytest.mark.parametrize(("reference", "expected"), _RFC3986_5_4)
+def test_normalized_htu_removes_dot_segments_as_rfc_3986_resolves(
+    reference: str, expected: str
+) -> None:
+    # RFC 9449 section 4.3: syntax-based normalisation, RFC 3986 section 6.2.2.3 too.
+    merged = "http://a" + (reference if reference.startswith("/") else "/b/c/" + reference)
+    assert normalized_htu(merged) == expected
+    assert normalized_htu(expected) == expected
+
+
 @pytest.mark.parametrize(
-    ("url", "expected"),
-    [  # RFC 3986 section 6.2.2.3 is not applied, nor is an escaped "/" decoded.
-        ("http://h.example/a/../mcp", "http://h.example/a/../mcp"),
-        ("http://h.example/a/%2E%2E/mcp", "http://h.example/a/../mcp"),
-        ("http://h.example/./mcp", "http://h.example/./mcp"),
-        ("http://h.example/a%2Fb", "http://h.example/a%2Fb"),
+    ("path", "expected"),
+    [  # RFC 3986 section 5.2.4's own examples, and the edges of its rules
+        ("/a/b/c/./../../g", "/a/g"),
+        ("mid/content=5/../6", "mid/6"),
+        ("/..", "/"),
+        ("/.", "/"),
+        ("/a/..", "/"),
+        ("/a/../..", "/"),
+        (".", ""),
+        ("..", ""),
+        ("../a", "a"),
+        ("./a/./", "a/"),
+        ("/a/.b/..c/.../", "/a/.b/..c/.../"),  # (dots, but no dot segment)
+        ("/a//../b", "/a/b"),  # (an empty segment is one)
+        ("", ""),
     ],
 )
-def test_normalized_htu_keeps_dot_segments_and_escaped_slashes(url: str, expected: str) -> None:
+def test_remove_dot_segments(path: str, expected: str) -> None:
+    assert remove_dot_segments(path) == expected
+    assert has_dot_segments(path) is (path != expected)
+
+
+def test_remove_dot_segments_of_a_long_path_is_one_pass() -> None:
+    # (a path of many segments, in a request a peer sends: its length, not its square)
+    path = "/a" * 50_000 + "/.." * 25_000 + "/mcp"
+    assert remove_dot_segments(path) == "/a" * 25_000 + "/mcp"
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        # Section 6.2.2.2 before 6.2.2.3: an escaped dot is a dot, then removed.
+        ("http://h.example/a/%2E%2E/mcp", "http://h.example/mcp"),
+        ("http://h.example/a/%2e./mcp", "http://h.example/mcp"),
+        ("http://h.example/%2E/mcp", "http://h.example/mcp"),
+        # RFC 3986 section 6.2.2's example, in http.
+        ("hTTp://a/./b/../b/%63/%7bfoo%7d", "http://a/b/c/%7Bfoo%7D"),
+        # An escaped "/" is no separator: one segment, kept.
+        ("http://h.example/a%2Fb", "http://h.example/a%2Fb"),
+        ("http://h.example/a%2F..%2Fmcp", "http://h.example/a%2F..%2Fmcp"),
+        ("http://h.example/a/..%2Fmcp", "http://h.example/a/..%2Fmcp"),
+    ],
+)
+def test_normalized_htu_decodes_escaped_dots_before_removing_them(url: str, expected: str) -> None:
     assert normalized_htu(url) == expected
-    assert normalized_htu(url) != normalized_htu("http://h.example/mcp")
+    assert normalized_htu(expected) == expected
+
+
+def test_an_escaped_slash_stays_another_uri() -> None:
+    for url in ("http://h.example/a%2F..%2Fmcp", "http://h.example/a/..%2Fmcp"):
+        assert normalized_htu(url) != normalized_htu("http://h.example/mcp")
 
 
 @pytest.mark.parametrize(
