@@ -90,14 +90,13 @@ async def run_authenticate(
             return found
         if isinstance(found, Principal):
             expires_at = found.expires_at
-            if (
-                expires_at is not None
-                and not isinstance(authenticate, BearerAuth)  # (which checks, by its clock)
-                and expires_at <= time.time()
-            ):
-                # Any hook's principal whose token has expired is refused as BearerAuth's
-                # is (RFC 6750 section 3.1): over HTTP and at a WebSocket handshake alike.
-                return bearer_challenge("invalid_token", description=_EXPIRED)
+            if expires_at is not None:
+                clock, judged = _expiry(authenticate)
+                if not judged and expires_at <= clock():
+                    # Any hook's principal whose token has expired is refused as
+                    # BearerAuth's is (RFC 6750 section 3.1): over HTTP and at a
+                    # WebSocket handshake alike.
+                    return bearer_challenge("invalid_token", description=_EXPIRED)
             return found
         logger.error(  # (its type only: the value might be a token)
             "the authenticate hook returned a %s, neither a Principal nor an HttpResponse",
@@ -108,11 +107,22 @@ async def run_authenticate(
     return UNAVAILABLE
 
 
+def _expiry(authenticate: Authenticate | None) -> tuple[Callable[[], float], bool]:
+    """How ``authenticate``'s principals' ``expires_at`` is judged: the wall clock it is
+    read by, and whether the hook judged it already. A :class:`BearerAuth` does, by its
+    own ``clock``; any other hook's principal is judged by :func:`run_authenticate`, by
+    ``time.time``. The one place that tells them apart: :func:`run_authenticate` and
+    :func:`expiry_clock` both ask it."""
+    if isinstance(authenticate, BearerAuth):
+        return authenticate.clock, True
+    return time.time, False
+
+
 def expiry_clock(authenticate: Authenticate | None) -> Callable[[], float]:
     """The wall clock ``authenticate``'s principals were judged by (``expires_at``):
     a :class:`BearerAuth`'s own ``clock``, else ``time.time``. What is left of a
     token's life (a stream, a WebSocket connection) is measured by it too."""
-    return authenticate.clock if isinstance(authenticate, BearerAuth) else time.time
+    return _expiry(authenticate)[0]
 
 
 def _check_url(_inst: object, _attr: object, value: str | None) -> None:
