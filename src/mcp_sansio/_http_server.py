@@ -103,7 +103,7 @@ import functools
 import heapq
 import secrets
 from collections import OrderedDict, deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, final
 
 import attrs
@@ -298,6 +298,11 @@ class ServerEvent:
     """The legacy session, or ``None`` for a modern request."""
     stream_id: int | None
     """The HTTP response the request arrived on, when the event is about one."""
+    needed_scopes: frozenset[str] | None = None
+    """A ``RequestReceived``: the scopes :attr:`HttpServerConfig.required_scopes` said
+    it needs, which its principal's token was checked to grant (``None``: nothing was
+    checked, no hook or no principal). What checked them hands them on, so that no
+    one asks the hook again."""
 
 
 @final
@@ -612,6 +617,12 @@ def _fail(
     return json_response(status, body, headers)
 
 
+def _needed(event: Event, checked: Mapping[RequestId, frozenset[str]]) -> frozenset[str] | None:
+    """The scopes ``event``, a request, was checked to need (see
+    :attr:`ServerEvent.needed_scopes`)."""
+    return checked.get(event.request_id) if isinstance(event, _RequestReceived) else None
+
+
 def _is_request(item: Any) -> bool:
     """Whether a decoded body item looks like a request (what a scope check asks about)."""
     return type(item) is dict and type(item.get("method")) is str and is_request_id(item.get("id"))
@@ -906,25 +917,28 @@ class HttpServer:
         hook: RequiredScopes,
         requests: Sequence[dict[str, Any]],
         batch: bool,
-    ) -> HttpResponse | None:
+    ) -> HttpResponse | dict[RequestId, frozenset[str]]:
         """The ``403`` for ``requests`` (the body's, each a valid request object) when
         they need scopes ``who``'s token lacks (every scope of every request in one
-        challenge), or ``None``. Called only with a hook and a :class:`Principal`."""
+        challenge), or the scopes each one needs, by id (all granted). Called only with
+        a hook and a :class:`Principal`."""
         needed: set[str] = set()
+        checked: dict[RequestId, frozenset[str]] = {}
         try:
             for item in requests:
                 params = item.get("params")
                 scopes = hook(who, item["method"], params if type(params) is dict else None)
-                if scopes:
-                    needed.update(scope_set(scopes))
+                found = scope_set(scopes) if scopes else frozenset()
+                checked.setdefault(item["id"], found)  # (a repeated id is refused anyway)
+                needed |= found
             if not needed:
-                return None  # (the usual case: nothing to check)
+                return checked  # (the usual case: nothing to check)
             metadata = self.config.resource_metadata
             error = insufficient_scope(
                 who, needed, resource_metadata=None if metadata is None else metadata.url
             )
             if error is None:
-                return None
+                return checked
             ids = [item["id"] for item in requests]
             return insufficient_scope_response(error, ids, batch=batch)
         except Exception:  # the deployer's hook failed (or named no scope token): a
@@ -1081,10 +1095,12 @@ class HttpServer:
         if problem is not None:
             return Reply(decision=json_response(400, error_body(problem, msg.id)))
         hook = self.config.required_scopes
+        checked: dict[RequestId, frozenset[str]] = {}
         if hook is not None and who is not None:  # (else nothing to check: no call)
-            refused = self._scope_refusal(who, hook, (obj,), batch=False)
-            if refused is not None:
-                return Reply(decision=refused)
+            scoped = self._scope_refusal(who, hook, (obj,), batch=False)
+            if isinstance(scoped, HttpResponse):
+                return Reply(decision=scoped)
+            checked = scoped
         if len(self._modern) >= self.config.max_modern_requests:
             return Reply(
                 decision=_fail(
@@ -1128,7 +1144,13 @@ class HttpServer:
         for payload, _ in out:
             self._route_modern(stream, payload)
         events = tuple(
-            ServerEvent(event=e, connection=conn, session_id=None, stream_id=key)
+            ServerEvent(
+                event=e,
+                connection=conn,
+                session_id=None,
+                stream_id=key,
+                needed_scopes=_needed(e, checked),
+            )
             for e in core_events
         )
         buf = self._out.pop(key, None)
@@ -1232,12 +1254,14 @@ class HttpServer:
             if why is not None:
                 return Reply(decision=_fail(400, f"Invalid Request: {why}"))
         hook = self.config.required_scopes
+        checked: dict[RequestId, frozenset[str]] = {}
         if hook is not None and who is not None:  # (else nothing to check: no call)
             requests = [item for item in items if _is_request(item)]
-            refused = self._scope_refusal(who, hook, requests, batch) if requests else None
-            if refused is not None:
-                return self._refused_post(session, request, refused, items, now)
-        return self._feed_session(session, request, items, batch, now)
+            scoped = self._scope_refusal(who, hook, requests, batch) if requests else checked
+            if isinstance(scoped, HttpResponse):
+                return self._refused_post(session, request, scoped, items, now)
+            checked = scoped
+        return self._feed_session(session, request, items, batch, now, checked)
 
     def _refused_post(
         self,
@@ -1255,7 +1279,7 @@ class HttpServer:
         others = [item for item in items if not _is_request(item)]
         if not others:
             return Reply(decision=refused)
-        fed = self._feed_session(session, request, others, True, now)
+        fed = self._feed_session(session, request, others, True, now, {})  # (no request)
         decision = fed.decision
         # (Only requests open a stream, and none was fed.)
         assert isinstance(decision, HttpResponse), decision
@@ -1350,7 +1374,13 @@ class HttpServer:
         raise LocalProtocolError("session id factory keeps returning ids already in use")
 
     def _feed_session(
-        self, session: _Session, request: HttpRequest, items: list[Any], batch: bool, now: float
+        self,
+        session: _Session,
+        request: HttpRequest,
+        items: list[Any],
+        batch: bool,
+        now: float,
+        checked: Mapping[RequestId, frozenset[str]],
     ) -> Reply:
         conn = session.conn
         self._drain(conn)  # anything queued before belongs to earlier requests
@@ -1381,6 +1411,7 @@ class HttpServer:
                 stream_id=key
                 if isinstance(e, _RequestReceived) and e.request_id in received
                 else None,
+                needed_scopes=_needed(e, checked),
             )
             for e in core_events
         )

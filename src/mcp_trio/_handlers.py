@@ -146,11 +146,19 @@ class RequestFacts:
     these read-only facts; each adds what its transport can do.
     """
 
-    __slots__ = ("_event", "_principal")
+    __slots__ = ("_event", "_needed_scopes", "_principal")
 
-    def __init__(self, event: RequestReceived, principal: Principal | None = None) -> None:
+    def __init__(
+        self,
+        event: RequestReceived,
+        principal: Principal | None = None,
+        needed_scopes: frozenset[str] | None = None,
+    ) -> None:
         self._event = event
         self._principal = principal
+        # (Set by whichever layer checked the scopes: the HTTP core before the body
+        # was served, or the session's dispatch before the handler runs.)
+        self._needed_scopes = needed_scopes
 
     @property
     def principal(self) -> Principal | None:
@@ -158,6 +166,15 @@ class RequestFacts:
         request that carried this one (``serve_websocket``: for the connection's
         handshake); ``None`` without authentication (and on stdio and in memory)."""
         return self._principal
+
+    @property
+    def needed_scopes(self) -> frozenset[str] | None:
+        """The OAuth scopes this request needs (what its tool, resource or prompt
+        declares and the ``required_scopes`` hooks add), which :attr:`principal`'s
+        token was checked to grant before the handler ran; ``None`` when nothing was
+        checked (no principal, or no hook). The hooks are asked once per request:
+        read this rather than asking them again (a task tool's task keeps them)."""
+        return self._needed_scopes
 
     @property
     def request_id(self) -> RequestId:

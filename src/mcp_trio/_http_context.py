@@ -56,8 +56,9 @@ class HttpRequestContext(RequestFacts):
         running: Running,
         session_id: str | None,
         principal: Principal | None = None,
+        needed_scopes: frozenset[str] | None = None,
     ) -> None:
-        super().__init__(event, principal)
+        super().__init__(event, principal, needed_scopes)
         self._endpoint = endpoint
         self._running = running
         self.session_id: str | None = session_id

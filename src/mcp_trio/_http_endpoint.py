@@ -451,7 +451,9 @@ class Endpoint:
         if running.cancelled or conn.request_era(event.request_id) is None:
             self._finish(running)  # cancelled (or the session ended) while we waited
             return
-        ctx = HttpRequestContext(self, event, running, tagged.session_id, principal)
+        ctx = HttpRequestContext(
+            self, event, running, tagged.session_id, principal, tagged.needed_scopes
+        )
         assert self.nursery is not None
         self.nursery.start_soon(
             self._serve_request, ctx, running, name=f"mcp http {event.method} #{event.request_id!r}"

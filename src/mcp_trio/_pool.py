@@ -219,6 +219,35 @@ class HandlerPool:
             await self._changed.wait()
 
 
+def checked_scopes(
+    required_scopes: RequiredScopes,
+    principal: Principal,
+    method: str,
+    params: dict[str, Any] | None,
+    request_id: RequestId,
+    resource_metadata: str | None = None,
+) -> frozenset[str] | ErrorData:
+    """The scopes a request needs (``required_scopes`` asked once), all granted to
+    ``principal``; else the refusal: ``insufficient_scope``, its ``data`` naming
+    ``resource_metadata`` when given, or -32603 for a failing ``required_scopes``
+    (logged here, once)."""
+    try:
+        needed = required_scopes(principal, method, params)
+        if not needed:
+            return frozenset()  # (the usual case: nothing to check)
+        from mcp_sansio._http_auth import (  # noqa: PLC0415 (stdio loads no HTTP)
+            check_scopes,
+            insufficient_scope,
+        )
+
+        found = check_scopes(needed)
+        refused = insufficient_scope(principal, found, resource_metadata=resource_metadata)
+        return found if refused is None else refused
+    except Exception:
+        logger.exception("required_scopes failed for %r (request %r)", method, request_id)
+        return _INTERNAL
+
+
 def scope_error(
     required_scopes: RequiredScopes,
     principal: Principal,
@@ -227,19 +256,12 @@ def scope_error(
     request_id: RequestId,
     resource_metadata: str | None = None,
 ) -> ErrorData | None:
-    """The refusal of a request whose principal lacks a scope it needs, if so (a
-    failing ``required_scopes`` refuses it too: -32603, logged here, once); its
-    ``data`` names ``resource_metadata`` when given."""
-    try:
-        needed = required_scopes(principal, method, params)
-        if not needed:
-            return None  # (the usual case: nothing to check)
-        from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
-
-        return insufficient_scope(principal, needed, resource_metadata=resource_metadata)
-    except Exception:
-        logger.exception("required_scopes failed for %r (request %r)", method, request_id)
-        return _INTERNAL
+    """The refusal of a request whose principal lacks a scope it needs, if so (see
+    :func:`checked_scopes`)."""
+    found = checked_scopes(
+        required_scopes, principal, method, params, request_id, resource_metadata
+    )
+    return found if isinstance(found, ErrorData) else None
 
 
 async def call_request_handler(
@@ -253,7 +275,8 @@ async def call_request_handler(
     No handler: -32601. A principal whose token lacks a scope ``required_scopes``
     says the request needs: the ``insufficient_scope`` error (see
     :func:`mcp_sansio.http.insufficient_scope`, naming ``resource_metadata``), and the
-    handler does not run.
+    handler does not run; else the scopes checked are the context's
+    ``needed_scopes`` (the hook is asked once per request: the layers after read them).
     :class:`~mcp_trio.McpError`: its error. Any other exception: -32603 "Internal
     error", with the traceback logged here and never sent to the peer. Cancellation
     propagates.
@@ -262,11 +285,12 @@ async def call_request_handler(
     if handler is None:
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
     if required_scopes is not None and (principal := ctx.principal) is not None:
-        refused = scope_error(
+        found = checked_scopes(
             required_scopes, principal, method, ctx.params, rid, resource_metadata
         )
-        if refused is not None:
-            return refused
+        if isinstance(found, ErrorData):
+            return found
+        ctx._needed_scopes = found  # (handed on with the request: see RequestFacts)
     try:
         result = await handler(ctx)
     except McpError as exc:

@@ -207,7 +207,6 @@ class Server:
         self._page_size = page_size
         self._skills: SkillStore | None = None
         self._scope_hook = required_scopes
-        self._methods.tasks.required_scopes = self._required_scopes
 
     # ------------------------------------------------------------------ tools
 

@@ -93,9 +93,10 @@ costs nobody a task.
 A task belongs to the subject of the principal that made the call (``ctx.principal``, when
 the transport authenticates): ``tasks/*`` from anyone else get the unknown-task error, so an
 id leaks nothing across callers. Ids are 144 random bits either way. It also keeps the OAuth
-scopes its ``tools/call`` needed (the tool's and the server hook's: :attr:`TaskRun.scopes`),
-and :meth:`TaskRunner.scopes_of` makes ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and
-a ``subscriptions/listen`` naming it in ``taskIds`` need them too (the server's
+scopes its ``tools/call`` was checked to need (the tool's and the hooks': :attr:`TaskRun.scopes`,
+taken from ``ctx.needed_scopes``, so that no hook is asked twice about one call), and
+:meth:`TaskRunner.scopes_of` makes ``tasks/get``, ``tasks/update``, ``tasks/cancel`` and a
+``subscriptions/listen`` naming it in ``taskIds`` need them too (the server's
 ``required_scopes``, checked before dispatch on every transport): another token of the same
 subject without them can neither read, steer nor hear the task.
 
@@ -162,7 +163,7 @@ from ._handlers import InputRequiredResult
 from ._util import open_task_nursery
 
 if TYPE_CHECKING:
-    from mcp_sansio._http_auth import Principal, RequiredScopes
+    from mcp_sansio._http_auth import Principal
 
     from ._handlers import RequestContext
     from ._server import Server
@@ -664,9 +665,6 @@ class TaskRunner:
         )
         self.enabled = False
         """Whether a task tool is registered (the ``tasks/*`` methods exist)."""
-        self.required_scopes: RequiredScopes | None = None
-        """The server's ``(principal, method, params) -> scopes`` (its declared scopes
-        and hook): what a task's ``tools/call`` needed is recorded on the task."""
         self.deliver: Deliver = deliver
         """Sends a ``notifications/tasks`` (its params) to the listen streams of the
         task's owner (a subject, or ``None``) that asked for it: the server's hook."""
@@ -1027,10 +1025,10 @@ class TaskRunner:
                 )
             return None
         handle = TaskRun(self, support, _subject(ctx), caller=self._caller(ctx))
-        principal = getattr(ctx, "principal", None)
-        if principal is not None and self.required_scopes is not None:
-            # (What the call's scope check asked for, before dispatch: the same again.)
-            handle.scopes = frozenset(self.required_scopes(principal, "tools/call", ctx.params))
+        # What the call's scope check found, handed on with the request (the hook is
+        # asked once per request); nothing for a caller nobody authenticated.
+        checked = getattr(ctx, "needed_scopes", None)
+        handle.scopes = frozenset() if checked is None else checked
         nursery.start_soon(self._drive, handle, run, start == "call")
         try:
             await handle.launch.done.wait()

@@ -259,6 +259,49 @@ def test_a_refused_batch_still_delivers_the_answer_to_a_server_request() -> None
     ]
 
 
+def _needed_by_id(reply: Any) -> dict[Any, Any]:
+    return {
+        e.event.request_id: e.needed_scopes
+        for e in reply.events
+        if isinstance(e, ServerEvent) and isinstance(e.event, RequestReceived)
+    }
+
+
+def test_a_served_request_carries_the_scopes_it_was_checked_to_need() -> None:
+    # What the hook said, handed on with the request: the binding reads it rather
+    # than asking the hook again (a task keeps it).
+    calls: list[Any] = []
+    srv = make_server(era="modern", required_scopes=_needs(calls), resource_metadata=METADATA)
+    assert _needed_by_id(_modern_call(srv, "both", WRITER)) == {1: {"files:read", "files:write"}}
+    assert _needed_by_id(_modern_call(srv, "read", READER)) == {1: frozenset()}
+    assert len(calls) == 2
+    # No principal, or no hook: nothing was checked.
+    assert _needed_by_id(_modern_call(srv, "write", None)) == {1: None}
+    bare = make_server(era="modern", resource_metadata=METADATA)
+    assert _needed_by_id(_modern_call(bare, "write", WRITER)) == {1: None}
+    assert len(calls) == 2
+
+
+def test_each_request_of_a_batch_carries_its_own_scopes() -> None:
+    srv = _server(versions=("2025-03-26",))
+    sid = _legacy_session(srv, "2025-03-26")
+    batch = [_call(1, "read"), _call("two", "write"), note("notifications/roots/list_changed")]
+    served = srv.handle_request(
+        req(body=batch, **in_session(sid, "2025-03-26")), now=1, principal=WRITER
+    )
+    assert _needed_by_id(served) == {1: frozenset(), "two": {"files:write"}}
+    others = [
+        e.needed_scopes
+        for e in served.events
+        if isinstance(e, ServerEvent) and not isinstance(e.event, RequestReceived)
+    ]
+    assert others == [None]  # (the notification: no request, nothing checked)
+    single = srv.handle_request(
+        req(body=_call(3, "both"), **in_session(sid, "2025-03-26")), now=2, principal=WRITER
+    )
+    assert _needed_by_id(single) == {3: {"files:read", "files:write"}}
+
+
 def test_nothing_needed_is_never_checked() -> None:
     # A principal with no scope at all passes when the hook asks for none (and the
     # check is skipped: no challenge is built for an empty need).

@@ -1,0 +1,153 @@
+"""The ``required_scopes`` hook is asked once per request, on every transport, a
+task-augmented ``tools/call`` included (the task keeps the scopes its call was checked
+to need instead of asking again), and what a request was checked to need is on its
+context (``ctx.needed_scopes``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
+from typing import Any, Literal
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio import ConnectionConfig
+from mcp_sansio._tasks import TASKS_EXTENSION
+from mcp_trio import (
+    BearerAuth,
+    Context,
+    Principal,
+    Server,
+    open_http_client,
+    open_session,
+    open_websocket_client,
+)
+from mcp_trio._channel import memory_channel_pair
+
+IO_TIMEOUT = 10
+
+EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+ALICE = Principal(subject="alice", scopes="files:write run")
+
+
+async def verify(token: str) -> Principal | None:
+    await trio.lowlevel.checkpoint()
+    return ALICE if token == "alice" else None
+
+
+class Hook:
+    """A ``required_scopes`` hook that counts what it is asked (and asks for "run"
+    on every tools/call)."""
+
+    def __init__(self) -> None:
+        self.asked: Counter[str] = Counter()
+
+    def __call__(self, principal: Principal, method: str, params: Any) -> list[str]:
+        self.asked[method] += 1
+        return ["run"] if method == "tools/call" else []
+
+
+def counted_server(hook: Hook, seen: list[frozenset[str] | None]) -> Server:
+    server = Server("s", required_scopes=hook)
+
+    @server.tool(scopes="files:write", task="required")
+    async def export(ctx: Context) -> str:
+        """Exports everything (as a task)."""
+        return "exported"
+
+    @server.tool(scopes="files:write")
+    async def peek(ctx: Context) -> str:
+        """Peeks (no task)."""
+        seen.append(ctx.request_context.needed_scopes)
+        return "peeked"
+
+    return server
+
+
+Transport = Literal["http", "websocket", "memory"]
+Connect = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+@asynccontextmanager
+async def serving(
+    nursery: trio.Nursery, transport: Transport, server: Server, auth: Any = None
+) -> AsyncIterator[Connect]:
+    auth = auth if auth is not None else BearerAuth(verify_token=verify)
+    config = ConnectionConfig(era="modern", capabilities=EXT)
+    headers = {"Authorization": "Bearer alice"}
+    if transport == "http":
+        handle = await nursery.start(partial(server.serve_http, port=0, authenticate=auth))
+        yield partial(open_http_client, handle.url, headers=headers, connection_config=config)
+    elif transport == "websocket":
+        listeners = await nursery.start(
+            partial(server.serve_websocket, "127.0.0.1", 0, authenticate=auth)
+        )
+        url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+        yield partial(open_websocket_client, url, headers=headers, connection_config=config)
+    else:
+        # A session that a transport authenticated as ALICE (what serve_websocket
+        # builds), over memory channels.
+        tasks = server._methods.tasks
+
+        @asynccontextmanager
+        async def connect() -> AsyncIterator[Any]:
+            client_channel, server_channel = memory_channel_pair()
+            async with tasks.running(inherit=False) as tasks_nursery:
+                with tasks.serving(tasks_nursery):
+                    async with (
+                        open_session(
+                            server_channel,
+                            "server",
+                            handlers=server.handlers(),
+                            connection_config=server.connection_config(),
+                            principal=ALICE,
+                        ),
+                        open_session(client_channel, "client", connection_config=config) as client,
+                    ):
+                        await client.start()
+                        yield client
+
+        yield connect
+
+
+@pytest.mark.parametrize("transport", ["http", "websocket", "memory"])
+async def test_the_hook_is_asked_once_per_request(
+    nursery: trio.Nursery, transport: Transport
+) -> None:
+    hook = Hook()
+    seen: list[frozenset[str] | None] = []
+    server = counted_server(hook, seen)
+    with trio.fail_after(IO_TIMEOUT):
+        async with serving(nursery, transport, server) as connect, connect() as client:
+            created = await client.request("tools/call", {"name": "export", "arguments": {}})
+            assert hook.asked["tools/call"] == 1  # the task's call: checked once, not twice
+            run = server._methods.tasks.lookup(created["taskId"])
+            assert run is not None and run.scopes == {"files:write", "run"}
+            while (await client.request("tasks/get", {"taskId": created["taskId"]}))[
+                "status"
+            ] != "completed":
+                await trio.testing.wait_all_tasks_blocked()
+            assert hook.asked["tasks/get"] >= 1
+            asked = hook.asked["tasks/get"]
+            await client.request("tasks/get", {"taskId": created["taskId"]})
+            assert hook.asked["tasks/get"] == asked + 1
+            await client.request("tools/call", {"name": "peek", "arguments": {}})
+            assert hook.asked["tools/call"] == 2  # a plain call: once too
+            assert seen == [frozenset({"files:write", "run"})]
+        nursery.cancel_scope.cancel()
+
+
+async def test_without_a_principal_the_hook_is_not_asked() -> None:
+    hook = Hook()
+    seen: list[frozenset[str] | None] = []
+    server = counted_server(hook, seen)
+    with trio.fail_after(IO_TIMEOUT):
+        async with server.connect_in_memory(era="modern", capabilities=EXT) as client:
+            await client.request("tools/call", {"name": "export", "arguments": {}})
+            await client.request("tools/call", {"name": "peek", "arguments": {}})
+    assert hook.asked == {}
+    assert seen == [None]  # nothing was checked (nobody is authenticated)
