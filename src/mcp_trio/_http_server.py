@@ -340,13 +340,29 @@ class _Connection:
 
     async def run(self) -> None:
         first = True
-        while True:
-            request = await self._next_request(first)
-            if request is None or not await self._serve(request) or self.endpoint.closing:
-                return
+        while await self._serve_next(first) and not self.endpoint.closing:
             first = False
             if not self.wire.next_cycle():
                 return
+
+    async def _serve_next(self, first: bool) -> bool:
+        """Read the next request and serve it; returns whether the connection may be
+        reused.
+
+        What the request was (its head, with the token; its principal; its body and
+        the core's events, with the params) lives only in :meth:`_begin`'s frame, over
+        by the time its response is written: a connection parked idle after its answer
+        (``_direct_out``) keeps none of it alive.
+        """
+        begun = await self._begin(first)
+        if isinstance(begun, bool):
+            return begun
+        decision, slot = begun
+        try:
+            gone = await self._stream(decision, slot)
+        finally:
+            self.endpoint.close_response(slot)
+        return not gone
 
     # ------------------------------------------------------------------ reading
 
@@ -433,8 +449,13 @@ class _Connection:
     def _timeout(self) -> float | None:
         return self.endpoint.config.write_timeout
 
-    async def _serve(self, head: h11.Request) -> bool:
-        """Serve one request; returns whether the connection may be reused."""
+    async def _begin(self, first: bool) -> bool | tuple[OpenStream | AwaitResponse, ResponseSlot]:
+        """Read the next request and serve it up to its response: whether the
+        connection may be reused when it is answered already, else the response to
+        write over time and its slot (open: the caller closes it)."""
+        head = await self._next_request(first)
+        if head is None:
+            return False
         endpoint, http = self.endpoint, self.endpoint.http
         self._head_only = head.method == b"HEAD"
         request = HttpRequest(
@@ -490,7 +511,7 @@ class _Connection:
             await self._respond(decision, close=not complete)
             return complete
         slot = endpoint.open_response(decision.stream_id)
-        try:  # (from here on, whatever happens closes the slot)
+        try:  # (from here on, whatever happens closes the slot: here, or the caller)
             expires_at = None if principal is None else principal.expires_at
             if expires_at is not None and (
                 request.method == "GET" or http.is_listen(decision.stream_id)
@@ -501,10 +522,10 @@ class _Connection:
                 endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)
             await endpoint.handle_events(reply.events, principal)
-            gone = await self._stream(decision, slot)
-        finally:
+        except BaseException:
             endpoint.close_response(slot)
-        return not gone
+            raise
+        return decision, slot
 
     async def _refuse_request(self, response: HttpResponse) -> bool:
         """Refuse a request the head of which is read: read and drop its body first

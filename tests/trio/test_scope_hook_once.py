@@ -1,10 +1,12 @@
 """The ``required_scopes`` hook is asked once per request, on every transport, a
 task-augmented ``tools/call`` included (the task keeps the scopes its call was checked
 to need instead of asking again), and what a request was checked to need is on its
-context (``ctx.needed_scopes``)."""
+context (``ctx.needed_scopes``) without keeping the request alive afterwards."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -151,3 +153,50 @@ async def test_without_a_principal_the_hook_is_not_asked() -> None:
             await client.request("tools/call", {"name": "peek", "arguments": {}})
     assert hook.asked == {}
     assert seen == [None]  # nothing was checked (nobody is authenticated)
+
+
+async def test_an_idle_http_connection_keeps_no_principal_nor_params(
+    nursery: trio.Nursery,
+) -> None:
+    # Each request is authenticated anew: once answered, neither its principal nor
+    # its params are kept (not by the scope check, nor by what it handed on), though
+    # the keep-alive connection stays open.
+    principals: list[weakref.ref[Principal]] = []
+    params_seen: list[str] = []
+
+    async def fresh(request: Any) -> Principal:
+        await trio.lowlevel.checkpoint()
+        principal = Principal(subject="alice", scopes="files:write run")
+        principals.append(weakref.ref(principal))
+        return principal
+
+    class Watching(Hook):
+        def __call__(self, principal: Principal, method: str, params: Any) -> list[str]:
+            if method == "tools/call":
+                params_seen.append(params["arguments"]["x"][0])
+            return super().__call__(principal, method, params)
+
+    hook = Watching()
+    server = counted_server(hook, [])
+    auth = fresh
+    with trio.fail_after(IO_TIMEOUT):
+        async with serving(nursery, "http", server, auth) as connect, connect() as client:
+            for name in ("peek", "export"):
+                # (a string made at run time: no constant of this code holds it)
+                marker = "-".join(("unique", name, "marker"))
+                await client.request("tools/call", {"name": name, "arguments": {"x": [marker]}})
+            del marker
+            await trio.testing.wait_all_tasks_blocked()
+            gc.collect()
+            assert len(principals) == 3  # server/discover, then the two calls
+            assert all(ref() is None for ref in principals)
+            assert len(params_seen) == 2
+            wanted = set(params_seen)
+            params_seen.clear()
+            kept = [
+                o
+                for o in gc.get_objects()
+                if type(o) is list and o and type(o[0]) is str and o[0] in wanted
+            ]
+            assert kept == []
+        nursery.cancel_scope.cancel()
