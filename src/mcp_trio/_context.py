@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, final, overload
@@ -90,8 +91,42 @@ class _InputNeeded(BaseException):  # internal control flow, never seen by users
 
 
 def _digest(request: Mapping[str, Any]) -> str:
+    """A digest of ``request`` (an ask's method and params) that an answer is matched
+    by: the same for equal requests, in every process and round; different for
+    different ones. Never raises for JSON values: ``surrogatepass`` gives a lone
+    surrogate (which has no UTF-8) bytes of its own, which no other text encodes to,
+    and leaves every other text's bytes, so every digest sealed before is unchanged."""
     text = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+#: A surrogate code point: alone in a ``str`` (``os.fsdecode`` of a name that is not
+#: UTF-8, say) it has no UTF-8 encoding, so no JSON text on the wire can carry it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _readable(message: str) -> str:
+    """``message`` (prose, for the user) with each lone surrogate replaced by U+FFFD,
+    as a task's status message is: it can then be sent."""
+    return message if message.isascii() else _SURROGATE.sub("\ufffd", message)
+
+
+def _unsendable(value: Any, where: str) -> str | None:
+    """Where in ``value`` (JSON data) a string holds a lone surrogate, if anywhere."""
+    if isinstance(value, str):
+        return where if not value.isascii() and _SURROGATE.search(value) else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            inner = f"{where}[{key!r}]"
+            found = _unsendable(key, inner + " (the key)") or _unsendable(item, inner)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = _unsendable(item, f"{where}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _missing_capability(what: str, required: dict[str, Any]) -> McpError:
@@ -404,7 +439,9 @@ class Context:
         """Ask the user to fill in a form (``elicitation/create``, form mode).
 
         Args:
-            message: what to ask, for the user.
+            message: what to ask, for the user. A lone surrogate in it (from
+                ``os.fsdecode`` of a name that is not UTF-8, say: no JSON text can
+                carry one) is sent as U+FFFD, as a task's status message is.
             schema: a type (a dataclass, attrs class or TypedDict of strings, numbers,
                 booleans and enums; or one such scalar type, asked as a single field) or
                 a JSON Schema of a flat object. Never ask for secrets this way: use
@@ -419,13 +456,16 @@ class Context:
             TypeError: the schema is not a flat form, or not one the session's protocol
                 version can carry (2025-06-18: no multi-select, no titled options,
                 defaults only on booleans; a type's other defaults are left off).
+            ValueError: a string of the schema holds a lone surrogate (it is data the
+                answer is checked against: not changed, refused), before anything is
+                sent; the session goes on.
             McpError: -32021 if the client cannot elicit (no capability, or a protocol
                 version before 2025-06-18); -32602 if its answer does not fit the
                 schema; the client's error (legacy) if it refuses.
         """
         version = self.protocol_version
         spec = form_spec(schema, protocol_version=version)
-        params: dict[str, Any] = {"message": message, "requestedSchema": spec.schema}
+        params: dict[str, Any] = {"message": _readable(message), "requestedSchema": spec.schema}
         if version in ELICITATION_MODE_VERSIONS:  # 2025-06-18 has no mode (form only)
             params = {"mode": "form", **params}
         if "form" not in elicitation_modes(self.client_capabilities.get("elicitation")):
@@ -455,7 +495,8 @@ class Context:
 
         Args:
             url: where to send the user.
-            message: why, for the user.
+            message: why, for the user (a lone surrogate is sent as U+FFFD, as in
+                :meth:`elicit`).
             elicitation_id: legacy era: the id tying a later
                 ``notifications/elicitation/complete`` to this request (default: a
                 random one).
@@ -465,8 +506,9 @@ class Context:
             McpError: -32021 if the client did not declare ``elicitation.url`` or the
                 session's protocol version has no URL mode (before 2025-11-25); the
                 client's error (legacy) if it refuses.
+            ValueError: ``url`` or ``elicitation_id`` holds a lone surrogate.
         """
-        params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+        params: dict[str, Any] = {"mode": "url", "message": _readable(message), "url": url}
         if self.era is not Era.MODERN:
             params["elicitationId"] = elicitation_id or uuid.uuid4().hex
         if "url" not in elicitation_modes(self.client_capabilities.get("elicitation")):
@@ -513,6 +555,8 @@ class Context:
                 message holds content the session's protocol version lacks (audio
                 before 2025-03-26, tool use and results before 2025-11-25); the
                 client's error (legacy) if it refuses; -32602 if its answer is malformed.
+            ValueError: a string of the request holds a lone surrogate (which no JSON
+                text can carry), before anything is sent; the session goes on.
         """
         params: dict[str, Any] = {"messages": sampling_messages(messages), "maxTokens": max_tokens}
         _check_sampling_content(params["messages"], self.protocol_version)
@@ -589,6 +633,17 @@ class Context:
         """Ask the client ``method``; its answer, through ``parse`` (which raises -32602
         for one that does not fit: the same check on every path, and in a task before
         ``tasks/update`` accepts the answer)."""
+        where = _unsendable(params, "params")
+        if where is not None:
+            # Found here, before anything is sent or recorded, the same in either era
+            # and in a task (else: the encoder's TypeError in the legacy era, a
+            # -32603 for the whole call in the modern one, a task that no tasks/get
+            # can report).
+            raise ValueError(
+                f"cannot ask the client ({method}): {where} holds a lone surrogate, "
+                "which no JSON text can carry (decode it without surrogateescape, or "
+                "replace it)"
+            )
         key = f"{kind}-{self._asks}"
         self._asks += 1
         if self._raw.era is not Era.MODERN:
