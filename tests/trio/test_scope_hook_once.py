@@ -19,6 +19,7 @@ import trio.testing
 
 from mcp_sansio import ConnectionConfig
 from mcp_sansio._tasks import TASKS_EXTENSION
+from mcp_sansio.http import HttpServerConfig
 from mcp_trio import (
     BearerAuth,
     Context,
@@ -140,6 +141,36 @@ async def test_the_hook_is_asked_once_per_request(
             await client.request("tools/call", {"name": "peek", "arguments": {}})
             assert hook.asked["tools/call"] == 2  # a plain call: once too
             assert seen == [frozenset({"files:write", "run"})]
+        nursery.cancel_scope.cancel()
+
+
+async def test_over_http_a_task_keeps_the_http_configs_scopes_too(nursery: trio.Nursery) -> None:
+    # What the call was checked to need is what the task needs: over HTTP that includes
+    # what HttpServerConfig.required_scopes adds (each hook asked once about the call).
+    class Audit(Hook):
+        def __call__(self, principal: Principal, method: str, params: Any) -> list[str]:
+            super().__call__(principal, method, params)
+            return ["audit"] if method == "tools/call" else []
+
+    async def auditor(token: str) -> Principal:
+        await trio.lowlevel.checkpoint()
+        return Principal(subject="alice", scopes="files:write run audit")
+
+    hook, config_hook = Hook(), Audit()
+    server = counted_server(hook, [])
+    auth = BearerAuth(verify_token=auditor)
+    http_config = HttpServerConfig(required_scopes=config_hook)
+    config = ConnectionConfig(era="modern", capabilities=EXT)
+    with trio.fail_after(IO_TIMEOUT):
+        handle = await nursery.start(
+            partial(server.serve_http, port=0, authenticate=auth, http_config=http_config)
+        )
+        headers = {"Authorization": "Bearer alice"}
+        async with open_http_client(handle.url, headers=headers, connection_config=config) as c:
+            created = await c.request("tools/call", {"name": "export", "arguments": {}})
+            assert hook.asked["tools/call"] == config_hook.asked["tools/call"] == 1
+            run = server._methods.tasks.lookup(created["taskId"])
+            assert run is not None and run.scopes == {"files:write", "run", "audit"}
         nursery.cancel_scope.cancel()
 
 
