@@ -518,11 +518,10 @@ class HttpServerConfig:
     one status; every request of it is answered with the error). Called for every
     request of every POST from a principal: it should be quick. An exception from it is
     answered ``500`` (the request is refused: a check that fails is no pass).
-    ``None``: no request needs any (only the ``authenticate`` hook decides). A task of
-    the tasks extension (in ``mcp_trio``) records the scopes its ``tools/call`` needed by
-    the server's own rules only: a scope this hook alone adds does not guard the task's
-    ``tasks/*`` requests, so rules meant to cover tasks belong in
-    ``Server(required_scopes=)``."""
+    ``None``: no request needs any (only the ``authenticate`` hook decides). What it
+    said of a request that is served is handed on with it
+    (:attr:`ServerEvent.needed_scopes`), once: a task of the tasks extension (in
+    ``mcp_trio``) keeps those scopes, and its ``tasks/*`` requests need them too."""
 
 
 # ================================================================================ internals

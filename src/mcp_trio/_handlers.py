@@ -96,7 +96,8 @@ class Handlers:
         ``resource_metadata`` URL when the session knows it: ``serve_websocket`` with a
         ``BearerAuth`` that has one), and the session goes on. A
         request with no principal (stdio, in memory, no ``authenticate``) is never
-        refused: without authentication there is nothing to check."""
+        refused: without authentication there is nothing to check. Asked once per
+        request: what it said is the context's ``needed_scopes``."""
 
     def on_request(self, method: str) -> Callable[[_RH], _RH]:
         """Decorator: handle requests of ``method``."""
