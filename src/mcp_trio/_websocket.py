@@ -13,6 +13,8 @@ module's conventions:
   with code 1009 (trio-websocket's ``max_message_size``);
 * each side pings every ``ws_ping_interval`` seconds and closes the connection (code
   1011) if the pong does not come within ``ws_ping_timeout``;
+* a frame is never cut and then followed by more: a write cut short (``write_timeout``,
+  the pong timeout) drops the connection (the peer sees code 1006);
 * a connection authenticated with a token that expires (``Principal.expires_at``) is
   closed by the server then, with code 1008 (policy violation) and the reason
   ``invalid_token: the access token expired``; a client takes code 1008 with a reason
@@ -116,7 +118,8 @@ class WebSocketChannel(MessageChannel):
     the rest of it (a close frame as text: code 1007). A :meth:`send` cancelled while
     its frame may be half out (the writer's ``write_timeout``, or a closing session's
     abort) closes ``stream`` instead, so nothing more is written, not even a close frame:
-    the peer sees the connection drop (code 1006).
+    the peer sees the connection drop (code 1006). (The other frames, pings and close
+    frames, are guarded by the stream under ``ws``: see ``_WholeFrames``.)
     """
 
     framing: ClassVar[Framing] = "message"
@@ -166,6 +169,10 @@ class WebSocketChannel(MessageChannel):
         if frame.cancelled_caught:  # (_finish_frame's time ran out)
             await self._drop()
             raise trio.BrokenResourceError("a message write was cut short by the close")
+
+    def _cut(self) -> bool:
+        """Whether a write was cut short: the connection was dropped (``_WholeFrames``)."""
+        return isinstance(self._stream, _WholeFrames) and self._stream.cut
 
     async def _drop(self) -> None:
         """A write was cut short, half a frame may be out: nothing may follow it."""
@@ -272,8 +279,50 @@ class ReaderWatch:
         return cast(trio.Nursery, self)
 
 
+@final
+class _WholeFrames(trio.abc.Stream):
+    """The byte stream under a WebSocket, which several tasks write in turn (trio-websocket
+    serialises them): our messages, the keep-alive's pings, its reader's pongs and close
+    replies, the close frame. A write that did not finish (cancelled: the pong timeout, a
+    close's bound; or failed) may have put part of a frame out, and the peer would read
+    whatever followed as the rest of it. So such a write closes the stream at once (every
+    write after it fails): nothing follows the cut, not even a close frame, and the peer
+    sees the connection drop (code 1006).
+
+    (trio-websocket's ``local`` and ``remote`` then give this stream's ``repr``, not the
+    socket's addresses.)"""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.cut = False
+        """Whether a write was cut short (the stream is closed)."""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        try:
+            await self.stream.send_all(data)
+        except BaseException:
+            self.cut = True
+            await trio.aclose_forcefully(self.stream)
+            raise
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        return await self.stream.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    def __repr__(self) -> str:
+        return f"<_WholeFrames {self.stream!r}>"
+
+
 async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
-    """Ping every ``ws_ping_interval``; close with 1011 if a pong is late."""
+    """Ping every ``ws_ping_interval``; close with 1011 if a pong is late. (The timeout
+    also counts the ping's wait for its turn to be written, behind a message write in
+    progress: trio-websocket writes one frame at a time. One that cuts the ping's own
+    write drops the connection instead: see ``_WholeFrames``.)"""
     ws = channel.ws
     interval = config.ws_ping_interval
     if interval is None:
@@ -286,7 +335,8 @@ async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
             except trio_websocket.ConnectionClosed:
                 return
         if scope.cancelled_caught:
-            what = f"no pong within {config.ws_ping_timeout} s; closed with code 1011"
+            how = "dropped the connection" if channel._cut() else "closed with code 1011"
+            what = f"no pong within {config.ws_ping_timeout} s; {how}"
             logger.warning("WebSocket keep-alive: %s", what)
             await channel.fail(_INTERNAL_ERROR, "keep-alive ping timed out", SessionClosed(what))
             return
@@ -387,6 +437,7 @@ async def _serve_connection(
     on_session: SessionHook | None,
     authenticate: Authenticate | None = None,
 ) -> None:
+    stream = _WholeFrames(stream)  # (closed by the caller: the one under it)
     async with open_task_nursery("WebSocket server", cancel_on_exit=True) as nursery:
         ws: trio_websocket.WebSocketConnection | None = None
         principal: Principal | None = None
@@ -630,12 +681,13 @@ async def _open_ws(
                     # certificate into a silent end of its reader, and wait for the
                     # WebSocket handshake until the timeout.
                     await stream.do_handshake()
+                whole = _WholeFrames(stream)
                 async with trio.open_nursery() as guard:
                     with trio.CancelScope() as handshake:
                         guard.start_soon(_cancel_when_set, watch.reader_done, handshake)
                         ws = await trio_websocket.wrap_client_stream(
                             watch.nursery(),
-                            stream,
+                            cast(trio.SocketStream, whole),  # (documented: any Stream)
                             _host_header(host, port, secure),
                             resource,
                             subprotocols=subprotocols,
@@ -651,7 +703,7 @@ async def _open_ws(
                     raise SessionClosed(
                         "the server closed the connection during the WebSocket handshake"
                     )
-            yield ws, watch.reader_done, stream
+            yield ws, watch.reader_done, whole
     finally:
         await trio.aclose_forcefully(stream)
 
