@@ -152,6 +152,14 @@ class MessageChannel(abc.ABC):
         request whose answer's size it can foresee (a skill file)."""
         return None
 
+    def finish_write(self) -> None:
+        """The session is closing and about to cancel the :meth:`send` in progress, if
+        any: let that message go out whole instead, within a bound of the channel's own,
+        so that the channel's close (:meth:`aclose`) can follow it (a WebSocket: the
+        message, then the close frame). Called without waiting, before the cancel. The
+        default does nothing: the send is cancelled."""
+        return None
+
     def attach_reader(self, take: Take) -> None:
         """Offer messages to ``take`` while the reader is parked in :meth:`receive` with
         nothing buffered (see the module docs). Only channels of framing ``"message"``

@@ -13,8 +13,10 @@ module's conventions:
   with code 1009 (trio-websocket's ``max_message_size``);
 * each side pings every ``ws_ping_interval`` seconds and closes the connection (code
   1011) if the pong does not come within ``ws_ping_timeout``;
-* a frame is never cut and then followed by more: a write cut short (``write_timeout``,
-  the pong timeout) drops the connection (the peer sees code 1006);
+* a frame is never cut and then followed by more: a session closing while a message is
+  being written sends it whole first (within ``close_timeout``), then the close frame; a
+  write cut short (that bound, ``write_timeout``, the pong timeout) drops the connection
+  (the peer sees code 1006);
 * a connection authenticated with a token that expires (``Principal.expires_at``) is
   closed by the server then, with code 1008 (policy violation) and the reason
   ``invalid_token: the access token expired``; a client takes code 1008 with a reason
@@ -116,10 +118,12 @@ class WebSocketChannel(MessageChannel):
 
     A frame is never cut and then followed by more: the peer would read what follows as
     the rest of it (a close frame as text: code 1007). A :meth:`send` cancelled while
-    its frame may be half out (the writer's ``write_timeout``, or a closing session's
-    abort) closes ``stream`` instead, so nothing more is written, not even a close frame:
-    the peer sees the connection drop (code 1006). (The other frames, pings and close
-    frames, are guarded by the stream under ``ws``: see ``_WholeFrames``.)
+    its frame may be half out (the writer's ``write_timeout``) closes ``stream`` instead,
+    so nothing more is written, not even a close frame: the peer sees the connection
+    drop (code 1006). A session closing on its own (:meth:`finish_write`) lets the
+    message in progress go out whole first, within ``close_timeout``. (The other
+    frames, pings and close frames, are guarded by the stream under ``ws``: see
+    ``_WholeFrames``.)
     """
 
     framing: ClassVar[Framing] = "message"
@@ -155,8 +159,11 @@ class WebSocketChannel(MessageChannel):
     async def send(self, message: bytes) -> None:
         try:
             with trio.CancelScope() as frame:
-                self._frame = frame  # (see _finish_frame)
-                await self.ws.send_message(message.decode("utf-8"))
+                self._frame = frame  # (see finish_write)
+                try:
+                    await self.ws.send_message(message.decode("utf-8"))
+                finally:
+                    self._frame = None
         except trio.Cancelled:
             await self._drop()
             raise
@@ -166,7 +173,7 @@ class WebSocketChannel(MessageChannel):
             raise self._token_expired(exc.reason) or trio.BrokenResourceError(
                 _describe(exc.reason)
             ) from None
-        if frame.cancelled_caught:  # (_finish_frame's time ran out)
+        if frame.cancelled_caught:  # (finish_write's time ran out)
             await self._drop()
             raise trio.BrokenResourceError("a message write was cut short by the close")
 
@@ -214,10 +221,10 @@ class WebSocketChannel(MessageChannel):
         raises, else ``None``."""
         return _token_expired(reason) if self._client else None
 
-    def _finish_frame(self) -> None:
+    def finish_write(self) -> None:
         """Let the message being written (if any) go out whole, within ``close_timeout``
         from now, whatever cancels the write meanwhile (the session's close), so that a
-        close frame can follow it."""
+        close frame can follow it; cut short then, the connection drops (code 1006)."""
         frame = self._frame
         if frame is not None:
             frame.shield = True
@@ -353,8 +360,7 @@ async def _expire(channel: WebSocketChannel, session: Session, deadline: float) 
     logger.info("WebSocket: the access token expired; closing with code 1008")
     failure = TokenExpired("the access token expired; the WebSocket was closed with code 1008")
     channel._will_fail(_POLICY_VIOLATION, _TOKEN_EXPIRED_REASON, failure)  # (whoever closes)
-    channel._finish_frame()  # (a message half out goes out whole: the 1008 frame follows)
-    session._close_locally(failure)
+    session._close_locally(failure)  # (a message half out goes out whole: finish_write)
     await channel.aclose()  # (the 1008 frame now, not once the handlers have unwound)
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -57,11 +58,17 @@ async def _ticks() -> None:
 
 
 async def _big_answer_then_close(
-    nursery: trio.Nursery, token: str, on_session: Callable[[Session], Awaitable[None]]
+    nursery: trio.Nursery,
+    token: str,
+    on_session: Callable[[Session], Awaitable[None]],
+    *,
+    config: SessionConfig = CONFIG,
+    silence: float = LIFETIME + 1,
 ) -> tuple[list[wsproto.events.Event], int, float]:
-    """Call a tool whose answer is ``SIZE`` bytes and stop reading until ``LIFETIME``
-    has passed; then read everything: the events, the text length, when it began."""
-    server = Server("big", session_config=CONFIG)
+    """Call a tool whose answer is ``SIZE`` bytes and stop reading until ``silence``
+    seconds have passed; then read everything: the events, the text length, when it
+    began."""
+    server = Server("big", session_config=config)
 
     @server.tool()
     async def big() -> str:
@@ -84,7 +91,7 @@ async def _big_answer_then_close(
     await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     call = {"name": "big", "arguments": {}}
     await client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
-    await trio.sleep_until(began + LIFETIME + 1)  # (not reading: the server's write blocks)
+    await trio.sleep_until(began + silence)  # (not reading: the server's write blocks)
     events: list[wsproto.events.Event] = []
     text = 0
     async with trio.open_nursery() as ticking:
@@ -126,21 +133,78 @@ async def test_an_expiry_while_a_large_message_is_written_still_closes_with_1008
     assert closing.reason == "invalid_token: the access token expired"
 
 
-async def test_a_local_close_mid_message_drops_the_connection_without_a_close_frame(
+async def test_a_local_close_mid_message_sends_it_whole_then_closes_with_1000(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     # The close frame followed half a frame: the client read it as text (1007, invalid
-    # UTF-8). A cut frame is now the end of the connection: nothing is written after it.
+    # UTF-8). Then the close cut the message and dropped the connection (1006). Now the
+    # message half out goes out whole (within close_timeout), then the close frame.
     async def close_at_lifetime(session: Session) -> None:
         await trio.sleep(LIFETIME - 1)
         await session.aclose()
 
     with trio.fail_after(IO_TIMEOUT):
         events, text, _ = await _big_answer_then_close(nursery, "forever", close_at_lifetime)
+    [answer, closing] = events
+    assert isinstance(answer, wsproto.events.TextMessage) and text > SIZE
+    assert isinstance(closing, wsproto.events.CloseConnection)
+    assert closing.code == 1000
+
+
+async def test_a_server_shutting_down_mid_message_sends_it_whole_then_closes_with_1000(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The server's tasks cancelled (its shutdown) cut the message and dropped the
+    # connection (1006); it goes out whole now, as on a local close, then 1000.
+    async with trio.open_nursery() as outer:
+        serving = trio.CancelScope()
+
+        async def serve(task_status: trio.TaskStatus[trio.Nursery]) -> None:
+            with serving:
+                async with trio.open_nursery() as nursery:
+                    task_status.started(nursery)
+                    await trio.sleep_forever()
+
+        async def shut_down_at_lifetime(session: Session) -> None:
+            await trio.sleep(LIFETIME - 1)
+            serving.cancel()
+            await trio.sleep_forever()
+
+        server_nursery = await outer.start(serve)
+        with trio.fail_after(IO_TIMEOUT):
+            events, text, _ = await _big_answer_then_close(
+                server_nursery, "forever", shut_down_at_lifetime
+            )
+    [answer, closing] = events
+    assert isinstance(answer, wsproto.events.TextMessage) and text > SIZE
+    assert isinstance(closing, wsproto.events.CloseConnection)
+    assert closing.code == 1000
+
+
+async def test_a_local_close_mid_message_to_a_peer_that_never_reads_ends_in_close_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The message may take close_timeout to go out, no longer: then the connection drops
+    # with nothing after the cut (1006), and the session is over.
+    config = attrs.evolve(CONFIG, close_timeout=5)
+    took: list[float] = []
+
+    async def close_at_lifetime(session: Session) -> None:
+        await trio.sleep(LIFETIME - 1)
+        closing = trio.current_time()
+        await session.aclose()  # (returns once the session and its channel are closed)
+        took.append(trio.current_time() - closing)
+
+    with trio.fail_after(IO_TIMEOUT):
+        events, text, _ = await _big_answer_then_close(
+            nursery, "forever", close_at_lifetime, config=config, silence=LIFETIME + 100
+        )
     [closing] = events
     assert isinstance(closing, wsproto.events.CloseConnection)
     assert closing.code == 1006  # (wsproto's word for the connection lost, no close frame)
     assert 0 < text < SIZE
+    [seconds] = took
+    assert 5 <= seconds < 5.1  # (the message's close_timeout; then nothing waits more)
 
 
 async def test_a_normal_close_is_code_1000_both_ways(
