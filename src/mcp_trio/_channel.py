@@ -57,6 +57,7 @@ import trio
 from mcp_sansio import RequestId
 
 __all__ = [
+    "Hold",
     "Inbox",
     "MemoryChannel",
     "MessageChannel",
@@ -71,6 +72,10 @@ T = TypeVar("T")
 Take = Callable[[bytes], bool]
 """A session's ``take``: act on one message now, in the caller's task; ``False``
 refuses it (it must then be buffered for ``receive`` as usual)."""
+Hold = Callable[[tuple[RequestId, ...], bool], None]
+"""A session's ``held``: the channel starts (``True``) or stops (``False``) holding
+these requests back while it obtains credentials for them. Called in the channel's
+task; it must not raise nor wait."""
 
 
 @final
@@ -165,6 +170,15 @@ class MessageChannel(abc.ABC):
         nothing buffered (see the module docs). Only channels of framing ``"message"``
         can; the default ignores it (every message goes through ``receive``)."""
         del take
+
+    def attach_holds(self, held: Hold) -> None:
+        """Tell ``held`` when requests wait on the transport's own credentials: once
+        (``True``) when it starts holding them back to obtain a token (the HTTP
+        client's OAuth: a refresh, or an authorization that may wait for the user),
+        once (``False``) when it stops, however that ends. The default ignores it:
+        other transports hold nothing back (a WebSocket is authorized at its
+        handshake)."""
+        del held
 
     @abc.abstractmethod
     async def aclose(self) -> None:

@@ -93,7 +93,9 @@ body, SSE events) into messages the session reads.
   waits for that refresh (at most a third of ``write_timeout``, and ``timeout``) and
   is sent once more, else lost, as any refused one-way message. A failed authorization
   fails that request (-32603, ``HTTP: authorization failed: ...``); the session goes
-  on.
+  on. While requests wait for a token (a refresh before them, an authorization after
+  their refusal), the session is told (``attach_holds``): a modern listen's
+  acknowledgment bound does not count that time.
 
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written, or
@@ -107,8 +109,8 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import AsyncGenerator, Callable, Mapping
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import ClassVar, Final, final
 
 import attrs
@@ -133,7 +135,7 @@ from mcp_sansio.http import (
     reopen_delay,
 )
 
-from ._channel import Framing, Inbox, MessageChannel, SessionLost, Take
+from ._channel import Framing, Hold, Inbox, MessageChannel, SessionLost, Take
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -260,6 +262,7 @@ class HttpChannel(MessageChannel):
             _INBOX_SIZE
         )
         self._inbox = Inbox(inbox)
+        self._held: Hold | None = None  # the session's (attach_holds)
         self._tasks: trio.Nursery | None = None
         self._streams: dict[RequestId, _Stream] = {}
         self._get_started = False
@@ -391,6 +394,21 @@ class HttpChannel(MessageChannel):
 
     def attach_reader(self, take: Take) -> None:
         self._inbox.take = take
+
+    def attach_holds(self, held: Hold) -> None:
+        self._held = held
+
+    @contextmanager
+    def _holding(self, sent: ClientRequest) -> Iterator[None]:
+        """While the requests of ``sent`` wait for a token (see ``attach_holds``)."""
+        held = self._held if sent.request_ids else None
+        if held is not None:
+            held(sent.request_ids, True)
+        try:
+            yield
+        finally:
+            if held is not None:
+                held(sent.request_ids, False)
 
     async def receive(self) -> bytes:
         try:
@@ -597,9 +615,10 @@ class HttpChannel(MessageChannel):
                     # one-way message) never calls the authorization server: it starts
                     # the shared refresh and goes on with the current token.
                     assert self._tasks is not None
-                    if interactive:
-                        await auth.ready(self._tasks)
-                    else:
+                    if interactive and auth.needs_refresh():
+                        with self._holding(sent):
+                            await auth.ready(self._tasks)
+                    elif not interactive:
                         auth.refresh_soon(self._tasks)
                 wire, head = await self._pool.roundtrip(sent.request, written)
             else:
@@ -640,7 +659,8 @@ class HttpChannel(MessageChannel):
             await wire.aclose()  # (its body is of no use)
             wire, rest = None, b""
             try:
-                await auth.challenged(head.status_code, challenge, refused, nursery=self._tasks)
+                with self._holding(sent):
+                    await auth.challenged(head.status_code, challenge, refused, nursery=self._tasks)
             except (OAuthError, trio.TooSlowError) as exc:
                 logger.warning("HTTP: authorization failed: %s", exc)
                 raise WireError(f"authorization failed: {exc}") from exc

@@ -233,6 +233,7 @@ class Session:
         self._writer = Writer(channel, self.config.write_timeout)
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
+        self._on_held: dict[RequestId, Callable[[RequestId, bool], object]] = {}
         # timers, tasks, lifecycle
         self._timer_scope: trio.CancelScope | None = None
         self._io_scope = trio.CancelScope()
@@ -341,6 +342,7 @@ class Session:
         log_level: str | None = None,
         related_request_id: RequestId | None = None,
         on_sent: Callable[[RequestId], object] | None = None,
+        on_held: Callable[[RequestId, bool], object] | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result.
 
@@ -361,6 +363,11 @@ class Session:
                 anything is written or awaited), and with each retry's (modern
                 input-required rounds): the id its answer and notifications name. It
                 must not raise.
+            on_held: called with the request's id (as ``on_sent`` names it) and
+                ``True`` when the transport starts holding it back to obtain
+                credentials (the HTTP client's OAuth: a token refresh, an authorization
+                that may wait for the user), and with ``False`` when it stops; only
+                while the request is waited for. It must not raise.
 
         Returns:
             The result object.
@@ -399,12 +406,26 @@ class Session:
         while True:
             if on_sent is not None:
                 on_sent(rid)
-            outcome = await self._wait_for(rid, on_progress)
+            if on_held is not None:
+                self._on_held[rid] = on_held
+            try:
+                outcome = await self._wait_for(rid, on_progress)
+            finally:
+                if on_held is not None:
+                    del self._on_held[rid]
             if isinstance(outcome, ResultReceived):
                 return outcome.result
             if not isinstance(outcome, InputRequired):
                 raise request_error(method, rid, outcome)
             rid = await self._answer_input(rid, outcome, on_input_required)
+
+    def _held(self, request_ids: tuple[RequestId, ...], held: bool) -> None:
+        """The channel holds ``request_ids`` back for credentials, or no longer
+        (``MessageChannel.attach_holds``): tell their ``on_held``."""
+        for rid in request_ids:
+            on_held = self._on_held.get(rid)
+            if on_held is not None:
+                on_held(rid, held)
 
     async def _answer_input(
         self, rid: RequestId, outcome: InputRequired, on_input_required: InputCallback | None
@@ -1032,6 +1053,7 @@ class Session:
                 self._reader_context = contextvars.copy_context()
                 if self._channel.framing == "message":
                     self._channel.attach_reader(self._take_message)
+                self._channel.attach_holds(self._held)
                 nursery.start_soon(self._read_loop, name="mcp reader")
                 nursery.start_soon(self._timer_loop, name="mcp timer")
 
