@@ -15,41 +15,48 @@ one being ``notifications/subscriptions/acknowledged``. A subscription learns th
 of its listen request as the request goes out (``Session.request(on_sent=)``, before
 anything is written), so an acknowledgment (or cancellation) is matched to the listen
 being opened by that id alone: one for a listen given up on (timed out, or its
-``subscribe()`` cancelled), handled late in a task of its own, claims nothing.
-Subscriptions are opened one at a time (a lock, held until the acknowledgment), so the
-hub keeps the notifications of one opening only: notifications run in their own
-handler tasks, whose order trio does not promise, so one that overtakes its
-acknowledgment is kept (bounded) until the acknowledgment claims it; any other with an
-id we do not know is dropped. Leaving the block cancels the listen request
+``subscribe()`` cancelled), handled late in a task of its own, claims nothing. So
+listens are opened concurrently, each by an *opening* of its own (``_Opening``: the
+hub's ``_opening``, by request id, from the request going out until it is
+acknowledged or given up on), and a server that ignores one holds up no other
+``subscribe()``. Notifications run in their own handler tasks, whose order trio does
+not promise, so one that overtakes its acknowledgment is kept by its opening (at most
+:data:`_MAX_EARLY` each) until the acknowledgment claims it; any other with an id we
+do not know is dropped. (Openings are as many as the ``subscribe()`` calls under
+way, the caller's own concurrency; nothing else needs them one at a time, as a lock
+once did when an acknowledgment could only be matched to "the listen being
+opened".) Leaving the block cancels the listen request
 (``notifications/cancelled``); a server that ends it (a result, or a cancellation)
 ends the iteration -- or, before acknowledging it, fails ``subscribe()`` with
 ``RemoteProtocolError`` (the acknowledgment must come first).
 
-Holding the lock until the acknowledgment means a server that never sends it would
-hold up every other ``subscribe()`` of the client, so the wait is bounded even with no
-request timeout: ``SessionConfig.listen_ack_timeout`` (or the client's ``timeout``, if
-shorter). Past it the listen is given up on: ``subscribe()`` fails with
-``RequestTimeout`` and the request is cancelled. The clock starts when the listen
-task is started, not when the request reaches the wire: a transport that first
-obtains a token (the HTTP client's OAuth refresh, or an interactive re-authorization)
-spends the bound's time on it; nothing tells the session when a request is written.
+The wait for the acknowledgment is bounded even with no request timeout:
+``SessionConfig.listen_ack_timeout`` (or the client's ``timeout``, if shorter); the
+listen request itself has no timeout (it stays open). Past the bound the listen is
+given up on: ``subscribe()`` fails with ``RequestTimeout`` and the request is
+cancelled. The bound counts from when the listen is begun, except the time the
+transport holds the request back to obtain a token (``Session.request(on_held=)``:
+the HTTP client's OAuth refresh, or a re-authorization that waits for the user, each
+bounded by OAuth's own timeouts): the clock stops then, and counts the whole bound
+afresh from when the token is there and the request goes out. A slow authorization
+is not taken for a server that does not acknowledge; everything else before the
+write (a connection, a free slot of the pool) counts.
 
 A server ends a listen that would outlive the token it was opened with by answering it
 with the error ``401`` ``invalid_token`` (``mcp_sansio.http.token_expired``). Then the
 same filter is listened for again, transparently (the new request carries the
 transport's current token: the HTTP client's OAuth refreshes or re-authorizes on its
-way), under the same lock as an opening. Bounded: one new listen per expiry, only
-after an acknowledged one, and none when a listen opened again for an expiry expires
-again within :data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead tokens would
-make a loop of it); any other end, or a failed new listen, ends the iteration as
-before. The bound is a rate, not a count: a server whose tokens each outlive
-:data:`_MIN_RELISTEN_LIFETIME` gets a new listen about that often, as long as the
-block lasts. The new listen holds the lock as an opening does, with the same bound
-(past it, the iteration fails with the expiry). Notifications the server sent in
-between are not delivered.
-Each waiter keeps the acknowledgment event of its own listen: an acknowledgment and
-an expiry handled in one scheduling round replace ``_acknowledged`` (for the next
-listen) before the waiter wakes.
+way), by a new opening with the same bound, held the same way. Bounded: one new listen
+per expiry, only after an acknowledged one, and none when a listen opened again for an
+expiry expires again within :data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead
+tokens would make a loop of it); any other end, or a failed new listen, ends the
+iteration as before (past the bound, with the expiry). The bound is a rate, not a
+count: a server whose tokens each outlive :data:`_MIN_RELISTEN_LIFETIME` gets a new
+listen about that often, as long as the block lasts. Notifications the server sent in
+between are not delivered. Each waiter keeps the acknowledgment event of its own
+listen: an acknowledgment and an expiry handled in one scheduling round replace
+``_acknowledged`` (for the next listen, whose opening is another) before the waiter
+wakes.
 
 Legacy: leaving the block sends the ``resources/unsubscribe`` courtesies concurrently,
 shielded from the caller's cancellation but bounded by one deadline for them all.
@@ -92,8 +99,8 @@ CHANGE_METHODS: Final = (
 )
 _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _MAX_EARLY: Final = 64
-"""Modern: notifications of the listen being opened that overtook its acknowledgment,
-kept until it comes (the rest are dropped)."""
+"""Modern: notifications of a listen being opened that overtook its acknowledgment,
+kept (by its opening) until it comes; the rest are dropped."""
 _MAX_UNREAD: Final = 1024
 """Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
 each count); past it the oldest is dropped, with a warning."""
@@ -187,7 +194,6 @@ class Subscription:
         self._failure: BaseException | None = None
         self._acknowledged = trio.Event()
         self._scope: trio.CancelScope | None = None
-        self._listen_id: RequestId | None = None  # its listen request's, once sent
         self._relistened_at: float | None = None  # when a listen was last opened again
 
     def wants(self, method: str, params: dict[str, Any] | None) -> bool:
@@ -283,13 +289,37 @@ class Subscription:
             self._scope.cancel()
         self._wake()
 
-    def _sent_as(self, rid: RequestId) -> None:
-        """Its listen request went out with the id ``rid``."""
-        self._listen_id = rid
-
     def _wake(self) -> None:
         self._wakeup.set()
         self._wakeup = trio.Event()
+
+
+@final
+class _Opening:
+    """One listen request being opened (see :meth:`SubscriptionHub._claim`): from its
+    claim until it is acknowledged, or given up on."""
+
+    __slots__ = ("active", "bound", "clock", "early", "holds", "rid", "sub")
+
+    def __init__(self, sub: Subscription, bound: float) -> None:
+        self.sub: Final = sub
+        self.bound: Final = bound  # seconds the acknowledgment may take
+        self.rid: RequestId | None = None  # the request's id, once it is sent
+        self.active = True  # the claim goes on
+        self.early: list[NotificationReceived] = []  # (see _MAX_EARLY)
+        self.holds = 0  # the transport holds the request back for a token
+        self.clock: trio.CancelScope | None = None  # the wait for the acknowledgment
+
+    def held(self, rid: RequestId, held: bool) -> None:
+        """``Session.request(on_held=)``: the transport starts or stops holding the
+        request back to obtain a token; the bound stops meanwhile, and counts afresh
+        from when it has one (the request then goes out)."""
+        if rid != self.rid:
+            return  # (an earlier round's, if any)
+        self.holds = self.holds + 1 if held else max(self.holds - 1, 0)
+        clock = self.clock
+        if clock is not None:
+            clock.deadline = math.inf if self.holds else trio.current_time() + self.bound
 
 
 @final
@@ -301,9 +331,7 @@ class SubscriptionHub:
         self._legacy: set[Subscription] = set()
         self._uri_refs: dict[str, int] = {}
         self._by_id: dict[RequestId, Subscription] = {}
-        self._early: list[NotificationReceived] = []  # (see _MAX_EARLY)
-        self._claiming: Subscription | None = None
-        self._lock = trio.Lock()
+        self._opening: dict[RequestId, _Opening] = {}  # sent, claimed, not acknowledged
 
     def install(self, handlers: Handlers) -> None:
         """Register the notification handlers on the client's table."""
@@ -332,33 +360,40 @@ class SubscriptionHub:
         if sub is not None:
             sub._put(note)
             return
-        if self._claimant(sid) is not None and len(self._early) < _MAX_EARLY:
-            self._early.append(note)  # (overtook its acknowledgment)
+        opening = self._claimant(sid)
+        if opening is not None and len(opening.early) < _MAX_EARLY:
+            opening.early.append(note)  # (overtook its acknowledgment)
 
-    def _claimant(self, sid: RequestId | None) -> Subscription | None:
-        """The subscription being opened, if ``sid`` is its listen request's id."""
-        sub = self._claiming
-        if (
-            sid is None
-            or sub is None
-            or sid != sub._listen_id  # (None: its listen request has not gone out yet)
-            or sub.subscription_id is not None
-            or sub._ended  # (left while a new listen after an expiry was claiming)
-        ):
+    def _claimant(self, sid: RequestId) -> _Opening | None:
+        """The opening whose listen request has the id ``sid``, if it is claiming."""
+        opening = self._opening.get(sid)
+        if opening is None or opening.sub._ended:  # (left, its claim not let go yet)
             return None
-        return sub
+        return opening
+
+    def _sent(self, opening: _Opening, rid: RequestId) -> None:
+        """``Session.request(on_sent=)``: the listen request of ``opening`` goes out
+        with the id ``rid`` (an acknowledgment naming it may claim it from now on)."""
+        if opening.rid is not None:
+            self._opening.pop(opening.rid, None)  # (an earlier round's)
+        opening.rid = rid
+        opening.holds = 0
+        if opening.active:
+            self._opening[rid] = opening
 
     async def _on_acknowledged(self, ctx: NotificationContext) -> None:
         sid = ctx.subscription_id
-        sub = self._claimant(sid)
-        if sid is None or sub is None:
+        opening = self._claimant(sid) if sid is not None else None
+        if sid is None or opening is None:
             logger.debug("unexpected subscription acknowledgment for %r", sid)
             return
+        del self._opening[sid]
+        sub = opening.sub
         honored = (ctx.params or {}).get("notifications")
         sub.subscription_id = sid
         sub.honored = dict(honored) if isinstance(honored, dict) else {}
         self._by_id[sid] = sub
-        early, self._early = self._early, []
+        early, opening.early = opening.early, []
         for note in early:
             sub._put(note)
         sub._acknowledged.set()
@@ -373,12 +408,12 @@ class SubscriptionHub:
         if sub is not None:
             sub._end(f"the server cancelled the subscription: {why}")
             return
-        sub = self._claimant(sid)
-        if sub is not None:
+        opening = self._claimant(sid)
+        if opening is not None:
             # The core has dropped the listen request: nothing else will ever end it.
-            self._early.clear()
+            opening.early.clear()
             message = f"the server cancelled subscriptions/listen before acknowledging it: {why}"
-            sub._end(message, RemoteProtocolError(message))
+            opening.sub._end(message, RemoteProtocolError(message))
 
     # ------------------------------------------------------------------ opening
 
@@ -512,39 +547,45 @@ class SubscriptionHub:
             error = RequestTimeout("subscriptions/listen", rid, detail=waited)
             sub._end(str(error), error)
 
-        listen = partial(self._listen, session, params, sub, bound)
-        send = partial(nursery.start_soon, listen, name="mcp listen")
+        listen = partial(self._listen, session, params, sub)
+
+        def send(opening: _Opening) -> None:
+            nursery.start_soon(listen, opening, name="mcp listen")
+
         await self._claim(sub, bound, send, give_up)
 
     async def _claim(
         self,
         sub: Subscription,
         bound: float,
-        send: Callable[[], object],
+        send: Callable[[_Opening], object],
         give_up: Callable[[RequestId | None], None],
     ) -> None:
-        """The one way a listen is opened (see the module docs): take the lock, have
-        ``send()`` start the listen request, and hold the lock until the request is
-        acknowledged or ends. Past ``bound`` seconds, give up on it: ``give_up(id)``
-        (``None`` if the request has not gone out) ends ``sub``, which cancels the
-        request, lock still held. Given up on any way (the caller cancelled, or left the
-        block), the request's id names no opening any more: a late acknowledgment of it
-        claims nothing."""
+        """The one way a listen is opened (see the module docs): have ``send(opening)``
+        start the listen request, and wait until it is acknowledged or ends. Past
+        ``bound`` seconds (not counting while the transport holds the request back for
+        a token: see :meth:`_Opening.held`), give up on it: ``give_up(id)`` (``None``
+        if the request has not gone out) ends ``sub``, which cancels the request. Given
+        up on any way (the caller cancelled, or left the block), the request's id names
+        no opening any more: a late acknowledgment of it claims nothing."""
         # This listen's event: an acknowledgment and an expiry handled in one
         # scheduling round make ``_listen`` replace ``sub._acknowledged`` (for the next
-        # listen) before this wakes.
+        # listen, with an opening of its own) before this wakes.
         acked = sub._acknowledged
-        async with self._lock:
-            self._claiming = sub
-            try:
-                send()
-                with trio.move_on_after(bound):
-                    await acked.wait()
-                if not acked.is_set():
-                    give_up(sub._listen_id)
-            finally:
-                self._claiming = None
-                self._early.clear()  # (claimed, or of a listen given up on)
+        opening = _Opening(sub, bound)
+        try:
+            send(opening)
+            with trio.move_on_after(bound) as clock:
+                opening.clock = clock
+                await acked.wait()
+            if not acked.is_set():
+                give_up(opening.rid)
+        finally:
+            opening.active = False
+            opening.clock = None
+            if opening.rid is not None and self._opening.get(opening.rid) is opening:
+                del self._opening[opening.rid]
+            opening.early.clear()  # (claimed, or of a listen given up on)
 
     def _may_relisten(self, sub: Subscription, exc: McpError) -> bool:
         """Whether ``exc``, which ended ``sub``'s listen, is an expired token that a new
@@ -567,11 +608,11 @@ class SubscriptionHub:
         bound: float,
         expired: McpError,
         *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[_Opening] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """For a new listen of ``sub`` after its token expired: :meth:`_claim`, as an
         opening does (past ``bound`` seconds, end ``sub`` with ``expired``). Reports
-        started, with the lock held, for the new listen request to go out."""
+        started with its opening, for the new listen request to go out."""
 
         def give_up(_rid: RequestId | None) -> None:
             sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
@@ -583,35 +624,35 @@ class SubscriptionHub:
         session: Session,
         params: dict[str, Any],
         sub: Subscription,
-        bound: float,
+        opening: _Opening,
     ) -> None:
         # Everything, new listens after an expiry included, runs under ``sub._scope``:
         # ending ``sub`` (leaving the block, the session closing) cancels all of it,
-        # the claim of a new listen and its hold on the lock with it.
+        # the claim of a new listen with it.
         scope = sub._scope
         assert scope is not None
         with scope:
             async with trio.open_nursery() as claims:
                 expired: McpError | None = None
                 while True:
-                    if expired is not None:  # a new listen, with the lock (as an opening)
+                    if expired is not None:  # a new listen, claimed as an opening is
                         logger.info("subscription: the token expired, listening again")
                         old = sub.subscription_id
                         if old is not None:
                             self._by_id.pop(old, None)
                         sub.subscription_id = None
-                        sub._listen_id = None
                         sub._acknowledged = trio.Event()
                         sub._relistened_at = trio.current_time()
-                        await claims.start(self._claim_again, sub, bound, expired)
-                    if sub._ended:  # given up before this (or the lock): send nothing
+                        opening = await claims.start(self._claim_again, sub, opening.bound, expired)
+                    if sub._ended:  # given up before this: send nothing
                         return
                     try:
                         await session.request(
                             "subscriptions/listen",
                             params,
                             timeout=math.inf,
-                            on_sent=sub._sent_as,
+                            on_sent=partial(self._sent, opening),
+                            on_held=opening.held,
                         )
                     except McpError as exc:
                         if not self._may_relisten(sub, exc):

@@ -79,13 +79,13 @@ class SessionConfig:
     first message it owes on it, even with no request ``timeout`` (with one, the shorter
     applies). Past it the listen is cancelled and ``subscribe()`` raises
     ``RequestTimeout`` (a new listen: the iteration ends with the expiry). Listens are
-    opened one at a time, so this bounds how long one the server ignores holds up every
-    other ``subscribe()`` of the client. 30 s, as ``handshake_timeout``: acknowledging
-    takes a server no work, but the request may wait on a slow link or a token refresh
-    first. The clock starts when the listen is begun, not when its request is written:
-    time the HTTP client spends getting a token counts, and an OAuth re-authorization
-    that needs the user (up to ``authorize_timeout``) outlasts 30 s; raise it for such
-    a client. ``None``: wait as long as it takes."""
+    opened concurrently: one the server ignores holds up no other ``subscribe()``. 30 s,
+    as ``handshake_timeout``: acknowledging takes a server no work, but the request may
+    wait on a slow link first. Time the transport spends obtaining a token for the
+    request does not count (the HTTP client's OAuth refresh, or a re-authorization that
+    waits for the user, bounded by ``OAuth(authorize_timeout=)``): the bound counts
+    afresh from when the request goes out with one. ``None``: wait as long as it
+    takes."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
     """Seconds to wait for the transport's own closing (a WebSocket close handshake)."""
     memory_buffer_size: int = attrs.field(default=256, validator=_non_negative)

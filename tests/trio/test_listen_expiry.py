@@ -247,6 +247,8 @@ class FakeListens:
         self.cancelled: list[int] = []
         """Listen requests cancelled (a real session sends ``notifications/cancelled``)."""
         self.expire = trio.Event()
+        self.on_held: dict[int, Callable[[int, bool], object]] = {}
+        """Each listen request's ``on_held`` (the transport holds it back for a token)."""
         self.config = SessionConfig(listen_ack_timeout=ack_timeout)
         self.connection = SimpleNamespace(pending_requests=lambda: tuple(self.pending))
 
@@ -256,12 +258,14 @@ class FakeListens:
         params: dict[str, Any],
         timeout: float,
         on_sent: Callable[[int], object],
+        on_held: Callable[[int, bool], object],
     ) -> Any:
         assert method == "subscriptions/listen"
         self.sent += 1
         sid = self.sent
         self.pending.append(sid)
         on_sent(sid)
+        self.on_held[sid] = on_held
         try:
             return await self.plays[sid - 1](self, sid)
         except trio.Cancelled:
@@ -269,6 +273,11 @@ class FakeListens:
             raise
         finally:
             self.pending.remove(sid)
+
+    def claiming(self) -> list[_client_subscriptions.Subscription]:
+        """The subscriptions whose listen request is out and claiming (not acknowledged,
+        not given up on)."""
+        return [opening.sub for opening in self.hub._opening.values()]
 
     async def acknowledge(self, sid: int | str) -> None:
         ctx = SimpleNamespace(subscription_id=sid, params={"notifications": {}})
@@ -372,7 +381,7 @@ async def test_leaving_as_the_token_expires_leaves_the_next_subscribe_free(
                 log.setLevel(level)
         async with session.open(nursery) as again:  # (the lock was let go)
             assert again.subscription_id == 2 and not again.ended
-    assert session.sent == 2 and not session.hub._lock.locked()
+    assert session.sent == 2 and session.claiming() == []
 
 
 async def test_an_acknowledgment_after_leaving_claims_nothing(nursery: trio.Nursery) -> None:
@@ -382,7 +391,7 @@ async def test_an_acknowledgment_after_leaving_claims_nothing(nursery: trio.Nurs
         assert hub._by_id == {1: sub}
         session.expire.set()
         await trio.testing.wait_all_tasks_blocked()
-        assert session.sent == 2 and hub._claiming is sub  # the new listen is claiming
+        assert session.sent == 2 and session.claiming() == [sub]  # the new listen is claiming
     # Left: the acknowledgment comes before the claim is let go (no checkpoint since).
     await session.acknowledge(2)
     assert hub._by_id == {} and sub.subscription_id is None
@@ -430,7 +439,7 @@ async def test_a_new_listen_never_acknowledged_ends_with_the_expiry(
     assert trio.current_time() - started == pytest.approx(5)  # (under listen_ack_timeout)
     assert failed.code == TOKEN_EXPIRED_CODE
     assert sub.end_reason is not None and "not acknowledged again" in sub.end_reason
-    assert session.sent == 2 and not session.hub._lock.locked()
+    assert session.sent == 2 and session.claiming() == []
 
 
 async def test_a_new_listen_with_no_timeout_is_given_up_at_listen_ack_timeout(
@@ -465,7 +474,7 @@ async def test_an_opening_with_no_timeout_is_given_up_at_listen_ack_timeout(
     assert failed.value.request_id == 1
     await trio.testing.wait_all_tasks_blocked()
     assert session.cancelled == [1] and session.pending == []
-    assert not session.hub._lock.locked()
+    assert session.claiming() == []
     with trio.fail_after(100):
         async with session.open(nursery) as again:
             assert again.subscription_id == 2 and not again.ended
@@ -503,7 +512,7 @@ async def test_a_late_acknowledgment_of_a_listen_given_up_on_is_not_the_next_one
     async def stale_then_own(session: FakeListens, sid: int) -> Any:
         await session.tools_changed(1)
         await session.acknowledge(1)
-        assert session.hub._claiming is not None  # still claiming: 1 claimed nothing
+        assert session.claiming() != []  # still claiming: 1 claimed nothing
         await session.acknowledge(sid)
         await trio.sleep_forever()
 
@@ -517,7 +526,7 @@ async def test_a_late_acknowledgment_of_a_listen_given_up_on_is_not_the_next_one
         async with session.open(nursery) as again:
             assert again.subscription_id == 2
             assert session.hub._by_id == {2: again}
-            assert session.hub._early == []
+            assert session.hub._opening == {}
             with pytest.raises(trio.WouldBlock):
                 again.receive_nowait()
 
@@ -531,14 +540,14 @@ async def test_notifications_ahead_of_the_acknowledgment_are_bounded(
     async def flood_then_ack(session: FakeListens, sid: int) -> Any:
         for _ in range(bound + 5):
             await session.tools_changed(sid)
-        hub_early.append(len(session.hub._early))
+        hub_early.append(len(session.hub._opening[sid].early))
         await session.acknowledge(sid)
         await trio.sleep_forever()
 
     session = FakeListens(flood_then_ack)
     with trio.fail_after(100):
         async with session.open(nursery) as sub:
-            assert hub_early == [bound] and session.hub._early == []
+            assert hub_early == [bound] and session.hub._opening == {}
             note = sub.receive_nowait()  # (identical ones merged: one)
             assert note.method == "notifications/tools/list_changed"
             with pytest.raises(trio.WouldBlock):
@@ -550,7 +559,7 @@ async def test_notifications_of_a_listen_given_up_on_are_not_kept(
 ) -> None:
     async def notify_only(session: FakeListens, sid: int) -> Any:
         await session.tools_changed(sid)  # kept, ahead of an acknowledgment never sent
-        assert len(session.hub._early) == 1
+        assert len(session.hub._opening[sid].early) == 1
         await trio.sleep_forever()
 
     async def stale(session: FakeListens, sid: int) -> Any:
@@ -563,7 +572,7 @@ async def test_notifications_of_a_listen_given_up_on_are_not_kept(
     with trio.fail_after(100), pytest.raises(RequestTimeout):
         async with session.open(nursery):
             pytest.fail("entered, unacknowledged")  # pragma: no cover
-    assert session.hub._early == []
+    assert session.hub._opening == {}
     with trio.fail_after(100):
         async with session.open(nursery) as again:
             assert again.subscription_id == 2
@@ -586,7 +595,8 @@ async def test_a_listen_given_up_before_its_task_ran_sends_nothing() -> None:
     )
     sub._scope = trio.CancelScope()
     sub._end("the subscription was closed")
-    await session.hub._listen(cast(Any, session), {}, sub, math.inf)
+    opening = _client_subscriptions._Opening(sub, math.inf)
+    await session.hub._listen(cast(Any, session), {}, sub, opening)
     assert session.sent == 0 and session.hub._by_id == {}
 
 
@@ -608,7 +618,7 @@ async def test_a_listen_acknowledged_and_expired_at_once_opens(
             assert not sub.ended
             await trio.testing.wait_all_tasks_blocked()
             assert sub.subscription_id == 2 and not sub.ended
-    assert session.sent == 2 and not session.hub._lock.locked()
+    assert session.sent == 2 and session.claiming() == []
 
 
 async def test_a_new_listen_acknowledged_and_expired_at_once_listens_again(
@@ -628,7 +638,7 @@ async def test_a_new_listen_acknowledged_and_expired_at_once_listens_again(
             assert sub.subscription_id == 3 and not sub.ended, sub.end_reason
             with pytest.raises(trio.WouldBlock):
                 sub.receive_nowait()
-    assert session.sent == 3 and not session.hub._lock.locked()
+    assert session.sent == 3 and session.claiming() == []
 
 
 async def answer_unacknowledged(session: FakeListens, sid: int) -> Any:
@@ -642,7 +652,7 @@ async def test_a_new_listen_answered_before_its_acknowledgment_fails_the_iterati
     session = FakeListens(ack_until_expired(), answer_unacknowledged)
     await session.expire_and_fail(nursery, RemoteProtocolError, match="before acknowledging")
     await trio.testing.wait_all_tasks_blocked()  # (the claim, cancelled, lets go)
-    assert session.sent == 2 and not session.hub._lock.locked()
+    assert session.sent == 2 and session.claiming() == []
 
 
 async def test_another_error_code_with_invalid_token_is_not_listened_again(
@@ -697,7 +707,7 @@ async def test_a_late_acknowledgment_of_a_cancelled_opening_is_not_the_next_ones
     # listen 2 is claiming.
     async def stale_then_own(session: FakeListens, sid: int) -> Any:
         await session.acknowledge(1)
-        assert session.hub._claiming is not None  # still claiming: 1 claimed nothing
+        assert session.claiming() != []  # still claiming: 1 claimed nothing
         await session.acknowledge(sid)
         await trio.sleep_forever()
 
@@ -728,7 +738,7 @@ async def test_a_late_acknowledgment_of_a_new_listen_left_is_not_the_next_ones(
         async with session.open(nursery) as sub:
             session.expire.set()
             await trio.testing.wait_all_tasks_blocked()
-            assert session.sent == 2 and session.hub._claiming is sub
+            assert session.sent == 2 and session.claiming() == [sub]
         await trio.testing.wait_all_tasks_blocked()
         async with session.open(nursery) as again:
             assert again.subscription_id == 3 and session.hub._by_id == {3: again}
