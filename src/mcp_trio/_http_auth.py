@@ -13,6 +13,7 @@ at; the Protected Resource Metadata document is served without it.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias, final
@@ -69,6 +70,9 @@ _FAILED: Final = HttpResponse(
 UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
 """``503`` with ``Retry-After: 1``: a server too busy, too slow, or shutting down."""
 _EXPIRED: Final = "The access token expired"
+_HOST: Final = re.compile(r"[A-Za-z0-9._~\-]+(:[0-9]*)?|\[[0-9A-Fa-f:.]+\](:[0-9]*)?")
+"""``host[:port]`` (RFC 9110 §7.2, without percent-escapes): what a DPoP ``htu`` is
+built from when ``dpop_origin`` is not set."""
 
 
 async def run_authenticate(
@@ -300,6 +304,11 @@ class BearerAuth:
             urls = dpop_request_htus(self._htu_origins, request.path)
         else:
             host = request.header("host") or "localhost"
+            # (A Host with "/", "?", "#" or "@" would move the request's path into a
+            # query, a fragment or userinfo that the htu comparison ignores: a proof
+            # signed for another path would pass. Only host[:port] characters here.)
+            if _HOST.fullmatch(host) is None:
+                return self._dpop_refuse("invalid_request", "Malformed Host header")
             try:
                 urls = dpop_htu_candidates(f"http://{host}{request.path}")
             except ValueError:  # (a Host that is no host: "[", "h:abc")

@@ -227,6 +227,29 @@ async def test_an_unparsable_host_is_400_not_500() -> None:
         assert status == 400 and 'error="invalid_request"' in www and "Host" in www
 
 
+async def test_a_host_that_would_steer_the_htu_to_another_path_is_refused() -> None:
+    # A proof signed for /other, replayed at /mcp with a Host that pushes "/mcp" into
+    # a fragment, a query or userinfo (all ignored by the htu comparison).
+    for host in (f"{HOST}/other#", f"{HOST}/other?", f"u@{HOST}", f"{HOST}/other/x/.."):
+        req = signed_as(f"http://{HOST}/other")
+        headers: list[tuple[bytes | str, bytes | str]] = [("host", host), *req.headers[1:]]
+        found = await auth(dpop="required")(
+            HttpRequest(method="POST", target="/mcp", headers=headers)
+        )
+        status, [www] = challenge(found)
+        assert status == 400 and 'error="invalid_request"' in www and "Host" in www, host
+
+
+async def test_a_host_with_a_port_or_an_ip_literal_builds_the_htu() -> None:
+    for host in (f"{HOST}:8080", "my_host.local", "[::1]:8000", "127.0.0.1"):
+        req = signed_as(f"http://{host}/mcp")
+        headers: list[tuple[bytes | str, bytes | str]] = [("host", host), *req.headers[1:]]
+        found = await auth(dpop="required")(
+            HttpRequest(method="POST", target="/mcp", headers=headers)
+        )
+        assert isinstance(found, Principal), (host, found)
+
+
 async def test_an_unparsable_htu_is_invalid_dpop_proof() -> None:
     req = request("bound")
     head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
