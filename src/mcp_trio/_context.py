@@ -337,6 +337,13 @@ class Context:
         step up on."""
         return self._raw.principal
 
+    @property
+    def needed_scopes(self) -> frozenset[str] | None:
+        """The OAuth scopes this request was checked to need (the tool's ``scopes=``
+        and the scope hooks' answer), as the transport that checked them found them;
+        ``None`` when nothing was checked (no principal: stdio, in memory)."""
+        return self._raw.needed_scopes
+
     # ------------------------------------------------------------ tasks
 
     @property

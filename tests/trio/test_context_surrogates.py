@@ -90,6 +90,24 @@ async def test_an_uncaught_value_error_fails_the_call_not_the_session(
     assert "holds a lone surrogate" in caplog.text
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_an_elicit_url_message_is_sent_as_u_fffd(era: str) -> None:
+    server = Server("s")
+
+    @server.tool()
+    async def sign_in(ctx: Context) -> str:
+        answer = await ctx.elicit_url("https://example.com/login", f"Sign in to open {NAME}")
+        return answer.action
+
+    asker = Asker(server, era, accept())
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "sign_in")) == "accept"
+    ((method, params),) = asker.asked
+    assert method == "elicitation/create"
+    assert params["message"] == "Sign in to open caf\ufffd.txt"
+    assert params["url"] == "https://example.com/login"
+
+
 async def test_elicit_url_and_sample_refuse_it_too() -> None:
     server = Server("s")
     where: list[str] = []

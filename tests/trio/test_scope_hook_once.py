@@ -65,7 +65,8 @@ def counted_server(hook: Hook, seen: list[frozenset[str] | None]) -> Server:
     @server.tool(scopes="files:write")
     async def peek(ctx: Context) -> str:
         """Peeks (no task)."""
-        seen.append(ctx.request_context.needed_scopes)
+        assert ctx.needed_scopes == ctx.request_context.needed_scopes
+        seen.append(ctx.needed_scopes)
         return "peeked"
 
     return server
