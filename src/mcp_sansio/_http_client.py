@@ -133,18 +133,21 @@ FORGOTTEN_TWICE: Final = (
 
 
 def _era(value: Era | str | None) -> Era | None:
-    """:attr:`HttpClientConfig.era` as an :class:`Era` (``"modern"`` is ``Era.MODERN``).
+    """:attr:`HttpClientConfig.era` as an :class:`Era` (``"modern"`` is ``Era.MODERN``;
+    ``"auto"``, as ``ConnectionConfig.era`` spells "not known", is ``None``).
 
     Raises:
-        ValueError: neither ``None`` nor an era's name (the message names them).
+        ValueError: neither ``None``, ``"auto"`` nor an era's name (the message names them).
     """
     if value is None or isinstance(value, Era):
         return value
+    if value == "auto":
+        return None
     try:
         return Era(value)
     except ValueError:
         names = ", ".join(repr(era.value) for era in Era)
-        raise ValueError(f"era must be None or one of {names}, not {value!r}") from None
+        raise ValueError(f"era must be None, 'auto' or one of {names}, not {value!r}") from None
 
 
 SSE_FIELD_ROOM: Final = 1024

@@ -22,9 +22,15 @@ def test_an_http_client_config_takes_an_era_s_name(given: str, era: Era) -> None
     assert HttpClientConfig().era is None
 
 
-@pytest.mark.parametrize("bad", ["auto", "Modern", "", 1])
+def test_an_http_client_config_takes_auto_as_not_known() -> None:
+    # (as ConnectionConfig spells it: no era known yet, the client probes)
+    assert HttpClientConfig(era="auto").era is None
+    assert HttpClientConfig(era="auto") == HttpClientConfig()
+
+
+@pytest.mark.parametrize("bad", ["Auto", "Modern", "", 1])
 def test_an_http_client_config_refuses_what_is_no_era(bad: Any) -> None:
-    with pytest.raises(ValueError, match=r"era must be None or one of 'legacy', 'modern'"):
+    with pytest.raises(ValueError, match=r"era must be None, 'auto' or one of 'legacy', 'modern'"):
         HttpClientConfig(era=bad)
 
 
