@@ -40,11 +40,23 @@ from ._events import (
     NotificationReceived,
     ProgressReceived,
     RequestCancelled,
+    RequestReceived,
     ResponseIgnored,
     ResultReceived,
     SubscriptionNotificationReceived,
-    new_request_received,
-    new_result_received,
+    _new,
+    _set_res_method,
+    _set_res_request_id,
+    _set_res_result,
+    _set_rr_client_capabilities,
+    _set_rr_era,
+    _set_rr_input_responses,
+    _set_rr_method,
+    _set_rr_params,
+    _set_rr_progress_token,
+    _set_rr_protocol_version,
+    _set_rr_request_id,
+    _set_rr_request_state,
 )
 from ._framing import _HEAD_SIZE, _TAIL_SIZE, MessageTooLarge
 from ._json import JSONDecodeError, dumps, loads
@@ -174,7 +186,8 @@ class _Receiving(_Handshake):
             self._receive_unreadable(*_ends(data), ErrorCode.PARSE_ERROR, why, now, unreadable)
             return unreadable
         # Fast path: the common message, delivered in one pass over the decoded dict
-        # with no intermediate objects and no calls but the event's construction. It
+        # with no intermediate objects and no Python-level calls (the event is built
+        # here, one slot store per field, and in one place per kind of message). It
         # is a request whose method already passed every check of the settled era
         # (_accept_ok, _modern_accept_ok) or a complete result of an ordinary request
         # of ours, and for it this does exactly what the general path (_receive_one)
@@ -213,7 +226,12 @@ class _Receiving(_Handshake):
                 finished[rid] = "duplicate"
                 if len(finished) > self._remembered_ids:
                     finished.popitem(False)  # positional: no keyword parsing
-                return [new_result_received(rid, entry.method, result)]
+                # ResultReceived(...), built as _events explains.
+                answer: ResultReceived = _new(ResultReceived)
+                _set_res_request_id(answer, rid)
+                _set_res_method(answer, entry.method)
+                _set_res_result(answer, result)
+                return [answer]
             if type(method) is not str or "id" not in obj:
                 break
             rid = obj["id"]
@@ -223,65 +241,68 @@ class _Receiving(_Handshake):
             if rid in inflight or len(inflight) >= self._max_inflight:
                 break
             params = obj.get("params")
-            token = None
             if params is None:
                 meta = None
             elif type(params) is dict:
                 meta = params.get("_meta")
+                if meta is not None and type(meta) is not dict:
+                    break
             else:
                 break
-            if meta is not None:
-                if type(meta) is not dict:
+            if meta is not None and _PROTOCOL_VERSION_KEY in meta and self._modern_server:
+                # A modern request: the envelope rungs of validate_envelope, and no
+                # MRTR retry (which needs the requestState codec).
+                assert params is not None
+                version = meta[_PROTOCOL_VERSION_KEY]
+                caps = meta.get(_CLIENT_CAPABILITIES_KEY)
+                info = meta.get(_CLIENT_INFO_KEY)
+                if (
+                    method not in self._modern_accept_ok
+                    or version not in self._modern_versions
+                    or type(caps) is not dict
+                    or (type(info) is not dict and (info is not None or _CLIENT_INFO_KEY in meta))
+                    or "requestState" in params
+                    or "inputResponses" in params
+                ):
                     break
-                if _PROTOCOL_VERSION_KEY in meta and self._modern_server:
-                    # A modern request: the envelope rungs of validate_envelope, and no
-                    # MRTR retry (which needs the requestState codec).
-                    assert params is not None
-                    version = meta[_PROTOCOL_VERSION_KEY]
-                    caps = meta.get(_CLIENT_CAPABILITIES_KEY)
-                    info = meta.get(_CLIENT_INFO_KEY)
+                token = None
+                if len(meta) > (2 if info is None else 3):  # more than the above
+                    level = meta.get(_LOG_LEVEL_KEY)
+                    token = meta.get(_PROGRESS_TOKEN_KEY)
                     if (
-                        method not in self._modern_accept_ok
-                        or version not in self._modern_versions
-                        or type(caps) is not dict
-                        or (
-                            type(info) is not dict
-                            and (info is not None or _CLIENT_INFO_KEY in meta)
-                        )
-                        or "requestState" in params
-                        or "inputResponses" in params
+                        (level is not None or _LOG_LEVEL_KEY in meta)
+                        and (type(level) is not str or level not in _LOG_RANK)
+                    ) or (
+                        (token is not None or _PROGRESS_TOKEN_KEY in meta)
+                        and type(token) is not int
+                        and type(token) is not str
                     ):
                         break
-                    level = token = None
-                    if len(meta) > (2 if info is None else 3):  # more than the above
-                        level = meta.get(_LOG_LEVEL_KEY)
-                        token = meta.get(_PROGRESS_TOKEN_KEY)
-                        if (
-                            (level is not None or _LOG_LEVEL_KEY in meta)
-                            and (type(level) is not str or level not in _LOG_RANK)
-                        ) or (
-                            (token is not None or _PROGRESS_TOKEN_KEY in meta)
-                            and type(token) is not int
-                            and type(token) is not str
-                        ):
-                            break
-                    event = new_request_received(
-                        rid, method, params, _MODERN, version, token, caps, None, None
-                    )
-                    inflight[rid] = event
-                    if level is not None:
+                    if level is not None:  # (checked: no break below)
                         self._inbound_log_level[rid] = level
-                    return [event]
-                token = meta.get("progressToken")
-                if type(token) is not int and type(token) is not str:
-                    token = None
-            if method not in self._accept_ok:
-                break
-            version = self._version
-            assert version is not None
-            event = new_request_received(
-                rid, method, params, _LEGACY, version, token, None, None, None
-            )
+                era = _MODERN
+            else:
+                if method not in self._accept_ok:
+                    break
+                version = self._version
+                assert version is not None
+                token = caps = None
+                if meta is not None:
+                    token = meta.get("progressToken")
+                    if type(token) is not int and type(token) is not str:
+                        token = None
+                era = _LEGACY
+            # RequestReceived(...), built as _events explains.
+            event: RequestReceived = _new(RequestReceived)
+            _set_rr_request_id(event, rid)
+            _set_rr_method(event, method)
+            _set_rr_params(event, params)
+            _set_rr_era(event, era)
+            _set_rr_protocol_version(event, version)
+            _set_rr_progress_token(event, token)
+            _set_rr_client_capabilities(event, caps)
+            _set_rr_input_responses(event, None)
+            _set_rr_request_state(event, None)
             inflight[rid] = event
             return [event]
 

@@ -251,13 +251,15 @@ Event: TypeAlias = (
 # attrs builds a frozen slotted instance by binding keyword arguments in a Python frame and
 # then calling ``object.__setattr__`` once per field through a bound method-wrapper (the
 # generic attribute machinery, by name). For RequestReceived's nine fields that is about
-# 0.8 µs: a third of the whole round-trip budget of benchmarks/core.py. The builders below
-# make the same instance with ``__new__`` and each field's slot descriptor, which is the
-# same store without the by-name lookup. They are equivalent to ``__init__`` because these
-# events have no defaults that need computing, no validators, converters or
-# ``__attrs_post_init__``; tests/core/test_fastpath.py checks that every field is set and
-# that the result equals the attrs-built event, so adding a field without updating a
-# builder fails the tests.
+# 0.8 µs: a third of the whole round-trip budget of benchmarks/core.py. The fast path of
+# ``Connection.receive_message`` (_conn_receive) makes the same instance with ``__new__``
+# and the setters below, each field's slot descriptor: the same store without the by-name
+# lookup, written out there rather than in a builder function, which would cost a frame per
+# event. It is equivalent to ``__init__`` because these events have no defaults that need
+# computing, no validators, converters or ``__attrs_post_init__``;
+# tests/core/test_fastpath.py checks that every field of the events the fast path builds is
+# set and that they equal the attrs-built events, so adding a field without setting it
+# there fails the tests.
 
 
 def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
@@ -281,39 +283,3 @@ _set_rr_request_state = _slot_setter(RequestReceived, "request_state")
 _set_res_request_id = _slot_setter(ResultReceived, "request_id")
 _set_res_method = _slot_setter(ResultReceived, "method")
 _set_res_result = _slot_setter(ResultReceived, "result")
-
-
-def new_request_received(
-    request_id: RequestId,
-    method: str,
-    params: dict[str, Any] | None,
-    era: Era,
-    protocol_version: str,
-    progress_token: str | int | None,
-    client_capabilities: dict[str, Any] | None,
-    input_responses: dict[str, Any] | None,
-    request_state: Any,
-) -> RequestReceived:
-    """``RequestReceived(...)`` with every field given, built without ``__init__``."""
-    event: RequestReceived = _new(RequestReceived)
-    _set_rr_request_id(event, request_id)
-    _set_rr_method(event, method)
-    _set_rr_params(event, params)
-    _set_rr_era(event, era)
-    _set_rr_protocol_version(event, protocol_version)
-    _set_rr_progress_token(event, progress_token)
-    _set_rr_client_capabilities(event, client_capabilities)
-    _set_rr_input_responses(event, input_responses)
-    _set_rr_request_state(event, request_state)
-    return event
-
-
-def new_result_received(
-    request_id: RequestId, method: str, result: dict[str, Any]
-) -> ResultReceived:
-    """``ResultReceived(...)``, built without ``__init__``."""
-    event: ResultReceived = _new(ResultReceived)
-    _set_res_request_id(event, request_id)
-    _set_res_method(event, method)
-    _set_res_result(event, result)
-    return event

@@ -29,7 +29,6 @@ from mcp_sansio import (
     ResultReceived,
     _modern,
 )
-from mcp_sansio._events import new_request_received, new_result_received
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._jsonrpc import decode
 
@@ -43,27 +42,6 @@ CC = "io.modelcontextprotocol/clientCapabilities"
 CI = "io.modelcontextprotocol/clientInfo"
 LL = "io.modelcontextprotocol/logLevel"
 KEY = b"k" * 32  # a fixed requestState key, so that both twins seal alike
-
-
-# ---------------------------------------------------------------- the event builders
-
-
-def test_request_received_builder_is_init() -> None:
-    fields = {a.name for a in attrs.fields(RequestReceived)}
-    values: dict[str, Any] = {name: f"value of {name}" for name in fields}
-    built = new_request_received(**values)
-    assert built == RequestReceived(**values)
-    assert {name: getattr(built, name) for name in fields} == values
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        built.method = "x"  # type: ignore[misc]
-
-
-def test_result_received_builder_is_init() -> None:
-    fields = {a.name for a in attrs.fields(ResultReceived)}
-    values: dict[str, Any] = {name: f"value of {name}" for name in fields}
-    built = new_result_received(**values)
-    assert built == ResultReceived(**values)
-    assert {name: getattr(built, name) for name in fields} == values
 
 
 # ---------------------------------------------------------------- twins
@@ -194,6 +172,47 @@ def modern_pair(**server_kw: Any) -> tuple[Connection, Connection]:
         client.send_request(method, {"name": "x"})
     _answer_all(client, server)
     return client, server
+
+
+# ---------------------------------------------------------------- the events built inline
+
+
+def no_general_path(monkeypatch: pytest.MonkeyPatch, conn: Connection) -> None:
+    """Make ``conn`` fail a test if a message leaves its fast path."""
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("the message left the fast path")
+
+    monkeypatch.setattr(conn, "_receive_one", refuse)
+
+
+def assert_is_init(event: Any) -> None:
+    """``event`` has every field set, equals its attrs-built twin, and is frozen."""
+    values = {a.name: getattr(event, a.name) for a in attrs.fields(type(event))}
+    assert event == type(event)(**values)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        event.method = "x"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_fast_path_events_are_init(monkeypatch: pytest.MonkeyPatch, era: str) -> None:
+    client, server = legacy_pair() if era == "legacy" else modern_pair()
+    no_general_path(monkeypatch, server)
+    no_general_path(monkeypatch, client)
+    rid = client.send_request("tools/call", {"name": "x"}, progress=True)
+    (request,) = client.data_to_send()
+    (received,) = server.receive_message(request)
+    assert isinstance(received, RequestReceived)
+    assert_is_init(received)
+    assert (received.request_id, received.method, received.era.value) == (rid, "tools/call", era)
+    assert received.progress_token == rid
+    assert (received.client_capabilities is None) is (era == "legacy")
+    server.send_result(rid, {"content": []})
+    (response,) = server.data_to_send()
+    (answer,) = client.receive_message(response)
+    assert isinstance(answer, ResultReceived)
+    assert_is_init(answer)
+    assert (answer.request_id, answer.method) == (rid, "tools/call")
 
 
 # ---------------------------------------------------------------- messages
