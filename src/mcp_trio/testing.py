@@ -12,11 +12,9 @@
 a ``(Handlers, ConnectionConfig)`` pair, or a bare :class:`~mcp_trio.Handlers` table
 (whose capabilities are then inferred from the methods it handles).
 
-As a pytest plugin (``pytest_plugins = ["mcp_trio.testing"]`` in your top-level
-``conftest.py``) it adds two fixtures: ``mcp_client`` -- a client connected to the
-server your own ``mcp_server`` fixture returns -- and ``mcp_era``, the era to connect
-in (``"auto"``; override it, e.g. with ``params=mcp_trio.testing.ERAS``, to run each
-test in both eras). The fixtures need pytest-trio (``trio_mode = true``).
+The pytest fixtures (``mcp_client``, ``mcp_era``, ``mcp_client_options``) are in
+:mod:`mcp_trio.pytest_plugin`, which pytest loads by itself once mcp-trio is installed.
+This module is not a plugin, so a ``conftest.py`` may import from it freely.
 """
 
 from __future__ import annotations
@@ -33,6 +31,9 @@ from ._client_targets import InMemoryServer
 from ._handlers import Handlers
 
 __all__ = ["ERAS", "capabilities_for", "client_for"]
+
+# (an older conftest.py names this module as a plugin: it still gets the fixtures)
+pytest_plugins = ["mcp_trio.pytest_plugin"]
 
 ERAS: Final[tuple[EraChoice, ...]] = ("legacy", "modern")
 """Both eras, for ``@pytest.fixture(params=ERAS)``."""
@@ -96,23 +97,3 @@ async def client_for(
         target = server
     async with open_client(target, era=era, **client_options) as client:
         yield client
-
-
-try:
-    import pytest
-except ImportError:  # pragma: no cover - the fixtures need pytest; client_for does not
-    pass
-else:
-
-    @pytest.fixture
-    def mcp_era() -> EraChoice:
-        """The era ``mcp_client`` connects in (override to parametrize)."""
-        return "auto"
-
-    @pytest.fixture
-    async def mcp_client(mcp_server: Any, mcp_era: EraChoice) -> AsyncGenerator[Client]:
-        """A client connected in memory to your ``mcp_server`` fixture's server."""
-        async with client_for(mcp_server, era=mcp_era) as client:
-            yield client
-
-    __all__ += ["mcp_client", "mcp_era"]

@@ -1,7 +1,8 @@
 """``mcp_trio.testing``: ``client_for`` and the pytest fixtures, used as a user would.
 
-``mcp_trio.testing`` is loaded as a plugin (``pytest_plugins``), so this module must not
-import it at the top: pytest has to see it first, to rewrite its asserts.
+The fixtures come from ``mcp_trio.pytest_plugin``, named in ``pytest_plugins`` as a
+``conftest.py`` names it where mcp-trio is not installed. The README's recipe itself, run
+by pytest with warnings as errors, is in ``test_pytest_plugin.py``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from mcp_trio._client import Client
 
 from .client_server_app import make_handlers, server_config
 
-pytest_plugins = ["mcp_trio.testing"]
+pytest_plugins = ["mcp_trio.pytest_plugin"]
 ERAS = ("legacy", "modern")
 
 
