@@ -176,3 +176,43 @@ def mcp_server():
     site = installed_entry_points(tmp_path)
     result = run_pytest(project, {"conftest.py": conftest, "test_calc.py": TESTS}, site)
     assert passed(result, 2), result.stdout + result.stderr
+
+
+def test_mcp_client_options_reach_open_client(tmp_path: Path) -> None:
+    # A tool that asks the user: the client needs an on_elicitation to answer it.
+    conftest = (
+        SERVER
+        + """
+import pytest
+from mcp_trio.testing import ERAS
+
+pytest_plugins = ["mcp_trio.pytest_plugin"]
+
+
+@pytest.fixture
+def mcp_server():
+    return server
+
+
+@pytest.fixture(params=ERAS)
+def mcp_era(request):
+    return request.param
+
+
+@pytest.fixture
+def mcp_client_options():
+    async def on_elicitation(params):
+        assert params.message == "Sure?"
+        return {"action": "accept", "content": {"sure": True}}
+
+    return {"on_elicitation": on_elicitation, "timeout": 30}
+"""
+    )
+    tests = """
+async def test_ask(mcp_client):
+    result = await mcp_client.call_tool("ask")
+    assert not result.is_error, result.text
+    assert result.text == "accept Confirm(sure=True)"
+"""
+    result = run_pytest(tmp_path, {"conftest.py": conftest, "test_ask.py": tests})
+    assert passed(result, 2), result.stdout + result.stderr

@@ -15,7 +15,10 @@ Fixtures (they need pytest-trio: ``trio_mode = true``, or ``@pytest.mark.trio``)
 - ``mcp_client``: a :class:`~mcp_trio.Client` connected in memory to the server your
   ``mcp_server`` fixture returns (anything :func:`~mcp_trio.testing.client_for` takes);
 - ``mcp_era``: the era it connects in, ``"auto"``; override it, e.g. with
-  ``@pytest.fixture(params=ERAS)``, to run each test in both eras.
+  ``@pytest.fixture(params=ERAS)``, to run each test in both eras;
+- ``mcp_client_options``: the other keyword arguments of :func:`~mcp_trio.open_client`
+  it connects with, ``{}``; override it to give ``on_elicitation``, ``on_sampling``,
+  ``roots``, ``timeout``...
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from ._client import Client
     from ._client_common import EraChoice
 
-__all__ = ["mcp_client", "mcp_era"]
+__all__ = ["mcp_client", "mcp_client_options", "mcp_era"]
 
 
 @pytest.fixture
@@ -39,11 +42,20 @@ def mcp_era() -> EraChoice:
 
 
 @pytest.fixture
-async def mcp_client(mcp_server: Any, mcp_era: EraChoice) -> AsyncGenerator[Client]:
+def mcp_client_options() -> dict[str, Any]:
+    """Keyword arguments of :func:`~mcp_trio.open_client` for ``mcp_client``: none
+    (override it to give ``on_elicitation``, ``on_sampling``, ``roots``, ...)."""
+    return {}
+
+
+@pytest.fixture
+async def mcp_client(
+    mcp_server: Any, mcp_era: EraChoice, mcp_client_options: dict[str, Any]
+) -> AsyncGenerator[Client]:
     """A client connected in memory to your ``mcp_server`` fixture's server."""
     # (imported here: an installed plugin loads in every pytest run, most of them
     # without an MCP server to test)
     from .testing import client_for  # noqa: PLC0415
 
-    async with client_for(mcp_server, era=mcp_era) as client:
+    async with client_for(mcp_server, era=mcp_era, **mcp_client_options) as client:
         yield client
