@@ -220,7 +220,17 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    try:
+        imported = importlib.import_module(module, __name__)
+    except AttributeError as exc:
+        # Python turns an AttributeError out of a module's __getattr__ into "cannot
+        # import name 'Server' from 'mcp_trio'" (and hasattr() into False), which hides
+        # the real cause (e.g. an orjson too old for one of our modules): say it.
+        raise ImportError(
+            f"cannot import {name!r} from {__name__!r}: importing {module} failed: {exc}",
+            name=__name__,
+        ) from exc
+    value = getattr(imported, name)
     globals()[name] = value
     return value
 
