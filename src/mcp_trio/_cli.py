@@ -1,6 +1,7 @@
 """The ``mcp-trio`` command (also ``python -m mcp_trio``).
 
-Commands: ``run`` (serve a server), ``list`` and ``call`` (a client for people),
+Commands: ``run`` (serve a server), ``list``, ``call``, ``read`` and ``prompt`` (a
+client for people),
 ``demo`` (the bundled notes server and a client, end to end). The commands live in
 ``_cli_*.py``; this module parses the command line and turns expected failures into
 one line on stderr (see :mod:`mcp_trio._cli_util`): exit status 0 on success, 1 on a
@@ -29,7 +30,10 @@ from ._cli_client import (
     Target,
     call_command,
     list_command,
+    list_kind,
     parse_arguments,
+    prompt_command,
+    read_command,
 )
 from ._cli_demo import demo
 from ._cli_run import configure_logging, serve
@@ -73,7 +77,30 @@ _LIST_EPILOG = (
 examples:
   mcp-trio list examples/notes_server.py
   mcp-trio list "python examples/notes_server.py" tools
+  mcp-trio list examples/notes_server.py templates
   mcp-trio list http://127.0.0.1:8000/mcp --raw
+"""
+)
+
+_READ_EPILOG = (
+    _TARGET_HELP
+    + """
+Text is printed as it is; binary contents (blobs) as their size: --out FILE writes
+the resource's bytes to FILE ("-": stdout), --raw prints the JSON result.
+
+examples:
+  mcp-trio read examples/notes_server.py notes://index
+  mcp-trio read examples/notes_server.py notes://note/1 --out note.md
+"""
+)
+
+_PROMPT_EPILOG = (
+    _TARGET_HELP
+    + """
+Prompt arguments are strings: --arg KEY=VALUE for each (repeat it).
+
+examples:
+  mcp-trio prompt examples/notes_server.py review_note --arg note_id=1
 """
 )
 
@@ -86,7 +113,9 @@ lists, null), otherwise it is a string: --arg limit=3 is a number, --arg title=1
 stays "123" for a string parameter.
 
 Progress goes to stderr (a bar on a terminal). When stdin is a terminal, questions the
-server asks (elicitation) are answered there. A tool that reports an error exits 1.
+server asks (elicitation) are answered there. A tool that reports an error exits 1;
+when it failed with an internal error, -v shows the server's traceback (a server file
+or a command: its logs).
 
 examples:
   mcp-trio call examples/notes_server.py search_notes --arg query=trio --arg limit=3
@@ -329,7 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
         "kinds",
         metavar="KIND",
         nargs="*",  # no choices=: argparse checks the empty default against them
-        help="tools, resources or prompts (default: all the server offers)",
+        help="tools, resources, templates or prompts, singular or plural (default: all "
+        "the server offers; resources come with their templates)",
     )
     _client_options(list_)
 
@@ -353,6 +383,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("--json", dest="json_args", metavar="OBJECT", help="all arguments, as JSON")
     _client_options(call)
+
+    read = commands.add_parser(
+        "read",
+        help="read a resource and print it",
+        description="Read one resource of an MCP server (resources/read) and print it.",
+        epilog=_READ_EPILOG,
+        formatter_class=formatter,
+    )
+    read.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
+    read.add_argument("uri", metavar="URI", help="the resource's URI")
+    read.add_argument("--out", "-o", metavar="FILE", help="write its bytes to FILE ('-': stdout)")
+    _client_options(read)
+
+    prompt = commands.add_parser(
+        "prompt",
+        help="get a prompt and print its messages",
+        description="Get one prompt of an MCP server (prompts/get) and print its messages.",
+        epilog=_PROMPT_EPILOG,
+        formatter_class=formatter,
+    )
+    prompt.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
+    prompt.add_argument("prompt", metavar="NAME", help="the prompt's name")
+    prompt.add_argument(
+        "--arg",
+        "-a",
+        dest="pairs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one argument (repeat it); VALUE is a string",
+    )
+    _client_options(prompt)
 
     demo = commands.add_parser(
         "demo",
@@ -397,7 +459,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             allow_origins=tuple(args.allow_origins or ()),
             err=err,
         )
-    if args.command in ("list", "call"):
+    if args.command in ("list", "call", "read", "prompt"):
         options = ClientOptions(
             era=args.era,
             timeout=args.timeout,
@@ -409,14 +471,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         if args.command == "list":
             # "tool" means "tools": forgive the singular.
-            kinds = list(dict.fromkeys(k if k.endswith("s") else f"{k}s" for k in args.kinds))
-            for kind in kinds:
-                if kind not in LIST_KINDS:
+            kinds = []
+            for text in args.kinds:
+                kind = list_kind(text)
+                if kind is None:
                     known = ", ".join(LIST_KINDS)
-                    raise UsageError(f"unknown KIND {kind!r} (choose from {known})")
+                    raise UsageError(f"unknown KIND {text!r} (choose from {known})")
+                kinds.append(kind)
             target = _client_target(args.target, options)
             with contextlib.redirect_stdout(err):  # (see below)
-                return trio.run(list_command, target, kinds, options, out, err)
+                return trio.run(list_command, target, list(dict.fromkeys(kinds)), options, out, err)
+        if args.command == "read":
+            target = _client_target(args.target, options)
+            with contextlib.redirect_stdout(err):  # (see below)
+                return trio.run(read_command, target, args.uri, args.out, options, out, err)
+        if args.command == "prompt":
+            _, pairs = parse_arguments(args.pairs, None)
+            target = _client_target(args.target, options)
+            with contextlib.redirect_stdout(err):  # (see below)
+                return trio.run(prompt_command, target, args.prompt, pairs, options, out, err)
         base, pairs = parse_arguments(args.pairs, args.json_args)
         target = _client_target(args.target, options)
         command = functools.partial(call_command, target, args.tool, base, pairs)
@@ -427,7 +500,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             return trio.run(command, options, out, err)
     if args.command == "demo":
         return trio.run(functools.partial(demo, out, in_memory=args.in_memory))
-    raise UsageError("a command is required: run, list, call or demo (see 'mcp-trio --help')")
+    raise UsageError(
+        "a command is required: run, list, call, read, prompt or demo (see 'mcp-trio --help')"
+    )
 
 
 def _client_target(text: str, options: ClientOptions) -> Target:

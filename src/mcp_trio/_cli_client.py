@@ -1,4 +1,4 @@
-"""``mcp-trio list`` and ``mcp-trio call``: a client for people, on any target.
+"""``mcp-trio list``, ``call``, ``read`` and ``prompt``: a client for people, on any target.
 
 The target is resolved by :func:`~mcp_trio._cli_target.client_target` (a server file
 loaded in memory, a command spoken to over stdio, or a URL) and opened with
@@ -8,6 +8,7 @@ transport.
 
 from __future__ import annotations
 
+import binascii
 import difflib
 import functools
 import sys
@@ -17,8 +18,8 @@ from typing import Any, Final, TextIO
 
 import attrs
 
+from mcp_sansio import ErrorCode, unstructure
 from mcp_sansio import types as t
-from mcp_sansio import unstructure
 from mcp_sansio._json import dumps
 
 from ._cli_auth import AuthOptions, client_auth
@@ -27,7 +28,9 @@ from ._cli_render import (
     ProgressDisplay,
     pretty_json,
     raw_items,
+    render_contents,
     render_listing,
+    render_prompt,
     render_tool_output,
 )
 from ._cli_target import client_target
@@ -35,6 +38,7 @@ from ._cli_util import CliError, UsageError, describe, error_line, one_line
 from ._client import Client, open_client
 from ._client_common import EraChoice
 from ._config import SessionConfig
+from ._errors import McpError
 from ._jsonschema import has_type
 from ._registry import strict_json
 from ._server import Server
@@ -47,10 +51,17 @@ __all__ = [
     "arg_value",
     "call_command",
     "list_command",
+    "list_kind",
     "parse_arguments",
+    "prompt_command",
+    "read_command",
 ]
 
-LIST_KINDS: Final = ("tools", "resources", "prompts")
+LIST_KINDS: Final = ("tools", "resources", "templates", "prompts")
+"""What ``list`` lists (``resources`` lists the templates too)."""
+_KIND_ALIASES: Final = {"resource-templates": "templates", "resource_templates": "templates"}
+TRACEBACK_HINT: Final = " (-v shows the server's traceback)"
+"""Added to an internal error of a server this process runs or spawns: it logged why."""
 HANDSHAKE_TIMEOUT: Final = 30.0
 """Seconds to wait for the handshake (less if ``--timeout`` is less)."""
 
@@ -136,6 +147,15 @@ def arg_value(text: str, schema: Any) -> Any:
     if allowed is None or any(has_type(value, kind) for kind in allowed):
         return value
     return text
+
+
+def list_kind(text: str) -> str | None:
+    """The :data:`LIST_KINDS` entry ``text`` names, singular or plural (``tool``,
+    ``Templates``, ``resource-templates``), or ``None``."""
+    kind = text.strip().lower()
+    kind = _KIND_ALIASES.get(kind, kind)
+    kind = kind if kind.endswith("s") else f"{kind}s"
+    return kind if kind in LIST_KINDS else None
 
 
 # ---------------------------------------------------------------------- connecting
@@ -239,7 +259,25 @@ async def connect(
             if problem is None:
                 raise
             raise CliError(f"cannot connect to {target.label}: {problem.message}") from exc
-        yield client
+        try:
+            yield client
+        except McpError as exc:
+            if not (_hint_traceback(target, options) and _internal(exc)):
+                raise
+            raise CliError(
+                f"the server answered with an error: {exc.message}{TRACEBACK_HINT}"
+            ) from exc
+
+
+def _hint_traceback(target: Target, options: ClientOptions) -> bool:
+    """Whether ``-v`` would show the server's logs: it runs in this process (its logs
+    are this process's) or was spawned (``-v`` forwards its stderr)."""
+    return not options.verbose and not target.is_url
+
+
+def _internal(exc: McpError) -> bool:
+    """An internal error the server answered (not one HTTP made up, ``HTTP: ...``)."""
+    return exc.code == ErrorCode.INTERNAL_ERROR and not exc.message.startswith("HTTP: ")
 
 
 def _server_line(client: Client) -> str:
@@ -262,18 +300,22 @@ async def list_command(
         offered = {
             "tools": caps.tools is not None,
             "resources": caps.resources is not None,
+            "templates": caps.resources is not None,
             "prompts": caps.prompts is not None,
         }
         for kind in kinds:
             if not offered[kind]:
                 raise CliError(f"the server offers no {kind}")
-        wanted = list(kinds) or [kind for kind in LIST_KINDS if offered[kind]]
+        defaults = [kind for kind in LIST_KINDS if kind != "templates"]  # (with resources)
+        wanted = list(kinds) or [kind for kind in defaults if offered[kind]]
         sections: dict[str, list[Any]] = {}
         for kind in wanted:
             if kind == "tools":
                 sections["tools"] = await client.list_tools()
             elif kind == "resources":
                 sections["resources"] = await client.list_resources()
+                sections["templates"] = await client.list_resource_templates()
+            elif kind == "templates":
                 sections["templates"] = await client.list_resource_templates()
             else:
                 sections["prompts"] = await client.list_prompts()
@@ -325,8 +367,66 @@ async def call_command(
             print(rendered, file=out)
     if output.is_error:
         message = one_line(output.text) or "(no message)"
+        if "failed with an internal error" in message and _hint_traceback(target, options):
+            message += TRACEBACK_HINT
         error_line(f"tool {tool!r} reported an error: {message}", err)
         return 1
+    return 0
+
+
+async def read_command(
+    target: Target, uri: str, out_file: str | None, options: ClientOptions, out: TextIO, err: TextIO
+) -> int:
+    """``mcp-trio read``: print a resource (text as it is, a blob as its size), or
+    write it to ``out_file`` (``-``: stdout) as bytes."""
+    display = ProgressDisplay(err, quiet=options.quiet)
+    try:
+        async with connect(target, options, display, interactive=False) as client:
+            result = await client.read_resource(uri, on_progress=display.on_progress)
+    finally:
+        display.close()
+    if out_file is not None:
+        if len(result.contents) != 1:
+            raise CliError(f"--out writes one content; {uri} has {len(result.contents)}")
+        (item,) = result.contents
+        if isinstance(item, t.TextResourceContents):
+            data = item.text.encode()
+        else:
+            data = binascii.a2b_base64(item.blob)
+        if out_file == "-":
+            out.flush()
+            out.buffer.write(data)
+            out.buffer.flush()
+        else:
+            with open(out_file, "wb") as file:
+                file.write(data)
+        return 0
+    if options.raw:
+        print(pretty_json(unstructure(result)), file=out)
+    else:
+        print(render_contents(result.contents, heading=len(result.contents) > 1), file=out)
+    return 0
+
+
+async def prompt_command(
+    target: Target,
+    name: str,
+    arguments: Mapping[str, str],
+    options: ClientOptions,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """``mcp-trio prompt``: get a prompt, filled in with ``arguments``, and print it."""
+    display = ProgressDisplay(err, quiet=options.quiet)
+    try:
+        async with connect(target, options, display, interactive=False) as client:
+            result = await client.get_prompt(name, arguments, on_progress=display.on_progress)
+    finally:
+        display.close()
+    if options.raw:
+        print(pretty_json(unstructure(result)), file=out)
+    else:
+        print(render_prompt(result), file=out)
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import Final, TextIO
 
 import trio
 
-from mcp_sansio import LocalProtocolError, RemoteProtocolError
+from mcp_sansio import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
 
@@ -98,6 +98,10 @@ def describe(exc: BaseException) -> CliError | None:
     if isinstance(found, HandshakeFailed):
         return CliError(f"the handshake failed: {found.message}")
     if isinstance(found, McpError):
+        if found.code == ErrorCode.INTERNAL_ERROR and found.message.startswith("HTTP: "):
+            # Made up by the HTTP client for a request the server did not answer (a broken
+            # connection, an error status without a JSON-RPC error in its body).
+            return CliError(f"the request failed: {found.message}")
         return CliError(f"the server answered with an error: {found.message} ({found.code})")
     if (network := _os_error_text(found)) is not None:
         return CliError(network)
