@@ -77,7 +77,7 @@ from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
-from ._util import url_host
+from ._util import plain_interrupt, url_host
 
 __all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
 
@@ -852,6 +852,7 @@ def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
     return required_scopes
 
 
+@plain_interrupt
 async def serve_http(
     handlers: Handlers | None,
     *,

@@ -78,7 +78,7 @@ from ._tasks import (
     TaskSupport,
     running_tasks,
 )
-from ._util import SessionHook, open_task_nursery
+from ._util import SessionHook, open_task_nursery, plain_interrupt
 
 if TYPE_CHECKING:
     import os
@@ -840,6 +840,7 @@ class Server:
                 needed |= check_scopes(extra)
         return needed
 
+    @plain_interrupt
     @running_tasks
     async def serve_stdio(
         self,
@@ -865,6 +866,7 @@ class Server:
             task_status=task_status,
         )
 
+    @plain_interrupt
     @running_tasks
     async def serve_websocket(
         self,
@@ -895,6 +897,7 @@ class Server:
             task_status=task_status,
         )
 
+    @plain_interrupt
     @running_tasks
     async def serve_http(
         self,

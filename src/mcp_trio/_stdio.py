@@ -32,7 +32,13 @@ from ._errors import ServerExited
 from ._handlers import Handlers
 from ._open import open_session
 from ._session import Session
-from ._util import SessionHook, open_task_nursery, run_hook, stdout_fd_to_stderr
+from ._util import (
+    SessionHook,
+    open_task_nursery,
+    plain_interrupt,
+    run_hook,
+    stdout_fd_to_stderr,
+)
 
 __all__ = ["ProcessChannel", "open_stdio_client", "serve_stdio"]
 
@@ -60,6 +66,7 @@ def _claim_stdio() -> Iterator[tuple[int, int]]:
                 os.set_blocking(fd, True)
 
 
+@plain_interrupt
 async def serve_stdio(
     handlers: Handlers | None = None,
     *,

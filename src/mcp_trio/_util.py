@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import TYPE_CHECKING, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar
 
 import trio
 
@@ -30,6 +31,7 @@ __all__ = [
     "is_url",
     "is_websocket_url",
     "open_task_nursery",
+    "plain_interrupt",
     "run_hook",
     "url_host",
 ]
@@ -85,6 +87,45 @@ def is_internal_failure(group: BaseExceptionGroup[BaseException]) -> bool:
     if group.subgroup(lambda e: not isinstance(e, Exception | trio.Cancelled)) is not None:
         return False
     return group.subgroup(lambda e: not isinstance(e, trio.Cancelled)) is not None
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _lone_interrupt(group: BaseExceptionGroup[BaseException]) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` in ``group`` when there is nothing else in it (the
+    first, if Trio put several), else ``None``."""
+    interrupts, rest = group.split(KeyboardInterrupt)
+    if interrupts is None or rest is not None:
+        return None
+    leaf: BaseException = interrupts
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    assert isinstance(leaf, KeyboardInterrupt)
+    return leaf
+
+
+def plain_interrupt(
+    serve: Callable[_P, Awaitable[_R]],
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """Decorate a ``serve_*`` function: Ctrl-C comes out of it as a bare
+    ``KeyboardInterrupt``, not one wrapped by the nurseries it passed through, so that
+    ``except KeyboardInterrupt:`` around ``trio.run(serve_*)`` catches it (and an
+    uncaught one prints one line, not a tree). A group holding anything else beside it
+    propagates unchanged."""
+
+    @functools.wraps(serve)
+    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return await serve(*args, **kwargs)
+        except BaseExceptionGroup as group:
+            interrupt = _lone_interrupt(group)
+            if interrupt is None:
+                raise
+            raise interrupt from None  # (its own traceback still says where it landed)
+
+    return wrapper
 
 
 @asynccontextmanager
