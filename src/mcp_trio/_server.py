@@ -216,7 +216,6 @@ class Server:
     def tool(
         self,
         name: str | None = None,
-        /,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -232,7 +231,6 @@ class Server:
     def tool(
         self,
         name: Any = None,
-        /,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -245,8 +243,9 @@ class Server:
         task_start: TaskStart = "call",
         scopes: str | Iterable[str] = (),
     ) -> Any:
-        """Decorator: register a function as a tool (``@server.tool`` or
-        ``@server.tool("name", ...)``); the function is returned unchanged.
+        """Decorator: register a function as a tool (``@server.tool``,
+        ``@server.tool("name", ...)`` or ``@server.tool(name="name", ...)``); the
+        function is returned unchanged.
 
         The ``inputSchema`` comes from the signature (see
         :func:`~mcp_trio._jsonschema.function_input_schema`); arguments are validated
@@ -388,7 +387,6 @@ class Server:
     def prompt(
         self,
         name: str | None = None,
-        /,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -399,7 +397,6 @@ class Server:
     def prompt(
         self,
         name: Any = None,
-        /,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -407,7 +404,8 @@ class Server:
         meta: Mapping[str, Any] | None = None,
         scopes: str | Iterable[str] = (),
     ) -> Any:
-        """Decorator: register a function as a prompt template.
+        """Decorator: register a function as a prompt template (``@server.prompt``,
+        ``@server.prompt("name", ...)`` or ``@server.prompt(name="name", ...)``).
 
         Its parameters are the prompt's arguments (required when they have no default;
         descriptions from ``Annotated`` or the docstring). Arguments arrive as strings
