@@ -67,7 +67,9 @@ After the peer's end of input, running handlers get ``shutdown_grace_period`` to
 finish; otherwise they are cancelled at once. Then the channel is closed. A channel
 whose output outlives its input (``half_close``: stdio, where a client shuts the server
 down by closing its stdin) still carries the answers of those handlers, their progress
-and their log messages until then; any other end of input drops them.
+and their log messages until then, and a server answers the requests still running at
+the end -32603 "server shutting down" before cancelling them; any other end of input
+drops them.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ from mcp_sansio import (
     Connection,
     ConnectionConfig,
     Era,
+    ErrorCode,
     ErrorData,
     ErrorReceived,
     Event,
@@ -1063,9 +1066,13 @@ class Session:
                 with trio.move_on_after(self.config.shutdown_grace_period):
                     await self._pool.wait_idle(or_cancelled=True)
             if self._answering and not self._forced:
-                # The end of the half-close: what is left is abandoned, but the answers
-                # of a batch given so far go out (bounded) before the handlers are cut.
+                # The end of the half-close: what is left is answered "server shutting
+                # down" (as Streamable HTTP does) and abandoned; those answers and the
+                # ones of a batch given so far go out (bounded) before the handlers are cut.
                 self._answering = False
+                if self.role == "server":
+                    for rid in self._conn.inflight_requests():
+                        self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
                 self._conn.receive_eof()
                 deadline = trio.current_time() + self.config.abandon_write_timeout
                 self._writer.cap(deadline)  # (a write in progress is shielded)

@@ -364,6 +364,12 @@ async def test_end_of_stdin_still_answers_the_requests_in_flight(
         ]
         assert received[2]["result"]["content"][0]["text"] == "done"
         assert len(asked) == 1
+        # id 3 outlived the grace period: answered as Streamable HTTP does, then cancelled
+        assert await pipe.receive() == {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "error": {"code": ErrorCode.INTERNAL_ERROR, "message": "server shutting down"},
+        }
     assert trio.current_time() - start == pytest.approx(5)  # id 3 was cancelled
     assert session.connection.inflight_requests() == ()  # the core gave up on it too
     assert await pipe.from_server.receive_some() == b""  # and nothing more was written
@@ -372,8 +378,8 @@ async def test_end_of_stdin_still_answers_the_requests_in_flight(
 async def test_end_of_stdin_sends_the_answers_of_a_batch_cut_short(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """2025-03-26: a batch whose last request outlives the grace period still gets
-    the answers that were given, as a partial batch."""
+    """2025-03-26: a batch whose last request outlives the grace period is answered
+    whole: the answers that were given, and "server shutting down" for the rest."""
     handlers = _sleeping_handlers()
     pipe = _Pipe()
     async with trio.open_nursery() as nursery:
@@ -388,7 +394,12 @@ async def test_end_of_stdin_sends_the_answers_of_a_batch_cut_short(
         await trio.testing.wait_all_tasks_blocked()
         await pipe.to_server.aclose()  # end of input
         batch = await pipe.receive()
-    assert [answer["id"] for answer in batch] == [2]
+    assert [answer["id"] for answer in batch] == [2, 3]
+    assert "result" in batch[0]
+    assert batch[1]["error"] == {
+        "code": ErrorCode.INTERNAL_ERROR,
+        "message": "server shutting down",
+    }
 
 
 class _Stalling(trio.abc.SendStream):
