@@ -806,7 +806,9 @@ class HttpServer:
         if allowed is None or host_allowed(request.header("host"), allowed):
             return None
         return _fail(
-            421, f"Misdirected Request: Host {request.header('host')!r} is not served here"
+            421,
+            f"Misdirected Request: Host {request.header('host')!r} is not served here (allow"
+            " it in HttpServerConfig.allowed_hosts, or with mcp-trio run --allow-host NAME)",
         )
 
     def cors_headers(self, request: HttpRequest) -> Headers:

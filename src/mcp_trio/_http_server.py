@@ -89,6 +89,15 @@ _NO_LENGTH: Final = frozenset({204, 304})
 _REFUSE_TIMEOUT: Final = 1.0
 
 
+_REFUSED_HOSTS_LOGGED: Final = 16
+"""How many distinct ``Host`` values refused ``421`` get a warning (a scanner trying
+many names is not logged for each)."""
+_WILDCARD_HOSTS: Final = frozenset({None, "", "0.0.0.0", "::"})
+"""``host`` values of :func:`serve_http` that bind every interface."""
+_DEFAULT_ALLOWED_HOSTS: Final[tuple[str, ...] | None] = attrs.fields(
+    HttpServerConfig
+).allowed_hosts.default
+
 _TURNED_AWAY: Final = (
     b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\n"
     b"connection: close\r\n\r\n"
@@ -223,6 +232,21 @@ class _Server:
         self.finished = trio.Event()
         self._no_connections = trio.Event()
         self._no_connections.set()
+        self._refused_hosts: set[str] = set()
+
+    def note_misdirected(self, host: str | None) -> None:
+        """A request was refused ``421`` for its ``Host``: warn, once per distinct
+        value (the first :data:`_REFUSED_HOSTS_LOGGED` of them), naming the setting
+        that would serve it."""
+        shown = repr(host if host is None or len(host) <= 100 else host[:100] + "...")
+        if shown in self._refused_hosts or len(self._refused_hosts) >= _REFUSED_HOSTS_LOGGED:
+            return
+        self._refused_hosts.add(shown)
+        logger.warning(
+            "refused Host %s with 421 (DNS-rebinding protection): to serve it, add it to "
+            "HttpServerConfig.allowed_hosts (mcp-trio run --allow-host NAME)",
+            shown,
+        )
 
     async def accept_all(self, *, task_status: trio.TaskStatus[None]) -> None:
         with self.accept_scope:
@@ -470,6 +494,8 @@ class _Connection:
             return False
         early = http.check_head(request)
         if early is not None:
+            if early.status == 421:
+                self.server.note_misdirected(request.header("host"))
             # A request without a body (the metadata GET, a CORS preflight) is complete
             # already: take its end from h11 (no I/O) so that the connection stays usable.
             # A body is never read (a malformed one only means closing after the answer).
@@ -941,6 +967,13 @@ async def serve_http(
         logger.warning(
             "serve_http: authenticate is set but http_config.resource_metadata is not: "
             "clients cannot discover the authorization server"
+        )
+    if host in _WILDCARD_HOSTS and http_config.allowed_hosts == _DEFAULT_ALLOWED_HOSTS:
+        logger.info(
+            "serve_http: listening on every interface, but only loopback Host names "
+            "(%s) are served; list the others in HttpServerConfig.allowed_hosts "
+            "(mcp-trio run --allow-host NAME)",
+            ", ".join(name.removesuffix(":*") for name in _DEFAULT_ALLOWED_HOSTS or ()),
         )
     http = HttpServer(
         http_config,
