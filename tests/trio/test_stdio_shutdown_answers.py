@@ -15,7 +15,10 @@ import trio.testing
 
 from mcp_sansio import ErrorCode, LineSplitter
 from mcp_sansio._json import dumps, loads
-from mcp_trio import Server, SessionConfig
+from mcp_trio import Handlers, RequestContext, Server, SessionConfig, StreamChannel
+from mcp_trio._open import open_session
+
+from .helpers import client_config
 
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -61,3 +64,57 @@ async def test_a_request_outliving_the_grace_period_is_answered_shutting_down(
         "code": ErrorCode.INTERNAL_ERROR,
         "message": "server shutting down",
     }
+
+
+async def test_a_client_does_not_answer_for_a_server_shutting_down(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The answer is the server's to give: a client session on a half-closing channel
+    whose input ends leaves the server's request it is still handling unanswered."""
+    handlers = Handlers()
+
+    @handlers.on_request("roots/list")
+    async def roots(ctx: RequestContext) -> dict[str, Any]:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    to_client, client_in = trio.testing.memory_stream_one_way_pair()
+    client_out, from_client = trio.testing.memory_stream_one_way_pair()
+    splitter = LineSplitter()
+
+    async def receive() -> Any:
+        while (line := splitter.next_message()) is None:
+            chunk = await from_client.receive_some()
+            if not chunk:
+                return None
+            splitter.feed(chunk)
+        assert isinstance(line, bytes)
+        return loads(line)
+
+    async def send(message: dict[str, Any]) -> None:
+        await to_client.send_all(dumps(message) + b"\n")
+
+    channel = StreamChannel(client_out, client_in)
+    config = SessionConfig(shutdown_grace_period=5)
+    async with trio.open_nursery() as nursery:
+
+        async def play_server() -> None:
+            init = await receive()
+            result = {
+                "protocolVersion": init["params"]["protocolVersion"],
+                "capabilities": {},
+                "serverInfo": {"name": "by-hand", "version": "1"},
+            }
+            await send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+            assert (await receive())["method"] == "notifications/initialized"
+            await send({"jsonrpc": "2.0", "id": 7, "method": "roots/list"})
+            await trio.testing.wait_all_tasks_blocked()
+            await to_client.aclose()  # the server's output ends
+
+        nursery.start_soon(play_server)
+        async with open_session(
+            channel, "client", handlers=handlers, config=config, connection_config=client_config()
+        ) as client:
+            await client.start()
+            await client.wait_closed()
+    assert await receive() is None  # nothing after the handshake: no answer to id 7
