@@ -640,7 +640,12 @@ class Client(HandshakeFacts):
             LocalProtocolError: ``tasks`` in the legacy era.
             McpError: the server refused the subscription.
             RequestTimeout: modern: no acknowledgment within the client's timeout
-                or ``config.listen_ack_timeout`` (the shorter); the listen was cancelled.
+                (counted from this call, as for any request, the time the HTTP client
+                spends getting a token included) or within
+                ``config.listen_ack_timeout`` (whose clock stops while the HTTP client
+                gets a token for the listen: an OAuth refresh, or a login that waits
+                for the user, and counts afresh once the listen goes out); the listen
+                was cancelled.
             RemoteProtocolError: modern: the server ended or cancelled the
                 ``subscriptions/listen`` request before acknowledging it.
         """

@@ -31,32 +31,35 @@ ends the iteration -- or, before acknowledging it, fails ``subscribe()`` with
 ``RemoteProtocolError`` (the acknowledgment must come first).
 
 The wait for the acknowledgment is bounded even with no request timeout:
-``SessionConfig.listen_ack_timeout`` (or the client's ``timeout``, if shorter); the
-listen request itself has no timeout (it stays open). Past the bound the listen is
-given up on: ``subscribe()`` fails with ``RequestTimeout`` and the request is
-cancelled. The bound counts from when the listen is begun, except the time the
-transport holds the request back to obtain a token (``Session.request(on_held=)``:
-the HTTP client's OAuth refresh, or a re-authorization that waits for the user, each
-bounded by OAuth's own timeouts): the clock stops then, and counts the whole bound
-afresh from when the token is there and the request goes out. A slow authorization
-is not taken for a server that does not acknowledge; everything else before the
-write (a connection, a free slot of the pool) counts.
+``SessionConfig.listen_ack_timeout``, and the client's ``timeout`` too, if it has one;
+the listen request itself has no timeout (it stays open). Past either bound the listen
+is given up on: ``subscribe()`` fails with ``RequestTimeout`` and the request is
+cancelled. Both count from when the listen is begun. ``listen_ack_timeout`` leaves out
+the time the transport holds the request back to obtain a token
+(``Session.request(on_held=)``: the HTTP client's OAuth refresh, or a re-authorization
+that waits for the user, each bounded by OAuth's own timeouts): its clock stops then,
+and counts the whole bound afresh from when the token is there and the request goes
+out. A slow authorization is not taken for a server that does not acknowledge;
+everything else before the write (a connection, a free slot of the pool) counts. The
+caller's ``timeout`` counts the token's time as it does for any request: a caller who
+gives ``subscribe()`` 5 seconds gets its answer (or ``RequestTimeout``) within 5
+seconds, however long a login would take.
 
 A server ends a listen that would outlive the token it was opened with by answering it
 with the error ``401`` ``invalid_token`` (``mcp_sansio.http.token_expired``). Then the
 same filter is listened for again, transparently (the new request carries the
 transport's current token: the HTTP client's OAuth refreshes or re-authorizes on its
-way), by a new opening with the same bound, held the same way. Bounded: one new listen
-per expiry, only after an acknowledged one, and none when a listen opened again for an
-expiry expires again within :data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead
-tokens would make a loop of it); any other end, or a failed new listen, ends the
-iteration as before (past the bound, with the expiry). The bound is a rate, not a
-count: a server whose tokens each outlive :data:`_MIN_RELISTEN_LIFETIME` gets a new
-listen about that often, as long as the block lasts. Notifications the server sent in
-between are not delivered. Each waiter keeps the acknowledgment event of its own
-listen: an acknowledgment and an expiry handled in one scheduling round replace
-``_acknowledged`` (for the next listen, whose opening is another) before the waiter
-wakes.
+way), by a new opening with the same bounds (both counted from when it begins), held
+the same way. Bounded: one new listen per expiry, only after an acknowledged one, and
+none when a listen opened again for an expiry expires again within
+:data:`_MIN_RELISTEN_LIFETIME` (a server handing out dead tokens would make a loop of
+it); any other end, or a failed new listen, ends the iteration as before (past a
+bound, with the expiry). The bound is a rate, not a count: a server whose tokens each
+outlive :data:`_MIN_RELISTEN_LIFETIME` gets a new listen about that often, as long as
+the block lasts. Notifications the server sent in between are not delivered. Each
+waiter keeps the acknowledgment event of its own listen: an acknowledgment and an
+expiry handled in one scheduling round replace ``_acknowledged`` (for the next listen,
+whose opening is another) before the waiter wakes.
 
 Legacy: leaving the block sends the ``resources/unsubscribe`` courtesies concurrently,
 shielded from the caller's cancellation but bounded by one deadline for them all.
@@ -299,11 +302,13 @@ class _Opening:
     """One listen request being opened (see :meth:`SubscriptionHub._claim`): from its
     claim until it is acknowledged, or given up on."""
 
-    __slots__ = ("active", "bound", "clock", "early", "holds", "rid", "sub")
+    __slots__ = ("ack", "active", "clock", "deadline", "early", "holds", "rid", "sub", "timeout")
 
-    def __init__(self, sub: Subscription, bound: float) -> None:
+    def __init__(self, sub: Subscription, timeout: float, ack: float) -> None:
         self.sub: Final = sub
-        self.bound: Final = bound  # seconds the acknowledgment may take
+        self.timeout: Final = timeout  # the caller's: counts from the claim, held or not
+        self.ack: Final = ack  # listen_ack_timeout: stops while the request is held
+        self.deadline = math.inf  # the caller's, from the claim on
         self.rid: RequestId | None = None  # the request's id, once it is sent
         self.active = True  # the claim goes on
         self.early: list[NotificationReceived] = []  # (see _MAX_EARLY)
@@ -312,14 +317,21 @@ class _Opening:
 
     def held(self, rid: RequestId, held: bool) -> None:
         """``Session.request(on_held=)``: the transport starts or stops holding the
-        request back to obtain a token; the bound stops meanwhile, and counts afresh
-        from when it has one (the request then goes out)."""
+        request back to obtain a token; ``ack`` stops meanwhile, and counts afresh
+        from when it has one (the request then goes out). ``timeout`` goes on, as it
+        does for any request."""
         if rid != self.rid:
             return  # (an earlier round's, if any)
         self.holds = self.holds + 1 if held else max(self.holds - 1, 0)
         clock = self.clock
         if clock is not None:
-            clock.deadline = math.inf if self.holds else trio.current_time() + self.bound
+            ack = math.inf if self.holds else trio.current_time() + self.ack
+            clock.deadline = min(self.deadline, ack)
+
+    def waited(self) -> float:
+        """Seconds of the bound that ran out (the clock having fired): the caller's
+        ``timeout`` if its deadline is past, else ``ack``."""
+        return self.timeout if trio.current_time() >= self.deadline else self.ack
 
 
 @final
@@ -515,10 +527,10 @@ class SubscriptionHub:
             resources=sub.resources,
             tasks=sub.tasks,
         )
-        limits = [t for t in (timeout, session.config.listen_ack_timeout) if t is not None]
-        bound = min(limits, default=math.inf)
+        ack = session.config.listen_ack_timeout
+        bounds = (math.inf if timeout is None else timeout, math.inf if ack is None else ack)
         try:
-            await self._start_listen(session, nursery, params, sub, bound)
+            await self._start_listen(session, nursery, params, sub, *bounds)
             # Not ``subscription_id is None``: the listen may have been acknowledged and
             # then have expired, a new one already claiming (the id is None again).
             if sub._ended and sub._failure is not None:  # failed (before acknowledging)
@@ -535,14 +547,15 @@ class SubscriptionHub:
         nursery: trio.Nursery,
         params: dict[str, Any],
         sub: Subscription,
-        bound: float,
+        timeout: float,
+        ack: float,
     ) -> None:
         """Send ``subscriptions/listen`` for ``sub`` (from a task of ``nursery``) and
-        wait until it is acknowledged or ends; past ``bound`` seconds, end ``sub`` with
-        :class:`RequestTimeout` (see :meth:`_claim`)."""
+        wait until it is acknowledged or ends; past ``timeout`` or ``ack`` seconds,
+        end ``sub`` with :class:`RequestTimeout` (see :meth:`_claim`)."""
         sub._scope = trio.CancelScope()
 
-        def give_up(rid: RequestId | None) -> None:
+        def give_up(rid: RequestId | None, bound: float) -> None:
             waited = f"the server never acknowledged it (waited {bound:g} s)"
             error = RequestTimeout("subscriptions/listen", rid, detail=waited)
             sub._end(str(error), error)
@@ -552,34 +565,38 @@ class SubscriptionHub:
         def send(opening: _Opening) -> None:
             nursery.start_soon(listen, opening, name="mcp listen")
 
-        await self._claim(sub, bound, send, give_up)
+        await self._claim(sub, timeout, ack, send, give_up)
 
     async def _claim(
         self,
         sub: Subscription,
-        bound: float,
+        timeout: float,
+        ack: float,
         send: Callable[[_Opening], object],
-        give_up: Callable[[RequestId | None], None],
+        give_up: Callable[[RequestId | None, float], None],
     ) -> None:
         """The one way a listen is opened (see the module docs): have ``send(opening)``
         start the listen request, and wait until it is acknowledged or ends. Past
-        ``bound`` seconds (not counting while the transport holds the request back for
-        a token: see :meth:`_Opening.held`), give up on it: ``give_up(id)`` (``None``
-        if the request has not gone out) ends ``sub``, which cancels the request. Given
+        ``timeout`` seconds, or ``ack`` seconds not counting while the transport holds
+        the request back for a token (see :meth:`_Opening.held`), give up on it:
+        ``give_up(id, bound)`` (``id`` ``None`` if the request has not gone out;
+        ``bound`` the seconds that ran out) ends ``sub``, which cancels the request. Given
         up on any way (the caller cancelled, or left the block), the request's id names
         no opening any more: a late acknowledgment of it claims nothing."""
         # This listen's event: an acknowledgment and an expiry handled in one
         # scheduling round make ``_listen`` replace ``sub._acknowledged`` (for the next
         # listen, with an opening of its own) before this wakes.
         acked = sub._acknowledged
-        opening = _Opening(sub, bound)
+        opening = _Opening(sub, timeout, ack)
+        now = trio.current_time()
+        opening.deadline = now + timeout
         try:
-            send(opening)
-            with trio.move_on_after(bound) as clock:
+            send(opening)  # (starts a task: nothing is held yet)
+            with trio.CancelScope(deadline=min(opening.deadline, now + ack)) as clock:
                 opening.clock = clock
                 await acked.wait()
             if not acked.is_set():
-                give_up(opening.rid)
+                give_up(opening.rid, opening.waited())
         finally:
             opening.active = False
             opening.clock = None
@@ -605,19 +622,20 @@ class SubscriptionHub:
     async def _claim_again(
         self,
         sub: Subscription,
-        bound: float,
+        timeout: float,
+        ack: float,
         expired: McpError,
         *,
         task_status: trio.TaskStatus[_Opening] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """For a new listen of ``sub`` after its token expired: :meth:`_claim`, as an
-        opening does (past ``bound`` seconds, end ``sub`` with ``expired``). Reports
-        started with its opening, for the new listen request to go out."""
+        opening does (past its bounds, end ``sub`` with ``expired``). Reports started
+        with its opening, for the new listen request to go out."""
 
-        def give_up(_rid: RequestId | None) -> None:
+        def give_up(_rid: RequestId | None, _bound: float) -> None:
             sub._end(f"the subscription failed: {expired} (not acknowledged again)", expired)
 
-        await self._claim(sub, bound, task_status.started, give_up)
+        await self._claim(sub, timeout, ack, task_status.started, give_up)
 
     async def _listen(
         self,
@@ -643,7 +661,8 @@ class SubscriptionHub:
                         sub.subscription_id = None
                         sub._acknowledged = trio.Event()
                         sub._relistened_at = trio.current_time()
-                        opening = await claims.start(self._claim_again, sub, opening.bound, expired)
+                        bounds = (opening.timeout, opening.ack)
+                        opening = await claims.start(self._claim_again, sub, *bounds, expired)
                     if sub._ended:  # given up before this: send nothing
                         return
                     try:

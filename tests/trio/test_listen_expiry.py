@@ -595,7 +595,7 @@ async def test_a_listen_given_up_before_its_task_ran_sends_nothing() -> None:
     )
     sub._scope = trio.CancelScope()
     sub._end("the subscription was closed")
-    opening = _client_subscriptions._Opening(sub, math.inf)
+    opening = _client_subscriptions._Opening(sub, math.inf, math.inf)
     await session.hub._listen(cast(Any, session), {}, sub, opening)
     assert session.sent == 0 and session.hub._by_id == {}
 
