@@ -773,7 +773,12 @@ class BlockingClient(HandshakeFacts):
             if isinstance(outcome, ErrorReceived):
                 raise McpError(outcome.error)
             if isinstance(outcome, RequestTimedOut):
-                raise TimeoutError(f"request {rid!r} ({method}) timed out")
+                config = self._conn.config
+                limit = timeout if timeout is not None else config.request_timeout
+                # (Said only when it is the one deadline that applies.)
+                known = limit is not None and config.max_request_time is None
+                after = f" after {limit:g} s" if known else ""
+                raise TimeoutError(f"{method} timed out{after} (request {rid!r})")
             try:
                 # Bounded before anyone is asked (an answer past it would be thrown away).
                 refuse_endless_input(outcome, self._conn.config.max_input_rounds)

@@ -67,7 +67,7 @@ from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target
 from ._client_tasks import AnsweredQuestions, CallProgress, ToolTask
 from ._config import SessionConfig
-from ._errors import McpError, SessionClosed
+from ._errors import McpError, RequestTimeout, SessionClosed
 from ._handlers import Handlers
 from ._session import Session
 from ._util import open_task_nursery
@@ -167,13 +167,20 @@ class Client(HandshakeFacts):
             on_progress: receives progress reports (and asks the server for them).
         """
         modern = self.era is Era.MODERN
-        return await self._session.request(
-            method,
-            request_params(params, self.era, self._log_level),
-            timeout=timeout,
-            on_progress=on_progress,
-            on_input_required=self._callbacks.provide_input if modern else None,
-        )
+        try:
+            return await self._session.request(
+                method,
+                request_params(params, self.era, self._log_level),
+                timeout=timeout,
+                on_progress=on_progress,
+                on_input_required=self._callbacks.provide_input if modern else None,
+            )
+        except RequestTimeout as exc:
+            config = self._session.connection.config
+            if exc.timeout is None and config.max_request_time is None:
+                # Only one deadline applies, so the message can say how long it was.
+                exc.timeout = timeout if timeout is not None else config.request_timeout
+            raise
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification."""

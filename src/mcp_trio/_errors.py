@@ -58,16 +58,42 @@ __all__ = [
 
 class RequestTimeout(trio.TooSlowError):
     """A request of ours reached its deadline (no progress for ``timeout`` seconds, or
-    ``max_request_time`` in total). ``notifications/cancelled`` was sent."""
+    ``max_request_time`` in total). ``notifications/cancelled`` was sent.
+
+    The message leads with the method: ``"tools/call timed out after 2 s (request
+    3)"``, then what was waited for, if said (``": the server never acknowledged it"``).
+
+    Args:
+        method: the method of the request (``"handshake"`` for a whole handshake).
+        request_id: its id, or ``None`` when there is none to name.
+        detail: what was waited for, for people.
+        timeout: the seconds it was given, when known.
+    """
 
     def __init__(
-        self, method: str, request_id: int | str | None, *, detail: str | None = None
+        self,
+        method: str,
+        request_id: int | str | None,
+        *,
+        detail: str | None = None,
+        timeout: float | None = None,
     ) -> None:
-        what = method if request_id is None else f"request {request_id!r} ({method})"
-        # ``detail``: what was waited for, said after "timed out: ".
-        super().__init__(f"{what} timed out" if detail is None else f"{what} timed out: {detail}")
         self.method = method
         self.request_id = request_id
+        self.detail = detail
+        self.timeout = timeout
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        after = "" if self.timeout is None else f" after {self.timeout:g} s"
+        rid = "" if self.request_id is None else f" (request {self.request_id!r})"
+        detail = "" if self.detail is None else f": {self.detail}"
+        return f"{self.method} timed out{after}{rid}{detail}"
+
+    def __str__(self) -> str:
+        """The message, from the attributes as they are now (a caller that knows more,
+        such as ``open_client`` knowing what it was opening, fills them in)."""
+        return self._text()
 
 
 def request_error(

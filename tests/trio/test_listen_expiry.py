@@ -469,7 +469,7 @@ async def test_an_opening_with_no_timeout_is_given_up_at_listen_ack_timeout(
         async with session.open(nursery):  # (timeout=None)
             pytest.fail("entered, unacknowledged")  # pragma: no cover
     assert trio.current_time() - started == pytest.approx(30)
-    said = "request 1 (subscriptions/listen) timed out: the server never acknowledged it"
+    said = "subscriptions/listen timed out (request 1): the server never acknowledged it"
     assert str(failed.value) == f"{said} (waited 30 s)"
     assert failed.value.request_id == 1
     await trio.testing.wait_all_tasks_blocked()
@@ -784,7 +784,7 @@ async def test_a_listen_given_up_on_is_named_though_its_entry_is_gone(
         async with session.open(nursery):
             pytest.fail("entered, unacknowledged")  # pragma: no cover
     assert failed.value.request_id == 1
-    assert "request 1 (subscriptions/listen) timed out" in str(failed.value)
+    assert "subscriptions/listen timed out (request 1)" in str(failed.value)
 
 
 async def test_a_bearer_auth_s_clock_times_the_listen_too(
