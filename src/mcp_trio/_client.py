@@ -23,6 +23,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, final
 
+import attrs
 import trio
 
 from mcp_sansio import (
@@ -64,7 +65,7 @@ from ._client_common import (
     timed,
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
-from ._client_targets import ClientTarget, StderrCallback, open_target
+from ._client_targets import ClientTarget, StderrCallback, open_target, start_target
 from ._client_tasks import AnsweredQuestions, CallProgress, ToolTask
 from ._config import SessionConfig
 from ._errors import McpError, RequestTimeout, SessionClosed
@@ -847,7 +848,13 @@ async def open_client(
         client_info: our name and version (default: mcp-trio's).
         capabilities: client capabilities merged over the ones the callbacks imply.
         timeout: default seconds a request may go without an answer or progress
-            (``None``: no limit).
+            (``None``: no limit). It bounds opening too: each request of the
+            handshake (the era probe, ``initialize``, a pinned modern era's
+            ``server/discover``) gets at most ``timeout`` seconds; the probe waits
+            the smaller of ``timeout`` and ``ConnectionConfig.probe_timeout``
+            (10 s) before falling back, so ``era="auto"`` may take two of them.
+            ``config.handshake_timeout`` (30 s) stays the bound of the whole
+            handshake.
         config: runtime bounds of the session (see :class:`~mcp_trio.SessionConfig`).
         connection_config: the core's configuration to start from (bounds); its
             era, versions, implementation and capabilities are set from the
@@ -865,7 +872,13 @@ async def open_client(
 
     Raises:
         HandshakeFailed: no common era or version, or the server refused.
-        RequestTimeout: no handshake within ``config.handshake_timeout``.
+        RequestTimeout: a handshake request got no answer within ``timeout``, or
+            the handshake took longer than ``config.handshake_timeout``; the message
+            names the method, the target and the step (``"initialize timed out
+            after 2 s (request 2): while opening 'python server.py' (the legacy
+            handshake, after the era probe)"``). It is raised once the transport
+            is closed: a spawned server that does not exit when its stdin closes
+            is given ``config.stdin_close_timeout`` (2 s) before SIGTERM.
         SessionClosed: the connection could not be opened or ended during the
             handshake (``ServerExited`` for a stdio server that exited).
         TypeError / ValueError: a target or argument that makes no sense (a root
@@ -890,6 +903,9 @@ async def open_client(
         capabilities=capabilities,
         timeout=timeout,
     )
+    if timeout is not None and timeout < core_config.probe_timeout:
+        # A smaller timeout bounds each request of the handshake, the era probe too.
+        core_config = attrs.evolve(core_config, probe_timeout=timeout)
     roots = checked_roots(roots)
     callbacks = Callbacks(
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log
@@ -915,8 +931,7 @@ async def open_client(
             http_config=http_config,
         ) as session,
     ):
-        if session.handshake is None:
-            await session.start()
+        await start_target(session, target, timeout)
         client = Client(
             session,
             callbacks=callbacks,

@@ -18,6 +18,7 @@ The session comes back unstarted (no handshake yet) unless the transport insists
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import shlex
 import ssl
@@ -26,12 +27,14 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
+import trio
 
-from mcp_sansio import ConnectionConfig
+from mcp_sansio import LEGACY_VERSIONS, MODERN_VERSIONS, ConnectionConfig, LifecycleState
 
 from ._channel import MessageChannel
 from ._client_common import not_a_program
 from ._config import SessionConfig
+from ._errors import RequestTimeout
 from ._handlers import Handlers
 from ._memory import open_memory_pair
 from ._open import open_session
@@ -49,7 +52,9 @@ __all__ = [
     "ClientTarget",
     "InMemoryServer",
     "StderrCallback",
+    "describe_target",
     "open_target",
+    "start_target",
 ]
 
 
@@ -96,6 +101,20 @@ def _command(target: object) -> list[str] | None:
             raise ValueError("an empty argument list")
         return list(target)
     return None
+
+
+def describe_target(target: object) -> str:
+    """``target`` named for an error message: the command line or URL as given, else
+    what kind of object it is (nothing is called on it)."""
+    if isinstance(target, str):
+        return repr(target)
+    if isinstance(target, MessageChannel):
+        return f"a {type(target).__name__} (a MessageChannel)"
+    if isinstance(target, Sequence) and target and all(isinstance(a, str) for a in target):
+        return repr(shlex.join(target))
+    if isinstance(target, tuple):
+        return "an in-memory (Handlers, ConnectionConfig) server"
+    return f"an in-memory {type(target).__name__}"
 
 
 def _only_for(kind: str, **given: object) -> None:
@@ -233,3 +252,60 @@ def _open_http(
         start=False,
     )
     return opened
+
+
+async def start_target(session: Session, target: object, timeout: float | None) -> None:
+    """Run the handshake of a session :func:`open_target` opened (if the transport did
+    not already), each of its requests bounded by ``timeout`` (the client's request
+    timeout) as well as the whole by ``SessionConfig.handshake_timeout``.
+
+    The era probe and ``initialize`` are timed by the core (``open_client`` puts
+    ``timeout`` in its ``probe_timeout`` and ``request_timeout``); a pinned modern
+    era's ``server/discover`` has no deadline there, so it gets one here.
+
+    Raises:
+        RequestTimeout: as ``Session.start``, its message naming the method, the
+            target (see :func:`describe_target`) and the handshake step.
+        HandshakeFailed, SessionClosed: as ``Session.start``.
+    """
+    if session.handshake is not None:
+        return
+    conn = session.connection
+    versions = set(conn.config.supported_versions)
+    legacy = conn.config.era != "modern" and not versions.isdisjoint(LEGACY_VERSIONS)
+    modern = conn.config.era != "legacy" and not versions.isdisjoint(MODERN_VERSIONS)
+    limit = timeout if timeout is not None and not legacy else math.inf
+    try:
+        with trio.move_on_after(limit) as scope:
+            await session.start()
+    except RequestTimeout as exc:
+        if exc.method == "handshake":  # SessionConfig.handshake_timeout: which step?
+            initializing = conn.lifecycle is LifecycleState.INITIALIZING
+            exc.method = "initialize" if initializing else "server/discover"
+            pending = conn.pending_requests()
+            exc.request_id = pending[0] if len(pending) == 1 else None
+            bound = session.config.handshake_timeout
+            why = f"; SessionConfig.handshake_timeout ({bound:g} s) bounds the whole handshake"
+        else:  # the core's deadline: the client's timeout, unless max_request_time
+            if conn.config.max_request_time is None:
+                exc.timeout = conn.config.request_timeout
+            why = ""
+        exc.detail = (
+            f"while opening {describe_target(target)} ({_step(exc.method, legacy, modern)}){why}"
+        )
+        exc.args = (str(exc),)
+        raise
+    if scope.cancelled_caught:
+        detail = (
+            f"while opening {describe_target(target)} ({_step('server/discover', legacy, modern)})"
+        )
+        pending = conn.pending_requests()
+        rid = pending[0] if len(pending) == 1 else None
+        raise RequestTimeout("server/discover", rid, timeout=timeout, detail=detail)
+
+
+def _step(method: str, legacy: bool, modern: bool) -> str:
+    """Which step of the handshake ``method`` is, for an error message."""
+    if method == "initialize":
+        return "the legacy handshake, after the era probe" if modern else "the legacy handshake"
+    return "the era probe" if legacy else "the modern handshake"
