@@ -98,6 +98,7 @@ from ._client_common import (
     ToolOutput,
     check_log_level,
     checked_roots,
+    checked_str,
     client_config,
     complete_params,
     elicitation_params,
@@ -1134,6 +1135,8 @@ class BlockingClient(HandshakeFacts):
                 :meth:`list_tools`). Before a result is rejected for its schema, the tools
                 are listed again, once, within ``timeout``, and the result is checked
                 against the fresh schema, if any.
+            TypeError: ``name`` is not a string, or ``arguments`` cannot be sent (as
+                for :meth:`mcp_trio.Client.call_tool`). Nothing is sent.
             ValueError: an argument holds NaN or an infinity. Nothing is sent.
         """
         params = named_params(name, arguments)
@@ -1169,9 +1172,14 @@ class BlockingClient(HandshakeFacts):
         return self._list("resources/templates/list", timeout=timeout)
 
     def read_resource(self, uri: str, *, timeout: float | None = None) -> t.ReadResourceResult:
-        """Read a resource."""
+        """Read a resource.
+
+        Raises:
+            TypeError: ``uri`` is not a string. Nothing is sent.
+        """
         progress = self._long_progress(None, timeout)
-        result = self.request("resources/read", {"uri": uri}, timeout=timeout, on_progress=progress)
+        params = {"uri": checked_str(uri, "the resource URI")}
+        result = self.request("resources/read", params, timeout=timeout, on_progress=progress)
         return structure(result, t.ReadResourceResult)
 
     # ---------------------------------------------------------------- skills
@@ -1252,9 +1260,9 @@ class BlockingClient(HandshakeFacts):
         """Get a prompt filled in with ``arguments``.
 
         Raises:
-            TypeError / ValueError: ``arguments`` that cannot be sent: not a mapping, or
-                a name or value that is not a string (``prompts/get`` takes strings
-                only). Nothing is sent.
+            TypeError / ValueError: a ``name`` or ``arguments`` that cannot be sent: not
+                a string, not a mapping, or a name or value that is not a string
+                (``prompts/get`` takes strings only). Nothing is sent.
             McpError: the server refused (an unknown prompt, a missing argument).
         """
         params = named_params(name, arguments, strings=True)

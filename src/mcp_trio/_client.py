@@ -56,6 +56,7 @@ from ._client_common import (
     ToolOutput,
     check_log_level,
     checked_roots,
+    checked_str,
     client_config,
     complete_params,
     named_params,
@@ -248,8 +249,9 @@ class Client(HandshakeFacts):
                 tools are listed again, once (the server may have changed the tool
                 without the client hearing of it), and the result is checked against
                 the fresh schema, if any.
-            TypeError: ``arguments`` is not a mapping, or a name in it is not a string.
-                Nothing is sent.
+            TypeError: ``name`` is not a string, ``arguments`` is not a mapping, a name
+                in it is not a string, or a value holds what JSON cannot carry (a
+                ``set``, ``bytes``; the message names the argument). Nothing is sent.
             ValueError: an argument holds NaN or an infinity (JSON has neither; it
                 would arrive as ``null``). Nothing is sent.
         """
@@ -435,10 +437,14 @@ class Client(HandshakeFacts):
         on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
     ) -> t.ReadResourceResult:
-        """Read a resource; ``result.contents`` holds text or blob contents."""
+        """Read a resource; ``result.contents`` holds text or blob contents.
+
+        Raises:
+            TypeError: ``uri`` is not a string. Nothing is sent.
+        """
         result = await self.request(
             "resources/read",
-            {"uri": uri},
+            {"uri": checked_str(uri, "the resource URI")},
             timeout=timeout,
             on_progress=self._progress(on_progress, timeout),
         )
@@ -606,12 +612,12 @@ class Client(HandshakeFacts):
                 did not declare ``resources.subscribe``.
         """
         self._legacy_only("resources/subscribe", "use client.subscribe(resources=[uri])")
-        await self.request("resources/subscribe", {"uri": uri})
+        await self.request("resources/subscribe", {"uri": checked_str(uri, "the resource URI")})
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`)."""
         self._legacy_only("resources/unsubscribe", "leave the client.subscribe() block")
-        await self.request("resources/unsubscribe", {"uri": uri})
+        await self.request("resources/unsubscribe", {"uri": checked_str(uri, "the resource URI")})
 
     def subscribe(
         self,
@@ -687,8 +693,8 @@ class Client(HandshakeFacts):
         """Get a prompt, filled in with ``arguments``.
 
         Raises:
-            TypeError / ValueError: ``arguments`` that cannot be sent, as for
-                :meth:`call_tool`, or a value that is not a string (``prompts/get``
+            TypeError / ValueError: a ``name`` or ``arguments`` that cannot be sent,
+                as for :meth:`call_tool`, or a value that is not a string (``prompts/get``
                 takes strings only: ``TypeError``, naming the argument and its type).
                 Nothing is sent.
             McpError: the server refused (an unknown prompt, a missing argument).

@@ -31,6 +31,7 @@ from mcp_sansio import (
     unstructure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._json import dumps
 from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._versions import REVISIONS
 
@@ -56,6 +57,7 @@ __all__ = [
     "build_capabilities",
     "check_log_level",
     "checked_roots",
+    "checked_str",
     "client_config",
     "complete_params",
     "connection_versions",
@@ -398,7 +400,23 @@ def not_a_program(argv: Sequence[str], exc: OSError, *, spawn: str) -> str:
 
 _STR_TYPE: Final = frozenset({str})
 _NO_FLOAT: Final = frozenset({str, int, bool, type(None)})
-"""Types of argument values that hold no float (nothing for :func:`_has_non_finite`)."""
+"""Types of argument values that hold no float, nor anything JSON cannot carry (but an
+``int`` beyond 64 bits, which the JSON library refuses when it is sent)."""
+_NON_FINITE: Final = "NaN or an infinity"
+_INT_MIN: Final = -(2**63)
+_INT_END: Final = 2**64
+"""The integers the JSON library writes are from ``_INT_MIN`` to below this."""
+
+
+def checked_str(value: object, what: str) -> str:
+    """``value`` if it is a ``str``: a name or URI an argument gives.
+
+    Raises:
+        TypeError: it is not (nothing is sent).
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__} {value!r:.60}")
+    return value
 
 
 def named_params(
@@ -412,12 +430,15 @@ def named_params(
     Python; only otherwise is each argument looked at, to name the one at fault.
 
     Raises:
-        TypeError: ``arguments`` is not a mapping (a JSON object), or has a name that
-            is not a string; with ``strings``, a value that is not a string (the message
+        TypeError: ``name`` is not a string; ``arguments`` is not a mapping (a JSON
+            object), or has a name that is not a string; a value holds what JSON cannot
+            carry (a ``set``, ``bytes``, a key that is not a string; the message names
+            the argument); with ``strings``, a value that is not a string (the message
             names the argument and its type).
         ValueError: an argument holds NaN or an infinity, which JSON cannot carry (the
             JSON library would send ``null`` in its place, silently).
     """
+    checked_str(name, "the prompt name" if strings else "the tool name")
     params: dict[str, Any] = {"name": name}
     if arguments is None:
         return params
@@ -431,6 +452,8 @@ def named_params(
         for key in checked:
             if not isinstance(key, str):
                 raise TypeError(f"argument names must be strings, not {key!r:.60}")
+        # A str subclass is a name all the same; the JSON library takes str keys only.
+        checked = {str.__str__(key): value for key, value in checked.items()}
     if strings:
         if not _STR_TYPE.issuperset(map(type, checked.values())):
             for key, value in checked.items():
@@ -441,23 +464,49 @@ def named_params(
                     )
     elif not _NO_FLOAT.issuperset(map(type, checked.values())):
         for key, value in checked.items():
-            if _has_non_finite(value):
-                raise ValueError(
-                    f"argument {key!r} holds NaN or an infinity, which JSON cannot carry"
-                )
+            fault = _json_fault(value)
+            if fault is _NON_FINITE:
+                raise ValueError(f"argument {key!r} holds {fault}, which JSON cannot carry")
+            if fault is not None:
+                raise TypeError(f"argument {key!r} holds {fault}, which JSON cannot carry")
     params["arguments"] = checked
     return params
 
 
-def _has_non_finite(value: Any) -> bool:
-    """Whether a float in ``value`` is NaN or infinite."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_has_non_finite(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_non_finite(v) for v in value)
-    return False
+def _json_fault(value: Any) -> str | None:
+    """What in ``value`` JSON cannot carry, for an error message (:data:`_NON_FINITE`
+    for a NaN or an infinity), or ``None``; as the JSON library (orjson) judges:
+    subclasses of ``str``, ``int``, ``dict`` and ``list`` are written as their base,
+    a key must be a ``str`` itself, and what is of none of JSON's types is asked of the
+    library (it writes dataclasses, dates, UUIDs). Iterative: a value may be deeply
+    nested."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if isinstance(item, float) and not math.isfinite(item):
+            return _NON_FINITE
+        if kind is float or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if not _INT_MIN <= item < _INT_END:  # (not "in range": slow for a subclass)
+                return f"the integer {item:.3g}, beyond 64 bits"
+        elif isinstance(item, dict):
+            for key in item:
+                if type(key) is not str:
+                    return f"a key that is not a str ({type(key).__name__} {key!r:.60})"
+            stack.extend(item.values())
+        elif isinstance(item, list) or kind is tuple:
+            stack.extend(item)
+        else:
+            try:
+                dumps(item)
+            except TypeError as exc:
+                why = "" if str(exc).startswith("Type is not JSON serializable") else f" ({exc})"
+                return f"a value of type {kind.__name__}{why}"
+    return None
 
 
 _REF_MUST_BE: Final = (
