@@ -87,6 +87,7 @@ from mcp_sansio import (
 )
 from mcp_sansio import types as t
 from mcp_sansio._tasks import TASKS_EXTENSION, declares_tasks
+from mcp_sansio._versions import has_capability
 
 from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTransport
 from ._blocking_dial import dial
@@ -285,6 +286,7 @@ class _Options:
     roots: Iterable[RootLike] | RootsFunction | None = None
     on_log: LogFunction | None = None
     on_notification: NotificationFunction | None = None
+    on_progress: ProgressFunction | None = None
     log_level: str | None = None
     client_info: t.Implementation | Mapping[str, Any] | None = None
     capabilities: Mapping[str, Any] | None = None
@@ -418,6 +420,7 @@ class BlockingClient(HandshakeFacts):
         roots: Iterable[RootLike] | RootsFunction | None = None,
         on_log: LogFunction | None = None,
         on_notification: NotificationFunction | None = None,
+        on_progress: ProgressFunction | None = None,
         log_level: str | None = None,
         client_info: t.Implementation | Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -441,6 +444,8 @@ class BlockingClient(HandshakeFacts):
                 log_level, client_info, capabilities, timeout, connection_config:
                 as for :func:`mcp_trio.open_client` (callbacks are plain functions).
             on_notification: called with every other notification the server sends.
+            on_progress: the default progress function of :meth:`call_tool`,
+                :meth:`read_resource` and :meth:`get_prompt` (as ``open_client``'s).
             handshake_timeout: seconds for the handshake (``None``: no limit).
             write_timeout: seconds the server may go without reading what we send
                 before it is taken for dead (``None``: no limit).
@@ -491,6 +496,7 @@ class BlockingClient(HandshakeFacts):
         roots: Iterable[RootLike] | RootsFunction | None = None,
         on_log: LogFunction | None = None,
         on_notification: NotificationFunction | None = None,
+        on_progress: ProgressFunction | None = None,
         log_level: str | None = None,
         client_info: t.Implementation | Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -537,6 +543,7 @@ class BlockingClient(HandshakeFacts):
         roots: Iterable[RootLike] | RootsFunction | None = None,
         on_log: LogFunction | None = None,
         on_notification: NotificationFunction | None = None,
+        on_progress: ProgressFunction | None = None,
         log_level: str | None = None,
         client_info: t.Implementation | Mapping[str, Any] | None = None,
         capabilities: Mapping[str, Any] | None = None,
@@ -582,8 +589,8 @@ class BlockingClient(HandshakeFacts):
                 also the bound on the whole answer to a one-way POST (a notification,
                 an answer to the server), from its writing.
             era, protocol_version, on_sampling, on_elicitation, roots, on_log,
-                on_notification, log_level, client_info, capabilities, timeout,
-                handshake_timeout, connection_config: as for :meth:`stdio`.
+                on_notification, on_progress, log_level, client_info, capabilities,
+                timeout, handshake_timeout, connection_config: as for :meth:`stdio`.
 
         Resolving: an address literal (``127.0.0.1``, ``[::1]``) is used as it is; a host
         name is resolved for the first connection with the system's resolver, which
@@ -1171,13 +1178,19 @@ class BlockingClient(HandshakeFacts):
         :meth:`list_tools`)."""
         return self._list("resources/templates/list", timeout=timeout)
 
-    def read_resource(self, uri: str, *, timeout: float | None = None) -> t.ReadResourceResult:
-        """Read a resource.
+    def read_resource(
+        self,
+        uri: str,
+        *,
+        on_progress: ProgressFunction | None = None,
+        timeout: float | None = None,
+    ) -> t.ReadResourceResult:
+        """Read a resource (``on_progress``: default, the client's).
 
         Raises:
             TypeError: ``uri`` is not a string. Nothing is sent.
         """
-        progress = self._long_progress(None, timeout)
+        progress = self._long_progress(on_progress, timeout)
         params = {"uri": checked_str(uri, "the resource URI")}
         result = self.request("resources/read", params, timeout=timeout, on_progress=progress)
         return structure(result, t.ReadResourceResult)
@@ -1255,9 +1268,15 @@ class BlockingClient(HandshakeFacts):
         return self._list("prompts/list", timeout=timeout)
 
     def get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        on_progress: ProgressFunction | None = None,
+        timeout: float | None = None,
     ) -> t.GetPromptResult:
-        """Get a prompt filled in with ``arguments``.
+        """Get a prompt filled in with ``arguments`` (``on_progress``: default, the
+        client's).
 
         Raises:
             TypeError / ValueError: a ``name`` or ``arguments`` that cannot be sent: not
@@ -1266,17 +1285,19 @@ class BlockingClient(HandshakeFacts):
             McpError: the server refused (an unknown prompt, a missing argument).
         """
         params = named_params(name, arguments, strings=True)
-        progress = self._long_progress(None, timeout)
+        progress = self._long_progress(on_progress, timeout)
         result = self.request("prompts/get", params, timeout=timeout, on_progress=progress)
         return structure(result, t.GetPromptResult)
 
     def _long_progress(
         self, on_progress: ProgressFunction | None, timeout: float | None
     ) -> ProgressFunction | None:
-        """The progress callback of a long request (see ``_client_common.timed``)."""
-        if on_progress is None and timed(timeout, self._conn.config):
+        """The progress callback of a request (default: the client's ``on_progress``);
+        one that a long request asks for progress with (see ``_client_common.timed``)."""
+        chosen = on_progress or self._options.on_progress
+        if chosen is None and timed(timeout, self._conn.config):
             return _ignore_progress
-        return on_progress
+        return chosen
 
     def complete(
         self,
@@ -1299,6 +1320,59 @@ class BlockingClient(HandshakeFacts):
         if self.era is Era.LEGACY:
             self.request("logging/setLevel", {"level": level})
         self._log_level = level
+
+    def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification; return once it is written (within ``write_timeout``).
+
+        Raises:
+            LocalProtocolError: a notification the session cannot send now.
+            SessionClosed: the connection ended.
+        """
+        self._raise_if_closed()
+        self._conn.send_notification(method, None if params is None else dict(params))
+        self._queue(own=True)
+        self._run_until(lambda: not self._link.unwritten(), None, method)
+
+    def subscribe_resource(self, uri: str) -> None:
+        """Legacy era: ``resources/subscribe``; each ``notifications/resources/updated``
+        then goes to ``on_notification``, while a call waits (see
+        :meth:`mcp_trio.Client.subscribe_resource`).
+
+        Raises:
+            LocalProtocolError: modern era (there is no such method), or the server
+                did not declare ``resources.subscribe``.
+            TypeError: ``uri`` is not a string. Nothing is sent.
+        """
+        uri = checked_str(uri, "the resource URI")
+        self._legacy_only("resources/subscribe")
+        self.request("resources/subscribe", {"uri": uri})
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`)."""
+        uri = checked_str(uri, "the resource URI")
+        self._legacy_only("resources/unsubscribe")
+        self.request("resources/unsubscribe", {"uri": uri})
+
+    def set_roots(self, roots: Iterable[RootLike] | RootsFunction) -> None:
+        """Change the roots (see :meth:`mcp_trio.Client.set_roots`); legacy era: tell
+        the server (``notifications/roots/list_changed``) when ``roots.listChanged``
+        was declared (as it is by default). Modern servers ask each time.
+
+        Raises:
+            LocalProtocolError: the client was opened without ``roots`` (the
+                capability was not declared).
+            TypeError, ValueError: a root that is not a ``file://`` URI (or a root).
+        """
+        if self._options.roots is None:
+            raise LocalProtocolError("open the client with roots=... to declare the capability")
+        self._options.roots = checked_roots(roots)
+        capabilities = self._conn.config.capabilities
+        if self.era is Era.LEGACY and has_capability(capabilities, ("roots", "listChanged")):
+            self.notify("notifications/roots/list_changed")
+
+    def _legacy_only(self, method: str) -> None:
+        if self.era is not Era.LEGACY:
+            raise LocalProtocolError(f"{method!r} does not exist in the modern era")
 
     def ping(self) -> None:
         """Legacy era: ``ping``.
