@@ -135,7 +135,7 @@ async def test_the_client_refuses_before_sending(era: str) -> None:
 
 async def test_subscribe_resource_checks_the_uri() -> None:
     with trio.fail_after(IO_TIMEOUT):
-        async with client_for(recording_server([]), era="legacy") as client:  # type: ignore[arg-type]
+        async with client_for(recording_server([]), era="legacy") as client:
             for method in (client.subscribe_resource, client.unsubscribe_resource):
                 with pytest.raises(TypeError, match="resource URI must be a string"):
                     await method(b"file:///a")  # type: ignore[arg-type]
