@@ -19,7 +19,15 @@ from trio.testing import MockClock
 
 from mcp_sansio import ErrorData, ProgressReceived, structure
 from mcp_sansio import types as t
-from mcp_trio import McpError, Server, ServerExited, SessionClosed, ToolOutput, _cli_run
+from mcp_trio import (
+    McpError,
+    RequestTimeout,
+    Server,
+    ServerExited,
+    SessionClosed,
+    ToolOutput,
+    _cli_run,
+)
 from mcp_trio._cli import main, parse_args
 from mcp_trio._cli_client import arg_value, parse_arguments
 from mcp_trio._cli_demo import demo
@@ -546,7 +554,10 @@ def test_describe() -> None:
     grouped = describe(ExceptionGroup("g", [SessionClosed("gone"), SessionClosed("gone too")]))
     assert grouped is not None and grouped.message == "the connection closed: gone"
     assert describe(ExceptionGroup("g", [SessionClosed("x"), ZeroDivisionError()])) is None
-    assert describe(trio.TooSlowError()) is not None
+    slow = describe(trio.TooSlowError())
+    assert slow is not None and slow.message == "timed out"
+    late = describe(RequestTimeout("tools/call", 3, timeout=2.0))
+    assert late is not None and late.message == "tools/call timed out after 2 s (request 3)"
     refused = OSError("all attempts failed")
     refused.__cause__ = ConnectionRefusedError(
         111, "Error connecting to ('h', 1): Connection refused"

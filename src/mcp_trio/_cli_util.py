@@ -108,7 +108,9 @@ def describe(exc: BaseException) -> CliError | None:
     if isinstance(found, SessionClosed):
         return CliError(f"the connection closed: {found.reason}")
     if isinstance(found, trio.TooSlowError):
-        return CliError(f"timed out: {found}" if str(found) else "timed out")
+        # (a RequestTimeout says it itself: "tools/call timed out after 2 s (request 3)")
+        text = str(found) or "timed out"
+        return CliError(text if "timed out" in text else f"timed out: {text}")
     if isinstance(found, InputRequiredError):
         return CliError(f"the server needs input this command cannot give: {found}")
     return CliError(str(found) or type(found).__name__)
