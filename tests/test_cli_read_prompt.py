@@ -64,6 +64,12 @@ async def item(id: int) -> str:
     return f"item {id}"
 
 
+@server.resource("app://junk", mime_type="application/octet-stream")
+async def junk() -> list[t.BlobResourceContents]:
+    """A blob that is not base64."""
+    return [t.BlobResourceContents(uri="app://junk", blob="!!not base64@@")]
+
+
 @server.prompt()
 async def greet(name: str, mood: str = "glad") -> str:
     """Greet someone."""
@@ -157,6 +163,16 @@ def test_read_summarizes_a_blob_and_writes_its_bytes(
     code, out, err = run_main(capsys, "read", app, "app://blob", "--out", str(target))
     assert (code, out) == (0, ""), err
     assert target.read_bytes() == bytes(range(256)) * 8
+
+
+def test_read_out_of_a_blob_that_is_not_base64_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], app: str, tmp_path: Path
+) -> None:
+    target = tmp_path / "junk.bin"
+    code, out, err = run_main(capsys, "read", app, "app://junk", "--out", str(target))
+    assert (code, out) == (1, "")
+    assert "the server sent a blob that is not base64" in err and "Traceback" not in err
+    assert not target.exists()
 
 
 def test_read_out_to_stdout(capfdbinary: pytest.CaptureFixture[bytes], app: str) -> None:

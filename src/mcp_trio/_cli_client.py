@@ -392,7 +392,10 @@ async def read_command(
         if isinstance(item, t.TextResourceContents):
             data = item.text.encode()
         else:
-            data = binascii.a2b_base64(item.blob)
+            try:
+                data = binascii.a2b_base64(item.blob, strict_mode=True)
+            except binascii.Error as exc:
+                raise CliError(f"the server sent a blob that is not base64 ({exc})") from None
         if out_file == "-":
             out.flush()
             out.buffer.write(data)

@@ -1071,6 +1071,10 @@ class Session:
                 # ones of a batch given so far go out (bounded) before the handlers are cut.
                 self._answering = False
                 if self.role == "server":
+                    # (a listen ends with its result on shutdown: 2026-07-28
+                    # subscriptions.mdx, as on a local close)
+                    for sid in self._conn.subscriptions():
+                        self._conn.end_subscription(sid)
                     for rid in self._conn.inflight_requests():
                         self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
                 self._conn.receive_eof()

@@ -66,6 +66,44 @@ async def test_a_request_outliving_the_grace_period_is_answered_shutting_down(
     }
 
 
+async def test_a_listen_open_at_the_end_is_ended_with_its_result_not_an_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # 2026-07-28 schema, SubscriptionsListenResult: sent when the subscription has
+    # ended gracefully, "for example, during server shutdown".
+    server = Server("s", session_config=SessionConfig(shutdown_grace_period=5))
+
+    @server.tool()
+    async def wait(seconds: float) -> str:
+        """Sleep."""
+        await trio.sleep(seconds)
+        return "done"
+
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "listen-1",
+        "method": "subscriptions/listen",
+        "params": {"_meta": ENVELOPE, "notifications": {"toolsListChanged": True}},
+    }
+    to_server, stdin = trio.testing.memory_stream_one_way_pair()
+    stdout, from_server = trio.testing.memory_stream_one_way_pair()
+    script = b"".join(dumps(message) + b"\n" for message in (listen, call(2, 8)))
+    await to_server.send_all(script)
+    await to_server.aclose()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: server.serve_stdio(stdin=stdin, stdout=stdout))
+        splitter, answers = LineSplitter(), []
+        while chunk := await from_server.receive_some():
+            splitter.feed(chunk)
+            while (line := splitter.next_message()) is not None:
+                assert isinstance(line, bytes)
+                answers.append(loads(line))
+    by_id = {answer["id"]: answer for answer in answers if "id" in answer}
+    assert set(by_id) == {"listen-1", 2}
+    assert "result" in by_id["listen-1"] and "error" not in by_id["listen-1"]
+    assert by_id[2]["error"]["message"] == "server shutting down"
+
+
 async def test_a_client_does_not_answer_for_a_server_shutting_down(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
