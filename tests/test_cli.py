@@ -252,7 +252,7 @@ def test_call_on_a_terminal_asks_the_user() -> None:
         (("list", "ftp://example.com/mcp"), 2, "unsupported URL 'ftp://example.com/mcp'"),
         (("call", NOTES, "search_note"), 1, "unknown tool 'search_note'; did you mean"),
         (("run", NOTES, "--port", "70000"), 2, "a port is 0 to 65535"),
-        (("run", NOTES, "--allow-host", "x"), 2, "--allow-host: for --transport http only"),
+        (("run", NOTES, "--allow-host", "x"), 2, "--allow-host: for --transport http or ws only"),
         (("list", NOTES, "-H", "A: b"), 2, "--header is for http(s):// and ws(s):// targets"),
         (("list", NOTES, "--header", "no colon"), 2, "not a header 'NAME: VALUE'"),
         (

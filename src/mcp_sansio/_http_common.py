@@ -75,6 +75,20 @@ LAST_EVENT_ID: Final = "last-event-id"
 JSON_TYPE: Final = "application/json"
 SSE_TYPE: Final = "text/event-stream"
 
+LOCAL_ORIGINS: Final = (
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+)
+"""The browser origins allowed by default (a server's own pages on localhost, any port):
+the HTTP server's ``allowed_origins`` and the WebSocket server's."""
+LOCAL_HOSTS: Final = ("localhost:*", "127.0.0.1:*", "[::1]:*")
+"""The ``Host`` values served by default (loopback names, any port): the HTTP server's
+``allowed_hosts`` and the WebSocket server's."""
+
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
 _TCHAR: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")

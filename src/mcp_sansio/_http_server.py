@@ -127,6 +127,8 @@ from ._http_auth import (
 from ._http_common import (
     JSON_TYPE,
     LAST_EVENT_ID,
+    LOCAL_HOSTS,
+    LOCAL_ORIGINS,
     MCP_METHOD,
     MCP_NAME,
     MCP_NAME_KEYS,
@@ -193,16 +195,6 @@ priming event makes it resumable from the start); modern as JSON unless a notifi
 (progress, log) comes first, which turns the response into a stream.
 ``subscriptions/listen`` is always a stream.
 """
-
-LOCAL_ORIGINS: Final = (
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://localhost:*",
-    "https://127.0.0.1:*",
-    "https://[::1]:*",
-)
-LOCAL_HOSTS: Final = ("localhost:*", "127.0.0.1:*", "[::1]:*")
 
 _SSE_HEADERS: Final[Headers] = (
     (b"content-type", b"text/event-stream"),

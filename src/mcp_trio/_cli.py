@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="allow_hosts",
         action="append",
         metavar="HOST",
-        help="HTTP: a Host name to accept besides localhost's, on any port (repeat it; "
+        help="HTTP, WebSocket: a Host name to accept besides localhost's, on any port (repeat it; "
         "'name:443' for one port only), e.g. the public name behind a proxy",
     )
     run.add_argument(
@@ -336,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
         dest="allow_origins",
         action="append",
         metavar="ORIGIN",
-        help="HTTP: a browser Origin to accept besides localhost's (repeat it; "
+        help="HTTP, WebSocket: a browser Origin to accept besides localhost's (repeat it; "
         "'https://app.example:*' for any port, '*' for any)",
     )
     run.add_argument(
@@ -445,8 +445,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             )
             if values
         ]
-        if allowed and args.transport != "http":
-            raise UsageError(f"{', '.join(allowed)}: for --transport http only")
+        if allowed and args.transport == "stdio":
+            raise UsageError(f"{', '.join(allowed)}: for --transport http or ws only")
         server = load_server(args.target)
         configure_logging(args.log_level)  # after the import: a module's own setup wins
         return serve(

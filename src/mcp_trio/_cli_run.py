@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 import attrs
 import trio
 
+from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
+
 from ._cli_util import CliError
 from ._config import SessionConfig
 from ._server import Server
@@ -65,8 +67,8 @@ def serve(
 ) -> int:
     """Serve until stdin ends (stdio) or a signal arrives; returns the exit status.
 
-    ``allow_hosts`` / ``allow_origins`` (HTTP): ``Host`` and ``Origin`` values accepted
-    besides localhost's (DNS-rebinding protection refuses the rest).
+    ``allow_hosts`` / ``allow_origins`` (HTTP, WebSocket): ``Host`` and ``Origin`` values
+    accepted besides localhost's (DNS-rebinding protection refuses the rest).
 
     Raises:
         CliError: the socket could not be opened (port in use, bad address).
@@ -83,7 +85,8 @@ def serve(
             allowed_hosts=(*(local.allowed_hosts or ()), *allow_hosts),
             allowed_origins=(*local.allowed_origins, *allow_origins),
         )
-    run = functools.partial(_serve, server, transport, host, port, path, err, http_config)
+    allowed = ((*LOCAL_HOSTS, *allow_hosts), (*LOCAL_ORIGINS, *allow_origins))  # (WebSocket)
+    run = functools.partial(_serve, server, transport, host, port, path, err, http_config, allowed)
     trio.run(run)
     return 0
 
@@ -100,6 +103,7 @@ async def _serve(
     path: str,
     err: TextIO,
     http_config: HttpServerConfig | None = None,
+    allowed: tuple[tuple[str, ...], tuple[str, ...]] = (LOCAL_HOSTS, LOCAL_ORIGINS),
 ) -> None:
     stop = trio.Event()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -127,9 +131,15 @@ async def _serve(
                         url = str(handle.url)
                         kind = "Streamable HTTP"
                     else:
-                        listeners = await nursery.start(
-                            functools.partial(server.serve_websocket, host, port)
+                        hosts, origins = allowed
+                        serve_ws = functools.partial(
+                            server.serve_websocket,
+                            host,
+                            port,
+                            allowed_hosts=hosts,
+                            allowed_origins=origins,
                         )
+                        listeners = await nursery.start(serve_ws)
                         url = _ws_url(listeners[0].socket.getsockname())
                         kind = "WebSocket"
                 except OSError as exc:

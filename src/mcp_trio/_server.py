@@ -52,6 +52,7 @@ import attrs
 import trio
 
 from mcp_sansio import ConnectionConfig
+from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from mcp_sansio._tasks import TASKS_EXTENSION
 
 from ._config import SessionConfig
@@ -874,12 +875,15 @@ class Server:
         ssl_context: ssl.SSLContext | None = None,
         on_session: SessionHook | None = None,
         authenticate: Authenticate | None = None,
+        allowed_origins: Sequence[str] = LOCAL_ORIGINS,
+        allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
         handler_nursery: trio.Nursery | None = None,
         task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled (see
         :func:`~mcp_trio.serve_websocket`; ``authenticate`` as for :meth:`serve_http`,
-        on each connection's handshake)."""
+        on each connection's handshake; ``allowed_origins`` / ``allowed_hosts`` as
+        ``HttpServerConfig``'s, checked there too)."""
         from ._websocket import serve_websocket as _serve_websocket  # noqa: PLC0415
 
         await _serve_websocket(
@@ -891,6 +895,8 @@ class Server:
             connection_config=self.connection_config(),
             on_session=self._tracker.hook(on_session),
             authenticate=authenticate,
+            allowed_origins=allowed_origins,
+            allowed_hosts=allowed_hosts,
             handler_nursery=handler_nursery,
             task_status=task_status,
         )

@@ -21,7 +21,12 @@ module's conventions:
   closed by the server then, with code 1008 (policy violation) and the reason
   ``invalid_token: the access token expired``; a client takes code 1008 with a reason
   that starts with ``invalid_token`` for that (:class:`~mcp_trio.TokenExpired`). A
-  token already expired at the handshake is refused there: ``401``, ``invalid_token``.
+  token already expired at the handshake is refused there: ``401``, ``invalid_token``;
+* the opening handshake is checked as a Streamable HTTP request is, against cross-site
+  pages and DNS rebinding (browsers let any page open a WebSocket to localhost): an
+  ``Origin`` not in ``allowed_origins`` is refused ``403`` (a handshake without one, not
+  from a browser, passes), a ``Host`` not in ``allowed_hosts`` ``421``, both before
+  ``authenticate`` runs.
 
 Built on trio-websocket; the session runtime is the same as for stdio.
 """
@@ -31,16 +36,26 @@ from __future__ import annotations
 import logging
 import ssl
 import urllib.parse
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, cast, final
 
 import trio
 import trio_websocket
 
-from mcp_sansio import ConnectionConfig
+from mcp_sansio import ConnectionConfig, ErrorCode, ErrorData
 from mcp_sansio._http_auth import Principal
-from mcp_sansio._http_common import HttpRequest, HttpResponse, extra_headers
+from mcp_sansio._http_common import (
+    LOCAL_HOSTS,
+    LOCAL_ORIGINS,
+    HttpRequest,
+    HttpResponse,
+    error_body,
+    extra_headers,
+    host_allowed,
+    json_response,
+    origin_allowed,
+)
 
 from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
@@ -374,6 +389,8 @@ async def serve_websocket(
     connection_config: ConnectionConfig | None = None,
     on_session: SessionHook | None = None,
     authenticate: Authenticate | None = None,
+    allowed_origins: Sequence[str] = LOCAL_ORIGINS,
+    allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
     handler_nursery: trio.Nursery | None = None,
     task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -402,6 +419,16 @@ async def serve_websocket(
             expired``, and its handlers are cancelled at once, as on a local close
             (no ``shutdown_grace_period``); one expired already is refused at the
             handshake (``401``, ``invalid_token``).
+        allowed_origins: the browser origins that may connect, as
+            ``HttpServerConfig.allowed_origins`` (``"*"``: any; ``"https://app:*"``:
+            any port; default: localhost's pages). A handshake with another ``Origin``
+            is refused ``403`` before ``authenticate`` runs: browsers do not keep pages
+            of other sites from opening a WebSocket to this server, and the server must
+            check. One without ``Origin`` (not a browser) passes.
+        allowed_hosts: the ``Host`` values served, as ``HttpServerConfig.allowed_hosts``
+            (``"name:*"``: any port; default: loopback names): another is refused
+            ``421`` (DNS-rebinding protection). List the public names of a server
+            bound to another interface; ``None`` accepts any.
         handler_nursery: where connection tasks run (default: an internal nursery).
         task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
             as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
@@ -416,6 +443,10 @@ async def serve_websocket(
         A failure in one connection is logged and closes that connection only.
     """
     config = config if config is not None else SessionConfig()
+    origins = _allow_list(allowed_origins)
+    if origins is None:
+        raise TypeError("allowed_origins is a sequence of origins ('*': any), not None")
+    guard = _Guard(origins, _allow_list(allowed_hosts))
 
     async def handle(tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
@@ -423,7 +454,7 @@ async def serve_websocket(
             stream = trio.SSLStream(tcp, ssl_context, server_side=True)
         try:
             await _serve_connection(
-                stream, handlers, config, connection_config, on_session, authenticate
+                stream, handlers, config, connection_config, on_session, authenticate, guard
             )
         except Exception:
             logger.exception("MCP WebSocket connection failed")
@@ -442,6 +473,7 @@ async def _serve_connection(
     connection_config: ConnectionConfig | None,
     on_session: SessionHook | None,
     authenticate: Authenticate | None = None,
+    guard: _Guard | None = None,
 ) -> None:
     stream = _WholeFrames(stream)  # (closed by the caller: the one under it)
     async with open_task_nursery("WebSocket server", cancel_on_exit=True) as nursery:
@@ -450,6 +482,7 @@ async def _serve_connection(
         watch = ReaderWatch(nursery)
         request: trio_websocket.WebSocketRequest | None = None
         refused = False  # (a refusal cut short by the timeout must not go on to accept)
+        head: HttpRequest | None = None  # (the handshake's, as an HTTP request head)
         deadline = trio.current_time() + config.ws_connect_timeout
         with trio.move_on_at(deadline):
             request = await trio_websocket.wrap_server_stream(
@@ -458,6 +491,14 @@ async def _serve_connection(
             if request.path != MCP_PATH:
                 refused = True
                 await request.reject(404, body=b"not found: MCP is served at /mcp\n")
+                return
+            head = HttpRequest(method="GET", target=request.path, headers=_head_headers(request))
+            refusal = None if guard is None else guard.refusal(head)
+            if refusal is not None:  # (before the rest, as HTTP does: see _Guard)
+                refused = True
+                await request.reject(
+                    refusal.status, extra_headers=list(refusal.headers), body=refusal.body
+                )
                 return
             if SUBPROTOCOL not in request.proposed_subprotocols:
                 refused = True
@@ -468,7 +509,7 @@ async def _serve_connection(
         refusal = None
         expires = None  # (when the token expires, in trio time)
         if authenticate is not None:  # (in what is left of the time: then a 503)
-            head = HttpRequest(method="GET", target=request.path, headers=_head_headers(request))
+            assert head is not None  # (made with the request)
             left = max(deadline - trio.current_time(), 0.0)
             found = await run_authenticate(authenticate, head, left, f"WebSocket {MCP_PATH}")
             if isinstance(found, HttpResponse):
@@ -504,6 +545,49 @@ async def _serve_connection(
             if expires is not None:  # authenticated once, at the handshake: ends with it
                 nursery.start_soon(_expire, channel, session, expires)
             await run_hook(session, on_session)
+
+
+def _allow_list(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    """An allow list given to :func:`serve_websocket`, as a tuple (``None`` stays)."""
+    if values is None:
+        return None
+    if isinstance(values, str):  # (a lone name would be taken letter by letter)
+        raise TypeError(f"an allow list is a sequence of strings, not the string {values!r}")
+    return tuple(values)
+
+
+@final
+class _Guard:
+    """The opening handshake's ``Origin`` and ``Host`` checks: those of Streamable HTTP
+    (``HttpServerConfig.allowed_origins`` / ``allowed_hosts``: the same pure rules, the
+    same statuses and bodies), in the same order, after the path's."""
+
+    def __init__(self, origins: tuple[str, ...], hosts: tuple[str, ...] | None) -> None:
+        self.origins = origins
+        self.hosts = hosts
+
+    def refusal(self, head: HttpRequest) -> HttpResponse | None:
+        """``403`` for an ``Origin`` not allowed (none: not a browser, it passes),
+        ``421`` for a ``Host`` not allowed; ``None`` to go on."""
+        origin = head.header("origin")
+        if origin is not None and not origin_allowed(origin, self.origins):
+            logger.info("WebSocket: refused a handshake from Origin %r (403)", origin)
+            return _refusal(403, f"Forbidden: Origin {origin!r} is not allowed")
+        host = head.header("host")
+        if self.hosts is not None and not host_allowed(host, self.hosts):
+            logger.info("WebSocket: refused a handshake for Host %r (421)", host)
+            return _refusal(
+                421,
+                f"Misdirected Request: Host {host!r} is not served here "
+                "(serve_websocket's allowed_hosts; mcp-trio run --allow-host)",
+            )
+        return None
+
+
+def _refusal(status: int, message: str) -> HttpResponse:
+    """A refusal of the handshake, with the JSON-RPC error body HTTP's would have."""
+    error = ErrorData(code=ErrorCode.INVALID_REQUEST, message=message)
+    return json_response(status, error_body(error, None))
 
 
 def _head_headers(request: trio_websocket.WebSocketRequest) -> list[tuple[bytes, bytes]]:
