@@ -74,7 +74,7 @@ async def _ws_floor(*, task_status: trio.TaskStatus[int]) -> None:
 
 async def _ws(*, task_status: trio.TaskStatus[int]) -> None:
     async with trio.open_nursery() as nursery:
-        listeners: list[trio.SocketListener] = await nursery.start(
+        handle: mcp_trio.WebSocketServeHandle = await nursery.start(
             functools.partial(
                 mcp_trio.serve_websocket,
                 low_level_handlers(),
@@ -83,7 +83,7 @@ async def _ws(*, task_status: trio.TaskStatus[int]) -> None:
                 connection_config=SERVER_CONFIG,
             )
         )
-        task_status.started(listeners[0].socket.getsockname()[1])
+        task_status.started(handle.port)
 
 
 # -- HTTP ----------------------------------------------------------------------------------

@@ -107,6 +107,7 @@ if TYPE_CHECKING:
     from ._websocket import MCP_PATH as MCP_PATH
     from ._websocket import SUBPROTOCOL as SUBPROTOCOL
     from ._websocket import WebSocketChannel as WebSocketChannel
+    from ._websocket import WebSocketServeHandle as WebSocketServeHandle
     from ._websocket import open_websocket_client as open_websocket_client
     from ._websocket import serve_websocket as serve_websocket
 
@@ -211,6 +212,7 @@ _LAZY: dict[str, str] = {
     "MCP_PATH": "._websocket",
     "SUBPROTOCOL": "._websocket",
     "WebSocketChannel": "._websocket",
+    "WebSocketServeHandle": "._websocket",
     "open_websocket_client": "._websocket",
     "serve_websocket": "._websocket",
 }
@@ -324,6 +326,7 @@ __all__ = [
     "ToolResult",
     "ToolTask",
     "WebSocketChannel",
+    "WebSocketServeHandle",
     "WorkloadIdentity",
     "__version__",
     "bearer_challenge",

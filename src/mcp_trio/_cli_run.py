@@ -30,7 +30,6 @@ from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from ._cli_util import CliError
 from ._config import SessionConfig
 from ._server import Server
-from ._util import url_host
 from ._websocket import MCP_PATH
 
 if TYPE_CHECKING:
@@ -139,8 +138,7 @@ async def _serve(
                             allowed_hosts=hosts,
                             allowed_origins=origins,
                         )
-                        listeners = await nursery.start(serve_ws)
-                        url = _ws_url(listeners[0].socket.getsockname())
+                        url = (await nursery.start(serve_ws)).url
                         kind = "WebSocket"
                 except OSError as exc:
                     reason = exc.strerror or str(exc)
@@ -174,12 +172,6 @@ async def _watch_signals(signals: Any, stop: trio.Event, scope: trio.CancelScope
             scope.cancel()
             return
         stop.set()
-
-
-def _ws_url(address: Any) -> str:
-    host, port = address[0], address[1]
-    host = url_host(host)
-    return f"ws://{host}:{port}{MCP_PATH}"
 
 
 def _notice(err: TextIO, text: str) -> None:

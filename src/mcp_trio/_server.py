@@ -90,6 +90,7 @@ if TYPE_CHECKING:
 
     from ._http_auth import Authenticate
     from ._server_skills import SkillStore
+    from ._websocket import WebSocketServeHandle
 
 # The HTTP and WebSocket modules are imported by the methods that serve them: a stdio
 # server starts without them (see benchmarks/coldstart.py).
@@ -878,7 +879,7 @@ class Server:
         allowed_origins: Sequence[str] = LOCAL_ORIGINS,
         allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
         handler_nursery: trio.Nursery | None = None,
-        task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[WebSocketServeHandle] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled (see
         :func:`~mcp_trio.serve_websocket`; ``authenticate`` as for :meth:`serve_http`,

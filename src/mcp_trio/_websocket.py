@@ -33,6 +33,7 @@ Built on trio-websocket; the session runtime is the same as for stdio.
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 import urllib.parse
@@ -73,6 +74,7 @@ __all__ = [
     "MCP_PATH",
     "SUBPROTOCOL",
     "WebSocketChannel",
+    "WebSocketServeHandle",
     "open_websocket_client",
     "serve_websocket",
 ]
@@ -392,14 +394,15 @@ async def serve_websocket(
     allowed_origins: Sequence[str] = LOCAL_ORIGINS,
     allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
     handler_nursery: trio.Nursery | None = None,
-    task_status: trio.TaskStatus[list[trio.SocketListener]] = trio.TASK_STATUS_IGNORED,
+    task_status: trio.TaskStatus[WebSocketServeHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over WebSocket at ``ws://host:port/mcp`` (a custom transport).
 
     Args:
         handlers: the request and notification handlers, shared by every connection.
         host: the interface to bind (default: loopback only; ``None``: all).
-        port: the port (0: the kernel picks one; read it from the listeners).
+        port: the port (default 0: the kernel picks one; read it from the handle's
+            ``port`` or ``url``).
         ssl_context: serve ``wss://`` with this context.
         config: runtime bounds, message size, pings, shared by every connection.
         connection_config: the server core's configuration.
@@ -430,8 +433,9 @@ async def serve_websocket(
             ``421`` (DNS-rebinding protection). List the public names of a server
             bound to another interface; ``None`` accepts any.
         handler_nursery: where connection tasks run (default: an internal nursery).
-        task_status: ``nursery.start(serve_websocket, ...)`` returns the listeners,
-            as ``trio.serve_tcp`` does (``listeners[0].socket.getsockname()``).
+        task_status: ``await nursery.start(serve_websocket, ...)`` returns a
+            :class:`WebSocketServeHandle` (``url``, ``port``, ``listeners``), as
+            :func:`~mcp_trio.serve_http` returns an ``HttpServeHandle``.
 
     Returns:
         Never, unless cancelled (like ``trio.serve_tcp``).
@@ -447,6 +451,7 @@ async def serve_websocket(
     if origins is None:
         raise TypeError("allowed_origins is a sequence of origins ('*': any), not None")
     guard = _Guard(origins, _allow_list(allowed_hosts))
+    listeners = await trio.open_tcp_listeners(port, host=host)
 
     async def handle(tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
@@ -461,9 +466,44 @@ async def serve_websocket(
         finally:
             await trio.aclose_forcefully(stream)
 
-    await trio.serve_tcp(
-        handle, port, host=host, handler_nursery=handler_nursery, task_status=task_status
-    )
+    try:
+        async with trio.open_nursery() as nursery:
+            serve = functools.partial(
+                trio.serve_listeners, handle, listeners, handler_nursery=handler_nursery
+            )
+            await nursery.start(serve)
+            task_status.started(WebSocketServeHandle(listeners, secure=ssl_context is not None))
+    finally:
+        for listener in listeners:
+            await trio.aclose_forcefully(listener)
+
+
+@final
+class WebSocketServeHandle:
+    """What :func:`serve_websocket` gives ``task_status.started``: the running server,
+    as :class:`~mcp_trio.HttpServeHandle` is :func:`~mcp_trio.serve_http`'s."""
+
+    def __init__(self, listeners: list[trio.SocketListener], *, secure: bool) -> None:
+        self._listeners = listeners
+        self._secure = secure
+
+    @property
+    def listeners(self) -> list[trio.SocketListener]:
+        """The listening sockets."""
+        return self._listeners
+
+    @property
+    def port(self) -> int:
+        """The port of the first listener (the one the kernel chose for ``port=0``)."""
+        return int(self._listeners[0].socket.getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        """``ws://host:port/mcp`` of the first listener (``wss://`` with an
+        ``ssl_context``)."""
+        host = url_host(self._listeners[0].socket.getsockname()[0])
+        scheme = "wss" if self._secure else "ws"
+        return f"{scheme}://{host}:{self.port}{MCP_PATH}"
 
 
 async def _serve_connection(

@@ -113,8 +113,7 @@ async def test_websocket_url() -> None:
     with trio.fail_after(IO_TIMEOUT):
         async with trio.open_nursery() as nursery:
             serve = partial(serve_websocket, connection_config=server_config())
-            listeners = await nursery.start(serve, make_handlers(), "127.0.0.1", 0)
-            port = listeners[0].socket.getsockname()[1]
+            port = (await nursery.start(serve, make_handlers(), "127.0.0.1", 0)).port
             for era in ("legacy", "modern"):
                 async with open_client(
                     f"ws://127.0.0.1:{port}/mcp",

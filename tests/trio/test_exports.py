@@ -31,6 +31,7 @@ RUNTIME_AND_TRANSPORTS = {
     "StreamChannel",
     "TokenExpired",
     "WebSocketChannel",
+    "WebSocketServeHandle",
     "__version__",
     "connect_session",
     "memory_channel_pair",

@@ -240,8 +240,7 @@ async def test_authorize_before_connecting_to_a_websocket_server(nursery: trio.N
 
 async def test_authorize_a_websocket_server_that_needs_no_token(nursery: trio.Nursery) -> None:
     server = Server("open")
-    listeners = await nursery.start(partial(server.serve_websocket, port=0))
-    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    url = (await nursery.start(partial(server.serve_websocket, port=0))).url
     auth = oauth()
     with trio.fail_after(IO_TIMEOUT):
         await auth.authorize(url)  # no authorization needed: nothing more is done

@@ -87,10 +87,9 @@ async def serving(
         handle = await nursery.start(partial(server.serve_http, port=0, authenticate=auth))
         yield partial(open_http_client, handle.url, headers=headers, connection_config=config)
     elif transport == "websocket":
-        listeners = await nursery.start(
-            partial(server.serve_websocket, "127.0.0.1", 0, authenticate=auth)
-        )
-        url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+        url = (
+            await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, authenticate=auth))
+        ).url
         yield partial(open_websocket_client, url, headers=headers, connection_config=config)
     else:
         # A session that a transport authenticated as ALICE (what serve_websocket

@@ -127,10 +127,10 @@ async def test_without_a_principal_nothing_is_checked() -> None:
 
 async def _serve_ws(nursery: trio.Nursery) -> str:
     auth = BearerAuth(verify_token=verify)
-    listeners = await nursery.start(
+    handle = await nursery.start(
         partial(files_server().serve_websocket, "127.0.0.1", 0, authenticate=auth)
     )
-    return f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    return str(handle.url)
 
 
 async def _refused(session: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -229,10 +229,10 @@ async def test_websocket_errors_name_the_metadata_bearer_auth_knows(
             return info.value.error.data
 
     auth = BearerAuth(verify_token=verify, resource_metadata_url=METADATA.url)
-    listeners = await nursery.start(
+    handle = await nursery.start(
         partial(files_server().serve_websocket, "127.0.0.1", 0, authenticate=auth)
     )
-    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    url = handle.url
     call = {"name": "write", "arguments": {"path": "a"}}
     with trio.fail_after(IO_TIMEOUT):
         assert await error_data(url, "tools/call", call) == {
@@ -304,10 +304,10 @@ async def test_the_server_hook_adds_scopes_to_a_listen_on_websocket(
     # subscriptions/listen is served by the core, not a handler: the server's hook is
     # asked about it all the same (its resource declares nothing here).
     auth = BearerAuth(verify_token=verify)
-    listeners = await nursery.start(
+    handle = await nursery.start(
         partial(_listen_server(_admin_to_listen).serve_websocket, "127.0.0.1", 0, authenticate=auth)
     )
-    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    url = handle.url
     modern = client_config(era="modern")
     with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.DEBUG, logger="mcp_trio"):
         async with open_websocket_client(
@@ -333,10 +333,10 @@ async def test_a_failing_hook_on_a_listen_is_logged_once(
         raise RuntimeError("the policy has a bug")
 
     auth = BearerAuth(verify_token=verify)
-    listeners = await nursery.start(
+    handle = await nursery.start(
         partial(_listen_server(boom).serve_websocket, "127.0.0.1", 0, authenticate=auth)
     )
-    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    url = handle.url
     with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.WARNING, logger="mcp_trio"):
         async with open_websocket_client(
             url,

@@ -44,10 +44,10 @@ async def connect(transport: str, era: str, **options: Any) -> AsyncIterator[Cli
             )
             target = f"http://127.0.0.1:{handle.port}/mcp"
         else:
-            listeners = await nursery.start(
+            handle = await nursery.start(
                 lambda task_status: server.serve_websocket("127.0.0.1", 0, task_status=task_status)
             )
-            target = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+            target = handle.url
         async with open_client(target, era=era, **options) as client:  # type: ignore[arg-type]
             yield client
         nursery.cancel_scope.cancel()

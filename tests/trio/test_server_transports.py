@@ -95,8 +95,7 @@ async def test_serve_websocket(era: str) -> None:
     handlers, heard = listening_client()
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(server.serve_websocket)
-            port = listeners[0].socket.getsockname()[1]
+            port = (await nursery.start(server.serve_websocket)).port
             config = ConnectionConfig(era=era)  # type: ignore[arg-type]
             async with open_websocket_client(
                 f"ws://127.0.0.1:{port}/mcp", handlers=handlers, connection_config=config

@@ -627,8 +627,7 @@ async def test_over_websocket_the_check_takes_ws_max_message_size() -> None:
     core = ConnectionConfig(max_message_size=1024 * 1024)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
-            [listener] = await nursery.start(server.serve_websocket)
-            url = f"ws://127.0.0.1:{listener.socket.getsockname()[1]}/mcp"
+            url = (await nursery.start(server.serve_websocket)).url
             async with open_client(url, connection_config=core) as client:
                 big = await client.get_skill("skill://big/SKILL.md")
             needed = read_message_size(big.file("skill://big/data.bin"))

@@ -77,10 +77,9 @@ async def serving(
             )
 
     else:
-        listeners = await nursery.start(
-            partial(server.serve_websocket, "127.0.0.1", 0, authenticate=auth)
-        )
-        url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+        url = (
+            await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, authenticate=auth))
+        ).url
 
         def connect(token: str) -> Any:
             return open_websocket_client(

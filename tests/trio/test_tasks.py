@@ -942,9 +942,7 @@ async def test_every_serve_method_runs_tasks(transport: str) -> None:
                     await c.start()
                     await exercise(c)
             elif transport == "websocket":
-                listeners = await nursery.start(server.serve_websocket)
-                port = listeners[0].socket.getsockname()[1]
-                url = f"ws://127.0.0.1:{port}/mcp"
+                url = (await nursery.start(server.serve_websocket)).url
                 async with open_websocket_client(url, connection_config=config) as c:
                     await exercise(c)
             else:

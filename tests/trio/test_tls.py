@@ -90,7 +90,7 @@ async def test_https_client_refuses_an_untrusted_server(
 
 
 async def _serve_wss(nursery: trio.Nursery, context: ssl.SSLContext) -> str:
-    listeners = await nursery.start(
+    handle = await nursery.start(
         lambda task_status: serve_websocket(
             echo_handlers(),
             "127.0.0.1",
@@ -100,7 +100,9 @@ async def _serve_wss(nursery: trio.Nursery, context: ssl.SSLContext) -> str:
             task_status=task_status,
         )
     )
-    return f"wss://127.0.0.1:{listeners[0].socket.getsockname()[1]}/mcp"
+    url: str = handle.url
+    assert url.startswith("wss://127.0.0.1:")
+    return url
 
 
 async def test_wss(

@@ -100,7 +100,7 @@ async def _start_server(nursery: trio.Nursery, config: SessionConfig) -> Server:
         holder[0].connected.set()
         await trio.sleep_forever()
 
-    listeners = await nursery.start(
+    handle = await nursery.start(
         lambda task_status: serve_websocket(
             echo_handlers(),
             "127.0.0.1",
@@ -111,7 +111,7 @@ async def _start_server(nursery: trio.Nursery, config: SessionConfig) -> Server:
             task_status=task_status,
         )
     )
-    holder.append(Server(listeners[0].socket.getsockname()[1]))
+    holder.append(Server(handle.port))
     return holder[0]
 
 
@@ -333,7 +333,7 @@ async def _start_protected(
         await trio.lowlevel.checkpoint()
 
     handlers.set_notification_handler("notifications/roots/list_changed", noted)
-    listeners = await nursery.start(
+    handle = await nursery.start(
         lambda task_status: serve_websocket(
             handlers,
             "127.0.0.1",
@@ -344,7 +344,7 @@ async def _start_protected(
             task_status=task_status,
         )
     )
-    return Server(listeners[0].socket.getsockname()[1]), seen
+    return Server(handle.port), seen
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])

@@ -19,7 +19,6 @@ import trio_websocket
 import wsproto.events
 
 from mcp_trio import (
-    MCP_PATH,
     BearerAuth,
     Handlers,
     Principal,
@@ -75,10 +74,10 @@ async def _big_answer_then_close(
         return "x" * SIZE
 
     auth = BearerAuth(verify_token=_verify)
-    listeners = await nursery.start(
+    handle = await nursery.start(
         partial(server.serve_websocket, authenticate=auth, on_session=on_session)
     )
-    port = listeners[0].socket.getsockname()[1]
+    port = handle.port
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     client = _SilentClient(stream)
@@ -219,7 +218,7 @@ async def test_a_normal_close_is_code_1000_both_ways(
             await session.aclose()  # (the server's local close)
         await trio.sleep_forever()
 
-    listeners = await nursery.start(
+    handle = await nursery.start(
         partial(
             serve_websocket,
             Handlers(),
@@ -230,7 +229,7 @@ async def test_a_normal_close_is_code_1000_both_ways(
             authenticate=BearerAuth(verify_token=_verify),
         )
     )
-    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"
+    url = handle.url
     with trio.fail_after(IO_TIMEOUT):
         for token in ("short", "forever"):  # (an expiring principal closes as others do)
             headers = {"Authorization": f"Bearer {token}"}

@@ -99,7 +99,7 @@ async def start(
     auth = authenticate or BearerAuth(
         verify_token=_verify, resource_metadata_url="https://m.example/.wk"
     )
-    listeners = await nursery.start(
+    handle = await nursery.start(
         lambda task_status: serve_websocket(
             handlers,
             "127.0.0.1",
@@ -111,7 +111,7 @@ async def start(
             task_status=task_status,
         )
     )
-    holder.append(Protected(f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"))
+    holder.append(Protected(handle.url))
     return holder[0]
 
 
@@ -254,8 +254,7 @@ async def test_the_client_s_calls_and_subscriptions_raise_token_expired(
         return "done"
 
     auth = BearerAuth(verify_token=_verify)
-    listeners = await nursery.start(partial(server.serve_websocket, authenticate=auth))
-    url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"
+    url = (await nursery.start(partial(server.serve_websocket, authenticate=auth))).url
     with trio.fail_after(IO_TIMEOUT):
         async with open_client(
             url, era=era, config=CONFIG, headers={"Authorization": "Bearer short"}

@@ -16,7 +16,7 @@ import trio
 
 from mcp_sansio._json import loads
 from mcp_sansio.http import HttpRequest, HttpResponse
-from mcp_trio import Principal, Server, open_client
+from mcp_trio import Principal, Server, WebSocketServeHandle, open_client
 
 IO_TIMEOUT = 10
 
@@ -35,8 +35,11 @@ def _server() -> tuple[Server, list[str]]:
 
 
 async def _serve(nursery: trio.Nursery, server: Server, **options: Any) -> int:
-    listeners = await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, **options))
-    return int(listeners[0].socket.getsockname()[1])
+    handle = await nursery.start(partial(server.serve_websocket, "127.0.0.1", 0, **options))
+    assert isinstance(handle, WebSocketServeHandle)
+    assert handle.url == f"ws://127.0.0.1:{handle.port}/mcp"
+    assert handle.port == handle.listeners[0].socket.getsockname()[1]
+    return handle.port
 
 
 async def _handshake(port: int, headers: Sequence[tuple[str, str]]) -> tuple[int, bytes]:
