@@ -9,9 +9,9 @@ HTTP / WebSocket: one line on stderr gives the URL once the socket listens (with
 stops (stdio: both only when stdin is a terminal).
 
 Signals: the first SIGINT (Ctrl-C) or SIGTERM stops the server -- gracefully for HTTP
-(in-flight requests get the server's ``shutdown_grace_period``, 5 s by default, then
-are answered "shutting down"), at once otherwise -- and the command exits 0. A second
-one stops it at once.
+and WebSocket (in-flight requests get the server's ``shutdown_grace_period``, 5 s by
+default, then are answered "shutting down"), at once for stdio -- and the command exits
+0. A second one stops it at once.
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ async def _serve(
                             allowed_hosts=hosts,
                             allowed_origins=origins,
                         )
-                        url = (await nursery.start(serve_ws)).url
+                        handle = await nursery.start(serve_ws)
+                        url = str(handle.url)
                         kind = "WebSocket"
                 except OSError as exc:
                     reason = exc.strerror or str(exc)
@@ -154,6 +155,7 @@ async def _serve(
                 # would skip the "shutting down" answers the close sends after it.
                 config = server.session_config or SessionConfig()
                 bound = config.shutdown_grace_period + config.close_timeout + _CLOSE_MARGIN
+                bound += config.abandon_write_timeout  # (WebSocket: the answers' write)
                 with trio.move_on_after(bound):
                     await handle.aclose()
             nursery.cancel_scope.cancel()

@@ -604,6 +604,21 @@ class Session:
             reason = SessionClosed("the session was closed locally")
         self._begin_close(reason, graceful=False)
 
+    async def _drain(self, error: tuple[int, str]) -> None:
+        """A server's graceful stop, for a transport that has one (WebSocket): running
+        handlers get ``shutdown_grace_period`` to answer, while the session goes on as
+        usual; then the peer's requests still in flight are answered ``error`` (within
+        ``abandon_write_timeout``) and nothing more goes out. Close the session next
+        (:meth:`_close_locally`): that cancels the handlers left. Returns at once if
+        the session closes meanwhile."""
+        if self._close_exc is None:
+            with trio.move_on_after(self.config.shutdown_grace_period):
+                await self._pool.wait_idle(or_cancelled=True)
+        if self._close_exc is None:
+            self._conn.receive_eof(fail_inflight=error)  # (late answers: dropped)
+            with trio.move_on_after(self.config.abandon_write_timeout):
+                await self._flush()
+
     # ------------------------------------------------------------------ waiting
 
     async def _wait_for(self, rid: RequestId, on_progress: ProgressCallback | None) -> Outcome:

@@ -26,19 +26,29 @@ module's conventions:
   pages and DNS rebinding (browsers let any page open a WebSocket to localhost): an
   ``Origin`` not in ``allowed_origins`` is refused ``403`` (a handshake without one, not
   from a browser, passes), a ``Host`` not in ``allowed_hosts`` ``421``, both before
-  ``authenticate`` runs.
+  ``authenticate`` runs;
+* a graceful stop (:meth:`WebSocketServeHandle.aclose`, ``mcp-trio run``'s Ctrl-C)
+  closes the listeners, gives each session's running handlers
+  ``shutdown_grace_period`` to answer, answers the requests still running then with
+  JSON-RPC error -32603 ``server shutting down``, and closes each connection with code
+  1001 (going away); a handshake that completes meanwhile is refused ``503``.
+  Cancelling :func:`serve_websocket` instead stops its connections at once.
 
 Built on trio-websocket; the session runtime is the same as for stdio.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import ssl
 import urllib.parse
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, cast, final
 
 import trio
@@ -85,9 +95,13 @@ MCP_PATH = "/mcp"
 """The path of the MCP endpoint."""
 SUBPROTOCOL = "mcp"
 """The WebSocket subprotocol both sides must agree on."""
+_GOING_AWAY = 1001
 _UNSUPPORTED_DATA = 1003
 _POLICY_VIOLATION = 1008
 _INTERNAL_ERROR = 1011
+_SHUTTING_DOWN: tuple[int, str] = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
+"""The answer of a request still running when a graceful stop's grace period ends (as
+Streamable HTTP answers it)."""
 _TOKEN_EXPIRED_REASON = "invalid_token: the access token expired"
 """The close reason of a connection that outlived its token (with code 1008): RFC 6750's
 error code first, which is what a client looks for."""
@@ -438,10 +452,15 @@ async def serve_websocket(
             :func:`~mcp_trio.serve_http` returns an ``HttpServeHandle``.
 
     Returns:
-        Never, unless cancelled (like ``trio.serve_tcp``).
+        After :meth:`WebSocketServeHandle.aclose` (or never, until cancelled).
 
     Resource handling:
         Each TCP connection is closed when its session ends, whoever ended it.
+        Cancelling ``serve_websocket`` closes the listeners and the connections it
+        runs at once (not those in a ``handler_nursery``); ``aclose()`` stops
+        gracefully (see the module docs) within ``shutdown_grace_period +
+        abandon_write_timeout + close_timeout``, then cancels what is left, the
+        connections in a ``handler_nursery`` included.
 
     Error handling:
         A failure in one connection is logged and closes that connection only.
@@ -452,30 +471,109 @@ async def serve_websocket(
         raise TypeError("allowed_origins is a sequence of origins ('*': any), not None")
     guard = _Guard(origins, _allow_list(allowed_hosts))
     listeners = await trio.open_tcp_listeners(port, host=host)
+    stop = _Stop()
 
     async def handle(tcp: trio.SocketStream) -> None:
-        stream: trio.abc.Stream = tcp
-        if ssl_context is not None:
-            stream = trio.SSLStream(tcp, ssl_context, server_side=True)
-        try:
-            await _serve_connection(
-                stream, handlers, config, connection_config, on_session, authenticate, guard
+        with stop.tracking():
+            stream: trio.abc.Stream = tcp
+            if ssl_context is not None:
+                stream = trio.SSLStream(tcp, ssl_context, server_side=True)
+            try:
+                await _serve_connection(
+                    stream,
+                    handlers,
+                    config,
+                    connection_config,
+                    on_session,
+                    authenticate,
+                    guard,
+                    stop.stopping,
+                )
+            except Exception:
+                logger.exception("MCP WebSocket connection failed")
+            finally:
+                await trio.aclose_forcefully(stream)
+
+    accepting = trio.CancelScope()
+
+    async def accept(conns: trio.Nursery, *, task_status: trio.TaskStatus[Any]) -> None:
+        with accepting:
+            await trio.serve_listeners(
+                handle, listeners, handler_nursery=conns, task_status=task_status
             )
-        except Exception:
-            logger.exception("MCP WebSocket connection failed")
-        finally:
-            await trio.aclose_forcefully(stream)
 
     try:
         async with trio.open_nursery() as nursery:
-            serve = functools.partial(
-                trio.serve_listeners, handle, listeners, handler_nursery=handler_nursery
+            conns = handler_nursery if handler_nursery is not None else nursery
+            await nursery.start(accept, conns)
+            secure = ssl_context is not None
+            task_status.started(WebSocketServeHandle(listeners, secure=secure, stop=stop))
+            await stop.requested.wait()
+            accepting.cancel()
+            for listener in listeners:
+                await trio.aclose_forcefully(listener)
+            stop.stopping.set()  # (each session drains: see _stop_when)
+            bound = (
+                config.shutdown_grace_period + config.abandon_write_timeout + config.close_timeout
             )
-            await nursery.start(serve)
-            task_status.started(WebSocketServeHandle(listeners, secure=ssl_context is not None))
+            with trio.move_on_after(bound):
+                await stop.none_left.wait()
+            stop.cancel_all()
+            await stop.none_left.wait()  # (cancelled, they end promptly)
+            nursery.cancel_scope.cancel()
     finally:
+        stop.finished.set()
         for listener in listeners:
             await trio.aclose_forcefully(listener)
+
+
+@final
+class _Stop:
+    """The graceful stop of one :func:`serve_websocket`, and its connections."""
+
+    def __init__(self) -> None:
+        self.requested = trio.Event()
+        """:meth:`WebSocketServeHandle.aclose` was called."""
+        self.stopping = trio.Event()
+        """The listeners are closed: each session drains, then closes (code 1001)."""
+        self.finished = trio.Event()
+        """:func:`serve_websocket` has returned."""
+        self.none_left = trio.Event()
+        """No connection task is running."""
+        self.none_left.set()
+        self._scopes: set[trio.CancelScope] = set()
+
+    @contextmanager
+    def tracking(self) -> Iterator[None]:
+        """A connection task's body: counted, and cancelled by :meth:`cancel_all`."""
+        with trio.CancelScope() as scope:
+            if not self._scopes:
+                self.none_left = trio.Event()
+            self._scopes.add(scope)
+            try:
+                yield
+            finally:
+                self._scopes.discard(scope)
+                if not self._scopes:
+                    self.none_left.set()
+
+    def cancel_all(self) -> None:
+        """Cancel every connection task (the graceful stop's time is up)."""
+        for scope in self._scopes:
+            scope.cancel()
+
+
+async def _stop_when(stopping: trio.Event, channel: WebSocketChannel, session: Session) -> None:
+    """At a graceful stop, drain ``session`` (``Session._drain``: the handlers' grace
+    period, then -32603 ``server shutting down`` for the requests left), then close it
+    and the WebSocket with code 1001 (going away)."""
+    await stopping.wait()
+    await session._drain(_SHUTTING_DOWN)
+    if session.closed:
+        return  # (the peer closed it meanwhile)
+    failure = SessionClosed("the server shut down; the WebSocket was closed with code 1001")
+    channel._will_fail(_GOING_AWAY, "server shutting down", failure)  # (whoever closes)
+    session._close_locally(failure)
 
 
 @final
@@ -483,9 +581,10 @@ class WebSocketServeHandle:
     """What :func:`serve_websocket` gives ``task_status.started``: the running server,
     as :class:`~mcp_trio.HttpServeHandle` is :func:`~mcp_trio.serve_http`'s."""
 
-    def __init__(self, listeners: list[trio.SocketListener], *, secure: bool) -> None:
+    def __init__(self, listeners: list[trio.SocketListener], *, secure: bool, stop: _Stop) -> None:
         self._listeners = listeners
         self._secure = secure
+        self._stop = stop
 
     @property
     def listeners(self) -> list[trio.SocketListener]:
@@ -505,6 +604,14 @@ class WebSocketServeHandle:
         scheme = "wss" if self._secure else "ws"
         return f"{scheme}://{host}:{self.port}{MCP_PATH}"
 
+    async def aclose(self) -> None:
+        """Stop gracefully and wait until :func:`serve_websocket` has returned: stop
+        listening, give each session's running handlers ``shutdown_grace_period``,
+        answer the requests left with -32603 ``server shutting down``, close each
+        connection with code 1001 (going away). Idempotent."""
+        self._stop.requested.set()
+        await self._stop.finished.wait()
+
 
 async def _serve_connection(
     stream: trio.abc.Stream,
@@ -514,6 +621,7 @@ async def _serve_connection(
     on_session: SessionHook | None,
     authenticate: Authenticate | None = None,
     guard: _Guard | None = None,
+    stopping: trio.Event | None = None,
 ) -> None:
     stream = _WholeFrames(stream)  # (closed by the caller: the one under it)
     async with open_task_nursery("WebSocket server", cancel_on_exit=True) as nursery:
@@ -559,6 +667,8 @@ async def _serve_connection(
                 if found.expires_at is not None:  # (the authenticator's clock to trio's)
                     now = expiry_clock(authenticate)()
                     expires = trio.current_time() + (found.expires_at - now)
+        if refusal is None and stopping is not None and stopping.is_set():
+            refusal = _STOPPING  # (a graceful stop began during the handshake)
         with trio.move_on_after(config.ws_connect_timeout):
             if refusal is not None:
                 body = refusal.body or None
@@ -584,6 +694,8 @@ async def _serve_connection(
         ) as session:
             if expires is not None:  # authenticated once, at the handshake: ends with it
                 nursery.start_soon(_expire, channel, session, expires)
+            if stopping is not None:
+                nursery.start_soon(_stop_when, stopping, channel, session)
             await run_hook(session, on_session)
 
 
@@ -624,10 +736,13 @@ class _Guard:
         return None
 
 
-def _refusal(status: int, message: str) -> HttpResponse:
+def _refusal(status: int, message: str, code: int = ErrorCode.INVALID_REQUEST) -> HttpResponse:
     """A refusal of the handshake, with the JSON-RPC error body HTTP's would have."""
-    error = ErrorData(code=ErrorCode.INVALID_REQUEST, message=message)
-    return json_response(status, error_body(error, None))
+    return json_response(status, error_body(ErrorData(code=code, message=message), None))
+
+
+_STOPPING = _refusal(503, "Service Unavailable: shutting down", ErrorCode.INTERNAL_ERROR)
+"""A handshake that completes during a graceful stop (as HTTP refuses new work then)."""
 
 
 def _head_headers(request: trio_websocket.WebSocketRequest) -> list[tuple[bytes, bytes]]:
