@@ -102,6 +102,9 @@ _INTERNAL_ERROR = 1011
 _SHUTTING_DOWN: tuple[int, str] = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
 """The answer of a request still running when a graceful stop's grace period ends (as
 Streamable HTTP answers it)."""
+_REFUSED_HOSTS_LOGGED = 16
+"""How many distinct ``Host`` values refused ``421`` get a warning (a scanner trying many
+names is not logged for each)."""
 _TOKEN_EXPIRED_REASON = "invalid_token: the access token expired"
 """The close reason of a connection that outlived its token (with code 1008): RFC 6750's
 error code first, which is what a client looks for."""
@@ -717,23 +720,37 @@ class _Guard:
     def __init__(self, origins: tuple[str, ...], hosts: tuple[str, ...] | None) -> None:
         self.origins = origins
         self.hosts = hosts
+        self._refused_hosts: set[str] = set()  # (warned about: see refusal)
 
     def refusal(self, head: HttpRequest) -> HttpResponse | None:
         """``403`` for an ``Origin`` not allowed (none: not a browser, it passes),
-        ``421`` for a ``Host`` not allowed; ``None`` to go on."""
+        ``421`` for a ``Host`` not allowed (a warning for each of the first
+        :data:`_REFUSED_HOSTS_LOGGED` distinct ones, as HTTP logs them); ``None`` to go
+        on."""
         origin = head.header("origin")
         if origin is not None and not origin_allowed(origin, self.origins):
-            logger.info("WebSocket: refused a handshake from Origin %r (403)", origin)
+            logger.debug("WebSocket: refused a handshake from Origin %r (403)", origin)
             return _refusal(403, f"Forbidden: Origin {origin!r} is not allowed")
         host = head.header("host")
         if self.hosts is not None and not host_allowed(host, self.hosts):
-            logger.info("WebSocket: refused a handshake for Host %r (421)", host)
+            self._note_misdirected(host)
             return _refusal(
                 421,
-                f"Misdirected Request: Host {host!r} is not served here "
-                "(serve_websocket's allowed_hosts; mcp-trio run --allow-host)",
+                f"Misdirected Request: Host {host!r} is not served here (allow it in "
+                "serve_websocket's allowed_hosts, or with mcp-trio run --allow-host NAME)",
             )
         return None
+
+    def _note_misdirected(self, host: str | None) -> None:
+        shown = repr(host if host is None or len(host) <= 100 else host[:100] + "...")
+        if shown in self._refused_hosts or len(self._refused_hosts) >= _REFUSED_HOSTS_LOGGED:
+            return
+        self._refused_hosts.add(shown)
+        logger.warning(
+            "WebSocket: refused Host %s with 421 (DNS-rebinding protection): to serve it, "
+            "add it to serve_websocket's allowed_hosts (mcp-trio run --allow-host NAME)",
+            shown,
+        )
 
 
 def _refusal(status: int, message: str, code: int = ErrorCode.INVALID_REQUEST) -> HttpResponse:

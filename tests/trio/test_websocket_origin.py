@@ -6,6 +6,7 @@ before ``authenticate`` runs. Real sockets on 127.0.0.1 (port 0), with ``fail_af
 from __future__ import annotations
 
 import base64
+import logging
 import os
 from collections.abc import Sequence
 from functools import partial
@@ -184,3 +185,17 @@ async def test_an_allow_list_given_as_one_string_is_a_type_error(nursery: trio.N
         await _serve(nursery, server, allowed_origins="https://app.example")
     with pytest.raises(TypeError, match="not the string"):
         await _serve(nursery, server, allowed_hosts="mcp.example.com")
+
+
+async def test_a_refused_host_is_logged_once_and_only_the_first_16(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, _ = _server()
+    port = await _serve(nursery, server)
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.WARNING, logger="mcp_trio"):
+        for host in ["evil.example", "evil.example", *(f"h{i}.example" for i in range(20))]:
+            assert (await _handshake(port, [("Host", host)]))[0] == 421
+    warned = [r.getMessage() for r in caplog.records if "refused Host" in r.getMessage()]
+    assert len(warned) == 16
+    assert "'evil.example'" in warned[0] and "--allow-host" in warned[0]
+    assert "allowed_hosts" in warned[0]
