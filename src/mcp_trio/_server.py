@@ -881,7 +881,8 @@ class Server:
         handler_nursery: trio.Nursery | None = None,
         task_status: trio.TaskStatus[WebSocketServeHandle] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled (see
+        """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled, or stopped
+        gracefully by the started handle's ``aclose()`` (see
         :func:`~mcp_trio.serve_websocket`; ``authenticate`` as for :meth:`serve_http`,
         on each connection's handshake; ``allowed_origins`` / ``allowed_hosts`` as
         ``HttpServerConfig``'s, checked there too)."""
