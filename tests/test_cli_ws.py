@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import io
+from typing import Any, cast
+
+import pytest
 import trio
+import trio.testing
+
+from mcp_sansio._http_common import LOCAL_HOSTS
+from mcp_trio import Server, _cli_run
 
 from .test_cli import TIMEOUT, _serve_and_read_url, assert_error, cli
 from .trio.test_websocket_origin import _handshake
@@ -34,3 +42,41 @@ async def test_run_ws_accepts_the_hosts_and_origins_it_is_told_to() -> None:
 def test_allow_flags_need_a_network_transport() -> None:
     result = cli("run", "examples/notes_server.py", "--allow-origin", "https://app.example")
     assert_error(result, 2, "--allow-origin: for --transport http or ws only")
+
+
+class _Handle:
+    url = "http://0.0.0.0:8000/mcp"
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class _Unbound:
+    """Stands in for a Server whose serve_http would bind every interface (no socket
+    is opened: tests bind 127.0.0.1 only)."""
+
+    name, version, session_config = "s", "1", None
+
+    async def serve_http(self, *args: Any, task_status: Any, **kw: Any) -> None:
+        task_status.started(_Handle())
+        await trio.sleep_forever()
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed", "told"),
+    [
+        ("0.0.0.0", LOCAL_HOSTS, True),
+        ("::", LOCAL_HOSTS, True),
+        ("0.0.0.0", (*LOCAL_HOSTS, "mcp.example.com"), False),
+        ("127.0.0.1", LOCAL_HOSTS, False),
+    ],
+)
+async def test_run_on_every_interface_says_only_loopback_names_are_served(
+    autojump_clock: trio.testing.MockClock, host: str, allowed: tuple[str, ...], told: bool
+) -> None:
+    err = io.StringIO()
+    server = cast(Server, _Unbound())
+    with trio.move_on_after(1):
+        await _cli_run._serve(server, "http", host, 8000, "/mcp", err, None, (allowed, ()))
+    assert ("only loopback Host names are served" in err.getvalue()) is told
+    assert ("--allow-host" in err.getvalue()) is told

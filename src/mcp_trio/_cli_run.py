@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["Transport", "serve"]
 
 Transport = Literal["stdio", "http", "ws"]
+_EVERY_INTERFACE: Final = frozenset({"", "0.0.0.0", "::"})
 _CLOSE_MARGIN: Final = 1.0
 """Seconds past the server's own bound on its graceful close (grace period and close
 timeout) before the command stops waiting for it."""
@@ -147,6 +148,12 @@ async def _serve(
                 except ImportError as exc:
                     raise CliError(f"the {transport} transport is not available: {exc}") from exc
                 _notice(err, f"serving {_describe(server)} at {url} ({kind}; Ctrl-C to stop)")
+                if host in _EVERY_INTERFACE and allowed[0] == LOCAL_HOSTS:
+                    _notice(
+                        err,
+                        "listening on every interface, but only loopback Host names are "
+                        "served (DNS-rebinding protection); name the others with --allow-host",
+                    )
             await stop.wait()
             if announced:
                 _notice(err, "shutting down")
