@@ -23,7 +23,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from os import PathLike
 from typing import TYPE_CHECKING, Any, final
 
-import attrs
 import trio
 
 from mcp_sansio import (
@@ -854,13 +853,12 @@ async def open_client(
         client_info: our name and version (default: mcp-trio's).
         capabilities: client capabilities merged over the ones the callbacks imply.
         timeout: default seconds a request may go without an answer or progress
-            (``None``: no limit). It bounds opening too: each request of the
-            handshake (the era probe, ``initialize``, a pinned modern era's
-            ``server/discover``) gets at most ``timeout`` seconds; the probe waits
-            the smaller of ``timeout`` and ``ConnectionConfig.probe_timeout``
-            (10 s) before falling back, so ``era="auto"`` may take two of them.
-            ``config.handshake_timeout`` (30 s) stays the bound of the whole
-            handshake.
+            (``None``: no limit). It bounds the handshake's ``initialize`` and a
+            pinned modern era's ``server/discover`` too, but not the era probe of
+            ``era="auto"``, which waits ``ConnectionConfig.probe_timeout`` (10 s)
+            before falling back to the legacy handshake: a server slow to start
+            (a cold ``npx``/``uvx``) is still found modern. ``config.handshake_timeout``
+            (30 s) bounds the whole handshake.
         config: runtime bounds of the session (see :class:`~mcp_trio.SessionConfig`).
         connection_config: the core's configuration to start from (bounds); its
             era, versions, implementation and capabilities are set from the
@@ -909,9 +907,6 @@ async def open_client(
         capabilities=capabilities,
         timeout=timeout,
     )
-    if timeout is not None and timeout < core_config.probe_timeout:
-        # A smaller timeout bounds each request of the handshake, the era probe too.
-        core_config = attrs.evolve(core_config, probe_timeout=timeout)
     roots = checked_roots(roots)
     callbacks = Callbacks(
         on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log

@@ -259,9 +259,11 @@ async def start_target(session: Session, target: object, timeout: float | None) 
     not already), each of its requests bounded by ``timeout`` (the client's request
     timeout) as well as the whole by ``SessionConfig.handshake_timeout``.
 
-    The era probe and ``initialize`` are timed by the core (``open_client`` puts
-    ``timeout`` in its ``probe_timeout`` and ``request_timeout``); a pinned modern
-    era's ``server/discover`` has no deadline there, so it gets one here.
+    The era probe and ``initialize`` are timed by the core (``probe_timeout``, and
+    ``request_timeout``, which ``open_client`` sets to ``timeout``); a pinned modern
+    era's ``server/discover`` has no deadline there, so it gets ``timeout`` here. The
+    probe keeps its own bound: a shorter one would take a server slow to start for a
+    legacy one.
 
     Raises:
         RequestTimeout: as ``Session.start``, its message naming the method, the
