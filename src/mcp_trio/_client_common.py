@@ -403,6 +403,9 @@ _NO_FLOAT: Final = frozenset({str, int, bool, type(None)})
 """Types of argument values that hold no float, nor anything JSON cannot carry (but an
 ``int`` beyond 64 bits, which the JSON library refuses when it is sent)."""
 _NON_FINITE: Final = "NaN or an infinity"
+_MAX_NESTING: Final = 251
+"""Lists and objects an argument's value may nest: orjson writes 254 levels, and a
+``tools/call`` holds the value three objects deep (message, params, arguments)."""
 _INT_MIN: Final = -(2**63)
 _INT_END: Final = 2**64
 """The integers the JSON library writes are from ``_INT_MIN`` to below this."""
@@ -478,11 +481,11 @@ def _json_fault(value: Any) -> str | None:
     for a NaN or an infinity), or ``None``; as the JSON library (orjson) judges:
     subclasses of ``str``, ``int``, ``dict`` and ``list`` are written as their base,
     a key must be a ``str`` itself, and what is of none of JSON's types is asked of the
-    library (it writes dataclasses, dates, UUIDs). Iterative: a value may be deeply
-    nested."""
-    stack = [value]
+    library (it writes dataclasses, dates, UUIDs). Iterative, and bounded by the
+    library's nesting limit: a value may be deeply nested, or contain itself."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         kind = type(item)
         if kind is str or kind is bool or item is None:
             continue
@@ -493,13 +496,15 @@ def _json_fault(value: Any) -> str | None:
         if isinstance(item, int):
             if not _INT_MIN <= item < _INT_END:  # (not "in range": slow for a subclass)
                 return f"the integer {item:.3g}, beyond 64 bits"
-        elif isinstance(item, dict):
-            for key in item:
-                if type(key) is not str:
-                    return f"a key that is not a str ({type(key).__name__} {key!r:.60})"
-            stack.extend(item.values())
-        elif isinstance(item, list) or kind is tuple:
-            stack.extend(item)
+        elif isinstance(item, dict | list) or kind is tuple:
+            if depth >= _MAX_NESTING:
+                return f"values nested more than {_MAX_NESTING} deep (or a value inside itself)"
+            if isinstance(item, dict):
+                for key in item:
+                    if type(key) is not str:
+                        return f"a key that is not a str ({type(key).__name__} {key!r:.60})"
+                item = item.values()
+            stack.extend((inner, depth + 1) for inner in item)
         else:
             try:
                 dumps(item)

@@ -77,6 +77,31 @@ def test_what_the_json_library_writes_passes(value: Any) -> None:
     dumps(params)  # (does not raise)
 
 
+def nested(levels: int) -> Any:
+    value: Any = 1
+    for index in range(levels):
+        value = [value] if index % 2 else {"k": value}
+    return value
+
+
+def test_a_value_inside_itself_is_refused_at_once() -> None:
+    # (it used to spin for ever; the JSON library refuses it unnamed)
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(TypeError, match=r"^argument 'q' holds values nested more than 251 deep"):
+        named_params("search", {"q": loop})
+
+
+def test_nesting_is_bounded_where_the_message_can_still_be_written() -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    deepest = named_params("search", {"q": nested(251)})
+    dumps({**message, "params": deepest})  # (does not raise)
+    with pytest.raises(TypeError, match="nested more than 251 deep"):
+        named_params("search", {"q": nested(252)})
+    with pytest.raises(TypeError):  # (the JSON library's own limit, one level further)
+        dumps({**message, "params": {"name": "search", "arguments": {"q": nested(252)}}})
+
+
 def test_a_str_subclass_name_is_sent_as_a_str() -> None:
     params = named_params("t", {Name("a"): 1})
     assert [type(key) for key in params["arguments"]] == [str]
