@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import abc
 import errno
+import math
 import os
 import select
 import stat
@@ -157,13 +158,14 @@ class MessageChannel(abc.ABC):
         request whose answer's size it can foresee (a skill file)."""
         return None
 
-    def finish_write(self) -> None:
+    def finish_write(self, deadline: float = math.inf) -> None:
         """The session is closing and about to cancel the :meth:`send` in progress, if
-        any: let that message go out whole instead, within a bound of the channel's own,
-        so that the channel's close (:meth:`aclose`) can follow it (a WebSocket: the
-        message, then the close frame). Called without waiting, before the cancel. The
-        default does nothing: the send is cancelled."""
-        return None
+        any: let that message go out whole instead, by ``deadline`` (trio time: what its
+        ``write_timeout`` left it; ``math.inf``: no bound) and within a bound of the
+        channel's own, so that the channel's close (:meth:`aclose`) can follow it (a
+        WebSocket: the message, then the close frame). Called without waiting, before
+        the cancel. The default does nothing: the send is cancelled."""
+        del deadline
 
     def attach_reader(self, take: Take) -> None:
         """Offer messages to ``take`` while the reader is parked in :meth:`receive` with

@@ -87,7 +87,11 @@ class SessionConfig:
     afresh from when the request goes out with one. ``None``: wait as long as it
     takes."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
-    """Seconds to wait for the transport's own closing (a WebSocket close handshake)."""
+    """Seconds to wait for the transport's own closing. A WebSocket: the message being
+    written when the session closes goes out whole first (within what its
+    ``write_timeout`` left), then the close frame, and the two share this bound (the
+    close handshake gets what the message left of it); a message cut short drops the
+    connection (code 1006)."""
     memory_buffer_size: int = attrs.field(default=256, validator=_non_negative)
     """In-memory transport: messages buffered in each direction before the writer blocks.
     The peer's own bounds (handler slots, unanswered requests) stop a runaway sender;

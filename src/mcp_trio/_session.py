@@ -1058,7 +1058,8 @@ class Session:
                 self._conn.receive_eof()  # the rest is abandoned: nothing more goes out
                 self._flush_nowait()  # but a partial batch of answers given (best effort)
             self._pool.cancel_all()
-            self._channel.finish_write()  # (a message half out goes out whole first)
+            # (a message half out goes out whole first, by its own write deadline)
+            self._channel.finish_write(self._writer.deadline)
             self._writer.abort()
 
     async def _io(self) -> None:

@@ -14,9 +14,9 @@ module's conventions:
 * each side pings every ``ws_ping_interval`` seconds and closes the connection (code
   1011) if the pong does not come within ``ws_ping_timeout``;
 * a frame is never cut and then followed by more: a session closing while a message is
-  being written sends it whole first (within ``close_timeout``), then the close frame; a
-  write cut short (that bound, ``write_timeout``, the pong timeout) drops the connection
-  (the peer sees code 1006);
+  being written sends it whole first, then the close frame, the two within one
+  ``close_timeout`` (and the message within its ``write_timeout``); a write cut short
+  (those bounds, the pong timeout) drops the connection (the peer sees code 1006);
 * a connection authenticated with a token that expires (``Principal.expires_at``) is
   closed by the server then, with code 1008 (policy violation) and the reason
   ``invalid_token: the access token expired``; a client takes code 1008 with a reason
@@ -40,6 +40,7 @@ Built on trio-websocket; the session runtime is the same as for stdio.
 from __future__ import annotations
 
 import logging
+import math
 import ssl
 import urllib.parse
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -148,16 +149,18 @@ class WebSocketChannel(MessageChannel):
             ``invalid_token`` is then :class:`~mcp_trio.TokenExpired`. A server's end
             takes no such close from its client for its own token's expiry.
         stream: the byte stream under ``ws``, closed at once when a message write is
-            cut short (see :meth:`send`).
+            cut short (see :meth:`send`). The transport's own is a ``_WholeFrames``,
+            which closes itself when any write on it is cut, and only then.
 
     A frame is never cut and then followed by more: the peer would read what follows as
     the rest of it (a close frame as text: code 1007). A :meth:`send` cancelled while
     its frame may be half out (the writer's ``write_timeout``) closes ``stream`` instead,
     so nothing more is written, not even a close frame: the peer sees the connection
     drop (code 1006). A session closing on its own (:meth:`finish_write`) lets the
-    message in progress go out whole first, within ``close_timeout``. (The other
-    frames, pings and close frames, are guarded by the stream under ``ws``: see
-    ``_WholeFrames``.)
+    message in progress go out whole first, within ``close_timeout`` and what its
+    ``write_timeout`` left; the close handshake then has what is left of that
+    ``close_timeout``. (The other frames, pings and close frames, are guarded by the
+    stream under ``ws``: see ``_WholeFrames``.)
     """
 
     framing: ClassVar[Framing] = "message"
@@ -180,7 +183,11 @@ class WebSocketChannel(MessageChannel):
         self._max_message_size = max_message_size
         self._client = client
         self._stream = stream
-        self._frame: trio.CancelScope | None = None  # (the write in progress, see send)
+        # (the scope of the last write: finish_write extends it, which matters only while
+        # the write runs; once it has ended, nothing reads it)
+        self._frame: trio.CancelScope | None = None
+        self._finish_by = math.inf  # (when finish_write's close_timeout ends)
+        self._close_budget = close_timeout  # (what the close handshake may take)
         self._closing: trio.Event | None = None  # (set when the first aclose is done)
 
     def message_bound(self) -> tuple[int, str] | None:
@@ -193,11 +200,12 @@ class WebSocketChannel(MessageChannel):
     async def send(self, message: bytes) -> None:
         try:
             with trio.CancelScope() as frame:
-                self._frame = frame  # (see finish_write)
+                self._frame = frame
                 try:
                     await self.ws.send_message(message.decode("utf-8"))
                 finally:
-                    self._frame = None
+                    if frame.shield:  # (finished by finish_write: the close gets the rest)
+                        self._close_budget = self._finish_by - trio.current_time()
         except trio.Cancelled:
             await self._drop()
             raise
@@ -207,17 +215,20 @@ class WebSocketChannel(MessageChannel):
             raise self._token_expired(exc.reason) or trio.BrokenResourceError(
                 _describe(exc.reason)
             ) from None
-        if frame.cancelled_caught:  # (finish_write's time ran out)
+        if frame.cancelled_caught:  # (finish_write's bounds ran out)
             await self._drop()
-            raise trio.BrokenResourceError("a message write was cut short by the close")
+            raise trio.BrokenResourceError("a message write was cut short while closing")
 
     def _cut(self) -> bool:
         """Whether a write was cut short: the connection was dropped (``_WholeFrames``)."""
         return isinstance(self._stream, _WholeFrames) and self._stream.cut
 
     async def _drop(self) -> None:
-        """A write was cut short, half a frame may be out: nothing may follow it."""
-        if self._stream is not None:
+        """A write was cut short, half a frame may be out: nothing may follow it. A
+        ``_WholeFrames`` stream has seen to that already: a write it cut closed it, and
+        a send cancelled before its turn to write (behind a ping, say) put nothing out,
+        so the close frame may still follow. Any other stream is closed."""
+        if self._stream is not None and not isinstance(self._stream, _WholeFrames):
             await trio.aclose_forcefully(self._stream)
 
     async def receive(self) -> str:
@@ -255,14 +266,17 @@ class WebSocketChannel(MessageChannel):
         raises, else ``None``."""
         return _token_expired(reason) if self._client else None
 
-    def finish_write(self) -> None:
-        """Let the message being written (if any) go out whole, within ``close_timeout``
-        from now, whatever cancels the write meanwhile (the session's close), so that a
-        close frame can follow it; cut short then, the connection drops (code 1006)."""
+    def finish_write(self, deadline: float = math.inf) -> None:
+        """Let the message being written (if any) go out whole, whatever cancels the
+        write meanwhile (the session's close), so that a close frame can follow it: by
+        ``deadline`` (what its ``write_timeout`` left it) and within ``close_timeout``
+        from now, which the close handshake after it shares (it gets what is left); cut
+        short, the connection drops (code 1006)."""
         frame = self._frame
         if frame is not None:
+            self._finish_by = trio.current_time() + self._close_timeout
             frame.shield = True
-            frame.deadline = min(frame.deadline, trio.current_time() + self._close_timeout)
+            frame.deadline = min(deadline, self._finish_by)
 
     async def aclose(self) -> None:
         # trio-websocket's aclose returns at once when a close is under way (it marks the
@@ -282,7 +296,8 @@ class WebSocketChannel(MessageChannel):
 
     async def _close(self, code: int, reason: str | None) -> None:
         with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + self._close_timeout
+            # (close_timeout, less what finish_write's message took of it)
+            scope.deadline = trio.current_time() + self._close_budget
             reader_done = self._reader_done
             if reader_done is None:
                 await self.ws.aclose(code, reason)

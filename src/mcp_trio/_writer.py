@@ -36,6 +36,7 @@ byte stream or a WebSocket, and bounded by ``write_timeout`` instead;
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from typing import final
 
@@ -170,6 +171,13 @@ class Writer:
             waiter.woken.set()
         else:
             self._active = False
+
+    @property
+    def deadline(self) -> float:
+        """When the write in progress times out (``write_timeout``, or :meth:`cap`),
+        in trio time; ``math.inf`` when none is in progress or it has no bound."""
+        scope = self._scope
+        return math.inf if scope is None else scope.deadline
 
     def cap(self, deadline: float) -> None:
         """No write, the one in progress included, lasts past ``deadline`` (a closing

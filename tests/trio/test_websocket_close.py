@@ -31,7 +31,7 @@ from mcp_trio import (
     open_websocket_client,
     serve_websocket,
 )
-from mcp_trio._websocket import _open_ws
+from mcp_trio._websocket import _open_ws, _WholeFrames
 
 from .test_websocket_expiry import _SilentClient
 
@@ -63,14 +63,19 @@ async def _big_answer_then_close(
     *,
     config: SessionConfig = CONFIG,
     silence: float = LIFETIME + 1,
+    before: Callable[[], Awaitable[None]] | None = None,
+    hold: float = 0,
 ) -> tuple[list[wsproto.events.Event], int, float]:
-    """Call a tool whose answer is ``SIZE`` bytes and stop reading until ``silence``
-    seconds have passed; then read everything: the events, the text length, when it
-    began."""
+    """Call a tool whose answer is ``SIZE`` bytes (after ``before``, if given) and stop
+    reading until ``silence`` seconds have passed; then read everything: the events, the
+    text length, when it began. The connection is closed ``hold`` seconds after the
+    close frame is read (never answered)."""
     server = Server("big", session_config=config)
 
     @server.tool()
     async def big() -> str:
+        if before is not None:
+            await before()
         return "x" * SIZE
 
     auth = BearerAuth(verify_token=_verify)
@@ -108,6 +113,7 @@ async def _big_answer_then_close(
             if isinstance(event, wsproto.events.CloseConnection):
                 break
         ticking.cancel_scope.cancel()
+    await trio.sleep(hold)
     await stream.aclose()
     return events, text, began
 
@@ -204,6 +210,66 @@ async def test_a_local_close_mid_message_to_a_peer_that_never_reads_ends_in_clos
     assert 0 < text < SIZE
     [seconds] = took
     assert 5 <= seconds < 5.1  # (the message's close_timeout; then nothing waits more)
+
+
+async def test_a_message_finished_on_close_and_the_close_handshake_share_close_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The message took up to close_timeout, then the close handshake had close_timeout
+    # again: Session.aclose() took 9 s of a close_timeout of 5. Now the handshake gets
+    # what the message left of it (1 s here; the peer never answers the close frame).
+    config = attrs.evolve(CONFIG, close_timeout=5)
+    took: list[float] = []
+
+    async def close_at_lifetime(session: Session) -> None:
+        await trio.sleep(LIFETIME - 1)
+        closing = trio.current_time()
+        await session.aclose()
+        took.append(trio.current_time() - closing)
+
+    with trio.fail_after(IO_TIMEOUT):
+        events, text, _ = await _big_answer_then_close(
+            nursery, "forever", close_at_lifetime, config=config, silence=LIFETIME + 3, hold=100
+        )
+    [answer, closing] = events
+    assert isinstance(answer, wsproto.events.TextMessage) and text > SIZE
+    assert isinstance(closing, wsproto.events.CloseConnection)
+    assert closing.code == 1000
+    [seconds] = took
+    assert 5 <= seconds < 5.1  # (close_timeout for the message and the handshake)
+
+
+async def test_a_message_finished_on_close_still_keeps_its_write_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The close shielded the write for close_timeout (50 s) from the writer's
+    # write_timeout, which had 1.5 s left: the close lasted 50 s. Now the message keeps
+    # its own deadline: cut then, the connection drops (1006) and the close is over.
+    config = attrs.evolve(CONFIG, close_timeout=50, write_timeout=2)
+    took: list[float] = []
+    answering = trio.Event()
+
+    async def answer_later() -> None:
+        answering.set()
+        await trio.sleep(10)  # (then the answer is written, to a peer that never reads)
+
+    async def close_while_writing(session: Session) -> None:
+        await answering.wait()
+        await trio.sleep(10.5)  # (the answer's write began 0.5 s ago)
+        closing = trio.current_time()
+        await session.aclose()
+        took.append(trio.current_time() - closing)
+
+    with trio.fail_after(IO_TIMEOUT):
+        events, text, _ = await _big_answer_then_close(
+            nursery, "forever", close_while_writing, config=config, before=answer_later
+        )
+    [closing] = events
+    assert isinstance(closing, wsproto.events.CloseConnection)
+    assert closing.code == 1006  # (cut: nothing after it)
+    assert 0 < text < SIZE
+    [seconds] = took
+    assert 1.5 <= seconds < 1.6  # (what the write_timeout left)
 
 
 async def test_a_normal_close_is_code_1000_both_ways(
@@ -342,3 +408,115 @@ async def test_a_client_s_own_failure_wins_over_the_server_s_expiry_close() -> N
     with pytest.raises(SessionClosed) as info:
         await channel.receive()
     assert info.value is failure
+
+
+class _StuckWs:
+    """A connection whose message writes last until ``written`` is set (the peer takes
+    nothing meanwhile), and whose close handshake lasts 1000 s (the peer's close frame
+    is that late: past every bound here)."""
+
+    def __init__(self) -> None:
+        self.written = trio.Event()
+        self.closes: list[tuple[int, str | None]] = []
+
+    async def send_message(self, message: str) -> None:
+        await self.written.wait()
+
+    async def aclose(self, code: int = 1000, reason: str | None = None) -> None:
+        self.closes.append((code, reason))
+        await trio.sleep(1000)
+
+
+@attrs.define
+class _Resource(trio.abc.AsyncResource):
+    """The stream under a connection: records its closing."""
+
+    closed: bool = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await trio.lowlevel.checkpoint()
+
+
+async def test_a_send_cancelled_mid_message_closes_a_plain_stream_under_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Half a frame may be out: nothing may follow it on the stream (WebSocketChannel
+    # made by hand, over a stream that does not guard its own writes).
+    stream = _Resource()
+    channel = WebSocketChannel(_StuckWs(), stream=stream)  # type: ignore[arg-type]
+    with trio.move_on_after(1):
+        await channel.send(b"{}")
+    assert stream.closed
+
+
+async def test_a_send_cancelled_with_the_transport_s_stream_leaves_it_to_the_stream(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # _WholeFrames closes itself when a write on it is cut; a send cancelled before any
+    # of its bytes went out (behind a ping, say) leaves it open, for the close frame.
+    inner, _ = trio.testing.memory_stream_pair()
+    whole = _WholeFrames(inner)
+    channel = WebSocketChannel(_StuckWs(), stream=whole)  # type: ignore[arg-type]
+    with trio.move_on_after(1):
+        await channel.send(b"{}")
+    assert not whole.cut
+    await whole.send_all(b"still open")
+
+
+@pytest.mark.parametrize(("write_left", "cut_after"), [(3.0, 3.0), (30.0, 10.0)])
+async def test_a_message_finished_on_close_is_cut_at_the_earlier_bound(
+    autojump_clock: trio.testing.MockClock, write_left: float, cut_after: float
+) -> None:
+    # What its write_timeout left it (3 s), or close_timeout (10 s), whichever ends first;
+    # then nothing follows the cut on the stream.
+    stream = _Resource()
+    channel = WebSocketChannel(_StuckWs(), close_timeout=10, stream=stream)  # type: ignore[arg-type]
+
+    async def send(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+        with trio.CancelScope() as writer:  # (the session's writer: aborted on close)
+            task_status.started(writer)
+            await channel.send(b"{}")
+
+    async with trio.open_nursery() as nursery:
+        writer = await nursery.start(send)
+        await trio.testing.wait_all_tasks_blocked()
+        began = trio.current_time()
+        channel.finish_write(began + write_left)  # (what its write_timeout left)
+        writer.cancel()  # (the close's abort: the message goes on)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not stream.closed
+    assert trio.current_time() - began == cut_after
+    assert stream.closed  # (nothing after the cut)
+
+
+async def test_the_close_handshake_gets_what_the_message_finished_on_close_left(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The message and the close frame after it share one close_timeout.
+    ws = _StuckWs()
+    channel = WebSocketChannel(ws, close_timeout=10)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(channel.send, b"{}")
+        await trio.testing.wait_all_tasks_blocked()
+        channel.finish_write()
+        began = trio.current_time()
+        await trio.sleep(4)
+        ws.written.set()  # (out whole, 4 s into the close)
+    await channel.aclose()
+    assert ws.closes == [(1000, None)]
+    assert trio.current_time() - began == 10
+
+
+async def test_after_a_message_written_whole_the_close_handshake_has_close_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    ws = _StuckWs()
+    ws.written.set()
+    channel = WebSocketChannel(ws, close_timeout=10)  # type: ignore[arg-type]
+    await channel.send(b"{}")
+    await trio.sleep(100)
+    channel.finish_write()  # (no write in progress: nothing to share)
+    began = trio.current_time()
+    await channel.aclose()
+    assert trio.current_time() - began == 10
