@@ -76,7 +76,7 @@ from ._handlers import Handlers
 from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
 from ._session import Session
-from ._util import SessionHook, open_task_nursery, run_hook, url_host
+from ._util import SessionHook, open_task_nursery, plain_interrupt, run_hook, url_host
 
 if TYPE_CHECKING:
     from ._oauth import Authorizer, OAuth  # (the OAuth binding is imported when first used)
@@ -413,6 +413,7 @@ async def _expire(channel: WebSocketChannel, session: Session, deadline: float) 
     await channel.aclose()  # (the 1008 frame now, not once the handlers have unwound)
 
 
+@plain_interrupt
 async def serve_websocket(
     handlers: Handlers | None,
     host: str | None = "127.0.0.1",

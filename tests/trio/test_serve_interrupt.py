@@ -35,6 +35,7 @@ serve = {
     "Server.serve_websocket": partial(server.serve_websocket, port=0),
     "serve_stdio": partial(mcp_trio.serve_stdio, server.handlers()),
     "serve_http": partial(mcp_trio.serve_http, server.handlers(), port=0),
+    "serve_websocket": partial(mcp_trio.serve_websocket, server.handlers(), port=0),
 }[sys.argv[1]]
 try:
     trio.run(partial(serve, task_status=InterruptOnStart()))
@@ -55,6 +56,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
         "Server.serve_websocket",
         "serve_stdio",
         "serve_http",
+        "serve_websocket",
     ],
 )
 def test_ctrl_c_is_a_plain_keyboard_interrupt(which: str) -> None:
