@@ -10,8 +10,10 @@ against a server on wsproto that reads only when told. Trio's autojump clock."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 
+import pytest
 import trio
 import trio.testing
 import wsproto
@@ -83,7 +85,7 @@ async def _read_to_the_end(stream: trio.abc.Stream) -> bytes:
 
 
 async def test_a_ping_cut_by_the_pong_timeout_is_followed_by_nothing(
-    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # The pong timeout cut the ping's own write (3 of its bytes out) and the 1011 close
     # frame went out after them: the peer read it as the rest of the ping. Now the
@@ -91,15 +93,20 @@ async def test_a_ping_cut_by_the_pong_timeout_is_followed_by_nothing(
     config = SessionConfig(ws_ping_interval=10, ws_ping_timeout=5, close_timeout=50)
     peer, ours = trio.testing.memory_stream_pair()
     stalling = _Stalling(ours)
-    nursery.start_soon(_serve_connection, stalling, Handlers(), config, None, None)
-    with trio.fail_after(IO_TIMEOUT):
+    with caplog.at_level(logging.WARNING, "mcp_trio"), trio.fail_after(IO_TIMEOUT):
+        nursery.start_soon(_serve_connection, stalling, Handlers(), config, None, None)
         client = await _handshake(peer)
         began = trio.current_time()
         stalling.stall(3)  # (the next write is the ping, at 10 s)
         data = await _read_to_the_end(peer)
+        took = trio.current_time() - began
+        await trio.testing.wait_all_tasks_blocked()  # (the keep-alive logs after the cut)
+    # (the log says what happened: the ping was cut, no 1011 close frame went out)
+    assert "WebSocket keep-alive: no pong within 5 s; dropped the connection" in caplog.text
+    assert "1011" not in caplog.text
     assert stalling.stalled.is_set()
     assert len(data) == 3 and data[0] == PING
-    assert trio.current_time() - began == 15  # (the ping at 10 s, its timeout 5 s later)
+    assert took == 15  # (the ping at 10 s, its timeout 5 s later)
     client.receive_data(data)
     client.receive_data(None)
     assert [(type(event), getattr(event, "code", None)) for event in client.events()] == [
