@@ -312,6 +312,16 @@ class WebSocketChannel(MessageChannel):
                 nursery.cancel_scope.cancel()
 
 
+def _undecodable_handshake(exc: BaseException) -> bool:
+    """Whether a connection failed only because wsproto could not decode its opening
+    handshake (a ``Host`` that is not IDNA raises ``UnicodeError`` in its reader)."""
+    cause = exc.__cause__
+    if not isinstance(cause, BaseExceptionGroup):
+        return False
+    matched, rest = cause.split(UnicodeError)
+    return matched is not None and rest is None
+
+
 @final
 class ReaderWatch:
     """Stands in for the nursery given to trio-websocket, which starts only its reader
@@ -508,8 +518,13 @@ async def serve_websocket(
                     guard,
                     stop.stopping,
                 )
-            except Exception:
-                logger.exception("MCP WebSocket connection failed")
+            except Exception as exc:
+                if _undecodable_handshake(exc):
+                    # (wsproto could not decode the handshake's Host as IDNA: a peer's
+                    # junk, dropped like any malformed handshake, without a traceback)
+                    logger.debug("WebSocket: dropped a handshake with an undecodable Host")
+                else:
+                    logger.exception("MCP WebSocket connection failed")
             finally:
                 await trio.aclose_forcefully(stream)
 
@@ -840,10 +855,15 @@ def _handshake_failure(group: BaseExceptionGroup[BaseException]) -> BaseExceptio
     first = rejected.exceptions[0]
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
-    message = f"the WebSocket handshake failed: {first!r}"
     if isinstance(first, trio_websocket.ConnectionRejected):
+        # (what the server said, not trio-websocket's repr of it)
+        said = (first.body or b"")[:200].decode("utf-8", "replace").strip()
+        message = (
+            f"the WebSocket handshake failed: the server answered HTTP {first.status_code}"
+            + (f" ({said})" if said else "")
+        )
         return _HandshakeRejected(message, first.status_code, tuple(first.headers or ()))
-    return SessionClosed(message)
+    return SessionClosed(f"the WebSocket handshake failed: {first!r}")
 
 
 _Opened: TypeAlias = tuple[trio_websocket.WebSocketConnection, trio.Event, trio.abc.Stream]

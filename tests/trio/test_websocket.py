@@ -184,6 +184,10 @@ async def test_subprotocol_and_path_are_required(server: Server) -> None:
             async with open_websocket_client(server.url("/elsewhere")):
                 raise AssertionError("unreachable")
         assert rejection(info.value).status_code == 404
+        assert str(info.value) == (
+            "the WebSocket handshake failed: the server answered HTTP 404"
+            " (not found: MCP is served at /mcp)"
+        )
 
 
 async def test_client_requires_the_subprotocol(nursery: trio.Nursery) -> None:

@@ -199,3 +199,26 @@ async def test_a_refused_host_is_logged_once_and_only_the_first_16(
     assert len(warned) == 16
     assert "'evil.example'" in warned[0] and "--allow-host" in warned[0]
     assert "allowed_hosts" in warned[0]
+
+
+async def test_a_host_wsproto_cannot_decode_is_dropped_without_a_traceback(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    server, ran = _server()
+    port = await _serve(nursery, server)
+    with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.DEBUG, logger="mcp_trio"):
+        for host in ("l\u043ecalhost".encode(), b"xn--localhost-"):  # (not IDNA)
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            head = b"GET /mcp HTTP/1.1\r\nHost: " + host + b"\r\nUpgrade: websocket\r\n"
+            head += b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+            head += b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+            await stream.send_all(head)
+            assert await stream.receive_some() == b""  # (dropped)
+            await stream.aclose()
+        # The server goes on serving.
+        assert (await _handshake(port, [("Host", f"127.0.0.1:{port}")]))[0] == 101
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in caplog.records if "undecodable" in r.getMessage()] == [
+        "WebSocket: dropped a handshake with an undecodable Host"
+    ] * 2
+    assert ran == []
