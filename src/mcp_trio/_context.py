@@ -341,7 +341,8 @@ class Context:
     def needed_scopes(self) -> frozenset[str] | None:
         """The OAuth scopes this request was checked to need (the tool's ``scopes=``
         and the scope hooks' answer), as the transport that checked them found them;
-        ``None`` when nothing was checked (no principal: stdio, in memory)."""
+        ``None`` when nothing was checked (no principal, as on stdio and in memory, or
+        no hook)."""
         return self._raw.needed_scopes
 
     # ------------------------------------------------------------ tasks

@@ -80,7 +80,7 @@ import logging
 import math
 from collections import deque
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 import attrs
 import trio
@@ -143,6 +143,9 @@ __all__ = ["Session", "SessionStatistics"]
 logger = logging.getLogger("mcp_trio")
 
 _START = frozenset({"initialize", "server/discover"})
+SHUTTING_DOWN: Final = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
+"""The error a server stopping answers the requests it will not finish (as Streamable
+HTTP's ``HttpServer.close()`` does)."""
 
 
 async def _reraise(exc: BaseException) -> None:
@@ -597,12 +600,18 @@ class Session:
                     with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
                         conn.cancel_request(rid, "the client is closing")
             else:
-                for sid in conn.subscriptions():
-                    conn.end_subscription(sid)
+                self._end_listens()
             self._flush_nowait()
         if reason is None:
             reason = SessionClosed("the session was closed locally")
         self._begin_close(reason, graceful=False)
+
+    def _end_listens(self) -> None:
+        """A server stops serving: each ``subscriptions/listen`` still open ends with
+        its result, as the 2026-07-28 specification asks of a server shutting down
+        (subscriptions.mdx: SHOULD), not with the error the other requests get."""
+        for sid in self._conn.subscriptions():
+            self._conn.end_subscription(sid)
 
     async def _drain(self, error: tuple[int, str]) -> None:
         """A server's graceful stop, for a transport that has one (WebSocket): running
@@ -615,6 +624,7 @@ class Session:
             with trio.move_on_after(self.config.shutdown_grace_period):
                 await self._pool.wait_idle(or_cancelled=True)
         if self._close_exc is None:
+            self._end_listens()
             self._conn.receive_eof(fail_inflight=error)  # (late answers: dropped)
             with trio.move_on_after(self.config.abandon_write_timeout):
                 await self._flush()
@@ -1087,12 +1097,9 @@ class Session:
                 # ones of a batch given so far go out (bounded) before the handlers are cut.
                 self._answering = False
                 if self.role == "server":
-                    # (a listen ends with its result on shutdown: 2026-07-28
-                    # subscriptions.mdx, as on a local close)
-                    for sid in self._conn.subscriptions():
-                        self._conn.end_subscription(sid)
+                    self._end_listens()
                     for rid in self._conn.inflight_requests():
-                        self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "server shutting down")
+                        self._conn.send_error(rid, *SHUTTING_DOWN)
                 self._conn.receive_eof()
                 deadline = trio.current_time() + self.config.abandon_write_timeout
                 self._writer.cap(deadline)  # (a write in progress is shielded)

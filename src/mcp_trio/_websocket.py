@@ -75,7 +75,7 @@ from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
 from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
-from ._session import Session
+from ._session import SHUTTING_DOWN, Session
 from ._util import SessionHook, open_task_nursery, plain_interrupt, run_hook, url_host
 
 if TYPE_CHECKING:
@@ -100,9 +100,6 @@ _GOING_AWAY = 1001
 _UNSUPPORTED_DATA = 1003
 _POLICY_VIOLATION = 1008
 _INTERNAL_ERROR = 1011
-_SHUTTING_DOWN: tuple[int, str] = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
-"""The answer of a request still running when a graceful stop's grace period ends (as
-Streamable HTTP answers it)."""
 _REFUSED_HOSTS_LOGGED = 16
 """How many distinct ``Host`` values refused ``421`` get a warning (a scanner trying many
 names is not logged for each)."""
@@ -602,7 +599,7 @@ async def _stop_when(stopping: trio.Event, channel: WebSocketChannel, session: S
     period, then -32603 ``server shutting down`` for the requests left), then close it
     and the WebSocket with code 1001 (going away)."""
     await stopping.wait()
-    await session._drain(_SHUTTING_DOWN)
+    await session._drain(SHUTTING_DOWN)
     if session.closed:
         return  # (the peer closed it meanwhile)
     failure = SessionClosed("the server shut down; the WebSocket was closed with code 1001")

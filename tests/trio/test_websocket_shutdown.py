@@ -7,6 +7,7 @@ autojump clock."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+import trio_websocket
 
 from mcp_trio import (
     McpError,
@@ -29,6 +31,8 @@ from mcp_trio import (
     open_websocket_client,
 )
 from mcp_trio._websocket import _serve_connection
+
+from .test_websocket import raw
 
 IO_TIMEOUT = 60  # (trio time: the autojump clock runs the grace periods)
 CONFIG = SessionConfig(shutdown_grace_period=5, close_timeout=2, abandon_write_timeout=1)
@@ -249,3 +253,35 @@ async def test_ctrl_c_on_mcp_trio_run_ws_lets_the_call_finish(tmp_path: Path) ->
     finally:
         process.kill()
         await process.wait()
+
+
+async def test_an_open_listen_ends_with_its_result_not_an_error(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # 2026-07-28 subscriptions.mdx: a server shutting down SHOULD end a listen with its
+    # result (stdio's end of input and HTTP's close do; the graceful stop answered -32603).
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "script", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "listen-1",
+        "method": "subscriptions/listen",
+        "params": {"_meta": envelope, "notifications": {"toolsListChanged": True}},
+    }
+    app = App()
+    received: list[dict[str, Any]] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle = await _start(nursery, app)
+            async with raw(handle.url) as ws:
+                await ws.send_message(json.dumps(listen))
+                received.append(json.loads(await ws.get_message()))  # (the acknowledgment)
+                nursery.start_soon(handle.aclose)
+                with pytest.raises(trio_websocket.ConnectionClosed):
+                    while True:
+                        received.append(json.loads(await ws.get_message()))
+    answers = [message for message in received if message.get("id") == "listen-1"]
+    assert len(answers) == 1 and "result" in answers[0] and "error" not in answers[0]
