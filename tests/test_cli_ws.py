@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 from typing import Any, cast
 
 import pytest
@@ -80,3 +81,27 @@ async def test_run_on_every_interface_says_only_loopback_names_are_served(
         await _cli_run._serve(server, "http", host, 8000, "/mcp", err, None, (allowed, ()))
     assert ("only loopback Host names are served" in err.getvalue()) is told
     assert ("--allow-host" in err.getvalue()) is told
+
+
+async def test_at_log_level_info_the_server_s_own_line_says_it_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    mcp_logger = logging.getLogger("mcp_trio")
+    level = mcp_logger.level
+    mcp_logger.setLevel(logging.INFO)  # (setLevel: it clears the loggers' level caches)
+    err = io.StringIO()
+    try:
+        with trio.move_on_after(1):
+            await _cli_run._serve(
+                cast(Server, _Unbound()),
+                "http",
+                "0.0.0.0",
+                8000,
+                "/mcp",
+                err,
+                None,
+                (LOCAL_HOSTS, ()),
+            )
+    finally:
+        mcp_logger.setLevel(level)
+    assert "only loopback Host names" not in err.getvalue()

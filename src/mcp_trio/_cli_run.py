@@ -148,7 +148,9 @@ async def _serve(
                 except ImportError as exc:
                     raise CliError(f"the {transport} transport is not available: {exc}") from exc
                 _notice(err, f"serving {_describe(server)} at {url} ({kind}; Ctrl-C to stop)")
-                if host in _EVERY_INTERFACE and allowed[0] == LOCAL_HOSTS:
+                quiet = not logging.getLogger("mcp_trio").isEnabledFor(logging.INFO)
+                if quiet and host in _EVERY_INTERFACE and allowed[0] == LOCAL_HOSTS:
+                    # (at --log-level info the server's own log line says it already)
                     _notice(
                         err,
                         "listening on every interface, but only loopback Host names are "

@@ -77,7 +77,7 @@ from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
-from ._util import plain_interrupt, url_host
+from ._util import RefusedHosts, plain_interrupt, url_host
 
 __all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
 
@@ -89,9 +89,6 @@ _NO_LENGTH: Final = frozenset({204, 304})
 _REFUSE_TIMEOUT: Final = 1.0
 
 
-_REFUSED_HOSTS_LOGGED: Final = 16
-"""How many distinct ``Host`` values refused ``421`` get a warning (a scanner trying
-many names is not logged for each)."""
 _WILDCARD_HOSTS: Final = frozenset({None, "", "0.0.0.0", "::"})
 """``host`` values of :func:`serve_http` that bind every interface."""
 _DEFAULT_ALLOWED_HOSTS: Final[tuple[str, ...] | None] = attrs.fields(
@@ -232,21 +229,7 @@ class _Server:
         self.finished = trio.Event()
         self._no_connections = trio.Event()
         self._no_connections.set()
-        self._refused_hosts: set[str] = set()
-
-    def note_misdirected(self, host: str | None) -> None:
-        """A request was refused ``421`` for its ``Host``: warn, once per distinct
-        value (the first :data:`_REFUSED_HOSTS_LOGGED` of them), naming the setting
-        that would serve it."""
-        shown = repr(host if host is None or len(host) <= 100 else host[:100] + "...")
-        if shown in self._refused_hosts or len(self._refused_hosts) >= _REFUSED_HOSTS_LOGGED:
-            return
-        self._refused_hosts.add(shown)
-        logger.warning(
-            "refused Host %s with 421 (DNS-rebinding protection): to serve it, add it to "
-            "HttpServerConfig.allowed_hosts (mcp-trio run --allow-host NAME)",
-            shown,
-        )
+        self.refused_hosts = RefusedHosts("", "HttpServerConfig.allowed_hosts")
 
     async def accept_all(self, *, task_status: trio.TaskStatus[None]) -> None:
         with self.accept_scope:
@@ -495,7 +478,7 @@ class _Connection:
         early = http.check_head(request)
         if early is not None:
             if early.status == 421:
-                self.server.note_misdirected(request.header("host"))
+                self.server.refused_hosts.note(request.header("host"))
             # A request without a body (the metadata GET, a CORS preflight) is complete
             # already: take its end from h11 (no I/O) so that the connection stays usable.
             # A body is never read (a malformed one only means closing after the answer).

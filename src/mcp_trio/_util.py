@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar, final
 
 import trio
 
@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HTTP_SCHEMES",
+    "REFUSED_HOSTS_LOGGED",
     "URL_SCHEMES",
     "WEBSOCKET_SCHEMES",
+    "RefusedHosts",
     "SessionHook",
     "check_count",
     "check_seconds",
@@ -220,3 +222,33 @@ def stdout_fd_to_stderr() -> Iterator[None]:
                 sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+REFUSED_HOSTS_LOGGED: Final = 16
+"""How many distinct ``Host`` values refused ``421`` get a warning (a scanner trying
+many names is not logged for each)."""
+
+
+@final
+class RefusedHosts:
+    """The ``Host`` values a server's DNS-rebinding guard refused ``421``, for a warning
+    once per distinct value (the first :data:`REFUSED_HOSTS_LOGGED` of them, each cut at
+    100 characters) that names the setting that would serve it."""
+
+    def __init__(self, source: str, setting: str) -> None:
+        self._source = source  # ("", or "WebSocket: " before the message)
+        self._setting = setting
+        self._seen: set[str] = set()
+
+    def note(self, host: str | None) -> None:
+        shown = repr(host if host is None or len(host) <= 100 else host[:100] + "...")
+        if shown in self._seen or len(self._seen) >= REFUSED_HOSTS_LOGGED:
+            return
+        self._seen.add(shown)
+        logger.warning(
+            "%srefused Host %s with 421 (DNS-rebinding protection): to serve it, add it to "
+            "%s (mcp-trio run --allow-host NAME)",
+            self._source,
+            shown,
+            self._setting,
+        )

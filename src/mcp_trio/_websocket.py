@@ -76,7 +76,14 @@ from ._handlers import Handlers
 from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
 from ._session import SHUTTING_DOWN, Session
-from ._util import SessionHook, open_task_nursery, plain_interrupt, run_hook, url_host
+from ._util import (
+    RefusedHosts,
+    SessionHook,
+    open_task_nursery,
+    plain_interrupt,
+    run_hook,
+    url_host,
+)
 
 if TYPE_CHECKING:
     from ._oauth import Authorizer, OAuth  # (the OAuth binding is imported when first used)
@@ -100,9 +107,6 @@ _GOING_AWAY = 1001
 _UNSUPPORTED_DATA = 1003
 _POLICY_VIOLATION = 1008
 _INTERNAL_ERROR = 1011
-_REFUSED_HOSTS_LOGGED = 16
-"""How many distinct ``Host`` values refused ``421`` get a warning (a scanner trying many
-names is not logged for each)."""
 _TOKEN_EXPIRED_REASON = "invalid_token: the access token expired"
 """The close reason of a connection that outlived its token (with code 1008): RFC 6750's
 error code first, which is what a client looks for."""
@@ -748,37 +752,25 @@ class _Guard:
     def __init__(self, origins: tuple[str, ...], hosts: tuple[str, ...] | None) -> None:
         self.origins = origins
         self.hosts = hosts
-        self._refused_hosts: set[str] = set()  # (warned about: see refusal)
+        self._refused = RefusedHosts("WebSocket: ", "serve_websocket's allowed_hosts")
 
     def refusal(self, head: HttpRequest) -> HttpResponse | None:
         """``403`` for an ``Origin`` not allowed (none: not a browser, it passes),
-        ``421`` for a ``Host`` not allowed (a warning for each of the first
-        :data:`_REFUSED_HOSTS_LOGGED` distinct ones, as HTTP logs them); ``None`` to go
-        on."""
+        ``421`` for a ``Host`` not allowed (warned about as HTTP's are: see
+        :class:`~mcp_trio._util.RefusedHosts`); ``None`` to go on."""
         origin = head.header("origin")
         if origin is not None and not origin_allowed(origin, self.origins):
             logger.debug("WebSocket: refused a handshake from Origin %r (403)", origin)
             return _refusal(403, f"Forbidden: Origin {origin!r} is not allowed")
         host = head.header("host")
         if self.hosts is not None and not host_allowed(host, self.hosts):
-            self._note_misdirected(host)
+            self._refused.note(host)
             return _refusal(
                 421,
                 f"Misdirected Request: Host {host!r} is not served here (allow it in "
                 "serve_websocket's allowed_hosts, or with mcp-trio run --allow-host NAME)",
             )
         return None
-
-    def _note_misdirected(self, host: str | None) -> None:
-        shown = repr(host if host is None or len(host) <= 100 else host[:100] + "...")
-        if shown in self._refused_hosts or len(self._refused_hosts) >= _REFUSED_HOSTS_LOGGED:
-            return
-        self._refused_hosts.add(shown)
-        logger.warning(
-            "WebSocket: refused Host %s with 421 (DNS-rebinding protection): to serve it, "
-            "add it to serve_websocket's allowed_hosts (mcp-trio run --allow-host NAME)",
-            shown,
-        )
 
 
 def _refusal(status: int, message: str, code: int = ErrorCode.INVALID_REQUEST) -> HttpResponse:

@@ -17,7 +17,7 @@ import trio
 
 from mcp_sansio.http import HttpServerConfig
 from mcp_trio import serve_http
-from mcp_trio._http_server import _REFUSED_HOSTS_LOGGED
+from mcp_trio._util import REFUSED_HOSTS_LOGGED
 
 from .test_http_support import IO_TIMEOUT, App, initialize_body, raw_request, start_server
 
@@ -48,7 +48,7 @@ async def test_each_refused_host_is_logged_once_up_to_a_bound(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="mcp_trio")
     server = await start_server(nursery)
-    hosts = [f"10.0.0.{i}:8000" for i in range(_REFUSED_HOSTS_LOGGED + 4)]
+    hosts = [f"10.0.0.{i}:8000" for i in range(REFUSED_HOSTS_LOGGED + 4)]
     with trio.fail_after(IO_TIMEOUT):
         for host in (hosts[0], hosts[0], *hosts[1:], hosts[1]):
             response = await raw_request(server.port, "POST", host=host, body=initialize_body())
@@ -56,7 +56,7 @@ async def test_each_refused_host_is_logged_once_up_to_a_bound(
         served = await raw_request(server.port, "POST", host="localhost", body=initialize_body())
     assert served.status == 200
     logged = refusals(caplog)
-    assert len(logged) == _REFUSED_HOSTS_LOGGED  # the first ones, each once
+    assert len(logged) == REFUSED_HOSTS_LOGGED  # the first ones, each once
     for host, message in zip(hosts, logged, strict=False):
         assert f"'{host}'" in message
         assert "HttpServerConfig.allowed_hosts" in message and "--allow-host" in message
