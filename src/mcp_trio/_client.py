@@ -252,7 +252,9 @@ class Client(HandshakeFacts):
                 in it is not a string, or a value holds what JSON cannot carry (a
                 ``set``, ``bytes``; the message names the argument). Nothing is sent.
             ValueError: an argument holds NaN or an infinity (JSON has neither; it
-                would arrive as ``null``). Nothing is sent.
+                would arrive as ``null``). Nothing is sent. One inside an object the
+                JSON library writes itself (a dataclass) is not seen: it goes out as
+                ``null``.
         """
         params = named_params(name, arguments)
         chosen = self._progress(on_progress, timeout)

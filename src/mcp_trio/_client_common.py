@@ -439,7 +439,9 @@ def named_params(
             the argument); with ``strings``, a value that is not a string (the message
             names the argument and its type).
         ValueError: an argument holds NaN or an infinity, which JSON cannot carry (the
-            JSON library would send ``null`` in its place, silently).
+            JSON library would send ``null`` in its place, silently). Inside an object
+            the library writes itself (a dataclass, whose fields are not walked) it is
+            not seen, and goes out as ``null``.
     """
     checked_str(name, "the prompt name" if strings else "the tool name")
     params: dict[str, Any] = {"name": name}
