@@ -172,6 +172,19 @@ def _header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+def _pairs(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--arg KEY=VALUE`` (``-a``), repeated, into ``pairs``."""
+    parser.add_argument(
+        "--arg",
+        "-a",
+        dest="pairs",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=help_text,
+    )
+
+
 def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--era",
@@ -372,15 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
     call.add_argument("tool", metavar="TOOL", help="the tool's name")
-    call.add_argument(
-        "--arg",
-        "-a",
-        dest="pairs",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one argument (repeat it); VALUE is JSON or a string",
-    )
+    _pairs(call, "one argument (repeat it); VALUE is JSON or a string")
     call.add_argument("--json", dest="json_args", metavar="OBJECT", help="all arguments, as JSON")
     _client_options(call)
 
@@ -405,15 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prompt.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
     prompt.add_argument("prompt", metavar="NAME", help="the prompt's name")
-    prompt.add_argument(
-        "--arg",
-        "-a",
-        dest="pairs",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one argument (repeat it); VALUE is a string",
-    )
+    _pairs(prompt, "one argument (repeat it); VALUE is a string")
     _client_options(prompt)
 
     demo = commands.add_parser(
