@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 __all__ = [
     "HandlerPool",
     "call_request_handler",
-    "scope_error",
     "send_answer",
     "serve_notification",
 ]
@@ -246,22 +245,6 @@ def checked_scopes(
     except Exception:
         logger.exception("required_scopes failed for %r (request %r)", method, request_id)
         return _INTERNAL
-
-
-def scope_error(
-    required_scopes: RequiredScopes,
-    principal: Principal,
-    method: str,
-    params: dict[str, Any] | None,
-    request_id: RequestId,
-    resource_metadata: str | None = None,
-) -> ErrorData | None:
-    """The refusal of a request whose principal lacks a scope it needs, if so (see
-    :func:`checked_scopes`)."""
-    found = checked_scopes(
-        required_scopes, principal, method, params, request_id, resource_metadata
-    )
-    return found if isinstance(found, ErrorData) else None
 
 
 async def call_request_handler(

@@ -125,7 +125,7 @@ from ._pool import (
     HandlerPool,
     _Running,
     call_request_handler,
-    scope_error,
+    checked_scopes,
     send_answer,
     serve_notification,
 )
@@ -723,9 +723,10 @@ class Session:
         hook = self.handlers.required_scopes
         if hook is None:
             return None
-        return scope_error(
+        found = checked_scopes(
             hook, principal, "subscriptions/listen", params, rid, self.resource_metadata
         )
+        return found if isinstance(found, ErrorData) else None
 
     async def _read_loop(self) -> None:
         conn = self._conn
