@@ -9,7 +9,6 @@ for a URL target that asks for it.
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import attrs
 
-from ._cli_util import UsageError
+from ._cli_util import UsageError, terminal_safe
 from ._util import is_url
 
 if TYPE_CHECKING:
@@ -189,7 +188,11 @@ def client_auth(
     redirect = None
     if options.oauth:
         port = DEFAULT_REDIRECT_PORT if options.redirect_port is None else options.redirect_port
-        on_url = functools.partial(show_url, file=err)
+
+        # (the URL is made of the authorization server's metadata: shown terminal-safe)
+        def on_url(url: str) -> None:
+            show_url(terminal_safe(url), file=err)
+
         redirect = LoopbackRedirect(port=port, open_browser=options.browser, on_url=on_url)
     storage: OAuthStorage
     if path is None:

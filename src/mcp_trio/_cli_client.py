@@ -4,6 +4,13 @@ The target is resolved by :func:`~mcp_trio._cli_target.client_target` (a server 
 loaded in memory, a command spoken to over stdio, or a URL) and opened with
 :func:`~mcp_trio.open_client`, so everything here works in both eras and over every
 transport.
+
+What the server sent goes to stdout as it is when stdout is a pipe or a file (``read
+URI > file`` keeps its text, ``--raw | jq`` its JSON), and
+:func:`~mcp_trio._cli_util.terminal_safe` on a terminal (:func:`_show`): a hostile
+server's escape sequences are shown, not obeyed. ``read --out -`` writes bytes as they
+are, so it refuses a terminal. stderr (errors, logs, progress, questions) is always
+terminal-safe.
 """
 
 from __future__ import annotations
@@ -34,7 +41,16 @@ from ._cli_render import (
     render_tool_output,
 )
 from ._cli_target import client_target
-from ._cli_util import CliError, UsageError, describe, error_line, one_line
+from ._cli_util import (
+    CliError,
+    UsageError,
+    clip,
+    describe,
+    error_line,
+    one_line,
+    terminal_safe,
+    terminal_safe_json,
+)
 from ._client import Client, open_client
 from ._client_common import EraChoice
 from ._config import SessionConfig
@@ -282,8 +298,20 @@ def _internal(exc: McpError) -> bool:
 
 def _server_line(client: Client) -> str:
     info = client.server_info
-    name = f"{info.name} {info.version}" if info is not None else "(unnamed server)"
+    if info is None:
+        name = "(unnamed server)"
+    else:  # (a listing's fields are clipped too: see _cli_render)
+        name = f"{clip(one_line(info.name, None), 200)} {clip(one_line(info.version, None), 100)}"
     return f"Server {name}, protocol {client.protocol_version} ({client.era.value} era)"
+
+
+def _show(out: TextIO, text: str, *, is_json: bool = False) -> None:
+    """Print ``text``, which holds what the server sent, on ``out``: as it is, or
+    terminal-safe when ``out`` is a terminal (JSON text with JSON escapes, so that it
+    stays the same JSON)."""
+    if out.isatty():
+        text = terminal_safe_json(text) if is_json else terminal_safe(text)
+    print(text, file=out)
 
 
 # ---------------------------------------------------------------------- commands
@@ -322,13 +350,13 @@ async def list_command(
     if options.raw:
         keys = {"templates": "resourceTemplates"}
         raw = {keys.get(kind, kind): raw_items(items) for kind, items in sections.items()}
-        print(pretty_json(raw), file=out)
+        _show(out, pretty_json(raw), is_json=True)
         return 0
     blocks = [header]
     blocks += [render_listing(kind, items) for kind, items in sections.items()]
     if not sections:
         blocks.append("(the server offers no tools, resources or prompts)")
-    print("\n\n".join(blocks), file=out)
+    _show(out, "\n\n".join(blocks))
     return 0
 
 
@@ -360,11 +388,11 @@ async def call_command(
     finally:
         display.close()
     if options.raw:
-        print(pretty_json(unstructure(output.result)), file=out)
+        _show(out, pretty_json(unstructure(output.result)), is_json=True)
     elif not output.is_error:
         rendered = render_tool_output(output)
         if rendered:
-            print(rendered, file=out)
+            _show(out, rendered)
     if output.is_error:
         message = one_line(output.text) or "(no message)"
         if "failed with an internal error" in message and _hint_traceback(target, options):
@@ -378,7 +406,18 @@ async def read_command(
     target: Target, uri: str, out_file: str | None, options: ClientOptions, out: TextIO, err: TextIO
 ) -> int:
     """``mcp-trio read``: print a resource (text as it is, a blob as its size), or
-    write it to ``out_file`` (``-``: stdout) as bytes."""
+    write it to ``out_file`` (``-``: stdout, not a terminal) as bytes.
+
+    Raises:
+        UsageError: ``--out -`` with stdout a terminal (checked before connecting).
+    """
+    if out_file == "-" and out.isatty():
+        # As curl does: bytes as they are (a blob, or text with escape sequences) can
+        # leave a terminal unusable or act on it.
+        raise UsageError(
+            "--out - writes the resource's bytes as they are, and stdout is a terminal: "
+            "use --out FILE or pipe it (without --out, text is printed)"
+        )
     display = ProgressDisplay(err, quiet=options.quiet)
     try:
         async with connect(target, options, display, interactive=False) as client:
@@ -405,9 +444,9 @@ async def read_command(
                 file.write(data)
         return 0
     if options.raw:
-        print(pretty_json(unstructure(result)), file=out)
+        _show(out, pretty_json(unstructure(result)), is_json=True)
     else:
-        print(render_contents(result.contents, heading=len(result.contents) > 1), file=out)
+        _show(out, render_contents(result.contents, heading=len(result.contents) > 1))
     return 0
 
 
@@ -427,9 +466,9 @@ async def prompt_command(
     finally:
         display.close()
     if options.raw:
-        print(pretty_json(unstructure(result)), file=out)
+        _show(out, pretty_json(unstructure(result)), is_json=True)
     else:
-        print(render_prompt(result), file=out)
+        _show(out, render_prompt(result))
     return 0
 
 

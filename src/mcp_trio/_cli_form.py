@@ -4,6 +4,11 @@ Only when stdin and stderr are both terminals: otherwise the client does not dec
 the ``elicitation`` capability, and the server must do without (or fail clearly). The
 questions go to stderr and the answers come from stdin; end of input (Ctrl-D) cancels.
 Only form mode is offered; a URL-mode request is declined.
+
+Everything shown comes from the server: it is written
+:func:`~mcp_trio._cli_util.terminal_safe`, and each label, description and choice is
+clipped (:data:`FIELD_LIMIT`; at most :data:`MAX_CHOICES` choices are listed, the others
+can still be typed).
 """
 
 from __future__ import annotations
@@ -17,10 +22,25 @@ import trio
 from mcp_sansio import types as t
 from mcp_sansio import unstructure
 
-__all__ = ["MAX_TRIES", "fill_form", "terminal_elicitation"]
+from ._cli_util import clip, one_line, terminal_safe
+
+__all__ = [
+    "FIELD_LIMIT",
+    "MAX_CHOICES",
+    "MAX_TRIES",
+    "MESSAGE_LIMIT",
+    "fill_form",
+    "terminal_elicitation",
+]
 
 MAX_TRIES = 3
 """Invalid answers to one field before the form is cancelled."""
+FIELD_LIMIT = 200
+"""Characters shown of a field's label, description, choice or default."""
+MAX_CHOICES = 20
+"""Choices listed in a question."""
+MESSAGE_LIMIT = 4000
+"""Characters shown of the server's message (and of a URL)."""
 
 _YES = frozenset({"y", "yes", "true", "1"})
 _NO = frozenset({"n", "no", "false", "0"})
@@ -64,21 +84,29 @@ def _parse(text: str, prop: Mapping[str, Any]) -> Any:
     return text
 
 
+def _short(value: object) -> str:
+    """A value of the schema, on one line, clipped to :data:`FIELD_LIMIT`."""
+    return clip(one_line(str(value), None), FIELD_LIMIT)
+
+
 def _question(name: str, prop: Mapping[str, Any], required: bool) -> str:
-    label = prop.get("title") or name
-    about = f" ({prop['description']})" if prop.get("description") else ""
+    label = _short(prop.get("title") or name)
+    about = f" ({_short(prop['description'])})" if prop.get("description") else ""
     kind = prop.get("type")
     choices = _choices(prop)
     if kind == "boolean":
         hint = " [y/n]"
     elif choices:
-        hint = " [" + " / ".join(f"{i}) {c}" for i, c in enumerate(choices, 1)) + "]"
+        listed = [f"{i}) {_short(c)}" for i, c in enumerate(choices[:MAX_CHOICES], 1)]
+        if len(choices) > MAX_CHOICES:
+            listed.append(f"… ({len(choices) - MAX_CHOICES} more)")
+        hint = " [" + " / ".join(listed) + "]"
     elif kind == "array":
         hint = " [comma-separated]"
     else:
-        hint = f" [{kind}]" if kind else ""
+        hint = f" [{_short(kind)}]" if kind else ""
     if "default" in prop:
-        hint += f" (default: {prop['default']})"
+        hint += f" (default: {_short(prop['default'])})"
     elif not required:
         hint += " (optional)"
     return f"  {label}{about}{hint}: "
@@ -101,7 +129,7 @@ def fill_form(
     Returns:
         The content, or ``None`` if the user cancelled.
     """
-    say(f"The server asks: {message}")
+    say(f"The server asks: {clip(message, MESSAGE_LIMIT)}")
     required = set(schema.get("required") or ())
     content: dict[str, Any] = {}
     try:
@@ -141,14 +169,14 @@ def _field(
 
 
 def _ask_terminal(question: str) -> str | None:
-    sys.stderr.write(question)
+    sys.stderr.write(terminal_safe(question))
     sys.stderr.flush()
     line = sys.stdin.readline()
     return line if line else None
 
 
 def _say_terminal(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    print(terminal_safe(text), file=sys.stderr, flush=True)
 
 
 async def terminal_elicitation(
@@ -156,7 +184,8 @@ async def terminal_elicitation(
 ) -> dict[str, Any]:
     """An ``ElicitationCallback`` that asks on the terminal (stdin/stderr)."""
     if isinstance(params, t.ElicitRequestURLParams):
-        _say_terminal(f"The server asks you to open {params.url} (declined: not supported here)")
+        url = clip(params.url, MESSAGE_LIMIT)
+        _say_terminal(f"The server asks you to open {url} (declined: not supported here)")
         return {"action": "decline"}
     schema = unstructure(params.requested_schema)
     content = await trio.to_thread.run_sync(

@@ -4,6 +4,13 @@ Results go to stdout, readably: text as text, structured content as indented JSO
 binary content as a short placeholder (``[image: image/png, 2.1 kB]``). Progress and
 the server's log messages go to stderr: a bar redrawn in place on a terminal, plain
 lines anywhere else (a pipe, a CI log).
+
+Hostile text: a listing shows each field of an item on one line, clipped
+(:data:`LISTING_LIMITS`), so a 10 MB name or title cannot flood the terminal or fake
+more entries; progress messages and log lines on stderr are clipped and shown
+:func:`~mcp_trio._cli_util.terminal_safe` (escape sequences as ``\x1b``). The
+rendered results on stdout are made safe where they are printed (on a terminal only:
+see :mod:`mcp_trio._cli_client`).
 """
 
 from __future__ import annotations
@@ -11,15 +18,18 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from mcp_sansio import ProgressReceived, unstructure
 from mcp_sansio import types as t
 
-from ._cli_util import one_line
+from ._cli_util import clip, one_line, terminal_safe
 from ._client_common import ToolOutput
 
 __all__ = [
+    "LISTING_LIMITS",
+    "LOG_LIMIT",
+    "PROGRESS_LIMIT",
     "ProgressDisplay",
     "pretty_json",
     "readable_json",
@@ -29,6 +39,15 @@ __all__ = [
     "render_tool_output",
     "tool_signature",
 ]
+
+
+LISTING_LIMITS: Final = {"head": 400, "title": 200, "extra": 100, "description": 160}
+"""Characters of each field shown in a listing: the signature or URI (``head``), the
+title, the MIME type (``extra``) and the description (folded to one line)."""
+LOG_LIMIT: Final = 2000
+"""Characters of a server log message shown on stderr."""
+PROGRESS_LIMIT: Final = 300
+"""Characters of a progress message shown on stderr (folded to one line)."""
 
 
 def pretty_json(value: Any) -> str:
@@ -185,14 +204,22 @@ def _prompt_signature(prompt: t.Prompt) -> str:
     return f"{prompt.name}({', '.join(args)})"
 
 
+def _field(text: str, kind: str) -> str:
+    """One field of a listing entry: on one line, at most its limit (and a marker)."""
+    limit = LISTING_LIMITS[kind]
+    if kind == "description":
+        return one_line(text, limit)  # (a preview: the rest is in --raw)
+    return clip(one_line(text, None), limit)
+
+
 def _entry(head: str, title: str | None, extra: str | None, description: str | None) -> str:
-    line = f"  {head}"
+    line = f"  {_field(head, 'head')}"
     if title:
-        line += f"  {title}"
+        line += f"  {_field(title, 'title')}"
     if extra:
-        line += f" ({extra})"
+        line += f" ({_field(extra, 'extra')})"
     if description:
-        line += f"\n      {one_line(description, 160)}"
+        line += f"\n      {_field(description, 'description')}"
     return line
 
 
@@ -270,15 +297,19 @@ class ProgressDisplay:
         self.progress(event.progress, event.total, event.message)
 
     async def on_log(self, params: t.LoggingMessageNotificationParams) -> None:
-        """A ``LogCallback``: show one server log message."""
+        """A ``LogCallback``: show one server log message (at most :data:`LOG_LIMIT`
+        characters of it)."""
         data = params.data if isinstance(params.data, str) else json.dumps(params.data)
-        source = f"server {params.logger}" if params.logger else "server"
-        self.line(f"[{source} {params.level}] {data}")
+        source = f"server {clip(params.logger, 100)}" if params.logger else "server"
+        self.line(f"[{source} {params.level}] {clip(data, LOG_LIMIT)}")
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """Show a progress report."""
+        """Show a progress report (its message on one line, at most
+        :data:`PROGRESS_LIMIT` characters, :func:`~mcp_trio._cli_util.terminal_safe`)."""
         if self._quiet:
             return
+        if message:
+            message = terminal_safe(clip(one_line(message, None), PROGRESS_LIMIT))
         count = f"{progress:g}" + (f"/{total:g}" if total else "")
         if not self._terminal:
             pct = f" ({100 * progress / total:.0f}%)" if total else ""
@@ -297,9 +328,11 @@ class ProgressDisplay:
         self._write(f"\r\x1b[2K{self._bar}")
 
     def line(self, text: str) -> None:
-        """Print a line (the bar, if any, is cleared first and drawn again after)."""
+        """Print a line (the bar, if any, is cleared first and drawn again after),
+        :func:`~mcp_trio._cli_util.terminal_safe`."""
         if self._quiet:
             return
+        text = terminal_safe(text)
         if self._terminal and self._bar is not None:
             self._write(f"\r\x1b[2K{self._indent}{text}\n{self._bar}")
         else:

@@ -4,10 +4,16 @@ Error handling policy: an *expected* failure (a bad target, a refused connection
 unknown tool, a JSON-RPC error, a server that exited) is one line on stderr,
 ``mcp-trio: error: ...``, and exit status 1 (2 for a usage error). Anything else is a
 bug in mcp-trio and keeps its traceback.
+
+What a server sends is shown to people, and a server may be hostile (or buggy): text
+with escape sequences would act on the terminal (clear it, retitle it, hide text, make
+links). :func:`terminal_safe` shows those characters as escapes (``\x1b``) instead, and
+:func:`clip` bounds a field that has no reason to be long.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Final, TextIO
 
@@ -23,9 +29,12 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "UsageError",
+    "clip",
     "describe",
     "error_line",
     "one_line",
+    "terminal_safe",
+    "terminal_safe_json",
 ]
 
 EXIT_FAILURE: Final = 1
@@ -54,10 +63,50 @@ class UsageError(CliError):
     exit_code = EXIT_USAGE
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    """``text`` on one line (newlines folded), at most ``limit`` characters."""
+def one_line(text: str, limit: int | None = 300) -> str:
+    """``text`` on one line (newlines folded), at most ``limit`` characters (``None``:
+    no limit)."""
     flat = " ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+_UNSAFE: Final = re.compile(
+    # C0 controls but tab and newline (a carriage return only alone: CRLF line ends are
+    # harmless), DEL, C1 controls, and the bidirectional embeddings, overrides and
+    # isolates, which reorder the text shown around them ("Trojan Source").
+    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+_UNSAFE_IN_JSON: Final = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What :func:`json.dumps` leaves as it is of :data:`_UNSAFE` (it escapes C0 itself)."""
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\r":
+        return "\\r"
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with what a terminal would act on written as Python writes it in a
+    ``repr``: control characters but newline and tab (``\\x1b``, a lone carriage
+    return ``\\r``; a CRLF line end is kept), DEL (``\\x7f``), C1 controls
+    (``\\x9b``) and the bidirectional overrides and isolates (``\\u202e``)."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+def terminal_safe_json(text: str) -> str:
+    """JSON text (:func:`json.dumps` output) with the characters :func:`terminal_safe`
+    escapes written as JSON escapes (``\\u009b``): the same JSON value."""
+    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and ``… (N more characters)``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _expected(exc: BaseException) -> BaseException | None:
@@ -149,6 +198,9 @@ def _os_error_text(exc: BaseException) -> str | None:
 
 
 def error_line(message: str, stream: TextIO | None = None) -> None:
-    """Print ``mcp-trio: error: message`` (one line) on stderr."""
+    """Print ``mcp-trio: error: message`` (one line) on stderr.
+
+    The message often quotes the server: it is shown :func:`terminal_safe`, on a
+    terminal or not (stderr is for people; a log file is read on a terminal later)."""
     out = stream if stream is not None else sys.stderr
-    print(f"mcp-trio: error: {one_line(message)}", file=out, flush=True)
+    print(f"mcp-trio: error: {terminal_safe(one_line(message))}", file=out, flush=True)

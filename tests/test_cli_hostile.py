@@ -1,0 +1,338 @@
+"""``mcp-trio`` facing a hostile (or buggy) server: escape sequences in what it sends are
+shown, not obeyed, on a terminal; ``read --out -`` refuses a terminal; a listing's
+fields are bounded.
+
+The terminal is faked: ``sys.stdout`` / ``sys.stderr`` replaced by a ``StringIO`` whose
+``isatty()`` is true (what the CLI asks).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_sansio import structure
+from mcp_sansio import types as t
+from mcp_trio import _oauth_loopback
+from mcp_trio._cli import main
+from mcp_trio._cli_auth import AuthOptions, client_auth
+from mcp_trio._cli_form import MAX_CHOICES, fill_form, terminal_elicitation
+from mcp_trio._cli_render import LISTING_LIMITS, LOG_LIMIT, ProgressDisplay, render_listing
+from mcp_trio._cli_util import clip, error_line, terminal_safe, terminal_safe_json
+
+# What must never reach a terminal raw: C0 controls but tab and newline, DEL, C1
+# controls, and the bidirectional overrides and isolates. (A CRLF line end is harmless.)
+UNSAFE = re.compile("\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+OWN_BAR = "\r\x1b[2K"  # what the progress display itself draws on a terminal
+
+HOSTILE_APP = r'''
+import mcp_trio
+from mcp_trio import Context, ToolError
+
+server = mcp_trio.Server("evil\x1b]0;pwned\x07", "1\x9b2J")
+
+
+@server.tool(title="T\x1b[8mhidden", description="clears \x1b[2J the screen \u202eRLO")
+async def hello(ctx: Context) -> str:
+    await ctx.info("log \x1b]0;pwned\x07")
+    await ctx.report_progress(1, 2, "step \x1b[2J")
+    return "result \x1b]8;;http://evil\x07link\x1b]8;;\x07 \x9b2J"
+
+
+@server.tool()
+async def fail() -> str:
+    """Fails."""
+    raise ToolError("bad \x1b[2J news")
+
+
+@server.resource("app://text", title="R\x1b[5m", mime_type="text/plain")
+async def text() -> str:
+    """Res \x1b[2J."""
+    return "line1\r\nline2 \x1b[2J\rover"
+
+
+@server.prompt()
+async def greet() -> str:
+    """Greets \x07."""
+    return "hi \x1b]0;pwned\x07"
+'''
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(autouse=True)
+def _isolated_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Loading a target adds to sys.path and sys.modules: undo it after each test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    before = set(sys.modules)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("_mcp_trio_target_") or not name.startswith(
+            ("mcp_trio", "mcp_sansio", "trio", "_")
+        ):
+            del sys.modules[name]
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> str:
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE_APP)
+    return str(path)
+
+
+def on_terminal(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
+    out, err = Terminal(), Terminal()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_safe(text: str) -> None:
+    found = UNSAFE.search(text.replace(OWN_BAR, ""))
+    assert found is None, f"{found.group()!r} reached the terminal in {text!r}"
+
+
+# ---------------------------------------------------------------------- the rule
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain text, tab\tand\nnewline", "plain text, tab\tand\nnewline"),
+        ("a\x1b[2Jb", "a\\x1b[2Jb"),  # CSI: clear the screen
+        ("\x1b]0;title\x07", "\\x1b]0;title\\x07"),  # OSC: retitle the terminal
+        ("\x1b]8;;http://e\x1b\\x\x1b]8;;\x1b\\", "\\x1b]8;;http://e\\x1b\\x\\x1b]8;;\\x1b\\"),
+        ("lone \x1b", "lone \\x1b"),
+        ("back\x08space del\x7f nul\x00", "back\\x08space del\\x7f nul\\x00"),
+        ("c1 \x9b2J \x90dcs\x9c \x85", "c1 \\x9b2J \\x90dcs\\x9c \\x85"),
+        ("crlf\r\nkept", "crlf\r\nkept"),
+        ("lone\rcr \r\r\n", "lone\\rcr \\r\r\n"),
+        ("rlo \u202etxt.exe \u2066iso\u2069", "rlo \\u202etxt.exe \\u2066iso\\u2069"),
+        ("ünïcödé 日本 🙂 \u200d", "ünïcödé 日本 🙂 \u200d"),
+    ],
+)
+def test_terminal_safe(text: str, shown: str) -> None:
+    assert terminal_safe(text) == shown
+    assert UNSAFE.search(terminal_safe(text)) is None
+
+
+def test_terminal_safe_json_is_the_same_json() -> None:
+    value = {"k\x9b": ["\x1b[2J \x7f \x85 \u202e x", 1]}
+    text = terminal_safe_json(json.dumps(value, ensure_ascii=False, indent=2))
+    assert UNSAFE.search(text) is None
+    assert "\\u009b" in text and "\\u202e" in text
+    assert json.loads(text) == value
+
+
+def test_clip() -> None:
+    assert clip("abc", 3) == "abc"
+    assert clip("abcdef", 4) == "abcd… (2 more characters)"
+
+
+def test_error_lines_are_safe_on_or_off_a_terminal() -> None:
+    stream = io.StringIO()  # (not a terminal: stderr is for people, a log is read later)
+    error_line("the server said \x1b]0;pwned\x07 \x9b2J", stream)
+    assert stream.getvalue() == "mcp-trio: error: the server said \\x1b]0;pwned\\x07 \\x9b2J\n"
+
+
+# ---------------------------------------------------------------------- every command
+
+
+def test_list_on_a_terminal(monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    code, out, err = on_terminal(monkeypatch, "list", app)
+    assert code == 0, err
+    assert_safe(out)
+    assert out.startswith("Server evil\\x1b]0;pwned\\x07 1\\x9b2J, protocol")
+    assert "hello()  T\\x1b[8mhidden\n      clears \\x1b[2J the screen \\u202eRLO" in out
+    assert "app://text  R\\x1b[5m (text/plain)\n      Res \\x1b[2J." in out
+    assert "Greets \\x07." in out
+
+
+def test_list_raw_on_a_terminal_is_the_same_json(monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    code, out, err = on_terminal(monkeypatch, "list", app, "tools", "--raw")
+    assert code == 0, err
+    assert_safe(out)
+    (hello,) = [tool for tool in json.loads(out)["tools"] if tool["name"] == "hello"]
+    assert hello["description"] == "clears \x1b[2J the screen \u202eRLO"
+
+
+def test_call_on_a_terminal(monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    code, out, err = on_terminal(monkeypatch, "call", app, "hello")
+    assert code == 0, err
+    assert_safe(out)
+    assert_safe(err)
+    assert out == "result \\x1b]8;;http://evil\\x07link\\x1b]8;;\\x07 \\x9b2J\n"
+    assert "step \\x1b[2J" in err  # the progress message
+    assert "[server info] log \\x1b]0;pwned\\x07" in err  # the log message
+    code, out, err = on_terminal(monkeypatch, "call", app, "hello", "--raw")
+    assert code == 0, err
+    assert_safe(out)
+    assert json.loads(out)["content"][0]["text"].endswith("link\x1b]8;;\x07 \x9b2J")
+
+
+def test_a_tool_error_on_a_terminal(monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    code, out, err = on_terminal(monkeypatch, "call", app, "fail")
+    assert (code, out) == (1, "")
+    assert_safe(err)
+    assert err == "mcp-trio: error: tool 'fail' reported an error: bad \\x1b[2J news\n"
+
+
+def test_read_and_prompt_on_a_terminal(monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    code, out, err = on_terminal(monkeypatch, "read", app, "app://text")
+    assert code == 0, err
+    assert out == "line1\r\nline2 \\x1b[2J\\rover\n"  # (a CRLF line end is harmless)
+    code, out, err = on_terminal(monkeypatch, "prompt", app, "greet")
+    assert code == 0, err
+    assert out == "user: hi \\x1b]0;pwned\\x07\n"
+
+
+def test_piped_stdout_is_the_server_s_text(capsys: pytest.CaptureFixture[str], app: str) -> None:
+    # Not a terminal: `mcp-trio read ... > file` keeps the text as the server sent it...
+    assert main(["read", app, "app://text"]) == 0
+    assert capsys.readouterr().out == "line1\r\nline2 \x1b[2J\rover\n"
+    assert main(["call", app, "hello"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "result \x1b]8;;http://evil\x07link\x1b]8;;\x07 \x9b2J\n"
+    # ... while stderr, for people only, is safe anyway.
+    assert_safe(captured.err)
+    assert "progress: 1/2 (50%) step \\x1b[2J" in captured.err
+
+
+# ---------------------------------------------------------------------- read --out -
+
+
+def test_read_out_dash_refuses_a_terminal(monkeypatch: pytest.MonkeyPatch, app: str) -> None:
+    code, out, err = on_terminal(monkeypatch, "read", app, "app://text", "--out", "-")
+    assert (code, out) == (2, "")
+    assert err.startswith("mcp-trio: error: --out - writes the resource's bytes as they are")
+    assert "use --out FILE or pipe it" in err
+
+
+def test_read_out_dash_to_a_pipe(capfdbinary: pytest.CaptureFixture[bytes], app: str) -> None:
+    assert main(["read", app, "app://text", "-o", "-"]) == 0
+    assert capfdbinary.readouterr().out == b"line1\r\nline2 \x1b[2J\rover"  # byte-exact
+
+
+# ---------------------------------------------------------------------- bounds
+
+
+def test_a_listing_bounds_each_field() -> None:
+    huge = 10_000_000
+    tool = t.Tool(
+        name="big",
+        title="T" * huge + "\n  fake_tool()",
+        description="D\x1b" * huge,
+        input_schema={
+            "type": "object",
+            "properties": {"choice": {"enum": [f"value{i}" for i in range(100_000)]}},
+        },
+    )
+    resource = t.Resource(uri="app://" + "u" * huge, name="r", mime_type="m" * huge)
+    lines = render_listing("tools", [tool]).splitlines()
+    assert len(lines) == 3  # heading, entry, description: a newline cannot fake an entry
+    head_limit, title_limit = LISTING_LIMITS["head"], LISTING_LIMITS["title"]
+    assert len(lines[1]) < head_limit + title_limit + 100
+    assert lines[1].startswith("  big(choice?: ")
+    assert f"… ({huge + len(' fake_tool()') - title_limit} more characters)" in lines[1]
+    assert len(lines[2]) <= 6 + LISTING_LIMITS["description"]
+    (entry,) = render_listing("resources", [resource]).splitlines()[1:]
+    assert len(entry) < head_limit + LISTING_LIMITS["extra"] + 100
+    assert entry.endswith(f"m… ({huge - LISTING_LIMITS['extra']} more characters))")
+
+
+async def test_log_lines_and_progress_are_bounded_and_safe() -> None:
+    stream = io.StringIO()
+    display = ProgressDisplay(stream, terminal=False)
+    data = "\x1b[2J" + "x" * 10_000_000
+    params = {"level": "info", "data": data, "logger": "db\x1b"}
+    await display.on_log(structure(params, t.LoggingMessageNotificationParams))
+    display.progress(1, None, "first\nsecond \x9b2J" + "y" * 10_000)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("[server db\\x1b info] \\x1b[2Jxxx")
+    assert lines[0].endswith(f"… ({len(data) - LOG_LIMIT} more characters)")
+    assert len(lines[0]) < LOG_LIMIT + 100
+    assert lines[1].startswith("progress: 1 first second \\x9b2Jyyy")
+    assert len(lines[1]) < 500
+
+
+# ---------------------------------------------------------------------- questions
+
+
+def test_the_form_is_bounded() -> None:
+    asked: list[str] = []
+    schema = {
+        "properties": {
+            "pick": {
+                "type": "string",
+                "title": "P" * 10_000,
+                "description": "line one\nline two",
+                "enum": [f"c{i}" for i in range(1000)],
+            }
+        }
+    }
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return "1000"  # (a choice past those listed can still be picked by number)
+
+    content = fill_form("m" * 100_000, schema, ask, lambda text: None)
+    assert content == {"pick": "c999"}
+    (question,) = asked
+    assert "\n" not in question
+    assert len(question) < 5000
+    assert f"{MAX_CHOICES}) c{MAX_CHOICES - 1} / … ({1000 - MAX_CHOICES} more)]" in question
+
+
+async def test_the_form_on_a_terminal_is_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK\x9b8m"}}}
+    params = structure(
+        {"mode": "form", "message": "Delete \x1b[2J?", "requestedSchema": schema},
+        t.ElicitRequestFormParams,
+    )
+    answer: dict[str, Any] = await terminal_elicitation(params)
+    assert answer == {"action": "accept", "content": {"ok": True}}
+    url = structure(
+        {"mode": "url", "message": "go", "url": "https://e/\x1b]0;pwned\x07", "elicitationId": "1"},
+        t.ElicitRequestURLParams,
+    )
+    assert await terminal_elicitation(url) == {"action": "decline"}
+    shown = err.getvalue()
+    assert_safe(shown)
+    assert "The server asks: Delete \\x1b[2J?" in shown
+    assert "OK\\x9b8m [y/n] (optional): " in shown
+    assert "open https://e/\\x1b]0;pwned\\x07 (declined" in shown
+
+
+def test_the_oauth_url_is_shown_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[_oauth_loopback.LoopbackRedirect] = []
+    real = _oauth_loopback.LoopbackRedirect
+
+    def recorded(**kwargs: Any) -> _oauth_loopback.LoopbackRedirect:
+        made.append(real(**kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(_oauth_loopback, "LoopbackRedirect", recorded)
+    err = Terminal()
+    options = AuthOptions(oauth=True, browser=False, token_store="none")
+    client_auth(options, "https://mcp.example/mcp", {}, err)
+    (redirect,) = made
+    redirect.on_url("https://as.example/authorize?x=\x1b]0;pwned\x07")
+    assert_safe(err.getvalue())
+    assert "https://as.example/authorize?x=\\x1b]0;pwned\\x07" in err.getvalue()
