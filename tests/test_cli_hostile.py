@@ -253,6 +253,16 @@ def test_a_listing_bounds_each_field() -> None:
     assert entry.endswith(f"m… ({huge - LISTING_LIMITS['extra']} more characters))")
 
 
+def test_the_server_line_is_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "long_name.py"
+    path.write_text('import mcp_trio\nserver = mcp_trio.Server("n" * 100_000 + "\\nx", "1.0")\n')
+    assert main(["list", str(path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("Server nnn")
+    assert f"n… ({100_002 - 200} more characters) 1.0, protocol " in first
+    assert len(first) < 400
+
+
 async def test_log_lines_and_progress_are_bounded_and_safe() -> None:
     stream = io.StringIO()
     display = ProgressDisplay(stream, terminal=False)

@@ -86,7 +86,8 @@ _READ_EPILOG = (
     _TARGET_HELP
     + """
 Text is printed as it is; binary contents (blobs) as their size: --out FILE writes
-the resource's bytes to FILE ("-": stdout), --raw prints the JSON result.
+the resource's bytes to FILE ("-": stdout, when it is not a terminal), --raw prints
+the JSON result.
 
 examples:
   mcp-trio read examples/notes_server.py notes://index
@@ -398,7 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     read.add_argument("target", metavar="TARGET", help="server file/module, command or URL")
     read.add_argument("uri", metavar="URI", help="the resource's URI")
-    read.add_argument("--out", "-o", metavar="FILE", help="write its bytes to FILE ('-': stdout)")
+    read.add_argument(
+        "--out", "-o", metavar="FILE", help="write its bytes to FILE ('-': stdout, not a terminal)"
+    )
     _client_options(read)
 
     prompt = commands.add_parser(
