@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import select
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -209,6 +213,47 @@ def test_piped_stdout_is_the_server_s_text(capsys: pytest.CaptureFixture[str], a
     # ... while stderr, for people only, is safe anyway.
     assert_safe(captured.err)
     assert "progress: 1/2 (50%) step \\x1b[2J" in captured.err
+
+
+def _on_a_real_terminal(*args: str) -> tuple[int, bytes]:
+    """``python -m mcp_trio ARGS`` with stdout and stderr on a pseudo-terminal."""
+    pty = pytest.importorskip("pty")
+    controller, terminal = pty.openpty()
+    argv = [sys.executable, "-m", "mcp_trio", *args]
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal) as proc:
+        os.close(terminal)
+        seen = b""
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([controller], [], [], 0.1)
+                if not ready:
+                    continue
+                try:
+                    chunk = os.read(controller, 4096)
+                except OSError:  # EIO: every process on the terminal has exited
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            code = proc.wait(timeout=60)
+        finally:
+            proc.kill()
+            os.close(controller)
+    return code, seen
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_a_real_terminal(app: str) -> None:
+    # The same, with the process's own stdout and stderr on a terminal.
+    code, seen = _on_a_real_terminal("read", app, "app://text")
+    assert code == 0, seen
+    assert b"\x1b" not in seen
+    assert b"line2 \\x1b[2J\\rover" in seen
+    code, seen = _on_a_real_terminal("read", app, "app://text", "--out", "-")
+    assert code == 2
+    assert b"\x1b" not in seen
+    assert b"use --out FILE or pipe it" in seen
 
 
 # ---------------------------------------------------------------------- read --out -

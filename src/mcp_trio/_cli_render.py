@@ -8,7 +8,7 @@ lines anywhere else (a pipe, a CI log).
 Hostile text: a listing shows each field of an item on one line, clipped
 (:data:`LISTING_LIMITS`), so a 10 MB name or title cannot flood the terminal or fake
 more entries; progress messages and log lines on stderr are clipped and shown
-:func:`~mcp_trio._cli_util.terminal_safe` (escape sequences as ``\x1b``). The
+:func:`~mcp_trio._cli_util.terminal_safe` (escape sequences as ``\\x1b``). The
 rendered results on stdout are made safe where they are printed (on a terminal only:
 see :mod:`mcp_trio._cli_client`).
 """

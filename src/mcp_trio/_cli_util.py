@@ -7,7 +7,7 @@ bug in mcp-trio and keeps its traceback.
 
 What a server sends is shown to people, and a server may be hostile (or buggy): text
 with escape sequences would act on the terminal (clear it, retitle it, hide text, make
-links). :func:`terminal_safe` shows those characters as escapes (``\x1b``) instead, and
+links). :func:`terminal_safe` shows those characters as escapes (``\\x1b``) instead, and
 :func:`clip` bounds a field that has no reason to be long.
 """
 
