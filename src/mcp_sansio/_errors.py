@@ -14,7 +14,7 @@ Which one you get depends on which public method raised it (the h11 split).
 from __future__ import annotations
 
 import enum
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
@@ -39,6 +39,12 @@ class ErrorCode(enum.IntEnum):
     MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
     #: 2026-07-28: the envelope names a protocol version the server does not speak.
     UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+
+SHUTTING_DOWN: Final = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
+"""``(code, message)`` of the error a stopping server answers the requests it will not
+finish: Streamable HTTP's ``HttpServer.close()``, and the binding's session and WebSocket
+stops (one text on every transport)."""
 
 
 @final

@@ -110,7 +110,7 @@ import attrs
 
 from ._config import ConnectionConfig, check_count
 from ._connection import Connection
-from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._errors import SHUTTING_DOWN, ErrorCode, ErrorData, LocalProtocolError
 from ._events import Event, InvalidMessageReceived, RequestCancelled
 from ._events import RequestReceived as _RequestReceived
 from ._framing import encode_sse_event
@@ -206,7 +206,6 @@ _CORS_EXPOSE: Final = (
     b"Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After",
 )
 _CORS_VARY: Final = (b"vary", b"Origin")
-_SHUTTING_DOWN: Final = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
 _CORS_ALLOW_HEADERS: Final = (
     b"Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, "
     b"Mcp-Name, Last-Event-ID"
@@ -2040,16 +2039,16 @@ class HttpServer:
             if stream.opened and rid in conn.inflight_requests():
                 # An event stream under way: its last event says why it ends (one that
                 # just ends reads as a lost connection); the handler is cancelled.
-                conn.receive_eof(fail_inflight=_SHUTTING_DOWN)
+                conn.receive_eof(fail_inflight=SHUTTING_DOWN)
                 self._drain(conn)
-                cancelled = RequestCancelled(request_id=rid, reason=_SHUTTING_DOWN[1])
+                cancelled = RequestCancelled(request_id=rid, reason=SHUTTING_DOWN[1])
                 events.append(
                     ServerEvent(
                         event=cancelled, connection=conn, session_id=None, stream_id=stream.key
                     )
                 )
                 continue
-            events.extend(self._cancel_modern(stream, _SHUTTING_DOWN[1]))
+            events.extend(self._cancel_modern(stream, SHUTTING_DOWN[1]))
             buf = self._buf(stream.key)  # a modern stream's handle is its key
             if stream.opened:
                 buf.end = True
@@ -2061,5 +2060,5 @@ class HttpServer:
             # Every request gets one answer: a stream that just ended would send the
             # client resuming (SSE) or restarting its session (JSON 404) against a server
             # going away. The handlers are abandoned (ConnectionClosed) as before.
-            self._close_session(session, "shutdown", events, _SHUTTING_DOWN)
+            self._close_session(session, "shutdown", events, SHUTTING_DOWN)
         return events

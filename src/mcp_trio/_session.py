@@ -80,7 +80,7 @@ import logging
 import math
 from collections import deque
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Final, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
@@ -89,7 +89,6 @@ from mcp_sansio import (
     Connection,
     ConnectionConfig,
     Era,
-    ErrorCode,
     ErrorData,
     ErrorReceived,
     Event,
@@ -109,6 +108,7 @@ from mcp_sansio import (
     Role,
     SubscriptionNotificationReceived,
 )
+from mcp_sansio._errors import SHUTTING_DOWN
 
 from ._channel import MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
@@ -143,9 +143,6 @@ __all__ = ["Session", "SessionStatistics"]
 logger = logging.getLogger("mcp_trio")
 
 _START = frozenset({"initialize", "server/discover"})
-SHUTTING_DOWN: Final = (int(ErrorCode.INTERNAL_ERROR), "server shutting down")
-"""The error a server stopping answers the requests it will not finish (as Streamable
-HTTP's ``HttpServer.close()`` does)."""
 
 
 async def _reraise(exc: BaseException) -> None:

@@ -56,6 +56,7 @@ import trio
 import trio_websocket
 
 from mcp_sansio import ConnectionConfig, ErrorCode, ErrorData
+from mcp_sansio._errors import SHUTTING_DOWN
 from mcp_sansio._http_auth import Principal
 from mcp_sansio._http_common import (
     LOCAL_HOSTS,
@@ -75,7 +76,7 @@ from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
 from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
-from ._session import SHUTTING_DOWN, Session
+from ._session import Session
 from ._util import (
     RefusedHosts,
     SessionHook,
