@@ -607,6 +607,25 @@ def _fail(
     return json_response(status, body, headers)
 
 
+HTTP_HOSTS_SETTING: Final = "HttpServerConfig.allowed_hosts"
+"""Where Streamable HTTP's ``Host`` allow list is set (named by :func:`misdirected`)."""
+
+
+def misdirected(host: str | None, setting: str) -> HttpResponse:
+    """The ``421 Misdirected Request`` refusal of a ``Host`` not in an allow list
+    (DNS-rebinding protection), with the JSON-RPC error body of the other refusals.
+
+    Its message says how to serve that name: in ``setting``, the allow list of the
+    transport that refused it (:data:`HTTP_HOSTS_SETTING`; the WebSocket binding names
+    its own), or with the command line's ``--allow-host``. ``host``: the request's
+    ``Host`` (``None``: it had none)."""
+    return _fail(
+        421,
+        f"Misdirected Request: Host {host!r} is not served here (allow it in {setting},"
+        " or with mcp-trio run --allow-host NAME)",
+    )
+
+
 def _needed(event: Event, checked: Mapping[RequestId, frozenset[str]]) -> frozenset[str] | None:
     """The scopes ``event``, a request, was checked to need (see
     :attr:`ServerEvent.needed_scopes`)."""
@@ -794,13 +813,10 @@ class HttpServer:
     def _misdirected(self, request: HttpRequest) -> HttpResponse | None:
         """``421`` for a ``Host`` not in ``allowed_hosts`` (DNS-rebinding protection)."""
         allowed = self.config.allowed_hosts
-        if allowed is None or host_allowed(request.header("host"), allowed):
+        host = request.header("host")
+        if allowed is None or host_allowed(host, allowed):
             return None
-        return _fail(
-            421,
-            f"Misdirected Request: Host {request.header('host')!r} is not served here (allow"
-            " it in HttpServerConfig.allowed_hosts, or with mcp-trio run --allow-host NAME)",
-        )
+        return misdirected(host, HTTP_HOSTS_SETTING)
 
     def cors_headers(self, request: HttpRequest) -> Headers:
         """The CORS headers of any response to ``request``: none unless ``cors`` is on

@@ -55,6 +55,7 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, encode_sse_comment
+from mcp_sansio._http_server import HTTP_HOSTS_SETTING
 from mcp_sansio._json import JSONDecodeError, loads
 from mcp_sansio.http import (
     AwaitResponse,
@@ -229,7 +230,7 @@ class _Server:
         self.finished = trio.Event()
         self._no_connections = trio.Event()
         self._no_connections.set()
-        self.refused_hosts = RefusedHosts("", "HttpServerConfig.allowed_hosts")
+        self.refused_hosts = RefusedHosts("", HTTP_HOSTS_SETTING)
 
     async def accept_all(self, *, task_status: trio.TaskStatus[None]) -> None:
         with self.accept_scope:

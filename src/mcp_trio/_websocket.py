@@ -69,6 +69,7 @@ from mcp_sansio._http_common import (
     json_response,
     origin_allowed,
 )
+from mcp_sansio._http_server import misdirected
 
 from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
@@ -112,6 +113,8 @@ _TOKEN_EXPIRED_REASON = "invalid_token: the access token expired"
 """The close reason of a connection that outlived its token (with code 1008): RFC 6750's
 error code first, which is what a client looks for."""
 #: Headers of the opening handshake that trio-websocket writes (``*``: a prefix).
+_HOSTS_SETTING = "serve_websocket's allowed_hosts"
+"""Where the ``Host`` allow list is set, as a refusal and its warning name it."""
 _RESERVED_HEADERS = ("host", "upgrade", "connection", "content-length", "sec-websocket-*")
 
 
@@ -753,7 +756,7 @@ class _Guard:
     def __init__(self, origins: tuple[str, ...], hosts: tuple[str, ...] | None) -> None:
         self.origins = origins
         self.hosts = hosts
-        self._refused = RefusedHosts("WebSocket: ", "serve_websocket's allowed_hosts")
+        self._refused = RefusedHosts("WebSocket: ", _HOSTS_SETTING)
 
     def refusal(self, head: HttpRequest) -> HttpResponse | None:
         """``403`` for an ``Origin`` not allowed (none: not a browser, it passes),
@@ -766,11 +769,7 @@ class _Guard:
         host = head.header("host")
         if self.hosts is not None and not host_allowed(host, self.hosts):
             self._refused.note(host)
-            return _refusal(
-                421,
-                f"Misdirected Request: Host {host!r} is not served here (allow it in "
-                "serve_websocket's allowed_hosts, or with mcp-trio run --allow-host NAME)",
-            )
+            return misdirected(host, _HOSTS_SETTING)
         return None
 
 
