@@ -79,7 +79,7 @@ from ._tasks import (
     TaskSupport,
     running_tasks,
 )
-from ._util import SessionHook, open_task_nursery, plain_interrupt
+from ._util import SessionHook, open_task_nursery, plain_interrupt, undecorated
 
 if TYPE_CHECKING:
     import os
@@ -856,7 +856,7 @@ class Server:
         >>> if __name__ == "__main__":
         ...     trio.run(server.serve_stdio)
         """
-        await _serve_stdio(
+        await undecorated(_serve_stdio)(  # (this method is the entry point)
             self.handlers(),
             config=self.session_config,
             connection_config=self.connection_config(),
@@ -888,7 +888,7 @@ class Server:
         ``HttpServerConfig``'s, checked there too)."""
         from ._websocket import serve_websocket as _serve_websocket  # noqa: PLC0415
 
-        await _serve_websocket(
+        await undecorated(_serve_websocket)(  # (this method is the entry point)
             self.handlers(),
             host,
             port,
@@ -939,7 +939,7 @@ class Server:
             http_config = attrs.evolve(http_config, tool_header_params=self._header_params)
         options.setdefault("config", self.session_config)
         with self._tracker.serving_http() as attach:
-            await module.serve_http(
+            await undecorated(module.serve_http)(  # (this method is the entry point)
                 self.handlers(),
                 connection_config=self.connection_config(),
                 host=host,

@@ -35,6 +35,7 @@ __all__ = [
     "open_task_nursery",
     "plain_interrupt",
     "run_hook",
+    "undecorated",
     "url_host",
 ]
 
@@ -115,7 +116,11 @@ def plain_interrupt(
     ``KeyboardInterrupt``, not one wrapped by the nurseries it passed through, so that
     ``except KeyboardInterrupt:`` around ``trio.run(serve_*)`` catches it (and an
     uncaught one prints one line, not a tree). A group holding anything else beside it
-    propagates unchanged."""
+    propagates unchanged.
+
+    Apply it once per entry point, outermost: an entry point that calls another one
+    (``Server.serve_stdio`` calls :func:`~mcp_trio.serve_stdio` inside more nurseries)
+    calls it :func:`undecorated`."""
 
     @functools.wraps(serve)
     async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -128,6 +133,19 @@ def plain_interrupt(
             raise interrupt from None  # (its own traceback still says where it landed)
 
     return wrapper
+
+
+def undecorated(
+    serve: Callable[_P, Coroutine[Any, Any, _R]],
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """``serve``, a function decorated with :func:`plain_interrupt`, without it (the
+    ``__wrapped__`` ``functools.wraps`` keeps): for a caller that applies it itself.
+
+    Raises:
+        KeyError: ``serve`` is not decorated (a bug).
+    """
+    bare: Callable[_P, Coroutine[Any, Any, _R]] = vars(serve)["__wrapped__"]
+    return bare
 
 
 @asynccontextmanager
