@@ -35,6 +35,7 @@ from mcp_trio import (
 from mcp_trio._websocket import _open_ws
 
 from .helpers import client_config, server_config
+from .websocket_support import handshake_request
 
 IO_TIMEOUT = 10
 
@@ -441,11 +442,7 @@ async def test_a_refusal_cut_short_goes_no_further(
     server, _ = await _start_protected(nursery, hook)
     with caplog.at_level(logging.DEBUG, "mcp_trio"):
         stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-        await stream.send_all(
-            b"GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-            b"Sec-WebSocket-Protocol: mcp\r\n\r\n"
-        )
+        await stream.send_all(handshake_request("x", path="/other"))
         await trio.sleep(20)  # (virtual) past ws_connect_timeout
         await stream.aclose()
         await trio.testing.wait_all_tasks_blocked()

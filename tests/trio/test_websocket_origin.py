@@ -5,9 +5,7 @@ before ``authenticate`` runs. Real sockets on 127.0.0.1 (port 0), with ``fail_af
 
 from __future__ import annotations
 
-import base64
 import logging
-import os
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -18,6 +16,8 @@ import trio
 from mcp_sansio._json import loads
 from mcp_sansio.http import HttpRequest, HttpResponse
 from mcp_trio import Principal, Server, WebSocketServeHandle, open_client
+
+from .websocket_support import handshake_request
 
 IO_TIMEOUT = 10
 
@@ -46,19 +46,9 @@ async def _serve(nursery: trio.Nursery, server: Server, **options: Any) -> int:
 async def _handshake(port: int, headers: Sequence[tuple[str, str]]) -> tuple[int, bytes]:
     """A raw opening handshake with ``headers`` (``Host`` among them); the status and
     the body of the answer (none for ``101``)."""
-    key = base64.b64encode(os.urandom(16)).decode()
-    lines = [
-        "GET /mcp HTTP/1.1",
-        "Upgrade: websocket",
-        "Connection: Upgrade",
-        f"Sec-WebSocket-Key: {key}",
-        "Sec-WebSocket-Version: 13",
-        "Sec-WebSocket-Protocol: mcp",
-        *(f"{name}: {value}" for name, value in headers),
-    ]
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     try:
-        await stream.send_all(("\r\n".join(lines) + "\r\n\r\n").encode())
+        await stream.send_all(handshake_request(None, headers=headers))
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = await stream.receive_some()
@@ -210,10 +200,7 @@ async def test_a_host_wsproto_cannot_decode_is_dropped_without_a_traceback(
     with trio.fail_after(IO_TIMEOUT), caplog.at_level(logging.DEBUG, logger="mcp_trio"):
         for host in ("l\u043ecalhost".encode(), b"xn--localhost-"):  # (not IDNA)
             stream = await trio.open_tcp_stream("127.0.0.1", port)
-            head = b"GET /mcp HTTP/1.1\r\nHost: " + host + b"\r\nUpgrade: websocket\r\n"
-            head += b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-            head += b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-            await stream.send_all(head)
+            await stream.send_all(handshake_request(host, subprotocol=None))
             assert await stream.receive_some() == b""  # (dropped)
             await stream.aclose()
         # The server goes on serving.

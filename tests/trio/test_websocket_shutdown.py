@@ -6,9 +6,7 @@ autojump clock."""
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -33,6 +31,7 @@ from mcp_trio import (
 from mcp_trio._websocket import _serve_connection
 
 from .test_websocket import raw
+from .websocket_support import handshake_request
 
 IO_TIMEOUT = 60  # (trio time: the autojump clock runs the grace periods)
 CONFIG = SessionConfig(shutdown_grace_period=5, close_timeout=2, abandon_write_timeout=1)
@@ -183,7 +182,7 @@ async def test_a_handshake_that_completes_during_the_stop_is_refused_503() -> No
                     stopping=stopping,
                 )
             )
-            await client_end.send_all(_handshake_bytes("127.0.0.1:9"))
+            await client_end.send_all(handshake_request("127.0.0.1:9"))
             answer = b""
             while b"shutting down" not in answer:
                 chunk = await client_end.receive_some()
@@ -191,15 +190,6 @@ async def test_a_handshake_that_completes_during_the_stop_is_refused_503() -> No
                 answer += chunk
     assert answer.startswith(b"HTTP/1.1 503")
     assert b'"code":-32603' in answer.replace(b" ", b"")
-
-
-def _handshake_bytes(host: str) -> bytes:
-    key = base64.b64encode(os.urandom(16)).decode()
-    return (
-        f"GET /mcp HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        "Sec-WebSocket-Protocol: mcp\r\n\r\n"
-    ).encode()
 
 
 SLOW_APP = """
