@@ -246,6 +246,7 @@ class Session:
         self._restarting: trio.Event | None = None  # set once a new session is started
         self._close_exc: SessionClosed | None = None
         self._forced = False
+        self._grace_ends: float | None = None  # (see _grace)
         self._answering = False  # half-closed: the peer's requests in flight get answers
         self._initialized: trio.Event | None = None  # someone waits in until_initialized
         self._closing = trio.Event()
@@ -618,13 +619,22 @@ class Session:
         (:meth:`_close_locally`): that cancels the handlers left. Returns at once if
         the session closes meanwhile."""
         if self._close_exc is None:
-            with trio.move_on_after(self.config.shutdown_grace_period):
-                await self._pool.wait_idle(or_cancelled=True)
+            await self._grace()
         if self._close_exc is None:
             self._end_listens()
             self._conn.receive_eof(fail_inflight=error)  # (late answers: dropped)
             with trio.move_on_after(self.config.abandon_write_timeout):
                 await self._flush()
+
+    async def _grace(self) -> None:
+        """Give the running handlers ``shutdown_grace_period`` to finish (or until they
+        are cancelled): one period per session, from the first stop that waits, however
+        many do (a drain, then the end of input the peer sends meanwhile), so that a
+        stop takes one period, not one each."""
+        if self._grace_ends is None:
+            self._grace_ends = trio.current_time() + self.config.shutdown_grace_period
+        with trio.move_on_at(self._grace_ends):
+            await self._pool.wait_idle(or_cancelled=True)
 
     # ------------------------------------------------------------------ waiting
 
@@ -1087,8 +1097,7 @@ class Session:
     async def _shutdown(self) -> None:
         try:
             if not self._forced:
-                with trio.move_on_after(self.config.shutdown_grace_period):
-                    await self._pool.wait_idle(or_cancelled=True)
+                await self._grace()
             if self._answering and not self._forced:
                 # The end of the half-close: what is left is answered "server shutting
                 # down" (as Streamable HTTP does) and abandoned; those answers and the

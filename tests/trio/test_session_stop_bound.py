@@ -1,0 +1,107 @@
+"""A server session's stop waits for its running handlers once: a graceful stop's drain
+(``Session._drain``, what a WebSocket server's ``aclose`` runs) and the end of input
+(the peer leaving meanwhile) share one ``shutdown_grace_period``. On the
+``autojump_clock``: the bounds are checked in Trio's virtual time."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio._errors import SHUTTING_DOWN
+from mcp_trio import (
+    Handlers,
+    McpError,
+    RequestContext,
+    Session,
+    SessionClosed,
+    SessionConfig,
+    open_memory_pair,
+)
+
+from .helpers import client_config, server_config
+
+GRACE = 10.0
+ABANDON = 1.0
+
+
+def _stuck(started: trio.Event) -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def stuck(ctx: RequestContext) -> dict[str, Any]:
+        started.set()
+        await trio.sleep_forever()
+        raise AssertionError("not reached")
+
+    return handlers
+
+
+async def _call(client: Session) -> None:
+    with suppress(SessionClosed):  # (the peer that leaves: its request fails)
+        await client.request("tools/call", {"name": "stuck", "arguments": {}})
+
+
+async def _stop(server: Session) -> None:
+    """What a WebSocket server's graceful stop does to each session."""
+    await server._drain(SHUTTING_DOWN)
+    if not server.closed:
+        server._close_locally()
+
+
+async def test_the_peer_leaving_during_a_drain_starts_no_second_grace_period(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started = trio.Event()
+    config = SessionConfig(shutdown_grace_period=GRACE, abandon_write_timeout=ABANDON)
+    async with (
+        open_memory_pair(
+            server_handlers=_stuck(started),
+            server_config=config,
+            server_connection_config=server_config(),
+            client_connection_config=client_config(),
+        ) as (client, server),
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(_call, client)
+        await started.wait()
+        begin = trio.current_time()
+        nursery.start_soon(_stop, server)
+        await trio.sleep(GRACE - 1)
+        await client.channel.aclose()  # the peer leaves, its request still running
+        await server.wait_closed()
+        took = trio.current_time() - begin
+        assert GRACE <= took <= GRACE + ABANDON
+
+
+async def test_a_drain_alone_answers_shutting_down_after_one_grace_period(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started = trio.Event()
+    config = SessionConfig(shutdown_grace_period=GRACE, abandon_write_timeout=ABANDON)
+    async with open_memory_pair(
+        server_handlers=_stuck(started),
+        server_config=config,
+        server_connection_config=server_config(),
+        client_connection_config=client_config(),
+    ) as (client, server):
+        begin: list[float] = []
+
+        async def stop_once_started() -> None:
+            await started.wait()
+            begin.append(trio.current_time())
+            await _stop(server)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop_once_started)
+            with pytest.raises(McpError) as caught:
+                await client.request("tools/call", {"name": "stuck", "arguments": {}})
+            answered = trio.current_time() - begin[0]
+            await server.wait_closed()
+        assert (caught.value.code, caught.value.message) == SHUTTING_DOWN
+        assert answered == GRACE
+        assert trio.current_time() - begin[0] <= GRACE + ABANDON
