@@ -1,0 +1,66 @@
+"""A request cancelled while the server is still starting it (waiting for a handler
+slot, before its response is written) closes its response: the core is told the stream
+is over (``HttpServer.stream_closed``), so no response of it is left open. Real sockets
+on 127.0.0.1 (port 0), with ``fail_after``."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import trio
+import trio.testing
+
+from mcp_sansio.http import HttpServerConfig
+from mcp_trio import SessionConfig
+from mcp_trio._http_server import HttpServeHandle, serve_http
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    LEGACY,
+    POST_HEADERS,
+    App,
+    RawConnection,
+    call,
+    raw_session,
+    rpc,
+    server_connection_config,
+)
+
+
+async def test_a_request_cancelled_while_it_waits_for_a_handler_slot_closes_its_response() -> None:
+    app = App()
+    config = SessionConfig(max_concurrent_handlers=1)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle: HttpServeHandle = await nursery.start(
+                partial(
+                    serve_http,
+                    app.handlers,
+                    connection_config=server_connection_config(era="legacy"),
+                    http_config=HttpServerConfig(),
+                    config=config,
+                )
+            )
+            sid = await raw_session(handle.port)
+            headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+            connections = [await RawConnection.open(handle.port) for _ in range(2)]
+            try:
+                # The first call takes the one handler slot and keeps it...
+                await connections[0].send(
+                    "POST", headers=headers, body=rpc(1, "tools/call", call("block"))
+                )
+                await app.started_event.wait()
+                # ... so the second waits for it, its response open (registered) already.
+                await connections[1].send(
+                    "POST", headers=headers, body=rpc(2, "tools/call", call("block"))
+                )
+                while handle.statistics().open_responses < 2:
+                    await trio.testing.wait_all_tasks_blocked()
+                assert len(app.started) == 1  # (the second waits for the slot)
+                nursery.cancel_scope.cancel()  # serve_http is cancelled: both are
+            finally:
+                with trio.CancelScope(shield=True):  # (each closes, cancelled or not)
+                    for conn in connections:
+                        await conn.aclose()
+    assert len(app.started) == 1  # the second never ran
+    assert handle.statistics().open_responses == 0
