@@ -195,6 +195,20 @@ class WebSocketChannel(MessageChannel):
         self._close_budget = close_timeout  # (what the close handshake may take)
         self._closing: trio.Event | None = None  # (set when the first aclose is done)
 
+    @property
+    def remote(self) -> trio_websocket.Endpoint | None:
+        """The peer's address: a ``trio_websocket.Endpoint`` (``address``, an
+        ``ipaddress`` address; ``port``; ``is_ssl``; ``url``), or ``None`` over a stream
+        that is not a TCP socket (a memory stream), or once the socket is closed.
+        (``ws.remote`` cannot say: the stream trio-websocket sees is wrapped, see
+        ``_WholeFrames``.)"""
+        return _endpoint(self._stream, self.ws, local=False)
+
+    @property
+    def local(self) -> trio_websocket.Endpoint | None:
+        """Our own address, as :attr:`remote` gives the peer's."""
+        return _endpoint(self._stream, self.ws, local=True)
+
     def message_bound(self) -> tuple[int, str] | None:
         """``SessionConfig.ws_max_message_size``, when known: a larger message closes
         the connection."""
@@ -317,6 +331,30 @@ class WebSocketChannel(MessageChannel):
                 nursery.cancel_scope.cancel()
 
 
+def _endpoint(
+    stream: trio.abc.AsyncResource | None, ws: trio_websocket.WebSocketConnection, *, local: bool
+) -> trio_websocket.Endpoint | None:
+    """The address of one end of the TCP socket under ``stream`` (our ``_WholeFrames``,
+    over TLS or not), or, with no ``stream`` given, trio-websocket's own answer for
+    ``ws`` when it is one; ``None`` when there is no socket (or it is closed)."""
+    if stream is None:
+        found = ws.local if local else ws.remote
+        return found if isinstance(found, trio_websocket.Endpoint) else None
+    if isinstance(stream, _WholeFrames):
+        stream = stream.stream
+    is_ssl = isinstance(stream, trio.SSLStream)
+    if isinstance(stream, trio.SSLStream):
+        stream = stream.transport_stream
+    if not isinstance(stream, trio.SocketStream):
+        return None
+    sock = stream.socket
+    try:
+        address, port, *_ = sock.getsockname() if local else sock.getpeername()
+    except OSError:
+        return None  # (closed)
+    return trio_websocket.Endpoint(address, port, is_ssl)
+
+
 def _undecodable_handshake(exc: BaseException) -> bool:
     """Whether a connection failed only because wsproto could not decode its opening
     handshake (a ``Host`` that is not IDNA raises ``UnicodeError`` in its reader)."""
@@ -361,7 +399,7 @@ class _WholeFrames(trio.abc.Stream):
     sees the connection drop (code 1006).
 
     (trio-websocket's ``local`` and ``remote`` then give this stream's ``repr``, not the
-    socket's addresses.)"""
+    socket's addresses: :attr:`WebSocketChannel.remote` / ``local`` give those.)"""
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream

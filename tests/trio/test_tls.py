@@ -115,6 +115,9 @@ async def test_wss(
         ) as session:
             result = await session.request("tools/call", call("echo", text="wss"))
             assert result["content"][0]["text"] == "wss"
+            remote = getattr(session.channel, "remote", None)  # (a WebSocketChannel's)
+            assert remote is not None and remote.is_ssl
+            assert url.startswith(f"wss://127.0.0.1:{remote.port}/")
 
 
 async def test_wss_client_refuses_an_untrusted_server(

@@ -3,11 +3,13 @@ absolute ``fail_after`` on every test."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
+import types
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -28,6 +30,7 @@ from mcp_trio import (
     Session,
     SessionClosed,
     SessionConfig,
+    WebSocketChannel,
     open_client,
     open_websocket_client,
     serve_websocket,
@@ -448,3 +451,35 @@ async def test_a_refusal_cut_short_goes_no_further(
         await trio.testing.wait_all_tasks_blocked()
     assert asked == []
     assert "connection failed" not in caplog.text
+
+
+async def test_the_channel_gives_both_ends_addresses(server: Server) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_websocket_client(
+            server.url(), connection_config=client_config()
+        ) as session:
+            await server.connected.wait()
+            client, served = session.channel, server.sessions[0].channel
+            assert isinstance(client, WebSocketChannel) and isinstance(served, WebSocketChannel)
+            assert client.remote is not None and client.local is not None
+            assert served.remote is not None and served.local is not None
+            assert (client.remote.address, client.remote.port) == (
+                ipaddress.ip_address("127.0.0.1"),
+                server.port,
+            )
+            assert (served.remote.address, served.remote.port) == (
+                client.local.address,
+                client.local.port,
+            )
+            assert served.local.port == server.port
+            assert not client.remote.is_ssl and not served.remote.is_ssl
+        assert client.remote is None  # (closed)
+
+
+def test_a_channel_without_a_socket_has_no_addresses() -> None:
+    ws = cast(
+        trio_websocket.WebSocketConnection,
+        types.SimpleNamespace(remote="<a memory stream>", local="<a memory stream>"),
+    )
+    channel = WebSocketChannel(ws)
+    assert channel.remote is None and channel.local is None
