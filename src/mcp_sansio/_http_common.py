@@ -28,7 +28,7 @@ from typing import Any, Final, TypeAlias, final
 
 import attrs
 
-from ._errors import ErrorData
+from ._errors import ErrorCode, ErrorData
 from ._json import dumps
 from ._jsonrpc import error_response
 from ._tasks import NAME_KEYS as TASK_NAME_KEYS
@@ -305,6 +305,28 @@ def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
         if eport in ("*", port):
             return True
     return False
+
+
+HTTP_HOSTS_SETTING: Final = "HttpServerConfig.allowed_hosts"
+"""Where Streamable HTTP's ``Host`` allow list is set (named by :func:`misdirected`)."""
+
+
+def misdirected(host: str | None, setting: str) -> HttpResponse:
+    """The ``421 Misdirected Request`` refusal of a ``Host`` not in an allow list
+    (DNS-rebinding protection, :func:`host_allowed`), with the JSON-RPC error body of
+    the other refusals.
+
+    Its message says how to serve that name: in ``setting``, the allow list of the
+    transport that refused it (:data:`HTTP_HOSTS_SETTING`; the WebSocket binding names
+    its own), or with the command line's ``--allow-host``. ``host``: the request's
+    ``Host`` (``None``: it had none)."""
+    message = (
+        f"Misdirected Request: Host {host!r} is not served here (allow it in {setting},"
+        " or with mcp-trio run --allow-host NAME)"
+    )
+    return json_response(
+        421, error_body(ErrorData(code=ErrorCode.INVALID_REQUEST, message=message))
+    )
 
 
 def origin_allowed(origin: str, allowed: Sequence[str]) -> bool:

@@ -125,6 +125,7 @@ from ._http_auth import (
     token_expired,
 )
 from ._http_common import (
+    HTTP_HOSTS_SETTING,
     JSON_TYPE,
     LAST_EVENT_ID,
     LOCAL_HOSTS,
@@ -146,6 +147,7 @@ from ._http_common import (
     is_json_content_type,
     json_response,
     media_type_allowed,
+    misdirected,
     origin_allowed,
 )
 from ._json import dumps, loads
@@ -607,25 +609,6 @@ def _fail(
     return json_response(status, body, headers)
 
 
-HTTP_HOSTS_SETTING: Final = "HttpServerConfig.allowed_hosts"
-"""Where Streamable HTTP's ``Host`` allow list is set (named by :func:`misdirected`)."""
-
-
-def misdirected(host: str | None, setting: str) -> HttpResponse:
-    """The ``421 Misdirected Request`` refusal of a ``Host`` not in an allow list
-    (DNS-rebinding protection), with the JSON-RPC error body of the other refusals.
-
-    Its message says how to serve that name: in ``setting``, the allow list of the
-    transport that refused it (:data:`HTTP_HOSTS_SETTING`; the WebSocket binding names
-    its own), or with the command line's ``--allow-host``. ``host``: the request's
-    ``Host`` (``None``: it had none)."""
-    return _fail(
-        421,
-        f"Misdirected Request: Host {host!r} is not served here (allow it in {setting},"
-        " or with mcp-trio run --allow-host NAME)",
-    )
-
-
 def _needed(event: Event, checked: Mapping[RequestId, frozenset[str]]) -> frozenset[str] | None:
     """The scopes ``event``, a request, was checked to need (see
     :attr:`ServerEvent.needed_scopes`)."""
@@ -774,9 +757,9 @@ class HttpServer:
         origin = request.header("origin")
         if origin is not None and not origin_allowed(origin, cfg.allowed_origins):
             return _fail(403, f"Forbidden: Origin {origin!r} is not allowed")
-        misdirected = self._misdirected(request)
-        if misdirected is not None:
-            return misdirected
+        wrong_host = self._misdirected(request)
+        if wrong_host is not None:
+            return wrong_host
         method = request.method
         if method not in self._methods:
             if method == "OPTIONS" and cfg.cors:

@@ -55,7 +55,7 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, encode_sse_comment
-from mcp_sansio._http_server import HTTP_HOSTS_SETTING
+from mcp_sansio._http_common import HTTP_HOSTS_SETTING
 from mcp_sansio._json import JSONDecodeError, loads
 from mcp_sansio.http import (
     AwaitResponse,

@@ -67,9 +67,9 @@ from mcp_sansio._http_common import (
     extra_headers,
     host_allowed,
     json_response,
+    misdirected,
     origin_allowed,
 )
-from mcp_sansio._http_server import misdirected
 
 from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
