@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp_sansio import ConnectionConfig as ConnectionConfig
     from mcp_sansio import Era as Era
+    from mcp_sansio import NotificationReceived as NotificationReceived
     from mcp_sansio import ProgressReceived as ProgressReceived
 
     from ._blocking import BlockingClient as BlockingClient
+    from ._channel import Hold as Hold
     from ._channel import MemoryChannel as MemoryChannel
     from ._channel import MessageChannel as MessageChannel
     from ._channel import StreamChannel as StreamChannel
+    from ._channel import Take as Take
     from ._channel import memory_channel_pair as memory_channel_pair
     from ._client import Client as Client
     from ._client import open_client as open_client
@@ -118,11 +121,16 @@ _LAZY: dict[str, str] = {
     # (the core's names that a client passes in or gets back, re-exported as they are)
     "ConnectionConfig": "mcp_sansio",
     "Era": "mcp_sansio",
+    "NotificationReceived": "mcp_sansio",
     "ProgressReceived": "mcp_sansio",
     "BlockingClient": "._blocking",
+    # (Hold and Take: the callables a custom MessageChannel's attach_holds and
+    # attach_reader are given, so that one can be annotated)
+    "Hold": "._channel",
     "MemoryChannel": "._channel",
     "MessageChannel": "._channel",
     "StreamChannel": "._channel",
+    "Take": "._channel",
     "memory_channel_pair": "._channel",
     "Client": "._client",
     "open_client": "._client",
@@ -268,6 +276,7 @@ __all__ = [
     "FileOAuthStorage",
     "Handlers",
     "HandshakeFailed",
+    "Hold",
     "HttpChannel",
     "HttpClientConfig",
     "HttpNotificationContext",
@@ -289,6 +298,7 @@ __all__ = [
     "MessageChannel",
     "NotificationContext",
     "NotificationHandler",
+    "NotificationReceived",
     "OAuth",
     "OAuthError",
     "OAuthStorage",
@@ -317,6 +327,7 @@ __all__ = [
     "SkillVerificationError",
     "StreamChannel",
     "Subscription",
+    "Take",
     "TaskCancelled",
     "TaskConfig",
     "TaskState",

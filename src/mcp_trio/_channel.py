@@ -71,12 +71,20 @@ __all__ = [
 Framing = Literal["message", "ndjson"]
 T = TypeVar("T")
 Take = Callable[[bytes], bool]
-"""A session's ``take``: act on one message now, in the caller's task; ``False``
-refuses it (it must then be buffered for ``receive`` as usual)."""
+"""What :meth:`MessageChannel.attach_reader` is given: the session's ``take(message)``.
+
+It receives one whole message (a JSON text, as ``receive`` would return it) and acts
+on it at once, in the caller's task; it returns ``True`` if it took the message (then
+the channel must not deliver it again), ``False`` if it refused it (then the channel
+buffers it for ``receive`` as usual). It never waits and never raises."""
 Hold = Callable[[tuple[RequestId, ...], bool], None]
-"""A session's ``held``: the channel starts (``True``) or stops (``False``) holding
-these requests back while it obtains credentials for them. Called in the channel's
-task; it must not raise nor wait."""
+"""What :meth:`MessageChannel.attach_holds` is given: the session's
+``held(request_ids, holding)``.
+
+It receives the ids of the requests concerned and ``True`` when the channel starts
+holding them back while it obtains credentials for them (an OAuth refresh or
+authorization), ``False`` when it stops, however that ends; it returns nothing. The
+channel calls it in its own task; it must not raise nor wait."""
 
 
 @final
