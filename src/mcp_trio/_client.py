@@ -43,6 +43,7 @@ from ._client_callbacks import (
     Callbacks,
     ElicitationCallback,
     LogCallback,
+    NotificationCallback,
     ProgressCallback,
     RootsCallback,
     SamplingCallback,
@@ -801,6 +802,7 @@ async def open_client(
     on_elicitation: ElicitationCallback | None = None,
     roots: Iterable[RootLike] | RootsCallback | None = None,
     on_log: LogCallback | None = None,
+    on_notification: NotificationCallback | None = None,
     log_level: str | None = None,
     on_progress: ProgressCallback | None = None,
     client_info: t.Implementation | Mapping[str, Any] | None = None,
@@ -846,6 +848,16 @@ async def open_client(
         roots: the roots (a list, or an async callable returning one) for
             ``roots/list`` (declares ``roots``).
         on_log: receives the server's log messages.
+        on_notification: a plain function (not ``async``: it is not awaited), called
+            with every other notification the server sends outside a subscription
+            (a :class:`~mcp_trio.NotificationReceived`: ``method``, ``params``), in the
+            order they came: log messages when there is no ``on_log``, the legacy
+            ``notifications/*/list_changed`` and ``notifications/resources/updated``
+            (also delivered to :meth:`Client.subscribe` blocks), custom ones. Not
+            progress (``on_progress``), nor what a modern ``subscriptions/listen``
+            delivers (its subscription's). What it raises is logged, not raised: the
+            session reads on. To do async work, hand the notification on without
+            waiting (a memory channel's ``send_nowait``, a nursery's ``start_soon``).
         log_level: the lowest level to receive (see
             :meth:`Client.set_logging_level`); applied after the handshake. With
             ``on_log`` and no level: everything (a legacy server's default; a modern
@@ -911,12 +923,18 @@ async def open_client(
     )
     roots = checked_roots(roots)
     callbacks = Callbacks(
-        on_sampling=on_sampling, on_elicitation=on_elicitation, roots=roots, on_log=on_log
+        on_sampling=on_sampling,
+        on_elicitation=on_elicitation,
+        roots=roots,
+        on_log=on_log,
+        on_notification=on_notification,
     )
     handlers = Handlers()
     callbacks.install(handlers)
     output_schemas = OutputSchemas()
-    hub = SubscriptionHub(on_tools_changed=output_schemas.forget)
+    hub = SubscriptionHub(
+        on_tools_changed=output_schemas.forget, on_notification=callbacks.notified
+    )
     hub.install(handlers)
     async with (
         open_task_nursery("MCP client", cancel_on_exit=True) as nursery,

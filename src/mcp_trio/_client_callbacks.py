@@ -1,4 +1,5 @@
-"""The client's answers to the server: sampling, elicitation, roots, and log messages.
+"""The client's answers to the server: sampling, elicitation, roots; log messages and
+the other notifications.
 
 One set of callbacks serves both eras:
 
@@ -11,14 +12,28 @@ One set of callbacks serves both eras:
 
 The capabilities the client declares follow from which callbacks were given, so a server
 never asks for something nobody can answer.
+
+``on_notification`` gets every notification the server sends outside a
+``subscriptions/listen`` that no other callback takes (``notifications/message`` when
+there is no ``on_log``, the legacy ``*/list_changed`` and ``resources/updated``, custom
+ones), as :class:`~mcp_trio.BlockingClient`'s does; progress and cancellations are the
+core's. It is a plain function, called in each notification's handler task as it starts
+(so in the order they came), never awaited: it cannot hold up the session's reader.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeAlias, final
 
-from mcp_sansio import ErrorCode, InputRequired, ProgressReceived, RemoteProtocolError
+from mcp_sansio import (
+    ErrorCode,
+    InputRequired,
+    NotificationReceived,
+    ProgressReceived,
+    RemoteProtocolError,
+)
 from mcp_sansio import types as t
 
 from ._client_common import (
@@ -36,10 +51,13 @@ __all__ = [
     "Callbacks",
     "ElicitationCallback",
     "LogCallback",
+    "NotificationCallback",
     "ProgressCallback",
     "RootsCallback",
     "SamplingCallback",
 ]
+
+logger = logging.getLogger("mcp_trio")
 
 SamplingCallback: TypeAlias = Callable[
     [t.CreateMessageRequestParams], Awaitable[t.CreateMessageResult | Mapping[str, Any]]
@@ -57,6 +75,10 @@ LogCallback: TypeAlias = Callable[[t.LoggingMessageNotificationParams], Awaitabl
 """``async def on_log(params) -> None``: one ``notifications/message``."""
 ProgressCallback: TypeAlias = Callable[[ProgressReceived], Awaitable[None]]
 """``async def on_progress(event) -> None``: runs in the session's reader; keep it short."""
+NotificationCallback: TypeAlias = Callable[[NotificationReceived], object]
+"""``def on_notification(note) -> None``: a plain function (not awaited; what it returns
+is ignored, what it raises is logged), called with each notification no other callback
+takes (see the module docs)."""
 
 
 @final
@@ -68,6 +90,7 @@ class Callbacks:
         on_elicitation: answers ``elicitation/create``.
         roots: the roots, or an async callable returning them (answers ``roots/list``).
         on_log: receives ``notifications/message``.
+        on_notification: receives the other notifications (see the module docs).
     """
 
     def __init__(
@@ -77,6 +100,7 @@ class Callbacks:
         on_elicitation: ElicitationCallback | None = None,
         roots: Iterable[RootLike] | RootsCallback | None = None,
         on_log: LogCallback | None = None,
+        on_notification: NotificationCallback | None = None,
     ) -> None:
         self.on_sampling = on_sampling
         self.on_elicitation = on_elicitation
@@ -84,9 +108,11 @@ class Callbacks:
             roots if roots is None or callable(roots) else list(roots)
         )
         self.on_log = on_log
+        self.on_notification = on_notification
 
     def install(self, handlers: Handlers) -> None:
-        """Register the legacy request handlers and the log handler on ``handlers``."""
+        """Register the legacy request handlers, the log handler and the handler of the
+        other notifications on ``handlers``."""
         for method, given in (
             ("sampling/createMessage", self.on_sampling),
             ("elicitation/create", self.on_elicitation),
@@ -96,6 +122,18 @@ class Callbacks:
                 handlers.set_request_handler(method, self._handle_request)
         if self.on_log is not None:
             handlers.set_notification_handler("notifications/message", self._handle_log)
+        if self.on_notification is not None:
+            handlers._other_notifications = self._handle_other
+
+    def notified(self, note: NotificationReceived) -> None:
+        """Hand ``note`` to ``on_notification``, if given; log what it raises (the
+        notification has no answer, and the session reads on)."""
+        if self.on_notification is None:
+            return
+        try:
+            self.on_notification(note)
+        except Exception:
+            logger.exception("on_notification failed (for %r)", note.method)
 
     def can_answer(self, method: str) -> bool:
         """Whether a callback for ``method`` was given."""
@@ -161,6 +199,10 @@ class Callbacks:
             return await self.answer(ctx.method, ctx.params)
         except RemoteProtocolError as exc:
             raise McpError(exc.error_data()) from None
+
+    async def _handle_other(self, ctx: NotificationContext) -> None:
+        if ctx.subscription_id is None:  # (a listen's belong to its subscription)
+            self.notified(NotificationReceived(method=ctx.method, params=ctx.params))
 
     async def _handle_log(self, ctx: NotificationContext) -> None:
         assert self.on_log is not None

@@ -338,8 +338,14 @@ class _Opening:
 class SubscriptionHub:
     """Every subscription of one client, and the notification handlers that feed them."""
 
-    def __init__(self, *, on_tools_changed: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_tools_changed: Callable[[], None] | None = None,
+        on_notification: Callable[[NotificationReceived], None] | None = None,
+    ) -> None:
         self._on_tools_changed = on_tools_changed
+        self._on_notification = on_notification  # (legacy ones: the client's too)
         self._legacy: set[Subscription] = set()
         self._uri_refs: dict[str, int] = {}
         self._by_id: dict[RequestId, Subscription] = {}
@@ -367,6 +373,8 @@ class SubscriptionHub:
         if sid is None:
             for legacy in self._legacy:
                 legacy._put(note)
+            if self._on_notification is not None:
+                self._on_notification(note)
             return
         sub = self._by_id.get(sid)
         if sub is not None:

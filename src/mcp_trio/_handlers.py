@@ -83,6 +83,9 @@ class Handlers:
     ) -> None:
         self._requests: dict[str, RequestHandler] = dict(requests or {})
         self._notifications: dict[str, NotificationHandler] = dict(notifications or {})
+        self._other_notifications: NotificationHandler | None = None
+        # The handler of every notification no method's handler takes (the client's
+        # on_notification, installed by _client_callbacks.Callbacks), if any.
         self.required_scopes: RequiredScopes | None = required_scopes
         """The scopes each request needs from an authenticated caller (a
         :class:`~mcp_trio.Server` fills it from what its tools, resources and prompts
@@ -137,7 +140,7 @@ class Handlers:
 
     def notification_handler(self, method: str) -> NotificationHandler | None:
         """The handler of ``method`` notifications, if any."""
-        return self._notifications.get(method)
+        return self._notifications.get(method, self._other_notifications)
 
 
 class RequestFacts:
