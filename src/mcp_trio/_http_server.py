@@ -78,7 +78,8 @@ from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
-from ._util import RefusedHosts, plain_interrupt, url_host
+from ._serve_handle import ListeningHandle
+from ._util import RefusedHosts, plain_interrupt
 
 __all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
 
@@ -135,7 +136,7 @@ class HttpServerStatistics:
 
 
 @final
-class HttpServeHandle:
+class HttpServeHandle(ListeningHandle):
     """What :func:`serve_http` gives ``task_status.started``: the running server."""
 
     def __init__(self, server: _Server) -> None:
@@ -147,17 +148,11 @@ class HttpServeHandle:
         return self._server.listeners
 
     @property
-    def port(self) -> int:
-        """The port of the first listener (the one the kernel chose for ``port=0``)."""
-        return int(self.listeners[0].socket.getsockname()[1])
-
-    @property
     def url(self) -> str:
-        """``http://host:port/path`` of the first listener."""
-        host = self.listeners[0].socket.getsockname()[0]
-        host = url_host(host)
+        """``http://host:port/path`` of the first listener (``https://`` with an
+        ``ssl_context``)."""
         scheme = "https" if self._server.ssl_context is not None else "http"
-        return f"{scheme}://{host}:{self.port}{self.http.config.endpoint}"
+        return self._url(scheme, self.http.config.endpoint)
 
     @property
     def http(self) -> HttpServer:

@@ -77,6 +77,7 @@ from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
 from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
+from ._serve_handle import ListeningHandle
 from ._session import Session
 from ._util import (
     RefusedHosts,
@@ -654,7 +655,7 @@ async def _stop_when(stopping: trio.Event, channel: WebSocketChannel, session: S
 
 
 @final
-class WebSocketServeHandle:
+class WebSocketServeHandle(ListeningHandle):
     """What :func:`serve_websocket` gives ``task_status.started``: the running server,
     as :class:`~mcp_trio.HttpServeHandle` is :func:`~mcp_trio.serve_http`'s."""
 
@@ -669,17 +670,10 @@ class WebSocketServeHandle:
         return self._listeners
 
     @property
-    def port(self) -> int:
-        """The port of the first listener (the one the kernel chose for ``port=0``)."""
-        return int(self._listeners[0].socket.getsockname()[1])
-
-    @property
     def url(self) -> str:
         """``ws://host:port/mcp`` of the first listener (``wss://`` with an
         ``ssl_context``)."""
-        host = url_host(self._listeners[0].socket.getsockname()[0])
-        scheme = "wss" if self._secure else "ws"
-        return f"{scheme}://{host}:{self.port}{MCP_PATH}"
+        return self._url("wss" if self._secure else "ws", MCP_PATH)
 
     async def aclose(self) -> None:
         """Stop gracefully and wait until :func:`serve_websocket` has returned: stop
