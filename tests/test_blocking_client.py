@@ -28,6 +28,7 @@ import mcp_trio._blocking
 import mcp_trio._blocking_bytes
 import mcp_trio._blocking_dial
 import mcp_trio._blocking_http
+import mcp_trio._blocking_subscriptions
 import mcp_trio._client_common
 import mcp_trio._client_skills
 import mcp_trio._http_h11
@@ -543,6 +544,7 @@ def test_tcp_an_address_family_the_system_lacks_is_skipped(
         mcp_trio._blocking_bytes,
         mcp_trio._blocking_dial,
         mcp_trio._blocking_http,
+        mcp_trio._blocking_subscriptions,
         mcp_trio._http_h11,
         mcp_trio._client_common,
         mcp_trio._client_skills,
@@ -563,6 +565,7 @@ def test_no_event_loop_is_imported(module: Any) -> None:
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common"}
     allowed.update(("._errors_base", "._validation", "._client_skills"))
     allowed.update(("._blocking", "._blocking_bytes", "._blocking_dial", "._blocking_http"))
+    allowed.add("._blocking_subscriptions")
     allowed.update(("._http_config", "._http_h11"))
     if module in (mcp_trio._blocking_http, mcp_trio._http_h11):
         allowed.add("h11")

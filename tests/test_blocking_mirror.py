@@ -45,10 +45,9 @@ def spawn(era: str, **options: Any) -> BlockingClient:
 def test_the_methods_of_client_it_has() -> None:
     client = {name for name in dir(Client) if not name.startswith("_")}
     blocking = {name for name in dir(BlockingClient) if not name.startswith("_")}
-    # subscribe: a block of updates (a modern listen runs all along) is for the Trio
-    # client; a BlockingClient gets notifications through on_notification.
-    # session / aclose / tasks: the Trio client's own.
-    rest = {"aclose", "call_tool_as_task", "log_level", "session", "subscribe", "task"}
+    # session / aclose / tasks: the Trio client's own. (subscribe: both have it; the
+    # blocking one reads notifications while a call waits.)
+    rest = {"aclose", "call_tool_as_task", "log_level", "session", "task"}
     assert client - blocking == rest
     for name in ("stdio", "tcp", "http"):
         assert "on_progress" in inspect.signature(getattr(BlockingClient, name)).parameters
@@ -187,6 +186,16 @@ def test_tcp_legacy_subscriptions_roots_and_notify(served: _Served) -> None:
         assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///b"
         # (the server handled both notifications before it answered the call)
         assert served.notes == ["notifications/roots/list_changed", "notifications/custom"]
+
+
+def test_tcp_legacy_subscribe_blocks_share_one_resource_subscription(served: _Served) -> None:
+    with BlockingClient.tcp("127.0.0.1", served.port, era="legacy", timeout=TIMEOUT) as client:
+        with client.subscribe(resources=["file:///r1.txt"]) as outer:
+            with client.subscribe(resources=["file:///r1.txt"]):
+                assert served.recorder.subscribed == ["file:///r1.txt"]
+            assert served.recorder.unsubscribed == []  # (the outer block still wants it)
+            assert not outer.ended
+        assert served.recorder.unsubscribed == ["file:///r1.txt"]
 
 
 def test_tcp_modern_set_roots_sends_nothing(served: _Served) -> None:

@@ -25,6 +25,7 @@ import mcp_trio
 # Made by the library, never by a user: their constructors take internal parts.
 BUILT_INTERNALLY = {
     "BlockingClient.__init__",
+    "BlockingSubscription.__init__",
     "Client.__init__",
     "Context.__init__",
     "HttpRequestContext.__init__",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mcp_sansio import ProgressReceived as ProgressReceived
 
     from ._blocking import BlockingClient as BlockingClient
+    from ._blocking_subscriptions import BlockingSubscription as BlockingSubscription
     from ._channel import Hold as Hold
     from ._channel import MemoryChannel as MemoryChannel
     from ._channel import MessageChannel as MessageChannel
@@ -124,6 +125,7 @@ _LAZY: dict[str, str] = {
     "NotificationReceived": "mcp_sansio",
     "ProgressReceived": "mcp_sansio",
     "BlockingClient": "._blocking",
+    "BlockingSubscription": "._blocking_subscriptions",
     # (Hold and Take: the callables a custom MessageChannel's attach_holds and
     # attach_reader are given, so that one can be annotated)
     "Hold": "._channel",
@@ -260,6 +262,7 @@ __all__ = [
     "Authenticate",
     "BearerAuth",
     "BlockingClient",
+    "BlockingSubscription",
     "Client",
     "ClientCredentials",
     "Completion",

@@ -59,8 +59,8 @@ import os
 import shlex
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Final, Protocol, final
 
@@ -83,6 +83,7 @@ from mcp_sansio import (
     RequestReceived,
     RequestTimedOut,
     ResultReceived,
+    SubscriptionNotificationReceived,
     structure,
 )
 from mcp_sansio import types as t
@@ -91,6 +92,7 @@ from mcp_sansio._versions import has_capability
 
 from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTransport
 from ._blocking_dial import dial
+from ._blocking_subscriptions import BlockingSubscription
 from ._client_common import (
     EraChoice,
     HandshakeFacts,
@@ -103,6 +105,7 @@ from ._client_common import (
     client_config,
     complete_params,
     elicitation_params,
+    listen_params,
     log_params,
     named_params,
     not_a_program,
@@ -156,6 +159,12 @@ _COURTESY_WRITE_TIMEOUT: Final = 1.0
 _LONGEST_WAIT: Final = 3600.0
 """Seconds: the longest single wait on the selector (a longer one is waited in pieces)."""
 _START_METHODS: Final = frozenset({"initialize", "server/discover"})
+_LISTEN_ACK_TIMEOUT: Final = 30.0
+"""Seconds a modern server has to acknowledge a ``subscriptions/listen`` (the Trio
+client's ``SessionConfig.listen_ack_timeout``)."""
+_UNSUBSCRIBE_TIMEOUT: Final = 2.0
+"""Legacy: seconds each courtesy ``resources/unsubscribe`` may take, leaving a
+:meth:`BlockingClient.subscribe` block."""
 _INTERRUPTED: Final = "Internal error: the client was interrupted"
 """The error message of a server request left by Ctrl-C in a callback."""
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
@@ -389,6 +398,9 @@ class BlockingClient(HandshakeFacts):
         # One connection, one handshake: there is no new session for the schemas to
         # follow (the Trio client's may start anew over HTTP).
         self._output_schemas = OutputSchemas()
+        self._subscriptions: list[BlockingSubscription] = []  # legacy, open
+        self._listens: dict[RequestId, BlockingSubscription] = {}  # modern, by listen id
+        self._uri_refs: dict[str, int] = {}  # legacy: resources/subscribe, counted
         link.attach(
             Hooks(
                 conn=conn,
@@ -1000,7 +1012,9 @@ class BlockingClient(HandshakeFacts):
                 logger.exception("handling %s failed as the call was interrupted", event)
 
     def _dispatch(self, event: Event) -> None:
-        if isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
+        if isinstance(event, ResultReceived | ErrorReceived) and event.request_id in self._listens:
+            self._listen_ended(event)
+        elif isinstance(event, ResultReceived | ErrorReceived | InputRequired | RequestTimedOut):
             if (
                 isinstance(event, ErrorReceived | RequestTimedOut)
                 and event.method in _START_METHODS
@@ -1017,6 +1031,8 @@ class BlockingClient(HandshakeFacts):
             self._answer(event)
         elif isinstance(event, NotificationReceived):
             self._notified(event)
+        elif isinstance(event, SubscriptionNotificationReceived):
+            self._listened(event)
         elif isinstance(event, ProgressReceived):
             callback = self._progress.get(event.request_id)
             if callback is not None:
@@ -1096,6 +1112,8 @@ class BlockingClient(HandshakeFacts):
     def _notified(self, event: NotificationReceived) -> None:
         if event.method == "notifications/tools/list_changed":
             self._output_schemas.forget()
+        for sub in self._subscriptions:
+            sub._put(event)
         if event.method == "notifications/message" and self._options.on_log is not None:
             self._options.on_log(log_params(event.params))
         elif self._options.on_notification is not None:
@@ -1332,6 +1350,174 @@ class BlockingClient(HandshakeFacts):
         self._conn.send_notification(method, None if params is None else dict(params))
         self._queue(own=True)
         self._run_until(lambda: not self._link.unwritten(), None, method)
+
+    # ------------------------------------------------------------------ subscriptions
+
+    @contextmanager
+    def subscribe(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resource_list: bool = False,
+        resources: Iterable[str] = (),
+        timeout: float | None = None,
+    ) -> Iterator[BlockingSubscription]:
+        """Receive change notifications for the ``with`` block, in either era (see
+        :meth:`mcp_trio.Client.subscribe`)::
+
+            with client.subscribe(tools=True) as updates:
+                for note in updates:  # waits, running the client
+                    ...
+
+        Notifications are read while any call of the client waits, and kept by the
+        subscription (bounded) until read (:meth:`BlockingSubscription.receive`).
+        Legacy: the session's notifications, and ``resources/subscribe`` /
+        ``resources/unsubscribe`` for ``resources`` when the server declares
+        ``resources.subscribe`` (counted across overlapping blocks). Modern: one
+        ``subscriptions/listen`` request, cancelled when the block exits.
+
+        Args:
+            tools, prompts, resource_list, resources: as for ``Client.subscribe``.
+            timeout: seconds for the server to acknowledge (modern; at most 30) or to
+                answer ``resources/subscribe`` (legacy); default: the client's.
+
+        Raises:
+            McpError: the server refused the subscription.
+            TimeoutError: the server did not acknowledge in time; the listen was
+                cancelled.
+            RemoteProtocolError: modern: the server ended the listen before
+                acknowledging it.
+        """
+        self._raise_if_closed()
+        sub = BlockingSubscription(
+            self._wait,
+            tools=tools,
+            prompts=prompts,
+            resource_list=resource_list,
+            resources=[checked_str(uri, "the resource URI") for uri in resources],
+        )
+        limit = self._options.timeout if timeout is None else timeout
+        opened = self._open_listen if self.era is Era.MODERN else self._open_legacy
+        close = opened(sub, limit)
+        try:
+            yield sub
+        finally:
+            sub._end("the subscription was closed")
+            close()
+
+    def _wait(self, done: Callable[[], bool], timeout: float | None) -> None:
+        """Run the client until ``done()``; ``TimeoutError`` after ``timeout`` s."""
+        self._raise_if_closed()
+        deadline = None if timeout is None else self._clock.now() + timeout
+        self._run_until(done, deadline, "waiting for a notification")
+
+    def _open_listen(self, sub: BlockingSubscription, limit: float | None) -> Callable[[], None]:
+        sub_params = listen_params(
+            tools=sub.tools,
+            prompts=sub.prompts,
+            resource_list=sub.resource_list,
+            resources=sub.resources,
+        )
+        wire = request_params(sub_params, self.era, self._log_level)
+        rid = self._conn.send_request("subscriptions/listen", wire, now=self._clock.now())
+        self._listens[rid] = sub
+        bound = _LISTEN_ACK_TIMEOUT if limit is None else min(limit, _LISTEN_ACK_TIMEOUT)
+
+        def close() -> None:
+            if self._listens.pop(rid, None) is not None:
+                self._abandon(rid)  # (cancelled on the wire, briefly)
+
+        self._queue(own=True)
+        try:
+            self._wait(lambda: sub.subscription_id is not None or sub.ended, bound)
+        except TimeoutError as exc:
+            close()
+            waited = f"the server never acknowledged it (waited {bound:g} s)"
+            raise TimeoutError(f"subscriptions/listen: {waited}") from exc
+        except BaseException:
+            close()
+            raise
+        if sub.subscription_id is None:  # (ended before it was acknowledged)
+            close()
+            assert sub._failure is not None
+            raise sub._failure.with_traceback(None)
+        return close
+
+    def _listened(self, event: SubscriptionNotificationReceived) -> None:
+        """A notification of one of our listens: its acknowledgment, its end (the server
+        cancelled it), or one to deliver."""
+        sub = self._listens.get(event.subscription_id)
+        if sub is None:
+            return  # (a listen given up on)
+        if event.method == "notifications/subscriptions/acknowledged":
+            honored = (event.params or {}).get("notifications")
+            sub.honored = dict(honored) if isinstance(honored, dict) else {}
+            sub.subscription_id = event.subscription_id
+        elif event.method == "notifications/cancelled":
+            del self._listens[event.subscription_id]
+            sub._end("the server cancelled the subscription", self._not_acknowledged(sub))
+        else:
+            sub._put(NotificationReceived(method=event.method, params=event.params))
+
+    def _listen_ended(self, event: ResultReceived | ErrorReceived) -> None:
+        sub = self._listens.pop(event.request_id)
+        if isinstance(event, ErrorReceived):
+            sub._end(f"the subscription failed: {event.error.message}", McpError(event.error))
+        else:
+            sub._end("the server ended the subscription", self._not_acknowledged(sub))
+
+    @staticmethod
+    def _not_acknowledged(sub: BlockingSubscription) -> RemoteProtocolError | None:
+        if sub.subscription_id is not None:
+            return None
+        return RemoteProtocolError("the server ended subscriptions/listen before acknowledging it")
+
+    def _open_legacy(self, sub: BlockingSubscription, limit: float | None) -> Callable[[], None]:
+        caps = self._conn.peer_capabilities
+
+        def declared(section: str, flag: str) -> bool:
+            entry = caps.get(section)
+            return isinstance(entry, dict) and entry.get(flag) is True
+
+        sub.honored = {
+            key: True
+            for key, asked, section in (
+                ("toolsListChanged", sub.tools, "tools"),
+                ("promptsListChanged", sub.prompts, "prompts"),
+                ("resourcesListChanged", sub.resource_list, "resources"),
+            )
+            if asked and declared(section, "listChanged")
+        }
+        uris = list(sub.resources) if declared("resources", "subscribe") else []
+        if uris:
+            sub.honored["resourceSubscriptions"] = uris
+        subscribed: list[str] = []
+
+        def close() -> None:
+            if sub in self._subscriptions:
+                self._subscriptions.remove(sub)
+            for uri in subscribed:
+                self._uri_refs[uri] -= 1
+                if not self._uri_refs[uri]:
+                    del self._uri_refs[uri]
+                    # A courtesy: a server that does not answer only sends more updates.
+                    with suppress(McpError, SessionClosed, TimeoutError, LocalProtocolError):
+                        self.request(
+                            "resources/unsubscribe", {"uri": uri}, timeout=_UNSUBSCRIBE_TIMEOUT
+                        )
+
+        self._subscriptions.append(sub)
+        try:
+            for uri in uris:
+                if not self._uri_refs.get(uri):
+                    self.request("resources/subscribe", {"uri": uri}, timeout=limit)
+                self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
+                subscribed.append(uri)
+        except BaseException:
+            close()
+            raise
+        return close
 
     def subscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/subscribe``; each ``notifications/resources/updated``

@@ -33,6 +33,7 @@ from mcp_sansio import (
 from mcp_sansio import types as t
 from mcp_sansio._json import dumps
 from mcp_sansio._sampling import sampling_messages_problem
+from mcp_sansio._tasks import TASKS_NOTIFICATION
 from mcp_sansio._versions import REVISIONS
 
 from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
@@ -46,6 +47,7 @@ __all__ = [
     "MAX_OUTPUT_SCHEMA_DEPTH",
     "MAX_OUTPUT_SCHEMA_NODES",
     "MAX_OUTPUT_SCHEMA_VALUES",
+    "MAX_UNREAD",
     "SHOWN_PROBLEMS",
     "EraChoice",
     "EraName",
@@ -68,13 +70,17 @@ __all__ = [
     "named_params",
     "not_a_program",
     "pager",
+    "param_str",
     "read_bound",
     "request_params",
     "roots_result",
     "sampling_params",
     "timed",
     "to_wire",
+    "unread_key",
+    "wanted",
     "with_log_level",
+    "within",
 ]
 
 EraName = Literal["auto", "legacy", "modern"]
@@ -565,6 +571,65 @@ def listen_params(
     if task_ids:
         wanted["taskIds"] = task_ids  # (the tasks extension)
     return {"notifications": wanted}
+
+
+MAX_UNREAD: Final = 1024
+"""Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
+each count); past it the oldest is dropped, with a warning."""
+
+
+def within(uri: str, subscribed: str) -> bool:
+    """Whether ``uri`` is ``subscribed`` or a sub-resource of it: a path below it, or
+    a query or fragment of it (a URI with a fragment has no parts; one with a query,
+    only fragments)."""
+    if uri == subscribed or (subscribed.endswith("/") and uri == subscribed[:-1]):
+        return True
+    if not uri.startswith(subscribed) or "#" in subscribed:
+        return False
+    rest = uri[len(subscribed) :]
+    if "?" in subscribed:
+        return rest[0] == "#"
+    return subscribed.endswith("/") or rest[0] in "/?#"
+
+
+def param_str(params: Mapping[str, Any] | None, key: str) -> str | None:
+    """``params[key]`` if it is a string (a notification's ``uri``, ``taskId``)."""
+    value = (params or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def wanted(
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    tools: bool,
+    prompts: bool,
+    resource_list: bool,
+    resources: Sequence[str],
+    tasks: Sequence[str] = (),
+) -> bool:
+    """Whether a change notification matches a subscription's filter (a legacy
+    session's are session-wide; a modern server's are tagged, but may carry what was
+    not asked)."""
+    if method == "notifications/tools/list_changed":
+        return tools
+    if method == "notifications/prompts/list_changed":
+        return prompts
+    if method == "notifications/resources/list_changed":
+        return resource_list
+    if method == TASKS_NOTIFICATION:
+        return param_str(params, "taskId") in tasks
+    if method != "notifications/resources/updated":
+        return False
+    uri = param_str(params, "uri")
+    # The schema: "might be a sub-resource of the one that the client actually
+    # subscribed to" (a path below it, or a part of it).
+    return uri is not None and any(within(uri, mine) for mine in resources)
+
+
+def unread_key(method: str, params: Mapping[str, Any] | None) -> tuple[str, str | None]:
+    """What identical unread notifications share (one is kept: a hint to fetch again)."""
+    return (method, param_str(params, "uri") or param_str(params, "taskId"))
 
 
 # ---------------------------------------------------------------------- server requests

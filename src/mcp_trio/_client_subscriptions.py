@@ -84,7 +84,7 @@ import trio
 from mcp_sansio import LocalProtocolError, NotificationReceived, RemoteProtocolError, RequestId
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 
-from ._client_common import listen_params
+from ._client_common import MAX_UNREAD, listen_params, unread_key, wanted
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._handlers import Handlers, NotificationContext
 from ._session import Session
@@ -104,9 +104,6 @@ _ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 _MAX_EARLY: Final = 64
 """Modern: notifications of a listen being opened that overtook its acknowledgment,
 kept (by its opening) until it comes; the rest are dropped."""
-_MAX_UNREAD: Final = 1024
-"""Distinct notifications a subscription keeps unread (sub-resources of a subscribed URI
-each count); past it the oldest is dropped, with a warning."""
 _NOT_ACKNOWLEDGED: Final = "the server ended subscriptions/listen before acknowledging it"
 _TOKEN_EXPIRED: Final = 401
 """``mcp_sansio.http.TOKEN_EXPIRED_CODE`` (not imported: a stdio client loads no HTTP)."""
@@ -116,30 +113,6 @@ to be followed by another new listen."""
 _UNSUBSCRIBE_TIMEOUT: Final = 2.0
 """Legacy: seconds the courtesy ``resources/unsubscribe`` requests may take, all of them
 together, on the way out of a ``subscribe()`` block."""
-
-
-def _within(uri: str, subscribed: str) -> bool:
-    """Whether ``uri`` is ``subscribed`` or a sub-resource of it: a path below it, or
-    a query or fragment of it (a URI with a fragment has no parts; one with a query,
-    only fragments)."""
-    if uri == subscribed or (subscribed.endswith("/") and uri == subscribed[:-1]):
-        return True
-    if not uri.startswith(subscribed) or "#" in subscribed:
-        return False
-    rest = uri[len(subscribed) :]
-    if "?" in subscribed:
-        return rest[0] == "#"
-    return subscribed.endswith("/") or rest[0] in "/?#"
-
-
-def _uri(params: dict[str, Any] | None) -> str | None:
-    uri = (params or {}).get("uri")
-    return uri if isinstance(uri, str) else None
-
-
-def _task_id(params: dict[str, Any] | None) -> str | None:
-    task_id = (params or {}).get("taskId")
-    return task_id if isinstance(task_id, str) else None
 
 
 @final
@@ -202,20 +175,15 @@ class Subscription:
     def wants(self, method: str, params: dict[str, Any] | None) -> bool:
         """Whether a notification matches this filter (a legacy session's are
         session-wide; a modern server's are tagged, but may carry what was not asked)."""
-        if method == "notifications/tools/list_changed":
-            return self.tools
-        if method == "notifications/prompts/list_changed":
-            return self.prompts
-        if method == "notifications/resources/list_changed":
-            return self.resource_list
-        if method == TASKS_NOTIFICATION:
-            return _task_id(params) in self.tasks
-        if method != "notifications/resources/updated":
-            return False
-        uri = _uri(params)
-        # The schema: "might be a sub-resource of the one that the client actually
-        # subscribed to" (a path below it, or a part of it).
-        return uri is not None and any(_within(uri, mine) for mine in self.resources)
+        return wanted(
+            method,
+            params,
+            tools=self.tools,
+            prompts=self.prompts,
+            resource_list=self.resource_list,
+            resources=self.resources,
+            tasks=self.tasks,
+        )
 
     @property
     def ended(self) -> bool:
@@ -269,14 +237,14 @@ class Subscription:
         tag anything with its id; only what was asked bounds the queue)."""
         if self._ended or not self.wants(note.method, note.params):
             return
-        key = (note.method, _uri(note.params) or _task_id(note.params))
+        key = unread_key(note.method, note.params)
         pending = self._pending
         pending[key] = note
-        if len(pending) > _MAX_UNREAD:
+        if len(pending) > MAX_UNREAD:
             dropped = pending.popitem(last=False)[1]
             logger.warning(
                 "subscription: over %d notifications unread, dropped the oldest (%s)",
-                _MAX_UNREAD,
+                MAX_UNREAD,
                 dropped.method,
             )
         self._wake()

@@ -20,7 +20,9 @@ from mcp_sansio import Connection, ConnectionConfig, NotificationReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair, open_session
 from mcp_trio._client import Client, open_client
-from mcp_trio._client_subscriptions import _MAX_UNREAD, Subscription, _within
+from mcp_trio._client_common import MAX_UNREAD as _MAX_UNREAD
+from mcp_trio._client_common import within as _within
+from mcp_trio._client_subscriptions import Subscription
 
 from .client_server_app import Recorder, make_handlers
 from .client_server_app import server_config as app_config
