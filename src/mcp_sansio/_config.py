@@ -95,7 +95,8 @@ class ConnectionConfig:
     max_pending_requests: int = 10_000
     """How many requests of ours may be in flight (a further send raises)."""
     max_inflight_requests: int = 10_000
-    """How many of the peer's requests may await our answer (further ones get -32603)."""
+    """How many of the peer's requests may await our answer (further ones get -32603),
+    counting those it cancelled that we have not answered yet."""
     max_batch_size: int = 1_000
     """Largest accepted JSON-RPC batch (2025-03-26 only)."""
     max_message_size: int = 4 * 1024 * 1024
@@ -113,7 +114,8 @@ class ConnectionConfig:
     """Server, modern era: most task ids one ``subscriptions/listen`` may name
     (``taskIds``, the tasks extension); more is -32602 (``0``: none)."""
     remembered_ids: int = 1_024
-    """How many finished request ids are remembered to tell late/duplicate answers."""
+    """How many of our finished request ids are remembered to tell late/duplicate
+    answers from the peer."""
     request_state_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))
     """Server, modern era: HMAC key that protects ``requestState`` (share it across
     processes that serve the same clients)."""

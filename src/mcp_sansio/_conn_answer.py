@@ -29,7 +29,10 @@ class _Answering(_ConnectionBase):
 
         In the modern era the core adds ``resultType``, ``_meta`` server info and
         caching hints. An answer for a request the peer cancelled (or that was
-        abandoned by a close) is dropped silently.
+        abandoned by a close) is dropped silently, however late it comes: such a
+        request keeps its place against ``max_inflight_requests`` until it is
+        answered (with a result or an error), so answer every
+        :class:`RequestReceived`, cancelled or not.
 
         Raises:
             LocalProtocolError: ``request_id`` is not a request of the peer's that
@@ -191,9 +194,8 @@ class _Answering(_ConnectionBase):
     def _take_inbound(self, request_id: RequestId) -> RequestReceived | None:
         inbound = self._inflight.pop(request_id, None)
         if inbound is None:
-            if request_id in self._cancelled_in:
-                self._cancelled_in.pop(request_id)
-                return None
+            if self._unmark_cancelled(request_id):
+                return None  # (its place against max_inflight_requests is free again)
             raise LocalProtocolError(f"no request {request_id!r} awaits an answer")
         self._forget_inbound(request_id)
         return inbound
@@ -221,7 +223,8 @@ class _Answering(_ConnectionBase):
         """Report progress on the peer's request ``request_id``.
 
         Returns:
-            ``False`` (nothing sent) when the peer did not ask for progress.
+            ``False`` (nothing sent) when the peer did not ask for progress, or
+            cancelled the request (or a close abandoned it) and it is not answered yet.
 
         Raises:
             LocalProtocolError: the request is not in flight (finished or unknown),

@@ -102,7 +102,11 @@ class _ConnectionBase:
         # beyond its event. Entries leave with the request (_forget_inbound).
         self._inbound_progress: dict[RequestId, float] = {}  # last progress we sent
         self._inbound_log_level: dict[RequestId, str] = {}  # modern envelope logLevel
-        self._cancelled_in: OrderedDict[RequestId, None] = OrderedDict()
+        # The peer's requests it cancelled (or a close abandoned) that the application
+        # has not answered yet: its answer is dropped silently, whenever it comes (then
+        # the entry goes). They hold their places against max_inflight_requests (see
+        # _max_inflight), so this table and _inflight together stay within that bound.
+        self._cancelled_in: dict[RequestId, None] = {}
         self._batches: dict[RequestId, _Batch] = {}
         self._awaiting_input: OrderedDict[RequestId, _Outbound] = OrderedDict()
         self._subscriptions: dict[RequestId, _modern.SubscriptionFilter] = {}
@@ -148,6 +152,7 @@ class _ConnectionBase:
         # Per-connection constants of the hot path, read once (the config is frozen).
         self._max_message_size = self.config.max_message_size
         self._max_pending = self.config.max_pending_requests
+        # (Lowered by one for each entry of _cancelled_in: the room left for _inflight.)
         self._max_inflight = self.config.max_inflight_requests
         self._remembered_ids = self.config.remembered_ids
         # Sending a request needs no timer at all (the fast path of send_request).
@@ -284,6 +289,21 @@ class _ConnectionBase:
         else:
             self._queue(dumps(reply), rid)
         events.append(InvalidMessageReceived(error=err, request_id=rid))
+
+    def _mark_cancelled(self, request_id: RequestId) -> None:
+        """The peer's request ``request_id`` left ``_inflight`` unanswered (cancelled,
+        or abandoned by a close): its place is held until the application answers it."""
+        if request_id not in self._cancelled_in:
+            self._cancelled_in[request_id] = None
+            self._max_inflight -= 1
+
+    def _unmark_cancelled(self, request_id: RequestId) -> bool:
+        """The application answered the cancelled request ``request_id`` (the answer is
+        dropped): its place is free. Returns whether it was one."""
+        if self._cancelled_in.pop(request_id, 0) is None:
+            self._max_inflight += 1
+            return True
+        return False
 
     def _forget_inbound(self, request_id: RequestId) -> None:
         """Drop the side records of the peer's request ``request_id``: every way out

@@ -238,7 +238,11 @@ class _Receiving(_Handshake):
             if type(rid) is not int and type(rid) is not str:
                 break
             inflight = self._inflight
-            if rid in inflight or len(inflight) >= self._max_inflight:
+            if (
+                rid in inflight
+                or len(inflight) >= self._max_inflight
+                or (self._cancelled_in and rid in self._cancelled_in)
+            ):
                 break
             params = obj.get("params")
             if params is None:
@@ -405,23 +409,17 @@ class _Receiving(_Handshake):
         (closed,) = self.receive_eof()
         assert isinstance(closed, ConnectionClosed)
         for rid in failed:
-            self._remember_cancelled(rid)  # (answered: a late answer is dropped)
+            self._mark_cancelled(rid)  # (answered for it: its own answer is dropped)
         return [attrs.evolve(closed, abandoned=(*failed, *closed.abandoned))]
 
     def _abandon_inflight(self) -> None:
         for rid in self._inflight:
-            self._remember_cancelled(rid)
+            self._mark_cancelled(rid)  # (closed: no request follows to need the places)
         self._inflight.clear()
         self._subscriptions.clear()
         self._inbound_progress.clear()
         self._inbound_log_level.clear()
         self._batches.clear()
-
-    def _remember_cancelled(self, rid: RequestId) -> None:
-        cancelled = self._cancelled_in
-        cancelled[rid] = None
-        if len(cancelled) > self.config.remembered_ids:
-            cancelled.popitem(False)
 
     def _receive_batch(self, items: list[Any], now: float, events: list[Event]) -> None:
         revision = self._revision()
@@ -565,12 +563,16 @@ class _Receiving(_Handshake):
         batch: _Batch | None,
     ) -> None:
         msg = _Req(rid, method, params)
-        if rid in self._inflight or (batch is not None and rid in batch.waiting):
+        if (
+            rid in self._inflight
+            or rid in self._cancelled_in  # (cancelled, but its answer may still come)
+            or (batch is not None and rid in batch.waiting)
+        ):
             self._reject(
                 rid, ErrorCode.INVALID_REQUEST, f"Duplicate request id {rid!r}", events, batch
             )
             return
-        if len(self._inflight) >= self.config.max_inflight_requests:
+        if len(self._inflight) >= self._max_inflight:  # (cancelled ones hold places too)
             self._reject(
                 rid,
                 ErrorCode.INTERNAL_ERROR,
@@ -843,8 +845,8 @@ class _Receiving(_Handshake):
             return
         del self._inflight[rid]
         self._forget_inbound(rid)
-        self._subscriptions.pop(rid, None)
-        self._remember_cancelled(rid)
+        if inbound.method != "subscriptions/listen":  # (which the core serves itself)
+            self._mark_cancelled(rid)
         batch = self._batches.pop(rid, None)
         if batch is not None:
             batch.waiting.discard(rid)

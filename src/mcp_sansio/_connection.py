@@ -18,8 +18,11 @@ Four tables hold all per-request state, each with a bound:
 
 * ``_pending``: our requests awaiting an answer (``max_pending_requests``);
 * ``_inflight``: the peer's requests awaiting our answer (``max_inflight_requests``);
-* ``_finished_out`` / ``_cancelled_in``: recently finished ids, remembered
-  (``remembered_ids``) so that late and duplicate answers are recognised and dropped;
+* ``_cancelled_in``: the peer's requests it cancelled (or a close abandoned) that the
+  application has not answered yet, so that its answer is dropped however late it
+  comes; they count against ``max_inflight_requests`` with ``_inflight``;
+* ``_finished_out``: our recently finished ids, remembered (``remembered_ids``) so
+  that late and duplicate answers are recognised and dropped;
 * ``_subscriptions``: modern ``subscriptions/listen`` streams we serve.
 
 One answer per request, exactly: an answer the application gives for a request the

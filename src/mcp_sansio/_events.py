@@ -40,7 +40,8 @@ class RequestReceived:
 
     Answer with :meth:`Connection.send_result` or :meth:`Connection.send_error` (or,
     for a modern ``tools/call``, ``resources/read`` or ``prompts/get``,
-    :meth:`Connection.send_input_required`).
+    :meth:`Connection.send_input_required`); answer it even if the peer cancels it
+    (:class:`RequestCancelled`: the answer is dropped, and frees its place).
     """
 
     request_id: RequestId
@@ -152,7 +153,13 @@ class ProgressReceived:
 @final
 @attrs.frozen(kw_only=True)
 class RequestCancelled:
-    """The peer cancelled a request it had sent us. Any answer we give is dropped."""
+    """The peer cancelled a request it had sent us. Any answer we give is dropped.
+
+    Stop its work, and still answer it when that ends (with an error, say): the answer
+    goes nowhere, but until it is given the request keeps its place against
+    ``max_inflight_requests`` (so that a late answer is known to be late, however late
+    it comes) and its id cannot be used again.
+    """
 
     request_id: RequestId
     """The peer's id of the cancelled request."""

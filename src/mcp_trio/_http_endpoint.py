@@ -77,7 +77,7 @@ from ._handlers import Handlers
 from ._http_auth import Authenticate
 from ._http_config import HttpTransportConfig
 from ._http_context import HttpNotificationContext, HttpRequestContext, Running
-from ._pool import call_request_handler, send_answer, serve_notification
+from ._pool import call_request_handler, drop_cancelled, send_answer, serve_notification
 from ._util import rearm
 
 __all__ = ["Endpoint", "ResponseSlot"]
@@ -418,6 +418,8 @@ class Endpoint:
 
     def _finish(self, running: Running) -> None:
         rid = running.request_id
+        if running.cancelled and rid is not None:
+            drop_cancelled(running.connection, rid)
         if rid is not None and self._running.get((running.connection, rid)) is running:
             del self._running[(running.connection, rid)]
         self._all.discard(running)
@@ -449,6 +451,7 @@ class Endpoint:
         conn = tagged.connection
         running = await self._acquire(conn, event.request_id)
         if running.cancelled or conn.request_era(event.request_id) is None:
+            running.cancelled = True  # (by the peer in the same POST, too: see _finish)
             self._finish(running)  # cancelled (or the session ended) while we waited
             return
         ctx = HttpRequestContext(

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HandlerPool",
     "call_request_handler",
+    "drop_cancelled",
     "send_answer",
     "serve_notification",
 ]
@@ -319,6 +320,17 @@ def send_answer(
         logger.exception("the answer to %r (request %r) cannot be sent", method, rid)
         with suppress(LocalProtocolError):
             conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
+
+
+def drop_cancelled(conn: Connection, rid: RequestId) -> None:
+    """The handler of the peer's request ``rid`` ends (or never starts) without an
+    answer because the peer cancelled it, or a close abandoned it: hand the core an
+    answer all the same, which it drops (nothing is sent) and which frees the place
+    the request holds against ``max_inflight_requests``. A request still in flight
+    is left alone, and one already answered is no error."""
+    if conn.request_era(rid) is None:
+        with suppress(LocalProtocolError):  # (answered already: nothing to free)
+            conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "cancelled")
 
 
 class _Scoped(Protocol):

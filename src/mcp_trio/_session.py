@@ -126,6 +126,7 @@ from ._pool import (
     _Running,
     call_request_handler,
     checked_scopes,
+    drop_cancelled,
     send_answer,
     serve_notification,
 )
@@ -977,7 +978,8 @@ class Session:
     def _start_request_handler(self, event: RequestReceived) -> None:
         """Spawn the handler of ``event``, with the pool's slots already taken."""
         if self._conn.request_era(event.request_id) is None:
-            self._pool.release_unused()  # cancelled by the peer in the same read
+            drop_cancelled(self._conn, event.request_id)  # by the peer, in the same read
+            self._pool.release_unused()
             return
         running = self._pool.begin(event.request_id)
         assert self._handler_nursery is not None
@@ -1006,6 +1008,8 @@ class Session:
                 if mark:
                     await self._write_through(mark)
         finally:
+            if running.cancelled:
+                drop_cancelled(self._conn, event.request_id)
             self._pool.finish(running)
 
     async def _start_notification_handler(

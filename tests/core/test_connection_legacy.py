@@ -869,6 +869,76 @@ def test_a_cancelled_requests_progress_does_not_outlive_it() -> None:
     assert pair.server.send_progress(req.request_id, 1)  # not "must increase (1 after 5)"
 
 
+def _call(rid: int | str, name: str = "x") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name}}
+
+
+def _cancel(rid: int | str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
+
+
+def test_a_cancelled_requests_late_answer_is_dropped_however_late() -> None:
+    # The answer is dropped silently however many other requests the peer cancels
+    # meanwhile: the request stays known until it is answered (no remembered_ids window).
+    pair = ready_pair(remembered_ids=4)
+    server = pair.server
+    feed(server, {**_call("slow"), "params": {"name": "slow", "_meta": {"progressToken": 1}}})
+    feed(server, _cancel("slow"))
+    for rid in range(10):  # more than remembered_ids, each answered
+        feed(server, _call(rid))
+        feed(server, _cancel(rid))
+        server.send_error(rid, -32603, "late")
+    assert server.send_progress("slow", 1.0) is False
+    server.send_result("slow", {"content": []})
+    assert server.data_to_send() == []
+    with pytest.raises(LocalProtocolError, match="no request 'slow' awaits an answer"):
+        server.send_result("slow", {"content": []})  # once answered, it is gone
+
+
+def test_a_cancelled_request_holds_its_place_until_answered() -> None:
+    # max_inflight_requests bounds the peer's requests in flight *and* those it
+    # cancelled that are not answered yet: the table of the latter cannot grow past it.
+    pair = ready_pair(max_inflight_requests=2)
+    server = pair.server
+    feed(server, _call(1))
+    feed(server, _cancel(1))
+    feed(server, _call(2))
+    events, out = feed(server, _call(3))  # over the bound: 1 still holds its place
+    assert out[0]["id"] == 3 and out[0]["error"]["code"] == ErrorCode.INTERNAL_ERROR
+    assert "Too many requests in flight" in out[0]["error"]["message"]
+    server.send_result(1, {"content": []})  # dropped; its place is free
+    assert server.data_to_send() == []
+    events, out = feed(server, _call(3))
+    assert only(events, RequestReceived).request_id == 3 and out == []
+
+
+def test_a_cancelled_unanswered_id_is_not_reused() -> None:
+    # Until its (dropped) answer comes, a new request under the cancelled one's id would
+    # get that answer: it is refused as a duplicate (the fast path defers to the other).
+    pair = ready_pair()
+    server = pair.server
+    feed(server, _call(1))
+    feed(server, _cancel(1))
+    events, out = feed(server, _call(1))
+    assert out[0]["error"]["message"] == "Duplicate request id 1"
+    assert server.inflight_requests() == ()
+    server.send_result(1, {"content": []})  # the cancelled one's: dropped
+    events, out = feed(server, _call(1))
+    assert only(events, RequestReceived).request_id == 1 and out == []
+
+
+def test_answers_to_requests_abandoned_by_a_close_are_dropped() -> None:
+    pair = ready_pair(remembered_ids=2)
+    server = pair.server
+    for rid in range(5):
+        feed(server, _call(rid))
+    (closed,) = server.receive_eof()
+    assert isinstance(closed, ConnectionClosed) and closed.abandoned == (0, 1, 2, 3, 4)
+    for rid in range(5):  # more than remembered_ids: all are still known
+        server.send_result(rid, {"content": []})
+    assert server.data_to_send() == []
+
+
 def test_server_cancels_its_request_to_the_client() -> None:
     pair = ready_pair()
     rid = pair.server.send_request("roots/list")

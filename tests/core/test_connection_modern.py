@@ -628,6 +628,22 @@ def test_subscriptions_listen_ack_tagging_and_teardown() -> None:
     validate_wire(pair, V)
 
 
+def test_a_cancelled_subscription_holds_no_place() -> None:
+    # The core serves a listen and no handler ever answers it: once the client cancels
+    # it, it is over, and (unlike a cancelled request) holds no max_inflight place.
+    pair = modern_pair(max_inflight_requests=1)
+    for _ in range(3):
+        sid = pair.client.send_request(
+            "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        )
+        pair.exchange()
+        assert pair.server.subscriptions() == (sid,)
+        pair.client.cancel_request(sid)
+        assert pair.deliver(pair.client) == []
+    events, out = feed(pair.server, modern_request(99, "tools/list"))
+    assert only(events, RequestReceived).request_id == 99 and out == []
+
+
 def test_server_ends_a_subscription_gracefully() -> None:
     pair = modern_pair()
     sid = pair.client.send_request(

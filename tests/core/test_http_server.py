@@ -1800,12 +1800,19 @@ def test_a_batch_cancelling_an_earlier_request_and_reusing_its_id() -> None:
     assert isinstance(first.decision, OpenStream)
     cancel = note("notifications/cancelled", {"requestId": 7})
     batch = [cancel, rpc(7, "tools/call", {"name": "b"})]  # the cancel comes first
-    second = srv.handle_request(req(body=batch, **headers), now=0)
-    assert isinstance(second.decision, OpenStream)
+    refused = srv.handle_request(req(body=batch, **headers), now=0)
+    # The cancelled request is not answered yet (its answer, dropped, may still come):
+    # its id is still taken, so the second request is a duplicate.
+    assert isinstance(refused.decision, HttpResponse)
+    assert loads(refused.decision.body)[0]["error"]["message"] == "Duplicate request id 7"
     ended = outputs(srv)
     assert ended[first.decision.stream_id].end and not payloads(
         ended[first.decision.stream_id].data
     )
+    conn.send_result(7, {"content": []})  # the cancelled one's answer: dropped
+    assert outputs(srv) == {}
+    second = srv.handle_request(req(body=[rpc(7, "tools/call", {"name": "b"})], **headers), now=0)
+    assert isinstance(second.decision, OpenStream)  # now the id is free
     conn.send_result(7, {"content": []})
     out = outputs(srv)
     assert list(out) == [second.decision.stream_id]

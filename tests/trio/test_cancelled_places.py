@@ -1,0 +1,118 @@
+"""A request the peer cancels holds its place against ``max_inflight_requests`` in the
+core until it is answered (the answer is dropped): the binding frees it when the
+handler ends, or when the request never starts, so cancellations never use up the
+places of the requests that follow."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import trio
+import trio.testing
+
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpServerConfig
+from mcp_trio import Handlers, HttpServeHandle, RequestContext, serve_http, serve_stdio
+
+from .helpers import server_config
+from .test_http_support import (
+    IO_TIMEOUT,
+    LEGACY,
+    POST_HEADERS,
+    App,
+    RawConnection,
+    call,
+    raw_request,
+    raw_session,
+    rpc,
+    server_connection_config,
+    text_of,
+)
+from .test_stdio import _initialize, _Pipe
+
+
+def _call(rid: int, name: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name}}
+
+
+def pipe_line(obj: Any) -> bytes:
+    return dumps(obj) + b"\n"
+
+
+def _cancel(rid: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
+
+
+async def test_cancelled_requests_give_their_places_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        if (ctx.params or {}).get("name") == "slow":
+            await trio.sleep(1000)
+        return {"content": []}
+
+    pipe = _Pipe()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            lambda task_status: serve_stdio(
+                handlers,
+                connection_config=server_config(max_inflight_requests=2),
+                stdin=pipe.server_stdin,
+                stdout=pipe.server_stdout,
+                task_status=task_status,
+            )
+        )
+        await pipe.send(_initialize(1))
+        await pipe.receive()
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for rid in range(10, 15):  # more cancellations than places
+            await pipe.send(_call(rid, "slow"))  # started, then cancelled
+            await trio.testing.wait_all_tasks_blocked()
+            await pipe.send(_cancel(rid))
+            # cancelled in the same read: it never starts
+            await pipe.to_server.send_all(
+                b"".join(pipe_line(m) for m in (_call(rid + 100, "slow"), _cancel(rid + 100)))
+            )
+            await trio.testing.wait_all_tasks_blocked()
+        await pipe.send(_call(10, "fast"))  # a cancelled id, once it is freed, is free
+        assert await pipe.receive() == {"jsonrpc": "2.0", "id": 10, "result": {"content": []}}
+        await pipe.to_server.aclose()
+
+
+async def test_cancelled_http_requests_give_their_places_back(nursery: trio.Nursery) -> None:
+    # The same over Streamable HTTP, legacy session (a notifications/cancelled POST).
+    app = App()
+    server: HttpServeHandle = await nursery.start(
+        partial(
+            serve_http,
+            app.handlers,
+            connection_config=server_connection_config(max_inflight_requests=1),
+            http_config=HttpServerConfig(response_mode="json"),
+        )
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        for rid in range(7, 10):
+            conn = await RawConnection.open(server.port)
+            try:
+                await conn.send("POST", headers=headers, body=rpc(rid, "tools/call", call("block")))
+                await app.started_event.wait()
+                app.started_event = trio.Event()
+                accepted = await raw_request(server.port, "POST", headers=headers, body=_note(rid))
+                assert accepted.status == 202
+                assert (await conn.response()).body == b""
+            finally:
+                await conn.aclose()
+        body = rpc(7, "tools/call", call("echo", text="hi"))
+        response = await raw_request(server.port, "POST", headers=headers, body=body)
+    assert app.cancelled == [7, 8, 9]
+    assert text_of(loads(response.body)["result"]) == "hi"
+
+
+def _note(rid: int) -> bytes:
+    return pipe_line(_cancel(rid))
