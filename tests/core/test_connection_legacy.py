@@ -747,6 +747,23 @@ def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None
     assert list(client.pending_requests()) == [other]
 
 
+@pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
+def test_an_oversize_error_answer_ends_its_request(deliver: str) -> None:
+    # An error answer (a huge error.data) is an answer too: it ends the request it
+    # answers, and is not answered as if it were a request.
+    pair = _client_limited_pair(1000)
+    rid = pair.client.send_request("tools/call", {"name": "x"})
+    pair.client.data_to_send()
+    error = {"code": -32000, "message": "boom", "data": "x" * 5000}
+    raw = dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+    (ended,) = _deliver_oversize(pair.client, raw, deliver)
+    assert isinstance(ended, ErrorReceived) and ended.request_id == rid
+    assert ended.error.code == ErrorCode.INTERNAL_ERROR
+    assert ended.error.data == {"maxMessageSize": 1000}
+    assert pair.client.data_to_send() == []  # nothing sent back for an answer
+    assert pair.client.pending_requests() == ()
+
+
 # JSON the parser cannot hold, though valid: a number past float range, an integer of
 # 400 digits (Python's json writes such), a lone surrogate escape, nesting past its depth.
 UNREADABLE_VALUES = [b"1e400", b"1" * 400, b'"\\ud800"', b"[" * 1100 + b"]" * 1100]
