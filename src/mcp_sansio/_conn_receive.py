@@ -126,6 +126,13 @@ def _message_id(head: bytes, tail: bytes) -> tuple[RequestId, bool] | None:
     return int(raw), kind == b"method"
 
 
+def _is_answer(head: bytes) -> bool:
+    """Whether a message whose id cannot be seen shows, first thing, that it is an
+    answer (``"result"`` or ``"error"``), which JSON-RPC never answers."""
+    first = _KIND_FIRST.match(head)
+    return first is not None and first[1] != b"method"
+
+
 def _ends(data: bytes | bytearray | memoryview | str) -> tuple[bytes, bytes]:
     """The first and last bytes of a message, where :func:`_message_id` looks."""
     ends = data[:_HEAD_SIZE], data[-_TAIL_SIZE:]
@@ -449,7 +456,9 @@ class _Receiving(_Handshake):
         waiting forever, or is ignored like any late answer; that error's ``data`` is
         ``{"maxMessageSize": limit}``, so a caller can tell it from the peer's own -32603
         without reading its message. Without an id in sight: -32600 with id null
-        (JSON-RPC 2.0: the id could not be detected).
+        (JSON-RPC 2.0: the id could not be detected), unless the message begins as an
+        answer (a response is never answered): then it is only reported
+        (:class:`InvalidMessageReceived` with no id).
         """
         if self._closed:
             return  # (as for any message after the end)
@@ -496,6 +505,13 @@ class _Receiving(_Handshake):
             if rid not in self._inflight:
                 self._reject(rid, code, why, events, None)
                 return
+        elif _is_answer(head):
+            # An answer whose id is out of sight (in the middle): replying would answer
+            # a response, and no request of ours can be told from it. Reported only;
+            # the request it answers ends by its timeout (or a close).
+            error = ErrorData(code=code, message=f"{why} (an answer; its id is not in sight)")
+            events.append(InvalidMessageReceived(error=error, request_id=None))
+            return
         self._reject(None, code, why, events, None)
 
     def _answered_with_error(

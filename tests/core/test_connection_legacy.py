@@ -764,6 +764,45 @@ def test_an_oversize_error_answer_ends_its_request(deliver: str) -> None:
     assert pair.client.pending_requests() == ()
 
 
+@pytest.mark.parametrize("kind", ["result", "error"])
+@pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
+def test_an_oversize_answer_with_its_id_out_of_sight_is_not_answered(
+    kind: str, deliver: str
+) -> None:
+    # The id sits in the middle, between two large members: neither the head nor the
+    # tail shows it. A response is never answered (an {"id": null} error would be one):
+    # it is only reported, and the request waits for its timeout.
+    pair = _client_limited_pair(1000)
+    rid = pair.client.send_request("tools/call", {"name": "x"})
+    pair.client.data_to_send()
+    big = "x" * 3000
+    value: Any = {"x": big} if kind == "result" else {"code": 1, "message": big}
+    raw = b'{"jsonrpc":"2.0","%s":%s,"id":%s,"z":"%s"}' % (
+        kind.encode(),
+        dumps(value),
+        dumps(rid),
+        big.encode(),
+    )
+    (reported,) = _deliver_oversize(pair.client, raw, deliver)
+    assert isinstance(reported, InvalidMessageReceived) and reported.request_id is None
+    assert reported.error.code == ErrorCode.INVALID_REQUEST
+    assert "its id is not in sight" in reported.error.message
+    assert pair.client.data_to_send() == []
+    assert pair.client.pending_requests() == (rid,)
+
+
+def test_an_oversize_request_with_its_id_out_of_sight_is_answered_with_null() -> None:
+    server = ready_pair(max_message_size=1000).server
+    raw = b'{"jsonrpc":"2.0","method":"x","params":{"a":"%s"},"id":7,"z":"%s"}' % (
+        b"x" * 5000,
+        b"x" * 5000,
+    )
+    (refused,) = server.receive_bytes(raw + b"\n")
+    assert isinstance(refused, InvalidMessageReceived) and refused.request_id is None
+    (reply,) = [loads(p) for p in server.data_to_send()]
+    assert reply["id"] is None and reply["error"]["code"] == ErrorCode.INVALID_REQUEST
+
+
 # JSON the parser cannot hold, though valid: a number past float range, an integer of
 # 400 digits (Python's json writes such), a lone surrogate escape, nesting past its depth.
 UNREADABLE_VALUES = [b"1e400", b"1" * 400, b'"\\ud800"', b"[" * 1100 + b"]" * 1100]
