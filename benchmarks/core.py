@@ -85,7 +85,7 @@ def connected_pair(era: Era) -> tuple[Connection, Connection]:
     server = Connection(
         "server", ConnectionConfig(implementation=SERVER_INFO, capabilities=SERVER_CAPS)
     )
-    client.start()
+    client.start(now=0.0)
     done = []
     for _ in range(3):  # legacy: initialize, result, initialized; modern: discover, result
         for message in client.data_to_send():
@@ -100,7 +100,7 @@ def connected_pair(era: Era) -> tuple[Connection, Connection]:
 
 def _round_trip_once(client: Connection, server: Connection) -> tuple[bytes, bytes]:
     """One checked round trip; returns the two messages that crossed."""
-    rid = client.send_request("tools/call", CALL_TOOL_PARAMS)
+    rid = client.send_request("tools/call", CALL_TOOL_PARAMS, now=0.0)
     (request,) = client.data_to_send()
     (received,) = server.receive_message(request)
     assert isinstance(received, RequestReceived), received
@@ -172,7 +172,7 @@ def _round_trip(era: Era) -> Bench:
 
     def run(n: int) -> None:
         for _ in range(n):
-            send_request("tools/call", params)
+            send_request("tools/call", params, now=0.0)
             for message in client_out():
                 for event in server_in(message):
                     send_result(event.request_id, result)  # type: ignore[union-attr,arg-type]
@@ -201,7 +201,7 @@ def _dispatch(era: Era) -> Bench:
     def run(n: int) -> None:
         for _ in range(n):
             for _ in batch:
-                send_request("tools/call", params)
+                send_request("tools/call", params, now=0.0)
             received = [event for message in client_out() for event in server_in(message)]
             for event in received:
                 send_result(event.request_id, result)  # type: ignore[union-attr,arg-type]
@@ -210,7 +210,7 @@ def _dispatch(era: Era) -> Bench:
 
     # Prove the shape once: 100 requests really are in flight together.
     for _ in batch:
-        send_request("tools/call", params)
+        send_request("tools/call", params, now=0.0)
     assert len(client.pending_requests()) == IN_FLIGHT
     events = [event for message in client_out() for event in server_in(message)]
     assert len(server.inflight_requests()) == IN_FLIGHT

@@ -824,8 +824,11 @@ class _Receiving(_Handshake):
         if entry.last_progress is not None and progress <= entry.last_progress:
             return  # not increasing: the sender broke the rule; ignore it
         entry.last_progress = progress
-        if entry.timeout is not None:
-            self._arm(rid, entry, now, entry.timeout)
+        timeout = entry.timeout
+        if timeout is not None and (entry.deadline is None or now + timeout > entry.deadline):
+            # Progress never brings a deadline nearer: a ``now`` behind the clock the
+            # request was sent by (left out, say) leaves its timer as it was.
+            self._arm(rid, entry, now, timeout)
         total = params.get("total")
         message = params.get("message")
         events.append(

@@ -226,12 +226,17 @@ class Connection(_Receiving, _Answering):
 
     # ------------------------------------------------------------------ client start
 
-    def start(self, *, now: float = 0.0) -> RequestId:
+    def start(self, *, now: float) -> RequestId:
         """Client: open the conversation.
 
         ``era="legacy"`` sends ``initialize``; otherwise ``server/discover`` is sent
         (with ``era="auto"`` a non-modern answer or a timeout falls back to
         ``initialize``). :class:`HandshakeCompleted` follows when the era is settled.
+
+        Args:
+            now: the current time (seconds, on the clock :meth:`handle_timer` is given),
+                from which the probe's ``probe_timeout`` counts. Required: a made-up
+                time would put its deadline in the past or far ahead.
 
         Returns:
             The id of the request sent.
@@ -254,7 +259,7 @@ class Connection(_Receiving, _Answering):
         self._emit(request(rid, "server/discover", params))
         return rid
 
-    def restart_session(self, *, now: float = 0.0) -> RequestId:
+    def restart_session(self, *, now: float) -> RequestId:
         """Legacy client: start a new session in place of one the server forgot.
 
         Over Streamable HTTP, a ``404`` to a request that carried ``Mcp-Session-Id``
@@ -262,7 +267,8 @@ class Connection(_Receiving, _Answering):
         one by sending a new ``initialize`` without a session id
         (``2025-11-25/basic/transports.mdx``, "Session Management"). This sends it, with
         the same client info, capabilities and preferred version (the version is
-        negotiated again), and the lifecycle goes back to ``INITIALIZING``. Until the
+        negotiated again; its timeout counts from ``now``, as for :meth:`start`), and
+        the lifecycle goes back to ``INITIALIZING``. Until the
         answer no session can carry anything else: :meth:`send_request` holds each new
         request (its timeout counts from the call, as always) and notifications are
         refused. Then, as the first time, the answer brings :class:`HandshakeCompleted`
@@ -332,7 +338,7 @@ class Connection(_Receiving, _Answering):
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        now: float = 0.0,
+        now: float,
         progress: bool = False,
         timeout: float | None = None,
         log_level: str | None = None,
@@ -343,7 +349,8 @@ class Connection(_Receiving, _Answering):
         Args:
             method: the method name.
             params: the params object (not mutated; ``_meta`` keys are merged in).
-            now: the current time, for timeouts.
+            now: the current time (seconds, on the clock :meth:`handle_timer` is
+                given), from which the timeouts count.
             progress: ask the peer for progress (adds ``_meta.progressToken``).
             timeout: seconds without progress before the request is cancelled
                 (default: ``config.request_timeout``).
@@ -638,9 +645,12 @@ class Connection(_Receiving, _Answering):
         self._held.pop(request_id, None)
 
     def retry_with_input(
-        self, request_id: RequestId, input_responses: dict[str, Any], *, now: float = 0.0
+        self, request_id: RequestId, input_responses: dict[str, Any], *, now: float
     ) -> RequestId:
         """Modern client: answer an :class:`InputRequired` by retrying with a new id.
+
+        ``now`` is the current time, as for :meth:`send_request` (the retry's timeout
+        counts from it).
 
         Raises:
             LocalProtocolError: ``request_id`` is not awaiting input, the round bound

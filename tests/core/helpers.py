@@ -73,7 +73,7 @@ class ConnectionPair:
                 return client_events, server_events
 
     def handshake(self) -> tuple[list[Event], list[Event]]:
-        self.client.start()
+        self.client.start(now=0.0)
         c, s = self.exchange()
         assert any(isinstance(e, HandshakeCompleted) for e in c), c
         return c, s

@@ -41,7 +41,7 @@ def test_introspection_after_handshake() -> None:
     assert pair.client.peer_info == {"name": "s", "version": "1"}
     assert pair.client.instructions == "hello"
     assert pair.server.peer_capabilities == CLIENT_CAPS
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert pair.server.request_era(req.request_id) is Era.LEGACY
     assert pair.server.request_era("nope") is None
@@ -55,7 +55,7 @@ def test_client_must_use_start_for_handshake_methods() -> None:
     pair = ready_pair()
     for method in ("initialize", "server/discover"):
         with pytest.raises(LocalProtocolError, match="start"):
-            pair.client.send_request(method)
+            pair.client.send_request(method, now=0.0)
 
 
 def test_client_notifications_need_a_settled_era() -> None:
@@ -63,7 +63,7 @@ def test_client_notifications_need_a_settled_era() -> None:
     with pytest.raises(LocalProtocolError, match="era"):
         client.send_notification("notifications/roots/list_changed")
     legacy = Connection("client", ConnectionConfig(era="legacy"))
-    legacy.start()
+    legacy.start(now=0.0)
     with pytest.raises(LocalProtocolError, match="ready"):
         legacy.send_notification("notifications/roots/list_changed")
 
@@ -99,7 +99,7 @@ def test_an_error_that_cannot_be_sent_leaves_the_request_answerable(
     # is not JSON, a code that is not an int) raises and changes nothing, so the
     # request can still be answered. It used to be dropped first, then never answered.
     pair = ready_pair()
-    pair.client.send_request("tools/call", {"name": "t"})
+    pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     with pytest.raises(TypeError):
         pair.server.send_error(req.request_id, code, message, data)
@@ -112,7 +112,7 @@ def test_an_error_that_cannot_be_sent_leaves_the_request_answerable(
 
 def test_progress_for_cancelled_request_is_quietly_dropped() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.client.cancel_request(rid)
     pair.deliver(pair.client)
@@ -129,7 +129,7 @@ def test_progress_must_be_a_finite_number(progress: float, total: float | None) 
     # JSON has no NaN or infinity (orjson writes null), and NaN would pass the
     # "progress must increase" check (progress.mdx: it MUST increase).
     pair = ready_pair()
-    pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert pair.server.send_progress(req.request_id, 1)
     pair.deliver(pair.server)
@@ -150,7 +150,7 @@ def test_progress_must_be_a_finite_number(progress: float, total: float | None) 
 )
 def test_incoming_progress_edge_cases(params: dict[str, Any] | None) -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     assert rid == 2
     msg: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/progress"}
     if params is not None:
@@ -191,19 +191,19 @@ def test_initialized_out_of_order_is_reported() -> None:
 
 def test_rejected_initialize_lets_the_client_start_again() -> None:
     client = Connection("client", ConnectionConfig(era="legacy"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     events, _ = feed(
         client, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "bad"}}
     )
     assert only(events, ErrorReceived).method == "initialize"
     assert client.lifecycle is LifecycleState.IDLE
-    client.start()
+    client.start(now=0.0)
 
 
 def test_initialize_result_without_capabilities_fails_the_handshake() -> None:
     client = Connection("client", ConnectionConfig(era="legacy"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     events, _ = feed(
         client, {"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25"}}
     )
@@ -212,7 +212,7 @@ def test_initialize_result_without_capabilities_fails_the_handshake() -> None:
 
 def test_discover_offering_only_legacy_versions_falls_back() -> None:
     client = Connection("client", ConnectionConfig())
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     _, out = feed(
         client,
@@ -226,12 +226,12 @@ def test_a_discover_answer_that_is_no_discover_result_falls_back(result: Any) ->
     # versioning.mdx: anything but a modern answer identifies a legacy server (one that
     # answers every method with a result, say); it used to end the handshake.
     client = Connection("client", ConnectionConfig())
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     _, out = feed(client, {"jsonrpc": "2.0", "id": rid, "result": result})
     assert out[0]["method"] == "initialize"
     modern_only = Connection("client", ConnectionConfig(era="modern"))
-    rid = modern_only.start()
+    rid = modern_only.start(now=0.0)
     modern_only.data_to_send()
     events, out = feed(modern_only, {"jsonrpc": "2.0", "id": rid, "result": result})
     assert only(events, ErrorReceived).error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
@@ -240,7 +240,7 @@ def test_a_discover_answer_that_is_no_discover_result_falls_back(result: Any) ->
 
 def test_discover_with_nothing_in_common_is_an_error() -> None:
     client = Connection("client", ConnectionConfig(era="modern"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     events, out = feed(
         client, {"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2099-01-01"]}}
@@ -254,7 +254,7 @@ def test_a_discover_result_of_another_type_fails_the_handshake(result_type: Any)
     # basic/index.mdx: a resultType the client does not recognise is invalid (and
     # server/discover may not ask for input).
     client = Connection("client", ConnectionConfig())
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     result = {"supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": result_type}
     events, out = feed(client, {"jsonrpc": "2.0", "id": rid, "result": result})
@@ -274,7 +274,7 @@ def test_unsupported_version_falls_back_only_to_an_offered_legacy_version(
     # A -32022 identifies a modern server: retry with a version it offers, never fall
     # back to initialize blindly (2026-07-28/basic/transports/stdio, basic/versioning).
     client = Connection("client", ConnectionConfig())
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     error = {"code": -32022, "message": "x", "data": {"supported": supported}}
     events, out = feed(client, {"jsonrpc": "2.0", "id": rid, "error": error})
@@ -331,7 +331,7 @@ def test_input_required_that_cannot_be_written_leaves_the_request_answerable() -
     # As for send_error: a reply the core cannot write raises and changes nothing, so
     # the request can still be answered (it used to be taken first, then never answered).
     pair = modern_pair()
-    pair.client.send_request("tools/call", {"name": "t", "arguments": {}})
+    pair.client.send_request("tools/call", {"name": "t", "arguments": {}}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     schema = {"type": "object", "properties": {"ok": {"enum": {1, 2}}}}  # a set: not JSON
     odd = {
@@ -350,11 +350,11 @@ def test_input_required_that_cannot_be_written_leaves_the_request_answerable() -
 
 def test_retry_keeps_asking_for_progress() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list", "params": {}}})
     pair.deliver(pair.server)
-    rid2 = pair.client.retry_with_input(rid, {"r": {"roots": []}})
+    rid2 = pair.client.retry_with_input(rid, {"r": {"roots": []}}, now=0.0)
     retry = only(pair.deliver(pair.client), RequestReceived)
     assert retry.progress_token == rid2
 
@@ -367,20 +367,20 @@ def test_awaiting_input_table_is_bounded() -> None:
     pair.handshake()
     first = None
     for _ in range(3):
-        rid = pair.client.send_request("tools/call", {"name": "t"})
+        rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
         first = first or rid
         req = only(pair.deliver(pair.client), RequestReceived)
         pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list"}})
         pair.deliver(pair.server)
     assert first is not None
     with pytest.raises(LocalProtocolError, match="not awaiting"):
-        pair.client.retry_with_input(first, {})  # the oldest was dropped past the bound
+        pair.client.retry_with_input(first, {}, now=0.0)  # the oldest was dropped past the bound
 
 
 def test_server_tears_down_a_subscription_with_cancelled() -> None:
     pair = modern_pair()
     sid = pair.client.send_request(
-        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
     )
     pair.exchange()
     events, _ = feed(
@@ -410,7 +410,7 @@ def test_handshake_completed_carries_peer_info() -> None:
 
 def test_unserializable_result_changes_nothing() -> None:
     pair = ready_pair()
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     with pytest.raises(TypeError):
         pair.server.send_result(req.request_id, {"tools": [object()]})

@@ -111,7 +111,7 @@ def test_server_offers_latest_when_requested_version_unknown() -> None:
 
 def test_client_refuses_a_version_it_does_not_support() -> None:
     client = Connection("client", ConnectionConfig(era="legacy"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     events, out = feed(
         client,
@@ -127,7 +127,7 @@ def test_client_refuses_a_version_it_does_not_support() -> None:
     assert out == []  # no notifications/initialized
     assert client.lifecycle is LifecycleState.FAILED
     with pytest.raises(LocalProtocolError):
-        client.send_request("tools/list")
+        client.send_request("tools/list", now=0.0)
 
 
 def test_initialize_with_bad_params_is_invalid_params_and_can_be_retried() -> None:
@@ -164,16 +164,16 @@ def test_second_initialize_is_refused() -> None:
 
 def test_start_twice_or_as_server_raises() -> None:
     pair = legacy_pair()
-    pair.client.start()
+    pair.client.start(now=0.0)
     with pytest.raises(LocalProtocolError):
-        pair.client.start()
+        pair.client.start(now=0.0)
     with pytest.raises(LocalProtocolError):
-        pair.server.start()
+        pair.server.start(now=0.0)
 
 
 def test_initialize_cannot_be_cancelled() -> None:
     client = Connection("client", ConnectionConfig(era="legacy"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     with pytest.raises(LocalProtocolError):
         client.cancel_request(rid)
 
@@ -184,11 +184,11 @@ def test_initialize_cannot_be_cancelled() -> None:
 def test_client_cannot_send_requests_before_ready() -> None:
     pair = legacy_pair()
     with pytest.raises(LocalProtocolError):
-        pair.client.send_request("tools/list")
-    pair.client.start()
+        pair.client.send_request("tools/list", now=0.0)
+    pair.client.start(now=0.0)
     with pytest.raises(LocalProtocolError, match="before the session is ready"):
-        pair.client.send_request("tools/list")
-    assert pair.client.send_request("ping")  # ping is allowed while initializing
+        pair.client.send_request("tools/list", now=0.0)
+    assert pair.client.send_request("ping", now=0.0)  # ping is allowed while initializing
 
 
 def test_server_refuses_requests_before_initialize() -> None:
@@ -213,7 +213,7 @@ def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
     # ping.mdx: the receiver MUST respond promptly; a server may ping before it has
     # answered initialize (or the era probe), when the client's era is not set yet.
     client = Connection("client", ConnectionConfig(era=era))  # type: ignore[arg-type]
-    client.start()
+    client.start(now=0.0)
     client.data_to_send()
     _, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
     assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
@@ -230,7 +230,7 @@ def test_a_modern_client_answers_no_ping_even_before_its_era_is_set(
     # write responses (transports/stdio): the request is reported, not answered. So
     # for a client that can only ever be modern (pinned, or modern versions only).
     client = Connection("client", config)
-    client.start()
+    client.start(now=0.0)
     client.data_to_send()
     events, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
     assert out == []
@@ -287,13 +287,13 @@ def test_an_elicitation_mode_that_is_not_a_string_is_invalid_params() -> None:
 
 def test_server_may_ping_and_log_before_initialized_but_nothing_else() -> None:
     pair = legacy_pair()
-    pair.client.start()
+    pair.client.start(now=0.0)
     pair.deliver(pair.client)  # server has answered initialize; initialized not yet seen
     assert pair.server.lifecycle is LifecycleState.ANSWERED
-    pair.server.send_request("ping")
+    pair.server.send_request("ping", now=0.0)
     assert pair.server.send_log("info", "warming up")
     with pytest.raises(LocalProtocolError):
-        pair.server.send_request("roots/list")
+        pair.server.send_request("roots/list", now=0.0)
     with pytest.raises(LocalProtocolError):
         pair.server.send_notification("notifications/tools/list_changed")
 
@@ -305,9 +305,9 @@ def test_client_refuses_to_send_for_undeclared_server_capability() -> None:
     pair = ready_pair(capabilities={"tools": {}})
     before = pair.client.pending_requests()
     with pytest.raises(LocalProtocolError, match="resources"):
-        pair.client.send_request("resources/list")
+        pair.client.send_request("resources/list", now=0.0)
     with pytest.raises(LocalProtocolError, match=r"resources\.subscribe"):
-        pair.client.send_request("resources/subscribe", {"uri": "x"})
+        pair.client.send_request("resources/subscribe", {"uri": "x"}, now=0.0)
     assert pair.client.pending_requests() == before
     assert pair.client.data_to_send() == []
 
@@ -323,7 +323,9 @@ def test_server_cannot_sample_without_client_capability() -> None:
     pair = ConnectionPair(client, ConnectionConfig(capabilities=SERVER_CAPS))
     pair.handshake()
     with pytest.raises(LocalProtocolError, match="sampling"):
-        pair.server.send_request("sampling/createMessage", {"messages": [], "maxTokens": 1})
+        pair.server.send_request(
+            "sampling/createMessage", {"messages": [], "maxTokens": 1}, now=0.0
+        )
 
 
 def test_client_refuses_request_for_its_undeclared_capability() -> None:
@@ -337,9 +339,9 @@ def test_client_refuses_request_for_its_undeclared_capability() -> None:
 def test_wrong_direction_methods() -> None:
     pair = ready_pair()
     with pytest.raises(LocalProtocolError):
-        pair.client.send_request("sampling/createMessage")
+        pair.client.send_request("sampling/createMessage", now=0.0)
     with pytest.raises(LocalProtocolError):
-        pair.server.send_request("tools/list")
+        pair.server.send_request("tools/list", now=0.0)
     _, out = feed(pair.server, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
     assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
     _, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -348,7 +350,7 @@ def test_wrong_direction_methods() -> None:
 
 def test_custom_methods_reach_the_application() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("vendor/thing", {"x": 1})
+    rid = pair.client.send_request("vendor/thing", {"x": 1}, now=0.0)
     events = pair.deliver(pair.client)
     req = only(events, RequestReceived)
     assert req.method == "vendor/thing"
@@ -366,7 +368,7 @@ def test_request_result_round_trip_either_way(sender: str) -> None:
     pair = ready_pair()
     conn = pair.client if sender == "client" else pair.server
     method = "tools/list" if sender == "client" else "roots/list"
-    rid = conn.send_request(method, {})
+    rid = conn.send_request(method, {}, now=0.0)
     req = only(pair.deliver(conn), RequestReceived)
     assert (req.method, req.era, req.protocol_version) == (method, Era.LEGACY, "2025-11-25")
     result: dict[str, Any] = {"tools": []} if sender == "client" else {"roots": []}
@@ -382,14 +384,14 @@ def test_request_result_round_trip_either_way(sender: str) -> None:
 def test_ping_is_answered_by_the_core(sender: str) -> None:
     pair = ready_pair()
     conn = pair.client if sender == "client" else pair.server
-    rid = conn.send_request("ping")
+    rid = conn.send_request("ping", now=0.0)
     assert pair.deliver(conn) == []
     assert only(pair.deliver(pair.peer(conn)), ResultReceived).request_id == rid
 
 
 def test_answering_twice_or_unknown_raises_and_changes_nothing() -> None:
     pair = ready_pair()
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.server.send_result(req.request_id, {"tools": []})
     with pytest.raises(LocalProtocolError):
@@ -402,13 +404,13 @@ def test_answering_twice_or_unknown_raises_and_changes_nothing() -> None:
 def test_unknown_duplicate_and_late_responses_are_reported() -> None:
     pair = ready_pair()
     client = pair.client
-    rid = client.send_request("tools/list")
+    rid = client.send_request("tools/list", now=0.0)
     events, _ = feed(client, {"jsonrpc": "2.0", "id": 999, "result": {}})
     assert only(events, ResponseIgnored).reason == "unknown"
     feed(client, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
     events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
     assert only(events, ResponseIgnored).reason == "duplicate"
-    rid2 = client.send_request("tools/list")
+    rid2 = client.send_request("tools/list", now=0.0)
     client.cancel_request(rid2)
     events, _ = feed(client, {"jsonrpc": "2.0", "id": rid2, "result": {"tools": []}})
     assert only(events, ResponseIgnored).reason == "late"
@@ -420,7 +422,7 @@ def test_unknown_duplicate_and_late_responses_are_reported() -> None:
 def _client_remembering(count: int) -> Connection:
     """A legacy client after its handshake, remembering ``count`` finished ids."""
     client = Connection("client", ConnectionConfig(era="legacy", remembered_ids=count))
-    client.start()
+    client.start(now=0.0)
     feed(
         client,
         {
@@ -434,7 +436,7 @@ def _client_remembering(count: int) -> Connection:
 
 def test_remembered_ids_are_bounded() -> None:
     client = _client_remembering(3)
-    ids = [client.send_request("ping") for _ in range(10)]
+    ids = [client.send_request("ping", now=0.0) for _ in range(10)]
     for rid in ids:
         client.cancel_request(rid)
     events, _ = feed(client, {"jsonrpc": "2.0", "id": ids[0], "result": {}})
@@ -445,7 +447,7 @@ def test_remembered_ids_are_bounded() -> None:
 
 def test_answered_ids_are_remembered_within_the_bound() -> None:
     client = _client_remembering(3)
-    ids = [client.send_request("ping") for _ in range(10)]
+    ids = [client.send_request("ping", now=0.0) for _ in range(10)]
     for rid in ids:
         events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
         assert only(events, ResultReceived).request_id == rid
@@ -471,17 +473,17 @@ def test_pending_table_is_bounded() -> None:
     client = Connection(
         "client", ConnectionConfig(era="legacy", max_pending_requests=2, capabilities={})
     )
-    client.start()
+    client.start(now=0.0)
     with pytest.raises(LocalProtocolError, match="too many"):
-        client.send_request("ping")  # initialize already occupies one slot...
-        client.send_request("ping")
+        client.send_request("ping", now=0.0)  # initialize already occupies one slot...
+        client.send_request("ping", now=0.0)
     assert pair
 
 
 def test_inflight_table_is_bounded() -> None:
     pair = ready_pair(max_inflight_requests=2)
     for _i in range(3):
-        pair.client.send_request("tools/list")
+        pair.client.send_request("tools/list", now=0.0)
     events = pair.deliver(pair.client)
     assert len([e for e in events if isinstance(e, RequestReceived)]) == 2
     err = only(pair.deliver(pair.server), ErrorReceived)
@@ -518,7 +520,7 @@ def test_invalid_input_gets_an_error_and_the_session_goes_on(
     assert out[0]["id"] == rid
     assert isinstance(events[0], InvalidMessageReceived)
     # still alive
-    pair.client.send_request("ping")
+    pair.client.send_request("ping", now=0.0)
     assert only(pair.deliver(pair.server) or pair.exchange()[0], ResultReceived)
 
 
@@ -553,8 +555,8 @@ def test_a_malformed_answer_ends_its_request_with_an_error(answer: dict[str, Any
     # Every request gets exactly one answer: one that came malformed must not leave the
     # request waiting (with no timeout, forever).
     pair = ready_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
-    other = pair.client.send_request("tools/call", {"name": "u"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
+    other = pair.client.send_request("tools/call", {"name": "u"}, now=0.0)
     pair.client.data_to_send()
     events = pair.client.receive_message(dumps({**answer, "id": rid}))
     assert [type(e) for e in events] == [InvalidMessageReceived, ErrorReceived]
@@ -640,7 +642,7 @@ def test_an_oversize_request_is_answered_under_the_id_in_its_head(
 
 def test_an_oversize_request_reusing_an_id_in_flight_is_answered_with_null() -> None:
     pair = ready_pair(max_message_size=1000)
-    pair.client.send_request("tools/call", {"name": "slow"})
+    pair.client.send_request("tools/call", {"name": "slow"}, now=0.0)
     (received,) = pair.deliver(pair.client)
     assert isinstance(received, RequestReceived)
     rid = received.request_id
@@ -705,7 +707,7 @@ def test_nothing_is_said_about_an_oversize_message_after_the_end() -> None:
 
 def test_a_late_oversize_answer_is_ignored_like_any_late_answer() -> None:
     pair = _client_limited_pair(1000)
-    rid = pair.client.send_request("tools/call", {"name": "slow"}, timeout=1.0)
+    rid = pair.client.send_request("tools/call", {"name": "slow"}, timeout=1.0, now=0.0)
     pair.deliver(pair.client)
     pair.client.handle_timer(5.0)  # it timed out: a courtesy cancel goes out
     pair.client.data_to_send()
@@ -719,7 +721,7 @@ def test_an_oversize_probe_answer_is_no_reason_to_fall_back() -> None:
     # Only a modern server answers server/discover at length: the handshake fails with
     # the error, it does not go on with initialize.
     client = Connection("client", ConnectionConfig(max_message_size=1000))
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     raw = dumps({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": [BIG]}})
     (failed,) = client.receive_message(raw)
@@ -731,8 +733,8 @@ def test_an_oversize_probe_answer_is_no_reason_to_fall_back() -> None:
 @pytest.mark.parametrize("deliver", ["message", "line", "bytewise"])
 def test_an_oversize_answer_ends_its_request_with_an_error(deliver: str) -> None:
     pair = _client_limited_pair(2000)
-    rid = pair.client.send_request("tools/call", {"name": "big"})
-    other = pair.client.send_request("tools/call", {"name": "small"})
+    rid = pair.client.send_request("tools/call", {"name": "big"}, now=0.0)
+    other = pair.client.send_request("tools/call", {"name": "small"}, now=0.0)
     first = pair.deliver(pair.client)[0]
     assert isinstance(first, RequestReceived)
     pair.server.send_result(first.request_id, {"content": [{"type": "text", "text": "x" * 3000}]})
@@ -752,7 +754,7 @@ def test_an_oversize_error_answer_ends_its_request(deliver: str) -> None:
     # An error answer (a huge error.data) is an answer too: it ends the request it
     # answers, and is not answered as if it were a request.
     pair = _client_limited_pair(1000)
-    rid = pair.client.send_request("tools/call", {"name": "x"})
+    rid = pair.client.send_request("tools/call", {"name": "x"}, now=0.0)
     pair.client.data_to_send()
     error = {"code": -32000, "message": "boom", "data": "x" * 5000}
     raw = dumps({"jsonrpc": "2.0", "id": rid, "error": error})
@@ -773,7 +775,7 @@ def test_an_oversize_answer_with_its_id_out_of_sight_is_not_answered(
     # tail shows it. A response is never answered (an {"id": null} error would be one):
     # it is only reported, and the request waits for its timeout.
     pair = _client_limited_pair(1000)
-    rid = pair.client.send_request("tools/call", {"name": "x"})
+    rid = pair.client.send_request("tools/call", {"name": "x"}, now=0.0)
     pair.client.data_to_send()
     big = "x" * 3000
     value: Any = {"x": big} if kind == "result" else {"code": 1, "message": big}
@@ -831,8 +833,8 @@ def test_an_unreadable_request_is_answered_under_its_id(value: bytes) -> None:
 )
 def test_an_unreadable_answer_ends_its_request_with_an_error(value: bytes) -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
-    other = pair.client.send_request("tools/call", {"name": "u"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
+    other = pair.client.send_request("tools/call", {"name": "u"}, now=0.0)
     pair.client.data_to_send()
     body = b'{"jsonrpc":"2.0","id":%s,"result":{"a":%s}}' % (dumps(rid), value)
     (error,) = pair.client.receive_message(body)
@@ -845,7 +847,7 @@ def test_an_unreadable_answer_ends_its_request_with_an_error(value: bytes) -> No
 
 def test_an_unreadable_request_reusing_an_id_in_flight_is_answered_with_null() -> None:
     pair = ready_pair()
-    pair.client.send_request("tools/call", {"name": "slow"})
+    pair.client.send_request("tools/call", {"name": "slow"}, now=0.0)
     (received,) = pair.deliver(pair.client)
     assert isinstance(received, RequestReceived)
     body = b'{"jsonrpc":"2.0","id":%s,"method":"x","params":{"a":1e400}}' % dumps(
@@ -895,7 +897,7 @@ def test_receive_bytes_oversize_line_resynchronises() -> None:
 
 def test_client_cancels_and_server_answer_is_dropped() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/call", {"name": "slow"})
+    rid = pair.client.send_request("tools/call", {"name": "slow"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.client.cancel_request(rid, "user gave up")
     cancelled = only(pair.deliver(pair.client), RequestCancelled)
@@ -911,7 +913,7 @@ def test_a_cancelled_requests_progress_does_not_outlive_it() -> None:
     # starts its own progress afresh.
     pair = ready_pair()
     token = {"_meta": {"progressToken": "t"}}
-    rid = pair.client.send_request("tools/list", token)
+    rid = pair.client.send_request("tools/list", token, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert pair.server.send_progress(req.request_id, 5)
     pair.client.cancel_request(rid)
@@ -997,7 +999,7 @@ def test_answers_to_requests_abandoned_by_a_close_are_dropped() -> None:
 
 def test_server_cancels_its_request_to_the_client() -> None:
     pair = ready_pair()
-    rid = pair.server.send_request("roots/list")
+    rid = pair.server.send_request("roots/list", now=0.0)
     req = only(pair.deliver(pair.server), RequestReceived)
     pair.server.cancel_request(rid)
     assert only(pair.deliver(pair.server), RequestCancelled).request_id == req.request_id
@@ -1034,7 +1036,7 @@ def test_cancel_for_initialize_or_unknown_is_ignored_by_receiver() -> None:
 
 def test_progress_ties_to_request_and_must_increase() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.progress_token == rid
     assert pair.server.has_progress_token(req.request_id)
@@ -1066,7 +1068,7 @@ def test_progress_ties_to_request_and_must_increase() -> None:
 
 def test_progress_without_token_sends_nothing() -> None:
     pair = ready_pair()
-    pair.client.send_request("tools/call", {"name": "t"})
+    pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert not pair.server.send_progress(req.request_id, 1)
     assert pair.server.data_to_send() == []
@@ -1075,7 +1077,7 @@ def test_progress_without_token_sends_nothing() -> None:
 def test_progress_params_are_not_mutated() -> None:
     pair = ready_pair()
     params: dict[str, Any] = {"name": "t", "_meta": {"traceparent": "00-abc"}}
-    pair.client.send_request("tools/call", params, progress=True)
+    pair.client.send_request("tools/call", params, progress=True, now=0.0)
     assert params == {"name": "t", "_meta": {"traceparent": "00-abc"}}
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.params is not None
@@ -1130,6 +1132,37 @@ def test_progress_resets_a_per_request_timeout() -> None:
     assert pair.client.handle_timer(9.0) == [RequestTimedOut(request_id=rid, method="tools/call")]
 
 
+def test_progress_never_brings_a_deadline_nearer() -> None:
+    # A driver that gives the time to send_request but not to receive_message (where it
+    # defaults to 0) re-armed the timer at 0 + timeout: long past on a real clock, so
+    # the request timed out at the next tick. Progress only ever moves it later.
+    pair = ready_pair()
+    client = pair.client
+    client.send_request("tools/call", {"name": "t"}, now=1000.0, timeout=5.0, progress=True)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_progress(req.request_id, 1)
+    pair.deliver(pair.server)  # (no now=)
+    assert client.next_deadline() == 1005.0
+    pair.server.send_progress(req.request_id, 2)
+    pair.deliver(pair.server, now=1003.0)
+    assert client.next_deadline() == 1008.0
+
+
+@pytest.mark.parametrize("call", ["start", "send_request", "restart_session", "retry"])
+def test_the_calls_that_start_a_timer_need_the_time(call: str) -> None:
+    # A default of 0.0 timed the era probe out at once under a real clock (a README
+    # example called start() without it): the time is a required keyword now.
+    conn = Connection("client", ConnectionConfig())
+    method = {
+        "start": conn.start,
+        "send_request": lambda: conn.send_request("ping"),  # type: ignore[call-arg]
+        "restart_session": conn.restart_session,
+        "retry": lambda: conn.retry_with_input(1, {}),  # type: ignore[call-arg]
+    }[call]
+    with pytest.raises(TypeError, match="now"):
+        method()  # type: ignore[operator]
+
+
 def test_the_timer_heap_stays_bounded_under_an_early_live_deadline() -> None:
     # Stale entries leave the heap from its top only: under request A's earlier deadline,
     # each progress notification re-arming B (and each quick request answered) left one.
@@ -1156,7 +1189,7 @@ def test_the_timer_heap_stays_bounded_under_an_early_live_deadline() -> None:
 def test_a_timeout_is_zero_or_more_seconds(bad: float) -> None:
     pair = ready_pair()
     with pytest.raises(ValueError, match="0 or more seconds"):
-        pair.client.send_request("tools/call", {"name": "t"}, timeout=bad)
+        pair.client.send_request("tools/call", {"name": "t"}, timeout=bad, now=0.0)
     assert pair.client.pending_requests() == () and pair.client.data_to_send() == []
     for field in ("request_timeout", "max_request_time", "probe_timeout"):
         kwargs: dict[str, Any] = {field: bad}
@@ -1196,7 +1229,7 @@ def test_an_infinite_timeout_is_no_deadline() -> None:
     # next_deadline says None for never, not an infinite time (which blocking waits
     # such as select() cannot take).
     pair = ready_pair()
-    pair.client.send_request("tools/call", {"name": "t"}, timeout=math.inf)
+    pair.client.send_request("tools/call", {"name": "t"}, timeout=math.inf, now=0.0)
     assert pair.client.next_deadline() is None
     assert pair.client._timers == []
 
@@ -1217,7 +1250,7 @@ def test_default_request_timeout_applies() -> None:
 def test_set_level_is_handled_by_the_core_and_filters_logs() -> None:
     pair = ready_pair()
     assert pair.server.send_log("debug", "all levels before setLevel")
-    pair.client.send_request("logging/setLevel", {"level": "warning"})
+    pair.client.send_request("logging/setLevel", {"level": "warning"}, now=0.0)
     c, s = pair.exchange()
     assert s == []
     assert isinstance(c[0], NotificationReceived)
@@ -1366,15 +1399,15 @@ def test_duplicate_id_within_a_batch() -> None:
 
 def test_eof_lists_unanswered_requests_and_answers_are_dropped() -> None:
     pair = ready_pair()
-    a = pair.client.send_request("tools/list")
-    b = pair.client.send_request("tools/call", {"name": "x"})
+    a = pair.client.send_request("tools/list", now=0.0)
+    b = pair.client.send_request("tools/call", {"name": "x"}, now=0.0)
     pair.deliver(pair.client)
     (closed,) = pair.client.receive_eof()
     assert closed == ConnectionClosed(unanswered=(a, b), abandoned=())
     assert pair.client.closed
     assert pair.client.receive_eof() == []
     with pytest.raises(LocalProtocolError):
-        pair.client.send_request("tools/list")
+        pair.client.send_request("tools/list", now=0.0)
     (sclosed,) = pair.server.receive_eof()
     assert isinstance(sclosed, ConnectionClosed)
     assert sorted(map(str, sclosed.abandoned)) == sorted(map(str, [a, b]))
@@ -1385,7 +1418,7 @@ def test_eof_lists_unanswered_requests_and_answers_are_dropped() -> None:
 
 def test_send_failed_closes() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     (closed,) = pair.client.send_failed()
     assert closed == ConnectionClosed(unanswered=(rid,))
     assert pair.client.receive_message(b"{}") == []
@@ -1394,16 +1427,16 @@ def test_send_failed_closes() -> None:
 def test_half_close_keeps_answering_the_requests_in_flight() -> None:
     """stdio's shutdown: the client closes the server's input and reads on."""
     pair = ready_pair()
-    slow = pair.client.send_request("tools/call", {"name": "slow"}, progress=True)
-    other = pair.client.send_request("tools/list")
+    slow = pair.client.send_request("tools/call", {"name": "slow"}, progress=True, now=0.0)
+    other = pair.client.send_request("tools/list", now=0.0)
     pair.deliver(pair.client)
-    asked = pair.server.send_request("roots/list")  # the server's own, never answered now
+    asked = pair.server.send_request("roots/list", now=0.0)  # the server's own, never answered now
     (closed,) = pair.server.receive_eof(keep_answering=True)
     assert closed == ConnectionClosed(unanswered=(asked,), abandoned=())
     assert pair.server.closed and pair.server.lifecycle is LifecycleState.CLOSED
     assert pair.server.receive_message(b'{"jsonrpc":"2.0","id":99,"method":"ping"}') == []
     with pytest.raises(LocalProtocolError):
-        pair.server.send_request("roots/list")  # nothing could answer it
+        pair.server.send_request("roots/list", now=0.0)  # nothing could answer it
     with pytest.raises(LocalProtocolError):
         pair.server.send_notification("notifications/tools/list_changed")
     assert not pair.server.send_log("info", "session-wide")  # only about a request in flight
@@ -1435,7 +1468,7 @@ def test_half_close_with_nothing_in_flight_is_a_close() -> None:
 
 def test_a_failed_write_ends_a_half_close() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     pair.deliver(pair.client)
     pair.server.receive_eof(keep_answering=True)
     (ended,) = pair.server.send_failed()
@@ -1446,7 +1479,7 @@ def test_a_failed_write_ends_a_half_close() -> None:
 
 def test_a_second_half_close_changes_nothing() -> None:
     pair = ready_pair()
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     pair.deliver(pair.client)
     pair.server.receive_eof(keep_answering=True)
     assert pair.server.receive_eof(keep_answering=True) == []
@@ -1534,8 +1567,8 @@ def test_a_close_can_answer_the_requests_in_flight_first() -> None:
     """A server shutting down: the peer's requests get an error rather than nothing, and
     their handlers are abandoned as by any close (a late answer is dropped)."""
     pair = ready_pair()
-    slow = pair.client.send_request("tools/call", {"name": "slow"})
-    other = pair.client.send_request("tools/list")
+    slow = pair.client.send_request("tools/call", {"name": "slow"}, now=0.0)
+    other = pair.client.send_request("tools/list", now=0.0)
     pair.deliver(pair.client)
     with pytest.raises(ValueError, match="keep_answering"):
         pair.server.receive_eof(keep_answering=True, fail_inflight=(-32603, "bye"))

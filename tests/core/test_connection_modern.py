@@ -123,7 +123,7 @@ def test_probe_timeout_falls_back_to_initialize() -> None:
 )
 def test_probe_errors(code: int, falls_back: bool) -> None:
     client = Connection("client", ConnectionConfig())
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     events, out = feed(
         client, {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": "x"}}
@@ -138,7 +138,7 @@ def test_probe_errors(code: int, falls_back: bool) -> None:
 
 def test_unsupported_version_on_probe_retries_with_a_common_version() -> None:
     client = Connection("client", ConnectionConfig())
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     _, out = feed(
         client,
@@ -158,7 +158,7 @@ def test_unsupported_version_on_probe_retries_with_a_common_version() -> None:
 
 def test_pinned_modern_never_falls_back() -> None:
     client = Connection("client", ConnectionConfig(era="modern"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     assert client.next_deadline() is None
     client.data_to_send()
     events, out = feed(
@@ -216,7 +216,7 @@ def test_one_channel_serves_both_eras() -> None:
 def test_client_envelope_on_every_request() -> None:
     pair = modern_pair()
     params = {"name": "t", "_meta": {"traceparent": "00-1-2-01", "baggage": "a=b"}}
-    pair.client.send_request("tools/call", params, log_level="info")
+    pair.client.send_request("tools/call", params, log_level="info", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.params is not None
     meta = req.params["_meta"]
@@ -266,14 +266,14 @@ def test_modern_capability_gating() -> None:
     assert out[0]["error"]["code"] == ErrorCode.METHOD_NOT_FOUND
     pair = modern_pair(capabilities={"tools": {}})
     with pytest.raises(LocalProtocolError, match="prompts"):
-        pair.client.send_request("prompts/list")
+        pair.client.send_request("prompts/list", now=0.0)
     with pytest.raises(LocalProtocolError):
-        pair.client.send_request("ping")
+        pair.client.send_request("ping", now=0.0)
 
 
 def test_discover_and_results_are_decorated() -> None:
     pair = modern_pair(cache_ttl_ms=5000, cache_scope="public")
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.server.send_result(req.request_id, {"tools": []})
     res = only(pair.deliver(pair.server), ResultReceived)
@@ -283,7 +283,7 @@ def test_discover_and_results_are_decorated() -> None:
         "name": "s",
         "version": "1",
     }
-    pair.client.send_request("tools/call", {"name": "x", "arguments": {}})
+    pair.client.send_request("tools/call", {"name": "x", "arguments": {}}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.server.send_result(req.request_id, {"content": []})
     res = only(pair.deliver(pair.server), ResultReceived)
@@ -293,14 +293,14 @@ def test_discover_and_results_are_decorated() -> None:
 
 def test_unknown_result_type_is_an_invalid_result() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     events, _ = feed(pair.client, {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "weird"}})
     assert only(events, ErrorReceived).request_id == rid
 
 
 def test_absent_result_type_means_complete() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     events, _ = feed(pair.client, {"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
     assert only(events, ResultReceived).result == {"tools": []}
 
@@ -311,7 +311,7 @@ def test_absent_result_type_means_complete() -> None:
 def test_modern_server_cannot_send_requests_and_client_refuses_them() -> None:
     pair = modern_pair()
     with pytest.raises(LocalProtocolError, match="input-required"):
-        pair.server.send_request("roots/list")
+        pair.server.send_request("roots/list", now=0.0)
     events, out = feed(pair.client, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
     # refused, and not answered: a client MUST NOT write responses (transports/stdio)
     assert out == []
@@ -327,7 +327,7 @@ def test_modern_server_cannot_send_requests_and_client_refuses_them() -> None:
 
 def test_progress_flows_server_to_client_only() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True)
+    rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.progress_token == rid
     assert pair.server.send_progress(req.request_id, 0.5, 1.0)
@@ -339,10 +339,10 @@ def test_progress_flows_server_to_client_only() -> None:
 
 def test_logging_only_when_the_request_asked_and_at_or_above() -> None:
     pair = modern_pair()
-    pair.client.send_request("tools/call", {"name": "a"})
+    pair.client.send_request("tools/call", {"name": "a"}, now=0.0)
     quiet = only(pair.deliver(pair.client), RequestReceived)
     assert not pair.server.send_log("emergency", "x", request_id=quiet.request_id)
-    pair.client.send_request("tools/call", {"name": "b"}, log_level="warning")
+    pair.client.send_request("tools/call", {"name": "b"}, log_level="warning", now=0.0)
     loud = only(pair.deliver(pair.client), RequestReceived)
     assert not pair.server.send_log("info", "x", request_id=loud.request_id)
     assert pair.server.send_log("error", "boom", request_id=loud.request_id)
@@ -356,7 +356,7 @@ def test_no_log_messages_without_the_logging_capability() -> None:
     # server/utilities/logging: servers that emit log messages MUST declare `logging`.
     caps = {k: v for k, v in SERVER_CAPS.items() if k != "logging"}
     pair = modern_pair(capabilities=caps)
-    pair.client.send_request("tools/call", {"name": "b"}, log_level="debug")
+    pair.client.send_request("tools/call", {"name": "b"}, log_level="debug", now=0.0)
     asked = only(pair.deliver(pair.client), RequestReceived)
     assert not pair.server.send_log("error", "boom", request_id=asked.request_id)
     assert pair.server.data_to_send() == []
@@ -380,7 +380,7 @@ def test_a_cancelled_requests_log_level_does_not_outlive_it() -> None:
 
 def test_cancellation_on_a_shared_channel() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.client.cancel_request(rid)
     assert only(pair.deliver(pair.client), RequestCancelled).request_id == req.request_id
@@ -391,7 +391,7 @@ def test_cancellation_on_a_shared_channel() -> None:
 
 def test_forget_request_sends_nothing() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     pair.client.data_to_send()
     pair.client.forget_request(rid)
     assert pair.client.data_to_send() == []
@@ -415,7 +415,9 @@ ELICIT = {
 
 def test_input_required_round_trip() -> None:
     pair = modern_pair()
-    rid = pair.client.send_request("tools/call", {"name": "delete", "arguments": {"path": "/x"}})
+    rid = pair.client.send_request(
+        "tools/call", {"name": "delete", "arguments": {"path": "/x"}}, now=0.0
+    )
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.input_responses is None
     pair.server.send_input_required(req.request_id, ELICIT, state={"step": 1})
@@ -423,7 +425,7 @@ def test_input_required_round_trip() -> None:
     assert need.request_id == rid and need.round == 1
     assert need.input_requests == ELICIT and need.request_state
     answers = {"confirm": {"action": "accept", "content": {"ok": True}}}
-    rid2 = pair.client.retry_with_input(rid, answers)
+    rid2 = pair.client.retry_with_input(rid, answers, now=0.0)
     assert rid2 != rid
     retry = only(pair.deliver(pair.client), RequestReceived)
     assert retry.input_responses == answers
@@ -468,7 +470,7 @@ def test_a_shared_state_clock_lets_another_process_open_the_state() -> None:
 
 def test_input_required_only_for_three_methods_and_modern() -> None:
     pair = modern_pair()
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     with pytest.raises(LocalProtocolError):
         pair.server.send_input_required(req.request_id, ELICIT)
@@ -515,27 +517,27 @@ def test_input_rounds_are_bounded() -> None:
         ConnectionConfig(capabilities=SERVER_CAPS),
     )
     pair.handshake()
-    pair.client.send_request("tools/call", {"name": "t"})
+    pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     for _ in range(2):
         req = only(pair.deliver(pair.client), RequestReceived)
         pair.server.send_input_required(req.request_id, ELICIT)
         need = only(pair.deliver(pair.server), InputRequired)
         if need.round < 2:
-            pair.client.retry_with_input(need.request_id, {})
+            pair.client.retry_with_input(need.request_id, {}, now=0.0)
     with pytest.raises(LocalProtocolError, match="rounds"):
-        pair.client.retry_with_input(need.request_id, {})
+        pair.client.retry_with_input(need.request_id, {}, now=0.0)
     pair.client.abandon_request(need.request_id)
     with pytest.raises(LocalProtocolError):
-        pair.client.retry_with_input(need.request_id, {})
+        pair.client.retry_with_input(need.request_id, {}, now=0.0)
 
 
 def test_expired_request_state_is_refused() -> None:
     pair = modern_pair(request_state_ttl=10.0)
-    rid = pair.client.send_request("tools/call", {"name": "t"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     pair.server.send_input_required(req.request_id, ELICIT, now=0.0)
     only(pair.deliver(pair.server), InputRequired)
-    pair.client.retry_with_input(rid, {})
+    pair.client.retry_with_input(rid, {}, now=0.0)
     events = pair.deliver(pair.client, now=11.0)
     assert not any(isinstance(e, RequestReceived) for e in events)
     err = only(pair.deliver(pair.server), ErrorReceived)
@@ -597,6 +599,7 @@ def test_subscriptions_listen_ack_tagging_and_teardown() -> None:
     sid = pair.client.send_request(
         "subscriptions/listen",
         {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///a"]}},
+        now=0.0,
     )
     assert pair.deliver(pair.client) == []  # the core owns the listen stream
     assert pair.server.subscriptions() == (sid,)
@@ -634,7 +637,7 @@ def test_a_cancelled_subscription_holds_no_place() -> None:
     pair = modern_pair(max_inflight_requests=1)
     for _ in range(3):
         sid = pair.client.send_request(
-            "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+            "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
         )
         pair.exchange()
         assert pair.server.subscriptions() == (sid,)
@@ -647,7 +650,7 @@ def test_a_cancelled_subscription_holds_no_place() -> None:
 def test_server_ends_a_subscription_gracefully() -> None:
     pair = modern_pair()
     sid = pair.client.send_request(
-        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
     )
     pair.exchange()
     pair.server.end_subscription(sid)
@@ -662,7 +665,7 @@ def test_server_ends_a_subscription_gracefully() -> None:
 def test_a_subscription_answered_otherwise_is_over(answer: str) -> None:
     pair = modern_pair()
     sid = pair.client.send_request(
-        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
     )
     pair.exchange()
     if answer == "error":
@@ -680,10 +683,10 @@ def test_a_subscription_answered_otherwise_is_over(answer: str) -> None:
 def test_two_subscriptions_are_demultiplexed() -> None:
     pair = modern_pair()
     a = pair.client.send_request(
-        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
     )
     b = pair.client.send_request(
-        "subscriptions/listen", {"notifications": {"promptsListChanged": True}}
+        "subscriptions/listen", {"notifications": {"promptsListChanged": True}}, now=0.0
     )
     pair.exchange()
     pair.server.send_notification("notifications/prompts/list_changed")

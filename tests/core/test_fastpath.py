@@ -137,14 +137,14 @@ def legacy_pair(**client_kw: Any) -> tuple[Connection, Connection]:
             request_state_key=KEY,
         ),
     )
-    client.start()
+    client.start(now=0.0)
     for _ in range(2):
         _answer_all(client, server)
     for method in WARM_METHODS:
-        client.send_request(method, {"name": "x"})
+        client.send_request(method, {"name": "x"}, now=0.0)
     _answer_all(client, server)
     for method in ("sampling/createMessage", "roots/list"):
-        server.send_request(method, {})
+        server.send_request(method, {}, now=0.0)
     _answer_all(server, client)
     return client, server
 
@@ -166,10 +166,10 @@ def modern_pair(**server_kw: Any) -> tuple[Connection, Connection]:
             **server_kw,
         ),
     )
-    client.start()
+    client.start(now=0.0)
     _answer_all(client, server)
     for method in WARM_METHODS:
-        client.send_request(method, {"name": "x"})
+        client.send_request(method, {"name": "x"}, now=0.0)
     _answer_all(client, server)
     return client, server
 
@@ -199,7 +199,7 @@ def test_fast_path_events_are_init(monkeypatch: pytest.MonkeyPatch, era: str) ->
     client, server = legacy_pair() if era == "legacy" else modern_pair()
     no_general_path(monkeypatch, server)
     no_general_path(monkeypatch, client)
-    rid = client.send_request("tools/call", {"name": "x"}, progress=True)
+    rid = client.send_request("tools/call", {"name": "x"}, progress=True, now=0.0)
     (request,) = client.data_to_send()
     (received,) = server.receive_message(request)
     assert isinstance(received, RequestReceived)
@@ -353,14 +353,14 @@ def _with_pending(
 
     def make() -> tuple[Connection, Connection]:
         client, server = pair()
-        client.send_request("tools/call", {"name": "x"})
-        client.send_request("tools/call", {"name": "x"}, progress=True)
-        client.send_request("resources/read", {"uri": "x"})
-        client.send_request("tools/list")
+        client.send_request("tools/call", {"name": "x"}, now=0.0)
+        client.send_request("tools/call", {"name": "x"}, progress=True, now=0.0)
+        client.send_request("resources/read", {"uri": "x"}, now=0.0)
+        client.send_request("tools/list", now=0.0)
         if client.era is Era.MODERN:
-            client.send_request("subscriptions/listen", {"notifications": {}})
+            client.send_request("subscriptions/listen", {"notifications": {}}, now=0.0)
         else:
-            client.send_request("ping")
+            client.send_request("ping", now=0.0)
         client.data_to_send()
         return client, server
 
@@ -376,7 +376,7 @@ def _restarting(
     def make() -> tuple[Connection, Connection]:
         client, server = pair()
         in_flight = client.pending_requests()
-        client.restart_session()
+        client.restart_session(now=0.0)
         for rid in in_flight:
             client.resend_request(rid)
         client.data_to_send()
@@ -444,7 +444,7 @@ def _send(
     method: str, params: Any, progress: bool, log_level: str | None, timeout: float | None
 ) -> Callable[[Connection], Any]:
     return lambda conn: conn.send_request(
-        method, params, progress=progress, log_level=log_level, timeout=timeout
+        method, params, progress=progress, log_level=log_level, timeout=timeout, now=0.0
     )
 
 
@@ -471,7 +471,7 @@ def test_modern_server_sends_results_alike(
     config: dict[str, Any], method: str, result: Any
 ) -> None:
     (client, fast), (_, general) = modern_pair(**config), modern_pair(**config)
-    rid = client.send_request(method, {"name": "x"})
+    rid = client.send_request(method, {"name": "x"}, now=0.0)
     (request,) = client.data_to_send()
     fast.receive_message(request)
     general.receive_message(request)
@@ -481,8 +481,8 @@ def test_modern_server_sends_results_alike(
 
 def test_modern_envelope_is_built_once_per_version() -> None:
     client, server = modern_pair()
-    first = client.send_request("tools/call", {"name": "x"})
-    second = client.send_request("tools/call", None)
+    first = client.send_request("tools/call", {"name": "x"}, now=0.0)
+    second = client.send_request("tools/call", None, now=0.0)
     payloads = [loads(p) for p in client.data_to_send()]
     assert [p["id"] for p in payloads] == [first, second]
     assert payloads[0]["params"]["_meta"] == payloads[1]["params"]["_meta"]
@@ -515,7 +515,9 @@ def test_modern_envelope_is_what_the_modern_module_builds(
 ) -> None:
     client, _ = modern_pair()
     for _ in range(2):  # the second request reuses the envelope the first one built
-        rid = client.send_request("tools/call", params, progress=progress, log_level=log_level)
+        rid = client.send_request(
+            "tools/call", params, progress=progress, log_level=log_level, now=0.0
+        )
         (payload,) = client.data_to_send()
         expected = _modern.attach_meta(
             params,
@@ -603,8 +605,8 @@ def test_plain_requests_take_the_send_fast_path(
 ) -> None:
     client, server = make()
     client._send_request = _general_path_forbidden  # type: ignore[method-assign]
-    first = client.send_request("tools/call", {"name": "x"})
-    second = client.send_request("tools/list")
+    first = client.send_request("tools/call", {"name": "x"}, now=0.0)
+    second = client.send_request("tools/list", now=0.0)
     assert client.pending_requests() == (first, second)
     entry = client._pending[first]
     assert (entry.method, entry.era, entry.progress_token) == ("tools/call", client.era, None)

@@ -76,7 +76,7 @@ def test_verdict_caches_do_not_grow_with_the_peers_method_names(era: str) -> Non
     client, server = legacy_pair() if era == "legacy" else modern_pair()
     before = _accept_caches(server)
     for n in range(200):
-        client.send_request(f"x-vendor/method-{n}", {"n": n})
+        client.send_request(f"x-vendor/method-{n}", {"n": n}, now=0.0)
         (message,) = client.data_to_send()
         (event,) = server.receive_message(message)
         assert isinstance(event, RequestReceived) and event.method == f"x-vendor/method-{n}"
@@ -91,7 +91,7 @@ def test_legacy_client_caches_only_the_revisions_server_requests() -> None:
     client, server = legacy_pair()
     before = _accept_caches(client)
     for n in range(50):
-        server.send_request(f"x-vendor/ask-{n}")
+        server.send_request(f"x-vendor/ask-{n}", now=0.0)
         (message,) = server.data_to_send()
         (event,) = client.receive_message(message)
         assert isinstance(event, RequestReceived)
@@ -101,7 +101,7 @@ def test_legacy_client_caches_only_the_revisions_server_requests() -> None:
 
 
 def _input_required(client: Connection, method: str, result: dict[str, Any]) -> list[Any]:
-    rid = client.send_request(method, {"name": "x"})
+    rid = client.send_request(method, {"name": "x"}, now=0.0)
     client.data_to_send()
     return client.receive_message(_message(id=rid, result=result))
 
@@ -142,7 +142,7 @@ def test_modern_client_refuses_a_bad_input_required_result(
     # Nothing is kept for a retry: the request ended with the error.
     assert not client._awaiting_input and not client.pending_requests()
     with pytest.raises(LocalProtocolError, match="not awaiting input"):
-        client.retry_with_input(event.request_id, {})
+        client.retry_with_input(event.request_id, {}, now=0.0)
 
 
 def test_modern_client_delivers_a_good_input_required_result() -> None:
@@ -155,7 +155,7 @@ def test_modern_client_delivers_a_good_input_required_result() -> None:
     )
     assert isinstance(event, InputRequired)
     assert event.input_requests == {"a": ask} and event.request_state == "st"
-    retry = client.retry_with_input(event.request_id, {"a": {"action": "decline"}})
+    retry = client.retry_with_input(event.request_id, {"a": {"action": "decline"}}, now=0.0)
     (sent,) = client.data_to_send()
     params = loads(sent)["params"]
     assert loads(sent)["id"] == retry
@@ -163,7 +163,7 @@ def test_modern_client_delivers_a_good_input_required_result() -> None:
         "a": {"action": "decline"}
     }
     with pytest.raises(LocalProtocolError, match="not awaiting input"):
-        client.retry_with_input(event.request_id, {})
+        client.retry_with_input(event.request_id, {}, now=0.0)
 
 
 @pytest.mark.parametrize("responses", [["not", "a", "mapping"], {"a": {1, 2}}])
@@ -174,10 +174,10 @@ def test_failed_retry_changes_nothing(responses: Any) -> None:
     )
     assert isinstance(event, InputRequired)
     with pytest.raises((LocalProtocolError, TypeError)):
-        client.retry_with_input(event.request_id, responses)
+        client.retry_with_input(event.request_id, responses, now=0.0)
     assert client.data_to_send() == [] and not client.pending_requests()
     # Still awaiting input: a good retry goes out under the next id.
-    retry = client.retry_with_input(event.request_id, {})
+    retry = client.retry_with_input(event.request_id, {}, now=0.0)
     (sent,) = client.data_to_send()
     assert isinstance(event.request_id, int)
     assert loads(sent)["id"] == retry == event.request_id + 1
@@ -195,7 +195,7 @@ def test_receive_decoded_takes_one_message_never_a_batch() -> None:
             "message": "Invalid Request: not a JSON object",
         },
     }
-    rid = client.send_request("tools/list")
+    rid = client.send_request("tools/list", now=0.0)
     (event,) = server.receive_decoded(loads(client.data_to_send()[0]))
     assert isinstance(event, RequestReceived) and event.request_id == rid
     server.receive_eof()

@@ -1037,7 +1037,9 @@ def test_dual_client_and_dual_server_speak_modern(chunk: int | None) -> None:
     done = pair.start()
     assert (done.era, done.protocol_version) == (Era.MODERN, MODERN)
     assert pair.http.era is Era.MODERN and pair.server.sessions() == ()
-    rid = pair.conn.send_request("tools/call", {"name": "echo", "arguments": {}}, progress=True)
+    rid = pair.conn.send_request(
+        "tools/call", {"name": "echo", "arguments": {}}, progress=True, now=0.0
+    )
     pair.pump()
     assert [e.progress for e in pair.events(ProgressReceived)] == [1, 2]
     (res,) = pair.events(ResultReceived)
@@ -1059,7 +1061,7 @@ def test_dual_client_falls_back_against_a_legacy_server() -> None:
         if isinstance(e, ServerEvent) and isinstance(e.event, HandshakeCompleted)
     ]
     assert len(handshakes) == 1
-    rid = pair.conn.send_request("tools/call", {"name": "echo"}, progress=True)
+    rid = pair.conn.send_request("tools/call", {"name": "echo"}, progress=True, now=0.0)
     pair.pump()
     assert [e.progress for e in pair.events(ProgressReceived)] == [1, 2]
     assert pair.events(ResultReceived)[0].request_id == rid
@@ -1086,7 +1088,7 @@ def test_modern_only_server_and_client() -> None:
         ),
     )
     assert pair.start().era is Era.MODERN
-    pair.conn.send_request("tools/list")
+    pair.conn.send_request("tools/list", now=0.0)
     pair.pump()
     assert pair.events(ResultReceived)[0].result["tools"][0]["name"] == "echo"
 
@@ -1096,7 +1098,7 @@ def test_legacy_client_against_a_modern_only_server_fails_clearly() -> None:
         dual_server(era="modern"),
         ConnectionConfig(implementation={"name": "c", "version": "1"}, era="legacy"),
     )
-    pair.conn.start()
+    pair.conn.start(now=0.0)
     pair.pump()
     (failure,) = pair.events(ErrorReceived)
     assert failure.method == "initialize" and MODERN in failure.error.message
@@ -1110,7 +1112,7 @@ def test_an_expired_session_is_started_anew_and_the_request_answered() -> None:
     (old,) = server.sessions()
     server.handle_timer(100.0)
     assert server.sessions() == ()
-    rid = pair.conn.send_request("tools/list")
+    rid = pair.conn.send_request("tools/list", now=0.0)
     pair.pump()
     (answer,) = pair.events(ResultReceived)
     assert answer.request_id == rid and answer.result["tools"][0]["name"] == "echo"
@@ -1147,11 +1149,11 @@ class ForgetfulPair(HttpPair):
 def test_a_server_that_forgets_every_session_gets_one_new_session(requests_only: bool) -> None:
     pair = ForgetfulPair(dual_server(era="legacy"))
     pair.requests_only = requests_only
-    pair.conn.start()
+    pair.conn.start(now=0.0)
     pair.pump()
     if requests_only:
         assert pair.ended is None
-        rid = pair.conn.send_request("tools/list")
+        rid = pair.conn.send_request("tools/list", now=0.0)
         pair.pump()
         (failure,) = pair.events(ErrorReceived)
         assert failure.request_id == rid
@@ -1165,7 +1167,7 @@ def test_a_dropped_legacy_stream_resumes_without_losing_anything() -> None:
     pair = HttpPair(dual_server(era="legacy"))
     pair.start()
     pair.hold = True
-    rid = pair.conn.send_request("tools/call", {"name": "echo"}, progress=True)
+    rid = pair.conn.send_request("tools/call", {"name": "echo"}, progress=True, now=0.0)
     pair.pump()
     conn, held = pair.held_request()
     conn.send_progress(held.request_id, 1)
@@ -1191,7 +1193,7 @@ def test_modern_cancellation_closes_the_stream() -> None:
     pair = HttpPair(dual_server())
     pair.start()
     pair.hold = True
-    rid = pair.conn.send_request("tools/call", {"name": "echo"})
+    rid = pair.conn.send_request("tools/call", {"name": "echo"}, now=0.0)
     pair.pump()
     conn, held = pair.held_request()
     pair.conn.cancel_request(rid, "user")
@@ -1212,7 +1214,7 @@ def test_modern_subscription_over_http() -> None:
     pair = HttpPair(dual_server())
     pair.start()
     sub = pair.conn.send_request(
-        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
     )
     pair.pump()
     assert pair.server.send_notification("notifications/tools/list_changed") == 1

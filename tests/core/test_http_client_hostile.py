@@ -259,7 +259,7 @@ def test_the_connection_sees_the_kept_tools_and_the_failures() -> None:
     client = HttpClient(URL, HttpClientConfig(era=Era.MODERN))
 
     def ask(tools: bytes) -> list[Any]:
-        rid = conn.send_request("tools/list")
+        rid = conn.send_request("tools/list", now=0.0)
         (payload,) = conn.data_to_send()
         reader = client.response(client.post(payload), 200, JSON)
         body = dumps({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
@@ -413,7 +413,7 @@ def test_a_cancellation_from_the_connection_ends_the_wait() -> None:
         ),
     )
     client = legacy_client()
-    conn.start()
+    conn.start(now=0.0)
     (init,) = conn.data_to_send()
     answer = {
         "protocolVersion": "2025-03-26",
@@ -422,7 +422,7 @@ def test_a_cancellation_from_the_connection_ends_the_wait() -> None:
     }
     conn.receive_message(dumps({"jsonrpc": "2.0", "id": loads(init)["id"], "result": answer}))
     conn.data_to_send()  # notifications/initialized
-    rid = conn.send_request("tools/list")
+    rid = conn.send_request("tools/list", now=0.0)
     (payload,) = conn.data_to_send()
     reader = client.response(client.post(payload), 200, SSE)
     assert reader.feed(b"id: 1:1\ndata: \n\n") == []

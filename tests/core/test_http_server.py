@@ -523,7 +523,7 @@ def test_legacy_flow_sse_json_get_delete() -> None:
     assert priming.id == f"{post_id}:0" and priming.data == ""
     assert conn.send_progress(3, 0.5, message="half")
     sampling = conn.send_request(
-        "sampling/createMessage", {"messages": [], "maxTokens": 1}, related_request_id=3
+        "sampling/createMessage", {"messages": [], "maxTokens": 1}, related_request_id=3, now=0.0
     )
     assert srv.send_notification("notifications/tools/list_changed") == 1
     out = outputs(srv)

@@ -30,12 +30,12 @@ def test_a_refused_listen_is_answered_its_error_with_no_event_and_leaves_nothing
 
     pair.server.refuse_listen = refuse
     # Not asked about other requests (the hot path pays nothing for it).
-    pair.client.send_request("tools/list", None)
-    pair.client.send_request("tools/call", {"name": "t", "arguments": {}})
+    pair.client.send_request("tools/list", None, now=0.0)
+    pair.client.send_request("tools/call", {"name": "t", "arguments": {}}, now=0.0)
     assert len(pair.deliver(pair.client)) == 2 and asked == []
     pair.server.data_to_send()  # (unanswered: no handler here)
 
-    lid = pair.client.send_request("subscriptions/listen", NOTES)
+    lid = pair.client.send_request("subscriptions/listen", NOTES, now=0.0)
     server_events = pair.deliver(pair.client)
     # The refusal is the hook's decision, not a broken message: no event at all (an
     # InvalidMessageReceived would be logged by the binding as the peer's fault).
@@ -53,7 +53,7 @@ def test_a_refused_listen_is_answered_its_error_with_no_event_and_leaves_nothing
 
     # Allowed now (a wider token), a listen is acknowledged and delivers.
     pair.server.refuse_listen = None
-    again = pair.client.send_request("subscriptions/listen", NOTES)
+    again = pair.client.send_request("subscriptions/listen", NOTES, now=0.0)
     pair.exchange()
     assert pair.server.subscriptions() == (again,)
     pair.server.send_notification("notifications/resources/updated", {"uri": "notes://secret"})
@@ -64,7 +64,7 @@ def test_a_refused_listen_is_answered_its_error_with_no_event_and_leaves_nothing
 def test_an_allowed_listen_is_acknowledged() -> None:
     pair = modern_pair()
     pair.server.refuse_listen = lambda rid, params: None
-    lid = pair.client.send_request("subscriptions/listen", NOTES)
+    lid = pair.client.send_request("subscriptions/listen", NOTES, now=0.0)
     pair.exchange()
     assert pair.server.subscriptions() == (lid,)
     assert pair.server.listens_for("notifications/resources/updated", {"uri": "notes://secret"})
@@ -80,7 +80,7 @@ def test_an_invalid_listen_is_refused_before_the_hook_is_asked() -> None:
 
     pair.server.refuse_listen = refuse
     bad = {"notifications": {"resourceSubscriptions": "notes://secret"}}  # (not a list)
-    lid = pair.client.send_request("subscriptions/listen", bad)
+    lid = pair.client.send_request("subscriptions/listen", bad, now=0.0)
     pair.deliver(pair.client)
     answer = [loads(p) for p in pair.server.data_to_send()]
     assert [a["id"] for a in answer] == [lid] and answer[0]["error"]["code"] == -32602

@@ -182,11 +182,11 @@ def test_server_does_not_elicit_before_2025_06_18(version: str) -> None:
     assert "elicitation" in pair.server.peer_capabilities  # declared: still no such request
     untouched(
         pair.server,
-        lambda: pair.server.send_request("elicitation/create", ELICIT),
+        lambda: pair.server.send_request("elicitation/create", ELICIT, now=0.0),
         f"'elicitation/create' does not exist in protocol version {version}",
     )
     # the id was not used: the next request takes the first one
-    rid = pair.server.send_request("roots/list")
+    rid = pair.server.send_request("roots/list", now=0.0)
     assert rid == 1
     assert [m["method"] for m in map(loads, pair.server.data_to_send())] == ["roots/list"]
 
@@ -194,7 +194,7 @@ def test_server_does_not_elicit_before_2025_06_18(version: str) -> None:
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
 def test_server_elicits_from_2025_06_18(version: str) -> None:
     pair = ready_pair(version)
-    rid = pair.server.send_request("elicitation/create", ELICIT)
+    rid = pair.server.send_request("elicitation/create", ELICIT, now=0.0)
     req_event = only(pair.deliver(pair.server), RequestReceived)
     assert req_event.method == "elicitation/create"
     pair.client.send_result(req_event.request_id, {"action": "decline"})
@@ -219,7 +219,7 @@ def test_legacy_sender_refuses_other_revisions_requests(
     conn = pair.client if role == "client" else pair.server
     untouched(
         conn,
-        lambda: conn.send_request(method, {"taskId": "t"}),
+        lambda: conn.send_request(method, {"taskId": "t"}, now=0.0),
         f"'{method}' does not exist in protocol version {version}",
     )
 
@@ -227,14 +227,14 @@ def test_legacy_sender_refuses_other_revisions_requests(
 @pytest.mark.parametrize("method", ["elicitation/create", "sampling/createMessage", "roots/list"])
 def test_modern_client_refuses_server_requests(method: str) -> None:
     pair = modern_pair()
-    untouched(pair.client, lambda: pair.client.send_request(method, {}), "modern era")
+    untouched(pair.client, lambda: pair.client.send_request(method, {}, now=0.0), "modern era")
 
 
 @pytest.mark.parametrize("version", LEGACY_VERSIONS)
 def test_custom_requests_still_pass_both_ways(version: str) -> None:
     pair = ready_pair(version)
     for sender in (pair.client, pair.server):
-        rid = sender.send_request("vendor/thing", {"x": 1})
+        rid = sender.send_request("vendor/thing", {"x": 1}, now=0.0)
         got = only(pair.deliver(sender), RequestReceived)
         assert got.method == "vendor/thing"
         pair.peer(sender).send_result(got.request_id, {"ok": True})
@@ -243,7 +243,7 @@ def test_custom_requests_still_pass_both_ways(version: str) -> None:
 
 def test_tasks_exist_in_2025_11_25() -> None:
     pair = ready_pair("2025-11-25")
-    pair.client.send_request("tasks/get", {"taskId": "t"})
+    pair.client.send_request("tasks/get", {"taskId": "t"}, now=0.0)
     assert only(pair.deliver(pair.client), RequestReceived).method == "tasks/get"
 
 
@@ -453,7 +453,7 @@ def test_modern_client_drops_legacy_only_notifications() -> None:
 def answered_pair(version: str = "2025-11-25", **server: Any) -> ConnectionPair:
     """The server has answered initialize; the client's initialized is still on its way."""
     pair = legacy_pair(version, **server)
-    pair.client.start()
+    pair.client.start(now=0.0)
     pair.deliver(pair.client)  # initialize -> the server answers it
     pair.deliver(pair.server)  # the client is READY, its initialized queued
     assert pair.server.lifecycle is LifecycleState.ANSWERED
@@ -465,7 +465,7 @@ def answered_pair(version: str = "2025-11-25", **server: Any) -> ConnectionPair:
 def test_server_serves_requests_before_initialized_arrives(version: str) -> None:
     pair = answered_pair(version)
     initialized = pair.client.data_to_send()  # held back: it arrives after the request
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     events = pair.deliver(pair.client)
     got = only(events, RequestReceived)
     assert (got.method, got.protocol_version) == ("tools/list", version)
@@ -513,11 +513,11 @@ def initialize_request(rid: int) -> dict[str, Any]:
 def test_server_before_initialized_still_sends_only_pings_and_logs() -> None:
     pair = answered_pair()
     pair.client.data_to_send()  # initialized, lost in transit for now
-    rid = pair.client.send_request("tools/call", {"name": "t", "arguments": {}})
+    rid = pair.client.send_request("tools/call", {"name": "t", "arguments": {}}, now=0.0)
     only(pair.deliver(pair.client), RequestReceived)
     untouched(
         pair.server,
-        lambda: pair.server.send_request("roots/list", related_request_id=rid),
+        lambda: pair.server.send_request("roots/list", related_request_id=rid, now=0.0),
         "before the session is ready",
     )
     assert pair.server.send_log("info", "working", request_id=rid)
@@ -531,12 +531,12 @@ def test_server_before_initialized_still_sends_only_pings_and_logs() -> None:
 def test_a_verdict_before_initialized_is_not_cached_for_the_fast_path() -> None:
     pair = answered_pair()
     initialized = pair.client.data_to_send()
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     only(pair.deliver(pair.client), RequestReceived)
     assert pair.server._accept_ok == set()
     for payload in initialized:
         pair.server.receive_message(payload)
-    pair.client.send_request("tools/list")
+    pair.client.send_request("tools/list", now=0.0)
     only(pair.deliver(pair.client), RequestReceived)
     assert pair.server._accept_ok == {"tools/list"}
 
@@ -622,7 +622,9 @@ def test_a_client_sends_skills_methods_only_to_a_server_that_declares_them(
     for method in ("skills/list", "skills/get"):
         untouched(
             pair.client,
-            lambda method=method: pair.client.send_request(method, {"uri": "skill://a/SKILL.md"}),
+            lambda method=method: pair.client.send_request(
+                method, {"uri": "skill://a/SKILL.md"}, now=0.0
+            ),
             f"did not declare the 'extensions.{SKILLS}' capability needed for '{method}'",
         )
 
@@ -631,7 +633,7 @@ def test_a_client_sends_skills_methods_only_to_a_server_that_declares_them(
 def test_a_client_sends_skills_methods_to_a_server_that_declares_them(era: str) -> None:
     pair = _skills_pair(era, {})
     for method in ("skills/list", "skills/get"):
-        pair.client.send_request(method, {"uri": "skill://a/SKILL.md"})
+        pair.client.send_request(method, {"uri": "skill://a/SKILL.md"}, now=0.0)
         _, server_events = pair.exchange()
         assert only(server_events, RequestReceived).method == method
 
@@ -675,12 +677,12 @@ def test_a_client_reads_directories_only_where_directory_read_is_declared(
     pair = _skills_pair(era, declared)
     untouched(
         pair.client,
-        lambda: pair.client.send_request("resources/directory/read", {"uri": "skill://a"}),
+        lambda: pair.client.send_request("resources/directory/read", {"uri": "skill://a"}, now=0.0),
         f"did not declare the 'extensions.{SKILLS}.directoryRead' capability needed for"
         " 'resources/directory/read'",
     )
     pair = _skills_pair(era, {"directoryRead": True})
-    pair.client.send_request("resources/directory/read", {"uri": "skill://a"})
+    pair.client.send_request("resources/directory/read", {"uri": "skill://a"}, now=0.0)
     _, server_events = pair.exchange()
     assert only(server_events, RequestReceived).method == "resources/directory/read"
 
@@ -708,7 +710,7 @@ def test_a_client_sends_no_gated_method_to_a_server_that_declares_nothing(
     assert pair.client.peer_capabilities == {}
     untouched(
         pair.client,
-        lambda: pair.client.send_request(method, {"uri": "skill://a"}),
+        lambda: pair.client.send_request(method, {"uri": "skill://a"}, now=0.0),
         f"did not declare the {capability!r} capability needed for {method!r}",
     )
 
@@ -717,13 +719,13 @@ def test_a_discover_result_without_capabilities_leaves_them_unknown() -> None:
     """A discover result with no ``capabilities`` object (which the schema requires) says
     nothing of what the server declares: gated methods are sent, as before."""
     client = Connection("client", ConnectionConfig(era="modern"))
-    rid = client.start()
+    rid = client.start(now=0.0)
     client.data_to_send()
     events, _ = feed(
         client, {"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": [MODERN]}}
     )
     assert only(events, HandshakeCompleted).peer_capabilities == {}
-    client.send_request("resources/directory/read", {"uri": "skill://a"})
+    client.send_request("resources/directory/read", {"uri": "skill://a"}, now=0.0)
     [sent] = [loads(b) for b in client.data_to_send()]
     assert sent["method"] == "resources/directory/read"
 

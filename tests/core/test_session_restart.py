@@ -69,7 +69,7 @@ def sent(conn: Connection) -> list[Any]:
 def test_a_new_session_replaces_the_forgotten_one() -> None:
     pair = ready()
     first_initialize = pair.wire[0][1]
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     (lost,) = sent(pair.client)  # refused with 404: the server never processed it
     forget(pair, "two", supported_versions=("2025-06-18",))
     init_id = pair.client.restart_session(now=1.0)
@@ -104,14 +104,14 @@ def test_a_new_session_replaces_the_forgotten_one() -> None:
 
 def test_capabilities_are_checked_again_on_the_new_session() -> None:
     pair = ready()
-    pair.client.send_request("tools/list")  # checked once, then cached
+    pair.client.send_request("tools/list", now=0.0)  # checked once, then cached
     pair.client.data_to_send()
     forget(pair, capabilities={})
-    pair.client.restart_session()
+    pair.client.restart_session(now=0.0)
     pair.exchange()
     assert pair.client.lifecycle is LifecycleState.READY
     with pytest.raises(LocalProtocolError, match="'tools' capability"):
-        pair.client.send_request("tools/list")
+        pair.client.send_request("tools/list", now=0.0)
 
 
 def test_requests_sent_while_the_new_session_starts_are_held_and_timed() -> None:
@@ -153,16 +153,16 @@ def test_requests_held_for_the_new_session_are_checked_against_the_old_one() -> 
     pair = ConnectionPair(client_config(), server_config("one", capabilities={"tools": {}}))
     pair.handshake()
     forget(pair)  # (which would allow logging)
-    init_id = pair.client.restart_session()
+    init_id = pair.client.restart_session(now=0.0)
     with pytest.raises(LocalProtocolError, match="'logging' capability"):
-        pair.client.send_request("logging/setLevel", {"level": "info"})
+        pair.client.send_request("logging/setLevel", {"level": "info"}, now=0.0)
     assert pair.client.pending_requests() == (init_id,)
-    rid = pair.client.send_request("tools/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
     pair.wire.clear()
     pair.exchange()
     assert pair.client.lifecycle is LifecycleState.READY
     assert [m.get("id") for who, m in pair.wire if who == "client"] == [init_id, None, rid]
-    pair.client.send_request("logging/setLevel", {"level": "info"})  # the new one's facts
+    pair.client.send_request("logging/setLevel", {"level": "info"}, now=0.0)  # the new one's facts
 
 
 def modern_client() -> Connection:
@@ -173,7 +173,7 @@ def modern_client() -> Connection:
 
 def restarting_client() -> Connection:
     pair = ready()
-    pair.client.restart_session()
+    pair.client.restart_session(now=0.0)
     return pair.client
 
 
@@ -199,20 +199,20 @@ def test_what_cannot_be_restarted(make: Any) -> None:
     conn.data_to_send()
     before = (conn.lifecycle, conn.era, conn.pending_requests())
     with pytest.raises(LocalProtocolError):
-        conn.restart_session()
+        conn.restart_session(now=0.0)
     assert (conn.lifecycle, conn.era, conn.pending_requests()) == before
     assert conn.data_to_send() == []
 
 
 def test_resend_request_sends_the_same_request_again() -> None:
     pair = ready()
-    rid = pair.client.send_request("tools/call", {"name": "x"}, progress=True)
+    rid = pair.client.send_request("tools/call", {"name": "x"}, progress=True, now=0.0)
     original = pair.client.data_to_send()
     pair.client.resend_request(rid)  # a ready session: at once
     assert pair.client.data_to_send() == original
     with pytest.raises(LocalProtocolError, match="not in flight"):
         pair.client.resend_request(999_999)
-    init_id = pair.client.restart_session()
+    init_id = pair.client.restart_session(now=0.0)
     with pytest.raises(LocalProtocolError, match="initialize is not sent again"):
         pair.client.resend_request(init_id)
     pair.client.receive_eof()
@@ -247,7 +247,7 @@ def test_a_refused_new_session_fails_the_held_requests_first(
     refuse: Any, lifecycle: LifecycleState, why: str
 ) -> None:
     pair = ready(request_timeout=5.0)
-    rid = pair.client.send_request("tools/list", timeout=1000.0)
+    rid = pair.client.send_request("tools/list", timeout=1000.0, now=0.0)
     pair.client.data_to_send()
     init_id = pair.client.restart_session(now=1.0)
     pair.client.resend_request(rid)
@@ -265,12 +265,12 @@ def test_a_refused_new_session_fails_the_held_requests_first(
 
 def test_held_requests_cancelled_or_timed_out_are_never_sent_nor_announced() -> None:
     pair = ready()
-    cancelled = pair.client.send_request("tools/list")
-    forgotten = pair.client.send_request("prompts/list")
-    timed = pair.client.send_request("resources/list", timeout=1.0)
-    kept = pair.client.send_request("ping")
+    cancelled = pair.client.send_request("tools/list", now=0.0)
+    forgotten = pair.client.send_request("prompts/list", now=0.0)
+    timed = pair.client.send_request("resources/list", timeout=1.0, now=0.0)
+    kept = pair.client.send_request("ping", now=0.0)
     pair.client.data_to_send()
-    init_id = pair.client.restart_session()
+    init_id = pair.client.restart_session(now=0.0)
     for rid in (cancelled, forgotten, timed, kept):
         pair.client.resend_request(rid)
     pair.client.cancel_request(cancelled)  # the new session never saw it: no notification
@@ -285,14 +285,14 @@ def test_held_requests_cancelled_or_timed_out_are_never_sent_nor_announced() -> 
 
 def test_the_end_of_input_while_restarting_lists_the_held_requests() -> None:
     pair = ready()
-    rid = pair.client.send_request("tools/list")
-    init_id = pair.client.restart_session()
+    rid = pair.client.send_request("tools/list", now=0.0)
+    init_id = pair.client.restart_session(now=0.0)
     pair.client.resend_request(rid)
     (closed,) = pair.client.receive_eof()
     assert isinstance(closed, ConnectionClosed)
     assert set(closed.unanswered) == {rid, init_id}
     with pytest.raises(LocalProtocolError):
-        pair.client.restart_session()
+        pair.client.restart_session(now=0.0)
 
 
 HELD_ANSWERS = {
@@ -309,10 +309,10 @@ def test_an_answer_to_a_held_request_ends_it_for_good(answer: dict[str, Any], th
     # for the new session: the request is done, is not sent again, and neither the
     # answer to the new initialize nor its refusal trips over it.
     pair = ready()
-    rid = pair.client.send_request("tools/list")
-    kept = pair.client.send_request("prompts/list")
+    rid = pair.client.send_request("tools/list", now=0.0)
+    kept = pair.client.send_request("prompts/list", now=0.0)
     pair.client.data_to_send()
-    init_id = pair.client.restart_session()
+    init_id = pair.client.restart_session(now=0.0)
     pair.client.resend_request(rid)
     pair.client.resend_request(kept)
     pair.client.data_to_send()

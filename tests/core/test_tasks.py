@@ -256,14 +256,14 @@ def test_a_declaring_client_receives_the_task_and_others_refuse_it() -> None:
         ConnectionConfig(capabilities=SERVER_CAPS),
     )
     pair.handshake()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.client_capabilities is not None and declares_tasks(req.client_capabilities)
     pair.server.send_result(req.request_id, task().create_result())
     got = only(pair.deliver(pair.server), ResultReceived)
     assert got.request_id == rid and got.result["taskId"] == "t1"
     # tasks/update's inputResponses are its own params, not an MRTR retry.
-    pair.client.send_request("tasks/update", {"taskId": "t1", "inputResponses": {"k": {}}})
+    pair.client.send_request("tasks/update", {"taskId": "t1", "inputResponses": {"k": {}}}, now=0.0)
     update = only(pair.deliver(pair.client), RequestReceived)
     assert update.params is not None and update.params["inputResponses"] == {"k": {}}
     assert update.input_responses is None
@@ -273,7 +273,7 @@ def test_a_client_that_did_not_declare_the_extension_refuses_a_task() -> None:
     # A server that sends one anyway (not ours: the core would refuse) is answered with
     # an invalid result, locally.
     pair = modern_pair()
-    rid = pair.client.send_request("tools/call", {"name": "t"})
+    rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     pair.deliver(pair.client)
     raw = {"jsonrpc": "2.0", "id": rid, "result": task().create_result()}
     events, _ = feed(pair.client, raw)

@@ -191,11 +191,11 @@ async def test_end_of_input_gives_handlers_a_grace_period(
     async with open_session(
         ours, "server", handlers=handlers, config=config, connection_config=server_config()
     ) as server:
-        peer.conn.start()
+        peer.conn.start(now=0.0)
         await peer.flush()
         await peer.next_events()  # initialize result; initialized goes out
-        peer.conn.send_request("tools/call", {"name": "x", "seconds": 4})
-        peer.conn.send_request("tools/call", {"name": "x", "seconds": 1000})
+        peer.conn.send_request("tools/call", {"name": "x", "seconds": 4}, now=0.0)
+        peer.conn.send_request("tools/call", {"name": "x", "seconds": 1000}, now=0.0)
         await peer.flush()
         await trio.testing.wait_all_tasks_blocked()
         assert server.statistics().running_handlers == 2
@@ -439,11 +439,11 @@ async def test_closing_while_the_reader_waits_for_a_slot(
     async with open_session(
         ours, "server", handlers=handlers, config=config, connection_config=server_config()
     ) as server:
-        peer.conn.start()
+        peer.conn.start(now=0.0)
         await peer.flush()
         await peer.next_events()
         for _ in range(3):
-            peer.conn.send_request("tools/call", {"name": "x"})
+            peer.conn.send_request("tools/call", {"name": "x"}, now=0.0)
         await peer.flush()
         await trio.testing.wait_all_tasks_blocked()
         assert server.statistics().running_handlers == 1
@@ -505,7 +505,7 @@ async def test_notifications_reach_their_handlers_in_the_order_sent() -> None:
     async with open_session(
         ours, "server", handlers=handlers, connection_config=server_config()
     ) as server:
-        peer.conn.start()
+        peer.conn.start(now=0.0)
         await peer.flush()
         await peer.next_events()
         for n in range(40):
@@ -817,11 +817,11 @@ def _roots_asking_handlers() -> Handlers:
 async def _served_before_initialized(peer: ManualPeer) -> tuple[list[bytes], RequestId]:
     """Handshake up to the initialize result, then a tools/call ahead of the held-back
     notifications/initialized (over HTTP the two POSTs may race)."""
-    peer.conn.start()
+    peer.conn.start(now=0.0)
     await peer.flush()
     peer.conn.receive_message(await peer.channel.receive())  # the initialize result
     held = peer.conn.data_to_send()  # notifications/initialized
-    rid = peer.conn.send_request("tools/call", {"name": "x"})
+    rid = peer.conn.send_request("tools/call", {"name": "x"}, now=0.0)
     await peer.flush()
     return held, rid
 
