@@ -327,7 +327,9 @@ class _Receiving(_Handshake):
     def receive_bytes_eof(self, *, now: float = 0.0) -> list[Event]:
         """The NDJSON stream of :meth:`receive_bytes` ended: an unterminated last line
         (``mcp-trio run app.py < file`` whose file lacks a final newline) is taken as a
-        final message. Call it before :meth:`receive_eof`; calling it again does nothing.
+        final message. :meth:`receive_eof` does this first by itself; call it alone to
+        take that message with its ``now`` (for a half-close, say) and keep the
+        connection open. Calling it again does nothing.
         """
         if self._closed:
             return []
@@ -353,6 +355,8 @@ class _Receiving(_Handshake):
     ) -> list[Event]:
         """The input ended: no message of the peer's will arrive any more.
 
+        An unterminated last line that :meth:`receive_bytes` holds is taken as a final
+        message first (as :meth:`receive_bytes_eof` does; its events come first).
         Our requests still in flight will never be answered
         (``ConnectionClosed.unanswered``). By default the peer's requests in flight are
         abandoned too (``ConnectionClosed.abandoned``) and nothing more is sent.
@@ -371,13 +375,20 @@ class _Receiving(_Handshake):
         the peer is not left waiting for answers that will never come.
 
         Raises:
-            ValueError: ``fail_inflight`` with ``keep_answering``.
+            ValueError: ``fail_inflight`` with ``keep_answering``. No state changed.
         """
-        if fail_inflight is not None:
-            if keep_answering:
-                raise ValueError("fail_inflight answers what keep_answering keeps open")
-            if not self._closed:
-                return self._fail_inflight(*fail_inflight)
+        if fail_inflight is not None and keep_answering:
+            raise ValueError("fail_inflight answers what keep_answering keeps open")
+        last = [] if self._closed else self.receive_bytes_eof()
+        closing = self._end_input(keep_answering, fail_inflight)
+        return closing if not last else last + closing
+
+    def _end_input(
+        self, keep_answering: bool, fail_inflight: tuple[int, str] | None
+    ) -> list[Event]:
+        """receive_eof, once the last line is taken (send_failed: never taken)."""
+        if fail_inflight is not None and not self._closed:
+            return self._fail_inflight(*fail_inflight)
         if self._closed:
             if not self._answering or keep_answering:
                 return []
@@ -413,7 +424,7 @@ class _Receiving(_Handshake):
         failed = _ids_of(self._inflight)
         for rid in failed:
             self.send_error(rid, code, message)
-        (closed,) = self.receive_eof()
+        (closed,) = self._end_input(False, None)
         assert isinstance(closed, ConnectionClosed)
         for rid in failed:
             self._mark_cancelled(rid)  # (answered for it: its own answer is dropped)

@@ -692,4 +692,4 @@ class Connection(_Receiving, _Answering):
         (and a half-close of :meth:`receive_eof` ends: nothing more can be sent, not
         even the answers a 2025-03-26 batch was holding)."""
         self._batches.clear()
-        return self.receive_eof()
+        return self._end_input(False, None)  # (a last line held is dropped: none can answer)

@@ -1534,6 +1534,49 @@ def test_an_unterminated_last_line_is_a_message() -> None:
     assert pair.server.receive_bytes_eof() == []
 
 
+@pytest.mark.parametrize("keep_answering", [False, True])
+def test_receive_eof_takes_an_unterminated_last_line_first(keep_answering: bool) -> None:
+    # receive_eof() alone lost it silently: only receive_bytes_eof() first delivered it.
+    pair = ready_pair()
+    server = pair.server
+    assert server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}') == []
+    request, closed = server.receive_eof(keep_answering=keep_answering)
+    assert isinstance(request, RequestReceived) and request.request_id == 7
+    assert isinstance(closed, ConnectionClosed)
+    if keep_answering:
+        server.send_result(7, {"tools": []})
+        assert [loads(p)["id"] for p in server.data_to_send()] == [7]
+    else:
+        assert closed.abandoned == (7,)
+    assert server.receive_bytes_eof() == []  # taken once
+
+
+def test_receive_eof_after_receive_bytes_eof_takes_nothing_twice() -> None:
+    server = ready_pair().server
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    (request,) = server.receive_bytes_eof()
+    assert isinstance(request, RequestReceived)
+    (closed,) = server.receive_eof()
+    assert closed == ConnectionClosed(unanswered=(), abandoned=(7,))
+
+
+def test_a_refused_receive_eof_takes_no_last_line() -> None:
+    server = ready_pair().server
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    with pytest.raises(ValueError, match="keep_answering"):
+        server.receive_eof(keep_answering=True, fail_inflight=(-32603, "bye"))
+    assert server.inflight_requests() == () and not server.closed  # no state changed
+    (request,) = server.receive_bytes_eof()
+    assert isinstance(request, RequestReceived)
+
+
+def test_send_failed_takes_no_last_line() -> None:
+    # The output is broken: a request nobody can answer is not delivered.
+    server = ready_pair().server
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    assert server.send_failed() == [ConnectionClosed(unanswered=(), abandoned=())]
+
+
 def test_an_unterminated_oversize_last_line_is_refused() -> None:
     config = ConnectionConfig(implementation={"name": "s", "version": "1"}, max_message_size=64)
     server = Connection("server", config)
