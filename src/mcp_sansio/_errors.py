@@ -5,8 +5,11 @@ Errors that go on the wire are data: an :class:`ErrorData` built from an
 
 * :class:`LocalProtocolError` -- *you* (the caller) misused the API. The call that
   raised it changed no state.
-* :class:`RemoteProtocolError` -- *the peer* broke the protocol in a way that cannot be
-  answered on the wire (for example an oversize line on a byte stream).
+* :class:`RemoteProtocolError` -- *the peer* sent something the caller asked the core
+  to read and it is not valid: params that do not structure (``structure_params``,
+  -32602), a malformed ``Authorization`` header, a skill entry. Whether it goes on the
+  wire is the caller's choice: to refuse the peer's request, answer it with
+  ``error.code`` and ``error.message`` (or ``error.error_data()``).
 
 Which one you get depends on which public method raised it (the h11 split).
 """
@@ -79,6 +82,11 @@ class ProtocolError(Exception):
         if error_code is not None:
             self.error_code = error_code
 
+    @property
+    def code(self) -> int:
+        """The same as :attr:`error_code`, under the name :class:`ErrorData` uses."""
+        return self.error_code
+
     def error_data(self, data: Any = None) -> ErrorData:
         """This error as wire data, for a caller that chooses to send it."""
         return ErrorData(code=self.error_code, message=self.message, data=data)
@@ -89,4 +97,10 @@ class LocalProtocolError(ProtocolError):
 
 
 class RemoteProtocolError(ProtocolError):
-    """The peer broke the protocol in a way that cannot be answered on the wire."""
+    """Something the peer sent, which the caller asked the core to read, is not valid.
+
+    ``code`` (or ``error_code``) is the wire code that fits: -32602 from
+    :func:`~mcp_sansio.structure_params`, whose message says which field is wrong. The
+    connection raised nothing and goes on; if it came in a request of the peer's,
+    answer that request with it (``send_error(rid, exc.code, exc.message)``).
+    """

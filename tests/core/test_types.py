@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_sansio import _serde, types
-from mcp_sansio._errors import ErrorCode, RemoteProtocolError
+from mcp_sansio._errors import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO.parent / "shared" / "spec"
@@ -264,6 +264,17 @@ def test_structure_params_missing_field() -> None:
     error = invalid_params({"arguments": {}}, types.CallToolRequestParams)
     assert error.message == "invalid params: name: required field missing"
     assert error.error_data().to_wire() == {"code": -32602, "message": error.message}
+
+
+def test_a_structure_error_answers_the_request_it_came_in() -> None:
+    # It is the application's to send (a -32602 for the request): .code reads as on
+    # ErrorData, read-only; LocalProtocolError has it too.
+    error = invalid_params({"name": 5}, types.CallToolRequestParams)
+    assert error.code == error.error_code == ErrorCode.INVALID_PARAMS
+    with pytest.raises(AttributeError):
+        error.code = 1  # type: ignore[misc]
+    assert LocalProtocolError("x").code == ErrorCode.INTERNAL_ERROR
+    assert "answer that request" in (RemoteProtocolError.__doc__ or "")
 
 
 @pytest.mark.parametrize(
