@@ -63,7 +63,35 @@ def check_count(least: int) -> Callable[[object, attrs.Attribute[Any], object], 
 class ConnectionConfig:
     """Everything a connection needs to know up front.
 
-    Every bound has a default; ``None`` for a timeout means "no timeout".
+    Every bound has a default; ``None`` for a timeout means "no timeout". Each field
+    has its own docstring in the source; in brief:
+
+    Attributes:
+        implementation: our ``Implementation`` (``clientInfo`` / ``serverInfo``).
+        capabilities: our ``ClientCapabilities`` or ``ServerCapabilities``.
+        instructions: server: instructions for the client's model.
+        supported_versions: the protocol versions we speak, preferred first.
+        era: ``"auto"``, ``"legacy"`` or ``"modern"``: client: probe or pin the era;
+            server: the eras served.
+        request_timeout: seconds a request of ours may wait without progress.
+        max_request_time: seconds a request of ours may take in all.
+        probe_timeout: client, ``"auto"``: seconds to wait for ``server/discover``.
+        max_pending_requests: our requests in flight at most (a further send raises).
+        max_inflight_requests: the peer's requests awaiting our answer at most, those
+            it cancelled that we have not answered yet included (-32603 above).
+        max_batch_size: the largest batch accepted (2025-03-26).
+        max_message_size: the largest message accepted, in bytes.
+        max_input_rounds: client, modern: the input-required round that is refused.
+        max_resource_subscriptions: server, modern: URIs one listen may name.
+        max_task_ids: server, modern: task ids one listen may name.
+        remembered_ids: our finished request ids remembered, to tell late and
+            duplicate answers.
+        request_state_key: server, modern: the HMAC key of ``requestState``.
+        request_state_ttl: server, modern: seconds a ``requestState`` stays valid.
+        request_state_clock: server, modern: the clock of its expiry (``None``: ``now``).
+        cache_ttl_ms: server, modern: ``ttlMs`` on cacheable results.
+        cache_scope: server, modern: ``cacheScope`` on cacheable results.
+        log_level: client, modern: the ``logLevel`` of every request envelope.
 
     Raises:
         ValueError: a timeout below 0 (or NaN); a bound checked here that is not an

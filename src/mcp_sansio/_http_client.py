@@ -158,7 +158,15 @@ SSE_FIELD_ROOM: Final = 1024
 @final
 @attrs.frozen(kw_only=True)
 class HttpClientConfig:
-    """The bounds and defaults of an :class:`HttpClient`.
+    """The bounds and defaults of an :class:`HttpClient`. Each field has its own
+    docstring in the source; in brief:
+
+    Attributes:
+        max_body_size: the largest JSON (or error) response body kept, in bytes.
+        max_event_size: the largest SSE event, in bytes.
+        max_warnings: warnings one response keeps.
+        default_retry_ms: the wait before resuming a stream with no ``retry``.
+        era: the era already known for this origin, if any.
 
     Raises:
         ValueError: an ``era`` that is neither ``None`` nor an era's name.

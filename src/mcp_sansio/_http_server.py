@@ -444,7 +444,28 @@ def _check_metadata(_inst: object, _attr: object, value: ProtectedResourceMetada
 @attrs.frozen(kw_only=True)
 class HttpServerConfig:
     """The HTTP rules an :class:`HttpServer` applies. Which eras it serves comes from the
-    :class:`ConnectionConfig` (``supported_versions`` and ``era``)."""
+    :class:`ConnectionConfig` (``supported_versions`` and ``era``). Each field has its
+    own docstring in the source; in brief:
+
+    Attributes:
+        endpoint: the MCP endpoint path (any other is 404).
+        allowed_origins: ``Origin`` values allowed (another is 403).
+        cors: answer browsers of the allowed origins (preflight, exposed headers).
+        allowed_hosts: ``Host`` values accepted (another is 421); ``None``: any.
+        max_body_size: the largest request body, in bytes (413 above).
+        response_mode: JSON or SSE, or a callable of the method and era that says.
+        max_sessions: legacy sessions held at once.
+        max_sessions_per_principal: legacy sessions one principal may hold.
+        session_idle_timeout: seconds an idle legacy session lives.
+        max_modern_requests: modern requests in progress at once (503 above).
+        standalone_stream: legacy: offer the GET stream for server-initiated
+            messages; ``False`` for a binding that cannot hold it open.
+        allow_delete: legacy: let a client end its session with DELETE.
+        retry_ms: legacy: the SSE ``retry`` announced to polling clients.
+        tool_header_params: modern: a tool's ``x-mcp-header`` parameters, by name.
+        resource_metadata: the Protected Resource Metadata to serve (RFC 9728).
+        required_scopes: the scopes each request needs, by principal and method.
+    """
 
     endpoint: str = attrs.field(default="/mcp", validator=_check_endpoint)
     """The MCP endpoint path; any other path is 404."""
