@@ -5,7 +5,27 @@ No I/O, no clock, no tasks: bytes in, events out, bytes to send. Drive it from T
 
 Events carry decoded JSON (the hot path never builds typed objects); ask for the typed
 view with ``structure_params(event.params, mcp_sansio.types.CallToolRequestParams)``,
-which raises a -32602 :class:`RemoteProtocolError` with a readable message.
+which raises a -32602 :class:`RemoteProtocolError` with a readable message (answer the
+request with it).
+
+A :class:`Connection` is not thread-safe: drive it from one thread at a time (one
+event loop, or a lock around every call and the drain of its output after it).
+
+``Event`` is the union of every event a :class:`Connection` returns (a type alias:
+``help(Event)`` shows the union type's page, not this). Each is a frozen attrs class:
+
+* :class:`RequestReceived` -- the peer's request, for the application to answer once;
+* :class:`NotificationReceived` -- the peer's notification;
+* :class:`SubscriptionNotificationReceived` -- one on a modern ``subscriptions/listen``;
+* :class:`ResultReceived` / :class:`ErrorReceived` -- the answer to a request of ours;
+* :class:`InputRequired` -- a modern server asks for input before it answers (MRTR);
+* :class:`ProgressReceived` -- progress on a request of ours;
+* :class:`RequestCancelled` -- the peer cancelled its request (answer it all the same);
+* :class:`RequestTimedOut` -- a request of ours reached its deadline;
+* :class:`ResponseIgnored` -- an answer to no request of ours in flight (late, unknown);
+* :class:`InvalidMessageReceived` -- the peer sent something broken (answered if it can be);
+* :class:`HandshakeCompleted` -- the era and version are settled;
+* :class:`ConnectionClosed` -- the input ended (what will never be answered).
 """
 
 from __future__ import annotations

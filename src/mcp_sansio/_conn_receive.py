@@ -155,8 +155,11 @@ class _Receiving(_Handshake):
         """Feed bytes of a newline-delimited JSON stream (stdio).
 
         A line longer than ``config.max_message_size`` is discarded up to its
-        newline and answered with -32600; the stream goes on (see
-        :meth:`_receive_too_large` for the id).
+        newline and the stream goes on: the request it is gets -32600 under its id
+        (read from the line's first or last bytes), an answer ends the request of ours
+        it answers with :class:`ErrorReceived` (-32603, ``data`` of
+        ``{"maxMessageSize": ...}``), and one whose id cannot be seen is reported as
+        :class:`InvalidMessageReceived` (a request's then answered with id null).
         """
         self._splitter.feed(data)
         return self._receive_lines(now)

@@ -251,6 +251,8 @@ Event: TypeAlias = (
     | HandshakeCompleted
     | ConnectionClosed
 )
+"""Any event a :class:`~mcp_sansio.Connection` returns (the package docstring lists them
+with a line each: ``help()`` of an alias shows only the union type)."""
 
 
 # -- cheap construction on the hot path ---------------------------------------------------

@@ -12,6 +12,14 @@ h11 + Trio (``mcp_trio``), ASGI or aiohttp: feed an :class:`HttpRequest` to
 events for your handlers), and write what :meth:`HttpServer.data_to_send` returns (each an
 :data:`Output`) to the response it names.
 
+What the binding still does: HTTP/1.1 (or 2) itself. Headers here are ``(name, value)``
+pairs of ``bytes``, names lower-cased (:data:`Headers`; a request also takes ``str`` or a
+mapping, normalised on the way in). A :class:`HttpResponse` or a stream's start carries
+no ``Content-Length`` and no ``Transfer-Encoding``: frame its body as your server does
+(``Content-Length`` for a whole body, chunked or HTTP/2 DATA for a stream). A binding that
+cannot hold a response open without a request (a GET that waits for server-initiated
+messages) sets ``HttpServerConfig(standalone_stream=False)``: that GET is 405 then.
+
 * :mod:`._http_common` -- the values (:class:`HttpRequest`, :class:`HttpResponse`) and
   pure header rules: media types, ``Origin`` / ``Host`` allow-lists, the
   ``=?base64?…?=`` value encoding, ``x-mcp-header`` annotations.

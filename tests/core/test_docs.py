@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pydoc
 import re
-from typing import Any
+from typing import Any, get_args
 
 import attrs
 import pytest
@@ -37,3 +37,17 @@ def test_a_configs_attributes_section_names_every_field(cls: Any) -> None:
     assert listed == [field.name for field in attrs.fields(cls)]
     shown = pydoc.plain(pydoc.render_doc(cls))
     assert all(f"{name}: " in shown for name in listed)  # what help() prints
+
+
+def test_the_package_docstring_lists_every_event() -> None:
+    # help(mcp_sansio.Event) shows UnionType's page: the package docstring says what an
+    # Event is, one line for each member of the union, kept in step with it here.
+    doc = mcp_sansio.__doc__ or ""
+    members = [cls.__name__ for cls in get_args(mcp_sansio.Event)]
+    assert members and all(f":class:`{name}`" in doc for name in members)
+    assert "not thread-safe" in doc
+
+
+def test_public_docstrings_point_at_public_names() -> None:
+    doc = mcp_sansio.Connection.receive_bytes.__doc__ or ""
+    assert "_receive" not in doc and "InvalidMessageReceived" in doc
