@@ -12,6 +12,7 @@ import pytest
 
 import mcp_sansio
 import mcp_sansio.http
+from mcp_sansio._json import dumps, loads
 
 # Every public configuration object of the core (a frozen attrs class named *Config).
 CONFIGS = [
@@ -51,3 +52,53 @@ def test_the_package_docstring_lists_every_event() -> None:
 def test_public_docstrings_point_at_public_names() -> None:
     doc = mcp_sansio.Connection.receive_bytes.__doc__ or ""
     assert "_receive" not in doc and "InvalidMessageReceived" in doc
+
+
+_MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+_INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+
+
+@pytest.mark.parametrize(
+    ("era", "method", "params", "served"),
+    [
+        ("legacy", "ping", {}, True),
+        ("legacy", "logging/setLevel", {"level": "info"}, True),
+        ("legacy", "server/discover", {}, False),  # -32601: not in the revision
+        ("legacy", "tools/list", {}, None),
+        ("legacy", "foo/bar", {}, None),
+        ("modern", "server/discover", {}, True),
+        ("modern", "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, True),
+        ("modern", "ping", {}, False),
+        ("modern", "tools/list", {}, None),
+    ],
+)
+def test_what_the_readme_says_the_core_answers_itself(
+    era: str, method: str, params: dict[str, Any], served: bool | None
+) -> None:
+    # README "Driving the core by hand": served (answered, no event), refused (-32601,
+    # reported), or the application's (None: a RequestReceived, nothing sent).
+    caps = {"tools": {"listChanged": True}, "logging": {}}
+    server = mcp_sansio.Connection("server", mcp_sansio.ConnectionConfig(capabilities=caps))
+    if era == "legacy":
+        server.receive_message(
+            dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INIT})
+        )
+        server.receive_message(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        server.data_to_send()
+    else:
+        params = {**params, "_meta": _MODERN_META}
+    events = server.receive_message(
+        dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+    )
+    sent = [loads(p) for p in server.data_to_send()]
+    if served is None:
+        assert [type(e) for e in events] == [mcp_sansio.RequestReceived] and sent == []
+    elif served:
+        assert events == [] and sent  # (a listen's answer is its acknowledgement)
+        assert all("error" not in m for m in sent)
+    else:
+        assert [type(e) for e in events] == [mcp_sansio.InvalidMessageReceived]
+        assert sent[0]["error"]["code"] == mcp_sansio.ErrorCode.METHOD_NOT_FOUND
