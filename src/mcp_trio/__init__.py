@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from ._client_tasks import TaskCancelled as TaskCancelled
     from ._client_tasks import TaskState as TaskState
     from ._client_tasks import ToolTask as ToolTask
+    from ._config import RATE_LIMITED_CODE as RATE_LIMITED_CODE
+    from ._config import RateLimit as RateLimit
     from ._config import SessionConfig as SessionConfig
     from ._context import Context as Context
     from ._context import ElicitationResult as ElicitationResult
@@ -143,6 +145,8 @@ _LAZY: dict[str, str] = {
     "SkillListing": "._client_skills",
     "SkillVerificationError": "._client_skills",
     "Subscription": "._client_subscriptions",
+    "RATE_LIMITED_CODE": "._config",
+    "RateLimit": "._config",
     "SessionConfig": "._config",
     "Context": "._context",
     "ElicitationResult": "._context",
@@ -255,6 +259,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "MCP_PATH",
+    "RATE_LIMITED_CODE",
     "SUBPROTOCOL",
     "TASKS_EXTENSION",
     "AssertionSource",
@@ -310,6 +315,7 @@ __all__ = [
     "ProcessChannel",
     "ProgressReceived",
     "ProtectedResourceMetadata",
+    "RateLimit",
     "RemoteProtocolError",
     "RequestContext",
     "RequestFacts",

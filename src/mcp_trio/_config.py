@@ -8,13 +8,20 @@ pipes and sockets needs. ``None`` for a timeout means "wait as long as it takes"
 from __future__ import annotations
 
 import time
-from typing import Any, final
+from typing import Any, Final, final
 
 import attrs
 
 from mcp_sansio import ConnectionConfig
 
-__all__ = ["SessionConfig"]
+__all__ = [
+    "DEFAULT_COMPLETION_RATE_LIMIT",
+    "DEFAULT_LOG_RATE_LIMIT",
+    "DEFAULT_PROGRESS_INTERVAL",
+    "RATE_LIMITED_CODE",
+    "RateLimit",
+    "SessionConfig",
+]
 
 
 def _positive(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -118,6 +125,51 @@ class SessionConfig:
     code 1009 (trio-websocket's ``max_message_size``)."""
     ws_connect_timeout: float = attrs.field(default=10.0, validator=_positive)
     """WebSocket: seconds for the opening handshake (and for the closing one)."""
+
+
+@final
+@attrs.frozen(kw_only=True)
+class RateLimit:
+    """A token bucket: ``burst`` at once, then ``per_second`` on average.
+
+    The bucket holds at most ``burst`` tokens and starts full; each admitted message
+    takes one, and tokens come back at ``per_second``. Time is Trio's clock
+    (``trio.current_time()``), so tests run it on a ``MockClock``.
+    """
+
+    per_second: float = attrs.field(validator=_positive)
+    """Tokens given back per second: the sustained rate."""
+    burst: int = attrs.field(validator=_positive)
+    """The most tokens the bucket holds: how many may come at once after a quiet
+    spell."""
+    max_keys: int = attrs.field(default=4096, validator=_positive)
+    """A limit kept per client (completions): how many clients' buckets are kept. Past
+    it the least recently used is forgotten (that client starts again with a full
+    bucket), so the table stays bounded whatever the number of clients."""
+
+
+DEFAULT_COMPLETION_RATE_LIMIT: Final = RateLimit(per_second=20.0, burst=50)
+"""``Server(completion_rate_limit=)``: per client, 50 at once and 20 a second after
+that, far more than a user typing (clients SHOULD debounce, completion.mdx) needs."""
+DEFAULT_LOG_RATE_LIMIT: Final = RateLimit(per_second=100.0, burst=500)
+"""``Server(log_rate_limit=)``: per request, 500 log messages at once and 100 a second
+after that."""
+DEFAULT_PROGRESS_INTERVAL: Final = 0.05
+"""``Server(progress_interval=)``: seconds between two progress notifications of one
+request (20 a second)."""
+
+RATE_LIMITED_CODE: Final = 429
+"""The JSON-RPC error code of a request refused for coming too fast (a
+``completion/complete`` past ``Server(completion_rate_limit=)``); its ``data`` is
+``{"retryAfter": seconds}``.
+
+No MCP revision defines one (``2026-07-28/basic/index#error-codes``): ``-32020`` to
+``-32099`` are the specification's own and MUST NOT carry undefined codes, ``-32000``
+to ``-32019`` SHOULD NOT be used by new implementations, ``-32603`` says the server
+failed (it did not) and ``-32600``/``-32602`` that the request was malformed (it was
+not). New codes SHOULD be allocated outside ``-32768..-32000``: ``429``, the HTTP
+status of the same refusal (RFC 6585 section 4), as ``403`` and ``401`` are for the
+scope and token refusals (``mcp_sansio.http.INSUFFICIENT_SCOPE_CODE``)."""
 
 
 def with_wall_clock(config: ConnectionConfig | None) -> ConnectionConfig:

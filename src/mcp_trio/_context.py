@@ -37,9 +37,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
+import math
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, final, overload
 
 import attrs
@@ -52,6 +55,7 @@ from mcp_sansio import (
     ErrorCode,
     ErrorData,
     LifecycleState,
+    LocalProtocolError,
     RemoteProtocolError,
     RequestId,
     structure,
@@ -59,9 +63,11 @@ from mcp_sansio import (
 from mcp_sansio._modern import elicitation_modes
 from mcp_sansio._versions import REVISIONS
 
-from ._errors import McpError
+from ._config import DEFAULT_LOG_RATE_LIMIT, DEFAULT_PROGRESS_INTERVAL
+from ._errors import McpError, SessionClosed
 from ._jsonschema import validate
 from ._server_forms import ELICITATION_MODE_VERSIONS, form_spec, sampling_messages, structure_as
+from ._util import TokenBucket, open_task_nursery
 
 if TYPE_CHECKING:
     from mcp_sansio import types as mcp_types
@@ -75,7 +81,16 @@ __all__ = ["Context", "ElicitationResult", "SamplingResult"]
 
 T = TypeVar("T")
 
+_logger = logging.getLogger("mcp_trio.server")
+
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+_LOG_RANK: dict[str, int] = {
+    level: rank
+    for rank, level in enumerate(
+        ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+    )
+}
+_WARNING = _LOG_RANK["warning"]
 _MRTR_METHODS = frozenset({"tools/call", "resources/read", "prompts/get"})
 
 
@@ -265,6 +280,18 @@ class Context:
         self._asks = 0
         self._answers = self._recorded_answers()
         self._used: set[str] = set()
+        # Rate limits (see Server's log_rate_limit= and progress_interval=).
+        interval = DEFAULT_PROGRESS_INTERVAL if server is None else server.progress_interval
+        limit = DEFAULT_LOG_RATE_LIMIT if server is None else server.log_rate_limit
+        self._progress_interval = interval if request.progress_token is not None else None
+        self._progress_due = -math.inf  # when the next one may go out
+        self._progress_last: float | None = None  # the last value sent or held
+        self._progress_held: tuple[float, float | None, str | None] | None = None
+        self._progress_nursery: trio.Nursery | None = None  # (runs the held one's timer)
+        self._progress_timer = False  # whether that timer runs
+        self._log_bucket = None if limit is None else TokenBucket(limit, trio.current_time())
+        self._log_dropped = 0
+        self._log_sent_rank: int | None = None  # the lowest level that went out
 
     # ------------------------------------------------------------ introspection
 
@@ -397,7 +424,82 @@ class Context:
             if message is not None:
                 self._task.set_message(message)
             return False
+        interval = self._progress_interval
+        if interval is None:
+            return await self._raw.report_progress(progress, total, message)
+        if not math.isfinite(progress) or (total is not None and not math.isfinite(total)):
+            raise LocalProtocolError(f"progress {progress} of {total} is not a finite number")
+        last = self._progress_last
+        if last is not None and progress <= last:
+            raise LocalProtocolError(f"progress must increase ({progress} after {last})")
+        now = trio.current_time()
+        if now >= self._progress_due or (total is not None and progress >= total):
+            self._progress_held = None  # (superseded)
+            return await self._send_progress(progress, total, message, now + interval)
+        self._progress_last = progress
+        self._progress_held = (progress, total, message)
+        nursery = self._progress_nursery
+        if nursery is not None and not self._progress_timer:
+            self._progress_timer = True
+            nursery.start_soon(self._send_held_progress)
+        return True
+
+    async def _send_progress(
+        self, progress: float, total: float | None, message: str | None, due: float
+    ) -> bool:
+        self._progress_last = progress
+        self._progress_due = due
         return await self._raw.report_progress(progress, total, message)
+
+    async def _send_held_progress(self) -> None:
+        """The timer of a held progress report: send it once the interval is over (the
+        newest held by then)."""
+        try:
+            while self._progress_held is not None:
+                await trio.sleep_until(self._progress_due)
+                held = self._progress_held
+                now = trio.current_time()
+                if held is not None and now >= self._progress_due:
+                    self._progress_held = None
+                    interval = self._progress_interval or 0.0
+                    await self._send_held(held, now + interval)
+        finally:
+            self._progress_timer = False
+
+    async def _send_held(self, held: tuple[float, float | None, str | None], due: float) -> None:
+        try:
+            await self._send_progress(*held, due)
+        except (LocalProtocolError, SessionClosed, trio.BrokenResourceError) as exc:
+            # (the handler reported beside the Context, or the session is going away:
+            # no one is left to tell)
+            _logger.debug("a held progress report was not sent: %s", exc)
+
+    @asynccontextmanager
+    async def _limiting(self, wanted: bool) -> AsyncIterator[None]:
+        """Run the handler in this: held progress gets its timer, and what the rate
+        limits still hold goes out before the handler's answer (when it returns; not
+        when it raises). ``wanted``: the handler has this Context."""
+        if not wanted:
+            yield
+            return
+        if self._progress_interval is None:
+            yield
+        else:
+            async with open_task_nursery(
+                "handler's progress timer", cancel_on_exit=True
+            ) as nursery:
+                self._progress_nursery = nursery
+                try:
+                    yield
+                finally:
+                    self._progress_nursery = None
+                    nursery.cancel_scope.cancel()
+        held = self._progress_held
+        if held is not None:
+            self._progress_held = None
+            await self._send_held(held, trio.current_time())
+        if self._log_dropped:
+            await self._log_drops("warning")
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
         """Send a log message (``notifications/message``) if the client wants this level.
@@ -413,7 +515,38 @@ class Context:
         """
         if self._task is not None and self._task.started:
             return False
-        return await self._raw.log(level, data, logger=logger)
+        bucket = self._log_bucket
+        if bucket is None:
+            return await self._raw.log(level, data, logger=logger)
+        rank = _LOG_RANK.get(level)
+        if rank is None:
+            raise LocalProtocolError(f"unknown log level {level!r}")
+        now = trio.current_time()
+        if not bucket.ready(now):
+            # Counted only when the client would have got it: a level at or above one
+            # that went out (the client's threshold, which only the core knows).
+            if self._log_sent_rank is not None and rank >= self._log_sent_rank:
+                self._log_dropped += 1
+            return False
+        if self._log_dropped:
+            await self._log_drops(level if rank > _WARNING else "warning")
+        sent = await self._raw.log(level, data, logger=logger)
+        if sent:
+            bucket.take(now)
+            if self._log_sent_rank is None or rank < self._log_sent_rank:
+                self._log_sent_rank = rank
+        return sent
+
+    async def _log_drops(self, level: str) -> None:
+        """Tell the client how many log messages the rate limit dropped since the last
+        one that went out (at ``level``; not counted against the limit)."""
+        dropped, self._log_dropped = self._log_dropped, 0
+        data = {
+            "message": f"{dropped} log message{'s' if dropped != 1 else ''} of this "
+            "request dropped: more than the server's rate limit allows",
+            "dropped": dropped,
+        }
+        await self._raw.log(level, data, logger="mcp_trio")
 
     async def debug(self, data: Any, *, logger: str | None = None) -> bool:
         """:meth:`log` at ``debug``."""

@@ -55,7 +55,13 @@ from mcp_sansio import ConnectionConfig
 from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from mcp_sansio._tasks import TASKS_EXTENSION
 
-from ._config import SessionConfig
+from ._config import (
+    DEFAULT_COMPLETION_RATE_LIMIT,
+    DEFAULT_LOG_RATE_LIMIT,
+    DEFAULT_PROGRESS_INTERVAL,
+    RateLimit,
+    SessionConfig,
+)
 from ._handlers import Handlers
 from ._memory import open_memory_pair
 from ._registry import (
@@ -79,7 +85,7 @@ from ._tasks import (
     TaskSupport,
     running_tasks,
 )
-from ._util import SessionHook, open_task_nursery, plain_interrupt, undecorated
+from ._util import SessionHook, check_seconds, open_task_nursery, plain_interrupt, undecorated
 
 if TYPE_CHECKING:
     import os
@@ -165,6 +171,32 @@ class Server:
             listen's params; its scopes are added to
             the declared ones and all go in one challenge. An exception refuses the
             request (``500`` over HTTP, -32603 otherwise) and is logged.
+        completion_rate_limit: how fast each client may send ``completion/complete``
+            (completion.mdx: implementations MUST rate limit): a token bucket per
+            client, where a client is the authenticated principal (its ``subject``,
+            whatever connection or session it uses), else the session (a stdio,
+            in-memory or WebSocket connection; a legacy HTTP session), else, for
+            unauthenticated modern requests over HTTP, which carry nothing that tells
+            their senders apart, all of them together. A request past it is answered
+            with :data:`~mcp_trio.RATE_LIMITED_CODE` (429) and ``data:
+            {"retryAfter": seconds}``; the handler does not run. Default:
+            ``RateLimit(per_second=20, burst=50)``; ``None``: no limit.
+        log_rate_limit: how many log messages (``ctx.log``, ``ctx.info``...) one
+            request's handler may send (logging.mdx: servers SHOULD rate limit them):
+            a token bucket per request. A message past it is dropped (the call
+            returns ``False`` at once: the handler never waits), and the next one that
+            goes out is preceded by a ``warning`` (or the message's own level, if
+            higher) from logger ``mcp_trio`` whose data says how many were dropped,
+            ``{"message": ..., "dropped": n}`` (so is the handler's end, if none
+            follows). Default: ``RateLimit(per_second=100, burst=500)``;
+            ``None``: no limit.
+        progress_interval: the fewest seconds between two ``notifications/progress``
+            of one request (progress.mdx: both parties SHOULD rate limit). A report
+            that comes sooner is held, replacing any held before it, and sent when the
+            interval ends (or before the handler's answer); the final one (``progress
+            >= total``) goes out at once. ``ctx.report_progress`` never waits for it.
+            Default: 0.05 (20 a second); ``None``: every report goes
+            out.
 
     Register from the Trio thread (or before ``trio.run``), not from a worker thread.
     """
@@ -183,7 +215,12 @@ class Server:
         connection_config: ConnectionConfig | None = None,
         task_config: TaskConfig | None = None,
         required_scopes: RequiredScopes | None = None,
+        completion_rate_limit: RateLimit | None = DEFAULT_COMPLETION_RATE_LIMIT,
+        log_rate_limit: RateLimit | None = DEFAULT_LOG_RATE_LIMIT,
+        progress_interval: float | None = DEFAULT_PROGRESS_INTERVAL,
     ) -> None:
+        if progress_interval is not None:
+            check_seconds("progress_interval", progress_interval)
         self.name = name
         self.version = version
         self.title = title
@@ -191,6 +228,11 @@ class Server:
         self.website_url = website_url
         self.icons = None if icons is None else list(icons)
         self.session_config = session_config
+        self.log_rate_limit = log_rate_limit
+        """The limit of each request's log messages (see ``log_rate_limit=``)."""
+        self.progress_interval = progress_interval
+        """The fewest seconds between two progress notifications of a request (see
+        ``progress_interval=``)."""
         base = connection_config if connection_config is not None else ConnectionConfig()
         self._base_config = base
         self._registry = Registry(self._wake)
@@ -204,6 +246,7 @@ class Server:
             self._cursor_key,
             server=self,
             tasks=TaskRunner(task_config, deliver=self._tracker.send_task_status),
+            completion_rate_limit=completion_rate_limit,
         )
         self._handlers: Handlers | None = None
         self._page_size = page_size

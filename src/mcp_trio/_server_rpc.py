@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
+import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData, unstructure
 from mcp_sansio._tasks import TASKS_CANCEL, TASKS_GET, TASKS_UPDATE
 
+from ._config import RATE_LIMITED_CODE, RateLimit
 from ._context import Context, _InputNeeded
 from ._errors import McpError
 from ._handlers import Handlers, InputRequiredResult, RequestContext, RequestHandler
@@ -61,6 +63,7 @@ from ._server_content import (
 from ._server_sessions import SessionTracker
 from ._tasks import TaskRun, TaskRunner
 from ._typed import loaded_models
+from ._util import KeyedBuckets
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -222,6 +225,8 @@ class ServerMethods:
         cursor_key: the HMAC key of the pagination cursors.
         server: handed to each :class:`Context`.
         tasks: runs the calls of task tools (see :mod:`mcp_trio._tasks`).
+        completion_rate_limit: how fast each client may ask ``completion/complete``
+            (see :class:`~mcp_trio.Server`); ``None``: no limit.
     """
 
     def __init__(
@@ -233,6 +238,7 @@ class ServerMethods:
         *,
         server: Server | None = None,
         tasks: TaskRunner | None = None,
+        completion_rate_limit: RateLimit | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size!r}")
@@ -243,6 +249,9 @@ class ServerMethods:
         self._registry = registry
         self._page_size = page_size
         self._cursor_key = cursor_key
+        self._completion_buckets = (
+            None if completion_rate_limit is None else KeyedBuckets(completion_rate_limit)
+        )
 
     def handlers(self) -> Handlers:
         """A handler table with every method."""
@@ -285,7 +294,8 @@ class ServerMethods:
         if entry.context_param is not None:
             kwargs[entry.context_param] = context
         try:
-            return await invoke(entry.fn, entry.run_async, kwargs)
+            async with context._limiting(entry.context_param is not None):
+                return await invoke(entry.fn, entry.run_async, kwargs)
         except _InputNeeded as exc:
             return InputRequiredResult(input_requests=exc.requests, state=context._state(exc.asked))
         except BaseExceptionGroup as group:
@@ -479,6 +489,7 @@ class ServerMethods:
     async def complete(self, ctx: RequestContext) -> dict[str, Any]:
         """``completion/complete``: a registered handler, else the fixed choices of a
         ``Literal`` / ``Enum`` parameter, else nothing."""
+        self._check_completion_rate(ctx)
         params = _params(ctx)
         ref, argument = params.get("ref"), params.get("argument")
         if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
@@ -514,6 +525,38 @@ class ServerMethods:
         if isinstance(result, InputRequiredResult):
             raise RuntimeError("a completion handler cannot ask the client for input")
         return {"completion": completion_json(result)}
+
+    def _check_completion_rate(self, ctx: RequestContext) -> None:
+        """Take a token from the client's completion bucket (see
+        ``Server(completion_rate_limit=)``, which says what a client is).
+
+        Raises:
+            McpError: :data:`~mcp_trio.RATE_LIMITED_CODE` when its bucket is empty.
+        """
+        buckets = self._completion_buckets
+        if buckets is None:
+            return
+        key: Hashable
+        owner: object = None
+        session = getattr(ctx, "session", None)  # (HTTP: no Session object, ...)
+        if ctx.principal is not None:
+            key = ("principal", ctx.principal.subject)
+        elif session is not None:
+            owner = session
+            key = ("session", id(session))
+        else:  # (... but a legacy session's id; None: every anonymous modern request)
+            key = ("http", getattr(ctx, "session_id", None))
+        wait = buckets.take(key, trio.current_time(), owner)
+        if wait > 0:
+            limit = buckets.limit
+            raise McpError(
+                ErrorData(
+                    code=RATE_LIMITED_CODE,
+                    message=f"Too many completion requests (at most {limit.per_second:g} "
+                    f"a second, {limit.burst} at once): retry in {wait:.3g} s",
+                    data={"retryAfter": wait},
+                )
+            )
 
 
 def _raise_meant_for_peer(group: BaseExceptionGroup[Any]) -> None:

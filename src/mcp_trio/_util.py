@@ -7,7 +7,9 @@ import logging
 import math
 import os
 import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
+import weakref
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hashable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar, final
 
@@ -18,6 +20,7 @@ from mcp_sansio._config import require_count as check_count  # (one rule, one me
 from ._errors import SessionClosed
 
 if TYPE_CHECKING:
+    from ._config import RateLimit
     from ._session import Session
 
 __all__ = [
@@ -25,8 +28,10 @@ __all__ = [
     "REFUSED_HOSTS_LOGGED",
     "URL_SCHEMES",
     "WEBSOCKET_SCHEMES",
+    "KeyedBuckets",
     "RefusedHosts",
     "SessionHook",
+    "TokenBucket",
     "check_count",
     "check_seconds",
     "is_internal_failure",
@@ -270,3 +275,74 @@ class RefusedHosts:
             shown,
             self._setting,
         )
+
+
+@final
+class TokenBucket:
+    """The state of one :class:`~mcp_trio.RateLimit` bucket. The caller passes the time
+    in (Trio's clock), so the arithmetic needs no clock of its own."""
+
+    __slots__ = ("_limit", "_stamp", "_tokens")
+
+    def __init__(self, limit: RateLimit, now: float) -> None:
+        self._limit = limit
+        self._tokens = float(limit.burst)
+        self._stamp = now
+
+    def _refill(self, now: float) -> None:
+        if now > self._stamp:
+            limit = self._limit
+            self._tokens = min(limit.burst, self._tokens + (now - self._stamp) * limit.per_second)
+            self._stamp = now
+
+    def ready(self, now: float) -> bool:
+        """Whether a token is there to take at ``now`` (nothing is taken)."""
+        self._refill(now)
+        return self._tokens >= 1
+
+    def take(self, now: float) -> float:
+        """Take a token at ``now``.
+
+        Returns:
+            ``0.0`` when one was taken; else the seconds until one will be there
+            (nothing taken).
+        """
+        self._refill(now)
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return 0.0
+        return (1 - self._tokens) / self._limit.per_second
+
+
+@final
+class KeyedBuckets:
+    """One :class:`TokenBucket` per key (a client), at most ``limit.max_keys`` of them:
+    the least recently used is forgotten past that.
+
+    A key may name an object that lives shorter than the table (a session): pass it as
+    ``owner`` and the bucket is kept only while that very object lives, so another
+    object that gets the same ``id()`` later starts afresh."""
+
+    def __init__(self, limit: RateLimit) -> None:
+        self.limit = limit
+        """The limit each bucket applies."""
+        self._buckets: OrderedDict[Hashable, tuple[TokenBucket, weakref.ref[Any] | None]] = (
+            OrderedDict()
+        )
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, key: Hashable, now: float, owner: object = None) -> float:
+        """Take a token from ``key``'s bucket (see :meth:`TokenBucket.take`)."""
+        entry = self._buckets.get(key)
+        if entry is not None and entry[1] is not None and entry[1]() is not owner:
+            entry = None  # (an id() reused by a new object: not the same client)
+        if entry is None:
+            ref = None if owner is None else weakref.ref(owner)
+            entry = (TokenBucket(self.limit, now), ref)
+            self._buckets[key] = entry
+        self._buckets.move_to_end(key)
+        if len(self._buckets) > self.limit.max_keys:
+            self._buckets.popitem(last=False)
+        return entry[0].take(now)

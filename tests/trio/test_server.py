@@ -426,7 +426,8 @@ async def test_a_spelled_out_result_must_fit_the_output_schema_too(
 
 
 async def test_progress(era: str) -> None:
-    server = Server("s")
+    # (every report: the coalescing of reports that come too fast is in test_rate_limits)
+    server = Server("s", progress_interval=None)
 
     @server.tool()
     async def work(steps: int, ctx: Context) -> str:
