@@ -482,7 +482,10 @@ class Context:
         if not wanted:
             yield
             return
-        if self._progress_interval is None:
+        if self._progress_interval is None or self._task is not None:
+            # (A task tool's reports become its status once the task starts: no timer;
+            # before, a held one goes out with a later report. Nor a nursery, whose
+            # exit would let a poll see the last status before the task's end.)
             yield
         else:
             async with open_task_nursery(
@@ -494,6 +497,8 @@ class Context:
                 finally:
                     self._progress_nursery = None
                     nursery.cancel_scope.cancel()
+        if self._task is not None and self._task.started:
+            return  # (the request is answered: nothing may go out on it)
         held = self._progress_held
         if held is not None:
             self._progress_held = None

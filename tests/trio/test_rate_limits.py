@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -21,6 +22,7 @@ import trio.testing
 from mcp_sansio import ProgressReceived
 from mcp_trio import (
     RATE_LIMITED_CODE,
+    TASKS_EXTENSION,
     CompletionRequest,
     Context,
     Handlers,
@@ -444,3 +446,32 @@ async def test_limits_over_http(era: str, nursery: trio.Nursery) -> None:
     assert progress == [1, 100]
     assert logs[:2] == ["line 1", "line 2"]
     assert logs[2]["dropped"] == 98 and len(logs) == 3
+
+
+async def test_a_report_held_when_the_task_starts_is_not_sent(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # (Once the task exists the request is answered: nothing more may go out on it.)
+    caplog.set_level(logging.DEBUG, logger="mcp_trio.server")
+    server = Server("s", progress_interval=60)
+
+    @server.tool(task="optional", task_start="explicit")
+    async def prepped(ctx: Context) -> str:
+        await ctx.report_progress(1)
+        await ctx.report_progress(2)  # held
+        ctx.start_task()
+        await trio.sleep(1)
+        return "done"
+
+    seen: list[float] = []
+
+    async def on_progress(event: ProgressReceived) -> None:
+        seen.append(event.progress)
+
+    capabilities: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+    with trio.fail_after(100):
+        async with open_client(server, era="modern", capabilities=capabilities) as client:
+            output = await client.call_tool("prepped", on_progress=on_progress)
+    assert output.text == "done"
+    assert seen == [1]
+    assert "held progress" not in caplog.text
