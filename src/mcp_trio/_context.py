@@ -3,9 +3,11 @@
 Theory of operation
 -------------------
 A handler that declares a parameter annotated :class:`Context` gets one. Progress and
-logging map straight onto the request context. Asking the *client* for something
-(``elicit``, ``sample``, ``list_roots``) differs by era, and the handler must not have to
-care:
+logging map onto the request context, through per-request rate limits
+(``Server(progress_interval=, log_rate_limit=)``): a held progress report gets a timer
+in a nursery around the handler (see ``_limiting``). Asking the *client* for something
+(``elicit``, ``sample``, ``list_roots``) differs by era, and the handler must not have
+to care:
 
 * **Legacy**: the server sends a request to the client (``elicitation/create``...) tied
   to the request being served, and waits for the answer.
@@ -414,11 +416,17 @@ class Context:
         ``message`` becomes the task's ``statusMessage`` instead (cut to
         :attr:`~mcp_trio.TaskConfig.max_status_message_bytes`).
 
+        Rate limit (``Server(progress_interval=)``): a report that comes sooner than the
+        interval after the last one sent is held, replacing any held before it, and
+        sent when the interval ends (or before the handler's answer); the final one
+        (``progress >= total``) goes out at once. This never waits for the interval.
+
         Returns:
-            Whether a notification was sent.
+            Whether a notification was sent (or held to be sent).
 
         Raises:
-            LocalProtocolError: ``progress`` does not increase.
+            LocalProtocolError: ``progress`` does not increase (held reports count), or
+                it or ``total`` is not a finite number.
         """
         if self._task is not None and self._task.started:
             if message is not None:
@@ -469,7 +477,12 @@ class Context:
     async def _send_held(self, held: tuple[float, float | None, str | None], due: float) -> None:
         try:
             await self._send_progress(*held, due)
-        except (LocalProtocolError, SessionClosed, trio.BrokenResourceError) as exc:
+        except (
+            LocalProtocolError,
+            SessionClosed,
+            trio.BrokenResourceError,
+            trio.ClosedResourceError,
+        ) as exc:
             # (the handler reported beside the Context, or the session is going away:
             # no one is left to tell)
             _logger.debug("a held progress report was not sent: %s", exc)
@@ -512,8 +525,14 @@ class Context:
         Legacy: the level set with ``logging/setLevel`` (everything before one is set);
         modern: the ``logLevel`` of the request's envelope (nothing without one).
 
+        Rate limit (``Server(log_rate_limit=)``, per request): past it the message is
+        dropped at once (this never waits), and the next one that goes out (or the
+        handler's end) is preceded by a message from logger ``mcp_trio`` whose data
+        says how many were dropped.
+
         Returns:
-            Whether it was sent (never in a task: no request is left to carry it).
+            Whether it was sent (never in a task: no request is left to carry it; not
+            when the rate limit dropped it).
 
         Raises:
             LocalProtocolError: an unknown level.
