@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import select
@@ -27,8 +28,15 @@ from mcp_sansio import types as t
 from mcp_trio import _oauth_loopback
 from mcp_trio._cli import main
 from mcp_trio._cli_auth import AuthOptions, client_auth
-from mcp_trio._cli_form import MAX_CHOICES, fill_form, terminal_elicitation
+from mcp_trio._cli_form import (
+    FIELD_LIMIT,
+    MAX_CHOICES,
+    MESSAGE_LIMIT,
+    fill_form,
+    terminal_elicitation,
+)
 from mcp_trio._cli_render import LISTING_LIMITS, LOG_LIMIT, ProgressDisplay, render_listing
+from mcp_trio._cli_run import LOG_RECORD_LIMIT, SafeFormatter
 from mcp_trio._cli_util import clip, error_line, terminal_safe, terminal_safe_json
 
 # What must never reach a terminal raw: C0 controls but tab and newline, DEL, C1
@@ -391,3 +399,128 @@ def test_the_oauth_url_is_shown_safe(monkeypatch: pytest.MonkeyPatch) -> None:
     redirect.on_url("https://as.example/authorize?x=\x1b]0;pwned\x07")
     assert_safe(err.getvalue())
     assert "https://as.example/authorize?x=\\x1b]0;pwned\\x07" in err.getvalue()
+
+
+def test_a_wrong_answer_lists_the_choices_bounded() -> None:
+    choices = [f"choice-{i}-" + "x" * 5000 for i in range(2000)]
+    schema = {
+        "properties": {
+            "c": {"type": "string", "enum": choices},
+            "a": {"type": "array", "items": {"enum": choices}},
+        },
+        "required": ["c", "a"],
+    }
+    answers = iter(["nope", "choice-0-" + "x" * 5000, "n" * 100_000])
+    said: list[str] = []
+    assert fill_form("hi", schema, lambda question: next(answers, None), said.append) is None
+    wrong_choice, wrong_items = said[1:]
+    more = f"… ({2000 - MAX_CHOICES} more)"
+    assert wrong_choice.startswith("  (answer one of choice-0-xxx")  # (… choice-19-xxx…)
+    assert wrong_choice.endswith(f"… ({5010 - FIELD_LIMIT} more characters), {more})")
+    assert len(wrong_choice) < MAX_CHOICES * (FIELD_LIMIT + 40) + 100
+    assert wrong_items.startswith("  (not one of choice-0-xxx")
+    assert f", {more}: nnnn" in wrong_items  # (the answer is echoed, clipped too)
+    assert wrong_items.endswith(f"… ({100_000 - FIELD_LIMIT} more characters))")
+    assert len(wrong_items) < MAX_CHOICES * (FIELD_LIMIT + 40) + 2 * FIELD_LIMIT + 100
+
+
+def test_a_wrong_number_is_echoed_clipped() -> None:
+    said: list[str] = []
+    schema = {"properties": {"n": {"type": "integer"}}}
+    answers = iter(["9" * 5 + "x" * 100_000])
+    assert fill_form("hi", schema, lambda question: next(answers, None), said.append) is None
+    (shown,) = said[1:]
+    assert (
+        shown
+        == f"  (not a whole number: 99999{'x' * (FIELD_LIMIT - 5)}… ({100_005 - FIELD_LIMIT} more characters))"
+    )
+
+
+def test_a_default_is_shown_on_one_line_clipped() -> None:
+    asked: list[str] = []
+    schema = {"properties": {"d": {"type": "string", "default": "d\n" + "e" * 100_000}}}
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return ""
+
+    assert fill_form("hi", schema, ask, lambda text: None) == {"d": "d\n" + "e" * 100_000}
+    (question,) = asked
+    assert "\n" not in question
+    assert f"(default: d eee" in question
+    assert question.endswith(f"… ({100_002 - FIELD_LIMIT} more characters)): ")
+
+
+async def test_a_url_elicitation_is_clipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    url = "https://e/" + "u" * 100_000
+    params = structure(
+        {"mode": "url", "message": "go", "url": url, "elicitationId": "1"},
+        t.ElicitRequestURLParams,
+    )
+    assert await terminal_elicitation(params) == {"action": "decline"}
+    (line,) = err.getvalue().splitlines()
+    assert f"uuu… ({len(url) - MESSAGE_LIMIT} more characters) (declined" in line
+    assert len(line) < MESSAGE_LIMIT + 200
+
+
+async def test_a_log_line_s_logger_is_clipped() -> None:
+    stream = io.StringIO()
+    display = ProgressDisplay(stream, terminal=False)
+    params = {"level": "info", "data": "d", "logger": "L" * 100_000}
+    await display.on_log(structure(params, t.LoggingMessageNotificationParams))
+    (line,) = stream.getvalue().splitlines()
+    assert line == f"[server {'L' * 100}… ({100_000 - 100} more characters) info] d"
+
+
+def test_the_server_version_is_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "long_version.py"
+    path.write_text('import mcp_trio\nserver = mcp_trio.Server("n", "1\\n" + "9" * 100_000)\n')
+    assert main(["list", str(path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"Server n 1 {'9' * 98}… ({100_002 - 100} more characters), protocol ")
+
+
+def test_library_log_lines_are_safe_and_clipped() -> None:
+    formatter = SafeFormatter("%(levelname)s %(name)s: %(message)s")
+    record = logging.LogRecord(
+        "mcp_trio",
+        logging.INFO,
+        __file__,
+        1,
+        "server %s %s",
+        ("evil\x1b]0;pwned\x07", "v" * 100_000),
+        None,
+    )
+    line = formatter.format(record)
+    assert_safe(line)
+    assert line.startswith("INFO mcp_trio: server evil\\x1b]0;pwned\\x07 vvv")
+    assert line.endswith(f"… ({len(record.getMessage()) - LOG_RECORD_LIMIT} more characters)")
+    try:
+        raise ValueError("bad \x9b2J")
+    except ValueError:
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
+    line = formatter.format(record)
+    assert_safe(line)
+    assert "ValueError: bad \\x9b2J" in line
+
+
+def test_verbose_client_commands_log_safely(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(logging.root, "handlers", [])  # (pytest's capture is there)
+    monkeypatch.setattr(logging.root, "level", logging.WARNING)
+    path = tmp_path / "named.py"
+    path.write_text('import mcp_trio\nserver = mcp_trio.Server("n", "1")\n')
+    assert on_terminal(monkeypatch, "list", "-v", str(path))[0] == 0
+    (handler,) = logging.root.handlers
+    assert isinstance(handler, logging.StreamHandler)
+    assert isinstance(handler.formatter, SafeFormatter)
+    assert isinstance(handler.stream, Terminal)
+    # As _session.py logs a restarted session's server name and version:
+    logging.getLogger("mcp_trio").warning("server %s", "evil\x1b[2J" + "n" * 100_000)
+    shown = handler.stream.getvalue()
+    assert_safe(shown)
+    assert "mcp_trio: server evil\\x1b[2Jnnn" in shown
+    assert max(map(len, shown.splitlines())) < LOG_RECORD_LIMIT + 200

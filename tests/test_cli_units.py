@@ -629,7 +629,7 @@ def test_fill_form_cancel_and_retries() -> None:
     assert fill_form("?", SCHEMA, _answers("n", "blue", "red", "x", None), said.append) is None
     assert said[1:] == [
         "  (answer one of red, green)",
-        "  (invalid literal for int() with base 10: 'x')",
+        "  (not a whole number: x)",
     ]
     bad_tags = {"type": "object", "properties": {"t": SCHEMA["properties"]["tags"]}}
     said.clear()

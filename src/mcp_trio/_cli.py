@@ -509,7 +509,7 @@ def _client_target(text: str, options: ClientOptions) -> Target:
     target = Target.resolve(text)
     # After the target is imported, so that a server module's own logging setup wins.
     if options.verbose:
-        configure_logging("info")
+        configure_logging("info", safe=True)
     else:
         # A client for people: the library's warnings (and an in-memory server's logs)
         # would break the one-line errors; -v shows them.

@@ -65,23 +65,33 @@ def _parse(text: str, prop: Mapping[str, Any]) -> Any:
         if text.lower() in _NO:
             return False
         raise ValueError("answer y or n")
-    if kind == "integer":
-        return int(text)
-    if kind == "number":
-        return float(text)
+    if kind in ("integer", "number"):
+        try:
+            return int(text) if kind == "integer" else float(text)
+        except ValueError:
+            what = "a whole number" if kind == "integer" else "a number"
+            raise ValueError(f"not {what}: {_short(text)}") from None
     if kind == "array":
         items = prop.get("items") or {}
         allowed = items.get("enum") or [o.get("const") for o in items.get("anyOf") or ()]
         values = [v.strip() for v in text.split(",") if v.strip()]
         bad = [v for v in values if allowed and v not in allowed]
         if bad:
-            raise ValueError(f"not one of {', '.join(map(str, allowed))}: {', '.join(bad)}")
+            raise ValueError(f"not one of {_listing(allowed)}: {_short(', '.join(bad))}")
         return values
     if choices and text not in choices:
         if text.isdigit() and 1 <= int(text) <= len(choices):
             return choices[int(text) - 1]
-        raise ValueError(f"answer one of {', '.join(map(str, choices))}")
+        raise ValueError(f"answer one of {_listing(choices)}")
     return text
+
+
+def _listing(choices: list[Any]) -> str:
+    """The first :data:`MAX_CHOICES` choices, each clipped, and how many more there are."""
+    listed = [_short(c) for c in choices[:MAX_CHOICES]]
+    if len(choices) > MAX_CHOICES:
+        listed.append(f"… ({len(choices) - MAX_CHOICES} more)")
+    return ", ".join(listed)
 
 
 def _short(value: object) -> str:

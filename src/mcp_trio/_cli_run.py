@@ -27,7 +27,7 @@ import trio
 
 from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 
-from ._cli_util import CliError
+from ._cli_util import CliError, clip, terminal_safe
 from ._config import SessionConfig
 from ._server import Server
 from ._websocket import MCP_PATH
@@ -35,7 +35,7 @@ from ._websocket import MCP_PATH
 if TYPE_CHECKING:
     from mcp_sansio.http import HttpServerConfig
 
-__all__ = ["Transport", "serve"]
+__all__ = ["LOG_RECORD_LIMIT", "SafeFormatter", "Transport", "configure_logging", "serve"]
 
 Transport = Literal["stdio", "http", "ws"]
 _EVERY_INTERFACE: Final = frozenset({"", "0.0.0.0", "::"})
@@ -44,14 +44,32 @@ _CLOSE_MARGIN: Final = 1.0
 timeout) before the command stops waiting for it."""
 
 
-def configure_logging(level: str) -> None:
+LOG_RECORD_LIMIT: Final = 2000
+"""Characters of a log record's message shown by the client commands (``-v``)."""
+_LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class SafeFormatter(logging.Formatter):
+    """The client commands' log lines: a record's message clipped to
+    :data:`LOG_RECORD_LIMIT` characters (the library logs what a server sent, its
+    name say), and the whole line, traceback included, written
+    :func:`~mcp_trio._cli_util.terminal_safe`."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's)
+        record.message = clip(record.message, LOG_RECORD_LIMIT)
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_safe(super().format(record))
+
+
+def configure_logging(level: str, *, safe: bool = False) -> None:
     """Log records of ``level`` and above to stderr (never to stdout), unless logging
-    is configured already (by the server's module)."""
-    logging.basicConfig(
-        level=level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    is configured already (by the server's module); ``safe``: with a
+    :class:`SafeFormatter` (the client commands, whose logs quote the server)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SafeFormatter(_LOG_FORMAT) if safe else logging.Formatter(_LOG_FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 def serve(
