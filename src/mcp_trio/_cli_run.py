@@ -55,7 +55,7 @@ class SafeFormatter(logging.Formatter):
     name say), and the whole line, traceback included, written
     :func:`~mcp_trio._cli_util.terminal_safe`."""
 
-    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's)
+    def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = clip(record.message, LOG_RECORD_LIMIT)
         return super().formatMessage(record)
 
