@@ -10,8 +10,14 @@ from typing import Any
 
 import pytest
 
-from mcp_sansio import Era, NotificationReceived, RemoteProtocolError, RequestId
-from mcp_trio import McpError
+from mcp_sansio import (
+    Era,
+    NotificationReceived,
+    RemoteProtocolError,
+    RequestId,
+    SubscriptionNotificationReceived,
+)
+from mcp_trio import McpError, _blocking
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_subscriptions import BlockingSubscription
 from mcp_trio._client_common import MAX_UNREAD
@@ -131,3 +137,186 @@ def test_unread_notifications_are_bounded(caplog: pytest.LogCaptureFixture) -> N
     first = sub.receive()
     assert first is not None and first.params == {"uri": "r:/1"}
     assert "dropped the oldest" in caplog.text
+
+
+# ---------------------------------------------------------------------- review fixes
+
+
+def sent_methods(client: BlockingClient, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The methods ``client.request`` sends from now on (recorded, then sent)."""
+    sent: list[str] = []
+    request = client.request
+
+    def spy(method: str, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(method)
+        return request(method, params, **kwargs)
+
+    monkeypatch.setattr(client, "request", spy)
+    return sent
+
+
+def test_legacy_subscribe_resource_is_counted_with_the_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with spawn(era="legacy") as client:
+        sent = sent_methods(client, monkeypatch)
+        client.subscribe_resource("file:///a")
+        client.subscribe_resource("file:///a")  # (held already: nothing sent)
+        with client.subscribe(resources=["file:///a"]) as updates:
+            assert client._uri_refs == {"file:///a": 2}
+        assert sent == ["resources/subscribe"]  # (the explicit one outlives the block)
+        notify(client, UPDATED, {"uri": "file:///a"})
+        client.unsubscribe_resource("file:///a")
+        assert sent[-1] == "resources/unsubscribe" and client._uri_refs == {}
+        sent.clear()
+        # A block first: subscribe_resource() inside it sends nothing, nor does the
+        # block's exit; unsubscribe_resource() does.
+        with client.subscribe(resources=["file:///b"]) as updates:
+            client.subscribe_resource("file:///b")
+            client.unsubscribe_resource("file:///b")  # (the block still holds it)
+            client.subscribe_resource("file:///b")
+        assert sent == ["resources/subscribe"]
+        client.unsubscribe_resource("file:///b")
+        assert sent == ["resources/subscribe", "resources/unsubscribe"]
+        assert client._uri_refs == {} and updates.ended
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_subscribe_refuses_a_string_of_uris(era: str) -> None:
+    with spawn(era=era) as client:
+        string = pytest.raises(TypeError, match="URIs must be a list of strings")
+        with string, client.subscribe(resources="file:///a"):
+            pytest.fail("opened")  # pragma: no cover
+        number = pytest.raises(TypeError, match="URI must be a string, not int")
+        with number, client.subscribe(resources=[1]):  # type: ignore[list-item]
+            pytest.fail("opened")  # pragma: no cover
+        assert client._subscriptions == [] and client._listens == {}
+
+
+def test_an_async_on_notification_is_refused_at_open() -> None:
+    async def on_notification(note: NotificationReceived) -> None:  # pragma: no cover
+        pass
+
+    with pytest.raises(TypeError, match="on_notification must be a plain function"):
+        spawn(era="legacy", on_notification=on_notification)
+
+
+def test_an_awaitable_on_notification_returns_is_closed_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    made: list[Any] = []
+
+    async def later() -> None:  # pragma: no cover (closed, never run)
+        pass
+
+    def on_notification(note: NotificationReceived) -> Any:
+        made.append(later())
+        return made[-1]
+
+    with (
+        spawn(era="legacy", on_notification=on_notification) as client,
+        caplog.at_level(logging.ERROR, logger="mcp_trio"),
+    ):
+        notify(client, TOOLS)
+        assert client.call_tool("echo", {"text": "x"}).text == "x"
+    (coroutine,) = made
+    assert coroutine.cr_frame is None  # (closed: no "never awaited" warning)
+    assert "on_notification returned an awaitable" in caplog.text
+
+
+def test_a_failure_while_waiting_for_the_ack_cancels_the_listen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with spawn(era="modern") as client:
+        wait = client._wait
+
+        def interrupted(done: Any, timeout: float | None) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(client, "_wait", interrupted)
+        with pytest.raises(KeyboardInterrupt), client.subscribe(tools=True):
+            pytest.fail("opened")  # pragma: no cover
+        monkeypatch.setattr(client, "_wait", wait)
+        assert client._listens == {}
+        assert client.call_tool("echo", {"text": "y"}).text == "y"
+        assert client.connection.pending_requests() == ()  # (cancelled on the wire)
+
+
+def test_the_server_cancelling_a_listen_ends_it() -> None:
+    def cancelled(sid: RequestId) -> SubscriptionNotificationReceived:
+        return SubscriptionNotificationReceived(
+            subscription_id=sid, method="notifications/cancelled", params={"reason": "x"}
+        )
+
+    with spawn(era="modern") as client, client.subscribe(tools=True) as updates:
+        assert updates.subscription_id is not None
+        client._listened(cancelled(updates.subscription_id))
+        assert client._listens == {}
+        assert updates.receive(timeout=0) is None  # (ended, not failed)
+        assert updates.end_reason == "the server cancelled the subscription"
+        # Cancelled before it was acknowledged: a failure.
+        pending = BlockingSubscription(
+            client._wait, tools=True, prompts=False, resource_list=False, resources=()
+        )
+        client._listens["early"] = pending
+        client._listened(cancelled("early"))
+        assert client._listens == {} and pending.ended
+        with pytest.raises(RemoteProtocolError, match="before acknowledging"):
+            pending.receive(timeout=0)
+
+
+def test_legacy_honors_only_what_the_server_declares(monkeypatch: pytest.MonkeyPatch) -> None:
+    with spawn(era="legacy") as client:
+        sent = sent_methods(client, monkeypatch)
+        declared = {"tools": {"listChanged": True}, "prompts": {}, "resources": {}}
+        monkeypatch.setattr(client._conn, "_peer_capabilities", declared)
+        asked = {"tools": True, "prompts": True, "resource_list": True}
+        with client.subscribe(**asked, resources=["file:///a"]) as updates:
+            assert updates.honored == {"toolsListChanged": True}
+        assert sent == []  # (no resources.subscribe: no resources/subscribe)
+        declared["resources"] = {"subscribe": True, "listChanged": True}
+        with client.subscribe(**asked, resources=["file:///a"]) as updates:
+            assert updates.honored == {
+                "toolsListChanged": True,
+                "resourcesListChanged": True,
+                "resourceSubscriptions": ["file:///a"],
+            }
+        assert sent == ["resources/subscribe", "resources/unsubscribe"]
+
+
+def test_legacy_a_failed_resources_subscribe_is_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    with spawn(era="legacy") as client:
+        request = client.request
+        sent: list[tuple[str, Any]] = []
+
+        def failing(method: str, params: Any = None, **kwargs: Any) -> Any:
+            sent.append((method, params))
+            if params == {"uri": "file:///bad"}:
+                raise McpError.from_code(-32602, "no such resource")
+            return request(method, params, **kwargs)
+
+        monkeypatch.setattr(client, "request", failing)
+        with (
+            pytest.raises(McpError, match="no such resource"),
+            client.subscribe(tools=True, resources=["file:///a", "file:///bad"]),
+        ):
+            pytest.fail("opened")  # pragma: no cover
+        assert client._subscriptions == [] and client._uri_refs == {}
+        assert sent[-1] == ("resources/unsubscribe", {"uri": "file:///a"})
+
+
+def test_the_ack_wait_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_blocking, "_LISTEN_ACK_TIMEOUT", 0.3)  # (30 s: too long to wait)
+    with spawn(era="modern") as client:
+        sent = client._conn.send_request
+
+        def instead(method: str, params: Any, **kwargs: Any) -> RequestId:
+            return sent("tools/call", {"name": "sleep", "arguments": {"seconds": 60}}, **kwargs)
+
+        monkeypatch.setattr(client._conn, "send_request", instead)
+        with (
+            pytest.raises(TimeoutError, match=r"waited 0\.3 s"),
+            client.subscribe(tools=True, timeout=60),
+        ):
+            pytest.fail("opened")  # pragma: no cover
+        assert client._listens == {}

@@ -53,6 +53,7 @@ checks them, by the same code.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import os
@@ -92,7 +93,7 @@ from mcp_sansio._versions import has_capability
 
 from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTransport
 from ._blocking_dial import dial
-from ._blocking_subscriptions import BlockingSubscription
+from ._blocking_subscriptions import BlockingSubscription, checked_plain, checked_strings
 from ._client_common import (
     EraChoice,
     HandshakeFacts,
@@ -321,6 +322,7 @@ class _Options:
                 output).
         """
         self.roots = checked_roots(self.roots)
+        self.on_notification = checked_plain(self.on_notification, "on_notification")
         config = client_config(
             self.connection_config,
             era=self.era,
@@ -401,6 +403,7 @@ class BlockingClient(HandshakeFacts):
         self._subscriptions: list[BlockingSubscription] = []  # legacy, open
         self._listens: dict[RequestId, BlockingSubscription] = {}  # modern, by listen id
         self._uri_refs: dict[str, int] = {}  # legacy: resources/subscribe, counted
+        self._uri_explicit: set[str] = set()  # subscribe_resource()'s (one count each)
         link.attach(
             Hooks(
                 conn=conn,
@@ -455,7 +458,9 @@ class BlockingClient(HandshakeFacts):
             era, protocol_version, on_sampling, on_elicitation, roots, on_log,
                 log_level, client_info, capabilities, timeout, connection_config:
                 as for :func:`mcp_trio.open_client` (callbacks are plain functions).
-            on_notification: called with every other notification the server sends.
+            on_notification: called with every other notification the server sends,
+                in the call that was waiting when it came; what it raises propagates
+                from that call. A plain function: an ``async`` one is a ``TypeError``.
             on_progress: the default progress function of :meth:`call_tool`,
                 :meth:`read_resource` and :meth:`get_prompt` (as ``open_client``'s).
             handshake_timeout: seconds for the handshake (``None``: no limit).
@@ -1117,7 +1122,16 @@ class BlockingClient(HandshakeFacts):
         if event.method == "notifications/message" and self._options.on_log is not None:
             self._options.on_log(log_params(event.params))
         elif self._options.on_notification is not None:
-            self._options.on_notification(event)
+            returned = self._options.on_notification(event)
+            if inspect.isawaitable(returned):  # (a callable object that returns one)
+                close = getattr(returned, "close", None)
+                if callable(close):
+                    close()  # (no "never awaited" warning on top)
+                logger.error(
+                    "on_notification returned an awaitable, which is not awaited (for %r): "
+                    "give a plain function",
+                    event.method,
+                )
 
     # ------------------------------------------------------------------ typed methods
 
@@ -1395,7 +1409,7 @@ class BlockingClient(HandshakeFacts):
             tools=tools,
             prompts=prompts,
             resource_list=resource_list,
-            resources=[checked_str(uri, "the resource URI") for uri in resources],
+            resources=checked_strings(resources, "the resource URI"),
         )
         limit = self._options.timeout if timeout is None else timeout
         opened = self._open_listen if self.era is Era.MODERN else self._open_legacy
@@ -1522,7 +1536,10 @@ class BlockingClient(HandshakeFacts):
     def subscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/subscribe``; each ``notifications/resources/updated``
         then goes to ``on_notification``, while a call waits (see
-        :meth:`mcp_trio.Client.subscribe_resource`).
+        :meth:`mcp_trio.Client.subscribe_resource`). Counted with the :meth:`subscribe`
+        blocks that ask for ``uri``: the subscription lasts until
+        :meth:`unsubscribe_resource` and the last block both let go of it (nothing is
+        sent while it is held already, or when called again).
 
         Raises:
             LocalProtocolError: modern era (there is no such method), or the server
@@ -1531,13 +1548,26 @@ class BlockingClient(HandshakeFacts):
         """
         uri = checked_str(uri, "the resource URI")
         self._legacy_only("resources/subscribe")
-        self.request("resources/subscribe", {"uri": uri})
+        if uri in self._uri_explicit:
+            return
+        if not self._uri_refs.get(uri):  # (else a subscribe() block holds it already)
+            self.request("resources/subscribe", {"uri": uri})
+        self._uri_explicit.add(uri)
+        self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
 
     def unsubscribe_resource(self, uri: str) -> None:
-        """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`)."""
+        """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`); not
+        sent while a :meth:`subscribe` block still needs ``uri`` (it is sent when the
+        last one exits)."""
         uri = checked_str(uri, "the resource URI")
         self._legacy_only("resources/unsubscribe")
-        self.request("resources/unsubscribe", {"uri": uri})
+        if uri in self._uri_explicit:
+            self._uri_explicit.discard(uri)
+            self._uri_refs[uri] -= 1
+            if not self._uri_refs[uri]:
+                del self._uri_refs[uri]
+        if not self._uri_refs.get(uri):
+            self.request("resources/unsubscribe", {"uri": uri})
 
     def set_roots(self, roots: Iterable[RootLike] | RootsFunction) -> None:
         """Change the roots (see :meth:`mcp_trio.Client.set_roots`); legacy era: tell

@@ -608,18 +608,24 @@ class Client(HandshakeFacts):
         """Legacy era: ``resources/subscribe``; updates then arrive on the session.
 
         Prefer :meth:`subscribe`, which works in both eras and delivers the updates.
+        Counted with the :meth:`subscribe` blocks that ask for ``uri``: the
+        subscription lasts until :meth:`unsubscribe_resource` and the last block both
+        let go of it (nothing is sent while it is held already, or when called again).
 
         Raises:
             LocalProtocolError: modern era (there is no such method), or the server
                 did not declare ``resources.subscribe``.
         """
+        uri = checked_str(uri, "the resource URI")
         self._legacy_only("resources/subscribe", "use client.subscribe(resources=[uri])")
-        await self.request("resources/subscribe", {"uri": checked_str(uri, "the resource URI")})
+        await self._hub.subscribe_resource(self.request, uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
-        """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`)."""
+        """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`); not
+        sent while a :meth:`subscribe` block still holds ``uri`` (its exit sends it)."""
+        uri = checked_str(uri, "the resource URI")
         self._legacy_only("resources/unsubscribe", "leave the client.subscribe() block")
-        await self.request("resources/unsubscribe", {"uri": checked_str(uri, "the resource URI")})
+        await self._hub.unsubscribe_resource(self.request, uri)
 
     def subscribe(
         self,

@@ -23,6 +23,7 @@ core's. It is a plain function, called in each notification's handler task as it
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeAlias, final
@@ -36,6 +37,7 @@ from mcp_sansio import (
 )
 from mcp_sansio import types as t
 
+from ._blocking_subscriptions import checked_plain
 from ._client_common import (
     RootLike,
     elicitation_params,
@@ -91,6 +93,10 @@ class Callbacks:
         roots: the roots, or an async callable returning them (answers ``roots/list``).
         on_log: receives ``notifications/message``.
         on_notification: receives the other notifications (see the module docs).
+
+    Raises:
+        TypeError: ``on_notification`` is an ``async`` function (it would never run:
+            it is called, not awaited).
     """
 
     def __init__(
@@ -108,7 +114,7 @@ class Callbacks:
             roots if roots is None or callable(roots) else list(roots)
         )
         self.on_log = on_log
-        self.on_notification = on_notification
+        self.on_notification = checked_plain(on_notification, "on_notification")
 
     def install(self, handlers: Handlers) -> None:
         """Register the legacy request handlers, the log handler and the handler of the
@@ -131,9 +137,21 @@ class Callbacks:
         if self.on_notification is None:
             return
         try:
-            self.on_notification(note)
+            returned = self.on_notification(note)
         except Exception:
             logger.exception("on_notification failed (for %r)", note.method)
+            return
+        if inspect.isawaitable(returned):
+            # An awaitable would never run: say so (once per notification) and close a
+            # coroutine, so that Python does not also warn it was never awaited.
+            close = getattr(returned, "close", None)
+            if callable(close):
+                close()
+            logger.error(
+                "on_notification returned an awaitable, which is not awaited (for %r): "
+                "give a plain function",
+                note.method,
+            )
 
     def can_answer(self, method: str) -> bool:
         """Whether a callback for ``method`` was given."""

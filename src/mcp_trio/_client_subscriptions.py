@@ -74,7 +74,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Final, final
@@ -84,6 +84,7 @@ import trio
 from mcp_sansio import LocalProtocolError, NotificationReceived, RemoteProtocolError, RequestId
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 
+from ._blocking_subscriptions import checked_strings
 from ._client_common import MAX_UNREAD, listen_params, unread_key, wanted
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._handlers import Handlers, NotificationContext
@@ -152,9 +153,11 @@ class Subscription:
         """Whether ``notifications/prompts/list_changed`` was asked for."""
         self.resource_list = resource_list
         """Whether ``notifications/resources/list_changed`` was asked for."""
-        self.resources: tuple[str, ...] = tuple(dict.fromkeys(resources))
+        self.resources: tuple[str, ...] = tuple(
+            dict.fromkeys(checked_strings(resources, "the resource URI"))
+        )
         """The URIs whose ``notifications/resources/updated`` were asked for."""
-        self.tasks: tuple[str, ...] = tuple(dict.fromkeys(tasks))
+        self.tasks: tuple[str, ...] = tuple(dict.fromkeys(checked_strings(tasks, "the task id")))
         """The task ids whose ``notifications/tasks`` were asked for."""
         self.honored: dict[str, Any] = {}
         """What the server agreed to deliver, as a ``subscriptions/listen`` filter
@@ -302,6 +305,10 @@ class _Opening:
         return self.timeout if trio.current_time() >= self.deadline else self.ack
 
 
+_Request = Callable[[str, dict[str, Any]], Awaitable[object]]
+"""``Client.request``: send one request."""
+
+
 @final
 class SubscriptionHub:
     """Every subscription of one client, and the notification handlers that feed them."""
@@ -316,6 +323,7 @@ class SubscriptionHub:
         self._on_notification = on_notification  # (legacy ones: the client's too)
         self._legacy: set[Subscription] = set()
         self._uri_refs: dict[str, int] = {}
+        self._uri_explicit: set[str] = set()  # Client.subscribe_resource()'s: one count each
         self._by_id: dict[RequestId, Subscription] = {}
         self._opening: dict[RequestId, _Opening] = {}  # sent, claimed, not acknowledged
 
@@ -403,6 +411,37 @@ class SubscriptionHub:
             message = f"the server cancelled subscriptions/listen before acknowledging it: {why}"
             opening.sub._end(message, RemoteProtocolError(message))
 
+    # ------------------------------------------------------------------ legacy, by hand
+
+    async def subscribe_resource(self, request: _Request, uri: str) -> None:
+        """:meth:`Client.subscribe_resource`: ``resources/subscribe``, unless ``uri``
+        is held already (by a call before or a ``subscribe()`` block); counted with
+        the blocks, so that leaving one does not unsubscribe it."""
+        if uri in self._uri_explicit:
+            return
+        if not self._uri_refs.get(uri):
+            await request("resources/subscribe", {"uri": uri})
+        if uri not in self._uri_explicit:  # (a concurrent call may have come first)
+            self._uri_explicit.add(uri)
+            self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
+
+    async def unsubscribe_resource(self, request: _Request, uri: str) -> None:
+        """:meth:`Client.unsubscribe_resource`: let go of ``uri``; ``resources/unsubscribe``
+        unless a ``subscribe()`` block still holds it (its exit sends it then)."""
+        if uri in self._uri_explicit:
+            self._uri_explicit.discard(uri)
+            self._release(uri)
+        if not self._uri_refs.get(uri):
+            await request("resources/unsubscribe", {"uri": uri})
+
+    def _release(self, uri: str) -> bool:
+        """Count one holder of ``uri`` less; whether it was the last."""
+        self._uri_refs[uri] -= 1
+        if self._uri_refs[uri]:
+            return False
+        del self._uri_refs[uri]
+        return True
+
     # ------------------------------------------------------------------ opening
 
     @asynccontextmanager
@@ -469,9 +508,7 @@ class SubscriptionHub:
             sub._end("the subscription was closed")
             unused: list[str] = []
             for uri in subscribed:
-                self._uri_refs[uri] -= 1
-                if not self._uri_refs[uri]:
-                    del self._uri_refs[uri]
+                if self._release(uri):
                     unused.append(uri)
             if unused:
                 await self._unsubscribe(session, unused)

@@ -138,3 +138,38 @@ async def test_a_notification_of_a_listen_is_not_passed_on() -> None:
     )
     assert methods(seen) == ["x/a"]
     assert Handlers().notification_handler("x/a") is None
+
+
+async def test_an_async_on_notification_is_refused_at_open() -> None:
+    async def on_notification(note: NotificationReceived) -> None:  # pragma: no cover
+        pass
+
+    class Caller:
+        async def __call__(self, note: NotificationReceived) -> None:  # pragma: no cover
+            pass
+
+    for given in (on_notification, Caller()):
+        with pytest.raises(TypeError, match="on_notification must be a plain function"):
+            async with open_client(server(), on_notification=given):
+                pytest.fail("opened")  # pragma: no cover
+
+
+async def test_an_awaitable_returned_is_closed_and_logged(
+    caplog: pytest.LogCaptureFixture, autojump_clock: MockClock
+) -> None:
+    made: list[Any] = []
+
+    async def later() -> None:  # pragma: no cover (closed, never run)
+        pass
+
+    def on_notification(note: NotificationReceived) -> Any:
+        made.append(later())
+        return made[-1]
+
+    with caplog.at_level(logging.ERROR, logger="mcp_trio"):
+        async with open_client(server(), era=Era.LEGACY, on_notification=on_notification) as client:
+            await client.call_tool("notify", {"method": TOOLS_CHANGED})
+            await trio.testing.wait_all_tasks_blocked()
+    (coroutine,) = made
+    assert coroutine.cr_frame is None  # (closed: no "never awaited" warning)
+    assert "on_notification returned an awaitable, which is not awaited" in caplog.text

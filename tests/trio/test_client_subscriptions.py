@@ -16,7 +16,7 @@ import trio
 import trio.testing
 from trio.testing import MockClock
 
-from mcp_sansio import Connection, ConnectionConfig, NotificationReceived
+from mcp_sansio import Connection, ConnectionConfig, Era, NotificationReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import McpError, MemoryChannel, SessionClosed, memory_channel_pair, open_session
 from mcp_trio._client import Client, open_client
@@ -253,10 +253,12 @@ async def test_modern_server_cancels_the_subscription(autojump_clock: MockClock)
 
 
 async def test_modern_listen_refused(autojump_clock: MockClock) -> None:
-    # The server's core refuses a malformed filter with -32602.
-    async with open_client((make_handlers(), app_config()), era="modern") as client:
-        with pytest.raises(McpError):
-            async with client.subscribe(resources=[1]):  # type: ignore[list-item]
+    # The server's core refuses a filter past its bounds with -32602. (A malformed one,
+    # resources=[1], the client refuses itself now: TypeError, nothing sent.)
+    config = app_config(max_resource_subscriptions=1)
+    async with open_client((make_handlers(), config), era="modern") as client:
+        with pytest.raises(McpError, match="names more than 1 URIs"):
+            async with client.subscribe(resources=["file:///a", "file:///b"]):
                 pytest.fail("refused")  # pragma: no cover
 
 
@@ -329,3 +331,42 @@ async def test_updates_of_sub_resources_are_delivered_and_bounded(
 )
 def test_what_a_sub_resource_is(uri: str, subscribed: str, within: bool) -> None:
     assert _within(uri, subscribed) is within
+
+
+async def test_legacy_subscribe_resource_is_counted_with_the_blocks(
+    autojump_clock: MockClock,
+) -> None:
+    recorder = Recorder()
+    a, b = "file:///r0.txt", "file:///r1.txt"
+    async with open_client((make_handlers(recorder), app_config()), era="legacy") as client:
+        await client.subscribe_resource(a)
+        await client.subscribe_resource(a)  # (held already: nothing sent)
+        async with client.subscribe(resources=[a]):
+            pass
+        assert recorder.subscribed == [a] and recorder.unsubscribed == []
+        await client.unsubscribe_resource(a)
+        assert recorder.unsubscribed == [a]
+        # A block first: inside it, subscribe_resource() / unsubscribe_resource() send
+        # nothing; the explicit one outlives the block, and its end is sent.
+        async with client.subscribe(resources=[b]) as updates:
+            await client.subscribe_resource(b)
+            await client.unsubscribe_resource(b)
+            await client.subscribe_resource(b)
+        assert recorder.subscribed == [a, b] and recorder.unsubscribed == [a]
+        await client.unsubscribe_resource(b)
+        assert recorder.unsubscribed == [a, b]
+        assert updates.ended and client._hub._uri_refs == {}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_subscribe_refuses_a_string_of_uris(era: str, autojump_clock: MockClock) -> None:
+    async with open_client((make_handlers(None), app_config()), era=Era(era)) as client:
+        with pytest.raises(TypeError, match="URIs must be a list of strings"):
+            async with client.subscribe(resources="file:///a"):
+                pytest.fail("opened")  # pragma: no cover
+        with pytest.raises(TypeError, match="task ids must be a list of strings"):
+            async with client.subscribe(tasks="t1"):
+                pytest.fail("opened")  # pragma: no cover
+        with pytest.raises(TypeError, match="URI must be a string, not int"):
+            async with client.subscribe(resources=[1]):  # type: ignore[list-item]
+                pytest.fail("opened")  # pragma: no cover
