@@ -417,11 +417,9 @@ class SubscriptionHub:
         """:meth:`Client.subscribe_resource`: ``resources/subscribe``, unless ``uri``
         is held already (by a call before or a ``subscribe()`` block); counted with
         the blocks, so that leaving one does not unsubscribe it."""
-        if uri in self._uri_explicit:
-            return
         if not self._uri_refs.get(uri):
             await request("resources/subscribe", {"uri": uri})
-        if uri not in self._uri_explicit:  # (a concurrent call may have come first)
+        if uri not in self._uri_explicit:  # (else held by an earlier or concurrent call)
             self._uri_explicit.add(uri)
             self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
 
