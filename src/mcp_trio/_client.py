@@ -482,8 +482,8 @@ class Client(HandshakeFacts):
 
         Raises:
             LocalProtocolError: the server did not declare ``io.modelcontextprotocol/skills``.
-            RemoteProtocolError: a malformed page (no ``skills`` array, a bad or repeated
-                cursor, more pages or entries than the client takes).
+            RemoteProtocolError: a malformed page (no ``skills`` array, a ``nextCursor``
+                that is not a string, more pages or entries than the client takes).
         """
         from ._client_skills import list_skills  # noqa: PLC0415 -- on first use
 
@@ -517,8 +517,8 @@ class Client(HandshakeFacts):
             LocalProtocolError: the server did not declare the extension with
                 ``directoryRead: true`` (the spec forbids the call then).
             McpError: -32602 for a URI that is not a directory.
-            RemoteProtocolError: a malformed page, a bad or repeated cursor, or more
-                pages or entries than any list takes.
+            RemoteProtocolError: a malformed page (a ``nextCursor`` that is not a
+                string, say), or more pages or entries than any list takes.
         """
         from ._client_skills import read_resource_directory  # noqa: PLC0415 -- on first use
 

@@ -674,10 +674,15 @@ class Pager:
         key: the result member that holds the items (``"tools"``, ...).
         cls: the item class to structure each item into.
 
+    Cursors are opaque: the only thing read from one is whether it is there (the spec
+    forbids any other "determination based on cursor value", so a stateful server may
+    hand out the same string twice, and ``""`` is a cursor like any other). A server
+    that never stops is bounded by :data:`MAX_LIST_PAGES` and :data:`MAX_LIST_ITEMS`.
+
     Error handling:
-        :meth:`add` raises ``RemoteProtocolError`` when a page is malformed, a cursor
-        repeats, or there are more than :data:`MAX_LIST_PAGES` pages or
-        :data:`MAX_LIST_ITEMS` items.
+        :meth:`add` raises ``RemoteProtocolError`` when a page is malformed (no items
+        array, a ``nextCursor`` that is not a string), or there are more than
+        :data:`MAX_LIST_PAGES` pages or :data:`MAX_LIST_ITEMS` items.
     """
 
     def __init__(self, method: str, key: str, cls: type[Any]) -> None:
@@ -686,7 +691,6 @@ class Pager:
         self._cls = cls
         self.items: list[Any] = []
         self.cursor: str | None = None
-        self._seen: set[str] = set()
         self._pages = 0
 
     def params(self) -> dict[str, Any] | None:
@@ -708,11 +712,8 @@ class Pager:
             return False
         if not isinstance(cursor, str):
             raise RemoteProtocolError(f"invalid {self.method} result: nextCursor is not a string")
-        if cursor in self._seen:
-            raise RemoteProtocolError(f"{self.method}: the server repeated cursor {cursor!r}")
         if self._pages >= MAX_LIST_PAGES:
             raise RemoteProtocolError(f"{self.method}: more than {MAX_LIST_PAGES} pages")
-        self._seen.add(cursor)
         self.cursor = cursor
         return True
 

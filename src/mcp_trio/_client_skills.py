@@ -102,10 +102,10 @@ def list_skills() -> Flow:
     """The listing of ``skills/list``, through all pages (bounded as the other lists):
     a :class:`~mcp_sansio.skills.SkillListing` of the valid entries, the malformed ones
     and every one of a URI listed more than once reported in its ``invalid``. A
-    malformed page (no ``skills`` array, a bad or repeated cursor, too many pages or
-    entries) fails the whole listing."""
+    malformed page (no ``skills`` array, a ``nextCursor`` that is not a string, too
+    many pages or entries) fails the whole listing. Cursors are opaque: one that
+    repeats is followed like any other (``server/utilities/pagination.mdx``)."""
     entries: list[object] = []
-    seen: set[str] = set()
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
         result = yield SKILLS_LIST, None if cursor is None else {"cursor": cursor}
@@ -118,9 +118,8 @@ def list_skills() -> Flow:
         cursor = result.get("nextCursor")
         if cursor is None:
             return skill_listing(entries)
-        if not isinstance(cursor, str) or cursor in seen:
-            raise RemoteProtocolError(f"{SKILLS_LIST}: invalid or repeated nextCursor")
-        seen.add(cursor)
+        if not isinstance(cursor, str):
+            raise RemoteProtocolError(f"invalid {SKILLS_LIST} result: nextCursor is not a string")
     raise RemoteProtocolError(f"{SKILLS_LIST}: more than {MAX_LIST_PAGES} pages")
 
 

@@ -352,6 +352,63 @@ async def test_auto_pagination_takes_exactly_the_bound(
         assert len(await client.list_tools()) == 5
 
 
+def _tools_page(names: list[str], cursor: str | None) -> dict[str, Any]:
+    tools = [{"name": n, "inputSchema": {"type": "object"}} for n in names]
+    return {"tools": tools} if cursor is None else {"tools": tools, "nextCursor": cursor}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_auto_pagination_follows_a_repeated_cursor(
+    autojump_clock: MockClock, era: Literal["legacy", "modern"]
+) -> None:
+    """pagination.mdx: clients MUST treat cursors as opaque and make no determination
+    from one but whether it is there: a stateful server may send the same one twice."""
+    calls: list[Any] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/list")
+    async def stateful(ctx: RequestContext) -> dict[str, Any]:
+        calls.append((ctx.params or {}).get("cursor"))
+        return _tools_page([f"t{len(calls)}"], None if len(calls) == 3 else "more")
+
+    async with open_client(
+        (handlers, ConnectionConfig(era=era, capabilities=CAPABILITIES)), era=era
+    ) as client:
+        assert [tool.name for tool in await client.list_tools()] == ["t1", "t2", "t3"]
+        assert calls == [None, "more", "more"]
+
+
+async def test_auto_pagination_bounds_the_pages_of_one_repeated_cursor(
+    autojump_clock: MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that answers the same cursor forever is stopped by the page bound (and,
+    with items on every page, by the item bound)."""
+    monkeypatch.setattr(mcp_trio._client_common, "MAX_LIST_PAGES", 4)
+    calls: list[Any] = []
+    handlers = Handlers()
+    names: list[str] = []
+
+    @handlers.on_request("tools/list")
+    async def endless(ctx: RequestContext) -> dict[str, Any]:
+        calls.append((ctx.params or {}).get("cursor"))
+        if len(calls) > 10:  # (a client without the bound fails, not hangs)
+            raise RuntimeError("the client went past its bound")
+        return _tools_page(names, "again")
+
+    async with open_client(
+        (handlers, ConnectionConfig(era="modern", capabilities=CAPABILITIES)), era="modern"
+    ) as client:
+        with pytest.raises(RemoteProtocolError, match="more than 4 pages"):
+            await client.list_tools()
+        assert calls == [None, "again", "again", "again"]
+        calls.clear()
+        names[:] = ["a", "b"]
+        monkeypatch.setattr(mcp_trio._client_common, "MAX_LIST_ITEMS", 5)
+        with pytest.raises(RemoteProtocolError, match="more than 5 items"):
+            await client.list_tools()
+        assert calls == [None, "again", "again"]
+
+
 # ---------------------------------------------------------------------- structured output
 
 SUM_SCHEMA: dict[str, Any] = {

@@ -228,9 +228,12 @@ async def test_read_resource_directory_is_bounded() -> None:
             patch.setattr(mcp_trio._client_common, "MAX_LIST_ITEMS", 3)
             with pytest.raises(RemoteProtocolError, match="more than 3 items"):
                 await client.read_resource_directory("skill://x")
+        # The same cursor again is followed (cursors are opaque), up to the page bound.
         server.handlers().set_request_handler("resources/directory/read", looping)
-        with pytest.raises(RemoteProtocolError, match="repeated cursor"):
-            await client.read_resource_directory("skill://x")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(mcp_trio._client_common, "MAX_LIST_PAGES", 3)
+            with pytest.raises(RemoteProtocolError, match="more than 3 pages"):
+                await client.read_resource_directory("skill://x")
 
 
 @ERAS
@@ -716,18 +719,34 @@ async def test_a_malformed_entry_costs_only_itself_and_is_reported(era: EraName)
         assert await client.load_skill(listing[0]) == SKILL_MD
 
 
-async def test_skills_list_stops_on_a_repeated_cursor() -> None:
+async def test_skills_list_follows_a_repeated_cursor() -> None:
+    """pagination.mdx: cursors are opaque, so a stateful server may hand out the same
+    one twice ("go on from where you are"); the listing follows it, up to the page
+    bound when the server never stops."""
     server, _ = make_server()
-    entry = {"uri": URI, "frontmatter": {"name": "pdf-processing", "description": "d"}}
-    page = {"skills": [{**entry, "resources": "dynamic"}], "nextCursor": "again"}
+    asked: list[Any] = []
+
+    async def stateful(ctx: RequestContext) -> dict[str, Any]:
+        asked.append((ctx.params or {}).get("cursor"))
+        name = f"s{len(asked)}"
+        frontmatter = {"name": name, "description": "d"}
+        entry = {"uri": f"skill://{name}/SKILL.md", "frontmatter": frontmatter}
+        page: dict[str, Any] = {"skills": [{**entry, "resources": "dynamic"}]}
+        return page if len(asked) == 3 else {**page, "nextCursor": "again"}
 
     async def looping(ctx: RequestContext) -> dict[str, Any]:
-        return page
+        return {"skills": [], "nextCursor": "again"}
 
-    server.handlers().set_request_handler("skills/list", looping)
+    server.handlers().set_request_handler("skills/list", stateful)
     async with open_client(server, era="modern") as client:
-        with pytest.raises(Exception, match="repeated nextCursor"):
-            await client.list_skills()
+        listing = await client.list_skills()
+        assert [s.uri for s in listing] == [f"skill://s{i}/SKILL.md" for i in (1, 2, 3)]
+        assert asked == [None, "again", "again"]
+        server.handlers().set_request_handler("skills/list", looping)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(mcp_trio._client_skills, "MAX_LIST_PAGES", 3)
+            with pytest.raises(RemoteProtocolError, match="more than 3 pages"):
+                await client.list_skills()
 
 
 @pytest.mark.parametrize("bound", ["MAX_LIST_ITEMS", "MAX_LIST_PAGES"])
