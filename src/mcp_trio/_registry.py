@@ -36,7 +36,7 @@ from ._jsonschema import (
     to_jsonable,
     validate,
 )
-from ._server_content import _plain
+from ._server_content import _plain, check_mime_type
 from ._uritemplate import UriTemplate
 
 if TYPE_CHECKING:
@@ -501,6 +501,8 @@ def _resource_fields(
     annotations: Any,
     meta: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
+    if mime_type is not None:
+        check_mime_type(mime_type, "the resource's mime_type")
     return {
         "name": name or getattr(fn, "__name__", None) or repr(fn),
         "title": title,

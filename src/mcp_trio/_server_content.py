@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, final
@@ -96,6 +97,41 @@ _RAW_BLOCKS: Mapping[str, tuple[tuple[tuple[str, type], ...], frozenset[str]]] =
 )
 assert set(_RAW_BLOCKS) == CONTENT_TYPES
 
+# RFC 6838 section 4.2 restricted-name (type and subtype), and RFC 9110 section 5.6.6
+# parameters (token "=" token / quoted-string, ASCII only: the value is JSON text).
+_RESTRICTED_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_QUOTED = r'"(?:[\t \x21\x23-\x5b\x5d-\x7e]|\\[\t \x21-\x7e])*"'
+_MIME_TYPE = re.compile(
+    rf"{_RESTRICTED_NAME}/{_RESTRICTED_NAME}(?:[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|{_QUOTED}))*"
+)
+
+
+def check_mime_type(value: object, what: str = "MIME type") -> None:
+    """Refuse what is not a valid MIME type: ``type/subtype`` of RFC 6838 restricted
+    names, optionally followed by parameters (``text/html; charset=utf-8``,
+    ``text/html;profile=mcp-app``). Content and resources a server describes carry one
+    (``server/prompts.mdx``: image and audio data "MUST ... include a valid MIME type").
+
+    Raises:
+        TypeError: ``value`` is not a string.
+        ValueError: it is not a MIME type (the message names it and ``what``).
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+    if _MIME_TYPE.fullmatch(value) is None:
+        raise ValueError(
+            f"{what} {value!r} is not a valid MIME type ('type/subtype', RFC 6838, "
+            "optionally with '; name=value' parameters)"
+        )
+
+
+def _valid_mime_type(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """An attrs validator: :func:`check_mime_type` (``None`` passes: not given)."""
+    if value is not None:
+        check_mime_type(value, f"{type(instance).__name__}.{attribute.name}")
+
+
 # Magic numbers of the image formats clients render; enough to label bare ``bytes``.
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -155,8 +191,8 @@ class Image:
 
     data: bytes
     """The raw image bytes (sent base64-encoded)."""
-    mime_type: str
-    """Its MIME type, e.g. ``"image/png"``."""
+    mime_type: str = attrs.field(validator=_valid_mime_type)
+    """Its MIME type, e.g. ``"image/png"`` (``ValueError`` if it is not one)."""
     annotations: Any = attrs.field(default=None, kw_only=True)
     """Optional ``Annotations`` (audience, priority...), a mapping or a typed value."""
 
@@ -175,8 +211,8 @@ class Audio:
 
     data: bytes
     """The raw audio bytes (sent base64-encoded)."""
-    mime_type: str
-    """Its MIME type, e.g. ``"audio/wav"``."""
+    mime_type: str = attrs.field(validator=_valid_mime_type)
+    """Its MIME type, e.g. ``"audio/wav"`` (``ValueError`` if it is not one)."""
     annotations: Any = attrs.field(default=None, kw_only=True)
     """Optional ``Annotations``, a mapping or a typed value."""
 
@@ -200,8 +236,9 @@ class EmbeddedResource:
     """The resource's URI."""
     data: str | bytes
     """Its contents."""
-    mime_type: str | None = None
-    """Its MIME type, if known."""
+    mime_type: str | None = attrs.field(default=None, validator=_valid_mime_type)
+    """Its MIME type, if known (``ValueError`` if it is not one); default ``text/plain``
+    for text, ``application/octet-stream`` for bytes."""
     annotations: Any = attrs.field(default=None, kw_only=True)
     """Optional ``Annotations``, a mapping or a typed value."""
 
@@ -231,8 +268,8 @@ class ResourceLink:
     """A display name."""
     description: str | None = attrs.field(default=None, kw_only=True)
     """What it is."""
-    mime_type: str | None = attrs.field(default=None, kw_only=True)
-    """Its MIME type, if known."""
+    mime_type: str | None = attrs.field(default=None, kw_only=True, validator=_valid_mime_type)
+    """Its MIME type, if known (``ValueError`` if it is not one)."""
     annotations: Any = attrs.field(default=None, kw_only=True)
     """Optional ``Annotations``, a mapping or a typed value."""
 
