@@ -19,7 +19,6 @@ import re
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, get_type_hints
-from urllib.parse import urlsplit
 
 import attrs
 import trio
@@ -37,7 +36,7 @@ from ._jsonschema import (
     validate,
 )
 from ._server_content import _plain, check_mime_type
-from ._uritemplate import UriTemplate
+from ._uritemplate import UriTemplate, uri_problem
 
 if TYPE_CHECKING:
     from ._tasks import TaskStart, TaskSupport
@@ -528,8 +527,9 @@ class ResourceEntry(Entry):
     def build(
         cls, fn: Callable[..., Any], uri: str, scopes: str | Iterable[str] = (), **fields: Any
     ) -> ResourceEntry:
-        if not urlsplit(uri).scheme:
-            raise ValueError(f"resource URI {uri!r} has no scheme")
+        problem = uri_problem(uri)
+        if problem is not None:  # (server/resources.mdx: URIs per RFC 3986)
+            raise ValueError(f"resource URI {uri!r} is not an RFC 3986 URI: {problem}")
         ctx = context_parameter(fn)
         needed = [
             p.name
@@ -574,6 +574,11 @@ class TemplateEntry(Entry):
         parsed = UriTemplate(template)
         if not parsed.matchable:
             parsed.match("")  # raises ValueError saying why
+        problem = parsed.uri_problem()
+        if problem is not None:
+            raise ValueError(
+                f"resource template {template!r} does not make RFC 3986 URIs: {problem}"
+            )
         ctx = context_parameter(fn)
         schema = function_input_schema(fn, skip=_skip(ctx))
         params = set(schema.get("properties") or {})

@@ -33,6 +33,7 @@ from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import to_jsonable
 from ._typed import loaded_models
+from ._uritemplate import uri_problem
 
 __all__ = [
     "Audio",
@@ -123,6 +124,20 @@ def check_mime_type(value: object, what: str = "MIME type") -> None:
         raise ValueError(
             f"{what} {value!r} is not a valid MIME type ('type/subtype', RFC 6838, "
             "optionally with '; name=value' parameters)"
+        )
+
+
+def _valid_uri(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """An attrs validator: a resource URI is an RFC 3986 URI (prompts.mdx: embedded
+    resources MUST include "a valid resource URI")."""
+    if not isinstance(value, str):
+        raise TypeError(
+            f"{type(instance).__name__}.uri must be a string, not {type(value).__name__}"
+        )
+    problem = uri_problem(value)
+    if problem is not None:
+        raise ValueError(
+            f"{type(instance).__name__}.uri {value!r} is not an RFC 3986 URI: {problem}"
         )
 
 
@@ -232,8 +247,8 @@ class EmbeddedResource:
 
     __mcp_content__: ClassVar[bool] = True
 
-    uri: str
-    """The resource's URI."""
+    uri: str = attrs.field(validator=_valid_uri)
+    """The resource's URI (``ValueError`` if it is not an RFC 3986 URI)."""
     data: str | bytes
     """Its contents."""
     mime_type: str | None = attrs.field(default=None, validator=_valid_mime_type)
@@ -260,8 +275,8 @@ class ResourceLink:
 
     __mcp_content__: ClassVar[bool] = True
 
-    uri: str
-    """The resource's URI."""
+    uri: str = attrs.field(validator=_valid_uri)
+    """The resource's URI (``ValueError`` if it is not an RFC 3986 URI)."""
     name: str
     """Its name (programmatic identifier)."""
     title: str | None = attrs.field(default=None, kw_only=True)

@@ -64,6 +64,7 @@ named variables.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import final
@@ -71,13 +72,72 @@ from urllib.parse import quote, unquote
 
 import attrs
 
-__all__ = ["MAX_MATCH_LENGTH", "UriTemplate"]
+__all__ = ["MAX_MATCH_LENGTH", "UriTemplate", "uri_problem"]
 
 _RESERVED = ":/?#[]@!$&'()*+,;="
 _PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
 _VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
 #: A character that may continue a variable name (so ``x`` does not match the name ``xy``).
 _NAME_GOES_ON = r"(?![A-Za-z0-9_.%])"
+
+
+# RFC 3986 section 3 (appendix A), as regular expressions. Every repetition is over
+# disjoint alternatives, so checking a URI is linear in its length.
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUB_DELIMS = r"!$&'()*+,;="
+_PCT_ENCODED = r"%[0-9A-Fa-f]{2}"
+_PCHAR = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT_ENCODED})"
+_AUTHORITY = (
+    rf"(?:(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT_ENCODED})*@)?"  # userinfo
+    rf"(?:\[(?P<ip>[^\]]*)\]|(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT_ENCODED})*)"  # host
+    r"(?::[0-9]*)?"  # port
+)
+_URI = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.\-]*:"  # scheme
+    rf"(?://{_AUTHORITY}(?:/{_PCHAR}*)*"  # "//" authority path-abempty
+    rf"|/?(?:{_PCHAR}+(?:/{_PCHAR}*)*)?)"  # path-absolute / path-rootless / path-empty
+    rf"(?:\?(?:{_PCHAR}|[/?])*)?"  # query
+    rf"(?:#(?:{_PCHAR}|[/?])*)?"  # fragment
+)
+_IP_FUTURE = re.compile(rf"[vV][0-9A-Fa-f]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+")
+_URI_CHAR = re.compile(rf"[{_UNRESERVED}{_SUB_DELIMS}:/?#\[\]@%]")
+#: What stands for each variable when a template's own text is checked (the second for
+#: places a digit cannot be, such as a scheme; the first for a port).
+_PLACEHOLDERS = ("0", "x")
+
+
+def uri_problem(uri: str) -> str | None:
+    """Why ``uri`` is not an RFC 3986 URI (``scheme ":" hier-part [ "?" query ] [ "#"
+    fragment ]``: ASCII only, other characters percent-encoded), or ``None`` when it is.
+
+    A pure syntax check (``server/resources.mdx``: "Custom URI schemes MUST be in
+    accordance with RFC3986"; the schema's ``Resource.uri`` is ``format: uri``), linear in
+    the URI's length. An IP literal's address is checked too (IPv6, or ``vX.…``).
+    """
+    found = _URI.fullmatch(uri)
+    if found is not None:
+        ip = found.group("ip")
+        if ip is None or _IP_FUTURE.fullmatch(ip) or _ipv6(ip):
+            return None
+        return f"[{ip}] is not an IPv6 address"
+    if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", uri) is None:
+        return "it has no scheme (a letter, then letters, digits, '+', '-' or '.', then ':')"
+    for at, char in enumerate(uri):
+        if _URI_CHAR.fullmatch(char) is None:
+            return f"{char!r} at {at} must be percent-encoded"
+        if char == "%" and re.fullmatch(_PCT_ENCODED, uri[at : at + 3]) is None:
+            return f"'%' at {at} does not start a percent-escape (%XX)"
+    return "its authority, path, query or fragment is malformed (RFC 3986 section 3)"
+
+
+def _ipv6(text: str) -> bool:
+    if "%" in text:  # (a zone ID: RFC 6874, not RFC 3986)
+        return False
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 @attrs.frozen
@@ -307,6 +367,23 @@ class UriTemplate:
     def matchable(self) -> bool:
         """Whether :meth:`match` works for this template (see the module docstring)."""
         return self._matcher.problem is None
+
+    def uri_problem(self) -> str | None:
+        """Why the URIs this template makes are not RFC 3986 URIs (:func:`uri_problem`),
+        judged on its own text: its literals as they are, each expression expanded with
+        a placeholder for every variable (``0``, else ``x``: a port takes one, a scheme
+        the other). ``None`` when they are URIs."""
+        problem = None
+        for placeholder in _PLACEHOLDERS:
+            values = dict.fromkeys(self.variables, placeholder)
+            skeleton = "".join(
+                part if isinstance(part, str) else _expand_expression(part, values)
+                for part in self._parts
+            )
+            problem = uri_problem(skeleton)
+            if problem is None:
+                return None
+        return problem
 
     @property
     def variables(self) -> tuple[str, ...]:

@@ -953,9 +953,11 @@ def test_a_file_name_that_is_not_a_uri_path_is_refused_and_nothing_is_served(
     assert len(server._skills or ()) == 1
 
 
-async def test_skill_files_are_plain_resources_whatever_their_uris_hold() -> None:
-    # (build_skill refuses "{" in a file name; a skill built otherwise still cannot
-    # make _serve fail half-way: Server.add_resource would take it for a template.)
+async def test_a_skill_file_uri_that_is_not_rfc_3986_is_refused_whole() -> None:
+    # (build_skill refuses "{" in a file name; a skill built otherwise is never taken
+    # for a template, nor served half-way: its URI is not an RFC 3986 URI, and the whole
+    # skill is refused before anything is registered. Until resource URIs were checked
+    # against RFC 3986, it was served as a plain resource.)
     files = {"SKILL.md": BRACED["SKILL.md"].encode(), "t.md": b"# {project}\n"}
     built = build_skill("skill://b-brace/SKILL.md", files)
     assert isinstance(built.resources, tuple)
@@ -963,11 +965,14 @@ async def test_skill_files_are_plain_resources_whatever_their_uris_hold() -> Non
     skill = attrs.evolve(built, resources=(built.resources[0], braced))
     prepared = _Prepared(skill, {"SKILL.md": files["SKILL.md"], "{project}.md": files["t.md"]})
     server = Server("braces")
-    _apply(server, [prepared])
-    assert sorted(server._registry.resources) == [skill.uri, braced.uri]
+    with pytest.raises(ValueError, match=r"'skill://b-brace/\{project\}\.md' is not an RFC 3986"):
+        _apply(server, [prepared])
+    assert not server._registry.resources
     assert not server._registry.templates
+    _apply(server, [_Prepared(built, {k: bytes(v) for k, v in files.items()})])
+    assert sorted(server._registry.resources) == sorted(f.uri for f in built.resources)
     async with open_client(server, era="modern") as client:
-        assert await client.read_skill_file(skill, braced.uri) == b"# {project}\n"
+        assert await client.read_skill_file(built, "t.md") == b"# {project}\n"
 
 
 NESTED = {
