@@ -387,7 +387,8 @@ class Completion:
     total: int | None = attrs.field(default=None, kw_only=True)
     """How many suggestions exist in all, if known."""
     has_more: bool | None = attrs.field(default=None, kw_only=True)
-    """Whether there are more than those sent."""
+    """Whether there are more than those sent. Always true when ``values`` holds more
+    than 100 (they are cut, so there are more: an explicit ``False`` is overruled)."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``completion`` object of a ``CompleteResult``."""
@@ -395,9 +396,8 @@ class Completion:
         out: dict[str, Any] = {"values": values}
         if self.total is not None:
             out["total"] = self.total
-        has_more = self.has_more
-        if has_more is None and len(self.values) > MAX_COMPLETION_VALUES:
-            has_more = True
+        # completion.mdx: hasMore says whether options exist beyond those sent.
+        has_more = True if len(self.values) > MAX_COMPLETION_VALUES else self.has_more
         if has_more is not None:
             out["hasMore"] = has_more
         return out
@@ -418,9 +418,8 @@ def completion_json(value: Any) -> dict[str, Any]:
     values = list(value)
     if not all(isinstance(v, str) for v in values):
         raise TypeError("a completion handler must return strings")
-    return Completion(
-        values, total=len(values), has_more=len(values) > MAX_COMPLETION_VALUES
-    ).to_json()
+    # (all there are: beyond the 100 sent, Completion.to_json says hasMore itself)
+    return Completion(values, total=len(values), has_more=False).to_json()
 
 
 def _sniff_image(data: bytes) -> str | None:
