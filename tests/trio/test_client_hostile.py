@@ -309,6 +309,34 @@ async def test_a_retry_that_cannot_be_sent_is_abandoned(autojump_clock: MockCloc
         await assert_nothing_left(client)
 
 
+async def test_a_retry_echoes_the_request_state_exactly(autojump_clock: MockClock) -> None:
+    """mrtr.mdx: the client echoes ``requestState`` as it was sent, byte for byte (it is
+    the server's opaque token: spaces around it, escapes and all are part of it)."""
+    state = "  opaque \t state\\n é  "
+    retries: list[dict[str, Any]] = []
+
+    async def ask_then_answer(server: HandDriven, message: dict[str, Any]) -> bool:
+        params = message["params"]
+        result: dict[str, Any]
+        if "requestState" not in params:
+            result = {"resultType": "input_required", "inputRequests": {"q": ELICIT}}
+            result["requestState"] = state
+        else:
+            retries.append(params)
+            result = {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}
+        await server.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return True
+
+    async def on_elicitation(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    script: dict[str, Scripted] = {"tools/call": ask_then_answer}
+    async with hand_driven(script, on_elicitation=on_elicitation) as client:
+        assert (await client.call_tool("ask")).text == "done"
+    assert [p["requestState"] for p in retries] == [state]
+    assert retries[0]["inputResponses"] == {"q": {"action": "accept", "content": {"name": "Ada"}}}
+
+
 # ---------------------------------------------------------------------- pagination
 
 
@@ -376,6 +404,26 @@ async def test_auto_pagination_follows_a_repeated_cursor(
     ) as client:
         assert [tool.name for tool in await client.list_tools()] == ["t1", "t2", "t3"]
         assert calls == [None, "more", "more"]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_auto_pagination_follows_an_empty_cursor(
+    autojump_clock: MockClock, era: Literal["legacy", "modern"]
+) -> None:
+    """An empty ``nextCursor`` is a cursor, not the end: only its absence ends a list."""
+    calls: list[Any] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/list")
+    async def two_pages(ctx: RequestContext) -> dict[str, Any]:
+        calls.append((ctx.params or {}).get("cursor"))
+        return _tools_page([f"t{len(calls)}"], "" if len(calls) == 1 else None)
+
+    async with open_client(
+        (handlers, ConnectionConfig(era=era, capabilities=CAPABILITIES)), era=era
+    ) as client:
+        assert [tool.name for tool in await client.list_tools()] == ["t1", "t2"]
+        assert calls == [None, ""]
 
 
 async def test_auto_pagination_bounds_the_pages_of_one_repeated_cursor(
