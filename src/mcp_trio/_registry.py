@@ -723,13 +723,21 @@ class Registry:
                 return entry, values
         return None
 
+    def match_template(self, uri: str) -> tuple[TemplateEntry, dict[str, str]] | None:
+        """What a completion's ``ref/resource`` names when its ``uri`` is neither a
+        registered template nor resource: the first template (:meth:`find_template`)
+        that matches it as a concrete URI, with its variables' values. ``None`` for a
+        ``uri`` with ``{`` (a URI template, not one of ours: it names nothing)."""
+        return None if "{" in uri else self.find_template(uri)
+
     def scopes_for(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
         """The scopes declared for what a request names: the tool of ``tools/call``, the
         prompt of ``prompts/get``, the resource (or the first template that matches) of
         ``resources/read`` and ``resources/subscribe``, every resource a modern
         ``subscriptions/listen`` names in ``notifications.resourceSubscriptions`` (all
         their scopes together: the stream carries the updates of each), and the prompt
-        or template whose arguments ``completion/complete`` completes. Nothing for
+        or template whose arguments ``completion/complete`` completes (named, or matched
+        by a concrete URI: :meth:`match_template`). Nothing for
         anything else, or for params that name nothing registered (the handler refuses
         those)."""
         if not params or not self.scoped:
@@ -748,7 +756,11 @@ class Registry:
             if isinstance(ref, Mapping) and ref.get("type") == "ref/prompt":
                 entry = _get(self.prompts, ref.get("name"))
             elif isinstance(ref, Mapping) and ref.get("type") == "ref/resource":
-                entry = _get(self.templates, ref.get("uri")) or _get(self.resources, ref.get("uri"))
+                uri = ref.get("uri")
+                entry = _get(self.templates, uri) or _get(self.resources, uri)
+                if entry is None and isinstance(uri, str) and self._scoped_templates:
+                    found = self.match_template(uri)  # (as completion/complete finds it)
+                    entry = None if found is None else found[0]
         return frozenset() if entry is None else entry.scopes
 
     def _resource(self, uri: object) -> Entry | None:

@@ -103,13 +103,15 @@ class CompletionRequest:
     ref_type: str
     """``"ref/prompt"`` or ``"ref/resource"``."""
     ref: str
-    """The prompt's name or the resource template."""
+    """The prompt's name or the resource template (the one the client named, or the
+    first that matches the concrete URI it named)."""
     argument: str
     """The argument (prompt) or variable (template) being completed."""
     value: str
     """What the user typed so far."""
     context: dict[str, str] = attrs.field(factory=dict)
-    """Arguments already resolved (``context.arguments``)."""
+    """Arguments already resolved (``context.arguments``; for a concrete URI, also the
+    template's other variables as the URI gives them, where the request does not)."""
 
 
 def _invalid(message: str, data: Any = None) -> McpError:
@@ -509,7 +511,16 @@ class ServerMethods:
             key = _string_param(ref, "uri", "ref/resource")
             template = self._registry.templates.get(key)
             if template is None and key not in self._registry.resources:
-                raise _invalid(f"Unknown resource template: {key}", {"uri": key})
+                # completion.mdx: the uri is "a URI or URI template" (the schema says so
+                # in every revision): a URI one of our templates matches completes for
+                # that template, its variables the context the request does not give.
+                found = self._registry.match_template(key)
+                if found is None:
+                    raise _invalid(f"Unknown resource template: {key}", {"uri": key})
+                template, values = found
+                key = template.template.template
+                values.pop(arg_name, None)  # (being completed: not resolved yet)
+                resolved = {**values, **resolved}
             choices = () if template is None else template.choices.get(arg_name, ())
         else:
             raise _invalid(f"Invalid params: unknown ref type {ref_type!r}")
