@@ -103,6 +103,20 @@ _ID_FIRST = re.compile(
     )
 )
 _KIND_FIRST = re.compile(_WS.join([b"", rb"\{", rb"(?:" + _VERSION + _WS + rb",)?", _KIND]))
+# An answer whose id is out of sight: "jsonrpc" and "id" members may come first (an id
+# of null, a number or a string with escapes), then "result" or "error". The head is
+# at most _HEAD_SIZE bytes, so the scan is bounded; each alternative begins with its own
+# member name and strings are read escape by escape, so the match never backtracks far.
+_STRING = rb'"(?:[^"\\\x00-\x1f]|\\.)*"'
+_NUMBER = rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+_LEADING = (
+    rb'(?:"jsonrpc"' + _WS + rb":" + _WS + _STRING
+    + rb'|"id"' + _WS + rb":" + _WS + rb"(?:null|" + _NUMBER + rb"|" + _STRING + rb"))"
+    + _WS + rb"," + _WS
+)  # fmt: skip
+_ANSWER_FIRST = re.compile(
+    _WS + rb"\{" + _WS + rb"(?:" + _LEADING + rb')*"(?:result|error)"' + _WS + rb":"
+)
 _ID_LAST = re.compile(_WS.join([rb"[{,]", _MEMBER_ID, rb"\}", rb"\Z"]))
 
 
@@ -128,9 +142,9 @@ def _message_id(head: bytes, tail: bytes) -> tuple[RequestId, bool] | None:
 
 def _is_answer(head: bytes) -> bool:
     """Whether a message whose id cannot be seen shows, first thing, that it is an
-    answer (``"result"`` or ``"error"``), which JSON-RPC never answers."""
-    first = _KIND_FIRST.match(head)
-    return first is not None and first[1] != b"method"
+    answer (``"result"`` or ``"error"``, after any ``"jsonrpc"`` and ``"id"`` members),
+    which JSON-RPC never answers."""
+    return _ANSWER_FIRST.match(head) is not None
 
 
 def _ends(data: bytes | bytearray | memoryview | str) -> tuple[bytes, bytes]:

@@ -793,6 +793,33 @@ def test_an_oversize_answer_with_its_id_out_of_sight_is_not_answered(
     assert pair.client.pending_requests() == (rid,)
 
 
+@pytest.mark.parametrize(
+    ("head", "tail"),
+    [
+        # "jsonrpc" and an id of null first (an error answer to an unreadable request)
+        (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m","data":', b"}}"),
+        # an id with an escape, which the id reader does not take, before "result"
+        (b'{"jsonrpc":"2.0","id":"a\\"b","result":{"k":', b"}}"),
+        # the id first and "jsonrpc" last
+        (b'{"id":7,"result":{"k":', b'},"jsonrpc":"2.0"}'),
+        # a number id the id reader does not take, whitespace between the tokens
+        (b'{ "id" : 1.5e3 , "jsonrpc" : "2.0" , "error" : {"message":', b"}}"),
+    ],
+)
+@pytest.mark.parametrize("deliver", ["message", "line"])
+def test_an_oversize_answer_after_leading_id_members_is_not_answered(
+    head: bytes, tail: bytes, deliver: str
+) -> None:
+    # "jsonrpc" and "id" members before "result"/"error" still show an answer: it is
+    # reported, never answered (an {"id": null} error would answer a response).
+    server = ready_pair(max_message_size=1000).server
+    raw = head + b'"' + b"x" * 5000 + b'"' + tail
+    (reported,) = _deliver_oversize(server, raw, deliver)
+    assert isinstance(reported, InvalidMessageReceived) and reported.request_id is None
+    assert "its id is not in sight" in reported.error.message
+    assert server.data_to_send() == []
+
+
 def test_an_oversize_request_with_its_id_out_of_sight_is_answered_with_null() -> None:
     server = ready_pair(max_message_size=1000).server
     raw = b'{"jsonrpc":"2.0","method":"x","params":{"a":"%s"},"id":7,"z":"%s"}' % (
