@@ -160,7 +160,7 @@ def serve_sansio() -> None:
                 tool = {"name": "greet", "inputSchema": {"type": "object"}}
                 conn.send_result(event.request_id, {"tools": [tool]})
             elif event.input_responses is None:
-                conn.send_input_required(event.request_id, ask, state="asked")
+                conn.send_input_required(event.request_id, ask, state="asked", now=0.0)
             else:
                 name = event.input_responses["name"]["content"]["n"]
                 text = f"hello {name} ({event.request_state})"

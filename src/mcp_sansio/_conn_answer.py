@@ -135,12 +135,15 @@ class _Answering(_ConnectionBase):
         input_requests: dict[str, Any],
         *,
         state: Any = None,
-        now: float = 0.0,
+        now: float,
     ) -> bool:
         """Modern server: answer ``resultType: "input_required"`` (MRTR).
 
         ``state`` (any JSON value) is sealed into ``requestState`` with an HMAC and
-        an expiry; the retry delivers it back as ``RequestReceived.request_state``.
+        an expiry (``config.request_state_ttl`` from ``now``); the retry delivers it
+        back as ``RequestReceived.request_state``. ``now`` is the time on the clock the
+        ``receive_*`` calls are given (the retry's is checked against the expiry),
+        unless ``config.request_state_clock`` is set, which then gives both.
 
         Returns:
             ``True`` when sent; ``False`` when the client's envelope lacks a capability

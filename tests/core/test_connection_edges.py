@@ -323,7 +323,7 @@ def test_answer_for_cancelled_modern_input_request_is_dropped() -> None:
     feed(
         server, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
     )
-    assert not server.send_input_required(1, {})
+    assert not server.send_input_required(1, {}, now=0.0)
     assert server.data_to_send() == []
 
 
@@ -341,7 +341,7 @@ def test_input_required_that_cannot_be_written_leaves_the_request_answerable() -
         }
     }
     with pytest.raises(TypeError):
-        pair.server.send_input_required(req.request_id, odd)
+        pair.server.send_input_required(req.request_id, odd, now=0.0)
     assert pair.server.inflight_requests() == (req.request_id,)
     assert pair.server.data_to_send() == []
     pair.server.send_error(req.request_id, -32603, "Internal error")
@@ -352,7 +352,9 @@ def test_retry_keeps_asking_for_progress() -> None:
     pair = modern_pair()
     rid = pair.client.send_request("tools/call", {"name": "t"}, progress=True, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
-    pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list", "params": {}}})
+    pair.server.send_input_required(
+        req.request_id, {"r": {"method": "roots/list", "params": {}}}, now=0.0
+    )
     pair.deliver(pair.server)
     rid2 = pair.client.retry_with_input(rid, {"r": {"roots": []}}, now=0.0)
     retry = only(pair.deliver(pair.client), RequestReceived)
@@ -370,7 +372,7 @@ def test_awaiting_input_table_is_bounded() -> None:
         rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
         first = first or rid
         req = only(pair.deliver(pair.client), RequestReceived)
-        pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list"}})
+        pair.server.send_input_required(req.request_id, {"r": {"method": "roots/list"}}, now=0.0)
         pair.deliver(pair.server)
     assert first is not None
     with pytest.raises(LocalProtocolError, match="not awaiting"):

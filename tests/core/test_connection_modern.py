@@ -420,7 +420,7 @@ def test_input_required_round_trip() -> None:
     )
     req = only(pair.deliver(pair.client), RequestReceived)
     assert req.input_responses is None
-    pair.server.send_input_required(req.request_id, ELICIT, state={"step": 1})
+    pair.server.send_input_required(req.request_id, ELICIT, state={"step": 1}, now=0.0)
     need = only(pair.deliver(pair.server), InputRequired)
     assert need.request_id == rid and need.round == 1
     assert need.input_requests == ELICIT and need.request_state
@@ -435,6 +435,23 @@ def test_input_required_round_trip() -> None:
     done = only(pair.deliver(pair.server), ResultReceived)
     assert done.request_id == rid2
     validate_wire(pair, V)
+
+
+def test_send_input_required_takes_the_time_the_receive_calls_get() -> None:
+    # It defaulted to 0.0: a server fed receive_* with time.monotonic() (hours of
+    # uptime) sealed requestState at 0, so the retry found it expired. The time is a
+    # required keyword now, and the state sealed at it opens at the same clock.
+    server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
+    caps: dict[str, Any] = {CC: {"elicitation": {}}}
+    feed(server, modern_request(1, "tools/call", {"name": "t"}, **caps), now=50_000.0)
+    with pytest.raises(TypeError, match="now"):
+        server.send_input_required(1, ELICIT, state={"step": 1})  # type: ignore[call-arg]
+    assert server.send_input_required(1, ELICIT, state={"step": 1}, now=50_000.0)
+    (out,) = [loads(p) for p in server.data_to_send()]
+    answers = {"confirm": {"action": "accept", "content": {"ok": True}}}
+    retry = {"name": "t", "requestState": out["result"]["requestState"], "inputResponses": answers}
+    events, _ = feed(server, modern_request(2, "tools/call", retry, **caps), now=50_001.0)
+    assert only(events, RequestReceived).request_state == {"step": 1}
 
 
 def test_a_shared_state_clock_lets_another_process_open_the_state() -> None:
@@ -473,9 +490,9 @@ def test_input_required_only_for_three_methods_and_modern() -> None:
     pair.client.send_request("tools/list", now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
     with pytest.raises(LocalProtocolError):
-        pair.server.send_input_required(req.request_id, ELICIT)
+        pair.server.send_input_required(req.request_id, ELICIT, now=0.0)
     with pytest.raises(LocalProtocolError):
-        pair.server.send_input_required(999, ELICIT)
+        pair.server.send_input_required(999, ELICIT, now=0.0)
     pair.server.send_result(req.request_id, {"tools": []})
 
 
@@ -504,7 +521,7 @@ def test_send_result_sends_complete_results_only(result: dict[str, Any], why: st
 def test_input_required_needs_the_client_capability() -> None:
     server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
     feed(server, modern_request(1, "tools/call", {"name": "t"}))  # declares no elicitation
-    assert not server.send_input_required(1, ELICIT)
+    assert not server.send_input_required(1, ELICIT, now=0.0)
     (out,) = [loads(p) for p in server.data_to_send()]
     assert out["error"]["code"] == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
     assert "elicitation" in out["error"]["data"]["requiredCapabilities"]
@@ -520,7 +537,7 @@ def test_input_rounds_are_bounded() -> None:
     pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     for _ in range(2):
         req = only(pair.deliver(pair.client), RequestReceived)
-        pair.server.send_input_required(req.request_id, ELICIT)
+        pair.server.send_input_required(req.request_id, ELICIT, now=0.0)
         need = only(pair.deliver(pair.server), InputRequired)
         if need.round < 2:
             pair.client.retry_with_input(need.request_id, {}, now=0.0)
@@ -549,7 +566,7 @@ def test_tampered_request_state_is_always_refused(position: int, char: str) -> N
     server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
     params = {"name": "t", "arguments": {"a": 1}}
     feed(server, modern_request(1, "tools/call", params, **{CC: {"elicitation": {}}}))
-    assert server.send_input_required(1, ELICIT, state={"secret": "s"})
+    assert server.send_input_required(1, ELICIT, state={"secret": "s"}, now=0.0)
     (out,) = [loads(p) for p in server.data_to_send()]
     token: str = out["result"]["requestState"]
     i = position % len(token)

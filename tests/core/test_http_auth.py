@@ -409,7 +409,7 @@ def _sealed_for(srv: HttpServer, principal: str | None) -> str:
     )
     tagged = received(first)
     assert tagged.connection.principal == principal
-    tagged.connection.send_input_required(1, ASKS, state={"step": 2})
+    tagged.connection.send_input_required(1, ASKS, state={"step": 2}, now=0.0)
     (ready,) = srv.data_to_send()
     assert isinstance(ready, ResponseReady)
     token = loads(ready.response.body)["result"]["requestState"]

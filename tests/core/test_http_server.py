@@ -1948,7 +1948,7 @@ def test_input_required_round_trip_across_two_posts() -> None:
             "params": {"message": "sure?", "requestedSchema": {"type": "object", "properties": {}}},
         }
     }
-    tagged.connection.send_input_required(1, asks, state={"step": 2})
+    tagged.connection.send_input_required(1, asks, state={"step": 2}, now=0.0)
     (ready,) = srv.data_to_send()
     assert isinstance(ready, ResponseReady) and ready.response.status == 200
     body = loads(ready.response.body)

@@ -340,7 +340,9 @@ async def test_input_required_without_a_callback_raises() -> None:
 
             nursery.start_soon(caller)
             first = await _next_request(peer)
-            peer.conn.send_input_required(first.request_id, {"x": {"method": "roots/list"}})
+            peer.conn.send_input_required(
+                first.request_id, {"x": {"method": "roots/list"}}, now=0.0
+            )
             await peer.flush()
 
 
@@ -365,7 +367,9 @@ async def test_input_callback_failure_abandons_the_request() -> None:
 
             nursery.start_soon(caller)
             first = await _next_request(peer)
-            peer.conn.send_input_required(first.request_id, {"x": {"method": "roots/list"}})
+            peer.conn.send_input_required(
+                first.request_id, {"x": {"method": "roots/list"}}, now=0.0
+            )
             await peer.flush()
 
 
