@@ -376,7 +376,11 @@ class _Receiving(_Handshake):
         message first (as :meth:`receive_bytes_eof` does; its events come first).
         Our requests still in flight will never be answered
         (``ConnectionClosed.unanswered``). By default the peer's requests in flight are
-        abandoned too (``ConnectionClosed.abandoned``) and nothing more is sent.
+        abandoned too (``ConnectionClosed.abandoned``) and nothing more is sent: what
+        the core would answer by itself to that last line (a ping's result, -32700 for
+        an invalid line) is not queued. What was queued before the call is left to
+        drain. With ``keep_answering`` or ``fail_inflight`` the output goes on, and
+        those replies are queued.
 
         ``keep_answering=True`` is a half-close, for a transport whose output outlives
         its input (stdio: the client closes the server's stdin to shut it down and may
@@ -396,7 +400,14 @@ class _Receiving(_Handshake):
         """
         if fail_inflight is not None and keep_answering:
             raise ValueError("fail_inflight answers what keep_answering keeps open")
-        last = [] if self._closed else self.receive_bytes_eof()
+        if self._closed:
+            last = []
+        else:
+            queued = len(self._out)
+            last = self.receive_bytes_eof()
+            if not keep_answering and fail_inflight is None:
+                del self._out[queued:]  # (nothing more is sent: see above)
+                del self._out_ids[queued:]
         closing = self._end_input(keep_answering, fail_inflight)
         return closing if not last else last + closing
 

@@ -1578,6 +1578,37 @@ def test_receive_eof_takes_an_unterminated_last_line_first(keep_answering: bool)
     assert server.receive_bytes_eof() == []  # taken once
 
 
+@pytest.mark.parametrize(
+    ("line", "reply"),
+    [
+        (b'{"jsonrpc":"2.0","id":9,"method":"ping"}', (9, None)),
+        (b'{"jsonrpc":', (None, ErrorCode.PARSE_ERROR)),
+        (b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}', (3, ErrorCode.INVALID_REQUEST)),
+    ],
+)
+@pytest.mark.parametrize("mode", ["abandon", "keep_answering", "fail_inflight"])
+def test_receive_eof_sends_nothing_for_the_last_line_unless_the_output_goes_on(
+    line: bytes, reply: tuple[Any, Any], mode: str
+) -> None:
+    # The core answers a ping, an invalid line and a duplicate id by itself; a plain
+    # receive_eof() (abandon: nothing more is sent) queued that reply all the same.
+    # What was queued before the call stays to be drained.
+    server = ready_pair().server
+    feed(server, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    server.receive_message(dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}))  # queued
+    assert server.receive_bytes(line) == []
+    if mode == "fail_inflight":
+        server.receive_eof(fail_inflight=(ErrorCode.INTERNAL_ERROR, "bye"))
+    else:
+        server.receive_eof(keep_answering=mode == "keep_answering")
+    sent = [
+        (m["id"], m["error"]["code"] if "error" in m else None)
+        for m in map(loads, server.data_to_send())
+    ]
+    assert sent[0] == (4, None)  # the ping answered before the call
+    assert (reply in sent) is (mode != "abandon"), sent
+
+
 def test_receive_eof_after_receive_bytes_eof_takes_nothing_twice() -> None:
     server = ready_pair().server
     server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
