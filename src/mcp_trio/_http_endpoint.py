@@ -395,10 +395,15 @@ class Endpoint:
                 del self._initialized[conn]  # the last one gave up (or was cancelled)
 
     def _cancel(self, conn: Connection, rid: RequestId) -> None:
+        """The peer cancelled ``rid`` (or its session ended): stop its handler, or
+        keep it from starting, and free its place against ``max_inflight_requests``
+        at once (a request sent right after would find it taken). One not begun yet
+        is freed when it would start (see :meth:`_start_request`)."""
         running = self._running.get((conn, rid))
         if running is not None:
             running.cancelled = True
             running.scope.cancel()
+            drop_cancelled(conn, rid)
 
     def _resolve(self, conn: Connection, rid: RequestId, outcome: _Outcome) -> None:
         waiter = self._waiters.pop((conn, rid), None)

@@ -189,12 +189,18 @@ class HandlerPool:
         if self.on_freed is not None:
             self.on_freed()
 
-    def cancel_request(self, request_id: RequestId) -> None:
-        """The peer cancelled ``request_id``: cancel its handler, if it runs."""
+    def cancel_request(self, request_id: RequestId) -> bool:
+        """The peer cancelled ``request_id``: cancel its handler, if it runs, and mark
+        it cancelled (its answer is not given). Returns whether one runs: the caller
+        then frees the request's place at once (:func:`drop_cancelled`), not when the
+        handler ends, or a request sent right after the cancellation could find the
+        places all taken."""
         running = self._requests.get(request_id)
-        if running is not None:
-            running.cancelled = True
-            running.scope.cancel()
+        if running is None:
+            return False
+        running.cancelled = True
+        running.scope.cancel()
+        return True
 
     def cancel_all(self) -> None:
         """Cancel every handler, and any started from now on."""
@@ -323,11 +329,12 @@ def send_answer(
 
 
 def drop_cancelled(conn: Connection, rid: RequestId) -> None:
-    """The handler of the peer's request ``rid`` ends (or never starts) without an
-    answer because the peer cancelled it, or a close abandoned it: hand the core an
-    answer all the same, which it drops (nothing is sent) and which frees the place
-    the request holds against ``max_inflight_requests``. A request still in flight
-    is left alone, and one already answered is no error."""
+    """The peer cancelled its request ``rid`` (or a close abandoned it): hand the core
+    an answer all the same, which it drops (nothing is sent) and which frees the place
+    the request holds against ``max_inflight_requests``. Called when the cancellation
+    arrives and again when the handler ends (or never starts): idempotent. A request
+    still in flight (or a new one the peer sent under the freed id) is left alone, and
+    one already answered is no error."""
     if conn.request_era(rid) is None:
         with suppress(LocalProtocolError):  # (answered already: nothing to free)
             conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "cancelled")

@@ -932,7 +932,7 @@ class Session:
                 )
                 self._handshake_done.set()
         elif isinstance(event, RequestCancelled):
-            self._pool.cancel_request(event.request_id)
+            self._cancel_request(event.request_id)
         elif isinstance(event, HandshakeCompleted):
             self._handshake = event
             self._handshake_done.set()
@@ -974,6 +974,20 @@ class Session:
                     context.copy().run(self._start_request_handler, reserved.popleft())
         finally:
             self._starting_reserved = False
+
+    def _cancel_request(self, rid: RequestId) -> None:
+        """The peer cancelled its request ``rid``: stop its handler (or drop it from
+        the requests waiting for a slot) and free its place against
+        ``max_inflight_requests`` now, so a request sent right after is not refused."""
+        if not self._pool.cancel_request(rid):
+            for index, waiting in enumerate(self._reserved):
+                if waiting.request_id == rid:
+                    del self._reserved[index]  # (it will never start)
+                    self._pool.release_reserved()
+                    break
+            else:
+                return  # (not read yet: _start_request_handler frees it)
+        drop_cancelled(self._conn, rid)
 
     def _start_request_handler(self, event: RequestReceived) -> None:
         """Spawn the handler of ``event``, with the pool's slots already taken."""

@@ -13,9 +13,17 @@ import trio.testing
 
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import HttpServerConfig
-from mcp_trio import Handlers, HttpServeHandle, RequestContext, serve_http, serve_stdio
+from mcp_trio import (
+    Handlers,
+    HttpServeHandle,
+    RequestContext,
+    SessionConfig,
+    open_memory_pair,
+    serve_http,
+    serve_stdio,
+)
 
-from .helpers import server_config
+from .helpers import client_config, server_config
 from .test_http_support import (
     IO_TIMEOUT,
     LEGACY,
@@ -116,3 +124,120 @@ async def test_cancelled_http_requests_give_their_places_back(nursery: trio.Nurs
 
 def _note(rid: int) -> bytes:
     return pipe_line(_cancel(rid))
+
+
+def _cleanup_handlers(started: trio.Event, release: trio.Event) -> Handlers:
+    """A ``tools/call`` whose "slow" call runs until cancelled, then cleans up until
+    ``release`` is set (shielded): its task ends well after the cancellation."""
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        if (ctx.params or {}).get("name") == "slow":
+            started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(10):
+                    await release.wait()  # (bounded: a failing test does not hang)
+        return {"content": []}
+
+    return handlers
+
+
+async def test_a_cancelled_request_frees_its_place_when_the_cancel_arrives() -> None:
+    # At max_inflight_requests=1, a request sent right after a cancellation was refused
+    # (-32603 "Too many requests in flight") while the cancelled handler still ran its
+    # cleanup: the place came back only when that task ended.
+    started, release = trio.Event(), trio.Event()
+    async with open_memory_pair(
+        server_handlers=_cleanup_handlers(started, release),
+        client_connection_config=client_config(),
+        server_connection_config=server_config(max_inflight_requests=1),
+    ) as (client, _server):
+        scope = trio.CancelScope()
+
+        async def cancel_when_started() -> None:
+            await started.wait()
+            scope.cancel()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_when_started)
+            with scope:  # (the cancellation goes out before the next request)
+                await client.request("tools/call", {"name": "slow"})
+            assert await client.request("tools/call", {"name": "fast"}) == {"content": []}
+            release.set()
+
+
+async def test_a_cancelled_request_waiting_for_a_slot_frees_its_place_at_once() -> None:
+    # One handler runs at a time: the second request waits for its slot. Cancelled
+    # there, it never starts, and its place is free before the running one ends.
+    started, release = trio.Event(), trio.Event()
+    async with (
+        open_memory_pair(
+            server_handlers=_cleanup_handlers(started, release),
+            client_connection_config=client_config(),
+            server_config=SessionConfig(max_concurrent_handlers=1),
+            server_connection_config=server_config(max_inflight_requests=2),
+        ) as (client, server),
+        trio.open_nursery() as nursery,
+    ):
+        first, second = trio.CancelScope(), trio.CancelScope()
+
+        async def call(scope: trio.CancelScope, name: str) -> None:
+            with scope:
+                await client.request("tools/call", {"name": name})
+
+        nursery.start_soon(call, first, "slow")
+        await started.wait()
+        nursery.start_soon(call, second, "fast")
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.statistics().waiting_handlers == 1
+        second.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.statistics().waiting_handlers == 0
+        third = trio.CancelScope()
+        nursery.start_soon(call, third, "fast")  # a place is free: not refused
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.connection.inflight_requests() != ()
+        assert server.statistics().waiting_handlers == 1
+        first.cancel()
+        release.set()
+
+
+async def test_a_cancelled_http_request_frees_its_place_when_the_cancel_arrives(
+    nursery: trio.Nursery,
+) -> None:
+    # The same over Streamable HTTP (legacy session): the place came back only when
+    # the cancelled handler's task ended, so the next POST was refused with -32603.
+    started, release = trio.Event(), trio.Event()
+    server: HttpServeHandle = await nursery.start(
+        partial(
+            serve_http,
+            _cleanup_handlers(started, release),
+            connection_config=server_connection_config(max_inflight_requests=1),
+            http_config=HttpServerConfig(response_mode="json"),
+        )
+    )
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            sid = await raw_session(server.port)
+            headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+            conn = await RawConnection.open(server.port)
+            try:
+                body = rpc(7, "tools/call", {"name": "slow"})
+                await conn.send("POST", headers=headers, body=body)
+                await started.wait()
+                accepted = await raw_request(server.port, "POST", headers=headers, body=_note(7))
+                assert accepted.status == 202
+                body = rpc(8, "tools/call", {"name": "fast"})
+                response = await raw_request(server.port, "POST", headers=headers, body=body)
+                assert loads(response.body) == {
+                    "jsonrpc": "2.0",
+                    "id": 8,
+                    "result": {"content": []},
+                }
+            finally:
+                await conn.aclose()
+    finally:
+        release.set()
