@@ -518,6 +518,25 @@ def test_send_result_sends_complete_results_only(result: dict[str, Any], why: st
     assert out["result"]["resultType"] == "complete"
 
 
+def test_input_required_for_a_cancelled_request_is_dropped_and_frees_its_place() -> None:
+    # The cancelled request holds its place until answered; send_input_required is an
+    # answer too: it returns False, sends nothing, and gives the place back.
+    config = ConnectionConfig(capabilities=SERVER_CAPS, max_inflight_requests=1)
+    server = Connection("server", config)
+    caps: dict[str, Any] = {CC: {"elicitation": {}}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    feed(server, modern_request(1, "tools/call", {"name": "t"}, **caps))
+    feed(server, cancel)
+    _, refused = feed(server, modern_request(2, "tools/call", {"name": "t"}, **caps))
+    assert refused[0]["error"]["code"] == ErrorCode.INTERNAL_ERROR  # the place is held
+    assert server.send_input_required(1, ELICIT, now=0.0) is False
+    assert server.data_to_send() == []
+    events, out = feed(server, modern_request(3, "tools/call", {"name": "t"}, **caps))
+    assert out == [] and only(events, RequestReceived).request_id == 3
+    with pytest.raises(LocalProtocolError):  # answered: a second answer is an error
+        server.send_input_required(1, ELICIT, now=0.0)
+
+
 def test_input_required_needs_the_client_capability() -> None:
     server = Connection("server", ConnectionConfig(capabilities=SERVER_CAPS))
     feed(server, modern_request(1, "tools/call", {"name": "t"}))  # declares no elicitation

@@ -11,6 +11,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from mcp_sansio import Connection
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import HttpServerConfig
 from mcp_trio import (
@@ -22,6 +23,8 @@ from mcp_trio import (
     serve_http,
     serve_stdio,
 )
+from mcp_trio._pool import drop_cancelled
+from tests.core.test_connection_legacy import ready_pair
 
 from .helpers import client_config, server_config
 from .test_http_support import (
@@ -241,3 +244,53 @@ async def test_a_cancelled_http_request_frees_its_place_when_the_cancel_arrives(
                 await conn.aclose()
     finally:
         release.set()
+
+
+async def test_http_batches_cancelling_their_own_request_keep_being_served(
+    nursery: trio.Nursery,
+) -> None:
+    # 2025-03-26: a batch [request X, cancel X] cancels X before its handler begins.
+    # Each such request must give its place back, however many batches come.
+    started, release = trio.Event(), trio.Event()
+    release.set()
+    server: HttpServeHandle = await nursery.start(
+        partial(
+            serve_http,
+            _cleanup_handlers(started, release),
+            connection_config=server_connection_config(max_inflight_requests=1),
+            http_config=HttpServerConfig(response_mode="json"),
+        )
+    )
+    params = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    with trio.fail_after(IO_TIMEOUT):
+        opened = await raw_request(server.port, "POST", body=rpc(1, "initialize", params))
+        assert loads(opened.body)["result"]["protocolVersion"] == "2025-03-26"
+        headers = (*POST_HEADERS, ("mcp-session-id", opened.headers["mcp-session-id"]))
+        note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert (await raw_request(server.port, "POST", headers=headers, body=note)).status == 202
+        for rid in range(10, 14):  # more batches than places
+            batch = dumps([_call(rid, "slow"), _cancel(rid)])
+            await raw_request(server.port, "POST", headers=headers, body=batch)
+        body = rpc(20, "tools/call", {"name": "fast"})
+        response = await raw_request(server.port, "POST", headers=headers, body=body)
+    assert loads(response.body) == {"jsonrpc": "2.0", "id": 20, "result": {"content": []}}
+    assert not started.is_set()  # (each was cancelled before its handler began)
+
+
+def test_drop_cancelled_leaves_a_request_in_flight_alone() -> None:
+    # It is called again when a cancelled handler ends, by which time the peer may have
+    # sent a new request under the freed id: that one must not be answered for it.
+
+    server: Connection = ready_pair().server
+    server.receive_message(dumps(_call(5, "x")), now=0.0)
+    drop_cancelled(server, 5)
+    assert server.data_to_send() == []
+    assert server.request_era(5) is not None  # still in flight
+    server.send_result(5, {"content": []})
+    assert [loads(p)["id"] for p in server.data_to_send()] == [5]
+    drop_cancelled(server, 5)  # answered already: no error, nothing sent
+    assert server.data_to_send() == []
