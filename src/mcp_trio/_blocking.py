@@ -93,7 +93,7 @@ from mcp_sansio._versions import has_capability
 
 from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTransport
 from ._blocking_dial import dial
-from ._blocking_subscriptions import BlockingSubscription, checked_plain, checked_strings
+from ._blocking_subscriptions import BlockingSubscription
 from ._client_common import (
     EraChoice,
     HandshakeFacts,
@@ -101,8 +101,10 @@ from ._client_common import (
     RootLike,
     ToolOutput,
     check_log_level,
+    checked_plain,
     checked_roots,
     checked_str,
+    checked_strings,
     client_config,
     complete_params,
     elicitation_params,

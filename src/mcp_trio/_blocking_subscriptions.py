@@ -9,61 +9,21 @@ or any other call of the client -- and queued here until read.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar, final
+from typing import Any, final
 
 from mcp_sansio import NotificationReceived, RequestId
 
 from ._client_common import MAX_UNREAD, unread_key, wanted
 
-__all__ = ["BlockingSubscription", "checked_plain", "checked_strings"]
+__all__ = ["BlockingSubscription"]
 
 logger = logging.getLogger("mcp_trio")
 
 Wait = Callable[[Callable[[], bool], float | None], None]
 """The client's loop: run until ``done()``, or ``TimeoutError`` after ``timeout`` s."""
-
-_F = TypeVar("_F", bound=Callable[..., object])
-
-
-def checked_plain(function: _F | None, name: str) -> _F | None:
-    """``function``, a plain callable (or ``None``).
-
-    Raises:
-        TypeError: it is an ``async`` function (or a callable whose ``__call__`` is):
-            calling it only makes a coroutine, which nothing would await.
-    """
-    if function is None:
-        return None
-    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None)  # noqa: B004 (an object with async __call__)
-    ):
-        raise TypeError(
-            f"{name} must be a plain function (it is called, not awaited), "
-            f"not the async function {function!r:.80}"
-        )
-    return function
-
-
-def checked_strings(values: Iterable[str], what: str) -> list[str]:
-    """``values`` (URIs, ids) as a list, each checked to be a ``str`` (both clients'
-    ``subscribe``).
-
-    Raises:
-        TypeError: ``values`` is itself a string (or bytes), which would be taken
-            character by character, or one of them is not a string.
-    """
-    if isinstance(values, str | bytes | bytearray):
-        raise TypeError(f"{what}s must be a list of strings, not the string {values!r:.60}")
-    listed = []
-    for value in values:
-        if not isinstance(value, str):
-            raise TypeError(f"{what} must be a string, not {type(value).__name__} {value!r:.60}")
-        listed.append(value)
-    return listed
 
 
 @final

@@ -37,9 +37,9 @@ from mcp_sansio import (
 )
 from mcp_sansio import types as t
 
-from ._blocking_subscriptions import checked_plain
 from ._client_common import (
     RootLike,
+    checked_plain,
     elicitation_params,
     log_params,
     roots_result,

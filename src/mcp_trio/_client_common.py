@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import inspect
 import logging
 import math
 import os
@@ -58,8 +59,10 @@ __all__ = [
     "Validator",
     "build_capabilities",
     "check_log_level",
+    "checked_plain",
     "checked_roots",
     "checked_str",
+    "checked_strings",
     "client_config",
     "complete_params",
     "connection_versions",
@@ -1078,3 +1081,43 @@ def _json_size(value: Any, limit: int) -> int:
         elif isinstance(item, dict):
             stack.extend(item.values())
     return count
+
+
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+def checked_plain(function: _F | None, name: str) -> _F | None:
+    """``function``, a plain callable (or ``None``).
+
+    Raises:
+        TypeError: it is an ``async`` function (or a callable whose ``__call__`` is):
+            calling it only makes a coroutine, which nothing would await.
+    """
+    if function is None:
+        return None
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004 (an object with async __call__)
+    ):
+        raise TypeError(
+            f"{name} must be a plain function (it is called, not awaited), "
+            f"not the async function {function!r:.80}"
+        )
+    return function
+
+
+def checked_strings(values: Iterable[str], what: str) -> list[str]:
+    """``values`` (URIs, ids) as a list, each checked to be a ``str`` (both clients'
+    ``subscribe``).
+
+    Raises:
+        TypeError: ``values`` is itself a string (or bytes), which would be taken
+            character by character, or one of them is not a string.
+    """
+    if isinstance(values, str | bytes | bytearray):
+        raise TypeError(f"{what}s must be a list of strings, not the string {values!r:.60}")
+    listed = []
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeError(f"{what} must be a string, not {type(value).__name__} {value!r:.60}")
+        listed.append(value)
+    return listed

@@ -84,8 +84,7 @@ import trio
 from mcp_sansio import LocalProtocolError, NotificationReceived, RemoteProtocolError, RequestId
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 
-from ._blocking_subscriptions import checked_strings
-from ._client_common import MAX_UNREAD, listen_params, unread_key, wanted
+from ._client_common import MAX_UNREAD, checked_strings, listen_params, unread_key, wanted
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._handlers import Handlers, NotificationContext
 from ._session import Session
