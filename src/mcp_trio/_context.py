@@ -546,19 +546,24 @@ class Context:
         if rank is None:
             raise LocalProtocolError(f"unknown log level {level!r}")
         now = trio.current_time()
-        if not bucket.ready(now):
+        # The token is taken before the first await, so concurrent calls (subtasks of
+        # one handler) cannot all pass one check; it is given back if nothing went out.
+        if bucket.take(now):
             # Counted only when the client would have got it: a level at or above one
             # that went out (the client's threshold, which only the core knows).
             if self._log_sent_rank is not None and rank >= self._log_sent_rank:
                 self._log_dropped += 1
             return False
-        if self._log_dropped:
-            await self._log_drops(level if rank > _WARNING else "warning")
-        sent = await self._raw.log(level, data, logger=logger)
-        if sent:
-            bucket.take(now)
-            if self._log_sent_rank is None or rank < self._log_sent_rank:
-                self._log_sent_rank = rank
+        sent = False
+        try:
+            if self._log_dropped:
+                await self._log_drops(level if rank > _WARNING else "warning")
+            sent = await self._raw.log(level, data, logger=logger)
+        finally:
+            if not sent:
+                bucket.give_back()
+        if self._log_sent_rank is None or rank < self._log_sent_rank:
+            self._log_sent_rank = rank
         return sent
 
     async def _log_drops(self, level: str) -> None:

@@ -313,6 +313,11 @@ class TokenBucket:
             return 0.0
         return (1 - self._tokens) / self._limit.per_second
 
+    def give_back(self) -> None:
+        """Return a token taken with :meth:`take` that was not used (never past the
+        burst)."""
+        self._tokens = min(float(self._limit.burst), self._tokens + 1)
+
 
 @final
 class KeyedBuckets:

@@ -82,6 +82,15 @@ def test_a_bucket_gives_burst_then_rate() -> None:
     assert [bucket.take(100.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(0.5)]
 
 
+def test_a_token_given_back_never_lifts_a_bucket_past_its_burst() -> None:
+    bucket = TokenBucket(RateLimit(per_second=1, burst=3), now=0.0)
+    assert bucket.take(0.0) == bucket.take(100.0) == 0.0  # (full again in between)
+    bucket.give_back()
+    bucket.give_back()
+    assert [bucket.take(100.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert bucket.take(100.0) > 0
+
+
 def test_the_table_of_buckets_is_bounded() -> None:
     buckets = KeyedBuckets(RateLimit(per_second=1, burst=1, max_keys=2))
     assert buckets.take("a", 0.0) == 0.0
@@ -339,6 +348,33 @@ def logging_server(**options: Any) -> Server:
         sent += [await ctx.error(f"e{i}") for i in range(2)]  # past the limit: counted
         return sent
 
+    @server.tool()
+    async def filtered_first(ctx: Context) -> list[bool]:
+        sent = [await ctx.debug(f"d{i}") for i in range(5)]  # filtered: no token used
+        sent += [await ctx.warning(f"w{i}") for i in range(3)]
+        return sent
+
+    @server.tool()
+    async def escalating(ctx: Context) -> list[bool]:
+        sent = [await ctx.info(f"i{i}") for i in range(5)]  # the last two dropped
+        await trio.sleep(1)
+        sent.append(await ctx.error("boom"))
+        return sent
+
+    @server.tool()
+    async def fanout(n: int, ctx: Context) -> int:
+        sent = 0
+
+        async def one(i: int) -> None:
+            nonlocal sent
+            if await ctx.info(f"line {i}"):
+                sent += 1
+
+        async with trio.open_nursery() as nursery:
+            for i in range(n):
+                nursery.start_soon(one, i)
+        return sent
+
     return server
 
 
@@ -403,6 +439,54 @@ async def test_filtered_levels_are_not_counted(
     assert [m["data"] for m in inbox.messages[:3]] == ["w0", "w1", "w2"]
     assert inbox.messages[3]["data"]["dropped"] == 2
     assert len(inbox.messages) == 4
+
+
+async def test_filtered_messages_use_no_token(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = logging_server(log_rate_limit=RateLimit(per_second=0.001, burst=3))
+    inbox = Inbox()
+    options = {"log_level": "warning"} if era == "modern" else {}
+    async with connect(server, era, handlers=inbox.handlers, **options) as client:
+        if era == "legacy":
+            await client.request("logging/setLevel", {"level": "warning"})
+        result = await client.request("tools/call", {"name": "filtered_first", "arguments": {}})
+        await trio.testing.wait_all_tasks_blocked()
+    assert result["structuredContent"]["result"] == [False] * 5 + [True] * 3
+    assert [m["data"] for m in inbox.messages] == ["w0", "w1", "w2"]
+
+
+async def test_the_drop_summary_takes_a_graver_level(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Drops announced before an error go out at error (a client filtering at error
+    # still learns of them); before anything milder, at warning.
+    server = logging_server(log_rate_limit=RateLimit(per_second=0.001, burst=3))
+    sent, messages = await run_logging(server, era, "escalating")
+    assert sent == [True] * 3 + [False] * 2 + [False]  # (no token left for the error)
+    assert messages[3]["level"] == "warning"  # (at the handler's end)
+    assert messages[3]["data"]["dropped"] == 3 and len(messages) == 4
+    server = logging_server(log_rate_limit=RateLimit(per_second=1, burst=3))
+    sent, messages = await run_logging(server, era, "escalating")
+    assert sent == [True] * 3 + [False] * 2 + [True]
+    summary = messages[3]
+    assert summary["logger"] == "mcp_trio" and summary["data"]["dropped"] == 2
+    assert summary["level"] == "error"
+    assert messages[4]["data"] == "boom" and messages[4]["level"] == "error"
+
+
+async def test_concurrent_logs_share_the_bucket(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    # 200 subtasks of one handler log at once: each takes its token before it waits
+    # to send, so no more than the burst goes out.
+    server = logging_server(log_rate_limit=RateLimit(per_second=0.001, burst=3))
+    sent, messages = await run_logging(server, era, "fanout", n=200)
+    lines = [m for m in messages if m.get("logger") != "mcp_trio"]
+    assert sent == 3 and len(lines) == 3
+    # (Those dropped before any line went out are not counted: whether the client
+    # wants their level was not known yet.)
+    assert len(messages) <= 4
 
 
 async def test_no_log_limit(era: str, autojump_clock: trio.testing.MockClock) -> None:
