@@ -8,6 +8,7 @@ session (``session_id``) and a modern one to nothing but itself.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
@@ -22,6 +23,11 @@ if TYPE_CHECKING:
     from ._http_endpoint import Endpoint
 
 __all__ = ["HttpNotificationContext", "HttpRequestContext"]
+
+PEER_ADDRESS: ContextVar[str | None] = ContextVar("mcp_trio_http_peer", default=None)
+"""The IP address of the TCP peer whose connection the current task serves: set by
+``serve_http``'s connection task, read when a request's context is built there (so the
+endpoint needs not carry it)."""
 
 
 @attrs.define(slots=True, eq=False)
@@ -47,7 +53,7 @@ class HttpRequestContext(RequestFacts):
     cancels that scope (and nothing is answered).
     """
 
-    __slots__ = ("_endpoint", "_running", "session_id")
+    __slots__ = ("_endpoint", "_running", "peer", "session_id")
 
     def __init__(
         self,
@@ -63,6 +69,10 @@ class HttpRequestContext(RequestFacts):
         self._running = running
         self.session_id: str | None = session_id
         """The legacy ``Mcp-Session-Id`` (``None`` for a modern request)."""
+        self.peer: str | None = PEER_ADDRESS.get()
+        """The IP address the request came from (the TCP peer: behind a reverse proxy,
+        the proxy's), or ``None`` when unknown. Anonymous modern requests are told
+        apart by it for ``Server(completion_rate_limit=)``."""
 
     @property
     def connection(self) -> Connection:

@@ -76,6 +76,7 @@ from ._handlers import Handlers
 from ._http_auth import UNAVAILABLE as _UNAVAILABLE
 from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._http_config import HttpTransportConfig
+from ._http_context import PEER_ADDRESS
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_wire import H11Stream, WireError
 from ._serve_handle import ListeningHandle
@@ -270,6 +271,8 @@ class _Server:
 
     async def _serve_one(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp
+        with suppress(OSError):  # (the peer may be gone already: then unknown)
+            PEER_ADDRESS.set(str(tcp.socket.getpeername()[0]))  # (this task's context)
         if self.ssl_context is not None:
             stream = trio.SSLStream(tcp, self.ssl_context, server_side=True)
         conn = _Connection(self, stream)

@@ -174,10 +174,13 @@ class Server:
         completion_rate_limit: how fast each client may send ``completion/complete``
             (completion.mdx: implementations MUST rate limit): a token bucket per
             client, where a client is the authenticated principal (its ``subject``,
-            whatever connection or session it uses), else the session (a stdio,
-            in-memory or WebSocket connection; a legacy HTTP session), else, for
-            unauthenticated modern requests over HTTP, which carry nothing that tells
-            their senders apart, all of them together. A request past it is answered
+            with the issuer its ``claims["iss"]`` names if any, whatever connection or
+            session it uses), else the session (a stdio, in-memory or WebSocket
+            connection; a legacy HTTP session), else, for unauthenticated modern
+            requests over HTTP, which carry nothing else that tells their senders
+            apart, the IP address they come from (behind a reverse proxy, the proxy's:
+            all its clients then share one bucket; authenticate them, or have the
+            proxy limit them). A request past it is answered
             with :data:`~mcp_trio.RATE_LIMITED_CODE` (429) and ``data:
             {"retryAfter": seconds}``; the handler does not run. Default:
             ``RateLimit(per_second=20, burst=50)``; ``None``: no limit.

@@ -551,12 +551,16 @@ class ServerMethods:
         owner: object = None
         session = getattr(ctx, "session", None)  # (HTTP: no Session object, ...)
         if ctx.principal is not None:
-            key = ("principal", ctx.principal.subject)
+            # (A subject is unique within its issuer: two issuers may both have "alice".)
+            issuer = ctx.principal.claims.get("iss")
+            key = ("principal", issuer if isinstance(issuer, str) else None, ctx.principal.subject)
         elif session is not None:
             owner = session
             key = ("session", id(session))
-        else:  # (... but a legacy session's id; None: every anonymous modern request)
-            key = ("http", getattr(ctx, "session_id", None))
+        elif (session_id := getattr(ctx, "session_id", None)) is not None:
+            key = ("http", session_id)  # (... but a legacy session's id)
+        else:  # (an anonymous modern request: its IP address, when known)
+            key = ("peer", getattr(ctx, "peer", None))
         wait = buckets.take(key, trio.current_time(), owner)
         if wait > 0:
             limit = buckets.limit

@@ -20,6 +20,7 @@ import trio
 import trio.testing
 
 from mcp_sansio import ProgressReceived
+from mcp_sansio.http import HttpRequest
 from mcp_trio import (
     RATE_LIMITED_CODE,
     TASKS_EXTENSION,
@@ -29,6 +30,7 @@ from mcp_trio import (
     LocalProtocolError,
     McpError,
     NotificationContext,
+    Principal,
     RateLimit,
     Server,
     Session,
@@ -183,15 +185,18 @@ async def test_no_completion_limit(era: str, autojump_clock: trio.testing.MockCl
             await complete(client)
 
 
-async def test_anonymous_modern_http_requests_share_a_bucket(nursery: trio.Nursery) -> None:
+async def test_anonymous_modern_http_requests_are_limited_per_address(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Over HTTP a modern request carries nothing that tells its sender apart (no session,
-    # no principal): all of them draw on one bucket. A legacy HTTP session has its own.
+    # no principal) but the address it came from: one bucket per IP address, so one
+    # hasty client cannot starve the others. A legacy HTTP session has its own.
     server = completing_server(completion_rate_limit=RateLimit(per_second=0.001, burst=2))
     with trio.fail_after(20):
         handle = await nursery.start(partial(server.serve_http, "127.0.0.1", 0))
         async with (
             open_client(handle.url, era="modern") as first,
-            open_client(handle.url, era="modern") as second,
+            open_client(handle.url, era="modern") as second,  # (the same address)
             open_client(handle.url, era="legacy") as legacy,
         ):
             assert (await first.complete(PROMPT_P, "x", "")).values == ["a"]
@@ -203,6 +208,43 @@ async def test_anonymous_modern_http_requests_share_a_bucket(nursery: trio.Nurse
                 await legacy.complete(PROMPT_P, "x", "")
             with pytest.raises(McpError):
                 await legacy.complete(PROMPT_P, "x", "")
+            # Another address (all of 127/8 is loopback) has a bucket of its own.
+            dial = trio.open_tcp_stream
+            monkeypatch.setattr(trio, "open_tcp_stream", partial(dial, local_address="127.0.0.2"))
+            async with open_client(handle.url, era="modern") as elsewhere:
+                for _ in range(2):
+                    assert (await elsewhere.complete(PROMPT_P, "x", "")).values == ["a"]
+                with pytest.raises(McpError):
+                    await elsewhere.complete(PROMPT_P, "x", "")
+
+
+async def test_principals_are_limited_per_issuer_and_subject(nursery: trio.Nursery) -> None:
+    # Keyed by who is calling, not by the connection: the same principal over two
+    # clients shares one bucket; the same subject from another issuer does not.
+    server = completing_server(completion_rate_limit=RateLimit(per_second=0.001, burst=2))
+
+    async def authenticate(request: HttpRequest) -> Principal:
+        await trio.lowlevel.checkpoint()
+        token = request.header("authorization") or ""
+        issuer, _, subject = token.removeprefix("Bearer ").partition("/")
+        return Principal(subject=subject, claims={"iss": issuer})
+
+    def as_(token: str) -> Any:
+        return open_client(handle.url, era="modern", headers={"Authorization": f"Bearer {token}"})
+
+    with trio.fail_after(20):
+        handle = await nursery.start(
+            partial(server.serve_http, "127.0.0.1", 0, authenticate=authenticate)
+        )
+        async with as_("a/alice") as one, as_("a/alice") as two, as_("b/alice") as other:
+            await one.complete(PROMPT_P, "x", "")
+            await two.complete(PROMPT_P, "x", "")
+            for client in (one, two):
+                with pytest.raises(McpError) as info:
+                    await client.complete(PROMPT_P, "x", "")
+                assert info.value.error.code == RATE_LIMITED_CODE
+            for _ in range(2):
+                await other.complete(PROMPT_P, "x", "")
 
 
 # ------------------------------------------------------------------ progress
