@@ -36,7 +36,7 @@ from ._jsonschema import (
     validate,
 )
 from ._server_content import _plain, check_mime_type
-from ._uritemplate import UriTemplate, uri_problem
+from ._uritemplate import URI_HINT, UriTemplate, uri_problem
 
 if TYPE_CHECKING:
     from ._tasks import TaskStart, TaskSupport
@@ -529,7 +529,7 @@ class ResourceEntry(Entry):
     ) -> ResourceEntry:
         problem = uri_problem(uri)
         if problem is not None:  # (server/resources.mdx: URIs per RFC 3986)
-            raise ValueError(f"resource URI {uri!r} is not an RFC 3986 URI: {problem}")
+            raise ValueError(f"resource URI {uri!r} is not an RFC 3986 URI: {problem} {URI_HINT}")
         ctx = context_parameter(fn)
         needed = [
             p.name
@@ -577,7 +577,7 @@ class TemplateEntry(Entry):
         problem = parsed.uri_problem()
         if problem is not None:
             raise ValueError(
-                f"resource template {template!r} does not make RFC 3986 URIs: {problem}"
+                f"resource template {template!r} does not make RFC 3986 URIs: {problem} {URI_HINT}"
             )
         ctx = context_parameter(fn)
         schema = function_input_schema(fn, skip=_skip(ctx))

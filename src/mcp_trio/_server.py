@@ -638,6 +638,11 @@ class Server:
         must be a variable. Templates are tried in registration order, after the fixed
         URIs. Templates that cannot be matched unambiguously (``{a}{b}``) are refused.
 
+        A URI must be an RFC 3986 URI (server/resources.mdx), ASCII only: an IRI
+        (``file:///café``) or a raw ``[`` / ``]`` outside an IPv6 host (``?q=[1]``) is
+        refused; percent-encode them (``file:///caf%C3%A9``, ``?q=%5B1%5D``). A
+        template's own text is checked so (each expression stands for a placeholder).
+
         It returns ``str`` (text), ``bytes`` (a base64 ``blob``), typed
         ``TextResourceContents`` / ``BlobResourceContents`` (or a list of them), or
         any JSON-able value (sent as JSON text). Raise
@@ -658,8 +663,8 @@ class Server:
                 needs, as for :meth:`tool`; ``resources/list`` still lists it.
 
         Raises:
-            ValueError: a malformed or unmatchable template, a URI without a scheme, or
-                one already registered.
+            ValueError: a malformed or unmatchable template, a URI that is not an RFC
+                3986 URI (a template that makes none), or one already registered.
             TypeError: the function's parameters do not fit the URI, or no URI was
                 given (``@server.resource`` without parentheses).
         """

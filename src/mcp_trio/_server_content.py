@@ -33,7 +33,7 @@ from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import to_jsonable
 from ._typed import loaded_models
-from ._uritemplate import uri_problem
+from ._uritemplate import URI_HINT, uri_problem
 
 __all__ = [
     "Audio",
@@ -137,7 +137,7 @@ def _valid_uri(instance: object, attribute: attrs.Attribute[Any], value: object)
     problem = uri_problem(value)
     if problem is not None:
         raise ValueError(
-            f"{type(instance).__name__}.uri {value!r} is not an RFC 3986 URI: {problem}"
+            f"{type(instance).__name__}.uri {value!r} is not an RFC 3986 URI: {problem} {URI_HINT}"
         )
 
 
@@ -248,7 +248,8 @@ class EmbeddedResource:
     __mcp_content__: ClassVar[bool] = True
 
     uri: str = attrs.field(validator=_valid_uri)
-    """The resource's URI (``ValueError`` if it is not an RFC 3986 URI)."""
+    """The resource's URI: an RFC 3986 URI, ASCII only (``ValueError`` otherwise: IRIs,
+    and a raw ``[`` or ``]`` outside an IPv6 host, are refused; percent-encode them)."""
     data: str | bytes
     """Its contents."""
     mime_type: str | None = attrs.field(default=None, validator=_valid_mime_type)
@@ -276,7 +277,8 @@ class ResourceLink:
     __mcp_content__: ClassVar[bool] = True
 
     uri: str = attrs.field(validator=_valid_uri)
-    """The resource's URI (``ValueError`` if it is not an RFC 3986 URI)."""
+    """The resource's URI: an RFC 3986 URI, ASCII only (``ValueError`` otherwise: IRIs,
+    and a raw ``[`` or ``]`` outside an IPv6 host, are refused; percent-encode them)."""
     name: str
     """Its name (programmatic identifier)."""
     title: str | None = attrs.field(default=None, kw_only=True)

@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import final
 from urllib.parse import quote, unquote
 
@@ -104,6 +104,12 @@ _URI_CHAR = re.compile(rf"[{_UNRESERVED}{_SUB_DELIMS}:/?#\[\]@%]")
 #: What stands for each variable when a template's own text is checked (the second for
 #: places a digit cannot be, such as a scheme; the first for a port).
 _PLACEHOLDERS = ("0", "x")
+URI_HINT = (
+    "(percent-encode everything else, as UTF-8 bytes: 'é' as '%C3%A9', a space as '%20', "
+    "'[' and ']' outside an IPv6 host as '%5B' and '%5D'; IRIs are not URIs)"
+)
+"""Said after what :func:`uri_problem` finds, in the errors that refuse a URI."""
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def uri_problem(uri: str) -> str | None:
@@ -112,7 +118,9 @@ def uri_problem(uri: str) -> str | None:
 
     A pure syntax check (``server/resources.mdx``: "Custom URI schemes MUST be in
     accordance with RFC3986"; the schema's ``Resource.uri`` is ``format: uri``), linear in
-    the URI's length. An IP literal's address is checked too (IPv6, or ``vX.…``).
+    the URI's length. An IP literal's address is checked too (IPv6, or ``vX.…``). IRIs
+    (RFC 3987: ``https://例え.jp/``, ``file:///café``) are refused, and so are a raw
+    ``[`` or ``]`` outside an IP literal (``?q=[1]``): percent-encode them.
     """
     found = _URI.fullmatch(uri)
     if found is not None:
@@ -120,7 +128,7 @@ def uri_problem(uri: str) -> str | None:
         if ip is None or _IP_FUTURE.fullmatch(ip) or _ipv6(ip):
             return None
         return f"[{ip}] is not an IPv6 address"
-    if re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", uri) is None:
+    if _SCHEME.match(uri) is None:
         return "it has no scheme (a letter, then letters, digits, '+', '-' or '.', then ':')"
     for at, char in enumerate(uri):
         if _URI_CHAR.fullmatch(char) is None:
@@ -128,6 +136,19 @@ def uri_problem(uri: str) -> str | None:
         if char == "%" and re.fullmatch(_PCT_ENCODED, uri[at : at + 3]) is None:
             return f"'%' at {at} does not start a percent-escape (%XX)"
     return "its authority, path, query or fragment is malformed (RFC 3986 section 3)"
+
+
+def _in_brackets(parts: Sequence[str | _Expression], at: int) -> bool:
+    """Whether the expression ``parts[at]`` is all of an IP literal: ``[`` before it,
+    ``]`` after."""
+    before = parts[at - 1] if at else ""
+    after = parts[at + 1] if at + 1 < len(parts) else ""
+    return (
+        isinstance(before, str)
+        and before.endswith("[")
+        and isinstance(after, str)
+        and after.startswith("]")
+    )
 
 
 def _ipv6(text: str) -> bool:
@@ -372,14 +393,31 @@ class UriTemplate:
         """Why the URIs this template makes are not RFC 3986 URIs (:func:`uri_problem`),
         judged on its own text: its literals as they are, each expression expanded with
         a placeholder for every variable (``0``, else ``x``: a port takes one, a scheme
-        the other). ``None`` when they are URIs."""
+        the other; an expression that is a whole IP literal, ``[{addr}]``, stands for
+        ``::1``). A template that begins with a reserved expression (``{+uri}``,
+        ``{+base}/x``) may take its scheme from its value: one is not required of its
+        own text (``{x}`` percent-encodes a ``:``, so cannot). ``None`` when they are
+        URIs."""
+        parts = self._parts
+        first = parts[0] if parts else ""
+        # Whether the first expression's value may bring the scheme.
+        from_value = (
+            not isinstance(first, str) and first.operator.reserved and first.operator.first == ""
+        )
         problem = None
         for placeholder in _PLACEHOLDERS:
             values = dict.fromkeys(self.variables, placeholder)
-            skeleton = "".join(
-                part if isinstance(part, str) else _expand_expression(part, values)
-                for part in self._parts
-            )
+            pieces = []
+            for at, part in enumerate(parts):
+                if isinstance(part, str):
+                    pieces.append(part)
+                elif _in_brackets(parts, at):
+                    pieces.append("::1")
+                else:
+                    pieces.append(_expand_expression(part, values))
+            skeleton = "".join(pieces)
+            if from_value and not _SCHEME.match(skeleton):
+                skeleton = "x:" + skeleton  # (a {+x} value passes ':' through)
             problem = uri_problem(skeleton)
             if problem is None:
                 return None

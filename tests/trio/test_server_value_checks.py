@@ -105,6 +105,7 @@ VALID_URIS = [
     "x://h:/empty-port",
     "x://",
     "a:#x?y",
+    "https://example.com/caf%C3%A9?q=%5B1%5D",
 ]
 INVALID_URIS = [
     ("a://b c", "' ' at 5 must be percent-encoded"),
@@ -124,6 +125,8 @@ INVALID_URIS = [
     ("a://h/[x]", "malformed"),
     ("a://[zz]/", "not an IPv6 address"),
     ("a://[::1%25eth0]/", "not an IPv6 address"),
+    ("https://例え.jp/", "'例' at 8 must be percent-encoded"),  # (an IRI)
+    ("https://a/b?q=[1]", "malformed"),  # (percent-encode '[' and ']': %5B1%5D)
 ]
 
 
@@ -147,10 +150,12 @@ def test_other_uris_are_refused_naming_the_uri(uri: str, problem: str) -> None:
         server.add_resource(lambda: "", uri)
     assert repr(uri) in str(info.value)
     assert problem in str(info.value)
+    assert "percent-encode" in str(info.value)  # (what to do about it)
     assert not server._registry.resources
     for build in (lambda: EmbeddedResource(uri, "t"), lambda: ResourceLink(uri, "n")):
-        with pytest.raises(ValueError, match="is not an RFC 3986 URI"):
+        with pytest.raises(ValueError, match="is not an RFC 3986 URI") as info:
             build()
+        assert "'%5B' and '%5D'" in str(info.value)
 
 
 def test_a_resource_uri_must_be_a_string() -> None:
@@ -171,6 +176,13 @@ def _any_variables(**values: str) -> str:
         "{scheme}://h/a",  # a scheme starts with a letter: the placeholder x fits
         "x://h/{a}{.ext}{/seg}{;p}{&q}{#frag}",
         "notes://{id}",
+        "{+uri}",  # the value may bring its scheme: ':' passes through {+...}
+        "{+base}/x",
+        "{+base}{?q}",
+        "x://[{addr}]/",  # the address stands for ::1 (no placeholder is one)
+        "x://u@[{addr}]:{port}/a",
+        "x://[{prefix}::1]/",  # (part of the address: the placeholder 0 fits)
+        "{+scheme}://[{addr}]/",  # (x brings the scheme itself)
     ],
 )
 def test_templates_that_make_uris_are_taken(template: str) -> None:
@@ -187,7 +199,9 @@ def test_templates_that_make_uris_are_taken(template: str) -> None:
         ("x://h/{x}#a#b", "malformed"),
         ("x://h/{x}{#frag}#b", "malformed"),  # the {#frag} brings a second '#'
         ("{x}/path", "no scheme"),  # neither placeholder makes 0/path nor x/path a URI
-        ("x://[{ip}]/", "not an IPv6 address"),
+        ("{#x}/path", "no scheme"),  # (and '#' comes first: no scheme can follow)
+        ("{+base}/a b", "must be percent-encoded"),  # (the scheme is only not required)
+        ("x://[{ip}x]/", "not an IPv6 address"),  # (an expression, not all of it)
     ],
 )
 def test_templates_that_make_other_uris_are_refused(template: str, problem: str) -> None:
@@ -196,6 +210,7 @@ def test_templates_that_make_other_uris_are_refused(template: str, problem: str)
         server.add_resource(_any_variables, template)
     assert repr(template) in str(info.value)
     assert problem in str(info.value)
+    assert "percent-encode" in str(info.value)
     assert not server._registry.templates
 
 
