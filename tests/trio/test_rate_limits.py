@@ -275,6 +275,31 @@ def progress_server(**options: Any) -> Server:
         return "done"
 
     @server.tool()
+    async def past_the_end(ctx: Context) -> str:
+        await ctx.report_progress(1, 10)  # sent at 0: the next may go at 0.05
+        await trio.sleep(0.01)
+        await ctx.report_progress(2, 10)  # held: its timer wakes at 0.05
+        await trio.sleep(0.01)
+        await ctx.report_progress(10, 10)  # final: sent at once (0.02), the next at 0.07
+        await trio.sleep(0.01)
+        await ctx.report_progress(11)  # held: the timer, woken at 0.05, waits on
+        await trio.sleep(1)
+        return "done"
+
+    @server.tool()
+    async def not_a_number(value: str, total: bool, ctx: Context) -> str:
+        await ctx.report_progress(1)
+        number = float(value)
+        try:
+            if total:
+                await ctx.report_progress(2, number)
+            else:
+                await ctx.report_progress(number)
+        except LocalProtocolError as exc:
+            return str(exc)
+        return "accepted"
+
+    @server.tool()
     async def backwards(ctx: Context) -> str:
         await ctx.report_progress(1)
         await ctx.report_progress(2)  # held
@@ -358,6 +383,36 @@ async def test_a_held_report_still_must_increase(
     async with recording(server, era) as (call, _):
         result = await call("backwards")
     assert result["structuredContent"] == {"result": "progress must increase (2 after 2)"}
+
+
+async def test_a_held_report_waits_for_an_interval_moved_meanwhile(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = progress_server(progress_interval=0.05)
+    async with recording(server, era) as (call, seen):
+        start = trio.current_time()
+        await call("past_the_end")
+    sent = [(round(at - start, 3), progress) for at, progress, _, _ in seen]
+    assert sent == [(0.0, 1), (0.02, 10), (0.07, 11)]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+@pytest.mark.parametrize("total", [False, True])
+@pytest.mark.parametrize("interval", [0.05, None])
+async def test_progress_must_be_a_finite_number(
+    era: str,
+    value: str,
+    total: bool,
+    interval: float | None,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # (Refused before it is held, too: a NaN would pass every "must increase" check.)
+    server = progress_server(progress_interval=interval)
+    async with recording(server, era) as (call, seen):
+        result = await call("not_a_number", value=value, total=total)
+        await trio.testing.wait_all_tasks_blocked()
+    assert result["structuredContent"]["result"].endswith("is not a finite number")
+    assert [progress for _, progress, _, _ in seen] == [1]
 
 
 async def test_progress_interval_none_sends_every_report(

@@ -38,6 +38,10 @@ INVALID_MIME_TYPES = [
     "imagé/png",
     "-image/png",
     "",
+    "*/*",  # (a range, for Accept: not a type)
+    "image/*",
+    "text/plain charset=utf-8",  # (a parameter follows a ';')
+    "text/plain; a=b c=d",
 ]
 
 
