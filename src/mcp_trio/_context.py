@@ -294,6 +294,7 @@ class Context:
         self._log_bucket = None if limit is None else TokenBucket(limit, trio.current_time())
         self._log_dropped = 0
         self._log_sent_rank: int | None = None  # the lowest level that went out
+        self._log_unsure = [0] * len(_LOG_RANK)  # dropped before any went out, by level
 
     # ------------------------------------------------------------ introspection
 
@@ -550,8 +551,11 @@ class Context:
         # one handler) cannot all pass one check; it is given back if nothing went out.
         if bucket.take(now):
             # Counted only when the client would have got it: a level at or above one
-            # that went out (the client's threshold, which only the core knows).
-            if self._log_sent_rank is not None and rank >= self._log_sent_rank:
+            # that went out (the client's threshold, which only the core knows). Before
+            # any did (concurrent calls), counted by level until the first one does.
+            if self._log_sent_rank is None:
+                self._log_unsure[rank] += 1
+            elif rank >= self._log_sent_rank:
                 self._log_dropped += 1
             return False
         sent = False
@@ -562,7 +566,10 @@ class Context:
         finally:
             if not sent:
                 bucket.give_back()
-        if self._log_sent_rank is None or rank < self._log_sent_rank:
+        if sent and self._log_sent_rank is None:
+            self._log_dropped += sum(self._log_unsure[rank:])
+            self._log_unsure = [0] * len(_LOG_RANK)
+        if sent and (self._log_sent_rank is None or rank < self._log_sent_rank):
             self._log_sent_rank = rank
         return sent
 

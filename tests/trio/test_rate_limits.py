@@ -449,6 +449,7 @@ def logging_server(**options: Any) -> Server:
     async def filtered_first(ctx: Context) -> list[bool]:
         sent = [await ctx.debug(f"d{i}") for i in range(5)]  # filtered: no token used
         sent += [await ctx.warning(f"w{i}") for i in range(3)]
+        sent += [await ctx.debug(f"d{i}") for i in range(2)]  # no token, but filtered
         return sent
 
     @server.tool()
@@ -456,6 +457,19 @@ def logging_server(**options: Any) -> Server:
         sent = [await ctx.info(f"i{i}") for i in range(5)]  # the last two dropped
         await trio.sleep(1)
         sent.append(await ctx.error("boom"))
+        return sent
+
+    @server.tool()
+    async def mixed_fanout(ctx: Context) -> list[bool]:
+        sent: list[bool] = []
+
+        async def one(level: str, i: int) -> None:
+            sent.append(await ctx.log(level, f"{level} {i}"))
+
+        async with trio.open_nursery() as nursery:
+            for i in range(100):  # (in one scheduling batch: all check before one sends)
+                nursery.start_soon(one, "info", i)
+                nursery.start_soon(one, "debug", i)
         return sent
 
     @server.tool()
@@ -549,8 +563,8 @@ async def test_filtered_messages_use_no_token(
             await client.request("logging/setLevel", {"level": "warning"})
         result = await client.request("tools/call", {"name": "filtered_first", "arguments": {}})
         await trio.testing.wait_all_tasks_blocked()
-    assert result["structuredContent"]["result"] == [False] * 5 + [True] * 3
-    assert [m["data"] for m in inbox.messages] == ["w0", "w1", "w2"]
+    assert result["structuredContent"]["result"] == [False] * 5 + [True] * 3 + [False] * 2
+    assert [m["data"] for m in inbox.messages] == ["w0", "w1", "w2"]  # (no drops counted)
 
 
 async def test_the_drop_summary_takes_a_graver_level(
@@ -581,9 +595,28 @@ async def test_concurrent_logs_share_the_bucket(
     sent, messages = await run_logging(server, era, "fanout", n=200)
     lines = [m for m in messages if m.get("logger") != "mcp_trio"]
     assert sent == 3 and len(lines) == 3
-    # (Those dropped before any line went out are not counted: whether the client
-    # wants their level was not known yet.)
-    assert len(messages) <= 4
+    # (Dropped before any line went out, they are counted once one has: the client
+    # wants their level.)
+    assert messages[3]["logger"] == "mcp_trio" and messages[3]["data"]["dropped"] == 197
+    assert len(messages) == 4
+
+
+async def test_drops_before_any_went_out_count_only_wanted_levels(
+    era: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    server = logging_server(log_rate_limit=RateLimit(per_second=0.001, burst=3))
+    inbox = Inbox()
+    options = {"log_level": "info"} if era == "modern" else {}
+    async with connect(server, era, handlers=inbox.handlers, **options) as client:
+        if era == "legacy":
+            await client.request("logging/setLevel", {"level": "info"})
+        params = {"name": "mixed_fanout", "arguments": {}}
+        result = await client.request("tools/call", params)
+        await trio.testing.wait_all_tasks_blocked()
+    assert result["structuredContent"]["result"].count(True) == 3
+    assert all(m["data"].startswith("info ") for m in inbox.messages[:3])  # (any three)
+    assert inbox.messages[3]["data"]["dropped"] == 97  # (the debug ones were not wanted)
+    assert len(inbox.messages) == 4
 
 
 async def test_no_log_limit(era: str, autojump_clock: trio.testing.MockClock) -> None:
