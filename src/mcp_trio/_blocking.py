@@ -108,6 +108,7 @@ from ._client_common import (
     client_config,
     complete_params,
     elicitation_params,
+    legacy_honored,
     listen_params,
     log_params,
     named_params,
@@ -1490,24 +1491,14 @@ class BlockingClient(HandshakeFacts):
         return RemoteProtocolError("the server ended subscriptions/listen before acknowledging it")
 
     def _open_legacy(self, sub: BlockingSubscription, limit: float | None) -> Callable[[], None]:
-        caps = self._conn.peer_capabilities
-
-        def declared(section: str, flag: str) -> bool:
-            entry = caps.get(section)
-            return isinstance(entry, dict) and entry.get(flag) is True
-
-        sub.honored = {
-            key: True
-            for key, asked, section in (
-                ("toolsListChanged", sub.tools, "tools"),
-                ("promptsListChanged", sub.prompts, "prompts"),
-                ("resourcesListChanged", sub.resource_list, "resources"),
-            )
-            if asked and declared(section, "listChanged")
-        }
-        uris = list(sub.resources) if declared("resources", "subscribe") else []
-        if uris:
-            sub.honored["resourceSubscriptions"] = uris
+        sub.honored = legacy_honored(
+            self._conn.peer_capabilities,
+            tools=sub.tools,
+            prompts=sub.prompts,
+            resource_list=sub.resource_list,
+            resources=sub.resources,
+        )
+        uris = list(sub.honored.get("resourceSubscriptions", ()))
         subscribed: list[str] = []
 
         def close() -> None:

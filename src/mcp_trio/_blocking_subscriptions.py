@@ -9,18 +9,15 @@ or any other call of the client -- and queued here until read.
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, final
 
 from mcp_sansio import NotificationReceived, RequestId
 
-from ._client_common import MAX_UNREAD, unread_key, wanted
+from ._client_common import queue_unread, wanted
 
 __all__ = ["BlockingSubscription"]
-
-logger = logging.getLogger("mcp_trio")
 
 Wait = Callable[[Callable[[], bool], float | None], None]
 """The client's loop: run until ``done()``, or ``TimeoutError`` after ``timeout`` s."""
@@ -110,15 +107,7 @@ class BlockingSubscription:
             resources=self.resources,
         ):
             return
-        pending = self._pending
-        pending[unread_key(note.method, note.params)] = note
-        if len(pending) > MAX_UNREAD:
-            dropped = pending.popitem(last=False)[1]
-            logger.warning(
-                "subscription: over %d notifications unread, dropped the oldest (%s)",
-                MAX_UNREAD,
-                dropped.method,
-            )
+        queue_unread(self._pending, note)
 
     def _end(self, reason: str, failure: BaseException | None = None) -> None:
         if not self._ended:

@@ -13,7 +13,7 @@ import inspect
 import logging
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, TypeVar, final, get_args
 
 import attrs
@@ -26,6 +26,7 @@ from mcp_sansio import (
     ErrorCode,
     HandshakeCompleted,
     LocalProtocolError,
+    NotificationReceived,
     RemoteProtocolError,
     structure,
     structure_params,
@@ -68,12 +69,14 @@ __all__ = [
     "connection_versions",
     "elicitation_params",
     "implementation",
+    "legacy_honored",
     "listen_params",
     "log_params",
     "named_params",
     "not_a_program",
     "pager",
     "param_str",
+    "queue_unread",
     "read_bound",
     "request_params",
     "roots_result",
@@ -633,6 +636,54 @@ def wanted(
 def unread_key(method: str, params: Mapping[str, Any] | None) -> tuple[str, str | None]:
     """What identical unread notifications share (one is kept: a hint to fetch again)."""
     return (method, param_str(params, "uri") or param_str(params, "taskId"))
+
+
+def queue_unread(
+    pending: MutableMapping[tuple[str, str | None], NotificationReceived],
+    note: NotificationReceived,
+) -> None:
+    """Queue ``note`` in a subscription's unread ``pending`` (an insertion-ordered dict):
+    it replaces an identical unread one, and past :data:`MAX_UNREAD` the oldest goes,
+    with a warning."""
+    pending[unread_key(note.method, note.params)] = note
+    if len(pending) > MAX_UNREAD:
+        oldest = next(iter(pending))
+        dropped = pending.pop(oldest)
+        logger.warning(
+            "subscription: over %d notifications unread, dropped the oldest (%s)",
+            MAX_UNREAD,
+            dropped.method,
+        )
+
+
+def legacy_honored(
+    capabilities: Mapping[str, Any],
+    *,
+    tools: bool,
+    prompts: bool,
+    resource_list: bool,
+    resources: Sequence[str],
+) -> dict[str, Any]:
+    """What a legacy server honours of a subscription, by the capabilities it declared
+    (``listChanged`` per list, ``resources.subscribe``), in the shape of a modern listen
+    acknowledgement's ``honored``."""
+
+    def declared(section: str, flag: str) -> bool:
+        entry = capabilities.get(section)
+        return isinstance(entry, dict) and entry.get(flag) is True
+
+    honored: dict[str, Any] = {
+        key: True
+        for key, asked, section in (
+            ("toolsListChanged", tools, "tools"),
+            ("promptsListChanged", prompts, "prompts"),
+            ("resourcesListChanged", resource_list, "resources"),
+        )
+        if asked and declared(section, "listChanged")
+    }
+    if resources and declared("resources", "subscribe"):
+        honored["resourceSubscriptions"] = list(resources)
+    return honored
 
 
 # ---------------------------------------------------------------------- server requests

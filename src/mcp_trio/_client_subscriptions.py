@@ -84,7 +84,13 @@ import trio
 from mcp_sansio import LocalProtocolError, NotificationReceived, RemoteProtocolError, RequestId
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 
-from ._client_common import MAX_UNREAD, checked_strings, listen_params, unread_key, wanted
+from ._client_common import (
+    checked_strings,
+    legacy_honored,
+    listen_params,
+    queue_unread,
+    wanted,
+)
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._handlers import Handlers, NotificationContext
 from ._session import Session
@@ -239,16 +245,7 @@ class Subscription:
         tag anything with its id; only what was asked bounds the queue)."""
         if self._ended or not self.wants(note.method, note.params):
             return
-        key = unread_key(note.method, note.params)
-        pending = self._pending
-        pending[key] = note
-        if len(pending) > MAX_UNREAD:
-            dropped = pending.popitem(last=False)[1]
-            logger.warning(
-                "subscription: over %d notifications unread, dropped the oldest (%s)",
-                MAX_UNREAD,
-                dropped.method,
-            )
+        queue_unread(self._pending, note)
         self._wake()
 
     def _end(self, reason: str, failure: BaseException | None = None) -> None:
@@ -473,24 +470,15 @@ class SubscriptionHub:
     async def _open_legacy(
         self, session: Session, _nursery: trio.Nursery, sub: Subscription, timeout: float | None
     ) -> AsyncGenerator[None]:
-        caps = session.connection.peer_capabilities
 
-        def declared(section: str, flag: str) -> bool:
-            entry = caps.get(section)
-            return isinstance(entry, dict) and entry.get(flag) is True
-
-        can_subscribe = declared("resources", "subscribe")
-        sub.honored = {
-            key: True
-            for key, asked, section in (
-                ("toolsListChanged", sub.tools, "tools"),
-                ("promptsListChanged", sub.prompts, "prompts"),
-                ("resourcesListChanged", sub.resource_list, "resources"),
-            )
-            if asked and declared(section, "listChanged")
-        }
-        if sub.resources and can_subscribe:
-            sub.honored["resourceSubscriptions"] = list(sub.resources)
+        sub.honored = legacy_honored(
+            session.connection.peer_capabilities,
+            tools=sub.tools,
+            prompts=sub.prompts,
+            resource_list=sub.resource_list,
+            resources=sub.resources,
+        )
+        can_subscribe = "resourceSubscriptions" in sub.honored
         subscribed: list[str] = []
         self._legacy.add(sub)
         try:
