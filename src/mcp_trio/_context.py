@@ -549,7 +549,7 @@ class Context:
         now = trio.current_time()
         # The token is taken before the first await, so concurrent calls (subtasks of
         # one handler) cannot all pass one check; it is given back if nothing went out.
-        if bucket.take(now):
+        if bucket.take(now) > 0:  # (none taken: the seconds until one is there)
             # Counted only when the client would have got it: a level at or above one
             # that went out (the client's threshold, which only the core knows). Before
             # any did (concurrent calls), counted by level until the first one does.

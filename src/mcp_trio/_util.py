@@ -295,11 +295,6 @@ class TokenBucket:
             self._tokens = min(limit.burst, self._tokens + (now - self._stamp) * limit.per_second)
             self._stamp = now
 
-    def ready(self, now: float) -> bool:
-        """Whether a token is there to take at ``now`` (nothing is taken)."""
-        self._refill(now)
-        return self._tokens >= 1
-
     def take(self, now: float) -> float:
         """Take a token at ``now``.
 

@@ -78,7 +78,7 @@ def test_a_bucket_gives_burst_then_rate() -> None:
     bucket = TokenBucket(RateLimit(per_second=2, burst=3), now=0.0)
     assert [bucket.take(0.0) for _ in range(3)] == [0.0, 0.0, 0.0]
     assert bucket.take(0.0) == pytest.approx(0.5)  # (nothing taken)
-    assert not bucket.ready(0.25)
+    assert bucket.take(0.25) == pytest.approx(0.25)  # (half a token there: still none)
     assert bucket.take(0.5) == 0.0
     assert bucket.take(100.0) == 0.0  # refilled to burst, not beyond
     assert [bucket.take(100.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(0.5)]
