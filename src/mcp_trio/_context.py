@@ -291,7 +291,8 @@ class Context:
         self._progress_held: tuple[float, float | None, str | None] | None = None
         self._progress_nursery: trio.Nursery | None = None  # (runs the held one's timer)
         self._progress_timer = False  # whether that timer runs
-        self._log_bucket = None if limit is None else TokenBucket(limit, trio.current_time())
+        self._log_limit = limit
+        self._log_bucket: TokenBucket | None = None  # (made by the first log: most send none)
         self._log_dropped = 0
         self._log_sent_rank: int | None = None  # the lowest level that went out
         self._log_unsure = [0] * len(_LOG_RANK)  # dropped before any went out, by level
@@ -489,13 +490,10 @@ class Context:
             _logger.debug("a held progress report was not sent: %s", exc)
 
     @asynccontextmanager
-    async def _limiting(self, wanted: bool) -> AsyncIterator[None]:
-        """Run the handler in this: held progress gets its timer, and what the rate
-        limits still hold goes out before the handler's answer (when it returns; not
-        when it raises). ``wanted``: the handler has this Context."""
-        if not wanted:
-            yield
-            return
+    async def _limiting(self) -> AsyncIterator[None]:
+        """Run a handler that takes this Context in this: held progress gets its timer,
+        and what the rate limits still hold goes out before the handler's answer (when
+        it returns; not when it raises)."""
         if self._progress_interval is None or self._task is not None:
             # (A task tool's reports become its status once the task starts: no timer;
             # before, a held one goes out with a later report. Nor a nursery, whose
@@ -540,13 +538,16 @@ class Context:
         """
         if self._task is not None and self._task.started:
             return False
-        bucket = self._log_bucket
-        if bucket is None:
+        limit = self._log_limit
+        if limit is None:
             return await self._raw.log(level, data, logger=logger)
         rank = _LOG_RANK.get(level)
         if rank is None:
             raise LocalProtocolError(f"unknown log level {level!r}")
         now = trio.current_time()
+        bucket = self._log_bucket
+        if bucket is None:  # (a full bucket, as one made with the Context would be by now)
+            bucket = self._log_bucket = TokenBucket(limit, now)
         # The token is taken before the first await, so concurrent calls (subtasks of
         # one handler) cannot all pass one check; it is given back if nothing went out.
         if bucket.take(now) > 0:  # (none taken: the seconds until one is there)

@@ -296,7 +296,9 @@ class ServerMethods:
         if entry.context_param is not None:
             kwargs[entry.context_param] = context
         try:
-            async with context._limiting(entry.context_param is not None):
+            if entry.context_param is None:  # (no Context: nothing to limit)
+                return await invoke(entry.fn, entry.run_async, kwargs)
+            async with context._limiting():
                 return await invoke(entry.fn, entry.run_async, kwargs)
         except _InputNeeded as exc:
             return InputRequiredResult(input_requests=exc.requests, state=context._state(exc.asked))
