@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, cast, final
 
 import trio
 import trio_websocket
+from wsproto.utilities import LocalProtocolError as WsprotoLocalProtocolError
 
 from mcp_sansio import ConnectionConfig, ErrorCode, ErrorData
 from mcp_sansio._errors import SHUTTING_DOWN
@@ -318,18 +319,31 @@ class WebSocketChannel(MessageChannel):
         with trio.CancelScope(shield=True) as scope:
             # (close_timeout, less what finish_write's message took of it)
             scope.deadline = trio.current_time() + self._close_budget
-            reader_done = self._reader_done
-            if reader_done is None:
-                await self.ws.aclose(code, reason)
-                return
-            # trio-websocket's aclose sends the close frame, then waits for the reply that
-            # its reader task reads. When the block around us was cancelled, that task was
-            # cancelled too, so the wait would last the whole close_timeout: stop waiting
-            # once the reader is gone (aclose still closes the stream as it unwinds).
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_cancel_when_set, reader_done, nursery.cancel_scope)
-                await self.ws.aclose(code, reason)
-                nursery.cancel_scope.cancel()
+            await _close_ws(self.ws, self._reader_done, code, reason)
+
+
+async def _close_ws(
+    ws: trio_websocket.WebSocketConnection,
+    reader_done: trio.Event | None,
+    code: int = 1000,
+    reason: str | None = None,
+) -> None:
+    """``ws.aclose(code, reason)``, which stops waiting for the peer's close reply once
+    ``ws``'s reader task is gone (``reader_done``, see :class:`ReaderWatch`; ``None``:
+    not watched, it waits).
+
+    trio-websocket's aclose sends the close frame, then waits for the reply that its
+    reader task reads. When the block around the close was cancelled, that task was
+    cancelled too; or it stopped at a frame crossing the close (trio-websocket issue
+    #184, see :class:`ReaderWatch`): the wait would last until the caller's bound. It
+    stops once the reader is gone (aclose still closes the stream as it unwinds)."""
+    if reader_done is None:
+        await ws.aclose(code, reason)
+        return
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_cancel_when_set, reader_done, nursery.cancel_scope)
+        await ws.aclose(code, reason)
+        nursery.cancel_scope.cancel()
 
 
 def _endpoint(
@@ -356,6 +370,14 @@ def _endpoint(
     return trio_websocket.Endpoint(address, port, is_ssl)
 
 
+def _closing_reader(reader: Callable[..., Awaitable[object]]) -> bool:
+    """Whether ``reader`` is the reader task of a WebSocket connection (a method of
+    it) that is closing or closed: it has a close reason, given as the first close
+    frame is sent or read (before any await: nothing is sent in between)."""
+    ws = getattr(reader, "__self__", None)
+    return isinstance(ws, trio_websocket.WebSocketConnection) and ws.closed is not None
+
+
 def _undecodable_handshake(exc: BaseException) -> bool:
     """Whether a connection failed only because wsproto could not decode its opening
     handshake (a ``Host`` that is not IDNA raises ``UnicodeError`` in its reader)."""
@@ -369,7 +391,17 @@ def _undecodable_handshake(exc: BaseException) -> bool:
 @final
 class ReaderWatch:
     """Stands in for the nursery given to trio-websocket, which starts only its reader
-    task there; ``reader_done`` is set when that task ends, however it ends."""
+    task there; ``reader_done`` is set when that task ends, however it ends.
+
+    A frame from the peer that crosses a close makes that task fail: after a close
+    frame (ours, or its reply to the peer's) wsproto refuses to send anything else,
+    yet the reader answers a ping with a pong and an oversized message with a 1009
+    close frame, and wsproto's ``LocalProtocolError`` escapes it (trio-websocket issue
+    #184: the crossing ping is a race between two keep-alives and a close). Raised
+    while its connection is closing, that error is the connection's end: the reader
+    stops (a close waiting for the peer's reply stops waiting, see
+    :meth:`WebSocketChannel.aclose`) and the error goes no further. At any other time
+    it is a bug and is raised."""
 
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -379,6 +411,10 @@ class ReaderWatch:
         async def run() -> None:
             try:
                 await fn(*args)
+            except WsprotoLocalProtocolError as exc:
+                if not _closing_reader(fn):
+                    raise
+                logger.debug("WebSocket: the reader stopped at a frame crossing the close: %s", exc)
             finally:
                 self.reader_done.set()
 
@@ -432,7 +468,11 @@ async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
     """Ping every ``ws_ping_interval``; close with 1011 if a pong is late. (The timeout
     also counts the ping's wait for its turn to be written, behind a message write in
     progress: trio-websocket writes one frame at a time. One that cuts the ping's own
-    write drops the connection instead: see ``_WholeFrames``.)"""
+    write drops the connection instead: see ``_WholeFrames``.) It stops once a close
+    has begun: no ping follows a close frame (trio-websocket refuses it), and a pong
+    that has not come then is no failure, the close has its own bound
+    (``close_timeout``); a peer that sent its own close frame before it read our ping
+    cannot answer it (wsproto sends nothing after a close frame but its reply)."""
     ws = channel.ws
     interval = config.ws_ping_interval
     if interval is None:
@@ -444,6 +484,10 @@ async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
                 await ws.ping()
             except trio_websocket.ConnectionClosed:
                 return
+        if scope.cancelled_caught and ws.closed is not None and not channel._cut():
+            # (a close has begun, ours, trio-websocket's or the peer's, and not by this
+            # timeout cutting the ping's write: a close does not cancel the ping)
+            return
         if scope.cancelled_caught:
             how = "dropped the connection" if channel._cut() else "closed with code 1011"
             what = f"no pong within {config.ws_ping_timeout} s; {how}"
@@ -1043,8 +1087,8 @@ async def probe_handshake(
                 max_message_size=SessionConfig().ws_max_message_size,
                 connect_timeout=timeout,
                 ssl_context=ssl_context,
-            ) as (ws, _, _):
-                await ws.aclose()
+            ) as (ws, reader_done, _):
+                await _close_ws(ws, reader_done)
     except _HandshakeRejected as exc:
         return exc.status, exc.headers
     except (SessionClosed, trio.TooSlowError, trio.BrokenResourceError) as exc:
@@ -1128,7 +1172,7 @@ async def open_websocket_client(
             ws, reader_done, stream = await _authorized_handshake(stack, connect, url, auth)
         if ws.subprotocol != SUBPROTOCOL:
             with trio.move_on_after(config.close_timeout):
-                await ws.aclose(1002, "the 'mcp' subprotocol is required")
+                await _close_ws(ws, reader_done, 1002, "the 'mcp' subprotocol is required")
             raise SessionClosed(f"the server did not accept the {SUBPROTOCOL!r} subprotocol")
         channel = WebSocketChannel(
             ws,
