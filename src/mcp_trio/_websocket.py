@@ -393,15 +393,14 @@ class ReaderWatch:
     """Stands in for the nursery given to trio-websocket, which starts only its reader
     task there; ``reader_done`` is set when that task ends, however it ends.
 
-    A frame from the peer that crosses a close makes that task fail: after a close
-    frame (ours, or its reply to the peer's) wsproto refuses to send anything else,
-    yet the reader answers a ping with a pong and an oversized message with a 1009
-    close frame, and wsproto's ``LocalProtocolError`` escapes it (trio-websocket issue
-    #184: the crossing ping is a race between two keep-alives and a close). Raised
-    while its connection is closing, that error is the connection's end: the reader
-    stops (a close waiting for the peer's reply stops waiting, see
-    :meth:`WebSocketChannel.aclose`) and the error goes no further. At any other time
-    it is a bug and is raised."""
+    A frame from the peer that crosses our close frame makes that task fail: wsproto
+    then refuses to send anything but a close reply, yet the reader answers a ping
+    with a pong and an oversized message with a 1009 close frame, and wsproto's
+    ``LocalProtocolError`` escapes it (trio-websocket issue #184: the crossing ping is
+    a race between two keep-alives and a close). Raised while its connection is
+    closing, that error is the connection's end: the reader stops (a close waiting for
+    the peer's reply stops waiting, see ``_close_ws``) and the error goes no further.
+    At any other time it is a bug and is raised."""
 
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
