@@ -746,6 +746,7 @@ class BlockingClient(HandshakeFacts):
             self._conn.receive_eof()
             if self._failure is None:
                 self._failure = SessionClosed("the client was closed")
+            self._end_subscriptions(self._failure)
             link.close(urgent=urgent)
 
     # ------------------------------------------------------------------ introspection
@@ -966,6 +967,15 @@ class BlockingClient(HandshakeFacts):
         self._handle_quietly(self._conn.receive_eof())
         self._failure = failure
         self._handshake_failure = self._handshake_failure or failure
+        self._end_subscriptions(failure)
+
+    def _end_subscriptions(self, failure: SessionClosed) -> None:
+        """The session ended: so does every open subscription (what it holds can still
+        be read, then ``failure`` is raised), as :class:`~mcp_trio.Subscription` does."""
+        for sub in [*self._subscriptions, *self._listens.values()]:
+            sub._end(failure.reason, failure)
+        self._subscriptions.clear()
+        self._listens.clear()
 
     def _handle_quietly(self, events: list[Event]) -> None:
         for event in events:

@@ -36,8 +36,10 @@ class BlockingSubscription:
     oldest is dropped, with a warning.
 
     Iteration ends when the server ends the subscription (modern era). It raises
-    :class:`~mcp_trio.SessionClosed` when the session ends, :class:`~mcp_trio.McpError`
-    when the server failed the ``subscriptions/listen`` request.
+    :class:`~mcp_trio.SessionClosed` when the session ends (the server gone, or the
+    client closed: :attr:`ended` turns True at once, and the notifications read before
+    are delivered first), :class:`~mcp_trio.McpError` when the server failed the
+    ``subscriptions/listen`` request.
     """
 
     def __init__(
