@@ -22,7 +22,8 @@ def test_the_server_dying_ends_the_subscription(era: str) -> None:
     with spawn(era=era, stderr=subprocess.DEVNULL) as client:
         with client.subscribe(tools=True) as updates:
             client.call_tool("notify", {"method": TOOLS, "params": None})
-            assert not updates.ended
+            ended_before = updates.ended  # (a local: mypy would narrow the property)
+            assert not ended_before
             with pytest.raises(ServerExited):
                 client.call_tool("crash")
             assert updates.ended

@@ -187,6 +187,15 @@ def _not_in_version(what: str, version: str, versions: Sequence[str]) -> McpErro
     )
 
 
+def _answered(exc: BaseException) -> bool:
+    """Whether a handler that raised ``exc`` will be answered (with an error, or
+    ``input_required``): every exception in it is an ``Exception`` or an ask, none a
+    cancellation, Ctrl-C or other ``BaseException``."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_answered(inner) for inner in exc.exceptions)
+    return isinstance(exc, Exception | _InputNeeded)
+
+
 def _in_trio_thread() -> bool:
     """Whether this is trio's thread (else a worker thread of ``trio.to_thread``)."""
     try:
@@ -492,23 +501,36 @@ class Context:
     @asynccontextmanager
     async def _limiting(self) -> AsyncIterator[None]:
         """Run a handler that takes this Context in this: held progress gets its timer,
-        and what the rate limits still hold goes out before the handler's answer (when
-        it returns; not when it raises)."""
-        if self._progress_interval is None or self._task is not None:
-            # (A task tool's reports become its status once the task starts: no timer;
-            # before, a held one goes out with a later report. Nor a nursery, whose
-            # exit would let a poll see the last status before the task's end.)
-            yield
-        else:
-            async with open_task_nursery(
-                "handler's progress timer", cancel_on_exit=True
-            ) as nursery:
-                self._progress_nursery = nursery
-                try:
-                    yield
-                finally:
-                    self._progress_nursery = None
-                    nursery.cancel_scope.cancel()
+        and what the rate limits still hold (a progress report, the count of dropped
+        log messages) goes out before the handler's answer -- whether it returns or
+        raises (an error answer: ``McpError``, a tool error, ``-32603``; or a modern
+        ask's ``input_required``). Not when it was cancelled (or the session is
+        closing): nothing more may go out on it (a handler that turns the cancellation
+        into an error meets it again at the first checkpoint here)."""
+        try:
+            if self._progress_interval is None or self._task is not None:
+                # (A task tool's reports become its status once the task starts: no
+                # timer; before, a held one goes out with a later report. Nor a nursery,
+                # whose exit would let a poll see the last status before the task's end.)
+                yield
+            else:
+                async with open_task_nursery(
+                    "handler's progress timer", cancel_on_exit=True
+                ) as nursery:
+                    self._progress_nursery = nursery
+                    try:
+                        yield
+                    finally:
+                        self._progress_nursery = None
+                        nursery.cancel_scope.cancel()
+        except BaseException as exc:
+            if _answered(exc):
+                await self._send_what_is_held()
+            raise
+        await self._send_what_is_held()
+
+    async def _send_what_is_held(self) -> None:
+        """Send what the rate limits still hold, as the handler ends."""
         if self._task is not None and self._task.started:
             return  # (the request is answered: nothing may go out on it)
         held = self._progress_held

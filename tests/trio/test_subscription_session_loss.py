@@ -32,7 +32,8 @@ async def test_the_peer_vanishing_ends_the_subscription(
     ):
         await client.call_tool("notify", {"method": TOOLS_CHANGED, "params": None})
         await trio.testing.wait_all_tasks_blocked()
-        assert not updates.ended
+        ended_before = updates.ended  # (a local: mypy would narrow the property)
+        assert not ended_before
         await server_channel.aclose()  # (the server's end of the wire, gone)
         await trio.testing.wait_all_tasks_blocked()
         assert updates.ended and updates.end_reason is not None
