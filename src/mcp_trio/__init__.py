@@ -16,8 +16,21 @@ if TYPE_CHECKING:
     from mcp_sansio import Era as Era
     from mcp_sansio import NotificationReceived as NotificationReceived
     from mcp_sansio import ProgressReceived as ProgressReceived
+    from mcp_sansio import RequestId as RequestId
+    from mcp_sansio import Role as Role
+    from mcp_sansio import TokenEndpointAuthMethod as TokenEndpointAuthMethod
+    from mcp_sansio._tasks import TaskStatus as TaskStatus
+    from mcp_sansio.http import BearerError as BearerError
+    from mcp_sansio.http import RequiredScopes as RequiredScopes
+    from mcp_sansio.http import ResponseMode as ResponseMode
 
     from ._blocking import BlockingClient as BlockingClient
+    from ._blocking import ElicitationFunction as ElicitationFunction
+    from ._blocking import LogFunction as LogFunction
+    from ._blocking import NotificationFunction as NotificationFunction
+    from ._blocking import ProgressFunction as ProgressFunction
+    from ._blocking import RootsFunction as RootsFunction
+    from ._blocking import SamplingFunction as SamplingFunction
     from ._blocking_subscriptions import BlockingSubscription as BlockingSubscription
     from ._channel import Hold as Hold
     from ._channel import MemoryChannel as MemoryChannel
@@ -27,6 +40,13 @@ if TYPE_CHECKING:
     from ._channel import memory_channel_pair as memory_channel_pair
     from ._client import Client as Client
     from ._client import open_client as open_client
+    from ._client_callbacks import ElicitationCallback as ElicitationCallback
+    from ._client_callbacks import LogCallback as LogCallback
+    from ._client_callbacks import NotificationCallback as NotificationCallback
+    from ._client_callbacks import RootsCallback as RootsCallback
+    from ._client_callbacks import SamplingCallback as SamplingCallback
+    from ._client_common import EraChoice as EraChoice
+    from ._client_common import RootLike as RootLike
     from ._client_common import ToolOutput as ToolOutput
     from ._client_skills import InvalidSkillEntry as InvalidSkillEntry
     from ._client_skills import Skill as Skill
@@ -34,6 +54,8 @@ if TYPE_CHECKING:
     from ._client_skills import SkillListing as SkillListing
     from ._client_skills import SkillVerificationError as SkillVerificationError
     from ._client_subscriptions import Subscription as Subscription
+    from ._client_targets import ClientTarget as ClientTarget
+    from ._client_targets import InMemoryServer as InMemoryServer
     from ._client_tasks import TASKS_EXTENSION as TASKS_EXTENSION
     from ._client_tasks import TaskCancelled as TaskCancelled
     from ._client_tasks import TaskState as TaskState
@@ -79,6 +101,7 @@ if TYPE_CHECKING:
     from ._jsonschema import Constraints as Constraints
     from ._jsonschema import Description as Description
     from ._memory import open_memory_pair as open_memory_pair
+    from ._oauth import AuthorizeCallback as AuthorizeCallback
     from ._oauth import ClientCredentials as ClientCredentials
     from ._oauth import InMemoryOAuthStorage as InMemoryOAuthStorage
     from ._oauth import OAuth as OAuth
@@ -107,9 +130,16 @@ if TYPE_CHECKING:
     from ._session import Session as Session
     from ._session import SessionStatistics as SessionStatistics
     from ._stdio import ProcessChannel as ProcessChannel
+    from ._stdio import StderrCallback as StderrCallback
     from ._stdio import open_stdio_client as open_stdio_client
     from ._stdio import serve_stdio as serve_stdio
     from ._tasks import TaskConfig as TaskConfig
+    from ._tasks import TaskStart as TaskStart
+    from ._tasks import TaskSupport as TaskSupport
+    from ._util import SessionHook as SessionHook
+    from ._validation import Schema as Schema
+    from ._waiters import InputCallback as InputCallback
+    from ._waiters import ProgressCallback as ProgressCallback
     from ._websocket import MCP_PATH as MCP_PATH
     from ._websocket import SUBPROTOCOL as SUBPROTOCOL
     from ._websocket import WebSocketChannel as WebSocketChannel
@@ -126,7 +156,27 @@ _LAZY: dict[str, str] = {
     "Era": "mcp_sansio",
     "NotificationReceived": "mcp_sansio",
     "ProgressReceived": "mcp_sansio",
+    # (and the core's type aliases that our signatures name: a request id, a session's
+    # role, the arguments of ClientCredentials, bearer_challenge, Server(required_scopes=)
+    # and HttpServerConfig; the HTTP rules are loaded when one of theirs is first used)
+    "RequestId": "mcp_sansio",
+    "Role": "mcp_sansio",
+    "TokenEndpointAuthMethod": "mcp_sansio",
+    "BearerError": "mcp_sansio.http",
+    "RequiredScopes": "mcp_sansio.http",
+    "ResponseMode": "mcp_sansio.http",
+    # (the status a TaskState carries: the core's, as TaskState is)
+    "TaskStatus": "mcp_sansio._tasks",
     "BlockingClient": "._blocking",
+    # (The type aliases of public signatures, so that a user can annotate the functions
+    # and values they pass: BlockingClient's callbacks are plain functions, *Function;
+    # open_client's and Session's are async ones, *Callback.)
+    "ElicitationFunction": "._blocking",
+    "LogFunction": "._blocking",
+    "NotificationFunction": "._blocking",
+    "ProgressFunction": "._blocking",
+    "RootsFunction": "._blocking",
+    "SamplingFunction": "._blocking",
     "BlockingSubscription": "._blocking_subscriptions",
     # (Hold and Take: the callables a custom MessageChannel's attach_holds and
     # attach_reader are given, so that one can be annotated)
@@ -138,6 +188,13 @@ _LAZY: dict[str, str] = {
     "memory_channel_pair": "._channel",
     "Client": "._client",
     "open_client": "._client",
+    "ElicitationCallback": "._client_callbacks",
+    "LogCallback": "._client_callbacks",
+    "NotificationCallback": "._client_callbacks",
+    "RootsCallback": "._client_callbacks",
+    "SamplingCallback": "._client_callbacks",
+    "EraChoice": "._client_common",
+    "RootLike": "._client_common",
     "ToolOutput": "._client_common",
     "InvalidSkillEntry": "._client_skills",
     "Skill": "._client_skills",
@@ -145,6 +202,8 @@ _LAZY: dict[str, str] = {
     "SkillListing": "._client_skills",
     "SkillVerificationError": "._client_skills",
     "Subscription": "._client_subscriptions",
+    "ClientTarget": "._client_targets",
+    "InMemoryServer": "._client_targets",
     "RATE_LIMITED_CODE": "._config",
     "RateLimit": "._config",
     "SessionConfig": "._config",
@@ -188,6 +247,7 @@ _LAZY: dict[str, str] = {
     "Constraints": "._jsonschema",
     "Description": "._jsonschema",
     "open_memory_pair": "._memory",
+    "AuthorizeCallback": "._oauth",
     "ClientCredentials": "._oauth",
     "InMemoryOAuthStorage": "._oauth",
     "OAuth": "._oauth",
@@ -216,12 +276,19 @@ _LAZY: dict[str, str] = {
     "Session": "._session",
     "SessionStatistics": "._session",
     "ProcessChannel": "._stdio",
+    "StderrCallback": "._stdio",
     "open_stdio_client": "._stdio",
     "serve_stdio": "._stdio",
     "TaskCancelled": "._client_tasks",
     "TaskState": "._client_tasks",
     "ToolTask": "._client_tasks",
     "TaskConfig": "._tasks",
+    "TaskStart": "._tasks",
+    "TaskSupport": "._tasks",
+    "SessionHook": "._util",
+    "Schema": "._validation",
+    "InputCallback": "._waiters",
+    "ProgressCallback": "._waiters",
     "TASKS_EXTENSION": "._client_tasks",
     "MCP_PATH": "._websocket",
     "SUBPROTOCOL": "._websocket",
@@ -265,11 +332,14 @@ __all__ = [
     "AssertionSource",
     "Audio",
     "Authenticate",
+    "AuthorizeCallback",
     "BearerAuth",
+    "BearerError",
     "BlockingClient",
     "BlockingSubscription",
     "Client",
     "ClientCredentials",
+    "ClientTarget",
     "Completion",
     "CompletionRequest",
     "ConnectionConfig",
@@ -277,10 +347,13 @@ __all__ = [
     "Context",
     "Description",
     "DpopNonces",
+    "ElicitationCallback",
+    "ElicitationFunction",
     "ElicitationResult",
     "EmbeddedResource",
     "EnterpriseAuthorization",
     "Era",
+    "EraChoice",
     "FileOAuthStorage",
     "Handlers",
     "HandshakeFailed",
@@ -295,16 +368,22 @@ __all__ = [
     "HttpTransportConfig",
     "Image",
     "InMemoryOAuthStorage",
+    "InMemoryServer",
+    "InputCallback",
     "InputRequiredError",
     "InputRequiredResult",
     "InvalidSkillEntry",
     "LocalProtocolError",
+    "LogCallback",
+    "LogFunction",
     "LoopbackRedirect",
     "McpError",
     "MemoryChannel",
     "Message",
     "MessageChannel",
+    "NotificationCallback",
     "NotificationContext",
+    "NotificationFunction",
     "NotificationHandler",
     "NotificationReceived",
     "OAuth",
@@ -313,6 +392,8 @@ __all__ = [
     "OAuthToken",
     "Principal",
     "ProcessChannel",
+    "ProgressCallback",
+    "ProgressFunction",
     "ProgressReceived",
     "ProtectedResourceMetadata",
     "RateLimit",
@@ -320,26 +401,42 @@ __all__ = [
     "RequestContext",
     "RequestFacts",
     "RequestHandler",
+    "RequestId",
     "RequestTimeout",
+    "RequiredScopes",
     "ResourceLink",
     "ResourceNotFound",
+    "ResponseMode",
+    "Role",
+    "RootLike",
+    "RootsCallback",
+    "RootsFunction",
+    "SamplingCallback",
+    "SamplingFunction",
     "SamplingResult",
+    "Schema",
     "Server",
     "ServerExited",
     "Session",
     "SessionClosed",
     "SessionConfig",
+    "SessionHook",
     "SessionStatistics",
     "Skill",
     "SkillFile",
     "SkillListing",
     "SkillVerificationError",
+    "StderrCallback",
     "StreamChannel",
     "Subscription",
     "Take",
     "TaskCancelled",
     "TaskConfig",
+    "TaskStart",
     "TaskState",
+    "TaskStatus",
+    "TaskSupport",
+    "TokenEndpointAuthMethod",
     "TokenExpired",
     "ToolError",
     "ToolOutput",

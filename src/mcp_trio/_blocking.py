@@ -63,7 +63,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Final, Protocol, final
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol, TypeAlias, final
 
 import attrs
 
@@ -137,26 +137,48 @@ if TYPE_CHECKING:
 
     from ._http_config import HttpTransportConfig
 
-__all__ = ["BlockingClient"]
+__all__ = [
+    "BlockingClient",
+    "ElicitationFunction",
+    "LogFunction",
+    "NotificationFunction",
+    "ProgressFunction",
+    "RootsFunction",
+    "SamplingFunction",
+]
 
 logger = logging.getLogger("mcp_trio")
 
-SamplingFunction = Callable[
+# The callbacks of BlockingClient: plain functions (the *Callback twins of open_client
+# are async ones).
+SamplingFunction: TypeAlias = Callable[
     [t.CreateMessageRequestParams], t.CreateMessageResult | Mapping[str, Any]
 ]
-ElicitationFunction = Callable[
+"""``def on_sampling(params) -> types.CreateMessageResult`` (or the result as a dict):
+:class:`BlockingClient`'s twin of :data:`~mcp_trio.SamplingCallback`."""
+ElicitationFunction: TypeAlias = Callable[
     [t.ElicitRequestFormParams | t.ElicitRequestURLParams], t.ElicitResult | Mapping[str, Any]
 ]
-RootsFunction = Callable[[], Iterable[RootLike]]
-LogFunction = Callable[[t.LoggingMessageNotificationParams], object]
-ProgressFunction = Callable[[ProgressReceived], object]
+"""``def on_elicitation(params) -> types.ElicitResult`` (or the result as a dict):
+:class:`BlockingClient`'s twin of :data:`~mcp_trio.ElicitationCallback`."""
+RootsFunction: TypeAlias = Callable[[], Iterable[RootLike]]
+"""``def roots() -> [types.Root | "file://..." | {"uri": ...}, ...]``:
+:class:`BlockingClient`'s twin of :data:`~mcp_trio.RootsCallback`."""
+LogFunction: TypeAlias = Callable[[t.LoggingMessageNotificationParams], object]
+"""``def on_log(params) -> None``: one ``notifications/message`` (what it returns is
+ignored)."""
+ProgressFunction: TypeAlias = Callable[[ProgressReceived], object]
+"""``def on_progress(event) -> None``: one ``notifications/progress`` of the call (what it
+returns is ignored)."""
 
 
 def _ignore_progress(event: ProgressReceived) -> None:
     pass
 
 
-NotificationFunction = Callable[[NotificationReceived], object]
+NotificationFunction: TypeAlias = Callable[[NotificationReceived], object]
+"""``def on_notification(note) -> None``: each notification no other callback takes
+(what it returns is ignored); :class:`BlockingClient`'s ``on_notification``."""
 
 _COURTESY_WRITE_TIMEOUT: Final = 1.0
 """Seconds to write what is left when a call is abandoned or the client closed."""

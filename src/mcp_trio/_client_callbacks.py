@@ -32,7 +32,6 @@ from mcp_sansio import (
     ErrorCode,
     InputRequired,
     NotificationReceived,
-    ProgressReceived,
     RemoteProtocolError,
 )
 from mcp_sansio import types as t
@@ -48,6 +47,7 @@ from ._client_common import (
 )
 from ._errors import InputRequiredError, McpError
 from ._handlers import Handlers, NotificationContext, RequestContext
+from ._waiters import ProgressCallback  # (one alias: Session.request takes it too)
 
 __all__ = [
     "Callbacks",
@@ -75,8 +75,6 @@ RootsCallback: TypeAlias = Callable[[], Awaitable[Iterable[RootLike]]]
 """``async def roots() -> [types.Root | "file://..." | {"uri": ...}, ...]``."""
 LogCallback: TypeAlias = Callable[[t.LoggingMessageNotificationParams], Awaitable[None]]
 """``async def on_log(params) -> None``: one ``notifications/message``."""
-ProgressCallback: TypeAlias = Callable[[ProgressReceived], Awaitable[None]]
-"""``async def on_progress(event) -> None``: runs in the session's reader; keep it short."""
 NotificationCallback: TypeAlias = Callable[[NotificationReceived], object]
 """``def on_notification(note) -> None``: a plain function (not awaited; what it returns
 is ignored, what it raises is logged), called with each notification no other callback

@@ -56,6 +56,7 @@ __all__ = [
     "HandshakeFacts",
     "OutputSchemas",
     "Pager",
+    "RootLike",
     "ToolOutput",
     "Validator",
     "build_capabilities",

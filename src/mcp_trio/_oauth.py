@@ -128,6 +128,7 @@ if TYPE_CHECKING:
     from ._signing import SigningKey
 
 __all__ = [
+    "AuthorizeCallback",
     "Authorizer",
     "ClientCredentials",
     "InMemoryOAuthStorage",
@@ -149,9 +150,9 @@ Grant: TypeAlias = Literal[
 _ASSERTION_GRANTS: Final = frozenset({"workload_identity", "enterprise"})
 
 AuthorizeCallback = Callable[[str], Awaitable[str]]
-"""Sends the user agent to the authorization URL it is given and returns the URL the
-authorization server redirected back to (the redirect URI with ``code``, ``state`` and
-perhaps ``iss`` in its query)."""
+"""``OAuth(authorize=)``: sends the user agent to the authorization URL it is given and
+returns the URL the authorization server redirected back to (the redirect URI with
+``code``, ``state`` and perhaps ``iss`` in its query)."""
 
 _DEFAULT_MAX_RESPONSE: Final = 256 * 1024
 # What OAuth.authorize() sends the server to be challenged: a request any server

@@ -40,10 +40,12 @@ from ._util import (
     stdout_fd_to_stderr,
 )
 
-__all__ = ["ProcessChannel", "open_stdio_client", "serve_stdio"]
+__all__ = ["ProcessChannel", "StderrCallback", "open_stdio_client", "serve_stdio"]
 
 StderrCallback = Callable[[bytes], object]
-"""Called with each chunk the server writes to stderr (e.g. ``sys.stderr.buffer.write``)."""
+"""``stderr=`` of :func:`~mcp_trio.open_stdio_client` and
+:func:`~mcp_trio.open_client`: called with each chunk the server writes to stderr
+(e.g. ``sys.stderr.buffer.write``); what it returns is ignored."""
 
 
 # ---------------------------------------------------------------------- server
