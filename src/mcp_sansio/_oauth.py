@@ -186,32 +186,50 @@ def _auth_params(value: str) -> list[tuple[str, dict[str, str]]]:
 
 
 def parse_bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
-    """The first ``Bearer`` (or ``DPoP``, RFC 9449 section 7.1: the same parameters)
-    challenge in the ``WWW-Authenticate`` header values, except that a ``DPoP``
-    challenge with ``error="use_dpop_nonce"`` wins wherever it is (section 7.2 lets a
-    server send both schemes: ``Bearer realm="mcp", DPoP error="use_dpop_nonce"``).
+    """The ``Bearer`` and ``DPoP`` challenges (RFC 9449 section 7.1: the same
+    parameters) in the ``WWW-Authenticate`` header values, read as one.
+
+    A server may offer both schemes, and the one that names the resource metadata or
+    the scope need not come first (``DPoP algs="ES256", Bearer scope="files:read"``),
+    so each of these is the first challenge's that has it. The ``error`` (and its
+    ``error_description``) is the first challenge's that has one, except that a
+    ``DPoP`` challenge with ``error="use_dpop_nonce"`` wins wherever it is (section
+    7.2: ``Bearer realm="mcp", DPoP error="use_dpop_nonce"``); the ``resource_metadata``
+    and ``scope`` of the challenge whose error is reported come before the others'.
+    One pass over the values: the work is linear in their length, however many
+    challenges they hold.
 
     Returns ``None`` when there is none (another scheme, or no header): the caller then
     discovers everything from the well-known URLs.
     """
-    first: BearerChallenge | None = None
+    primary: dict[str, str] | None = None  # (the challenge whose error is reported)
+    found: dict[str, str] = {}  # resource_metadata and scope: the first challenge's
     for value in values:
         for scheme, params in _auth_params(value):
             if scheme not in ("bearer", "dpop"):
                 continue
             error = params.get("error") or None
-            if first is not None and not (scheme == "dpop" and error == "use_dpop_nonce"):
-                continue
-            found = BearerChallenge(
-                resource_metadata=params.get("resource_metadata") or None,
-                scope=params.get("scope") or None,
-                error=error,
-                error_description=params.get("error_description"),
-            )
-            if error == "use_dpop_nonce":
-                return found
-            first = found
-    return first
+            if (
+                primary is None
+                or (error is not None and not primary.get("error"))
+                or (
+                    scheme == "dpop"
+                    and error == "use_dpop_nonce"
+                    and primary.get("error") != "use_dpop_nonce"
+                )
+            ):
+                primary = params
+            for key in ("resource_metadata", "scope"):
+                if key not in found and params.get(key):
+                    found[key] = params[key]
+    if primary is None:
+        return None
+    return BearerChallenge(
+        resource_metadata=primary.get("resource_metadata") or found.get("resource_metadata"),
+        scope=primary.get("scope") or found.get("scope"),
+        error=primary.get("error") or None,
+        error_description=primary.get("error_description"),
+    )
 
 
 def response_challenge(status: int, www_authenticate: Iterable[str]) -> BearerChallenge | None:
