@@ -88,7 +88,7 @@ import h11
 import trio
 
 from mcp_sansio._jose import client_assertion, dpop_nonce_header, dpop_nonce_of, dpop_proof
-from mcp_sansio._json import dumps
+from mcp_sansio._json import JSONDecodeError, dumps, loads
 from mcp_sansio._oauth import (
     AuthorizationServerMetadata,
     BearerChallenge,
@@ -617,6 +617,37 @@ def _why(exc: OAuthError | trio.TooSlowError) -> str:
     return str(exc) if isinstance(exc, OAuthError) else "no answer in time"
 
 
+def _is_json_object(body: bytes) -> bool:
+    """Whether ``body`` is a JSON object (a metadata document, good or bad), not an
+    HTML page or anything else an endpoint without metadata may answer with."""
+    try:
+        return type(loads(body)) is dict
+    except JSONDecodeError:
+        return False
+
+
+def _check_pkce(metadata: AuthorizationServerMetadata) -> None:
+    """Refuse an authorization server the authorization code grant cannot use: no
+    authorization endpoint, or no PKCE ``S256`` in ``code_challenge_methods_supported``
+    (``2026-07-28`` security-considerations, "Authorization Code Protection": clients
+    "MUST verify PKCE support before proceeding with authorization", and refuse when
+    it is absent). :func:`~mcp_sansio.authorization_url` refuses both too; this is
+    the same refusal before anything is sent to the authorization server (a Dynamic
+    Client Registration, a client saved to the storage).
+
+    Raises:
+        OAuthError: it cannot be used.
+    """
+    if metadata.authorization_endpoint is None:
+        raise OAuthError("the authorization server has no authorization_endpoint")
+    methods = metadata.code_challenge_methods_supported
+    if methods is None or "S256" not in methods:
+        raise OAuthError(
+            "the authorization server does not list PKCE S256 in "
+            "code_challenge_methods_supported: refused"
+        )
+
+
 def _is_redirect_uri(url: str) -> bool:
     """``https``, or ``http`` on a loopback host (``2026-07-28`` security considerations:
     redirect URIs MUST be one or the other): what :func:`check_endpoint` accepts."""
@@ -1064,6 +1095,8 @@ class Authorizer:
         grant = self.oauth._grant
         if grant in _ASSERTION_GRANTS:
             return await self._assertion_grant(metadata, client, resource, scope), client
+        if grant == "authorization_code":
+            _check_pkce(metadata)  # (before a registration the flow could not use)
         client = await self._register(metadata, scope, client)
         if grant == "client_credentials":
             return await self._client_credentials(metadata, client, resource, scope), client
@@ -1288,18 +1321,35 @@ class Authorizer:
         """The authorization server's metadata; for a ``2025-03-26`` server (``legacy``:
         no protected-resource metadata) without any, the default endpoints.
 
+        Every URL is tried in the spec's priority order
+        (``2026-07-28`` authorization-server-discovery: the client "MUST try" them all)
+        until one answers ``200`` with a JSON object: an endpoint that fails (``5xx``),
+        has nothing (``404``) or answers with something else (a web application's
+        catch-all HTML page) is passed over for the next. A JSON object is the
+        metadata: an unacceptable one (another ``issuer``, a bad endpoint) is refused
+        outright, never passed over. The legacy default endpoints stand in only when no
+        URL failed (a ``5xx`` says the metadata may exist).
+
         Raises:
-            OAuthError: none found, or a document that is unacceptable.
+            OAuthError: none found (the message names every URL tried and what it
+                answered), or a document that is unacceptable.
         """
+        tried: list[str] = []
+        failed = False
         for url in authorization_server_metadata_urls(issuer):
             status, _, body = await self._fetch("GET", url)
             if status == 200:
-                return AuthorizationServerMetadata.parse(body, issuer, loopback=self._loopback)
-            if status >= 500:
-                raise OAuthError(f"the authorization server metadata at {url} failed: {status}")
-        if legacy:
+                if _is_json_object(body):
+                    return AuthorizationServerMetadata.parse(body, issuer, loopback=self._loopback)
+                tried.append(f"{url}: 200 but not a JSON object")
+            else:
+                failed = failed or status >= 500
+                tried.append(f"{url}: {status}")
+        if legacy and not failed:
             return AuthorizationServerMetadata.fallback(issuer)
-        raise OAuthError(f"the authorization server {issuer!r} publishes no metadata")
+        raise OAuthError(
+            f"the authorization server {issuer!r} publishes no metadata ({'; '.join(tried)})"
+        )
 
     async def _register(
         self,
