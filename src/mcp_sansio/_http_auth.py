@@ -176,6 +176,29 @@ def _scopes_or_none(value: str | Iterable[str] | None) -> tuple[str, ...] | None
     return tuple(value.split()) if isinstance(value, str) else tuple(value)
 
 
+OFFLINE_ACCESS: Final = "offline_access"
+"""The scope that asks the authorization server for a refresh token: the client's to
+request, never a resource's scope (``2026-07-28/basic/authorization#refresh-tokens``:
+servers "SHOULD NOT include ``offline_access`` in ``WWW-Authenticate`` scope or Protected
+Resource Metadata ``scopes_supported``")."""
+
+
+def refuse_offline_access(scopes: Iterable[str], what: str) -> None:
+    """Raise ``ValueError`` when ``scopes`` (a server's own configuration: ``what``
+    names it) holds :data:`OFFLINE_ACCESS`."""
+    if OFFLINE_ACCESS in scopes:
+        raise ValueError(
+            f"{what} must not hold {OFFLINE_ACCESS!r}: a server SHOULD NOT advertise it in "
+            "a WWW-Authenticate scope or in scopes_supported (2026-07-28 "
+            "basic/authorization, Refresh Tokens); the client asks for it on its own"
+        )
+
+
+def _check_scopes_supported(_inst: object, _attr: object, value: tuple[str, ...] | None) -> None:
+    if value is not None:
+        refuse_offline_access(value, "scopes_supported")
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ProtectedResourceMetadata:
@@ -194,10 +217,13 @@ class ProtectedResourceMetadata:
         converter=_strings, validator=_check_servers
     )
     """The issuer URLs of the authorization servers that issue tokens for it."""
-    scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_scopes_or_none)
+    scopes_supported: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_scopes_or_none, validator=_check_scopes_supported
+    )
     """The scopes needed for basic use, a collection or a space-separated string (clients
     request these when a challenge names none; ``authorization#scope-selection-strategy``).
-    ``offline_access`` does not belong here (``authorization#refresh-tokens``)."""
+    ``offline_access`` does not belong here (``authorization#refresh-tokens``): it is a
+    ``ValueError``."""
     bearer_methods_supported: tuple[str, ...] | None = attrs.field(
         default=("header",), converter=attrs.converters.optional(_strings)
     )
@@ -463,7 +489,8 @@ def insufficient_scope(
     """Whether ``principal`` may make a request that needs ``needed``: ``None`` when its
     token grants every one, else the JSON-RPC error to answer with.
 
-    The error names *all* of ``needed``, not only the missing ones: a client asks for
+    The error names *all* of ``needed`` (but ``offline_access``, which is never
+    required: see :data:`OFFLINE_ACCESS`), not only the missing ones: a client asks for
     the scopes of one challenge together (``authorization#runtime-insufficient-scope-
     errors``: all scopes the operation needs "in a single challenge"). Its ``data``
     holds the parameters the HTTP challenge would (RFC 6750 §3, RFC 9728 §5.1), so a
@@ -476,7 +503,9 @@ def insufficient_scope(
     Raises:
         ValueError: a needed scope is not a scope token (see :func:`check_scopes`).
     """
-    wanted = check_scopes(needed)
+    # offline_access is no scope of the resource's (see OFFLINE_ACCESS): a server
+    # should not ask for it in a challenge, nor refuse a token for want of it.
+    wanted = check_scopes(needed) - {OFFLINE_ACCESS}
     missing = wanted - principal.scopes
     if not missing:
         return None

@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
-from ._http_auth import WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
+from ._http_auth import OFFLINE_ACCESS, WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
 from ._jose import CLIENT_ASSERTION_TYPE, b64url
 from ._json import JSONDecodeError, loads
 
@@ -91,7 +91,6 @@ TokenEndpointAuthMethod: TypeAlias = Literal[
 # client has no key of ours, so never private_key_jwt.
 _AUTH_METHODS: Final[tuple[str, ...]] = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-OFFLINE_ACCESS: Final = "offline_access"
 _MAX_LEEWAY: Final = 30.0
 # RFC 6750 section 2.1's b64token is narrower; any visible ASCII is accepted (opaque
 # tokens vary), and nothing that could break out of the Authorization header.
@@ -433,6 +432,12 @@ def _bool(obj: Mapping[str, Any], key: str, what: str) -> bool | None:
     raise OAuthError(f"{what}: {key!r} must be true or false")
 
 
+def _without_offline_access(scopes: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if scopes is None or OFFLINE_ACCESS not in scopes:
+        return scopes
+    return tuple(s for s in scopes if s != OFFLINE_ACCESS)
+
+
 def parse_protected_resource_metadata(body: bytes, server_url: str) -> ProtectedResourceMetadata:
     """Read the Protected Resource Metadata document (RFC 9728) fetched for the server at
     ``server_url``: the same value a server serves (``resource_name``,
@@ -440,7 +445,8 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
     ``dpop_signing_alg_values_supported`` and ``dpop_bound_access_tokens_required`` in
     their fields, any other member in ``extra``). A member the document does not have is
     ``None`` (``bearer_methods_supported`` too: its absence is no statement, RFC 9728
-    section 2).
+    section 2). An ``offline_access`` in ``scopes_supported``, which a server should
+    not list (``2026-07-28/basic/authorization#refresh-tokens``), is left out.
 
     Raises:
         OAuthError: not a valid document (a member of the wrong type too), no
@@ -472,7 +478,9 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
         return ProtectedResourceMetadata(
             resource=resource,
             authorization_servers=servers,
-            scopes_supported=_strs(obj, "scopes_supported", what),
+            # (A server's offline_access is not taken: the client asks for it when
+            # its authorization server lists it, see select_scope.)
+            scopes_supported=_without_offline_access(_strs(obj, "scopes_supported", what)),
             bearer_methods_supported=_strs(obj, "bearer_methods_supported", what),
             resource_name=_str(obj, "resource_name", what),
             resource_documentation=_str(obj, "resource_documentation", what),

@@ -12,10 +12,11 @@ at; the Protected Resource Metadata document is served without it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -36,12 +37,15 @@ from mcp_sansio._dpop_proof import (
     dpop_request_htus,
 )
 from mcp_sansio._http_auth import (
+    OFFLINE_ACCESS,
     BearerError,
     Principal,
     ProtectedResourceMetadata,
     bearer_challenge,
     bearer_token,
     check_metadata_url,
+    check_scopes,
+    refuse_offline_access,
     scope_set,
 )
 from mcp_sansio._http_common import HttpRequest, HttpResponse
@@ -134,6 +138,34 @@ def _check_url(_inst: object, _attr: object, value: str | None) -> None:
         check_metadata_url(value)
 
 
+def _check_required(_inst: object, _attr: object, value: frozenset[str]) -> None:
+    refuse_offline_access(value, "required_scopes")
+
+
+@functools.cache
+def _warn_offline_access() -> None:
+    """Log, once, that a scope hook named ``offline_access`` (left out)."""
+    logger.warning(
+        "a required_scopes hook named %r, which a server SHOULD NOT put in a challenge "
+        "(2026-07-28 basic/authorization, Refresh Tokens): left out (logged once)",
+        OFFLINE_ACCESS,
+    )
+
+
+def hook_scopes(scopes: str | Collection[str]) -> frozenset[str]:
+    """What a ``required_scopes`` hook returned, checked
+    (:func:`~mcp_sansio.http.check_scopes`): a scope that is no scope token is a
+    ``ValueError``, and ``offline_access`` is left out, with a warning logged once
+    per process (a hook is asked at run time, too late to refuse it as
+    :attr:`BearerAuth.required_scopes` and ``ProtectedResourceMetadata.scopes_supported``
+    refuse it)."""
+    found = check_scopes(scopes)
+    if OFFLINE_ACCESS not in found:
+        return found
+    _warn_offline_access()
+    return found - {OFFLINE_ACCESS}
+
+
 @final
 @attrs.frozen(kw_only=True)
 class BearerAuth:
@@ -178,11 +210,14 @@ class BearerAuth:
     a loopback host), checked as ``HttpServerConfig.resource_metadata``'s is
     (:func:`~mcp_sansio.http.check_metadata_url`; ``ValueError`` here, not a client
     that cannot follow it later)."""
-    required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=scope_set)
+    required_scopes: frozenset[str] = attrs.field(
+        default=frozenset(), converter=scope_set, validator=_check_required
+    )
     """Scopes every request needs (empty: any valid token will do), checked on the head
     of every request. Scopes of one tool, resource or prompt are declared where it is
     registered (``@server.tool(scopes=...)``) and checked once the body says what is
-    asked for."""
+    asked for. ``offline_access`` is a ``ValueError``: it goes in every challenge, where
+    a server should not name it (``2026-07-28/basic/authorization#refresh-tokens``)."""
 
     dpop: Literal["off", "allowed", "required"] = "off"
     """DPoP-bound tokens (RFC 9449; MCP's SEP-1932): ``"off"``, bearer tokens only, as

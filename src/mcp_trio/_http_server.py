@@ -68,13 +68,12 @@ from mcp_sansio.http import (
     OpenStream,
     Principal,
     RequiredScopes,
-    check_scopes,
 )
 
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
 from ._http_auth import UNAVAILABLE as _UNAVAILABLE
-from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
+from ._http_auth import Authenticate, BearerAuth, expiry_clock, hook_scopes, run_authenticate
 from ._http_config import HttpTransportConfig
 from ._http_context import PEER_ADDRESS
 from ._http_endpoint import Endpoint, ResponseSlot
@@ -839,7 +838,7 @@ class _Connection:
 
 def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
     """One ``required_scopes`` for the core: the union of ``hooks``' scopes, each
-    checked to be a scope token a challenge can carry (``check_scopes``). A hook that
+    checked to be a scope token a challenge can carry (``hook_scopes``). A hook that
     raises, or names what is no scope token, is logged here: the core answers ``500``
     and has no logging."""
 
@@ -851,7 +850,7 @@ def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
             for hook in hooks:
                 scopes = hook(principal, method, params)
                 if scopes:  # (usually nothing)
-                    needed |= check_scopes(scopes)
+                    needed |= hook_scopes(scopes)
             return needed
         except Exception:
             logger.exception("required_scopes failed for %r", method)

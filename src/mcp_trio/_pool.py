@@ -241,12 +241,11 @@ def checked_scopes(
         needed = required_scopes(principal, method, params)
         if not needed:
             return frozenset()  # (the usual case: nothing to check)
-        from mcp_sansio._http_auth import (  # noqa: PLC0415 (stdio loads no HTTP)
-            check_scopes,
-            insufficient_scope,
-        )
+        from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
 
-        found = check_scopes(needed)
+        from ._http_auth import hook_scopes  # noqa: PLC0415 (the same)
+
+        found = hook_scopes(needed)
         refused = insufficient_scope(principal, found, resource_metadata=resource_metadata)
         return found if refused is None else refused
     except Exception:

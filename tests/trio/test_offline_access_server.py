@@ -1,0 +1,199 @@
+"""``offline_access`` is never advertised by a server (``2026-07-28/basic/authorization``,
+"Refresh Tokens": servers "SHOULD NOT include ``offline_access`` in ``WWW-Authenticate``
+scope or Protected Resource Metadata ``scopes_supported``"): refused where it is
+configured, left out (with one warning) when a scope hook names it at run time, and
+ignored by the client in a server's metadata."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_sansio import parse_protected_resource_metadata
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import insufficient_scope
+from mcp_trio import (
+    BearerAuth,
+    Context,
+    HttpServerConfig,
+    McpError,
+    Principal,
+    ProtectedResourceMetadata,
+    Server,
+)
+from mcp_trio._http_auth import _warn_offline_access
+from mcp_trio._websocket import open_websocket_client
+
+from .helpers import client_config
+from .test_scopes import METADATA, _modern_post, raw_request
+
+IO_TIMEOUT = 10
+RULE = "SHOULD NOT advertise"
+TOKENS = {
+    "reader": Principal(subject="alice", scopes="files:read"),
+    "writer": Principal(subject="alice", scopes="files:read files:write"),
+}
+
+
+async def verify(token: str) -> Principal | None:
+    await trio.lowlevel.checkpoint()
+    return TOKENS.get(token)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warning() -> Iterator[None]:
+    _warn_offline_access.cache_clear()  # (logged once per process)
+    yield
+    _warn_offline_access.cache_clear()
+
+
+# ------------------------------------------------------------------ configuration
+
+
+@pytest.mark.parametrize("scopes", [["mcp", "offline_access"], "mcp offline_access"])
+def test_resource_metadata_refuses_offline_access(scopes: Any) -> None:
+    with pytest.raises(ValueError, match=RULE):
+        ProtectedResourceMetadata(
+            resource="https://rs.example/mcp",
+            authorization_servers=["https://as.example"],
+            scopes_supported=scopes,
+        )
+    fine = ProtectedResourceMetadata(
+        resource="https://rs.example/mcp",
+        authorization_servers=["https://as.example"],
+        scopes_supported="mcp",
+    )
+    assert fine.document()["scopes_supported"] == ["mcp"]
+
+
+@pytest.mark.parametrize(
+    "scopes", [{"mcp", "offline_access"}, "offline_access", "mcp offline_access"]
+)
+def test_bearer_auth_refuses_offline_access_in_its_challenges(scopes: Any) -> None:
+    with pytest.raises(ValueError, match=RULE):
+        BearerAuth(verify_token=verify, required_scopes=scopes)
+    with pytest.raises(ValueError, match=RULE):
+        BearerAuth(verify_token=verify, required_scopes=scopes, dpop="allowed")
+
+
+def test_the_client_leaves_a_servers_offline_access_out() -> None:
+    # A server that lists it all the same is still used: the client asks for
+    # offline_access only when its authorization server lists it.
+    document = {
+        "resource": "https://rs.example/mcp",
+        "authorization_servers": ["https://as.example"],
+        "scopes_supported": ["mcp", "offline_access"],
+    }
+    found = parse_protected_resource_metadata(dumps(document), "https://rs.example/mcp")
+    assert found.scopes_supported == ("mcp",)
+
+
+def test_a_challenge_never_names_offline_access() -> None:
+    reader = TOKENS["reader"]
+    error = insufficient_scope(reader, "files:write offline_access")
+    assert error is not None and error.data["scope"] == "files:write"
+    # Lacking only offline_access is lacking nothing.
+    assert insufficient_scope(reader, ["files:read", "offline_access"]) is None
+
+
+# ------------------------------------------------------------------ a hook at run time
+
+
+def offline_server() -> Server:
+    """``write`` declares ``files:write offline_access``; the server's hook names
+    ``offline_access`` for every ``tools/call`` too."""
+
+    def hook(principal: Principal, method: str, params: Any) -> Any:
+        return "offline_access" if method == "tools/call" else ()
+
+    server = Server("files", required_scopes=hook)
+
+    @server.tool(scopes="files:write offline_access")
+    async def write(path: str) -> str:
+        return f"wrote {path}"
+
+    @server.tool()
+    async def read(path: str) -> str:
+        return f"read {path}"
+
+    @server.tool(scopes="files:read")
+    async def needed(ctx: Context) -> str:
+        # What the call was checked to need, handed on (to a task, say): no
+        # offline_access, which nobody required.
+        return " ".join(sorted(ctx.needed_scopes or ()))
+
+    return server
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "offline_access" in r.getMessage()]
+
+
+async def test_a_hook_naming_offline_access_over_http(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    auth = BearerAuth(verify_token=verify, resource_metadata_url=METADATA.url)
+    handle = await nursery.start(
+        partial(
+            offline_server().serve_http,
+            port=0,
+            authenticate=auth,
+            http_config=HttpServerConfig(resource_metadata=METADATA),
+        )
+    )
+    call = {"name": "write", "arguments": {"path": "a"}}
+    with trio.fail_after(IO_TIMEOUT):
+        headers, body = _modern_post("tools/call", call, "reader", "write")
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert refused.status == 403
+        www = refused.headers["www-authenticate"]
+        assert 'scope="files:write"' in www and "offline_access" not in www
+        assert loads(refused.body)["error"]["data"]["scope"] == "files:write"
+        # The writer lacks offline_access only: served.
+        headers, body = _modern_post("tools/call", call, "writer", "write")
+        served = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert served.status == 200, served.body
+        assert loads(served.body)["result"]["content"][0]["text"] == "wrote a"
+        headers, body = _modern_post("tools/call", {"name": "needed"}, "reader", "needed")
+        served = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert loads(served.body)["result"]["content"][0]["text"] == "files:read"
+    [warning] = warnings_of(caplog)
+    assert "SHOULD NOT" in warning and "logged once" in warning
+
+
+async def test_a_hook_naming_offline_access_on_websocket(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    auth = BearerAuth(verify_token=verify)
+    handle = await nursery.start(
+        partial(offline_server().serve_websocket, "127.0.0.1", 0, authenticate=auth)
+    )
+    call = {"name": "write", "arguments": {"path": "a"}}
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_websocket_client(
+            str(handle.url),
+            headers={"Authorization": "Bearer reader"},
+            connection_config=client_config(era="modern"),
+        ) as session:
+            with pytest.raises(McpError) as info:
+                await session.request("tools/call", call)
+            assert info.value.error.data["scope"] == "files:write"
+            with pytest.raises(McpError):
+                await session.request("tools/call", call)
+        async with open_websocket_client(
+            str(handle.url),
+            headers={"Authorization": "Bearer writer"},
+            connection_config=client_config(era="modern"),
+        ) as session:
+            result = await session.request("tools/call", call)
+            assert result["content"][0]["text"] == "wrote a"
+            result = await session.request("tools/call", {"name": "needed", "arguments": {}})
+            assert result["content"][0]["text"] == "files:read"
+    assert len(warnings_of(caplog)) == 1
