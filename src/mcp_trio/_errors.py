@@ -7,7 +7,8 @@ Which one you get tells you who failed:
 * :class:`RequestTimeout` -- a request of ours hit its deadline (``trio.TooSlowError``).
 * :class:`SessionClosed` -- the session ended (end of input, a failed write, a local
   close); every request still waiting fails with it. :class:`ServerExited` says the
-  stdio server process died, with its exit status and the tail of its stderr;
+  stdio server process died, with its exit status and the tail of its stderr (it is
+  not restarted: open a new client, see the README);
   :class:`TokenExpired`, that the server ended the session when its token expired.
 * :class:`HandshakeFailed` -- ``start()`` could not settle the era and version.
 * :class:`InputRequiredError` -- a modern server asked for input and no callback was

@@ -102,6 +102,12 @@ class TokenExpired(SessionClosed):
 class ServerExited(SessionClosed):
     """The stdio server process closed its output or exited.
 
+    The session is over: every later call raises it too. The client does not start
+    the server again (``2026-07-28/basic/transports/stdio``, "Unexpected Termination":
+    the client SHOULD restart it); that is the application's, which knows which calls
+    are safe to send twice: catch it around ``open_client(command)`` and open a new
+    client (the README, "Use a server from Python", shows the pattern).
+
     Args:
         reason: what happened, for people.
         returncode: the exit status (negative: killed by that signal), or ``None``
