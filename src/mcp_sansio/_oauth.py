@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
-from ._http_auth import OFFLINE_ACCESS, WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
+from ._http_auth import WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
 from ._jose import CLIENT_ASSERTION_TYPE, b64url
 from ._json import JSONDecodeError, loads
 
@@ -91,6 +91,7 @@ TokenEndpointAuthMethod: TypeAlias = Literal[
 # client has no key of ours, so never private_key_jwt.
 _AUTH_METHODS: Final[tuple[str, ...]] = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+OFFLINE_ACCESS: Final = "offline_access"
 _MAX_LEEWAY: Final = 30.0
 # RFC 6750 section 2.1's b64token is narrower; any visible ASCII is accepted (opaque
 # tokens vary), and nothing that could break out of the Authorization header.

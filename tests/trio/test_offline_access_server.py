@@ -30,7 +30,8 @@ from mcp_trio._http_auth import _warn_offline_access
 from mcp_trio._websocket import open_websocket_client
 
 from .helpers import client_config
-from .test_scopes import METADATA, _modern_post, raw_request
+from .test_http_support import raw_request
+from .test_scopes import METADATA, _modern_post
 
 IO_TIMEOUT = 10
 RULE = "SHOULD NOT advertise"
