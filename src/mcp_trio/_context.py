@@ -68,7 +68,13 @@ from mcp_sansio._versions import REVISIONS
 from ._config import DEFAULT_LOG_RATE_LIMIT, DEFAULT_PROGRESS_INTERVAL
 from ._errors import McpError, SessionClosed
 from ._jsonschema import validate
-from ._server_forms import ELICITATION_MODE_VERSIONS, form_spec, sampling_messages, structure_as
+from ._server_forms import (
+    ELICITATION_MODE_VERSIONS,
+    check_elicitation_url,
+    form_spec,
+    sampling_messages,
+    structure_as,
+)
 from ._util import TokenBucket, open_task_nursery
 
 if TYPE_CHECKING:
@@ -172,6 +178,18 @@ def _check_sampling_content(messages: list[dict[str, Any]], version: str) -> Non
             if kind in _SAMPLING_TYPES and kind not in revision.sampling_content_types:
                 since = [v for v, r in REVISIONS.items() if kind in r.sampling_content_types]
                 raise _not_in_version(f"{kind} content in a sampling message", version, since)
+
+
+def _check_sampling_tools(version: str) -> None:
+    """Refuse ``tools`` / ``toolChoice`` in a sampling request of a protocol version
+    without tool use in sampling (it came in 2025-11-25, with the ``tool_use`` content
+    type), whatever the client's capabilities say."""
+    revision = REVISIONS.get(version)
+    if revision is not None and "tool_use" not in revision.sampling_content_types:
+        since = [v for v, r in REVISIONS.items() if "tool_use" in r.sampling_content_types]
+        raise _not_in_version(
+            "tool use in sampling (the tools and toolChoice parameters)", version, since
+        )
 
 
 def _not_in_version(what: str, version: str, versions: Sequence[str]) -> McpError:
@@ -706,8 +724,12 @@ class Context:
             McpError: -32021 if the client did not declare ``elicitation.url`` or the
                 session's protocol version has no URL mode (before 2025-11-25); the
                 client's error (legacy) if it refuses.
-            ValueError: ``url`` or ``elicitation_id`` holds a lone surrogate.
+            ValueError: ``url`` is not a valid URL (client/elicitation.mdx: it "MUST
+                contain a valid URL"; here an absolute ``https`` or ``http`` URL with a
+                host, ASCII only), or ``elicitation_id`` holds a lone surrogate; before
+                anything is sent.
         """
+        check_elicitation_url(url)
         params: dict[str, Any] = {"mode": "url", "message": _readable(message), "url": url}
         if self.era is not Era.MODERN:
             params["elicitationId"] = elicitation_id or uuid.uuid4().hex
@@ -753,13 +775,16 @@ class Context:
         Raises:
             McpError: -32021 if the client cannot sample (or sample with tools), or a
                 message holds content the session's protocol version lacks (audio
-                before 2025-03-26, tool use and results before 2025-11-25); the
+                before 2025-03-26, tool use and results before 2025-11-25), or ``tools``
+                / ``tool_choice`` are given before 2025-11-25; the
                 client's error (legacy) if it refuses; -32602 if its answer is malformed.
             ValueError: a string of the request holds a lone surrogate (which no JSON
                 text can carry), before anything is sent; the session goes on.
         """
         params: dict[str, Any] = {"messages": sampling_messages(messages), "maxTokens": max_tokens}
         _check_sampling_content(params["messages"], self.protocol_version)
+        if tools is not None or tool_choice is not None:
+            _check_sampling_tools(self.protocol_version)
         for key, value in (
             ("systemPrompt", system_prompt),
             ("temperature", temperature),

@@ -13,25 +13,34 @@ one ``$defs`` entry that both reference. :func:`_inline_refs` copies every such 
 into the places that use it first; only a recursive type (which no flat form can hold) is
 refused. A schema written by hand is sent as written, so there a ``$ref`` or ``$defs``
 is refused (found by walking the schema's structure: text that merely says "$ref" is fine).
+
+The key check above says which keywords a field may have; :func:`_check_as_client_would`
+then reads the form as a client does (into ``ElicitRequestFormParamsRequestedSchema``), so
+the value of each keyword has its type too (a string ``default`` on a string field, a
+number ``minimum``, a ``title`` on every titled option), and a form our client would
+answer with -32602 is refused at ``ctx.elicit`` instead of being sent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
-from mcp_sansio import unstructure
+from mcp_sansio import RemoteProtocolError, structure, unstructure
 from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import coerce_arguments, type_schema
 from ._server_content import Message, check_role, content_blocks
+from ._uritemplate import URI_HINT, uri_problem
 
 __all__ = [
     "ELICITATION_MODE_VERSIONS",
     "FormSpec",
+    "check_elicitation_url",
     "form_spec",
     "sampling_messages",
     "structure_as",
@@ -109,6 +118,9 @@ def _flatten_property(
         if prop.get("default", ...) is None:
             del prop["default"]
         prop = {**rest[0], **prop}
+    nulls = sorted(key for key, value in prop.items() if value is None)
+    if nulls:  # (the schema has no nullable keyword: a null is a mistake, not "absent")
+        raise TypeError(f"elicitation field {name!r}: {nulls} must not be null")
     kind = prop.get("type")
     if kind is None and isinstance(prop.get("enum"), list):
         kind = prop["type"] = "string"
@@ -232,9 +244,44 @@ def _form_schema(
             n: _flatten_property(n, p, version, from_type) for n, p in properties.items()
         },
     }
-    if schema.get("required"):
-        out["required"] = list(schema["required"])
+    required = schema.get("required")
+    if required:
+        if not isinstance(required, list):
+            raise TypeError(
+                f"an elicitation schema's required is a list of field names, not "
+                f"{type(required).__name__}"
+            )
+        missing = [n for n in required if not isinstance(n, str) or n not in out["properties"]]
+        if missing:  # (no answer could ever fit: the client cannot show such a field)
+            raise TypeError(
+                f"an elicitation schema requires fields it does not have: {missing[:10]!r}"
+            )
+        out["required"] = list(required)
+    _check_as_client_would(out)
     return out
+
+
+def _check_as_client_would(schema: dict[str, Any]) -> None:
+    """Read ``schema`` as our client reads a form it is sent (the spec's
+    ``ElicitRequestFormParams.requestedSchema``, every keyword's value typed).
+
+    Raises:
+        TypeError: a keyword's value has the wrong type (``{"type": "string", "default":
+            5}``, a string ``minimum``), or a titled option has no ``title``: what a
+            client answers with -32602.
+    """
+    from mcp_sansio.types import (  # noqa: PLC0415 - see _typed.py
+        ElicitRequestFormParamsRequestedSchema as Form,
+    )
+
+    try:
+        structure(schema, Form)
+    except RemoteProtocolError as exc:
+        problem = exc.message.removeprefix(f"invalid {Form.__name__}: ")
+        raise TypeError(
+            f"an elicitation schema that a client would refuse (client/elicitation, "
+            f"PrimitiveSchemaDefinition): {problem}"
+        ) from None
 
 
 @attrs.frozen
@@ -271,6 +318,46 @@ def form_spec(schema_or_type: Any, *, protocol_version: str | None = None) -> Fo
         return FormSpec(_form_schema(raw, version, from_type=True), schema_or_type, wrapped=False)
     wrapped = {"type": "object", "properties": {"value": raw}, "required": ["value"]}
     return FormSpec(_form_schema(wrapped, version, from_type=True), schema_or_type, wrapped=True)
+
+
+ELICITATION_URL_SCHEMES = ("https", "http")
+"""The schemes of a URL-mode elicitation's ``url``: a page the user opens in a browser
+(client/elicitation.mdx: servers "SHOULD use HTTPS URLs for non-development environments";
+clients "SHOULD highlight the domain"). ``http`` is for development."""
+
+_URL_SHOWN = 200
+"""How much of a refused URL an error message repeats."""
+
+
+def check_elicitation_url(url: object) -> None:
+    """Check the ``url`` of a URL-mode elicitation before it is sent.
+
+    client/elicitation.mdx: "The ``url`` parameter MUST contain a valid URL" (the
+    schema's ``format: uri``). Valid here is an absolute RFC 3986 URI (ASCII only, as
+    :func:`~mcp_trio._uritemplate.uri_problem` checks) whose scheme is one of
+    :data:`ELICITATION_URL_SCHEMES`, with a host.
+
+    Raises:
+        TypeError: ``url`` is not a string.
+        ValueError: it is not such a URL; the message shows the value (its first
+            :data:`_URL_SHOWN` characters, escaped by ``repr``) and why.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"an elicitation URL is a string, not {type(url).__name__}")
+    shown = repr(url[:_URL_SHOWN]) + (
+        f"... ({len(url) - _URL_SHOWN} more characters)" if len(url) > _URL_SHOWN else ""
+    )
+    problem = uri_problem(url)
+    if problem is not None:
+        raise ValueError(f"elicitation URL {shown} is not a valid URL: {problem} {URI_HINT}")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ELICITATION_URL_SCHEMES:
+        raise ValueError(
+            f"elicitation URL {shown} is not a web URL: its scheme is {parts.scheme!r}, "
+            "not https (or http, in development)"
+        )
+    if not parts.hostname:
+        raise ValueError(f"elicitation URL {shown} has no host (https://host/...)")
 
 
 def structure_as(target: Any, value: Any) -> Any:

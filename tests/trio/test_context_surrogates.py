@@ -114,19 +114,18 @@ async def test_elicit_url_and_sample_refuse_it_too() -> None:
 
     @server.tool()
     async def go(ctx: Context) -> str:
-        for ask in (
-            lambda: ctx.elicit_url("https://example.com/\udc80", "Sign in"),
-            lambda: ctx.sample(["Summarise caf\udce9"], max_tokens=10),
-        ):
-            with pytest.raises(ValueError, match="lone surrogate") as info:
-                await ask()
-            where.append(str(info.value).split(": ")[1].split(" holds")[0])
+        # A URL is ASCII (RFC 3986): the URL check refuses the surrogate first.
+        with pytest.raises(ValueError, match=r"is not a valid URL: '\\udc80' at 20"):
+            await ctx.elicit_url("https://example.com/\udc80", "Sign in")
+        with pytest.raises(ValueError, match="lone surrogate") as info:
+            await ctx.sample(["Summarise caf\udce9"], max_tokens=10)
+        where.append(str(info.value).split(": ")[1].split(" holds")[0])
         return "done"
 
     asker = Asker(server, "modern", accept())
     async with asker.connect() as client:
         assert text(await asker.call(client, "go")) == "done"
-    assert where == ["params['url']", "params['messages'][0]['content']['text']"]
+    assert where == ["params['messages'][0]['content']['text']"]
     assert asker.asked == []
 
 
