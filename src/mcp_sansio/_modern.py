@@ -434,7 +434,9 @@ def validate_envelope(
        malformed").
     4. The version is not one of the accepted versions → ``-32022`` with
        ``data={"supported": [...], "requested": v}`` (basic/versioning). Versions are compared
-       as members of an enumerated set, never as dates.
+       as members of an enumerated set, never as dates. A version the server speaks only
+       through ``initialize`` (2025-11-25 on a dual-era server) is in ``supported`` too, and
+       the message says so: it is served through the handshake, not per request.
     5. ``clientInfo`` present but not an object, ``logLevel`` present but not a known level
        (server/utilities/logging#error-handling), ``progressToken`` present but not a string or
        integer → ``-32602``. These come after the version check because their meaning belongs
@@ -485,9 +487,20 @@ def validate_envelope(
         return _invalid(f"_meta field {CLIENT_CAPABILITIES_KEY} must be an object")
     accepted = supported_versions if stateless_versions is None else stateless_versions
     if version not in accepted:
+        message = "Unsupported protocol version"
+        if version in supported_versions:
+            # A legacy version this server speaks, but only after an initialize handshake.
+            # data.supported still lists it: that is how a dual-era client learns to fall
+            # back to initialize (a version unknown here is just "Unsupported").
+            per_request = ", ".join(v for v in supported_versions if v in accepted)
+            message = (
+                f"Unsupported protocol version in a request's _meta: {version} is served "
+                "through the initialize handshake (send initialize first), not per request"
+                + (f"; per request this server accepts {per_request}" if per_request else "")
+            )
         return ErrorData(
             code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-            message="Unsupported protocol version",
+            message=message,
             data={"supported": list(supported_versions), "requested": version},
         )
     client_info = meta.get(CLIENT_INFO_KEY)
