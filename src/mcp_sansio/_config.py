@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, final
 
 import attrs
@@ -23,6 +24,32 @@ def _check_versions(_inst: object, _attr: object, value: tuple[str, ...]) -> Non
     unknown = [v for v in value if v not in REVISIONS]
     if unknown or not value:
         raise ValueError(f"unknown or empty protocol versions: {unknown or value!r}")
+
+
+# basic/index.mdx#meta: a key is an optional prefix (dot-separated labels that start
+# with a letter and end with a letter or digit, hyphens inside, then "/") and a name
+# (empty, or alphanumerics at both ends with "-", "_", "." inside); versioning.mdx:
+# an extension id follows these rules "with a mandatory prefix".
+_EXTENSION_ID = re.compile(
+    r"(?:[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?/"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
+)
+
+
+def _check_capabilities(_inst: object, _attr: object, value: object) -> None:
+    extensions = value.get("extensions") if isinstance(value, Mapping) else None
+    if extensions is None:
+        return
+    if not isinstance(extensions, Mapping):
+        raise ValueError(f"capabilities.extensions must be an object, not {extensions!r}")
+    for key in extensions:
+        if not isinstance(key, str) or _EXTENSION_ID.fullmatch(key) is None:
+            raise ValueError(
+                f"extension id {key!r} breaks the _meta key naming rule with its mandatory "
+                "prefix (basic/versioning#extension-negotiation): dot-separated labels "
+                "(a letter first, a letter or digit last, hyphens inside), '/', then a name, "
+                "e.g. 'com.example/my-extension'"
+            )
 
 
 _ERAS = ("auto", "legacy", "modern")
@@ -95,13 +122,16 @@ class ConnectionConfig:
 
     Raises:
         ValueError: a timeout below 0 (or NaN); a bound checked here that is not an
-            ``int`` in its range (``bool`` is refused); an unknown ``era``.
+            ``int`` in its range (``bool`` is refused); an unknown ``era``; an
+            extension id (a key of ``capabilities["extensions"]``) without a valid prefix.
     """
 
     implementation: dict[str, Any] = attrs.field(factory=_default_info)
     """Our ``Implementation`` object (``clientInfo`` / ``serverInfo``): name, version, ..."""
-    capabilities: dict[str, Any] = attrs.field(factory=dict)
-    """Our capabilities (``ClientCapabilities`` or ``ServerCapabilities``)."""
+    capabilities: dict[str, Any] = attrs.field(factory=dict, validator=_check_capabilities)
+    """Our capabilities (``ClientCapabilities`` or ``ServerCapabilities``). Each key of
+    ``extensions`` is an extension id: a ``_meta`` key with a prefix, such as
+    ``"com.example/my-extension"`` (basic/versioning#extension-negotiation)."""
     instructions: str | None = None
     """Server only: instructions for the client's model."""
     supported_versions: tuple[str, ...] = attrs.field(
