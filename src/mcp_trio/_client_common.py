@@ -206,9 +206,22 @@ def connection_versions(
 
 
 def implementation(info: t.Implementation | Mapping[str, Any] | None) -> dict[str, Any]:
-    """Our ``clientInfo``: ``info`` as a dict, or mcp-trio's name and version."""
+    """Our ``clientInfo``: ``info`` as a dict, or mcp-trio's name and version.
+
+    Raises:
+        TypeError: ``info`` is neither a ``types.Implementation`` nor a mapping.
+        ValueError: ``info`` lacks a string ``name`` or ``version`` (the schema's
+            ``Implementation`` requires both).
+    """
     if info is not None:
-        return to_wire(info, "client_info")
+        data = to_wire(info, "client_info")
+        for field in ("name", "version"):
+            if not isinstance(data.get(field), str):
+                raise ValueError(
+                    f"client_info needs a {field!r} (a string): an Implementation "
+                    f"requires name and version, and {data!r} has no {field!r}"
+                )
+        return data
     try:
         version = importlib.metadata.version("mcp-trio")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
@@ -222,12 +235,16 @@ def build_capabilities(
     elicitation: bool,
     roots: bool,
     extra: Mapping[str, Any] | None = None,
+    era: EraName = "auto",
 ) -> dict[str, Any]:
     """The client capabilities for the callbacks that were given.
 
     ``elicitation`` declares form mode only (a URL-mode client says so through
     ``extra``: ``{"elicitation": {"form": {}, "url": {}}}``); ``roots`` declares
-    ``listChanged``. ``extra`` is merged over the result, key by key.
+    ``listChanged``, except in the ``modern`` era, whose ``roots`` capability has no
+    such flag (2026-07-28 ``client/roots.mdx``: ``"roots": {}``; ``auto`` may fall back
+    to a legacy server, which reads it). ``extra`` is merged over the result, key by key
+    (:class:`~mcp_sansio.ConnectionConfig` checks its extension ids).
     """
     caps: dict[str, Any] = {}
     if sampling:
@@ -235,7 +252,7 @@ def build_capabilities(
     if elicitation:
         caps["elicitation"] = {"form": {}}
     if roots:
-        caps["roots"] = {"listChanged": True}
+        caps["roots"] = {} if era == "modern" else {"listChanged": True}
     if extra:
         caps.update(extra)
     return caps
@@ -277,7 +294,8 @@ def client_config(
     capabilities (see :func:`build_capabilities`) and, if given, the request timeout.
 
     Raises:
-        ValueError: see :func:`connection_versions`.
+        ValueError: see :func:`connection_versions`; a ``client_info`` without a name
+            or version; an extension id that breaks the naming rule.
         LocalProtocolError: an unknown ``log_level``.
         TypeError: ``client_info`` is neither a ``types.Implementation`` nor a mapping.
     """
@@ -288,7 +306,11 @@ def client_config(
         "era": chosen,
         "implementation": implementation(client_info),
         "capabilities": build_capabilities(
-            sampling=sampling, elicitation=elicitation, roots=roots, extra=capabilities
+            sampling=sampling,
+            elicitation=elicitation,
+            roots=roots,
+            extra=capabilities,
+            era=chosen,
         ),
     }
     if versions is not None:
