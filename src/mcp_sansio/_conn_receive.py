@@ -10,7 +10,8 @@ that move the handshake are handed to :class:`_Handshake`.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
@@ -79,6 +80,43 @@ from ._state import (
     transition,
 )
 from ._versions import FOREIGN_METHODS
+
+#: Server requests whose params a client checks against its capabilities each time.
+_PER_REQUEST: Final = frozenset({"elicitation/create", "sampling/createMessage"})
+
+
+def undeclared_request(method: str, params: object, capabilities: Mapping[str, Any]) -> str | None:
+    """Why a server's request to a client asks for more than the client's
+    ``capabilities`` declare; ``None`` when they cover it.
+
+    One rule for both eras: a legacy ``elicitation/create`` or ``sampling/createMessage``
+    request (refused with -32602) and a modern ``inputRequests`` entry (the whole
+    input-required result is refused): "Servers MUST NOT send an inputRequests that the
+    client has not declared support for" (basic/patterns/mrtr), an elicitation in an
+    undeclared mode MUST get -32602 (client/elicitation), and tool-enabled sampling
+    (``tools`` or ``toolChoice``) needs ``sampling.tools`` (client/sampling). Other
+    methods are left to the caller (a legacy request's own capability is checked
+    before: -32601).
+    """
+    given = params if isinstance(params, Mapping) else {}
+    if method == "elicitation/create":
+        mode = given.get("mode", "form")
+        if type(mode) is not str or mode not in _modern.elicitation_modes(
+            capabilities.get("elicitation")
+        ):
+            return f"elicitation mode {mode!r} was not declared in the client's capabilities"
+    elif method == "sampling/createMessage":
+        declared = capabilities.get("sampling")
+        if not isinstance(declared, Mapping):
+            return "sampling was not declared in the client's capabilities"
+        if ("tools" in given or "toolChoice" in given) and not isinstance(
+            declared.get("tools"), Mapping
+        ):
+            return "sampling.tools (tool use) was not declared in the client's capabilities"
+    elif method == "roots/list" and not isinstance(capabilities.get("roots"), Mapping):
+        return "roots were not declared in the client's capabilities"
+    return None
+
 
 # Where JSON-RPC libraries put the id: first, after "jsonrpc" or before it, followed by
 # the member that says what the message is (Python SDKs); or last (the TypeScript SDK
@@ -766,20 +804,12 @@ class _Receiving(_Handshake):
             version=revision.version,
         ):
             return
-        if method == "elicitation/create":
-            # elicitation.mdx: a request in a mode the client did not declare MUST get
-            # -32602. Checked per request, so never cached for the fast path.
-            mode = (msg.params or {}).get("mode", "form")
-            declared = self.config.capabilities.get("elicitation")
-            modes = _modern.elicitation_modes(declared) or {"form"}
-            if type(mode) is not str or mode not in modes:
-                self._reject(
-                    rid,
-                    ErrorCode.INVALID_PARAMS,
-                    f"elicitation mode {mode!r} was not declared in the client's capabilities",
-                    events,
-                    batch,
-                )
+        if method in _PER_REQUEST:
+            # An elicitation's mode and a sampling request's tools must have been declared
+            # (-32602). Checked per request, so never cached for the fast path.
+            why = undeclared_request(method, msg.params, self.config.capabilities)
+            if why is not None:
+                self._reject(rid, ErrorCode.INVALID_PARAMS, why, events, batch)
                 return
         elif method in revision.server_requests:  # (bounded: see _on_legacy_server_request)
             self._accept_ok.add(method)  # a legacy client is READY once its era is set

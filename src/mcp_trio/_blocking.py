@@ -88,6 +88,7 @@ from mcp_sansio import (
     structure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._tasks import TASKS_EXTENSION, declares_tasks
 from mcp_sansio._versions import has_capability
 
@@ -95,12 +96,14 @@ from ._blocking_bytes import ByteLink, ByteTransport, ProcessTransport, SocketTr
 from ._blocking_dial import dial
 from ._blocking_subscriptions import BlockingSubscription
 from ._client_common import (
+    CallbackAnswerError,
     EraChoice,
     HandshakeFacts,
     OutputSchemas,
     RootLike,
     ToolOutput,
     check_log_level,
+    checked_answer,
     checked_plain,
     checked_roots,
     checked_str,
@@ -119,7 +122,6 @@ from ._client_common import (
     roots_result,
     sampling_params,
     timed,
-    to_wire,
 )
 from ._errors_base import (
     HandshakeFailed,
@@ -1098,9 +1100,11 @@ class BlockingClient(HandshakeFacts):
     def _callback_result(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         options = self._options
         if method == "sampling/createMessage" and options.on_sampling is not None:
-            return to_wire(options.on_sampling(sampling_params(params)), "on_sampling")
+            asked = sampling_params(params)
+            return checked_answer(method, options.on_sampling(asked), asked)
         if method == "elicitation/create" and options.on_elicitation is not None:
-            return to_wire(options.on_elicitation(elicitation_params(params)), "on_elicitation")
+            form = elicitation_params(params)
+            return checked_answer(method, options.on_elicitation(form), form)
         if method == "roots/list" and options.roots is not None:
             roots = options.roots
             return roots_result(roots() if callable(roots) else roots)
@@ -1116,6 +1120,9 @@ class BlockingClient(HandshakeFacts):
                 self._conn.send_error(rid, exc.code, exc.message, exc.data)
             except RemoteProtocolError as exc:
                 self._conn.send_error(rid, exc.error_code, exc.message)
+            except CallbackAnswerError as exc:  # (the application's bug: see Callbacks)
+                logger.error("the answer to %s (request %r) is refused: %s", event.method, rid, exc)
+                self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, str(exc))
             except Exception:
                 logger.exception("the %s callback failed", event.method)
                 self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
@@ -1136,11 +1143,17 @@ class BlockingClient(HandshakeFacts):
             "elicitation/create": options.on_elicitation,
             "roots/list": options.roots,
         }
-        entries = event.input_requests.values()
-        if not all(
-            isinstance(e, Mapping) and given.get(str(e.get("method"))) is not None for e in entries
-        ):
-            raise InputRequiredError(event)
+        caps = self._conn.config.capabilities
+        for entry in event.input_requests.values():
+            if (
+                not isinstance(entry, Mapping)
+                or given.get(method := str(entry.get("method"))) is None
+            ):
+                raise InputRequiredError(event)
+            why = undeclared_request(method, entry.get("params"), caps)
+            if why is not None:  # (as Callbacks.provide_input)
+                logger.warning("%s: the server's input request is refused: %s", event.method, why)
+                raise InputRequiredError(event)
         responses: dict[str, Any] = {}
         for key, entry in event.input_requests.items():
             params = entry.get("params")

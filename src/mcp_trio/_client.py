@@ -934,6 +934,7 @@ async def open_client(
         roots=roots,
         on_log=on_log,
         on_notification=on_notification,
+        capabilities=core_config.capabilities,
     )
     handlers = Handlers()
     callbacks.install(handlers)

@@ -35,15 +35,18 @@ from mcp_sansio import (
     RemoteProtocolError,
 )
 from mcp_sansio import types as t
+from mcp_sansio._conn_receive import undeclared_request
 
 from ._client_common import (
+    CallbackAnswerError,
     RootLike,
+    build_capabilities,
+    checked_answer,
     checked_plain,
     elicitation_params,
     log_params,
     roots_result,
     sampling_params,
-    to_wire,
 )
 from ._errors import InputRequiredError, McpError
 from ._handlers import Handlers, NotificationContext, RequestContext
@@ -91,6 +94,9 @@ class Callbacks:
         roots: the roots, or an async callable returning them (answers ``roots/list``).
         on_log: receives ``notifications/message``.
         on_notification: receives the other notifications (see the module docs).
+        capabilities: the capabilities the client declares (default: those of the
+            callbacks given); a modern server's input request for anything else is
+            refused.
 
     Raises:
         TypeError: ``on_notification`` is an ``async`` function (it would never run:
@@ -105,7 +111,17 @@ class Callbacks:
         roots: Iterable[RootLike] | RootsCallback | None = None,
         on_log: LogCallback | None = None,
         on_notification: NotificationCallback | None = None,
+        capabilities: Mapping[str, Any] | None = None,
     ) -> None:
+        self.capabilities: Mapping[str, Any] = (
+            capabilities
+            if capabilities is not None
+            else build_capabilities(
+                sampling=on_sampling is not None,
+                elicitation=on_elicitation is not None,
+                roots=roots is not None,
+            )
+        )
         self.on_sampling = on_sampling
         self.on_elicitation = on_elicitation
         self.roots: Iterable[RootLike] | RootsCallback | None = (
@@ -161,21 +177,30 @@ class Callbacks:
         return given is not None
 
     async def answer(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Run the callback for one server request; return its result object.
+        """Run the callback for one server request; return its result object, checked
+        (see :func:`~mcp_trio._client_common.checked_answer`).
 
         Raises:
             McpError: -32601 when no callback handles ``method``.
             RemoteProtocolError: the params do not fit the method (-32602).
+            CallbackAnswerError: the callback's answer does not fit its result type
+                (or the form asked).
+            TypeError: the callback returned neither a ``mcp_sansio.types`` value nor
+                a mapping.
             Exception: whatever the callback raises.
         """
         if method == "sampling/createMessage" and self.on_sampling is not None:
-            result: Any = await self.on_sampling(sampling_params(params))
-            return to_wire(result, "on_sampling")
+            asked = sampling_params(params)
+            return checked_answer(method, await self.on_sampling(asked), asked)
         if method == "elicitation/create" and self.on_elicitation is not None:
-            result = await self.on_elicitation(elicitation_params(params))
-            return to_wire(result, "on_elicitation")
+            form = elicitation_params(params)
+            return checked_answer(method, await self.on_elicitation(form), form)
         if method == "roots/list" and self.roots is not None:
-            return roots_result(await self._current_roots())
+            roots = await self._current_roots()
+            try:
+                return roots_result(roots)
+            except (TypeError, ValueError) as exc:  # (a list given was checked up front)
+                raise CallbackAnswerError(f"the roots callback returned {exc}") from None
         raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _current_roots(self) -> Iterable[RootLike]:
@@ -193,15 +218,24 @@ class Callbacks:
 
         Raises:
             InputRequiredError: an entry asks for something no callback answers (or is
-                malformed); the request is given up.
+                malformed), or for more than the client declared (mrtr: "Servers MUST
+                NOT send an inputRequests that the client has not declared support
+                for": an undeclared elicitation mode, tool use in sampling without
+                ``sampling.tools``); no callback runs, the request is given up.
             RemoteProtocolError: an entry's params do not fit its method.
+            CallbackAnswerError, TypeError: a callback's answer does not fit (see
+                :meth:`answer`).
         """
         requests = event.input_requests
-        if not all(
-            isinstance(entry, Mapping) and self.can_answer(str(entry.get("method")))
-            for entry in requests.values()
-        ):
-            raise InputRequiredError(event)
+        for entry in requests.values():
+            if not isinstance(entry, Mapping) or not self.can_answer(
+                method := str(entry.get("method"))
+            ):
+                raise InputRequiredError(event)
+            why = undeclared_request(method, entry.get("params"), self.capabilities)
+            if why is not None:
+                logger.warning("%s: the server's input request is refused: %s", event.method, why)
+                raise InputRequiredError(event)
         responses: dict[str, Any] = {}
         for key, entry in requests.items():
             params = entry.get("params")
@@ -215,6 +249,13 @@ class Callbacks:
             return await self.answer(ctx.method, ctx.params)
         except RemoteProtocolError as exc:
             raise McpError(exc.error_data()) from None
+        except CallbackAnswerError as exc:
+            # The application's bug: said here, where its author looks, and to the
+            # server, which would otherwise get an answer it cannot read.
+            logger.error(
+                "the answer to %s (request %r) is refused: %s", ctx.method, ctx.request_id, exc
+            )
+            raise McpError.from_code(ErrorCode.INTERNAL_ERROR, str(exc)) from None
 
     async def _handle_other(self, ctx: NotificationContext) -> None:
         if ctx.subscription_id is None:  # (a listen's belong to its subscription)

@@ -51,6 +51,7 @@ __all__ = [
     "MAX_OUTPUT_SCHEMA_VALUES",
     "MAX_UNREAD",
     "SHOWN_PROBLEMS",
+    "CallbackAnswerError",
     "EraChoice",
     "EraName",
     "HandshakeFacts",
@@ -61,6 +62,7 @@ __all__ = [
     "Validator",
     "build_capabilities",
     "check_log_level",
+    "checked_answer",
     "checked_plain",
     "checked_roots",
     "checked_str",
@@ -405,7 +407,8 @@ def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
     Raises:
         TypeError: an item is none of the accepted kinds.
         ValueError: a root's URI is not a ``file://`` URI (``client/roots.mdx``: it
-            MUST be one).
+            MUST be one), or the root is no valid ``Root`` (a ``name`` that is not a
+            string, say).
     """
     out: list[dict[str, Any]] = []
     for root in roots:
@@ -413,6 +416,11 @@ def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
         uri = wire.get("uri")
         if not isinstance(uri, str) or not uri.startswith("file://"):
             raise ValueError(f"a root is a file:// URI, not {uri!r}")
+        if len(wire) > 1:  # (a name, _meta: a bare URI needs no check)
+            try:
+                structure(wire, t.Root)
+            except RemoteProtocolError as exc:
+                raise ValueError(f"roots: {exc.message}") from None
         out.append(wire)
     return {"roots": out}
 
@@ -730,6 +738,83 @@ def elicitation_params(
         params, t.ElicitRequestParams
     )
     return typed
+
+
+class CallbackAnswerError(ValueError):
+    """A callback's answer that its result type does not allow (or, for an
+    elicitation, that does not fit the form asked): a bug in the application. A legacy
+    server is answered -32603 with this message (and it is logged); a modern request
+    fails with it, as when the callback raises."""
+
+
+def checked_answer(
+    method: str,
+    value: Any,
+    params: t.CreateMessageRequestParams
+    | t.ElicitRequestFormParams
+    | t.ElicitRequestURLParams
+    | None = None,
+) -> dict[str, Any]:
+    """A sampling or elicitation callback's answer, checked, as wire data.
+
+    "Clients SHOULD validate all responses against the provided schema"
+    (client/elicitation): the answer is structured as its result type
+    (``CreateMessageResult``: ``model``, ``role`` and ``content`` are required;
+    ``ElicitResult``: ``action`` is ``accept``, ``decline`` or ``cancel``), and an
+    accepted form's ``content`` is checked against ``requestedSchema``.
+
+    Args:
+        method: ``sampling/createMessage`` or ``elicitation/create``.
+        value: what the callback returned.
+        params: the request's typed params (the form of an elicitation).
+
+    Raises:
+        TypeError: ``value`` is neither a ``mcp_sansio.types`` value nor a mapping.
+        CallbackAnswerError: it does not fit (the message says where).
+    """
+    if method == "sampling/createMessage":
+        data = to_wire(value, "on_sampling")
+        _fits(data, t.CreateMessageResult, "on_sampling")
+        return data
+    data = to_wire(value, "on_elicitation")
+    form = params if isinstance(params, t.ElicitRequestFormParams) else None
+    content = data.get("content")
+    shape = data
+    if form is not None and isinstance(content, dict):
+        # A form's "number" field takes a fraction, which ElicitResult's content
+        # values (string, integer, boolean, string list) do not name; it is checked
+        # against the form below instead.
+        numbers = {
+            key
+            for key, field in form.requested_schema.properties.items()
+            if getattr(field, "type", None) == "number"
+        }
+        if any(type(content.get(key)) is float for key in numbers):
+            shape = {
+                **data,
+                "content": {
+                    k: 0 if k in numbers and type(v) is float else v for k, v in content.items()
+                },
+            }
+    _fits(shape, t.ElicitResult, "on_elicitation")
+    if form is not None and data["action"] == "accept":
+        try:
+            problems = validate(content or {}, unstructure(form.requested_schema), root="content")
+        except ValueError:  # (a keyword we cannot check: the server's form, not ours)
+            problems = []
+        if problems:
+            raise CallbackAnswerError(
+                "on_elicitation accepted with content that does not fit the requested "
+                f"schema: {'; '.join(problems)}"
+            )
+    return data
+
+
+def _fits(data: dict[str, Any], cls: type[Any], what: str) -> None:
+    try:
+        structure(data, cls)
+    except RemoteProtocolError as exc:
+        raise CallbackAnswerError(f"{what} returned an {exc.message}") from None
 
 
 def log_params(params: Mapping[str, Any] | None) -> t.LoggingMessageNotificationParams:

@@ -84,12 +84,14 @@ def _json_type(value: object) -> str | None:
     return None
 
 
-#: Keywords that do not constrain the instance (``format`` is not enforced).
+#: Keywords that do not constrain the instance (``format`` is not enforced;
+#: ``enumNames`` labels an ``enum``'s values in MCP's legacy titled enum of an
+#: elicitation form, ``LegacyTitledEnumSchema``).
 _ANNOTATIONS = frozenset(
     {
         *("$schema", "$id", "$comment", "$defs", "definitions", "title", "description"),
         *("default", "examples", "deprecated", "readOnly", "writeOnly", "format"),
-        *("contentEncoding", "contentMediaType"),
+        *("contentEncoding", "contentMediaType", "enumNames"),
     }
 )
 #: The keywords the validator implements.

@@ -297,7 +297,8 @@ async def test_the_round_bound_is_checked_before_asking_the_user(
 
 async def test_a_retry_that_cannot_be_sent_is_abandoned(autojump_clock: MockClock) -> None:
     async def unsendable(params: Any) -> dict[str, Any]:
-        return {"action": "accept", "content": {"name": {1, 2}}}  # a set: not JSON
+        # A set is not JSON; in _meta (any value), past the check of the answer's shape.
+        return {"action": "accept", "content": {"name": "Ada"}, "_meta": {"x": {1, 2}}}
 
     config = ConnectionConfig(era="modern", capabilities={"tools": {}})
     async with open_client(
