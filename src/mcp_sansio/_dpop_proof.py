@@ -239,7 +239,7 @@ def check_dpop_proof(
     if not isinstance(alg, str) or alg not in algs or alg == "none" or alg.startswith("HS"):
         return _bad("the DPoP proof's alg is not accepted")
     jwk = header.get("jwk")
-    if not isinstance(jwk, dict) or _PRIVATE_MEMBERS & jwk.keys():
+    if not isinstance(jwk, dict) or not _PRIVATE_MEMBERS.isdisjoint(jwk):
         return _bad("the DPoP proof's jwk is not a public key")
     try:
         thumbprint = jwk_thumbprint(jwk)

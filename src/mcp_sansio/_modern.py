@@ -1321,6 +1321,14 @@ def _unique(uris: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(uris))
 
 
+def _uri_set_of(flt: SubscriptionFilter) -> frozenset[str]:
+    return frozenset(flt.resource_subscriptions)
+
+
+def _task_set_of(flt: SubscriptionFilter) -> frozenset[str]:
+    return frozenset(flt.task_ids)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class SubscriptionFilter:
@@ -1342,16 +1350,14 @@ class SubscriptionFilter:
     task_ids: tuple[str, ...] = attrs.field(default=(), converter=_unique)
     """The tasks extension: deliver ``notifications/tasks`` for these task ids (order kept,
     duplicates dropped; ext-tasks "Task Status Notifications")."""
-    _uri_set: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
-    _task_set: frozenset[str] = attrs.field(init=False, repr=False, eq=False)
-
-    @_uri_set.default
-    def _make_uri_set(self) -> frozenset[str]:
-        return frozenset(self.resource_subscriptions)
-
-    @_task_set.default
-    def _make_task_set(self) -> frozenset[str]:
-        return frozenset(self.task_ids)
+    # (Factories of module-level functions, not ``@_uri_set.default`` methods: the same
+    # code in attrs' __init__, and a shape a compiler of the annotations, mypyc, keeps.)
+    _uri_set: frozenset[str] = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_uri_set_of, takes_self=True)
+    )
+    _task_set: frozenset[str] = attrs.field(
+        init=False, repr=False, eq=False, default=attrs.Factory(_task_set_of, takes_self=True)
+    )
 
     def matches(self, method: str, params: Mapping[str, Any] | None = None) -> bool:
         """Whether a notification belongs on a stream opened with this filter.

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from types import NoneType, UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
+from typing import Any, Literal, Protocol, TypeVar, Union, get_args, get_origin, overload
 
 import attrs
 from cattrs import BaseValidationError, ClassValidationError, IterableValidationError
@@ -68,7 +68,17 @@ class _Invalid(ValueError):
 _converter = make_converter()
 
 
-def _wire_name(field: attrs.Attribute[Any]) -> str:
+class _Field(Protocol):
+    """What :func:`_wire_name` reads of an ``attrs.Attribute``. Its ``metadata`` is a
+    read-only ``mappingproxy`` at run time, though attrs' stubs call it a ``dict``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def metadata(self) -> Mapping[Any, Any]: ...
+
+
+def _wire_name(field: _Field) -> str:
     """The member name on the wire (the generator relies on this exact rule)."""
     explicit = field.metadata.get("wire_name")
     if explicit is not None:
@@ -302,7 +312,7 @@ def _pick(classes: list[type], data: dict[str, Any]) -> type | None:
     best_score = -1
     for cls in classes:
         if _fits(cls, data):
-            score = len(_profile(cls).known & data.keys())
+            score = len(data.keys() & _profile(cls).known)
             if score > best_score:
                 best, best_score = cls, score
     if best is not None:
@@ -322,7 +332,7 @@ def _discriminator(classes: list[type]) -> tuple[str, dict[str, type]] | None:
     if len(classes) < 2:
         return None
     profiles = [_profile(cls) for cls in classes]
-    shared = set.intersection(*(set(p.required & p.constants.keys()) for p in profiles))
+    shared = set.intersection(*(p.constants.keys() & p.required for p in profiles))
     for key in sorted(shared):
         by_value: dict[str, type] = {}
         unique = True
