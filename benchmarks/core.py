@@ -89,9 +89,9 @@ def connected_pair(era: Era) -> tuple[Connection, Connection]:
     done = []
     for _ in range(3):  # legacy: initialize, result, initialized; modern: discover, result
         for message in client.data_to_send():
-            done += server.receive_message(message)
+            done += server.receive_message(message, now=0.0)
         for message in server.data_to_send():
-            done += client.receive_message(message)
+            done += client.receive_message(message, now=0.0)
     assert any(isinstance(ev, HandshakeCompleted) for ev in done), done
     assert client.era is not None and client.era.value == era, client.era
     assert not client.data_to_send() and not server.data_to_send()
@@ -102,12 +102,12 @@ def _round_trip_once(client: Connection, server: Connection) -> tuple[bytes, byt
     """One checked round trip; returns the two messages that crossed."""
     rid = client.send_request("tools/call", CALL_TOOL_PARAMS, now=0.0)
     (request,) = client.data_to_send()
-    (received,) = server.receive_message(request)
+    (received,) = server.receive_message(request, now=0.0)
     assert isinstance(received, RequestReceived), received
     assert received.params is not None and received.params["name"] == "get_forecast"
     server.send_result(received.request_id, CALL_TOOL_RESULT)
     (response,) = server.data_to_send()
-    (answer,) = client.receive_message(response)
+    (answer,) = client.receive_message(response, now=0.0)
     assert isinstance(answer, ResultReceived) and answer.request_id == rid, answer
     assert answer.result["content"] == CALL_TOOL_RESULT["content"]
     return request, response
@@ -174,10 +174,10 @@ def _round_trip(era: Era) -> Bench:
         for _ in range(n):
             send_request("tools/call", params, now=0.0)
             for message in client_out():
-                for event in server_in(message):
+                for event in server_in(message, now=0.0):
                     send_result(event.request_id, result)  # type: ignore[union-attr,arg-type]
             for message in server_out():
-                client_in(message)
+                client_in(message, now=0.0)
 
     return Bench(run, _quiet(client, server))
 
@@ -202,22 +202,22 @@ def _dispatch(era: Era) -> Bench:
         for _ in range(n):
             for _ in batch:
                 send_request("tools/call", params, now=0.0)
-            received = [event for message in client_out() for event in server_in(message)]
+            received = [event for message in client_out() for event in server_in(message, now=0.0)]
             for event in received:
                 send_result(event.request_id, result)  # type: ignore[union-attr,arg-type]
             for message in server_out():
-                client_in(message)
+                client_in(message, now=0.0)
 
     # Prove the shape once: 100 requests really are in flight together.
     for _ in batch:
         send_request("tools/call", params, now=0.0)
     assert len(client.pending_requests()) == IN_FLIGHT
-    events = [event for message in client_out() for event in server_in(message)]
+    events = [event for message in client_out() for event in server_in(message, now=0.0)]
     assert len(server.inflight_requests()) == IN_FLIGHT
     for event in events:
         assert isinstance(event, RequestReceived)
         send_result(event.request_id, result)
-    answers = [event for message in server_out() for event in client_in(message)]
+    answers = [event for message in server_out() for event in client_in(message, now=0.0)]
     assert len(answers) == IN_FLIGHT and all(isinstance(a, ResultReceived) for a in answers)
     return Bench(run, _quiet(client, server))
 

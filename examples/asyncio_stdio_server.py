@@ -69,9 +69,9 @@ async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     # The end of input: a half-close (a stdio client closes our stdin to stop us and
     # may still read). It takes an unterminated last line first (receive_bytes_eof),
     # and keeps the requests in flight answerable; then drain, and end it.
-    for event in conn.receive_eof(keep_answering=True):
+    for event in conn.receive_eof(now=time.monotonic(), keep_answering=True):
         answer(conn, event)
-    conn.receive_eof()  # whatever is still unanswered is abandoned
+    conn.receive_eof(now=time.monotonic())  # whatever is still unanswered is abandoned
     writer.write(conn.bytes_to_send())
     await writer.drain()
 

@@ -153,7 +153,7 @@ def serve_sansio() -> None:
         }
     }
     while data := os.read(0, 65_536):
-        for event in conn.receive_bytes(data):
+        for event in conn.receive_bytes(data, now=0.0):
             if not isinstance(event, RequestReceived):
                 continue
             if event.method == "tools/list":
@@ -220,7 +220,7 @@ def deaf() -> None:
     from mcp_sansio import Connection, ConnectionConfig  # noqa: PLC0415
 
     conn = Connection("server", ConnectionConfig(era="modern", capabilities={"tools": {}}))
-    conn.receive_bytes(os.read(0, 65_536))
+    conn.receive_bytes(os.read(0, 65_536), now=0.0)
     os.write(1, conn.bytes_to_send())
     time.sleep(60)
 

@@ -671,7 +671,7 @@ def modern_answer(body: bytes) -> bytes:
             implementation={"name": "raw", "version": "1"},
         ),
     )
-    for event in conn.receive_message(body):
+    for event in conn.receive_message(body, now=0.0):
         if isinstance(event, RequestReceived):
             conn.send_result(event.request_id, {"tools": []})
     (out,) = conn.data_to_send()

@@ -203,7 +203,7 @@ class _Receiving(_Handshake):
             self, request_id: RequestId, code: int, message: str, data: Any = None
         ) -> None: ...
 
-    def receive_bytes(self, data: bytes, *, now: float = 0.0) -> list[Event]:
+    def receive_bytes(self, data: bytes, *, now: float) -> list[Event]:
         """Feed bytes of a newline-delimited JSON stream (stdio).
 
         A line longer than ``config.max_message_size`` is discarded up to its
@@ -212,6 +212,14 @@ class _Receiving(_Handshake):
         it answers with :class:`ErrorReceived` (-32603, ``data`` of
         ``{"maxMessageSize": ...}``), and one whose id cannot be seen is reported as
         :class:`InvalidMessageReceived` (a request's then answered with id null).
+
+        ``now`` is the current time on the clock of :meth:`handle_timer`, as for every
+        ``receive_*`` call. It is required: a message may start a timer (a client whose
+        ``server/discover`` is refused sends ``initialize``, timed from ``now``), re-arm
+        one (progress), or be checked against an expiry (a ``requestState``, when
+        ``config.request_state_clock`` is ``None``). A made-up ``now`` behind the real
+        clock would time that ``initialize`` out at the next :meth:`handle_timer`, and
+        take an expired ``requestState`` as valid.
         """
         self._splitter.feed(data)
         return self._receive_lines(now)
@@ -228,7 +236,7 @@ class _Receiving(_Handshake):
         return events
 
     def receive_message(
-        self, data: bytes | bytearray | memoryview | str, *, now: float = 0.0
+        self, data: bytes | bytearray | memoryview | str, *, now: float
     ) -> list[Event]:
         """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
         if len(data) > self._max_message_size:
@@ -379,7 +387,7 @@ class _Receiving(_Handshake):
             self._receive_one(obj, now, events, None)
         return events
 
-    def receive_bytes_eof(self, *, now: float = 0.0) -> list[Event]:
+    def receive_bytes_eof(self, *, now: float) -> list[Event]:
         """The NDJSON stream of :meth:`receive_bytes` ended: an unterminated last line
         (``mcp-trio run app.py < file`` whose file lacks a final newline) is taken as a
         final message. :meth:`receive_eof` does this first by itself; call it alone to
@@ -391,7 +399,7 @@ class _Receiving(_Handshake):
         self._splitter.feed_eof()
         return self._receive_lines(now)
 
-    def receive_decoded(self, obj: Any, *, now: float = 0.0) -> list[Event]:
+    def receive_decoded(self, obj: Any, *, now: float) -> list[Event]:
         """Feed one message already decoded: an element of a batch that the binding
         splits itself (the HTTP server routes each answer to its own POST).
 
@@ -406,7 +414,11 @@ class _Receiving(_Handshake):
         return events
 
     def receive_eof(
-        self, *, keep_answering: bool = False, fail_inflight: tuple[int, str] | None = None
+        self,
+        *,
+        now: float | None = None,
+        keep_answering: bool = False,
+        fail_inflight: tuple[int, str] | None = None,
     ) -> list[Event]:
         """The input ended: no message of the peer's will arrive any more.
 
@@ -433,16 +445,27 @@ class _Receiving(_Handshake):
         them as usual (``abandoned`` lists them, a late answer is dropped silently), so
         the peer is not left waiting for answers that will never come.
 
+        ``now``: the current time, which that last line is taken at (see
+        :meth:`receive_bytes`). It may be left out when no line can be held: on a message
+        transport (:meth:`receive_message`), or after :meth:`receive_bytes_eof`.
+
         Raises:
-            ValueError: ``fail_inflight`` with ``keep_answering``. No state changed.
+            ValueError: ``fail_inflight`` with ``keep_answering``; or ``now`` left out
+                while :meth:`receive_bytes` holds an unterminated line (or is skipping
+                an oversize one). No state changed.
         """
         if fail_inflight is not None and keep_answering:
             raise ValueError("fail_inflight answers what keep_answering keeps open")
         if self._closed:
             last = []
         else:
+            splitter = self._splitter
+            if now is None:
+                if splitter.buffered_bytes or splitter.skipping:
+                    raise ValueError("receive_eof: an unterminated last line is held: pass now")
+                now = 0.0  # (not read: the splitter has no line to give)
             queued = len(self._out)
-            last = self.receive_bytes_eof()
+            last = self.receive_bytes_eof(now=now)
             if not keep_answering and fail_inflight is None:
                 del self._out[queued:]  # (nothing more is sent: see above)
                 del self._out_ids[queued:]

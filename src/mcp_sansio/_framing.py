@@ -192,6 +192,12 @@ class LineSplitter:
         """Bytes of the incomplete line held while waiting for its newline."""
         return len(self._partial)
 
+    @property
+    def skipping(self) -> bool:
+        """Whether an oversize line is being skipped up to its newline (at the end of the
+        stream it is reported as too large)."""
+        return self._discarding
+
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Add bytes received from the peer. An empty ``data`` is allowed and does nothing.
 

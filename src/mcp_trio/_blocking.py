@@ -767,7 +767,7 @@ class BlockingClient(HandshakeFacts):
             urgent = isinstance(exc, KeyboardInterrupt)  # (Ctrl-C: no graceful stop awaited)
             raise
         finally:
-            self._conn.receive_eof()
+            self._conn.receive_eof(now=self._clock.now())
             if self._failure is None:
                 self._failure = SessionClosed("the client was closed")
             self._end_subscriptions(self._failure)
@@ -988,7 +988,7 @@ class BlockingClient(HandshakeFacts):
 
     def _fail(self, failure: SessionClosed) -> None:
         """The session ended: every waiter gets ``failure``."""
-        self._handle_quietly(self._conn.receive_eof())
+        self._handle_quietly(self._conn.receive_eof(now=self._clock.now()))
         self._failure = failure
         self._handshake_failure = self._handshake_failure or failure
         self._end_subscriptions(failure)

@@ -623,7 +623,9 @@ class Session:
             await self._grace()
         if self._close_exc is None:
             self._end_listens()
-            self._conn.receive_eof(fail_inflight=error)  # (late answers: dropped)
+            self._conn.receive_eof(
+                now=trio.current_time(), fail_inflight=error
+            )  # (late answers: dropped)
             with trio.move_on_after(self.config.abandon_write_timeout):
                 await self._flush()
 
@@ -1077,7 +1079,7 @@ class Session:
         if self._close_exc is None:
             self._close_exc = exc
             self._answering = keep_answering
-            self._conn.receive_eof(keep_answering=keep_answering)
+            self._conn.receive_eof(now=trio.current_time(), keep_answering=keep_answering)
             self._note_initialized()
             self._waiters.fail_all(exc)
             self._handshake_done.set()
@@ -1091,7 +1093,9 @@ class Session:
             self._forced = True
             if self._answering:
                 self._answering = False
-                self._conn.receive_eof()  # the rest is abandoned: nothing more goes out
+                self._conn.receive_eof(
+                    now=trio.current_time()
+                )  # the rest is abandoned: nothing more goes out
                 self._flush_nowait()  # but a partial batch of answers given (best effort)
             self._pool.cancel_all()
             # (a message half out goes out whole first, by its own write deadline)
@@ -1125,7 +1129,7 @@ class Session:
                     self._end_listens()
                     for rid in self._conn.inflight_requests():
                         self._conn.send_error(rid, *SHUTTING_DOWN)
-                self._conn.receive_eof()
+                self._conn.receive_eof(now=trio.current_time())
                 deadline = trio.current_time() + self.config.abandon_write_timeout
                 self._writer.cap(deadline)  # (a write in progress is shielded)
                 with trio.move_on_at(deadline):

@@ -235,7 +235,7 @@ def test_a_modern_client_answers_no_ping_even_before_its_era_is_set(
     events, out = feed(client, {"jsonrpc": "2.0", "id": "p", "method": "ping"})
     assert out == []
     assert only(events, InvalidMessageReceived).error.code == -32601
-    refused = client.receive_message(b"{not json")
+    refused = client.receive_message(b"{not json", now=0.0)
     assert client.data_to_send() == [] and [type(e) for e in refused] == [InvalidMessageReceived]
 
 
@@ -513,7 +513,7 @@ def test_invalid_input_gets_an_error_and_the_session_goes_on(
     raw: bytes, code: int, rid: Any
 ) -> None:
     pair = ready_pair()
-    events = pair.server.receive_message(raw)
+    events = pair.server.receive_message(raw, now=0.0)
     out = [loads(p) for p in pair.server.data_to_send()]
     assert len(out) == 1
     assert out[0]["error"]["code"] == code
@@ -534,7 +534,7 @@ def test_invalid_notifications_and_responses_are_reported_not_answered() -> None
         b'{"jsonrpc": "2.0", "id": [], "error": {"code": 1, "message": "m"}}',
         b'{"jsonrpc": "2.0"}',
     ):
-        events = pair.server.receive_message(raw)
+        events = pair.server.receive_message(raw, now=0.0)
         assert isinstance(events[0], InvalidMessageReceived), raw
         assert pair.server.data_to_send() == [], raw
 
@@ -558,7 +558,7 @@ def test_a_malformed_answer_ends_its_request_with_an_error(answer: dict[str, Any
     rid = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     other = pair.client.send_request("tools/call", {"name": "u"}, now=0.0)
     pair.client.data_to_send()
-    events = pair.client.receive_message(dumps({**answer, "id": rid}))
+    events = pair.client.receive_message(dumps({**answer, "id": rid}), now=0.0)
     assert [type(e) for e in events] == [InvalidMessageReceived, ErrorReceived]
     ended = events[1]
     assert isinstance(ended, ErrorReceived) and ended.request_id == rid
@@ -566,7 +566,7 @@ def test_a_malformed_answer_ends_its_request_with_an_error(answer: dict[str, Any
     assert list(pair.client.pending_requests()) == [other]
     assert pair.client.data_to_send() == []  # no reply to an answer
     # Not an answer to a request in flight: only reported.
-    (reported,) = pair.client.receive_message(dumps({**answer, "id": 999}))
+    (reported,) = pair.client.receive_message(dumps({**answer, "id": 999}), now=0.0)
     assert isinstance(reported, InvalidMessageReceived)
     assert pair.client.data_to_send() == []
 
@@ -577,10 +577,10 @@ def _deliver_oversize(
     """Feed ``raw`` as one message, as one line, or a byte at a time (refused while
     the line is still arriving); return the events."""
     if how == "message":
-        return conn.receive_message(raw)
+        return conn.receive_message(raw, now=0.0)
     if how == "line":
-        return conn.receive_bytes(raw + terminator)
-    return [e for b in raw + terminator for e in conn.receive_bytes(bytes([b]))]
+        return conn.receive_bytes(raw + terminator, now=0.0)
+    return [e for b in raw + terminator for e in conn.receive_bytes(bytes([b]), now=0.0)]
 
 
 def _client_limited_pair(max_message_size: int) -> ConnectionPair:
@@ -598,7 +598,9 @@ def _client_limited_pair(max_message_size: int) -> ConnectionPair:
 
 def test_oversize_message_is_refused() -> None:
     server = Connection("server", ConnectionConfig(max_message_size=100))
-    events = server.receive_message(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"' + b" " * 100)
+    events = server.receive_message(
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping"' + b" " * 100, now=0.0
+    )
     assert isinstance(events[0], InvalidMessageReceived)
     (out,) = [loads(p) for p in server.data_to_send()]
     assert out["error"]["code"] == ErrorCode.INVALID_REQUEST
@@ -650,7 +652,7 @@ def test_an_oversize_request_reusing_an_id_in_flight_is_answered_with_null() -> 
         dumps(rid),
         b"x" * 1200,
     )
-    pair.server.receive_message(body)
+    pair.server.receive_message(body, now=0.0)
     (out,) = [loads(p) for p in pair.server.data_to_send()]
     assert out["id"] is None  # not an answer to the request in flight
     pair.server.send_result(rid, {"content": []})
@@ -689,7 +691,7 @@ def test_an_oversize_request_is_answered_under_the_id_at_its_end(
 def test_an_oversize_text_message_with_a_lone_surrogate_is_refused_quietly() -> None:
     server = ready_pair(max_message_size=1000).server
     text = '{"jsonrpc":"2.0","id":1,"method":"x","params":"' + "\ud800" * 1200 + '"}'
-    (event,) = server.receive_message(text)
+    (event,) = server.receive_message(text, now=0.0)
     assert isinstance(event, InvalidMessageReceived)
     (out,) = [loads(p) for p in server.data_to_send()]
     assert out["id"] == 1
@@ -701,7 +703,7 @@ def test_nothing_is_said_about_an_oversize_message_after_the_end() -> None:
         pair.server.receive_eof(keep_answering=keep_answering)
         pair.server.data_to_send()
         raw = dumps({"jsonrpc": "2.0", "id": 3, "method": "x", "params": BIG})
-        assert pair.server.receive_message(raw) == []
+        assert pair.server.receive_message(raw, now=0.0) == []
         assert pair.server.data_to_send() == []
 
 
@@ -712,7 +714,7 @@ def test_a_late_oversize_answer_is_ignored_like_any_late_answer() -> None:
     pair.client.handle_timer(5.0)  # it timed out: a courtesy cancel goes out
     pair.client.data_to_send()
     raw = dumps({"result": {"content": BIG}, "jsonrpc": "2.0", "id": rid})
-    (ignored,) = pair.client.receive_message(raw)
+    (ignored,) = pair.client.receive_message(raw, now=0.0)
     assert isinstance(ignored, ResponseIgnored) and ignored.request_id == rid
     assert pair.client.data_to_send() == []  # no reply to an answer
 
@@ -724,7 +726,7 @@ def test_an_oversize_probe_answer_is_no_reason_to_fall_back() -> None:
     rid = client.start(now=0.0)
     client.data_to_send()
     raw = dumps({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": [BIG]}})
-    (failed,) = client.receive_message(raw)
+    (failed,) = client.receive_message(raw, now=0.0)
     assert isinstance(failed, ErrorReceived) and failed.method == "server/discover"
     assert "too large" in failed.error.message
     assert client.data_to_send() == []
@@ -826,7 +828,7 @@ def test_an_oversize_request_with_its_id_out_of_sight_is_answered_with_null() ->
         b"x" * 5000,
         b"x" * 5000,
     )
-    (refused,) = server.receive_bytes(raw + b"\n")
+    (refused,) = server.receive_bytes(raw + b"\n", now=0.0)
     assert isinstance(refused, InvalidMessageReceived) and refused.request_id is None
     (reply,) = [loads(p) for p in server.data_to_send()]
     assert reply["id"] is None and reply["error"]["code"] == ErrorCode.INVALID_REQUEST
@@ -843,7 +845,7 @@ UNREADABLE_VALUES = [b"1e400", b"1" * 400, b'"\\ud800"', b"[" * 1100 + b"]" * 11
 def test_an_unreadable_request_is_answered_under_its_id(value: bytes) -> None:
     pair = ready_pair()
     body = b'{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"a":' + value + b"}}"
-    (event,) = pair.server.receive_message(body)
+    (event,) = pair.server.receive_message(body, now=0.0)
     assert isinstance(event, InvalidMessageReceived) and event.request_id == 21
     (out,) = [loads(p) for p in pair.server.data_to_send()]
     assert out["id"] == 21  # it used to be null: the request was never answered
@@ -851,7 +853,7 @@ def test_an_unreadable_request_is_answered_under_its_id(value: bytes) -> None:
     validate_message("2025-11-25", out)
     # and with the id last, as the TypeScript SDK writes it
     body = b'{"method":"x","params":{"a":' + value + b'},"jsonrpc":"2.0","id":"t"}'
-    pair.server.receive_message(body)
+    pair.server.receive_message(body, now=0.0)
     assert [loads(p)["id"] for p in pair.server.data_to_send()] == ["t"]
 
 
@@ -864,7 +866,7 @@ def test_an_unreadable_answer_ends_its_request_with_an_error(value: bytes) -> No
     other = pair.client.send_request("tools/call", {"name": "u"}, now=0.0)
     pair.client.data_to_send()
     body = b'{"jsonrpc":"2.0","id":%s,"result":{"a":%s}}' % (dumps(rid), value)
-    (error,) = pair.client.receive_message(body)
+    (error,) = pair.client.receive_message(body, now=0.0)
     assert isinstance(error, ErrorReceived) and error.request_id == rid
     assert error.error.code == ErrorCode.INTERNAL_ERROR
     assert error.error.message.startswith("Parse error: ")
@@ -880,7 +882,7 @@ def test_an_unreadable_request_reusing_an_id_in_flight_is_answered_with_null() -
     body = b'{"jsonrpc":"2.0","id":%s,"method":"x","params":{"a":1e400}}' % dumps(
         received.request_id
     )
-    pair.server.receive_message(body)
+    pair.server.receive_message(body, now=0.0)
     (out,) = [loads(p) for p in pair.server.data_to_send()]
     assert out["id"] is None  # not an answer to the request in flight
 
@@ -888,7 +890,7 @@ def test_an_unreadable_request_reusing_an_id_in_flight_is_answered_with_null() -
 def test_garbage_is_still_a_parse_error_with_a_null_id() -> None:
     server = ready_pair().server
     for junk in (b"{nope", b"", b"\xff", b'{"jsonrpc":"2.0","method":"x","params":{"a":1e400}}'):
-        server.receive_message(junk)
+        server.receive_message(junk, now=0.0)
         (out,) = [loads(p) for p in server.data_to_send()]
         assert out["id"] is None and out["error"]["code"] == ErrorCode.PARSE_ERROR
 
@@ -900,10 +902,10 @@ def test_receive_bytes_one_at_a_time_and_whole() -> None:
     msgs = [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(5)]
     stream = b"".join(dumps(m) + b"\n" for m in msgs)
     whole = Connection("server", ConnectionConfig())
-    whole.receive_bytes(stream)
+    whole.receive_bytes(stream, now=0.0)
     bytewise = Connection("server", ConnectionConfig())
     for i in range(len(stream)):
-        bytewise.receive_bytes(stream[i : i + 1])
+        bytewise.receive_bytes(stream[i : i + 1], now=0.0)
     assert whole.bytes_to_send() == bytewise.bytes_to_send()
     assert bytewise.bytes_to_send() == b""
 
@@ -911,7 +913,7 @@ def test_receive_bytes_one_at_a_time_and_whole() -> None:
 def test_receive_bytes_oversize_line_resynchronises() -> None:
     server = Connection("server", ConnectionConfig(max_message_size=64))
     events = server.receive_bytes(
-        b"x" * 200 + b"\n" + dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + b"\n"
+        b"x" * 200 + b"\n" + dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + b"\n", now=0.0
     )
     assert isinstance(events[0], InvalidMessageReceived)
     out = [loads(line) for line in server.bytes_to_send().splitlines()]
@@ -1448,7 +1450,7 @@ def test_send_failed_closes() -> None:
     rid = pair.client.send_request("tools/list", now=0.0)
     (closed,) = pair.client.send_failed()
     assert closed == ConnectionClosed(unanswered=(rid,))
-    assert pair.client.receive_message(b"{}") == []
+    assert pair.client.receive_message(b"{}", now=0.0) == []
 
 
 def test_half_close_keeps_answering_the_requests_in_flight() -> None:
@@ -1461,7 +1463,7 @@ def test_half_close_keeps_answering_the_requests_in_flight() -> None:
     (closed,) = pair.server.receive_eof(keep_answering=True)
     assert closed == ConnectionClosed(unanswered=(asked,), abandoned=())
     assert pair.server.closed and pair.server.lifecycle is LifecycleState.CLOSED
-    assert pair.server.receive_message(b'{"jsonrpc":"2.0","id":99,"method":"ping"}') == []
+    assert pair.server.receive_message(b'{"jsonrpc":"2.0","id":99,"method":"ping"}', now=0.0) == []
     with pytest.raises(LocalProtocolError):
         pair.server.send_request("roots/list", now=0.0)  # nothing could answer it
     with pytest.raises(LocalProtocolError):
@@ -1550,15 +1552,15 @@ def test_a_failed_write_during_a_half_close_sends_nothing_more() -> None:
 
 def test_an_unterminated_last_line_is_a_message() -> None:
     pair = ready_pair()
-    events = pair.server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    events = pair.server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}', now=0.0)
     assert events == []  # no newline yet
-    (event,) = pair.server.receive_bytes_eof()
+    (event,) = pair.server.receive_bytes_eof(now=0.0)
     assert isinstance(event, RequestReceived) and event.request_id == 7
-    assert pair.server.receive_bytes_eof() == []  # once
+    assert pair.server.receive_bytes_eof(now=0.0) == []  # once
     with pytest.raises(LocalProtocolError):
-        pair.server.receive_bytes(b"{}\n")  # the stream is over
+        pair.server.receive_bytes(b"{}\n", now=0.0)  # the stream is over
     pair.server.receive_eof()
-    assert pair.server.receive_bytes_eof() == []
+    assert pair.server.receive_bytes_eof(now=0.0) == []
 
 
 @pytest.mark.parametrize("keep_answering", [False, True])
@@ -1566,8 +1568,8 @@ def test_receive_eof_takes_an_unterminated_last_line_first(keep_answering: bool)
     # receive_eof() alone lost it silently: only receive_bytes_eof() first delivered it.
     pair = ready_pair()
     server = pair.server
-    assert server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}') == []
-    request, closed = server.receive_eof(keep_answering=keep_answering)
+    assert server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}', now=0.0) == []
+    request, closed = server.receive_eof(now=0.0, keep_answering=keep_answering)
     assert isinstance(request, RequestReceived) and request.request_id == 7
     assert isinstance(closed, ConnectionClosed)
     if keep_answering:
@@ -1575,7 +1577,7 @@ def test_receive_eof_takes_an_unterminated_last_line_first(keep_answering: bool)
         assert [loads(p)["id"] for p in server.data_to_send()] == [7]
     else:
         assert closed.abandoned == (7,)
-    assert server.receive_bytes_eof() == []  # taken once
+    assert server.receive_bytes_eof(now=0.0) == []  # taken once
 
 
 @pytest.mark.parametrize(
@@ -1595,12 +1597,12 @@ def test_receive_eof_sends_nothing_for_the_last_line_unless_the_output_goes_on(
     # What was queued before the call stays to be drained.
     server = ready_pair().server
     feed(server, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
-    server.receive_message(dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}))  # queued
-    assert server.receive_bytes(line) == []
+    server.receive_message(dumps({"jsonrpc": "2.0", "id": 4, "method": "ping"}), now=0.0)  # queued
+    assert server.receive_bytes(line, now=0.0) == []
     if mode == "fail_inflight":
-        server.receive_eof(fail_inflight=(ErrorCode.INTERNAL_ERROR, "bye"))
+        server.receive_eof(now=0.0, fail_inflight=(ErrorCode.INTERNAL_ERROR, "bye"))
     else:
-        server.receive_eof(keep_answering=mode == "keep_answering")
+        server.receive_eof(now=0.0, keep_answering=mode == "keep_answering")
     sent = [
         (m["id"], m["error"]["code"] if "error" in m else None)
         for m in map(loads, server.data_to_send())
@@ -1611,8 +1613,8 @@ def test_receive_eof_sends_nothing_for_the_last_line_unless_the_output_goes_on(
 
 def test_receive_eof_after_receive_bytes_eof_takes_nothing_twice() -> None:
     server = ready_pair().server
-    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
-    (request,) = server.receive_bytes_eof()
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}', now=0.0)
+    (request,) = server.receive_bytes_eof(now=0.0)
     assert isinstance(request, RequestReceived)
     (closed,) = server.receive_eof()
     assert closed == ConnectionClosed(unanswered=(), abandoned=(7,))
@@ -1620,18 +1622,18 @@ def test_receive_eof_after_receive_bytes_eof_takes_nothing_twice() -> None:
 
 def test_a_refused_receive_eof_takes_no_last_line() -> None:
     server = ready_pair().server
-    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}', now=0.0)
     with pytest.raises(ValueError, match="keep_answering"):
         server.receive_eof(keep_answering=True, fail_inflight=(-32603, "bye"))
     assert server.inflight_requests() == () and not server.closed  # no state changed
-    (request,) = server.receive_bytes_eof()
+    (request,) = server.receive_bytes_eof(now=0.0)
     assert isinstance(request, RequestReceived)
 
 
 def test_send_failed_takes_no_last_line() -> None:
     # The output is broken: a request nobody can answer is not delivered.
     server = ready_pair().server
-    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}')
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}', now=0.0)
     assert server.send_failed() == [ConnectionClosed(unanswered=(), abandoned=())]
 
 
@@ -1639,13 +1641,13 @@ def test_an_unterminated_oversize_last_line_is_refused() -> None:
     config = ConnectionConfig(implementation={"name": "s", "version": "1"}, max_message_size=64)
     server = Connection("server", config)
     start = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * 50
-    assert server.receive_bytes(start) == []  # too long: dropped, the rest skipped...
+    assert server.receive_bytes(start, now=0.0) == []  # too long: dropped, the rest skipped...
     assert server.data_to_send() == []
-    (event,) = server.receive_bytes_eof()  # ...and refused where it ends
+    (event,) = server.receive_bytes_eof(now=0.0)  # ...and refused where it ends
     assert isinstance(event, InvalidMessageReceived) and event.request_id == 1
     (answer,) = [loads(p) for p in server.data_to_send()]
     assert (answer["id"], answer["error"]["code"]) == (1, ErrorCode.INVALID_REQUEST)
-    assert server.receive_bytes_eof() == []
+    assert server.receive_bytes_eof(now=0.0) == []
 
 
 def test_half_close_finishes_a_batch_in_flight() -> None:

@@ -317,7 +317,7 @@ def test_modern_server_cannot_send_requests_and_client_refuses_them() -> None:
     assert out == []
     assert only(events, InvalidMessageReceived).error.code == ErrorCode.METHOD_NOT_FOUND
     for bad in (b"{not json", b'{"jsonrpc": "2.0", "id": 2}', b"[]"):
-        refused = pair.client.receive_message(bad)
+        refused = pair.client.receive_message(bad, now=0.0)
         assert pair.client.data_to_send() == [], bad
         assert [type(e) for e in refused] == [InvalidMessageReceived], bad
 

@@ -84,14 +84,16 @@ def test_what_the_readme_says_the_core_answers_itself(
     server = mcp_sansio.Connection("server", mcp_sansio.ConnectionConfig(capabilities=caps))
     if era == "legacy":
         server.receive_message(
-            dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INIT})
+            dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _INIT}), now=0.0
         )
-        server.receive_message(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        server.receive_message(
+            dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), now=0.0
+        )
         server.data_to_send()
     else:
         params = {**params, "_meta": _MODERN_META}
     events = server.receive_message(
-        dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+        dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}), now=0.0
     )
     sent = [loads(p) for p in server.data_to_send()]
     if served is None:

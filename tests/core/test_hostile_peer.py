@@ -33,7 +33,10 @@ def _message(**members: Any) -> bytes:
 def test_client_ignores_a_cancellation_with_a_list_or_object_id(pair: Any, rid: Any) -> None:
     client, _ = pair()
     params = {"requestId": rid}
-    assert client.receive_message(_message(method="notifications/cancelled", params=params)) == []
+    events = client.receive_message(
+        _message(method="notifications/cancelled", params=params), now=0.0
+    )
+    assert events == []
     assert client.data_to_send() == []
 
 
@@ -45,7 +48,7 @@ def test_notification_with_a_list_or_object_subscription_id_is_plain(
     client, _ = pair()
     params = {"_meta": {"io.modelcontextprotocol/subscriptionId": sub_id}}
     events = client.receive_message(
-        _message(method="notifications/tools/list_changed", params=params)
+        _message(method="notifications/tools/list_changed", params=params), now=0.0
     )
     assert events == [
         NotificationReceived(method="notifications/tools/list_changed", params=params)
@@ -56,14 +59,16 @@ def test_notification_with_a_list_or_object_subscription_id_is_plain(
 def test_set_level_with_a_bad_level_is_invalid_params(level: Any) -> None:
     _, server = legacy_pair()
     (event,) = server.receive_message(
-        _message(id=99, method="logging/setLevel", params={"level": level})
+        _message(id=99, method="logging/setLevel", params={"level": level}), now=0.0
     )
     assert isinstance(event, InvalidMessageReceived)
     (reply,) = server.data_to_send()
     assert loads(reply)["error"]["code"] == ErrorCode.INVALID_PARAMS
     assert loads(reply)["id"] == 99
     # The session goes on: a good level is taken.
-    server.receive_message(_message(id=100, method="logging/setLevel", params={"level": "info"}))
+    server.receive_message(
+        _message(id=100, method="logging/setLevel", params={"level": "info"}), now=0.0
+    )
     assert loads(server.data_to_send()[0])["result"] == {}
 
 
@@ -78,11 +83,11 @@ def test_verdict_caches_do_not_grow_with_the_peers_method_names(era: str) -> Non
     for n in range(200):
         client.send_request(f"x-vendor/method-{n}", {"n": n}, now=0.0)
         (message,) = client.data_to_send()
-        (event,) = server.receive_message(message)
+        (event,) = server.receive_message(message, now=0.0)
         assert isinstance(event, RequestReceived) and event.method == f"x-vendor/method-{n}"
         server.send_result(event.request_id, {"n": n})
         (answer,) = server.data_to_send()
-        client.receive_message(answer)
+        client.receive_message(answer, now=0.0)
     assert _accept_caches(server) == before
     assert not server.inflight_requests() and not client.pending_requests()
 
@@ -93,17 +98,17 @@ def test_legacy_client_caches_only_the_revisions_server_requests() -> None:
     for n in range(50):
         server.send_request(f"x-vendor/ask-{n}", now=0.0)
         (message,) = server.data_to_send()
-        (event,) = client.receive_message(message)
+        (event,) = client.receive_message(message, now=0.0)
         assert isinstance(event, RequestReceived)
         client.send_result(event.request_id, {})
-        server.receive_message(client.data_to_send()[0])
+        server.receive_message(client.data_to_send()[0], now=0.0)
     assert _accept_caches(client) == before
 
 
 def _input_required(client: Connection, method: str, result: dict[str, Any]) -> list[Any]:
     rid = client.send_request(method, {"name": "x"}, now=0.0)
     client.data_to_send()
-    return client.receive_message(_message(id=rid, result=result))
+    return client.receive_message(_message(id=rid, result=result), now=0.0)
 
 
 @pytest.mark.parametrize(
@@ -185,7 +190,7 @@ def test_failed_retry_changes_nothing(responses: Any) -> None:
 
 def test_receive_decoded_takes_one_message_never_a_batch() -> None:
     client, server = legacy_pair()
-    (event,) = server.receive_decoded([{"jsonrpc": "2.0", "id": 5, "method": "ping"}])
+    (event,) = server.receive_decoded([{"jsonrpc": "2.0", "id": 5, "method": "ping"}], now=0.0)
     assert isinstance(event, InvalidMessageReceived)
     assert loads(server.data_to_send()[0]) == {
         "jsonrpc": "2.0",
@@ -196,8 +201,8 @@ def test_receive_decoded_takes_one_message_never_a_batch() -> None:
         },
     }
     rid = client.send_request("tools/list", now=0.0)
-    (event,) = server.receive_decoded(loads(client.data_to_send()[0]))
+    (event,) = server.receive_decoded(loads(client.data_to_send()[0]), now=0.0)
     assert isinstance(event, RequestReceived) and event.request_id == rid
     server.receive_eof()
-    assert server.receive_decoded({"jsonrpc": "2.0", "id": 9, "method": "ping"}) == []
+    assert server.receive_decoded({"jsonrpc": "2.0", "id": 9, "method": "ping"}, now=0.0) == []
     assert server.data_to_send() == []

@@ -264,7 +264,7 @@ def test_the_connection_sees_the_kept_tools_and_the_failures() -> None:
         reader = client.response(client.post(payload), 200, JSON)
         body = dumps({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
         body = body.replace(b"[]", b"[" + tools + b"]")
-        return [e for m in feed_all(reader, body) for e in conn.receive_message(m)]
+        return [e for m in feed_all(reader, body) for e in conn.receive_message(m, now=0.0)]
 
     type_array = dumps(
         {
@@ -420,7 +420,9 @@ def test_a_cancellation_from_the_connection_ends_the_wait() -> None:
         "capabilities": SERVER_CAPS,
         "serverInfo": {"name": "s", "version": "1"},
     }
-    conn.receive_message(dumps({"jsonrpc": "2.0", "id": loads(init)["id"], "result": answer}))
+    conn.receive_message(
+        dumps({"jsonrpc": "2.0", "id": loads(init)["id"], "result": answer}), now=0.0
+    )
     conn.data_to_send()  # notifications/initialized
     rid = conn.send_request("tools/list", now=0.0)
     (payload,) = conn.data_to_send()

@@ -57,10 +57,10 @@ def _check_replies(pair: ConnectionPair) -> None:
 @given(st.binary(max_size=200))
 def test_arbitrary_bytes_get_an_error_reply_or_nothing(data: bytes) -> None:
     pair = ready_pair()
-    events = pair.server.receive_message(data)
+    events = pair.server.receive_message(data, now=0.0)
     _check_replies(pair)
     assert all(isinstance(e, Event.__args__) for e in events)
-    events = pair.server.receive_bytes(data + b"\n")
+    events = pair.server.receive_bytes(data + b"\n", now=0.0)
     _check_replies(pair)
 
 
@@ -68,9 +68,9 @@ def test_arbitrary_bytes_get_an_error_reply_or_nothing(data: bytes) -> None:
 def test_arbitrary_json_never_raises(value: Any) -> None:
     for version in ("2025-11-25", "2025-03-26"):
         pair = ready_pair(version)
-        pair.server.receive_message(dumps(value))
+        pair.server.receive_message(dumps(value), now=0.0)
         _check_replies(pair)
-        pair.client.receive_message(dumps(value))
+        pair.client.receive_message(dumps(value), now=0.0)
         pair.client.data_to_send()
     # the session still works afterwards
     pair.client.send_request("ping", now=0.0)
@@ -154,7 +154,7 @@ class RaceMachine(RuleBasedStateMachine):
     def replay_response(self, data: st.DataObject) -> None:
         rid = data.draw(st.sampled_from(sorted(self.finished, key=str)))
         events = self.pair.client.receive_message(
-            dumps({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+            dumps({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}}), now=0.0
         )
         assert [type(e) for e in events] == [ResponseIgnored] or self.closed
 

@@ -60,7 +60,7 @@ def only(events: list[Any], cls: type[T]) -> T:
 
 def feed(conn: Connection, obj: Any) -> tuple[list[Any], list[Any]]:
     """Feed one message to ``conn``; return (events, decoded messages it sent)."""
-    events = conn.receive_message(dumps(obj))
+    events = conn.receive_message(dumps(obj), now=0.0)
     return events, [loads(p) for p in conn.data_to_send()]
 
 
@@ -473,7 +473,7 @@ def test_server_serves_requests_before_initialized_arrives(version: str) -> None
     pair.server.send_result(rid, {"tools": []})
     assert only(pair.deliver(pair.server), ResultReceived).result == {"tools": []}
     # ...then initialized moves the session to READY, as ever
-    events = [e for p in initialized for e in pair.server.receive_message(p)]
+    events = [e for p in initialized for e in pair.server.receive_message(p, now=0.0)]
     assert only(events, HandshakeCompleted).protocol_version == version
     assert pair.server.lifecycle is LifecycleState.READY
     validate_wire(pair, version)
@@ -535,7 +535,7 @@ def test_a_verdict_before_initialized_is_not_cached_for_the_fast_path() -> None:
     only(pair.deliver(pair.client), RequestReceived)
     assert pair.server._accept_ok == set()
     for payload in initialized:
-        pair.server.receive_message(payload)
+        pair.server.receive_message(payload, now=0.0)
     pair.client.send_request("tools/list", now=0.0)
     only(pair.deliver(pair.client), RequestReceived)
     assert pair.server._accept_ok == {"tools/list"}

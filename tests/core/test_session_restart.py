@@ -133,7 +133,7 @@ def test_requests_sent_while_the_new_session_starts_are_held_and_timed() -> None
     (timeout,) = pair.client.handle_timer(3.0)
     assert isinstance(timeout, RequestTimedOut) and timeout.request_id == timed
     assert pair.client.data_to_send() == []  # the server never saw it: nothing to cancel
-    pair.server.receive_message(initialize)  # (answered by the server connection itself)
+    pair.server.receive_message(initialize, now=0.0)  # (answered by the server connection itself)
     pair.wire.clear()
     done, served = pair.exchange(now=4.0)
     assert only(done, HandshakeCompleted).peer_info == {"name": "two", "version": "1"}
@@ -222,12 +222,14 @@ def test_resend_request_sends_the_same_request_again() -> None:
 
 def refuse_with_an_error(pair: ConnectionPair, init_id: RequestId) -> list[Any]:
     failure = {"jsonrpc": "2.0", "id": init_id, "error": {"code": -32600, "message": "no"}}
-    return pair.client.receive_message(dumps(failure))
+    return pair.client.receive_message(dumps(failure), now=0.0)
 
 
 def refuse_with_a_version(pair: ConnectionPair, init_id: int) -> list[Any]:
     answer = {"protocolVersion": "1999-01-01", "capabilities": {}}
-    return pair.client.receive_message(dumps({"jsonrpc": "2.0", "id": init_id, "result": answer}))
+    return pair.client.receive_message(
+        dumps({"jsonrpc": "2.0", "id": init_id, "result": answer}), now=0.0
+    )
 
 
 def time_out(pair: ConnectionPair, init_id: int) -> list[Any]:
@@ -279,7 +281,7 @@ def test_held_requests_cancelled_or_timed_out_are_never_sent_nor_announced() -> 
     assert isinstance(timeout, RequestTimedOut) and timeout.request_id == timed
     assert [m["method"] for m in sent(pair.client)] == ["initialize"]
     answer = {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS}
-    pair.client.receive_message(dumps({"jsonrpc": "2.0", "id": init_id, "result": answer}))
+    pair.client.receive_message(dumps({"jsonrpc": "2.0", "id": init_id, "result": answer}), now=0.0)
     assert [m.get("method") for m in sent(pair.client)] == ["notifications/initialized", "ping"]
 
 
@@ -316,13 +318,13 @@ def test_an_answer_to_a_held_request_ends_it_for_good(answer: dict[str, Any], th
     pair.client.resend_request(rid)
     pair.client.resend_request(kept)
     pair.client.data_to_send()
-    events = pair.client.receive_message(dumps({"jsonrpc": "2.0", "id": rid, **answer}))
+    events = pair.client.receive_message(dumps({"jsonrpc": "2.0", "id": rid, **answer}), now=0.0)
     assert [getattr(e, "request_id", None) for e in events][-1] == rid
     assert pair.client.pending_requests() == (kept, init_id)
     if then == "answered":
         result = {"protocolVersion": "2025-11-25", "capabilities": SERVER_CAPS}
         done = pair.client.receive_message(
-            dumps({"jsonrpc": "2.0", "id": init_id, "result": result})
+            dumps({"jsonrpc": "2.0", "id": init_id, "result": result}), now=0.0
         )
         assert isinstance(done[-1], HandshakeCompleted)
         assert [m.get("id") for m in sent(pair.client)] == [None, kept]  # initialized, kept

@@ -823,7 +823,7 @@ async def _served_before_initialized(peer: ManualPeer) -> tuple[list[bytes], Req
     notifications/initialized (over HTTP the two POSTs may race)."""
     peer.conn.start(now=0.0)
     await peer.flush()
-    peer.conn.receive_message(await peer.channel.receive())  # the initialize result
+    peer.conn.receive_message(await peer.channel.receive(), now=0.0)  # the initialize result
     held = peer.conn.data_to_send()  # notifications/initialized
     rid = peer.conn.send_request("tools/call", {"name": "x"}, now=0.0)
     await peer.flush()
