@@ -133,7 +133,9 @@ def _structure_int(value: Any, _: Any) -> int:
     raise _Invalid(f"expected an integer, got {_kind(value)}")
 
 
-def _structure_float(value: Any, _: Any) -> float:
+def _structure_float(value: Any, _: Any) -> int | float:
+    # (int | float, not float: an integer is kept as it came, and to a compiled build
+    # a ``float`` result is one to convert.)
     if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     raise _Invalid(f"expected a number, got {_kind(value)}")
