@@ -335,15 +335,48 @@ async def _close_ws(
     trio-websocket's aclose sends the close frame, then waits for the reply that its
     reader task reads. When the block around the close was cancelled, that task was
     cancelled too; or it stopped at a frame crossing the close (trio-websocket issue
-    #184, see :class:`ReaderWatch`): the wait would last until the caller's bound. It
-    stops once the reader is gone (aclose still closes the stream as it unwinds)."""
+    #184, see :class:`ReaderWatch`): the wait would last until the caller's bound. Once
+    the reader is gone, only that wait for the reply ends (``_stop_waiting_for_reply``):
+    the close frame, which may still be waiting for its turn behind a message being
+    written, goes out after it, and then aclose closes the stream. (Cancelling the whole
+    aclose instead would close the stream under that message, and neither it nor the
+    close frame would reach the peer.) The caller's bound (``close_timeout``) still
+    holds for all of it."""
     if reader_done is None:
         await ws.aclose(code, reason)
         return
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_cancel_when_set, reader_done, nursery.cancel_scope)
+        nursery.start_soon(_stop_waiting_for_reply, reader_done, ws, nursery.cancel_scope)
         await ws.aclose(code, reason)
         nursery.cancel_scope.cancel()
+
+
+_REPLY_EVENT = "_close_handshake"
+"""The ``trio.Event`` of a trio-websocket ``WebSocketConnection`` that its aclose waits
+on for the peer's close reply (set by its reader). Private to trio-websocket (0.12):
+``_reply_event`` checks it, and a test fails loudly if it goes away."""
+
+
+def _reply_event(ws: trio_websocket.WebSocketConnection) -> trio.Event | None:
+    """The event ``ws.aclose`` waits on for the peer's close reply, or ``None`` when this
+    trio-websocket does not have it where we look (see ``_REPLY_EVENT``)."""
+    event = getattr(ws, _REPLY_EVENT, None)
+    return event if isinstance(event, trio.Event) else None
+
+
+async def _stop_waiting_for_reply(
+    reader_done: trio.Event, ws: trio_websocket.WebSocketConnection, aclose: trio.CancelScope
+) -> None:
+    """Once ``ws``'s reader is gone, end its aclose's wait for the close reply (nobody is
+    left to read it), letting the close frame go out first. Without the event to set (a
+    trio-websocket that renamed it) ``aclose`` is cancelled instead, as it was before: a
+    message still being written is then cut (the peer sees code 1006)."""
+    await reader_done.wait()
+    event = _reply_event(ws)
+    if event is not None:
+        event.set()
+    else:
+        aclose.cancel()
 
 
 def _endpoint(
