@@ -205,6 +205,17 @@ def _not_in_version(what: str, version: str, versions: Sequence[str]) -> McpErro
     )
 
 
+_UNSENDABLE = (
+    LocalProtocolError,
+    SessionClosed,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+)
+"""What sending what a rate limit held may fail with as the handler ends: the request
+answered beside the Context, or the session going away. Logged, never raised over the
+handler's own outcome."""
+
+
 def _answered(exc: BaseException) -> bool:
     """Whether a handler that raised ``exc`` will be answered (with an error, or
     ``input_required``): every exception in it is an ``Exception`` or an ask, none a
@@ -506,12 +517,7 @@ class Context:
     async def _send_held(self, held: tuple[float, float | None, str | None], due: float) -> None:
         try:
             await self._send_progress(*held, due)
-        except (
-            LocalProtocolError,
-            SessionClosed,
-            trio.BrokenResourceError,
-            trio.ClosedResourceError,
-        ) as exc:
+        except _UNSENDABLE as exc:
             # (the handler reported beside the Context, or the session is going away:
             # no one is left to tell)
             _logger.debug("a held progress report was not sent: %s", exc)
@@ -523,8 +529,11 @@ class Context:
         log messages) goes out before the handler's answer -- whether it returns or
         raises (an error answer: ``McpError``, a tool error, ``-32603``; or a modern
         ask's ``input_required``). Not when it was cancelled (or the session is
-        closing): nothing more may go out on it (a handler that turns the cancellation
-        into an error meets it again at the first checkpoint here)."""
+        closing): nothing more may go out on it. A handler that turns the cancellation
+        into an error, or swallows it and returns, meets it again before anything is
+        sent here (``_send_what_is_held`` checks first: a log message is queued in the
+        core before any checkpoint of its own). A failure to send what is held (the
+        session going away) is logged, and the handler's own outcome stands."""
         try:
             if self._progress_interval is None or self._task is not None:
                 # (A task tool's reports become its status once the task starts: no
@@ -548,7 +557,12 @@ class Context:
         await self._send_what_is_held()
 
     async def _send_what_is_held(self) -> None:
-        """Send what the rate limits still hold, as the handler ends."""
+        """Send what the rate limits still hold, as the handler ends (not once it was
+        cancelled: ``Cancelled`` is raised first)."""
+        # (Before anything is queued: the core takes a log message or a progress report
+        # at once, and it would go out after the cancellation, with whatever is written
+        # next. Only if cancelled: no schedule point otherwise.)
+        await trio.lowlevel.checkpoint_if_cancelled()
         if self._task is not None and self._task.started:
             return  # (the request is answered: nothing may go out on it)
         held = self._progress_held
@@ -556,7 +570,12 @@ class Context:
             self._progress_held = None
             await self._send_held(held, trio.current_time())
         if self._log_dropped:
-            await self._log_drops("warning")
+            try:
+                await self._log_drops("warning")
+            except _UNSENDABLE as exc:
+                # (as for a held progress report: the handler's own answer or error,
+                # not this, says how it ended)
+                _logger.debug("the count of dropped log messages was not sent: %s", exc)
 
     async def log(self, level: str, data: Any, *, logger: str | None = None) -> bool:
         """Send a log message (``notifications/message``) if the client wants this level.
