@@ -16,9 +16,17 @@ from typing import Any
 
 import mcp_trio
 from mcp_sansio import types as t
-from mcp_trio import _LAZY  # (private: the lazy table)
+from mcp_trio import _LAZY, _RENAMED  # (private: the lazy table, its renames)
 
 from .test_public_signatures import BUILT_INTERNALLY, namespace, signatures
+
+CORE_COPIES = {"TaskStatus"}
+"""Aliases a core module keeps a copy of (equal, not the same object): mcp_sansio._tasks
+has its own TaskStatus, which TaskState names, so that it does not load mcp_sansio.types;
+mcp_trio exports the schema's (mcp_sansio.types.TaskStatus). One object once types takes
+_tasks' alias; until then an equal one is accepted."""
+EXPORTED_AS = {core: ours for ours, core in _RENAMED.items()}
+"""The aliases mcp_trio exports under another name (the core's Role as SessionRole)."""
 
 
 def aliases_named() -> Iterator[tuple[str, str, object]]:
@@ -42,19 +50,26 @@ def test_every_alias_a_public_signature_names_is_exported_by_mcp_trio() -> None:
     assert {"SamplingCallback", "ClientTarget", "EraChoice", "RequestId"} <= {
         name for _, name, _ in named
     }  # (the scan finds them)
-    missing = {
-        f"{label}: {name}"
-        for label, name, value in named
-        if name not in mcp_trio.__all__ or getattr(mcp_trio, name, None) is not value
-    }
+    missing = set()
+    for label, name, value in named:
+        ours = EXPORTED_AS.get(name, name)
+        exported = getattr(mcp_trio, ours, None)
+        same = exported == value if name in CORE_COPIES else exported is value
+        if ours not in mcp_trio.__all__ or not same:
+            missing.add(f"{label}: {name}")
     assert not missing, "\n".join(sorted(missing))
 
 
 def documented(module: types.ModuleType, name: str) -> bool | None:
     """Whether ``name``'s assignment in ``module`` is followed by a docstring (followed
-    through ``from ... import name`` to where it is made); ``None``: not found."""
+    through ``from ... import name`` to where it is made; at the top level or in an
+    ``if TYPE_CHECKING:`` block, for an alias made at run time on first use, as
+    ``SessionHook`` is); ``None``: not found."""
     tree = ast.parse(inspect.getsource(module))
-    body = tree.body
+    body = list(tree.body)
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            body.extend(node.body)
     for i, node in enumerate(body):
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
         if isinstance(node, ast.Assign | ast.AnnAssign) and any(
@@ -97,3 +112,28 @@ def test_the_aliases_annotate_a_users_code() -> None:
     rid: mcp_trio.RequestId = 7
     assert callbacks[0] is on_sampling and era == "legacy" and target == "python server.py"
     assert rid == 7 and typing.get_args(mcp_trio.TaskSupport) == ("optional", "required")
+
+
+def test_a_users_function_annotated_with_the_aliases_has_resolvable_hints() -> None:
+    # SessionHook held the string "Session": get_type_hints (pydantic, typer, cattrs,
+    # DI frameworks) raised NameError in a module that does not import Session itself.
+    def on_session_factory(hook: mcp_trio.SessionHook, role: mcp_trio.SessionRole) -> None:
+        pass
+
+    hints = typing.get_type_hints(on_session_factory, globalns={"mcp_trio": mcp_trio})
+    assert typing.get_args(hints["hook"])[0] == [mcp_trio.Session]
+    for name in mcp_trio.__all__:
+        value = getattr(mcp_trio, name)
+        if typing.get_origin(value) is not None:
+            assert "ForwardRef" not in repr(typing.get_args(value)), name
+
+
+def test_the_role_names_say_which_role() -> None:
+    # mcp_sansio.Role (the session's: client or server) and mcp_sansio.types.Role (a
+    # message's: assistant or user) share a name; mcp_trio exports the session's as
+    # SessionRole, and no Role that a sampling callback's author would mistake.
+    assert typing.get_args(mcp_trio.SessionRole) == ("client", "server")
+    assert not hasattr(mcp_trio, "Role")
+    assert mcp_trio.TaskStatus is t.TaskStatus  # (the schema's, not a private copy)
+    assert issubclass(mcp_trio.CallbackAnswerError, ValueError)
+    assert "CallbackAnswerError" in mcp_trio.__all__

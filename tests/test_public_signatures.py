@@ -94,7 +94,14 @@ def test_public_signatures_name_only_importable_types() -> None:
                     continue
                 value = ns.get(node.id)
                 alias = typing.get_origin(value) is not None and node.id[0].isupper()
-                if alias and all(getattr(m, node.id, None) is not value for m in PUBLIC):
+                # (mcp_sansio._tasks' TaskStatus is an equal copy of the schema's, which
+                # mcp_trio exports: see CORE_COPIES in test_public_aliases)
+                copy = node.id == "TaskStatus" and value == mcp_trio.TaskStatus
+                if (
+                    alias
+                    and not copy
+                    and all(getattr(m, node.id, None) is not value for m in PUBLIC)
+                ):
                     unreachable.add(f"{label}: alias {node.id}")
     assert not unreachable, "\n".join(sorted(unreachable))
 

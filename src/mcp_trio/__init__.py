@@ -17,12 +17,12 @@ if TYPE_CHECKING:
     from mcp_sansio import NotificationReceived as NotificationReceived
     from mcp_sansio import ProgressReceived as ProgressReceived
     from mcp_sansio import RequestId as RequestId
-    from mcp_sansio import Role as Role
+    from mcp_sansio import Role as SessionRole
     from mcp_sansio import TokenEndpointAuthMethod as TokenEndpointAuthMethod
-    from mcp_sansio._tasks import TaskStatus as TaskStatus
     from mcp_sansio.http import BearerError as BearerError
     from mcp_sansio.http import RequiredScopes as RequiredScopes
     from mcp_sansio.http import ResponseMode as ResponseMode
+    from mcp_sansio.types import TaskStatus as TaskStatus
 
     from ._blocking import BlockingClient as BlockingClient
     from ._blocking import ElicitationFunction as ElicitationFunction
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from ._client_callbacks import NotificationCallback as NotificationCallback
     from ._client_callbacks import RootsCallback as RootsCallback
     from ._client_callbacks import SamplingCallback as SamplingCallback
+    from ._client_common import CallbackAnswerError as CallbackAnswerError
     from ._client_common import EraChoice as EraChoice
     from ._client_common import RootLike as RootLike
     from ._client_common import ToolOutput as ToolOutput
@@ -160,13 +161,13 @@ _LAZY: dict[str, str] = {
     # role, the arguments of ClientCredentials, bearer_challenge, Server(required_scopes=)
     # and HttpServerConfig; the HTTP rules are loaded when one of theirs is first used)
     "RequestId": "mcp_sansio",
-    "Role": "mcp_sansio",
+    "SessionRole": "mcp_sansio",  # (mcp_sansio.Role: see _RENAMED)
     "TokenEndpointAuthMethod": "mcp_sansio",
     "BearerError": "mcp_sansio.http",
     "RequiredScopes": "mcp_sansio.http",
     "ResponseMode": "mcp_sansio.http",
-    # (the status a TaskState carries: the core's, as TaskState is)
-    "TaskStatus": "mcp_sansio._tasks",
+    # (the status a TaskState carries: the schema's, as mcp_sansio.types has it)
+    "TaskStatus": "mcp_sansio.types",
     "BlockingClient": "._blocking",
     # (The type aliases of public signatures, so that a user can annotate the functions
     # and values they pass: BlockingClient's callbacks are plain functions, *Function;
@@ -193,6 +194,7 @@ _LAZY: dict[str, str] = {
     "NotificationCallback": "._client_callbacks",
     "RootsCallback": "._client_callbacks",
     "SamplingCallback": "._client_callbacks",
+    "CallbackAnswerError": "._client_common",
     "EraChoice": "._client_common",
     "RootLike": "._client_common",
     "ToolOutput": "._client_common",
@@ -298,6 +300,15 @@ _LAZY: dict[str, str] = {
     "serve_websocket": "._websocket",
 }
 
+_RENAMED: dict[str, str] = {
+    # The session's role, "client" or "server" (open_session, Session.role), which the
+    # core calls Role. Not exported as Role: mcp_sansio.types.Role is another thing, the
+    # "assistant" or "user" of a sampling or prompt message, which is what a Role next
+    # to SamplingCallback would be taken for.
+    "SessionRole": "Role",
+}
+"""Names exported under another name than their module gives them."""
+
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
@@ -313,7 +324,7 @@ def __getattr__(name: str) -> Any:
             f"cannot import {name!r} from {__name__!r}: importing {module} failed: {exc}",
             name=__name__,
         ) from exc
-    value = getattr(imported, name)
+    value = getattr(imported, _RENAMED.get(name, name))
     globals()[name] = value
     return value
 
@@ -337,6 +348,7 @@ __all__ = [
     "BearerError",
     "BlockingClient",
     "BlockingSubscription",
+    "CallbackAnswerError",
     "Client",
     "ClientCredentials",
     "ClientTarget",
@@ -407,7 +419,6 @@ __all__ = [
     "ResourceLink",
     "ResourceNotFound",
     "ResponseMode",
-    "Role",
     "RootLike",
     "RootsCallback",
     "RootsFunction",
@@ -421,6 +432,7 @@ __all__ = [
     "SessionClosed",
     "SessionConfig",
     "SessionHook",
+    "SessionRole",
     "SessionStatistics",
     "Skill",
     "SkillFile",

@@ -11,7 +11,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Hashable, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeGuard, TypeVar, final
+from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeAlias, TypeGuard, TypeVar, final
 
 import trio
 
@@ -22,6 +22,26 @@ from ._errors import SessionClosed
 if TYPE_CHECKING:
     from ._config import RateLimit
     from ._session import Session
+
+    SessionHook: TypeAlias = Callable[[Session], Awaitable[None]]
+    """``async def on_session(session)``: runs beside a served session; cancelled when it
+    closes. An exception is logged and closes that session. (Made on first use at run
+    time, see ``__getattr__``.)"""
+else:
+
+    def __getattr__(name: str) -> Any:
+        # SessionHook names Session, whose module imports this one: the alias is made
+        # on first use, with the class itself. (A "Session" string in it would be a
+        # forward reference that typing.get_type_hints cannot resolve in a user's
+        # module: NameError for a function annotated with mcp_trio.SessionHook.)
+        if name == "SessionHook":
+            from ._session import Session  # noqa: PLC0415 (it imports this module)
+
+            hook = Callable[[Session], Awaitable[None]]
+            globals()[name] = hook
+            return hook
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "HTTP_SCHEMES",
@@ -67,11 +87,6 @@ def url_host(host: str) -> str:
     """``host`` as a URL or a ``Host`` header writes it: an IPv6 address in brackets
     (RFC 3986 section 3.2.2)."""
     return f"[{host}]" if ":" in host else host
-
-
-SessionHook = Callable[["Session"], Awaitable[None]]
-"""``async def on_session(session)``: runs beside a served session; cancelled when it
-closes. An exception is logged and closes that session."""
 
 
 def check_seconds(name: str, value: object) -> None:
