@@ -180,23 +180,9 @@ OFFLINE_ACCESS: Final = "offline_access"
 """The scope that asks the authorization server for a refresh token: the client's to
 request, never a resource's scope (``2026-07-28/basic/authorization#refresh-tokens``:
 servers "SHOULD NOT include ``offline_access`` in ``WWW-Authenticate`` scope or Protected
-Resource Metadata ``scopes_supported``")."""
-
-
-def refuse_offline_access(scopes: Iterable[str], what: str) -> None:
-    """Raise ``ValueError`` when ``scopes`` (a server's own configuration: ``what``
-    names it) holds :data:`OFFLINE_ACCESS`."""
-    if OFFLINE_ACCESS in scopes:
-        raise ValueError(
-            f"{what} must not hold {OFFLINE_ACCESS!r}: a server SHOULD NOT advertise it in "
-            "a WWW-Authenticate scope or in scopes_supported (2026-07-28 "
-            "basic/authorization, Refresh Tokens); the client asks for it on its own"
-        )
-
-
-def _check_scopes_supported(_inst: object, _attr: object, value: tuple[str, ...] | None) -> None:
-    if value is not None:
-        refuse_offline_access(value, "scopes_supported")
+Resource Metadata ``scopes_supported``"; ``2025-06-18`` and ``2025-11-25`` have no such
+rule, and their clients request ``scopes_supported`` as it is, so a server that serves
+them may list it there on purpose)."""
 
 
 @final
@@ -217,13 +203,13 @@ class ProtectedResourceMetadata:
         converter=_strings, validator=_check_servers
     )
     """The issuer URLs of the authorization servers that issue tokens for it."""
-    scopes_supported: tuple[str, ...] | None = attrs.field(
-        default=None, converter=_scopes_or_none, validator=_check_scopes_supported
-    )
+    scopes_supported: tuple[str, ...] | None = attrs.field(default=None, converter=_scopes_or_none)
     """The scopes needed for basic use, a collection or a space-separated string (clients
     request these when a challenge names none; ``authorization#scope-selection-strategy``).
-    ``offline_access`` does not belong here (``authorization#refresh-tokens``): it is a
-    ``ValueError``."""
+    ``offline_access`` is kept as given: a ``2026-07-28`` server SHOULD NOT list it
+    (``authorization#refresh-tokens``), but a ``2025-06-18``/``2025-11-25`` client
+    requests these scopes as they are, and gets a refresh token only when it is here
+    (``serve_http`` logs a warning, once)."""
     bearer_methods_supported: tuple[str, ...] | None = attrs.field(
         default=("header",), converter=attrs.converters.optional(_strings)
     )

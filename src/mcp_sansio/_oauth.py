@@ -736,13 +736,18 @@ def select_scope(
     step-up (``previous``: what was requested before) the challenged scopes are added
     to the previous ones rather than replacing them ("Step-Up Authorization Flow").
     ``offline_access`` is added only when the AS lists it in ``scopes_supported``
-    ("Refresh Tokens"; SEP-2207).
+    ("Refresh Tokens"; SEP-2207); one a challenge names is left out, as one in the
+    resource's metadata is (a challenge that names nothing else names no scope).
     """
     scopes: list[str] = []
     if previous:
         scopes += previous.split()
-    if challenge is not None and challenge.scope:
-        scopes += challenge.scope.split()
+    # A server's offline_access is not taken, from a challenge as from its metadata
+    # (parse_protected_resource_metadata): the AS's scopes_supported decides, below.
+    challenged = [] if challenge is None or not challenge.scope else challenge.scope.split()
+    challenged = [s for s in challenged if s != OFFLINE_ACCESS]
+    if challenged:
+        scopes += challenged
     elif not previous and resource_metadata is not None and resource_metadata.scopes_supported:
         scopes += resource_metadata.scopes_supported
     if (

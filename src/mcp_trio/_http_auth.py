@@ -45,7 +45,6 @@ from mcp_sansio._http_auth import (
     bearer_token,
     check_metadata_url,
     check_scopes,
-    refuse_offline_access,
     scope_set,
 )
 from mcp_sansio._http_common import HttpRequest, HttpResponse
@@ -138,27 +137,46 @@ def _check_url(_inst: object, _attr: object, value: str | None) -> None:
         check_metadata_url(value)
 
 
-def _check_required(_inst: object, _attr: object, value: frozenset[str]) -> None:
-    refuse_offline_access(value, "required_scopes")
+_OFFLINE_ACCESS_FATE: Final = {
+    "hook": "a required_scopes hook named %r, which a server SHOULD NOT put in a "
+    "challenge (2026-07-28 basic/authorization, Refresh Tokens): left out (logged once)",
+    "required_scopes": "BearerAuth.required_scopes names %r, which a server SHOULD NOT "
+    "put in a challenge (2026-07-28 basic/authorization, Refresh Tokens): left out, "
+    "neither required nor challenged for (logged once)",
+    "scopes_supported": "ProtectedResourceMetadata.scopes_supported names %r, which a "
+    "2026-07-28 server SHOULD NOT advertise (basic/authorization, Refresh Tokens): "
+    "served as given, for 2025-06-18/2025-11-25 clients, which request these scopes as "
+    "they are (logged once)",
+}
 
 
 @functools.cache
-def _warn_offline_access() -> None:
-    """Log, once, that a scope hook named ``offline_access`` (left out)."""
-    logger.warning(
-        "a required_scopes hook named %r, which a server SHOULD NOT put in a challenge "
-        "(2026-07-28 basic/authorization, Refresh Tokens): left out (logged once)",
-        OFFLINE_ACCESS,
-    )
+def _warn_offline_access(source: str = "hook") -> None:
+    """Log, once per ``source`` (a key of :data:`_OFFLINE_ACCESS_FATE`), that a
+    server's scopes name ``offline_access``, and what became of it."""
+    logger.warning(_OFFLINE_ACCESS_FATE[source], OFFLINE_ACCESS)
+
+
+def _required(value: str | Collection[str]) -> frozenset[str]:
+    found = scope_set(value)
+    if OFFLINE_ACCESS not in found:
+        return found
+    _warn_offline_access("required_scopes")
+    return found - {OFFLINE_ACCESS}
+
+
+def note_advertised_scopes(metadata: ProtectedResourceMetadata) -> None:
+    """Log, once per process, that the Protected Resource Metadata a server serves
+    lists ``offline_access`` (kept: see ``ProtectedResourceMetadata.scopes_supported``)."""
+    if metadata.scopes_supported is not None and OFFLINE_ACCESS in metadata.scopes_supported:
+        _warn_offline_access("scopes_supported")
 
 
 def hook_scopes(scopes: str | Collection[str]) -> frozenset[str]:
     """What a ``required_scopes`` hook returned, checked
     (:func:`~mcp_sansio.http.check_scopes`): a scope that is no scope token is a
     ``ValueError``, and ``offline_access`` is left out, with a warning logged once
-    per process (a hook is asked at run time, too late to refuse it as
-    :attr:`BearerAuth.required_scopes` and ``ProtectedResourceMetadata.scopes_supported``
-    refuse it)."""
+    per process (as :attr:`BearerAuth.required_scopes` leaves it out)."""
     found = check_scopes(scopes)
     if OFFLINE_ACCESS not in found:
         return found
@@ -210,14 +228,15 @@ class BearerAuth:
     a loopback host), checked as ``HttpServerConfig.resource_metadata``'s is
     (:func:`~mcp_sansio.http.check_metadata_url`; ``ValueError`` here, not a client
     that cannot follow it later)."""
-    required_scopes: frozenset[str] = attrs.field(
-        default=frozenset(), converter=scope_set, validator=_check_required
-    )
+    required_scopes: frozenset[str] = attrs.field(default=frozenset(), converter=_required)
     """Scopes every request needs (empty: any valid token will do), checked on the head
     of every request. Scopes of one tool, resource or prompt are declared where it is
     registered (``@server.tool(scopes=...)``) and checked once the body says what is
-    asked for. ``offline_access`` is a ``ValueError``: it goes in every challenge, where
-    a server should not name it (``2026-07-28/basic/authorization#refresh-tokens``)."""
+    asked for. ``offline_access`` is left out, with a warning logged once: it would go
+    in every challenge, where a server should not name it
+    (``2026-07-28/basic/authorization#refresh-tokens``), and no token needs it (list it
+    in ``ProtectedResourceMetadata.scopes_supported`` for legacy clients' refresh
+    tokens)."""
 
     dpop: Literal["off", "allowed", "required"] = "off"
     """DPoP-bound tokens (RFC 9449; MCP's SEP-1932): ``"off"``, bearer tokens only, as

@@ -73,7 +73,14 @@ from mcp_sansio.http import (
 from ._config import SessionConfig, with_wall_clock
 from ._handlers import Handlers
 from ._http_auth import UNAVAILABLE as _UNAVAILABLE
-from ._http_auth import Authenticate, BearerAuth, expiry_clock, hook_scopes, run_authenticate
+from ._http_auth import (
+    Authenticate,
+    BearerAuth,
+    expiry_clock,
+    hook_scopes,
+    note_advertised_scopes,
+    run_authenticate,
+)
 from ._http_config import HttpTransportConfig
 from ._http_context import PEER_ADDRESS
 from ._http_endpoint import Endpoint, ResponseSlot
@@ -942,6 +949,8 @@ async def serve_http(
         # RFC 9728 section 2: the document says whether DPoP is taken, and which algs.
         advertised = authenticate.advertise(http_config.resource_metadata)
         http_config = attrs.evolve(http_config, resource_metadata=advertised)
+    if http_config.resource_metadata is not None:
+        note_advertised_scopes(http_config.resource_metadata)  # (offline_access)
     if authenticate is not None and http_config.resource_metadata is None:
         # 2026-07-28/basic/authorization#overview: servers MUST serve it; without it a
         # client that is refused cannot find where to get a token.

@@ -1,8 +1,9 @@
 """``offline_access`` is never advertised by a server (``2026-07-28/basic/authorization``,
 "Refresh Tokens": servers "SHOULD NOT include ``offline_access`` in ``WWW-Authenticate``
-scope or Protected Resource Metadata ``scopes_supported``"): refused where it is
-configured, left out (with one warning) when a scope hook names it at run time, and
-ignored by the client in a server's metadata."""
+scope or Protected Resource Metadata ``scopes_supported``"): left out of challenges (with
+one warning) whether ``BearerAuth.required_scopes`` or a scope hook names it, kept in
+the metadata a dual-era server serves (with one warning: 2025-06-18/11-25 have no such
+rule), and ignored by the client in a server's metadata and challenges."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 from mcp_sansio import parse_protected_resource_metadata
+from mcp_sansio._http_auth import scope_set
 from mcp_sansio._json import dumps, loads
+from mcp_sansio._oauth import AuthorizationServerMetadata, parse_bearer_challenge, select_scope
 from mcp_sansio.http import insufficient_scope
 from mcp_trio import (
     BearerAuth,
@@ -34,7 +38,6 @@ from .test_http_support import raw_request
 from .test_scopes import METADATA, _modern_post
 
 IO_TIMEOUT = 10
-RULE = "SHOULD NOT advertise"
 TOKENS = {
     "reader": Principal(subject="alice", scopes="files:read"),
     "writer": Principal(subject="alice", scopes="files:read files:write"),
@@ -57,29 +60,80 @@ def _fresh_warning() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("scopes", [["mcp", "offline_access"], "mcp offline_access"])
-def test_resource_metadata_refuses_offline_access(scopes: Any) -> None:
-    with pytest.raises(ValueError, match=RULE):
-        ProtectedResourceMetadata(
-            resource="https://rs.example/mcp",
-            authorization_servers=["https://as.example"],
-            scopes_supported=scopes,
-        )
-    fine = ProtectedResourceMetadata(
+def test_resource_metadata_keeps_offline_access(scopes: Any) -> None:
+    # A dual-era server lists it on purpose: 2025-06-18/11-25 clients request
+    # scopes_supported as it is, and get a refresh token only with it there.
+    metadata = ProtectedResourceMetadata(
         resource="https://rs.example/mcp",
         authorization_servers=["https://as.example"],
-        scopes_supported="mcp",
+        scopes_supported=scopes,
     )
-    assert fine.document()["scopes_supported"] == ["mcp"]
+    assert metadata.document()["scopes_supported"] == ["mcp", "offline_access"]
+
+
+async def test_serving_offline_access_in_metadata_warns_once(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    metadata = ProtectedResourceMetadata(
+        resource="https://rs.example/mcp",
+        authorization_servers=["https://as.example"],
+        scopes_supported="mcp offline_access",
+    )
+    auth = BearerAuth(verify_token=verify, resource_metadata_url=metadata.url)
+    config = HttpServerConfig(resource_metadata=metadata)
+    with trio.fail_after(IO_TIMEOUT):
+        for _ in range(2):
+            handle = await nursery.start(
+                partial(offline_server().serve_http, port=0, authenticate=auth, http_config=config)
+            )
+            served = await raw_request(handle.port, "GET", "/.well-known/oauth-protected-resource")
+            assert loads(served.body)["scopes_supported"] == ["mcp", "offline_access"]
+    [warning] = warnings_of(caplog)
+    assert "scopes_supported" in warning and "served as given" in warning
+    assert "logged once" in warning
 
 
 @pytest.mark.parametrize(
     "scopes", [{"mcp", "offline_access"}, "offline_access", "mcp offline_access"]
 )
-def test_bearer_auth_refuses_offline_access_in_its_challenges(scopes: Any) -> None:
-    with pytest.raises(ValueError, match=RULE):
-        BearerAuth(verify_token=verify, required_scopes=scopes)
-    with pytest.raises(ValueError, match=RULE):
-        BearerAuth(verify_token=verify, required_scopes=scopes, dpop="allowed")
+@pytest.mark.parametrize("dpop", ["off", "allowed"])
+def test_bearer_auth_leaves_offline_access_out_of_its_challenges(
+    scopes: Any, dpop: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    auth = BearerAuth(verify_token=verify, required_scopes=scopes, dpop=dpop)
+    assert auth.required_scopes == scope_set(scopes) - {"offline_access"}
+    BearerAuth(verify_token=verify, required_scopes=scopes, dpop=dpop)
+    [warning] = warnings_of(caplog)
+    assert "required_scopes" in warning and "logged once" in warning
+
+
+async def test_bearer_auth_challenge_without_offline_access(nursery: trio.Nursery) -> None:
+    auth = BearerAuth(
+        verify_token=verify,
+        resource_metadata_url=METADATA.url,
+        required_scopes="files:read offline_access",
+    )
+    handle = await nursery.start(
+        partial(
+            offline_server().serve_http,
+            port=0,
+            authenticate=auth,
+            http_config=HttpServerConfig(resource_metadata=METADATA),
+        )
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        headers, body = _modern_post("tools/list", {}, "", None)
+        headers = tuple(h for h in headers if h[0] != "authorization")
+        refused = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert refused.status == 401
+        www = refused.headers["www-authenticate"]
+        assert 'scope="files:read"' in www and "offline_access" not in www
+        # A token without offline_access is served: nobody required it.
+        headers, body = _modern_post("tools/list", {}, "reader")
+        served = await raw_request(handle.port, "POST", headers=headers, body=body)
+        assert served.status == 200, served.body
 
 
 def test_the_client_leaves_a_servers_offline_access_out() -> None:
@@ -92,6 +146,32 @@ def test_the_client_leaves_a_servers_offline_access_out() -> None:
     }
     found = parse_protected_resource_metadata(dumps(document), "https://rs.example/mcp")
     assert found.scopes_supported == ("mcp",)
+
+
+def test_the_client_leaves_a_challenges_offline_access_out() -> None:
+    # As from the metadata: asked for only when the authorization server lists it.
+    metadata = parse_protected_resource_metadata(
+        dumps(
+            {
+                "resource": "https://rs.example/mcp",
+                "authorization_servers": ["https://as.example"],
+                "scopes_supported": ["mcp"],
+            }
+        ),
+        "https://rs.example/mcp",
+    )
+    quiet = AuthorizationServerMetadata.fallback("https://as.example")
+    listing = attrs.evolve(quiet, scopes_supported=("mcp", "files:write", "offline_access"))
+    challenge = parse_bearer_challenge(['Bearer scope="files:write offline_access"'])
+    assert select_scope(challenge=challenge, resource_metadata=metadata, metadata=quiet) == (
+        "files:write"
+    )
+    assert select_scope(challenge=challenge, resource_metadata=metadata, metadata=listing) == (
+        "files:write offline_access"
+    )
+    # A challenge naming only offline_access names no scope: the metadata's are asked for.
+    alone = parse_bearer_challenge(['Bearer scope="offline_access"'])
+    assert select_scope(challenge=alone, resource_metadata=metadata, metadata=quiet) == "mcp"
 
 
 def test_a_challenge_never_names_offline_access() -> None:
