@@ -781,6 +781,19 @@ def checked_answer(
     content = data.get("content")
     shape = data
     if form is not None and isinstance(content, dict):
+        # An "integer" field's 3.0 is an integer (JSON Schema: any number with a zero
+        # fractional part): sent as 3, which ElicitResult's content values name.
+        integers = {
+            key
+            for key, field in form.requested_schema.properties.items()
+            if getattr(field, "type", None) == "integer"
+            and type(content.get(key)) is float
+            and content[key].is_integer()
+        }
+        if integers:
+            content = {k: int(v) if k in integers else v for k, v in content.items()}
+            data = {**data, "content": content}
+            shape = data
         # A form's "number" field takes a fraction, which ElicitResult's content
         # values (string, integer, boolean, string list) do not name; it is checked
         # against the form below instead.
@@ -805,16 +818,26 @@ def checked_answer(
         if problems:
             raise CallbackAnswerError(
                 "on_elicitation accepted with content that does not fit the requested "
-                f"schema: {'; '.join(problems)}"
+                f"schema: {_escaped('; '.join(problems))}"
             )
     return data
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every character that is not printable (controls, ``ESC``, line
+    breaks, bidirectional overrides such as U+202E) written as ``repr`` writes it: the
+    paths in a :class:`CallbackAnswerError` name the server's form fields, which are
+    peer data, and the message is logged and sent back."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _fits(data: dict[str, Any], cls: type[Any], what: str) -> None:
     try:
         structure(data, cls)
     except RemoteProtocolError as exc:
-        raise CallbackAnswerError(f"{what} returned an {exc.message}") from None
+        raise CallbackAnswerError(f"{what} returned an {_escaped(exc.message)}") from None
 
 
 def log_params(params: Mapping[str, Any] | None) -> t.LoggingMessageNotificationParams:

@@ -1331,8 +1331,8 @@ class Authorizer:
         URL failed (a ``5xx`` says the metadata may exist).
 
         Raises:
-            OAuthError: none found (the message names every URL tried and what it
-                answered), or a document that is unacceptable.
+            OAuthError: none found (the message names every URL tried, escaped by
+                ``repr``, and what it answered), or a document that is unacceptable.
         """
         tried: list[str] = []
         failed = False
@@ -1341,10 +1341,10 @@ class Authorizer:
             if status == 200:
                 if _is_json_object(body):
                     return AuthorizationServerMetadata.parse(body, issuer, loopback=self._loopback)
-                tried.append(f"{url}: 200 but not a JSON object")
+                tried.append(f"{url!r}: 200 but not a JSON object")
             else:
                 failed = failed or status >= 500
-                tried.append(f"{url}: {status}")
+                tried.append(f"{url!r}: {status}")
         if legacy and not failed:
             return AuthorizationServerMetadata.fallback(issuer)
         raise OAuthError(

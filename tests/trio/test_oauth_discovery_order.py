@@ -159,9 +159,9 @@ async def test_when_none_answers_the_error_names_every_url_and_why(
     with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError) as caught:
         await oauth().authorize(fake.url)
     message = str(caught.value)
-    assert f"{fake.base}{RFC8414}: 500" in message
-    assert f"{fake.base}{OIDC_INSERT}: 200 but not a JSON object" in message
-    assert f"{fake.base}{OIDC_APPEND}: 404" in message
+    assert f"'{fake.base}{RFC8414}': 500" in message
+    assert f"'{fake.base}{OIDC_INSERT}': 200 but not a JSON object" in message
+    assert f"'{fake.base}{OIDC_APPEND}': 404" in message
     assert not fake.registrations
 
 
