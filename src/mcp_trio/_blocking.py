@@ -1107,7 +1107,11 @@ class BlockingClient(HandshakeFacts):
             return checked_answer(method, options.on_elicitation(form), form)
         if method == "roots/list" and options.roots is not None:
             roots = options.roots
-            return roots_result(roots() if callable(roots) else roots)
+            given = roots() if callable(roots) else roots
+            try:
+                return roots_result(given)
+            except (TypeError, ValueError) as exc:  # (as Callbacks.answer: the roots' fault)
+                raise CallbackAnswerError(f"the roots callback returned {exc}") from None
         raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _answer(self, event: RequestReceived) -> None:
@@ -1153,7 +1157,7 @@ class BlockingClient(HandshakeFacts):
             why = undeclared_request(method, entry.get("params"), caps)
             if why is not None:  # (as Callbacks.provide_input)
                 logger.warning("%s: the server's input request is refused: %s", event.method, why)
-                raise InputRequiredError(event)
+                raise InputRequiredError(event, why)
         responses: dict[str, Any] = {}
         for key, entry in event.input_requests.items():
             params = entry.get("params")

@@ -235,7 +235,7 @@ class Callbacks:
             why = undeclared_request(method, entry.get("params"), self.capabilities)
             if why is not None:
                 logger.warning("%s: the server's input request is refused: %s", event.method, why)
-                raise InputRequiredError(event)
+                raise InputRequiredError(event, why)
         responses: dict[str, Any] = {}
         for key, entry in requests.items():
             params = entry.get("params")

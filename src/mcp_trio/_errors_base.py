@@ -66,11 +66,25 @@ class HandshakeFailed(McpError):
 
 
 class InputRequiredError(Exception):
-    """A modern server answered ``input_required`` and no ``on_input_required`` was given."""
+    """A modern server answered ``input_required`` and the client does not answer it:
+    no ``on_input_required`` or callback for it was given, or (:attr:`reason`) the
+    server asked for what the client never declared.
 
-    def __init__(self, event: InputRequired) -> None:
-        super().__init__(f"{event.method} needs input: {sorted(event.input_requests)}")
+    Args:
+        event: the server's ``input_required`` answer.
+        reason: why the client refuses it, when it is no missing callback (the
+            message says it too).
+    """
+
+    def __init__(self, event: InputRequired, reason: str | None = None) -> None:
+        message = f"{event.method} needs input: {sorted(event.input_requests)}"
+        if reason is not None:
+            message += f"; refused: {reason}"
+        super().__init__(message)
         self.event = event
+        self.reason = reason
+        """Why the request is refused (an undeclared capability, say); ``None`` when
+        no callback answers it."""
 
 
 class SessionClosed(Exception):
