@@ -37,18 +37,24 @@ _EXTENSION_ID = re.compile(
 
 
 def _check_capabilities(_inst: object, _attr: object, value: object) -> None:
-    extensions = value.get("extensions") if isinstance(value, Mapping) else None
-    if extensions is None:
+    if not isinstance(value, Mapping) or "extensions" not in value:
         return
+    extensions = value["extensions"]
+    # (The schema's extensions is {[key]: JSONObject}, optional but not nullable.)
     if not isinstance(extensions, Mapping):
         raise ValueError(f"capabilities.extensions must be an object, not {extensions!r}")
-    for key in extensions:
+    for key, settings in extensions.items():
         if not isinstance(key, str) or _EXTENSION_ID.fullmatch(key) is None:
             raise ValueError(
                 f"extension id {key!r} breaks the _meta key naming rule with its mandatory "
                 "prefix (basic/versioning#extension-negotiation): dot-separated labels "
                 "(a letter first, a letter or digit last, hyphens inside), '/', then a name, "
                 "e.g. 'com.example/my-extension'"
+            )
+        if not isinstance(settings, Mapping):
+            raise ValueError(
+                f"capabilities.extensions[{key!r}] must be an object (its settings, {{}} "
+                f"for none), not {settings!r}"
             )
 
 
@@ -123,7 +129,8 @@ class ConnectionConfig:
     Raises:
         ValueError: a timeout below 0 (or NaN); a bound checked here that is not an
             ``int`` in its range (``bool`` is refused); an unknown ``era``; an
-            extension id (a key of ``capabilities["extensions"]``) without a valid prefix.
+            extension id (a key of ``capabilities["extensions"]``) without a valid prefix,
+            or an ``extensions`` or extension value that is no mapping (``None`` too).
     """
 
     implementation: dict[str, Any] = attrs.field(factory=_default_info)
@@ -131,7 +138,8 @@ class ConnectionConfig:
     capabilities: dict[str, Any] = attrs.field(factory=dict, validator=_check_capabilities)
     """Our capabilities (``ClientCapabilities`` or ``ServerCapabilities``). Each key of
     ``extensions`` is an extension id: a ``_meta`` key with a prefix, such as
-    ``"com.example/my-extension"`` (basic/versioning#extension-negotiation)."""
+    ``"com.example/my-extension"`` (basic/versioning#extension-negotiation), and its
+    value an object of the extension's settings (``{}`` for none)."""
     instructions: str | None = None
     """Server only: instructions for the client's model."""
     supported_versions: tuple[str, ...] = attrs.field(
