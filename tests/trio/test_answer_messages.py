@@ -47,7 +47,7 @@ def test_a_field_name_is_escaped_in_the_message(content: dict[str, Any]) -> None
 
 def test_an_integer_field_takes_a_whole_float() -> None:
     params = form(n={"type": "integer", "minimum": 1}, s={"type": "string"})
-    answer = {"action": "accept", "content": {"n": 3.0, "s": "a"}}
+    answer: dict[str, Any] = {"action": "accept", "content": {"n": 3.0, "s": "a"}}
     data = checked_answer("elicitation/create", answer, params)
     assert data["content"] == {"n": 3, "s": "a"}
     assert type(data["content"]["n"]) is int
