@@ -34,9 +34,10 @@ tasks. Per session:
   outbox and then writes up to the last message it queued, after those queued before
   (aioquic's ``transmit()``), so messages leave in the order the core produced them;
   others wait for that writer, and it sends their messages along when that needs no
-  waiting. Each single message write is shielded from the caller's cancellation (half
-  a frame would corrupt a stream) and bounded by ``write_timeout``; a failed write
-  calls ``conn.send_failed()`` and closes the session.
+  waiting (what cancelled tasks leave with nobody waiting, a task of the I/O nursery
+  writes: ``_start_leftover_writer``). Each single message write is shielded from
+  the caller's cancellation (half a frame would corrupt a stream) and bounded by
+  ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the session.
 * **One timer task** sleeps in a cancel scope whose deadline is the core's
   ``next_deadline()``; every core call re-arms it, and when it fires it calls
   ``handle_timer(now)``.
@@ -234,7 +235,9 @@ class Session:
         self._reserved: deque[RequestReceived] = deque()
         self._starting_reserved = False
         self._pool.on_freed = self._start_reserved
-        self._writer = Writer(channel, self.config.write_timeout)
+        self._writer = Writer(
+            channel, self.config.write_timeout, on_leftovers=self._start_leftover_writer
+        )
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
         self._on_held: dict[RequestId, Callable[[RequestId, bool], object]] = {}
@@ -715,6 +718,24 @@ class Session:
 
     async def _write_through(self, mark: int) -> None:
         failure = await self._writer.write_through(mark)
+        if failure is not None:
+            self._write_failed(failure)
+
+    def _start_leftover_writer(self) -> bool:
+        """The writer's ``on_leftovers``: messages whose tasks were cancelled (a
+        request, its ``notifications/cancelled``) are written by a task of the I/O
+        nursery. Not once the session is closing: its last writes are its own."""
+        nursery = self._io_nursery
+        if nursery is None or self._close_exc is not None:
+            return False
+        try:
+            nursery.start_soon(self._write_leftovers, name="mcp leftover writer")
+        except RuntimeError:  # the nursery has closed
+            return False
+        return True
+
+    async def _write_leftovers(self) -> None:
+        failure = await self._writer.write_leftovers()
         if failure is not None:
             self._write_failed(failure)
 

@@ -21,10 +21,20 @@ notifications, or two full pipes would stop both readers), and when the writer l
 the waiting task with the earliest messages still queued becomes the writer. So when
 a full channel drains, the messages queued behind it leave in one go and the fast path
 is free again at once, instead of a lock being handed from task to task, one scheduler
-tick each, while newcomers queue behind (a lock convoy). A task cancelled while
-waiting leaves its messages in the outbox; the writer or the next one sends them. (The
-session cancels a request it could not write with a bounded write of its own, so
-nothing waits there for long.)
+tick each, while newcomers queue behind (a lock convoy).
+
+Leftovers. A task cancelled while it waits (or while it writes, on a channel whose
+writes are cancellable) leaves its messages in the outbox, and the session's own
+bounded write of the request's ``notifications/cancelled`` may give up the same way.
+While another task waits, the role reaches it and those messages go out before its
+own. When the writer leaves with messages queued and nobody waiting, it does not write
+them itself (that could hold the reader, or a caller, behind others' writes): it asks
+the session (``on_leftovers``) for a task of its own, which writes them as any writer
+does (in order, each write bounded as below; a failure closes the session) and keeps
+at it while any are queued. One such task at a time; none once the session is closing
+(its closing cancels the task, and :meth:`Writer.abort` drops what is left). Without
+it a cancellation would reach the peer only with the session's next write, and the
+peer would work on the request (and an HTTP client hold its connection) until then.
 
 On a channel whose sends are atomic (a memory channel), a write is cancelled like any
 other wait and the message stays first in the outbox. Otherwise each single message
@@ -38,6 +48,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import final
 
 import attrs
@@ -68,11 +79,23 @@ class Writer:
     Args:
         channel: where messages go.
         write_timeout: seconds one message may take (``None``: no bound).
+        on_leftovers: called, without waiting, when the writer leaves messages queued
+            that no task waits to write (see the module docs); it starts a task that
+            awaits :meth:`write_leftovers` and returns ``True``, or ``False`` if it
+            cannot (the session is closing). ``None``: they wait for the next write.
     """
 
-    def __init__(self, channel: MessageChannel, write_timeout: float | None) -> None:
+    def __init__(
+        self,
+        channel: MessageChannel,
+        write_timeout: float | None,
+        *,
+        on_leftovers: Callable[[], bool] | None = None,
+    ) -> None:
         self._channel = channel
         self._timeout = write_timeout
+        self._on_leftovers = on_leftovers
+        self._rescuing = False  # a write_leftovers task is started (or running)
         self._active = False  # a writer is writing, or the role is reserved for a waiter
         self._waiters: list[tuple[int, int, _Waiter]] = []  # a heap by (mark, arrival)
         self._arrivals = 0
@@ -171,6 +194,24 @@ class Writer:
             waiter.woken.set()
         else:
             self._active = False
+            if self._outbox and not self._rescuing and self._on_leftovers is not None:
+                self._rescuing = self._on_leftovers()
+
+    async def write_leftovers(self) -> SessionClosed | None:
+        """Write until the outbox is empty, as a writer among the others: the task
+        ``on_leftovers`` starts (see the module docs).
+
+        Returns:
+            ``None``, or why writing failed (as :meth:`write_through`).
+        """
+        try:
+            while self._outbox:
+                failure = await self.write_through(self._queued)
+                if failure is not None:
+                    return failure
+        finally:
+            self._rescuing = False
+        return None
 
     @property
     def deadline(self) -> float:
