@@ -458,7 +458,8 @@ class Session:
         """Send a notification.
 
         If the caller is cancelled while waiting for its turn to write, the
-        notification stays queued and goes out with the next write. While a new
+        notification stays queued and still goes out, in order (a task of the session
+        writes it if no other write comes to). While a new
         session replaces one the server forgot, it waits for the new one (at most
         ``handshake_timeout``, see the module docs).
 
