@@ -73,7 +73,8 @@ class SessionConfig:
     frame is never cut in half. (In-memory sends are atomic and cancellable: unbounded.)"""
     abandon_write_timeout: float = attrs.field(default=1.0, validator=_non_negative)
     """Seconds a cancelled caller waits for its turn to send the courtesy
-    ``notifications/cancelled`` (a bounded, shielded write) before giving up on it; also
+    ``notifications/cancelled`` (a bounded, shielded write) before it returns, leaving
+    the message queued for the session to write once the writes ahead of it are done; also
     how long the end of a stdio shutdown waits to write a batch's answers given so far."""
     handshake_timeout: float | None = attrs.field(default=30.0, validator=_positive)
     """Client: seconds ``start()`` waits for the handshake before raising ``TooSlowError``.

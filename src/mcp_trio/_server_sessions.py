@@ -90,8 +90,9 @@ async def _send(session: Session, method: str, params: dict[str, Any] | None) ->
 
 async def _send_bounded(session: Session, method: str, params: dict[str, Any]) -> None:
     # A session slow to take its turn does not hold up the others' next notification:
-    # past the bound the message stays queued in its session and leaves with its next
-    # write (Session.notify); only a write already under way runs to its own bound.
+    # past the bound the message stays queued in its session, which writes it once the
+    # writes ahead of it are done (Session.notify); only a write already under way runs
+    # to its own bound.
     with trio.move_on_after(_NOTIFY_TIMEOUT):
         await _send(session, method, params)
 
@@ -247,8 +248,8 @@ class SessionTracker:
         never to a legacy session (the extension is modern-only) or another principal.
         Sessions get it concurrently, each waiting at most ``_NOTIFY_TIMEOUT`` for its
         turn to write, so that one slow peer does not stall the delivery of the rest
-        (past it the message stays queued in the session). Returns how many HTTP streams
-        and sessions it went to."""
+        (past it the message stays queued, and the session writes it once it can).
+        Returns how many HTTP streams and sessions it went to."""
         sent = 0
         for served in list(self._http.values()):
             sent += served.endpoint.send_task_status(params, principal=owner)
