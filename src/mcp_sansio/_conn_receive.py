@@ -214,7 +214,8 @@ class _Receiving(_Handshake):
         :class:`InvalidMessageReceived` (a request's then answered with id null).
 
         ``now`` is the current time on the clock of :meth:`handle_timer`, as for every
-        ``receive_*`` call. It is required: a message may start a timer (a client whose
+        ``receive_*`` call (:meth:`receive_eof` needs it only while a line is held). It
+        is required: a message may start a timer (a client whose
         ``server/discover`` is refused sends ``initialize``, timed from ``now``), re-arm
         one (progress), or be checked against an expiry (a ``requestState``, when
         ``config.request_state_clock`` is ``None``). A made-up ``now`` behind the real

@@ -747,6 +747,7 @@ class Context:
                 contain a valid URL"; here an absolute ``https`` or ``http`` URL with a
                 host, ASCII only), or ``elicitation_id`` holds a lone surrogate; before
                 anything is sent.
+            TypeError: ``url`` is not a string.
         """
         check_elicitation_url(url)
         params: dict[str, Any] = {"mode": "url", "message": _readable(message), "url": url}
