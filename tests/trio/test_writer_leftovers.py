@@ -371,3 +371,17 @@ async def test_the_session_starts_a_leftover_writer_only_while_open(closing: boo
             session._begin_close(SessionClosed("closing"), graceful=True)
         assert session._start_leftover_writer() is not closing
         await trio.testing.wait_all_tasks_blocked()  # (an empty outbox: it ends at once)
+
+
+async def test_no_leftover_task_when_the_writer_leaves_nothing() -> None:
+    # A slow write that leaves nothing queued starts no task: the hook is only for
+    # what cancelled waiters left behind (a task per slow write would tax every one).
+    channel = _SlowChannel()
+    async with trio.open_nursery() as nursery:
+        session = _Session(nursery, channel)
+        writer = session.writer
+        nursery.start_soon(writer.write_through, writer.queue([b"1"]))
+        await trio.testing.wait_all_tasks_blocked()
+        channel.permits.release()
+        await trio.testing.wait_all_tasks_blocked()
+        assert channel.sent == [b"1"] and session.started == 0
