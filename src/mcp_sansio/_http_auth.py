@@ -185,6 +185,12 @@ rule, and their clients request ``scopes_supported`` as it is, so a server that 
 them may list it there on purpose)."""
 
 
+def without_offline_access(scopes: Iterable[str]) -> tuple[str, ...]:
+    """``scopes`` in their order, without :data:`OFFLINE_ACCESS` (the one filter: a
+    server's challenge and metadata, a grant without a client, a required set)."""
+    return tuple(s for s in scopes if s != OFFLINE_ACCESS)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class ProtectedResourceMetadata:
@@ -491,7 +497,7 @@ def insufficient_scope(
     """
     # offline_access is no scope of the resource's (see OFFLINE_ACCESS): a server
     # should not ask for it in a challenge, nor refuse a token for want of it.
-    wanted = check_scopes(needed) - {OFFLINE_ACCESS}
+    wanted = frozenset(without_offline_access(check_scopes(needed)))
     missing = wanted - principal.scopes
     if not missing:
         return None

@@ -51,7 +51,12 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import attrs
 
-from ._http_auth import WELL_KNOWN_RESOURCE_PATH, ProtectedResourceMetadata
+from ._http_auth import (
+    OFFLINE_ACCESS,
+    WELL_KNOWN_RESOURCE_PATH,
+    ProtectedResourceMetadata,
+    without_offline_access,
+)
 from ._jose import CLIENT_ASSERTION_TYPE, b64url
 from ._json import JSONDecodeError, loads
 
@@ -91,7 +96,6 @@ TokenEndpointAuthMethod: TypeAlias = Literal[
 # client has no key of ours, so never private_key_jwt.
 _AUTH_METHODS: Final[tuple[str, ...]] = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1"})
-OFFLINE_ACCESS: Final = "offline_access"
 _MAX_LEEWAY: Final = 30.0
 # RFC 6750 section 2.1's b64token is narrower; any visible ASCII is accepted (opaque
 # tokens vary), and nothing that could break out of the Authorization header.
@@ -433,12 +437,6 @@ def _bool(obj: Mapping[str, Any], key: str, what: str) -> bool | None:
     raise OAuthError(f"{what}: {key!r} must be true or false")
 
 
-def _without_offline_access(scopes: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    if scopes is None or OFFLINE_ACCESS not in scopes:
-        return scopes
-    return tuple(s for s in scopes if s != OFFLINE_ACCESS)
-
-
 def parse_protected_resource_metadata(body: bytes, server_url: str) -> ProtectedResourceMetadata:
     """Read the Protected Resource Metadata document (RFC 9728) fetched for the server at
     ``server_url``: the same value a server serves (``resource_name``,
@@ -465,6 +463,7 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
     servers = _strs(obj, "authorization_servers", what)
     if not servers:
         raise OAuthError(f"{what} names no authorization server")
+    supported = _strs(obj, "scopes_supported", what)
     known = {
         "resource",
         "authorization_servers",
@@ -481,7 +480,7 @@ def parse_protected_resource_metadata(body: bytes, server_url: str) -> Protected
             authorization_servers=servers,
             # (A server's offline_access is not taken: the client asks for it when
             # its authorization server lists it, see select_scope.)
-            scopes_supported=_without_offline_access(_strs(obj, "scopes_supported", what)),
+            scopes_supported=None if supported is None else without_offline_access(supported),
             bearer_methods_supported=_strs(obj, "bearer_methods_supported", what),
             resource_name=_str(obj, "resource_name", what),
             resource_documentation=_str(obj, "resource_documentation", what),
@@ -745,7 +744,7 @@ def select_scope(
     # A server's offline_access is not taken, from a challenge as from its metadata
     # (parse_protected_resource_metadata): the AS's scopes_supported decides, below.
     challenged = [] if challenge is None or not challenge.scope else challenge.scope.split()
-    challenged = [s for s in challenged if s != OFFLINE_ACCESS]
+    challenged = list(without_offline_access(challenged))
     if challenged:
         scopes += challenged
     elif not previous and resource_metadata is not None and resource_metadata.scopes_supported:

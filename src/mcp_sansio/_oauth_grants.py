@@ -32,11 +32,11 @@ from typing import Final, final
 
 import attrs
 
+from ._http_auth import without_offline_access
 from ._json import loads
 from ._modern import _b64decode  # (base64url without padding, as a JWS has it)
 from ._oauth import (
     _TOKEN_CHARS,
-    OFFLINE_ACCESS,
     AuthorizationServerMetadata,
     ClientCredentials,
     OAuthError,
@@ -108,7 +108,9 @@ def grant_scope(scope: str | None, *, client: ClientCredentials | None) -> str |
     identity), from the one selected (:func:`~mcp_sansio.select_scope`):
     without a client, no ``offline_access`` (a refresh token could not be used: the
     refresh token grant needs the client's identity, OAuth 2.1 section 4.3.1)."""
-    return scope if client is not None else _without_offline_access(scope)
+    if client is not None:
+        return scope
+    return " ".join(without_offline_access((scope or "").split())) or None
 
 
 def grant_token(token: OAuthToken, *, client: ClientCredentials | None) -> OAuthToken:
@@ -118,12 +120,6 @@ def grant_token(token: OAuthToken, *, client: ClientCredentials | None) -> OAuth
     if client is None and token.refresh_token is not None:
         return attrs.evolve(token, refresh_token=None)
     return token
-
-
-def _without_offline_access(scope: str | None) -> str | None:
-    if scope is None:
-        return None
-    return " ".join(s for s in scope.split() if s != OFFLINE_ACCESS) or None
 
 
 _MAX_CLAIMS_PART: Final = 8192
@@ -343,7 +339,7 @@ def token_exchange_request(
         ("audience", audience),
         ("resource", resource),
     ]
-    scope = _without_offline_access(scope)
+    scope = " ".join(without_offline_access((scope or "").split()))
     if scope:
         form.append(("scope", scope))
     form += [

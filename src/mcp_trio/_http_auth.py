@@ -12,7 +12,6 @@ at; the Protected Resource Metadata document is served without it.
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 import time
@@ -46,6 +45,7 @@ from mcp_sansio._http_auth import (
     check_metadata_url,
     check_scopes,
     scope_set,
+    without_offline_access,
 )
 from mcp_sansio._http_common import HttpRequest, HttpResponse
 
@@ -147,22 +147,37 @@ _OFFLINE_ACCESS_FATE: Final = {
     "2026-07-28 server SHOULD NOT advertise (basic/authorization, Refresh Tokens): "
     "served as given, for 2025-06-18/2025-11-25 clients, which request these scopes as "
     "they are (logged once)",
+    "tool scopes=": "a tool, prompt or resource registered with scopes= names %r, which "
+    "a server SHOULD NOT put in a challenge (2026-07-28 basic/authorization, Refresh "
+    "Tokens): left out, neither required nor challenged for (logged once)",
 }
 
+_WARNED: set[str] = set()
+"""The sources of :data:`_OFFLINE_ACCESS_FATE` already warned about (once per process,
+whatever the call looks like: a cache keyed on the arguments would warn again)."""
 
-@functools.cache
-def _warn_offline_access(source: str = "hook") -> None:
+
+def _warn_offline_access(source: str) -> None:
     """Log, once per ``source`` (a key of :data:`_OFFLINE_ACCESS_FATE`), that a
     server's scopes name ``offline_access``, and what became of it."""
+    if source in _WARNED:
+        return
+    _WARNED.add(source)
     logger.warning(_OFFLINE_ACCESS_FATE[source], OFFLINE_ACCESS)
 
 
+def _drop_offline_access(scopes: frozenset[str], source: str) -> frozenset[str]:
+    """``scopes`` without ``offline_access`` (never a resource's scope: see
+    :data:`~mcp_sansio.http.OFFLINE_ACCESS`), warning once per ``source`` (a key of
+    :data:`_OFFLINE_ACCESS_FATE`) when it was there."""
+    if OFFLINE_ACCESS not in scopes:
+        return scopes
+    _warn_offline_access(source)
+    return frozenset(without_offline_access(scopes))
+
+
 def _required(value: str | Collection[str]) -> frozenset[str]:
-    found = scope_set(value)
-    if OFFLINE_ACCESS not in found:
-        return found
-    _warn_offline_access("required_scopes")
-    return found - {OFFLINE_ACCESS}
+    return _drop_offline_access(scope_set(value), "required_scopes")
 
 
 def note_advertised_scopes(metadata: ProtectedResourceMetadata) -> None:
@@ -173,15 +188,12 @@ def note_advertised_scopes(metadata: ProtectedResourceMetadata) -> None:
 
 
 def hook_scopes(scopes: str | Collection[str]) -> frozenset[str]:
-    """What a ``required_scopes`` hook returned, checked
+    """What a ``required_scopes`` hook returned at run time, checked
     (:func:`~mcp_sansio.http.check_scopes`): a scope that is no scope token is a
     ``ValueError``, and ``offline_access`` is left out, with a warning logged once
-    per process (as :attr:`BearerAuth.required_scopes` leaves it out)."""
-    found = check_scopes(scopes)
-    if OFFLINE_ACCESS not in found:
-        return found
-    _warn_offline_access()
-    return found - {OFFLINE_ACCESS}
+    per process (as :attr:`BearerAuth.required_scopes` leaves it out; a registration's
+    ``scopes=`` is checked when registered)."""
+    return _drop_offline_access(check_scopes(scopes), "hook")
 
 
 @final

@@ -256,12 +256,15 @@ def _icons(icons: Sequence[Any] | None) -> list[Any] | None:
 
 
 def _scopes(scopes: str | Iterable[str]) -> frozenset[str]:
-    """Declared scopes as a set, each checked to be a scope token (``ValueError``)."""
+    """Declared scopes as a set, each checked to be a scope token (``ValueError``),
+    without ``offline_access`` (never a resource's scope: left out, warned once)."""
     if not scopes:
         return frozenset()
     from mcp_sansio._http_auth import check_scopes  # noqa: PLC0415 (stdio loads no HTTP)
 
-    return check_scopes(scopes)
+    from ._http_auth import _drop_offline_access  # noqa: PLC0415 (the same)
+
+    return _drop_offline_access(check_scopes(scopes), "tool scopes=")
 
 
 def _skip(context_param: str | None) -> tuple[str, ...]:

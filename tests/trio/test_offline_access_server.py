@@ -30,7 +30,7 @@ from mcp_trio import (
     ProtectedResourceMetadata,
     Server,
 )
-from mcp_trio._http_auth import _warn_offline_access
+from mcp_trio._http_auth import _WARNED, _warn_offline_access, hook_scopes
 from mcp_trio._websocket import open_websocket_client
 
 from .helpers import client_config
@@ -51,9 +51,9 @@ async def verify(token: str) -> Principal | None:
 
 @pytest.fixture(autouse=True)
 def _fresh_warning() -> Iterator[None]:
-    _warn_offline_access.cache_clear()  # (logged once per process)
+    _WARNED.clear()  # (logged once per process)
     yield
-    _warn_offline_access.cache_clear()
+    _WARNED.clear()
 
 
 # ------------------------------------------------------------------ configuration
@@ -89,7 +89,9 @@ async def test_serving_offline_access_in_metadata_warns_once(
             )
             served = await raw_request(handle.port, "GET", "/.well-known/oauth-protected-resource")
             assert loads(served.body)["scopes_supported"] == ["mcp", "offline_access"]
-    [warning] = warnings_of(caplog)
+    # (Two servers: each warning once, the tool's scopes= one at the first registration.)
+    registered, warning = warnings_of(caplog)
+    assert "registered with scopes=" in registered
     assert "scopes_supported" in warning and "served as given" in warning
     assert "logged once" in warning
 
@@ -244,8 +246,11 @@ async def test_a_hook_naming_offline_access_over_http(
         headers, body = _modern_post("tools/call", {"name": "needed"}, "reader", "needed")
         served = await raw_request(handle.port, "POST", headers=headers, body=body)
         assert loads(served.body)["result"]["content"][0]["text"] == "files:read"
-    [warning] = warnings_of(caplog)
-    assert "SHOULD NOT" in warning and "logged once" in warning
+    # One for the tool's scopes= (at registration), one for the hook's result.
+    registered, hook = warnings_of(caplog)
+    assert "registered with scopes=" in registered and "hook" not in registered
+    assert "required_scopes hook" in hook
+    assert all("SHOULD NOT" in w and "logged once" in w for w in (registered, hook))
 
 
 async def test_a_hook_naming_offline_access_on_websocket(
@@ -277,4 +282,40 @@ async def test_a_hook_naming_offline_access_on_websocket(
             assert result["content"][0]["text"] == "wrote a"
             result = await session.request("tools/call", {"name": "needed", "arguments": {}})
             assert result["content"][0]["text"] == "files:read"
+    assert len(warnings_of(caplog)) == 2  # (the tool's scopes=, the hook's)
+
+
+def test_a_tools_offline_access_is_dropped_at_registration_with_its_label(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    server = Server("files")
+
+    @server.tool(scopes=["files:read", "offline_access"])
+    async def read() -> str:
+        return "ok"
+
+    @server.prompt(scopes="offline_access files:read")
+    async def ask() -> str:
+        return "ok"
+
+    # Warned once, when registered, naming where it came from (not a hook).
+    [warning] = warnings_of(caplog)
+    assert "registered with scopes=" in warning and "hook" not in warning
+    hook = server.handlers().required_scopes
+    assert hook is not None
+    needed = hook(Principal(subject="u", scopes="files:read"), "tools/call", {"name": "read"})
+    assert set(needed) == {"files:read"}
+    assert len(warnings_of(caplog)) == 1  # (nothing more at the request)
+
+
+def test_the_offline_access_warning_is_logged_once_however_called(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    _warn_offline_access("hook")
+    _warn_offline_access(source="hook")
+    assert hook_scopes("a offline_access") == {"a"}
     assert len(warnings_of(caplog)) == 1
+    _warn_offline_access("scopes_supported")  # (another source: its own warning)
+    assert len(warnings_of(caplog)) == 2
