@@ -22,6 +22,7 @@ import trio
 from mcp_sansio import ErrorCode, LocalProtocolError, RemoteProtocolError
 
 from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
+from ._util import clip, terminal_safe  # (the CLI's names: one helper each)
 
 __all__ = [
     "EXIT_FAILURE",
@@ -70,43 +71,15 @@ def one_line(text: str, limit: int | None = 300) -> str:
     return flat if limit is None or len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-_UNSAFE: Final = re.compile(
-    # C0 controls but tab and newline (a carriage return only alone: CRLF line ends are
-    # harmless), DEL, C1 controls, and the bidirectional embeddings, overrides and
-    # isolates, which reorder the text shown around them ("Trojan Source").
-    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
 _UNSAFE_IN_JSON: Final = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What :func:`json.dumps` leaves as it is of :data:`_UNSAFE` (it escapes C0 itself)."""
-
-
-def _escaped(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == "\r":
-        return "\\r"
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with what a terminal would act on written as Python writes it in a
-    ``repr``: control characters but newline and tab (``\\x1b``, a lone carriage
-    return ``\\r``; a CRLF line end is kept), DEL (``\\x7f``), C1 controls
-    (``\\x9b``) and the bidirectional overrides and isolates (``\\u202e``)."""
-    return _UNSAFE.sub(_escaped, text)
+"""What :func:`json.dumps` leaves as it is of what :func:`terminal_safe` escapes (it
+escapes C0 itself)."""
 
 
 def terminal_safe_json(text: str) -> str:
     """JSON text (:func:`json.dumps` output) with the characters :func:`terminal_safe`
     escapes written as JSON escapes (``\\u009b``): the same JSON value."""
     return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text``, or its first ``limit`` characters and ``… (N more characters)``."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _expected(exc: BaseException) -> BaseException | None:

@@ -38,6 +38,7 @@ from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 from mcp_sansio._versions import REVISIONS
 
+from ._util import terminal_safe
 from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
 
 __all__ = [
@@ -818,26 +819,18 @@ def checked_answer(
         if problems:
             raise CallbackAnswerError(
                 "on_elicitation accepted with content that does not fit the requested "
-                f"schema: {_escaped('; '.join(problems))}"
+                f"schema: {terminal_safe('; '.join(problems), one_line=True)}"
             )
     return data
-
-
-def _escaped(text: str) -> str:
-    """``text`` with every character that is not printable (controls, ``ESC``, line
-    breaks, bidirectional overrides such as U+202E) written as ``repr`` writes it: the
-    paths in a :class:`CallbackAnswerError` name the server's form fields, which are
-    peer data, and the message is logged and sent back."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _fits(data: dict[str, Any], cls: type[Any], what: str) -> None:
     try:
         structure(data, cls)
     except RemoteProtocolError as exc:
-        raise CallbackAnswerError(f"{what} returned an {_escaped(exc.message)}") from None
+        raise CallbackAnswerError(
+            f"{what} returned an {terminal_safe(exc.message, one_line=True)}"
+        ) from None
 
 
 def log_params(params: Mapping[str, Any] | None) -> t.LoggingMessageNotificationParams:

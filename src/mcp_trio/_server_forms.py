@@ -36,6 +36,7 @@ from mcp_sansio._versions import REVISIONS
 from ._jsonschema import coerce_arguments, type_schema
 from ._server_content import Message, check_role, content_blocks
 from ._uritemplate import URI_HINT, uri_problem
+from ._util import clip
 
 __all__ = [
     "ELICITATION_MODE_VERSIONS",
@@ -340,13 +341,11 @@ def check_elicitation_url(url: object) -> None:
     Raises:
         TypeError: ``url`` is not a string.
         ValueError: it is not such a URL; the message shows the value (its first
-            :data:`_URL_SHOWN` characters, escaped by ``repr``) and why.
+            :data:`_URL_SHOWN` characters, clipped and escaped by ``repr``) and why.
     """
     if not isinstance(url, str):
         raise TypeError(f"an elicitation URL is a string, not {type(url).__name__}")
-    shown = repr(url[:_URL_SHOWN]) + (
-        f"... ({len(url) - _URL_SHOWN} more characters)" if len(url) > _URL_SHOWN else ""
-    )
+    shown = repr(clip(url, _URL_SHOWN))
     problem = uri_problem(url)
     if problem is not None:
         raise ValueError(f"elicitation URL {shown} is not a valid URL: {problem} {URI_HINT}")

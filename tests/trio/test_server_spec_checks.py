@@ -107,7 +107,8 @@ def test_a_refused_url_is_shown_clipped_and_escaped() -> None:
         check_elicitation_url(url)
     message = str(info.value)
     assert len(message) < 600
-    assert message.startswith(f"elicitation URL {url[:200]!r}... (4826 more characters) ")
+    clipped = url[:200] + "… (4826 more characters)"
+    assert message.startswith(f"elicitation URL {clipped!r} ")
     assert "' ' at 5020 must be percent-encoded" in message
     with pytest.raises(ValueError) as info:
         check_elicitation_url("https://exa\x1bmple.com/")
