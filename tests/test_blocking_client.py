@@ -32,6 +32,7 @@ import mcp_trio._blocking_subscriptions
 import mcp_trio._client_common
 import mcp_trio._client_skills
 import mcp_trio._http_h11
+import mcp_trio._text
 import mcp_trio._validation
 from mcp_sansio import (
     ConnectionConfig,
@@ -548,12 +549,14 @@ def test_tcp_an_address_family_the_system_lacks_is_skipped(
         mcp_trio._http_h11,
         mcp_trio._client_common,
         mcp_trio._client_skills,
+        mcp_trio._text,
         mcp_trio._validation,
     ],
 )
 def test_no_event_loop_is_imported(module: Any) -> None:
     """The blocking client's code imports the core and the standard library only (the
-    shared exception classes of ``_errors_base`` aside, and the validator of ``_validation``);
+    shared exception classes of ``_errors_base`` aside, the validator of ``_validation``
+    and the escaper of ``_text``);
     its HTTP transport (loaded on first use) h11 too, and the transport's configuration."""
     tree = ast.parse(Path(module.__file__).read_text())
     imported: set[str] = set()
@@ -563,7 +566,7 @@ def test_no_event_loop_is_imported(module: Any) -> None:
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or "").split(".")[0])
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common"}
-    allowed.update(("._errors_base", "._validation", "._client_skills"))
+    allowed.update(("._errors_base", "._validation", "._client_skills", "._text"))
     allowed.update(("._blocking", "._blocking_bytes", "._blocking_dial", "._blocking_http"))
     allowed.add("._blocking_subscriptions")
     allowed.update(("._http_config", "._http_h11"))

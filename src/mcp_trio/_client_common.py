@@ -38,7 +38,7 @@ from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 from mcp_sansio._versions import REVISIONS
 
-from ._util import terminal_safe
+from ._text import terminal_safe
 from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
 
 __all__ = [

@@ -6,7 +6,6 @@ import functools
 import logging
 import math
 import os
-import re
 import sys
 import weakref
 from collections import OrderedDict
@@ -19,6 +18,7 @@ import trio
 from mcp_sansio._config import require_count as check_count  # (one rule, one message)
 
 from ._errors import SessionClosed
+from ._text import clip, terminal_safe  # (trio-free: the blocking client's too)
 
 if TYPE_CHECKING:
     from ._config import RateLimit
@@ -73,45 +73,6 @@ HTTP_SCHEMES: Final = ("http://", "https://")
 WEBSOCKET_SCHEMES: Final = ("ws://", "wss://")
 URL_SCHEMES: Final = HTTP_SCHEMES + WEBSOCKET_SCHEMES
 """The URL targets ``open_client`` takes (compared in any case: RFC 3986 section 3.1)."""
-
-
-_UNSAFE: Final = re.compile(
-    # C0 controls but tab and newline (a carriage return only alone: CRLF line ends are
-    # harmless), DEL, C1 controls, and the bidirectional embeddings, overrides and
-    # isolates, which reorder the text shown around them ("Trojan Source").
-    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def _escape_match(match: re.Match[str]) -> str:
-    char = match.group()
-    if char == "\r":
-        return "\\r"
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def terminal_safe(text: str, *, one_line: bool = False) -> str:
-    """``text`` (peer data, say) with what a terminal would act on written as Python
-    writes it in a ``repr``: control characters but newline and tab (``\\x1b``, a lone
-    carriage return ``\\r``; a CRLF line end is kept), DEL (``\\x7f``), C1 controls
-    (``\\x9b``) and the bidirectional overrides and isolates (``\\u202e``).
-
-    With ``one_line``, every character :meth:`str.isprintable` calls not printable is
-    escaped so, line breaks and tabs too (``\\n``, ``\\t``, ``\\u2028``): for text put
-    inside one line of a log or of an error message sent to the peer."""
-    if one_line:
-        if text.isprintable():
-            return text
-        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return _UNSAFE.sub(_escape_match, text)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text``, or its first ``limit`` characters and ``… (N more characters)``."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def is_url(target: object) -> TypeGuard[str]:
