@@ -88,7 +88,6 @@ from mcp_sansio import (
     structure,
 )
 from mcp_sansio import types as t
-from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._tasks import TASKS_EXTENSION, declares_tasks
 from mcp_sansio._versions import has_capability
 
@@ -102,6 +101,7 @@ from ._client_common import (
     OutputSchemas,
     RootLike,
     ToolOutput,
+    answer_roots,
     check_log_level,
     checked_answer,
     checked_plain,
@@ -118,14 +118,14 @@ from ._client_common import (
     not_a_program,
     pager,
     read_bound,
+    refuse_unanswerable,
+    refused_answer,
     request_params,
-    roots_result,
     sampling_params,
     timed,
 )
 from ._errors_base import (
     HandshakeFailed,
-    InputRequiredError,
     McpError,
     SessionClosed,
     refuse_endless_input,
@@ -1107,11 +1107,7 @@ class BlockingClient(HandshakeFacts):
             return checked_answer(method, options.on_elicitation(form), form)
         if method == "roots/list" and options.roots is not None:
             roots = options.roots
-            given = roots() if callable(roots) else roots
-            try:
-                return roots_result(given)
-            except (TypeError, ValueError) as exc:  # (as Callbacks.answer: the roots' fault)
-                raise CallbackAnswerError(f"the roots callback returned {exc}") from None
+            return answer_roots(roots() if callable(roots) else roots)
         raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _answer(self, event: RequestReceived) -> None:
@@ -1124,9 +1120,9 @@ class BlockingClient(HandshakeFacts):
                 self._conn.send_error(rid, exc.code, exc.message, exc.data)
             except RemoteProtocolError as exc:
                 self._conn.send_error(rid, exc.error_code, exc.message)
-            except CallbackAnswerError as exc:  # (the application's bug: see Callbacks)
-                logger.error("the answer to %s (request %r) is refused: %s", event.method, rid, exc)
-                self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, str(exc))
+            except CallbackAnswerError as exc:  # (the application's bug)
+                refused = refused_answer(event.method, rid, exc)
+                self._conn.send_error(rid, refused.code, refused.message)
             except Exception:
                 logger.exception("the %s callback failed", event.method)
                 self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
@@ -1147,17 +1143,9 @@ class BlockingClient(HandshakeFacts):
             "elicitation/create": options.on_elicitation,
             "roots/list": options.roots,
         }
-        caps = self._conn.config.capabilities
-        for entry in event.input_requests.values():
-            if (
-                not isinstance(entry, Mapping)
-                or given.get(method := str(entry.get("method"))) is None
-            ):
-                raise InputRequiredError(event)
-            why = undeclared_request(method, entry.get("params"), caps)
-            if why is not None:  # (as Callbacks.provide_input)
-                logger.warning("%s: the server's input request is refused: %s", event.method, why)
-                raise InputRequiredError(event, why)
+        refuse_unanswerable(
+            event, lambda method: given.get(method) is not None, self._conn.config.capabilities
+        )
         responses: dict[str, Any] = {}
         for key, entry in event.input_requests.items():
             params = entry.get("params")

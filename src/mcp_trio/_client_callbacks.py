@@ -35,20 +35,21 @@ from mcp_sansio import (
     RemoteProtocolError,
 )
 from mcp_sansio import types as t
-from mcp_sansio._conn_receive import undeclared_request
 
 from ._client_common import (
     CallbackAnswerError,
     RootLike,
+    answer_roots,
     build_capabilities,
     checked_answer,
     checked_plain,
     elicitation_params,
     log_params,
-    roots_result,
+    refuse_unanswerable,
+    refused_answer,
     sampling_params,
 )
-from ._errors import InputRequiredError, McpError
+from ._errors import McpError
 from ._handlers import Handlers, NotificationContext, RequestContext
 from ._waiters import ProgressCallback  # (one alias: Session.request takes it too)
 
@@ -196,11 +197,7 @@ class Callbacks:
             form = elicitation_params(params)
             return checked_answer(method, await self.on_elicitation(form), form)
         if method == "roots/list" and self.roots is not None:
-            roots = await self._current_roots()
-            try:
-                return roots_result(roots)
-            except (TypeError, ValueError) as exc:  # (a list given was checked up front)
-                raise CallbackAnswerError(f"the roots callback returned {exc}") from None
+            return answer_roots(await self._current_roots())
         raise McpError.from_code(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def _current_roots(self) -> Iterable[RootLike]:
@@ -227,15 +224,7 @@ class Callbacks:
                 :meth:`answer`).
         """
         requests = event.input_requests
-        for entry in requests.values():
-            if not isinstance(entry, Mapping) or not self.can_answer(
-                method := str(entry.get("method"))
-            ):
-                raise InputRequiredError(event)
-            why = undeclared_request(method, entry.get("params"), self.capabilities)
-            if why is not None:
-                logger.warning("%s: the server's input request is refused: %s", event.method, why)
-                raise InputRequiredError(event, why)
+        refuse_unanswerable(event, self.can_answer, self.capabilities)
         responses: dict[str, Any] = {}
         for key, entry in requests.items():
             params = entry.get("params")
@@ -249,13 +238,8 @@ class Callbacks:
             return await self.answer(ctx.method, ctx.params)
         except RemoteProtocolError as exc:
             raise McpError(exc.error_data()) from None
-        except CallbackAnswerError as exc:
-            # The application's bug: said here, where its author looks, and to the
-            # server, which would otherwise get an answer it cannot read.
-            logger.error(
-                "the answer to %s (request %r) is refused: %s", ctx.method, ctx.request_id, exc
-            )
-            raise McpError.from_code(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        except CallbackAnswerError as exc:  # (the application's bug)
+            raise refused_answer(ctx.method, ctx.request_id, exc) from None
 
     async def _handle_other(self, ctx: NotificationContext) -> None:
         if ctx.subscription_id is None:  # (a listen's belong to its subscription)

@@ -25,6 +25,7 @@ from mcp_sansio import (
     Era,
     ErrorCode,
     HandshakeCompleted,
+    InputRequired,
     LocalProtocolError,
     NotificationReceived,
     RemoteProtocolError,
@@ -33,11 +34,13 @@ from mcp_sansio import (
     unstructure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps
 from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 from mcp_sansio._versions import REVISIONS
 
+from ._errors_base import InputRequiredError, McpError
 from ._text import terminal_safe
 from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
 
@@ -61,6 +64,7 @@ __all__ = [
     "RootLike",
     "ToolOutput",
     "Validator",
+    "answer_roots",
     "build_capabilities",
     "check_log_level",
     "checked_answer",
@@ -82,6 +86,8 @@ __all__ = [
     "param_str",
     "queue_unread",
     "read_bound",
+    "refuse_unanswerable",
+    "refused_answer",
     "request_params",
     "roots_result",
     "sampling_params",
@@ -400,6 +406,50 @@ def checked_roots(
     taken = list(roots)
     roots_result(taken)
     return taken
+
+
+def answer_roots(roots: Iterable[RootLike]) -> dict[str, Any]:
+    """The ``roots/list`` result for what the ``roots`` callback (or list) gave.
+
+    Raises:
+        CallbackAnswerError: it is no list of roots (:func:`roots_result`'s
+            ``TypeError`` or ``ValueError``): the application's fault.
+    """
+    try:
+        return roots_result(roots)
+    except (TypeError, ValueError) as exc:
+        raise CallbackAnswerError(f"the roots callback returned {exc}") from None
+
+
+def refused_answer(method: str, request_id: object, exc: CallbackAnswerError) -> McpError:
+    """The -32603 error that answers request ``request_id`` (``method``) whose callback
+    answer was refused (``exc``), logged first: the application's bug, said where its
+    author looks, and to the server, which would otherwise get an answer it cannot
+    read."""
+    logger.error("the answer to %s (request %r) is refused: %s", method, request_id, exc)
+    return McpError.from_code(ErrorCode.INTERNAL_ERROR, str(exc))
+
+
+def refuse_unanswerable(
+    event: InputRequired,
+    can_answer: Callable[[str], bool],
+    capabilities: Mapping[str, Any],
+) -> None:
+    """Modern era: refuse ``event``'s ``inputRequests`` before any callback runs when
+    an entry is malformed or asks for what no callback answers (``can_answer``), or
+    for more than the client declared in ``capabilities`` (mrtr: "Servers MUST NOT
+    send an inputRequests that the client has not declared support for"; logged).
+
+    Raises:
+        InputRequiredError: so refused (the request is given up).
+    """
+    for entry in event.input_requests.values():
+        if not isinstance(entry, Mapping) or not can_answer(method := str(entry.get("method"))):
+            raise InputRequiredError(event)
+        why = undeclared_request(method, entry.get("params"), capabilities)
+        if why is not None:
+            logger.warning("%s: the server's input request is refused: %s", event.method, why)
+            raise InputRequiredError(event, why)
 
 
 def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:
