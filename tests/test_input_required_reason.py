@@ -14,6 +14,7 @@ from mcp_sansio import InputRequired
 from mcp_sansio import types as t
 from mcp_trio import InputRequiredError
 from mcp_trio._client_callbacks import Callbacks
+from mcp_trio._client_common import build_capabilities
 from tests.test_blocking_client import spawn
 
 WITH_TOOLS = {
@@ -32,6 +33,10 @@ def event(**requests: Any) -> InputRequired:
     )
 
 
+SAMPLING = build_capabilities(sampling=True, elicitation=False, roots=False)
+"""What a client with ``on_sampling`` alone declares."""
+
+
 async def never(params: Any) -> Any:
     raise AssertionError("not run")  # pragma: no cover
 
@@ -39,13 +44,15 @@ async def never(params: Any) -> Any:
 def test_callbacks_say_what_was_not_declared() -> None:
     async def main() -> None:
         with pytest.raises(InputRequiredError) as info:
-            await Callbacks(on_sampling=never).provide_input(event(s=WITH_TOOLS))
+            await Callbacks(on_sampling=never, capabilities=SAMPLING).provide_input(
+                event(s=WITH_TOOLS)
+            )
         assert info.value.reason is not None and "sampling.tools" in info.value.reason
         assert str(info.value).endswith(f"refused: {info.value.reason}")
         assert "['s']" in str(info.value)
         # No callback at all: no reason, the message as before.
         with pytest.raises(InputRequiredError) as info:
-            await Callbacks().provide_input(event(s=WITH_TOOLS))
+            await Callbacks(capabilities={}).provide_input(event(s=WITH_TOOLS))
         assert info.value.reason is None
         assert str(info.value) == "tools/call needs input: ['s']"
 

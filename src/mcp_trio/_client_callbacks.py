@@ -40,7 +40,6 @@ from ._client_common import (
     CallbackAnswerError,
     RootLike,
     answer_roots,
-    build_capabilities,
     checked_answer,
     checked_plain,
     elicitation_params,
@@ -95,9 +94,9 @@ class Callbacks:
         roots: the roots, or an async callable returning them (answers ``roots/list``).
         on_log: receives ``notifications/message``.
         on_notification: receives the other notifications (see the module docs).
-        capabilities: the capabilities the client declares (default: those of the
-            callbacks given); a modern server's input request for anything else is
-            refused.
+        capabilities: the capabilities the client declares (the connection's:
+            :func:`~mcp_trio._client_common.build_capabilities`); a modern server's
+            input request for anything else is refused.
 
     Raises:
         TypeError: ``on_notification`` is an ``async`` function (it would never run:
@@ -112,17 +111,9 @@ class Callbacks:
         roots: Iterable[RootLike] | RootsCallback | None = None,
         on_log: LogCallback | None = None,
         on_notification: NotificationCallback | None = None,
-        capabilities: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any],
     ) -> None:
-        self.capabilities: Mapping[str, Any] = (
-            capabilities
-            if capabilities is not None
-            else build_capabilities(
-                sampling=on_sampling is not None,
-                elicitation=on_elicitation is not None,
-                roots=roots is not None,
-            )
-        )
+        self.capabilities = capabilities
         self.on_sampling = on_sampling
         self.on_elicitation = on_elicitation
         self.roots: Iterable[RootLike] | RootsCallback | None = (

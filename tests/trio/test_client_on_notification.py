@@ -126,7 +126,7 @@ async def test_a_notification_of_a_listen_is_not_passed_on() -> None:
     # Modern: whatever arrives on a subscriptions/listen (a custom method included)
     # belongs to that subscription; the others are passed on.
     seen: list[NotificationReceived] = []
-    callbacks = Callbacks(on_notification=seen.append)
+    callbacks = Callbacks(on_notification=seen.append, capabilities={})
     handlers = Handlers()
     callbacks.install(handlers)
     handler = handlers.notification_handler("notifications/custom/thing")
