@@ -788,6 +788,31 @@ def new_pkce(entropy: bytes | None = None) -> PkcePair:
     return PkcePair(verifier=verifier, challenge=b64url(hashlib.sha256(verifier.encode()).digest()))
 
 
+def check_code_grant_support(metadata: AuthorizationServerMetadata) -> str:
+    """The authorization endpoint of an authorization server the authorization code
+    grant can use; refuse one without it, or without PKCE ``S256`` in
+    ``code_challenge_methods_supported``.
+
+    2025-11-25 authorization, "Authorization Code Protection": PKCE support is known
+    only from ``code_challenge_methods_supported``; when it is absent, or does not list
+    ``S256``, the client MUST refuse to proceed. (:func:`authorization_url` checks this;
+    a client checks it sooner too, before it registers.)
+
+    Raises:
+        OAuthError: the authorization server cannot be used.
+    """
+    endpoint = metadata.authorization_endpoint
+    if endpoint is None:
+        raise OAuthError("the authorization server has no authorization_endpoint")
+    methods = metadata.code_challenge_methods_supported
+    if methods is None or "S256" not in methods:
+        raise OAuthError(
+            "the authorization server does not list PKCE S256 in "
+            "code_challenge_methods_supported: refused"
+        )
+    return endpoint
+
+
 def authorization_url(
     metadata: AuthorizationServerMetadata,
     *,
@@ -807,18 +832,7 @@ def authorization_url(
             ``code_challenge_methods_supported`` (absent counts as not listed; only
             :meth:`AuthorizationServerMetadata.fallback` assumes it).
     """
-    endpoint = metadata.authorization_endpoint
-    if endpoint is None:
-        raise OAuthError("the authorization server has no authorization_endpoint")
-    methods = metadata.code_challenge_methods_supported
-    if methods is None or "S256" not in methods:
-        # 2025-11-25 authorization, "Authorization Code Protection": PKCE support is
-        # known only from code_challenge_methods_supported; when it is absent, or does
-        # not list S256, the client MUST refuse to proceed.
-        raise OAuthError(
-            "the authorization server does not list PKCE S256 in "
-            "code_challenge_methods_supported: refused"
-        )
+    endpoint = check_code_grant_support(metadata)
     params = {
         "response_type": "code",
         "client_id": client_id,

@@ -97,6 +97,7 @@ from mcp_sansio._oauth import (
     OAuthToken,
     authorization_server_metadata_urls,
     authorization_url,
+    check_code_grant_support,
     check_endpoint,
     is_loopback,
     legacy_authorization_server,
@@ -638,14 +639,7 @@ def _check_pkce(metadata: AuthorizationServerMetadata) -> None:
     Raises:
         OAuthError: it cannot be used.
     """
-    if metadata.authorization_endpoint is None:
-        raise OAuthError("the authorization server has no authorization_endpoint")
-    methods = metadata.code_challenge_methods_supported
-    if methods is None or "S256" not in methods:
-        raise OAuthError(
-            "the authorization server does not list PKCE S256 in "
-            "code_challenge_methods_supported: refused"
-        )
+    check_code_grant_support(metadata)
 
 
 def _is_redirect_uri(url: str) -> bool:
