@@ -23,7 +23,7 @@ from mcp_sansio import ProgressReceived, RequestId
 from mcp_trio import Context, McpError, RateLimit, RequestContext, Server
 from mcp_trio._context import _answered
 
-from .test_limits_on_error import chatter, of
+from .test_limits_on_error import cancel_midway, chatter, of, wire
 from .test_server import connect
 
 LIMITS: dict[str, dict[str, Any]] = {
@@ -64,41 +64,13 @@ async def test_nothing_held_goes_out_after_the_cancellation(
     era: str, limits: str, how: str, autojump_clock: trio.testing.MockClock
 ) -> None:
     reached = trio.Event()
-    read: list[Any] = []
-    async with connect(make_server(reached, LIMITS[limits]), era, log_level="debug") as client:
-        conn = client.connection
-        receive = conn.receive_message
-
-        def recording(data: Any, **kwargs: Any) -> list[Any]:
-            events = receive(data, **kwargs)
-            read.extend(events)
-            return events
-
-        conn.receive_message = recording  # type: ignore[method-assign]
-        sent: list[RequestId] = []
-
-        async def on_progress(event: ProgressReceived) -> None:
-            pass
-
-        params = {"name": "ends", "arguments": {"how": how}}
-        with trio.move_on_after(5):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    lambda: client.request(
-                        "tools/call", params, on_progress=on_progress, on_sent=sent.append
-                    )
-                )
-                await reached.wait()
-                await trio.testing.wait_all_tasks_blocked()
-                nursery.cancel_scope.cancel()  # (notifications/cancelled goes out)
-        await trio.sleep(5)  # (past the progress interval: a held report would be due)
-        await client.request("tools/list")  # (the session writes again)
-        await trio.testing.wait_all_tasks_blocked()
+    async with wire(era, server=make_server(reached, LIMITS[limits])) as (client, read):
+        rid = await cancel_midway(client, reached, {"name": "ends", "arguments": {"how": how}})
     held_progress = LIMITS[limits]["progress_interval"] is not None
     dropped_logs = LIMITS[limits]["log_rate_limit"] is not None
     before = ["progress 1", *([] if held_progress else ["progress 2"]), "log first"]
     # (only what went out before the cancellation: no held report, no count, no answer)
-    assert of(read, sent[0]) == [*before, *([] if dropped_logs else ["log second"])]
+    assert of(read, rid) == [*before, *([] if dropped_logs else ["log second"])]
 
 
 @pytest.mark.parametrize(
@@ -165,16 +137,7 @@ async def test_a_handler_ended_by_a_base_exception_sends_nothing_held(
     read: list[Any] = []
     sent: list[RequestId] = []
     with pytest.raises(BaseException) as ended:
-        async with connect(server, "legacy", log_level="debug") as client:
-            conn = client.connection
-            receive = conn.receive_message
-
-            def recording(data: Any, **kwargs: Any) -> list[Any]:
-                events = receive(data, **kwargs)
-                read.extend(events)
-                return events
-
-            conn.receive_message = recording  # type: ignore[method-assign]
+        async with wire("legacy", server=server) as (client, read):
 
             async def on_progress(event: ProgressReceived) -> None:
                 pass
@@ -219,39 +182,9 @@ async def test_a_cancelled_handler_s_error_beside_the_cancellation_sends_nothing
             reached.set()
             await trio.sleep_forever()
 
-    read: list[Any] = []
-    async with connect(server, era, log_level="debug") as client:
-        conn = client.connection
-        receive = conn.receive_message
-
-        def recording(data: Any, **kwargs: Any) -> list[Any]:
-            events = receive(data, **kwargs)
-            read.extend(events)
-            return events
-
-        conn.receive_message = recording  # type: ignore[method-assign]
-        sent: list[RequestId] = []
-
-        async def on_progress(event: ProgressReceived) -> None:
-            pass
-
-        with trio.move_on_after(5):
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    lambda: client.request(
-                        "tools/call",
-                        {"name": "ends", "arguments": {}},
-                        on_progress=on_progress,
-                        on_sent=sent.append,
-                    )
-                )
-                await reached.wait()
-                await trio.testing.wait_all_tasks_blocked()
-                nursery.cancel_scope.cancel()
-        await trio.sleep(5)
-        await client.request("tools/list")
-        await trio.testing.wait_all_tasks_blocked()
-    assert of(read, sent[0]) == ["progress 1", "log first"]
+    async with wire(era, server=server) as (client, read):
+        rid = await cancel_midway(client, reached, {"name": "ends", "arguments": {}})
+    assert of(read, rid) == ["progress 1", "log first"]
 
 
 @pytest.mark.parametrize(

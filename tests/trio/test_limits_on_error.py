@@ -82,11 +82,16 @@ def make_server(reached: trio.Event | None = None) -> Server:
 
 
 @asynccontextmanager
-async def wire(era: str, reached: trio.Event | None = None) -> AsyncGenerator[Any]:
-    """A client of the server, and every event its core read, in order."""
+async def wire(
+    era: str, reached: trio.Event | None = None, *, server: Server | None = None
+) -> AsyncGenerator[Any]:
+    """A client of ``server`` (by default this module's), and every event its core
+    read, in order."""
     read: list[Event] = []
     caps: dict[str, Any] = {"elicitation": {}}
-    async with connect(make_server(reached), era, log_level="debug", capabilities=caps) as client:
+    if server is None:
+        server = make_server(reached)
+    async with connect(server, era, log_level="debug", capabilities=caps) as client:
         conn = client.connection
         receive = conn.receive_message
 
@@ -126,6 +131,31 @@ async def request(client: Session, method: str, params: dict[str, Any]) -> Reque
 
     with suppress(McpError, InputRequiredError):
         await client.request(method, params, on_progress=on_progress, on_sent=sent.append)
+    await trio.testing.wait_all_tasks_blocked()
+    return sent[0]
+
+
+async def cancel_midway(client: Session, reached: trio.Event, params: dict[str, Any]) -> RequestId:
+    """Call a tool asking for progress, cancel the call once the handler has set
+    ``reached``, then let the session go on (past the progress interval, and one more
+    request written): its id."""
+    sent: list[RequestId] = []
+
+    async def on_progress(event: ProgressReceived) -> None:
+        pass
+
+    with trio.move_on_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: client.request(
+                    "tools/call", params, on_progress=on_progress, on_sent=sent.append
+                )
+            )
+            await reached.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()  # (notifications/cancelled goes out)
+    await trio.sleep(5)  # (past the progress interval: a held report would be due)
+    await client.request("tools/list")  # (the session goes on, and writes again)
     await trio.testing.wait_all_tasks_blocked()
     return sent[0]
 
@@ -171,23 +201,5 @@ async def test_a_cancelled_request_gets_nothing_more(
 ) -> None:
     reached = trio.Event()
     async with wire(era, reached) as (client, read):
-        sent: list[RequestId] = []
-        with trio.move_on_after(5):
-
-            async def on_progress(event: ProgressReceived) -> None:
-                pass
-
-            params = {"name": "ends", "arguments": {"how": how}}
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    lambda: client.request(
-                        "tools/call", params, on_progress=on_progress, on_sent=sent.append
-                    )
-                )
-                await reached.wait()
-                await trio.testing.wait_all_tasks_blocked()
-                nursery.cancel_scope.cancel()  # (notifications/cancelled goes out)
-        await trio.sleep(5)  # (past the progress interval: a held report would be due)
-        await client.request("tools/list")  # (the session goes on)
-        await trio.testing.wait_all_tasks_blocked()
-        assert of(read, sent[0]) == ["progress 1", "log first"]
+        rid = await cancel_midway(client, reached, {"name": "ends", "arguments": {"how": how}})
+        assert of(read, rid) == ["progress 1", "log first"]
