@@ -125,9 +125,8 @@ def _index(headers: Headers) -> dict[str, str]:
 
 
 def _header(message: HttpRequest | HttpResponse, name: str) -> str | None:
-    """The value of header ``name`` (any case), repeated fields joined with ``", "``,
-    decoded as latin-1; ``None`` when absent. (``HttpRequest.header`` and
-    ``HttpResponse.header``; the lookup table is built at the first call.)"""
+    """What ``HttpRequest.header`` and ``HttpResponse.header`` return; the lookup
+    table is built at the first call."""
     index = message._index
     if index is None:
         index = _index(message.headers)
@@ -176,7 +175,10 @@ class HttpRequest:
         """The target without its query string."""
         return self.target.partition("?")[0]
 
-    header = _header
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), repeated fields joined with
+        ``", "``, decoded as latin-1; ``None`` when absent."""
+        return _header(self, name)
 
 
 @final
@@ -195,7 +197,9 @@ class HttpResponse:
     )
     """:meth:`header`'s lookup table, built at the first lookup."""
 
-    header = _header
+    def header(self, name: str) -> str | None:
+        """The value of header ``name``, as :meth:`HttpRequest.header` gives it."""
+        return _header(self, name)
 
 
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:
