@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
@@ -12,3 +15,26 @@ def clock() -> trio.testing.MockClock:
     """Real-time pace, plus ``jump`` to make timeouts expire at once (the HTTP tests:
     real sockets, and timeouts that must not wait)."""
     return trio.testing.MockClock(rate=1)
+
+
+Dial = Callable[[trio.abc.Stream], list[tuple[str, int]]]
+"""``dial(stream)``: see :func:`dial`."""
+
+
+@pytest.fixture
+def dial(monkeypatch: pytest.MonkeyPatch) -> Dial:
+    """``dial(stream)`` makes ``trio.open_tcp_stream`` (what the WebSocket client and
+    probe call) return ``stream`` instead of a socket, so a test plays the server on the
+    other end of a memory stream pair. Returns the list of ``(host, port)`` dialled."""
+
+    def route(stream: trio.abc.Stream) -> list[tuple[str, int]]:
+        dialled: list[tuple[str, int]] = []
+
+        async def connect(host: str, port: int, **_: Any) -> trio.abc.Stream:
+            dialled.append((host, port))
+            return stream
+
+        monkeypatch.setattr(trio, "open_tcp_stream", connect)
+        return dialled
+
+    return route

@@ -15,7 +15,8 @@ declared refused, and what it declares about itself (clientInfo, roots, extensio
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import pytest
@@ -27,7 +28,7 @@ from mcp_sansio import types as t
 from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps, loads
 from mcp_trio import Context, InputRequiredError, McpError, MemoryChannel, memory_channel_pair
-from mcp_trio._client import open_client
+from mcp_trio._client import Client, open_client
 from mcp_trio._client_common import CallbackAnswerError, checked_answer
 from mcp_trio._server import Server
 
@@ -248,6 +249,22 @@ async def raw_server(
         pass
 
 
+@asynccontextmanager
+async def raw_served_client(
+    era: Literal["legacy", "modern"],
+    on_call: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    seen: list[dict[str, Any]],
+    **client_options: Any,
+) -> AsyncIterator[Client]:
+    """A client of :func:`raw_server`, open for the block; the server stops after it."""
+    client_channel, server_channel = memory_channel_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(raw_server, server_channel, era, on_call, seen)
+        async with open_client(client_channel, era=era, **client_options) as client:
+            yield client
+        nursery.cancel_scope.cancel()
+
+
 def done(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": {"content": []}}
 
@@ -283,20 +300,17 @@ async def test_modern_undeclared_input_is_refused(
         result = {"resultType": "input_required", "inputRequests": {"q": asked}}
         return [{"jsonrpc": "2.0", "id": message["id"], "result": result}]
 
-    client_channel, server_channel = memory_channel_pair()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(raw_server, server_channel, "modern", on_call, seen)
-        async with open_client(
-            client_channel,
-            era="modern",
-            on_elicitation=callback,
-            on_sampling=callback,
-            capabilities=capabilities,
-        ) as client:
-            with pytest.raises(InputRequiredError):
-                await client.call_tool("t")
-            assert client.session.connection.pending_requests() == ()
-        nursery.cancel_scope.cancel()
+    async with raw_served_client(
+        "modern",
+        on_call,
+        seen,
+        on_elicitation=callback,
+        on_sampling=callback,
+        capabilities=capabilities,
+    ) as client:
+        with pytest.raises(InputRequiredError):
+            await client.call_tool("t")
+        assert client.session.connection.pending_requests() == ()
     assert ran == []
     assert len([m for m in seen if m.get("method") == "tools/call"]) == 1  # no retry
 
@@ -314,17 +328,10 @@ async def test_modern_declared_tool_use_is_answered(autojump_clock: MockClock) -
         result = {"resultType": "input_required", "inputRequests": {"q": SAMPLE_WITH_TOOLS}}
         return [{"jsonrpc": "2.0", "id": message["id"], "result": result}]
 
-    client_channel, server_channel = memory_channel_pair()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(raw_server, server_channel, "modern", on_call, seen)
-        async with open_client(
-            client_channel,
-            era="modern",
-            on_sampling=sample,
-            capabilities={"sampling": {"tools": {}}},
-        ) as client:
-            await client.call_tool("t")
-        nursery.cancel_scope.cancel()
+    async with raw_served_client(
+        "modern", on_call, seen, on_sampling=sample, capabilities={"sampling": {"tools": {}}}
+    ) as client:
+        await client.call_tool("t")
     retry = [m for m in seen if "inputResponses" in m.get("params", {})]
     assert retry[0]["params"]["inputResponses"]["q"]["model"] == "m"
 
@@ -350,14 +357,10 @@ async def test_legacy_tool_use_needs_sampling_tools(
             return [{"jsonrpc": "2.0", "id": "s1", **SAMPLE_WITH_TOOLS}]
         return [done(call_id[0])]  # the client's answer to s1: done
 
-    client_channel, server_channel = memory_channel_pair()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(raw_server, server_channel, "legacy", on_call, seen)
-        async with open_client(
-            client_channel, era="legacy", on_sampling=sample, capabilities=capabilities
-        ) as client:
-            await client.call_tool("t")
-        nursery.cancel_scope.cancel()
+    async with raw_served_client(
+        "legacy", on_call, seen, on_sampling=sample, capabilities=capabilities
+    ) as client:
+        await client.call_tool("t")
     (answer,) = [m for m in seen if m.get("id") == "s1"]
     if answered:
         assert answer["result"]["model"] == "m" and len(ran) == 1

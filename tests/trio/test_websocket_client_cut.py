@@ -6,8 +6,6 @@ can stall part way; a server on wsproto plays the other end. Trio's autojump clo
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 import trio.testing
@@ -16,6 +14,7 @@ import wsproto.events
 
 from mcp_trio import SessionConfig, open_websocket_client
 
+from .conftest import Dial
 from .test_websocket_cut import IO_TIMEOUT, PING, _read_to_the_end, _Stalling
 
 
@@ -33,16 +32,11 @@ async def _accept(peer: trio.abc.Stream) -> None:
 
 
 async def test_a_client_ping_cut_by_the_pong_timeout_is_followed_by_nothing(
-    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, dial: Dial
 ) -> None:
     peer, ours = trio.testing.memory_stream_pair()
     stalling = _Stalling(ours)
-
-    async def connect(host: str, port: int, **_: Any) -> trio.abc.Stream:
-        assert (host, port) == ("h", 1)
-        return stalling
-
-    monkeypatch.setattr(trio, "open_tcp_stream", connect)
+    dialled = dial(stalling)
     config = SessionConfig(ws_ping_interval=10, ws_ping_timeout=5, close_timeout=50)
     accepted = trio.Event()
     got: list[bytes] = []
@@ -64,5 +58,6 @@ async def test_a_client_ping_cut_by_the_pong_timeout_is_followed_by_nothing(
         while not got:
             await trio.sleep(1)
     [data] = got
+    assert dialled == [("h", 1)]
     assert stalling.stalled.is_set()
     assert data[0] == PING and len(data) == 3, data

@@ -37,6 +37,7 @@ import mcp_trio._websocket as ws_module
 from mcp_trio import Handlers, Session, SessionClosed, SessionConfig, open_websocket_client
 from mcp_trio._websocket import ReaderWatch, _reply_event, _serve_connection
 
+from .conftest import Dial
 from .test_websocket_close_race import _late, _next
 from .test_websocket_cut import _handshake, _read_to_the_end
 
@@ -244,17 +245,13 @@ async def _serve_without_mcp(peer: trio.abc.Stream, after_close: bytes, seen: li
 
 
 async def test_a_subprotocol_refusal_crossed_by_a_ping_ends_at_once(
-    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, dial: Dial
 ) -> None:
     # The refusal's close goes through _close_ws: the reader stops at the server's
     # ping (its pong refused) and nothing would read the reply; a plain ws.aclose
     # waited for it until close_timeout.
     peer, ours = trio.testing.memory_stream_pair()
-
-    async def connect(host: str, port: int, **_: Any) -> trio.abc.Stream:
-        return ours
-
-    monkeypatch.setattr(trio, "open_tcp_stream", connect)
+    dial(ours)
     seen: list[Any] = []
     nursery.start_soon(_serve_without_mcp, peer, _late("ping", client=False), seen)
     began = trio.current_time()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import types
-from typing import Any
 
 import pytest
 import trio
@@ -32,6 +31,7 @@ from wsproto.frame_protocol import FrameProtocol
 from mcp_trio import Handlers, Session, SessionConfig, open_websocket_client
 from mcp_trio._websocket import ReaderWatch, _serve_connection, probe_handshake
 
+from .conftest import Dial
 from .test_websocket_cut import _handshake, _read_to_the_end
 
 IO_TIMEOUT = 100_000  # (virtual seconds: the clock jumps)
@@ -163,15 +163,11 @@ async def _accept_with(ws: wsproto.WSConnection, peer: trio.abc.Stream) -> None:
 async def test_a_client_s_close_crossed_by_a_frame_from_the_server_ends_cleanly(
     nursery: trio.Nursery,
     autojump_clock: trio.testing.MockClock,
-    monkeypatch: pytest.MonkeyPatch,
+    dial: Dial,
     late: str,
 ) -> None:
     peer, ours = trio.testing.memory_stream_pair()
-
-    async def connect(host: str, port: int, **_: Any) -> trio.abc.Stream:
-        return ours
-
-    monkeypatch.setattr(trio, "open_tcp_stream", connect)
+    dial(ours)
     seen: list[wsproto.events.Event] = []
     nursery.start_soon(_serve_one, peer, _late(late, client=False), seen)
     with trio.fail_after(IO_TIMEOUT):
@@ -256,17 +252,13 @@ async def test_a_reader_s_protocol_error_on_an_open_connection_is_not_hidden() -
 
 
 async def test_a_probe_s_close_crossed_by_a_ping_ends_at_once(
-    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, dial: Dial
 ) -> None:
     # OAuth's handshake without a token (the server accepts it: None), then its close:
     # the reader stopped at the ping, and nothing read the reply, so the close waited
     # for it until the timeout, and the probe said "failed" (status 0).
     peer, ours = trio.testing.memory_stream_pair()
-
-    async def connect(host: str, port: int, **_: Any) -> trio.abc.Stream:
-        return ours
-
-    monkeypatch.setattr(trio, "open_tcp_stream", connect)
+    dial(ours)
     seen: list[wsproto.events.Event] = []
     nursery.start_soon(_serve_one, peer, _late("ping", client=False), seen)
     began = trio.current_time()
