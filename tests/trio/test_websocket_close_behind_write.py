@@ -38,8 +38,8 @@ from mcp_trio import Handlers, Session, SessionClosed, SessionConfig, open_webso
 from mcp_trio._websocket import ReaderWatch, _reply_event, _serve_connection
 
 from .conftest import Dial
-from .test_websocket_close_race import _late, _next
-from .test_websocket_cut import _handshake, _read_to_the_end
+from .test_websocket_close_race import _late, _next, _serve_one
+from .test_websocket_cut import _handshake
 
 IO_TIMEOUT = 100_000  # (virtual seconds: the clock jumps)
 CONFIG = SessionConfig(ws_ping_interval=None, close_timeout=50)
@@ -226,24 +226,6 @@ async def test_a_closing_reader_s_other_errors_are_not_hidden(
     assert watch.reader_done.is_set()
 
 
-async def _serve_without_mcp(peer: trio.abc.Stream, after_close: bytes, seen: list[Any]) -> None:
-    """A server that accepts the handshake without the ``mcp`` subprotocol, then sends
-    ``after_close`` between our close frame and its reply."""
-    ws = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
-    request = await _next(ws, peer)
-    assert isinstance(request, wsproto.events.Request)
-    await peer.send_all(ws.send(wsproto.events.AcceptConnection()))  # (no subprotocol)
-    while True:
-        event = await _next(ws, peer)
-        seen.append(event)
-        if isinstance(event, wsproto.events.CloseConnection):
-            break
-    await peer.send_all(after_close)
-    await peer.send_all(ws.send(event.response()))
-    await _read_to_the_end(peer)
-    await peer.aclose()
-
-
 async def test_a_subprotocol_refusal_crossed_by_a_ping_ends_at_once(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, dial: Dial
 ) -> None:
@@ -253,7 +235,7 @@ async def test_a_subprotocol_refusal_crossed_by_a_ping_ends_at_once(
     peer, ours = trio.testing.memory_stream_pair()
     dial(ours)
     seen: list[Any] = []
-    nursery.start_soon(_serve_without_mcp, peer, _late("ping", client=False), seen)
+    nursery.start_soon(_serve_one, peer, _late("ping", client=False), seen, None)
     began = trio.current_time()
     with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed, match="subprotocol"):
         async with open_websocket_client("ws://h:1/mcp", config=CONFIG, start=False):

@@ -135,12 +135,16 @@ async def test_an_oversized_message_then_a_ping_does_not_crash_the_server(
 
 
 async def _serve_one(
-    peer: trio.abc.Stream, after_close: bytes, seen: list[wsproto.events.Event]
+    peer: trio.abc.Stream,
+    after_close: bytes,
+    seen: list[wsproto.events.Event],
+    subprotocol: str | None = "mcp",
 ) -> None:
-    """The server's end on wsproto: accept, then read until the client's close frame and
-    answer it after ``after_close`` (a frame's bytes); ``seen``: what it read."""
+    """The server's end on wsproto: accept (with ``subprotocol``), then read until the
+    client's close frame and answer it after ``after_close`` (a frame's bytes); ``seen``:
+    what it read."""
     ws = wsproto.WSConnection(wsproto.ConnectionType.SERVER)
-    await _accept_with(ws, peer)
+    await _accept_with(ws, peer, subprotocol)
     while True:
         event = await _next(ws, peer)
         seen.append(event)
@@ -152,11 +156,13 @@ async def _serve_one(
     await peer.aclose()
 
 
-async def _accept_with(ws: wsproto.WSConnection, peer: trio.abc.Stream) -> None:
+async def _accept_with(
+    ws: wsproto.WSConnection, peer: trio.abc.Stream, subprotocol: str | None = "mcp"
+) -> None:
     """The server's side of the opening handshake, on ``ws``."""
     request = await _next(ws, peer)
     assert isinstance(request, wsproto.events.Request)
-    await peer.send_all(ws.send(wsproto.events.AcceptConnection(subprotocol="mcp")))
+    await peer.send_all(ws.send(wsproto.events.AcceptConnection(subprotocol=subprotocol)))
 
 
 @pytest.mark.parametrize("late", LATE)
