@@ -84,6 +84,11 @@ from ._versions import FOREIGN_METHODS
 #: Server requests whose params a client checks against its capabilities each time.
 _PER_REQUEST: Final = frozenset({"elicitation/create", "sampling/createMessage"})
 
+#: Requests the core answers (or refuses) itself, at once and without an in-flight place:
+#: the in-flight bound does not apply to them (ping.mdx: "The receiver MUST respond
+#: promptly with an empty response", also when the application is busy).
+_CORE_ANSWERED: Final = frozenset({"ping", "server/discover", "logging/setLevel"})
+
 
 def undeclared_request(method: str, params: object, capabilities: Mapping[str, Any]) -> str | None:
     """Why a server's request to a client asks for more than the client's
@@ -689,7 +694,10 @@ class _Receiving(_Handshake):
                 rid, ErrorCode.INVALID_REQUEST, f"Duplicate request id {rid!r}", events, batch
             )
             return
-        if len(self._inflight) >= self._max_inflight:  # (cancelled ones hold places too)
+        if (
+            len(self._inflight) >= self._max_inflight  # (cancelled ones hold places too)
+            and method not in _CORE_ANSWERED
+        ):
             self._reject(
                 rid,
                 ErrorCode.INTERNAL_ERROR,
