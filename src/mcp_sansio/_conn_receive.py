@@ -25,6 +25,7 @@ from ._conn_base import (
     _LOG_LEVEL_KEY,
     _LOG_RANK,
     _MODERN,
+    _MODERN_REVISION,
     _PROGRESS_TOKEN_KEY,
     _PROTOCOL_VERSION_KEY,
 )
@@ -882,6 +883,11 @@ class _Receiving(_Handshake):
             )
             return
         version = self._version
+        if version is None and self.role == "server" and not self._legacy_versions:
+            # A modern-only server: every notification is of 2026-07-28, which removed
+            # notifications/roots/list_changed and the like (changelog.mdx). A dual-era
+            # server cannot tell which era a notification belongs to.
+            version = _MODERN_REVISION.version
         if version is not None and method in FOREIGN_METHODS[version]:  # the era is settled
             # A standard notification of another revision (notifications/elicitation/
             # complete in a 2025-06-18 session, say): it means nothing here. Notifications
