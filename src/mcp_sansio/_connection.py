@@ -633,7 +633,10 @@ class Connection(_Receiving, _Answering):
         """Stop waiting for a request of ours without telling the peer.
 
         For bindings where the transport itself carries cancellation (closing an
-        HTTP stream). A later response is dropped as ``late``.
+        HTTP stream), and for a request the binding took back before any of it was
+        written (the peer never saw the id, so nothing is sent for it, ever). Its
+        place, timer and progress token are free. A later response is dropped as
+        ``late``.
 
         Raises:
             LocalProtocolError: not in flight.

@@ -46,7 +46,9 @@ tasks. Per session:
   ``notifications/cancelled`` cancels that scope; the core drops any answer.
 * **A caller's request** waits on a ``trio.Event``. If the caller is cancelled, the
   request is cancelled in the core and the ``notifications/cancelled`` goes out with
-  a bounded, shielded write before the cancellation propagates.
+  a bounded, shielded write before the cancellation propagates; if none of the
+  request was written yet (it waits behind a slow write), it is taken back from the
+  outbox instead and nothing goes out (``Writer.withdraw``).
 
 * **A session the server forgot** (Streamable HTTP ``404``; the channel's ``receive``
   raises ``SessionLost``) is started anew in place: the core sends a new
@@ -110,6 +112,7 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
+from mcp_sansio._json import loads
 
 from ._channel import MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
@@ -394,7 +397,8 @@ class Session:
 
         Cancellation: if the caller is cancelled, the request is cancelled on the wire
         (a bounded, shielded write of ``notifications/cancelled``) and any later
-        answer is dropped.
+        answer is dropped; a request none of which was written yet (queued behind
+        another write) is not sent at all, and no cancellation is.
         """
         self._raise_if_closed()
         if self._conn.lifecycle is LifecycleState.ANSWERED and method != "ping":
@@ -648,6 +652,7 @@ class Session:
     async def _wait_for(self, rid: RequestId, on_progress: ProgressCallback | None) -> Outcome:
         waiter = self._waiters.add(rid, on_progress)
         self._rearm_timer()
+        mark = 0
         try:
             mark = self._flush_nowait()
             if mark:
@@ -655,14 +660,18 @@ class Session:
             await waiter.done.wait()
         except BaseException:
             if waiter.outcome is None:
-                await self._abandon(rid)
+                await self._abandon(rid, mark)
             raise
         assert waiter.outcome is not None
         return waiter.outcome
 
-    async def _abandon(self, rid: RequestId) -> None:
-        """The caller gave up: cancel on the wire with a bounded, shielded write."""
+    async def _abandon(self, rid: RequestId, mark: int) -> None:
+        """The caller gave up: take the request back if none of it was written
+        (``mark``: where it was queued, 0 if it went out at once), else cancel on the
+        wire with a bounded, shielded write."""
         self._waiters.forget(rid)
+        if mark and self._withdraw(rid, mark):
+            return
         try:
             self._conn.cancel_request(rid, "cancelled by the caller")
         except LocalProtocolError:
@@ -671,6 +680,23 @@ class Session:
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self.config.abandon_write_timeout
             await self._flush()
+
+    def _withdraw(self, rid: RequestId, mark: int) -> bool:
+        """Take back our request ``rid`` if none of it was written: the last message
+        queued up to ``mark`` and a single request of that id (never a batch). The core
+        forgets it without a ``notifications/cancelled``, since the peer never saw the
+        id (cancellation.mdx: a cancellation references a request previously issued);
+        its place and progress token are free. Whether it was taken back."""
+        message = self._writer.unsent(mark)
+        if message is None or not _is_request(message, rid):
+            return False
+        try:
+            self._conn.forget_request(rid)
+        except LocalProtocolError:
+            return False  # finished meanwhile (timed out): its cancellation follows it
+        self._writer.withdraw(mark)
+        self._rearm_timer()
+        return True
 
     def _raise_if_closed(self) -> None:
         if self._close_exc is not None:
@@ -1192,3 +1218,9 @@ class Session:
             self._begin_close(SessionClosed("the session was cancelled"), graceful=False)
             await self._close_channel()
             self._closed.set()
+
+
+def _is_request(message: bytes, rid: RequestId) -> bool:
+    """Whether ``message`` is one request (not a batch) with the id ``rid``."""
+    obj = loads(message)
+    return type(obj) is dict and "method" in obj and obj.get("id") == rid

@@ -24,8 +24,9 @@ is free again at once, instead of a lock being handed from task to task, one sch
 tick each, while newcomers queue behind (a lock convoy).
 
 Leftovers. A task cancelled while it waits (or while it writes, on a channel whose
-writes are cancellable) leaves its messages in the outbox, and the session's own
-bounded write of the request's ``notifications/cancelled`` may give up the same way.
+writes are cancellable) leaves its messages in the outbox (but a request none of which
+was written is withdrawn, see below), and the session's own bounded write of a sent
+request's ``notifications/cancelled`` may give up the same way.
 While another task waits, the role reaches it and those messages go out before its
 own. When the writer leaves with messages queued and nobody waiting, it does not write
 them itself (that could hold the reader, or a caller, behind others' writes): it asks
@@ -35,6 +36,14 @@ at it while any are queued. One such task at a time; none once the session is cl
 (its closing cancels the task, and :meth:`Writer.abort` drops what is left). Without
 it a cancellation would reach the peer only with the session's next write, and the
 peer would work on the request (and an HTTP client hold its connection) until then.
+
+Withdrawn messages. A request whose caller gave up before any of it was written is
+better never sent: the peer never saw its id, so it needs no cancellation either, and
+does no work for nobody. The session takes it back (:meth:`Writer.withdraw`) while it
+is still queued and not being written (:meth:`Writer.unsent`). Its entry stays in the
+outbox, emptied, so that the marks of the others keep their meaning and their order;
+whoever writes skips it as if written. The fast path tests for such entries once per
+call and takes the skipping loop only while one is queued.
 
 On a channel whose sends are atomic (a memory channel), a write is cancelled like any
 other wait and the message stays first in the outbox. Otherwise each single message
@@ -49,7 +58,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import final
+from typing import Final, final
 
 import attrs
 import trio
@@ -58,6 +67,9 @@ from ._channel import MessageChannel
 from ._errors import SessionClosed
 
 __all__ = ["Writer"]
+
+_WITHDRAWN: Final = b""
+"""A withdrawn message's entry in the outbox (no message is empty: each is a JSON text)."""
 
 
 @attrs.define(slots=True, eq=False)
@@ -101,7 +113,9 @@ class Writer:
         self._arrivals = 0
         self._outbox: deque[bytes] = deque()
         self._queued = 0  # messages ever queued
-        self._written = 0  # messages ever written (or dropped by abort)
+        self._written = 0  # messages ever written (or withdrawn, or dropped by abort)
+        self._withdrawn = 0  # withdrawn messages still in the outbox (emptied entries)
+        self._busy = False  # the head of the outbox is being written (_write_one)
         self._scope: trio.CancelScope | None = None
         self._cap: float | None = None  # see cap()
         self._aborted = False
@@ -112,8 +126,8 @@ class Writer:
 
     @property
     def backlog(self) -> int:
-        """Messages queued and not yet written."""
-        return len(self._outbox)
+        """Messages queued and not yet written (nor withdrawn)."""
+        return len(self._outbox) - self._withdrawn
 
     def queue(self, messages: list[bytes]) -> int:
         """Append ``messages``; return the mark to pass to :meth:`write_through`."""
@@ -129,7 +143,45 @@ class Writer:
         """
         if self._active:
             return self._written >= mark  # a write is in progress: queue behind it
-        return self._send_ready(mark)
+        if self._withdrawn:
+            return self._send_ready(mark)
+        # _send_ready without withdrawn messages to skip, inlined (the hot path).
+        outbox, send_nowait = self._outbox, self._channel.send_nowait
+        self.writing = True
+        try:
+            while self._written < mark:
+                if not send_nowait(outbox[0]):
+                    return False
+                outbox.popleft()
+                self._written += 1
+        finally:
+            self.writing = False
+        return True
+
+    def unsent(self, mark: int) -> bytes | None:
+        """The last message queued up to ``mark`` (the last of the :meth:`queue` call
+        that returned it) if none of it has been written: still queued, not being
+        written, not withdrawn. ``None`` otherwise."""
+        index = mark - 1 - self._written
+        if index < 0 or index >= len(self._outbox) or (index == 0 and self._busy):
+            return None
+        return self._outbox[index] or None
+
+    def withdraw(self, mark: int) -> None:
+        """Never write the message :meth:`unsent` returns for ``mark`` (the caller
+        checked it is there): the others keep their order and their marks."""
+        index = mark - 1 - self._written
+        assert self.unsent(mark) is not None
+        self._outbox[index] = _WITHDRAWN
+        self._withdrawn += 1
+
+    def _skip_withdrawn(self) -> None:
+        """Count the withdrawn messages at the head of the outbox as written."""
+        outbox = self._outbox
+        while outbox and not outbox[0]:
+            outbox.popleft()
+            self._written += 1
+            self._withdrawn -= 1
 
     async def write_through(self, mark: int) -> SessionClosed | None:
         """Write until every message up to ``mark`` is out.
@@ -161,7 +213,15 @@ class Writer:
         """Write up to ``mark`` holding the writer role, then ride (see the module docs)."""
         try:
             while self._written < mark:
-                failure = await self._write_one(self._outbox[0])
+                if self._withdrawn:
+                    self._skip_withdrawn()
+                    if self._written >= mark:
+                        break
+                self._busy = True
+                try:
+                    failure = await self._write_one(self._outbox[0])
+                finally:
+                    self._busy = False
                 if failure is None and self._aborted:
                     failure = SessionClosed("the session was closed")
                 if failure is not None:
@@ -231,18 +291,22 @@ class Writer:
         """Drop the outbox, cancel the write in progress, refuse further messages."""
         self._aborted = True
         self._outbox.clear()
+        self._withdrawn = 0
         self._written = self._queued
         if self._scope is not None:
             self._scope.cancel()
 
     def _send_ready(self, mark: int) -> bool:
         """Send with ``send_nowait`` up to ``mark`` while the channel takes messages
-        at once; whether all are out."""
+        at once, skipping withdrawn ones; whether all are out."""
         outbox, send_nowait = self._outbox, self._channel.send_nowait
         self.writing = True
         try:
             while self._written < mark:
-                if not send_nowait(outbox[0]):
+                message = outbox[0]
+                if not message:
+                    self._withdrawn -= 1
+                elif not send_nowait(message):
                     return False
                 outbox.popleft()
                 self._written += 1

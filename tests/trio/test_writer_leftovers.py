@@ -1,12 +1,14 @@
 """Messages left in the outbox by cancelled tasks still go out, with nobody waiting.
 
-A caller cancelled (timed out) while its request waits behind a slow write leaves the
-request and its ``notifications/cancelled`` queued; the session's own write of that
-cancellation is bounded (``abandon_write_timeout``) and gives up too. When the slow
-write ends, its writer sends only what needs no waiting and leaves: the rest must still
-be written, in order (a task of the session's, ``Writer.on_leftovers``), not only with
-the session's next write; until then the server works on the request and an HTTP
-client holds a connection for it.
+A caller cancelled (timed out) after its request went out leaves its
+``notifications/cancelled`` queued behind a slow write: the session's own write of
+that cancellation is bounded (``abandon_write_timeout``) and gives up. (A request
+still queued when its caller gives up is taken back instead, with no cancellation:
+``test_withdraw_unsent.py``.) A notification whose caller gives up while it waits is
+left queued the same way. When the slow write ends, its writer sends only what needs
+no waiting and leaves: the rest must still be written, in order (a task of the
+session's, ``Writer.on_leftovers``), not only with the session's next write; until
+then the server works on the request and an HTTP client holds a connection for it.
 
 The clock is the ``autojump_clock`` (loopback I/O is done before the run loop would
 sleep): a message that never goes out fails the ``fail_after`` at once.
@@ -106,12 +108,16 @@ async def test_a_legacy_http_cancellation_queued_behind_a_held_write_still_goes_
         transport=HttpTransportConfig(open_get_stream=False),
     ) as client:
         await client.request("tools/call", call("echo"))  # a kept-alive connection
-        nursery.start_soon(client.notify, "notifications/roots/list_changed")  # held
-        await trio.testing.wait_all_tasks_blocked()
         with trio.move_on_after(2) as gave_up:
-            await client.request("tools/call", call("never"))  # queued behind it
-        assert gave_up.cancelled_caught  # (and the session's cancel write gave up too)
-        assert server.calls == [] and server.cancels == []
+            async with trio.open_nursery() as calls:
+                calls.start_soon(client.request, "tools/call", call("never"))  # goes out
+                await trio.testing.wait_all_tasks_blocked()
+                assert len(server.calls) == 1
+                nursery.start_soon(client.notify, "notifications/roots/list_changed")  # held
+        # The cancellation is queued behind the held write (and the session's write of
+        # it gave up).
+        assert gave_up.cancelled_caught
+        assert server.cancels == []
         server.hold.set()  # the held write ends; nothing else is written after it
         with trio.fail_after(IO_TIMEOUT):
             await server.cancelled.wait()
@@ -123,11 +129,12 @@ async def test_a_legacy_http_cancellation_queued_behind_a_held_write_still_goes_
         assert (await client.request("tools/call", call("echo")))["content"][0]["text"] == "ok"
 
 
-async def test_a_memory_request_and_its_cancellation_left_queued_still_go_out(
+async def test_a_memory_cancellation_left_queued_still_goes_out(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # The peer does not read (buffer 0): the first request's write blocks; a second
-    # caller times out behind it, and so does the session's write of its cancellation.
+    # caller times out behind it, before its request was written: it is taken back.
+    # Then the first caller gives up too, its request written: its cancellation goes out.
     config = SessionConfig(abandon_write_timeout=2, handshake_timeout=None)
     ours, theirs = memory_channel_pair(0)
     peer = ManualPeer(theirs, "server", server_config())
@@ -144,17 +151,15 @@ async def test_a_memory_request_and_its_cancellation_left_queued_still_go_out(
             with trio.move_on_after(1) as gave_up:
                 await client.request("tools/call", {"name": "x"})
             assert gave_up.cancelled_caught
-            await trio.testing.wait_all_tasks_blocked()  # (its cancel write gave up)
+            await trio.testing.wait_all_tasks_blocked()
             with trio.fail_after(IO_TIMEOUT):
                 (listing,) = await peer.next_events()
                 assert isinstance(listing, RequestReceived) and listing.method == "tools/list"
-                # Nobody waits to write these any more; they go out all the same.
-                (request,) = await peer.next_events()
-                assert isinstance(request, RequestReceived) and request.method == "tools/call"
-                (cancelled,) = await peer.next_events()
-            assert isinstance(cancelled, RequestCancelled)
-            assert cancelled.request_id == request.request_id
+            await trio.testing.wait_all_tasks_blocked()
             nursery.cancel_scope.cancel()  # the first caller gives up too
+        # (Its write of the cancellation, bounded, gave up.) Nobody waits to write it
+        # any more; it goes out all the same, and nothing of the request taken back
+        # came before it.
         with trio.fail_after(IO_TIMEOUT):
             (cancelled,) = await peer.next_events()
         assert isinstance(cancelled, RequestCancelled)
@@ -345,8 +350,8 @@ async def test_a_failed_leftover_write_closes_the_session(
             nursery.start_soon(client.notify, "notifications/roots/list_changed")
             await trio.testing.wait_all_tasks_blocked()
             with trio.move_on_after(1):
-                await client.request("tools/call", {"name": "x"})
-            await peer.next_events()  # the notification; the leftover task goes on
+                await client.notify("notifications/roots/list_changed")  # left queued
+            await peer.next_events()  # the first; the leftover task writes the second
             peer_inbox.close()  # the peer stops reading: the leftover write fails
             await trio.testing.wait_all_tasks_blocked()
             assert client.statistics().closed  # as any failed write closes it
