@@ -79,9 +79,10 @@ async def test_caller_cancellation_sends_cancelled_and_drops_the_late_answer(
 
 
 async def test_courtesy_cancel_write_is_bounded(autojump_clock: trio.testing.MockClock) -> None:
-    # Nobody reads: the first request's write blocks (memory buffer 0); a second
-    # caller is cancelled while waiting for its turn and gives up after
-    # abandon_write_timeout instead of hanging.
+    # A caller is cancelled after its request went out, while a notification's write
+    # blocks (nobody reads; memory buffer 0): its cancellation waits for its turn and
+    # gives up after abandon_write_timeout instead of hanging. (A request none of which
+    # was written is taken back instead, with no write: test_withdraw_unsent.py.)
     config = SessionConfig(abandon_write_timeout=2, handshake_timeout=None)
     ours, theirs = memory_channel_pair(0)
     peer = ManualPeer(theirs, "server", server_config())
@@ -93,11 +94,13 @@ async def test_courtesy_cancel_write_is_bounded(autojump_clock: trio.testing.Moc
             await peer.next_events()
             await peer.next_events()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(client.request, "tools/list")  # blocks in its write
-            await trio.testing.wait_all_tasks_blocked()
             start = trio.current_time()
             with trio.move_on_after(1):
-                await client.request("tools/call", {"name": "x"})
+                async with trio.open_nursery() as calls:
+                    calls.start_soon(client.request, "tools/call", {"name": "x"})
+                    await peer.next_events()  # the request is out
+                    nursery.start_soon(client.notify, "notifications/roots/list_changed")
+                    await trio.testing.wait_all_tasks_blocked()  # (its write blocks)
             assert trio.current_time() - start == pytest.approx(1 + 2)
             nursery.cancel_scope.cancel()
 
