@@ -109,17 +109,31 @@ def test_timestamps_are_iso_8601_utc() -> None:
     assert format_timestamp(1_764_066_600.25) == "2025-11-25T10:30:00.250Z"
 
 
-@pytest.mark.parametrize("status", sorted(TRANSITIONS))
-@pytest.mark.parametrize("then", sorted(TRANSITIONS))
+# The spec's state diagram, written out here (not read from the table under test):
+# working and input_required go to each other, stay (a new message) or end; an ended
+# task goes nowhere.
+_RUNNING = ("working", "input_required")
+_ENDED = ("completed", "failed", "cancelled")
+_ALLOWED = {(status, then) for status in _RUNNING for then in _RUNNING + _ENDED}
+
+
+def test_the_table_is_the_spec_diagram() -> None:
+    assert set(TRANSITIONS) == set(_RUNNING + _ENDED)
+    assert {(s, then) for s, nexts in TRANSITIONS.items() for then in nexts} == _ALLOWED
+    assert set(TERMINAL_STATUSES) == set(_ENDED)
+
+
+@pytest.mark.parametrize("status", _RUNNING + _ENDED)
+@pytest.mark.parametrize("then", _RUNNING + _ENDED)
 def test_transitions_follow_the_table(status: Any, then: Any) -> None:
     # Reach `status` legally first (every status is one step from working).
     t = task() if status == "working" else task().moved_to(status, now=1.0)
-    if then in TRANSITIONS[status]:
+    if (status, then) in _ALLOWED:
         moved = t.moved_to(then, now=2.0, message="m")
         assert moved.status == then and moved.last_updated_at == 2.0
         assert moved.status_message == "m" and moved.created_at == 0.0
     else:
-        assert status in TERMINAL_STATUSES
+        assert status in _ENDED
         with pytest.raises(LocalProtocolError):
             t.moved_to(then, now=2.0)
 
