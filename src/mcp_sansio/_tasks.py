@@ -69,6 +69,7 @@ __all__ = [
     "parse_task_state",
     "parse_update_params",
     "poll_delay",
+    "refuse_legacy_tasks",
     "status_notification",
     "task_not_found",
     "without_tasks_extension",
@@ -153,6 +154,24 @@ def without_tasks_extension(capabilities: Mapping[str, Any]) -> Mapping[str, Any
     if rest:
         out["extensions"] = rest
     return out
+
+
+def refuse_legacy_tasks(capabilities: Mapping[str, Any]) -> None:
+    """For a binding that implements tasks only as this (modern) extension: refuse
+    ``capabilities`` holding a top-level ``tasks`` -- the 2025-11-25 capability, which
+    would promise task-augmented requests, ``tasks/list`` and ``tasks/cancel`` the
+    binding never serves (the 2026-07-28 capabilities have no such key at all). The core
+    itself lets it through: an application on the bare core may serve those tasks.
+
+    Raises:
+        ValueError: there is one.
+    """
+    if "tasks" in capabilities:
+        raise ValueError(
+            "capabilities['tasks'] (the 2025-11-25 tasks) is not supported: tasks are"
+            f" served as the modern extension only (capabilities={{'extensions':"
+            f" {{{TASKS_EXTENSION!r}: {{}}}}}})"
+        )
 
 
 def format_timestamp(now: float) -> str:

@@ -872,6 +872,8 @@ async def open_client(
             and ``get_prompt``.
         client_info: our name and version (default: mcp-trio's).
         capabilities: client capabilities merged over the ones the callbacks imply.
+            Tasks are the modern extension (``{"extensions": {TASKS_EXTENSION: {}}}``):
+            a top-level ``tasks`` (the 2025-11-25 tasks) raises ``ValueError``.
         timeout: default seconds a request may go without an answer or progress
             (``None``: no limit). It bounds the handshake's ``initialize`` and a
             pinned modern era's ``server/discover`` too, but not the era probe of

@@ -37,7 +37,7 @@ from mcp_sansio import types as t
 from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps
 from mcp_sansio._sampling import sampling_messages_problem
-from mcp_sansio._tasks import TASKS_NOTIFICATION
+from mcp_sansio._tasks import TASKS_NOTIFICATION, refuse_legacy_tasks
 from mcp_sansio._versions import REVISIONS
 
 from ._errors_base import InputRequiredError, McpError
@@ -304,7 +304,9 @@ def client_config(
 
     Raises:
         ValueError: see :func:`connection_versions`; a ``client_info`` without a name
-            or version; an extension id that breaks the naming rule.
+            or version; an extension id that breaks the naming rule; a top-level
+            ``tasks`` capability (the 2025-11-25 tasks, which this client does not
+            handle: its tasks are the modern extension).
         LocalProtocolError: an unknown ``log_level``.
         TypeError: ``client_info`` is neither a ``types.Implementation`` nor a mapping.
     """
@@ -322,6 +324,9 @@ def client_config(
             era=chosen,
         ),
     }
+    # (Tasks are the modern extension here: a legacy tasks capability is no promise
+    # this client keeps.)
+    refuse_legacy_tasks(changes["capabilities"])
     if versions is not None:
         changes["supported_versions"] = versions
     if timeout is not None:

@@ -53,7 +53,7 @@ import trio
 
 from mcp_sansio import ConnectionConfig
 from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
-from mcp_sansio._tasks import TASKS_EXTENSION
+from mcp_sansio._tasks import TASKS_EXTENSION, refuse_legacy_tasks
 
 from ._config import (
     DEFAULT_COMPLETION_RATE_LIMIT,
@@ -159,6 +159,8 @@ class Server:
             versions, caching hints, a ``request_state_key`` shared by several server
             processes); its implementation and instructions are replaced by the
             server's, and its capabilities merged with those of what is registered.
+            A top-level ``tasks`` capability in it (the 2025-11-25 tasks: this
+            server's tasks are the modern extension) raises ``ValueError``.
         task_config: the bounds and hints of the tasks of task tools (see
             :meth:`tool`'s ``task``).
         required_scopes: ``(principal, method, params) -> scopes``: more scopes a
@@ -237,6 +239,7 @@ class Server:
         """The fewest seconds between two progress notifications of a request (see
         ``progress_interval=``)."""
         base = connection_config if connection_config is not None else ConnectionConfig()
+        refuse_legacy_tasks(base.capabilities)  # (a task tool's tasks are the extension)
         self._base_config = base
         self._registry = Registry(self._wake)
         self._tracker = SessionTracker(self._registry.versions)
