@@ -31,6 +31,7 @@ the table of tasks, their bounds, their expiry and the work itself.
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal, final
@@ -498,11 +499,17 @@ def _bad(message: str) -> ErrorData:
 
 
 def _duration(obj: Mapping[str, Any], name: str, *, nullable: bool) -> int | ErrorData | None:
+    """``obj[name]``, milliseconds: a JSON number, non-negative and finite. The
+    extension's schema types it ``number`` and its prose says "integer milliseconds":
+    ``60000.0`` is that integer (JSON Schema counts any number with a zero fraction as
+    one), and a fraction is rounded up (a poll no sooner, a TTL no shorter, than asked)."""
     value = obj.get(name)
     if value is None and (nullable or name not in obj):
         return None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0:
+        return math.ceil(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return _bad(f"{name} must be a non-negative integer")
+        return _bad(f"{name} must be a non-negative number of milliseconds")
     return value
 
 

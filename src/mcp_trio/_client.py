@@ -67,7 +67,13 @@ from ._client_common import (
 )
 from ._client_subscriptions import Subscription, SubscriptionHub
 from ._client_targets import ClientTarget, StderrCallback, open_target, start_target
-from ._client_tasks import AnsweredQuestions, CallProgress, ToolTask
+from ._client_tasks import (
+    AnsweredQuestions,
+    CallProgress,
+    ToolTask,
+    cancel_refused_task,
+    unasked_task,
+)
 from ._config import SessionConfig
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._handlers import Handlers
@@ -271,6 +277,13 @@ class Client(HandshakeFacts):
                 raise
             result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
         if result.get("resultType") == "task":
+            # ext-tasks: "A server MUST NOT return CreateTaskResult to a client that did
+            # not include the extension capability on its request" (and legacy requests
+            # never carry the modern-only extension): not a CallToolResult, then.
+            if self.era is not Era.MODERN or not declares_tasks(
+                self._session.connection.config.capabilities
+            ):
+                raise RemoteProtocolError(unasked_task("tools/call"))
             # The tasks extension, which we declared: the server answered with a task.
             # ext-tasks "Backwards Compatibility": drive it to its end, return the result,
             # with the timeout, total cap and progress of a plain call (see ToolTask.drive;
@@ -278,7 +291,7 @@ class Client(HandshakeFacts):
             config = self._session.connection.config
             limit = timeout if timeout is not None else config.request_timeout
             cap = config.max_request_time
-            result = await self._tool_task(name, result, timeout).drive(
+            result = await (await self._tool_task(name, result, timeout)).drive(
                 timeout=limit,
                 on_progress=None if progress is None else progress.of_task,
                 deadline=math.inf if cap is None else started + cap,
@@ -314,7 +327,7 @@ class Client(HandshakeFacts):
         self._check_tasks()
         params = named_params(name, arguments)
         result = await self.request("tools/call", params, timeout=timeout)
-        return self._tool_task(name, result, timeout)
+        return await self._tool_task(name, result, timeout)
 
     def task(
         self, task_id: str, *, name: str | None = None, timeout: float | None = None
@@ -365,17 +378,24 @@ class Client(HandshakeFacts):
 
         return convert
 
-    def _tool_task(self, name: str, result: dict[str, Any], timeout: float | None) -> ToolTask:
-        return ToolTask.from_call(
-            self._task_request(timeout),
-            self._converter(timeout),
-            self._callbacks,
-            name,
-            result,
-            self._task_subscription,
-            self._session.connection.config.max_input_rounds,
-            self._task_answers,
-        )
+    async def _tool_task(
+        self, name: str, result: dict[str, Any], timeout: float | None
+    ) -> ToolTask:
+        request = self._task_request(timeout)
+        try:
+            return ToolTask.from_call(
+                request,
+                self._converter(timeout),
+                self._callbacks,
+                name,
+                result,
+                self._task_subscription,
+                self._session.connection.config.max_input_rounds,
+                self._task_answers,
+            )
+        except RemoteProtocolError:
+            await cancel_refused_task(request, result)  # (it may run on, named)
+            raise
 
     def _task_subscription(self, task_id: str) -> AbstractAsyncContextManager[Subscription]:
         return self.subscribe(tasks=[task_id])

@@ -547,12 +547,38 @@ class ToolTask:
                 await self._abandon()
 
     async def _abandon(self) -> None:
-        """Send ``tasks/cancel`` for a wait given up: shielded, bounded, failures ignored
-        (a courtesy: the task ends at its TTL anyway)."""
-        with trio.CancelScope(shield=True) as scope:
-            scope.deadline = trio.current_time() + _CANCEL_TIMEOUT
-            with suppress(McpError, SessionClosed, RequestTimeout, LocalProtocolError):
-                await self.cancel()
+        """Send ``tasks/cancel`` for a wait given up (see :func:`_courtesy_cancel`)."""
+        if self.task_id is not None:
+            await _courtesy_cancel(self._request, self.task_id)
+
+
+async def _courtesy_cancel(request: Request, task_id: str) -> None:
+    """Send ``tasks/cancel`` for a task the client gives up: shielded, bounded, failures
+    ignored (a courtesy: the task ends at its TTL anyway)."""
+    with trio.CancelScope(shield=True) as scope:
+        scope.deadline = trio.current_time() + _CANCEL_TIMEOUT
+        with suppress(McpError, SessionClosed, RequestTimeout, LocalProtocolError):
+            await request(TASKS_CANCEL, {"taskId": task_id})
+
+
+async def cancel_refused_task(request: Request, result: Mapping[str, Any]) -> None:
+    """A ``CreateTaskResult`` was refused (malformed: a bad duration, timestamp,
+    status...): if it names a task (a non-empty string ``taskId``), that task may run on
+    at the server with nobody waiting, so send it ``tasks/cancel`` (shielded, bounded,
+    failures ignored). Nothing for a result that names none."""
+    task_id = result.get("taskId")
+    if isinstance(task_id, str) and task_id:
+        await _courtesy_cancel(request, task_id)
+
+
+def unasked_task(method: str) -> str:
+    """The message of the ``RemoteProtocolError`` for a task the client did not allow:
+    a ``CreateTaskResult`` in a legacy session, or without the extension declared."""
+    return (
+        f"{method}: the server answered with a task (resultType 'task'), but the client"
+        f" did not declare the {TASKS_EXTENSION} extension on the request (a modern-era"
+        " one): not a valid result"
+    )
 
 
 @final

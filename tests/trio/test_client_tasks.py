@@ -879,7 +879,7 @@ async def test_a_server_that_refuses_to_listen_is_polled(autojump_clock: MockClo
             async with client.subscribe(tasks=["t"]):
                 pass  # pragma: no cover
         assert info.value.code == -32021
-        task = client._tool_task("slow", {"resultType": "task", **WORKING_T}, None)
+        task = await client._tool_task("slow", {"resultType": "task", **WORKING_T}, None)
         with pytest.raises(McpError) as polled:
             await task.result(notifications=True)
         # (It polled: tasks/get, refused in turn for the same reason.)
