@@ -53,6 +53,7 @@ __all__ = [
     "MAX_OUTPUT_SCHEMA_DEPTH",
     "MAX_OUTPUT_SCHEMA_NODES",
     "MAX_OUTPUT_SCHEMA_VALUES",
+    "MAX_QUESTIONS",
     "MAX_UNREAD",
     "SHOWN_PROBLEMS",
     "CallbackAnswerError",
@@ -86,6 +87,7 @@ __all__ = [
     "param_str",
     "queue_unread",
     "read_bound",
+    "refuse_too_many_questions",
     "refuse_unanswerable",
     "refused_answer",
     "request_params",
@@ -435,19 +437,46 @@ def refused_answer(method: str, request_id: object, exc: CallbackAnswerError) ->
     return McpError.from_code(ErrorCode.INTERNAL_ERROR, str(exc))
 
 
+MAX_QUESTIONS: Final = 1_024
+"""Questions one round of ``inputRequests`` may hold (an MRTR answer, or a task in
+``input_required``): a round with more is refused before any callback runs. A client
+remembers as many answered keys per task (the extension: clients "SHOULD track
+inputRequests keys to avoid responding to requests more than once"), so no key of a
+round it answers is forgotten, and asked again, while the server catches up."""
+
+
+def refuse_too_many_questions(
+    requests: Mapping[str, Any], what: str, bound: int = MAX_QUESTIONS
+) -> None:
+    """Refuse a round of ``requests`` (``inputRequests``) holding more than ``bound``
+    questions, before any callback runs; ``what`` asked (for the message).
+
+    Raises:
+        RemoteProtocolError: so refused.
+    """
+    if len(requests) > bound:
+        raise RemoteProtocolError(
+            f"{what}: the server asked {len(requests)} questions in one round; a client"
+            f" answers at most {bound} at once: giving up"
+        )
+
+
 def refuse_unanswerable(
     event: InputRequired,
     can_answer: Callable[[str], bool],
     capabilities: Mapping[str, Any],
 ) -> None:
     """Modern era: refuse ``event``'s ``inputRequests`` before any callback runs when
-    an entry is malformed or asks for what no callback answers (``can_answer``), or
-    for more than the client declared in ``capabilities`` (mrtr: "Servers MUST NOT
-    send an inputRequests that the client has not declared support for"; logged).
+    there are more than :data:`MAX_QUESTIONS` (:func:`refuse_too_many_questions`), an
+    entry is malformed or asks for what no callback answers (``can_answer``), or for
+    more than the client declared in ``capabilities`` (mrtr: "Servers MUST NOT send an
+    inputRequests that the client has not declared support for"; logged).
 
     Raises:
+        RemoteProtocolError: too many questions.
         InputRequiredError: so refused (the request is given up).
     """
+    refuse_too_many_questions(event.input_requests, event.method)
     for entry in event.input_requests.values():
         if not isinstance(entry, Mapping) or not can_answer(method := str(entry.get("method"))):
             raise InputRequiredError(event)

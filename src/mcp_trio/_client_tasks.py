@@ -90,6 +90,7 @@ from mcp_sansio._tasks import (
     poll_delay,
 )
 
+from ._client_common import MAX_QUESTIONS, refuse_too_many_questions
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._errors_base import refuse_endless_input
 
@@ -100,8 +101,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TASKS_EXTENSION", "TaskCancelled", "TaskState", "ToolTask"]
 
-_MAX_ANSWERED: Final = 1024
-"""Keys of answered questions remembered per task (the oldest are forgotten past it)."""
+_MAX_ANSWERED: Final = MAX_QUESTIONS
+"""Keys of answered questions remembered per task (the oldest are forgotten past it);
+a round asking more is refused (``_client_common.refuse_too_many_questions``)."""
 _MAX_TASKS_REMEMBERED: Final = 256
 """Tasks whose answered keys a client remembers (the least recently used are forgotten)."""
 _CANCEL_TIMEOUT: Final = 2.0
@@ -187,6 +189,11 @@ class AnsweredQuestions:
         self._tasks: OrderedDict[str, _Keys] = OrderedDict()
         self._max_tasks = max_tasks
         self._max_keys = max_keys
+
+    @property
+    def max_keys(self) -> int:
+        """Answered keys (and unacknowledged answers) remembered per task."""
+        return self._max_keys
 
     def _keys(self, task_id: str) -> _Keys:
         keys = self._tasks.get(task_id)
@@ -460,10 +467,15 @@ class ToolTask:
         Raises:
             InputRequiredError: a question no callback answers (its ``event`` holds
                 them, with the task's id as ``request_id``).
-            RemoteProtocolError: the task asked a ``max_input_rounds``-th round.
+            RemoteProtocolError: the task asked a ``max_input_rounds``-th round, or
+                more questions in one than the client remembers answers to
+                (:data:`~mcp_trio._client_common.MAX_QUESTIONS`).
         """
         task_id = self.task_id
         assert task_id is not None
+        # More than the client remembers would be forgotten, then asked again, while the
+        # server catches up: refused before anyone is asked, as an MRTR round is.
+        refuse_too_many_questions(requests, f"task {task_id}", self._answered.max_keys)
         # (Claimed: another handle on the task does not answer these meanwhile.)
         fresh = self._answered.claim(task_id, requests)
         if not fresh:

@@ -1,7 +1,8 @@
 """The client's reading of task answers it did not ask for or cannot take: a
 ``CreateTaskResult`` outside the extension (a legacy session, or no extension declared),
-durations written as JSON numbers with a fraction, and a refused ``CreateTaskResult`` (its
-task is cancelled)."""
+durations written as JSON numbers with a fraction, a refused ``CreateTaskResult`` (its task
+is cancelled), and rounds of more questions than the client remembers answers to (a task's
+and an MRTR request's)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from trio.testing import MockClock
 from mcp_sansio import RemoteProtocolError
 from mcp_sansio import types as t
 from mcp_trio import TASKS_EXTENSION, McpError
+from mcp_trio._client_common import MAX_QUESTIONS
+from mcp_trio._client_tasks import AnsweredQuestions
 
 from .test_client_hostile import HandDriven, hand_driven
 
@@ -155,3 +158,107 @@ async def test_a_refused_create_task_result_naming_no_task_cancels_nothing(
         with pytest.raises(RemoteProtocolError, match="taskId"):
             await client.call_tool("job")
         assert server.methods() == ["tools/call"]
+
+
+# ------------------------------------------------------------- too many questions
+
+
+def questions(n: int) -> dict[str, Any]:
+    return {f"k{i}": ELICIT for i in range(n)}
+
+
+@pytest.mark.parametrize(
+    ("n", "asked"), [(MAX_QUESTIONS, MAX_QUESTIONS), (MAX_QUESTIONS + 1, 0)], ids=["at", "past"]
+)
+async def test_a_task_asking_more_questions_than_remembered_is_refused_first(
+    autojump_clock: MockClock, n: int, asked: int
+) -> None:
+    # Past the keys a client remembers per task, some answered question would be
+    # forgotten, then asked again while the server catches up: the round is refused
+    # before any callback runs, and the task is cancelled (call_tool gave up).
+    polls = [0]
+
+    def get() -> dict[str, Any]:
+        polls[0] += 1
+        if polls[0] == 1:
+            return a_task("input_required", inputRequests=questions(n))
+        return {**a_task("completed"), "result": {"content": []}}
+
+    server = Scripted(
+        {
+            "tools/call": {"resultType": "task", **a_task()},
+            "tasks/get": get,
+            "tasks/update": {},
+            "tasks/cancel": {},
+        }
+    )
+    callback = Asked()
+    caps = {**EXT, "elicitation": {"form": {}}}
+    async with hand_driven(server.script(), capabilities=caps, on_elicitation=callback) as client:
+        if asked:
+            assert (await client.call_tool("job")).content == []
+            assert "tasks/cancel" not in server.methods()
+        else:
+            with pytest.raises(RemoteProtocolError, match=f"asked {n} questions in one round"):
+                await client.call_tool("job")
+            assert server.methods()[-1] == "tasks/cancel"
+            assert "tasks/update" not in server.methods()
+    assert callback.count == asked
+
+
+@pytest.mark.parametrize(
+    ("n", "asked"), [(MAX_QUESTIONS, MAX_QUESTIONS), (MAX_QUESTIONS + 1, 0)], ids=["at", "past"]
+)
+async def test_an_mrtr_round_of_more_questions_than_the_bound_is_refused_first(
+    autojump_clock: MockClock, n: int, asked: int
+) -> None:
+    calls = [0]
+
+    def call() -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] == 1:
+            return {"resultType": "input_required", "inputRequests": questions(n)}
+        return {"resultType": "complete", "content": []}
+
+    server = Scripted({"tools/call": call})
+    callback = Asked()
+    async with hand_driven(
+        server.script(), capabilities={"elicitation": {"form": {}}}, on_elicitation=callback
+    ) as client:
+        if asked:
+            assert (await client.call_tool("job")).content == []
+        else:
+            with pytest.raises(RemoteProtocolError, match=f"asked {n} questions in one round"):
+                await client.call_tool("job")
+            assert server.methods() == ["tools/call"]  # (no retry)
+    assert callback.count == asked
+
+
+async def test_a_round_counts_the_questions_already_answered_too(autojump_clock: MockClock) -> None:
+    # A server that has not caught up lists answered keys beside new ones: the round is
+    # measured whole, for all its keys must be remembered (else the oldest answered one
+    # is forgotten, and asked again if it is listed once more).
+    polls = [0]
+
+    def get() -> dict[str, Any]:
+        polls[0] += 1
+        n = {1: 3, 2: 5}.get(polls[0])
+        if n is not None:
+            return a_task("input_required", inputRequests=questions(n))
+        return {**a_task("completed"), "result": {"content": []}}  # pragma: no cover
+
+    server = Scripted(
+        {
+            "tools/call": {"resultType": "task", **a_task()},
+            "tasks/get": get,
+            "tasks/update": {},
+            "tasks/cancel": {},
+        }
+    )
+    callback = Asked()
+    caps = {**EXT, "elicitation": {"form": {}}}
+    async with hand_driven(server.script(), capabilities=caps, on_elicitation=callback) as client:
+        client._task_answers = AnsweredQuestions(max_keys=4)
+        with pytest.raises(RemoteProtocolError, match="asked 5 questions in one round"):
+            await client.call_tool("job")
+    assert callback.count == 3  # (the first round; none of the second)
