@@ -397,10 +397,13 @@ class Connection(_Receiving, _Answering):
                     return self._send_request(
                         method, params, now, progress, timeout, log_level, related_request_id
                     )
-                # What _modern_params builds for a plain request, in one step.
-                params = (
-                    {"_meta": envelope[1]} if params is None else {**params, "_meta": envelope[1]}
-                )
+                # What _modern_params builds for a plain request, in one step. (For speed,
+                # copy() and a store: {**params, ...} builds two dicts and merges twice.)
+                if params is None:
+                    params = {"_meta": envelope[1]}
+                else:
+                    params = params.copy()
+                    params["_meta"] = envelope[1]
             payload = dumps(
                 {"jsonrpc": JSONRPC, "id": rid, "method": method}
                 if params is None
