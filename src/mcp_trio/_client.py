@@ -276,15 +276,18 @@ class Client(HandshakeFacts):
             if refused.code != ErrorCode.HEADER_MISMATCH or not await self._relist(timeout):
                 raise
             result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
-        if result.get("resultType") == "task":
-            # ext-tasks: "A server MUST NOT return CreateTaskResult to a client that did
-            # not include the extension capability on its request" (and legacy requests
-            # never carry the modern-only extension): not a CallToolResult, then.
-            if self.era is not Era.MODERN or not declares_tasks(
-                self._session.connection.config.capabilities
-            ):
-                raise RemoteProtocolError(unasked_task("tools/call"))
-            # The tasks extension, which we declared: the server answered with a task.
+        if result.get("resultType") == "task" and self.era is not Era.MODERN:
+            # 2025-11-25 defines no resultType: a CallToolResult with a stray one is still
+            # one. A task is not (ext-tasks: "A server MUST NOT return CreateTaskResult to
+            # a client that did not include the extension capability on its request", and
+            # legacy requests never carry the modern-only extension): said so.
+            try:
+                ToolOutput.from_wire(result)
+            except RemoteProtocolError as invalid:
+                raise RemoteProtocolError(unasked_task("tools/call")) from invalid
+        elif result.get("resultType") == "task":
+            # Modern: the core passed it on, so we declared the extension (without it the
+            # core refuses the resultType: McpError -32603). The server answered with a task.
             # ext-tasks "Backwards Compatibility": drive it to its end, return the result,
             # with the timeout, total cap and progress of a plain call (see ToolTask.drive;
             # the cap counts from the tools/call).

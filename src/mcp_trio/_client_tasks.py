@@ -38,10 +38,13 @@ and shared by every handle on the task -- ``call_tool``'s, ``call_tool_as_task``
 question another has answered or is answering. They are dropped when a handle sees the
 task end; past :data:`_MAX_TASKS_REMEMBERED` tasks, the least recently used are forgotten
 (not one whose question is being answered), and past :data:`_MAX_ANSWERED` keys a task's
-oldest. A ``tasks/update`` that got no ack (the wait was cancelled or timed out, the
-connection closed) may have reached the server: its answers are kept, and the next round
-on the task sends them again instead of asking the user anew (a server ignores an answer
-to a question no longer outstanding); one the server refused with an error is asked anew.
+least recently answered or listed: a round lists at most that many (more is refused before
+any callback runs) and each listing makes its keys the newest, so no key the server still
+lists is forgotten (unless handles waiting at once see rounds that list more together).
+A ``tasks/update`` that got no ack (the wait was cancelled or timed out, the connection
+closed) may have reached the server: its answers are kept, and the next round on the task
+sends them again instead of asking the user anew (a server ignores an answer to a question
+no longer outstanding); one the server refused with an error is asked anew.
 What no client can know is what another ``Client`` (another process, after a restart)
 answered: one resuming a task there may answer again a question still listed
 (``tasks/update`` ignores an answer to a question no longer outstanding, so that costs a
@@ -180,7 +183,10 @@ class AnsweredQuestions:
     one with a question being answered (a callback is running: forgetting it would let
     another handle ask the same question at once), so the count may exceed
     ``max_tasks`` by the tasks being answered at that moment, which the client's own
-    concurrent waits bound; ``max_keys`` answered keys and ``max_keys`` unacknowledged
+    concurrent waits bound; ``max_keys`` answered keys per task, the least recently
+    answered or listed forgotten first (a round lists at most ``max_keys``, more is
+    refused, so a key the server still lists is not forgotten, unless handles waiting
+    at once see rounds that list more together), and ``max_keys`` unacknowledged
     answers per task (oldest forgotten)."""
 
     def __init__(
@@ -210,8 +216,13 @@ class AnsweredQuestions:
 
     def claim(self, task_id: str, requests: Mapping[str, _V]) -> dict[str, _V]:
         """The questions of ``requests`` nobody has answered or is answering, now marked
-        as being answered (:meth:`settle` ends that)."""
+        as being answered (:meth:`settle` ends that). The answered keys ``requests``
+        lists again become the newest: the server has not caught up with them, so they
+        are the last to be forgotten."""
         keys = self._keys(task_id)
+        for key in requests:
+            if key in keys.answered:
+                keys.answered.move_to_end(key)
         fresh = {k: v for k, v in requests.items() if k not in keys.answered and k not in keys.busy}
         keys.busy.update(fresh)
         return fresh
@@ -584,8 +595,9 @@ async def cancel_refused_task(request: Request, result: Mapping[str, Any]) -> No
 
 
 def unasked_task(method: str) -> str:
-    """The message of the ``RemoteProtocolError`` for a task the client did not allow:
-    a ``CreateTaskResult`` in a legacy session, or without the extension declared."""
+    """The message of the ``RemoteProtocolError`` for a task the client did not allow: a
+    ``CreateTaskResult`` (no ``CallToolResult``) in a legacy session. (A modern one without
+    the extension declared is refused by the core: ``McpError`` -32603.)"""
     return (
         f"{method}: the server answered with a task (resultType 'task'), but the client"
         f" did not declare the {TASKS_EXTENSION} extension on the request (a modern-era"
