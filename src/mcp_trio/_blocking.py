@@ -346,7 +346,8 @@ class _Options:
         Raises:
             ValueError: ``capabilities`` declare the tasks extension, which this client
                 cannot handle (a ``CreateTaskResult`` would come back as an empty
-                output).
+                output), or hold a top-level ``tasks`` (the 2025-11-25 tasks, which
+                mcp_trio does not implement).
         """
         self.roots = checked_roots(self.roots)
         self.on_notification = checked_plain(self.on_notification, "on_notification")
@@ -384,7 +385,8 @@ class BlockingClient(HandshakeFacts):
     Methods mirror :class:`mcp_trio.Client` and return the same types; callbacks are
     plain functions. Server requests (legacy sampling, elicitation, roots) are answered
     while a call waits; without a callback the core answers -32601. It has no task
-    handling: ``capabilities`` that declare the tasks extension raise ``ValueError``.
+    handling: ``capabilities`` that declare the tasks extension, or hold a top-level
+    ``tasks`` (the 2025-11-25 tasks), raise ``ValueError``.
 
     Error handling:
         ``McpError`` (the server answered with an error), built-in ``TimeoutError``
@@ -498,7 +500,9 @@ class BlockingClient(HandshakeFacts):
             ValueError: ``command`` is empty, or ``capabilities`` declare the tasks
                 extension (``mcp_trio.TASKS_EXTENSION``): this client cannot run a tool
                 as a task (:class:`mcp_trio.Client` can), so it does not let a server
-                answer with one.
+                answer with one; or ``capabilities`` hold a top-level ``tasks`` (the
+                2025-11-25 tasks, which mcp_trio does not implement: it would promise a
+                legacy server task-augmented requests never served).
             OSError: the program could not be started. A ``.py`` file is not a program:
                 its ``FileNotFoundError`` / ``PermissionError`` says to spawn it with the
                 interpreter (``[sys.executable, "server.py"]``), as
@@ -558,7 +562,8 @@ class BlockingClient(HandshakeFacts):
         applies); an IP address is not looked up.
 
         Raises:
-            ValueError: ``capabilities`` declare the tasks extension (as for :meth:`stdio`).
+            ValueError: ``capabilities`` declare the tasks extension, or hold a
+                top-level ``tasks`` (as for :meth:`stdio`).
             TimeoutError: no address answered within ``connect_timeout``.
             OSError: no connection (the name does not resolve; the last address's error).
             HandshakeFailed, TimeoutError, SessionClosed: the handshake failed.
@@ -652,7 +657,8 @@ class BlockingClient(HandshakeFacts):
         Raises:
             ValueError: ``url`` is not an absolute http(s) URL, or a header is
                 malformed, given twice, or one the transport writes itself; or
-                ``capabilities`` declare the tasks extension (as for :meth:`stdio`).
+                ``capabilities`` declare the tasks extension, or hold a top-level
+                ``tasks`` (as for :meth:`stdio`).
             SessionClosed: the server cannot be reached.
             HandshakeFailed, TimeoutError: the handshake failed.
         """
