@@ -52,6 +52,7 @@ The class is assembled from mixins, one module each, all built on the shared sta
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Any, final
 
 from . import _modern
@@ -192,12 +193,25 @@ class Connection(_Receiving, _Answering):
             heapq.heappop(timers)
         return None
 
-    def handle_timer(self, now: float) -> list[Event]:
+    def handle_timer(
+        self, now: float, *, withdraw: Callable[[RequestId], bool] | None = None
+    ) -> list[Event]:
         """Expire every request whose deadline is at or before ``now``.
 
         An expired request is cancelled (``notifications/cancelled``, reason
         ``"timeout"``) and reported as :class:`RequestTimedOut`. An expired
         ``server/discover`` probe instead falls back to ``initialize``.
+
+        Args:
+            now: the current time, on the clock every ``now=`` is given on.
+            withdraw: for a binding that queues what :meth:`data_to_send` returns:
+                called with the id of each expired request a cancellation would be
+                sent for (not ``initialize``, not one held for a new session), before
+                it is queued; it returns ``True`` if the binding took the request back
+                with none of it written (the peer never saw the id), and then no
+                cancellation is sent: it still ends as :class:`RequestTimedOut`. The
+                request is already forgotten when it is called; it must not call
+                back into the connection. ``None``: every one is cancelled.
         """
         events: list[Event] = []
         while (deadline := self.next_deadline()) is not None and deadline <= now:
@@ -212,7 +226,11 @@ class Connection(_Receiving, _Answering):
                 self._fail_held("initialize timed out", events)
             if rid in self._held:
                 del self._held[rid]  # never sent on the new session: nothing to cancel
-            elif entry.method != "initialize" and not self._closed:
+            elif (
+                entry.method != "initialize"
+                and not self._closed
+                and (withdraw is None or not withdraw(rid))
+            ):
                 # Routed as the request was (HTTP: the stream of the client's request it
                 # was made for), not by its own id, which names none of the peer's.
                 self._emit(

@@ -112,7 +112,6 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
-from mcp_sansio._json import loads
 
 from ._channel import MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
@@ -179,6 +178,10 @@ class SessionStatistics:
     ``max_unanswered_requests`` with the running ones; then the reader stops)."""
     queued_messages: int
     """Messages produced by the core and not yet written."""
+    withdrawn_messages: int = 0
+    """Requests taken back before any of them was written (their caller gave up, or
+    they timed out) whose emptied places in the outbox still wait behind the write in
+    progress: they leave with it. Many of them point at a write that does not finish."""
     closed: bool
     """Whether the session is closed (or closing)."""
 
@@ -243,6 +246,7 @@ class Session:
         )
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
+        self._queued: dict[RequestId, _Queued] = {}  # callers waiting for their write
         self._on_held: dict[RequestId, Callable[[RequestId, bool], object]] = {}
         # timers, tasks, lifecycle
         self._timer_scope: trio.CancelScope | None = None
@@ -309,6 +313,7 @@ class Session:
             max_concurrent_handlers=self._pool.compute_limit,
             waiting_handlers=len(self._reserved),
             queued_messages=self._writer.backlog,
+            withdrawn_messages=self._writer.withdrawn,
             closed=self.closed,
         )
 
@@ -656,21 +661,37 @@ class Session:
         try:
             mark = self._flush_nowait()
             if mark:
-                await self._write_through(mark)
+                await self._write_queued(rid, mark)
             await waiter.done.wait()
         except BaseException:
             if waiter.outcome is None:
-                await self._abandon(rid, mark)
+                await self._abandon(rid)
             raise
+        finally:
+            if mark:
+                self._queued.pop(rid, None)
         assert waiter.outcome is not None
         return waiter.outcome
 
-    async def _abandon(self, rid: RequestId, mark: int) -> None:
+    async def _write_queued(self, rid: RequestId, mark: int) -> None:
+        """Write our request ``rid``, queued up to ``mark`` and not out at once; stop
+        waiting if the core times it out meanwhile (see :meth:`_timer_loop`).
+
+        The request is the last message queued up to ``mark``, a single request:
+        ``send_request`` and ``retry_with_input`` emit it as the core's last message,
+        and nothing runs between them and this drain that could emit another; unless
+        the core held it for a session that replaces a forgotten one (nothing went
+        out for it then). That is known here, so nothing needs parsing later."""
+        queued = _Queued(mark if self._restarting is None else 0)
+        self._queued[rid] = queued
+        with queued.scope:
+            await self._write_through(mark)
+
+    async def _abandon(self, rid: RequestId) -> None:
         """The caller gave up: take the request back if none of it was written
-        (``mark``: where it was queued, 0 if it went out at once), else cancel on the
-        wire with a bounded, shielded write."""
+        (:meth:`_withdraw`), else cancel on the wire with a bounded, shielded write."""
         self._waiters.forget(rid)
-        if mark and self._withdraw(rid, mark):
+        if self._withdraw(rid):
             return
         try:
             self._conn.cancel_request(rid, "cancelled by the caller")
@@ -681,20 +702,35 @@ class Session:
             scope.deadline = trio.current_time() + self.config.abandon_write_timeout
             await self._flush()
 
-    def _withdraw(self, rid: RequestId, mark: int) -> bool:
-        """Take back our request ``rid`` if none of it was written: the last message
-        queued up to ``mark`` and a single request of that id (never a batch). The core
-        forgets it without a ``notifications/cancelled``, since the peer never saw the
-        id (cancellation.mdx: a cancellation references a request previously issued);
-        its place and progress token are free. Whether it was taken back."""
-        message = self._writer.unsent(mark)
-        if message is None or not _is_request(message, rid):
+    def _withdraw(self, rid: RequestId) -> bool:
+        """Take back our request ``rid`` if none of it was written (its caller gave
+        up). The core forgets it without a ``notifications/cancelled``, since the peer
+        never saw the id (cancellation.mdx: a cancellation references a request
+        previously issued); its place and progress token are free. Whether it was
+        taken back."""
+        if not self._unsent(rid):
             return False
         try:
             self._conn.forget_request(rid)
         except LocalProtocolError:
-            return False  # finished meanwhile (timed out): its cancellation follows it
-        self._writer.withdraw(mark)
+            return False  # finished meanwhile (closed): nothing to take back for
+        return self._withdraw_expired(rid)
+
+    def _unsent(self, rid: RequestId) -> bool:
+        """Whether our request ``rid`` is queued and none of it written (see
+        :meth:`_write_queued`): queued behind another write, not being written."""
+        queued = self._queued.get(rid)
+        if queued is None or not queued.mark:
+            return False
+        return self._writer.unsent(queued.mark) is not None
+
+    def _withdraw_expired(self, rid: RequestId) -> bool:
+        """Take our request ``rid``, which the core no longer has, out of the outbox if
+        none of it was written; whether it was (the core's ``handle_timer(withdraw=)``:
+        then it sends no ``notifications/cancelled`` for it)."""
+        if not self._unsent(rid):
+            return False
+        self._writer.withdraw(self._queued[rid].mark)
         self._rearm_timer()
         return True
 
@@ -895,7 +931,22 @@ class Session:
                 self._rearm_timer()
                 await trio.sleep_forever()
             self._timer_scope = None
-            await self._process(self._conn.handle_timer(trio.current_time()))
+            # The callers are told before anything is written, and the timer waits for
+            # no write: a request timed out while queued behind a stuck write is taken
+            # back (nothing goes out for it); the cancellations of the others are left
+            # to the writer at work or a leftover task. Else every timeout in the session
+            # would wait for that write (up to write_timeout; unbounded in memory).
+            events = self._conn.handle_timer(trio.current_time(), withdraw=self._withdraw_expired)
+            for event in events:
+                if isinstance(event, RequestTimedOut):
+                    queued = self._queued.get(event.request_id)
+                    if queued is not None:
+                        queued.scope.cancel()  # its caller waits for its write no more
+            self._note_initialized()
+            self._rearm_timer()
+            if self._flush_nowait():
+                self._writer.write_later()
+            await self._act(events)
 
     def _rearm_timer(self) -> None:
         scope = self._timer_scope
@@ -1220,7 +1271,12 @@ class Session:
             self._closed.set()
 
 
-def _is_request(message: bytes, rid: RequestId) -> bool:
-    """Whether ``message`` is one request (not a batch) with the id ``rid``."""
-    obj = loads(message)
-    return type(obj) is dict and "method" in obj and obj.get("id") == rid
+@attrs.define(slots=True, eq=False)
+class _Queued:
+    """A caller of ours waiting for its request's write (:meth:`Session._write_queued`)."""
+
+    mark: int
+    """The mark its request was queued up to, the last message of that queue call;
+    0 if it is not known to be there (held by the core)."""
+    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
+    """Cancelled when the core times the request out: the caller stops waiting."""

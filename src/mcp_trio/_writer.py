@@ -36,6 +36,9 @@ at it while any are queued. One such task at a time; none once the session is cl
 (its closing cancels the task, and :meth:`Writer.abort` drops what is left). Without
 it a cancellation would reach the peer only with the session's next write, and the
 peer would work on the request (and an HTTP client hold its connection) until then.
+The session's timer does not wait for writes at all: the cancellations of the
+requests it times out are queued and left to the writer at work or to that task
+(:meth:`Writer.write_later`), so a stuck write holds no timeout back.
 
 Withdrawn messages. A request whose caller gave up before any of it was written is
 better never sent: the peer never saw its id, so it needs no cancellation either, and
@@ -129,6 +132,13 @@ class Writer:
         """Messages queued and not yet written (nor withdrawn)."""
         return len(self._outbox) - self._withdrawn
 
+    @property
+    def withdrawn(self) -> int:
+        """Withdrawn messages whose emptied entries are still in the outbox: they wait
+        behind the write in progress (or the message it could not send) and leave with
+        the messages before them. Each is a reference to one shared empty bytes."""
+        return self._withdrawn
+
     def queue(self, messages: list[bytes]) -> int:
         """Append ``messages``; return the mark to pass to :meth:`write_through`."""
         if messages and not self._aborted:
@@ -174,6 +184,19 @@ class Writer:
         assert self.unsent(mark) is not None
         self._outbox[index] = _WITHDRAWN
         self._withdrawn += 1
+
+    def write_later(self) -> None:
+        """Leave what is queued to be written without waiting for it: by the writer at
+        work (it rides, or hands it to a leftover task when it leaves), else by a
+        leftover task started now (``on_leftovers``). For a task that must not wait
+        behind a write (the session's timer: its cancellations follow the requests)."""
+        if (
+            not self._active
+            and self._outbox
+            and not self._rescuing
+            and self._on_leftovers is not None
+        ):
+            self._rescuing = self._on_leftovers()
 
     def _skip_withdrawn(self) -> None:
         """Count the withdrawn messages at the head of the outbox as written."""

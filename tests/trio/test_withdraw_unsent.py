@@ -40,6 +40,7 @@ from mcp_trio import (
 )
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._session import _Queued
 
 from .helpers import ManualPeer, client_config, server_config
 from .test_http_support import IO_TIMEOUT, call, client_connection_config, fake_server_url
@@ -273,12 +274,12 @@ async def test_a_withdrawn_request_frees_its_place(
         assert not client.closed
 
 
-async def test_a_batch_at_the_mark_is_not_withdrawn(
+async def test_only_the_mark_recorded_when_the_request_was_queued_is_withdrawn(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    # Only a single request object naming the id is taken back (and only by its own
-    # mark): a batch carrying it (2025-03-26), another request, or a message already
-    # written never is.
+    # Nothing is parsed: the session records, as it queues the request, the mark whose
+    # last message it is (0 when the core held it for a new session). Only that mark
+    # is taken back: a request with no record, or one recorded as held, never is.
     ours, theirs = memory_channel_pair(0)
     peer = ManualPeer(theirs, "server", server_config())
     async with open_session(
@@ -291,16 +292,16 @@ async def test_a_batch_at_the_mark_is_not_withdrawn(
         request = client.connection.data_to_send()
         first = writer.queue([dumps({"jsonrpc": "2.0", "method": FIRST})])
         assert not writer.write_nowait(first)  # the peer reads nothing: all stay queued
-        batch = writer.queue([b"[" + request[0] + b"]"])
-        other = writer.queue([dumps({"jsonrpc": "2.0", "id": 99, "method": "ping"})])
         mark = writer.queue(request)
-        assert not session._withdraw(rid, first)
-        assert not session._withdraw(rid, batch)
-        assert not session._withdraw(rid, other)
-        assert session._withdraw(rid, mark)
-        assert not session._withdraw(rid, mark)  # (once)
+        assert not session._withdraw(rid)  # no record
+        session._queued[rid] = _Queued(0)
+        assert not session._withdraw(rid)  # held: the mark is not known to be its
+        session._queued[rid] = _Queued(mark)
+        assert session._withdraw(rid)
+        assert not session._withdraw(rid)  # (once)
         assert client.connection.pending_requests() == ()
-        assert writer.backlog == 3
+        assert writer.backlog == 1
+        assert client.statistics().withdrawn_messages == 1
 
 
 async def test_a_request_the_core_finished_meanwhile_is_not_withdrawn(
@@ -321,8 +322,9 @@ async def test_a_request_the_core_finished_meanwhile_is_not_withdrawn(
         first = writer.queue([dumps({"jsonrpc": "2.0", "method": FIRST})])
         assert not writer.write_nowait(first)
         mark = writer.queue(client.connection.data_to_send())
+        session._queued[rid] = _Queued(mark)
         client.connection.handle_timer(5.0)
         with pytest.raises(LocalProtocolError):
             client.connection.forget_request(rid)
-        assert not session._withdraw(rid, mark)
+        assert not session._withdraw(rid)
         assert writer.backlog == 2
