@@ -59,7 +59,9 @@ __all__ = [
 
 class RequestTimeout(trio.TooSlowError):
     """A request of ours reached its deadline (no progress for ``timeout`` seconds, or
-    ``max_request_time`` in total). ``notifications/cancelled`` was sent.
+    ``max_request_time`` in total). ``notifications/cancelled`` follows it (queued: the
+    caller is not kept waiting for its write), unless none of the request was written
+    yet: then it is taken back and nothing is sent for it.
 
     The message leads with the method: ``"tools/call timed out after 2 s (request
     3)"``, then what was waited for, if said (``": the server never acknowledged it"``).

@@ -40,7 +40,9 @@ tasks. Per session:
   ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the session.
 * **One timer task** sleeps in a cancel scope whose deadline is the core's
   ``next_deadline()``; every core call re-arms it, and when it fires it calls
-  ``handle_timer(now)``.
+  ``handle_timer(now, withdraw=)`` and tells the callers at once: it never waits for
+  a write (a timed-out request none of which was written is taken back, the other
+  cancellations are left to the writer at work or a leftover task).
 * **Each inbound request** runs in its own task, inside its own ``CancelScope``, in
   the handler nursery (ours, or one the caller passed). The peer's
   ``notifications/cancelled`` cancels that scope; the core drops any answer.

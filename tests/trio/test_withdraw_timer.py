@@ -23,6 +23,7 @@ import trio.testing
 
 from mcp_sansio import Event, NotificationReceived, RequestCancelled, RequestReceived
 from mcp_trio import RequestTimeout, Session, SessionConfig, memory_channel_pair, open_session
+from mcp_trio._channel import SessionLost
 
 from .helpers import ManualPeer, client_config, server_config
 
@@ -231,3 +232,28 @@ async def test_timeouts_do_not_wait_for_a_stuck_write(
                     seen.extend(await peer.next_events())
         assert _seen(seen) == ["tools/call", "tools/call", "cancelled 2", "cancelled 3"]
         assert client.statistics().queued_messages == 0
+
+
+async def test_a_request_held_for_a_new_session_takes_nothing_back(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The server forgot the session: the core queues a new initialize and holds our
+    # requests until it is answered. A request made before that initialize is drained
+    # finds it at the end of its own drain: the mark is not the request's, and giving
+    # up must not take the initialize back (nothing of the request is queued at all).
+    ours, theirs = memory_channel_pair(0)
+    peer = ManualPeer(theirs, "server", server_config())
+    async with open_session(
+        ours, "client", config=CONFIG, connection_config=client_config()
+    ) as client:
+        await _start(client, peer)
+        await _block_writer(client)
+        client._session_lost(SessionLost(restart=True, resend=()))
+        with trio.move_on_after(1) as gave_up:
+            await client.request("tools/call", {"name": "x"})
+        assert gave_up.cancelled_caught
+        stats = client.statistics()
+        assert (stats.queued_messages, stats.withdrawn_messages) == (2, 0)
+        with trio.fail_after(5):
+            raw = [orjson.loads(await peer.channel.receive()) for _ in range(2)]
+        assert [m["method"] for m in raw] == [FIRST, "initialize"]
