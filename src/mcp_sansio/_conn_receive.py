@@ -33,6 +33,8 @@ from ._conn_handshake import _Handshake
 from ._conn_records import _Batch, _ids_of, _Outbound, _Req
 from ._errors import ErrorCode, ErrorData
 from ._events import (
+    _REQUEST_RECEIVED_BLANK,
+    _RESULT_RECEIVED_BLANK,
     ConnectionClosed,
     ErrorReceived,
     Event,
@@ -47,18 +49,6 @@ from ._events import (
     ResultReceived,
     SubscriptionNotificationReceived,
     _new,
-    _set_res_method,
-    _set_res_request_id,
-    _set_res_result,
-    _set_rr_client_capabilities,
-    _set_rr_era,
-    _set_rr_input_responses,
-    _set_rr_method,
-    _set_rr_params,
-    _set_rr_progress_token,
-    _set_rr_protocol_version,
-    _set_rr_request_id,
-    _set_rr_request_state,
 )
 from ._framing import _HEAD_SIZE, _TAIL_SIZE, MessageTooLarge
 from ._json import JSONDecodeError, dumps, loads
@@ -304,10 +294,11 @@ class _Receiving(_Handshake):
                 if len(finished) > self._remembered_ids:
                     finished.popitem(False)  # positional: no keyword parsing
                 # ResultReceived(...), built as _events explains.
-                answer: ResultReceived = _new(ResultReceived)
-                _set_res_request_id(answer, rid)
-                _set_res_method(answer, entry.method)
-                _set_res_result(answer, result)
+                answer = _new(_RESULT_RECEIVED_BLANK)
+                answer.request_id = rid
+                answer.method = entry.method
+                answer.result = result
+                answer.__class__ = ResultReceived
                 return [answer]
             if type(method) is not str or "id" not in obj:
                 break
@@ -374,16 +365,17 @@ class _Receiving(_Handshake):
                         token = None
                 era = _LEGACY
             # RequestReceived(...), built as _events explains.
-            event: RequestReceived = _new(RequestReceived)
-            _set_rr_request_id(event, rid)
-            _set_rr_method(event, method)
-            _set_rr_params(event, params)
-            _set_rr_era(event, era)
-            _set_rr_protocol_version(event, version)
-            _set_rr_progress_token(event, token)
-            _set_rr_client_capabilities(event, caps)
-            _set_rr_input_responses(event, None)
-            _set_rr_request_state(event, None)
+            event = _new(_REQUEST_RECEIVED_BLANK)
+            event.request_id = rid
+            event.method = method
+            event.params = params
+            event.era = era
+            event.protocol_version = version
+            event.progress_token = token
+            event.client_capabilities = caps
+            event.input_responses = None
+            event.request_state = None
+            event.__class__ = RequestReceived
             inflight[rid] = event
             return [event]
 

@@ -6,7 +6,6 @@ which way data moved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias, final
 
 import attrs
@@ -33,9 +32,19 @@ __all__ = [
 ]
 
 
+class _Weakrefable:
+    """The weak-reference slot of the events built by the fast path, kept in a base.
+
+    Not an event: it only puts ``__weakref__`` first in the layout (see the end of this
+    module for why). attrs sees it there and adds no second one.
+    """
+
+    __slots__ = ("__weakref__",)
+
+
 @final
 @attrs.frozen(kw_only=True)
-class RequestReceived:
+class RequestReceived(_Weakrefable):
     """The peer sent a request that the application must answer exactly once.
 
     Answer with :meth:`Connection.send_result` or :meth:`Connection.send_error` (or,
@@ -90,7 +99,7 @@ class SubscriptionNotificationReceived:
 
 @final
 @attrs.frozen(kw_only=True)
-class ResultReceived:
+class ResultReceived(_Weakrefable):
     """A request of ours was answered with a (complete) result."""
 
     request_id: RequestId
@@ -259,36 +268,38 @@ with a line each: ``help()`` of an alias shows only the union type)."""
 #
 # attrs builds a frozen slotted instance by binding keyword arguments in a Python frame and
 # then calling ``object.__setattr__`` once per field through a bound method-wrapper (the
-# generic attribute machinery, by name). For RequestReceived's nine fields that is about
-# 0.8 µs: a third of the whole round-trip budget of benchmarks/core.py. The fast path of
-# ``Connection.receive_message`` (_conn_receive) makes the same instance with ``__new__``
-# and the setters below, each field's slot descriptor: the same store without the by-name
-# lookup, written out there rather than in a builder function, which would cost a frame per
-# event. It is equivalent to ``__init__`` because these events have no defaults that need
-# computing, no validators, converters or ``__attrs_post_init__``;
+# generic attribute machinery, by name): about 13k instructions for RequestReceived's nine
+# fields, half the round trip of benchmarks/core.py. Storing through each slot's descriptor
+# (``__set__``) still costs a C call with an argument tuple, ~670 instructions a field.
+#
+# So the fast path of ``Connection.receive_message`` (_conn_receive) fills a *blank*: an
+# instance of a private mutable class with the very same slots, where a field store is a
+# plain (specialized) attribute store of ~60 instructions, and then makes it the event by
+# assigning ``__class__`` (~750 instructions, once). Python allows that assignment between
+# two classes whose instances have the same layout: same base, same slots. CPython adds the
+# weak-reference slot after the named ones, and its layout check only accepts it right
+# after the base: hence ``_Weakrefable``, which both the event and its blank derive from.
+# The instance is then an ordinary event (type, fields, eq, repr, hash, frozen-ness,
+# ``attrs.evolve``, weak references, pickling: all as from ``__init__``); the blank never
+# escapes. RequestReceived: ~7.3k -> ~2.5k instructions; ResultReceived: ~3.2k -> ~2.1k.
+#
+# It is equivalent to ``__init__`` because these events have no defaults that need
+# computing, no validators, converters, ``__attrs_post_init__`` or cached hash;
 # tests/core/test_fastpath.py checks that every field of the events the fast path builds is
-# set and that they equal the attrs-built events, so adding a field without setting it
-# there fails the tests.
+# set and that they equal the attrs-built events, and tests/core/test_event_blanks.py that
+# the blanks have the events' slots and turn into events equal field by field to
+# ``__init__``'s (and that a new field, validator or converter is noticed).
 
 
-def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    """The ``__set__`` of ``cls``'s slot ``name`` (writes a frozen instance's field)."""
-    setter: Callable[[Any, Any], None] = cls.__dict__[name].__set__
-    return setter
+def _blank_of(cls: type) -> Any:
+    """A mutable class with ``cls``'s slots, whose instances can become ``cls``'s.
+
+    Typed ``Any``: its fields are ``cls``'s, stored one by one before ``__class__``.
+    """
+    return type(f"_{cls.__name__}Blank", (_Weakrefable,), {"__slots__": cls.__dict__["__slots__"]})
 
 
 _new: Final = object.__new__
 
-_set_rr_request_id = _slot_setter(RequestReceived, "request_id")
-_set_rr_method = _slot_setter(RequestReceived, "method")
-_set_rr_params = _slot_setter(RequestReceived, "params")
-_set_rr_era = _slot_setter(RequestReceived, "era")
-_set_rr_protocol_version = _slot_setter(RequestReceived, "protocol_version")
-_set_rr_progress_token = _slot_setter(RequestReceived, "progress_token")
-_set_rr_client_capabilities = _slot_setter(RequestReceived, "client_capabilities")
-_set_rr_input_responses = _slot_setter(RequestReceived, "input_responses")
-_set_rr_request_state = _slot_setter(RequestReceived, "request_state")
-
-_set_res_request_id = _slot_setter(ResultReceived, "request_id")
-_set_res_method = _slot_setter(ResultReceived, "method")
-_set_res_result = _slot_setter(ResultReceived, "result")
+_REQUEST_RECEIVED_BLANK: Final = _blank_of(RequestReceived)
+_RESULT_RECEIVED_BLANK: Final = _blank_of(ResultReceived)
