@@ -135,7 +135,7 @@ from ._pool import (
     send_answer,
     serve_notification,
 )
-from ._util import is_internal_failure, rearm
+from ._util import is_internal_failure
 from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
 
@@ -951,9 +951,19 @@ class Session:
             await self._act(events)
 
     def _rearm_timer(self) -> None:
+        """After a core call: bring the timer forward to the core's next deadline.
+
+        Only ever forward. A deadline that moved later (its request was answered) is
+        left in place: the timer wakes then, finds nothing due, and its next round arms
+        the core's deadline exactly. Every request sets a deadline and its answer
+        clears it, and trio re-registers a scope's deadline on each change, so that is
+        two re-registrations saved per request, for one early wake per stale deadline.
+        The timer never fires later than the core's deadline."""
         scope = self._timer_scope
         if scope is not None:
-            rearm(scope, self._conn.next_deadline())
+            deadline = self._conn.next_deadline()
+            if deadline is not None and deadline < scope.deadline:
+                scope.deadline = deadline
 
     async def _process(self, events: list[Event]) -> None:
         """After a core call: re-arm the timer, flush, then act on the events.
