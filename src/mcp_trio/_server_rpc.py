@@ -292,15 +292,18 @@ class ServerMethods:
             BaseException: anything else the function raised (a bug in it), as raised.
         """
         self._tracker.track(getattr(ctx, "session", None))
-        context = Context(ctx, self._server, task=task)
-        if entry.context_param is not None:
-            kwargs[entry.context_param] = context
+        # A Context only for a function that takes one (only a Context asks, so the
+        # ask handlers below build one only on the path no other function reaches).
+        context: Context | None = None
         try:
             if entry.context_param is None:  # (no Context: nothing to limit)
                 return await invoke(entry.fn, entry.run_async, kwargs)
+            context = kwargs[entry.context_param] = Context(ctx, self._server, task=task)
             async with context._limiting():
                 return await invoke(entry.fn, entry.run_async, kwargs)
         except _InputNeeded as exc:
+            if context is None:
+                context = Context(ctx, self._server, task=task)
             return InputRequiredResult(input_requests=exc.requests, state=context._state(exc.asked))
         except BaseExceptionGroup as group:
             needed, rest = group.split(_InputNeeded)
@@ -315,6 +318,8 @@ class ServerMethods:
             for leaf in _leaves(needed):
                 requests.update(leaf.requests)
                 asked.update(leaf.asked)
+            if context is None:
+                context = Context(ctx, self._server, task=task)
             return InputRequiredResult(input_requests=requests, state=context._state(asked))
 
     def _page(
