@@ -37,6 +37,7 @@ from ._jsonschema import (
 )
 from ._server_content import _plain, check_mime_type
 from ._uritemplate import URI_HINT, UriTemplate, uri_problem
+from ._validation import flat_object_test
 
 if TYPE_CHECKING:
     from ._tasks import TaskStart, TaskSupport
@@ -320,6 +321,10 @@ class ToolEntry(Entry):
     tasks extension; ``None``: never."""
     task_start: TaskStart = "call"
     """When its task is created: before it runs, or when it calls ``ctx.start_task()``."""
+    input_test: Callable[[Any], bool] | None = attrs.field(default=None, eq=False, repr=False)
+    """Whether arguments fit ``input_schema``, answered without a walk over it (see
+    :func:`~mcp_trio._validation.flat_object_test`), for a generated schema simple
+    enough; ``None``: ``validate`` them."""
 
     @classmethod
     def build(
@@ -397,6 +402,7 @@ class ToolEntry(Entry):
             task=_task_support(name, task, task_start),
             task_start=task_start,
             scopes=_scopes(scopes),
+            input_test=None if custom_input else flat_object_test(schema),
         )
 
 

@@ -362,9 +362,14 @@ class ServerMethods:
                     return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
             kwargs = dict(arguments)
         else:
-            problems = validate(arguments, tool.input_schema)
-            if problems:
-                return _tool_error(f"Invalid arguments for tool {name!r}: " + "; ".join(problems))
+            # (The registry's quick test first: validate() walks the schema, to list
+            # what is wrong.)
+            test = tool.input_test
+            if test is None or not test(arguments):
+                problems = validate(arguments, tool.input_schema)
+                if problems:
+                    why = "; ".join(problems)
+                    return _tool_error(f"Invalid arguments for tool {name!r}: {why}")
             try:
                 kwargs = coerce_arguments(tool.fn, arguments, skip=tool.skip)
             except ValueError as exc:

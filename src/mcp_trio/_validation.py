@@ -23,11 +23,11 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, final
 
 from mcp_sansio._versions import JSON_SCHEMA_DIALECT
 
-__all__ = ["MAX_PROBLEMS", "Schema", "check_schema", "has_type", "validate"]
+__all__ = ["MAX_PROBLEMS", "Schema", "check_schema", "flat_object_test", "has_type", "validate"]
 
 Schema = dict[str, Any]
 """A JSON Schema object, decoded."""
@@ -497,6 +497,93 @@ def validate(
         rest = len(problems) - max_problems
         problems[max_problems:] = [f"... and {rest} more problem{'s' if rest > 1 else ''}"]
     return problems
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+_FLAT_ROOT: Final = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties"}
+_FLAT_LEAF: Final = _ANNOTATIONS | {"type"}
+
+
+def _leaf_test(schema: object) -> Callable[[object], bool] | None:
+    """The whole of :func:`validate` for a property schema that only names one type
+    (or none), else ``None``: past the type, :meth:`_Validator.check` finds nothing to
+    check in such a schema, whatever the value (items and members of any schema)."""
+    if schema is True:
+        return _anything
+    if type(schema) is not dict or not _FLAT_LEAF.issuperset(schema):
+        return None
+    if "type" not in schema:
+        return _anything
+    kind = schema["type"]
+    return _TYPE_TESTS.get(kind) if type(kind) is str else None
+
+
+def flat_object_test(schema: Schema) -> Callable[[Any], bool] | None:
+    """A yes/no twin of :func:`validate` for the plainest object schemas, built once.
+
+    For a schema of ``"type": "object"`` whose ``properties`` each name one type (or
+    none), with ``required`` names and ``additionalProperties`` ``true``/``false``/absent
+    (annotations anywhere) -- what ``@server.tool()`` makes of a function of plain
+    parameters -- the test returns whether ``validate(instance, schema)`` finds no
+    problem, without a walk over the schema. ``None`` for any other schema. Use
+    :func:`validate` when the test says no: it lists the problems.
+    """
+    if (
+        type(schema) is not dict
+        or not _FLAT_ROOT.issuperset(schema)
+        or schema.get("type") != "object"
+    ):
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if (
+        type(properties) is not dict
+        or type(required) is not list
+        or not all(type(name) is str for name in required)
+        or type(extra) is not bool
+    ):
+        return None
+    tests: dict[str, Callable[[object], bool]] = {}
+    for name, sub in properties.items():
+        test = _leaf_test(sub)
+        if test is None:
+            return None
+        tests[name] = test
+    return _FlatObject(tests, tuple(required), _anything if extra else None)
+
+
+@final
+class _FlatObject:
+    """:func:`flat_object_test`'s test: the type test of each property, by name."""
+
+    __slots__ = ("_extra", "_required", "_tests")
+
+    def __init__(
+        self,
+        tests: dict[str, Callable[[object], bool]],
+        required: tuple[str, ...],
+        extra: Callable[[object], bool] | None,
+    ) -> None:
+        self._tests = tests
+        self._required = required
+        self._extra = extra  # (None: no other member allowed)
+
+    def __call__(self, value: Any) -> bool:
+        if not isinstance(value, dict):
+            return False
+        for name in self._required:
+            if name not in value:
+                return False
+        tests, extra = self._tests, self._extra
+        for key, item in value.items():
+            test = tests.get(key, extra)
+            if test is None or not test(item):
+                return False
+        return True
 
 
 def check_schema(schema: Schema) -> None:

@@ -1,0 +1,142 @@
+"""The quick paths of ``tools/call``: arguments checked by the registry's flat-object
+test (the same verdict as ``validate``), and a ``Context`` built only for a tool that
+takes one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mcp_trio._server_rpc as server_rpc
+from mcp_trio import Context, Server, open_client
+from mcp_trio._validation import flat_object_test, validate
+
+_LEAVES: list[Any] = [
+    True,
+    {},
+    {"description": "anything"},
+    {"type": "string"},
+    {"type": "integer", "title": "n"},
+    {"type": "number", "default": 1},
+    {"type": "boolean"},
+    {"type": "null"},
+    {"type": "array"},
+    {"type": "object", "format": "x"},
+]
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # (NaN and the infinities too: no JSON number)
+    | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2)
+    ),
+    max_leaves=5,
+)
+_NAMES = st.sampled_from(["a", "b", "c"])
+
+
+@st.composite
+def _flat_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    properties = draw(st.dictionaries(_NAMES, st.sampled_from(_LEAVES), max_size=3))
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    required = draw(st.lists(_NAMES, max_size=3))
+    if required:
+        schema["required"] = required
+    extra = draw(st.sampled_from([None, True, False]))
+    if extra is not None:
+        schema["additionalProperties"] = extra
+    if draw(st.booleans()):
+        schema["description"] = "a tool's arguments"
+    return schema
+
+
+@given(
+    _flat_schemas(),
+    st.dictionaries(_NAMES, _VALUES, max_size=3) | _VALUES,
+)
+def test_the_flat_object_test_agrees_with_validate(schema: dict[str, Any], value: Any) -> None:
+    test = flat_object_test(schema)
+    assert test is not None
+    assert test(value) == (validate(value, schema) == [])
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"properties": {}},  # (no type: any value is valid)
+        {"type": ["object"]},
+        {"type": "array"},
+        {"type": "object", "minProperties": 1},
+        {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "x"}}},
+        {"type": "object", "properties": {"a": {"enum": [1]}}},
+        {"type": "object", "properties": {"a": {"type": ["string", "null"]}}},
+        {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {}}},
+        {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}]}}},
+        {"type": "object", "properties": {"a": False}},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "object", "additionalProperties": 0},
+        {"type": "object", "required": "a"},
+        {"type": "object", "required": [1]},
+        {"type": "object", "allOf": [{}]},
+        {"type": "object", "properties": {"a": {"type": "strnig"}}},
+        {"type": "object", "properties": {"a": {"type": "object", "properties": {}}}},
+    ],
+)
+def test_other_schemas_get_no_flat_test(schema: dict[str, Any]) -> None:
+    assert flat_object_test(schema) is None
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    calls: list[int] = []
+    original = getattr(server_rpc, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(server_rpc, name, counted)
+    return calls
+
+
+async def test_valid_plain_arguments_skip_the_schema_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = Server("s")
+
+    @server.tool(output_schema=False)
+    async def add(a: int, b: int = 2) -> str:
+        return str(a + b)
+
+    walks = _counting(monkeypatch, "validate")
+    async with open_client(server) as client:
+        assert (await client.call_tool("add", {"a": 1})).text == "3"
+        assert walks == []  # the flat test said yes
+        bad = await client.call_tool("add", {"a": "one"})
+        assert bad.is_error and "arguments.a: expected integer, got string" in bad.text
+        assert walks == [1]  # it said no: validate() lists the problems
+
+
+async def test_a_context_is_built_only_for_a_tool_that_takes_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Server("s")
+
+    @server.tool()
+    async def plain(a: int) -> int:
+        return a
+
+    @server.tool()
+    async def with_context(a: int, ctx: Context) -> str:
+        return ctx.method
+
+    built = _counting(monkeypatch, "Context")
+    async with open_client(server) as client:
+        assert (await client.call_tool("plain", {"a": 1})).structured_content == {"result": 1}
+        assert built == []
+        assert (await client.call_tool("with_context", {"a": 1})).text == "tools/call"
+        assert built == [1]
