@@ -325,6 +325,9 @@ class ToolEntry(Entry):
     """Whether arguments fit ``input_schema``, answered without a walk over it (see
     :func:`~mcp_trio._validation.flat_object_test`), for a generated schema simple
     enough; ``None``: ``validate`` them."""
+    output_test: Callable[[Any], bool] | None = attrs.field(default=None, eq=False, repr=False)
+    """The same for structured results and ``output_schema``; ``None``: ``validate``
+    them."""
 
     @classmethod
     def build(
@@ -403,6 +406,7 @@ class ToolEntry(Entry):
             task_start=task_start,
             scopes=_scopes(scopes),
             input_test=None if custom_input else flat_object_test(schema),
+            output_test=None if out is None else flat_object_test(out),
         )
 
 

@@ -162,9 +162,14 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
     return dict(value)
 
 
-def _check_structured(structured: Any, output_schema: dict[str, Any]) -> None:
-    """tools.mdx: structured results MUST conform to the output schema (ValueError)."""
-    problems = validate(structured, output_schema, root="structuredContent")
+def _check_structured(structured: Any, tool: ToolEntry) -> None:
+    """tools.mdx: structured results MUST conform to the output schema (ValueError).
+    The registry's quick test first: ``validate`` walks the schema, to list problems."""
+    test = tool.output_test
+    if test is not None and test(structured):
+        return
+    assert tool.output_schema is not None
+    problems = validate(structured, tool.output_schema, root="structuredContent")
     if problems:
         raise ValueError("; ".join(problems))
 
@@ -187,7 +192,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
                 raise ValueError(
                     "the tool declares an output schema: its result needs structured content"
                 )
-            _check_structured(result["structuredContent"], tool.output_schema)
+            _check_structured(result["structuredContent"], tool)
         return result
     if tool.output_schema is not None:
         if tool.derived_output:  # (wrapped as {"result": ...} where not an object)
@@ -196,7 +201,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         else:
             structured = to_jsonable(value)
             text = jsonable_text(structured)
-        _check_structured(structured, tool.output_schema)
+        _check_structured(structured, tool)
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
     blocks = content_blocks(value)
     if blocks is not None:

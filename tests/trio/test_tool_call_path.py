@@ -140,3 +140,20 @@ async def test_a_context_is_built_only_for_a_tool_that_takes_one(
         assert built == []
         assert (await client.call_tool("with_context", {"a": 1})).text == "tools/call"
         assert built == [1]
+
+
+async def test_a_fitting_structured_result_skips_the_schema_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Server("s")
+
+    @server.tool()
+    async def half(n: int) -> int:
+        return n // 2 if n > 0 else "negative"  # type: ignore[return-value]
+
+    walks = _counting(monkeypatch, "validate")
+    async with open_client(server) as client:
+        assert (await client.call_tool("half", {"n": 8})).structured_content == {"result": 4}
+        assert walks == []  # the flat tests said yes, to the arguments and the result
+        assert (await client.call_tool("half", {"n": -1})).is_error
+        assert walks == [1]  # the result's test said no: validate() lists the problems
