@@ -243,7 +243,10 @@ class RequestContext(RequestFacts):
     __slots__ = ("_running", "session")
 
     def __init__(self, session: Session, event: RequestReceived, running: _Running) -> None:
-        super().__init__(event, session.principal)
+        # (RequestFacts.__init__, inline: one of these is made for every request.)
+        self._event = event
+        self._principal = session.principal
+        self._needed_scopes = None
         self.session: Session = session
         """The session the request arrived on (send requests or notifications with it)."""
         self._running = running

@@ -407,7 +407,8 @@ class Session:
         answer is dropped; a request none of which was written yet (queued behind
         another write) is not sent at all, and no cancellation is.
         """
-        self._raise_if_closed()
+        if self._close_exc is not None:  # (_raise_if_closed, inline)
+            raise self._closed_error()
         if self._conn.lifecycle is LifecycleState.ANSWERED and method != "ping":
             await self.until_initialized()  # (a server's request served early)
             self._raise_if_closed()
@@ -894,7 +895,8 @@ class Session:
 
     def _take(self, data: bytes) -> None:
         events = self._conn.receive_message(data, now=trio.current_time())
-        self._note_initialized()
+        if self._initialized is not None:  # (_note_initialized, inline: once it is)
+            self._note_initialized()
         self._rearm_timer()
         mark = self._flush_nowait()
         done = 0 if mark else self._act_nowait(events, 0)
