@@ -181,6 +181,8 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         TypeError, ValueError: the value does not fit the tool's output schema or has no
             JSON form (a bug in the tool).
     """
+    if type(value) is str and tool.output_schema is None:
+        return {"content": [{"type": "text", "text": value}]}  # (the commonest, at once)
     if isinstance(value, (ToolResult, *loaded_models("CallToolResult"))):
         result: dict[str, Any] = (
             value.to_json() if isinstance(value, ToolResult) else unstructure(value)
@@ -357,7 +359,7 @@ class ServerMethods:
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
-        if not isinstance(arguments, Mapping):
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise _invalid("Invalid params: arguments must be an object")
         if tool.custom_input:
             # A verbatim schema: the function validates its own (JSON) arguments.

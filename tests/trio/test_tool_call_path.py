@@ -157,3 +157,26 @@ async def test_a_fitting_structured_result_skips_the_schema_walk(
         assert walks == []  # the flat tests said yes, to the arguments and the result
         assert (await client.call_tool("half", {"n": -1})).is_error
         assert walks == [1]  # the result's test said no: validate() lists the problems
+
+
+async def test_a_string_result_becomes_one_text_block_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Server("s")
+
+    @server.tool(output_schema=False)
+    async def echo(text: str) -> str:
+        return text
+
+    @server.tool(output_schema=False)
+    async def both(text: str) -> list[str]:
+        return [text, text]
+
+    looked_at = _counting(monkeypatch, "content_blocks")
+    async with open_client(server) as client:
+        output = await client.call_tool("echo", {"text": "hi"})
+        assert output.result.content[0].text == "hi" and not output.is_error
+        assert output.structured_content is None and len(output.content) == 1
+        assert looked_at == []  # no search for content of other kinds
+        assert (await client.call_tool("both", {"text": "a"})).text == "a\na"
+        assert looked_at == [1]
