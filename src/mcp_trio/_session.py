@@ -240,9 +240,11 @@ class Session:
         )
         # Requests read while every compute slot was busy, in order, each holding a
         # backlog slot (see _pool): started as compute slots come free.
+        # The pool calls _start_reserved when a slot comes back only while some wait
+        # (_reserve sets it, _start_reserved clears it once none is left): most
+        # requests find a slot free, and free theirs twice (computed, finished).
         self._reserved: deque[RequestReceived] = deque()
         self._starting_reserved = False
-        self._pool.on_freed = self._start_reserved
         self._writer = Writer(
             channel, self.config.write_timeout, on_leftovers=self._start_leftover_writer
         )
@@ -993,7 +995,7 @@ class Session:
                 if not self._reserved and pool.acquire_nowait():
                     self._start_request_handler(event)
                 elif pool.reserve_nowait():
-                    self._reserved.append(event)  # the reader goes on (see _pool)
+                    self._reserve(event)  # the reader goes on (see _pool)
                 else:
                     return index  # the backlog is full
             elif isinstance(event, ResultReceived):
@@ -1010,7 +1012,7 @@ class Session:
             event = events[index]
             if isinstance(event, RequestReceived):
                 await self._pool.reserve()
-                self._reserved.append(event)
+                self._reserve(event)
                 self._start_reserved()
             else:
                 await self._dispatch(event)
@@ -1066,11 +1068,20 @@ class Session:
 
     # ------------------------------------------------------------------ handlers
 
+    def _reserve(self, event: RequestReceived) -> None:
+        """Queue a request that holds a backlog slot, to start when a compute slot is
+        free: from now on the pool says when one comes back."""
+        self._reserved.append(event)
+        self._pool.on_freed = self._start_reserved
+
     def _start_reserved(self) -> None:
         """Start reserved requests, in order, while compute slots are free (the pool
-        calls this whenever a slot comes back)."""
+        calls this whenever a slot comes back, while any is reserved)."""
         reserved, pool = self._reserved, self._pool
-        if not reserved or self._starting_reserved:
+        if not reserved:
+            pool.on_freed = None  # (none waits: slots may come back unheard)
+            return
+        if self._starting_reserved:
             return  # (re-entered from a slot given back below: the loop goes on)
         self._starting_reserved = True
         try:

@@ -1,0 +1,50 @@
+"""Requests that wait for a compute slot start when one comes back, in order, and
+only then is the pool asked to say when slots come back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+from mcp_trio import Handlers, RequestContext, SessionConfig, open_memory_pair
+
+from .helpers import client_config, server_config
+
+
+async def test_reserved_requests_start_as_slots_come_back_round_after_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    started: list[int] = []
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        started.append(ctx.params["n"])
+        await trio.sleep(1)
+        return {"n": ctx.params["n"]}
+
+    async with open_memory_pair(
+        server_handlers=handlers,
+        server_config=SessionConfig(max_concurrent_handlers=1),
+        server_connection_config=server_config(),
+        client_connection_config=client_config(),
+    ) as (client, server):
+        for round_ in range(2):  # (the second after the reserved ones all ran: none wait)
+            answers: list[int] = []
+
+            async def ask(n: int) -> None:
+                answers.append((await client.request("tools/call", {"n": n}))["n"])
+
+            with trio.fail_after(100):  # (a reserved request never started: stuck)
+                async with trio.open_nursery() as nursery:
+                    for n in range(3):
+                        nursery.start_soon(ask, 10 * round_ + n)
+                        await trio.testing.wait_all_tasks_blocked()
+            assert answers == [10 * round_ + n for n in range(3)]
+            assert server._pool.on_freed is None  # (none waits: the pool calls no one)
+        assert started == [0, 1, 2, 10, 11, 12]  # one at a time, in order
+        assert server.statistics().running_handlers == 0
+        assert (await client.request("tools/call", {"n": 7}))["n"] == 7  # a free slot
