@@ -32,11 +32,13 @@ async def test_reserved_requests_start_as_slots_come_back_round_after_round(
         server_connection_config=server_config(),
         client_connection_config=client_config(),
     ) as (client, server):
-        for round_ in range(2):  # (the second after the reserved ones all ran: none wait)
-            answers: list[int] = []
+        answers: list[int] = []
 
-            async def ask(n: int) -> None:
-                answers.append((await client.request("tools/call", {"n": n}))["n"])
+        async def ask(n: int) -> None:
+            answers.append((await client.request("tools/call", {"n": n}))["n"])
+
+        for round_ in range(2):  # (the second after the reserved ones all ran: none wait)
+            answers.clear()
 
             with trio.fail_after(100):  # (a reserved request never started: stuck)
                 async with trio.open_nursery() as nursery:

@@ -175,8 +175,8 @@ async def test_a_string_result_becomes_one_text_block_at_once(
     looked_at = _counting(monkeypatch, "content_blocks")
     async with open_client(server) as client:
         output = await client.call_tool("echo", {"text": "hi"})
-        assert output.result.content[0].text == "hi" and not output.is_error
-        assert output.structured_content is None and len(output.content) == 1
+        assert output.text == "hi" and len(output.content) == 1
+        assert output.structured_content is None and not output.is_error
         assert looked_at == []  # no search for content of other kinds
         assert (await client.call_tool("both", {"text": "a"})).text == "a\na"
         assert looked_at == [1]
