@@ -26,6 +26,7 @@ import trio
 from mcp_sansio._http_common import HeaderParam, parse_header_params
 
 from ._jsonschema import (
+    _signature,
     check_schema,
     coerce_arguments,
     function_description,
@@ -328,6 +329,10 @@ class ToolEntry(Entry):
     output_test: Callable[[Any], bool] | None = attrs.field(default=None, eq=False, repr=False)
     """The same for structured results and ``output_schema``; ``None``: ``validate``
     them."""
+    plain_params: dict[str, type] | None = attrs.field(default=None, eq=False, repr=False)
+    """Each parameter's type, when every one is exactly ``str``, ``int``, ``float`` or
+    ``bool`` (generated schema, no ``**kwargs``): valid arguments of exactly those types
+    are passed as they are, which is what ``coerce_arguments`` would make of them."""
 
     @classmethod
     def build(
@@ -407,7 +412,23 @@ class ToolEntry(Entry):
             scopes=_scopes(scopes),
             input_test=None if custom_input else flat_object_test(schema),
             output_test=None if out is None else flat_object_test(out),
+            plain_params=None if custom_input else _plain_params(fn, skip),
         )
+
+
+def _plain_params(fn: Callable[..., Any], skip: tuple[str, ...]) -> dict[str, type] | None:
+    """``ToolEntry.plain_params`` of ``fn``: ``None`` unless every parameter (but the
+    skipped) is annotated exactly ``str``, ``int``, ``float`` or ``bool``."""
+    sig = _signature(fn, frozenset(skip))
+    if sig.var_keyword is not None:
+        return None
+    found: dict[str, type] = {}
+    for name in sig.params:
+        hint = sig.hints.get(name)
+        if not isinstance(hint, type) or not any(hint is p for p in (str, int, float, bool)):
+            return None
+        found[name] = hint
+    return found
 
 
 def _task_support(name: str, task: object, start: object) -> TaskSupport | None:

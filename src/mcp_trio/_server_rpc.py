@@ -174,6 +174,14 @@ def _check_structured(structured: Any, tool: ToolEntry) -> None:
         raise ValueError("; ".join(problems))
 
 
+def _plain_fit(plain: dict[str, type], arguments: Mapping[str, Any]) -> bool:
+    """Whether each argument is of exactly its parameter's type (``plain_params``)."""
+    for key, value in arguments.items():  # noqa: SIM110 (a loop: no generator per call)
+        if type(value) is not plain.get(key):
+            return False
+    return True
+
+
 def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
     """A tool's return value as a ``CallToolResult`` (see :meth:`Server.tool`).
 
@@ -377,10 +385,14 @@ class ServerMethods:
                 if problems:
                     why = "; ".join(problems)
                     return _tool_error(f"Invalid arguments for tool {name!r}: {why}")
-            try:
-                kwargs = coerce_arguments(tool.fn, arguments, skip=tool.skip)
-            except ValueError as exc:
-                return _tool_error(f"Invalid arguments for tool {name!r}: {exc}")
+            plain = tool.plain_params
+            if plain is not None and _plain_fit(plain, arguments):
+                kwargs = dict(arguments)  # (what coerce_arguments would make of them)
+            else:
+                try:
+                    kwargs = coerce_arguments(tool.fn, arguments, skip=tool.skip)
+                except ValueError as exc:
+                    return _tool_error(f"Invalid arguments for tool {name!r}: {exc}")
         if tool.task is not None:
             run = functools.partial(self._run_tool, ctx, name, tool, kwargs)
             answer = await self.tasks.call(ctx, tool.task, tool.task_start, run, f"Tool {name!r}")

@@ -180,3 +180,31 @@ async def test_a_string_result_becomes_one_text_block_at_once(
         assert looked_at == []  # no search for content of other kinds
         assert (await client.call_tool("both", {"text": "a"})).text == "a\na"
         assert looked_at == [1]
+
+
+async def test_plain_arguments_of_their_exact_types_are_passed_as_they_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = Server("s")
+    seen: list[tuple[Any, ...]] = []
+
+    @server.tool(output_schema=False)
+    async def mix(s: str, i: int, f: float, b: bool = False) -> str:
+        seen.append((s, i, f, b))
+        return "ok"
+
+    @server.tool(output_schema=False)
+    async def listed(xs: list[int]) -> str:
+        seen.append(tuple(xs))
+        return "ok"
+
+    converted = _counting(monkeypatch, "coerce_arguments")
+    async with open_client(server) as client:
+        await client.call_tool("mix", {"s": "a", "i": 1, "f": 1.5, "b": True})
+        assert converted == []  # nothing to convert
+        await client.call_tool("mix", {"s": "a", "i": 2.0, "f": 3})  # integral float, int
+        assert converted == [1]
+        await client.call_tool("listed", {"xs": [1]})
+        assert converted == [1, 1]
+    assert seen == [("a", 1, 1.5, True), ("a", 2, 3.0, False), (1,)]
+    assert [type(v) for v in seen[1]] == [str, int, float, bool]
