@@ -11,6 +11,7 @@ and counts changes per list, for list-changed notifications and cursor invalidat
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import inspect
 import json
@@ -376,7 +377,10 @@ class ToolEntry(Entry):
         elif output_schema is False:
             out, derived = None, False
         else:
-            out, derived = dict(output_schema), False
+            # A deep copy: what tools/list publishes and what results are checked
+            # against (the test built below) stay as registered, whatever the caller
+            # does with its dict afterwards.
+            out, derived = copy.deepcopy(dict(output_schema)), False
             if out.get("type") != "object":
                 raise ValueError(f"tool {name!r}: an outputSchema must be an object schema")
             try:  # every result is validated against it: fail now, not on each call

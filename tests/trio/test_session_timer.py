@@ -71,3 +71,21 @@ async def test_an_earlier_deadline_brings_the_timer_forward(
             await trio.testing.wait_all_tasks_blocked()
             assert await _timed_out_after(client, 1000, timeout=3) == pytest.approx(3)
         assert spent == [pytest.approx(60)]
+
+
+async def test_a_slightly_earlier_deadline_still_fires_on_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A request with a deadline one second before the pending one: the timer must be
+    # brought forward for it however small the difference.
+    async with (
+        open_memory_pair(
+            server_handlers=_sleepy(),
+            server_connection_config=server_config(),
+            client_connection_config=client_config(),
+        ) as (client, _server),
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(_timed_out_after, client, 100, 10)
+        await trio.testing.wait_all_tasks_blocked()
+        assert await _timed_out_after(client, 100, 9) == pytest.approx(9)

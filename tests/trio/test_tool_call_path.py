@@ -208,3 +208,49 @@ async def test_plain_arguments_of_their_exact_types_are_passed_as_they_are(
         assert converted == [1, 1]
     assert seen == [("a", 1, 1.5, True), ("a", 2, 3.0, False), (1,)]
     assert [type(v) for v in seen[1]] == [str, int, float, bool]
+
+
+CLOSED_OUTPUT = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+def test_the_flat_test_refuses_a_key_no_property_allows() -> None:
+    test = flat_object_test(CLOSED_OUTPUT)
+    assert test is not None and test({"a": 1}) and not test({"a": 1, "b": 2})
+
+
+async def test_a_structured_result_with_a_key_the_schema_forbids_is_an_error() -> None:
+    server = Server("s")
+
+    @server.tool(output_schema=CLOSED_OUTPUT)
+    async def t() -> Any:
+        return {"a": 1, "b": 2}
+
+    async with open_client(server) as client:
+        assert (await client.call_tool("t", {})).is_error
+
+
+async def test_an_output_schema_changed_after_registration_is_not_what_results_meet() -> None:
+    # tools/list publishes the schema as registered, and results are checked against
+    # that same schema: the caller's dict is copied whole (nested parts too).
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+    }
+    server = Server("s")
+
+    @server.tool(output_schema=schema)
+    async def t() -> Any:
+        return {"a": 1}
+
+    schema["properties"]["a"]["type"] = "string"
+    async with open_client(server) as client:
+        (tool,) = await client.list_tools()
+        assert tool.output_schema is not None
+        assert tool.output_schema["properties"]["a"]["type"] == "integer"
+        result = await client.call_tool("t", {})
+        assert not result.is_error and result.structured_content == {"a": 1}
