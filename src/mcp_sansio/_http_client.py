@@ -57,9 +57,20 @@ being sent) is no longer awaited (:meth:`ClientResponse.forget`): its stream is 
 resumed for it.
 
 Modern: cancellation is closing the request's stream, never a ``notifications/cancelled``
-POST (:meth:`HttpClient.stream_cancellation` spots those). Tool definitions with invalid
-``x-mcp-header`` annotations are removed from ``tools/list`` results (the spec's MUST),
-and the valid ones are remembered so ``tools/call`` gets its ``Mcp-Param-*`` headers.
+POST (:meth:`HttpClient.stream_cancellation` spots those). A modern stream is never resumed
+(``2026-07-28`` removed resumability): one that breaks after the request was sent (an SSE
+stream that ends before the answer; a JSON body cut short, ``feed_eof(cut_short=True)``)
+fails its request with an error whose ``data`` has :data:`STREAM_BROKEN` set, and the
+client MUST re-issue it as a new request with a new id (changelog item 9); the connection
+owns ids, so that is the binding's to do (``mcp_trio``'s ``Session.request``). A binding
+that loses the connection while it waits for the answer's head fails the request the same
+way (:func:`http_error` with ``data={STREAM_BROKEN: True}``). An error status, an answer
+that is whole but does not answer, an SSE event dropped for its size (the answer, most
+likely, which would be too large again) and any legacy stream never set it.
+
+Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
+``tools/list`` results (the spec's MUST), and the valid ones are remembered so
+``tools/call`` gets its ``Mcp-Param-*`` headers.
 """
 
 from __future__ import annotations
@@ -99,6 +110,7 @@ __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
     "MAX_REOPEN_DELAY",
+    "STREAM_BROKEN",
     "ClientRequest",
     "ClientResponse",
     "HttpClient",
@@ -130,6 +142,14 @@ FORGOTTEN_TWICE: Final = (
     "in its place too; open a new client to try again"
 )
 """Why the conversation ends when a 404 is ``session_expired == "end"``, for people."""
+
+
+STREAM_BROKEN: Final = "streamBroken"
+"""The key, set to ``true`` in the ``data`` of the error (:func:`http_error`) that fails a
+modern request whose response stream broke after it was sent: the client MUST re-issue
+it as a new request, with a new id (``2026-07-28`` changelog, "Remove SSE stream
+resumability"). Only a request that may have reached the server and got no answer
+carries it (see the module docs)."""
 
 
 def _era(value: Era | str | None) -> Era | None:
@@ -481,12 +501,20 @@ class ClientResponse:
                 out.extend(self._message(item.data.encode()))
         return out
 
-    def feed_eof(self) -> list[bytes]:
+    def feed_eof(self, *, cut_short: bool = False) -> list[bytes]:
         """The body ended. Returns the last messages, including the synthesised errors for
-        requests this response will not answer (unless :meth:`resume` can still get them)."""
+        requests this response will not answer (unless :meth:`resume` can still get them).
+
+        Args:
+            cut_short: the body did not end as HTTP frames it (the connection closed or
+                failed first). A modern request that a JSON body cut short leaves
+                unanswered fails with :data:`STREAM_BROKEN` in its error's ``data``, as
+                one whose SSE stream ends before its answer does (either way).
+        """
         if self._done:
             return []
         self._done = True
+        modern = self._sent.modern
         if self._decoder is not None:
             self._decoder.feed_eof()
             if self.resume() is not None:
@@ -497,6 +525,8 @@ class ClientResponse:
                     f" (an SSE event over {self._dropped} bytes was dropped:"
                     " HttpClientConfig.max_event_size)"
                 )
+            elif modern:
+                return self._fail_waiting(0, why, {STREAM_BROKEN: True})
             return self._fail_waiting(0, why)
         if self.kind == "json":
             if self._too_large:
@@ -505,6 +535,16 @@ class ClientResponse:
                     f"response body over {self._client.config.max_body_size} bytes"
                     " (HttpClientConfig.max_body_size)",
                 )
+            if cut_short and modern:
+                out: list[bytes] = []
+                try:
+                    loads(self._body)  # (most likely cut mid-way: no warning for that)
+                except JSONDecodeError:
+                    pass
+                else:
+                    out = self._message(bytes(self._body))  # whole after all: an answer
+                why = "the connection closed before the response body ended"
+                return out + self._fail_waiting(self.status, why, {STREAM_BROKEN: True})
             out = self._message(bytes(self._body))
             return out + self._fail_waiting(self.status, "the response did not answer the request")
         if self.kind == "accepted":

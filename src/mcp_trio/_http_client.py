@@ -123,6 +123,7 @@ from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
+    STREAM_BROKEN,
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -140,7 +141,7 @@ from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_pool import ConnectFailed, Pool, UnsendableRequest, WriteFailed
+from ._http_pool import ConnectFailed, Pool, ReadFailed, UnsendableRequest, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
 from ._open import open_session
@@ -536,7 +537,9 @@ class HttpChannel(MessageChannel):
                     return
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
-                await self._fail(current.request_ids, str(exc))
+                # Written, then no answer: a modern request is re-issued (the module docs).
+                broke = isinstance(exc, ReadFailed) and current.modern
+                await self._fail(current.request_ids, str(exc), broke=broke)
                 return
             if reader is None or reader.session_expired:
                 return  # (_exchange has done what a 404 to our session calls for)
@@ -698,7 +701,7 @@ class HttpChannel(MessageChannel):
                 await self._pool.release(wire)
             else:
                 await wire.aclose()
-            messages = reader.feed_eof()
+            messages = reader.feed_eof(cut_short=not complete)
             _log_warnings(reader)
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
@@ -731,9 +734,14 @@ class HttpChannel(MessageChannel):
             except trio.WouldBlock:
                 await self._inbox_send.send(message)
 
-    async def _fail(self, request_ids: tuple[RequestId, ...], why: str) -> None:
+    async def _fail(
+        self, request_ids: tuple[RequestId, ...], why: str, *, broke: bool = False
+    ) -> None:
+        """Fail ``request_ids`` (-32603, ``HTTP: why``); ``broke``: their stream broke
+        after they were sent, so the session re-issues them (``STREAM_BROKEN``)."""
+        data = {STREAM_BROKEN: True} if broke else None
         for rid in request_ids:
-            await self._deliver(http_error(rid, why))
+            await self._deliver(http_error(rid, why, data=data))
 
     def _restart(self, lost: ClientResponse) -> None:
         """The head of a ``404`` says the session in use is gone: tell the session to

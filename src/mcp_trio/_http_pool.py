@@ -28,7 +28,7 @@ from ._http_config import HttpTransportConfig
 from ._http_h11 import Unframeable, client_headers, request_events, unsendable
 from ._http_wire import H11Stream, WireError
 
-__all__ = ["ConnectFailed", "Pool", "UnsendableRequest", "WriteFailed"]
+__all__ = ["ConnectFailed", "Pool", "ReadFailed", "UnsendableRequest", "WriteFailed"]
 
 
 class UnsendableRequest(WireError):
@@ -45,6 +45,12 @@ class WriteFailed(WireError):
     """A connection was there, but writing the request on it failed: the server closed
     it meanwhile, say because the body is more than it takes (it answers ``413`` and
     closes). The server is reachable: only this request is affected."""
+
+
+class ReadFailed(WireError):
+    """The request was written whole, but the connection failed (closed, reset, broke
+    HTTP/1.1) before the head of its answer came: the server may have acted on it, and
+    its answer is lost."""
 
 
 @final
@@ -243,10 +249,13 @@ class Pool:
         (closed on failure).
 
         Raises:
-            WireError: the write failed or timed out.
+            WriteFailed: the write failed or timed out (a :class:`WireError`).
         """
         try:
             await wire.write(rest, self._write_timeout)
+        except WireError as exc:
+            await wire.aclose()
+            raise WriteFailed(f"{exc} (while writing the rest of the request)") from exc
         except BaseException:
             await wire.aclose()
             raise
@@ -255,7 +264,8 @@ class Pool:
         """The response head of the request just sent on ``wire`` (closed on failure).
 
         Raises:
-            WireError: the server closed the connection or broke HTTP/1.1.
+            ReadFailed: the server closed the connection or broke HTTP/1.1 (a
+                :class:`WireError`).
         """
         try:
             while True:
@@ -263,12 +273,18 @@ class Pool:
                 if isinstance(event, h11.Response):
                     return event
                 if not isinstance(event, h11.InformationalResponse):
-                    raise WireError("the server closed the connection without answering")
+                    raise ReadFailed("the server closed the connection without answering")
         except h11.RemoteProtocolError as exc:
             await wire.aclose()
             if wire.ended:  # (h11 calls an end mid-head a protocol error)
-                raise WireError("the server closed the connection before it answered") from exc
-            raise WireError(f"the server broke HTTP/1.1: {exc}") from exc
+                raise ReadFailed("the server closed the connection before it answered") from exc
+            raise ReadFailed(f"the server broke HTTP/1.1: {exc}") from exc
+        except ReadFailed:
+            await wire.aclose()
+            raise
+        except WireError as exc:  # (reading failed: a reset, say)
+            await wire.aclose()
+            raise ReadFailed(str(exc)) from exc
         except BaseException:
             await wire.aclose()
             raise

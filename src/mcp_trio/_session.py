@@ -140,7 +140,7 @@ from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
 from ._writer import Writer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from mcp_sansio._http_auth import Principal
 
@@ -153,6 +153,90 @@ _START = frozenset({"initialize", "server/discover"})
 
 async def _reraise(exc: BaseException) -> None:
     raise exc
+
+
+_STREAM_BROKEN = "streamBroken"
+"""``mcp_sansio.http.STREAM_BROKEN`` (not imported: a stdio client loads no HTTP)."""
+
+
+@final
+class _Reissue:
+    """A modern request of ours whose transport failed it with ``STREAM_BROKEN`` (its
+    Streamable HTTP response broke after it was sent), or may: the re-issues so far, and
+    the caller's timeout, which keeps counting across them (see :meth:`Session.request`).
+
+    The core times the first request; each re-issue is a new request with a timer of its
+    own, so from the first re-issue on the wait is bounded here by what is left: the
+    request's ``timeout`` from when it was sent or last reported progress (as the
+    core's), within ``max_request_time`` from when it was first sent."""
+
+    __slots__ = ("_on_progress", "cap", "count", "final", "last", "scope", "window")
+
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        now: float,
+    ) -> None:
+        window = timeout if timeout is not None else config.request_timeout
+        self.window = window if window != math.inf else None
+        total = config.max_request_time
+        self.cap = now + total if total is not None else None
+        self.last = now
+        """When the request was first sent, or last reported progress."""
+        self.count = 0
+        """Re-issues so far."""
+        self.final = False
+        """No more re-issues (an input round was answered)."""
+        self.scope: trio.CancelScope | None = None
+        self._on_progress = on_progress
+
+    def deadline(self) -> float:
+        end = math.inf if self.window is None else self.last + self.window
+        return end if self.cap is None else min(end, self.cap)
+
+    async def progress(self, event: ProgressReceived) -> None:
+        """The caller's ``on_progress``, noting the time (progress re-arms the timeout)."""
+        self.last = trio.current_time()
+        if self.scope is not None:
+            self.scope.deadline = self.deadline()
+        assert self._on_progress is not None
+        await self._on_progress(event)
+
+    def broke(self, outcome: Outcome, limit: int) -> bool:
+        """Whether ``outcome`` says the request's stream broke, and it may be re-issued."""
+        if not isinstance(outcome, ErrorReceived) or self.final or self.count >= limit:
+            return False
+        data = outcome.error.data
+        return (
+            type(data) is dict
+            and data.get(_STREAM_BROKEN) is True
+            and trio.current_time() < self.deadline()
+        )
+
+    async def wait(
+        self,
+        wait_for: Callable[[RequestId, ProgressCallback | None], Awaitable[Outcome]],
+        rid: RequestId,
+        on_progress: ProgressCallback | None,
+    ) -> Outcome | None:
+        """``wait_for(rid)`` within the caller's timeout: ``None`` past it (``wait_for``
+        has cancelled the request on the wire)."""
+        with trio.CancelScope(deadline=self.deadline()) as self.scope:
+            return await wait_for(rid, on_progress)
+        return None
+
+    def told(
+        self, outcome: ErrorReceived | RequestTimedOut | SessionClosed
+    ) -> ErrorReceived | RequestTimedOut | SessionClosed:
+        """``outcome``, its error message saying how many times the request was
+        re-issued, if it was."""
+        if not self.count or not isinstance(outcome, ErrorReceived):
+            return outcome
+        times = "time" if self.count == 1 else "times"
+        message = f"{outcome.error.message} (re-issued {self.count} {times})"
+        return attrs.evolve(outcome, error=attrs.evolve(outcome.error, message=message))
 
 
 @final
@@ -416,29 +500,70 @@ class Session:
             self._raise_if_closed()
         # (A session started anew in place of a forgotten one: the core holds the
         # request until it is ready, and its timeout runs meanwhile.)
+        progress, now = on_progress is not None, trio.current_time()
         rid = self._conn.send_request(
             method,
             params,
-            now=trio.current_time(),
-            progress=on_progress is not None,
+            now=now,
+            progress=progress,
             timeout=timeout,
             log_level=log_level,
             related_request_id=related_request_id,
         )
+        # A modern request whose stream breaks is re-issued (_Reissue: made when it
+        # breaks, or at once to note the times of progress). Not after an input round:
+        # the core alone knows the retry's params.
+        reissue: _Reissue | bool = (
+            self.config.max_reissues > 0
+            and self._conn.era is Era.MODERN
+            and method != "subscriptions/listen"
+        )
+        if reissue and on_progress is not None:
+            reissue = _Reissue(self._conn.config, timeout, on_progress, now)
+            on_progress = reissue.progress
         while True:
             if on_sent is not None:
                 on_sent(rid)
             if on_held is not None:
                 self._on_held[rid] = on_held
             try:
-                outcome = await self._wait_for(rid, on_progress)
+                if isinstance(reissue, _Reissue) and reissue.count:
+                    outcome = await reissue.wait(self._wait_for, rid, on_progress)
+                    if outcome is None:
+                        raise RequestTimeout(method, rid)
+                else:
+                    outcome = await self._wait_for(rid, on_progress)
             finally:
                 if on_held is not None:
                     del self._on_held[rid]
             if isinstance(outcome, ResultReceived):
                 return outcome.result
             if not isinstance(outcome, InputRequired):
+                if reissue is True:
+                    reissue = _Reissue(self._conn.config, timeout, None, now)
+                if isinstance(reissue, _Reissue) and reissue.broke(
+                    outcome, self.config.max_reissues
+                ):
+                    # 2026-07-28 changelog: a new request, with a new id.
+                    self._raise_if_closed()
+                    reissue.count += 1
+                    rid = self._conn.send_request(
+                        method,
+                        params,
+                        now=trio.current_time(),
+                        progress=progress,
+                        timeout=timeout,
+                        log_level=log_level,
+                        related_request_id=related_request_id,
+                    )
+                    continue
+                if isinstance(reissue, _Reissue):
+                    outcome = reissue.told(outcome)
                 raise request_error(method, rid, outcome)
+            if isinstance(reissue, _Reissue):
+                reissue.final = True
+            else:
+                reissue = False
             rid = await self._answer_input(rid, outcome, on_input_required)
 
     def _held(self, request_ids: tuple[RequestId, ...], held: bool) -> None:

@@ -1,0 +1,340 @@
+"""A modern request whose response stream breaks is re-issued with a new id.
+
+2026-07-28 removed SSE resumability (changelog item 9): "A broken response stream loses
+the in-flight request; clients MUST re-issue it as a new request with a new request ID".
+The client re-issues a request whose answer broke after it was sent (an SSE stream that
+ends without the answer, a JSON body cut short, a connection dropped before the head),
+at most ``SessionConfig.max_reissues`` times; never one refused with an error status,
+cancelled by its caller, or timed out, and its timeout keeps counting across re-issues.
+
+A hand-written HTTP/1.1 server (h11, loopback, port 0) plays each ``tools/call`` by a
+script, one step per POST, and records what it got. The clock is the
+``autojump_clock``: loopback I/O is done before the run loop would sleep, so virtual
+time moves only for timers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import h11
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio._json import dumps
+from mcp_trio import McpError, RequestTimeout, SessionConfig
+from mcp_trio._http_client import open_http_client
+from mcp_trio._http_config import HttpTransportConfig
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    call,
+    client_connection_config,
+    fake_server_url,
+    read_request,
+    respond,
+    text_of,
+)
+
+_DISCOVER = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28"],
+    "capabilities": {"tools": {}},
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "0"}},
+}
+_JSON = ("content-type", "application/json")
+_SSE = ("content-type", "text/event-stream")
+NO_GET = HttpTransportConfig(open_get_stream=False)
+LONG = 60
+"""``fail_after`` for tests whose requests wait for their timeouts (virtual seconds)."""
+
+
+def _answer(rid: Any, text: str) -> bytes:
+    result = {"content": [{"type": "text", "text": text}]}
+    return dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def _event(message: dict[str, Any]) -> bytes:
+    return b"data: " + dumps(message) + b"\n\n"
+
+
+@attrs.define
+class Script:
+    """The fake server: ``steps[i]`` plays the ``i``-th ``tools/call`` (then ``answer``).
+
+    * ``answer``: a JSON body with the result ``ok <i>``;
+    * ``sse-answer``: an SSE stream with a progress report (if asked for), then the result;
+    * ``sse-cut``: an SSE stream with a progress report (if asked for), then the
+      connection closed mid-stream (a chunked body that never ends);
+    * ``sse-end``: the same, but the stream ends properly, without the answer;
+    * ``json-cut``: a JSON body whose ``content-length`` promises more than comes;
+    * ``drop``: the connection closed with no answer at all;
+    * ``late-cut``: as ``sse-cut``, after ``delay`` seconds;
+    * ``hang``: an SSE head, then nothing until the client closes the connection;
+    * ``500`` / ``400``: that status, with a plain body.
+    """
+
+    steps: list[str]
+    delay: float = 0.0
+    calls: list[dict[str, Any]] = attrs.field(factory=list)
+    arrived: trio.Event = attrs.field(factory=trio.Event)
+    """Set (and replaced) as each ``tools/call`` arrives."""
+    hung_up: list[int] = attrs.field(factory=list)
+    """The calls (by index) whose connection the client closed while they hung."""
+    hung_up_event: trio.Event = attrs.field(factory=trio.Event)
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while (found := await read_request(conn, stream)) is not None:
+            _head, message = found
+            if message["method"] == "server/discover":
+                answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": _DISCOVER})
+                await respond(conn, stream, answer, headers=(_JSON,))
+                conn.start_next_cycle()
+                continue
+            index = len(self.calls)
+            self.calls.append(message)
+            self.arrived.set()
+            self.arrived = trio.Event()
+            step = self.steps[index] if index < len(self.steps) else "answer"
+            if not await self._play(step, index, message, conn, stream):
+                return
+            conn.start_next_cycle()
+
+    async def _play(
+        self, step: str, index: int, message: dict[str, Any], conn: h11.Connection, stream: Any
+    ) -> bool:
+        """Play ``step``; whether the connection may serve another request."""
+        rid = message["id"]
+        if step == "answer":
+            await respond(conn, stream, _answer(rid, f"ok {index}"), headers=(_JSON,))
+            return True
+        if step in ("500", "400"):
+            await respond(conn, stream, b"no", status=int(step), headers=(_JSON,))
+            return True
+        if step == "drop":
+            await stream.aclose()
+            return False
+        if step == "json-cut":
+            body = _answer(rid, "cut")
+            head = h11.Response(
+                status_code=200, headers=[_JSON, ("content-length", str(len(body)))]
+            )
+            await stream.send_all(conn.send(head) + conn.send(h11.Data(data=body[:10])))
+            await stream.aclose()
+            return False
+        await stream.send_all(conn.send(h11.Response(status_code=200, headers=[_SSE])))
+        token = message["params"].get("_meta", {}).get("progressToken")
+        if token is not None:
+            report = {"progressToken": token, "progress": 1}
+            note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": report}
+            await stream.send_all(conn.send(h11.Data(data=_event(note))))
+        if step == "sse-answer":
+            answer = {"jsonrpc": "2.0", "id": rid, "result": {"content": []}}
+            await stream.send_all(conn.send(h11.Data(data=_event(answer))))
+            await stream.send_all(conn.send(h11.EndOfMessage()))
+            return True
+        if step == "sse-end":
+            await stream.send_all(conn.send(h11.EndOfMessage()))
+            return True
+        if step == "late-cut":
+            await trio.sleep(self.delay)
+        if step == "hang":
+            while await stream.receive_some(65536):
+                pass
+            self.hung_up.append(index)
+            self.hung_up_event.set()
+            return False
+        assert step in ("sse-cut", "late-cut"), step
+        await stream.aclose()
+        return False
+
+
+async def _serve(nursery: trio.Nursery, *steps: str, delay: float = 0.0) -> tuple[Script, str]:
+    script = Script(list(steps), delay)
+    return script, await fake_server_url(nursery, script.handle)
+
+
+def _client(url: str, **config: Any) -> Any:
+    return open_http_client(
+        url,
+        connection_config=client_connection_config("modern"),
+        transport=NO_GET,
+        config=SessionConfig(**config),
+    )
+
+
+def _same_request(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """The second is the first re-issued: a new id, the same method and params."""
+    assert second["id"] != first["id"]
+    assert second["method"] == first["method"] == "tools/call"
+    assert second["params"] == first["params"]
+
+
+@pytest.mark.parametrize("broken", ["sse-cut", "sse-end", "json-cut", "drop"])
+async def test_a_broken_response_is_reissued_with_a_new_id(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, broken: str
+) -> None:
+    script, url = await _serve(nursery, broken)
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            result = await client.request("tools/call", call("echo", text="x"))
+    assert text_of(result) == "ok 1"
+    assert len(script.calls) == 2
+    _same_request(*script.calls)
+
+
+async def test_broken_more_often_than_max_reissues_fails_saying_so(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut", "sse-cut", "sse-cut")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=1) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("tools/call", call("echo"))
+            assert info.value.code == -32603
+            assert "stream ended before the response arrived" in info.value.message
+            assert info.value.message.endswith("(re-issued 1 time)")
+            assert len(script.calls) == 2
+            _same_request(*script.calls)
+            # The session goes on; each request has its own count.
+            assert text_of(await client.request("tools/call", call("echo"))) == "ok 3"
+    ids = [c["id"] for c in script.calls]
+    assert len(set(ids)) == len(ids)
+
+
+async def test_max_reissues_counts_every_reissue(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut", "json-cut", "drop")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=3) as client:
+            result = await client.request("tools/call", call("echo"))
+    assert text_of(result) == "ok 3"
+    assert len({c["id"] for c in script.calls}) == 4
+
+
+async def test_max_reissues_0_fails_as_before(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=0) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("tools/call", call("echo"))
+    assert info.value.message == "HTTP: the stream ended before the response arrived"
+    assert info.value.data == {"streamBroken": True}
+    assert len(script.calls) == 1
+
+
+@pytest.mark.parametrize("status", ["500", "400"])
+async def test_an_error_status_is_not_reissued(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, status: str
+) -> None:
+    script, url = await _serve(nursery, status)
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            with pytest.raises(McpError, match=f"status {status}") as info:
+                await client.request("tools/call", call("echo"))
+    assert "re-issued" not in info.value.message
+    assert len(script.calls) == 1
+
+
+async def test_a_cancelled_call_is_not_reissued(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "hang")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(client.request, "tools/call", call("echo"))
+                await script.arrived.wait()
+                callers.cancel_scope.cancel()
+            await script.hung_up_event.wait()  # its stream closed: that is the cancellation
+            await trio.testing.wait_all_tasks_blocked()
+    assert script.hung_up == [0]
+    assert len(script.calls) == 1
+
+
+async def test_cancelled_during_a_reissue_sends_nothing_more(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut", "hang")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=5) as client:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(client.request, "tools/call", call("echo"))
+                while len(script.calls) < 2:
+                    await script.arrived.wait()
+                callers.cancel_scope.cancel()
+            await script.hung_up_event.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(script.calls) == 2  # (not a third)
+    assert script.hung_up == [1]
+
+
+async def test_the_timeout_keeps_counting_across_reissues(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The first stream breaks after 6 s; the re-issued one hangs: the caller's 10 s
+    # end 10 s after the call began, not 10 s after the re-issue.
+    script, url = await _serve(nursery, "late-cut", "hang", delay=6.0)
+    with trio.fail_after(LONG):
+        async with _client(url) as client:
+            began = trio.current_time()
+            with pytest.raises(RequestTimeout):
+                await client.request("tools/call", call("echo"), timeout=10)
+            assert trio.current_time() - began == pytest.approx(10)
+            await script.hung_up_event.wait()  # the re-issued request's stream closed
+    assert len(script.calls) == 2
+
+
+async def test_progress_reaches_the_callback_from_every_attempt(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut", "sse-answer")
+    reports: list[float] = []
+
+    async def on_progress(event: Any) -> None:
+        reports.append(event.progress)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            result = await client.request(
+                "tools/call", call("echo"), on_progress=on_progress, timeout=10
+            )
+    assert result == {"content": []}
+    # A new request, with a progress token of its own, whose reports count afresh.
+    first, second = (c["params"]["_meta"]["progressToken"] for c in script.calls)
+    assert first != second
+    assert reports == [1, 1]
+
+
+async def test_progress_rearms_the_timeout_across_reissues(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Broken at 6 s, after a progress report at 0 s; the re-issued request reports
+    # progress at once (6 s), then hangs: its timeout of 10 s counts from that report.
+    script, url = await _serve(nursery, "late-cut", "hang", delay=6.0)
+
+    async def on_progress(event: Any) -> None:
+        pass
+
+    with trio.fail_after(LONG):
+        async with _client(url) as client:
+            began = trio.current_time()
+            with pytest.raises(RequestTimeout):
+                await client.request(
+                    "tools/call", call("echo"), timeout=10, on_progress=on_progress
+                )
+            assert trio.current_time() - began == pytest.approx(16)
+    assert len(script.calls) == 2
+
+
+def test_max_reissues_is_a_count() -> None:
+    assert SessionConfig().max_reissues == 1
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="max_reissues"):
+            SessionConfig(max_reissues=bad)  # type: ignore[arg-type]
