@@ -27,6 +27,26 @@ body, SSE events) into messages the session reads.
 * **Resumption** (legacy): an SSE response that ends before its requests are answered
   is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
   ``max_resume_attempts`` resumptions in a row that bring nothing new.
+* **Re-issue** (modern; ``2026-07-28`` changelog item 9, "Remove SSE stream
+  resumability": "clients MUST re-issue it as a new request with a new request ID").
+  A request whose answer broke *after it was written* -- an SSE stream that ended
+  without the answer, a JSON body cut short, the connection closed or reset before
+  the head (:class:`~mcp_trio._http_pool.ReadFailed`) -- fails here with an error
+  whose ``data`` carries ``mcp_sansio.http.STREAM_BROKEN``, and
+  :meth:`Session.request <mcp_trio.Session.request>` re-issues it, at most
+  ``SessionConfig.max_reissues`` times. Never for an error status (the server
+  answered), our own cancellation or a timeout (we closed the stream: for the server
+  that *is* the cancellation, and it sends nothing more), a request not written whole
+  (:class:`~mcp_trio._http_pool.WriteFailed`: a server may close the connection on a
+  body larger than it takes, which a re-issue would only repeat; see the end of these
+  docs), an SSE event dropped for its size (the answer, most likely: too large again),
+  nor a legacy stream (resumed instead). Why the session and not this channel: the
+  core owns request ids (a re-issue is a new request, with a new id and progress
+  token, as an input-required retry is), and the session owns the call (its timeout,
+  which keeps counting across re-issues, its progress callback, its cancellation).
+  The channel only says which failures are breaks; a ``subscriptions/listen`` that
+  breaks is not re-issued (its subscription is keyed by the first request's id), and
+  ends as before.
 * **GET stream** (legacy): once the session is initialized, one task keeps the session's
   GET stream open for what the server says on its own, for as long as the session lasts
   (the client may open it at any time). A stream that ends is resumed
@@ -98,10 +118,11 @@ body, SSE events) into messages the session reads.
   acknowledgment bound does not count that time.
 
 A request that cannot be sent because no connection can be made closes the session (the
-server is unreachable); a connection that fails while the request is being written, or
-after, fails only that request (a server may close the connection on a body larger than
-it takes); a one-way message refused that way, or with an error status, is lost, with a
-warning logged. A request h11 refuses
+server is unreachable); a connection that fails while the request is being written fails
+only that request (a server may close the connection on a body larger than it takes),
+and one that fails after it was written fails it as broken, for the session to re-issue
+(modern; above); a one-way message refused that way, or with an error status, is lost,
+with a warning logged. A request h11 refuses
 to frame (say a redirect to a target no request line may carry) fails only itself.
 """
 

@@ -492,6 +492,15 @@ class Session:
         (a bounded, shielded write of ``notifications/cancelled``) and any later
         answer is dropped; a request none of which was written yet (queued behind
         another write) is not sent at all, and no cancellation is.
+
+        Re-issue (modern era): a request the transport failed because its response
+        stream broke after it was sent (Streamable HTTP: ``data`` ``streamBroken``) is
+        sent again as a new request, with a new id (``on_sent`` is told) and progress
+        token, at most ``config.max_reissues`` times (2026-07-28 changelog: "clients
+        MUST re-issue it"); past that it fails, its message saying how many times it
+        was re-issued. ``timeout`` keeps counting across re-issues (from the last
+        progress report of any attempt; ``max_request_time`` from the first send).
+        Not a ``subscriptions/listen``, nor after an input-required round.
         """
         if self._close_exc is not None:  # (_raise_if_closed, inline)
             raise self._closed_error()

@@ -15,6 +15,8 @@ time moves only for timers.
 
 from __future__ import annotations
 
+import socket
+import struct
 from typing import Any
 
 import attrs
@@ -47,6 +49,7 @@ _DISCOVER = {
 _JSON = ("content-type", "application/json")
 _SSE = ("content-type", "text/event-stream")
 NO_GET = HttpTransportConfig(open_get_stream=False)
+_LINGER_0 = struct.pack("ii", 1, 0)
 LONG = 60
 """``fail_after`` for tests whose requests wait for their timeouts (virtual seconds)."""
 
@@ -70,10 +73,11 @@ class Script:
       connection closed mid-stream (a chunked body that never ends);
     * ``sse-end``: the same, but the stream ends properly, without the answer;
     * ``json-cut``: a JSON body whose ``content-length`` promises more than comes;
-    * ``drop``: the connection closed with no answer at all;
+    * ``drop``: the connection closed with no answer at all (``reset``: reset);
     * ``late-cut``: as ``sse-cut``, after ``delay`` seconds;
     * ``hang``: an SSE head, then nothing until the client closes the connection;
-    * ``500`` / ``400``: that status, with a plain body.
+    * ``500`` / ``400``: that status, with a plain body;
+    * ``ask``: an input-required result (``roots/list``).
     """
 
     steps: list[str]
@@ -111,10 +115,18 @@ class Script:
         if step == "answer":
             await respond(conn, stream, _answer(rid, f"ok {index}"), headers=(_JSON,))
             return True
+        if step == "ask":
+            ask = {"where": {"method": "roots/list", "params": {}}}
+            result = {"resultType": "input_required", "inputRequests": ask, "requestState": "s"}
+            answer = dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+            await respond(conn, stream, answer, headers=(_JSON,))
+            return True
         if step in ("500", "400"):
             await respond(conn, stream, b"no", status=int(step), headers=(_JSON,))
             return True
-        if step == "drop":
+        if step in ("drop", "reset"):
+            if step == "reset":  # (SO_LINGER 0: the close sends a reset)
+                stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_0)
             await stream.aclose()
             return False
         if step == "json-cut":
@@ -132,8 +144,8 @@ class Script:
             note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": report}
             await stream.send_all(conn.send(h11.Data(data=_event(note))))
         if step == "sse-answer":
-            answer = {"jsonrpc": "2.0", "id": rid, "result": {"content": []}}
-            await stream.send_all(conn.send(h11.Data(data=_event(answer))))
+            final = {"jsonrpc": "2.0", "id": rid, "result": {"content": []}}
+            await stream.send_all(conn.send(h11.Data(data=_event(final))))
             await stream.send_all(conn.send(h11.EndOfMessage()))
             return True
         if step == "sse-end":
@@ -166,6 +178,10 @@ def _client(url: str, **config: Any) -> Any:
     )
 
 
+async def _ignore(event: Any) -> None:
+    pass
+
+
 def _same_request(first: dict[str, Any], second: dict[str, Any]) -> None:
     """The second is the first re-issued: a new id, the same method and params."""
     assert second["id"] != first["id"]
@@ -173,7 +189,7 @@ def _same_request(first: dict[str, Any], second: dict[str, Any]) -> None:
     assert second["params"] == first["params"]
 
 
-@pytest.mark.parametrize("broken", ["sse-cut", "sse-end", "json-cut", "drop"])
+@pytest.mark.parametrize("broken", ["sse-cut", "sse-end", "json-cut", "drop", "reset"])
 async def test_a_broken_response_is_reissued_with_a_new_id(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, broken: str
 ) -> None:
@@ -338,3 +354,43 @@ def test_max_reissues_is_a_count() -> None:
     for bad in (-1, 1.5, True, "1"):
         with pytest.raises(ValueError, match="max_reissues"):
             SessionConfig(max_reissues=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("with_progress", [False, True])
+async def test_the_retry_of_an_input_round_is_not_reissued(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, with_progress: bool
+) -> None:
+    # The core alone knows the retry's params (inputResponses, requestState): re-issuing
+    # the first request instead would ask the user again. It fails as before.
+    script, url = await _serve(nursery, "ask", "sse-cut")
+
+    async def roots(event: Any) -> dict[str, Any]:
+        return {"where": {"roots": []}}
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            with pytest.raises(McpError, match="stream ended") as info:
+                await client.request(
+                    "tools/call",
+                    call("echo"),
+                    on_input_required=roots,
+                    on_progress=_ignore if with_progress else None,
+                )
+    assert "re-issued" not in info.value.message
+    assert [c["params"].get("requestState") for c in script.calls] == [None, "s"]
+
+
+async def test_a_reissued_request_that_asks_for_input_is_answered(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut", "ask")
+
+    async def roots(event: Any) -> dict[str, Any]:
+        return {"where": {"roots": []}}
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            result = await client.request("tools/call", call("echo"), on_input_required=roots)
+    assert text_of(result) == "ok 2"
+    assert script.calls[2]["params"]["inputResponses"] == {"where": {"roots": []}}
+    assert len({c["id"] for c in script.calls}) == 3
