@@ -79,11 +79,14 @@ async def test_a_dropped_legacy_stream_is_resumed_with_last_event_id(
 
 
 async def test_a_dropped_modern_stream_fails_only_its_request(nursery: trio.Nursery) -> None:
+    # (With re-issuing off: see the next test.)
     app = App()
     proxy = await start_proxied(nursery, app)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
-            proxy.url(), connection_config=client_connection_config("modern")
+            proxy.url(),
+            connection_config=client_connection_config("modern"),
+            config=SessionConfig(max_reissues=0),
         ) as client:
 
             async def drop() -> None:
@@ -95,6 +98,29 @@ async def test_a_dropped_modern_stream_fails_only_its_request(nursery: trio.Nurs
                 await client.request("tools/call", call("block"))
             await app.cancelled_event.wait()  # closing the stream cancelled the handler
             assert text_of(await client.request("tools/call", call("echo", text="y"))) == "y"
+
+
+async def test_a_dropped_modern_stream_is_reissued(nursery: trio.Nursery) -> None:
+    # 2026-07-28 changelog: the client MUST re-issue it as a new request with a new id.
+    app = App()
+    proxy = await start_proxied(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(), connection_config=client_connection_config("modern")
+        ) as client:
+
+            async def drop() -> None:
+                await app.started_event.wait()
+                proxy.cut()
+                app.release.set()  # (for the re-issued request)
+
+            nursery.start_soon(drop)
+            assert text_of(await client.request("tools/call", call("block"))) == "released"
+    calls = [s.message for s in proxy.seen if s.rpc_method == "tools/call"]
+    assert len(calls) == 2
+    assert calls[0]["id"] != calls[1]["id"]
+    assert calls[0]["params"] == calls[1]["params"]
+    assert len(app.started) == 2
 
 
 async def test_graceful_shutdown_lets_running_requests_finish(nursery: trio.Nursery) -> None:
