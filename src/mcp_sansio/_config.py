@@ -115,6 +115,8 @@ class ConnectionConfig:
         max_batch_size: the largest batch accepted (2025-03-26).
         max_message_size: the largest message accepted, in bytes.
         max_input_rounds: client, modern: the input-required round that is refused.
+        max_reissues: client, modern: times one request may be re-issued
+            (:meth:`Connection.reissue_request`; ``0``: never).
         max_resource_subscriptions: server, modern: URIs one listen may name.
         max_task_ids: server, modern: task ids one listen may name.
         remembered_ids: our finished request ids remembered, to tell late and
@@ -173,6 +175,11 @@ class ConnectionConfig:
     ``max_input_rounds - 1`` rounds are answered, and when the server asks once more the
     request fails (``1``: no round is answered). Also the bound of the rounds of
     questions one task handle answers (the tasks extension)."""
+    max_reissues: int = attrs.field(default=1, validator=check_count(0))
+    """Client, modern era: how many times one request of ours may be re-issued
+    (:meth:`~mcp_sansio.Connection.reissue_request`: its response stream broke, and
+    "clients MUST re-issue it as a new request with a new request ID", 2026-07-28
+    changelog); a further re-issue is refused (``0``: never)."""
     max_resource_subscriptions: int = attrs.field(default=1_024, validator=check_count(0))
     """Server, modern era: most URIs one ``subscriptions/listen`` may name
     (``resourceSubscriptions``); more is -32602 (``0``: none)."""

@@ -60,6 +60,8 @@ class _Outbound:
     last_progress: float | None = None
     request_state: Any = None
     rounds: int = 0
+    reissues: int = 0
+    """How many times :meth:`Connection.reissue_request` sent it again so far."""
     timeout: float | None = None
 
 

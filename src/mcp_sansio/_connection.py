@@ -707,6 +707,87 @@ class Connection(_Receiving, _Answering):
         self._queue(payload, None)
         return rid
 
+    def reissue_request(self, request_id: RequestId, *, now: float) -> RequestId:
+        """Modern client: send a request of ours again as a new request, with a new id,
+        because its answer was lost: over Streamable HTTP its response stream broke
+        after it was sent, and since 2026-07-28 "clients MUST re-issue it as a new
+        request with a new request ID" (changelog, "Remove SSE stream resumability").
+
+        The new request carries the params the core holds for it, an input round's
+        ``inputResponses`` and ``requestState`` included (a retry of
+        :meth:`retry_with_input` is re-issued as that retry), with a new
+        ``_meta.progressToken`` if it had one. It keeps its start, its deadline as it
+        stands (not re-armed from ``now``: the timeout and ``max_request_time`` count
+        across re-issues), its ``related_request_id`` and its input rounds; a
+        ``subscriptions/listen`` moves to the new id (its notifications are taken
+        under it). The old id is finished: a late answer to it is dropped
+        (:class:`ResponseIgnored`, ``late``), as is progress under its old token.
+        Nothing is sent to cancel the old one (the broken stream was its cancellation).
+
+        Args:
+            request_id: our request in flight (not awaiting input).
+            now: the current time, as for :meth:`send_request`; a request whose
+                deadline is at or before it is refused (:meth:`handle_timer` times it
+                out).
+
+        Returns:
+            The new request's id.
+
+        Raises:
+            LocalProtocolError: ``request_id`` is not in flight, not a modern request
+                of a client, re-issued ``max_reissues`` times already
+                (``ConnectionConfig``; ``0``: re-issuing is off), past its deadline,
+                or the connection is closed. No state changed.
+        """
+        entry = self._pending.get(request_id)
+        if entry is None:
+            raise LocalProtocolError(f"request {request_id!r} is not in flight")
+        if self.role != "client" or entry.era is not _MODERN:
+            raise LocalProtocolError("only a modern client's request is re-issued")
+        if entry.reissues >= self.config.max_reissues:
+            raise LocalProtocolError(
+                f"request {request_id!r} was re-issued {entry.reissues} times (max_reissues)"
+            )
+        deadline = entry.deadline
+        if deadline is not None and deadline <= now:
+            raise LocalProtocolError(f"request {request_id!r} is past its deadline")
+        self._check_open()
+        rid = self._next_id + 1
+        params = entry.params
+        token = entry.progress_token
+        if token is not None:
+            params = _modern.attach_meta(params, {"progressToken": rid})
+            token = rid
+        payload = dumps(request(rid, entry.method, params))
+        # Built and serialized (either may raise): now change state.
+        self._next_id = rid
+        del self._pending[request_id]
+        listening = request_id in self._listening
+        self._forget_out(request_id, entry, "late")
+        entry.params = params
+        entry.progress_token = token
+        entry.last_progress = None  # (a new token: its reports count afresh)
+        entry.reissues += 1
+        self._pending[rid] = entry
+        if token is not None:
+            self._progress_in[token] = rid
+        if listening:
+            self._listening.add(rid)
+        if deadline is not None:  # the same deadline, under the new id
+            self._timer_seq += 1
+            entry.timer_seq = seq = self._timer_seq
+            heapq.heappush(self._timers, (deadline, seq, rid))
+            if self._on_arm is not None:
+                self._on_arm()
+        self._queue(payload, entry.related)
+        return rid
+
+    def reissue_count(self, request_id: RequestId) -> int:
+        """How many times our request ``request_id`` in flight was re-issued
+        (:meth:`reissue_request`); 0 if never, or if it is not in flight."""
+        entry = self._pending.get(request_id)
+        return 0 if entry is None else entry.reissues
+
     def abandon_request(self, request_id: RequestId) -> None:
         """Modern client: give up on a request that awaits input."""
         self._awaiting_input.pop(request_id, None)

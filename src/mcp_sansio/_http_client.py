@@ -58,15 +58,18 @@ resumed for it.
 
 Modern: cancellation is closing the request's stream, never a ``notifications/cancelled``
 POST (:meth:`HttpClient.stream_cancellation` spots those). A modern stream is never resumed
-(``2026-07-28`` removed resumability): one that breaks after the request was sent (an SSE
-stream that ends before the answer; a JSON body cut short, ``feed_eof(cut_short=True)``)
-fails its request with an error whose ``data`` has :data:`STREAM_BROKEN` set, and the
-client MUST re-issue it as a new request with a new id (changelog item 9); the connection
-owns ids, so that is the binding's to do (``mcp_trio``'s ``Session.request``). A binding
-that loses the connection while it waits for the answer's head fails the request the same
-way (:func:`http_error` with ``data={STREAM_BROKEN: True}``). An error status, an answer
-that is whole but does not answer, an SSE event dropped for its size (the answer, most
-likely, which would be too large again) and any legacy stream never set it.
+(``2026-07-28`` removed resumability): when one breaks after the request was sent (an SSE
+stream that ends before the answer; a JSON body cut short, ``feed_eof(cut_short=True)``),
+the requests it leaves unanswered are listed in :attr:`ClientResponse.broken` instead of
+failed, because the client MUST re-issue them as new requests with new ids (changelog
+item 9); the connection owns ids, so that is the binding's to do
+(``Connection.reissue_request``), or to fail them with :func:`http_error` when it will
+not. Not a ``subscriptions/listen`` (it fails as before: re-listening is the
+subscription's business). An error status, an answer that is whole but does not
+answer, an SSE event dropped for its size (the answer, most likely, which would be too
+large again) and any legacy stream never break that way. The mark is the binding's own
+knowledge of its transport, never anything the server sent: a JSON-RPC error is an
+answer whatever its ``data``.
 
 Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
 ``tools/list`` results (the spec's MUST), and the valid ones are remembered so
@@ -110,7 +113,6 @@ __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
     "MAX_REOPEN_DELAY",
-    "STREAM_BROKEN",
     "ClientRequest",
     "ClientResponse",
     "HttpClient",
@@ -142,14 +144,6 @@ FORGOTTEN_TWICE: Final = (
     "in its place too; open a new client to try again"
 )
 """Why the conversation ends when a 404 is ``session_expired == "end"``, for people."""
-
-
-STREAM_BROKEN: Final = "streamBroken"
-"""The key, set to ``true`` in the ``data`` of the error (:func:`http_error`) that fails a
-modern request whose response stream broke after it was sent: the client MUST re-issue
-it as a new request, with a new id (``2026-07-28`` changelog, "Remove SSE stream
-resumability"). Only a request that may have reached the server and got no answer
-carries it (see the module docs)."""
 
 
 def _era(value: Era | str | None) -> Era | None:
@@ -400,6 +394,13 @@ class ClientResponse:
         self._dropped = sent.dropped  # the bound an SSE event was dropped for, if any
         self._decoder = SSEDecoder(client.config.max_event_size) if kind == "sse" else None
         self._waiting = dict.fromkeys(sent.request_ids)
+        self.broken: tuple[RequestId, ...] = ()
+        """Modern: after :meth:`feed_eof`, the requests whose stream broke after they
+        were sent, left unanswered and not failed: the binding re-issues each
+        (``Connection.reissue_request``) or fails it with ``http_error(rid,
+        broken_why)`` (see the module docs)."""
+        self.broken_why = ""
+        """Why :attr:`broken` broke, for people."""
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
         self._done = False
         self._problem: str | None = None
@@ -508,8 +509,8 @@ class ClientResponse:
         Args:
             cut_short: the body did not end as HTTP frames it (the connection closed or
                 failed first). A modern request that a JSON body cut short leaves
-                unanswered fails with :data:`STREAM_BROKEN` in its error's ``data``, as
-                one whose SSE stream ends before its answer does (either way).
+                unanswered is :attr:`broken`, as one whose SSE stream ends before its
+                answer is (either way).
         """
         if self._done:
             return []
@@ -526,7 +527,7 @@ class ClientResponse:
                     " HttpClientConfig.max_event_size)"
                 )
             elif modern:
-                return self._fail_waiting(0, why, {STREAM_BROKEN: True})
+                return self._break(0, why)
             return self._fail_waiting(0, why)
         if self.kind == "json":
             if self._too_large:
@@ -544,7 +545,7 @@ class ClientResponse:
                 else:
                     out = self._message(bytes(self._body))  # whole after all: an answer
                 why = "the connection closed before the response body ended"
-                return out + self._fail_waiting(self.status, why, {STREAM_BROKEN: True})
+                return out + self._break(self.status, why)
             out = self._message(bytes(self._body))
             return out + self._fail_waiting(self.status, "the response did not answer the request")
         if self.kind == "accepted":
@@ -627,6 +628,18 @@ class ClientResponse:
             return []
         data = {"httpStatus": self.status} if self.status else None
         return [http_error(answered, why, data=data)]
+
+    def _break(self, status: int, why: str) -> list[bytes]:
+        """The modern stream broke before answering: the requests still waiting are
+        :attr:`broken` (but a ``subscriptions/listen``, failed as before)."""
+        waiting = self._waiting
+        methods = self._methods
+        broken = tuple(r for r in waiting if methods.get(r) != "subscriptions/listen")
+        for rid in broken:
+            del waiting[rid]
+        self.broken = broken
+        self.broken_why = why
+        return self._fail_waiting(status, why)
 
     def _fail_waiting(
         self, status: int, why: str, extra: Mapping[str, Any] | None = None

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._channel import Hold as Hold
     from ._channel import MemoryChannel as MemoryChannel
     from ._channel import MessageChannel as MessageChannel
+    from ._channel import Reissue as Reissue
     from ._channel import StreamChannel as StreamChannel
     from ._channel import Take as Take
     from ._channel import memory_channel_pair as memory_channel_pair
@@ -179,11 +180,12 @@ _LAZY: dict[str, str] = {
     "RootsFunction": "._blocking",
     "SamplingFunction": "._blocking",
     "BlockingSubscription": "._blocking_subscriptions",
-    # (Hold and Take: the callables a custom MessageChannel's attach_holds and
-    # attach_reader are given, so that one can be annotated)
+    # (Hold, Reissue and Take: the callables a custom MessageChannel's attach_holds,
+    # attach_reissue and attach_reader are given, so that one can be annotated)
     "Hold": "._channel",
     "MemoryChannel": "._channel",
     "MessageChannel": "._channel",
+    "Reissue": "._channel",
     "StreamChannel": "._channel",
     "Take": "._channel",
     "memory_channel_pair": "._channel",
@@ -409,6 +411,7 @@ __all__ = [
     "ProgressReceived",
     "ProtectedResourceMetadata",
     "RateLimit",
+    "Reissue",
     "RemoteProtocolError",
     "RequestContext",
     "RequestFacts",

@@ -62,6 +62,7 @@ __all__ = [
     "Inbox",
     "MemoryChannel",
     "MessageChannel",
+    "Reissue",
     "SessionLost",
     "StreamChannel",
     "Take",
@@ -85,6 +86,18 @@ It receives the ids of the requests concerned and ``True`` when the channel star
 holding them back while it obtains credentials for them (an OAuth refresh or
 authorization), ``False`` when it stops, however that ends; it returns nothing. The
 channel calls it in its own task; it must not raise nor wait."""
+
+Reissue = Callable[[RequestId], int | None]
+"""What :meth:`MessageChannel.attach_reissue` is given: the session's
+``reissue(request_id)``.
+
+The channel calls it for a modern request of ours whose response stream broke after
+the request was written (its answer is lost; 2026-07-28: the client MUST re-issue it
+as a new request with a new id), from ``receive`` (in the session's reader, after the
+messages that came before the break); it must not raise nor wait. It
+returns ``None`` when it sent the request again (under a new id: the channel delivers
+nothing for the old one), else how many times the request was re-issued before
+(``0``: never), and the channel fails it with an error saying so."""
 
 
 @final
@@ -189,6 +202,13 @@ class MessageChannel(abc.ABC):
         other transports hold nothing back (a WebSocket is authorized at its
         handshake)."""
         del held
+
+    def attach_reissue(self, reissue: Reissue) -> None:
+        """Hand ``reissue`` the requests whose answer the transport lost after they
+        were written, to send again (see :data:`Reissue`). The default ignores it:
+        only the modern Streamable HTTP client loses answers that way (a message
+        channel either delivers the answer or closes)."""
+        del reissue
 
     @abc.abstractmethod
     async def aclose(self) -> None:

@@ -34,11 +34,6 @@ def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
         raise ValueError(f"{attr.name} must be >= 0, not {value!r}")
 
 
-def _count(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
-    if type(value) is not int or value < 0:
-        raise ValueError(f"{attr.name} must be an int >= 0, not {value!r}")
-
-
 @final
 @attrs.frozen(kw_only=True)
 class SessionConfig:
@@ -131,16 +126,6 @@ class SessionConfig:
     code 1009 (trio-websocket's ``max_message_size``)."""
     ws_connect_timeout: float = attrs.field(default=10.0, validator=_positive)
     """WebSocket: seconds for the opening handshake (and for the closing one)."""
-    max_reissues: int = attrs.field(default=1, validator=_count)
-    """Client, modern era, Streamable HTTP: how many times one request whose response
-    stream broke after it was sent (an SSE stream that ended before the answer, a JSON
-    body cut short, a connection lost while waiting for the answer) is re-issued as a
-    new request with a new id, as the 2026-07-28 specification asks (streams are no
-    longer resumed). Past it the request fails (``McpError`` -32603, ``HTTP: ...``, its
-    message saying how many times it was re-issued); ``0`` turns re-issuing off. Never
-    for an error status, a timeout or a cancellation, nor for
-    ``subscriptions/listen``, nor after an input-required round. The request's timeout
-    keeps counting across re-issues."""
 
 
 @final

@@ -30,23 +30,25 @@ body, SSE events) into messages the session reads.
 * **Re-issue** (modern; ``2026-07-28`` changelog item 9, "Remove SSE stream
   resumability": "clients MUST re-issue it as a new request with a new request ID").
   A request whose answer broke *after it was written* -- an SSE stream that ended
-  without the answer, a JSON body cut short, the connection closed or reset before
-  the head (:class:`~mcp_trio._http_pool.ReadFailed`) -- fails here with an error
-  whose ``data`` carries ``mcp_sansio.http.STREAM_BROKEN``, and
-  :meth:`Session.request <mcp_trio.Session.request>` re-issues it, at most
-  ``SessionConfig.max_reissues`` times. Never for an error status (the server
-  answered), our own cancellation or a timeout (we closed the stream: for the server
-  that *is* the cancellation, and it sends nothing more), a request not written whole
+  without the answer, a JSON body cut short (``ClientResponse.broken``), the
+  connection closed or reset before the head (:class:`~mcp_trio._http_pool.ReadFailed`)
+  -- is handed to the session's ``reissue`` hook (``attach_reissue``, as
+  ``attach_holds``), which has the core send it again (``Connection.reissue_request``:
+  new id and progress token, same params, its deadline as it stands) at most
+  ``ConnectionConfig.max_reissues`` times; when it will not (the bound, the deadline
+  passed, nobody waits) the request fails here as before, -32603 ``HTTP: ...``, its
+  message saying how many times it was re-issued. The mark is this channel's own
+  knowledge of its transport, never the server's words: a JSON-RPC error is an answer
+  whatever its ``data``. Never for an error status (the server answered), our own
+  cancellation or a timeout (we closed the stream: for the server that *is* the
+  cancellation, and it sends nothing more), a request not written whole
   (:class:`~mcp_trio._http_pool.WriteFailed`: a server may close the connection on a
   body larger than it takes, which a re-issue would only repeat; see the end of these
   docs), an SSE event dropped for its size (the answer, most likely: too large again),
-  nor a legacy stream (resumed instead). Why the session and not this channel: the
-  core owns request ids (a re-issue is a new request, with a new id and progress
-  token, as an input-required retry is), and the session owns the call (its timeout,
-  which keeps counting across re-issues, its progress callback, its cancellation).
-  The channel only says which failures are breaks; a ``subscriptions/listen`` that
-  breaks is not re-issued (its subscription is keyed by the first request's id), and
-  ends as before.
+  a ``subscriptions/listen`` (its subscription ends, as before: its hub keys it by the
+  first listen's id), nor a legacy stream (resumed instead). Why the core and the
+  session and not this channel: the core owns request ids and deadlines, the session
+  its waiters (re-keyed to the new id, ``on_sent`` told).
 * **GET stream** (legacy): once the session is initialized, one task keeps the session's
   GET stream open for what the server says on its own, for as long as the session lasts
   (the client may open it at any time). A stream that ends is resumed
@@ -144,7 +146,6 @@ from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
-    STREAM_BROKEN,
     ClientRequest,
     ClientResponse,
     HttpClient,
@@ -157,7 +158,7 @@ from mcp_sansio.http import (
     reopen_delay,
 )
 
-from ._channel import Framing, Hold, Inbox, MessageChannel, SessionLost, Take
+from ._channel import Framing, Hold, Inbox, MessageChannel, Reissue, SessionLost, Take
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -177,6 +178,17 @@ _INBOX_SIZE: Final = 16
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
+
+
+@final
+@attrs.frozen
+class _Broken:
+    """In the inbox, in order with the messages: the answer to our request
+    ``request_id`` was lost after it was written (``why``); :meth:`HttpChannel.receive`
+    has the session re-issue it, or fails it."""
+
+    request_id: RequestId
+    why: str
 
 
 @attrs.define(slots=True)
@@ -280,11 +292,12 @@ class HttpChannel(MessageChannel):
             if write_timeout is None
             else min(auth.timeout, write_timeout / 3)
         )
-        self._inbox_send, inbox = trio.open_memory_channel[bytes | SessionClosed | SessionLost](
-            _INBOX_SIZE
-        )
+        self._inbox_send, inbox = trio.open_memory_channel[
+            bytes | SessionClosed | SessionLost | _Broken
+        ](_INBOX_SIZE)
         self._inbox = Inbox(inbox)
         self._held: Hold | None = None  # the session's (attach_holds)
+        self._reissue: Reissue | None = None  # the session's (attach_reissue)
         self._tasks: trio.Nursery | None = None
         self._streams: dict[RequestId, _Stream] = {}
         self._get_started = False
@@ -420,6 +433,9 @@ class HttpChannel(MessageChannel):
     def attach_holds(self, held: Hold) -> None:
         self._held = held
 
+    def attach_reissue(self, reissue: Reissue) -> None:
+        self._reissue = reissue
+
     @contextmanager
     def _holding(self, sent: ClientRequest) -> Iterator[None]:
         """While the requests of ``sent`` wait for a token (see ``attach_holds``)."""
@@ -437,6 +453,14 @@ class HttpChannel(MessageChannel):
             item = await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise trio.EndOfChannel from None
+        while isinstance(item, _Broken):
+            failed = self._reissued(item)
+            if failed is not None:
+                return failed
+            try:
+                item = await self._inbox.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                raise trio.EndOfChannel from None
         if isinstance(item, SessionLost) and item.restart:
             # Read: from now on the session holds what it writes itself.
             self._restart_due = False
@@ -559,8 +583,10 @@ class HttpChannel(MessageChannel):
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
                 # Written, then no answer: a modern request is re-issued (the module docs).
-                broke = isinstance(exc, ReadFailed) and current.modern
-                await self._fail(current.request_ids, str(exc), broke=broke)
+                if isinstance(exc, ReadFailed) and current.modern:
+                    await self._broke(current, str(exc))
+                else:
+                    await self._fail(current.request_ids, str(exc))
                 return
             if reader is None or reader.session_expired:
                 return  # (_exchange has done what a 404 to our session calls for)
@@ -728,6 +754,8 @@ class HttpChannel(MessageChannel):
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
             for message in messages:
                 await self._deliver(message)
+            if reader.broken:
+                await self._fail(reader.broken, reader.broken_why, broke=True)
         finally:
             if reader.session_expired is not None:
                 self._session_lost(reader)  # (no checkpoint: even when cancelled)
@@ -759,10 +787,37 @@ class HttpChannel(MessageChannel):
         self, request_ids: tuple[RequestId, ...], why: str, *, broke: bool = False
     ) -> None:
         """Fail ``request_ids`` (-32603, ``HTTP: why``); ``broke``: their stream broke
-        after they were sent, so the session re-issues them (``STREAM_BROKEN``)."""
-        data = {STREAM_BROKEN: True} if broke else None
+        after they were sent, so the session re-issues those it can first (in order
+        with the messages delivered before: ``_Broken``, see :meth:`receive`)."""
         for rid in request_ids:
-            await self._deliver(http_error(rid, why, data=data))
+            if broke and self._reissue is not None:
+                self._inbox.unpark()  # (taken in order by the reader, never offered)
+                with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self._inbox_send.send(_Broken(rid, why))
+            else:
+                await self._deliver(http_error(rid, why))
+
+    def _reissued(self, broken: _Broken) -> bytes | None:
+        """The session's reader reached ``broken``: ``None`` if the session re-issued
+        the request (``attach_reissue``), else the error that fails it."""
+        assert self._reissue is not None
+        times = self._reissue(broken.request_id)
+        if times is None:
+            return None
+        why = broken.why
+        if times:
+            why = f"{why} (re-issued {times} time{'' if times == 1 else 's'})"
+        return http_error(broken.request_id, why)
+
+    async def _broke(self, sent: ClientRequest, why: str) -> None:
+        """The connection failed after ``sent`` was written, before its answer's head:
+        fail its requests, re-issuing those that are not a ``subscriptions/listen``."""
+        methods = dict(zip(sent.request_ids, sent.methods, strict=False))
+        listens = tuple(r for r in sent.request_ids if methods.get(r) == "subscriptions/listen")
+        if listens:
+            await self._fail(listens, why)
+        rest = tuple(r for r in sent.request_ids if r not in listens)
+        await self._fail(rest, why, broke=True)
 
     def _restart(self, lost: ClientResponse) -> None:
         """The head of a ``404`` says the session in use is gone: tell the session to

@@ -136,11 +136,11 @@ from ._pool import (
     serve_notification,
 )
 from ._util import is_internal_failure
-from ._waiters import InputCallback, Outcome, ProgressCallback, Waiters
+from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter, Waiters
 from ._writer import Writer
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Callable
 
     from mcp_sansio._http_auth import Principal
 
@@ -153,90 +153,6 @@ _START = frozenset({"initialize", "server/discover"})
 
 async def _reraise(exc: BaseException) -> None:
     raise exc
-
-
-_STREAM_BROKEN = "streamBroken"
-"""``mcp_sansio.http.STREAM_BROKEN`` (not imported: a stdio client loads no HTTP)."""
-
-
-@final
-class _Reissue:
-    """A modern request of ours whose transport failed it with ``STREAM_BROKEN`` (its
-    Streamable HTTP response broke after it was sent), or may: the re-issues so far, and
-    the caller's timeout, which keeps counting across them (see :meth:`Session.request`).
-
-    The core times the first request; each re-issue is a new request with a timer of its
-    own, so from the first re-issue on the wait is bounded here by what is left: the
-    request's ``timeout`` from when it was sent or last reported progress (as the
-    core's), within ``max_request_time`` from when it was first sent."""
-
-    __slots__ = ("_on_progress", "cap", "count", "final", "last", "scope", "window")
-
-    def __init__(
-        self,
-        config: ConnectionConfig,
-        timeout: float | None,
-        on_progress: ProgressCallback | None,
-        now: float,
-    ) -> None:
-        window = timeout if timeout is not None else config.request_timeout
-        self.window = window if window != math.inf else None
-        total = config.max_request_time
-        self.cap = now + total if total is not None else None
-        self.last = now
-        """When the request was first sent, or last reported progress."""
-        self.count = 0
-        """Re-issues so far."""
-        self.final = False
-        """No more re-issues (an input round was answered)."""
-        self.scope: trio.CancelScope | None = None
-        self._on_progress = on_progress
-
-    def deadline(self) -> float:
-        end = math.inf if self.window is None else self.last + self.window
-        return end if self.cap is None else min(end, self.cap)
-
-    async def progress(self, event: ProgressReceived) -> None:
-        """The caller's ``on_progress``, noting the time (progress re-arms the timeout)."""
-        self.last = trio.current_time()
-        if self.scope is not None:
-            self.scope.deadline = self.deadline()
-        assert self._on_progress is not None
-        await self._on_progress(event)
-
-    def broke(self, outcome: Outcome, limit: int) -> bool:
-        """Whether ``outcome`` says the request's stream broke, and it may be re-issued."""
-        if not isinstance(outcome, ErrorReceived) or self.final or self.count >= limit:
-            return False
-        data = outcome.error.data
-        return (
-            type(data) is dict
-            and data.get(_STREAM_BROKEN) is True
-            and trio.current_time() < self.deadline()
-        )
-
-    async def wait(
-        self,
-        wait_for: Callable[[RequestId, ProgressCallback | None], Awaitable[Outcome]],
-        rid: RequestId,
-        on_progress: ProgressCallback | None,
-    ) -> Outcome | None:
-        """``wait_for(rid)`` within the caller's timeout: ``None`` past it (``wait_for``
-        has cancelled the request on the wire)."""
-        with trio.CancelScope(deadline=self.deadline()) as self.scope:
-            return await wait_for(rid, on_progress)
-        return None
-
-    def told(
-        self, outcome: ErrorReceived | RequestTimedOut | SessionClosed
-    ) -> ErrorReceived | RequestTimedOut | SessionClosed:
-        """``outcome``, its error message saying how many times the request was
-        re-issued, if it was."""
-        if not self.count or not isinstance(outcome, ErrorReceived):
-            return outcome
-        times = "time" if self.count == 1 else "times"
-        message = f"{outcome.error.message} (re-issued {self.count} {times})"
-        return attrs.evolve(outcome, error=attrs.evolve(outcome.error, message=message))
 
 
 @final
@@ -465,8 +381,8 @@ class Session:
                 for (HTTP bindings send it on that request's stream).
             on_sent: called with the request's id as soon as the core has it (before
                 anything is written or awaited), and with each retry's (modern
-                input-required rounds): the id its answer and notifications name. It
-                must not raise.
+                input-required rounds) and re-issue's: the id its answer and
+                notifications name. It must not raise.
             on_held: called with the request's id (as ``on_sent`` names it) and
                 ``True`` when the transport starts holding it back to obtain
                 credentials (the HTTP client's OAuth: a token refresh, an authorization
@@ -493,14 +409,15 @@ class Session:
         answer is dropped; a request none of which was written yet (queued behind
         another write) is not sent at all, and no cancellation is.
 
-        Re-issue (modern era): a request the transport failed because its response
-        stream broke after it was sent (Streamable HTTP: ``data`` ``streamBroken``) is
-        sent again as a new request, with a new id (``on_sent`` is told) and progress
-        token, at most ``config.max_reissues`` times (2026-07-28 changelog: "clients
-        MUST re-issue it"); past that it fails, its message saying how many times it
-        was re-issued. ``timeout`` keeps counting across re-issues (from the last
-        progress report of any attempt; ``max_request_time`` from the first send).
-        Not a ``subscriptions/listen``, nor after an input-required round.
+        Re-issue (modern era): a request whose answer the transport lost after writing
+        it (a Streamable HTTP response stream that broke: ``MessageChannel.attach_reissue``)
+        is sent again by the core as a new request, with a new id and progress token
+        and the same params (an input round's answers included), at most
+        ``ConnectionConfig.max_reissues`` times (2026-07-28 changelog: "clients MUST
+        re-issue it"); past that it fails, its message saying how many times it was
+        re-issued. Its timeout and ``max_request_time`` keep counting across re-issues
+        (the core keeps its deadline), and the time an input round waits for the user
+        is not counted, as for any request.
         """
         if self._close_exc is not None:  # (_raise_if_closed, inline)
             raise self._closed_error()
@@ -509,71 +426,94 @@ class Session:
             self._raise_if_closed()
         # (A session started anew in place of a forgotten one: the core holds the
         # request until it is ready, and its timeout runs meanwhile.)
-        progress, now = on_progress is not None, trio.current_time()
         rid = self._conn.send_request(
             method,
             params,
-            now=now,
-            progress=progress,
+            now=trio.current_time(),
+            progress=on_progress is not None,
             timeout=timeout,
             log_level=log_level,
             related_request_id=related_request_id,
         )
-        # A modern request whose stream breaks is re-issued (_Reissue: made when it
-        # breaks, or at once to note the times of progress). Not after an input round:
-        # the core alone knows the retry's params.
-        reissue: _Reissue | bool = (
-            self.config.max_reissues > 0
-            and self._conn.era is Era.MODERN
-            and method != "subscriptions/listen"
-        )
-        if reissue and on_progress is not None:
-            reissue = _Reissue(self._conn.config, timeout, on_progress, now)
-            on_progress = reissue.progress
         while True:
             if on_sent is not None:
                 on_sent(rid)
             if on_held is not None:
                 self._on_held[rid] = on_held
             try:
-                if isinstance(reissue, _Reissue) and reissue.count:
-                    outcome = await reissue.wait(self._wait_for, rid, on_progress)
-                    if outcome is None:
-                        raise RequestTimeout(method, rid)
-                else:
-                    outcome = await self._wait_for(rid, on_progress)
+                outcome = await self._wait_for(rid, on_progress)
             finally:
                 if on_held is not None:
                     del self._on_held[rid]
             if isinstance(outcome, ResultReceived):
                 return outcome.result
+            if isinstance(outcome, Reissued):
+                rid, outcome = await self._reissued(rid, outcome, on_sent, on_held)
+                if isinstance(outcome, ResultReceived):
+                    return outcome.result
             if not isinstance(outcome, InputRequired):
-                if reissue is True:
-                    reissue = _Reissue(self._conn.config, timeout, None, now)
-                if isinstance(reissue, _Reissue) and reissue.broke(
-                    outcome, self.config.max_reissues
-                ):
-                    # 2026-07-28 changelog: a new request, with a new id.
-                    self._raise_if_closed()
-                    reissue.count += 1
-                    rid = self._conn.send_request(
-                        method,
-                        params,
-                        now=trio.current_time(),
-                        progress=progress,
-                        timeout=timeout,
-                        log_level=log_level,
-                        related_request_id=related_request_id,
-                    )
-                    continue
-                if isinstance(reissue, _Reissue):
-                    outcome = reissue.told(outcome)
                 raise request_error(method, rid, outcome)
-            if isinstance(reissue, _Reissue):
-                reissue.final = True
-            else:
-                reissue = False
             rid = await self._answer_input(rid, outcome, on_input_required)
+
+    async def _reissued(
+        self,
+        rid: RequestId,
+        moved: Reissued,
+        on_sent: Callable[[RequestId], object] | None,
+        on_held: Callable[[RequestId, bool], object] | None,
+    ) -> tuple[
+        RequestId, ResultReceived | ErrorReceived | RequestTimedOut | InputRequired | SessionClosed
+    ]:
+        """Wait for the request ``rid`` that :meth:`_reissue` sent again, under its new
+        id (and again, should it be re-issued once more): the id and outcome that end
+        it. The waiters of the old ids stay until then, for progress they reported
+        before the break that is still being handed out."""
+        gone = [rid]
+        try:
+            while True:
+                rid = moved.request_id
+                if on_sent is not None:
+                    on_sent(rid)
+                if on_held is not None:
+                    self._on_held[rid] = on_held
+                try:
+                    outcome = await self._wait_on(rid, moved.waiter)
+                finally:
+                    if on_held is not None:
+                        del self._on_held[rid]
+                if not isinstance(outcome, Reissued):
+                    return rid, outcome
+                gone.append(rid)
+                moved = outcome
+        finally:
+            for old in gone:
+                self._waiters.forget(old)
+
+    def _reissue(self, rid: RequestId) -> int | None:
+        """The channel's ``reissue`` hook (``MessageChannel.attach_reissue``): the
+        answer to our request ``rid`` was lost after it was written (a modern
+        Streamable HTTP stream broke). The core sends it again under a new id
+        (``Connection.reissue_request``: same params, new progress token, the deadline
+        as it stands, at most ``max_reissues`` times) and its caller is woken to wait
+        for that one (:class:`Reissued`: ``on_sent`` and ``on_held`` follow the new
+        id, its caller's cancellation cancels it). ``None`` when re-issued; else how
+        many times it was before, for the error the channel then fails it with (the
+        bound, its deadline passed, or nobody waits for it any more)."""
+        conn = self._conn
+        waiter = self._waiters.get(rid)
+        if waiter is None or waiter.outcome is not None:
+            return conn.reissue_count(rid)
+        try:
+            new = conn.reissue_request(rid, now=trio.current_time())
+        except LocalProtocolError:
+            return conn.reissue_count(rid)
+        # (The caller's task writes the new request, as it wrote the first: _wait_on.
+        # The old waiter stays registered for progress from before the break, which
+        # may still be on its way to it: _reissued forgets it.)
+        waiter.outcome = Reissued(new, self._waiters.add(new, waiter.on_progress))
+        waiter.done.set()
+        self._rearm_timer()
+        return None
 
     def _held(self, request_ids: tuple[RequestId, ...], held: bool) -> None:
         """The channel holds ``request_ids`` back for credentials, or no longer
@@ -796,6 +736,12 @@ class Session:
     async def _wait_for(self, rid: RequestId, on_progress: ProgressCallback | None) -> Outcome:
         waiter = self._waiters.add(rid, on_progress)
         self._rearm_timer()
+        return await self._wait_on(rid, waiter)
+
+    async def _wait_on(self, rid: RequestId, waiter: Waiter) -> Outcome:
+        """Write our request ``rid`` (unless it went out at once) and wait for its
+        ``waiter``, registered already (by :meth:`_wait_for`, or by :meth:`_reissue`
+        for a re-issued request)."""
         mark = 0
         try:
             mark = self._flush_nowait()
@@ -805,6 +751,8 @@ class Session:
         except BaseException:
             if waiter.outcome is None:
                 await self._abandon(rid)
+            elif isinstance(waiter.outcome, Reissued):
+                await self._abandon_reissued(rid, waiter.outcome)
             raise
         finally:
             if mark:
@@ -825,6 +773,18 @@ class Session:
         self._queued[rid] = queued
         with queued.scope:
             await self._write_through(mark)
+
+    async def _abandon_reissued(self, rid: RequestId, moved: Reissued) -> None:
+        """The caller gave up on the request ``rid`` just re-issued (its task not yet
+        waiting for the new id): cancel the newest attempt, unless it is answered."""
+        self._waiters.forget(rid)
+        while isinstance(moved.waiter.outcome, Reissued):
+            self._waiters.forget(moved.request_id)
+            moved = moved.waiter.outcome
+        if moved.waiter.outcome is None:
+            await self._abandon(moved.request_id)
+        else:
+            self._waiters.forget(moved.request_id)
 
     async def _abandon(self, rid: RequestId) -> None:
         """The caller gave up: take the request back if none of it was written
@@ -1371,6 +1331,7 @@ class Session:
                 if self._channel.framing == "message":
                     self._channel.attach_reader(self._take_message)
                 self._channel.attach_holds(self._held)
+                self._channel.attach_reissue(self._reissue)
                 nursery.start_soon(self._read_loop, name="mcp reader")
                 nursery.start_soon(self._timer_loop, name="mcp timer")
 

@@ -25,7 +25,20 @@ from mcp_sansio import (
 
 from ._errors import SessionClosed
 
-__all__ = ["InputCallback", "Outcome", "ProgressCallback", "Waiter", "Waiters"]
+__all__ = ["InputCallback", "Outcome", "ProgressCallback", "Reissued", "Waiter", "Waiters"]
+
+
+@final
+@attrs.frozen(eq=False)
+class Reissued:
+    """The outcome of a request the session re-issued (its answer was lost: see
+    ``Session._reissue``): wait for ``waiter``, the caller's under the new id."""
+
+    request_id: RequestId
+    """The new request's id."""
+    waiter: Waiter
+    """Already registered for it (progress and an early answer are not lost)."""
+
 
 ProgressCallback: TypeAlias = Callable[[ProgressReceived], Awaitable[None]]
 """``async def on_progress(event)``: runs where the session reads (its reader, or the
@@ -33,7 +46,7 @@ task finishing a message taken in passing), blocking what comes next; keep it sh
 InputCallback: TypeAlias = Callable[[InputRequired], Awaitable[dict[str, Any]]]
 """``async def on_input_required(event) -> input_responses`` (modern era, MRTR)."""
 Outcome: TypeAlias = (
-    ResultReceived | ErrorReceived | RequestTimedOut | InputRequired | SessionClosed
+    ResultReceived | ErrorReceived | RequestTimedOut | InputRequired | SessionClosed | Reissued
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -85,8 +86,7 @@ async def test_a_dropped_modern_stream_fails_only_its_request(nursery: trio.Nurs
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(
             proxy.url(),
-            connection_config=client_connection_config("modern"),
-            config=SessionConfig(max_reissues=0),
+            connection_config=attrs.evolve(client_connection_config("modern"), max_reissues=0),
         ) as client:
 
             async def drop() -> None:

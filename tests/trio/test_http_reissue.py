@@ -4,7 +4,7 @@
 the in-flight request; clients MUST re-issue it as a new request with a new request ID".
 The client re-issues a request whose answer broke after it was sent (an SSE stream that
 ends without the answer, a JSON body cut short, a connection dropped before the head),
-at most ``SessionConfig.max_reissues`` times; never one refused with an error status,
+at most ``ConnectionConfig.max_reissues`` times; never one refused with an error status,
 cancelled by its caller, or timed out, and its timeout keeps counting across re-issues.
 
 A hand-written HTTP/1.1 server (h11, loopback, port 0) plays each ``tools/call`` by a
@@ -25,6 +25,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcp_sansio import ConnectionConfig
 from mcp_sansio._json import dumps
 from mcp_trio import McpError, RequestTimeout, SessionConfig
 from mcp_trio._http_client import open_http_client
@@ -172,9 +173,9 @@ async def _serve(nursery: trio.Nursery, *steps: str, delay: float = 0.0) -> tupl
 def _client(url: str, **config: Any) -> Any:
     return open_http_client(
         url,
-        connection_config=client_connection_config("modern"),
+        connection_config=attrs.evolve(client_connection_config("modern"), **config),
         transport=NO_GET,
-        config=SessionConfig(**config),
+        config=SessionConfig(),
     )
 
 
@@ -241,7 +242,7 @@ async def test_max_reissues_0_fails_as_before(
             with pytest.raises(McpError) as info:
                 await client.request("tools/call", call("echo"))
     assert info.value.message == "HTTP: the stream ended before the response arrived"
-    assert info.value.data == {"streamBroken": True}
+    assert info.value.data is None
     assert len(script.calls) == 1
 
 
@@ -350,34 +351,63 @@ async def test_progress_rearms_the_timeout_across_reissues(
 
 
 def test_max_reissues_is_a_count() -> None:
-    assert SessionConfig().max_reissues == 1
+    assert ConnectionConfig().max_reissues == 1
     for bad in (-1, 1.5, True, "1"):
         with pytest.raises(ValueError, match="max_reissues"):
-            SessionConfig(max_reissues=bad)  # type: ignore[arg-type]
+            ConnectionConfig(max_reissues=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("with_progress", [False, True])
-async def test_the_retry_of_an_input_round_is_not_reissued(
+async def test_the_retry_of_an_input_round_is_reissued_with_its_answers(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, with_progress: bool
 ) -> None:
-    # The core alone knows the retry's params (inputResponses, requestState): re-issuing
-    # the first request instead would ask the user again. It fails as before.
+    # The core re-issues the retry it holds (inputResponses, requestState): the user is
+    # not asked again, and the server gets the retry a second time under a new id.
     script, url = await _serve(nursery, "ask", "sse-cut")
+    asked: list[Any] = []
 
     async def roots(event: Any) -> dict[str, Any]:
+        asked.append(event)
         return {"where": {"roots": []}}
 
     with trio.fail_after(IO_TIMEOUT):
         async with _client(url) as client:
-            with pytest.raises(McpError, match="stream ended") as info:
-                await client.request(
-                    "tools/call",
-                    call("echo"),
-                    on_input_required=roots,
-                    on_progress=_ignore if with_progress else None,
-                )
-    assert "re-issued" not in info.value.message
-    assert [c["params"].get("requestState") for c in script.calls] == [None, "s"]
+            result = await client.request(
+                "tools/call",
+                call("echo"),
+                on_input_required=roots,
+                on_progress=_ignore if with_progress else None,
+            )
+    assert text_of(result) == "ok 2" and len(asked) == 1
+    assert [c["params"].get("requestState") for c in script.calls] == [None, "s", "s"]
+    retry, again = script.calls[1:]
+    assert again["params"]["inputResponses"] == {"where": {"roots": []}}
+    if with_progress:
+        token = again["params"]["_meta"]["progressToken"]
+        assert token == again["id"] != retry["params"]["_meta"]["progressToken"]
+        del again["params"]["_meta"]["progressToken"], retry["params"]["_meta"]["progressToken"]
+    assert again["id"] != retry["id"] and again["params"] == retry["params"]
+
+
+async def test_the_time_an_input_round_waits_after_a_reissue_is_not_counted(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Broken, re-issued, then the server asks for input and the user takes 30 s: the
+    # timeout of 10 s stops while the user answers (as the core's always does), and
+    # the retry is answered.
+    script, url = await _serve(nursery, "sse-cut", "ask")
+
+    async def roots(event: Any) -> dict[str, Any]:
+        await trio.sleep(30)
+        return {"where": {"roots": []}}
+
+    with trio.fail_after(LONG):
+        async with _client(url) as client:
+            result = await client.request(
+                "tools/call", call("echo"), on_input_required=roots, timeout=10
+            )
+    assert text_of(result) == "ok 2"
+    assert len(script.calls) == 3
 
 
 async def test_a_reissued_request_that_asks_for_input_is_answered(
