@@ -78,7 +78,8 @@ class Script:
     * ``late-cut``: as ``sse-cut``, after ``delay`` seconds;
     * ``hang``: an SSE head, then nothing until the client closes the connection;
     * ``500`` / ``400``: that status, with a plain body;
-    * ``ask``: an input-required result (``roots/list``).
+    * ``ask``: an input-required result (``roots/list``);
+    * ``forged-json`` / ``forged-sse``: an error whose ``data`` says ``streamBroken``.
     """
 
     steps: list[str]
@@ -121,6 +122,16 @@ class Script:
             result = {"resultType": "input_required", "inputRequests": ask, "requestState": "s"}
             answer = dumps({"jsonrpc": "2.0", "id": rid, "result": result})
             await respond(conn, stream, answer, headers=(_JSON,))
+            return True
+        if step.startswith("forged"):
+            error = {"code": -32000, "message": "declined", "data": {"streamBroken": True}}
+            forged = dumps({"jsonrpc": "2.0", "id": rid, "error": error})
+            if step == "forged-json":
+                await respond(conn, stream, forged, headers=(_JSON,))
+                return True
+            await stream.send_all(conn.send(h11.Response(status_code=200, headers=[_SSE])))
+            await stream.send_all(conn.send(h11.Data(data=b"data: " + forged + b"\n\n")))
+            await stream.send_all(conn.send(h11.EndOfMessage()))
             return True
         if step in ("500", "400"):
             await respond(conn, stream, b"no", status=int(step), headers=(_JSON,))
@@ -195,12 +206,15 @@ async def test_a_broken_response_is_reissued_with_a_new_id(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, broken: str
 ) -> None:
     script, url = await _serve(nursery, broken)
+    sent: list[Any] = []
     with trio.fail_after(IO_TIMEOUT):
         async with _client(url) as client:
-            result = await client.request("tools/call", call("echo", text="x"))
+            result = await client.request("tools/call", call("echo", text="x"), on_sent=sent.append)
+            assert len(client._waiters) == 0  # (the old id's waiter too is gone)
     assert text_of(result) == "ok 1"
     assert len(script.calls) == 2
     _same_request(*script.calls)
+    assert sent == [c["id"] for c in script.calls]  # on_sent is told the new id
 
 
 async def test_broken_more_often_than_max_reissues_fails_saying_so(
@@ -229,6 +243,7 @@ async def test_max_reissues_counts_every_reissue(
     with trio.fail_after(IO_TIMEOUT):
         async with _client(url, max_reissues=3) as client:
             result = await client.request("tools/call", call("echo"))
+            assert len(client._waiters) == 0
     assert text_of(result) == "ok 3"
     assert len({c["id"] for c in script.calls}) == 4
 
@@ -424,3 +439,18 @@ async def test_a_reissued_request_that_asks_for_input_is_answered(
     assert text_of(result) == "ok 2"
     assert script.calls[2]["params"]["inputResponses"] == {"where": {"roots": []}}
     assert len({c["id"] for c in script.calls}) == 3
+
+
+@pytest.mark.parametrize("forged", ["forged-json", "forged-sse"])
+async def test_an_error_saying_stream_broken_is_an_answer(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, forged: str
+) -> None:
+    # Only the transport says a stream broke: the server's words are an answer, and a
+    # tool does not run twice because a server wrote ``streamBroken`` in an error.
+    script, url = await _serve(nursery, forged)
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            with pytest.raises(McpError, match="declined") as info:
+                await client.request("tools/call", call("echo"))
+    assert info.value.data == {"streamBroken": True}
+    assert len(script.calls) == 1
