@@ -762,6 +762,22 @@ def test_oversized_sse_event(raw: Callable[..., RawServer]) -> None:
         client.list_tools()  # (the answer itself is over the bound)
 
 
+def test_a_modern_stream_that_ends_unanswered_fails_the_call(
+    raw: Callable[..., RawServer],
+) -> None:
+    # (BlockingClient does not re-issue it: it fails at once, as it always did, and is
+    # not left waiting for an answer that cannot come.)
+    def unanswered(sock: socket.socket, head: bytes, body: bytes) -> None:
+        respond(sock, "200 OK", {"Content-Type": "text/event-stream"}, b": nothing\n\n")
+
+    server = raw(discover_then(unanswered))
+    with (
+        modern(server.url) as client,
+        pytest.raises(McpError, match="stream ended before the response arrived"),
+    ):
+        client.list_tools()
+
+
 def test_slowloris(raw: Callable[..., RawServer]) -> None:
     stop = threading.Event()
 

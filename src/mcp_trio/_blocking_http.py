@@ -766,6 +766,8 @@ class HttpTransport:
             else:
                 wire.close()
         self.inbox.extend(reader.feed_eof())
+        for rid in reader.broken:  # (a modern stream broke: not re-issued here, failed)
+            self.inbox.append(http_error(rid, reader.broken_why))
         _log_warnings(reader)
         if reader.session_expired == "end":
             self._end_session()
