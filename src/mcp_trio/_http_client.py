@@ -122,10 +122,10 @@ body, SSE events) into messages the session reads.
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written fails
 only that request (a server may close the connection on a body larger than it takes),
-and one that fails after it was written fails it as broken, for the session to re-issue
-(modern; above); a one-way message refused that way, or with an error status, is lost,
-with a warning logged. A request h11 refuses
-to frame (say a redirect to a target no request line may carry) fails only itself.
+and one that fails after it was written, before the answer, has the session re-issue it
+(modern; above) or fails it (legacy); a one-way message refused that way, or with an
+error status, is lost, with a warning logged. A request h11 refuses to frame (say a
+redirect to a target no request line may carry) fails only itself.
 """
 
 from __future__ import annotations
