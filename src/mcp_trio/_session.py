@@ -477,7 +477,7 @@ class Session:
                 if on_held is not None:
                     self._on_held[rid] = on_held
                 try:
-                    outcome = await self._wait_on(rid, moved.waiter)
+                    outcome = await self._wait_reissued(rid, moved.waiter)
                 finally:
                     if on_held is not None:
                         del self._on_held[rid]
@@ -507,9 +507,13 @@ class Session:
             new = conn.reissue_request(rid, now=trio.current_time())
         except LocalProtocolError:
             return conn.reissue_count(rid)
-        # (The caller's task writes the new request, as it wrote the first: _wait_on.
-        # The old waiter stays registered for progress from before the break, which
-        # may still be on its way to it: _reissued forgets it.)
+        # The new request is queued now, not written: the caller's task writes it
+        # (_wait_reissued), as it wrote the first, and a caller who gives up before
+        # then takes it back unsent (_withdraw), so the tool does not run again. The
+        # old waiter stays registered for progress from before the break, which may
+        # still be on its way to it: _reissued forgets it.
+        mark = self._writer.queue(conn.data_to_send())
+        self._queued[new] = _Queued(mark if self._restarting is None else 0)
         waiter.outcome = Reissued(new, self._waiters.add(new, waiter.on_progress))
         waiter.done.set()
         self._rearm_timer()
@@ -736,12 +740,6 @@ class Session:
     async def _wait_for(self, rid: RequestId, on_progress: ProgressCallback | None) -> Outcome:
         waiter = self._waiters.add(rid, on_progress)
         self._rearm_timer()
-        return await self._wait_on(rid, waiter)
-
-    async def _wait_on(self, rid: RequestId, waiter: Waiter) -> Outcome:
-        """Write our request ``rid`` (unless it went out at once) and wait for its
-        ``waiter``, registered already (by :meth:`_wait_for`, or by :meth:`_reissue`
-        for a re-issued request)."""
         mark = 0
         try:
             mark = self._flush_nowait()
@@ -749,16 +747,38 @@ class Session:
                 await self._write_queued(rid, mark)
             await waiter.done.wait()
         except BaseException:
-            if waiter.outcome is None:
-                await self._abandon(rid)
-            elif isinstance(waiter.outcome, Reissued):
-                await self._abandon_reissued(rid, waiter.outcome)
+            await self._gave_up(rid, waiter)
             raise
         finally:
             if mark:
                 self._queued.pop(rid, None)
         assert waiter.outcome is not None
         return waiter.outcome
+
+    async def _wait_reissued(self, rid: RequestId, waiter: Waiter) -> Outcome:
+        """:meth:`_wait_for` our request ``rid`` that :meth:`_reissue` sent again: it
+        was queued there, unwritten (so that a caller who gives up in the meantime
+        takes it back unsent), and its caller's task writes it here."""
+        try:
+            queued = self._queued.get(rid)
+            if queued is not None:
+                with queued.scope:
+                    await self._write_through(queued.mark)
+            await waiter.done.wait()
+        except BaseException:
+            await self._gave_up(rid, waiter)
+            raise
+        finally:
+            self._queued.pop(rid, None)
+        assert waiter.outcome is not None
+        return waiter.outcome
+
+    async def _gave_up(self, rid: RequestId, waiter: Waiter) -> None:
+        """The caller of our request ``rid`` stopped waiting for its ``waiter``."""
+        if waiter.outcome is None:
+            await self._abandon(rid)
+        elif isinstance(waiter.outcome, Reissued):
+            await self._abandon_reissued(rid, waiter.outcome)
 
     async def _write_queued(self, rid: RequestId, mark: int) -> None:
         """Write our request ``rid``, queued up to ``mark`` and not out at once; stop

@@ -43,13 +43,16 @@ async def test_a_forged_stream_broken_error_is_not_reissued(era: str) -> None:
 
 async def test_a_caller_cancelled_as_its_request_is_reissued_cancels_the_new_one() -> None:
     # The caller's cancellation is delivered in the same tick as the re-issue (before
-    # its task runs again): the new request is cancelled, nothing waits or leaks.
+    # its task runs again): the new request, queued but not written, is taken back
+    # (the tool does not run a second time), and nothing waits or leaks.
     server = mcp_trio.Server("slow")
     started = trio.Event()
+    runs: list[int] = []
 
     @server.tool()
     async def block() -> None:
         """Wait."""
+        runs.append(1)
         started.set()
         await trio.sleep_forever()
 
@@ -71,3 +74,4 @@ async def test_a_caller_cancelled_as_its_request_is_reissued_cancels_the_new_one
         assert session._conn.pending_requests() == ()
         assert len(session._waiters) == 0
     assert sent == [sent[0]]  # (the caller never waited for the new id)
+    assert runs == [1]
