@@ -101,6 +101,7 @@ class Pool:
         self._authorization = authorization
         self._proof = proof
         self._idle: deque[H11Stream] = deque()
+        self._closed = False
 
     async def connect(self) -> H11Stream:
         """A new connection.
@@ -264,8 +265,9 @@ class Pool:
         """The response head of the request just sent on ``wire`` (closed on failure).
 
         Raises:
-            ReadFailed: the server closed the connection or broke HTTP/1.1 (a
-                :class:`WireError`).
+            ReadFailed: the server closed the connection, or it was reset, before the
+                head (a :class:`WireError`).
+            WireError: the server broke HTTP/1.1 (a malformed head).
         """
         try:
             while True:
@@ -278,7 +280,9 @@ class Pool:
             await wire.aclose()
             if wire.ended:  # (h11 calls an end mid-head a protocol error)
                 raise ReadFailed("the server closed the connection before it answered") from exc
-            raise ReadFailed(f"the server broke HTTP/1.1: {exc}") from exc
+            # (A malformed head on a live connection is the server's answer, broken:
+            # not a lost one. The request fails; it is not re-issued.)
+            raise WireError(f"the server broke HTTP/1.1: {exc}") from exc
         except ReadFailed:
             await wire.aclose()
             raise
@@ -290,13 +294,20 @@ class Pool:
             raise
 
     async def release(self, wire: H11Stream) -> None:
-        """A finished exchange: keep the connection for reuse, or close it."""
-        if len(self._idle) < self.transport.max_idle_connections and wire.next_cycle():
+        """A finished exchange: keep the connection for reuse, or close it (always,
+        once the pool is closed: a reader that finishes its exchange after the session
+        closed the pool must not leave the connection open)."""
+        if (
+            not self._closed
+            and len(self._idle) < self.transport.max_idle_connections
+            and wire.next_cycle()
+        ):
             self._idle.append(wire)
         else:
             await wire.aclose()
 
     async def aclose(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections, and every one released from now on."""
+        self._closed = True
         while self._idle:
             await self._idle.popleft().aclose()

@@ -800,11 +800,13 @@ class Session:
         self._waiters.forget(rid)
         while isinstance(moved.waiter.outcome, Reissued):
             self._waiters.forget(moved.request_id)
+            self._queued.pop(moved.request_id, None)
             moved = moved.waiter.outcome
         if moved.waiter.outcome is None:
             await self._abandon(moved.request_id)
         else:
             self._waiters.forget(moved.request_id)
+        self._queued.pop(moved.request_id, None)  # (queued by _reissue; nobody writes it)
 
     async def _abandon(self, rid: RequestId) -> None:
         """The caller gave up: take the request back if none of it was written

@@ -133,6 +133,11 @@ class Script:
             await stream.send_all(conn.send(h11.Data(data=b"data: " + forged + b"\n\n")))
             await stream.send_all(conn.send(h11.EndOfMessage()))
             return True
+        if step == "garbage":  # a malformed head, the connection left open
+            await stream.send_all(b"HTTP/1.1 2x0 nonsense\r\n\r\n")
+            while await stream.receive_some(65536):
+                pass
+            return False
         if step in ("500", "400"):
             await respond(conn, stream, b"no", status=int(step), headers=(_JSON,))
             return True
@@ -453,4 +458,17 @@ async def test_an_error_saying_stream_broken_is_an_answer(
             with pytest.raises(McpError, match="declined") as info:
                 await client.request("tools/call", call("echo"))
     assert info.value.data == {"streamBroken": True}
+    assert len(script.calls) == 1
+
+
+async def test_a_malformed_head_is_an_answer_not_a_break(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The server answered, badly (HTTP/1.1 broken on a live connection): the request
+    # fails and is not sent again, so the tool does not run twice.
+    script, url = await _serve(nursery, "garbage")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            with pytest.raises(McpError, match=r"broke HTTP/1\.1"):
+                await client.request("tools/call", call("echo"))
     assert len(script.calls) == 1

@@ -75,3 +75,4 @@ async def test_a_caller_cancelled_as_its_request_is_reissued_cancels_the_new_one
         assert len(session._waiters) == 0
     assert sent == [sent[0]]  # (the caller never waited for the new id)
     assert runs == [1]
+    assert session._queued == {}
