@@ -95,9 +95,9 @@ The channel calls it for a modern request of ours whose response stream broke af
 the request was written (its answer is lost; 2026-07-28: the client MUST re-issue it
 as a new request with a new id), from ``receive`` (in the session's reader, after the
 messages that came before the break); it must not raise nor wait. It
-returns ``None`` when it sent the request again (under a new id: the channel delivers
-nothing for the old one), else how many times the request was re-issued before
-(``0``: never), and the channel fails it with an error saying so."""
+returns ``None`` when it queued the request again (under a new id, written by its
+caller's task: the channel delivers nothing for the old one), else how many times the
+request was re-issued before (``0``: never), and the channel fails it with an error saying so."""
 
 
 @final

@@ -39,7 +39,8 @@ tasks. Per session:
   the caller's cancellation (half a frame would corrupt a stream) and bounded by
   ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the session.
 * **One timer task** sleeps in a cancel scope whose deadline is the core's
-  ``next_deadline()``; every core call re-arms it, and when it fires it calls
+  ``next_deadline()``; every core call brings it forward if need be (a later
+  deadline is left for it to find stale, once), and when it fires it calls
   ``handle_timer(now, withdraw=)`` and tells the callers at once: it never waits for
   a write (a timed-out request none of which was written is taken back, the other
   cancellations are left to the writer at work or a leftover task).
@@ -492,9 +493,10 @@ class Session:
     def _reissue(self, rid: RequestId) -> int | None:
         """The channel's ``reissue`` hook (``MessageChannel.attach_reissue``): the
         answer to our request ``rid`` was lost after it was written (a modern
-        Streamable HTTP stream broke). The core sends it again under a new id
-        (``Connection.reissue_request``: same params, new progress token, the deadline
-        as it stands, at most ``max_reissues`` times) and its caller is woken to wait
+        Streamable HTTP stream broke). The core makes it again under a new id, queued
+        here and written by the caller's task (``Connection.reissue_request``: same
+        params, new progress token, the deadline as it stands, at most
+        ``max_reissues`` times) and its caller is woken to wait
         for that one (:class:`Reissued`: ``on_sent`` and ``on_held`` follow the new
         id, its caller's cancellation cancels it). ``None`` when re-issued; else how
         many times it was before, for the error the channel then fails it with (the
@@ -1415,7 +1417,9 @@ class Session:
 
 @attrs.define(slots=True, eq=False)
 class _Queued:
-    """A caller of ours waiting for its request's write (:meth:`Session._write_queued`)."""
+    """A request of ours queued but maybe not written yet: by its caller
+    (:meth:`Session._write_queued`), or by :meth:`Session._reissue` for a re-issue that
+    :meth:`Session._wait_reissued` writes; what :meth:`Session._withdraw` checks."""
 
     mark: int
     """The mark its request was queued up to, the last message of that queue call;
