@@ -113,6 +113,7 @@ __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
     "MAX_REOPEN_DELAY",
+    "NEVER_REISSUED",
     "ClientRequest",
     "ClientResponse",
     "HttpClient",
@@ -144,6 +145,10 @@ FORGOTTEN_TWICE: Final = (
     "in its place too; open a new client to try again"
 )
 """Why the conversation ends when a 404 is ``session_expired == "end"``, for people."""
+NEVER_REISSUED: Final = frozenset({"subscriptions/listen"})
+"""Methods a broken modern stream fails instead of re-issuing (:attr:`ClientResponse.broken`,
+and the binding's own read of a dropped connection): a listen's subscription is keyed by
+its first id, so listening again is the subscription's business."""
 
 
 def _era(value: Era | str | None) -> Era | None:
@@ -634,7 +639,7 @@ class ClientResponse:
         :attr:`broken` (but a ``subscriptions/listen``, failed as before)."""
         waiting = self._waiting
         methods = self._methods
-        broken = tuple(r for r in waiting if methods.get(r) != "subscriptions/listen")
+        broken = tuple(r for r in waiting if methods.get(r) not in NEVER_REISSUED)
         for rid in broken:
             del waiting[rid]
         self.broken = broken

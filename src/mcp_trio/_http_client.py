@@ -141,6 +141,7 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
+from mcp_sansio._http_client import NEVER_REISSUED
 from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
@@ -812,8 +813,8 @@ class HttpChannel(MessageChannel):
     async def _broke(self, sent: ClientRequest, why: str) -> None:
         """The connection failed after ``sent`` was written, before its answer's head:
         fail its requests, re-issuing those that are not a ``subscriptions/listen``."""
-        methods = dict(zip(sent.request_ids, sent.methods, strict=False))
-        listens = tuple(r for r in sent.request_ids if methods.get(r) == "subscriptions/listen")
+        methods = dict(zip(sent.request_ids, sent.methods, strict=True))
+        listens = tuple(r for r in sent.request_ids if methods[r] in NEVER_REISSUED)
         if listens:
             await self._fail(listens, why)
         rest = tuple(r for r in sent.request_ids if r not in listens)

@@ -317,9 +317,7 @@ class ServerMethods:
             async with context._limiting():
                 return await invoke(entry.fn, entry.run_async, kwargs)
         except _InputNeeded as exc:
-            if context is None:
-                context = Context(ctx, self._server, task=task)
-            return InputRequiredResult(input_requests=exc.requests, state=context._state(exc.asked))
+            return self._input_required(ctx, task, context, exc.requests, exc.asked)
         except BaseExceptionGroup as group:
             needed, rest = group.split(_InputNeeded)
             if needed is None:
@@ -333,9 +331,21 @@ class ServerMethods:
             for leaf in _leaves(needed):
                 requests.update(leaf.requests)
                 asked.update(leaf.asked)
-            if context is None:
-                context = Context(ctx, self._server, task=task)
-            return InputRequiredResult(input_requests=requests, state=context._state(asked))
+            return self._input_required(ctx, task, context, requests, asked)
+
+    def _input_required(
+        self,
+        ctx: RequestContext,
+        task: TaskRun | None,
+        context: Context | None,
+        requests: dict[str, Any],
+        asked: dict[str, str],
+    ) -> InputRequiredResult:
+        """The modern answer that asks ``requests``, its state from ``context`` (built
+        now if the function took none: another function's Context asked)."""
+        if context is None:
+            context = Context(ctx, self._server, task=task)
+        return InputRequiredResult(input_requests=requests, state=context._state(asked))
 
     def _page(
         self, ctx: RequestContext, kind: ListKind, field: str, items: Sequence[Any]

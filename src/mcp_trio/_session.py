@@ -514,8 +514,7 @@ class Session:
         # then takes it back unsent (_withdraw), so the tool does not run again. The
         # old waiter stays registered for progress from before the break, which may
         # still be on its way to it: _reissued forgets it.
-        mark = self._writer.queue(conn.data_to_send())
-        self._queued[new] = _Queued(mark if self._restarting is None else 0)
+        self._note_queued(new, self._writer.queue(conn.data_to_send()))
         waiter.outcome = Reissued(new, self._waiters.add(new, waiter.on_progress))
         waiter.done.set()
         self._rearm_timer()
@@ -791,10 +790,17 @@ class Session:
         and nothing runs between them and this drain that could emit another; unless
         the core held it for a session that replaces a forgotten one (nothing went
         out for it then). That is known here, so nothing needs parsing later."""
-        queued = _Queued(mark if self._restarting is None else 0)
-        self._queued[rid] = queued
+        queued = self._note_queued(rid, mark)
         with queued.scope:
             await self._write_through(mark)
+
+    def _note_queued(self, rid: RequestId, mark: int) -> _Queued:
+        """Record that our request ``rid`` is the last message queued up to ``mark``
+        (what :meth:`_withdraw` checks), unless the core holds it for a session that
+        replaces a forgotten one: then nothing went out for it, and ``mark`` is not its."""
+        queued = _Queued(mark if self._restarting is None else 0)
+        self._queued[rid] = queued
+        return queued
 
     async def _abandon_reissued(self, rid: RequestId, moved: Reissued) -> None:
         """The caller gave up on the request ``rid`` just re-issued (its task not yet
@@ -837,7 +843,8 @@ class Session:
             self._conn.forget_request(rid)
         except LocalProtocolError:
             return False  # finished meanwhile (closed): nothing to take back for
-        return self._withdraw_expired(rid)
+        self._writer.withdraw(self._queued[rid].mark)
+        return True
 
     def _unsent(self, rid: RequestId) -> bool:
         """Whether our request ``rid`` is queued and none of it written (see
@@ -847,14 +854,14 @@ class Session:
             return False
         return self._writer.unsent(queued.mark) is not None
 
-    def _withdraw_expired(self, rid: RequestId) -> bool:
+    def _take_back_unsent(self, rid: RequestId) -> bool:
         """Take our request ``rid``, which the core no longer has, out of the outbox if
         none of it was written; whether it was (the core's ``handle_timer(withdraw=)``:
-        then it sends no ``notifications/cancelled`` for it)."""
+        then it sends no ``notifications/cancelled`` for it). (No timer to re-arm: a
+        request gone never brings a deadline forward.)"""
         if not self._unsent(rid):
             return False
         self._writer.withdraw(self._queued[rid].mark)
-        self._rearm_timer()
         return True
 
     def _raise_if_closed(self) -> None:
@@ -1060,7 +1067,7 @@ class Session:
             # back (nothing goes out for it); the cancellations of the others are left
             # to the writer at work or a leftover task. Else every timeout in the session
             # would wait for that write (up to write_timeout; unbounded in memory).
-            events = self._conn.handle_timer(trio.current_time(), withdraw=self._withdraw_expired)
+            events = self._conn.handle_timer(trio.current_time(), withdraw=self._take_back_unsent)
             for event in events:
                 if isinstance(event, RequestTimedOut):
                     queued = self._queued.get(event.request_id)
