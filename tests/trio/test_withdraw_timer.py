@@ -17,31 +17,19 @@ until it reads. The clock is the ``autojump_clock``, so times below are exact.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import orjson
 import trio
 import trio.testing
 
-from mcp_sansio import Event, NotificationReceived, RequestCancelled, RequestReceived
-from mcp_trio import RequestTimeout, Session, SessionConfig, memory_channel_pair, open_session
+from mcp_sansio import Event
+from mcp_trio import RequestTimeout, Session, memory_channel_pair, open_session
 from mcp_trio._channel import SessionLost
 
 from .helpers import ManualPeer, client_config, server_config
-
-FIRST = "notifications/test/first"  # a write the peer does not read at first
-END = "notifications/test/end"  # sent last: nothing may come after what came before
-CONFIG = SessionConfig(abandon_write_timeout=2, handshake_timeout=None)
-
-
-def _seen(events: list[Event]) -> list[str]:
-    out: list[str] = []
-    for event in events:
-        if isinstance(event, RequestReceived | NotificationReceived):
-            out.append(event.method)
-        elif isinstance(event, RequestCancelled):
-            out.append(f"cancelled {event.request_id!r}")
-        else:
-            out.append(type(event).__name__)
-    return out
+from .test_withdraw_unsent import CONFIG, END, FIRST, _seen
 
 
 async def _start(client: Session, peer: ManualPeer) -> None:
@@ -49,6 +37,19 @@ async def _start(client: Session, peer: ManualPeer) -> None:
         nursery.start_soon(client.start)
         await peer.next_events()  # initialize
         await peer.next_events()  # notifications/initialized
+
+
+@asynccontextmanager
+async def _started() -> AsyncIterator[tuple[Session, ManualPeer]]:
+    """A started client session on a memory channel without room, and its peer, which
+    reads only when the test says so."""
+    ours, theirs = memory_channel_pair(0)
+    peer = ManualPeer(theirs, "server", server_config())
+    async with open_session(
+        ours, "client", config=CONFIG, connection_config=client_config()
+    ) as client:
+        await _start(client, peer)
+        yield client, peer
 
 
 async def _read_until_end(client: Session, peer: ManualPeer) -> list[str]:
@@ -76,12 +77,7 @@ async def test_params_that_cannot_be_read_back_are_withdrawn_all_the_same(
     # The first version read the queued request back to check it, and the caller got
     # JSONDecodeError instead of its cancellation (nothing withdrawn, nothing cancelled).
     deep = orjson.Fragment(b"[" * 1100 + b"]" * 1100)
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         await _block_writer(client)
         with trio.move_on_after(1) as gave_up:
             await client.request("tools/call", {"name": "x", "arguments": {"a": deep}})
@@ -97,12 +93,7 @@ async def test_the_writer_giving_up_on_its_own_request_leaves_nothing_to_write(
     # (atomic, in memory) is cancelled, the request taken back, and the leftover
     # task finds only an emptied entry. It skips it and stops there: it must not
     # go on to write past the end of the outbox (the session would fail).
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         with trio.move_on_after(1) as gave_up:
             await client.request("tools/call", {"name": "x"})  # writes it, and waits
         assert gave_up.cancelled_caught
@@ -119,12 +110,7 @@ async def test_withdrawn_entries_are_counted_until_the_stuck_write_ends(
 ) -> None:
     # The emptied entries stay in the outbox (their marks keep the others' meaning)
     # behind the write that does not finish: the statistics show how many.
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         await _block_writer(client)
         for _ in range(50):
             with trio.move_on_after(1):
@@ -143,12 +129,7 @@ async def test_a_core_timeout_behind_a_stuck_write_withdraws_and_tells_at_once(
     # timeout=1 fires while the request waits behind FIRST: the caller hears of it
     # at 1 s (not when FIRST is finally read), and since none of the request was
     # written, neither it nor a notifications/cancelled ever goes out.
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         await _block_writer(client)
         start = trio.current_time()
         timed_out: list[float] = []
@@ -174,12 +155,7 @@ async def test_a_core_timeout_of_the_request_being_written_tells_at_once(
     # The caller is the writer, blocked in its own request's send: it is told at
     # 1 s all the same. The request may be partly out, so it is not taken back: its
     # cancellation follows it, written by the leftover task.
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         start = trio.current_time()
         timed_out: list[float] = []
 
@@ -204,12 +180,7 @@ async def test_timeouts_do_not_wait_for_a_stuck_write(
     # its cancellation cannot be written, and no writer is at work. The second times
     # out at 2 s and is told then: the timer did not wait for the first's cancellation,
     # which a leftover task writes once the peer reads again.
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         start = trio.current_time()
         timed_out: list[tuple[int, float]] = []
 
@@ -241,12 +212,7 @@ async def test_a_request_held_for_a_new_session_takes_nothing_back(
     # requests until it is answered. A request made before that initialize is drained
     # finds it at the end of its own drain: the mark is not the request's, and giving
     # up must not take the initialize back (nothing of the request is queued at all).
-    ours, theirs = memory_channel_pair(0)
-    peer = ManualPeer(theirs, "server", server_config())
-    async with open_session(
-        ours, "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer)
+    async with _started() as (client, peer):
         await _block_writer(client)
         client._session_lost(SessionLost(restart=True, resend=()))
         with trio.move_on_after(1) as gave_up:

@@ -16,6 +16,8 @@ cancellation's ``abandon_write_timeout``) pass without real waiting.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -96,6 +98,20 @@ async def _start(client: Session, peer_read: Any, era: str) -> None:
             await peer_read()  # notifications/initialized
 
 
+@asynccontextmanager
+async def _byte_stream_client() -> AsyncIterator[tuple[Session, _BytePeer]]:
+    """A started legacy client session on a lockstep byte stream, and its peer (what
+    it read so far cleared)."""
+    ours, theirs = trio.testing.lockstep_stream_pair()
+    peer = _BytePeer(theirs)
+    async with open_session(
+        StreamChannel.from_stream(ours), "client", config=CONFIG, connection_config=client_config()
+    ) as client:
+        await _start(client, peer.read, "legacy")
+        peer.events.clear()
+        yield client, peer
+
+
 async def _give_up_behind_a_blocked_write(client: Session) -> None:
     """Block the writer on FIRST, queue a request behind it and AFTER behind that,
     and give up on the request (its caller times out) before the peer reads."""
@@ -138,13 +154,7 @@ async def test_a_request_given_up_before_its_write_never_reaches_a_memory_peer(
 async def test_a_request_given_up_before_its_write_never_reaches_a_byte_stream_peer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    ours, theirs = trio.testing.lockstep_stream_pair()
-    peer = _BytePeer(theirs)
-    async with open_session(
-        StreamChannel.from_stream(ours), "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer.read, "legacy")
-        peer.events.clear()
+    async with _byte_stream_client() as (client, peer):
         await _give_up_behind_a_blocked_write(client)
         assert client.connection.pending_requests() == ()
         async with trio.open_nursery() as nursery:
@@ -188,13 +198,7 @@ async def test_a_request_written_in_part_is_cancelled_on_the_wire(
 ) -> None:
     # The caller gives up while its own write is half out: the rest goes out (half a
     # line would corrupt the stream) and so does its notifications/cancelled.
-    ours, theirs = trio.testing.lockstep_stream_pair()
-    peer = _BytePeer(theirs)
-    async with open_session(
-        StreamChannel.from_stream(ours), "client", config=CONFIG, connection_config=client_config()
-    ) as client:
-        await _start(client, peer.read, "legacy")
-        peer.events.clear()
+    async with _byte_stream_client() as (client, peer):
         async with trio.open_nursery() as nursery:
             scope = trio.CancelScope()
 
