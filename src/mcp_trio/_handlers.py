@@ -150,6 +150,8 @@ class RequestFacts:
     these read-only facts; each adds what its transport can do.
     """
 
+    # (RequestContext.__init__ sets these itself, for speed: a slot added here must be
+    # set there too.)
     __slots__ = ("_event", "_needed_scopes", "_principal")
 
     def __init__(
