@@ -151,9 +151,16 @@ def _is_literal(tp: Any) -> bool:
     return get_origin(tp) is Literal
 
 
+def _literal_text(allowed: tuple[Any, ...]) -> str:
+    # Sorted: typing's cache compares ``Literal`` members as a set, so ``Literal["a", "b"] |
+    # None`` may hand back an earlier ``Literal["b", "a"] | None`` written anywhere else in the
+    # process, and the order of get_args() would then depend on what was imported first.
+    return " or ".join(sorted(json.dumps(a) for a in allowed))
+
+
 def _literal_hook(tp: Any) -> _StructureHook:
     allowed = get_args(tp)
-    expected = " or ".join(json.dumps(a) for a in allowed)
+    expected = _literal_text(allowed)
 
     def structure_literal(value: Any, _: Any) -> Any:
         if any(_same(value, a) for a in allowed):
@@ -355,7 +362,7 @@ def _describe(tp: Any) -> str:
     if tp is NoneType:
         return "null"
     if _is_literal(tp):
-        return " or ".join(json.dumps(a) for a in get_args(tp))
+        return _literal_text(get_args(tp))
     if _is_list(tp):
         return "an array"
     if _is_dict(tp):

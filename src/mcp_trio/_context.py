@@ -773,7 +773,7 @@ class Context:
         temperature: float | None = None,
         stop_sequences: Sequence[str] | None = None,
         model_preferences: Mapping[str, Any] | None = None,
-        include_context: Literal["none", "thisServer", "allServers"] | None = None,
+        include_context: Literal["allServers", "none", "thisServer"] | None = None,
         metadata: Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: Mapping[str, Any] | None = None,

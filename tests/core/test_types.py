@@ -311,6 +311,26 @@ def test_structure_params_names_the_bad_member(data: Any, cls: type, message: st
     assert message in invalid_params(data, cls).message
 
 
+def test_literal_choices_are_named_in_one_order_whatever_was_imported_first() -> None:
+    # typing's cache compares Literal members as a set: a ``Literal[...] | None`` written
+    # earlier with the same values in another order is handed back for ours. A fresh
+    # interpreter shows it; the message must not depend on it.
+    script = (
+        "from typing import Literal\n"
+        "first = Literal['thisServer', 'none', 'allServers'] | None\n"
+        "from mcp_sansio import _serde, types\n"
+        "try:\n"
+        "    _serde.structure_params({'messages': [], 'maxTokens': 1, 'includeContext': 1},"
+        " types.CreateMessageRequestParams)\n"
+        "except Exception as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert 'expected "allServers" or "none" or "thisServer", got 1' in out
+
+
 def test_structure_params_reads_missing_params_as_empty() -> None:
     assert _serde.structure_params(None, types.PaginatedRequestParams) == (
         types.PaginatedRequestParams()
