@@ -972,6 +972,11 @@ class Session:
                 ended = SessionClosed(f"the connection broke: {exc!r}")
             if self._finishing is not None:
                 await self._finishing.wait()  # a message taken before this one (or the end)
+            if self._close_exc is not None:
+                # Closing (locally, say) after this wakeup brought data but before the
+                # reader ran: the core's input is over (_begin_close), and a closed core
+                # drops late messages (a byte stream's chunk must not even be fed).
+                return
             if lost is not None:
                 self._session_lost(lost)
                 await self._process([])
