@@ -905,9 +905,7 @@ class Session:
         messages = self._conn.data_to_send()
         if not messages:
             return 0
-        writer = self._writer
-        mark = writer.queue(messages)
-        return 0 if writer.write_nowait(mark) else mark
+        return self._writer.send_nowait(messages)
 
     async def _write_through(self, mark: int) -> None:
         failure = await self._writer.write_through(mark)

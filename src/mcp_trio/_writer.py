@@ -146,6 +146,43 @@ class Writer:
             self._queued += len(messages)
         return self._queued
 
+    def send_nowait(self, messages: list[bytes]) -> int:
+        """:meth:`queue` then :meth:`write_nowait`, in one (the hot path): with no
+        writer at work and nothing queued, ``messages`` go straight to the channel and
+        only those it does not take are queued, in order.
+
+        Returns:
+            0 when every message is out, else the mark to :meth:`write_through`.
+        """
+        if self._active or self._outbox or self._aborted:
+            mark = self.queue(messages)  # (the general path)
+            return 0 if self.write_nowait(mark) else mark
+        send_nowait, sent = self._channel.send_nowait, 0
+        self.writing = True
+        try:
+            for message in messages:
+                if not send_nowait(message):
+                    break
+                sent += 1
+        except BaseException:
+            self._unsent(messages, sent)  # (as write_nowait leaves them)
+            raise
+        finally:
+            self.writing = False
+        if sent == len(messages):
+            self._queued += sent
+            self._written += sent
+            return 0
+        return self._unsent(messages, sent)
+
+    def _unsent(self, messages: list[bytes], sent: int) -> int:
+        """Count ``messages`` queued, the first ``sent`` of them written, and queue
+        the rest in order; return their mark."""
+        self._outbox.extend(messages[sent:])
+        self._queued += len(messages)
+        self._written += sent
+        return self._queued
+
     def write_nowait(self, mark: int) -> bool:
         """Write what can go without waiting; whether every message up to ``mark`` is out.
 
