@@ -39,7 +39,7 @@ from ._jsonschema import (
 )
 from ._server_content import _plain, check_mime_type
 from ._uritemplate import URI_HINT, UriTemplate, uri_problem
-from ._validation import flat_object_test
+from ._validation import flat_object_test, plain_object_test
 
 if TYPE_CHECKING:
     from ._tasks import TaskStart, TaskSupport
@@ -334,6 +334,10 @@ class ToolEntry(Entry):
     """Each parameter's type, when every one is exactly ``str``, ``int``, ``float`` or
     ``bool`` (generated schema, no ``**kwargs``): valid arguments of exactly those types
     are passed as they are, which is what ``coerce_arguments`` would make of them."""
+    plain_test: Callable[[Any], bool] | None = attrs.field(default=None, eq=False, repr=False)
+    """``input_test`` and the ``plain_params`` types in one (see
+    :func:`~mcp_trio._validation.plain_object_test`): yes, the arguments are valid and
+    passed as they are; no: ask those two. ``None``: ask them."""
 
     @classmethod
     def build(
@@ -387,6 +391,8 @@ class ToolEntry(Entry):
                 check_schema(out)
             except ValueError as exc:
                 raise ValueError(f"tool {name!r}: outputSchema {exc}") from None
+        input_test = None if custom_input else flat_object_test(schema)
+        plain = None if custom_input else _plain_params(fn, skip)
         definition = _definition(
             {
                 "name": name,
@@ -414,9 +420,10 @@ class ToolEntry(Entry):
             task=_task_support(name, task, task_start),
             task_start=task_start,
             scopes=_scopes(scopes),
-            input_test=None if custom_input else flat_object_test(schema),
+            input_test=input_test,
             output_test=None if out is None else flat_object_test(out),
-            plain_params=None if custom_input else _plain_params(fn, skip),
+            plain_params=plain,
+            plain_test=plain_object_test(input_test, plain),
         )
 
 

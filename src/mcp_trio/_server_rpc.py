@@ -379,7 +379,10 @@ class ServerMethods:
             arguments = {}
         if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise _invalid("Invalid params: arguments must be an object")
-        if tool.custom_input:
+        fit = tool.plain_test
+        if fit is not None and fit(arguments):
+            kwargs = dict(arguments)  # (valid, and what coerce_arguments would make of them)
+        elif tool.custom_input:
             # A verbatim schema: the function validates its own (JSON) arguments.
             if tool.custom_params is not None:  # (None: the function takes **kwargs)
                 unknown = sorted(set(arguments) - tool.custom_params)

@@ -27,7 +27,15 @@ from typing import Any, Final, final
 
 from mcp_sansio._versions import JSON_SCHEMA_DIALECT
 
-__all__ = ["MAX_PROBLEMS", "Schema", "check_schema", "flat_object_test", "has_type", "validate"]
+__all__ = [
+    "MAX_PROBLEMS",
+    "Schema",
+    "check_schema",
+    "flat_object_test",
+    "has_type",
+    "plain_object_test",
+    "validate",
+]
 
 Schema = dict[str, Any]
 """A JSON Schema object, decoded."""
@@ -584,6 +592,62 @@ class _FlatObject:
             if test is None or not test(item):
                 return False
         return True
+
+
+_EXACT_TESTS: Final[dict[type, tuple[Callable[[object], bool], ...]]] = {
+    str: (_anything, _TYPE_TESTS["string"]),
+    int: (_anything, _TYPE_TESTS["integer"], _TYPE_TESTS["number"]),
+    bool: (_anything, _TYPE_TESTS["boolean"]),
+}
+"""The property tests that every value of exactly the type passes (not ``float``: NaN
+and the infinities fail ``"number"``)."""
+
+
+def plain_object_test(
+    test: Callable[[Any], bool] | None, plain: dict[str, type] | None
+) -> Callable[[Any], bool] | None:
+    """One yes/no test for what two would say: whether an object passes ``test`` (a
+    :func:`flat_object_test`) and is made of exactly the types ``plain`` names (each
+    member's type by name: a function's plain parameters), in one loop over it.
+
+    A yes means both say yes; a no means nothing (ask them). ``None`` when ``test`` is
+    not a flat object test, or some type ``plain`` names is not one that passes its
+    property's test for every value (``float``: NaN; a property of another type, or
+    none allowed).
+    """
+    if not isinstance(test, _FlatObject) or not plain:
+        return None
+    for name, kind in plain.items():
+        if test._tests.get(name, test._extra) not in _EXACT_TESTS.get(kind, ()):
+            return None
+    required = test._required
+    members = plain.get
+    if set(required) == set(plain):
+        # Every member named and none twice: all present when there are as many.
+        count = len(plain)
+
+        def test_all(value: Any) -> bool:
+            if type(value) is not dict or len(value) != count:
+                return False
+            for key, item in value.items():  # noqa: SIM110 (no generator per call)
+                if type(item) is not members(key):
+                    return False
+            return True
+
+        return test_all
+
+    def test_some(value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        for key, item in value.items():
+            if type(item) is not members(key):
+                return False
+        for name in required:  # noqa: SIM110 (the same)
+            if name not in value:
+                return False
+        return True
+
+    return test_some
 
 
 def check_schema(schema: Schema) -> None:
