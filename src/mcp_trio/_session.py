@@ -1024,11 +1024,17 @@ class Session:
         return True
 
     def _take(self, data: bytes) -> None:
-        events = self._conn.receive_message(data, now=trio.current_time())
+        conn = self._conn
+        events = conn.receive_message(data, now=trio.current_time())
         if self._initialized is not None:  # (_note_initialized, inline: once it is)
             self._note_initialized()
-        self._rearm_timer()
-        mark = self._flush_nowait()
+        scope = self._timer_scope  # (_rearm_timer, inline: once per message)
+        if scope is not None:
+            deadline = conn.next_deadline()
+            if deadline is not None and deadline < scope.deadline:
+                scope.deadline = deadline
+        messages = conn.data_to_send()  # (_flush_nowait, inline: the same)
+        mark = self._writer.send_nowait(messages) if messages else 0
         done = 0 if mark else self._act_nowait(events, 0)
         if mark or done < len(events):
             # The rest needs waiting: finish it in a task the reader waits for.
