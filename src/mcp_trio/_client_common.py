@@ -169,7 +169,9 @@ class ToolOutput:
         Raises:
             RemoteProtocolError: the server's result does not fit ``CallToolResult``.
         """
-        typed = structure(result, t.CallToolResult)
+        typed = _text_result(result)
+        if typed is None:
+            typed = structure(result, t.CallToolResult)
         return cls(
             content=typed.content,
             structured_content=typed.structured_content,
@@ -177,6 +179,30 @@ class ToolOutput:
             meta=typed.meta,
             result=typed,
         )
+
+
+def _text_result(result: Mapping[str, Any]) -> t.CallToolResult | None:
+    """The commonest ``CallToolResult`` typed at once, as ``structure`` types it: a
+    ``content`` of text blocks with nothing but their ``type`` and ``text``, and maybe an
+    ``isError`` (a boolean), nothing else. ``None`` for any other result: ``structure``
+    it (which also says what is wrong)."""
+    if type(result) is not dict:
+        return None
+    content = result.get("content")
+    is_error = result.get("isError")
+    if type(content) is not list or len(result) != (1 if is_error is None else 2):
+        return None
+    if is_error is not None and type(is_error) is not bool:
+        return None
+    blocks: list[t.ContentBlock] = []
+    for block in content:
+        if type(block) is not dict or len(block) != 2:  # (type and text)
+            return None
+        kind, text = block.get("type"), block.get("text")
+        if kind != "text" or type(kind) is not str or type(text) is not str:
+            return None
+        blocks.append(t.TextContent(text=text))
+    return t.CallToolResult(content=blocks, is_error=is_error)
 
 
 # ---------------------------------------------------------------------- arguments
