@@ -10,7 +10,9 @@ Most writes need no waiting (room in the memory channel, in the pipe):
 :meth:`Writer.write_nowait` sends them with the channel's ``send_nowait``, with no
 cancel scope and no scheduler tick. That is safe without further care because nothing
 in it yields: if no writer is active, none can start before it returns. Whatever it
-cannot send goes the slow way below.
+cannot send goes the slow way below. With nothing queued and no writer active,
+:meth:`Writer.send_nowait` hands the core's messages to the channel without queueing
+them first, and queues only those the channel does not take.
 
 The slow way. A task that finds a writer active waits for its turn, in the order of
 its messages. The writer waits only for its own messages and those before them; once
