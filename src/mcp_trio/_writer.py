@@ -151,7 +151,10 @@ class Writer:
     def send_nowait(self, messages: list[bytes]) -> int:
         """:meth:`queue` then :meth:`write_nowait`, in one (the hot path): with no
         writer at work and nothing queued, ``messages`` go straight to the channel and
-        only those it does not take are queued, in order.
+        only those it does not take are queued, in order. Nothing may :meth:`queue`
+        while it hands them over (from inside the channel's ``send_nowait``): such a
+        message would get a mark already counted written. Nothing does: a peer taking
+        in passing is refused while ``writing`` (``Session._take_message``).
 
         Returns:
             0 when every message is out, else the mark to :meth:`write_through`.

@@ -16,7 +16,15 @@ from mcp_sansio import types as t
 from mcp_trio import ToolOutput
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=3)
-_BLOCKS = st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=3)}) | (
+
+
+class _Str(str):
+    """A ``str`` that is not one exactly: JSON never makes it, a direct caller may."""
+
+
+_BLOCKS = st.fixed_dictionaries(
+    {"type": st.just("text") | st.just(_Str("text")), "text": st.text(max_size=3)}
+) | (
     st.dictionaries(
         st.sampled_from(["type", "text", "annotations", "_meta"]),
         st.sampled_from(["text", "image"]) | _SCALARS,
@@ -83,6 +91,7 @@ def test_text_results_are_typed_at_once(
         {"content": [{"type": "text", "text": "a", "_meta": {}}]},
         {"content": [{"type": "text", "text": 1}]},
         {"content": [{"type": "image", "text": "a"}]},
+        {"content": [{"type": _Str("text"), "text": "a"}]},
         {"content": [{"type": "image", "data": "", "mimeType": "image/png"}]},
         {"content": [["type", "text"]]},
         {"content": [{"type": "text", "text": "a"}], "isError": None},
