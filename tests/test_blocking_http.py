@@ -765,15 +765,17 @@ def test_oversized_sse_event(raw: Callable[..., RawServer]) -> None:
 def test_a_modern_stream_that_ends_unanswered_fails_the_call(
     raw: Callable[..., RawServer],
 ) -> None:
-    # (BlockingClient does not re-issue it: it fails at once, as it always did, and is
-    # not left waiting for an answer that cannot come.)
+    # (Re-issued once, as ConnectionConfig.max_reissues allows, then it fails: the call
+    # is not left waiting for an answer that cannot come.)
     def unanswered(sock: socket.socket, head: bytes, body: bytes) -> None:
         respond(sock, "200 OK", {"Content-Type": "text/event-stream"}, b": nothing\n\n")
 
     server = raw(discover_then(unanswered))
     with (
         modern(server.url) as client,
-        pytest.raises(McpError, match="stream ended before the response arrived"),
+        pytest.raises(
+            McpError, match=r"stream ended before the response arrived \(re-issued 1 time\)"
+        ),
     ):
         client.list_tools()
 
@@ -1537,6 +1539,7 @@ def test_ctrl_c_in_a_callback_leaves_no_message_past_a_resend_for_another() -> N
             failed=lambda: False,
             handshaken=lambda: False,
             restart=lambda now: None,
+            reissue=lambda rid: 0,
         )
     )
     http.inbox.extend([b"srv-1", Resend(("r1",)), b"srv-2", b"srv-3"])

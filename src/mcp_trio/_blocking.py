@@ -309,6 +309,10 @@ class Hooks:
     """Whether the handshake is done."""
     restart: Callable[[float], None]
     """The server forgot the session (HTTP ``404``): start a new one, now."""
+    reissue: Callable[[RequestId], int | None]
+    """The answer to our modern request was lost after it was written (HTTP: its stream
+    broke): ``None`` if the core sent it again under a new id, else how many times it
+    was re-issued before (fail it then; see :meth:`BlockingClient._reissue`)."""
 
 
 @attrs.define(kw_only=True)
@@ -417,6 +421,8 @@ class BlockingClient(HandshakeFacts):
         self._log_level: str | None = None
         self._outcomes: dict[RequestId, _Outcome] = {}
         self._progress: dict[RequestId, ProgressFunction] = {}
+        self._awaited: set[RequestId] = set()  # our requests a call waits for
+        self._moved: dict[RequestId, RequestId] = {}  # re-issued: old id -> new id
         self._handshake: HandshakeCompleted | None = None
         self._handshake_failure: BaseException | None = None
         self._expired: TimeoutError | None = None
@@ -443,6 +449,7 @@ class BlockingClient(HandshakeFacts):
                 failed=lambda: self._failure is not None,
                 handshaken=lambda: self._handshake is not None,
                 restart=self._restart_session,
+                reissue=self._reissue,
             )
         )
 
@@ -826,7 +833,7 @@ class BlockingClient(HandshakeFacts):
             method, wire, now=self._clock.now(), progress=on_progress is not None, timeout=timeout
         )
         while True:
-            outcome = self._wait_for(rid, method, on_progress, deadline)
+            rid, outcome = self._wait_for(rid, method, on_progress, deadline)
             if isinstance(outcome, ResultReceived):
                 return outcome.result
             if isinstance(outcome, ErrorReceived):
@@ -853,18 +860,61 @@ class BlockingClient(HandshakeFacts):
         method: str,
         on_progress: ProgressFunction | None,
         deadline: float | None,
-    ) -> _Outcome:
+    ) -> tuple[RequestId, _Outcome]:
+        """Wait for the outcome of our request ``rid``, and of each re-issue of it
+        (:meth:`_reissue`; ``on_progress`` follows the new id): the id that ends it,
+        and its outcome."""
         self._queue(own=True)
-        if on_progress is not None:
-            self._progress[rid] = on_progress
+        while True:
+            self._awaited.add(rid)
+            if on_progress is not None:
+                self._progress[rid] = on_progress
+            try:
+                self._run_until(self._ended(rid), deadline, method)
+            except BaseException:
+                self._abandon(self._newest(rid))
+                raise
+            finally:
+                self._awaited.discard(rid)
+                self._progress.pop(rid, None)
+            moved = self._moved.pop(rid, None)
+            if moved is None:
+                return rid, self._outcomes.pop(rid)
+            rid = moved
+
+    def _ended(self, rid: RequestId) -> Callable[[], bool]:
+        """Whether our request ``rid`` has its outcome, or was re-issued."""
+        return lambda: rid in self._outcomes or rid in self._moved
+
+    def _newest(self, rid: RequestId) -> RequestId:
+        """The last re-issue of our request ``rid`` (itself if none), the ones before
+        forgotten."""
+        while (moved := self._moved.pop(rid, None)) is not None:
+            self._progress.pop(moved, None)
+            rid = moved
+        return rid
+
+    def _reissue(self, rid: RequestId) -> int | None:
+        """The link's ``reissue`` hook (:class:`Hooks`): the answer to our request
+        ``rid`` was lost after it was written (a modern Streamable HTTP stream broke).
+        If a call waits for it, the core makes it again under a new id
+        (``Connection.reissue_request``: same params, new progress token, the deadline
+        as it stands, at most ``max_reissues`` times), queued for the link, and the
+        call waits for that one (:meth:`_wait_for`). ``None`` when re-issued; else how
+        many times it was before, for the error the link then fails it with (the
+        bound, its deadline passed, or no call waits for it: the Trio session's rule)."""
+        conn = self._conn
+        if rid not in self._awaited:
+            return conn.reissue_count(rid)
         try:
-            self._run_until(lambda: rid in self._outcomes, deadline, method)
-        except BaseException:
-            self._abandon(rid)
-            raise
-        finally:
-            self._progress.pop(rid, None)
-        return self._outcomes.pop(rid)
+            new = conn.reissue_request(rid, now=self._clock.now())
+        except LocalProtocolError:
+            return conn.reissue_count(rid)
+        self._moved[rid] = new
+        progress = self._progress.get(rid)
+        if progress is not None:
+            self._progress[new] = progress
+        return None
 
     def _abandon(self, rid: RequestId) -> None:
         """The caller gave up (an exception, Ctrl-C): cancel on the wire, briefly.

@@ -60,6 +60,17 @@ of the client.
 * An exchange that cannot connect (after resolving again, as above) ends the session
   (:class:`SessionClosed`): the server is unreachable. One that breaks later fails its
   own requests only (-32603 ``HTTP: ...``), as the core's synthesised errors do.
+* Re-issue (modern; ``2026-07-28`` changelog item 9: "clients MUST re-issue it as a new
+  request with a new request ID"), as the Trio client's (``mcp_trio._http_client``): a
+  request whose answer was lost after it was written whole -- a stream that ended without
+  the answer, a body cut short (``ClientResponse.broken``), the connection closed or
+  reset before the head -- is handed to the client in order (:class:`Broken`), which has
+  the core send it again (``Connection.reissue_request``: new id, same params, its
+  deadline as it stands, at most ``ConnectionConfig.max_reissues`` times) if a call
+  waits for it; else it fails here, -32603 ``HTTP: ...``, saying how many times it was
+  re-issued. Never a ``subscriptions/listen`` (``NEVER_REISSUED``), an error status, a
+  malformed head on a live connection (the server's answer, broken), a request not
+  written whole, one cancelled or timed out, nor a legacy one (resumed instead).
 """
 
 from __future__ import annotations
@@ -79,6 +90,7 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, Event, LocalProtocolError, RequestId
+from mcp_sansio._http_client import NEVER_REISSUED
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -102,7 +114,7 @@ if TYPE_CHECKING:
     from ._blocking import CallClock as Clock
     from ._blocking import Hooks
 
-__all__ = ["HttpLink", "HttpTransport", "Resend", "Restart"]
+__all__ = ["Broken", "HttpLink", "HttpTransport", "Resend", "Restart"]
 
 logger = logging.getLogger("mcp_trio")
 
@@ -124,8 +136,31 @@ class Resend:
         self.request_ids: Final = request_ids
 
 
+@final
+class Broken:
+    """The answer to our modern request ``request_id`` was lost after the request was
+    written (``why``): have the core re-issue it (``Hooks.reissue``), or fail it."""
+
+    def __init__(self, request_id: RequestId, why: str) -> None:
+        self.request_id: Final = request_id
+        self.why: Final = why
+
+
+def reissue_refused(request_id: RequestId, why: str, times: int) -> bytes:
+    """The error that fails ``request_id`` when it is not re-issued (again): ``why``,
+    and how many times it was re-issued, worded as the Trio client's."""
+    if times:
+        why = f"{why} (re-issued {times} time{'' if times == 1 else 's'})"
+    return http_error(request_id, why)
+
+
 class _WireError(Exception):
     """The connection is unusable (the peer vanished, broke HTTP, was too slow)."""
+
+
+class _Lost(_WireError):
+    """The connection ended (closed, reset, a TLS failure) before the answer's head: the
+    pool's ``ReadFailed`` of the Trio client (a request written whole is re-issued)."""
 
 
 class _ConnectFailed(_WireError):
@@ -299,7 +334,7 @@ class _Wire:
                 ended = True
                 break
             except ssl.SSLError as exc:
-                raise _WireError(f"TLS: {exc}") from exc
+                raise _Lost(f"TLS: {exc}") from exc
             if not chunk:
                 ended = True
                 break
@@ -412,7 +447,7 @@ class HttpTransport:
         self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
         self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
         self._gated: str | None = None  # the session whose first GET that was
-        self.inbox: deque[bytes | Restart | Resend] = deque()
+        self.inbox: deque[bytes | Restart | Resend | Broken] = deque()
         """What the answers brought, for the client to take in order."""
         self.failure: SessionClosed | None = None
         """Set when the session cannot go on (the server is unreachable, or forgot the
@@ -656,7 +691,7 @@ class HttpTransport:
                     if not wire.out
                     else f"writing timed out after {self._write_timeout:g} s"
                 )
-                self._broken(exchange, why, now)
+                self._broken(exchange, why, now, lost=False)  # (never re-issued)
         self._admit(now)
 
     def ready(self, exchange: _Exchange, readable: bool, writable: bool, now: float) -> None:
@@ -684,16 +719,22 @@ class HttpTransport:
         except _ConnectFailed as exc:
             self._unreachable(exchange, exc, now)
         except _WireError as exc:
-            self._broken(exchange, str(exc), now)
+            # (Once the answer began, whatever ends it cuts it short, as the Trio client's.)
+            lost = isinstance(exc, _Lost) or exchange.reader is not None
+            self._broken(exchange, str(exc), now, lost=lost)
         except h11.RemoteProtocolError as exc:
+            lost = exchange.reader is not None
             if exc.error_status_hint == 431:  # (h11: "Receive buffer too long")
                 limit = self.config.max_header_size
                 why = f"the server broke HTTP/1.1: a response head over {limit} bytes"
             elif wire.ended and exchange.reader is None:
                 why = "the server closed the connection before it answered"
+                lost = True
             else:
+                # (A malformed head on a live connection is the server's answer, broken:
+                # not a lost one. The request fails; it is not re-issued.)
                 why = f"the server broke HTTP/1.1: {exc}"
-            self._broken(exchange, why, now)
+            self._broken(exchange, why, now, lost=lost)
         self._admit(now)
 
     def _events(self, exchange: _Exchange, now: float) -> None:
@@ -703,7 +744,7 @@ class HttpTransport:
             event = wire.h11.next_event()
             if event is h11.NEED_DATA:
                 if wire.ended:
-                    raise _WireError("the server closed the connection")
+                    raise _Lost("the server closed the connection")
                 return
             if event is h11.PAUSED:
                 raise _WireError("the server sent more than one response")
@@ -727,7 +768,7 @@ class HttpTransport:
             elif isinstance(event, h11.EndOfMessage):
                 self._finish(exchange, now, complete=True)
             else:  # ConnectionClosed before a response
-                raise _WireError("the server closed the connection without answering")
+                raise _Lost("the server closed the connection without answering")
 
     def _head(self, exchange: _Exchange, head: h11.Response, now: float) -> None:
         sent = exchange.sent
@@ -747,8 +788,11 @@ class HttpTransport:
         if exchange is self._get:
             self._get_head(exchange)
 
-    def _finish(self, exchange: _Exchange, now: float, *, complete: bool) -> None:
-        """The answer ended (``complete``: as HTTP framed it)."""
+    def _finish(
+        self, exchange: _Exchange, now: float, *, complete: bool, lost: bool = True
+    ) -> None:
+        """The answer ended (``complete``: as HTTP framed it; ``lost``: not by a timeout
+        of ours, so a modern request it leaves unanswered is re-issued)."""
         reader, wire = exchange.reader, exchange.wire
         assert reader is not None
         exchange.state = "done"
@@ -765,9 +809,10 @@ class HttpTransport:
                 self._idle.append(wire)
             else:
                 wire.close()
-        self.inbox.extend(reader.feed_eof())
-        for rid in reader.broken:  # (a modern stream broke: not re-issued here, failed)
-            self.inbox.append(http_error(rid, reader.broken_why))
+        self.inbox.extend(reader.feed_eof(cut_short=not complete))
+        for rid in reader.broken:  # (a modern stream broke: re-issued, see Broken)
+            why = reader.broken_why
+            self.inbox.append(Broken(rid, why) if lost else http_error(rid, why))
         _log_warnings(reader)
         if reader.session_expired == "end":
             self._end_session()
@@ -786,20 +831,31 @@ class HttpTransport:
             return
         self._start(_Exchange(again, start_at=now + reader.retry_ms / 1000, quiet=quiet), now)
 
-    def _broken(self, exchange: _Exchange, why: str, now: float) -> None:
-        """The connection broke: before an answer began, its requests fail; during
-        one, it ends there (resumed if it can be)."""
+    def _broken(self, exchange: _Exchange, why: str, now: float, *, lost: bool) -> None:
+        """The connection broke: before an answer began, its requests fail (a modern
+        request written whole, the connection ``lost``, is re-issued instead but a
+        ``subscriptions/listen``); during one, it ends there (resumed if it can be)."""
         logger.debug("HTTP %s: %s", exchange.sent.request.method, why)
         wire = exchange.wire
         if wire is not None:
             wire.close()
             exchange.wire = None
         if exchange.reader is not None:
-            self._finish(exchange, now, complete=False)
+            self._finish(exchange, now, complete=False, lost=lost)
             return
         if exchange is self._get:
             self._close(exchange)
             self._get_ended(exchange, now)
+            return
+        sent = exchange.sent
+        if lost and exchange.written and sent.modern and exchange.counted:
+            methods = dict(zip(sent.request_ids, sent.methods, strict=True))
+            waiting = [rid for rid in sent.request_ids if rid in exchange.ids]
+            listens = [rid for rid in waiting if methods[rid] in NEVER_REISSUED]
+            self.inbox.extend(http_error(rid, why) for rid in listens)
+            self.inbox.extend(Broken(rid, why) for rid in waiting if rid not in listens)
+            exchange.ids.clear()
+            self._close(exchange)
             return
         self._failed(exchange, why)
 
@@ -1097,9 +1153,17 @@ class HttpLink:
         return events
 
     def _take_step(self, now: float) -> None:
-        """Act on the ``Restart`` or ``Resend`` at the head of the inbox."""
-        item = self.http.inbox.popleft()
-        if isinstance(item, Restart):
+        """Act on the ``Restart``, ``Resend`` or ``Broken`` at the head of the inbox (a
+        ``Broken`` not re-issued becomes the error that fails it, there)."""
+        inbox = self.http.inbox
+        item = inbox.popleft()
+        if isinstance(item, Broken):
+            times = self.hooks.reissue(item.request_id)
+            if times is None:
+                self.queue()
+            else:
+                inbox.appendleft(reissue_refused(item.request_id, item.why, times))
+        elif isinstance(item, Restart):
             self.hooks.restart(now)
         elif isinstance(item, Resend):
             for rid in item.request_ids:
