@@ -77,6 +77,8 @@ class Script:
     * ``drop``: the connection closed with no answer at all (``reset``: reset);
     * ``late-cut``: as ``sse-cut``, after ``delay`` seconds;
     * ``hang``: an SSE head, then nothing until the client closes the connection;
+    * ``wait-answer``: an SSE stream with a progress report (if asked for), then the
+      result once ``go`` is set;
     * ``500`` / ``400``: that status, with a plain body;
     * ``ask``: an input-required result (``roots/list``);
     * ``forged-json`` / ``forged-sse``: an error whose ``data`` says ``streamBroken``.
@@ -90,6 +92,7 @@ class Script:
     hung_up: list[int] = attrs.field(factory=list)
     """The calls (by index) whose connection the client closed while they hung."""
     hung_up_event: trio.Event = attrs.field(factory=trio.Event)
+    go: trio.Event = attrs.field(factory=trio.Event)
 
     async def handle(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -160,7 +163,9 @@ class Script:
             report = {"progressToken": token, "progress": 1}
             note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": report}
             await stream.send_all(conn.send(h11.Data(data=_event(note))))
-        if step == "sse-answer":
+        if step == "wait-answer":
+            await self.go.wait()
+        if step in ("sse-answer", "wait-answer"):
             final = {"jsonrpc": "2.0", "id": rid, "result": {"content": []}}
             await stream.send_all(conn.send(h11.Data(data=_event(final))))
             await stream.send_all(conn.send(h11.EndOfMessage()))
@@ -472,3 +477,122 @@ async def test_a_malformed_head_is_an_answer_not_a_break(
             with pytest.raises(McpError, match=r"broke HTTP/1\.1"):
                 await client.request("tools/call", call("echo"))
     assert len(script.calls) == 1
+
+
+# ---------------------------------------------------------------------- callbacks and chains
+
+
+async def test_progress_and_holds_follow_the_new_id(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Progress reported under the re-issued request's id reaches the caller's callback,
+    # and so does the channel's word that it holds that request back (OAuth: the hook
+    # attach_holds gives it; told here as the channel would tell it); the old id's is
+    # nobody's any more.
+    script, url = await _serve(nursery, "sse-cut", "wait-answer")
+    reports: list[tuple[Any, float]] = []
+    held: list[tuple[Any, bool]] = []
+
+    async def on_progress(event: Any) -> None:
+        reports.append((event.request_id, event.progress))
+
+    def on_held(rid: Any, holding: bool) -> None:
+        held.append((rid, holding))
+
+    results: list[Any] = []
+
+    async def caller(client: Any) -> None:
+        results.append(
+            await client.request(
+                "tools/call", call("echo"), on_progress=on_progress, on_held=on_held
+            )
+        )
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(caller, client)
+                while len(script.calls) < 2:
+                    await script.arrived.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                first, second = (c["id"] for c in script.calls)
+                hold = client._channel._held  # (what the channel calls)
+                hold((first, second), True)
+                hold((first, second), False)
+                script.go.set()
+            assert client._on_held == {} and len(client._waiters) == 0
+    assert results == [{"content": []}]
+    assert reports == [(first, 1), (second, 1)]
+    assert held == [(second, True), (second, False)]
+
+
+@pytest.mark.parametrize("broken", ["drop", "reset", "sse-cut", "sse-end", "json-cut"])
+async def test_a_listen_is_never_reissued(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, broken: str
+) -> None:
+    # On every path: the connection dropped before the head (the channel's own read,
+    # HttpChannel._broke), and a stream that broke (ClientResponse.broken). Its
+    # subscription is keyed by the first listen's id: listening again is its business.
+    script, url = await _serve(nursery, broken)
+    params = {"notifications": {"toolsListChanged": True}}
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url) as client:
+            with pytest.raises(McpError) as info:
+                await client.request("subscriptions/listen", params)
+            assert text_of(await client.request("tools/call", call("echo"))) == "ok 1"
+    assert "re-issued" not in info.value.message
+    assert [c["method"] for c in script.calls] == ["subscriptions/listen", "tools/call"]
+
+
+async def test_a_chain_of_reissues_gives_the_caller_one_answer(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Broken three times (each way), answered the fourth: the caller walks the chain of
+    # new ids (on_sent and on_progress told each), gets the one answer, and nothing of
+    # the chain is left behind.
+    script, url = await _serve(nursery, "sse-cut", "drop", "sse-end", "sse-answer")
+    sent: list[Any] = []
+    reports: list[Any] = []
+
+    async def on_progress(event: Any) -> None:
+        reports.append(event.request_id)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=3) as client:
+            result = await client.request(
+                "tools/call", call("echo"), on_sent=sent.append, on_progress=on_progress
+            )
+            assert len(client._waiters) == 0 and client._queued == {}
+            assert client._conn.reissue_count(sent[-1]) == 0  # (answered: not in flight)
+            assert text_of(await client.request("tools/call", call("echo"))) == "ok 4"
+    assert result == {"content": []}
+    ids = [c["id"] for c in script.calls]
+    assert sent == ids[:4] and len(set(ids)) == 5
+    assert reports == [ids[0], ids[2], ids[3]]  # (a drop reports nothing)
+    for earlier, later in zip(script.calls[:3], script.calls[1:4], strict=True):
+        _same_params(earlier, later)
+
+
+def _same_params(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """The same params but the progress token (each re-issue's own: its id)."""
+    one, two = (dict(c["params"], _meta=dict(c["params"]["_meta"])) for c in (first, second))
+    assert [p["_meta"].pop("progressToken") for p in (one, two)] == [first["id"], second["id"]]
+    assert one == two
+
+
+async def test_cancelled_further_down_a_chain_cancels_the_newest(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    script, url = await _serve(nursery, "sse-cut", "json-cut", "hang")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=5) as client:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(client.request, "tools/call", call("echo"))
+                while len(script.calls) < 3:
+                    await script.arrived.wait()
+                callers.cancel_scope.cancel()
+            await script.hung_up_event.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(script.calls) == 3  # (not a fourth)
+            assert len(client._waiters) == 0 and client._queued == {}
+    assert script.hung_up == [2]
