@@ -872,6 +872,7 @@ class BlockingClient(HandshakeFacts):
             try:
                 self._run_until(self._ended(rid), deadline, method)
             except BaseException:
+                self._awaited.discard(rid)  # (a break now fails it: it is not re-issued)
                 self._abandon(self._newest(rid))
                 raise
             finally:
