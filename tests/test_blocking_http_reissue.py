@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_sansio import ConnectionConfig
+import mcp_trio._blocking_http as blocking_http
+from mcp_sansio import Connection, ConnectionConfig
 from mcp_sansio._json import dumps, loads
 from mcp_trio import HandshakeFailed, McpError
-from mcp_trio._blocking import BlockingClient
+from mcp_trio._blocking import BlockingClient, CallClock
+from mcp_trio._blocking_http import Broken, HttpLink, HttpTransport
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
 
@@ -255,6 +257,78 @@ def test_a_call_given_up_on_is_not_reissued(serve: Callable[..., tuple[Script, s
             client.call_tool("echo", on_progress=on_progress)
         assert client.call_tool("other").text == "ok 1"
         assert not client._moved and not client._awaited
+    assert [c["params"]["name"] for c in script.calls] == ["echo", "other"]
+
+
+def _read_to_the_break(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each wait that reads something reads on until a stream's break is read too: the
+    progress report and the break land in the inbox together (as one TLS record, or
+    one read of a fast server, can bring them), so one ``take`` meets both."""
+    real = blocking_http._wait
+
+    def wait(http: HttpTransport, timeout: float, clock: CallClock, *, reading: bool) -> None:
+        real(http, timeout, clock, reading=reading)
+        for _ in range(100):  # (bounded: a server that never breaks fails the test)
+            if not reading or not http.inbox or any(isinstance(i, Broken) for i in http.inbox):
+                return
+            real(http, TIMEOUT, clock, reading=True)
+
+    monkeypatch.setattr(blocking_http, "_wait", wait)
+
+
+def test_ctrl_c_with_the_break_in_the_same_read_is_not_reissued(
+    serve: Callable[..., tuple[Script, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C in the progress callback; the break behind it in the inbox is taken with no
+    # callback (HttpLink._take_uncalled) as the call is given up: the request fails
+    # there, the core is not asked to re-issue it (no new id made, then cancelled).
+    script, url = serve("sse-cut")
+    reissued: list[Any] = []
+    real = Connection.reissue_request
+
+    def reissue(conn: Connection, rid: Any, *, now: float) -> Any:
+        reissued.append(rid)
+        return real(conn, rid, now=now)
+
+    def on_progress(event: Any) -> None:
+        raise KeyboardInterrupt
+
+    with _modern(url) as client:
+        monkeypatch.setattr(Connection, "reissue_request", reissue)
+        _read_to_the_break(monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            client.call_tool("echo", on_progress=on_progress)
+        assert reissued == []
+        assert not client._conn._pending and not client._moved and not client._progress
+        monkeypatch.undo()
+        assert client.call_tool("other").text == "ok 1"
+    assert [c["params"]["name"] for c in script.calls] == ["echo", "other"]
+
+
+def test_ctrl_c_just_after_a_reissue_cancels_the_new_request(
+    serve: Callable[..., tuple[Script, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C lands once the core made the new request, before the call waits for it:
+    # the call gives up the newest of its requests (BlockingClient._newest), which is
+    # never sent; the tool runs once.
+    script, url = serve("sse-cut")
+    real = HttpLink.queue
+    interrupted: list[bool] = []
+
+    with _modern(url) as client:
+
+        def queue(link: HttpLink, *, own: bool = False) -> None:
+            if client._moved and not interrupted:  # (re-issued, not yet handed over)
+                interrupted.append(True)
+                raise KeyboardInterrupt
+            real(link, own=own)
+
+        monkeypatch.setattr(HttpLink, "queue", queue)
+        with pytest.raises(KeyboardInterrupt):
+            client.call_tool("echo")
+        assert not client._conn._pending and not client._moved and not client._progress
+        monkeypatch.undo()
+        assert client.call_tool("other").text == "ok 1"
     assert [c["params"]["name"] for c in script.calls] == ["echo", "other"]
 
 

@@ -1152,13 +1152,15 @@ class HttpLink:
             events += conn.receive_message(message, now=now)
         return events
 
-    def _take_step(self, now: float) -> None:
+    def _take_step(self, now: float, *, reissue: bool = True) -> None:
         """Act on the ``Restart``, ``Resend`` or ``Broken`` at the head of the inbox (a
-        ``Broken`` not re-issued becomes the error that fails it, there)."""
+        ``Broken`` not re-issued becomes the error that fails it, there; not ``reissue``:
+        the call is being given up, so the core is not asked to make a new request)."""
         inbox = self.http.inbox
         item = inbox.popleft()
         if isinstance(item, Broken):
-            times = self.hooks.reissue(item.request_id)
+            rid = item.request_id
+            times = self.hooks.reissue(rid) if reissue else self.hooks.conn.reissue_count(rid)
             if times is None:
                 self.queue()
             else:
@@ -1178,7 +1180,7 @@ class HttpLink:
             if isinstance(inbox[0], bytes):
                 hooks.handle_uncalled(self._take_messages(now))
             else:
-                self._take_step(now)
+                self._take_step(now, reissue=False)  # (the call is being given up)
 
     def take(self) -> None:
         """Hand the core what the answers brought, in order (messages; a new session;
