@@ -79,7 +79,7 @@ Modern tool definitions with invalid ``x-mcp-header`` annotations are removed fr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, ClassVar, Final, Literal, final
 from urllib.parse import urljoin, urlsplit
 
@@ -122,7 +122,9 @@ __all__ = [
     "SessionPending",
     "http_error",
     "pinned_http_config",
+    "reissue_refused",
     "reopen_delay",
+    "split_broken",
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
@@ -312,6 +314,28 @@ def http_error(request_id: RequestId, why: str, *, data: Mapping[str, Any] | Non
         code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}", data=dict(data) if data else None
     )
     return dumps(error_response(request_id, error))
+
+
+def reissue_refused(request_id: RequestId, why: str, times: int) -> bytes:
+    """The error (:func:`http_error`) that fails ``request_id``, whose modern stream broke
+    (``why``), when the session does not re-issue it (again): ``why``, and how many
+    ``times`` it was re-issued before, if any. Both bindings' clients word it so."""
+    if times:
+        why = f"{why} (re-issued {times} time{'' if times == 1 else 's'})"
+    return http_error(request_id, why)
+
+
+def split_broken(
+    sent: ClientRequest, waiting: Collection[RequestId]
+) -> tuple[tuple[RequestId, ...], tuple[RequestId, ...]]:
+    """The requests of ``sent`` still ``waiting`` when the connection broke after
+    ``sent`` was written whole, before its answer's head (a binding's own read): those
+    that fail (a ``subscriptions/listen``, :data:`NEVER_REISSUED`), and those the
+    session re-issues, each in the order sent."""
+    methods = dict(zip(sent.request_ids, sent.methods, strict=True))
+    rids = [rid for rid in sent.request_ids if rid in waiting]
+    fail = tuple(rid for rid in rids if methods[rid] in NEVER_REISSUED)
+    return fail, tuple(rid for rid in rids if rid not in fail)
 
 
 def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:

@@ -90,7 +90,7 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, Event, LocalProtocolError, RequestId
-from mcp_sansio._http_client import NEVER_REISSUED
+from mcp_sansio._http_client import reissue_refused, split_broken
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -144,14 +144,6 @@ class Broken:
     def __init__(self, request_id: RequestId, why: str) -> None:
         self.request_id: Final = request_id
         self.why: Final = why
-
-
-def reissue_refused(request_id: RequestId, why: str, times: int) -> bytes:
-    """The error that fails ``request_id`` when it is not re-issued (again): ``why``,
-    and how many times it was re-issued, worded as the Trio client's."""
-    if times:
-        why = f"{why} (re-issued {times} time{'' if times == 1 else 's'})"
-    return http_error(request_id, why)
 
 
 class _WireError(Exception):
@@ -849,11 +841,9 @@ class HttpTransport:
             return
         sent = exchange.sent
         if lost and exchange.written and sent.modern and exchange.counted:
-            methods = dict(zip(sent.request_ids, sent.methods, strict=True))
-            waiting = [rid for rid in sent.request_ids if rid in exchange.ids]
-            listens = [rid for rid in waiting if methods[rid] in NEVER_REISSUED]
+            listens, rest = split_broken(sent, exchange.ids)
             self.inbox.extend(http_error(rid, why) for rid in listens)
-            self.inbox.extend(Broken(rid, why) for rid in waiting if rid not in listens)
+            self.inbox.extend(Broken(rid, why) for rid in rest)
             exchange.ids.clear()
             self._close(exchange)
             return

@@ -141,7 +141,7 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
-from mcp_sansio._http_client import NEVER_REISSUED
+from mcp_sansio._http_client import reissue_refused, split_broken
 from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
@@ -805,19 +805,14 @@ class HttpChannel(MessageChannel):
         times = self._reissue(broken.request_id)
         if times is None:
             return None
-        why = broken.why
-        if times:
-            why = f"{why} (re-issued {times} time{'' if times == 1 else 's'})"
-        return http_error(broken.request_id, why)
+        return reissue_refused(broken.request_id, broken.why, times)
 
     async def _broke(self, sent: ClientRequest, why: str) -> None:
         """The connection failed after ``sent`` was written, before its answer's head:
         fail its requests, re-issuing those that are not a ``subscriptions/listen``."""
-        methods = dict(zip(sent.request_ids, sent.methods, strict=True))
-        listens = tuple(r for r in sent.request_ids if methods[r] in NEVER_REISSUED)
+        listens, rest = split_broken(sent, sent.request_ids)
         if listens:
             await self._fail(listens, why)
-        rest = tuple(r for r in sent.request_ids if r not in listens)
         await self._fail(rest, why, broke=True)
 
     def _restart(self, lost: ClientResponse) -> None:

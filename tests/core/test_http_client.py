@@ -27,7 +27,7 @@ from mcp_sansio import (
     ResultReceived,
     SubscriptionNotificationReceived,
 )
-from mcp_sansio._http_client import SSE_FIELD_ROOM
+from mcp_sansio._http_client import SSE_FIELD_ROOM, reissue_refused, split_broken
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
@@ -39,6 +39,7 @@ from mcp_sansio.http import (
     HeaderParam,
     HttpClient,
     HttpClientConfig,
+    HttpRequest,
     HttpResponse,
     HttpServer,
     HttpServerConfig,
@@ -1308,3 +1309,27 @@ def test_the_wait_before_opening_the_get_stream_again_backs_off() -> None:
     assert [reopen_delay(0, quiet, 1000) for quiet in range(4)] == [0, 0, 1, 2]
     assert reopen_delay(500, 100, 1000) == MAX_REOPEN_DELAY
     assert reopen_delay(90_000, 100, 1000) == 90  # never sooner than the server's retry
+
+
+def test_split_broken_fails_a_listen_and_leaves_the_rest_to_reissue_in_order() -> None:
+    # (Both bindings split a request written whole, its connection then lost, so.)
+    sent = ClientRequest(
+        request=HttpRequest(method="POST", target="/mcp"),
+        request_ids=(1, 2, 3, 4),
+        methods=("tools/call", "subscriptions/listen", "tools/call", "prompts/get"),
+        modern=True,
+    )
+    assert split_broken(sent, {4, 2, 1}) == ((2,), (1, 4))  # (3: no longer waited for)
+    assert split_broken(sent, ()) == ((), ())
+
+
+@pytest.mark.parametrize(
+    ("times", "said"), [(0, ""), (1, " (re-issued 1 time)"), (2, " (re-issued 2 times)")]
+)
+def test_reissue_refused_says_how_many_times_it_was_reissued(times: int, said: str) -> None:
+    error = {"code": -32603, "message": f"HTTP: the stream ended{said}"}
+    assert loads(reissue_refused(7, "the stream ended", times)) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": error,
+    }
