@@ -891,7 +891,6 @@ class BlockingClient(HandshakeFacts):
         """The last re-issue of our request ``rid`` (itself if none), the ones before
         forgotten."""
         while (moved := self._moved.pop(rid, None)) is not None:
-            self._progress.pop(moved, None)
             rid = moved
         return rid
 
@@ -911,10 +910,7 @@ class BlockingClient(HandshakeFacts):
             new = conn.reissue_request(rid, now=self._clock.now())
         except LocalProtocolError:
             return conn.reissue_count(rid)
-        self._moved[rid] = new
-        progress = self._progress.get(rid)
-        if progress is not None:
-            self._progress[new] = progress
+        self._moved[rid] = new  # (its progress callback is set when the call waits for it)
         return None
 
     def _abandon(self, rid: RequestId) -> None:
