@@ -332,6 +332,66 @@ def test_ctrl_c_just_after_a_reissue_cancels_the_new_request(
     assert [c["params"]["name"] for c in script.calls] == ["echo", "other"]
 
 
+class _HalfClosing(RawServer):
+    """Answers ``server/discover``; of a ``tools/call`` it reads the head only, then
+    half-closes (its end of input for the client, which is still writing the body) and
+    reads nothing more until ``done``."""
+
+    def __init__(self) -> None:
+        self.posts = 0
+        self.done = threading.Event()
+        super().__init__(lambda sock, head, body: None)
+
+    def _serve(self, sock: socket.socket) -> None:
+        sock.settimeout(TIMEOUT)
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            if b"\r\nmcp-method: tools/call\r\n" in head.lower() + b"\r\n":
+                self.posts += 1
+                sock.shutdown(socket.SHUT_WR)
+                self.done.wait(TIMEOUT)
+                return
+            length = next(
+                int(line.partition(b":")[2])
+                for line in head.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            )
+            while len(body) < length:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return
+                body += chunk
+            respond(sock, "200 OK", _JSON, modern_answer(body))
+        except OSError:
+            pass
+        finally:
+            sock.close()
+
+
+def test_a_request_not_written_whole_is_not_reissued() -> None:
+    # The server half-closes while the client is still writing the body: the connection
+    # is lost, but the request was not written whole (the server may not have it): the
+    # call fails; one POST.
+    server = _HalfClosing()
+    try:
+        with _modern(server.url) as client:
+            with pytest.raises(McpError, match="closed the connection") as info:
+                client.call_tool("echo", {"text": "x" * 8_000_000})
+            server.done.set()
+            assert "re-issued" not in info.value.message
+            assert not client._conn._pending and not client._moved
+    finally:
+        server.done.set()
+        server.close()
+    assert server.posts == 1
+
+
 def test_the_handshake_is_not_reissued(serve: Callable[..., tuple[Script, str]]) -> None:
     # No call waits for server/discover (the Trio session's rule: nobody waits, so it
     # fails; the handshake decides what that means).
