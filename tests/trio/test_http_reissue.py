@@ -596,3 +596,33 @@ async def test_cancelled_further_down_a_chain_cancels_the_newest(
             assert len(script.calls) == 3  # (not a fourth)
             assert len(client._waiters) == 0 and client._queued == {}
     assert script.hung_up == [2]
+
+
+async def test_a_caller_cancelled_behind_a_chain_cancels_its_newest_link(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Re-issued three times in a row before the caller's task ran again (the channel's
+    # hook called here, with no checkpoint between), then the caller is cancelled: the
+    # newest link is taken back unsent (Session._abandon_reissued walks the chain to
+    # it), and nothing of the chain is left. (The links between were never written
+    # here, as a real break's would have been: only the newest is checked on the wire.)
+    script, url = await _serve(nursery, "wait-answer")
+    with trio.fail_after(IO_TIMEOUT):
+        async with _client(url, max_reissues=5) as client:
+            async with trio.open_nursery() as callers:
+                callers.start_soon(client.request, "tools/call", call("echo"))
+                while not script.calls:
+                    await script.arrived.wait()
+                await trio.testing.wait_all_tasks_blocked()
+                chain: list[Any] = [script.calls[0]["id"]]
+                for _ in range(3):
+                    waiter = client._waiters.get(chain[-1])
+                    assert client._reissue(chain[-1]) is None
+                    chain.append(waiter.outcome.request_id)
+                callers.cancel_scope.cancel()
+            assert chain[-1] not in client._conn._pending  # (taken back, not in flight)
+            assert len(client._waiters) == 0 and client._queued == {}
+            text_of(await client.request("tools/call", call("echo")))
+            script.go.set()  # (the first stream ends: its answer is late, dropped)
+            await trio.testing.wait_all_tasks_blocked()
+    assert chain[-1] not in [c["id"] for c in script.calls]  # never sent
