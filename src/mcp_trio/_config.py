@@ -94,6 +94,19 @@ class SessionConfig:
     waits for the user, bounded by ``OAuth(authorize_timeout=)``): the bound counts
     afresh from when the request goes out with one. ``None``: wait as long as it
     takes."""
+    ping_interval: float | None = attrs.field(default=None, validator=_positive)
+    """Legacy era (2024-11-05 … 2025-11-25, ``basic/utilities/ping``): seconds the peer
+    may stay silent before a ``ping`` is sent to it (``None``, the default: never).
+    Any message from the peer counts, so a busy session sends none, and one ping is
+    out at a time. Either role, over stdio, WebSocket, in-memory channels and the
+    Streamable HTTP client (a POST each); never in the modern era (2026-07-28 removed
+    ``ping``), and never by ``serve_http``, which may have no stream to the client."""
+    ping_timeout: float = attrs.field(default=10.0, validator=_positive)
+    """Seconds a keep-alive ``ping`` (``ping_interval``) waits for its answer. Past it
+    the peer is taken for dead: the session closes (a connection failure,
+    :class:`~mcp_trio.SessionClosed` with the ping's ``RequestTimeout`` as its
+    ``__cause__``) and a warning is logged. An error answer is an answer: the peer is
+    alive."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
     """Seconds to wait for the transport's own closing. A WebSocket: the message being
     written when the session closes goes out whole first (within what its

@@ -127,6 +127,7 @@ from ._errors import (
 )
 from ._errors_base import fresh, refuse_endless_input
 from ._handlers import Handlers, NotificationContext, RequestContext
+from ._keepalive import keep_alive
 from ._pool import (
     HandlerPool,
     _Running,
@@ -273,6 +274,8 @@ class Session:
         self._reader_context: contextvars.Context | None = None
         self._taking = False
         self._finishing: trio.Event | None = None  # a taken message is being finished
+        # when the peer was last heard from (the keep-alive reads it: _keepalive.py)
+        self._heard_at = 0.0
 
     # ------------------------------------------------------------------ introspection
 
@@ -990,7 +993,7 @@ class Session:
                         await self._act(events)
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
-            now = trio.current_time()
+            self._heard_at = now = trio.current_time()
             if ndjson:
                 assert isinstance(data, bytes)
                 events = conn.receive_bytes(data, now=now)
@@ -1025,7 +1028,8 @@ class Session:
 
     def _take(self, data: bytes) -> None:
         conn = self._conn
-        events = conn.receive_message(data, now=trio.current_time())
+        self._heard_at = now = trio.current_time()
+        events = conn.receive_message(data, now=now)
         if self._initialized is not None:  # (_note_initialized, inline: once it is)
             self._note_initialized()
         scope = self._timer_scope  # (_rearm_timer, inline: once per message)
@@ -1374,6 +1378,10 @@ class Session:
                 self._channel.attach_reissue(self._reissue)
                 nursery.start_soon(self._read_loop, name="mcp reader")
                 nursery.start_soon(self._timer_loop, name="mcp timer")
+                interval = self.config.ping_interval
+                if interval is not None:  # (legacy era only: see _keepalive)
+                    timeout = self.config.ping_timeout
+                    nursery.start_soon(keep_alive, self, interval, timeout, name="mcp keep-alive")
 
     async def _shutdown(self) -> None:
         try:

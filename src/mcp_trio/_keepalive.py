@@ -1,0 +1,97 @@
+"""Keep-alive: ``ping`` a legacy-era peer that has gone quiet (``SessionConfig.ping_interval``).
+
+Theory of operation
+-------------------
+The 2024-11-05 … 2025-11-25 revisions say (``basic/utilities/ping``): implementations
+SHOULD periodically issue pings to detect connection health, at a configurable frequency,
+avoiding excessive pinging; a timeout SHOULD be treated as a connection failure, and ping
+failures SHOULD be logged. The 2026-07-28 revision removed ``ping`` (its changelog, item
+5), so a modern-era session never pings.
+
+Any message from the peer proves it alive, so only silence is probed: the session's
+reader stores the time of each message it reads (``Session._heard_at``: one attribute
+store, the only cost on the hot path), and this task, asleep otherwise, reads it when it
+wakes. A ping goes out once the peer has said nothing for ``ping_interval`` seconds; a
+busy session sends none. One ping at a time: the next is timed from the last message
+heard, which the ping's own answer is.
+
+The ping is an ordinary request of ours with ``ping_timeout`` as its timeout, so the
+core's timer times it out (no wait on a stuck write: see ``Session._timer_loop``). An
+answer of any kind, an error included, is an answer: the peer is alive. No answer in
+time closes the session as a connection failure: every waiter fails with
+:class:`~mcp_trio.SessionClosed` whose reason says so and whose ``__cause__`` is the
+ping's :class:`~mcp_trio.RequestTimeout`, and a warning is logged on the ``mcp_trio``
+logger, as a timed-out write does (``write_timeout``).
+
+Which sessions ping: those that run on :class:`~mcp_trio.Session` (stdio, WebSocket,
+in-memory, either role; the Streamable HTTP client, each ping a POST) once a
+legacy-era handshake has completed, and not while a session the server forgot is being
+started anew. The Streamable HTTP *server* (``serve_http``) does not run sessions on
+``Session`` and never pings, whatever its ``SessionConfig`` says: a legacy server can
+only reach the client on the GET stream, which the client may never open, and its SSE
+streams carry ``sse_keepalive_interval`` comments already; it is the client's ping
+that checks that connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from ._errors import LocalProtocolError, McpError, RequestTimeout, SessionClosed
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["keep_alive"]
+
+logger = logging.getLogger("mcp_trio")
+
+
+async def keep_alive(session: Session, interval: float, timeout: float) -> None:
+    """Ping ``session``'s peer after each ``interval`` seconds it stays silent, until the
+    session closes; close it if a ping gets no answer within ``timeout`` seconds.
+
+    Runs in the session's I/O nursery (started when ``ping_interval`` is set); returns at
+    once for a session that does not settle on the legacy era.
+    """
+    await session._handshake_done.wait()
+    handshake = session.handshake
+    if handshake is None or handshake.era != "legacy":
+        return  # (modern: no ping; a failed handshake: the session is closing)
+    while True:
+        # Sleep until the peer has been silent for a whole interval.
+        while (due := session._heard_at + interval) > trio.current_time():
+            await trio.sleep_until(due)
+        restarting = session._restarting
+        if restarting is not None:
+            await restarting.wait()  # (its own bound, handshake_timeout, applies)
+            continue
+        if session.closed:
+            return
+        try:
+            await session.request("ping", timeout=timeout)
+        except McpError:
+            pass  # an error is an answer too: the peer is alive
+        except LocalProtocolError as exc:
+            # The core takes no request now (our requests in flight fill its table):
+            # try again an interval later.
+            logger.debug("%s session: no ping sent (%s)", session.role, exc)
+            await trio.sleep(interval)
+        except RequestTimeout as exc:
+            logger.warning(
+                "%s session: no answer to ping within %g s; closing (connection failure)",
+                session.role,
+                timeout,
+            )
+            failure = SessionClosed(
+                f"the peer did not answer a ping within {timeout:g} s"
+                " (SessionConfig.ping_timeout): connection failure"
+            )
+            failure.__cause__ = exc
+            session._begin_close(failure, graceful=False)
+            return
+        except SessionClosed:
+            return

@@ -1,0 +1,334 @@
+"""Keep-alive pings (``SessionConfig.ping_interval`` / ``ping_timeout``; legacy
+``basic/utilities/ping``): sent only after a whole interval of silence from the peer, one
+at a time, never in the modern era; an unanswered one ends the session."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio import LATEST_LEGACY_VERSION, Role
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    MemoryChannel,
+    RequestTimeout,
+    Session,
+    SessionClosed,
+    SessionConfig,
+    StreamChannel,
+    memory_channel_pair,
+    open_session,
+)
+
+from .helpers import client_config, server_config
+
+
+class RawPeer:
+    """The far end, as JSON objects: over a memory channel, or NDJSON over a byte stream
+    (the session then reads with its reader task, not by taking messages in passing)."""
+
+    def __init__(self, channel: MemoryChannel | None, stream: trio.abc.Stream | None) -> None:
+        self._channel = channel
+        self._stream = stream
+        self._buffer = b""
+        self.sent_at: list[float] = []  # when our messages went out
+
+    async def send(self, obj: dict[str, Any]) -> None:
+        self.sent_at.append(trio.current_time())
+        data = dumps(obj)
+        if self._channel is not None:
+            await self._channel.send(data)
+        else:
+            assert self._stream is not None
+            await self._stream.send_all(data + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        if self._channel is not None:
+            message: dict[str, Any] = loads(await self._channel.receive())
+            return message
+        assert self._stream is not None
+        while b"\n" not in self._buffer:
+            chunk = await self._stream.receive_some()
+            if not chunk:
+                raise trio.EndOfChannel
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message = loads(line)
+        return message
+
+
+def _pair(transport: str) -> tuple[Any, RawPeer]:
+    if transport == "memory":
+        ours, theirs = memory_channel_pair()
+        return ours, RawPeer(theirs, None)
+    a, b = trio.testing.memory_stream_pair()
+    return StreamChannel(a, a), RawPeer(None, b)
+
+
+def _initialize(rid: int = 0) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LATEST_LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+
+
+async def _handshake(session: Session, peer: RawPeer, nursery: trio.Nursery) -> None:
+    """Complete a legacy handshake with ``session``, the peer playing the other role."""
+    if session.role == "client":
+        nursery.start_soon(session.start)
+        init = await peer.receive()
+        assert init["method"] == "initialize"
+        result = {
+            "protocolVersion": LATEST_LEGACY_VERSION,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "1"},
+        }
+        await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+        assert (await peer.receive())["method"] == "notifications/initialized"
+    else:
+        await peer.send(_initialize())
+        assert "result" in await peer.receive()
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await trio.testing.wait_all_tasks_blocked()
+    assert session.handshake is not None
+
+
+def _config(role: Role) -> Any:
+    return client_config() if role == "client" else server_config()
+
+
+def _pong(ping: dict[str, Any]) -> dict[str, Any]:
+    assert ping["method"] == "ping"
+    assert "params" not in ping
+    return {"jsonrpc": "2.0", "id": ping["id"], "result": {}}
+
+
+@pytest.mark.parametrize("role", ["client", "server"])
+@pytest.mark.parametrize("transport", ["memory", "stream"])
+async def test_an_idle_peer_is_pinged_each_interval(
+    autojump_clock: trio.testing.MockClock, role: Role, transport: str
+) -> None:
+    # Mutation: no keep-alive task started (_session._io) -> no ping comes (fail_after).
+    channel, peer = _pair(transport)
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(channel, role, config=config, connection_config=_config(role)) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        heard = peer.sent_at[-1]
+        with trio.fail_after(100):
+            for _ in range(3):
+                ping = await peer.receive()
+                assert trio.current_time() == pytest.approx(heard + 5)
+                await peer.send(_pong(ping))
+                heard = trio.current_time()
+            # (let the session read the last pong before the block closes it: a byte
+            # stream's chunk read as the session closes locally is a known, separate
+            # crash, "feed() called after feed_eof()")
+            await trio.testing.wait_all_tasks_blocked()
+        assert not s.closed
+
+
+@pytest.mark.parametrize("transport", ["memory", "stream"])
+async def test_no_ping_while_the_peer_talks(
+    autojump_clock: trio.testing.MockClock, transport: str
+) -> None:
+    # Mutation: the reader does not note what it receives (_heard_at stores in
+    # _read_loop, for the byte stream, or _take, for the memory channel) -> a ping
+    # goes out 5 s after the handshake, in the middle of the traffic.
+    channel, peer = _pair(transport)
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(
+        channel, "server", config=config, connection_config=server_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        with trio.move_on_after(40):
+            async with trio.open_nursery() as nursery:
+
+                async def talk() -> None:
+                    while True:
+                        await trio.sleep(4)
+                        note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+                        await peer.send(note)
+
+                nursery.start_soon(talk)
+                message = await peer.receive()
+                pytest.fail(f"sent while the peer talked: {message!r}")
+        # Silent from now: the ping comes an interval after the last message.
+        last = peer.sent_at[-1]
+        with trio.fail_after(100):
+            ping = await peer.receive()
+        assert ping["method"] == "ping"
+        assert trio.current_time() == pytest.approx(last + 5)
+
+
+async def test_the_peers_own_pings_count_as_traffic(autojump_clock: trio.testing.MockClock) -> None:
+    # The peer pings us every 3 s: we answer each (the core does) and, hearing from it,
+    # send no ping of our own. Mutation: _heard_at not stored -> we ping it as well.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(
+        channel, "server", config=config, connection_config=server_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        with trio.fail_after(100):
+            for rid in range(100, 110):
+                await trio.sleep(3)
+                await peer.send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+                assert await peer.receive() == {"jsonrpc": "2.0", "id": rid, "result": {}}
+        assert not s.closed
+
+
+async def test_an_unanswered_ping_ends_the_session(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Mutation: keep_alive returns on RequestTimeout without _begin_close -> the session
+    # stays open and the caller's request never fails (fail_after).
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=20)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        failure: list[BaseException] = []
+        received: list[dict[str, Any]] = []
+
+        async def caller() -> None:
+            with pytest.raises(SessionClosed) as info:
+                await s.request("tools/list", timeout=1000)
+            failure.append(info.value)
+
+        async def drain() -> None:
+            with pytest.raises(trio.EndOfChannel):
+                while True:
+                    received.append(await peer.receive())
+
+        with caplog.at_level(logging.WARNING, logger="mcp_trio"), trio.fail_after(200):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drain)
+                nursery.start_soon(caller)
+                await s.wait_closed()
+                closed_at = trio.current_time()
+        methods = [m.get("method") for m in received]
+        # The caller's request (its sending counts as nothing heard), one ping (never two
+        # out at once, although ping_timeout is four intervals), its cancellation.
+        assert methods == ["tools/list", "ping", "notifications/cancelled"]
+        assert closed_at == pytest.approx(peer.sent_at[-1] + 5 + 20)
+        (exc,) = failure
+        assert "did not answer a ping within 20 s" in str(exc)
+        assert isinstance(exc.__cause__, RequestTimeout)
+        assert exc.__cause__.method == "ping"
+        assert s.close_reason is not None
+        assert "ping" in s.close_reason.reason
+        assert any("no answer to ping within 20 s" in r.getMessage() for r in caplog.records)
+
+
+async def test_an_error_answer_is_an_answer(autojump_clock: trio.testing.MockClock) -> None:
+    # Mutation: an McpError from the ping closes the session as a timeout does.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        with trio.fail_after(100):
+            for _ in range(3):
+                ping = await peer.receive()
+                assert ping["method"] == "ping"
+                error = {"code": -32601, "message": "Method not found"}
+                await peer.send({"jsonrpc": "2.0", "id": ping["id"], "error": error})
+            await trio.sleep(4)  # (past the last ping's timeout; the next is not due)
+        assert not s.closed
+
+
+async def _silent_for(peer: RawPeer, seconds: float) -> list[dict[str, Any]]:
+    received: list[dict[str, Any]] = []
+    with trio.move_on_after(seconds):
+        while True:
+            received.append(await peer.receive())
+    return received
+
+
+@pytest.mark.parametrize("role", ["client", "server"])
+async def test_no_ping_interval_sends_nothing(
+    autojump_clock: trio.testing.MockClock, role: Role
+) -> None:
+    # Mutation: the keep-alive starts with a default interval when ping_interval is None.
+    assert SessionConfig().ping_interval is None
+    channel, peer = _pair("memory")
+    async with open_session(channel, role, connection_config=_config(role)) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        assert await _silent_for(peer, 1000) == []
+        assert not s.closed
+
+
+async def test_a_modern_session_never_pings(autojump_clock: trio.testing.MockClock) -> None:
+    # Mutation: keep_alive does not check the era -> pings a modern server, which
+    # (2026-07-28) has no ping.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    connection_config = client_config(era="modern")
+    async with open_session(
+        channel, "client", config=config, connection_config=connection_config
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(s.start)
+            discover = await peer.receive()
+            assert discover["method"] == "server/discover"
+            result = {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "1"}},
+            }
+            await peer.send({"jsonrpc": "2.0", "id": discover["id"], "result": result})
+        assert s.handshake is not None
+        assert s.handshake.era == "modern"
+        assert await _silent_for(peer, 1000) == []
+        assert not s.closed
+
+
+async def test_a_modern_server_session_never_pings(autojump_clock: trio.testing.MockClock) -> None:
+    # A server that serves modern requests has no handshake: the keep-alive never starts
+    # pinging. Mutation: keep_alive pings without waiting for a legacy handshake.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(channel, "server", config=config, connection_config=server_config()):
+        assert await _silent_for(peer, 1000) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"ping_interval": 0},
+        {"ping_interval": -1.0},
+        {"ping_interval": float("nan")},
+        {"ping_timeout": 0},
+        {"ping_timeout": -5},
+    ],
+)
+def test_config_validation(kwargs: dict[str, Any]) -> None:
+    # Mutation: no validator on the two fields.
+    (name,) = kwargs
+    with pytest.raises(ValueError, match=name):
+        SessionConfig(**kwargs)
+
+
+def test_config_defaults() -> None:
+    config = SessionConfig(ping_interval=0.5)
+    assert config.ping_interval == 0.5
+    assert config.ping_timeout == 10.0
