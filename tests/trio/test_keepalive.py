@@ -15,6 +15,7 @@ from mcp_sansio import LATEST_LEGACY_VERSION, Role
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     MemoryChannel,
+    MessageChannel,
     RequestTimeout,
     Session,
     SessionClosed,
@@ -23,13 +24,14 @@ from mcp_trio import (
     memory_channel_pair,
     open_session,
 )
+from mcp_trio._channel import SessionLost
 
 from .helpers import client_config, server_config
 
 
 class RawPeer:
-    """The far end, as JSON objects: over a memory channel, or NDJSON over a byte stream
-    (the session then reads with its reader task, not by taking messages in passing)."""
+    """The far end, as JSON objects: over a memory channel (an idle session takes each
+    message in passing), or NDJSON over a byte stream (its reader task reads them)."""
 
     def __init__(self, channel: MemoryChannel | None, stream: trio.abc.Stream | None) -> None:
         self._channel = channel
@@ -41,7 +43,10 @@ class RawPeer:
         self.sent_at.append(trio.current_time())
         data = dumps(obj)
         if self._channel is not None:
-            await self._channel.send(data)
+            # (as a peer session does: a message that goes at once is taken in passing,
+            # Session._take, by a session whose reader is parked)
+            if not self._channel.send_nowait(data):
+                await self._channel.send(data)
         else:
             assert self._stream is not None
             await self._stream.send_all(data + b"\n")
@@ -276,9 +281,11 @@ async def test_no_ping_interval_sends_nothing(
         assert not s.closed
 
 
-async def test_a_modern_session_never_pings(autojump_clock: trio.testing.MockClock) -> None:
-    # Mutation: keep_alive does not check the era -> pings a modern server, which
-    # (2026-07-28) has no ping.
+async def test_a_modern_session_never_pings(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Mutation: keep_alive does not check the era -> it tries to ping a modern server,
+    # which (2026-07-28) has no ping: the core refuses (logged at DEBUG), nothing goes out.
     channel, peer = _pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=2)
     connection_config = client_config(era="modern")
@@ -298,17 +305,34 @@ async def test_a_modern_session_never_pings(autojump_clock: trio.testing.MockClo
             await peer.send({"jsonrpc": "2.0", "id": discover["id"], "result": result})
         assert s.handshake is not None
         assert s.handshake.era == "modern"
-        assert await _silent_for(peer, 1000) == []
+        with caplog.at_level(logging.DEBUG, logger="mcp_trio"):
+            assert await _silent_for(peer, 1000) == []
         assert not s.closed
+    assert not [r for r in caplog.records if "ping" in r.getMessage()]
 
 
-async def test_a_modern_server_session_never_pings(autojump_clock: trio.testing.MockClock) -> None:
-    # A server that serves modern requests has no handshake: the keep-alive never starts
-    # pinging. Mutation: keep_alive pings without waiting for a legacy handshake.
+async def test_a_modern_server_session_never_pings(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A server that serves modern requests has no handshake: the keep-alive never tries
+    # a ping. Mutation: keep_alive does not wait for a legacy handshake -> it tries (the
+    # core refuses, logged at DEBUG).
     channel, peer = _pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(channel, "server", config=config, connection_config=server_config()):
-        assert await _silent_for(peer, 1000) == []
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    with caplog.at_level(logging.DEBUG, logger="mcp_trio"):
+        async with open_session(
+            channel, "server", config=config, connection_config=server_config()
+        ) as s:
+            await peer.send(discover)
+            assert "supportedVersions" in (await peer.receive())["result"]
+            assert await _silent_for(peer, 1000) == []
+            assert not s.closed
+    assert not [r for r in caplog.records if "ping" in r.getMessage()]
 
 
 @pytest.mark.parametrize(
@@ -332,3 +356,86 @@ def test_config_defaults() -> None:
     config = SessionConfig(ping_interval=0.5)
     assert config.ping_interval == 0.5
     assert config.ping_timeout == 10.0
+
+
+async def test_no_ping_while_our_requests_fill_the_table(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The core takes no more requests (max_pending_requests): the keep-alive tries again
+    # an interval later instead of failing the session. Mutation: LocalProtocolError
+    # not caught in keep_alive -> the session fails (internal error).
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    connection_config = client_config(max_pending_requests=1)
+    with caplog.at_level(logging.DEBUG, logger="mcp_trio"):
+        async with open_session(
+            channel, "client", config=config, connection_config=connection_config
+        ) as s:
+            async with trio.open_nursery() as nursery:
+                await _handshake(s, peer, nursery)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(s.request, "tools/list")
+                request = await peer.receive()
+                assert request["method"] == "tools/list"
+                assert await _silent_for(peer, 12) == []  # (pings refused at 5 and 10)
+                assert not s.closed
+                result = {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": []}}
+                await peer.send(result)
+            answered = trio.current_time()
+            with trio.fail_after(100):
+                ping = await peer.receive()
+            assert ping["method"] == "ping"
+            assert trio.current_time() == pytest.approx(answered + 5)
+    assert any("no ping sent" in r.getMessage() for r in caplog.records)
+
+
+class _Forgetful(MessageChannel):
+    """A memory channel on which the peer can say it forgot the session (an HTTP 404):
+    the message ``LOST`` makes ``receive`` raise ``SessionLost``."""
+
+    def __init__(self, inner: MemoryChannel) -> None:
+        self._inner = inner
+
+    async def send(self, message: bytes) -> None:
+        await self._inner.send(message)
+
+    async def receive(self) -> bytes:
+        message = await self._inner.receive()
+        if message == b"LOST":
+            raise SessionLost(restart=True, resend=())
+        return message
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+async def test_no_ping_while_a_forgotten_session_is_started_anew(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Mutation: keep_alive does not wait for the new session -> its ping is held by the
+    # core with the new session's requests, times out, and closes the session.
+    ours, theirs = memory_channel_pair()
+    peer = RawPeer(theirs, None)
+    config = SessionConfig(ping_interval=5, ping_timeout=2, handshake_timeout=100)
+    async with open_session(
+        _Forgetful(ours), "client", config=config, connection_config=client_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        await theirs.send(b"LOST")
+        init = await peer.receive()
+        assert init["method"] == "initialize"
+        assert await _silent_for(peer, 30) == []  # no ping while it is not answered
+        assert not s.closed
+        result = {
+            "protocolVersion": LATEST_LEGACY_VERSION,
+            "capabilities": {},
+            "serverInfo": {"name": "raw", "version": "1"},
+        }
+        await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+        answered = trio.current_time()
+        assert (await peer.receive())["method"] == "notifications/initialized"
+        with trio.fail_after(100):
+            ping = await peer.receive()
+        assert ping["method"] == "ping"
+        assert trio.current_time() == pytest.approx(answered + 5)
