@@ -439,7 +439,8 @@ class HttpChannel(MessageChannel):
 
     @contextmanager
     def _holding(self, sent: ClientRequest) -> Iterator[None]:
-        """While the requests of ``sent`` wait for a token (see ``attach_holds``)."""
+        """While the requests of ``sent`` wait for a token or a free connection (see
+        ``attach_holds``)."""
         held = self._held if sent.request_ids else None
         if held is not None:
             held(sent.request_ids, True)
@@ -544,7 +545,12 @@ class HttpChannel(MessageChannel):
         scope = stream.scope
         try:
             with scope:
-                if wire is None:
+                if wire is None and not limiter.available_tokens:
+                    # Waiting for a free connection is our side's wait, as a token is
+                    # (attach_holds): a keep-alive ping does not count it as silence.
+                    with self._holding(sent):
+                        await limiter.acquire_on_behalf_of(scope)
+                elif wire is None:
                     await limiter.acquire_on_behalf_of(scope)
                 try:
                     await self._drive(sent, _Written(done=True), wire, rest, stream=stream)

@@ -61,6 +61,8 @@ async def keep_alive(session: Session, interval: float, timeout: float) -> None:
     handshake = session.handshake
     if handshake is None or handshake.era != "legacy":
         return  # (modern: no ping; a failed handshake: the session is closing)
+    conn = session.connection
+    limits = conn.config
     while True:
         # Sleep until the peer has been silent for a whole interval.
         while (due := session._heard_at + interval) > trio.current_time():
@@ -71,27 +73,72 @@ async def keep_alive(session: Session, interval: float, timeout: float) -> None:
             continue
         if session.closed:
             return
+        if limits.max_pending_requests - len(conn.pending_requests()) <= 1:
+            # The last place in the core's request table is the user's: no ping now.
+            logger.debug("%s session: no ping sent (the request table is full)", session.role)
+            await trio.sleep(interval)
+            continue
+        ping = _Ping(trio.current_time())
+        session._pinging = 1
         try:
-            await session.request("ping", timeout=timeout)
-        except McpError:
-            pass  # an error is an answer too: the peer is alive
+            await session.request("ping", timeout=timeout, on_held=ping.held)
+        except McpError as exc:
+            # An error is an answer (the peer is alive), unless the channel made it (an
+            # HTTP client's: no answer came, see LocalReply), which stores no _heard_at.
+            if session._heard_at < ping.sent:
+                if not ping.ours_to_blame(session):
+                    _fail(session, f"a ping failed ({exc})", exc)
+                    return
+                await trio.sleep(interval)
         except LocalProtocolError as exc:
-            # The core takes no request now (our requests in flight fill its table):
-            # try again an interval later.
+            # The core takes no request now: try again an interval later.
             logger.debug("%s session: no ping sent (%s)", session.role, exc)
             await trio.sleep(interval)
         except RequestTimeout as exc:
-            logger.warning(
-                "%s session: no answer to ping within %g s; closing (connection failure)",
-                session.role,
-                timeout,
-            )
-            failure = SessionClosed(
-                f"the peer did not answer a ping within {timeout:g} s"
-                " (SessionConfig.ping_timeout): connection failure"
-            )
-            failure.__cause__ = exc
-            session._begin_close(failure, graceful=False)
+            if session._heard_at >= ping.sent:
+                continue  # the peer spoke meanwhile: its answer is late, not missing
+            if ping.ours_to_blame(session):
+                # The wait was ours (a free connection, a token, a new session), not
+                # the peer's silence: try again an interval later.
+                logger.debug("%s session: a ping held back on our side timed out", session.role)
+                await trio.sleep(interval)
+                continue
+            limit, name = timeout, "SessionConfig.ping_timeout"
+            cap = limits.max_request_time
+            if cap is not None and cap < timeout:
+                limit, name = cap, "ConnectionConfig.max_request_time"
+            _fail(session, f"the peer did not answer a ping within {limit:g} s ({name})", exc)
             return
         except SessionClosed:
             return
+        finally:
+            session._pinging = 0
+
+
+class _Ping:
+    """One keep-alive ping: when it was sent, whether our side held it back."""
+
+    __slots__ = ("sent", "was_held")
+
+    def __init__(self, sent: float) -> None:
+        self.sent = sent
+        self.was_held = False
+
+    def held(self, _rid: object, held: bool) -> None:
+        """``Session.request(on_held=)``: the transport held the ping back (a free
+        connection, a token)."""
+        if held:
+            self.was_held = True
+
+    def ours_to_blame(self, session: Session) -> bool:
+        """Whether the ping's failure may be our side's: it was held back, or a new
+        session is started in place of a forgotten one (which has its own bound)."""
+        return self.was_held or session._restarting is not None
+
+
+def _fail(session: Session, why: str, cause: BaseException) -> None:
+    """Close ``session``: its peer is taken for dead (a connection failure)."""
+    logger.warning("%s session: %s; closing (connection failure)", session.role, why)
+    failure = SessionClosed(f"{why}: connection failure")
+    failure.__cause__ = cause
+    session._begin_close(failure, graceful=False)

@@ -115,6 +115,7 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
+from mcp_sansio._http_client import LocalReply
 
 from ._channel import MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
@@ -276,6 +277,7 @@ class Session:
         self._finishing: trio.Event | None = None  # a taken message is being finished
         # when the peer was last heard from (the keep-alive reads it: _keepalive.py)
         self._heard_at = 0.0
+        self._pinging = 0  # 1 while the keep-alive's ping is out (not in statistics())
 
     # ------------------------------------------------------------------ introspection
 
@@ -316,7 +318,7 @@ class Session:
             role=self._conn.role,
             era=self._conn.era,
             protocol_version=self._conn.protocol_version,
-            waiting_requests=len(self._waiters),
+            waiting_requests=len(self._waiters) - self._pinging,
             running_handlers=self._pool.count,
             max_concurrent_handlers=self._pool.compute_limit,
             waiting_handlers=len(self._reserved),
@@ -993,7 +995,9 @@ class Session:
                         await self._act(events)
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
-            self._heard_at = now = trio.current_time()
+            now = trio.current_time()
+            if data.__class__ is not LocalReply:  # (made by the channel: not the peer's)
+                self._heard_at = now
             if ndjson:
                 assert isinstance(data, bytes)
                 events = conn.receive_bytes(data, now=now)
@@ -1028,7 +1032,9 @@ class Session:
 
     def _take(self, data: bytes) -> None:
         conn = self._conn
-        self._heard_at = now = trio.current_time()
+        now = trio.current_time()
+        if data.__class__ is not LocalReply:  # (made by the channel: not the peer's)
+            self._heard_at = now
         events = conn.receive_message(data, now=now)
         if self._initialized is not None:  # (_note_initialized, inline: once it is)
             self._note_initialized()

@@ -14,6 +14,7 @@ import trio.testing
 from mcp_sansio import LATEST_LEGACY_VERSION, Role
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
+    Handlers,
     MemoryChannel,
     MessageChannel,
     RequestTimeout,
@@ -237,7 +238,7 @@ async def test_an_unanswered_ping_ends_the_session(
         assert exc.__cause__.method == "ping"
         assert s.close_reason is not None
         assert "ping" in s.close_reason.reason
-        assert any("no answer to ping within 20 s" in r.getMessage() for r in caplog.records)
+        assert any("did not answer a ping within 20 s" in r.getMessage() for r in caplog.records)
 
 
 async def test_an_error_answer_is_an_answer(autojump_clock: trio.testing.MockClock) -> None:
@@ -361,12 +362,13 @@ def test_config_defaults() -> None:
 async def test_no_ping_while_our_requests_fill_the_table(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # The core takes no more requests (max_pending_requests): the keep-alive tries again
+    # The core would take only one more request (max_pending_requests), which is the user's:
+    # the keep-alive sends no ping and tries again
     # an interval later instead of failing the session. Mutation: LocalProtocolError
     # not caught in keep_alive -> the session fails (internal error).
     channel, peer = _pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=2)
-    connection_config = client_config(max_pending_requests=1)
+    connection_config = client_config(max_pending_requests=2)
     with caplog.at_level(logging.DEBUG, logger="mcp_trio"):
         async with open_session(
             channel, "client", config=config, connection_config=connection_config
@@ -439,3 +441,169 @@ async def test_no_ping_while_a_forgotten_session_is_started_anew(
             ping = await peer.receive()
         assert ping["method"] == "ping"
         assert trio.current_time() == pytest.approx(answered + 5)
+
+
+async def test_a_late_answer_from_a_peer_that_talks_is_no_failure(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The peer talks every second after the ping (its answer queued behind, a slow
+    # link) and answers past ping_timeout: it is alive. Mutation: the timeout not
+    # checked against _heard_at -> the session closes at 3 s.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=3)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        ping = await peer.receive()
+        for i in range(4):
+            await trio.sleep(1)
+            note = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": i},
+            }
+            await peer.send(note)
+        assert not s.closed, s.close_reason
+        await peer.send(_pong(ping))
+        await trio.sleep(1)
+        assert not s.closed
+
+
+async def test_a_ping_out_while_a_forgotten_session_restarts_is_no_failure(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The ping is out when the peer says it forgot the session; the new handshake takes
+    # longer than ping_timeout (handshake_timeout bounds it). Mutation: the restart not
+    # checked on timeout -> the session closes at 10 s.
+    ours, theirs = memory_channel_pair()
+    peer = RawPeer(theirs, None)
+    config = SessionConfig(ping_interval=5, ping_timeout=10, handshake_timeout=100)
+    async with open_session(
+        _Forgetful(ours), "client", config=config, connection_config=client_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        assert (await peer.receive())["method"] == "ping"
+        await theirs.send(b"LOST")
+        assert (await peer.receive())["method"] == "initialize"
+        await trio.sleep(15)
+        assert not s.closed, s.close_reason
+
+
+async def test_the_close_reason_names_the_limit_that_ended_the_ping(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # ping_timeout=20, but the core ends every request at max_request_time=3.
+    # Mutation: ping_timeout named -> "20 s".
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=20)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config(max_request_time=3)
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        assert (await peer.receive())["method"] == "ping"
+        sent = trio.current_time()
+        await s.wait_closed()
+        assert trio.current_time() - sent == pytest.approx(3)
+        assert "within 3 s (ConnectionConfig.max_request_time)" in str(s.close_reason)
+
+
+async def test_the_ping_is_not_in_the_statistics(autojump_clock: trio.testing.MockClock) -> None:
+    # Mutation: _pinging not subtracted -> waiting_requests == 1 with no caller waiting.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config()
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        assert (await peer.receive())["method"] == "ping"
+        assert s.statistics().waiting_requests == 0
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(s.request, "tools/list")
+            assert (await peer.receive())["method"] == "tools/list"
+            assert s.statistics().waiting_requests == 1
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_ping_leaves_the_last_table_slot_to_the_user(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # max_pending_requests=2 and one request of the user's out: no ping takes the
+    # last place, the user's next request goes out; retried an interval later.
+    # Mutation: no table check -> the ping takes it and the request is refused.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config(max_pending_requests=2)
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(s.request, "tools/list")
+            first = await peer.receive()
+            assert first["method"] == "tools/list"
+            await trio.sleep(12)  # two intervals of silence
+            nursery.start_soon(s.request, "tools/list")
+            assert (await peer.receive())["method"] == "tools/list"
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_retry_after_a_skipped_ping_is_one_interval(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The table is too full at 5 s (no ping); it frees at 7 s: the ping goes at 10 s,
+    # one interval after the skipped one. Mutation: the retry sleep changed -> not 10.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2)
+    async with open_session(
+        channel, "client", config=config, connection_config=client_config(max_pending_requests=2)
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(s.request, "tools/list")
+            await peer.receive()
+            await trio.sleep(7)
+            nursery.cancel_scope.cancel()  # (a notifications/cancelled goes out)
+        assert (await peer.receive())["method"] == "notifications/cancelled"
+        assert (await peer.receive())["method"] == "ping"
+        assert trio.current_time() - start == pytest.approx(10)
+
+
+async def test_a_failed_ping_cancels_the_running_handlers_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A connection failure: no shutdown_grace_period for the peer's requests in flight.
+    # Mutation: _begin_close(graceful=True) -> the handler runs the whole grace period.
+    channel, peer = _pair("memory")
+    config = SessionConfig(ping_interval=5, ping_timeout=2, shutdown_grace_period=100)
+    cancelled_at: list[float] = []
+
+    async def slow(ctx: Any) -> dict[str, Any]:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled_at.append(trio.current_time())
+        raise AssertionError("unreachable")
+
+    session_handlers = Handlers()
+    session_handlers.set_request_handler("roots/list", slow)
+    async with open_session(
+        channel,
+        "client",
+        config=config,
+        connection_config=client_config(),
+        handlers=session_handlers,
+    ) as s:
+        async with trio.open_nursery() as nursery:
+            await _handshake(s, peer, nursery)
+        await peer.send({"jsonrpc": "2.0", "id": 7, "method": "roots/list"})
+        assert (await peer.receive())["method"] == "ping"
+        sent = trio.current_time()
+        await s.wait_closed()
+    assert cancelled_at == [pytest.approx(sent + 2)]

@@ -4,13 +4,23 @@ have no stream to the client: see ``mcp_trio._keepalive``)."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
 from mcp_trio import SessionConfig
 from mcp_trio._http_client import open_http_client
+from mcp_trio._http_config import HttpTransportConfig
 
-from .test_http_support import IO_TIMEOUT, client_connection_config, start_proxied
+from .test_http_support import (
+    IO_TIMEOUT,
+    App,
+    Proxy,
+    call,
+    client_connection_config,
+    start_proxied,
+    start_server,
+)
 
 
 async def test_a_legacy_http_client_pings_and_the_server_does_not(
@@ -36,3 +46,94 @@ async def test_a_legacy_http_client_pings_and_the_server_does_not(
     assert len(pings) == 1
     # The client answered nothing: no request of the server's ever reached it.
     assert not [m for m in posts if isinstance(m, dict) and "method" not in m]
+
+
+async def test_a_ping_waiting_for_a_free_connection_is_not_the_servers_silence(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # Every connection carries a long tool call the server works on in silence; the
+    # ping's POST waits for a free connection past ping_timeout. That wait is ours:
+    # the session stays. Mutation: the wait not held (attach_holds) / a held ping's
+    # timeout taken for a dead peer -> the session closes, failing both calls.
+    app = App()
+    server = await start_server(nursery, app)
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    with trio.fail_after(1000):
+        async with open_http_client(
+            f"http://127.0.0.1:{server.port}/mcp",
+            connection_config=client_connection_config("legacy"),
+            config=config,
+            transport=HttpTransportConfig(max_client_connections=2),
+        ) as client:
+            async with trio.open_nursery() as calls:
+                for _ in range(2):
+                    calls.start_soon(client.request, "tools/call", call("block"))
+                while len(app.started) < 2:
+                    await trio.sleep(0.01)
+                for _ in range(3):  # a ping due, then past its timeout, twice over
+                    await trio.testing.wait_all_tasks_blocked()
+                    clock.jump(6)
+                    await trio.sleep(0.05)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not client.closed, client.close_reason
+                app.release.set()
+            assert not client.closed
+
+
+class _Gateway(Proxy):
+    """A gateway whose backend died: it takes each POST and answers ``502`` (or closes
+    the connection without an answer); a GET gets ``405``."""
+
+    def __init__(self, target: int, mode: str) -> None:
+        super().__init__(target)
+        self.mode = mode
+        self.dead = False
+
+    async def _forward(self, client: trio.SocketStream) -> None:
+        if not self.dead:
+            await super()._forward(client)
+            return
+        data = await client.receive_some(65536)
+        if data.startswith(b"GET "):
+            await client.send_all(
+                b"HTTP/1.1 405 Method Not Allowed\r\nallow: POST, DELETE\r\n"
+                b"content-length: 0\r\nconnection: close\r\n\r\n"
+            )
+        elif self.mode == "502":
+            await client.send_all(
+                b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n"
+                b"content-length: 4\r\nconnection: close\r\n\r\ndown"
+            )
+        # "drop": closed without an answer, after the POST was written
+
+
+@pytest.mark.parametrize("mode", ["502", "drop"])
+async def test_a_dead_server_behind_a_gateway_fails_the_ping(
+    nursery: trio.Nursery, clock: trio.testing.MockClock, mode: str
+) -> None:
+    # The client's own -32603 "HTTP: ..." error (mcp_sansio.http.LocalReply) is no
+    # answer from the server: the ping failed, and it is not heard from the server.
+    # Mutation: a LocalReply counted as an answer, or stored in _heard_at -> the
+    # session never ends.
+    server = await start_server(nursery)
+    gateway = _Gateway(server.port, mode)
+    await gateway.start(nursery)
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    with trio.fail_after(1000):
+        async with open_http_client(
+            gateway.url(), connection_config=client_connection_config("legacy"), config=config
+        ) as client:
+            gateway.dead = True
+            for scope in list(gateway.scopes):
+                scope.cancel()  # (its connections to the backend go with it)
+            heard = client._heard_at
+            for _ in range(3):
+                await trio.testing.wait_all_tasks_blocked()
+                clock.jump(5)
+                await trio.sleep(0.05)
+            await trio.testing.wait_all_tasks_blocked()
+            assert client._heard_at == heard
+            assert client.closed
+            reason = str(client.close_reason)
+            assert "a ping failed" in reason
+            assert "connection failure" in reason
