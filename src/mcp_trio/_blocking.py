@@ -1674,7 +1674,9 @@ class BlockingClient(HandshakeFacts):
             raise LocalProtocolError(f"{method!r} does not exist in the modern era")
 
     def ping(self) -> None:
-        """Legacy era: ``ping``.
+        """Legacy era: ``ping``. The blocking client has no keep-alive
+        (``SessionConfig.ping_interval``): call this to check the server, as often as
+        you see fit.
 
         Raises:
             LocalProtocolError: modern era (there is no ping).

@@ -100,13 +100,18 @@ class SessionConfig:
     Any message from the peer counts, so a busy session sends none, and one ping is
     out at a time. Either role, over stdio, WebSocket, in-memory channels and the
     Streamable HTTP client (a POST each); never in the modern era (2026-07-28 removed
-    ``ping``), and never by ``serve_http``, which may have no stream to the client."""
+    ``ping``), and never by ``serve_http``, which may have no stream to the client, nor
+    by :class:`~mcp_trio.BlockingClient` (call its ``ping()`` yourself)."""
     ping_timeout: float = attrs.field(default=10.0, validator=_positive)
     """Seconds a keep-alive ``ping`` (``ping_interval``) waits for its answer. Past it
     the peer is taken for dead: the session closes (a connection failure,
     :class:`~mcp_trio.SessionClosed` with the ping's ``RequestTimeout`` as its
     ``__cause__``) and a warning is logged. An error answer is an answer: the peer is
-    alive."""
+    alive (not the HTTP client's own ``HTTP: ...`` error: the ping failed). Only the
+    peer's silence counts: a ping that timed out after the peer said anything else, or
+    that our side held back (the HTTP client waiting for a free connection or a token),
+    or during a restart of a forgotten session, is tried again an interval later. The
+    core's ``max_request_time``, when shorter, ends the ping first."""
     close_timeout: float = attrs.field(default=2.0, validator=_non_negative)
     """Seconds to wait for the transport's own closing. A WebSocket: the message being
     written when the session closes goes out whole first (within what its

@@ -895,7 +895,8 @@ async def serve_http(
         port: the port (0: the kernel picks one; read it from the handle).
         path: the endpoint path (default: ``http_config.endpoint``, ``/mcp``).
         http_config: the HTTP rules (origins, hosts, body bound, sessions, ...).
-        config: handler slots, write timeout, ``shutdown_grace_period``, ``close_timeout``.
+        config: handler slots, write timeout, ``shutdown_grace_period``, ``close_timeout``
+            (never ``ping_interval``: ``serve_http`` sends no keep-alive pings).
         transport: socket timeouts and bounds (slowloris, keep-alive, SSE comments).
         ssl_context: serve ``https://`` with this context.
         session_id_factory: makes legacy session ids (default: 192 random bits).
@@ -929,6 +930,8 @@ async def serve_http(
         or with a traceback if it is a bug here).
     """
     config = config if config is not None else SessionConfig()
+    if config.ping_interval is not None:
+        logger.debug("serve_http: SessionConfig.ping_interval is ignored (no keep-alive pings)")
     http_config = http_config if http_config is not None else HttpServerConfig()
     if path is not None:
         http_config = attrs.evolve(http_config, endpoint=path)

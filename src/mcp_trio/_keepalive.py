@@ -16,12 +16,31 @@ busy session sends none. One ping at a time: the next is timed from the last mes
 heard, which the ping's own answer is.
 
 The ping is an ordinary request of ours with ``ping_timeout`` as its timeout, so the
-core's timer times it out (no wait on a stuck write: see ``Session._timer_loop``). An
-answer of any kind, an error included, is an answer: the peer is alive. No answer in
-time closes the session as a connection failure: every waiter fails with
+core's timer times it out (no wait on a stuck write: see ``Session._timer_loop``; the
+core's ``max_request_time`` caps it, and the close reason then names that). An answer
+of any kind, an error included, is an answer: the peer is alive. No answer in time
+closes the session as a connection failure: every waiter fails with
 :class:`~mcp_trio.SessionClosed` whose reason says so and whose ``__cause__`` is the
 ping's :class:`~mcp_trio.RequestTimeout`, and a warning is logged on the ``mcp_trio``
-logger, as a timed-out write does (``write_timeout``).
+logger, as a timed-out write does (``write_timeout``). Running handlers are cancelled at
+once (no ``shutdown_grace_period``: nobody would read their answers).
+
+Only the peer's silence ends the session, so a timeout is weighed first. The peer spoke
+after the ping went out (``_heard_at``): its answer is late, not missing; go on. Our side
+held the ping back (``Session.request(on_held=)``: the HTTP client waiting for a free
+connection, or for an OAuth token): the time was ours, so try again an interval later,
+rather than clock the ping from its write (the HTTP client's write returns before the
+POST has a connection, so the session never sees that moment), which would need a new
+hook through every channel. A forgotten session being started anew: its own bound
+(``handshake_timeout``) applies. The HTTP client's own -32603 ``HTTP: ...`` errors (a
+gateway's ``502``, a connection dropped after the POST) are the channel's words, not the
+peer's (``mcp_sansio.http.LocalReply``: the reader stores no ``_heard_at`` for them), so
+a ping failed by one, with nothing heard since it went out, failed: the session closes,
+the error as ``__cause__``.
+
+The ping is left out of ``statistics().waiting_requests`` (``Session._pinging``), and no
+ping is sent while the core's request table (``max_pending_requests``) has one free place
+or none: that place is the user's; the keep-alive tries again an interval later.
 
 Which sessions ping: those that run on :class:`~mcp_trio.Session` (stdio, WebSocket,
 in-memory, either role; the Streamable HTTP client, each ping a POST) once a
@@ -30,7 +49,9 @@ started anew. The Streamable HTTP *server* (``serve_http``) does not run session
 ``Session`` and never pings, whatever its ``SessionConfig`` says: a legacy server can
 only reach the client on the GET stream, which the client may never open, and its SSE
 streams carry ``sse_keepalive_interval`` comments already; it is the client's ping
-that checks that connection.
+that checks that connection (``serve_http`` logs at debug level that it ignores
+``ping_interval``). :class:`~mcp_trio.BlockingClient` has no keep-alive: its user calls
+``ping()``.
 """
 
 from __future__ import annotations

@@ -392,7 +392,8 @@ class Session:
             on_held: called with the request's id (as ``on_sent`` names it) and
                 ``True`` when the transport starts holding it back to obtain
                 credentials (the HTTP client's OAuth: a token refresh, an authorization
-                that may wait for the user), and with ``False`` when it stops; only
+                that may wait for the user) or a free connection (the HTTP client's
+                ``max_client_connections``), and with ``False`` when it stops; only
                 while the request is waited for. It must not raise.
 
         Returns:

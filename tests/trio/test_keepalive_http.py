@@ -4,6 +4,8 @@ have no stream to the client: see ``mcp_trio._keepalive``)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 import trio.testing
@@ -24,9 +26,10 @@ from .test_http_support import (
 
 
 async def test_a_legacy_http_client_pings_and_the_server_does_not(
-    nursery: trio.Nursery, clock: trio.testing.MockClock
+    nursery: trio.Nursery, clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Mutation: no keep-alive task started -> no ping POST comes (fail_after).
+    caplog.set_level(logging.DEBUG, logger="mcp_trio")
     server_config = SessionConfig(ping_interval=1, ping_timeout=1)  # (serve_http: unused)
     proxy = await start_proxied(nursery, config=server_config)
     config = SessionConfig(ping_interval=5, ping_timeout=5)
@@ -46,6 +49,7 @@ async def test_a_legacy_http_client_pings_and_the_server_does_not(
     assert len(pings) == 1
     # The client answered nothing: no request of the server's ever reached it.
     assert not [m for m in posts if isinstance(m, dict) and "method" not in m]
+    assert any("ping_interval is ignored" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_ping_waiting_for_a_free_connection_is_not_the_servers_silence(
