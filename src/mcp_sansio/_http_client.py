@@ -118,7 +118,6 @@ __all__ = [
     "ClientResponse",
     "HttpClient",
     "HttpClientConfig",
-    "LocalReply",
     "SessionEnded",
     "SessionPending",
     "http_error",
@@ -298,20 +297,7 @@ class SessionEnded(LocalProtocolError):
         )
 
 
-@final
-class LocalReply(bytes):
-    """A JSON-RPC error response the client made itself (:func:`http_error`), not one
-    the server sent: the wire bytes as any message, marked by their type. The session
-    reads it as the request's answer, but it is no word from the server: a keep-alive
-    ``ping`` failed this way failed (the server, or the way to it, is gone), and it does
-    not count as hearing from the server."""
-
-    __slots__ = ()
-
-
-def http_error(
-    request_id: RequestId, why: str, *, data: Mapping[str, Any] | None = None
-) -> LocalReply:
+def http_error(request_id: RequestId, why: str, *, data: Mapping[str, Any] | None = None) -> bytes:
     """The JSON-RPC error response that fails ``request_id`` because HTTP, not the
     server, kept its answer from coming: -32603, ``"HTTP: " + why``.
 
@@ -327,7 +313,7 @@ def http_error(
     error = ErrorData(
         code=ErrorCode.INTERNAL_ERROR, message=f"HTTP: {why}", data=dict(data) if data else None
     )
-    return LocalReply(dumps(error_response(request_id, error)))
+    return dumps(error_response(request_id, error))
 
 
 def reissue_refused(request_id: RequestId, why: str, times: int) -> bytes:
@@ -688,7 +674,7 @@ class ClientResponse:
         self, status: int, why: str, extra: Mapping[str, Any] | None = None
     ) -> list[bytes]:
         data = {"httpStatus": status, **(extra or {})} if status else extra
-        out: list[bytes] = [http_error(rid, why, data=data) for rid in self._waiting]
+        out = [http_error(rid, why, data=data) for rid in self._waiting]
         self._waiting.clear()
         return out
 

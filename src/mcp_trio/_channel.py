@@ -60,6 +60,7 @@ from mcp_sansio import RequestId
 __all__ = [
     "Hold",
     "Inbox",
+    "LocalReply",
     "MemoryChannel",
     "MessageChannel",
     "Reissue",
@@ -70,6 +71,20 @@ __all__ = [
 ]
 
 Framing = Literal["message", "ndjson"]
+
+
+@final
+class LocalReply(bytes):
+    """A JSON-RPC error response a channel made itself (the Streamable HTTP client's
+    ``http_error`` for a request lost on the way: no answer came), not one the peer
+    sent: the wire bytes, marked by their type. The session reads it as the request's
+    answer (as plain ``bytes``: the parser takes exact types), but it is no word from
+    the peer: it stores no ``_heard_at``, and a keep-alive ``ping`` failed by one
+    failed (:mod:`mcp_trio._keepalive`)."""
+
+    __slots__ = ()
+
+
 T = TypeVar("T")
 Take = Callable[[bytes], bool]
 """What :meth:`MessageChannel.attach_reader` is given: the session's ``take(message)``.

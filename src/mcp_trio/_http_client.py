@@ -159,7 +159,16 @@ from mcp_sansio.http import (
     reopen_delay,
 )
 
-from ._channel import Framing, Hold, Inbox, MessageChannel, Reissue, SessionLost, Take
+from ._channel import (
+    Framing,
+    Hold,
+    Inbox,
+    LocalReply,
+    MessageChannel,
+    Reissue,
+    SessionLost,
+    Take,
+)
 from ._config import SessionConfig
 from ._errors import SessionClosed
 from ._handlers import Handlers
@@ -174,6 +183,7 @@ from ._util import open_task_nursery
 __all__ = ["HttpChannel", "open_http_client"]
 
 logger = logging.getLogger("mcp_trio")
+
 
 _INBOX_SIZE: Final = 16
 _MAX_DEFERRED: Final = 16
@@ -802,7 +812,7 @@ class HttpChannel(MessageChannel):
                 with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     await self._inbox_send.send(_Broken(rid, why))
             else:
-                await self._deliver(http_error(rid, why))
+                await self._deliver(LocalReply(http_error(rid, why)))
 
     def _reissued(self, broken: _Broken) -> bytes | None:
         """The session's reader reached ``broken``: ``None`` if the session re-issued
@@ -811,7 +821,7 @@ class HttpChannel(MessageChannel):
         times = self._reissue(broken.request_id)
         if times is None:
             return None
-        return reissue_refused(broken.request_id, broken.why, times)
+        return LocalReply(reissue_refused(broken.request_id, broken.why, times))
 
     async def _broke(self, sent: ClientRequest, why: str) -> None:
         """The connection failed after ``sent`` was written, before its answer's head:

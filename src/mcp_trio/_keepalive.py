@@ -32,11 +32,13 @@ connection, or for an OAuth token): the time was ours, so try again an interval 
 rather than clock the ping from its write (the HTTP client's write returns before the
 POST has a connection, so the session never sees that moment), which would need a new
 hook through every channel. A forgotten session being started anew: its own bound
-(``handshake_timeout``) applies. The HTTP client's own -32603 ``HTTP: ...`` errors (a
-gateway's ``502``, a connection dropped after the POST) are the channel's words, not the
-peer's (``mcp_sansio.http.LocalReply``: the reader stores no ``_heard_at`` for them), so
-a ping failed by one, with nothing heard since it went out, failed: the session closes,
-the error as ``__cause__``.
+(``handshake_timeout``) applies. The HTTP client's own -32603 ``HTTP: ...`` errors for
+a request lost on the way (a connection dropped after the POST) are the channel's words,
+not the peer's (``mcp_trio._channel.LocalReply``: the reader stores no ``_heard_at`` for
+them), so a ping failed by one, with nothing heard since it went out, failed: the
+session closes, the error as ``__cause__``. (Not yet the errors ``ClientResponse``
+synthesises for an error status without a JSON-RPC body, a gateway's ``502``: those
+still count as answers.)
 
 The ping is left out of ``statistics().waiting_requests`` (``Session._pinging``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place

@@ -115,9 +115,8 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
-from mcp_sansio._http_client import LocalReply
 
-from ._channel import MessageChannel, SessionLost
+from ._channel import LocalReply, MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
 from ._errors import (
     HandshakeFailed,
@@ -997,7 +996,9 @@ class Session:
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
             now = trio.current_time()
-            if data.__class__ is not LocalReply:  # (made by the channel: not the peer's)
+            if data.__class__ is LocalReply:  # (made by the channel: not the peer's)
+                data = bytes(data)  # (the parser reads exact bytes only)
+            else:
                 self._heard_at = now
             if ndjson:
                 assert isinstance(data, bytes)
@@ -1034,7 +1035,9 @@ class Session:
     def _take(self, data: bytes) -> None:
         conn = self._conn
         now = trio.current_time()
-        if data.__class__ is not LocalReply:  # (made by the channel: not the peer's)
+        if data.__class__ is LocalReply:  # (made by the channel: not the peer's)
+            data = bytes(data)  # (the parser reads exact bytes only)
+        else:
             self._heard_at = now
         events = conn.receive_message(data, now=now)
         if self._initialized is not None:  # (_note_initialized, inline: once it is)
