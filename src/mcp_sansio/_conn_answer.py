@@ -24,6 +24,8 @@ from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_r
 class _Answering(_ConnectionBase):
     """The answering side of :class:`Connection`: replies to the peer's requests."""
 
+    __slots__ = ()  # (all in _ConnectionBase)
+
     def send_result(self, request_id: RequestId, result: dict[str, Any]) -> None:
         """Answer the peer's request ``request_id`` with ``result``.
 

@@ -55,6 +55,69 @@ _CACHEABLE_METHODS: Final = _modern.CACHEABLE_METHODS
 class _ConnectionBase:
     """A connection's state and shared primitives; see :class:`Connection`."""
 
+    # Every attribute of a connection is a slot: the hot paths read a slot faster than
+    # an entry of an instance dict, which a class with this many attributes gets
+    # (CPython keeps at most 30 in its compact form). ``__dict__`` stays, so that anything
+    # else can still be set on a connection; ``__weakref__``, so that it can be weakly
+    # referenced, as any object. tests/core/test_connection_slots.py checks that every
+    # attribute set here is a slot. Its subclasses declare no slots of their own.
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_accept_ok",
+        "_answering",
+        "_awaiting_input",
+        "_batches",
+        "_cancelled_in",
+        "_closed",
+        "_envelope",
+        "_era",
+        "_finished_out",
+        "_held",
+        "_hints_ok",
+        "_inbound_log_level",
+        "_inbound_progress",
+        "_inflight",
+        "_instructions",
+        "_legacy_versions",
+        "_lifecycle",
+        "_listening",
+        "_log_level",
+        "_max_inflight",
+        "_max_message_size",
+        "_max_pending",
+        "_modern_accept_ok",
+        "_modern_server",
+        "_modern_versions",
+        "_next_id",
+        "_on_arm",
+        "_out",
+        "_out_ids",
+        "_peer_capabilities",
+        "_peer_capabilities_known",
+        "_peer_info",
+        "_pending",
+        "_probe_id",
+        "_probe_retried",
+        "_probe_too_large",
+        "_progress_in",
+        "_remembered_ids",
+        "_restarting",
+        "_send_ok",
+        "_server_meta",
+        "_splitter",
+        "_state_codec",
+        "_subscriptions",
+        "_timer_seq",
+        "_timers",
+        "_untimed",
+        "_version",
+        "config",
+        "principal",
+        "refuse_listen",
+        "role",
+    )
+
     def __init__(
         self, role: Role, config: ConnectionConfig | None = None, *, principal: str | None = None
     ) -> None:

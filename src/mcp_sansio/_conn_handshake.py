@@ -27,6 +27,8 @@ from ._state import HandshakeInput, transition
 class _Handshake(_ConnectionBase):
     """The handshake and era selection of :class:`Connection`."""
 
+    __slots__ = ()  # (all in _ConnectionBase)
+
     # ------------------------------------------------------------------ client: opening
 
     def _send_initialize(self, now: float) -> RequestId:

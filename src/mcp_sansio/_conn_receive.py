@@ -48,7 +48,6 @@ from ._events import (
     ResponseIgnored,
     ResultReceived,
     SubscriptionNotificationReceived,
-    _new,
 )
 from ._framing import _HEAD_SIZE, _TAIL_SIZE, MessageTooLarge
 from ._json import JSONDecodeError, dumps, loads
@@ -193,6 +192,8 @@ def _ends(data: bytes | bytearray | memoryview | str) -> tuple[bytes, bytes]:
 class _Receiving(_Handshake):
     """The receiving side of :class:`Connection`: input in, events out."""
 
+    __slots__ = ()  # (all in _ConnectionBase)
+
     if TYPE_CHECKING:  # (the answering side's, which Connection also is)
 
         def send_error(
@@ -263,22 +264,30 @@ class _Receiving(_Handshake):
         # for the general path. tests/core/test_fastpath.py checks that both paths
         # give the same events, bytes and state.
         while type(obj) is dict:  # a block to break out of; never loops
-            if obj.get("jsonrpc") != JSONRPC:
+            try:  # (subscripts, where a missing member means the general path)
+                if obj["jsonrpc"] != JSONRPC:
+                    break
+            except KeyError:
                 break
             method = obj.get("method")
             if method is None:  # a response
-                rid = obj.get("id")
-                result = obj.get("result")
+                try:
+                    rid = obj["id"]
+                    result = obj["result"]
+                except KeyError:
+                    break
                 if (
                     type(result) is not dict
                     or "error" in obj
                     or (type(rid) is not int and type(rid) is not str)
                 ):
                     break
-                entry = self._pending.get(rid)
+                try:
+                    entry = self._pending[rid]
+                except KeyError:
+                    break
                 if (
-                    entry is None
-                    or entry.method in _HANDSHAKE_METHODS
+                    entry.method in _HANDSHAKE_METHODS
                     or (entry.era is _MODERN and result.get("resultType", _COMPLETE) != _COMPLETE)
                     or (self._held and rid in self._held)  # (held for a new session)
                 ):
@@ -294,15 +303,18 @@ class _Receiving(_Handshake):
                 if len(finished) > self._remembered_ids:
                     finished.popitem(False)  # positional: no keyword parsing
                 # ResultReceived(...), built as _events explains.
-                answer = _new(_RESULT_RECEIVED_BLANK)
+                answer = _RESULT_RECEIVED_BLANK()
                 answer.request_id = rid
                 answer.method = entry.method
                 answer.result = result
                 answer.__class__ = ResultReceived
                 return [answer]
-            if type(method) is not str or "id" not in obj:
+            if type(method) is not str:
                 break
-            rid = obj["id"]
+            try:
+                rid = obj["id"]
+            except KeyError:  # a notification
+                break
             if type(rid) is not int and type(rid) is not str:
                 break
             inflight = self._inflight
@@ -365,7 +377,7 @@ class _Receiving(_Handshake):
                         token = None
                 era = _LEGACY
             # RequestReceived(...), built as _events explains.
-            event = _new(_REQUEST_RECEIVED_BLANK)
+            event = _REQUEST_RECEIVED_BLANK()
             event.request_id = rid
             event.method = method
             event.params = params

@@ -59,7 +59,7 @@ from . import _modern
 from ._conn_answer import _Answering
 from ._conn_base import _HANDSHAKE_METHODS, _LEGACY, _MODERN, _MODERN_REVISION
 from ._conn_receive import _Receiving
-from ._conn_records import _ids_of, _new, _Outbound
+from ._conn_records import _ids_of, _Outbound
 from ._errors import LocalProtocolError
 from ._events import Event, RequestTimedOut
 from ._json import dumps
@@ -91,6 +91,8 @@ class Connection(_Receiving, _Answering):
         :class:`LocalProtocolError` when the call breaks the protocol, and then change
         no state. Any other exception is a bug.
     """
+
+    __slots__ = ()  # (all in _ConnectionBase)
 
     # ------------------------------------------------------------------ introspection
 
@@ -429,7 +431,7 @@ class Connection(_Receiving, _Answering):
             )
             # Serialized (which may raise): now change state. _outbound, written out.
             self._next_id = rid
-            entry: _Outbound = _new(_Outbound)
+            entry = _Outbound()
             entry.method = method
             entry.params = params
             entry.started = now
