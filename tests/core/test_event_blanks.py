@@ -19,6 +19,7 @@ import attrs
 import pytest
 
 from mcp_sansio import Era, RequestReceived, ResultReceived
+from mcp_sansio._conn_records import _Outbound
 from mcp_sansio._events import (
     _REQUEST_RECEIVED_BLANK,
     _RESULT_RECEIVED_BLANK,
@@ -123,3 +124,15 @@ def test_blank_made_event_hashes_as_init_made_event() -> None:
     init = RequestReceived(**values)
     assert hash(made) == hash(init)
     assert {made: 1}[init] == 1
+
+
+@pytest.mark.parametrize("cls", [_REQUEST_RECEIVED_BLANK, _RESULT_RECEIVED_BLANK, _Outbound])
+def test_hot_path_records_are_made_by_calling_their_class(cls: Any) -> None:
+    # The fast paths write ``cls()`` (cheaper than ``object.__new__(cls)``): the same
+    # empty instance only while the class keeps object's __new__ and __init__.
+    assert cls.__new__ is object.__new__
+    assert cls.__init__ is object.__init__
+    made = cls()
+    assert type(made) is cls
+    assert all(not hasattr(made, name) for name in cls.__slots__ if name != "__dict__")
+    assert getattr(made, "__dict__", {}) == {}

@@ -38,7 +38,7 @@ def _requests(era: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_requests_missing_members_take_the_general_path(era: str) -> None:
-    (client, fast), (_, general) = PAIRS[era](), PAIRS[era]()
+    (_, fast), (_, general) = PAIRS[era](), PAIRS[era]()
     for message in _requests(era):
         deliver(fast, general, dumps(message))
 
@@ -64,6 +64,6 @@ def test_the_control_response_is_the_fast_paths() -> None:
     # (So the cases above do reach the fast path's reads.)
     client, _ = _with_pending(legacy_pair)()
     first = client.pending_requests()[0]
-    message = {"jsonrpc": "2.0", "id": first, "result": {"content": []}}
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": first, "result": {"content": []}}
     (event,) = client.receive_message(dumps(message), now=0.0)
     assert type(event) is ResultReceived and event.request_id == first
