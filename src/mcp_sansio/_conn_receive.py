@@ -311,10 +311,9 @@ class _Receiving(_Handshake):
                 return [answer]
             if type(method) is not str:
                 break
-            try:
-                rid = obj["id"]
-            except KeyError:  # a notification
+            if "id" not in obj:  # a notification (no exception: they are many)
                 break
+            rid = obj["id"]
             if type(rid) is not int and type(rid) is not str:
                 break
             inflight = self._inflight
