@@ -40,7 +40,7 @@ session closes, the error as ``__cause__``. (Not yet the errors ``ClientResponse
 synthesises for an error status without a JSON-RPC body, a gateway's ``502``: those
 still count as answers.)
 
-The ping is left out of ``statistics().waiting_requests`` (``Session._pinging``), and no
+The ping is left out of ``statistics().waiting_requests`` (``Session._ping_id``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place
 or none: that place is the user's; the keep-alive tries again an interval later.
 
@@ -66,6 +66,8 @@ import trio
 from ._errors import LocalProtocolError, McpError, RequestTimeout, SessionClosed
 
 if TYPE_CHECKING:
+    from mcp_sansio import RequestId
+
     from ._session import Session
 
 __all__ = ["keep_alive"]
@@ -101,10 +103,9 @@ async def keep_alive(session: Session, interval: float, timeout: float) -> None:
             logger.debug("%s session: no ping sent (the request table is full)", session.role)
             await trio.sleep(interval)
             continue
-        ping = _Ping(trio.current_time())
-        session._pinging = 1
+        ping = _Ping(session, trio.current_time())
         try:
-            await session.request("ping", timeout=timeout, on_held=ping.held)
+            await session.request("ping", timeout=timeout, on_sent=ping.sent_as, on_held=ping.held)
         except McpError as exc:
             # An error is an answer (the peer is alive), unless the channel made it (an
             # HTTP client's: no answer came, see LocalReply), which stores no _heard_at.
@@ -135,17 +136,23 @@ async def keep_alive(session: Session, interval: float, timeout: float) -> None:
         except SessionClosed:
             return
         finally:
-            session._pinging = 0
+            session._ping_id = None
 
 
 class _Ping:
     """One keep-alive ping: when it was sent, whether our side held it back."""
 
-    __slots__ = ("sent", "was_held")
+    __slots__ = ("sent", "session", "was_held")
 
-    def __init__(self, sent: float) -> None:
+    def __init__(self, session: Session, sent: float) -> None:
+        self.session = session
         self.sent = sent
         self.was_held = False
+
+    def sent_as(self, rid: RequestId) -> None:
+        """``Session.request(on_sent=)``: the ping's id, which ``statistics()`` leaves out
+        while its waiter is there."""
+        self.session._ping_id = rid
 
     def held(self, _rid: object, held: bool) -> None:
         """``Session.request(on_held=)``: the transport held the ping back (a free

@@ -276,7 +276,8 @@ class Session:
         self._finishing: trio.Event | None = None  # a taken message is being finished
         # when the peer was last heard from (the keep-alive reads it: _keepalive.py)
         self._heard_at = 0.0
-        self._pinging = 0  # 1 while the keep-alive's ping is out (not in statistics())
+        # the keep-alive's ping while it is out (left out of statistics())
+        self._ping_id: RequestId | None = None
 
     # ------------------------------------------------------------------ introspection
 
@@ -317,7 +318,7 @@ class Session:
             role=self._conn.role,
             era=self._conn.era,
             protocol_version=self._conn.protocol_version,
-            waiting_requests=len(self._waiters) - self._pinging,
+            waiting_requests=len(self._waiters) - self._ping_waits(),
             running_handlers=self._pool.count,
             max_concurrent_handlers=self._pool.compute_limit,
             waiting_handlers=len(self._reserved),
@@ -325,6 +326,12 @@ class Session:
             withdrawn_messages=self._writer.withdrawn,
             closed=self.closed,
         )
+
+    def _ping_waits(self) -> int:
+        """1 while the keep-alive's ping waits among our requests (its waiter goes when
+        it is answered or the session fails, before the keep-alive task hears of it)."""
+        rid = self._ping_id
+        return 0 if rid is None or self._waiters.get(rid) is None else 1
 
     # ------------------------------------------------------------------ public API
 
