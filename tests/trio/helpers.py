@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+import trio.testing
 
-from mcp_sansio import Connection, ConnectionConfig, Event, Role
-from mcp_trio import MemoryChannel, MessageChannel
+from mcp_sansio import LATEST_LEGACY_VERSION, Connection, ConnectionConfig, Event, Role
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    MemoryChannel,
+    MessageChannel,
+    Session,
+    StreamChannel,
+    memory_channel_pair,
+    open_session,
+)
 
 SERVER_CAPS: dict[str, Any] = {"tools": {}, "logging": {}, "resources": {}}
 CLIENT_CAPS: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
@@ -89,3 +100,110 @@ class ScriptedChannel(MessageChannel):
 
     async def aclose(self) -> None:
         self.closed = True
+
+
+def config_for(role: Role) -> ConnectionConfig:
+    """The test core configuration of ``role``."""
+    return client_config() if role == "client" else server_config()
+
+
+class RawPeer:
+    """The far end, as JSON objects: over a memory channel (an idle session takes each
+    message in passing), or NDJSON over a byte stream (its reader task reads them)."""
+
+    def __init__(self, channel: MemoryChannel | None, stream: trio.abc.Stream | None) -> None:
+        self._channel = channel
+        self._stream = stream
+        self._buffer = b""
+        self.sent_at: list[float] = []  # when our messages went out
+
+    async def send(self, obj: dict[str, Any]) -> None:
+        self.sent_at.append(trio.current_time())
+        data = dumps(obj)
+        if self._channel is not None:
+            # (as a peer session does: a message that goes at once is taken in passing,
+            # Session._take, by a session whose reader is parked)
+            if not self._channel.send_nowait(data):
+                await self._channel.send(data)
+        else:
+            assert self._stream is not None
+            await self._stream.send_all(data + b"\n")
+
+    async def send_bytes(self, data: bytes) -> None:
+        """Send ``data`` as it is over the memory channel (waiting for room)."""
+        assert self._channel is not None
+        await self._channel.send(data)
+
+    async def receive(self) -> dict[str, Any]:
+        if self._channel is not None:
+            message: dict[str, Any] = loads(await self._channel.receive())
+            return message
+        assert self._stream is not None
+        while b"\n" not in self._buffer:
+            chunk = await self._stream.receive_some()
+            if not chunk:
+                raise trio.EndOfChannel
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message = loads(line)
+        return message
+
+
+def raw_pair(transport: str) -> tuple[MessageChannel, RawPeer]:
+    """A channel for a session and the :class:`RawPeer` at its far end: ``"memory"``
+    (a memory channel pair) or ``"stream"`` (NDJSON over a memory stream pair)."""
+    if transport == "memory":
+        ours, theirs = memory_channel_pair()
+        return ours, RawPeer(theirs, None)
+    a, b = trio.testing.memory_stream_pair()
+    return StreamChannel.from_stream(a), RawPeer(None, b)
+
+
+def legacy_initialize(rid: int = 0) -> dict[str, Any]:
+    """A legacy ``initialize`` request from a client with no capabilities."""
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LATEST_LEGACY_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+
+
+async def legacy_handshake(session: Session, peer: RawPeer) -> None:
+    """Complete a legacy handshake with ``session``, the peer playing the other role;
+    then the session is idle (a byte-stream reader parked in ``receive_some``)."""
+    if session.role == "client":
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.start)
+            init = await peer.receive()
+            assert init["method"] == "initialize"
+            result = {
+                "protocolVersion": LATEST_LEGACY_VERSION,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "raw", "version": "1"},
+            }
+            await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+            assert (await peer.receive())["method"] == "notifications/initialized"
+    else:
+        await peer.send(legacy_initialize())
+        assert "result" in await peer.receive()
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await trio.testing.wait_all_tasks_blocked()
+    assert session.handshake is not None
+
+
+@asynccontextmanager
+async def handshaken(
+    channel: MessageChannel, peer: RawPeer, role: Role, **kwargs: Any
+) -> AsyncIterator[Session]:
+    """An open session of ``role`` on ``channel`` (``open_session`` keywords in ``kwargs``,
+    the core configuration :func:`config_for` its role unless given), its legacy
+    handshake done with ``peer``."""
+    kwargs.setdefault("connection_config", config_for(role))
+    async with open_session(channel, role, **kwargs) as session:
+        await legacy_handshake(session, peer)
+        yield session

@@ -5,6 +5,8 @@ at a time, never in the modern era; an unanswered one ends the session."""
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -12,7 +14,6 @@ import trio
 import trio.testing
 
 from mcp_sansio import LATEST_LEGACY_VERSION, Role
-from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     Handlers,
     MemoryChannel,
@@ -21,96 +22,31 @@ from mcp_trio import (
     Session,
     SessionClosed,
     SessionConfig,
-    StreamChannel,
     memory_channel_pair,
     open_session,
 )
 from mcp_trio._channel import SessionLost
 
-from .helpers import client_config, server_config
+from .helpers import RawPeer, client_config, handshaken, raw_pair, server_config
+
+_EVERY_5S = SessionConfig(ping_interval=5, ping_timeout=2)
 
 
-class RawPeer:
-    """The far end, as JSON objects: over a memory channel (an idle session takes each
-    message in passing), or NDJSON over a byte stream (its reader task reads them)."""
-
-    def __init__(self, channel: MemoryChannel | None, stream: trio.abc.Stream | None) -> None:
-        self._channel = channel
-        self._stream = stream
-        self._buffer = b""
-        self.sent_at: list[float] = []  # when our messages went out
-
-    async def send(self, obj: dict[str, Any]) -> None:
-        self.sent_at.append(trio.current_time())
-        data = dumps(obj)
-        if self._channel is not None:
-            # (as a peer session does: a message that goes at once is taken in passing,
-            # Session._take, by a session whose reader is parked)
-            if not self._channel.send_nowait(data):
-                await self._channel.send(data)
-        else:
-            assert self._stream is not None
-            await self._stream.send_all(data + b"\n")
-
-    async def receive(self) -> dict[str, Any]:
-        if self._channel is not None:
-            message: dict[str, Any] = loads(await self._channel.receive())
-            return message
-        assert self._stream is not None
-        while b"\n" not in self._buffer:
-            chunk = await self._stream.receive_some()
-            if not chunk:
-                raise trio.EndOfChannel
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        message = loads(line)
-        return message
-
-
-def _pair(transport: str) -> tuple[Any, RawPeer]:
-    if transport == "memory":
+@asynccontextmanager
+async def _started(
+    transport: str, role: Role, config: SessionConfig | None = _EVERY_5S, **kwargs: Any
+) -> AsyncIterator[tuple[Session, RawPeer]]:
+    """A session of ``role`` over ``transport`` (see ``raw_pair``), pinging every 5 s
+    unless told, its legacy handshake done with the peer it yields with it.
+    ``"forgetful"``: a memory channel on which the peer can say it forgot the session."""
+    if transport == "forgetful":  # (a memory channel whose peer can say it forgot us)
         ours, theirs = memory_channel_pair()
-        return ours, RawPeer(theirs, None)
-    a, b = trio.testing.memory_stream_pair()
-    return StreamChannel(a, a), RawPeer(None, b)
-
-
-def _initialize(rid: int = 0) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LATEST_LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-
-
-async def _handshake(session: Session, peer: RawPeer, nursery: trio.Nursery) -> None:
-    """Complete a legacy handshake with ``session``, the peer playing the other role."""
-    if session.role == "client":
-        nursery.start_soon(session.start)
-        init = await peer.receive()
-        assert init["method"] == "initialize"
-        result = {
-            "protocolVersion": LATEST_LEGACY_VERSION,
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "raw", "version": "1"},
-        }
-        await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
-        assert (await peer.receive())["method"] == "notifications/initialized"
+        channel: MessageChannel = _Forgetful(ours)
+        peer = RawPeer(theirs, None)
     else:
-        await peer.send(_initialize())
-        assert "result" in await peer.receive()
-        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    await trio.testing.wait_all_tasks_blocked()
-    assert session.handshake is not None
-
-
-def _config(role: Role) -> Any:
-    return client_config() if role == "client" else server_config()
+        channel, peer = raw_pair(transport)
+    async with handshaken(channel, peer, role, config=config, **kwargs) as s:
+        yield s, peer
 
 
 def _pong(ping: dict[str, Any]) -> dict[str, Any]:
@@ -125,11 +61,7 @@ async def test_an_idle_peer_is_pinged_each_interval(
     autojump_clock: trio.testing.MockClock, role: Role, transport: str
 ) -> None:
     # Mutation: no keep-alive task started (_session._io) -> no ping comes (fail_after).
-    channel, peer = _pair(transport)
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(channel, role, config=config, connection_config=_config(role)) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started(transport, role) as (s, peer):
         heard = peer.sent_at[-1]
         with trio.fail_after(100):
             for _ in range(3):
@@ -147,13 +79,7 @@ async def test_no_ping_while_the_peer_talks(
     # Mutation: the reader does not note what it receives (_heard_at stores in
     # _read_loop, for the byte stream, or _take, for the memory channel) -> a ping
     # goes out 5 s after the handshake, in the middle of the traffic.
-    channel, peer = _pair(transport)
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "server", config=config, connection_config=server_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started(transport, "server") as (_, peer):
         with trio.move_on_after(40):
             async with trio.open_nursery() as nursery:
 
@@ -177,13 +103,7 @@ async def test_no_ping_while_the_peer_talks(
 async def test_the_peers_own_pings_count_as_traffic(autojump_clock: trio.testing.MockClock) -> None:
     # The peer pings us every 3 s: we answer each (the core does) and, hearing from it,
     # send no ping of our own. Mutation: _heard_at not stored -> we ping it as well.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "server", config=config, connection_config=server_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "server") as (s, peer):
         with trio.fail_after(100):
             for rid in range(100, 110):
                 await trio.sleep(3)
@@ -197,13 +117,10 @@ async def test_an_unanswered_ping_ends_the_session(
 ) -> None:
     # Mutation: keep_alive returns on RequestTimeout without _begin_close -> the session
     # stays open and the caller's request never fails (fail_after).
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=20)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "client", SessionConfig(ping_interval=5, ping_timeout=20)) as (
+        s,
+        peer,
+    ):
         failure: list[BaseException] = []
         received: list[dict[str, Any]] = []
 
@@ -239,13 +156,7 @@ async def test_an_unanswered_ping_ends_the_session(
 
 async def test_an_error_answer_is_an_answer(autojump_clock: trio.testing.MockClock) -> None:
     # Mutation: an McpError from the ping closes the session as a timeout does.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "client") as (s, peer):
         with trio.fail_after(100):
             for _ in range(3):
                 ping = await peer.receive()
@@ -270,10 +181,7 @@ async def test_no_ping_interval_sends_nothing(
 ) -> None:
     # Mutation: the keep-alive starts with a default interval when ping_interval is None.
     assert SessionConfig().ping_interval is None
-    channel, peer = _pair("memory")
-    async with open_session(channel, role, connection_config=_config(role)) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", role, None) as (s, peer):
         assert await _silent_for(peer, 1000) == []
         assert not s.closed
 
@@ -283,7 +191,7 @@ async def test_a_modern_session_never_pings(
 ) -> None:
     # Mutation: keep_alive does not check the era -> it tries to ping a modern server,
     # which (2026-07-28) has no ping: the core refuses (logged at DEBUG), nothing goes out.
-    channel, peer = _pair("memory")
+    channel, peer = raw_pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=2)
     connection_config = client_config(era="modern")
     async with open_session(
@@ -314,7 +222,7 @@ async def test_a_modern_server_session_never_pings(
     # A server that serves modern requests has no handshake: the keep-alive never tries
     # a ping. Mutation: keep_alive does not wait for a legacy handshake -> it tries (the
     # core refuses, logged at DEBUG).
-    channel, peer = _pair("memory")
+    channel, peer = raw_pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=2)
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -362,15 +270,9 @@ async def test_no_ping_while_our_requests_fill_the_table(
     # the keep-alive sends no ping and tries again
     # an interval later instead of failing the session. Mutation: LocalProtocolError
     # not caught in keep_alive -> the session fails (internal error).
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
     connection_config = client_config(max_pending_requests=2)
     with caplog.at_level(logging.DEBUG, logger="mcp_trio"):
-        async with open_session(
-            channel, "client", config=config, connection_config=connection_config
-        ) as s:
-            async with trio.open_nursery() as nursery:
-                await _handshake(s, peer, nursery)
+        async with _started("memory", "client", connection_config=connection_config) as (s, peer):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(s.request, "tools/list")
                 request = await peer.receive()
@@ -412,15 +314,9 @@ async def test_no_ping_while_a_forgotten_session_is_started_anew(
 ) -> None:
     # Mutation: keep_alive does not wait for the new session -> its ping is held by the
     # core with the new session's requests, times out, and closes the session.
-    ours, theirs = memory_channel_pair()
-    peer = RawPeer(theirs, None)
     config = SessionConfig(ping_interval=5, ping_timeout=2, handshake_timeout=100)
-    async with open_session(
-        _Forgetful(ours), "client", config=config, connection_config=client_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
-        await theirs.send(b"LOST")
+    async with _started("forgetful", "client", config) as (s, peer):
+        await peer.send_bytes(b"LOST")
         init = await peer.receive()
         assert init["method"] == "initialize"
         assert await _silent_for(peer, 30) == []  # no ping while it is not answered
@@ -445,13 +341,10 @@ async def test_a_late_answer_from_a_peer_that_talks_is_no_failure(
     # The peer talks every second after the ping (its answer queued behind, a slow
     # link) and answers past ping_timeout: it is alive. Mutation: the timeout not
     # checked against _heard_at -> the session closes at 3 s.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=3)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "client", SessionConfig(ping_interval=5, ping_timeout=3)) as (
+        s,
+        peer,
+    ):
         ping = await peer.receive()
         for i in range(4):
             await trio.sleep(1)
@@ -473,16 +366,10 @@ async def test_a_ping_out_while_a_forgotten_session_restarts_is_no_failure(
     # The ping is out when the peer says it forgot the session; the new handshake takes
     # longer than ping_timeout (handshake_timeout bounds it). Mutation: the restart not
     # checked on timeout -> the session closes at 10 s.
-    ours, theirs = memory_channel_pair()
-    peer = RawPeer(theirs, None)
     config = SessionConfig(ping_interval=5, ping_timeout=10, handshake_timeout=100)
-    async with open_session(
-        _Forgetful(ours), "client", config=config, connection_config=client_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("forgetful", "client", config) as (s, peer):
         assert (await peer.receive())["method"] == "ping"
-        await theirs.send(b"LOST")
+        await peer.send_bytes(b"LOST")
         assert (await peer.receive())["method"] == "initialize"
         await trio.sleep(15)
         assert not s.closed, s.close_reason
@@ -493,13 +380,12 @@ async def test_the_close_reason_names_the_limit_that_ended_the_ping(
 ) -> None:
     # ping_timeout=20, but the core ends every request at max_request_time=3.
     # Mutation: ping_timeout named -> "20 s".
-    channel, peer = _pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=20)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config(max_request_time=3)
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    connection_config = client_config(max_request_time=3)
+    async with _started("memory", "client", config, connection_config=connection_config) as (
+        s,
+        peer,
+    ):
         assert (await peer.receive())["method"] == "ping"
         sent = trio.current_time()
         await s.wait_closed()
@@ -509,13 +395,7 @@ async def test_the_close_reason_names_the_limit_that_ended_the_ping(
 
 async def test_the_ping_is_not_in_the_statistics(autojump_clock: trio.testing.MockClock) -> None:
     # Mutation: the ping not left out -> waiting_requests == 1 with no caller waiting.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "client") as (s, peer):
         assert (await peer.receive())["method"] == "ping"
         assert s.statistics().waiting_requests == 0
         async with trio.open_nursery() as nursery:
@@ -532,13 +412,7 @@ async def test_the_statistics_never_count_below_zero_once_the_ping_is_over(
     # The ping's waiter goes (answered in passing by the peer's send, or failed by a
     # close) before the keep-alive task hears of it. Mutation: a flag set while the
     # ping is out subtracted instead of whether its waiter is there -> -1.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "server", config=config, connection_config=server_config()
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "server") as (s, peer):
         ping = await peer.receive()
         assert ping["method"] == "ping"
         assert s.statistics().waiting_requests == 0
@@ -555,21 +429,20 @@ async def test_the_ping_leaves_the_last_table_slot_to_the_user(
     # max_pending_requests=2 and one request of the user's out: no ping takes the
     # last place, the user's next request goes out; retried an interval later.
     # Mutation: no table check -> the ping takes it and the request is refused.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config(max_pending_requests=2)
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(s.request, "tools/list")
-            first = await peer.receive()
-            assert first["method"] == "tools/list"
-            await trio.sleep(12)  # two intervals of silence
-            nursery.start_soon(s.request, "tools/list")
-            assert (await peer.receive())["method"] == "tools/list"
-            nursery.cancel_scope.cancel()
+    async with (
+        _started("memory", "client", connection_config=client_config(max_pending_requests=2)) as (
+            s,
+            peer,
+        ),
+        trio.open_nursery() as nursery,
+    ):
+        nursery.start_soon(s.request, "tools/list")
+        first = await peer.receive()
+        assert first["method"] == "tools/list"
+        await trio.sleep(12)  # two intervals of silence
+        nursery.start_soon(s.request, "tools/list")
+        assert (await peer.receive())["method"] == "tools/list"
+        nursery.cancel_scope.cancel()
 
 
 async def test_the_retry_after_a_skipped_ping_is_one_interval(
@@ -577,13 +450,9 @@ async def test_the_retry_after_a_skipped_ping_is_one_interval(
 ) -> None:
     # The table is too full at 5 s (no ping); it frees at 7 s: the ping goes at 10 s,
     # one interval after the skipped one. Mutation: the retry sleep changed -> not 10.
-    channel, peer = _pair("memory")
-    config = SessionConfig(ping_interval=5, ping_timeout=2)
-    async with open_session(
-        channel, "client", config=config, connection_config=client_config(max_pending_requests=2)
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started(
+        "memory", "client", connection_config=client_config(max_pending_requests=2)
+    ) as (s, peer):
         start = trio.current_time()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(s.request, "tools/list")
@@ -600,7 +469,6 @@ async def test_a_failed_ping_cancels_the_running_handlers_at_once(
 ) -> None:
     # A connection failure: no shutdown_grace_period for the peer's requests in flight.
     # Mutation: _begin_close(graceful=True) -> the handler runs the whole grace period.
-    channel, peer = _pair("memory")
     config = SessionConfig(ping_interval=5, ping_timeout=2, shutdown_grace_period=100)
     cancelled_at: list[float] = []
 
@@ -613,15 +481,7 @@ async def test_a_failed_ping_cancels_the_running_handlers_at_once(
 
     session_handlers = Handlers()
     session_handlers.set_request_handler("roots/list", slow)
-    async with open_session(
-        channel,
-        "client",
-        config=config,
-        connection_config=client_config(),
-        handlers=session_handlers,
-    ) as s:
-        async with trio.open_nursery() as nursery:
-            await _handshake(s, peer, nursery)
+    async with _started("memory", "client", config, handlers=session_handlers) as (s, peer):
         await peer.send({"jsonrpc": "2.0", "id": 7, "method": "roots/list"})
         assert (await peer.receive())["method"] == "ping"
         sent = trio.current_time()

@@ -10,64 +10,31 @@ in the session runtime" (``LocalProtocolError: feed() called after feed_eof()``)
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from mcp_sansio import LATEST_LEGACY_VERSION, Role
-from mcp_sansio._json import dumps, loads
-from mcp_trio import Handlers, NotificationContext, Session, StreamChannel, open_session
+from mcp_sansio import Role
+from mcp_trio import Handlers, NotificationContext, Session, StreamChannel
 
-from .helpers import client_config, server_config
+from .helpers import RawPeer, handshaken
 
-
-class Peer:
-    """The far end of the byte stream, as JSON objects (NDJSON)."""
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-        self._buffer = b""
-
-    async def send(self, obj: dict[str, Any]) -> None:
-        await self.stream.send_all(dumps(obj) + b"\n")
-
-    async def receive(self) -> dict[str, Any]:
-        while b"\n" not in self._buffer:
-            chunk = await self.stream.receive_some()
-            assert chunk, "the session closed its output"
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        message: dict[str, Any] = loads(line)
-        return message
+_Stream = trio.StapledStream[trio.testing.MemorySendStream, trio.testing.MemoryReceiveStream]
 
 
-async def _handshake(session: Session, peer: Peer) -> None:
-    """A legacy handshake, the peer playing the other role; then the session is idle,
-    its reader parked in ``receive_some``."""
-    if session.role == "client":
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(session.start)
-            init = await peer.receive()
-            result = {
-                "protocolVersion": LATEST_LEGACY_VERSION,
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "raw", "version": "1"},
-            }
-            await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
-            assert (await peer.receive())["method"] == "notifications/initialized"
-    else:
-        params = {
-            "protocolVersion": LATEST_LEGACY_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        }
-        await peer.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
-        assert "result" in await peer.receive()
-        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    await trio.testing.wait_all_tasks_blocked()
-    assert session.handshake is not None
+@asynccontextmanager
+async def _idle(role: Role, **kwargs: Any) -> AsyncIterator[tuple[Session, RawPeer, _Stream]]:
+    """A byte-stream session of ``role`` (``open_session`` keywords in ``kwargs``) after a
+    legacy handshake with the peer it yields with it (and the peer's end of the stream):
+    idle, its reader parked in ``receive_some``."""
+    ours, theirs = trio.testing.memory_stream_pair()
+    peer = RawPeer(None, theirs)
+    async with handshaken(StreamChannel.from_stream(ours), peer, role, **kwargs) as s:
+        yield s, peer, theirs
 
 
 _LATE: dict[str, dict[str, Any]] = {
@@ -75,10 +42,6 @@ _LATE: dict[str, dict[str, Any]] = {
     "request": {"jsonrpc": "2.0", "id": 7, "method": "ping"},
     "answer": {"jsonrpc": "2.0", "id": 7, "result": {}},  # (a pong nobody asked for)
 }
-
-
-def _config(role: Role) -> Any:
-    return client_config() if role == "client" else server_config()
 
 
 @pytest.mark.parametrize("kind", sorted(_LATE))
@@ -89,12 +52,7 @@ async def test_a_chunk_that_wakes_the_reader_as_the_session_closes_is_dropped(
     # Mutation: no closing check in _read_loop after the wakeup -> the chunk is fed to
     # the core after receive_eof, and the block raises SessionClosed("internal error in
     # the session runtime") from LocalProtocolError("feed() called after feed_eof()").
-    ours, theirs = trio.testing.memory_stream_pair()
-    peer = Peer(theirs)
-    async with open_session(
-        StreamChannel.from_stream(ours), role, connection_config=_config(role)
-    ) as s:
-        await _handshake(s, peer)
+    async with _idle(role) as (s, peer, _):
         await peer.send(_LATE[kind])  # wakes the parked reader, which has not run yet
     assert s.close_reason is not None
     assert s.close_reason.reason == "the session was closed locally"
@@ -105,12 +63,7 @@ async def test_the_peers_end_of_input_as_the_session_closes_keeps_the_local_reas
     autojump_clock: trio.testing.MockClock, role: Role
 ) -> None:
     # The other wakeup the reader can carry into a close: the peer's end of input.
-    ours, theirs = trio.testing.memory_stream_pair()
-    peer = Peer(theirs)
-    async with open_session(
-        StreamChannel.from_stream(ours), role, connection_config=_config(role)
-    ) as s:
-        await _handshake(s, peer)
+    async with _idle(role) as (s, _, theirs):
         send = theirs.send_stream
         assert isinstance(send, trio.testing.MemorySendStream)
         send.close()  # (synchronous: wakes the parked reader, which has not run yet)
@@ -131,15 +84,7 @@ async def test_messages_read_before_a_local_close_are_still_handled(
     async def changed(ctx: NotificationContext) -> None:
         seen.append(ctx.method)
 
-    ours, theirs = trio.testing.memory_stream_pair()
-    peer = Peer(theirs)
-    async with open_session(
-        StreamChannel.from_stream(ours),
-        "server",
-        handlers=handlers,
-        connection_config=server_config(),
-    ) as s:
-        await _handshake(s, peer)
+    async with _idle("server", handlers=handlers) as (s, peer, _):
         await peer.send(_LATE["notification"])
         await peer.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
         assert await peer.receive() == {"jsonrpc": "2.0", "id": 7, "result": {}}
