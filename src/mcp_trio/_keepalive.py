@@ -110,7 +110,7 @@ async def keep_alive(session: Session, interval: float, timeout: float) -> None:
             # An error is an answer (the peer is alive), unless the channel made it (an
             # HTTP client's: no answer came, see LocalReply), which stores no _heard_at.
             if session._heard_at < ping.sent:
-                if not ping.ours_to_blame(session):
+                if not ping.ours_to_blame():
                     _fail(session, f"a ping failed ({exc})", exc)
                     return
                 await trio.sleep(interval)
@@ -121,7 +121,7 @@ async def keep_alive(session: Session, interval: float, timeout: float) -> None:
         except RequestTimeout as exc:
             if session._heard_at >= ping.sent:
                 continue  # the peer spoke meanwhile: its answer is late, not missing
-            if ping.ours_to_blame(session):
+            if ping.ours_to_blame():
                 # The wait was ours (a free connection, a token, a new session), not
                 # the peer's silence: try again an interval later.
                 logger.debug("%s session: a ping held back on our side timed out", session.role)
@@ -160,10 +160,10 @@ class _Ping:
         if held:
             self.was_held = True
 
-    def ours_to_blame(self, session: Session) -> bool:
+    def ours_to_blame(self) -> bool:
         """Whether the ping's failure may be our side's: it was held back, or a new
         session is started in place of a forgotten one (which has its own bound)."""
-        return self.was_held or session._restarting is not None
+        return self.was_held or self.session._restarting is not None
 
 
 def _fail(session: Session, why: str, cause: BaseException) -> None:
