@@ -218,7 +218,13 @@ class _Receiving(_Handshake):
         ``config.request_state_clock`` is ``None``). A made-up ``now`` behind the real
         clock would time that ``initialize`` out at the next :meth:`handle_timer`, and
         take an expired ``requestState`` as valid.
+
+        Once the connection is closed (:meth:`receive_eof`, :meth:`send_failed`), bytes
+        are dropped and nothing is returned, as :meth:`receive_message` drops messages:
+        a binding whose read races its own close need not tell the two apart.
         """
+        if self._closed:
+            return []
         self._splitter.feed(data)
         return self._receive_lines(now)
 

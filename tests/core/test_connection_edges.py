@@ -419,3 +419,25 @@ def test_unserializable_result_changes_nothing() -> None:
     assert pair.server.inflight_requests() == (req.request_id,)
     pair.server.send_error(req.request_id, ErrorCode.INTERNAL_ERROR, "Internal error")
     assert only(pair.deliver(pair.server), ErrorReceived).error.code == ErrorCode.INTERNAL_ERROR
+
+
+@pytest.mark.parametrize("close", ["receive_eof", "half_close", "send_failed"])
+@pytest.mark.parametrize("chunk", [b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n', b'{"jsonrp', b"\n"])
+def test_receive_bytes_after_close_drops_the_bytes(close: str, chunk: bytes) -> None:
+    # As receive_message does: a read that races the binding's own close (a chunk
+    # already taken when the close came) must not raise "feed() called after
+    # feed_eof()" -- the session runtime once crashed on exactly that.
+    pair = ready_pair()
+    server = pair.server
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":1,"method":"ping"', now=0.0)  # held
+    if close == "receive_eof":
+        server.receive_eof(now=0.0)
+    elif close == "half_close":
+        server.receive_eof(now=0.0, keep_answering=True)
+    else:
+        server.send_failed()
+    server.data_to_send()
+    assert server.receive_bytes(chunk, now=1.0) == []
+    assert server.data_to_send() == []
+    assert server.receive_bytes_eof(now=1.0) == []
+    assert server.receive_eof(now=1.0) == []
