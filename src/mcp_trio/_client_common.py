@@ -184,15 +184,36 @@ class ToolOutput:
 def _text_result(result: Mapping[str, Any]) -> t.CallToolResult | None:
     """The commonest ``CallToolResult`` typed at once, as ``structure`` types it: a
     ``content`` of text blocks with nothing but their ``type`` and ``text``, and maybe an
-    ``isError`` (a boolean), nothing else. ``None`` for any other result: ``structure``
-    it (which also says what is wrong)."""
+    ``isError`` (a boolean), a ``resultType`` of ``"complete"`` (modern era), a ``_meta``
+    (an object) and a ``structuredContent`` (any value, kept as it is), nothing else.
+    ``None`` for any other result (a member ``null`` or of another type, another
+    ``resultType``, another member): ``structure`` it (which also says what is wrong)."""
     if type(result) is not dict:
         return None
     content = result.get("content")
-    is_error = result.get("isError")
-    if type(content) is not list or len(result) != (1 if is_error is None else 2):
+    if type(content) is not list:
         return None
-    if is_error is not None and type(is_error) is not bool:
+    members = 1
+    is_error = result.get("isError")
+    if is_error is not None:
+        if type(is_error) is not bool:
+            return None
+        members += 1
+    result_type = result.get("resultType")
+    if result_type is not None:
+        if type(result_type) is not str or result_type != "complete":
+            return None  # (input_required, task, unknown ones: the general way)
+        members += 1
+    meta = result.get("_meta")
+    if meta is not None:
+        if type(meta) is not dict or any(type(key) is not str for key in meta):
+            return None
+        meta = dict(meta)  # (a copy, as ``structure`` makes; its values kept as they are)
+        members += 1
+    structured = result.get("structuredContent")
+    if "structuredContent" in result:
+        members += 1
+    if len(result) != members:
         return None
     blocks: list[t.ContentBlock] = []
     for block in content:
@@ -202,7 +223,13 @@ def _text_result(result: Mapping[str, Any]) -> t.CallToolResult | None:
         if kind != "text" or type(kind) is not str or type(text) is not str:
             return None
         blocks.append(t.TextContent(text=text))
-    return t.CallToolResult(content=blocks, is_error=is_error)
+    return t.CallToolResult(
+        content=blocks,
+        is_error=is_error,
+        result_type=result_type,
+        structured_content=structured,
+        meta=meta,
+    )
 
 
 # ---------------------------------------------------------------------- arguments

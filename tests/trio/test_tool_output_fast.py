@@ -1,6 +1,8 @@
 """``ToolOutput.from_wire``'s quick way for the commonest result (text blocks alone,
-maybe ``isError``): the same ``ToolOutput`` as ``structure`` makes, and anything else
-(other blocks, more members, other types) goes through ``structure``."""
+maybe ``isError``, ``structuredContent``, ``_meta``, and the modern era's ``resultType``
+``"complete"``): the same ``ToolOutput`` as ``structure`` makes, and anything else
+(other blocks, more members, other types, another ``resultType``) goes through
+``structure``."""
 
 from __future__ import annotations
 
@@ -31,14 +33,36 @@ _BLOCKS = st.fixed_dictionaries(
         max_size=3,
     )
 )
+_METAS: st.SearchStrategy[Any] = (
+    st.dictionaries(
+        st.sampled_from(["k", "io.modelcontextprotocol/serverInfo", _Str("s")]),
+        _SCALARS | st.just({"name": "b"}),
+        max_size=2,
+    )
+    | st.just({1: 2})
+    | st.just([])
+    | _SCALARS
+)
+_RESULT_TYPES = (
+    st.sampled_from(["complete", "input_required", "task", "", _Str("complete")]) | _SCALARS
+)
 _RESULTS = st.fixed_dictionaries(
     {"content": st.lists(_BLOCKS, max_size=3) | _SCALARS},
     optional={
         "isError": _SCALARS,
-        "structuredContent": _SCALARS,
-        "_meta": st.just({"k": 1}),
-        "resultType": st.just("complete"),
+        "structuredContent": _SCALARS | st.just({"result": "a"}) | st.just([1]),
+        "_meta": _METAS,
+        "resultType": _RESULT_TYPES,
+        "inputRequests": st.just({"a": {"method": "roots/list"}}),
     },
+)
+_MODERN_RESULTS = st.fixed_dictionaries(
+    {
+        "content": st.lists(_BLOCKS, max_size=2),
+        "resultType": _RESULT_TYPES,
+        "_meta": _METAS,
+    },
+    optional={"isError": _SCALARS, "structuredContent": _SCALARS},
 )
 
 
@@ -68,6 +92,29 @@ def test_the_same_output_as_structure(result: Any) -> None:
     assert _from_wire(result) == _structured(result)
 
 
+@given(_MODERN_RESULTS)
+def test_the_same_output_as_structure_modern(result: Any) -> None:
+    # (the shape a modern server sends: resultType and _meta always there)
+    assert _from_wire(result) == _structured(result)
+
+
+def test_meta_is_a_copy_and_structured_content_is_kept() -> None:
+    meta = {"k": {"a": 1}}
+    structured = {"result": "a"}
+    result = {
+        "content": [],
+        "resultType": "complete",
+        "_meta": meta,
+        "structuredContent": structured,
+    }
+    typed = structure(result, t.CallToolResult)
+    output = ToolOutput.from_wire(result)
+    assert output.meta is not None and typed.meta is not None
+    assert output.meta == meta and output.meta is not meta  # (as structure copies it)
+    assert output.meta["k"] is meta["k"] and typed.meta is not meta and typed.meta["k"] is meta["k"]
+    assert output.structured_content is structured is typed.structured_content
+
+
 @pytest.mark.parametrize(
     "result",
     [
@@ -75,6 +122,22 @@ def test_the_same_output_as_structure(result: Any) -> None:
         {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": ""}]},
         {"content": [{"type": "text", "text": "a"}], "isError": False},
         {"content": [{"type": "text", "text": "a"}], "isError": True},
+        {"content": [{"type": "text", "text": "a"}], "structuredContent": {}},
+        {"content": [{"type": "text", "text": "a"}], "structuredContent": None},
+        {"content": [{"type": "text", "text": "a"}], "isError": True, "_meta": {}},
+        {"content": [], "resultType": "complete"},
+        {
+            "content": [{"type": "text", "text": "a"}],
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "b", "version": "1"}},
+        },
+        {
+            "content": [{"type": "text", "text": "a"}],
+            "isError": False,
+            "resultType": "complete",
+            "structuredContent": {"result": "a"},
+            "_meta": {},
+        },
     ],
 )
 def test_text_results_are_typed_at_once(
@@ -96,10 +159,21 @@ def test_text_results_are_typed_at_once(
         {"content": [["type", "text"]]},
         {"content": [{"type": "text", "text": "a"}], "isError": None},
         {"content": [{"type": "text", "text": "a"}], "isError": "yes"},
-        {"content": [{"type": "text", "text": "a"}], "structuredContent": {}},
-        {"content": [{"type": "text", "text": "a"}], "isError": True, "_meta": {}},
         {"content": {"type": "text", "text": "a"}},
         {"isError": False, "other": 1},
+        {"content": [], "resultType": "input_required"},
+        {"content": [], "resultType": "task"},
+        {"content": [], "resultType": "other"},
+        {"content": [], "resultType": _Str("complete")},
+        {"content": [], "resultType": 1},
+        {"content": [], "resultType": None},
+        {"content": [], "resultType": "input_required", "inputRequests": {}},
+        {"content": [], "resultType": "complete", "requestState": "s"},
+        {"content": [], "resultType": "complete", "_meta": None},
+        {"content": [], "resultType": "complete", "_meta": []},
+        {"content": [], "resultType": "complete", "_meta": {1: 2}},
+        {"content": [], "resultType": "complete", "_meta": {_Str("k"): 2}},
+        {"content": [{"type": "text", "text": "a", "_meta": {}}], "resultType": "complete"},
     ],
 )
 def test_anything_else_is_structured(
