@@ -193,28 +193,40 @@ def _text_result(result: Mapping[str, Any]) -> t.CallToolResult | None:
     content = result.get("content")
     if type(content) is not list:
         return None
-    members = 1
-    is_error = result.get("isError")
-    if is_error is not None:
-        if type(is_error) is not bool:
-            return None
-        members += 1
-    result_type = result.get("resultType")
-    if result_type is not None:
-        if type(result_type) is not str or result_type != "complete":
-            return None  # (input_required, task, unknown ones: the general way)
-        members += 1
-    meta = result.get("_meta")
-    if meta is not None:
-        if type(meta) is not dict or any(type(key) is not str for key in meta):
-            return None
-        meta = dict(meta)  # (a copy, as ``structure`` makes; its values kept as they are)
-        members += 1
-    structured = result.get("structuredContent")
-    if "structuredContent" in result:
-        members += 1
-    if len(result) != members:
-        return None
+    # The members besides ``content``, each looked for only while some are left (a
+    # legacy result has none or ``isError``; a modern one ``resultType`` and ``_meta``).
+    others = len(result) - 1
+    is_error: bool | None = None
+    result_type: str | None = None
+    meta: dict[str, Any] | None = None
+    structured: Any = None
+    if others:
+        is_error = result.get("isError")
+        if is_error is not None:
+            if type(is_error) is not bool:
+                return None
+            others -= 1
+    if others:
+        result_type = result.get("resultType")
+        if result_type is not None:
+            if type(result_type) is not str or result_type != "complete":
+                return None  # (input_required, task, unknown ones: the general way)
+            others -= 1
+    if others:
+        meta = result.get("_meta")
+        if meta is not None:
+            if type(meta) is not dict:
+                return None
+            for key in meta:
+                if type(key) is not str:
+                    return None
+            meta = dict(meta)  # (a copy, as ``structure`` makes; its values kept as they are)
+            others -= 1
+    if others and "structuredContent" in result:
+        structured = result["structuredContent"]
+        others -= 1
+    if others:
+        return None  # (another member, or one of those above ``null``)
     blocks: list[t.ContentBlock] = []
     for block in content:
         if type(block) is not dict or len(block) != 2:  # (type and text)
