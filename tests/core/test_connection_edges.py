@@ -422,7 +422,9 @@ def test_unserializable_result_changes_nothing() -> None:
 
 
 @pytest.mark.parametrize("close", ["receive_eof", "half_close", "send_failed"])
-@pytest.mark.parametrize("chunk", [b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n', b'{"jsonrp', b"\n"])
+@pytest.mark.parametrize(
+    "chunk", [b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n', b'{"jsonrp', b"\n"]
+)
 def test_receive_bytes_after_close_drops_the_bytes(close: str, chunk: bytes) -> None:
     # As receive_message does: a read that races the binding's own close (a chunk
     # already taken when the close came) must not raise "feed() called after
