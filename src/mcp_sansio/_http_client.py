@@ -71,6 +71,14 @@ large again) and any legacy stream never break that way. The mark is the binding
 knowledge of its transport, never anything the server sent: a JSON-RPC error is an
 answer whatever its ``data``.
 
+Whose words. Of the errors a response synthesises, those that stand in for an answer
+that never came are listed in :attr:`ClientResponse.unheard` (an error status without a
+JSON-RPC error body, such as a gateway's ``502``; a stream or body that ended, or grew
+past its bound, first; a ``202``): the server was not heard. A binding that weighs
+the peer's silence (a keep-alive ``ping``) must not take those for the server's answer.
+A JSON-RPC error the server sent (with an error status too, forwarded or quoted) and a
+message of the server's too deep to pass on are the server's words: not listed.
+
 Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
 ``tools/list`` results (the spec's MUST), and the valid ones are remembered so
 ``tools/call`` gets its ``Mcp-Param-*`` headers.
@@ -430,6 +438,11 @@ class ClientResponse:
         broken_why)`` (see the module docs)."""
         self.broken_why = ""
         """Why :attr:`broken` broke, for people."""
+        self.unheard: tuple[RequestId, ...] = ()
+        """After :meth:`feed_eof`: the requests it failed with an error it made itself
+        in place of an answer that never came (see the module docs, "Whose words"),
+        in order; their errors are the last messages it returned. Empty when the server
+        answered (even with an error) or nothing was failed."""
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
         self._done = False
         self._problem: str | None = None
@@ -671,11 +684,22 @@ class ClientResponse:
         return self._fail_waiting(status, why)
 
     def _fail_waiting(
-        self, status: int, why: str, extra: Mapping[str, Any] | None = None
+        self,
+        status: int,
+        why: str,
+        extra: Mapping[str, Any] | None = None,
+        *,
+        heard: bool = False,
     ) -> list[bytes]:
+        """Fail the requests still waiting (``heard``: the error quotes the server's)."""
+        waiting = self._waiting
+        if not waiting:
+            return []  # (every answer came: the common case, nothing to build)
         data = {"httpStatus": status, **(extra or {})} if status else extra
-        out = [http_error(rid, why, data=data) for rid in self._waiting]
-        self._waiting.clear()
+        out = [http_error(rid, why, data=data) for rid in waiting]
+        if not heard:
+            self.unheard = tuple(waiting)
+        waiting.clear()
         return out
 
     def _error_body(self) -> list[bytes]:
@@ -690,9 +714,10 @@ class ClientResponse:
                 obj = None
             error = obj.get("error") if type(obj) is dict else None
         code = error.get("code") if type(error) is dict else None
+        spoke = type(code) is int  # (a JSON-RPC error body: the server's words)
         # Only an int can be a JSON-RPC error code; anything else (a list, an object, a
         # float) is an unrecognised error, never looked up (lists and objects cannot be).
-        recognised = type(code) is int and (
+        recognised = spoke and (
             code in MODERN_ERROR_CODES or (status == 404 and code == ErrorCode.METHOD_NOT_FOUND)
         )
         if sent.modern and recognised:
@@ -703,29 +728,33 @@ class ClientResponse:
             return out
         if self.session_expired == "end":
             return self._fail_waiting(
-                status, "the server forgot the new session too; not starting another"
+                status, "the server forgot the new session too; not starting another", heard=spoke
             )
         if self.session_expired:
             if sent.request.method == "POST":
                 self.resend = tuple(self._waiting)  # never processed: sent again
                 self._waiting.clear()
                 return []
-            return self._fail_waiting(status, "the session expired before the answer came")
+            return self._fail_waiting(
+                status, "the session expired before the answer came", heard=spoke
+            )
         if sent.modern and client.era is None and 400 <= status < 500:
             client.era = Era.LEGACY
             self.fell_back = True
-            return self._fail_waiting(status, "not a modern MCP server; falling back to initialize")
+            return self._fail_waiting(
+                status, "not a modern MCP server; falling back to initialize", heard=spoke
+            )
         message = error.get("message") if type(error) is dict else None
-        if type(code) is int and type(message) is str and len(self._waiting) == 1:
+        if spoke and type(message) is str and len(self._waiting) == 1:
             (rid,) = self._waiting
             self._waiting.clear()
             return [_forwarded_error(rid, error)]
         detail = f"status {status}" + (f": {message}" if type(message) is str else "")
         if self._refusal is None:
-            return self._fail_waiting(status, detail)
+            return self._fail_waiting(status, detail, heard=spoke)
         why, extra = self._refusal
         detail += f"; {why}" if type(message) is str else f": {why}"
-        return self._fail_waiting(status, detail, extra)
+        return self._fail_waiting(status, detail, extra, heard=spoke)
 
 
 MAX_REOPEN_DELAY: Final = 30.0

@@ -766,6 +766,11 @@ class HttpChannel(MessageChannel):
             else:
                 await wire.aclose()
             messages = reader.feed_eof(cut_short=not complete)
+            if unheard := reader.unheard:
+                # Its own errors, last, for answers that never came (a gateway's 502):
+                # not the server's words (LocalReply: no _heard_at, a failed ping).
+                own = len(messages) - len(unheard)
+                messages[own:] = [LocalReply(message) for message in messages[own:]]
             _log_warnings(reader)
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)

@@ -35,10 +35,11 @@ hook through every channel. A forgotten session being started anew: its own boun
 (``handshake_timeout``) applies. The HTTP client's own -32603 ``HTTP: ...`` errors for
 a request lost on the way (a connection dropped after the POST) are the channel's words,
 not the peer's (``mcp_trio._channel.LocalReply``: the reader stores no ``_heard_at`` for
-them), so a ping failed by one, with nothing heard since it went out, failed: the
-session closes, the error as ``__cause__``. (Not yet the errors ``ClientResponse``
-synthesises for an error status without a JSON-RPC body, a gateway's ``502``: those
-still count as answers.)
+them), and so are the errors ``ClientResponse`` makes in place of an answer that never
+came (``ClientResponse.unheard``: an error status without a JSON-RPC body, a gateway's
+``502`` or ``503``), so a ping failed by one, with nothing heard since it went out,
+failed: the session closes, the error as ``__cause__``. A JSON-RPC error the server
+sent, whatever the status, is its answer.
 
 The ping is left out of ``statistics().waiting_requests`` (``Session._ping_id``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place

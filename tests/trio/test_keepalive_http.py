@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcp_sansio._json import dumps, loads
 from mcp_trio import SessionConfig
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
@@ -105,20 +106,39 @@ class _Gateway(Proxy):
             )
         elif self.mode == "502":
             await client.send_all(
-                b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n"
-                b"content-length: 4\r\nconnection: close\r\n\r\ndown"
+                b"HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\n"
+                b"content-length: 11\r\nconnection: close\r\n\r\n<p>down</p>"
+            )
+        elif self.mode == "503":
+            await client.send_all(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n"
+                b"connection: close\r\n\r\n"
+            )
+        elif self.mode == "rpc-503" and data.startswith(b"POST "):
+            # The server's own JSON-RPC error, with a 5xx (a DELETE gets nothing).
+            while not data.rstrip().endswith(b"}") and (more := await client.receive_some(65536)):
+                data += more
+            rid = loads(data.partition(b"\r\n\r\n")[2]).get("id")
+            body = dumps(
+                {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "busy"}}
+            )
+            await client.send_all(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
             )
         # "drop": closed without an answer, after the POST was written
 
 
-@pytest.mark.parametrize("mode", ["drop"])
+@pytest.mark.parametrize("mode", ["drop", "502", "503"])
 async def test_a_dead_server_behind_a_gateway_fails_the_ping(
     nursery: trio.Nursery, clock: trio.testing.MockClock, mode: str
 ) -> None:
     # The client's own -32603 "HTTP: ..." error (mcp_trio._channel.LocalReply) is no
-    # answer from the server: the ping failed, and it is not heard from the server.
-    # Mutation: a LocalReply counted as an answer, or stored in _heard_at -> the
-    # session never ends.
+    # answer from the server: the ping failed, and it is not heard from the server;
+    # nor is the error ClientResponse makes for a gateway's error status without a
+    # JSON-RPC body (ClientResponse.unheard). Mutation: a LocalReply counted as an
+    # answer, or stored in _heard_at; 502/503: ClientResponse.unheard left empty, or
+    # the binding not wrapping those errors in LocalReply -> the session never ends.
     server = await start_server(nursery)
     gateway = _Gateway(server.port, mode)
     await gateway.start(nursery)
@@ -141,3 +161,28 @@ async def test_a_dead_server_behind_a_gateway_fails_the_ping(
             reason = str(client.close_reason)
             assert "a ping failed" in reason
             assert "connection failure" in reason
+
+
+async def test_the_servers_own_json_rpc_error_with_an_error_status_answers_the_ping(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # A 503 whose body is a JSON-RPC error for the ping is the server's answer (busy,
+    # but alive): heard, and the session stays. Mutation: every message of an error
+    # status taken for the channel's own (LocalReply) -> the session closes.
+    server = await start_server(nursery)
+    gateway = _Gateway(server.port, "rpc-503")
+    await gateway.start(nursery)
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    with trio.fail_after(1000):
+        async with open_http_client(
+            gateway.url(), connection_config=client_connection_config("legacy"), config=config
+        ) as client:
+            gateway.dead = True
+            heard = client._heard_at
+            for _ in range(3):
+                await trio.testing.wait_all_tasks_blocked()
+                clock.jump(5)
+                await trio.sleep(0.05)
+            await trio.testing.wait_all_tasks_blocked()
+            assert client._heard_at > heard
+            assert not client.closed, client.close_reason

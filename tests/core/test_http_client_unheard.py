@@ -1,0 +1,100 @@
+"""Which errors a response makes in place of an answer that never came
+(``ClientResponse.unheard``): the server was not heard for them. No I/O.
+
+A gateway's error status without a JSON-RPC body (``502``, ``503``), a stream that ends
+unanswered, a ``202`` to a request: the errors are the client's own, listed, and last in
+what ``feed_eof`` returns. A JSON-RPC error body the server sent with an error status
+(forwarded, or quoted for a batch) and a message of the server's too deep to pass on
+are the server's words: never listed. The Trio client marks the listed ones as its own
+(``mcp_trio._channel.LocalReply``), so a keep-alive ping answered by one failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_sansio import ErrorCode
+from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import ClientResponse, HttpClient
+
+from .test_http_client import JSON, error, legacy_client, result, rpc, sse
+
+SSE = ((b"content-type", b"text/event-stream"),)
+HTML = ((b"content-type", b"text/html"),)
+BATCH = b"[" + rpc(3, "ping") + b"," + rpc(4, "ping") + b"]"
+
+
+def _answer(status: int, headers: Any, payload: bytes = BATCH) -> ClientResponse:
+    client: HttpClient = legacy_client()
+    return client.response(client.post(payload), status, headers)
+
+
+def _end(reader: ClientResponse, body: bytes) -> list[dict[str, Any]]:
+    out = reader.feed(body)
+    return [loads(m) for m in [*out, *reader.feed_eof()]]
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body"),
+    [(502, HTML, b"<p>Bad Gateway</p>"), (503, (), b""), (500, JSON, b'{"oops": 1}')],
+)
+def test_an_error_status_without_a_json_rpc_error_is_not_the_servers_answer(
+    status: int, headers: Any, body: bytes
+) -> None:
+    # Mutation: unheard never set (or set with heard=True) -> empty.
+    reader = _answer(status, headers)
+    messages = _end(reader, body)
+    assert [m["id"] for m in messages] == [3, 4]
+    assert all(m["error"]["code"] == ErrorCode.INTERNAL_ERROR for m in messages)
+    assert reader.unheard == (3, 4)
+
+
+@pytest.mark.parametrize("status", [400, 500, 503])
+def test_a_json_rpc_error_body_with_an_error_status_is_the_servers(status: int) -> None:
+    # Alone: forwarded as it came. Mutation: forwarded errors listed -> (2,).
+    alone = _answer(status, JSON, rpc(2, "ping"))
+    (message,) = _end(alone, error(2, -32000, "busy"))
+    assert message["error"] == {"code": -32000, "message": "busy"}
+    assert alone.unheard == ()
+    # For a batch: quoted in each request's error, still the server's words.
+    # Mutation: _error_body not passing heard=spoke -> (3, 4).
+    batch = _answer(status, JSON)
+    messages = _end(batch, error(None, -32000, "busy"))
+    assert [m["error"]["message"] for m in messages] == [f"HTTP: status {status}: busy"] * 2
+    assert batch.unheard == ()
+
+
+def test_the_servers_messages_come_first_and_the_own_errors_last() -> None:
+    # A JSON body answers one request of the batch; the other's error is made here.
+    reader = _answer(200, JSON)
+    messages = _end(reader, result(3, {}))
+    assert [m["id"] for m in messages] == [3, 4]
+    assert "result" in messages[0] and "error" in messages[1]
+    assert reader.unheard == (4,)
+
+
+def test_a_stream_that_ends_unanswered_and_an_accepted_request_are_unheard() -> None:
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+    stream = _answer(200, SSE, rpc(2, "ping"))
+    messages = _end(stream, sse((None, note)))  # (no event id: cannot be resumed)
+    assert [m.get("id") for m in messages] == [None, 2]
+    assert stream.unheard == (2,)
+    accepted = _answer(202, (), rpc(2, "ping"))
+    assert [m["id"] for m in _end(accepted, b"")] == [2]
+    assert accepted.unheard == (2,)
+
+
+def test_every_answer_came_or_one_too_deep_to_pass_on_is_heard() -> None:
+    answered = _answer(200, JSON)
+    assert len(_end(answered, b"[" + result(3, {}) + b"," + result(4, {}) + b"]")) == 2
+    assert answered.unheard == ()
+    # A batch item nests too deep to write again: its error is made here, but the
+    # server did answer. Mutation: that error listed -> (3,).
+    deep = b"[" * 300 + b"]" * 300
+    body = b'[{"jsonrpc": "2.0", "id": 3, "result": {"v": ' + deep + b"}}," + result(4, {}) + b"]"
+    reader = _answer(200, JSON)
+    messages = _end(reader, body)
+    assert messages[0]["error"]["message"] == "HTTP: a message nested too deep to pass on"
+    assert reader.unheard == ()
