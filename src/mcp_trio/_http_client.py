@@ -23,7 +23,9 @@ body, SSE events) into messages the session reads.
   the server learns of it (``2026-07-28/basic/patterns/cancellation``). In both eras
   the client stops reading a cancelled request's answer at once: its task ends (its
   connection is closed, its slot freed) unless other requests of the same POST are
-  still awaited, and its stream is never resumed.
+  still awaited, and its stream is never resumed. A request cancelled before its POST
+  began to go out (waiting for a free connection or a token) is withdrawn, and nothing
+  is sent: the server never had it.
 * **Resumption** (legacy): an SSE response that ends before its requests are answered
   is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
   ``max_resume_attempts`` resumptions in a row that bring nothing new.
@@ -222,6 +224,10 @@ class _Stream:
     """Its requests not cancelled yet (nor failed with the session they were on)."""
     reader: ClientResponse | None = None
     """The answer being read now (or last read), once a response head arrived."""
+    out: bool = False
+    """Whether the POST may have begun to go out (set before its first write): until
+    then, a legacy cancellation of all its requests is not sent (the server never had
+    them; see :meth:`HttpChannel.send`)."""
 
     def stop_waiting(self, rid: RequestId) -> None:
         """``rid`` was cancelled: stop reading for it; once no request of the POST is
@@ -352,6 +358,11 @@ class HttpChannel(MessageChannel):
                 self._joining.remove(cancelled)  # (never sent: nobody to tell)
             if self.http.era is Era.MODERN:
                 return
+            if stream is not None and not stream.out and not stream.ids:
+                # Still waiting for a free connection (or a token), now withdrawn: the
+                # server never had it, so there is nobody to tell (a keep-alive ping
+                # held past its timeout must not cost a POST each interval).
+                return
         try:
             sent = self.http.post(message)
         except ReplyNotCarried:
@@ -433,6 +444,7 @@ class HttpChannel(MessageChannel):
             return False
         wire, rest = started
         stream = self._track(sent, scope)
+        stream.out = True
         # The kernel took part of the POST: its own task writes the rest, and a failure
         # then fails only this request (bytes of it are out; it is never sent twice).
         self._tasks.start_soon(self._request, sent, stream, wire, rest)
@@ -520,6 +532,7 @@ class HttpChannel(MessageChannel):
             # session's writer wait (its reader may be the one to free a slot).
             self._tasks.start_soon(self._request, sent, stream, None)
             return
+        stream.out = True
         try:
             wire = await self._pool.send(sent.request, None)
         except BaseException as exc:
@@ -687,6 +700,8 @@ class HttpChannel(MessageChannel):
                             await auth.ready(self._tasks)
                     elif not interactive:
                         auth.refresh_soon(self._tasks)
+                if stream is not None:
+                    stream.out = True  # (from the connect on: it may go out)
                 wire, head = await self._pool.roundtrip(sent.request, written)
             else:
                 if rest:

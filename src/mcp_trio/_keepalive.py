@@ -31,7 +31,12 @@ held the ping back (``Session.request(on_held=)``: the HTTP client waiting for a
 connection, or for an OAuth token): the time was ours, so try again an interval later,
 rather than clock the ping from its write (the HTTP client's write returns before the
 POST has a connection, so the session never sees that moment), which would need a new
-hook through every channel. A forgotten session being started anew: its own bound
+hook through every channel. The core cancels a held ping that times out as any
+request; one still waiting for its connection (or token) never went out, so the HTTP
+client withdraws it and sends no ``notifications/cancelled`` (the server never had
+it): while long calls take every connection, each interval costs no POST, only a
+ping queued for a connection until its timeout. That rule is the channel's, for any
+request. A forgotten session being started anew: its own bound
 (``handshake_timeout``) applies. The HTTP client's own -32603 ``HTTP: ...`` errors for
 a request lost on the way (a connection dropped after the POST) are the channel's words,
 not the peer's (``mcp_trio._channel.LocalReply``: the reader stores no ``_heard_at`` for

@@ -85,6 +85,43 @@ async def test_a_ping_waiting_for_a_free_connection_is_not_the_servers_silence(
             assert not client.closed
 
 
+async def test_a_ping_that_never_got_a_connection_is_withdrawn_without_a_cancellation(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # Each interval a ping waits for a free connection past its timeout; the core then
+    # cancels it. The server never had it: no notifications/cancelled POST (nor the
+    # ping) reaches it, and the session stays. Mutation: a cancellation of a request
+    # not yet out POSTed as usual (HttpChannel.send) -> one per interval.
+    app = App()
+    proxy = await start_proxied(nursery, app)
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    with trio.fail_after(1000):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            config=config,
+            transport=HttpTransportConfig(max_client_connections=2),
+        ) as client:
+            async with trio.open_nursery() as calls:
+                for _ in range(2):
+                    calls.start_soon(client.request, "tools/call", call("block"))
+                while len(app.started) < 2:
+                    await trio.sleep(0.01)
+                for _ in range(4):  # pings due, held, timed out and tried again
+                    await trio.testing.wait_all_tasks_blocked()
+                    clock.jump(6)
+                    await trio.sleep(0.05)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not client.closed, client.close_reason
+                assert client.statistics().waiting_requests == 2
+                app.release.set()
+            assert not client.closed
+    methods = [seen.rpc_method for seen in proxy.seen if seen.method == "POST"]
+    assert "tools/call" in methods
+    assert "notifications/cancelled" not in methods
+    assert "ping" not in methods
+
+
 class _Gateway(Proxy):
     """A gateway whose backend died: it takes each POST and answers ``502`` (or closes
     the connection without an answer); a GET gets ``405``."""
@@ -186,3 +223,40 @@ async def test_the_servers_own_json_rpc_error_with_an_error_status_answers_the_p
             await trio.testing.wait_all_tasks_blocked()
             assert client._heard_at > heard
             assert not client.closed, client.close_reason
+
+
+async def test_a_request_that_waited_for_a_connection_is_cancelled_once_it_is_out(
+    nursery: trio.Nursery,
+) -> None:
+    # The withdrawal above is only for a request not yet out: one that waited for the
+    # only connection, then went out, is cancelled with notifications/cancelled as
+    # usual. Mutation: the stream not marked out before its POST (_exchange) -> that
+    # cancellation is withheld.
+    app = App()
+    proxy = await start_proxied(nursery, app)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            proxy.url(),
+            connection_config=client_connection_config("legacy"),
+            transport=HttpTransportConfig(max_client_connections=1),
+        ) as client:
+            scopes = [trio.CancelScope(), trio.CancelScope()]
+
+            async def blocked(scope: trio.CancelScope) -> None:
+                with scope:
+                    await client.request("tools/call", call("block"))
+
+            async with trio.open_nursery() as calls:
+                for scope in scopes:
+                    calls.start_soon(blocked, scope)
+                    while len(app.started) < 1:
+                        await trio.sleep(0.01)
+                await trio.testing.wait_all_tasks_blocked()
+                scopes[0].cancel()  # (frees the connection: the second goes out)
+                while len(app.started) < 2:
+                    await trio.sleep(0.01)
+                scopes[1].cancel()
+                while len(app.cancelled) < 2:
+                    await trio.sleep(0.01)
+    methods = [seen.rpc_method for seen in proxy.seen if seen.method == "POST"]
+    assert methods.count("notifications/cancelled") == 2
