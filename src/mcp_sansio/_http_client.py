@@ -72,12 +72,14 @@ knowledge of its transport, never anything the server sent: a JSON-RPC error is 
 answer whatever its ``data``.
 
 Whose words. Of the errors a response synthesises, those that stand in for an answer
-that never came are listed in :attr:`ClientResponse.unheard` (an error status without a
-JSON-RPC error body, such as a gateway's ``502``; a stream or body that ended, or grew
-past its bound, first; a ``202``): the server was not heard. A binding that weighs
-the peer's silence (a keep-alive ``ping``) must not take those for the server's answer.
-A JSON-RPC error the server sent (with an error status too, forwarded or quoted) and a
-message of the server's too deep to pass on are the server's words: not listed.
+that never came are listed in :attr:`ClientResponse.unheard` (a ``5xx`` without a
+JSON-RPC error response, such as a gateway's ``502``, whose own JSON error with no
+``jsonrpc`` is passed on but listed too; a stream or body that ended, or grew past its
+bound, first; a ``202``): the server was not heard. A binding that weighs the peer's
+silence (a keep-alive ``ping``) must not take those for the server's answer. A JSON-RPC
+error response the server sent (with an error status too, forwarded or quoted), a
+refusal below 500 (``401``, ``429``: something of the server's answered) and a message
+of the server's too deep to pass on are the server's words: not listed.
 
 Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
 ``tools/list`` results (the spec's MUST), and the valid ones are remembered so
@@ -113,7 +115,7 @@ from ._http_common import (
     parse_header_params,
 )
 from ._json import JSONDecodeError, dumps, loads
-from ._jsonrpc import RequestId, error_response, is_request_id
+from ._jsonrpc import JSONRPC, RequestId, error_response, is_request_id
 from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
 from ._versions import Era
 
@@ -439,10 +441,11 @@ class ClientResponse:
         self.broken_why = ""
         """Why :attr:`broken` broke, for people."""
         self.unheard: tuple[RequestId, ...] = ()
-        """After :meth:`feed_eof`: the requests it failed with an error it made itself
-        in place of an answer that never came (see the module docs, "Whose words"),
-        in order; their errors are the last messages it returned. Empty when the server
-        answered (even with an error) or nothing was failed."""
+        """After :meth:`feed_eof`: the requests whose error is not the server's (made
+        here in place of an answer that never came, or a gateway's passed on; see the
+        module docs, "Whose words"), in order; their errors are the last messages it
+        returned. Empty when the server answered (even with an error) or nothing was
+        failed."""
         self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
         self._done = False
         self._problem: str | None = None
@@ -705,8 +708,11 @@ class ClientResponse:
     def _error_body(self) -> list[bytes]:
         status, sent, client = self.status, self._sent, self._client
         if self._problem is not None:
-            return self._fail_waiting(status, f"status {status}: {self._problem}")
+            return self._fail_waiting(
+                status, f"status {status}: {self._problem}", heard=status < 500
+            )
         error: Any = None
+        obj: Any = None
         if not self._too_large and self._body:
             try:
                 obj = loads(self._body)
@@ -714,7 +720,12 @@ class ClientResponse:
                 obj = None
             error = obj.get("error") if type(obj) is dict else None
         code = error.get("code") if type(error) is dict else None
-        spoke = type(code) is int  # (a JSON-RPC error body: the server's words)
+        spoke = type(code) is int
+        # Whose words (module docs): a JSON-RPC error response is the server's; so is a
+        # refusal below 500 (something of the server's answered: 401, 404, 429). A 5xx
+        # without one is a gateway's or a dying server's, even with a JSON error body of
+        # its own (``{"error": {"code": 503, ...}}``, no ``jsonrpc``): not heard.
+        heard = status < 500 or (spoke and obj.get("jsonrpc") == JSONRPC)
         # Only an int can be a JSON-RPC error code; anything else (a list, an object, a
         # float) is an unrecognised error, never looked up (lists and objects cannot be).
         recognised = spoke and (
@@ -728,7 +739,7 @@ class ClientResponse:
             return out
         if self.session_expired == "end":
             return self._fail_waiting(
-                status, "the server forgot the new session too; not starting another", heard=spoke
+                status, "the server forgot the new session too; not starting another", heard=heard
             )
         if self.session_expired:
             if sent.request.method == "POST":
@@ -736,25 +747,27 @@ class ClientResponse:
                 self._waiting.clear()
                 return []
             return self._fail_waiting(
-                status, "the session expired before the answer came", heard=spoke
+                status, "the session expired before the answer came", heard=heard
             )
         if sent.modern and client.era is None and 400 <= status < 500:
             client.era = Era.LEGACY
             self.fell_back = True
             return self._fail_waiting(
-                status, "not a modern MCP server; falling back to initialize", heard=spoke
+                status, "not a modern MCP server; falling back to initialize", heard=heard
             )
         message = error.get("message") if type(error) is dict else None
         if spoke and type(message) is str and len(self._waiting) == 1:
             (rid,) = self._waiting
             self._waiting.clear()
+            if not heard:
+                self.unheard = (rid,)  # (a gateway's error, passed on as it came)
             return [_forwarded_error(rid, error)]
         detail = f"status {status}" + (f": {message}" if type(message) is str else "")
         if self._refusal is None:
-            return self._fail_waiting(status, detail, heard=spoke)
+            return self._fail_waiting(status, detail, heard=heard)
         why, extra = self._refusal
         detail += f"; {why}" if type(message) is str else f": {why}"
-        return self._fail_waiting(status, detail, extra, heard=spoke)
+        return self._fail_waiting(status, detail, extra, heard=heard)
 
 
 MAX_REOPEN_DELAY: Final = 30.0

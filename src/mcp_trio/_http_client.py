@@ -717,6 +717,10 @@ class HttpChannel(MessageChannel):
                     auth.answered(head.headers)  # (its DPoP-Nonce, RFC 9449 section 9)
                 break
             refused = wire.authorization
+            if stream is not None:
+                # Refused (401/403): the server never had it, and a cancellation while
+                # we wait for a token or a user has nobody to tell (until it goes again).
+                stream.out = False
             if challenge.error == "use_dpop_nonce":
                 # RFC 9449 section 9: once more with the server's nonce, once only.
                 if nonce_retried or not auth.took_nonce(refused, head.headers):

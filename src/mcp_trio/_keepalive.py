@@ -32,7 +32,8 @@ connection, or for an OAuth token): the time was ours, so try again an interval 
 rather than clock the ping from its write (the HTTP client's write returns before the
 POST has a connection, so the session never sees that moment), which would need a new
 hook through every channel. The core cancels a held ping that times out as any
-request; one still waiting for its connection (or token) never went out, so the HTTP
+request; one still waiting for its connection (or for a token, after a ``401``) never
+went out, or was refused, so the HTTP
 client withdraws it and sends no ``notifications/cancelled`` (the server never had
 it): while long calls take every connection, each interval costs no POST, only a
 ping queued for a connection until its timeout. That rule is the channel's, for any
@@ -41,10 +42,10 @@ request. A forgotten session being started anew: its own bound
 a request lost on the way (a connection dropped after the POST) are the channel's words,
 not the peer's (``mcp_trio._channel.LocalReply``: the reader stores no ``_heard_at`` for
 them), and so are the errors ``ClientResponse`` makes in place of an answer that never
-came (``ClientResponse.unheard``: an error status without a JSON-RPC body, a gateway's
-``502`` or ``503``), so a ping failed by one, with nothing heard since it went out,
-failed: the session closes, the error as ``__cause__``. A JSON-RPC error the server
-sent, whatever the status, is its answer.
+came (``ClientResponse.unheard``: a ``5xx`` without a JSON-RPC error response, a
+gateway's ``502`` or ``503``), so a ping failed by one, with nothing heard since it went
+out, failed: the session closes, the error as ``__cause__``. A JSON-RPC error the server
+sent, whatever the status, is its answer, and so is a refusal below 500 (a ``429``).
 
 The ping is left out of ``statistics().waiting_requests`` (``Session._ping_id``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place

@@ -1,7 +1,7 @@
 """Which errors a response makes in place of an answer that never came
 (``ClientResponse.unheard``): the server was not heard for them. No I/O.
 
-A gateway's error status without a JSON-RPC body (``502``, ``503``), a stream that ends
+A ``5xx`` without a JSON-RPC error body (a gateway's ``502``, ``503``), a stream that ends
 unanswered, a ``202`` to a request: the errors are the client's own, listed, and last in
 what ``feed_eof`` returns. A JSON-RPC error body the server sent with an error status
 (forwarded, or quoted for a batch) and a message of the server's too deep to pass on
@@ -49,6 +49,28 @@ def test_an_error_status_without_a_json_rpc_error_is_not_the_servers_answer(
     assert [m["id"] for m in messages] == [3, 4]
     assert all(m["error"]["code"] == ErrorCode.INTERNAL_ERROR for m in messages)
     assert reader.unheard == (3, 4)
+
+
+def test_a_gateways_own_json_error_is_passed_on_but_unheard() -> None:
+    # {"error": {"code": 503, ...}} with no "jsonrpc": forwarded as it came (one request),
+    # quoted (a batch), but not the server's words. Mutation: any int code heard -> ().
+    body = b'{"error": {"code": 503, "message": "unavailable", "status": "UNAVAILABLE"}}'
+    alone = _answer(503, JSON, rpc(2, "ping"))
+    (message,) = _end(alone, body)
+    assert message["error"]["code"] == 503
+    assert alone.unheard == (2,)
+    batch = _answer(503, JSON)
+    assert [m["id"] for m in _end(batch, body)] == [3, 4]
+    assert batch.unheard == (3, 4)
+
+
+@pytest.mark.parametrize(("status", "body"), [(429, b""), (403, b"<p>no</p>"), (400, b"{}")])
+def test_a_refusal_below_500_is_heard(status: int, body: bytes) -> None:
+    # Something of the server's answered (a rate limit, a refusal): not silence.
+    # Mutation: heard only for a JSON-RPC error body -> (3, 4).
+    reader = _answer(status, HTML)
+    assert [m["id"] for m in _end(reader, body)] == [3, 4]
+    assert reader.unheard == ()
 
 
 @pytest.mark.parametrize("status", [400, 500, 503])

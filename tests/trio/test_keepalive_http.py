@@ -151,6 +151,19 @@ class _Gateway(Proxy):
                 b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n"
                 b"connection: close\r\n\r\n"
             )
+        elif self.mode == "json-503":
+            # A gateway's own JSON error (no "jsonrpc", no "id"): not the server's words.
+            body = b'{"error": {"code": 503, "message": "unavailable", "status": "UNAVAILABLE"}}'
+            await client.send_all(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            )
+        elif self.mode == "429":
+            # The server's HTTP layer refusing, for a while: something of it answered.
+            await client.send_all(
+                b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\n"
+                b"content-length: 0\r\nconnection: close\r\n\r\n"
+            )
         elif self.mode == "rpc-503" and data.startswith(b"POST "):
             # The server's own JSON-RPC error, with a 5xx (a DELETE gets nothing).
             while not data.rstrip().endswith(b"}") and (more := await client.receive_some(65536)):
@@ -166,7 +179,7 @@ class _Gateway(Proxy):
         # "drop": closed without an answer, after the POST was written
 
 
-@pytest.mark.parametrize("mode", ["drop", "502", "503"])
+@pytest.mark.parametrize("mode", ["drop", "502", "503", "json-503"])
 async def test_a_dead_server_behind_a_gateway_fails_the_ping(
     nursery: trio.Nursery, clock: trio.testing.MockClock, mode: str
 ) -> None:
@@ -200,14 +213,16 @@ async def test_a_dead_server_behind_a_gateway_fails_the_ping(
             assert "connection failure" in reason
 
 
+@pytest.mark.parametrize("mode", ["rpc-503", "429"])
 async def test_the_servers_own_json_rpc_error_with_an_error_status_answers_the_ping(
-    nursery: trio.Nursery, clock: trio.testing.MockClock
+    nursery: trio.Nursery, clock: trio.testing.MockClock, mode: str
 ) -> None:
     # A 503 whose body is a JSON-RPC error for the ping is the server's answer (busy,
-    # but alive): heard, and the session stays. Mutation: every message of an error
-    # status taken for the channel's own (LocalReply) -> the session closes.
+    # but alive): heard, and the session stays; so is a refusal below 500 (a 429 with
+    # no body). Mutation: every message of an error status taken for the channel's own
+    # (LocalReply), or a 4xx without a JSON-RPC body unheard -> the session closes.
     server = await start_server(nursery)
-    gateway = _Gateway(server.port, "rpc-503")
+    gateway = _Gateway(server.port, mode)
     await gateway.start(nursery)
     config = SessionConfig(ping_interval=5, ping_timeout=5)
     with trio.fail_after(1000):
