@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import attrs
-
 from ._jsonrpc import RequestId
 from ._versions import Era
 
@@ -84,12 +82,15 @@ def _outbound(
     return entry
 
 
-@attrs.define(slots=True)
 class _Batch:
-    """An inbound 2025-03-26 batch whose replies are being collected."""
+    """An inbound 2025-03-26 batch whose replies are being collected (a plain slotted
+    class, like the entries above: an attrs class costs import time)."""
 
-    waiting: set[RequestId]
-    replies: list[dict[str, Any]]
+    __slots__ = ("replies", "waiting")
+
+    def __init__(self, *, waiting: set[RequestId], replies: list[dict[str, Any]]) -> None:
+        self.waiting = waiting
+        self.replies = replies
 
 
 def _ids_of(table: Mapping[RequestId, object]) -> tuple[RequestId, ...]:

@@ -39,7 +39,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
 
-import attrs
 import trio
 
 from mcp_sansio import Connection, ErrorCode, ErrorData, LocalProtocolError, RequestId
@@ -64,18 +63,25 @@ logger = logging.getLogger("mcp_trio")
 _INTERNAL = ErrorData(code=ErrorCode.INTERNAL_ERROR, message="Internal error")
 
 
-@attrs.define(slots=True, eq=False)
+# A plain slotted class rather than an attrs class: private, compared by identity, and
+# an attrs class costs ~0.4 ms of import time (the cold start of a stdio server).
 class _Running:
-    """Bookkeeping of one running handler."""
+    """Bookkeeping of one running handler.
 
-    request_id: RequestId | None
-    """The peer's request id (``None`` for a notification)."""
-    computing: bool = True
-    """Whether it still holds its compute slot."""
-    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
-    """The handler's own cancel scope."""
-    cancelled: bool = False
-    """The peer cancelled the request: its answer will be dropped."""
+    Attributes:
+        request_id: the peer's request id (``None`` for a notification).
+        computing: whether it still holds its compute slot.
+        scope: the handler's own cancel scope.
+        cancelled: the peer cancelled the request: its answer will be dropped.
+    """
+
+    __slots__ = ("cancelled", "computing", "request_id", "scope")
+
+    def __init__(self, request_id: RequestId | None, computing: bool = True) -> None:
+        self.request_id = request_id
+        self.computing = computing
+        self.scope = trio.CancelScope()
+        self.cancelled = False
 
 
 @final
