@@ -393,25 +393,52 @@ def is_modern_request(params: Any) -> bool:
 
 
 @final
-@attrs.frozen(kw_only=True)
 class Envelope:
     """A request's validated modern envelope (``params._meta``).
 
     The dicts are the ones decoded from the wire, not copies: treat them as read-only.
+    A plain slotted class, not an attrs class: it is private and read once, and an
+    attrs class costs ~0.4 ms of import time (the cold start of a stdio server).
+
+    Attributes:
+        protocol_version: the revision the request speaks; one of the server's
+            accepted versions.
+        client_capabilities: the client's capabilities for this request. Never
+            inferred from earlier requests.
+        client_info: the client's self-reported ``Implementation``, or ``None``. For
+            display only.
+        log_level: the minimum log level for this request; ``None`` means send no
+            ``notifications/message``.
+        progress_token: the request's progress token, or ``None`` if it did not ask
+            for progress.
+        meta: the whole ``_meta`` object, including keys this module does not interpret.
     """
 
-    protocol_version: str
-    """The revision the request speaks; one of the server's accepted versions."""
-    client_capabilities: dict[str, Any]
-    """The client's capabilities for this request. Never inferred from earlier requests."""
-    client_info: dict[str, Any] | None
-    """The client's self-reported ``Implementation``, or ``None``. For display only."""
-    log_level: str | None
-    """The minimum log level for this request; ``None`` means send no ``notifications/message``."""
-    progress_token: str | int | None
-    """The request's progress token, or ``None`` if it did not ask for progress."""
-    meta: dict[str, Any]
-    """The whole ``_meta`` object, including keys this module does not interpret."""
+    __slots__ = (
+        "client_capabilities",
+        "client_info",
+        "log_level",
+        "meta",
+        "progress_token",
+        "protocol_version",
+    )
+
+    def __init__(
+        self,
+        *,
+        protocol_version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        log_level: str | None,
+        progress_token: str | int | None,
+        meta: dict[str, Any],
+    ) -> None:
+        self.protocol_version: Final = protocol_version
+        self.client_capabilities: Final = client_capabilities
+        self.client_info: Final = client_info
+        self.log_level: Final = log_level
+        self.progress_token: Final = progress_token
+        self.meta: Final = meta
 
 
 def validate_envelope(
