@@ -4,7 +4,7 @@ A stdio server is spawned per client session, so its import is on the clock of e
 start (``benchmarks coldstart``). These tests pin what that import does, in a fresh
 interpreter: which of our modules it loads, and that every attrs class it creates is
 public API (an attrs class costs ~0.4 ms at import; private records on this path are
-plain slotted classes).
+plain slotted classes), and which modules compile regular expressions at import.
 """
 
 from __future__ import annotations
@@ -28,8 +28,13 @@ SRC = Path(mcp_trio.__file__).resolve().parent.parent
 # What a stdio server script touches (benchmarks/coldstart.py's STDIO_SCRIPT), then a
 # report of the modules loaded and the attrs classes defined in ours.
 PROBE = """
-import json, sys
+import json, re, sys
 import attrs
+compiled_by = []
+def compile(pattern, flags=0, _compile=re.compile):
+    compiled_by.append(sys._getframe(1).f_globals.get("__name__"))
+    return _compile(pattern, flags)
+re.compile = compile
 import mcp_trio
 from mcp_sansio import ConnectionConfig
 mcp_trio.Handlers, mcp_trio.serve_stdio, mcp_trio.SessionConfig
@@ -40,7 +45,8 @@ classes = sorted(
     for value in list(vars(sys.modules[name]).values())
     if isinstance(value, type) and value.__module__ == name and attrs.has(value)
 )
-print(json.dumps({"modules": sorted(sys.modules), "attrs_classes": classes}))
+ours_compiling = sorted({m for m in compiled_by if m in ours})
+print(json.dumps({"modules": sorted(sys.modules), "attrs_classes": classes, "re": ours_compiling}))
 """
 
 # Internal attrs classes still on the path, each for a reason: Revision is a frozen
@@ -112,3 +118,9 @@ def test_every_attrs_class_on_the_stdio_path_is_public(probe: dict[str, list[str
         if id(_class(name)) not in exported and name not in INTERNAL_ATTRS_ALLOWED
     ]
     assert private == [], private
+
+
+def test_only_the_receive_path_compiles_patterns_at_import(probe: dict[str, list[str]]) -> None:
+    # (The receive fast path's patterns serve the first message anyway; the others are
+    # compiled by ``re`` on first use: extension ids, surrogates, terminal escapes.)
+    assert probe["re"] == ["mcp_sansio._conn_receive"]

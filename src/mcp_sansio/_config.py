@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, final
+from typing import Any, Final, Literal, final
 
 import attrs
 
@@ -30,7 +30,9 @@ def _check_versions(_inst: object, _attr: object, value: tuple[str, ...]) -> Non
 # with a letter and end with a letter or digit, hyphens inside, then "/") and a name
 # (empty, or alphanumerics at both ends with "-", "_", "." inside); versioning.mdx:
 # an extension id follows these rules "with a mandatory prefix".
-_EXTENSION_ID = re.compile(
+# (A pattern string, compiled by re on first use and cached there: most configurations
+# declare no extensions, and a compile at import is on every stdio server's cold start.)
+_EXTENSION_ID: Final = (
     r"(?:[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?/"
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
 )
@@ -44,7 +46,7 @@ def _check_capabilities(_inst: object, _attr: object, value: object) -> None:
     if not isinstance(extensions, Mapping):
         raise ValueError(f"capabilities.extensions must be an object, not {extensions!r}")
     for key, settings in extensions.items():
-        if not isinstance(key, str) or _EXTENSION_ID.fullmatch(key) is None:
+        if not isinstance(key, str) or re.fullmatch(_EXTENSION_ID, key) is None:
             raise ValueError(
                 f"extension id {key!r} breaks the _meta key naming rule with its mandatory "
                 "prefix (basic/versioning#extension-negotiation): dot-separated labels "

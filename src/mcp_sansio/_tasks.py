@@ -186,7 +186,7 @@ def format_timestamp(now: float) -> str:
 _ELLIPSIS: Final = "\u2026"
 #: A surrogate code point: alone in a ``str`` (``os.fsdecode`` of a name that is not UTF-8,
 #: say) it has no UTF-8 encoding, so no JSON text can carry it.
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_SURROGATE: Final = "[\ud800-\udfff]"  # (compiled by re on first use: a rare path)
 
 
 def bounded_status_message(message: str, max_bytes: int) -> str:
@@ -205,7 +205,7 @@ def bounded_status_message(message: str, max_bytes: int) -> str:
     try:
         encoded = head.encode()
     except UnicodeEncodeError:
-        head = _SURROGATE.sub("\ufffd", head)
+        head = re.sub(_SURROGATE, "\ufffd", head)
         encoded = head.encode()
     if len(encoded) <= max_bytes:
         return head  # (then head is all of message: max_bytes + 1 characters would not fit)

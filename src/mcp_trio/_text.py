@@ -9,7 +9,9 @@ from typing import Final
 
 __all__ = ["clip", "terminal_safe"]
 
-_UNSAFE: Final = re.compile(
+# (A pattern string, compiled by re on first use and cached there: not at import, on
+# every stdio server's cold start.)
+_UNSAFE: Final = (
     # C0 controls but tab and newline (a carriage return only alone: CRLF line ends are
     # harmless), DEL, C1 controls, and the bidirectional embeddings, overrides and
     # isolates, which reorder the text shown around them ("Trojan Source").
@@ -38,7 +40,7 @@ def terminal_safe(text: str, *, one_line: bool = False) -> str:
         if text.isprintable():
             return text
         return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return _UNSAFE.sub(_escape_match, text)
+    return re.sub(_UNSAFE, _escape_match, text)
 
 
 def clip(text: str, limit: int) -> str:
