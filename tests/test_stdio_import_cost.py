@@ -49,17 +49,15 @@ ours_compiling = sorted({m for m in compiled_by if m in ours})
 print(json.dumps({"modules": sorted(sys.modules), "attrs_classes": classes, "re": ours_compiling}))
 """
 
-# Internal attrs classes still on the path, each for a reason: Revision is a frozen
-# table row; RequestStateCodec keeps its keys out of repr; SubscriptionFilter converts
-# its fields and is compared by value; Task is copied with attrs.evolve; UpdateParams is
-# compared by value in the tasks tests.
+# Internal attrs classes still on the path, each for a reason: RequestStateCodec keeps
+# its keys out of repr; SubscriptionFilter converts its fields and is compared by value;
+# Task is copied with attrs.evolve; UpdateParams is compared by value in the tasks tests.
 INTERNAL_ATTRS_ALLOWED = frozenset(
     {
         "mcp_sansio._modern.RequestStateCodec",
         "mcp_sansio._modern.SubscriptionFilter",
         "mcp_sansio._tasks.Task",
         "mcp_sansio._tasks.UpdateParams",
-        "mcp_sansio._versions.Revision",
     }
 )
 
