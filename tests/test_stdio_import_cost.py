@@ -80,7 +80,9 @@ NOT_IMPORTED = (
 
 @pytest.fixture(scope="module")
 def probe() -> dict[str, list[str]]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    # (No empty entry: it would put the current directory on the probe's path.)
+    path = [str(SRC), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     done = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
     )

@@ -88,6 +88,9 @@ def test_a_same_origin_redirect_to_a_bad_target_fails_its_request(
     assert text.endswith(" is not a valid request target")
     assert reader.unanswered == () and reader.resume() is None
     assert client.session_id == "s"  # nothing else changed
+    # Something of the server's answered (a 3xx): heard, not a gateway's silence
+    # (ClientResponse.unheard). Mutation: that error listed as unheard -> (2,).
+    assert reader.unheard == ()
 
 
 def test_the_location_shown_in_the_error_is_cut_short() -> None:
