@@ -53,45 +53,16 @@ async def test_a_legacy_http_client_pings_and_the_server_does_not(
     assert any("ping_interval is ignored" in r.getMessage() for r in caplog.records)
 
 
-async def test_a_ping_waiting_for_a_free_connection_is_not_the_servers_silence(
+async def test_a_ping_waiting_for_a_free_connection_is_ours_and_withdrawn_unannounced(
     nursery: trio.Nursery, clock: trio.testing.MockClock
 ) -> None:
-    # Every connection carries a long tool call the server works on in silence; the
-    # ping's POST waits for a free connection past ping_timeout. That wait is ours:
-    # the session stays. Mutation: the wait not held (attach_holds) / a held ping's
-    # timeout taken for a dead peer -> the session closes, failing both calls.
-    app = App()
-    server = await start_server(nursery, app)
-    config = SessionConfig(ping_interval=5, ping_timeout=5)
-    with trio.fail_after(1000):
-        async with open_http_client(
-            f"http://127.0.0.1:{server.port}/mcp",
-            connection_config=client_connection_config("legacy"),
-            config=config,
-            transport=HttpTransportConfig(max_client_connections=2),
-        ) as client:
-            async with trio.open_nursery() as calls:
-                for _ in range(2):
-                    calls.start_soon(client.request, "tools/call", call("block"))
-                while len(app.started) < 2:
-                    await trio.sleep(0.01)
-                for _ in range(3):  # a ping due, then past its timeout, twice over
-                    await trio.testing.wait_all_tasks_blocked()
-                    clock.jump(6)
-                    await trio.sleep(0.05)
-                await trio.testing.wait_all_tasks_blocked()
-                assert not client.closed, client.close_reason
-                app.release.set()
-            assert not client.closed
-
-
-async def test_a_ping_that_never_got_a_connection_is_withdrawn_without_a_cancellation(
-    nursery: trio.Nursery, clock: trio.testing.MockClock
-) -> None:
-    # Each interval a ping waits for a free connection past its timeout; the core then
-    # cancels it. The server never had it: no notifications/cancelled POST (nor the
-    # ping) reaches it, and the session stays. Mutation: a cancellation of a request
-    # not yet out POSTed as usual (HttpChannel.send) -> one per interval.
+    # Every connection carries a long tool call the server works on in silence; each
+    # interval a ping waits for a free connection past its timeout. That wait is ours:
+    # the session stays. The core then cancels the ping, which the server never had: no
+    # notifications/cancelled POST (nor the ping) reaches it. Mutation: the wait not
+    # held (attach_holds) / a held ping's timeout taken for a dead peer -> the session
+    # closes, failing both calls; a cancellation of a request not yet out POSTed as
+    # usual (HttpChannel.send) -> one per interval.
     app = App()
     proxy = await start_proxied(nursery, app)
     config = SessionConfig(ping_interval=5, ping_timeout=5)
