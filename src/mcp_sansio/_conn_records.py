@@ -83,8 +83,8 @@ def _outbound(
 
 
 class _Batch:
-    """An inbound 2025-03-26 batch whose replies are being collected (a plain slotted
-    class, like the entries above: an attrs class costs import time)."""
+    """An inbound 2025-03-26 batch whose replies are being collected (plain slotted,
+    like the entries above)."""
 
     __slots__ = ("replies", "waiting")
 

@@ -40,8 +40,8 @@ JSONRPC: Final = "2.0"
 
 
 # The message records below are private (what :func:`classify` hands the connection,
-# read once and dropped), so they are plain slotted classes: an attrs class costs
-# ~0.4 ms of import time, the cold start of every stdio server.
+# read once and dropped) and on a stdio server's import path: plain slotted classes
+# (see tests/test_stdio_import_cost.py).
 
 
 @final

@@ -392,13 +392,13 @@ def is_modern_request(params: Any) -> bool:
 # =============================================================================================
 
 
+# Not an attrs class: a private record on a stdio server's import path (see
+# tests/test_stdio_import_cost.py).
 @final
 class Envelope:
     """A request's validated modern envelope (``params._meta``).
 
     The dicts are the ones decoded from the wire, not copies: treat them as read-only.
-    A plain slotted class, not an attrs class: it is private and read once, and an
-    attrs class costs ~0.4 ms of import time (the cold start of a stdio server).
 
     Attributes:
         protocol_version: the revision the request speaks; one of the server's
@@ -1229,13 +1229,12 @@ def parse_request_state(params: Any) -> str | ErrorData | None:
     return _invalid("requestState must be a string")
 
 
+# Not an attrs class: a private record on a stdio server's import path (see
+# tests/test_stdio_import_cost.py).
 @final
 class InputRequiredResult:
-    """An input-required result, as a client reads it.
-
-    A plain slotted class, not an attrs class: it is private (the connection turns it
-    into an :class:`InputRequired` event), and an attrs class costs ~0.4 ms of import
-    time (the cold start of a stdio server).
+    """An input-required result, as a client reads it (the connection turns it into
+    an :class:`InputRequired` event).
 
     Attributes:
         input_requests: key → request object the client must fulfil before retrying

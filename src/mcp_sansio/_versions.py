@@ -52,11 +52,11 @@ class Era(enum.StrEnum):
 CapabilityPath = tuple[str, ...]
 
 
+# Not an attrs class: a private record on a stdio server's import path (see
+# tests/test_stdio_import_cost.py).
 @final
 class Revision:
-    """What one protocol revision allows (read-only; a plain slotted class, not an
-    attrs class: private, never compared, and an attrs class costs ~0.8 ms of import
-    time with twelve fields, on every stdio server's cold start).
+    """What one protocol revision allows (read-only).
 
     Attributes:
         version: the version string, e.g. ``"2025-06-18"``.

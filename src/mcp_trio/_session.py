@@ -1456,8 +1456,8 @@ class Session:
             self._closed.set()
 
 
-# A plain slotted class rather than an attrs class: private, compared by identity, and
-# an attrs class costs ~0.4 ms of import time (the cold start of a stdio server).
+# Not an attrs class: a private record on a stdio server's import path (see
+# tests/test_stdio_import_cost.py).
 class _Queued:
     """A request of ours queued but maybe not written yet: by its caller
     (:meth:`Session._write_queued`), or by :meth:`Session._reissue` for a re-issue that

@@ -76,8 +76,8 @@ _WITHDRAWN: Final = b""
 """A withdrawn message's entry in the outbox (no message is empty: each is a JSON text)."""
 
 
-# A plain slotted class rather than an attrs class: private, compared by identity, and
-# an attrs class costs ~0.4 ms of import time (the cold start of a stdio server).
+# Not an attrs class: a private record on a stdio server's import path (see
+# tests/test_stdio_import_cost.py).
 class _Waiter:
     """A task waiting in :meth:`Writer.write_through` for its messages to go out.
 
