@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -72,6 +72,7 @@ class _ConnectionBase:
         "_closed",
         "_envelope",
         "_era",
+        "_finished_order",
         "_finished_out",
         "_held",
         "_hints_ok",
@@ -157,7 +158,11 @@ class _ConnectionBase:
         """Called when a timer is armed (a deadline may have moved earlier): the hook
         through which ``HttpServer`` keeps its deadline index without scanning."""
         self._progress_in: dict[RequestId, RequestId] = {}  # our token -> our request id
-        self._finished_out: OrderedDict[RequestId, str] = OrderedDict()
+        # Our finished ids and why (a plain dict), and the order they finished in, oldest
+        # first: the oldest leaves once there are more than remembered_ids. (An
+        # OrderedDict's store and popitem cost ~1.3k instructions more per request.)
+        self._finished_out: dict[RequestId, str] = {}
+        self._finished_order: deque[RequestId] = deque()
         # The peer's requests awaiting our answer, as delivered: the event is the record.
         self._inflight: dict[RequestId, RequestReceived] = {}
         # What little per-request state an inbound request gathers later, kept aside so
@@ -319,9 +324,10 @@ class _ConnectionBase:
             self._progress_in.pop(entry.progress_token, None)
         self._listening.discard(rid)
         finished = self._finished_out
-        finished[rid] = why
-        if len(finished) > self.config.remembered_ids:
-            finished.popitem(False)  # positional: no keyword parsing
+        finished[rid] = why  # (a new key: ids are never reused)
+        self._finished_order.append(rid)
+        if len(finished) > self._remembered_ids:
+            del finished[self._finished_order.popleft()]
 
     def _maybe_flush_batch(self, batch: _Batch) -> None:
         if not batch.waiting and batch.replies:

@@ -306,8 +306,9 @@ class _Receiving(_Handshake):
                     self._listening.discard(rid)
                 finished = self._finished_out
                 finished[rid] = "duplicate"
+                self._finished_order.append(rid)
                 if len(finished) > self._remembered_ids:
-                    finished.popitem(False)  # positional: no keyword parsing
+                    del finished[self._finished_order.popleft()]
                 # ResultReceived(...), built as _events explains.
                 answer = _RESULT_RECEIVED_BLANK()
                 answer.request_id = rid

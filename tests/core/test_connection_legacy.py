@@ -457,6 +457,29 @@ def test_answered_ids_are_remembered_within_the_bound() -> None:
     assert only(events, ResponseIgnored).reason == "duplicate"
 
 
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_remembered_ids_are_the_last_finished(count: int) -> None:
+    # The window is the last `count` ids to finish, in the order they finished (not
+    # the order they were sent), whether answered (fast path) or cancelled; its
+    # bookkeeping stays within the bound.
+    client = _client_remembering(count)
+    ids = [client.send_request("ping", now=0.0) for _ in range(6)]
+    finished = []
+    for i, rid in enumerate(reversed(ids)):
+        if i % 2:
+            client.cancel_request(rid)
+            finished.append((rid, "late"))
+        else:
+            events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
+            assert only(events, ResultReceived).request_id == rid
+            finished.append((rid, "duplicate"))
+        assert len(client._finished_out) == len(client._finished_order) <= count
+    kept = finished[len(finished) - count :]
+    for rid, why in finished:
+        events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
+        assert only(events, ResponseIgnored).reason == (why if (rid, why) in kept else "unknown")
+
+
 def test_duplicate_inbound_request_id_is_refused() -> None:
     pair = ready_pair()
     msg = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
