@@ -306,9 +306,8 @@ class _Receiving(_Handshake):
                     self._listening.discard(rid)
                 finished = self._finished_out
                 finished[rid] = "duplicate"
-                self._finished_order.append(rid)
-                if len(finished) > self._remembered_ids:
-                    del finished[self._finished_order.popleft()]
+                if len(finished) >= self._remembered_ids:
+                    self._next_finished_generation()
                 # ResultReceived(...), built as _events explains.
                 answer = _RESULT_RECEIVED_BLANK()
                 answer.request_id = rid
@@ -1005,7 +1004,7 @@ class _Receiving(_Handshake):
     def _ignored(
         self, rid: RequestId | None, events: list[Event], error: ErrorData | None = None
     ) -> None:
-        why = self._finished_out.get(rid) if rid is not None else None
+        why = self._finished_why(rid) if rid is not None else None
         reason: Literal["late", "duplicate", "unknown"] = (
             "late" if why == "late" else "duplicate" if why == "duplicate" else "unknown"
         )

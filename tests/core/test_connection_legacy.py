@@ -457,7 +457,7 @@ def test_answered_ids_are_remembered_within_the_bound() -> None:
     assert only(events, ResponseIgnored).reason == "duplicate"
 
 
-@pytest.mark.parametrize("count", [0, 1, 3])
+@pytest.mark.parametrize("count", [0, 1, 3, 4, 5])
 def test_remembered_ids_are_the_last_finished(count: int) -> None:
     # The window is the last `count` ids to finish, in the order they finished (not
     # the order they were sent), whether answered (fast path) or cancelled; its
@@ -473,7 +473,8 @@ def test_remembered_ids_are_the_last_finished(count: int) -> None:
             events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
             assert only(events, ResultReceived).request_id == rid
             finished.append((rid, "duplicate"))
-        assert len(client._finished_out) == len(client._finished_order) <= count
+        # (two generations, each within the bound, the rank built at most once each)
+        assert len(client._finished_out) <= count and len(client._finished_before) <= max(count, 1)
     kept = finished[len(finished) - count :]
     for rid, why in finished:
         events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
