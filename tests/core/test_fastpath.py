@@ -75,6 +75,7 @@ def observe(conn: Connection) -> Any:
         dict(conn._inflight),
         dict(conn._inbound_log_level),
         dict(conn._finished_out),
+        dict(conn._finished_before),
         dict(conn._progress_in),
         set(conn._listening),
         tuple(conn._awaiting_input),
