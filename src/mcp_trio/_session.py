@@ -527,8 +527,7 @@ class Session:
         # old waiter stays registered for progress from before the break, which may
         # still be on its way to it: _reissued forgets it.
         self._note_queued(new, self._writer.queue(conn.data_to_send()))
-        waiter.outcome = Reissued(new, self._waiters.add(new, waiter.on_progress))
-        waiter.done.set()
+        waiter.settle(Reissued(new, self._waiters.add(new, waiter.on_progress)))
         self._rearm_timer()
         return None
 
@@ -758,15 +757,14 @@ class Session:
             mark = self._flush_nowait()
             if mark:
                 await self._write_queued(rid, mark)
-            await waiter.done.wait()
+            outcome = await waiter.wait()
         except BaseException:
             await self._gave_up(rid, waiter)
             raise
         finally:
             if mark:
                 self._queued.pop(rid, None)
-        assert waiter.outcome is not None
-        return waiter.outcome
+        return outcome
 
     async def _wait_reissued(self, rid: RequestId, waiter: Waiter) -> Outcome:
         """:meth:`_wait_for` our request ``rid`` that :meth:`_reissue` sent again: it
@@ -777,14 +775,13 @@ class Session:
             if queued is not None:
                 with queued.scope:
                     await self._write_through(queued.mark)
-            await waiter.done.wait()
+            outcome = await waiter.wait()
         except BaseException:
             await self._gave_up(rid, waiter)
             raise
         finally:
             self._queued.pop(rid, None)
-        assert waiter.outcome is not None
-        return waiter.outcome
+        return outcome
 
     async def _gave_up(self, rid: RequestId, waiter: Waiter) -> None:
         """The caller of our request ``rid`` stopped waiting for its ``waiter``."""

@@ -1,6 +1,6 @@
 """Our requests' callers, waiting for their answers.
 
-Each caller of ``Session.request`` waits on a ``trio.Event`` for one outcome: a result,
+Each caller of ``Session.request`` waits (:meth:`Waiter.wait`) for one outcome: a result,
 an error, a timeout, an input-required round, or the session's close. The reader (or
 the timer, or the close) resolves it; whoever resolves it first wins, and an outcome
 is delivered at most once.
@@ -9,7 +9,7 @@ is delivered at most once.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeAlias, final
+from typing import Any, Final, NoReturn, TypeAlias, final
 
 import trio
 
@@ -61,18 +61,45 @@ Outcome: TypeAlias = (
 class Waiter:
     """One caller waiting for the answer to one request id.
 
+    A one-shot wake-up for one task: what a ``trio.Event`` waited on by one task does
+    (:meth:`wait` returns once :meth:`settle` was called, before or after, and is a
+    checkpoint either way), without the set of waiting tasks and the object per
+    request that an event costs on the hot path of every call.
+
     Attributes:
         on_progress: the caller's progress callback, if any.
-        done: set when ``outcome`` is.
         outcome: how the request ended, once it has.
     """
 
-    __slots__ = ("done", "on_progress", "outcome")
+    __slots__ = ("_task", "on_progress", "outcome")
 
     def __init__(self, on_progress: ProgressCallback | None) -> None:
         self.on_progress = on_progress
-        self.done = trio.Event()
         self.outcome: Outcome | None = None
+        self._task: trio.lowlevel.Task | None = None  # parked in wait()
+
+    def settle(self, outcome: Outcome) -> None:
+        """Set ``outcome`` (the latest wins) and wake the caller if it waits."""
+        self.outcome = outcome
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> Outcome:
+        """Wait until the request has its outcome (a checkpoint even if it has one
+        already, as ``trio.Event.wait`` is); only one task waits at a time."""
+        if self.outcome is None:
+            self._task = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+        else:
+            await trio.lowlevel.checkpoint()
+        assert self.outcome is not None
+        return self.outcome
+
+    def _abort(self, _: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
+        self._task = None  # (cancelled: nobody to wake)
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 @final
@@ -104,8 +131,7 @@ class Waiters:
         waiter = self._by_id.pop(rid, None)
         if waiter is None:
             return False
-        waiter.outcome = outcome
-        waiter.done.set()
+        waiter.settle(outcome)
         return True
 
     def fail_all(self, exc: SessionClosed) -> None:
@@ -113,5 +139,4 @@ class Waiters:
         waiters = list(self._by_id.values())
         self._by_id.clear()
         for waiter in waiters:
-            waiter.outcome = exc
-            waiter.done.set()
+            waiter.settle(exc)
