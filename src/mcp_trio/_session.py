@@ -453,11 +453,27 @@ class Session:
                 on_sent(rid)
             if on_held is not None:
                 self._on_held[rid] = on_held
+            # Wait for the answer (the caller's part of every call, inline): register,
+            # bring the timer forward, write the request (queued behind a write in
+            # progress: wait for that, see _write_queued), then wait for the outcome.
+            waiter = self._waiters.add(rid, on_progress)
+            self._rearm_timer()
+            mark = 0
             try:
-                outcome = await self._wait_for(rid, on_progress)
+                mark = self._flush_nowait()
+                if mark:
+                    await self._write_queued(rid, mark)
+                await waiter.wait()
+            except BaseException:
+                await self._gave_up(rid, waiter)
+                raise
             finally:
+                if mark:
+                    self._queued.pop(rid, None)
                 if on_held is not None:
                     del self._on_held[rid]
+            outcome = waiter.outcome
+            assert outcome is not None
             if isinstance(outcome, ResultReceived):
                 return outcome.result
             if isinstance(outcome, Reissued):
@@ -749,25 +765,8 @@ class Session:
 
     # ------------------------------------------------------------------ waiting
 
-    async def _wait_for(self, rid: RequestId, on_progress: ProgressCallback | None) -> Outcome:
-        waiter = self._waiters.add(rid, on_progress)
-        self._rearm_timer()
-        mark = 0
-        try:
-            mark = self._flush_nowait()
-            if mark:
-                await self._write_queued(rid, mark)
-            outcome = await waiter.wait()
-        except BaseException:
-            await self._gave_up(rid, waiter)
-            raise
-        finally:
-            if mark:
-                self._queued.pop(rid, None)
-        return outcome
-
     async def _wait_reissued(self, rid: RequestId, waiter: Waiter) -> Outcome:
-        """:meth:`_wait_for` our request ``rid`` that :meth:`_reissue` sent again: it
+        """Wait for our request ``rid`` that :meth:`_reissue` sent again: it
         was queued there, unwritten (so that a caller who gives up in the meantime
         takes it back unsent), and its caller's task writes it here."""
         try:
@@ -775,13 +774,14 @@ class Session:
             if queued is not None:
                 with queued.scope:
                     await self._write_through(queued.mark)
-            outcome = await waiter.wait()
+            await waiter.wait()
         except BaseException:
             await self._gave_up(rid, waiter)
             raise
         finally:
             self._queued.pop(rid, None)
-        return outcome
+        assert waiter.outcome is not None
+        return waiter.outcome
 
     async def _gave_up(self, rid: RequestId, waiter: Waiter) -> None:
         """The caller of our request ``rid`` stopped waiting for its ``waiter``."""

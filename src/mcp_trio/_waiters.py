@@ -8,7 +8,7 @@ is delivered at most once.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final, NoReturn, TypeAlias, final
 
 import trio
@@ -86,16 +86,17 @@ class Waiter:
             self._task = None
             trio.lowlevel.reschedule(task)
 
-    async def wait(self) -> Outcome:
-        """Wait until the request has its outcome (a checkpoint even if it has one
-        already, as ``trio.Event.wait`` is); only one task waits at a time."""
+    def wait(self) -> Coroutine[Any, Any, object]:
+        """What to await until the request has its outcome (then read :attr:`outcome`):
+        a checkpoint even if it has one already, as ``trio.Event.wait`` is. Only one
+        task waits at a time, and it awaits this at once.
+
+        Not a coroutine function of its own: the caller awaits trio's wait directly
+        (one coroutine less per request)."""
         if self.outcome is None:
             self._task = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort)
-        else:
-            await trio.lowlevel.checkpoint()
-        assert self.outcome is not None
-        return self.outcome
+            return trio.lowlevel.wait_task_rescheduled(self._abort)
+        return trio.lowlevel.checkpoint()
 
     def _abort(self, _: Callable[[], NoReturn]) -> trio.lowlevel.Abort:
         self._task = None  # (cancelled: nobody to wake)
