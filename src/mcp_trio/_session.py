@@ -274,6 +274,9 @@ class Session:
         self._reader_context: contextvars.Context | None = None
         self._taking = False
         self._finishing: trio.Event | None = None  # a taken message is being finished
+        # trio.current_time for the hot paths (a request, a message read): the run's
+        # clock itself once the session runs (_run), without the two calls around it
+        self._now: Callable[[], float] = trio.current_time
         # when the peer was last heard from (the keep-alive reads it: _keepalive.py)
         self._heard_at = 0.0
         # the keep-alive's ping while it is out (left out of statistics())
@@ -442,7 +445,7 @@ class Session:
         rid = self._conn.send_request(
             method,
             params,
-            now=trio.current_time(),
+            now=self._now(),
             progress=on_progress is not None,
             timeout=timeout,
             log_level=log_level,
@@ -999,7 +1002,7 @@ class Session:
                         await self._act(events)
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
-            now = trio.current_time()
+            now = self._now()
             if data.__class__ is LocalReply:  # (made by the channel: not the peer's)
                 data = bytes(data)  # (the parser reads exact bytes only)
             else:
@@ -1038,7 +1041,7 @@ class Session:
 
     def _take(self, data: bytes) -> None:
         conn = self._conn
-        now = trio.current_time()
+        now = self._now()
         if data.__class__ is LocalReply:  # (made by the channel: not the peer's)
             data = bytes(data)  # (the parser reads exact bytes only)
         else:
@@ -1433,6 +1436,7 @@ class Session:
 
     async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the session's tasks until it is closed (see :func:`connect_session`)."""
+        self._now = trio.lowlevel.current_clock().current_time
         try:
             async with trio.open_nursery() as nursery:
                 if self._handler_nursery is None:
