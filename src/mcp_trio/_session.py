@@ -47,11 +47,12 @@ tasks. Per session:
 * **Each inbound request** runs in its own task, inside its own ``CancelScope``, in
   the handler nursery (ours, or one the caller passed). The peer's
   ``notifications/cancelled`` cancels that scope; the core drops any answer.
-* **A caller's request** waits on a ``trio.Event``. If the caller is cancelled, the
-  request is cancelled in the core and the ``notifications/cancelled`` goes out with
-  a bounded, shielded write before the cancellation propagates; if none of the
-  request was written yet (it waits behind a slow write), it is taken back from the
-  outbox instead and nothing goes out (``Writer.withdraw``).
+* **A caller's request** waits on a one-shot wake-up (``_waiters.Waiter``). If the
+  caller is cancelled, the request is cancelled in the core and the
+  ``notifications/cancelled`` goes out with a bounded, shielded write before the
+  cancellation propagates; if none of the request was written yet (it waits behind a
+  slow write), it is taken back from the outbox instead and nothing goes out
+  (``Writer.withdraw``).
 
 * **A session the server forgot** (Streamable HTTP ``404``; the channel's ``receive``
   raises ``SessionLost``) is started anew in place: the core sends a new
