@@ -340,6 +340,7 @@ class _Connection:
         self.scope = trio.CancelScope()
         self._idle_scope: trio.CancelScope | None = None
         self._head_only = False  # answering a HEAD request: headers only (RFC 9110 9.3.2)
+        self._post = False  # answering a POST (its handlers may answer at once)
         self._cors_on = server.endpoint.http.config.cors
         self._cors: Headers = ()  # the CORS headers of the current response (cors_headers)
         self.unread_input = False
@@ -470,6 +471,7 @@ class _Connection:
             return False
         endpoint, http = self.endpoint, self.endpoint.http
         self._head_only = head.method == b"HEAD"
+        self._post = head.method == b"POST"
         request = HttpRequest(
             method=head.method.decode("ascii"),
             target=head.target.decode("latin-1"),
@@ -624,6 +626,8 @@ class _Connection:
             headers, data, end = slot.sse_headers or (), b"", False
         else:
             headers, data, end = decision.headers, decision.data, decision.end
+            if self._post and not end:
+                await self._let_handlers_start(slot)
         events: list[h11.Event] = [h11.Response(status_code=200, headers=[*headers, *self._cors])]
         if data:
             events.append(h11.Data(data=data))
@@ -652,6 +656,17 @@ class _Connection:
             deadline = math.inf if interval is None else trio.current_time() + interval
             if not await self._wait_direct(slot, start, deadline, self._direct_data):
                 events.append(h11.Data(data=_KEEPALIVE))
+
+    async def _let_handlers_start(self, slot: ResponseSlot) -> None:
+        """Before writing the head of a POST's SSE stream: let the handlers its request
+        started take their first step, so that an answer given at once goes out with the
+        head and the priming event, in one write (and one read for the client). Two
+        scheduler passes, not one: trio runs the tasks of a pass in either order. A
+        handler that waits for something sees the head written two passes later, not
+        at its first output."""
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        if not slot.changed:
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _send(self, events: list[h11.Event], slot: ResponseSlot | None = None) -> None:
         """Write ``events`` within ``write_timeout``. With a ``slot``, its overflow (the
