@@ -258,9 +258,11 @@ class Endpoint:
                 slot.push(item)
                 if slot.parked:
                     finished.append(slot)
-        for slot in finished:
-            # Written whole by push, with the owner left parked: the response is over.
-            self.close_response(slot)
+        if finished:
+            for slot in finished:
+                # Written whole by push, with the owner left parked: the response is over.
+                self.close_response(slot)
+            return  # (the first close_response pumped and re-armed after the drain above)
         scope = self._timer_scope
         if scope is not None:
             # (No stream expiry pending, the usual case: the core's deadline alone.)
