@@ -28,6 +28,11 @@ class InterruptOnStart:
         token = trio.lowlevel.current_trio_token()
         token.run_sync_soon(signal.raise_signal, signal.SIGINT)
 
+# As at a terminal: Ctrl-C raises KeyboardInterrupt, even when the test runner was
+# started with SIGINT ignored (a background job of a non-interactive shell, nohup),
+# which a child inherits.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 server = mcp_trio.Server("interrupted")
 serve = {
     "Server.serve_stdio": server.serve_stdio,
