@@ -122,7 +122,8 @@ class ConnectionConfig:
         max_resource_subscriptions: server, modern: URIs one listen may name.
         max_task_ids: server, modern: task ids one listen may name.
         remembered_ids: our finished request ids remembered, to tell late and
-            duplicate answers.
+            duplicate answers (the last this many to finish; up to twice as many
+            are held, in two generations).
         request_state_key: server, modern: the HMAC key of ``requestState``.
         request_state_ttl: server, modern: seconds a ``requestState`` stays valid.
         request_state_clock: server, modern: the clock of its expiry (``None``: ``now``).

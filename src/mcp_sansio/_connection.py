@@ -21,8 +21,9 @@ Four tables hold all per-request state, each with a bound:
 * ``_cancelled_in``: the peer's requests it cancelled (or a close abandoned) that the
   application has not answered yet, so that its answer is dropped however late it
   comes; they count against ``max_inflight_requests`` with ``_inflight``;
-* ``_finished_out``: our recently finished ids, remembered (``remembered_ids``) so
-  that late and duplicate answers are recognised and dropped;
+* ``_finished_out`` (and ``_finished_before``, the generation before it): our
+  recently finished ids, the last ``remembered_ids`` of them remembered so that late
+  and duplicate answers are recognised and dropped;
 * ``_subscriptions``: modern ``subscriptions/listen`` streams we serve.
 
 One answer per request, exactly: an answer the application gives for a request the
