@@ -74,12 +74,14 @@ answer whatever its ``data``.
 Whose words. Of the errors a response synthesises, those that stand in for an answer
 that never came are listed in :attr:`ClientResponse.unheard` (a ``5xx`` without a
 JSON-RPC error response, such as a gateway's ``502``, whose own JSON error with no
-``jsonrpc`` is passed on but listed too; a stream or body that ended, or grew past its
-bound, first; a ``202``): the server was not heard. A binding that weighs the peer's
-silence (a keep-alive ``ping``) must not take those for the server's answer. A JSON-RPC
-error response the server sent (with an error status too, forwarded or quoted), a
-refusal below 500 (``401``, ``429``: something of the server's answered) and a message
-of the server's too deep to pass on are the server's words: not listed.
+``jsonrpc`` is passed on but listed too; a stream or body that ended first; a ``202``):
+the server was not heard. A binding that weighs the peer's silence (a keep-alive
+``ping``) must not take those for the server's answer. A JSON-RPC error response the
+server sent (with an error status too, forwarded or quoted), a refusal below 500
+(``401``, ``429``: something of the server's answered), a message of the server's too
+deep to pass on and a ``2xx`` JSON body past ``max_body_size`` (a whole HTTP response of
+the server's, too large to read: the error is ours, the silence is not) are the
+server's words: not listed.
 
 Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
 ``tools/list`` results (the spec's MUST), and the valid ones are remembered so
@@ -576,10 +578,13 @@ class ClientResponse:
             return self._fail_waiting(0, why)
         if self.kind == "json":
             if self._too_large:
+                # Our error, but the server was heard: a 2xx body that grew past our
+                # bound is its answer, too large to read (module docs, "Whose words").
                 return self._fail_waiting(
                     self.status,
                     f"response body over {self._client.config.max_body_size} bytes"
                     " (HttpClientConfig.max_body_size)",
+                    heard=True,
                 )
             if cut_short and modern:
                 out: list[bytes] = []

@@ -45,7 +45,9 @@ them), and so are the errors ``ClientResponse`` makes in place of an answer that
 came (``ClientResponse.unheard``: a ``5xx`` without a JSON-RPC error response, a
 gateway's ``502`` or ``503``), so a ping failed by one, with nothing heard since it went
 out, failed: the session closes, the error as ``__cause__``. A JSON-RPC error the server
-sent, whatever the status, is its answer, and so is a refusal below 500 (a ``429``).
+sent, whatever the status, is its answer, and so is a refusal below 500 (a ``429``), and a
+``2xx`` body past ``HttpClientConfig.max_body_size`` (the error is the client's; the
+answer, too large to read, was the server's).
 
 The ping is left out of ``statistics().waiting_requests`` (``Session._ping_id``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place

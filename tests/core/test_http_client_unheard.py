@@ -4,9 +4,10 @@
 A ``5xx`` without a JSON-RPC error body (a gateway's ``502``, ``503``), a stream that ends
 unanswered, a ``202`` to a request: the errors are the client's own, listed, and last in
 what ``feed_eof`` returns. A JSON-RPC error body the server sent with an error status
-(forwarded, or quoted for a batch) and a message of the server's too deep to pass on
-are the server's words: never listed. The Trio client marks the listed ones as its own
-(``mcp_trio._channel.LocalReply``), so a keep-alive ping answered by one failed.
+(forwarded, or quoted for a batch), a message of the server's too deep to pass on and
+a ``2xx`` JSON body past ``max_body_size`` are the server's words: never listed. The
+Trio client marks the listed ones as its own (``mcp_trio._channel.LocalReply``), so a
+keep-alive ping answered by one failed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from mcp_sansio import ErrorCode
 from mcp_sansio._json import dumps, loads
-from mcp_sansio.http import ClientResponse, HttpClient
+from mcp_sansio.http import ClientResponse, HttpClient, HttpClientConfig
 
 from .test_http_client import JSON, error, legacy_client, result, rpc, sse
 
@@ -119,4 +120,20 @@ def test_every_answer_came_or_one_too_deep_to_pass_on_is_heard() -> None:
     reader = _answer(200, JSON)
     messages = _end(reader, body)
     assert messages[0]["error"]["message"] == "HTTP: a message nested too deep to pass on"
+    assert reader.unheard == ()
+
+
+@pytest.mark.parametrize("cut_short", [False, True])
+def test_a_json_body_past_the_bound_is_heard_though_the_error_is_ours(cut_short: bool) -> None:
+    # The server sent a 2xx answer too large to read: the requests fail with the
+    # client's error as before, but the server was heard (a keep-alive ping answered so
+    # found it alive). Mutation: heard=True dropped (the old rule) -> (3, 4).
+    client = legacy_client(HttpClientConfig(max_body_size=64))
+    reader = client.response(client.post(BATCH), 200, JSON)
+    assert reader.feed(b"[" + b" " * 100) == []
+    messages = [loads(m) for m in reader.feed_eof(cut_short=cut_short)]
+    assert [m["id"] for m in messages] == [3, 4]
+    why = "HTTP: response body over 64 bytes (HttpClientConfig.max_body_size)"
+    assert [m["error"]["message"] for m in messages] == [why, why]
+    assert all(m["error"]["data"] == {"httpStatus": 200} for m in messages)
     assert reader.unheard == ()

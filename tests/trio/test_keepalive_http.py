@@ -11,6 +11,7 @@ import trio
 import trio.testing
 
 from mcp_sansio._json import dumps, loads
+from mcp_sansio.http import HttpClientConfig
 from mcp_trio import SessionConfig
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
@@ -93,6 +94,10 @@ async def test_a_ping_waiting_for_a_free_connection_is_ours_and_withdrawn_unanno
     assert "ping" not in methods
 
 
+_BOUND = 16 * 1024
+"""The client's ``HttpClientConfig.max_body_size`` in the gateway tests."""
+
+
 class _Gateway(Proxy):
     """A gateway whose backend died: it takes each POST and answers ``502`` (or closes
     the connection without an answer); a GET gets ``405``."""
@@ -147,6 +152,13 @@ class _Gateway(Proxy):
                 b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
                 b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
             )
+        elif self.mode == "oversize":
+            # A whole 200 answer of the server's, past the client's max_body_size.
+            body = b"[" + b" " * _BOUND + b"]"
+            await client.send_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+            )
         # "drop": closed without an answer, after the POST was written
 
 
@@ -159,6 +171,7 @@ class _Gateway(Proxy):
         ("json-503", False),
         ("rpc-503", True),
         ("429", True),
+        ("oversize", True),
     ],
 )
 async def test_whose_words_a_failed_answer_to_the_ping_is(
@@ -169,17 +182,23 @@ async def test_whose_words_a_failed_answer_to_the_ping_is(
     # passes on) for a 5xx without a JSON-RPC error response (ClientResponse.unheard):
     # the ping failed, the session ends. Heard: a 503 whose body is the server's JSON-RPC
     # error for the ping (busy, but alive), and a refusal below 500 (a 429 with no body):
-    # the session stays. Mutation: a LocalReply counted as an answer or stored in
+    # the session stays, and so does a whole 200 answer past max_body_size (the caller's
+    # error is the client's, the words were the server's). Mutation: a LocalReply
+    # counted as an answer or stored in
     # _heard_at; unheard left empty, or the binding not wrapping those errors -> the
     # session never ends; every message of an error status taken for the channel's own,
-    # or a 4xx without a JSON-RPC body unheard -> it closes.
+    # or a 4xx without a JSON-RPC body unheard, or an over-size body (the old rule) ->
+    # it closes.
     server = await start_server(nursery)
     gateway = _Gateway(server.port, mode)
     await gateway.start(nursery)
     config = SessionConfig(ping_interval=5, ping_timeout=5)
     with trio.fail_after(1000):
         async with open_http_client(
-            gateway.url(), connection_config=client_connection_config("legacy"), config=config
+            gateway.url(),
+            connection_config=client_connection_config("legacy"),
+            config=config,
+            http_config=HttpClientConfig(max_body_size=_BOUND),
         ) as client:
             gateway.dead = True
             for scope in list(gateway.scopes):
