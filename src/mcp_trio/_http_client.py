@@ -115,11 +115,14 @@ body, SSE events) into messages the session reads.
   the authorization server nor waits for a user: a one-way message goes with the
   current token (starting the refresh of an expired one); refused with ``401``, it
   waits for that refresh (at most a third of ``write_timeout``, and ``timeout``) and
-  is sent once more, else lost, as any refused one-way message. A failed authorization
-  fails that request (-32603, ``HTTP: authorization failed: ...``); the session goes
-  on. While requests wait for a token (a refresh before them, an authorization after
-  their refusal), the session is told (``attach_holds``): a modern listen's
-  acknowledgment bound does not count that time.
+  is sent once more, else lost, as any refused one-way message. A ``ping`` is treated
+  so too (it waits for that refresh as a request does, held: see ``attach_holds``): it
+  asks whether the server is there, and a refusal answers that, so it never starts an
+  authorization, which may be the user's browser (see :mod:`mcp_trio._keepalive`). A
+  failed authorization fails that request (-32603, ``HTTP: authorization failed:
+  ...``); the session goes on. While requests wait for a token (a refresh before them,
+  an authorization after their refusal), the session is told (``attach_holds``): a
+  modern listen's acknowledgment bound does not count that time.
 
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written fails
@@ -683,9 +686,12 @@ class HttpChannel(MessageChannel):
         again (see :mod:`mcp_trio._oauth`), except for one-way messages: their sender
         is the session's writer, which must not wait for a user to authorize, nor call
         the authorization server; a ``401`` to one waits (a bounded time) for the shared
-        refresh, if any, and tries once more."""
+        refresh, if any, and tries once more. So does a ``ping`` (the module docs)."""
         auth = self._auth
         interactive = bool(sent.request_ids) or sent.request.method == "GET"
+        # Whether a refusal may start an authorization (perhaps the user's browser): not
+        # for pings, which the refusal answers (see the module docs).
+        may_authorize = interactive and not _only_pings(sent)
         rounds = 0
         nonce_retried = False
         while True:
@@ -729,11 +735,17 @@ class HttpChannel(MessageChannel):
                 await wire.aclose()
                 wire, rest = None, b""
                 continue
-            if not interactive:
+            if not may_authorize:
                 if head.status_code != 401 or rounds:
                     break
                 assert self._tasks is not None
-                if not await auth.refreshed(refused, self._tasks, self._refresh_wait):
+                with self._holding(sent):  # (a ping's wait is ours, not the server's)
+                    try:
+                        renewed = await auth.refreshed(refused, self._tasks, self._refresh_wait)
+                    except BaseException:
+                        await wire.aclose()  # (cancelled: a ping's timeout, the close)
+                        raise
+                if not renewed:
                     break
                 rounds += 1
                 await wire.aclose()
@@ -748,8 +760,9 @@ class HttpChannel(MessageChannel):
                 with self._holding(sent):
                     await auth.challenged(head.status_code, challenge, refused, nursery=self._tasks)
             except (OAuthError, trio.TooSlowError) as exc:
-                logger.warning("HTTP: authorization failed: %s", exc)
-                raise WireError(f"authorization failed: {exc}") from exc
+                why = str(exc) or "it took too long"  # (authorize_timeout: no text)
+                logger.warning("HTTP: authorization failed: %s", why)
+                raise WireError(f"authorization failed: {why}") from exc
         if headed is not None:
             headed()
         reader = self.http.response(sent, head.status_code, head.headers.raw_items())
@@ -1019,6 +1032,12 @@ def _log_warnings(reader: ClientResponse) -> None:
         return
     for warning in reader.take_warnings():
         logger.warning("HTTP: %s", warning)
+
+
+def _only_pings(sent: ClientRequest) -> bool:
+    """Whether every request ``sent`` carries is a ``ping`` (a keep-alive's, most often)."""
+    methods = sent.methods
+    return bool(methods) and all(method == "ping" for method in methods)
 
 
 def _is_initialized(message: bytes) -> bool:

@@ -28,11 +28,11 @@ once (no ``shutdown_grace_period``: nobody would read their answers).
 Only the peer's silence ends the session, so a timeout is weighed first. The peer spoke
 after the ping went out (``_heard_at``): its answer is late, not missing; go on. Our side
 held the ping back (``Session.request(on_held=)``: the HTTP client waiting for a free
-connection, or for an OAuth token): the time was ours, so try again an interval later,
+connection, or for an OAuth token's refresh): the time was ours, so try again an interval later,
 rather than clock the ping from its write (the HTTP client's write returns before the
 POST has a connection, so the session never sees that moment), which would need a new
 hook through every channel. The core cancels a held ping that times out as any
-request; one still waiting for its connection (or for a token, after a ``401``) never
+request; one still waiting for its connection (or for a refresh, after a ``401``) never
 went out, or was refused, so the HTTP
 client withdraws it and sends no ``notifications/cancelled`` (the server never had
 it): while long calls take every connection, each interval costs no POST, only a
@@ -48,6 +48,23 @@ out, failed: the session closes, the error as ``__cause__``. A JSON-RPC error th
 sent, whatever the status, is its answer, and so is a refusal below 500 (a ``429``), and a
 ``2xx`` body past ``HttpClientConfig.max_body_size`` (the error is the client's; the
 answer, too large to read, was the server's).
+
+Authorization (an HTTP client with :class:`~mcp_trio.OAuth`). A ping never asks the
+user to authorize, nor starts any authorization: nobody asked for it, and the user at
+``on_authorize`` (a browser window, a login) must only ever see a prompt for something
+they did: a ping every interval of a session left open overnight, refused since its
+token lapsed, would otherwise open a browser at each interval, or at each end of
+``authorize_timeout`` the user did not answer, and hold the session's health on a
+person. The ping's question (is the server there?) is answered by the ``401`` itself,
+the server's words (below 500, as above): the session stays, and the next request of
+the user's asks them, one authorization at a time (the flow's lock: requests refused
+meanwhile wait for it and share its outcome; pings never join it). What needs no user
+is still done: an expired token is refreshed before the ping, and a ``401`` to it waits
+for the shared refresh and tries once more, both held (our wait: a ping that times out
+meanwhile is tried an interval later). A refresh that fails drops the token, as before
+any request: the ping then goes without one, and its ``401`` answers it. The HTTP
+client sees only methods, so a ``ping`` the user sends is treated alike: it asks for
+the server, not for access.
 
 The ping is left out of ``statistics().waiting_requests`` (``Session._ping_id``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place

@@ -25,9 +25,11 @@ one URL share one, so that a new connection starts with the token of the last:
   when another client stored a newer one, reads it again after a refusal, and forgets
   the stored token only if it is still the one refused. A refresh that ends while a
   flow is storing its token, or after, drops its outcome (memory and storage);
-* when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``
-  (:meth:`Authorizer.challenged`): discovery, registration, authorization and the
-  token request, after which the channel sends the request again. The grant is
+* when the server answers ``401``, or ``403`` with ``error="insufficient_scope"``, to a
+  request other than a ``ping`` (:meth:`Authorizer.challenged`; a ping is treated as a
+  one-way message is, below: see :mod:`mcp_trio._keepalive`, "Authorization"):
+  discovery, registration, authorization and the token request, after which the
+  channel sends the request again. The grant is
   decided once, from the :class:`OAuth`'s arguments (``OAuth._grant``): the user at
   ``on_authorize`` (authorization code), the client credentials grant, or an
   assertion grant (workload identity, enterprise-managed authorization:
@@ -50,10 +52,11 @@ one URL share one, so that a new connection starts with the token of the last:
   :class:`OAuthError` naming what raised, its type only, for every request waiting
   on it), as is any refusal or malformed answer of the authorization server (or the
   IdP), never the channel's;
-* when a one-way message is refused with ``401`` (:meth:`Authorizer.refreshed`): it
-  waits for the shared refresh (started if need be), bounded well inside the writer's
-  ``write_timeout``, and is sent once more with the new token; without one it is lost.
-  It never waits for a flow, which may be waiting for the user.
+* when a one-way message (or a ``ping``) is refused with ``401``
+  (:meth:`Authorizer.refreshed`): it waits for the shared refresh (started if need
+  be), bounded well inside the writer's ``write_timeout``, and is sent once more with
+  the new token; without one it is lost (a ping: the refusal is its answer). It never
+  waits for a flow, which may be waiting for the user.
 
 With ``OAuth(dpop=True)`` (RFC 9449) and an authorization server that takes ``ES256``
 proofs, the token requests carry a proof of the :class:`OAuth`'s key, the token comes

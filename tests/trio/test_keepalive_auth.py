@@ -1,7 +1,10 @@
-"""Keep-alive over HTTP while the client waits for authorization: a ping refused with
-``401`` and held while the user authorizes again was never processed by the server, so
-its timeout sends no ``notifications/cancelled`` (``_Stream.out`` is taken back on a
-refusal; see ``mcp_trio._http_client``, "Cancellation")."""
+"""Keep-alive over HTTP with OAuth: a ping never asks the user to authorize (a ``401``
+answers it: the server is there), nor starts any authorization; at most it waits for a
+refresh, and that wait is ours, not the server's silence. One authorization at a time:
+the user's second request waits for the first's, pings meanwhile ask nobody. A ping
+refused and held for a refresh was never processed by the server, so its timeout sends
+no ``notifications/cancelled`` (``_Stream.out`` is taken back on a refusal; see
+``mcp_trio._http_client``, "Cancellation")."""
 
 from __future__ import annotations
 
@@ -20,36 +23,40 @@ from .test_oauth import Fake
 
 
 class _RecordingFake(Fake):
-    """The fake MCP + authorization server, noting the method of each POST to /mcp."""
+    """The fake MCP + authorization server, noting the method of each POST to /mcp and
+    the refreshes asked for (which hang while ``hang_refresh``)."""
 
     posted: list[str]
+    hang_refresh = False
+    refreshes = 0
 
     async def route(
         self, method: str, target: str, headers: Any, body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         if method == "POST" and target.startswith("/mcp") and body:
             self.posted.append(str(loads(body).get("method")))
+        if method == "POST" and b"grant_type=refresh_token" in body:
+            self.refreshes += 1
+            if self.hang_refresh:
+                await trio.sleep_forever()  # (an authorization server that hangs)
         return await super().route(method, target, headers, body)
 
 
-async def test_a_ping_refused_and_held_for_authorization_is_withdrawn_unannounced(
+async def test_a_ping_refused_and_held_for_a_refresh_is_withdrawn_unannounced(
     nursery: trio.Nursery, clock: trio.testing.MockClock
 ) -> None:
-    # Mutation: _Stream.out left True on a 401 -> a notifications/cancelled POST
-    # (refused too) at each ping's timeout.
-    upstream = await start_server(nursery, App())
-    fake = _RecordingFake(upstream=upstream.url)
-    fake.posted = []
-    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
-    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
-    authorizations = 0
-    never = trio.Event()
+    # The token is refused; the authorization server takes its time to refresh it. The
+    # ping waits for that refresh past its timeout: the wait was ours (the session
+    # stays, the next ping an interval later), the server never had the ping (no
+    # notifications/cancelled), and nobody is asked to authorize. Mutation: _Stream.out
+    # left True on a 401 -> a notifications/cancelled POST at the ping's timeout; the
+    # wait for the refresh not held (_holding) -> the session closes.
+    fake = await _start(nursery, refresh_tokens=True)
+    prompts = 0
 
     async def on_authorize(url: str) -> str:
-        nonlocal authorizations
-        authorizations += 1
-        if authorizations > 1:
-            await never.wait()  # the user takes their time
+        nonlocal prompts
+        prompts += 1
         return await fetch_authorization_redirect(url)
 
     config = SessionConfig(ping_interval=5, ping_timeout=5)
@@ -59,14 +66,151 @@ async def test_a_ping_refused_and_held_for_authorization_is_withdrawn_unannounce
         ) as client:
             await client.list_tools()
             fake.tokens.clear()  # every token the client holds is refused from now on
-            fake.refresh.clear()
+            fake.hang_refresh = True
             fake.posted.clear()
-            for _ in range(4):
-                await trio.testing.wait_all_tasks_blocked()
-                clock.jump(5)
-                await trio.sleep(0.05)
-            await trio.testing.wait_all_tasks_blocked()
-            assert authorizations == 2  # the second one still waits for the user
+            await _intervals(clock, 4)
+            assert fake.refreshes  # (the ping started it)
+            assert prompts == 1
             assert "ping" in fake.posted
             assert "notifications/cancelled" not in fake.posted, fake.posted
-            assert not client.session.closed  # (held on our side: not the silence)
+            assert not client.session.closed, client.session.close_reason
+
+
+async def _start(nursery: trio.Nursery, **knobs: Any) -> _RecordingFake:
+    upstream = await start_server(nursery, App())
+    fake = _RecordingFake(upstream=upstream.url, **knobs)
+    fake.posted = []
+    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
+    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
+    return fake
+
+
+async def _intervals(clock: trio.testing.MockClock, count: int, step: float = 5) -> None:
+    """Let ``count`` keep-alive intervals of ``step`` seconds pass (real sockets)."""
+    for _ in range(count):
+        await trio.testing.wait_all_tasks_blocked()
+        clock.jump(step)
+        await trio.sleep(0.05)
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_a_ping_refused_for_authorization_never_asks_the_user(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # Nobody asked for the ping: a 401 answers its question (the server is there), and
+    # the user is asked only for a request of theirs. Mutation: pings authorize as any
+    # request (_exchange's may_authorize true for them) -> on_authorize once per
+    # interval, the session's pings held meanwhile.
+    fake = await _start(nursery)
+    prompts = 0
+
+    async def on_authorize(url: str) -> str:
+        nonlocal prompts
+        prompts += 1
+        return await fetch_authorization_redirect(url)
+
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    with trio.fail_after(1000):
+        async with open_client(
+            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+        ) as client:
+            await client.list_tools()
+            assert prompts == 1
+            fake.tokens.clear()  # every token the client holds is refused from now on
+            fake.posted.clear()
+            heard = client.session._heard_at
+            await _intervals(clock, 4)
+            assert prompts == 1
+            assert fake.posted.count("ping") >= 3  # one an interval, each refused
+            assert client.session._heard_at > heard  # (a 401 is the server's words)
+            assert not client.session.closed, client.session.close_reason
+            await client.list_tools()  # the user's request: the user is asked
+            assert prompts == 2
+
+
+async def test_one_authorization_at_a_time_and_none_for_pings_while_the_user_is_away(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # The user's request opens the browser; the user never comes back. A second request
+    # of theirs waits for that authorization (no second prompt) and fails with it; pings
+    # meanwhile, and after authorize_timeout ended it, ask nobody and keep the session.
+    # Mutation: pings authorize -> a second prompt at the first ping after the timeout;
+    # the flow's lock dropped -> a second prompt for the second request.
+    fake = await _start(nursery)
+    prompts = 0
+    never = trio.Event()
+
+    async def on_authorize(url: str) -> str:
+        nonlocal prompts
+        prompts += 1
+        if prompts > 1:
+            await never.wait()  # the user walked away
+        return await fetch_authorization_redirect(url)
+
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    failures: list[BaseException] = []
+
+    async def call(client: Any) -> None:
+        try:
+            await client.list_tools()
+        except Exception as exc:
+            failures.append(exc)
+
+    with trio.fail_after(2000):
+        async with open_client(
+            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+        ) as client:
+            await client.list_tools()
+            fake.tokens.clear()
+            fake.refresh.clear()
+            async with trio.open_nursery() as calls:
+                calls.start_soon(call, client)
+                while prompts < 2:
+                    await trio.sleep(0.01)
+                calls.start_soon(call, client)
+                await _intervals(clock, 6)  # pings while the browser is open
+                assert prompts == 2
+                assert not client.session.closed
+                await _intervals(clock, 1, 300)  # authorize_timeout: the flow fails
+            # (Both say why. Mutation: the flow's own TooSlowError shown as it is -> the
+            # first one's reason is empty.)
+            assert len(failures) == 2
+            assert all("authorization failed: it took too long" in str(e) for e in failures)
+            fake.posted.clear()
+            await _intervals(clock, 4)
+            assert prompts == 2
+            assert "ping" in fake.posted
+            assert not client.session.closed, client.session.close_reason
+
+
+async def test_a_refresh_refused_before_a_ping_asks_nobody_and_the_401_answers_it(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # The token has expired; the authorization server refuses to refresh it (the token
+    # is dropped, as before any request). The ping then goes without a token and is
+    # refused: that answers it (the session stays), and the user is not asked, here as
+    # after any 401 to a ping. Mutation: pings authorize -> a prompt at the first ping.
+    fake = await _start(nursery, refresh_tokens=True, expires_in=0)
+    prompts = 0
+
+    async def on_authorize(url: str) -> str:
+        nonlocal prompts
+        prompts += 1
+        return await fetch_authorization_redirect(url)
+
+    config = SessionConfig(ping_interval=5, ping_timeout=5)
+    with trio.fail_after(1000):
+        async with open_client(
+            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+        ) as client:
+            await client.list_tools()  # (refreshed before it: expires_in=0)
+            refreshes = fake.refreshes
+            fake.refresh.clear()  # every refresh is refused from now on
+            fake.posted.clear()
+            heard = client.session._heard_at
+            await _intervals(clock, 3)
+            assert fake.refreshes > refreshes
+            assert prompts == 1
+            assert "ping" in fake.posted
+            assert client.session._heard_at > heard
+            assert not client.session.closed, client.session.close_reason
