@@ -65,7 +65,13 @@ body, SSE events) into messages the session reads.
   a stream came, an error status too) end the session
   (:class:`~mcp_trio.SessionClosed`): what the server says could no longer reach it, and
   a client that only listens must not look connected. Before a stream ever came, that
-  many dropped connections or redirect loops mean "no GET stream", quietly. The
+  many dropped connections or redirect loops mean "no GET stream", quietly. With
+  OAuth, the stream never starts an authorization (nobody asked for it: a prompt, a
+  browser, must only ever answer something the user did): a ``401`` to its (re)open
+  waits for the shared refresh, as a one-way message does (below), then, refused
+  still, for the next token put in use (``Authorizer.new_token``: a refresh, or the
+  flow a request of the user's starts), without polling the server and without
+  counting as a failed attempt; the stream opens again with that token. The
   ``notifications/initialized`` send returns once the server answered that GET's head
   (or refused it, or ``connect_timeout`` passed), so the stream is open before the first
   request: what the server sends on its own right after is not missed, and a server sees
@@ -118,11 +124,12 @@ body, SSE events) into messages the session reads.
   is sent once more, else lost, as any refused one-way message. A ``ping`` is treated
   so too (it waits for that refresh as a request does, held: see ``attach_holds``): it
   asks whether the server is there, and a refusal answers that, so it never starts an
-  authorization, which may be the user's browser (see :mod:`mcp_trio._keepalive`). A
-  failed authorization fails that request (-32603, ``HTTP: authorization failed:
-  ...``); the session goes on. While requests wait for a token (a refresh before them,
-  an authorization after their refusal), the session is told (``attach_holds``): a
-  modern listen's acknowledgment bound does not count that time.
+  authorization, which may be the user's browser (see :mod:`mcp_trio._keepalive`); nor
+  does the GET stream's (above). A failed authorization fails that request (-32603,
+  ``HTTP: authorization failed: ...``); the session goes on. While requests wait for a
+  token (a refresh before them, an authorization after their refusal), the session is
+  told (``attach_holds``): a modern listen's acknowledgment bound does not count that
+  time.
 
 A request that cannot be sent because no connection can be made closes the session (the
 server is unreachable); a connection that fails while the request is being written fails
@@ -686,12 +693,14 @@ class HttpChannel(MessageChannel):
         again (see :mod:`mcp_trio._oauth`), except for one-way messages: their sender
         is the session's writer, which must not wait for a user to authorize, nor call
         the authorization server; a ``401`` to one waits (a bounded time) for the shared
-        refresh, if any, and tries once more. So does a ``ping`` (the module docs)."""
+        refresh, if any, and tries once more. So does a ``ping``, and the GET stream's
+        ``GET`` (the module docs): only requests of the user's may authorize."""
         auth = self._auth
         interactive = bool(sent.request_ids) or sent.request.method == "GET"
-        # Whether a refusal may start an authorization (perhaps the user's browser): not
-        # for pings, which the refusal answers (see the module docs).
-        may_authorize = interactive and not _only_pings(sent)
+        # Whether a refusal may start an authorization (perhaps the user's browser): only
+        # for the user's requests; not for pings, which the refusal answers, nor for the
+        # GET stream, which waits for a token (see the module docs).
+        may_authorize = bool(sent.request_ids) and not _only_pings(sent)
         rounds = 0
         nonce_retried = False
         while True:
@@ -969,6 +978,7 @@ class HttpChannel(MessageChannel):
         retry_ms = http.config.default_retry_ms
         opened = False  # (until a stream came once, any other answer means "no stream")
         quiet = failed = 0  # attempts in a row that brought no message / no stream
+        auth = self._auth
         try:
             with trio.CancelScope() as self._get_scope:
                 while True:
@@ -978,6 +988,7 @@ class HttpChannel(MessageChannel):
                     except LocalProtocolError:
                         return  # no session any more (a new one opens its own stream)
                     problem: WireError | str | None = None
+                    tokens = auth.tokens_used if auth is not None else 0
                     try:
                         reader = await self._follow(request, _Written(), headed=ready.set)
                     except WireError as exc:
@@ -985,6 +996,13 @@ class HttpChannel(MessageChannel):
                     ready.set()
                     if reader is not None and reader.session_expired:
                         return  # (the session is started anew, or over: see _exchange)
+                    if auth is not None and reader is not None and reader.status == 401:
+                        # Refused, and the shared refresh (if any) brought no token: wait
+                        # for the next one (a refresh, a flow of the user's requests),
+                        # never asking; not a failed attempt (the module docs).
+                        logger.debug("HTTP: the GET stream waits for a new token")
+                        await auth.new_token(tokens)
+                        continue
                     if reader is not None and reader.kind == "sse":
                         opened, retry_ms, failed = True, reader.retry_ms, 0
                         quiet = 0 if reader.events_with_data else quiet + 1

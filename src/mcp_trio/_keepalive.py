@@ -64,7 +64,11 @@ for the shared refresh and tries once more, both held (our wait: a ping that tim
 meanwhile is tried an interval later). A refresh that fails drops the token, as before
 any request: the ping then goes without one, and its ``401`` answers it. The HTTP
 client sees only methods, so a ``ping`` the user sends is treated alike: it asks for
-the server, not for access.
+the server, not for access. The legacy GET stream, which the client keeps open on its
+own, keeps the same rule: refused, it asks nobody, and waits for the shared refresh or
+the token a request of the user's brings, then opens again; the refusal is not counted
+as a failed re-open, so the session stays (:mod:`mcp_trio._http_client`, "GET stream").
+So the only prompt the user ever sees answers a request of theirs.
 
 The ping is left out of ``statistics().waiting_requests`` (``Session._ping_id``), and no
 ping is sent while the core's request table (``max_pending_requests``) has one free place

@@ -719,6 +719,10 @@ class Authorizer:
         self._resource_metadata: ProtectedResourceMetadata | None = None
         self._requested_scope: str | None = None
         self._header: bytes | None = None
+        # Tokens put in use so far, and the event of the next (see new_token): what a
+        # background stream refused with 401 waits for, rather than asking anyone.
+        self._tokens_used = 0
+        self._token_used = trio.Event()
         self._lock = trio.Lock()
         # The refresh under way (one at a time, shared by whoever needs it): set when it
         # ends. Apart from the flow's lock, so that waiting for a refresh is never
@@ -819,6 +823,19 @@ class Authorizer:
         with trio.move_on_after(timeout):
             await done.wait()
         return self._header is not None and self._header != sent
+
+    @property
+    def tokens_used(self) -> int:
+        """How many tokens were put in use so far (obtained, refreshed, or read from the
+        storage): what :meth:`new_token` counts from."""
+        return self._tokens_used
+
+    async def new_token(self, since: int) -> None:
+        """Wait until a token was put in use after ``since`` (a :attr:`tokens_used`),
+        by the shared refresh or by a flow some request started: never starts either
+        (the legacy GET stream, refused, waits so: see :mod:`mcp_trio._http_client`)."""
+        while self._tokens_used == since:
+            await self._token_used.wait()
 
     async def probe(self) -> BearerChallenge | None:
         """The server's challenge to a request without a token (a ``POST`` of a
@@ -1295,6 +1312,10 @@ class Authorizer:
     def _use(self, token: OAuthToken | None) -> None:
         self.token = token
         self._header = None if token is None else self._encode(token)
+        if token is not None:
+            self._tokens_used += 1
+            self._token_used.set()
+            self._token_used = trio.Event()
 
     async def _discover_resource(
         self, challenge: BearerChallenge
