@@ -79,9 +79,11 @@ the server was not heard. A binding that weighs the peer's silence (a keep-alive
 ``ping``) must not take those for the server's answer. A JSON-RPC error response the
 server sent (with an error status too, forwarded or quoted), a refusal below 500
 (``401``, ``429``: something of the server's answered), a message of the server's too
-deep to pass on and a ``2xx`` JSON body past ``max_body_size`` (a whole HTTP response of
-the server's, too large to read: the error is ours, the silence is not) are the
-server's words: not listed.
+deep to pass on, a ``2xx`` JSON body past ``max_body_size`` (bytes of the server's
+answer came, too many to read: the error is ours, the silence is not; a body cut short
+too) and a stream that ends after an SSE event past ``max_event_size`` was dropped
+(likewise; on a resumed stream too, whose mark only an earlier stream of the same
+request can have set, after the request went out) are the server's words: not listed.
 
 Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
 ``tools/list`` results (the spec's MUST), and the valid ones are remembered so
@@ -573,7 +575,11 @@ class ClientResponse:
                     f" (an SSE event over {self._dropped} bytes was dropped:"
                     " HttpClientConfig.max_event_size)"
                 )
-            elif modern:
+                # Our error, but the server was heard, as for a JSON body past its bound;
+                # on a resumed stream too: the mark comes only from an earlier stream of
+                # this same request, so the server spoke after it was sent.
+                return self._fail_waiting(0, why, heard=True)
+            if modern:
                 return self._break(0, why)
             return self._fail_waiting(0, why)
         if self.kind == "json":

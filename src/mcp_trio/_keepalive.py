@@ -45,9 +45,10 @@ them), and so are the errors ``ClientResponse`` makes in place of an answer that
 came (``ClientResponse.unheard``: a ``5xx`` without a JSON-RPC error response, a
 gateway's ``502`` or ``503``), so a ping failed by one, with nothing heard since it went
 out, failed: the session closes, the error as ``__cause__``. A JSON-RPC error the server
-sent, whatever the status, is its answer, and so is a refusal below 500 (a ``429``), and a
-``2xx`` body past ``HttpClientConfig.max_body_size`` (the error is the client's; the
-answer, too large to read, was the server's).
+sent, whatever the status, is its answer, and so is a refusal below 500 (a ``429``), a
+``2xx`` body past ``HttpClientConfig.max_body_size`` and an SSE event past
+``max_event_size`` (the error is the client's; the answer, too large to read, was the
+server's).
 
 Authorization (an HTTP client with :class:`~mcp_trio.OAuth`). A ping never asks the
 user to authorize, nor starts any authorization: nobody asked for it, and the user at

@@ -4,8 +4,9 @@
 A ``5xx`` without a JSON-RPC error body (a gateway's ``502``, ``503``), a stream that ends
 unanswered, a ``202`` to a request: the errors are the client's own, listed, and last in
 what ``feed_eof`` returns. A JSON-RPC error body the server sent with an error status
-(forwarded, or quoted for a batch), a message of the server's too deep to pass on and
-a ``2xx`` JSON body past ``max_body_size`` are the server's words: never listed. The
+(forwarded, or quoted for a batch), a message of the server's too deep to pass on, a
+``2xx`` JSON body past ``max_body_size`` and a stream that dropped an SSE event past
+``max_event_size`` (resumed or not) are the server's words: never listed. The
 Trio client marks the listed ones as its own (``mcp_trio._channel.LocalReply``), so a
 keep-alive ping answered by one failed.
 """
@@ -137,3 +138,35 @@ def test_a_json_body_past_the_bound_is_heard_though_the_error_is_ours(cut_short:
     assert [m["error"]["message"] for m in messages] == [why, why]
     assert all(m["error"]["data"] == {"httpStatus": 200} for m in messages)
     assert reader.unheard == ()
+
+
+def test_a_stream_that_dropped_an_event_past_the_bound_is_heard() -> None:
+    # The answer came as an SSE event too large to read (dropped), then the stream
+    # ended: the client's error as before, but the server was heard, as for a JSON body
+    # past max_body_size. Mutation: heard=True dropped for the SSE case -> (2,).
+    client = legacy_client(HttpClientConfig(max_body_size=64, max_event_size=64))
+    reader = client.response(client.post(rpc(2, "ping")), 200, SSE)
+    assert reader.feed(sse((None, result(2, {"pad": "x" * 200})))) == []
+    (message,) = [loads(m) for m in reader.feed_eof()]
+    assert message["id"] == 2
+    assert "an SSE event over 64 bytes was dropped" in message["error"]["message"]
+    assert reader.unheard == ()
+
+
+def test_a_resumed_stream_ending_after_an_earlier_dropped_event_is_heard() -> None:
+    # The mark comes from an earlier stream of the same request (after it went out, so
+    # the server spoke since): the resumption that brings nothing more fails it with the
+    # same error, heard too. Mutation: the mark not carried to the resumption -> the
+    # plain "stream ended" error, unheard (2,).
+    client = legacy_client(HttpClientConfig(max_event_size=64))
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+    first = client.response(client.post(rpc(2, "ping")), 200, SSE)
+    first.feed(sse(("1", note), ("2", result(2, {"pad": "x" * 200}))))
+    assert first.feed_eof() == []  # (resumed: it has an event id)
+    again = first.resume()
+    assert again is not None
+    resumed = client.response(again, 200, SSE)
+    (message,) = [loads(m) for m in resumed.feed_eof()]
+    assert message["id"] == 2
+    assert "an SSE event over 64 bytes was dropped" in message["error"]["message"]
+    assert resumed.unheard == ()
