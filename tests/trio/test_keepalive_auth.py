@@ -14,27 +14,45 @@ from typing import Any
 import trio
 import trio.testing
 
-from mcp_sansio._json import loads
+from mcp_sansio._json import dumps, loads
 from mcp_trio import SessionConfig, fetch_authorization_redirect, open_client
+from mcp_trio._http_client import _only_pings
 
+from ..core.test_http_client import legacy_client, rpc
 from .oauth_support import oauth
 from .test_http_support import App, start_server
 from .test_oauth import Fake
 
 
 class _RecordingFake(Fake):
-    """The fake MCP + authorization server, noting the method of each POST to /mcp and
-    the refreshes asked for (which hang while ``hang_refresh``)."""
+    """The fake MCP + authorization server, noting the method of each POST to /mcp (and
+    the token it carried, in ``carried``) and the refreshes asked for (which hang while
+    ``hang_refresh``). With ``refuse_pings``, every ping is refused with ``401``, the
+    ``hold_ping``-th one (counting from 1) only once ``release`` is set (``held`` is set
+    when it arrives)."""
 
     posted: list[str]
+    carried: list[tuple[str, str]]
     hang_refresh = False
     refreshes = 0
+    refuse_pings = False
+    hold_ping = 0
+    held: trio.Event
+    release: trio.Event
 
     async def route(
         self, method: str, target: str, headers: Any, body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         if method == "POST" and target.startswith("/mcp") and body:
-            self.posted.append(str(loads(body).get("method")))
+            posted = str(loads(body).get("method"))
+            self.posted.append(posted)
+            self.carried.append((posted, headers.get("authorization", "")[7:]))
+            if posted == "ping" and self.refuse_pings:
+                if self.posted.count("ping") == self.hold_ping:
+                    self.held.set()
+                    await self.release.wait()
+                where = f"{self.base}/.well-known/oauth-protected-resource/mcp"
+                return 401, [("www-authenticate", f'Bearer resource_metadata="{where}"')], b""
         if method == "POST" and b"grant_type=refresh_token" in body:
             self.refreshes += 1
             if self.hang_refresh:
@@ -79,7 +97,8 @@ async def test_a_ping_refused_and_held_for_a_refresh_is_withdrawn_unannounced(
 async def _start(nursery: trio.Nursery, **knobs: Any) -> _RecordingFake:
     upstream = await start_server(nursery, App())
     fake = _RecordingFake(upstream=upstream.url, **knobs)
-    fake.posted = []
+    fake.posted, fake.carried = [], []
+    fake.held, fake.release = trio.Event(), trio.Event()
     listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
     fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     return fake
@@ -214,3 +233,80 @@ async def test_a_refresh_refused_before_a_ping_asks_nobody_and_the_401_answers_i
             assert "ping" in fake.posted
             assert client.session._heard_at > heard
             assert not client.session.closed, client.session.close_reason
+
+
+async def test_a_ping_waits_for_a_due_refresh_before_it_is_sent(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # An expired token is refreshed before a ping as before any request (no user
+    # needed): the ping goes with the new token, never with the expired one. Mutation:
+    # pings treated as one-way messages before sending (refresh_soon, not ready) -> the
+    # ping carries the token the request before it used.
+    fake = await _start(nursery, refresh_tokens=True, expires_in=0)
+    with trio.fail_after(1000):
+        async with open_client(fake.url, era="legacy", auth=oauth()) as client:
+            await client.list_tools()  # (a token refreshed before it: expires_in=0)
+            refreshes = fake.refreshes
+            (before,) = [token for method, token in fake.carried if method == "tools/list"]
+            fake.carried.clear()
+            await client.ping()
+            assert fake.refreshes == refreshes + 1
+            assert fake.carried[0][0] == "ping"
+            assert fake.carried[0][1] != before  # (the refreshed token)
+            assert fake.carried[0][1] in fake.tokens
+
+
+async def test_a_pings_401_is_tried_again_exactly_once_after_a_refresh(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # The server refuses every ping. The first refusal waits for a refresh and the ping
+    # goes once more with the new token; refused again, that answers it, even when the
+    # new token has meanwhile proved good (a request of the user's took it). Mutations:
+    # no second try -> one ping POST; no bound on the tries (``rounds`` ignored)
+    # -> a second refresh and a third ping POST.
+    fake = await _start(nursery, refresh_tokens=True)
+    fake.hold_ping = 2
+    outcome: list[BaseException | None] = []
+
+    async def ping(client: Any) -> None:
+        try:
+            await client.ping()
+        except Exception as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+        fake.held.set()  # (tried only once: the test goes on, and fails)
+
+    with trio.fail_after(1000):
+        async with open_client(fake.url, era="legacy", auth=oauth()) as client:
+            await client.list_tools()
+            refreshes = fake.refreshes
+            fake.refuse_pings = True
+            fake.posted.clear()
+            async with trio.open_nursery() as pinging:
+                pinging.start_soon(ping, client)
+                await fake.held.wait()  # the second try, with the refreshed token
+                assert not outcome and fake.refreshes == refreshes + 1
+                await client.list_tools()  # the new token serves the user's request
+                fake.release.set()
+            assert fake.posted.count("ping") == 2, fake.posted
+            assert fake.refreshes == refreshes + 1
+            assert len(outcome) == 1 and outcome[0] is not None  # (the 401: an error)
+            assert not client.session.closed
+
+
+def test_only_pings_means_every_request_is_a_ping() -> None:
+    # Whether a POST may never authorize: all its requests pings (a batch of pings
+    # too), not any (a ping batched with a request of the user's may authorize), and
+    # never a message without requests (the GET stream, a notification), which have
+    # their own rules. Mutations: any() for all() -> the mixed batch "only pings";
+    # bool(methods) dropped -> the GET and the notification "only pings".
+    client = legacy_client()
+    assert _only_pings(client.post(rpc(1, "ping")))
+    assert _only_pings(client.post(b"[" + rpc(1, "ping") + b"," + rpc(2, "ping") + b"]"))
+    mixed = b"[" + rpc(1, "ping") + b"," + rpc(2, "tools/list") + b"]"
+    assert not _only_pings(client.post(mixed))
+    assert not _only_pings(client.post(rpc(1, "tools/list")))
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
+    assert not _only_pings(client.post(note))
+    assert not _only_pings(client.open_stream())
