@@ -1,5 +1,5 @@
 """What the OAuth tests (``test_oauth.py``, ``test_oauth_e2e.py``,
-``test_oauth_grants.py``) share."""
+``test_oauth_grants.py``, the keep-alive and GET stream ones) share."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl
 
 import attrs
 import trio
+import trio.testing
 
 from mcp_sansio._json import dumps
 from mcp_trio import OAuth, fetch_authorization_redirect
@@ -34,6 +35,32 @@ def oauth(**kwargs: Any) -> OAuth:
         "on_authorize": fetch_authorization_redirect,
     }
     return OAuth(**{**options, **kwargs})
+
+
+class User:
+    """An ``on_authorize`` that counts its prompts (``prompts``) and follows the
+    authorization server's redirect at once; past ``answers`` prompts (if given), it
+    never answers (the user is away)."""
+
+    def __init__(self, answers: int | None = None) -> None:
+        self.prompts = 0
+        self.answers = answers
+
+    async def __call__(self, url: str) -> str:
+        self.prompts += 1
+        if self.answers is not None and self.prompts > self.answers:
+            await trio.sleep_forever()
+        return await fetch_authorization_redirect(url)
+
+
+async def let_pass(clock: trio.testing.MockClock, count: int, step: float) -> None:
+    """Let ``count`` steps of ``step`` seconds pass on ``clock`` (real sockets: each
+    step waits for every task to block, and lets the loopback I/O through)."""
+    for _ in range(count):
+        await trio.testing.wait_all_tasks_blocked()
+        clock.jump(step)
+        await trio.sleep(0.05)
+    await trio.testing.wait_all_tasks_blocked()
 
 
 @attrs.define

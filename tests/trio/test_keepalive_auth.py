@@ -8,20 +8,18 @@ no ``notifications/cancelled`` (``_Stream.out`` is taken back on a refusal; see
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import trio
 import trio.testing
 
 from mcp_sansio._json import dumps, loads
-from mcp_trio import SessionConfig, fetch_authorization_redirect, open_client
+from mcp_trio import SessionConfig, open_client
 from mcp_trio._http_client import _only_pings
 
 from ..core.test_http_client import legacy_client, rpc
-from .oauth_support import oauth
-from .test_http_support import App, start_server
-from .test_oauth import Fake
+from .oauth_support import User, let_pass, oauth
+from .test_oauth import Fake, start_fake_of
 
 
 class _RecordingFake(Fake):
@@ -70,17 +68,12 @@ async def test_a_ping_refused_and_held_for_a_refresh_is_withdrawn_unannounced(
     # left True on a 401 -> a notifications/cancelled POST at the ping's timeout; the
     # wait for the refresh not held (_holding) -> the session closes.
     fake = await _start(nursery, refresh_tokens=True)
-    prompts = 0
-
-    async def on_authorize(url: str) -> str:
-        nonlocal prompts
-        prompts += 1
-        return await fetch_authorization_redirect(url)
+    user = User()
 
     config = SessionConfig(ping_interval=5, ping_timeout=5)
     with trio.fail_after(1000):
         async with open_client(
-            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+            fake.url, era="legacy", auth=oauth(on_authorize=user), config=config
         ) as client:
             await client.list_tools()
             fake.tokens.clear()  # every token the client holds is refused from now on
@@ -88,29 +81,22 @@ async def test_a_ping_refused_and_held_for_a_refresh_is_withdrawn_unannounced(
             fake.posted.clear()
             await _intervals(clock, 4)
             assert fake.refreshes  # (the ping started it)
-            assert prompts == 1
+            assert user.prompts == 1
             assert "ping" in fake.posted
             assert "notifications/cancelled" not in fake.posted, fake.posted
             assert not client.session.closed, client.session.close_reason
 
 
 async def _start(nursery: trio.Nursery, **knobs: Any) -> _RecordingFake:
-    upstream = await start_server(nursery, App())
-    fake = _RecordingFake(upstream=upstream.url, **knobs)
+    fake = await start_fake_of(nursery, _RecordingFake, **knobs)
     fake.posted, fake.carried = [], []
     fake.held, fake.release = trio.Event(), trio.Event()
-    listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
-    fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     return fake
 
 
 async def _intervals(clock: trio.testing.MockClock, count: int, step: float = 5) -> None:
     """Let ``count`` keep-alive intervals of ``step`` seconds pass (real sockets)."""
-    for _ in range(count):
-        await trio.testing.wait_all_tasks_blocked()
-        clock.jump(step)
-        await trio.sleep(0.05)
-    await trio.testing.wait_all_tasks_blocked()
+    await let_pass(clock, count, step)
 
 
 async def test_a_ping_refused_for_authorization_never_asks_the_user(
@@ -121,30 +107,25 @@ async def test_a_ping_refused_for_authorization_never_asks_the_user(
     # request (_exchange's may_authorize true for them) -> on_authorize once per
     # interval, the session's pings held meanwhile.
     fake = await _start(nursery)
-    prompts = 0
-
-    async def on_authorize(url: str) -> str:
-        nonlocal prompts
-        prompts += 1
-        return await fetch_authorization_redirect(url)
+    user = User()
 
     config = SessionConfig(ping_interval=5, ping_timeout=5)
     with trio.fail_after(1000):
         async with open_client(
-            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+            fake.url, era="legacy", auth=oauth(on_authorize=user), config=config
         ) as client:
             await client.list_tools()
-            assert prompts == 1
+            assert user.prompts == 1
             fake.tokens.clear()  # every token the client holds is refused from now on
             fake.posted.clear()
             heard = client.session._heard_at
             await _intervals(clock, 4)
-            assert prompts == 1
+            assert user.prompts == 1
             assert fake.posted.count("ping") >= 3  # one an interval, each refused
             assert client.session._heard_at > heard  # (a 401 is the server's words)
             assert not client.session.closed, client.session.close_reason
             await client.list_tools()  # the user's request: the user is asked
-            assert prompts == 2
+            assert user.prompts == 2
 
 
 async def test_one_authorization_at_a_time_and_none_for_pings_while_the_user_is_away(
@@ -156,15 +137,7 @@ async def test_one_authorization_at_a_time_and_none_for_pings_while_the_user_is_
     # Mutation: pings authorize -> a second prompt at the first ping after the timeout;
     # the flow's lock dropped -> a second prompt for the second request.
     fake = await _start(nursery)
-    prompts = 0
-    never = trio.Event()
-
-    async def on_authorize(url: str) -> str:
-        nonlocal prompts
-        prompts += 1
-        if prompts > 1:
-            await never.wait()  # the user walked away
-        return await fetch_authorization_redirect(url)
+    user = User(answers=1)  # then the user walks away
 
     config = SessionConfig(ping_interval=5, ping_timeout=5)
     failures: list[BaseException] = []
@@ -177,18 +150,18 @@ async def test_one_authorization_at_a_time_and_none_for_pings_while_the_user_is_
 
     with trio.fail_after(2000):
         async with open_client(
-            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+            fake.url, era="legacy", auth=oauth(on_authorize=user), config=config
         ) as client:
             await client.list_tools()
             fake.tokens.clear()
             fake.refresh.clear()
             async with trio.open_nursery() as calls:
                 calls.start_soon(call, client)
-                while prompts < 2:
+                while user.prompts < 2:
                     await trio.sleep(0.01)
                 calls.start_soon(call, client)
                 await _intervals(clock, 6)  # pings while the browser is open
-                assert prompts == 2
+                assert user.prompts == 2
                 assert not client.session.closed
                 await _intervals(clock, 1, 300)  # authorize_timeout: the flow fails
             # (Both say why. Mutation: the flow's own TooSlowError shown as it is -> the
@@ -197,7 +170,7 @@ async def test_one_authorization_at_a_time_and_none_for_pings_while_the_user_is_
             assert all("authorization failed: it took too long" in str(e) for e in failures)
             fake.posted.clear()
             await _intervals(clock, 4)
-            assert prompts == 2
+            assert user.prompts == 2
             assert "ping" in fake.posted
             assert not client.session.closed, client.session.close_reason
 
@@ -210,17 +183,12 @@ async def test_a_refresh_refused_before_a_ping_asks_nobody_and_the_401_answers_i
     # refused: that answers it (the session stays), and the user is not asked, here as
     # after any 401 to a ping. Mutation: pings authorize -> a prompt at the first ping.
     fake = await _start(nursery, refresh_tokens=True, expires_in=0)
-    prompts = 0
-
-    async def on_authorize(url: str) -> str:
-        nonlocal prompts
-        prompts += 1
-        return await fetch_authorization_redirect(url)
+    user = User()
 
     config = SessionConfig(ping_interval=5, ping_timeout=5)
     with trio.fail_after(1000):
         async with open_client(
-            fake.url, era="legacy", auth=oauth(on_authorize=on_authorize), config=config
+            fake.url, era="legacy", auth=oauth(on_authorize=user), config=config
         ) as client:
             await client.list_tools()  # (refreshed before it: expires_in=0)
             refreshes = fake.refreshes
@@ -229,7 +197,7 @@ async def test_a_refresh_refused_before_a_ping_asks_nobody_and_the_401_answers_i
             heard = client.session._heard_at
             await _intervals(clock, 3)
             assert fake.refreshes > refreshes
-            assert prompts == 1
+            assert user.prompts == 1
             assert "ping" in fake.posted
             assert client.session._heard_at > heard
             assert not client.session.closed, client.session.close_reason

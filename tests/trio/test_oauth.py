@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import secrets
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import attrs
@@ -212,8 +212,17 @@ class Fake:
 
 
 async def start_fake(nursery: trio.Nursery, **knobs: Any) -> Fake:
+    return await start_fake_of(nursery, Fake, **knobs)
+
+
+_F = TypeVar("_F", bound=Fake)
+
+
+async def start_fake_of(nursery: trio.Nursery, kind: type[_F], **knobs: Any) -> _F:
+    """A fake of ``kind`` (:class:`Fake` or a subclass) in front of a new MCP server,
+    listening on loopback."""
     upstream = await start_server(nursery, App())
-    fake = Fake(upstream=upstream.url, **knobs)
+    fake = kind(upstream=upstream.url, **knobs)
     listeners = await nursery.start(partial(trio.serve_tcp, fake.serve, 0, host="127.0.0.1"))
     fake.base = f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}"
     return fake
