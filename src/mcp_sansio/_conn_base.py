@@ -24,7 +24,7 @@ from ._conn_records import _Batch, _Outbound, _outbound, _Req
 from ._errors import ErrorCode, ErrorData
 from ._events import Event, InvalidMessageReceived, RequestReceived
 from ._framing import LineSplitter
-from ._json import dumps
+from ._json import Fragment, dumps
 from ._jsonrpc import RequestId, error_response, is_request_id
 from ._state import LifecycleState
 from ._versions import FOREIGN_METHODS, REVISIONS, Era, Revision, has_capability
@@ -238,14 +238,22 @@ class _ConnectionBase:
         self._modern_server = role == "server" and bool(self._modern_versions)
         # Modern client: the envelope of a plain request, built (and so validated) by
         # _modern.build_request_meta on first use, for _version.
-        self._envelope: tuple[str, dict[str, Any]] | None = None
+        # (version, envelope, the envelope encoded)
+        self._envelope: tuple[str, dict[str, Any], Fragment] | None = None
         # Modern server: set once _modern.decorate_result accepted our configured
         # caching hints, which then never change.
         self._hints_ok = False
-        # Modern server: the _meta of a plain result, shared by every reply that carries
-        # it (replies are serialized, never handed out, so it is never mutated).
+        # Modern server: the _meta of a plain result, encoded once (a Fragment: dumps
+        # embeds it as it is) and shared by every reply that carries it (replies are
+        # serialized, never handed out). The config is frozen: its implementation is
+        # read once, as a client's envelope is. One that cannot be encoded leaves the
+        # fast path off: each reply then fails in dumps, as before.
         info = self.config.implementation
-        self._server_meta = None if info is None else {_SERVER_INFO_KEY: info}
+        self._server_meta: Fragment | None
+        try:
+            self._server_meta = None if info is None else Fragment(dumps({_SERVER_INFO_KEY: info}))
+        except TypeError:
+            self._server_meta = None
 
     # ------------------------------------------------------------------ output
 

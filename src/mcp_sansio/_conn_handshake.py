@@ -19,7 +19,7 @@ from ._conn_base import _LEGACY, _MODERN, _MODERN_FOREIGN, _MODERN_REVISION, _Co
 from ._conn_records import _Req
 from ._errors import ErrorCode, ErrorData
 from ._events import ErrorReceived, Event, HandshakeCompleted, RequestReceived
-from ._json import dumps
+from ._json import Fragment, dumps
 from ._jsonrpc import RequestId, error_response, notification, request, result_response
 from ._state import HandshakeInput, transition
 
@@ -109,18 +109,17 @@ class _Handshake(_ConnectionBase):
             return _modern.attach_meta(params, meta)
         # Every other request of a version carries the same envelope, so it is built
         # (and its parts validated) once; a build that raises caches nothing. The dict is
-        # shared by the requests' params and never mutated (attach_meta copies).
+        # shared by the requests' params and never mutated (attach_meta copies). It is
+        # kept encoded too (a Fragment: send_request's fast path has dumps embed it).
         envelope = self._envelope
         if envelope is None or envelope[0] != version:
-            envelope = self._envelope = (
-                version,
-                _modern.build_request_meta(
-                    protocol_version=version,
-                    client_capabilities=self.config.capabilities,
-                    client_info=self.config.implementation,
-                    log_level=self.config.log_level,
-                ),
+            meta = _modern.build_request_meta(
+                protocol_version=version,
+                client_capabilities=self.config.capabilities,
+                client_info=self.config.implementation,
+                log_level=self.config.log_level,
             )
+            envelope = self._envelope = (version, meta, Fragment(dumps(meta)))
         meta = envelope[1]
         if progress_token is not None:  # our own request id: valid, and goes last
             meta = {**meta, _modern.PROGRESS_TOKEN_KEY: progress_token}

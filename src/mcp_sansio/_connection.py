@@ -418,17 +418,24 @@ class Connection(_Receiving, _Answering):
                     return self._send_request(
                         method, params, now, progress, timeout, log_level, related_request_id
                     )
-                # What _modern_params builds for a plain request, in one step. (For speed,
-                # copy() and a store: {**params, ...} builds two dicts and merges twice.)
+                # What _modern_params builds for a plain request, in one step (for speed,
+                # copy() and a store: {**params, ...} builds two dicts and merges twice),
+                # and a twin that carries the envelope encoded, for dumps (cheaper than
+                # encoding the envelope's dicts again; the entry keeps the dict one).
                 if params is None:
                     params = {"_meta": envelope[1]}
+                    wire: dict[str, Any] | None = {"_meta": envelope[2]}
                 else:
+                    wire = params.copy()
+                    wire["_meta"] = envelope[2]
                     params = params.copy()
                     params["_meta"] = envelope[1]
+            else:
+                wire = params
             payload = dumps(
                 {"jsonrpc": JSONRPC, "id": rid, "method": method}
-                if params is None
-                else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": params}
+                if wire is None
+                else {"jsonrpc": JSONRPC, "id": rid, "method": method, "params": wire}
             )
             # Serialized (which may raise): now change state. _outbound, written out.
             self._next_id = rid
