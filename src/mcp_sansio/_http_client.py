@@ -859,6 +859,8 @@ class HttpClient:
         self._unconfirmed = False
         self._lost: set[RequestId] = set()
         self._ended = False  # a 404 was "end": nothing more is posted
+        self._post: HttpRequest | None = None  # (see _legacy_post)
+        self._post_key: tuple[str | None, str | None] = (None, None)
 
     @staticmethod
     def _origin_of(url: str) -> tuple[str, str, int]:
@@ -900,8 +902,6 @@ class HttpClient:
         items = obj if type(obj) is list else [obj]
         if not items or any(type(i) is not dict for i in items):
             raise LocalProtocolError("not a JSON-RPC message or batch")
-        headers = self._base_headers()
-        headers += [(b"accept", _ACCEPT), (b"content-type", JSON_TYPE.encode())]
         requests = [i for i in items if "method" in i and is_request_id(i.get("id"))]
         ids = tuple(i["id"] for i in requests)
         methods = tuple(str(i["method"]) for i in requests)
@@ -917,6 +917,8 @@ class HttpClient:
         if modern:
             assert type(params) is dict and type(meta) is dict
             method = first["method"]
+            headers = self._base_headers()
+            headers += [(b"accept", _ACCEPT), (b"content-type", JSON_TYPE.encode())]
             headers.append((MCP_PROTOCOL_VERSION.encode(), meta[PROTOCOL_VERSION_KEY].encode()))
             headers.append((MCP_METHOD.encode(), method.encode()))
             key = MCP_NAME_KEYS.get(method)
@@ -953,17 +955,28 @@ class HttpClient:
                 and type(method) is str
                 and method not in _OLD_SESSION_NOTIFICATIONS,
             )
-        if self.protocol_version is not None:
-            headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
-        if self.session_id is not None:
-            headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
         return ClientRequest(
-            request=HttpRequest(method="POST", target=self._target, headers=headers, body=payload),
+            request=self._legacy_post().with_body(payload),
             request_ids=ids,
             methods=methods,
             session_id=self.session_id,
             resent=bool(self._lost) and any(rid in self._lost for rid in ids),
         )
+
+    def _legacy_post(self) -> HttpRequest:
+        """A legacy POST without its body: its headers are the same for each message of a
+        session, so they are built (and normalized) once per session id and version."""
+        key = (self.protocol_version, self.session_id)
+        if self._post is None or key != self._post_key:
+            headers = self._base_headers()
+            headers += [(b"accept", _ACCEPT), (b"content-type", JSON_TYPE.encode())]
+            if self.protocol_version is not None:
+                headers.append((MCP_PROTOCOL_VERSION.encode(), self.protocol_version.encode()))
+            if self.session_id is not None:
+                headers.append((MCP_SESSION_ID.encode(), self.session_id.encode()))
+            self._post = HttpRequest(method="POST", target=self._target, headers=headers)
+            self._post_key = key
+        return self._post
 
     def _param_headers(self, tool: str, arguments: Any) -> list[tuple[bytes, bytes]]:
         out: list[tuple[bytes, bytes]] = []
