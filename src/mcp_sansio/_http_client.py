@@ -116,6 +116,7 @@ from ._http_common import (
     HttpRequest,
     HttpResponse,
     encode_header_value,
+    field_value,
     parse_header_params,
 )
 from ._json import JSONDecodeError, dumps, loads
@@ -900,11 +901,11 @@ class HttpClient:
         except JSONDecodeError as exc:
             raise LocalProtocolError(f"not JSON: {exc}") from exc
         items = obj if type(obj) is list else [obj]
-        if not items or any(type(i) is not dict for i in items):
+        if type(obj) is not dict and (not items or any(type(i) is not dict for i in items)):
             raise LocalProtocolError("not a JSON-RPC message or batch")
         requests = [i for i in items if "method" in i and is_request_id(i.get("id"))]
-        ids = tuple(i["id"] for i in requests)
-        methods = tuple(str(i["method"]) for i in requests)
+        ids = tuple([i["id"] for i in requests])
+        methods = tuple([str(i["method"]) for i in requests])
         first = items[0]
         params = first.get("params")
         meta = params.get("_meta") if type(params) is dict else None
@@ -1098,7 +1099,7 @@ class HttpClient:
             in a JSON-RPC error body).
         """
         head = HttpResponse(status=status, headers=headers)
-        ctype = head.header("content-type")
+        ctype = field_value(head.headers, b"content-type")  # (no header table: one lookup)
         media = ctype.split(";", 1)[0].strip().lower() if ctype else None
         location = head.header("location") if status in _REDIRECTS else None
         target: str | None = None

@@ -42,6 +42,7 @@ __all__ = [
     "decode_header_value",
     "encode_header_value",
     "extra_headers",
+    "field_value",
     "header_value_matches",
     "media_type_allowed",
     "origin_allowed",
@@ -122,6 +123,13 @@ def _index(headers: Headers) -> dict[str, str]:
         text = value.decode("latin-1")
         index[key] = f"{index[key]}, {text}" if key in index else text
     return index
+
+
+def field_value(headers: Headers, name: bytes) -> str | None:
+    """What ``header()`` returns for the lower-case ``name``, found by a scan: for a
+    single lookup, cheaper than building the whole table."""
+    found = [value.decode("latin-1") for key, value in headers if key == name]
+    return ", ".join(found) if found else None
 
 
 def _header(message: HttpRequest | HttpResponse, name: str) -> str | None:

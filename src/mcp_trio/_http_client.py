@@ -700,7 +700,7 @@ class HttpChannel(MessageChannel):
         # Whether a refusal may start an authorization (perhaps the user's browser): only
         # for the user's requests; not for pings, which the refusal answers, nor for the
         # GET stream, which waits for a token (see the module docs).
-        may_authorize = bool(sent.request_ids) and not _only_pings(sent)
+        may_authorize = auth is not None and bool(sent.request_ids) and not _only_pings(sent)
         rounds = 0
         nonce_retried = False
         while True:

@@ -20,6 +20,8 @@ __all__ = ["USER_AGENT", "Unframeable", "client_headers", "request_events", "uns
 
 USER_AGENT: Final = b"mcp-trio"
 """Sent unless the caller's headers name a ``User-Agent`` of their own."""
+_END: Final = h11.EndOfMessage()
+"""Every request's end (no trailers): h11 events are immutable, one does for all."""
 
 
 class Unframeable(Exception):
@@ -60,7 +62,7 @@ def request_events(request: HttpRequest, extra: Sequence[tuple[bytes, bytes]]) -
     events: list[h11.Event] = [head]
     if request.body:
         events.append(h11.Data(data=request.body))
-    events.append(h11.EndOfMessage())
+    events.append(_END)
     return events
 
 
