@@ -172,7 +172,8 @@ class HandlerPool:
         if running.computing:
             running.computing = False
             self._computing -= 1
-            self._freed()
+            if self._slot_freed is not None or self.on_freed is not None:
+                self._freed()  # (someone to tell: see _freed)
 
     def finish(self, running: _Running) -> None:
         """A handler ended: forget it, free its slots, wake :meth:`wait_idle`."""
@@ -184,10 +185,15 @@ class HandlerPool:
             running.computing = False
             self._computing -= 1
         self._started -= 1
-        self._freed()
-        self.wake()
+        if self._slot_freed is not None or self.on_freed is not None:
+            self._freed()
+        if self._changed is not None:
+            self.wake()
 
     def _freed(self) -> None:
+        """Tell who waits for a slot, and ``on_freed``. The hot paths (:meth:`computed`,
+        :meth:`finish`: twice per request) call it only when there is one of them:
+        most requests find nobody waiting, and a call less each time."""
         event = self._slot_freed
         if event is not None:
             self._slot_freed = None

@@ -63,3 +63,43 @@ async def test_wait_idle() -> None:
         nursery.start_soon(pool.wait_idle)
         await trio.testing.wait_all_tasks_blocked()
         pool.finish(running)
+
+
+async def test_a_finished_handler_wakes_the_reader_without_on_freed(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The backlog is full of running handlers, none reserved (no on_freed): the reader
+    # waits in reserve() until one finishes. Mutation: finish() tells only on_freed
+    # (the hot path skips the waiter) -> the reader waits forever.
+    pool = HandlerPool(compute=1, backlog=1)
+    assert pool.acquire_nowait()
+    running = pool.begin("a")
+    got: list[str] = []
+
+    async def reserve() -> None:
+        await pool.reserve()
+        got.append("slot")
+
+    with trio.fail_after(5):  # (a hang is the failure: the mock clock ends it)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reserve)
+            await trio.testing.wait_all_tasks_blocked()
+            pool.computed(running)  # a compute slot is no backlog slot
+            await trio.testing.wait_all_tasks_blocked()
+            assert got == []
+            pool.finish(running)
+    assert got == ["slot"]
+
+
+async def test_wait_idle_is_woken_by_the_last_finish(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Mutation: finish() does not wake wait_idle -> it waits forever.
+    pool = HandlerPool(compute=1, backlog=1)
+    assert pool.acquire_nowait()
+    running = pool.begin(None)
+    with trio.fail_after(5):  # (a hang is the failure: the mock clock ends it)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pool.wait_idle)
+            await trio.testing.wait_all_tasks_blocked()
+            pool.finish(running)
