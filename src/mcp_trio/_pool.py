@@ -54,7 +54,9 @@ if TYPE_CHECKING:
 __all__ = [
     "HandlerPool",
     "call_request_handler",
+    "checked_result",
     "drop_cancelled",
+    "handler_failed",
     "send_answer",
     "serve_notification",
 ]
@@ -281,36 +283,58 @@ async def call_request_handler(
     :class:`~mcp_trio.McpError`: its error. Any other exception: -32603 "Internal
     error", with the traceback logged here and never sent to the peer. Cancellation
     propagates.
+
+    The session's handler task does the same in its own frame when there is nothing to
+    refuse (a coroutine less per request: ``Session._serve_request``): it awaits the
+    handler itself, then hands what it returned to :func:`checked_result`, or what it
+    raised to :func:`handler_failed`, as here.
     """
-    method, rid = ctx.method, ctx.request_id
+    method = ctx.method
     if handler is None:
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
     if required_scopes is not None and (principal := ctx.principal) is not None:
         found = checked_scopes(
-            required_scopes, principal, method, ctx.params, rid, resource_metadata
+            required_scopes, principal, method, ctx.params, ctx.request_id, resource_metadata
         )
         if isinstance(found, ErrorData):
             return found
         ctx._needed_scopes = found  # (handed on with the request: see RequestFacts)
     try:
         result = await handler(ctx)
-    except McpError as exc:
+    except BaseException as exc:
+        return handler_failed(exc, method, ctx.request_id)
+    return checked_result(result, method)
+
+
+def handler_failed(exc: BaseException, method: str, rid: RequestId) -> ErrorData:
+    """What a request handler raised, ``exc``, as the error to answer with:
+    :class:`~mcp_trio.McpError`, its error; any other exception, -32603 "Internal
+    error" (the traceback logged here, never sent). Raises ``exc`` again when it is no
+    failure of the handler's: a cancellation, ``KeyboardInterrupt`` & co, or a group of
+    only those; a group that also holds failures is logged, and its cancellations
+    raised."""
+    if isinstance(exc, McpError):
         return exc.error
-    except Exception:
-        logger.exception("handler for %r (request %r) failed", method, rid)
+    if isinstance(exc, Exception):
+        logger.error("handler for %r (request %r) failed", method, rid, exc_info=exc)
         return _INTERNAL
-    except BaseExceptionGroup as group:
-        cancelled, rest = group.split(trio.Cancelled)
-        if not isinstance(rest, ExceptionGroup):
-            raise  # only cancellations, or KeyboardInterrupt & co: not ours to stop
-        logger.error("handler for %r (request %r) failed", method, rid, exc_info=rest)
-        if cancelled is not None:
-            raise cancelled from None
-        return _INTERNAL
-    if type(result) is not dict and not isinstance(result, InputRequiredResult):
-        logger.error("handler for %r returned %s, not a dict", method, type(result).__name__)
-        return _INTERNAL
-    return result
+    if isinstance(exc, BaseExceptionGroup):
+        cancelled, rest = exc.split(trio.Cancelled)
+        if isinstance(rest, ExceptionGroup):
+            logger.error("handler for %r (request %r) failed", method, rid, exc_info=rest)
+            if cancelled is not None:
+                raise cancelled from None
+            return _INTERNAL
+    raise exc  # only cancellations, or KeyboardInterrupt & co: not ours to stop
+
+
+def checked_result(result: object, method: str) -> dict[str, Any] | InputRequiredResult | ErrorData:
+    """What a request handler returned, if it is an answer (a ``dict``, or an
+    :class:`InputRequiredResult`); else -32603 "Internal error", logged."""
+    if type(result) is dict or isinstance(result, InputRequiredResult):
+        return result
+    logger.error("handler for %r returned %s, not a dict", method, type(result).__name__)
+    return _INTERNAL
 
 
 def send_answer(

@@ -133,8 +133,10 @@ from ._pool import (
     HandlerPool,
     _Running,
     call_request_handler,
+    checked_result,
     checked_scopes,
     drop_cancelled,
+    handler_failed,
     send_answer,
     serve_notification,
 )
@@ -1293,14 +1295,26 @@ class Session:
     async def _serve_request(self, event: RequestReceived, running: _Running) -> None:
         try:
             with running.scope:
-                handler = self.handlers.request_handler(event.method)
+                handlers, method = self.handlers, event.method
+                handler = handlers.request_handler(method)
                 ctx = RequestContext(self, event, running)
-                scopes = None if self.principal is None else self.handlers.required_scopes
-                outcome = await call_request_handler(handler, ctx, scopes, self.resource_metadata)
+                scopes = None if self.principal is None else handlers.required_scopes
+                if handler is None or scopes is not None:
+                    meta = self.resource_metadata
+                    outcome = await call_request_handler(handler, ctx, scopes, meta)
+                else:  # (call_request_handler, inline: nothing to refuse, no scope to check)
+                    try:
+                        result = await handler(ctx)
+                    except BaseException as exc:
+                        outcome = handler_failed(exc, method, event.request_id)
+                    else:
+                        outcome = result if type(result) is dict else checked_result(result, method)
+                conn = self._conn
                 if not running.cancelled and (self._close_exc is None or self._answering):
-                    send_answer(self._conn, event.method, event.request_id, outcome)
+                    send_answer(conn, method, event.request_id, outcome)
                 self._pool.computed(running)  # the reader may take the next request
-                mark = self._flush_nowait()
+                messages = conn.data_to_send()  # (_flush_nowait, inline: once per request)
+                mark = self._writer.send_nowait(messages) if messages else 0
                 if mark:
                     await self._write_through(mark)
         finally:
