@@ -1006,7 +1006,7 @@ class Session:
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
             now = self._now()
-            if data.__class__ is LocalReply:  # (made by the channel: not the peer's)
+            if type(data) is LocalReply:  # (made by the channel: not the peer's)
                 data = bytes(data)  # (the parser reads exact bytes only)
             else:
                 self._heard_at = now
@@ -1045,7 +1045,7 @@ class Session:
     def _take(self, data: bytes) -> None:
         conn = self._conn
         now = self._now()
-        if data.__class__ is LocalReply:  # (made by the channel: not the peer's)
+        if type(data) is LocalReply:  # (made by the channel: not the peer's)
             data = bytes(data)  # (the parser reads exact bytes only)
         else:
             self._heard_at = now
