@@ -122,8 +122,9 @@ class ConnectionConfig:
         max_resource_subscriptions: server, modern: URIs one listen may name.
         max_task_ids: server, modern: task ids one listen may name.
         remembered_ids: our finished request ids remembered, to tell late and
-            duplicate answers (the last this many to finish; up to twice as many
-            are held, in two generations).
+            duplicate answers (the last this many to finish; held in two
+            generations of up to this many each, and once a late or duplicate
+            answer came, an index of the older one: up to three times as many).
         request_state_key: server, modern: the HMAC key of ``requestState``.
         request_state_ttl: server, modern: seconds a ``requestState`` stays valid.
         request_state_clock: server, modern: the clock of its expiry (``None``: ``now``).
@@ -189,7 +190,7 @@ class ConnectionConfig:
     max_task_ids: int = attrs.field(default=1_024, validator=check_count(0))
     """Server, modern era: most task ids one ``subscriptions/listen`` may name
     (``taskIds``, the tasks extension); more is -32602 (``0``: none)."""
-    remembered_ids: int = 1_024
+    remembered_ids: int = attrs.field(default=1_024, validator=check_count(0))
     """How many of our finished request ids are remembered to tell late/duplicate
     answers from the peer."""
     request_state_key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))
