@@ -81,3 +81,41 @@ async def test_fail_all_settles_every_waiter_once() -> None:
     waiters.fail_all(closed)
     assert len(waiters) == 0
     assert first.outcome is closed and second.outcome is closed
+
+
+async def test_settled_twice_while_parked_wakes_once_with_the_latest() -> None:
+    # The session's close (fail_all) may settle a waiter that _reissue has just
+    # settled, before its task runs: the task is woken once (a second reschedule is
+    # an error of trio's) and reads the latest outcome.
+    waiter = Waiter(None)
+    got: list[Outcome | None] = []
+
+    async def wait() -> None:
+        await waiter.wait()
+        got.append(waiter.outcome)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        await trio.testing.wait_all_tasks_blocked()
+        first, latest = SessionClosed("first"), SessionClosed("latest")
+        waiter.settle(first)
+        waiter.settle(latest)
+    assert got == [latest]
+
+
+async def test_a_settled_wait_lets_other_tasks_run() -> None:
+    # A schedule point as well as a cancel point, as trio.Event.wait is: a caller
+    # whose answers are all in already does not starve the other tasks.
+    waiter = Waiter(None)
+    waiter.settle(SessionClosed("closed"))
+    ran = False
+
+    async def other() -> None:
+        nonlocal ran
+        ran = True
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        for _ in range(3):  # (one pass's tasks run in either order)
+            await waiter.wait()
+        assert ran
