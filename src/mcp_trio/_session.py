@@ -1376,6 +1376,10 @@ class Session:
             self._conn.receive_eof(now=trio.current_time(), keep_answering=keep_answering)
             self._note_initialized()
             self._waiters.fail_all(exc)
+            # (A request _reissue queued for a caller not yet run is an entry only its
+            # _wait_reissued removes; the close replaced that caller's Reissued, so it
+            # never runs: every caller has its outcome now, and none needs an entry.)
+            self._queued.clear()
             self._handshake_done.set()
             if self._restarting is not None:
                 self._restarting.set()  # (its waiters see the session closed)
