@@ -390,7 +390,8 @@ async def test_peer_cancellation_cancels_the_handler_and_nothing_is_answered(
         with trio.move_on_after(5) as scope:
             await client.request("tools/call", call("x"))
         assert scope.cancelled_caught
-        await handler_cancelled.wait()
+        with trio.fail_after(5):  # (the cancellation never sent: fail, not hang)
+            await handler_cancelled.wait()
         assert contexts[0].cancelled
         assert not await contexts[0].report_progress(1)
         await trio.testing.wait_all_tasks_blocked()
@@ -589,7 +590,8 @@ async def test_user_handler_nursery_tasks_end_with_the_session(
             with trio.move_on_after(1):
                 await client.request("tools/call", call("x"))
             # move_on cancelled the request: the handler is cancelled by the peer
-            await cancelled.wait()
+            with trio.fail_after(5):  # (the cancellation never sent: fail, not hang)
+                await cancelled.wait()
             cancelled = trio.Event()
             client_nursery_done = trio.Event()
 
