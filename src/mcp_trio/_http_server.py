@@ -663,7 +663,13 @@ class _Connection:
         head and the priming event, in one write (and one read for the client). Two
         scheduler passes, not one: trio runs the tasks of a pass in either order. A
         handler that waits for something sees the head written two passes later, not
-        at its first output."""
+        at its first output.
+
+        Shielded: the wait adds no cancel point. A cancellation that comes meanwhile
+        is delivered at the next one, after the head (with whatever is ready) has gone
+        out without waiting (``write_nowait``), as it did before this wait existed.
+        (No test tells a plain checkpoint apart: it would need the connection's task
+        cancelled within those two passes, which nothing outside can time.)"""
         await trio.lowlevel.cancel_shielded_checkpoint()
         if not slot.changed:
             await trio.lowlevel.cancel_shielded_checkpoint()
