@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from mcp_trio import _http_server
+from mcp_trio._http_endpoint import ResponseSlot
 from mcp_trio._http_wire import H11Stream
 
 from .test_http_support import (
@@ -64,7 +65,7 @@ async def test_only_a_posts_head_waits_for_handlers(
     waited: list[str] = []
     original = _http_server._Connection._let_handlers_start
 
-    async def spy(self: _http_server._Connection, slot: _http_server.ResponseSlot) -> None:
+    async def spy(self: _http_server._Connection, slot: ResponseSlot) -> None:
         waited.append("wait")
         await original(self, slot)
 
