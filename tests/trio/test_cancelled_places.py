@@ -29,7 +29,6 @@ from tests.core.test_connection_legacy import ready_pair
 from .helpers import client_config, server_config
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
     POST_HEADERS,
     App,
     RawConnection,
@@ -38,6 +37,7 @@ from .test_http_support import (
     raw_session,
     rpc,
     server_connection_config,
+    session_headers,
     text_of,
 )
 from .test_stdio import _initialize, _Pipe
@@ -107,7 +107,7 @@ async def test_cancelled_http_requests_give_their_places_back(nursery: trio.Nurs
     )
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         for rid in range(7, 10):
             conn = await RawConnection.open(server.port)
             try:
@@ -225,7 +225,7 @@ async def test_a_cancelled_http_request_frees_its_place_when_the_cancel_arrives(
     try:
         with trio.fail_after(IO_TIMEOUT):
             sid = await raw_session(server.port)
-            headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+            headers = session_headers(sid)
             conn = await RawConnection.open(server.port)
             try:
                 body = rpc(7, "tools/call", {"name": "slow"})

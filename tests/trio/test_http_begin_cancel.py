@@ -16,14 +16,13 @@ from mcp_trio._http_server import HttpServeHandle, serve_http
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     raw_session,
     rpc,
     server_connection_config,
+    session_headers,
 )
 
 
@@ -42,7 +41,7 @@ async def test_a_request_cancelled_while_it_waits_for_a_handler_slot_closes_its_
                 )
             )
             sid = await raw_session(handle.port)
-            headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+            headers = session_headers(sid)
             connections = [await RawConnection.open(handle.port) for _ in range(2)]
             try:
                 # The first call takes the one handler slot and keeps it...

@@ -22,14 +22,13 @@ from mcp_trio._http_wire import H11Stream, WireError
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     client_connection_config,
     raw_session,
     rpc,
+    session_headers,
     start_server,
     text_of,
 )
@@ -420,7 +419,7 @@ async def test_keepalive_comments_go_on_after_events_written_directly(
     )
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         meta = {"_meta": {"progressToken": "t"}}
         body = rpc(3, "tools/call", {**call("block", progress=True), **meta})
         conn = await RawConnection.open(server.port)
@@ -463,7 +462,7 @@ async def test_a_failed_direct_sse_write_drops_the_connection(
     server = await start_server(nursery, app, http={"response_mode": "sse"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             await conn.send("POST", headers=headers, body=rpc(4, "tools/call", call("block")))

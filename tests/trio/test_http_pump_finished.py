@@ -9,13 +9,12 @@ import trio.testing
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     raw_session,
     rpc,
+    session_headers,
     start_server,
 )
 
@@ -27,7 +26,7 @@ async def test_answers_finished_in_one_pass_are_all_closed(nursery: trio.Nursery
     server = await start_server(nursery, app, http={"response_mode": "json"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conns = [await RawConnection.open(server.port) for _ in range(3)]
         try:
             for rid, conn in enumerate(conns[:2], 10):

@@ -26,6 +26,7 @@ from .test_http_support import (
     raw_request,
     raw_session,
     rpc,
+    session_headers,
     start_server,
     text_of,
 )
@@ -291,7 +292,7 @@ async def test_a_notification_is_accepted_with_202(nursery: trio.Nursery) -> Non
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
         note = dumps({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         response = await raw_request(server.port, "POST", headers=headers, body=note)
         await trio.testing.wait_all_tasks_blocked()
     assert response.status == 202 and got == [sid]
@@ -386,7 +387,7 @@ async def test_in_json_mode_a_cancelled_request_gets_an_empty_event_stream(
     server = await start_server(nursery, app, http={"response_mode": "json"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             await conn.send("POST", headers=headers, body=rpc(7, "tools/call", call("block")))

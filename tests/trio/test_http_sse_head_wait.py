@@ -16,12 +16,12 @@ from mcp_trio._http_wire import H11Stream
 from .test_http_support import (
     IO_TIMEOUT,
     LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     raw_session,
     rpc,
+    session_headers,
     start_server,
 )
 
@@ -43,7 +43,7 @@ async def test_every_answer_given_at_once_goes_out_with_its_head(
     server = await start_server(nursery, App(), http={"response_mode": "sse"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         counts = []
         try:
@@ -82,7 +82,7 @@ async def test_only_a_posts_head_waits_for_handlers(
         finally:
             await conn.aclose()
         assert waited == []  # the GET stream's head went out at once
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             await conn.send("POST", headers=headers, body=rpc(7, "tools/call", call("echo")))

@@ -17,13 +17,12 @@ from mcp_trio._http_wire import H11Stream
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     raw_session,
     rpc,
+    session_headers,
     start_server,
 )
 
@@ -59,7 +58,7 @@ async def test_an_answer_given_at_once_goes_out_with_the_head_in_one_write(
     server = await start_server(nursery, app, http={"response_mode": "sse"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             # The fast path: the handler answers in its first step.

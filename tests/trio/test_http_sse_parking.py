@@ -12,13 +12,12 @@ from mcp_trio._http_config import HttpTransportConfig
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     raw_session,
     rpc,
+    session_headers,
     start_server,
 )
 
@@ -47,7 +46,7 @@ async def test_an_answer_written_as_the_wait_times_out_keeps_the_connection(
     )
     with trio.fail_after(IO_TIMEOUT + ROUNDS * 5.0):  # (the clock jumps 5 s a request)
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             for rid in range(1, ROUNDS + 1):

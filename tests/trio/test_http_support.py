@@ -357,13 +357,18 @@ async def raw_request(port: int, method: str, target: str = "/mcp", **kwargs: An
         await conn.aclose()
 
 
+def session_headers(sid: str) -> tuple[tuple[str, str], ...]:
+    """A legacy POST's headers in the session ``sid`` (started by :func:`raw_session`)."""
+    return (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+
+
 async def raw_session(port: int) -> str:
     """A legacy session started by hand (initialize + initialized); returns its id."""
     response = await raw_request(port, "POST", body=initialize_body())
     assert response.status == 200, response
     sid = response.headers["mcp-session-id"]
     note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+    headers = session_headers(sid)
     assert (await raw_request(port, "POST", headers=headers, body=note)).status == 202
     return sid
 

@@ -9,13 +9,12 @@ import trio
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
     raw_session,
     rpc,
+    session_headers,
     start_server,
 )
 
@@ -29,7 +28,7 @@ async def test_the_timer_is_armed_at_the_core_deadline_after_a_direct_answer(
     endpoint = server._endpoint
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             await conn.send("POST", headers=headers, body=rpc(7, "tools/call", call("echo")))

@@ -16,7 +16,6 @@ from mcp_trio._http_config import HttpTransportConfig
 
 from .test_http_support import (
     IO_TIMEOUT,
-    LEGACY,
     MODERN,
     POST_HEADERS,
     App,
@@ -24,6 +23,7 @@ from .test_http_support import (
     call,
     raw_session,
     rpc,
+    session_headers,
     start_server,
 )
 
@@ -138,7 +138,7 @@ async def test_answers_ready_at_once_and_errors_in_each_mode(
     server = await start_server(nursery, http={"response_mode": mode})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         conn = await RawConnection.open(server.port)
         try:
             answers = []
@@ -171,7 +171,7 @@ async def test_sse_events_pushed_while_a_write_is_pending_all_arrive(
     server = await start_server(nursery, http={"response_mode": "sse"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", LEGACY))
+        headers = session_headers(sid)
         body = rpc(5, "tools/call", {**call("progress", steps=20), "_meta": {"progressToken": "t"}})
         conn = await RawConnection.open(server.port)
         try:
