@@ -5,13 +5,11 @@ POST waits: a GET stream starts no handler, so its head is not held back."""
 
 from __future__ import annotations
 
-import h11
 import pytest
 import trio
 
 from mcp_trio import _http_server
 from mcp_trio._http_endpoint import ResponseSlot
-from mcp_trio._http_wire import H11Stream
 
 from .test_http_support import (
     IO_TIMEOUT,
@@ -21,6 +19,7 @@ from .test_http_support import (
     call,
     raw_session,
     rpc,
+    server_writes,
     session_headers,
     start_server,
 )
@@ -31,15 +30,7 @@ async def test_every_answer_given_at_once_goes_out_with_its_head(
 ) -> None:
     # One scheduler pass lets the handler answer first only in about half the runs
     # (trio runs a pass's tasks in either order): forty calls catch a single pass.
-    writes: list[bytes] = []
-    original = H11Stream.write_nowait
-
-    def spy(self: H11Stream, data: bytes) -> bytes | memoryview:
-        if self.h11.our_role is h11.SERVER:
-            writes.append(bytes(data))
-        return original(self, data)
-
-    monkeypatch.setattr(H11Stream, "write_nowait", spy)
+    writes = server_writes(monkeypatch)
     server = await start_server(nursery, App(), http={"response_mode": "sse"})
     with trio.fail_after(IO_TIMEOUT):
         sid = await raw_session(server.port)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import re
 
-import h11
 import pytest
 import trio
 import trio.testing
-
-from mcp_trio._http_wire import H11Stream
 
 from .test_http_support import (
     IO_TIMEOUT,
@@ -22,23 +19,10 @@ from .test_http_support import (
     call,
     raw_session,
     rpc,
+    server_writes,
     session_headers,
     start_server,
 )
-
-
-def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Record what the server writes without waiting (its writes on plain TCP)."""
-    writes: list[bytes] = []
-    original = H11Stream.write_nowait
-
-    def spy(self: H11Stream, data: bytes) -> bytes | memoryview:
-        if self.h11.our_role is h11.SERVER:
-            writes.append(bytes(data))
-        return original(self, data)
-
-    monkeypatch.setattr(H11Stream, "write_nowait", spy)
-    return writes
 
 
 def _shape(response: bytes) -> bytes:
@@ -53,7 +37,7 @@ def _shape(response: bytes) -> bytes:
 async def test_an_answer_given_at_once_goes_out_with_the_head_in_one_write(
     nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writes = _spy(monkeypatch)
+    writes = server_writes(monkeypatch)
     app = App()
     server = await start_server(nursery, app, http={"response_mode": "sse"})
     with trio.fail_after(IO_TIMEOUT):

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 import h11
+import pytest
 import trio
 import trio.testing
 
@@ -27,6 +28,7 @@ from mcp_trio import Handlers, InputRequiredResult, RequestTimeout, SessionConfi
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_context import HttpRequestContext
 from mcp_trio._http_server import HttpServeHandle, serve_http
+from mcp_trio._http_wire import H11Stream
 
 from .helpers import CLIENT_CAPS
 
@@ -355,6 +357,21 @@ async def raw_request(port: int, method: str, target: str = "/mcp", **kwargs: An
         return await conn.response()
     finally:
         await conn.aclose()
+
+
+def server_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Record, in order, what the server writes without waiting (``write_nowait``: its
+    writes on plain TCP); the client's writes are left out."""
+    writes: list[bytes] = []
+    original = H11Stream.write_nowait
+
+    def spy(self: H11Stream, data: bytes) -> bytes | memoryview:
+        if self.h11.our_role is h11.SERVER:
+            writes.append(bytes(data))
+        return original(self, data)
+
+    monkeypatch.setattr(H11Stream, "write_nowait", spy)
+    return writes
 
 
 def session_headers(sid: str) -> tuple[tuple[str, str], ...]:
