@@ -53,16 +53,17 @@ async def test_unused_slots_go_back() -> None:
     assert pool.acquire_nowait()
 
 
-async def test_wait_idle() -> None:
+async def test_wait_idle(autojump_clock: trio.testing.MockClock) -> None:
     pool = HandlerPool(compute=2, backlog=2)
     await pool.wait_idle()  # nothing runs
     assert pool.acquire_nowait()
     running = pool.begin(None)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(pool.wait_idle)
-        nursery.start_soon(pool.wait_idle)
-        await trio.testing.wait_all_tasks_blocked()
-        pool.finish(running)
+    with trio.fail_after(5):  # (a hang is the failure, not a test run that never ends)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pool.wait_idle)
+            nursery.start_soon(pool.wait_idle)
+            await trio.testing.wait_all_tasks_blocked()
+            pool.finish(running)
 
 
 async def test_a_finished_handler_wakes_the_reader_without_on_freed(
