@@ -740,3 +740,56 @@ async def test_a_refresh_never_takes_a_stored_token_of_another_key(
     assert fake.token_requests[-1]["grant_type"] == "refresh_token"
     for token, proof in fake.mcp_proofs:  # never a token with another key's proof
         assert jwk_thumbprint(verify(proof)[0]["jwk"]) == fake.bound[token]
+
+
+@attrs.define
+class PostsFake(DpopFake):
+    """Records the method and headers of every POST to its MCP endpoint."""
+
+    posts: list[tuple[str, dict[str, str]]] = attrs.field(factory=list)
+
+    async def route(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        if method == "POST" and target.partition("?")[0] == "/mcp":
+            self.posts.append((str(loads(body).get("method")), dict(headers)))
+        return await super().route(method, target, headers, body)
+
+
+async def test_each_legacy_post_carries_the_current_token_and_its_own_proof(
+    nursery: trio.Nursery,
+) -> None:
+    # A legacy POST's own headers are built once per session id and version
+    # (HttpClient._legacy_post); the token and its proof are added per request: a token
+    # refreshed in the middle of a session goes out at once, and no proof goes twice.
+    fake = await start_fake(nursery, PostsFake, refresh_tokens=True)
+    now = [1000.0]
+    auth = oauth(dpop=True, clock=lambda: now[0])
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(fake.url, era="legacy", auth=auth) as client:
+            await client.list_tools()
+            await client.list_tools()
+            now[0] += 7200  # expired: refreshed before the next request
+            await client.call_tool("echo", {"text": "hi"})
+            await client.list_tools()
+    assert [r["grant_type"] for r in fake.token_requests] == ["authorization_code", "refresh_token"]
+    first, second = fake.bound  # (in the order issued)
+    proved = [(m, h) for m, h in fake.posts if h.get("authorization", "").startswith("DPoP ")]
+    calls = [(m, h["authorization"][5:]) for m, h in proved if m in ("tools/list", "tools/call")]
+    assert calls == [
+        ("tools/list", first),
+        ("tools/list", first),
+        ("tools/call", second),
+        ("tools/list", second),
+    ]
+    jtis = set()
+    for _, headers in proved:
+        token = headers["authorization"][5:]
+        _, claims = verify(headers["dpop"])
+        assert claims["htm"] == "POST" and claims["ath"] == access_token_hash(token)
+        jtis.add(claims["jti"])
+    assert len(jtis) == len(proved)
+    # ... with the session's own headers, the same on each POST after initialize.
+    session = [h for m, h in proved if m != "initialize"]
+    assert len({h["mcp-session-id"] for h in session}) == 1
+    assert {h["mcp-protocol-version"] for h in session} == {"2025-11-25"}
