@@ -8,6 +8,8 @@ tests pin what happens when the configured ``implementation`` cannot be encoded.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 
 from mcp_sansio import Connection, ConnectionConfig
@@ -56,3 +58,21 @@ def test_a_server_info_is_encoded_as_the_general_path_decorates() -> None:
             "resultType": "complete",
             "_meta": {"io.modelcontextprotocol/serverInfo": info},
         }
+
+
+@pytest.mark.parametrize("era", ["modern", "auto"])
+def test_a_client_info_that_cannot_be_encoded_fails_start_and_changes_nothing(
+    era: Literal["modern", "auto"],
+) -> None:
+    # The envelope is encoded where it is built, before the probe is registered: the
+    # probe's TypeError leaves no request in flight, no timer and nothing to send, and
+    # start() may be called again (it raised "already started" over a probe that never
+    # went out when the envelope was first encoded with the message).
+    info = {"name": "c", "version": object()}
+    client = Connection("client", ConnectionConfig(implementation=info, era=era))
+    for _ in (1, 2):
+        with pytest.raises(TypeError):
+            client.start(now=0.0)
+        assert client.pending_requests() == ()
+        assert client.next_deadline() is None
+        assert client.data_to_send() == []
