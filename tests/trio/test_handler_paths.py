@@ -197,3 +197,65 @@ async def test_what_is_not_the_handlers_failure_is_raised_again(
     assert info.value.exceptions == (cancelled,)
     logged = [r.getMessage() for r in caplog.records]
     assert logged == ["handler for 'tools/call' (request 1) failed"]
+
+
+@pytest.mark.parametrize("general", [False, True], ids=["inline", "general"])
+async def test_a_cancelled_handler_whose_nursery_failed_too_is_logged_and_the_session_goes_on(
+    general: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The peer cancels a request whose handler has a child task that fails as it is
+    # cancelled: the handler raises a group of its cancellation and that failure. On
+    # both paths the failure is logged, the cancellation ends the handler (nothing is
+    # answered) and the session goes on. (Mutant: the inline path catches Exception,
+    # not BaseException -> the group escapes the handler's task and ends the session.)
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    running = trio.Event()
+    handlers = Handlers()
+
+    async def child() -> None:
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            raise ValueError("its cleanup failed") from None
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> Any:
+        assert ctx.params is not None
+        if ctx.params["name"] == "hang":
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(child)
+                running.set()
+                await trio.sleep_forever()
+        return {"content": [], "name": ctx.params["name"]}
+
+    if general:
+        handlers.required_scopes = lambda principal, method, params: []
+    client_channel, server_channel = memory_channel_pair()
+    with trio.fail_after(10):
+        async with (
+            open_session(
+                server_channel,
+                "server",
+                handlers=handlers,
+                connection_config=ConnectionConfig(capabilities={"tools": {}}),
+                principal=ALICE if general else None,
+            ) as server,
+            open_session(
+                client_channel, "client", connection_config=ConnectionConfig(era="legacy")
+            ) as client,
+        ):
+            await client.start()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.request, "tools/call", {"name": "hang"})
+                await running.wait()
+                nursery.cancel_scope.cancel()  # (the client tells the server)
+            result = await client.request("tools/call", {"name": "after"})
+            assert result["name"] == "after"
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.statistics().running_handlers == 0
+    logged = [
+        (r.getMessage(), type(r.exc_info[1]) if r.exc_info else None)
+        for r in caplog.records
+        if r.name == "mcp_trio" and r.levelno >= logging.WARNING
+    ]
+    assert logged == [("handler for 'tools/call' (request 2) failed", ExceptionGroup)]
