@@ -140,7 +140,9 @@ class ConnectionConfig:
     """
 
     implementation: dict[str, Any] = attrs.field(factory=_default_info)
-    """Our ``Implementation`` object (``clientInfo`` / ``serverInfo``): name, version, ..."""
+    """Our ``Implementation`` object (``clientInfo`` / ``serverInfo``): name, version, ...
+    A modern connection encodes it once, for the ``_meta`` it sends with every
+    message: change it by building a new config, never in place."""
     capabilities: dict[str, Any] = attrs.field(factory=dict, validator=_check_capabilities)
     """Our capabilities (``ClientCapabilities`` or ``ServerCapabilities``). Each key of
     ``extensions`` is an extension id: a ``_meta`` key with a prefix, such as
