@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from typing import TypeAlias
+from unittest import mock
 
 import attrs
 import pytest
@@ -862,3 +863,110 @@ def test_arbitrary_bytes_never_raise(stream: bytes, limit: int, cuts: list[int])
         assert isinstance(message, MessageTooLarge) or 0 < len(message) <= limit
     for event in decode_events(cut(stream, cuts), limit)[0]:
         assert isinstance(event, (SSEEvent, MessageTooLarge))
+
+
+# --------------------------------------------------------------------------------------
+# SSE: the fast path (whole lines held in local variables) against the line-by-line one
+# --------------------------------------------------------------------------------------
+
+
+def _line_by_line(self: SSEDecoder, data: bytes, start: int) -> int:
+    """What ``SSEDecoder._assemble`` stands for: ``_add_line`` for each complete line."""
+    lines = data[start:].split(b"\n")
+    rest = lines.pop()
+    for line in lines:
+        self._add_line(line)
+    return len(data) - len(rest)
+
+
+def _trace(chunks: list[bytes], limit: int) -> list[object]:
+    """Everything a caller can see after each chunk, and after the end."""
+    decoder = SSEDecoder(limit)
+    seen: list[object] = []
+    for chunk in chunks:
+        decoder.feed(chunk)
+        seen += [drain_events(decoder), decoder.buffered_bytes]
+        seen += [decoder.last_event_id, decoder.retry]
+    decoder.feed_eof()
+    seen += [drain_events(decoder), decoder.last_event_id, decoder.retry]
+    return seen
+
+
+sse_endings = st.sampled_from([b"\n", b"\r\n", b"\r"])
+sse_field_lines = st.one_of(
+    st.builds(lambda v: b"data: " + v, st.binary(max_size=12).filter(lambda b: b"\n" not in b)),
+    st.sampled_from(
+        [
+            *(b"data", b"data:", b"data:x", b"data:  two", b"id: 7", b"id:", b"id: a\0b", b"id"),
+            *(b"event: ping", b"event:", b"retry: 250", b"retry: 0012", b"retry: 1x", b"retry"),
+            *(b": comment", b":", b"unknown: field", b"Data: case", "é: ü".encode(), b"\xff: x"),
+        ]
+    ),
+)
+sse_blocks = st.lists(st.lists(sse_field_lines, max_size=4), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    blocks=sse_blocks,
+    ending=sse_endings,
+    head=st.sampled_from([b"", BOM, b"\n"]),
+    tail=st.sampled_from([b"", b"data: unfinished", b"data: x\n"]),
+    limit=st.one_of(st.integers(1, 60), st.just(DEFAULT_MAX_MESSAGE_SIZE)),
+    cuts=st.lists(st.integers(0, 300), max_size=8),
+)
+def test_sse_any_split_matches_the_line_by_line_path(
+    blocks: list[list[bytes]],
+    ending: bytes,
+    head: bytes,
+    tail: bytes,
+    limit: int,
+    cuts: list[int],
+) -> None:
+    # Events of any shape, cut anywhere (one chunk of whole events is the usual case):
+    # the same events, ids, retry and buffered bytes, chunk by chunk, as a decoder that
+    # takes every line through _add_line; and the same as the spec's reference.
+    stream = head + b"".join(ending.join([*block, b""]) + ending for block in blocks) + tail
+    chunks = list(cut(stream, cuts))
+    fast = _trace(chunks, limit)
+    with mock.patch.object(SSEDecoder, "_assemble", _line_by_line):
+        assert _trace(chunks, limit) == fast
+    events, decoder = decode_events(chunks, limit)
+    assert (normalized(events, limit), decoder.last_event_id, decoder.retry) == reference_sse(
+        stream, limit
+    )
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_sse_a_chunk_that_reaches_the_limit(extra: int) -> None:
+    # The fast path takes a chunk only when no line of it can cross the bound: at the
+    # bound exactly it does, one byte over the lines go one by one and the event that
+    # crosses it is dropped, while the events before it in the same chunk are kept.
+    first = b"id: 1\ndata: a\n\n"  # 11 bytes of lines
+    second = b"data: " + b"b" * 8 + b"\n\n"  # 14 bytes
+    stream = first + second + b"data: c\n\n"
+    decoder = SSEDecoder(len(stream) - 4 - extra)  # (the chunk less its 4 blank lines' LFs)
+    decoder.feed(b"data: 12345\n")  # 11 bytes of an event, then the rest of it
+    decoder.feed(b"\n" + stream)
+    expected: list[Item] = [SSEEvent(data="12345"), SSEEvent(data="a", id="1")]
+    expected += [SSEEvent(data="b" * 8), SSEEvent(data="c")]
+    assert drain_events(decoder) == expected
+    decoder = SSEDecoder(14 - extra)  # the second event's size, or one less
+    decoder.feed(stream)
+    assert normalized(drain_events(decoder), 14 - extra) == [
+        SSEEvent(data="a", id="1"),
+        SSEEvent(data="b" * 8) if not extra else TOO_LARGE,
+        SSEEvent(data="c"),
+    ]
+    assert decoder.last_event_id == "1"
+
+
+def test_sse_a_large_event_in_one_chunk() -> None:
+    # A megabyte of data in one line, then the next event, in one chunk and cut in the
+    # middle of the data: the lines are found by a scan, the event comes whole.
+    big = b"y" * (1 << 20)
+    stream = b"id: 9\r\ndata: " + big + b"\r\n\r\ndata: next\r\n\r\n"
+    for chunks in ([stream], [stream[: len(big) // 2], stream[len(big) // 2 :]]):
+        events, decoder = decode_events(chunks)
+        assert events == [SSEEvent(data=big.decode(), id="9"), SSEEvent(data="next")]
+        assert decoder.last_event_id == "9"
