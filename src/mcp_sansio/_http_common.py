@@ -100,17 +100,19 @@ def _as_bytes(value: bytes | str) -> bytes:
     return value.encode("latin-1") if isinstance(value, str) else bytes(value)
 
 
+_LOWER: Final = bytes.lower
+_STRIP: Final = bytes.strip
+
+
 def _normalize_headers(value: HeaderInput) -> Headers:
     if type(value) is list or type(value) is tuple:
-        # The common case (an HTTP library's byte pairs) without a call per field.
-        out = []
-        for item in value:
-            name, val = item
-            if type(name) is not bytes or type(val) is not bytes:
-                break
-            out.append((name.lower(), val.strip(b" \t")))
-        else:
-            return tuple(out)
+        # The common case (an HTTP library's byte pairs) in one comprehension: the
+        # unbound bytes methods refuse anything else (a str, a bytearray: TypeError),
+        # which takes the general path below.
+        try:
+            return tuple([(_LOWER(name), _STRIP(val, b" \t")) for name, val in value])
+        except (TypeError, ValueError):
+            pass  # (not pairs: the general path raises as it always did)
     items = value.items() if isinstance(value, Mapping) else value
     return tuple((_as_bytes(name).lower(), _as_bytes(val).strip(b" \t")) for name, val in items)
 

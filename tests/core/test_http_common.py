@@ -332,6 +332,25 @@ def test_header_lookups_follow_the_fields_through_copies_and_mixed_types() -> No
     assert HttpResponse(status=200, headers=[(b"A", b"x"), (b"a", b"y")]).header("a") == "x, y"
 
 
+def test_header_pairs_of_any_bytes_like_type_are_normalized_alike() -> None:
+    class Name(bytes):
+        pass
+
+    expected = ((b"x-a", b"1"), (b"x-b", b"2"))
+    cases: list[list[tuple[Any, Any]]] = [
+        [(b"X-A", b" 1"), (b"X-B", b"2\t")],  # (the one-comprehension path)
+        [(bytearray(b"X-A"), b"1"), (b"X-B", bytearray(b" 2 "))],
+        [(Name(b"X-A"), Name(b"1 ")), ("X-B", "2")],
+    ]
+    for fields in cases:
+        for given_as in (fields, tuple(fields)):
+            normalized = HttpResponse(status=200, headers=given_as).headers
+            assert normalized == expected
+            assert all(type(n) is bytes and type(v) is bytes for n, v in normalized)
+    with pytest.raises(ValueError, match="unpack"):
+        HttpResponse(status=200, headers=[(b"x-a", b"1", b"extra")])  # type: ignore[list-item]
+
+
 def test_the_same_accept_value_gives_the_same_answer_every_time() -> None:
     accept = "text/event-stream;q=0, application/json"
     for _ in range(3):
