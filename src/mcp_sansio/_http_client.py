@@ -115,6 +115,7 @@ from ._http_common import (
     HeaderParam,
     HttpRequest,
     HttpResponse,
+    _normalize_headers,
     encode_header_value,
     field_value,
     parse_header_params,
@@ -144,6 +145,7 @@ __all__ = [
 
 _ACCEPT: Final = b"application/json, text/event-stream"
 _REDIRECTS: Final = frozenset({307, 308})
+_SESSION_ID_FIELD: Final = MCP_SESSION_ID.encode()
 _OLD_SESSION_NOTIFICATIONS: Final = frozenset({"notifications/cancelled", "notifications/progress"})
 """Notifications about messages of the session they were written in: meaningless to the
 session that replaces a lost one (see :class:`SessionPending`)."""
@@ -397,13 +399,49 @@ class ClientResponse:
     Do not create it yourself: :meth:`HttpClient.response` does.
     """
 
+    # What most answers never change is a class default, shadowed per instance only
+    # when set (an answer is read per request: each assignment in __init__ costs).
+    session_expired: Literal["restart", "resend", "end"] | None = None
+    """404 to a request that carried a session id: what to do (see the module docs);
+    ``None`` for any other answer."""
+    resend: tuple[RequestId, ...] = ()
+    """With ``session_expired`` ``"restart"`` or ``"resend"``, once the body ended: the
+    requests of this POST, which the server never processed (not cancelled
+    meanwhile). Give them to ``Connection.resend_request``."""
+    fell_back: bool = False
+    """This answer settled the era probe as legacy: the connection will ``initialize``."""
+    redirect: ClientRequest | None = None
+    """For ``redirect``: the same request aimed at the new same-origin location."""
+    warnings_dropped: int = 0
+    """Warnings of this response past the first ``max_warnings``: counted, not kept."""
+    events_with_data: int = 0
+    """SSE events carrying a message so far: a resumption that brings none (only a
+    priming event, whatever its id) brought nothing new."""
+    broken: tuple[RequestId, ...] = ()
+    """Modern: after :meth:`feed_eof`, the requests whose stream broke after they
+    were sent, left unanswered and not failed: the binding re-issues each
+    (``Connection.reissue_request``) or fails it with ``http_error(rid,
+    broken_why)`` (see the module docs)."""
+    broken_why: str = ""
+    """Why :attr:`broken` broke, for people."""
+    unheard: tuple[RequestId, ...] = ()
+    """After :meth:`feed_eof`: the requests whose error is not the server's (made
+    here in place of an answer that never came, or a gateway's passed on; see the
+    module docs, "Whose words"), in order; their errors are the last messages it
+    returned. Empty when the server answered (even with an error) or nothing was
+    failed."""
+    _warned = 0
+    _too_large = False
+    _done = False
+    _problem: str | None = None
+    _refusal: tuple[str, dict[str, Any]] | None = None  # (see _refusal)
+
     def __init__(
         self,
         client: HttpClient,
         sent: ClientRequest,
         status: int,
         kind: Literal["json", "sse", "accepted", "error", "redirect"],
-        content_type: str | None,
     ) -> None:
         self._client = client
         self._sent = sent
@@ -411,50 +449,16 @@ class ClientResponse:
         """The HTTP status code."""
         self.kind: Final = kind
         """``json``, ``sse``, ``accepted`` (202/204), ``error``, or ``redirect``."""
-        self.session_expired: Literal["restart", "resend", "end"] | None = None
-        """404 to a request that carried a session id: what to do (see the module docs);
-        ``None`` for any other answer."""
-        self.resend: tuple[RequestId, ...] = ()
-        """With ``session_expired`` ``"restart"`` or ``"resend"``, once the body ended: the
-        requests of this POST, which the server never processed (not cancelled
-        meanwhile). Give them to ``Connection.resend_request``."""
-        self.fell_back = False
-        """This answer settled the era probe as legacy: the connection will ``initialize``."""
-        self.redirect: ClientRequest | None = None
-        """For ``redirect``: the same request aimed at the new same-origin location."""
         self.warnings: list[str] = []
         """Things dropped on the way (oversize events, tools with invalid ``x-mcp-header``),
         not taken yet (:meth:`take_warnings`): the first ``max_warnings`` of this response
         (:class:`HttpClientConfig`), then a note that later ones are only counted."""
-        self.warnings_dropped = 0
-        """Warnings of this response past the first ``max_warnings``: counted, not kept."""
-        self._warned = 0
-        self.events_with_data = 0
-        """SSE events carrying a message so far: a resumption that brings none (only a
-        priming event, whatever its id) brought nothing new."""
-        self._content_type = content_type
         self._body = bytearray()
-        self._too_large = False
         self._dropped = sent.dropped  # the bound an SSE event was dropped for, if any
         self._decoder = SSEDecoder(client.config.max_event_size) if kind == "sse" else None
-        self._waiting = dict.fromkeys(sent.request_ids)
-        self.broken: tuple[RequestId, ...] = ()
-        """Modern: after :meth:`feed_eof`, the requests whose stream broke after they
-        were sent, left unanswered and not failed: the binding re-issues each
-        (``Connection.reissue_request``) or fails it with ``http_error(rid,
-        broken_why)`` (see the module docs)."""
-        self.broken_why = ""
-        """Why :attr:`broken` broke, for people."""
-        self.unheard: tuple[RequestId, ...] = ()
-        """After :meth:`feed_eof`: the requests whose error is not the server's (made
-        here in place of an answer that never came, or a gateway's passed on; see the
-        module docs, "Whose words"), in order; their errors are the last messages it
-        returned. Empty when the server answered (even with an error) or nothing was
-        failed."""
-        self._methods = dict(zip(sent.request_ids, sent.methods, strict=True))
-        self._done = False
-        self._problem: str | None = None
-        self._refusal: tuple[str, dict[str, Any]] | None = None  # (see _refusal)
+        request_ids = sent.request_ids
+        self._waiting = dict.fromkeys(request_ids)
+        self._methods = dict(zip(request_ids, sent.methods, strict=True))
         # The session the stream belongs to: the one the request carried, or the one
         # an initialize response starts. Only a stream of the session in use resumes.
         self._session_id = sent.session_id
@@ -621,9 +625,9 @@ class ClientResponse:
         Wait :attr:`retry_ms` first.
         """
         sent = self._sent
-        if self._decoder is None or sent.modern or self._client.era is Era.MODERN:
-            return None
-        if not self.last_event_id or (sent.request_ids and not self._waiting):
+        if self._decoder is None or (sent.request_ids and not self._waiting):
+            return None  # (the usual: every answer came)
+        if sent.modern or self._client.era is Era.MODERN or not self.last_event_id:
             return None
         if self._client.session_id is None or self._session_id != self._client.session_id:
             return None  # (a stream of a session that is gone: its answers are lost)
@@ -1098,18 +1102,20 @@ class HttpClient:
             The reader: feed it the body (even for errors: a modern server explains itself
             in a JSON-RPC error body).
         """
-        head = HttpResponse(status=status, headers=headers)
-        ctype = field_value(head.headers, b"content-type")  # (no header table: one lookup)
+        # Looked up by a scan each (a few lookups: cheaper than a table); an HttpResponse
+        # is built only for an error (_refusal).
+        fields = _normalize_headers(headers)
+        ctype = field_value(fields, b"content-type")
         media = ctype.split(";", 1)[0].strip().lower() if ctype else None
-        location = head.header("location") if status in _REDIRECTS else None
+        location = field_value(fields, b"location") if status in _REDIRECTS else None
         target: str | None = None
         problem: str | None = None
         kind: Literal["json", "sse", "accepted", "error", "redirect"]
         if status in (202, 204):
             kind = "accepted"
-        elif 200 <= status < 300 and media == SSE_TYPE:
+        elif media == SSE_TYPE and 200 <= status < 300:
             kind = "sse"
-        elif 200 <= status < 300 and media == JSON_TYPE:
+        elif media == JSON_TYPE and 200 <= status < 300:
             kind = "json"
         elif follow_redirects and location and self._same_origin(location):
             target = _redirect_target(self.url, location)
@@ -1123,11 +1129,11 @@ class HttpClient:
                 problem = f"the redirect's Location {shown} is not a valid request target"
         else:
             kind = "error"
-        reader = ClientResponse(self, sent, status, kind, media)
-        reader._problem = problem
+        reader = ClientResponse(self, sent, status, kind)
         if kind == "error":
-            reader._refusal = _refusal(head)
-        if kind in ("json", "sse", "accepted") and sent.modern and self.era is None:
+            reader._problem = problem
+            reader._refusal = _refusal(HttpResponse(status=status, headers=fields))
+        if sent.modern and self.era is None and kind in ("json", "sse", "accepted"):
             self.era = Era.MODERN
         if target is not None:
             reader.redirect = attrs.evolve(sent, request=attrs.evolve(sent.request, target=target))
@@ -1145,13 +1151,11 @@ class HttpClient:
                 # stream (a client that only listens makes no requests; everything it
                 # receives comes after such a head).
                 self._unconfirmed = False
-        if "initialize" in sent.methods and kind != "redirect":
+        if "initialize" not in sent.methods:
+            return reader
+        if kind != "redirect":
             self._restarting = False  # a new session, or none: post() may go on
-        if (
-            kind in ("json", "sse")
-            and "initialize" in sent.methods
-            and (sid := head.header(MCP_SESSION_ID)) is not None
-        ):
+        if kind in ("json", "sse") and (sid := field_value(fields, _SESSION_ID_FIELD)) is not None:
             if sid and all(0x21 <= ord(c) <= 0x7E for c in sid):
                 self.session_id = reader._session_id = sid  # (its stream is that session's)
             else:
