@@ -784,14 +784,22 @@ class HttpChannel(MessageChannel):
             self._restart(reader)  # now, before any checkpoint: see the module docs
         try:
             complete = False
+            offer = self._inbox.offer
             try:
                 while True:
-                    event = await wire.next_event()
-                    if isinstance(event, h11.Data):
+                    # (wire.next_event, without a coroutine per event: the body is most
+                    # often in by the time its head is, and awaits nothing.)
+                    event = wire.next_event_nowait()
+                    if event is None:
+                        await wire.receive()
+                        continue
+                    if type(event) is h11.Data:
                         messages = reader.feed(bytes(event.data))
-                        _log_warnings(reader)  # as they come: a stream may last for hours
+                        if reader.warnings:  # as they come: a stream may last for hours
+                            _log_warnings(reader)
                         for message in messages:
-                            await self._deliver(message)
+                            if not offer(message):  # (else the session took it in passing)
+                                await self._queue(message)
                     elif isinstance(event, h11.EndOfMessage):
                         complete = True
                         break
@@ -816,7 +824,8 @@ class HttpChannel(MessageChannel):
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
             for message in messages:
-                await self._deliver(message)
+                if not offer(message):
+                    await self._queue(message)
             if reader.broken:
                 await self._fail(reader.broken, reader.broken_why, broke=True)
         finally:
@@ -837,8 +846,11 @@ class HttpChannel(MessageChannel):
                 await wire.aclose()
 
     async def _deliver(self, message: bytes) -> None:
-        if self._inbox.offer(message):
-            return  # the session acted on it in this task: no hop to its reader
+        if not self._inbox.offer(message):  # (else the session acted on it in this task)
+            await self._queue(message)
+
+    async def _queue(self, message: bytes) -> None:
+        """Queue ``message`` for the session's reader (it was not taken in passing)."""
         with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             # Room in the inbox: no scheduler round trip (the async send always yields).
             try:
