@@ -676,6 +676,8 @@ class SSEDecoder:
 
 
 def _encode_field_value(value: str, what: str, forbidden: str) -> bytes:
+    if value.isascii() and value.isprintable():
+        return value.encode()  # (the usual id: no CR, LF or NUL, nothing to check)
     for char in forbidden:
         if char in value:
             raise LocalProtocolError(f"an SSE {what} must not contain {char!r}")

@@ -212,11 +212,21 @@ class HttpResponse:
         return _header(self, name)
 
 
+_JSON_HEADERS: Final[Headers] = ((b"content-type", b"application/json"),)
+
+
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:
     """An ``application/json`` response."""
-    return HttpResponse(
-        status=status, headers=((b"content-type", b"application/json"), *extra), body=body
-    )
+    if extra:
+        return HttpResponse(status=status, headers=(*_JSON_HEADERS, *extra), body=body)
+    # Every JSON answer: its one header is normalized already (no converter pass).
+    response = object.__new__(HttpResponse)
+    set_ = object.__setattr__
+    set_(response, "status", status)
+    set_(response, "headers", _JSON_HEADERS)
+    set_(response, "body", body)
+    set_(response, "_index", None)
+    return response
 
 
 def error_body(error: ErrorData, request_id: str | int | None = None) -> bytes:
@@ -303,6 +313,11 @@ def _split_host_port(authority: str) -> tuple[str, str | None]:
     return host, port
 
 
+_split_entry: Final = functools.lru_cache(maxsize=64)(_split_host_port)
+"""``_split_host_port`` of an allow-list entry: the configured entries, split once each
+rather than for every request (bounded: a configuration names a few)."""
+
+
 def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
     """Whether a ``Host`` value (``name[:port]``) is one of ``allowed``.
 
@@ -313,7 +328,7 @@ def host_allowed(host: str | None, allowed: Sequence[str]) -> bool:
         return False
     name, port = _split_host_port(host)
     for entry in allowed:
-        ename, eport = _split_host_port(entry)
+        ename, eport = _split_entry(entry)
         if ename != name:
             continue
         if eport in ("*", port):

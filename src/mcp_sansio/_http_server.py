@@ -1997,20 +1997,22 @@ class HttpServer:
 
     def next_deadline(self) -> float | None:
         """When :meth:`handle_timer` must next be called, or ``None``."""
-        deadlines: list[float] = []
+        # (Called after every request: no list, and no call for a table that is empty.)
+        deadline = None
         timeout = self.config.session_idle_timeout
-        if timeout is not None:
-            idle = self._evictable()
-            if idle is not None:
-                deadlines.append(idle.last_active + timeout)
-        for session in self._watched.values():
-            self._refresh_timer(session)
-        self._watched.clear()
-        first = self._next_timer()
+        if timeout is not None and self._idle:
+            # The least recently active idle session (_evictable with no principal).
+            deadline = next(iter(self._idle.values())).last_active + timeout
+        if self._watched:
+            for session in self._watched.values():
+                self._refresh_timer(session)
+            self._watched.clear()
+        first = self._next_timer() if self._timers else None
         if first is not None:
             assert first.deadline is not None
-            deadlines.append(first.deadline)
-        return min(deadlines, default=None)
+            if deadline is None or first.deadline < deadline:
+                deadline = first.deadline
+        return deadline
 
     def handle_timer(self, now: float) -> list[HttpServerEvent]:
         """Close sessions idle for ``session_idle_timeout`` and run the connections' timers."""

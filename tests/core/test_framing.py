@@ -652,6 +652,8 @@ def test_encode_sse_event() -> None:
         == b"event: message\nid: 42\nretry: 1000\ndata: x\n\n"
     )
     assert encode_sse_event("é", id="") == "id: \ndata: é\n\n".encode()
+    # Ids with characters outside printable ASCII are checked the long way: still taken.
+    assert encode_sse_event(b"x", id="5:1 \té") == "id: 5:1 \té\ndata: x\n\n".encode()
 
 
 @pytest.mark.parametrize(
@@ -662,6 +664,7 @@ def test_encode_sse_event() -> None:
         lambda: encode_sse_event("x", id="1\n"),
         lambda: encode_sse_event("x", id="\r1"),
         lambda: encode_sse_event("x", id="1\x002"),
+        lambda: encode_sse_event("x", id="7:\ud800"),
         lambda: encode_sse_event("x", retry=-1),
         lambda: encode_sse_event("x", event="\ud800"),
         lambda: encode_sse_event("\udfff"),

@@ -13,6 +13,7 @@ from mcp_sansio._http_common import (
     header_value_matches,
     host_allowed,
     is_json_content_type,
+    json_response,
     media_type_allowed,
     origin_allowed,
 )
@@ -356,3 +357,22 @@ def test_the_same_accept_value_gives_the_same_answer_every_time() -> None:
     for _ in range(3):
         assert media_type_allowed(accept, "application/json")
         assert not media_type_allowed(accept, "text/event-stream")
+
+
+def test_a_json_response_is_the_response_its_fields_say() -> None:
+    # (json_response builds it without the converter: the same value, table and all.)
+    fast = json_response(200, b"{}")
+    slow = HttpResponse(status=200, headers={"Content-Type": "application/json"}, body=b"{}")
+    assert fast == slow and fast.header("CONTENT-TYPE") == "application/json"
+    assert fast.header("content-length") is None
+    extra = json_response(404, b"[]", ((b"mcp-session-id", b"s"),))
+    assert extra.headers == ((b"content-type", b"application/json"), (b"mcp-session-id", b"s"))
+    assert "_index" not in repr(fast) and fast == attrs.evolve(fast)
+
+
+def test_host_entries_give_the_same_answer_every_time() -> None:
+    # (the allow list's entries are split once; each request's Host afresh)
+    for _ in range(2):
+        assert host_allowed("LOCALHOST:1", LOCAL) and host_allowed("[::1]", LOCAL)
+        assert not host_allowed("evil.example:1", LOCAL)
+        assert not host_allowed("example.com:443", ("example.com",))
