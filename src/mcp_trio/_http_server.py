@@ -43,6 +43,7 @@ end, streams finish, modern requests are cancelled), give the responses
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import math
 import ssl
@@ -115,6 +116,14 @@ _TURN_AWAY_TIMEOUT: Final = 0.1
 _LINGER_SECONDS: Final = 2.0
 _LINGER_BYTES: Final = 16 * 1024 * 1024
 """How long, and how much, a connection closing on an unread body reads and drops."""
+
+
+@functools.lru_cache(maxsize=64)
+def _stream_head(fields: tuple[tuple[bytes, bytes], ...]) -> h11.Response:
+    """The head of an event stream with these fields: h11 validates them once, not for
+    every response (a server sends the same few heads; h11 events are immutable, and
+    cached by value, bounded: CORS may echo many origins)."""
+    return h11.Response(status_code=200, headers=list(fields))
 
 
 def _starts_work(body: bytes) -> bool:
@@ -633,7 +642,7 @@ class _Connection:
             headers, data, end = decision.headers, decision.data, decision.end
             if self._post and not end:
                 await self._let_handlers_start(slot)
-        events: list[h11.Event] = [h11.Response(status_code=200, headers=[*headers, *self._cors])]
+        events: list[h11.Event] = [_stream_head((*headers, *self._cors))]
         if data:
             events.append(h11.Data(data=data))
         interval = self.transport.sse_keepalive_interval
