@@ -216,8 +216,9 @@ class Endpoint:
         self._timer_scope: trio.CancelScope | None = None
         self._releases: list[tuple[float, int]] = []  # heap: see release_at
         self._release_of: dict[int, float] = {}  # live entries of _releases
-        self._idle = trio.Event()
-        self._idle.set()
+        self._idle: trio.Event | None = None
+        """Set when the last handler ends; made only while someone waits for that
+        (:meth:`wait_handlers_idle`), not for every request that finds the server idle."""
         self.on_session_closed: Callable[[str], None] | None = None
         """Called with the id of each legacy session that ends (deleted, expired,
         evicted or shut down), once the core has closed it: what is kept per session
@@ -420,7 +421,6 @@ class Endpoint:
         if rid is not None:
             self._running[(conn, rid)] = running
         self._all.add(running)
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
         return running
 
     def _finish(self, running: Running) -> None:
@@ -432,7 +432,7 @@ class Endpoint:
         self._all.discard(running)
         self.limiter.release_on_behalf_of(running)
         if not self._all:
-            self._idle.set()
+            self._set_idle()
 
     async def _acquire(self, conn: Connection, rid: RequestId | None) -> Running:
         running = self._begin(conn, rid)
@@ -448,7 +448,7 @@ class Endpoint:
             if rid is not None:
                 self._running.pop((conn, rid), None)
             if not self._all:
-                self._idle.set()
+                self._set_idle()
             raise
         return running
 
@@ -505,9 +505,16 @@ class Endpoint:
             running.cancelled = True
             running.scope.cancel()
 
+    def _set_idle(self) -> None:
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.set()
+
     async def wait_handlers_idle(self) -> None:
         """Wait until no handler is running."""
         while self._all:
+            if self._idle is None:
+                self._idle = trio.Event()
             await self._idle.wait()
 
     @property

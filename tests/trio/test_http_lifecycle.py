@@ -156,6 +156,30 @@ async def test_graceful_shutdown_lets_running_requests_finish(nursery: trio.Nurs
         await trio.open_tcp_stream("127.0.0.1", port)  # no longer listening
 
 
+async def test_shutdown_goes_on_as_soon_as_the_last_handler_ends(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    # Not at the end of the grace period: the last handler to end wakes the shutdown.
+    app = App()
+    config = SessionConfig(shutdown_grace_period=60.0)
+    server = await start_server(nursery, app, config=config)
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            open_http_client(
+                server.url, connection_config=client_connection_config("legacy")
+            ) as client,
+            trio.open_nursery() as inner,
+        ):
+            inner.start_soon(client.request, "tools/call", call("block"))
+            await app.started_event.wait()
+            inner.start_soon(server.aclose)
+            await trio.testing.wait_all_tasks_blocked()
+            started = trio.current_time()
+            app.release.set()
+    assert trio.current_time() - started < 30  # (the clock runs at real time)
+    assert app.cancelled == []
+
+
 @pytest.mark.parametrize(
     ("era", "mode"), [("legacy", "sse"), ("legacy", "json"), ("modern", "sse"), ("modern", "json")]
 )
