@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from mcp_trio import (
     McpError,
     Principal,
     RequestContext,
+    Session,
     open_session,
 )
 from mcp_trio._channel import memory_channel_pair
@@ -93,6 +95,29 @@ BEHAVIOURS: dict[str, Behaviour] = {
 }
 
 
+@asynccontextmanager
+async def _sessions(handlers: Handlers, *, general: bool) -> AsyncIterator[tuple[Session, Session]]:
+    """A started server and client session in memory, the server on its general path
+    (a principal, and a ``required_scopes`` hook that asks for nothing) or not."""
+    if general:
+        handlers.required_scopes = lambda principal, method, params: []
+    client_channel, server_channel = memory_channel_pair()
+    async with (
+        open_session(
+            server_channel,
+            "server",
+            handlers=handlers,
+            connection_config=ConnectionConfig(capabilities={"tools": {}}),
+            principal=ALICE if general else None,
+        ) as server,
+        open_session(
+            client_channel, "client", connection_config=ConnectionConfig(era="legacy")
+        ) as client,
+    ):
+        await client.start()
+        yield server, client
+
+
 async def _served(behaviour: Behaviour, *, general: bool) -> tuple[object, ...]:
     """What a client sees of one ``tools/call`` served by ``behaviour``: the server
     session on its general path (a principal, and a ``required_scopes`` hook that
@@ -103,23 +128,8 @@ async def _served(behaviour: Behaviour, *, general: bool) -> tuple[object, ...]:
     async def call(ctx: RequestContext) -> Any:
         return await behaviour()
 
-    if general:
-        handlers.required_scopes = lambda principal, method, params: []
-    client_channel, server_channel = memory_channel_pair()
     with trio.fail_after(10):
-        async with (
-            open_session(
-                server_channel,
-                "server",
-                handlers=handlers,
-                connection_config=ConnectionConfig(capabilities={"tools": {}}),
-                principal=ALICE if general else None,
-            ) as server,
-            open_session(
-                client_channel, "client", connection_config=ConnectionConfig(era="legacy")
-            ) as client,
-        ):
-            await client.start()
+        async with _sessions(handlers, general=general) as (server, client):
             try:
                 result = await client.request("tools/call", {"name": "t", "arguments": {}})
             except McpError as exc:
@@ -228,23 +238,8 @@ async def test_a_cancelled_handler_whose_nursery_failed_too_is_logged_and_the_se
                 await trio.sleep_forever()
         return {"content": [], "name": ctx.params["name"]}
 
-    if general:
-        handlers.required_scopes = lambda principal, method, params: []
-    client_channel, server_channel = memory_channel_pair()
     with trio.fail_after(10):
-        async with (
-            open_session(
-                server_channel,
-                "server",
-                handlers=handlers,
-                connection_config=ConnectionConfig(capabilities={"tools": {}}),
-                principal=ALICE if general else None,
-            ) as server,
-            open_session(
-                client_channel, "client", connection_config=ConnectionConfig(era="legacy")
-            ) as client,
-        ):
-            await client.start()
+        async with _sessions(handlers, general=general) as (server, client):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.request, "tools/call", {"name": "hang"})
                 await running.wait()
