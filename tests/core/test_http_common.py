@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_sansio._http_common import (
+    _split_entry,
     header_value_matches,
     host_allowed,
     is_json_content_type,
@@ -376,3 +377,13 @@ def test_host_entries_give_the_same_answer_every_time() -> None:
         assert host_allowed("LOCALHOST:1", LOCAL) and host_allowed("[::1]", LOCAL)
         assert not host_allowed("evil.example:1", LOCAL)
         assert not host_allowed("example.com:443", ("example.com",))
+
+
+def test_allow_list_entries_split_once_are_bounded_and_still_right_past_the_bound() -> None:
+    # host_allowed keeps the split of each allow-list entry (an lru cache of 64): a
+    # longer list, or many lists, evicts the oldest; an evicted entry is split again.
+    entries = [f"host{i}.example:{8000 + i}" for i in range(150)]
+    assert host_allowed("host149.example:8149", entries)
+    assert _split_entry.cache_info().currsize == _split_entry.cache_info().maxsize == 64
+    assert host_allowed("HOST0.example:8000", entries)  # (split again, after eviction)
+    assert not host_allowed("host0.example:8001", entries)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import trio
 
+from mcp_trio._http_server import _stream_head
+
 from .test_http_support import (
     IO_TIMEOUT,
     App,
@@ -44,3 +46,19 @@ async def test_each_sse_head_carries_the_cors_fields_of_its_own_request(
         finally:
             await conn.aclose()
     assert seen == [b"http://a.example", b"http://b.example", b"http://a.example", None]
+
+
+def test_the_cache_of_stream_heads_is_bounded() -> None:
+    # 64 sets of fields at most (CORS echoes each allowed Origin); an evicted head is
+    # made again, equal to the first.
+    def fields(n: int) -> tuple[tuple[bytes, bytes], ...]:
+        return ((b"content-type", b"text/event-stream"), (b"x-n", str(n).encode()))
+
+    first = _stream_head(fields(0))
+    for n in range(1, 100):
+        _stream_head(fields(n))
+    assert _stream_head.cache_info().currsize == _stream_head.cache_info().maxsize == 64
+    again = _stream_head(fields(0))
+    assert again is not first
+    assert again == first
+    assert again.status_code == 200
