@@ -2000,9 +2000,8 @@ class HttpServer:
         # (Called after every request: no list, and no call for a table that is empty.)
         deadline = None
         timeout = self.config.session_idle_timeout
-        if timeout is not None and self._idle:
-            # The least recently active idle session (_evictable with no principal).
-            deadline = next(iter(self._idle.values())).last_active + timeout
+        if timeout is not None and (idle := self._evictable()) is not None:
+            deadline = idle.last_active + timeout  # (the least recently active idle one)
         if self._watched:
             for session in self._watched.values():
                 self._refresh_timer(session)
