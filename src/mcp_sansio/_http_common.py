@@ -217,16 +217,7 @@ _JSON_HEADERS: Final[Headers] = ((b"content-type", b"application/json"),)
 
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:
     """An ``application/json`` response."""
-    if extra:
-        return HttpResponse(status=status, headers=(*_JSON_HEADERS, *extra), body=body)
-    # Every JSON answer: its one header is normalized already (no converter pass).
-    response = object.__new__(HttpResponse)
-    set_ = object.__setattr__
-    set_(response, "status", status)
-    set_(response, "headers", _JSON_HEADERS)
-    set_(response, "body", body)
-    set_(response, "_index", None)
-    return response
+    return HttpResponse(status=status, headers=(*_JSON_HEADERS, *extra), body=body)
 
 
 def error_body(error: ErrorData, request_id: str | int | None = None) -> bytes:

@@ -361,7 +361,6 @@ def test_the_same_accept_value_gives_the_same_answer_every_time() -> None:
 
 
 def test_a_json_response_is_the_response_its_fields_say() -> None:
-    # (json_response builds it without the converter: the same value, table and all.)
     fast = json_response(200, b"{}")
     slow = HttpResponse(status=200, headers={"Content-Type": "application/json"}, body=b"{}")
     assert fast == slow and fast.header("CONTENT-TYPE") == "application/json"
