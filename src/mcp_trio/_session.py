@@ -1309,12 +1309,10 @@ class Session:
                         outcome = handler_failed(exc, method, event.request_id)
                     else:
                         outcome = result if type(result) is dict else checked_result(result, method)
-                conn = self._conn
                 if not running.cancelled and (self._close_exc is None or self._answering):
-                    send_answer(conn, method, event.request_id, outcome)
+                    send_answer(self._conn, method, event.request_id, outcome)
                 self._pool.computed(running)  # the reader may take the next request
-                messages = conn.data_to_send()  # (_flush_nowait, inline: once per request)
-                mark = self._writer.send_nowait(messages) if messages else 0
+                mark = self._flush_nowait()
                 if mark:
                     await self._write_through(mark)
         finally:
