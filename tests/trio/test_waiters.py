@@ -29,17 +29,18 @@ async def test_an_outcome_settled_before_the_wait_is_returned_at_a_checkpoint() 
             await waiter.wait()  # (a checkpoint, as trio.Event.wait is)
 
 
+async def _wait_and_record(waiter: Waiter, got: list[Outcome | None]) -> None:
+    """Wait on ``waiter``, then record the outcome it was woken with."""
+    await waiter.wait()
+    got.append(waiter.outcome)
+
+
 async def test_settle_wakes_the_task_waiting() -> None:
     waiters = Waiters()
     waiter = waiters.add(7, None)
     got: list[Outcome | None] = []
-
-    async def wait() -> None:
-        await waiter.wait()
-        got.append(waiter.outcome)
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(wait)
+        nursery.start_soon(_wait_and_record, waiter, got)
         await trio.testing.wait_all_tasks_blocked()
         assert got == []
         closed = SessionClosed("closed")
@@ -89,13 +90,8 @@ async def test_settled_twice_while_parked_wakes_once_with_the_latest() -> None:
     # an error of trio's) and reads the latest outcome.
     waiter = Waiter(None)
     got: list[Outcome | None] = []
-
-    async def wait() -> None:
-        await waiter.wait()
-        got.append(waiter.outcome)
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(wait)
+        nursery.start_soon(_wait_and_record, waiter, got)
         await trio.testing.wait_all_tasks_blocked()
         first, latest = SessionClosed("first"), SessionClosed("latest")
         waiter.settle(first)
