@@ -1,4 +1,5 @@
-"""The request framing both HTTP clients share (no trio: ``BlockingClient.http`` uses it).
+"""The request framing both HTTP clients share (no trio: ``BlockingClient.http`` uses it),
+and the one h11 ``EndOfMessage`` every message of ours, request or response, ends with.
 
 :class:`~mcp_trio._http_pool.Pool` (Trio) and
 :class:`~mcp_trio._blocking_http.HttpTransport` (blocking) write each request the sans-IO
@@ -16,12 +17,20 @@ import h11
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
 from mcp_sansio.http import HttpRequest
 
-__all__ = ["USER_AGENT", "Unframeable", "client_headers", "request_events", "unsendable"]
+__all__ = [
+    "END_OF_MESSAGE",
+    "USER_AGENT",
+    "Unframeable",
+    "client_headers",
+    "request_events",
+    "unsendable",
+]
 
 USER_AGENT: Final = b"mcp-trio"
 """Sent unless the caller's headers name a ``User-Agent`` of their own."""
-_END: Final = h11.EndOfMessage()
-"""Every request's end (no trailers): h11 events are immutable, one does for all."""
+END_OF_MESSAGE: Final = h11.EndOfMessage()
+"""Every message's end (no trailers), our requests' and the server's responses':
+h11 events are immutable, one does for all."""
 
 
 class Unframeable(Exception):
@@ -62,7 +71,7 @@ def request_events(request: HttpRequest, extra: Sequence[tuple[bytes, bytes]]) -
     events: list[h11.Event] = [head]
     if request.body:
         events.append(h11.Data(data=request.body))
-    events.append(_END)
+    events.append(END_OF_MESSAGE)
     return events
 
 

@@ -86,6 +86,7 @@ from ._http_auth import (
 from ._http_config import HttpTransportConfig
 from ._http_context import PEER_ADDRESS
 from ._http_endpoint import Endpoint, ResponseSlot
+from ._http_h11 import END_OF_MESSAGE
 from ._http_wire import H11Stream, WireError
 from ._serve_handle import ListeningHandle
 from ._util import RefusedHosts, plain_interrupt
@@ -98,8 +99,6 @@ _CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, e
 _KEEPALIVE: Final = encode_sse_comment("keep-alive")
 _NO_LENGTH: Final = frozenset({204, 304})
 _REFUSE_TIMEOUT: Final = 1.0
-_END: Final = h11.EndOfMessage()
-"""Every response's end (no trailers): h11 events are immutable, one does for all."""
 
 
 _WILDCARD_HOSTS: Final = frozenset({None, "", "0.0.0.0", "::"})
@@ -660,7 +659,7 @@ class _Connection:
                 slot.data.clear()
             if end or slot.end:
                 # Head, data and end in one write when they are all ready.
-                events.append(_END)
+                events.append(END_OF_MESSAGE)
                 await self._send(events, slot)
                 return
             if events:
@@ -740,7 +739,7 @@ class _Connection:
         events: list[h11.Event] = [h11.Response(status_code=response.status, headers=headers)]
         if response.body and not self._head_only:  # (the length still says what GET would get)
             events.append(h11.Data(data=response.body))
-        events.append(_END)
+        events.append(END_OF_MESSAGE)
         return events
 
     async def _respond(
@@ -779,7 +778,7 @@ class _Connection:
             events.append(h11.Data(data=bytes(slot.data)))
             slot.data.clear()
         if slot.end:
-            events.append(_END)
+            events.append(END_OF_MESSAGE)
         if not events:
             return False
         return self._direct_out(slot, events, start, slot.end)
