@@ -7,8 +7,10 @@ import io
 import json
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
 
+from ._bytecodes import count_bytecodes, report
 from ._harness import Case, Result, Settings, Skip, TimedCase, measure, measure_paired, resolve
 from ._profile import profile
 from ._registry import GROUPS, GroupModule, load
@@ -41,6 +43,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--profile", metavar="CASE", help="profile one timed case (cProfile) instead of a run"
+    )
+    parser.add_argument(
+        "--bytecodes",
+        metavar="CASE",
+        help="count the Python bytecodes of one operation of a case and of its reference",
     )
     parser.add_argument(
         "-k",
@@ -97,14 +104,42 @@ def _list() -> int:
     return 0
 
 
+def _timed_cases(modules: dict[str, GroupModule], settings: Settings) -> dict[str, TimedCase]:
+    return {
+        case.name: case
+        for module in modules.values()
+        for case in module.cases(settings)
+        if isinstance(case, TimedCase)
+    }
+
+
 def _profile(name: str, modules: dict[str, GroupModule], settings: Settings) -> int:
-    for module in modules.values():
-        for case in module.cases(settings):
-            if case.name == name and isinstance(case, TimedCase):
-                print(profile(case, settings.min_round_ns))
-                return 0
-    print(f"no timed case named {name!r} in the selected groups", file=sys.stderr)
-    return 2
+    case = _timed_cases(modules, settings).get(name)
+    if case is None:
+        print(f"no timed case named {name!r} in the selected groups", file=sys.stderr)
+        return 2
+    print(profile(case, settings.min_round_ns))
+    return 0
+
+
+def _bytecodes(name: str, modules: dict[str, GroupModule], settings: Settings) -> int:
+    cases = _timed_cases(modules, settings)
+    case = cases.get(name)
+    if case is None:
+        print(f"no timed case named {name!r} in the selected groups", file=sys.stderr)
+        return 2
+    try:
+        counted = count_bytecodes(case)
+    except ValueError as exc:  # (a case timed in another process)
+        print(f"--bytecodes: {exc}", file=sys.stderr)
+        return 2
+    reference = cases.get(case.reference) if case.reference is not None else None
+    theirs = None
+    if reference is not None:
+        with suppress(ValueError):  # (a reference timed in another process: no ratio)
+            theirs = count_bytecodes(reference)
+    print(report(counted, theirs))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             modules[name] = loaded
     if args.profile is not None:
         return _profile(args.profile, modules, settings)
+    if args.bytecodes is not None:
+        return _bytecodes(args.bytecodes, modules, settings)
 
     selected = {
         group: _matching(module.cases(settings), args.keyword) for group, module in modules.items()

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ._harness import TimedCase, calibrate
 
-__all__ = ["profile"]
+__all__ = ["area", "layer", "profile", "where"]
 
 _Key = tuple[str, int, str]
 
@@ -31,8 +31,8 @@ def _package_path(filename: str) -> str | None:
     return None
 
 
-def _area(key: _Key) -> str:
-    filename, _, function = key
+def area(filename: str, function: str = "") -> str:
+    """The module (or kind of code) a profiled or traced function belongs to."""
     if filename.startswith("<attrs generated"):
         package = filename.rsplit(" ", 1)[-1].split(".", 1)[0]
         return f"{package}/ (attrs-generated methods: events, values, table entries)"
@@ -63,16 +63,18 @@ _LAYERS: Final = (
 )
 
 
-def _layer(area: str) -> str:
-    for prefix, layer in _LAYERS:
-        if area.startswith(prefix):
-            return layer
-    if area.endswith(".py"):
+def layer(module: str) -> str:
+    """The layer (session runtime, core, Trio, ...) of what :func:`area` returned."""
+    for prefix, name in _LAYERS:
+        if module.startswith(prefix):
+            return name
+    if module.endswith(".py"):
         return "standard library (contextlib, collections, ...)"
     return "other (builtins, other packages)"
 
 
-def _where(key: _Key) -> str:
+def where(key: _Key) -> str:
+    """``module:line(function)`` of a profiled or traced function."""
     filename, line, function = key
     if filename == "~":
         return function
@@ -119,9 +121,9 @@ def profile(case: TimedCase, min_round_ns: int, top: int = 25) -> str:
     by_area: dict[str, float] = defaultdict(float)
     by_layer: dict[str, float] = defaultdict(float)
     for key, entry in raw.items():
-        area = _area(key)
-        by_area[area] += entry[2]
-        by_layer[_layer(area)] += entry[2]
+        module = area(key[0], key[2])
+        by_area[module] += entry[2]
+        by_layer[layer(module)] += entry[2]
 
     def us(seconds: float) -> str:
         return f"{seconds / ops * 1e6:.3f}"
@@ -135,15 +137,15 @@ def profile(case: TimedCase, min_round_ns: int, top: int = 25) -> str:
         "| layer | µs/op | share |",
         "| --- | ---: | ---: |",
     ]
-    for layer, seconds in sorted(by_layer.items(), key=lambda item: -item[1]):
-        lines.append(f"| {layer} | {us(seconds)} | {seconds / total:.0%} |")
+    for name, seconds in sorted(by_layer.items(), key=lambda item: -item[1]):
+        lines.append(f"| {name} | {us(seconds)} | {seconds / total:.0%} |")
     lines += [
         "",
         "| module | µs/op | share |",
         "| --- | ---: | ---: |",
     ]
-    for area, seconds in sorted(by_area.items(), key=lambda item: -item[1]):
-        lines.append(f"| {area} | {us(seconds)} | {seconds / total:.0%} |")
+    for name, seconds in sorted(by_area.items(), key=lambda item: -item[1]):
+        lines.append(f"| {name} | {us(seconds)} | {seconds / total:.0%} |")
     lines += [
         "",
         f"Top {top} functions by own time:",
@@ -154,7 +156,7 @@ def profile(case: TimedCase, min_round_ns: int, top: int = 25) -> str:
     ranked = sorted(raw.items(), key=lambda item: -item[1][2])[:top]
     for key, (_, calls, own, cumulative, _) in ranked:
         lines.append(
-            f"| `{_where(key)}` | {calls / ops:.2f} | {us(own)} | {us(cumulative)} "
+            f"| `{where(key)}` | {calls / ops:.2f} | {us(own)} | {us(cumulative)} "
             f"| {own / total:.1%} |"
         )
     return "\n".join(lines)

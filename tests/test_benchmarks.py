@@ -6,6 +6,7 @@ Nothing here times anything (timings are never test assertions); the figures com
 
 from __future__ import annotations
 
+import dis
 import json
 import statistics
 import tomllib
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from benchmarks import _cli, _harness, _net_server, _registry, sdk
+from benchmarks import _bytecodes, _cli, _harness, _net_server, _registry, inmemory, sdk
 from benchmarks._harness import Bench, Settings, Skip, TimedCase, measure_paired, resolve
 from benchmarks.targets import TARGETS
 
@@ -170,3 +171,72 @@ def test_a_target_whose_reference_has_no_figure_is_not_met(
     assert _cli.main(["core", "--rounds", "1", "--check", "--json", str(out)]) == 1
     assert "target not checked: core.roundtrip.legacy" in capsys.readouterr().out
     assert json.loads(out.read_text())["failed"] == ["core.roundtrip.legacy"]
+
+
+# ---------------------------------------------------------------------- --bytecodes
+
+
+def _one_step() -> int:
+    x = 1
+    return x
+
+
+def _three_steps() -> int:
+    x = 1
+    y = x + 2
+    z = y * x
+    return z
+
+
+def _calling(function: object, *, self_timed: bool = False) -> TimedCase:
+    assert callable(function)
+
+    def setup() -> Bench:
+        def run(n: int) -> None:
+            for _ in range(n):
+                function()
+
+        return Bench(run, self_timed=self_timed)
+
+    return TimedCase(name="core.fake", title="fake", setup=setup)
+
+
+def test_bytecodes_counts_exactly_the_bytecodes_each_operation_runs() -> None:
+    one = _bytecodes.count_bytecodes(_calling(_one_step))
+    three = _bytecodes.count_bytecodes(_calling(_three_steps))
+    assert one.ops >= _bytecodes.OPERATIONS
+    extra = len(list(dis.get_instructions(_three_steps))) - len(
+        list(dis.get_instructions(_one_step))
+    )
+    assert extra > 0
+    assert three.per_op - one.per_op == extra
+
+
+def test_bytecodes_of_a_real_case_name_the_core_and_the_reference(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _cli.main(["core", "--bytecodes", "core.roundtrip.legacy"]) == 0
+    out = capsys.readouterr().out
+    assert "its reference `core.floor`" in out
+    assert "| core (mcp_sansio) |" in out
+    assert "Connection.send_request)`" in out
+
+
+def test_bytecodes_trace_the_event_loop_thread_of_a_trio_case() -> None:
+    cases = {case.name: case for case in inmemory.cases(Settings.for_run(quick=True))}
+    case = cases["inmemory.roundtrip"]
+    assert isinstance(case, TimedCase)
+    counted = _bytecodes.count_bytecodes(case, operations=20)
+    traced = {code.co_filename.replace("\\", "/") for code in counted.bytecodes}
+    assert any(name.endswith("mcp_trio/_session.py") for name in traced)
+    assert any(name.endswith("trio/_core/_run.py") for name in traced)
+
+
+def test_bytecodes_refuse_a_case_timed_in_another_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_group(monkeypatch, [_calling(_one_step, self_timed=True)])
+    assert _cli.main(["core", "--bytecodes", "core.fake"]) == 2
+    assert "runs in another process" in capsys.readouterr().err
+    assert _cli.main(["core", "--bytecodes", "core.nothing"]) == 2
+    assert "no timed case named 'core.nothing'" in capsys.readouterr().err
