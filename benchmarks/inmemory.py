@@ -14,6 +14,10 @@ of its own, see :mod:`benchmarks._trio`): the 159-byte request, the 1 KB result.
     The floor whose server spawns one task per request (``nursery.start_soon``), as a
     server must to run handlers concurrently and cancel one of them: informational,
     it shows how much of the gap that structure costs.
+``inmemory.floor.scope``
+    ``floor.task`` whose task runs the answer in a ``trio.CancelScope`` of its own, as the
+    binding does so that the peer can cancel one request (informational: the least a server
+    built that way needs; its ratio to the floor is the part of ours that structure costs).
 ``inmemory.roundtrip`` / ``inmemory.roundtrip.100``
     ``mcp_trio.open_memory_pair`` with the low-level ``Handlers`` (one ``tools/call``
     handler returning the canned dict) and ``Session.request``; legacy era, so the bytes
@@ -78,7 +82,11 @@ def unavailable() -> str | None:
 
 
 async def _floor(
-    in_flight: int, *, task_per_request: bool = False, task_status: trio.TaskStatus[Driver]
+    in_flight: int,
+    *,
+    task_per_request: bool = False,
+    scope_per_task: bool = False,
+    task_status: trio.TaskStatus[Driver],
 ) -> None:
     to_server, server_inbox = trio.open_memory_channel[bytes](BUFFER)
     to_client, client_inbox = trio.open_memory_channel[bytes](BUFFER)
@@ -95,8 +103,14 @@ async def _floor(
         async def handle(request: bytes) -> None:
             await send(answer(request))
 
+        async def handle_in_scope(request: bytes) -> None:
+            with trio.CancelScope():
+                await send(answer(request))
+
+        handler = handle_in_scope if scope_per_task else handle
+
         async for request in server_inbox:
-            nursery.start_soon(handle, request)
+            nursery.start_soon(handler, request)
 
     async with trio.open_nursery() as nursery:
         if task_per_request:
@@ -159,6 +173,12 @@ def cases(settings: Settings) -> list[Case | Skip]:
             name="inmemory.floor.task",
             title="floor + a server task per request, 1 in flight (informational)",
             setup=bench_setup(_floor, 1, task_per_request=True),
+            reference="inmemory.floor",
+        ),
+        TimedCase(
+            name="inmemory.floor.scope",
+            title="floor + a task with its own cancel scope per request (informational)",
+            setup=bench_setup(_floor, 1, task_per_request=True, scope_per_task=True),
             reference="inmemory.floor",
         ),
         TimedCase(
