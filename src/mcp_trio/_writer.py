@@ -125,8 +125,12 @@ class Writer:
         self._waiters: list[tuple[int, int, _Waiter]] = []  # a heap by (mark, arrival)
         self._arrivals = 0
         self._outbox: deque[bytes] = deque()
-        self._queued = 0  # messages ever queued
-        self._written = 0  # messages ever written (or withdrawn, or dropped by abort)
+        # Marks count messages through the outbox: those queued so far, and of them
+        # those written (or withdrawn, or dropped by abort). Their difference is the
+        # outbox's length; messages send_nowait hands straight over (the outbox empty,
+        # every mark given out reached) need no mark, and count in neither.
+        self._queued = 0
+        self._written = 0
         self._withdrawn = 0  # withdrawn messages still in the outbox (emptied entries)
         self._busy = False  # the head of the outbox is being written (_write_one)
         self._scope: trio.CancelScope | None = None
@@ -183,9 +187,7 @@ class Writer:
         finally:
             self.writing = False
         if sent == len(messages):
-            self._queued += sent
-            self._written += sent
-            return 0
+            return 0  # (no mark: see _queued)
         return self._unsent(messages, sent)
 
     def _unsent(self, messages: list[bytes], sent: int) -> int:
