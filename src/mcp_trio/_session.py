@@ -275,6 +275,9 @@ class Session:
         # messages taken in passing (see the module docs)
         self._io_nursery: trio.Nursery | None = None
         self._reader_context: contextvars.Context | None = None
+        # _take run in the reader's context: set with it (_io), before any message is
+        # taken; one bound call per message taken
+        self._take_in_reader: Callable[[bytes], object] = self._take
         self._taking = False
         self._finishing: trio.Event | None = None  # a taken message is being finished
         # trio.current_time for the hot paths (a request, a message read): the run's
@@ -1034,8 +1037,7 @@ class Session:
             return False
         self._taking = True
         try:
-            assert self._reader_context is not None
-            self._reader_context.run(self._take, data)
+            self._take_in_reader(data)
         except BaseException as exc:
             self._fail_internally(exc)
         finally:
@@ -1146,13 +1148,13 @@ class Session:
             The index of the first event that needs waiting (a request when the
             backlog is full, a notification, progress), or ``len(events)``.
         """
-        pool, count, index = self._pool, len(events), start
-        while index < count:
+        count = len(events)
+        for index in range(start, count):
             event = events[index]
             if isinstance(event, RequestReceived):
-                if not self._reserved and pool.acquire_nowait():
+                if not self._reserved and self._pool.acquire_nowait():
                     self._start_request_handler(event)
-                elif pool.reserve_nowait():
+                elif self._pool.reserve_nowait():
                     self._reserve(event)  # the reader goes on (see _pool)
                 else:
                     return index  # the backlog is full
@@ -1160,7 +1162,6 @@ class Session:
                 self._waiters.resolve(event.request_id, event)
             elif not self._dispatch_nowait(event):
                 return index
-            index += 1
         return count
 
     async def _act(self, events: list[Event]) -> None:
@@ -1311,9 +1312,14 @@ class Session:
                         outcome = result if type(result) is dict else checked_result(result, method)
                 if not running.cancelled and (self._close_exc is None or self._answering):
                     send_answer(self._conn, method, event.request_id, outcome)
-                self._pool.computed(running)  # the reader may take the next request
                 mark = self._flush_nowait()
                 if mark:
+                    # The answer waits to be written: its compute slot comes back now,
+                    # so the reader may take the next request meanwhile. (Written at
+                    # once, it comes back with the rest in finish, below: nothing can
+                    # take a request in between, the peer's messages are refused
+                    # while we write.)
+                    self._pool.computed(running)
                     await self._write_through(mark)
         finally:
             if running.cancelled:
@@ -1406,6 +1412,7 @@ class Session:
                 # spawn): taken messages, and handlers started off the reader's task
                 # (waiting requests), run in a copy of it too.
                 self._reader_context = contextvars.copy_context()
+                self._take_in_reader = functools.partial(self._reader_context.run, self._take)
                 if self._channel.framing == "message":
                     self._channel.attach_reader(self._take_message)
                 self._channel.attach_holds(self._held)
