@@ -165,7 +165,7 @@ class Writer:
         writer at work and nothing queued, ``messages`` go straight to the channel and
         only those it does not take are queued, in order. Nothing may :meth:`queue`
         while it hands them over (from inside the channel's ``send_nowait``): such a
-        message would get a mark already counted written. Nothing does: a peer taking
+        message would overtake those not handed over yet. Nothing does: a peer taking
         in passing is refused while ``writing`` (``Session._take_message``).
 
         Returns:
@@ -177,17 +177,16 @@ class Writer:
         send_nowait, sent = self._channel.send_nowait, 0
         self.writing = True
         try:
-            for message in messages:
+            for sent, message in enumerate(messages):  # (sent: those before this one)
                 if not send_nowait(message):
                     break
-                sent += 1
+            else:
+                return 0  # every one is out (no mark: see _queued)
         except BaseException:
             self._unsent(messages, sent)  # (as write_nowait leaves them)
             raise
         finally:
             self.writing = False
-        if sent == len(messages):
-            return 0  # (no mark: see _queued)
         return self._unsent(messages, sent)
 
     def _unsent(self, messages: list[bytes], sent: int) -> int:
