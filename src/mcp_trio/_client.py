@@ -174,14 +174,14 @@ class Client(HandshakeFacts):
                 cancelled (default: the client's ``timeout``).
             on_progress: receives progress reports (and asks the server for them).
         """
-        modern = self.era is Era.MODERN
+        era = self.era  # (a property over two more: read once)
         try:
             return await self._session.request(
                 method,
-                request_params(params, self.era, self._log_level),
+                request_params(params, era, self._log_level),
                 timeout=timeout,
                 on_progress=on_progress,
-                on_input_required=self._callbacks.provide_input if modern else None,
+                on_input_required=self._callbacks.provide_input if era is Era.MODERN else None,
             )
         except RequestTimeout as exc:
             config = self._session.connection.config
