@@ -409,8 +409,9 @@ class Client(HandshakeFacts):
         """A ``CallToolResult`` read and checked (its shape; its output schema, when
         the tool's ``name`` is known)."""
         output = ToolOutput.from_wire(result)
-        self._output_schemas.check_shape(result, self.protocol_version)
-        self._output_schemas.follow(self._session.handshake)
+        handshake = self._completed  # (its protocol version: a property over this one)
+        self._output_schemas.check_shape(result, handshake.protocol_version)
+        self._output_schemas.follow(handshake)
         if name is None:
             return output
         try:
