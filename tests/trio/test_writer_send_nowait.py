@@ -60,15 +60,19 @@ def test_an_idle_writer_sends_at_once_and_keeps_the_marks() -> None:
     channel = _Channel()
     writer = Writer(channel, write_timeout=None)
     channel.writer = writer
+    channel.nowait = 1
+    first = writer.queue([b"0"])
+    assert writer.write_nowait(first)
     channel.nowait = 2
     assert writer.send_nowait([b"1", b"2"]) == 0
-    assert channel.sent == [b"1", b"2"]
-    assert channel.writing == [True, True]  # (a message taken in passing must not re-enter)
+    assert channel.sent == [b"0", b"1", b"2"]
+    assert channel.writing == [True, True, True]  # (a message taken in passing must not re-enter)
     assert not writer.writing and writer.backlog == 0
-    # The messages count as queued and written: the next mark follows them.
-    assert writer.queue([b"3"]) == 3
-    assert writer.write_nowait(2) and not writer.write_nowait(3)
-    assert writer.unsent(3) == b"3"
+    # Those went out with no mark: a mark given out before stays reached, and the next
+    # message's mark is its own.
+    mark = writer.queue([b"3"])
+    assert writer.write_nowait(first) and writer.unsent(first) is None
+    assert not writer.write_nowait(mark) and writer.unsent(mark) == b"3"
 
 
 def test_what_the_channel_does_not_take_waits_in_order() -> None:
