@@ -87,7 +87,7 @@ import logging
 import math
 from collections import deque
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 import attrs
 import trio
@@ -1412,7 +1412,9 @@ class Session:
                 # spawn): taken messages, and handlers started off the reader's task
                 # (waiting requests), run in a copy of it too.
                 self._reader_context = contextvars.copy_context()
-                self._take_in_reader = functools.partial(self._reader_context.run, self._take)
+                # (typeshed's run takes a ParamSpec, which mypy's partial cannot bind)
+                run = cast("Callable[..., object]", self._reader_context.run)
+                self._take_in_reader = functools.partial(run, self._take)
                 if self._channel.framing == "message":
                     self._channel.attach_reader(self._take_message)
                 self._channel.attach_holds(self._held)

@@ -177,7 +177,7 @@ class Writer:
         send_nowait, sent = self._channel.send_nowait, 0
         self.writing = True
         try:
-            for sent, message in enumerate(messages):  # (sent: those before this one)
+            for sent, message in enumerate(messages):  # noqa: B007 (sent: read after it)
                 if not send_nowait(message):
                     break
             else:
