@@ -48,7 +48,9 @@ class Running:
 class HttpRequestContext(RequestFacts):
     """The request a handler serves over HTTP, and what it may do meanwhile.
 
-    The handler runs in its own task and cancel scope. The client closing a modern
+    The handler runs in its own cancel scope and its own copy of the context (in its
+    own task, or, for a lone request of a legacy POST answered as JSON, in the task of
+    the connection that waits for its answer). The client closing a modern
     request's stream, or sending ``notifications/cancelled`` in a legacy session,
     cancels that scope (and nothing is answered).
     """

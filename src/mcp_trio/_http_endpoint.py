@@ -16,8 +16,10 @@ call and the routing of its output).
 * **Handlers.** Each ``RequestReceived`` gets a slot of one ``trio.CapacityLimiter``
   (``SessionConfig.max_concurrent_handlers``) *before* its task starts, so a full server
   stops answering new requests instead of queueing them, then runs in its own task and
-  ``CancelScope``. Request ids are unique per core connection only (each legacy session
-  and each modern request has its own), so handlers are keyed by ``(connection, id)``.
+  ``CancelScope`` (a lone request of a legacy POST answered as JSON: in its connection's
+  task, which would only wait for the answer, in a copy of its context). Request ids
+  are unique per core connection only (each legacy session and each modern request
+  has its own), so handlers are keyed by ``(connection, id)``.
   ``RequestCancelled`` (a modern stream closed, a legacy ``notifications/cancelled``)
   and ``ConnectionClosed`` (a session ended) cancel the scopes.
 * **Server → client requests** (legacy): a handler's ``ctx.send_request`` waits on a
@@ -34,12 +36,14 @@ call and the routing of its output).
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import logging
 import math
-from collections.abc import Callable, Collection, Iterable
+import types
+from collections.abc import Callable, Collection, Coroutine, Generator, Iterable, Sequence
 from contextlib import suppress
-from typing import Any, cast, final
+from typing import Any, TypeVar, cast, final
 
 import attrs
 import trio
@@ -84,6 +88,7 @@ __all__ = ["Endpoint", "ResponseSlot"]
 
 logger = logging.getLogger("mcp_trio")
 
+T = TypeVar("T")
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | SessionClosed
 _ANSWERED = LifecycleState.ANSWERED
 
@@ -101,6 +106,29 @@ class _Waiter:
     method: str
     done: trio.Event = attrs.field(factory=trio.Event)
     outcome: _Outcome | None = None
+
+
+@types.coroutine
+def _in_context(
+    context: contextvars.Context, coro: Coroutine[Any, Any, T]
+) -> Generator[Any, Any, T]:
+    """Await ``coro`` with each of its steps run in ``context``: what a task of its own
+    gives a coroutine (trio runs each step of a task in the task's context), without
+    the task. What trio sends or throws in at a yield is passed on to ``coro``."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            if error is None:
+                trap = context.run(coro.send, value)
+            else:
+                trap, error = context.run(coro.throw, error), None
+        except StopIteration as stop:
+            return cast(T, stop.value)
+        try:
+            value = yield trap
+        except BaseException as exc:  # (a Cancelled, say, or a close) goes to coro
+            error = exc
 
 
 @final
@@ -321,10 +349,18 @@ class Endpoint:
     # ------------------------------------------------------------------ events
 
     async def handle_events(
-        self, events: Iterable[HttpServerEvent], principal: Principal | None = None
+        self,
+        events: Sequence[HttpServerEvent],
+        principal: Principal | None = None,
+        *,
+        inline: bool = False,
     ) -> None:
         """Act on what a request produced; waits for a handler slot when all are busy.
-        ``principal``: who made the HTTP request (handlers see it)."""
+        ``principal``: who made the HTTP request (handlers see it). ``inline``: the
+        caller waits for the whole answer anyway (a legacy POST answered as JSON), so a
+        lone request of a legacy session is served in the caller's task (see
+        :meth:`_start_request`)."""
+        inline = inline and len(events) == 1
         if self._initialized:
             # A notifications/initialized that came in this POST (say, last in a batch)
             # wakes its waiters now, not after the requests ahead of it got a slot.
@@ -336,7 +372,7 @@ class Endpoint:
                 continue
             event = tagged.event
             if isinstance(event, RequestReceived):
-                await self._start_request(tagged, event, principal)
+                await self._start_request(tagged, event, principal, inline)
             elif isinstance(event, NotificationReceived):
                 await self._start_notification(tagged, event, principal)
             else:
@@ -453,7 +489,11 @@ class Endpoint:
         return running
 
     async def _start_request(
-        self, tagged: ServerEvent, event: RequestReceived, principal: Principal | None
+        self,
+        tagged: ServerEvent,
+        event: RequestReceived,
+        principal: Principal | None,
+        inline: bool = False,
     ) -> None:
         conn = tagged.connection
         running = await self._acquire(conn, event.request_id)
@@ -464,6 +504,14 @@ class Endpoint:
         ctx = HttpRequestContext(
             self, event, running, tagged.session_id, principal, tagged.needed_scopes
         )
+        if inline and tagged.session_id is not None:
+            # A lone request of a legacy POST answered as JSON: its connection's task
+            # would only wait for the answer (a legacy client leaving cancels nothing,
+            # so nothing need watch its socket meanwhile), so it serves the request
+            # itself, in the request's own scope and in a copy of its context, as a
+            # task of its own would: no task to start, and none to wake afterwards.
+            await _in_context(contextvars.copy_context(), self._serve_request(ctx, running))
+            return
         assert self.nursery is not None
         self.nursery.start_soon(
             self._serve_request, ctx, running, name=f"mcp http {event.method} #{event.request_id!r}"

@@ -550,7 +550,9 @@ class _Connection:
                 left = max(0.0, expires_at - expiry_clock(endpoint.authenticate)())
                 endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)
-            await endpoint.handle_events(reply.events, principal)
+            await endpoint.handle_events(
+                reply.events, principal, inline=isinstance(decision, AwaitResponse)
+            )
         except BaseException:
             endpoint.close_response(slot)
             raise
