@@ -58,6 +58,10 @@ class H11Stream:
         ``401`` refused)."""
         self.writes_directly: bool = _DIRECT_WRITES and type(stream) is trio.SocketStream
         """Whether :meth:`write_nowait` can write (plain TCP on POSIX)."""
+        self.read_at_once = False
+        """Client: the next :meth:`receive` takes what the socket already has without a
+        scheduler round trip (the first read of an answer, by a task that has just
+        started: set by the pool, only where :attr:`writes_directly`)."""
 
     async def receive(self) -> bool:
         """Read once and hand the bytes to h11. Returns ``False`` at end of input.
@@ -65,8 +69,13 @@ class H11Stream:
         Raises:
             WireError: the stream broke.
         """
+        data: bytes | bytearray
         try:
-            data = await self.stream.receive_some(READ_CHUNK)
+            if self.read_at_once:
+                self.read_at_once = False
+                data = await self._read_at_once()
+            else:
+                data = await self.stream.receive_some(READ_CHUNK)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise WireError(f"reading failed: {exc!r}") from exc
         self.h11.receive_data(bytes(data))
@@ -74,6 +83,21 @@ class H11Stream:
         if not data:
             self.ended = True
         return bool(data)
+
+    async def _read_at_once(self) -> bytes:
+        """``receive_some`` of a plain TCP stream, minus its yield when the bytes are
+        already there (trio yields after every read, for fairness; this read is the
+        first of a task that has just been scheduled, so nothing waits on it). Still a
+        cancellation point, as trio's read is: cancelled, it raises before reading."""
+        stream = self.stream
+        assert isinstance(stream, trio.SocketStream)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                # fileno() is -1 once the stream is closed: EBADF, reported as a failed read.
+                return os.read(stream.socket.fileno(), READ_CHUNK)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(stream.socket)
 
     async def next_event(self) -> H11Event:
         """The next h11 event, reading as needed.

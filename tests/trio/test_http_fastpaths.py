@@ -77,6 +77,80 @@ async def test_streams_other_than_plain_tcp_are_left_to_write() -> None:
     assert (await right.receive_some()).startswith(b"GET / HTTP/1.1")
 
 
+# ------------------------------------------------------------------ H11Stream.read_at_once
+
+_HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+
+
+class _Steps(trio.abc.Instrument):
+    """Counts the scheduler's steps of one task (a step follows each yield)."""
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task is self.task:
+            self.steps += 1
+
+
+async def _receive_yields(wire: H11Stream) -> bool:
+    """Whether ``wire.receive()`` went through the scheduler (and read something)."""
+    steps = _Steps(trio.lowlevel.current_task())
+    trio.lowlevel.add_instrument(steps)
+    try:
+        assert await wire.receive()
+    finally:
+        trio.lowlevel.remove_instrument(steps)
+    return steps.steps > 0
+
+
+async def test_the_first_read_of_an_answer_takes_what_is_there_without_yielding() -> None:
+    wire, peer = _pair()
+    try:
+        await peer.send_all(_HEAD)
+        wire.read_at_once = True
+        assert not await _receive_yields(wire)
+        assert wire.received == len(_HEAD) and not wire.read_at_once  # once only
+        await peer.send_all(b"more")
+        assert await _receive_yields(wire)  # later reads yield, as trio's do
+        assert wire.received == len(_HEAD) + 4
+    finally:
+        await wire.aclose()
+        await peer.aclose()
+
+
+async def test_a_read_at_once_waits_for_bytes_not_there_yet(nursery: trio.Nursery) -> None:
+    wire, peer = _pair()
+    try:
+        wire.read_at_once = True
+        nursery.start_soon(peer.send_all, _HEAD)
+        with trio.fail_after(IO_TIMEOUT):
+            assert await wire.receive()
+        assert wire.received == len(_HEAD)
+    finally:
+        await wire.aclose()
+        await peer.aclose()
+
+
+async def test_a_read_at_once_is_still_a_cancellation_point_and_fails_as_reads_do() -> None:
+    wire, peer = _pair()
+    try:
+        await peer.send_all(_HEAD)
+        wire.read_at_once = True
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await wire.receive()
+        assert scope.cancelled_caught and wire.received == 0  # nothing taken
+        wire.close_nowait()
+        wire.read_at_once = True
+        with pytest.raises(WireError):
+            await wire.receive()
+    finally:
+        await wire.aclose()
+        await peer.aclose()
+
+
 # ------------------------------------------------------------------ the client
 
 
