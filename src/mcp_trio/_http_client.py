@@ -556,6 +556,8 @@ class HttpChannel(MessageChannel):
             if isinstance(exc, WireError):
                 raise trio.BrokenResourceError(str(exc)) from exc
             raise
+        # Its answer is read by a task that has just started (see Pool.send_nowait).
+        wire.read_at_once = wire.writes_directly
         self._tasks.start_soon(self._request, sent, stream, wire)
 
     def _track(self, sent: ClientRequest, scope: trio.CancelScope) -> _Stream:

@@ -154,6 +154,26 @@ async def test_a_read_at_once_is_still_a_cancellation_point_and_fails_as_reads_d
 # ------------------------------------------------------------------ the client
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_answer_to_a_request_on_a_new_connection_is_read_at_once_too(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, era: str
+) -> None:
+    reads: list[str] = []
+    original = H11Stream._read_at_once
+
+    async def spy(self: H11Stream) -> bytes:
+        reads.append(self.h11.their_state.__name__)
+        return await original(self)
+
+    monkeypatch.setattr(H11Stream, "_read_at_once", spy)
+    server = await start_server(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(server.url, connection_config=client_connection_config(era)):
+            # The handshake's request: no idle connection, so the writer sends it
+            # (Pool.send), and a task of its own reads the answer.
+            assert reads[:1] == ["SEND_RESPONSE"]
+
+
 async def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Record whether each ``Pool.send_nowait`` started a request."""
     started: list[bool] = []
