@@ -55,19 +55,16 @@ class _Answering(_ConnectionBase):
             server_meta = self._server_meta
             if (
                 # Fast path: what decorate_result adds to a plain complete result of a
-                # method without caching hints, once it has accepted our configured
-                # hints (they never change).
-                self._hints_ok
-                and server_meta is not None
+                # method without caching hints (server_meta: our configured hints are
+                # valid, and they never change).
+                server_meta is not None
                 and type(result) is dict
                 and "resultType" not in result
                 and "_meta" not in result
                 and inbound.method not in _CACHEABLE_METHODS
             ):
-                # (For speed, copy() and two stores: {**result, ...} builds three dicts.)
-                result = result.copy()
-                result["resultType"] = _COMPLETE
-                result["_meta"] = server_meta
+                # (For speed, dict() with keywords: {**result, ...} builds three dicts.)
+                result = dict(result, resultType=_COMPLETE, _meta=server_meta)
             else:
                 result = _modern.decorate_result(
                     inbound.method,
@@ -76,7 +73,6 @@ class _Answering(_ConnectionBase):
                     ttl_ms=self.config.cache_ttl_ms,
                     cache_scope=self.config.cache_scope,
                 )
-                self._hints_ok = True
                 kind = result["resultType"]  # (decorate_result made sure of a string)
                 if kind != _COMPLETE:
                     self._check_result_type(kind, inbound, result)

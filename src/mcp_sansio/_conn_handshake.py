@@ -394,6 +394,7 @@ class _Handshake(_ConnectionBase):
         instructions = result.get("instructions")
         self._era = _MODERN
         self._version = common[0]
+        self._envelope = None  # (built for another version, if any: see send_request)
         self._peer_capabilities = caps if type(caps) is dict else {}
         self._peer_capabilities_known = type(caps) is dict
         self._peer_info = info if type(info) is dict else None

@@ -269,11 +269,11 @@ class _Receiving(_Handshake):
         # more than its own table entry, leaves by `break` *before changing any state*
         # for the general path. tests/core/test_fastpath.py checks that both paths
         # give the same events, bytes and state.
-        while type(obj) is dict:  # a block to break out of; never loops
+        while True:  # a block to break out of; never loops
             try:  # (subscripts, where a missing member means the general path)
                 if obj["jsonrpc"] != JSONRPC:
                     break
-            except KeyError:
+            except (KeyError, TypeError):  # (TypeError: not an object; a batch, say)
                 break
             method = obj.get("method")
             if method is None:  # a response
@@ -506,6 +506,7 @@ class _Receiving(_Handshake):
             self._abandon_inflight()
             return [ConnectionClosed(unanswered=(), abandoned=abandoned)]
         self._closed = True
+        self._send_ok.clear()  # (the fast path of send_request asks only this)
         state = transition(self._lifecycle, HandshakeInput.CLOSE)
         assert state is not None
         self._lifecycle = state

@@ -395,41 +395,37 @@ class Connection(_Receiving, _Answering):
         """
         if (
             # Fast path: a method that passed every check below before, in the era now
-            # settled (see _send_ok), no timer to arm, no progress token, and in the
-            # modern era the cached envelope. What is left is per-call.
+            # settled (see _send_ok, which closing empties), no timer to arm, no progress
+            # token, and in the modern era the cached envelope. What is left is per-call.
             method in self._send_ok
             and not progress
             and timeout is None
             and self._untimed
-            and not self._closed
             and len(self._pending) < self._max_pending
         ):
             rid = self._next_id + 1
             era = self._era
             assert era is not None  # settled: _send_ok is not empty
             if era is _MODERN:
-                envelope = self._envelope
+                envelope = self._envelope  # (of _version: reset when the modern era is settled)
                 if (
                     log_level is not None
                     or envelope is None
-                    or envelope[0] != self._version
                     or (params is not None and (type(params) is not dict or "_meta" in params))
                 ):
                     return self._send_request(
                         method, params, now, progress, timeout, log_level, related_request_id
                     )
                 # What _modern_params builds for a plain request, in one step (for speed,
-                # copy() and a store: {**params, ...} builds two dicts and merges twice),
+                # dict() with a keyword: {**params, ...} builds two dicts and merges twice),
                 # and a twin that carries the envelope encoded, for dumps (cheaper than
                 # encoding the envelope's dicts again; the entry keeps the dict one).
                 if params is None:
                     params = {"_meta": envelope[1]}
                     wire: dict[str, Any] | None = {"_meta": envelope[2]}
                 else:
-                    wire = params.copy()
-                    wire["_meta"] = envelope[2]
-                    params = params.copy()
-                    params["_meta"] = envelope[1]
+                    wire = dict(params, _meta=envelope[2])
+                    params = dict(params, _meta=envelope[1])
             else:
                 wire = params
             payload = dumps(

@@ -29,7 +29,8 @@ from mcp_sansio import (
     ResultReceived,
     _modern,
 )
-from mcp_sansio._json import dumps, loads
+from mcp_sansio._errors import LocalProtocolError
+from mcp_sansio._json import Fragment, dumps, loads
 from mcp_sansio._jsonrpc import decode
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS
@@ -52,7 +53,7 @@ def forget_verdicts(conn: Connection) -> None:
     conn._send_ok.clear()
     conn._accept_ok.clear()
     conn._modern_accept_ok.clear()
-    conn._hints_ok = False
+    conn._server_meta = None
 
 
 def receive_general(conn: Connection, data: bytes) -> list[Event]:
@@ -479,7 +480,7 @@ def test_modern_server_sends_results_alike(
     (request,) = client.data_to_send()
     fast.receive_message(request, now=0.0)
     general.receive_message(request, now=0.0)
-    assert fast._hints_ok  # learnt from the answers of modern_pair
+    assert fast._server_meta is not None  # (valid hints: the fast path is on)
     same(fast, general, lambda conn: conn.send_result(rid, result))
 
 
@@ -626,3 +627,68 @@ def test_plain_requests_take_the_send_fast_path(
     )
     _answer_all(client, server)
     assert not client.pending_requests()
+
+
+@pytest.mark.parametrize("make", [legacy_pair, modern_pair], ids=["legacy", "modern"])
+@pytest.mark.parametrize("close", ["eof", "half-close", "send_failed"])
+def test_closed_connection_refuses_methods_it_sent_before(
+    make: Callable[[], tuple[Connection, Connection]], close: str
+) -> None:
+    client, _ = make()
+    if close == "send_failed":
+        client.send_failed()
+    else:
+        client.send_request("tools/call", {"name": "x"}, now=0.0)  # (so a half-close holds)
+        client.receive_eof(keep_answering=close == "half-close")
+    for method in WARM_METHODS:
+        with pytest.raises(LocalProtocolError, match="closed"):
+            client.send_request(method, {"name": "x"}, now=0.0)
+    assert client.data_to_send() == [] or close != "send_failed"
+
+
+def test_modern_server_with_invalid_cache_hints_refuses_every_result() -> None:
+    # decorate_result refuses the hints on every result, cacheable or not: the fast
+    # path of send_result, which skips it, stays off.
+    client, server = modern_pair()
+    bad = Connection(
+        "server",
+        ConnectionConfig(
+            implementation={"name": "s", "version": "1"},
+            capabilities=SERVER_CAPS,
+            cache_scope="everyone",
+        ),
+    )
+    rid = client.send_request("tools/call", {"name": "x"}, now=0.0)
+    (request,) = client.data_to_send()
+    for _ in range(2):
+        (event,) = bad.receive_message(request, now=0.0)
+        assert isinstance(event, RequestReceived) and event.era is Era.MODERN
+        with pytest.raises(LocalProtocolError, match="cacheScope"):
+            bad.send_result(rid, {"content": []})
+        bad.send_error(rid, -32603, "no")
+    del server
+
+
+def test_modern_envelope_is_rebuilt_when_the_era_is_settled() -> None:
+    # The fast path of send_request takes the cached envelope as that of the settled
+    # version: one left from before (with a verdict: the fast path's first request) must
+    # not go out.
+    client = Connection(
+        "client",
+        ConnectionConfig(
+            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="modern"
+        ),
+    )
+    server = Connection(
+        "server",
+        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
+    )
+    client.start(now=0.0)  # (server/discover carries an envelope built for its version)
+    stale = {PV: "2000-01-01", CC: {}}
+    client._envelope = ("2000-01-01", stale, Fragment(dumps(stale)))
+    client._send_ok.add("tools/call")
+    _answer_all(client, server)
+    for params in ({"name": "x"}, None):
+        client.send_request("tools/call", params, now=0.0)
+        (payload,) = client.data_to_send()
+        assert loads(payload)["params"]["_meta"][PV] == V
