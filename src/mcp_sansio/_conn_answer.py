@@ -63,8 +63,11 @@ class _Answering(_ConnectionBase):
                 and "_meta" not in result
                 and inbound.method not in _CACHEABLE_METHODS
             ):
-                # (For speed, dict() with keywords: {**result, ...} builds three dicts.)
-                result = dict(result, resultType=_COMPLETE, _meta=server_meta)
+                # (For speed, copy() and two stores: {**result, ...} builds three dicts,
+                # and dict(result, ...) with keywords takes longer in C.)
+                result = result.copy()
+                result["resultType"] = _COMPLETE
+                result["_meta"] = server_meta
             else:
                 result = _modern.decorate_result(
                     inbound.method,

@@ -204,7 +204,7 @@ def classify(obj: Any) -> Message | Invalid:
             )
         if "id" in obj:
             rid = obj["id"]
-            if not is_request_id(rid):
+            if type(rid) is not int and type(rid) is not str:  # (is_request_id, inline)
                 return Invalid(
                     error=ErrorData(
                         code=ErrorCode.INVALID_REQUEST,
@@ -218,7 +218,7 @@ def classify(obj: Any) -> Message | Invalid:
         rid = obj.get("id")
         if "error" in obj:
             return _invalid('Invalid Response: both "result" and "error"', obj)
-        if type(rid) is not str and type(rid) is not int:
+        if type(rid) is not int and type(rid) is not str:  # (ours are integers)
             return _invalid('Invalid Response: "id" must be a string or an integer', obj)
         result = obj["result"]
         if type(result) is not dict:
