@@ -294,11 +294,7 @@ class _Receiving(_Handshake):
                     break
                 if (
                     entry.method in _HANDSHAKE_METHODS
-                    or (  # (the member first: legacy results lack it, modern ones say "complete")
-                        "resultType" in result
-                        and result["resultType"] != _COMPLETE
-                        and entry.era is _MODERN
-                    )
+                    or (entry.era is _MODERN and result.get("resultType", _COMPLETE) != _COMPLETE)
                     or (self._held and rid in self._held)  # (held for a new session)
                 ):
                     break
