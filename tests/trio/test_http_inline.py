@@ -5,20 +5,27 @@ own would serve it: in its own scope and in its own copy of the context."""
 from __future__ import annotations
 
 import contextvars
+import inspect
+import types
+from collections.abc import Coroutine, Generator
 from functools import partial
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from mcp_sansio._json import loads
 from mcp_sansio.http import HttpServerConfig
-from mcp_trio import Handlers
+from mcp_trio import Handlers, SessionConfig
+from mcp_trio._http_endpoint import _in_context
 from mcp_trio._http_server import HttpServeHandle, serve_http
 
 from .test_http_support import (
     IO_TIMEOUT,
+    POST_HEADERS,
     RawConnection,
+    raw_request,
     raw_session,
     rpc,
     server_connection_config,
@@ -87,3 +94,350 @@ async def test_a_lone_legacy_request_answered_as_json_is_served_by_its_connectio
     # Each finds no mark: what the first set stayed in its own copy of the context (in
     # the connection's, the second would find it), and held across its own steps.
     assert seen == [(task.format(1), None, 1), (task.format(2), None, 2)]
+
+
+# ------------------------------------------------------------------ as a task would be
+
+
+def _blocking_handlers(log: list[tuple[Any, str]], release: dict[Any, trio.Event]) -> Handlers:
+    """``tools/call``: waits for ``release[name]`` (a tool per test request), noting
+    whether it ended answered or cancelled."""
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call_tool(ctx: Any) -> dict[str, Any]:
+        name = ctx.params["name"]
+        try:
+            await release[name].wait()
+        except trio.Cancelled:
+            log.append((name, "cancelled"))
+            raise
+        log.append((name, "done"))
+        return {"content": [{"type": "text", "text": name}], "isError": False}
+
+    return handlers
+
+
+async def _serve_with(nursery: trio.Nursery, handlers: Handlers, **kwargs: Any) -> HttpServeHandle:
+    handle: HttpServeHandle = await nursery.start(
+        partial(
+            serve_http,
+            handlers,
+            connection_config=server_connection_config(),
+            http_config=HttpServerConfig(response_mode="json"),
+            **kwargs,
+        )
+    )
+    return handle
+
+
+async def _call(port: int, headers: Any, rid: Any, name: str, out: list[Any]) -> None:
+    conn = await RawConnection.open(port)
+    try:
+        await conn.send("POST", headers=headers, body=rpc(rid, "tools/call", {"name": name}))
+        response = await conn.response()
+        out.append((name, response.status, response.body))
+    finally:
+        await conn.aclose()
+
+
+async def _until(predicate: Any) -> None:
+    while not predicate():
+        await trio.sleep(0)
+
+
+async def test_a_cancellation_reaches_the_inline_handler_it_names_only(
+    nursery: trio.Nursery,
+) -> None:
+    # Two sessions, each with request id 1 served inline: cancelling it in one session
+    # cancels that handler, not the other one's.
+    log: list[tuple[Any, str]] = []
+    release = {"a": trio.Event(), "b": trio.Event()}
+    server = await _serve_with(nursery, _blocking_handlers(log, release))
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        b = session_headers(await raw_session(server.port))
+        nursery.start_soon(_call, server.port, a, 1, "a", out)
+        nursery.start_soon(_call, server.port, b, 1, "b", out)
+        await _until(lambda: server.statistics().running_handlers == 2)
+        note = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("POST", headers=a, body=note)
+            assert (await conn.response()).status == 202
+        finally:
+            await conn.aclose()
+        await _until(lambda: len(log) == 1)
+        assert log == [("a", "cancelled")]
+        release["b"].set()
+        await _until(lambda: len(out) == 2)
+    assert log == [("a", "cancelled"), ("b", "done")]
+    answered = {name: (status, body) for name, status, body in out}
+    assert answered["b"][0] == 200 and loads(answered["b"][1])["id"] == 1
+    assert answered["a"] == (200, b"")  # not answered: an empty event stream, as before
+    assert server.statistics().running_handlers == 0
+
+
+async def test_shutdown_gives_an_inline_handler_its_grace_period(nursery: trio.Nursery) -> None:
+    log: list[tuple[Any, str]] = []
+    release = {"a": trio.Event()}
+    server = await _serve_with(
+        nursery, _blocking_handlers(log, release), config=SessionConfig(shutdown_grace_period=60)
+    )
+    out: list[Any] = []
+    closed = trio.Event()
+
+    async def close() -> None:
+        await server.aclose()
+        closed.set()
+
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        nursery.start_soon(_call, server.port, a, 7, "a", out)
+        await _until(lambda: server.statistics().running_handlers == 1)
+        nursery.start_soon(close)
+        await trio.testing.wait_all_tasks_blocked()  # (shutdown waits for the handler)
+        assert not closed.is_set() and not out
+        release["a"].set()
+        await closed.wait()
+    assert log == [("a", "done")]
+    [(_, status, body)] = out
+    assert status == 200 and loads(body)["result"]["content"][0]["text"] == "a"
+
+
+async def test_shutdown_cancels_an_inline_handler_after_its_grace_period(
+    nursery: trio.Nursery,
+) -> None:
+    log: list[tuple[Any, str]] = []
+    release = {"a": trio.Event()}
+    server = await _serve_with(
+        nursery,
+        _blocking_handlers(log, release),
+        config=SessionConfig(shutdown_grace_period=0.01, close_timeout=0.01),
+    )
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        nursery.start_soon(_call, server.port, a, 7, "a", out)
+        await _until(lambda: server.statistics().running_handlers == 1)
+        await server.aclose()
+        assert log == [("a", "cancelled")]
+        await _until(lambda: len(out) == 1)
+    assert server.statistics().running_handlers == 0
+    [(_, status, body)] = out
+    assert status == 200 and loads(body)["error"]["message"] == "server shutting down"
+
+
+async def test_inline_handlers_hold_their_slots(nursery: trio.Nursery) -> None:
+    # max_concurrent_handlers=1: a second request waits for the inline one's slot.
+    log: list[tuple[Any, str]] = []
+    release = {"a": trio.Event(), "b": trio.Event()}
+    release["b"].set()
+    server = await _serve_with(
+        nursery, _blocking_handlers(log, release), config=SessionConfig(max_concurrent_handlers=1)
+    )
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        nursery.start_soon(_call, server.port, a, 1, "a", out)
+        await _until(lambda: server.statistics().running_handlers == 1)
+        nursery.start_soon(_call, server.port, a, 2, "b", out)
+        limiter = server._server.endpoint.limiter
+        await _until(lambda: limiter.statistics().tasks_waiting == 1)
+        assert log == [] and out == []  # b waits for a's slot
+        release["a"].set()
+        await _until(lambda: len(out) == 2)
+    assert log == [("a", "done"), ("b", "done")]
+    assert sorted((name, status) for name, status, _ in out) == [("a", 200), ("b", 200)]
+
+
+async def test_a_client_leaving_mid_handler_leaves_the_server_serving(
+    nursery: trio.Nursery,
+) -> None:
+    # A legacy client leaving cancels nothing: the handler ends as it would, its
+    # answer has nowhere to go, and the server goes on.
+    log: list[tuple[Any, str]] = []
+    release = {"a": trio.Event(), "b": trio.Event()}
+    release["b"].set()
+    server = await _serve_with(nursery, _blocking_handlers(log, release))
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        conn = await RawConnection.open(server.port)
+        await conn.send("POST", headers=a, body=rpc(1, "tools/call", {"name": "a"}))
+        await _until(lambda: server.statistics().running_handlers == 1)
+        await conn.aclose()
+        release["a"].set()
+        await _until(lambda: server.statistics().running_handlers == 0)
+        await _call(server.port, a, 2, "b", out)
+    assert log == [("a", "done"), ("b", "done")]
+    assert out[0][1] == 200 and loads(out[0][2])["id"] == 2
+
+
+# ------------------------------------------------------------------ _in_context
+
+
+@types.coroutine
+def _foreign_yield() -> Generator[str, Any, Any]:
+    return (yield "not a trio trap")  # trio throws a TypeError in, as into a task
+
+
+async def _marked(mark: str, body: Any) -> Any:
+    _MARK.set(mark)
+    try:
+        return await body()
+    finally:
+        _MARK.set((_MARK.get(), "finally"))
+
+
+async def test_in_context_runs_each_step_in_its_context_and_returns_the_value() -> None:
+    _MARK.set("outer")
+    context = contextvars.copy_context()
+
+    async def body() -> Any:
+        await trio.sleep(0)
+        return _MARK.get()
+
+    assert await _in_context(context, _marked("inner", body)) == "inner"
+    assert _MARK.get() == "outer" and context[_MARK] == ("inner", "finally")
+
+
+async def test_in_context_passes_what_trio_throws_in_to_the_coroutine() -> None:
+    async def body() -> Any:
+        try:
+            await _foreign_yield()
+        except TypeError:
+            return ("caught", _MARK.get())
+        raise AssertionError("not thrown in")
+
+    _MARK.set("outer")
+    assert await _in_context(contextvars.copy_context(), _marked("inner", body)) == (
+        "caught",
+        "inner",
+    )
+    assert _MARK.get() == "outer"
+
+
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
+async def test_in_context_raises_what_the_coroutine_raises(error: type[BaseException]) -> None:
+    async def body() -> Any:
+        await trio.sleep(0)
+        raise error("from the handler")
+
+    context = contextvars.copy_context()
+    with pytest.raises(error, match="from the handler"):
+        await _in_context(context, _marked("inner", body))
+    assert context[_MARK] == ("inner", "finally")
+
+
+async def test_a_cancellation_reaches_the_coroutine_in_its_context() -> None:
+    seen: list[Any] = []
+
+    async def body() -> Any:
+        try:
+            await trio.sleep_forever()
+        except trio.Cancelled:
+            seen.append(_MARK.get())
+            raise
+
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await _in_context(contextvars.copy_context(), _marked("inner", body))
+    assert scope.cancelled_caught and seen == ["inner"]
+
+
+def test_closing_in_context_closes_the_coroutine_in_its_context() -> None:
+    context = contextvars.copy_context()
+
+    async def body() -> Any:
+        await _foreign_yield()
+
+    coro: Coroutine[Any, Any, Any] = _marked("inner", body)
+    runner = _in_context(context, coro)
+    assert runner.send(None) == "not a trio trap"
+    runner.close()  # (GeneratorExit, thrown into the coroutine, ends it)
+    assert context[_MARK] == ("inner", "finally")
+    assert inspect.getcoroutinestate(coro) == inspect.CORO_CLOSED  # not left suspended
+
+
+async def test_ending_the_session_cancels_its_inline_handler(nursery: trio.Nursery) -> None:
+    log: list[tuple[Any, str]] = []
+    release = {"a": trio.Event()}
+    server = await _serve_with(nursery, _blocking_handlers(log, release))
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        nursery.start_soon(_call, server.port, a, 1, "a", out)
+        await _until(lambda: server.statistics().running_handlers == 1)
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("DELETE", headers=a)
+            assert (await conn.response()).status == 204
+        finally:
+            await conn.aclose()
+        await _until(lambda: len(out) == 1)
+    assert log == [("a", "cancelled")]
+    [(_, status, body)] = out
+    assert status == 404 and "the session ended" in loads(body)["error"]["message"]
+    assert server.statistics().running_handlers == 0
+
+
+async def test_an_inline_handler_that_fails_is_answered_with_an_error(
+    nursery: trio.Nursery,
+) -> None:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call_tool(ctx: Any) -> dict[str, Any]:
+        await trio.sleep(0)
+        raise RuntimeError("boom")
+
+    server = await _serve_with(nursery, handlers)
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        await _call(server.port, a, 3, "a", out)
+        await _call(server.port, a, 4, "a", out)  # the server goes on
+    for (_, status, body), rid in zip(out, (3, 4), strict=True):
+        answer = loads(body)
+        assert status == 200 and answer["id"] == rid and "error" in answer
+    assert server.statistics().running_handlers == 0
+
+
+async def test_the_requests_of_a_batch_answered_as_json_run_at_once(
+    nursery: trio.Nursery,
+) -> None:
+    # Only a lone request is served inline: a 2025-03-26 batch's requests run side by
+    # side (here the first waits for the second to start).
+    started = trio.Event()
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call_tool(ctx: Any) -> dict[str, Any]:
+        if ctx.params["name"] == "first":
+            await started.wait()
+        else:
+            started.set()
+        return {"content": [{"type": "text", "text": ctx.params["name"]}], "isError": False}
+
+    server = await _serve_with(nursery, handlers)
+    version = "2025-03-26"
+    init = {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "r", "version": "1"},
+    }
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(server.port, "POST", body=rpc(1, "initialize", init))
+        sid = response.headers["mcp-session-id"]
+        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", version))
+        note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        assert (await raw_request(server.port, "POST", headers=headers, body=note)).status == 202
+        batch = b"[%s,%s]" % (
+            rpc(2, "tools/call", {"name": "first"}),
+            rpc(3, "tools/call", {"name": "second"}),
+        )
+        response = await raw_request(server.port, "POST", headers=headers, body=batch)
+    assert response.status == 200
+    assert sorted(answer["id"] for answer in loads(response.body)) == [2, 3]
