@@ -6,6 +6,8 @@ connection's task parked on its socket as an idle keep-alive connection."""
 from __future__ import annotations
 
 import logging
+import socket
+import struct
 from typing import Any
 
 import h11
@@ -148,6 +150,79 @@ async def test_a_read_at_once_is_still_a_cancellation_point_and_fails_as_reads_d
             await wire.receive()
     finally:
         await wire.aclose()
+        await peer.aclose()
+
+
+async def test_a_read_at_once_sees_the_end_of_input_as_reads_do() -> None:
+    wire, peer = _pair()
+    try:
+        await peer.aclose()
+        wire.read_at_once = True
+        assert not await wire.receive()
+        assert wire.ended and wire.received == 0
+    finally:
+        await wire.aclose()
+
+
+async def test_a_read_at_once_of_a_reset_connection_is_a_wire_error() -> None:
+    a, listener = trio.socket.socket(), trio.socket.socket()
+    try:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        await a.connect(listener.getsockname())
+        b, _ = await listener.accept()
+        # Closing with a zero linger sends a reset, not a FIN.
+        b.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        b.close()
+        wire = H11Stream(trio.SocketStream(a), h11.CLIENT, 65_536)
+        await trio.lowlevel.wait_readable(a)
+        wire.read_at_once = True
+        with pytest.raises(WireError, match="ConnectionReset"):
+            await wire.receive()
+    finally:
+        a.close()
+        listener.close()
+
+
+async def test_a_read_at_once_of_part_of_a_head_leaves_the_rest_to_later_reads() -> None:
+    wire, peer = _pair()
+    try:
+        await peer.send_all(_HEAD[:10])
+        wire.read_at_once = True
+        assert await wire.receive()
+        assert wire.received == 10
+        assert wire.h11.next_event() is h11.NEED_DATA
+        await peer.send_all(_HEAD[10:])
+        with trio.fail_after(IO_TIMEOUT):
+            event = await wire.next_event()
+        assert isinstance(event, h11.Response) and event.status_code == 200
+    finally:
+        await wire.aclose()
+        await peer.aclose()
+
+
+async def test_a_read_at_once_waiting_on_a_stream_closed_meanwhile_is_a_wire_error(
+    nursery: trio.Nursery,
+) -> None:
+    wire, peer = _pair()
+    failures: list[BaseException] = []
+
+    async def read() -> None:
+        wire.read_at_once = True
+        try:
+            await wire.receive()
+        except WireError as exc:
+            failures.append(exc)
+
+    try:
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        wire.close_nowait()
+        with trio.fail_after(IO_TIMEOUT):
+            while not failures:
+                await trio.sleep(0)
+        assert "ClosedResourceError" in str(failures[0])
+    finally:
         await peer.aclose()
 
 
