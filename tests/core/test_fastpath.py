@@ -692,3 +692,31 @@ def test_modern_envelope_is_rebuilt_when_the_era_is_settled() -> None:
         client.send_request("tools/call", params, now=0.0)
         (payload,) = client.data_to_send()
         assert loads(payload)["params"]["_meta"][PV] == V
+
+
+NOT_OBJECTS: list[Any] = [
+    [],
+    [{"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "x"}}],
+    ["jsonrpc"],
+    "jsonrpc",
+    "",
+    0,
+    7.5,
+    None,
+    True,
+    False,
+]
+
+
+@pytest.mark.parametrize("value", NOT_OBJECTS, ids=repr)
+@pytest.mark.parametrize("side", ["client", "server"])
+@pytest.mark.parametrize("make", [legacy_pair, modern_pair], ids=["legacy", "modern"])
+def test_messages_that_are_not_objects_take_the_general_path_alike(
+    make: Callable[[], tuple[Connection, Connection]], side: str, value: Any
+) -> None:
+    # The fast path tells an object by subscripting it ("jsonrpc"): anything else (a
+    # batch, a string, a number, null) must leave it before any change, as a dict
+    # test did.
+    pick = 0 if side == "client" else 1
+    fast, general = make()[pick], make()[pick]
+    deliver(fast, general, as_bytes(value))
