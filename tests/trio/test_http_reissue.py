@@ -606,9 +606,18 @@ async def test_a_caller_cancelled_behind_a_chain_cancels_its_newest_link(
     # newest link is taken back unsent (Session._abandon_reissued walks the chain to
     # it), and nothing of the chain is left. (The links between were never written
     # here, as a real break's would have been: only the newest is checked on the wire.)
+    # One connection, held by the first call's stream: no link can be written before
+    # the caller's cancellation runs (with more, the writer may win that race in trio's
+    # random order and the newest link goes out, then is cancelled on the wire).
     script, url = await _serve(nursery, "wait-answer")
+    one = attrs.evolve(NO_GET, max_client_connections=1)
     with trio.fail_after(IO_TIMEOUT):
-        async with _client(url, max_reissues=5) as client:
+        async with open_http_client(
+            url,
+            connection_config=attrs.evolve(client_connection_config("modern"), max_reissues=5),
+            transport=one,
+            config=SessionConfig(),
+        ) as client:
             async with trio.open_nursery() as callers:
                 callers.start_soon(client.request, "tools/call", call("echo"))
                 while not script.calls:
@@ -622,7 +631,7 @@ async def test_a_caller_cancelled_behind_a_chain_cancels_its_newest_link(
                 callers.cancel_scope.cancel()
             assert chain[-1] not in client._conn._pending  # (taken back, not in flight)
             assert len(client._waiters) == 0 and client._queued == {}
-            text_of(await client.request("tools/call", call("echo")))
             script.go.set()  # (the first stream ends: its answer is late, dropped)
+            text_of(await client.request("tools/call", call("echo")))  # (its connection)
             await trio.testing.wait_all_tasks_blocked()
     assert chain[-1] not in [c["id"] for c in script.calls]  # never sent
