@@ -151,8 +151,8 @@ def legacy_pair(**client_kw: Any) -> tuple[Connection, Connection]:
     return client, server
 
 
-def modern_pair(**server_kw: Any) -> tuple[Connection, Connection]:
-    """A modern client and a dual-era server, each method of WARM_METHODS answered once."""
+def modern_connections(**server_kw: Any) -> tuple[Connection, Connection]:
+    """A modern client and a dual-era server, not started."""
     client = Connection(
         "client",
         ConnectionConfig(
@@ -168,6 +168,12 @@ def modern_pair(**server_kw: Any) -> tuple[Connection, Connection]:
             **server_kw,
         ),
     )
+    return client, server
+
+
+def modern_pair(**server_kw: Any) -> tuple[Connection, Connection]:
+    """A modern client and a dual-era server, each method of WARM_METHODS answered once."""
+    client, server = modern_connections(**server_kw)
     client.start(now=0.0)
     _answer_all(client, server)
     for method in WARM_METHODS:
@@ -673,16 +679,7 @@ def test_modern_envelope_is_rebuilt_when_the_era_is_settled() -> None:
     # The fast path of send_request takes the cached envelope as that of the settled
     # version: one left from before (with a verdict: the fast path's first request) must
     # not go out.
-    client = Connection(
-        "client",
-        ConnectionConfig(
-            implementation={"name": "c", "version": "1"}, capabilities=CLIENT_CAPS, era="modern"
-        ),
-    )
-    server = Connection(
-        "server",
-        ConnectionConfig(implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS),
-    )
+    client, server = modern_connections()
     client.start(now=0.0)  # (server/discover carries an envelope built for its version)
     stale = {PV: "2000-01-01", CC: {}}
     client._envelope = ("2000-01-01", stale, Fragment(dumps(stale)))
