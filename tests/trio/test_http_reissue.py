@@ -191,11 +191,11 @@ async def _serve(nursery: trio.Nursery, *steps: str, delay: float = 0.0) -> tupl
     return script, await fake_server_url(nursery, script.handle)
 
 
-def _client(url: str, **config: Any) -> Any:
+def _client(url: str, transport: HttpTransportConfig = NO_GET, **config: Any) -> Any:
     return open_http_client(
         url,
         connection_config=attrs.evolve(client_connection_config("modern"), **config),
-        transport=NO_GET,
+        transport=transport,
         config=SessionConfig(),
     )
 
@@ -612,12 +612,7 @@ async def test_a_caller_cancelled_behind_a_chain_cancels_its_newest_link(
     script, url = await _serve(nursery, "wait-answer")
     one = attrs.evolve(NO_GET, max_client_connections=1)
     with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            url,
-            connection_config=attrs.evolve(client_connection_config("modern"), max_reissues=5),
-            transport=one,
-            config=SessionConfig(),
-        ) as client:
+        async with _client(url, one, max_reissues=5) as client:
             async with trio.open_nursery() as callers:
                 callers.start_soon(client.request, "tools/call", call("echo"))
                 while not script.calls:
