@@ -656,14 +656,7 @@ def test_modern_server_with_invalid_cache_hints_refuses_every_result() -> None:
     # decorate_result refuses the hints on every result, cacheable or not: the fast
     # path of send_result, which skips it, stays off.
     client, server = modern_pair()
-    bad = Connection(
-        "server",
-        ConnectionConfig(
-            implementation={"name": "s", "version": "1"},
-            capabilities=SERVER_CAPS,
-            cache_scope="everyone",
-        ),
-    )
+    _, bad = modern_connections(cache_scope="everyone")
     rid = client.send_request("tools/call", {"name": "x"}, now=0.0)
     (request,) = client.data_to_send()
     for _ in range(2):
