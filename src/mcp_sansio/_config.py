@@ -9,6 +9,7 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
+from ._modern import CACHE_SCOPES, LOG_LEVELS
 from ._versions import ALL_VERSIONS, REVISIONS
 
 __all__ = ["ConnectionConfig", "Role", "check_count", "require_count"]
@@ -74,6 +75,16 @@ def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | Non
         raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
 
 
+def _check_cache_scope(_inst: object, _attr: object, value: str) -> None:
+    if not isinstance(value, str) or value not in CACHE_SCOPES:
+        raise ValueError(f"cache_scope must be 'public' or 'private', not {value!r}")
+
+
+def _check_log_level(_inst: object, _attr: object, value: str | None) -> None:
+    if value is not None and (not isinstance(value, str) or value not in LOG_LEVELS):
+        raise ValueError(f"log_level must be one of {LOG_LEVELS} or None, not {value!r}")
+
+
 def require_count(name: str, value: object, least: int = 1) -> None:
     """Check a bound: an ``int`` (not a ``bool``) of at least ``least``.
 
@@ -134,7 +145,9 @@ class ConnectionConfig:
 
     Raises:
         ValueError: a timeout below 0 (or NaN); a bound checked here that is not an
-            ``int`` in its range (``bool`` is refused); an unknown ``era``; an
+            ``int`` in its range (``bool`` is refused); an unknown ``era``; a
+            ``cache_scope`` other than ``"public"`` / ``"private"``, a ``log_level``
+            that is not one of the spec's levels (``"debug"`` to ``"emergency"``); an
             extension id (a key of ``capabilities["extensions"]``) without a valid prefix,
             or an ``extensions`` or extension value that is no mapping (``None`` too).
     """
@@ -205,10 +218,10 @@ class ConnectionConfig:
     ``time.time``), for processes that share ``request_state_key``: a state one seals,
     another opens. ``None``: the ``now`` given to the connection (a clock of one
     process). The Trio binding's servers use wall-clock time."""
-    cache_ttl_ms: int = 0
+    cache_ttl_ms: int = attrs.field(default=0, validator=check_count(0))
     """Server, modern era: ``ttlMs`` on cacheable results."""
-    cache_scope: str = "private"
+    cache_scope: str = attrs.field(default="private", validator=_check_cache_scope)
     """Server, modern era: ``cacheScope`` on cacheable results (``"private"``: the safe
     default; ``"public"`` lets shared caches serve the result across users)."""
-    log_level: str | None = None
+    log_level: str | None = attrs.field(default=None, validator=_check_log_level)
     """Client, modern era: ``logLevel`` put in every request envelope (``None``: no logs)."""

@@ -21,7 +21,7 @@ from typing import Any, Final
 from . import _modern
 from ._config import ConnectionConfig, Role
 from ._conn_records import _Batch, _Outbound, _outbound, _Req
-from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._errors import ErrorCode, ErrorData
 from ._events import Event, InvalidMessageReceived, RequestReceived
 from ._framing import LineSplitter
 from ._json import Fragment, dumps
@@ -242,16 +242,14 @@ class _ConnectionBase:
         # Modern server: the _meta of a plain result, encoded once (a Fragment: dumps
         # embeds it as it is) and shared by every reply that carries it (replies are
         # serialized, never handed out). The config is frozen: its implementation is
-        # read once, as a client's envelope is. One that cannot be encoded, or caching
-        # hints that _modern.decorate_result refuses (it checks them on every result; the
-        # fast path of send_result does not), leave the fast path off: each reply then
-        # fails there, as before.
+        # read once, as a client's envelope is (its caching hints were checked when it
+        # was built). One that cannot be encoded leaves the fast path off: each reply
+        # then fails in _modern.decorate_result.
         info = self.config.implementation
         self._server_meta: Fragment | None
         try:
-            _modern.check_cache_hints(self.config.cache_ttl_ms, self.config.cache_scope)
             self._server_meta = None if info is None else Fragment(dumps({_SERVER_INFO_KEY: info}))
-        except (TypeError, LocalProtocolError):
+        except TypeError:
             self._server_meta = None
 
     # ------------------------------------------------------------------ output

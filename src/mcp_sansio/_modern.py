@@ -699,20 +699,6 @@ def _check_scope(scope: object) -> str:
     return scope
 
 
-def check_cache_hints(ttl_ms: int | None, cache_scope: str | None) -> None:
-    """Check a server's configured caching hints as :func:`decorate_result` does on every
-    result (``None``: not configured).
-
-    Raises:
-        LocalProtocolError: ``ttl_ms`` is not an integer >= 0, or ``cache_scope`` not
-            ``"public"`` or ``"private"``.
-    """
-    if ttl_ms is not None:
-        _check_ttl(ttl_ms)
-    if cache_scope is not None:
-        _check_scope(cache_scope)
-
-
 def decorate_result(
     method: str,
     result: Mapping[str, Any],
@@ -748,7 +734,10 @@ def decorate_result(
             a string; ``"input_required"`` for a method that may not require input; a ttl or
             scope (configured or in the result) is invalid.
     """
-    check_cache_hints(ttl_ms, cache_scope)
+    if ttl_ms is not None:
+        _check_ttl(ttl_ms)
+    if cache_scope is not None:
+        _check_scope(cache_scope)
     if not (type(result) is dict or isinstance(result, Mapping)):
         raise LocalProtocolError("result must be a mapping")
     out = dict(result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._json import dumps, loads
+from mcp_sansio._modern import LOG_LEVELS
 from tests.schema import validate_message
 
 from .helpers import CLIENT_CAPS, SERVER_CAPS, ConnectionPair, validate_wire
@@ -774,6 +776,40 @@ def test_the_count_bounds_are_checked_up_front(field: str, least: int) -> None:
         kwargs: dict[str, Any] = {field: bad}
         with pytest.raises(ValueError, match=f"{field} must be an integer of {least} or more"):
             ConnectionConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("field", "bad", "message"),
+    [
+        ("cache_ttl_ms", -1, "cache_ttl_ms must be an integer of 0 or more"),
+        ("cache_ttl_ms", 1.5, "cache_ttl_ms must be an integer of 0 or more"),
+        ("cache_ttl_ms", True, "cache_ttl_ms must be an integer of 0 or more"),
+        ("cache_scope", "everyone", "cache_scope must be 'public' or 'private'"),
+        ("cache_scope", None, "cache_scope must be 'public' or 'private'"),
+        ("log_level", "verbose", "log_level must be one of"),
+        ("log_level", "DEBUG", "log_level must be one of"),
+    ],
+)
+def test_caching_hints_and_log_level_are_checked_up_front(
+    field: str, bad: object, message: str
+) -> None:
+    # They used to be taken, and then every modern result of such a server (or every
+    # request of such a client) raised LocalProtocolError in decorate_result (or in
+    # build_request_meta): a server that could answer nothing, found out late.
+    kwargs: dict[str, Any] = {field: bad}
+    with pytest.raises(ValueError, match=message):
+        ConnectionConfig(**kwargs)
+    with pytest.raises(ValueError, match=message):
+        attrs.evolve(ConnectionConfig(), **kwargs)
+
+
+def test_valid_caching_hints_and_log_levels_are_taken() -> None:
+    for ttl in (0, 60_000):
+        for scope in ("public", "private"):
+            config = ConnectionConfig(cache_ttl_ms=ttl, cache_scope=scope)
+            assert (config.cache_ttl_ms, config.cache_scope) == (ttl, scope)
+    for level in (None, *LOG_LEVELS):
+        assert ConnectionConfig(log_level=level).log_level == level
 
 
 @pytest.mark.parametrize(

@@ -652,22 +652,6 @@ def test_closed_connection_refuses_methods_it_sent_before(
     assert client.data_to_send() == [] or close != "send_failed"
 
 
-def test_modern_server_with_invalid_cache_hints_refuses_every_result() -> None:
-    # decorate_result refuses the hints on every result, cacheable or not: the fast
-    # path of send_result, which skips it, stays off.
-    client, server = modern_pair()
-    _, bad = modern_connections(cache_scope="everyone")
-    rid = client.send_request("tools/call", {"name": "x"}, now=0.0)
-    (request,) = client.data_to_send()
-    for _ in range(2):
-        (event,) = bad.receive_message(request, now=0.0)
-        assert isinstance(event, RequestReceived) and event.era is Era.MODERN
-        with pytest.raises(LocalProtocolError, match="cacheScope"):
-            bad.send_result(rid, {"content": []})
-        bad.send_error(rid, -32603, "no")
-    del server
-
-
 def test_modern_envelope_is_rebuilt_when_the_era_is_settled() -> None:
     # The fast path of send_request takes the cached envelope as that of the settled
     # version: one left from before (with a verdict: the fast path's first request) must
