@@ -1,0 +1,153 @@
+"""The HTTP server's read timeouts fire when they did: the wait for a request (a new
+connection's ``header_timeout``, a kept-alive one's ``keepalive_timeout``) and a body
+that stops coming; a request that comes just before is served, one after is not."""
+
+from __future__ import annotations
+
+import os
+import select
+
+import h11
+import trio
+import trio.testing
+
+from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_server import HttpServeHandle
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    RawConnection,
+    call,
+    raw_session,
+    rpc,
+    session_headers,
+    start_server,
+    text_of,
+)
+
+TIMEOUT = 2.0
+
+
+async def _json_server(nursery: trio.Nursery, transport: HttpTransportConfig) -> HttpServeHandle:
+    """A server that answers a legacy session's requests as JSON: served in the
+    connection's own task, whose wait for the next request follows the answer."""
+    return await start_server(nursery, http={"response_mode": "json"}, transport=transport)
+
+
+def _post(conn: RawConnection, sid: str, rid: int, text: str) -> bytes:
+    """The bytes of an echo call in the session ``sid``, framed by ``conn``'s h11."""
+    body = rpc(rid, "tools/call", call("echo", text=text))
+    headers = [("host", "127.0.0.1"), *session_headers(sid), ("content-length", str(len(body)))]
+    events = (h11.Request(method="POST", target="/mcp", headers=headers), h11.Data(data=body))
+    return b"".join(conn.h11.send(event) or b"" for event in (*events, h11.EndOfMessage()))
+
+
+async def _answer(conn: RawConnection) -> str:
+    response = await conn.response()
+    conn.next_cycle()
+    assert response.status == 200 and response.headers["content-type"] == "application/json"
+    return text_of(response.json()["result"])
+
+
+async def _echo(conn: RawConnection, sid: str, rid: int, text: str) -> str:
+    await conn.stream.send_all(_post(conn, sid, rid, text))
+    return await _answer(conn)
+
+
+async def _open_after(clock: trio.testing.MockClock, seconds: float, conn: RawConnection) -> bool:
+    """Let ``seconds`` pass; whether the server still keeps ``conn`` open (nothing to
+    read: a close would be)."""
+    await trio.testing.wait_all_tasks_blocked()
+    clock.jump(seconds)
+    await trio.testing.wait_all_tasks_blocked()
+    return not conn.stream.socket.is_readable()
+
+
+async def test_a_kept_alive_connection_waits_keepalive_timeout_for_each_request(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    server = await _json_server(nursery, HttpTransportConfig(keepalive_timeout=TIMEOUT))
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            assert await _echo(conn, sid, 1, "a") == "a"
+            for rid in (2, 3):  # just in time, twice: each answer starts the wait anew
+                assert await _open_after(clock, TIMEOUT - 0.5, conn)
+                assert await _echo(conn, sid, rid, str(rid)) == str(rid)
+            assert await _open_after(clock, TIMEOUT - 0.5, conn)
+            assert not await _open_after(clock, 1, conn)
+            assert await conn.stream.receive_some(10) == b""  # closed without a word
+        finally:
+            await conn.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        assert server.statistics().connections == 0
+
+
+async def test_a_new_connection_waits_header_timeout_for_its_first_request(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    transport = HttpTransportConfig(header_timeout=TIMEOUT, keepalive_timeout=2 * TIMEOUT)
+    server = await _json_server(nursery, transport)
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        silent = await RawConnection.open(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            assert await _open_after(clock, TIMEOUT - 0.5, conn)
+            assert await _echo(conn, sid, 1, "in time") == "in time"
+            assert not await _open_after(clock, 1, silent)
+            assert await silent.stream.receive_some(10) == b""
+            # The one served now waits keepalive_timeout from its answer (1 s ago).
+            assert await _open_after(clock, 2 * TIMEOUT - 1.5, conn)
+            assert not await _open_after(clock, 1, conn)
+        finally:
+            await conn.aclose()
+            await silent.aclose()
+
+
+async def test_a_request_woken_as_its_wait_times_out_is_served(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    """The request's bytes and the keep-alive deadline reach the server in the same
+    scheduler pass, the bytes first: the wait has returned them, so the request is
+    served (its deadline came too late to cancel the wait), and the connection goes
+    on as usual."""
+    server = await _json_server(nursery, HttpTransportConfig(keepalive_timeout=TIMEOUT))
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            assert await _echo(conn, sid, 1, "a") == "a"
+            await trio.testing.wait_all_tasks_blocked()
+            (served,) = server._server.connections
+            # Written with no checkpoint, readable at the server's end, then the deadline
+            # passes: trio's next pass wakes the server's reader, then expires deadlines.
+            os.write(conn.stream.socket.fileno(), _post(conn, sid, 2, "late"))
+            select.select([served.wire.stream.socket.fileno()], [], [], IO_TIMEOUT)
+            clock.jump(TIMEOUT + 1)
+            assert await _answer(conn) == "late"
+            assert await _echo(conn, sid, 3, "after") == "after"
+            assert await _open_after(clock, TIMEOUT - 0.5, conn)
+            assert not await _open_after(clock, 1, conn)
+        finally:
+            await conn.aclose()
+
+
+async def test_a_body_that_stops_coming_is_408_after_body_timeout(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    server = await _json_server(nursery, HttpTransportConfig(body_timeout=TIMEOUT))
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.stream.send_all(_post(conn, sid, 1, "cut")[:-10])
+            assert await _open_after(clock, TIMEOUT - 0.5, conn)
+            assert not await _open_after(clock, 1, conn)
+            reply = b""
+            while chunk := await conn.stream.receive_some(65536):
+                reply += chunk
+        finally:
+            await conn.aclose()
+    assert reply.startswith(b"HTTP/1.1 408 ")
