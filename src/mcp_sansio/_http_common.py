@@ -105,6 +105,8 @@ _STRIP: Final = bytes.strip
 
 
 def _normalize_headers(value: HeaderInput) -> Headers:
+    if value is _JSON_HEADERS:
+        return value  # (every JSON answer's, normalized once: see json_response)
     if type(value) is list or type(value) is tuple:
         # The common case (an HTTP library's byte pairs) in one comprehension: the
         # unbound bytes methods refuse anything else (a str, a bytearray: TypeError),
@@ -217,7 +219,10 @@ _JSON_HEADERS: Final[Headers] = ((b"content-type", b"application/json"),)
 
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:
     """An ``application/json`` response."""
-    return HttpResponse(status=status, headers=(*_JSON_HEADERS, *extra), body=body)
+    # Without extra fields, the headers are the constant the converter knows to be
+    # normalized: not lower-cased and stripped again for every answer.
+    headers = (*_JSON_HEADERS, *extra) if extra else _JSON_HEADERS
+    return HttpResponse(status=status, headers=headers, body=body)
 
 
 def error_body(error: ErrorData, request_id: str | int | None = None) -> bytes:

@@ -8,6 +8,7 @@ import os
 import select
 
 import h11
+import pytest
 import trio
 import trio.testing
 
@@ -20,6 +21,7 @@ from .test_http_support import (
     call,
     raw_session,
     rpc,
+    server_writes,
     session_headers,
     start_server,
     text_of,
@@ -151,3 +153,23 @@ async def test_a_body_that_stops_coming_is_408_after_body_timeout(
         finally:
             await conn.aclose()
     assert reply.startswith(b"HTTP/1.1 408 ")
+
+
+async def test_a_json_answer_has_the_same_head_on_the_wire(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head of a legacy session's JSON answer, byte for byte (its content type is
+    a constant, normalized once)."""
+    server = await _json_server(nursery, HttpTransportConfig())
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        writes = server_writes(monkeypatch)
+        conn = await RawConnection.open(server.port)
+        try:
+            assert await _echo(conn, sid, 1, "a") == "a"
+        finally:
+            await conn.aclose()
+    head, _, body = b"".join(writes).partition(b"\r\n\r\n")
+    assert head == (
+        b"HTTP/1.1 200 \r\ncontent-type: application/json\r\ncontent-length: %d" % len(body)
+    )
