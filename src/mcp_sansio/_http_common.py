@@ -24,6 +24,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter, methodcaller
 from typing import Any, Final, TypeAlias, final
 
 import attrs
@@ -119,9 +120,20 @@ def _normalize_headers(value: HeaderInput) -> Headers:
     return tuple((_as_bytes(name).lower(), _as_bytes(val).strip(b" \t")) for name, val in items)
 
 
+_LATIN1: Final = methodcaller("decode", "latin-1")
+_NAME: Final = itemgetter(0)
+_VALUE: Final = itemgetter(1)
+
+
 def _index(headers: Headers) -> dict[str, str]:
     """Header name → value (repeated fields joined with ``", "``), both latin-1 text."""
-    index: dict[str, str] = {}
+    # Built in C when no name repeats (the usual case): a request is asked for a few of
+    # its fields, all of which are decoded here, and no Python step per field.
+    names, values = map(_LATIN1, map(_NAME, headers)), map(_LATIN1, map(_VALUE, headers))
+    index = dict(zip(names, values, strict=True))
+    if len(index) == len(headers):
+        return index
+    index = {}
     for name, value in headers:
         key = name.decode("latin-1")
         text = value.decode("latin-1")

@@ -41,6 +41,11 @@ def test_request_headers_are_case_insensitive_and_keep_repeats() -> None:
     assert req.header("missing") is None
     assert req.path == "/mcp"
     assert req.headers[0] == (b"accept", b"application/json")
+    # Latin-1 text, with repeats (joined) or without (the table built in one pass).
+    for extra in [(b"X-C", b"1")], [(b"X-B", b"\xe0"), (b"X-C", b"1")]:
+        req = HttpRequest(method="GET", target="/", headers=[(b"X-B", b"caf\xe9"), *extra])
+        assert req.header("x-c") == "1"
+        assert req.header("x-b") == ("caf\xe9" if len(extra) == 1 else "caf\xe9, \xe0")
 
 
 def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
