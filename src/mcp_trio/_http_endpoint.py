@@ -140,41 +140,44 @@ class ResponseSlot:
     client leaving and wakes for output, with no watcher task per response.
     """
 
+    # What is the same for every new slot is a class attribute, shadowed once an
+    # instance sets it (most are never set: one assignment each per response saved).
+    ready: HttpResponse | None = None
+    """A complete answer (for a response that was awaited)."""
+    sse_headers: tuple[tuple[bytes, bytes], ...] | None = None
+    """An awaited response turned into an SSE stream with these headers."""
+    end = False
+    """Finish the response after :attr:`data`."""
+    overflow = False
+    """More than the limit is waiting: the reader is too slow."""
+    changed = False
+    """:meth:`push` was called since the owner last looked."""
+    waker: trio.CancelScope | None = None
+    """The scope the owner waits in; :meth:`push` cancels it to wake the owner."""
+    abort: trio.CancelScope | None = None
+    """The scope of the write in progress, cancelled on overflow: the writer may be
+    stuck in a write the client never reads."""
+    direct: Callable[[ResponseSlot], bool] | None = None
+    """Set while the owner waits for output it lets any task write: :meth:`push`
+    calls it at once (see ``_Connection._direct_answer``); ``True`` means it is
+    written and the owner need not wake."""
+    written = False
+    """:attr:`direct` has framed the end of the response (what the socket did not
+    take is in :attr:`rest`)."""
+    rest: bytes | memoryview = b""
+    """The part of a directly written answer the socket did not take at once."""
+    failure: Exception | None = None
+    """Why the direct write failed (the owner raises it)."""
+    parked = False
+    """The answer is out whole and the owner was not woken: the response is over
+    (:meth:`Endpoint.pump` closes it) and the owner's wait is its idle wait."""
+
     def __init__(self, stream_id: int, limit: int) -> None:
         self.stream_id: int = stream_id
-        self.ready: HttpResponse | None = None
-        """A complete answer (for a response that was awaited)."""
-        self.sse_headers: tuple[tuple[bytes, bytes], ...] | None = None
-        """An awaited response turned into an SSE stream with these headers."""
         self.data = bytearray()
         """SSE bytes to write."""
-        self.end = False
-        """Finish the response after :attr:`data`."""
-        self.overflow = False
-        """More than the limit is waiting: the reader is too slow."""
-        self.changed = False
-        """:meth:`push` was called since the owner last looked."""
-        self.waker: trio.CancelScope | None = None
-        """The scope the owner waits in; :meth:`push` cancels it to wake the owner."""
-        self.abort: trio.CancelScope | None = None
-        """The scope of the write in progress, cancelled on overflow: the writer may be
-        stuck in a write the client never reads."""
         self.max_size: int = limit
         """The bound on :attr:`data`."""
-        self.direct: Callable[[ResponseSlot], bool] | None = None
-        """Set while the owner waits for output it lets any task write: :meth:`push`
-        calls it at once (see ``_Connection._direct_answer``); ``True`` means it is
-        written and the owner need not wake."""
-        self.written = False
-        """:attr:`direct` has framed the end of the response (what the socket did not
-        take is in :attr:`rest`)."""
-        self.rest: bytes | memoryview = b""
-        """The part of a directly written answer the socket did not take at once."""
-        self.failure: Exception | None = None
-        """Why the direct write failed (the owner raises it)."""
-        self.parked = False
-        """The answer is out whole and the owner was not woken: the response is over
-        (:meth:`Endpoint.pump` closes it) and the owner's wait is its idle wait."""
 
     def push(self, item: OpenStream | StreamData | ResponseReady) -> None:
         """Take one output item of the core."""

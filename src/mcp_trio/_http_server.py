@@ -432,7 +432,9 @@ class _Connection:
 
     # ------------------------------------------------------------------ reading
 
-    async def _next_request(self) -> h11.Request | None:
+    async def _next_request(self) -> HttpRequest | None:
+        """Read the head of the next request (within ``header_timeout`` if it is not
+        all in), or refuse it; ``None``: close the connection."""
         wire, cfg = self.wire, self.transport
         self._head_only = False
         self._cors = ()
@@ -459,7 +461,11 @@ class _Connection:
         if size > cfg.max_header_size:
             await self._refuse(431, "Request Header Fields Too Large")
             return None
-        return event
+        return HttpRequest(
+            method=event.method.decode("ascii"),
+            target=event.target.decode("latin-1"),
+            headers=raw,  # (HttpRequest lower-cases the names)
+        )
 
     async def _read_body(self, limit: int) -> tuple[bytes, bool] | None:
         wire = self.wire
@@ -511,17 +517,12 @@ class _Connection:
         """Read the next request and serve it up to its response: whether the
         connection may be reused when it is answered already, else the response to
         write over time and its slot (open: the caller closes it)."""
-        head = await self._next_request()
-        if head is None:
+        request = await self._next_request()
+        if request is None:
             return False
         endpoint, http = self.endpoint, self.endpoint.http
-        self._head_only = head.method == b"HEAD"
-        self._post = head.method == b"POST"
-        request = HttpRequest(
-            method=head.method.decode("ascii"),
-            target=head.target.decode("latin-1"),
-            headers=head.headers.raw_items(),  # (HttpRequest lower-cases the names)
-        )
+        self._head_only = request.method == "HEAD"
+        self._post = request.method == "POST"
         if self._cors_on:
             self._cors = http.cors_headers(request)
         if endpoint.closing and request.method != "POST":
