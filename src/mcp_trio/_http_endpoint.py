@@ -276,12 +276,16 @@ class Endpoint:
         self.pump(drain_all=False)
         self.handle_events_nowait(events)
 
-    def pump(self, connection: Connection | None = None, *, drain_all: bool = True) -> None:
+    def pump(
+        self, connection: Connection | None = None, *, drain_all: bool = True, timer: bool = True
+    ) -> None:
         """Route what the core wants written to the responses it names; re-arm the timer.
 
         ``connection``: drain only the connection a handler just used. ``drain_all=False``:
         only route what the core has already routed (after ``handle_request`` and
         ``stream_closed``, which drain what they touch): no pass over every session.
+        ``timer=False``: the caller knows the timer is right as it is (see
+        :meth:`_serve_request`).
         """
         finished: list[ResponseSlot] = []
         for item in self.http.data_to_send(connection=connection, drain_all=drain_all):
@@ -296,7 +300,7 @@ class Endpoint:
                 self.close_response(slot)
             return  # (the first close_response pumped and re-armed after the drain above)
         scope = self._timer_scope
-        if scope is not None:
+        if scope is not None and timer:
             # (No stream expiry pending, the usual case: the core's deadline alone.)
             rearm(scope, self._next_deadline() if self._releases else self.http.next_deadline())
 
@@ -513,14 +517,26 @@ class Endpoint:
             # so nothing need watch its socket meanwhile), so it serves the request
             # itself, in the request's own scope and in a copy of its context, as a
             # task of its own would: no task to start, and none to wake afterwards.
-            await _in_context(contextvars.copy_context(), self._serve_request(ctx, running))
+            await _in_context(
+                contextvars.copy_context(), self._serve_request(ctx, running, inline=True)
+            )
             return
         assert self.nursery is not None
         self.nursery.start_soon(
             self._serve_request, ctx, running, name=f"mcp http {event.method} #{event.request_id!r}"
         )
 
-    async def _serve_request(self, ctx: HttpRequestContext, running: Running) -> None:
+    async def _serve_request(
+        self, ctx: HttpRequestContext, running: Running, inline: bool = False
+    ) -> None:
+        """Run the handler and send its answer. ``inline``: in the task of the connection
+        that waits for the answer (see :meth:`_start_request`), whose timer the answer
+        need not re-arm: the connection re-arms it when it closes the response, with
+        no yield before unless the socket cannot take the answer at once; and meanwhile
+        the deadline armed before stays right, as an answer brings none forward: the
+        core arms timers only for requests of ours, and the session is not idle (its
+        expiry starts) until the response is closed (a test pins it:
+        test_an_answer_never_brings_the_deadline_forward)."""
         try:
             with running.scope:
                 handler = self.handlers.request_handler(ctx.method)
@@ -528,7 +544,7 @@ class Endpoint:
                 outcome = await call_request_handler(handler, cast(Any, ctx))
                 if not running.cancelled:
                     send_answer(running.connection, ctx.method, ctx.request_id, outcome)
-                    self.pump(running.connection)
+                    self.pump(running.connection, timer=not inline)
         finally:
             self._finish(running)
 

@@ -24,9 +24,11 @@ from hypothesis import strategies as st
 
 from mcp_sansio import Connection, RequestTimedOut
 from mcp_sansio.http import (
+    AwaitResponse,
     HttpResponse,
     HttpServer,
     OpenStream,
+    ResponseReady,
     ServerEvent,
     SessionClosed,
     SessionCreated,
@@ -170,9 +172,11 @@ def check(srv: HttpServer, model: Model) -> None:
 # ================================================================== many sessions
 
 
-def populate(n: int, *, timeout: float | None = IDLE) -> tuple[HttpServer, Model, list[str]]:
+def populate(
+    n: int, *, timeout: float | None = IDLE, **config: Any
+) -> tuple[HttpServer, Model, list[str]]:
     """``n`` sessions: every third has a GET stream, every fifth an outbound request."""
-    srv = make_server(session_idle_timeout=timeout, max_sessions=n)
+    srv = make_server(session_idle_timeout=timeout, max_sessions=n, **config)
     model = Model(timeout=timeout)
     sids = []
     for i in range(n):
@@ -185,6 +189,41 @@ def populate(n: int, *, timeout: float | None = IDLE) -> tuple[HttpServer, Model
         if i % 5 == 0:
             ask(srv, model, sid, float(n), timeout=float(10 * n - 7 * i))
     return srv, model, sids
+
+
+@pytest.mark.parametrize("timeout", [IDLE, None])
+def test_an_answer_never_brings_the_deadline_forward(timeout: float | None) -> None:
+    """What the Trio binding relies on when a handler served in its connection's task
+    answers: its timer need not be re-armed then, only when the response closes (see
+    ``Endpoint._serve_request``). An answer arms no timer (only requests of ours have
+    one) and its session stays busy, not idle, until its response is closed."""
+    srv, model, sids = populate(30, timeout=timeout, response_mode="json")
+    lone = make_server(session_idle_timeout=timeout, response_mode="json")
+    alone = Model(timeout=timeout)
+    sid = create(lone, alone, 0.0)  # (its deadline: none while it is busy)
+    assert sid is not None
+    _answer_each(lone, alone, [sid])
+    _answer_each(srv, model, sids[:10])  # with and without a GET, or a request of ours
+
+
+def _answer_each(srv: HttpServer, model: Model, sids: list[str]) -> None:
+    now = 100.0
+    for i, sid in enumerate(sids):
+        rid = 1_000 + i
+        decision = post(srv, model, sid, rpc(rid, "tools/list"), now)
+        assert isinstance(decision, AwaitResponse)
+        before = srv.next_deadline()
+        conn = model.sessions[sid].conn
+        if i % 2:
+            conn.send_result(rid, {"tools": []})
+        else:
+            conn.send_error(rid, -32000, "no")
+        (ready,) = srv.data_to_send(connection=conn)
+        assert isinstance(ready, ResponseReady) and ready.stream_id == decision.stream_id
+        assert srv.next_deadline() == before
+        close_stream(srv, model, decision.stream_id, now)
+        check(srv, model)
+        now += 1.0
 
 
 def test_next_deadline_is_the_minimum_over_every_session() -> None:
