@@ -239,6 +239,9 @@ class Endpoint:
         """Where handler tasks run (set before serving)."""
         self.closing = False
         """Shutting down: no new requests are taken."""
+        self.now: Callable[[], float] = trio.current_time
+        """The run's clock, read directly once serving (:meth:`timer_loop`): what
+        ``trio.current_time()`` reads, minus two calls."""
         self._running: dict[tuple[Connection, RequestId], Running] = {}
         self._all: set[Running] = set()
         self._waiters: dict[tuple[Connection, RequestId], _Waiter] = {}
@@ -272,7 +275,7 @@ class Endpoint:
         if released is not None and len(self._releases) > 2 * len(self._release_of) + 16:
             self._releases = [(d, i) for i, d in self._release_of.items()]
             heapq.heapify(self._releases)
-        events = self.http.stream_closed(slot.stream_id, now=trio.current_time())
+        events = self.http.stream_closed(slot.stream_id, now=self.now())
         self.pump(drain_all=False)
         self.handle_events_nowait(events)
 
@@ -660,6 +663,7 @@ class Endpoint:
 
     async def timer_loop(self) -> None:
         """Run ``HttpServer.handle_timer`` at each deadline, forever."""
+        self.now = trio.lowlevel.current_clock().current_time
         while True:
             with trio.CancelScope() as scope:
                 self._timer_scope = scope

@@ -397,7 +397,7 @@ class _Connection:
         wire, cfg = self.wire, self.transport
         if wire.h11.trailing_data[0]:
             return True
-        timer.deadline = trio.current_time() + (
+        timer.deadline = self.endpoint.now() + (
             cfg.header_timeout if first else cfg.keepalive_timeout
         )
         self._idle_scope = timer
@@ -561,7 +561,7 @@ class _Connection:
             return False
         reply = http.handle_request(
             request.with_body(body),
-            now=trio.current_time(),
+            now=endpoint.now(),
             head_checked=True,
             principal=principal,  # (its scopes are checked: http_config.required_scopes)
         )
