@@ -243,13 +243,36 @@ async def test_inline_handlers_hold_their_slots(nursery: trio.Nursery) -> None:
         nursery.start_soon(_call, server.port, a, 1, "a", out)
         await _until(lambda: server.statistics().running_handlers == 1)
         nursery.start_soon(_call, server.port, a, 2, "b", out)
-        limiter = server._server.endpoint.limiter
-        await _until(lambda: limiter.statistics().tasks_waiting == 1)
+        slots = server._server.endpoint.slots
+        await _until(lambda: len(slots.waiting) == 1)
         assert log == [] and out == []  # b waits for a's slot
         release["a"].set()
         await _until(lambda: len(out) == 2)
     assert log == [("a", "done"), ("b", "done")]
     assert sorted((name, status) for name, status, _ in out) == [("a", 200), ("b", 200)]
+
+
+async def test_requests_waiting_for_a_handler_slot_get_it_in_arrival_order(
+    nursery: trio.Nursery,
+) -> None:
+    log: list[tuple[Any, str]] = []
+    release = {name: trio.Event() for name in "abcd"}
+    server = await _serve_with(
+        nursery, _blocking_handlers(log, release), config=SessionConfig(max_concurrent_handlers=1)
+    )
+    out: list[Any] = []
+    with trio.fail_after(IO_TIMEOUT):
+        a = session_headers(await raw_session(server.port))
+        slots = server._server.endpoint.slots
+        for rid, name in enumerate("abcd"):
+            nursery.start_soon(_call, server.port, a, rid, name, out)
+            # (counted once it asked for a slot: a runs, the rest wait, in this order)
+            await _until(lambda n=rid + 1: server.statistics().running_handlers == n)
+        assert len(slots.waiting) == 3
+        for name in "dcba":  # each is released before it runs: the slot's order decides
+            release[name].set()
+        await _until(lambda: len(out) == 4)
+    assert log == [(name, "done") for name in "abcd"]
 
 
 async def test_a_client_leaving_mid_handler_leaves_the_server_serving(
