@@ -24,6 +24,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from operator import itemgetter, methodcaller
 from typing import Any, Final, TypeAlias, final
 
@@ -103,26 +104,30 @@ def _as_bytes(value: bytes | str) -> bytes:
 
 _LOWER: Final = bytes.lower
 _STRIP: Final = bytes.strip
+_OWS: Final = repeat(b" \t")
+_PAIR: Final = frozenset({2})
+_NAME: Final = itemgetter(0)
+_VALUE: Final = itemgetter(1)
+_LATIN1: Final = methodcaller("decode", "latin-1")
 
 
 def _normalize_headers(value: HeaderInput) -> Headers:
     if value is _JSON_HEADERS:
         return value  # (every JSON answer's, normalized once: see json_response)
     if type(value) is list or type(value) is tuple:
-        # The common case (an HTTP library's byte pairs) in one comprehension: the
-        # unbound bytes methods refuse anything else (a str, a bytearray: TypeError),
-        # which takes the general path below.
+        # The common case (an HTTP library's byte pairs) in C, no Python step per field:
+        # anything but pairs fails the length check or the lookups, and the unbound
+        # bytes methods refuse anything but bytes (a str, a bytearray: TypeError); all
+        # of that takes the general path below.
         try:
-            return tuple([(_LOWER(name), _STRIP(val, b" \t")) for name, val in value])
-        except (TypeError, ValueError):
-            pass  # (not pairs: the general path raises as it always did)
+            if set(map(len, value)) <= _PAIR:
+                names = map(_LOWER, map(_NAME, value))
+                values = map(_STRIP, map(_VALUE, value), _OWS)
+                return tuple(zip(names, values, strict=True))
+        except (TypeError, ValueError, LookupError):
+            pass  # (not byte pairs: the general path converts, or raises as it always did)
     items = value.items() if isinstance(value, Mapping) else value
     return tuple((_as_bytes(name).lower(), _as_bytes(val).strip(b" \t")) for name, val in items)
-
-
-_LATIN1: Final = methodcaller("decode", "latin-1")
-_NAME: Final = itemgetter(0)
-_VALUE: Final = itemgetter(1)
 
 
 def _index(headers: Headers) -> dict[str, str]:

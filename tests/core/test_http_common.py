@@ -48,6 +48,41 @@ def test_request_headers_are_case_insensitive_and_keep_repeats() -> None:
         assert req.header("x-b") == ("caf\xe9" if len(extra) == 1 else "caf\xe9, \xe0")
 
 
+def _general(headers: Any) -> tuple[tuple[bytes, bytes], ...]:
+    """What the header converter gives, spelled out field by field."""
+
+    def raw(v: Any) -> bytes:
+        return v.encode("latin-1") if isinstance(v, str) else bytes(v)
+
+    return tuple((raw(name).lower(), raw(value).strip(b" \t")) for name, value in headers)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],
+        [(b"X-A", b" 1 \t"), (b"x-b", b"\t2")],
+        ((b"X-A", b"1"), [b"Accept", b" a/b "]),  # (a tuple of them; a list as a pair)
+        [("X-A", " 1 "), (b"x-b", "2")],  # text
+        [(bytearray(b"X-A"), bytearray(b" 1 "))],  # not bytes: converted to bytes
+        [{b"X-A": 1, b" 1 ": 2}],  # (a two-key dict unpacks as its keys)
+        ["ab"],  # (a two-character text unpacks as two names)
+    ],
+)
+def test_headers_are_stored_as_their_fields_say(headers: Any) -> None:
+    stored = HttpRequest(method="GET", target="/", headers=headers).headers
+    assert stored == _general(headers)
+    assert all(type(name) is bytes and type(value) is bytes for name, value in stored)
+
+
+@pytest.mark.parametrize("headers", [[(b"a", b"1", b"2")], [(b"a",)], [b"a"], [1]])
+def test_headers_that_are_not_pairs_are_refused_as_ever(headers: Any) -> None:
+    with pytest.raises((TypeError, ValueError)) as refused:
+        HttpRequest(method="GET", target="/", headers=headers)
+    with pytest.raises(refused.type):
+        _general(headers)
+
+
 def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
     req = HttpRequest(method="GET", target="/", headers={"Mcp-Session-Id": "  abc \t"})
     assert req.header("mcp-session-id") == "abc"
