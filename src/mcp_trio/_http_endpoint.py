@@ -15,8 +15,8 @@ call and the routing of its output).
   and the connection is dropped (a legacy client resumes from the event store).
 * **Handlers.** Each ``RequestReceived`` gets one of the endpoint's handler slots
   (``SessionConfig.max_concurrent_handlers``, first come first served) *before* its
-  task starts, so a full server
-  stops answering new requests instead of queueing them, then runs in its own task and
+  task starts, so a full server stops answering new requests instead of queueing them,
+  then runs in its own task and
   ``CancelScope`` (a lone request of a legacy POST answered as JSON: in its connection's
   task, which would only wait for the answer, in a copy of its context). Request ids
   are unique per core connection only (each legacy session and each modern request
