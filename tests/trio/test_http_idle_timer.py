@@ -123,6 +123,7 @@ async def test_a_request_woken_as_its_wait_times_out_is_served(
             assert await _echo(conn, sid, 1, "a") == "a"
             await trio.testing.wait_all_tasks_blocked()
             (served,) = server._server.connections
+            assert isinstance(served.wire.stream, trio.SocketStream)
             # Written with no checkpoint, readable at the server's end, then the deadline
             # passes: trio's next pass wakes the server's reader, then expires deadlines.
             os.write(conn.stream.socket.fileno(), _post(conn, sid, 2, "late"))
