@@ -240,25 +240,37 @@ class _Receiving(_Handshake):
         return events
 
     def receive_message(
-        self, data: bytes | bytearray | memoryview | str, *, now: float
+        self, data: bytes | bytearray | memoryview | str, *, now: float, decoded: Any = None
     ) -> list[Event]:
-        """Feed one complete JSON text (one WebSocket frame, one in-memory message)."""
+        """Feed one complete JSON text (one WebSocket frame, one in-memory message).
+
+        ``decoded``: what ``data`` parses to, when the caller has parsed it already (the
+        Streamable HTTP layers read each message to route it): it is taken as it is
+        instead of parsing ``data`` again, with everything else as for ``data`` alone:
+        ``config.max_message_size`` applies to ``len(data)``, and a list is a batch.
+        ``None`` (the default) parses ``data`` (a JSON ``null`` is parsed again, to the
+        same). The caller must not change it afterwards (events hold its parts).
+        An element of a batch split by the caller is :meth:`receive_decoded`'s.
+        """
         if len(data) > self._max_message_size:
             too_large: list[Event] = []
             self._receive_too_large(*_ends(data), self._max_message_size, now, too_large)
             return too_large
         if self._closed:
             return []
-        try:
-            obj = loads(data)
-        except JSONDecodeError as exc:
-            # Malformed, or valid JSON the parser cannot hold (a number past float
-            # range, a lone surrogate, nesting past its depth): answered under its id
-            # if it can be seen, so the request it is (or answers) does not hang.
-            unreadable: list[Event] = []
-            why = parse_error(exc).error.message
-            self._receive_unreadable(*_ends(data), ErrorCode.PARSE_ERROR, why, now, unreadable)
-            return unreadable
+        if decoded is None:
+            try:
+                obj = loads(data)
+            except JSONDecodeError as exc:
+                # Malformed, or valid JSON the parser cannot hold (a number past float
+                # range, a lone surrogate, nesting past its depth): answered under its id
+                # if it can be seen, so the request it is (or answers) does not hang.
+                unreadable: list[Event] = []
+                why = parse_error(exc).error.message
+                self._receive_unreadable(*_ends(data), ErrorCode.PARSE_ERROR, why, now, unreadable)
+                return unreadable
+        else:  # (a test on every message, paid for by the asserts left out below)
+            obj = decoded
         # Fast path: the common message, delivered in one pass over the decoded dict
         # with no intermediate objects and no Python-level calls (the event is built
         # here, one slot store per field, and in one place per kind of message). It
@@ -340,8 +352,8 @@ class _Receiving(_Handshake):
                 break
             if meta is not None and _PROTOCOL_VERSION_KEY in meta and self._modern_server:
                 # A modern request: the envelope rungs of validate_envelope, and no
-                # MRTR retry (which needs the requestState codec).
-                assert params is not None
+                # MRTR retry (which needs the requestState codec). (params is the dict
+                # meta came from: no assert, a test per message.)
                 version = meta[_PROTOCOL_VERSION_KEY]
                 caps = meta.get(_CLIENT_CAPABILITIES_KEY)
                 info = meta.get(_CLIENT_INFO_KEY)
@@ -373,8 +385,7 @@ class _Receiving(_Handshake):
             else:
                 if method not in self._accept_ok:
                     break
-                version = self._version
-                assert version is not None
+                version = self._version  # (set: _accept_ok is a settled era's; no assert)
                 token = caps = None
                 if meta is not None:
                     token = meta.get("progressToken")

@@ -1124,7 +1124,7 @@ class HttpServer:
                 )
             )
         conn = Connection("server", self.connection_config, principal=principal)
-        core_events = conn.receive_message(request.body, now=now)
+        core_events = conn.receive_message(request.body, now=now, decoded=obj)
         out = conn.messages_to_send()
         rid = msg.id
         if conn.request_era(rid) is None:  # answered at once (discover, errors)
@@ -1247,7 +1247,7 @@ class HttpServer:
             type(i) is dict and i.get("method") == "initialize" and "id" in i for i in items
         )
         if initialize and not batch and request.header(MCP_SESSION_ID) is None:
-            return self._initialize(request, now, principal)
+            return self._initialize(request, obj, now, principal)
         found = self._session_for(request, now, principal)
         if isinstance(found, HttpResponse):
             return Reply(decision=found)
@@ -1301,7 +1301,9 @@ class HttpServer:
             refused = attrs.evolve(refused, body=body)
         return Reply(decision=refused, events=fed.events)
 
-    def _initialize(self, request: HttpRequest, now: float, principal: str | None) -> Reply:
+    def _initialize(
+        self, request: HttpRequest, obj: Any, now: float, principal: str | None
+    ) -> Reply:
         quota = self.config.max_sessions_per_principal
         at_quota = False
         if (
@@ -1329,7 +1331,7 @@ class HttpServer:
                 )
             )
         conn = Connection("server", self.connection_config, principal=principal)
-        core_events = conn.receive_message(request.body, now=now)
+        core_events = conn.receive_message(request.body, now=now, decoded=obj)
         payload = conn.messages_to_send()[-1][0]
         if conn.lifecycle is not LifecycleState.ANSWERED:
             return Reply(
@@ -1402,8 +1404,8 @@ class HttpServer:
             has_request = has_request or (type(item) is dict and "method" in item and "id" in item)
             if batch:  # each element alone: its answer is routed to this POST by its id
                 core_events.extend(conn.receive_decoded(item, now=now))
-            else:
-                core_events.extend(conn.receive_message(request.body, now=now))
+            else:  # the body is this one message, parsed once (decoded)
+                core_events.extend(conn.receive_message(request.body, now=now, decoded=item))
         # During the feed the core only answers this body (errors, ping, setLevel, ...).
         answered = [payload for payload, _ in conn.messages_to_send()]
         # In order: a cancellation after its request in this body ends a request that has
