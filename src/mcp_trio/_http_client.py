@@ -172,6 +172,7 @@ from mcp_sansio.http import (
 )
 
 from ._channel import (
+    Decoded,
     Framing,
     Hold,
     Inbox,
@@ -483,6 +484,13 @@ class HttpChannel(MessageChannel):
                 held(sent.request_ids, False)
 
     async def receive(self) -> bytes:
+        message = await self._receive_decoded()
+        return bytes(message) if type(message) is Decoded else message
+
+    async def _receive_decoded(self) -> bytes:
+        """:meth:`receive` for the session: a message the response reader parsed comes
+        as a :class:`Decoded` (``bytes``, but not of the exact type orjson reads), so
+        that the session does not parse it again."""
         try:
             item = await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
@@ -796,10 +804,11 @@ class HttpChannel(MessageChannel):
                         await wire.receive()
                         continue
                     if type(event) is h11.Data:
-                        messages = reader.feed(bytes(event.data))
+                        read = reader._feed(bytes(event.data))
                         if reader.warnings:  # as they come: a stream may last for hours
                             _log_warnings(reader)
-                        for message in messages:
+                        for data, decoded in read:  # (parsed: handed on as a Decoded)
+                            message = data if decoded is None else Decoded(data, decoded)
                             if not offer(message):  # (else the session took it in passing)
                                 await self._queue(message)
                     elif isinstance(event, h11.EndOfMessage):
@@ -816,16 +825,18 @@ class HttpChannel(MessageChannel):
                 await self._pool.release(wire)
             else:
                 await wire.aclose()
-            messages = reader.feed_eof(cut_short=not complete)
-            if unheard := reader.unheard:
-                # Its own errors, last, for answers that never came (a gateway's 502):
-                # not the server's words (LocalReply: no _heard_at, a failed ping).
-                own = len(messages) - len(unheard)
-                messages[own:] = [LocalReply(message) for message in messages[own:]]
+            read = reader._feed_eof(not complete)
+            # Its own errors, last, for answers that never came (a gateway's 502): not
+            # the server's words (LocalReply: no _heard_at, a failed ping).
+            own = len(read) - len(reader.unheard)
             _log_warnings(reader)
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
-            for message in messages:
+            for i, (data, decoded) in enumerate(read):
+                if decoded is not None:  # (parsed: handed on as a Decoded)
+                    message = Decoded(data, decoded)
+                else:
+                    message = data if i < own else LocalReply(data)
                 if not offer(message):
                     await self._queue(message)
             if reader.broken:

@@ -87,7 +87,7 @@ import logging
 import math
 from collections import deque
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, cast, final
+from typing import TYPE_CHECKING, Any, Final, cast, final
 
 import attrs
 import trio
@@ -117,7 +117,7 @@ from mcp_sansio import (
 )
 from mcp_sansio._errors import SHUTTING_DOWN
 
-from ._channel import LocalReply, MessageChannel, SessionLost
+from ._channel import Decoded, LocalReply, MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
 from ._errors import (
     HandshakeFailed,
@@ -145,7 +145,7 @@ from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter
 from ._writer import Writer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from mcp_sansio._http_auth import Principal
 
@@ -154,6 +154,10 @@ __all__ = ["Session", "SessionStatistics"]
 logger = logging.getLogger("mcp_trio")
 
 _START = frozenset({"initialize", "server/discover"})
+
+#: The types of message a channel marks (see Session._receive_marked): a type in a set
+#: is one test, as one type alone was, for the plain bytes (or str) of the common path.
+_MARKED: Final = frozenset({Decoded, LocalReply})
 
 
 async def _reraise(exc: BaseException) -> None:
@@ -971,12 +975,17 @@ class Session:
     async def _read_loop(self) -> None:
         conn = self._conn
         ndjson = self._channel.framing == "ndjson"
+        # The HTTP channel's messages as its response reader parsed them (a Decoded: see
+        # _receive_marked); its public receive gives plain bytes.
+        receive: Callable[[], Awaitable[bytes | str]] = getattr(
+            self._channel, "_receive_decoded", self._channel.receive
+        )
         while True:
             ended: SessionClosed | None = None
             lost: SessionLost | None = None
             half = False
             try:
-                data = await self._channel.receive()
+                data = await receive()
             except SessionLost as exc:
                 lost = exc
             except trio.EndOfChannel:
@@ -1009,15 +1018,15 @@ class Session:
                 self._begin_close(ended, graceful=True, keep_answering=half)
                 return
             now = self._now()
-            if type(data) is LocalReply:  # (made by the channel: not the peer's)
-                data = bytes(data)  # (the parser reads exact bytes only)
+            if type(data) in _MARKED:
+                events = self._receive_marked(data, now)
             else:
                 self._heard_at = now
-            if ndjson:
-                assert isinstance(data, bytes)
-                events = conn.receive_bytes(data, now=now)
-            else:
-                events = conn.receive_message(data, now=now)
+                if ndjson:
+                    assert isinstance(data, bytes)
+                    events = conn.receive_bytes(data, now=now)
+                else:
+                    events = conn.receive_message(data, now=now)
             await self._process(events)
 
     def _take_message(self, data: bytes) -> bool:
@@ -1044,14 +1053,25 @@ class Session:
             self._taking = False
         return True
 
+    def _receive_marked(self, data: bytes | str, now: float) -> list[Event]:
+        """The core's events for a message a channel marked by its type (one test for
+        both on the common path, :data:`_MARKED`): the peer's, parsed already
+        (:class:`Decoded`: not parsed again), or the channel's own error
+        (:class:`LocalReply`: no word from the peer, so no ``_heard_at``)."""
+        if type(data) is Decoded:
+            self._heard_at = now
+            return self._conn.receive_message(data, now=now, decoded=data.decoded)
+        assert type(data) is LocalReply
+        return self._conn.receive_message(bytes(data), now=now)  # (the parser: exact bytes)
+
     def _take(self, data: bytes) -> None:
         conn = self._conn
         now = self._now()
-        if type(data) is LocalReply:  # (made by the channel: not the peer's)
-            data = bytes(data)  # (the parser reads exact bytes only)
+        if type(data) in _MARKED:
+            events = self._receive_marked(data, now)
         else:
             self._heard_at = now
-        events = conn.receive_message(data, now=now)
+            events = conn.receive_message(data, now=now)
         if self._initialized is not None:  # (_note_initialized, inline: once it is)
             self._note_initialized()
         scope = self._timer_scope  # (_rearm_timer, inline: once per message)
