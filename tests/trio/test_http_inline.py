@@ -18,7 +18,7 @@ import trio.testing
 from mcp_sansio._json import loads
 from mcp_sansio.http import HttpServerConfig
 from mcp_trio import Handlers, SessionConfig
-from mcp_trio._http_endpoint import _in_context
+from mcp_trio._http_endpoint import _in_context, _Slots
 from mcp_trio._http_server import HttpServeHandle, serve_http
 
 from .test_http_support import (
@@ -273,6 +273,61 @@ async def test_requests_waiting_for_a_handler_slot_get_it_in_arrival_order(
             release[name].set()
         await _until(lambda: len(out) == 4)
     assert log == [(name, "done") for name in "abcd"]
+
+
+async def test_a_slot_given_back_to_a_waiter_cancelled_before_it_runs_is_its_own() -> None:
+    """The waiter was handed the slot (it is no longer free, and no one else's): a
+    cancellation that comes before it runs is not delivered at that wait, so it holds
+    the slot and gives it back when done, as a ``trio.CapacityLimiter`` borrower did.
+    A wait that raised then would lose the slot for good."""
+    slots = _Slots(1)
+    assert slots.take_nowait()
+    scope = trio.CancelScope()
+    held: list[bool] = []
+
+    async def wait() -> None:
+        with scope:
+            await slots.take()
+            held.append(True)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(slots.waiting) == 1
+        slots.give_back()  # to the waiter...
+        scope.cancel()  # ... cancelled before it runs
+        assert slots.free == 0 and not slots.take_nowait()  # (handed on, not freed)
+    assert held == [True] and slots.free == 0
+    slots.give_back()
+    assert slots.free == 1 and slots.take_nowait()
+
+
+async def test_handler_slots_are_bounded_and_skip_a_waiter_that_gave_up() -> None:
+    slots = _Slots(2)
+    assert slots.take_nowait() and slots.take_nowait() and not slots.take_nowait()
+    order: list[str] = []
+    scopes = {name: trio.CancelScope() for name in "bcd"}
+
+    async def wait(name: str) -> None:
+        with scopes[name]:
+            await slots.take()
+            order.append(name)
+
+    async with trio.open_nursery() as nursery:
+        for name in "bcd":
+            nursery.start_soon(wait, name)
+            await trio.testing.wait_all_tasks_blocked()  # (parked in this order)
+        scopes["c"].cancel()  # gives up while it waits: it has no slot
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(slots.waiting) == 2 and order == []
+        for first in "bd":  # (one at a time: trio runs the tasks woken in a pass in any order)
+            slots.give_back()
+            await trio.testing.wait_all_tasks_blocked()
+            assert order[-1] == first
+    assert order == ["b", "d"] and slots.free == 0 and not slots.take_nowait()
+    slots.give_back()
+    slots.give_back()
+    assert slots.free == 2 and not slots.waiting
 
 
 async def test_a_client_leaving_mid_handler_leaves_the_server_serving(
