@@ -12,6 +12,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcp_trio import SessionConfig
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_server import HttpServeHandle
 
@@ -174,3 +175,65 @@ async def test_a_json_answer_has_the_same_head_on_the_wire(
     assert head == (
         b"HTTP/1.1 200 \r\ncontent-type: application/json\r\ncontent-length: %d" % len(body)
     )
+
+
+async def test_a_first_request_woken_as_its_wait_times_out_is_followed_by_the_keepalive_wait(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    """A new connection's first request, late as above (its ``header_timeout`` passes
+    in the pass that wakes the server): served, and the wait for the next request is
+    the kept-alive one's, ``keepalive_timeout``, not another ``header_timeout``."""
+    transport = HttpTransportConfig(header_timeout=TIMEOUT, keepalive_timeout=2 * TIMEOUT)
+    server = await _json_server(nursery, transport)
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            await trio.testing.wait_all_tasks_blocked()
+            (served,) = server._server.connections
+            assert isinstance(served.wire.stream, trio.SocketStream)
+            os.write(conn.stream.socket.fileno(), _post(conn, sid, 1, "late"))
+            select.select([served.wire.stream.socket.fileno()], [], [], IO_TIMEOUT)
+            clock.jump(TIMEOUT + 1)
+            assert await _answer(conn) == "late"
+            assert await _open_after(clock, 2 * TIMEOUT - 0.5, conn)
+            assert not await _open_after(clock, 1, conn)
+        finally:
+            await conn.aclose()
+
+
+async def test_shutdown_closes_the_connections_waiting_for_a_request_at_once(
+    nursery: trio.Nursery, clock: trio.testing.MockClock
+) -> None:
+    """A new connection that sent nothing yet, and a kept-alive one whose answer its
+    own task wrote: shutdown ends both waits at once (no handler runs), not at
+    ``close_timeout``, when it cancels whatever is left."""
+    server = await start_server(
+        nursery,
+        http={"response_mode": "json"},
+        transport=HttpTransportConfig(header_timeout=60, keepalive_timeout=60),
+        config=SessionConfig(close_timeout=30),
+    )
+    closed = trio.Event()
+
+    async def close() -> None:
+        await server.aclose()
+        closed.set()
+
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        silent = await RawConnection.open(server.port)
+        kept = await RawConnection.open(server.port)
+        try:
+            assert await _echo(kept, sid, 1, "a") == "a"
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.statistics().connections == 2
+            start = trio.current_time()
+            nursery.start_soon(close)
+            await closed.wait()
+            assert trio.current_time() - start < 1  # (not close_timeout's 30 s)
+            for conn in silent, kept:
+                assert await conn.stream.receive_some(10) == b""
+        finally:
+            await silent.aclose()
+            await kept.aclose()
