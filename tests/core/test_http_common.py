@@ -75,6 +75,28 @@ def test_headers_are_stored_as_their_fields_say(headers: Any) -> None:
     assert all(type(name) is bytes and type(value) is bytes for name, value in stored)
 
 
+_FIELD_NAMES = st.sampled_from([b"X-A", b"x-a", b"X-a", b"Host", b"HOST", b"\xe9", b""])
+_FIELD_VALUES = st.binary(max_size=6) | st.sampled_from([b" \t v \t ", b"\x80\xff", b"", b"\t"])
+
+
+@given(
+    st.lists(st.tuples(_FIELD_NAMES, _FIELD_VALUES), max_size=6),
+    st.sampled_from([list, tuple]),
+)
+def test_byte_pairs_are_stored_and_looked_up_as_spelled_out(
+    fields: list[tuple[bytes, bytes]], kind: Any
+) -> None:
+    """Repeated names in any case, whitespace, obs-text and empty values: stored as the
+    field-by-field conversion stores them, and each name's value is its fields' values
+    in order, joined (with or without a repeat: the two ways the table is built)."""
+    request = HttpRequest(method="GET", target="/", headers=kind(fields))
+    assert request.headers == _general(fields)
+    for name in {name.lower() for name, _ in fields}:
+        found = [value.strip(b" \t").decode("latin-1") for n, value in fields if n.lower() == name]
+        assert request.header(name.decode("latin-1")) == ", ".join(found)
+    assert request.header("absent") is None
+
+
 @pytest.mark.parametrize("headers", [[(b"a", b"1", b"2")], [(b"a",)], [b"a"], [1]])
 def test_headers_that_are_not_pairs_are_refused_as_ever(headers: Any) -> None:
     with pytest.raises((TypeError, ValueError)) as refused:
