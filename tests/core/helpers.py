@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
-from mcp_sansio import Connection, ConnectionConfig, Event, HandshakeCompleted
+import pytest
+
+from mcp_sansio import Connection, ConnectionConfig, Event, HandshakeCompleted, _json
 from mcp_sansio._json import loads
 from tests.schema import validate_message
 
@@ -94,3 +97,18 @@ def validate_wire(pair: ConnectionPair, version: str) -> int:
             method = methods.get((other, msg["id"]))
         validate_message(version, msg, method)
     return len(pair.wire)
+
+
+def count_parses(monkeypatch: pytest.MonkeyPatch, *modules: ModuleType) -> list[bytes]:
+    """Replace the ``loads`` each of ``modules`` holds by one that records the texts it
+    parses, in order (the list returned; clear it between steps)."""
+    seen: list[bytes] = []
+    real = _json.loads
+
+    def counting(data: Any) -> Any:
+        seen.append(bytes(data))
+        return real(data)
+
+    for module in modules:
+        monkeypatch.setattr(module, "loads", counting)
+    return seen

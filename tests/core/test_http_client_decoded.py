@@ -11,30 +11,20 @@ what it would have read from them. Errors the reader makes itself come unparsed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
-from mcp_sansio import _http_client, _json
+from mcp_sansio import _http_client
 from mcp_sansio._http_client import Read
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import ClientResponse, HttpClient
 
+from .helpers import count_parses
 from .test_http_client import JSON, SSE, URL, legacy_client, modern, result, rpc, sse
 
 
 @pytest.fixture
-def parses(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
-    seen: list[bytes] = []
-    real = _json.loads
-
-    def counting(data: Any) -> Any:
-        seen.append(bytes(data))
-        return real(data)
-
-    monkeypatch.setattr(_http_client, "loads", counting)
-    yield seen
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    return count_parses(monkeypatch, _http_client)
 
 
 def read_all(reader: ClientResponse, body: bytes, *, cut_short: bool = False) -> list[Read]:

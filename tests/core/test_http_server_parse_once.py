@@ -8,14 +8,14 @@ which does not parse it again; a batch's elements go one by one
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from mcp_sansio import _conn_receive, _http_server, _json, _jsonrpc
+from mcp_sansio import _conn_receive, _http_server, _jsonrpc
 from mcp_sansio.http import HttpResponse, HttpServer
 
+from .helpers import count_parses
 from .test_http_server import (
     in_session,
     initialize,
@@ -30,18 +30,9 @@ from .test_http_server import (
 
 
 @pytest.fixture
-def parsed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """The texts the core parses, in order."""
-    seen: list[bytes] = []
-    real = _json.loads
-
-    def counting(data: Any) -> Any:
-        seen.append(bytes(data))
-        return real(data)
-
-    for module in (_conn_receive, _http_server, _jsonrpc):
-        monkeypatch.setattr(module, "loads", counting)
-    yield seen
+    return count_parses(monkeypatch, _conn_receive, _http_server, _jsonrpc)
 
 
 def post(srv: HttpServer, body: Any, parsed: list[bytes], **headers: str) -> HttpResponse:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import select
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import h11
 import pytest
@@ -37,6 +39,22 @@ async def _json_server(nursery: trio.Nursery, transport: HttpTransportConfig) ->
     return await start_server(nursery, http={"response_mode": "json"}, transport=transport)
 
 
+@asynccontextmanager
+async def _connected(
+    nursery: trio.Nursery, transport: HttpTransportConfig
+) -> AsyncIterator[tuple[HttpServeHandle, str, RawConnection]]:
+    """A JSON server (:func:`_json_server`), a legacy session on it, and a raw kept-alive
+    connection to it, closed after; all within ``IO_TIMEOUT``."""
+    server = await _json_server(nursery, transport)
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        conn = await RawConnection.open(server.port)
+        try:
+            yield server, sid, conn
+        finally:
+            await conn.aclose()
+
+
 def _post(conn: RawConnection, sid: str, rid: int, text: str) -> bytes:
     """The bytes of an echo call in the session ``sid``, framed by ``conn``'s h11."""
     body = rpc(rid, "tools/call", call("echo", text=text))
@@ -57,6 +75,25 @@ async def _echo(conn: RawConnection, sid: str, rid: int, text: str) -> str:
     return await _answer(conn)
 
 
+async def _send_late(
+    server: HttpServeHandle,
+    conn: RawConnection,
+    clock: trio.testing.MockClock,
+    request: bytes,
+    late_by: float,
+) -> None:
+    """Send ``request`` so that its bytes and a deadline ``late_by`` seconds on reach the
+    server in the same scheduler pass, the bytes first: written with no checkpoint, made
+    readable at the server's end, then the clock jumps (trio's next pass wakes the
+    server's reader, then expires deadlines)."""
+    await trio.testing.wait_all_tasks_blocked()
+    (served,) = server._server.connections
+    assert isinstance(served.wire.stream, trio.SocketStream)
+    os.write(conn.stream.socket.fileno(), request)
+    select.select([served.wire.stream.socket.fileno()], [], [], IO_TIMEOUT)
+    clock.jump(late_by)
+
+
 async def _open_after(clock: trio.testing.MockClock, seconds: float, conn: RawConnection) -> bool:
     """Let ``seconds`` pass; whether the server still keeps ``conn`` open (nothing to
     read: a close would be)."""
@@ -69,20 +106,15 @@ async def _open_after(clock: trio.testing.MockClock, seconds: float, conn: RawCo
 async def test_a_kept_alive_connection_waits_keepalive_timeout_for_each_request(
     nursery: trio.Nursery, clock: trio.testing.MockClock
 ) -> None:
-    server = await _json_server(nursery, HttpTransportConfig(keepalive_timeout=TIMEOUT))
-    with trio.fail_after(IO_TIMEOUT):
-        sid = await raw_session(server.port)
-        conn = await RawConnection.open(server.port)
-        try:
-            assert await _echo(conn, sid, 1, "a") == "a"
-            for rid in (2, 3):  # just in time, twice: each answer starts the wait anew
-                assert await _open_after(clock, TIMEOUT - 0.5, conn)
-                assert await _echo(conn, sid, rid, str(rid)) == str(rid)
+    transport = HttpTransportConfig(keepalive_timeout=TIMEOUT)
+    async with _connected(nursery, transport) as (server, sid, conn):
+        assert await _echo(conn, sid, 1, "a") == "a"
+        for rid in (2, 3):  # just in time, twice: each answer starts the wait anew
             assert await _open_after(clock, TIMEOUT - 0.5, conn)
-            assert not await _open_after(clock, 1, conn)
-            assert await conn.stream.receive_some(10) == b""  # closed without a word
-        finally:
-            await conn.aclose()
+            assert await _echo(conn, sid, rid, str(rid)) == str(rid)
+        assert await _open_after(clock, TIMEOUT - 0.5, conn)
+        assert not await _open_after(clock, 1, conn)
+        assert await conn.stream.receive_some(10) == b""  # closed without a word
         await trio.testing.wait_all_tasks_blocked()
         assert server.statistics().connections == 0
 
@@ -116,44 +148,27 @@ async def test_a_request_woken_as_its_wait_times_out_is_served(
     scheduler pass, the bytes first: the wait has returned them, so the request is
     served (its deadline came too late to cancel the wait), and the connection goes
     on as usual."""
-    server = await _json_server(nursery, HttpTransportConfig(keepalive_timeout=TIMEOUT))
-    with trio.fail_after(IO_TIMEOUT):
-        sid = await raw_session(server.port)
-        conn = await RawConnection.open(server.port)
-        try:
-            assert await _echo(conn, sid, 1, "a") == "a"
-            await trio.testing.wait_all_tasks_blocked()
-            (served,) = server._server.connections
-            assert isinstance(served.wire.stream, trio.SocketStream)
-            # Written with no checkpoint, readable at the server's end, then the deadline
-            # passes: trio's next pass wakes the server's reader, then expires deadlines.
-            os.write(conn.stream.socket.fileno(), _post(conn, sid, 2, "late"))
-            select.select([served.wire.stream.socket.fileno()], [], [], IO_TIMEOUT)
-            clock.jump(TIMEOUT + 1)
-            assert await _answer(conn) == "late"
-            assert await _echo(conn, sid, 3, "after") == "after"
-            assert await _open_after(clock, TIMEOUT - 0.5, conn)
-            assert not await _open_after(clock, 1, conn)
-        finally:
-            await conn.aclose()
+    transport = HttpTransportConfig(keepalive_timeout=TIMEOUT)
+    async with _connected(nursery, transport) as (server, sid, conn):
+        assert await _echo(conn, sid, 1, "a") == "a"
+        await _send_late(server, conn, clock, _post(conn, sid, 2, "late"), TIMEOUT + 1)
+        assert await _answer(conn) == "late"
+        assert await _echo(conn, sid, 3, "after") == "after"
+        assert await _open_after(clock, TIMEOUT - 0.5, conn)
+        assert not await _open_after(clock, 1, conn)
 
 
 async def test_a_body_that_stops_coming_is_408_after_body_timeout(
     nursery: trio.Nursery, clock: trio.testing.MockClock
 ) -> None:
-    server = await _json_server(nursery, HttpTransportConfig(body_timeout=TIMEOUT))
-    with trio.fail_after(IO_TIMEOUT):
-        sid = await raw_session(server.port)
-        conn = await RawConnection.open(server.port)
-        try:
-            await conn.stream.send_all(_post(conn, sid, 1, "cut")[:-10])
-            assert await _open_after(clock, TIMEOUT - 0.5, conn)
-            assert not await _open_after(clock, 1, conn)
-            reply = b""
-            while chunk := await conn.stream.receive_some(65536):
-                reply += chunk
-        finally:
-            await conn.aclose()
+    transport = HttpTransportConfig(body_timeout=TIMEOUT)
+    async with _connected(nursery, transport) as (_, sid, conn):
+        await conn.stream.send_all(_post(conn, sid, 1, "cut")[:-10])
+        assert await _open_after(clock, TIMEOUT - 0.5, conn)
+        assert not await _open_after(clock, 1, conn)
+        reply = b""
+        while chunk := await conn.stream.receive_some(65536):
+            reply += chunk
     assert reply.startswith(b"HTTP/1.1 408 ")
 
 
@@ -184,22 +199,11 @@ async def test_a_first_request_woken_as_its_wait_times_out_is_followed_by_the_ke
     in the pass that wakes the server): served, and the wait for the next request is
     the kept-alive one's, ``keepalive_timeout``, not another ``header_timeout``."""
     transport = HttpTransportConfig(header_timeout=TIMEOUT, keepalive_timeout=2 * TIMEOUT)
-    server = await _json_server(nursery, transport)
-    with trio.fail_after(IO_TIMEOUT):
-        sid = await raw_session(server.port)
-        conn = await RawConnection.open(server.port)
-        try:
-            await trio.testing.wait_all_tasks_blocked()
-            (served,) = server._server.connections
-            assert isinstance(served.wire.stream, trio.SocketStream)
-            os.write(conn.stream.socket.fileno(), _post(conn, sid, 1, "late"))
-            select.select([served.wire.stream.socket.fileno()], [], [], IO_TIMEOUT)
-            clock.jump(TIMEOUT + 1)
-            assert await _answer(conn) == "late"
-            assert await _open_after(clock, 2 * TIMEOUT - 0.5, conn)
-            assert not await _open_after(clock, 1, conn)
-        finally:
-            await conn.aclose()
+    async with _connected(nursery, transport) as (server, sid, conn):
+        await _send_late(server, conn, clock, _post(conn, sid, 1, "late"), TIMEOUT + 1)
+        assert await _answer(conn) == "late"
+        assert await _open_after(clock, 2 * TIMEOUT - 0.5, conn)
+        assert not await _open_after(clock, 1, conn)
 
 
 async def test_shutdown_closes_the_connections_waiting_for_a_request_at_once(
