@@ -446,7 +446,8 @@ RequiredScopes: TypeAlias = Callable[[Principal, str, dict[str, Any] | None], Co
 collection, or a space-separated string; empty: none), e.g. what a server declared for
 the tool that ``tools/call`` names. It may look at the arguments and at who is calling
 (``authorization#runtime-insufficient-scope-errors``: the scopes "may be determined
-dynamically based on the specific request arguments and context")."""
+dynamically based on the specific request arguments and context"). It reads ``params``
+and must not change it: it is the request's own, which its handler is given next."""
 
 INSUFFICIENT_SCOPE_CODE: Final = 403
 """The JSON-RPC error code of a refusal for want of a scope.

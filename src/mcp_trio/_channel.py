@@ -112,7 +112,9 @@ Take = Callable[[bytes], bool]
 It receives one whole message (a JSON text, as ``receive`` would return it) and acts
 on it at once, in the caller's task; it returns ``True`` if it took the message (then
 the channel must not deliver it again), ``False`` if it refused it (then the channel
-buffers it for ``receive`` as usual). It never waits and never raises."""
+buffers it for ``receive`` as usual). It never waits and never raises. The Streamable
+HTTP channel may hand it a :class:`LocalReply` or a :class:`Decoded`: ``bytes``, but
+not of the exact type orjson parses (``orjson.loads(bytes(message))`` does)."""
 Hold = Callable[[tuple[RequestId, ...], bool], None]
 """What :meth:`MessageChannel.attach_holds` is given: the session's
 ``held(request_ids, holding)``.
