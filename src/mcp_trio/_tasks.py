@@ -562,7 +562,9 @@ class TaskRun:
         :attr:`TaskConfig.max_stored_bytes`: the encoding, or the error the task fails
         with instead (too large to keep; not encodable)."""
         try:
-            encoded = dumps(outcome)
+            # (a copy of its own size: orjson's output can hold a larger buffer than its
+            # length, 4 KiB for a short text, which max_stored_bytes would not see)
+            encoded = bytes(memoryview(dumps(outcome)))
         except TypeError:  # (orjson.JSONEncodeError: a bug in the tool's output)
             logger.exception("task %s: its outcome cannot be encoded as JSON", self.task_id)
             return _INTERNAL

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from mcp_sansio import (
     SSEDecoder,
     SSEEvent,
 )
+from mcp_sansio._http_server import _EVENT_COST, _STREAM_COST
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
     AwaitResponse,
@@ -919,19 +921,45 @@ def test_resume_of_an_unknown_or_foreign_stream_is_410() -> None:
 
 
 def test_event_store_bounds() -> None:
-    store = InMemoryEventStore(max_events_per_stream=3, max_bytes=10)
+    one = 2 + _EVENT_COST  # an event of b"ab", as the store counts it
+    bound = 2 * _STREAM_COST + 3 * one
+    store = InMemoryEventStore(max_events_per_stream=3, max_bytes=bound)
     for seq in range(1, 5):
         store.append("s", 1, seq, b"ab")
     assert [seq for seq, _ in store.replay("s", 1, 0) or ()] == [2, 3, 4]
-    store.append("s", 2, 1, b"abcdefgh")  # over 10 bytes: stream 1 (least recent) loses events
-    assert store.held_bytes <= 10
-    assert store.replay("s", 1, 0) == [(4, b"ab")]
-    store.append("s", 3, 1, b"x" * 11)  # alone over the bound: not kept
-    assert store.replay("s", 3, 0) is None
+    assert store.held_bytes == _STREAM_COST + 3 * one
+    store.append("s", 2, 1, b"ab")  # a second stream: stream 1 (least recent) loses one
+    assert store.held_bytes == bound
+    assert store.replay("s", 1, 0) == [(3, b"ab"), (4, b"ab")]
+    store.append("s", 3, 1, b"x" * bound)  # alone over the bound: nothing is kept
+    assert store.replay("s", 3, 0) is None and store.replay("s", 1, 0) is None
+    assert store.held_bytes == 0 and store.held_events == 0
+    store.append("s", 4, 1, b"ab")
     store.discard_session("s")
     assert store.held_bytes == 0 and store.held_events == 0
     with pytest.raises(ValueError, match="negative"):
         InMemoryEventStore(max_bytes=-1)
+
+
+@pytest.mark.parametrize("streams", [1, 20_000])
+def test_event_store_memory_stays_near_its_bound(streams: int) -> None:
+    # What orjson.dumps returns for a short message holds a 4 KiB buffer (orjson 3.13),
+    # and in a legacy session every POST answered as SSE is a stream of its own: counting
+    # message lengths alone let the store's real memory grow to ~50 times max_bytes.
+    bound = 256 * 1024
+    store = InMemoryEventStore(max_events_per_stream=20_000, max_bytes=bound)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(1, 20_001):
+            message = dumps({"jsonrpc": "2.0", "id": i, "result": {}})
+            store.append("s", i % streams, i, message)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert store.held_bytes <= bound
+    assert store.held_events > 200  # (it keeps what fits)
+    assert held <= 1.5 * bound, held
 
 
 def test_an_event_store_that_keeps_no_events_keeps_no_streams() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import tracemalloc
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any
@@ -112,6 +113,28 @@ async def test_a_result_is_counted_once_and_served_as_it_was_returned(
         }
         assert (await fetch(runner, "bob", task_id))["result"] == got["result"]  # (again)
         assert runner.stored_bytes == result_bytes(100)  # (fetching does not count again)
+        nursery.cancel_scope.cancel()
+
+
+async def test_kept_results_hold_the_memory_they_are_counted_for(
+    autojump_clock: MockClock,
+) -> None:
+    # What orjson.dumps returns for a short text holds a 4 KiB buffer (orjson 3.13): kept
+    # as it is, 200 results of ~70 bytes held ~800 KiB where ~14 KiB were counted.
+    runner = TaskRunner()
+    runner.enabled = True
+    async with runner.running() as nursery:
+        for _ in range(200):
+            await start(runner, "bob", returning(text(10)))
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            await trio.sleep(2)  # (every task completes, its result kept)
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert runner.stored_bytes == 200 * result_bytes(10)
+        assert grown < 200 * 1024, grown
         nursery.cancel_scope.cancel()
 
 
