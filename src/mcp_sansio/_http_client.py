@@ -801,6 +801,12 @@ class ClientResponse:
         return self._fail_waiting(status, detail, extra, heard=heard)
 
 
+_MAX_TOOLS_WITH_HEADERS: Final = 4_096
+"""The most tools whose ``x-mcp-header`` parameters an :class:`HttpClient` remembers
+(learnt from ``tools/list``); past it, those listed longest ago are forgotten. A call to
+a forgotten one goes without its ``Mcp-Param-*`` headers, which the server refuses
+(-32020): then the client lists the tools again and retries."""
+
 MAX_REOPEN_DELAY: Final = 30.0
 """Seconds: the longest wait before the legacy GET stream is opened again (after many
 attempts in a row that brought nothing; the server's ``retry`` if longer)."""
@@ -1210,6 +1216,17 @@ class HttpClient:
         """The ``x-mcp-header`` parameters learnt for ``tool`` from ``tools/list``."""
         return self._tool_params.get(tool, ())
 
+    def _learn_header_params(self, tool: str, params: tuple[HeaderParam, ...]) -> None:
+        """Remember ``tool``'s header parameters as listed now: only a tool that has some
+        takes room (most have none, and a server may list new names forever), the most
+        recently listed last, at most :data:`_MAX_TOOLS_WITH_HEADERS`."""
+        table = self._tool_params
+        table.pop(tool, None)
+        if params:
+            table[tool] = params
+            if len(table) > _MAX_TOOLS_WITH_HEADERS:
+                del table[next(iter(table))]
+
     def _filter_tools(self, result: dict[str, Any], warn: Callable[[str], None]) -> dict[str, Any]:
         """``result`` with the tools whose ``x-mcp-header`` annotations are invalid left out
         (``streamable-http#schema-extension``), remembering the valid ones' parameters.
@@ -1229,6 +1246,6 @@ class HttpClient:
                 warn(f"dropped tool {shown}: {exc}")
                 continue
             if type(name) is str:
-                self._tool_params[name] = params
+                self._learn_header_params(name, params)
             kept.append(tool)
         return {**result, "tools": kept} if len(kept) != len(tools) else result

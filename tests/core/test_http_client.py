@@ -27,6 +27,7 @@ from mcp_sansio import (
     ResultReceived,
     SubscriptionNotificationReceived,
 )
+from mcp_sansio import _http_client as http_client_module
 from mcp_sansio._http_client import SSE_FIELD_ROOM, reissue_refused, split_broken
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
@@ -211,6 +212,30 @@ def test_modern_post_headers(payload: bytes, expected: dict[str, str | None]) ->
     assert sent.request.header("mcp-protocol-version") == MODERN
     for name, value in expected.items():
         assert sent.request.header(name) == value
+
+
+def test_the_header_parameter_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A server may list new tool names forever (generated, per user, or hostile): the
+    # table kept an entry for every tool ever listed, with header parameters or not.
+    monkeypatch.setattr(http_client_module, "_MAX_TOOLS_WITH_HEADERS", 3)
+    with_header = {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}}
+    client = HttpClient(URL)
+
+    def listing(rid: int, names: list[str], schema: dict[str, Any]) -> None:
+        tools = [{"name": name, "inputSchema": schema} for name in names]
+        read(
+            client.response(client.post(modern(rid, "tools/list")), 200, JSON),
+            result(rid, {"tools": tools}),
+        )
+
+    listing(1, [f"plain{i}" for i in range(1_000)], {"type": "object"})
+    assert client._tool_params == {}  # (tools without header parameters take no room)
+    listing(2, ["a", "b", "c"], with_header)
+    listing(3, ["d", "b"], with_header)  # over the bound: "a", listed longest ago, goes
+    assert list(client._tool_params) == ["c", "d", "b"]
+    assert client.header_params("a") == () and client.header_params("b")[0].name == "R"
+    listing(4, ["b"], {"type": "object"})  # listed without them now: forgotten
+    assert client.header_params("b") == () and list(client._tool_params) == ["c", "d"]
 
 
 def test_mcp_param_headers_come_from_learnt_tools() -> None:
