@@ -452,12 +452,18 @@ def header_value_matches(decoded: str, body_value: Any) -> bool:
     if isinstance(body_value, str):
         return decoded == body_value
     if isinstance(body_value, int | float):
-        try:
-            number = float(decoded) if not decoded.lstrip("-").isdigit() else int(decoded)
-        except ValueError:
+        # Only a JSON number: Python's own spellings (``1_000``, ``+42``, `` 42``,
+        # ``inf``) would match a body value that a gateway reading the header does not
+        # see there (``#server-validation``: the two must not disagree).
+        if _JSON_NUMBER.fullmatch(decoded) is None:
             return False
+        number = float(decoded) if not decoded.lstrip("-").isdigit() else int(decoded)
         return math.isfinite(number) and number == body_value
     return False
+
+
+_JSON_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+"""A number as JSON spells it (RFC 8259 §6), ASCII digits only."""
 
 
 # ------------------------------------------------------------------------------ x-mcp-header

@@ -186,6 +186,20 @@ def test_encoding_round_trips_and_is_header_safe(value: str) -> None:
         ("43", 42, False),
         ("x", 42, False),
         ("nan", 42, False),
+        ("-7", -7, True),
+        ("4.2e1", 42, True),
+        # Only JSON's spelling of a number: a gateway reading the header must see the
+        # same value as the server reading the body.
+        ("1_000", 1000, False),
+        ("4_2", 42, False),
+        ("+42", 42, False),
+        (" 42", 42, False),
+        ("42 ", 42, False),
+        ("042", 42, False),
+        ("42.", 42, False),
+        ("\u0664\u0662", 42, False),  # (Arabic-Indic digits: int() reads them as 42)
+        ("1e400", 42, False),
+        ("inf", float("inf"), False),
         ("true", True, True),
         ("True", True, False),
         ("false", False, True),
