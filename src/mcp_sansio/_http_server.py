@@ -669,6 +669,14 @@ _RETRY_SOON: Final = ((b"retry-after", b"1"),)
 _MAX_SEQ: Final = 2**63
 
 
+def _primes(session: _Session) -> bool:
+    """Whether the streams of ``session`` start with a priming event: only from 2025-11-25
+    on (:attr:`Revision.sse_priming`; the official SDKs stopped sending it to earlier
+    clients too). An earlier client still resumes from the first event's id."""
+    version = session.conn.protocol_version
+    return version is not None and REVISIONS[version].sse_priming
+
+
 def _decimal(text: str | None) -> int | None:
     """A non-negative decimal from peer input: ASCII digits only (``str.isdigit`` also
     takes ``²``), and huge values are capped instead of tripping ``int``'s digit limit."""
@@ -1486,7 +1494,11 @@ class HttpServer:
             stream.parts.extend(answered)
             return Reply(decision=AwaitResponse(stream_id=key), events=events)
         # A new stream's first id, which no event of it reuses (_record counts from 1).
-        data = bytearray(encode_sse_event(b"", id=f"{key}:0", retry=self.config.retry_ms))
+        data = bytearray(
+            encode_sse_event(b"", id=f"{key}:0", retry=self.config.retry_ms)
+            if _primes(session)
+            else b""
+        )
         for payload in answered:
             data += self._record(stream, payload)
         stream.delivered = stream.seq
@@ -1520,7 +1532,8 @@ class HttpServer:
         data = bytearray()
         for seq, payload in self._store.replay(session.id, stream.key, stream.delivered) or ():
             data += encode_sse_event(payload, id=f"{stream.key}:{seq}")
-        data += self._prime(stream)
+        if _primes(session):
+            data += self._prime(stream)
         stream.delivered = stream.seq
         self._attach(stream, handle)
         return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data))
@@ -1549,7 +1562,8 @@ class HttpServer:
         handle = self._new_id()
         if live is None:  # an ended stream: its events, then the end (nothing to prime)
             return OpenStream(stream_id=handle, headers=_SSE_HEADERS, data=bytes(data), end=True)
-        data += self._prime(live)
+        if _primes(session):
+            data += self._prime(live)
         if live is session.standalone:
             live.delivered = live.seq
         self._attach(live, handle)

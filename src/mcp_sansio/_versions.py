@@ -78,6 +78,10 @@ class Revision:
         structured_content_is_object: whether ``structuredContent`` must be an object
             (2025-06-18 and 2025-11-25; from 2026-07-28 it may be any JSON value).
         elicitation_modes: whether elicitation has modes, form and URL (since 2025-11-25).
+        sse_priming: whether a Streamable HTTP server starts an SSE stream with a
+            priming event, an id and an empty ``data`` field (since 2025-11-25,
+            ``basic/transports#sending-messages``): a client of an earlier revision reads
+            every event's data as a JSON-RPC message, and an empty one as a parse error.
     """
 
     __slots__ = (
@@ -90,6 +94,7 @@ class Revision:
         "sampling_content_types",
         "server_notifications",
         "server_requests",
+        "sse_priming",
         "structured_content_is_object",
         "structured_output",
         "version",
@@ -110,6 +115,7 @@ class Revision:
         structured_output: bool,
         structured_content_is_object: bool,
         elicitation_modes: bool,
+        sse_priming: bool,
     ) -> None:
         self.version: Final = version
         self.era: Final = era
@@ -123,6 +129,7 @@ class Revision:
         self.structured_output: Final = structured_output
         self.structured_content_is_object: Final = structured_content_is_object
         self.elicitation_modes: Final = elicitation_modes
+        self.sse_priming: Final = sse_priming
 
 
 def _ro(d: dict[str, CapabilityPath | None]) -> Mapping[str, CapabilityPath | None]:
@@ -241,6 +248,7 @@ def _legacy(
     sampling_content_types: frozenset[str] = _SAMPLING_TYPES_2025_03,
     structured_output: bool = True,
     elicitation_modes: bool = False,
+    sse_priming: bool = False,
 ) -> Revision:
     return Revision(
         version=version,
@@ -255,6 +263,7 @@ def _legacy(
         structured_output=structured_output,
         structured_content_is_object=structured_output,
         elicitation_modes=elicitation_modes,
+        sse_priming=sse_priming,
     )
 
 
@@ -293,6 +302,7 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             },
             sampling_content_types=_SAMPLING_TYPES_2025_11,
             elicitation_modes=True,
+            sse_priming=True,
         ),
         "2026-07-28": Revision(
             version="2026-07-28",
@@ -307,6 +317,7 @@ REVISIONS: Mapping[str, Revision] = MappingProxyType(
             structured_output=True,
             structured_content_is_object=False,
             elicitation_modes=True,
+            sse_priming=True,
         ),
     }
 )

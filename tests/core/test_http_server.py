@@ -844,6 +844,43 @@ def test_the_servers_own_cancellation_goes_where_its_request_went(how: str) -> N
     assert sorted(m["params"]["requestId"] for m in cancelled) == [1, 2]
 
 
+@pytest.mark.parametrize(
+    ("version", "primed"),
+    [("2024-11-05", False), ("2025-03-26", False), ("2025-06-18", False), (LEGACY, True)],
+)
+def test_only_sessions_from_2025_11_25_get_priming_events(version: str, primed: bool) -> None:
+    # The priming event (an id and an empty data field) came in 2025-11-25: a client of an
+    # earlier revision reads every event's data as a message, and an empty one fails to
+    # parse (the official SDKs stopped sending it to them too).
+    srv = make_server()
+    sid = open_session(srv, version)
+    reply = srv.handle_request(
+        req(body=rpc(2, "tools/call", {"name": "t"}), **in_session(sid, version)), now=0
+    )
+    post = reply.decision
+    assert isinstance(post, OpenStream)
+    get = srv.handle_request(
+        req("GET", accept="text/event-stream", **in_session(sid, version)), now=0
+    )
+    assert isinstance(get.decision, OpenStream)
+    srv.stream_closed(post.stream_id, now=1)
+    again = srv.handle_request(
+        req(
+            "GET",
+            accept="text/event-stream",
+            last_event_id=f"{post.stream_id}:0",
+            **in_session(sid, version),
+        ),
+        now=1,
+    ).decision
+    assert isinstance(again, OpenStream)
+    for data in (post.data, get.decision.data, again.data):
+        events = sse_messages(data)
+        assert [e.data for e in events] == ([""] if primed else []), data
+        if primed:
+            assert events[0].id is not None and events[0].retry is not None
+
+
 def test_priming_events_take_no_room_in_the_event_store() -> None:
     # Resumptions whose answers are lost on the way must not push real events out of a
     # bounded store (a priming event is an id, not a message).
