@@ -308,8 +308,14 @@ class _Answering(_ConnectionBase):
         self._emit(notification("notifications/message", params), request_id)
         return True
 
-    def end_subscription(self, subscription_id: RequestId) -> None:
-        """Modern server: end a ``subscriptions/listen`` gracefully (its result is sent).
+    def end_subscription(self, subscription_id: RequestId, *, notify: bool = True) -> None:
+        """Modern server: end a ``subscriptions/listen`` gracefully: its result is sent
+        (``subscriptions.mdx``, "Graceful Closure": SHOULD), then, with ``notify``, the
+        ``notifications/cancelled`` naming it that ends its stream where every
+        subscription shares one channel (stdio, WebSocket, in memory:
+        ``cancellation.mdx``, a server MUST send it when it tears a subscription
+        down). Over Streamable HTTP the response's close ends the stream: pass
+        ``notify=False`` (:class:`~mcp_sansio.http.HttpServer` does).
 
         Raises:
             LocalProtocolError: no such subscription.
@@ -323,6 +329,9 @@ class _Answering(_ConnectionBase):
             subscription_id, server_info=self.config.implementation
         )
         self._reply(subscription_id, result_response(subscription_id, result))
+        if notify:
+            params = {"requestId": subscription_id, "reason": "the subscription ended"}
+            self._emit(notification("notifications/cancelled", params), subscription_id)
 
     def subscriptions(self) -> tuple[RequestId, ...]:
         """Modern server: the ids of the ``subscriptions/listen`` streams being served."""

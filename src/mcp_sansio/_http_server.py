@@ -2093,7 +2093,7 @@ class HttpServer:
             if stream.key not in self._modern:
                 continue
             if stream.subscription:
-                conn.end_subscription(rid)
+                conn.end_subscription(rid, notify=False)  # (the stream's close ends it)
                 self._drain(conn)
                 continue
             if stream.opened and rid in conn.inflight_requests():

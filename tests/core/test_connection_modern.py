@@ -692,11 +692,28 @@ def test_server_ends_a_subscription_gracefully() -> None:
     )
     pair.exchange()
     pair.server.end_subscription(sid)
+    # Its result (subscriptions.mdx: SHOULD), then the notifications/cancelled that ends
+    # the stream on a shared channel (cancellation.mdx: MUST), which the client, having
+    # taken the result, ignores.
     res = only(pair.deliver(pair.server), ResultReceived)
+    out = [m for sender, m in pair.wire[-2:]]
+    assert [m.get("method") for m in out] == [None, "notifications/cancelled"]
+    assert out[0]["id"] == sid and out[1]["params"]["requestId"] == sid
     assert res.request_id == sid
     with pytest.raises(LocalProtocolError):
         pair.server.end_subscription(sid)
     validate_wire(pair, V)
+
+
+def test_over_http_the_streams_close_ends_a_subscription() -> None:
+    pair = modern_pair()
+    sid = pair.client.send_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, now=0.0
+    )
+    pair.exchange()
+    pair.server.end_subscription(sid, notify=False)
+    (message,) = pair.server.data_to_send()
+    assert loads(message)["id"] == sid
 
 
 @pytest.mark.parametrize("answer", ["error", "result"])

@@ -102,6 +102,11 @@ async def test_a_listen_open_at_the_end_is_ended_with_its_result_not_an_error(
     assert set(by_id) == {"listen-1", 2}
     assert "result" in by_id["listen-1"] and "error" not in by_id["listen-1"]
     assert by_id[2]["error"]["message"] == "server shutting down"
+    # ... then the notifications/cancelled that ends its stream on stdio (cancellation.mdx:
+    # a server MUST send it when it tears a subscription down), after the result.
+    ends = [a for a in answers if a.get("method") == "notifications/cancelled"]
+    assert [end["params"]["requestId"] for end in ends] == ["listen-1"]
+    assert answers.index(ends[0]) > answers.index(by_id["listen-1"])
 
 
 async def test_a_client_does_not_answer_for_a_server_shutting_down(
