@@ -51,8 +51,10 @@ class HttpTransportConfig:
     ``max_incomplete_event_size``); the server answers a larger one with ``431``."""
     max_response_buffer: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
     """Server: bytes waiting to be written to one response (a slow reader of a busy
-    SSE stream). Above it the connection is dropped; a legacy client resumes from the
-    event store."""
+    SSE stream), not counting the largest event among them: one event of any size (a
+    large answer or log message) goes out whole to a client that reads. Above it the
+    connection is dropped (logged as a warning); a legacy client resumes from the event
+    store."""
     # ---------------------------------------------------------------- client
     connect_timeout: float = attrs.field(default=10.0, validator=_positive)
     """Client: seconds to open a TCP (and TLS) connection."""

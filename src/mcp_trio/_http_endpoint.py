@@ -11,8 +11,10 @@ call and the routing of its output).
   progress, a closed stream, a timer, a broadcast) :meth:`Endpoint.pump` drains
   ``HttpServer.data_to_send()`` and appends each item to the :class:`ResponseSlot` of the
   HTTP response it names; the connection task that owns that response wakes and writes.
-  A slot holds at most ``max_response_buffer`` bytes; past that its reader is too slow
-  and the connection is dropped (a legacy client resumes from the event store).
+  A slot holds at most ``max_response_buffer`` bytes beside the largest event waiting
+  (one event of any size goes out whole: :meth:`ResponseSlot.push`); past that its
+  reader is too slow and the connection is dropped (a legacy client resumes from the
+  event store).
 * **Handlers.** Each ``RequestReceived`` gets one of the endpoint's handler slots
   (``SessionConfig.max_concurrent_handlers``, first come first served) *before* its
   task starts, so a full server stops answering new requests instead of queueing them,
@@ -184,7 +186,11 @@ class ResponseSlot:
     end = False
     """Finish the response after :attr:`data`."""
     overflow = False
-    """More than the limit is waiting: the reader is too slow."""
+    """More than :attr:`max_size` is waiting beside the largest piece of output in
+    :attr:`data`: the reader is too slow (what overflowed is not kept)."""
+    largest = 0
+    """The size of the largest piece of output in :attr:`data`, which does not count
+    against :attr:`max_size` (see :meth:`push`)."""
     changed = False
     """:meth:`push` was called since the owner last looked."""
     waker: trio.CancelScope | None = None
@@ -212,10 +218,21 @@ class ResponseSlot:
         self.data = bytearray()
         """SSE bytes to write."""
         self.max_size: int = limit
-        """The bound on :attr:`data`."""
+        """The bound on :attr:`data`, beside its largest piece."""
 
     def push(self, item: OpenStream | StreamData | ResponseReady) -> None:
-        """Take one output item of the core."""
+        """Take one output item of the core.
+
+        The bound is on bytes piling up for a slow reader, not on the size of one
+        message: the largest piece of output waiting does not count against it, so an
+        SSE event over :attr:`max_size` goes out whole, into an empty buffer or beside
+        small ones not written yet. (Not only into an empty one: a handler that logs,
+        then answers, may route both before the owner's turn to write, in either
+        order.) A piece is what one :meth:`Endpoint.pump` routed here, the output of
+        one call into the core: usually one message, which its handler held in memory
+        already. So :attr:`data` holds at most ``max_size`` bytes beside its largest
+        piece; what would pass that is dropped with the connection.
+        """
         if isinstance(item, ResponseReady):
             self.ready = item.response
         else:
@@ -223,12 +240,19 @@ class ResponseSlot:
                 return  # the connection is being dropped: nothing more is kept for it
             if isinstance(item, OpenStream):
                 self.sse_headers = item.headers
-            self.data += item.data
-            self.end = self.end or item.end
-            if len(self.data) > self.max_size:
+            size = len(item.data)
+            if not self.data:
+                self.largest = size  # (let in whole, whatever its size)
+                self.data += item.data
+            elif len(self.data) + size - max(self.largest, size) > self.max_size:
+                # Bytes pile up beside the largest piece: the reader is too slow.
                 self.overflow = True
                 if self.abort is not None:
                     self.abort.cancel()
+            else:
+                self.largest = max(self.largest, size)
+                self.data += item.data
+            self.end = self.end or item.end
         direct = self.direct
         # The output goes out from the task that produced it (a handler's, usually)
         # rather than a scheduler pass later from the owner's, which is not woken.

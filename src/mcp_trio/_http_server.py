@@ -624,7 +624,13 @@ class _Connection:
                 logger.debug("HTTP response not completed: %s", exc)
             gone = True
         if slot.overflow:
-            logger.debug("HTTP client too slow: over %d bytes waiting", slot.max_size)
+            # A live response is lost (its client may not know why): worth a warning,
+            # which also says which bound to raise if the clients are not at fault.
+            logger.warning(
+                "dropped an HTTP response: its client reads too slowly (over %d bytes"
+                " waiting: max_response_buffer)",
+                slot.max_size,
+            )
         return gone or slot.overflow
 
     async def _wait_output(self, slot: ResponseSlot, start: int, deadline: float) -> bool:
