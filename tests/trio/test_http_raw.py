@@ -5,13 +5,16 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+import h11
 import pytest
 import trio
 import trio.testing
 
 from mcp_sansio._json import dumps
+from mcp_trio import _http_server
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_server import _LINGER_BYTES
 
 from .test_http_support import (
     IO_TIMEOUT,
@@ -124,6 +127,50 @@ async def test_a_body_over_the_bound_is_413_and_never_read(
             assert await conn.stream.receive_some(65536) == b""  # and the connection ends
         finally:
             await conn.aclose()
+
+
+async def test_a_refused_body_is_read_and_dropped_up_to_the_linger_bound_then_closed(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After answering 413 while the body is still coming, the server reads and drops
+    # what the client goes on sending (a lingering close, RFC 9112 9.6), but at most
+    # _LINGER_BYTES: a client that sends more is cut off there, not read for ever.
+    monkeypatch.setattr(_http_server, "_LINGER_SECONDS", 3600.0)  # (only the bytes end it)
+    server = await start_server(nursery, http={"max_body_size": 1_000})
+    read_by_server = 0
+    receive_some = trio.SocketStream.receive_some
+
+    async def counted(self: trio.SocketStream, max_bytes: int | None = None) -> bytes:
+        nonlocal read_by_server
+        data = await receive_some(self, max_bytes)
+        if self.socket.getsockname()[1] == server.port:  # (the server's end)
+            read_by_server += len(data)
+        return data
+
+    monkeypatch.setattr(trio.SocketStream, "receive_some", counted)
+    declared = 2 * _LINGER_BYTES
+    chunk = b"0" * 65_536
+    sent = 0
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        headers = [("host", "127.0.0.1"), *POST_HEADERS, ("content-length", str(declared))]
+        head = conn.h11.send(h11.Request(method="POST", target="/mcp", headers=headers))
+        assert head is not None
+        try:
+            await conn.stream.send_all(head)
+            response = await conn.head()  # (answered before any of the body is read)
+            assert response.status_code == 413
+            assert (b"connection", b"close") in response.headers
+            # Cut off long before the end of the body (a reset: input was left unread).
+            with pytest.raises(trio.BrokenResourceError):
+                while sent < declared:
+                    await conn.stream.send_all(chunk)
+                    sent += len(chunk)
+        finally:
+            await conn.aclose()
+    dropped = read_by_server - len(head)
+    # The last read starts under the bound and takes at most one 64 KiB chunk.
+    assert _LINGER_BYTES <= dropped < _LINGER_BYTES + 65_536
 
 
 async def test_an_oversize_head_is_431(nursery: trio.Nursery) -> None:
