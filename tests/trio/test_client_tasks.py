@@ -694,6 +694,25 @@ def test_answered_questions_are_bounded_per_client() -> None:
     assert answered.claim("b", {"q": 1, "r": 2, "s": 3}) == {"q": 1}
 
 
+def test_a_clients_answered_questions_keep_the_newest_256_tasks() -> None:
+    # The default bound, which a client's table has: past it the least recently used
+    # tasks are forgotten, with what was answered for them and what was never acked.
+    answered = AnsweredQuestions()
+    for n in range(300):
+        assert answered.claim(f"t{n}", {"q": 1, "r": 2}) == {"q": 1, "r": 2}
+        answered.settle(f"t{n}", ["q", "r"], ["q"], {"r": "R"})  # (r's ack was lost)
+    assert len(answered) == 256
+    for n in range(44, 300):  # the newest 256: kept
+        assert answered.unacked(f"t{n}", ["r"]) == {"r": "R"}
+        assert answered.claim(f"t{n}", {"q": 1}) == {}
+    for n in range(44):  # the oldest 44: forgotten
+        assert answered.unacked(f"t{n}", ["r"]) == {}
+    # A forgotten task's question is asked again, and the task is remembered anew in
+    # place of the least recently used one.
+    assert answered.claim("t0", {"q": 1}) == {"q": 1}
+    assert len(answered) == 256 and answered.unacked("t44", ["r"]) == {}
+
+
 def test_answered_questions_settle_after_forget_and_keep_busy_tasks() -> None:
     answered = AnsweredQuestions(max_tasks=2)
     # A handle answers q while another sees the end and forgets the task: its settle
