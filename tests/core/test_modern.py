@@ -944,6 +944,33 @@ def test_codec_refuses_undigestable_params_on_open() -> None:
     refused(lambda: c.open(token, method="tools/call", params={"a": {1: 2}}, now=1))
 
 
+def _nested(levels: int) -> dict[str, Any]:
+    """Params nested ``levels`` deep, the params object counted."""
+    value: Any = 0
+    for _ in range(levels - 1):
+        value = [value]
+    return {"a": value}
+
+
+def test_codec_digests_params_nested_to_the_depth_bound_and_no_deeper() -> None:
+    # The bound (200) stops short of orjson's own (254) and of Python's recursion
+    # limit: at it a request is sealed and opened as any other; one level past it is
+    # a misuse to seal, and refused on open even with the digest those params would
+    # have (which no seal makes).
+    c = codec()
+    at = _nested(200)
+    token = c.seal(method="tools/call", params=at, state=1, now=0)
+    assert c.open(token, method="tools/call", params=at, now=1) == 1
+    past = _nested(201)
+    with pytest.raises(LocalProtocolError, match="nested too deeply"):
+        c.seal(method="tools/call", params=past, state=1, now=0)
+    canonical = orjson.dumps(["tools/call", None, past], option=orjson.OPT_SORT_KEYS)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()).rstrip(b"=").decode()
+    forged = _forge({"v": 1, "d": digest, "x": 1e9, "s": 1})
+    err = refused(lambda: c.open(forged, method="tools/call", params=past, now=1))
+    assert err.message == "Invalid requestState: issued for a different request"
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
