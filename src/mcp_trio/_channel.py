@@ -216,6 +216,17 @@ class MessageChannel(abc.ABC):
         request whose answer's size it can foresee (a skill file)."""
         return None
 
+    def send_bound(self) -> tuple[int, str] | None:
+        """A bound on the messages the peer takes without ending the connection, as
+        :meth:`message_bound` gives it (the size, in characters of the JSON text, and
+        the setting that raises it); ``None`` (the default): none, a message too large
+        for the peer costs only its own request (it is refused on arrival, or the
+        transport fails that exchange alone). The session sends nothing larger: a
+        request of its caller's raises ``ValueError``, an answer becomes a -32603 error
+        and a notification is dropped (see ``Session``). The caller compares the
+        encoded length first (bytes: never fewer than characters)."""
+        return None
+
     def finish_write(self, deadline: float = math.inf) -> None:
         """The session is closing and about to cancel the :meth:`send` in progress, if
         any: let that message go out whole instead, by ``deadline`` (trio time: what its

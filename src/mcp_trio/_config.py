@@ -140,8 +140,11 @@ class SessionConfig:
     ws_ping_timeout: float = attrs.field(default=10.0, validator=_positive)
     """WebSocket: seconds to wait for the pong before the connection is closed."""
     ws_max_message_size: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
-    """WebSocket: the largest message accepted; a larger one closes the connection with
-    code 1009 (trio-websocket's ``max_message_size``)."""
+    """WebSocket: the largest message, in characters of its JSON text, sent or accepted.
+    A larger one is never sent (the session fails what it belongs to alone: a request
+    of ours raises ``ValueError``, an answer becomes error -32603, a notification is
+    dropped with a warning), so set it alike on both ends; one that arrives all the
+    same closes the connection with code 1009 (trio-websocket's ``max_message_size``)."""
     ws_connect_timeout: float = attrs.field(default=10.0, validator=_positive)
     """WebSocket: seconds for the opening handshake (and for the closing one)."""
 

@@ -38,6 +38,8 @@ tasks. Per session:
   writes: ``_start_leftover_writer``). Each single message write is shielded from
   the caller's cancellation (half a frame would corrupt a stream) and bounded by
   ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the session.
+  A message over the channel's ``send_bound()`` (a WebSocket's frame size, which would
+  close the connection) is never written: only what it belongs to fails (``_fit``).
 * **One timer task** sleeps in a cancel scope whose deadline is the core's
   ``next_deadline()``; every core call brings it forward if need be (a later
   deadline is left for it to find stale, once), and when it fires it calls
@@ -96,6 +98,7 @@ from mcp_sansio import (
     Connection,
     ConnectionConfig,
     Era,
+    ErrorCode,
     ErrorData,
     ErrorReceived,
     Event,
@@ -116,6 +119,8 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
+from mcp_sansio._json import dumps, loads
+from mcp_sansio._jsonrpc import error_response
 
 from ._channel import Decoded, LocalReply, MessageChannel, SessionLost
 from ._config import SessionConfig, with_wall_clock
@@ -197,6 +202,19 @@ class SessionStatistics:
     """Whether the session is closed (or closing)."""
 
 
+def _too_large_reply(answer: dict[str, Any], over: str, limit: int) -> dict[str, Any]:
+    """The JSON-RPC error (-32603) that replaces ``answer``, too large for the transport
+    (``over`` says by how much): its request fails alone. ``data`` is the core's for a
+    message too large on arrival, so a caller tells it from the peer's own -32603."""
+    what = "result" if "result" in answer else "error"
+    error = ErrorData(
+        code=ErrorCode.INTERNAL_ERROR,
+        message=f"the {what} is too large for the transport: {over}",
+        data={"maxMessageSize": limit},
+    )
+    return error_response(answer.get("id"), error)
+
+
 @final
 class Session:
     """One MCP conversation over a :class:`~mcp_trio.MessageChannel`.
@@ -257,6 +275,12 @@ class Session:
         self._writer = Writer(
             channel, self.config.write_timeout, on_leftovers=self._start_leftover_writer
         )
+        # The channel's bound on one message (see _fit): the size alone, checked against
+        # each message drained from the core, or None; and the whole, for messages.
+        self._send_bound = channel.send_bound()
+        self._send_limit = None if self._send_bound is None else self._send_bound[0]
+        # our requests _fit did not send, by id: the error their caller raises
+        self._too_large: dict[RequestId, ValueError] = {}
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
         self._queued: dict[RequestId, _Queued] = {}  # callers waiting for their write
@@ -474,6 +498,10 @@ class Session:
             mark = 0
             try:
                 mark = self._flush_nowait()
+                if self._too_large:  # (over the channel's bound: not sent, see _fit)
+                    refused = self._too_large.pop(rid, None)
+                    if refused is not None:
+                        raise refused
                 if mark:
                     await self._write_queued(rid, mark)
                 await waiter.wait()
@@ -555,7 +583,10 @@ class Session:
         # then takes it back unsent (_withdraw), so the tool does not run again. The
         # old waiter stays registered for progress from before the break, which may
         # still be on its way to it: _reissued forgets it.
-        self._note_queued(new, self._writer.queue(conn.data_to_send()))
+        messages = conn.data_to_send()
+        if self._send_limit is not None:
+            messages = self._fit(messages)
+        self._note_queued(new, self._writer.queue(messages))
         waiter.settle(Reissued(new, self._waiters.add(new, waiter.on_progress)))
         self._rearm_timer()
         return None
@@ -906,6 +937,8 @@ class Session:
         schedule points as Trio's rules want even when the write needed no waiting;
         the hot paths use :meth:`_flush_nowait` and wait on something else anyway."""
         messages = self._conn.data_to_send()
+        if self._send_limit is not None:  # (a WebSocket's: see _fit)
+            messages = self._fit(messages)
         if not messages:
             return
         writer = self._writer
@@ -925,9 +958,66 @@ class Session:
             (before anything else that could yield).
         """
         messages = self._conn.data_to_send()
+        if self._send_limit is not None:
+            messages = self._fit(messages)
         if not messages:
             return 0
         return self._writer.send_nowait(messages)
+
+    def _fit(self, messages: list[bytes]) -> list[bytes]:
+        """``messages``, each within the channel's ``send_bound()``: a larger one would
+        end the connection (a WebSocket closes with 1009), and every call with it,
+        where only what it belongs to should fail (as a message too large for the
+        core's ``max_message_size`` fails on arrival). One length test per message;
+        the rare one over the bound is looked at in full (:meth:`_too_large_instead`)."""
+        limit = self._send_limit
+        assert limit is not None
+        for message in messages:
+            if len(message) > limit:
+                break
+        else:
+            return messages
+        kept: list[bytes] = []
+        for message in messages:
+            # (the bound counts characters, as trio-websocket does, and UTF-8 has as
+            # many bytes or more)
+            if len(message) > limit and (size := len(message.decode())) > limit:
+                instead = self._too_large_instead(message, size)
+                if instead is not None:
+                    kept.append(instead)
+            else:
+                kept.append(message)
+        return kept
+
+    def _too_large_instead(self, message: bytes, size: int) -> bytes | None:
+        """What goes out instead of ``message``, ``size`` characters, over the
+        channel's bound: for an answer, a JSON-RPC error (-32603) under its id, with
+        the core's ``data`` for a message too large (``{"maxMessageSize": ...}``), so
+        the peer's request fails alone; nothing for a request of our caller's (the core
+        forgets it; ``request`` raises ``ValueError``) or for a notification (dropped,
+        with a warning). A request nobody waits for here (the core's own ``initialize``,
+        say) goes out as it is: the peer ends the connection, there is nothing to
+        fail instead."""
+        limit, setting = self._send_bound or (0, "")
+        over = f"{size} characters, over {setting} ({limit})"
+        obj = loads(message)
+        if type(obj) is list:  # a batch's answers (2025-03-26): each one fails
+            return dumps([_too_large_reply(item, over, limit) for item in obj])
+        method = obj.get("method")
+        if method is None:
+            return dumps(_too_large_reply(obj, over, limit))
+        if "id" not in obj:
+            logger.warning("a %s notification was not sent: it is %s", method, over)
+            return None
+        rid = obj["id"]
+        if self._waiters.get(rid) is None:
+            return message
+        with suppress(LocalProtocolError):  # (the peer never saw it: no cancellation)
+            self._conn.forget_request(rid)
+        self._too_large[rid] = ValueError(
+            f"the {method} request is too large to send: {over}; nothing was sent"
+        )
+        return None
 
     async def _write_through(self, mark: int) -> None:
         failure = await self._writer.write_through(mark)
@@ -1080,6 +1170,8 @@ class Session:
             if deadline is not None and deadline < scope.deadline:
                 scope.deadline = deadline
         messages = conn.data_to_send()  # (_flush_nowait, inline: the same)
+        if self._send_limit is not None:
+            messages = self._fit(messages)
         mark = self._writer.send_nowait(messages) if messages else 0
         done = 0 if mark else self._act_nowait(events, 0)
         if mark or done < len(events):

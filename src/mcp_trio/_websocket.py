@@ -9,8 +9,13 @@ module's conventions:
   handshake that does not offer it with HTTP 400, and any other path with 404);
 * one JSON-RPC message per **text** frame; a binary frame closes the connection with
   code 1003 (unsupported data);
-* a message larger than ``SessionConfig.ws_max_message_size`` closes the connection
-  with code 1009 (trio-websocket's ``max_message_size``);
+* a message larger than ``SessionConfig.ws_max_message_size`` (in characters of its
+  JSON text) is never sent: the session fails only what it belongs to (a request raises
+  ``ValueError`` before anything is written, an answer goes out as a JSON-RPC error
+  -32603 for its id, a notification is dropped with a warning logged), and the
+  connection goes on. One that arrives all the same (from a peer that is not this
+  module, or with a smaller setting) closes the connection with code 1009
+  (trio-websocket's ``max_message_size``);
 * each side pings every ``ws_ping_interval`` seconds and closes the connection (code
   1011) if the pong does not come within ``ws_ping_timeout``;
 * a frame is never cut and then followed by more: a session closing while a message is
@@ -217,6 +222,12 @@ class WebSocketChannel(MessageChannel):
         if self._max_message_size is None:
             return None
         return self._max_message_size, "SessionConfig.ws_max_message_size"
+
+    def send_bound(self) -> tuple[int, str] | None:
+        """:meth:`message_bound`, taken as the peer's too (both ends are this module's,
+        with the same default): the session sends no larger message, which would close
+        the connection (code 1009) and end every call with it."""
+        return self.message_bound()
 
     async def send(self, message: bytes) -> None:
         try:
@@ -825,7 +836,11 @@ async def _serve_connection(
         if ws is None:
             return  # no complete handshake in time
         channel = WebSocketChannel(
-            ws, close_timeout=config.close_timeout, reader_done=watch.reader_done, stream=stream
+            ws,
+            close_timeout=config.close_timeout,
+            reader_done=watch.reader_done,
+            max_message_size=config.ws_max_message_size,
+            stream=stream,
         )
         nursery.start_soon(_keepalive, channel, config)
         async with open_session(

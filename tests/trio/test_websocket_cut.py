@@ -13,6 +13,7 @@ import json
 import logging
 import socket
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -115,7 +116,9 @@ async def test_a_ping_cut_by_the_pong_timeout_is_followed_by_nothing(
 
 
 SIZE = 8 * 1024 * 1024  # (more than the socket buffers hold once the server stops reading)
-CONFIG = SessionConfig(ws_ping_interval=None, close_timeout=1000, write_timeout=None)
+CONFIG = SessionConfig(
+    ws_ping_interval=None, ws_max_message_size=4 * SIZE, close_timeout=1000, write_timeout=None
+)  # (a message over ws_max_message_size would not be sent at all)
 LEGACY = ConnectionConfig(era="legacy")  # (the server on wsproto answers initialize only)
 
 
@@ -242,7 +245,7 @@ async def test_leaving_the_client_mid_message_to_a_server_that_never_reads_takes
 ) -> None:
     # The request may take close_timeout to go out, no longer: then the connection drops
     # with nothing after the cut (1006), and the block is left.
-    config = SessionConfig(ws_ping_interval=None, close_timeout=5, write_timeout=None)
+    config = attrs.evolve(CONFIG, close_timeout=5)
     with trio.fail_after(IO_TIMEOUT):
         events, text, took = await _close_mid_request(config, silence=1000)
     assert events == [1006]  # (wsproto's word for the connection lost, no close frame)

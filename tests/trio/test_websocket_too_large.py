@@ -1,0 +1,208 @@
+"""A message over ``SessionConfig.ws_max_message_size`` costs only what it belongs to
+over WebSocket, as over every other transport: the sender never writes it (the peer
+would close the connection with 1009, ending every call). Real sockets on 127.0.0.1,
+both eras, a small bound on both ends."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import pytest
+import trio
+
+from mcp_sansio._json import dumps, loads
+from mcp_trio import (
+    Client,
+    Context,
+    McpError,
+    Server,
+    SessionConfig,
+    ToolError,
+    open_client,
+)
+from mcp_trio._websocket import _open_ws
+
+IO_TIMEOUT = 10
+LIMIT = 64 * 1024
+CONFIG = SessionConfig(ws_max_message_size=LIMIT)
+SETTING = "SessionConfig.ws_max_message_size"
+
+
+def _server() -> tuple[Server, list[int]]:
+    server = Server("big", session_config=CONFIG)
+    calls: list[int] = []
+
+    @server.tool()
+    async def echo_len(text: str) -> int:
+        """Length of the text."""
+        calls.append(len(text))
+        return len(text)
+
+    @server.tool()
+    async def big_result(n: int, char: str = "x") -> str:
+        """A long string."""
+        return char * n
+
+    @server.tool()
+    async def big_log(n: int, ctx: Context) -> str:
+        """Logs a long message, then answers."""
+        await ctx.log("info", "y" * n)
+        await ctx.log("info", "small")
+        return "logged"
+
+    @server.tool()
+    async def roots(ctx: Context) -> str:
+        """How many roots the client has, or why that cannot be known."""
+        try:
+            return str(len(await ctx.list_roots()))
+        except McpError as exc:
+            raise ToolError(f"{exc.error.code} {exc.error.message} {exc.error.data}") from None
+
+    @server.tool()
+    async def ping2() -> str:
+        """ok"""
+        return "pong"
+
+    return server, calls
+
+
+@asynccontextmanager
+async def _serving() -> AsyncIterator[tuple[str, list[int]]]:
+    server, calls = _server()
+    async with trio.open_nursery() as nursery:
+        handle = await nursery.start(functools.partial(server.serve_websocket, "127.0.0.1", 0))
+        yield handle.url, calls
+        nursery.cancel_scope.cancel()
+
+
+async def _still_works(client: Client) -> None:
+    assert (await client.call_tool("ping2", {})).text == "pong"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_an_argument_too_large_raises_at_once_and_nothing_is_sent(
+    era: Literal["legacy", "modern"],
+) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with _serving() as (url, calls), open_client(url, era=era, config=CONFIG) as client:
+            with pytest.raises(ValueError, match=SETTING) as info:
+                await client.call_tool("echo_len", {"text": "y" * LIMIT})
+            assert f"({LIMIT})" in str(info.value)
+            assert "nothing was sent" in str(info.value)
+            await _still_works(client)
+            assert calls == []  # (the tool never ran)
+            # just under the bound, it goes (the message is the text plus its envelope)
+            assert (await client.call_tool("echo_len", {"text": "y" * (LIMIT - 400)})).text
+            assert calls == [LIMIT - 400]
+            assert client.session.statistics().waiting_requests == 0
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_result_too_large_fails_its_call_alone(era: Literal["legacy", "modern"]) -> None:
+    with trio.fail_after(IO_TIMEOUT):
+        async with _serving() as (url, _), open_client(url, era=era, config=CONFIG) as client:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("big_result", {"n": LIMIT})
+            error = info.value.error
+            assert error.code == -32603
+            assert error.message.startswith("the result is too large for the transport: ")
+            assert f"over {SETTING} ({LIMIT})" in error.message
+            assert error.data == {"maxMessageSize": LIMIT}
+            await _still_works(client)
+
+
+async def test_the_bound_counts_characters_as_the_receiver_does() -> None:
+    # 3 bytes each in UTF-8, 1 character each for trio-websocket: the result is about
+    # twice as many bytes as the bound, and it fits.
+    with trio.fail_after(IO_TIMEOUT):
+        async with _serving() as (url, _), open_client(url, config=CONFIG) as client:
+            n = (LIMIT - 1000) // 2  # (the text goes out twice: content, structuredContent)
+            result = await client.call_tool("big_result", {"n": n, "char": "€"})
+            assert result.text == "€" * n
+            with pytest.raises(ValueError, match=SETTING):
+                await client.call_tool("echo_len", {"text": "€" * LIMIT})
+            await _still_works(client)
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_log_message_too_large_is_dropped_with_a_warning(
+    era: Literal["legacy", "modern"], caplog: pytest.LogCaptureFixture
+) -> None:
+    logged: list[Any] = []
+
+    async def on_log(message: Any) -> None:
+        logged.append(message.data)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            _serving() as (url, _),
+            open_client(url, era=era, config=CONFIG, on_log=on_log, log_level="info") as client,
+        ):
+            with caplog.at_level(logging.WARNING, logger="mcp_trio"):
+                assert (await client.call_tool("big_log", {"n": LIMIT})).text == "logged"
+            assert logged == ["small"]
+            warned = [r.getMessage() for r in caplog.records if "was not sent" in r.getMessage()]
+            assert len(warned) == 1
+            assert warned[0].startswith("a notifications/message notification was not sent")
+            assert f"over {SETTING} ({LIMIT})" in warned[0]
+            await _still_works(client)
+
+
+async def test_a_client_answer_too_large_fails_the_server_request_alone() -> None:
+    many = [f"file:///r/{i:06d}/{'d' * 40}" for i in range(LIMIT // 40)]
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            _serving() as (url, _),
+            open_client(url, era="legacy", config=CONFIG, roots=many) as client,
+        ):
+            result = await client.call_tool("roots", {})
+            assert result.is_error
+            assert result.text.startswith("-32603 the result is too large for the transport")
+            assert f"{{'maxMessageSize': {LIMIT}}}" in result.text
+            await client.set_roots(many[:3])
+            assert (await client.call_tool("roots", {})).text == "3"
+
+
+async def test_a_batch_answer_too_large_fails_each_of_its_requests() -> None:
+    # (2025-03-26 batches: the answers to a batch go out as one message)
+    def call(rid: int, n: int) -> dict[str, Any]:
+        params = {"name": "big_result", "arguments": {"n": n}}
+        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            _serving() as (url, _),
+            _open_ws(
+                url, subprotocols=["mcp"], max_message_size=LIMIT, connect_timeout=IO_TIMEOUT
+            ) as (ws, _, _),
+        ):
+            await ws.send_message(dumps(init).decode())
+            assert "result" in loads(await ws.get_message())
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await ws.send_message(dumps(initialized).decode())
+            # (each answer alone would fit; the two together do not)
+            await ws.send_message(dumps([call(1, LIMIT // 2), call(2, LIMIT // 2)]).decode())
+            answers = loads(await ws.get_message())
+            assert sorted(a["id"] for a in answers) == [1, 2]
+            for answer in answers:
+                assert answer["error"]["code"] == -32603
+                assert answer["error"]["data"] == {"maxMessageSize": LIMIT}
+            # the connection goes on
+            await ws.send_message(dumps([call(3, 10)]).decode())
+            (answer,) = loads(await ws.get_message())
+            assert answer["id"] == 3
+            assert answer["result"]["content"][0]["text"] == "x" * 10
