@@ -89,7 +89,7 @@ from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_h11 import END_OF_MESSAGE
 from ._http_wire import H11Stream, WireError
 from ._serve_handle import ListeningHandle
-from ._util import RefusedHosts, plain_interrupt
+from ._util import RefusedHosts, plain_interrupt, turn_away
 
 __all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
 
@@ -107,11 +107,6 @@ _DEFAULT_ALLOWED_HOSTS: Final[tuple[str, ...] | None] = attrs.fields(
     HttpServerConfig
 ).allowed_hosts.default
 
-_TURNED_AWAY: Final = (
-    b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\n"
-    b"connection: close\r\n\r\n"
-)
-_TURN_AWAY_TIMEOUT: Final = 0.1
 _LINGER_SECONDS: Final = 2.0
 _LINGER_BYTES: Final = 16 * 1024 * 1024
 """How long, and how much, a connection closing on an unread body reads and drops."""
@@ -273,18 +268,9 @@ class _Server:
             self.conn_nursery.start_soon(self._serve_one, stream, name="mcp http connection")
 
     async def _turn_away(self, stream: trio.SocketStream) -> None:
-        """A connection over ``max_connections``: say ``503`` (plain HTTP only: a TLS
-        handshake is the work the bound is there to spare) without reading anything,
-        and close. It runs in the accept loop, but never waits: a new socket's send
-        buffer is empty, and the write is bounded anyway."""
-        if self.ssl_context is None:
-            with (
-                trio.move_on_after(_TURN_AWAY_TIMEOUT),
-                suppress(trio.BrokenResourceError, OSError),
-            ):
-                await stream.send_all(_TURNED_AWAY)
-                await stream.send_eof()
-        await trio.aclose_forcefully(stream)
+        """A connection over ``max_connections``: ``503``, unread, and closed
+        (:func:`~mcp_trio._util.turn_away`)."""
+        await turn_away(stream, tls=self.ssl_context is not None)
 
     async def _serve_one(self, tcp: trio.SocketStream) -> None:
         stream: trio.abc.Stream = tcp

@@ -933,13 +933,15 @@ class Server:
         allowed_origins: Sequence[str] = LOCAL_ORIGINS,
         allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
         handler_nursery: trio.Nursery | None = None,
+        max_connections: int = 1_000,
         task_status: trio.TaskStatus[WebSocketServeHandle] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve over WebSocket at ``ws://host:port/mcp`` until cancelled, or stopped
         gracefully by the started handle's ``aclose()`` (see
         :func:`~mcp_trio.serve_websocket`; ``authenticate`` as for :meth:`serve_http`,
         on each connection's handshake; ``allowed_origins`` / ``allowed_hosts`` as
-        ``HttpServerConfig``'s, checked there too)."""
+        ``HttpServerConfig``'s, checked there too; ``max_connections`` as
+        ``HttpTransportConfig``'s: one more is refused ``503`` at accept)."""
         from ._websocket import serve_websocket as _serve_websocket  # noqa: PLC0415
 
         await undecorated(_serve_websocket)(  # (this method is the entry point)
@@ -954,6 +956,7 @@ class Server:
             allowed_origins=allowed_origins,
             allowed_hosts=allowed_hosts,
             handler_nursery=handler_nursery,
+            max_connections=max_connections,
             task_status=task_status,
         )
 

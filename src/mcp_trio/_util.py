@@ -63,6 +63,7 @@ __all__ = [
     "plain_interrupt",
     "run_hook",
     "terminal_safe",
+    "turn_away",
     "undecorated",
     "url_host",
 ]
@@ -90,6 +91,26 @@ def url_host(host: str) -> str:
     """``host`` as a URL or a ``Host`` header writes it: an IPv6 address in brackets
     (RFC 3986 section 3.2.2)."""
     return f"[{host}]" if ":" in host else host
+
+
+_TURNED_AWAY: Final = (
+    b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\n"
+    b"connection: close\r\n\r\n"
+)
+_TURN_AWAY_TIMEOUT: Final = 0.1
+
+
+async def turn_away(stream: trio.SocketStream, *, tls: bool) -> None:
+    """A connection over a server's ``max_connections`` (``serve_http``,
+    ``serve_websocket``): say ``503`` with ``Retry-After: 1`` (plain HTTP only: over
+    ``tls`` the handshake is the work the bound is there to spare) without reading
+    anything, and close. Run in an accept loop, it never waits: a new socket's send
+    buffer is empty, and the write is bounded anyway."""
+    if not tls:
+        with trio.move_on_after(_TURN_AWAY_TIMEOUT), suppress(trio.BrokenResourceError, OSError):
+            await stream.send_all(_TURNED_AWAY)
+            await stream.send_eof()
+    await trio.aclose_forcefully(stream)
 
 
 def check_seconds(name: str, value: object) -> None:

@@ -88,9 +88,11 @@ from ._session import Session
 from ._util import (
     RefusedHosts,
     SessionHook,
+    check_count,
     open_task_nursery,
     plain_interrupt,
     run_hook,
+    turn_away,
     url_host,
 )
 
@@ -568,6 +570,7 @@ async def serve_websocket(
     allowed_origins: Sequence[str] = LOCAL_ORIGINS,
     allowed_hosts: Sequence[str] | None = LOCAL_HOSTS,
     handler_nursery: trio.Nursery | None = None,
+    max_connections: int = 1_000,
     task_status: trio.TaskStatus[WebSocketServeHandle] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve MCP over WebSocket at ``ws://host:port/mcp`` (a custom transport).
@@ -607,6 +610,12 @@ async def serve_websocket(
             ``421`` (DNS-rebinding protection). List the public names of a server
             bound to another interface; ``None`` accepts any.
         handler_nursery: where connection tasks run (default: an internal nursery).
+        max_connections: TCP connections served at once, each counted from its accept
+            until its task ends (opening handshake, session and close), as
+            ``HttpTransportConfig.max_connections`` bounds :func:`~mcp_trio.serve_http`'s:
+            a further one is answered ``503`` with ``Retry-After: 1`` (over TLS: closed)
+            and closed at accept, unread and without a session, with a warning logged.
+            Each served connection holds a session, idle or not, until the peer leaves.
         task_status: ``await nursery.start(serve_websocket, ...)`` returns a
             :class:`WebSocketServeHandle` (``url``, ``port``, ``listeners``), as
             :func:`~mcp_trio.serve_http` returns an ``HttpServeHandle``.
@@ -622,9 +631,13 @@ async def serve_websocket(
         abandon_write_timeout + close_timeout``, then cancels what is left, the
         connections in a ``handler_nursery`` included.
 
+    Raises:
+        ValueError: ``max_connections`` is not a positive integer.
+
     Error handling:
         A failure in one connection is logged and closes that connection only.
     """
+    check_count("max_connections", max_connections)
     config = config if config is not None else SessionConfig()
     origins = _allow_list(allowed_origins)
     if origins is None:
@@ -632,39 +645,44 @@ async def serve_websocket(
     guard = _Guard(origins, _allow_list(allowed_hosts))
     listeners = await trio.open_tcp_listeners(port, host=host)
     stop = _Stop()
+    limit = _Limit(max_connections, tls=ssl_context is not None)
 
     async def handle(tcp: trio.SocketStream) -> None:
-        with stop.tracking():
-            stream: trio.abc.Stream = tcp
-            if ssl_context is not None:
-                stream = trio.SSLStream(tcp, ssl_context, server_side=True)
-            try:
-                await _serve_connection(
-                    stream,
-                    handlers,
-                    config,
-                    connection_config,
-                    on_session,
-                    authenticate,
-                    guard,
-                    stop.stopping,
-                )
-            except Exception as exc:
-                if _undecodable_handshake(exc):
-                    # (wsproto could not decode the handshake's Host as IDNA: a peer's
-                    # junk, dropped like any malformed handshake, without a traceback)
-                    logger.debug("WebSocket: dropped a handshake with an undecodable Host")
-                else:
-                    logger.exception("MCP WebSocket connection failed")
-            finally:
-                await trio.aclose_forcefully(stream)
+        try:
+            with stop.tracking():
+                stream: trio.abc.Stream = tcp
+                if ssl_context is not None:
+                    stream = trio.SSLStream(tcp, ssl_context, server_side=True)
+                try:
+                    await _serve_connection(
+                        stream,
+                        handlers,
+                        config,
+                        connection_config,
+                        on_session,
+                        authenticate,
+                        guard,
+                        stop.stopping,
+                    )
+                except Exception as exc:
+                    if _undecodable_handshake(exc):
+                        # (wsproto could not decode the handshake's Host as IDNA: a peer's
+                        # junk, dropped like any malformed handshake, without a traceback)
+                        logger.debug("WebSocket: dropped a handshake with an undecodable Host")
+                    else:
+                        logger.exception("MCP WebSocket connection failed")
+                finally:
+                    await trio.aclose_forcefully(stream)
+        finally:
+            limit.open -= 1  # (counted by _Limited.accept)
 
     accepting = trio.CancelScope()
 
     async def accept(conns: trio.Nursery, *, task_status: trio.TaskStatus[Any]) -> None:
         with accepting:
+            limited = [_Limited(listener, limit) for listener in listeners]
             await trio.serve_listeners(
-                handle, listeners, handler_nursery=conns, task_status=task_status
+                handle, limited, handler_nursery=conns, task_status=task_status
             )
 
     try:
@@ -690,6 +708,45 @@ async def serve_websocket(
         stop.finished.set()
         for listener in listeners:
             await trio.aclose_forcefully(listener)
+
+
+@final
+class _Limit:
+    """``serve_websocket``'s ``max_connections``, and the connections open (from their
+    accept until their task ends), shared by its listeners."""
+
+    def __init__(self, max_connections: int, *, tls: bool) -> None:
+        self.max_connections = max_connections
+        self.tls = tls
+        self.open = 0
+
+
+@final
+class _Limited(trio.abc.Listener[trio.SocketStream]):
+    """A listener that hands out a connection only while fewer than ``max_connections``
+    are open (``serve_http``'s rule): it turns one over that away itself, unread
+    (``503``, see :func:`~mcp_trio._util.turn_away`), and accepts the next. Failures
+    to accept (out of descriptors) are ``trio.serve_listeners``'s to handle, as before."""
+
+    def __init__(self, inner: trio.SocketListener, limit: _Limit) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def accept(self) -> trio.SocketStream:
+        limit = self._limit
+        while True:
+            tcp = await self._inner.accept()
+            if limit.open < limit.max_connections:
+                limit.open += 1
+                return tcp
+            logger.warning(
+                "refused a WebSocket connection: %d are open (max_connections)",
+                limit.max_connections,
+            )
+            await turn_away(tcp, tls=limit.tls)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 @final
