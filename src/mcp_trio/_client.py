@@ -261,7 +261,9 @@ class Client(HandshakeFacts):
             ValueError: an argument holds NaN or an infinity (JSON has neither; it
                 would arrive as ``null``). Nothing is sent. One inside an object the
                 JSON library writes itself (a dataclass) is not seen: it goes out as
-                ``null``.
+                ``null``. Over WebSocket: the request is larger than
+                ``SessionConfig.ws_max_message_size`` (the peer would close the
+                connection for it). Nothing is sent; the session goes on.
         """
         params = named_params(name, arguments)
         chosen = self._progress(on_progress, timeout)

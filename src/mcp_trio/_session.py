@@ -453,6 +453,9 @@ class Session:
             SessionClosed: the session closed before the answer came.
             LocalProtocolError: the core refused the request (e.g. a capability the
                 peer lacks).
+            ValueError: the request is larger than the channel's ``send_bound()``
+                (WebSocket: ``SessionConfig.ws_max_message_size``). Nothing was sent;
+                the core forgot it.
 
         Cancellation: if the caller is cancelled, the request is cancelled on the wire
         (a bounded, shielded write of ``notifications/cancelled``) and any later
