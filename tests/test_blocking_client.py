@@ -796,6 +796,15 @@ def test_arguments_that_are_not_a_json_object_are_a_type_error(
     assert client.call_tool("echo", {"text": "still here"}).text == "still here"
 
 
+def test_a_top_level_integer_beyond_64_bits_is_named(client: BlockingClient) -> None:
+    # (it was the JSON library's "Integer exceeds 64-bit range", naming no argument)
+    said = "^argument 'big' holds the integer 1.18e\\+21, beyond 64 bits, which JSON cannot"
+    with pytest.raises(TypeError, match=said):
+        client.call_tool("echo", {"text": "x", "big": 2**70})
+    assert client.connection.pending_requests() == ()
+    assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+
+
 def test_a_prompt_argument_that_is_no_string_is_refused_before_sending(
     client: BlockingClient,
 ) -> None:

@@ -114,6 +114,7 @@ from ._client_common import (
     legacy_honored,
     listen_params,
     log_params,
+    name_the_argument,
     named_params,
     not_a_program,
     pager,
@@ -1273,7 +1274,11 @@ class BlockingClient(HandshakeFacts):
         """
         params = named_params(name, arguments)
         progress = self._long_progress(on_progress, timeout)
-        result = self.request("tools/call", params, timeout=timeout, on_progress=progress)
+        try:
+            result = self.request("tools/call", params, timeout=timeout, on_progress=progress)
+        except TypeError:  # (the JSON library's, for an int beyond 64 bits: name it)
+            name_the_argument(params)
+            raise
         output = ToolOutput.from_wire(result)
         schemas = self._output_schemas
         schemas.check_shape(result, self.protocol_version)

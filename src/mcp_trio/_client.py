@@ -59,6 +59,7 @@ from ._client_common import (
     checked_str,
     client_config,
     complete_params,
+    name_the_argument,
     named_params,
     pager,
     read_bound,
@@ -271,6 +272,9 @@ class Client(HandshakeFacts):
         started = trio.current_time()
         try:
             result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
+        except TypeError:  # (the JSON library's, for an int beyond 64 bits: name it)
+            name_the_argument(params)
+            raise
         except McpError as refused:
             # 2026-07-28 streamable-http, "Client Behavior": refused for its Mcp-Param-*
             # headers, the client SHOULD list the tools (whose x-mcp-header annotations
@@ -331,7 +335,11 @@ class Client(HandshakeFacts):
         """
         self._check_tasks()
         params = named_params(name, arguments)
-        result = await self.request("tools/call", params, timeout=timeout)
+        try:
+            result = await self.request("tools/call", params, timeout=timeout)
+        except TypeError:  # (as call_tool)
+            name_the_argument(params)
+            raise
         return await self._tool_task(name, result, timeout)
 
     def task(

@@ -81,6 +81,7 @@ __all__ = [
     "legacy_honored",
     "listen_params",
     "log_params",
+    "name_the_argument",
     "named_params",
     "not_a_program",
     "pager",
@@ -594,7 +595,8 @@ def not_a_program(argv: Sequence[str], exc: OSError, *, spawn: str) -> str:
 _STR_TYPE: Final = frozenset({str})
 _NO_FLOAT: Final = frozenset({str, int, bool, type(None)})
 """Types of argument values that hold no float, nor anything JSON cannot carry (but an
-``int`` beyond 64 bits, which the JSON library refuses when it is sent)."""
+``int`` beyond 64 bits, which the JSON library refuses when it is sent: see
+:func:`name_the_argument`)."""
 _NON_FINITE: Final = "NaN or an infinity"
 _MAX_NESTING: Final = 251
 """Lists and objects an argument's value may nest: orjson writes 254 levels, and a
@@ -661,14 +663,37 @@ def named_params(
                         f" is {type(value).__name__} {value!r:.60}"
                     )
     elif not _NO_FLOAT.issuperset(map(type, checked.values())):
-        for key, value in checked.items():
-            fault = _json_fault(value)
-            if fault is _NON_FINITE:
-                raise ValueError(f"argument {key!r} holds {fault}, which JSON cannot carry")
-            if fault is not None:
-                raise TypeError(f"argument {key!r} holds {fault}, which JSON cannot carry")
+        _check_values(checked)
     params["arguments"] = checked
     return params
+
+
+def name_the_argument(params: Mapping[str, Any]) -> None:
+    """Raise the error that names the argument at fault, when the JSON library refused
+    the ``params`` of :func:`named_params` (a ``TypeError``) as they were sent; return
+    if no argument is at fault (the ``TypeError`` came from elsewhere: re-raise it).
+
+    The common case of :func:`named_params` lets a top-level ``int`` through unlooked
+    at (checking each would slow every call); one beyond 64 bits is refused only by the
+    JSON library, whose message names no argument. The caller catches that, and this
+    names it, as for an integer further down. Nothing was sent: the core serializes a
+    request before it changes any state.
+
+    Raises:
+        TypeError, ValueError: as :func:`named_params`.
+    """
+    arguments = params.get("arguments")
+    if isinstance(arguments, dict):
+        _check_values(arguments)
+
+
+def _check_values(arguments: dict[str, Any]) -> None:
+    for key, value in arguments.items():
+        fault = _json_fault(value)
+        if fault is _NON_FINITE:
+            raise ValueError(f"argument {key!r} holds {fault}, which JSON cannot carry")
+        if fault is not None:
+            raise TypeError(f"argument {key!r} holds {fault}, which JSON cannot carry")
 
 
 def _json_fault(value: Any) -> str | None:

@@ -315,6 +315,23 @@ async def test_arguments_that_are_not_a_json_object_are_a_type_error(
         assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
 
 
+@pytest.mark.parametrize("number", [2**64, -(2**70)])
+async def test_a_top_level_integer_beyond_64_bits_is_named(
+    number: int, autojump_clock: MockClock
+) -> None:
+    # The common case sends a top-level int unlooked at: the JSON library refused it,
+    # with its own message ("Integer exceeds 64-bit range"), naming no argument.
+    caps: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
+    async with open_client(server(), era="modern", capabilities=caps) as client:
+        said = r"^argument 'big' holds the integer -?\d\.\d\de\+\d\d, beyond 64 bits, which"
+        with pytest.raises(TypeError, match=said):
+            await client.call_tool("echo", {"text": "x", "big": number})
+        with pytest.raises(TypeError, match=said):
+            await client.call_tool_as_task("echo", {"text": "x", "big": number})
+        assert client.session.connection.pending_requests() == ()
+        assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+
+
 async def test_complete_says_what_ref_must_be(autojump_clock: MockClock) -> None:
     async with open_client(server()) as client:
         with pytest.raises(TypeError) as caught:
