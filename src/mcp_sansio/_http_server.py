@@ -2113,9 +2113,8 @@ class HttpServer:
             if stream.opened:
                 buf.end = True
             else:
-                buf.response = _fail(
-                    503, "Service Unavailable: shutting down", ErrorCode.INTERNAL_ERROR
-                )
+                # The same words as every other transport's (and either era's) answer.
+                buf.response = _fail(503, SHUTTING_DOWN[1], SHUTTING_DOWN[0], request_id=rid)
         for session in list(self._sessions.values()):
             # Every request gets one answer: a stream that just ended would send the
             # client resuming (SSE) or restarting its session (JSON 404) against a server

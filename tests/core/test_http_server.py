@@ -1621,7 +1621,11 @@ def test_close_shuts_everything_down() -> None:
     assert only(events, SessionClosed) == SessionClosed(session_id=sid, reason="shutdown")
     out = outputs(srv)
     assert isinstance(pending.decision, AwaitResponse)
-    assert out[pending.decision.stream_id].response.status == 503
+    refused = out[pending.decision.stream_id].response
+    assert refused.status == 503
+    error = {"code": -32603, "message": "server shutting down"}  # (as every transport's)
+    assert loads(refused.body) == {"jsonrpc": "2.0", "id": 1, "error": error}
+    validate_message(MODERN, loads(refused.body))
     assert isinstance(streaming.decision, AwaitResponse)  # opened lazily by the progress
     assert out[streaming.decision.stream_id].end
     # Its last event says why it ends: a stream that just ends reads as a lost connection.
