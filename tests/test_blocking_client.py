@@ -12,6 +12,7 @@ import errno
 import inspect
 import math
 import pickle
+import re
 import socket
 import subprocess
 import sys
@@ -801,6 +802,27 @@ def test_a_top_level_integer_beyond_64_bits_is_named(client: BlockingClient) -> 
     said = "^argument 'big' holds the integer 1.18e\\+21, beyond 64 bits, which JSON cannot"
     with pytest.raises(TypeError, match=said):
         client.call_tool("echo", {"text": "x", "big": 2**70})
+    assert client.connection.pending_requests() == ()
+    assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error", "said"),
+    [
+        (0, ValueError, "timeout must be more than 0 seconds (or None for no timeout), not 0"),
+        (-1, ValueError, "timeout must be more than 0 seconds (or None for no timeout), not -1"),
+        ("5", TypeError, "timeout must be a number of seconds (or None), not str '5'"),
+    ],
+)
+def test_a_timeout_that_is_no_positive_number_is_refused_naming_it(
+    client: BlockingClient, timeout: Any, error: type[Exception], said: str
+) -> None:
+    # (0 raced the timer; "5" was "'>=' not supported ..."; the client's own timeout
+    # was named as the core's request_timeout)
+    with pytest.raises(error, match=f"^{re.escape(said)}$"):
+        spawn(timeout=timeout)
+    with pytest.raises(error, match=f"^{re.escape(said)}$"):
+        client.call_tool("echo", {"text": "x"}, timeout=timeout)
     assert client.connection.pending_requests() == ()
     assert client.call_tool("echo", {"text": "still here"}).text == "still here"
 

@@ -12,7 +12,13 @@ import attrs
 from ._modern import CACHE_SCOPES, LOG_LEVELS
 from ._versions import ALL_VERSIONS, REVISIONS
 
-__all__ = ["ConnectionConfig", "Role", "check_count", "require_count"]
+__all__ = [
+    "ConnectionConfig",
+    "Role",
+    "check_count",
+    "check_request_timeout",
+    "require_count",
+]
 
 Role = Literal["client", "server"]
 
@@ -71,8 +77,47 @@ def _check_era(_inst: object, _attr: object, value: object) -> None:
 
 
 def _check_timeout(_inst: object, attr: attrs.Attribute[Any], value: float | None) -> None:
-    if value is not None and not value >= 0:  # (NaN too)
+    if value is not None and not _at_least(attr.name, value, 0):  # (NaN too)
         raise ValueError(f"{attr.name} must be 0 or more seconds (or None), not {value!r}")
+
+
+def _check_request_timeout(_inst: object, attr: attrs.Attribute[Any], value: object) -> None:
+    if value is not None:
+        check_request_timeout(attr.name, value)
+
+
+def check_request_timeout(name: str, value: object) -> None:
+    """Check a request's timeout (not ``None``): seconds, more than 0 (``math.inf``:
+    none, as ``None``).
+
+    0 is refused: no answer can come in no time, so such a request would only race its
+    own timer (an answer read before the timer fires came back, one read after did not),
+    and it means "never" to some (this package's CLI ``--timeout 0``, aiohttp) and "at
+    once" to others (trio's ``fail_after``); ``None`` says "no timeout" plainly.
+
+    Raises:
+        TypeError: ``value`` is not a number (the message names ``name``).
+        ValueError: it is 0, below 0 or NaN (the message names ``name``).
+    """
+    if not _at_least(name, value, 0) or value == 0:
+        raise ValueError(
+            f"{name} must be more than 0 seconds (or None for no timeout), not {value!r}"
+        )
+
+
+def _at_least(name: str, value: Any, least: float) -> bool:
+    """``value >= least``, for a number of seconds named ``name`` (NaN: ``False``).
+
+    Raises:
+        TypeError: ``value`` is no number (``>=`` says so in terms of no name).
+    """
+    try:
+        return bool(value >= least)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a number of seconds (or None), not {type(value).__name__}"
+            f" {value!r:.60}"
+        ) from None
 
 
 def _check_cache_scope(_inst: object, _attr: object, value: str) -> None:
@@ -144,7 +189,10 @@ class ConnectionConfig:
         log_level: client, modern: the ``logLevel`` of every request envelope.
 
     Raises:
-        ValueError: a timeout below 0 (or NaN); a bound checked here that is not an
+        TypeError: a timeout that is no number (the message names the field).
+        ValueError: a timeout below 0 (or NaN), or a ``request_timeout`` or
+            ``max_request_time`` of 0 (see :func:`check_request_timeout`: ``None``
+            means no timeout); a bound checked here that is not an
             ``int`` in its range (``bool`` is refused); an unknown ``era``; a
             ``cache_scope`` other than ``"public"`` / ``"private"``, a ``log_level``
             that is not one of the spec's levels (``"debug"`` to ``"emergency"``); an
@@ -171,12 +219,13 @@ class ConnectionConfig:
     """Client: ``auto`` probes with ``server/discover`` and falls back to
     ``initialize``; ``legacy`` / ``modern`` pin the era. Server: which eras to serve
     (``auto`` serves both on one channel)."""
-    request_timeout: float | None = attrs.field(default=None, validator=_check_timeout)
+    request_timeout: float | None = attrs.field(default=None, validator=_check_request_timeout)
     """Seconds a request of ours may wait without any progress before it is cancelled
-    (not a modern ``subscriptions/listen``: an open stream may stay quiet for ever)."""
-    max_request_time: float | None = attrs.field(default=None, validator=_check_timeout)
+    (not a modern ``subscriptions/listen``: an open stream may stay quiet for ever).
+    More than 0; ``None`` (or ``math.inf``): no timeout."""
+    max_request_time: float | None = attrs.field(default=None, validator=_check_request_timeout)
     """Seconds a request of ours may take in total, progress or not (again not a
-    ``subscriptions/listen``)."""
+    ``subscriptions/listen``). More than 0; ``None`` (or ``math.inf``): no limit."""
     probe_timeout: float = attrs.field(default=10.0, validator=_check_timeout)
     """Client, ``auto`` era: seconds to wait for ``server/discover`` before falling back."""
     max_pending_requests: int = 10_000

@@ -57,6 +57,7 @@ from collections.abc import Callable
 from typing import Any, final
 
 from . import _modern
+from ._config import check_request_timeout
 from ._conn_answer import _Answering
 from ._conn_base import _HANDSHAKE_METHODS, _LEGACY, _MODERN, _MODERN_REVISION
 from ._conn_receive import _Receiving
@@ -373,8 +374,8 @@ class Connection(_Receiving, _Answering):
             now: the current time (seconds, on the clock :meth:`handle_timer` is
                 given), from which the timeouts count.
             progress: ask the peer for progress (adds ``_meta.progressToken``).
-            timeout: seconds without progress before the request is cancelled
-                (default: ``config.request_timeout``).
+            timeout: seconds without progress before the request is cancelled,
+                more than 0 (default: ``config.request_timeout``).
             log_level: modern client: the ``logLevel`` for this request's envelope.
             related_request_id: legacy server: the client request this one is made
                 for (routing hint for HTTP bindings).
@@ -390,8 +391,10 @@ class Connection(_Receiving, _Answering):
             LocalProtocolError: closed; before the handshake; a method the peer's
                 capabilities do not allow; a method our role may not send; or too
                 many requests in flight. No state changed.
-            TypeError: ``params`` is not JSON-serializable. No state changed.
-            ValueError: ``timeout`` is negative or NaN. No state changed.
+            TypeError: ``params`` is not JSON-serializable, or ``timeout`` is no
+                number. No state changed.
+            ValueError: ``timeout`` is 0, negative or NaN (``None`` is no timeout: see
+                :func:`~mcp_sansio._config.check_request_timeout`). No state changed.
         """
         if (
             # Fast path: a method that passed every check below before, in the era now
@@ -491,8 +494,8 @@ class Connection(_Receiving, _Answering):
             # A subscriptions/listen stream is open-ended: quiet is no sign of trouble,
             # so the configured timeouts are not its (an explicit one still is).
             timeout = None if method == "subscriptions/listen" else self.config.request_timeout
-        elif not timeout >= 0:  # (NaN too)
-            raise ValueError(f"a timeout is 0 or more seconds (or None), not {timeout!r}")
+        else:
+            check_request_timeout("timeout", timeout)
         # Build and serialize first (either may raise), change state after.
         rid = self._next_id + 1
         token: RequestId | None = rid if progress else None

@@ -172,8 +172,14 @@ class Client(HandshakeFacts):
             method: the method name.
             params: the params object.
             timeout: seconds without an answer or progress before the request is
-                cancelled (default: the client's ``timeout``).
+                cancelled, more than 0 (default: the client's ``timeout``; ``None``
+                there: no limit).
             on_progress: receives progress reports (and asks the server for them).
+
+        Raises:
+            ValueError / TypeError: ``timeout`` is not a number more than 0 (0 is
+                refused: see :func:`open_client`). Nothing is sent. Every method
+                that takes a ``timeout`` refuses it alike.
         """
         era = self.era  # (a property over two more: read once)
         try:
@@ -908,8 +914,9 @@ async def open_client(
         capabilities: client capabilities merged over the ones the callbacks imply.
             Tasks are the modern extension (``{"extensions": {TASKS_EXTENSION: {}}}``):
             a top-level ``tasks`` (the 2025-11-25 tasks) raises ``ValueError``.
-        timeout: default seconds a request may go without an answer or progress
-            (``None``: no limit). It bounds the handshake's ``initialize`` and a
+        timeout: default seconds a request may go without an answer or progress,
+            more than 0 (``None``: no limit; 0 is refused, as it is for a call's own
+            ``timeout``: no answer comes in no time). It bounds the handshake's ``initialize`` and a
             pinned modern era's ``server/discover`` too, but not the era probe of
             ``era="auto"``, which waits ``ConnectionConfig.probe_timeout`` (10 s)
             before falling back to the legacy handshake: a server slow to start

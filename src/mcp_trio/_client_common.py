@@ -34,6 +34,7 @@ from mcp_sansio import (
     unstructure,
 )
 from mcp_sansio import types as t
+from mcp_sansio._config import check_request_timeout
 from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps
 from mcp_sansio._sampling import sampling_messages_problem
@@ -371,12 +372,14 @@ def client_config(
     capabilities (see :func:`build_capabilities`) and, if given, the request timeout.
 
     Raises:
-        ValueError: see :func:`connection_versions`; a ``client_info`` without a name
+        ValueError: see :func:`connection_versions`; a ``timeout`` of 0 or less, or NaN
+            (``None`` is no timeout); a ``client_info`` without a name
             or version; an extension id that breaks the naming rule; a top-level
             ``tasks`` capability (the 2025-11-25 tasks, which this client does not
             handle: its tasks are the modern extension).
         LocalProtocolError: an unknown ``log_level``.
-        TypeError: ``client_info`` is neither a ``types.Implementation`` nor a mapping.
+        TypeError: ``client_info`` is neither a ``types.Implementation`` nor a mapping;
+            ``timeout`` is no number.
     """
     chosen, versions = connection_versions(era, protocol_version)
     if log_level is not None:
@@ -398,6 +401,7 @@ def client_config(
     if versions is not None:
         changes["supported_versions"] = versions
     if timeout is not None:
+        check_request_timeout("timeout", timeout)  # (named as the caller named it)
         changes["request_timeout"] = timeout
     return attrs.evolve(base if base is not None else ConnectionConfig(), **changes)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, TypeVar
 
 import pytest
@@ -1238,18 +1239,40 @@ def test_the_timer_heap_stays_bounded_under_an_early_live_deadline() -> None:
     assert b in client.pending_requests()
 
 
-@pytest.mark.parametrize("bad", [-1.0, math.nan, -math.inf])
-def test_a_timeout_is_zero_or_more_seconds(bad: float) -> None:
+@pytest.mark.parametrize("bad", [0, 0.0, -1.0, math.nan, -math.inf])
+def test_a_request_timeout_is_more_than_0_seconds(bad: float) -> None:
+    # 0 left no time for an answer: the request raced its own timer (an answer read
+    # before the binding ran handle_timer came back, one read after timed out).
     pair = ready_pair()
-    with pytest.raises(ValueError, match="0 or more seconds"):
+    said = f"timeout must be more than 0 seconds (or None for no timeout), not {bad!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(said)}$"):
         pair.client.send_request("tools/call", {"name": "t"}, timeout=bad, now=0.0)
     assert pair.client.pending_requests() == () and pair.client.data_to_send() == []
-    for field in ("request_timeout", "max_request_time", "probe_timeout"):
+    for field in ("request_timeout", "max_request_time"):
         kwargs: dict[str, Any] = {field: bad}
-        with pytest.raises(ValueError, match=f"{field} must be 0 or more seconds"):
+        with pytest.raises(ValueError, match=f"^{field} must be more than 0 seconds"):
             ConnectionConfig(**kwargs)
-    assert pair.client.send_request("tools/call", {"name": "t"}, timeout=0.0, now=5.0)
-    assert pair.client.next_deadline() == 5.0
+    assert pair.client.send_request("tools/call", {"name": "t"}, timeout=0.5, now=5.0)
+    assert pair.client.next_deadline() == 5.5
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, -math.inf])
+def test_a_probe_timeout_is_0_or_more_seconds(bad: float) -> None:
+    with pytest.raises(ValueError, match=r"^probe_timeout must be 0 or more seconds"):
+        ConnectionConfig(probe_timeout=bad)
+    assert ConnectionConfig(probe_timeout=0).probe_timeout == 0  # (falls back at once)
+
+
+def test_a_timeout_that_is_no_number_is_a_type_error_naming_it() -> None:
+    # (was Python's "'>=' not supported between instances of 'str' and 'int'")
+    pair = ready_pair()
+    with pytest.raises(TypeError, match=r"^timeout must be a number of seconds .*, not str '5'$"):
+        pair.client.send_request("tools/call", {"name": "t"}, timeout="5", now=0.0)  # type: ignore[arg-type]
+    assert pair.client.pending_requests() == () and pair.client.data_to_send() == []
+    for field in ("request_timeout", "max_request_time", "probe_timeout"):
+        kwargs: dict[str, Any] = {field: "5"}
+        with pytest.raises(TypeError, match=f"^{field} must be a number of seconds"):
+            ConnectionConfig(**kwargs)
 
 
 @pytest.mark.parametrize("how", ["capped", "same-tick"])

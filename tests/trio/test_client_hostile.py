@@ -10,6 +10,7 @@ answers chosen methods with raw messages; the others are in-process ``Handlers``
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
@@ -809,7 +810,39 @@ async def test_a_nan_timeout_is_refused_before_anything_is_sent(
     server = _structured_server(listings=listings)
     async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
         await client.list_tools()
-        with pytest.raises(ValueError, match="0 or more seconds"):
+        with pytest.raises(ValueError, match="more than 0 seconds"):
             await client.call_tool("wrong_type", timeout=math.nan)
         assert client.session.connection.pending_requests() == ()
+    assert len(listings) == 1
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error", "said"),
+    [
+        # 0 raced the timer: the first call of a session often came back, the next
+        # ones timed out; open_client(timeout=0) made every call time out, or failed to
+        # open. Refused, as the CLI's --timeout 0 means "never" to some.
+        (0, ValueError, "timeout must be more than 0 seconds (or None for no timeout), not 0"),
+        (-1, ValueError, "timeout must be more than 0 seconds (or None for no timeout), not -1"),
+        # (was "'>=' not supported between instances of 'str' and 'int'"; and open_client
+        # named the core's request_timeout, not the argument given)
+        ("5", TypeError, "timeout must be a number of seconds (or None), not str '5'"),
+    ],
+)
+async def test_a_timeout_that_is_no_positive_number_is_refused_naming_it(
+    timeout: Any, error: type[Exception], said: str, autojump_clock: MockClock
+) -> None:
+    listings: list[None] = []
+    server = _structured_server(listings=listings)
+    target = (server, ConnectionConfig(capabilities=CAPABILITIES))
+    with pytest.raises(error, match=f"^{re.escape(said)}$"):
+        async with open_client(target, timeout=timeout):
+            pass  # pragma: no cover (refused before anything is opened)
+    async with open_client(target) as client:
+        with pytest.raises(error, match=f"^{re.escape(said)}$"):
+            await client.call_tool("wrong_type", timeout=timeout)
+        with pytest.raises(error, match=f"^{re.escape(said)}$"):
+            await client.list_tools(timeout=timeout)
+        assert client.session.connection.pending_requests() == ()
+        await client.list_tools(timeout=math.inf)  # (no timeout, as None)
     assert len(listings) == 1
