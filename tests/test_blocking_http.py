@@ -1551,3 +1551,25 @@ def test_ctrl_c_in_a_callback_leaves_no_message_past_a_resend_for_another() -> N
         ("uncalled", [b"srv-2", b"srv-3"]),
     ]
     assert not http.inbox
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy", "modern"])
+def test_no_mcp_endpoint_at_the_url_says_so(raw: Callable[..., RawServer], era: str) -> None:
+    # (it was a bare "HTTP: status 404": neither the URL nor serve_http's path)
+    server = raw(lambda sock, head, body: respond(sock, "404 Not Found", {}, b""))
+    url = f"http://127.0.0.1:{server.port}/api"
+    with pytest.raises(HandshakeFailed) as failed:
+        connect(url, era=era)
+    assert failed.value.message == (
+        f"HTTP: status 404: no MCP endpoint at {url!r} (mcp_trio's serve_http serves one at /mcp)"
+    )
+
+
+def test_a_bare_400_suggests_the_websocket_url(raw: Callable[..., RawServer]) -> None:
+    # What a WebSocket server (serve_websocket) answers a plain HTTP request.
+    server = raw(lambda sock, head, body: respond(sock, "400 ", {}, b""))
+    with pytest.raises(HandshakeFailed) as failed:
+        connect(server.url)
+    assert failed.value.message.endswith(
+        f"if it serves WebSocket (serve_websocket), connect to 'ws://127.0.0.1:{server.port}/mcp'"
+    )

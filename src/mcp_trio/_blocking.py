@@ -129,6 +129,7 @@ from ._errors_base import (
     HandshakeFailed,
     McpError,
     SessionClosed,
+    name_the_endpoint,
     refuse_endless_input,
 )
 
@@ -668,7 +669,9 @@ class BlockingClient(HandshakeFacts):
                 ``capabilities`` declare the tasks extension, or hold a top-level
                 ``tasks`` (as for :meth:`stdio`).
             SessionClosed: the server cannot be reached.
-            HandshakeFailed, TimeoutError: the handshake failed.
+            HandshakeFailed, TimeoutError: the handshake failed (a 404, no MCP
+                endpoint at the URL's path, or a bare 400, a WebSocket server, says so,
+                naming the URL).
         """
         options = _Options.of(locals())
         from mcp_sansio.http import pinned_http_config  # noqa: PLC0415 -- (HTTP only)
@@ -694,7 +697,11 @@ class BlockingClient(HandshakeFacts):
             headers=extra,
             write_timeout=write_timeout,
         )
-        return cls._opened(HttpLink(http, close_timeout=close_timeout), config, options)
+        try:
+            return cls._opened(HttpLink(http, close_timeout=close_timeout), config, options)
+        except HandshakeFailed as exc:
+            name_the_endpoint(exc, url)  # (as open_client's)
+            raise
 
     @classmethod
     def _started(

@@ -34,7 +34,8 @@ from mcp_sansio import LEGACY_VERSIONS, MODERN_VERSIONS, ConnectionConfig, Lifec
 from ._channel import MessageChannel
 from ._client_common import not_a_program
 from ._config import SessionConfig
-from ._errors import RequestTimeout
+from ._errors import HandshakeFailed, RequestTimeout
+from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._memory import open_memory_pair
 from ._open import open_session
@@ -268,7 +269,9 @@ async def start_target(session: Session, target: object, timeout: float | None) 
     Raises:
         RequestTimeout: as ``Session.start``, its message naming the method, the
             target (see :func:`describe_target`) and the handshake step.
-        HandshakeFailed, SessionClosed: as ``Session.start``.
+        HandshakeFailed: as ``Session.start``; an HTTP server's 404 (no MCP endpoint
+            at the URL's path) or bare 400 (a WebSocket server) says so, naming the URL.
+        SessionClosed: as ``Session.start``.
     """
     if session.handshake is not None:
         return
@@ -296,6 +299,10 @@ async def start_target(session: Session, target: object, timeout: float | None) 
             f"while opening {describe_target(target)} ({_step(exc.method, legacy, modern)}){why}"
         )
         exc.args = (str(exc),)
+        raise
+    except HandshakeFailed as exc:
+        if is_url(target) and not is_websocket_url(target):
+            name_the_endpoint(exc, target)  # ("HTTP: status 404" named neither)
         raise
     if scope.cancelled_caught:
         detail = (

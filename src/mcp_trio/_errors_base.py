@@ -13,6 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import attrs
+
 from mcp_sansio import ErrorData, InputRequired, LocalProtocolError, RemoteProtocolError
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "SessionClosed",
     "TokenExpired",
     "fresh",
+    "name_the_endpoint",
     "refuse_endless_input",
 ]
 
@@ -148,6 +151,33 @@ class ServerExited(SessionClosed):
         more = len(lines) - len(shown)
         head = f"stderr tail ({more} earlier lines in .stderr_tail)" if more else "stderr tail"
         return f"{text}; {head}:\n" + "\n".join(shown)
+
+
+def name_the_endpoint(failed: HandshakeFailed, url: str) -> None:
+    """Say in ``failed``, an HTTP server's refusal of the handshake at ``url``, what its
+    status suggests is wrong with the URL (in place: its message and ``args``), when it
+    suggests anything; a bare ``HTTP: status 404`` names neither the URL nor the fix.
+
+    - 404: no MCP endpoint at that path (``serve_http`` serves ``/mcp``; a URL without
+      it, or with another path, is the common slip);
+    - 400 with no words of the server's: what a WebSocket server (``serve_websocket``)
+      answers a plain HTTP request; the ``ws://`` URL is suggested.
+    """
+    error = failed.error
+    status = error.data.get("httpStatus") if isinstance(error.data, dict) else None
+    if status == 404:
+        hint = f"no MCP endpoint at {url!r} (mcp_trio's serve_http serves one at /mcp)"
+    elif status == 400 and error.message == "HTTP: status 400":
+        scheme, rest = url.split(":", 1)
+        ws = ("wss" if scheme.lower() == "https" else "ws") + ":" + rest
+        hint = (
+            f"the server at {url!r} refused a plain HTTP request: if it serves"
+            f" WebSocket (serve_websocket), connect to {ws!r}"
+        )
+    else:
+        return
+    failed.error = attrs.evolve(error, message=f"{error.message}: {hint}")
+    failed.args = (f"{failed.error.message} (code {error.code})",)
 
 
 def fresh(exc: SessionClosed) -> SessionClosed:

@@ -183,7 +183,8 @@ from ._channel import (
     Take,
 )
 from ._config import SessionConfig
-from ._errors import SessionClosed
+from ._errors import HandshakeFailed, SessionClosed
+from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
 from ._http_pool import ConnectFailed, Pool, ReadFailed, UnsendableRequest, WriteFailed
@@ -1156,7 +1157,8 @@ async def open_http_client(
         ValueError: ``url`` is not an absolute http(s) URL, or an extra header is
             malformed or one the transport writes itself (``Mcp-Session-Id``, ...).
         SessionClosed: the server could not be reached (the reason says why).
-        HandshakeFailed: the server refused the handshake.
+        HandshakeFailed: the server refused the handshake (a 404, no MCP endpoint at
+            the URL's path, or a bare 400, a WebSocket server, says so, naming the URL).
     """
     config = config if config is not None else SessionConfig()
     pinned = connection_config.era if connection_config is not None else "auto"
@@ -1177,5 +1179,9 @@ async def open_http_client(
             channel, "client", handlers=handlers, config=config, connection_config=connection_config
         ) as session:
             if start:
-                await session.start()
+                try:
+                    await session.start()
+                except HandshakeFailed as exc:
+                    name_the_endpoint(exc, url)  # ("HTTP: status 404" named neither)
+                    raise
             yield session

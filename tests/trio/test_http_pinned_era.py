@@ -33,5 +33,7 @@ async def test_a_pinned_modern_era_shows_the_status_of_a_refusal(
     with trio.fail_after(IO_TIMEOUT), pytest.raises(HandshakeFailed) as info:
         async with opened:
             pass  # pragma: no cover
-    assert info.value.error.message == "HTTP: status 404"
+    assert info.value.error.message == (
+        f"HTTP: status 404: no MCP endpoint at {url!r} (mcp_trio's serve_http serves one at /mcp)"
+    )
     assert info.value.error.data == {"httpStatus": 404}
