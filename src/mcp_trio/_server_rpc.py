@@ -119,12 +119,13 @@ def _invalid(message: str, data: Any = None) -> McpError:
 
 
 def _not_found(era: Era, uri: str) -> McpError:
+    """The not-found error of ``era`` (the code differs; the words name the URI in both:
+    a client shows the message, and ``data`` seldom)."""
+    message = f"Resource not found: {uri}"
     if era is Era.MODERN:
-        return _invalid(f"Resource not found: {uri}", {"uri": uri})
+        return _invalid(message, {"uri": uri})
     return McpError(
-        ErrorData(
-            code=ErrorCode.RESOURCE_NOT_FOUND, message="Resource not found", data={"uri": uri}
-        )
+        ErrorData(code=ErrorCode.RESOURCE_NOT_FOUND, message=message, data={"uri": uri})
     )
 
 

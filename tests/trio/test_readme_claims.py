@@ -27,6 +27,8 @@ async def test_resource_not_found_has_the_code_of_its_era(
         with pytest.raises(McpError) as caught:
             await client.read_resource("notes://9")
         assert caught.value.error.code == code
+        # (legacy said only "Resource not found": the URI was in data alone)
+        assert caught.value.error.message == "Resource not found: notes://9"
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])

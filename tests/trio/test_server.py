@@ -596,6 +596,7 @@ async def test_unknown_resource_error_per_era(era: str) -> None:
         for uri in ("nope://x", "users://101/profile"):
             error = await error_of(client, "resources/read", {"uri": uri})
             assert (error.code, error.data) == (code, {"uri": uri})
+            assert error.message == f"Resource not found: {uri}"  # (both eras name it)
         error = await error_of(client, "resources/read", {"uri": "users://abc/profile"})
         assert (error.code, error.data) == (
             ErrorCode.INVALID_PARAMS,
