@@ -149,9 +149,10 @@ def _choices(prop: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
-def _string_fits(text: str, prop: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
+def _fits(value: Any, prop: Mapping[str, Any], root: Mapping[str, Any]) -> bool:
+    """Whether ``value`` fits ``prop``, a property of the schema ``root``."""
     schema = {**prop, "$defs": root["$defs"]} if "$defs" in root else dict(prop)
-    return not validate(text, schema)
+    return not validate(value, schema)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -214,12 +215,27 @@ def coerce_strings(
     for name, text in raw.items():
         value: Any = text
         prop = properties.get(name)
-        if isinstance(prop, Mapping) and not _string_fits(text, prop, schema):
+        if isinstance(prop, Mapping) and not _fits(text, prop, schema):
             with contextlib.suppress(ValueError, RecursionError):  # not JSON: kept as text
                 value = strict_json(text)
         values[name] = value
     problems = validate(values, dict(schema))
-    if not problems:
+    if problems:
+        # A number, boolean or null read from the text that does not fit either is
+        # refused as the text it was, so the message speaks of what was sent: "0" for a
+        # bool is "expected boolean, got string", not "got integer" (a reading the user
+        # never asked for). An array or object was written as JSON: what is wrong inside
+        # it says more ("tags[1]: expected string, got integer").
+        unhelped = {
+            name: text
+            for name, text in raw.items()
+            if values[name] is not text
+            and not isinstance(values[name], list | dict)
+            and not _fits(values[name], properties[name], schema)
+        }
+        if unhelped:
+            problems = validate({**values, **unhelped}, dict(schema))
+    else:
         out = coerce_arguments(fn, values, skip=skip)
         if not canonical:
             return out

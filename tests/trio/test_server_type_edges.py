@@ -302,12 +302,12 @@ async def refusal(client: Client, uri: str) -> str:
 SPELLINGS: dict[str, tuple[dict[str, str], tuple[str, ...], str]] = {
     "notes": (
         {"1": "note 1", "0": "note 0", "-12": "note -12", "2" * 30: f"note {'2' * 30}"},
-        ("01", "1.0", "1e0", "0.1e1", "-0", "%201", "1%20", "%0A1", "+1", "%20" + "2" * 30),
+        ("01", "1.0", "1e0", "0.1e1", "-0", "%201", "1%20", "%0A1", "+1", "%20" + "2" * 30, "1.5"),
         "arguments.id: expected integer, got string",
     ),
     "flags": (
         {"true": "flag True", "false": "flag False"},
-        ("%20true", "false%20", "True"),
+        ("%20true", "false%20", "True", "0", "null"),  # (JSON, but no boolean: text)
         "arguments.on: expected boolean, got string",
     ),
     "sizes": ({"2": "size LARGE"}, ("2.0", "%202"), "arguments.size: expected integer, got string"),
@@ -347,3 +347,28 @@ async def test_prompt_arguments_take_any_json_spelling(era: str) -> None:
                 "prompts/get", {"name": "count", "arguments": {"n": spelling}}
             )
             assert result["messages"][0]["content"]["text"] == "5 int", spelling
+
+
+async def test_prompt_arguments_that_do_not_fit_are_refused_as_the_text_sent(era: str) -> None:
+    """A number, boolean or null read from the text that does not fit is not what the
+    user sent: the message speaks of the string (``"0"`` for a bool said "got
+    integer"). An array or object was written as JSON: what is wrong inside it is said."""
+    server = Server("prompts")
+
+    @server.prompt()
+    def p(
+        n: int = 0, flag: bool = False, mode: Literal["a", "b"] = "a", tags: list[str] | None = None
+    ) -> str:
+        return "ok"
+
+    said = {
+        "flag": ("0", "arguments.flag: expected boolean, got string"),
+        "n": ("3.5", "arguments.n: expected integer, got string"),
+        "mode": ("1", 'arguments.mode: expected one of "a", "b", got "1"'),
+        "tags": ('["x", 1]', "arguments.tags[1]: expected string, got integer"),
+    }
+    async with connect(server, era) as client:
+        for name, (text, problem) in said.items():
+            with pytest.raises(McpError) as info:
+                await client.request("prompts/get", {"name": "p", "arguments": {name: text}})
+            assert info.value.error.message == f"Invalid arguments for prompt 'p': {problem}"
