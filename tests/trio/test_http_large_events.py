@@ -8,7 +8,6 @@ ran twice and failed anyway.)"""
 from __future__ import annotations
 
 import logging
-import socket
 from functools import partial
 from typing import Any, Literal
 
@@ -21,7 +20,7 @@ from mcp_trio import Context, Server, open_client
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_endpoint import ResponseSlot
 
-from .test_http_support import IO_TIMEOUT, LEGACY, RawConnection, raw_session, start_server
+from .test_http_support import IO_TIMEOUT, start_server, unread_get_stream
 
 Era = Literal["legacy", "modern"]
 LIMIT = 64 * 1024
@@ -124,16 +123,7 @@ async def test_a_get_stream_nobody_reads_is_still_dropped_with_events_over_the_b
     event = 2 * LIMIT
     server = await start_server(nursery, transport=HttpTransportConfig(max_response_buffer=LIMIT))
     with trio.fail_after(IO_TIMEOUT):
-        sid = await raw_session(server.port)
-        conn = await RawConnection.open(server.port)
-        conn.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        headers = (
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", sid),
-            ("mcp-protocol-version", LEGACY),
-        )
-        await conn.send("GET", headers=headers)
-        await trio.testing.wait_all_tasks_blocked()
+        conn = await unread_get_stream(server.port)
         connections = server.statistics().connections
         pad = {"_meta": {"pad": "z" * event}}
         sent = 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import h11
@@ -32,6 +31,7 @@ from .test_http_support import (
     session_headers,
     start_server,
     text_of,
+    unread_get_stream,
 )
 
 
@@ -377,16 +377,7 @@ async def test_a_get_stream_nobody_reads_is_dropped_at_its_buffer_bound(
     limit = 64 * 1024
     server = await start_server(nursery, transport=HttpTransportConfig(max_response_buffer=limit))
     with trio.fail_after(IO_TIMEOUT):
-        sid = await raw_session(server.port)
-        conn = await RawConnection.open(server.port)
-        conn.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        headers = (
-            ("accept", "text/event-stream"),
-            ("mcp-session-id", sid),
-            ("mcp-protocol-version", LEGACY),
-        )
-        await conn.send("GET", headers=headers)
-        await trio.testing.wait_all_tasks_blocked()
+        conn = await unread_get_stream(server.port)
         connections = server.statistics().connections
         pad = {"_meta": {"pad": "z" * 1000}}
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import queue
 import re
+import socket
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -388,6 +389,23 @@ async def raw_session(port: int) -> str:
     headers = session_headers(sid)
     assert (await raw_request(port, "POST", headers=headers, body=note)).status == 202
     return sid
+
+
+async def unread_get_stream(port: int) -> RawConnection:
+    """A legacy session's GET stream whose client reads nothing (a small receive buffer,
+    so the server's writes back up soon): the connection, its request sent and the
+    server settled."""
+    sid = await raw_session(port)
+    conn = await RawConnection.open(port)
+    conn.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    headers = (
+        ("accept", "text/event-stream"),
+        ("mcp-session-id", sid),
+        ("mcp-protocol-version", LEGACY),
+    )
+    await conn.send("GET", headers=headers)
+    await trio.testing.wait_all_tasks_blocked()
+    return conn
 
 
 # ---------------------------------------------------------------------- fake servers
