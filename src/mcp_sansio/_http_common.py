@@ -457,8 +457,11 @@ def header_value_matches(decoded: str, body_value: Any) -> bool:
         # see there (``#server-validation``: the two must not disagree).
         if _JSON_NUMBER.fullmatch(decoded) is None:
             return False
-        number = float(decoded) if not decoded.lstrip("-").isdigit() else int(decoded)
-        return math.isfinite(number) and number == body_value
+        try:
+            number = float(decoded) if not decoded.lstrip("-").isdigit() else int(decoded)
+            return math.isfinite(number) and number == body_value
+        except (ValueError, OverflowError):  # (over 4,300 digits; an int past float range)
+            return False
     return False
 
 

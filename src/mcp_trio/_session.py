@@ -202,6 +202,11 @@ class SessionStatistics:
     """Whether the session is closed (or closing)."""
 
 
+def _chars(message: bytes) -> int:
+    """The size of ``message`` as a WebSocket's bound counts it: in characters."""
+    return len(message.decode())
+
+
 def _too_large_reply(answer: dict[str, Any], over: str, limit: int) -> dict[str, Any]:
     """The JSON-RPC error (-32603) that replaces ``answer``, too large for the transport
     (``over`` says by how much): its request fails alone. ``data`` is the core's for a
@@ -984,43 +989,80 @@ class Session:
         for message in messages:
             # (the bound counts characters, as trio-websocket does, and UTF-8 has as
             # many bytes or more)
-            if len(message) > limit and (size := len(message.decode())) > limit:
-                instead = self._too_large_instead(message, size)
-                if instead is not None:
-                    kept.append(instead)
+            if len(message) > limit and (size := _chars(message)) > limit:
+                kept += self._too_large_instead(message, size)
             else:
                 kept.append(message)
         return kept
 
-    def _too_large_instead(self, message: bytes, size: int) -> bytes | None:
+    def _too_large_instead(self, message: bytes, size: int) -> list[bytes]:
         """What goes out instead of ``message``, ``size`` characters, over the
         channel's bound: for an answer, a JSON-RPC error (-32603) under its id, with
         the core's ``data`` for a message too large (``{"maxMessageSize": ...}``), so
-        the peer's request fails alone; nothing for a request of our caller's (the core
-        forgets it; ``request`` raises ``ValueError``) or for a notification (dropped,
-        with a warning). A request nobody waits for here (the core's own ``initialize``,
-        say) goes out as it is: the peer ends the connection, there is nothing to
-        fail instead."""
+        the peer's request fails alone; for a batch's answers, :meth:`_split_answers`;
+        nothing for a request of our caller's (the core forgets it; ``request`` raises
+        ``ValueError``) or for a notification (dropped, with a warning). A request
+        nobody waits for here (the core's own ``initialize``, say) goes out as it is:
+        the peer ends the connection, there is nothing to fail instead."""
         limit, setting = self._send_bound or (0, "")
-        over = f"{size} characters, over {setting} ({limit})"
         obj = loads(message)
-        if type(obj) is list:  # a batch's answers (2025-03-26): each one fails
-            return dumps([_too_large_reply(item, over, limit) for item in obj])
+        if type(obj) is list:  # a batch's answers (2025-03-26)
+            return self._split_answers(obj, limit, setting)
+        over = f"{size} characters, over {setting} ({limit})"
         method = obj.get("method")
         if method is None:
-            return dumps(_too_large_reply(obj, over, limit))
+            return self._error_within(obj, over, limit)
         if "id" not in obj:
             logger.warning("a %s notification was not sent: it is %s", method, over)
-            return None
+            return []
         rid = obj["id"]
         if self._waiters.get(rid) is None:
-            return message
+            return [message]
         with suppress(LocalProtocolError):  # (the peer never saw it: no cancellation)
             self._conn.forget_request(rid)
         self._too_large[rid] = ValueError(
             f"the {method} request is too large to send: {over}; nothing was sent"
         )
-        return None
+        return []
+
+    @staticmethod
+    def _error_within(answer: dict[str, Any], over: str, limit: int) -> list[bytes]:
+        """The -32603 error that replaces ``answer``, if it fits the bound itself; else
+        nothing, with a warning (its id alone is that long: the peer's request cannot be
+        answered over this channel, and a frame over the bound would end every other)."""
+        error = dumps(_too_large_reply(answer, over, limit))
+        if _chars(error) > limit:
+            logger.warning("an answer was not sent: it is %s, and so is its error", over)
+            return []
+        return [error]
+
+    @staticmethod
+    def _split_answers(answers: list[Any], limit: int, setting: str) -> list[bytes]:
+        """A batch's answers (2025-03-26) too large together for the bound, in as many
+        arrays as it takes, each within it: JSON-RPC asks for one array, but several
+        are better than a frame that ends the connection. An answer too large alone is
+        replaced by its error, if that fits (else dropped, as :meth:`_error_within`)."""
+        arrays: list[bytes] = []
+        group: list[bytes] = []
+        used = 2  # the brackets, and a comma between two answers
+        for answer in answers:
+            encoded = dumps(answer)
+            size = _chars(encoded)
+            if size + 2 > limit:  # (too large alone, in an array of its own)
+                over = f"{size} characters, over {setting} ({limit})"
+                encoded = dumps(_too_large_reply(answer, over, limit))
+                size = _chars(encoded)
+                if size + 2 > limit:
+                    logger.warning("an answer was not sent: it is %s, and so is its error", over)
+                    continue
+            if group and used + 1 + size > limit:
+                arrays.append(b"[" + b",".join(group) + b"]")
+                group, used = [], 2
+            used += size + (1 if group else 0)
+            group.append(encoded)
+        if group:
+            arrays.append(b"[" + b",".join(group) + b"]")
+        return arrays
 
     async def _write_through(self, mark: int) -> None:
         failure = await self._writer.write_through(mark)

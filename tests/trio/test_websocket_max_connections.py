@@ -146,7 +146,8 @@ async def test_a_connection_counts_from_its_accept_until_its_task_ends(
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 async def test_max_connections_is_a_positive_integer(bad: Any) -> None:
-    with pytest.raises(ValueError, match="max_connections"):
-        await serve_websocket(None, max_connections=bad)
-    with pytest.raises(ValueError, match="max_connections"):  # (the Server's passes it on)
-        await Server("bounded").serve_websocket(max_connections=bad)
+    with trio.fail_after(IO_TIMEOUT):  # (taken, it would serve: fail, not hang)
+        with pytest.raises(ValueError, match="max_connections"):
+            await serve_websocket(None, max_connections=bad)
+        with pytest.raises(ValueError, match="max_connections"):  # (the Server's passes it on)
+            await Server("bounded").serve_websocket(max_connections=bad)

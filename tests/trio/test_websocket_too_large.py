@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import pytest
 import trio
+import trio_websocket
 
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
@@ -167,12 +168,14 @@ async def test_a_client_answer_too_large_fails_the_server_request_alone() -> Non
             assert (await client.call_tool("roots", {})).text == "3"
 
 
-async def test_a_batch_answer_too_large_fails_each_of_its_requests() -> None:
-    # (2025-03-26 batches: the answers to a batch go out as one message)
-    def call(rid: int, n: int) -> dict[str, Any]:
-        params = {"name": "big_result", "arguments": {"n": n}}
-        return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+def _call(rid: Any, n: int) -> dict[str, Any]:
+    params = {"name": "big_result", "arguments": {"n": n}}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
+
+@asynccontextmanager
+async def _raw_2025_03_26() -> AsyncIterator[trio_websocket.WebSocketConnection]:
+    """A bounded peer of ours, by hand, in a 2025-03-26 session (batches allowed)."""
     init = {
         "jsonrpc": "2.0",
         "id": 0,
@@ -183,26 +186,63 @@ async def test_a_batch_answer_too_large_fails_each_of_its_requests() -> None:
             "clientInfo": {"name": "raw", "version": "0"},
         },
     }
+    async with (
+        _serving() as (url, _),
+        _open_ws(url, subprotocols=["mcp"], max_message_size=LIMIT, connect_timeout=IO_TIMEOUT) as (
+            ws,
+            _,
+            _,
+        ),
+    ):
+        await ws.send_message(dumps(init).decode())
+        assert "result" in loads(await ws.get_message())
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        await ws.send_message(dumps(initialized).decode())
+        yield ws
+
+
+async def _answers(ws: trio_websocket.WebSocketConnection, count: int) -> dict[Any, Any]:
+    """``count`` answers, by id, from as many arrays as they come in (each in the bound)."""
+    answers: dict[Any, Any] = {}
+    while len(answers) < count:
+        message = await ws.get_message()
+        assert len(message) <= LIMIT
+        for answer in loads(message):
+            answers[answer["id"]] = answer
+    assert len(answers) == count
+    return answers
+
+
+async def test_a_batch_of_answers_too_large_together_goes_out_in_arrays_within_the_bound() -> None:
+    # (2025-03-26 batches: the answers to a batch go out as one message, unless that is
+    # over the bound: then in as many arrays as it takes, each answer whole)
     with trio.fail_after(IO_TIMEOUT):
-        async with (
-            _serving() as (url, _),
-            _open_ws(
-                url, subprotocols=["mcp"], max_message_size=LIMIT, connect_timeout=IO_TIMEOUT
-            ) as (ws, _, _),
-        ):
-            await ws.send_message(dumps(init).decode())
-            assert "result" in loads(await ws.get_message())
-            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            await ws.send_message(dumps(initialized).decode())
-            # (each answer alone would fit; the two together do not)
-            await ws.send_message(dumps([call(1, LIMIT // 2), call(2, LIMIT // 2)]).decode())
-            answers = loads(await ws.get_message())
-            assert sorted(a["id"] for a in answers) == [1, 2]
-            for answer in answers:
-                assert answer["error"]["code"] == -32603
-                assert answer["error"]["data"] == {"maxMessageSize": LIMIT}
-            # the connection goes on
-            await ws.send_message(dumps([call(3, 10)]).decode())
-            (answer,) = loads(await ws.get_message())
-            assert answer["id"] == 3
-            assert answer["result"]["content"][0]["text"] == "x" * 10
+        async with _raw_2025_03_26() as ws:
+            await ws.send_message(dumps([_call(1, LIMIT // 2), _call(2, LIMIT // 2)]).decode())
+            answers = await _answers(ws, 2)
+            for answer in answers.values():
+                assert answer["result"]["content"][0]["text"] == "x" * (LIMIT // 2)
+            # 500 small answers, ~88,000 characters together: their errors were more still
+            await ws.send_message(dumps([_call(i, 100) for i in range(3, 503)]).decode())
+            answers = await _answers(ws, 500)
+            assert all(a["result"]["content"][0]["text"] == "x" * 100 for a in answers.values())
+            # an answer too large alone is its error; the connection goes on
+            await ws.send_message(dumps([_call(503, 2 * LIMIT), _call(504, 10)]).decode())
+            answers = await _answers(ws, 2)
+            assert answers[503]["error"]["code"] == -32603
+            assert answers[503]["error"]["data"] == {"maxMessageSize": LIMIT}
+            assert answers[504]["result"]["content"][0]["text"] == "x" * 10
+
+
+async def test_an_answer_whose_error_is_too_large_too_is_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An id as long as the bound: even the -32603 that replaces its answer is over it, and
+    # a frame over the bound would end the connection for every other call.
+    with trio.fail_after(IO_TIMEOUT):
+        async with _raw_2025_03_26() as ws:
+            await ws.send_message(dumps(_call("i" * (LIMIT - 150), 300)).decode())
+            await ws.send_message(dumps(_call(2, 10)).decode())
+            answer = loads(await ws.get_message())
+            assert answer["id"] == 2 and "result" in answer
+    assert any("and so is its error" in r.getMessage() for r in caplog.records)
