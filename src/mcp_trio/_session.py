@@ -1026,12 +1026,15 @@ class Session:
         return []
 
     @staticmethod
-    def _error_within(answer: dict[str, Any], over: str, limit: int) -> list[bytes]:
-        """The -32603 error that replaces ``answer``, if it fits the bound itself; else
-        nothing, with a warning (its id alone is that long: the peer's request cannot be
-        answered over this channel, and a frame over the bound would end every other)."""
+    def _error_within(
+        answer: dict[str, Any], over: str, limit: int, room: int | None = None
+    ) -> list[bytes]:
+        """The -32603 error that replaces ``answer``, if it fits ``room`` characters
+        (default: the bound ``limit``; in a batch's array, two less); else nothing, with
+        a warning (its id alone is that long: the peer's request cannot be answered over
+        this channel, and a frame over the bound would end every other)."""
         error = dumps(_too_large_reply(answer, over, limit))
-        if _chars(error) > limit:
+        if _chars(error) > (limit if room is None else room):
             logger.warning("an answer was not sent: it is %s, and so is its error", over)
             return []
         return [error]
@@ -1041,7 +1044,7 @@ class Session:
         """A batch's answers (2025-03-26) too large together for the bound, in as many
         arrays as it takes, each within it: JSON-RPC asks for one array, but several
         are better than a frame that ends the connection. An answer too large alone is
-        replaced by its error, if that fits (else dropped, as :meth:`_error_within`)."""
+        replaced by its error, if that fits (:meth:`_error_within`)."""
         arrays: list[bytes] = []
         group: list[bytes] = []
         used = 2  # the brackets, and a comma between two answers
@@ -1050,11 +1053,11 @@ class Session:
             size = _chars(encoded)
             if size + 2 > limit:  # (too large alone, in an array of its own)
                 over = f"{size} characters, over {setting} ({limit})"
-                encoded = dumps(_too_large_reply(answer, over, limit))
-                size = _chars(encoded)
-                if size + 2 > limit:
-                    logger.warning("an answer was not sent: it is %s, and so is its error", over)
+                replaced = Session._error_within(answer, over, limit, limit - 2)
+                if not replaced:
                     continue
+                encoded = replaced[0]
+                size = _chars(encoded)
             if group and used + 1 + size > limit:
                 arrays.append(b"[" + b",".join(group) + b"]")
                 group, used = [], 2
