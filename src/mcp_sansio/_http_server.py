@@ -150,7 +150,7 @@ from ._http_common import (
     misdirected,
     origin_allowed,
 )
-from ._json import dumps, loads
+from ._json import dumps, kept, loads
 from ._jsonrpc import (
     ErrorResponse,
     Invalid,
@@ -381,9 +381,8 @@ class InMemoryEventStore:
             bytes plus 128 for its bookkeeping, and 1 KiB for each stream; over it, the
             oldest events of the stream least recently appended to go first.
 
-    A message is kept as a copy of its own size: the bytes ``orjson.dumps`` returns can
-    hold an allocation far larger than their length (4 KiB for a short message, orjson
-    3.13), which counting ``len`` alone let grow to ~50 times ``max_bytes``.
+    A message is kept as a copy of its own size (``_json.kept``): counting ``len`` alone
+    of what ``orjson.dumps`` returns let the store grow to ~50 times ``max_bytes``.
     """
 
     def __init__(
@@ -415,7 +414,7 @@ class InMemoryEventStore:
             self._bytes += _STREAM_COST
         else:
             self._streams.move_to_end(key)
-        queue.append((seq, bytes(memoryview(message))))  # (a copy of its own size)
+        queue.append((seq, kept(message)))
         self._bytes += len(message) + _EVENT_COST
         if len(queue) > self.max_events_per_stream:
             self._bytes -= len(queue.popleft()[1]) + _EVENT_COST

@@ -144,7 +144,7 @@ import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData
 from mcp_sansio._config import check_count
-from mcp_sansio._json import dumps
+from mcp_sansio._json import dumps, kept
 from mcp_sansio._tasks import (
     TERMINAL_STATUSES,
     Task,
@@ -562,9 +562,7 @@ class TaskRun:
         :attr:`TaskConfig.max_stored_bytes`: the encoding, or the error the task fails
         with instead (too large to keep; not encodable)."""
         try:
-            # (a copy of its own size: orjson's output can hold a larger buffer than its
-            # length, 4 KiB for a short text, which max_stored_bytes would not see)
-            encoded = bytes(memoryview(dumps(outcome)))
+            encoded = kept(dumps(outcome))  # (counted by its length: of its own size)
         except TypeError:  # (orjson.JSONEncodeError: a bug in the tool's output)
             logger.exception("task %s: its outcome cannot be encoded as JSON", self.task_id)
             return _INTERNAL
