@@ -192,10 +192,12 @@ ResponseMode: TypeAlias = Literal["auto", "json", "sse"]
 
 ``"json"``: one ``application/json`` body when the answer is ready; notifications made for
 the request are dropped (modern) or sent on the session's GET stream (legacy).
-``"sse"``: a ``text/event-stream`` at once. ``"auto"``: legacy as ``"sse"`` (so the
-priming event makes it resumable from the start); modern as JSON unless a notification
+``"sse"``: a ``text/event-stream``; legacy opens it at once, modern with its first
+message, so that an error the spec gives a status of its own (-32021 and the like: 400)
+still has it when nothing came before. ``"auto"``: legacy as ``"sse"`` (so the priming
+event makes it resumable from the start); modern as JSON unless a notification
 (progress, log) comes first, which turns the response into a stream.
-``subscriptions/listen`` is always a stream.
+``subscriptions/listen`` is always a stream, opened at once.
 """
 
 _SSE_HEADERS: Final[Headers] = (
@@ -602,6 +604,7 @@ class _Stream:
     batch: bool = False
     opened: bool = False
     subscription: bool = False
+    answer_as_sse: bool = False  # modern "sse": a 200 answer opens a stream if none is open
 
 
 def _is_response_to(payload: bytes, request_id: RequestId) -> bool:
@@ -1173,12 +1176,16 @@ class HttpServer:
             key=key,
             conn=conn,
             session=None,
-            mode="lazy" if mode == "auto" else mode,
+            mode="json" if mode == "json" else "lazy",
             pending={rid},
             request_id=rid,
             handle=key,
-            opened=mode == "sse",
+            # A listen's stream opens at once; the rest at their first message, so that an
+            # error answered before it still has its HTTP status (-32021: "On HTTP, the
+            # response status MUST be 400", 2026-07-28/basic/index.mdx).
+            opened=listen,
             subscription=listen,
+            answer_as_sse=mode == "sse",
         )
         self._modern[key] = stream
         self._handles[key] = stream
@@ -1210,11 +1217,15 @@ class HttpServer:
         if _is_response_to(payload, rid):
             stream.pending.clear()
             buf = self._buf(key)
+            status = 200 if stream.opened else _status_for(payload, Era.MODERN)
+            if stream.answer_as_sse and status == 200 and not stream.opened:
+                stream.opened = True
+                buf.start = _SSE_HEADERS
             if stream.opened:
                 buf.data += encode_sse_event(payload)
                 buf.end = True
             else:
-                buf.response = json_response(_status_for(payload, Era.MODERN), payload)
+                buf.response = json_response(status, payload)
             self._modern.pop(key, None)
             self._owners.pop(stream.conn, None)
             stream.handle = None

@@ -1464,7 +1464,8 @@ def test_modern_sse_stream_carries_progress_then_the_result_and_ends() -> None:
         ),
         **modern_headers("tools/call", "t"),
     )
-    assert isinstance(reply.decision, OpenStream) and reply.decision.data == b""
+    # Opened by its first message, not before: see the -32021 test below.
+    assert isinstance(reply.decision, AwaitResponse)
     tagged = received(reply)
     assert tagged.session_id is None and tagged.stream_id == reply.decision.stream_id
     conn = tagged.connection
@@ -1472,7 +1473,7 @@ def test_modern_sse_stream_carries_progress_then_the_result_and_ends() -> None:
     conn.send_log("info", "working", request_id=1)
     conn.send_log("debug", "too chatty", request_id=1)  # below the request's level: not sent
     out = outputs(srv)[reply.decision.stream_id]
-    assert isinstance(out, StreamData) and not out.end
+    assert isinstance(out, OpenStream) and out.headers == SSE_HEADERS and not out.end
     events = sse_messages(out.data)
     assert all(e.id is None for e in events)  # modern streams are not resumable
     assert [loads(e.data)["method"] for e in events] == [
@@ -1486,6 +1487,40 @@ def test_modern_sse_stream_carries_progress_then_the_result_and_ends() -> None:
     validate_message(MODERN, result, "tools/call")
     assert srv.stream_closed(reply.decision.stream_id, now=1) == []  # finished: no cancellation
     assert srv.statistics() == {"sessions": 0, "modern_requests": 0, "open_responses": 0}
+
+
+def test_modern_sse_mode_answers_an_error_with_a_status_of_its_own_as_json() -> None:
+    # "For HTTP, the response status code MUST be 400" (-32021, 2026-07-28 schema): a
+    # stream opened before the handler ran could only ever say 200.
+    srv = make_server(response_mode="sse")
+    refused = modern_reply(
+        srv, modern(1, "tools/call", {"name": "t"}), **modern_headers("tools/call", "t")
+    )
+    assert isinstance(refused.decision, AwaitResponse)
+    received(refused).connection.send_error(
+        1,
+        ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        "need elicitation",
+        {"requiredCapabilities": {"elicitation": {}}},
+    )
+    (ready,) = srv.data_to_send()
+    assert isinstance(ready, ResponseReady) and ready.response.status == 400
+    validate_message(MODERN, loads(ready.response.body))
+    # Any other answer is still an event stream, even one with nothing before it.
+    for rid, answer in ((2, "result"), (3, "error")):
+        reply = modern_reply(
+            srv, modern(rid, "tools/call", {"name": "t"}), **modern_headers("tools/call", "t")
+        )
+        conn = received(reply).connection
+        if answer == "result":
+            conn.send_result(rid, {"content": []})
+        else:
+            conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "broke")
+        (opened,) = srv.data_to_send(connection=conn)
+        assert isinstance(opened, OpenStream) and opened.headers == SSE_HEADERS and opened.end
+        (message,) = payloads(opened.data)
+        assert message["id"] == rid and answer in message
+    assert srv.statistics()["modern_requests"] == 0
 
 
 def test_modern_auto_mode_answers_json_unless_something_comes_first() -> None:

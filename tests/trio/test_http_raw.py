@@ -104,6 +104,34 @@ async def test_modern_header_mismatches_are_400(nursery: trio.Nursery) -> None:
     assert response.status == 400 and response.json()["error"]["code"] == -32020
 
 
+@pytest.mark.parametrize("mode", ["auto", "sse"])
+async def test_a_capability_the_client_lacks_is_400_in_either_mode(
+    nursery: trio.Nursery, mode: str
+) -> None:
+    # -32021: "For HTTP, the response status code MUST be 400" (2026-07-28 schema). The
+    # tool asks for the roots, which this client did not declare; nothing went out before.
+    server = await start_server(nursery, http={"response_mode": mode})
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = rpc(1, "tools/call", {**call("ask"), "_meta": meta})
+    headers = (*MODERN_HEADERS[:-1], ("mcp-name", "ask"))
+    with trio.fail_after(IO_TIMEOUT):
+        response = await raw_request(server.port, "POST", headers=headers, body=body)
+    assert response.status == 400, response
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["code"] == -32021
+    with trio.fail_after(IO_TIMEOUT):  # and a call that succeeds is still a stream
+        answered = await raw_request(
+            server.port, "POST", headers=MODERN_HEADERS, body=modern_call()
+        )
+    assert answered.status == 200
+    kind = "text/event-stream" if mode == "sse" else "application/json"
+    assert answered.headers["content-type"] == kind
+    assert b"hi" in answered.body
+
+
 async def test_bad_json_is_400(nursery: trio.Nursery) -> None:
     server = await start_server(nursery)
     with trio.fail_after(IO_TIMEOUT):
