@@ -23,9 +23,12 @@ from mcp_trio import (
     Server,
     SessionConfig,
     ToolError,
+    memory_channel_pair,
     open_client,
 )
 from mcp_trio._websocket import _open_ws
+
+from .helpers import RawPeer, handshaken
 
 IO_TIMEOUT = 10
 LIMIT = 64 * 1024
@@ -100,6 +103,27 @@ async def test_an_argument_too_large_raises_at_once_and_nothing_is_sent(
             assert (await client.call_tool("echo_len", {"text": "y" * (LIMIT - 400)})).text
             assert calls == [LIMIT - 400]
             assert client.session.statistics().waiting_requests == 0
+
+
+async def test_a_request_too_large_is_forgotten_without_a_cancellation() -> None:
+    # The peer never saw its id: the core forgets it with no notifications/cancelled
+    # (cancellation.mdx: a cancellation references a request previously issued), and it
+    # holds no place among our requests in flight. (A memory channel bounded as a
+    # WebSocket is, so that what goes out can be seen.)
+    ours, theirs = memory_channel_pair()
+    ours.send_bound = lambda: (LIMIT, SETTING)  # type: ignore[method-assign]
+    peer = RawPeer(theirs, None)
+    big = {"name": "echo_len", "arguments": {"text": "y" * LIMIT}}
+    with trio.fail_after(IO_TIMEOUT):
+        async with handshaken(ours, peer, "client") as session:
+            with pytest.raises(ValueError, match=SETTING):
+                await session.request("tools/call", big)
+            assert session.connection.pending_requests() == ()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(session.request, "ping")
+                sent = await peer.receive()  # (the next message out is the ping)
+                assert sent["method"] == "ping"
+                await peer.send({"jsonrpc": "2.0", "id": sent["id"], "result": {}})
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
