@@ -67,6 +67,11 @@ def _server() -> tuple[Server, list[int]]:
             raise ToolError(f"{exc.error.code} {exc.error.message} {exc.error.data}") from None
 
     @server.tool()
+    async def big_error(n: int) -> str:
+        """Fails with an error whose data is ``n`` characters long."""
+        raise McpError.from_code(-32000, "declined", "z" * n)
+
+    @server.tool()
     async def ping2() -> str:
         """ok"""
         return "pong"
@@ -137,6 +142,27 @@ async def test_a_result_too_large_fails_its_call_alone(era: Literal["legacy", "m
             assert error.message.startswith("the result is too large for the transport: ")
             assert f"over {SETTING} ({LIMIT})" in error.message
             assert error.data == {"maxMessageSize": LIMIT}
+            await _still_works(client)
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_an_error_too_large_fails_its_call_alone(era: Literal["legacy", "modern"]) -> None:
+    # A handler's own error over the bound is replaced as a result would be: the peer
+    # gets -32603 with the core's data for a message too large, not the frame over it.
+    with trio.fail_after(IO_TIMEOUT):
+        async with _serving() as (url, _), open_client(url, era=era, config=CONFIG) as client:
+            with pytest.raises(McpError) as info:
+                await client.call_tool("big_error", {"n": LIMIT})
+            error = info.value.error
+            assert error.code == -32603
+            assert error.message.startswith("the error is too large for the transport: ")
+            assert f"over {SETTING} ({LIMIT})" in error.message
+            assert error.data == {"maxMessageSize": LIMIT}
+            # just under the bound, the handler's own error goes through as it is
+            with pytest.raises(McpError) as info:
+                await client.call_tool("big_error", {"n": LIMIT - 400})
+            assert info.value.error.code == -32000
+            assert info.value.error.data == "z" * (LIMIT - 400)
             await _still_works(client)
 
 
