@@ -451,6 +451,20 @@ class ReaderWatch:
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
         self.reader_done = trio.Event()
+        self._until: trio.CancelScope | None = None  # (see until_done)
+
+    @contextmanager
+    def until_done(self) -> Iterator[trio.CancelScope]:
+        """A block cancelled if the reader task ends before it does (entered before the
+        reader starts): a wait for what only the reader brings, the opening handshake's
+        request, which can then never come (trio-websocket's ``wrap_server_stream``
+        would wait for it regardless). Gives its scope (``cancelled_caught``)."""
+        with trio.CancelScope() as scope:
+            self._until = scope
+            try:
+                yield scope
+            finally:
+                self._until = None
 
     def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object, **kw: Any) -> None:
         async def run() -> None:
@@ -462,6 +476,8 @@ class ReaderWatch:
                 logger.debug("WebSocket: the reader stopped at a frame crossing the close: %s", exc)
             finally:
                 self.reader_done.set()
+                if self._until is not None:
+                    self._until.cancel()
 
         self._nursery.start_soon(run, **kw)
 
@@ -615,7 +631,9 @@ async def serve_websocket(
             ``HttpTransportConfig.max_connections`` bounds :func:`~mcp_trio.serve_http`'s:
             a further one is answered ``503`` with ``Retry-After: 1`` (over TLS: closed)
             and closed at accept, unread and without a session, with a warning logged.
-            Each served connection holds a session, idle or not, until the peer leaves.
+            Each served connection holds a session, idle or not, until the peer leaves;
+            one that sends no handshake holds its place up to ``ws_connect_timeout``,
+            unless it leaves first (or its TLS handshake fails): then it is free at once.
         task_status: ``await nursery.start(serve_websocket, ...)`` returns a
             :class:`WebSocketServeHandle` (``url``, ``port``, ``listeners``), as
             :func:`~mcp_trio.serve_http` returns an ``HttpServeHandle``.
@@ -848,9 +866,14 @@ async def _serve_connection(
         head: HttpRequest | None = None  # (the handshake's, as an HTTP request head)
         deadline = trio.current_time() + config.ws_connect_timeout
         with trio.move_on_at(deadline):
-            request = await trio_websocket.wrap_server_stream(
-                watch.nursery(), stream, max_message_size=config.ws_max_message_size
-            )
+            # (a peer that leaves before its handshake, or whose TLS handshake fails, ends
+            # the reader: its place is free at once, not after ws_connect_timeout)
+            with watch.until_done() as waiting:
+                request = await trio_websocket.wrap_server_stream(
+                    watch.nursery(), stream, max_message_size=config.ws_max_message_size
+                )
+            if waiting.cancelled_caught:
+                return  # (the reader ended first: no handshake will come)
             if request.path != MCP_PATH:
                 refused = True
                 await request.reject(404, body=b"not found: MCP is served at /mcp\n")

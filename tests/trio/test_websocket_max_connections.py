@@ -151,3 +151,25 @@ async def test_max_connections_is_a_positive_integer(bad: Any) -> None:
             await serve_websocket(None, max_connections=bad)
         with pytest.raises(ValueError, match="max_connections"):  # (the Server's passes it on)
             await Server("bounded").serve_websocket(max_connections=bad)
+
+
+async def test_a_connection_that_leaves_before_its_handshake_frees_its_place_at_once() -> None:
+    # Without a handshake, only its end tells: trio-websocket would wait for the request
+    # until ws_connect_timeout (here an hour), and every client meanwhile be turned away.
+    config = SessionConfig(ws_connect_timeout=3600)
+    with trio.fail_after(IO_TIMEOUT):
+        async with _serving(max_connections=2, config=config) as served:
+            for first in (b"", b"GET /mcp HTTP/1.1\r\n", b"not http\r\n\r\n"):
+                # (connects and leaves; half a handshake; one wsproto refuses, 400)
+                async with await trio.open_tcp_stream("127.0.0.1", served.port) as tcp:
+                    if first:
+                        await tcp.send_all(first)
+                    await trio.testing.wait_all_tasks_blocked()
+            await trio.testing.wait_all_tasks_blocked()  # (the server saw each leave)
+            async with (
+                open_websocket_client(served.url, connection_config=client_config()) as a,
+                open_websocket_client(served.url, connection_config=client_config()) as b,
+            ):
+                assert await _echo(a, "a") == "a"
+                assert await _echo(b, "b") == "b"
+                assert _is_503(await _turned_away(served.port))  # (still bounded)
