@@ -4,10 +4,12 @@ vouch for."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 
 import pytest
 import trio
+import trio.testing
 import trustme
 
 from mcp_trio import (
@@ -134,3 +136,54 @@ async def test_wss_client_refuses_an_untrusted_server(
         ):
             pass  # pragma: no cover - the handshake fails first
     assert _is_certificate_failure(info.value), info.value
+
+
+async def test_wss_connections_that_fail_or_leave_give_their_place_back(
+    nursery: trio.Nursery,
+    server_context: ssl.SSLContext,
+    client_context: ssl.SSLContext,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # serve_websocket(max_connections=1) over TLS: a TLS handshake that fails (a client
+    # that does not trust the server, one that speaks plain HTTP) or a client that
+    # connects and leaves must free its place, or the server refuses everyone after.
+    handle = await nursery.start(
+        lambda task_status: serve_websocket(
+            echo_handlers(),
+            "127.0.0.1",
+            0,
+            ssl_context=server_context,
+            connection_config=server_config(),
+            max_connections=1,
+            task_status=task_status,
+        )
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        untrusting = ssl.create_default_context()  # (our CA is not in it)
+        with pytest.raises(trio.BrokenResourceError):
+            async with open_websocket_client(
+                handle.url, ssl_context=untrusting, connection_config=client_config()
+            ):
+                pass  # pragma: no cover - the handshake fails first
+        await trio.testing.wait_all_tasks_blocked()
+        async with await trio.open_tcp_stream("127.0.0.1", handle.port) as plain:
+            await plain.send_all(b"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+            assert await plain.receive_some(100) == b""  # (closed: not TLS)
+        await trio.testing.wait_all_tasks_blocked()
+        tcp = await trio.open_tcp_stream("127.0.0.1", handle.port)
+        await tcp.aclose()  # (connects and leaves at once)
+        await trio.testing.wait_all_tasks_blocked()
+        tls = trio.SSLStream(
+            await trio.open_tcp_stream("127.0.0.1", handle.port),
+            client_context,
+            server_hostname="127.0.0.1",
+        )
+        await tls.do_handshake()  # (TLS, then no WebSocket handshake: leaves)
+        await tls.aclose()
+        await trio.testing.wait_all_tasks_blocked()
+        async with open_websocket_client(
+            handle.url, ssl_context=client_context, connection_config=client_config()
+        ) as session:
+            result = await session.request("tools/call", call("echo", text="served"))
+            assert result["content"][0]["text"] == "served"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
