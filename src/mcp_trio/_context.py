@@ -590,7 +590,8 @@ class Context:
 
         Returns:
             Whether it was sent (never in a task: no request is left to carry it; not
-            when the rate limit dropped it).
+            when the rate limit dropped it, nor when it is too large for a WebSocket,
+            over ``SessionConfig.ws_max_message_size``: dropped, with a warning).
 
         Raises:
             LocalProtocolError: an unknown level.

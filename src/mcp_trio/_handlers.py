@@ -276,7 +276,8 @@ class RequestContext(RequestFacts):
         """Send a ``notifications/message`` tied to this request, if the peer wants it.
 
         Returns:
-            Whether a message was sent (see ``Connection.send_log``).
+            Whether a message was sent (see ``Connection.send_log``; not one over the
+            channel's ``send_bound()``, dropped with a warning).
 
         Raises:
             LocalProtocolError: not a server, or an unknown level.

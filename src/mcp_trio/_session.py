@@ -286,6 +286,7 @@ class Session:
         self._send_limit = None if self._send_bound is None else self._send_bound[0]
         # our requests _fit did not send, by id: the error their caller raises
         self._too_large: dict[RequestId, ValueError] = {}
+        self._notifications_dropped = 0  # (by _fit, over the bound: see log)
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
         self._queued: dict[RequestId, _Queued] = {}  # callers waiting for their write
@@ -656,13 +657,18 @@ class Session:
         """Server: send ``notifications/message`` if the client wants it.
 
         Returns:
-            Whether it was sent (see ``Connection.send_log``); ``False`` once closed.
+            Whether it was sent (see ``Connection.send_log``); ``False`` once closed,
+            or when it is over the channel's ``send_bound()`` (dropped, with a warning).
         """
         if self._close_exc is not None and not self._answering:
             return False
         sent = self._conn.send_log(level, data, logger=logger, request_id=request_id)
         if sent:
+            dropped = self._notifications_dropped
             await self._flush()
+            # (_flush drains and fits before it first waits, and every core call is
+            # flushed at once: a drop counted meanwhile is this message's)
+            sent = self._notifications_dropped == dropped
         return sent
 
     async def until_initialized(self) -> None:
@@ -1014,6 +1020,7 @@ class Session:
             return self._error_within(obj, over, limit)
         if "id" not in obj:
             logger.warning("a %s notification was not sent: it is %s", method, over)
+            self._notifications_dropped += 1
             return []
         rid = obj["id"]
         if self._waiters.get(rid) is None:

@@ -53,10 +53,10 @@ def _server() -> tuple[Server, list[int]]:
 
     @server.tool()
     async def big_log(n: int, ctx: Context) -> str:
-        """Logs a long message, then answers."""
-        await ctx.log("info", "y" * n)
-        await ctx.log("info", "small")
-        return "logged"
+        """Logs a long message and a short one, then answers whether each was sent."""
+        big = await ctx.log("info", "y" * n)
+        small = await ctx.log("info", "small")
+        return f"logged {big} {small}"
 
     @server.tool()
     async def roots(ctx: Context) -> str:
@@ -194,7 +194,9 @@ async def test_a_log_message_too_large_is_dropped_with_a_warning(
             open_client(url, era=era, config=CONFIG, on_log=on_log, log_level="info") as client,
         ):
             with caplog.at_level(logging.WARNING, logger="mcp_trio"):
-                assert (await client.call_tool("big_log", {"n": LIMIT})).text == "logged"
+                # (ctx.log says the large one was not sent)
+                result = await client.call_tool("big_log", {"n": LIMIT})
+                assert result.text == "logged False True"
             assert logged == ["small"]
             warned = [r.getMessage() for r in caplog.records if "was not sent" in r.getMessage()]
             assert len(warned) == 1
