@@ -462,7 +462,9 @@ class Context:
         (``progress >= total``) goes out at once. This never waits for the interval.
 
         Returns:
-            Whether a notification was sent (or held to be sent).
+            Whether a notification was sent (or held to be sent); not one too large for
+            a WebSocket, over ``SessionConfig.ws_max_message_size`` (dropped, with a
+            warning).
 
         Raises:
             LocalProtocolError: ``progress`` does not increase (held reports count), or

@@ -1529,7 +1529,9 @@ class Session:
             return False
         sent = self._conn.send_progress(ctx.request_id, progress, total, message)
         if sent:
+            dropped = self._notifications_dropped
             await self._flush()
+            sent = self._notifications_dropped == dropped  # (as in log)
         return sent
 
     # ------------------------------------------------------------------ closing

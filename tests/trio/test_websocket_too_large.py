@@ -15,6 +15,7 @@ import pytest
 import trio
 import trio_websocket
 
+from mcp_sansio import ProgressReceived
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     Client,
@@ -57,6 +58,13 @@ def _server() -> tuple[Server, list[int]]:
         big = await ctx.log("info", "y" * n)
         small = await ctx.log("info", "small")
         return f"logged {big} {small}"
+
+    @server.tool()
+    async def big_progress(n: int, ctx: Context) -> str:
+        """Reports progress with a long message, then a short one: whether each was sent."""
+        big = await ctx.report_progress(1, 2, "p" * n)
+        small = await ctx.report_progress(2, 2, "done")
+        return f"reported {big} {small}"
 
     @server.tool()
     async def roots(ctx: Context) -> str:
@@ -202,6 +210,26 @@ async def test_a_log_message_too_large_is_dropped_with_a_warning(
             assert len(warned) == 1
             assert warned[0].startswith("a notifications/message notification was not sent")
             assert f"over {SETTING} ({LIMIT})" in warned[0]
+            await _still_works(client)
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_progress_report_too_large_is_dropped_and_says_so(
+    era: Literal["legacy", "modern"],
+) -> None:
+    messages: list[str | None] = []
+
+    async def on_progress(event: ProgressReceived) -> None:
+        messages.append(event.message)
+
+    with trio.fail_after(IO_TIMEOUT):
+        async with (
+            _serving() as (url, _),
+            open_client(url, era=era, config=CONFIG) as client,
+        ):
+            result = await client.call_tool("big_progress", {"n": LIMIT}, on_progress=on_progress)
+            assert result.text == "reported False True"
+            assert messages == ["done"]
             await _still_works(client)
 
 
