@@ -37,7 +37,12 @@ from ._jsonschema import (
     to_jsonable,
     validate,
 )
-from ._server_content import _plain, check_mime_type
+from ._server_content import (
+    check_mime_type,
+    plain_annotations,
+    plain_icons,
+    plain_tool_annotations,
+)
 from ._uritemplate import URI_HINT, UriTemplate, uri_problem
 from ._validation import flat_object_test, plain_object_test
 
@@ -270,10 +275,6 @@ def _definition(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def _icons(icons: Sequence[Any] | None) -> list[Any] | None:
-    return None if icons is None else [_plain(icon) for icon in icons]
-
-
 def _scopes(scopes: str | Iterable[str]) -> frozenset[str]:
     """Declared scopes as a set, each checked to be a scope token (``ValueError``),
     without ``offline_access`` (never a resource's scope: left out, warned once)."""
@@ -416,8 +417,8 @@ class ToolEntry(Entry):
                 "description": description or function_description(fn),
                 "inputSchema": schema,
                 "outputSchema": out,
-                "annotations": _plain(annotations),
-                "icons": _icons(icons),
+                "annotations": plain_tool_annotations(annotations, f"tool {name!r}"),
+                "icons": plain_icons(icons, f"tool {name!r}"),
                 "_meta": None if meta is None else dict(meta),
             }
         )
@@ -530,7 +531,7 @@ class PromptEntry(Entry):
                 "title": title,
                 "description": description or function_description(fn),
                 "arguments": arguments or None,
-                "icons": _icons(icons),
+                "icons": plain_icons(icons, f"prompt {name!r}"),
                 "_meta": None if meta is None else dict(meta),
             }
         )
@@ -552,6 +553,7 @@ class PromptEntry(Entry):
 
 
 def _resource_fields(
+    what: str,
     fn: Callable[..., Any],
     name: str | None,
     title: str | None,
@@ -568,8 +570,8 @@ def _resource_fields(
         "title": title,
         "description": description or function_description(fn),
         "mimeType": mime_type,
-        "icons": _icons(icons),
-        "annotations": _plain(annotations),
+        "icons": plain_icons(icons, what),
+        "annotations": plain_annotations(annotations, what),
         "_meta": None if meta is None else dict(meta),
     }
 
@@ -602,7 +604,9 @@ class ResourceEntry(Entry):
                 f"resource {uri!r}: {fn!r} needs arguments {needed}; use a URI template "
                 "such as 'scheme://{name}' to take them from the URI"
             )
-        definition = _definition({"uri": uri, **_resource_fields(fn, **fields)})
+        definition = _definition(
+            {"uri": uri, **_resource_fields(f"resource {uri!r}", fn, **fields)}
+        )
         return cls(
             uri=uri,
             fn=fn,
@@ -654,7 +658,12 @@ class TemplateEntry(Entry):
                 f"resource template {template!r} does not give {fn!r} its required "
                 f"parameters {sorted(missing)}"
             )
-        definition = _definition({"uriTemplate": template, **_resource_fields(fn, **fields)})
+        definition = _definition(
+            {
+                "uriTemplate": template,
+                **_resource_fields(f"resource template {template!r}", fn, **fields),
+            }
+        )
         properties = schema.get("properties") or {}
         choices = {v: c for v in parsed.variables if (c := _choices(properties.get(v, {})))}
         return cls(

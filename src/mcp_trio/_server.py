@@ -73,7 +73,7 @@ from ._registry import (
     TemplateEntry,
     ToolEntry,
 )
-from ._server_content import _plain
+from ._server_content import _plain, plain_icons
 from ._server_rpc import ServerMethods
 from ._server_sessions import SessionTracker
 from ._session import Session
@@ -151,7 +151,8 @@ class Server:
         title: a display name.
         instructions: how to use the server, for the client's model.
         website_url: ``serverInfo.websiteUrl``.
-        icons: ``serverInfo.icons`` (``Icon`` values or mappings).
+        icons: ``serverInfo.icons`` (``Icon`` values or mappings; ``TypeError`` or
+            ``ValueError`` if one is not an ``Icon`` of the schema).
         page_size: items per page of ``tools/list``, ``prompts/list``,
             ``resources/list`` and ``resources/templates/list``.
         session_config: runtime bounds of the sessions it serves.
@@ -231,6 +232,7 @@ class Server:
         self.title = title
         self.instructions = instructions
         self.website_url = website_url
+        plain_icons(icons, f"server {name!r}")  # (checked now, not at each initialize)
         self.icons = None if icons is None else list(icons)
         self.session_config = session_config
         self.log_rate_limit = log_rate_limit
@@ -359,10 +361,12 @@ class Server:
                 checked for a caller with no principal (no ``authenticate``).
 
         Raises:
-            TypeError: a parameter or the return type has no JSON Schema.
+            TypeError: a parameter or the return type has no JSON Schema, or an
+                annotation or icon member has the wrong type (``readOnlyHint="yes"``).
             ValueError: the name is invalid or taken, a verbatim ``output_schema``
-                uses a keyword the result check does not know, or a scope is no RFC
-                6750 scope token.
+                uses a keyword the result check does not know, a scope is no RFC
+                6750 scope token, or an icon is not an ``Icon`` of the schema
+                (``theme="blue"``, a ``src`` that is no URI).
         """
         if callable(name):
             self.add_tool(name)
@@ -667,9 +671,12 @@ class Server:
 
         Raises:
             ValueError: a malformed or unmatchable template, a URI that is not an RFC
-                3986 URI (a template that makes none), or one already registered.
-            TypeError: the function's parameters do not fit the URI, or no URI was
-                given (``@server.resource`` without parentheses).
+                3986 URI (a template that makes none), or one already registered; an
+                icon or annotation value the schema does not allow (``priority=5``,
+                ``audience=["robot"]``).
+            TypeError: the function's parameters do not fit the URI, no URI was
+                given (``@server.resource`` without parentheses), or an icon or
+                annotation member has the wrong type.
         """
         if not isinstance(uri, str):  # a bare @server.resource: uri is the function
             raise TypeError(

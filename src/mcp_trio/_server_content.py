@@ -184,6 +184,160 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"expected a mapping or an mcp_sansio.types value, not {type(value)!r}")
 
 
+# ------------------------------------------------------------------ icons and annotations
+#
+# Icons and annotations are copied to the wire as the author gave them, so they are
+# checked once, when registered or when a content helper is built (never per call),
+# against the schema's ``Icon``, ``ToolAnnotations`` and ``Annotations`` (2025-11-25,
+# 2026-07-28): one bad value would otherwise break the schema of every ``tools/list``
+# page that holds it, and a strict client (ours) refuses the whole list. Members the
+# schema does not name are kept: it allows them.
+
+_THEMES = ("light", "dark")
+_TOOL_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _strings(value: object) -> bool:
+    """Whether ``value`` is a JSON array (a list or tuple) of strings."""
+    return isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
+
+
+def _array(value: Any, data: dict[str, Any], attribute: str, member: str) -> Any:
+    """``data[member]``, or the string a typed ``value`` holds in ``attribute`` where
+    the schema wants an array of strings (unstructured, ``"48x48"`` would become
+    ``["4", "8", ...]``, which passes as an array)."""
+    typed = None if isinstance(value, Mapping) else getattr(value, attribute, None)
+    return typed if isinstance(typed, str) else data[member]
+
+
+def plain_icons(icons: Any, what: str) -> list[dict[str, Any]] | None:
+    """``icons`` (``Icon`` values or mappings) as plain JSON, each checked to be an
+    ``Icon`` of the schema: ``src`` an RFC 3986 URI (``format: uri``), ``mimeType`` a
+    MIME type, ``sizes`` an array of strings, ``theme`` ``"light"`` or ``"dark"``.
+
+    Args:
+        icons: what the author gave (``None``: none).
+        what: who they describe, for messages (``"tool 'add'"``).
+
+    Raises:
+        TypeError: a member has the wrong JSON type (the message names it and ``what``).
+        ValueError: a member has a value the schema does not allow.
+    """
+    if icons is None:
+        return None
+    if isinstance(icons, str | bytes | Mapping) or not isinstance(icons, Iterable):
+        raise TypeError(f"{what}: icons must be a list of Icon values or mappings")
+    out: list[dict[str, Any]] = []
+    for at, icon in enumerate(icons):
+        where = f"{what}: icons[{at}]"
+        try:
+            data: dict[str, Any] = _plain(icon)
+        except TypeError:
+            raise TypeError(f"{where} must be an Icon or a mapping, not {_kind(icon)}") from None
+        src = data.get("src")
+        if not isinstance(src, str):
+            raise TypeError(f"{where}.src must be a string (a URI), not {_kind(src)}")
+        problem = uri_problem(src)
+        if problem is not None:
+            raise ValueError(f"{where}.src {src!r} is not an RFC 3986 URI: {problem} {URI_HINT}")
+        if "mimeType" in data:
+            check_mime_type(data["mimeType"], f"{where}.mimeType")
+        if "sizes" in data:
+            sizes = _array(icon, data, "sizes", "sizes")
+            if not _strings(sizes):
+                raise TypeError(
+                    f"{where}.sizes must be a list of strings such as ['48x48'] or "
+                    f"['any'], not {sizes!r}"
+                )
+            data["sizes"] = list(sizes)
+        if "theme" in data and data["theme"] not in _THEMES:
+            raise ValueError(f"{where}.theme must be 'light' or 'dark', not {data['theme']!r}")
+        out.append(data)
+    return out
+
+
+def plain_annotations(annotations: Any, what: str) -> dict[str, Any] | None:
+    """``annotations`` (an ``Annotations`` value or a mapping) as plain JSON, checked to
+    be the schema's ``Annotations``: ``audience`` an array of ``"user"`` and
+    ``"assistant"``, ``priority`` a number from 0 to 1, ``lastModified`` a string.
+
+    Raises:
+        TypeError: a member has the wrong JSON type (the message names it and ``what``).
+        ValueError: a member has a value the schema does not allow.
+    """
+    if annotations is None:
+        return None
+    data = _plain_object(annotations, what, "Annotations")
+    if "audience" in data:
+        audience = _array(annotations, data, "audience", "audience")
+        if not _strings(audience):
+            raise TypeError(
+                f"{what}: annotations.audience must be a list of roles ('user', "
+                f"'assistant'), not {audience!r}"
+            )
+        for role in audience:
+            if role not in ROLES:
+                raise ValueError(
+                    f"{what}: annotations.audience holds {role!r}: a role is 'user' or 'assistant'"
+                )
+        data["audience"] = list(audience)
+    if "priority" in data:
+        priority = data["priority"]
+        if isinstance(priority, bool) or not isinstance(priority, int | float):
+            raise TypeError(
+                f"{what}: annotations.priority must be a number from 0 to 1, not {_kind(priority)}"
+            )
+        if not 0 <= priority <= 1:  # (NaN too)
+            raise ValueError(
+                f"{what}: annotations.priority must be from 0 (least important) to 1 "
+                f"(most), not {priority!r}"
+            )
+    if "lastModified" in data and not isinstance(data["lastModified"], str):
+        raise TypeError(
+            f"{what}: annotations.lastModified must be an ISO 8601 string, not "
+            f"{_kind(data['lastModified'])}"
+        )
+    return data
+
+
+def plain_tool_annotations(annotations: Any, what: str) -> dict[str, Any] | None:
+    """``annotations`` (a ``ToolAnnotations`` value or a mapping) as plain JSON, checked
+    to be the schema's ``ToolAnnotations``: the hints are booleans, ``title`` a string.
+
+    Raises:
+        TypeError: a member has the wrong JSON type (the message names it and ``what``).
+    """
+    if annotations is None:
+        return None
+    data = _plain_object(annotations, what, "ToolAnnotations")
+    for hint in _TOOL_HINTS:
+        if hint in data and not isinstance(data[hint], bool):
+            raise TypeError(f"{what}: annotations.{hint} must be True or False, not {data[hint]!r}")
+    if "title" in data and not isinstance(data["title"], str):
+        raise TypeError(f"{what}: annotations.title must be a string, not {_kind(data['title'])}")
+    return data
+
+
+def _plain_object(value: Any, what: str, name: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = _plain(value)
+    except TypeError:
+        raise TypeError(
+            f"{what}: annotations must be a mapping or an mcp_sansio.types.{name}, "
+            f"not {_kind(value)}"
+        ) from None
+    return data
+
+
+def _valid_annotations(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """An attrs validator: :func:`plain_annotations` (``None`` passes: not given)."""
+    plain_annotations(value, type(instance).__name__)
+
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
@@ -208,7 +362,7 @@ class Image:
     """The raw image bytes (sent base64-encoded)."""
     mime_type: str = attrs.field(validator=_valid_mime_type)
     """Its MIME type, e.g. ``"image/png"`` (``ValueError`` if it is not one)."""
-    annotations: Any = attrs.field(default=None, kw_only=True)
+    annotations: Any = attrs.field(default=None, kw_only=True, validator=_valid_annotations)
     """Optional ``Annotations`` (audience, priority...), a mapping or a typed value."""
 
     def to_json(self) -> dict[str, Any]:
@@ -228,7 +382,7 @@ class Audio:
     """The raw audio bytes (sent base64-encoded)."""
     mime_type: str = attrs.field(validator=_valid_mime_type)
     """Its MIME type, e.g. ``"audio/wav"`` (``ValueError`` if it is not one)."""
-    annotations: Any = attrs.field(default=None, kw_only=True)
+    annotations: Any = attrs.field(default=None, kw_only=True, validator=_valid_annotations)
     """Optional ``Annotations``, a mapping or a typed value."""
 
     def to_json(self) -> dict[str, Any]:
@@ -255,7 +409,7 @@ class EmbeddedResource:
     mime_type: str | None = attrs.field(default=None, validator=_valid_mime_type)
     """Its MIME type, if known (``ValueError`` if it is not one); default ``text/plain``
     for text, ``application/octet-stream`` for bytes."""
-    annotations: Any = attrs.field(default=None, kw_only=True)
+    annotations: Any = attrs.field(default=None, kw_only=True, validator=_valid_annotations)
     """Optional ``Annotations``, a mapping or a typed value."""
 
     def to_json(self) -> dict[str, Any]:
@@ -287,7 +441,7 @@ class ResourceLink:
     """What it is."""
     mime_type: str | None = attrs.field(default=None, kw_only=True, validator=_valid_mime_type)
     """Its MIME type, if known (``ValueError`` if it is not one)."""
-    annotations: Any = attrs.field(default=None, kw_only=True)
+    annotations: Any = attrs.field(default=None, kw_only=True, validator=_valid_annotations)
     """Optional ``Annotations``, a mapping or a typed value."""
 
     def to_json(self) -> dict[str, Any]:

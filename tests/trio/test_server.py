@@ -938,7 +938,12 @@ async def test_capabilities_and_info_follow_the_registry(era: str) -> None:
         }
         assert client.handshake.peer_info is not None
         assert client.handshake.peer_info["name"] == "prompts"
-    server = Server("bare", title="Bare", website_url="https://example.com", icons=[{"src": "x"}])
+    server = Server(
+        "bare",
+        title="Bare",
+        website_url="https://example.com",
+        icons=[{"src": "https://example.com/x.png"}],
+    )
     async with connect(server, era) as client:
         assert client.handshake is not None
         assert client.handshake.peer_capabilities == {"logging": {}}

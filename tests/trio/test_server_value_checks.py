@@ -6,10 +6,14 @@ be in accordance with RFC3986"; the schema's ``Resource.uri`` is ``format: uri``
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import pytest
 
+from mcp_sansio import types as mcp_types
+from mcp_trio import open_client
 from mcp_trio._server import Server
 from mcp_trio._server_content import Audio, EmbeddedResource, Image, ResourceLink
 from mcp_trio._uritemplate import uri_problem
@@ -229,3 +233,149 @@ def test_checking_a_long_uri_is_linear() -> None:
         "a://h" + "/a" * 100_000 + "#?#",
     ):
         assert uri_problem(uri) is not None
+
+
+# ------------------------------------------------------------------ icons and annotations
+# (schema 2025-11-25 and 2026-07-28: ``Icon``, ``ToolAnnotations``, ``Annotations``). One
+# bad value would break every list holding it, and a strict client refuses the list.
+
+ICON = "https://example.com/i.png"
+
+BAD_ICONS: list[tuple[Any, type[Exception], str]] = [
+    ([{"src": ICON, "sizes": "48x48"}], TypeError, r"icons\[0\]\.sizes must be a list"),
+    ([mcp_types.Icon(src=ICON, sizes="48x48")], TypeError, r"icons\[0\]\.sizes .*'48x48'"),  # type: ignore[arg-type]
+    ([{"src": ICON, "sizes": [48]}], TypeError, r"icons\[0\]\.sizes must be a list"),
+    ([{"src": ICON}, {"src": ICON, "theme": "blue"}], ValueError, r"icons\[1\]\.theme .*'blue'"),
+    ([{"src": ICON, "mimeType": "png"}], ValueError, r"icons\[0\]\.mimeType 'png' is not a valid"),
+    ([{"src": "logo.png"}], ValueError, r"icons\[0\]\.src 'logo.png' is not an RFC 3986 URI"),
+    ([{"sizes": ["any"]}], TypeError, r"icons\[0\]\.src must be a string"),
+    ([ICON], TypeError, r"icons\[0\] must be an Icon or a mapping, not str"),
+    ({"src": ICON}, TypeError, "icons must be a list"),
+]
+BAD_TOOL_ANNOTATIONS: list[tuple[Any, type[Exception], str]] = [
+    ({"readOnlyHint": "yes"}, TypeError, r"annotations\.readOnlyHint must be True or False"),
+    (
+        mcp_types.ToolAnnotations(destructive_hint=0),  # type: ignore[arg-type]
+        TypeError,
+        r"annotations\.destructiveHint .* not 0",
+    ),
+    ({"openWorldHint": None}, TypeError, r"annotations\.openWorldHint"),
+    ({"idempotentHint": 1}, TypeError, r"annotations\.idempotentHint"),
+    ({"title": 3}, TypeError, r"annotations\.title must be a string"),
+    (["readOnlyHint"], TypeError, "annotations must be a mapping or an .*ToolAnnotations"),
+]
+BAD_ANNOTATIONS: list[tuple[Any, type[Exception], str]] = [
+    ({"priority": 5}, ValueError, r"annotations\.priority must be from 0 .* not 5"),
+    (mcp_types.Annotations(priority=-0.5), ValueError, r"annotations\.priority .* not -0\.5"),
+    ({"priority": math.nan}, ValueError, r"annotations\.priority .* not nan"),
+    ({"priority": True}, TypeError, r"annotations\.priority must be a number"),
+    ({"priority": "high"}, TypeError, r"annotations\.priority must be a number"),
+    ({"audience": ["robot"]}, ValueError, r"annotations\.audience holds 'robot'"),
+    (mcp_types.Annotations(audience="user"), TypeError, r"annotations\.audience .* not 'user'"),  # type: ignore[arg-type]
+    ({"audience": "user"}, TypeError, r"annotations\.audience must be a list of roles"),
+    ({"lastModified": 1736694058}, TypeError, r"annotations\.lastModified must be an ISO 8601"),
+    ("user", TypeError, "annotations must be a mapping or an .*Annotations, not str"),
+]
+
+
+@pytest.mark.parametrize(("icons", "error", "message"), BAD_ICONS)
+def test_bad_icons_are_refused_naming_the_owner_and_the_member(
+    icons: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^server 'srv': {message}"):
+        Server("srv", icons=icons)
+    server = Server("srv")
+    registrations: list[tuple[str, Any]] = [
+        ("tool 't'", lambda: server.add_tool(lambda: 1, name="t", icons=icons)),
+        ("prompt 'p'", lambda: server.add_prompt(lambda: "", name="p", icons=icons)),
+        ("resource 'res://a'", lambda: server.add_resource(lambda: "", "res://a", icons=icons)),
+        (
+            "resource template 'res://{id}'",
+            lambda: server.add_resource(lambda id: "", "res://{id}", icons=icons),
+        ),
+    ]
+    for owner, register in registrations:
+        with pytest.raises(error, match=f"^{re.escape(owner)}: {message}"):
+            register()
+    registry = server._registry
+    assert not (registry.tools or registry.prompts or registry.resources or registry.templates)
+
+
+@pytest.mark.parametrize(("annotations", "error", "message"), BAD_TOOL_ANNOTATIONS)
+def test_bad_tool_annotations_are_refused_at_registration(
+    annotations: Any, error: type[Exception], message: str
+) -> None:
+    server = Server("srv")
+    with pytest.raises(error, match=f"^tool 'typo': {message}"):
+
+        @server.tool(annotations=annotations)
+        def typo() -> int:
+            return 1
+
+    assert not server._registry.tools
+
+
+@pytest.mark.parametrize(("annotations", "error", "message"), BAD_ANNOTATIONS)
+def test_bad_annotations_are_refused_at_registration_and_construction(
+    annotations: Any, error: type[Exception], message: str
+) -> None:
+    server = Server("srv")
+    with pytest.raises(error, match=f"^resource 'res://a': {message}"):
+        server.add_resource(lambda: "", "res://a", annotations=annotations)
+    with pytest.raises(error, match=f"^resource template 'res://{{id}}': {message}"):
+        server.add_resource(lambda id: "", "res://{id}", annotations=annotations)
+    assert not (server._registry.resources or server._registry.templates)
+    helpers: list[tuple[str, Any]] = [
+        ("Image", lambda: Image(PNG, "image/png", annotations=annotations)),
+        ("Audio", lambda: Audio(b"RIFF", "audio/wav", annotations=annotations)),
+        ("EmbeddedResource", lambda: EmbeddedResource("res://x", "t", annotations=annotations)),
+        ("ResourceLink", lambda: ResourceLink("res://x", "x", annotations=annotations)),
+    ]
+    for name, build in helpers:
+        with pytest.raises(error, match=f"^{name}: {message}"):
+            build()
+
+
+async def test_good_icons_and_annotations_are_published_as_given() -> None:
+    """Every member the schema defines, typed or as mappings (tuples become arrays), and
+    members it does not name (the schema allows them) are taken and sent."""
+    icons: list[Any] = [
+        {"src": ICON, "mimeType": "image/png", "sizes": ("48x48", "any"), "theme": "dark"},
+        mcp_types.Icon(src="data:image/png;base64,iVBORw0KGgo=", theme="light"),
+        {"src": ICON, "x-vendor": 1},
+    ]
+    published: list[dict[str, Any]] = [
+        {"src": ICON, "mimeType": "image/png", "sizes": ["48x48", "any"], "theme": "dark"},
+        {"src": "data:image/png;base64,iVBORw0KGgo=", "theme": "light"},
+        {"src": ICON, "x-vendor": 1},
+    ]
+    server = Server("srv", icons=icons)
+    hints = {"readOnlyHint": True, "destructiveHint": False, "title": "T", "x-vendor": "v"}
+    server.add_tool(lambda: 1, name="t", annotations=hints, icons=icons)
+    server.add_resource(
+        lambda: "",
+        "res://a",
+        icons=icons,
+        annotations={"audience": ("user", "assistant"), "priority": 1, "lastModified": "z"},
+    )
+    server.add_resource(
+        lambda id: "", "res://{id}", annotations=mcp_types.Annotations(priority=0.0)
+    )
+    registry = server._registry
+    assert registry.tools["t"].definition["annotations"] == hints
+    assert registry.tools["t"].definition["icons"] == published
+    assert registry.resources["res://a"].definition["icons"] == published
+    assert registry.resources["res://a"].definition["annotations"] == {
+        "audience": ["user", "assistant"],
+        "priority": 1,
+        "lastModified": "z",
+    }
+    assert registry.templates["res://{id}"].definition["annotations"] == {"priority": 0.0}
+    image = Image(PNG, "image/png", annotations={"audience": ["assistant"], "priority": 0.5})
+    assert image.to_json()["annotations"] == {"audience": ["assistant"], "priority": 0.5}
+    async with open_client(server) as client:
+        (tool,) = await client.list_tools()
+        assert tool.annotations == mcp_types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, title="T"
+        )
+        assert [icon.src for icon in tool.icons or ()] == [ICON, published[1]["src"], ICON]
