@@ -155,8 +155,11 @@ def _named(
     return name, entry
 
 
-def _string_map(value: Any, what: str) -> dict[str, str]:
-    if value is None:
+def _string_map(holder: Mapping[str, Any], key: str, what: str) -> dict[str, str]:
+    """``holder[key]``, an object of strings; ``{}`` when the key is absent, but not when
+    it is ``null``: the schema has it an object when present (-32602)."""
+    value = holder.get(key)
+    if value is None and key not in holder:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
         raise _invalid(f"Invalid params: {what} must be an object of strings")
@@ -377,7 +380,9 @@ class ServerMethods:
         name, tool = _named(self._registry.tools, params, "tools/call", "tool")
         arguments = params.get("arguments")
         if arguments is None:
-            arguments = {}
+            # Absent means none; null is malformed (CallToolRequest: an object when
+            # present), answered -32602 below as any other non-object.
+            arguments = None if "arguments" in params else {}
         if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise _invalid("Invalid params: arguments must be an object")
         fit = tool.plain_test
@@ -455,7 +460,7 @@ class ServerMethods:
         """``prompts/get``: arguments checked against the signature (-32602)."""
         params = _params(ctx)
         name, prompt = _named(self._registry.prompts, params, "prompts/get", "prompt")
-        arguments = _string_map(params.get("arguments"), "arguments")
+        arguments = _string_map(params, "arguments", "arguments")
         try:
             kwargs = coerce_strings(prompt.fn, prompt.schema, prompt.skip, arguments)
         except ValueError as exc:
@@ -544,8 +549,10 @@ class ServerMethods:
         arg_name = _string_param(argument, "name", "completion/complete argument")
         value = _string_param(argument, "value", "completion/complete argument")
         context = params.get("context")
-        resolved = _string_map(
-            context.get("arguments") if isinstance(context, Mapping) else None, "context.arguments"
+        resolved = (
+            _string_map(context, "arguments", "context.arguments")
+            if isinstance(context, Mapping)
+            else {}
         )
         ref_type = ref.get("type")
         choices: tuple[str, ...] = ()

@@ -231,6 +231,54 @@ async def test_unknown_tool_is_invalid_params(era: str) -> None:
         assert error.code == ErrorCode.INVALID_PARAMS
 
 
+async def test_null_arguments_are_invalid_params(era: str) -> None:
+    """``arguments`` is an object when present (CallToolRequest, GetPromptRequest, and
+    CompleteRequest's ``context``): ``null`` is a malformed request, -32602, and the
+    handler does not run; only an absent ``arguments`` means none."""
+    server = Server("nulls")
+    ran: list[str] = []
+
+    @server.tool()
+    def hello(name: str = "world") -> str:
+        ran.append(name)
+        return f"hello {name}"
+
+    @server.prompt()
+    def greet(tone: Literal["warm", "cold"] = "warm") -> str:
+        ran.append(tone)
+        return f"a {tone} greeting"
+
+    complete: dict[str, Any] = {
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "tone", "value": "w"},
+    }
+    async with connect(server, era) as client:
+        cases: list[tuple[str, dict[str, Any], str]] = [
+            ("tools/call", {"name": "hello", "arguments": None}, "arguments must be an object"),
+            ("prompts/get", {"name": "greet", "arguments": None}, "arguments must be an object"),
+            (
+                "completion/complete",
+                {**complete, "context": {"arguments": None}},
+                "context.arguments must be an object",
+            ),
+        ]
+        for method, params, message in cases:
+            error = await error_of(client, method, params)
+            assert error.code == ErrorCode.INVALID_PARAMS
+            assert message in error.message
+        assert not ran
+        result = await client.request("tools/call", {"name": "hello"})
+        check(client, "CallToolResult", result)
+        assert result["structuredContent"] == {"result": "hello world"}
+        result = await client.request("prompts/get", {"name": "greet"})
+        check(client, "GetPromptResult", result)
+        contexts: list[dict[str, Any]] = [{}, {"context": {}}]
+        for context in contexts:
+            result = await client.request("completion/complete", {**complete, **context})
+            assert result["completion"]["values"] == ["warm"]
+    assert ran == ["world", "warm"]
+
+
 async def test_sync_tools_run_in_a_worker_thread(era: str) -> None:
     async with connect(make_server(), era) as client:
         result = await call(client, "where")
