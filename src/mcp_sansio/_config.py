@@ -160,6 +160,7 @@ class ConnectionConfig:
     Attributes:
         implementation: our ``Implementation`` (``clientInfo`` / ``serverInfo``).
         capabilities: our ``ClientCapabilities`` or ``ServerCapabilities``.
+        capabilities_source: server: a function returning the current capabilities.
         instructions: server: instructions for the client's model.
         supported_versions: the protocol versions we speak, preferred first.
         era: ``"auto"``, ``"legacy"`` or ``"modern"``: client: probe or pin the era;
@@ -209,6 +210,17 @@ class ConnectionConfig:
     ``extensions`` is an extension id: a ``_meta`` key with a prefix, such as
     ``"com.example/my-extension"`` (basic/versioning#extension-negotiation), and its
     value an object of the extension's settings (``{}`` for none)."""
+    capabilities_source: Callable[[], dict[str, Any]] | None = attrs.field(default=None, eq=False)
+    """Server: where our current capabilities are read instead of ``capabilities`` when
+    they are declared: as a legacy session initializes, and as a modern request is
+    checked (``server/discover``, ``subscriptions/listen``, a method's first request
+    on a channel; every request over HTTP). A server that gains tools (prompts,
+    resources) after it started serving so declares them to the clients that come
+    afterwards; a legacy session keeps what its ``initialize`` result said. Called
+    that often: return a value computed when it changed, and build a new object then
+    rather than change the one returned before. ``None``: ``capabilities``, fixed (a
+    config evolved with other ``capabilities`` sets this to ``None`` too, or they are
+    not the ones declared)."""
     instructions: str | None = None
     """Server only: instructions for the client's model."""
     supported_versions: tuple[str, ...] = attrs.field(

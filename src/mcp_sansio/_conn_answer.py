@@ -293,7 +293,7 @@ class _Answering(_ConnectionBase):
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        if "logging" not in self.config.capabilities:
+        if "logging" not in self._capabilities:
             return False  # server/utilities/logging: who sends them MUST declare logging
         inbound = None if request_id is None else self._inflight.get(request_id)
         if inbound is not None and inbound.era is _MODERN:

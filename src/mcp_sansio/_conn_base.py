@@ -69,6 +69,7 @@ class _ConnectionBase:
         "_awaiting_input",
         "_batches",
         "_cancelled_in",
+        "_capabilities",
         "_closed",
         "_envelope",
         "_era",
@@ -130,6 +131,10 @@ class _ConnectionBase:
         """Server: the authenticated caller's id (``Principal.subject``), or ``None``.
         The modern era's ``requestState`` is sealed for it and refused for any other
         (mrtr#server-requirements-basic-workflow)."""
+        # What we declare. A server with a capabilities_source reads it again as a
+        # legacy session initializes (kept for the session) and as a modern request
+        # is checked (_declare_capabilities).
+        self._capabilities: dict[str, Any] = self.config.capabilities
         self.refuse_listen: (
             Callable[[RequestId, dict[str, Any] | None], ErrorData | None] | None
         ) = None
@@ -415,6 +420,13 @@ class _ConnectionBase:
         self._inbound_log_level.pop(request_id, None)
         self._subscriptions.pop(request_id, None)  # a listen answered early is over
 
+    def _declare_capabilities(self) -> None:
+        """Server: read our capabilities again from ``config.capabilities_source``, if
+        any (they may have grown since the connection was made)."""
+        source = self.config.capabilities_source
+        if source is not None:
+            self._capabilities = source()
+
     def _refuse_unserved(
         self,
         rid: RequestId,
@@ -441,7 +453,7 @@ class _ConnectionBase:
             self._reject_foreign(rid, method, version, events, batch)
             return True
         path = ours.get(method)
-        if path is not None and not has_capability(self.config.capabilities, path):
+        if path is not None and not has_capability(self._capabilities, path):
             self._reject(
                 rid,
                 ErrorCode.METHOD_NOT_FOUND,

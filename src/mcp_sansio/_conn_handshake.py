@@ -37,7 +37,7 @@ class _Handshake(_ConnectionBase):
         rid = self._new_id()
         params = {
             "protocolVersion": self._legacy_versions[0],
-            "capabilities": self.config.capabilities,
+            "capabilities": self._capabilities,
             "clientInfo": self.config.implementation,
         }
         self._register_out(
@@ -101,7 +101,7 @@ class _Handshake(_ConnectionBase):
         if log_level is not None:  # a per-request logLevel: build this envelope afresh
             meta = _modern.build_request_meta(
                 protocol_version=version,
-                client_capabilities=self.config.capabilities,
+                client_capabilities=self._capabilities,
                 client_info=self.config.implementation,
                 log_level=log_level,
                 progress_token=progress_token,
@@ -115,7 +115,7 @@ class _Handshake(_ConnectionBase):
         if envelope is None or envelope[0] != version:
             meta = _modern.build_request_meta(
                 protocol_version=version,
-                client_capabilities=self.config.capabilities,
+                client_capabilities=self._capabilities,
                 client_info=self.config.implementation,
                 log_level=self.config.log_level,
             )
@@ -169,13 +169,14 @@ class _Handshake(_ConnectionBase):
         self._era = _LEGACY
         self._peer_capabilities = caps
         self._peer_info = info
+        self._declare_capabilities()  # (what this session is told, and keeps)
         answered = transition(state, HandshakeInput.ANSWER)
         assert answered is not None
         self._lifecycle = answered
         result: dict[str, Any] = {
             "protocolVersion": version,
             # The tasks extension is modern-only: a legacy session is not offered it.
-            "capabilities": _tasks.without_tasks_extension(self.config.capabilities),
+            "capabilities": _tasks.without_tasks_extension(self._capabilities),
             "serverInfo": self.config.implementation,
         }
         if self.config.instructions is not None:
@@ -198,12 +199,16 @@ class _Handshake(_ConnectionBase):
         if isinstance(envelope, ErrorData):
             self._reject(rid, envelope.code, envelope.message, events, None, envelope.data)
             return
+        # Each modern request is judged by what the server declares now (no session
+        # fixed them). The fast path skips this for a method accepted here before: it
+        # stays accepted on this channel.
+        self._declare_capabilities()
         if self._refuse_unserved(rid, method, _MODERN_REVISION.client_requests, {}, events, None):
             return
         if method == "server/discover":
             result = _modern.build_discover_result(
                 supported_versions=self._modern_versions + self._legacy_versions,
-                capabilities=self.config.capabilities,
+                capabilities=self._capabilities,
                 server_info=self.config.implementation,
                 instructions=self.config.instructions,
                 ttl_ms=self.config.cache_ttl_ms,
@@ -222,7 +227,7 @@ class _Handshake(_ConnectionBase):
                 return
             if (
                 flt.task_ids
-                and _tasks.declares_tasks(self.config.capabilities)
+                and _tasks.declares_tasks(self._capabilities)
                 and not _tasks.declares_tasks(envelope.client_capabilities)
             ):
                 # ext-tasks "Task Status Notifications": asking for taskIds without
@@ -246,7 +251,7 @@ class _Handshake(_ConnectionBase):
                 era=_MODERN,
                 protocol_version=envelope.protocol_version,
             )
-            flt = flt.honored_by(self.config.capabilities)
+            flt = flt.honored_by(self._capabilities)
             self._subscriptions[rid] = flt
             self._emit(_modern.build_acknowledged_notification(rid, flt), rid)
             return

@@ -861,7 +861,7 @@ class _Receiving(_Handshake):
         if method in _PER_REQUEST:
             # An elicitation's mode and a sampling request's tools must have been declared
             # (-32602). Checked per request, so never cached for the fast path.
-            why = undeclared_request(method, msg.params, self.config.capabilities)
+            why = undeclared_request(method, msg.params, self._capabilities)
             if why is not None:
                 self._reject(rid, ErrorCode.INVALID_PARAMS, why, events, batch)
                 return
@@ -1044,7 +1044,7 @@ class _Receiving(_Handshake):
             if (
                 type(result) is dict
                 and result.get("resultType") == _tasks.RESULT_TYPE_TASK
-                and _tasks.may_return_task(method, self.config.capabilities)
+                and _tasks.may_return_task(method, self._capabilities)
             ):
                 # The tasks extension, declared by us: a CreateTaskResult is a final answer
                 # to the request (the task itself is polled with further requests).

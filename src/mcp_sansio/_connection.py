@@ -604,7 +604,7 @@ class Connection(_Receiving, _Answering):
                     raise _foreign(method, revision.version)
                 path = revision.server_notifications.get(method)
                 if method in revision.server_notifications and not has_capability(
-                    self.config.capabilities, path
+                    self._capabilities, path
                 ):
                     raise LocalProtocolError(
                         f"{method!r} needs our {'.'.join(path or ())!r} capability"
@@ -632,7 +632,7 @@ class Connection(_Receiving, _Answering):
         if method in FOREIGN_METHODS[version]:
             raise _foreign(method, version)
         if method == "notifications/roots/list_changed" and not has_capability(
-            self.config.capabilities, ("roots", "listChanged")
+            self._capabilities, ("roots", "listChanged")
         ):
             # roots.mdx: only a client that declared roots.listChanged sends it.
             raise LocalProtocolError(f"{method!r} needs our 'roots.listChanged' capability")

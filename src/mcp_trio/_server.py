@@ -31,11 +31,15 @@ A session that reaches the handlers some other way (``serve_stdio(server.handler
 ...)`` without the hook) is tracked from its first request: it gets resource updates and
 the explicit ``notify_*_changed()`` calls, but no automatic list-changed notifications.
 
-*Capabilities* are derived from what is registered when a transport starts (its
-``connection_config()``): register everything before serving. Something registered
-later into a list the server did not declare at that time is not visible to sessions
-already open (skills: :meth:`Server.declare_skills` declares the extension before the
-first one is added).
+*Capabilities* are derived from what is registered, when they are declared: as a
+legacy session initializes, and as a modern request is checked (``connection_config()``
+hands the core :meth:`Server._declared_capabilities` as its ``capabilities_source``,
+computed again only after a registration). A server that starts with no tool and gains
+one declares ``tools`` to every client that comes afterwards, in either era; a legacy
+session already open keeps what its ``initialize`` told it (lifecycle.mdx), so it never
+sees the new kind of item: register everything before serving when such sessions
+matter, or declare the capability up front in ``connection_config=`` (skills:
+:meth:`Server.declare_skills` declares the extension before the first one is added).
 """
 
 from __future__ import annotations
@@ -260,6 +264,8 @@ class Server:
         self._page_size = page_size
         self._skills: SkillStore | None = None
         self._scope_hook = required_scopes
+        self._declared: dict[str, Any] | None = None
+        """What :meth:`_declared_capabilities` computed, until the registry changes."""
 
     # ------------------------------------------------------------------ tools
 
@@ -607,9 +613,10 @@ class Server:
 
     def declare_skills(self) -> None:
         """Declare the skills extension (and the ``resources`` capability it requires)
-        with no skill yet. Capabilities are fixed when a transport starts: a server
-        that adds its first skill after that (one that watches a directory, say)
-        declares the extension first, or its clients never see the skills."""
+        with no skill yet. A legacy session keeps the capabilities its ``initialize``
+        declared: a server that adds its first skill after such sessions opened (one
+        that watches a directory, say) declares the extension first, or they never
+        see the skills."""
         self._skill_store()
 
     def _skill_store(self) -> SkillStore:
@@ -617,6 +624,7 @@ class Server:
             from ._server_skills import SkillStore  # noqa: PLC0415 -- on first use
 
             self._skills = SkillStore(self._page_size, self._cursor_key)
+            self._declared = None  # (the extension is declared now)
             if self._handlers is not None:
                 self._skills.install(self._handlers)
         return self._skills
@@ -815,6 +823,7 @@ class Server:
         )
 
     def _wake(self, kind: ListKind) -> None:
+        self._declared = None  # (a list changed: perhaps what is declared)
         self._tracker.wake(kind)
 
     async def track_session(self, session: Session) -> None:
@@ -859,14 +868,27 @@ class Server:
 
     def connection_config(self) -> ConnectionConfig:
         """The core's configuration for a transport serving this server (its info,
-        instructions and the capabilities of what is registered now)."""
+        instructions, and the capabilities of what is registered: those of now, and
+        as ``capabilities_source`` those of when they are declared, so that what is
+        registered after the transport started is declared to later clients)."""
         base = self._base_config
         return attrs.evolve(
             base,
             implementation=self.implementation(),
-            capabilities=_merge_capabilities(base.capabilities, self.capabilities()),
+            capabilities=self._declared_capabilities(),
+            capabilities_source=self._declared_capabilities,
             instructions=self.instructions if self.instructions is not None else base.instructions,
         )
+
+    def _declared_capabilities(self) -> dict[str, Any]:
+        """The configured capabilities with those of what is registered now; computed
+        again only after a registration changed a list (the core reads it for every
+        modern request over HTTP, and as every legacy session initializes)."""
+        declared = self._declared
+        if declared is None:
+            base = self._base_config.capabilities
+            declared = self._declared = _merge_capabilities(base, self.capabilities())
+        return declared
 
     def handlers(self) -> Handlers:
         """The request handlers, one table for every transport and session."""

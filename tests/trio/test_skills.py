@@ -242,7 +242,7 @@ async def test_read_resource_directory_needs_directory_read_declared(era: EraNam
     server, _ = make_server()
     caps = server.capabilities()
     caps["extensions"] = {SKILLS_EXTENSION: {}}
-    config = attrs.evolve(server.connection_config(), capabilities=caps)
+    config = attrs.evolve(server.connection_config(), capabilities=caps, capabilities_source=None)
     async with open_client((server.handlers(), config), era=era) as client:
         assert len(await client.list_skills()) == 1
         with pytest.raises(LocalProtocolError, match="directoryRead"):
@@ -321,7 +321,9 @@ async def test_an_extension_declared_as_null_is_not_declared(era: EraName) -> No
         # (A peer's config: ours refuses a null extension, here and where open_client
         # sets the server's up.)
         with attrs.validators.disabled():
-            config = attrs.evolve(server.connection_config(), capabilities=caps)
+            config = attrs.evolve(
+                server.connection_config(), capabilities=caps, capabilities_source=None
+            )
             client = await stack.enter_async_context(
                 open_client((server.handlers(), config), era=era)
             )
