@@ -558,20 +558,45 @@ class _Receiving(_Handshake):
 
     def _receive_batch(self, items: list[Any], now: float, events: list[Event]) -> None:
         revision = self._revision()
-        problem = None
+        problem = why = None
         if revision is None or not revision.batching:
             problem = "Invalid Request: batches are allowed only in protocol version 2025-03-26"
+            when = (
+                "before a protocol version was agreed"
+                if revision is None
+                else f"which protocol version {revision.version} does not allow"
+            )
+            why = f"Answered in a batch, {when} (only 2025-03-26 allows batches)"
         elif not items:
             problem = "Invalid Request: empty batch"
         elif len(items) > self.config.max_batch_size:
             problem = f"Invalid Request: batch larger than {self.config.max_batch_size}"
+            why = f"Answered in a batch larger than {self.config.max_batch_size}, refused whole"
         if problem is not None:
             self._reject(None, ErrorCode.INVALID_REQUEST, problem, events, None)
+            if why is not None:
+                self._fail_answered(items, why, now, events)
             return
         batch = _Batch(waiting=set(), replies=[])
         for item in items:
             self._receive_one(item, now, events, batch)
         self._maybe_flush_batch(batch)
+
+    def _fail_answered(self, items: list[Any], why: str, now: float, events: list[Event]) -> None:
+        """A refused batch's answers to requests of ours: each ends its request with
+        -32603 ``why`` (one answer per request: its own is not read), where it would
+        otherwise wait for an answer that already came, forever with no timeout. The
+        batch's requests got the one -32600 with id null (JSON-RPC 2.0 §6)."""
+        for item in items:
+            if type(item) is not dict or "method" in item:
+                continue
+            rid = item.get("id")
+            if (
+                (type(rid) is int or type(rid) is str)
+                and ("result" in item or "error" in item)
+                and rid in self._pending
+            ):
+                self._answered_with_error(rid, why, now, events)
 
     def _receive_too_large(
         self, head: bytes, tail: bytes, limit: int, now: float, events: list[Event]

@@ -666,6 +666,11 @@ def _is_request(item: Any) -> bool:
     return type(item) is dict and type(item.get("method")) is str and is_request_id(item.get("id"))
 
 
+def _is_answer(item: Any) -> bool:
+    """Whether a decoded body item looks like an answer (to a request of ours)."""
+    return type(item) is dict and "method" not in item and ("result" in item or "error" in item)
+
+
 _RETRY_SOON: Final = ((b"retry-after", b"1"),)
 """A 503 for a bound reached says when to try again (RFC 9110 Retry-After, seconds)."""
 _MAX_SEQ: Final = 2**63
@@ -1305,7 +1310,10 @@ class HttpServer:
             elif initialize:
                 why = "initialize cannot be part of a batch"
             if why is not None:
-                return Reply(decision=_fail(400, f"Invalid Request: {why}"))
+                refused = _fail(400, f"Invalid Request: {why}")
+                if initialize or not any(_is_answer(item) for item in items):
+                    return Reply(decision=refused)
+                return self._refused_batch(session, request, obj, refused, now)
         hook = self.config.required_scopes
         checked: dict[RequestId, frozenset[str]] = {}
         if hook is not None and who is not None:  # (else nothing to check: no call)
@@ -1315,6 +1323,31 @@ class HttpServer:
                 return self._refused_post(session, request, scoped, items, now)
             checked = scoped
         return self._feed_session(session, request, items, batch, now, checked)
+
+    def _refused_batch(
+        self,
+        session: _Session,
+        request: HttpRequest,
+        batch: list[Any],
+        refused: HttpResponse,
+        now: float,
+    ) -> Reply:
+        """Answer ``refused`` (400: a batch the session's revision does not allow, or
+        too large), and let the core refuse it too, by the same rule: it ends each
+        request of ours that the batch answers (-32603), as over stdio, where the
+        request would otherwise wait for an answer that already came. What the core
+        would send back (-32600, id null) is what ``refused`` says: dropped."""
+        conn = session.conn
+        self._drain(conn)  # anything queued before belongs to earlier requests
+        core_events = conn.receive_message(request.body, now=now, decoded=batch)
+        conn.messages_to_send()  # (the -32600 of the refusal: in ``refused``)
+        return Reply(
+            decision=refused,
+            events=tuple(
+                ServerEvent(event=e, connection=conn, session_id=session.id, stream_id=None)
+                for e in core_events
+            ),
+        )
 
     def _refused_post(
         self,

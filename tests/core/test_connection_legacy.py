@@ -1438,6 +1438,76 @@ def test_batch_size_is_bounded() -> None:
     assert out[0]["error"]["code"] == ErrorCode.INVALID_REQUEST
 
 
+@pytest.mark.parametrize("receiver", ["client", "server"])
+def test_answers_in_a_refused_batch_end_their_requests(receiver: str) -> None:
+    # The batch is refused whole (one -32600, id null, for its requests), but every
+    # request must get exactly one answer: those it answered end with -32603, or
+    # they would wait forever (no timeout) for an answer that already came.
+    pair = ready_pair("2025-11-25")
+    conn = pair.client if receiver == "client" else pair.server
+    method = "tools/list" if receiver == "client" else "roots/list"
+    a, b, c = (conn.send_request(method, now=0.0) for _ in range(3))
+    conn.data_to_send()
+    batch = [
+        {"jsonrpc": "2.0", "id": a, "result": {"tools": [], "roots": []}},
+        {"jsonrpc": "2.0", "id": b, "error": {"code": -1, "message": "no"}},
+        {"jsonrpc": "2.0", "id": a, "result": {}},  # (twice: it ended already)
+        {"jsonrpc": "2.0", "id": 99, "method": "ping"},
+        {"jsonrpc": "2.0", "id": "unknown", "result": {}},
+        {"jsonrpc": "2.0", "id": True, "result": {}},
+        "junk",
+    ]
+    events, out = feed(conn, batch)
+    assert out == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": ErrorCode.INVALID_REQUEST,
+                "message": "Invalid Request: batches are allowed only in protocol version "
+                "2025-03-26",
+            },
+        }
+    ]
+    errors = [e for e in events if isinstance(e, ErrorReceived)]
+    assert [(e.request_id, e.method, e.error.code) for e in errors] == [
+        (a, method, ErrorCode.INTERNAL_ERROR),
+        (b, method, ErrorCode.INTERNAL_ERROR),
+    ]
+    assert errors[0].error.message == (
+        "Answered in a batch, which protocol version 2025-11-25 does not allow "
+        "(only 2025-03-26 allows batches)"
+    )
+    assert conn.pending_requests() == (c,)  # (not answered: still waiting)
+
+
+def test_answers_in_an_oversize_batch_end_their_requests() -> None:
+    pair = ready_pair("2025-03-26", max_batch_size=3)
+    ids = [pair.server.send_request("ping", now=0.0) for _ in range(4)]
+    pair.server.data_to_send()
+    events, out = feed(pair.server, [{"jsonrpc": "2.0", "id": i, "result": {}} for i in ids])
+    assert [m["error"]["code"] for m in out] == [ErrorCode.INVALID_REQUEST]
+    errors = [e for e in events if isinstance(e, ErrorReceived)]
+    assert [e.request_id for e in errors] == ids
+    assert errors[0].error.message == "Answered in a batch larger than 3, refused whole"
+    assert pair.server.pending_requests() == ()
+
+
+def test_an_initialize_answered_in_a_batch_fails_the_handshake() -> None:
+    pair = legacy_pair("2025-03-26")
+    pair.client.start(now=0.0)
+    (sent,) = [loads(p) for p in pair.client.data_to_send()]
+    pair.server.receive_message(dumps(sent), now=0.0)
+    (reply,) = [loads(p) for p in pair.server.data_to_send()]
+    events, _ = feed(pair.client, [reply])
+    error = only(events, ErrorReceived)
+    assert (error.request_id, error.method) == (sent["id"], "initialize")
+    assert error.error.message == (
+        "Answered in a batch, before a protocol version was agreed (only 2025-03-26 allows batches)"
+    )
+    assert pair.client.lifecycle is not LifecycleState.READY
+
+
 def test_cancelled_request_leaves_the_batch() -> None:
     pair = batch_pair()
     feed(

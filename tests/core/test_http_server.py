@@ -13,6 +13,7 @@ from mcp_sansio import (
     ConnectionConfig,
     Era,
     ErrorCode,
+    ErrorReceived,
     HandshakeCompleted,
     LocalProtocolError,
     RequestCancelled,
@@ -644,6 +645,30 @@ def test_batches_only_in_2025_03_26(version: str, batch: list[Any], status: int)
         validate_message("2025-03-26", body)
     if status == 400:
         assert error_of(reply.decision)["code"] == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize(("version", "size"), [(LEGACY, 10), ("2025-03-26", 1)])
+def test_answers_in_a_refused_batch_end_their_requests(version: str, size: int) -> None:
+    # Refused whole (400), as before; but each request of ours the batch answers ends
+    # with -32603 at once, as over stdio, rather than waiting for an answer that came.
+    srv = HttpServer(
+        connection_config=ConnectionConfig(capabilities=SERVER_CAPS, max_batch_size=size)
+    )
+    sid = open_session(srv, version)
+    conn = srv.session_connection(sid)
+    assert conn is not None
+    asked, waiting = conn.send_request("ping", now=0), conn.send_request("ping", now=0)
+    outputs(srv)
+    batch = [{"jsonrpc": "2.0", "id": asked, "result": {}}, rpc(2, "ping")]
+    reply = srv.handle_request(req(body=batch, **in_session(sid, version)), now=0)
+    assert isinstance(reply.decision, HttpResponse) and reply.decision.status == 400
+    assert error_of(reply.decision)["code"] == ErrorCode.INVALID_REQUEST
+    events = [e.event for e in reply.events if isinstance(e, ServerEvent)]
+    (ended,) = [e for e in events if isinstance(e, ErrorReceived)]
+    assert (ended.request_id, ended.error.code) == (asked, ErrorCode.INTERNAL_ERROR)
+    assert ended.error.message.startswith("Answered in a batch")
+    assert conn.pending_requests() == (waiting,)
+    assert outputs(srv) == {}  # (the core's own -32600 is the 400's)
 
 
 def test_batch_limit() -> None:

@@ -22,11 +22,18 @@ from trio.testing import MockClock
 
 import mcp_trio._client_common
 import mcp_trio._validation
-from mcp_sansio import Connection, ConnectionConfig, RemoteProtocolError, RequestReceived
+from mcp_sansio import (
+    Connection,
+    ConnectionConfig,
+    ErrorCode,
+    RemoteProtocolError,
+    RequestReceived,
+)
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     Handlers,
     InputRequiredResult,
+    McpError,
     MemoryChannel,
     RequestContext,
     RequestTimeout,
@@ -846,3 +853,26 @@ async def test_a_timeout_that_is_no_positive_number_is_refused_naming_it(
         assert client.session.connection.pending_requests() == ()
         await client.list_tools(timeout=math.inf)  # (no timeout, as None)
     assert len(listings) == 1
+
+
+# ---------------------------------------------------------------------- batches
+
+
+async def _answer_in_a_batch(server: HandDriven, message: dict[str, Any]) -> bool:
+    answer = [{"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}}]
+    await server.channel.send(dumps(answer))
+    return True
+
+
+async def test_an_answer_in_a_batch_no_revision_allows_ends_the_call(
+    autojump_clock: MockClock,
+) -> None:
+    # 2025-11-25 has no batches: the batch is refused, and the call it answered fails
+    # at once with -32603, where it waited forever (it has no timeout).
+    with trio.fail_after(5):
+        async with hand_driven({"tools/list": _answer_in_a_batch}, era="legacy") as client:
+            with pytest.raises(McpError, match="Answered in a batch") as caught:
+                await client.list_tools()
+            assert caught.value.code == ErrorCode.INTERNAL_ERROR
+            await client.ping()  # (the session goes on)
+            await assert_nothing_left(client)
