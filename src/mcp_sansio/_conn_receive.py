@@ -862,11 +862,24 @@ class _Receiving(_Handshake):
             # server ping before it has answered initialize (the era is not set yet).
             self._answer_now(rid, {}, batch)
             return
-        if self._era is not _LEGACY:
+        if self._era is _MODERN or (self._era is None and not self._legacy_versions):
             self._reject(
                 rid,
                 ErrorCode.METHOD_NOT_FOUND,
                 f"Method not found: {method} (servers send no requests in the modern era)",
+                events,
+                batch,
+            )
+            return
+        if self._era is None:
+            # Still handshaking (initialize, or the era probe, unanswered): lifecycle.mdx
+            # "The server SHOULD NOT send requests other than pings and logging before
+            # receiving the initialized notification" (ping is answered above).
+            self._reject(
+                rid,
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid Request: {method!r} before the session is initialized "
+                "(only ping is answered before the initialize result)",
                 events,
                 batch,
             )

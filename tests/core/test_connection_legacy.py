@@ -220,6 +220,32 @@ def test_a_client_answers_a_ping_before_the_initialize_result(era: str) -> None:
     assert out == [{"jsonrpc": "2.0", "id": "p", "result": {}}]
 
 
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+def test_a_client_refuses_other_requests_before_the_initialize_result(era: str) -> None:
+    # lifecycle.mdx: "The server SHOULD NOT send requests other than pings and logging
+    # before receiving the initialized notification". Refused for that reason, not as
+    # a modern server's request: the era is not set yet, and may well be legacy.
+    config = ConnectionConfig(era=era, capabilities=CLIENT_CAPS)  # type: ignore[arg-type]
+    client = Connection("client", config)
+    client.start(now=0.0)
+    client.data_to_send()
+    early = {"jsonrpc": "2.0", "id": "s", "method": "sampling/createMessage", "params": {}}
+    events, out = feed(client, early)
+    message = (
+        "Invalid Request: 'sampling/createMessage' before the session is initialized "
+        "(only ping is answered before the initialize result)"
+    )
+    assert out == [
+        {
+            "jsonrpc": "2.0",
+            "id": "s",
+            "error": {"code": ErrorCode.INVALID_REQUEST, "message": message},
+        }
+    ]
+    assert only(events, InvalidMessageReceived).request_id == "s"
+    assert client.pending_requests() != ()  # (the handshake goes on)
+
+
 @pytest.mark.parametrize(
     "config",
     [ConnectionConfig(era="modern"), ConnectionConfig(supported_versions=("2026-07-28",))],
