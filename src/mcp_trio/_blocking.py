@@ -132,6 +132,7 @@ from ._errors_base import (
     name_the_endpoint,
     refuse_endless_input,
 )
+from ._text import LOG_TEXT_LIMIT, clip
 
 if TYPE_CHECKING:
     import ssl
@@ -1231,7 +1232,7 @@ class BlockingClient(HandshakeFacts):
                 logger.error(
                     "on_notification returned an awaitable, which is not awaited (for %r): "
                     "give a plain function",
-                    event.method,
+                    clip(event.method, LOG_TEXT_LIMIT),
                 )
 
     # ------------------------------------------------------------------ typed methods

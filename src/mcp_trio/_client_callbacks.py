@@ -50,6 +50,7 @@ from ._client_common import (
 )
 from ._errors import McpError
 from ._handlers import Handlers, NotificationContext, RequestContext
+from ._text import LOG_TEXT_LIMIT, clip
 from ._waiters import ProgressCallback  # (one alias: Session.request takes it too)
 
 __all__ = [
@@ -145,7 +146,7 @@ class Callbacks:
         try:
             returned = self.on_notification(note)
         except Exception:
-            logger.exception("on_notification failed (for %r)", note.method)
+            logger.exception("on_notification failed (for %r)", clip(note.method, LOG_TEXT_LIMIT))
             return
         if inspect.isawaitable(returned):
             # An awaitable would never run: say so (once per notification) and close a
@@ -156,7 +157,7 @@ class Callbacks:
             logger.error(
                 "on_notification returned an awaitable, which is not awaited (for %r): "
                 "give a plain function",
-                note.method,
+                clip(note.method, LOG_TEXT_LIMIT),
             )
 
     def can_answer(self, method: str) -> bool:

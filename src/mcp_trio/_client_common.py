@@ -42,7 +42,7 @@ from mcp_sansio._tasks import TASKS_NOTIFICATION, refuse_legacy_tasks
 from mcp_sansio._versions import REVISIONS
 
 from ._errors_base import InputRequiredError, McpError
-from ._text import terminal_safe
+from ._text import LOG_TEXT_LIMIT, clip, for_log, terminal_safe
 from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
 
 __all__ = [
@@ -552,7 +552,9 @@ def refuse_unanswerable(
             raise InputRequiredError(event)
         why = undeclared_request(method, entry.get("params"), capabilities)
         if why is not None:
-            logger.warning("%s: the server's input request is refused: %s", event.method, why)
+            logger.warning(
+                "%s: the server's input request is refused: %s", event.method, for_log(why)
+            )
             raise InputRequiredError(event, why)
 
 
@@ -1263,7 +1265,7 @@ class OutputSchemas:
                 logger.warning(
                     "not validating tool %r's results: its outputSchema declares the JSON "
                     "Schema dialect %.100r, which this client does not implement",
-                    name,
+                    clip(name, LOG_TEXT_LIMIT),
                     schema["$schema"],
                 )
                 usable = False

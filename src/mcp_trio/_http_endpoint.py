@@ -85,6 +85,7 @@ from ._http_auth import Authenticate
 from ._http_config import HttpTransportConfig
 from ._http_context import HttpNotificationContext, HttpRequestContext, Running
 from ._pool import call_request_handler, drop_cancelled, send_answer, serve_notification
+from ._text import for_log
 from ._util import rearm
 
 __all__ = ["Endpoint", "ResponseSlot"]
@@ -475,7 +476,7 @@ class Endpoint:
             for rid in event.unanswered:
                 self._resolve(conn, rid, SessionClosed("the HTTP session ended"))
         elif isinstance(event, InvalidMessageReceived):
-            logger.warning("invalid message from an HTTP client: %s", event.error.message)
+            logger.warning("invalid message from an HTTP client: %s", for_log(event.error.message))
 
     def _wake_initialized(self, conn: Connection) -> None:
         wait = self._initialized.pop(conn, None)

@@ -145,6 +145,7 @@ from ._pool import (
     send_answer,
     serve_notification,
 )
+from ._text import for_log
 from ._util import is_internal_failure
 from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter, Waiters
 from ._writer import Writer
@@ -737,8 +738,8 @@ class Session:
             "server %s %s). What the server kept for the old session is lost: resource "
             "subscriptions, the logging level, anything else it held per session.",
             event.protocol_version,
-            info.get("name", "?"),
-            info.get("version", "?"),
+            for_log(str(info.get("name", "?"))),
+            for_log(str(info.get("version", "?"))),
         )
 
     def _note_initialized(self) -> None:
@@ -1384,7 +1385,7 @@ class Session:
         elif isinstance(event, ResponseIgnored):
             logger.debug("response ignored (%s): %r", event.reason, event.request_id)
         elif isinstance(event, InvalidMessageReceived):
-            logger.warning("invalid message from the peer: %s", event.error.message)
+            logger.warning("invalid message from the peer: %s", for_log(event.error.message))
         elif isinstance(
             event, NotificationReceived | SubscriptionNotificationReceived | ProgressReceived
         ):

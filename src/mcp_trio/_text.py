@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["clip", "terminal_safe"]
+__all__ = ["LOG_TEXT_LIMIT", "clip", "for_log", "terminal_safe"]
 
 # (A pattern string, compiled by re on first use and cached there: not at import, on
 # every stdio server's cold start.)
@@ -48,3 +48,15 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+LOG_TEXT_LIMIT: Final = 500
+"""The most characters of one piece of peer text that :func:`for_log` keeps."""
+
+
+def for_log(text: str, limit: int = LOG_TEXT_LIMIT) -> str:
+    """``text`` (what a peer sent, or an error message quoting it) made fit for one
+    line of a log: clipped to ``limit`` characters, then escaped
+    (:func:`terminal_safe` with ``one_line``), so a peer forges no log line (a newline),
+    drives no terminal (an ESC sequence) and writes no megabyte into the log."""
+    return terminal_safe(clip(text, limit), one_line=True)

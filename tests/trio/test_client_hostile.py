@@ -32,6 +32,7 @@ from mcp_sansio import (
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     Handlers,
+    InputRequiredError,
     InputRequiredResult,
     McpError,
     MemoryChannel,
@@ -876,3 +877,67 @@ async def test_an_answer_in_a_batch_no_revision_allows_ends_the_call(
             assert caught.value.code == ErrorCode.INTERNAL_ERROR
             await client.ping()  # (the session goes on)
             await assert_nothing_left(client)
+
+
+async def _request_then_answer(server: HandDriven, message: dict[str, Any]) -> bool:
+    evil = "x\nCRITICAL root: forged line\x1b[31m" + "A" * 100_000
+    await server.send({"jsonrpc": "2.0", "id": "evil", "method": evil})
+    return False  # (the core answers the list)
+
+
+async def test_a_modern_servers_request_is_logged_clipped_and_escaped(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The method name is the server's: raw, it would forge a log line (a newline),
+    # drive the terminal that shows the log (ESC) and write 100 KB into one record.
+    async with hand_driven({"tools/list": _request_then_answer}) as client:
+        await client.list_tools()
+    (logged,) = [r.getMessage() for r in caplog.records if "forged" in r.getMessage()]
+    assert logged.startswith(
+        "invalid message from the peer: Method not found: "
+        "x\\nCRITICAL root: forged line\\x1b[31mAAA"
+    )
+    assert "\n" not in logged and "\x1b" not in logged
+    assert len(logged) < 1_000 and logged.endswith("more characters)")
+
+
+async def test_a_schema_of_another_dialect_is_said_so_with_the_name_clipped(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = "hostile" + "h" * 100_000
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
+    server = _structured_server({name: schema})
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        await client.call_tool(name)
+    (logged,) = [r.getMessage() for r in caplog.records if "dialect" in r.getMessage()]
+    assert logged.startswith("not validating tool 'hostilehhh")
+    assert "draft-07" in logged and len(logged) < 1_000
+
+
+async def _ask_in_an_undeclared_mode(server: HandDriven, message: dict[str, Any]) -> bool:
+    mode = "m\n" + "M" * 100_000
+    asked = {"method": "elicitation/create", "params": {"message": "?", "mode": mode}}
+    result = {"resultType": "input_required", "inputRequests": {"who": asked}}
+    await server.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    return True
+
+
+async def test_an_undeclared_mode_is_refused_and_logged_clipped(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The mode is the server's text, quoted in the warning: clipped there.
+    async def elicit(params: Any) -> Any:
+        raise AssertionError("not asked")  # pragma: no cover
+
+    script: dict[str, Scripted] = {"tools/call": _ask_in_an_undeclared_mode}
+    async with hand_driven(
+        script, capabilities={"elicitation": {}}, on_elicitation=elicit
+    ) as client:
+        with pytest.raises(InputRequiredError):
+            await client.call_tool("anything")
+    (logged,) = [
+        r.getMessage() for r in caplog.records if "input request is refused" in r.getMessage()
+    ]
+    assert "elicitation mode 'm\\nMMM" in logged
+    assert len(logged) < 1_000 and logged.endswith("more characters)")

@@ -173,3 +173,21 @@ async def test_an_awaitable_returned_is_closed_and_logged(
     (coroutine,) = made
     assert coroutine.cr_frame is None  # (closed: no "never awaited" warning)
     assert "on_notification returned an awaitable, which is not awaited" in caplog.text
+
+
+async def test_a_failing_on_notification_logs_a_clipped_method(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The method is the server's to choose: the log line names it clipped.
+    def on_notification(note: NotificationReceived) -> None:
+        raise RuntimeError("boom")
+
+    method = "x/" + "A" * 100_000
+    async with open_client(server(), era="legacy", on_notification=on_notification) as client:
+        await client.call_tool("notify", {"method": method, "params": None})
+        await trio.testing.wait_all_tasks_blocked()
+    (failure,) = [
+        r.getMessage() for r in caplog.records if "on_notification failed" in r.getMessage()
+    ]
+    assert failure.startswith("on_notification failed (for 'x/AAA")
+    assert len(failure) < 1_000 and failure.endswith("more characters)')")

@@ -492,3 +492,24 @@ async def test_an_early_refusal_of_a_malformed_chunked_body_is_answered(
     assert data.startswith((b"HTTP/1.1 404 ", b"HTTP/1.1 415 ")), data
     assert b"connection: close" in data.lower()
     assert "HTTP connection failed" not in caplog.text
+
+
+async def test_a_clients_invalid_message_is_logged_clipped(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # What the peer controls reaches the log clipped and escaped (one line): a
+    # megabyte of it would otherwise be one log record.
+    server = await start_server(nursery)
+    level = "x\n" + "A" * 100_000
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        body = rpc(2, "logging/setLevel", {"level": level})
+        response = await raw_request(server.port, "POST", headers=session_headers(sid), body=body)
+    assert response.json()["error"]["code"] == -32602
+    (logged,) = [
+        r.getMessage()
+        for r in caplog.records
+        if "invalid message from an HTTP client" in r.getMessage()
+    ]
+    assert logged.startswith("invalid message from an HTTP client: Invalid params: unknown log")
+    assert len(logged) < 1_000 and logged.endswith("more characters)")

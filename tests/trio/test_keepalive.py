@@ -335,6 +335,24 @@ async def test_no_ping_while_a_forgotten_session_is_started_anew(
         assert trio.current_time() == pytest.approx(answered + 5)
 
 
+async def test_the_new_session_is_logged_with_the_servers_info_escaped_and_clipped(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # serverInfo is the server's text: it reaches the log on one line, clipped.
+    config = SessionConfig(ping_interval=None, handshake_timeout=100)
+    async with _started("forgetful", "client", config) as (_s, peer):
+        await peer.send_bytes(b"LOST")
+        init = await peer.receive()
+        info = {"name": "raw\nCRITICAL forged\x1b[31m", "version": "9" * 100_000}
+        result = {"protocolVersion": LATEST_LEGACY_VERSION, "capabilities": {}, "serverInfo": info}
+        await peer.send({"jsonrpc": "2.0", "id": init["id"], "result": result})
+        assert (await peer.receive())["method"] == "notifications/initialized"
+        await trio.testing.wait_all_tasks_blocked()
+    (logged,) = [r.getMessage() for r in caplog.records if "forgot the session" in r.getMessage()]
+    assert "server raw\\nCRITICAL forged\\x1b[31m 999" in logged
+    assert "\n" not in logged and len(logged) < 1_000
+
+
 async def test_a_late_answer_from_a_peer_that_talks_is_no_failure(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
