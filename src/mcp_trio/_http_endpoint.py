@@ -44,6 +44,7 @@ import heapq
 import logging
 import math
 import types
+import weakref
 from collections.abc import Callable, Collection, Coroutine, Generator, Iterable, Sequence
 from contextlib import suppress
 from typing import Any, TypeVar, cast, final
@@ -85,8 +86,7 @@ from ._http_auth import Authenticate
 from ._http_config import HttpTransportConfig
 from ._http_context import HttpNotificationContext, HttpRequestContext, Running
 from ._pool import call_request_handler, drop_cancelled, send_answer, serve_notification
-from ._text import for_log
-from ._util import rearm
+from ._util import PeerWarnings, rearm
 
 __all__ = ["Endpoint", "ResponseSlot"]
 
@@ -306,6 +306,10 @@ class Endpoint:
         self._all: set[Running] = set()
         self._waiters: dict[tuple[Connection, RequestId], _Waiter] = {}
         self._initialized: dict[Connection, _InitializedWait] = {}  # see until_initialized
+        self._warnings: weakref.WeakKeyDictionary[Connection, PeerWarnings] = (
+            weakref.WeakKeyDictionary()
+        )  # a legacy session's (its Connection lives as long)
+        self._sessionless_warnings = PeerWarnings()  # what belongs to no session: one bound
         self._responses: dict[int, ResponseSlot] = {}
         self._timer_scope: trio.CancelScope | None = None
         self._releases: list[tuple[float, int]] = []  # heap: see release_at
@@ -476,7 +480,21 @@ class Endpoint:
             for rid in event.unanswered:
                 self._resolve(conn, rid, SessionClosed("the HTTP session ended"))
         elif isinstance(event, InvalidMessageReceived):
-            logger.warning("invalid message from an HTTP client: %s", for_log(event.error.message))
+            self._peer_warnings(tagged).warn(
+                "invalid message from an HTTP client", event.error.message
+            )
+
+    def _peer_warnings(self, tagged: ServerEvent) -> PeerWarnings:
+        """The warning bound of the session ``tagged`` belongs to; one shared by what
+        belongs to no session (each modern request, and each initialize that starts
+        none, has a Connection of its own: a bound per Connection would bound
+        nothing)."""
+        if tagged.session_id is None:
+            return self._sessionless_warnings
+        found = self._warnings.get(tagged.connection)
+        if found is None:
+            found = self._warnings[tagged.connection] = PeerWarnings()
+        return found
 
     def _wake_initialized(self, conn: Connection) -> None:
         wait = self._initialized.pop(conn, None)

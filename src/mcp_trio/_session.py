@@ -146,7 +146,7 @@ from ._pool import (
     serve_notification,
 )
 from ._text import for_log
-from ._util import is_internal_failure
+from ._util import PeerWarnings, is_internal_failure
 from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter, Waiters
 from ._writer import Writer
 
@@ -288,6 +288,7 @@ class Session:
         # our requests _fit did not send, by id: the error their caller raises
         self._too_large: dict[RequestId, ValueError] = {}
         self._notifications_dropped = 0  # (by _fit, over the bound: see log)
+        self._peer_warnings = PeerWarnings()  # (invalid messages: bounded in the log)
         # requests of ours, handlers of theirs
         self._waiters = Waiters()
         self._queued: dict[RequestId, _Queued] = {}  # callers waiting for their write
@@ -1385,7 +1386,7 @@ class Session:
         elif isinstance(event, ResponseIgnored):
             logger.debug("response ignored (%s): %r", event.reason, event.request_id)
         elif isinstance(event, InvalidMessageReceived):
-            logger.warning("invalid message from the peer: %s", for_log(event.error.message))
+            self._peer_warnings.warn("invalid message from the peer", event.error.message)
         elif isinstance(
             event, NotificationReceived | SubscriptionNotificationReceived | ProgressReceived
         ):

@@ -18,7 +18,7 @@ import trio
 from mcp_sansio._config import require_count as check_count  # (one rule, one message)
 
 from ._errors import SessionClosed
-from ._text import clip, terminal_safe  # (trio-free: the blocking client's too)
+from ._text import clip, for_log, terminal_safe  # (trio-free: the blocking client's too)
 
 if TYPE_CHECKING:
     from ._config import RateLimit
@@ -46,10 +46,12 @@ else:
 
 __all__ = [
     "HTTP_SCHEMES",
+    "MAX_PEER_WARNINGS",
     "REFUSED_HOSTS_LOGGED",
     "URL_SCHEMES",
     "WEBSOCKET_SCHEMES",
     "KeyedBuckets",
+    "PeerWarnings",
     "RefusedHosts",
     "SessionHook",
     "TokenBucket",
@@ -284,6 +286,40 @@ def stdout_fd_to_stderr() -> Iterator[None]:
                 sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+MAX_PEER_WARNINGS: Final = 64
+"""How many warnings about what one peer sent (invalid messages) a session logs; the
+same bound as ``HttpClientConfig.max_warnings`` (one HTTP response's warnings)."""
+
+
+@final
+class PeerWarnings:
+    """Warnings about what one peer sent, bounded: the first :data:`MAX_PEER_WARNINGS`
+    at WARNING (the peer's text clipped and escaped: :func:`for_log`), then one that
+    says the rest are only counted, each at DEBUG. A peer sending junk for the life of
+    a session floods no log; the first ones show what it does."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+        """Warnings so far, those past the bound included."""
+
+    def warn(self, what: str, text: str) -> None:
+        """Log ``what: text`` (``text`` the peer's) as the bound allows."""
+        self.count += 1
+        if self.count <= MAX_PEER_WARNINGS:
+            logger.warning("%s: %s", what, for_log(text))
+            return
+        if self.count == MAX_PEER_WARNINGS + 1:
+            logger.warning(
+                "%s: more than %d from this peer; further ones are only counted (at DEBUG)",
+                what,
+                MAX_PEER_WARNINGS,
+            )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s (%d): %s", what, self.count, for_log(text))
 
 
 REFUSED_HOSTS_LOGGED: Final = 16

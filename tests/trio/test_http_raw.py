@@ -14,6 +14,7 @@ from mcp_trio import _http_server
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_server import _LINGER_BYTES
+from mcp_trio._util import MAX_PEER_WARNINGS
 
 from .test_http_support import (
     IO_TIMEOUT,
@@ -513,3 +514,47 @@ async def test_a_clients_invalid_message_is_logged_clipped(
     ]
     assert logged.startswith("invalid message from an HTTP client: Invalid params: unknown log")
     assert len(logged) < 1_000 and logged.endswith("more characters)")
+
+
+async def test_a_sessions_invalid_messages_are_logged_up_to_a_bound(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A client that sends junk for the life of its session floods no log: past the
+    # bound, one line says the rest are only counted.
+    server = await start_server(nursery)
+    junk = dumps({"jsonrpc": "2.0", "id": 5, "result": "x"})  # (an answer: no reply)
+    with trio.fail_after(IO_TIMEOUT):
+        sid = await raw_session(server.port)
+        for _ in range(MAX_PEER_WARNINGS + 5):
+            response = await raw_request(
+                server.port, "POST", headers=session_headers(sid), body=junk
+            )
+            assert response.status == 400
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == "WARNING" and "invalid message from an HTTP client" in r.getMessage()
+    ]
+    assert len(warned) == MAX_PEER_WARNINGS + 1
+    assert "further ones are only counted" in warned[-1]
+
+
+async def test_invalid_messages_of_no_session_share_one_bound(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An initialize that starts no session (and a modern request) has a Connection of
+    # its own: what belongs to no session shares one bound, or a flood of such POSTs
+    # would be logged in full.
+    server = await start_server(nursery)
+    body = rpc(1, "initialize", {"protocolVersion": LEGACY})  # (no capabilities, no info)
+    with trio.fail_after(IO_TIMEOUT):
+        for _ in range(MAX_PEER_WARNINGS + 5):
+            response = await raw_request(server.port, "POST", body=body)
+            assert response.json()["error"]["code"] == -32602
+    warned = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelname == "WARNING" and "invalid message from an HTTP client" in r.getMessage()
+    ]
+    assert len(warned) == MAX_PEER_WARNINGS + 1
+    assert "further ones are only counted" in warned[-1]

@@ -1,0 +1,64 @@
+"""Warnings about what a peer sends are bounded per session: the first
+``MAX_PEER_WARNINGS`` at WARNING, one line that says the rest are only counted, and
+the rest at DEBUG, so a peer sending junk for the life of a session floods no log."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+import trio.testing
+from trio.testing import MockClock
+
+from mcp_sansio import Role
+from mcp_sansio._json import dumps
+from mcp_trio._util import MAX_PEER_WARNINGS
+
+from .helpers import handshaken, raw_pair
+
+WHAT = "invalid message from the peer"
+
+
+def _junk(i: int) -> bytes:
+    # An answer no request can take (its result is no object): reported, not answered.
+    return dumps({"jsonrpc": "2.0", "id": i, "result": "x"})
+
+
+@pytest.mark.parametrize("role", ["client", "server"])
+async def test_invalid_messages_warn_up_to_the_bound_then_are_counted_at_debug(
+    role: Role, autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp_trio")
+    channel, peer = raw_pair("memory")
+    async with handshaken(channel, peer, role) as session:
+        for i in range(MAX_PEER_WARNINGS + 100):
+            await peer.send_bytes(_junk(i))
+        await trio.testing.wait_all_tasks_blocked()
+        await peer.send({"jsonrpc": "2.0", "id": "alive", "method": "ping"})
+        assert await peer.receive() == {"jsonrpc": "2.0", "id": "alive", "result": {}}
+        assert not session.closed
+    ours = [r for r in caplog.records if r.getMessage().startswith(WHAT)]
+    warned = [r.getMessage() for r in ours if r.levelno == logging.WARNING]
+    assert len(warned) == MAX_PEER_WARNINGS + 1
+    assert warned[-1] == (
+        f"{WHAT}: more than {MAX_PEER_WARNINGS} from this peer; further ones are only "
+        "counted (at DEBUG)"
+    )
+    counted = [r.getMessage() for r in ours if r.levelno == logging.DEBUG]
+    assert len(counted) == 100
+    assert counted[-1].startswith(f"{WHAT} ({MAX_PEER_WARNINGS + 100}): Invalid Response")
+
+
+async def test_each_session_has_its_own_bound(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    for _ in range(2):
+        channel, peer = raw_pair("memory")
+        async with handshaken(channel, peer, "client"):
+            for i in range(MAX_PEER_WARNINGS):
+                await peer.send_bytes(_junk(i))
+            await trio.testing.wait_all_tasks_blocked()
+    warned = [r for r in caplog.records if r.getMessage().startswith(WHAT)]
+    assert len(warned) == 2 * MAX_PEER_WARNINGS
+    assert all(r.levelno == logging.WARNING for r in warned)
