@@ -304,6 +304,7 @@ class Session:
         self._forced = False
         self._grace_ends: float | None = None  # (see _grace)
         self._answering = False  # half-closed: the peer's requests in flight get answers
+        self._draining = False  # a graceful stop began: new requests are refused (_drain)
         self._initialized: trio.Event | None = None  # someone waits in until_initialized
         self._closing = trio.Event()
         self._closed = trio.Event()
@@ -798,12 +799,21 @@ class Session:
 
     async def _drain(self, error: tuple[int, str]) -> None:
         """A server's graceful stop, for a transport that has one (WebSocket): running
-        handlers get ``shutdown_grace_period`` to answer, while the session goes on as
-        usual; then the peer's requests still in flight are answered ``error`` (within
+        handlers get ``shutdown_grace_period`` to answer, while the session goes on
+        (their answers, the peer's notifications and its answers to their requests);
+        then the peer's requests still in flight are answered ``error`` (within
         ``abandon_write_timeout``) and nothing more goes out. Close the session next
         (:meth:`_close_locally`): that cancels the handlers left. Returns at once if
-        the session closes meanwhile."""
+        the session closes meanwhile.
+
+        A request not started yet (waiting for a handler slot, or arriving during the
+        stop) is answered -32603 "server shutting down" at once and never started, as
+        Streamable HTTP answers new work ``503`` from the start of its stop: a busy
+        peer cannot stretch the stop to the whole grace period, nor start work that
+        would be cut off."""
         if self._close_exc is None:
+            self._draining = True
+            self._start_reserved()  # (refuses those waiting for a slot)
             await self._grace()
         if self._close_exc is None:
             self._end_listens()
@@ -1321,7 +1331,9 @@ class Session:
         for index in range(start, count):
             event = events[index]
             if isinstance(event, RequestReceived):
-                if not self._reserved and self._pool.acquire_nowait():
+                if self._draining:
+                    self._refuse_draining(event.request_id)
+                elif not self._reserved and self._pool.acquire_nowait():
                     self._start_request_handler(event)
                 elif self._pool.reserve_nowait():
                     self._reserve(event)  # the reader goes on (see _pool)
@@ -1418,6 +1430,12 @@ class Session:
                     reserved.popleft()
                     pool.release_reserved()
                 return
+            if self._draining:
+                while reserved:  # a graceful stop: refused, never started
+                    rid = reserved.popleft().request_id
+                    pool.release_reserved()
+                    self._refuse_draining(rid)
+                return
             context = self._reader_context
             while reserved and pool.compute_nowait():
                 # Often called from another handler's task (its slot came back): the
@@ -1428,6 +1446,16 @@ class Session:
                     context.copy().run(self._start_request_handler, reserved.popleft())
         finally:
             self._starting_reserved = False
+
+    def _refuse_draining(self, rid: RequestId) -> None:
+        """During a graceful stop (:meth:`_drain`): answer the peer's request ``rid``
+        -32603 "server shutting down" instead of starting its handler. The answer is
+        written without waiting (what the channel does not take at once, a leftover
+        task writes), so the reader goes on."""
+        with suppress(LocalProtocolError):  # (cancelled by the peer in the same read)
+            self._conn.send_error(rid, *SHUTTING_DOWN)
+        if self._flush_nowait():
+            self._writer.write_later()
 
     def _cancel_request(self, rid: RequestId) -> None:
         """The peer cancelled its request ``rid``: stop its handler (or drop it from

@@ -36,7 +36,9 @@ module's conventions:
   closes the listeners, gives each session's running handlers
   ``shutdown_grace_period`` to answer, answers the requests still running then with
   JSON-RPC error -32603 ``server shutting down``, and closes each connection with code
-  1001 (going away); a handshake that completes meanwhile is refused ``503``.
+  1001 (going away); a handshake that completes meanwhile is refused ``503``, and a
+  request not started yet (arriving meanwhile, or waiting for a handler slot) is
+  answered that error at once, never started (as HTTP answers ``503``).
   Cancelling :func:`serve_websocket` instead stops its connections at once.
 
 Built on trio-websocket; the session runtime is the same as for stdio.
@@ -804,9 +806,10 @@ class _Stop:
 
 
 async def _stop_when(stopping: trio.Event, channel: WebSocketChannel, session: Session) -> None:
-    """At a graceful stop, drain ``session`` (``Session._drain``: the handlers' grace
-    period, then -32603 ``server shutting down`` for the requests left), then close it
-    and the WebSocket with code 1001 (going away)."""
+    """At a graceful stop, drain ``session`` (``Session._drain``: new requests are
+    answered -32603 ``server shutting down`` at once, running handlers get their grace
+    period, then the requests left get the same error), then close it and the WebSocket
+    with code 1001 (going away)."""
     await stopping.wait()
     await session._drain(SHUTTING_DOWN)
     if session.closed:
@@ -839,9 +842,10 @@ class WebSocketServeHandle(ListeningHandle):
 
     async def aclose(self) -> None:
         """Stop gracefully and wait until :func:`serve_websocket` has returned: stop
-        listening, give each session's running handlers ``shutdown_grace_period``,
-        answer the requests left with -32603 ``server shutting down``, close each
-        connection with code 1001 (going away). Idempotent."""
+        listening, give each session's running handlers ``shutdown_grace_period``
+        (new requests are answered -32603 ``server shutting down`` at once, not
+        started), answer the requests left with that error, close each connection
+        with code 1001 (going away). Idempotent."""
         self._stop.requested.set()
         await self._stop.finished.wait()
 

@@ -105,3 +105,37 @@ async def test_a_drain_alone_answers_shutting_down_after_one_grace_period(
         assert (caught.value.code, caught.value.message) == SHUTTING_DOWN
         assert answered == GRACE
         assert trio.current_time() - begin[0] <= GRACE + ABANDON
+
+
+async def test_a_drain_refuses_at_once_the_requests_waiting_for_a_handler_slot(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # One handler slot: the second request waits for it. A graceful stop answers it
+    # "server shutting down" at once rather than start it once the first one ends.
+    started = trio.Event()
+    config = SessionConfig(
+        shutdown_grace_period=GRACE, abandon_write_timeout=ABANDON, max_concurrent_handlers=1
+    )
+    async with open_memory_pair(
+        server_handlers=_stuck(started),
+        server_config=config,
+        server_connection_config=server_config(),
+        client_connection_config=client_config(),
+    ) as (client, server):
+        refused: list[float] = []
+
+        async def refused_call() -> None:
+            with pytest.raises(McpError) as caught:
+                await client.request("tools/call", {"name": "stuck", "arguments": {}})
+            assert (caught.value.code, caught.value.message) == SHUTTING_DOWN
+            refused.append(trio.current_time())
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(refused_call)  # (after the grace period)
+            await started.wait()
+            nursery.start_soon(refused_call)  # (at once)
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.statistics().running_handlers == 1
+            begin = trio.current_time()
+            nursery.start_soon(_stop, server)
+        assert refused == [begin, begin + GRACE]

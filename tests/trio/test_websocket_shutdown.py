@@ -121,6 +121,45 @@ async def test_a_call_past_the_grace_period_is_answered_shutting_down(
     assert CONFIG.shutdown_grace_period <= took < CONFIG.shutdown_grace_period + 1
 
 
+async def test_a_call_made_during_the_stop_is_answered_shutting_down_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # As Streamable HTTP answers 503 from the start of its stop: a new request is not
+    # started (no work cut off after the grace period, no side effects), and the stop
+    # waits only for the call that was running.
+    app = App()
+    late: list[McpError] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle = await _start(nursery, app)
+            async with (
+                open_websocket_client(handle.url) as session,
+                trio.open_nursery() as calls,
+            ):
+
+                async def call(seconds: float) -> None:
+                    params = {"name": "wait", "arguments": {"seconds": seconds}}
+                    await session.request("tools/call", params)
+
+                async def stop() -> None:
+                    await handle.aclose()
+                    stopped.append(trio.current_time())
+
+                stopped: list[float] = []
+                calls.start_soon(call, 3)
+                await app.started.wait()
+                start = trio.current_time()
+                calls.start_soon(stop)
+                await trio.sleep(1)  # (the stop is under way)
+                with pytest.raises(McpError) as caught:
+                    await call(30)
+                late.append(caught.value)
+                assert trio.current_time() - start == pytest.approx(1)  # at once
+    assert (late[0].error.code, late[0].error.message) == (-32603, "server shutting down")
+    assert app.finished == [3] and app.cancelled == []  # the late call never ran
+    assert 3 <= stopped[0] - start < 4
+
+
 async def test_stopping_closes_idle_sessions_and_the_listeners_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
