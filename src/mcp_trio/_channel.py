@@ -188,7 +188,8 @@ class MessageChannel(abc.ABC):
     """Whether the output outlives the end of input (two pipes, a byte stream): after
     ``receive`` raised ``trio.EndOfChannel`` the session still answers the peer's
     requests in flight, within ``shutdown_grace_period``. If not, the end of input
-    ends the conversation and those answers are dropped."""
+    ends the conversation: the peer is gone, and the handlers of its requests are
+    cancelled at once."""
 
     @abc.abstractmethod
     async def send(self, message: bytes) -> None:

@@ -62,10 +62,11 @@ class SessionConfig:
     (running, or waiting for their answer to be written); at least
     ``max_concurrent_handlers`` is used."""
     shutdown_grace_period: float = attrs.field(default=5.0, validator=_non_negative)
-    """When the peer ends its input, seconds running handlers get to finish before they
-    are cancelled. Over stdio (and other byte streams) the answers of those that finish
+    """When the peer ends its input over stdio (and other byte streams), seconds running
+    handlers get to finish before they are cancelled; the answers of those that finish
     are still written, since a client closes the server's stdin to shut it down and may
-    read on; elsewhere the peer is gone and they are dropped."""
+    read on. Elsewhere (WebSocket, in memory) the end of input means the peer is gone:
+    its handlers are cancelled at once. Also what a server's graceful stop gives them."""
     write_timeout: float | None = attrs.field(default=30.0, validator=_positive)
     """Byte streams and WebSockets: seconds one message may take to be accepted by the
     peer (a full pipe or socket buffer). Longer, and the peer is taken for dead: the

@@ -72,13 +72,14 @@ tasks. Per session:
 Closing has one entry, :meth:`Session._begin_close`: end of input, a failed write, a
 local close or an internal failure. It closes the core, fails every waiter with one
 :class:`~mcp_trio.SessionClosed` (with the reason), and stops the reader and timer.
-After the peer's end of input, running handlers get ``shutdown_grace_period`` to
-finish; otherwise they are cancelled at once. Then the channel is closed. A channel
-whose output outlives its input (``half_close``: stdio, where a client shuts the server
-down by closing its stdin) still carries the answers of those handlers, their progress
-and their log messages until then, and a server answers the requests still running at
-the end -32603 "server shutting down" before cancelling them; any other end of input
-drops them.
+After the peer's end of input on a channel whose output outlives its input
+(``half_close``: stdio, where a client shuts the server down by closing its stdin),
+running handlers get ``shutdown_grace_period`` to finish, and the channel still carries
+their answers, their progress and their log messages until then; a server answers the
+requests still running at the end -32603 "server shutting down" before cancelling them.
+Any other end of input means the peer is gone (a WebSocket or in-memory peer closed, a
+connection broke): nothing could carry the answers, so the handlers are cancelled at
+once, as after any other close. Then the channel is closed.
 """
 
 from __future__ import annotations
@@ -1172,7 +1173,11 @@ class Session:
                         self._note_initialized()
                         self._flush_nowait()
                         await self._act(events)
-                self._begin_close(ended, graceful=True, keep_answering=half)
+                # Only a half-close can still carry the handlers' answers: any other end
+                # of input means the peer is gone, and its requests are cancelled at once
+                # (as Streamable HTTP treats a client disconnect, 2026-07-28
+                # basic/patterns/cancellation.mdx), not left running for nobody.
+                self._begin_close(ended, graceful=half, keep_answering=half)
                 return
             now = self._now()
             if type(data) in _MARKED:

@@ -43,6 +43,7 @@ class App:
         self.started = trio.Event()
         self.finished: list[float] = []
         self.cancelled: list[float] = []
+        self.first_cancelled = trio.Event()
 
         @self.server.tool()
         async def wait(seconds: float) -> str:
@@ -52,6 +53,7 @@ class App:
                 await trio.sleep(seconds)
             except trio.Cancelled:
                 self.cancelled.append(seconds)
+                self.first_cancelled.set()
                 raise
             self.finished.append(seconds)
             return "done"
@@ -158,6 +160,32 @@ async def test_a_call_made_during_the_stop_is_answered_shutting_down_at_once(
     assert (late[0].error.code, late[0].error.message) == (-32603, "server shutting down")
     assert app.finished == [3] and app.cancelled == []  # the late call never ran
     assert 3 <= stopped[0] - start < 4
+
+
+async def test_a_client_that_disconnects_has_its_calls_cancelled_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # A WebSocket has no half-close: once the client is gone no answer can reach it,
+    # so its handlers are cancelled (as Streamable HTTP treats a client disconnect,
+    # 2026-07-28 basic/patterns/cancellation.mdx), not run for the grace period.
+    app = App()
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle = await _start(nursery, app)
+            async with open_websocket_client(handle.url) as session:
+
+                async def call() -> None:
+                    params = {"name": "wait", "arguments": {"seconds": 30}}
+                    with pytest.raises(SessionClosed):
+                        await session.request("tools/call", params)
+
+                nursery.start_soon(call)
+                await app.started.wait()
+                start = trio.current_time()
+            await app.first_cancelled.wait()
+            assert trio.current_time() - start < 0.1
+            await handle.aclose()
+    assert app.cancelled == [30] and app.finished == []
 
 
 async def test_stopping_closes_idle_sessions_and_the_listeners_at_once(
