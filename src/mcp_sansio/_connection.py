@@ -142,6 +142,12 @@ class Connection(_Receiving, _Answering):
         """The peer's requests awaiting our answer, oldest first."""
         return _ids_of(self._inflight)
 
+    def cancelled_requests(self) -> tuple[RequestId, ...]:
+        """The peer's requests it cancelled (or a close abandoned) that the application
+        has not answered yet: each holds its place against ``max_inflight_requests``
+        until it is answered (the answer is dropped, nothing is sent)."""
+        return tuple(self._cancelled_in)
+
     def has_progress_token(self, request_id: RequestId) -> bool:
         """Whether the peer asked for progress on its request ``request_id``."""
         inbound = self._inflight.get(request_id)

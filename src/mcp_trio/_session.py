@@ -1684,7 +1684,19 @@ class Session:
         finally:
             self._begin_close(SessionClosed("the session was cancelled"), graceful=False)
             await self._close_channel()
+            self._release_cancelled()
             self._closed.set()
+
+    def _release_cancelled(self) -> None:
+        """The session is over: no answer will come for the peer's requests that were
+        cancelled or abandoned by the close (their handlers have ended, or never
+        started: a request waiting for a slot, one read but not acted on), so free
+        their entries in the core, which would otherwise keep them for as long as the
+        :class:`~mcp_sansio.Connection` lives. (A handler in a caller's nursery that
+        outlives the session answers nothing: see :meth:`_serve_request`.)"""
+        conn = self._conn
+        for rid in conn.cancelled_requests():
+            drop_cancelled(conn, rid)
 
 
 # Not an attrs class: a private record on a stdio server's import path (see

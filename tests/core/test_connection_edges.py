@@ -121,6 +121,25 @@ def test_progress_for_cancelled_request_is_quietly_dropped() -> None:
         pair.server.send_progress("never-seen", 1)
 
 
+def test_cancelled_requests_lists_those_whose_answer_will_be_dropped() -> None:
+    # Cancelled by the peer, or abandoned by a close: listed until the application
+    # answers (the answer is dropped), so a binding can free them once none can come.
+    pair = ready_pair()
+    first = pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
+    pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
+    one, two = (e.request_id for e in pair.deliver(pair.client) if isinstance(e, RequestReceived))
+    assert pair.server.cancelled_requests() == ()
+    pair.client.cancel_request(first)
+    pair.deliver(pair.client)
+    assert pair.server.cancelled_requests() == (one,)
+    pair.server.receive_eof()
+    assert pair.server.cancelled_requests() == (one, two)
+    pair.server.send_result(one, {"content": []})
+    pair.server.send_error(two, -32603, "cancelled")
+    assert pair.server.cancelled_requests() == ()
+    assert pair.server.data_to_send() == []
+
+
 @pytest.mark.parametrize(
     ("progress", "total"),
     [(float("nan"), None), (float("inf"), None), (2, float("nan")), (2, float("-inf"))],
