@@ -7,6 +7,7 @@ served by a thread of the test's: the client itself has none). Every wait is bou
 
 from __future__ import annotations
 
+import itertools
 import signal
 import socket
 import ssl
@@ -25,7 +26,7 @@ import trustme
 
 from mcp_sansio import Connection, ConnectionConfig, Era, RequestReceived
 from mcp_sansio._json import dumps, loads
-from mcp_sansio.http import HttpClientConfig
+from mcp_sansio.http import MIN_REOPEN_DELAY, HttpClientConfig
 from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed, _blocking
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
@@ -1573,3 +1574,122 @@ def test_a_bare_400_suggests_the_websocket_url(raw: Callable[..., RawServer]) ->
     assert failed.value.message.endswith(
         f"if it serves WebSocket (serve_websocket), connect to 'ws://127.0.0.1:{server.port}/mcp'"
     )
+
+
+def polling_server(
+    resume: Callable[[int, Any], bytes | None], gets: list[float], cancelled: list[Any]
+) -> Handler:
+    """A legacy server whose ``tools/call`` stream, and each resumption of it, is
+    ``resume(n, call_id)`` (``n``: 0 for the POST, then 1, 2, ...): a whole response, or
+    ``None`` to close the connection unanswered. Notes when each resumption came, and the
+    ``notifications/cancelled`` it got."""
+    calls: list[Any] = []
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        if message.get("method") == "ping":
+            answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+            return
+        if message:
+            calls.append(message["id"])
+        else:
+            gets.append(time.monotonic())
+        stream = resume(len(gets) if not message else 0, calls[0])
+        if stream is not None:
+            sock.sendall(stream)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        if isinstance(message, dict) and message.get("method") == "notifications/cancelled":
+            cancelled.append(message["params"])
+        inner(sock, head, body)
+
+    return handler
+
+
+SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+
+
+def test_a_server_that_polls_answers_a_long_call(raw: Callable[..., RawServer]) -> None:
+    """Each resumption brings a new event id and nothing else, more often in a row than
+    ``max_resume_attempts``: the server is there (it polls), so the client resumes until
+    the answer comes, however long (no timeout), waiting longer while nothing comes."""
+    gets: list[float] = []
+    cancelled: list[Any] = []
+    polls = 7
+
+    def resume(n: int, rid: Any) -> bytes:
+        if n < polls:
+            return SSE_HEAD + f"id: p{n}\nretry: 10\ndata:\n\n".encode()
+        result = {"content": [{"type": "text", "text": f"after {n} polls"}]}
+        answer = dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+        return SSE_HEAD + b"id: end\ndata: " + answer + b"\n\n"
+
+    server = raw(polling_server(resume, gets, cancelled))
+    fast = HttpClientConfig(default_retry_ms=10)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(
+        server.url, era="legacy", http_config=fast, transport=transport, timeout=None
+    ) as client:
+        result = client.call_tool("long")
+    assert result.text == f"after {polls} polls"
+    assert len(gets) == polls and not cancelled
+    gaps = [b - a for a, b in itertools.pairwise(gets)]
+    assert min(gaps) >= MIN_REOPEN_DELAY * 0.9  # (the floor, retry 10 ms or not)
+
+
+@pytest.mark.parametrize("how", ["status 503", "dropped"])
+def test_resumptions_that_get_no_stream_are_bounded_and_cancelled(
+    raw: Callable[..., RawServer], how: str
+) -> None:
+    """Resumptions that get an error status (or no answer): after ``max_resume_attempts``
+    of them in a row the call fails, saying why, and the server is told."""
+    gets: list[float] = []
+    cancelled: list[Any] = []
+
+    def resume(n: int, rid: Any) -> bytes | None:
+        if n == 0:
+            return SSE_HEAD + b"id: p0\nretry: 10\ndata:\n\n"
+        if how == "dropped":
+            return None
+        return b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+    server = raw(polling_server(resume, gets, cancelled))
+    transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=2)
+    fast = HttpClientConfig(default_retry_ms=10)
+    with connect(
+        server.url, era="legacy", http_config=fast, transport=transport, timeout=None
+    ) as client:
+        with pytest.raises(McpError) as failed:
+            client.call_tool("long")
+        message = failed.value.message
+        assert message.startswith("HTTP: the stream could not be resumed: 3 attempts in a row")
+        assert ("status 503" in message) == (how == "status 503")
+        client.ping()  # (the cancellation went out before this)
+    assert len(gets) == 3
+    assert [c["reason"][:36] for c in cancelled] == ["HTTP: the stream could not be resume"]
+
+
+def test_a_message_per_resumption_with_retry_0_is_not_a_tight_loop(
+    raw: Callable[..., RawServer],
+) -> None:
+    """Each resumption brings a real message and ends, ``retry: 0``: progress, so no
+    backoff, but the resumptions are spaced by ``MIN_REOPEN_DELAY`` at least."""
+    gets: list[float] = []
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
+
+    def resume(n: int, rid: Any) -> bytes:
+        return SSE_HEAD + f"id: m{n}\nretry: 0\ndata: ".encode() + note + b"\n\n"
+
+    server = raw(polling_server(resume, gets, []))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with (
+        connect(server.url, era="legacy", transport=transport, timeout=0.5) as client,
+        pytest.raises(TimeoutError),
+    ):
+        client.call_tool("long")
+    assert 1 <= len(gets) <= 0.5 / MIN_REOPEN_DELAY + 1
+    gaps = [b - a for a, b in itertools.pairwise(gets)]
+    assert min(gaps, default=MIN_REOPEN_DELAY) >= MIN_REOPEN_DELAY * 0.9

@@ -51,7 +51,24 @@ their answers are lost (a stream of a replaced session is never resumed; the str
 of an ``initialize`` belongs to the session its response started). SSE
 responses are tracked (last event id, ``retry``) so a stream that ends before every
 request was answered can be resumed with :meth:`ClientResponse.resume` (GET with
-``Last-Event-ID``), after waiting :attr:`ClientResponse.retry_ms`. A request the client
+``Last-Event-ID``), after waiting :meth:`HttpClient.resume_delay`.
+
+Resumption (``2025-11-25/basic/transports.mdx``: after an event with an id the server
+MAY close the connection at any time; the client SHOULD poll; disconnection SHOULD NOT
+be read as cancelling; ``retry`` MUST be respected). A resumption the server answers
+with a stream is never a failure, even when it brings nothing but a new event id (a
+server that polls): it is resumed again, waiting the server's ``retry``, then twice as
+long each time while no JSON-RPC message comes (:func:`reopen_delay`; junk ``data:`` is
+no message), never less than :data:`MIN_REOPEN_DELAY`, so no stream is resumed in a
+tight loop; the request's own timeout is the bound. A resumption that gets an error
+status the server may get over (``5xx``, ``408``, ``429``), or no answer at all (the
+binding's :meth:`ClientRequest.failed_again`), is tried again, counted
+(:attr:`ClientRequest.failed`); past the binding's bound (:meth:`ClientRequest.given_up`)
+the requests fail. Any other refusal fails them at once (the events are gone). What the
+client gives up on a stream the server accepted (those, or a stream that ends with no
+event id to resume from: :attr:`ClientResponse.abandoned`) the server is told of
+(:func:`abandoned_request`, a ``notifications/cancelled``): it may still be working on
+it. A request the client
 cancels (:meth:`HttpClient.cancelled_request` finds it in the ``notifications/cancelled``
 being sent) is no longer awaited (:meth:`ClientResponse.forget`): its stream is not
 resumed for it.
@@ -121,7 +138,7 @@ from ._http_common import (
     parse_header_params,
 )
 from ._json import JSONDecodeError, dumps, loads
-from ._jsonrpc import JSONRPC, RequestId, error_response, is_request_id
+from ._jsonrpc import JSONRPC, RequestId, error_response, is_request_id, notification
 from ._modern import MODERN_ERROR_CODES, PROTOCOL_VERSION_KEY
 from ._versions import Era
 
@@ -129,6 +146,7 @@ __all__ = [
     "FORGOTTEN_BEFORE_ANSWER",
     "FORGOTTEN_TWICE",
     "MAX_REOPEN_DELAY",
+    "MIN_REOPEN_DELAY",
     "NEVER_REISSUED",
     "ClientRequest",
     "ClientResponse",
@@ -136,6 +154,7 @@ __all__ = [
     "HttpClientConfig",
     "SessionEnded",
     "SessionPending",
+    "abandoned_request",
     "http_error",
     "pinned_http_config",
     "reissue_refused",
@@ -269,11 +288,66 @@ class ClientRequest:
     dropped: int | None = None
     """A resumption: the ``max_event_size`` an SSE event of the streams it resumes was
     dropped for, if any (named should the answers never come)."""
+    quiet: int = 0
+    """A resumption: the attempts in a row before it (the POST's stream included) that
+    brought no message; the wait before it grows with them (:meth:`HttpClient.resume_delay`)."""
+    failed: int = 0
+    """A resumption: the attempts in a row before it that got no stream (no connection, an
+    error status the server may get over); past the binding's bound, the client gives up
+    (:meth:`given_up`)."""
+    problem: str = ""
+    """A resumption after :attr:`failed` attempts: what the last of them got instead of a
+    stream, for people."""
+    retry_ms: int | None = None
+    """A resumption: the ``retry`` the streams it resumes announced last, if any (an SSE
+    reconnection time holds until the server sends another)."""
 
     @property
     def with_session(self) -> bool:
         """Whether ``Mcp-Session-Id`` was sent."""
         return self.session_id is not None
+
+    @property
+    def resumption(self) -> bool:
+        """Whether this is the ``GET`` (with ``Last-Event-ID``) that resumes the SSE stream
+        of requests (legacy; :meth:`ClientResponse.resume`)."""
+        return self.request.method == "GET" and bool(self.request_ids)
+
+    def failed_again(self, why: str, waiting: Collection[RequestId] | None = None) -> ClientRequest:
+        """This resumption got no stream (``why``: no connection, or the connection ended
+        before an answer's head): the same resumption for its requests still ``waiting``
+        (all by default), to try again once :meth:`HttpClient.resume_delay` has passed,
+        unless :meth:`given_up`. (An error status is the response's to judge:
+        :meth:`ClientResponse.resume`.)"""
+        ids, methods = self.request_ids, self.methods
+        if waiting is not None and any(rid not in waiting for rid in ids):
+            kept = [(rid, m) for rid, m in zip(ids, methods, strict=True) if rid in waiting]
+            ids, methods = tuple(r for r, _ in kept), tuple(m for _, m in kept)
+        return attrs.evolve(
+            self,
+            request_ids=ids,
+            methods=methods,
+            quiet=self.quiet + 1,
+            failed=self.failed + 1,
+            problem=why,
+        )
+
+    def given_up(self, max_attempts: int) -> str | None:
+        """Why this resumption is not tried, its requests given up (fail each with
+        :func:`http_error` and tell the server, :func:`abandoned_request`), or ``None``
+        to try it: more than ``max_attempts`` attempts in a row got no stream.
+
+        Only those count: a server that answers each resumption with a stream, even one
+        that brings nothing but a new event id before it closes, is there and polled
+        (``2025-11-25/basic/transports.mdx``: the server MAY close the connection at
+        any time, the client SHOULD poll; disconnection SHOULD NOT be read as
+        cancelling), for as long as the request's own timeout allows.
+        """
+        if self.failed <= max_attempts:
+            return None
+        attempts = f"{self.failed} attempt{'' if self.failed == 1 else 's'}"
+        last = f" (the last: {self.problem})" if self.problem else ""
+        return f"the stream could not be resumed: {attempts} in a row failed{last}"
 
 
 @final
@@ -333,6 +407,16 @@ def http_error(request_id: RequestId, why: str, *, data: Mapping[str, Any] | Non
     return dumps(error_response(request_id, error))
 
 
+def abandoned_request(request_id: RequestId, why: str) -> bytes:
+    """The ``notifications/cancelled`` that tells a legacy server the client gave up on
+    ``request_id``, whose stream it accepted (:attr:`ClientResponse.abandoned`,
+    :meth:`ClientRequest.given_up`): the server would otherwise go on working for nobody
+    (a disconnection is not a cancellation). ``why`` is the reason, clipped. The
+    connection has forgotten the request already (its error came): POST this as it is."""
+    params = {"requestId": request_id, "reason": f"HTTP: {why}"[:200]}
+    return dumps(notification("notifications/cancelled", params))
+
+
 def reissue_refused(request_id: RequestId, why: str, times: int) -> bytes:
     """The error (:func:`http_error`) that fails ``request_id``, whose modern stream broke
     (``why``), when the session does not re-issue it (again): ``why``, and how many
@@ -358,9 +442,18 @@ def split_broken(
 def _refusal(head: HttpResponse) -> tuple[str, dict[str, Any]] | None:
     """What an error status the client does not act on says, for people, with the
     headers quoted in the error's ``data``: a redirect not followed names its
-    ``Location``, a ``401`` the server's ``WWW-Authenticate`` challenge."""
+    ``Location``, a ``401`` the server's ``WWW-Authenticate`` challenge, a ``2xx`` (with
+    a body neither JSON nor SSE) its ``Content-Type``."""
     if 300 <= head.status < 400 and (shown := (head.header("location") or "")[:200]):
         return f"the redirect is not followed (Location: {shown})", {"location": shown}
+    if 200 <= head.status < 300:  # (neither JSON nor SSE: the spec's MUST, transports.mdx)
+        ctype = head.header("content-type")
+        if ctype is None:
+            why = "no Content-Type (application/json or text/event-stream expected)"
+            return why, {}
+        shown = ctype[:200]
+        why = f"Content-Type {shown!r} is neither application/json nor text/event-stream"
+        return why, {"contentType": shown}
     if head.status == 401:
         shown = (head.header("www-authenticate") or "")[:500]
         why = "the server wants authorization" + (f" (WWW-Authenticate: {shown})" if shown else "")
@@ -422,8 +515,17 @@ class ClientResponse:
     warnings_dropped: int = 0
     """Warnings of this response past the first ``max_warnings``: counted, not kept."""
     events_with_data: int = 0
-    """SSE events carrying a message so far: a resumption that brings none (only a
-    priming event, whatever its id) brought nothing new."""
+    """SSE events so far that carried a JSON-RPC message (a request, a notification, a
+    response): a resumption that brings none (only a priming event, whatever its id;
+    ``data:`` that is not JSON, or JSON that is not a message) brought nothing new, and
+    the next waits longer (:meth:`HttpClient.resume_delay`, :func:`reopen_delay`)."""
+    abandoned: tuple[RequestId, ...] = ()
+    """Legacy, after :meth:`feed_eof`: the requests failed here whose stream the server
+    accepted (an SSE stream that ended with no way to resume it; a resumption refused):
+    the server may still be working on them (a disconnection is not a cancellation), so
+    POST :func:`abandoned_request` for each, with :attr:`abandoned_why`."""
+    abandoned_why: str = ""
+    """Why :attr:`abandoned` were given up, for people (their errors say the same)."""
     broken: tuple[RequestId, ...] = ()
     """Modern: after :meth:`feed_eof`, the requests whose stream broke after they
     were sent, left unanswered and not failed: the binding re-issues each
@@ -441,6 +543,8 @@ class ClientResponse:
     _too_large = False
     _done = False
     _problem: str | None = None
+    _failed: tuple[RequestId, ...] = ()  # (the requests _fail_waiting failed, and why)
+    _failed_why = ""
     _refusal: tuple[str, dict[str, Any]] | None = None  # (see _refusal)
 
     def __init__(
@@ -484,8 +588,12 @@ class ClientResponse:
 
     @property
     def retry_ms(self) -> int:
-        """How long to wait before :meth:`resume`, in milliseconds."""
+        """The server's reconnection time (``retry``), in milliseconds: the last this
+        stream (or one it resumes) announced, else ``default_retry_ms``. Wait at least
+        that before :meth:`resume` (:meth:`HttpClient.resume_delay` says how long)."""
         retry = self._decoder.retry if self._decoder is not None else None
+        if retry is None:
+            retry = self._sent.retry_ms
         return retry if retry is not None else self._client.config.default_retry_ms
 
     @property
@@ -563,8 +671,10 @@ class ClientResponse:
                 self._dropped = item.limit
                 self._warn(f"dropped an SSE event over {item.limit} bytes")
             elif item.event == "message" and item.data:
-                self.events_with_data += 1
-                out.extend(self._message(item.data.encode()))
+                read = self._message(item.data.encode())
+                if any(obj is None or _is_message(obj) for _, obj in read):
+                    self.events_with_data += 1  # (junk is no progress: see the attribute)
+                out.extend(read)
         return out
 
     def feed_eof(self, *, cut_short: bool = False) -> list[bytes]:
@@ -598,10 +708,12 @@ class ClientResponse:
                 # Our error, but the server was heard, as for a JSON body past its bound;
                 # on a resumed stream too: the mark comes only from an earlier stream of
                 # this same request, so the server spoke after it was sent.
-                return self._fail_waiting(0, why, heard=True)
+                return self._abandon(self._fail_waiting(0, why, heard=True))
             if modern:
                 return self._break(0, why)
-            return self._fail_waiting(0, why)
+            return self._abandon(self._fail_waiting(0, why))
+        if self.kind == "error" and self.resume() is not None:
+            return []  # (a failed resumption, tried again: its body says nothing)
         if self.kind == "json":
             if self._too_large:
                 # Our error, but the server was heard: a 2xx body that grew past our
@@ -625,6 +737,8 @@ class ClientResponse:
             )
         if self.kind == "redirect":
             return []
+        if self._sent.resumption and not self.session_expired:
+            return self._abandon(self._error_body())  # (refused: the events are gone)
         return self._error_body()
 
     def resume(self) -> ClientRequest | None:
@@ -632,17 +746,30 @@ class ClientResponse:
 
         Legacy streams only, and only with an event id to resume from: a stream whose
         requests are not all answered yet, or the standalone GET stream (which has none).
-        Wait :attr:`retry_ms` first.
+        Also a resumption of requests that got an error status the server may get over
+        (``5xx``, ``408``, ``429``): the same resumption again, counted
+        (:attr:`ClientRequest.failed`); any other refusal fails them (the events are
+        gone). Wait :meth:`HttpClient.resume_delay` first, and give up when
+        :meth:`ClientRequest.given_up` says so.
         """
         sent = self._sent
-        if self._decoder is None or (sent.request_ids and not self._waiting):
+        if sent.request_ids and not self._waiting:
             return None  # (the usual: every answer came)
-        if sent.modern or self._client.era is Era.MODERN or not self.last_event_id:
-            return None
         if self._client.session_id is None or self._session_id != self._client.session_id:
             return None  # (a stream of a session that is gone: its answers are lost)
+        if self._decoder is None:
+            if self.kind != "error" or not sent.resumption or self.session_expired:
+                return None
+            if not (self.status >= 500 or self.status in (408, 429)):
+                return None
+            return sent.failed_again(f"status {self.status}", self._waiting)
+        if sent.modern or self._client.era is Era.MODERN or not self.last_event_id:
+            return None
         again = self._client._get(self.last_event_id, tuple(self._waiting), sent)
-        return again if self._dropped is None else attrs.evolve(again, dropped=self._dropped)
+        # Progress is a message: a new event id alone is not (a polling server primes
+        # each resumption with one).
+        quiet = 0 if self.events_with_data else sent.quiet + 1
+        return attrs.evolve(again, dropped=self._dropped, quiet=quiet, retry_ms=self.retry_ms)
 
     # ------------------------------------------------------------------ internals
 
@@ -705,6 +832,13 @@ class ClientResponse:
         data = {"httpStatus": self.status} if self.status else None
         return [(http_error(answered, why, data=data), None)]
 
+    def _abandon(self, failed: list[Read]) -> list[Read]:
+        """``failed`` are the errors of legacy requests whose stream the server accepted:
+        they are :attr:`abandoned` too."""
+        if failed and not self._sent.modern:
+            self.abandoned, self.abandoned_why = self._failed, self._failed_why
+        return failed
+
     def _break(self, status: int, why: str) -> list[Read]:
         """The modern stream broke before answering: the requests still waiting are
         :attr:`broken` (but a ``subscriptions/listen``, failed as before)."""
@@ -731,8 +865,9 @@ class ClientResponse:
             return []  # (every answer came: the common case, nothing to build)
         data = {"httpStatus": status, **(extra or {})} if status else extra
         out: list[Read] = [(http_error(rid, why, data=data), None) for rid in waiting]
+        self._failed, self._failed_why = tuple(waiting), why
         if not heard:
-            self.unheard = tuple(waiting)
+            self.unheard = self._failed
         waiting.clear()
         return out
 
@@ -812,16 +947,31 @@ MAX_REOPEN_DELAY: Final = 30.0
 attempts in a row that brought nothing; the server's ``retry`` if longer)."""
 
 
+MIN_REOPEN_DELAY: Final = 0.1
+"""Seconds: the shortest wait before a legacy stream is opened again or resumed, whatever
+the server's ``retry`` (``retry: 0``, one message per connection, would have the client
+reconnect in a tight loop); waiting longer than ``retry`` still respects it."""
+
+
 def reopen_delay(retry_ms: int, quiet: int, floor_ms: int) -> float:
-    """Seconds to wait before the legacy GET stream is opened again (or resumed), after
-    ``quiet`` attempts in a row that brought no message: the server's ``retry`` after the
-    first; then twice as long each time, from at least ``floor_ms``, up to
-    :data:`MAX_REOPEN_DELAY` (never less than ``retry``). A quiet server that closes its
-    streams is polled less and less often, by every binding alike."""
+    """Seconds to wait before a legacy stream (the GET stream, or a request's) is opened
+    again or resumed, after ``quiet`` attempts in a row that brought no message: the
+    server's ``retry`` after the first; then twice as long each time, from at least
+    ``floor_ms``, up to :data:`MAX_REOPEN_DELAY` (never less than ``retry``); never less
+    than :data:`MIN_REOPEN_DELAY`. A quiet server that closes its streams is polled less
+    and less often, and none is reconnected to in a tight loop, by every binding alike."""
     if quiet <= 1:
-        return retry_ms / 1000
+        return max(retry_ms / 1000, MIN_REOPEN_DELAY)
     backoff = max(retry_ms, floor_ms) / 1000 * (1 << min(quiet - 2, 16))
-    return max(retry_ms / 1000, min(backoff, MAX_REOPEN_DELAY))
+    return max(retry_ms / 1000, min(backoff, MAX_REOPEN_DELAY), MIN_REOPEN_DELAY)
+
+
+def _is_message(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` (read from an SSE event) is a JSON-RPC message: progress on a
+    stream, unlike junk (:attr:`ClientResponse.events_with_data`)."""
+    if obj.get("jsonrpc") != JSONRPC:
+        return False
+    return type(obj.get("method")) is str or "result" in obj or "error" in obj
 
 
 def _redirect_target(base: str, location: str) -> str | None:
@@ -894,6 +1044,15 @@ class HttpClient:
         scheme = parts.scheme.lower()
         port = parts.port or (443 if scheme == "https" else 80)
         return scheme, (parts.hostname or "").lower(), port
+
+    def resume_delay(self, again: ClientRequest) -> float:
+        """Seconds to wait before the resumption ``again`` (:meth:`ClientResponse.resume`,
+        :meth:`ClientRequest.failed_again`): the server's ``retry``, longer after each
+        attempt in a row that brought no message (:func:`reopen_delay`, from
+        ``default_retry_ms``)."""
+        floor = self.config.default_retry_ms
+        retry = again.retry_ms if again.retry_ms is not None else floor
+        return reopen_delay(retry, again.quiet, floor)
 
     # ------------------------------------------------------------------ requests
 

@@ -71,6 +71,13 @@ of the client.
   re-issued. Never a ``subscriptions/listen`` (``NEVER_REISSUED``), an error status, a
   malformed head on a live connection (the server's answer, broken), a request not
   written whole, one cancelled or timed out, nor a legacy one (resumed instead).
+* Resumption (legacy), the sans-IO rule the Trio client follows too
+  (``mcp_trio._http_client``, "Resumption"): a call's stream is resumed for as long as
+  the server answers each resumption with a stream, less and less often while nothing
+  comes, within the call's timeout; ``max_resume_attempts`` failed attempts in a row
+  (no connection, no answer, a ``5xx``, ``408`` or ``429``) fail the call, and the
+  server is told (``notifications/cancelled``), as when a resumption is refused or a
+  stream ends with no event id.
 """
 
 from __future__ import annotations
@@ -90,7 +97,7 @@ from urllib.parse import urlsplit
 import h11
 
 from mcp_sansio import Era, Event, LocalProtocolError, RequestId
-from mcp_sansio._http_client import Read, reissue_refused, split_broken
+from mcp_sansio._http_client import Read, abandoned_request, reissue_refused, split_broken
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
@@ -369,7 +376,7 @@ _State = Literal["queued", "waiting", "active", "done"]
 class _Exchange:
     """One HTTP request and its answer."""
 
-    def __init__(self, sent: ClientRequest, *, start_at: float = 0.0, quiet: int = 0) -> None:
+    def __init__(self, sent: ClientRequest, *, start_at: float = 0.0) -> None:
         self.sent = sent
         self.ids: set[RequestId] = set(sent.request_ids)
         """Its requests not cancelled yet."""
@@ -378,8 +385,6 @@ class _Exchange:
         self.state: _State = "queued"
         self.start_at = start_at
         """Not before (a resumption waits for the server's ``retry``)."""
-        self.quiet = quiet
-        """Resumptions in a row that brought no message."""
         self.connect_deadline: float | None = None
         self.fresh = False
         """Its connection's addresses were resolved for it (not an earlier one's)."""
@@ -819,13 +824,28 @@ class HttpTransport:
             return
         again = reader.resume()
         if again is None:
+            self._abandon(reader.abandoned, reader.abandoned_why, now)
             return
-        quiet = exchange.quiet + 1 if not reader.events_with_data else 0
-        if quiet > self.config.max_resume_attempts:
-            for rid in again.request_ids:
-                self.inbox.append(http_error(rid, "the stream cannot be resumed"))
+        self._resume(again, now)
+
+    def _resume(self, again: ClientRequest, now: float) -> None:
+        """Resume a request's stream with ``again`` once its delay has passed, unless
+        too many attempts in a row got no stream: then its requests fail, and the server
+        is told (the sans-IO rule, ``ClientRequest.given_up``, the Trio client's too)."""
+        why = again.given_up(self.config.max_resume_attempts)
+        if why is None:
+            self._start(_Exchange(again, start_at=now + self.http.resume_delay(again)), now)
             return
-        self._start(_Exchange(again, start_at=now + reader.retry_ms / 1000, quiet=quiet), now)
+        self.inbox.extend(http_error(rid, why) for rid in again.request_ids)
+        self._abandon(again.request_ids, why, now)
+
+    def _abandon(self, request_ids: tuple[RequestId, ...], why: str, now: float) -> None:
+        """The requests ``request_ids`` were given up (their errors are out): tell the
+        server (``notifications/cancelled``), which may still be working on them."""
+        if self.http.era is Era.MODERN:
+            return
+        for rid in request_ids:
+            self.send(abandoned_request(rid, why), now)
 
     def _broken(self, exchange: _Exchange, why: str, now: float, *, lost: bool) -> None:
         """The connection broke: before an answer began, its requests fail (a modern
@@ -844,6 +864,10 @@ class HttpTransport:
             self._get_ended(exchange, now)
             return
         sent = exchange.sent
+        if sent.resumption and exchange.ids:  # (got no stream: tried again, counted)
+            self._close(exchange)
+            self._resume(sent.failed_again(why, exchange.ids), now)
+            return
         if lost and exchange.written and sent.modern and exchange.counted:
             listens, rest = split_broken(sent, exchange.ids)
             self.inbox.extend(http_error(rid, why) for rid in listens)
@@ -873,7 +897,8 @@ class HttpTransport:
         """No connection for ``exchange``. With addresses an earlier connection resolved
         (the server may have moved: its name resolves elsewhere now), the name is
         resolved again and the exchange tried once more, within what is left of its
-        ``connect_timeout``; otherwise the server is unreachable."""
+        ``connect_timeout``; otherwise the server is unreachable (but for a resumption,
+        tried again after a while, at most ``max_resume_attempts`` times in a row)."""
         self._addresses = None
         deadline = exchange.connect_deadline
         if not exchange.fresh and deadline is not None and now < deadline:
@@ -888,6 +913,12 @@ class HttpTransport:
             self._get_ended(exchange, now)  # (counted there: tried again, or given up)
             if self._get_failures <= self.config.max_resume_attempts:
                 return
+        sent = exchange.sent
+        if sent.resumption and exchange.ids:
+            # Counted and tried again, as the GET stream's; given up, its requests fail
+            # (and the cancellation POST finds the server unreachable, if it still is).
+            self._resume(sent.failed_again(str(exc), exchange.ids), now)
+            return
         if self.failure is None:
             self.failure = SessionClosed(
                 f"the server cannot be reached: {self._host}:{self._port}: {exc}"

@@ -26,9 +26,24 @@ body, SSE events) into messages the session reads.
   still awaited, and its stream is never resumed. A request cancelled before its POST
   began to go out (waiting for a free connection or a token) is withdrawn, and nothing
   is sent: the server never had it.
-* **Resumption** (legacy): an SSE response that ends before its requests are answered
-  is resumed with ``GET`` + ``Last-Event-ID`` after the server's ``retry``; at most
-  ``max_resume_attempts`` resumptions in a row that bring nothing new.
+* **Resumption** (legacy; ``basic/transports.mdx``: the server MAY close the
+  connection at any time, the client SHOULD then poll, and disconnection SHOULD NOT be
+  read as cancelling). An SSE response that ends before its requests are answered is
+  resumed with ``GET`` + ``Last-Event-ID``, for as long as the server answers each
+  resumption with a stream, even one that brings nothing but a new event id before it
+  closes (a server that polls): after the server's ``retry`` (never less than
+  ``mcp_sansio.http.MIN_REOPEN_DELAY``), then, while nothing comes, twice as long each
+  time from ``default_retry_ms``, up to ``MAX_REOPEN_DELAY`` (``reopen_delay``). Only the
+  request's own timeout (``timeout``, ``max_request_time``) bounds that. Only attempts
+  that get no stream (no connection, no answer, a ``5xx``, ``408`` or ``429``) count:
+  after ``max_resume_attempts`` of them in a row the requests fail (-32603 ``HTTP: the
+  stream could not be resumed: ...``, naming the last problem); any other refusal (the
+  events are gone) fails them at once. Either way, as for a stream that ends with no
+  event id, the server is told (``notifications/cancelled``): it may still be working
+  on requests nobody waits for any more. Progress is a JSON-RPC message: ``data:``
+  that is none (junk) does not count, so no stream is resumed in a tight loop. The
+  rule is the sans-IO core's (``ClientResponse.resume``, ``ClientRequest.given_up``,
+  ``HttpClient.resume_delay``), the blocking client's too.
 * **Re-issue** (modern; ``2026-07-28`` changelog item 9, "Remove SSE stream
   resumability": "clients MUST re-issue it as a new request with a new request ID").
   A request whose answer broke *after it was written* -- an SSE stream that ended
@@ -56,7 +71,8 @@ body, SSE events) into messages the session reads.
   (the client may open it at any time). A stream that ends is resumed
   (``Last-Event-ID``) when it has an event id, else (or when the resumption is refused:
   the events are gone) opened again, after the server's ``retry`` (``default_retry_ms``
-  without one); attempts in a row that bring no message wait twice as long each time,
+  without one; never less than ``MIN_REOPEN_DELAY``); attempts in a row that bring no
+  JSON-RPC message (junk ``data:`` is none) wait twice as long each time,
   from at least ``default_retry_ms``, up to ``mcp_sansio.http.MAX_REOPEN_DELAY`` (a
   quiet server that closes its streams is polled less often). A ``405`` means the server
   offers no GET stream (so does any other answer but a stream, before one ever came): it
@@ -153,7 +169,7 @@ import h11
 import trio
 
 from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
-from mcp_sansio._http_client import reissue_refused, split_broken
+from mcp_sansio._http_client import abandoned_request, reissue_refused, split_broken
 from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
@@ -620,8 +636,9 @@ class HttpChannel(MessageChannel):
         """One logical request: the POST (already written on ``wire`` if given), its
         redirects and its resumptions; ``stream`` (for a POST with requests) is told of
         each reader."""
-        current, quiet = sent, 0
+        current = sent
         while True:
+            again: ClientRequest | None
             try:
                 reader = await self._follow(current, written, wire, rest, stream=stream)
                 wire, rest = None, b""
@@ -633,27 +650,36 @@ class HttpChannel(MessageChannel):
                     return
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
-                # Written, then no answer: a modern request is re-issued (the module docs).
+                # Written, then no answer: a modern request is re-issued (the module docs);
+                # a resumption that got no stream is tried again (counted).
                 if isinstance(exc, ReadFailed) and current.modern:
                     await self._broke(current, str(exc))
-                else:
+                    return
+                if not current.resumption:
                     await self._fail(current.request_ids, str(exc))
-                return
-            if reader is None or reader.session_expired:
-                return  # (_exchange has done what a 404 to our session calls for)
-            if not current.request_ids and reader.status >= 400:
-                # A one-way message refused (a body too large, say): lost, as above.
-                logger.warning("HTTP: a one-way message was refused: status %d", reader.status)
-                return
-            again = reader.resume()
+                    return
+                reader, again = None, current.failed_again(str(exc))
+            else:
+                if reader is None or reader.session_expired:
+                    return  # (_exchange has done what a 404 to our session calls for)
+                if not current.request_ids and reader.status >= 400:
+                    # A one-way message refused (a body too large, say): lost, as above.
+                    logger.warning("HTTP: a one-way message was refused: status %d", reader.status)
+                    return
+                again = reader.resume()
             if again is None:
+                if reader is not None and reader.abandoned:
+                    self._given_up_soon(reader.abandoned, reader.abandoned_why)
                 return
-            # Nothing new: no message (a server may prime each resumption with a new id).
-            quiet = quiet + 1 if not reader.events_with_data else 0
-            if quiet > self.transport.max_resume_attempts:
-                await self._fail(again.request_ids, "the stream cannot be resumed")
+            # Only attempts that got no stream count: a server that answers each with a
+            # stream (a priming event id, then the end) is polled, backing off while it
+            # brings nothing; the request's own timeout bounds it (the module docs).
+            why = again.given_up(self.transport.max_resume_attempts)
+            if why is not None:
+                await self._fail(again.request_ids, why)
+                self._given_up_soon(again.request_ids, why)
                 return
-            await trio.sleep(reader.retry_ms / 1000)
+            await trio.sleep(self.http.resume_delay(again))
             current = again  # (its reader forgets what was cancelled meanwhile)
 
     async def _follow(
@@ -902,6 +928,22 @@ class HttpChannel(MessageChannel):
         if listens:
             await self._fail(listens, why)
         await self._fail(rest, why, broke=True)
+
+    def _given_up_soon(self, request_ids: tuple[RequestId, ...], why: str) -> None:
+        """The requests ``request_ids`` were given up (their errors are out): tell the
+        server (``notifications/cancelled``), which may still be working on them, in a
+        task of the channel's (the caller's may be about to end)."""
+        assert self._tasks is not None
+        if request_ids and not self._closed and self.http.era is not Era.MODERN:
+            self._tasks.start_soon(self._tell_given_up, request_ids, why)
+
+    async def _tell_given_up(self, request_ids: tuple[RequestId, ...], why: str) -> None:
+        for rid in request_ids:
+            try:
+                await self.send(abandoned_request(rid, why))
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                logger.debug("HTTP: the cancellation of %r was not sent: %r", rid, exc)
+                return
 
     def _restart(self, lost: ClientResponse) -> None:
         """The head of a ``404`` says the session in use is gone: tell the session to

@@ -68,10 +68,13 @@ class HttpTransportConfig:
     """Client: same-origin ``307`` / ``308`` redirects followed per request (other
     redirects are refused: the request fails)."""
     max_resume_attempts: int = attrs.field(default=5, validator=_non_negative)
-    """Client, legacy: consecutive ``Last-Event-ID`` resumptions of a request's SSE stream
-    that bring nothing new before the stream is given up; for the session's GET stream,
-    failed attempts in a row to open it again (no connection, an error status) before
-    the session ends."""
+    """Client, legacy: failed attempts in a row to resume a request's SSE stream (no
+    connection or no answer, a ``5xx``, ``408`` or ``429``) before its requests fail
+    (and the server is told: ``notifications/cancelled``). A resumption the server
+    answers with a stream is no failure, even one that brings nothing (a server that
+    polls): those go on, less and less often, within the request's own timeout. For the
+    session's GET stream, failed attempts in a row to open it again (no connection, an
+    error status) before the session ends."""
     open_get_stream: bool = True
     """Client, legacy: open the session's GET stream for server-initiated messages
     (change notifications, requests made outside any request)."""

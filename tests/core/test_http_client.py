@@ -33,7 +33,6 @@ from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
     FORGOTTEN_TWICE,
-    MAX_REOPEN_DELAY,
     AwaitResponse,
     ClientRequest,
     ClientResponse,
@@ -52,7 +51,6 @@ from mcp_sansio.http import (
     SessionPending,
     StreamData,
     pinned_http_config,
-    reopen_delay,
 )
 from tests.schema import validate_message
 
@@ -855,7 +853,8 @@ def test_unexpected_content_types_are_errors() -> None:
     sent = client.post(rpc(2, "ping"))
     reader = client.response(sent, 200, ((b"content-type", b"text/html"),))
     assert reader.kind == "error"
-    assert read(reader, b"<html/>")[0]["error"]["data"] == {"httpStatus": 200}
+    data = {"httpStatus": 200, "contentType": "text/html"}
+    assert read(reader, b"<html/>")[0]["error"]["data"] == data
 
 
 # ================================================================== client <-> server, in memory
@@ -1327,13 +1326,6 @@ def test_which_answers_die_with_a_forgotten_session() -> None:
     fresh = other.response(other.post(rpc(5, "ping")), 200, JSON)  # (no session)
     assert not fresh.lost_with(refused)
     assert "404" in FORGOTTEN_BEFORE_ANSWER and "404" in FORGOTTEN_TWICE
-
-
-def test_the_wait_before_opening_the_get_stream_again_backs_off() -> None:
-    assert [reopen_delay(1000, quiet, 1000) for quiet in range(5)] == [1, 1, 1, 2, 4]
-    assert [reopen_delay(0, quiet, 1000) for quiet in range(4)] == [0, 0, 1, 2]
-    assert reopen_delay(500, 100, 1000) == MAX_REOPEN_DELAY
-    assert reopen_delay(90_000, 100, 1000) == 90  # never sooner than the server's retry
 
 
 def test_split_broken_fails_a_listen_and_leaves_the_rest_to_reissue_in_order() -> None:

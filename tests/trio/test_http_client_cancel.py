@@ -295,15 +295,20 @@ async def _server_that_never_answers(stream: trio.SocketStream) -> None:
         conn.start_next_cycle()
 
 
-async def test_resumptions_that_bring_no_message_are_bounded(nursery: trio.Nursery) -> None:
+async def test_resumptions_that_bring_no_message_back_off_until_the_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     # Each resumption is primed under a new id (ids are unique in a session), so a new
-    # id is not progress: only a message is. After max_resume_attempts quiet ones the
-    # request fails instead of resuming forever.
+    # id is not progress: only a message is. The server is there, though (it answers
+    # each with a stream: it polls), so the client keeps resuming, waiting longer each
+    # time, well past max_resume_attempts (which counts attempts that get no stream);
+    # the request's own timeout ends it (test_http_client_polling has the rest).
     url = await fake_server_url(nursery, _server_that_never_answers)
     transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=2)
-    with trio.fail_after(IO_TIMEOUT):
-        async with open_http_client(
-            url, connection_config=client_connection_config("legacy"), transport=transport
-        ) as client:
-            with pytest.raises(McpError, match="cannot be resumed"):
-                await client.request("tools/call", call("echo"))
+    async with open_http_client(
+        url, connection_config=client_connection_config("legacy"), transport=transport
+    ) as client:
+        started = trio.current_time()
+        with pytest.raises(RequestTimeout):
+            await client.request("tools/call", call("echo"), timeout=IO_TIMEOUT * 10)
+        assert trio.current_time() - started == pytest.approx(IO_TIMEOUT * 10)

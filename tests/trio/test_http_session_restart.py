@@ -23,7 +23,7 @@ import trio.testing
 import mcp_trio
 from mcp_sansio import ConnectionConfig, ErrorCode, LocalProtocolError
 from mcp_sansio._json import dumps, loads
-from mcp_sansio.http import HttpServerConfig
+from mcp_sansio.http import MIN_REOPEN_DELAY, HttpServerConfig
 from mcp_trio import McpError, Session, SessionClosed, SessionConfig
 from mcp_trio._channel import SessionLost
 from mcp_trio._http_client import _MAX_DEFERRED, HttpChannel, open_http_client
@@ -211,10 +211,11 @@ async def test_requests_in_flight_on_the_forgotten_session_fail_and_others_go_on
 
 
 async def test_a_client_that_only_listens_goes_on_after_each_restart(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     # No requests, only the GET stream: each new session is proven by its GET stream,
     # so the server may restart again later (and again) without ending the client.
+    # (The autojump clock: the resumption waits MIN_REOPEN_DELAY even with retry 0.)
     made: list[str] = []
     fast = HttpServerConfig(retry_ms=0)  # (resume the cut GET stream at once)
     servers = [await start(nursery, App(), made, prefix, http=fast) for prefix in "abc"]
@@ -225,6 +226,7 @@ async def test_a_client_that_only_listens_goes_on_after_each_restart(
                 await trio.testing.wait_all_tasks_blocked()  # the GET stream is open
                 proxy.target = server.port  # it restarted: it knows no session
                 proxy.cut()  # the GET stream breaks, and its resumption gets 404
+                await trio.sleep(MIN_REOPEN_DELAY)  # (virtual time)
                 await trio.testing.wait_all_tasks_blocked()
             assert not client.closed
             assert made == ["a1", "b2", "c3"]
