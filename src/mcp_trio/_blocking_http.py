@@ -864,7 +864,7 @@ class HttpTransport:
             self._get_ended(exchange, now)
             return
         sent = exchange.sent
-        if sent.resumption and exchange.ids:  # (got no stream: tried again, counted)
+        if lost and sent.resumption and exchange.ids:  # (no answer: tried again, counted)
             self._close(exchange)
             self._resume(sent.failed_again(why, exchange.ids), now)
             return

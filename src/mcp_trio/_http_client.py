@@ -651,11 +651,12 @@ class HttpChannel(MessageChannel):
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
                 # Written, then no answer: a modern request is re-issued (the module docs);
-                # a resumption that got no stream is tried again (counted).
+                # a resumption that got no connection, or no answer, is tried again
+                # (counted; not a failed authorization, nor an answer that broke HTTP).
                 if isinstance(exc, ReadFailed) and current.modern:
                     await self._broke(current, str(exc))
                     return
-                if not current.resumption:
+                if not current.resumption or not isinstance(exc, ConnectFailed | ReadFailed):
                     await self._fail(current.request_ids, str(exc))
                     return
                 reader, again = None, current.failed_again(str(exc))
