@@ -836,7 +836,10 @@ class ClientResponse:
         """``failed`` are the errors of legacy requests whose stream the server accepted:
         they are :attr:`abandoned` too."""
         if failed and not self._sent.modern:
-            self.abandoned, self.abandoned_why = self._failed, self._failed_why
+            methods = self._methods
+            # (Never initialize, which the lifecycle forbids cancelling.)
+            self.abandoned = tuple(r for r in self._failed if methods[r] != "initialize")
+            self.abandoned_why = self._failed_why
         return failed
 
     def _break(self, status: int, why: str) -> list[Read]:

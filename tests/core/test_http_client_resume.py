@@ -175,6 +175,15 @@ def test_a_legacy_stream_that_cannot_be_resumed_abandons_its_requests() -> None:
     assert refused.abandoned == ()
 
 
+def test_an_initialize_is_never_abandoned() -> None:
+    client = HttpClient("http://localhost/mcp")
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {}}
+    sent = client.post(rpc(1, "initialize", init))
+    reader = client.response(sent, 200, SSE)
+    (failed,) = read(reader, b": no event id\n\n")
+    assert failed["id"] == 1 and reader.abandoned == ()
+
+
 def test_a_modern_stream_is_never_abandoned() -> None:
     client = HttpClient("http://localhost/mcp")
     sent = client.post(modern(2, "tools/call", {"name": "t"}))
