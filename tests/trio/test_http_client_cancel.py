@@ -15,6 +15,7 @@ no virtual time passed, where a resumption would have cost ``retry_ms``.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import h11
@@ -276,6 +277,11 @@ SSE = ("content-type", "text/event-stream")
 async def _server_that_never_answers(stream: trio.SocketStream) -> None:
     """A legacy server whose answer to a tools/call never comes: each stream (the POST's,
     then every resumption) is primed under a new id and ends at once, ``retry: 0``."""
+    with suppress(trio.BrokenResourceError):  # (a client that gave up may reset a connection)
+        await _never_answer(stream)
+
+
+async def _never_answer(stream: trio.SocketStream) -> None:
     conn = h11.Connection(h11.SERVER)
     primed = 0
     while (found := await read_request(conn, stream)) is not None:

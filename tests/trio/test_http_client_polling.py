@@ -19,6 +19,7 @@ time moves only for timers, and the client's waits are exact.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import attrs
@@ -82,6 +83,10 @@ class Polling:
     call_id: Any = None
 
     async def serve(self, stream: trio.SocketStream) -> None:
+        with suppress(trio.BrokenResourceError):  # (a client that gave up may reset one)
+            await self._serve(stream)
+
+    async def _serve(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
         while (found := await read_request(conn, stream)) is not None:
             head, message = found
