@@ -300,7 +300,7 @@ class ClientRequest:
     stream, for people."""
     retry_ms: int | None = None
     """A resumption: the ``retry`` the streams it resumes announced last, if any (an SSE
-    reconnection time holds until the server sends another)."""
+    reconnection time holds until the server sends another); ``None`` if none did."""
 
     @property
     def with_session(self) -> bool:
@@ -769,7 +769,9 @@ class ClientResponse:
         # Progress is a message: a new event id alone is not (a polling server primes
         # each resumption with one).
         quiet = 0 if self.events_with_data else sent.quiet + 1
-        return attrs.evolve(again, dropped=self._dropped, quiet=quiet, retry_ms=self.retry_ms)
+        announced = self._decoder.retry  # (the server's own, or None: see resume_delay)
+        retry = announced if announced is not None else sent.retry_ms
+        return attrs.evolve(again, dropped=self._dropped, quiet=quiet, retry_ms=retry)
 
     # ------------------------------------------------------------------ internals
 
@@ -1050,9 +1052,14 @@ class HttpClient:
 
     def resume_delay(self, again: ClientRequest) -> float:
         """Seconds to wait before the resumption ``again`` (:meth:`ClientResponse.resume`,
-        :meth:`ClientRequest.failed_again`): the server's ``retry``, longer after each
-        attempt in a row that brought no message (:func:`reopen_delay`, from
-        ``default_retry_ms``)."""
+        :meth:`ClientRequest.failed_again`): the server's ``retry`` while its last answer
+        was a stream (a server that polls is polled at its pace: "the client SHOULD
+        respect the retry field", 2025-11-25 transports.mdx), at least
+        :data:`MIN_REOPEN_DELAY`; without a ``retry``, or after an attempt that got no
+        stream, longer after each attempt in a row that brought no message
+        (:func:`reopen_delay`, from ``default_retry_ms``)."""
+        if again.retry_ms is not None and not again.failed:
+            return max(again.retry_ms / 1000, MIN_REOPEN_DELAY)
         floor = self.config.default_retry_ms
         retry = again.retry_ms if again.retry_ms is not None else floor
         return reopen_delay(retry, again.quiet, floor)

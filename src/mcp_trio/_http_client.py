@@ -31,9 +31,11 @@ body, SSE events) into messages the session reads.
   read as cancelling). An SSE response that ends before its requests are answered is
   resumed with ``GET`` + ``Last-Event-ID``, for as long as the server answers each
   resumption with a stream, even one that brings nothing but a new event id before it
-  closes (a server that polls): after the server's ``retry`` (never less than
-  ``mcp_sansio.http.MIN_REOPEN_DELAY``), then, while nothing comes, twice as long each
-  time from ``default_retry_ms``, up to ``MAX_REOPEN_DELAY`` (``reopen_delay``). Only the
+  closes (a server that polls): after the server's ``retry`` each time, so it is polled
+  at its pace (never sooner than ``mcp_sansio.http.MIN_REOPEN_DELAY``); a server that
+  announced none, or after an attempt that got no stream, while nothing comes, twice as
+  long each time from ``default_retry_ms``, up to ``MAX_REOPEN_DELAY`` (``reopen_delay``,
+  ``HttpClient.resume_delay``). Only the
   request's own timeout (``timeout``, ``max_request_time``) bounds that. Only attempts
   that get no stream (no connection, no answer, a ``5xx``, ``408`` or ``429``) count:
   after ``max_resume_attempts`` of them in a row the requests fail (-32603 ``HTTP: the
@@ -673,8 +675,8 @@ class HttpChannel(MessageChannel):
                     self._given_up_soon(reader.abandoned, reader.abandoned_why)
                 return
             # Only attempts that got no stream count: a server that answers each with a
-            # stream (a priming event id, then the end) is polled, backing off while it
-            # brings nothing; the request's own timeout bounds it (the module docs).
+            # stream (a priming event id, then the end) is polled at its retry (backing
+            # off without one); the request's own timeout bounds it (the module docs).
             why = again.given_up(self.transport.max_resume_attempts)
             if why is not None:
                 await self._fail(again.request_ids, why)

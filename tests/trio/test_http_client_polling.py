@@ -4,9 +4,10 @@
 connection at any time, and the client SHOULD then poll (``GET`` + ``Last-Event-ID``);
 disconnection SHOULD NOT be read as cancelling the request; the client MUST respect
 ``retry``. So a resumption answered with a stream (a priming event id, then the end) is
-the server saying "come back later": the client keeps polling, backing off while nothing
-comes, bounded by the request's own timeout. Only attempts that get no stream (an error
-status the server may get over, no answer) count towards ``max_resume_attempts``; past
+the server saying "come back later": the client keeps polling at the server's ``retry``
+(backing off while nothing comes if it announced none), bounded by the request's own
+timeout. Only attempts that get no stream (an error status the server may get over, no
+answer) count towards ``max_resume_attempts``; past
 it, or when a resumption is refused, the request fails and the server is told
 (``notifications/cancelled``). Junk ``data:`` is no progress, and no stream is reopened
 in a tight loop, whatever ``retry`` says.
@@ -29,7 +30,7 @@ import trio
 import trio.testing
 
 from mcp_sansio._json import dumps
-from mcp_sansio.http import MAX_REOPEN_DELAY, MIN_REOPEN_DELAY
+from mcp_sansio.http import MIN_REOPEN_DELAY
 from mcp_trio import McpError, RequestTimeout
 from mcp_trio._http_client import open_http_client
 from mcp_trio._http_config import HttpTransportConfig
@@ -136,7 +137,7 @@ async def test_a_server_that_polls_answers_a_long_request(
 ) -> None:
     # Each resumption brings a new event id and nothing else, far more often in a row
     # than max_resume_attempts (5): the server is there, so the client keeps polling
-    # (with no timeout, the default), each time from the last id, backing off.
+    # (with no timeout, the default), each time from the last id, at its retry.
     polls = 20
 
     def resume(n: int, rid: Any) -> Stream:
@@ -150,11 +151,9 @@ async def test_a_server_that_polls_answers_a_long_request(
     assert text_of(result) == f"after {polls} polls"
     assert server.last_event_ids == [f"p{n}" for n in range(polls)]
     assert not server.cancelled
-    # retry 100 ms after the POST's stream, then from default_retry_ms (1 s) doubling
-    # while nothing comes, up to MAX_REOPEN_DELAY.
+    # The server's retry (100 ms) each time: it is polled at its pace.
     waits = [b - a for a, b in zip([started, *server.gets], server.gets, strict=False)]
-    expected = [0.1, 1, 2, 4, 8, 16] + [MAX_REOPEN_DELAY] * (polls - 6)
-    assert waits == pytest.approx(expected, abs=0.01)
+    assert waits == pytest.approx([0.1] * polls, abs=0.01)
 
 
 async def test_a_polled_request_is_bounded_by_its_own_timeout(
@@ -163,12 +162,12 @@ async def test_a_polled_request_is_bounded_by_its_own_timeout(
     server = Polling(lambda n, rid: primed(n))
     async with await polling_client(nursery, server) as client:
         with trio.fail_after(LONG), pytest.raises(RequestTimeout):
-            await client.request("tools/call", call("long"), timeout=60)
+            await client.request("tools/call", call("long"), timeout=6)
         with trio.fail_after(LONG):
             await server.cancelled_event.wait()
     assert server.cancelled == [{"requestId": server.call_id, "reason": "timeout"}]
-    # 0.1 + 1 + 2 + 4 + 8 + 16 + 30: the seventh would come after 61.1 s.
-    assert len(server.gets) == 6
+    # One every 100 ms (the server's retry) until the timeout, none after.
+    assert len(server.gets) == pytest.approx(6 / 0.1, abs=1)
 
 
 @pytest.mark.parametrize("how", ["status 503", "dropped"])
@@ -240,18 +239,24 @@ async def test_a_refused_resumption_fails_the_request_and_tells_the_server(
     assert [c["requestId"] for c in server.cancelled] == [server.call_id]
 
 
-async def test_junk_data_with_retry_0_does_not_spin_the_resumptions(
-    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+@pytest.mark.parametrize("retry", ["retry: 0\n", ""])
+async def test_junk_data_does_not_spin_the_resumptions(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, retry: str
 ) -> None:
-    # data: that is no JSON-RPC message is no progress: the waits grow as for nothing.
+    # data: that is no JSON-RPC message is no progress. With retry 0 the server is
+    # polled as often as MIN_REOPEN_DELAY allows, never in a tight loop; without a
+    # retry the waits grow as for nothing.
     server = Polling(
-        lambda n, rid: (200, (SESSION, SSE), f"id: j{n}\nretry: 0\ndata: junk{n}\n\n".encode())
+        lambda n, rid: (200, (SESSION, SSE), f"id: j{n}\n{retry}data: junk{n}\n\n".encode())
     )
+    seconds = 20 if retry else 60
     async with await polling_client(nursery, server) as client:
-        with trio.move_on_after(60):
+        with trio.move_on_after(seconds):
             await client.request("tools/call", call("long"))
-    # MIN_REOPEN_DELAY, then 1, 2, 4, 8, 16, 30 (default_retry_ms doubling): 6 in 60 s.
-    assert len(server.gets) == 6
+    if retry:
+        assert len(server.gets) == pytest.approx(seconds / MIN_REOPEN_DELAY, abs=1)
+    else:  # 1, 1, 2, 4, 8, 16, 30 (default_retry_ms doubling): 6 in 60 s.
+        assert len(server.gets) == 6
 
 
 async def test_a_message_per_connection_with_retry_0_reconnects_at_a_bounded_rate(
