@@ -116,6 +116,7 @@ from ._blocking_dial import Address, attempt_deadline, resolve
 from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
 from ._http_h11 import Unframeable, client_headers, request_events, unsendable
+from ._text import for_log
 
 if TYPE_CHECKING:
     from ._blocking import CallClock as Clock
@@ -1057,7 +1058,7 @@ class HttpTransport:
 def _log_warnings(reader: ClientResponse) -> None:
     if reader.warnings:
         for warning in reader.take_warnings():
-            logger.warning("HTTP: %s", warning)
+            logger.warning("HTTP: %s", for_log(warning))  # (it may quote the server)
 
 
 # ---------------------------------------------------------------------- the client's link

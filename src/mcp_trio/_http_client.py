@@ -210,6 +210,7 @@ from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
 from ._open import open_session
 from ._session import Session
+from ._text import for_log
 from ._util import open_task_nursery
 
 __all__ = ["HttpChannel", "open_http_client"]
@@ -1120,7 +1121,7 @@ def _log_warnings(reader: ClientResponse) -> None:
     if not reader.warnings:  # (the usual case, once per chunk of a stream)
         return
     for warning in reader.take_warnings():
-        logger.warning("HTTP: %s", warning)
+        logger.warning("HTTP: %s", for_log(warning))  # (it may quote the server)
 
 
 def _only_pings(sent: ClientRequest) -> bool:

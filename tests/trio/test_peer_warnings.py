@@ -5,6 +5,7 @@ the rest at DEBUG, so a peer sending junk for the life of a session floods no lo
 from __future__ import annotations
 
 import logging
+from typing import Any, cast
 
 import pytest
 import trio
@@ -13,6 +14,7 @@ from trio.testing import MockClock
 
 from mcp_sansio import Role
 from mcp_sansio._json import dumps
+from mcp_trio import _blocking_http, _http_client
 from mcp_trio._util import MAX_PEER_WARNINGS
 
 from .helpers import handshaken, raw_pair
@@ -62,3 +64,29 @@ async def test_each_session_has_its_own_bound(
     warned = [r for r in caplog.records if r.getMessage().startswith(WHAT)]
     assert len(warned) == 2 * MAX_PEER_WARNINGS
     assert all(r.levelno == logging.WARNING for r in warned)
+
+
+class _Warned:
+    """What the HTTP clients' ``_log_warnings`` reads of a ``ClientResponse``."""
+
+    def __init__(self, warnings: list[str]) -> None:
+        self.warnings = warnings
+
+    def take_warnings(self) -> list[str]:
+        taken, self.warnings = self.warnings, []
+        return taken
+
+
+@pytest.mark.parametrize("client", ["trio", "blocking"])
+def test_the_http_clients_log_the_server_s_words_clipped_on_one_line(
+    client: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    module = _http_client if client == "trio" else _blocking_http
+    # (a core warning may quote the server: a tool's name, its x-mcp-header value)
+    quoted = "dropped tool 'x" + "y" * 100_000 + "\nWARNING forged \x1b[2J': why"
+    with caplog.at_level(logging.WARNING, logger="mcp_trio"):
+        module._log_warnings(cast(Any, _Warned([quoted])))
+    (record,) = caplog.records
+    logged = record.getMessage()
+    assert logged.startswith("HTTP: dropped tool 'xyyy")
+    assert "\n" not in logged and "\x1b" not in logged and len(logged) < 1_000
