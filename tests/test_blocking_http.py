@@ -510,11 +510,29 @@ def test_ctrl_c_in_a_callback_leaves_no_request_for_another(
 
 def test_a_server_gone_mid_session() -> None:
     first = ServerProcess()
-    with connect(first.url(), era="modern") as client:
+    with connect(first.url(), era="legacy") as client:
         assert client.call_tool("echo", {"text": "one"}).text == "one"
         first.stop()
         with pytest.raises(SessionClosed, match="cannot be reached"):
             client.call_tool("echo", {"text": "two"})
+
+
+def test_a_modern_client_outlives_a_server_that_restarts() -> None:
+    # A modern request stands alone (no session to lose): one that finds no server fails
+    # alone, and the next one, once the server is back on its port, is answered.
+    first = ServerProcess()
+    with connect(first.url(), era="modern") as client:
+        assert client.call_tool("echo", {"text": "one"}).text == "one"
+        first.stop()
+        with pytest.raises(McpError) as failed:
+            client.call_tool("echo", {"text": "two"})
+        assert failed.value.error.code == -32603
+        assert "could not connect" in failed.value.error.message
+        again = ServerProcess(first.port)
+        try:
+            assert client.call_tool("echo", {"text": "three"}).text == "three"
+        finally:
+            again.stop()
 
 
 @pytest.mark.parametrize("era", ["auto", "legacy"])

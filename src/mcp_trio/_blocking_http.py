@@ -57,8 +57,9 @@ of the client.
 * Redirects are not followed: the request fails, naming the ``Location``.
 * ``401``: the request fails with an error naming the server's ``WWW-Authenticate``
   challenge (OAuth flows are the Trio client's; here only a static bearer token).
-* An exchange that cannot connect (after resolving again, as above) ends the session
-  (:class:`SessionClosed`): the server is unreachable. One that breaks later fails its
+* An exchange that cannot connect (after resolving again, as above) ends a legacy session
+  (:class:`SessionClosed`): the server is unreachable; a modern request fails alone
+  (-32603), and the next one tries again. One that breaks later fails its
   own requests only (-32603 ``HTTP: ...``), as the core's synthesised errors do.
 * Re-issue (modern; ``2026-07-28`` changelog item 9: "clients MUST re-issue it as a new
   request with a new request ID"), as the Trio client's (``mcp_trio._http_client``): a
@@ -919,6 +920,13 @@ class HttpTransport:
             # Counted and tried again, as the GET stream's; given up, its requests fail
             # (and the cancellation POST finds the server unreachable, if it still is).
             self._resume(sent.failed_again(str(exc), exchange.ids), now)
+            return
+        if sent.modern and exchange.ids:
+            # A modern request stands alone (no session to lose): it fails alone, and the
+            # next one tries again (a server restarting), as the Trio client's does.
+            for rid in exchange.ids:
+                self.inbox.append(http_error(rid, str(exc)))
+            exchange.ids.clear()
             return
         if self.failure is None:
             self.failure = SessionClosed(

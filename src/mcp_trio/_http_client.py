@@ -149,8 +149,10 @@ body, SSE events) into messages the session reads.
   told (``attach_holds``): a modern listen's acknowledgment bound does not count that
   time.
 
-A request that cannot be sent because no connection can be made closes the session (the
-server is unreachable); a connection that fails while the request is being written fails
+A request that cannot be sent because no connection can be made closes a legacy session
+(the server is unreachable, and with it what it kept); a modern request, which has no
+session to lose, fails alone (-32603 ``HTTP: could not connect ...``) and the next one
+tries again (a server restarting); a connection that fails while the request is being written fails
 only that request (a server may close the connection on a body larger than it takes),
 and one that fails after it was written, before the answer, has the session re-issue it
 (modern; above) or fails it (legacy); a one-way message refused that way, or with an
@@ -576,9 +578,13 @@ class HttpChannel(MessageChannel):
         except BaseException as exc:
             limiter.release_on_behalf_of(scope)
             self._forget(sent, stream)
-            if isinstance(exc, UnsendableRequest | WriteFailed):
+            if isinstance(exc, UnsendableRequest | WriteFailed) or (
+                sent.modern and isinstance(exc, ConnectFailed)
+            ):
                 # Nothing (or not all) of it went out, but the server is there: fail this
-                # request alone (an unreachable server closes the session below).
+                # request alone (an unreachable server closes a legacy session below). A
+                # modern request stands alone, with no session to lose: one that finds no
+                # server fails alone too, and the next one tries again (a server restarting).
                 self._tasks.start_soon(self._fail, sent.request_ids, str(exc))
                 return
             if isinstance(exc, WireError):

@@ -296,6 +296,25 @@ async def test_an_unreachable_server_closes_the_client_with_a_reason(
     assert "could not connect" in info.value.reason
 
 
+async def test_a_modern_client_outlives_a_server_that_restarts(nursery: trio.Nursery) -> None:
+    # A modern request stands alone (no session to lose): one that finds no server fails
+    # alone, and the next one, once the server is back on its port, is answered.
+    first = await start_server(nursery)
+    port = first.port
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            first.url, connection_config=client_connection_config("modern")
+        ) as client:
+            assert text_of(await client.request("tools/call", call("echo", text="a"))) == "a"
+            await first.aclose()
+            with pytest.raises(McpError) as failed:
+                await client.request("tools/call", call("echo", text="b"))
+            assert failed.value.error.code == ErrorCode.INTERNAL_ERROR
+            assert "could not connect" in failed.value.error.message
+            await start_server(nursery, port=port)
+            assert text_of(await client.request("tools/call", call("echo", text="c"))) == "c"
+
+
 async def test_a_client_keeps_using_its_connections(nursery: trio.Nursery) -> None:
     proxy = await start_proxied(nursery)
     with trio.fail_after(IO_TIMEOUT):
