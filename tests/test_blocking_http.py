@@ -257,12 +257,13 @@ def test_legacy_session_expiry_starts_a_new_session() -> None:
             second.stop()
 
 
-def test_unreachable_server() -> None:
+@pytest.mark.parametrize("era", ["auto", "legacy", "modern"])
+def test_unreachable_server(era: str) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed: nobody listens
     with pytest.raises(SessionClosed, match="cannot be reached"):
-        connect(f"http://127.0.0.1:{port}/mcp")
+        connect(f"http://127.0.0.1:{port}/mcp", era=era)
 
 
 class Resolver:

@@ -455,6 +455,7 @@ class HttpTransport:
         self.failure: SessionClosed | None = None
         """Set when the session cannot go on (the server is unreachable, or forgot the
         session again)."""
+        self._answered = False  # the server answered once (see _unreachable)
 
     def message_bound(self) -> tuple[int, str]:
         """As ``MessageChannel.message_bound``: an answer comes as one SSE event or one
@@ -781,6 +782,7 @@ class HttpTransport:
             sent, head.status_code, list(head.headers), follow_redirects=False
         )
         exchange.reader = reader
+        self._answered = True
         if not exchange.one_way:
             exchange.answer_deadline = None  # (a one-way answer stays bounded, body too)
         for rid in sent.request_ids:
@@ -921,9 +923,10 @@ class HttpTransport:
             # (and the cancellation POST finds the server unreachable, if it still is).
             self._resume(sent.failed_again(str(exc), exchange.ids), now)
             return
-        if sent.modern and exchange.ids:
-            # A modern request stands alone (no session to lose): it fails alone, and the
-            # next one tries again (a server restarting), as the Trio client's does.
+        if sent.modern and exchange.ids and self._answered:
+            # A modern request stands alone (no session to lose): once the server was
+            # there (not at open), it fails alone, and the next one tries again (a server
+            # restarting), as the Trio client's does.
             for rid in exchange.ids:
                 self.inbox.append(http_error(rid, str(exc)))
             exchange.ids.clear()

@@ -354,6 +354,7 @@ class HttpChannel(MessageChannel):
         self._get_scope: trio.CancelScope | None = None
         self._expired = False
         self._closed = False
+        self._answered = False  # the server answered a request of ours once (see send)
         # A lost session (see the module docs): the restart is signalled and the
         # session has not read the signal yet; the requests written meanwhile (they go
         # with the signal); the notifications written before the new session is ready.
@@ -579,12 +580,13 @@ class HttpChannel(MessageChannel):
             limiter.release_on_behalf_of(scope)
             self._forget(sent, stream)
             if isinstance(exc, UnsendableRequest | WriteFailed) or (
-                sent.modern and isinstance(exc, ConnectFailed)
+                sent.modern and self._answered and isinstance(exc, ConnectFailed)
             ):
                 # Nothing (or not all) of it went out, but the server is there: fail this
                 # request alone (an unreachable server closes a legacy session below). A
-                # modern request stands alone, with no session to lose: one that finds no
-                # server fails alone too, and the next one tries again (a server restarting).
+                # modern request stands alone, with no session to lose: once the server
+                # was there (not at open: an unreachable server fails that), one that finds
+                # no server fails alone too, and the next one tries again (a restart).
                 self._tasks.start_soon(self._fail, sent.request_ids, str(exc))
                 return
             if isinstance(exc, WireError):
@@ -650,6 +652,7 @@ class HttpChannel(MessageChannel):
             again: ClientRequest | None
             try:
                 reader = await self._follow(current, written, wire, rest, stream=stream)
+                self._answered = True
                 wire, rest = None, b""
             except WireError as exc:
                 if isinstance(exc, WriteFailed) and not current.request_ids:

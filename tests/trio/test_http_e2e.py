@@ -284,14 +284,15 @@ async def test_a_modern_subscription_gets_notifications_and_ends_at_shutdown(
             assert len(results) == 1
 
 
+@pytest.mark.parametrize("era", ["auto", "legacy", "modern"])
 async def test_an_unreachable_server_closes_the_client_with_a_reason(
-    nursery: trio.Nursery,
+    nursery: trio.Nursery, era: str
 ) -> None:
     server = await start_server(nursery)
     url = server.url
     await server.aclose()
     with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed) as info:
-        async with open_http_client(url, connection_config=client_connection_config("legacy")):
+        async with open_http_client(url, connection_config=client_connection_config(era)):
             pass  # pragma: no cover
     assert "could not connect" in info.value.reason
 
