@@ -67,6 +67,7 @@ from mcp_sansio import (
     RequestTimedOut,
     ResultReceived,
 )
+from mcp_sansio._errors import SHUTTING_DOWN
 from mcp_sansio.http import (
     HttpResponse,
     HttpServer,
@@ -586,6 +587,13 @@ class Endpoint:
         if running.cancelled or conn.request_era(event.request_id) is None:
             running.cancelled = True  # (by the peer in the same POST, too: see _finish)
             self._finish(running)  # cancelled (or the session ended) while we waited
+            return
+        if self.closing:
+            # The server began to stop while it waited for its slot: it is not started
+            # (a new POST gets 503 now), as a WebSocket session refuses it while draining.
+            conn.send_error(event.request_id, *SHUTTING_DOWN)
+            self.pump(conn)
+            self._finish(running)
             return
         ctx = HttpRequestContext(
             self, event, running, tagged.session_id, principal, tagged.needed_scopes

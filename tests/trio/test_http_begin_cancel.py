@@ -63,3 +63,46 @@ async def test_a_request_cancelled_while_it_waits_for_a_handler_slot_closes_its_
                         await conn.aclose()
     assert len(app.started) == 1  # the second never ran
     assert handle.statistics().open_responses == 0
+
+
+async def test_a_request_waiting_for_a_handler_slot_when_the_server_stops_is_not_started() -> None:
+    # A graceful stop refuses new POSTs (503); one that came before and waits for a slot
+    # is answered "server shutting down" when it gets one, not run (as over WebSocket).
+    app = App()
+    config = SessionConfig(max_concurrent_handlers=1)
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            handle: HttpServeHandle = await nursery.start(
+                partial(
+                    serve_http,
+                    app.handlers,
+                    connection_config=server_connection_config(era="legacy"),
+                    http_config=HttpServerConfig(),
+                    config=config,
+                )
+            )
+            sid = await raw_session(handle.port)
+            headers = session_headers(sid)
+            connections = [await RawConnection.open(handle.port) for _ in range(2)]
+            try:
+                await connections[0].send(
+                    "POST", headers=headers, body=rpc(1, "tools/call", call("block"))
+                )
+                await app.started_event.wait()
+                await connections[1].send(
+                    "POST", headers=headers, body=rpc(2, "tools/call", call("echo", text="b"))
+                )
+                while handle.statistics().open_responses < 2:
+                    await trio.testing.wait_all_tasks_blocked()
+                nursery.start_soon(handle.aclose)
+                await trio.testing.wait_all_tasks_blocked()
+                app.release.set()  # the slot is free: the waiting request gets it
+                first = await connections[0].response()
+                second = await connections[1].response()
+            finally:
+                with trio.CancelScope(shield=True):
+                    for conn in connections:
+                        await conn.aclose()
+    assert b"released" in first.body
+    assert b"server shutting down" in second.body and b'"b"' not in second.body
+    assert len(app.started) == 1
