@@ -100,6 +100,8 @@ _MAX_LEEWAY: Final = 30.0
 # RFC 6750 section 2.1's b64token is narrower; any visible ASCII is accepted (opaque
 # tokens vary), and nothing that could break out of the Authorization header.
 _TOKEN_CHARS: Final = frozenset(chr(c) for c in range(0x21, 0x7F))
+# RFC 3986 section 2: a URI is visible ASCII (anything else is percent-encoded).
+_URL_CHARS: Final = _TOKEN_CHARS
 # RFC 6749 section 5.2: error and error_description are %x20-21 / %x23-5B / %x5D-7E.
 _ERROR_CHARS: Final = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\"}
 _MAX_ERROR_TEXT: Final = 200
@@ -276,9 +278,16 @@ def check_endpoint(url: str, what: str, *, loopback: bool) -> str:
     itself on loopback (tests, local tools), so a remote server cannot steer the
     client's requests to plain-http services on the user's machine.
 
+    Only visible ASCII, as in any URI (RFC 3986 §2): a space, a control character or
+    anything beyond ASCII is refused. The authorization URL is built on the
+    ``authorization_endpoint`` and shown to the user, so an authorization server that
+    put an ESC sequence in it would write to the user's terminal.
+
     Raises:
         OAuthError: the URL is not acceptable.
     """
+    if not _URL_CHARS.issuperset(url):
+        raise OAuthError(f"{what} has a character a URL may not have (RFC 3986): {url!r}")
     try:
         parts = urlsplit(url)
         host = parts.hostname or ""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 import attrs
 
-from ._cli_util import UsageError, terminal_safe
+from ._cli_util import UsageError
 from ._util import is_url
 
 if TYPE_CHECKING:
@@ -189,9 +189,9 @@ def client_auth(
     if options.oauth:
         port = DEFAULT_REDIRECT_PORT if options.redirect_port is None else options.redirect_port
 
-        # (the URL is made of the authorization server's metadata: shown terminal-safe)
+        # (show_url shows the URL, made of the authorization server's metadata, terminal-safe)
         def on_url(url: str) -> None:
-            show_url(terminal_safe(url), file=err)
+            show_url(url, file=err)
 
         redirect = LoopbackRedirect(port=port, open_browser=options.browser, on_url=on_url)
     storage: OAuthStorage

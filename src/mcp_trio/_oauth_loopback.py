@@ -57,7 +57,7 @@ import trio
 from mcp_sansio import OAuthError, redirect_request, redirect_state
 from mcp_sansio._oauth import _described, _error_text
 
-from ._util import check_count, check_seconds, url_host
+from ._util import check_count, check_seconds, terminal_safe, url_host
 
 __all__ = ["LoopbackRedirect"]
 
@@ -70,8 +70,12 @@ _LINGER_SIZE: Final = 65_536
 
 def show_url(url: str, file: TextIO | None = None) -> None:
     """Show the authorization URL to the user on ``file`` (default: stderr): the
-    default ``on_url``."""
-    print(f"Open this URL to authorize:\n  {url}", file=file or sys.stderr, flush=True)
+    default ``on_url``. The URL is made of the authorization server's metadata, so it
+    is shown :func:`terminal_safe` (a control character as ``\\x1b``): what the client
+    refuses in an endpoint (:func:`mcp_sansio.check_endpoint`), refused again here."""
+    print(
+        f"Open this URL to authorize:\n  {terminal_safe(url)}", file=file or sys.stderr, flush=True
+    )
 
 
 @final

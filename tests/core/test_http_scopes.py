@@ -368,12 +368,20 @@ def test_a_failing_hook_answers_each_request_of_a_batch_under_its_id() -> None:
     ]
 
 
-@pytest.mark.parametrize("resource", ['https://mcp.example.com/a"b', "https://mcp.example.com/é"])
-def test_a_metadata_url_no_challenge_can_carry_is_refused_at_start_up(resource: str) -> None:
+@pytest.mark.parametrize(
+    ("resource", "why"),
+    [
+        ('https://mcp.example.com/a"b', "resource_metadata has characters"),
+        ("https://mcp.example.com/é", "a character a URL may not have"),  # (no URI has it)
+    ],
+)
+def test_a_metadata_url_no_challenge_can_carry_is_refused_at_start_up(
+    resource: str, why: str
+) -> None:
     # It would go in every insufficient_scope challenge, which cannot carry it: refused
     # when configured, not answered 500 (and logged nowhere) on every such request.
     odd = ProtectedResourceMetadata(resource=resource, authorization_servers=["https://a.example"])
-    with pytest.raises(ValueError, match="resource_metadata has characters"):
+    with pytest.raises(ValueError, match=why):
         HttpServerConfig(resource_metadata=odd)
     HttpServerConfig(resource_metadata=METADATA)  # (a plain URL is fine)
 

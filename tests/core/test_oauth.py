@@ -351,6 +351,30 @@ def test_metadata_with_an_unusable_endpoint_is_refused(fields: dict[str, Any]) -
         as_metadata(**fields)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "\x1b[2K\x1b[1AOpen https://login.example/",  # rewrites the "Open this URL" line
+        "\x1b[8m",  # hides what follows
+        "\x9b2J",  # a C1 CSI
+        "\u202e",  # a bidirectional override
+        " ",
+        "\x7f",
+        "é",
+    ],
+)
+def test_an_endpoint_with_a_character_no_uri_has_is_refused(bad: str) -> None:
+    # The authorization URL is built on authorization_endpoint and shown to the user:
+    # an authorization server must not reach the terminal through it (RFC 3986 section
+    # 2: a URI is visible ASCII). urlsplit strips only tab, CR and LF.
+    for url in (f"https://auth.example.com/authorize{bad}", f"http://127.0.0.1:1/a?x={bad}"):
+        with pytest.raises(OAuthError, match="a character a URL may not have") as caught:
+            check_endpoint(url, "the endpoint", loopback=True)
+        assert "\x1b" not in str(caught.value) and "\u202e" not in str(caught.value)
+    with pytest.raises(OAuthError, match="authorization_endpoint"):
+        as_metadata(authorization_endpoint=f"{ISSUER}/authorize{bad}")
+
+
 def test_the_2025_03_26_fallback_endpoints_are_at_the_origin() -> None:
     meta = AuthorizationServerMetadata.fallback("https://mcp.example.com")
     assert meta.authorization_endpoint == "https://mcp.example.com/authorize"

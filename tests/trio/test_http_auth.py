@@ -499,8 +499,10 @@ def test_bearer_auth_refuses_what_a_challenge_cannot_carry_at_once() -> None:
     # Not at the first request, as a 500 (bearer_challenge's ValueError).
     with pytest.raises(ValueError, match="not a scope token"):
         BearerAuth(verify_token=Verifier(), required_scopes=['files"read'])
-    with pytest.raises(ValueError, match="cannot carry"):
+    with pytest.raises(ValueError, match="a character a URL may not have"):
         BearerAuth(verify_token=Verifier(), resource_metadata_url="https://m.example/\r\nX: 1")
+    with pytest.raises(ValueError, match="cannot carry"):
+        BearerAuth(verify_token=Verifier(), resource_metadata_url='https://m.example/"x')
 
 
 @pytest.mark.parametrize(

@@ -355,3 +355,14 @@ async def test_open_client_authorizes_through_the_loopback_receiver(
         async with open_client(s.url, auth=auth) as client:
             assert (await client.call_tool("whoami", {})).text == "alice ['mcp']"
     assert asked_again == [] and len(s.asrv.authorizations) == 1
+
+
+def test_the_default_on_url_shows_the_url_terminal_safe(capsys: pytest.CaptureFixture[str]) -> None:
+    # The URL is made of the authorization server's metadata: an ESC sequence in it
+    # would erase the line and print another URL (or hide it, ESC[8m) on the terminal.
+    _oauth_loopback.show_url("https://as.example/authorize\x1b[2K\x1b[1A\x1b[8m?\u202estate=x")
+    err = capsys.readouterr().err
+    assert err == (
+        "Open this URL to authorize:\n"
+        "  https://as.example/authorize\\x1b[2K\\x1b[1A\\x1b[8m?\\u202estate=x\n"
+    )
