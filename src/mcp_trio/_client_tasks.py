@@ -66,6 +66,7 @@ says is checked first (:func:`mcp_sansio._tasks.parse_task_state`): a malformed 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -96,6 +97,7 @@ from mcp_sansio._tasks import (
 from ._client_common import MAX_QUESTIONS, refuse_too_many_questions
 from ._errors import McpError, RequestTimeout, SessionClosed
 from ._errors_base import refuse_endless_input
+from ._text import for_log
 
 if TYPE_CHECKING:
     from ._client_callbacks import Callbacks, ProgressCallback
@@ -103,6 +105,8 @@ if TYPE_CHECKING:
     from ._client_subscriptions import Subscription
 
 __all__ = ["TASKS_EXTENSION", "TaskCancelled", "TaskState", "ToolTask"]
+
+logger = logging.getLogger("mcp_trio")
 
 _MAX_ANSWERED: Final = MAX_QUESTIONS
 """Keys of answered questions remembered per task (the oldest are forgotten past it);
@@ -113,6 +117,15 @@ _CANCEL_TIMEOUT: Final = 2.0
 """Seconds the courtesy ``tasks/cancel`` of a transparent call given up may take."""
 
 _V = TypeVar("_V")
+
+
+def _polling_instead(task_id: str, failure: Exception) -> None:
+    """Log that a wait polls, as its listen failed (``INFO``: the server's listen
+    misbehaved, the task may be fine)."""
+    logger.info(
+        "task %s: polling, as the listen failed: %s", for_log(task_id), for_log(str(failure))
+    )
+
 
 Request = Callable[[str, Mapping[str, Any]], Awaitable[dict[str, Any]]]
 Convert = Callable[[str | None, dict[str, Any]], Awaitable["ToolOutput"]]
@@ -379,7 +392,9 @@ class ToolTask:
             notifications: listen for ``notifications/tasks`` meanwhile (a
                 ``subscriptions/listen`` for this task, for the wait): when the server
                 agrees, each change arrives as it happens, and ``tasks/get`` is only
-                a backstop, once a minute; when it does not, this polls.
+                a backstop, once a minute; when it does not, or the listen fails
+                (refused, ended, never acknowledged within ``listen_ack_timeout``),
+                this polls.
 
         Raises:
             McpError: the task failed with that JSON-RPC error.
@@ -409,7 +424,12 @@ class ToolTask:
             async with AsyncExitStack() as stack:
                 try:
                     sub = await stack.enter_async_context(self._subscribe(task_id))
-                except McpError:  # (a server that refuses to listen is polled)
+                except (McpError, RemoteProtocolError, RequestTimeout) as exc:
+                    # A server that refuses to listen, ends the listen before its
+                    # acknowledgment or never acknowledges it (listen_ack_timeout) is
+                    # polled: the task itself may be fine, and the listen was a
+                    # nicety (the backstop polls anyway).
+                    _polling_instead(task_id, exc)
                     sub = None
                 if sub is not None and task_id in (sub.honored.get("taskIds") or ()):
                     # Changes before the listen began were not pushed: look once.
@@ -465,7 +485,11 @@ class ToolTask:
         with trio.move_on_after(backstop):
             try:
                 note = await sub.receive()
-            except trio.EndOfChannel:  # the server ended the listen: poll
+            except (trio.EndOfChannel, McpError, RemoteProtocolError) as exc:
+                # The server ended the listen, or it failed (an error answer, a
+                # protocol breach): the task may be fine, so poll.
+                if not isinstance(exc, trio.EndOfChannel):
+                    _polling_instead(str(self.task_id), exc)
                 ended = True
                 await trio.sleep(delay)
             else:

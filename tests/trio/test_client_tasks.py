@@ -29,6 +29,7 @@ from mcp_trio import (
     RequestContext,
     RequestTimeout,
     Server,
+    SessionConfig,
     TaskCancelled,
     TaskConfig,
     ToolTask,
@@ -36,7 +37,7 @@ from mcp_trio import (
 )
 from mcp_trio._client_tasks import AnsweredQuestions
 
-from .test_client_hostile import HandDriven, hand_driven
+from .test_client_hostile import HandDriven, Scripted, hand_driven
 
 EXT: dict[str, Any] = {"extensions": {TASKS_EXTENSION: {}}}
 WORKING_T: dict[str, Any] = {
@@ -931,6 +932,62 @@ async def test_a_listen_that_brings_nothing_is_backed_by_a_look_a_minute(
         start = trio.current_time()
         assert (await task.result(notifications=True)).content == []
         assert trio.current_time() - start == pytest.approx(60, abs=1)
+
+
+@pytest.mark.parametrize(
+    ("listen", "when"),
+    [
+        ("ended", "before_ack"),  # RemoteProtocolError: ended before its acknowledgment
+        ("silent", "before_ack"),  # RequestTimeout after listen_ack_timeout
+        ("error", "after_ack"),  # McpError from the listen, mid-wait
+        ("ended", "after_ack"),  # an end (EndOfChannel) mid-wait, as before
+    ],
+)
+async def test_a_listen_that_fails_leaves_the_task_polled(
+    autojump_clock: MockClock, listen: str, when: str
+) -> None:
+    # The listen is a nicety (README: a backstop polls anyway): however it fails, a
+    # healthy task is polled to its end, not failed.
+    gets = [0]
+
+    async def call(server: HandDriven, message: dict[str, Any]) -> bool:
+        result = {**WORKING_T, "pollIntervalMs": 1000, "resultType": "task"}
+        await server.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return True
+
+    async def get(server: HandDriven, message: dict[str, Any]) -> bool:
+        gets[0] += 1
+        done = {"status": "completed", "result": {"content": []}} if gets[0] >= 4 else {}
+        result = {**WORKING_T, "pollIntervalMs": 1000, "resultType": "complete", **done}
+        await server.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return True
+
+    async def listen_(server: HandDriven, message: dict[str, Any]) -> bool:
+        rid = message["id"]
+        if when == "after_ack":
+            meta = {"io.modelcontextprotocol/subscriptionId": rid}
+            honored = {"taskIds": message["params"]["notifications"]["taskIds"]}
+            ack = {"_meta": meta, "notifications": honored}
+            method = "notifications/subscriptions/acknowledged"
+            await server.send({"jsonrpc": "2.0", "method": method, "params": ack})
+            await trio.sleep(5)
+        if listen == "ended":
+            await server.send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif listen == "error":
+            error = {"code": -32603, "message": "listen failed"}
+            await server.send({"jsonrpc": "2.0", "id": rid, "error": error})
+        return True  # (silent: never acknowledged, never answered)
+
+    script: dict[str, Scripted] = {
+        "tools/call": call,
+        "tasks/get": get,
+        "subscriptions/listen": listen_,
+    }
+    config = SessionConfig(listen_ack_timeout=10)
+    async with hand_driven(script, capabilities=EXT, config=config) as client:
+        task = await client.call_tool_as_task("job")
+        assert (await task.result(notifications=True)).content == []
+        assert gets[0] == 4
 
 
 # ---------------------------------------------------------------- hostile servers
