@@ -47,7 +47,11 @@ one URL share one, so that a new connection starts with the token of the last:
   is its answer. The user is not asked again (nor the token refreshed again) when the
   server refuses (``401``) the token just issued, by a flow or a refresh, nor for a
   scope set the authorization server granted and the server still found insufficient
-  (remembered per resource): those fail the request at once. An exception from
+  (remembered per resource): those fail the request at once. Nor is the user asked,
+  for a ``401``, more than :data:`_USER_AUTHORIZATIONS` times within
+  :data:`_USER_AUTHORIZATION_WINDOW` (on Trio's clock): a server that takes each token
+  once and then refuses it would otherwise have the user authorize for every request
+  (the per-request bound is no bound across requests). An exception from
   ``on_authorize``, an assertion callable or the storage is that flow's failure (an
   :class:`OAuthError` naming what raised, its type only, for every request waiting
   on it), as is any refusal or malformed answer of the authorization server (or the
@@ -80,7 +84,7 @@ import logging
 import secrets
 import ssl
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -583,6 +587,13 @@ class OAuth:
             await authorizer.challenged(401, challenge, None)
 
 
+_USER_AUTHORIZATIONS: Final = 3
+"""How many times a ``401`` may have the user authorize (at ``on_authorize``) within
+:data:`_USER_AUTHORIZATION_WINDOW`; past that, the request fails (the server keeps
+refusing fresh tokens). A silent refresh, or a token found in the storage, is not held
+back, nor is a step-up (a ``403``: bounded by ``max_authorizations``)."""
+_USER_AUTHORIZATION_WINDOW: Final = 600.0
+"""Seconds (on Trio's clock) over which :data:`_USER_AUTHORIZATIONS` counts."""
 _MAX_WEBSOCKET_SERVERS: Final = 16
 """How many WebSocket servers' :class:`Authorizer` an :class:`OAuth` keeps."""
 _MAX_DPOP_NONCES: Final = 32
@@ -732,6 +743,9 @@ class Authorizer:
         # refresh), until the server takes it: a 401 to it is not answered by asking
         # the user again (the server refuses what its authorization server issues).
         self._unconfirmed: bytes | None = None
+        # When (trio.current_time()) a 401 last had the user authorize at on_authorize
+        # (the last _USER_AUTHORIZATIONS times): see _check_reauthorization.
+        self._user_authorized_at: deque[float] = deque(maxlen=_USER_AUTHORIZATIONS)
         # Scope sets the authorization server granted and the server still found
         # insufficient, by resource: never asked for again.
         self._refused_scopes: dict[str, set[frozenset[str]]] = {}
@@ -792,6 +806,7 @@ class Authorizer:
         attempt, as the requests of one HTTP client do."""
         if not self._connecting:
             self._unconfirmed = None
+            self._user_authorized_at.clear()
             self._refused_scopes.clear()
         self._connecting += 1
         try:
@@ -1026,8 +1041,11 @@ class Authorizer:
             from mcp_sansio._oauth_grants import grant_scope  # noqa: PLC0415 (see the imports)
 
             scope = grant_scope(scope, client=client)
+        interactive = oauth._grant == "authorization_code"
         if step_up:
             self._check_step_up(resource, scope, sent, previous)
+        elif interactive:
+            self._check_reauthorization()
         token, client = await self._new_token(metadata, client, resource, scope)
         # A refresh under way must not store the token this one replaces after it.
         self._generation += 1
@@ -1038,6 +1056,8 @@ class Authorizer:
             self._storing = False
         self._commit(issuer, metadata, resource, prm, client, token, scope)
         self._unconfirmed = self._header
+        if interactive and not step_up:
+            self._user_authorized_at.append(trio.current_time())
 
     async def _locate(
         self, challenge: BearerChallenge
@@ -1153,6 +1173,23 @@ class Authorizer:
             raise OAuthError(
                 f"the server still asks for scope {scope!r}, which was granted already: "
                 "not asking again"
+            )
+
+    def _check_reauthorization(self) -> None:
+        """Refuse to have the user authorize for a ``401`` when they did so
+        :data:`_USER_AUTHORIZATIONS` times within :data:`_USER_AUTHORIZATION_WINDOW`: a
+        server that refuses the tokens it is given that soon (it took each one once,
+        say; or their refresh fails, which drops them) would have the user authorize
+        for every request."""
+        times = self._user_authorized_at
+        if len(times) < _USER_AUTHORIZATIONS:
+            return
+        elapsed = trio.current_time() - times[0]
+        if elapsed < _USER_AUTHORIZATION_WINDOW:
+            raise OAuthError(
+                "the server keeps refusing fresh tokens: the user authorized "
+                f"{_USER_AUTHORIZATIONS} times in {elapsed:.0f} s; not asking again "
+                f"within {_USER_AUTHORIZATION_WINDOW:.0f} s of the first"
             )
 
     @staticmethod

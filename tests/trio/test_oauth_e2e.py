@@ -28,6 +28,7 @@ from mcp_sansio import BearerChallenge
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     BearerAuth,
+    Client,
     ClientCredentials,
     Context,
     HttpServerConfig,
@@ -45,7 +46,7 @@ from mcp_trio import (
     open_client,
 )
 
-from .oauth_support import oauth, s256
+from .oauth_support import User, oauth, s256
 from .test_http_support import IO_TIMEOUT, serve_routes
 
 Era = Literal["legacy", "modern"]
@@ -171,6 +172,7 @@ class Setup:
     asrv: FakeAS
     url: str
     open: bool = False
+    single_use: bool = False  # each token is taken once, then refused (401 invalid_token)
     accepted: list[str] = attrs.field(factory=list)
     refused: list[str] = attrs.field(factory=list)
     posts: list[str] = attrs.field(factory=list)  # the token each POST carried ("": none)
@@ -217,6 +219,8 @@ async def start(
             setup.refused.append(token)
             return None
         setup.accepted.append(token)
+        if setup.single_use:
+            del asrv.tokens[token]
         return Principal(subject="alice", scopes=got[0])
 
     holder: dict[str, BearerAuth] = {}
@@ -407,6 +411,36 @@ async def test_a_server_refusing_fresh_tokens_does_not_make_the_user_authorize_a
                 with pytest.raises(McpError, match="just issued"):
                     await client.call_tool("whoami", {})
     assert len(s.asrv.authorizations) == 1  # not 3 per request
+
+
+@pytest.mark.parametrize("refresh", [False, True])
+async def test_a_server_taking_each_token_once_has_the_user_authorize_3_times_in_10_minutes(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, refresh: bool
+) -> None:
+    # Each token is taken for one request, then refused: without a limit across
+    # requests (max_authorizations is per request), each request had the user authorize
+    # (a browser tab each). A refresh that the authorization server refuses (its refresh
+    # tokens single-use and spent by a theft, say) ends the same way.
+    s = await start(nursery, prm_scopes=["mcp"], refresh_tokens=refresh, open=True)
+    s.single_use = True
+    user = User()
+
+    async def whoami(client: Client) -> str:
+        s.asrv.refresh.clear()  # (every refresh is refused)
+        return (await client.call_tool("whoami", {})).text
+
+    with trio.fail_after(IO_TIMEOUT + 1200):
+        async with open_client(s.url, era="modern", auth=oauth(on_authorize=user)) as client:
+            s.open = False
+            for _ in range(2):
+                for _ in range(3):
+                    assert await whoami(client) == "alice ['mcp']"
+                for _ in range(5):
+                    with pytest.raises(McpError, match="keeps refusing fresh tokens"):
+                        await whoami(client)
+                assert user.prompts in (3, 6)
+                await trio.sleep(600)  # (virtual time) the first of them 10 minutes ago
+    assert user.prompts == 6 and len(s.asrv.authorizations) == 6
 
 
 @pytest.mark.parametrize("era", ERAS)
