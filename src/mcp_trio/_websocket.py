@@ -87,6 +87,7 @@ from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
 from ._open import open_session
 from ._serve_handle import ListeningHandle
 from ._session import Session
+from ._text import for_log
 from ._util import (
     RefusedHosts,
     SessionHook,
@@ -1108,8 +1109,17 @@ async def _handshake_rounds(
             opened = await stack.enter_async_context(connect(more))
         except _HandshakeRejected as exc:
             challenge = authorizer.challenge_of(exc.status, exc.headers)
-            if challenge is None or rounds >= max_authorizations:
+            if challenge is None:
                 raise
+            if rounds >= max_authorizations:  # (at least 1: OAuth checks it)
+                # (Say why the refusal stands: the challenge, and the retry limit.)
+                said = f" {for_log(challenge.error, 100)}" if challenge.error else ""
+                raise _HandshakeRejected(
+                    f"the WebSocket handshake was still refused ({exc.status}{said}) after "
+                    f"{rounds} authorizations (max_authorizations={max_authorizations})",
+                    exc.status,
+                    exc.headers,
+                ) from exc
             if (
                 challenge.error == "use_dpop_nonce"
                 and not nonce_retried

@@ -309,7 +309,9 @@ async def test_max_authorizations_bounds_the_handshake_rounds(nursery: trio.Nurs
                 s.required_scopes = f"{s.required_scopes} x{len(self)}"
 
     s.heads = Bumping()
-    with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed, match="403"):
+    # The error says why: the challenge's error, and the limit.
+    refused = r"still refused \(403 insufficient_scope\) after 2 authorizations \(max_auth"
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(SessionClosed, match=refused):
         async with open_client(s.url, auth=oauth(max_authorizations=2)):
             pass  # pragma: no cover
     assert len(s.asrv.authorizations) == 2
