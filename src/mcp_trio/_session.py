@@ -668,11 +668,8 @@ class Session:
             return False
         sent = self._conn.send_log(level, data, logger=logger, request_id=request_id)
         if sent:
-            dropped = self._notifications_dropped
-            await self._flush()
-            # (_flush drains and fits before it first waits, and every core call is
-            # flushed at once: a drop counted meanwhile is this message's)
-            sent = self._notifications_dropped == dropped
+            # (every core call is flushed at once: what this drain dropped is this one)
+            sent = not await self._flush()
         return sent
 
     async def until_initialized(self) -> None:
@@ -954,7 +951,7 @@ class Session:
 
     # ------------------------------------------------------------------ writing
 
-    async def _flush(self) -> None:
+    async def _flush(self) -> int:
         """Write what the core has queued since the last drain, after everything queued
         before it (see ``_writer``). A call that queued nothing does not wait: the
         reader must not block behind other tasks' writes, or a full pipe each way
@@ -962,12 +959,20 @@ class Session:
 
         Used by the public sending methods (``notify``, ``log``, progress), which stay
         schedule points as Trio's rules want even when the write needed no waiting;
-        the hot paths use :meth:`_flush_nowait` and wait on something else anyway."""
+        the hot paths use :meth:`_flush_nowait` and wait on something else anyway.
+
+        Returns:
+            How many notifications of what it drained :meth:`_fit` dropped (counted
+            before it waits: another task's drop meanwhile is not this call's).
+        """
         messages = self._conn.data_to_send()
+        dropped = 0
         if self._send_limit is not None:  # (a WebSocket's: see _fit)
+            before = self._notifications_dropped
             messages = self._fit(messages)
+            dropped = self._notifications_dropped - before
         if not messages:
-            return
+            return dropped
         writer = self._writer
         mark = writer.queue(messages)
         if writer.write_nowait(mark):
@@ -975,6 +980,7 @@ class Session:
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
             await self._write_through(mark)
+        return dropped
 
     def _flush_nowait(self) -> int:
         """The part of :meth:`_flush` that needs no waiting, for the hot paths (no
@@ -1564,9 +1570,7 @@ class Session:
             return False
         sent = self._conn.send_progress(ctx.request_id, progress, total, message)
         if sent:
-            dropped = self._notifications_dropped
-            await self._flush()
-            sent = self._notifications_dropped == dropped  # (as in log)
+            sent = not await self._flush()  # (as in log)
         return sent
 
     # ------------------------------------------------------------------ closing
