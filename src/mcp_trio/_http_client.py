@@ -662,6 +662,17 @@ class HttpChannel(MessageChannel):
                     return
                 if not written.done:
                     raise trio.BrokenResourceError(str(exc)) from exc
+                if (
+                    isinstance(exc, ConnectFailed)
+                    and not current.resumption
+                    and not (current.modern and self._answered)
+                ):
+                    # No server for a request that waited for a connection (or a token):
+                    # as send() does for one that did not wait, a legacy session ends
+                    # (the server, and what it kept, are gone), as does a modern client
+                    # its server never answered.
+                    self._signal_soon(SessionClosed(f"the server cannot be reached: {exc}"))
+                    return
                 # Written, then no answer: a modern request is re-issued (the module docs);
                 # a resumption that got no connection, or no answer, is tried again
                 # (counted; not a failed authorization, nor an answer that broke HTTP).

@@ -5,11 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import h11
 import pytest
 import trio
 import trio.testing
 
 from mcp_sansio import Era, ErrorCode, ProgressReceived
+from mcp_sansio._json import dumps
 from mcp_sansio.http import parse_header_params
 from mcp_trio import (
     Handlers,
@@ -33,6 +35,8 @@ from .test_http_support import (
     client_connection_config,
     client_handlers,
     provide_roots,
+    read_request,
+    respond,
     start_proxied,
     start_server,
     text_of,
@@ -567,3 +571,93 @@ async def test_a_failing_notification_handler_is_logged_and_the_server_goes_on(
             await seen.wait()
             assert text_of(await client.request("tools/call", call("echo", text="on"))) == "on"
     assert "handler for notification 'notifications/roots/list_changed' failed" in caplog.text
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_request_that_waited_for_a_connection_finds_no_server_as_any_other(
+    era: str,
+) -> None:
+    # One connection at most: the second call waits for the first's, which the server
+    # closes as it answers, and meanwhile the server goes. The waiting call finds no
+    # server: as for one that did not wait, a legacy session ends; a modern client whose
+    # server answered before fails that call alone and goes on.
+    session_id = ("mcp-session-id", "s1")
+    got_slow, release = trio.Event(), trio.Event()
+
+    async def serve(stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        while (found := await read_request(conn, stream)) is not None:
+            head, msg = found
+            headers = [session_id, ("content-type", "application/json")]
+            if head.method == b"GET":
+                await respond(conn, stream, b"", status=405, headers=(session_id,))
+                return
+            if "id" not in msg:
+                await respond(conn, stream, b"", status=202, headers=(session_id,))
+            else:
+                result: dict[str, Any] = {"content": [{"type": "text", "text": "ok"}]}
+                if msg["method"] == "initialize":
+                    result = {
+                        "protocolVersion": LEGACY,
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "x", "version": "1"},
+                    }
+                elif msg["method"] == "server/discover":
+                    result = {
+                        "supportedVersions": [MODERN],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "x", "version": "1"},
+                    }
+                elif msg["params"]["name"] == "slow":
+                    got_slow.set()
+                    await release.wait()
+                    headers.append(("connection", "close"))
+                body = dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                await respond(conn, stream, body, headers=tuple(headers))
+            if conn.our_state is h11.MUST_CLOSE:
+                await stream.aclose()
+                return
+            conn.start_next_cycle()
+
+    transport = HttpTransportConfig(open_get_stream=False, max_client_connections=1)
+    outcomes: dict[str, Any] = {}
+    with trio.fail_after(IO_TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            port = listeners[0].socket.getsockname()[1]
+            accepting = trio.CancelScope()
+
+            async def accept() -> None:
+                with accepting:
+                    await trio.serve_listeners(serve, listeners, handler_nursery=nursery)
+
+            nursery.start_soon(accept)
+            async with open_http_client(
+                f"http://127.0.0.1:{port}/mcp",
+                connection_config=client_connection_config(era),
+                transport=transport,
+            ) as client:
+
+                async def call_tool(name: str) -> None:
+                    try:
+                        outcomes[name] = await client.request("tools/call", call(name))
+                    except (McpError, SessionClosed) as exc:
+                        outcomes[name] = exc
+
+                async with trio.open_nursery() as calls:
+                    calls.start_soon(call_tool, "slow")
+                    await got_slow.wait()
+                    calls.start_soon(call_tool, "queued")
+                    await trio.testing.wait_all_tasks_blocked()
+                    accepting.cancel()  # the server goes
+                    for listener in listeners:
+                        await listener.aclose()
+                    release.set()
+                if era == "modern":
+                    assert isinstance(outcomes["queued"], McpError)
+                    assert "could not connect" in outcomes["queued"].error.message
+            nursery.cancel_scope.cancel()
+    assert text_of(outcomes["slow"]) == "ok"
+    if era == "legacy":
+        assert isinstance(outcomes["queued"], SessionClosed)
+        assert "cannot be reached" in str(outcomes["queued"])
