@@ -104,3 +104,40 @@ async def test_a_modern_stdio_channel_sees_what_was_registered_since_it_opened()
             listed = await ask(4, "tools/list")
             assert [tool["name"] for tool in listed["result"]["tools"]] == ["late"]
             await to_server.aclose()
+
+
+async def test_a_modern_listen_is_honoured_by_what_is_registered_now() -> None:
+    # A listen for prompt-list changes, opened after the server's first prompt was added
+    # while it served: the acknowledgment honours it (the capabilities of now).
+    server = Server("late listen")
+    server.add_tool(late)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(server.serve_http, "127.0.0.1", 0)
+
+            @server.prompt()
+            def hello(name: str) -> str:
+                return f"hello {name}"
+
+            async with (
+                open_client(handle.url, era="modern") as client,
+                client.subscribe(tools=True, prompts=True) as sub,
+            ):
+                assert sub.honored.get("promptsListChanged") is True, sub.honored
+                assert sub.honored.get("toolsListChanged") is True, sub.honored
+            nursery.cancel_scope.cancel()
+
+
+async def test_skills_declared_after_serving_started_reach_new_clients() -> None:
+    # declare_skills() after the capabilities were computed (a client came before):
+    # the next client is told of the extension.
+    server = Server("skills later")
+    server.add_tool(late)
+    async with connect(server, "modern") as client:
+        assert client.handshake is not None
+        before = client.handshake.peer_capabilities
+    server.declare_skills()
+    async with connect(server, "modern") as client:
+        assert client.handshake is not None
+        after = client.handshake.peer_capabilities
+    assert after != before and "resources" in after, after
