@@ -301,6 +301,10 @@ class ClientRequest:
     retry_ms: int | None = None
     """A resumption: the ``retry`` the streams it resumes announced last, if any (an SSE
     reconnection time holds until the server sends another); ``None`` if none did."""
+    last_event_id: str = ""
+    """A resumption: the ``Last-Event-ID`` it sends. A stream that answers it with no event
+    id of its own is resumed from this one again (SSE keeps the last event id across
+    reconnections; :meth:`ClientResponse.resume`)."""
 
     @property
     def with_session(self) -> bool:
@@ -744,8 +748,11 @@ class ClientResponse:
     def resume(self) -> ClientRequest | None:
         """After the body ended: the GET that resumes this SSE stream, if one can.
 
-        Legacy streams only, and only with an event id to resume from: a stream whose
-        requests are not all answered yet, or the standalone GET stream (which has none).
+        Legacy streams only, and only with an event id to resume from (this stream's;
+        for a resumption that brought none, the one it sent,
+        :attr:`ClientRequest.last_event_id`, unless an SSE event was dropped): a stream
+        whose requests are not all answered yet, or the standalone GET stream (which has
+        none).
         Also a resumption of requests that got an error status the server may get over
         (``5xx``, ``408``, ``429``): the same resumption again, counted
         (:attr:`ClientRequest.failed`); any other refusal fails them (the events are
@@ -763,9 +770,17 @@ class ClientResponse:
             if not (self.status >= 500 or self.status in (408, 429)):
                 return None
             return sent.failed_again(f"status {self.status}", self._waiting)
-        if sent.modern or self._client.era is Era.MODERN or not self.last_event_id:
+        # The id to resume from: this stream's last, else the one it was asked for (SSE
+        # keeps it across reconnections). A resumed stream that brings no event at all (a
+        # server with nothing new yet, a proxy's idle timeout) is polled again, quiet;
+        # unless an event over max_event_size was dropped: the answer, most likely, which
+        # no later stream brings (so the request fails, saying so: _feed_eof).
+        last_id = self.last_event_id
+        if not last_id and self._dropped is None:
+            last_id = sent.last_event_id
+        if sent.modern or self._client.era is Era.MODERN or not last_id:
             return None
-        again = self._client._get(self.last_event_id, tuple(self._waiting), sent)
+        again = self._client._get(last_id, tuple(self._waiting), sent)
         # Progress is a message: a new event id alone is not (a polling server primes
         # each resumption with one).
         quiet = 0 if self.events_with_data else sent.quiet + 1
@@ -1241,6 +1256,7 @@ class HttpClient:
             request_ids=ids,
             methods=methods,
             session_id=self.session_id,
+            last_event_id=last_event_id or "",
         )
 
     def open_stream(self) -> ClientRequest:
