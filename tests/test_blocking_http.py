@@ -1712,3 +1712,92 @@ def test_a_message_per_resumption_with_retry_0_is_not_a_tight_loop(
     assert 1 <= len(gets) <= 0.5 / MIN_REOPEN_DELAY + 1
     gaps = [b - a for a, b in itertools.pairwise(gets)]
     assert min(gaps, default=MIN_REOPEN_DELAY) >= MIN_REOPEN_DELAY * 0.9
+
+
+def recording(handler: Handler, heads: list[bytes]) -> Handler:
+    """``handler``, noting the head of each resumption (a GET with ``Last-Event-ID``)."""
+
+    def record(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"GET") and b"last-event-id" in head.lower():
+            heads.append(head)
+        handler(sock, head, body)
+
+    return record
+
+
+def test_a_resumed_stream_with_no_event_is_resumed_from_the_same_id(
+    raw: Callable[..., RawServer],
+) -> None:
+    """A resumption answered with a stream that brings no event at all (a server with
+    nothing new yet, a proxy's idle timeout): SSE keeps the last event id, so the call
+    is resumed again from the same one, not failed (nor cancelled on the server)."""
+    gets: list[float] = []
+    cancelled: list[Any] = []
+    heads: list[bytes] = []
+
+    def resume(n: int, rid: Any) -> bytes:
+        if n == 0:
+            return SSE_HEAD + b"id: p0\nretry: 10\ndata:\n\n"
+        if n < 3:
+            return SSE_HEAD  # (then the end: nothing in it)
+        answer = dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": []}})
+        return SSE_HEAD + b"id: end\ndata: " + answer + b"\n\n"
+
+    server = raw(recording(polling_server(resume, gets, cancelled), heads))
+    transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=0)
+    with connect(server.url, era="legacy", transport=transport, timeout=None) as client:
+        assert client.call_tool("long").content == []
+    assert len(gets) == 3 and not cancelled
+    assert all(b"last-event-id: p0" in head.lower() for head in heads)
+
+
+def test_a_resumption_that_finds_no_server_is_tried_again_counted(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The server goes away after the call's stream ended: each resumption is refused a
+    connection. Counted as attempts that got no stream and tried again, up to
+    ``max_resume_attempts``: then the call fails, saying why (as the Trio client's)."""
+    server: RawServer
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        with suppress(OSError):  # (every later connection is refused: as RawServer.close)
+            server.listener.shutdown(socket.SHUT_RDWR)
+        server.listener.close()
+        sock.sendall(SSE_HEAD + b"id: p0\nretry: 10\ndata:\n\n")
+
+    server = raw(legacy_server(serve))
+    transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=2)
+    fast = HttpClientConfig(default_retry_ms=10)
+    with (
+        connect(
+            server.url, era="legacy", http_config=fast, transport=transport, timeout=None
+        ) as client,
+        pytest.raises(McpError) as failed,
+    ):
+        client.call_tool("long")
+    message = failed.value.message
+    assert message.startswith("HTTP: the stream could not be resumed: 3 attempts in a row failed")
+    assert "could not connect" in message, message
+
+
+def test_a_refused_resumption_fails_the_call_and_tells_the_server(
+    raw: Callable[..., RawServer],
+) -> None:
+    """A 4xx to a resumption: the events are gone, and so is the answer; the server,
+    which may still be working on the call, is told (``notifications/cancelled``)."""
+    gets: list[float] = []
+    cancelled: list[Any] = []
+
+    def resume(n: int, rid: Any) -> bytes:
+        if n == 0:
+            return SSE_HEAD + b"id: p0\nretry: 10\ndata:\n\n"
+        return b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+    server = raw(polling_server(resume, gets, cancelled))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=None) as client:
+        with pytest.raises(McpError, match="status 400"):
+            client.call_tool("long")
+        client.ping()  # (the cancellation went out before this)
+    assert len(gets) == 1
+    assert [c["reason"] for c in cancelled] == ["HTTP: status 400"]

@@ -27,7 +27,7 @@ from mcp_sansio.http import (
     reopen_delay,
 )
 
-from .test_http_client import SSE, legacy_client, modern, read, result, rpc, sse
+from .test_http_client import SSE, error, legacy_client, modern, read, result, rpc, sse
 
 
 def polled(client: HttpClient, sent: ClientRequest, body: bytes) -> ClientRequest:
@@ -75,7 +75,8 @@ def test_a_message_on_a_resumed_stream_is_progress_junk_is_not() -> None:
     again = polled(client, again, b"id: p1\ndata: \n\n")
     assert again.quiet == 2
     # data: that is not JSON, or JSON that is no JSON-RPC message: nothing new.
-    for junk in (b"junk", b"[1, 2]", b'{"x": 1}', b'{"jsonrpc": "2.0"}'):
+    # No "jsonrpc": junk, even with a "result" (a proxy's JSON, not the server's).
+    for junk in (b"junk", b"[1, 2]", b'{"x": 1}', b'{"jsonrpc": "2.0"}', b'{"result": 1}'):
         reader = client.response(again, 200, SSE)
         read(reader, sse(("j", junk)))
         assert reader.events_with_data == 0, junk
@@ -88,6 +89,59 @@ def test_a_message_on_a_resumed_stream_is_progress_junk_is_not() -> None:
     after = reader.resume()
     assert after is not None and after.quiet == 0
     assert client.resume_delay(after) == 1.0  # (default_retry_ms: no retry announced)
+    # An error answer (to some other request) is a message too: progress.
+    reader = client.response(again, 200, SSE)
+    assert len(read(reader, sse(("e", error(9, -32000))))) == 1
+    assert reader.events_with_data == 1
+    after = reader.resume()
+    assert after is not None and after.quiet == 0
+
+
+def test_a_resumed_stream_with_no_event_is_resumed_again_from_the_same_id() -> None:
+    # A resumption answered with a stream that brings nothing at all, not even an event
+    # id (a server with nothing new yet, a proxy's idle timeout): SSE keeps the last
+    # event id across reconnections, so the next resumption sends the same one. A stream
+    # came: quiet (the wait grows), not failed, nothing abandoned.
+    client = legacy_client()
+    sent = client.post(rpc(2, "tools/call", {"name": "t"}))
+    again = polled(client, sent, b"id: p0\ndata: \n\n")
+    assert again.last_event_id == "p0"
+    for n, body in enumerate((b"", b": keep-alive\n\n", b"retry: 3000\n\n"), start=2):
+        reader = client.response(again, 200, SSE)
+        assert read(reader, body) == []
+        assert reader.abandoned == ()
+        after = reader.resume()
+        assert after is not None and after.resumption, body
+        assert after.request.header("last-event-id") == "p0"
+        assert after.request_ids == (2,) and after.quiet == n and after.failed == 0
+        assert after.given_up(0) is None
+        again = after
+    assert again.retry_ms == 3000  # (the empty stream's own retry holds)
+    # Then the answer comes on the next one.
+    reader = client.response(again, 200, SSE)
+    (answer,) = read(reader, sse(("p1", result(2, {}))))
+    assert answer["id"] == 2 and reader.resume() is None
+    # A stream that never had an id (the POST's own) still cannot be resumed.
+    first = client.response(client.post(rpc(3, "tools/call", {"name": "t"})), 200, SSE)
+    (failed,) = read(first, b"")
+    assert failed["id"] == 3 and first.resume() is None and first.abandoned == (3,)
+
+
+def test_the_get_stream_resumed_without_a_new_retry_keeps_the_announced_one() -> None:
+    client = legacy_client()
+    reader = client.response(client.open_stream(), 200, SSE)
+    read(reader, b"id: g0\nretry: 5000\ndata: \n\n")
+    assert reader.retry_ms == 5000
+    again = reader.resume()
+    assert again is not None and again.retry_ms == 5000
+    for n in range(1, 4):
+        reader = client.response(again, 200, SSE)
+        read(reader, f"id: g{n}\ndata: \n\n".encode())
+        # (What both clients wait before reopening the GET stream.)
+        assert reader.retry_ms == 5000, n
+        resumed = reader.resume()
+        assert resumed is not None and resumed.request.header("last-event-id") == f"g{n}"
+        again = resumed
 
 
 def test_retry_0_never_makes_a_tight_loop() -> None:
@@ -138,6 +192,32 @@ def test_an_error_status_to_a_resumption_is_tried_again_counted(status: int) -> 
     assert polled(client, again, b"id: p1\ndata: \n\n").failed == 0
 
 
+@pytest.mark.parametrize("how", ["status 503", "no connection"])
+def test_after_a_resumption_that_got_no_stream_the_wait_grows_past_the_retry(how: str) -> None:
+    # The server announced retry 100 ms; its retry is its pace while it answers with a
+    # stream, not once it stops answering: each attempt that gets no stream waits
+    # longer (reopen_delay, from default_retry_ms), until a stream comes again.
+    client = legacy_client()
+    sent = client.post(rpc(2, "tools/call", {"name": "t"}))
+    again = polled(client, sent, b"id: p0\nretry: 100\ndata: \n\n")
+    assert client.resume_delay(again) == pytest.approx(0.1)
+    waits = []
+    for _ in range(4):
+        if how == "status 503":
+            reader = client.response(again, 503, ())
+            assert read(reader, b"") == []
+            retried = reader.resume()
+            assert retried is not None
+        else:
+            retried = again.failed_again("could not connect")
+        assert retried.retry_ms == 100
+        waits.append(client.resume_delay(retried))
+        again = retried
+    assert waits == pytest.approx([1, 2, 4, 8])
+    # A stream again: the server's pace again.
+    assert client.resume_delay(polled(client, again, b"id: p1\ndata: \n\n")) == 0.1
+
+
 def test_a_resumption_that_gets_no_answer_is_tried_again_for_the_requests_still_waiting() -> None:
     client = legacy_client()
     sent = client.post(dumps_batch(rpc(2, "tools/call", {"name": "a"}), rpc(3, "ping")))
@@ -185,6 +265,34 @@ def test_a_legacy_stream_that_cannot_be_resumed_abandons_its_requests() -> None:
     refused = client.response(client.post(rpc(4, "ping")), 500, ())
     read(refused, b"")
     assert refused.abandoned == ()
+
+
+@pytest.mark.parametrize("resumed", [False, True])
+def test_a_stream_that_ends_after_an_oversize_event_was_dropped_abandons_its_requests(
+    resumed: bool,
+) -> None:
+    # The dropped event was most likely the answer, which no later stream brings: the
+    # request fails, saying why, and the server is told (it need not go on). Also when
+    # the event had an id and a resumed stream then brings nothing.
+    client = legacy_client(HttpClientConfig(max_event_size=64))
+    sent = client.post(rpc(2, "tools/call", {"name": "t"}))
+    big = sse(("e1" if resumed else None, result(2, {"text": "x" * 100})))
+    reader = client.response(sent, 200, SSE)
+    if resumed:
+        assert read(reader, big) == []
+        again = reader.resume()
+        assert again is not None and again.dropped == 64
+        assert again.request.header("last-event-id") == "e1"
+        reader = client.response(again, 200, SSE)
+        big = b""
+    (failed,) = read(reader, big)
+    why = (
+        "the stream ended before the response arrived (an SSE event over 64 bytes was"
+        " dropped: HttpClientConfig.max_event_size)"
+    )
+    assert failed["id"] == 2 and failed["error"]["message"] == f"HTTP: {why}"
+    assert reader.resume() is None
+    assert reader.abandoned == (2,) and reader.abandoned_why == why
 
 
 def test_an_initialize_is_never_abandoned() -> None:

@@ -156,6 +156,54 @@ async def test_a_server_that_polls_answers_a_long_request(
     assert waits == pytest.approx([0.1] * polls, abs=0.01)
 
 
+async def test_a_resumed_stream_with_no_event_is_resumed_from_the_same_id(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Resumptions answered with a stream that brings no event at all, not even an id (a
+    # server with nothing new yet, a proxy's idle timeout): SSE keeps the last event id
+    # across reconnections, so the client polls again from it, at the server's retry,
+    # never failing nor cancelling the request (not even with max_resume_attempts 0:
+    # a stream came each time).
+    def resume(n: int, rid: Any) -> Stream:
+        if n == 0:
+            return primed(0)
+        return answered(rid, "done") if n == 4 else (200, (SESSION, SSE), b"")
+
+    server = Polling(resume)
+    transport = HttpTransportConfig(open_get_stream=False, max_resume_attempts=0)
+    url = await fake_server_url(nursery, server.serve)
+    async with open_http_client(
+        url, connection_config=client_connection_config("legacy"), transport=transport
+    ) as client:
+        started = trio.current_time()
+        with trio.fail_after(LONG):
+            result = await client.request("tools/call", call("long"))
+    assert text_of(result) == "done"
+    assert server.last_event_ids == ["p0"] * 4
+    assert not server.cancelled
+    waits = [b - a for a, b in zip([started, *server.gets], server.gets, strict=False)]
+    assert waits == pytest.approx([0.1] * 4, abs=0.01)
+
+
+async def test_a_get_stream_resumed_without_a_new_retry_keeps_the_announced_one(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The GET stream announces retry 5 s once; its resumptions bring a new id and no
+    # retry: the announced one holds (then backs off, as nothing comes).
+    opened = (200, (SESSION, SSE), b"id: g0\nretry: 5000\ndata: \n\n")
+    server = Polling(lambda n, rid: (200, (SESSION, SSE), f"id: g{n}\ndata: \n\n".encode()))
+    server.get_stream = opened
+    url = await fake_server_url(nursery, server.serve)
+    async with open_http_client(url, connection_config=client_connection_config("legacy")):
+        started = trio.current_time()
+        await trio.sleep(60)
+    assert server.opened == 1
+    assert server.last_event_ids == ["g0", "g1", "g2", "g3"]
+    # 5 s after the first stream, and after the second (quiet 2); then 10, 20.
+    times = [t - started for t in server.gets]
+    assert times == pytest.approx([5, 10, 20, 40], abs=0.01)
+
+
 async def test_a_polled_request_is_bounded_by_its_own_timeout(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
