@@ -47,7 +47,7 @@ import types
 import weakref
 from collections.abc import Callable, Collection, Coroutine, Generator, Iterable, Sequence
 from contextlib import suppress
-from typing import Any, TypeVar, cast, final
+from typing import Any, Final, TypeVar, cast, final
 
 import attrs
 import trio
@@ -92,6 +92,10 @@ from ._util import PeerWarnings, rearm
 __all__ = ["Endpoint", "ResponseSlot"]
 
 logger = logging.getLogger("mcp_trio")
+
+_SESSIONLESS_WARNINGS_PERIOD: Final = 3600.0
+"""Seconds after which the warnings about what belongs to no session get their bound
+(``MAX_PEER_WARNINGS``) afresh."""
 
 T = TypeVar("T")
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | SessionClosed
@@ -311,6 +315,7 @@ class Endpoint:
             weakref.WeakKeyDictionary()
         )  # a legacy session's (its Connection lives as long)
         self._sessionless_warnings = PeerWarnings()  # what belongs to no session: one bound
+        self._sessionless_since = trio.current_time()  # ... renewed each hour (see below)
         self._responses: dict[int, ResponseSlot] = {}
         self._timer_scope: trio.CancelScope | None = None
         self._releases: list[tuple[float, int]] = []  # heap: see release_at
@@ -489,8 +494,14 @@ class Endpoint:
         """The warning bound of the session ``tagged`` belongs to; one shared by what
         belongs to no session (each modern request, and each initialize that starts
         none, has a Connection of its own: a bound per Connection would bound
-        nothing)."""
+        nothing), renewed every :data:`_SESSIONLESS_WARNINGS_PERIOD`."""
         if tagged.session_id is None:
+            # Renewed each hour: one noisy client must not silence, for the life of the
+            # server, the warnings about every other client that has no session.
+            now = trio.current_time()
+            if now - self._sessionless_since >= _SESSIONLESS_WARNINGS_PERIOD:
+                self._sessionless_warnings = PeerWarnings()
+                self._sessionless_since = now
             return self._sessionless_warnings
         found = self._warnings.get(tagged.connection)
         if found is None:
