@@ -116,8 +116,7 @@ from mcp_sansio.http import (
 from ._blocking_dial import Address, attempt_deadline, resolve
 from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
-from ._http_h11 import Unframeable, client_headers, request_events, unsendable
-from ._text import for_log
+from ._http_h11 import Unframeable, client_headers, log_warnings, request_events, unsendable
 
 if TYPE_CHECKING:
     from ._blocking import CallClock as Clock
@@ -768,7 +767,7 @@ class HttpTransport:
                 reader = exchange.reader
                 assert reader is not None
                 self.inbox.extend(reader._feed(bytes(event.data)))
-                _log_warnings(reader)
+                log_warnings(reader)
             elif isinstance(event, h11.EndOfMessage):
                 self._finish(exchange, now, complete=True)
             else:  # ConnectionClosed before a response
@@ -818,7 +817,7 @@ class HttpTransport:
         for rid in reader.broken:  # (a modern stream broke: re-issued, see Broken)
             why = reader.broken_why
             self.inbox.append(Broken(rid, why) if lost else http_error(rid, why))
-        _log_warnings(reader)
+        log_warnings(reader)
         if reader.session_expired == "end":
             self._end_session()
         elif reader.resend:
@@ -1064,12 +1063,6 @@ class HttpTransport:
             self._close(exchange)
         while self._idle:
             self._idle.popleft().close()
-
-
-def _log_warnings(reader: ClientResponse) -> None:
-    if reader.warnings:
-        for warning in reader.take_warnings():
-            logger.warning("HTTP: %s", for_log(warning))  # (it may quote the server)
 
 
 # ---------------------------------------------------------------------- the client's link

@@ -207,12 +207,12 @@ from ._errors import HandshakeFailed, SessionClosed
 from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
+from ._http_h11 import log_warnings
 from ._http_pool import ConnectFailed, Pool, ReadFailed, UnsendableRequest, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
 from ._open import open_session
 from ._session import Session
-from ._text import for_log
 from ._util import open_task_nursery
 
 __all__ = ["HttpChannel", "open_http_client"]
@@ -857,7 +857,7 @@ class HttpChannel(MessageChannel):
                     if type(event) is h11.Data:
                         read = reader._feed(bytes(event.data))
                         if reader.warnings:  # as they come: a stream may last for hours
-                            _log_warnings(reader)
+                            log_warnings(reader)
                         for data, decoded in read:  # (parsed: handed on as a Decoded)
                             message = data if decoded is None else Decoded(data, decoded)
                             if not offer(message):  # (else the session took it in passing)
@@ -880,7 +880,7 @@ class HttpChannel(MessageChannel):
             # Its own errors, last, for answers that never came (a gateway's 502): not
             # the server's words (LocalReply: no _heard_at, a failed ping).
             own = len(read) - len(reader.unheard)
-            _log_warnings(reader)
+            log_warnings(reader)
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
             for i, (data, decoded) in enumerate(read):
@@ -1135,13 +1135,6 @@ class HttpChannel(MessageChannel):
             reason = f"the session's GET stream cannot be opened again: {problem}"
         logger.debug("HTTP: %s", reason)
         self._signal_soon(SessionClosed(reason))
-
-
-def _log_warnings(reader: ClientResponse) -> None:
-    if not reader.warnings:  # (the usual case, once per chunk of a stream)
-        return
-    for warning in reader.take_warnings():
-        logger.warning("HTTP: %s", for_log(warning))  # (it may quote the server)
 
 
 def _only_pings(sent: ClientRequest) -> bool:

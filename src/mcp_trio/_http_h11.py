@@ -9,22 +9,28 @@ our ``User-Agent``, as h11 events.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 import h11
 
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
-from mcp_sansio.http import HttpRequest
+from mcp_sansio.http import ClientResponse, HttpRequest
+
+from ._text import for_log
 
 __all__ = [
     "END_OF_MESSAGE",
     "USER_AGENT",
     "Unframeable",
     "client_headers",
+    "log_warnings",
     "request_events",
     "unsendable",
 ]
+
+_logger = logging.getLogger("mcp_trio")
 
 USER_AGENT: Final = b"mcp-trio"
 """Sent unless the caller's headers name a ``User-Agent`` of their own."""
@@ -78,3 +84,13 @@ def request_events(request: HttpRequest, extra: Sequence[tuple[bytes, bytes]]) -
 def unsendable(request: HttpRequest, exc: Exception) -> str:
     """Why ``request`` could not be sent (h11 refused it), for people."""
     return f"cannot send {request.method} {request.target[:80]!r}: {exc}"
+
+
+def log_warnings(reader: ClientResponse) -> None:
+    """Log what the core warned of while reading ``reader`` (both HTTP clients), each on
+    one line and clipped: a warning may quote the server (a dropped tool's name, its
+    ``x-mcp-header`` value)."""
+    if not reader.warnings:  # (the usual case, once per chunk of a stream)
+        return
+    for warning in reader.take_warnings():
+        _logger.warning("HTTP: %s", for_log(warning))

@@ -67,7 +67,7 @@ async def test_each_session_has_its_own_bound(
 
 
 class _Warned:
-    """What the HTTP clients' ``_log_warnings`` reads of a ``ClientResponse``."""
+    """What the HTTP clients' ``log_warnings`` reads of a ``ClientResponse``."""
 
     def __init__(self, warnings: list[str]) -> None:
         self.warnings = warnings
@@ -85,7 +85,7 @@ def test_the_http_clients_log_the_server_s_words_clipped_on_one_line(
     # (a core warning may quote the server: a tool's name, its x-mcp-header value)
     quoted = "dropped tool 'x" + "y" * 100_000 + "\nWARNING forged \x1b[2J': why"
     with caplog.at_level(logging.WARNING, logger="mcp_trio"):
-        module._log_warnings(cast(Any, _Warned([quoted])))
+        module.log_warnings(cast(Any, _Warned([quoted])))
     (record,) = caplog.records
     logged = record.getMessage()
     assert logged.startswith("HTTP: dropped tool 'xyyy")
