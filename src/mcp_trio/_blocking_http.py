@@ -926,9 +926,7 @@ class HttpTransport:
             # A modern request stands alone (no session to lose): once the server was
             # there (not at open), it fails alone, and the next one tries again (a server
             # restarting), as the Trio client's does.
-            for rid in exchange.ids:
-                self.inbox.append(http_error(rid, str(exc)))
-            exchange.ids.clear()
+            self._failed(exchange, str(exc))
             return
         if self.failure is None:
             self.failure = SessionClosed(

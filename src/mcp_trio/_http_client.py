@@ -580,13 +580,11 @@ class HttpChannel(MessageChannel):
             limiter.release_on_behalf_of(scope)
             self._forget(sent, stream)
             if isinstance(exc, UnsendableRequest | WriteFailed) or (
-                sent.modern and self._answered and isinstance(exc, ConnectFailed)
+                isinstance(exc, ConnectFailed) and self._outlives_no_server(sent)
             ):
                 # Nothing (or not all) of it went out, but the server is there: fail this
-                # request alone (an unreachable server closes a legacy session below). A
-                # modern request stands alone, with no session to lose: once the server
-                # was there (not at open: an unreachable server fails that), one that finds
-                # no server fails alone too, and the next one tries again (a restart).
+                # request alone (an unreachable server closes the session below, but
+                # see _outlives_no_server).
                 self._tasks.start_soon(self._fail, sent.request_ids, str(exc))
                 return
             if isinstance(exc, WireError):
@@ -595,6 +593,14 @@ class HttpChannel(MessageChannel):
         # Its answer is read by a task that has just started (see Pool.send_nowait).
         wire.read_at_once = wire.writes_directly
         self._tasks.start_soon(self._request, sent, stream, wire)
+
+    def _outlives_no_server(self, sent: ClientRequest) -> bool:
+        """Whether the session goes on when ``sent`` finds no server (no connection can
+        be made): a legacy session ends (the server, and what it kept, are gone); a
+        modern request stands alone, with no session to lose, so once the server has
+        answered one (not at open: an unreachable server fails that) it fails alone
+        and the next one tries again (a server restarting)."""
+        return sent.modern and self._answered
 
     def _track(self, sent: ClientRequest, scope: trio.CancelScope) -> _Stream:
         stream = _Stream(scope, set(sent.request_ids))
@@ -665,12 +671,10 @@ class HttpChannel(MessageChannel):
                 if (
                     isinstance(exc, ConnectFailed)
                     and not current.resumption
-                    and not (current.modern and self._answered)
+                    and not self._outlives_no_server(current)
                 ):
                     # No server for a request that waited for a connection (or a token):
-                    # as send() does for one that did not wait, a legacy session ends
-                    # (the server, and what it kept, are gone), as does a modern client
-                    # its server never answered.
+                    # the session ends, as in send() for one that did not wait.
                     self._signal_soon(SessionClosed(f"the server cannot be reached: {exc}"))
                     return
                 # Written, then no answer: a modern request is re-issued (the module docs);
