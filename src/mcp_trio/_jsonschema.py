@@ -1117,6 +1117,36 @@ def _format_error(exc: BaseException, tp: Any) -> str:
     return format_exception(exc, tp)
 
 
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _for_the_caller(exc: BaseException) -> bool:
+    """Whether a failure to build an argument may be told to whoever sent it: a
+    ``ValueError`` (how a class says a value is wrong, and how this module's hooks do),
+    or an error the converter itself raised (its innermost frame in cattrs or here).
+    Anything else comes from the user's code (``__post_init__``, an attrs validator or
+    converter, ``__init__``) and may carry internal details: a bug, not the caller's."""
+    if isinstance(exc, ValueError):
+        return True
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    module = frame.f_globals.get("__name__") or ""
+    return (
+        module == __name__
+        or module.partition(".")[0] == "cattrs"
+        or frame.f_code.co_filename.startswith("<cattrs generated")
+    )
+
+
 def coerce_arguments(
     fn: Callable[..., Any], arguments: Mapping[str, Any], *, skip: Collection[str] = ()
 ) -> dict[str, Any]:
@@ -1130,8 +1160,14 @@ def coerce_arguments(
 
     Raises:
         ValueError: the arguments do not fit after all; with ``validate`` first, only a
-            ``format`` it does not check can cause this (a malformed date-time, say). The
-            message lists each problem with its path, like ``arguments.when: ...``.
+            ``format`` it does not check can cause this (a malformed date-time, say), or
+            a class that refuses a value with a ``ValueError`` (its text is the
+            problem). The message lists each problem with its path, like
+            ``arguments.when: ...``: it is meant for the caller.
+        Exception: anything else a class raised while its value was built (in
+            ``__init__``, ``__post_init__``, an attrs validator or converter), as raised
+            (possibly in cattrs' exception group): a bug or an internal failure, whose
+            text may hold what the caller must not see; log it, answer an internal error.
     """
     sig = _signature(fn, frozenset(skip))
     out: dict[str, Any] = {}
@@ -1147,6 +1183,8 @@ def coerce_arguments(
         try:
             out[name] = _converter.structure(value, tp)
         except Exception as exc:  # cattrs reports with ExceptionGroups; we flatten them
+            if not all(map(_for_the_caller, _leaves(exc))):
+                raise
             path = _child("arguments", name)
             for message in cattrs.transform_error(exc, path, _format_error):
                 text, _, where = message.rpartition(" @ ")

@@ -412,6 +412,11 @@ class ServerMethods:
                     kwargs = coerce_arguments(tool.fn, arguments, skip=tool.skip)
                 except ValueError as exc:
                     return _tool_error(f"Invalid arguments for tool {name!r}: {exc}")
+                except Exception:
+                    # A class of an argument failed in its own code (see
+                    # coerce_arguments): answered as a failure of the tool's body is.
+                    logger.exception("tool %r: building its arguments failed", name)
+                    return _tool_error(f"Tool {name!r} failed with an internal error")
         if tool.task is not None:
             run = functools.partial(self._run_tool, ctx, name, tool, kwargs)
             answer = await self.tasks.call(ctx, tool.task, tool.task_start, run, f"Tool {name!r}")

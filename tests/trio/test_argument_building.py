@@ -1,0 +1,179 @@
+"""Building a function's arguments from what the client sent (``coerce_arguments``).
+
+* A class of an argument that fails in its own code (``__post_init__``, an attrs
+  validator, ``__init__``) with anything but a ``ValueError`` is a bug or an internal
+  failure, not the caller's mistake: its text may hold a password or a host, so it is
+  logged with its traceback and the caller gets the internal error a failing tool body
+  gets (a tool result), or -32603 (prompts, resource templates). A ``ValueError`` is how
+  a class says a value is wrong: its text is the caller's to see, as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import pytest
+import trio
+
+from mcp_sansio import ErrorCode
+from mcp_trio import Client, McpError, Server, open_client
+
+SECRET = "connect to postgres://admin:hunter2@10.0.0.5/accounts failed"
+
+
+@pytest.fixture(params=["legacy", "modern"])
+def era(request: pytest.FixtureRequest) -> str:
+    """The client's era: every test runs once per era."""
+    value: str = request.param
+    return value
+
+
+@asynccontextmanager
+async def connect(server: Server, era: str) -> AsyncGenerator[Client]:
+    with trio.fail_after(10):
+        async with open_client(server, era=era) as client:  # type: ignore[arg-type]  # (a str era)
+            yield client
+
+
+@dataclasses.dataclass
+class Account:
+    number: str
+
+    def __post_init__(self) -> None:
+        if self.number == "down":
+            raise RuntimeError(SECRET)  # (a lookup failing for an internal reason)
+
+
+@dataclasses.dataclass
+class Order:
+    qty: int
+
+    def __post_init__(self) -> None:
+        if self.qty > 10:
+            raise ValueError("at most 10 per order")
+
+
+def _positive(instance: Any, attribute: Any, value: int) -> None:
+    if value <= 0:
+        raise TypeError(f"{SECRET} ({value})")
+
+
+@attrs.define
+class Checked:
+    n: int = attrs.field(validator=_positive)
+
+
+@dataclasses.dataclass(init=False)
+class Plain:
+    name: str
+
+    def __init__(self, name: str) -> None:
+        raise KeyError(SECRET)
+
+
+def argument_server() -> Server:
+    server = Server("args")
+
+    @server.tool()
+    def pay(account: Account) -> str:
+        return "paid"
+
+    @server.tool()
+    def pay_all(accounts: list[Account]) -> str:
+        return "paid"
+
+    @server.tool()
+    def order(o: Order) -> str:
+        return "ok"
+
+    @server.tool()
+    def check(c: Checked) -> str:
+        return "ok"
+
+    @server.tool()
+    def plain(p: Plain) -> str:
+        return "ok"
+
+    @server.prompt()
+    def greet(account: Account) -> str:
+        return "hello"
+
+    @server.resource("accounts://{account}")
+    def account(account: Account) -> str:
+        return "an account"
+
+    return server
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result: dict[str, Any] = await client.request(
+        "tools/call", {"name": tool, "arguments": arguments}
+    )
+    return result
+
+
+CLASS_FAILURES = {
+    "pay": {"account": {"number": "down"}},
+    "pay_all": {"accounts": [{"number": "1"}, {"number": "down"}]},
+    "check": {"c": {"n": 0}},
+    "plain": {"p": {"name": "x"}},
+}
+
+
+@pytest.mark.parametrize("tool", CLASS_FAILURES)
+async def test_a_class_failing_in_its_own_code_is_an_internal_error_logged(
+    era: str, tool: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with connect(argument_server(), era) as client:
+        with caplog.at_level(logging.ERROR, logger="mcp_trio"):
+            result = await call(client, tool, **CLASS_FAILURES[tool])
+    assert result == {
+        "content": [{"type": "text", "text": f"Tool {tool!r} failed with an internal error"}],
+        "isError": True,
+        **{k: v for k, v in result.items() if k not in ("content", "isError")},
+    }
+    assert "hunter2" not in str(result)
+    (record,) = [r for r in caplog.records if "building its arguments" in r.getMessage()]
+    assert record.getMessage() == f"tool {tool!r}: building its arguments failed"
+    assert record.exc_text is not None
+    assert "hunter2" in record.exc_text  # (the developer sees why, with the traceback)
+
+
+async def test_a_value_error_of_a_class_is_the_callers_to_see(era: str) -> None:
+    async with connect(argument_server(), era) as client:
+        result = await call(client, "order", o={"qty": 11})
+        fine = await call(client, "pay", account={"number": "1"})
+    assert result["isError"] is True
+    assert result["content"] == [
+        {
+            "type": "text",
+            "text": "Invalid arguments for tool 'order': arguments.o: invalid value"
+            " (at most 10 per order)",
+        }
+    ]
+    assert fine["content"] == [{"type": "text", "text": "paid"}]
+
+
+async def test_prompt_and_template_arguments_do_not_carry_the_failure_either(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with connect(argument_server(), era) as client:
+        with caplog.at_level(logging.ERROR, logger="mcp_trio"):
+            with pytest.raises(McpError) as prompt:
+                await client.request(
+                    "prompts/get", {"name": "greet", "arguments": {"account": '{"number":"down"}'}}
+                )
+            with pytest.raises(McpError) as template:
+                await client.request(
+                    "resources/read", {"uri": "accounts://%7B%22number%22:%22down%22%7D"}
+                )
+    for info in (prompt, template):
+        assert info.value.error.code == ErrorCode.INTERNAL_ERROR
+        assert "hunter2" not in str(info.value.error)
+    logged = "\n".join(r.exc_text or "" for r in caplog.records)
+    assert logged.count("hunter2") >= 2
