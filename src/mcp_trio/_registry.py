@@ -793,6 +793,36 @@ class Registry:
                 return entry, values
         return None
 
+    def resolve_template(self, uri: str) -> tuple[TemplateEntry, dict[str, Any]] | None:
+        """The template that serves ``uri`` for ``resources/read``, with its function's
+        arguments: the first (in registration order) that matches ``uri`` and whose
+        variables convert to the function's types (:func:`coerce_strings`). So
+        ``notes://{id}`` (``id: int``) registered before ``notes://{name}`` (``name:
+        str``) serves ``notes://7``, and leaves ``notes://groceries`` to the second.
+        ``None`` when no template matches.
+
+        Raises:
+            ValueError: templates match, but the variables of none of them convert (the
+                first one's problems: registration order is the priority).
+            Exception: a class of a variable failed in its own code (see
+                :func:`~mcp_trio._jsonschema.coerce_arguments`): that template serves,
+                and fails (a bug, not the caller's).
+        """
+        refused: ValueError | None = None
+        for entry in self.templates.values():
+            values = entry.template.match(uri)
+            if values is None:
+                continue
+            try:
+                kwargs = coerce_strings(entry.fn, entry.schema, entry.skip, values, canonical=True)
+            except ValueError as exc:
+                refused = refused or exc
+                continue
+            return entry, kwargs
+        if refused is not None:
+            raise refused
+        return None
+
     def match_template(self, uri: str) -> tuple[TemplateEntry, dict[str, str]] | None:
         """What a completion's ``ref/resource`` names when its ``uri`` is neither a
         registered template nor resource: the first template (:meth:`find_template`)
@@ -840,8 +870,29 @@ class Registry:
             return self.resources[uri]
         if not self._scoped_templates:
             return None  # (no template declares scopes: none to match)
-        found = self.find_template(uri)
-        return None if found is None else found[0]
+        return self._serving_template(uri)
+
+    def _serving_template(self, uri: str) -> TemplateEntry | None:
+        """The template whose scopes a read of ``uri`` needs: the one
+        :meth:`resolve_template` picks. When several match, that means converting the
+        variables (once more when the read comes: only then); when none converts, the
+        read fails, and the first is asked."""
+        matching = [
+            (entry, values)
+            for entry in self.templates.values()
+            if (values := entry.template.match(uri)) is not None  # ({}: no variables)
+        ]
+        if len(matching) < 2:
+            return matching[0][0] if matching else None
+        for entry, values in matching:
+            try:
+                coerce_strings(entry.fn, entry.schema, entry.skip, values, canonical=True)
+            except ValueError:
+                continue
+            except Exception:  # (its class failed in its own code: it serves, and fails)
+                pass
+            return entry
+        return matching[0][0]
 
     def _listen_scopes(self, notifications: object) -> frozenset[str]:
         # 2026-07-28 schema, SubscriptionsListenRequest: params.notifications

@@ -494,7 +494,8 @@ class ServerMethods:
         return self._page(ctx, "resources", "resourceTemplates", items)
 
     async def read_resource(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
-        """``resources/read``: a fixed URI first, then the templates in order."""
+        """``resources/read``: a fixed URI first, then the templates in order (the first
+        whose variables convert: :meth:`Registry.resolve_template`)."""
         uri = _string_param(_params(ctx), "uri", "resources/read")
         entry: ResourceEntry | TemplateEntry
         static = self._registry.resources.get(uri)
@@ -502,14 +503,13 @@ class ServerMethods:
         if static is not None:
             entry = static
         else:
-            found = self._registry.find_template(uri)
-            if found is None:
-                raise _not_found(ctx.era, uri)
-            entry, values = found
             try:
-                kwargs = coerce_strings(entry.fn, entry.schema, entry.skip, values, canonical=True)
+                found = self._registry.resolve_template(uri)
             except ValueError as exc:
                 raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
+            if found is None:
+                raise _not_found(ctx.era, uri)
+            entry, kwargs = found
         try:
             value = await self._call(ctx, entry, kwargs)
         except ResourceNotFound as exc:

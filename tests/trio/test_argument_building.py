@@ -6,6 +6,8 @@
   logged with its traceback and the caller gets the internal error a failing tool body
   gets (a tool result), or -32603 (prompts, resource templates). A ``ValueError`` is how
   a class says a value is wrong: its text is the caller's to see, as before.
+* A URI that matches a typed template whose variables do not convert goes on to the next
+  template that matches (registration order stays the priority).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result
 
 
-CLASS_FAILURES = {
+CLASS_FAILURES: dict[str, dict[str, Any]] = {
     "pay": {"account": {"number": "down"}},
     "pay_all": {"accounts": [{"number": "1"}, {"number": "down"}]},
     "check": {"c": {"n": 0}},
@@ -177,3 +179,53 @@ async def test_prompt_and_template_arguments_do_not_carry_the_failure_either(
         assert "hunter2" not in str(info.value.error)
     logged = "\n".join(r.exc_text or "" for r in caplog.records)
     assert logged.count("hunter2") >= 2
+
+
+# ------------------------------------------------------------------ typed templates
+
+
+def shadow_server() -> Server:
+    server = Server("notes")
+
+    @server.resource("notes://{id}")
+    def by_id(id: int) -> str:
+        return f"by id {id!r}"
+
+    @server.resource("notes://{name}")
+    def by_name(name: str) -> str:
+        return f"by name {name}"
+
+    @server.resource("pages://{n}")
+    def page(n: int) -> str:
+        return f"page {n!r}"
+
+    @server.resource("pages://{x}")
+    def page_number(x: float) -> str:  # (not for an int: the first serves it)
+        return f"page number {x!r}"
+
+    return server
+
+
+async def read(client: Client, uri: str) -> str:
+    result = await client.request("resources/read", {"uri": uri})
+    [contents] = result["contents"]
+    text: str = contents["text"]
+    return text
+
+
+async def test_a_variable_that_does_not_convert_leaves_the_uri_to_the_next_template(
+    era: str,
+) -> None:
+    async with connect(shadow_server(), era) as client:
+        assert await read(client, "notes://7") == "by id 7"
+        assert await read(client, "notes://groceries") == "by name groceries"
+        assert await read(client, "notes://07") == "by name 07"  # (no int's one spelling)
+        assert await read(client, "pages://3") == "page 3"
+        assert await read(client, "pages://2.5") == "page number 2.5"
+        with pytest.raises(McpError) as info:
+            await client.request("resources/read", {"uri": "pages://x"})
+    # None converts: the first template's problems (registration order is the priority).
+    assert info.value.error.code == ErrorCode.INVALID_PARAMS
+    assert info.value.error.message == (
+        "Invalid params: pages://x: arguments.n: expected integer, got string"
+    )

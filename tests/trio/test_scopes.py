@@ -757,15 +757,45 @@ def test_a_server_without_declared_scopes_checks_nothing_per_request() -> None:
     for i in range(20):
         plain.add_resource(lambda id: id, f"t{i}://{{id}}")
     scanned: list[str] = []
-    find = plain._registry.find_template
+    find = plain._registry._serving_template
 
     def counting(uri: str) -> Any:
         scanned.append(uri)
         return find(uri)
 
-    plain._registry.find_template = counting  # type: ignore[method-assign]
+    plain._registry._serving_template = counting  # type: ignore[method-assign]
     assert plain._required_scopes(TOKENS["reader"], "resources/read", {"uri": "t3://x"}) == set()
     assert scanned == []  # no template declares a scope: none is matched for the check
     plain.add_resource(lambda id: id, "s://{id}", scopes="s")
     assert plain._required_scopes(TOKENS["reader"], "resources/read", {"uri": "s://x"}) == {"s"}
     assert scanned == ["s://x"]
+
+
+def test_the_scopes_of_a_template_read_are_those_of_the_template_that_serves_it() -> None:
+    """A URI whose variables do not convert for the first template that matches it is
+    served by the next (see ``Registry.resolve_template``): that one's scopes count, so
+    a typed template with none does not open a later one that declares some."""
+    server = Server("notes")
+    server.add_resource(lambda id: f"{id}", "notes://{id}")  # (untyped: any text)
+    server.add_resource(lambda n: f"{n}", "pages://{n}")
+
+    def by_id(id: int) -> str:
+        return str(id)
+
+    def by_name(name: str) -> str:
+        return name
+
+    server.add_resource(by_id, "items://{id}")
+    server.add_resource(by_name, "items://{name}", scopes="admin")
+    server.add_resource(by_id, "rows://{id}", scopes="rows")
+    server.add_resource(by_name, "rows://{name}")
+    reader = TOKENS["reader"]
+
+    def needed(uri: str) -> frozenset[str]:
+        return server._required_scopes(reader, "resources/read", {"uri": uri})
+
+    assert needed("items://7") == set()
+    assert needed("items://groceries") == {"admin"}
+    assert needed("rows://7") == {"rows"}
+    assert needed("rows://groceries") == set()
+    assert needed("notes://groceries") == set()
