@@ -20,7 +20,10 @@ Theory of operation
   also works when ``T`` is a ``$ref`` or an enum. A parameter is required when it has no
   default, whatever its type (``x: int | None`` must be given, possibly as ``null``).
 * ``default`` is written when the default value is JSON-able (after :func:`to_jsonable`).
-* ``integer`` follows JSON Schema: ``1.0`` is an integer, ``True`` is not.
+* ``integer`` follows JSON Schema: ``1.0`` is an integer, ``True`` is not. An ``int``
+  argument takes a float only below 2**53, where it is one integer exactly: orjson reads
+  an integer wider than 64 bits as a rounded float, which must not reach the function as
+  another number than the one sent (refused by :func:`coerce_arguments`).
 * Named types (enums and classes) are built into ``$defs``; when done, a definition used
   exactly once and not recursive is inlined where it is used, because many clients handle
   ``$ref`` poorly. What stays in ``$defs`` is what must: shared and recursive types.
@@ -84,6 +87,7 @@ from collections.abc import Set as AbstractSet
 from typing import (
     Annotated,
     Any,
+    Final,
     Literal,
     NewType,
     NotRequired,
@@ -1057,7 +1061,27 @@ def to_structured_content(fn: Callable[..., Any], value: object) -> dict[str, An
 # --------------------------------------------------------------------------------------
 # Structuring and unstructuring
 
+_EXACT_FLOATS: Final = 2**53
+"""Every integer below this in magnitude is exact as a float (a double's 53-bit
+significand); at and beyond it, a float may stand for many integers."""
+
+
+def _structure_int(value: Any, cls: type[int]) -> int:
+    """An ``int`` (or a subclass: ``IntEnum``, ``bool``) from a JSON integer. A float
+    passes only while it is one integer exactly: JSON has one number type (``1.0`` is
+    ``1``), but orjson reads an integer wider than 64 bits as a float, rounded, and the
+    function must not get another number than the one sent (``18446744073709551617``
+    arrives as ``18446744073709551616.0``)."""
+    if isinstance(value, float) and not (value.is_integer() and abs(value) < _EXACT_FLOATS):
+        raise ValueError(
+            f"{_show(value)} is not an exact integer: from 2**53 on, a float (what an"
+            " integer wider than 64 bits arrives as) may have lost digits"
+        )
+    return cls(value)  # (as cattrs' own hook for int and its subclasses does)
+
+
 _converter = cattrs.Converter()
+_converter.register_structure_hook(int, _structure_int)  # (int's subclasses too)
 _converter.register_structure_hook(dt.datetime, lambda v, _: dt.datetime.fromisoformat(v))
 _converter.register_structure_hook(dt.date, lambda v, _: dt.date.fromisoformat(v))
 _converter.register_structure_hook(dt.time, lambda v, _: dt.time.fromisoformat(v))

@@ -6,6 +6,9 @@
   logged with its traceback and the caller gets the internal error a failing tool body
   gets (a tool result), or -32603 (prompts, resource templates). A ``ValueError`` is how
   a class says a value is wrong: its text is the caller's to see, as before.
+* An ``int`` parameter takes a float only while it is one integer exactly: ``1.0`` is
+  ``1``, but from 2**53 on a float may stand for many integers, and orjson reads an
+  integer wider than 64 bits as such a float (rounded): refused, never another number.
 * A URI that matches a typed template whose variables do not convert goes on to the next
   template that matches (registration order stays the priority).
 """
@@ -24,6 +27,8 @@ import trio
 
 from mcp_sansio import ErrorCode
 from mcp_trio import Client, McpError, Server, open_client
+
+from .helpers import handshaken, raw_pair
 
 SECRET = "connect to postgres://admin:hunter2@10.0.0.5/accounts failed"
 
@@ -179,6 +184,68 @@ async def test_prompt_and_template_arguments_do_not_carry_the_failure_either(
         assert "hunter2" not in str(info.value.error)
     logged = "\n".join(r.exc_text or "" for r in caplog.records)
     assert logged.count("hunter2") >= 2
+
+
+# ------------------------------------------------------------------ inexact integers
+
+
+def integer_server() -> Server:
+    server = Server("ints")
+
+    @server.tool()
+    def echo(a: int, more: list[int] | None = None) -> str:
+        return f"{a!r} {more!r}"
+
+    return server
+
+
+async def test_an_integer_wider_than_64_bits_on_the_wire_is_refused_not_rounded() -> None:
+    """What any client (Python's ``json``, Go's ``big.Int``...) may send: orjson reads the
+    number as a float, which no longer is the number sent."""
+    server = integer_server()
+    channel, peer = raw_pair("memory")
+    with trio.fail_after(10):
+        async with handshaken(
+            channel,
+            peer,
+            "server",
+            handlers=server.handlers(),
+            connection_config=server.connection_config(),
+        ):
+            answers = {}
+            for rid, arguments in (
+                (1, b'{"a":18446744073709551617}'),
+                (2, b'{"a":1,"more":[9223372036854775807,36893488147419103233]}'),
+                (3, b'{"a":18446744073709551615,"more":[-9223372036854775808]}'),
+            ):
+                await peer.send_bytes(
+                    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+                    b'{"name":"echo","arguments":%s}}' % (rid, arguments)
+                )
+                answer = await peer.receive()
+                answers[answer["id"]] = answer["result"]
+    assert answers[1]["isError"] is True
+    assert answers[1]["content"][0]["text"] == (
+        "Invalid arguments for tool 'echo': arguments.a: invalid value (1.8446744073709552e+19"
+        " is not an exact integer: from 2**53 on, a float (what an integer wider than 64 bits"
+        " arrives as) may have lost digits)"
+    )
+    assert answers[2]["isError"] is True
+    assert "arguments.more[1]: invalid value" in answers[2]["content"][0]["text"]
+    # Within 64 bits orjson reads integers exactly: they pass as they are.
+    assert answers[3]["content"][0]["text"] == "18446744073709551615 [-9223372036854775808]"
+
+
+async def test_a_float_passes_as_an_integer_only_while_it_is_exact(era: str) -> None:
+    async with connect(integer_server(), era) as client:
+        whole = await call(client, "echo", a=1.0, more=[2.0**53 - 1, -(2.0**53 - 1)])
+        past = await call(client, "echo", a=2.0**53)
+        negative = await call(client, "echo", a=1, more=[-(2.0**60)])
+    assert whole["content"] == [{"type": "text", "text": f"1 [{2**53 - 1}, {-(2**53 - 1)}]"}]
+    assert past["isError"] is True
+    assert "arguments.a: invalid value (9007199254740992.0 is not an exact" in str(past)
+    assert negative["isError"] is True
+    assert "arguments.more[0]: invalid value" in str(negative)
 
 
 # ------------------------------------------------------------------ typed templates
