@@ -473,7 +473,8 @@ class ToolResult:
 
     content: Any = ()
     """Content blocks: anything a tool may return as content (a string, an
-    :class:`Image`, a list of them, typed or raw content blocks)."""
+    :class:`Image`, a list of them, typed or raw content blocks). None with
+    ``structured_content``: its JSON text is the one block."""
     structured_content: Any = attrs.field(default=None, kw_only=True)
     """The ``structuredContent`` (JSON-able), if any. A tool with an output schema must
     give one that fits it (unless ``is_error``): else the call fails as a bug."""
@@ -489,7 +490,11 @@ class ToolResult:
             raise TypeError(f"ToolResult.content: {type(self.content).__name__} is not content")
         result: dict[str, Any] = {"content": blocks}
         if self.structured_content is not None:
-            result["structuredContent"] = to_jsonable(self.structured_content)
+            structured = result["structuredContent"] = to_jsonable(self.structured_content)
+            if not blocks:
+                # tools.mdx: "a tool that returns structured content SHOULD also return
+                # the serialized JSON in a TextContent block" (as the other paths do).
+                blocks.append({"type": "text", "text": jsonable_text(structured)})
         if self.is_error:
             result["isError"] = True
         if self.meta is not None:

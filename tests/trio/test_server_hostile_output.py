@@ -328,13 +328,13 @@ async def test_structured_output_only_from_2025_06_18(version: str) -> None:
     assert ("structuredContent" in number) is structured
     assert ("structuredContent" in mapping) is structured
     assert text(mapping) == '{"a":1}'
+    # tools.mdx: a tool that returns structured content SHOULD also return the serialized
+    # JSON in a TextContent block; before 2025-06-18 that block is all there is.
+    assert only["content"] == [{"type": "text", "text": '{"b":[1,2]}'}]
     if structured:
         assert only["structuredContent"] == {"b": [1, 2]}
-        assert only["content"] == []
     else:
-        # Nothing would be left: the structured value is sent as its JSON text instead.
         assert "structuredContent" not in only
-        assert only["content"] == [{"type": "text", "text": '{"b":[1,2]}'}]
 
 
 # ================================================================== errors from a nursery

@@ -177,6 +177,8 @@ async def test_data_or_a_spelled_out_result(era: str) -> None:
             return ToolResult("no such key", is_error=True)
         if key == "spelled":
             return ToolResult("1, 2", structured_content={"x": 1.0, "y": 2.0})
+        if key == "bare":
+            return ToolResult(structured_content={"x": 3, "y": 4})
         return Point(1, 2)
 
     @server.tool()
@@ -188,6 +190,7 @@ async def test_data_or_a_spelled_out_result(era: str) -> None:
         found = await call(client, "find", key="k")
         spelled = await call(client, "find", key="spelled")
         missing = await call(client, "find", key="missing")
+        bare = await call(client, "find", key="bare")
         loud = await call(client, "note", loud=True)
     assert tools["find"]["outputSchema"]["properties"] == {
         "x": {"type": "number"},
@@ -196,6 +199,9 @@ async def test_data_or_a_spelled_out_result(era: str) -> None:
     assert "outputSchema" not in tools["note"]
     assert found["structuredContent"] == spelled["structuredContent"] == {"x": 1.0, "y": 2.0}
     assert missing["isError"] is True and missing["content"][0]["text"] == "no such key"
+    # No content of its own: the structured content's JSON text is its block (tools.mdx:
+    # "SHOULD also return the serialized JSON in a TextContent block").
+    assert bare["content"] == [{"type": "text", "text": '{"x":3,"y":4}'}]
     assert loud["content"] == [{"type": "text", "text": "HEY"}]
 
 
