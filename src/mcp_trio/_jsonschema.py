@@ -19,7 +19,9 @@ Theory of operation
 * ``T | None`` is ``{"anyOf": [<T>, {"type": "null"}]}``: one style for every union, which
   also works when ``T`` is a ``$ref`` or an enum. A parameter is required when it has no
   default, whatever its type (``x: int | None`` must be given, possibly as ``null``).
-* ``default`` is written when the default value is JSON-able (after :func:`to_jsonable`).
+* ``default`` is written when the default value is JSON-able (after :func:`to_jsonable`)
+  and valid against the schema it is the default of: ``limit: int = None`` has none (a
+  model that sent ``null`` would be refused).
 * ``integer`` follows JSON Schema: ``1.0`` is an integer, ``True`` is not. An ``int``
   argument takes a float only below 2**53, where it is one integer exactly: orjson reads
   an integer wider than 64 bits as a rounded float, which must not reach the function as
@@ -492,6 +494,22 @@ class _Builder:
     def error(self, message: str) -> TypeError:
         return TypeError(f"{' in '.join(reversed(self.where))}: {message}")
 
+    def default(self, prop: Schema, value: object) -> None:
+        """Write ``value`` as ``prop``'s ``default`` when it is JSON-able and valid against
+        ``prop`` (JSON Schema 2020-12, meta-data: "It is RECOMMENDED that a default value be
+        valid against the associated schema"): a model that sends the announced default
+        must not be refused (``limit: int = None`` announces none)."""
+        ok, data = _json_default(value)
+        if not ok:
+            return
+        root = {**prop, "$defs": self.defs} if self.defs else prop
+        try:
+            if validate(data, root):
+                return
+        except ValueError:  # (a keyword the validator lacks: unknown, so not written)
+            return
+        prop["default"] = data
+
     def schema(self, tp: Any) -> Schema:
         if get_origin(tp) is Annotated:
             out = self.schema(tp.__origin__)
@@ -606,9 +624,7 @@ class _Builder:
             if text and "description" not in prop:
                 prop["description"] = text
             if field.default is not _MISSING:
-                ok, value = _json_default(field.default)
-                if ok:
-                    prop["default"] = value
+                self.default(prop, field.default)
             properties[field.name] = prop
             if field.required:
                 required.append(field.name)
@@ -847,9 +863,7 @@ def function_input_schema(fn: Callable[..., Any], *, skip: Collection[str] = ())
         if param.default is param.empty:
             required.append(name)
         else:
-            ok, value = _json_default(param.default)
-            if ok:
-                prop["default"] = value
+            builder.default(prop, param.default)
         properties[name] = prop
     out: Schema = {"type": "object"}
     if properties:

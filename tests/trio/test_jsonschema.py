@@ -464,6 +464,50 @@ def test_defaults_that_are_not_json_are_left_out() -> None:
     assert props["b"] == {"type": "string", "format": "date", "default": "2024-01-02"}
 
 
+class Shade(enum.Enum):
+    LIGHT = "light"
+    DARK = "dark"
+
+
+@dataclasses.dataclass
+class Paging:
+    limit: int = None  # type: ignore[assignment]  # (a common sloppy hint)
+    shade: Shade = Shade.DARK
+    other: Shade = Shade.LIGHT
+
+
+def test_a_default_is_written_only_when_valid_against_its_own_schema() -> None:
+    """JSON Schema 2020-12 (meta-data): "It is RECOMMENDED that a default value be valid
+    against the associated schema"; a model that sends the announced default must not be
+    refused."""
+
+    def search(
+        query: str,
+        limit: int = None,  # type: ignore[assignment]  # noqa: RUF013 (the sloppy hint tested)
+        maybe: int | None = None,
+        label: str = 5,  # type: ignore[assignment]
+        bounded: Annotated[int, Constraints(minimum=1)] = 0,
+        shade: Shade = Shade.LIGHT,
+        paging: Paging | None = None,
+    ) -> None:
+        pass
+
+    schema = function_input_schema(search)
+    props = schema["properties"]
+    for name in ("limit", "label", "bounded"):
+        assert "default" not in props[name], name
+    assert props["maybe"]["default"] is None
+    assert props["shade"]["default"] == "light"  # (Shade's schema, in $defs: it fits)
+    paging = props["paging"]["anyOf"][0]["properties"]  # (used once: inlined)
+    assert "default" not in paging["limit"]
+    assert paging["shade"]["default"] == "dark"
+    # Every default published fits its schema, as the jsonschema package sees it.
+    for prop in [*props.values(), *paging.values()]:
+        if "default" in prop:
+            root = {**prop, "$defs": schema.get("$defs", {})}
+            assert jsonschema.Draft202012Validator(root).is_valid(prop["default"]), prop
+
+
 # --------------------------------------------------------------------------------------
 # Docstrings
 
