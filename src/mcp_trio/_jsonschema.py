@@ -26,6 +26,8 @@ Theory of operation
   argument takes a float only below 2**53, where it is one integer exactly: orjson reads
   an integer wider than 64 bits as a rounded float, which must not reach the function as
   another number than the one sent (refused by :func:`coerce_arguments`).
+* ``enum.Flag`` (and ``IntFlag``) is refused: a schema of its members refuses their
+  combinations, the point of a flag, and one of every combination would be huge.
 * Named types (enums and classes) are built into ``$defs``; when done, a definition used
   exactly once and not recursive is inlined where it is used, because many clients handle
   ``$ref`` poorly. What stays in ``$defs`` is what must: shared and recursive types.
@@ -541,6 +543,12 @@ class _Builder:
                 raise self.error(
                     f"{tp.__qualname__} is MCP content, not JSON data: it has no JSON Schema"
                     " (a tool may return it, alone or in a list, but not inside other data)"
+                )
+            if issubclass(tp, enum.Flag):  # (IntFlag too)
+                raise self.error(
+                    f"{tp.__qualname__} is an enum.Flag: its values combine (A|B), and no"
+                    " honest JSON Schema lists the combinations; take a set of a plain Enum"
+                    " (set[...]) or an int instead"
                 )
             if issubclass(tp, enum.Enum):
                 return self.named(tp, self.enum_schema)

@@ -508,6 +508,40 @@ def test_a_default_is_written_only_when_valid_against_its_own_schema() -> None:
             assert jsonschema.Draft202012Validator(root).is_valid(prop["default"]), prop
 
 
+class Perm(enum.IntFlag):
+    R = 4
+    W = 2
+
+
+class Mode(enum.Flag):
+    A = enum.auto()
+    B = enum.auto()
+
+
+@dataclasses.dataclass
+class Granted:
+    perm: Perm
+
+
+@pytest.mark.parametrize(
+    ("build", "where"),
+    [
+        (lambda: type_schema(Perm), "Perm is an enum.Flag"),
+        (lambda: type_schema(list[Mode]), "Mode is an enum.Flag"),
+        (lambda: type_schema(Granted), "field 'perm' of Granted"),
+    ],
+)
+def test_flags_are_refused_not_published_as_their_members_alone(
+    build: Callable[[], Any], where: str
+) -> None:
+    """A schema of a flag's members (``{"enum": [4, 2]}``) refused ``R|W`` (6), the point
+    of a flag: refused when the tool is registered, with what to take instead."""
+    with pytest.raises(TypeError, match=r"enum\.Flag: its values combine") as info:
+        build()
+    assert where in str(info.value)
+    assert "set[...]" in str(info.value)
+
+
 # --------------------------------------------------------------------------------------
 # Docstrings
 
