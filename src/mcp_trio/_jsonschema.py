@@ -1104,8 +1104,35 @@ def _structure_int(value: Any, cls: type[int]) -> int:
 
 _converter = cattrs.Converter()
 _converter.register_structure_hook(int, _structure_int)  # (int's subclasses too)
-_converter.register_structure_hook(dt.datetime, lambda v, _: dt.datetime.fromisoformat(v))
-_converter.register_structure_hook(dt.date, lambda v, _: dt.date.fromisoformat(v))
+# RFC 3339 section 5.6, what "format": "date-time" and "date" name: a date-time has a
+# time and an offset ("T" and "Z" may be lower case); a full-date is YYYY-MM-DD.
+_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+_FULL_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _structure_datetime(value: str, _: Any) -> dt.datetime:
+    """A ``datetime`` from an RFC 3339 date-time: always aware (a date alone, or a time
+    without an offset, would make a naive one, which fails a comparison with an aware
+    ``now()`` only for some inputs)."""
+    if not _DATE_TIME.fullmatch(value):
+        raise ValueError(
+            f"{_show(value)} is not an RFC 3339 date-time: it needs a date, a time and an"
+            " offset, as in 2024-01-02T10:00:00Z or 2024-01-02T10:00:00+02:00"
+        )
+    return dt.datetime.fromisoformat(value.upper())
+
+
+def _structure_date(value: str, _: Any) -> dt.date:
+    if not _FULL_DATE.fullmatch(value):
+        raise ValueError(f"{_show(value)} is not an RFC 3339 date (YYYY-MM-DD)")
+    return dt.date.fromisoformat(value)
+
+
+_converter.register_structure_hook(dt.datetime, _structure_datetime)
+_converter.register_structure_hook(dt.date, _structure_date)
 _converter.register_structure_hook(dt.time, lambda v, _: dt.time.fromisoformat(v))
 _converter.register_structure_hook(uuid.UUID, lambda v, _: uuid.UUID(v))
 _converter.register_structure_hook(bytes, lambda v, _: base64.b64decode(v, validate=True))

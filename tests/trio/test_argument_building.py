@@ -9,6 +9,9 @@
 * An ``int`` parameter takes a float only while it is one integer exactly: ``1.0`` is
   ``1``, but from 2**53 on a float may stand for many integers, and orjson reads an
   integer wider than 64 bits as such a float (rounded): refused, never another number.
+* A ``datetime`` argument is an RFC 3339 date-time, as its schema's ``format`` says: a
+  date, a time and an offset, so the function always gets an aware datetime; a ``date``
+  is ``YYYY-MM-DD``.
 * A URI that matches a typed template whose variables do not convert goes on to the next
   template that matches (registration order stays the priority).
 """
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -246,6 +250,47 @@ async def test_a_float_passes_as_an_integer_only_while_it_is_exact(era: str) -> 
     assert "arguments.a: invalid value (9007199254740992.0 is not an exact" in str(past)
     assert negative["isError"] is True
     assert "arguments.more[0]: invalid value" in str(negative)
+
+
+# ------------------------------------------------------------------ dates and times
+
+
+async def test_a_datetime_is_an_rfc_3339_date_time_and_always_aware(era: str) -> None:
+    server = Server("when")
+
+    @server.tool()
+    def at(when: dt.datetime) -> str:
+        return repr(when)
+
+    @server.tool()
+    def on(day: dt.date) -> str:
+        return repr(day)
+
+    utc = dt.UTC
+    two = dt.timezone(dt.timedelta(hours=2))
+    taken = {
+        "2024-01-02T10:11:12Z": dt.datetime(2024, 1, 2, 10, 11, 12, tzinfo=utc),
+        "2024-01-02t10:11:12.5z": dt.datetime(2024, 1, 2, 10, 11, 12, 500000, tzinfo=utc),
+        "2024-01-02T10:11:12+02:00": dt.datetime(2024, 1, 2, 10, 11, 12, tzinfo=two),
+    }
+    refused = ("2024-01-02", "2024-01-02T10:11:12", "2024-01-02 10:11:12Z", "20240102T101112Z")
+    async with connect(server, era) as client:
+        for text, when in taken.items():
+            result = await call(client, "at", when=text)
+            assert result["content"] == [{"type": "text", "text": repr(when)}], text
+        for text in refused:
+            result = await call(client, "at", when=text)
+            assert result["isError"] is True, text
+            assert result["content"][0]["text"] == (
+                f"Invalid arguments for tool 'at': arguments.when: invalid value (\"{text}\" is"
+                " not an RFC 3339 date-time: it needs a date, a time and an offset, as in"
+                " 2024-01-02T10:00:00Z or 2024-01-02T10:00:00+02:00)"
+            )
+        day = await call(client, "on", day="2024-01-02")
+        basic = await call(client, "on", day="20240102")
+    assert day["content"] == [{"type": "text", "text": repr(dt.date(2024, 1, 2))}]
+    assert basic["isError"] is True
+    assert '"20240102" is not an RFC 3339 date (YYYY-MM-DD)' in basic["content"][0]["text"]
 
 
 # ------------------------------------------------------------------ typed templates
