@@ -473,8 +473,8 @@ class ToolResult:
 
     content: Any = ()
     """Content blocks: anything a tool may return as content (a string, an
-    :class:`Image`, a list of them, typed or raw content blocks). None with
-    ``structured_content``: its JSON text is the one block."""
+    :class:`Image`, a list of them, typed or raw content blocks). Left empty next to
+    ``structured_content``, the one block sent is that content's JSON text."""
     structured_content: Any = attrs.field(default=None, kw_only=True)
     """The ``structuredContent`` (JSON-able), if any. A tool with an output schema must
     give one that fits it (unless ``is_error``): else the call fails as a bug."""
