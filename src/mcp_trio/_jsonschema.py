@@ -1088,13 +1088,17 @@ _EXACT_FLOATS: Final = 2**53
 significand); at and beyond it, a float may stand for many integers."""
 
 
+def _exact(value: float) -> bool:
+    return value.is_integer() and abs(value) < _EXACT_FLOATS
+
+
 def _structure_int(value: Any, cls: type[int]) -> int:
     """An ``int`` (or a subclass: ``IntEnum``, ``bool``) from a JSON integer. A float
     passes only while it is one integer exactly: JSON has one number type (``1.0`` is
     ``1``), but orjson reads an integer wider than 64 bits as a float, rounded, and the
     function must not get another number than the one sent (``18446744073709551617``
     arrives as ``18446744073709551616.0``)."""
-    if isinstance(value, float) and not (value.is_integer() and abs(value) < _EXACT_FLOATS):
+    if isinstance(value, float) and not _exact(value):
         raise ValueError(
             f"{_show(value)} is not an exact integer: from 2**53 on, a float (what an"
             " integer wider than 64 bits arrives as) may have lost digits"
@@ -1142,15 +1146,28 @@ _cached_type_schema = _memo(type_schema)
 
 
 def _structure_union(value: Any, tp: Any) -> Any:
+    """The first member that ``value`` fits, in order; an ``int`` member is passed over
+    for a float that is no exact integer (see :func:`_structure_int`) while a later one
+    takes it (``int | float`` and ``1e20``), and refuses it when none does."""
     member: Any
+    inexact: Any = None
     for member in get_args(tp):
         if member is _NoneType:
             if value is None:
                 return None
             continue
         if not validate(value, _cached_type_schema(member)):
+            if type(value) is float and _is_int_class(member) and not _exact(value):
+                inexact = inexact or member
+                continue
             return _converter.structure(value, member)
+    if inexact is not None:
+        return _converter.structure(value, inexact)  # (raises, saying why)
     raise ValueError(f"{_show(value)} fits none of {tp!r}")
+
+
+def _is_int_class(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, int)
 
 
 def _is_literal(tp: Any) -> bool:

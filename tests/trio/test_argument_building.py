@@ -252,6 +252,31 @@ async def test_a_float_passes_as_an_integer_only_while_it_is_exact(era: str) -> 
     assert "arguments.more[0]: invalid value" in str(negative)
 
 
+async def test_a_union_with_float_takes_a_float_that_int_refuses(era: str) -> None:
+    """``int | float``: ``1e20`` is no exact integer, so the ``float`` member takes it;
+    ``int | str`` has no member that may, so the ``int`` member's refusal stands."""
+    server = Server("unions")
+
+    @server.tool()
+    def number(x: int | float) -> str:
+        return repr(x)
+
+    @server.tool()
+    def key(x: int | str) -> str:
+        return repr(x)
+
+    async with connect(server, era) as client:
+        big = await call(client, "number", x=1e20)
+        small = await call(client, "number", x=7.0)
+        fraction = await call(client, "number", x=2.5)
+        refused = await call(client, "key", x=1e20)
+    assert big["content"] == [{"type": "text", "text": "1e+20"}]
+    assert small["content"] == [{"type": "text", "text": "7"}]
+    assert fraction["content"] == [{"type": "text", "text": "2.5"}]
+    assert refused["isError"] is True
+    assert "arguments.x: invalid value (1e+20 is not an exact integer" in str(refused)
+
+
 # ------------------------------------------------------------------ dates and times
 
 
