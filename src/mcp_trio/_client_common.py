@@ -43,7 +43,14 @@ from mcp_sansio._versions import REVISIONS
 
 from ._errors_base import InputRequiredError, McpError
 from ._text import LOG_TEXT_LIMIT, clip, for_log, terminal_safe
-from ._validation import AnchorRef, dialect_supported, resolve_ref, validate
+from ._validation import (
+    DRAFT_07_DIALECT,
+    AnchorRef,
+    dialect_of,
+    dialect_supported,
+    resolve_ref,
+    validate,
+)
 
 __all__ = [
     "LIST_METHODS",
@@ -1168,9 +1175,9 @@ class OutputSchemas:
     against (more than :data:`MAX_OUTPUT_SCHEMA_NODES` subschemas, ``$ref`` expanded,
     deeper than :data:`MAX_OUTPUT_SCHEMA_DEPTH`, more ``enum``/``const`` values than
     :data:`MAX_OUTPUT_SCHEMA_VALUES`, a recursive schema whose alternatives could both
-    recurse, another dialect than 2020-12: a warning says so) is not used. Nor is one
-    with a ``pattern`` anywhere: Python's ``re`` may backtrack for seconds on a short
-    string, and it blocks the event loop (no timeout can interrupt it). One whose
+    recurse, a dialect other than 2020-12 and draft-07: a warning says so) is not used.
+    Nor is one with a ``pattern`` anywhere: Python's ``re`` may backtrack for seconds on
+    a short string, and it blocks the event loop (no timeout can interrupt it). One whose
     ``$ref`` leads nowhere, or out of the schema (nothing is fetched), has its results
     refused (``basic/index.mdx``: rejected, not treated as permissive).
 
@@ -1333,6 +1340,8 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
         return False
     nodes = values = 0
     recursive = branching = False
+    # Draft-07 core §8.3: the other keywords of an object with a $ref are ignored.
+    ref_alone = dialect_of(schema) == DRAFT_07_DIALECT
 
     def resolve(ref: str) -> Any:
         try:
@@ -1347,6 +1356,8 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
         nonlocal nodes, values, recursive, branching
         if not isinstance(node, dict):
             return False
+        if ref_alone and "$ref" in node:
+            node = {"$ref": node["$ref"]}
         nodes += 1
         if nodes > MAX_OUTPUT_SCHEMA_NODES or depth > MAX_OUTPUT_SCHEMA_DEPTH:
             raise _TooCostly
@@ -1374,13 +1385,19 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
         same_value = [sub for key in _SAME_VALUE for sub in _as_list(node.get(key))]
         if "not" in node:
             same_value.append(node["not"])
+        dependencies = node.get("dependencies")  # (draft-07: schemas for the same value)
+        if isinstance(dependencies, dict):
+            same_value.extend(sub for sub in dependencies.values() if isinstance(sub, dict))
         branches += sum(walk(sub, refs, depth + 1) for sub in same_value)
         properties = node.get("properties")
         children = [
             *(properties.values() if isinstance(properties, dict) else ()),
             *_as_list(node.get("prefixItems")),
+            *_as_list(node.get("items")),  # (draft-07: by position)
             node.get("items"),
+            node.get("additionalItems"),
             node.get("additionalProperties"),
+            node.get("propertyNames"),
         ]
         holds_ref = [walk(sub, refs, depth + 1) for sub in children]  # walk them all
         branches += any(holds_ref)
@@ -1398,9 +1415,9 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-_SUBSCHEMA: Final = ("not", "items", "additionalProperties")
-_SUBSCHEMA_LISTS: Final = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SUBSCHEMA_MAPS: Final = ("properties", "$defs", "definitions")
+_SUBSCHEMA: Final = ("not", "items", "additionalProperties", "additionalItems", "propertyNames")
+_SUBSCHEMA_LISTS: Final = ("allOf", "anyOf", "oneOf", "prefixItems", "items")  # (draft-07 items)
+_SUBSCHEMA_MAPS: Final = ("properties", "$defs", "definitions", "dependencies")
 
 
 def _has_pattern(schema: dict[str, Any]) -> bool:

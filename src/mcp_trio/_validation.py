@@ -13,6 +13,15 @@ A small validator for the schemas we generate, plus the usual keywords around th
 :func:`validate`). It refuses keywords it does not implement instead of ignoring them, so
 it is never silently wrong, and :func:`check_schema` finds those in a whole schema up
 front. The tests check it agrees with the ``jsonschema`` package.
+
+Two dialects (``basic/index.mdx``: implementations MUST support 2020-12, the default,
+and SHOULD document the others): JSON Schema 2020-12, and draft-07, which every tool of a
+TypeScript SDK server declares (zod's output). The root's ``$schema`` picks one for the
+whole schema (:class:`_Draft07` is the draft-07 validator); the differences that matter
+here are few: ``items`` may be an array of schemas (with ``additionalItems``) where
+2020-12 has ``prefixItems``, ``dependencies`` is both ``dependentRequired`` and
+``dependentSchemas``, and a ``$ref`` makes the rest of its object ignored. ``definitions``
+and ``$defs`` are only places a ``$ref`` (a JSON pointer) leads to, in either.
 """
 
 from __future__ import annotations
@@ -23,11 +32,12 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final, final
+from typing import Any, ClassVar, Final, final
 
 from mcp_sansio._versions import JSON_SCHEMA_DIALECT
 
 __all__ = [
+    "DRAFT_07_DIALECT",
     "MAX_PROBLEMS",
     "Schema",
     "check_schema",
@@ -49,11 +59,28 @@ class AnchorRef(ValueError):
     Schema, which :func:`resolve_ref` does not resolve."""
 
 
-def dialect_supported(schema: Mapping[str, Any]) -> bool:
-    """Whether ``schema`` is in the dialect :func:`validate` implements: it declares none
-    (2020-12 is the default) or 2020-12 itself."""
+DRAFT_07_DIALECT: Final = "http://json-schema.org/draft-07/schema"
+"""The ``$schema`` of JSON Schema draft-07 (a final ``#`` or none), the second dialect
+:func:`validate` implements: what the TypeScript SDK's tools declare."""
+
+
+def dialect_of(schema: object) -> str | None:
+    """The dialect ``schema`` declares, without its final ``#`` (2020-12, the default,
+    when it declares none, as a boolean schema does); ``None`` for one :func:`validate`
+    does not implement."""
+    if not isinstance(schema, Mapping):
+        return JSON_SCHEMA_DIALECT
     dialect = schema.get("$schema", JSON_SCHEMA_DIALECT)
-    return isinstance(dialect, str) and dialect.rstrip("#") == JSON_SCHEMA_DIALECT
+    if not isinstance(dialect, str):
+        return None
+    dialect = dialect.rstrip("#")
+    return dialect if dialect in (JSON_SCHEMA_DIALECT, DRAFT_07_DIALECT) else None
+
+
+def dialect_supported(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` is in a dialect :func:`validate` implements: it declares none
+    (2020-12 is the default), 2020-12 itself or draft-07."""
+    return dialect_of(schema) is not None
 
 
 def resolve_ref(root: Any, ref: str) -> Any:
@@ -110,14 +137,18 @@ _KEYWORDS = frozenset(
         *("minLength", "maxLength", "pattern"),
         *("items", "prefixItems", "minItems", "maxItems"),
         *("uniqueItems", "properties", "required", "additionalProperties"),
-        *("minProperties", "maxProperties"),
+        *("minProperties", "maxProperties", "propertyNames"),
     }
 )
 _KNOWN = _KEYWORDS | _ANNOTATIONS
+#: The same for draft-07 (validation §6.4.2, §6.5.7): no ``prefixItems``, and two
+#: keywords 2020-12 replaced (by ``prefixItems`` and ``dependentRequired``/``dependentSchemas``).
+_KEYWORDS_07 = (_KEYWORDS - {"prefixItems"}) | {"additionalItems", "dependencies"}
+_KNOWN_07 = _KEYWORDS_07 | _ANNOTATIONS
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 #: Keywords whose value is a schema, a list of schemas, or an object of schemas.
-_SUBSCHEMA = frozenset({"not", "items", "additionalProperties"})
+_SUBSCHEMA = frozenset({"not", "items", "additionalProperties", "propertyNames"})
 _SUBSCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SUBSCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
 _BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], bool]], ...] = (
@@ -241,6 +272,13 @@ def _where(path: _Path) -> str:
 
 
 class _Validator:
+    """The validator of a JSON Schema 2020-12 schema, ``root``."""
+
+    dialect: ClassVar[str] = JSON_SCHEMA_DIALECT
+    keywords: ClassVar[frozenset[str]] = _KEYWORDS
+    known: ClassVar[frozenset[str]] = _KNOWN
+    """The keywords (and annotations) of the dialect that :meth:`check` takes."""
+
     def __init__(self, root: Any) -> None:
         self.root = root
         self.enums: dict[int, frozenset[object]] = {}
@@ -280,8 +318,8 @@ class _Validator:
             return
         if type(schema) is not dict:
             raise ValueError(f"a schema is an object or a boolean, not {_show(schema)}")
-        if not _KNOWN.issuperset(schema):
-            unknown = sorted(schema.keys() - _KNOWN)
+        if not self.known.issuperset(schema):
+            unknown = sorted(schema.keys() - self.known)
             raise ValueError(f"unsupported JSON Schema keyword(s): {', '.join(unknown)}")
         if "$ref" in schema:
             self.check(value, self.resolve(schema["$ref"]), path, out)
@@ -336,15 +374,17 @@ class _Validator:
     def check_array(self, value: list[Any], schema: Schema, path: _Path, out: list[str]) -> None:
         self.check_size(len(value), schema, "Items", "items", path, out)
         if schema.get("uniqueItems"):
-            seen: dict[object, int] = {}
-            for i, item in enumerate(value):
-                first = seen.setdefault(_canonical(item), i)
-                if first != i:
-                    out.append(f"{_where((path, i))}: duplicate of item {first}")
-        prefix = schema.get("prefixItems", [])
+            self.check_unique(value, path, out)
+        prefix, rest = schema.get("prefixItems", []), schema.get("items", True)
         for i, item in enumerate(value):
-            sub = prefix[i] if i < len(prefix) else schema.get("items", True)
-            self.check(item, sub, (path, i), out)
+            self.check(item, prefix[i] if i < len(prefix) else rest, (path, i), out)
+
+    def check_unique(self, value: list[Any], path: _Path, out: list[str]) -> None:
+        seen: dict[object, int] = {}
+        for i, item in enumerate(value):
+            first = seen.setdefault(_canonical(item), i)
+            if first != i:
+                out.append(f"{_where((path, i))}: duplicate of item {first}")
 
     def check_object(
         self, value: dict[str, Any], schema: Schema, path: _Path, out: list[str]
@@ -362,6 +402,10 @@ class _Validator:
                 out.append(f"{_where(path)}: unexpected property {key!r}")
             else:
                 self.check(item, extra, (path, key), out)
+        names = schema.get("propertyNames", True)
+        if names is not True:
+            for key in value:
+                self.check(key, names, f"{_where(path)}: property name {_show(key)}", out)
 
     def check_combinators(self, value: Any, schema: Schema, path: _Path, out: list[str]) -> None:
         for sub in schema.get("allOf", []):
@@ -427,19 +471,15 @@ class _Validator:
             return
         if not isinstance(node, dict):
             raise ValueError(f"{where}: a schema is an object or a boolean, not {_show(node)}")
-        unknown = node.keys() - _KNOWN
+        unknown = node.keys() - self.known
         if unknown:
             names = ", ".join(repr(k) for k in sorted(unknown))
             raise ValueError(
                 f"{where}: unsupported JSON Schema keyword(s) {names}; "
-                "validate() implements: " + ", ".join(sorted(_KEYWORDS))
+                "validate() implements: " + ", ".join(sorted(self.keywords))
             )
-        if not dialect_supported(node):
-            # basic/index.mdx: validate by the declared dialect, refuse one we do not have.
-            raise ValueError(
-                f"{where}: unsupported JSON Schema dialect {_show(node['$schema'])} "
-                f"(validate() implements {JSON_SCHEMA_DIALECT})"
-            )
+        if "$schema" in node and dialect_of(node) != self.dialect:
+            raise ValueError(f"{where}: {_unsupported(node['$schema'], self.dialect)}")
         try:
             if "$ref" in node:
                 if not isinstance(node["$ref"], str):
@@ -454,19 +494,135 @@ class _Validator:
             wrong = [k for k in kinds if k not in _TYPE_NAMES]
             if wrong:
                 raise ValueError(f"{where}: unknown type(s) {wrong}")
+        self.check_subschemas(node, where)
+
+    def check_subschemas(self, node: Schema, where: str) -> None:
+        """:meth:`check_schema` for each subschema of ``node``."""
         for key in sorted(_SUBSCHEMA & node.keys()):  # (the first problem, every run)
             self.check_schema(node[key], f"{where}/{key}")
         for key in sorted(_SUBSCHEMA_LISTS & node.keys()):
-            if not isinstance(node[key], list):
-                raise ValueError(f"{where}/{key}: expected a list of schemas")
-            for i, sub in enumerate(node[key]):
-                self.check_schema(sub, f"{where}/{key}/{i}")
+            self.check_schema_list(node[key], f"{where}/{key}")
+        self.check_schema_maps(node, where)
+
+    def check_schema_list(self, nodes: object, where: str) -> None:
+        if not isinstance(nodes, list):
+            raise ValueError(f"{where}: expected a list of schemas")
+        for i, sub in enumerate(nodes):
+            self.check_schema(sub, f"{where}/{i}")
+
+    def check_schema_maps(self, node: Schema, where: str) -> None:
         for key in sorted(_SUBSCHEMA_MAPS & node.keys()):
             if not isinstance(node[key], dict):
                 raise ValueError(f"{where}/{key}: expected an object of schemas")
             for name, sub in node[key].items():
-                escaped = str(name).replace("~", "~0").replace("/", "~1")
-                self.check_schema(sub, f"{where}/{key}/{escaped}")
+                self.check_schema(sub, f"{where}/{key}/{_escape(name)}")
+
+
+def _escape(name: object) -> str:
+    """A JSON pointer's reference token (RFC 6901)."""
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def _unsupported(dialect: object, root: str) -> str:
+    """The problem with a ``$schema`` of ``dialect`` in a schema whose root is in
+    ``root``."""
+    if dialect_of({"$schema": dialect}) is None:
+        # basic/index.mdx: validate by the declared dialect, refuse one we do not have.
+        return (
+            f"unsupported JSON Schema dialect {_show(dialect)} (validate() implements "
+            f"{JSON_SCHEMA_DIALECT} and {DRAFT_07_DIALECT})"
+        )
+    return (
+        f"JSON Schema dialect {_show(dialect)} inside a schema in {root}: validate() takes"
+        " one dialect per schema"
+    )
+
+
+@final
+class _Draft07(_Validator):
+    """The validator of a JSON Schema draft-07 schema: where draft-07 differs from
+    2020-12 (see the module docs)."""
+
+    dialect = DRAFT_07_DIALECT
+    keywords = _KEYWORDS_07
+    known = _KNOWN_07
+
+    def check(self, value: Any, schema: Any, path: _Path, out: list[str]) -> None:
+        if type(schema) is dict and "$ref" in schema:
+            # Core §8.3: "All other properties in a "$ref" object MUST be ignored."
+            self.check(value, self.resolve(schema["$ref"]), path, out)
+            return
+        super().check(value, schema, path, out)
+
+    def check_array(self, value: list[Any], schema: Schema, path: _Path, out: list[str]) -> None:
+        items = schema.get("items", True)
+        if not isinstance(items, list):
+            super().check_array(value, schema, path, out)  # additionalItems is ignored
+            return
+        # Validation §6.4.1-2: an array of schemas checks the items by position, and
+        # additionalItems those past its end.
+        self.check_size(len(value), schema, "Items", "items", path, out)
+        if schema.get("uniqueItems"):
+            self.check_unique(value, path, out)
+        rest = schema.get("additionalItems", True)
+        for i, item in enumerate(value):
+            self.check(item, items[i] if i < len(items) else rest, (path, i), out)
+
+    def check_object(
+        self, value: dict[str, Any], schema: Schema, path: _Path, out: list[str]
+    ) -> None:
+        super().check_object(value, schema, path, out)
+        # Validation §6.5.7: an array names the properties the key's presence requires;
+        # a schema is one the whole object must match then.
+        for key, needed in schema.get("dependencies", {}).items():
+            if key not in value:
+                continue
+            if isinstance(needed, list):
+                for name in needed:
+                    if name not in value:
+                        out.append(
+                            f"{_where(path)}: missing property {name!r}, required with {key!r}"
+                        )
+            else:
+                self.check(value, needed, path, out)
+
+    def check_schema(self, node: Any, where: str) -> None:
+        if isinstance(node, dict) and "$ref" in node:
+            # Its siblings are no keywords (core §8.3), but a $ref may lead into the
+            # definitions beside it.
+            super().check_schema({"$ref": node["$ref"]}, where)
+            self.check_schema_maps(node, where)
+            return
+        super().check_schema(node, where)
+
+    def check_subschemas(self, node: Schema, where: str) -> None:
+        items = node.get("items")
+        if isinstance(items, list):
+            self.check_schema_list(items, f"{where}/items")
+            node = {k: v for k, v in node.items() if k != "items"}
+        super().check_subschemas(node, where)
+        if "additionalItems" in node:
+            self.check_schema(node["additionalItems"], f"{where}/additionalItems")
+        if "dependencies" in node:
+            dependencies = node["dependencies"]
+            if not isinstance(dependencies, dict):
+                raise ValueError(f"{where}/dependencies: expected an object")
+            for key, needed in dependencies.items():
+                at = f"{where}/dependencies/{_escape(key)}"
+                if not isinstance(needed, list):
+                    self.check_schema(needed, at)
+                elif not all(isinstance(name, str) for name in needed):
+                    raise ValueError(f"{at}: expected a schema or a list of property names")
+
+
+_VALIDATORS: Final[dict[str | None, type[_Validator]]] = {DRAFT_07_DIALECT: _Draft07}
+
+
+def _validator(schema: Any) -> _Validator:
+    """The validator of the dialect ``schema`` declares (a 2020-12 one for a dialect
+    :func:`validate` does not implement, which its :meth:`~_Validator.check_schema`
+    refuses)."""
+    return _VALIDATORS.get(dialect_of(schema), _Validator)(schema)
 
 
 MAX_PROBLEMS: Final = 20
@@ -485,17 +641,32 @@ def validate(
     the numeric bounds and ``multipleOf``, ``minLength``/``maxLength``, ``items``,
     ``prefixItems``, ``minItems``/``maxItems``, ``uniqueItems``, ``properties``,
     ``required``, ``additionalProperties``, ``minProperties``/``maxProperties``,
-    ``pattern`` (``re.search``, as the ``jsonschema`` package does), plus the
+    ``propertyNames``, ``pattern`` (``re.search``, as the ``jsonschema`` package does), plus the
     annotations (``description``, ``default``, ``format``...). NaN and the infinities
     are no JSON numbers: they fail ``"type": "number"`` and ``"integer"``.
 
+    Dialects: JSON Schema 2020-12 (a schema that declares no ``$schema``, or
+    ``https://json-schema.org/draft/2020-12/schema``) and draft-07
+    (``http://json-schema.org/draft-07/schema#``: what the TypeScript SDK's tools
+    declare), by the root's ``$schema``. In draft-07, ``items`` may be an array of
+    schemas, with ``additionalItems``; ``dependencies`` (property names or a schema)
+    takes the place of ``prefixItems``; and a ``$ref`` makes the other keywords of its
+    object ignored, as that draft says. ``propertyNames`` is in both.
+
     Raises:
-        ValueError: the schema uses a keyword outside that list, an unresolvable
-            ``$ref`` or an invalid ``pattern``: a bug in whoever wrote the schema, never
-            in the instance. :func:`check_schema` finds these up front.
+        ValueError: the schema declares another dialect, uses a keyword outside that
+            list, an unresolvable ``$ref`` or an invalid ``pattern``: a bug in whoever
+            wrote the schema, never in the instance. :func:`check_schema` finds these
+            up front.
     """
+    kind = _Validator
+    if type(schema) is dict and "$schema" in schema:  # (else the default, 2020-12)
+        dialect = dialect_of(schema)
+        if dialect is None:
+            raise ValueError(_unsupported(schema["$schema"], JSON_SCHEMA_DIALECT))
+        kind = _VALIDATORS.get(dialect, _Validator)
     try:
-        problems = _Validator(schema).errors(instance, schema, root)
+        problems = kind(schema).errors(instance, schema, root)
     except RecursionError:
         # Legal JSON may nest 1024 levels deep (the wire's parser allows that much), and
         # each level of a recursive type costs a few frames here: too deep is a problem
@@ -661,4 +832,4 @@ def check_schema(schema: Schema) -> None:
             an invalid ``pattern``, or a ``$ref`` that is not local or does not resolve;
             the message says where (as a JSON pointer: ``#/properties/name``).
     """
-    _Validator(schema).check_schema(schema, "#")
+    _validator(schema).check_schema(schema, "#")

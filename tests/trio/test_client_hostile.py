@@ -9,6 +9,7 @@ answers chosen methods with raw messages; the others are in-process ``Handlers``
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
@@ -566,6 +567,18 @@ def _doubling_chain(levels: int) -> dict[str, Any]:
     return {"$defs": defs, "type": "object", "properties": {"sum": {"$ref": "#/$defs/l0"}}}
 
 
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+def _draft_07(sub: dict[str, Any]) -> dict[str, Any]:
+    """A draft-07 ``SUM_SCHEMA`` whose ``extra`` property has the schema ``sub``."""
+    return {
+        "$schema": DRAFT_07,
+        **SUM_SCHEMA,
+        "properties": {**SUM_SCHEMA["properties"], "extra": sub},
+    }
+
+
 LINKED = {
     "$defs": {
         "node": {
@@ -597,7 +610,23 @@ BRANCHING = {
         (_doubling_chain(60), False),  # 2**60 checks: too costly, not used
         (BRANCHING, False),  # recursion that could double at each level: not used
         ({"type": "object", "x-vendor": True}, False),  # a keyword the validator lacks
-        ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}, False),
+        ({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object"}, False),
+        ({"$schema": DRAFT_07, **SUM_SCHEMA}, True),  # the TypeScript SDK's dialect
+        # Draft-07: a $ref's siblings are ignored, one that leads nowhere too.
+        (
+            {
+                "$schema": DRAFT_07,
+                "$ref": "#/definitions/sum",
+                "definitions": {"sum": SUM_SCHEMA},
+                "properties": {"sum": {"$ref": "#/nowhere"}},
+            },
+            True,
+        ),
+        # Draft-07 subschemas the 2020-12 ones do not name, a pattern in each: not used.
+        (_draft_07({"items": [{"pattern": "^x"}]}), False),
+        (_draft_07({"items": [], "additionalItems": {"pattern": "^x"}}), False),
+        (_draft_07({"dependencies": {"a": {"properties": {"b": {"pattern": "^x"}}}}}), False),
+        (_draft_07({"propertyNames": {"pattern": "^x"}}), False),
         ({"properties": {"sum": {"minLength": "x"}}}, False),  # the validator trips on it
         # an anchor: valid 2020-12, not resolved by the validator (it took the root)
         ({"properties": {"sum": {"$ref": "#S"}}, "$defs": {"S": {"$anchor": "S"}}}, False),
@@ -649,13 +678,91 @@ async def test_a_schema_with_an_unresolved_ref_has_its_results_refused(
 async def test_a_schema_of_another_dialect_is_not_used_and_said_so(
     autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
+    schema = {"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object"}
     server = _structured_server({"hostile": schema})
     async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
         await client.list_tools()
         assert (await client.call_tool("hostile")).structured_content == {"sum": "three"}
     (record,) = [r for r in caplog.records if "dialect" in r.getMessage()]
-    assert record.levelname == "WARNING" and "draft-07" in record.getMessage()
+    assert record.levelname == "WARNING" and "2019-09" in record.getMessage()
+
+
+# The outputSchema of a tool of the TypeScript SDK (1.32.2; zod's draft-07), as listed:
+# a z.tuple([z.string(), z.number().int()]) and a recursive z.lazy.
+TS_SDK_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pair": {
+            "type": "array",
+            "items": [
+                {"type": "string"},
+                {"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991},
+            ],
+            "additionalItems": False,
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "tree": {"$ref": "#/definitions/__schema0"},
+    },
+    "required": ["pair", "tree"],
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "additionalProperties": False,
+    "definitions": {
+        "__schema0": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "integer"},
+                "children": {"type": "array", "items": {"$ref": "#/definitions/__schema0"}},
+            },
+            "required": ["value", "children"],
+            "additionalProperties": False,
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("structured", "problem"),
+    [
+        ({"pair": ["a", 1], "tree": {"value": 1, "children": []}}, None),
+        (
+            {"pair": ["a", "b"], "tree": {"value": 1, "children": []}},
+            r"structuredContent\.pair\[1\]",
+        ),
+        ({"pair": ["a", 1, 2], "tree": {"value": 1, "children": []}}, "at most 2 items"),
+        (
+            {"pair": ["a", 1], "tree": {"value": 1, "children": [{"value": 2.5, "children": []}]}},
+            r"tree\.children\[0\]\.value: expected integer",
+        ),
+    ],
+)
+async def test_a_typescript_sdk_output_schema_is_used_without_a_warning(
+    structured: dict[str, Any],
+    problem: str | None,
+    autojump_clock: MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # basic/index.mdx: implementations MUST support 2020-12 and SHOULD document the other
+    # dialects they support; the TypeScript SDK declares draft-07 on every tool.
+    handlers = Handlers()
+
+    @handlers.on_request("tools/list")
+    async def list_tools(ctx: RequestContext) -> dict[str, Any]:
+        tool = {"name": "t", "inputSchema": {"type": "object"}}
+        return {"tools": [{**tool, "outputSchema": TS_SDK_OUTPUT_SCHEMA}]}
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        return {"content": [], "structuredContent": structured}
+
+    async with open_client((handlers, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        if problem is None:
+            assert (await client.call_tool("t")).structured_content == structured
+        else:
+            with pytest.raises(RemoteProtocolError, match=problem):
+                await client.call_tool("t")
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO]
 
 
 BACKTRACKING = "^(a+)+$"  # exponential in Python's re on "aaa...a!"
@@ -905,14 +1012,14 @@ async def test_a_schema_of_another_dialect_is_said_so_with_the_name_clipped(
     autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     name = "hostile" + "h" * 100_000
-    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}
+    schema = {"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object"}
     server = _structured_server({name: schema})
     async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
         await client.list_tools()
         await client.call_tool(name)
     (logged,) = [r.getMessage() for r in caplog.records if "dialect" in r.getMessage()]
     assert logged.startswith("not validating tool 'hostilehhh")
-    assert "draft-07" in logged and len(logged) < 1_000
+    assert "2019-09" in logged and len(logged) < 1_000
 
 
 async def _ask_in_an_undeclared_mode(server: HandDriven, message: dict[str, Any]) -> bool:

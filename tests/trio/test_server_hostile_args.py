@@ -314,7 +314,7 @@ async def test_output_schema_pattern_is_checked(era: str) -> None:
     ("schema", "where"),
     [
         ({"patternProperties": {"^x": {}}}, "#: unsupported JSON Schema keyword(s) 'pattern"),
-        ({"properties": {"s": {"propertyNames": {}}}}, "#/properties/s: unsupported"),
+        ({"properties": {"s": {"dependentSchemas": {}}}}, "#/properties/s: unsupported"),
         ({"if": {}, "then": {}, "else": {}}, "'else', 'if', 'then'"),
         ({"properties": {"a": {"type": "array", "contains": {}}}}, "'contains'"),
         ({"dependentRequired": {"a": ["b"]}}, "'dependentRequired'"),
@@ -333,7 +333,7 @@ async def test_output_schema_pattern_is_checked(era: str) -> None:
         ({"properties": {"a": {"type": "float"}}}, "unknown type(s) ['float']"),
         ({"properties": {"a": 3}}, "a schema is an object or a boolean"),
         # basic/index.mdx: validate by the declared dialect; refuse one we do not have
-        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "dialect"),
+        ({"$schema": "https://json-schema.org/draft/2019-09/schema"}, "dialect"),
         ({"properties": {"a": {"$schema": "urn:mine"}}}, "#/properties/a: unsupported"),
         ({"$schema": 7}, "unsupported JSON Schema dialect 7"),
     ],
@@ -473,8 +473,12 @@ async def test_a_verbatim_input_schema_with_kwargs_takes_any_names(era: str) -> 
 
 
 @pytest.mark.parametrize("suffix", ["", "#"])
-def test_the_2020_12_dialect_may_be_declared(suffix: str) -> None:
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema" + suffix}
+@pytest.mark.parametrize(
+    "dialect",
+    ["https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema"],
+)
+def test_the_dialects_the_validator_implements_may_be_declared(dialect: str, suffix: str) -> None:
+    schema = {"$schema": dialect + suffix}
     server = Server("declared")
     assert server.add_tool(lambda: {}, name="ok", output_schema={"type": "object", **schema})
 
