@@ -8,6 +8,7 @@ served by a thread of the test's: the client itself has none). Every wait is bou
 from __future__ import annotations
 
 import itertools
+import logging
 import signal
 import socket
 import ssl
@@ -1053,6 +1054,42 @@ def legacy_server(on_request: Callable[[socket.socket, bytes, dict[str, Any]], N
             on_request(sock, head, message)
 
     return handler
+
+
+def test_the_answers_to_one_way_messages_and_the_delete_are_not_warned_of(
+    raw: Callable[..., RawServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The official Python server answers the closing ``DELETE`` 200, JSON, with an empty
+    body; some servers answer a notification so (not 202). Neither is warned of: the
+    ``DELETE``'s answer is not read (as the Trio client's), a one-way message's empty
+    body is noted at DEBUG."""
+    verbs: list[bytes] = []
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        verbs.append(head.split(b" ", 1)[0])
+        json = {"Content-Type": "application/json"}
+        if head.startswith(b"DELETE"):
+            respond(sock, "200 OK", json, b"session ended")  # (no JSON: not read)
+        elif b'"method":"notifications/initialized"' in body:
+            respond(sock, "200 OK", json, b"")
+        else:
+            inner(sock, head, body)
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    options = {"era": "legacy", "transport": transport, "timeout": 5.0}
+    with caplog.at_level("DEBUG", logger="mcp_trio"), connect(server.url, **options) as client:
+        assert client.list_tools() == []
+    assert b"DELETE" in verbs
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    (noted,) = [r for r in caplog.records if "one-way message was answered" in r.getMessage()]
+    assert noted.levelno == logging.DEBUG and "200" in noted.getMessage()
 
 
 def test_legacy_stream_resumed_with_last_event_id(raw: Callable[..., RawServer]) -> None:

@@ -116,7 +116,14 @@ from mcp_sansio.http import (
 from ._blocking_dial import Address, attempt_deadline, resolve
 from ._errors_base import SessionClosed
 from ._http_config import HttpTransportConfig
-from ._http_h11 import Unframeable, client_headers, log_warnings, request_events, unsendable
+from ._http_h11 import (
+    Unframeable,
+    client_headers,
+    log_one_way_answer,
+    log_warnings,
+    request_events,
+    unsendable,
+)
 
 if TYPE_CHECKING:
     from ._blocking import CallClock as Clock
@@ -377,8 +384,14 @@ _State = Literal["queued", "waiting", "active", "done"]
 class _Exchange:
     """One HTTP request and its answer."""
 
-    def __init__(self, sent: ClientRequest, *, start_at: float = 0.0) -> None:
+    def __init__(
+        self, sent: ClientRequest, *, start_at: float = 0.0, discard: bool = False
+    ) -> None:
         self.sent = sent
+        self.discard = discard
+        """Its answer's body is not read (the ``DELETE`` that ends a session, as the Trio
+        client's ``_discard``): nothing in it is used, and an empty ``200`` JSON body (the
+        Python SDK's answer) is no JSON to warn of."""
         self.ids: set[RequestId] = set(sent.request_ids)
         """Its requests not cancelled yet."""
         self.wire: _Wire | None = None
@@ -766,6 +779,8 @@ class HttpTransport:
             elif isinstance(event, h11.Data):
                 reader = exchange.reader
                 assert reader is not None
+                if exchange.discard:
+                    continue
                 self.inbox.extend(reader._feed(bytes(event.data)))
                 log_warnings(reader)
             elif isinstance(event, h11.EndOfMessage):
@@ -813,11 +828,15 @@ class HttpTransport:
                 self._idle.append(wire)
             else:
                 wire.close()
+        if exchange.discard:
+            return
         self.inbox.extend(reader._feed_eof(not complete))
         for rid in reader.broken:  # (a modern stream broke: re-issued, see Broken)
             why = reader.broken_why
             self.inbox.append(Broken(rid, why) if lost else http_error(rid, why))
         log_warnings(reader)
+        if exchange.one_way:
+            log_one_way_answer(reader)
         if reader.session_expired == "end":
             self._end_session()
         elif reader.resend:
@@ -1048,7 +1067,7 @@ class HttpTransport:
         sent = self.http.terminate()
         if sent is None:
             return False
-        self._start(_Exchange(sent), now)
+        self._start(_Exchange(sent, discard=True), now)
         return True
 
     def idle(self) -> bool:

@@ -207,7 +207,7 @@ from ._errors import HandshakeFailed, SessionClosed
 from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_h11 import log_warnings
+from ._http_h11 import log_one_way_answer, log_warnings
 from ._http_pool import ConnectFailed, Pool, ReadFailed, UnsendableRequest, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
@@ -694,6 +694,7 @@ class HttpChannel(MessageChannel):
                     # A one-way message refused (a body too large, say): lost, as above.
                     logger.warning("HTTP: a one-way message was refused: status %d", reader.status)
                     return
+                log_one_way_answer(reader)
                 again = reader.resume()
             if again is None:
                 if reader is not None and reader.abandoned:

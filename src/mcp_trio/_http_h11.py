@@ -86,6 +86,16 @@ def unsendable(request: HttpRequest, exc: Exception) -> str:
     return f"cannot send {request.method} {request.target[:80]!r}: {exc}"
 
 
+def log_one_way_answer(reader: ClientResponse) -> None:
+    """Note at DEBUG a one-way message (a notification, a response) answered with a body
+    (both HTTP clients): transports.mdx says the server MUST answer ``202 Accepted``
+    with none. Nothing is lost, so no warning, which would come with each one."""
+    if not reader.sent.request_ids and reader.kind in ("json", "sse"):
+        _logger.debug(
+            "HTTP: a one-way message was answered %d (%s), not 202", reader.status, reader.kind
+        )
+
+
 def log_warnings(reader: ClientResponse) -> None:
     """Log what the core warned of while reading ``reader`` (both HTTP clients), each on
     one line and clipped: a warning may quote the server (a dropped tool's name, its

@@ -497,6 +497,29 @@ def test_bodies_that_are_not_messages() -> None:
     assert reader.feed_eof() == []
 
 
+def test_an_empty_body_that_nothing_waits_on_is_no_warning() -> None:
+    # A server that answers a notification 200 with an empty JSON body (transports.mdx
+    # says 202), or the DELETE that ends a session (the Python SDK's): nothing to drop,
+    # so nothing to warn of, each time it does so.
+    client = legacy_client()
+    notified = client.post(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    reader = client.response(notified, 200, JSON)
+    assert read(reader, b"") == [] and reader.warnings == []
+    delete = client.terminate()
+    assert delete is not None
+    reader = client.response(delete, 200, JSON)
+    assert read(reader, b"") == [] and reader.warnings == []
+    # A body that is there but no JSON is still said, as is an empty answer to a request.
+    client = legacy_client()
+    notified = client.post(dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    reader = client.response(notified, 200, JSON)
+    assert read(reader, b"oops") == []
+    assert reader.warnings == ["dropped a body that is not JSON"]
+    reader = client.response(client.post(rpc(2, "ping")), 200, JSON)
+    (failure,) = read(reader, b"")
+    assert failure["id"] == 2 and reader.warnings == ["dropped a body that is not JSON"]
+
+
 @pytest.mark.parametrize("status", [202, 204])
 def test_accepted(status: int) -> None:
     client = legacy_client()

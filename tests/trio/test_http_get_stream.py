@@ -78,6 +78,10 @@ class ScriptedServer:
     script: list[GetAnswer]
     gets: list[tuple[float, str | None]] = attrs.field(factory=list)
     """Each GET: when it came, and its ``Last-Event-ID``."""
+    empty_json: bool = False
+    """Answer notifications and the ``DELETE`` ``200`` with an empty JSON body (as the
+    Python SDK answers its ``DELETE``), not ``202``/``204``."""
+    deleted: bool = False
 
     async def handle(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -110,7 +114,11 @@ class ScriptedServer:
                 answer_body = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}})
                 await respond(conn, stream, answer_body, headers=(SESSION, JSON))
             else:  # a notification (202), the DELETE at the end (204)
-                await respond(conn, stream, b"", status=202 if message else 204)
+                self.deleted = self.deleted or head.method == b"DELETE"
+                if self.empty_json:
+                    await respond(conn, stream, b"", headers=(SESSION, JSON))
+                else:
+                    await respond(conn, stream, b"", status=202 if message else 204)
             conn.start_next_cycle()
 
 
@@ -366,3 +374,20 @@ async def test_warnings_of_a_long_stream_are_logged_as_they_come_and_bounded(
         *["HTTP: dropped a body that is not JSON"] * 10,
         "HTTP: more than 10 warnings: further ones are only counted",
     ]
+
+
+async def test_an_empty_json_answer_to_a_one_way_message_is_no_warning(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # transports.mdx: a notification is answered 202; a server that says 200 with an
+    # empty JSON body loses nothing, so it is noted at DEBUG, once per answer (a
+    # warning would come with each notification).
+    server = ScriptedServer([GetAnswer(status=405)], empty_json=True)
+    url = await serve(nursery, server)
+    with caplog.at_level(logging.DEBUG, logger="mcp_trio"), trio.fail_after(IO_TIMEOUT):
+        async with legacy(url, Heard()) as client:
+            await client.request("ping")
+    assert server.deleted
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    (noted,) = [r for r in caplog.records if "one-way message was answered" in r.getMessage()]
+    assert noted.getMessage() == "HTTP: a one-way message was answered 200 (json), not 202"
