@@ -486,8 +486,8 @@ class Endpoint:
             for rid in event.unanswered:
                 self._resolve(conn, rid, SessionClosed("the HTTP session ended"))
         elif isinstance(event, InvalidMessageReceived):
-            self._peer_warnings(tagged).warn(
-                "invalid message from an HTTP client", event.error.message
+            self._peer_warnings(tagged).invalid(
+                "invalid message from an HTTP client", event, server=True
             )
 
     def _peer_warnings(self, tagged: ServerEvent) -> PeerWarnings:

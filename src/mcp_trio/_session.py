@@ -1409,7 +1409,9 @@ class Session:
         elif isinstance(event, ResponseIgnored):
             logger.debug("response ignored (%s): %r", event.reason, event.request_id)
         elif isinstance(event, InvalidMessageReceived):
-            self._peer_warnings.warn("invalid message from the peer", event.error.message)
+            self._peer_warnings.invalid(
+                "invalid message from the peer", event, server=self._conn.role == "server"
+            )
         elif isinstance(
             event, NotificationReceived | SubscriptionNotificationReceived | ProgressReceived
         ):

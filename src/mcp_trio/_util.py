@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeAlias, TypeGuard, T
 
 import trio
 
+from mcp_sansio import ErrorCode, InvalidMessageReceived
 from mcp_sansio._config import require_count as check_count  # (one rule, one message)
 
 from ._errors import SessionClosed
@@ -320,6 +321,19 @@ class PeerWarnings:
             )
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s (%d): %s", what, self.count, for_log(text))
+
+    def invalid(self, what: str, event: InvalidMessageReceived, *, server: bool) -> None:
+        """Log ``event`` as :meth:`warn` does (``what``: which peer), unless it reports
+        a request a ``server`` answered -32601 (a 2026-07-28 client's ``ping``, a
+        method of the other era or of a capability not declared): the client asked,
+        the answer tells it, so that is no invalid message, and only DEBUG says it
+        (uncounted). A client keeps the warning: a server's request for what the client
+        did not declare breaks the negotiation (``lifecycle.mdx``)."""
+        error = event.error
+        if server and event.request_id is not None and error.code == ErrorCode.METHOD_NOT_FOUND:
+            logger.debug("answered -32601: %s", for_log(error.message))
+            return
+        self.warn(what, error.message)
 
 
 REFUSED_HOSTS_LOGGED: Final = 16

@@ -567,3 +567,31 @@ async def test_invalid_messages_of_no_session_share_one_bound(
         await raw_request(server.port, "POST", body=body)
     assert len(warned()) == MAX_PEER_WARNINGS + 2
     assert "further ones are only counted" not in warned()[-1]
+
+
+async def test_a_request_answered_method_not_found_is_no_warning(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A 2026-07-28 client's ping (removed in that revision; the official Python client
+    # sends it) and a legacy session's server/discover are answered -32601: the client
+    # asked, the answer tells it, so no warning (a DEBUG line says it).
+    server = await start_server(nursery)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    modern = (*POST_HEADERS, ("mcp-protocol-version", MODERN), ("mcp-method", "ping"))
+    caplog.set_level("DEBUG", logger="mcp_trio")
+    with trio.fail_after(IO_TIMEOUT):
+        ping = rpc(1, "ping", {"_meta": meta})
+        response = await raw_request(server.port, "POST", headers=modern, body=ping)
+        assert response.json()["error"]["code"] == -32601
+        sid = await raw_session(server.port)
+        discover = rpc(2, "server/discover", {})
+        response = await raw_request(
+            server.port, "POST", headers=session_headers(sid), body=discover
+        )
+        assert response.json()["error"]["code"] == -32601
+    assert not [r for r in caplog.records if "invalid message" in r.getMessage()]
+    noted = [r.getMessage() for r in caplog.records if r.getMessage().startswith("answered")]
+    assert len(noted) == 2 and "ping" in noted[0] and "server/discover" in noted[1]

@@ -14,10 +14,10 @@ from trio.testing import MockClock
 
 from mcp_sansio import Role
 from mcp_sansio._json import dumps
-from mcp_trio import _blocking_http, _http_client
+from mcp_trio import _blocking_http, _http_client, open_session
 from mcp_trio._util import MAX_PEER_WARNINGS
 
-from .helpers import handshaken, raw_pair
+from .helpers import handshaken, legacy_handshake, raw_pair, server_config
 
 WHAT = "invalid message from the peer"
 
@@ -90,3 +90,56 @@ def test_the_http_clients_log_the_server_s_words_clipped_on_one_line(
     logged = record.getMessage()
     assert logged.startswith("HTTP: dropped tool 'xyyy")
     assert "\n" not in logged and "\x1b" not in logged and len(logged) < 1_000
+
+
+PV = "io.modelcontextprotocol/protocolVersion"
+CC = "io.modelcontextprotocol/clientCapabilities"
+
+
+@pytest.mark.parametrize(
+    ("era", "asked"),
+    [
+        # 2026-07-28 removed ping; the official Python client still sends it.
+        ("modern", {"method": "ping", "params": {"_meta": {PV: "2026-07-28", CC: {}}}}),
+        # A legacy session: a method of the other era, one of a capability not declared,
+        # and one the server never serves (a client's own).
+        ("legacy", {"method": "server/discover"}),
+        ("legacy", {"method": "prompts/list"}),
+        ("legacy", {"method": "sampling/createMessage", "params": {"messages": []}}),
+    ],
+)
+async def test_a_request_answered_method_not_found_is_no_warning(
+    era: str, asked: dict[str, Any], autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An answered request the server does not serve is not an invalid message: the
+    # client asked, -32601 tells it; a warning each time would flood a server's log.
+    caplog.set_level(logging.DEBUG, logger="mcp_trio")
+    channel, peer = raw_pair("memory")
+    async with open_session(channel, "server", connection_config=server_config()) as session:
+        if era == "legacy":
+            await legacy_handshake(session, peer)
+        for i in range(3):
+            await peer.send({"jsonrpc": "2.0", "id": i, **asked})
+            answer = await peer.receive()
+            assert answer["id"] == i and answer["error"]["code"] == -32601
+    ours = [r for r in caplog.records if r.getMessage().startswith(WHAT)]
+    assert ours == []
+    noted = [r for r in caplog.records if r.getMessage().startswith("answered -32601")]
+    assert len(noted) == 3 and all(r.levelno == logging.DEBUG for r in noted)
+    assert asked["method"] in noted[0].getMessage()
+
+
+async def test_a_client_still_warns_of_a_servers_request_it_did_not_declare(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # lifecycle.mdx: only use capabilities that were successfully negotiated. A server's
+    # elicitation to a client that declared none breaks that: said, and answered -32601.
+    channel, peer = raw_pair("memory")
+    async with handshaken(channel, peer, "client"):
+        asked = {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}
+        await peer.send(
+            {"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": asked}
+        )
+        assert (await peer.receive())["error"]["code"] == -32601
+    (warned,) = [r for r in caplog.records if r.getMessage().startswith(WHAT)]
+    assert warned.levelno == logging.WARNING and "elicitation/create" in warned.getMessage()
