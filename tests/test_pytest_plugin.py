@@ -216,3 +216,53 @@ async def test_ask(mcp_client):
 """
     result = run_pytest(tmp_path, {"conftest.py": conftest, "test_ask.py": tests})
     assert passed(result, 2), result.stdout + result.stderr
+
+
+def test_a_failing_callback_fails_the_test(tmp_path: Path) -> None:
+    # The tool's log message reaches on_log, whose assert fails; the session goes on
+    # (what a notification callback raises is logged) and the call returns. The test
+    # must fail all the same, in both eras.
+    conftest = (
+        SERVER
+        + """
+import pytest
+from mcp_trio.testing import ERAS
+
+pytest_plugins = ["mcp_trio.pytest_plugin"]
+
+
+@server.tool()
+async def chatty(ctx: Context) -> str:
+    \"\"\"Logs, then answers.\"\"\"
+    await ctx.info("working")
+    return "done"
+
+
+@pytest.fixture
+def mcp_server():
+    return server
+
+
+@pytest.fixture(params=ERAS)
+def mcp_era(request):
+    return request.param
+
+
+@pytest.fixture
+def mcp_client_options():
+    async def on_log(params):
+        assert params.data == "started", "the expected log message"
+
+    return {"on_log": on_log}
+"""
+    )
+    tests = """
+async def test_chatty(mcp_client):
+    assert (await mcp_client.call_tool("chatty")).text == "done"
+"""
+    result = run_pytest(tmp_path, {"conftest.py": conftest, "test_chatty.py": tests})
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "2 failed" in result.stdout, output
+    assert "AssertionError: the expected log message" in output
+    assert "(raised in the on_log callback given to the mcp_client fixture)" in output

@@ -19,6 +19,9 @@ Fixtures (they need pytest-trio: ``trio_mode = true``, or ``@pytest.mark.trio``)
 - ``mcp_client_options``: the other keyword arguments of :func:`~mcp_trio.open_client`
   it connects with, ``{}``; override it to give ``on_elicitation``, ``on_sampling``,
   ``roots``, ``timeout``...
+
+As with :func:`~mcp_trio.testing.client_for`, what a callback given in
+``mcp_client_options`` raises fails the test, even when the session goes on past it.
 """
 
 from __future__ import annotations
@@ -52,10 +55,16 @@ def mcp_client_options() -> dict[str, Any]:
 async def mcp_client(
     mcp_server: Any, mcp_era: EraChoice, mcp_client_options: dict[str, Any]
 ) -> AsyncGenerator[Client]:
-    """A client connected in memory to your ``mcp_server`` fixture's server."""
+    """A client connected in memory to your ``mcp_server`` fixture's server.
+
+    The first exception each callback of ``mcp_client_options`` raises is raised again
+    when the fixture ends (see :func:`~mcp_trio.testing.client_for`).
+    """
     # (imported here: an installed plugin loads in every pytest run, most of them
     # without an MCP server to test)
-    from .testing import client_for  # noqa: PLC0415
+    from .testing import _open_watched_client  # noqa: PLC0415
 
-    async with client_for(mcp_server, era=mcp_era, **mcp_client_options) as client:
+    async with _open_watched_client(
+        mcp_server, mcp_era, mcp_client_options, where="the mcp_client fixture"
+    ) as client:
         yield client

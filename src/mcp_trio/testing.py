@@ -12,6 +12,13 @@
 a ``(Handlers, ConnectionConfig)`` pair, or a bare :class:`~mcp_trio.Handlers` table
 (whose capabilities are then inferred from the methods it handles).
 
+A test fails when a callback given to the client fails: ``on_sampling``,
+``on_elicitation``, ``roots``, ``on_log``, ``on_notification`` and ``on_progress`` are
+watched, and the first exception each raises is raised again when the block ends (see
+:func:`client_for`). Without that, an ``assert`` in a callback could pass unseen: what a
+notification callback raises is only logged, and in the legacy era what a request
+callback raises answers the server's request (-32603), which the server may handle.
+
 The pytest fixtures (``mcp_client``, ``mcp_era``, ``mcp_client_options``) are in
 :mod:`mcp_trio.pytest_plugin`, which pytest loads by itself once mcp-trio is installed.
 This module is not a plugin, so a ``conftest.py`` may import from it freely.
@@ -19,15 +26,17 @@ This module is not a plugin, so a ``conftest.py`` may import from it freely.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import functools
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, final
 
 from mcp_sansio import ConnectionConfig
 
 from ._client import Client, open_client
-from ._client_common import EraChoice
+from ._client_common import EraChoice, checked_plain
 from ._client_targets import InMemoryServer
+from ._errors import McpError
 from ._handlers import Handlers
 
 __all__ = ["ERAS", "capabilities_for", "client_for"]
@@ -66,6 +75,110 @@ def capabilities_for(handlers: Handlers) -> dict[str, Any]:
     return caps
 
 
+_REQUEST_CALLBACKS: Final = ("on_sampling", "on_elicitation", "roots")
+"""The callbacks that answer a server's request: an ``McpError`` they raise is their
+answer (the error the server gets), not a failure."""
+_NOTIFICATION_CALLBACKS: Final = ("on_log", "on_notification", "on_progress")
+
+
+@final
+class _CallbackFailures:
+    """The first exception each watched callback raised, to raise again at the end.
+
+    The callbacks still raise as they did (the session answers the server, or logs,
+    as it always does): this only keeps a reference, so that the session going on
+    past a failed ``assert`` does not hide it from the test.
+    """
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self._first: dict[str, BaseException] = {}
+
+    def watch(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` with each callback among them wrapped to record its failures."""
+        watched = dict(options)
+        for name in (*_REQUEST_CALLBACKS, *_NOTIFICATION_CALLBACKS):
+            callback = watched.get(name)
+            if callback is None or not callable(callback):  # (roots may be a list)
+                continue
+            if name == "on_notification":
+                # (a plain function, called, not awaited: an async one is refused here,
+                # as open_client refuses it, since the wrapper would hide what it is)
+                watched[name] = self._watched_plain(name, checked_plain(callback, name) or callback)
+            else:
+                watched[name] = self._watched(name, callback)
+        return watched
+
+    def _record(self, name: str, exc: Exception) -> None:
+        if isinstance(exc, McpError) and name in _REQUEST_CALLBACKS:
+            return  # (its answer to the server: raising one is how to refuse)
+        if name not in self._first:
+            exc.add_note(f"(raised in the {name} callback given to {self._where})")
+            self._first[name] = exc
+
+    def _watched(self, name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(callback)
+        async def watched(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await callback(*args, **kwargs)
+            except Exception as exc:
+                self._record(name, exc)
+                raise
+
+        return watched
+
+    def _watched_plain(self, name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(callback)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return callback(*args, **kwargs)
+            except Exception as exc:
+                self._record(name, exc)
+                raise
+
+        return watched
+
+    def raise_unseen(self, ended: BaseException | None) -> None:
+        """Raise what the callbacks raised and ``ended`` (what the block raised, if
+        anything) does not already carry: the one exception alone, or several (the
+        callbacks' and ``ended``) in an ``ExceptionGroup``. Return when there is none.
+        """
+        unseen = [exc for exc in self._first.values() if ended is None or not _carries(ended, exc)]
+        if not unseen:
+            return
+        names = ", ".join(name for name, exc in self._first.items() if exc in unseen)
+        for exc in unseen:
+            exc.add_note(
+                f"(raised again as {self._where} closed the client: the session had gone "
+                "on past it, so the test could have passed)"
+            )
+        if ended is None and len(unseen) == 1:
+            raise unseen[0]
+        if ended is None:
+            raise BaseExceptionGroup(f"client callbacks failed ({names})", unseen)
+        # (from None: ended is in the group, not also its context)
+        raise BaseExceptionGroup(
+            f"client callbacks failed ({names}), and the block raised", [*unseen, ended]
+        ) from None
+
+
+def _carries(exc: BaseException, target: BaseException) -> bool:
+    """Whether ``exc`` is ``target``, or holds it (a cause, a context, a group member)."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop()
+        if current is target:
+            return True
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+    return False
+
+
 @asynccontextmanager
 async def client_for(
     server: InMemoryServer | tuple[Handlers, ConnectionConfig] | Handlers,
@@ -83,9 +196,37 @@ async def client_for(
         client_options: any other keyword argument of :func:`~mcp_trio.open_client`
             (``on_sampling``, ``roots``, ``timeout``, ...).
 
+    Raises:
+        Exception: the first exception a callback given here (``on_sampling``,
+            ``on_elicitation``, ``roots``, ``on_log``, ``on_notification``,
+            ``on_progress``) raised, again when the block ends, with notes naming the
+            callback; when the block raised too, or several callbacks failed: an
+            ``ExceptionGroup`` of them all. The session itself goes on as an
+            :func:`~mcp_trio.open_client` session does (the server gets the error of a
+            legacy request callback, a notification callback's is logged), so a failed
+            ``assert`` in a callback fails the test even when the server handles the
+            error. One it already raised out of a call (the modern era's request
+            callbacks) is not raised twice. An ``McpError`` from a request callback
+            (``on_sampling``, ``on_elicitation``, ``roots``) is its answer, not a
+            failure: raise one to have the server see a refusal.
+
     Resource handling:
         Both sessions close when the block exits; nothing outlives it.
     """
+    async with _open_watched_client(server, era, client_options, where="client_for") as client:
+        yield client
+
+
+@asynccontextmanager
+async def _open_watched_client(
+    server: InMemoryServer | tuple[Handlers, ConnectionConfig] | Handlers,
+    era: EraChoice,
+    client_options: Mapping[str, Any],
+    *,
+    where: str,
+) -> AsyncGenerator[Client]:
+    """:func:`client_for`, whose notes name ``where`` (``client_for``, or the fixture
+    that opened it)."""
     target: InMemoryServer | tuple[Handlers, ConnectionConfig]
     if isinstance(server, Handlers):
         config = ConnectionConfig(
@@ -95,5 +236,14 @@ async def client_for(
         target = (server, config)
     else:
         target = server
-    async with open_client(target, era=era, **client_options) as client:
-        yield client
+    failures = _CallbackFailures(where)
+    options = failures.watch(client_options)
+    try:
+        async with open_client(target, era=era, **options) as client:
+            yield client
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        failures.raise_unseen(exc)
+        raise
+    failures.raise_unseen(None)

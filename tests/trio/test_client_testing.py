@@ -13,7 +13,7 @@ import pytest
 from trio.testing import MockClock
 
 from mcp_sansio import ConnectionConfig, Era
-from mcp_trio import Handlers, RequestContext
+from mcp_trio import Context, Handlers, McpError, RequestContext, Server
 from mcp_trio._client import Client
 
 from .client_server_app import make_handlers, server_config
@@ -96,3 +96,180 @@ def test_capabilities_for() -> None:
         "resources": {"subscribe": True},
     }
     assert capabilities_for(Handlers()) == {"logging": {}}
+
+
+# -- a failing callback fails the test --------------------------------------------------
+
+fallback = Server("fallback", progress_interval=None)
+
+
+@fallback.tool()
+async def ask_all(ctx: Context) -> str:
+    """Asks the client every question it can; a refused one falls back (a dry run)."""
+    answers: list[str] = []
+    try:
+        answers.append((await ctx.elicit("Delete 3 files?", bool)).action)
+    except McpError:
+        answers.append("no elicitation")
+    try:
+        answers.append((await ctx.sample("Summarize.", max_tokens=5)).text or "")
+    except McpError:
+        answers.append("no sampling")
+    try:
+        answers.append(str(len(await ctx.list_roots())))
+    except McpError:
+        answers.append("no roots")
+    return ", ".join(answers)
+
+
+@fallback.tool()
+async def chatty(ctx: Context) -> str:
+    """Logs and reports progress, which the client's callbacks receive."""
+    await ctx.info("working")
+    await ctx.report_progress(1, 1, "done")
+    return "done"
+
+
+async def on_elicitation(params: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": {"value": True}}
+
+
+async def on_sampling(params: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+
+async def roots() -> list[str]:
+    return ["file:///tmp"]
+
+
+ANSWERING = {"on_elicitation": on_elicitation, "on_sampling": on_sampling, "roots": roots}
+FALLEN_BACK = {
+    "on_elicitation": "no elicitation, ok, 1",
+    "on_sampling": "accept, no sampling, 1",
+    "roots": "accept, ok, no roots",
+}
+"""What ``ask_all`` returns when the one callback named fails (legacy)."""
+
+
+def failing(name: str) -> Any:
+    """A callback for ``name`` whose ``assert`` fails (the test's wrong expectation)."""
+    if name == "on_notification":
+
+        def plain(note: Any) -> None:
+            assert note.method == "notifications/other", name
+
+        return plain
+
+    async def callback(*args: Any) -> None:
+        assert not args, name  # (roots takes no argument: it fails all the same)
+        raise AssertionError(name)
+
+    return callback
+
+
+def notes(exc: BaseException) -> list[str]:
+    return list(getattr(exc, "__notes__", []))
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("name", ["on_elicitation", "on_sampling", "roots"])
+async def test_a_request_callback_fails_the_block_even_when_the_tool_swallows_it(
+    era: str, name: str, autojump_clock: MockClock
+) -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    options = {**ANSWERING, name: failing(name)}
+    returned = []
+    with pytest.raises(AssertionError) as info:
+        async with client_for(fallback, era=era, timeout=5, **options) as client:  # type: ignore[arg-type]
+            # Legacy: the server got -32603 for that question and fell back, and the
+            # call returns as if all were well. Modern: the exception comes out of it.
+            returned.append((await client.call_tool("ask_all")).text)
+    if era == "legacy":
+        assert returned == [FALLEN_BACK[name]]
+    else:
+        assert returned == []
+    assert str(info.value).splitlines()[0] == name
+    assert f"(raised in the {name} callback given to client_for)" in notes(info.value)
+    # Raised again at the block's end in legacy; in modern, the call raised it already
+    # (and not twice).
+    again = [note for note in notes(info.value) if note.startswith("(raised again")]
+    assert len(again) == (1 if era == "legacy" else 0)
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("name", ["on_log", "on_progress", "on_notification"])
+async def test_a_notification_callback_fails_the_block(
+    era: str, name: str, autojump_clock: MockClock
+) -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    finished = []
+    with pytest.raises(AssertionError) as info:
+        # (log messages go to on_notification when there is no on_log; a modern server
+        # sends them when asked for a level)
+        options = {name: failing(name), "log_level": "info"}
+        async with client_for(fallback, era=era, **options) as client:  # type: ignore[arg-type]
+            assert (await client.call_tool("chatty")).text == "done"
+            finished.append(era)
+    assert finished == [era]  # the session went on: only the block's end raised it
+    assert str(info.value).splitlines()[0] == name
+    assert notes(info.value) == [
+        f"(raised in the {name} callback given to client_for)",
+        "(raised again as client_for closed the client: the session had gone on past it, "
+        "so the test could have passed)",
+    ]
+    # the original traceback, down to the assert in the callback
+    assert info.traceback[-1].name in {"plain", "callback"}
+
+
+async def test_a_refusal_is_an_answer_not_a_failure(autojump_clock: MockClock) -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    async def refuse(params: Any) -> None:
+        raise McpError.from_code(-32600, "the user is away")
+
+    async def on_log(params: Any) -> None:
+        raise McpError.from_code(-32600, "not an answer: a failure")
+
+    options = {**ANSWERING, "on_elicitation": refuse}
+    async with client_for(fallback, era="legacy", **options) as client:
+        assert (await client.call_tool("ask_all")).text == "no elicitation, ok, 1"
+    with pytest.raises(McpError, match="not an answer"):
+        async with client_for(fallback, era="legacy", on_log=on_log) as client:
+            await client.call_tool("chatty")
+
+
+async def test_several_failures_come_in_a_group(autojump_clock: MockClock) -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    options = {"on_log": failing("on_log"), "on_progress": failing("on_progress")}
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(AssertionError, match=r"^on_log\n"),
+        pytest.RaisesExc(AssertionError, match=r"^on_progress\n"),
+        match=r"client callbacks failed \((on_log, on_progress|on_progress, on_log)\)$",
+    ):
+        async with client_for(fallback, era="modern", **options) as client:
+            await client.call_tool("chatty")
+            await client.call_tool("chatty")  # (each callback's first failure only)
+
+    # The block's own exception comes with them, not in their place.
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(AssertionError, match=r"^on_log\n"),
+        pytest.RaisesExc(ValueError, match="^the test's own$"),
+        match=r"client callbacks failed \(on_log\), and the block raised$",
+    ):
+        async with client_for(fallback, era="legacy", on_log=failing("on_log")) as client:
+            await client.call_tool("chatty")
+            raise ValueError("the test's own")
+
+
+async def test_an_async_on_notification_is_still_refused() -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    async def on_notification(note: Any) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="on_notification must be a plain function"):
+        async with client_for(fallback, on_notification=on_notification):
+            pass  # pragma: no cover
