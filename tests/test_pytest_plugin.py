@@ -266,3 +266,63 @@ async def test_chatty(mcp_client):
     assert "2 failed" in result.stdout, output
     assert "AssertionError: the expected log message" in output
     assert "(raised in the on_log callback given to the mcp_client fixture)" in output
+
+
+ASYNCIO_RUNNER = '''
+import asyncio
+import inspect
+
+import pytest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Run every async generator fixture on asyncio, as pytest-asyncio's asyncio_mode =
+    auto does (even for a Trio test)."""
+    function = fixturedef.func
+    if not inspect.isasyncgenfunction(function):
+        return
+
+    def on_asyncio(**kwargs):
+        generator = function(**kwargs)
+        loop = asyncio.new_event_loop()
+        try:
+            yield loop.run_until_complete(generator.__anext__())
+            loop.run_until_complete(generator.aclose())
+        finally:
+            loop.close()
+
+    fixturedef.func = on_asyncio
+'''
+
+
+def test_the_fixture_run_by_another_runner_says_what_to_do(tmp_path: Path) -> None:
+    conftest = (
+        SERVER
+        + ASYNCIO_RUNNER
+        + """
+pytest_plugins = ["mcp_trio.pytest_plugin"]
+
+
+@pytest.fixture
+def mcp_server():
+    return server
+"""
+    )
+    tests = """
+import pytest
+
+
+@pytest.mark.trio
+async def test_add(mcp_client):
+    assert (await mcp_client.call_tool("add", {"a": 1, "b": 2})).text == "3"
+"""
+    result = run_pytest(tmp_path, {"conftest.py": conftest, "test_add.py": tests})
+    output = result.stdout + result.stderr
+    assert "1 error" in result.stdout, output
+    message = re.search(r"^mcp_client needs Trio.*$", result.stdout, re.M)
+    assert message is not None, output
+    assert message[0].startswith("mcp_client needs Trio, but runs under asyncio: ")
+    for advice in ("trio_mode = true", "anyio_backend", "asyncio_mode = strict"):
+        assert advice in message[0], message[0]
+    assert "AttributeError" not in output
