@@ -243,7 +243,9 @@ class Server:
         """The limit of each request's log messages (see ``log_rate_limit=``)."""
         self.progress_interval = progress_interval
         """The fewest seconds between two progress notifications of a request (see
-        ``progress_interval=``)."""
+        ``progress_interval=``). Settable: each request reads it as it starts, so
+        ``server.progress_interval = None`` (in a test's fixture, say, for a server made
+        at import) sends every report of the requests that come after."""
         base = connection_config if connection_config is not None else ConnectionConfig()
         refuse_legacy_tasks(base.capabilities)  # (a task tool's tasks are the extension)
         self._base_config = base

@@ -13,7 +13,7 @@ import pytest
 from trio.testing import MockClock
 
 from mcp_sansio import ConnectionConfig, Era
-from mcp_trio import Context, Handlers, McpError, RequestContext, Server
+from mcp_trio import Context, Handlers, McpError, ProgressReceived, RequestContext, Server
 from mcp_trio._client import Client
 
 from .client_server_app import make_handlers, server_config
@@ -273,3 +273,35 @@ async def test_an_async_on_notification_is_still_refused() -> None:
     with pytest.raises(TypeError, match="on_notification must be a plain function"):
         async with client_for(fallback, on_notification=on_notification):
             pass  # pragma: no cover
+
+
+# -- progress coalescing, off for a test --------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_progress_interval_none_set_on_a_server_sends_every_report(
+    era: str, autojump_clock: MockClock
+) -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    server = Server("module level")  # (as a module's server: made with the default)
+
+    @server.tool()
+    async def steps(ctx: Context) -> str:
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3)
+        return "done"
+
+    async def run() -> list[float]:
+        seen: list[float] = []
+
+        async def on_progress(event: ProgressReceived) -> None:
+            seen.append(event.progress)
+
+        async with client_for(server, era=era) as client:  # type: ignore[arg-type]
+            assert (await client.call_tool("steps", on_progress=on_progress)).text == "done"
+        return seen
+
+    assert await run() == [1, 3]  # quick reports merged: the first and the final one
+    server.progress_interval = None  # what a test's fixture does
+    assert await run() == [1, 2, 3]
