@@ -41,10 +41,12 @@ from ._cli_target import load_server
 from ._cli_util import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
+    CliError,
     UsageError,
     describe,
     error_line,
 )
+from ._stdio import closed_stdio
 
 __all__ = ["main", "parse_args"]
 
@@ -447,6 +449,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         ]
         if allowed and args.transport == "stdio":
             raise UsageError(f"{', '.join(allowed)}: for --transport http or ws only")
+        if args.transport == "stdio" and (closed := closed_stdio()) is not None:
+            # (checked before the import: a file it opens would take the free number)
+            raise CliError(f"the stdio transport needs stdin and stdout: {closed}")
         server = load_server(args.target)
         configure_logging(args.log_level)  # after the import: a module's own setup wins
         return serve(

@@ -130,7 +130,7 @@ async def _serve(
             handle: Any = None
             # Whoever was told that the server serves is told that it stops, whatever the
             # transport (WebSocket said nothing, HTTP "shutting down").
-            announced = transport != "stdio" or sys.stdin.isatty()
+            announced = transport != "stdio" or (sys.stdin is not None and sys.stdin.isatty())
             if transport == "stdio":
                 if announced:
                     _notice(

@@ -3,8 +3,10 @@
 Server: :func:`serve_stdio` reads newline-delimited JSON-RPC from this process's stdin
 and writes to its stdout. Nothing else may reach stdout, so while it serves, file
 descriptor 1 is pointed at stderr (stray ``print()`` calls and C extensions land
-there) and the protocol writes to a private duplicate of the original stdout. Logs go
-to stderr.
+there) and the protocol writes to a private duplicate of the original stdout; fd 0
+reads ``/dev/null``, so that a child process a handler starts cannot take the client's
+messages (the protocol reads a private duplicate of the original stdin). Logs go to
+stderr.
 
 Client: :func:`open_stdio_client` spawns the server, talks to its stdin/stdout, keeps a
 bounded tail of its stderr, and shuts it down as the specification describes: close
@@ -15,8 +17,10 @@ tail of stderr.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
+import sys
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import partial
@@ -51,14 +55,57 @@ StderrCallback = Callable[[bytes], object]
 # ---------------------------------------------------------------------- server
 
 
+def closed_stdio() -> str | None:
+    """Which of stdin / stdout (fds 0 and 1) is closed, for an error message; ``None``
+    if both are open. A process started with one closed (``<&-``, ``>&-``) hands that
+    number to the next file it opens (Trio's own wakeup socket, say), and the protocol
+    would use whatever that is: one Python found closed at startup
+    (``sys.__stdout__`` is ``None``) counts as closed too."""
+    for fd, name, stream in ((0, "stdin", sys.__stdin__), (1, "stdout", sys.__stdout__)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return f"{name} (fd {fd}) is closed"
+        if stream is None:
+            return f"{name} (fd {fd}) was closed when Python started"
+    return None
+
+
+@contextmanager
+def _stdin_from_devnull() -> Iterator[None]:
+    """File descriptor 0 reads ``/dev/null`` meanwhile: a child process a handler
+    starts inherits fd 0, and reading it would take the client's next message (or fail
+    with EAGAIN: FdStream made it non-blocking). ``input()`` sees the end of input."""
+    saved = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 @contextmanager
 def _claim_stdio() -> Iterator[tuple[int, int]]:
-    """Private duplicates of fds 0 and 1; fd 1 points at stderr meanwhile."""
+    """Private duplicates of fds 0 and 1; meanwhile fd 0 reads ``/dev/null`` and fd 1
+    points at stderr.
+
+    Raises:
+        OSError: (``EBADF``) fd 0 or fd 1 is closed.
+    """
+    closed = closed_stdio()  # (before os.dup, which would take the free number)
+    if closed is not None:
+        raise OSError(errno.EBADF, f"serve_stdio needs stdin and stdout: {closed}")
     stdin_fd = os.dup(0)
     stdout_fd = os.dup(1)
     try:
-        # The server MUST NOT write anything but messages to stdout.
-        with stdout_fd_to_stderr():
+        # The server MUST NOT write anything but messages to stdout, and the messages
+        # on stdin are the protocol's alone.
+        with _stdin_from_devnull(), stdout_fd_to_stderr():
             yield stdin_fd, stdout_fd
     finally:
         # FdStream made the shared file descriptions non-blocking; undo that for
@@ -99,11 +146,14 @@ async def serve_stdio(
 
     Raises:
         ValueError: only one of ``stdin`` / ``stdout`` was given.
+        OSError: (``EBADF``) file descriptor 0 or 1 is closed.
 
     Resource handling:
         Uses ``trio.lowlevel.FdStream`` on duplicates of fds 0 and 1: pipes, sockets,
-        terminals or regular files (``< requests.jsonl``). While serving, fd 1 points
-        at stderr; both are restored, and set blocking again, on return.
+        terminals or regular files (``< requests.jsonl``). While serving, fd 0 reads
+        ``/dev/null`` (a child process a handler starts cannot take the client's
+        messages) and fd 1 points at stderr; both are restored, and set blocking
+        again, on return.
     """
     config = config if config is not None else SessionConfig()
     serve = partial(

@@ -1,0 +1,51 @@
+"""A stdio server for the process tests: ``python stdio_fds_app.py``.
+
+Its tool ``child-stdin`` runs a child process that reads the stdin it inherits, as
+many programs do (a prompt, ``ssh``, ``git``), and answers with what the child read
+(or how it failed). After serving, it says on stderr whether fd 0 is the stdin it
+started with again, and blocking.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import trio
+
+from mcp_sansio import ConnectionConfig
+from mcp_trio import Handlers, RequestContext, serve_stdio
+
+_READ_STDIN = "import sys; sys.stdout.write(repr(sys.stdin.buffer.read()))"
+
+
+def make_handlers() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.on_request("tools/call")
+    async def call(ctx: RequestContext) -> dict[str, Any]:
+        # (blocking the loop, as a plain def tool run in a thread would block its own)
+        child = subprocess.run(
+            [sys.executable, "-c", _READ_STDIN], capture_output=True, timeout=10, check=False
+        )
+        text = (child.stdout + child.stderr).decode()
+        return {"content": [{"type": "text", "text": text}]}
+
+    return handlers
+
+
+def main() -> None:
+    before = os.fstat(0)
+    config = ConnectionConfig(
+        implementation={"name": "stdio-fds", "version": "1"}, capabilities={"tools": {}}
+    )
+    trio.run(lambda: serve_stdio(make_handlers(), connection_config=config))
+    after = os.fstat(0)
+    same = (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+    sys.stderr.write(f"fd 0 restored: {same}, blocking: {os.get_blocking(0)}\n")
+
+
+if __name__ == "__main__":
+    main()

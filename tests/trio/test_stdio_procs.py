@@ -1,0 +1,67 @@
+"""The stdio transport and the process around it: inherited descriptors, closed ones.
+
+Real subprocesses, the real clock, an absolute ``fail_after`` (as ``test_stdio.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from mcp_trio import SessionConfig, open_stdio_client
+
+from .helpers import client_config
+
+FDS_APP = str(Path(__file__).with_name("stdio_fds_app.py"))
+IO_TIMEOUT = 20
+FAST = SessionConfig(stdin_close_timeout=5, terminate_timeout=0.5, exit_status_timeout=2)
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX descriptors")
+
+
+async def test_a_child_of_a_handler_reads_an_empty_stdin_not_the_protocol() -> None:
+    chunks: list[bytes] = []
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_stdio_client(
+            [sys.executable, FDS_APP],
+            stderr=chunks.append,
+            config=FAST,
+            connection_config=client_config(),
+        ) as session:
+            # Inherited, fd 0 would be the protocol's input, non-blocking: the child
+            # failed with EAGAIN, or read the client's next message.
+            result = await session.request("tools/call", {"name": "child-stdin"})
+            assert result["content"][0]["text"] == "b''"
+            again = await session.request("tools/call", {"name": "child-stdin"})
+            assert again["content"][0]["text"] == "b''"
+    assert b"fd 0 restored: True, blocking: True" in b"".join(chunks)
+
+
+_SERVE = (
+    "import trio, mcp_trio\n"
+    "try:\n"
+    "    trio.run(mcp_trio.serve_stdio)\n"
+    "except OSError as exc:\n"
+    "    raise SystemExit(f'{type(exc).__name__} {exc.errno}: {exc.strerror}')\n"
+)
+
+
+@pytest.mark.parametrize(("closing", "which"), [("<&-", "stdin (fd 0)"), (">&-", "stdout (fd 1)")])
+def test_serve_stdio_refuses_a_closed_stdin_or_stdout(closing: str, which: str) -> None:
+    # Started with fd 1 closed, the first file opened takes number 1 (Trio's wakeup
+    # socket): the protocol wrote into it, and read what stderr's file holds.
+    result = subprocess.run(
+        ["sh", "-c", f'exec "$@" {closing}', "sh", sys.executable, "-c", _SERVE],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        text=True,
+        timeout=IO_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 1
+    needs = "serve_stdio needs stdin and stdout"
+    assert result.stderr == f"OSError 9: {needs}: {which} was closed when Python started\n"
