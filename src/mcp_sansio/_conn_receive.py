@@ -665,6 +665,14 @@ class _Receiving(_Handshake):
             error = ErrorData(code=code, message=f"{why} (an answer; its id is not in sight)")
             events.append(InvalidMessageReceived(error=error, request_id=None))
             return
+        if self.role == "client":
+            # No id in sight (a server's stray stdout line, say): an error with a null id
+            # is a JSON-RPC server's answer, and written back to a server that is busy
+            # writing such lines it fills our side of the pipe while the server fills
+            # its own. Reported only, in either era (a modern one is never answered).
+            error = ErrorData(code=code, message=why)
+            events.append(InvalidMessageReceived(error=error, request_id=None))
+            return
         self._reject(None, code, why, events, None)
 
     def _answered_with_error(

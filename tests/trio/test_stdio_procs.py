@@ -16,7 +16,7 @@ from mcp_trio import SessionConfig, open_stdio_client
 
 from .helpers import client_config
 
-FDS_APP = str(Path(__file__).with_name("stdio_fds_app.py"))
+APP = str(Path(__file__).with_name("stdio_procs_app.py"))
 IO_TIMEOUT = 20
 FAST = SessionConfig(stdin_close_timeout=5, terminate_timeout=0.5, exit_status_timeout=2)
 
@@ -27,7 +27,7 @@ async def test_a_child_of_a_handler_reads_an_empty_stdin_not_the_protocol() -> N
     chunks: list[bytes] = []
     with trio.fail_after(IO_TIMEOUT):
         async with open_stdio_client(
-            [sys.executable, FDS_APP],
+            [sys.executable, APP],
             stderr=chunks.append,
             config=FAST,
             connection_config=client_config(),
@@ -39,6 +39,20 @@ async def test_a_child_of_a_handler_reads_an_empty_stdin_not_the_protocol() -> N
             again = await session.request("tools/call", {"name": "child-stdin"})
             assert again["content"][0]["text"] == "b''"
     assert b"fd 0 restored: True, blocking: True" in b"".join(chunks)
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+async def test_a_server_that_writes_junk_before_it_reads_is_not_answered(era: str) -> None:
+    # 10,000 stray lines: answered with an error each, the replies filled the server's
+    # stdin (it did not read yet) while it filled its stdout: both waited for ever.
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_stdio_client(
+            [sys.executable, APP, "junk"],
+            config=FAST,
+            connection_config=client_config(era=era),
+        ) as session:
+            result = await session.request("tools/call", {"name": "child-stdin"})
+            assert result["content"][0]["text"] == "b''"
 
 
 _SERVE = (

@@ -1,4 +1,7 @@
-"""A stdio server for the process tests: ``python stdio_fds_app.py``.
+"""A stdio server for the process tests: ``python stdio_procs_app.py [mode]``.
+
+Modes: ``normal``; ``junk`` (writes 200 KB of lines that are not JSON to stdout
+before it reads anything, as a chatty start-up does).
 
 Its tool ``child-stdin`` runs a child process that reads the stdin it inherits, as
 many programs do (a prompt, ``ssh``, ``git``), and answers with what the child read
@@ -37,6 +40,10 @@ def make_handlers() -> Handlers:
 
 
 def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "normal"
+    if mode == "junk":
+        with os.fdopen(os.dup(1), "wb") as out:  # (blocks while the client does not read)
+            out.write(b"starting up, not JSON\n" * 10_000)
     before = os.fstat(0)
     config = ConnectionConfig(
         implementation={"name": "stdio-fds", "version": "1"}, capabilities={"tools": {}}
