@@ -19,6 +19,12 @@ session. Our own requests do not count (``_own`` marks where they lie in the out
 however large one is, we keep reading while we write it. A piped stderr is read in the
 same loop and only its last ``_STDERR_TAIL_SIZE`` bytes are kept, for
 :class:`~mcp_trio.ServerExited`.
+
+A spawned server's exit is watched too (a pidfd in the same selector where the system
+has one, else a look at the process on every pass, at least every ``_EXIT_POLL_EVERY``
+seconds): ``_EXIT_GRACE`` after it, the session ends with ``ServerExited`` even if the
+end of its output never comes -- a process it started (a helper, a daemon) may hold its
+stdout open for ever.
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ _STDERR_TAIL_SIZE: Final = 65_536
 """Bytes of a piped stderr kept for :class:`ServerExited` (as the Trio client's default)."""
 _EXIT_POLL: Final = 0.05
 """Seconds between looks at a process that may have exited while its stderr stays open."""
+_EXIT_GRACE: Final = 1.0
+"""Seconds after the server's exit for the rest of its output (as the Trio client's
+``exit_status_timeout``), before the session ends without it."""
+_EXIT_POLL_EVERY: Final = 0.25
+"""Without a pidfd: the longest wait between looks at whether the server exited."""
 
 
 class ByteTransport(Protocol):
@@ -56,6 +67,15 @@ class ByteTransport(Protocol):
     def write_fd(self) -> int: ...
     def side_fd(self) -> int | None:
         """A descriptor to read whenever it is readable (a piped stderr), or ``None``."""
+        ...
+
+    def exit_fd(self) -> int | None:
+        """A descriptor readable once the server process has exited (a pidfd), or
+        ``None`` (none: see :meth:`exited`)."""
+        ...
+
+    def exited(self) -> bool | None:
+        """Whether the server process has exited; ``None``: there is no process."""
         ...
 
     def read(self) -> bytes | None:
@@ -97,6 +117,10 @@ class ProcessTransport:
         self._stderr_ended = False
         self._tail = bytearray()
         self._stop_timeout = stop_timeout
+        self._pidfd: IO[bytes] | None = None  # (a file: closed if the client is dropped)
+        if hasattr(os, "pidfd_open"):  # (Linux 5.3 and later)
+            with suppress(OSError):  # (ENOSYS, EPERM under some sandboxes: poll instead)
+                self._pidfd = os.fdopen(os.pidfd_open(process.pid), "rb", buffering=0)
         for stream in (self._stdin, self._stdout, self._stderr):
             if stream is not None:
                 os.set_blocking(stream.fileno(), False)
@@ -111,6 +135,12 @@ class ProcessTransport:
         if self._stderr is None or self._stderr_ended:
             return None
         return self._stderr.fileno()
+
+    def exit_fd(self) -> int | None:
+        return None if self._pidfd is None else self._pidfd.fileno()
+
+    def exited(self) -> bool | None:
+        return self.process.poll() is not None
 
     def read(self) -> bytes | None:
         try:
@@ -188,6 +218,8 @@ class ProcessTransport:
             self._stdout.close()
             if self._stderr is not None:
                 self._stderr.close()
+            if self._pidfd is not None:
+                self._pidfd.close()
 
 
 @final
@@ -203,6 +235,12 @@ class SocketTransport:
         return self.sock.fileno()
 
     def side_fd(self) -> int | None:
+        return None
+
+    def exit_fd(self) -> int | None:
+        return None
+
+    def exited(self) -> bool | None:
         return None
 
     def read(self) -> bytes | None:
@@ -248,6 +286,7 @@ class ByteLink:
         self._write_since: float | None = None
         self._selector = selectors.DefaultSelector()
         self._hooks: Hooks | None = None
+        self._exit_deadline: float | None = None  # the server exited: the end by then
 
     def attach(self, hooks: Hooks) -> None:
         self._hooks = hooks
@@ -280,17 +319,24 @@ class ByteLink:
         return len(self.outbox) - sum(end - max(start, written) for start, end in self._own)
 
     def next_deadline(self) -> float | None:
-        """When waiting to write is given up (``write_timeout`` after the last progress)."""
+        """When waiting to write is given up (``write_timeout`` after the last progress),
+        or when a server that exited is taken for gone (``_EXIT_GRACE`` after)."""
         limit = self._write_timeout
+        gone = self._exit_deadline
         if not self.outbox or limit is None:
             self._write_since = None
-            return None
+            return gone
         if self._write_since is None:
             self._write_since = self.hooks.clock.now()
-        return self._write_since + limit
+        written = self._write_since + limit
+        return written if gone is None else min(written, gone)
 
     def handle_timer(self, now: float) -> None:
-        """The server stopped reading for ``write_timeout``: the session ends."""
+        """The server exited (its output still held open by another process), or it
+        stopped reading for ``write_timeout``: the session ends."""
+        if self._exit_deadline is not None and self._exit_deadline <= now:
+            self._lost("the server exited")
+            return
         self.hooks.conn.send_failed()
         self._lost("the server stopped reading its input (write_timeout)")
 
@@ -299,7 +345,14 @@ class ByteLink:
         hooks, transport = self.hooks, self.transport
         # Backpressure: above the limit, the server waits for us to read.
         reading = self._replies_queued() < self._outbox_limit
-        readable, writable, side = self._select(reading, bool(self.outbox), timeout)
+        watching = self._exit_deadline is None
+        exit_fd = transport.exit_fd() if watching else None
+        polling = watching and exit_fd is None and transport.exited() is not None
+        if polling:
+            timeout = min(timeout, _EXIT_POLL_EVERY)
+        readable, writable, side, ended = self._select(reading, bool(self.outbox), timeout, exit_fd)
+        if ended or (polling and transport.exited()):
+            self._exit_deadline = hooks.clock.now() + _EXIT_GRACE
         if side:
             transport.read_side()
         if writable:
@@ -331,8 +384,11 @@ class ByteLink:
         self._selector.close()
         self.transport.close(urgent=urgent)
 
-    def _select(self, reading: bool, writing: bool, timeout: float) -> tuple[bool, bool, bool]:
-        """Wait; whether the input is readable, the output writable, the side readable."""
+    def _select(
+        self, reading: bool, writing: bool, timeout: float, exit_fd: int | None
+    ) -> tuple[bool, bool, bool, bool]:
+        """Wait; whether the input is readable, the output writable, the side readable,
+        ``exit_fd`` readable (the server exited)."""
         transport = self.transport
         read_fd, write_fd, side_fd = transport.read_fd(), transport.write_fd(), transport.side_fd()
         wanted: dict[int, int] = {}
@@ -342,6 +398,8 @@ class ByteLink:
             wanted[write_fd] = wanted.get(write_fd, 0) | selectors.EVENT_WRITE
         if side_fd is not None:
             wanted[side_fd] = wanted.get(side_fd, 0) | selectors.EVENT_READ
+        if exit_fd is not None:
+            wanted[exit_fd] = selectors.EVENT_READ
         selector = self._selector
         for fd in [fd for fd in selector.get_map() if fd not in wanted]:
             selector.unregister(fd)
@@ -352,7 +410,7 @@ class ByteLink:
                 selector.register(fd, events)
             elif key.events != events:
                 selector.modify(fd, events)
-        readable = writable = side = False
+        readable = writable = side = ended = False
         for key, events in selector.select(timeout):
             if key.fd == read_fd and reading and events & selectors.EVENT_READ:
                 readable = True
@@ -360,7 +418,9 @@ class ByteLink:
                 writable = True
             if key.fd == side_fd and events & selectors.EVENT_READ:
                 side = True
-        return readable, writable, side
+            if key.fd == exit_fd:
+                ended = True
+        return readable, writable, side, ended
 
     def _write(self) -> int:
         """Write some of the outbox; how much (``0``: it would block, or it failed)."""

@@ -254,6 +254,7 @@ class ProcessChannel(MessageChannel):
         self.process = process
         self._tail = tail
         self._wait = config.exit_status_timeout
+        self._gone = False  # exited, its stdout held open by another process (_watch_exit)
 
     def stderr_tail(self) -> bytes:
         """The last bytes the server wrote to stderr (``stderr_tail_size`` at most)."""
@@ -274,6 +275,22 @@ class ProcessChannel(MessageChannel):
             return await self._stream.receive()
         except (trio.EndOfChannel, trio.BrokenResourceError):
             raise await self._exited("the server closed its stdout") from None
+        except trio.ClosedResourceError:
+            if not self._gone:
+                raise
+            code = self.process.returncode
+            raise ServerExited("the server exited", code, self._tail.bytes()) from None
+
+    async def _watch_exit(self) -> None:
+        """Runs beside the session: once the server has exited, its last bytes get
+        ``exit_status_timeout`` to arrive; then its stdout is closed, which ends the
+        session with :class:`ServerExited`. The end of its stdout alone would not
+        come while a process it started still holds it (a helper, a daemon)."""
+        await self.process.wait()
+        await trio.sleep(self._wait)
+        self._gone = True
+        assert self.process.stdout is not None
+        await self.process.stdout.aclose()  # (a waiting read: ClosedResourceError)
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -354,6 +371,7 @@ async def open_stdio_client(
             assert process.stderr is not None
             nursery.start_soon(tail.pump, process.stderr)
             channel = ProcessChannel(process, tail, config)
+            nursery.start_soon(channel._watch_exit)
             try:
                 async with open_session(
                     channel,

@@ -1,12 +1,14 @@
 """A stdio server for the process tests: ``python stdio_procs_app.py [mode]``.
 
 Modes: ``normal``; ``junk`` (writes 200 KB of lines that are not JSON to stdout
-before it reads anything, as a chatty start-up does).
+before it reads anything, as a chatty start-up does); ``helper`` (starts a helper
+process that inherits its stdout and stderr, and says ``helper pid N`` on stderr,
+before it serves).
 
-Its tool ``child-stdin`` runs a child process that reads the stdin it inherits, as
-many programs do (a prompt, ``ssh``, ``git``), and answers with what the child read
-(or how it failed). After serving, it says on stderr whether fd 0 is the stdin it
-started with again, and blocking.
+Its tool ``crash`` exits at once (status 3); any other runs a child process that
+reads the stdin it inherits, as many programs do (a prompt, ``ssh``, ``git``), and
+answers with what the child read (or how it failed). After serving, it says on
+stderr whether fd 0 is the stdin it started with again, and blocking.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def make_handlers() -> Handlers:
 
     @handlers.on_request("tools/call")
     async def call(ctx: RequestContext) -> dict[str, Any]:
+        assert ctx.params is not None
+        if ctx.params["name"] == "crash":
+            os._exit(3)
         # (blocking the loop, as a plain def tool run in a thread would block its own)
         child = subprocess.run(
             [sys.executable, "-c", _READ_STDIN], capture_output=True, timeout=10, check=False
@@ -44,6 +49,10 @@ def main() -> None:
     if mode == "junk":
         with os.fdopen(os.dup(1), "wb") as out:  # (blocks while the client does not read)
             out.write(b"starting up, not JSON\n" * 10_000)
+    if mode == "helper":
+        helper = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+        sys.stderr.write(f"helper pid {helper.pid}\n")
+        sys.stderr.flush()
     before = os.fstat(0)
     config = ConnectionConfig(
         implementation={"name": "stdio-fds", "version": "1"}, capabilities={"tools": {}}

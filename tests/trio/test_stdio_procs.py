@@ -5,14 +5,19 @@ Real subprocesses, the real clock, an absolute ``fail_after`` (as ``test_stdio.p
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 import trio
 
-from mcp_trio import SessionConfig, open_stdio_client
+from mcp_trio import ServerExited, SessionConfig, open_stdio_client
 
 from .helpers import client_config
 
@@ -53,6 +58,37 @@ async def test_a_server_that_writes_junk_before_it_reads_is_not_answered(era: st
         ) as session:
             result = await session.request("tools/call", {"name": "child-stdin"})
             assert result["content"][0]["text"] == "b''"
+
+
+@contextmanager
+def helper_killed(stderr: list[bytes]) -> Iterator[None]:
+    """Kill the helper the server of mode ``helper`` names on its stderr, at the end."""
+    try:
+        yield
+    finally:
+        found = re.search(rb"helper pid (\d+)", b"".join(stderr))
+        if found is not None:
+            with suppress(ProcessLookupError):
+                os.kill(int(found[1]), signal.SIGKILL)
+
+
+async def test_a_server_that_dies_while_a_helper_holds_its_stdout_is_noticed() -> None:
+    # Its stdout never ends while the helper lives: only its exit says it is gone.
+    chunks: list[bytes] = []
+    with helper_killed(chunks), trio.fail_after(IO_TIMEOUT):
+        async with open_stdio_client(
+            [sys.executable, APP, "helper"],
+            stderr=chunks.append,
+            config=FAST,
+            connection_config=client_config(),
+        ) as session:
+            start = trio.current_time()
+            with pytest.raises(ServerExited) as info:
+                await session.request("tools/call", {"name": "crash"})
+            assert info.value.returncode == 3
+            assert info.value.reason == "the server exited"
+            assert b"helper pid" in info.value.stderr_tail
+            assert trio.current_time() - start < IO_TIMEOUT / 2
 
 
 _SERVE = (
