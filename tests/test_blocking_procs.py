@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -51,3 +52,20 @@ def test_a_server_that_dies_while_a_helper_holds_its_stdout_is_noticed(
         if found is not None:
             with suppress(ProcessLookupError):
                 os.kill(int(found[1]), signal.SIGKILL)
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="watches the server with a pidfd")
+def test_a_server_behind_a_wrapper_is_stopped_at_close_too() -> None:
+    # The server of mode ``linger`` through a shell that does not exec it: the shell's
+    # child, not ours, and it stays after its stdin ends.
+    wrapped = ["sh", "-c", '"$0" "$1" linger; true', sys.executable, APP]
+    with BlockingClient.stdio(wrapped, stop_timeout=0.5, era="legacy") as client:
+        server = int(client.call_tool("pid", timeout=TIMEOUT).text)
+        pidfd = os.pidfd_open(server)
+    try:
+        # (Signalled alone, the shell exited and the server went on, orphaned.)
+        assert select.select([pidfd], [], [], 5)[0] == [pidfd]  # it exited
+    finally:
+        with suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
+        os.close(pidfd)

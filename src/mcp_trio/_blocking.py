@@ -493,7 +493,10 @@ class BlockingClient(HandshakeFacts):
                 ours). With ``subprocess.PIPE`` it is read while calls wait and its last
                 64 KiB are kept for :class:`~mcp_trio.ServerExited`.
             stop_timeout: on close, seconds to wait after closing its stdin, and again
-                after SIGTERM, before SIGKILL.
+                after SIGTERM, before SIGKILL. The server leads a new session
+                (``setsid``) and the signals go to its process group: one started
+                through a wrapper (``sh -c``) is stopped too; Ctrl-C in a terminal
+                reaches only this process, and closing the client stops the server.
             era, protocol_version, on_sampling, on_elicitation, roots, on_log,
                 log_level, client_info, capabilities, timeout, connection_config:
                 as for :func:`mcp_trio.open_client` (callbacks are plain functions).
@@ -533,6 +536,10 @@ class BlockingClient(HandshakeFacts):
                 env=env,
                 cwd=cwd,
                 bufsize=0,
+                # Its own process group, signalled whole at close (a server behind a
+                # wrapper, its helpers); Ctrl-C in a terminal reaches us alone, and
+                # close() then stops it (see ProcessTransport.close).
+                start_new_session=True,
             )
         except (FileNotFoundError, PermissionError) as exc:
             if not argv[0].endswith(".py"):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import signal
 import socket
 import subprocess
 import time
@@ -191,26 +192,36 @@ class ProcessTransport:
             self.process.wait(max(0.0, deadline - time.monotonic()))
         return self.process.returncode is not None
 
+    def _signal(self, signum: int) -> None:
+        """Send ``signum`` to the server's process group (spawned to lead its own: a
+        server behind a wrapper that does not exec it is stopped too); to the process
+        alone if it left the group (``setsid``)."""
+        with suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signum)
+            return
+        with suppress(ProcessLookupError):
+            self.process.send_signal(signum)
+
     def close(self, *, urgent: bool = False) -> None:
-        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown).
-        Interrupted meanwhile (Ctrl-C while the server takes its time), it kills the
-        server at once rather than leave it running, and raises. ``urgent`` (Ctrl-C
-        came before: the caller is on its way out): SIGKILL at once."""
+        """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown; the
+        signals to its process group). Interrupted meanwhile (Ctrl-C while the server
+        takes its time), it kills the server at once rather than leave it running,
+        and raises. ``urgent`` (Ctrl-C came before: the caller is on its way out):
+        SIGKILL at once."""
         process = self.process
-        stops = (process.kill,) if urgent else (None, process.terminate, process.kill)
+        stops = (signal.SIGKILL,) if urgent else (None, signal.SIGTERM, signal.SIGKILL)
         try:
             with suppress(OSError):
                 self._stdin.close()
             for stop in stops:
                 if stop is not None and process.poll() is None:
-                    with suppress(ProcessLookupError):
-                        stop()
+                    self._signal(stop)
                 if self._wait(self._stop_timeout):
                     break
             process.wait()
         except BaseException:
-            with suppress(ProcessLookupError):
-                process.kill()
+            if process.poll() is None:
+                self._signal(signal.SIGKILL)
             with suppress(subprocess.TimeoutExpired):
                 process.wait(self._stop_timeout)  # (reaped, unless interrupted again)
             raise

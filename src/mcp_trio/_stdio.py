@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
@@ -304,19 +305,31 @@ class ProcessChannel(MessageChannel):
         return ServerExited(reason, code, self._tail.bytes())
 
 
+def _signal_group(process: trio.Process, signum: int) -> None:
+    """Send ``signum`` to the server's process group (it leads one of its own: a
+    wrapper that does not exec the server, ``sh -c 'server; true'``, leaves the server
+    a child of its own); to the process alone where there are no groups, or if it
+    left the group (``setsid``)."""
+    if hasattr(os, "killpg"):
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signum)
+            return
+    with suppress(ProcessLookupError):
+        process.send_signal(signum)
+
+
 async def _stop_process(process: trio.Process, config: SessionConfig) -> None:
-    """stdin is closed already: wait; SIGTERM, wait; SIGKILL, wait. Shielded."""
+    """stdin is closed already: wait; SIGTERM, wait; SIGKILL, wait (the signals to its
+    process group). Shielded."""
     with trio.CancelScope(shield=True):
         with trio.move_on_after(config.stdin_close_timeout):
             await process.wait()
         if process.returncode is None:
-            with suppress(ProcessLookupError):
-                process.terminate()
+            _signal_group(process, signal.SIGTERM)
             with trio.move_on_after(config.terminate_timeout):
                 await process.wait()
         if process.returncode is None:
-            with suppress(ProcessLookupError):
-                process.kill()
+            _signal_group(process, signal.SIGKILL)
             await process.wait()
 
 
@@ -350,7 +363,10 @@ async def open_stdio_client(
         On exit: the session is closed, the server's stdin is closed, and the server
         gets ``stdin_close_timeout`` seconds to exit, then SIGTERM and
         ``terminate_timeout`` seconds, then SIGKILL. This happens even when the block
-        is cancelled.
+        is cancelled. The server runs in a new session (``setsid``), and the signals
+        go to its whole process group: a server started through a wrapper
+        (``sh -c``) is stopped too, and Ctrl-C in a terminal reaches only us (the
+        close above then stops the server).
 
     Error handling:
         If the server exits or closes its stdout, waiting requests fail with
@@ -364,6 +380,10 @@ async def open_stdio_client(
         stderr=subprocess.PIPE,
         env=env,
         cwd=cwd,
+        # A process group of its own, signalled whole at close (a server behind a
+        # wrapper, its helpers). Ctrl-C in a terminal no longer reaches it directly:
+        # our close stops it (stdin, SIGTERM, SIGKILL), as for any other exit.
+        start_new_session=True,
     )
     tail = _StderrTail(config.stderr_tail_size, stderr)
     try:

@@ -3,9 +3,11 @@
 Modes: ``normal``; ``junk`` (writes 200 KB of lines that are not JSON to stdout
 before it reads anything, as a chatty start-up does); ``helper`` (starts a helper
 process that inherits its stdout and stderr, and says ``helper pid N`` on stderr,
-before it serves).
+before it serves); ``linger`` (stays 60 s after its stdin ends: only a signal stops
+it).
 
-Its tool ``crash`` exits at once (status 3); any other runs a child process that
+Its tool ``crash`` exits at once (status 3), ``pid`` answers its process id; any other
+runs a child process that
 reads the stdin it inherits, as many programs do (a prompt, ``ssh``, ``git``), and
 answers with what the child read (or how it failed). After serving, it says on
 stderr whether fd 0 is the stdin it started with again, and blocking.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from typing import Any
 
 import trio
@@ -34,6 +37,8 @@ def make_handlers() -> Handlers:
         assert ctx.params is not None
         if ctx.params["name"] == "crash":
             os._exit(3)
+        if ctx.params["name"] == "pid":
+            return {"content": [{"type": "text", "text": str(os.getpid())}]}
         # (blocking the loop, as a plain def tool run in a thread would block its own)
         child = subprocess.run(
             [sys.executable, "-c", _READ_STDIN], capture_output=True, timeout=10, check=False
@@ -61,6 +66,8 @@ def main() -> None:
     after = os.fstat(0)
     same = (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
     sys.stderr.write(f"fd 0 restored: {same}, blocking: {os.get_blocking(0)}\n")
+    if mode == "linger":
+        time.sleep(60)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,31 @@ async def test_a_server_that_dies_while_a_helper_holds_its_stdout_is_noticed() -
             assert trio.current_time() - start < IO_TIMEOUT / 2
 
 
+WRAPPED = ["sh", "-c", '"$0" "$1" linger; true', sys.executable, APP]
+"""The server of mode ``linger`` started through a shell that does not exec it: the
+server is the shell's child, not ours, and stays after its stdin ends."""
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="watches the server with a pidfd")
+async def test_a_server_behind_a_wrapper_is_stopped_at_close_too() -> None:
+    config = SessionConfig(stdin_close_timeout=0.2, terminate_timeout=2, exit_status_timeout=1)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_stdio_client(
+            WRAPPED, config=config, connection_config=client_config()
+        ) as session:
+            result = await session.request("tools/call", {"name": "pid"})
+            server = int(result["content"][0]["text"])
+            pidfd = os.pidfd_open(server)
+    try:
+        # (Signalled alone, the shell exited and the server went on, orphaned.)
+        with trio.fail_after(5):
+            await trio.lowlevel.wait_readable(pidfd)  # it exited
+    finally:
+        with suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
+        os.close(pidfd)
+
+
 _SERVE = (
     "import trio, mcp_trio\n"
     "try:\n"
