@@ -1,6 +1,7 @@
 """The blocking client and the processes around its stdio server.
 
-The server is ``tests/trio/stdio_procs_app.py`` (see its modes); every wait is bounded.
+The servers are ``tests/trio/stdio_procs_app.py`` (see its modes) and
+``tests/blocking_server_app.py``; every wait is bounded.
 """
 
 from __future__ import annotations
@@ -11,16 +12,21 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
-from mcp_trio import ServerExited
+from mcp_sansio import ProgressReceived
+from mcp_trio import ServerExited, SessionClosed
 from mcp_trio._blocking import BlockingClient
 
-APP = str(Path(__file__).parent / "trio" / "stdio_procs_app.py")
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "tests" / "trio" / "stdio_procs_app.py")
+BLOCKING_APP = [sys.executable, "-m", "tests.blocking_server_app", "stdio"]
 TIMEOUT = 15.0
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes")
@@ -69,3 +75,50 @@ def test_a_server_behind_a_wrapper_is_stopped_at_close_too() -> None:
         with suppress(ProcessLookupError):
             os.kill(server, signal.SIGKILL)
         os.close(pidfd)
+
+
+def _in_another_thread(call: Callable[[], object]) -> BaseException | None:
+    """Run ``call`` in a new thread, wait for it; what it raised (``None``: nothing)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # (reported to the test)
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(TIMEOUT)
+    assert not thread.is_alive()
+    return raised[0] if raised else None
+
+
+def test_a_call_from_a_second_thread_meanwhile_is_a_clear_error() -> None:
+    # (Before: BufferError from the outbox, duplicate request ids on the wire.)
+    failures: list[BaseException | None] = []
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT) as client:
+
+        def on_progress(event: ProgressReceived) -> None:  # (inside the call, its thread)
+            failures.append(_in_another_thread(lambda: client.call_tool("echo", {"text": "x"})))
+            failures.append(_in_another_thread(lambda: client.notify("notifications/x")))
+
+        result = client.call_tool("slow", {"steps": 1, "delay": 0}, on_progress=on_progress)
+        assert result.text == "done"
+        assert len(failures) == 2
+        for failure in failures:
+            assert isinstance(failure, RuntimeError)
+            assert str(failure).startswith("BlockingClient used by two threads at once")
+        # Free again once the call is over: any thread may make the next one.
+        assert _in_another_thread(lambda: client.call_tool("echo", {"text": "y"})) is None
+        assert client.call_tool("echo", {"text": "z"}).text == "z"
+
+
+def test_close_from_another_thread_still_ends_a_waiting_call() -> None:
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, stop_timeout=0.5) as client:
+
+        def on_progress(event: ProgressReceived) -> None:
+            assert _in_another_thread(client.close) is None
+
+        with pytest.raises(SessionClosed, match="the client was closed"):
+            client.call_tool("slow", {"steps": 2, "delay": 0}, on_progress=on_progress)

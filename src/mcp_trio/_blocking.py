@@ -53,17 +53,30 @@ checks them, by the same code.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
 import os
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, Final, Protocol, TypeAlias, final
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Final,
+    ParamSpec,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    final,
+)
 
 import attrs
 
@@ -199,6 +212,26 @@ _UNSUBSCRIBE_TIMEOUT: Final = 2.0
 _INTERRUPTED: Final = "Internal error: the client was interrupted"
 """The error message of a server request left by Ctrl-C in a callback."""
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | InputRequired
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_TWO_THREADS: Final = (
+    "BlockingClient used by two threads at once: it is not thread-safe; "
+    "use one client per thread (or a lock around every call)"
+)
+
+
+def _one_thread(
+    method: Callable[Concatenate[BlockingClient, _P], _R],
+) -> Callable[Concatenate[BlockingClient, _P], _R]:
+    """Decorate a method that touches the connection: it raises ``RuntimeError`` while
+    another thread is inside one (see :meth:`BlockingClient._in_use`)."""
+
+    def guarded(self: BlockingClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._in_use():
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(guarded, method)  # (not @wraps: mypy loses Concatenate)
+    return guarded
 
 
 @final
@@ -414,7 +447,10 @@ class BlockingClient(HandshakeFacts):
     callback is raised at once, the rest of the read handled with no callback: every
     server request among them, and the one interrupted, is answered -32603.
 
-    Not thread-safe: one thread uses one client.
+    Not thread-safe: one thread uses one client. A call while another thread's call
+    runs raises ``RuntimeError`` (it used to corrupt the connection: duplicate request
+    ids, buffer errors); :meth:`close` from another thread still closes it, and the
+    waiting call raises ``SessionClosed``.
     """
 
     def __init__(self, link: Link, conn: Connection, options: _Options) -> None:
@@ -435,6 +471,8 @@ class BlockingClient(HandshakeFacts):
         self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
         self._clock = CallClock()
         self._closed = False
+        self._guard = threading.Lock()  # taken without waiting: see _in_use
+        self._user: int | None = None  # the thread inside a call (see _in_use)
         # One connection, one handshake: there is no new session for the schemas to
         # follow (the Trio client's may start anew over HTTP).
         self._output_schemas = OutputSchemas()
@@ -832,6 +870,7 @@ class BlockingClient(HandshakeFacts):
         """
         return self._request(method, params, timeout=timeout, on_progress=on_progress)
 
+    @_one_thread
     def _request(
         self,
         method: str,
@@ -962,12 +1001,32 @@ class BlockingClient(HandshakeFacts):
         if self._failure is not None:
             raise self._failure
 
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        """This thread uses the connection meanwhile; another thread's call raises
+        ``RuntimeError`` at once rather than wait (a blocking client is for one
+        thread: waiting would only hide that). A call inside a call of the same thread
+        (a callback's, the loop's own) goes on."""
+        me = threading.get_ident()
+        if self._user == me:
+            yield
+            return
+        if not self._guard.acquire(blocking=False):
+            raise RuntimeError(_TWO_THREADS)
+        self._user = me
+        try:
+            yield
+        finally:
+            self._user = None
+            self._guard.release()
+
     # ------------------------------------------------------------------ the loop
 
     def _queue(self, *, own: bool = False) -> None:
         """Hand the core's output to the link; ``own``: our requests, not replies."""
         self._link.queue(own=own)
 
+    @_one_thread
     def _run_until(
         self,
         done: Callable[[], bool],
@@ -1466,6 +1525,7 @@ class BlockingClient(HandshakeFacts):
             self.request("logging/setLevel", {"level": level})
         self._log_level = level
 
+    @_one_thread
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification; return once it is written (within ``write_timeout``).
 
@@ -1539,6 +1599,7 @@ class BlockingClient(HandshakeFacts):
         deadline = None if timeout is None else self._clock.now() + timeout
         self._run_until(done, deadline, "waiting for a notification")
 
+    @_one_thread
     def _open_listen(self, sub: BlockingSubscription, limit: float | None) -> Callable[[], None]:
         sub_params = listen_params(
             tools=sub.tools,
