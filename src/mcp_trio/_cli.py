@@ -16,8 +16,9 @@ import functools
 import logging
 import math
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
 import trio
@@ -49,6 +50,10 @@ from ._cli_util import (
 from ._stdio import closed_stdio
 
 __all__ = ["main", "parse_args"]
+
+EXIT_TERMINATED = 128 + int(signal.SIGTERM)
+"""A client command stopped by SIGTERM (after its shutdown), as a shell reports a
+process the signal ended."""
 
 _DESCRIPTION = """\
 Model Context Protocol on Trio: serve an mcp_trio.Server, or talk to any MCP server.
@@ -484,30 +489,78 @@ def _dispatch(args: argparse.Namespace) -> int:
                     raise UsageError(f"unknown KIND {text!r} (choose from {known})")
                 kinds.append(kind)
             target = _client_target(args.target, options)
+            command = functools.partial(
+                list_command, target, list(dict.fromkeys(kinds)), options, out, err
+            )
             with contextlib.redirect_stdout(err):  # (see below)
-                return trio.run(list_command, target, list(dict.fromkeys(kinds)), options, out, err)
+                return trio.run(_terminable, command)
         if args.command == "read":
             target = _client_target(args.target, options)
+            command = functools.partial(read_command, target, args.uri, args.out, options, out, err)
             with contextlib.redirect_stdout(err):  # (see below)
-                return trio.run(read_command, target, args.uri, args.out, options, out, err)
+                return trio.run(_terminable, command)
         if args.command == "prompt":
             _, pairs = parse_arguments(args.pairs, None)
             target = _client_target(args.target, options)
+            command = functools.partial(
+                prompt_command, target, args.prompt, pairs, options, out, err
+            )
             with contextlib.redirect_stdout(err):  # (see below)
-                return trio.run(prompt_command, target, args.prompt, pairs, options, out, err)
+                return trio.run(_terminable, command)
         base, pairs = parse_arguments(args.pairs, args.json_args)
         target = _client_target(args.target, options)
-        command = functools.partial(call_command, target, args.tool, base, pairs)
+        command = functools.partial(call_command, target, args.tool, base, pairs, options, out, err)
         # What a server file's tools print() while served in this process goes to stderr:
         # stdout is for the result alone (`mcp-trio call app.py tool --raw | jq`), and
         # the result is written to ``out``, the real stdout.
         with contextlib.redirect_stdout(err):
-            return trio.run(command, options, out, err)
+            return trio.run(_terminable, command)
     if args.command == "demo":
         return trio.run(functools.partial(demo, out, in_memory=args.in_memory))
     raise UsageError(
         "a command is required: run, list, call, read, prompt or demo (see 'mcp-trio --help')"
     )
+
+
+class _Terminated(CliError):
+    """SIGTERM stopped a client command (after its shutdown: see :func:`_terminable`)."""
+
+    exit_code = EXIT_TERMINATED
+
+
+async def _terminable(command: Callable[[], Awaitable[int]]) -> int:
+    """Run a client command (``list``, ``call``, ``read``, ``prompt``); SIGTERM stops it
+    as Ctrl-C does: the command is cancelled, its shutdown runs (a server it spawned is
+    stopped, not orphaned), and it exits :data:`EXIT_TERMINATED`. (``run`` handles
+    its signals itself.)
+
+    Raises:
+        _Terminated: SIGTERM came.
+    """
+    terminated = False
+    watching = trio.CancelScope()
+    with trio.open_signal_receiver(signal.SIGTERM) as signals, trio.CancelScope() as scope:
+
+        async def watch() -> None:
+            nonlocal terminated
+            with watching:
+                if watching.cancel_called:
+                    return  # (the command ended before this task first ran)
+                async for _ in signals:
+                    terminated = True
+                    scope.cancel()
+                    return
+
+        # (A system task: a nursery here would wrap the command's errors in a group.
+        # It ends before the receiver does, whatever the command did.)
+        trio.lowlevel.spawn_system_task(watch)
+        try:
+            code = await command()
+        finally:
+            watching.cancel()
+    if terminated:
+        raise _Terminated("terminated")
+    return code
 
 
 def _client_target(text: str, options: ClientOptions) -> Target:

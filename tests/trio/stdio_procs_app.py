@@ -6,11 +6,11 @@ process that inherits its stdout and stderr, and says ``helper pid N`` on stderr
 before it serves); ``linger`` (stays 60 s after its stdin ends: only a signal stops
 it).
 
-Its tool ``crash`` exits at once (status 3), ``pid`` answers its process id; any other
-runs a child process that
+Its tools: ``crash`` exits at once (status 3); ``pid`` answers its process id; ``wait``
+says ``server pid N`` on stderr and never answers; any other runs a child process that
 reads the stdin it inherits, as many programs do (a prompt, ``ssh``, ``git``), and
-answers with what the child read (or how it failed). After serving, it says on
-stderr whether fd 0 is the stdin it started with again, and blocking.
+answers with what the child read (or how it failed). After serving, it says on stderr
+whether fd 0 is the stdin it started with again, and blocking.
 """
 
 from __future__ import annotations
@@ -32,11 +32,20 @@ _READ_STDIN = "import sys; sys.stdout.write(repr(sys.stdin.buffer.read()))"
 def make_handlers() -> Handlers:
     handlers = Handlers()
 
+    @handlers.on_request("tools/list")
+    async def list_tools(ctx: RequestContext) -> dict[str, Any]:
+        names = ("crash", "pid", "wait", "child-stdin")
+        return {"tools": [{"name": name, "inputSchema": {"type": "object"}} for name in names]}
+
     @handlers.on_request("tools/call")
     async def call(ctx: RequestContext) -> dict[str, Any]:
         assert ctx.params is not None
         if ctx.params["name"] == "crash":
             os._exit(3)
+        if ctx.params["name"] == "wait":
+            sys.stderr.write(f"server pid {os.getpid()}\n")
+            sys.stderr.flush()
+            await trio.sleep_forever()
         if ctx.params["name"] == "pid":
             return {"content": [{"type": "text", "text": str(os.getpid())}]}
         # (blocking the loop, as a plain def tool run in a thread would block its own)
