@@ -133,7 +133,9 @@ async def test_the_hook_sees_the_handshake_as_an_http_request(nursery: trio.Nurs
     assert (head.method, head.target) == ("GET", "/mcp")
     assert head.headers[0] == (b"host", s.url.removeprefix("ws://").removesuffix("/mcp").encode())
     assert head.header("sec-websocket-protocol") == "mcp"
-    assert head.header("upgrade") == "websocket"
+    # (The token is case-insensitive, RFC 6455 section 4.1: wsproto 1.2 sends "WebSocket".)
+    upgrade = head.header("upgrade")
+    assert upgrade is not None and upgrade.lower() == "websocket"
 
 
 async def test_a_stored_token_serves_the_next_connection_and_is_refreshed(
