@@ -47,10 +47,6 @@ class _Handshake(_ConnectionBase):
         self._emit(request(rid, "initialize", params))
         return rid
 
-    def _fall_back_to_initialize(self, now: float) -> None:
-        if self._legacy_versions:
-            self._send_initialize(now)
-
     # ------------------------------------------------------------------ client: restarting
 
     def _restart(self, now: float) -> RequestId:
@@ -429,7 +425,9 @@ class _Handshake(_ConnectionBase):
                 self._probe_retried = True
                 new = self._new_id()
                 params = self._modern_params(None, common[0], None)
-                self._register_out(new, "server/discover", params, _MODERN, now, None, None)
+                # (A modern server, known: no probe, a request as any other.)
+                timeout = self.config.request_timeout
+                self._register_out(new, "server/discover", params, _MODERN, now, None, timeout)
                 self._probe_id = new
                 self._emit(request(new, "server/discover", params))
                 return

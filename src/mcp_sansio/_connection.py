@@ -210,7 +210,9 @@ class Connection(_Receiving, _Answering):
 
         An expired request is cancelled (``notifications/cancelled``, reason
         ``"timeout"``) and reported as :class:`RequestTimedOut`. An expired
-        ``server/discover`` probe instead falls back to ``initialize``.
+        ``server/discover`` era probe (``era="auto"``) instead falls back to
+        ``initialize``; a pinned modern era's ``server/discover`` times out as any
+        request does (:meth:`start` may then be called again).
 
         Args:
             now: the current time, on the clock every ``now=`` is given on.
@@ -230,8 +232,13 @@ class Connection(_Receiving, _Answering):
             self._forget_out(rid, entry, "late")
             if rid == self._probe_id:
                 self._probe_id = None
-                self._fall_back_to_initialize(now)
-                continue
+                if self._legacy_versions and not self._probe_retried:
+                    self._send_initialize(now)  # the era probe: fall back
+                    continue
+                # A pinned modern era's discover (or the retry of a server that named
+                # its modern versions): nothing to fall back to; it times out as any
+                # request does (cancelled below, reported), and start() may be tried
+                # again.
             if entry.method == "initialize" and self._restarting:
                 self._fail_held("initialize timed out", events)
             if rid in self._held:
@@ -260,10 +267,13 @@ class Connection(_Receiving, _Answering):
         ``era="legacy"`` sends ``initialize``; otherwise ``server/discover`` is sent
         (with ``era="auto"`` a non-modern answer or a timeout falls back to
         ``initialize``). :class:`HandshakeCompleted` follows when the era is settled.
+        The era probe waits ``probe_timeout``; ``initialize`` and a pinned modern era's
+        ``server/discover`` wait ``request_timeout`` (and ``max_request_time``), and a
+        timeout ends them with :class:`RequestTimedOut`.
 
         Args:
             now: the current time (seconds, on the clock :meth:`handle_timer` is given),
-                from which the probe's ``probe_timeout`` counts. Required: a made-up
+                from which the request's timeout counts. Required: a made-up
                 time would put its deadline in the past or far ahead.
 
         Returns:
@@ -281,7 +291,12 @@ class Connection(_Receiving, _Answering):
         rid = self._new_id()
         version = self._modern_versions[0]
         params = self._modern_params(None, version, None)
-        timeout = self.config.probe_timeout if self._legacy_versions else None
+        # The era probe waits probe_timeout, then falls back to initialize; a pinned
+        # modern era has nothing to fall back to: its discover is a request like any
+        # other, bounded by request_timeout (as a legacy client's initialize is).
+        timeout = (
+            self.config.probe_timeout if self._legacy_versions else self.config.request_timeout
+        )
         self._register_out(rid, "server/discover", params, _MODERN, now, None, timeout)
         self._probe_id = rid
         self._emit(request(rid, "server/discover", params))

@@ -1002,7 +1002,7 @@ async def open_client(
             http_config=http_config,
         ) as session,
     ):
-        await start_target(session, target, timeout)
+        await start_target(session, target)
         client = Client(
             session,
             callbacks=callbacks,

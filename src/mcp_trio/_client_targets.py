@@ -18,7 +18,6 @@ The session comes back unstarted (no handshake yet) unless the transport insists
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import shlex
 import ssl
@@ -27,7 +26,6 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
-import trio
 
 from mcp_sansio import LEGACY_VERSIONS, MODERN_VERSIONS, ConnectionConfig, LifecycleState
 
@@ -255,16 +253,15 @@ def _open_http(
     return opened
 
 
-async def start_target(session: Session, target: object, timeout: float | None) -> None:
+async def start_target(session: Session, target: object) -> None:
     """Run the handshake of a session :func:`open_target` opened (if the transport did
-    not already), each of its requests bounded by ``timeout`` (the client's request
-    timeout) as well as the whole by ``SessionConfig.handshake_timeout``.
+    not already), each of its requests bounded by the client's request timeout as well
+    as the whole by ``SessionConfig.handshake_timeout``.
 
-    The era probe and ``initialize`` are timed by the core (``probe_timeout``, and
-    ``request_timeout``, which ``open_client`` sets to ``timeout``); a pinned modern
-    era's ``server/discover`` has no deadline there, so it gets ``timeout`` here. The
-    probe keeps its own bound: a shorter one would take a server slow to start for a
-    legacy one.
+    Each request is timed by the core: the era probe by ``probe_timeout``,
+    ``initialize`` and a pinned modern era's ``server/discover`` by ``request_timeout``
+    (which ``open_client`` sets to ``timeout``). The probe keeps its own bound: a
+    shorter one would take a server slow to start for a legacy one.
 
     Raises:
         RequestTimeout: as ``Session.start``, its message naming the method, the
@@ -279,10 +276,8 @@ async def start_target(session: Session, target: object, timeout: float | None) 
     versions = set(conn.config.supported_versions)
     legacy = conn.config.era != "modern" and not versions.isdisjoint(LEGACY_VERSIONS)
     modern = conn.config.era != "legacy" and not versions.isdisjoint(MODERN_VERSIONS)
-    limit = timeout if timeout is not None and not legacy else math.inf
     try:
-        with trio.move_on_after(limit) as scope:
-            await session.start()
+        await session.start()
     except RequestTimeout as exc:
         if exc.method == "handshake":  # SessionConfig.handshake_timeout: which step?
             initializing = conn.lifecycle is LifecycleState.INITIALIZING
@@ -304,13 +299,6 @@ async def start_target(session: Session, target: object, timeout: float | None) 
         if is_url(target) and not is_websocket_url(target):
             name_the_endpoint(exc, target)  # ("HTTP: status 404" named neither)
         raise
-    if scope.cancelled_caught:
-        detail = (
-            f"while opening {describe_target(target)} ({_step('server/discover', legacy, modern)})"
-        )
-        pending = conn.pending_requests()
-        rid = pending[0] if len(pending) == 1 else None
-        raise RequestTimeout("server/discover", rid, timeout=timeout, detail=detail)
 
 
 def _step(method: str, legacy: bool, modern: bool) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import attrs
 import pytest
@@ -168,6 +168,61 @@ def test_pinned_modern_never_falls_back() -> None:
     )
     assert out == []
     assert only(events, ErrorReceived).error.code == -32601
+
+
+@pytest.mark.parametrize(
+    ("request_timeout", "max_request_time", "deadline"),
+    [(3.0, None, 4.0), (None, 5.0, 6.0), (3.0, 2.0, 3.0)],
+)
+def test_a_pinned_modern_discover_times_out_as_any_request(
+    request_timeout: float | None, max_request_time: float | None, deadline: float
+) -> None:
+    # A pinned modern client has no initialize to fall back to: its discover is bounded
+    # by request_timeout (and max_request_time) as a legacy client's initialize is, and
+    # its timeout is reported, else a silent server is waited for for ever.
+    config = ConnectionConfig(
+        era="modern", request_timeout=request_timeout, max_request_time=max_request_time
+    )
+    client = Connection("client", config)
+    rid = client.start(now=1.0)
+    (probe,) = [loads(p) for p in client.data_to_send()]
+    assert probe["method"] == "server/discover"
+    assert client.next_deadline() == deadline
+    assert client.handle_timer(deadline - 0.5) == []
+    assert client.handle_timer(deadline) == [
+        RequestTimedOut(request_id=rid, method="server/discover")
+    ]
+    (cancel,) = [loads(p) for p in client.data_to_send()]
+    assert cancel["method"] == "notifications/cancelled"
+    assert cancel["params"] == {"requestId": rid, "reason": "timeout"}
+    assert client.next_deadline() is None
+    assert (client.era, client.lifecycle) == (None, LifecycleState.IDLE)
+    events, _ = feed(client, {"jsonrpc": "2.0", "id": rid, "result": {}})
+    assert events[0].reason == "late"
+    # The handshake may be tried again.
+    again = client.start(now=10.0)
+    assert again != rid
+    assert [loads(p)["method"] for p in client.data_to_send()] == ["server/discover"]
+
+
+@pytest.mark.parametrize("era", ["modern", "auto"])
+def test_the_discover_retried_with_a_common_version_times_out_as_any_request(
+    era: Literal["modern", "auto"],
+) -> None:
+    # The server named its modern versions: the retry is no probe (no fallback on a
+    # timeout), and request_timeout bounds it in either era.
+    client = Connection("client", ConnectionConfig(era=era, request_timeout=3.0))
+    rid = client.start(now=0.0)
+    client.data_to_send()
+    error = {"code": -32022, "message": "no", "data": {"supported": [V], "requested": V}}
+    _, out = feed(client, {"jsonrpc": "2.0", "id": rid, "error": error}, now=1.0)
+    [retry] = out
+    assert retry["method"] == "server/discover"
+    assert client.next_deadline() == 4.0
+    assert client.handle_timer(4.0) == [
+        RequestTimedOut(request_id=retry["id"], method="server/discover")
+    ]
+    assert [loads(p)["method"] for p in client.data_to_send()] == ["notifications/cancelled"]
 
 
 def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:

@@ -122,6 +122,20 @@ async def test_connection_config_timeout_bounds_the_probe_too(autojump_clock: Mo
     assert str(error).startswith("initialize timed out after 3 s (request 2): while opening")
 
 
+async def test_connection_config_timeout_bounds_a_pinned_modern_discover(
+    autojump_clock: MockClock,
+) -> None:
+    # The core times a pinned modern server/discover by its request_timeout, as it does
+    # initialize: without timeout= it is not left to handshake_timeout (30 s).
+    config = ConnectionConfig(request_timeout=3)
+    error, elapsed, _ = await _open_silent(era="modern", connection_config=config)
+    assert elapsed == pytest.approx(3)
+    assert str(error) == (
+        "server/discover timed out after 3 s (request 1): while opening a MemoryChannel"
+        " (a MessageChannel) (the modern handshake)"
+    )
+
+
 async def test_answering_server_opens_under_a_small_timeout(autojump_clock: MockClock) -> None:
     for era in ("auto", "legacy", "modern"):
         async with open_client((make_handlers(), app_config()), era=era, timeout=0.5) as client:
