@@ -10,7 +10,7 @@ from typing import Any, Final, Literal, final
 import attrs
 
 from ._modern import CACHE_SCOPES, LOG_LEVELS
-from ._versions import ALL_VERSIONS, REVISIONS
+from ._versions import ALL_VERSIONS, REVISIONS, Era
 
 __all__ = [
     "ConnectionConfig",
@@ -163,8 +163,8 @@ class ConnectionConfig:
         capabilities_source: server: a function returning the current capabilities.
         instructions: server: instructions for the client's model.
         supported_versions: the protocol versions we speak, preferred first.
-        era: ``"auto"``, ``"legacy"`` or ``"modern"``: client: probe or pin the era;
-            server: the eras served.
+        era: ``"auto"``, ``"legacy"`` or ``"modern"`` (or an :class:`Era`, equal to its
+            name): client: probe or pin the era; server: the eras served.
         request_timeout: seconds a request of ours may wait without progress.
         max_request_time: seconds a request of ours may take in all.
         probe_timeout: client, ``"auto"``: seconds to wait for ``server/discover``.
@@ -227,7 +227,9 @@ class ConnectionConfig:
         default=ALL_VERSIONS, validator=_check_versions
     )
     """The versions we speak, in order of preference (newest first)."""
-    era: Literal["auto", "legacy", "modern"] = attrs.field(default="auto", validator=_check_era)
+    era: Literal["auto", "legacy", "modern"] | Era = attrs.field(
+        default="auto", validator=_check_era
+    )
     """Client: ``auto`` probes with ``server/discover`` and falls back to
     ``initialize``; ``legacy`` / ``modern`` pin the era. Server: which eras to serve
     (``auto`` serves both on one channel)."""

@@ -21,6 +21,6 @@ def test_an_era_is_its_name(era: Era) -> None:
 def test_a_connection_config_takes_an_era_for_its_name() -> None:
     # ConnectionConfig.era compares by name: Era.LEGACY pins the legacy era, which
     # leaves no version of a modern-only list.
-    config = ConnectionConfig(era=Era.LEGACY, supported_versions=MODERN_VERSIONS)  # type: ignore[arg-type]
+    config = ConnectionConfig(era=Era.LEGACY, supported_versions=MODERN_VERSIONS)
     with pytest.raises(ValueError, match="no supported version is left"):
         Connection("client", config)
