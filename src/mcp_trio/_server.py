@@ -50,12 +50,12 @@ import secrets
 import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, final, overload
 
 import attrs
 import trio
 
-from mcp_sansio import ConnectionConfig
+from mcp_sansio import ConnectionConfig, Era
 from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from mcp_sansio._tasks import TASKS_EXTENSION, refuse_legacy_tasks
 
@@ -95,10 +95,12 @@ if TYPE_CHECKING:
     import os
 
     from mcp_sansio._http_auth import Principal, RequiredScopes
-    from mcp_sansio.http import HeaderParam
+    from mcp_sansio.http import EventStore, HeaderParam, HttpServerConfig
     from mcp_sansio.skills import Skill
 
     from ._http_auth import Authenticate
+    from ._http_config import HttpTransportConfig
+    from ._http_server import HttpServeHandle
     from ._server_skills import SkillStore
     from ._websocket import WebSocketServeHandle
 
@@ -130,6 +132,38 @@ def _merge_capabilities(base: Mapping[str, Any], registered: Mapping[str, Any]) 
     if isinstance(extensions, Mapping) and "extensions" in registered:
         merged["extensions"] = {**extensions, **registered["extensions"]}
     return merged
+
+
+class _ClientConnectionOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`~mcp_sansio.ConnectionConfig`, each optional and
+    defaulting as there: what :meth:`Server.connect_in_memory` takes for its client.
+    Spelled out so that type checkers and editors see every name and type (a test keeps
+    it the same as ``ConnectionConfig``'s fields)."""
+
+    implementation: dict[str, Any]
+    capabilities: dict[str, Any]
+    capabilities_source: Callable[[], dict[str, Any]] | None
+    instructions: str | None
+    supported_versions: tuple[str, ...]
+    era: Literal["auto", "legacy", "modern"] | Era
+    request_timeout: float | None
+    max_request_time: float | None
+    probe_timeout: float
+    max_pending_requests: int
+    max_inflight_requests: int
+    max_batch_size: int
+    max_message_size: int
+    max_input_rounds: int
+    max_reissues: int
+    max_resource_subscriptions: int
+    max_task_ids: int
+    remembered_ids: int
+    request_state_key: bytes
+    request_state_ttl: float
+    request_state_clock: Callable[[], float] | None
+    cache_ttl_ms: int
+    cache_scope: str
+    log_level: str | None
 
 
 @final
@@ -995,17 +1029,24 @@ class Server:
     @running_tasks
     async def serve_http(
         self,
-        host: str = "127.0.0.1",
+        host: str | None = "127.0.0.1",
         port: int = 8000,
         path: str | None = None,
         *,
-        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
-        **options: Any,
+        http_config: HttpServerConfig | None = None,
+        config: SessionConfig | None = None,
+        transport: HttpTransportConfig | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        session_id_factory: Callable[[], str] | None = None,
+        event_store: EventStore | None = None,
+        authenticate: Authenticate | None = None,
+        handler_nursery: trio.Nursery | None = None,
+        task_status: trio.TaskStatus[HttpServeHandle] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Serve Streamable HTTP at ``http://host:port/path`` until cancelled (see
-        ``mcp_trio.serve_http``; ``options`` are passed on to it, ``config`` defaulting
-        to the server's ``session_config``; ``path`` to ``http_config.endpoint``, whose
-        default is ``/mcp``).
+        ``mcp_trio.serve_http`` for each argument; ``config`` defaults to the server's
+        ``session_config``, ``path`` to ``http_config.endpoint``, whose default is
+        ``/mcp``).
 
         Change notifications reach its clients as they do a session's: list changes
         every legacy session (on its GET stream) and every ``subscriptions/listen``
@@ -1020,12 +1061,11 @@ class Server:
         from mcp_sansio.http import HttpServerConfig  # noqa: PLC0415
 
         module = importlib.import_module("mcp_trio._http_server")
-        http_config = options.pop("http_config", None) or HttpServerConfig()
+        http_config = http_config or HttpServerConfig()
         if http_config.tool_header_params is None:
             # Modern era: Mcp-Param-* headers are checked against the tools'
             # x-mcp-header annotations (streamable-http#schema-extension).
             http_config = attrs.evolve(http_config, tool_header_params=self._header_params)
-        options.setdefault("config", self.session_config)
         with self._tracker.serving_http() as attach:
             await undecorated(module.serve_http)(  # (this method is the entry point)
                 self.handlers(),
@@ -1034,8 +1074,14 @@ class Server:
                 port=port,
                 path=path,
                 http_config=http_config,
+                config=self.session_config if config is None else config,
+                transport=transport,
+                ssl_context=ssl_context,
+                session_id_factory=session_id_factory,
+                event_store=event_store,
+                authenticate=authenticate,
+                handler_nursery=handler_nursery,
                 task_status=_Started(task_status, lambda handle: attach(handle._endpoint)),
-                **options,
             )
 
     def _header_params(self, tool: str) -> tuple[HeaderParam, ...]:
@@ -1049,7 +1095,7 @@ class Server:
         client_handlers: Handlers | None = None,
         client_config: SessionConfig | None = None,
         start: bool = True,
-        **client_connection_config: Any,
+        **client_connection_config: Unpack[_ClientConnectionOptions],
     ) -> AsyncGenerator[Session]:
         """A client session connected to this server in memory (tests, embedding).
 
@@ -1062,7 +1108,8 @@ class Server:
             client_config: the client's runtime configuration.
             start: run the client's handshake before the block.
             client_connection_config: keyword arguments of the client's
-                :class:`~mcp_sansio.ConnectionConfig` (``era``, ``capabilities``...).
+                :class:`~mcp_sansio.ConnectionConfig` (``era``, ``capabilities``...),
+                each typed as its field is.
 
         Resource handling:
             Both sessions are closed when the block exits.

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pytest
 import trio
 
 from mcp_sansio import ErrorCode
-from mcp_trio import McpError, Session
+from mcp_trio import EraChoice, McpError, Session
 from mcp_trio._server import Server
 from mcp_trio._server_content import MAX_COMPLETION_VALUES, Completion
 from mcp_trio._server_rpc import CompletionRequest
@@ -29,7 +29,7 @@ MANY = [f"v{i}" for i in range(150)]
 async def connect(server: Server, era: str) -> AsyncGenerator[Session]:
     with trio.fail_after(10):
         async with server.connect_in_memory(
-            era=era, implementation={"name": "t", "version": "1"}
+            era=cast(EraChoice, era), implementation={"name": "t", "version": "1"}
         ) as client:
             yield client
 

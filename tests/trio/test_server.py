@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import pytest
 import trio
@@ -22,7 +22,7 @@ import trio.testing
 
 from mcp_sansio import ErrorCode, LocalProtocolError, ProgressReceived
 from mcp_sansio import types as mcp_types
-from mcp_trio import Handlers, McpError, NotificationContext, Session
+from mcp_trio import EraChoice, Handlers, McpError, NotificationContext, Session
 from mcp_trio._context import Context
 from mcp_trio._jsonschema import Description
 from mcp_trio._server import Server
@@ -88,7 +88,9 @@ async def connect(
     """A client of ``server`` in ``era``."""
     options.setdefault("implementation", {"name": "test-client", "version": "1"})
     with trio.fail_after(10):
-        async with server.connect_in_memory(client_handlers=handlers, era=era, **options) as c:
+        async with server.connect_in_memory(
+            client_handlers=handlers, era=cast(EraChoice, era), **options
+        ) as c:
             yield c
 
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from functools import partial
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
@@ -24,6 +24,7 @@ from mcp_sansio._http_auth import Principal
 from mcp_sansio._tasks import TASKS_EXTENSION
 from mcp_trio import (
     Context,
+    EraChoice,
     InputRequiredResult,
     McpError,
     Server,
@@ -166,7 +167,9 @@ def make_server(config: TaskConfig | None = None) -> Server:
 async def client(
     server: Server, caps: dict[str, Any] | None = None, era: str = "modern"
 ) -> AsyncGenerator[Session]:
-    async with server.connect_in_memory(era=era, capabilities=EXT if caps is None else caps) as c:
+    async with server.connect_in_memory(
+        era=cast(EraChoice, era), capabilities=EXT if caps is None else caps
+    ) as c:
         yield c
 
 
