@@ -26,6 +26,7 @@ from mcp_trio import (
     ServerExited,
     SessionClosed,
     ToolOutput,
+    _cli_demo,
     _cli_run,
 )
 from mcp_trio._cli import main, parse_args
@@ -246,7 +247,7 @@ def test_client_targets(tmp_path: Path) -> None:
     assert isinstance(loaded, Server) and loaded.name == "spaced"
     assert client_target("python -m srv") == "python -m srv"
     assert isinstance(client_target(NOTES), Server)
-    assert isinstance(client_target("mcp_trio._cli_notes:create_server"), Server)
+    assert isinstance(client_target("mcp_trio.demo:create_server"), Server)
     program = tmp_path / "srv"
     program.write_text("#!/bin/sh\n")
     assert client_target(str(program)) == str(program)
@@ -712,3 +713,17 @@ async def test_run_http_gives_in_flight_calls_the_whole_graceful_close(
             os.kill(os.getpid(), signal.SIGTERM)
         (error,) = outcome
         assert "shutting down" in str(error)
+
+
+def test_the_demo_names_a_public_server_where_there_is_no_examples_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (an installed wheel: no examples/ beside the package, nor in the current directory)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_cli_demo, "__file__", str(tmp_path / "site" / "mcp_trio" / "x.py"))
+    target, absolute = _cli_demo._example()
+    assert target == absolute == "mcp_trio.demo:create_server"
+    assert not target.split(":")[0].split(".")[-1].startswith("_")
+    made, example = client_target(target), client_target(NOTES)
+    assert isinstance(made, Server) and isinstance(example, Server)
+    assert made.name == example.name

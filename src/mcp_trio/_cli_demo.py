@@ -186,8 +186,9 @@ def _example() -> tuple[str, str]:
     checkout = Path(__file__).resolve().parents[2] / "examples" / "notes_server.py"
     if checkout.is_file():
         return str(checkout), str(checkout)
-    # Installed from a wheel: examples/ is not there, the same server is in the package.
-    return "mcp_trio._cli_notes:create_server", "mcp_trio._cli_notes:create_server"
+    # Installed from a wheel: examples/ is not there, the same server is in the package
+    # (under a public name: mcp_trio.demo).
+    return "mcp_trio.demo:create_server", "mcp_trio.demo:create_server"
 
 
 def _relative(path: Path) -> str:
