@@ -20,6 +20,7 @@ EXPECTED_SANSIO = {
     "Connection",
     "ConnectionClosed",
     "ConnectionConfig",
+    "ConnectionConfigOptions",
     "Era",
     "ErrorCode",
     "ErrorData",

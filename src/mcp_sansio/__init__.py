@@ -34,6 +34,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._config import ConnectionConfig as ConnectionConfig
+from ._config import ConnectionConfigOptions as ConnectionConfigOptions
 from ._config import Role as Role
 from ._connection import Connection as Connection
 from ._errors import ErrorCode as ErrorCode
@@ -124,6 +125,7 @@ __all__ = [
     "Connection",
     "ConnectionClosed",
     "ConnectionConfig",
+    "ConnectionConfigOptions",
     "Era",
     "ErrorCode",
     "ErrorData",

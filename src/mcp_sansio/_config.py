@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, TypedDict, final
 
 import attrs
 
@@ -14,6 +14,7 @@ from ._versions import ALL_VERSIONS, REVISIONS, Era
 
 __all__ = [
     "ConnectionConfig",
+    "ConnectionConfigOptions",
     "Role",
     "check_count",
     "check_request_timeout",
@@ -288,3 +289,36 @@ class ConnectionConfig:
     default; ``"public"`` lets shared caches serve the result across users)."""
     log_level: str | None = attrs.field(default=None, validator=_check_log_level)
     """Client, modern era: ``logLevel`` put in every request envelope (``None``: no logs)."""
+
+
+class ConnectionConfigOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`ConnectionConfig`, each optional and defaulting
+    as there, typed as its field is: for a function that passes them on
+    (``**options: Unpack[ConnectionConfigOptions]``, as
+    ``mcp_trio.Server.connect_in_memory`` does), so that type checkers and editors see
+    every name and type. A test keeps it equal to ``ConnectionConfig``'s fields."""
+
+    implementation: dict[str, Any]
+    capabilities: dict[str, Any]
+    capabilities_source: Callable[[], dict[str, Any]] | None
+    instructions: str | None
+    supported_versions: tuple[str, ...]
+    era: Literal["auto", "legacy", "modern"] | Era
+    request_timeout: float | None
+    max_request_time: float | None
+    probe_timeout: float
+    max_pending_requests: int
+    max_inflight_requests: int
+    max_batch_size: int
+    max_message_size: int
+    max_input_rounds: int
+    max_reissues: int
+    max_resource_subscriptions: int
+    max_task_ids: int
+    remembered_ids: int
+    request_state_key: bytes
+    request_state_ttl: float
+    request_state_clock: Callable[[], float] | None
+    cache_ttl_ms: int
+    cache_scope: str
+    log_level: str | None

@@ -50,12 +50,12 @@ import secrets
 import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, final, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, final, overload
 
 import attrs
 import trio
 
-from mcp_sansio import ConnectionConfig, Era
+from mcp_sansio import ConnectionConfig, ConnectionConfigOptions
 from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from mcp_sansio._tasks import TASKS_EXTENSION, refuse_legacy_tasks
 
@@ -132,38 +132,6 @@ def _merge_capabilities(base: Mapping[str, Any], registered: Mapping[str, Any]) 
     if isinstance(extensions, Mapping) and "extensions" in registered:
         merged["extensions"] = {**extensions, **registered["extensions"]}
     return merged
-
-
-class _ClientConnectionOptions(TypedDict, total=False):
-    """The keyword arguments of :class:`~mcp_sansio.ConnectionConfig`, each optional and
-    defaulting as there: what :meth:`Server.connect_in_memory` takes for its client.
-    Spelled out so that type checkers and editors see every name and type (a test keeps
-    it the same as ``ConnectionConfig``'s fields)."""
-
-    implementation: dict[str, Any]
-    capabilities: dict[str, Any]
-    capabilities_source: Callable[[], dict[str, Any]] | None
-    instructions: str | None
-    supported_versions: tuple[str, ...]
-    era: Literal["auto", "legacy", "modern"] | Era
-    request_timeout: float | None
-    max_request_time: float | None
-    probe_timeout: float
-    max_pending_requests: int
-    max_inflight_requests: int
-    max_batch_size: int
-    max_message_size: int
-    max_input_rounds: int
-    max_reissues: int
-    max_resource_subscriptions: int
-    max_task_ids: int
-    remembered_ids: int
-    request_state_key: bytes
-    request_state_ttl: float
-    request_state_clock: Callable[[], float] | None
-    cache_ttl_ms: int
-    cache_scope: str
-    log_level: str | None
 
 
 @final
@@ -1095,7 +1063,7 @@ class Server:
         client_handlers: Handlers | None = None,
         client_config: SessionConfig | None = None,
         start: bool = True,
-        **client_connection_config: Unpack[_ClientConnectionOptions],
+        **client_connection_config: Unpack[ConnectionConfigOptions],
     ) -> AsyncGenerator[Session]:
         """A client session connected to this server in memory (tests, embedding).
 
@@ -1108,8 +1076,8 @@ class Server:
             client_config: the client's runtime configuration.
             start: run the client's handshake before the block.
             client_connection_config: keyword arguments of the client's
-                :class:`~mcp_sansio.ConnectionConfig` (``era``, ``capabilities``...),
-                each typed as its field is.
+                :class:`~mcp_sansio.ConnectionConfig` (``era``, ``capabilities``...;
+                :class:`~mcp_sansio.ConnectionConfigOptions`).
 
         Resource handling:
             Both sessions are closed when the block exits.

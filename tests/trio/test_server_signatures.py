@@ -13,8 +13,8 @@ import typing
 import attrs
 import pytest
 
-from mcp_sansio import ConnectionConfig
-from mcp_trio._server import Server, _ClientConnectionOptions
+from mcp_sansio import ConnectionConfig, ConnectionConfigOptions
+from mcp_trio._server import Server
 
 
 async def test_serve_http_refuses_a_misspelt_keyword() -> None:
@@ -35,12 +35,12 @@ async def test_connect_in_memory_refuses_a_misspelt_or_mistyped_keyword() -> Non
             pytest.fail("connected")  # pragma: no cover
 
 
-def test_the_client_connection_options_are_connection_config_s_fields() -> None:
+def test_connection_config_options_are_connection_config_s_fields() -> None:
     # One key per field of ConnectionConfig, typed as the field is: a field added there
     # must be added here, or connect_in_memory's signature would hide it again.
     fields = {field.name: field.type for field in attrs.fields(ConnectionConfig)}
-    hints = _ClientConnectionOptions.__annotations__
+    hints = ConnectionConfigOptions.__annotations__
     typed = {name: getattr(hint, "__forward_arg__", hint) for name, hint in hints.items()}
     assert typed == fields
-    assert _ClientConnectionOptions.__required_keys__ == frozenset()
-    assert typing.get_type_hints(_ClientConnectionOptions)  # (every name resolves)
+    assert ConnectionConfigOptions.__required_keys__ == frozenset()
+    assert typing.get_type_hints(ConnectionConfigOptions)  # (every name resolves)
