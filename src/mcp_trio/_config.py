@@ -61,6 +61,17 @@ class SessionConfig:
     """How many of the peer's requests may be read and not yet answered on the wire
     (running, or waiting for their answer to be written); at least
     ``max_concurrent_handlers`` is used."""
+    max_outbox_bytes: int | None = attrs.field(default=4 * 1024 * 1024, validator=_positive)
+    """Bytes of messages queued to be written (a peer that reads slowly, or not at all)
+    past which a handler whose answer is ready waits for room before it answers,
+    keeping its running slot: the handlers stop, then the reader stops reading at
+    ``max_unanswered_requests`` (backpressure). So the queue holds at most this many
+    bytes, plus the one message that crossed the bound and what tasks that do not
+    wait for room queue meanwhile (the peers' answers to each other waiting behind at
+    most ``max_concurrent_handlers`` messages of notifications and requests); a peer
+    that never reads is still dropped at ``write_timeout``. (Streamable HTTP bounds
+    each response with ``HttpServerConfig.max_response_buffer`` instead.) ``None``:
+    no bound in bytes; the number of answers is bounded by ``max_unanswered_requests``."""
     shutdown_grace_period: float = attrs.field(default=5.0, validator=_non_negative)
     """When the peer ends its input over stdio (and other byte streams), seconds running
     handlers get to finish before they are cancelled; the answers of those that finish

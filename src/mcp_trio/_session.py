@@ -149,7 +149,7 @@ from ._pool import (
 from ._text import for_log
 from ._util import PeerWarnings, is_internal_failure
 from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter, Waiters
-from ._writer import Writer
+from ._writer import WriteJob, Writer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -280,7 +280,11 @@ class Session:
         self._reserved: deque[RequestReceived] = deque()
         self._starting_reserved = False
         self._writer = Writer(
-            channel, self.config.write_timeout, on_leftovers=self._start_leftover_writer
+            channel,
+            self.config.write_timeout,
+            on_leftovers=self._start_leftover_writer,
+            start_write=self._start_write,
+            max_bytes=self.config.max_outbox_bytes,
         )
         # The channel's bound on one message (see _fit): the size alone, checked against
         # each message drained from the core, or None; and the whole, for messages.
@@ -841,7 +845,7 @@ class Session:
             queued = self._queued.get(rid)
             if queued is not None:
                 with queued.scope:
-                    await self._write_through(queued.mark)
+                    await self._write_through(queued.mark, detach=True)
             await waiter.wait()
         except BaseException:
             await self._gave_up(rid, waiter)
@@ -869,7 +873,9 @@ class Session:
         out for it then). That is known here, so nothing needs parsing later."""
         queued = self._note_queued(rid, mark)
         with queued.scope:
-            await self._write_through(mark)
+            # (detached: if the caller gives up while its own request is being written,
+            # a task of the session's finishes that write and the caller returns now)
+            await self._write_through(mark, detach=True)
 
     def _note_queued(self, rid: RequestId, mark: int) -> _Queued:
         """Record that our request ``rid`` is the last message queued up to ``mark``
@@ -904,6 +910,13 @@ class Session:
         except LocalProtocolError:
             return  # already finished (closed, timed out) or initialize
         self._rearm_timer()
+        queued = self._queued.get(rid)
+        if queued is not None and queued.mark and not self._writer.out(queued.mark):
+            # Its own write goes on without its caller (detached): the cancellation
+            # can only follow it, so it is left to the writer, as the timer's are.
+            if self._flush_nowait():
+                self._writer.write_later()
+            return
         with trio.CancelScope(shield=True) as scope:
             scope.deadline = trio.current_time() + self.config.abandon_write_timeout
             await self._flush()
@@ -1093,8 +1106,26 @@ class Session:
             arrays.append(b"[" + b",".join(group) + b"]")
         return arrays
 
-    async def _write_through(self, mark: int) -> None:
-        failure = await self._writer.write_through(mark)
+    async def _write_through(self, mark: int, *, detach: bool = False) -> None:
+        failure = await self._writer.write_through(mark, detach=detach)
+        if failure is not None:
+            self._write_failed(failure)
+
+    def _start_write(self, write: WriteJob) -> bool:
+        """The writer's ``start_write``: a request's write that must wait runs in a task
+        of the I/O nursery, so that its caller may leave mid-write (``_writer``:
+        "Detached writes"). Not once the session is closing (as for leftovers)."""
+        nursery = self._io_nursery
+        if nursery is None or self._close_exc is not None:
+            return False
+        try:
+            nursery.start_soon(self._run_write, write, name="mcp detached write")
+        except RuntimeError:  # the nursery has closed
+            return False
+        return True
+
+    async def _run_write(self, write: WriteJob) -> None:
+        failure = await write()
         if failure is not None:
             self._write_failed(failure)
 
@@ -1520,6 +1551,10 @@ class Session:
                         outcome = handler_failed(exc, method, event.request_id)
                     else:
                         outcome = result if type(result) is dict else checked_result(result, method)
+                if self._writer.full:
+                    # The peer reads too slowly (max_outbox_bytes): wait for room with
+                    # the running slot held, so the reader soon stops taking requests.
+                    await self._writer.wait_room()
                 if not running.cancelled and (self._close_exc is None or self._answering):
                     send_answer(self._conn, method, event.request_id, outcome)
                 mark = self._flush_nowait()

@@ -55,6 +55,28 @@ other wait and the message stays first in the outbox. Otherwise each single mess
 write is shielded from the caller's cancellation, because half a frame would corrupt a
 byte stream or a WebSocket, and bounded by ``write_timeout`` instead;
 :meth:`Writer.abort` (the session is closing) cancels it.
+
+Detached writes. A shielded write in the caller's own task would hold the caller for
+up to ``write_timeout`` when its own message is the one stuck half-written (a peer
+that stopped reading in the middle of a large request): its ``timeout=`` and cancel
+scopes would wait for it. A writer that asks for it (``write_through(detach=True)``:
+the session's callers of requests) does not write such a message itself: a task of
+the session's (``start_write``) writes it, shielded and bounded as above, while the
+writer waits for it like any other wait, cancellably. If the writer is cancelled
+meanwhile, it returns at once and the task finishes its turn: the message still goes
+out whole (or ``write_timeout`` ends the session, as before), then the role passes on
+as when a writer leaves (to the earliest waiter, or a leftover task). Nothing else
+changes hands: the messages are the outbox's, in order. Only writes that wait pay
+for the task; what goes at once goes as before, in the caller's task.
+
+Room. The outbox holds messages that each have a bound, but their number is bounded
+only by the session's (``max_unanswered_requests``, the handlers at work), so a peer
+that stops reading could pin that many answers of any size. ``max_bytes`` bounds it in
+bytes: while the outbox holds more, :attr:`Writer.full` is true and
+:meth:`Writer.wait_room` waits (a task that is about to queue an answer waits there
+first: the session's handlers, which then keep their slots, so the reader stops
+taking requests: backpressure). The message that crosses the bound is queued whole;
+``write_timeout`` still ends a peer that never reads.
 """
 
 from __future__ import annotations
@@ -62,9 +84,10 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, final
 
+import outcome
 import trio
 
 from ._channel import MessageChannel
@@ -97,6 +120,32 @@ class _Waiter:
         self.gone = False
 
 
+class _Detached:
+    """A message write in a task of the session's (see "Detached writes").
+
+    Attributes:
+        writer: the task that holds the writer role and waits for the write.
+        orphaned: the writer was cancelled while it waited: the task finishes its turn.
+    """
+
+    __slots__ = ("orphaned", "writer")
+
+    def __init__(self) -> None:
+        self.writer = trio.lowlevel.current_task()
+        self.orphaned = False
+
+    def abort(self, _: object) -> trio.lowlevel.Abort:
+        # (called by trio as the writer is cancelled, before the write ends: from now
+        # on the write's task, not the writer, ends the turn; no window between them)
+        self.orphaned = True
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+WriteJob = Callable[[], Awaitable[SessionClosed | None]]
+"""A write a task of the session's runs (``Writer``'s ``start_write``): it returns
+``None``, or why writing failed, which closes the session."""
+
+
 @final
 class Writer:
     """An ordered outbox drained to a channel by one writer at a time.
@@ -108,6 +157,12 @@ class Writer:
             that no task waits to write (see the module docs); it starts a task that
             awaits :meth:`write_leftovers` and returns ``True``, or ``False`` if it
             cannot (the session is closing). ``None``: they wait for the next write.
+        start_write: starts a task that awaits the given :data:`WriteJob` (and closes
+            the session with the failure it returns), without waiting; ``False`` if it
+            cannot (the session is closing): then the writer writes itself, as
+            without it (``None``). For detached writes (see the module docs).
+        max_bytes: the outbox's bound in bytes (see "Room" in the module docs);
+            ``None``: none.
     """
 
     def __init__(
@@ -116,10 +171,16 @@ class Writer:
         write_timeout: float | None,
         *,
         on_leftovers: Callable[[], bool] | None = None,
+        start_write: Callable[[WriteJob], bool] | None = None,
+        max_bytes: int | None = None,
     ) -> None:
         self._channel = channel
         self._timeout = write_timeout
         self._on_leftovers = on_leftovers
+        self._start_write = start_write
+        self._max_bytes = math.inf if max_bytes is None else max_bytes
+        self._bytes = 0  # the bytes of the messages in the outbox (not withdrawn)
+        self._room: trio.Event | None = None  # set when the outbox is back under its bound
         self._rescuing = False  # a write_leftovers task is started (or running)
         self._active = False  # a writer is writing, or the role is reserved for a waiter
         self._waiters: list[tuple[int, int, _Waiter]] = []  # a heap by (mark, arrival)
@@ -153,11 +214,35 @@ class Writer:
         the messages before them. Each is a reference to one shared empty bytes."""
         return self._withdrawn
 
+    @property
+    def full(self) -> bool:
+        """Whether the outbox holds more than ``max_bytes`` (see :meth:`wait_room`)."""
+        return self._bytes > self._max_bytes
+
+    async def wait_room(self) -> None:
+        """Wait until the outbox is no longer :attr:`full` (or the writer is aborted).
+        A task about to queue a message waits here first; several that wake together
+        find it full again if one of them fills it, so check :attr:`full` again
+        after each wait."""
+        while self.full:
+            if self._room is None:
+                self._room = trio.Event()
+            await self._room.wait()
+
+    def _count_out(self, size: int) -> None:
+        """``size`` bytes left the outbox: wake those waiting for room if there is."""
+        self._bytes -= size
+        room = self._room
+        if room is not None and self._bytes <= self._max_bytes:
+            self._room = None
+            room.set()
+
     def queue(self, messages: list[bytes]) -> int:
         """Append ``messages``; return the mark to pass to :meth:`write_through`."""
         if messages and not self._aborted:
             self._outbox.extend(messages)
             self._queued += len(messages)
+            self._bytes += sum(map(len, messages))
         return self._queued
 
     def send_nowait(self, messages: list[bytes]) -> int:
@@ -192,7 +277,9 @@ class Writer:
     def _unsent(self, messages: list[bytes], sent: int) -> int:
         """Count ``messages`` queued, the first ``sent`` of them written, and queue
         the rest in order; return their mark."""
-        self._outbox.extend(messages[sent:])
+        rest = messages[sent:]
+        self._outbox.extend(rest)
+        self._bytes += sum(map(len, rest))
         self._queued += len(messages)
         self._written += sent
         return self._queued
@@ -211,10 +298,12 @@ class Writer:
         self.writing = True
         try:
             while self._written < mark:
-                if not send_nowait(outbox[0]):
+                message = outbox[0]
+                if not send_nowait(message):
                     return False
                 outbox.popleft()
                 self._written += 1
+                self._count_out(len(message))
         finally:
             self.writing = False
         return True
@@ -233,8 +322,10 @@ class Writer:
         checked it is there): the others keep their order and their marks."""
         index = mark - 1 - self._written
         assert self.unsent(mark) is not None
+        size = len(self._outbox[index])
         self._outbox[index] = _WITHDRAWN
         self._withdrawn += 1
+        self._count_out(size)
 
     def write_later(self) -> None:
         """Leave what is queued to be written without waiting for it: by the writer at
@@ -253,12 +344,18 @@ class Writer:
         """Count the withdrawn messages at the head of the outbox as written."""
         outbox = self._outbox
         while outbox and not outbox[0]:
-            outbox.popleft()
+            outbox.popleft()  # (empty: no bytes to count out)
             self._written += 1
             self._withdrawn -= 1
 
-    async def write_through(self, mark: int) -> SessionClosed | None:
+    async def write_through(self, mark: int, *, detach: bool = False) -> SessionClosed | None:
         """Write until every message up to ``mark`` is out.
+
+        Args:
+            mark: what :meth:`queue` returned.
+            detach: a message write that must wait is done by a task of the session's
+                (``start_write``), so that this task's cancellation takes effect at
+                once (see "Detached writes" in the module docs).
 
         Returns:
             ``None``, or why writing failed (the channel broke, a write timed out, or
@@ -268,7 +365,7 @@ class Writer:
             return None
         if not self._active:
             self._active = True
-            return await self._write_as_writer(mark)
+            return await self._write_as_writer(mark, detach)
         waiter = _Waiter(mark)
         self._arrivals += 1
         heapq.heappush(self._waiters, (mark, self._arrivals, waiter))
@@ -281,10 +378,11 @@ class Writer:
             raise
         if not waiter.turn:
             return None  # our messages are out (or dropped by abort)
-        return await self._write_as_writer(mark)
+        return await self._write_as_writer(mark, detach)
 
-    async def _write_as_writer(self, mark: int) -> SessionClosed | None:
+    async def _write_as_writer(self, mark: int, detach: bool = False) -> SessionClosed | None:
         """Write up to ``mark`` holding the writer role, then ride (see the module docs)."""
+        detached: _Detached | None = None
         try:
             while self._written < mark:
                 if self._withdrawn:
@@ -293,21 +391,73 @@ class Writer:
                         break
                 self._busy = True
                 try:
-                    failure = await self._write_one(self._outbox[0])
+                    if detach and not self._channel.atomic_send and self._start_write is not None:
+                        detached = _Detached()
+                        failure = await self._write_detached(self._outbox[0], detached)
+                    else:
+                        failure = await self._write_one(self._outbox[0])
                 finally:
-                    self._busy = False
-                if failure is None and self._aborted:
-                    failure = SessionClosed("the session was closed")
+                    if detached is None or not detached.orphaned:
+                        self._busy = False  # (else the write's task is still at it)
+                failure = self._wrote(failure)
                 if failure is not None:
-                    self.abort()
                     return failure
-                self._outbox.popleft()
-                self._written += 1
                 self._send_ready(mark)  # the rest of ours, if it goes without waiting
             self._send_ready(self._queued)  # ride: others' messages that need no wait
         finally:
-            self._leave()
+            if detached is None or not detached.orphaned:
+                self._leave()  # (else the write's task leaves when it is done)
         return None
+
+    def out(self, mark: int) -> bool:
+        """Whether every message up to ``mark`` is out (or dropped by abort)."""
+        return self._written >= mark
+
+    def _wrote(self, failure: SessionClosed | None) -> SessionClosed | None:
+        """The head of the outbox was written (or failed): count it out; the failure."""
+        if failure is None and self._aborted:
+            failure = SessionClosed("the session was closed")
+        if failure is not None:
+            self.abort()
+            return failure
+        self._written += 1
+        self._count_out(len(self._outbox.popleft()))
+        return None
+
+    async def _write_detached(self, message: bytes, detached: _Detached) -> SessionClosed | None:
+        """Have a task of the session's write ``message`` (the head of the outbox) and
+        wait for it, cancellably (see "Detached writes" in the module docs)."""
+        assert self._start_write is not None
+        if not self._start_write(lambda: self._detached_write(message, detached)):
+            return await self._write_one(message)  # (the session is closing)
+        result: SessionClosed | None = await trio.lowlevel.wait_task_rescheduled(detached.abort)
+        return result
+
+    async def _detached_write(self, message: bytes, detached: _Detached) -> SessionClosed | None:
+        """The task of :meth:`_write_detached`: write, then hand the result to the
+        writer; or, if it was cancelled meanwhile, end its turn for it: count the
+        message out and leave (or fail, which closes the session)."""
+        try:
+            failure = await self._write_one(message)
+        except BaseException as exc:  # (a bug: raise it where an inline write would)
+            if not detached.orphaned:
+                trio.lowlevel.reschedule(detached.writer, outcome.Error(exc))
+                return None
+            self._busy = False
+            self.abort()
+            self._leave()
+            raise
+        if not detached.orphaned:
+            trio.lowlevel.reschedule(detached.writer, outcome.Value(failure))
+            return None
+        self._busy = False
+        try:
+            failure = self._wrote(failure)
+            if failure is None:
+                self._send_ready(self._queued)  # ride, as the writer would have
+        finally:
+            self._leave()
+        return failure
 
     def _wake_done(self) -> None:
         """Wake the waiters whose messages are all out (skip the cancelled ones)."""
@@ -367,6 +517,8 @@ class Writer:
         self._outbox.clear()
         self._withdrawn = 0
         self._written = self._queued
+        self._max_bytes = math.inf  # (nothing is queued any more: nobody waits for room)
+        self._count_out(self._bytes)
         if self._scope is not None:
             self._scope.cancel()
 
@@ -384,6 +536,8 @@ class Writer:
                     return False
                 outbox.popleft()
                 self._written += 1
+                if message:
+                    self._count_out(len(message))
         finally:
             self.writing = False
         return True
