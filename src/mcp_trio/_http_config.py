@@ -49,6 +49,23 @@ class HttpTransportConfig:
     max_header_size: int = attrs.field(default=16_384, validator=_positive)
     """Both: the largest request or response head, bytes (h11's
     ``max_incomplete_event_size``); the server answers a larger one with ``431``."""
+    handler_slot_timeout: float = attrs.field(default=5.0, validator=_non_negative)
+    """Server: seconds a request may wait for a handler slot. Over HTTP
+    ``SessionConfig.max_concurrent_handlers`` bounds the handlers of the whole server,
+    every client together (over WebSocket and stdio: of each session). A request that
+    gets none in time is answered ``503`` with ``Retry-After: 1`` and a JSON-RPC error
+    "server busy" (in a batch: that error in the batch's answer), and nothing of it
+    runs; a notification is dropped. ``0``: refuse at once when none is free."""
+    max_client_handlers: int | None = attrs.field(default=None, validator=_positive)
+    """Server: how many of the handler slots one client may hold at once; a further
+    request of it waits for one of its own (``handler_slot_timeout``), even while
+    others are free. A client is an authenticated principal (``subject``: all its
+    sessions and requests), else a legacy session; modern requests of anonymous
+    clients, which nothing ties together, count only against the total. ``None``: a
+    quarter of ``max_concurrent_handlers`` (16 of the default 64, what the client
+    here keeps in progress at most: ``max_client_connections``), so that one client
+    whose requests never end (legacy ones outlive their connections) cannot take
+    every slot; set it to ``max_concurrent_handlers`` for no share."""
     max_response_buffer: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
     """Server: bytes waiting to be written to one response (a slow reader of a busy
     SSE stream), not counting the largest event among them: one event of any size (a

@@ -42,6 +42,9 @@ class Running:
     """The handler's own cancel scope."""
     cancelled: bool = False
     """The client cancelled the request (closed its stream, or sent a cancellation)."""
+    client: tuple[str, str] | None = None
+    """Whose share of the endpoint's handler slots the slot it holds counts against
+    (``_http_endpoint._Slots``)."""
 
 
 @final

@@ -16,9 +16,12 @@ call and the routing of its output).
   reader is too slow and the connection is dropped (a legacy client resumes from the
   event store).
 * **Handlers.** Each ``RequestReceived`` gets one of the endpoint's handler slots
-  (``SessionConfig.max_concurrent_handlers``, first come first served) *before* its
-  task starts, so a full server stops answering new requests instead of queueing them,
-  then runs in its own task and
+  (``SessionConfig.max_concurrent_handlers``, shared by every client; first come first
+  served, one client holding at most ``HttpTransportConfig.max_client_handlers``:
+  :class:`_Slots`) *before* its task starts, so a full server stops taking new requests
+  instead of queueing tasks; one that gets no slot within ``handler_slot_timeout`` is
+  answered "server busy" (its POST ``503``), never left waiting. It then runs in its own
+  task and
   ``CancelScope`` (a lone request of a legacy POST answered as JSON: in its connection's
   task, which would only wait for the answer, in a copy of its context). Request ids
   are unique per core connection only (each legacy session and each modern request
@@ -45,9 +48,10 @@ import logging
 import math
 import types
 import weakref
+from collections import deque
 from collections.abc import Callable, Collection, Coroutine, Generator, Iterable, Sequence
 from contextlib import suppress
-from typing import Any, Final, TypeVar, cast, final
+from typing import Any, Final, TypeAlias, TypeVar, cast, final
 
 import attrs
 import trio
@@ -56,6 +60,8 @@ from mcp_sansio import (
     Connection,
     ConnectionClosed,
     Era,
+    ErrorCode,
+    ErrorData,
     ErrorReceived,
     InvalidMessageReceived,
     LifecycleState,
@@ -68,6 +74,7 @@ from mcp_sansio import (
     ResultReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
+from mcp_sansio._http_common import error_body, json_response
 from mcp_sansio.http import (
     HttpResponse,
     HttpServer,
@@ -96,6 +103,10 @@ logger = logging.getLogger("mcp_trio")
 _SESSIONLESS_WARNINGS_PERIOD: Final = 3600.0
 """Seconds after which the warnings about what belongs to no session get their bound
 (``MAX_PEER_WARNINGS``) afresh."""
+_BUSY_WARNING_PERIOD: Final = 60.0
+"""Seconds between two warnings that requests were refused for want of a handler slot
+(the ones between are counted, and the count goes with the next warning)."""
+_RETRY_AFTER: Final = ((b"retry-after", b"1"),)
 
 T = TypeVar("T")
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | SessionClosed
@@ -140,38 +151,129 @@ def _in_context(
             error = exc
 
 
+_ClientKey: TypeAlias = tuple[str, str]
+"""Whose requests share a slice of the handler slots (see :class:`_Slots`): an
+authenticated principal's (``("principal", subject)``), else a legacy session's
+(``("session", id)``)."""
+
+
+def _client_of(tagged: ServerEvent, principal: Principal | None) -> _ClientKey | None:
+    """Whose share of the handler slots a request of ``tagged``'s counts against: its
+    principal's (every session and request of one token holder together), else its
+    legacy session's; ``None`` for a modern request of an anonymous client."""
+    if principal is not None:
+        return ("principal", principal.subject)
+    if tagged.session_id is not None:
+        return ("session", tagged.session_id)
+    return None
+
+
+@final
+class _SlotWait:
+    """One request waiting for a handler slot (see :meth:`_Slots.take`)."""
+
+    __slots__ = ("event", "granted", "key")
+
+    def __init__(self, key: _ClientKey | None) -> None:
+        self.key = key
+        self.granted = False
+        """Given a slot (which it now holds, whatever happens to its wait)."""
+        self.event = trio.Event()
+
+
 @final
 class _Slots:
-    """An endpoint's handler slots (``max_concurrent_handlers``), handed out in the order
-    they are asked for: what ``trio.CapacityLimiter`` did here, without its borrower
-    bookkeeping (~110 bytecodes per request). A slot given back while someone waits
-    goes to the first waiter."""
+    """An endpoint's handler slots (``max_concurrent_handlers``), shared by every client
+    of the server, and the part of them one client may hold (``max_client_handlers``).
 
-    __slots__ = ("free", "waiting")
+    A slot is taken at once when one is free and the client holds less than its share;
+    else the request waits, first come first served among those that may take one (a
+    waiter whose client is at its share is passed over, not in the way of others),
+    with a deadline (``handler_slot_timeout``): every request is answered, a busy
+    server's ``503`` rather than a wait with no end. Without the share, one client's
+    requests that never end (legacy ones outlive their connections) would hold every
+    slot and starve every other client until its session expires.
 
-    def __init__(self, total: int) -> None:
+    A request with no client key (a modern request of an anonymous client: nothing
+    ties two of them together) counts only against the total.
+    """
+
+    __slots__ = ("free", "held", "share", "waiting")
+
+    def __init__(self, total: int, share: int) -> None:
         self.free = total
-        """Slots nobody holds (none while someone waits)."""
-        self.waiting = trio.lowlevel.ParkingLot()
-        """Who waits for a slot, first come first served."""
+        """Slots nobody holds (none while a waiter could take one)."""
+        self.share = share
+        """The most slots one client key holds at once."""
+        self.held: dict[_ClientKey, int] = {}
+        """Slots held per client key (keys that hold none are dropped)."""
+        self.waiting: deque[_SlotWait] = deque()
+        """Who waits for a slot, in the order they came."""
 
-    def take_nowait(self) -> bool:
-        """Take a free slot unless someone waits already; whether it did."""
-        if self.free and not self.waiting:
-            self.free -= 1
+    def _may_take(self, key: _ClientKey | None) -> bool:
+        return key is None or self.held.get(key, 0) < self.share
+
+    def at_share(self, key: _ClientKey | None) -> bool:
+        """Whether ``key`` holds all the slots one client may hold."""
+        return not self._may_take(key)
+
+    def _grant(self, key: _ClientKey | None) -> None:
+        self.free -= 1
+        if key is not None:
+            self.held[key] = self.held.get(key, 0) + 1
+
+    def take_nowait(self, key: _ClientKey | None) -> bool:
+        """Take a slot if one is free and ``key`` is under its share; whether it did.
+        (A free slot while others wait means each of them is at its share: taking it
+        jumps no one who could have had it.)"""
+        if self.free and self._may_take(key):
+            self._grant(key)
             return True
         return False
 
-    async def take(self) -> None:
-        """Wait for a slot (none was free: :meth:`take_nowait`). Cancelled, it has none."""
-        await self.waiting.park()  # (woken by give_back, holding the slot given back)
+    async def take(self, key: _ClientKey | None, deadline: float) -> bool:
+        """Wait until ``deadline`` (trio time) for a slot (none could be taken at once:
+        :meth:`take_nowait`); whether it got one. Cancelled, it holds none."""
+        wait = _SlotWait(key)
+        self.waiting.append(wait)
+        try:
+            with trio.move_on_at(deadline):
+                await wait.event.wait()
+        except BaseException:
+            if wait.granted:
+                self.give_back(key)
+            elif not wait.event.is_set():
+                self.waiting.remove(wait)
+            raise
+        if not wait.event.is_set():
+            self.waiting.remove(wait)  # timed out (a woken waiter left the queue already)
+        return wait.granted
 
-    def give_back(self) -> None:
-        """Give back a slot: to the first waiter, if any."""
+    def give_back(self, key: _ClientKey | None) -> None:
+        """Give back a slot held for ``key``: to the first waiter that may take it."""
+        self.free += 1
+        if key is not None:
+            left = self.held[key] - 1
+            if left:
+                self.held[key] = left
+            else:
+                del self.held[key]
         if self.waiting:
-            self.waiting.unpark()
-        else:
-            self.free += 1
+            self._wake()
+
+    def _wake(self) -> None:
+        for wait in self.waiting:
+            if self.free and self._may_take(wait.key):
+                self.waiting.remove(wait)
+                self._grant(wait.key)
+                wait.granted = True
+                wait.event.set()
+                return
+
+    def release_waiters(self) -> None:
+        """Wake every waiter without a slot (the server stops: they are refused)."""
+        while self.waiting:
+            self.waiting.popleft().event.set()
 
 
 @final
@@ -299,11 +401,15 @@ class Endpoint:
         self.handlers = handlers
         self.config = config
         self.transport = transport
-        self.slots = _Slots(config.max_concurrent_handlers)
+        total = config.max_concurrent_handlers
+        share = transport.max_client_handlers
+        self.slots = _Slots(total, max(1, total // 4) if share is None else min(share, total))
         self.nursery: trio.Nursery | None = None
         """Where handler tasks run (set before serving)."""
         self.closing = False
-        """Shutting down: no new requests are taken."""
+        """Shutting down: no new requests are taken (set by :meth:`stop_taking`)."""
+        self._busy_refused = 0  # requests refused for want of a slot since the last warning
+        self._busy_warned_at = -math.inf
         self.now: Callable[[], float] = trio.current_time
         """The run's clock, read directly once serving (:meth:`timer_loop`): what
         ``trio.current_time()`` reads, minus two calls."""
@@ -434,13 +540,23 @@ class Endpoint:
         principal: Principal | None = None,
         *,
         inline: bool = False,
-    ) -> None:
-        """Act on what a request produced; waits for a handler slot when all are busy.
+    ) -> HttpResponse | None:
+        """Act on what a request produced; waits for a handler slot when all are busy
+        (or the client holds its share of them), at most ``handler_slot_timeout``.
         ``principal``: who made the HTTP request (handlers see it). ``inline``: the
         caller waits for the whole answer anyway (a legacy POST answered as JSON), so a
         lone request of a legacy session is served in the caller's task (see
-        :meth:`_start_request`)."""
+        :meth:`_start_request`).
+
+        Returns:
+            ``None``, or a ``503`` that answers a request refused for want of a slot:
+            the core has the same error as its answer, so the caller may write this
+            instead of the core's decision when the POST holds that request alone
+            (not a batch, whose other answers are in the core's decision).
+        """
         inline = inline and len(events) == 1
+        deadline = self.now() + self.transport.handler_slot_timeout
+        busy: HttpResponse | None = None
         if self._initialized:
             # A notifications/initialized that came in this POST (say, last in a batch)
             # wakes its waiters now, not after the requests ahead of it got a slot.
@@ -452,11 +568,13 @@ class Endpoint:
                 continue
             event = tagged.event
             if isinstance(event, RequestReceived):
-                await self._start_request(tagged, event, principal, inline)
+                refused = await self._start_request(tagged, event, principal, deadline, inline)
+                busy = busy or refused
             elif isinstance(event, NotificationReceived):
-                await self._start_notification(tagged, event, principal)
+                await self._start_notification(tagged, event, principal, deadline)
             else:
                 self._handle_nowait(tagged)
+        return busy
 
     def handle_events_nowait(self, events: Iterable[HttpServerEvent]) -> None:
         """Act on events that start no handler (closed streams, timers, shutdown)."""
@@ -566,46 +684,108 @@ class Endpoint:
         if rid is not None and self._running.get((running.connection, rid)) is running:
             del self._running[(running.connection, rid)]
         self._all.discard(running)
-        self.slots.give_back()
+        self.slots.give_back(running.client)
         if not self._all:
             self._set_idle()
 
-    async def _acquire(self, conn: Connection, rid: RequestId | None) -> Running:
-        running = self._begin(conn, rid)
+    def _unbegin(self, running: Running) -> None:
+        """Forget ``running``, which got no slot (and holds none)."""
+        rid = running.request_id
+        self._all.discard(running)
+        if rid is not None and self._running.get((running.connection, rid)) is running:
+            del self._running[(running.connection, rid)]
+        if not self._all:
+            self._set_idle()
+
+    async def _acquire(
+        self,
+        tagged: ServerEvent,
+        rid: RequestId | None,
+        principal: Principal | None,
+        deadline: float,
+    ) -> Running | None:
+        """A handler slot for the request ``rid`` (``None``: a notification) of
+        ``tagged``'s connection, taken under its client's share, by ``deadline``:
+        its bookkeeping, or ``None`` when none came (the server is full or stops)."""
+        running = self._begin(tagged.connection, rid)
+        running.client = _client_of(tagged, principal)
+        # A free slot is taken without a scheduler round trip; only a full server (or a
+        # client at its share) waits.
+        if self.slots.take_nowait(running.client):
+            return running
         try:
-            # A free slot is taken without a scheduler round trip; only a full server
-            # waits.
-            if not self.slots.take_nowait():
-                await self.slots.take()
+            got = not self.closing and await self.slots.take(running.client, deadline)
         except BaseException:
-            self._all.discard(running)
-            if rid is not None:
-                self._running.pop((conn, rid), None)
-            if not self._all:
-                self._set_idle()
+            self._unbegin(running)
             raise
-        return running
+        if got:
+            return running
+        self._unbegin(running)
+        if rid is not None and running.cancelled:
+            drop_cancelled(running.connection, rid)
+        if not self.closing:
+            self._note_busy(running.client)
+        return None
+
+    def _busy_text(self, client: _ClientKey | None) -> str:
+        slots = self.slots
+        if slots.at_share(client):
+            return (
+                f"server busy: this client's {slots.share} handler slots are all taken"
+                " (its share of max_concurrent_handlers); retry later"
+            )
+        return "server busy: every handler slot is taken (max_concurrent_handlers); retry later"
+
+    def _note_busy(self, client: _ClientKey | None) -> None:
+        """Warn that requests are refused for want of a slot: at most once every
+        :data:`_BUSY_WARNING_PERIOD` (a flood of them floods no log), with the count."""
+        self._busy_refused += 1
+        now = self.now()
+        if now - self._busy_warned_at < _BUSY_WARNING_PERIOD:
+            return
+        logger.warning(
+            "HTTP: %d request(s) refused with 503 for want of a handler slot within %g s"
+            " (%s; %d slots, %d per client)",
+            self._busy_refused,
+            self.transport.handler_slot_timeout,
+            "the last one's client at its share" if self.slots.at_share(client) else "all taken",
+            self.config.max_concurrent_handlers,
+            self.slots.share,
+        )
+        self._busy_refused = 0
+        self._busy_warned_at = now
+
+    def stop_taking(self) -> None:
+        """The server stops: take no new request, and refuse those waiting for a slot
+        now ("server shutting down", as one that gets its slot late is)."""
+        self.closing = True
+        self.slots.release_waiters()
 
     async def _start_request(
         self,
         tagged: ServerEvent,
         event: RequestReceived,
         principal: Principal | None,
+        deadline: float,
         inline: bool = False,
-    ) -> None:
+    ) -> HttpResponse | None:
+        """Start the handler of ``event`` (or serve it here: ``inline``) once it has a
+        slot; a ``503`` (see :meth:`handle_events`) if none came by ``deadline``."""
         conn = tagged.connection
-        running = await self._acquire(conn, event.request_id)
+        running = await self._acquire(tagged, event.request_id, principal, deadline)
+        if running is None:
+            return self._refuse_unslotted(tagged, event.request_id, principal)
         if running.cancelled or conn.request_era(event.request_id) is None:
             running.cancelled = True  # (by the peer in the same POST, too: see _finish)
             self._finish(running)  # cancelled (or the session ended) while we waited
-            return
+            return None
         if self.closing:
             # The server began to stop while it waited for its slot: it is not started
             # (a new POST gets 503 now), as a WebSocket session refuses it while draining.
             conn.send_error(event.request_id, *SHUTTING_DOWN)
             self.pump(conn)
             self._finish(running)
-            return
+            return None
         ctx = HttpRequestContext(
             self, event, running, tagged.session_id, principal, tagged.needed_scopes
         )
@@ -618,11 +798,33 @@ class Endpoint:
             await _in_context(
                 contextvars.copy_context(), self._serve_request(ctx, running, inline=True)
             )
-            return
+            return None
         assert self.nursery is not None
         self.nursery.start_soon(
             self._serve_request, ctx, running, name=f"mcp http {event.method} #{event.request_id!r}"
         )
+        return None
+
+    def _refuse_unslotted(
+        self, tagged: ServerEvent, rid: RequestId, principal: Principal | None
+    ) -> HttpResponse | None:
+        """Answer the request ``rid``, which got no handler slot: "server shutting
+        down" if the server stops, else "server busy", which is also returned as a
+        ``503`` with ``Retry-After`` (the client may try again: nothing of it ran).
+        Nothing if it was cancelled, or its session ended, while it waited."""
+        conn = tagged.connection
+        if conn.request_era(rid) is None:
+            return None
+        if self.closing:
+            conn.send_error(rid, *SHUTTING_DOWN)
+            self.pump(conn)
+            return None
+        code = int(ErrorCode.INTERNAL_ERROR)
+        text = self._busy_text(_client_of(tagged, principal))
+        conn.send_error(rid, code, text)
+        self.pump(conn)
+        body = error_body(ErrorData(code=code, message=text), rid)
+        return json_response(503, body, _RETRY_AFTER)
 
     async def _serve_request(
         self, ctx: HttpRequestContext, running: Running, inline: bool = False
@@ -647,7 +849,11 @@ class Endpoint:
             self._finish(running)
 
     async def _start_notification(
-        self, tagged: ServerEvent, event: NotificationReceived, principal: Principal | None
+        self,
+        tagged: ServerEvent,
+        event: NotificationReceived,
+        principal: Principal | None,
+        deadline: float,
     ) -> None:
         handler = self.handlers.notification_handler(event.method)
         if handler is None:
@@ -660,7 +866,10 @@ class Endpoint:
             session_id=tagged.session_id,
             principal=principal,
         )
-        running = await self._acquire(tagged.connection, None)
+        running = await self._acquire(tagged, None, principal, deadline)
+        if running is None:
+            logger.debug("notification %r dropped: no handler slot", event.method)
+            return
         assert self.nursery is not None
         self.nursery.start_soon(serve_notification, handler, ctx, running, self._finish)
 

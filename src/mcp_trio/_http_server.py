@@ -298,7 +298,7 @@ class _Server:
 
     async def shutdown(self) -> None:
         endpoint = self.endpoint
-        endpoint.closing = True
+        endpoint.stop_taking()
         config = endpoint.config
         with trio.move_on_after(config.shutdown_grace_period):
             await endpoint.wait_handlers_idle()
@@ -318,7 +318,7 @@ class _Server:
         await endpoint.wait_handlers_idle()
 
     def cancel_everything(self) -> None:
-        self.endpoint.closing = True
+        self.endpoint.stop_taking()
         self.accept_scope.cancel()
         for conn in self.connections:
             conn.scope.cancel()
@@ -569,12 +569,20 @@ class _Connection:
                 left = max(0.0, expires_at - expiry_clock(endpoint.authenticate)())
                 endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)
-            await endpoint.handle_events(
+            busy = await endpoint.handle_events(
                 reply.events, principal, inline=isinstance(decision, AwaitResponse)
             )
         except BaseException:
             endpoint.close_response(slot)
             raise
+        if busy is not None and not body.lstrip().startswith(b"["):
+            # Its one request found no handler slot in time (the core has the same error
+            # as its answer): 503 with Retry-After, in place of a response nothing of
+            # which is written yet. (A batch's other answers are in the decision.)
+            endpoint.close_response(slot)
+            self.unread_input = not complete
+            await self._respond(busy, close=not complete)
+            return complete
         return decision, slot
 
     async def _refuse_request(self, response: HttpResponse) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import math
 import types
 from collections.abc import Coroutine, Generator
 from functools import partial
@@ -280,37 +281,37 @@ async def test_a_slot_given_back_to_a_waiter_cancelled_before_it_runs_is_its_own
     cancellation that comes before it runs is not delivered at that wait, so it holds
     the slot and gives it back when done, as a ``trio.CapacityLimiter`` borrower did.
     A wait that raised then would lose the slot for good."""
-    slots = _Slots(1)
-    assert slots.take_nowait()
+    slots = _Slots(1, 1)
+    assert slots.take_nowait(None)
     scope = trio.CancelScope()
     held: list[bool] = []
 
     async def wait() -> None:
         with scope:
-            await slots.take()
+            assert await slots.take(None, math.inf)
             held.append(True)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(wait)
         await trio.testing.wait_all_tasks_blocked()
         assert len(slots.waiting) == 1
-        slots.give_back()  # to the waiter...
+        slots.give_back(None)  # to the waiter...
         scope.cancel()  # ... cancelled before it runs
-        assert slots.free == 0 and not slots.take_nowait()  # (handed on, not freed)
+        assert slots.free == 0 and not slots.take_nowait(None)  # (handed on, not freed)
     assert held == [True] and slots.free == 0
-    slots.give_back()
-    assert slots.free == 1 and slots.take_nowait()
+    slots.give_back(None)
+    assert slots.free == 1 and slots.take_nowait(None)
 
 
 async def test_handler_slots_are_bounded_and_skip_a_waiter_that_gave_up() -> None:
-    slots = _Slots(2)
-    assert slots.take_nowait() and slots.take_nowait() and not slots.take_nowait()
+    slots = _Slots(2, 2)
+    assert slots.take_nowait(None) and slots.take_nowait(None) and not slots.take_nowait(None)
     order: list[str] = []
     scopes = {name: trio.CancelScope() for name in "bcd"}
 
     async def wait(name: str) -> None:
         with scopes[name]:
-            await slots.take()
+            assert await slots.take(None, math.inf)
             order.append(name)
 
     async with trio.open_nursery() as nursery:
@@ -321,12 +322,12 @@ async def test_handler_slots_are_bounded_and_skip_a_waiter_that_gave_up() -> Non
         await trio.testing.wait_all_tasks_blocked()
         assert len(slots.waiting) == 2 and order == []
         for first in "bd":  # (one at a time: trio runs the tasks woken in a pass in any order)
-            slots.give_back()
+            slots.give_back(None)
             await trio.testing.wait_all_tasks_blocked()
             assert order[-1] == first
-    assert order == ["b", "d"] and slots.free == 0 and not slots.take_nowait()
-    slots.give_back()
-    slots.give_back()
+    assert order == ["b", "d"] and slots.free == 0 and not slots.take_nowait(None)
+    slots.give_back(None)
+    slots.give_back(None)
     assert slots.free == 2 and not slots.waiting
 
 

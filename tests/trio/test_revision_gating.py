@@ -533,11 +533,11 @@ async def test_http_initialized_last_in_a_batch_wakes_its_waiters_at_once(
     async with trio.open_nursery() as nursery:
         endpoint.nursery = nursery
         nursery.start_soon(wait)
-        assert endpoint.slots.take_nowait()  # every handler slot is busy
+        assert endpoint.slots.take_nowait(None)  # every handler slot is busy
         await trio.sleep(1)
         batch = [core_rpc(2, "tools/call", {"name": "x"}), note("notifications/initialized")]
         done = http.handle_request(core_req(body=batch, **in_session(sid, "2025-03-26")), now=1)
         nursery.start_soon(endpoint.handle_events, done.events)
         await trio.sleep(3)
         assert waited == [pytest.approx(1)]
-        endpoint.slots.give_back()
+        endpoint.slots.give_back(None)

@@ -1,0 +1,216 @@
+"""Streamable HTTP: the handler slots (``max_concurrent_handlers``) are shared by every
+client of a server, so one client may hold only its share of them
+(``HttpTransportConfig.max_client_handlers``), and a request waits for one at most
+``handler_slot_timeout``, then gets ``503`` with ``Retry-After``. Real sockets on
+127.0.0.1 (port 0); timing on ``autojump_clock``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import trio
+import trio.testing
+
+from mcp_sansio._json import dumps
+from mcp_trio import SessionConfig
+from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_endpoint import _Slots
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    MODERN,
+    POST_HEADERS,
+    App,
+    RawConnection,
+    call,
+    raw_request,
+    raw_session,
+    rpc,
+    session_headers,
+    start_server,
+    text_of,
+)
+
+_TIMEOUT = 5.0
+
+
+def _modern(rid: int, name: str, **arguments: Any) -> tuple[tuple[tuple[str, str], ...], bytes]:
+    """The headers and body of a 2026-07-28 ``tools/call`` (no session, anonymous)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = (
+        *POST_HEADERS,
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", name),
+    )
+    return headers, rpc(rid, "tools/call", {**call(name, **arguments), "_meta": meta})
+
+
+async def test_one_legacy_session_holds_only_its_share_of_the_handler_slots(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # A legacy client's calls that never end (they outlive their connections) held
+    # every slot: every other client's requests then waited, with no bound, until that
+    # session expired (30 minutes by default).
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=4),
+        transport=HttpTransportConfig(max_client_handlers=2, handler_slot_timeout=_TIMEOUT),
+    )
+    held: list[RawConnection] = []
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            greedy = session_headers(await raw_session(server.port))
+            for rid in (2, 3):
+                conn = await RawConnection.open(server.port)
+                held.append(conn)
+                await conn.send("POST", headers=greedy, body=rpc(rid, "tools/call", call("block")))
+            while len(app.started) < 2:
+                await trio.testing.wait_all_tasks_blocked()
+            start = trio.current_time()
+            third = await raw_request(
+                server.port, "POST", headers=greedy, body=rpc(4, "tools/call", call("block"))
+            )
+            waited = trio.current_time() - start
+            other = session_headers(await raw_session(server.port))
+            start = trio.current_time()
+            answer = await raw_request(
+                server.port,
+                "POST",
+                headers=other,
+                body=rpc(2, "tools/call", call("echo", text="hi")),
+            )
+            other_waited = trio.current_time() - start
+    finally:
+        for conn in held:
+            await conn.aclose()
+    # Over its share (2 of 4 slots) the greedy session's third call waits its bounded
+    # time and is refused; it never ran. The other session is served at once.
+    assert third.status == 503 and third.headers["retry-after"] == "1"
+    error = third.json()
+    assert error["id"] == 4 and "server busy" in error["error"]["message"]
+    assert "share" in error["error"]["message"]
+    assert abs(waited - _TIMEOUT) < 0.5
+    assert len(app.started) == 2
+    assert answer.status == 200 and b'"hi"' in answer.body and other_waited < 0.5
+
+
+async def test_a_request_waits_for_a_handler_slot_a_bounded_time_then_gets_503(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # Modern, anonymous: no share ties two requests together, but the wait is bounded.
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="modern",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(handler_slot_timeout=_TIMEOUT),
+    )
+    blocker = await RawConnection.open(server.port)
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            headers, body = _modern(1, "block")
+            await blocker.send("POST", headers=headers, body=body)
+            await app.started_event.wait()
+            start = trio.current_time()
+            headers, body = _modern(7, "echo", text="late")
+            refused = await raw_request(server.port, "POST", headers=headers, body=body)
+            waited = trio.current_time() - start
+            app.release.set()
+            assert (await blocker.response()).status == 200
+            served = await raw_request(server.port, "POST", headers=headers, body=body)
+    finally:
+        await blocker.aclose()
+    assert refused.status == 503 and refused.headers["retry-after"] == "1"
+    error = refused.json()
+    assert error["id"] == 7 and "server busy" in error["error"]["message"]
+    assert abs(waited - _TIMEOUT) < 0.5
+    # Nothing of it ran, and the server serves again once a slot is free.
+    assert served.status == 200 and text_of(served.json()["result"]) == "late"
+    assert server.statistics().running_handlers == 0
+
+
+async def test_a_batch_request_without_a_slot_is_answered_in_the_batch(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # A 2025-03-26 batch whose first request runs: the one that found no slot in time
+    # is answered "server busy" beside the other's answer (one answer each), not 503.
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(handler_slot_timeout=_TIMEOUT),
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        init = rpc(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
+        sid = (await raw_request(server.port, "POST", body=init)).headers["mcp-session-id"]
+        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", "2025-03-26"))
+        note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert (await raw_request(server.port, "POST", headers=headers, body=note)).status == 202
+        batch = b"[" + rpc(2, "tools/call", call("block")) + b"," + rpc(3, "tools/list") + b"]"
+        conn = await RawConnection.open(server.port)
+        try:
+            await conn.send("POST", headers=headers, body=batch)
+            await app.started_event.wait()
+            await trio.sleep(_TIMEOUT + 1)  # the second waits its bounded time
+            app.release.set()
+            response = await conn.response()
+        finally:
+            await conn.aclose()
+    assert response.status == 200
+    # (SSE or JSON, per the response mode: both answers are in it)
+    text = response.body.decode()
+    assert '"id":2' in text.replace(" ", "") and "released" in text
+    assert '"id":3' in text.replace(" ", "") and "server busy" in text
+
+
+async def test_a_waiter_at_its_share_is_passed_over_not_in_the_way() -> None:
+    slots = _Slots(3, 1)
+    a, b = ("session", "a"), ("session", "b")
+    assert slots.take_nowait(a) and not slots.take_nowait(a)  # a is at its share
+    got: list[str] = []
+
+    async def wait(key: tuple[str, str], name: str) -> None:
+        if await slots.take(key, math.inf):
+            got.append(name)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait, a, "a2")
+        await trio.testing.wait_all_tasks_blocked()
+        # a's waiter, first in line, does not keep b (under its share) from a free slot.
+        assert slots.take_nowait(b) and not slots.take_nowait(b)
+        assert slots.take_nowait(None) and slots.free == 0
+        slots.give_back(b)  # a free slot, but a2's client is still at its share
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [] and slots.free == 1
+        slots.give_back(a)  # now it may take one
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == ["a2"] and slots.held == {a: 1} and slots.free == 1
+
+
+async def test_a_wait_for_a_slot_ends_at_its_deadline_holding_none(autojump_clock: Any) -> None:
+    slots = _Slots(1, 1)
+    assert slots.take_nowait(None)
+    start = trio.current_time()
+    assert not await slots.take(None, start + _TIMEOUT)
+    assert trio.current_time() - start == _TIMEOUT and not slots.waiting
+    slots.give_back(None)
+    assert slots.free == 1 and slots.take_nowait(None)
