@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 __all__ = ["SessionTracker"]
 
 _NOTIFY_TIMEOUT: Final = 1.0
-"""Seconds a ``notifications/tasks`` waits for a session's turn to write (see
+"""Seconds a notification to all sessions (a change, a ``notifications/tasks``) waits for
+one session's turn to write (see :meth:`SessionTracker.broadcast` and
 :meth:`SessionTracker.send_task_status`)."""
 
 
@@ -88,7 +89,7 @@ async def _send(session: Session, method: str, params: dict[str, Any] | None) ->
         await session.notify(method, params)
 
 
-async def _send_bounded(session: Session, method: str, params: dict[str, Any]) -> None:
+async def _send_bounded(session: Session, method: str, params: dict[str, Any] | None) -> None:
     # A session slow to take its turn does not hold up the others' next notification:
     # past the bound the message stays queued in its session, which writes it once the
     # writes ahead of it are done (Session.notify); only a write already under way runs
@@ -278,7 +279,10 @@ class SessionTracker:
     ) -> None:
         """Send a notification to every open session, concurrently, so that one slow
         peer does not hold up the others, and through every attached HTTP server (which
-        does not block).
+        does not block). Each session's send is bounded (``_NOTIFY_TIMEOUT``), as
+        :meth:`send_task_status`'s: a peer that stops reading held up the caller (a tool
+        handler, say) until its session's ``write_timeout`` (30 s); past the bound the
+        message stays queued in its session, written once the writes ahead of it are.
 
         Args:
             subscribed: legacy sessions get it only if they subscribed to this URI
@@ -297,4 +301,4 @@ class SessionTracker:
                 legacy = session.connection.era is Era.LEGACY
                 if legacy and subscribed is not None and subscribed not in tracked.uris:
                     continue
-                nursery.start_soon(_send, session, method, body)
+                nursery.start_soon(_send_bounded, session, method, body)

@@ -1,0 +1,73 @@
+"""A server and its slow or silent WebSocket peers: a broadcast is not held up by one
+peer that stops reading, and a connection that never starts MCP does not keep its
+place. Real sockets on 127.0.0.1 (port 0), timing on ``autojump_clock``."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+import trio
+import trio.testing
+import trio_websocket
+
+from mcp_trio import Server, Session, SessionConfig
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "slow", "version": "0"},
+    },
+}
+_INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _call(rid: int, name: str) -> str:
+    params = {"name": name, "arguments": {}}
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+
+
+async def test_a_broadcast_is_not_held_up_by_a_peer_that_stops_reading(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # notify_*() waited for every session with no bound but the session's own
+    # write_timeout (30 s): one client that stopped reading held up the caller (a tool
+    # handler, say) that long. send_task_status was bounded already (1 s).
+    server = Server("slow", session_config=SessionConfig(ws_ping_interval=None))
+
+    @server.tool()
+    async def big() -> str:
+        return "x" * 100_000
+
+    sessions: list[Session] = []
+
+    async def on_session(session: Session) -> None:
+        sessions.append(session)
+        await trio.sleep_forever()
+
+    handle = await nursery.start(partial(server.serve_websocket, on_session=on_session))
+    async with trio_websocket.open_websocket_url(handle.url, subprotocols=["mcp"]) as ws:
+        await ws.send_message(json.dumps(_INITIALIZE))
+        await ws.get_message()  # (the only message this client reads)
+        await ws.send_message(json.dumps(_INITIALIZED))
+        for rid in range(1, 200):  # ~20 MB of answers, more than the socket buffers hold
+            await ws.send_message(_call(rid, "big"))
+        # Wait for the server's writes to back up, without letting the clock jump (a
+        # checkpoint, not a blocking wait: the session's write_timeout must not pass).
+        with trio.fail_after(10):
+            while not sessions or sessions[0].statistics().queued_messages < 50:
+                await trio.sleep(0)
+        session = sessions[0]
+        queued = session.statistics().queued_messages
+        start = trio.current_time()
+        await server.notify_tools_changed()
+        waited = trio.current_time() - start
+        assert waited <= 1.0 + 1e-6  # (it waited for the session's write_timeout: 30 s)
+        # It went to the session all the same: queued behind the stuck write, to go out
+        # in turn (the session is still open: its write_timeout has not passed).
+        assert not session.closed and session.statistics().queued_messages > queued
