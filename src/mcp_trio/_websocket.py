@@ -206,6 +206,8 @@ class WebSocketChannel(MessageChannel):
         self._finish_by = math.inf  # (when finish_write's close_timeout ends)
         self._close_budget = close_timeout  # (what the close handshake may take)
         self._closing: trio.Event | None = None  # (set when the first aclose is done)
+        self.heard = False
+        """A message has come from the peer (see ``_hear_within``)."""
 
     @property
     def remote(self) -> trio_websocket.Endpoint | None:
@@ -284,6 +286,7 @@ class WebSocketChannel(MessageChannel):
                 SessionClosed("the peer sent a binary frame; closed with code 1003"),
             )
             raise SessionClosed("the peer sent a binary frame; closed with code 1003")
+        self.heard = True
         return message
 
     async def fail(self, code: int, reason: str, failure: SessionClosed) -> None:
@@ -560,6 +563,22 @@ async def _keepalive(channel: WebSocketChannel, config: SessionConfig) -> None:
             return
 
 
+async def _hear_within(channel: WebSocketChannel, session: Session, timeout: float) -> None:
+    """Close the connection with code 1008 if the peer has sent no message ``timeout``
+    (``handshake_timeout``) after the opening handshake: it has not begun MCP (no
+    ``initialize``; the 2026-07-28 era has no handshake, so no first request either).
+    Such a connection held one of the ``max_connections`` places for good: nothing
+    else ends it, trio-websocket answering the keep-alive pings itself. (A peer that
+    speaks once and then idles holds one as a live idle session does.)"""
+    await trio.sleep(timeout)
+    if channel.heard or session.closed:
+        return
+    what = f"the peer sent no message within {timeout:g} s (handshake_timeout)"
+    logger.info("WebSocket: %s; closing with code 1008", what)
+    # (the session ends as its reader finds the connection closed: no handler runs)
+    await channel.fail(_POLICY_VIOLATION, "no MCP message in time", SessionClosed(what))
+
+
 async def _expire(channel: WebSocketChannel, session: Session, deadline: float) -> None:
     """End the session at ``deadline`` (trio time), when its token expires: close the
     session with :class:`~mcp_trio.TokenExpired` for its reason, which cancels its
@@ -636,7 +655,10 @@ async def serve_websocket(
             and closed at accept, unread and without a session, with a warning logged.
             Each served connection holds a session, idle or not, until the peer leaves;
             one that sends no handshake holds its place up to ``ws_connect_timeout``,
-            unless it leaves first (or its TLS handshake fails): then it is free at once.
+            unless it leaves first (or its TLS handshake fails): then it is free at once;
+            one that sends no MCP message (no ``initialize``; in the 2026-07-28 era, no
+            request) within ``config.handshake_timeout`` of its opening handshake is
+            closed with code 1008 (``None``: never).
         task_status: ``await nursery.start(serve_websocket, ...)`` returns a
             :class:`WebSocketServeHandle` (``url``, ``port``, ``listeners``), as
             :func:`~mcp_trio.serve_http` returns an ``HttpServeHandle``.
@@ -941,6 +963,8 @@ async def _serve_connection(
         ) as session:
             if expires is not None:  # authenticated once, at the handshake: ends with it
                 nursery.start_soon(_expire, channel, session, expires)
+            if config.handshake_timeout is not None:
+                nursery.start_soon(_hear_within, channel, session, config.handshake_timeout)
             if stopping is not None:
                 nursery.start_soon(_stop_when, stopping, channel, session)
             await run_hook(session, on_session)

@@ -5,6 +5,8 @@ place. Real sockets on 127.0.0.1 (port 0), timing on ``autojump_clock``."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -13,6 +15,7 @@ import trio.testing
 import trio_websocket
 
 from mcp_trio import Server, Session, SessionConfig
+from mcp_trio._websocket import _open_ws
 
 _INITIALIZE = {
     "jsonrpc": "2.0",
@@ -25,6 +28,17 @@ _INITIALIZE = {
     },
 }
 _INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@asynccontextmanager
+async def _raw(url: str) -> AsyncIterator[trio_websocket.WebSocketConnection]:
+    """A plain WebSocket client (no MCP session) over a stream it closes, whoever
+    closes the connection (trio-websocket's own client leaves its socket open when
+    the server closes first)."""
+    async with _open_ws(
+        url, subprotocols=["mcp"], max_message_size=1 << 20, connect_timeout=10
+    ) as (ws, _, _):
+        yield ws
 
 
 def _call(rid: int, name: str) -> str:
@@ -51,7 +65,7 @@ async def test_a_broadcast_is_not_held_up_by_a_peer_that_stops_reading(
         await trio.sleep_forever()
 
     handle = await nursery.start(partial(server.serve_websocket, on_session=on_session))
-    async with trio_websocket.open_websocket_url(handle.url, subprotocols=["mcp"]) as ws:
+    async with _raw(handle.url) as ws:
         await ws.send_message(json.dumps(_INITIALIZE))
         await ws.get_message()  # (the only message this client reads)
         await ws.send_message(json.dumps(_INITIALIZED))
@@ -71,3 +85,42 @@ async def test_a_broadcast_is_not_held_up_by_a_peer_that_stops_reading(
         # It went to the session all the same: queued behind the stuck write, to go out
         # in turn (the session is still open: its write_timeout has not passed).
         assert not session.closed and session.statistics().queued_messages > queued
+
+
+async def test_a_websocket_peer_that_sends_no_message_is_closed_at_handshake_timeout(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # Nothing ended a connection whose peer never began MCP (trio-websocket answers the
+    # keep-alive pings itself): each held one of max_connections for good.
+    server = Server("silent", session_config=SessionConfig(handshake_timeout=5))
+    handle = await nursery.start(partial(server.serve_websocket, max_connections=1))
+    with trio.fail_after(60):
+        async with _raw(handle.url) as silent:
+            start = trio.current_time()
+            try:
+                await silent.get_message()
+            except trio_websocket.ConnectionClosed as exc:
+                closed = exc.reason
+            waited = trio.current_time() - start
+        await trio.testing.wait_all_tasks_blocked()  # (the server is done with it)
+        # Its place is free again: the next client is served.
+        async with _raw(handle.url) as ws:
+            await ws.send_message(json.dumps(_INITIALIZE))
+            answer = json.loads(await ws.get_message())
+    assert closed.code == 1008 and abs(waited - 5) < 0.5
+    assert answer["id"] == 0 and "result" in answer
+
+
+async def test_a_websocket_peer_that_speaks_in_time_is_not_closed(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    server = Server("talks", session_config=SessionConfig(handshake_timeout=5))
+    handle = await nursery.start(partial(server.serve_websocket, max_connections=1))
+    with trio.fail_after(60):
+        async with _raw(handle.url) as ws:
+            await ws.send_message(json.dumps(_INITIALIZE))
+            await ws.get_message()
+            await ws.send_message(json.dumps(_INITIALIZED))
+            await trio.sleep(10)  # idle past handshake_timeout: a live session, kept
+            await ws.send_message(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+            assert json.loads(await ws.get_message()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
