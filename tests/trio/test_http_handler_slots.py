@@ -214,3 +214,39 @@ async def test_a_wait_for_a_slot_ends_at_its_deadline_holding_none(autojump_cloc
     assert trio.current_time() - start == _TIMEOUT and not slots.waiting
     slots.give_back(None)
     assert slots.free == 1 and slots.take_nowait(None)
+
+
+async def test_a_request_waiting_for_a_slot_is_refused_as_soon_as_the_server_stops(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # It was refused only once it got a slot: after shutdown_grace_period, when the
+    # running handlers were cancelled. Now the stop refuses it at once.
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=1, shutdown_grace_period=3),
+        transport=HttpTransportConfig(handler_slot_timeout=60),
+    )
+    conns = [await RawConnection.open(server.port) for _ in range(2)]
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            headers = session_headers(await raw_session(server.port))
+            await conns[0].send("POST", headers=headers, body=rpc(2, "tools/call", call("block")))
+            await app.started_event.wait()
+            second = rpc(3, "tools/call", call("echo", text="b"))
+            await conns[1].send("POST", headers=headers, body=second)
+            slots = server._server.endpoint.slots
+            while not slots.waiting:
+                await trio.testing.wait_all_tasks_blocked()
+            start = trio.current_time()
+            nursery.start_soon(server.aclose)
+            refused = await conns[1].response()
+            waited = trio.current_time() - start
+    finally:
+        for conn in conns:
+            await conn.aclose()
+    assert b"server shutting down" in refused.body and b'"b"' not in refused.body
+    assert waited < 0.5
+    assert len(app.started) == 1
