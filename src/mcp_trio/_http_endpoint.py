@@ -721,9 +721,10 @@ class Endpoint:
         if got:
             return running
         self._unbegin(running)
-        if rid is not None and running.cancelled:
+        if running.cancelled:
+            assert rid is not None  # (only a request is cancelled)
             drop_cancelled(running.connection, rid)
-        if not self.closing:
+        elif not self.closing:
             self._note_busy(running.client)
         return None
 

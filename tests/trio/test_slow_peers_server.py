@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 import trio_websocket
@@ -97,17 +98,16 @@ async def test_a_websocket_peer_that_sends_no_message_is_closed_at_handshake_tim
     with trio.fail_after(60):
         async with _raw(handle.url) as silent:
             start = trio.current_time()
-            try:
+            with pytest.raises(trio_websocket.ConnectionClosed) as info:
                 await silent.get_message()
-            except trio_websocket.ConnectionClosed as exc:
-                closed = exc.reason
             waited = trio.current_time() - start
         await trio.testing.wait_all_tasks_blocked()  # (the server is done with it)
         # Its place is free again: the next client is served.
         async with _raw(handle.url) as ws:
             await ws.send_message(json.dumps(_INITIALIZE))
             answer = json.loads(await ws.get_message())
-    assert closed.code == 1008 and abs(waited - 5) < 0.5
+    closed = info.value.reason
+    assert closed is not None and closed.code == 1008 and abs(waited - 5) < 0.5
     assert answer["id"] == 0 and "result" in answer
 
 
