@@ -92,7 +92,10 @@ class SessionConfig:
     """Client: seconds ``start()`` waits for the handshake before raising ``TooSlowError``.
     Legacy server: seconds a request served before the client's
     ``notifications/initialized`` (over HTTP the two POSTs may race) waits for it before
-    it may ask the client anything (sampling, elicitation, roots)."""
+    it may ask the client anything (sampling, elicitation, roots). WebSocket server:
+    seconds after the opening handshake within which the peer must send a message
+    (``initialize``, or a first 2026-07-28 request); else the connection is closed with
+    code 1008."""
     listen_ack_timeout: float | None = attrs.field(default=30.0, validator=_positive)
     """Client, modern era: seconds a ``subscriptions/listen`` request (``subscribe()``,
     or a new listen after a token expired) waits for the server's acknowledgment, the
