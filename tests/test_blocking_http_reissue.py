@@ -266,8 +266,10 @@ def _read_to_the_break(monkeypatch: pytest.MonkeyPatch) -> None:
     one read of a fast server, can bring them), so one ``take`` meets both."""
     real = blocking_http._wait
 
-    def wait(http: HttpTransport, timeout: float, clock: CallClock, *, reading: bool) -> None:
-        real(http, timeout, clock, reading=reading)
+    def wait(
+        http: HttpTransport, timeout: float, clock: CallClock, *, reading: bool, **wake: Any
+    ) -> None:
+        real(http, timeout, clock, reading=reading, **wake)
         for _ in range(100):  # (bounded: a server that never breaks fails the test)
             if not reading or not http.inbox or any(isinstance(i, Broken) for i in http.inbox):
                 return

@@ -1,9 +1,3 @@
-"""The blocking client and the processes around its stdio server.
-
-The servers are ``tests/trio/stdio_procs_app.py`` (see its modes) and
-``tests/blocking_server_app.py``; every wait is bounded.
-"""
-
 from __future__ import annotations
 
 import os
@@ -17,6 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -114,11 +109,142 @@ def test_a_call_from_a_second_thread_meanwhile_is_a_clear_error() -> None:
         assert client.call_tool("echo", {"text": "z"}).text == "z"
 
 
+def _closed_by(client: BlockingClient) -> list[int]:
+    """The threads that close ``client``'s link (filled as it happens)."""
+    closers: list[int] = []
+    link: Any = client._link  # (its close on the instance, for this client only)
+    real = link.close
+
+    def close(*, urgent: bool = False) -> None:
+        closers.append(threading.get_ident())
+        real(urgent=urgent)
+
+    link.close = close
+    return closers
+
+
 def test_close_from_another_thread_still_ends_a_waiting_call() -> None:
+    # The progress and the result may come in one read: the result is handled after the
+    # close was asked for, and the call must not return it (it did, now and then).
     with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, stop_timeout=0.5) as client:
+        closers = _closed_by(client)
 
         def on_progress(event: ProgressReceived) -> None:
             assert _in_another_thread(client.close) is None
+            assert closers == []  # (only asked: the call's own thread closes it)
 
         with pytest.raises(SessionClosed, match="the client was closed"):
             client.call_tool("slow", {"steps": 2, "delay": 0}, on_progress=on_progress)
+        # Closed by the thread that used the connection, not under its feet.
+        assert closers == [threading.get_ident()]
+
+
+def test_close_from_another_thread_wakes_a_call_waiting_for_the_server() -> None:
+    # The server reports progress, then sleeps for longer than the test waits: only the
+    # wake-up of the call's wait can end it in time.
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, stop_timeout=0.5) as client:
+        closers = _closed_by(client)
+        link: Any = client._link
+        real = link._select
+        progressed = threading.Event()
+        waiting = threading.Event()  # (the call waits again after the progress)
+
+        def select(*args: Any) -> Any:
+            if progressed.is_set():
+                waiting.set()
+            return real(*args)
+
+        link._select = select
+
+        def close_when_waiting() -> None:
+            assert waiting.wait(TIMEOUT)
+            client.close()
+
+        closer = threading.Thread(target=close_when_waiting)
+        closer.start()
+        start = time.monotonic()
+        try:
+            with pytest.raises(SessionClosed, match="the client was closed"):
+                client.call_tool(
+                    "slow",
+                    {"steps": 1, "delay": 4 * TIMEOUT},
+                    on_progress=lambda event: progressed.set(),
+                    timeout=4 * TIMEOUT,
+                )
+        finally:
+            closer.join(TIMEOUT)
+        assert not closer.is_alive()
+        assert time.monotonic() - start < TIMEOUT / 2
+        assert closers == [threading.get_ident()]
+
+
+def test_a_close_asked_as_the_call_ends_is_done_by_the_calls_thread() -> None:
+    # The call may end before it sees the request (between its last look and its
+    # return): the client is closed then, as the call's thread leaves it.
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, stop_timeout=0.5) as client:
+        closers = _closed_by(client)
+        with client._in_use():  # (as a call does, around everything it does)
+            assert _in_another_thread(client.close) is None
+            assert closers == []
+        assert closers == [threading.get_ident()]
+        with pytest.raises(SessionClosed, match="the client was closed"):
+            client.call_tool("echo", {"text": "x"})
+
+
+"""The blocking client and the processes around its stdio server.
+
+The servers are ``tests/trio/stdio_procs_app.py`` (see its modes) and
+``tests/blocking_server_app.py``; every wait is bounded.
+"""
+
+
+def _written(client: BlockingClient) -> bytearray:
+    """Everything ``client`` writes to its server from now on."""
+    written = bytearray()
+    transport: Any = client._link.transport  # type: ignore[attr-defined]
+    real = transport.write
+
+    def write(data: memoryview) -> int:
+        sent: int = real(data)
+        written.extend(data[:sent])
+        return sent
+
+    transport.write = write
+    return written
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_what_a_second_thread_would_change_or_send_meanwhile_is_refused_untouched(
+    era: Literal["legacy", "modern"],
+) -> None:
+    # notify, subscribe (legacy: even one that sends nothing) and set_roots from another
+    # thread during a call: refused before anything is queued or changed.
+    failures: list[BaseException | None] = []
+
+    def subscribe(client: BlockingClient) -> None:
+        with client.subscribe(tools=True):
+            pass
+
+    with BlockingClient.stdio(
+        BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, era=era, roots=["file:///a"]
+    ) as client:
+        written = _written(client)
+        roots = client._options.roots
+
+        def on_progress(event: ProgressReceived) -> None:
+            failures.append(_in_another_thread(lambda: client.notify("notifications/x")))
+            failures.append(_in_another_thread(lambda: subscribe(client)))
+            failures.append(_in_another_thread(lambda: client.set_roots(["file:///b"])))
+
+        result = client.call_tool("slow", {"steps": 1, "delay": 0}, on_progress=on_progress)
+        assert result.text == "done"
+        assert client.call_tool("echo", {"text": "after"}).text == "after"  # (all written)
+        assert len(failures) == 3
+        for failure in failures:
+            assert isinstance(failure, RuntimeError)
+            assert str(failure).startswith("BlockingClient used by two threads at once")
+        assert client._options.roots is roots
+        assert not client._subscriptions and not client._listens
+    assert b'"after"' in written
+    for never in (b"notifications/x", b"subscriptions/listen", b"roots/list_changed"):
+        assert never not in written

@@ -59,6 +59,7 @@ import logging
 import math
 import os
 import shlex
+import socket
 import subprocess
 import threading
 import time
@@ -349,6 +350,10 @@ class Hooks:
     """The answer to our modern request was lost after it was written (HTTP: its stream
     broke): ``None`` if the core sent it again under a new id, else how many times it
     was re-issued before (fail it then; see :meth:`BlockingClient._reissue`)."""
+    wake: socket.socket | None = None
+    """Readable when another thread asks the waiting call to end (its
+    :meth:`BlockingClient.close`): :meth:`Link.wait` returns then too (the client reads
+    it)."""
 
 
 @attrs.define(kw_only=True)
@@ -471,8 +476,13 @@ class BlockingClient(HandshakeFacts):
         self._restart_deadline: float | None = None  # ... ready by then (handshake_timeout)
         self._clock = CallClock()
         self._closed = False
-        self._guard = threading.Lock()  # taken without waiting: see _in_use
+        self._state = threading.Lock()  # held briefly, for the next three: see _in_use
         self._user: int | None = None  # the thread inside a call (see _in_use)
+        self._close_asked = False  # by another thread's close(), while _user's call runs
+        # (wakes _user's wait for it: a socket pair, which every selector takes)
+        self._wake, self._waker = socket.socketpair()
+        self._wake.setblocking(False)
+        self._waker.setblocking(False)
         # One connection, one handshake: there is no new session for the schemas to
         # follow (the Trio client's may start anew over HTTP).
         self._output_schemas = OutputSchemas()
@@ -491,6 +501,7 @@ class BlockingClient(HandshakeFacts):
                 handshaken=lambda: self._handshake is not None,
                 restart=self._restart_session,
                 reissue=self._reissue,
+                wake=self._wake,
             )
         )
 
@@ -807,7 +818,31 @@ class BlockingClient(HandshakeFacts):
         meanwhile are handled as during a call, but a callback's exception is logged,
         not raised. Ctrl-C meanwhile: a spawned server is killed at once, and Ctrl-C
         raised.
+
+        From another thread while a call runs: that call is asked to end, and this
+        returns at once. The call's own thread closes the client (as above), at once
+        even if it waits for the server, and the call raises ``SessionClosed``; no
+        two threads use the connection at once.
         """
+        me = threading.get_ident()
+        with self._state:
+            user = self._user
+            if user is None:
+                self._user = me  # (no call may start meanwhile)
+            elif user != me:
+                if not self._closed:
+                    self._close_asked = True
+                    with suppress(OSError):  # (full: a wake-up is pending already)
+                        self._waker.send(b"\0")
+                return
+        try:
+            self._close()
+        finally:
+            if user is None:
+                self._leave()
+
+    def _close(self) -> None:
+        """:meth:`close`, in the thread that uses the connection."""
         if self._closed:
             return
         self._closed = True
@@ -838,7 +873,12 @@ class BlockingClient(HandshakeFacts):
             if self._failure is None:
                 self._failure = SessionClosed("the client was closed")
             self._end_subscriptions(self._failure)
-            link.close(urgent=urgent)
+            try:
+                link.close(urgent=urgent)
+            finally:
+                with self._state:  # (so that close() never wakes a closed socket)
+                    self._wake.close()
+                    self._waker.close()
 
     # ------------------------------------------------------------------ introspection
 
@@ -1008,17 +1048,54 @@ class BlockingClient(HandshakeFacts):
         thread: waiting would only hide that). A call inside a call of the same thread
         (a callback's, the loop's own) goes on."""
         me = threading.get_ident()
-        if self._user == me:
+        with self._state:
+            user = self._user
+            if user is None:
+                self._user = me
+        if user == me:
             yield
             return
-        if not self._guard.acquire(blocking=False):
+        if user is not None:
             raise RuntimeError(_TWO_THREADS)
-        self._user = me
         try:
             yield
         finally:
-            self._user = None
-            self._guard.release()
+            self._leave()
+
+    def _leave(self) -> None:
+        """This thread's call is over: the connection is free again, once the client
+        is closed if another thread asked for it meanwhile (its :meth:`close` left that
+        to us: the call may have ended before it saw the request)."""
+        try:
+            while self._take_close_request():
+                self._close()
+        finally:
+            with self._state:
+                self._user = None
+                self._close_asked = False
+
+    def _take_close_request(self) -> bool:
+        """Whether another thread's :meth:`close` asked the running call to end (the
+        request and its wake-up taken: asked once, answered once)."""
+        if not self._close_asked:  # (the common case, without the lock: only this
+            return False  # thread takes it back)
+        with self._state:
+            self._close_asked = False
+            with suppress(OSError):  # (nothing to read, or closed: nothing to take)
+                self._wake.recv(64)
+            return not self._closed
+
+    def _end_if_asked(self) -> None:
+        """Another thread's :meth:`close` asked the running call to end: close the
+        client here, in the thread that uses it, and end the call.
+
+        Raises:
+            SessionClosed: it was asked.
+        """
+        if self._take_close_request():
+            self._close()
+            assert self._failure is not None
+            raise self._failure
 
     # ------------------------------------------------------------------ the loop
 
@@ -1063,7 +1140,12 @@ class BlockingClient(HandshakeFacts):
         overflows)."""
         link = self._link
         link.begin()
-        while not done():
+        while True:
+            # (Asked first: an outcome that came in the same read as a callback that
+            # asked for the end does not win over it.)
+            self._end_if_asked()
+            if done():
+                return
             self._raise_if_closed()
             now = self._clock.now()
             timer = self._conn.next_deadline()
@@ -1661,6 +1743,7 @@ class BlockingClient(HandshakeFacts):
             return None
         return RemoteProtocolError("the server ended subscriptions/listen before acknowledging it")
 
+    @_one_thread  # (it may send nothing, but it changes what the loop reads)
     def _open_legacy(self, sub: BlockingSubscription, limit: float | None) -> Callable[[], None]:
         sub.honored = legacy_honored(
             self._conn.peer_capabilities,
@@ -1733,6 +1816,7 @@ class BlockingClient(HandshakeFacts):
         if not self._uri_refs.get(uri):
             self.request("resources/unsubscribe", {"uri": uri})
 
+    @_one_thread  # (the roots a running call's answer reads)
     def set_roots(self, roots: Iterable[RootLike] | RootsFunction) -> None:
         """Change the roots (see :meth:`mcp_trio.Client.set_roots`); legacy era: tell
         the server (``notifications/roots/list_changed``) when ``roots.listChanged``

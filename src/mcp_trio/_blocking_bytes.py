@@ -411,6 +411,9 @@ class ByteLink:
             wanted[side_fd] = wanted.get(side_fd, 0) | selectors.EVENT_READ
         if exit_fd is not None:
             wanted[exit_fd] = selectors.EVENT_READ
+        wake = self.hooks.wake
+        if wake is not None:  # (another thread asks the call to end: the client reads it)
+            wanted[wake.fileno()] = selectors.EVENT_READ
         selector = self._selector
         for fd in [fd for fd in selector.get_map() if fd not in wanted]:
             selector.unregister(fd)

@@ -1085,20 +1085,31 @@ class HttpTransport:
 # ---------------------------------------------------------------------- the client's link
 
 
-def _wait(http: HttpTransport, timeout: float, clock: Clock, *, reading: bool) -> None:
+def _wait(
+    http: HttpTransport,
+    timeout: float,
+    clock: Clock,
+    *,
+    reading: bool,
+    wake: socket.socket | None = None,
+) -> None:
     """Wait on the exchanges' sockets for ``timeout`` seconds at most, and let the
     transport move the bytes of the ready ones (``reading``: as
-    :meth:`HttpTransport.wanted`)."""
+    :meth:`HttpTransport.wanted`); ``wake`` readable ends the wait too (``Hooks.wake``)."""
     wanted = http.wanted(reading=reading)
-    if not wanted:  # (every exchange waits for its time)
+    if not wanted and wake is None:  # (every exchange waits for its time)
         time.sleep(timeout)
         return
     with selectors.DefaultSelector() as selector:
         # (a new selector each time: a closed socket's number may be reused)
         for fd, (events, exchange) in wanted.items():
             selector.register(fd, events, exchange)
+        if wake is not None:
+            selector.register(wake, selectors.EVENT_READ)  # (data None: not an exchange)
         ready = selector.select(timeout)
     for key, events in ready:
+        if key.data is None:
+            continue
         http.ready(
             key.data,
             bool(events & selectors.EVENT_READ),
@@ -1154,7 +1165,7 @@ class HttpLink:
         self.take()
 
     def wait(self, timeout: float) -> None:
-        _wait(self.http, timeout, self.hooks.clock, reading=True)
+        _wait(self.http, timeout, self.hooks.clock, reading=True, wake=self.hooks.wake)
         self.take()
 
     def flush(self, *, within: float | None) -> None:
