@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,27 @@ def test_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("mcp_trio._cli.trio.run", broken)
     with pytest.raises(ZeroDivisionError):
         main(["list", NOTES])
+
+
+def test_a_client_command_runs_from_a_thread_other_than_the_main_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # (An app's or a test's worker thread: SIGTERM is watched on the main thread only,
+    # where signals arrive; elsewhere Trio refuses the receiver, and main() crashed.)
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(main(["list", NOTES]))
+        except BaseException as exc:  # (reported to the test)
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert outcome == [0]
+    assert "add_note" in capsys.readouterr().out
 
 
 def test_interrupted(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ import math
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NoReturn
 
@@ -532,11 +533,15 @@ async def _terminable(command: Callable[[], Awaitable[int]]) -> int:
     """Run a client command (``list``, ``call``, ``read``, ``prompt``); SIGTERM stops it
     as Ctrl-C does: the command is cancelled, its shutdown runs (a server it spawned is
     stopped, not orphaned), and it exits :data:`EXIT_TERMINATED`. (``run`` handles
-    its signals itself.)
+    its signals itself.) Only on the main thread: signals go to it alone (Trio refuses
+    the receiver elsewhere), so :func:`main` called from another thread (an app's, a
+    test's) runs the command as it is.
 
     Raises:
         _Terminated: SIGTERM came.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return await command()
     terminated = False
     watching = trio.CancelScope()
     with trio.open_signal_receiver(signal.SIGTERM) as signals, trio.CancelScope() as scope:
