@@ -109,6 +109,29 @@ def test_a_call_from_a_second_thread_meanwhile_is_a_clear_error() -> None:
         assert client.call_tool("echo", {"text": "z"}).text == "z"
 
 
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="watches the helper with a pidfd")
+def test_a_helper_left_by_a_server_that_exits_at_the_end_of_its_input_is_stopped() -> None:
+    # The server exits cleanly when its stdin ends, before any signal: its helper, in
+    # its process group, is signalled once it is reaped. (Before: it ran on.)
+    client = BlockingClient.stdio(
+        [sys.executable, APP, "helper"], stderr=subprocess.PIPE, stop_timeout=0.5, era="legacy"
+    )
+    transport = client._link.transport  # type: ignore[attr-defined]  # (to find the helper)
+    with client:
+        client.call_tool("pid", timeout=TIMEOUT)
+        found = re.search(rb"helper pid (\d+)", bytes(transport._tail))
+        assert found is not None
+        helper = int(found[1])
+        pidfd = os.pidfd_open(helper)
+    try:
+        assert transport.process.returncode == 0  # (it exited by itself)
+        assert select.select([pidfd], [], [], 5)[0] == [pidfd]  # the helper exited
+    finally:
+        with suppress(ProcessLookupError):
+            os.kill(helper, signal.SIGKILL)
+        os.close(pidfd)
+
+
 def _closed_by(client: BlockingClient) -> list[int]:
     """The threads that close ``client``'s link (filled as it happens)."""
     closers: list[int] = []

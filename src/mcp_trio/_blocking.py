@@ -546,6 +546,11 @@ class BlockingClient(HandshakeFacts):
                 (``setsid``) and the signals go to its process group: one started
                 through a wrapper (``sh -c``) is stopped too; Ctrl-C in a terminal
                 reaches only this process, and closing the client stops the server.
+                Once the server has exited, what it left in its group (a helper) gets
+                SIGTERM, then SIGKILL ``stop_timeout`` later; a daemon meant to outlive
+                it starts a session of its own. The server has no controlling
+                terminal: one that prompts on ``/dev/tty`` (``ssh`` asking for a
+                password, ``sudo``) cannot; use keys, an agent or ``SSH_ASKPASS``.
             era, protocol_version, on_sampling, on_elicitation, roots, on_log,
                 log_level, client_info, capabilities, timeout, connection_config:
                 as for :func:`mcp_trio.open_client` (callbacks are plain functions).

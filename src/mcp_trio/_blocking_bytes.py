@@ -202,12 +202,45 @@ class ProcessTransport:
         with suppress(ProcessLookupError):
             self.process.send_signal(signum)
 
+    def _stop_group(self, *, urgent: bool) -> None:
+        """The server is reaped: what is left of its process group (a helper it started,
+        the server behind a wrapper) gets SIGTERM, then SIGKILL ``stop_timeout`` later
+        if any remains (``urgent``: SIGKILL at once); nothing if the group is empty.
+
+        A server that exits cleanly at the end of its stdin would otherwise leave its
+        helpers running, often holding its stdout. A daemon meant to outlive the server
+        starts a session of its own (``setsid``, as daemons do), so it is not in the
+        group and not signalled. (The group's id stays reserved while any member
+        lives; an empty group's id is free again only once the system's process ids
+        wrap around.)"""
+        if not hasattr(os, "killpg"):  # pragma: no cover - POSIX groups only
+            return
+        group = self.process.pid
+        stops = (signal.SIGKILL,) if urgent else (signal.SIGTERM, signal.SIGKILL)
+        for stop in stops:
+            try:
+                os.killpg(group, stop)
+            except ProcessLookupError:
+                return  # (empty: nothing was left, or all of it has exited)
+            except PermissionError:  # pragma: no cover - a member that changed its user
+                return
+            if stop == signal.SIGKILL:
+                return
+            deadline = time.monotonic() + self._stop_timeout
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(group, 0)
+                except OSError:
+                    return  # (gone)
+                time.sleep(_EXIT_POLL)  # (not our children: nothing to wait on)
+
     def close(self, *, urgent: bool = False) -> None:
         """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown; the
-        signals to its process group). Interrupted meanwhile (Ctrl-C while the server
-        takes its time), it kills the server at once rather than leave it running,
-        and raises. ``urgent`` (Ctrl-C came before: the caller is on its way out):
-        SIGKILL at once."""
+        signals to its process group); then the same for what the server left in its
+        group (:meth:`_stop_group`). Interrupted meanwhile (Ctrl-C while the server
+        takes its time), it kills the server and its group at once rather than leave
+        them running, and raises. ``urgent`` (Ctrl-C came before: the caller is on its
+        way out): SIGKILL at once."""
         process = self.process
         stops = (signal.SIGKILL,) if urgent else (None, signal.SIGTERM, signal.SIGKILL)
         try:
@@ -219,11 +252,15 @@ class ProcessTransport:
                 if self._wait(self._stop_timeout):
                     break
             process.wait()
+            self._stop_group(urgent=urgent)
         except BaseException:
             if process.poll() is None:
                 self._signal(signal.SIGKILL)
             with suppress(subprocess.TimeoutExpired):
                 process.wait(self._stop_timeout)  # (reaped, unless interrupted again)
+            if process.returncode is not None:
+                with suppress(OSError):
+                    os.killpg(process.pid, signal.SIGKILL)
             raise
         finally:
             self._stdout.close()

@@ -25,7 +25,7 @@ import sys
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import partial
-from typing import ClassVar, final
+from typing import ClassVar, Final, final
 
 import trio
 
@@ -318,9 +318,43 @@ def _signal_group(process: trio.Process, signum: int) -> None:
         process.send_signal(signum)
 
 
+_GROUP_POLL: Final = 0.05
+"""Seconds between looks at what a server left in its process group (not our children:
+there is nothing to wait on)."""
+
+
+async def _stop_group(process: trio.Process, config: SessionConfig) -> None:
+    """The server is reaped: what is left of its process group (a helper it started,
+    the server behind a wrapper) gets SIGTERM, then SIGKILL ``terminate_timeout`` later
+    if any remains; nothing if the group is empty.
+
+    A server that exits cleanly at the end of its stdin would otherwise leave its
+    helpers running, often holding its stdout. A daemon meant to outlive the server
+    starts a session of its own (``setsid``, as daemons do), so it is not in the group
+    and not signalled. (The group's id stays reserved while any member lives; an empty
+    group's id is free again only once the system's process ids wrap around.)"""
+    if not hasattr(os, "killpg"):  # pragma: no cover - POSIX groups only
+        return
+    group = process.pid
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return  # (empty: nothing was left, or all of it has exited)
+    with trio.move_on_after(config.terminate_timeout):
+        while True:
+            try:
+                os.killpg(group, 0)
+            except OSError:
+                return  # (gone)
+            await trio.sleep(_GROUP_POLL)
+    with suppress(OSError):
+        os.killpg(group, signal.SIGKILL)
+
+
 async def _stop_process(process: trio.Process, config: SessionConfig) -> None:
     """stdin is closed already: wait; SIGTERM, wait; SIGKILL, wait (the signals to its
-    process group). Shielded."""
+    process group); then the same for what the server left in its group
+    (:func:`_stop_group`). Shielded."""
     with trio.CancelScope(shield=True):
         with trio.move_on_after(config.stdin_close_timeout):
             await process.wait()
@@ -331,6 +365,7 @@ async def _stop_process(process: trio.Process, config: SessionConfig) -> None:
         if process.returncode is None:
             _signal_group(process, signal.SIGKILL)
             await process.wait()
+        await _stop_group(process, config)
 
 
 @asynccontextmanager
@@ -366,7 +401,12 @@ async def open_stdio_client(
         is cancelled. The server runs in a new session (``setsid``), and the signals
         go to its whole process group: a server started through a wrapper
         (``sh -c``) is stopped too, and Ctrl-C in a terminal reaches only us (the
-        close above then stops the server).
+        close above then stops the server). Once the server has exited, what it left
+        in its group (a helper) gets SIGTERM, then SIGKILL ``terminate_timeout``
+        later; a daemon meant to outlive it starts a session of its own. The server
+        has no controlling terminal: one that prompts on ``/dev/tty`` (``ssh``
+        asking for a password, ``sudo``) cannot; use keys, an agent or
+        ``SSH_ASKPASS``.
 
     Error handling:
         If the server exits or closes its stdout, waiting requests fail with

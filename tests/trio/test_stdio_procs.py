@@ -91,6 +91,29 @@ async def test_a_server_that_dies_while_a_helper_holds_its_stdout_is_noticed() -
             assert trio.current_time() - start < IO_TIMEOUT / 2
 
 
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="watches the helper with a pidfd")
+async def test_a_helper_left_by_a_server_that_exits_at_the_end_of_its_input_is_stopped() -> None:
+    # The server exits cleanly when its stdin ends, before any signal: its helper, in
+    # its process group, is signalled once it is reaped. (Before: it ran on.)
+    chunks: list[bytes] = []
+    with helper_killed(chunks), trio.fail_after(IO_TIMEOUT):
+        async with open_stdio_client(
+            [sys.executable, APP, "helper"],
+            stderr=chunks.append,
+            config=FAST,
+            connection_config=client_config(),
+        ) as session:
+            await session.request("tools/call", {"name": "pid"})
+            found = re.search(rb"helper pid (\d+)", b"".join(chunks))
+            assert found is not None
+            pidfd = os.pidfd_open(int(found[1]))
+        try:
+            with trio.fail_after(5):
+                await trio.lowlevel.wait_readable(pidfd)  # the helper exited
+        finally:
+            os.close(pidfd)
+
+
 WRAPPED = ["sh", "-c", '"$0" "$1" linger; true', sys.executable, APP]
 """The server of mode ``linger`` started through a shell that does not exec it: the
 server is the shell's child, not ours, and stays after its stdin ends."""
