@@ -496,11 +496,14 @@ class _Builder:
     def error(self, message: str) -> TypeError:
         return TypeError(f"{' in '.join(reversed(self.where))}: {message}")
 
-    def default(self, prop: Schema, value: object) -> None:
-        """Write ``value`` as ``prop``'s ``default`` when it is JSON-able and valid against
+    def default(self, prop: Schema, value: object, tp: Any) -> None:
+        """Write ``value`` as ``prop``'s ``default`` when it is JSON-able, valid against
         ``prop`` (JSON Schema 2020-12, meta-data: "It is RECOMMENDED that a default value be
-        valid against the associated schema"): a model that sends the announced default
-        must not be refused (``limit: int = None`` announces none)."""
+        valid against the associated schema") and taken as a value of ``tp`` (the type
+        the schema is of): a model that sends the announced default must not be refused
+        (``limit: int = None`` announces none; nor does a naive ``datetime``, whose
+        JSON lacks the offset an RFC 3339 date-time requires, which the schema's
+        ``format`` alone does not check)."""
         ok, data = _json_default(value)
         if not ok:
             return
@@ -509,6 +512,10 @@ class _Builder:
             if validate(data, root):
                 return
         except ValueError:  # (a keyword the validator lacks: unknown, so not written)
+            return
+        try:
+            _converter.structure(data, tp)
+        except Exception:  # (any refusal: the call would refuse it too)
             return
         prop["default"] = data
 
@@ -632,7 +639,7 @@ class _Builder:
             if text and "description" not in prop:
                 prop["description"] = text
             if field.default is not _MISSING:
-                self.default(prop, field.default)
+                self.default(prop, field.default, field.hint)
             properties[field.name] = prop
             if field.required:
                 required.append(field.name)
@@ -871,7 +878,7 @@ def function_input_schema(fn: Callable[..., Any], *, skip: Collection[str] = ())
         if param.default is param.empty:
             required.append(name)
         else:
-            builder.default(prop, param.default)
+            builder.default(prop, param.default, sig.hints.get(name, Any))
         properties[name] = prop
     out: Schema = {"type": "object"}
     if properties:

@@ -508,6 +508,33 @@ def test_a_default_is_written_only_when_valid_against_its_own_schema() -> None:
             assert jsonschema.Draft202012Validator(root).is_valid(prop["default"]), prop
 
 
+@dataclasses.dataclass
+class Window:
+    start: dt.datetime = dt.datetime(2024, 1, 1)  # (naive: the case tested)
+
+
+def test_a_default_the_call_would_refuse_is_left_out() -> None:
+    # A naive datetime's JSON passes the schema (format is not checked there) but not
+    # the call's RFC 3339 check: announced, it was refused when a model sent it back.
+    utc = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+    def since(
+        when: dt.datetime = dt.datetime(2024, 1, 1),  # (naive: the case tested)
+        aware: dt.datetime = utc,
+        window: Window | None = None,
+    ) -> None:
+        pass
+
+    schema = function_input_schema(since)
+    props = schema["properties"]
+    assert props["when"] == {"type": "string", "format": "date-time"}
+    assert props["aware"]["default"] == "2024-01-01T00:00:00+00:00"
+    window = props["window"]["anyOf"][0]["properties"]
+    assert "default" not in window["start"]
+    # Every default announced is taken back.
+    assert coerce_arguments(since, {"aware": props["aware"]["default"]}) == {"aware": utc}
+
+
 class Perm(enum.IntFlag):
     R = 4
     W = 2
