@@ -1174,7 +1174,15 @@ def _structure_union(value: Any, tp: Any) -> Any:
 
 
 def _is_int_class(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, int)
+    """Whether ``tp`` is ``int`` or a subclass, also as ``Annotated[int, ...]`` or a
+    ``NewType`` of one (both structured as the class)."""
+    while True:
+        if get_origin(tp) is Annotated:
+            tp = tp.__origin__
+        elif isinstance(tp, NewType):
+            tp = tp.__supertype__
+        else:
+            return isinstance(tp, type) and issubclass(tp, int)
 
 
 def _is_literal(tp: Any) -> bool:

@@ -1001,6 +1001,23 @@ def test_validate_agrees_with_jsonschema(name: str, data: st.DataObject) -> None
 # coerce_arguments and to_jsonable
 
 
+Points = NewType("Points", int)
+
+
+def test_an_int_member_in_any_spelling_lets_a_later_float_take_an_inexact_float() -> None:
+    # (Annotated and NewType members were not seen as int: 1e20 was refused.)
+    def annotated(x: Annotated[int, "a count"] | float) -> None: ...
+    def new_type(x: Points | float | None) -> None: ...
+    def none_takes_it(x: Annotated[Points, "score"] | str) -> None: ...
+
+    for fn in (annotated, new_type):
+        assert coerce_arguments(fn, {"x": 1e20}) == {"x": 1e20}
+        assert coerce_arguments(fn, {"x": 7.0}) == {"x": 7}
+        assert type(coerce_arguments(fn, {"x": 7.0})["x"]) is int
+    with pytest.raises(ValueError, match="1e\\+20 is not an exact integer"):
+        coerce_arguments(none_takes_it, {"x": 1e20})
+
+
 def test_coerce_arguments_builds_the_annotated_types() -> None:
     args = {
         "box": {
