@@ -87,6 +87,14 @@ class Plain:
         raise KeyError(SECRET)
 
 
+@dataclasses.dataclass
+class Both:
+    """A class whose fields fail both ways: the caller's and an internal failure."""
+
+    order: Order
+    account: Account
+
+
 def argument_server() -> Server:
     server = Server("args")
 
@@ -108,6 +116,10 @@ def argument_server() -> Server:
 
     @server.tool()
     def plain(p: Plain) -> str:
+        return "ok"
+
+    @server.tool()
+    def both(b: Both) -> str:
         return "ok"
 
     @server.prompt()
@@ -133,6 +145,8 @@ CLASS_FAILURES: dict[str, dict[str, Any]] = {
     "pay_all": {"accounts": [{"number": "1"}, {"number": "down"}]},
     "check": {"c": {"n": 0}},
     "plain": {"p": {"name": "x"}},
+    # (one field the caller's mistake, one internal: internal, not told to the caller)
+    "both": {"b": {"order": {"qty": 11}, "account": {"number": "down"}}},
 }
 
 
