@@ -241,6 +241,10 @@ def test_property_names_are_checked_in_both_dialects() -> None:
         ({"$schema": DRAFT_07, "dependencies": {"a": [1]}}, r"#/dependencies/a: expected a"),
         ({"$schema": DRAFT_07, "dependencies": []}, r"#/dependencies: expected an object"),
         ({"$schema": DRAFT_07, "items": [3]}, r"#/items/0: a schema is an object"),
+        (
+            {"$schema": DRAFT_07, "items": [{}], "additionalItems": {"type": 5}},
+            r"#/additionalItems",
+        ),
         # One dialect per schema; others, not at all.
         ({"properties": {"a": {"$schema": DRAFT_07}}}, "#/properties/a: JSON Schema dialect"),
         (
