@@ -28,13 +28,14 @@ from .test_http_support import (
     RawConnection,
     call,
     client_connection_config,
+    modern,
     raw_session,
     rpc,
     session_headers,
     start_server,
     text_of,
 )
-from .test_http_waits import modern, request_bytes
+from .test_http_waits import request_bytes
 
 BIG = 4_000_000
 """More than a loopback socket takes at once: the rest of a write must wait."""

@@ -19,11 +19,11 @@ from mcp_trio._http_endpoint import _Slots
 
 from .test_http_support import (
     IO_TIMEOUT,
-    MODERN,
     POST_HEADERS,
     App,
     RawConnection,
     call,
+    modern,
     raw_request,
     raw_session,
     rpc,
@@ -33,21 +33,6 @@ from .test_http_support import (
 )
 
 _TIMEOUT = 5.0
-
-
-def _modern(rid: int, name: str, **arguments: Any) -> tuple[tuple[tuple[str, str], ...], bytes]:
-    """The headers and body of a 2026-07-28 ``tools/call`` (no session, anonymous)."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    headers = (
-        *POST_HEADERS,
-        ("mcp-protocol-version", MODERN),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", name),
-    )
-    return headers, rpc(rid, "tools/call", {**call(name, **arguments), "_meta": meta})
 
 
 async def test_one_legacy_session_holds_only_its_share_of_the_handler_slots(
@@ -117,11 +102,11 @@ async def test_a_request_waits_for_a_handler_slot_a_bounded_time_then_gets_503(
     blocker = await RawConnection.open(server.port)
     try:
         with trio.fail_after(IO_TIMEOUT):
-            headers, body = _modern(1, "block")
+            headers, body = modern(1, "block")
             await blocker.send("POST", headers=headers, body=body)
             await app.started_event.wait()
             start = trio.current_time()
-            headers, body = _modern(7, "echo", text="late")
+            headers, body = modern(7, "echo", text="late")
             refused = await raw_request(server.port, "POST", headers=headers, body=body)
             waited = trio.current_time() - start
             app.release.set()

@@ -273,6 +273,21 @@ POST_HEADERS = (
 )
 
 
+def modern(rid: int, tool: str, **arguments: Any) -> tuple[tuple[tuple[str, str], ...], bytes]:
+    """The headers and body of a 2026-07-28 ``tools/call`` (no session, anonymous)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    headers = (
+        *POST_HEADERS,
+        ("mcp-protocol-version", MODERN),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", tool),
+    )
+    return headers, rpc(rid, "tools/call", {**call(tool, **arguments), "_meta": meta})
+
+
 class RawConnection:
     """A hand-driven HTTP/1.1 client connection (h11) for status-code tests."""
 

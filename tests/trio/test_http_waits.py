@@ -4,8 +4,6 @@ and a pipelined request waits), answers ready at once, errors and SSE."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import h11
 import pytest
 import trio
@@ -16,31 +14,15 @@ from mcp_trio._http_config import HttpTransportConfig
 
 from .test_http_support import (
     IO_TIMEOUT,
-    MODERN,
-    POST_HEADERS,
     App,
     RawConnection,
     call,
+    modern,
     raw_session,
     rpc,
     session_headers,
     start_server,
 )
-
-
-def modern(rid: int, tool: str, **arguments: Any) -> tuple[tuple[tuple[str, str], ...], bytes]:
-    """Headers and body of a modern ``tools/call``."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    headers = (
-        *POST_HEADERS,
-        ("mcp-protocol-version", MODERN),
-        ("mcp-method", "tools/call"),
-        ("mcp-name", tool),
-    )
-    return headers, rpc(rid, "tools/call", {**call(tool, **arguments), "_meta": meta})
 
 
 def request_bytes(
