@@ -33,6 +33,7 @@ import mcp_trio._blocking_subscriptions
 import mcp_trio._client_common
 import mcp_trio._client_skills
 import mcp_trio._http_h11
+import mcp_trio._process_group
 import mcp_trio._text
 import mcp_trio._validation
 from mcp_sansio import (
@@ -548,6 +549,7 @@ def test_tcp_an_address_family_the_system_lacks_is_skipped(
         mcp_trio._blocking_http,
         mcp_trio._blocking_subscriptions,
         mcp_trio._http_h11,
+        mcp_trio._process_group,
         mcp_trio._client_common,
         mcp_trio._client_skills,
         mcp_trio._text,
@@ -556,8 +558,8 @@ def test_tcp_an_address_family_the_system_lacks_is_skipped(
 )
 def test_no_event_loop_is_imported(module: Any) -> None:
     """The blocking client's code imports the core and the standard library only (the
-    shared exception classes of ``_errors_base`` aside, the validator of ``_validation``
-    and the escaper of ``_text``);
+    shared exception classes of ``_errors_base`` aside, the validator of ``_validation``,
+    the escaper of ``_text`` and the process-group signals of ``_process_group``);
     its HTTP transport (loaded on first use) h11 too, and the transport's configuration."""
     tree = ast.parse(Path(module.__file__).read_text())
     imported: set[str] = set()
@@ -569,7 +571,7 @@ def test_no_event_loop_is_imported(module: Any) -> None:
     allowed = set(sys.stdlib_module_names) | {"mcp_sansio", "attrs", "._client_common"}
     allowed.update(("._errors_base", "._validation", "._client_skills", "._text"))
     allowed.update(("._blocking", "._blocking_bytes", "._blocking_dial", "._blocking_http"))
-    allowed.add("._blocking_subscriptions")
+    allowed.update(("._blocking_subscriptions", "._process_group"))
     allowed.update(("._http_config", "._http_h11"))
     if module in (mcp_trio._blocking_http, mcp_trio._http_h11):
         allowed.add("h11")

@@ -40,6 +40,7 @@ from contextlib import suppress
 from typing import IO, TYPE_CHECKING, Final, Protocol, final
 
 from ._errors_base import ServerExited, SessionClosed
+from ._process_group import signal_group
 
 if TYPE_CHECKING:
     from ._blocking import Hooks
@@ -192,16 +193,6 @@ class ProcessTransport:
             self.process.wait(max(0.0, deadline - time.monotonic()))
         return self.process.returncode is not None
 
-    def _signal(self, signum: int) -> None:
-        """Send ``signum`` to the server's process group (spawned to lead its own: a
-        server behind a wrapper that does not exec it is stopped too); to the process
-        alone if it left the group (``setsid``)."""
-        with suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signum)
-            return
-        with suppress(ProcessLookupError):
-            self.process.send_signal(signum)
-
     def _stop_group(self, *, urgent: bool) -> None:
         """The server is reaped: what is left of its process group (a helper it started,
         the server behind a wrapper) gets SIGTERM, then SIGKILL ``stop_timeout`` later
@@ -248,14 +239,14 @@ class ProcessTransport:
                 self._stdin.close()
             for stop in stops:
                 if stop is not None and process.poll() is None:
-                    self._signal(stop)
+                    signal_group(self.process, stop)
                 if self._wait(self._stop_timeout):
                     break
             process.wait()
             self._stop_group(urgent=urgent)
         except BaseException:
             if process.poll() is None:
-                self._signal(signal.SIGKILL)
+                signal_group(self.process, signal.SIGKILL)
             with suppress(subprocess.TimeoutExpired):
                 process.wait(self._stop_timeout)  # (reaped, unless interrupted again)
             if process.returncode is not None:

@@ -36,6 +36,7 @@ from ._config import SessionConfig
 from ._errors import ServerExited
 from ._handlers import Handlers
 from ._open import open_session
+from ._process_group import signal_group
 from ._session import Session
 from ._util import (
     SessionHook,
@@ -305,19 +306,6 @@ class ProcessChannel(MessageChannel):
         return ServerExited(reason, code, self._tail.bytes())
 
 
-def _signal_group(process: trio.Process, signum: int) -> None:
-    """Send ``signum`` to the server's process group (it leads one of its own: a
-    wrapper that does not exec the server, ``sh -c 'server; true'``, leaves the server
-    a child of its own); to the process alone where there are no groups, or if it
-    left the group (``setsid``)."""
-    if hasattr(os, "killpg"):
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signum)
-            return
-    with suppress(ProcessLookupError):
-        process.send_signal(signum)
-
-
 _GROUP_POLL: Final = 0.05
 """Seconds between looks at what a server left in its process group (not our children:
 there is nothing to wait on)."""
@@ -359,11 +347,11 @@ async def _stop_process(process: trio.Process, config: SessionConfig) -> None:
         with trio.move_on_after(config.stdin_close_timeout):
             await process.wait()
         if process.returncode is None:
-            _signal_group(process, signal.SIGTERM)
+            signal_group(process, signal.SIGTERM)
             with trio.move_on_after(config.terminate_timeout):
                 await process.wait()
         if process.returncode is None:
-            _signal_group(process, signal.SIGKILL)
+            signal_group(process, signal.SIGKILL)
             await process.wait()
         await _stop_group(process, config)
 
