@@ -36,6 +36,7 @@ from ._jsonrpc import error_response
 from ._tasks import NAME_KEYS as TASK_NAME_KEYS
 
 __all__ = [
+    "RETRY_SOON",
     "HeaderInput",
     "HeaderParam",
     "Headers",
@@ -232,6 +233,9 @@ class HttpResponse:
 
 
 _JSON_HEADERS: Final[Headers] = ((b"content-type", b"application/json"),)
+RETRY_SOON: Final[Headers] = ((b"retry-after", b"1"),)
+"""A 503 for a bound reached says when to try again (RFC 9110 Retry-After, seconds):
+the sans-IO server's tables, the Trio binding's handler slots."""
 
 
 def json_response(status: int, body: bytes, extra: Headers = ()) -> HttpResponse:

@@ -135,6 +135,7 @@ from ._http_common import (
     MCP_NAME_KEYS,
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
+    RETRY_SOON,
     SSE_TYPE,
     HeaderParam,
     Headers,
@@ -671,8 +672,6 @@ def _is_answer(item: Any) -> bool:
     return type(item) is dict and "method" not in item and ("result" in item or "error" in item)
 
 
-_RETRY_SOON: Final = ((b"retry-after", b"1"),)
-"""A 503 for a bound reached says when to try again (RFC 9110 Retry-After, seconds)."""
 _MAX_SEQ: Final = 2**63
 
 
@@ -1158,7 +1157,7 @@ class HttpServer:
                     "Service Unavailable: too many requests in progress",
                     ErrorCode.INTERNAL_ERROR,
                     request_id=msg.id,
-                    headers=_RETRY_SOON,
+                    headers=RETRY_SOON,
                 )
             )
         conn = Connection("server", self.connection_config, principal=principal)
@@ -1391,7 +1390,7 @@ class HttpServer:
                         429,
                         "Too Many Requests: too many sessions for this caller",
                         ErrorCode.INTERNAL_ERROR,
-                        headers=_RETRY_SOON,
+                        headers=RETRY_SOON,
                     )
                 )
             at_quota = True
@@ -1401,7 +1400,7 @@ class HttpServer:
                     503,
                     "Service Unavailable: too many sessions",
                     ErrorCode.INTERNAL_ERROR,
-                    headers=_RETRY_SOON,
+                    headers=RETRY_SOON,
                 )
             )
         conn = Connection("server", self.connection_config, principal=principal)

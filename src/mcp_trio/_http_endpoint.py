@@ -74,7 +74,7 @@ from mcp_sansio import (
     ResultReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
-from mcp_sansio._http_common import error_body, json_response
+from mcp_sansio._http_common import RETRY_SOON, error_body, json_response
 from mcp_sansio.http import (
     HttpResponse,
     HttpServer,
@@ -106,7 +106,6 @@ _SESSIONLESS_WARNINGS_PERIOD: Final = 3600.0
 _BUSY_WARNING_PERIOD: Final = 60.0
 """Seconds between two warnings that requests were refused for want of a handler slot
 (the ones between are counted, and the count goes with the next warning)."""
-_RETRY_AFTER: Final = ((b"retry-after", b"1"),)
 
 T = TypeVar("T")
 _Outcome = ResultReceived | ErrorReceived | RequestTimedOut | SessionClosed
@@ -825,7 +824,7 @@ class Endpoint:
         conn.send_error(rid, code, text)
         self.pump(conn)
         body = error_body(ErrorData(code=code, message=text), rid)
-        return json_response(503, body, _RETRY_AFTER)
+        return json_response(503, body, RETRY_SOON)
 
     async def _serve_request(
         self, ctx: HttpRequestContext, running: Running, inline: bool = False
