@@ -48,6 +48,7 @@ from ._validation import (
     AnchorRef,
     dialect_of,
     dialect_supported,
+    rebases_refs,
     resolve_ref,
     validate,
 )
@@ -1279,6 +1280,15 @@ class OutputSchemas:
             else:
                 try:
                     usable = _bounded_schema(schema)
+                except _Rebased:
+                    # Valid JSON Schema we cannot follow: said so, as for a dialect.
+                    logger.warning(
+                        "not validating tool %r's results: its outputSchema has a $id"
+                        " below the root with a $ref under it (a new base URI), which"
+                        " this client does not implement",
+                        clip(name, LOG_TEXT_LIMIT),
+                    )
+                    usable = False
                 except _Unresolved as exc:
                     # basic/index.mdx: a schema with an unresolved $ref SHOULD be
                     # rejected, not treated as permissive (nothing is fetched).
@@ -1317,6 +1327,11 @@ class _TooCostly(Exception):
     pass
 
 
+class _Rebased(Exception):
+    """A subschema of a server's schema that declares a ``$id`` and holds a ``$ref``
+    (see :func:`~mcp_trio._validation.rebases_refs`), reached from the root."""
+
+
 class _Unresolved(Exception):
     """A ``$ref`` of a server's schema that leads nowhere, or out of the schema."""
 
@@ -1335,6 +1350,7 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
 
     Raises:
         _Unresolved: a ``$ref`` reached from the root leads nowhere, or out of the schema.
+        _Rebased: a subschema reached from the root changes the base URI of a ``$ref``.
     """
     if _has_pattern(schema):
         return False
@@ -1358,6 +1374,8 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
             return False
         if ref_alone and "$ref" in node:
             node = {"$ref": node["$ref"]}
+        if depth and rebases_refs(node):
+            raise _Rebased
         nodes += 1
         if nodes > MAX_OUTPUT_SCHEMA_NODES or depth > MAX_OUTPUT_SCHEMA_DEPTH:
             raise _TooCostly

@@ -63,6 +63,10 @@ DRAFT_07_DIALECT: Final = "http://json-schema.org/draft-07/schema"
 """The ``$schema`` of JSON Schema draft-07 (a final ``#`` or none), the second dialect
 :func:`validate` implements: what the TypeScript SDK's tools declare."""
 
+_DIALECT_ALIASES: Final = {"https://json-schema.org/draft-07/schema": DRAFT_07_DIALECT}
+"""Other spellings of a dialect we implement, seen in the wild: draft-07's URI is
+``http://``, but generators also write it with ``https://``."""
+
 
 def dialect_of(schema: object) -> str | None:
     """The dialect ``schema`` declares, without its final ``#`` (2020-12, the default,
@@ -74,7 +78,25 @@ def dialect_of(schema: object) -> str | None:
     if not isinstance(dialect, str):
         return None
     dialect = dialect.rstrip("#")
+    dialect = _DIALECT_ALIASES.get(dialect, dialect)
     return dialect if dialect in (JSON_SCHEMA_DIALECT, DRAFT_07_DIALECT) else None
+
+
+def rebases_refs(node: Mapping[str, Any]) -> bool:
+    """Whether ``node``, a subschema below the root, declares a ``$id`` and holds a
+    ``$ref``: that ``$ref`` would resolve against the ``$id`` (core §8.2.1, a new base
+    URI), which :func:`resolve_ref` does not implement (it resolves against the root).
+    A ``$id`` with no ``$ref`` under it changes nothing here."""
+    return "$id" in node and _holds_key(node, "$ref")
+
+
+def _holds_key(value: object, key: str) -> bool:
+    """Whether ``key`` is a key of an object anywhere in ``value`` (JSON)."""
+    if isinstance(value, dict):
+        return key in value or any(_holds_key(v, key) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_key(v, key) for v in value)
+    return False
 
 
 def dialect_supported(schema: Mapping[str, Any]) -> bool:
@@ -480,6 +502,11 @@ class _Validator:
             )
         if "$schema" in node and dialect_of(node) != self.dialect:
             raise ValueError(f"{where}: {_unsupported(node['$schema'], self.dialect)}")
+        if where != "#" and rebases_refs(node):
+            raise ValueError(
+                f"{where}: a $id below the root with a $ref under it (a new base URI for"
+                " $ref) is not supported: references resolve against the root"
+            )
         try:
             if "$ref" in node:
                 if not isinstance(node["$ref"], str):
@@ -829,7 +856,8 @@ def check_schema(schema: Schema) -> None:
 
     Raises:
         ValueError: a keyword :func:`validate` does not implement, an unknown ``type``,
-            an invalid ``pattern``, or a ``$ref`` that is not local or does not resolve;
-            the message says where (as a JSON pointer: ``#/properties/name``).
+            an invalid ``pattern``, a ``$ref`` that is not local or does not resolve, or
+            one under a ``$id`` below the root (a new base URI); the message says where
+            (as a JSON pointer: ``#/properties/name``).
     """
     _validator(schema).check_schema(schema, "#")

@@ -687,6 +687,23 @@ async def test_a_schema_of_another_dialect_is_not_used_and_said_so(
     assert record.levelname == "WARNING" and "2019-09" in record.getMessage()
 
 
+async def test_a_schema_whose_refs_a_nested_id_rebases_is_not_used_and_said_so(
+    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Valid JSON Schema ("#/$defs/n" is the nested resource's): resolving it against the
+    # root would find nothing and refuse every result of the tool.
+    nested = {"$id": "https://example.com/sum", "$defs": {"n": {"type": "integer"}}}
+    schema = {"type": "object", "properties": {"sum": {**nested, "$ref": "#/$defs/n"}}}
+    server = _structured_server({"hostile": schema})
+    async with open_client((server, ConnectionConfig(capabilities=CAPABILITIES))) as client:
+        await client.list_tools()
+        assert (await client.call_tool("hostile")).structured_content == {"sum": "three"}
+        with pytest.raises(RemoteProtocolError, match="does not match"):
+            await client.call_tool("wrong_type")  # the others are still checked
+    (record,) = [r for r in caplog.records if "$id" in r.getMessage()]
+    assert record.levelname == "WARNING" and "'hostile'" in record.getMessage()
+
+
 # The outputSchema of a tool of the TypeScript SDK (1.32.2; zod's draft-07), as listed:
 # a z.tuple([z.string(), z.number().int()]) and a recursive z.lazy.
 TS_SDK_OUTPUT_SCHEMA: dict[str, Any] = {

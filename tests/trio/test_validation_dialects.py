@@ -283,8 +283,10 @@ def test_validate_refuses_a_dialect_it_does_not_implement(dialect: object) -> No
 
 
 @pytest.mark.parametrize("suffix", ["", "#"])
-def test_draft_07_may_be_declared_with_or_without_the_fragment(suffix: str) -> None:
-    schema = {"$schema": DRAFT_07_DIALECT + suffix, "type": "array", "items": [{"type": "null"}]}
+@pytest.mark.parametrize("scheme", ["http", "https"])  # https: as some generators write it
+def test_draft_07_may_be_declared_with_or_without_the_fragment(suffix: str, scheme: str) -> None:
+    dialect = DRAFT_07_DIALECT.replace("http", scheme, 1) + suffix
+    schema = {"$schema": dialect, "type": "array", "items": [{"type": "null"}]}
     assert dialect_supported(schema)
     check_schema(schema)
     assert validate([1], schema) == ["arguments[0]: expected null, got integer"]
@@ -326,3 +328,28 @@ def test_validate_agrees_with_draft_7_validator(name: str, instance: Any) -> Non
     check_schema(schema)
     ours = validate(instance, schema)
     assert (not ours) == jsonschema.Draft7Validator(schema).is_valid(instance), ours
+
+
+# A $id below the root makes the $refs under it resolve against it (2020-12 core §8.2.1;
+# draft-07 §8.2): the validator resolves against the root, so such a schema is refused
+# up front rather than checked wrongly. A $id with no $ref under it changes nothing.
+REBASED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "n": {
+            "$id": "https://example.com/n",
+            "$defs": {"i": {"type": "integer"}},
+            "$ref": "#/$defs/i",
+        }
+    },
+}
+
+
+def test_a_nested_id_with_a_ref_under_it_is_refused_up_front() -> None:
+    with pytest.raises(ValueError, match="#/properties/n: a \\$id below the root"):
+        check_schema(REBASED)
+    jsonschema.Draft202012Validator(REBASED).validate({"n": 1})  # valid, and resolvable there
+    harmless = {"properties": {"n": {"$id": "https://example.com/n", "type": "integer"}}}
+    check_schema(harmless)
+    assert validate({"n": "x"}, harmless) == ["arguments.n: expected integer, got string"]
+    check_schema({"$id": "https://example.com/root", **REBASED["properties"]["n"]})  # the root's
