@@ -134,6 +134,9 @@ class Client(HandshakeFacts):
         self._timeout = timeout
         # The questions of each task answered so far, shared by every handle on it.
         self._task_answers = AnsweredQuestions()
+        # What wraps a progress callback given to one call (the testing helpers' watch,
+        # which the client's own callbacks get at open_client): None, as given.
+        self._watch_progress: Callable[[ProgressCallback], ProgressCallback] | None = None
 
     # ------------------------------------------------------------------ introspection
 
@@ -181,6 +184,19 @@ class Client(HandshakeFacts):
                 refused: see :func:`open_client`). Nothing is sent. Every method
                 that takes a ``timeout`` refuses it alike.
         """
+        if on_progress is not None and self._watch_progress is not None:
+            on_progress = self._watch_progress(on_progress)
+        return await self._request(method, params, timeout=timeout, on_progress=on_progress)
+
+    async def _request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """:meth:`request`, for the methods that chose ``on_progress`` (:meth:`_progress`)."""
         era = self.era  # (a property over two more: read once)
         try:
             return await self._session.request(
@@ -277,7 +293,9 @@ class Client(HandshakeFacts):
         progress = None if chosen is None else CallProgress(chosen)
         started = trio.current_time()
         try:
-            result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
+            result = await self._request(
+                "tools/call", params, timeout=timeout, on_progress=progress
+            )
         except TypeError:  # (the JSON library's, for an int beyond 64 bits: name it)
             name_the_argument(params)
             raise
@@ -287,7 +305,9 @@ class Client(HandshakeFacts):
             # it learns from the list, or which changed) and retry, once.
             if refused.code != ErrorCode.HEADER_MISMATCH or not await self._relist(timeout):
                 raise
-            result = await self.request("tools/call", params, timeout=timeout, on_progress=progress)
+            result = await self._request(
+                "tools/call", params, timeout=timeout, on_progress=progress
+            )
         if result.get("resultType") == "task" and self.era is not Era.MODERN:
             # 2025-11-25 defines no resultType: a CallToolResult with a stray one is still
             # one. A task is not (ext-tasks: "A server MUST NOT return CreateTaskResult to
@@ -441,7 +461,10 @@ class Client(HandshakeFacts):
     def _progress(
         self, on_progress: ProgressCallback | None, timeout: float | None
     ) -> ProgressCallback | None:
-        """The progress callback of a long request (see :func:`timed`)."""
+        """The progress callback of a long request (see :func:`timed`): the call's own
+        (watched, see ``_watch_progress``), else the client's."""
+        if on_progress is not None and self._watch_progress is not None:
+            on_progress = self._watch_progress(on_progress)
         chosen = on_progress or self._on_progress
         if chosen is None and timed(timeout, self._session.connection.config):
             return _ignore_progress
@@ -484,7 +507,7 @@ class Client(HandshakeFacts):
         Raises:
             TypeError: ``uri`` is not a string. Nothing is sent.
         """
-        result = await self.request(
+        result = await self._request(
             "resources/read",
             {"uri": checked_str(uri, "the resource URI")},
             timeout=timeout,
@@ -747,7 +770,7 @@ class Client(HandshakeFacts):
                 Nothing is sent.
             McpError: the server refused (an unknown prompt, a missing argument).
         """
-        result = await self.request(
+        result = await self._request(
             "prompts/get",
             named_params(name, arguments, strings=True),
             timeout=timeout,

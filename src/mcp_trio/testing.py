@@ -38,6 +38,7 @@ from ._client_common import EraChoice, checked_plain
 from ._client_targets import InMemoryServer
 from ._errors import McpError
 from ._handlers import Handlers
+from ._waiters import ProgressCallback
 
 __all__ = ["ERAS", "capabilities_for", "client_for"]
 
@@ -79,6 +80,7 @@ _REQUEST_CALLBACKS: Final = ("on_sampling", "on_elicitation", "roots")
 """The callbacks that answer a server's request: an ``McpError`` they raise is their
 answer (the error the server gets), not a failure."""
 _NOTIFICATION_CALLBACKS: Final = ("on_log", "on_notification", "on_progress")
+_CALL_PROGRESS: Final = "a call's on_progress"
 
 
 @final
@@ -109,11 +111,20 @@ class _CallbackFailures:
                 watched[name] = self._watched(name, callback)
         return watched
 
+    def watch_call(self, callback: ProgressCallback) -> ProgressCallback:
+        """``callback``, an ``on_progress`` given to one call, wrapped as :meth:`watch`
+        wraps the client's own."""
+        return self._watched(_CALL_PROGRESS, callback)
+
     def _record(self, name: str, exc: Exception) -> None:
         if isinstance(exc, McpError) and name in _REQUEST_CALLBACKS:
             return  # (its answer to the server: raising one is how to refuse)
         if name not in self._first:
-            exc.add_note(f"(raised in the {name} callback given to {self._where})")
+            if name == _CALL_PROGRESS:
+                given = f"the on_progress callback given to a call of {self._where}'s client"
+            else:
+                given = f"the {name} callback given to {self._where}"
+            exc.add_note(f"(raised in {given})")
             self._first[name] = exc
 
     def _watched(self, name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
@@ -199,8 +210,9 @@ async def client_for(
     Raises:
         Exception: the first exception a callback given here (``on_sampling``,
             ``on_elicitation``, ``roots``, ``on_log``, ``on_notification``,
-            ``on_progress``) raised, again when the block ends, with notes naming the
-            callback; when the block raised too, or several callbacks failed: an
+            ``on_progress``) or to one call (``call_tool(..., on_progress=...)``)
+            raised, again when the block ends, with notes naming the callback; when
+            the block raised too, or several callbacks failed: an
             ``ExceptionGroup`` of them all. The session itself goes on as an
             :func:`~mcp_trio.open_client` session does (the server gets the error of a
             legacy request callback, a notification callback's is logged), so a failed
@@ -240,6 +252,7 @@ async def _open_watched_client(
     options = failures.watch(client_options)
     try:
         async with open_client(target, era=era, **options) as client:
+            client._watch_progress = failures.watch_call  # (a call's own on_progress)
             yield client
     except GeneratorExit:
         raise

@@ -146,15 +146,16 @@ async def connected(
 
 
 def count_gets(client: Client, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the methods the client's requests use (the handles go through them)."""
+    """Record the methods the client's requests use (the handles go through them, as
+    ``request`` does, and the client's own methods)."""
     methods: list[str] = []
-    original = client.request
+    original = client._request
 
     async def counting(method: str, params: Any = None, **kwargs: Any) -> dict[str, Any]:
         methods.append(method)
         return await original(method, params, **kwargs)
 
-    monkeypatch.setattr(client, "request", counting)
+    monkeypatch.setattr(client, "_request", counting)
     return methods
 
 

@@ -15,6 +15,7 @@ from trio.testing import MockClock
 from mcp_sansio import ConnectionConfig, Era
 from mcp_trio import Context, Handlers, McpError, ProgressReceived, RequestContext, Server
 from mcp_trio._client import Client
+from mcp_trio._client_common import EraChoice
 
 from .client_server_app import make_handlers, server_config
 
@@ -221,6 +222,30 @@ async def test_a_notification_callback_fails_the_block(
     ]
     # the original traceback, down to the assert in the callback
     assert info.traceback[-1].name in {"plain", "callback"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("how", ["call_tool", "request"])
+async def test_a_calls_own_progress_callback_fails_the_block(
+    era: EraChoice, how: str, autojump_clock: MockClock
+) -> None:
+    from mcp_trio.testing import client_for  # noqa: PLC0415
+
+    finished = []
+    with pytest.raises(AssertionError) as info:
+        async with client_for(fallback, era=era) as client:
+            if how == "call_tool":
+                result = await client.call_tool("chatty", on_progress=failing("call's"))
+                assert result.text == "done"
+            else:
+                params = {"name": "chatty", "arguments": {}}
+                await client.request("tools/call", params, on_progress=failing("call's"))
+            finished.append(era)
+    assert finished == [era]  # the call went on: the session logged it, the block raised it
+    assert str(info.value).splitlines()[0] == "call's"
+    assert notes(info.value)[0] == (
+        "(raised in the on_progress callback given to a call of client_for's client)"
+    )
 
 
 async def test_a_refusal_is_an_answer_not_a_failure(autojump_clock: MockClock) -> None:
