@@ -387,10 +387,16 @@ class _ConnectionBase:
         err = ErrorData(code=code, message=message, data=data)
         reply = error_response(rid, err)
         if self.role == "client" and (
-            self._era is _MODERN or (self._era is None and not self._legacy_versions)
+            rid is None or self._era is _MODERN or (self._era is None and not self._legacy_versions)
         ):
             # 2026-07-28 (basic/transports/stdio): the client MUST NOT write JSON-RPC
             # responses, so what a modern server got wrong is reported, not answered.
+            # In any era, nothing with no usable id is answered either (a server's stray
+            # stdout line, a refused batch, an invalid request's bad id): an error with
+            # a null id is a JSON-RPC server's reply to a client, and written back to a
+            # server that is busy writing such lines it fills our side of the pipe while
+            # the server fills its own (a stdio handshake deadlocked so). A server still
+            # answers them (JSON-RPC 2.0 §5: id null when the id cannot be detected).
             pass
         elif batch is not None:
             batch.replies.append(reply)

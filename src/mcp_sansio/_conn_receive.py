@@ -208,7 +208,8 @@ class _Receiving(_Handshake):
         (read from the line's first or last bytes), an answer ends the request of ours
         it answers with :class:`ErrorReceived` (-32603, ``data`` of
         ``{"maxMessageSize": ...}``), and one whose id cannot be seen is reported as
-        :class:`InvalidMessageReceived` (a request's then answered with id null).
+        :class:`InvalidMessageReceived` (a server then answers a request's with id
+        null; a client answers nothing without an id).
 
         ``now`` is the current time on the clock of :meth:`handle_timer`, as for every
         ``receive_*`` call (:meth:`receive_eof` needs it only while a line is held). It
@@ -430,9 +431,10 @@ class _Receiving(_Handshake):
         """Feed one message already decoded: an element of a batch that the binding
         splits itself (the HTTP server routes each answer to its own POST).
 
-        An array here is not a batch but an invalid element (-32600, id null), as
-        JSON-RPC 2.0 answers ``[[...]]``. Nothing is re-serialized, so a message
-        nested deeper than orjson writes (254 levels) is taken as it is.
+        An array here is not a batch but an invalid element (-32600, id null, from a
+        server; a client only reports it), as JSON-RPC 2.0 answers ``[[...]]``. Nothing
+        is re-serialized, so a message nested deeper than orjson writes (254 levels) is
+        taken as it is.
         """
         if self._closed:
             return []
@@ -586,7 +588,8 @@ class _Receiving(_Handshake):
         """A refused batch's answers to requests of ours: each ends its request with
         -32603 ``why`` (one answer per request: its own is not read), where it would
         otherwise wait for an answer that already came, forever with no timeout. The
-        batch's requests got the one -32600 with id null (JSON-RPC 2.0 §6)."""
+        batch's requests got the one -32600 with id null (JSON-RPC 2.0 §6) from a
+        server, or nothing from a client (which answers nothing without an id)."""
         for item in items:
             if type(item) is not dict or "method" in item:
                 continue
@@ -608,10 +611,10 @@ class _Receiving(_Handshake):
         ends the request of ours it answers with an error (-32603) instead of leaving it
         waiting forever, or is ignored like any late answer; that error's ``data`` is
         ``{"maxMessageSize": limit}``, so a caller can tell it from the peer's own -32603
-        without reading its message. Without an id in sight: -32600 with id null
-        (JSON-RPC 2.0: the id could not be detected), unless the message begins as an
-        answer (a response is never answered): then it is only reported
-        (:class:`InvalidMessageReceived` with no id).
+        without reading its message. Without an id in sight: a server answers -32600
+        with id null (JSON-RPC 2.0: the id could not be detected), unless the message
+        begins as an answer (a response is never answered); then, and always for a
+        client, it is only reported (:class:`InvalidMessageReceived` with no id).
         """
         if self._closed:
             return  # (as for any message after the end)
@@ -665,15 +668,7 @@ class _Receiving(_Handshake):
             error = ErrorData(code=code, message=f"{why} (an answer; its id is not in sight)")
             events.append(InvalidMessageReceived(error=error, request_id=None))
             return
-        if self.role == "client":
-            # No id in sight (a server's stray stdout line, say): an error with a null id
-            # is a JSON-RPC server's answer, and written back to a server that is busy
-            # writing such lines it fills our side of the pipe while the server fills
-            # its own. Reported only, in either era (a modern one is never answered).
-            error = ErrorData(code=code, message=why)
-            events.append(InvalidMessageReceived(error=error, request_id=None))
-            return
-        self._reject(None, code, why, events, None)
+        self._reject(None, code, why, events, None)  # (a client's: reported only)
 
     def _answered_with_error(
         self, rid: RequestId, why: str, now: float, events: list[Event], data: Any = None

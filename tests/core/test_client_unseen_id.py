@@ -15,7 +15,7 @@ from mcp_sansio import (
     ErrorCode,
     InvalidMessageReceived,
 )
-from mcp_sansio._json import loads
+from mcp_sansio._json import dumps, loads
 
 from .helpers import ConnectionPair
 
@@ -72,3 +72,73 @@ def test_a_request_with_its_id_in_sight_is_still_answered_under_it() -> None:
     (out,) = [loads(line) for line in pair.client.bytes_to_send().splitlines()]
     assert out["id"] == 7
     assert out["error"]["code"] == ErrorCode.PARSE_ERROR
+
+
+# The same rule for what is read whole but has no id to answer under: a batch refused
+# whole (not allowed in the agreed version, empty, too large) and an invalid request
+# whose id cannot be used. A client reports them; a server answers them with id null
+# (JSON-RPC 2.0 §5: "If there was an error in detecting the id ... it MUST be Null").
+NO_USABLE_ID: list[tuple[str, object]] = [
+    ("2025-11-25", [{"jsonrpc": "2.0", "id": 9, "method": "ping"}]),  # no batches here
+    ("2025-06-18", [{"jsonrpc": "2.0", "method": "notifications/message"}]),
+    ("2025-03-26", []),  # an empty batch
+    ("2025-03-26", [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(3)]),  # > 2
+    ("2025-11-25", {"jsonrpc": "2.0", "id": True, "method": "ping"}),
+    ("2025-11-25", {"jsonrpc": "2.0", "id": None, "method": "ping"}),
+    ("2025-11-25", {"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+    ("2025-11-25", {"jsonrpc": "1.0", "id": [1], "method": "ping"}),
+    ("2025-11-25", 5),  # not an object
+    ("2025-11-25", "ping"),
+]
+
+
+def session(version: str) -> ConnectionPair:
+    def config(name: str) -> ConnectionConfig:
+        return ConnectionConfig(
+            implementation={"name": name, "version": "1"},
+            supported_versions=(version,),
+            era="legacy",
+            max_batch_size=2,
+        )
+
+    pair = ConnectionPair(client_config=config("c"), server_config=config("s"))
+    pair.handshake()
+    return pair
+
+
+@pytest.mark.parametrize(("version", "message"), NO_USABLE_ID)
+@pytest.mark.parametrize("receiver", ["client", "server"])
+def test_a_message_with_no_usable_id_is_answered_by_a_server_only(
+    receiver: str, version: str, message: object
+) -> None:
+    pair = session(version)
+    conn = pair.client if receiver == "client" else pair.server
+    events = conn.receive_message(dumps(message), now=0.0)
+    (event,) = [e for e in events if isinstance(e, InvalidMessageReceived)]
+    assert (event.request_id, event.error.code) == (None, ErrorCode.INVALID_REQUEST)
+    out = [loads(m) for m in conn.data_to_send()]
+    if receiver == "client":
+        assert out == []
+    else:
+        error = {"code": event.error.code, "message": event.error.message}
+        assert out == [{"jsonrpc": "2.0", "id": None, "error": error}]
+
+
+def test_a_batch_before_the_era_is_settled_is_not_answered() -> None:
+    conn = client("auto")
+    conn.start(now=0.0)
+    conn.bytes_to_send()  # (the probe)
+    batch = [{"jsonrpc": "2.0", "id": 9, "method": "ping"}]
+    (event,) = conn.receive_message(dumps(batch), now=0.0)
+    assert isinstance(event, InvalidMessageReceived)
+    assert (event.request_id, event.error.code) == (None, ErrorCode.INVALID_REQUEST)
+    assert conn.bytes_to_send() == b""
+
+
+def test_an_array_in_a_split_batch_is_not_answered() -> None:
+    # receive_decoded: an element of a batch that the binding split itself.
+    pair = session("2025-03-26")
+    (event,) = pair.client.receive_decoded([{"jsonrpc": "2.0", "id": 9, "method": "ping"}], now=0.0)
+    assert isinstance(event, InvalidMessageReceived)
+    assert event.request_id is None
+    assert pair.client.data_to_send() == []

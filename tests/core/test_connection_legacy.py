@@ -1466,9 +1466,10 @@ def test_batch_size_is_bounded() -> None:
 
 @pytest.mark.parametrize("receiver", ["client", "server"])
 def test_answers_in_a_refused_batch_end_their_requests(receiver: str) -> None:
-    # The batch is refused whole (one -32600, id null, for its requests), but every
-    # request must get exactly one answer: those it answered end with -32603, or
-    # they would wait forever (no timeout) for an answer that already came.
+    # The batch is refused whole (one -32600, id null, for its requests, from a server;
+    # a client answers nothing without an id), but every request must get exactly one
+    # answer: those it answered end with -32603, or they would wait forever (no
+    # timeout) for an answer that already came.
     pair = ready_pair("2025-11-25")
     conn = pair.client if receiver == "client" else pair.server
     method = "tools/list" if receiver == "client" else "roots/list"
@@ -1484,17 +1485,15 @@ def test_answers_in_a_refused_batch_end_their_requests(receiver: str) -> None:
         "junk",
     ]
     events, out = feed(conn, batch)
-    assert out == [
-        {
-            "jsonrpc": "2.0",
-            "id": None,
-            "error": {
-                "code": ErrorCode.INVALID_REQUEST,
-                "message": "Invalid Request: batches are allowed only in protocol version "
-                "2025-03-26",
-            },
-        }
-    ]
+    refusal = {
+        "code": ErrorCode.INVALID_REQUEST,
+        "message": "Invalid Request: batches are allowed only in protocol version 2025-03-26",
+    }
+    reported = only(events, InvalidMessageReceived)
+    assert (reported.request_id, reported.error.code) == (None, refusal["code"])
+    assert reported.error.message == refusal["message"]
+    answered = [{"jsonrpc": "2.0", "id": None, "error": refusal}]
+    assert out == ([] if receiver == "client" else answered)
     errors = [e for e in events if isinstance(e, ErrorReceived)]
     assert [(e.request_id, e.method, e.error.code) for e in errors] == [
         (a, method, ErrorCode.INTERNAL_ERROR),
