@@ -336,6 +336,12 @@ class Reply:
     """What to do with this HTTP request."""
     events: tuple[HttpServerEvent, ...] = ()
     """What happened, to act on (run handlers for ``RequestReceived``, ...)."""
+    batch: bool = False
+    """The body was a JSON-RPC batch (an array, whatever whitespace came before it):
+    the answers of its requests go together in one array, so the response that the
+    decision names never answers one message alone. A binding that answers a request
+    itself in place of the decision (a ``503`` for a request that found no handler
+    free, say) may do so only when this is false: the body was that one message."""
 
 
 # ================================================================================ event store
@@ -957,8 +963,11 @@ class HttpServer:
         if type(obj) is Invalid:
             return Reply(decision=_fail(400, obj.error.message, ErrorCode.PARSE_ERROR))
         if self._is_modern(request, obj):
-            return self._modern_post(request, obj, now, principal, who)
-        return self._legacy_post(request, obj, now, principal, who)
+            reply = self._modern_post(request, obj, now, principal, who)
+        else:
+            reply = self._legacy_post(request, obj, now, principal, who)
+        # Said here, where the body is parsed, so a binding need not look at its bytes.
+        return attrs.evolve(reply, batch=True) if type(obj) is list else reply
 
     def _scope_refusal(
         self,

@@ -575,7 +575,7 @@ class _Connection:
         except BaseException:
             endpoint.close_response(slot)
             raise
-        if busy is not None and not body.lstrip().startswith(b"["):
+        if busy is not None and not reply.batch:
             # Its one request found no handler slot in time (the core has the same error
             # as its answer): 503 with Retry-After, in place of a response nothing of
             # which is written yet. (A batch's other answers are in the decision.)

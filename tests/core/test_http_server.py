@@ -647,6 +647,39 @@ def test_batches_only_in_2025_03_26(version: str, batch: list[Any], status: int)
         assert error_of(reply.decision)["code"] == ErrorCode.INVALID_REQUEST
 
 
+@pytest.mark.parametrize(
+    ("version", "body", "batch"),
+    [
+        ("2025-03-26", b" \r\n\t[" + dumps(rpc(2, "tools/list")) + b"]", True),
+        ("2025-03-26", b"\n[" + dumps(note("notifications/roots/list_changed")) + b"]", True),
+        ("2025-03-26", b"  []", True),  # (refused: still a batch)
+        (LEGACY, b" [" + dumps(rpc(2, "ping")) + b"]", True),  # (refused: not allowed)
+        ("2025-03-26", b" " + dumps(rpc(2, "tools/list")), False),
+        # An object whose values begin with "[": one message, not a batch.
+        ("2025-03-26", dumps(rpc("[2]", "tools/call", {"name": "[x", "arguments": {}})), False),
+        ("2025-03-26", dumps(note("notifications/roots/list_changed", {"x": "[1]"})), False),
+    ],
+)
+def test_a_reply_says_whether_the_body_was_a_batch(version: str, body: bytes, batch: bool) -> None:
+    # A binding answering a request itself (a 503 for want of a handler) may replace
+    # the decision only for a body that is that one request: it reads that here, from
+    # the parse, not from the body's first bytes.
+    srv = make_server()
+    sid = open_session(srv, version)
+    reply = srv.handle_request(req(body=body, **in_session(sid, version)), now=0)
+    assert reply.batch is batch
+
+
+def test_a_modern_array_is_refused_and_said_a_batch() -> None:
+    srv = make_server()
+    headers = modern_headers("tools/list")
+    one = srv.handle_request(req(body=b" " + dumps(modern(1, "tools/list")), **headers), now=0)
+    assert not one.batch
+    refused = srv.handle_request(req(body=[modern(1, "tools/list")], **headers), now=0)
+    assert isinstance(refused.decision, HttpResponse) and refused.decision.status == 400
+    assert refused.batch
+
+
 @pytest.mark.parametrize(("version", "size"), [(LEGACY, 10), ("2025-03-26", 1)])
 def test_answers_in_a_refused_batch_end_their_requests(version: str, size: int) -> None:
     # Refused whole (400), as before; but each request of ours the batch answers ends
