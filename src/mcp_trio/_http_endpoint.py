@@ -20,8 +20,9 @@ call and the routing of its output).
   served, one client holding at most ``HttpTransportConfig.max_client_handlers``:
   :class:`_Slots`) *before* its task starts, so a full server stops taking new requests
   instead of queueing tasks; one that gets no slot within ``handler_slot_timeout`` is
-  answered "server busy" (its POST ``503``), never left waiting. It then runs in its own
-  task and
+  answered "server busy" (its POST ``503``), never left waiting, and a modern one whose
+  client closes its connection meanwhile leaves the line at once (that is its
+  cancellation). It then runs in its own task and
   ``CancelScope`` (a lone request of a legacy POST answered as JSON: in its connection's
   task, which would only wait for the answer, in a copy of its context). Request ids
   are unique per core connection only (each legacy session and each modern request
@@ -49,9 +50,17 @@ import math
 import types
 import weakref
 from collections import deque
-from collections.abc import Callable, Collection, Coroutine, Generator, Iterable, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Generator,
+    Iterable,
+    Sequence,
+)
 from contextlib import suppress
-from typing import Any, Final, TypeAlias, TypeVar, cast, final
+from typing import Any, Final, NoReturn, TypeAlias, TypeVar, cast, final
 
 import attrs
 import trio
@@ -539,13 +548,20 @@ class Endpoint:
         principal: Principal | None = None,
         *,
         inline: bool = False,
+        left: Callable[[], Awaitable[NoReturn]] | None = None,
     ) -> HttpResponse | None:
         """Act on what a request produced; waits for a handler slot when all are busy
         (or the client holds its share of them), at most ``handler_slot_timeout``.
         ``principal``: who made the HTTP request (handlers see it). ``inline``: the
         caller waits for the whole answer anyway (a legacy POST answered as JSON), so a
         lone request of a legacy session is served in the caller's task (see
-        :meth:`_start_request`).
+        :meth:`_start_request`). ``left``: watches the HTTP connection while a modern
+        request waits for its slot, raising when the client closes it (see
+        :meth:`_take_watching`).
+
+        Raises:
+            What ``left`` raised: the wait is over, the request neither started nor
+            refused; the caller closes its response (which cancels it in the core).
 
         Returns:
             ``None``, or a ``503`` that answers a request refused for want of a slot:
@@ -567,7 +583,9 @@ class Endpoint:
                 continue
             event = tagged.event
             if isinstance(event, RequestReceived):
-                refused = await self._start_request(tagged, event, principal, deadline, inline)
+                refused = await self._start_request(
+                    tagged, event, principal, deadline, inline, left
+                )
                 busy = busy or refused
             elif isinstance(event, NotificationReceived):
                 await self._start_notification(tagged, event, principal, deadline)
@@ -702,10 +720,12 @@ class Endpoint:
         rid: RequestId | None,
         principal: Principal | None,
         deadline: float,
+        left: Callable[[], Awaitable[NoReturn]] | None = None,
     ) -> Running | None:
         """A handler slot for the request ``rid`` (``None``: a notification) of
         ``tagged``'s connection, taken under its client's share, by ``deadline``:
-        its bookkeeping, or ``None`` when none came (the server is full or stops)."""
+        its bookkeeping, or ``None`` when none came (the server is full or stops).
+        ``left``: see :meth:`_take_watching` (what it raises is raised here)."""
         running = self._begin(tagged.connection, rid)
         running.client = _client_of(tagged, principal)
         # A free slot is taken without a scheduler round trip; only a full server (or a
@@ -713,7 +733,12 @@ class Endpoint:
         if self.slots.take_nowait(running.client):
             return running
         try:
-            got = not self.closing and await self.slots.take(running.client, deadline)
+            if self.closing:
+                got = False
+            elif left is None:
+                got = await self.slots.take(running.client, deadline)
+            else:
+                got = await self._take_watching(running.client, deadline, left)
         except BaseException:
             self._unbegin(running)
             raise
@@ -726,6 +751,46 @@ class Endpoint:
         elif not self.closing:
             self._note_busy(running.client)
         return None
+
+    async def _take_watching(
+        self,
+        key: _ClientKey | None,
+        deadline: float,
+        left: Callable[[], Awaitable[NoReturn]],
+    ) -> bool:
+        """:meth:`_Slots.take`, while ``left`` reads the request's HTTP connection.
+
+        A modern client that gives up closes its connection, and that is its
+        cancellation (``2026-07-28/basic/patterns/cancellation``): its request must
+        leave the line at once, not hold its place there until it gets a slot (when it
+        would start for nobody) or until ``handler_slot_timeout`` (when a 503 would be
+        written to nobody, and counted as busy). The connection's task, which waits
+        here, cannot read its socket meanwhile, so a second task does, only for a wait
+        that blocks (the common free slot needs none).
+
+        Raises:
+            What ``left`` raised (the client left): the slot, if one came meanwhile,
+            is given back.
+        """
+        gone: list[Exception] = []
+        got = False
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                try:
+                    await left()
+                except Exception as exc:  # (the client left: the wait is over)
+                    gone.append(exc)
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch)
+            got = await self.slots.take(key, deadline)
+            nursery.cancel_scope.cancel()  # (the watch; a take cancelled holds none)
+        if gone:
+            if got:
+                self.slots.give_back(key)  # (came as the client left: not started)
+            raise gone[0]
+        return got
 
     def _busy_text(self, client: _ClientKey | None) -> str:
         slots = self.slots
@@ -768,11 +833,16 @@ class Endpoint:
         principal: Principal | None,
         deadline: float,
         inline: bool = False,
+        left: Callable[[], Awaitable[NoReturn]] | None = None,
     ) -> HttpResponse | None:
         """Start the handler of ``event`` (or serve it here: ``inline``) once it has a
-        slot; a ``503`` (see :meth:`handle_events`) if none came by ``deadline``."""
+        slot; a ``503`` (see :meth:`handle_events`) if none came by ``deadline``.
+        A modern request's wait ends when ``left`` raises (its client closed the
+        connection); a legacy client leaving cancels nothing (its answer is kept for
+        it to resume), so its request waits on."""
         conn = tagged.connection
-        running = await self._acquire(tagged, event.request_id, principal, deadline)
+        watch = left if tagged.session_id is None else None
+        running = await self._acquire(tagged, event.request_id, principal, deadline, watch)
         if running is None:
             return self._refuse_unslotted(tagged, event.request_id, principal)
         if running.cancelled or conn.request_era(event.request_id) is None:

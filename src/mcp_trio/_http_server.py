@@ -28,8 +28,9 @@ keep-alive, no pipelining):
    the connection task reads its socket (the slot wakes it by cancelling that read, so
    no second task is needed): the client closing it ends the response, and
    ``HttpServer.stream_closed`` turns that into cancellation (modern) or detachment
-   (legacy, resumable). A client that leaves during a write is noticed by the write
-   failing (or by ``write_timeout``).
+   (legacy, resumable); so too while a modern request waits for a handler slot (a
+   second task reads then, only when the wait blocks). A client that leaves during a
+   write is noticed by the write failing (or by ``write_timeout``).
 
 Shutdown (:meth:`HttpServeHandle.aclose`): refuse new work with ``503`` and close each
 connection after its current exchange, but keep accepting POSTs that carry only answers
@@ -50,7 +51,7 @@ import ssl
 from collections.abc import Callable, Collection
 from contextlib import suppress
 from itertools import chain
-from typing import Any, Final, final
+from typing import Any, Final, NoReturn, final
 
 import attrs
 import h11
@@ -570,7 +571,10 @@ class _Connection:
                 endpoint.release_at(decision.stream_id, trio.current_time() + left)
             endpoint.pump(drain_all=False)
             busy = await endpoint.handle_events(
-                reply.events, principal, inline=isinstance(decision, AwaitResponse)
+                reply.events,
+                principal,
+                inline=isinstance(decision, AwaitResponse),
+                left=self._until_gone,
             )
         except BaseException:
             endpoint.close_response(slot)
@@ -584,6 +588,22 @@ class _Connection:
             await self._respond(busy, close=not complete)
             return complete
         return decision, slot
+
+    async def _until_gone(self) -> NoReturn:
+        """Read the socket until the client closes it, then raise: what a modern request
+        waiting for a handler slot watches (``Endpoint.handle_events``), as
+        :meth:`_wait_output` watches while a response waits. Bytes of a pipelined
+        request (at most ``max_header_size``) wait in h11; past that, reading stops.
+
+        Raises:
+            WireError: the client left (or the connection broke).
+        """
+        wire, limit = self.wire, self.transport.max_header_size
+        start = wire.received
+        while wire.received - start < limit:
+            if not await wire.receive():
+                raise WireError("the client closed the connection")
+        await trio.sleep_forever()
 
     async def _refuse_request(self, response: HttpResponse) -> bool:
         """Refuse a request the head of which is read: read and drop its body first

@@ -7,7 +7,8 @@ client of a server, so one client may hold only its share of them
 from __future__ import annotations
 
 import math
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, NoReturn, cast
 
 import pytest
 import trio
@@ -16,7 +17,8 @@ import trio.testing
 from mcp_sansio._json import dumps
 from mcp_trio import SessionConfig
 from mcp_trio._http_config import HttpTransportConfig
-from mcp_trio._http_endpoint import _Slots
+from mcp_trio._http_endpoint import Endpoint, _Slots
+from mcp_trio._http_wire import WireError
 
 from .test_http_support import (
     IO_TIMEOUT,
@@ -130,6 +132,109 @@ async def test_a_request_waits_for_a_handler_slot_a_bounded_time_then_gets_503(
     # Nothing of it ran, and the server serves again once a slot is free.
     assert served.status == 200 and text_of(served.json()["result"]) == text
     assert server.statistics().running_handlers == 0
+
+
+async def test_a_modern_client_that_leaves_while_its_request_waits_frees_its_place_at_once(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # Closing the connection is a modern request's cancellation: it was noticed only
+    # after the wait (up to handler_slot_timeout), the request holding its place in
+    # line meanwhile, then started for nobody (or refused, and counted, as busy).
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="modern",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(handler_slot_timeout=60),
+    )
+    endpoint = server._server.endpoint
+    blocker, leaver = [await RawConnection.open(server.port) for _ in range(2)]
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            headers, body = modern(1, "block")
+            await blocker.send("POST", headers=headers, body=body)
+            await app.started_event.wait()
+            headers, body = modern(2, "block")
+            await leaver.send("POST", headers=headers, body=body)
+            while not endpoint.slots.waiting:
+                await trio.testing.wait_all_tasks_blocked()
+            start = trio.current_time()
+            await leaver.aclose()
+            await trio.testing.wait_all_tasks_blocked()
+            # Out of the line at once, and out of the core: nothing of it is in progress.
+            assert not endpoint.slots.waiting
+            assert trio.current_time() - start < 0.5
+            assert server.statistics().modern_requests == 1
+            app.release.set()
+            assert (await blocker.response()).status == 200
+            await trio.testing.wait_all_tasks_blocked()
+    finally:
+        await blocker.aclose()
+        await leaver.aclose()
+    assert [ctx.request_id for ctx in app.started] == [1]  # the second never ran
+    assert endpoint._busy_refused == 0  # (nor was it refused as busy)
+    assert endpoint.slots.free == 1 and server.statistics().running_handlers == 0
+
+
+async def test_a_slot_that_comes_as_the_client_leaves_is_given_back() -> None:
+    # Both in one scheduler batch: the slot is granted to the waiter and its client
+    # leaves. The request does not start, so the slot must not stay taken.
+    holder = SimpleNamespace(slots=_Slots(1, 1))
+    slots = holder.slots
+    assert slots.take_nowait(None)
+    leave = trio.Event()
+
+    async def left() -> NoReturn:
+        await leave.wait()
+        raise WireError("the client closed the connection")
+
+    async def wait() -> None:
+        with pytest.raises(WireError):
+            await Endpoint._take_watching(cast(Any, holder), None, math.inf, left)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        await trio.testing.wait_all_tasks_blocked()
+        slots.give_back(None)  # granted to the waiter...
+        leave.set()  # ... whose client leaves in the same batch
+    assert slots.free == 1 and not slots.waiting and slots.take_nowait(None)
+
+
+async def test_a_legacy_client_leaving_while_its_request_waits_cancels_nothing(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # Legacy: a client leaving cancels nothing (it may resume the stream, or it sends
+    # notifications/cancelled): the request keeps its place and runs when a slot frees.
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(max_client_handlers=1, handler_slot_timeout=60),
+    )
+    endpoint = server._server.endpoint
+    blocker, leaver = [await RawConnection.open(server.port) for _ in range(2)]
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            headers = session_headers(await raw_session(server.port))
+            await blocker.send("POST", headers=headers, body=rpc(2, "tools/call", call("block")))
+            await app.started_event.wait()
+            await leaver.send("POST", headers=headers, body=rpc(3, "tools/call", call("block")))
+            while not endpoint.slots.waiting:
+                await trio.testing.wait_all_tasks_blocked()
+            await leaver.aclose()
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(endpoint.slots.waiting) == 1
+            app.release.set()
+            assert (await blocker.response()).status == 200
+            while len(app.started) < 2:
+                await trio.testing.wait_all_tasks_blocked()
+    finally:
+        await blocker.aclose()
+        await leaver.aclose()
+    assert [ctx.request_id for ctx in app.started] == [2, 3]
 
 
 @_PREFIXES
