@@ -55,7 +55,11 @@ class HttpTransportConfig:
     every client together (over WebSocket and stdio: of each session). A request that
     gets none in time is answered ``503`` with ``Retry-After: 1`` and a JSON-RPC error
     "server busy" (in a batch: that error in the batch's answer), and nothing of it
-    runs; a notification is dropped. ``0``: refuse at once when none is free."""
+    runs. A notification for a handler of yours waits too, and if none comes its POST
+    is answered ``503`` the same way, not ``202`` (in a 2025-03-26 batch, whose other
+    messages were taken: ``202``, and the busy warning counts it). A modern request
+    whose client closes its connection while it waits leaves the line at once (that is
+    its cancellation). ``0``: refuse at once when none is free."""
     max_client_handlers: int | None = attrs.field(default=None, validator=_positive)
     """Server: how many of the handler slots one client may hold at once; a further
     request of it waits for one of its own (``handler_slot_timeout``), even while

@@ -22,7 +22,9 @@ call and the routing of its output).
   instead of queueing tasks; one that gets no slot within ``handler_slot_timeout`` is
   answered "server busy" (its POST ``503``), never left waiting, and a modern one whose
   client closes its connection meanwhile leaves the line at once (that is its
-  cancellation). It then runs in its own task and
+  cancellation). A notification for a handler waits the same way, and its POST is
+  ``503`` rather than ``202`` if it gets none: never dropped in silence. A request then
+  runs in its own task and
   ``CancelScope`` (a lone request of a legacy POST answered as JSON: in its connection's
   task, which would only wait for the answer, in a copy of its context). Request ids
   are unique per core connection only (each legacy session and each modern request
@@ -564,10 +566,14 @@ class Endpoint:
             refused; the caller closes its response (which cancels it in the core).
 
         Returns:
-            ``None``, or a ``503`` that answers a request refused for want of a slot:
-            the core has the same error as its answer, so the caller may write this
-            instead of the core's decision when the POST holds that request alone
-            (not a batch, whose other answers are in the core's decision).
+            ``None``, or a ``503`` for a message refused for want of a slot, which the
+            caller may write instead of the core's decision when the POST holds that
+            message alone (``not Reply.batch``: a batch's other messages were taken).
+            A request's: the core has the same error as its answer. A notification's:
+            it was not taken (transports.mdx: a server that cannot accept the input
+            MUST answer an HTTP error status, not ``202``), and nothing of it ran, so
+            the client may send it again after ``Retry-After``; in a batch it is only
+            counted in the busy warning.
         """
         inline = inline and len(events) == 1
         deadline = self.now() + self.transport.handler_slot_timeout
@@ -588,7 +594,8 @@ class Endpoint:
                 )
                 busy = busy or refused
             elif isinstance(event, NotificationReceived):
-                await self._start_notification(tagged, event, principal, deadline)
+                refused = await self._start_notification(tagged, event, principal, deadline)
+                busy = busy or refused
             else:
                 self._handle_nowait(tagged)
         return busy
@@ -809,7 +816,7 @@ class Endpoint:
         if now - self._busy_warned_at < _BUSY_WARNING_PERIOD:
             return
         logger.warning(
-            "HTTP: %d request(s) refused with 503 for want of a handler slot within %g s"
+            "HTTP: %d message(s) refused as busy for want of a handler slot within %g s"
             " (%s; %d slots, %d per client)",
             self._busy_refused,
             self.transport.handler_slot_timeout,
@@ -924,11 +931,15 @@ class Endpoint:
         event: NotificationReceived,
         principal: Principal | None,
         deadline: float,
-    ) -> None:
+    ) -> HttpResponse | None:
+        """Start the handler of ``event`` once it has a slot, waited for as a request's
+        is (at most until ``deadline``): a notification is not dropped because the
+        server is busy for a moment. If none came: a ``503`` with ``Retry-After`` (see
+        :meth:`handle_events`), and the refusal is counted in the busy warning."""
         handler = self.handlers.notification_handler(event.method)
         if handler is None:
             logger.debug("no handler for notification %r", event.method)
-            return
+            return None
         # The HTTP context duck-types NotificationContext, as for requests.
         ctx: Any = HttpNotificationContext(
             method=event.method,
@@ -938,10 +949,15 @@ class Endpoint:
         )
         running = await self._acquire(tagged, None, principal, deadline)
         if running is None:
-            logger.debug("notification %r dropped: no handler slot", event.method)
-            return
+            if self.closing:  # (the POST of a server that stops is 503 already)
+                logger.debug("notification %r dropped: the server stops", event.method)
+                return None
+            text = self._busy_text(_client_of(tagged, principal))
+            body = error_body(ErrorData(code=int(ErrorCode.INTERNAL_ERROR), message=text))
+            return json_response(503, body, RETRY_SOON)
         assert self.nursery is not None
         self.nursery.start_soon(serve_notification, handler, ctx, running, self._finish)
+        return None
 
     def cancel_handlers(self) -> None:
         """Cancel every running handler (shutdown)."""

@@ -555,7 +555,11 @@ class _Connection:
         decision = reply.decision
         if isinstance(decision, HttpResponse):
             endpoint.pump(drain_all=False)
-            await endpoint.handle_events(reply.events, principal)
+            busy = await endpoint.handle_events(reply.events, principal)
+            if busy is not None and not reply.batch:
+                # Its one notification found no handler slot in time: not taken, so
+                # not 202 (the client may send it again; nothing of it ran).
+                decision = busy
             self.unread_input = not complete
             await self._respond(decision, close=not complete)
             return complete

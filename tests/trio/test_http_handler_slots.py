@@ -1,8 +1,9 @@
 """Streamable HTTP: the handler slots (``max_concurrent_handlers``) are shared by every
 client of a server, so one client may hold only its share of them
 (``HttpTransportConfig.max_client_handlers``), and a request waits for one at most
-``handler_slot_timeout``, then gets ``503`` with ``Retry-After``. Real sockets on
-127.0.0.1 (port 0); timing on ``autojump_clock``."""
+``handler_slot_timeout``, then gets ``503`` with ``Retry-After`` (a notification for a
+handler too), unless its modern client leaves first. Real sockets on 127.0.0.1 (port 0);
+timing on ``autojump_clock``."""
 
 from __future__ import annotations
 
@@ -237,6 +238,24 @@ async def test_a_legacy_client_leaving_while_its_request_waits_cancels_nothing(
     assert [ctx.request_id for ctx in app.started] == [2, 3]
 
 
+async def _batching_session(port: int) -> tuple[tuple[str, str], ...]:
+    """A 2025-03-26 session (the revision with batches) started by hand: its headers."""
+    init = rpc(
+        1,
+        "initialize",
+        {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    )
+    sid = (await raw_request(port, "POST", body=init)).headers["mcp-session-id"]
+    headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", "2025-03-26"))
+    note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert (await raw_request(port, "POST", headers=headers, body=note)).status == 202
+    return headers
+
+
 @_PREFIXES
 async def test_a_batch_request_without_a_slot_is_answered_in_the_batch(
     nursery: trio.Nursery, autojump_clock: Any, prefix: bytes
@@ -252,19 +271,7 @@ async def test_a_batch_request_without_a_slot_is_answered_in_the_batch(
         transport=HttpTransportConfig(handler_slot_timeout=_TIMEOUT),
     )
     with trio.fail_after(IO_TIMEOUT):
-        init = rpc(
-            1,
-            "initialize",
-            {
-                "protocolVersion": "2025-03-26",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "1"},
-            },
-        )
-        sid = (await raw_request(server.port, "POST", body=init)).headers["mcp-session-id"]
-        headers = (*POST_HEADERS, ("mcp-session-id", sid), ("mcp-protocol-version", "2025-03-26"))
-        note = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert (await raw_request(server.port, "POST", headers=headers, body=note)).status == 202
+        headers = await _batching_session(server.port)
         batch = rpc(2, "tools/call", call("block")) + b"," + rpc(3, "tools/list")
         batch = prefix + b"[" + batch + b"]"
         conn = await RawConnection.open(server.port)
@@ -351,3 +358,98 @@ async def test_a_request_waiting_for_a_slot_is_refused_as_soon_as_the_server_sto
     assert b"server shutting down" in refused.body and b'"b"' not in refused.body
     assert waited < 0.5
     assert len(app.started) == 1
+
+
+def _note(n: int) -> bytes:
+    return dumps(
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed", "params": {"n": n}}
+    )
+
+
+async def test_a_notification_waits_for_a_handler_slot_then_gets_503_not_202(
+    nursery: trio.Nursery, autojump_clock: Any
+) -> None:
+    # A notification for a handler of the user's that found no slot was dropped and
+    # its POST answered 202 ("accepted"): lost without a word to the client. It waits
+    # as a request does; if no slot comes in time, its POST is 503 with Retry-After
+    # (transports.mdx: a server that cannot accept the input MUST answer an HTTP error
+    # status), and nothing of it ran, so the client may send it again.
+    app = App()
+    heard: list[int] = []
+    hold = trio.Event()
+
+    async def roots_changed(ctx: Any) -> None:
+        heard.append(ctx.params["n"])
+        await hold.wait()  # (holds its slot)
+
+    app.handlers.set_notification_handler("notifications/roots/list_changed", roots_changed)
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(handler_slot_timeout=_TIMEOUT),
+    )
+    blocker, waiter = [await RawConnection.open(server.port) for _ in range(2)]
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            headers = session_headers(await raw_session(server.port))
+            await blocker.send("POST", headers=headers, body=rpc(2, "tools/call", call("block")))
+            await app.started_event.wait()
+            # A slot that frees within the bound: the notification is taken, and runs.
+            await waiter.send("POST", headers=headers, body=_note(1))
+            await trio.sleep(_TIMEOUT / 2)
+            app.release.set()
+            assert (await waiter.response()).status == 202
+            assert (await blocker.response()).status == 200
+            while heard != [1]:
+                await trio.testing.wait_all_tasks_blocked()
+            # None within the bound (the first holds it): refused, and not run.
+            start = trio.current_time()
+            refused = await raw_request(server.port, "POST", headers=headers, body=_note(2))
+            waited = trio.current_time() - start
+            assert heard == [1]
+            hold.set()
+            again = await raw_request(server.port, "POST", headers=headers, body=_note(2))
+            while heard != [1, 2]:
+                await trio.testing.wait_all_tasks_blocked()
+    finally:
+        await blocker.aclose()
+        await waiter.aclose()
+    assert refused.status == 503 and refused.headers["retry-after"] == "1"
+    error = refused.json()
+    assert error["id"] is None and "server busy" in error["error"]["message"]
+    assert abs(waited - _TIMEOUT) < 0.5
+    assert again.status == 202
+
+
+async def test_a_notification_in_a_batch_without_a_slot_is_warned_of(
+    nursery: trio.Nursery, autojump_clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A 2025-03-26 batch of notifications: one that finds no slot cannot be refused
+    # alone (the others were taken; a 503 would have them sent, and run, twice). The
+    # batch is 202, and the refusal goes into the busy warning, not a DEBUG line.
+    app = App()
+    heard: list[int] = []
+    hold = trio.Event()
+
+    async def roots_changed(ctx: Any) -> None:
+        heard.append(ctx.params["n"])
+        await hold.wait()
+
+    app.handlers.set_notification_handler("notifications/roots/list_changed", roots_changed)
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(handler_slot_timeout=_TIMEOUT),
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        headers = await _batching_session(server.port)
+        batch = b"[" + _note(1) + b"," + _note(2) + b"]"
+        answer = await raw_request(server.port, "POST", headers=headers, body=batch)
+        hold.set()
+    assert answer.status == 202 and heard == [1]
+    (warning,) = [r for r in caplog.records if "refused as busy" in r.getMessage()]
+    assert warning.levelname == "WARNING" and "1 message(s)" in warning.getMessage()
