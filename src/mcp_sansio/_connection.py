@@ -53,27 +53,59 @@ The class is assembled from mixins, one module each, all built on the shared sta
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, final
 
 from . import _modern
 from ._config import check_request_timeout
 from ._conn_answer import _Answering
 from ._conn_base import _HANDSHAKE_METHODS, _LEGACY, _MODERN, _MODERN_REVISION
-from ._conn_receive import _Receiving
+from ._conn_receive import _PER_REQUEST, _Receiving, undeclared_request
 from ._conn_records import _ids_of, _Outbound
 from ._errors import LocalProtocolError
 from ._events import Event, RequestTimedOut
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, notification, request
 from ._state import PRE_READY_REQUESTS, PRE_READY_SERVER_NOTIFICATIONS, LifecycleState
-from ._versions import FOREIGN_METHODS, Era, has_capability
+from ._versions import FOREIGN_METHODS, Era, Revision, has_capability
 
 __all__ = ["Connection"]
 
 
 def _foreign(method: str, version: str) -> LocalProtocolError:
     return LocalProtocolError(f"{method!r} does not exist in protocol version {version}")
+
+
+def _undeclared_send(
+    method: str, params: dict[str, Any] | None, revision: Revision, capabilities: dict[str, Any]
+) -> str | None:
+    """Why a legacy server's ``elicitation/create`` or ``sampling/createMessage`` asks,
+    in its params, for more than the session has; ``None`` when it does not.
+
+    The client's rule on receipt (:func:`undeclared_request`), kept before sending:
+    "Servers MUST NOT send tool-enabled sampling requests to Clients that have not
+    declared support for tool use via the sampling.tools capability" (2025-11-25
+    client/sampling.mdx); "Servers MUST NOT send elicitation requests with modes that
+    are not supported by the client" (client/elicitation.mdx). Also what the negotiated
+    revision lacks, whatever the client declares ("respect the negotiated protocol
+    version", lifecycle.mdx): URL mode, and tool use in sampling (which came with the
+    ``tool_use`` content type), are 2025-11-25's, as the binding's ``Context`` has it.
+    """
+    given: Mapping[str, Any] = params if isinstance(params, Mapping) else {}
+    if method == "elicitation/create":
+        mode = given.get("mode", "form")
+        if not revision.elicitation_modes and mode != "form":
+            return (
+                f"elicitation mode {mode!r} does not exist in protocol version {revision.version}"
+            )
+    elif ("tools" in given or "toolChoice" in given) and (
+        "tool_use" not in revision.sampling_content_types
+    ):
+        return (
+            "tool use in sampling (tools, toolChoice) does not exist in protocol version "
+            f"{revision.version}"
+        )
+    return undeclared_request(method, params, capabilities)
 
 
 @final
@@ -410,8 +442,10 @@ class Connection(_Receiving, _Answering):
 
         Raises:
             LocalProtocolError: closed; before the handshake; a method the peer's
-                capabilities do not allow; a method our role may not send; or too
-                many requests in flight. No state changed.
+                capabilities do not allow; a method our role may not send; params that
+                ask for what the client did not declare or the revision lacks (legacy
+                server: an elicitation mode, tool use in sampling; checked every
+                time); or too many requests in flight. No state changed.
             TypeError: ``params`` is not JSON-serializable, or ``timeout`` is no
                 number. No state changed.
             ValueError: ``timeout`` is 0, negative or NaN (``None`` is no timeout: see
@@ -501,12 +535,12 @@ class Connection(_Receiving, _Answering):
                     "a server sends requests only in a legacy session; in the modern era "
                     "return an input-required result (send_input_required)"
                 )
-            self._check_legacy_send(method)
+            self._check_legacy_send(method, params)
         elif era is _MODERN:
             self._check_modern_client_send(method)
         elif era is _LEGACY or self._lifecycle is not LifecycleState.IDLE:
             era = _LEGACY
-            self._check_legacy_send(method)
+            self._check_legacy_send(method, params)
         else:
             raise LocalProtocolError(
                 "the era is not settled yet: call start() and wait for HandshakeCompleted"
@@ -539,7 +573,7 @@ class Connection(_Receiving, _Answering):
         self._out_ids.append(related_request_id)
         return rid
 
-    def _check_legacy_send(self, method: str) -> None:
+    def _check_legacy_send(self, method: str, params: dict[str, Any] | None) -> None:
         if method in self._send_ok:
             return  # checked before: capabilities do not change within a session
         restarting = self._restarting
@@ -565,6 +599,13 @@ class Connection(_Receiving, _Answering):
                     f"the peer did not declare the {'.'.join(path)!r} capability "
                     f"needed for {method!r}"
                 )
+            if method in _PER_REQUEST:
+                # What its params ask for is checked each time, so never cached: the
+                # fast path would send a tool-enabled request after a plain one.
+                why = _undeclared_send(method, params, revision, self._peer_capabilities)
+                if why is not None:
+                    raise LocalProtocolError(f"cannot send {method!r}: {why}")
+                return
         elif method in theirs:
             raise LocalProtocolError(f"a {self.role} does not send {method!r}")
         elif method in FOREIGN_METHODS[revision.version]:
