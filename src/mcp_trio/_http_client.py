@@ -9,15 +9,21 @@ POST, built by :class:`~mcp_sansio.http.HttpClient` (headers, session id, ``Mcp-
 / ``Mcp-Name`` / ``Mcp-Param-*`` mirroring), and everything the answers carry (a JSON
 body, SSE events) into messages the session reads.
 
-* **Ordering.** ``send`` of a message with requests writes the POST itself (no task
-  hand-off: a scheduler round trip less per request) and returns once it is written;
-  its answer is read by a task of its own, so requests run concurrently, one
-  connection each. A message without requests (a notification, the answer to a server
-  request) is sent and its ``202`` awaited before ``send`` returns, so
-  ``notifications/initialized`` is processed before any later request. When all
-  ``max_client_connections`` are busy, ``send`` of a request returns at once and the
-  request waits for a connection in its own task: the session's single writer never
-  waits for a connection that only its own reader could free.
+* **Ordering.** A message with requests is handed to a task of its own (``send_nowait``
+  takes it at once, as ``send`` does), which takes a connection (waiting for one when
+  all ``max_client_connections`` are busy: the session's single writer never waits for
+  a connection that only its own reader could free), writes the POST within
+  ``write_timeout`` and reads its answer. So requests run concurrently, one connection
+  each, and a server slow to read one large body holds up neither the session's writer
+  nor any other request; that write timing out, or given up by its caller, ends that
+  request alone and drops its connection (below). On an idle kept-alive connection whose
+  socket takes the POST at once, it is written before the hand-off (no task waits to
+  start it: a scheduler round trip less per request). Each request is a POST of its
+  own, on its own connection: in what order concurrent ones reach the server is not
+  kept (nor could it be: the server runs them concurrently). A message without
+  requests (a notification, the answer to a server request) is sent by the session's
+  writer, and its ``202`` awaited before ``send`` returns, so ``notifications/initialized``
+  is processed before any later request.
 * **Cancellation.** Legacy: ``notifications/cancelled`` is POSTed like any message.
   Modern: it is never sent; the request's connection is closed instead, which is how
   the server learns of it (``2026-07-28/basic/patterns/cancellation``). In both eras
@@ -152,9 +158,10 @@ body, SSE events) into messages the session reads.
 A request that cannot be sent because no connection can be made closes a legacy session
 (the server is unreachable, and with it what it kept); a modern request, which has no
 session to lose, fails alone (-32603 ``HTTP: could not connect ...``) and the next one
-tries again (a server restarting); a connection that fails while the request is being written fails
-only that request (a server may close the connection on a body larger than it takes),
-and one that fails after it was written, before the answer, has the session re-issue it
+tries again (a server restarting); a connection that fails while the request is being written,
+or on which writing it takes longer than ``write_timeout`` (a server slow to read a large
+body), fails only that request (a server may close the connection on a body larger than
+it takes), and one that fails after it was written, before the answer, has the session re-issue it
 (modern; above) or fails it (legacy); a one-way message refused that way, or with an
 error status, is lost, with a warning logged. A request h11 refuses to frame (say a
 redirect to a target no request line may carry) fails only itself.
@@ -208,7 +215,7 @@ from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
 from ._http_h11 import log_one_way_answer, log_warnings
-from ._http_pool import ConnectFailed, Pool, ReadFailed, UnsendableRequest, WriteFailed
+from ._http_pool import ConnectFailed, Pool, ReadFailed, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
 from ._open import open_session
@@ -411,7 +418,7 @@ class HttpChannel(MessageChannel):
             logger.debug("HTTP: dropped, the session is over: %.200r", message)
             return
         if sent.request_ids:
-            await self._send_request(sent)
+            self._send_request(sent)
         else:
             await self._drive(sent, _Written())
             if self._deferred and _is_initialized(message):
@@ -442,30 +449,39 @@ class HttpChannel(MessageChannel):
             logger.debug("HTTP: dropped with the session it was for: %.200r", message)
 
     def send_nowait(self, message: bytes) -> bool:
-        """Send a message with requests now if that needs no waiting: a connection slot
-        is free, a kept-alive connection is idle and its socket takes the POST at once.
-        The session's writer tries this first, which saves its shielded, timed write
-        (a scope and a scheduler round trip) per request. Everything else (one-way
-        messages, which await their ``202``; a new connection; cancellation) returns
-        ``False`` untouched, for :meth:`send`.
+        """Take a message with requests now: it never waits for the session's writer
+        (see :meth:`_send_request`). On a kept-alive connection that is idle, whose
+        socket takes the POST at once, it is written here (no task waits for it
+        first: a scheduler round trip less per request); else its own task writes it.
+        Everything else (one-way messages, which await their ``202``; cancellation)
+        returns ``False`` untouched, for :meth:`send`.
         """
-        pool = self._pool
-        if (
-            self._closed
-            or self._tasks is None
-            or not pool.limiter.available_tokens
-            or not pool.has_direct_idle()
-            or (self._auth is not None and self._auth.needs_refresh())
-        ):
-            return False  # (checked before the message is parsed: send() parses it)
+        if self._closed or self._tasks is None:
+            return False
         try:
             if self.http.cancelled_request(message) is not None:
                 return False  # a cancellation stops a request's stream: send() does it
             sent = self.http.post(message)
         except LocalProtocolError:
-            return False  # send() raises it
+            return False  # send() raises it (or drops the message, saying why)
         if not sent.request_ids:
             return False
+        pool = self._pool
+        if (
+            pool.limiter.available_tokens
+            and pool.has_direct_idle()
+            and (self._auth is None or not self._auth.needs_refresh())
+            and self._send_at_once(sent)
+        ):
+            return True
+        self._send_request(sent)
+        return True
+
+    def _send_at_once(self, sent: ClientRequest) -> bool:
+        """Start ``sent`` on an idle kept-alive connection if its socket takes the first
+        bytes at once; whether it did (its task then writes the rest, if any, and
+        reads the answer)."""
+        assert self._tasks is not None
         scope = trio.CancelScope()
         limiter = self._pool.limiter
         try:
@@ -553,46 +569,19 @@ class HttpChannel(MessageChannel):
 
     # ------------------------------------------------------------------ exchanges
 
-    async def _send_request(self, sent: ClientRequest) -> None:
-        """Write a POST with requests from the session's writer (which bounds the write
-        with ``write_timeout``), then read its answer in a task of its own."""
+    def _send_request(self, sent: ClientRequest) -> None:
+        """Hand a POST with requests to a task of its own, which takes a connection slot
+        (or waits for one), writes the POST on its connection within ``write_timeout``
+        and reads its answer. Never the session's writer: a server slow to read one
+        large body must hold up neither the requests after it (each has a connection
+        of its own) nor the session's other messages. A write that times out fails
+        that request alone (-32603 ``HTTP: ...``), as any POST lost while it is
+        written; one whose caller gives up is cancelled with its task (its
+        cancellation stops the stream, :meth:`send`); either way its connection is
+        dropped, and the session goes on."""
         assert self._tasks is not None
-        scope = trio.CancelScope()
-        stream = self._track(sent, scope)
-        limiter = self._pool.limiter
-        if self._auth is not None and self._auth.needs_refresh():
-            # The token is refreshed first, by the request's own task (the session's
-            # writer does not wait for the authorization server).
-            self._tasks.start_soon(self._request, sent, stream, None)
-            return
-        try:
-            # The slot is the request's (its scope borrows it), not the writer's task's.
-            limiter.acquire_on_behalf_of_nowait(scope)
-        except trio.WouldBlock:
-            # Every connection is busy: let send() return now rather than make the
-            # session's writer wait (its reader may be the one to free a slot).
-            self._tasks.start_soon(self._request, sent, stream, None)
-            return
-        stream.out = True
-        try:
-            wire = await self._pool.send(sent.request, None)
-        except BaseException as exc:
-            limiter.release_on_behalf_of(scope)
-            self._forget(sent, stream)
-            if isinstance(exc, UnsendableRequest | WriteFailed) or (
-                isinstance(exc, ConnectFailed) and self._outlives_no_server(sent)
-            ):
-                # Nothing (or not all) of it went out, but the server is there: fail this
-                # request alone (an unreachable server closes the session below, but
-                # see _outlives_no_server).
-                self._tasks.start_soon(self._fail, sent.request_ids, str(exc))
-                return
-            if isinstance(exc, WireError):
-                raise trio.BrokenResourceError(str(exc)) from exc
-            raise
-        # Its answer is read by a task that has just started (see Pool.send_nowait).
-        wire.read_at_once = wire.writes_directly
-        self._tasks.start_soon(self._request, sent, stream, wire)
+        stream = self._track(sent, trio.CancelScope())
+        self._tasks.start_soon(self._request, sent, stream, None)
 
     def _outlives_no_server(self, sent: ClientRequest) -> bool:
         """Whether the session goes on when ``sent`` finds no server (no connection can
@@ -673,9 +662,11 @@ class HttpChannel(MessageChannel):
                     and not current.resumption
                     and not self._outlives_no_server(current)
                 ):
-                    # No server for a request that waited for a connection (or a token):
-                    # the session ends, as in send() for one that did not wait.
-                    self._signal_soon(SessionClosed(f"the server cannot be reached: {exc}"))
+                    # No server for a request: a legacy session ends (the server, and
+                    # what it kept, are gone; see _outlives_no_server).
+                    closed = SessionClosed(f"the server cannot be reached: {exc}")
+                    closed.__cause__ = exc  # (what it wraps: a refused certificate, say)
+                    self._signal_soon(closed)
                     return
                 # Written, then no answer: a modern request is re-issued (the module docs);
                 # a resumption that got no connection, or no answer, is tried again
@@ -783,7 +774,9 @@ class HttpChannel(MessageChannel):
                         auth.refresh_soon(self._tasks)
                 if stream is not None:
                     stream.out = True  # (from the connect on: it may go out)
-                wire, head = await self._pool.roundtrip(sent.request, written)
+                wire, head = await self._pool.roundtrip(
+                    sent.request, written, read_at_once=stream is not None
+                )
             else:
                 if rest:
                     await self._pool.write_rest(wire, rest)
@@ -1181,7 +1174,9 @@ async def open_http_client(
             for ``http_config`` too unless it names one: a refusal then shows its
             HTTP status rather than a fallback that does not happen.
         config: runtime bounds and timeouts (``write_timeout`` bounds writing one
-            request; ``close_timeout`` the closing ``DELETE``).
+            request: one whose body the server is slower to take fails alone, -32603
+            ``HTTP: writing timed out ...``, and holds up no other; ``close_timeout``
+            the closing ``DELETE``).
         http_config: the sans-IO client's bounds; ``era=`` skips the probe for an
             origin whose era is known.
         transport: connection pool bounds and timeouts.

@@ -150,11 +150,14 @@ class Pool:
             raise UnsendableRequest(str(exc)) from exc
 
     async def roundtrip(
-        self, request: HttpRequest, on_written: Callable[[], None]
+        self, request: HttpRequest, on_written: Callable[[], None], *, read_at_once: bool = False
     ) -> tuple[H11Stream, h11.Response]:
         """Send ``request`` and read the response head; call ``on_written`` once the
         request is out. A kept-alive connection is reused unless the server has closed
-        it meanwhile; a request is never sent twice.
+        it meanwhile; a request is never sent twice. ``read_at_once``: the first read
+        of the answer takes what the socket has without a scheduler round trip
+        (``H11Stream.read_at_once``; for a task that writes a request and then reads
+        nothing but its answer, as one started afresh for it would).
 
         Returns:
             The connection (read the body from it, then :meth:`release` it) and the head.
@@ -164,6 +167,8 @@ class Pool:
         """
         wire = await self.send(request, self._write_timeout)
         on_written()
+        if read_at_once:
+            wire.read_at_once = wire.writes_directly
         return wire, await self.read_head(wire)
 
     async def send(self, request: HttpRequest, timeout: float | None) -> H11Stream:

@@ -245,8 +245,8 @@ async def test_the_answer_to_a_request_on_a_new_connection_is_read_at_once_too(
     server = await start_server(nursery)
     with trio.fail_after(IO_TIMEOUT):
         async with open_http_client(server.url, connection_config=client_connection_config(era)):
-            # The handshake's request: no idle connection, so the writer sends it
-            # (Pool.send), and a task of its own reads the answer.
+            # The handshake's request: no idle connection, so a task of its own sends
+            # it (Pool.roundtrip) and reads the answer at once.
             assert reads[:1] == ["SEND_RESPONSE"]
 
 
@@ -491,9 +491,13 @@ async def test_a_pipelined_request_wakes_the_connection_after_a_direct_answer(
     assert (one.json()["id"], two.json()["id"]) == (1, 2)
 
 
-async def test_send_nowait_leaves_to_send_what_it_cannot_do_at_once(
+async def test_send_nowait_takes_every_request_and_leaves_the_rest_to_send(
     nursery: trio.Nursery,
 ) -> None:
+    """A request never waits for the session's writer: with no kept-alive connection,
+    or every connection slot taken, ``send_nowait`` hands it to a task of its own all
+    the same (which waits for a slot). One-way messages (they await their ``202``),
+    cancellations and what is not JSON are left to ``send``."""
     server = await start_server(nursery)
     channel = HttpChannel(server.url)
     request = rpc(1, "tools/list")
@@ -502,13 +506,23 @@ async def test_send_nowait_leaves_to_send_what_it_cannot_do_at_once(
     assert not channel.send_nowait(b"not json")  # send() raises the error
     notification = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert not channel.send_nowait(notification)  # awaits its 202
-    assert not channel.send_nowait(request)  # no kept-alive connection yet
-    holders = [object() for _ in range(channel.transport.max_client_connections)]
-    for holder in holders:
-        channel._pool.limiter.acquire_on_behalf_of_nowait(holder)
-    assert not channel.send_nowait(request)  # every connection slot is taken
-    for holder in holders:
-        channel._pool.limiter.release_on_behalf_of(holder)
+    cancel = {"requestId": 1}
+    assert not channel.send_nowait(
+        dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+    )
+    with trio.fail_after(IO_TIMEOUT):
+        assert channel.send_nowait(request)  # no kept-alive connection yet: its task
+        assert loads(await channel.receive())["id"] == 1
+        holders = [object() for _ in range(channel.transport.max_client_connections)]
+        for holder in holders:
+            channel._pool.limiter.acquire_on_behalf_of_nowait(holder)
+        assert channel.send_nowait(rpc(2, "tools/list"))  # its task waits for a slot
+        await trio.testing.wait_all_tasks_blocked()
+        assert channel._streams.keys() == {2}  # (not sent: no slot)
+        channel._pool.limiter.release_on_behalf_of(holders.pop())
+        assert loads(await channel.receive())["id"] == 2
+        for holder in holders:
+            channel._pool.limiter.release_on_behalf_of(holder)
     await channel.aclose()
     assert not channel.send_nowait(request)
 
