@@ -82,7 +82,10 @@ class SessionConfig:
     """Byte streams and WebSockets: seconds one message may take to be accepted by the
     peer (a full pipe or socket buffer). Longer, and the peer is taken for dead: the
     session closes. Each such write is shielded from the caller's cancellation, so a
-    frame is never cut in half. (In-memory sends are atomic and cancellable: unbounded.)"""
+    frame is never cut in half (a caller that gives up leaves it to the session). Over
+    Streamable HTTP (client) it bounds writing each POST: a request that takes longer
+    fails alone (-32603) and its connection is dropped; the session goes on. (In-memory
+    sends are atomic and cancellable: unbounded.)"""
     abandon_write_timeout: float = attrs.field(default=1.0, validator=_non_negative)
     """Seconds a cancelled caller waits for its turn to send the courtesy
     ``notifications/cancelled`` (a bounded, shielded write) before it returns, leaving
