@@ -33,10 +33,28 @@ Theory of operation
   ``$ref`` poorly. What stays in ``$defs`` is what must: shared and recursive types.
 * No ``title``s: the property name already says it, and they cost tokens in every prompt.
 * Descriptions come from, in order: ``Annotated[T, Description("...")]`` (or a plain
-  string in ``Annotated``); for a class field, the docstring under the field; the
-  docstring's ``Args:``/``Attributes:`` section (Google), ``:param x:`` (Sphinx) or
-  ``Parameters`` (NumPy). A function's or class's description is the first paragraph of
-  its docstring.
+  string, pydantic's ``Field(description=...)`` or PEP 727's ``Doc("...")`` in
+  ``Annotated``); for a class field, the docstring under the field; the docstring's
+  ``Args:``/``Attributes:`` section (Google), ``:param x:`` (Sphinx) or ``Parameters``
+  (NumPy). A function's or class's description is the first paragraph of its docstring.
+* Bounds in ``Annotated`` become JSON Schema keywords, so :func:`validate` checks them
+  before the tool runs and the model sees them: :class:`Constraints`; annotated-types'
+  ``Gt``/``Ge``/``Lt``/``Le``/``Interval`` (``exclusiveMinimum``/``minimum``/...),
+  ``MultipleOf`` (``multipleOf``, JSON Schema's meaning: the quotient is an integer),
+  ``MinLen``/``MaxLen``/``Len`` (``minLength``, ``minItems`` or ``minProperties`` by the
+  JSON type); pydantic's ``Field(...)`` (its ``ge``..., ``pattern``, ``description``,
+  ``title``, ``examples``, ``deprecated``, a dict ``json_schema_extra``) and
+  ``StringConstraints``. A ``Field(...)`` as a parameter's *default* (``days: int =
+  Field(1, ge=1)``, the official SDK's idiom) gives the default (its factory is called
+  per call) and the same keywords. These are recognised by the classes they derive
+  from, looked up by name: neither library is imported, nor a dependency. Metadata of
+  theirs with no JSON Schema equivalent is a ``TypeError`` at registration saying what
+  to write instead, never dropped: ``Predicate``, ``Timezone`` (but ``Timezone(...)``:
+  date-times are aware anyway), pydantic's validators and value transforms
+  (``AfterValidator``, ``strip_whitespace``...), an ``alias`` other than the name
+  (arguments go by the parameter's name), a bound on a type it does not apply to
+  (``Annotated[str, Ge(1)]``, or a date). ``strict`` passes: arguments are never
+  converted between JSON types. Metadata objects of any other library are ignored.
 * Output: MCP wants ``outputSchema`` to be an object. An object-like return type (attrs,
   dataclass, TypedDict, ``dict[str, T]``) is used as it is; anything else (``int``,
   ``list[Point]``, ``Point | None``...) is wrapped as ``{"result": <schema>}`` and so must
@@ -80,6 +98,7 @@ from collections import Counter
 from collections.abc import (
     Callable,
     Collection,
+    Iterable,
     Iterator,
     Mapping,
     MutableMapping,
@@ -179,6 +198,10 @@ class Constraints:
     """``minItems``: arrays need at least this many items."""
     max_items: int | None = None
     """``maxItems``: arrays may have at most this many items."""
+    pattern: str | None = None
+    """``pattern``: strings must contain a match of this regular expression (anywhere,
+    as JSON Schema says: anchor it with ``^...$`` to match the whole string). Checked
+    with Python's ``re``; an invalid one is a ``TypeError`` when the tool is registered."""
 
     def keywords(self) -> Schema:
         """The JSON Schema keywords, without the unset ones."""
@@ -191,6 +214,7 @@ class Constraints:
             "maxLength": self.max_length,
             "minItems": self.min_items,
             "maxItems": self.max_items,
+            "pattern": self.pattern,
         }
         return {key: value for key, value in names.items() if value is not None}
 
@@ -477,6 +501,112 @@ def _typeddict_required(cls: Any, name: str, hint: Any) -> bool:
     return name in cls.__required_keys__
 
 
+# ------------------------------------------------------------------ Annotated metadata
+#
+# annotated-types and pydantic are read, never imported (neither is a dependency): their
+# objects are known by the classes they derive from, looked up by name, and read through
+# their documented attributes.
+
+_METADATA_LIBRARIES = ("annotated_types", "pydantic")
+_BOUND_KEYWORDS = {
+    "gt": "exclusiveMinimum",
+    "ge": "minimum",
+    "lt": "exclusiveMaximum",
+    "le": "maximum",
+}
+_LENGTH_KEYWORDS = {
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+    "object": ("minProperties", "maxProperties"),
+}
+#: Constraints every argument meets already: JSON values are never converted between
+#: types (pydantic's ``strict``), a JSON number is finite (``allow_inf_nan``); the
+#: rest say how pydantic reports or tries (``fail_fast``, ``union_mode``) or only
+#: annotate (``unit``).
+_SATISFIED = frozenset({"strict", "allow_inf_nan", "fail_fast", "union_mode", "unit"})
+_INSTEAD = (
+    "use bounds, lengths or a pattern (annotated-types Ge/Le/Gt/Lt/Interval/MultipleOf/"
+    "MinLen/MaxLen/Len, pydantic Field(ge=..., pattern=...), or mcp_trio.Constraints),"
+    " or check the value in the function and raise ToolError"
+)
+_WHY_NOT = {
+    "func": (
+        "a predicate is Python code, which no JSON Schema states (the model would never see"
+        " the rule): " + _INSTEAD
+    ),
+    "strip_whitespace": "it changes the value; do that in the function",
+    "to_upper": "it changes the value; do that in the function",
+    "to_lower": "it changes the value; do that in the function",
+    "coerce_numbers_to_str": (
+        "arguments are never converted between JSON types: take `str | int | float`"
+    ),
+    "max_digits": "Decimal arguments are not supported: take a str or a float",
+    "decimal_places": "Decimal arguments are not supported: take a str or a float",
+}
+
+
+def _derives_from(meta: object, module: str, name: str) -> bool:
+    """Whether ``meta``'s class is, or derives from, the class ``module.name``."""
+    return any(c.__module__ == module and c.__name__ == name for c in type(meta).__mro__)
+
+
+def _library_of(meta: object) -> str | None:
+    """``"annotated_types"`` or ``"pydantic"`` when ``meta``'s class (or a base) comes
+    from that library."""
+    for cls in type(meta).__mro__:
+        top = cls.__module__.partition(".")[0]
+        if top in _METADATA_LIBRARIES:
+            return top
+    return None
+
+
+def _label(meta: object) -> str:
+    return f"{_library_of(meta) or type(meta).__module__}.{type(meta).__name__}"
+
+
+def _is_doc(meta: object) -> bool:
+    """Whether ``meta`` is PEP 727's ``Doc("...")`` (``typing_extensions.Doc``,
+    ``annotated_types.doc``): a description."""
+    return type(meta).__name__ == "Doc" and isinstance(getattr(meta, "documentation", None), str)
+
+
+def _metadata_values(meta: object) -> dict[str, Any]:
+    """The attributes an annotated-types constraint is made of: its dataclass fields
+    (``Ge(1)``: ``{"ge": 1}``), or else its instance dictionary (pydantic keeps
+    ``pattern`` and others so); unset ones (``None``) left out, but for
+    ``Timezone(None)``, which means naive."""
+    if dataclasses.is_dataclass(meta):
+        values = {f.name: getattr(meta, f.name) for f in dataclasses.fields(meta)}
+    else:
+        values = dict(getattr(meta, "__dict__", {}))
+    return {k: v for k, v in values.items() if v is not None or k == "tz"}
+
+
+def _is_pydantic_model(tp: object) -> bool:
+    """Whether ``tp`` is a subclass of pydantic's ``BaseModel``."""
+    return isinstance(tp, type) and any(
+        c.__module__ == "pydantic.main" and c.__name__ == "BaseModel" for c in tp.__mro__
+    )
+
+
+def _is_field_info(value: object) -> bool:
+    """Whether ``value`` is a pydantic ``FieldInfo`` (what ``Field(...)`` returns)."""
+    return _derives_from(value, "pydantic.fields", "FieldInfo")
+
+
+def _field_default(info: Any, *, call: bool) -> Any:
+    """The default of a ``FieldInfo`` given as a parameter's default: its ``default``,
+    or with ``call`` its ``default_factory()``; ``_MISSING`` when it has none (the
+    argument is required) or only a factory and not ``call`` (a schema shows no
+    default that may change from call to call)."""
+    if info.is_required():
+        return _MISSING
+    factory = getattr(info, "default_factory", None)
+    if factory is None:
+        return info.default
+    return factory() if call else _MISSING
+
+
 def _json_default(value: object) -> tuple[bool, Any]:
     try:
         out = to_jsonable(value)
@@ -519,19 +649,16 @@ class _Builder:
             return
         prop["default"] = data
 
-    def schema(self, tp: Any) -> Schema:
+    def schema(self, tp: Any, field: str | None = None) -> Schema:
+        """The schema of ``tp``; ``field``: the name of the parameter or class field
+        whose type ``tp`` is (a pydantic ``Field(alias=...)`` is checked against it)."""
         if get_origin(tp) is Annotated:
             out = self.schema(tp.__origin__)
             for meta in tp.__metadata__:
-                if isinstance(meta, str):
-                    out["description"] = meta
-                elif isinstance(meta, Description):
-                    out["description"] = meta.text
-                elif isinstance(meta, Constraints):
-                    out.update(meta.keywords())
+                self.annotate(out, meta, field)
             return out
         if get_origin(tp) in (Required, NotRequired):
-            return self.schema(get_args(tp)[0])
+            return self.schema(get_args(tp)[0], field)
         if tp is Any or tp is object:
             return {}
         if tp is None or tp is _NoneType:
@@ -566,6 +693,177 @@ class _Builder:
                     return dict(schema)
         return self.generic(tp)
 
+    # ---------------------------------------------------------------- Annotated metadata
+
+    def annotate(self, out: Schema, meta: object, field: str | None) -> None:
+        """Apply one ``Annotated`` metadata object to ``out``, the schema it annotates.
+
+        Ours (a string, :class:`Description`, :class:`Constraints`), annotated-types'
+        and pydantic's are translated (see the module docstring); an object of either
+        library that has no JSON Schema equivalent is a ``TypeError`` saying what to
+        write instead. Anything else (another library's metadata) is left alone.
+        """
+        if isinstance(meta, str):
+            out["description"] = meta
+        elif isinstance(meta, Description):
+            out["description"] = meta.text
+        elif isinstance(meta, Constraints):
+            if meta.pattern is not None:
+                self.pattern(meta.pattern, "Constraints")
+            out.update(meta.keywords())
+        elif _derives_from(meta, "pydantic.fields", "FieldInfo"):
+            self.field_info(out, meta, field, in_annotated=True)
+        elif getattr(meta, "__is_annotated_types_grouped_metadata__", False) is True:
+            # annotated-types' GroupedMetadata (Interval, Len, pydantic's
+            # StringConstraints): "Parsers should recognize this and unpack it".
+            for part in cast("Iterable[object]", meta):
+                self.annotate(out, part, field)
+        elif _derives_from(meta, "annotated_types", "BaseMetadata"):
+            self.constraint(out, meta)
+        elif _is_doc(meta):
+            out["description"] = cast("Any", meta).documentation
+        elif _library_of(meta) is not None:
+            raise self.error(
+                f"{_label(meta)} has no JSON Schema equivalent, so the model would never see"
+                f" the rule and it would not be checked: {_INSTEAD}"
+            )
+
+    def field_info(self, out: Schema, info: Any, field: str | None, *, in_annotated: bool) -> None:
+        """Apply a pydantic ``FieldInfo`` (what ``Field(...)`` returns) to ``out``: its
+        description, title, examples and constraints (its ``metadata``)."""
+        if in_annotated and not info.is_required():
+            raise self.error(
+                "a default inside Annotated[..., Field(...)] (pydantic refuses it too):"
+                " write it as the default, `x: Annotated[int, Field(ge=1)] = 1`"
+            )
+        if getattr(info, "default_factory_takes_validated_data", None):
+            raise self.error(
+                "a default_factory that takes the validated data: mcp-trio calls it with"
+                " no argument; compute the value in the function instead"
+            )
+        for name in ("alias", "validation_alias", "serialization_alias"):
+            alias = getattr(info, name, None)
+            if field is not None and alias is not None and alias != field:
+                raise self.error(
+                    f"Field({name}={alias!r}) would make the argument's name on the wire"
+                    f" other than {field!r}, and mcp-trio passes arguments by their"
+                    f" parameter's name: rename the parameter to {alias!r} instead"
+                )
+        extra = getattr(info, "json_schema_extra", None)
+        if extra is not None and not isinstance(extra, Mapping):
+            raise self.error("Field(json_schema_extra=<a function>): give the keywords as a dict")
+        for meta in getattr(info, "metadata", None) or ():
+            self.annotate(out, meta, field)
+        if isinstance(title := getattr(info, "title", None), str):
+            out["title"] = title
+        if isinstance(description := getattr(info, "description", None), str):
+            out["description"] = description
+        if (examples := getattr(info, "examples", None)) is not None:
+            try:
+                out["examples"] = to_jsonable(list(examples))
+            except TypeError as exc:
+                raise self.error(f"Field(examples=...): {exc}") from None
+        if getattr(info, "deprecated", None):
+            out["deprecated"] = True
+        if extra:
+            try:
+                keywords = to_jsonable(extra)
+                check_schema(keywords)
+            except (TypeError, ValueError) as exc:
+                raise self.error(f"Field(json_schema_extra=...): {exc}") from None
+            out.update(keywords)
+
+    def constraint(self, out: Schema, meta: object) -> None:
+        """Apply one annotated-types constraint (``Ge(1)``, ``MaxLen(3)``...; pydantic's
+        own derive from the same base: ``Strict``, its ``pattern``...) to ``out``, by
+        its documented attributes."""
+        label = _label(meta)
+        values = _metadata_values(meta)
+        if not values:
+            raise self.error(f"{label} has no JSON Schema equivalent: {_INSTEAD}")
+        for key, value in values.items():
+            if key in _BOUND_KEYWORDS:
+                self.bound(out, _BOUND_KEYWORDS[key], value, label)
+            elif key == "multiple_of":
+                self.bound(out, "multipleOf", value, label)
+            elif key in ("min_length", "max_length"):
+                self.length(out, key, value, label)
+            elif key == "pattern":
+                self.need(out, {"string"}, label)
+                out["pattern"] = self.pattern(value, label)
+            elif key == "tz" and value is Ellipsis:
+                pass  # aware, any offset: what every date-time argument is
+            elif key == "tz":
+                raise self.error(
+                    f"{label}: a date-time argument always has an offset (RFC 3339), and"
+                    " any offset is taken: drop it, and convert in the function"
+                    " (value.astimezone(...))"
+                )
+            elif key not in _SATISFIED:
+                why = _WHY_NOT.get(key, _INSTEAD)
+                raise self.error(f"{label} ({key}) has no JSON Schema equivalent: {why}")
+
+    def bound(self, out: Schema, keyword: str, value: object, label: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(
+                f"{label}: a JSON Schema bound is a number, not {type(value).__name__}"
+                " (dates, strings... cannot be bounded in a schema): check it in the function"
+            )
+        if not math.isfinite(value) or (keyword == "multipleOf" and value <= 0):
+            raise self.error(f"{label}: {value!r} is no valid {keyword}")
+        self.need(out, {"integer", "number"}, label)
+        out[keyword] = value
+
+    def length(self, out: Schema, key: str, value: object, label: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.error(f"{label}: a length is an int >= 0, not {value!r}")
+        kinds = self.need(out, set(_LENGTH_KEYWORDS), label)
+        for kind, (low, high) in _LENGTH_KEYWORDS.items():
+            if kinds is None or kind in kinds:
+                out[low if key == "min_length" else high] = value
+
+    def need(self, out: Schema, wanted: set[str], label: str) -> set[str] | None:
+        """The JSON types ``out`` admits (``None``: any); a ``TypeError`` if none of
+        them is one ``label`` constrains (JSON Schema would ignore it: silently)."""
+        kinds = self.kinds(out)
+        if "number" in wanted:
+            wanted = wanted | {"integer"}
+        if kinds is not None and not kinds & wanted:
+            names = " or ".join(sorted(kinds))
+            raise self.error(f"{label} does not apply to {names} values")
+        return kinds
+
+    def kinds(self, schema: Schema) -> set[str] | None:
+        """The JSON types ``schema`` admits, as far as its ``type``, ``enum``,
+        ``anyOf`` and references say; ``None``: it does not say (any)."""
+        name = _ref_name(schema)
+        if name is not None:
+            target = self.defs.get(name)
+            return self.kinds(target) if target else None  # (empty: still being built)
+        kind = schema.get("type")
+        if isinstance(kind, str):
+            return {kind}
+        if "enum" in schema:
+            return {_json_type(v) or "?" for v in schema["enum"]}
+        if "anyOf" in schema:
+            found: set[str] = set()
+            for member in schema["anyOf"]:
+                more = self.kinds(member)
+                if more is None:
+                    return None
+                found |= more
+            return found
+        return None
+
+    def pattern(self, value: object, label: str) -> str:
+        if not isinstance(value, str):
+            raise self.error(f"{label}: a pattern is a string, not {type(value).__name__}")
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise self.error(f"{label}: invalid pattern {value!r}: {exc}") from None
+        return value
+
     def generic(self, tp: Any) -> Schema:
         origin, args = get_origin(tp), get_args(tp)
         if origin is None:
@@ -598,6 +896,12 @@ class _Builder:
                 if values := self.schema(args[1]):
                     out["additionalProperties"] = values
             return out
+        if _is_pydantic_model(tp):
+            raise self.error(
+                f"{tp.__qualname__} is a pydantic model, which mcp-trio does not read:"
+                " make it a dataclass (or an attrs class or TypedDict) of the same fields,"
+                " Annotated[T, Field(...)] and all"
+            )
         raise self.error(f"unsupported type {tp!r}")
 
     def named(self, cls: type, build: Callable[[type], Schema]) -> Schema:
@@ -633,7 +937,12 @@ class _Builder:
             raise self.error(str(exc)) from exc
         for field in fields:
             self.where.append(f"field {field.name!r} of {cls.__qualname__}")
-            prop = self.schema(field.hint)
+            if _is_field_info(field.default):
+                raise self.error(
+                    "its default is a pydantic Field(...), which this class would take as"
+                    " the value itself: write `name: Annotated[T, Field(...)] = default`"
+                )
+            prop = self.schema(field.hint, field.name)
             self.where.pop()
             text = field_docs.get(field.name) or doc.params.get(field.name)
             if text and "description" not in prop:
@@ -827,6 +1136,10 @@ class _Signature:
     hints: dict[str, Any]
     var_keyword: str | None
     doc: _Doc
+    fields: dict[str, Any] = attrs.field(factory=dict)
+    """The parameters whose default is a pydantic ``FieldInfo`` (``days: int =
+    Field(1, ge=1)``, the official SDK's idiom), by name: Python would pass the
+    ``FieldInfo`` itself, so :func:`coerce_arguments` puts its default in."""
 
 
 @_memo
@@ -848,7 +1161,8 @@ def _signature(fn: Callable[..., Any], skip: frozenset[str]) -> _Signature:
             )
         else:
             params[param.name] = param
-    return _Signature(name, params, hints, var_keyword, _parse_doc(inspect.getdoc(fn)))
+    fields = {n: p.default for n, p in params.items() if _is_field_info(p.default)}
+    return _Signature(name, params, hints, var_keyword, _parse_doc(inspect.getdoc(fn)), fields)
 
 
 def function_input_schema(fn: Callable[..., Any], *, skip: Collection[str] = ()) -> Schema:
@@ -872,13 +1186,18 @@ def function_input_schema(fn: Callable[..., Any], *, skip: Collection[str] = ())
     required: list[str] = []
     for name, param in sig.params.items():
         builder.where[:] = [f"parameter {name!r} of {sig.name}"]
-        prop = builder.schema(sig.hints.get(name, Any))
+        hint = sig.hints.get(name, Any)
+        prop = builder.schema(hint, name)
+        default = param.default
+        if (info := sig.fields.get(name)) is not None:  # (days: int = Field(1, ge=1))
+            builder.field_info(prop, info, name, in_annotated=False)
+            default = _field_default(info, call=False)
         if "description" not in prop and name in sig.doc.params:
             prop["description"] = sig.doc.params[name]
-        if param.default is param.empty:
+        if default is param.empty or (info is not None and info.is_required()):
             required.append(name)
-        else:
-            builder.default(prop, param.default, sig.hints.get(name, Any))
+        elif default is not _MISSING:
+            builder.default(prop, default, hint)
         properties[name] = prop
     out: Schema = {"type": "object"}
     if properties:
@@ -1296,7 +1615,21 @@ def coerce_arguments(
                 problems.append(f"{where}: {text}")
     if problems:
         raise ValueError("; ".join(problems))
+    _add_field_defaults(fn, out, skip=skip)
     return out
+
+
+def _add_field_defaults(
+    fn: Callable[..., Any], arguments: MutableMapping[str, Any], *, skip: Collection[str] = ()
+) -> None:
+    """Put in ``arguments`` the default of each parameter of ``fn`` that has a pydantic
+    ``Field(...)`` as its default and is missing: called bare, the function would get
+    the ``FieldInfo`` itself."""
+    for name, info in _signature(fn, frozenset(skip)).fields.items():
+        if name not in arguments:
+            value = _field_default(info, call=True)
+            if value is not _MISSING:  # (required: validation said it is there)
+                arguments[name] = value
 
 
 _MIN_INT = -(2**63)
@@ -1372,4 +1705,9 @@ def _jsonable(value: object, strict: bool) -> Any:
         return out
     if isinstance(value, list | tuple | set | frozenset):
         return [_jsonable(item, strict) for item in value]
+    if _is_pydantic_model(cls):
+        raise TypeError(
+            f"{cls.__qualname__} (a pydantic model) has no JSON form here: return a"
+            " dataclass, or its .model_dump(mode='json')"
+        )
     raise TypeError(f"{type(value).__qualname__} has no JSON form")

@@ -27,6 +27,7 @@ import trio
 from mcp_sansio._http_common import HeaderParam, parse_header_params
 
 from ._jsonschema import (
+    _is_field_info,
     _signature,
     check_schema,
     coerce_arguments,
@@ -385,6 +386,7 @@ class ToolEntry(Entry):
             if input_schema.get("type") != "object":
                 raise ValueError(f"tool {name!r}: an inputSchema must be an object schema")
             schema = dict(input_schema)
+            _refuse_field_defaults(name, fn, skip)
         else:
             schema = function_input_schema(fn, skip=skip)
         try:
@@ -444,11 +446,25 @@ class ToolEntry(Entry):
         )
 
 
+def _refuse_field_defaults(name: str, fn: Callable[..., Any], skip: Sequence[str]) -> None:
+    """A tool with a verbatim ``inputSchema`` gets its arguments as they are: a pydantic
+    ``Field(...)`` default would reach it as itself."""
+    for param in inspect.signature(fn).parameters.values():
+        if param.name not in skip and _is_field_info(param.default):
+            raise TypeError(
+                f"tool {name!r}: parameter {param.name!r} has a pydantic Field(...) as its"
+                " default; with input_schema= the function gets the arguments as they are,"
+                " so it would get the Field itself: give a plain default (and the bounds"
+                " in the schema)"
+            )
+
+
 def _plain_params(fn: Callable[..., Any], skip: tuple[str, ...]) -> dict[str, type] | None:
     """``ToolEntry.plain_params`` of ``fn``: ``None`` unless every parameter (but the
-    skipped) is annotated exactly ``str``, ``int``, ``float`` or ``bool``."""
+    skipped) is annotated exactly ``str``, ``int``, ``float`` or ``bool``, none with a
+    pydantic ``Field(...)`` as its default (whose default must be put in)."""
     sig = _signature(fn, frozenset(skip))
-    if sig.var_keyword is not None:
+    if sig.var_keyword is not None or sig.fields:
         return None
     found: dict[str, type] = {}
     for name in sig.params:
