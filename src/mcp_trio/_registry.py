@@ -15,6 +15,7 @@ import copy
 import functools
 import inspect
 import json
+import logging
 import math
 import re
 import types
@@ -66,6 +67,8 @@ __all__ = [
 ]
 
 ListKind = Literal["tools", "prompts", "resources"]
+
+logger = logging.getLogger("mcp_trio.server")
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
@@ -328,11 +331,22 @@ class ToolEntry(Entry):
     definition: dict[str, Any]
     """The ``Tool`` object of ``tools/list``."""
     custom_input: bool = False
-    """Whether ``input_schema`` was given verbatim (then the function validates its
-    own arguments: they arrive as JSON values, unconverted)."""
+    """Whether ``input_schema`` was given verbatim. Arguments are then validated against
+    ``input_check`` (when there is one) and passed as JSON values, unconverted."""
+    input_check: dict[str, Any] | None = None
+    """With ``custom_input``: what the arguments are validated against before the
+    function runs -- ``input_schema`` without its ``x-mcp-header`` annotations (MCP's,
+    no assertions) -- or ``None`` when :func:`~mcp_trio._validation.validate` cannot
+    use it (a keyword it does not implement: ``if``/``then``/``else``,
+    ``patternProperties``..., said in a warning at registration): then the function
+    checks its arguments itself."""
     custom_params: frozenset[str] | None = frozenset()
     """With ``custom_input``: the argument names the function accepts (its named
     parameters), or ``None`` when it takes ``**kwargs`` (any name)."""
+    custom_required: tuple[str, ...] = ()
+    """With ``custom_input``: the parameters without a default, which a call must give
+    (refused as invalid arguments, not failed in the call, when the schema lets one
+    be left out)."""
     header_params: tuple[HeaderParam, ...] = ()
     """The ``x-mcp-header`` parameters of ``input_schema`` (modern HTTP checks the
     ``Mcp-Param-*`` headers of a call against them)."""
@@ -382,10 +396,12 @@ class ToolEntry(Entry):
         ctx = context_parameter(fn)
         skip = _skip(ctx)
         custom_input = input_schema is not None
+        input_check = None
         if input_schema is not None:
             if input_schema.get("type") != "object":
                 raise ValueError(f"tool {name!r}: an inputSchema must be an object schema")
             schema = dict(input_schema)
+            input_check = _input_check(name, input_schema)
             _refuse_field_defaults(name, fn, skip)
         else:
             schema = function_input_schema(fn, skip=skip)
@@ -410,7 +426,10 @@ class ToolEntry(Entry):
                 check_schema(out)
             except ValueError as exc:
                 raise ValueError(f"tool {name!r}: outputSchema {exc}") from None
-        input_test = None if custom_input else flat_object_test(schema)
+        if custom_input:
+            input_test = None if input_check is None else flat_object_test(input_check)
+        else:
+            input_test = flat_object_test(schema)
         plain = None if custom_input else _plain_params(fn, skip)
         definition = _definition(
             {
@@ -434,7 +453,9 @@ class ToolEntry(Entry):
             derived_output=derived,
             definition=definition,
             custom_input=custom_input,
+            input_check=input_check,
             custom_params=_custom_params(fn, skip) if custom_input else frozenset(),
+            custom_required=_custom_required(fn, skip) if custom_input else (),
             header_params=header_params,
             task=_task_support(name, task, task_start),
             task_start=task_start,
@@ -444,6 +465,35 @@ class ToolEntry(Entry):
             plain_params=plain,
             plain_test=plain_object_test(input_test, plain),
         )
+
+
+def _input_check(name: str, input_schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``ToolEntry.input_check`` for a verbatim ``inputSchema``: a copy (what the caller
+    does with its dict afterwards changes nothing), without ``x-mcp-header``; ``None``,
+    with a warning, when ``validate`` cannot use it."""
+    check: dict[str, Any] = _without_header_marks(copy.deepcopy(dict(input_schema)))
+    try:
+        check_schema(check)
+    except ValueError as exc:
+        logger.warning(
+            "tool %r: its inputSchema is published but arguments are not validated against"
+            " it (the function must check them): %s",
+            name,
+            exc,
+        )
+        return None
+    return check
+
+
+def _without_header_marks(node: Any) -> Any:
+    """``node`` without the ``x-mcp-header`` annotations, which sit on properties
+    reached from the root through ``properties`` only (see ``parse_header_params``)."""
+    if not isinstance(node, dict):
+        return node
+    out = {key: value for key, value in node.items() if key != "x-mcp-header"}
+    if isinstance(properties := out.get("properties"), dict):
+        out["properties"] = {k: _without_header_marks(v) for k, v in properties.items()}
+    return out
 
 
 def _refuse_field_defaults(name: str, fn: Callable[..., Any], skip: Sequence[str]) -> None:
@@ -457,6 +507,17 @@ def _refuse_field_defaults(name: str, fn: Callable[..., Any], skip: Sequence[str
                 " so it would get the Field itself: give a plain default (and the bounds"
                 " in the schema)"
             )
+
+
+def _custom_required(fn: Callable[..., Any], skip: Sequence[str]) -> tuple[str, ...]:
+    """``ToolEntry.custom_required``: the named parameters without a default."""
+    return tuple(
+        param.name
+        for param in inspect.signature(fn).parameters.values()
+        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
+        and param.default is param.empty
+        and param.name not in skip
+    )
 
 
 def _plain_params(fn: Callable[..., Any], skip: tuple[str, ...]) -> dict[str, type] | None:

@@ -389,11 +389,21 @@ class ServerMethods:
         if fit is not None and fit(arguments):
             kwargs = dict(arguments)  # (valid, and what coerce_arguments would make of them)
         elif tool.custom_input:
-            # A verbatim schema: the function validates its own (JSON) arguments.
+            # A verbatim schema: validated against when validate() can use it (else the
+            # function checks them), passed as JSON values, unconverted.
+            check, test = tool.input_check, tool.input_test
+            if check is not None and (test is None or not test(arguments)):
+                problems = validate(arguments, check)
+                if problems:
+                    why = "; ".join(problems)
+                    return _tool_error(f"Invalid arguments for tool {name!r}: {why}")
             if tool.custom_params is not None:  # (None: the function takes **kwargs)
                 unknown = sorted(set(arguments) - tool.custom_params)
                 if unknown:
                     return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
+            missing = [param for param in tool.custom_required if param not in arguments]
+            if missing:
+                return _tool_error(f"Invalid arguments for tool {name!r}: missing {missing}")
             kwargs = dict(arguments)
         else:
             # (The registry's quick test first: validate() walks the schema, to list

@@ -1,0 +1,163 @@
+"""A hand-written ``input_schema=`` (how a TypeScript-SDK ``registerTool`` port lands) is
+enforced, as a hand-written ``output_schema`` is: arguments are validated against it
+before the function runs, and passed as JSON values, unconverted.
+
+* Out of bounds, of the wrong type, undeclared under ``additionalProperties: false``,
+  or missing while required: a tool error the model can act on; the function does not run.
+* A parameter without a default that the schema lets the client leave out is a tool
+  error naming it, not "internal error" (the function's ``TypeError``).
+* ``x-mcp-header`` (MCP's annotation) does not stop the validation.
+* A schema with a keyword the validator does not implement (``if``/``then``/``else``,
+  the documented reason to write one by hand) is still published and served; its
+  arguments reach the function unchecked, as before, and a warning at registration
+  says so and why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_trio import Client, Server, open_client
+
+ADD = {
+    "type": "object",
+    "properties": {"a": {"type": "number", "minimum": 0}, "b": {"type": "number"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
+
+
+@pytest.fixture(params=["legacy", "modern"])
+def era(request: pytest.FixtureRequest) -> str:
+    """The client's era: every test runs once per era."""
+    value: str = request.param
+    return value
+
+
+@asynccontextmanager
+async def connect(server: Server, era: str) -> AsyncGenerator[Client]:
+    with trio.fail_after(10):
+        async with open_client(server, era=era) as client:  # type: ignore[arg-type]  # (a str era)
+            yield client
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"a": -5, "b": 2}, "arguments.a: must be >= 0, got -5"),
+        ({"a": "1", "b": 2}, "arguments.a: expected number, got string"),
+        ({"a": 1}, "arguments: missing required property 'b'"),
+        ({"a": 1, "b": 2, "c": 3}, "arguments: unexpected property 'c'"),
+    ],
+)
+async def test_arguments_are_validated_against_a_verbatim_schema(
+    era: str, arguments: dict[str, Any], problem: str
+) -> None:
+    server = Server("ts-port")
+    seen: list[dict[str, Any]] = []
+
+    @server.tool(input_schema=ADD)
+    async def add(**args: Any) -> float:
+        seen.append(args)
+        return float(args["a"] + args["b"])
+
+    async with connect(server, era) as client:
+        assert (await client.list_tools())[0].input_schema == ADD  # (published as written)
+        refused = await client.call_tool("add", arguments)
+        fine = await client.call_tool("add", {"a": 1, "b": 2})
+    assert refused.is_error
+    assert refused.text == f"Invalid arguments for tool 'add': {problem}"
+    assert not fine.is_error
+    assert seen == [{"a": 1, "b": 2}]  # (as sent: JSON values, unconverted)
+
+
+async def test_a_parameter_the_schema_leaves_optional_is_asked_for(era: str) -> None:
+    # The schema does not require 'b', the function does: answered as invalid
+    # arguments, not as the function's TypeError ("internal error").
+    server = Server("loose")
+    loose = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {}}}
+
+    @server.tool(input_schema=loose)
+    def pair(a: int, b: Any, c: int = 0) -> str:
+        return f"{a} {b} {c}"
+
+    async with connect(server, era) as client:
+        missing = await client.call_tool("pair", {"a": 1})
+        given = await client.call_tool("pair", {"a": 1, "b": "x"})
+    assert missing.is_error
+    assert missing.text == "Invalid arguments for tool 'pair': missing ['b']"
+    assert given.text == "1 x 0"
+
+
+async def test_an_x_mcp_header_schema_is_validated_too(era: str) -> None:
+    server = Server("headers")
+    schema = {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        "required": ["region"],
+    }
+
+    @server.tool(input_schema=schema)
+    def where(region: str) -> str:
+        return f"in {region}"
+
+    async with connect(server, era) as client:
+        tools = await client.list_tools()
+        refused = await client.call_tool("where", {"region": 7})
+        fine = await client.call_tool("where", {"region": "eu"})
+    assert tools[0].input_schema == schema  # (the annotation still published)
+    assert (
+        refused.text
+        == "Invalid arguments for tool 'where': arguments.region: expected string, got integer"
+    )
+    assert fine.text == "in eu"
+
+
+async def test_a_schema_the_validator_cannot_use_is_served_unchecked_with_a_warning(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = Server("conditional")
+    schema = {
+        "type": "object",
+        "properties": {"kind": {"type": "string"}, "size": {"type": "integer"}},
+        "if": {"properties": {"kind": {"const": "box"}}},
+        "then": {"required": ["size"]},
+    }
+    seen: list[dict[str, Any]] = []
+    with caplog.at_level(logging.WARNING, logger="mcp_trio.server"):
+
+        @server.tool(input_schema=schema)
+        def ship(**args: Any) -> str:
+            seen.append(args)
+            return "ok"
+
+    assert caplog.messages == [
+        "tool 'ship': its inputSchema is published but arguments are not validated against"
+        " it (the function must check them): #: unsupported JSON Schema keyword(s) 'if',"
+        " 'then'; validate() implements: " + caplog.messages[0].rpartition("implements: ")[2]
+    ]
+    async with connect(server, era) as client:
+        assert (await client.list_tools())[0].input_schema == schema
+        result = await client.call_tool("ship", {"kind": 3})
+    assert result.text == "ok"
+    assert seen == [{"kind": 3}]
+
+
+async def test_the_schema_checked_is_the_one_registered(era: str) -> None:
+    # What the caller does with its dict after registration changes nothing.
+    server = Server("copied")
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "maximum": 3}},
+    }
+    server.add_tool(lambda **kw: "ran", name="t", input_schema=schema)
+    schema["properties"]["n"]["maximum"] = 100
+    async with connect(server, era) as client:
+        result = await client.call_tool("t", {"n": 50})
+    assert result.text == "Invalid arguments for tool 't': arguments.n: must be <= 3, got 50"
