@@ -46,7 +46,13 @@ from ._server_content import (
     plain_tool_annotations,
 )
 from ._uritemplate import URI_HINT, UriTemplate, uri_problem
-from ._validation import flat_object_test, plain_object_test
+from ._validation import (
+    AnchorRef,
+    dialect_supported,
+    flat_object_test,
+    plain_object_test,
+    resolve_ref,
+)
 
 if TYPE_CHECKING:
     from ._tasks import TaskStart, TaskSupport
@@ -475,6 +481,12 @@ def _input_check(name: str, input_schema: Mapping[str, Any]) -> dict[str, Any] |
     try:
         check_schema(check)
     except ValueError as exc:
+        if not dialect_supported(check) or (problem := _unresolved_ref(check)) is not None:
+            # basic/index.mdx: an unsupported dialect MUST be handled with an error, and a
+            # $ref that does not resolve SHOULD be rejected, not taken as permissive: as
+            # for an outputSchema, refused here rather than published unchecked.
+            why = problem if dialect_supported(check) else exc
+            raise ValueError(f"tool {name!r}: inputSchema {why}") from None
         logger.warning(
             "tool %r: its inputSchema is published but arguments are not validated against"
             " it (the function must check them): %s",
@@ -483,6 +495,38 @@ def _input_check(name: str, input_schema: Mapping[str, Any]) -> dict[str, Any] |
         )
         return None
     return check
+
+
+def _unresolved_ref(schema: dict[str, Any]) -> str | None:
+    """What is wrong with the first ``$ref`` of ``schema`` that is not local or leads
+    nowhere; ``None`` when there is none (anchors and ``$ref`` below a nested ``$id``,
+    valid but which the validator does not follow, are left to its warning)."""
+    refs: list[str] = []
+    nested_id = False
+
+    def walk(node: Any, depth: int) -> None:
+        nonlocal nested_id
+        if isinstance(node, dict):
+            nested_id = nested_id or (depth > 0 and "$id" in node)
+            if isinstance(node.get("$ref"), str):
+                refs.append(node["$ref"])
+            for value in node.values():
+                walk(value, depth + 1)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, depth + 1)
+
+    walk(schema, 0)
+    if nested_id:
+        return None
+    for ref in refs:
+        try:
+            resolve_ref(schema, ref)
+        except AnchorRef:
+            continue
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 def _without_header_marks(node: Any) -> Any:

@@ -161,3 +161,53 @@ async def test_the_schema_checked_is_the_one_registered(era: str) -> None:
     async with connect(server, era) as client:
         result = await client.call_tool("t", {"n": 50})
     assert result.text == "Invalid arguments for tool 't': arguments.n: must be <= 3, got 50"
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        # basic/index.mdx: an unsupported dialect MUST be handled with an error ...
+        (
+            {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
+            "unsupported JSON Schema dialect",
+        ),
+        # ... and a $ref that does not resolve SHOULD be rejected (nothing is fetched),
+        # even beside a keyword the validator lacks.
+        (
+            {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+            "unsupported \\$ref 'https://example.com/a.json'",
+        ),
+        (
+            {"type": "object", "if": {}, "properties": {"a": {"$ref": "#/$defs/gone"}}},
+            "unresolvable \\$ref '#/\\$defs/gone'",
+        ),
+    ],
+)
+def test_a_schema_of_another_dialect_or_with_a_dangling_ref_is_refused(
+    schema: dict[str, Any], problem: str
+) -> None:
+    server = Server("refused")
+    with pytest.raises(ValueError, match=f"^tool 'f': inputSchema .*{problem}"):
+
+        @server.tool(input_schema=schema)
+        def f(**args: Any) -> str:
+            return "never"
+
+
+def test_refs_the_validator_cannot_follow_are_left_to_its_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Valid JSON Schema: an anchor, and a $ref that resolves against a nested $id.
+    anchored = {"type": "object", "properties": {"a": {"$ref": "#thing"}}}
+    rebased = {
+        "type": "object",
+        "properties": {
+            "a": {"$id": "https://example.com/a", "$defs": {"n": {}}, "$ref": "#/$defs/n"}
+        },
+    }
+    server = Server("kept")
+    with caplog.at_level(logging.WARNING, logger="mcp_trio.server"):
+        for name, schema in (("anchored", anchored), ("rebased", rebased)):
+            server.tool(name=name, input_schema=schema)(lambda **args: "ok")
+    assert len(caplog.messages) == 2
+    assert all("arguments are not validated" in m for m in caplog.messages)
