@@ -657,6 +657,17 @@ class Server:
         must be a variable. Templates are tried in registration order, after the fixed
         URIs. Templates that cannot be matched unambiguously (``{a}{b}``) are refused.
 
+        Variables are percent-decoded, and the URI is the client's: check a value before
+        you use it (server/resources.mdx: "Servers MUST validate all resource URIs"). A
+        ``{x}``, ``{.x}`` or ``{/x}`` value is one path segment: a URI in which it would
+        hold ``/``, ``\\`` or a NUL (``..%2Fsecret``, ``a%5Cb``, ``a%00``), or be ``.`` or
+        ``..``, does not match, so falls through to later templates, then to "Resource not
+        found" (completions match URIs the same way). ``{+x}`` and ``{#x}`` span segments
+        by design, and ``{?x}``, ``{&x}`` and ``{;x}`` are parameters: their values may
+        hold ``/`` and ``..``, so confine them yourself (resolve the path and check it
+        stays under its root). Use ``{+x}`` for a variable that must accept an encoded
+        slash (``a%2Fb``).
+
         A URI must be an RFC 3986 URI (server/resources.mdx), ASCII only: an IRI
         (``file:///café``) or a raw ``[`` / ``]`` outside an IPv6 host (``?q=[1]``) is
         refused; percent-encode them (``file:///caf%C3%A9``, ``?q=%5B1%5D``). A

@@ -38,16 +38,25 @@ these rules:
   match, and a duplicated name makes the whole match fail.
 * Matched text is percent-decoded (UTF-8); invalid UTF-8 is no match. A variable that occurs
   twice in a template must match the same value both times.
+* A *segment* value (``{x}``, ``{.x}``, ``{/x}``) must be one path segment once decoded:
+  one that holds ``/``, ``\\`` or a NUL, or is ``.`` or ``..``, is no match (see below).
 
 .. warning::
    Decoding is what makes matching the inverse of expansion (``{x}`` expands ``a/b`` to
-   ``a%2Fb``), so a value is *not* confined to one segment: ``file:///{name}`` matches
-   ``file:///..%2F..%2Fetc%2Fpasswd`` with ``name == "../../etc/passwd"``, and a value may
-   hold ``/``, ``\\``, ``..``, a NUL (from ``%00``) or anything else the client sent. The
-   URI comes from the client, and servers MUST validate all resource URIs
-   (server/resources, "Security Considerations"): a handler that turns a value into a path,
-   a query or a command must check it first (resolve the path and confirm it stays under
-   its root, say), exactly as for any other untrusted input.
+   ``a%2Fb``), so without the segment rule ``file:///docs/{name}`` would match
+   ``file:///docs/..%2Fsecret.txt`` with ``name == "../secret.txt"``. Authors reasonably
+   read ``{name}`` as one segment, and servers MUST validate all resource URIs
+   (server/resources, "Security Considerations"), so such a URI does not match: it falls
+   through to later templates, then to "Resource not found". The rule only makes a value
+   safe to use as *one path segment*; a handler still checks what it means (a value may
+   hold any other character the client sent, such as a space, ``~`` or ``:``).
+
+   Reserved expansion (``{+x}``, ``{#x}``) spans segments by design and named expressions
+   (``{;x}``, ``{?x}``, ``{&x}``) are parameters: their values may hold ``/``, ``\\``,
+   ``..``, a NUL or anything else, and a handler that turns one into a path, a query or a
+   command must check it first (resolve the path and confirm it stays under its root,
+   say), exactly as for any other untrusted input. ``{+x}`` is also the way to take a
+   value that may hold an encoded slash (``a%2Fb``).
 
 Some templates cannot be matched, though they expand fine: two expressions side by side
 where the second has no prefix (``{a}{b}``, ``{+a}{b}``: nothing says where ``a`` ends), and
@@ -58,8 +67,8 @@ whatever the template, URIs longer than :data:`MAX_MATCH_LENGTH` never match.
 
 So ``match(expand(values)) == values`` for non-empty values of positional variables that
 avoid their delimiters and the character that follows them in the template (and ``%`` in
-``{+x}``/``{#x}``, where escapes pass through unchanged on expansion), and for any values of
-named variables.
+``{+x}``/``{#x}``, where escapes pass through unchanged on expansion; and, for segment
+values, are one segment), and for any values of named variables.
 """
 
 from __future__ import annotations
@@ -176,24 +185,36 @@ class _Operator:
     stops: str
     """Characters the matched text never contains: the expression's delimiters (its
     percent-decoded value may contain them; see the module docstring's warning)."""
+    segment: bool
+    """Whether a matched value must be one path segment (:func:`_one_segment`)."""
 
 
 # RFC 6570 appendix A, plus our matching rules (see the module docstring).
 _OPERATORS = {
-    "": _Operator("", ",", named=False, ifemp="", reserved=False, stops="/?#"),
-    "+": _Operator("", ",", named=False, ifemp="", reserved=True, stops="#"),
-    "#": _Operator("#", ",", named=False, ifemp="", reserved=True, stops="#"),
-    ".": _Operator(".", ".", named=False, ifemp="", reserved=False, stops="/?#."),
-    "/": _Operator("/", "/", named=False, ifemp="", reserved=False, stops="/?#"),
-    ";": _Operator(";", ";", named=True, ifemp="", reserved=False, stops=";/?#"),
-    "?": _Operator("?", "&", named=True, ifemp="=", reserved=False, stops="&#"),
-    "&": _Operator("&", "&", named=True, ifemp="=", reserved=False, stops="&#"),
+    "": _Operator("", ",", named=False, ifemp="", reserved=False, stops="/?#", segment=True),
+    "+": _Operator("", ",", named=False, ifemp="", reserved=True, stops="#", segment=False),
+    "#": _Operator("#", ",", named=False, ifemp="", reserved=True, stops="#", segment=False),
+    ".": _Operator(".", ".", named=False, ifemp="", reserved=False, stops="/?#.", segment=True),
+    "/": _Operator("/", "/", named=False, ifemp="", reserved=False, stops="/?#", segment=True),
+    ";": _Operator(";", ";", named=True, ifemp="", reserved=False, stops=";/?#", segment=False),
+    "?": _Operator("?", "&", named=True, ifemp="=", reserved=False, stops="&#", segment=False),
+    "&": _Operator("&", "&", named=True, ifemp="=", reserved=False, stops="&#", segment=False),
 }
 #: What a ``{+x}``/``{#x}`` value leaves to what follows it: these characters start named
 #: expressions or separate values; a ``/`` or a literal's first character is kept.
 _RESERVED_YIELDS = frozenset("?&;,#")
 #: URIs longer than this never match: the work per ``match`` stays bounded.
 MAX_MATCH_LENGTH = 16 * 1024
+#: What a segment value may not hold once decoded: a path separator (POSIX or Windows) or
+#: a NUL (which ends a C string, so a path, early).
+_NOT_IN_SEGMENT = re.compile(r"[/\\\x00]")
+
+
+def _one_segment(value: str) -> bool:
+    """Whether ``value`` can only name one path segment: no ``/``, ``\\`` or NUL, and
+    not ``.`` or ``..`` (which name this directory or its parent, RFC 3986 section
+    3.3)."""
+    return value not in (".", "..") and _NOT_IN_SEGMENT.search(value) is None
 
 
 @attrs.frozen
@@ -455,8 +476,10 @@ class UriTemplate:
     def match(self, uri: str) -> dict[str, str] | None:
         """The decoded variable values if ``uri`` fits the template, else ``None``.
 
-        Values are percent-decoded, so ``{x}`` may yield ``"../../etc"`` (from
-        ``..%2F..%2Fetc``) or any other text: they are the client's input, to be validated
+        Values are percent-decoded. A ``{x}``, ``{.x}`` or ``{/x}`` value must be one path
+        segment: ``file:///{name}`` does not match ``file:///..%2Fetc`` (nor ``%2E%2E``,
+        ``a%5Cb`` or ``a%00``). The values of ``{+x}``, ``{#x}`` and named expressions may
+        hold ``/``, ``..`` or any other text. All are the client's input, to be validated
         before use (see the module docstring's warning).
 
         Variables of named expressions (``{?x}``, ``{;x}``, ``{&x}``) that the URI leaves
@@ -477,7 +500,10 @@ class UriTemplate:
             for group, name, expr in matcher.groups:
                 text = found.group(group)
                 if name is not None:
-                    items = [(name, unquote(text, errors="strict"))]
+                    value = unquote(text, errors="strict")
+                    if expr.operator.segment and not _one_segment(value):
+                        return None  # (see the module docstring's warning)
+                    items = [(name, value)]
                 elif text is None:
                     continue
                 else:

@@ -177,6 +177,8 @@ async def test_a_concrete_uri_completes_for_the_template_it_matches(era: str) ->
         "repo://octo",  # one segment short
         "repo://{a}/{b}",  # a template, not ours (not matched as a URI)
         "repo://{owner}/x",
+        "repo://..%2F..%2Fetc/x",  # a {x} value is one segment (as resources/read has it)
+        "repo://octo/..",
     ],
 )
 async def test_a_uri_nothing_matches_is_still_unknown(era: str, uri: str) -> None:

@@ -548,21 +548,52 @@ def test_form_spec_inlines_a_types_shared_definitions() -> None:
 # ================================================================== template values
 
 
-async def test_template_values_are_decoded_so_handlers_must_check_them() -> None:
-    # The documented behaviour (the module docstring of _uritemplate): a {name} value is
-    # percent-decoded and may hold "/" and "..", however its expression is delimited.
+@pytest.mark.parametrize(
+    "tail", ["..%2Fsecret.txt", "%2Fetc%2Fhostname", "..", "%2E%2E", "a%5Cb", "a%00b"]
+)
+async def test_a_template_value_is_one_segment(tail: str) -> None:
+    # The security review's path traversal: file:///docs/{name} read "../secret.txt" from
+    # ..%2Fsecret.txt. A {name} value is one path segment (the _uritemplate module
+    # docstring), so the URI matches no template: "Resource not found", as for any other.
     server = Server("files")
     seen: list[str] = []
 
-    @server.resource("x://seg/{name}")
+    @server.resource("file:///docs/{name}")
     def segment(name: str) -> str:
         seen.append(name)
         return "ok"
 
     async with connect(server, "legacy") as client:
-        result = await client.request("resources/read", {"uri": "x://seg/..%2F..%2Fetc"})
-        validate(negotiated(client), "ReadResourceResult", result)
-    assert seen == ["../../etc"]
+        assert (await client.request("resources/read", {"uri": "file:///docs/a.txt"}))["contents"][
+            0
+        ]["text"] == "ok"
+        with pytest.raises(McpError) as info:
+            await client.request("resources/read", {"uri": "file:///docs/" + tail})
+    assert info.value.code == ErrorCode.RESOURCE_NOT_FOUND
+    assert seen == ["a.txt"]
+
+
+async def test_reserved_template_values_are_decoded_so_handlers_must_check_them() -> None:
+    # A URI no segment template takes falls through to later templates; {+path} spans
+    # segments by design, so its value holds what the client sent, decoded.
+    server = Server("files")
+    seen: list[tuple[str, str]] = []
+
+    @server.resource("x://seg/{name}")
+    def segment(name: str) -> str:
+        seen.append(("segment", name))
+        return "ok"
+
+    @server.resource("x://seg/{+path}")
+    def spanning(path: str) -> str:
+        seen.append(("path", path))
+        return "ok"
+
+    async with connect(server, "legacy") as client:
+        for uri in ("x://seg/..%2F..%2Fetc", "x://seg/a"):
+            result = await client.request("resources/read", {"uri": uri})
+            validate(negotiated(client), "ReadResourceResult", result)
+    assert seen == [("path", "../../etc"), ("segment", "a")]
 
 
 async def test_an_error_whose_data_is_not_json_is_still_an_answer() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import given
@@ -115,6 +116,9 @@ def _invertible(template: str) -> bool:
     for op, names in re.findall(r"\{([+#./;?&]?)([^}]*)\}", template):
         if op not in (";", "?", "&") and not all(RFC_VARS[name] for name in names.split(",")):
             return False
+        # A {x}, {.x} or {/x} value must be one segment ("me/too" is not).
+        if op in ("", ".", "/") and any("/" in (RFC_VARS[n] or "") for n in names.split(",")):
+            return False
     # '{+path}' may stop anywhere, so '{var}' could take the tail of '/foo/bar'.
     return template != "up{+path}{var}/here"
 
@@ -131,6 +135,12 @@ def test_rfc_examples_match_back(template: str, expected: str) -> None:
 def test_rfc_examples_that_cannot_be_inverted() -> None:
     assert UriTemplate("X{.empty}").match("X.") is None
     assert UriTemplate("?{x,undef}").match("?1024") is None
+    # A segment value holding '/' (see test_segment_values_are_one_segment).
+    assert UriTemplate("{base}index").match("http%3A%2F%2Fexample.com%2Fhome%2Findex") is None
+    assert UriTemplate("{/who,dub}").match("/fred/me%2Ftoo") is None
+    assert UriTemplate("{+base}index").match("http://example.com/home/index") == {
+        "base": "http://example.com/home/"
+    }
     template = UriTemplate("up{+path}{var}/here")  # where does path end?
     assert template.expand(RFC_VARS) == "up/foo/barvalue/here"
     assert not template.matchable
@@ -173,6 +183,50 @@ def test_simple_variable_does_not_cross_segments() -> None:
     assert t.match("users:///profile") is None  # positional variables are non-empty
     assert t.match("users://alice/profile?x=1") is None
     assert t.match("users://alice/profilex") is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "..%2Fsecret.txt",
+        "%2Fetc%2Fhostname",
+        "a%2Fb",
+        "a%5Cb",
+        "..%5C..%5Cwin.ini",
+        "a%00b",
+        "..",
+        "%2E%2E",
+        ".",
+        "%2e",
+    ],
+)
+def test_segment_values_are_one_segment(value: str) -> None:
+    # The security review's path traversal: '{name}' reads as one segment, so a value that
+    # decodes to a separator, a NUL, '.' or '..' does not match (server/resources.mdx:
+    # "Servers MUST validate all resource URIs").
+    assert UriTemplate("file:///docs/{name}").match("file:///docs/" + value) is None
+    assert UriTemplate("file:///docs{/name}").match("file:///docs/" + value) is None
+    assert UriTemplate("file:///docs/x{.ext}").match("file:///docs/x." + value) is None
+    assert UriTemplate("file:///{a,name}").match("file:///a," + value) is None
+    # Reserved expansion spans segments by design; named expressions are parameters.
+    decoded = unquote(value)
+    assert UriTemplate("file:///docs/{+name}").match("file:///docs/" + value) == {"name": decoded}
+    assert UriTemplate("doc{#name}").match("doc#" + value) == {"name": decoded}
+    for template, uri in [("s{?q}", "s?q="), ("s{&q}", "s&q="), ("s{;q}", "s;q=")]:
+        assert UriTemplate(template).match(uri + value) == {"q": decoded}
+
+
+def test_segment_values_may_hold_dots_and_other_text() -> None:
+    t = UriTemplate("file:///docs/{name}")
+    for value, decoded in [
+        ("...", "..."),
+        ("..a", "..a"),
+        ("a..b", "a..b"),
+        (".hidden", ".hidden"),
+        ("a%20b~%3A", "a b~:"),
+        ("%25", "%"),
+    ]:
+        assert t.match("file:///docs/" + value) == {"name": decoded}
 
 
 def test_reserved_and_fragment_may_contain_slashes() -> None:
@@ -330,7 +384,9 @@ safe_text = st.text(
     st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="%"),
     max_size=12,
 )
-segment_text = safe_text.filter(lambda s: s != "")
+nonempty_text = safe_text.filter(lambda s: s != "")
+#: A segment value ({x}, {.x}, {/x}) is one segment: the others do not match.
+segment_text = nonempty_text.filter(lambda s: s not in (".", "..") and not set(s) & set("/\\\0"))
 
 
 @given(segment_text, segment_text, st.none() | safe_text, st.none() | safe_text)
@@ -342,9 +398,9 @@ def test_round_trip_path_and_query(a: str, b: str, q: str | None, r: str | None)
 
 
 @given(
-    segment_text.filter(lambda s: "#" not in s and "," not in s),
+    nonempty_text.filter(lambda s: "#" not in s and "," not in s),
     segment_text.filter(lambda s: "." not in s),  # '.' is unreserved: not escaped in {.x}
-    segment_text,
+    nonempty_text,
     st.none() | safe_text,
 )
 def test_round_trip_all_operators(p: str, label: str, h: str, frag: str | None) -> None:
@@ -365,3 +421,11 @@ def test_match_never_raises(uri: str) -> None:
 def test_reserved_expansion_keeps_percent_escapes() -> None:
     assert UriTemplate("{+x}").expand(x="a%41b%zz") == "a%41b%25zz"
     assert UriTemplate("{x}").expand(x="a%41") == "a%2541"
+
+
+@given(nonempty_text)
+def test_segment_rule_holds_for_any_value(value: str) -> None:
+    # A {x} value matches back exactly when it is one segment.
+    t = UriTemplate("res://{a}/x")
+    one = value not in (".", "..") and not set(value) & set("/\\\0")
+    assert t.match(t.expand(a=value)) == ({"a": value} if one else None)
