@@ -62,6 +62,8 @@ class _Unbound:
         task_status.started(_Handle())
         await trio.sleep_forever()
 
+    serve_websocket = serve_http
+
 
 @pytest.mark.parametrize(
     ("host", "allowed", "told"),
@@ -79,8 +81,48 @@ async def test_run_on_every_interface_says_only_loopback_names_are_served(
     server = cast(Server, _Unbound())
     with trio.move_on_after(1):
         await _cli_run._serve(server, "http", host, 8000, "/mcp", err, None, (allowed, ()))
-    assert ("only loopback Host names are served" in err.getvalue()) is told
+    assert ("only loopback Host names are accepted" in err.getvalue()) is told
     assert ("--allow-host" in err.getvalue()) is told
+
+
+@pytest.mark.parametrize(
+    ("transport", "host", "level", "told"),
+    [
+        ("ws", "0.0.0.0", logging.WARNING, True),
+        ("ws", "::", logging.WARNING, True),
+        ("ws", "192.0.2.7", logging.WARNING, True),
+        ("ws", "mcp.example", logging.WARNING, True),
+        ("ws", "127.0.0.1", logging.WARNING, False),
+        ("ws", "127.0.0.2", logging.WARNING, False),
+        ("ws", "::1", logging.WARNING, False),
+        ("ws", "localhost", logging.WARNING, False),
+        # HTTP: serve_http's own warning says it (test_http_misdirected), unless the
+        # warnings are not logged (--log-level error).
+        ("http", "0.0.0.0", logging.WARNING, False),
+        ("http", "0.0.0.0", logging.ERROR, True),
+        ("http", "127.0.0.1", logging.ERROR, False),
+    ],
+)
+async def test_run_beyond_loopback_says_there_is_no_authentication(
+    autojump_clock: trio.testing.MockClock, transport: str, host: str, level: int, told: bool
+) -> None:
+    # The security review: "only loopback Host names are served" read as access control,
+    # but anyone who reaches the port sends "Host: localhost", and `run` asks for no
+    # credential.
+    mcp_logger = logging.getLogger("mcp_trio")
+    saved = mcp_logger.level
+    mcp_logger.setLevel(level)
+    err = io.StringIO()
+    try:
+        with trio.move_on_after(1):
+            await _cli_run._serve(
+                cast(Server, _Unbound()), cast(Any, transport), host, 8000, "/mcp", err
+            )
+    finally:
+        mcp_logger.setLevel(saved)
+    said = "WARNING: no authentication: anyone who can connect to this port" in err.getvalue()
+    assert said is told
+    assert ("it is not access control" in err.getvalue()) is told
 
 
 async def test_at_log_level_info_the_server_s_own_line_says_it_once(

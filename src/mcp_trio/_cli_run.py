@@ -166,13 +166,29 @@ async def _serve(
                 except ImportError as exc:
                     raise CliError(f"the {transport} transport is not available: {exc}") from exc
                 _notice(err, f"serving {_describe(server)} at {url} ({kind}; Ctrl-C to stop)")
-                quiet = not logging.getLogger("mcp_trio").isEnabledFor(logging.INFO)
-                if quiet and host in _EVERY_INTERFACE and allowed[0] == LOCAL_HOSTS:
+                import ipaddress  # noqa: PLC0415 -- (stdlib, for the next lines only)
+
+                logs = logging.getLogger("mcp_trio").isEnabledFor
+                try:
+                    loopback = ipaddress.ip_address(host).is_loopback
+                except ValueError:  # (a name: only localhost's is surely loopback)
+                    loopback = host.lower() == "localhost"
+                # (`run` has no authentication; serve_http's own warning says it for HTTP)
+                if not loopback and not (transport == "http" and logs(logging.WARNING)):
+                    _notice(
+                        err,
+                        "WARNING: no authentication: anyone who can connect to this port "
+                        "can use every tool, resource and prompt; the Host check only "
+                        "stops browsers (DNS rebinding), it is not access control",
+                    )
+                every = host in _EVERY_INTERFACE and allowed[0] == LOCAL_HOSTS
+                if every and not logs(logging.INFO):
                     # (at --log-level info the server's own log line says it already)
                     _notice(
                         err,
-                        "listening on every interface, but only loopback Host names are "
-                        "served (DNS-rebinding protection); name the others with --allow-host",
+                        "only loopback Host names are accepted (DNS-rebinding protection): "
+                        "a client that names this machine any other way is refused; list "
+                        "those names with --allow-host",
                     )
             await stop.wait()
             if announced:

@@ -1054,11 +1054,31 @@ async def serve_http(
             "serve_http: authenticate is set but http_config.resource_metadata is not: "
             "clients cannot discover the authorization server"
         )
+    import ipaddress  # noqa: PLC0415 -- (stdlib, for the next lines only)
+
+    loopback = False
+    if host:  # (None and "": every interface)
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:  # (a name: only localhost's is surely loopback)
+            loopback = host.lower() == "localhost"
+    if authenticate is None and not loopback:
+        # The Host check is no access control: the client writes the header, so anyone
+        # who reaches the port sends "Host: localhost" (transports.mdx, "Security
+        # Warning": servers SHOULD implement proper authentication for all connections).
+        logger.warning(
+            "serve_http: listening on %s with no authentication: anyone who can connect to "
+            "this port can use every tool, resource and prompt. The Host check only stops "
+            "browsers (DNS rebinding); it is not access control. Pass authenticate= (a "
+            "BearerAuth, say), or bind 127.0.0.1",
+            "every interface" if host in _WILDCARD_HOSTS else repr(host),
+        )
     if host in _WILDCARD_HOSTS and http_config.allowed_hosts == _DEFAULT_ALLOWED_HOSTS:
         logger.info(
             "serve_http: listening on every interface, but only loopback Host names "
-            "(%s) are served; list the others in HttpServerConfig.allowed_hosts "
-            "(mcp-trio run --allow-host NAME)",
+            "(%s) are accepted, so a client that names this machine otherwise gets 421 "
+            "(DNS-rebinding protection, not access control); list its names in "
+            "HttpServerConfig.allowed_hosts (mcp-trio run --allow-host NAME)",
             ", ".join(name.removesuffix(":*") for name in _DEFAULT_ALLOWED_HOSTS or ()),
         )
     http = HttpServer(

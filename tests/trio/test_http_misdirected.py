@@ -3,7 +3,8 @@
 A server bound to every interface but reached by the machine's address refuses the
 ``Host`` (the default ``allowed_hosts`` are loopback names): the 421 body names the
 setting, the server warns once per distinct refused ``Host`` (a bounded number), and
-binding every interface with the default hosts says so when it starts.
+binding every interface with the default hosts says so when it starts. That check stops
+browsers, not clients: binding beyond loopback without ``authenticate`` warns so.
 """
 
 from __future__ import annotations
@@ -102,5 +103,54 @@ async def test_binding_every_interface_with_loopback_hosts_says_so(
         assert len(lines) == 1
         assert "localhost, 127.0.0.1, [::1]" in lines[0]
         assert "HttpServerConfig.allowed_hosts" in lines[0]
+        assert "not access control" in lines[0]  # (what it is not: the warning says why)
     else:
         assert lines == []
+
+
+async def _allow(head: Any) -> Any:
+    raise AssertionError("never called: nothing is served")
+
+
+@pytest.mark.parametrize(
+    ("host", "authenticate", "warned"),
+    [
+        (None, None, "every interface"),
+        ("0.0.0.0", None, "every interface"),
+        ("::", None, "every interface"),
+        ("192.0.2.7", None, "'192.0.2.7'"),
+        ("mcp.example", None, "'mcp.example'"),
+        ("0.0.0.0", _allow, None),
+        ("127.0.0.1", None, None),
+        ("127.0.0.2", None, None),
+        ("::1", None, None),
+        ("localhost", None, None),
+    ],
+)
+async def test_binding_beyond_loopback_without_authenticate_warns(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    host: str | None,
+    authenticate: Any,
+    warned: str | None,
+) -> None:
+    # The security review: the Host check is not access control (the client writes the
+    # header), so a server anyone can reach and that asks for no credential says so, as
+    # a warning (transports.mdx, "Security Warning": servers SHOULD implement proper
+    # authentication for all connections).
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    monkeypatch.setattr(trio, "open_tcp_listeners", _no_listeners)
+    with pytest.raises(_Bound):
+        await partial(serve_http, App().handlers, host=host, authenticate=authenticate)()
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "no authentication" in r.getMessage()
+    ]
+    if warned is None:
+        assert lines == []
+    else:
+        assert len(lines) == 1
+        assert f"listening on {warned} with no authentication" in lines[0]
+        assert "only stops browsers (DNS rebinding); it is not access control" in lines[0]
+        assert "authenticate=" in lines[0]
