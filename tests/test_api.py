@@ -64,6 +64,7 @@ EXPECTED_SANSIO = {
     "authorization_server_metadata_urls",
     "authorization_url",
     "check_endpoint",
+    "is_internal",
     "is_loopback",
     "legacy_authorization_server",
     "new_pkce",

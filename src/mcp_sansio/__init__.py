@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from ._oauth import authorization_server_metadata_urls as authorization_server_metadata_urls
     from ._oauth import authorization_url as authorization_url
     from ._oauth import check_endpoint as check_endpoint
+    from ._oauth import is_internal as is_internal
     from ._oauth import is_loopback as is_loopback
     from ._oauth import legacy_authorization_server as legacy_authorization_server
     from ._oauth import new_pkce as new_pkce
@@ -166,6 +167,7 @@ __all__ = [
     "encode_sse_event",
     "grant_scope",
     "grant_token",
+    "is_internal",
     "is_loopback",
     "jwt_bearer_request",
     "legacy_authorization_server",
@@ -209,6 +211,7 @@ _LAZY: dict[str, str] = {
             "authorization_server_metadata_urls",
             "authorization_url",
             "check_endpoint",
+            "is_internal",
             "is_loopback",
             "legacy_authorization_server",
             "new_pkce",

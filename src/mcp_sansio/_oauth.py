@@ -44,6 +44,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
+import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeAlias, final
@@ -71,6 +73,7 @@ __all__ = [
     "authorization_server_metadata_urls",
     "authorization_url",
     "check_endpoint",
+    "is_internal",
     "is_loopback",
     "legacy_authorization_server",
     "new_pkce",
@@ -270,13 +273,93 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-def check_endpoint(url: str, what: str, *, loopback: bool) -> str:
+#: An IPv4 address as ``inet_aton`` (so ``getaddrinfo``, so our HTTP client) reads it: one
+#: to four dot-separated numbers, each decimal, octal (``0``...) or hex (``0x``...).
+_INET_ATON = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
+
+
+def _ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` (a URL's hostname) is written as, or ``None`` for a name.
+
+    Written any way the resolver takes it: ``127.1``, ``2130706433`` and ``0x7f.0.0.1``
+    are all ``127.0.0.1`` (``inet_aton``), and an IPv4-mapped IPv6 address is its IPv4
+    address.
+    """
+    if ":" in host:
+        try:
+            v6 = ipaddress.IPv6Address(host.partition("%")[0])  # (without a zone ID)
+        except ValueError:
+            return None
+        return v6.ipv4_mapped or v6
+    if _INET_ATON.fullmatch(host) is None:
+        return None
+    parts = host.split(".")
+    numbers = []
+    for part in parts:
+        if part[:2].lower() == "0x":
+            numbers.append(int(part[2:] or "0", 16))
+        elif part.startswith("0") and len(part) > 1:
+            if not set(part) <= set("01234567"):
+                return None  # (not octal: a name to the resolver, which finds none)
+            numbers.append(int(part, 8))
+        else:
+            numbers.append(int(part))
+    *high, low = numbers
+    if any(n > 0xFF for n in high) or low >= 1 << (8 * (4 - len(high))):
+        return None
+    value = low  # (the last number fills the bytes the others leave)
+    for at, number in enumerate(high):
+        value |= number << (8 * (3 - at))
+    return ipaddress.IPv4Address(value)
+
+
+def _internal_host(host: str) -> bool:
+    name = host.lower().removesuffix(".")
+    if name == "localhost" or name.endswith(".localhost"):  # (RFC 6761 section 6.3)
+        return True
+    address = _ip_literal(name)
+    return address is not None and not address.is_global
+
+
+def is_internal(url: str) -> bool:
+    """Whether ``url``'s host is, as written, on the user's machine or network:
+    ``localhost`` (or a name under ``.localhost``), or an IP address that is not global
+    (:attr:`ipaddress.IPv4Address.is_global`): loopback, link-local (a cloud's metadata
+    service, ``169.254.169.254``), private (``10.0.0.5``, ``fd00::1``), unspecified
+    (``0.0.0.0``), shared (``100.64.0.0/10``) or reserved. An IPv4 address counts however
+    the resolver would read it (``127.1``, ``2130706433``, ``[::ffff:127.0.0.1]``).
+
+    Other names are not resolved (this is the sans-IO core): ``mcp.corp.example`` is not
+    internal here, whatever address it has.
+    """
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return _internal_host(host)
+
+
+def check_endpoint(url: str, what: str, *, loopback: bool, internal: bool = False) -> str:
     """``url`` if it may carry OAuth traffic: absolute, no fragment, and ``https``
     (``2025-11-25/basic/authorization``, "Communication Security": authorization server
     endpoints MUST be served over HTTPS). Plain ``http`` only to a loopback host, and
     only when ``loopback`` is true: the caller passes it for an MCP server that is
     itself on loopback (tests, local tools), so a remote server cannot steer the
     client's requests to plain-http services on the user's machine.
+
+    Nor to an internal host (:func:`is_internal`: ``localhost``, or a loopback,
+    link-local, private or unspecified IP address), unless ``loopback`` or ``internal``
+    is true: the caller passes ``internal`` for an MCP server that is itself internal
+    (``is_internal(server_url)``: local development, a server on the LAN). A remote
+    server names these URLs (its challenge's ``resource_metadata``, its authorization
+    servers, their endpoints), so could otherwise have the client send requests into the
+    user's network: ``https://169.254.169.254/...`` (a cloud's metadata service),
+    ``https://10.0.0.5/admin`` (server-side request forgery, when the client runs on a
+    server, as an agent connecting to the MCP URLs its users give does). Names are not
+    resolved: one whose DNS answer is internal (``mcp.corp.example``, or an attacker's
+    name that resolves to ``127.0.0.1``) passes, so a client that connects to servers
+    it does not trust still needs its network to stop such requests (an egress proxy
+    or firewall).
 
     Only visible ASCII, as in any URI (RFC 3986 §2): a space, a control character or
     anything beyond ASCII is refused. The authorization URL is built on the
@@ -302,6 +385,11 @@ def check_endpoint(url: str, what: str, *, loopback: bool) -> str:
     if scheme != "https" and not (loopback and host.lower() in _LOOPBACK):
         raise OAuthError(
             f"{what} must use https (http only on loopback, for a loopback server): {url!r}"
+        )
+    if not (loopback or internal) and _internal_host(host):
+        raise OAuthError(
+            f"{what} is on the local machine or a private network, and the MCP server is "
+            f"not: {url!r} (refused: a remote server may not direct requests there)"
         )
     return url
 
@@ -534,10 +622,11 @@ class AuthorizationServerMetadata:
 
     @classmethod
     def parse(
-        cls, body: bytes, issuer: str, *, loopback: bool = False
+        cls, body: bytes, issuer: str, *, loopback: bool = False, internal: bool = False
     ) -> AuthorizationServerMetadata:
         """Read a metadata document fetched from a URL built from ``issuer``
-        (``loopback``: plain-http loopback endpoints are acceptable, see
+        (``loopback``: plain-http loopback endpoints are acceptable; ``internal``:
+        endpoints on the local machine or a private network are, see
         :func:`check_endpoint`).
 
         Raises:
@@ -557,9 +646,11 @@ class AuthorizationServerMetadata:
         registration = _str(obj, "registration_endpoint", what)
         for url, name in ((auth, "authorization_endpoint"), (token, "token_endpoint")):
             if url is not None:
-                check_endpoint(url, name, loopback=loopback)
+                check_endpoint(url, name, loopback=loopback, internal=internal)
         if registration is not None:
-            check_endpoint(registration, "registration_endpoint", loopback=loopback)
+            check_endpoint(
+                registration, "registration_endpoint", loopback=loopback, internal=internal
+            )
         return cls(
             issuer=issuer,
             authorization_endpoint=auth,

@@ -106,6 +106,7 @@ from mcp_sansio._oauth import (
     authorization_url,
     check_code_grant_support,
     check_endpoint,
+    is_internal,
     is_loopback,
     legacy_authorization_server,
     new_pkce,
@@ -725,8 +726,11 @@ class Authorizer:
             self._preferred = oauth.workload_identity.issuer
         elif oauth.client is not None:
             self._preferred = oauth.client.issuer
-        # Plain-http loopback OAuth endpoints only for a server on loopback itself.
+        # Plain-http loopback OAuth endpoints only for a server on loopback itself, and
+        # endpoints on this machine or a private network only for a server there too
+        # (check_endpoint: a remote server must not aim our requests into the network).
         self._loopback = is_loopback(server_url)
+        self._internal = is_internal(server_url)
         self._resource_metadata: ProtectedResourceMetadata | None = None
         self._requested_scope: str | None = None
         self._header: bytes | None = None
@@ -1082,7 +1086,9 @@ class Authorizer:
                 "the server publishes no protected-resource metadata (RFC 9728), which "
                 "this protocol version requires"
             )
-        check_endpoint(issuer, "the authorization server", loopback=self._loopback)
+        check_endpoint(
+            issuer, "the authorization server", loopback=self._loopback, internal=self._internal
+        )
         return prm, issuer, resource
 
     async def _try_stored(
@@ -1364,7 +1370,12 @@ class Authorizer:
                 resource, malformed): never silently skipped for the next URL.
         """
         for url in protected_resource_metadata_urls(self.server_url, challenge):
-            check_endpoint(url, "the protected-resource metadata URL", loopback=self._loopback)
+            check_endpoint(
+                url,
+                "the protected-resource metadata URL",
+                loopback=self._loopback,
+                internal=self._internal,
+            )
             status, _, body = await self._fetch("GET", url)
             if status == 200:
                 return parse_protected_resource_metadata(body, self.server_url)
@@ -1395,7 +1406,9 @@ class Authorizer:
             status, _, body = await self._fetch("GET", url)
             if status == 200:
                 if _is_json_object(body):
-                    return AuthorizationServerMetadata.parse(body, issuer, loopback=self._loopback)
+                    return AuthorizationServerMetadata.parse(
+                        body, issuer, loopback=self._loopback, internal=self._internal
+                    )
                 tried.append(f"{url!r}: 200 but not a JSON object")
             else:
                 failed = failed or status >= 500
@@ -1500,7 +1513,10 @@ class Authorizer:
         )
         assert metadata.authorization_endpoint is not None
         check_endpoint(
-            metadata.authorization_endpoint, "the authorization endpoint", loopback=self._loopback
+            metadata.authorization_endpoint,
+            "the authorization endpoint",
+            loopback=self._loopback,
+            internal=self._internal,
         )
         redirect = await call_user(oauth.on_authorize, "on_authorize", url)
         if not isinstance(redirect, str):
@@ -1576,6 +1592,7 @@ class Authorizer:
             discover=partial(self._discover_server, legacy=False),
             now=oauth.clock,
             loopback=self._loopback,
+            internal=self._internal,
             refusals=oauth._refusals,
         )
 
@@ -1738,7 +1755,7 @@ class Authorizer:
         body: bytes = b"",
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         oauth = self.oauth
-        check_endpoint(url, "the OAuth endpoint", loopback=self._loopback)
+        check_endpoint(url, "the OAuth endpoint", loopback=self._loopback, internal=self._internal)
         return await oauth_fetch(
             method,
             url,

@@ -297,6 +297,7 @@ async def enterprise_token(
     discover: Discover,
     now: Callable[[], float],
     loopback: bool,
+    internal: bool,
     refusals: Refusals,
 ) -> OAuthToken:
     """A token for ``resource`` from ``metadata``'s authorization server by way of the
@@ -316,7 +317,12 @@ async def enterprise_token(
     """
     endpoint = enterprise.idp_token_endpoint
     if endpoint is not None:
-        check_endpoint(endpoint, "the identity provider's token endpoint", loopback=loopback)
+        check_endpoint(
+            endpoint,
+            "the identity provider's token endpoint",
+            loopback=loopback,
+            internal=internal,
+        )
     what = "ID token"
     id_token = await _resolve(enterprise.id_token, what)
     refusals.check(what, id_token, resource, scope, now())  # (before any request to the IdP)

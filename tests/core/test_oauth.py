@@ -21,6 +21,7 @@ from mcp_sansio import (
     authorization_server_metadata_urls,
     authorization_url,
     check_endpoint,
+    is_internal,
     is_loopback,
     new_pkce,
     parse_authorization_response,
@@ -349,6 +350,85 @@ def test_metadata_naming_another_issuer_is_refused_without_normalization(issuer:
 def test_metadata_with_an_unusable_endpoint_is_refused(fields: dict[str, Any]) -> None:
     with pytest.raises(OAuthError):
         as_metadata(**fields)
+
+
+INTERNAL_URLS = [
+    "https://169.254.169.254/latest/meta-data/iam/security-credentials/",  # link-local
+    "https://127.0.0.1:8443/admin/delete?all=1",
+    "https://127.0.0.2/",
+    "https://10.0.0.5/internal",
+    "https://172.16.0.1/",
+    "https://192.168.1.1/",
+    "https://100.100.100.200/latest/meta-data/",  # shared (Alibaba Cloud's metadata)
+    "https://0.0.0.0/",
+    "https://[::1]:9000/x",
+    "https://[::]/",
+    "https://[fe80::1]/",
+    "https://[fe80::1%25eth0]/",
+    "https://[fd00::1]/",
+    "https://[::ffff:127.0.0.1]/",
+    "https://[::ffff:a9fe:a9fe]/",  # 169.254.169.254
+    "https://localhost/",
+    "https://LOCALHOST.:8443/",
+    "https://idp.localhost/",
+    # What inet_aton (so getaddrinfo, so the connection) reads as 127.0.0.1.
+    "https://127.1/",
+    "https://2130706433/",
+    "https://0x7f.0.0.1/",
+    "https://0177.0.0.1/",
+    "https://127.0.0.1./",
+]
+
+
+@pytest.mark.parametrize("url", INTERNAL_URLS)
+def test_an_internal_endpoint_only_for_an_internal_server(url: str) -> None:
+    # The security review: a remote https MCP server named resource_metadata,
+    # authorization servers and endpoints anywhere, so could have the client send
+    # requests into the user's network (a cloud's metadata service, an admin page).
+    assert is_internal(url)
+    with pytest.raises(OAuthError, match="private network, and the MCP server is not"):
+        check_endpoint(url, "the endpoint", loopback=False)
+    # A server that is itself there: local development, a server on the LAN.
+    assert check_endpoint(url, "the endpoint", loopback=False, internal=True) == url
+    assert check_endpoint(url, "the endpoint", loopback=True) == url
+    # The challenge of a remote server, the way the client's discovery reads it.
+    server = "https://mcp.attacker.example/mcp"
+    assert not is_internal(server)
+    first = protected_resource_metadata_urls(server, BearerChallenge(resource_metadata=url))[0]
+    with pytest.raises(OAuthError, match="private network"):
+        check_endpoint(first, "the resource_metadata URL", loopback=False, internal=False)
+    # An authorization server's endpoints, the registration endpoint among them.
+    for field in ("token_endpoint", "registration_endpoint", "authorization_endpoint"):
+        with pytest.raises(OAuthError, match=f"{field} is on the local machine"):
+            as_metadata(**{field: url})
+        doc = {"issuer": ISSUER, "token_endpoint": f"{ISSUER}/token", field: url}
+        parsed = AuthorizationServerMetadata.parse(dumps(doc), ISSUER, internal=True)
+        assert getattr(parsed, field) == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://auth.example.com/t",
+        "https://8.8.8.8/",
+        "https://[2606:4700:4700::1111]/",
+        "https://[::ffff:8.8.8.8]/",
+        "https://10.0.0.5.example.com/",
+        "https://1.2.3.4.5/",  # (not an address: a name)
+        "https://08.0.0.1/",  # (not octal: a name to the resolver)
+        "https://4294967296/",  # (past 32 bits: a name)
+        # Names are not resolved (the sans-IO core does no I/O): the documented limit.
+        "https://127.0.0.1.nip.io/",
+        "https://localhost.example.com/",
+    ],
+)
+def test_a_public_address_or_any_other_name_is_not_internal(url: str) -> None:
+    assert not is_internal(url)
+    assert check_endpoint(url, "the endpoint", loopback=False) == url
+
+
+def test_is_internal_of_a_malformed_url_is_false() -> None:
+    assert not is_internal("https://[::1/")  # (urlsplit raises: not a URL at all)
 
 
 @pytest.mark.parametrize(

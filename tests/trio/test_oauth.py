@@ -598,3 +598,88 @@ async def test_a_failed_flow_at_a_new_authorization_server_leaves_the_state_as_i
         authorizer.token,
     )
     assert after == before
+
+
+# ------------------------------------------------------------------ internal addresses
+
+
+class _Remote:
+    """``oauth_fetch`` for servers with public names, which tests cannot bind: the
+    documents by URL; every request is recorded (``fetched``)."""
+
+    def __init__(self, documents: dict[str, dict[str, Any]]) -> None:
+        self.documents = documents
+        self.fetched: list[str] = []
+
+    async def __call__(self, method: str, url: str, **kwargs: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        self.fetched.append(url)
+        if url in self.documents:
+            return 200, [(b"content-type", b"application/json")], dumps(self.documents[url])
+        return 404, [], b""
+
+
+def _prm(server: str, authorization_server: str) -> dict[str, Any]:
+    return {"resource": server, "authorization_servers": [authorization_server]}
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        "https://127.0.0.1:8443/admin/delete?all=1",
+        "https://10.0.0.5/internal",
+        "https://[::1]:9000/x",
+        "https://2130706433/",
+    ],
+)
+async def test_a_remote_server_cannot_aim_the_client_at_internal_addresses(
+    monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    # The security review: a remote https server's challenge (resource_metadata), its
+    # metadata (authorization_servers) and the authorization server's metadata
+    # (registration_endpoint) were fetched whatever their host.
+    server = "https://mcp.attacker.example/mcp"
+    prm_url = "https://mcp.attacker.example/.well-known/oauth-protected-resource/mcp"
+    issuer = "https://as.attacker.example"
+    as_url = "https://as.attacker.example/.well-known/oauth-authorization-server"
+    as_doc = {
+        "issuer": issuer,
+        "authorization_endpoint": f"{issuer}/authorize",
+        "token_endpoint": f"{issuer}/token",
+        "code_challenge_methods_supported": ["S256"],
+    }
+    cases = [
+        (BearerChallenge(resource_metadata=target), {}),
+        (BearerChallenge(), {prm_url: _prm(server, target)}),
+        (
+            BearerChallenge(),
+            {prm_url: _prm(server, issuer), as_url: {**as_doc, "registration_endpoint": target}},
+        ),
+    ]
+    for challenge, documents in cases:
+        remote = _Remote(documents)
+        monkeypatch.setattr("mcp_trio._oauth.oauth_fetch", remote)
+        authorizer = oauth().bind(server)
+        with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="private network"):
+            await authorizer.challenged(401, challenge, None)
+        assert all(
+            urlsplit(url).hostname in ("mcp.attacker.example", "as.attacker.example")
+            for url in remote.fetched
+        ), remote.fetched
+
+
+async def test_a_server_on_a_private_network_may_have_its_oauth_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Local development, a server on the LAN: the server is itself internal.
+    server = "https://10.0.0.5/mcp"
+    prm_url = "https://10.0.0.6/prm"
+    remote = _Remote({prm_url: _prm(server, "https://10.0.0.7")})
+    monkeypatch.setattr("mcp_trio._oauth.oauth_fetch", remote)
+    authorizer = oauth().bind(server)
+    with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match="publishes no metadata"):
+        await authorizer.challenged(401, BearerChallenge(resource_metadata=prm_url), None)
+    assert remote.fetched[0] == prm_url
+    assert all(urlsplit(url).hostname == "10.0.0.7" for url in remote.fetched[1:])
+    assert len(remote.fetched) > 1
