@@ -282,6 +282,38 @@ def test_client_targets(tmp_path: Path) -> None:
         client_target("gopher://h")
 
 
+def test_a_bare_word_is_the_program_on_path_not_a_file_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The security review: `mcp-trio list notes` in a checkout holding notes.py imported
+    # that file (its code ran) though the program `notes` was on PATH.
+    bin_dir, repo = tmp_path / "bin", tmp_path / "repo"
+    bin_dir.mkdir()
+    repo.mkdir()
+    program = bin_dir / "shadowed_notes"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    ran = tmp_path / "ran"
+    (repo / "shadowed_notes.py").write_text(
+        f"open({str(ran)!r}, 'w').close()\n"
+        "from mcp_trio import Server\nserver = Server('from-the-checkout')\n"
+    )
+    (repo / "here").write_text("#!/bin/sh\n")
+    (repo / "here").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.chdir(repo)
+    assert client_target("shadowed_notes") == "shadowed_notes"  # spawned from PATH
+    assert not ran.exists()
+    assert client_target("./here") == "./here"  # a program here: by its path
+    # The file here, by its name with the suffix (or an attribute: a server spec).
+    loaded = client_target("shadowed_notes.py")
+    assert isinstance(loaded, Server) and loaded.name == "from-the-checkout"
+    assert ran.exists()
+    # With no such program, a bare word is still a module (this directory's first).
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert isinstance(client_target("shadowed_notes"), Server)
+
+
 @pytest.mark.parametrize(
     ("target", "expected"),
     [

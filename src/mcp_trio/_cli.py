@@ -76,7 +76,9 @@ examples:
 _TARGET_HELP = """\
 TARGET is a server file or module (loaded and connected in memory, as for "run"),
 a command line in quotes (spawned, spoken to over stdio), or a URL: http(s)://.../mcp
-(Streamable HTTP) or ws(s)://.../mcp (WebSocket).
+(Streamable HTTP) or ws(s)://.../mcp (WebSocket). A bare word that names a program on
+PATH is that program, even where the current directory holds NAME.py: name a file of
+the current directory with its suffix or as a path (notes.py, ./notes).
 """
 
 _LIST_EPILOG = (

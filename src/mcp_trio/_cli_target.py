@@ -8,8 +8,14 @@ an attribute holding a ``Server``, or a function returning one.
 memory), or a URL (``http(s)://``, ``ws(s)://``), or a command line (``"python
 server.py"``: anything with a space, or a program on ``PATH``) to spawn and speak to over
 stdio. Which is which is decided here, in this order: URL, an existing ``.py`` file, a
-command with arguments, a ``.py`` path, an existing path (a program), an importable
-module, a program on ``PATH``.
+command with arguments, a ``.py`` path, an existing path (a program), a bare word (no
+``.``, ``:`` or ``/``) that names a program on ``PATH``, an importable module (those of
+the current directory first, as with ``python -m``), a program on ``PATH``.
+
+A bare word is the program before it is a module: ``mcp-trio list notes`` run in a
+directory that holds ``notes.py`` (an untrusted checkout, say) spawns the ``notes`` on
+``PATH`` and does not import that file, which would run its code. A file of the current
+directory is named with its suffix or as a path: ``notes.py``, ``./notes``.
 """
 
 from __future__ import annotations
@@ -98,6 +104,8 @@ def client_target(text: str) -> str | Server:
         if Path(where).is_file():
             return text  # a program given by its path
         raise CliError(f"no such file: {where}")
+    if attribute is None and "." not in where and shutil.which(text) is not None:
+        return text  # a bare word: the program, not ./NAME.py (see the module docstring)
     if _DOTTED_NAME.match(where) and (attribute is not None or _module_exists(where)):
         return load_server(text)
     if attribute is None and shutil.which(text) is not None:
