@@ -417,6 +417,7 @@ def test_an_internal_endpoint_only_for_an_internal_server(url: str) -> None:
         "https://1.2.3.4.5/",  # (not an address: a name)
         "https://08.0.0.1/",  # (not octal: a name to the resolver)
         "https://4294967296/",  # (past 32 bits: a name)
+        "https://[v1.x:y]/",  # (an IPvFuture literal: no address we know)
         # Names are not resolved (the sans-IO core does no I/O): the documented limit.
         "https://127.0.0.1.nip.io/",
         "https://localhost.example.com/",
