@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     from ._oauth_store import FileOAuthStorage as FileOAuthStorage
     from ._open import connect_session as connect_session
     from ._open import open_session as open_session
+    from ._server import Lifespan as Lifespan
     from ._server import Server as Server
     from ._server_content import Audio as Audio
     from ._server_content import Completion as Completion
@@ -266,6 +267,7 @@ _LAZY: dict[str, str] = {
     "WorkloadIdentity": "._oauth_grants",
     "connect_session": "._open",
     "open_session": "._open",
+    "Lifespan": "._server",
     "Server": "._server",
     "Audio": "._server_content",
     "Completion": "._server_content",
@@ -387,6 +389,7 @@ __all__ = [
     "InputRequiredError",
     "InputRequiredResult",
     "InvalidSkillEntry",
+    "Lifespan",
     "LocalProtocolError",
     "LogCallback",
     "LogFunction",

@@ -12,6 +12,10 @@ Signals: the first SIGINT (Ctrl-C) or SIGTERM stops the server -- gracefully for
 and WebSocket (in-flight requests get the server's ``shutdown_grace_period``, 5 s by
 default, then are answered "shutting down"), at once for stdio -- and the command exits
 0. A second one stops it at once.
+
+The server's lifespan (``Server(lifespan=...)``) is entered by its ``serve_*`` before it
+serves, and exited after it stopped: a graceful stop waits for its exit too (within the
+same bound), so that a clean-up that awaits is not cancelled.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import functools
 import logging
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import attrs
@@ -124,6 +129,7 @@ async def _serve(
     allowed: tuple[tuple[str, ...], tuple[str, ...]] = (LOCAL_HOSTS, LOCAL_ORIGINS),
 ) -> None:
     stop = trio.Event()
+    served = trio.Event()  # (HTTP, WebSocket: the serve_* returned, its lifespan exited)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_watch_signals, signals, stop, nursery.cancel_scope)
@@ -145,7 +151,7 @@ async def _serve(
                         serve_http = functools.partial(
                             server.serve_http, host, port, path, http_config=http_config
                         )
-                        handle = await nursery.start(serve_http)
+                        handle = await nursery.start(_serve_until_done, serve_http, served)
                         url = str(handle.url)
                         kind = "Streamable HTTP"
                     else:
@@ -157,7 +163,7 @@ async def _serve(
                             allowed_hosts=hosts,
                             allowed_origins=origins,
                         )
-                        handle = await nursery.start(serve_ws)
+                        handle = await nursery.start(_serve_until_done, serve_ws, served)
                         url = str(handle.url)
                         kind = "WebSocket"
                 except OSError as exc:
@@ -201,7 +207,21 @@ async def _serve(
                 bound += config.abandon_write_timeout  # (WebSocket: the answers' write)
                 with trio.move_on_after(bound):
                     await handle.aclose()
+                    # (and the serve_* returns: the server's lifespan exits uncancelled)
+                    await served.wait()
             nursery.cancel_scope.cancel()
+
+
+async def _serve_until_done(
+    serve: Callable[..., Awaitable[None]],
+    served: trio.Event,
+    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """``serve(task_status=...)``, then ``served`` set."""
+    try:
+        await serve(task_status=task_status)
+    finally:
+        served.set()
 
 
 async def _serve_stdio(server: Server, stop: trio.Event) -> None:

@@ -45,7 +45,17 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, final, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    TypeVar,
+    cast,
+    final,
+    overload,
+)
 
 import attrs
 import trio
@@ -88,6 +98,14 @@ if TYPE_CHECKING:
 __all__ = ["Context", "ElicitationResult", "SamplingResult"]
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    # (PEP 696's default, so that a bare ``Context`` is ``Context[Any]``, for type
+    # checkers; at run time only the name of the parameter matters.)
+    from typing_extensions import TypeVar as DefaultedTypeVar
+
+    L = DefaultedTypeVar("L", default=Any)
+else:
+    L = TypeVar("L")
 
 _logger = logging.getLogger("mcp_trio.server")
 
@@ -287,9 +305,11 @@ class SamplingResult:
 
 
 @final
-class Context:
+class Context(Generic[L]):
     """What a server handler can do while it runs. Declare a parameter annotated
     ``Context`` to get one; it is not a tool argument and is left out of the schema.
+    ``Context[App]`` types :attr:`lifespan` as ``App`` (the value of
+    ``Server(lifespan=...)``); a bare ``Context`` is ``Context[Any]``.
 
     >>> @server.tool()
     ... async def book(city: str, ctx: Context) -> str:
@@ -405,6 +425,25 @@ class Context:
         without them is refused before the tool runs, with a challenge the client can
         step up on."""
         return self._raw.principal
+
+    @property
+    def lifespan(self) -> L:
+        """What the server's lifespan (``Server(lifespan=...)``) yielded, in the
+        ``serve_*`` (or :meth:`Server.open_lifespan <mcp_trio.Server.open_lifespan>`
+        block) serving this request: the database pool, HTTP client... its handlers
+        share. The same object for every request of that serve, in either era, in a
+        worker thread (a plain ``def`` handler) and in a task of the tasks extension.
+
+        Raises:
+            RuntimeError: the server has no ``lifespan=``, or its lifespan is not entered
+                where the request is served: its handlers were given to a transport
+                directly (``serve_stdio(server.handlers())``) outside
+                :meth:`Server.open_lifespan <mcp_trio.Server.open_lifespan>`.
+        """
+        server = self._server
+        if server is None:
+            raise RuntimeError("this Context serves no Server: it has no lifespan")
+        return cast(L, server._lifespan_value())
 
     @property
     def needed_scopes(self) -> frozenset[str] | None:

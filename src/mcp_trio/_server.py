@@ -31,6 +31,17 @@ A session that reaches the handlers some other way (``serve_stdio(server.handler
 ...)`` without the hook) is tracked from its first request: it gets resource updates and
 the explicit ``notify_*_changed()`` calls, but no automatic list-changed notifications.
 
+*The lifespan* (``Server(lifespan=...)``) is entered by each ``serve_*`` and
+:meth:`Server.connect_in_memory` before anything is served, and exited after the last
+handler and task ended: it wraps the transport and the tasks nursery, in the serving
+task. Its value is kept in a context variable (by server), so the tasks of that serve
+(each request's, a worker thread's) see it as :attr:`Context.lifespan
+<mcp_trio.Context.lifespan>`. Entered once per serve, not once per server with a count:
+a Trio lifespan may open a nursery, which belongs to the task that opened it and must
+close in it, so one shared entry would tie every serve to whichever started first. Serves
+that must share one run inside :meth:`Server.open_lifespan`, which enters it once for
+everything started within (a ``serve_*`` finds it entered, and does not enter again).
+
 *Capabilities* are derived from what is registered, when they are declared: as a
 legacy session initializes, and as a modern request is checked (``connection_config()``
 hands the core :meth:`Server._declared_capabilities` as its ``capabilities_source``,
@@ -49,8 +60,19 @@ import importlib
 import secrets
 import ssl
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, final, overload
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    TypeAlias,
+    TypeVar,
+    Unpack,
+    cast,
+    final,
+    overload,
+)
 
 import attrs
 import trio
@@ -107,9 +129,10 @@ if TYPE_CHECKING:
 # The HTTP and WebSocket modules are imported by the methods that serve them: a stdio
 # server starts without them (see benchmarks/coldstart.py).
 
-__all__ = ["Server"]
+__all__ = ["Lifespan", "Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_M = TypeVar("_M", bound=Callable[..., Any])
 _TASK_SCOPED = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen"})
 """Requests that may name a task: they need the scopes its ``tools/call`` needed."""
 
@@ -132,6 +155,24 @@ def _merge_capabilities(base: Mapping[str, Any], registered: Mapping[str, Any]) 
     if isinstance(extensions, Mapping) and "extensions" in registered:
         merged["extensions"] = {**extensions, **registered["extensions"]}
     return merged
+
+
+_LIFESPANS: ContextVar[Mapping[Server, Any] | None] = ContextVar("mcp_trio_lifespans", default=None)
+"""The lifespan values entered where the current task runs, by server (see the module
+docstring): set by :meth:`Server.open_lifespan`, inherited by every task and worker
+thread started within."""
+
+
+def _with_lifespan(serve: _M) -> _M:
+    """Decorate a ``Server.serve_*`` method: its lifespan is entered around it (outside
+    :func:`~mcp_trio._tasks.running_tasks`, so that the tasks end before it exits)."""
+
+    @functools.wraps(serve)
+    async def with_lifespan(self: Server, /, *args: Any, **kwargs: Any) -> Any:
+        async with self.open_lifespan():
+            return await serve(self, *args, **kwargs)
+
+    return cast(_M, with_lifespan)
 
 
 @final
@@ -209,6 +250,17 @@ class Server:
             >= total``) goes out at once. ``ctx.report_progress`` never waits for it.
             Default: 0.05 (20 a second); ``None``: every report goes
             out.
+        lifespan: ``lifespan(server)`` -> an async context manager (an
+            ``@asynccontextmanager`` function, say) that holds what the handlers share
+            while the server serves: a database pool, an HTTP client, a nursery of
+            background tasks. Each ``serve_*`` and :meth:`connect_in_memory` enters it
+            before it serves anything, and exits it after its last handler (and task of
+            the tasks extension) ended (a ``handler_nursery=`` of yours holds the HTTP
+            and WebSocket handlers: a cancelled serve leaves them unwinding there);
+            handlers read what it yielded as
+            :attr:`Context.lifespan <mcp_trio.Context.lifespan>`. See
+            :meth:`open_lifespan` for what fails how, and for serving several transports
+            with one entry.
 
     Register from the Trio thread (or before ``trio.run``), not from a worker thread.
     """
@@ -230,7 +282,13 @@ class Server:
         completion_rate_limit: RateLimit | None = DEFAULT_COMPLETION_RATE_LIMIT,
         log_rate_limit: RateLimit | None = DEFAULT_LOG_RATE_LIMIT,
         progress_interval: float | None = DEFAULT_PROGRESS_INTERVAL,
+        lifespan: Lifespan | None = None,
     ) -> None:
+        if lifespan is not None and not callable(lifespan):
+            raise TypeError(
+                "lifespan= takes a function of the server that returns an async context "
+                f"manager (an @asynccontextmanager function), not {type(lifespan).__name__}"
+            )
         if progress_interval is not None:
             check_seconds("progress_interval", progress_interval)
         self.name = name
@@ -270,6 +328,7 @@ class Server:
         self._scope_hook = required_scopes
         self._declared: dict[str, Any] | None = None
         """What :meth:`_declared_capabilities` computed, until the registry changes."""
+        self._lifespan = lifespan
 
     # ------------------------------------------------------------------ tools
 
@@ -849,6 +908,66 @@ class Server:
 
     # ------------------------------------------------------------------ serving
 
+    @asynccontextmanager
+    async def open_lifespan(self) -> AsyncGenerator[Any]:
+        """Enter the server's lifespan (``Server(lifespan=...)``) for the block, and yield
+        its value. What is served within the block shares this one entry: each
+        ``serve_*`` and :meth:`connect_in_memory` started inside it (which then enter
+        nothing themselves), and transports run with :meth:`handlers` (a
+        ``serve_stdio(server.handlers())``, say). Handlers see the value as
+        :attr:`Context.lifespan <mcp_trio.Context.lifespan>`.
+
+        Each ``serve_*`` enters the lifespan by itself, once per call: two serving at
+        once (stdio and HTTP, say) each have their own (a lifespan may open a nursery,
+        which belongs to the task that opened it). To share one, serve inside this
+        block:
+
+        >>> async with server.open_lifespan(), trio.open_nursery() as nursery:
+        ...     nursery.start_soon(server.serve_stdio)
+        ...     nursery.start_soon(server.serve_http)
+
+        Inside a block of this server's lifespan already, it enters nothing and yields
+        the value entered; without ``lifespan=``, it enters nothing and yields ``None``.
+
+        Error handling:
+            What the lifespan raises as it is entered propagates from here (so from the
+            ``serve_*`` that entered it), and nothing is served: no socket is opened,
+            no message read. What it raises as it exits propagates after the serving
+            ended (chained to the serve's own error, if any). A serve that was cancelled
+            (``serve_http`` without ``handle.aclose()``, Ctrl-C) exits the lifespan in
+            its cancelled scope, as a ``finally`` in Trio is: a clean-up that must still
+            await shields itself (``with trio.move_on_after(5, shield=True):``). A
+            graceful stop (``handle.aclose()``, the end of stdin) exits it uncancelled.
+        """
+        factory = self._lifespan
+        entered = _LIFESPANS.get() or {}
+        if factory is None or self in entered:
+            yield entered.get(self)
+            return
+        async with factory(self) as value:
+            token = _LIFESPANS.set({**entered, self: value})
+            try:
+                yield value
+            finally:
+                _LIFESPANS.reset(token)
+
+    def _lifespan_value(self) -> Any:
+        """What :attr:`Context.lifespan <mcp_trio.Context.lifespan>` returns.
+
+        Raises:
+            RuntimeError: the lifespan is not entered where the caller runs.
+        """
+        entered = _LIFESPANS.get() or {}
+        if self in entered:
+            return entered[self]
+        if self._lifespan is None:
+            raise RuntimeError(f"server {self.name!r} has no lifespan: pass Server(lifespan=...)")
+        raise RuntimeError(
+            f"the lifespan of server {self.name!r} is not entered where this request is "
+            "served: serve with a serve_* method or connect_in_memory, or run the "
+            "transport inside 'async with server.open_lifespan():'"
+        )
+
     def capabilities(self) -> dict[str, Any]:
         """The ``ServerCapabilities`` for what is registered now."""
         reg = self._registry
@@ -939,6 +1058,7 @@ class Server:
         return needed
 
     @plain_interrupt
+    @_with_lifespan
     @running_tasks
     async def serve_stdio(
         self,
@@ -965,6 +1085,7 @@ class Server:
         )
 
     @plain_interrupt
+    @_with_lifespan
     @running_tasks
     async def serve_websocket(
         self,
@@ -1005,6 +1126,7 @@ class Server:
         )
 
     @plain_interrupt
+    @_with_lifespan
     @running_tasks
     async def serve_http(
         self,
@@ -1094,7 +1216,11 @@ class Server:
             Both sessions are closed when the block exits.
         """
         tasks = self._methods.tasks
-        async with tasks.running(inherit=False) as tasks_nursery, AsyncExitStack() as stack:
+        async with (
+            self.open_lifespan(),
+            tasks.running(inherit=False) as tasks_nursery,
+            AsyncExitStack() as stack,
+        ):
             # The sessions' tasks (which serve the calls) belong to its nursery; the
             # caller's block does not (what it serves some other way gets no tasks).
             with tasks.serving(tasks_nursery):
@@ -1116,3 +1242,15 @@ class Server:
             if start:
                 await client.start()
             yield client
+
+
+Lifespan: TypeAlias = Callable[[Server], AbstractAsyncContextManager[Any]]
+"""``Server(lifespan=...)``: ``lifespan(server)`` -> an async context manager, entered
+while the server serves; what it yields is :attr:`Context.lifespan
+<mcp_trio.Context.lifespan>`. As the official SDK's, e.g.::
+
+    @asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[App]:
+        async with open_pool() as pool:
+            yield App(pool)
+"""
