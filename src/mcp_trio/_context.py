@@ -446,6 +446,18 @@ class Context(Generic[L]):
         return cast(L, server._lifespan_value())
 
     @property
+    def headers(self) -> Mapping[str, str] | None:
+        """The header fields of the HTTP request being served (Streamable HTTP, either
+        era): a read-only mapping, looked up in any case (``ctx.headers.get("X-Tenant")``),
+        names listed lower-cased, a repeated field's values joined with ``", "``, decoded
+        as latin-1; what ``serve_http(authenticate=...)`` saw. ``None`` on other
+        transports (stdio, WebSocket, in memory). The head as received, so a client's
+        word only: trust what an ``authenticate`` hook checked (:attr:`principal`), or
+        what a reverse proxy you run sets."""
+        headers: Mapping[str, str] | None = getattr(self._raw, "headers", None)
+        return headers
+
+    @property
     def needed_scopes(self) -> frozenset[str] | None:
         """The OAuth scopes this request was checked to need (the tool's ``scopes=``
         and the scope hooks' answer), as the transport that checked them found them;

@@ -8,6 +8,7 @@ session (``session_id``) and a modern one to nothing but itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, final
 
@@ -15,7 +16,7 @@ import attrs
 import trio
 
 from mcp_sansio import Connection, RequestId, RequestReceived
-from mcp_sansio.http import Principal
+from mcp_sansio.http import HttpRequest, Principal
 
 from ._handlers import RequestFacts
 
@@ -28,6 +29,44 @@ PEER_ADDRESS: ContextVar[str | None] = ContextVar("mcp_trio_http_peer", default=
 """The IP address of the TCP peer whose connection the current task serves: set by
 ``serve_http``'s connection task, read when a request's context is built there (so the
 endpoint needs not carry it)."""
+
+REQUEST_HEAD: ContextVar[HttpRequest | None] = ContextVar("mcp_trio_http_head", default=None)
+"""The head (no body) of the HTTP request the current connection task serves: set by
+``serve_http``'s connection task as it reads each request, read when a request's context
+is built there (as :data:`PEER_ADDRESS` is)."""
+
+
+@final
+class _RequestHeaders(Mapping[str, str]):
+    """The header fields of an HTTP request, read-only: a view of its head (nothing is
+    copied; :meth:`HttpRequest.header` answers each lookup, in any case).
+
+    Names are listed lower-cased, in order of first appearance; a repeated field's
+    values are joined with ``", "`` (RFC 9110 section 5.3); all is latin-1 text.
+    """
+
+    __slots__ = ("_head",)
+
+    def __init__(self, head: HttpRequest) -> None:
+        self._head = head
+
+    def __getitem__(self, name: str) -> str:
+        value = self._head.header(name) if isinstance(name, str) else None
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> dict[str, None]:
+        return dict.fromkeys(name.decode("latin-1") for name, _ in self._head.headers)
+
+    def __repr__(self) -> str:
+        return f"<request headers {dict(self)!r}>"
 
 
 @attrs.define(slots=True, eq=False)
@@ -58,7 +97,7 @@ class HttpRequestContext(RequestFacts):
     cancels that scope (and nothing is answered).
     """
 
-    __slots__ = ("_endpoint", "_running", "peer", "session_id")
+    __slots__ = ("_endpoint", "_head", "_running", "peer", "session_id")
 
     def __init__(
         self,
@@ -78,6 +117,15 @@ class HttpRequestContext(RequestFacts):
         """The IP address the request came from (the TCP peer: behind a reverse proxy,
         the proxy's), or ``None`` when unknown. Anonymous modern requests are told
         apart by it for ``Server(completion_rate_limit=)``."""
+        self._head = REQUEST_HEAD.get()
+
+    @property
+    def headers(self) -> Mapping[str, str] | None:
+        """The header fields of the request (the head ``authenticate`` saw): a
+        read-only view, looked up in any case, names listed lower-cased, a repeated
+        field's values joined with ``", "``; ``None`` when unknown."""
+        head = self._head
+        return None if head is None else _RequestHeaders(head)
 
     @property
     def connection(self) -> Connection:

@@ -85,7 +85,7 @@ from ._http_auth import (
     run_authenticate,
 )
 from ._http_config import HttpTransportConfig
-from ._http_context import PEER_ADDRESS
+from ._http_context import PEER_ADDRESS, REQUEST_HEAD
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_h11 import END_OF_MESSAGE
 from ._http_wire import H11Stream, WireError
@@ -507,6 +507,7 @@ class _Connection:
         request = await self._next_request()
         if request is None:
             return False
+        REQUEST_HEAD.set(request)  # (this task's context: ctx.headers of its requests)
         endpoint, http = self.endpoint, self.endpoint.http
         self._head_only = request.method == "HEAD"
         self._post = request.method == "POST"
