@@ -895,6 +895,34 @@ class Context(Generic[L]):
             raise _missing_capability("roots", {"roots": {}})
         return await self._ask("roots", "roots/list", None, timeout, _parse_roots_answer)
 
+    # ------------------------------------------------------------ the server's own
+
+    async def read_resource(self, uri: str) -> mcp_types.ReadResourceResult:
+        """Read one of this server's own resources, in process: what ``resources/read``
+        of ``uri`` would answer (a fixed URI first, then the templates in registration
+        order), as the client's ``read_resource`` returns it. The resource's function
+        runs in this handler's task, with this Context (its progress, logs and asks are
+        this request's). Its ``scopes=`` are not checked: the caller is the server's
+        own code, which decides what it reads for whom.
+
+        Raises:
+            McpError: what ``resources/read`` answers: the not-found error of the
+                request's era (-32002 legacy, -32602 modern, ``data: {"uri": uri}``) when
+                nothing serves ``uri`` or the function raises
+                :class:`~mcp_trio.ResourceNotFound`; -32602 when templates match but the
+                variables convert for none. A function that raises :class:`McpError`
+                raises it here.
+            TypeError: ``uri`` is not a string, or the function's value has no JSON
+                form.
+            RuntimeError: the Context serves no :class:`~mcp_trio.Server`.
+            Exception: anything else the function raised (``resources/read`` would
+                answer -32603), as raised.
+        """
+        server = self._server
+        if server is None:
+            raise RuntimeError("this Context serves no Server: it has no resources")
+        return await server._read_resource(self, uri)
+
     # ------------------------------------------------------------ machinery
 
     def _recorded_answers(self) -> dict[str, list[Any]]:
