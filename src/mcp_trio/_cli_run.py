@@ -24,7 +24,8 @@ import functools
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
 import attrs
@@ -151,7 +152,7 @@ async def _serve(
                         serve_http = functools.partial(
                             server.serve_http, host, port, path, http_config=http_config
                         )
-                        handle = await nursery.start(_serve_until_done, serve_http, served)
+                        handle = await nursery.start(_serve_until_done, server, serve_http, served)
                         url = str(handle.url)
                         kind = "Streamable HTTP"
                     else:
@@ -163,7 +164,7 @@ async def _serve(
                             allowed_hosts=hosts,
                             allowed_origins=origins,
                         )
-                        handle = await nursery.start(_serve_until_done, serve_ws, served)
+                        handle = await nursery.start(_serve_until_done, server, serve_ws, served)
                         url = str(handle.url)
                         kind = "WebSocket"
                 except OSError as exc:
@@ -212,21 +213,39 @@ async def _serve(
             nursery.cancel_scope.cancel()
 
 
+@asynccontextmanager
+async def _lifespan(server: Server) -> AsyncIterator[None]:
+    """The server's lifespan, entered here, where its ``serve_*`` would enter it (in the
+    same task: it then enters none), so that one that fails to enter says so: its
+    ``OSError`` (a database that refuses connections) read "cannot listen on ..."."""
+    async with AsyncExitStack() as stack:
+        try:
+            await stack.enter_async_context(server.open_lifespan())
+        except Exception as exc:
+            from ._cli_target import _where_it_failed as where_it_failed  # noqa: PLC0415
+
+            raise CliError(f"the server's lifespan failed: {where_it_failed(exc)}") from exc
+        yield
+
+
 async def _serve_until_done(
+    server: Server,
     serve: Callable[..., Awaitable[None]],
     served: trio.Event,
     task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """``serve(task_status=...)``, then ``served`` set."""
+    """``serve(task_status=...)`` in the server's lifespan, then ``served`` set."""
     try:
-        await serve(task_status=task_status)
+        async with _lifespan(server):
+            await serve(task_status=task_status)
     finally:
         served.set()
 
 
 async def _serve_stdio(server: Server, stop: trio.Event) -> None:
     try:
-        await server.serve_stdio()
+        async with _lifespan(server):
+            await server.serve_stdio()
     finally:
         stop.set()
 

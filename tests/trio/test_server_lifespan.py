@@ -19,7 +19,9 @@ import trio
 import trio.testing
 
 from mcp_trio import TASKS_EXTENSION, Context, Lifespan, open_client, serve_stdio
+from mcp_trio._cli_run import Transport
 from mcp_trio._cli_run import _serve as cli_serve
+from mcp_trio._cli_util import CliError
 from mcp_trio._server import Server
 
 
@@ -282,6 +284,30 @@ async def test_a_lifespan_that_fails_to_enter_fails_serve_http_before_it_listens
     with pytest.raises(Refused):
         async with server.connect_in_memory():
             pass  # pragma: no cover
+
+
+@pytest.mark.parametrize("transport", ["http", "ws", "stdio"])
+async def test_mcp_trio_run_says_the_lifespan_failed(transport: Transport) -> None:
+    # Its OSError (a database that refuses connections) read "cannot listen on ...".
+    @asynccontextmanager
+    async def unreachable(server: Server) -> AsyncIterator[None]:
+        raise_refused()
+        yield  # pragma: no cover
+
+    server = make_server(unreachable)
+    expected = (
+        r"^the server's lifespan failed: ConnectionRefusedError: db:5432 refused "
+        r"\(.*test_server_lifespan.py, line \d+\)$"
+    )
+    with (
+        trio.fail_after(10),
+        pytest.RaisesGroup(pytest.RaisesExc(CliError, match=expected), flatten_subgroups=True),
+    ):
+        await cli_serve(server, transport, "127.0.0.1", 0, "/mcp", io.StringIO())
+
+
+def raise_refused() -> None:
+    raise ConnectionRefusedError("db:5432 refused")
 
 
 async def test_a_lifespan_that_fails_to_exit_fails_the_serve_after_serving() -> None:
