@@ -13,9 +13,10 @@ and WebSocket (in-flight requests get the server's ``shutdown_grace_period``, 5 
 default, then are answered "shutting down"), at once for stdio -- and the command exits
 0. A second one stops it at once.
 
-The server's lifespan (``Server(lifespan=...)``) is entered by its ``serve_*`` before it
-serves, and exited after it stopped: a graceful stop waits for its exit too (within the
-same bound), so that a clean-up that awaits is not cancelled.
+The server's lifespan (``Server(lifespan=...)``) is entered before it serves (one that
+fails is one line, as a module that fails to import is), and exited after it stopped: a
+graceful stop waits for its exit too (within the same bound), so that a clean-up that
+awaits is not cancelled.
 """
 
 from __future__ import annotations
