@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import pytest
@@ -57,6 +59,10 @@ class _Unbound:
     is opened: tests bind 127.0.0.1 only)."""
 
     name, version, session_config = "s", "1", None
+
+    @asynccontextmanager
+    async def open_lifespan(self) -> AsyncIterator[None]:  # (the command enters it)
+        yield
 
     async def serve_http(self, *args: Any, task_status: Any, **kw: Any) -> None:
         task_status.started(_Handle())

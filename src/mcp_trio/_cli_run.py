@@ -219,9 +219,10 @@ async def _lifespan(server: Server) -> AsyncIterator[None]:
     """The server's lifespan, entered here, where its ``serve_*`` would enter it (in the
     same task: it then enters none), so that one that fails to enter says so: its
     ``OSError`` (a database that refuses connections) read "cannot listen on ..."."""
+    lifespan = server.open_lifespan()
     async with AsyncExitStack() as stack:
         try:
-            await stack.enter_async_context(server.open_lifespan())
+            await stack.enter_async_context(lifespan)
         except Exception as exc:
             from ._cli_target import _where_it_failed as where_it_failed  # noqa: PLC0415
 
