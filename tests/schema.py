@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,49 @@ def _defs(version: str) -> dict[str, Any]:
     return defs
 
 
+# Values that are free-form JSON (a JSON Schema, arguments, metadata), never closed.
+_OPEN = frozenset(
+    {
+        "inputSchema",
+        "outputSchema",
+        "requestedSchema",
+        "structuredContent",
+        "properties",
+        "_meta",
+        "arguments",
+        "experimental",
+    }
+)
+
+
+def _close(node: Any) -> None:
+    """Forbid, in place, every property an object schema does not define (where it says
+    nothing of others), except in free-form values (:data:`_OPEN`)."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            node.setdefault("additionalProperties", False)
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    if name not in _OPEN:
+                        _close(sub)
+            elif key not in _OPEN:
+                _close(value)
+    elif isinstance(node, list):
+        for item in node:
+            _close(item)
+
+
 @functools.cache
-def _validator(version: str, name: str) -> Any:
-    schema = _schema(version)
+def _strict_schema(version: str) -> dict[str, Any]:
+    schema = copy.deepcopy(_schema(version))
+    _close(schema.get("$defs") or schema["definitions"])
+    return schema
+
+
+@functools.cache
+def _validator(version: str, name: str, strict: bool = False) -> Any:
+    schema = _strict_schema(version) if strict else _schema(version)
     key = "$defs" if "$defs" in schema else "definitions"
     sub = {"$schema": schema["$schema"], "$ref": f"#/{key}/{name}", key: schema[key]}
     cls = jsonschema.validators.validator_for(sub)
@@ -48,13 +89,20 @@ def has_def(version: str, name: str) -> bool:
     return name in _defs(version)
 
 
-def validate(version: str, name: str, value: Any) -> None:
-    """Raise jsonschema.ValidationError unless ``value`` is a valid ``name``."""
-    _validator(version, name).validate(value)
+def validate(version: str, name: str, value: Any, *, strict: bool = False) -> None:
+    """Raise jsonschema.ValidationError unless ``value`` is a valid ``name``.
+
+    ``strict``: no object may carry a property its definition does not name (every
+    schema allows them; a strict peer does not), outside free-form values.
+    """
+    _validator(version, name, strict).validate(value)
 
 
-def validate_message(version: str, message: Any, request_method: str | None = None) -> None:
-    """Validate one emitted JSON-RPC message (or a batch array) of ``version``.
+def validate_message(
+    version: str, message: Any, request_method: str | None = None, *, strict: bool = False
+) -> None:
+    """Validate one emitted JSON-RPC message (or a batch array) of ``version``
+    (``strict``: see :func:`validate`).
 
     Requests and notifications are checked against the definition of their method;
     results against the result type of ``request_method`` when the schema has one.
@@ -64,26 +112,26 @@ def validate_message(version: str, message: Any, request_method: str | None = No
     """
     if isinstance(message, list):
         for item in message:
-            validate_message(version, item, None)
+            validate_message(version, item, None, strict=strict)
         return
     if "error" in message and message.get("id") is None:
         message = {k: v for k, v in message.items() if k != "id"}
         err = _defs(version).get("JSONRPCErrorResponse") and "JSONRPCErrorResponse"
-        validate(version, err or "JSONRPCError", {**message, "id": 0})
+        validate(version, err or "JSONRPCError", {**message, "id": 0}, strict=strict)
         return
-    validate(version, "JSONRPCMessage", message)
+    validate(version, "JSONRPCMessage", message)  # (a union: never strict)
     method = message.get("method")
     if method is not None:
         name = _method_defs(version).get(method)
         if name is not None:
-            validate(version, name, message)
+            validate(version, name, message, strict=strict)
         return
     if "result" in message and message["result"].get("resultType") == "input_required":
-        validate(version, "InputRequiredResult", message["result"])
+        validate(version, "InputRequiredResult", message["result"], strict=strict)
         return
     if "result" in message and request_method is not None:
         req = _method_defs(version).get(request_method)
         if req is not None:
             result_name = req.removesuffix("Request") + "Result"
             if has_def(version, result_name):
-                validate(version, result_name, message["result"])
+                validate(version, result_name, message["result"], strict=strict)

@@ -21,6 +21,7 @@ from ._errors import ErrorCode, ErrorData
 from ._events import ErrorReceived, Event, HandshakeCompleted, RequestReceived
 from ._json import Fragment, dumps
 from ._jsonrpc import RequestId, error_response, notification, request, result_response
+from ._revision_fields import fit
 from ._state import HandshakeInput, transition
 
 
@@ -171,9 +172,12 @@ class _Handshake(_ConnectionBase):
         self._lifecycle = answered
         result: dict[str, Any] = {
             "protocolVersion": version,
-            # The tasks extension is modern-only: a legacy session is not offered it.
-            "capabilities": _tasks.without_tasks_extension(self._capabilities),
-            "serverInfo": self.config.implementation,
+            # The tasks extension is modern-only: a legacy session is not offered it;
+            # nor what its revision lacks (`completions` before 2025-03-26, ...).
+            "capabilities": fit(
+                "ServerCapabilities", _tasks.without_tasks_extension(self._capabilities), version
+            ),
+            "serverInfo": fit("Implementation", self.config.implementation, version),
         }
         if self.config.instructions is not None:
             result["instructions"] = self.config.instructions

@@ -5,11 +5,14 @@ is bytes *and* a MIME type), and the pure functions that turn a handler's return
 into ``CallToolResult``, ``GetPromptResult`` messages, ``ReadResourceResult`` contents
 and ``CompleteResult`` objects. Nothing here awaits.
 
-Content is built in the newest revision's terms, then :func:`adapt_tool_result` and
-:func:`adapt_prompt_result` rewrite it for the session's protocol version: what an older
-revision lacks (``AudioContent`` before 2025-03-26, ``ResourceLink`` and
-``structuredContent`` before 2025-06-18) becomes the nearest thing it has, so that a
-handler written once answers every client with a result its schema accepts.
+Content is built in the newest revision's terms, then :func:`adapt_tool_result`,
+:func:`adapt_prompt_result` and :func:`adapt_contents` rewrite it for the session's
+protocol version: what an older revision lacks (``AudioContent`` before 2025-03-26,
+``ResourceLink`` and ``structuredContent`` before 2025-06-18) becomes the nearest thing
+it has, and a field it lacks (``_meta`` and ``annotations.lastModified`` before
+2025-06-18, a link's ``icons`` before 2025-11-25: ``mcp_sansio._revision_fields``) is
+left out, so that a handler written once answers every client with a result its schema
+accepts.
 
 Every content value may also be given as an ``mcp_sansio.types`` instance
 (``TextContent``, ``ImageContent``, ``ResourceLink``...) or as the raw JSON object
@@ -29,6 +32,7 @@ from typing import Any, ClassVar, Literal, final
 import attrs
 
 from mcp_sansio import unstructure
+from mcp_sansio._revision_fields import LACKING, fit
 from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import to_jsonable
@@ -62,6 +66,21 @@ _MISSING_CONTENT_TYPES: Mapping[str, frozenset[str]] = MappingProxyType(
 UNSTRUCTURED_VERSIONS = frozenset(v for v, r in REVISIONS.items() if not r.structured_output)
 """The protocol versions without structured tool output (``Revision.structured_output``):
 ``structuredContent`` and ``outputSchema`` came in 2025-06-18."""
+
+_BLOCK_DEFINITIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "text": "TextContent",
+        "image": "ImageContent",
+        "audio": "AudioContent",
+        "resource": "EmbeddedResource",
+        "resource_link": "ResourceLink",
+    }
+)
+"""Each content block ``type``: its definition in the schema."""
+
+_ADAPTED_VERSIONS = frozenset(_MISSING_CONTENT_TYPES) | UNSTRUCTURED_VERSIONS | frozenset(LACKING)
+"""The protocol versions whose results :func:`adapt_tool_result` may change (the others
+are sent as built)."""
 
 ROLES = ("user", "assistant")
 """The roles of prompt and sampling messages (``Role`` in the schema)."""
@@ -714,15 +733,19 @@ def adapt_block(block: Any, protocol_version: str) -> Any:
     A type that revision lacks becomes the nearest one it has: audio (before 2025-03-26)
     an ``EmbeddedResource`` whose ``blob`` is the audio (URI ``urn:mcp-trio:audio:<hash of
     the data>``, same ``mimeType``); a resource link (before 2025-06-18) a text block naming
-    the resource (title or name, URI, MIME type and description). Anything else is
-    returned as it is.
+    the resource (title or name, URI, MIME type and description). Then the fields that
+    revision's block lacks are left out (``mcp_sansio._revision_fields.fit``). A block
+    with nothing to change is returned as it is.
     """
-    missing = _MISSING_CONTENT_TYPES.get(protocol_version)
-    if not missing or not isinstance(block, Mapping) or block.get("type") not in missing:
+    if protocol_version not in _ADAPTED_VERSIONS or not isinstance(block, Mapping):
         return block
-    if block["type"] == "audio":
-        return _audio_as_resource(block)
-    return _link_as_text(block)
+    kind = block.get("type")
+    missing = _MISSING_CONTENT_TYPES.get(protocol_version)
+    if missing and kind in missing:
+        block = _audio_as_resource(block) if kind == "audio" else _link_as_text(block)
+        kind = block["type"]
+    definition = _BLOCK_DEFINITIONS.get(kind) if isinstance(kind, str) else None
+    return block if definition is None else fit(definition, block, protocol_version)
 
 
 def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str, Any]:
@@ -732,9 +755,7 @@ def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str
     ``structuredContent``: it is left out, and the content kept (the structured value
     becomes a JSON text block when there is no content at all, so nothing is lost).
     """
-    if protocol_version not in _MISSING_CONTENT_TYPES and protocol_version not in (
-        UNSTRUCTURED_VERSIONS
-    ):
+    if protocol_version not in _ADAPTED_VERSIONS:
         return result
     out = dict(result)
     content = out.get("content")
@@ -750,7 +771,7 @@ def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str
 def adapt_prompt_result(result: dict[str, Any], protocol_version: str) -> dict[str, Any]:
     """A ``GetPromptResult`` whose messages' content :func:`adapt_block` has adapted."""
     messages = result.get("messages")
-    if protocol_version not in _MISSING_CONTENT_TYPES or not isinstance(messages, list):
+    if protocol_version not in _ADAPTED_VERSIONS or not isinstance(messages, list):
         return result
     adapted = [
         {**message, "content": adapt_block(message["content"], protocol_version)}
@@ -759,6 +780,15 @@ def adapt_prompt_result(result: dict[str, Any], protocol_version: str) -> dict[s
         for message in messages
     ]
     return {**result, "messages": adapted}
+
+
+def adapt_contents(contents: list[dict[str, Any]], protocol_version: str) -> list[Any]:
+    """The ``contents`` of a ``ReadResourceResult`` as ``protocol_version`` can carry
+    them: without the fields its ``TextResourceContents`` and ``BlobResourceContents``
+    lack (``_meta`` before 2025-06-18)."""
+    if protocol_version not in LACKING:
+        return contents
+    return [fit("ResourceContents", item, protocol_version) for item in contents]
 
 
 def prompt_messages(value: Any) -> list[dict[str, Any]]:

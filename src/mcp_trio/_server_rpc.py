@@ -14,21 +14,24 @@ a group of a single :class:`McpError` or :class:`ResourceNotFound` is that excep
 (see :func:`_raise_meant_for_peer`). Any other group is an internal error.
 
 Results are written for the newest revision and adapted to the request's protocol
-version on the way out (``adapt_tool_result``, ``adapt_prompt_result``; ``outputSchema``
-is left out of ``tools/list`` before 2025-06-18).
+version on the way out (``adapt_tool_result``, ``adapt_prompt_result``,
+``adapt_contents``); the lists leave out what the revision's ``Tool``, ``Resource``,
+``ResourceTemplate`` and ``Prompt`` lack (``mcp_sansio._revision_fields``: ``title``
+before 2025-06-18, ``icons`` before 2025-11-25, ...), fitted once per list change.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
 import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData, unstructure
+from mcp_sansio._revision_fields import LACKING, fit
 from mcp_sansio._tasks import TASKS_CANCEL, TASKS_GET, TASKS_UPDATE
 
 from ._config import RATE_LIMITED_CODE, RateLimit
@@ -40,6 +43,7 @@ from ._pagination import list_result
 from ._registry import (
     Entry,
     ListKind,
+    PromptEntry,
     Registry,
     ResourceEntry,
     TemplateEntry,
@@ -48,9 +52,9 @@ from ._registry import (
     invoke,
 )
 from ._server_content import (
-    UNSTRUCTURED_VERSIONS,
     ToolError,
     ToolResult,
+    adapt_contents,
     adapt_prompt_result,
     adapt_tool_result,
     completion_json,
@@ -273,6 +277,9 @@ class ServerMethods:
         self._completion_buckets = (
             None if completion_rate_limit is None else KeyedBuckets(completion_rate_limit)
         )
+        # (definition, protocol version) -> (the list's change count, its items fitted
+        # to that revision): at most one entry per list and older revision.
+        self._fitted: dict[tuple[str, str], tuple[int, list[Mapping[str, Any]]]] = {}
 
     def handlers(self) -> Handlers:
         """A handler table with every method."""
@@ -351,6 +358,26 @@ class ServerMethods:
             context = Context(ctx, self._server, task=task)
         return InputRequiredResult(input_requests=requests, state=context._state(asked))
 
+    def _listed(
+        self,
+        version: str,
+        kind: ListKind,
+        definition: str,
+        entries: Iterable[ToolEntry | PromptEntry | ResourceEntry | TemplateEntry],
+    ) -> Sequence[Mapping[str, Any]]:
+        """The ``definition`` objects of ``entries`` (of list ``kind``) as the protocol
+        ``version`` has them: without the fields its schema lacks (lifecycle.mdx: "MUST
+        respect the negotiated protocol version"). Fitted once per change of the list
+        and revision; the newest revisions take the registered objects as they are."""
+        if version not in LACKING:
+            return [entry.definition for entry in entries]
+        count = self._registry.versions[kind]
+        fitted = self._fitted.get((definition, version))
+        if fitted is None or fitted[0] != count:
+            items = [fit(definition, entry.definition, version) for entry in entries]
+            fitted = self._fitted[(definition, version)] = (count, items)
+        return fitted[1]
+
     def _page(
         self, ctx: RequestContext, kind: ListKind, field: str, items: Sequence[Any]
     ) -> dict[str, Any]:
@@ -368,10 +395,9 @@ class ServerMethods:
 
     async def list_tools(self, ctx: RequestContext) -> dict[str, Any]:
         """``tools/list``: registration order, paginated (no ``outputSchema`` before
-        2025-06-18)."""
-        items = [t.definition for t in self._registry.tools.values()]
-        if ctx.protocol_version in UNSTRUCTURED_VERSIONS:
-            items = [{k: v for k, v in d.items() if k != "outputSchema"} for d in items]
+        2025-06-18, and so on: :meth:`_listed`)."""
+        tools = self._registry.tools.values()
+        items = self._listed(ctx.protocol_version, "tools", "Tool", tools)
         return self._page(ctx, "tools", "tools", items)
 
     async def call_tool(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -468,7 +494,8 @@ class ServerMethods:
 
     async def list_prompts(self, ctx: RequestContext) -> dict[str, Any]:
         """``prompts/list``: registration order, paginated."""
-        items = [p.definition for p in self._registry.prompts.values()]
+        prompts = self._registry.prompts.values()
+        items = self._listed(ctx.protocol_version, "prompts", "Prompt", prompts)
         return self._page(ctx, "prompts", "prompts", items)
 
     async def get_prompt(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -495,12 +522,14 @@ class ServerMethods:
 
     async def list_resources(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/list``: the resources with fixed URIs, paginated."""
-        items = [r.definition for r in self._registry.resources.values()]
+        resources = self._registry.resources.values()
+        items = self._listed(ctx.protocol_version, "resources", "Resource", resources)
         return self._page(ctx, "resources", "resources", items)
 
     async def list_templates(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/templates/list``: paginated."""
-        items = [t.definition for t in self._registry.templates.values()]
+        templates = self._registry.templates.values()
+        items = self._listed(ctx.protocol_version, "resources", "ResourceTemplate", templates)
         return self._page(ctx, "resources", "resourceTemplates", items)
 
     async def read_resource(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -526,7 +555,8 @@ class ServerMethods:
             raise _not_found(ctx.era, exc.uri) from None
         if isinstance(value, InputRequiredResult):
             return value
-        return {"contents": read_result_contents(uri, value, entry.mime_type)}
+        contents = read_result_contents(uri, value, entry.mime_type)
+        return {"contents": adapt_contents(contents, ctx.protocol_version)}
 
     async def subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/subscribe`` (legacy): remember the URI for this session (a
