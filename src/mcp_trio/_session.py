@@ -38,6 +38,8 @@ tasks. Per session:
   writes: ``_start_leftover_writer``). Each single message write is shielded from
   the caller's cancellation (half a frame would corrupt a stream) and bounded by
   ``write_timeout``; a failed write calls ``conn.send_failed()`` and closes the session.
+  A request's write that must wait is left to one task of the I/O nursery, the
+  drainer (``_start_drainer``), so that its caller may leave mid-write.
   A message over the channel's ``send_bound()`` (a WebSocket's frame size, which would
   close the connection) is never written: only what it belongs to fails (``_fit``).
 * **One timer task** sleeps in a cancel scope whose deadline is the core's
@@ -149,7 +151,7 @@ from ._pool import (
 from ._text import for_log
 from ._util import PeerWarnings, is_internal_failure
 from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter, Waiters
-from ._writer import WriteJob, Writer
+from ._writer import Writer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -283,7 +285,7 @@ class Session:
             channel,
             self.config.write_timeout,
             on_leftovers=self._start_leftover_writer,
-            start_write=self._start_write,
+            start_drainer=self._start_drainer,
             max_bytes=self.config.max_outbox_bytes,
         )
         # The channel's bound on one message (see _fit): the size alone, checked against
@@ -1111,21 +1113,23 @@ class Session:
         if failure is not None:
             self._write_failed(failure)
 
-    def _start_write(self, write: WriteJob) -> bool:
-        """The writer's ``start_write``: a request's write that must wait runs in a task
-        of the I/O nursery, so that its caller may leave mid-write (``_writer``:
-        "Detached writes"). Not once the session is closing (as for leftovers)."""
-        nursery = self._io_nursery
-        if nursery is None or self._close_exc is not None:
+    def _start_drainer(self) -> bool:
+        """The writer's ``start_drainer``: at the first request write that must wait,
+        the task that writes such writes from then on, so that their callers may leave
+        mid-write (``_writer``: "Detached writes"), in the I/O nursery, for the rest of
+        the session; in the reader's context, not the first caller's. Not once the
+        session is closing (as for leftovers)."""
+        nursery, context = self._io_nursery, self._reader_context
+        if nursery is None or context is None or self._close_exc is not None:
             return False
-        try:
-            nursery.start_soon(self._run_write, write, name="mcp detached write")
+        try:  # (start_soon copies the context it is called in)
+            context.run(lambda: nursery.start_soon(self._drain_outbox, name="mcp drainer"))
         except RuntimeError:  # the nursery has closed
             return False
         return True
 
-    async def _run_write(self, write: WriteJob) -> None:
-        failure = await write()
+    async def _drain_outbox(self) -> None:
+        failure = await self._writer.drain()
         if failure is not None:
             self._write_failed(failure)
 

@@ -60,14 +60,22 @@ Detached writes. A shielded write in the caller's own task would hold the caller
 up to ``write_timeout`` when its own message is the one stuck half-written (a peer
 that stopped reading in the middle of a large request): its ``timeout=`` and cancel
 scopes would wait for it. A writer that asks for it (``write_through(detach=True)``:
-the session's callers of requests) does not write such a message itself: a task of
-the session's (``start_write``) writes it, shielded and bounded as above, while the
-writer waits for it like any other wait, cancellably. If the writer is cancelled
-meanwhile, it returns at once and the task finishes its turn: the message still goes
-out whole (or ``write_timeout`` ends the session, as before), then the role passes on
-as when a writer leaves (to the earliest waiter, or a leftover task). Nothing else
-changes hands: the messages are the outbox's, in order. Only writes that wait pay
-for the task; what goes at once goes as before, in the caller's task.
+the session's callers of requests, which wait for the answer next, cancellably) does
+not write a message that must wait itself: it hands the writer role to the session's
+*drainer* and returns, or, finding the drainer at work, returns at once. The drainer
+is one task of the session's (``start_drainer``), started at the first such write and
+then parked between hand-overs: no task is started per write (on a WebSocket, which
+has no ``send_nowait``, that is every request). Holding the role, it writes the whole
+outbox in order, each write shielded and bounded as above, whoever queued the
+messages (others' too: the waiters are woken as theirs are out, and several callers'
+requests need no change of writer between them); then it leaves the role as any
+writer does, and parks. A caller that gives up meanwhile is gone at once: its request
+still goes out whole if it was started, followed by its ``notifications/cancelled``,
+and is withdrawn if it was not (below); ``write_timeout`` ends the session as before
+(the drainer reports the failure). Nothing else changes hands: the messages are the
+outbox's, in order. What goes at once goes as before, in the caller's task; and
+without the drainer (none given, or it has ended: the session is closing) the
+writer writes itself.
 
 Room. The outbox holds messages that each have a bound, but their number is bounded
 only by the session's (``max_unanswered_requests``, the handlers at work), so a peer
@@ -84,10 +92,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Final, final
 
-import outcome
 import trio
 
 from ._channel import MessageChannel
@@ -102,48 +109,39 @@ _WITHDRAWN: Final = b""
 # Not an attrs class: a private record on a stdio server's import path (see
 # tests/test_stdio_import_cost.py).
 class _Waiter:
-    """A task waiting in :meth:`Writer.write_through` for its messages to go out.
+    """A task parked in :meth:`Writer.write_through` until its messages are out.
 
     Attributes:
         mark: the mark its messages were queued up to.
-        woken: set when it is woken.
+        task: the task, parked (``wait_task_rescheduled``) as soon as it is queued.
         turn: woken to become the writer (the role is reserved for it).
-        gone: cancelled: skipped when its turn would come.
+        gone: cancelled: skipped when its turn would come (never woken).
     """
 
-    __slots__ = ("gone", "mark", "turn", "woken")
+    __slots__ = ("gone", "mark", "task", "turn")
 
     def __init__(self, mark: int) -> None:
         self.mark = mark
-        self.woken = trio.Event()
+        self.task = trio.lowlevel.current_task()
         self.turn = False
         self.gone = False
 
-
-class _Detached:
-    """A message write in a task of the session's (see "Detached writes").
-
-    Attributes:
-        writer: the task that holds the writer role and waits for the write.
-        orphaned: the writer was cancelled while it waited: the task finishes its turn.
-    """
-
-    __slots__ = ("orphaned", "writer")
-
-    def __init__(self) -> None:
-        self.writer = trio.lowlevel.current_task()
-        self.orphaned = False
+    def wake(self) -> None:
+        """Reschedule the task (once: it is off the heap), unless it was cancelled."""
+        if not self.gone:
+            trio.lowlevel.reschedule(self.task)
 
     def abort(self, _: object) -> trio.lowlevel.Abort:
-        # (called by trio as the writer is cancelled, before the write ends: from now
-        # on the write's task, not the writer, ends the turn; no window between them)
-        self.orphaned = True
+        # (called by trio as the task is cancelled while parked: never woken from now)
+        self.gone = True
         return trio.lowlevel.Abort.SUCCEEDED
 
 
-WriteJob = Callable[[], Awaitable[SessionClosed | None]]
-"""A write a task of the session's runs (``Writer``'s ``start_write``): it returns
-``None``, or why writing failed, which closes the session."""
+# The drainer's states (see "Detached writes").
+_UNSTARTED: Final = 0  # not started yet (nothing detached so far)
+_IDLE: Final = 1  # parked, waiting for the writer role
+_DRAINING: Final = 2  # holds the writer role (or is started or woken to take it)
+_GONE: Final = 3  # ended (the session is closing): writers write themselves
 
 
 @final
@@ -157,10 +155,11 @@ class Writer:
             that no task waits to write (see the module docs); it starts a task that
             awaits :meth:`write_leftovers` and returns ``True``, or ``False`` if it
             cannot (the session is closing). ``None``: they wait for the next write.
-        start_write: starts a task that awaits the given :data:`WriteJob` (and closes
-            the session with the failure it returns), without waiting; ``False`` if it
+        start_drainer: starts a task that awaits :meth:`drain` (and closes the
+            session with the failure it returns), without waiting; ``False`` if it
             cannot (the session is closing): then the writer writes itself, as
-            without it (``None``). For detached writes (see the module docs).
+            without it (``None``). Called at the first detached write (see the
+            module docs); the task lives until the session closes.
         max_bytes: the outbox's bound in bytes (see "Room" in the module docs);
             ``None``: none.
     """
@@ -171,13 +170,15 @@ class Writer:
         write_timeout: float | None,
         *,
         on_leftovers: Callable[[], bool] | None = None,
-        start_write: Callable[[WriteJob], bool] | None = None,
+        start_drainer: Callable[[], bool] | None = None,
         max_bytes: int | None = None,
     ) -> None:
         self._channel = channel
         self._timeout = write_timeout
         self._on_leftovers = on_leftovers
-        self._start_write = start_write
+        self._start_drainer = start_drainer
+        self._drainer_state = _UNSTARTED
+        self._drainer: trio.lowlevel.Task | None = None  # the drainer, while _IDLE
         self._max_bytes = math.inf if max_bytes is None else max_bytes
         self._bytes = 0  # the bytes of the messages in the outbox (not withdrawn)
         self._room: trio.Event | None = None  # set when the outbox is back under its bound
@@ -353,9 +354,10 @@ class Writer:
 
         Args:
             mark: what :meth:`queue` returned.
-            detach: a message write that must wait is done by a task of the session's
-                (``start_write``), so that this task's cancellation takes effect at
-                once (see "Detached writes" in the module docs).
+            detach: leave the messages to the drainer (``start_drainer``) as soon as
+                one must wait, and return without waiting for them (see "Detached
+                writes" in the module docs): then whether they go out is the
+                drainer's to report (a failure closes the session).
 
         Returns:
             ``None``, or why writing failed (the channel broke, a write timed out, or
@@ -366,11 +368,18 @@ class Writer:
         if not self._active:
             self._active = True
             return await self._write_as_writer(mark, detach)
+        if detach and self._drainer_state == _DRAINING:
+            return None  # (the drainer holds the role: it writes ours too)
+        return await self._wait_turn(mark, detach)
+
+    async def _wait_turn(self, mark: int, detach: bool) -> SessionClosed | None:
+        """Wait, as a waiter, until the messages up to ``mark`` are out, or until the
+        writer role is handed to this task (then write as the writer)."""
         waiter = _Waiter(mark)
         self._arrivals += 1
         heapq.heappush(self._waiters, (mark, self._arrivals, waiter))
         try:
-            await waiter.woken.wait()
+            await trio.lowlevel.wait_task_rescheduled(waiter.abort)
         except BaseException:
             waiter.gone = True
             if waiter.turn:  # the role was handed over as we were cancelled: pass it on
@@ -381,32 +390,97 @@ class Writer:
         return await self._write_as_writer(mark, detach)
 
     async def _write_as_writer(self, mark: int, detach: bool = False) -> SessionClosed | None:
-        """Write up to ``mark`` holding the writer role, then ride (see the module docs)."""
-        detached: _Detached | None = None
+        """Write up to ``mark`` holding the writer role, then ride (see the module docs);
+        or, with ``detach``, hand the role to the drainer at the first write that must
+        wait, and return."""
+        handed = False
         try:
             while self._written < mark:
                 if self._withdrawn:
                     self._skip_withdrawn()
                     if self._written >= mark:
                         break
+                if detach and self._hand_over():
+                    handed = True
+                    break
                 self._busy = True
                 try:
-                    if detach and not self._channel.atomic_send and self._start_write is not None:
-                        detached = _Detached()
-                        failure = await self._write_detached(self._outbox[0], detached)
-                    else:
-                        failure = await self._write_one(self._outbox[0])
+                    failure = await self._write_one(self._outbox[0])
                 finally:
-                    if detached is None or not detached.orphaned:
-                        self._busy = False  # (else the write's task is still at it)
+                    self._busy = False
                 failure = self._wrote(failure)
                 if failure is not None:
                     return failure
                 self._send_ready(mark)  # the rest of ours, if it goes without waiting
-            self._send_ready(self._queued)  # ride: others' messages that need no wait
+            if not handed:
+                self._send_ready(self._queued)  # ride: others' messages that need no wait
         finally:
-            if detached is None or not detached.orphaned:
-                self._leave()  # (else the write's task leaves when it is done)
+            if not handed:
+                self._leave()  # (else the drainer holds the role now)
+        return None
+
+    def _hand_over(self) -> bool:
+        """Hand the writer role to the drainer, starting it if need be; whether it took
+        it (not on a channel whose writes are cancellable, nor once it has ended)."""
+        state = self._drainer_state
+        if state == _IDLE:
+            assert self._drainer is not None
+            trio.lowlevel.reschedule(self._drainer)
+            self._drainer = None
+        elif (
+            state != _UNSTARTED
+            or self._channel.atomic_send
+            or self._start_drainer is None
+            or not self._start_drainer()
+        ):
+            return False
+        self._drainer_state = _DRAINING
+        return True
+
+    async def drain(self) -> SessionClosed | None:
+        """The drainer: a task that :meth:`_hand_over` starts holding the writer role.
+        It writes until the outbox is empty, waking each waiter as its messages are
+        out, leaves the role and waits for the next hand-over; and so on until it is
+        cancelled (the session is closing) while it waits, or a write fails.
+
+        Returns:
+            why writing failed (as :meth:`write_through`); the session closes.
+        """
+        try:
+            while True:
+                try:
+                    failure = await self._write_all()
+                finally:
+                    self._leave()
+                if failure is not None:
+                    return failure
+                self._drainer_state = _IDLE
+                self._drainer = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._drainer_cancelled)
+        finally:
+            self._drainer_state = _GONE
+            self._drainer = None
+
+    def _drainer_cancelled(self, _: object) -> trio.lowlevel.Abort:
+        # (called by trio as the idle drainer is cancelled: from now on no writer hands
+        # it the role, before its task has even run)
+        self._drainer_state = _GONE
+        self._drainer = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def _write_all(self) -> SessionClosed | None:
+        """Write everything queued, in order, holding the writer role; wake the waiters
+        whose messages are out as they are. The failure, if any."""
+        while not self._send_ready(self._queued):
+            self._wake_done()  # (before a write that waits: some may be out already)
+            self._busy = True
+            try:
+                failure = await self._write_one(self._outbox[0])
+            finally:
+                self._busy = False
+            failure = self._wrote(failure)
+            if failure is not None:
+                return failure
         return None
 
     def out(self, mark: int) -> bool:
@@ -424,47 +498,11 @@ class Writer:
         self._count_out(len(self._outbox.popleft()))
         return None
 
-    async def _write_detached(self, message: bytes, detached: _Detached) -> SessionClosed | None:
-        """Have a task of the session's write ``message`` (the head of the outbox) and
-        wait for it, cancellably (see "Detached writes" in the module docs)."""
-        assert self._start_write is not None
-        if not self._start_write(lambda: self._detached_write(message, detached)):
-            return await self._write_one(message)  # (the session is closing)
-        result: SessionClosed | None = await trio.lowlevel.wait_task_rescheduled(detached.abort)
-        return result
-
-    async def _detached_write(self, message: bytes, detached: _Detached) -> SessionClosed | None:
-        """The task of :meth:`_write_detached`: write, then hand the result to the
-        writer; or, if it was cancelled meanwhile, end its turn for it: count the
-        message out and leave (or fail, which closes the session)."""
-        try:
-            failure = await self._write_one(message)
-        except BaseException as exc:  # (a bug: raise it where an inline write would)
-            if not detached.orphaned:
-                trio.lowlevel.reschedule(detached.writer, outcome.Error(exc))
-                return None
-            self._busy = False
-            self.abort()
-            self._leave()
-            raise
-        if not detached.orphaned:
-            trio.lowlevel.reschedule(detached.writer, outcome.Value(failure))
-            return None
-        self._busy = False
-        try:
-            failure = self._wrote(failure)
-            if failure is None:
-                self._send_ready(self._queued)  # ride, as the writer would have
-        finally:
-            self._leave()
-        return failure
-
     def _wake_done(self) -> None:
         """Wake the waiters whose messages are all out (skip the cancelled ones)."""
         waiters, written = self._waiters, self._written
         while waiters and (waiters[0][0] <= written or waiters[0][2].gone):
-            waiter = heapq.heappop(waiters)[2]
-            waiter.woken.set()
+            heapq.heappop(waiters)[2].wake()
 
     def _leave(self) -> None:
         """The writer leaves: wake those done, hand the role to the earliest left.
@@ -475,7 +513,7 @@ class Writer:
         if self._waiters:
             waiter = heapq.heappop(self._waiters)[2]
             waiter.turn = True  # the role stays taken (_active) for it
-            waiter.woken.set()
+            waiter.wake()
         else:
             self._active = False
             if self._outbox and not self._rescuing and self._on_leftovers is not None:
