@@ -414,8 +414,17 @@ class Server:
             meta: the tool's ``_meta``.
             input_schema: an ``inputSchema`` to publish verbatim instead of the one
                 generated from the signature (for schemas type hints cannot say, e.g.
-                ``if``/``then``/``else`` or ``x-mcp-header``). The function then gets the
-                arguments unvalidated and unconverted, by name; it checks them itself.
+                ``x-mcp-header`` or ``if``/``then``/``else``). Arguments are validated
+                against it before the function runs when the validator implements all
+                its keywords (``x-mcp-header`` aside), as a verbatim ``output_schema``
+                is, and passed by name as JSON values, unconverted. A schema with a
+                keyword it does not implement is published and served unchecked (a
+                warning at registration names the keyword): the function then checks
+                its arguments itself; one of another dialect, or with a ``$ref`` that
+                is not local or leads nowhere, is refused. A parameter without a
+                default that a call leaves out is an invalid-arguments tool error, as
+                is an argument the function has no parameter for (unless it takes
+                ``**kwargs``).
             task: run calls as tasks of the tasks extension (2026-07-28,
                 ``io.modelcontextprotocol/tasks``): ``"optional"`` (or ``True``) -- a task
                 when the request declares the extension, a plain call otherwise;
@@ -439,7 +448,9 @@ class Server:
             TypeError: a parameter or the return type has no JSON Schema, or an
                 annotation or icon member has the wrong type (``readOnlyHint="yes"``).
             ValueError: the name is invalid or taken, a verbatim ``output_schema``
-                uses a keyword the result check does not know, a scope is no RFC
+                uses a keyword the result check does not know, a verbatim
+                ``input_schema`` is not an object schema, declares another dialect or
+                has a ``$ref`` that is not local or leads nowhere, a scope is no RFC
                 6750 scope token, or an icon is not an ``Icon`` of the schema
                 (``theme="blue"``, a ``src`` that is no URI).
         """
