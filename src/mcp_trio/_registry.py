@@ -104,10 +104,13 @@ _OPTIONAL = re.compile(r"(?:typing\.)?Optional\[(?P<inner>.*)\]")
 
 def _names_context(text: str) -> bool:
     """Whether an unresolvable annotation's text names ``Context`` (or ``Context | None``,
-    ``Optional[Context]``)."""
+    ``Optional[Context]``), with its type argument or not (``Context[App]``, ``App``
+    imported under ``TYPE_CHECKING``: what leaves it unresolvable)."""
     text = text.strip().strip("'\"").strip()
     if optional := _OPTIONAL.fullmatch(text):
         text = optional.group("inner")
+    while (bare := re.sub(r"\[[^\[\]]*\]", "", text)) != text:  # (innermost first)
+        text = bare
     members = [m.strip() for m in text.split("|") if m.strip() != "None"]
     return len(members) == 1 and members[0].rpartition(".")[2] == "Context"
 
