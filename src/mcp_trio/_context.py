@@ -180,6 +180,12 @@ def _missing_capability(what: str, required: dict[str, Any]) -> McpError:
     )
 
 
+_FREE_CONTEXT = frozenset(v for v in LEGACY_VERSIONS if v < "2025-11-25")
+"""The protocol versions before the ``sampling.context`` capability (2025-11-25): there
+``includeContext`` is asked without one (the client "MAY ignore this request"); from
+2025-11-25 on, ``thisServer`` and ``allServers`` are a SHOULD NOT unless the client
+declares it (client/sampling.mdx, "Capabilities")."""
+
 _SAMPLING_TYPES = frozenset().union(*(r.sampling_content_types for r in REVISIONS.values()))
 
 
@@ -847,7 +853,9 @@ class Context(Generic[L]):
             timeout: legacy era: seconds to wait for the answer.
 
         Raises:
-            McpError: -32021 if the client cannot sample (or sample with tools), or a
+            McpError: -32021 if the client cannot sample (or sample with tools; or,
+                from 2025-11-25 on, include context -- ``include_context`` other than
+                ``"none"`` -- without declaring ``sampling.context``), or a
                 message holds content the session's protocol version lacks (audio
                 before 2025-03-26, tool use and results before 2025-11-25), or ``tools``
                 / ``tool_choice`` are given before 2025-11-25; the
@@ -874,7 +882,7 @@ class Context(Generic[L]):
         needed: dict[str, Any] = {}
         if tools is not None or tool_choice is not None:
             needed["tools"] = {}
-        if include_context not in (None, "none"):
+        if include_context not in (None, "none") and self.protocol_version not in _FREE_CONTEXT:
             needed["context"] = {}
         caps = self.client_capabilities.get("sampling")
         if not isinstance(caps, Mapping) or not all(k in caps for k in needed):

@@ -455,6 +455,50 @@ async def test_audio_in_a_sampling_message_goes_out_where_it_exists(version: str
     assert params["messages"][0]["content"] == AUDIO
 
 
+def context_server() -> Server:
+    server = Server("contextual")
+
+    @server.tool()
+    async def recall(ctx: Context) -> str:
+        answer = await ctx.sample("what did we say?", max_tokens=5, include_context="thisServer")
+        return answer.text
+
+    return server
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+async def test_include_context_is_free_before_2025_11_25(version: str) -> None:
+    # No sampling.context before 2025-11-25: includeContext is sent as asked (the
+    # client "MAY ignore this request"), to a client that declared plain sampling.
+    asker = legacy(context_server(), version, lambda m, p: HEARD, capabilities=ALL_CAPS)
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "recall")) == "a beep"
+    ((_, params),) = asker.asked
+    message = {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": params}
+    validate(version, "CreateMessageRequest", message)
+    assert params["includeContext"] == "thisServer"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_include_context_needs_sampling_context_from_2025_11_25(era: str) -> None:
+    # client/sampling.mdx (2025-11-25, 2026-07-28): thisServer and allServers "SHOULD NOT"
+    # be used "unless the client declares sampling.context capability".
+    asker = Asker(context_server(), era, lambda m, p: HEARD, capabilities=ALL_CAPS)
+    async with asker.connect() as client:
+        assert client.handshake is not None
+        assert client.handshake.protocol_version in ("2025-11-25", "2026-07-28")
+        with pytest.raises(McpError) as info:
+            await asker.call(client, "recall")
+    assert not asker.asked
+    assert info.value.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.data == {"requiredCapabilities": {"sampling": {"context": {}}}}
+    caps = {**ALL_CAPS, "sampling": {"context": {}}}
+    asker = Asker(context_server(), era, lambda m, p: HEARD, capabilities=caps)
+    async with asker.connect() as client:
+        assert text(await asker.call(client, "recall")) == "a beep"
+    assert asker.asked[0][1]["includeContext"] == "thisServer"
+
+
 async def test_http_waiters_for_initialized_each_keep_their_own_patience(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
