@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from ._config import RateLimit as RateLimit
     from ._config import SessionConfig as SessionConfig
     from ._context import Context as Context
+    from ._context import ElicitationCompleter as ElicitationCompleter
     from ._context import ElicitationResult as ElicitationResult
     from ._context import SamplingResult as SamplingResult
     from ._errors import RequestTimeout as RequestTimeout
@@ -213,6 +214,7 @@ _LAZY: dict[str, str] = {
     "RateLimit": "._config",
     "SessionConfig": "._config",
     "Context": "._context",
+    "ElicitationCompleter": "._context",
     "ElicitationResult": "._context",
     "SamplingResult": "._context",
     # (the exceptions that need no trio come from _errors_base, so that a
@@ -364,6 +366,7 @@ __all__ = [
     "Description",
     "DpopNonces",
     "ElicitationCallback",
+    "ElicitationCompleter",
     "ElicitationFunction",
     "ElicitationResult",
     "EmbeddedResource",

@@ -43,7 +43,8 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import (
     TYPE_CHECKING,
@@ -93,9 +94,10 @@ if TYPE_CHECKING:
 
     from ._handlers import RequestContext
     from ._server import Server
+    from ._session import Session
     from ._tasks import TaskRun
 
-__all__ = ["Context", "ElicitationResult", "SamplingResult"]
+__all__ = ["Context", "ElicitationCompleter", "ElicitationResult", "SamplingResult"]
 
 T = TypeVar("T")
 if TYPE_CHECKING:
@@ -305,6 +307,76 @@ class SamplingResult:
     def text(self) -> str:
         """The text blocks, joined (empty when there are none)."""
         return "".join(b["text"] for b in self.content if b.get("type") == "text")
+
+
+_ELICITATION_COMPLETE = "notifications/elicitation/complete"
+
+_Notify = Callable[[str, dict[str, Any] | None], Awaitable[bool]]
+
+
+@final
+class ElicitationCompleter:
+    """Tells the client that a URL-mode elicitation's out-of-band interaction is over
+    (``notifications/elicitation/complete``): what
+    :meth:`Context.elicitation_completer` returns. Await it when the interaction ends
+    (``await complete()``), from any task of the server's Trio run (from a worker
+    thread: ``trio.from_thread.run(complete)``), also long after the request that made
+    it was answered. It goes to the session that request came on, and to no other
+    (client/elicitation.mdx: "MUST only send the notification to the client that
+    initiated the elicitation request").
+
+    It holds that session weakly: kept after the session ended, it keeps nothing alive.
+    """
+
+    __slots__ = ("_elicitation_id", "_notify")
+
+    def __init__(self, elicitation_id: str, notify: _Notify) -> None:
+        self._elicitation_id = elicitation_id
+        self._notify = notify
+
+    @property
+    def elicitation_id(self) -> str:
+        """The ``elicitationId`` the notification names."""
+        return self._elicitation_id
+
+    async def __call__(self) -> bool:
+        """Send the notification (each call sends it again: the client ignores an id it
+        completed already).
+
+        Returns:
+            Whether it went to the session (written, or queued for it: over Streamable
+            HTTP on the session's GET stream, kept for replay while none is open);
+            ``False`` once the session has ended, as a completion that comes after the
+            client left does: there is no one to tell (nor, over HTTP, when the server
+            offers no GET stream).
+
+        Raises:
+            LocalProtocolError: the session cannot carry it now (an HTTP session whose
+                client has not sent ``notifications/initialized`` yet).
+        """
+        return await self._notify(_ELICITATION_COMPLETE, {"elicitationId": self._elicitation_id})
+
+    def __repr__(self) -> str:
+        return f"<ElicitationCompleter {self._elicitation_id!r}>"
+
+
+def _session_notifier(session: Session) -> _Notify:
+    """A sender of notifications to ``session`` (a :class:`~mcp_trio.Session`), held
+    weakly; ``False`` once it is closed or gone."""
+    session_ref = weakref.ref(session)
+
+    async def notify(method: str, params: dict[str, Any] | None) -> bool:
+        live = session_ref()
+        if live is None:
+            await trio.lowlevel.checkpoint()
+            return False
+        try:
+            await live.notify(method, params)
+        except SessionClosed:
+            return False
+        return True
+
+    return notify
 
 
 # ------------------------------------------------------------------ the context
@@ -796,7 +868,8 @@ class Context(Generic[L]):
                 :meth:`elicit`).
             elicitation_id: legacy era: the id tying a later
                 ``notifications/elicitation/complete`` to this request (default: a
-                random one).
+                random one); give your own to send that notification with
+                :meth:`elicitation_completer`.
             timeout: legacy era: seconds to wait for the user.
 
         Raises:
@@ -823,6 +896,72 @@ class Context(Generic[L]):
             "elicit", "elicitation/create", params, timeout, _parse_elicit_answer
         )
         return ElicitationResult(action=action, content=content)
+
+    def elicitation_completer(self, elicitation_id: str) -> ElicitationCompleter:
+        """What tells the client, later, that the URL-mode elicitation ``elicitation_id``
+        is complete (``notifications/elicitation/complete``, which a server MAY send
+        when the out-of-band interaction ends: client/elicitation.mdx). Make it while
+        the request runs; await it when the interaction ends, typically after this
+        request was answered (``accept`` of :meth:`elicit_url` means only that the user
+        agreed to go)::
+
+            complete = ctx.elicitation_completer(eid)
+            answer = await ctx.elicit_url(url, "Connect your account", elicitation_id=eid)
+            pending[eid] = complete  # the OAuth callback later runs: await pending.pop(eid)()
+
+        The id is the ``elicitation_id`` given to :meth:`elicit_url` (give one, to know
+        it), or one sent in a -32042 ``URLElicitationRequiredError``'s ``elicitations``.
+        The completer sends it on this request's session -- stdio, WebSocket, in memory;
+        over Streamable HTTP on the session's GET stream -- and to no other client.
+
+        Only 2025-11-25 has the notification. The modern era (2026-07-28) removed it:
+        there the client learns the outcome by retrying the request, which the handler
+        answers with another ask until the interaction is done.
+
+        Raises:
+            McpError: -32021 if the session's protocol version has no such notification
+                (the modern era, or a legacy version before 2025-11-25), or the client
+                did not declare ``elicitation.url`` (it started no URL elicitation).
+            TypeError: ``elicitation_id`` is not a string.
+            ValueError: ``elicitation_id`` is empty or holds a lone surrogate.
+            RuntimeError: the request came on no session the Context can reach (a
+                transport of your own whose request context has no ``session``).
+        """
+        if not isinstance(elicitation_id, str):
+            raise TypeError(f"elicitation_id must be a string, not {type(elicitation_id)}")
+        if not elicitation_id or _unsendable(elicitation_id, "elicitation_id") is not None:
+            raise ValueError(
+                f"elicitation_id {elicitation_id!r} cannot be sent (empty, or a lone surrogate)"
+            )
+        version = self.protocol_version
+        revision = REVISIONS.get(version)
+        if revision is None or _ELICITATION_COMPLETE not in revision.server_notifications:
+            since = [
+                v for v, r in REVISIONS.items() if _ELICITATION_COMPLETE in r.server_notifications
+            ]
+            error = _not_in_version(_ELICITATION_COMPLETE, version, since)
+            if self.era is Era.MODERN:
+                error = McpError(
+                    ErrorData(
+                        code=error.code,
+                        message=f"{error.message}: in the modern era the client learns that an "
+                        "out-of-band interaction is over by retrying its request (answer it "
+                        "with another ask until then)",
+                        data=error.data,
+                    )
+                )
+            raise error
+        if "url" not in elicitation_modes(self.client_capabilities.get("elicitation")):
+            raise _missing_capability("elicitation (url)", {"elicitation": {"url": {}}})
+        raw: Any = self._raw
+        http_notifier = getattr(raw, "_session_notifier", None)
+        if http_notifier is not None:
+            notify: _Notify = http_notifier()
+        elif getattr(raw, "session", None) is not None:
+            notify = _session_notifier(raw.session)
+        else:
+            raise RuntimeError("this request came on no session to send the completion on")
+        return ElicitationCompleter(elicitation_id, notify)
 
     async def sample(
         self,

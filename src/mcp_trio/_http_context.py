@@ -8,14 +8,15 @@ session (``session_id``) and a modern one to nothing but itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import weakref
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
 
-from mcp_sansio import Connection, RequestId, RequestReceived
+from mcp_sansio import Connection, LocalProtocolError, RequestId, RequestReceived
 from mcp_sansio.http import HttpRequest, Principal
 
 from ._handlers import RequestFacts
@@ -167,6 +168,50 @@ class HttpRequestContext(RequestFacts):
         ``notifications/initialized`` if this request was served before it;
         :meth:`send_request` waits here by itself."""
         await self._endpoint.until_initialized(self._running.connection)
+
+    async def notify_session(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Legacy era: send a notification to this request's session, not tied to the
+        request: on the session's GET stream, as list changes go (kept for the stream's
+        replay while the client has none open). What ``RequestContext.session.notify``
+        is on the other transports. It may be sent after the request was answered
+        (keep this context), for as long as the session lives.
+
+        Returns:
+            Whether it went to the session: ``False`` once the session has ended (or
+            the server was stopped), or when the server offers no GET stream
+            (``HttpServerConfig(standalone_stream=False)``: it would have nowhere to go).
+
+        Raises:
+            LocalProtocolError: a modern request (it belongs to no session), or a
+                notification the session cannot carry now (one its protocol version
+                lacks, say; see ``Connection.send_notification``).
+        """
+        return await self._session_notifier()(method, params)
+
+    def _session_notifier(self) -> Callable[[str, dict[str, Any] | None], Awaitable[bool]]:
+        """:meth:`notify_session`, bound to this request's session and holding nothing
+        else: the server weakly, so that a notifier kept after it stopped keeps it
+        alive no more than the session (``ctx.elicitation_completer``)."""
+        session_id = self.session_id
+        if session_id is None:
+            raise LocalProtocolError("a modern request belongs to no session to notify")
+        endpoint_ref = weakref.ref(self._endpoint)
+
+        async def notify(method: str, params: dict[str, Any] | None) -> bool:
+            await trio.lowlevel.checkpoint()  # (a checkpoint, as every send of a handler)
+            endpoint = endpoint_ref()
+            # (Session ids are random, never reused: a live session of this id is this
+            # request's session, not one begun since by a client that lost it.)
+            conn = None if endpoint is None else endpoint.http.session_connection(session_id)
+            if endpoint is None or conn is None or conn.closed:
+                return False
+            if not endpoint.http.config.standalone_stream:
+                return False  # (the core would drop it: no GET stream to take it)
+            conn.send_notification(method, params)
+            endpoint.pump(conn)
+            return True
+
+        return notify
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
