@@ -510,3 +510,18 @@ def test_an_expired_token_releases_a_legacy_stream_and_spares_plain_requests() -
     json_call = json_srv.handle_request(req(body=rpc(9, "tools/list"), **in_session(sid)), now=0)
     assert isinstance(json_call.decision, AwaitResponse)
     assert not json_srv.token_expired(json_call.decision.stream_id)
+
+
+@pytest.mark.parametrize(
+    "method", ["notifications/custom/thing", "notifications/elicitation/complete"]
+)
+def test_a_notification_no_listen_can_ask_for_is_not_an_error_of_a_broadcast(
+    method: str,
+) -> None:
+    # A dual-era server: a custom (or legacy-only) notification goes to the legacy
+    # sessions named; an open modern listen cannot ask for it, which is no error.
+    srv = make_server(resource_metadata=METADATA)
+    stream_id = _listen(srv)
+    assert srv.send_notification(method, {"x": 1}) == 0
+    assert srv.is_listen(stream_id)
+    assert srv.send_notification("notifications/tools/list_changed") == 1  # still served
