@@ -86,7 +86,9 @@ class _Handshake(_ConnectionBase):
         pending = self._pending
         for rid, entry in [(rid, pending.pop(rid)) for rid in held if rid in pending]:
             self._forget_out(rid, entry, "late")
-            events.append(ErrorReceived(request_id=rid, method=entry.method, error=error))
+            events.append(
+                ErrorReceived(request_id=rid, method=entry.method, error=error, local=True)
+            )
 
     def _modern_params(
         self,
@@ -331,6 +333,7 @@ class _Handshake(_ConnectionBase):
                     request_id=rid,
                     method="initialize",
                     error=ErrorData(code=ErrorCode.INVALID_PARAMS, message=message),
+                    local=True,
                 )
             )
             return
@@ -367,7 +370,9 @@ class _Handshake(_ConnectionBase):
         if isinstance(kind, ErrorData):
             # basic/index.mdx: a resultType the client does not recognise (or
             # input_required, which discover may not return) makes the result invalid.
-            events.append(ErrorReceived(request_id=rid, method="server/discover", error=kind))
+            events.append(
+                ErrorReceived(request_id=rid, method="server/discover", error=kind, local=True)
+            )
             return
         supported = result.get("supportedVersions")
         if type(supported) is not list and self._legacy_versions:
@@ -389,6 +394,7 @@ class _Handshake(_ConnectionBase):
                         code=ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
                         message=f"no common protocol version (server offers {offered!r})",
                     ),
+                    local=True,
                 )
             )
             return

@@ -1095,7 +1095,7 @@ class _Receiving(_Handshake):
             if kind == "input_required":
                 kind = _modern.parse_input_required(result)
             if isinstance(kind, ErrorData):
-                events.append(ErrorReceived(request_id=rid, method=method, error=kind))
+                events.append(ErrorReceived(request_id=rid, method=method, error=kind, local=True))
                 return
             if isinstance(kind, _modern.InputRequiredResult):
                 entry.rounds += 1

@@ -113,7 +113,8 @@ class ResultReceived(_Weakrefable):
 @final
 @attrs.frozen(kw_only=True)
 class ErrorReceived:
-    """A request of ours was answered with an error."""
+    """A request of ours ended with an error: the peer's, or (:attr:`local`) one this
+    connection made because the peer's answer could not be used."""
 
     request_id: RequestId
     """Our request id."""
@@ -121,6 +122,15 @@ class ErrorReceived:
     """The method of our request."""
     error: ErrorData
     """The error."""
+    local: bool = False
+    """``True`` when the peer did not send this error: the connection made it, about an
+    answer it could not use (a ``resultType`` it does not recognize or that the method may
+    not return, a malformed input-required result, an ``initialize`` or
+    ``server/discover`` result that settles no version) or, legacy era, for a request held
+    for a new session that could not be started. Its ``code`` (``-32603``, ``-32602``,
+    ``-32022``) only classifies the failure; a binding must not report it as the peer's
+    (2026-07-28 basic/index.mdx, Error Codes: local errors in JSON-RPC-shaped structures
+    should not be mistaken for errors received from the peer)."""
 
 
 @final

@@ -844,7 +844,8 @@ def build_listen_closed_result(
 
 def _invalid_result(message: str, data: Any = None) -> ErrorData:
     # There is no wire code for "the peer sent a bad result"; -32603 marks it as an internal
-    # failure of this exchange. The caller surfaces it locally, never sends it back.
+    # failure of this exchange. The caller surfaces it locally, never sends it back, and
+    # never as the peer's error (the connection: ErrorReceived(local=True)).
     return ErrorData(code=ErrorCode.INTERNAL_ERROR, message=message, data=data)
 
 

@@ -144,6 +144,7 @@ from ._errors_base import (
     McpError,
     SessionClosed,
     name_the_endpoint,
+    received_error,
     refuse_endless_input,
 )
 from ._text import LOG_TEXT_LIMIT, clip
@@ -439,7 +440,8 @@ class BlockingClient(HandshakeFacts):
         (the connection ended), ``InputRequiredError``, ``HandshakeFailed``;
         ``LocalProtocolError`` for calls the server's capabilities or era rule out;
         ``RemoteProtocolError`` for a result that does not fit the protocol's types
-        (or, for :meth:`call_tool`, the tool's known output schema).
+        (a ``resultType`` it does not recognize, a malformed input-required result; or,
+        for :meth:`call_tool`, the tool's known output schema).
 
     Callbacks (and ``on_progress``) run inside the call that is waiting; an exception
     from one propagates out of that call (the request is cancelled on the wire), except
@@ -937,7 +939,7 @@ class BlockingClient(HandshakeFacts):
             if isinstance(outcome, ResultReceived):
                 return outcome.result
             if isinstance(outcome, ErrorReceived):
-                raise McpError(outcome.error)
+                raise received_error(outcome)
             if isinstance(outcome, RequestTimedOut):
                 config = self._conn.config
                 limit = timeout if timeout is not None else config.request_timeout
@@ -1278,6 +1280,11 @@ class BlockingClient(HandshakeFacts):
                 and (self._restarting or self._handshake is None)
             ):
                 self._start_failed(event)
+            elif self._restarting and isinstance(event, ErrorReceived) and event.local:
+                # A request held for the new session, which could not be started (the
+                # core's error, not the server's): it ends with the session, whose close
+                # follows in this batch (the start's failure), as when none comes in time.
+                pass
             else:
                 self._outcomes[event.request_id] = event
         elif isinstance(event, HandshakeCompleted):
@@ -1738,7 +1745,7 @@ class BlockingClient(HandshakeFacts):
     def _listen_ended(self, event: ResultReceived | ErrorReceived) -> None:
         sub = self._listens.pop(event.request_id)
         if isinstance(event, ErrorReceived):
-            sub._end(f"the subscription failed: {event.error.message}", McpError(event.error))
+            sub._end(f"the subscription failed: {event.error.message}", received_error(event))
         else:
             sub._end("the server ended the subscription", self._not_acknowledged(sub))
 

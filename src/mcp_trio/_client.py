@@ -109,7 +109,9 @@ class Client(HandshakeFacts):
         LocalProtocolError: the call is not possible with this server (a capability it
             did not declare, or a method its era does not have).
         RemoteProtocolError: the server's result does not fit the protocol's types
-            (or, for ``call_tool``, the tool's known output schema).
+            (a ``resultType`` the client does not recognize or the method may not
+            return, a malformed input-required result; or, for ``call_tool``, the
+            tool's known output schema).
     """
 
     def __init__(
@@ -319,7 +321,7 @@ class Client(HandshakeFacts):
                 raise RemoteProtocolError(unasked_task("tools/call")) from invalid
         elif result.get("resultType") == "task":
             # Modern: the core passed it on, so we declared the extension (without it the
-            # core refuses the resultType: McpError -32603). The server answered with a task.
+            # core refuses the resultType: RemoteProtocolError). The server answered with a task.
             # ext-tasks "Backwards Compatibility": drive it to its end, return the result,
             # with the timeout, total cap and progress of a plain call (see ToolTask.drive;
             # the cap counts from the tools/call).

@@ -16,8 +16,9 @@ Which one you get tells you who failed:
 
 ``LocalProtocolError`` still means *you* misused the API (for example a method the
 peer's capabilities do not allow), and ``RemoteProtocolError`` that the peer sent what
-it should not have (a tool result that does not match its schema, say); both are the
-core's (``mcp_sansio``), raised unchanged and importable from here too.
+it should not have (a tool result that does not match its schema, a ``resultType`` the
+client does not recognize, say); both are the core's (``mcp_sansio``), raised unchanged
+and importable from here too.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ._errors_base import (
     SessionClosed,
     TokenExpired,
     fresh,
+    received_error,
 )
 
 __all__ = [
@@ -102,10 +104,12 @@ class RequestTimeout(trio.TooSlowError):
 def request_error(
     method: str, rid: RequestId, outcome: ErrorReceived | RequestTimedOut | SessionClosed
 ) -> Exception:
-    """The exception a request of ours that got no result raises: :class:`McpError`,
-    :class:`RequestTimeout`, or (a copy of) the :class:`SessionClosed` that ended it."""
+    """The exception a request of ours that got no result raises: :class:`McpError`
+    (:class:`RemoteProtocolError` for an answer the core could not use, see
+    :func:`received_error`), :class:`RequestTimeout`, or (a copy of) the
+    :class:`SessionClosed` that ended it."""
     if isinstance(outcome, ErrorReceived):
-        return McpError(outcome.error)
+        return received_error(outcome)
     if isinstance(outcome, RequestTimedOut):
         return RequestTimeout(method, rid)
     return fresh(outcome)

@@ -15,7 +15,13 @@ from typing import Any
 
 import attrs
 
-from mcp_sansio import ErrorData, InputRequired, LocalProtocolError, RemoteProtocolError
+from mcp_sansio import (
+    ErrorData,
+    ErrorReceived,
+    InputRequired,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
 
 __all__ = [
     "HandshakeFailed",
@@ -28,12 +34,18 @@ __all__ = [
     "TokenExpired",
     "fresh",
     "name_the_endpoint",
+    "received_error",
     "refuse_endless_input",
 ]
 
 
 class McpError(Exception):
     """A JSON-RPC error: received from the peer, or raised by a handler to send one.
+
+    A request of ours raises it for an error the peer sent (or, over Streamable HTTP, for
+    an exchange that failed, its message starting ``HTTP:``). An answer that could not be
+    used (a ``resultType`` the client does not recognize, a malformed input-required
+    result) raises :class:`RemoteProtocolError` instead, with the code the core gave it.
 
     Args:
         error: the error object (code, message, data).
@@ -186,6 +198,17 @@ def fresh(exc: SessionClosed) -> SessionClosed:
     copied = copy.copy(exc)
     copied.__cause__ = exc.__cause__
     return copied
+
+
+def received_error(event: ErrorReceived) -> McpError | RemoteProtocolError:
+    """What a request of ours that ended with ``event`` raises: :class:`McpError` for the
+    peer's error, :class:`RemoteProtocolError` for one the core made about an answer it
+    could not use (``event.local``), so that it cannot be mistaken for the peer's
+    (2026-07-28 basic/index.mdx, Error Codes)."""
+    error = event.error
+    if event.local:
+        return RemoteProtocolError(error.message, error_code=error.code)
+    return McpError(error)
 
 
 def refuse_endless_input(event: InputRequired, max_rounds: int, *, what: str | None = None) -> None:

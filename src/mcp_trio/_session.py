@@ -463,10 +463,15 @@ class Session:
             RequestTimeout: the request timed out (it was cancelled on the wire).
             InputRequiredError: the server asked for input and ``on_input_required``
                 is ``None``.
-            RemoteProtocolError: modern era: the server asked for input a
-                ``max_input_rounds``-th time (``ConnectionConfig``); that round is not
-                answered.
-            SessionClosed: the session closed before the answer came.
+            RemoteProtocolError: modern era: the answer could not be used (a
+                ``resultType`` the core does not recognize or ``method`` may not return,
+                a malformed input-required result: the core's ``ErrorReceived`` with
+                ``local``, its code kept), or the server asked for input a
+                ``max_input_rounds``-th time (``ConnectionConfig``; that round is not
+                answered).
+            SessionClosed: the session closed before the answer came (also a request
+                held for a new session, the server having forgotten the old one, that
+                could not be started).
             LocalProtocolError: the core refused the request (e.g. a capability the
                 peer lacks).
             ValueError: the request is larger than the channel's ``send_bound()``
@@ -1422,6 +1427,16 @@ class Session:
         if isinstance(event, ResultReceived | InputRequired):
             self._waiters.resolve(event.request_id, event)
         elif isinstance(event, ErrorReceived | RequestTimedOut):
+            if (
+                self._restarting is not None
+                and isinstance(event, ErrorReceived)
+                and event.local
+                and event.method not in _START
+            ):
+                # A request held for the new session, which could not be started (the
+                # core's error, not the server's): it ends with the session, whose close
+                # follows in this batch (the start's failure), as when none comes in time.
+                return True
             if not self._waiters.resolve(event.request_id, event) and event.method in _START:
                 if self._restarting is not None:
                     why = event.error.message if isinstance(event, ErrorReceived) else "timeout"

@@ -261,6 +261,10 @@ def test_a_refused_new_session_fails_the_held_requests_first(
     assert held.error.message.startswith("the session was lost and a new one could not be")
     assert end.request_id == init_id and end.method == "initialize"
     assert isinstance(end, RequestTimedOut if refuse is time_out else ErrorReceived)
+    # The held request's error is the core's, never the server's (basic/index.mdx, Error
+    # Codes); so is the initialize's when its result names a version we do not speak.
+    assert held.local
+    assert not isinstance(end, ErrorReceived) or end.local is (refuse is refuse_with_a_version)
     assert pair.client.pending_requests() == () and pair.client.lifecycle is lifecycle
     assert pair.client.data_to_send() == []
 

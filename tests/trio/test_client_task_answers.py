@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from trio.testing import MockClock
 
-from mcp_sansio import RemoteProtocolError
+from mcp_sansio import ErrorCode, RemoteProtocolError
 from mcp_sansio import types as t
-from mcp_trio import TASKS_EXTENSION, McpError
+from mcp_trio import TASKS_EXTENSION
 from mcp_trio._client_common import MAX_QUESTIONS
 from mcp_trio._client_tasks import AnsweredQuestions
 
@@ -103,11 +103,13 @@ async def test_a_task_in_a_legacy_session_is_an_invalid_result(autojump_clock: M
 
 
 async def test_a_task_without_the_extension_declared_is_refused(autojump_clock: MockClock) -> None:
-    # (Modern: the core refuses the resultType of a request that did not declare it.)
+    # (Modern: the core refuses the resultType of a request that did not declare it. The
+    # error is the client's, not the server's: RemoteProtocolError, never an McpError.)
     server = Scripted({"tools/call": {"resultType": "task", **a_task()}})
     async with hand_driven(server.script(), capabilities={}) as client:
-        with pytest.raises(McpError, match="resultType 'task'"):
+        with pytest.raises(RemoteProtocolError, match="resultType 'task'") as info:
             await client.call_tool("job")
+        assert info.value.code == ErrorCode.INTERNAL_ERROR
         assert server.methods() == ["tools/call"]
 
 
