@@ -196,6 +196,32 @@ def hook_scopes(scopes: str | Collection[str]) -> frozenset[str]:
     return _drop_offline_access(check_scopes(scopes), "hook")
 
 
+def declared_scopes(authenticate: object) -> frozenset[str]:
+    """The scopes an authenticator requires of every request and checks itself:
+    :attr:`BearerAuth.required_scopes`, or the ``required_scopes`` of another
+    authenticator that declares them the same way (a set, list or tuple of scope
+    tokens; anything else there, a hook say, is not a declaration and gives none).
+
+    A request refused ``insufficient_scope`` for the scopes of what it asks for (a
+    tool's ``scopes=``, a ``required_scopes`` hook's) names these too: the challenge
+    carries the scopes "needed to satisfy the current request" (2025-11-25
+    basic/authorization.mdx, Runtime Insufficient Scope Errors), and a client that asks
+    for exactly the challenged scopes (the TypeScript SDK's does) would otherwise get a
+    token without these and be refused by the authenticator in turn, without end.
+
+    Raises:
+        ValueError: a declared scope is no scope token.
+    """
+    if isinstance(authenticate, BearerAuth):
+        return authenticate.required_scopes
+    declared = getattr(authenticate, "required_scopes", None)
+    if not isinstance(declared, frozenset | set | list | tuple) or not all(
+        isinstance(scope, str) for scope in declared
+    ):
+        return frozenset()
+    return hook_scopes(declared)
+
+
 @final
 @attrs.frozen(kw_only=True)
 class BearerAuth:

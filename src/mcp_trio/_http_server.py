@@ -79,6 +79,7 @@ from ._http_auth import UNAVAILABLE as _UNAVAILABLE
 from ._http_auth import (
     Authenticate,
     BearerAuth,
+    declared_scopes,
     expiry_clock,
     hook_scopes,
     note_advertised_scopes,
@@ -937,11 +938,17 @@ class _Connection:
                 await self._respond(response, close=True)
 
 
-def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
+def _scopes_of(
+    hooks: tuple[RequiredScopes, ...], base: frozenset[str] = frozenset()
+) -> RequiredScopes:
     """One ``required_scopes`` for the core: the union of ``hooks``' scopes, each
-    checked to be a scope token a challenge can carry (``hook_scopes``). A hook that
-    raises, or names what is no scope token, is logged here: the core answers ``500``
-    and has no logging."""
+    checked to be a scope token a challenge can carry (``hook_scopes``), and, for a
+    request that needs any, ``base``: the scopes the authenticator requires of every
+    request (:func:`declared_scopes`), already checked by it but needed by this
+    request too, so that its ``403`` challenge names them (2025-11-25
+    basic/authorization.mdx: the scopes "needed to satisfy the current request"). A
+    hook that raises, or names what is no scope token, is logged here: the core answers
+    ``500`` and has no logging."""
 
     def required_scopes(
         principal: Principal, method: str, params: dict[str, Any] | None
@@ -952,7 +959,7 @@ def _scopes_of(hooks: tuple[RequiredScopes, ...]) -> RequiredScopes:
                 scopes = hook(principal, method, params)
                 if scopes:  # (usually nothing)
                     needed |= hook_scopes(scopes)
-            return needed
+            return needed | base if needed else needed
         except Exception:
             logger.exception("required_scopes failed for %r", method)
             raise
@@ -1004,7 +1011,10 @@ async def serve_http(
             request whose principal lacks a scope it needs
             (``handlers.required_scopes`` and ``http_config.required_scopes``, both:
             a request needs the scopes of each) is refused ``403 insufficient_scope``
-            (a failing one is logged and answered ``500``). Bounded by
+            (a failing one is logged and answered ``500``), the challenge naming
+            the authenticator's own ``required_scopes`` too
+            (:attr:`~mcp_trio.BearerAuth.required_scopes`, which the request also
+            needs). Bounded by
             ``transport.authenticate_timeout`` (then ``503``); an exception is logged
             and answered ``500``. Serve the Protected Resource Metadata the
             challenges point to with ``http_config.resource_metadata``.
@@ -1041,7 +1051,9 @@ async def serve_http(
         # The scopes the handlers' requests need (what a Server's tools declare) and
         # the config's, together, checked on the body before any is served
         # (authorization#runtime-insufficient-scope-errors: a 403 challenge).
-        http_config = attrs.evolve(http_config, required_scopes=_scopes_of(hooks))
+        http_config = attrs.evolve(
+            http_config, required_scopes=_scopes_of(hooks, declared_scopes(authenticate))
+        )
     if isinstance(authenticate, BearerAuth) and http_config.resource_metadata is not None:
         # RFC 9728 section 2: the document says whether DPoP is taken, and which algs.
         advertised = authenticate.advertise(http_config.resource_metadata)

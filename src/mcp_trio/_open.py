@@ -6,7 +6,7 @@ trio-websocket's shape: an ``open_*`` async context manager for most callers, an
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Collection
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,7 @@ async def connect_session(
     handler_nursery: trio.Nursery | None = None,
     principal: Principal | None = None,
     resource_metadata: str | None = None,
+    base_scopes: Collection[str] = (),
 ) -> Session:
     """Start a session's tasks in ``nursery`` and return it (for advanced callers).
 
@@ -56,6 +57,10 @@ async def connect_session(
             read it as ``ctx.principal``; a modern ``requestState`` is sealed for it).
         resource_metadata: server role: the URL of the protected-resource metadata,
             named in ``insufficient_scope`` errors (``data.resource_metadata``).
+        base_scopes: server role: the scopes the transport's authenticator requires
+            of every request and checked already (``BearerAuth.required_scopes``):
+            an ``insufficient_scope`` error for a request that needs more names them
+            too (see ``Session.base_scopes``).
 
     Returns:
         The running session. A client still has to ``await session.start()``.
@@ -69,6 +74,7 @@ async def connect_session(
         handler_nursery=handler_nursery,
         principal=principal,
         resource_metadata=resource_metadata,
+        base_scopes=base_scopes,
     )
     await nursery.start(session._run)
     return session
@@ -85,6 +91,7 @@ async def open_session(
     handler_nursery: trio.Nursery | None = None,
     principal: Principal | None = None,
     resource_metadata: str | None = None,
+    base_scopes: Collection[str] = (),
 ) -> AsyncGenerator[Session, None]:
     """Run a session over ``channel`` for the duration of the ``async with`` block.
 
@@ -111,6 +118,7 @@ async def open_session(
             handler_nursery=handler_nursery,
             principal=principal,
             resource_metadata=resource_metadata,
+            base_scopes=base_scopes,
         )
         try:
             yield session

@@ -246,11 +246,14 @@ def checked_scopes(
     params: dict[str, Any] | None,
     request_id: RequestId,
     resource_metadata: str | None = None,
+    base_scopes: frozenset[str] = frozenset(),
 ) -> frozenset[str] | ErrorData:
     """The scopes a request needs (``required_scopes`` asked once), all granted to
     ``principal``; else the refusal: ``insufficient_scope``, its ``data`` naming
     ``resource_metadata`` when given, or -32603 for a failing ``required_scopes``
-    (logged here, once)."""
+    (logged here, once). A request that needs any needs ``base_scopes`` too (the
+    authenticator's, ``Session.base_scopes``): the refusal names them, as the
+    Streamable HTTP challenge does (``serve_http``)."""
     try:
         needed = required_scopes(principal, method, params)
         if not needed:
@@ -259,7 +262,7 @@ def checked_scopes(
 
         from ._http_auth import hook_scopes  # noqa: PLC0415 (the same)
 
-        found = hook_scopes(needed)
+        found = hook_scopes(needed) | base_scopes
         refused = insufficient_scope(principal, found, resource_metadata=resource_metadata)
         return found if refused is None else refused
     except Exception:
@@ -272,12 +275,14 @@ async def call_request_handler(
     ctx: RequestContext,
     required_scopes: RequiredScopes | None = None,
     resource_metadata: str | None = None,
+    base_scopes: frozenset[str] = frozenset(),
 ) -> dict[str, Any] | InputRequiredResult | ErrorData:
     """Run a request handler; return its answer, or the error to answer with.
 
     No handler: -32601. A principal whose token lacks a scope ``required_scopes``
     says the request needs: the ``insufficient_scope`` error (see
-    :func:`mcp_sansio.http.insufficient_scope`, naming ``resource_metadata``), and the
+    :func:`mcp_sansio.http.insufficient_scope`, naming ``resource_metadata``, and
+    ``base_scopes`` among the scopes: see :func:`checked_scopes`), and the
     handler does not run; else the scopes checked are the context's
     ``needed_scopes`` (the hook is asked once per request: the layers after read them).
     :class:`~mcp_trio.McpError`: its error. Any other exception: -32603 "Internal
@@ -294,7 +299,13 @@ async def call_request_handler(
         return ErrorData(code=ErrorCode.METHOD_NOT_FOUND, message=f"Method not found: {method}")
     if required_scopes is not None and (principal := ctx.principal) is not None:
         found = checked_scopes(
-            required_scopes, principal, method, ctx.params, ctx.request_id, resource_metadata
+            required_scopes,
+            principal,
+            method,
+            ctx.params,
+            ctx.request_id,
+            resource_metadata,
+            base_scopes,
         )
         if isinstance(found, ErrorData):
             return found

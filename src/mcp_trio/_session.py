@@ -154,7 +154,7 @@ from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter
 from ._writer import Writer
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Collection
 
     from mcp_sansio._http_auth import Principal
 
@@ -255,6 +255,7 @@ class Session:
         handler_nursery: trio.Nursery | None = None,
         principal: Principal | None = None,
         resource_metadata: str | None = None,
+        base_scopes: Collection[str] = (),
     ) -> None:
         self.config = config if config is not None else SessionConfig()
         self.principal = principal
@@ -262,6 +263,12 @@ class Session:
         self.resource_metadata = resource_metadata
         """Server role: the protected-resource metadata URL that ``insufficient_scope``
         errors name (``data.resource_metadata``), if the transport knows it."""
+        self.base_scopes = frozenset(base_scopes)
+        """Server role: the scopes the transport's authenticator requires of every
+        request and checked already (:attr:`~mcp_trio.BearerAuth.required_scopes`):
+        an ``insufficient_scope`` error for a request that needs more names these too
+        (the scopes needed to satisfy the request, 2025-11-25
+        basic/authorization.mdx)."""
         self.handlers = handlers if handlers is not None else Handlers()
         if role == "server":
             connection_config = with_wall_clock(connection_config)
@@ -1172,7 +1179,13 @@ class Session:
         if hook is None:
             return None
         found = checked_scopes(
-            hook, principal, "subscriptions/listen", params, rid, self.resource_metadata
+            hook,
+            principal,
+            "subscriptions/listen",
+            params,
+            rid,
+            self.resource_metadata,
+            self.base_scopes,
         )
         return found if isinstance(found, ErrorData) else None
 
@@ -1562,7 +1575,9 @@ class Session:
                 scopes = None if self.principal is None else handlers.required_scopes
                 if handler is None or scopes is not None:
                     meta = self.resource_metadata
-                    outcome = await call_request_handler(handler, ctx, scopes, meta)
+                    outcome = await call_request_handler(
+                        handler, ctx, scopes, meta, self.base_scopes
+                    )
                 else:  # (call_request_handler, inline: nothing to refuse, no scope to check)
                     try:
                         result = await handler(ctx)

@@ -83,7 +83,13 @@ from ._channel import Framing, MessageChannel
 from ._config import SessionConfig
 from ._errors import SessionClosed, TokenExpired
 from ._handlers import Handlers
-from ._http_auth import Authenticate, BearerAuth, expiry_clock, run_authenticate
+from ._http_auth import (
+    Authenticate,
+    BearerAuth,
+    declared_scopes,
+    expiry_clock,
+    run_authenticate,
+)
 from ._open import open_session
 from ._serve_handle import ListeningHandle
 from ._session import Session
@@ -631,7 +637,9 @@ async def serve_websocket(
             answer itself has ``ws_connect_timeout`` again to be written. A
             :class:`~mcp_trio.BearerAuth`'s ``resource_metadata_url`` is named in the
             ``data`` of every ``insufficient_scope`` error (JSON-RPC ``403``), as the
-            HTTP challenge names it, so that a client can step up. A principal with
+            HTTP challenge names it, so that a client can step up; its
+            ``required_scopes`` are among that error's scopes (the request needs them
+            too). A principal with
             ``expires_at`` (the token's ``exp``) ends the connection then: the
             server closes it with code 1008, reason ``invalid_token: the access token
             expired``, and its handlers are cancelled at once, as on a local close
@@ -960,6 +968,7 @@ async def _serve_connection(
             resource_metadata=(
                 authenticate.resource_metadata_url if isinstance(authenticate, BearerAuth) else None
             ),
+            base_scopes=declared_scopes(authenticate),
         ) as session:
             if expires is not None:  # authenticated once, at the handshake: ends with it
                 nursery.start_soon(_expire, channel, session, expires)
