@@ -19,6 +19,7 @@ from ._errors import ErrorData, LocalProtocolError
 from ._events import RequestReceived
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
+from ._revision_fields import LACKING
 
 
 class _Answering(_ConnectionBase):
@@ -229,6 +230,9 @@ class _Answering(_ConnectionBase):
     ) -> bool:
         """Report progress on the peer's request ``request_id``.
 
+        ``message`` is left out in a 2024-11-05 session, which has no such field (it
+        came in 2025-03-26; lifecycle.mdx: respect the negotiated protocol version).
+
         Returns:
             ``False`` (nothing sent) when the peer did not ask for progress, or
             cancelled the request (or a close abandoned it) and it is not answered yet.
@@ -258,7 +262,10 @@ class _Answering(_ConnectionBase):
         params: dict[str, Any] = {"progressToken": inbound.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None:
+        lacking = None if self._version is None else LACKING.get(self._version)
+        if message is not None and (
+            lacking is None or "message" not in lacking.get("ProgressNotificationParams", ())
+        ):  # (2024-11-05 has no message: the progress goes without it)
             params["message"] = message
         self._emit(notification("notifications/progress", params), request_id)
         return True

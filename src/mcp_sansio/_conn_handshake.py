@@ -25,6 +25,23 @@ from ._revision_fields import fit
 from ._state import HandshakeInput, transition
 
 
+def _capabilities_of(version: str, capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The client capabilities an ``initialize`` offering ``version`` declares: ours,
+    without what that version does not define (``_revision_fields``; lifecycle.mdx:
+    "Both parties MUST respect the negotiated protocol version"). No elicitation before
+    2025-06-18; before 2025-11-25 no modes (``form``, ``url``) in its capability, whose
+    empty object means the one kind there is, a form: declared by a client that takes
+    forms, left out by one that takes URLs only."""
+    fitted = fit("ClientCapabilities", capabilities, version)
+    if fitted is capabilities:
+        return capabilities
+    out = dict(fitted)
+    ours = capabilities.get("elicitation")
+    if out.get("elicitation") == {} and type(ours) is dict and "url" in ours and "form" not in ours:
+        del out["elicitation"]  # (URLs only: an empty object would promise forms)
+    return out
+
+
 class _Handshake(_ConnectionBase):
     """The handshake and era selection of :class:`Connection`."""
 
@@ -36,9 +53,10 @@ class _Handshake(_ConnectionBase):
         state = transition(self._lifecycle, HandshakeInput.INITIALIZE)
         assert state is not None
         rid = self._new_id()
+        version = self._legacy_versions[0]
         params = {
-            "protocolVersion": self._legacy_versions[0],
-            "capabilities": self._capabilities,
+            "protocolVersion": version,
+            "capabilities": _capabilities_of(version, self._capabilities),
             "clientInfo": self.config.implementation,
         }
         self._register_out(

@@ -8,7 +8,8 @@ know, but a strict one (``additionalProperties: false``, as generated validators
 typed models often are) refuses the whole message.
 
 :data:`FIELDS_SINCE` says, for each object a server sends of which some revision lacks
-a field, the first revision whose schema has that field; it is read off each
+a field (and the few a client sends: its capabilities, a progress notification's
+params), the first revision whose schema has that field; it is read off each
 revision's ``schema.json`` (``tests/core/test_revision_fields.py`` checks it against
 them). :func:`fit` takes such an object, built for the newest revision, and leaves out
 what the session's revision lacks, in the objects it holds too (a resource's
@@ -32,6 +33,9 @@ _2025_11: Final = "2025-11-25"
 
 #: ``(definition, field, the first revision whose schema has it)``: the fields of what a
 #: server sends that some legacy revision lacks (2024-11-05 has every field not listed).
+#: ``ElicitationCapability`` is ``ClientCapabilities.elicitation`` and
+#: ``ProgressNotificationParams`` a progress notification's ``params``, which older
+#: schemas write out in place.
 FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
     # initialize
     ("ServerCapabilities", "completions", _2025_03),
@@ -65,6 +69,13 @@ FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
     ("EmbeddedResource", "_meta", _2025_06),
     ("ResourceLink", "icons", _2025_11),
     ("ResourceContents", "_meta", _2025_06),
+    # what a client or either side sends (the core)
+    ("ClientCapabilities", "elicitation", _2025_06),
+    ("ClientCapabilities", "tasks", _2025_11),
+    ("ElicitationCapability", "form", _2025_11),
+    ("ElicitationCapability", "url", _2025_11),
+    ("ProgressNotificationParams", "message", _2025_03),
+    ("ProgressNotificationParams", "_meta", _2025_11),
 )
 
 #: The objects an object holds, which :func:`fit` fits too: ``definition -> ((field,
@@ -84,6 +95,7 @@ NESTED: Mapping[str, tuple[tuple[str, str, bool], ...]] = MappingProxyType(
             ("annotations", "Annotations", False),
             ("resource", "ResourceContents", False),
         ),
+        "ClientCapabilities": (("elicitation", "ElicitationCapability", False),),
     }
 )
 
