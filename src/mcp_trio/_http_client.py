@@ -21,9 +21,24 @@ body, SSE events) into messages the session reads.
   start it: a scheduler round trip less per request). Each request is a POST of its
   own, on its own connection: in what order concurrent ones reach the server is not
   kept (nor could it be: the server runs them concurrently). A message without
-  requests (a notification, the answer to a server request) is sent by the session's
-  writer, and its ``202`` awaited before ``send`` returns, so ``notifications/initialized``
-  is processed before any later request.
+  requests (a notification, the answer to a server request) joins a queue (at most
+  ``_MAX_ONE_WAY``; the session's writer waits for room, backpressure) that one task
+  of the channel's sends in order, each POST awaiting its ``202`` before the next:
+  so they keep their order among themselves (progress before the answer it
+  precedes; a legacy ``notifications/cancelled`` after the request it cancels, which
+  is out or withdrawn by then), and a server slow to take one (a large sampling
+  result it does not read) holds up neither the session's writer nor any request.
+  Each is bounded by ``write_timeout`` (its write and its answer): past it, it is lost
+  with a warning, and the next goes; the session goes on. Only
+  ``notifications/initialized`` is awaited by ``send`` (the writer, and the requests
+  behind it, wait for its ``202``), so it is processed before any later request. On
+  close, what is queued gets half of ``close_timeout`` before the ``DELETE``.
+* **Refused for now** (``503`` with ``Retry-After``: a server with no handler slot
+  for a notification, or over its connection bound, which turns any POST away unread;
+  nothing of it ran). A one-way message is sent again once, after that delay (at most
+  ``_RETRY_AFTER_CAP`` seconds; the queue waits meanwhile, to keep the order), never
+  once the channel is closing; refused again, it is lost with a warning. A request so
+  refused is not sent again: its caller gets the refusal.
 * **Cancellation.** Legacy: ``notifications/cancelled`` is POSTed like any message.
   Modern: it is never sent; the request's connection is closed instead, which is how
   the server learns of it (``2026-07-28/basic/patterns/cancellation``). In both eras
@@ -141,9 +156,9 @@ body, SSE events) into messages the session reads.
   obtained, at most ``max_authorizations`` times, in its own task; the authorization
   itself runs in the channel's nursery (bounded by ``authorize_timeout``, not cut short
   by the request's timeout). An expired token is refreshed before every request, by
-  one task in the channel's nursery that all share. The session's writer never calls
-  the authorization server nor waits for a user: a one-way message goes with the
-  current token (starting the refresh of an expired one); refused with ``401``, it
+  one task in the channel's nursery that all share. A one-way message never calls
+  the authorization server nor waits for a user (nobody asked for it): it goes with
+  the current token (starting the refresh of an expired one); refused with ``401``, it
   waits for that refresh (at most a third of ``write_timeout``, and ``timeout``) and
   is sent once more, else lost, as any refused one-way message. A ``ping`` is treated
   so too (it waits for that refresh as a request does, held: see ``attach_holds``): it
@@ -163,14 +178,18 @@ or on which writing it takes longer than ``write_timeout`` (a server slow to rea
 body), fails only that request (a server may close the connection on a body larger than
 it takes), and one that fails after it was written, before the answer, has the session re-issue it
 (modern; above) or fails it (legacy); a one-way message refused that way, or with an
-error status, is lost, with a warning logged. A request h11 refuses to frame (say a
-redirect to a target no request line may carry) fails only itself.
+error status (but a first ``503`` with ``Retry-After``: above), or not sent and answered
+within ``write_timeout``, is lost, with a warning logged; the session goes on. A request
+h11 refuses to frame (say a redirect to a target no request line may carry) fails only
+itself.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import ssl
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import ClassVar, Final, final
@@ -181,7 +200,6 @@ import trio
 
 from mcp_sansio import ConnectionConfig, Era, LocalProtocolError, RequestId
 from mcp_sansio._http_client import abandoned_request, reissue_refused, split_broken
-from mcp_sansio._json import loads
 from mcp_sansio._oauth import OAuthError
 from mcp_sansio.http import (
     FORGOTTEN_BEFORE_ANSWER,
@@ -214,7 +232,7 @@ from ._errors import HandshakeFailed, SessionClosed
 from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_h11 import log_one_way_answer, log_warnings
+from ._http_h11 import is_initialized, log_one_way_answer, log_warnings, retry_after
 from ._http_pool import ConnectFailed, Pool, ReadFailed, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
@@ -228,6 +246,11 @@ logger = logging.getLogger("mcp_trio")
 
 
 _INBOX_SIZE: Final = 16
+_MAX_ONE_WAY: Final = 16
+"""One-way messages queued to be sent (:meth:`HttpChannel._one_way_nowait`); a further
+one waits for room."""
+_RETRY_AFTER_CAP: Final = 5.0
+"""At most how long a one-way message refused ``503`` waits for its ``Retry-After``."""
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
@@ -249,9 +272,22 @@ class _Written:
     """Whether the request is out (set by calling it, once its first byte is)."""
 
     done: bool = False
+    retry_after: float | None = None
+    """A one-way message refused ``503`` with a ``Retry-After``: the seconds it asks
+    to wait before it is sent again (:meth:`HttpChannel._send_one_way`)."""
 
     def __call__(self) -> None:
         self.done = True
+
+
+@final
+@attrs.frozen
+class _OneWay:
+    """A one-way message in the queue of :meth:`HttpChannel._one_way_sender`."""
+
+    sent: ClientRequest
+    done: trio.Event | None
+    """Set once it is sent or lost (for a sender that awaits it)."""
 
 
 @attrs.define(slots=True, eq=False)
@@ -340,8 +376,15 @@ class HttpChannel(MessageChannel):
             else None,
         )
         self._close_timeout = close_timeout
+        self._write_timeout = write_timeout
+        # One-way messages in the order written, sent by one task (see _one_way_sender).
+        self._one_way: deque[_OneWay] = deque()
+        self._one_way_busy = False  # (its task runs)
+        self._one_way_room: trio.Event | None = None  # set when one leaves the queue
+        self._one_way_idle: trio.Event | None = None  # set when its task ends
+        self._retry_scope: trio.CancelScope | None = None  # a wait for Retry-After
         # How long a one-way message refused with 401 waits for the shared refresh:
-        # well inside the writer's write_timeout, which bounds its whole write.
+        # well inside the write_timeout that bounds its whole exchange (_send_one_way).
         self._refresh_wait = (
             0.0
             if auth is None
@@ -419,17 +462,26 @@ class HttpChannel(MessageChannel):
             return
         if sent.request_ids:
             self._send_request(sent)
-        else:
-            await self._drive(sent, _Written())
-            if self._deferred and _is_initialized(message):
-                # The new session is ready: what was written while none could carry it.
-                deferred, self._deferred = self._deferred, []
-                for note in deferred:
-                    await self.send(note)
-            ready = self._maybe_open_get_stream()
-            if ready is not None:
-                with trio.move_on_after(self.transport.connect_timeout):
-                    await ready.wait()
+            return
+        if not is_initialized(message):
+            if not self._one_way_nowait(sent):
+                await self._one_way_later(sent)
+            return
+        # Awaited (the writer waits, and the requests behind it): the server takes
+        # notifications/initialized before any later request.
+        done = trio.Event()
+        if not self._one_way_nowait(sent, done):
+            await self._one_way_later(sent, done)
+        await done.wait()
+        if self._deferred:
+            # The new session is ready: what was written while none could carry it.
+            deferred, self._deferred = self._deferred, []
+            for note in deferred:
+                await self.send(note)
+        ready = self._maybe_open_get_stream()
+        if ready is not None:
+            with trio.move_on_after(self.transport.connect_timeout):
+                await ready.wait()
 
     def _pending(self, message: bytes, refused: SessionPending) -> None:
         """``message`` was written while a lost session's replacement is not started:
@@ -453,8 +505,10 @@ class HttpChannel(MessageChannel):
         (see :meth:`_send_request`). On a kept-alive connection that is idle, whose
         socket takes the POST at once, it is written here (no task waits for it
         first: a scheduler round trip less per request); else its own task writes it.
-        Everything else (one-way messages, which await their ``202``; cancellation)
-        returns ``False`` untouched, for :meth:`send`.
+        A one-way message joins the others' queue (:meth:`_one_way_nowait`) if there
+        is room. Everything else (``notifications/initialized``, awaited; a one-way
+        message that must wait for room; a cancellation) returns ``False``
+        untouched, for :meth:`send`.
         """
         if self._closed or self._tasks is None:
             return False
@@ -465,7 +519,8 @@ class HttpChannel(MessageChannel):
         except LocalProtocolError:
             return False  # send() raises it (or drops the message, saying why)
         if not sent.request_ids:
-            return False
+            # (notifications/initialized is awaited: send() does it)
+            return not is_initialized(message) and self._one_way_nowait(sent)
         pool = self._pool
         if (
             pool.limiter.available_tokens
@@ -558,14 +613,141 @@ class HttpChannel(MessageChannel):
         if self._closed:
             return
         self._closed = True
+        deadline = trio.current_time() + self._close_timeout
+        if self._one_way_busy:
+            # One-way messages still queued go first (the notification just written),
+            # within half the bound; one waiting for its Retry-After is not sent again.
+            if self._retry_scope is not None:
+                self._retry_scope.cancel()
+            idle = self._one_way_idle = trio.Event()
+            with trio.move_on_after(self._close_timeout / 2):
+                await idle.wait()
         delete = self.http.terminate() if not self._expired else None
         if delete is not None:
-            with trio.move_on_after(self._close_timeout):
+            with trio.move_on_at(deadline):
                 await self._discard(delete)
         if self._tasks is not None:
             self._tasks.cancel_scope.cancel()
         await self._pool.aclose()
         await self._inbox_send.aclose()
+
+    # ------------------------------------------------------------------ one-way messages
+
+    def _one_way_nowait(self, sent: ClientRequest, done: trio.Event | None = None) -> bool:
+        """Queue the one-way message ``sent`` for :meth:`_one_way_sender` if there is
+        room (at most :data:`_MAX_ONE_WAY`); whether it was queued. ``done`` is set
+        once it is sent or lost."""
+        assert self._tasks is not None
+        if len(self._one_way) >= _MAX_ONE_WAY:
+            return False
+        self._one_way.append(_OneWay(sent, done))
+        if not self._one_way_busy:
+            self._one_way_busy = True
+            self._tasks.start_soon(self._one_way_sender, name="mcp http one-way")
+        return True
+
+    async def _one_way_later(self, sent: ClientRequest, done: trio.Event | None = None) -> None:
+        """Queue ``sent`` once there is room (the session's writer waits here: the
+        server is slow to take the messages before it; backpressure). At most nine
+        tenths of ``write_timeout``, the writer's own bound, which would end the
+        session: then it is lost, with a warning, as a one-way message the server does
+        not take in time."""
+        limit = self._write_timeout
+        with trio.move_on_after(math.inf if limit is None else limit * 0.9):
+            while not self._one_way_nowait(sent, done):
+                if self._closed:
+                    raise trio.ClosedResourceError("the HTTP channel is closed")
+                if self._one_way_room is None:
+                    self._one_way_room = trio.Event()
+                await self._one_way_room.wait()
+            return
+        logger.warning(
+            "HTTP: a one-way message was lost: %d before it wait for the server to take them",
+            _MAX_ONE_WAY,
+        )
+        if done is not None:
+            done.set()
+
+    async def _one_way_sender(self) -> None:
+        """Send the queued one-way messages (notifications, answers to the server's
+        requests) in order, one at a time, each awaiting its ``202``: the task of the
+        channel's that does what the session's writer did, so that a server slow to
+        take one (a large sampling result it does not read) holds up neither the
+        client's requests nor the session; each is sent, or lost with a warning
+        (:meth:`_send_one_way`), and the next one goes. Order among them is kept (a
+        progress notification before the answer it precedes)."""
+        queue = self._one_way
+        try:
+            while queue:
+                item = queue[0]
+                try:
+                    await self._send_one_way(item.sent)
+                finally:
+                    queue.popleft()
+                    if item.done is not None:
+                        item.done.set()
+                    room, self._one_way_room = self._one_way_room, None
+                    if room is not None:
+                        room.set()
+        finally:
+            self._one_way_busy = False
+            if queue:  # (cancelled: the channel closed)
+                logger.warning("HTTP: %d one-way message(s) lost: the session closed", len(queue))
+            for item in queue:
+                if item.done is not None:
+                    item.done.set()
+            queue.clear()
+            if self._one_way_idle is not None:
+                self._one_way_idle.set()
+
+    async def _send_one_way(self, sent: ClientRequest) -> None:
+        """POST the one-way message ``sent`` and read its answer, within
+        ``write_timeout`` (its write, the server's answer: the bound the session's
+        writer had). Not taken in time, or refused, it is lost, with a warning; the
+        session goes on. Refused ``503`` with ``Retry-After`` (a server with no
+        handler slot for a notification, or over its connection bound: nothing of it
+        ran; transports.mdx), it is sent again once, after that delay (at most
+        :data:`_RETRY_AFTER_CAP`, and never once the channel is closing). No
+        connection at all ends a legacy session, as for a request."""
+        limit = math.inf if self._write_timeout is None else self._write_timeout
+        for again in (False, True):
+            written = _Written()
+            with trio.move_on_after(limit) as scope:
+                try:
+                    await self._drive(sent, written)
+                except trio.BrokenResourceError as exc:  # (nothing of it went out)
+                    cause = exc.__cause__
+                    if isinstance(cause, ConnectFailed) and not self._outlives_no_server(sent):
+                        closed = SessionClosed(f"the server cannot be reached: {cause}")
+                        closed.__cause__ = cause
+                        self._signal_soon(closed)
+                    else:
+                        logger.warning("HTTP: a one-way message could not be sent: %s", exc)
+                    return
+            if scope.cancelled_caught:
+                logger.warning(
+                    "HTTP: a one-way message was lost: sending it timed out after %g s", limit
+                )
+                return
+            delay = written.retry_after
+            if delay is None:
+                return
+            if again or self._closed:
+                logger.warning(
+                    "HTTP: a one-way message was refused: status 503 (%s)",
+                    "again" if again else "the session is closing",
+                )
+                return
+            with trio.CancelScope() as wait:
+                self._retry_scope = wait  # (aclose cancels it)
+                await trio.sleep(min(delay, _RETRY_AFTER_CAP))
+            self._retry_scope = None
+            if wait.cancelled_caught:
+                logger.warning(
+                    "HTTP: a one-way message was refused: status 503 (the session closed "
+                    "before its Retry-After)"
+                )
+                return
 
     # ------------------------------------------------------------------ exchanges
 
@@ -682,6 +864,8 @@ class HttpChannel(MessageChannel):
                 if reader is None or reader.session_expired:
                     return  # (_exchange has done what a 404 to our session calls for)
                 if not current.request_ids and reader.status >= 400:
+                    if written.retry_after is not None:
+                        return  # (503, Retry-After: its sender may try again)
                     # A one-way message refused (a body too large, say): lost, as above.
                     logger.warning("HTTP: a one-way message was refused: status %d", reader.status)
                     return
@@ -747,9 +931,9 @@ class HttpChannel(MessageChannel):
         """Send one HTTP request (unless it is already out on ``wire``, but for
         ``rest``); hand its answer's messages to the session. With OAuth, a refusal
         that asks for authorization is answered by authorizing and sending the request
-        again (see :mod:`mcp_trio._oauth`), except for one-way messages: their sender
-        is the session's writer, which must not wait for a user to authorize, nor call
-        the authorization server; a ``401`` to one waits (a bounded time) for the shared
+        again (see :mod:`mcp_trio._oauth`), except for one-way messages: nobody asked
+        for them, so they must not wait for a user to authorize, nor call the
+        authorization server; a ``401`` to one waits (a bounded time) for the shared
         refresh, if any, and tries once more. So does a ``ping``, and the GET stream's
         ``GET`` (the module docs): only requests of the user's may authorize."""
         auth = self._auth
@@ -763,9 +947,9 @@ class HttpChannel(MessageChannel):
         while True:
             if wire is None:
                 if auth is not None:
-                    # A refresh at most; it never raises. The session's writer (a
-                    # one-way message) never calls the authorization server: it starts
-                    # the shared refresh and goes on with the current token.
+                    # A refresh at most; it never raises. A one-way message never
+                    # calls the authorization server: it starts the shared refresh
+                    # and goes on with the current token.
                     assert self._tasks is not None
                     if interactive and auth.needs_refresh():
                         with self._holding(sent):
@@ -833,6 +1017,8 @@ class HttpChannel(MessageChannel):
                 raise WireError(f"authorization failed: {why}") from exc
         if headed is not None:
             headed()
+        if head.status_code == 503 and not sent.request_ids and sent.request.method == "POST":
+            written.retry_after = retry_after(head.headers)
         reader = self.http.response(sent, head.status_code, head.headers.raw_items())
         if stream is not None:
             stream.reader = reader
@@ -1139,14 +1325,6 @@ def _only_pings(sent: ClientRequest) -> bool:
     """Whether every request ``sent`` carries is a ``ping`` (a keep-alive's, most often)."""
     methods = sent.methods
     return bool(methods) and all(method == "ping" for method in methods)
-
-
-def _is_initialized(message: bytes) -> bool:
-    """Whether ``message`` is ``notifications/initialized`` (a new session is ready)."""
-    if b"notifications/initialized" not in message:
-        return False
-    obj = loads(message)
-    return type(obj) is dict and obj.get("method") == "notifications/initialized"
 
 
 @asynccontextmanager

@@ -10,12 +10,15 @@ our ``User-Agent``, as h11 events.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from email.utils import parsedate_to_datetime
 from typing import Final
 
 import h11
 
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
+from mcp_sansio._json import loads
 from mcp_sansio.http import ClientResponse, HttpRequest
 
 from ._text import for_log
@@ -25,8 +28,10 @@ __all__ = [
     "USER_AGENT",
     "Unframeable",
     "client_headers",
+    "is_initialized",
     "log_warnings",
     "request_events",
+    "retry_after",
     "unsendable",
 ]
 
@@ -104,3 +109,33 @@ def log_warnings(reader: ClientResponse) -> None:
         return
     for warning in reader.take_warnings():
         _logger.warning("HTTP: %s", for_log(warning))
+
+
+def is_initialized(message: bytes) -> bool:
+    """Whether ``message`` is ``notifications/initialized`` (both HTTP clients: the
+    requests after it wait until the server has taken it)."""
+    if b"notifications/initialized" not in message:
+        return False
+    obj = loads(message)
+    return type(obj) is dict and obj.get("method") == "notifications/initialized"
+
+
+def retry_after(headers: Iterable[tuple[bytes, bytes]]) -> float | None:
+    """The seconds an answer's ``Retry-After`` asks to wait (RFC 9110 section 10.2.3: a
+    number of seconds, or an HTTP-date), at least 0; ``None`` without a valid one (both
+    HTTP clients, for a one-way message refused ``503``). ``headers``: name (lower
+    case, as h11 gives it) and value pairs."""
+    for name, value in headers:
+        if name != b"retry-after":
+            continue
+        text = value.decode("latin-1").strip()
+        if text.isdigit():
+            return float(text)
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # (an HTTP-date is GMT; a malformed one names no zone)
+            return None
+        return max(0.0, when.timestamp() - time.time())
+    return None

@@ -1,0 +1,403 @@
+"""One-way POSTs of the HTTP client (notifications, answers to the server's requests).
+
+Such a message is sent in the order of the others of its kind by a task of the
+channel's, never by the session's writer: a server slow to read a large one (a
+sampling result, say) holds up neither the client's requests nor the session, and one
+whose write (or answer) takes longer than ``write_timeout`` is lost alone, with a
+warning, as the module docs of ``mcp_trio._http_client`` say. Refused ``503`` with
+``Retry-After`` (a server with no handler slot for it, or over its connection bound:
+nothing of it ran), it is sent again once, after that delay (at most
+``_RETRY_AFTER_CAP``), never past the session's close; refused again, it is lost with
+a warning.
+
+A hand-written HTTP/1.1 server (h11, loopback, port 0, a small receive buffer) answers
+every request at once, but never reads a body larger than :data:`_STALL_ABOVE` until the
+test says so, and refuses the first ``refusals`` one-way messages with ``503``. It
+closes each connection after its answer. The clock is the ``autojump_clock``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import socket
+import time
+from functools import partial
+from typing import Any, Literal
+
+import attrs
+import h11
+import pytest
+import trio
+import trio.testing
+
+from mcp_sansio._json import dumps, loads
+from mcp_trio import SessionConfig
+from mcp_trio._handlers import Handlers
+from mcp_trio._http_client import open_http_client
+from mcp_trio._http_config import HttpTransportConfig
+from mcp_trio._http_h11 import retry_after
+
+from .test_http_support import call, client_connection_config, text_of
+
+_STALL_ABOVE = 100_000
+"""A POST with a larger body is not read (until ``drain``)."""
+_BIG = "x" * 8_000_000
+"""Far more than the socket buffers on both sides hold."""
+LONG = 300
+"""``fail_after`` for these tests (virtual seconds: nothing here waits that long)."""
+_NO_GET = HttpTransportConfig(open_get_stream=False)
+_DISCOVER = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28"],
+    "capabilities": {"tools": {}},
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "slow", "version": "0"}},
+}
+_INITIALIZED = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "slow", "version": "0"},
+}
+_ASK = {"jsonrpc": "2.0", "id": "ask-1", "method": "roots/list"}
+"""What the server asks the client in the stream of a ``tools/call`` of ``ask``."""
+
+
+@attrs.define
+class _Server:
+    """The fake server (see the module docs)."""
+
+    refusals: int = 0
+    """How many one-way messages (from the first) are refused ``503``."""
+    retry_after: bytes = b"1"
+    stuck: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the head of a large POST has come (its body is not read)."""
+    drain: trio.Event = attrs.field(factory=trio.Event)
+    """Set by the test: read the large body now, to its end or the connection's."""
+    drained: trio.Event = attrs.field(factory=trio.Event)
+    got: list[Literal["whole", "cut"]] = attrs.field(factory=list)
+    """How each large body ended: all of it came, or the client dropped the connection."""
+    seen: list[tuple[str, float, int]] = attrs.field(factory=list)
+    """Each message read whole: its method (``answer`` for a response), when, and the
+    status it was answered with."""
+    answered: trio.Event = attrs.field(factory=trio.Event)
+    """Set when a one-way message was read (whatever its answer)."""
+
+    def one_way(self) -> list[tuple[str, float, int]]:
+        return [s for s in self.seen if s[0] not in ("initialize", "server/discover", "tools/call")]
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        conn = h11.Connection(h11.SERVER)
+        head = await self._head(conn, stream)
+        if head is None:
+            return
+        size = int(dict(head.headers).get(b"content-length", b"0"))
+        if size > _STALL_ABOVE:
+            self.stuck.set()
+            await self.drain.wait()
+            self.got.append("cut" if await self._read_body(conn, stream) is None else "whole")
+            self.drained.set()
+            return
+        body = await self._read_body(conn, stream)
+        if body is None:
+            return
+        if head.method == b"DELETE":
+            await _respond(conn, stream, 200, b"")
+            return
+        message = loads(body)
+        method = message.get("method", "answer")
+        rid = message.get("id")
+        if method == "answer" or rid is None:
+            status = 202
+            if method != "notifications/initialized" and self.refusals:
+                self.refusals -= 1
+                status = 503
+            self.seen.append((method, trio.current_time(), status))
+            self.answered.set()
+            await _respond(conn, stream, status, b"", retry_after=self.retry_after)
+            return
+        self.seen.append((method, trio.current_time(), 200))
+        if method == "server/discover":
+            await _respond(conn, stream, 200, _result(rid, _DISCOVER))
+        elif method == "initialize":
+            await _respond(conn, stream, 200, _result(rid, _INITIALIZED), session="s1")
+        elif message["params"]["name"] == "ask":
+            # A server request in the call's stream, then the call's answer.
+            events = [dumps(_ASK), _result(rid, {"content": [_text("asked")]})]
+            sse = b"".join(b"data: " + event + b"\n\n" for event in events)
+            await _respond(conn, stream, 200, sse, sse=True)
+        else:
+            text = message["params"]["arguments"]["text"]
+            await _respond(conn, stream, 200, _result(rid, {"content": [_text(text)]}))
+
+    async def _head(self, conn: h11.Connection, stream: trio.SocketStream) -> h11.Request | None:
+        while True:
+            event = conn.next_event()
+            if isinstance(event, h11.Request):
+                return event
+            if event is not h11.NEED_DATA:
+                return None
+            data = await stream.receive_some(4096)
+            if not data:
+                return None
+            conn.receive_data(data)
+
+    async def _read_body(self, conn: h11.Connection, stream: trio.SocketStream) -> bytes | None:
+        """The body, or ``None`` if the connection ended before it did."""
+        body = bytearray()
+        try:
+            while True:
+                event = conn.next_event()
+                if isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    return bytes(body)
+                elif event is h11.NEED_DATA:
+                    conn.receive_data(await stream.receive_some(65536))
+                else:
+                    return None
+        except (h11.RemoteProtocolError, trio.BrokenResourceError):
+            return None  # (h11: the connection ended mid-body; or it was reset)
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _result(rid: Any, result: dict[str, Any]) -> bytes:
+    return dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+async def _respond(
+    conn: h11.Connection,
+    stream: trio.SocketStream,
+    status: int,
+    payload: bytes,
+    *,
+    session: str | None = None,
+    sse: bool = False,
+    retry_after: bytes = b"1",
+) -> None:
+    headers = [("content-length", str(len(payload))), ("connection", "close")]
+    if payload:
+        headers.append(("content-type", "text/event-stream" if sse else "application/json"))
+    if session is not None:
+        headers.append(("mcp-session-id", session))
+    if status == 503:
+        headers.append(("retry-after", retry_after.decode()))
+    out = [conn.send(h11.Response(status_code=status, headers=headers))]
+    if payload:
+        out.append(conn.send(h11.Data(data=payload)))
+    out.append(conn.send(h11.EndOfMessage()))
+    await stream.send_all(b"".join(part for part in out if part))
+    await stream.aclose()
+
+
+async def _serve(nursery: trio.Nursery, **kwargs: Any) -> tuple[_Server, str]:
+    server = _Server(**kwargs)
+    listeners = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
+    sock = listeners[0].socket
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (accepted ones inherit it)
+    return server, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+
+
+def _big_roots() -> Handlers:
+    """The client's handlers: its answer to ``roots/list`` is large."""
+    handlers = Handlers()
+
+    @handlers.on_request("roots/list")
+    async def roots(ctx: Any) -> dict[str, Any]:
+        return {"roots": [{"uri": "file:///" + _BIG}]}
+
+    return handlers
+
+
+def _client(url: str, era: str, write_timeout: float = 5.0, **kwargs: Any) -> Any:
+    return open_http_client(
+        url,
+        connection_config=client_connection_config(era),
+        config=SessionConfig(write_timeout=write_timeout),
+        transport=_NO_GET,
+        **kwargs,
+    )
+
+
+async def _echo(client: Any, text: str, **kwargs: Any) -> str:
+    return text_of(await client.request("tools/call", call("echo", text=text), **kwargs))
+
+
+def _lost(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "one-way message" in r.getMessage()
+    ]
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_stuck_notification_is_lost_alone_and_holds_up_no_request(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    era: str,
+) -> None:
+    """A large notification the server does not read: the requests after it are
+    answered at once; at ``write_timeout`` it is lost, with a warning, and the session
+    goes on (it used to end: the writer's own bound fired first)."""
+    server, url = await _serve(nursery)
+    with trio.fail_after(LONG):
+        async with _client(url, era) as client:
+            began = trio.current_time()
+            await client.notify("notifications/big", {"data": _BIG})
+            await server.stuck.wait()
+            assert await _echo(client, "small") == "small"
+            assert trio.current_time() == began  # it waited for nothing
+            while not _lost(caplog):
+                await trio.sleep(0.5)
+            assert trio.current_time() - began == pytest.approx(5, abs=0.5)
+            assert "timed out after 5" in _lost(caplog)[0]
+            assert await _echo(client, "after") == "after"  # the session goes on
+            assert client.close_reason is None
+            server.drain.set()
+            await server.drained.wait()
+    assert server.got == ["cut"]  # its connection was dropped
+
+
+async def test_a_stuck_answer_to_the_server_is_lost_alone(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same for the answer to a server's request (legacy: a large ``roots/list``
+    result): the call that brought the request is answered, so is the next, and the
+    answer alone is lost."""
+    server, url = await _serve(nursery)
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy", handlers=_big_roots()) as client:
+            began = trio.current_time()
+            result = await client.request("tools/call", call("ask"))
+            assert text_of(result) == "asked"
+            await server.stuck.wait()
+            assert await _echo(client, "small") == "small"
+            assert trio.current_time() == began
+            while not _lost(caplog):
+                await trio.sleep(0.5)
+            assert await _echo(client, "after") == "after"
+            assert client.close_reason is None
+            server.drain.set()
+            await server.drained.wait()
+    assert server.got == ["cut"]
+
+
+async def test_one_way_messages_keep_their_order_behind_a_stuck_one(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The notifications after a stuck one wait for it (one-way messages keep their
+    order: a progress notification before the answer it precedes), then go out."""
+    server, url = await _serve(nursery)
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            await client.notify("notifications/big", {"data": _BIG})
+            await client.notify("notifications/first")
+            await client.notify("notifications/second")
+            await server.stuck.wait()
+            assert await _echo(client, "small") == "small"
+            assert [s[0] for s in server.one_way()] == ["notifications/initialized"]
+            while len(server.one_way()) < 3:
+                await server.answered.wait()
+                server.answered = trio.Event()
+            assert [s[0] for s in server.one_way()] == [
+                "notifications/initialized",
+                "notifications/first",
+                "notifications/second",
+            ]
+            assert len(_lost(caplog)) == 1
+            server.drain.set()
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_notification_refused_503_is_sent_again_after_retry_after(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    era: str,
+) -> None:
+    server, url = await _serve(nursery, refusals=1, retry_after=b"2")
+    with trio.fail_after(LONG):
+        async with _client(url, era) as client:
+            await client.notify("notifications/busy")
+            while len(server.one_way()) < 2 + (era == "legacy"):
+                await server.answered.wait()
+                server.answered = trio.Event()
+            busy = [(t, s) for m, t, s in server.one_way() if m == "notifications/busy"]
+            assert [s for _, s in busy] == [503, 202]
+            assert busy[1][0] - busy[0][0] == pytest.approx(2)
+            assert await _echo(client, "after") == "after"
+    assert not _lost(caplog)
+
+
+async def test_an_answer_refused_503_is_sent_again(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An answer to a server's request may be refused ``503`` too (a server over its
+    connection bound turns the POST away unread): sent again the same way."""
+    server, url = await _serve(nursery, refusals=1)
+    handlers = Handlers()
+
+    @handlers.on_request("roots/list")
+    async def roots(ctx: Any) -> dict[str, Any]:
+        return {"roots": []}
+
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy", handlers=handlers) as client:
+            assert text_of(await client.request("tools/call", call("ask"))) == "asked"
+            while [s[2] for s in server.one_way() if s[0] == "answer"] != [503, 202]:
+                await server.answered.wait()
+                server.answered = trio.Event()
+    assert not _lost(caplog)
+
+
+async def test_a_notification_refused_503_twice_is_lost_with_a_warning(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once more only, and a ``Retry-After`` far off is waited for a few seconds at most."""
+    server, url = await _serve(nursery, refusals=5, retry_after=b"3600")
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            await client.notify("notifications/busy")
+            while not _lost(caplog):
+                await trio.sleep(0.5)
+            busy = [(t, s) for m, t, s in server.one_way() if m == "notifications/busy"]
+            assert [s for _, s in busy] == [503, 503]
+            assert 0 < busy[1][0] - busy[0][0] <= 5
+            assert "503" in _lost(caplog)[0]
+            assert await _echo(client, "after") == "after"
+
+
+async def test_no_notification_is_sent_again_past_the_close(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The session closes while a refused notification waits for its ``Retry-After``:
+    the close does not wait for it, and it is not sent again."""
+    server, url = await _serve(nursery, refusals=1, retry_after=b"3")
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            await client.notify("notifications/busy")
+            while not server.one_way() or server.one_way()[-1][2] != 503:
+                await server.answered.wait()
+                server.answered = trio.Event()
+            began = trio.current_time()
+        assert trio.current_time() - began < 1
+        await trio.sleep(10)
+    assert [s[2] for s in server.one_way() if s[0] == "notifications/busy"] == [503]
+    assert _lost(caplog)
+
+
+def test_retry_after_takes_seconds_or_an_http_date() -> None:
+    """RFC 9110 section 10.2.3: delay-seconds or an HTTP-date (a past one: at once);
+    anything else is no ``Retry-After`` (the message is then lost, as before)."""
+    later = email.utils.formatdate(time.time() + 120, usegmt=True).encode()
+    assert retry_after([(b"retry-after", b"7")]) == 7.0
+    assert retry_after([(b"content-length", b"0"), (b"retry-after", b" 0 ")]) == 0.0
+    assert 100 < (retry_after([(b"retry-after", later)]) or 0) <= 120
+    assert retry_after([(b"retry-after", b"Wed, 21 Oct 2015 07:28:00 GMT")]) == 0.0
+    assert retry_after([(b"retry-after", b"-1")]) is None
+    assert retry_after([(b"retry-after", b"soon")]) is None
+    assert retry_after([]) is None
