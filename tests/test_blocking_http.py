@@ -1839,3 +1839,83 @@ def test_a_refused_resumption_fails_the_call_and_tells_the_server(
         client.ping()  # (the cancellation went out before this)
     assert len(gets) == 1
     assert [c["reason"] for c in cancelled] == ["HTTP: status 400"]
+
+
+def _one_way_server(
+    on_notification: Callable[[socket.socket, dict[str, Any]], None],
+) -> Handler:
+    """A legacy server whose answer to ``notifications/test`` is ``on_notification``'s;
+    ``tools/list`` is answered at once."""
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"notifications/test" in body:
+            on_notification(sock, loads(body))
+        else:
+            inner(sock, head, body)
+
+    return handler
+
+
+def test_a_request_does_not_wait_for_a_notification_s_answer(
+    raw: Callable[..., RawServer],
+) -> None:
+    """A server slow to answer a notification (one that waits for a handler slot, say)
+    holds up no request after it (it did, up to ``write_timeout``): only
+    ``notifications/initialized`` does (test_requests_wait_for_initialized_to_be_taken)."""
+    release = threading.Event()
+
+    def hold(sock: socket.socket, message: dict[str, Any]) -> None:
+        release.wait(TIMEOUT)
+
+    server = raw(_one_way_server(hold))
+    transport = HttpTransportConfig(open_get_stream=False)
+    try:
+        with connect(
+            server.url, era="legacy", transport=transport, timeout=5.0, write_timeout=3.0
+        ) as client:
+            client.notify("notifications/test")  # (returns once written)
+            began = time.monotonic()
+            assert client.list_tools() == []
+            assert time.monotonic() - began < 1.0  # not write_timeout
+    finally:
+        release.set()
+
+
+def _refusing(refusals: int, seen: list[float]) -> Callable[[socket.socket, dict[str, Any]], None]:
+    def refuse(sock: socket.socket, message: dict[str, Any]) -> None:
+        seen.append(time.monotonic())
+        if len(seen) <= refusals:
+            respond(sock, "503 Service Unavailable", {"Retry-After": "1"}, b"")
+        else:
+            respond(sock, "202 Accepted", {}, b"")
+
+    return refuse
+
+
+@pytest.mark.parametrize("refusals", [1, 2])
+def test_a_notification_refused_503_is_sent_again_once_after_retry_after(
+    raw: Callable[..., RawServer], caplog: pytest.LogCaptureFixture, refusals: int
+) -> None:
+    """``503`` with ``Retry-After`` (a server with no handler slot for it: nothing of it
+    ran): sent again once, after that delay; refused again, lost with a warning."""
+    seen: list[float] = []
+    server = raw(_one_way_server(_refusing(refusals, seen)))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test")
+        assert client.list_tools() == []
+        deadline = time.monotonic() + TIMEOUT
+        while len(seen) < 2 and time.monotonic() < deadline:
+            client.list_tools()  # (the client's loop runs only in its calls)
+    assert len(seen) == 2
+    assert 0.9 <= seen[1] - seen[0] < 5.0
+    lost = [r.getMessage() for r in caplog.records if "one-way message" in r.getMessage()]
+    assert lost == (
+        [] if refusals == 1 else ["HTTP: a one-way message was refused again: status 503"]
+    )

@@ -20,8 +20,13 @@ session; :class:`Resend`: send requests again), which :class:`HttpLink` hands to
 client in order. Nothing happens between those calls, so nothing happens between calls
 of the client.
 
-* Order: a POST with requests starts once the one-way POSTs before it have their
-  answer's head (so ``notifications/initialized`` is taken before the first request).
+* Order: a POST with requests starts once a ``notifications/initialized`` before it
+  has its answer's head (so it is taken before the first request); other one-way
+  POSTs hold up no request (a server slow to take one, or to answer it, would hold
+  up them all). A one-way POST refused ``503`` with ``Retry-After`` (nothing of it
+  ran) is sent again once, after that delay (at most ``_RETRY_AFTER_CAP`` seconds;
+  dropped by the close), as the Trio client's; any other refusal loses it, with a
+  warning.
   The legacy GET stream starts then too (a server may refuse it before it has taken
   ``notifications/initialized``), and a session's first one holds back the requests
   after it until its head came (or ``connect_timeout`` passed), as the Trio client's:
@@ -119,9 +124,11 @@ from ._http_config import HttpTransportConfig
 from ._http_h11 import (
     Unframeable,
     client_headers,
+    is_initialized,
     log_one_way_answer,
     log_warnings,
     request_events,
+    retry_after,
     unsendable,
 )
 
@@ -134,6 +141,8 @@ __all__ = ["Broken", "HttpLink", "HttpTransport", "Resend", "Restart"]
 logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
+_RETRY_AFTER_CAP: Final = 5.0
+"""At most how long a one-way message refused ``503`` waits for its ``Retry-After``."""
 _MESSAGE: Final = (bytes, tuple)
 """What a message in the inbox is: ``bytes``, or a ``Read`` (the bytes and the dict they
 parse to, handed to the core as ``decoded``: each message is parsed once)."""
@@ -407,6 +416,10 @@ class _Exchange:
         self.write_since: float | None = None
         self.answer_deadline: float | None = None
         self.written = False
+        self.gates = False
+        """``notifications/initialized``: the requests after it wait for its head."""
+        self.retried = False
+        """A one-way message sent again after a ``503`` with ``Retry-After``."""
 
     @property
     def counted(self) -> bool:
@@ -506,7 +519,9 @@ class HttpTransport:
         except SessionEnded:
             logger.debug("HTTP: dropped, the session is over: %.200r", message)
             return
-        self._start(_Exchange(sent), now)
+        exchange = _Exchange(sent)
+        exchange.gates = not sent.request_ids and is_initialized(message)
+        self._start(exchange, now)
 
     def _start(self, exchange: _Exchange, now: float) -> None:
         self._exchanges.append(exchange)
@@ -519,7 +534,7 @@ class HttpTransport:
         limit = self.config.max_client_connections
         busy = sum(1 for e in self._exchanges if e.counted and e.state == "active")
         flying = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
-        unheard = False  # an earlier one-way POST has no answer yet
+        unheard = False  # an earlier notifications/initialized has no answer yet
         gated = False  # an earlier first GET of the session has no answer yet
         for exchange in list(self._exchanges):
             if exchange.state == "waiting" and exchange.start_at <= now:
@@ -527,15 +542,16 @@ class HttpTransport:
             if exchange is self._gate:
                 gated = self._gating(now)
             if exchange.state != "queued":
-                unheard = unheard or (exchange.one_way and exchange.reader is None)
+                unheard = unheard or (exchange.gates and exchange.reader is None)
                 continue
             if exchange.counted:
-                # A request goes after the one-way messages before it are taken (their
-                # answer's head): notifications/initialized is processed before any
-                # later request, as the Trio client's send() awaits their 202; and
-                # after the session's GET stream is open (or refused, or connect_timeout
-                # passed), as the Trio client's, so that what the server says on its
-                # own right after is not missed.
+                # A request goes after a notifications/initialized before it is taken
+                # (its answer's head), so that it is processed before any later
+                # request, as the Trio client's send() awaits its 202 (other one-way
+                # messages hold up no request: a server slow to read a large one would
+                # hold up them all); and after the session's GET stream is open (or
+                # refused, or connect_timeout passed), as the Trio client's, so that
+                # what the server says on its own right after is not missed.
                 if busy >= limit or unheard or gated:
                     continue
                 busy += 1
@@ -545,7 +561,7 @@ class HttpTransport:
                 if unheard:
                     continue
             elif exchange.one_way:
-                unheard = True
+                unheard = unheard or exchange.gates
                 if flying >= limit:
                     continue
                 flying += 1
@@ -799,6 +815,8 @@ class HttpTransport:
         self._answered = True
         if not exchange.one_way:
             exchange.answer_deadline = None  # (a one-way answer stays bounded, body too)
+        elif head.status_code >= 400:
+            self._one_way_refused(exchange, head, now)
         for rid in sent.request_ids:
             if rid not in exchange.ids:
                 reader.forget(rid)  # cancelled before this answer began
@@ -806,6 +824,23 @@ class HttpTransport:
             self._restart(reader)
         if exchange is self._get:
             self._get_head(exchange)
+
+    def _one_way_refused(self, exchange: _Exchange, head: h11.Response, now: float) -> None:
+        """A one-way message refused: lost, with a warning, unless it was a ``503``
+        with ``Retry-After`` (a server with no handler slot for a notification, or
+        over its connection bound: nothing of it ran), the first: then it is sent
+        again after that delay (at most ``_RETRY_AFTER_CAP``), as the Trio client's
+        (the session's close drops it: ``terminate``)."""
+        delay = retry_after(head.headers) if head.status_code == 503 else None
+        if delay is None or exchange.retried:
+            again = " again" if exchange.retried else ""
+            logger.warning(
+                "HTTP: a one-way message was refused%s: status %d", again, head.status_code
+            )
+            return
+        retry = _Exchange(exchange.sent, start_at=now + min(delay, _RETRY_AFTER_CAP))
+        retry.gates, retry.retried = exchange.gates, True
+        self._start(retry, now)
 
     def _finish(
         self, exchange: _Exchange, now: float, *, complete: bool, lost: bool = True
@@ -1059,7 +1094,11 @@ class HttpTransport:
     def terminate(self, now: float) -> bool:
         """Legacy: send the ``DELETE`` that ends the session (``False``: no session)."""
         for exchange in list(self._exchanges):
-            if exchange is self._get or exchange.sent.request_ids or exchange.reader is not None:
+            if exchange.retried and exchange.state == "waiting":
+                # (Not sent again past the close: it waits for the server's Retry-After.)
+                logger.warning("HTTP: a one-way message was refused: status 503 (closing)")
+                self._close(exchange)
+            elif exchange is self._get or exchange.sent.request_ids or exchange.reader is not None:
                 self._close(exchange)  # (and a one-way POST taken already: its head came)
         self._get = None
         if self.failure is not None:
