@@ -32,6 +32,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any, ClassVar, Final, final
 
 from mcp_sansio._versions import JSON_SCHEMA_DIALECT
@@ -125,6 +126,16 @@ def resolve_ref(root: Any, ref: str) -> Any:
         else:
             raise ValueError(f"unresolvable $ref {ref[:100]!r}")
     return node
+
+
+def _is_multiple(value: float, step: float) -> bool:
+    """Whether ``value`` is a multiple of ``step`` as the numbers are written in JSON:
+    exactly for integers (a float quotient rounds past 2**53: 2**60 + 1 is no multiple
+    of 3), and by their shortest decimal form for floats (19.99 is a multiple of 0.01,
+    which is what it says, though ``19.99 / 0.01`` is 1998.9999999999998)."""
+    if type(value) is int and type(step) is int:
+        return value % step == 0
+    return Fraction(repr(value)) % Fraction(repr(step)) == 0
 
 
 def _json_type(value: object) -> str | None:
@@ -380,7 +391,7 @@ class _Validator:
             if bound is not None and not holds(value, bound):
                 out.append(f"{_where(path)}: must be {op} {bound}, got {_show(value)}")
         step = schema.get("multipleOf")
-        if step is not None and not (value / step).is_integer():
+        if step is not None and not _is_multiple(value, step):
             out.append(f"{_where(path)}: must be a multiple of {step}, got {_show(value)}")
 
     def check_size(

@@ -743,6 +743,13 @@ BOX_ARGS = function_input_schema(classes)
         (1, {"exclusiveMinimum": 1}, ["arguments: must be > 1, got 1"]),
         (1, {"exclusiveMaximum": 1}, ["arguments: must be < 1, got 1"]),
         (3, {"multipleOf": 2}, ["arguments: must be a multiple of 2, got 3"]),
+        # As written in JSON (a float quotient says 1998.9999999999998; pydantic agrees)...
+        (19.99, {"multipleOf": 0.01}, []),
+        (0.07, {"multipleOf": 0.01}, []),
+        (0.35, {"multipleOf": 0.1}, ["arguments: must be a multiple of 0.1, got 0.35"]),
+        # ... and exactly for integers (the quotient as a float rounds past 2**53).
+        (2**60 + 1, {"multipleOf": 3}, [f"arguments: must be a multiple of 3, got {2**60 + 1}"]),
+        (2**60 + 2, {"multipleOf": 3}, []),
         ("", {"minLength": 1}, ["arguments: expected at least 1 characters, got 0"]),
         ("abc", {"maxLength": 2}, ["arguments: expected at most 2 characters, got 3"]),
         ([1, 1.0], {"uniqueItems": True}, ["arguments[1]: duplicate of item 0"]),
