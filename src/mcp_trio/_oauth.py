@@ -367,6 +367,13 @@ class OAuth:
             only: a DPoP token kept in ``storage`` by another :class:`OAuth` (another
             process) is bound to another key, and is not used. Needs the ``crypto``
             extra (``pip install 'mcp-trio[crypto]'``).
+        allow_private_networks: let a server with a public name have its OAuth
+            endpoints (metadata, authorization server, token and registration
+            endpoints) on this machine or a private network (``https://10.20.0.5``:
+            a company's authorization server). By default such a URL is refused
+            unless the MCP server is there too, so that a remote server cannot aim
+            your requests into your network (SSRF). Set it only for servers you
+            trust, as the URLs come from them. (Plain ``http`` stays loopback-only.)
 
     Raises:
         ValueError: ``redirect`` with ``redirect_uri`` or ``on_authorize``;
@@ -405,6 +412,7 @@ class OAuth:
         enterprise: EnterpriseAuthorization | None = None,
         clock: Callable[[], float] = time.time,
         dpop: bool = False,
+        allow_private_networks: bool = False,
     ) -> None:
         if redirect is not None:
             if redirect_uri is not None or on_authorize is not None:
@@ -464,6 +472,7 @@ class OAuth:
             self._client_key = load_signing_key(
                 client.private_key, client.signing_algorithm, client.key_id
             )
+        self.allow_private_networks: Final = allow_private_networks
         # DPoP (RFC 9449): one key for every client of this OAuth (their tokens are
         # bound to it), and the last nonce of each server (by origin), bounded.
         self.dpop: Final = dpop
@@ -730,7 +739,7 @@ class Authorizer:
         # endpoints on this machine or a private network only for a server there too
         # (check_endpoint: a remote server must not aim our requests into the network).
         self._loopback = is_loopback(server_url)
-        self._internal = is_internal(server_url)
+        self._internal = oauth.allow_private_networks or is_internal(server_url)
         self._resource_metadata: ProtectedResourceMetadata | None = None
         self._requested_scope: str | None = None
         self._header: bytes | None = None

@@ -368,6 +368,7 @@ INTERNAL_URLS = [
     "https://[fd00::1]/",
     "https://[::ffff:127.0.0.1]/",
     "https://[::ffff:a9fe:a9fe]/",  # 169.254.169.254
+    "https://[::ffff:100.64.0.1]/",  # (shared: by its IPv4 rules, not IPv6's)
     "https://localhost/",
     "https://LOCALHOST.:8443/",
     "https://idp.localhost/",
@@ -417,6 +418,7 @@ def test_an_internal_endpoint_only_for_an_internal_server(url: str) -> None:
         "https://1.2.3.4.5/",  # (not an address: a name)
         "https://08.0.0.1/",  # (not octal: a name to the resolver)
         "https://4294967296/",  # (past 32 bits: a name)
+        "https://10.0.0.256/",  # (a last part past its byte: inet_aton refuses it)
         "https://[v1.x:y]/",  # (an IPvFuture literal: no address we know)
         # Names are not resolved (the sans-IO core does no I/O): the documented limit.
         "https://127.0.0.1.nip.io/",

@@ -669,6 +669,24 @@ async def test_a_remote_server_cannot_aim_the_client_at_internal_addresses(
         ), remote.fetched
 
 
+async def test_a_trusted_public_server_may_be_allowed_oauth_on_a_private_network(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A company's server with a public name, its authorization server on 10.x: refused
+    # by default (see above), allowed when the user says so.
+    server = "https://mcp.corp.example/mcp"
+    prm_url = "https://mcp.corp.example/.well-known/oauth-protected-resource/mcp"
+    for allowed in (False, True):
+        remote = _Remote({prm_url: _prm(server, "https://10.20.0.5")})
+        monkeypatch.setattr("mcp_trio._oauth.oauth_fetch", remote)
+        authorizer = oauth(allow_private_networks=allowed).bind(server)
+        problem = "publishes no metadata" if allowed else "private network"
+        with trio.fail_after(IO_TIMEOUT), pytest.raises(OAuthError, match=problem):
+            await authorizer.challenged(401, BearerChallenge(), None)
+        internal = [url for url in remote.fetched if urlsplit(url).hostname == "10.20.0.5"]
+        assert bool(internal) is allowed, remote.fetched
+
+
 async def test_a_server_on_a_private_network_may_have_its_oauth_there(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

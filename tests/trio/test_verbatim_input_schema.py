@@ -181,6 +181,10 @@ async def test_the_schema_checked_is_the_one_registered(era: str) -> None:
             {"type": "object", "if": {}, "properties": {"a": {"$ref": "#/$defs/gone"}}},
             "unresolvable \\$ref '#/\\$defs/gone'",
         ),
+        (  # (the root's own $id is the base every $ref resolves against already)
+            {"$id": "https://example.com/s", "type": "object", "if": {}, "$ref": "#/$defs/gone"},
+            "unresolvable \\$ref '#/\\$defs/gone'",
+        ),
     ],
 )
 def test_a_schema_of_another_dialect_or_with_a_dangling_ref_is_refused(
