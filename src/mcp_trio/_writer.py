@@ -403,12 +403,7 @@ class Writer:
                 if detach and self._hand_over():
                     handed = True
                     break
-                self._busy = True
-                try:
-                    failure = await self._write_one(self._outbox[0])
-                finally:
-                    self._busy = False
-                failure = self._wrote(failure)
+                failure = await self._write_head()
                 if failure is not None:
                     return failure
                 self._send_ready(mark)  # the rest of ours, if it goes without waiting
@@ -473,15 +468,20 @@ class Writer:
         whose messages are out as they are. The failure, if any."""
         while not self._send_ready(self._queued):
             self._wake_done()  # (before a write that waits: some may be out already)
-            self._busy = True
-            try:
-                failure = await self._write_one(self._outbox[0])
-            finally:
-                self._busy = False
-            failure = self._wrote(failure)
+            failure = await self._write_head()
             if failure is not None:
                 return failure
         return None
+
+    async def _write_head(self) -> SessionClosed | None:
+        """Write the oldest queued message, the writer role held (busy meanwhile); the
+        failure, if any (see :meth:`_wrote`)."""
+        self._busy = True
+        try:
+            failure = await self._write_one(self._outbox[0])
+        finally:
+            self._busy = False
+        return self._wrote(failure)
 
     def out(self, mark: int) -> bool:
         """Whether every message up to ``mark`` is out (or dropped by abort)."""
