@@ -11,7 +11,7 @@ nothing of it ran), it is sent again once, after that delay (at most
 a warning.
 
 A hand-written HTTP/1.1 server (h11, loopback, port 0, a small receive buffer) answers
-every request at once, but never reads a body larger than :data:`_STALL_ABOVE` until the
+every request at once, but never reads a body larger than :data:`STALL_ABOVE` until the
 test says so, and refuses the first ``refusals`` one-way messages with ``503``. It
 closes each connection after its answer. The clock is the ``autojump_clock``.
 """
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import socket
 import time
-from functools import partial
 from typing import Any, Literal
 
 import attrs
@@ -35,29 +33,24 @@ from mcp_sansio._json import dumps, loads
 from mcp_trio import SessionConfig
 from mcp_trio._handlers import Handlers
 from mcp_trio._http_client import open_http_client
-from mcp_trio._http_config import HttpTransportConfig
 from mcp_trio._http_h11 import retry_after
 
+from .slow_reader_support import (
+    BIG,
+    DISCOVER,
+    INITIALIZED,
+    LONG,
+    NO_GET,
+    STALL_ABOVE,
+    listen,
+    read_body,
+    read_head,
+    respond,
+    result,
+    text_block,
+)
 from .test_http_support import call, client_connection_config, text_of
 
-_STALL_ABOVE = 100_000
-"""A POST with a larger body is not read (until ``drain``)."""
-_BIG = "x" * 8_000_000
-"""Far more than the socket buffers on both sides hold."""
-LONG = 300
-"""``fail_after`` for these tests (virtual seconds: nothing here waits that long)."""
-_NO_GET = HttpTransportConfig(open_get_stream=False)
-_DISCOVER = {
-    "resultType": "complete",
-    "supportedVersions": ["2026-07-28"],
-    "capabilities": {"tools": {}},
-    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "slow", "version": "0"}},
-}
-_INITIALIZED = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {"tools": {}},
-    "serverInfo": {"name": "slow", "version": "0"},
-}
 _ASK = {"jsonrpc": "2.0", "id": "ask-1", "method": "roots/list"}
 """What the server asks the client in the stream of a ``tools/call`` of ``ask``."""
 
@@ -87,21 +80,21 @@ class _Server:
 
     async def handle(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
-        head = await self._head(conn, stream)
+        head = await read_head(conn, stream)
         if head is None:
             return
         size = int(dict(head.headers).get(b"content-length", b"0"))
-        if size > _STALL_ABOVE:
+        if size > STALL_ABOVE:
             self.stuck.set()
             await self.drain.wait()
-            self.got.append("cut" if await self._read_body(conn, stream) is None else "whole")
+            self.got.append("cut" if await read_body(conn, stream) is None else "whole")
             self.drained.set()
             return
-        body = await self._read_body(conn, stream)
+        body = await read_body(conn, stream)
         if body is None:
             return
         if head.method == b"DELETE":
-            await _respond(conn, stream, 200, b"")
+            await respond(conn, stream, 200, b"")
             return
         message = loads(body)
         method = message.get("method", "answer")
@@ -113,91 +106,26 @@ class _Server:
                 status = 503
             self.seen.append((method, trio.current_time(), status))
             self.answered.set()
-            await _respond(conn, stream, status, b"", retry_after=self.retry_after)
+            await respond(conn, stream, status, b"", retry_after=self.retry_after)
             return
         self.seen.append((method, trio.current_time(), 200))
         if method == "server/discover":
-            await _respond(conn, stream, 200, _result(rid, _DISCOVER))
+            await respond(conn, stream, 200, result(rid, DISCOVER))
         elif method == "initialize":
-            await _respond(conn, stream, 200, _result(rid, _INITIALIZED), session="s1")
+            await respond(conn, stream, 200, result(rid, INITIALIZED), session="s1")
         elif message["params"]["name"] == "ask":
             # A server request in the call's stream, then the call's answer.
-            events = [dumps(_ASK), _result(rid, {"content": [_text("asked")]})]
+            events = [dumps(_ASK), result(rid, {"content": [text_block("asked")]})]
             sse = b"".join(b"data: " + event + b"\n\n" for event in events)
-            await _respond(conn, stream, 200, sse, sse=True)
+            await respond(conn, stream, 200, sse, sse=True)
         else:
             text = message["params"]["arguments"]["text"]
-            await _respond(conn, stream, 200, _result(rid, {"content": [_text(text)]}))
-
-    async def _head(self, conn: h11.Connection, stream: trio.SocketStream) -> h11.Request | None:
-        while True:
-            event = conn.next_event()
-            if isinstance(event, h11.Request):
-                return event
-            if event is not h11.NEED_DATA:
-                return None
-            data = await stream.receive_some(4096)
-            if not data:
-                return None
-            conn.receive_data(data)
-
-    async def _read_body(self, conn: h11.Connection, stream: trio.SocketStream) -> bytes | None:
-        """The body, or ``None`` if the connection ended before it did."""
-        body = bytearray()
-        try:
-            while True:
-                event = conn.next_event()
-                if isinstance(event, h11.Data):
-                    body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    return bytes(body)
-                elif event is h11.NEED_DATA:
-                    conn.receive_data(await stream.receive_some(65536))
-                else:
-                    return None
-        except (h11.RemoteProtocolError, trio.BrokenResourceError):
-            return None  # (h11: the connection ended mid-body; or it was reset)
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _result(rid: Any, result: dict[str, Any]) -> bytes:
-    return dumps({"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-async def _respond(
-    conn: h11.Connection,
-    stream: trio.SocketStream,
-    status: int,
-    payload: bytes,
-    *,
-    session: str | None = None,
-    sse: bool = False,
-    retry_after: bytes = b"1",
-) -> None:
-    headers = [("content-length", str(len(payload))), ("connection", "close")]
-    if payload:
-        headers.append(("content-type", "text/event-stream" if sse else "application/json"))
-    if session is not None:
-        headers.append(("mcp-session-id", session))
-    if status == 503:
-        headers.append(("retry-after", retry_after.decode()))
-    out = [conn.send(h11.Response(status_code=status, headers=headers))]
-    if payload:
-        out.append(conn.send(h11.Data(data=payload)))
-    out.append(conn.send(h11.EndOfMessage()))
-    await stream.send_all(b"".join(part for part in out if part))
-    await stream.aclose()
+            await respond(conn, stream, 200, result(rid, {"content": [text_block(text)]}))
 
 
 async def _serve(nursery: trio.Nursery, **kwargs: Any) -> tuple[_Server, str]:
     server = _Server(**kwargs)
-    listeners = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
-    sock = listeners[0].socket
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (accepted ones inherit it)
-    return server, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    return server, await listen(nursery, server.handle)
 
 
 def _big_roots() -> Handlers:
@@ -206,7 +134,7 @@ def _big_roots() -> Handlers:
 
     @handlers.on_request("roots/list")
     async def roots(ctx: Any) -> dict[str, Any]:
-        return {"roots": [{"uri": "file:///" + _BIG}]}
+        return {"roots": [{"uri": "file:///" + BIG}]}
 
     return handlers
 
@@ -216,7 +144,7 @@ def _client(url: str, era: str, write_timeout: float = 5.0, **kwargs: Any) -> An
         url,
         connection_config=client_connection_config(era),
         config=SessionConfig(write_timeout=write_timeout),
-        transport=_NO_GET,
+        transport=NO_GET,
         **kwargs,
     )
 
@@ -247,7 +175,7 @@ async def test_a_stuck_notification_is_lost_alone_and_holds_up_no_request(
     with trio.fail_after(LONG):
         async with _client(url, era) as client:
             began = trio.current_time()
-            await client.notify("notifications/big", {"data": _BIG})
+            await client.notify("notifications/big", {"data": BIG})
             await server.stuck.wait()
             assert await _echo(client, "small") == "small"
             assert trio.current_time() == began  # it waited for nothing
@@ -294,7 +222,7 @@ async def test_one_way_messages_keep_their_order_behind_a_stuck_one(
     server, url = await _serve(nursery)
     with trio.fail_after(LONG):
         async with _client(url, "legacy") as client:
-            await client.notify("notifications/big", {"data": _BIG})
+            await client.notify("notifications/big", {"data": BIG})
             await client.notify("notifications/first")
             await client.notify("notifications/second")
             await server.stuck.wait()

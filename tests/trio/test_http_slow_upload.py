@@ -9,7 +9,7 @@ its deadline, and its connection is dropped (over modern HTTP that *is* the
 cancellation); either way the session goes on.
 
 A hand-written HTTP/1.1 server (h11, loopback, port 0, a small receive buffer) answers
-every request at once, but never reads a body larger than :data:`_STALL_ABOVE` until
+every request at once, but never reads a body larger than :data:`STALL_ABOVE` until
 the test says so. It closes each connection after its answer, so that every request
 needs a new one (no idle kept-alive connection to start it on). The clock is the
 ``autojump_clock``: loopback I/O is done before the run loop would sleep, so virtual
@@ -18,7 +18,6 @@ time moves only for timers, and "at once" is exact.
 
 from __future__ import annotations
 
-import socket
 from functools import partial
 from typing import Any, Literal
 
@@ -28,32 +27,27 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_sansio._json import dumps, loads
+from mcp_sansio._json import loads
 from mcp_trio import McpError, RequestTimeout, SessionConfig
 from mcp_trio._http_client import open_http_client
-from mcp_trio._http_config import HttpTransportConfig
 
+from .slow_reader_support import (
+    BIG,
+    DISCOVER,
+    INITIALIZED,
+    LONG,
+    NO_GET,
+    STALL_ABOVE,
+    listen,
+    read_body,
+    read_head,
+    respond,
+    result,
+    text_block,
+)
 from .test_http_support import call, client_connection_config, text_of
 
-_STALL_ABOVE = 100_000
-"""A POST with a larger body is not read (until ``drain``)."""
-_BIG = "x" * 8_000_000
-"""Far more than the socket buffers on both sides hold."""
 _WRITE_TIMEOUT = 30.0
-LONG = 300
-"""``fail_after`` for these tests (virtual seconds: nothing here waits that long)."""
-_NO_GET = HttpTransportConfig(open_get_stream=False)
-_DISCOVER = {
-    "resultType": "complete",
-    "supportedVersions": ["2026-07-28"],
-    "capabilities": {"tools": {}},
-    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "slow", "version": "0"}},
-}
-_INITIALIZED = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {"tools": {}},
-    "serverInfo": {"name": "slow", "version": "0"},
-}
 
 
 @attrs.define
@@ -72,100 +66,39 @@ class _SlowReader:
 
     async def handle(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
-        head = await self._head(conn, stream)
+        head = await read_head(conn, stream)
         if head is None:
             return
         size = int(dict(head.headers).get(b"content-length", b"0"))
-        if size > _STALL_ABOVE:
+        if size > STALL_ABOVE:
             self.stuck.set()
             await self.drain.wait()
-            self.got.append("cut" if await self._read_body(conn, stream) is None else "whole")
+            self.got.append("cut" if await read_body(conn, stream) is None else "whole")
             self.drained.set()
             return
-        body = await self._read_body(conn, stream)
+        body = await read_body(conn, stream)
         if body is None:
             return
         if head.method == b"DELETE":
-            await _respond(conn, stream, 200, b"")
+            await respond(conn, stream, 200, b"")
             return
         message = loads(body)
         self.methods.append(message["method"])
         rid = message.get("id")
         if rid is None:
-            await _respond(conn, stream, 202, b"")
+            await respond(conn, stream, 202, b"")
         elif message["method"] == "server/discover":
-            await _respond(conn, stream, 200, _result(rid, _DISCOVER))
+            await respond(conn, stream, 200, result(rid, DISCOVER))
         elif message["method"] == "initialize":
-            await _respond(conn, stream, 200, _result(rid, _INITIALIZED), session="s1")
+            await respond(conn, stream, 200, result(rid, INITIALIZED), session="s1")
         else:
             text = message["params"]["arguments"]["text"]
-            await _respond(conn, stream, 200, _result(rid, {"content": [_text(text)]}))
-
-    async def _head(self, conn: h11.Connection, stream: trio.SocketStream) -> h11.Request | None:
-        while True:
-            event = conn.next_event()
-            if isinstance(event, h11.Request):
-                return event
-            if event is not h11.NEED_DATA:
-                return None
-            data = await stream.receive_some(4096)
-            if not data:
-                return None
-            conn.receive_data(data)
-
-    async def _read_body(self, conn: h11.Connection, stream: trio.SocketStream) -> bytes | None:
-        """The body, or ``None`` if the connection ended before it did."""
-        body = bytearray()
-        try:
-            while True:
-                event = conn.next_event()
-                if isinstance(event, h11.Data):
-                    body += event.data
-                elif isinstance(event, h11.EndOfMessage):
-                    return bytes(body)
-                elif event is h11.NEED_DATA:
-                    conn.receive_data(await stream.receive_some(65536))
-                else:
-                    return None
-        except (h11.RemoteProtocolError, trio.BrokenResourceError):
-            return None  # (h11: the connection ended mid-body; or it was reset)
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _result(rid: Any, result: dict[str, Any]) -> bytes:
-    return dumps({"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-async def _respond(
-    conn: h11.Connection,
-    stream: trio.SocketStream,
-    status: int,
-    payload: bytes,
-    *,
-    session: str | None = None,
-) -> None:
-    headers = [("content-length", str(len(payload))), ("connection", "close")]
-    if payload:
-        headers.append(("content-type", "application/json"))
-    if session is not None:
-        headers.append(("mcp-session-id", session))
-    out = [conn.send(h11.Response(status_code=status, headers=headers))]
-    if payload:
-        out.append(conn.send(h11.Data(data=payload)))
-    out.append(conn.send(h11.EndOfMessage()))
-    await stream.send_all(b"".join(part for part in out if part))
-    await stream.aclose()
+            await respond(conn, stream, 200, result(rid, {"content": [text_block(text)]}))
 
 
 async def _serve(nursery: trio.Nursery) -> tuple[_SlowReader, str]:
     server = _SlowReader()
-    listeners = await nursery.start(partial(trio.serve_tcp, server.handle, 0, host="127.0.0.1"))
-    sock = listeners[0].socket
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # (accepted ones inherit it)
-    return server, f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    return server, await listen(nursery, server.handle)
 
 
 def _client(url: str, era: str, write_timeout: float = _WRITE_TIMEOUT) -> Any:
@@ -173,7 +106,7 @@ def _client(url: str, era: str, write_timeout: float = _WRITE_TIMEOUT) -> Any:
         url,
         connection_config=client_connection_config(era),
         config=SessionConfig(write_timeout=write_timeout),
-        transport=_NO_GET,
+        transport=NO_GET,
     )
 
 
@@ -188,7 +121,7 @@ async def test_a_small_request_is_answered_while_a_large_body_is_stuck(
     server, url = await _serve(nursery)
     with trio.fail_after(LONG):
         async with _client(url, era) as client, trio.open_nursery() as calls:
-            calls.start_soon(partial(_echo, client, _BIG))
+            calls.start_soon(partial(_echo, client, BIG))
             await server.stuck.wait()
             began = trio.current_time()
             assert await _echo(client, "small") == "small"
@@ -205,7 +138,7 @@ async def test_a_body_write_that_times_out_fails_that_request_alone(
         async with _client(url, era, write_timeout=5) as client:
             began = trio.current_time()
             with pytest.raises(McpError) as info:
-                await _echo(client, _BIG)
+                await _echo(client, BIG)
             assert trio.current_time() - began == pytest.approx(5)
             assert info.value.code == -32603
             assert info.value.message.startswith("HTTP: writing timed out after 5 s")
@@ -229,10 +162,10 @@ async def test_a_caller_who_gives_up_during_its_own_stuck_upload_returns_on_time
             began = trio.current_time()
             if how == "timeout":
                 with pytest.raises(RequestTimeout):
-                    await _echo(client, _BIG, timeout=1)
+                    await _echo(client, BIG, timeout=1)
             else:
                 with trio.move_on_after(1):
-                    await _echo(client, _BIG)
+                    await _echo(client, BIG)
             assert trio.current_time() - began == pytest.approx(1)
             server.drain.set()
             await server.drained.wait()
