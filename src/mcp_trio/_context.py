@@ -280,6 +280,10 @@ class ElicitationResult(Generic[T]):
     mapping when a JSON Schema was given); ``None`` otherwise."""
     content: dict[str, Any] | None = None
     """The content as received."""
+    elicitation_id: str | None = None
+    """URL mode, legacy era: the ``elicitationId`` the client was sent (the one given,
+    else the random one chosen), for :meth:`Context.elicitation_completer`; ``None``
+    otherwise."""
 
     @property
     def accepted(self) -> bool:
@@ -868,8 +872,9 @@ class Context(Generic[L]):
                 :meth:`elicit`).
             elicitation_id: legacy era: the id tying a later
                 ``notifications/elicitation/complete`` to this request (default: a
-                random one); give your own to send that notification with
-                :meth:`elicitation_completer`.
+                random one, which the result's ``elicitation_id`` holds); to send that
+                notification, pass it to :meth:`elicitation_completer` while the
+                request runs.
             timeout: legacy era: seconds to wait for the user.
 
         Raises:
@@ -884,8 +889,9 @@ class Context(Generic[L]):
         """
         check_elicitation_url(url)
         params: dict[str, Any] = {"mode": "url", "message": _readable(message), "url": url}
+        sent_id = None
         if self.era is not Era.MODERN:
-            params["elicitationId"] = elicitation_id or uuid.uuid4().hex
+            sent_id = params["elicitationId"] = elicitation_id or uuid.uuid4().hex
         if "url" not in elicitation_modes(self.client_capabilities.get("elicitation")):
             raise _missing_capability("elicitation (url)", {"elicitation": {"url": {}}})
         if self.protocol_version not in ELICITATION_MODE_VERSIONS:
@@ -895,7 +901,7 @@ class Context(Generic[L]):
         action, content = await self._ask(
             "elicit", "elicitation/create", params, timeout, _parse_elicit_answer
         )
-        return ElicitationResult(action=action, content=content)
+        return ElicitationResult(action=action, content=content, elicitation_id=sent_id)
 
     def elicitation_completer(self, elicitation_id: str) -> ElicitationCompleter:
         """What tells the client, later, that the URL-mode elicitation ``elicitation_id``

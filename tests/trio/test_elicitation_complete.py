@@ -112,6 +112,26 @@ async def test_in_memory_the_completion_reaches_the_client_after_the_call() -> N
     check_notification(client.completed[0])
 
 
+async def test_a_random_id_is_in_the_result_so_that_it_can_be_completed() -> None:
+    server = Server("random")
+    pending: list[ElicitationCompleter] = []
+
+    @server.tool()
+    async def link(ctx: Context) -> str:
+        answer = await ctx.elicit_url("https://example.com/link", "Link your account")
+        assert answer.elicitation_id is not None  # (none given: a random one was sent)
+        pending.append(ctx.elicitation_completer(answer.elicitation_id))
+        return answer.elicitation_id
+
+    client = Client()
+    with trio.fail_after(10):
+        async with client.opened(server) as session:
+            sent = (await session.call_tool("link")).text
+            assert await pending[0]() is True
+            await client.arrived.wait()
+    assert client.completed == [{"elicitationId": sent}]
+
+
 async def test_in_memory_a_completion_after_the_client_left_goes_nowhere() -> None:
     payments, client = Payments(), Client()
     with trio.fail_after(10):
