@@ -129,7 +129,7 @@ def retry_after(headers: Iterable[tuple[bytes, bytes]]) -> float | None:
         if name != b"retry-after":
             continue
         text = value.decode("latin-1").strip()
-        if text.isdigit():
+        if text.isascii() and text.isdigit():  # (not str.isdigit's "²": no number)
             return float(text)
         try:
             when = parsedate_to_datetime(text)

@@ -328,4 +328,8 @@ def test_retry_after_takes_seconds_or_an_http_date() -> None:
     assert retry_after([(b"retry-after", b"Wed, 21 Oct 2015 07:28:00 GMT")]) == 0.0
     assert retry_after([(b"retry-after", b"-1")]) is None
     assert retry_after([(b"retry-after", b"soon")]) is None
+    # Latin-1 superscripts are str.isdigit() but no number (float() raised, and the
+    # ValueError ended the session): no valid Retry-After, so the message is lost.
+    for junk in (b"\xb2", b"\xb9", b"1\xb3"):
+        assert retry_after([(b"retry-after", junk)]) is None
     assert retry_after([]) is None
