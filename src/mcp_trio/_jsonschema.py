@@ -508,6 +508,12 @@ def _typeddict_required(cls: Any, name: str, hint: Any) -> bool:
 # their documented attributes.
 
 _METADATA_LIBRARIES = ("annotated_types", "pydantic")
+#: The JSON types each keyword of :class:`Constraints` constrains (elsewhere ignored).
+_CONSTRAINED: Final[dict[str, str]] = {
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "number"),
+    **dict.fromkeys(("minLength", "maxLength", "pattern"), "string"),
+    **dict.fromkeys(("minItems", "maxItems"), "array"),
+}
 _BOUND_KEYWORDS = {
     "gt": "exclusiveMinimum",
     "ge": "minimum",
@@ -710,7 +716,10 @@ class _Builder:
         elif isinstance(meta, Constraints):
             if meta.pattern is not None:
                 self.pattern(meta.pattern, "Constraints")
-            out.update(meta.keywords())
+            keywords = meta.keywords()
+            for keyword in keywords:  # (a bound JSON Schema would ignore: said, not dropped)
+                self.need(out, {_CONSTRAINED[keyword]}, f"Constraints({keyword})")
+            out.update(keywords)
         elif _derives_from(meta, "pydantic.fields", "FieldInfo"):
             self.field_info(out, meta, field, in_annotated=True)
         elif getattr(meta, "__is_annotated_types_grouped_metadata__", False) is True:

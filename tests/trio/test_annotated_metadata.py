@@ -186,3 +186,22 @@ async def test_elicit_with_a_pydantic_model_fails_before_asking(
         assert result.text == "Tool 'ask' failed with an internal error"
     assert asked == []
     assert "Pref is a pydantic model, which mcp-trio does not read" in caplog.text
+
+
+def test_constraints_on_a_type_they_do_not_bound_are_refused() -> None:
+    # JSON Schema ignores minimum on a string (and minLength on a number): the model
+    # would see a bound nothing checks. Said at registration, as for annotated-types.
+    def on_str(name: Annotated[str, Constraints(minimum=1)]) -> None: ...
+    def on_int(n: Annotated[int, Constraints(max_length=3)]) -> None: ...
+    def on_str_items(name: Annotated[str, Constraints(min_items=1)]) -> None: ...
+
+    for f, keyword in ((on_str, "minimum"), (on_int, "maxLength"), (on_str_items, "minItems")):
+        with pytest.raises(TypeError, match=rf"Constraints\({keyword}\) does not apply to"):
+            function_input_schema(f)
+
+    # Where one of the types is constrained, it is kept (null is not bounded, None is).
+    def optional(n: Annotated[int | None, Constraints(minimum=1)] = None) -> None: ...
+    def items(tags: Annotated[list[str], Constraints(min_items=1)]) -> None: ...
+
+    assert function_input_schema(optional)["properties"]["n"]["minimum"] == 1
+    assert function_input_schema(items)["properties"]["tags"]["minItems"] == 1
