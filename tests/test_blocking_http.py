@@ -1464,6 +1464,42 @@ def test_requests_wait_for_initialized_to_be_taken(raw: Callable[..., RawServer]
     assert early == []
 
 
+def test_requests_wait_for_initialized_refused_503_to_be_taken_on_retry(
+    raw: Callable[..., RawServer],
+) -> None:
+    """The server refuses ``notifications/initialized`` with ``503`` and ``Retry-After``
+    (over its connection bound, say): no request may arrive before the retry is taken
+    (one did, a ``Retry-After`` early: the retry was queued behind it)."""
+    seen: list[tuple[str, int]] = []
+
+    def serve(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        seen.append((str(message.get("method")), 200))
+        answer = dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}})
+        respond(sock, "200 OK", {"Content-Type": "application/json"}, answer)
+
+    inner = legacy_server(serve)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if b"notifications/initialized" not in body:
+            inner(sock, head, body)
+        elif not seen:
+            seen.append(("notifications/initialized", 503))
+            respond(sock, "503 Service Unavailable", {"Retry-After": "1"}, b"")
+        else:
+            seen.append(("notifications/initialized", 202))
+            respond(sock, "202 Accepted", {}, b"")
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        assert client.list_tools() == []
+    assert seen == [
+        ("notifications/initialized", 503),
+        ("notifications/initialized", 202),
+        ("tools/list", 200),
+    ]
+
+
 @pytest.mark.parametrize("answered", [True, False])
 def test_the_get_stream_opens_after_initialized_and_before_requests(
     raw: Callable[..., RawServer], answered: bool

@@ -26,7 +26,8 @@ of the client.
   up them all). A one-way POST refused ``503`` with ``Retry-After`` (nothing of it
   ran) is sent again once, after that delay (at most ``_RETRY_AFTER_CAP`` seconds;
   dropped by the close), as the Trio client's; any other refusal loses it, with a
-  warning.
+  warning. A ``notifications/initialized`` so refused holds back the requests until
+  its retry's head (or until the retry is given up), as the Trio client's.
   The legacy GET stream starts then too (a server may refuse it before it has taken
   ``notifications/initialized``), and a session's first one holds back the requests
   after it until its head came (or ``connect_timeout`` passed), as the Trio client's:
@@ -523,8 +524,13 @@ class HttpTransport:
         exchange.gates = not sent.request_ids and is_initialized(message)
         self._start(exchange, now)
 
-    def _start(self, exchange: _Exchange, now: float) -> None:
-        self._exchanges.append(exchange)
+    def _start(self, exchange: _Exchange, now: float, *, after: _Exchange | None = None) -> None:
+        """Start ``exchange`` (or have it wait for its ``start_at``): last in order, or
+        right ``after`` the one it is sent again for."""
+        if after is None:
+            self._exchanges.append(exchange)
+        else:
+            self._exchanges.insert(self._exchanges.index(after) + 1, exchange)
         exchange.state = "waiting" if exchange.start_at > now else "queued"
         self._admit(now)
 
@@ -840,7 +846,10 @@ class HttpTransport:
             return
         retry = _Exchange(exchange.sent, start_at=now + min(delay, _RETRY_AFTER_CAP))
         retry.gates, retry.retried = exchange.gates, True
-        self._start(retry, now)
+        # (In the original's place, not last: a notifications/initialized sent again
+        # still holds back the requests queued behind it, until its head comes or it is
+        # given up, as the Trio client's send() awaits the retry.)
+        self._start(retry, now, after=exchange)
 
     def _finish(
         self, exchange: _Exchange, now: float, *, complete: bool, lost: bool = True
