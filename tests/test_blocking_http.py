@@ -28,7 +28,14 @@ import trustme
 from mcp_sansio import Connection, ConnectionConfig, Era, RequestReceived
 from mcp_sansio._json import dumps, loads
 from mcp_sansio.http import MIN_REOPEN_DELAY, HttpClientConfig
-from mcp_trio import HandshakeFailed, HttpTransportConfig, McpError, SessionClosed, _blocking
+from mcp_trio import (
+    HandshakeFailed,
+    HttpTransportConfig,
+    McpError,
+    SessionClosed,
+    _blocking,
+    _blocking_http,
+)
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
 
@@ -1955,3 +1962,102 @@ def test_a_notification_refused_503_is_sent_again_once_after_retry_after(
     assert lost == (
         [] if refusals == 1 else ["HTTP: a one-way message was refused again: status 503"]
     )
+
+
+def _refused_once(status: str, retry_after: str, seen: list[str], came: threading.Event) -> Handler:
+    """A legacy server that answers the first ``notifications/test`` ``status`` with
+    ``Retry-After``, and any later one ``202``; ``seen`` is what it was sent after
+    ``notifications/initialized``, ``DELETE`` included."""
+
+    def refuse(sock: socket.socket, message: dict[str, Any]) -> None:
+        seen.append("notifications/test")
+        came.set()
+        if seen.count("notifications/test") == 1:
+            respond(sock, status, {"Retry-After": retry_after}, b"")
+        else:
+            respond(sock, "202 Accepted", {}, b"")
+
+    inner = _one_way_server(refuse)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        if head.startswith(b"DELETE"):
+            seen.append("DELETE")
+        elif b'"method":"ping"' in body.replace(b" ", b""):
+            seen.append("ping")
+        inner(sock, head, body)
+
+    return handler
+
+
+@pytest.mark.parametrize("read", ["in a call", "in the close"])
+def test_a_notification_refused_503_holds_up_no_call_nor_the_close(
+    raw: Callable[..., RawServer], caplog: pytest.LogCaptureFixture, read: str
+) -> None:
+    """A notification refused ``503`` with ``Retry-After`` waits for it, and nothing
+    waits for it: a call that ends returns at once (it waited up to a second for the
+    retry), and the close drops it with a warning and returns at once, with no POST
+    after its ``DELETE`` (a ``503`` read only in the close was sent again after the
+    ``DELETE``, and the close waited for it)."""
+    seen: list[str] = []
+    came = threading.Event()
+    server = raw(_refused_once("503 Service Unavailable", "1", seen, came))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test")
+        assert came.wait(TIMEOUT)
+        if read == "in a call":
+            began = time.monotonic()
+            client.ping()  # (reads the 503: the retry waits for its Retry-After)
+            assert time.monotonic() - began < 0.5
+        began = time.monotonic()
+    assert time.monotonic() - began < 0.5
+    assert [s for s in seen if s != "ping"] == ["notifications/test", "DELETE"]
+    lost = [r.getMessage() for r in caplog.records if "one-way message" in r.getMessage()]
+    assert lost == ["HTTP: a one-way message was refused: status 503 (closing)"]
+
+
+@pytest.mark.parametrize("status", ["429 Too Many Requests", "500 Internal Server Error"])
+def test_a_notification_refused_other_than_503_is_not_sent_again(
+    raw: Callable[..., RawServer], caplog: pytest.LogCaptureFixture, status: str
+) -> None:
+    """Only a ``503`` is retried (the server did not run it): a ``429`` or ``500``, even
+    with ``Retry-After: 0``, loses the message with a warning after one attempt."""
+    seen: list[str] = []
+    came = threading.Event()
+    server = raw(_refused_once(status, "0", seen, came))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test")
+        assert came.wait(TIMEOUT)
+        client.ping()  # (reads the refusal; a retry, due at once, would go in it)
+        client.ping()
+    assert [s for s in seen if s != "ping"] == ["notifications/test", "DELETE"]
+    lost = [r.getMessage() for r in caplog.records if "one-way message" in r.getMessage()]
+    assert lost == [f"HTTP: a one-way message was refused: status {status[:3]}"]
+
+
+def test_a_far_retry_after_is_waited_for_a_few_seconds_at_most(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Retry-After: 3600`` is waited for ``_RETRY_AFTER_CAP`` seconds at most (made
+    short here, so that the test is)."""
+    monkeypatch.setattr(_blocking_http, "_RETRY_AFTER_CAP", 0.3)
+    seen: list[float] = []
+    came = threading.Event()
+
+    def refuse(sock: socket.socket, message: dict[str, Any]) -> None:
+        seen.append(time.monotonic())
+        came.set()
+        status = "503 Service Unavailable" if len(seen) == 1 else "202 Accepted"
+        respond(sock, status, {"Retry-After": "3600"}, b"")
+
+    server = raw(_one_way_server(refuse))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test")
+        assert came.wait(TIMEOUT)
+        deadline = time.monotonic() + 5.0
+        while len(seen) < 2 and time.monotonic() < deadline:
+            client.ping()  # (the client's loop runs only in its calls)
+    assert len(seen) == 2
+    assert 0.25 <= seen[1] - seen[0] < 2.0

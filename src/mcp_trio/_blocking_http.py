@@ -25,7 +25,8 @@ of the client.
   POSTs hold up no request (a server slow to take one, or to answer it, would hold
   up them all). A one-way POST refused ``503`` with ``Retry-After`` (nothing of it
   ran) is sent again once, after that delay (at most ``_RETRY_AFTER_CAP`` seconds;
-  dropped by the close), as the Trio client's; any other refusal loses it, with a
+  no call waits for it to go, the next one sends it; the close drops it, and retries
+  nothing refused meanwhile), as the Trio client's; any other refusal loses it, with a
   warning. A ``notifications/initialized`` so refused holds back the requests until
   its retry's head (or until the retry is given up), as the Trio client's.
   The legacy GET stream starts then too (a server may refuse it before it has taken
@@ -482,6 +483,7 @@ class HttpTransport:
         """Set when the session cannot go on (the server is unreachable, or forgot the
         session again)."""
         self._answered = False  # the server answered once (see _unreachable)
+        self._closing = False  # terminate() ran: a refused one-way message is not retried
 
     def message_bound(self) -> tuple[int, str]:
         """As ``MessageChannel.message_bound``: an answer comes as one SSE event or one
@@ -836,12 +838,17 @@ class HttpTransport:
         with ``Retry-After`` (a server with no handler slot for a notification, or
         over its connection bound: nothing of it ran), the first: then it is sent
         again after that delay (at most ``_RETRY_AFTER_CAP``), as the Trio client's
-        (the session's close drops it: ``terminate``)."""
+        (the session's close drops it: ``terminate``; nor is one refused while the
+        ``DELETE`` goes: no POST after it)."""
         delay = retry_after(head.headers) if head.status_code == 503 else None
-        if delay is None or exchange.retried:
+        if delay is None or exchange.retried or self._closing:
             again = " again" if exchange.retried else ""
+            closing = " (closing)" if delay is not None and not again else ""
             logger.warning(
-                "HTTP: a one-way message was refused%s: status %d", again, head.status_code
+                "HTTP: a one-way message was refused%s: status %d%s",
+                again,
+                head.status_code,
+                closing,
             )
             return
         retry = _Exchange(exchange.sent, start_at=now + min(delay, _RETRY_AFTER_CAP))
@@ -1097,11 +1104,17 @@ class HttpTransport:
     # ------------------------------------------------------------------ closing
 
     def busy_writing(self) -> bool:
-        """Whether a one-way message is not written yet (or not started)."""
-        return any(e.one_way and not e.written for e in self._exchanges)
+        """Whether a one-way message is not written yet (or not started), but one
+        waiting for its ``Retry-After``: a call that ends, or the close, does not wait
+        for that (it goes in a later call; the close drops it)."""
+        return any(
+            e.one_way and not e.written and not (e.retried and e.state == "waiting")
+            for e in self._exchanges
+        )
 
     def terminate(self, now: float) -> bool:
         """Legacy: send the ``DELETE`` that ends the session (``False``: no session)."""
+        self._closing = True
         for exchange in list(self._exchanges):
             if exchange.retried and exchange.state == "waiting":
                 # (Not sent again past the close: it waits for the server's Retry-After.)
