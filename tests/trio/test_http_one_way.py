@@ -12,12 +12,14 @@ a warning.
 
 A hand-written HTTP/1.1 server (h11, loopback, port 0, a small receive buffer) answers
 every request at once, but never reads a body larger than :data:`STALL_ABOVE` until the
-test says so, and refuses the first ``refusals`` one-way messages with ``503``. It
-closes each connection after its answer. The clock is the ``autojump_clock``.
+test says so, refuses the first ``refusals`` one-way messages with ``503`` (or the
+status ``refused``) and ``Retry-After``, and never answers the one-way messages of the
+method ``silent`` (it reads them whole). It closes each connection after its answer. The clock is the ``autojump_clock``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import logging
 import time
@@ -32,7 +34,7 @@ import trio.testing
 from mcp_sansio._json import dumps, loads
 from mcp_trio import SessionConfig
 from mcp_trio._handlers import Handlers
-from mcp_trio._http_client import open_http_client
+from mcp_trio._http_client import _MAX_ONE_WAY, open_http_client
 from mcp_trio._http_h11 import retry_after
 
 from .slow_reader_support import (
@@ -61,7 +63,12 @@ class _Server:
 
     refusals: int = 0
     """How many one-way messages (from the first) are refused ``503``."""
+    refused: int = 503
+    """The status they are refused with (``Retry-After`` whatever it is)."""
     retry_after: bytes = b"1"
+    silent: str | None = None
+    """A one-way message's method the server reads but never answers (unless it refuses
+    it: ``refusals``): seen with status ``0``."""
     stuck: trio.Event = attrs.field(factory=trio.Event)
     """Set when the head of a large POST has come (its body is not read)."""
     drain: trio.Event = attrs.field(factory=trio.Event)
@@ -76,7 +83,11 @@ class _Server:
     """Set when a one-way message was read (whatever its answer)."""
 
     def one_way(self) -> list[tuple[str, float, int]]:
-        return [s for s in self.seen if s[0] not in ("initialize", "server/discover", "tools/call")]
+        return [
+            s
+            for s in self.seen
+            if s[0] not in ("initialize", "server/discover", "tools/call", "DELETE")
+        ]
 
     async def handle(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -94,6 +105,7 @@ class _Server:
         if body is None:
             return
         if head.method == b"DELETE":
+            self.seen.append(("DELETE", trio.current_time(), 200))
             await respond(conn, stream, 200, b"")
             return
         message = loads(body)
@@ -103,10 +115,18 @@ class _Server:
             status = 202
             if method != "notifications/initialized" and self.refusals:
                 self.refusals -= 1
-                status = 503
+                status = self.refused
+            elif method == self.silent:
+                status = 0
             self.seen.append((method, trio.current_time(), status))
             self.answered.set()
-            await respond(conn, stream, status, b"", retry_after=self.retry_after)
+            if status == 0:
+                with contextlib.suppress(trio.BrokenResourceError):
+                    await stream.receive_some(1)  # (until the client gives up on it)
+            elif status == 202:
+                await respond(conn, stream, status, b"")
+            else:
+                await _refuse(conn, stream, status, self.retry_after)
             return
         self.seen.append((method, trio.current_time(), 200))
         if method == "server/discover":
@@ -121,6 +141,16 @@ class _Server:
         else:
             text = message["params"]["arguments"]["text"]
             await respond(conn, stream, 200, result(rid, {"content": [text_block(text)]}))
+
+
+async def _refuse(
+    conn: h11.Connection, stream: trio.SocketStream, status: int, retry_after: bytes
+) -> None:
+    """Answer ``status`` with ``Retry-After`` (``respond`` has it on a ``503`` only)."""
+    headers = [("content-length", "0"), ("connection", "close"), ("retry-after", retry_after)]
+    head = conn.send(h11.Response(status_code=status, headers=headers))
+    await stream.send_all((head or b"") + (conn.send(h11.EndOfMessage()) or b""))
+    await stream.aclose()
 
 
 async def _serve(nursery: trio.Nursery, **kwargs: Any) -> tuple[_Server, str]:
@@ -299,11 +329,21 @@ async def test_a_notification_refused_503_twice_is_lost_with_a_warning(
             assert await _echo(client, "after") == "after"
 
 
+@pytest.mark.parametrize(
+    ("read", "why"),
+    [(True, "the session closed before its Retry-After"), (False, "the session is closing")],
+)
 async def test_no_notification_is_sent_again_past_the_close(
-    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    read: bool,
+    why: str,
 ) -> None:
-    """The session closes while a refused notification waits for its ``Retry-After``:
-    the close does not wait for it, and it is not sent again."""
+    """The session closes while a refused notification waits for its ``Retry-After``
+    (``read``), or as its ``503`` comes: the close does not wait for it (not even the
+    half of ``close_timeout`` it gives the queue), and it is not sent again: the
+    ``DELETE`` is the last the server gets."""
     server, url = await _serve(nursery, refusals=1, retry_after=b"3")
     with trio.fail_after(LONG):
         async with _client(url, "legacy") as client:
@@ -311,11 +351,129 @@ async def test_no_notification_is_sent_again_past_the_close(
             while not server.one_way() or server.one_way()[-1][2] != 503:
                 await server.answered.wait()
                 server.answered = trio.Event()
+            if read:
+                await trio.testing.wait_all_tasks_blocked()  # (its wait began)
             began = trio.current_time()
-        assert trio.current_time() - began < 1
+        assert trio.current_time() - began < 0.5
         await trio.sleep(10)
     assert [s[2] for s in server.one_way() if s[0] == "notifications/busy"] == [503]
-    assert _lost(caplog)
+    assert server.seen[-1][0] == "DELETE"
+    assert _lost(caplog) == [f"HTTP: a one-way message was refused: status 503 ({why})"]
+
+
+@pytest.mark.parametrize("status", [429, 500])
+async def test_only_a_503_is_sent_again(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+) -> None:
+    """A ``429`` or ``500`` with ``Retry-After``: lost with a warning after one attempt
+    (only a ``503`` says nothing of it ran)."""
+    server, url = await _serve(nursery, refusals=1, refused=status, retry_after=b"1")
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            await client.notify("notifications/busy")
+            while not _lost(caplog):
+                await trio.sleep(0.5)
+            await trio.sleep(10)
+            assert await _echo(client, "after") == "after"
+    assert [s[2] for s in server.one_way() if s[0] == "notifications/busy"] == [status]
+    assert _lost(caplog) == [f"HTTP: a one-way message was refused: status {status}"]
+
+
+async def test_a_notification_the_server_never_answers_is_lost_at_write_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server reads a notification whole and never answers it (its write is done:
+    only ``_send_one_way``'s own bound ends it): at ``write_timeout`` it is lost with a
+    warning, the next one goes, and the session goes on."""
+    server, url = await _serve(nursery, silent="notifications/silent")
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            began = trio.current_time()
+            await client.notify("notifications/silent")
+            await client.notify("notifications/next")
+            while len(server.one_way()) < 3:
+                await server.answered.wait()
+                server.answered = trio.Event()
+            assert [(m, s) for m, _, s in server.one_way()] == [
+                ("notifications/initialized", 202),
+                ("notifications/silent", 0),
+                ("notifications/next", 202),
+            ]
+            assert server.one_way()[2][1] - began == pytest.approx(5)
+            assert _lost(caplog) == [
+                "HTTP: a one-way message was lost: sending it timed out after 5 s"
+            ]
+            assert await _echo(client, "after") == "after"
+            assert client.close_reason is None
+
+
+async def test_a_notification_waiting_for_room_goes_once_there_is_some(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The queue is full behind a stuck notification (``_MAX_ONE_WAY``, the stuck one
+    among them): the next one waits (the session's writer does, backpressure) until the
+    stuck one is lost and so leaves room, then goes, after the others, in order."""
+    server, url = await _serve(nursery)
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            await client.notify("notifications/big", {"data": BIG})
+            for n in range(1, _MAX_ONE_WAY):
+                await client.notify(f"notifications/n{n}")
+            await server.stuck.wait()
+            await trio.sleep(1)
+            began = trio.current_time()
+            await client.notify(f"notifications/n{_MAX_ONE_WAY}")  # (no room: it waits)
+            assert trio.current_time() - began == pytest.approx(4)  # the big one lost
+            while len(server.one_way()) < 1 + _MAX_ONE_WAY:
+                await server.answered.wait()
+                server.answered = trio.Event()
+            assert [s[0] for s in server.one_way()] == [
+                "notifications/initialized",
+                *(f"notifications/n{n}" for n in range(1, _MAX_ONE_WAY + 1)),
+            ]
+            assert [lost[:40] for lost in _lost(caplog)] == [
+                "HTTP: a one-way message was lost: sendin"
+            ]
+            assert client.close_reason is None
+            server.drain.set()
+
+
+async def test_a_notification_with_no_room_in_time_is_lost_alone(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No room comes for longer than ``write_timeout`` (the first one-way message is
+    refused ``503``, waits 4 s, and is then never answered: 9 s): the one waiting for
+    room gives up before the session's writer's own bound (which would end the
+    session), and is lost alone, with a warning; the others go, in order."""
+    server, url = await _serve(nursery, refusals=1, retry_after=b"4", silent="notifications/slow")
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy") as client:
+            await client.notify("notifications/slow")
+            for n in range(1, _MAX_ONE_WAY):
+                await client.notify(f"notifications/n{n}")
+            began = trio.current_time()
+            await client.notify("notifications/unlucky")  # (no room in time: lost)
+            assert trio.current_time() - began == pytest.approx(4.5)
+            assert client.close_reason is None
+            while len(server.one_way()) < 2 + _MAX_ONE_WAY:
+                await server.answered.wait()
+                server.answered = trio.Event()
+            assert [(m, s) for m, _, s in server.one_way()] == [
+                ("notifications/initialized", 202),
+                ("notifications/slow", 503),
+                ("notifications/slow", 0),
+                *((f"notifications/n{n}", 202) for n in range(1, _MAX_ONE_WAY)),
+            ]
+            assert _lost(caplog) == [
+                f"HTTP: a one-way message was lost: {_MAX_ONE_WAY} before it wait for the "
+                "server to take them",
+                "HTTP: a one-way message was lost: sending it timed out after 5 s",
+            ]
+            assert await _echo(client, "after") == "after"
+            assert client.close_reason is None
 
 
 def test_retry_after_takes_seconds_or_an_http_date() -> None:
