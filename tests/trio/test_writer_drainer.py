@@ -15,6 +15,7 @@ path: a byte stream other than a pipe has no ``send_nowait``), or of a lockstep 
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any
 
 import pytest
@@ -22,9 +23,9 @@ import trio
 import trio.testing
 
 from mcp_sansio._json import loads
-from mcp_trio import RequestTimeout, SessionClosed, SessionConfig, StreamChannel
+from mcp_trio import RequestTimeout, SessionClosed, SessionConfig, StreamChannel, open_session
 
-from .helpers import RawPeer, handshaken
+from .helpers import RawPeer, config_for, handshaken, legacy_handshake
 
 BIG = "y" * 100_000
 
@@ -178,3 +179,83 @@ async def test_a_close_fails_the_callers_whose_requests_the_drainer_holds(
                 await session.aclose()
             assert len(failed) == 3
             assert trio.current_time() - start < write_timeout
+
+
+_CALLER: contextvars.ContextVar[str] = contextvars.ContextVar("_CALLER")
+
+
+async def test_the_drainer_runs_in_the_session_s_context_not_the_first_caller_s(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The drainer is started by the first caller whose write waits, but lives for the
+    whole session and writes everyone's messages: it runs in the reader's contextvars
+    context, so nothing that caller set (a request id in a log context, say) shows in
+    the channel's writes of others."""
+    ours, theirs = trio.testing.memory_stream_pair()
+    peer = RawPeer(None, theirs)
+    seen: list[str] = []
+    pump = ours.send_stream.send_all_hook
+
+    async def record() -> None:  # (runs in the writing task, after each write)
+        if trio.lowlevel.current_task().name == "mcp drainer":
+            seen.append(_CALLER.get("unset"))
+        if pump is not None:
+            await pump()
+
+    ours.send_stream.send_all_hook = record
+    with trio.fail_after(60):
+        async with (
+            open_session(
+                StreamChannel.from_stream(ours), "client", connection_config=config_for("client")
+            ) as session,
+            trio.open_nursery() as nursery,
+        ):
+            _CALLER.set("the first caller")  # (after the session's tasks began)
+            await legacy_handshake(session, peer)  # (its initialize waits: the drainer)
+            nursery.start_soon(_answer, peer, 3)
+            for _ in range(3):
+                await session.request("ping")
+    assert seen
+    assert set(seen) == {"unset"}
+
+
+async def test_a_message_out_is_told_so_while_a_later_one_is_stuck(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The drainer wakes the callers whose messages are out before each write that
+    waits, not only once the outbox is empty: a notification written between two
+    large requests returns while the second is stuck (a peer that reads no more),
+    where it waited for that write (up to ``write_timeout``, the session's end)."""
+    ours, theirs = trio.testing.lockstep_stream_pair()
+    peer = RawPeer(None, theirs)
+    config = SessionConfig(write_timeout=30.0)
+    with trio.fail_after(90):
+        async with handshaken(
+            StreamChannel.from_stream(ours), peer, "client", config=config
+        ) as session:
+            notified = trio.Event()
+
+            async def call() -> None:
+                await session.request("tools/call", {"name": "t", "arguments": {"a": BIG}})
+
+            async def notify() -> None:
+                await session.notify("notifications/roots/list_changed")
+                notified.set()
+
+            async with trio.open_nursery() as nursery:
+                for start in (call, notify, call):  # the first one's write is stuck
+                    nursery.start_soon(start)
+                    await trio.testing.wait_all_tasks_blocked()
+                buffer = bytearray()
+                while buffer.count(b"\n") < 2:  # the first request, the notification
+                    buffer += await theirs.receive_some()
+                began = trio.current_time()
+                await notified.wait()  # (the second request is not read: stuck)
+                assert trio.current_time() - began < 1
+                assert session.close_reason is None
+                lines = [loads(line) for line in bytes(buffer).split(b"\n") if line]
+                assert [m.get("method") for m in lines] == [
+                    "tools/call",
+                    "notifications/roots/list_changed",
+                ]
+                nursery.cancel_scope.cancel()
