@@ -14,7 +14,8 @@ A hand-written HTTP/1.1 server (h11, loopback, port 0, a small receive buffer) a
 every request at once, but never reads a body larger than :data:`STALL_ABOVE` until the
 test says so, refuses the first ``refusals`` one-way messages with ``503`` (or the
 status ``refused``) and ``Retry-After``, and never answers the one-way messages of the
-method ``silent`` (it reads them whole). It closes each connection after its answer. The clock is the ``autojump_clock``.
+method ``silent`` (it reads them whole). It closes each connection after its answer.
+The clock is the ``autojump_clock``.
 """
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ async def _refuse(
     conn: h11.Connection, stream: trio.SocketStream, status: int, retry_after: bytes
 ) -> None:
     """Answer ``status`` with ``Retry-After`` (``respond`` has it on a ``503`` only)."""
-    headers = [("content-length", "0"), ("connection", "close"), ("retry-after", retry_after)]
+    headers = [(b"content-length", b"0"), (b"connection", b"close"), (b"retry-after", retry_after)]
     head = conn.send(h11.Response(status_code=status, headers=headers))
     await stream.send_all((head or b"") + (conn.send(h11.EndOfMessage()) or b""))
     await stream.aclose()
