@@ -12,13 +12,16 @@ import trio.testing
 from mcp_sansio import LATEST_LEGACY_VERSION, Connection, ConnectionConfig, Event, Role
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
+    Client,
     MemoryChannel,
     MessageChannel,
     Session,
     StreamChannel,
     memory_channel_pair,
+    open_client,
     open_session,
 )
+from mcp_trio._server import Server
 
 SERVER_CAPS: dict[str, Any] = {"tools": {}, "logging": {}, "resources": {}}
 CLIENT_CAPS: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
@@ -207,3 +210,12 @@ async def handshaken(
     async with open_session(channel, role, **kwargs) as session:
         await legacy_handshake(session, peer)
         yield session
+
+
+@asynccontextmanager
+async def connected(server: Server, era: str) -> AsyncIterator[Client]:
+    """A client of ``server``, in memory, in ``era`` (``"legacy"``/``"modern"``), within
+    10 seconds."""
+    with trio.fail_after(10):
+        async with open_client(server, era=era) as client:  # type: ignore[arg-type]  # (a str era)
+            yield client

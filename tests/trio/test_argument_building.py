@@ -21,8 +21,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -30,9 +28,9 @@ import pytest
 import trio
 
 from mcp_sansio import ErrorCode
-from mcp_trio import Client, McpError, Server, open_client
+from mcp_trio import Client, McpError, Server
 
-from .helpers import handshaken, raw_pair
+from .helpers import connected, handshaken, raw_pair
 
 SECRET = "connect to postgres://admin:hunter2@10.0.0.5/accounts failed"
 
@@ -42,13 +40,6 @@ def era(request: pytest.FixtureRequest) -> str:
     """The client's era: every test runs once per era."""
     value: str = request.param
     return value
-
-
-@asynccontextmanager
-async def connect(server: Server, era: str) -> AsyncGenerator[Client]:
-    with trio.fail_after(10):
-        async with open_client(server, era=era) as client:  # type: ignore[arg-type]  # (a str era)
-            yield client
 
 
 @dataclasses.dataclass
@@ -154,7 +145,7 @@ CLASS_FAILURES: dict[str, dict[str, Any]] = {
 async def test_a_class_failing_in_its_own_code_is_an_internal_error_logged(
     era: str, tool: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with connect(argument_server(), era) as client:
+    async with connected(argument_server(), era) as client:
         with caplog.at_level(logging.ERROR, logger="mcp_trio"):
             result = await call(client, tool, **CLASS_FAILURES[tool])
     assert result == {
@@ -170,7 +161,7 @@ async def test_a_class_failing_in_its_own_code_is_an_internal_error_logged(
 
 
 async def test_a_value_error_of_a_class_is_the_callers_to_see(era: str) -> None:
-    async with connect(argument_server(), era) as client:
+    async with connected(argument_server(), era) as client:
         result = await call(client, "order", o={"qty": 11})
         fine = await call(client, "pay", account={"number": "1"})
     assert result["isError"] is True
@@ -187,7 +178,7 @@ async def test_a_value_error_of_a_class_is_the_callers_to_see(era: str) -> None:
 async def test_prompt_and_template_arguments_do_not_carry_the_failure_either(
     era: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with connect(argument_server(), era) as client:
+    async with connected(argument_server(), era) as client:
         with caplog.at_level(logging.ERROR, logger="mcp_trio"):
             with pytest.raises(McpError) as prompt:
                 await client.request(
@@ -255,7 +246,7 @@ async def test_an_integer_wider_than_64_bits_on_the_wire_is_refused_not_rounded(
 
 
 async def test_a_float_passes_as_an_integer_only_while_it_is_exact(era: str) -> None:
-    async with connect(integer_server(), era) as client:
+    async with connected(integer_server(), era) as client:
         whole = await call(client, "echo", a=1.0, more=[2.0**53 - 1, -(2.0**53 - 1)])
         past = await call(client, "echo", a=2.0**53)
         negative = await call(client, "echo", a=1, more=[-(2.0**60)])
@@ -279,7 +270,7 @@ async def test_a_union_with_float_takes_a_float_that_int_refuses(era: str) -> No
     def key(x: int | str) -> str:
         return repr(x)
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         big = await call(client, "number", x=1e20)
         small = await call(client, "number", x=7.0)
         fraction = await call(client, "number", x=2.5)
@@ -313,7 +304,7 @@ async def test_a_datetime_is_an_rfc_3339_date_time_and_always_aware(era: str) ->
         "2024-01-02T10:11:12+02:00": dt.datetime(2024, 1, 2, 10, 11, 12, tzinfo=two),
     }
     refused = ("2024-01-02", "2024-01-02T10:11:12", "2024-01-02 10:11:12Z", "20240102T101112Z")
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         for text, when in taken.items():
             result = await call(client, "at", when=text)
             assert result["content"] == [{"type": "text", "text": repr(when)}], text
@@ -367,7 +358,7 @@ async def read(client: Client, uri: str) -> str:
 async def test_a_variable_that_does_not_convert_leaves_the_uri_to_the_next_template(
     era: str,
 ) -> None:
-    async with connect(shadow_server(), era) as client:
+    async with connected(shadow_server(), era) as client:
         assert await read(client, "notes://7") == "by id 7"
         assert await read(client, "notes://groceries") == "by name groceries"
         assert await read(client, "notes://07") == "by name 07"  # (no int's one spelling)

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import AsyncGenerator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any, Literal
 
 import pytest
-import trio
 
 from mcp_sansio import ErrorCode
 from mcp_trio import (
@@ -30,10 +28,10 @@ from mcp_trio import (
     McpError,
     Server,
     ToolResult,
-    open_client,
 )
 
 from ..schema import validate
+from .helpers import connected
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 IMAGE_BLOCK = {"type": "image", "data": "iVBORw0KGgoAAAAAAAAAAA==", "mimeType": "image/png"}
@@ -44,13 +42,6 @@ def era(request: pytest.FixtureRequest) -> str:
     """The client's era: every test runs once per era."""
     value: str = request.param
     return value
-
-
-@asynccontextmanager
-async def connect(server: Server, era: str) -> AsyncGenerator[Client]:
-    with trio.fail_after(10):
-        async with open_client(server, era=era) as client:  # type: ignore[arg-type]  # (a str era)
-            yield client
 
 
 def check(client: Client, name: str, value: Any) -> None:
@@ -93,14 +84,14 @@ def content_server() -> Server:
 
 
 async def test_str_or_image_has_no_output_schema(era: str) -> None:
-    async with connect(content_server(), era) as client:
+    async with connected(content_server(), era) as client:
         tools = await tools_by_name(client)
     for name in ("chart", "gallery", "maybe"):
         assert "outputSchema" not in tools[name], name
 
 
 async def test_str_or_image_returns_content_blocks(era: str) -> None:
-    async with connect(content_server(), era) as client:
+    async with connected(content_server(), era) as client:
         await tools_by_name(client)  # the client checks results against what it lists
         image = await call(client, "chart", render=True)
         text = await call(client, "chart", render=False)
@@ -156,7 +147,7 @@ async def test_content_is_never_sent_as_json_data(era: str) -> None:
     def report():  # type: ignore[no-untyped-def]  # (no annotation: decided by the value)
         return {"chart": Image(PNG, "image/png")}
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         result = await call(client, "report")
     assert result["isError"] is True
     assert result["content"] == [
@@ -185,7 +176,7 @@ async def test_data_or_a_spelled_out_result(era: str) -> None:
     def note(loud: bool) -> str | ToolResult:
         return ToolResult("HEY") if loud else "hey"
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         tools = await tools_by_name(client)
         found = await call(client, "find", key="k")
         spelled = await call(client, "find", key="spelled")
@@ -216,7 +207,7 @@ async def test_input_required_result_is_no_part_of_the_output(era: str) -> None:
     def rich() -> ToolResult | InputRequiredResult:
         return ToolResult([Image(PNG, "image/png")])
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         tools = await tools_by_name(client)
         greeting = await call(client, "greet", who="Ada")
         image = await call(client, "rich")
@@ -243,7 +234,7 @@ async def test_integer_literal_takes_an_integral_float_as_int(era: str) -> None:
     def level(n: Literal[1, 2, 3], more: list[Literal[1, 2]] | None = None) -> str:
         return f"{type(n).__name__} {n!r} {more!r}"
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         await tools_by_name(client)
         exact = await call(client, "level", n=2)
         integral = await call(client, "level", n=2.0, more=[1.0, 2])
@@ -330,7 +321,7 @@ SPELLINGS: dict[str, tuple[dict[str, str], tuple[str, ...], str]] = {
 @pytest.mark.parametrize("scheme", SPELLINGS)
 async def test_template_variable_takes_one_spelling_per_value(era: str, scheme: str) -> None:
     taken, refused, problem = SPELLINGS[scheme]
-    async with connect(template_server(), era) as client:
+    async with connected(template_server(), era) as client:
         for spelling, text in taken.items():
             assert await read(client, f"{scheme}://{spelling}") == text
         for spelling in refused:
@@ -347,7 +338,7 @@ async def test_prompt_arguments_take_any_json_spelling(era: str) -> None:
     def count(n: int) -> str:
         return f"{n!r} {type(n).__name__}"
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         for spelling in ("5", "5.0", " 5", "5e0"):
             result = await client.request(
                 "prompts/get", {"name": "count", "arguments": {"n": spelling}}
@@ -373,7 +364,7 @@ async def test_prompt_arguments_that_do_not_fit_are_refused_as_the_text_sent(era
         "mode": ("1", 'arguments.mode: expected one of "a", "b", got "1"'),
         "tags": ('["x", 1]', "arguments.tags[1]: expected string, got integer"),
     }
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         for name, (text, problem) in said.items():
             with pytest.raises(McpError) as info:
                 await client.request("prompts/get", {"name": "p", "arguments": {name: text}})

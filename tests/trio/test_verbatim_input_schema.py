@@ -16,14 +16,13 @@ before the function runs, and passed as JSON values, unconverted.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-import trio
 
-from mcp_trio import Client, Server, open_client
+from mcp_trio import Server
+
+from .helpers import connected
 
 ADD = {
     "type": "object",
@@ -38,13 +37,6 @@ def era(request: pytest.FixtureRequest) -> str:
     """The client's era: every test runs once per era."""
     value: str = request.param
     return value
-
-
-@asynccontextmanager
-async def connect(server: Server, era: str) -> AsyncGenerator[Client]:
-    with trio.fail_after(10):
-        async with open_client(server, era=era) as client:  # type: ignore[arg-type]  # (a str era)
-            yield client
 
 
 @pytest.mark.parametrize(
@@ -67,7 +59,7 @@ async def test_arguments_are_validated_against_a_verbatim_schema(
         seen.append(args)
         return float(args["a"] + args["b"])
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         assert (await client.list_tools())[0].input_schema == ADD  # (published as written)
         refused = await client.call_tool("add", arguments)
         fine = await client.call_tool("add", {"a": 1, "b": 2})
@@ -87,7 +79,7 @@ async def test_a_parameter_the_schema_leaves_optional_is_asked_for(era: str) -> 
     def pair(a: int, b: Any, c: int = 0) -> str:
         return f"{a} {b} {c}"
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         missing = await client.call_tool("pair", {"a": 1})
         given = await client.call_tool("pair", {"a": 1, "b": "x"})
     assert missing.is_error
@@ -107,7 +99,7 @@ async def test_an_x_mcp_header_schema_is_validated_too(era: str) -> None:
     def where(region: str) -> str:
         return f"in {region}"
 
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         tools = await client.list_tools()
         refused = await client.call_tool("where", {"region": 7})
         fine = await client.call_tool("where", {"region": "eu"})
@@ -142,7 +134,7 @@ async def test_a_schema_the_validator_cannot_use_is_served_unchecked_with_a_warn
         " it (the function must check them): #: unsupported JSON Schema keyword(s) 'if',"
         " 'then'; validate() implements: " + caplog.messages[0].rpartition("implements: ")[2]
     ]
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         assert (await client.list_tools())[0].input_schema == schema
         result = await client.call_tool("ship", {"kind": 3})
     assert result.text == "ok"
@@ -158,7 +150,7 @@ async def test_the_schema_checked_is_the_one_registered(era: str) -> None:
     }
     server.add_tool(lambda **kw: "ran", name="t", input_schema=schema)
     schema["properties"]["n"]["maximum"] = 100
-    async with connect(server, era) as client:
+    async with connected(server, era) as client:
         result = await client.call_tool("t", {"n": 50})
     assert result.text == "Invalid arguments for tool 't': arguments.n: must be <= 3, got 50"
 
