@@ -19,7 +19,7 @@ from ._errors import ErrorData, LocalProtocolError
 from ._events import RequestReceived
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
-from ._revision_fields import LACKING
+from ._revision_fields import fit
 
 
 class _Answering(_ConnectionBase):
@@ -262,11 +262,10 @@ class _Answering(_ConnectionBase):
         params: dict[str, Any] = {"progressToken": inbound.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        lacking = None if self._version is None else LACKING.get(self._version)
-        if message is not None and (
-            lacking is None or "message" not in lacking.get("ProgressNotificationParams", ())
-        ):  # (2024-11-05 has no message: the progress goes without it)
+        if message is not None:
             params["message"] = message
+            if self._version is not None:  # (2024-11-05 has no message: it goes without)
+                params = dict(fit("ProgressNotificationParams", params, self._version))
         self._emit(notification("notifications/progress", params), request_id)
         return True
 

@@ -98,7 +98,6 @@ Status codes (both eras unless noted):
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import heapq
 import secrets
@@ -2057,10 +2056,7 @@ class HttpServer:
             self._drain(session.conn)
         for stream in list(self._modern.values()):
             if stream.subscription:
-                # (a method no modern filter can ask for -- a custom one, or legacy-only --
-                # is for the sessions above: not an error of this broadcast)
-                with contextlib.suppress(LocalProtocolError):
-                    sent += self._notify_stream(stream, method, params)
+                sent += self._notify_stream(stream, method, params)
         return sent
 
     def send_task_status(self, params: dict[str, Any], *, principal: str | None) -> int:
@@ -2074,15 +2070,19 @@ class HttpServer:
         sent = 0
         for stream in list(self._modern.values()):
             if stream.subscription and stream.conn.principal == principal:
-                with contextlib.suppress(LocalProtocolError):  # (no filter asked for it)
-                    sent += self._notify_stream(stream, TASKS_NOTIFICATION, params)
+                sent += self._notify_stream(stream, TASKS_NOTIFICATION, params)
         return sent
 
     def _notify_stream(self, stream: _Stream, method: str, params: dict[str, Any] | None) -> bool:
         """Send a notification on a modern ``subscriptions/listen`` stream, after what
-        its connection had queued; whether anything went (its filter may not ask)."""
+        its connection had queued; whether anything went (its filter may not ask: for a
+        method no modern filter can name -- a custom one, or legacy-only -- that is no
+        error of the broadcast, whose legacy sessions may want it)."""
         self._drain(stream.conn)
-        stream.conn.send_notification(method, params)
+        try:
+            stream.conn.send_notification(method, params)
+        except LocalProtocolError:
+            return False
         messages = stream.conn.messages_to_send()
         for payload, _ in messages:
             self._route_modern(stream, payload)

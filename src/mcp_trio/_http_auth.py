@@ -47,7 +47,7 @@ from mcp_sansio._http_auth import (
     scope_set,
     without_offline_access,
 )
-from mcp_sansio._http_common import HttpRequest, HttpResponse
+from mcp_sansio._http_common import RETRY_SOON, HttpRequest, HttpResponse
 
 # The sans-IO values, re-exported: an authenticator returns a Principal, or refuses with
 # a bearer_challenge; serve_http's http_config takes the ProtectedResourceMetadata.
@@ -70,7 +70,7 @@ _FAILED: Final = HttpResponse(
     headers=((b"content-type", b"text/plain; charset=utf-8"),),
     body=b"Internal Server Error: authentication failed\n",
 )
-UNAVAILABLE: Final = HttpResponse(status=503, headers=((b"retry-after", b"1"),))
+UNAVAILABLE: Final = HttpResponse(status=503, headers=RETRY_SOON)
 """``503`` with ``Retry-After: 1``: a server too busy, too slow, or shutting down."""
 _EXPIRED: Final = "The access token expired"
 _HOST: Final = re.compile(r"[A-Za-z0-9._~\-]+(:[0-9]*)?|\[[0-9A-Fa-f:.]+\](:[0-9]*)?")
