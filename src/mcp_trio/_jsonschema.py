@@ -1624,21 +1624,14 @@ def coerce_arguments(
                 problems.append(f"{where}: {text}")
     if problems:
         raise ValueError("; ".join(problems))
-    _add_field_defaults(fn, out, skip=skip)
-    return out
-
-
-def _add_field_defaults(
-    fn: Callable[..., Any], arguments: MutableMapping[str, Any], *, skip: Collection[str] = ()
-) -> None:
-    """Put in ``arguments`` the default of each parameter of ``fn`` that has a pydantic
-    ``Field(...)`` as its default and is missing: called bare, the function would get
-    the ``FieldInfo`` itself."""
-    for name, info in _signature(fn, frozenset(skip)).fields.items():
-        if name not in arguments:
+    # A parameter whose default is a pydantic Field(...) and is missing gets that
+    # Field's default: called bare, the function would get the FieldInfo itself.
+    for name, info in sig.fields.items():
+        if name not in out:
             value = _field_default(info, call=True)
             if value is not _MISSING:  # (required: validation said it is there)
-                arguments[name] = value
+                out[name] = value
+    return out
 
 
 _MIN_INT = -(2**63)
