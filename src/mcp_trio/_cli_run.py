@@ -37,6 +37,7 @@ from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from ._cli_util import CliError, clip, terminal_safe
 from ._config import SessionConfig
 from ._server import Server
+from ._util import is_loopback_host
 from ._websocket import MCP_PATH
 
 if TYPE_CHECKING:
@@ -174,15 +175,10 @@ async def _serve(
                 except ImportError as exc:
                     raise CliError(f"the {transport} transport is not available: {exc}") from exc
                 _notice(err, f"serving {_describe(server)} at {url} ({kind}; Ctrl-C to stop)")
-                import ipaddress  # noqa: PLC0415 -- (stdlib, for the next lines only)
-
                 logs = logging.getLogger("mcp_trio").isEnabledFor
-                try:
-                    loopback = ipaddress.ip_address(host).is_loopback
-                except ValueError:  # (a name: only localhost's is surely loopback)
-                    loopback = host.lower() == "localhost"
                 # (`run` has no authentication; serve_http's own warning says it for HTTP)
-                if not loopback and not (transport == "http" and logs(logging.WARNING)):
+                said = transport == "http" and logs(logging.WARNING)
+                if not is_loopback_host(host) and not said:
                     _notice(
                         err,
                         "WARNING: no authentication: anyone who can connect to this port "

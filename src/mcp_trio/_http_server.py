@@ -91,7 +91,7 @@ from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_h11 import END_OF_MESSAGE
 from ._http_wire import H11Stream, WireError
 from ._serve_handle import ListeningHandle
-from ._util import RefusedHosts, plain_interrupt, turn_away
+from ._util import RefusedHosts, is_loopback_host, plain_interrupt, turn_away
 
 __all__ = ["HttpServeHandle", "HttpServerStatistics", "serve_http"]
 
@@ -1067,15 +1067,7 @@ async def serve_http(
             "serve_http: authenticate is set but http_config.resource_metadata is not: "
             "clients cannot discover the authorization server"
         )
-    import ipaddress  # noqa: PLC0415 -- (stdlib, for the next lines only)
-
-    loopback = False
-    if host:  # (None and "": every interface)
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:  # (a name: only localhost's is surely loopback)
-            loopback = host.lower() == "localhost"
-    if authenticate is None and not loopback:
+    if authenticate is None and not is_loopback_host(host):
         # The Host check is no access control: the client writes the header, so anyone
         # who reaches the port sends "Host: localhost" (transports.mdx, "Security
         # Warning": servers SHOULD implement proper authentication for all connections).

@@ -60,6 +60,7 @@ __all__ = [
     "check_seconds",
     "clip",
     "is_internal_failure",
+    "is_loopback_host",
     "is_url",
     "is_websocket_url",
     "open_task_nursery",
@@ -88,6 +89,20 @@ def is_url(target: object) -> TypeGuard[str]:
 def is_websocket_url(url: str) -> bool:
     """Whether ``url`` is a ``ws://`` or ``wss://`` one (the scheme in any case)."""
     return url[:6].lower().startswith(WEBSOCKET_SCHEMES)
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """Whether a server bound to ``host`` listens on loopback only: a loopback address,
+    or ``localhost`` (any other name may resolve anywhere; ``None`` and ``""`` are every
+    interface)."""
+    if not host:
+        return False
+    import ipaddress  # noqa: PLC0415 -- (stdlib, for this check only)
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # (a name: only localhost's is surely loopback)
+        return host.lower() == "localhost"
 
 
 def url_host(host: str) -> str:
