@@ -34,7 +34,7 @@ from mcp_trio import (
     McpError,
     SessionClosed,
     _blocking,
-    _blocking_http,
+    _http_h11,
 )
 from mcp_trio._blocking import BlockingClient
 from mcp_trio._blocking_http import HttpLink, HttpTransport, Resend
@@ -2039,9 +2039,9 @@ def test_a_notification_refused_other_than_503_is_not_sent_again(
 def test_a_far_retry_after_is_waited_for_a_few_seconds_at_most(
     raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Retry-After: 3600`` is waited for ``_RETRY_AFTER_CAP`` seconds at most (made
+    """``Retry-After: 3600`` is waited for ``RETRY_AFTER_CAP`` seconds at most (made
     short here, so that the test is)."""
-    monkeypatch.setattr(_blocking_http, "_RETRY_AFTER_CAP", 0.3)
+    monkeypatch.setattr(_http_h11, "RETRY_AFTER_CAP", 0.3)
     seen: list[float] = []
     came = threading.Event()
 

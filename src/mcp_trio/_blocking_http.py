@@ -24,7 +24,7 @@ of the client.
   has its answer's head (so it is taken before the first request); other one-way
   POSTs hold up no request (a server slow to take one, or to answer it, would hold
   up them all). A one-way POST refused ``503`` with ``Retry-After`` (nothing of it
-  ran) is sent again once, after that delay (at most ``_RETRY_AFTER_CAP`` seconds;
+  ran) is sent again once, after that delay (at most ``RETRY_AFTER_CAP`` seconds;
   no call waits for it to go, the next one sends it; the close drops it, and retries
   nothing refused meanwhile), as the Trio client's; any other refusal loses it, with a
   warning. A ``notifications/initialized`` so refused holds back the requests until
@@ -129,8 +129,8 @@ from ._http_h11 import (
     is_initialized,
     log_one_way_answer,
     log_warnings,
+    one_way_retry_delay,
     request_events,
-    retry_after,
     unsendable,
 )
 
@@ -143,8 +143,6 @@ __all__ = ["Broken", "HttpLink", "HttpTransport", "Resend", "Restart"]
 logger = logging.getLogger("mcp_trio")
 
 _READ_SIZE: Final = 65_536
-_RETRY_AFTER_CAP: Final = 5.0
-"""At most how long a one-way message refused ``503`` waits for its ``Retry-After``."""
 _MESSAGE: Final = (bytes, tuple)
 """What a message in the inbox is: ``bytes``, or a ``Read`` (the bytes and the dict they
 parse to, handed to the core as ``decoded``: each message is parsed once)."""
@@ -837,10 +835,10 @@ class HttpTransport:
         """A one-way message refused: lost, with a warning, unless it was a ``503``
         with ``Retry-After`` (a server with no handler slot for a notification, or
         over its connection bound: nothing of it ran), the first: then it is sent
-        again after that delay (at most ``_RETRY_AFTER_CAP``), as the Trio client's
+        again after that delay (at most ``RETRY_AFTER_CAP``), as the Trio client's
         (the session's close drops it: ``terminate``; nor is one refused while the
         ``DELETE`` goes: no POST after it)."""
-        delay = retry_after(head.headers) if head.status_code == 503 else None
+        delay = one_way_retry_delay(head.status_code, head.headers)
         if delay is None or exchange.retried or self._closing:
             again = " again" if exchange.retried else ""
             closing = " (closing)" if delay is not None and not again else ""
@@ -851,7 +849,7 @@ class HttpTransport:
                 closing,
             )
             return
-        retry = _Exchange(exchange.sent, start_at=now + min(delay, _RETRY_AFTER_CAP))
+        retry = _Exchange(exchange.sent, start_at=now + delay)
         retry.gates, retry.retried = exchange.gates, True
         # (In the original's place, not last: a notifications/initialized sent again
         # still holds back the requests queued behind it, until its head comes or it is

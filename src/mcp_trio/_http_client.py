@@ -36,7 +36,7 @@ body, SSE events) into messages the session reads.
 * **Refused for now** (``503`` with ``Retry-After``: a server with no handler slot
   for a notification, or over its connection bound, which turns any POST away unread;
   nothing of it ran). A one-way message is sent again once, after that delay (at most
-  ``_RETRY_AFTER_CAP`` seconds; the queue waits meanwhile, to keep the order), never
+  ``RETRY_AFTER_CAP`` seconds; the queue waits meanwhile, to keep the order), never
   once the channel is closing; refused again, it is lost with a warning. A request so
   refused is not sent again: its caller gets the refusal.
 * **Cancellation.** Legacy: ``notifications/cancelled`` is POSTed like any message.
@@ -232,7 +232,7 @@ from ._errors import HandshakeFailed, SessionClosed
 from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_h11 import is_initialized, log_one_way_answer, log_warnings, retry_after
+from ._http_h11 import is_initialized, log_one_way_answer, log_warnings, one_way_retry_delay
 from ._http_pool import ConnectFailed, Pool, ReadFailed, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
@@ -249,8 +249,6 @@ _INBOX_SIZE: Final = 16
 _MAX_ONE_WAY: Final = 16
 """One-way messages queued to be sent (:meth:`HttpChannel._one_way_nowait`); a further
 one waits for room."""
-_RETRY_AFTER_CAP: Final = 5.0
-"""At most how long a one-way message refused ``503`` waits for its ``Retry-After``."""
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
@@ -707,7 +705,7 @@ class HttpChannel(MessageChannel):
         session goes on. Refused ``503`` with ``Retry-After`` (a server with no
         handler slot for a notification, or over its connection bound: nothing of it
         ran; transports.mdx), it is sent again once, after that delay (at most
-        :data:`_RETRY_AFTER_CAP`, and never once the channel is closing). No
+        :data:`~mcp_trio._http_h11.RETRY_AFTER_CAP`, and never once the channel is closing). No
         connection at all ends a legacy session, as for a request."""
         limit = math.inf if self._write_timeout is None else self._write_timeout
         for again in (False, True):
@@ -740,7 +738,7 @@ class HttpChannel(MessageChannel):
                 return
             with trio.CancelScope() as wait:
                 self._retry_scope = wait  # (aclose cancels it)
-                await trio.sleep(min(delay, _RETRY_AFTER_CAP))
+                await trio.sleep(delay)
             self._retry_scope = None
             if wait.cancelled_caught:
                 logger.warning(
@@ -1017,8 +1015,8 @@ class HttpChannel(MessageChannel):
                 raise WireError(f"authorization failed: {why}") from exc
         if headed is not None:
             headed()
-        if head.status_code == 503 and not sent.request_ids and sent.request.method == "POST":
-            written.retry_after = retry_after(head.headers)
+        if not sent.request_ids and sent.request.method == "POST":
+            written.retry_after = one_way_retry_delay(head.status_code, head.headers)
         reader = self.http.response(sent, head.status_code, head.headers.raw_items())
         if stream is not None:
             stream.reader = reader

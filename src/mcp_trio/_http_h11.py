@@ -120,6 +120,22 @@ def is_initialized(message: bytes) -> bool:
     return type(obj) is dict and obj.get("method") == "notifications/initialized"
 
 
+RETRY_AFTER_CAP: Final = 5.0
+"""The longest ``Retry-After`` a refused one-way message waits before it is sent again."""
+
+
+def one_way_retry_delay(status: int, headers: Iterable[tuple[bytes, bytes]]) -> float | None:
+    """How long a one-way message refused with ``status`` waits before it is sent again
+    (once), both HTTP clients: only a ``503`` with a valid ``Retry-After`` (a server with
+    no handler slot for it, or over its connection bound: nothing of it ran;
+    transports.mdx) is, after that delay, at most :data:`RETRY_AFTER_CAP`; ``None``:
+    it is lost."""
+    if status != 503:
+        return None
+    delay = retry_after(headers)
+    return None if delay is None else min(delay, RETRY_AFTER_CAP)
+
+
 def retry_after(headers: Iterable[tuple[bytes, bytes]]) -> float | None:
     """The seconds an answer's ``Retry-After`` asks to wait (RFC 9110 section 10.2.3: a
     number of seconds, or an HTTP-date), at least 0; ``None`` without a valid one (both

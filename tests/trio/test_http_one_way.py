@@ -7,7 +7,7 @@ whose write (or answer) takes longer than ``write_timeout`` is lost alone, with 
 warning, as the module docs of ``mcp_trio._http_client`` say. Refused ``503`` with
 ``Retry-After`` (a server with no handler slot for it, or over its connection bound:
 nothing of it ran), it is sent again once, after that delay (at most
-``_RETRY_AFTER_CAP``), never past the session's close; refused again, it is lost with
+``RETRY_AFTER_CAP``), never past the session's close; refused again, it is lost with
 a warning.
 
 A hand-written HTTP/1.1 server (h11, loopback, port 0, a small receive buffer) answers
