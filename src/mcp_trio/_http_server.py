@@ -202,9 +202,12 @@ class HttpServeHandle(ListeningHandle):
 
     async def aclose(self) -> None:
         """Shut down gracefully (see the module docs) and wait until :func:`serve_http`
-        has returned. Idempotent."""
+        has returned (:meth:`Server.serve_http <mcp_trio.Server.serve_http>`: until it
+        has left the server's lifespan too, so that a caller who cancels next does not
+        cut the lifespan's teardown). Idempotent."""
         self._server.shutdown_requested.set()
         await self._server.finished.wait()
+        await self._wait_returned()
 
 
 class _Idle(Exception):

@@ -181,6 +181,31 @@ def _with_lifespan(serve: _M) -> _M:
     return cast(_M, with_lifespan)
 
 
+def _handle_waits_for_return(serve: _M) -> _M:
+    """Decorate a ``Server.serve_*`` method that starts a handle (HTTP, WebSocket),
+    outside :func:`_with_lifespan`: the handle's ``aclose()`` returns once this method
+    has returned, its lifespan exited and its tasks ended, not as soon as the
+    transport's function has (a caller that cancels right after ``await
+    handle.aclose()`` would cut the lifespan's teardown)."""
+
+    @functools.wraps(serve)
+    async def returning(
+        self: Server,
+        /,
+        *args: Any,
+        task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED,
+        **kwargs: Any,
+    ) -> Any:
+        returned = trio.Event()
+        started = _Started(task_status, lambda handle: handle._returns_with(returned))
+        try:
+            return await serve(self, *args, task_status=started, **kwargs)
+        finally:
+            returned.set()
+
+    return cast(_M, returning)
+
+
 @final
 class _Started:
     """A ``task_status`` passed on, after ``before`` has seen the value."""
@@ -954,7 +979,9 @@ class Server:
             (``serve_http`` without ``handle.aclose()``, Ctrl-C) exits the lifespan in
             its cancelled scope, as a ``finally`` in Trio is: a clean-up that must still
             await shields itself (``with trio.move_on_after(5, shield=True):``). A
-            graceful stop (``handle.aclose()``, the end of stdin) exits it uncancelled.
+            graceful stop (``handle.aclose()``, the end of stdin) exits it uncancelled,
+            and ``handle.aclose()`` returns only once it has exited (a lifespan whose
+            teardown never ends holds it: bound it with ``trio.move_on_after``).
         """
         factory = self._lifespan
         entered = _LIFESPANS.get() or {}
@@ -1134,6 +1161,7 @@ class Server:
         )
 
     @plain_interrupt
+    @_handle_waits_for_return
     @_with_lifespan
     @running_tasks
     async def serve_websocket(
@@ -1175,6 +1203,7 @@ class Server:
         )
 
     @plain_interrupt
+    @_handle_waits_for_return
     @_with_lifespan
     @running_tasks
     async def serve_http(

@@ -876,9 +876,12 @@ class WebSocketServeHandle(ListeningHandle):
         listening, give each session's running handlers ``shutdown_grace_period``
         (new requests are answered -32603 ``server shutting down`` at once, not
         started), answer the requests left with that error, close each connection
-        with code 1001 (going away). Idempotent."""
+        with code 1001 (going away). :meth:`Server.serve_websocket
+        <mcp_trio.Server.serve_websocket>`'s waits until it has left the server's
+        lifespan too. Idempotent."""
         self._stop.requested.set()
         await self._stop.finished.wait()
+        await self._wait_returned()
 
 
 async def _serve_connection(

@@ -202,6 +202,41 @@ async def test_serve_http_stopped_gracefully_exits_it_uncancelled() -> None:
     assert closed == ["closed"]
 
 
+@pytest.mark.parametrize("transport", ["http", "websocket"])
+async def test_handle_aclose_returns_after_the_lifespan_exited(transport: str) -> None:
+    # aclose returned once the transport's function had, before the serve_* method left
+    # the lifespan: a caller that cancelled next cut a teardown that awaits.
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server: Server) -> AsyncIterator[str]:
+        yield "pool"
+        await trio.lowlevel.checkpoint()  # closing the pool awaits
+        events.append("exit")
+
+    server = Server("graceful", lifespan=lifespan)
+    serve = server.serve_http if transport == "http" else server.serve_websocket
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(serve, port=0))
+            await handle.aclose()
+            assert events == ["exit"]
+            nursery.cancel_scope.cancel()
+    assert events == ["exit"]
+
+
+async def test_handle_aclose_of_a_serve_inside_open_lifespan_leaves_it_entered() -> None:
+    # (inside open_lifespan the serve enters nothing: aclose waits for it alone)
+    recorder = Recorder()
+    server = make_server(recorder)
+    with trio.fail_after(10):
+        async with server.open_lifespan(), trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(server.serve_http, port=0))
+            await handle.aclose()
+            assert recorder.events == ["enter app-1"]
+    assert recorder.events == ["enter app-1", "exit app-1"]
+
+
 async def _stop(handle: Any, task_status: trio.TaskStatus[None]) -> None:
     task_status.started()
     await handle.aclose()
