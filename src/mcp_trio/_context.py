@@ -529,15 +529,16 @@ class Context(Generic[L]):
 
     @property
     def headers(self) -> Mapping[str, str] | None:
-        """The header fields of the HTTP request being served (Streamable HTTP, either
-        era): a read-only mapping, looked up in any case (``ctx.headers.get("X-Tenant")``),
-        names listed lower-cased, a repeated field's values joined with ``", "``, decoded
-        as latin-1; what ``serve_http(authenticate=...)`` saw. ``None`` on other
-        transports (stdio, WebSocket, in memory). The head as received, so a client's
-        word only: trust what an ``authenticate`` hook checked (:attr:`principal`), or
-        what a reverse proxy you run sets."""
-        headers: Mapping[str, str] | None = getattr(self._raw, "headers", None)
-        return headers
+        """The header fields of the HTTP request that carried this one: over Streamable
+        HTTP (either era) the request's own; over WebSocket the connection's opening
+        handshake's (the same for each request of the connection). A read-only mapping,
+        looked up in any case (``ctx.headers.get("X-Tenant")``), names listed
+        lower-cased, a repeated field's values joined with ``", "``, decoded as
+        latin-1; what the transport's ``authenticate`` hook saw. ``None`` on other
+        transports (stdio, in memory). The head as received, so a client's word only:
+        trust what an ``authenticate`` hook checked (:attr:`principal`), or what a
+        reverse proxy you run sets."""
+        return self._raw.headers
 
     @property
     def needed_scopes(self) -> frozenset[str] | None:

@@ -183,6 +183,14 @@ class RequestFacts:
         return self._needed_scopes
 
     @property
+    def headers(self) -> Mapping[str, str] | None:
+        """The header fields of the HTTP request that carried this one: over Streamable
+        HTTP the request's own, over WebSocket the connection's opening handshake's; a
+        read-only mapping, looked up in any case; ``None`` on other transports (stdio,
+        in memory)."""
+        return None
+
+    @property
     def request_id(self) -> RequestId:
         """The peer's id of this request."""
         return self._event.request_id
@@ -252,6 +260,13 @@ class RequestContext(RequestFacts):
         self.session: Session = session
         """The session the request arrived on (send requests or notifications with it)."""
         self._running = running
+
+    @property
+    def headers(self) -> Mapping[str, str] | None:
+        """The header fields of the HTTP request that opened the session's transport
+        (``serve_websocket``: the opening handshake's, the same for each request of
+        the connection), or ``None`` (stdio, in memory; see ``Session.headers``)."""
+        return self.session.headers
 
     @property
     def cancelled(self) -> bool:

@@ -17,7 +17,8 @@ import attrs
 import trio
 
 from mcp_sansio import Connection, LocalProtocolError, RequestId, RequestReceived
-from mcp_sansio.http import HttpRequest, Principal
+from mcp_sansio._http_auth import Principal
+from mcp_sansio._http_common import HttpRequest  # (not .http: serve_websocket needs no more)
 
 from ._handlers import RequestFacts
 
@@ -38,9 +39,11 @@ is built there (as :data:`PEER_ADDRESS` is)."""
 
 
 @final
-class _RequestHeaders(Mapping[str, str]):
+class RequestHeaders(Mapping[str, str]):
     """The header fields of an HTTP request, read-only: a view of its head (nothing is
-    copied; :meth:`HttpRequest.header` answers each lookup, in any case).
+    copied; :meth:`HttpRequest.header` answers each lookup, in any case). What
+    ``ctx.headers`` is over Streamable HTTP, and over WebSocket for the opening
+    handshake.
 
     Names are listed lower-cased, in order of first appearance; a repeated field's
     values are joined with ``", "`` (RFC 9110 section 5.3); all is latin-1 text.
@@ -126,7 +129,7 @@ class HttpRequestContext(RequestFacts):
         read-only view, looked up in any case, names listed lower-cased, a repeated
         field's values joined with ``", "``; ``None`` when unknown."""
         head = self._head
-        return None if head is None else _RequestHeaders(head)
+        return None if head is None else RequestHeaders(head)
 
     @property
     def connection(self) -> Connection:

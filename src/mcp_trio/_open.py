@@ -6,7 +6,7 @@ trio-websocket's shape: an ``open_*`` async context manager for most callers, an
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection
+from collections.abc import AsyncGenerator, Collection, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ async def connect_session(
     principal: Principal | None = None,
     resource_metadata: str | None = None,
     base_scopes: Collection[str] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> Session:
     """Start a session's tasks in ``nursery`` and return it (for advanced callers).
 
@@ -61,6 +62,9 @@ async def connect_session(
             of every request and checked already (``BearerAuth.required_scopes``):
             an ``insufficient_scope`` error for a request that needs more names them
             too (see ``Session.base_scopes``).
+        headers: server role: the header fields of the HTTP request that opened the
+            transport (a WebSocket's opening handshake), which handlers read as
+            ``ctx.headers``.
 
     Returns:
         The running session. A client still has to ``await session.start()``.
@@ -75,6 +79,7 @@ async def connect_session(
         principal=principal,
         resource_metadata=resource_metadata,
         base_scopes=base_scopes,
+        headers=headers,
     )
     await nursery.start(session._run)
     return session
@@ -92,6 +97,7 @@ async def open_session(
     principal: Principal | None = None,
     resource_metadata: str | None = None,
     base_scopes: Collection[str] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> AsyncGenerator[Session, None]:
     """Run a session over ``channel`` for the duration of the ``async with`` block.
 
@@ -119,6 +125,7 @@ async def open_session(
             principal=principal,
             resource_metadata=resource_metadata,
             base_scopes=base_scopes,
+            headers=headers,
         )
         try:
             yield session

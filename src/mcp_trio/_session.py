@@ -154,7 +154,7 @@ from ._waiters import InputCallback, Outcome, ProgressCallback, Reissued, Waiter
 from ._writer import Writer
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Collection
+    from collections.abc import Awaitable, Callable, Collection, Mapping
 
     from mcp_sansio._http_auth import Principal
 
@@ -256,6 +256,7 @@ class Session:
         principal: Principal | None = None,
         resource_metadata: str | None = None,
         base_scopes: Collection[str] = (),
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config if config is not None else SessionConfig()
         self.principal = principal
@@ -269,6 +270,10 @@ class Session:
         an ``insufficient_scope`` error for a request that needs more names these too
         (the scopes needed to satisfy the request, 2025-11-25
         basic/authorization.mdx)."""
+        self.headers = headers
+        """Server role: the header fields of the HTTP request that opened the transport
+        (``serve_websocket``: the opening handshake's), which its requests' handlers
+        read as ``ctx.headers``; ``None`` when there was none (stdio, in memory)."""
         self.handlers = handlers if handlers is not None else Handlers()
         if role == "server":
             connection_config = with_wall_clock(connection_config)

@@ -90,6 +90,7 @@ from ._http_auth import (
     expiry_clock,
     run_authenticate,
 )
+from ._http_context import RequestHeaders
 from ._open import open_session
 from ._serve_handle import ListeningHandle
 from ._session import Session
@@ -930,10 +931,10 @@ async def _serve_connection(
                 return
         if request is None or refused:
             return  # no complete handshake in time, or its refusal was cut short
+        assert head is not None  # (made with the request)
         refusal = None
         expires = None  # (when the token expires, in trio time)
         if authenticate is not None:  # (in what is left of the time: then a 503)
-            assert head is not None  # (made with the request)
             left = max(deadline - trio.current_time(), 0.0)
             found = await run_authenticate(authenticate, head, left, f"WebSocket {MCP_PATH}")
             if isinstance(found, HttpResponse):
@@ -972,6 +973,7 @@ async def _serve_connection(
                 authenticate.resource_metadata_url if isinstance(authenticate, BearerAuth) else None
             ),
             base_scopes=declared_scopes(authenticate),
+            headers=RequestHeaders(head),  # (ctx.headers: the handshake's, as HTTP's)
         ) as session:
             if expires is not None:  # authenticated once, at the handshake: ends with it
                 nursery.start_soon(_expire, channel, session, expires)

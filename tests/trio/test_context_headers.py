@@ -1,5 +1,6 @@
 """``ctx.headers``: the HTTP request's header fields, read-only, in both eras over
-Streamable HTTP; ``None`` on every other transport."""
+Streamable HTTP; over WebSocket the opening handshake's (which were ``None``, though
+the handshake is an HTTP request with headers); ``None`` on stdio and in memory."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
-from mcp_trio import Context, open_client
+from mcp_trio import Context, StreamChannel, open_client
 from mcp_trio._server import Server
 
 from .test_http_support import RawConnection, modern
@@ -50,16 +52,7 @@ async def test_a_tool_reads_the_request_headers_over_http(era: str) -> None:
             ) as client:
                 result = await client.call_tool("tenant")
             nursery.cancel_scope.cancel()
-    assert result.structured_content == {
-        "tenant": "acme",
-        "exact": "acme",
-        "upper": "acme",
-        "has": True,
-        "absent": None,
-        "odd_key": None,
-        "names": ["x-tenant", "x-other"],
-        "count": True,
-    }
+    assert result.structured_content == TENANT
 
 
 async def test_each_request_of_a_kept_alive_connection_has_its_own_headers() -> None:
@@ -82,15 +75,59 @@ async def test_each_request_of_a_kept_alive_connection_has_its_own_headers() -> 
     assert tenants == ["acme, eu", "globex, eu"]  # (a repeated field: joined, in order)
 
 
+TENANT = {
+    "tenant": "acme",
+    "exact": "acme",
+    "upper": "acme",
+    "has": True,
+    "absent": None,
+    "odd_key": None,
+    "names": ["x-tenant", "x-other"],
+    "count": True,
+}
+
+
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-async def test_no_headers_off_http(era: str) -> None:
+async def test_a_tool_reads_the_handshake_headers_over_websocket(era: str) -> None:
     server = make_server()
+
+    @server.tool()
+    async def handshake(ctx: Context) -> dict[str, Any]:
+        assert ctx.headers is not None
+        return {name: ctx.headers[name] for name in ("host", "authorization", "upgrade")}
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            handle = await nursery.start(partial(server.serve_websocket, port=0))
+            host = f"127.0.0.1:{handle.port}"
+            async with open_client(
+                handle.url,
+                era=era,  # type: ignore[arg-type]
+                headers={"X-Tenant": "acme", "X-Other": "1", "Authorization": "Bearer t"},
+            ) as client:
+                first = await client.call_tool("tenant")
+                again = await client.call_tool("tenant")  # (each request: the same head)
+                seen = await client.call_tool("handshake")
+            nursery.cancel_scope.cancel()
+    assert first.structured_content == again.structured_content == TENANT
+    assert seen.structured_content == {
+        "host": host,
+        "authorization": "Bearer t",  # (what an authenticate hook sees, as over HTTP)
+        "upgrade": "websocket",
+    }
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_no_headers_on_stdio_or_in_memory(era: str) -> None:
+    server = make_server()
+    to_server, stdin = trio.testing.memory_stream_one_way_pair()
+    stdout, from_server = trio.testing.memory_stream_one_way_pair()
     with trio.fail_after(10):
         async with open_client(server, era=era) as client:  # type: ignore[arg-type]
             in_memory = await client.call_tool("tenant")
         async with trio.open_nursery() as nursery:
-            handle = await nursery.start(partial(server.serve_websocket, port=0))
-            async with open_client(f"ws://127.0.0.1:{handle.port}/mcp", era=era) as client:  # type: ignore[arg-type]
-                websocket = await client.call_tool("tenant")
-            nursery.cancel_scope.cancel()
-    assert in_memory.structured_content == websocket.structured_content == {"headers": None}
+            nursery.start_soon(partial(server.serve_stdio, stdin=stdin, stdout=stdout))
+            channel = StreamChannel(to_server, from_server)
+            async with open_client(channel, era=era) as client:  # type: ignore[arg-type]
+                stdio = await client.call_tool("tenant")
+    assert in_memory.structured_content == stdio.structured_content == {"headers": None}
