@@ -43,8 +43,7 @@ import logging
 import math
 import re
 import uuid
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import (
     TYPE_CHECKING,
@@ -92,9 +91,8 @@ if TYPE_CHECKING:
     from mcp_sansio import types as mcp_types
     from mcp_sansio._http_auth import Principal
 
-    from ._handlers import RequestContext
+    from ._handlers import RequestContext, _Notify
     from ._server import Server
-    from ._session import Session
     from ._tasks import TaskRun
 
 __all__ = ["Context", "ElicitationCompleter", "ElicitationResult", "SamplingResult"]
@@ -315,8 +313,6 @@ class SamplingResult:
 
 _ELICITATION_COMPLETE = "notifications/elicitation/complete"
 
-_Notify = Callable[[str, dict[str, Any] | None], Awaitable[bool]]
-
 
 @final
 class ElicitationCompleter:
@@ -362,25 +358,6 @@ class ElicitationCompleter:
 
     def __repr__(self) -> str:
         return f"<ElicitationCompleter {self._elicitation_id!r}>"
-
-
-def _session_notifier(session: Session) -> _Notify:
-    """A sender of notifications to ``session`` (a :class:`~mcp_trio.Session`), held
-    weakly; ``False`` once it is closed or gone."""
-    session_ref = weakref.ref(session)
-
-    async def notify(method: str, params: dict[str, Any] | None) -> bool:
-        live = session_ref()
-        if live is None:
-            await trio.lowlevel.checkpoint()
-            return False
-        try:
-            await live.notify(method, params)
-        except SessionClosed:
-            return False
-        return True
-
-    return notify
 
 
 # ------------------------------------------------------------------ the context
@@ -931,8 +908,9 @@ class Context(Generic[L]):
                 did not declare ``elicitation.url`` (it started no URL elicitation).
             TypeError: ``elicitation_id`` is not a string.
             ValueError: ``elicitation_id`` is empty or holds a lone surrogate.
-            RuntimeError: the request came on no session the Context can reach (a
-                transport of your own whose request context has no ``session``).
+            RuntimeError: the request came on no session the Context can reach (the
+                request context of a transport of your own, a :class:`~mcp_trio.RequestFacts`
+                that knows no session).
         """
         if not isinstance(elicitation_id, str):
             raise TypeError(f"elicitation_id must be a string, not {type(elicitation_id)}")
@@ -960,15 +938,9 @@ class Context(Generic[L]):
             raise error
         if "url" not in elicitation_modes(self.client_capabilities.get("elicitation")):
             raise _missing_capability("elicitation (url)", {"elicitation": {"url": {}}})
-        raw: Any = self._raw
-        http_notifier = getattr(raw, "_session_notifier", None)
-        if http_notifier is not None:
-            notify: _Notify = http_notifier()
-        elif getattr(raw, "session", None) is not None:
-            notify = _session_notifier(raw.session)
-        else:
-            raise RuntimeError("this request came on no session to send the completion on")
-        return ElicitationCompleter(elicitation_id, notify)
+        # (Each transport's context gives its session's notifier: RequestContext its
+        # Session's, HttpRequestContext one for the HTTP session's GET stream.)
+        return ElicitationCompleter(elicitation_id, self._raw._session_notifier())
 
     async def sample(
         self,

@@ -7,12 +7,16 @@ arrives, so handlers added later are seen by running sessions.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, final
 
 import attrs
+import trio
 
 from mcp_sansio import Connection, Era, RequestId, RequestReceived
+
+from ._errors import SessionClosed
 
 if TYPE_CHECKING:
     from mcp_sansio._http_auth import Principal, RequiredScopes
@@ -46,6 +50,10 @@ class InputRequiredResult:
     state: Any = None
     """Application state to get back with the retry."""
 
+
+_Notify: TypeAlias = Callable[[str, dict[str, Any] | None], Awaitable[bool]]
+"""``await notify(method, params)``: send a notification to one session; ``False``
+once it has ended (see :meth:`RequestFacts._session_notifier`)."""
 
 RequestHandler: TypeAlias = Callable[
     ["RequestContext"], Awaitable[dict[str, Any] | InputRequiredResult]
@@ -240,6 +248,18 @@ class RequestFacts:
         """The core's event, whole."""
         return self._event
 
+    def _session_notifier(self) -> _Notify:
+        """A sender of notifications to the session this request came on, holding it
+        weakly (it may outlive the request: ``ctx.elicitation_completer``): the one
+        way :class:`~mcp_trio.Context` reaches that session, whatever the transport
+        (each context class gives its own).
+
+        Raises:
+            RuntimeError: this context knows no session (a transport's own context
+                class that does not give one).
+        """
+        raise RuntimeError("this request came on no session to send notifications on")
+
 
 @final
 class RequestContext(RequestFacts):
@@ -309,6 +329,24 @@ class RequestContext(RequestFacts):
         ``notifications/initialized`` if this request was served before it;
         :meth:`send_request` waits here by itself."""
         await self.session.until_initialized()
+
+    def _session_notifier(self) -> _Notify:
+        """``session.notify``, holding the session weakly: ``False`` once it is
+        closed or gone (stdio, WebSocket, in memory)."""
+        session_ref = weakref.ref(self.session)
+
+        async def notify(method: str, params: dict[str, Any] | None) -> bool:
+            live = session_ref()
+            if live is None:
+                await trio.lowlevel.checkpoint()
+                return False
+            try:
+                await live.notify(method, params)
+            except SessionClosed:
+                return False
+            return True
+
+        return notify
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None

@@ -9,7 +9,7 @@ session (``session_id``) and a modern one to nothing but itself.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, final
 
@@ -20,7 +20,7 @@ from mcp_sansio import Connection, LocalProtocolError, RequestId, RequestReceive
 from mcp_sansio._http_auth import Principal
 from mcp_sansio._http_common import HttpRequest  # (not .http: serve_websocket needs no more)
 
-from ._handlers import RequestFacts
+from ._handlers import RequestFacts, _Notify
 
 if TYPE_CHECKING:
     from ._http_endpoint import Endpoint
@@ -191,7 +191,7 @@ class HttpRequestContext(RequestFacts):
         """
         return await self._session_notifier()(method, params)
 
-    def _session_notifier(self) -> Callable[[str, dict[str, Any] | None], Awaitable[bool]]:
+    def _session_notifier(self) -> _Notify:
         """:meth:`notify_session`, bound to this request's session and holding nothing
         else: the server weakly, so that a notifier kept after it stopped keeps it
         alive no more than the session (``ctx.elicitation_completer``)."""

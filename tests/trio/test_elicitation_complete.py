@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import gc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from functools import partial
-from typing import Any
+from typing import Any, cast
+from unittest.mock import patch
 
 import pytest
 import trio
+import trio.testing
 
-from mcp_sansio import ErrorCode, LocalProtocolError
+from mcp_sansio import Era, ErrorCode, LocalProtocolError, RequestReceived
 from mcp_sansio import types as t
 from mcp_trio import (
     Context,
     ElicitationCompleter,
     McpError,
     NotificationReceived,
+    RequestFacts,
+    StreamChannel,
     ToolError,
     open_client,
 )
@@ -42,6 +46,7 @@ class Payments:
     def __init__(self) -> None:
         self.server = Server("payments")
         self.pending: dict[str, ElicitationCompleter] = {}
+        self.done: dict[str, ElicitationCompleter] = {}
 
         @self.server.tool()
         async def pay(order: str, ctx: Context) -> str:
@@ -55,7 +60,12 @@ class Payments:
 
     async def paid(self, order: str) -> bool:
         """The provider's callback: the user paid ``order``."""
-        return await self.pending.pop(order)()
+        self.done[order] = complete = self.pending.pop(order)
+        return await complete()
+
+    async def paid_again(self, order: str) -> bool:
+        """The provider calls back again (the completer sends it again)."""
+        return await self.done[order]()
 
 
 class Client:
@@ -152,6 +162,53 @@ async def test_the_completer_holds_its_session_weakly() -> None:
         assert complete.elicitation_id == "o-1"
         assert repr(complete) == "<ElicitationCompleter 'o-1'>"
         assert await payments.paid("o-1") is False
+
+
+@asynccontextmanager
+async def served_on(server: Server, transport: str) -> AsyncIterator[Any]:
+    """``server`` served on ``transport`` for the block: what a client opens."""
+    async with trio.open_nursery() as nursery:
+        if transport == "stdio":
+            to_server, stdin = trio.testing.memory_stream_one_way_pair()
+            stdout, from_server = trio.testing.memory_stream_one_way_pair()
+            nursery.start_soon(partial(server.serve_stdio, stdin=stdin, stdout=stdout))
+            yield StreamChannel(to_server, from_server)
+        else:
+            serve = server.serve_http if transport == "http" else server.serve_websocket
+            handle = await nursery.start(partial(serve, port=0))
+            yield handle.url
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "websocket", "http", "memory"])
+async def test_each_transport_carries_the_completion_after_the_call(transport: str) -> None:
+    payments, client = Payments(), Client()
+    with trio.fail_after(10):
+        if transport == "memory":
+            target: AbstractAsyncContextManager[Any] = nullcontext(payments.server)
+        else:
+            target = served_on(payments.server, transport)
+        async with target as where, client.opened(where) as session:
+            assert (await session.call_tool("pay", {"order": "o-1"})).text == "accept"
+            assert await payments.paid("o-1") is True
+            await client.arrived.wait()
+        assert await payments.paid_again("o-1") is False  # (the session is gone)
+    assert client.completed == [{"elicitationId": "o-1"}]
+
+
+async def test_a_request_context_of_no_known_transport_has_no_session_to_complete_on() -> None:
+    class Elsewhere(RequestFacts):
+        """A transport of the user's own, whose request context has no session."""
+
+    event = RequestReceived(
+        request_id=1, method="tools/call", params={}, era=Era.LEGACY, protocol_version="2025-11-25"
+    )
+    ctx = Context(cast(Any, Elsewhere(event)))
+    with (
+        patch.object(Context, "client_capabilities", URL_CAPS),
+        pytest.raises(RuntimeError, match="no session"),
+    ):
+        ctx.elicitation_completer("e-1")
 
 
 async def test_over_http_the_completion_goes_on_the_get_stream_of_that_client_only() -> None:
