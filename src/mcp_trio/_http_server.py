@@ -81,7 +81,6 @@ from ._http_auth import (
     BearerAuth,
     declared_scopes,
     expiry_clock,
-    hook_scopes,
     note_advertised_scopes,
     run_authenticate,
 )
@@ -90,6 +89,7 @@ from ._http_context import PEER_ADDRESS, REQUEST_HEAD
 from ._http_endpoint import Endpoint, ResponseSlot
 from ._http_h11 import END_OF_MESSAGE
 from ._http_wire import H11Stream, WireError
+from ._pool import scopes_needed
 from ._serve_handle import ListeningHandle
 from ._util import RefusedHosts, is_loopback_host, plain_interrupt, turn_away
 
@@ -944,25 +944,16 @@ class _Connection:
 def _scopes_of(
     hooks: tuple[RequiredScopes, ...], base: frozenset[str] = frozenset()
 ) -> RequiredScopes:
-    """One ``required_scopes`` for the core: the union of ``hooks``' scopes, each
-    checked to be a scope token a challenge can carry (``hook_scopes``), and, for a
-    request that needs any, ``base``: the scopes the authenticator requires of every
-    request (:func:`declared_scopes`), already checked by it but needed by this
-    request too, so that its ``403`` challenge names them (2025-11-25
-    basic/authorization.mdx: the scopes "needed to satisfy the current request"). A
-    hook that raises, or names what is no scope token, is logged here: the core answers
-    ``500`` and has no logging."""
+    """One ``required_scopes`` for the core: :func:`~mcp_trio._pool.scopes_needed` of
+    ``hooks`` and ``base`` (the authenticator's scopes, :func:`declared_scopes`), the
+    rule a session applies over WebSocket too. A hook that raises, or names what is
+    no scope token, is logged here: the core answers ``500`` and has no logging."""
 
     def required_scopes(
         principal: Principal, method: str, params: dict[str, Any] | None
     ) -> Collection[str]:
         try:
-            needed: frozenset[str] = frozenset()
-            for hook in hooks:
-                scopes = hook(principal, method, params)
-                if scopes:  # (usually nothing)
-                    needed |= hook_scopes(scopes)
-            return needed | base if needed else needed
+            return scopes_needed(hooks, principal, method, params, base)
         except Exception:
             logger.exception("required_scopes failed for %r", method)
             raise

@@ -35,7 +35,7 @@ until none is left.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, final
 
@@ -239,6 +239,35 @@ class HandlerPool:
             await self._changed.wait()
 
 
+def scopes_needed(
+    hooks: Iterable[RequiredScopes],
+    principal: Principal,
+    method: str,
+    params: dict[str, Any] | None,
+    base_scopes: frozenset[str] = frozenset(),
+) -> frozenset[str]:
+    """The scopes a request needs, one rule for every transport (``serve_http``'s core
+    hook, a session's check before dispatch): the union of what ``hooks`` name, each
+    answer checked to be scope tokens a challenge can carry (``hook_scopes``), and, for
+    a request that needs any, ``base_scopes``: those the authenticator requires of
+    every request (``declared_scopes``), already checked by it but needed by this
+    request too, so that a refusal names them (2025-11-25 basic/authorization.mdx:
+    the scopes "needed to satisfy the current request").
+
+    Raises:
+        Exception: what a hook raises, or ``ValueError`` for what is no scope token
+            (the caller logs it and refuses the request).
+    """
+    needed: frozenset[str] = frozenset()
+    for hook in hooks:
+        scopes = hook(principal, method, params)
+        if scopes:  # (usually nothing)
+            from ._http_auth import hook_scopes  # noqa: PLC0415 (stdio loads no HTTP)
+
+            needed |= hook_scopes(scopes)
+    return needed | base_scopes if needed else needed
+
+
 def checked_scopes(
     required_scopes: RequiredScopes,
     principal: Principal,
@@ -253,16 +282,13 @@ def checked_scopes(
     ``resource_metadata`` when given, or -32603 for a failing ``required_scopes``
     (logged here, once). A request that needs any needs ``base_scopes`` too (the
     authenticator's, ``Session.base_scopes``): the refusal names them, as the
-    Streamable HTTP challenge does (``serve_http``)."""
+    Streamable HTTP challenge does (:func:`scopes_needed`, the rule of both)."""
     try:
-        needed = required_scopes(principal, method, params)
-        if not needed:
+        found = scopes_needed((required_scopes,), principal, method, params, base_scopes)
+        if not found:
             return frozenset()  # (the usual case: nothing to check)
         from mcp_sansio._http_auth import insufficient_scope  # noqa: PLC0415 (stdio loads no HTTP)
 
-        from ._http_auth import hook_scopes  # noqa: PLC0415 (the same)
-
-        found = hook_scopes(needed) | base_scopes
         refused = insufficient_scope(principal, found, resource_metadata=resource_metadata)
         return found if refused is None else refused
     except Exception:

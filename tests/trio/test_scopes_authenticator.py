@@ -23,11 +23,13 @@ import trio
 from mcp_sansio.http import HttpRequest
 from mcp_trio import (
     BearerAuth,
+    Context,
     HttpServerConfig,
     McpError,
     Principal,
     ProtectedResourceMetadata,
     Server,
+    open_client,
 )
 from mcp_trio._http_auth import declared_scopes
 from mcp_trio._websocket import open_websocket_client
@@ -206,3 +208,27 @@ async def test_websocket_error_names_the_authenticators_scopes_too(
             listen = {"notifications": {"resourceSubscriptions": ["notes://7"]}}
             data = await _ws_refusal(handle.url, era, "subscriptions/listen", listen)
             assert data["scope"] == "files:read files:write"
+
+
+@pytest.mark.parametrize("transport", ["http", "websocket"])
+async def test_a_hook_that_names_only_offline_access_needs_nothing_on_either_transport(
+    nursery: trio.Nursery, transport: str
+) -> None:
+    # One rule (scopes_needed) on both: WebSocket's session added the authenticator's
+    # scopes once the hook had answered anything, even what was then dropped
+    # (offline_access), where HTTP added them only to scopes actually needed.
+    server = Server("edge", required_scopes=lambda principal, method, params: "offline_access")
+
+    @server.tool()
+    async def needed(ctx: Context) -> list[str] | None:
+        return None if ctx.needed_scopes is None else sorted(ctx.needed_scopes)
+
+    auth = BearerAuth(verify_token=verify, required_scopes="files:read")
+    serve = server.serve_http if transport == "http" else server.serve_websocket
+    handle = await nursery.start(partial(serve, port=0, authenticate=auth))
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_client(
+            handle.url, headers={"Authorization": "Bearer reader"}, era="legacy"
+        ) as client:
+            result = await client.call_tool("needed")
+    assert result.structured_content == {"result": []}
