@@ -701,7 +701,7 @@ class ClientCredentials:
     """An OAuth client's identity at one authorization server.
 
     Raises:
-        ValueError: a ``client_secret`` without its ``issuer``.
+        ValueError: a ``client_secret`` or a ``private_key`` without its ``issuer``.
     """
 
     client_id: str

@@ -225,6 +225,7 @@ class Skill:
 
     @property
     def description(self) -> str:
+        """What the skill does and when to use it, from its frontmatter."""
         return str(self.frontmatter["description"])
 
     @property

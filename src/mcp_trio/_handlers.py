@@ -55,18 +55,6 @@ _Notify: TypeAlias = Callable[[str, dict[str, Any] | None], Awaitable[bool]]
 """``await notify(method, params)``: send a notification to one session; ``False``
 once it has ended (see :meth:`RequestFacts._session_notifier`)."""
 
-RequestHandler: TypeAlias = Callable[
-    ["RequestContext"], Awaitable[dict[str, Any] | InputRequiredResult]
-]
-"""``async def handler(ctx: RequestContext) -> dict``: the result object, or raise
-:class:`~mcp_trio.McpError` to answer with an error (modern era: or return an
-:class:`InputRequiredResult`)."""
-NotificationHandler: TypeAlias = Callable[["NotificationContext"], Awaitable[None]]
-"""``async def handler(ctx: NotificationContext) -> None``."""
-
-_RH = TypeVar("_RH", bound=RequestHandler)
-_NH = TypeVar("_NH", bound=NotificationHandler)
-
 
 @final
 class Handlers:
@@ -380,3 +368,19 @@ class NotificationContext:
     """Modern era: the ``subscriptions/listen`` request it belongs to, if any."""
     principal: Principal | None = None
     """Who sent it (``serve_websocket(authenticate=...)``), or ``None``."""
+
+
+# Defined after the context classes, with the classes themselves (not strings), so
+# typing.get_type_hints resolves a user's annotation in a module that does not
+# import the context classes.
+RequestHandler: TypeAlias = Callable[
+    [RequestContext], Awaitable[dict[str, Any] | InputRequiredResult]
+]
+"""``async def handler(ctx: RequestContext) -> dict``: the result object, or raise
+:class:`~mcp_trio.McpError` to answer with an error (modern era: or return an
+:class:`InputRequiredResult`)."""
+NotificationHandler: TypeAlias = Callable[[NotificationContext], Awaitable[None]]
+"""``async def handler(ctx: NotificationContext) -> None``."""
+
+_RH = TypeVar("_RH", bound=RequestHandler)
+_NH = TypeVar("_NH", bound=NotificationHandler)
