@@ -124,6 +124,17 @@ def validate_message(
     if method is not None:
         name = _method_defs(version).get(method)
         if name is not None:
+            if strict and "jsonrpc" not in _defs(version)[name]["properties"]:
+                # Before 2025-11-25 a request's definition holds its method and params
+                # only (the envelope is JSONRPCRequest's, checked above), and writes
+                # its params out without the ``_meta`` every request's and
+                # notification's params have (``Request``, ``Notification``).
+                base = "Request" if "id" in message else "Notification"
+                message = {k: v for k, v in message.items() if k not in ("jsonrpc", "id")}
+                params = message.get("params")
+                if isinstance(params, dict) and "_meta" in params:
+                    assert "_meta" in _defs(version)[base]["properties"]["params"]["properties"]
+                    message["params"] = {k: v for k, v in params.items() if k != "_meta"}
             validate(version, name, message, strict=strict)
         return
     if "result" in message and message["result"].get("resultType") == "input_required":

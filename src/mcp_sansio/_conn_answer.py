@@ -19,7 +19,7 @@ from ._errors import ErrorData, LocalProtocolError
 from ._events import RequestReceived
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
-from ._revision_fields import fit
+from ._revision_fields import RESULTS_FITTED, fit, fit_result
 
 
 class _Answering(_ConnectionBase):
@@ -31,7 +31,11 @@ class _Answering(_ConnectionBase):
         """Answer the peer's request ``request_id`` with ``result``.
 
         In the modern era the core adds ``resultType``, ``_meta`` server info and
-        caching hints. An answer for a request the peer cancelled (or that was
+        caching hints. In a legacy session a client's answer to ``roots/list`` or
+        ``sampling/createMessage`` goes without what the session's revision lacks
+        (``_revision_fields.RESULTS_FITTED``: a root's ``_meta``, content fields).
+
+        An answer for a request the peer cancelled (or that was
         abandoned by a close) is dropped silently, however late it comes: such a
         request keeps its place against ``max_inflight_requests`` until it is
         answered (with a result or an error), so answer every
@@ -80,6 +84,9 @@ class _Answering(_ConnectionBase):
                 kind = result["resultType"]  # (decorate_result made sure of a string)
                 if kind != _COMPLETE:
                     self._check_result_type(kind, inbound, result)
+        elif inbound.method in RESULTS_FITTED and self._version is not None:
+            # A client's answer to a legacy server, in the session's revision's terms.
+            result = fit_result(inbound.method, result, self._version)
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]

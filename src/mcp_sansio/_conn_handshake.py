@@ -31,8 +31,9 @@ def _capabilities_of(version: str, capabilities: dict[str, Any]) -> dict[str, An
     "Both parties MUST respect the negotiated protocol version"). No elicitation before
     2025-06-18; before 2025-11-25 no modes (``form``, ``url``) in its capability, whose
     empty object means the one kind there is, a form: declared by a client that takes
-    forms, left out by one that takes URLs only."""
-    fitted = fit("ClientCapabilities", capabilities, version)
+    forms, left out by one that takes URLs only. Nor the tasks extension, modern-only
+    (a legacy server is not offered it either: ``without_tasks_extension``)."""
+    fitted = fit("ClientCapabilities", _tasks.without_tasks_extension(capabilities), version)
     if fitted is capabilities:
         return capabilities
     out = dict(fitted)
@@ -57,7 +58,8 @@ class _Handshake(_ConnectionBase):
         params = {
             "protocolVersion": version,
             "capabilities": _capabilities_of(version, self._capabilities),
-            "clientInfo": self.config.implementation,
+            # (no ``title`` before 2025-06-18, no ``icons``... before 2025-11-25)
+            "clientInfo": fit("Implementation", self.config.implementation, version),
         }
         self._register_out(
             rid, "initialize", params, _LEGACY, now, None, self.config.request_timeout

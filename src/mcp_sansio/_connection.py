@@ -66,6 +66,7 @@ from ._errors import LocalProtocolError
 from ._events import Event, RequestTimedOut
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, notification, request
+from ._revision_fields import LACKING, PARAMS_FITTED, fit_params
 from ._state import PRE_READY_REQUESTS, PRE_READY_SERVER_NOTIFICATIONS, LifecycleState
 from ._versions import FOREIGN_METHODS, Era, Revision, has_capability
 
@@ -433,6 +434,10 @@ class Connection(_Receiving, _Answering):
             related_request_id: legacy server: the client request this one is made
                 for (routing hint for HTTP bindings).
 
+        Legacy: what ``params`` holds that the session's revision lacks is left out of
+        what is sent (``_revision_fields.PARAMS_FITTED``: a ``SamplingMessage``'s and its
+        content's later fields, ``completion/complete``'s ``context`` before 2025-06-18).
+
         While :meth:`restart_session` waits for the new session, the request is held
         (nothing goes out; see there), checked against the forgotten session's
         capabilities; its timer runs from ``now`` all the same.
@@ -557,8 +562,12 @@ class Connection(_Receiving, _Answering):
         if era is _MODERN:
             assert self._version is not None
             params = self._modern_params(params, self._version, token, log_level)
-        elif token is not None:
-            params = _modern.attach_meta(params, {"progressToken": token})
+        else:
+            version = self._version
+            if params is not None and method in PARAMS_FITTED and version is not None:
+                params = fit_params(method, params, version)
+            if token is not None:
+                params = _modern.attach_meta(params, {"progressToken": token})
         payload = dumps(request(rid, method, params))
         self._next_id = rid
         if era is _MODERN and method == "subscriptions/listen":
@@ -610,9 +619,10 @@ class Connection(_Receiving, _Answering):
             raise LocalProtocolError(f"a {self.role} does not send {method!r}")
         elif method in FOREIGN_METHODS[revision.version]:
             raise _foreign(method, revision.version)
-        if not restarting:
+        if not restarting and not (method in PARAMS_FITTED and revision.version in LACKING):
             # (Restarting: checked against the forgotten session's facts, so not cached;
-            # the fast path must not send it past the hold either.)
+            # the fast path must not send it past the hold either. Nor one whose params
+            # are fitted to the revision: the fast path sends them as they are.)
             self._send_ok.add(method)
 
     def _check_modern_client_send(self, method: str) -> None:

@@ -8,24 +8,45 @@ know, but a strict one (``additionalProperties: false``, as generated validators
 typed models often are) refuses the whole message.
 
 :data:`FIELDS_SINCE` says, for each object a server sends of which some revision lacks
-a field (and the few a client sends: its capabilities, a progress notification's
-params), the first revision whose schema has that field; it is read off each
-revision's ``schema.json`` (``tests/core/test_revision_fields.py`` checks it against
-them). :func:`fit` takes such an object, built for the newest revision, and leaves out
-what the session's revision lacks, in the objects it holds too (a resource's
-``annotations``, a prompt's ``arguments``). Content types a revision lacks altogether
-(audio, resource links) are a binding's to translate, not this table's.
+a field (and those a client sends: its capabilities and ``clientInfo``, a progress
+notification's params, ``completion/complete``'s, its roots), the first revision whose
+schema has that field; it is read off each revision's ``schema.json``
+(``tests/core/test_revision_fields.py`` checks it against them). :func:`fit` takes
+such an object, built for the newest revision, and leaves out what the session's
+revision lacks, in the objects it holds too (a resource's ``annotations``, a prompt's
+``arguments``); :func:`fit_content` and :func:`fit_sampling_message` do so for content
+blocks, which a ``type`` tells apart. Content types a revision lacks altogether (audio,
+resource links) are a binding's to translate or refuse, not this table's.
+
+Capabilities are the one open object (every schema: "not a closed set: any server can
+define its own, additional capabilities"): ``extensions`` is not in the table, so an
+extension a binding serves in a legacy session (skills) is declared there, as the
+extension's own SDK does on a 2025 session. One it does not serve there is the
+binding's to leave out (``without_tasks_extension``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
 from ._versions import LEGACY_VERSIONS
 
-__all__ = ["FIELDS_SINCE", "LACKING", "NESTED", "fit"]
+__all__ = [
+    "CONTENT_DEFINITIONS",
+    "FIELDS_SINCE",
+    "LACKING",
+    "NESTED",
+    "PARAMS_FITTED",
+    "RESULTS_FITTED",
+    "fit",
+    "fit_content",
+    "fit_params",
+    "fit_result",
+    "fit_sampling_message",
+]
 
 _2025_03: Final = "2025-03-26"
 _2025_06: Final = "2025-06-18"
@@ -33,9 +54,10 @@ _2025_11: Final = "2025-11-25"
 
 #: ``(definition, field, the first revision whose schema has it)``: the fields of what a
 #: server sends that some legacy revision lacks (2024-11-05 has every field not listed).
-#: ``ElicitationCapability`` is ``ClientCapabilities.elicitation`` and
-#: ``ProgressNotificationParams`` a progress notification's ``params``, which older
-#: schemas write out in place.
+#: ``ElicitationCapability`` is ``ClientCapabilities.elicitation``, and
+#: ``ProgressNotificationParams`` and ``CompleteRequestParams`` the ``params`` of a
+#: progress notification and of ``completion/complete``, which older schemas write out
+#: in place.
 FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
     # initialize
     ("ServerCapabilities", "completions", _2025_03),
@@ -69,7 +91,11 @@ FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
     ("EmbeddedResource", "_meta", _2025_06),
     ("ResourceLink", "icons", _2025_11),
     ("ResourceContents", "_meta", _2025_06),
-    # what a client or either side sends (the core)
+    # sampling (a server asks; the messages hold content blocks, as above)
+    ("SamplingMessage", "_meta", _2025_11),
+    # what a client or either side sends (the core, and a client's answers)
+    ("Root", "_meta", _2025_06),
+    ("CompleteRequestParams", "context", _2025_06),
     ("ClientCapabilities", "elicitation", _2025_06),
     ("ClientCapabilities", "tasks", _2025_11),
     ("ElicitationCapability", "form", _2025_11),
@@ -96,6 +122,19 @@ NESTED: Mapping[str, tuple[tuple[str, str, bool], ...]] = MappingProxyType(
             ("resource", "ResourceContents", False),
         ),
         "ClientCapabilities": (("elicitation", "ElicitationCapability", False),),
+        "ListRootsResult": (("roots", "Root", True),),
+    }
+)
+
+#: The definition of a content block by its ``type`` (``ContentBlock``; a
+#: ``SamplingMessage`` holds some of them), for :func:`fit_content`.
+CONTENT_DEFINITIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "text": "TextContent",
+        "image": "ImageContent",
+        "audio": "AudioContent",
+        "resource": "EmbeddedResource",
+        "resource_link": "ResourceLink",
     }
 )
 
@@ -156,3 +195,102 @@ def _fit(
                 out = dict(value)
             out[field] = fitted
     return value if out is None else out
+
+
+def fit_content(content: Any, version: str) -> Any:
+    """``content``, a content block or a list of them (a ``SamplingMessage``'s, a
+    ``CreateMessageResult``'s), without the fields ``version`` lacks, by each block's
+    ``type`` (:data:`CONTENT_DEFINITIONS`). A block of a type not there, or no
+    mapping, is left as it is: a type the revision lacks is its sender's to refuse or
+    translate. Returns ``content`` itself when nothing is left out."""
+    lacking = LACKING.get(version)
+    if lacking is None:
+        return content
+    if isinstance(content, list):
+        items = [_fit_block(lacking, block) for block in content]
+        return items if any(n is not o for n, o in zip(items, content, strict=True)) else content
+    return _fit_block(lacking, content)
+
+
+def _fit_block(lacking: Mapping[str, frozenset[str]], block: Any) -> Any:
+    if not isinstance(block, Mapping):
+        return block
+    kind = block.get("type")
+    definition = CONTENT_DEFINITIONS.get(kind) if isinstance(kind, str) else None
+    return block if definition is None else _fit(lacking, definition, block)
+
+
+def fit_sampling_message(message: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    """A ``SamplingMessage`` without the fields ``version`` lacks, its content's
+    (:func:`fit_content`) included. Returns ``message`` itself when nothing is left
+    out."""
+    lacking = LACKING.get(version)
+    if lacking is None:
+        return message
+    out = _fit(lacking, "SamplingMessage", message)
+    content = out.get("content")
+    fitted = fit_content(content, version)
+    if fitted is content:
+        return out
+    return {**out, "content": fitted}
+
+
+_Fitter = Callable[[Mapping[str, Any], str], Mapping[str, Any]]
+
+
+def _fit_create_message(params: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    messages = params.get("messages")
+    if not isinstance(messages, list):
+        return params
+    fitted = [fit_sampling_message(m, version) if isinstance(m, Mapping) else m for m in messages]
+    if all(new is old for new, old in zip(fitted, messages, strict=True)):
+        return params
+    return {**params, "messages": fitted}
+
+
+def _fit_sampled(result: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    content = result.get("content")
+    fitted = fit_content(content, version)
+    return result if fitted is content else {**result, "content": fitted}
+
+
+#: The requests whose params the core fits to a legacy session's revision (what the
+#: binding builds in the newest terms, the core sends in the session's): a server's
+#: ``sampling/createMessage`` messages, a client's ``completion/complete``.
+PARAMS_FITTED: Mapping[str, _Fitter] = MappingProxyType(
+    {
+        "sampling/createMessage": _fit_create_message,
+        "completion/complete": functools.partial(fit, "CompleteRequestParams"),
+    }
+)
+
+#: The requests whose results the core fits the same way: a client's answers, to
+#: ``sampling/createMessage`` (its content) and ``roots/list`` (each root's ``_meta``).
+#: (A server's answers are its binding's to fit: it translates content types too.)
+RESULTS_FITTED: Mapping[str, _Fitter] = MappingProxyType(
+    {
+        "sampling/createMessage": _fit_sampled,
+        "roots/list": functools.partial(fit, "ListRootsResult"),
+    }
+)
+
+
+def fit_params(method: str, params: dict[str, Any], version: str) -> dict[str, Any]:
+    """The params of a ``method`` request without the fields ``version`` lacks
+    (:data:`PARAMS_FITTED`); ``params`` itself when nothing is left out, else a new
+    dict (``params`` is never changed)."""
+    fitter = PARAMS_FITTED.get(method)
+    if fitter is None or version not in LACKING:
+        return params
+    fitted = fitter(params, version)
+    return params if fitted is params else dict(fitted)
+
+
+def fit_result(method: str, result: dict[str, Any], version: str) -> dict[str, Any]:
+    """The result of a ``method`` request without the fields ``version`` lacks
+    (:data:`RESULTS_FITTED`); ``result`` itself when nothing is left out."""
+    fitter = RESULTS_FITTED.get(method)
+    if fitter is None or version not in LACKING:
+        return result
+    fitted = fitter(result, version)
+    return result if fitted is result else dict(fitted)

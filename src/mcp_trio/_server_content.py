@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal, final
 import attrs
 
 from mcp_sansio import unstructure
-from mcp_sansio._revision_fields import LACKING, fit
+from mcp_sansio._revision_fields import LACKING, fit, fit_content
 from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import to_jsonable
@@ -66,17 +66,6 @@ _MISSING_CONTENT_TYPES: Mapping[str, frozenset[str]] = MappingProxyType(
 UNSTRUCTURED_VERSIONS = frozenset(v for v, r in REVISIONS.items() if not r.structured_output)
 """The protocol versions without structured tool output (``Revision.structured_output``):
 ``structuredContent`` and ``outputSchema`` came in 2025-06-18."""
-
-_BLOCK_DEFINITIONS: Mapping[str, str] = MappingProxyType(
-    {
-        "text": "TextContent",
-        "image": "ImageContent",
-        "audio": "AudioContent",
-        "resource": "EmbeddedResource",
-        "resource_link": "ResourceLink",
-    }
-)
-"""Each content block ``type``: its definition in the schema."""
 
 _ADAPTED_VERSIONS = frozenset(_MISSING_CONTENT_TYPES) | UNSTRUCTURED_VERSIONS | frozenset(LACKING)
 """The protocol versions whose results :func:`adapt_tool_result` may change (the others
@@ -734,7 +723,7 @@ def adapt_block(block: Any, protocol_version: str) -> Any:
     an ``EmbeddedResource`` whose ``blob`` is the audio (URI ``urn:mcp-trio:audio:<hash of
     the data>``, same ``mimeType``); a resource link (before 2025-06-18) a text block naming
     the resource (title or name, URI, MIME type and description). Then the fields that
-    revision's block lacks are left out (``mcp_sansio._revision_fields.fit``). A block
+    revision's block lacks are left out (``mcp_sansio._revision_fields.fit_content``). A block
     with nothing to change is returned as it is.
     """
     if protocol_version not in _ADAPTED_VERSIONS or not isinstance(block, Mapping):
@@ -743,9 +732,7 @@ def adapt_block(block: Any, protocol_version: str) -> Any:
     missing = _MISSING_CONTENT_TYPES.get(protocol_version)
     if missing and kind in missing:
         block = _audio_as_resource(block) if kind == "audio" else _link_as_text(block)
-        kind = block["type"]
-    definition = _BLOCK_DEFINITIONS.get(kind) if isinstance(kind, str) else None
-    return block if definition is None else fit(definition, block, protocol_version)
+    return fit_content(block, protocol_version)
 
 
 def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mcp_sansio import LEGACY_VERSIONS, ConnectionConfig
+from mcp_sansio import LEGACY_VERSIONS, ConnectionConfig, RequestReceived
 from mcp_sansio._revision_fields import FIELDS_SINCE, LACKING, NESTED, fit
 from tests.schema import _defs, validate_message
 
@@ -34,6 +34,11 @@ def _fields(version: str, definition: str) -> set[str] | None:
     if definition == "ElicitationCapability":  # (written out in ClientCapabilities)
         held = defs["ClientCapabilities"]["properties"].get("elicitation")
         return None if held is None else set(held.get("properties", {}))
+    if definition == "CompleteRequestParams" and definition not in defs:
+        # Before 2025-11-25 written out in the request, with the ``_meta`` of every
+        # request's params (``Request``) left to the base.
+        held = defs["CompleteRequest"]["properties"]["params"]["properties"]
+        return set(held) | set(defs["Request"]["properties"]["params"]["properties"])
     if definition == "ProgressNotificationParams" and definition not in defs:
         # Before 2025-11-25 written out in the notification.
         return set(defs["ProgressNotification"]["properties"]["params"]["properties"])
@@ -166,3 +171,143 @@ def test_initialize_answers_with_what_the_revision_defines(version: str) -> None
     assert SERVER_CAPS["completions"] == {}  # (what was configured is left as it was)
     assert INFO["title"] == "S"
     validate_message(version, answer, "initialize", strict=True)
+
+
+# ---------------------------------------------------------------------- what a client sends
+
+ICONS = [{"src": "https://example.com/i.png"}]
+TEXT = {
+    "type": "text",
+    "text": "t",
+    "annotations": {"priority": 1, "lastModified": "2025-01-01T00:00:00Z"},
+    "_meta": {"k": 1},
+}
+OLD_TEXT = {"type": "text", "text": "t", "annotations": {"priority": 1}}
+
+
+def legacy_pair(version: str, client_caps: dict[str, Any] = CLIENT_CAPS) -> ConnectionPair:
+    client = ConnectionConfig(
+        implementation=INFO,
+        capabilities=client_caps,
+        supported_versions=(version,),
+        era="legacy",
+    )
+    server = ConnectionConfig(
+        implementation={"name": "s", "version": "1"}, capabilities=SERVER_CAPS
+    )
+    pair = ConnectionPair(client, server)
+    pair.handshake()
+    return pair
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_initialize_asks_with_what_the_revision_defines(version: str) -> None:
+    # Both parties "MUST respect the negotiated protocol version" (lifecycle.mdx): the
+    # clientInfo is an Implementation, fitted as the serverInfo is; the tasks extension
+    # is modern-only, as a legacy server does not offer it either.
+    caps = {**CLIENT_CAPS, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    pair = legacy_pair(version, caps)
+    ((_, asked), _) = [(s, m) for s, m in pair.wire if s == "client"][:2]
+    params = asked["params"]
+    assert (
+        set(params["clientInfo"])
+        == {
+            "2024-11-05": {"name", "version"},
+            "2025-03-26": {"name", "version"},
+            "2025-06-18": {"name", "version", "title"},
+            "2025-11-25": set(INFO),
+        }[version]
+    )
+    assert "extensions" not in params["capabilities"]
+    assert caps["extensions"] and INFO["title"] == "S"  # (what was configured is kept)
+    validate_message(version, asked, strict=True)
+
+
+def test_initialize_keeps_an_extension_the_binding_serves() -> None:
+    # Capabilities are not a closed set in any revision ("any client can define its
+    # own, additional capabilities"): an extension other than tasks goes as it is.
+    caps: dict[str, Any] = {
+        "extensions": {"com.example/x": {}, "io.modelcontextprotocol/tasks": {}}
+    }
+    pair = legacy_pair("2024-11-05", caps)
+    asked = pair.wire[0][1]
+    assert asked["params"]["capabilities"] == {"extensions": {"com.example/x": {}}}
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_completion_context_only_where_the_revision_has_it(version: str) -> None:
+    pair = legacy_pair(version)
+    params = {
+        "ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "a", "value": ""},
+        "context": {"arguments": {"b": "c"}},
+    }
+    before = copy.deepcopy(params)
+    for _ in range(2):  # (the second goes by the fast path, where one was sent before)
+        pair.client.send_request("completion/complete", params, now=0.0)
+        pair.deliver(pair.client)
+    sent = [m for s, m in pair.wire if s == "client" and m.get("method") == "completion/complete"]
+    has = version in ("2025-06-18", "2025-11-25")
+    assert [("context" in m["params"]) for m in sent] == [has, has]
+    assert params == before
+    for message in sent:
+        validate_message(version, message, strict=True)
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_a_client_answers_with_what_the_revision_defines(version: str) -> None:
+    pair = legacy_pair(version)
+    pair.server.send_request("roots/list", None, now=0.0)
+    message = {"role": "user", "content": {"type": "text", "text": "q"}}
+    pair.server.send_request(
+        "sampling/createMessage", {"messages": [message], "maxTokens": 1}, now=0.0
+    )
+    asked = [e for e in pair.deliver(pair.server) if isinstance(e, RequestReceived)]
+    roots: dict[str, Any] = {"roots": [{"uri": "file:///w", "name": "w", "_meta": {"k": 1}}]}
+    sampled = {"role": "assistant", "content": TEXT, "model": "m", "_meta": {"k": 1}}
+    before = copy.deepcopy((roots, sampled))
+    for event, result in zip(asked, (roots, sampled), strict=True):
+        pair.client.send_result(event.request_id, result)
+    pair.deliver(pair.client)
+    roots_answer, sampled_answer = (m for s, m in pair.wire[-2:])
+    assert (roots, sampled) == before  # (never changed in place)
+    titled = version in ("2025-06-18", "2025-11-25")
+    assert (
+        roots_answer["result"] == roots
+        if titled
+        else {"roots": [{"uri": "file:///w", "name": "w"}]}
+    )
+    assert sampled_answer["result"] == (
+        sampled if titled else {**sampled, "content": OLD_TEXT}
+    )  # (a result's own _meta is every revision's)
+    validate_message(version, roots_answer, "roots/list", strict=True)
+    validate_message(version, sampled_answer, "sampling/createMessage", strict=True)
+
+
+# ---------------------------------------------------------------------- what a server asks
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_a_sampling_request_holds_what_the_revision_defines(version: str) -> None:
+    pair = legacy_pair(version)
+    blocks: Any = [TEXT, TEXT] if version == "2025-11-25" else TEXT  # (lists: 2025-11-25)
+    params: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "content": blocks, "_meta": {"k": 1}},
+            {"role": "user", "content": {"type": "text", "text": "plain"}},
+        ],
+        "maxTokens": 1,
+    }
+    before = copy.deepcopy(params)
+    pair.server.send_request("sampling/createMessage", params, now=0.0)
+    pair.deliver(pair.server)
+    asked = pair.wire[-1][1]
+    assert params == before
+    first, second = asked["params"]["messages"]
+    assert second == params["messages"][1]
+    if version == "2025-11-25":
+        assert first == params["messages"][0]
+    else:
+        titled = version == "2025-06-18"
+        assert first == {"role": "user", "content": TEXT if titled else OLD_TEXT}
+    validate_message(version, asked, strict=True)
