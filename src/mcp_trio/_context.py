@@ -979,7 +979,10 @@ class Context(Generic[L]):
                 / ``tool_choice`` are given before 2025-11-25; the
                 client's error (legacy) if it refuses; -32602 if its answer is malformed.
             ValueError: a string of the request holds a lone surrogate (which no JSON
-                text can carry), before anything is sent; the session goes on.
+                text can carry), or a message's ``_meta`` (or its content's) a key that
+                is malformed or of a prefix reserved for MCP (basic/index.mdx#_meta, as
+                registration refuses in a definition's ``meta``), before anything is
+                sent; the session goes on.
         """
         params: dict[str, Any] = {"messages": sampling_messages(messages), "maxTokens": max_tokens}
         _check_sampling_content(params["messages"], self.protocol_version)

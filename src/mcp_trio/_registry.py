@@ -41,6 +41,7 @@ from ._jsonschema import (
 )
 from ._server_content import (
     check_mime_type,
+    meta_keys_problem,
     plain_annotations,
     plain_icons,
     plain_tool_annotations,
@@ -284,60 +285,20 @@ def _canonical_spelling(text: str, value: Any) -> bool:
     return True
 
 
-# basic/index.mdx, "_meta": a key is an optional prefix -- labels separated by dots,
-# each starting with a letter and ending with a letter or digit, hyphens between; then
-# "/" -- and a name, empty or beginning and ending with an alphanumeric, "-", "_" and
-# "." between. A prefix whose second label is "modelcontextprotocol" or "mcp" is
-# reserved for MCP use.
-_META_LABEL = re.compile(r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
-_META_NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?")
-_RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
-
-
-def meta_key_problem(key: object) -> str | None:
-    """Why ``key`` may not be a key of a ``_meta`` object we send, or ``None``: it is
-    malformed, or in MCP's reserved namespace (``io.modelcontextprotocol/...``,
-    ``dev.mcp/...``: the spec's and its official extensions' keys, not a server
-    author's)."""
-    if not isinstance(key, str):
-        return f"must be a string, not {type(key).__name__}"
-    prefix, slash, name = key.rpartition("/")
-    if slash:
-        labels = prefix.split(".")
-        if not all(_META_LABEL.fullmatch(label) for label in labels):
-            return (
-                "has a malformed prefix: labels separated by dots, each starting with a "
-                "letter and ending with a letter or digit (letters, digits and '-' between), "
-                "then '/' (such as 'com.example/')"
-            )
-        if len(labels) > 1 and labels[1].lower() in _RESERVED_LABELS:
-            return (
-                "has a prefix reserved for MCP (its second label is 'modelcontextprotocol' "
-                "or 'mcp'); use a prefix of your own, such as 'com.example/'"
-            )
-    if not _META_NAME.fullmatch(name):
-        return (
-            "has a malformed name: it must begin and end with a letter or digit "
-            "(letters, digits, '-', '_' and '.' between)"
-        )
-    return None
-
-
 def _meta(meta: Mapping[str, Any] | None, what: str) -> dict[str, Any] | None:
     """``meta`` as the ``_meta`` of ``what``'s definition, its keys checked.
 
     Raises:
         TypeError: ``meta`` is not a mapping.
-        ValueError: a key is malformed or reserved (:func:`meta_key_problem`).
+        ValueError: a key is malformed or reserved (:func:`meta_keys_problem`).
     """
     if meta is None:
         return None
     if not isinstance(meta, Mapping):
         raise TypeError(f"{what}: meta must be a mapping, not {type(meta).__name__}")
-    for key in meta:
-        problem = meta_key_problem(key)
-        if problem is not None:
-            raise ValueError(f"{what}: _meta key {key!r} {problem} (basic/index.mdx#_meta)")
+    problem = meta_keys_problem(meta)
+    if problem is not None:
+        raise ValueError(f"{what}: {problem}")
     return dict(meta)
 
 

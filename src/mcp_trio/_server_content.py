@@ -135,6 +135,104 @@ def check_mime_type(value: object, what: str = "MIME type") -> None:
         )
 
 
+# basic/index.mdx, "_meta": a key is an optional prefix -- labels separated by dots,
+# each starting with a letter and ending with a letter or digit, hyphens between; then
+# "/" -- and a name, empty or beginning and ending with an alphanumeric, "-", "_" and
+# "." between. A prefix whose second label is "modelcontextprotocol" or "mcp" is
+# reserved for MCP use.
+_META_LABEL = re.compile(r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+_META_NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?")
+_RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
+
+
+def meta_key_problem(key: object) -> str | None:
+    """Why ``key`` may not be a key of a ``_meta`` object we send, or ``None``: it is
+    malformed, or in MCP's reserved namespace (``io.modelcontextprotocol/...``,
+    ``dev.mcp/...``: the spec's and its official extensions' keys, not a server
+    author's)."""
+    if not isinstance(key, str):
+        return f"must be a string, not {type(key).__name__}"
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        labels = prefix.split(".")
+        if not all(_META_LABEL.fullmatch(label) for label in labels):
+            return (
+                "has a malformed prefix: labels separated by dots, each starting with a "
+                "letter and ending with a letter or digit (letters, digits and '-' between), "
+                "then '/' (such as 'com.example/')"
+            )
+        if len(labels) > 1 and labels[1].lower() in _RESERVED_LABELS:
+            return (
+                "has a prefix reserved for MCP (its second label is 'modelcontextprotocol' "
+                "or 'mcp'); use a prefix of your own, such as 'com.example/'"
+            )
+    if not _META_NAME.fullmatch(name):
+        return (
+            "has a malformed name: it must begin and end with a letter or digit "
+            "(letters, digits, '-', '_' and '.' between)"
+        )
+    return None
+
+
+def meta_keys_problem(meta: Mapping[Any, Any]) -> str | None:
+    """Why ``meta``, a ``_meta`` object we send, may not be sent, or ``None``: its
+    first key that :func:`meta_key_problem` refuses, named, with why."""
+    for key in meta:
+        problem = meta_key_problem(key)
+        if problem is not None:
+            return f"_meta key {key!r} {problem} (basic/index.mdx#_meta)"
+    return None
+
+
+def _held_meta_problem(holder: Any, where: str) -> str | None:
+    """:func:`meta_keys_problem` of ``holder``'s ``_meta`` (and, for an embedded
+    resource, of its contents'), prefixed by ``where``; ``None`` when fine or absent."""
+    if not isinstance(holder, Mapping):
+        return None
+    resource = holder.get("resource")
+    for place, meta in (
+        (where, holder.get("_meta")),
+        (f"{where}.resource", resource.get("_meta") if isinstance(resource, Mapping) else None),
+    ):
+        if meta is None:
+            continue
+        if not isinstance(meta, Mapping):
+            return f"{place}: _meta must be an object, not {type(meta).__name__}"
+        problem = meta_keys_problem(meta)
+        if problem is not None:
+            return f"{place}: {problem}"
+    return None
+
+
+def sent_meta_problem(result: Mapping[str, Any]) -> str | None:
+    """Why a result built from what a handler returned may not be sent, for a
+    ``_meta`` key that breaks the rule registration holds a definition's ``meta`` to
+    (:func:`meta_key_problem`: malformed, or MCP's reserved prefix), or ``None``. Looks
+    at the result's own ``_meta``, each content block's (and an embedded resource's
+    contents'), each message's and its content's (a prompt's, or the ``messages`` of a
+    sampling request), and each resource contents'.
+
+    (Checked where the binding builds a result, before it adds keys of its own.)
+    """
+    places: list[tuple[str, Any]] = [("result", result)]
+    for field in ("content", "contents", "messages"):
+        items = result.get(field)
+        for index, item in enumerate(items if isinstance(items, list) else ()):
+            places.append((f"{field}[{index}]", item))
+            if field == "messages" and isinstance(item, Mapping):
+                # (a message's content: one block; in sampling, a list of them too)
+                content, where = item.get("content"), f"messages[{index}].content"
+                if isinstance(content, list):
+                    places += ((f"{where}[{i}]", block) for i, block in enumerate(content))
+                else:
+                    places.append((where, content))
+    for where, held in places:
+        problem = _held_meta_problem(held, where)
+        if problem is not None:
+            return problem
+    return None
+
+
 def _valid_uri(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """An attrs validator: a resource URI is an RFC 3986 URI (prompts.mdx: embedded
     resources MUST include "a valid resource URI")."""

@@ -34,7 +34,7 @@ from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import coerce_arguments, type_schema
-from ._server_content import Message, check_role, content_blocks
+from ._server_content import Message, check_role, content_blocks, sent_meta_problem
 from ._uritemplate import URI_HINT, uri_problem
 from ._util import clip
 
@@ -387,6 +387,14 @@ def _raw_sampling_message(item: Mapping[Any, Any]) -> dict[str, Any]:
 
 
 def sampling_messages(messages: str | Sequence[Any]) -> list[dict[str, Any]]:
+    """``ctx.sample``'s messages as ``SamplingMessage`` objects.
+
+    Raises:
+        TypeError: an item is no message, or the messages break the content rules of
+            sampling with tools (``sampling_messages_problem``).
+        ValueError: a message's ``_meta``, or its content's, has a key a definition's
+            ``meta`` may not have (``sent_meta_problem``: malformed, or reserved for MCP).
+    """
     if isinstance(messages, str):
         messages = [messages]
     out: list[dict[str, Any]] = []
@@ -405,4 +413,7 @@ def sampling_messages(messages: str | Sequence[Any]) -> list[dict[str, Any]]:
     problem = sampling_messages_problem(out)
     if problem is not None:  # sampling.mdx: what a client answers with -32602
         raise TypeError(problem)
+    problem = sent_meta_problem({"messages": out})
+    if problem is not None:  # (as registration refuses a definition's meta)
+        raise ValueError(f"sampling {problem}")
     return out

@@ -63,6 +63,7 @@ from ._server_content import (
     jsonable_text,
     prompt_messages,
     read_result_contents,
+    sent_meta_problem,
 )
 from ._server_sessions import SessionTracker
 from ._tasks import TaskRun, TaskRunner
@@ -190,12 +191,33 @@ def _plain_fit(plain: dict[str, type], arguments: Mapping[str, Any]) -> bool:
     return True
 
 
+def refuse_unsendable_meta(result: Mapping[str, Any], what: str) -> None:
+    """Refuse a result built from a handler's value whose ``_meta`` (its own, a content
+    block's...: :func:`sent_meta_problem`) has a key registration would refuse in a
+    definition's ``meta``: malformed, or of a prefix "reserved for MCP use"
+    (basic/index.mdx#_meta), which is the protocol's and its extensions', not a
+    handler's. It is the handler's bug, which no other call of the model's mends (so no
+    tool error): -32603, naming the key, logged where the author looks too.
+
+    Raises:
+        McpError: -32603 when there is such a key.
+    """
+    problem = sent_meta_problem(result)
+    if problem is not None:
+        logger.error("%s returned a result that cannot be sent: %s", what, problem)
+        raise McpError.from_code(
+            ErrorCode.INTERNAL_ERROR, f"{what} returned a result that cannot be sent: {problem}"
+        )
+
+
 def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
     """A tool's return value as a ``CallToolResult`` (see :meth:`Server.tool`).
 
     Raises:
         TypeError, ValueError: the value does not fit the tool's output schema or has no
             JSON form (a bug in the tool).
+        McpError: -32603, a ``_meta`` key that may not be sent
+            (:func:`refuse_unsendable_meta`).
     """
     if type(value) is str and tool.output_schema is None:
         return {"content": [{"type": "text", "text": value}]}  # (the commonest, at once)
@@ -203,6 +225,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         result: dict[str, Any] = (
             value.to_json() if isinstance(value, ToolResult) else unstructure(value)
         )
+        refuse_unsendable_meta(result, f"Tool {tool.name!r}")
         if tool.output_schema is not None and not result.get("isError"):
             # tools.mdx: with an output schema, servers MUST provide structured
             # results that conform to it (a tool error is no result).
@@ -223,7 +246,9 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
     blocks = content_blocks(value)
     if blocks is not None:
-        return {"content": blocks}
+        result = {"content": blocks}
+        refuse_unsendable_meta(result, f"Tool {tool.name!r}")
+        return result
     if value is None:
         return {"content": []}
     # One conversion: as wire data (finite, 64-bit numbers) when the value fits; else
@@ -516,6 +541,7 @@ class ServerMethods:
             result = {"messages": prompt_messages(value)}
             if "description" in prompt.definition:
                 result["description"] = prompt.definition["description"]
+        refuse_unsendable_meta(result, f"Prompt {name!r}")
         return adapt_prompt_result(result, ctx.protocol_version)
 
     # ------------------------------------------------------------ resources
@@ -556,6 +582,7 @@ class ServerMethods:
         if isinstance(value, InputRequiredResult):
             return value
         contents = read_result_contents(uri, value, entry.mime_type)
+        refuse_unsendable_meta({"contents": contents}, f"Resource {entry.definition['name']!r}")
         return {"contents": adapt_contents(contents, ctx.protocol_version)}
 
     async def subscribe(self, ctx: RequestContext) -> dict[str, Any]:
