@@ -926,9 +926,10 @@ def test_error_status(raw: Callable[..., RawServer]) -> None:
 @pytest.mark.parametrize("give_up", [False, True])
 def test_one_way_posts_are_bounded(raw: Callable[..., RawServer], give_up: bool) -> None:
     """A legacy server floods a call's stream with requests and never answers the POSTs
-    carrying our answers: at most ``max_client_connections`` of those are open at once
-    (the rest wait, and the stream is not read meanwhile); with a short
-    ``write_timeout`` each fails after it and the next ones go out."""
+    carrying our answers: one of those is open at a time (they go in order, each once
+    the one before is taken or given up), at most ``max_client_connections`` wait (the
+    stream is not read meanwhile); with a short ``write_timeout`` each fails after it
+    and the next ones go out."""
     session = "s1"
     verbs: list[bytes] = []
 
@@ -971,9 +972,9 @@ def test_one_way_posts_are_bounded(raw: Callable[..., RawServer], give_up: bool)
             client.list_tools()
         if give_up:  # answers failed, and others went out (the server counts late)
             assert server.connections > 3 + 3 + 3
-        else:  # initialize, initialized, the call's stream, 3 answers; nothing more
-            assert server.connections == 3 + 3
-            assert server.most_at_once <= 1 + 3
+        else:  # initialize, initialized, the call's stream, 1 answer; nothing more
+            assert server.connections == 3 + 1
+            assert server.most_at_once <= 1 + 1
     assert b"DELETE" in verbs  # the session is ended on close
 
 
@@ -2061,3 +2062,30 @@ def test_a_far_retry_after_is_waited_for_a_few_seconds_at_most(
             client.ping()  # (the client's loop runs only in its calls)
     assert len(seen) == 2
     assert 0.25 <= seen[1] - seen[0] < 2.0
+
+
+def test_one_way_posts_keep_their_order(raw: Callable[..., RawServer]) -> None:
+    """A notification the server is slow to take (it holds its answer a while): the one
+    written after it reaches the server only once the first is answered, as the Trio
+    client's queue sends them (it overtook the first: each went on its own connection at
+    once)."""
+    came = threading.Event()
+    seen: list[str] = []
+
+    def slow_first(sock: socket.socket, message: dict[str, Any]) -> None:
+        name = message["params"]["n"]
+        seen.append(f"{name} came")
+        if name == "first":
+            came.wait(0.5)  # (until the second comes: bounded)
+            seen.append("first answered")
+        else:
+            came.set()
+        respond(sock, "202 Accepted", {}, b"")
+
+    server = raw(_one_way_server(slow_first))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test", {"n": "first"})
+        client.notify("notifications/test", {"n": "second"})
+        assert client.list_tools() == []
+    assert seen == ["first came", "first answered", "second came"]

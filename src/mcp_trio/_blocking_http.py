@@ -23,21 +23,26 @@ of the client.
 * Order: a POST with requests starts once a ``notifications/initialized`` before it
   has its answer's head (so it is taken before the first request); other one-way
   POSTs hold up no request (a server slow to take one, or to answer it, would hold
-  up them all). A one-way POST refused ``503`` with ``Retry-After`` (nothing of it
-  ran) is sent again once, after that delay (at most ``RETRY_AFTER_CAP`` seconds;
-  no call waits for it to go, the next one sends it; the close drops it, and retries
-  nothing refused meanwhile), as the Trio client's; any other refusal loses it, with a
-  warning. A ``notifications/initialized`` so refused holds back the requests until
-  its retry's head (or until the retry is given up), as the Trio client's.
+  up them all). One-way POSTs (notifications, answers to the server's requests) go
+  one at a time, in the order written: each once the one before has its answer's
+  head (the server took it) or is given up, as the Trio client's queue sends them,
+  so they never overtake each other (a progress notification before the answer it
+  precedes). A one-way POST refused ``503`` with ``Retry-After`` (nothing of it
+  ran) is sent again once, after that delay (at most ``RETRY_AFTER_CAP`` seconds; the
+  one-way POSTs after it wait meanwhile, to keep the order; no call waits for it to
+  go, the next one sends it; the close drops it, and retries nothing refused
+  meanwhile), as the Trio client's; any other refusal loses it, with a warning. A
+  ``notifications/initialized`` so refused holds back the requests until its retry's
+  head (or until the retry is given up), as the Trio client's.
   The legacy GET stream starts then too (a server may refuse it before it has taken
   ``notifications/initialized``), and a session's first one holds back the requests
   after it until its head came (or ``connect_timeout`` passed), as the Trio client's:
   what the server says on its own right away is not missed, and it sees the GET
   before any request.
 * Connections: at most ``max_client_connections`` exchanges with requests at once,
-  and as many one-way POSTs (notifications, answers to the server's requests; so an
-  answer never waits for the stream that asked for it to end); further ones wait, in
-  order. The legacy GET stream and the closing ``DELETE`` come on top. While
+  and one-way POSTs on connections of their own (so an answer never waits for the
+  stream that asked for it to end); further ones wait, in order. The legacy GET
+  stream and the closing ``DELETE`` come on top. While
   ``max_client_connections`` one-way POSTs wait to start or for their answer's head
   (once it came, the server has taken the message), the answers that produce more
   (SSE streams, JSON bodies) are not read: a server flooding us with requests gets
@@ -542,6 +547,7 @@ class HttpTransport:
         flying = sum(1 for e in self._exchanges if e.one_way and e.state == "active")
         unheard = False  # an earlier notifications/initialized has no answer yet
         gated = False  # an earlier first GET of the session has no answer yet
+        ahead = False  # an earlier one-way POST is not taken yet (no answer's head)
         for exchange in list(self._exchanges):
             if exchange.state == "waiting" and exchange.start_at <= now:
                 exchange.state = "queued"
@@ -549,6 +555,7 @@ class HttpTransport:
                 gated = self._gating(now)
             if exchange.state != "queued":
                 unheard = unheard or (exchange.gates and exchange.reader is None)
+                ahead = ahead or (exchange.one_way and exchange.reader is None)
                 continue
             if exchange.counted:
                 # A request goes after a notifications/initialized before it is taken
@@ -567,9 +574,17 @@ class HttpTransport:
                 if unheard:
                     continue
             elif exchange.one_way:
+                # One at a time, in order: each waits for the head of the answer to
+                # the one before (the server has taken it), as the Trio client's queue
+                # awaits each 202, so that they never overtake each other (a progress
+                # notification before the answer it precedes; one sent again after a
+                # 503 keeps its place). A server slow to take one holds up the next
+                # ones (each bounded by write_timeout), never a request.
                 unheard = unheard or exchange.gates
-                if flying >= limit:
+                if ahead or flying >= limit:
+                    ahead = True
                     continue
+                ahead = True
                 flying += 1
             self._open(exchange, now)
 

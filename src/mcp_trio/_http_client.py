@@ -466,11 +466,17 @@ class HttpChannel(MessageChannel):
                 await self._one_way_later(sent)
             return
         # Awaited (the writer waits, and the requests behind it): the server takes
-        # notifications/initialized before any later request.
+        # notifications/initialized before any later request. At most nine tenths of
+        # write_timeout, the writer's own bound, which would end the session: it is a
+        # notification, sent (the session is initialized on our side), and a server
+        # that never answers its POST has it lost there, with a warning, as any other
+        # one-way message (_send_one_way); the requests go meanwhile.
         done = trio.Event()
-        if not self._one_way_nowait(sent, done):
-            await self._one_way_later(sent, done)
-        await done.wait()
+        limit = self._write_timeout
+        with trio.move_on_after(math.inf if limit is None else limit * 0.9):
+            if not self._one_way_nowait(sent, done):
+                await self._one_way_later(sent, done)
+            await done.wait()
         if self._deferred:
             # The new session is ready: what was written while none could carry it.
             deferred, self._deferred = self._deferred, []
