@@ -33,6 +33,7 @@ from mcp_trio import (
     HttpTransportConfig,
     McpError,
     SessionClosed,
+    TransportFailed,
     _blocking,
     _http_h11,
 )
@@ -2089,3 +2090,38 @@ def test_one_way_posts_keep_their_order(raw: Callable[..., RawServer]) -> None:
         client.notify("notifications/test", {"n": "second"})
         assert client.list_tools() == []
     assert seen == ["first came", "first answered", "second came"]
+
+
+def test_transport_failures_raise_transport_failed_and_server_errors_do_not(
+    raw: Callable[..., RawServer],
+) -> None:
+    """An error status, a connection closed before the answer: ``TransportFailed`` (an
+    ``McpError``), as the Trio client's; the server's own ``-32603`` (even worded as
+    ours, even in a ``500``'s body) stays a plain ``McpError``."""
+    fake = {"code": -32603, "message": "HTTP: not ours", "data": {"httpStatus": 500}}
+
+    def misbehave(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body)
+        how = message["params"]["name"]
+        error = dumps({"jsonrpc": "2.0", "id": message["id"], "error": fake})
+        json = {"Content-Type": "application/json"}
+        if how == "status":
+            respond(sock, "500 Oops", {}, b"")
+        elif how == "fake":
+            respond(sock, "200 OK", json, error)
+        elif how == "fake-in-500":
+            respond(sock, "500 Oops", json, error)
+        # ("hang-up": closed unanswered)
+
+    server = raw(discover_then(misbehave))
+    with modern(server.url) as client:
+        with pytest.raises(TransportFailed) as status:
+            client.call_tool("status")
+        assert (status.value.code, status.value.data) == (-32603, {"httpStatus": 500})
+        with pytest.raises(TransportFailed, match="HTTP: "):
+            client.call_tool("hang-up")
+        for how in ("fake", "fake-in-500"):
+            with pytest.raises(McpError) as error:
+                client.call_tool(how)
+            assert type(error.value) is McpError
+            assert error.value.message == "HTTP: not ours"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sansio import ErrorCode
-from mcp_trio import McpError
+from mcp_trio import McpError, TransportFailed
 from mcp_trio._cli import main
 from mcp_trio._cli_client import ClientOptions, Target, _hint_traceback, list_kind
 from mcp_trio._cli_util import describe
@@ -272,9 +272,14 @@ def test_no_hint_for_a_url() -> None:
 
 def test_a_request_http_failed_was_not_answered() -> None:
     why = "HTTP: the server closed the connection before it answered"
-    problem = describe(McpError.from_code(ErrorCode.INTERNAL_ERROR, why))
+    problem = describe(TransportFailed.from_code(ErrorCode.INTERNAL_ERROR, why))
     assert problem is not None
     assert problem.message == f"the request failed: {why}"
+    # The server's own -32603, even worded as ours, is the server's answer (it was
+    # told apart by the prefix alone).
+    worded = describe(McpError.from_code(ErrorCode.INTERNAL_ERROR, why))
+    assert worded is not None
+    assert worded.message == f"the server answered with an error: {why} (-32603)"
     answered = describe(McpError.from_code(ErrorCode.INTERNAL_ERROR, "Internal error"))
     assert answered is not None
     assert answered.message == "the server answered with an error: Internal error (-32603)"

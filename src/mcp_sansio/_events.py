@@ -131,6 +131,14 @@ class ErrorReceived:
     ``-32022``) only classifies the failure; a binding must not report it as the peer's
     (2026-07-28 basic/index.mdx, Error Codes: local errors in JSON-RPC-shaped structures
     should not be mistaken for errors received from the peer)."""
+    transport: bool = False
+    """``True`` when the peer did not send this error: the transport failed to carry
+    the request or its answer, and made this error itself (Streamable HTTP: the
+    ``-32603`` ``"HTTP: ..."`` errors of :func:`mcp_sansio.http.http_error`, with
+    ``data.httpStatus`` when a status came). The connection cannot tell (the error
+    response comes as bytes, as the peer's do): the HTTP layer's binding marks it
+    (:func:`mcp_sansio.http.transport_errors`), so that a caller can tell it from the
+    peer's own ``-32603``."""
 
 
 @final
@@ -315,3 +323,15 @@ _new: Final = object.__new__
 
 _REQUEST_RECEIVED_BLANK: Final = _blank_of(RequestReceived)
 _RESULT_RECEIVED_BLANK: Final = _blank_of(ResultReceived)
+
+
+def transport_errors(events: list[Event]) -> list[Event]:
+    """``events`` (what ``Connection.receive_message`` made of an error response the
+    transport made itself, not the peer: Streamable HTTP's ``http_error``) with each
+    :class:`ErrorReceived` marked ``transport=True``, which the connection cannot do:
+    the bytes are the same as the peer's. The clients of both bindings mark them so,
+    and raise their transport error for them."""
+    return [
+        attrs.evolve(event, transport=True) if type(event) is ErrorReceived else event
+        for event in events
+    ]

@@ -117,6 +117,7 @@ from urllib.parse import urljoin, urlsplit
 import attrs
 
 from ._errors import ErrorCode, ErrorData, LocalProtocolError
+from ._events import transport_errors
 from ._framing import SSEDecoder, SSEEvent
 from ._http_common import (
     JSON_TYPE,
@@ -160,6 +161,7 @@ __all__ = [
     "reissue_refused",
     "reopen_delay",
     "split_broken",
+    "transport_errors",
 ]
 
 _ACCEPT: Final = b"application/json, text/event-stream"
@@ -469,7 +471,8 @@ Read: TypeAlias = tuple[bytes, dict[str, Any] | None]
 """A message read from a response, for the bindings (``ClientResponse._feed``): its
 bytes (what :meth:`ClientResponse.feed` returns) and the dict they parse to, to hand to
 ``Connection.receive_message`` as ``decoded`` so that they are not parsed again;
-``None`` for a message made here (an ``http_error``), which the Connection parses."""
+``None`` for a message made here (an ``http_error``: no answer of the server's), which
+the Connection parses (and a binding marks: ``transport_errors``)."""
 
 
 def _dumps_peer(obj: Any) -> bytes | None:
@@ -485,15 +488,18 @@ def _dumps_peer(obj: Any) -> bytes | None:
         return None
 
 
-def _forwarded_error(rid: RequestId, error: dict[str, Any]) -> bytes:
-    """The server's JSON-RPC ``error`` (whose ``code`` is an int) re-addressed to ``rid``;
-    when it nests too deep to serialize, the same ``code`` and ``message`` alone."""
-    out = _dumps_peer({"jsonrpc": "2.0", "id": rid, "error": error})
+def _forwarded_error(rid: RequestId, error: dict[str, Any]) -> Read:
+    """The server's JSON-RPC ``error`` (whose ``code`` is an int) re-addressed to ``rid``,
+    with the dict it parses to (the server's words, not an :func:`http_error`); when it
+    nests too deep to serialize, the same ``code`` and ``message`` alone."""
+    obj = {"jsonrpc": "2.0", "id": rid, "error": error}
+    out = _dumps_peer(obj)
     if out is not None:
-        return out
+        return out, obj
     message = error.get("message")
     trimmed = {"code": error["code"], "message": message if type(message) is str else ""}
-    return dumps({"jsonrpc": "2.0", "id": rid, "error": trimmed})
+    obj = {"jsonrpc": "2.0", "id": rid, "error": trimmed}
+    return dumps(obj), obj
 
 
 @final
@@ -924,7 +930,7 @@ class ClientResponse:
         if sent.modern and recognised:
             if client.era is None:
                 client.era = Era.MODERN
-            out: list[Read] = [(_forwarded_error(rid, error), None) for rid in self._waiting]
+            out: list[Read] = [_forwarded_error(rid, error) for rid in self._waiting]
             self._waiting.clear()
             return out
         if self.session_expired == "end":
@@ -951,7 +957,7 @@ class ClientResponse:
             self._waiting.clear()
             if not heard:
                 self.unheard = (rid,)  # (a gateway's error, passed on as it came)
-            return [(_forwarded_error(rid, error), None)]
+            return [_forwarded_error(rid, error)]
         detail = f"status {status}" + (f": {message}" if type(message) is str else "")
         if self._refusal is None:
             return self._fail_waiting(status, detail, heard=heard)

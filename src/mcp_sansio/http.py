@@ -72,6 +72,7 @@ from ._http_client import (
     http_error,
     pinned_http_config,
     reopen_delay,
+    transport_errors,
 )
 from ._http_common import (
     HeaderInput,
@@ -156,4 +157,5 @@ __all__ = [
     "reopen_delay",
     "scope_set",
     "token_expired",
+    "transport_errors",
 ]

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from ._errors_base import ServerExited as ServerExited
     from ._errors_base import SessionClosed as SessionClosed
     from ._errors_base import TokenExpired as TokenExpired
+    from ._errors_base import TransportFailed as TransportFailed
     from ._handlers import Handlers as Handlers
     from ._handlers import InputRequiredResult as InputRequiredResult
     from ._handlers import NotificationContext as NotificationContext
@@ -228,6 +229,7 @@ _LAZY: dict[str, str] = {
     "ServerExited": "._errors_base",
     "SessionClosed": "._errors_base",
     "TokenExpired": "._errors_base",
+    "TransportFailed": "._errors_base",
     "Handlers": "._handlers",
     "InputRequiredResult": "._handlers",
     "NotificationContext": "._handlers",
@@ -463,6 +465,7 @@ __all__ = [
     "ToolOutput",
     "ToolResult",
     "ToolTask",
+    "TransportFailed",
     "WebSocketChannel",
     "WebSocketServeHandle",
     "WorkloadIdentity",

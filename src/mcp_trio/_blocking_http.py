@@ -72,7 +72,9 @@ of the client.
 * An exchange that cannot connect (after resolving again, as above) ends a legacy session
   (:class:`SessionClosed`): the server is unreachable; a modern request fails alone
   (-32603), and the next one tries again. One that breaks later fails its
-  own requests only (-32603 ``HTTP: ...``), as the core's synthesised errors do.
+  own requests only (-32603 ``HTTP: ...``), as the core's synthesised errors do. Each
+  such error is marked as the transport's (``transport_errors``): the call raises
+  :class:`~mcp_trio.TransportFailed` (an ``McpError``), as the Trio client's.
 * Re-issue (modern; ``2026-07-28`` changelog item 9: "clients MUST re-issue it as a new
   request with a new request ID"), as the Trio client's (``mcp_trio._http_client``): a
   request whose answer was lost after it was written whole -- a stream that ended without
@@ -123,6 +125,7 @@ from mcp_sansio.http import (
     SessionPending,
     http_error,
     reopen_delay,
+    transport_errors,
 )
 
 from ._blocking_dial import Address, attempt_deadline, resolve
@@ -1280,11 +1283,15 @@ class HttpLink:
         events: list[Event] = []
         while inbox and isinstance(inbox[0], _MESSAGE):
             message = inbox.popleft()
-            if isinstance(message, tuple):  # (parsed by the reader: not parsed again)
+            if isinstance(message, tuple) and message[1] is not None:
+                # (parsed by the reader: not parsed again)
                 events += conn.receive_message(message[0], now=now, decoded=message[1])
             else:
-                assert isinstance(message, bytes)
-                events += conn.receive_message(message, now=now)
+                # An error the transport made (an http_error: a Read with no dict, or
+                # bytes), no word from the server: TransportFailed, as the Trio client's.
+                data = message[0] if isinstance(message, tuple) else message
+                assert isinstance(data, bytes)
+                events += transport_errors(conn.receive_message(data, now=now))
         return events
 
     def _take_step(self, now: float, *, reissue: bool = True) -> None:

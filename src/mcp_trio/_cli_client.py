@@ -54,7 +54,7 @@ from ._cli_util import (
 from ._client import Client, open_client
 from ._client_common import EraChoice
 from ._config import SessionConfig
-from ._errors import McpError
+from ._errors import McpError, TransportFailed
 from ._jsonschema import has_type
 from ._registry import strict_json
 from ._server import Server
@@ -293,7 +293,7 @@ def _hint_traceback(target: Target, options: ClientOptions) -> bool:
 
 def _internal(exc: McpError) -> bool:
     """An internal error the server answered (not one HTTP made up, ``HTTP: ...``)."""
-    return exc.code == ErrorCode.INTERNAL_ERROR and not exc.message.startswith("HTTP: ")
+    return exc.code == ErrorCode.INTERNAL_ERROR and not isinstance(exc, TransportFailed)
 
 
 def _server_line(client: Client) -> str:

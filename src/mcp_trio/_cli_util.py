@@ -19,9 +19,16 @@ from typing import Final, TextIO
 
 import trio
 
-from mcp_sansio import ErrorCode, LocalProtocolError, RemoteProtocolError
+from mcp_sansio import LocalProtocolError, RemoteProtocolError
 
-from ._errors import HandshakeFailed, InputRequiredError, McpError, ServerExited, SessionClosed
+from ._errors import (
+    HandshakeFailed,
+    InputRequiredError,
+    McpError,
+    ServerExited,
+    SessionClosed,
+    TransportFailed,
+)
 from ._util import clip, terminal_safe  # (the CLI's names: one helper each)
 
 __all__ = [
@@ -120,7 +127,7 @@ def describe(exc: BaseException) -> CliError | None:
     if isinstance(found, HandshakeFailed):
         return CliError(f"the handshake failed: {found.message}")
     if isinstance(found, McpError):
-        if found.code == ErrorCode.INTERNAL_ERROR and found.message.startswith("HTTP: "):
+        if isinstance(found, TransportFailed):
             # Made up by the HTTP client for a request the server did not answer (a broken
             # connection, an error status without a JSON-RPC error in its body).
             return CliError(f"the request failed: {found.message}")

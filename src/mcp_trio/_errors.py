@@ -11,6 +11,9 @@ Which one you get tells you who failed:
   not restarted: open a new client, see the README);
   :class:`TokenExpired`, that the server ended the session when its token expired.
 * :class:`HandshakeFailed` -- ``start()`` could not settle the era and version.
+* :class:`TransportFailed` -- an :class:`McpError` the transport made, not the peer:
+  over Streamable HTTP, a request whose exchange failed (no connection, a write that
+  failed, an answer cut short, an error status); the session goes on.
 * :class:`InputRequiredError` -- a modern server asked for input and no callback was
   given to provide it.
 
@@ -42,6 +45,7 @@ from ._errors_base import (
     ServerExited,
     SessionClosed,
     TokenExpired,
+    TransportFailed,
     fresh,
     received_error,
 )
@@ -56,6 +60,7 @@ __all__ = [
     "ServerExited",
     "SessionClosed",
     "TokenExpired",
+    "TransportFailed",
 ]
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "ServerExited",
     "SessionClosed",
     "TokenExpired",
+    "TransportFailed",
     "fresh",
     "name_the_endpoint",
     "received_error",
@@ -43,7 +44,8 @@ class McpError(Exception):
     """A JSON-RPC error: received from the peer, or raised by a handler to send one.
 
     A request of ours raises it for an error the peer sent (or, over Streamable HTTP, for
-    an exchange that failed, its message starting ``HTTP:``). An answer that could not be
+    an exchange that failed: its subclass :class:`TransportFailed`, its message starting
+    ``HTTP:``). An answer that could not be
     used (a ``resultType`` the client does not recognize, a malformed input-required
     result) raises :class:`RemoteProtocolError` instead, with the code the core gave it.
 
@@ -78,6 +80,26 @@ class McpError(Exception):
 
 class HandshakeFailed(McpError):
     """The client could not complete ``initialize`` / ``server/discover``."""
+
+
+class TransportFailed(McpError):
+    """A request of ours failed because the transport did, not the server: over
+    Streamable HTTP, an exchange that could not carry the request or its answer (no
+    connection, a write or a resumption that failed, a stream cut short and not
+    re-issued, an error status, a refused authorization). No answer of the server's
+    came: it may or may not have run the request.
+
+    The error is the one the transport made (``code`` ``-32603``, ``message``
+    ``"HTTP: ..."``; ``data`` ``{"httpStatus": ...}`` when a status came), so an
+    ``except McpError`` catches it as before; catch this class to tell it from the
+    server's own ``-32603``. Raised by :class:`~mcp_trio.Client`,
+    :class:`~mcp_trio.Session` and :class:`~mcp_trio.BlockingClient` over HTTP alike.
+    Over stdio and WebSocket a failed transport ends the session
+    (:class:`SessionClosed`) instead: there is no failure of one request alone.
+
+    Args:
+        error: the error object (code, message, data).
+    """
 
 
 class InputRequiredError(Exception):
@@ -203,11 +225,14 @@ def fresh(exc: SessionClosed) -> SessionClosed:
 def received_error(event: ErrorReceived) -> McpError | RemoteProtocolError:
     """What a request of ours that ended with ``event`` raises: :class:`McpError` for the
     peer's error, :class:`RemoteProtocolError` for one the core made about an answer it
-    could not use (``event.local``), so that it cannot be mistaken for the peer's
+    could not use (``event.local``), :class:`TransportFailed` for one the transport made
+    (``event.transport``), so that neither can be mistaken for the peer's
     (2026-07-28 basic/index.mdx, Error Codes)."""
     error = event.error
     if event.local:
         return RemoteProtocolError(error.message, error_code=error.code)
+    if event.transport:
+        return TransportFailed(error)
     return McpError(error)
 
 

@@ -31,7 +31,9 @@ body, SSE events) into messages the session reads.
   Each is bounded by ``write_timeout`` (its write and its answer): past it, it is lost
   with a warning, and the next goes; the session goes on. Only
   ``notifications/initialized`` is awaited by ``send`` (the writer, and the requests
-  behind it, wait for its ``202``), so it is processed before any later request. On
+  behind it, wait for its ``202``), so it is processed before any later request; for
+  nine tenths of ``write_timeout`` at most (the writer's own bound, which would end
+  the session): a server that never answers it has it lost, as any other. On
   close, what is queued gets half of ``close_timeout`` before the ``DELETE``.
 * **Refused for now** (``503`` with ``Retry-After``: a server with no handler slot
   for a notification, or over its connection bound, which turns any POST away unread;
@@ -169,6 +171,11 @@ body, SSE events) into messages the session reads.
   token (a refresh before them, an authorization after their refusal), the session is
   told (``attach_holds``): a modern listen's acknowledgment bound does not count that
   time.
+
+Every error this channel makes for a request (-32603, ``HTTP: ...``; ``data`` ``{"httpStatus":
+...}`` when a status came) is marked as its own (``LocalReply``), so that the request raises
+:class:`~mcp_trio.TransportFailed` (an ``McpError``), never mistaken for the server's own
+-32603; a JSON-RPC error the server put in an error status's body stays the server's.
 
 A request that cannot be sent because no connection can be made closes a legacy session
 (the server is unreachable, and with it what it kept); a modern request, which has no
@@ -1047,7 +1054,11 @@ class HttpChannel(MessageChannel):
                         if reader.warnings:  # as they come: a stream may last for hours
                             log_warnings(reader)
                         for data, decoded in read:  # (parsed: handed on as a Decoded)
-                            message = data if decoded is None else Decoded(data, decoded)
+                            message = (
+                                LocalReply(data, heard=True)  # (made here: too deep)
+                                if decoded is None
+                                else Decoded(data, decoded)
+                            )
                             if not offer(message):  # (else the session took it in passing)
                                 await self._queue(message)
                     elif isinstance(event, h11.EndOfMessage):
@@ -1072,10 +1083,12 @@ class HttpChannel(MessageChannel):
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
             for i, (data, decoded) in enumerate(read):
-                if decoded is not None:  # (parsed: handed on as a Decoded)
+                if i >= own:  # (not the server's words; a gateway's, or made here)
+                    message = LocalReply(data, transport=decoded is None)
+                elif decoded is not None:  # (parsed: handed on as a Decoded)
                     message = Decoded(data, decoded)
-                else:
-                    message = data if i < own else LocalReply(data)
+                else:  # (made here about the server's answer: an error status, say)
+                    message = LocalReply(data, heard=True)
                 if not offer(message):
                     await self._queue(message)
             if reader.broken:
@@ -1376,7 +1389,8 @@ async def open_http_client(
     started anew (``basic/transports``, "Session Management"): a new ``initialize``, then
     the refused request again (the server never processed it). Meanwhile:
 
-    * answers still coming on the forgotten session fail with -32603 (``HTTP: ...``);
+    * answers still coming on the forgotten session fail with -32603 (``HTTP: ...``,
+      :class:`~mcp_trio.TransportFailed`);
     * new requests are held by the core until the new session is ready, their timeouts
       running (``RequestTimeout``; a held request that ends is never sent);
     * notifications wait for it: those written before the session took in the loss wait

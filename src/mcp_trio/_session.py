@@ -122,6 +122,7 @@ from mcp_sansio import (
     SubscriptionNotificationReceived,
 )
 from mcp_sansio._errors import SHUTTING_DOWN
+from mcp_sansio._events import transport_errors
 from mcp_sansio._json import dumps, loads
 from mcp_sansio._jsonrpc import error_response
 
@@ -1283,12 +1284,18 @@ class Session:
         """The core's events for a message a channel marked by its type (one test for
         both on the common path, :data:`_MARKED`): the peer's, parsed already
         (:class:`Decoded`: not parsed again), or the channel's own error
-        (:class:`LocalReply`: no word from the peer, so no ``_heard_at``)."""
+        (:class:`LocalReply`: no ``_heard_at`` unless it says the peer answered; its
+        ``ErrorReceived`` marked ``transport`` when the channel made it)."""
         if type(data) is Decoded:
             self._heard_at = now
             return self._conn.receive_message(data, now=now, decoded=data.decoded)
         assert type(data) is LocalReply
-        return self._conn.receive_message(bytes(data), now=now)  # (the parser: exact bytes)
+        if data.heard:
+            self._heard_at = now
+        events = self._conn.receive_message(bytes(data), now=now)  # (the parser: exact bytes)
+        # (An error the channel made fails its request with TransportFailed, not as the
+        # peer's McpError.)
+        return transport_errors(events) if data.transport else events
 
     def _take(self, data: bytes) -> None:
         conn = self._conn

@@ -6,19 +6,21 @@ The bytes are those ``feed`` / ``feed_eof`` return (as received, or serialized a
 where the reader changed the message: a batch's elements, a ``tools/list`` with tools
 dropped), and the dict is always what they parse to, so the connection takes exactly
 what it would have read from them. Errors the reader makes itself come unparsed
-(``None``). Every ``loads`` of the module is counted.
+(``None``: no answer of the server's; a binding marks them, ``transport_errors``); the
+server's JSON-RPC error in an error status's body comes parsed. Every ``loads`` of the
+module is counted.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_sansio import _http_client
+from mcp_sansio import ErrorReceived, _http_client
 from mcp_sansio._http_client import Read
 from mcp_sansio._json import dumps, loads
-from mcp_sansio.http import ClientResponse, HttpClient
+from mcp_sansio.http import ClientResponse, HttpClient, http_error, transport_errors
 
-from .helpers import count_parses
+from .helpers import ConnectionPair, count_parses
 from .test_http_client import JSON, SSE, URL, legacy_client, modern, result, rpc, sse
 
 
@@ -109,3 +111,35 @@ def test_errors_made_here_come_unparsed() -> None:
     reader = client.response(again, 200, JSON)
     assert reader.feed(result(3, {})) == []
     assert reader.feed_eof() == [result(3, {})]
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_the_server_s_error_in_an_error_status_comes_parsed(status: int) -> None:
+    """A JSON-RPC error in an error status's body is the server's words, re-addressed to
+    our request: it comes with its dict, as any message of the server's (it came
+    unparsed, as the errors made here do, so a binding could not tell them apart)."""
+    client = legacy_client()
+    sent = client.post(rpc(2, "ping"))
+    error = {"code": -32603, "message": "HTTP: the server's", "data": {"httpStatus": 1}}
+    body = dumps({"jsonrpc": "2.0", "id": 2, "error": error})
+    ((data, decoded),) = read_all(client.response(sent, status, JSON), body)
+    assert decoded == {"jsonrpc": "2.0", "id": 2, "error": error} == loads(data)
+
+
+def test_transport_errors_marks_the_errors_of_a_message_made_here() -> None:
+    """``transport_errors``: what ``Connection.receive_message`` made of an
+    ``http_error`` is marked ``transport`` (the connection cannot tell it from the
+    peer's); the same bytes as the peer's are not."""
+    pair = ConnectionPair()
+    pair.handshake()
+    conn = pair.client
+    rid = conn.send_request("tools/list", {}, now=0.0)
+    conn.data_to_send()
+    made = http_error(rid, "status 500", data={"httpStatus": 500})
+    (event,) = transport_errors(conn.receive_message(made, now=0.0))
+    assert isinstance(event, ErrorReceived)
+    assert (event.transport, event.local, event.error.code) == (True, False, -32603)
+    other = conn.send_request("tools/list", {}, now=0.0)
+    conn.data_to_send()
+    (peer,) = conn.receive_message(http_error(other, "status 500"), now=0.0)
+    assert isinstance(peer, ErrorReceived) and not peer.transport
