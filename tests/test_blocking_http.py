@@ -2125,3 +2125,58 @@ def test_transport_failures_raise_transport_failed_and_server_errors_do_not(
                 client.call_tool(how)
             assert type(error.value) is McpError
             assert error.value.message == "HTTP: not ours"
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_close_from_another_thread_tells_the_server(
+    raw: Callable[..., RawServer], era: str
+) -> None:
+    """Closed from another thread while a call waits: legacy, the server is told
+    (``notifications/cancelled``, before the ``DELETE``), as the Trio client's close
+    does, so that it stops the request rather than finish it for nobody; modern, the
+    call's connection is closed, which is the cancellation, and nothing is POSTed."""
+    came, hung_up = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def hold(sock: socket.socket, head: bytes, message: dict[str, Any]) -> None:
+        seen.append(str(message.get("method")))
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        came.set()
+        with suppress(OSError):
+            while sock.recv(1024):
+                pass
+        hung_up.set()
+
+    inner = legacy_server(hold)
+
+    def handler(sock: socket.socket, head: bytes, body: bytes) -> None:
+        message = loads(body) if body else {}
+        if head.startswith(b"DELETE"):
+            seen.append("DELETE")
+        elif message.get("method") == "notifications/cancelled":
+            seen.append("notifications/cancelled")
+        if era == "modern" and b"server/discover" in body:
+            respond(sock, "200 OK", {"Content-Type": "application/json"}, modern_answer(body))
+            return
+        inner(sock, head, body)
+
+    server = raw(handler)
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era=era, transport=transport, timeout=TIMEOUT) as client:
+
+        def close_when_called() -> None:
+            assert came.wait(TIMEOUT)
+            client.close()
+
+        closer = threading.Thread(target=close_when_called)
+        closer.start()
+        try:
+            with pytest.raises(SessionClosed, match="the client was closed"):
+                client.call_tool("slow")
+        finally:
+            closer.join(TIMEOUT)
+    assert hung_up.wait(TIMEOUT)
+    if era == "legacy":
+        assert seen == ["tools/call", "notifications/cancelled", "DELETE"]
+    else:
+        assert seen == ["tools/call"]

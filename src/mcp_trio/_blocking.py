@@ -856,6 +856,15 @@ class BlockingClient(HandshakeFacts):
         link = self._link
         urgent = False
         try:
+            if self._failure is None and self._conn.pending_requests():
+                # (Closed from another thread while a call waits.) Tell the server its
+                # requests are no longer wanted, as the Trio session's close does, so it
+                # stops them rather than finish work nobody reads; written below, with
+                # the rest, for _COURTESY_WRITE_TIMEOUT at most.
+                for rid in self._conn.pending_requests():
+                    with suppress(LocalProtocolError):  # (initialize cannot be cancelled)
+                        self._conn.cancel_request(rid, "the client is closing")
+                self._queue(own=True)
             if self._failure is None and link.unwritten():
                 deadline = self._clock.now() + _COURTESY_WRITE_TIMEOUT
                 try:

@@ -437,21 +437,8 @@ class HttpChannel(MessageChannel):
         if self._closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
         cancelled = self.http.cancelled_request(message)
-        if cancelled is not None:
-            stream = self._streams.pop(cancelled, None)
-            if stream is not None:
-                # Modern: closing the request's connection is the cancellation. Legacy:
-                # the notification below is; a stream nobody waits for is not resumed.
-                stream.stop_waiting(cancelled)
-            if cancelled in self._joining:
-                self._joining.remove(cancelled)  # (never sent: nobody to tell)
-            if self.http.era is Era.MODERN:
-                return
-            if stream is not None and not stream.out and not stream.ids:
-                # Still waiting for a free connection (or a token), now withdrawn: the
-                # server never had it, so there is nobody to tell (a keep-alive ping
-                # held past its timeout must not cost a POST each interval).
-                return
+        if cancelled is not None and self._cancel(cancelled):
+            return
         try:
             sent = self.http.post(message)
         except ReplyNotCarried:
@@ -494,6 +481,25 @@ class HttpChannel(MessageChannel):
             with trio.move_on_after(self.transport.connect_timeout):
                 await ready.wait()
 
+    def _cancel(self, cancelled: RequestId) -> bool:
+        """Our request ``cancelled`` is cancelled (its ``notifications/cancelled`` is
+        being written): stop reading its answer; whether that is all (modern: closing
+        its connection is the cancellation; a request withdrawn before it went out),
+        else the notification is to be POSTed (legacy)."""
+        stream = self._streams.pop(cancelled, None)
+        if stream is not None:
+            # Modern: closing the request's connection is the cancellation. Legacy:
+            # the notification is; a stream nobody waits for is not resumed.
+            stream.stop_waiting(cancelled)
+        if cancelled in self._joining:
+            self._joining.remove(cancelled)  # (never sent: nobody to tell)
+        if self.http.era is Era.MODERN:
+            return True
+        # Still waiting for a free connection (or a token), now withdrawn: the server
+        # never had it, so there is nobody to tell (a keep-alive ping held past its
+        # timeout must not cost a POST each interval).
+        return stream is not None and not stream.out and not stream.ids
+
     def _pending(self, message: bytes, refused: SessionPending) -> None:
         """``message`` was written while a lost session's replacement is not started:
         see the module docs."""
@@ -517,15 +523,23 @@ class HttpChannel(MessageChannel):
         socket takes the POST at once, it is written here (no task waits for it
         first: a scheduler round trip less per request); else its own task writes it.
         A one-way message joins the others' queue (:meth:`_one_way_nowait`) if there
-        is room. Everything else (``notifications/initialized``, awaited; a one-way
-        message that must wait for room; a cancellation) returns ``False``
-        untouched, for :meth:`send`.
+        is room; so does a cancellation, which stops its request's stream first (a
+        modern one is only that: see :meth:`send`), so that the courtesy
+        ``notifications/cancelled`` of a closing session (``Session.aclose``, which
+        sends only what the channel takes at once) goes out, within half of
+        ``close_timeout`` (:meth:`aclose`). Everything else
+        (``notifications/initialized``, awaited; a one-way message that must wait for
+        room) returns ``False`` untouched, for :meth:`send`.
         """
         if self._closed or self._tasks is None:
             return False
         try:
-            if self.http.cancelled_request(message) is not None:
-                return False  # a cancellation stops a request's stream: send() does it
+            cancelled = self.http.cancelled_request(message)
+            if cancelled is not None:
+                if self.http.era is not Era.MODERN and len(self._one_way) >= _MAX_ONE_WAY:
+                    return False  # (no room: send() waits for some)
+                if self._cancel(cancelled):
+                    return True
             sent = self.http.post(message)
         except LocalProtocolError:
             return False  # send() raises it (or drops the message, saying why)

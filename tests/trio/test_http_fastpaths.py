@@ -496,8 +496,9 @@ async def test_send_nowait_takes_every_request_and_leaves_the_rest_to_send(
 ) -> None:
     """A request never waits for the session's writer: with no kept-alive connection,
     or every connection slot taken, ``send_nowait`` hands it to a task of its own all
-    the same (which waits for a slot). One-way messages (they await their ``202``),
-    cancellations and what is not JSON are left to ``send``."""
+    the same (which waits for a slot). ``notifications/initialized`` (awaited) and what
+    is not JSON are left to ``send``; a cancellation joins the one-way queue at once (a
+    closing session sends only what is taken so: its courtesy cancellations)."""
     server = await start_server(nursery)
     channel = HttpChannel(server.url)
     request = rpc(1, "tools/list")
@@ -507,9 +508,10 @@ async def test_send_nowait_takes_every_request_and_leaves_the_rest_to_send(
     notification = dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert not channel.send_nowait(notification)  # awaits its 202
     cancel = {"requestId": 1}
-    assert not channel.send_nowait(
+    assert channel.send_nowait(
         dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
     )
+    assert len(channel._one_way) == 1
     with trio.fail_after(IO_TIMEOUT):
         assert channel.send_nowait(request)  # no kept-alive connection yet: its task
         assert loads(await channel.receive())["id"] == 1
