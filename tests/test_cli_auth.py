@@ -78,10 +78,14 @@ def test_oauth_authorizes_in_the_browser_and_the_token_store_serves_the_next_run
     assert "Open this URL to authorize:" in err and browser[0] in err
     assert browser[0].startswith(f"{protected.asrv.issuer}/authorize?")
     assert stat.S_IMODE(store.stat().st_mode) == 0o600
-    # The next run finds the token: no browser, no authorization.
+    # The next run finds the token: no browser, no authorization; its first request
+    # carries it (no 401 first, nor discovery: nothing asked of the authorization server).
+    asked, protected.posts[:] = len(protected.asrv.requests), []
     assert main([*argv[:-2], "--token-store", str(store), "-q"]) == 0
     assert capsys.readouterr().out.strip() == "alice ['mcp']"
     assert len(browser) == 1 and len(protected.asrv.authorizations) == 1
+    assert protected.posts and "" not in protected.posts
+    assert len(protected.asrv.requests) == asked
 
 
 def test_a_head_request_to_the_listener_does_not_end_the_authorization(

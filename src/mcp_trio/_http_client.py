@@ -153,7 +153,8 @@ body, SSE events) into messages the session reads.
 * **Redirects**: same-origin ``307`` / ``308`` only (the sans-IO rules), at most
   ``max_redirects``; any other redirect fails the request.
 * **Authorization** (``auth=``, :mod:`mcp_trio._oauth`): every request carries the
-  current bearer token (framed by the pool); a request whose answer asks for
+  current bearer token (framed by the pool), from the first one when the storage kept
+  one for the server (looked up before it, as a refresh); a request whose answer asks for
   authorization (``401``, ``403`` ``insufficient_scope``) is sent again once a token is
   obtained, at most ``max_authorizations`` times, in its own task; the authorization
   itself runs in the channel's nursery (bounded by ``authorize_timeout``, not cut short
@@ -1393,7 +1394,9 @@ async def open_http_client(
         headers: extra headers for every request (e.g. ``Authorization``).
         auth: OAuth 2.1 authorization (:class:`~mcp_trio.OAuth`) for a server that
             answers ``401``: discovery, registration, authorization and tokens happen
-            when the server first asks; the refused request is then sent again.
+            when the server first asks; the refused request is then sent again. A
+            token its storage kept for this server (``load_server``) goes from the
+            first request, with no discovery first.
         start: run the handshake before the block starts.
 
     Returns:

@@ -213,7 +213,16 @@ class OAuthStorage(Protocol):
     ``expires_at`` it is the token's lifetime, which sets how early it is refreshed
     (without it, 30 seconds early: a short-lived token would be refreshed before
     every request). An exception from these methods fails the authorization that
-    called them, not the client."""
+    called them, not the client.
+
+    Optional, for a storage that outlives the process: ``async load_server(server_url)
+    -> tuple[str, str] | None`` and ``async save_server(server_url, resource,
+    issuer)``. Where they exist (:class:`InMemoryOAuthStorage` and
+    :class:`~mcp_trio.FileOAuthStorage` have them), the resource and issuer of the
+    token obtained for a server are kept by the server's URL, and a new client of that
+    server sends that token (unexpired) from its first request, with no ``401`` and no
+    discovery first; refused, it authorizes as it would have. Without them (or when
+    they raise: logged), the first request goes without a token, as before."""
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
         """The registration obtained at ``issuer`` before, if any."""
@@ -241,6 +250,8 @@ class InMemoryOAuthStorage:
         """Registrations by issuer."""
         self.tokens: dict[tuple[str, str], OAuthToken] = {}
         """Tokens by ``(resource, issuer)``."""
+        self.servers: dict[str, tuple[str, str]] = {}
+        """The ``(resource, issuer)`` of each server URL's token."""
 
     async def load_client(self, issuer: str) -> ClientCredentials | None:
         return self.clients.get(issuer)
@@ -256,6 +267,14 @@ class InMemoryOAuthStorage:
             self.tokens.pop((resource, issuer), None)
         else:
             self.tokens[(resource, issuer)] = token
+
+    async def load_server(self, server_url: str) -> tuple[str, str] | None:
+        """The ``(resource, issuer)`` of the token of the server at ``server_url``."""
+        return self.servers.get(server_url)
+
+    async def save_server(self, server_url: str, resource: str, issuer: str) -> None:
+        """Keep the ``(resource, issuer)`` of the token of the server at ``server_url``."""
+        self.servers[server_url] = (resource, issuer)
 
 
 @final
@@ -550,7 +569,9 @@ class OAuth:
         Requirements"). A server that takes that request without a token (a ``2xx``,
         or a ``400``: it judged the request itself, as a server with sessions does a
         ``ping`` outside one) needs none: nothing more is done (logged at ``INFO``),
-        nor is the user asked. Otherwise discovery (that URL, then the well-known ones),
+        nor is the user asked. A token the storage kept for that server (see
+        :class:`OAuthStorage`, ``load_server``) goes with that request: taken, nothing
+        more is done either. Otherwise discovery (that URL, then the well-known ones),
         registration, the user at ``on_authorize`` (bounded by ``authorize_timeout``
         alone, not by any request's timeout) and the token request. The token goes to
         ``storage``, where a client of that server made with this :class:`OAuth` finds
@@ -587,14 +608,22 @@ class OAuth:
                 challenge = found if found is not None else BearerChallenge()
         else:
             authorizer = self.bind(server_url, legacy_fallback=lambda: legacy_fallback)
+            # The token the storage kept for this server, if any, goes with the probe:
+            # taken, nothing more is done (no discovery); refused, it is not used again.
+            await authorizer.ready()
             challenge = await authorizer.probe()
+        sent = authorizer.authorization()
         if challenge is None:
-            logger.info(
-                "OAuth: %s takes requests without a token: no authorization needed", server_url
-            )
+            if sent is None:
+                logger.info(
+                    "OAuth: %s takes requests without a token: no authorization needed",
+                    server_url,
+                )
+            else:
+                logger.info("OAuth: %s takes the token stored for it", server_url)
             return
         with authorizer.connecting():
-            await authorizer.challenged(401, challenge, None)
+            await authorizer.challenged(401, challenge, sent)
 
 
 _USER_AUTHORIZATIONS: Final = 3
@@ -773,6 +802,11 @@ class Authorizer:
         self._storing = False
         # WebSocket handshakes under way with this (shared) Authorizer: see connecting.
         self._connecting = 0
+        # Whether the storage was asked for this server's token (_load_stored: by the
+        # first request's ready(), as a refresh), and where a token obtained here was
+        # last recorded to be (_remember).
+        self._primed = False
+        self._recorded: tuple[str, str] | None = None
 
     # ------------------------------------------------------------------ the channel's side
 
@@ -782,13 +816,15 @@ class Authorizer:
 
     def needs_refresh(self) -> bool:
         """Whether the token has expired and can be refreshed before the next request,
-        or a refresh is under way."""
-        if self._refreshing is not None:
+        or a refresh is under way, or the storage was not asked yet for the token
+        of this server (:meth:`_load_stored`: before the first request)."""
+        if self._refreshing is not None or not self._primed:
             return True
         token = self.token
         return (
             token is not None
             and token.refresh_token is not None
+            and self.metadata is not None  # (a stored token's: refused, then refreshed)
             and token.expired(self.oauth.clock())
         )
 
@@ -866,21 +902,28 @@ class Authorizer:
             await self._token_used.wait()
 
     async def probe(self) -> BearerChallenge | None:
-        """The server's challenge to a request without a token (a ``POST`` of a
-        ``ping``): what :meth:`OAuth.authorize` starts from. ``None`` when the server
-        needs no token (it answers ``2xx``, or ``400``: it judged the request itself,
-        past any authentication); an empty challenge when it answers
+        """The server's challenge to a request with the token in use, if any (a stored
+        one), else without one (a ``POST`` of a ``ping``): what :meth:`OAuth.authorize`
+        starts from. ``None`` when the server takes it (it answers ``2xx``, or ``400``:
+        it judged the request itself, past any authentication); an empty challenge when it answers
         otherwise, or not at all (discovery then tries the well-known URLs). Only the
         response head is read (the body may be an event stream kept open)."""
         oauth = self.oauth
+        sent = [
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ]
+        header = self._header  # (a stored token: see OAuth.authorize)
+        if header is not None:
+            sent.append(("authorization", header.decode("latin-1")))
+            proof = self.proof("POST", header)
+            if proof is not None:
+                sent.append(("dpop", proof.decode("ascii")))
         try:
             status, headers, _ = await oauth_fetch(
                 "POST",
                 self.server_url,
-                headers=[
-                    ("content-type", "application/json"),
-                    ("accept", "application/json, text/event-stream"),
-                ],
+                headers=sent,
                 body=_PROBE,
                 ssl_context=oauth.ssl_context,
                 timeout=oauth.timeout,
@@ -966,6 +1009,7 @@ class Authorizer:
             try:
                 with trio.fail_after(self.oauth.authorize_timeout):
                     await self._flow(status, challenge, sent, nursery)
+                    await self._remember()
             except (OAuthError, trio.TooSlowError) as exc:
                 self._failures += 1
                 self._last_failure = (
@@ -1365,6 +1409,7 @@ class Authorizer:
         self.token = token
         self._header = None if token is None else self._encode(token)
         if token is not None:
+            self._primed = True  # (one in use: the storage need not be asked for one)
             self._tokens_used += 1
             self._token_used.set()
             self._token_used = trio.Event()
@@ -1636,6 +1681,9 @@ class Authorizer:
         is storing its token) is kept: the refresh's outcome is dropped, in memory and
         in the storage. A token obtained by refresh counts as just issued (a ``401`` to
         it is not answered by authorizing again). Never raises (but Cancelled)."""
+        if not self._primed:
+            await self._load_stored()
+            return
         token, metadata, client = self.token, self.metadata, self.client
         issuer, resource = self.issuer, self.resource
         if token is None or token.refresh_token is None or metadata is None or issuer is None:
@@ -1710,6 +1758,65 @@ class Authorizer:
         if resource is not None and current():
             await self._store(resource, issuer, new)
         return new, client, True
+
+    async def _load_stored(self) -> None:
+        """Before the first request: put in use the token the storage kept for this
+        server (its ``load_server``: the resource and issuer a flow of an earlier client
+        recorded), unexpired, so that the request carries it, with no ``401`` and no
+        discovery first. Nothing else is known yet (the authorization server's
+        metadata): a ``401`` to it starts the flow as without it (which does not take
+        it from the storage again), and it is not refreshed before that. Never raises
+        (but Cancelled): a storage that fails is logged."""
+        self._primed = True
+        storage, url = self.oauth.storage, self.server_url
+        load = getattr(storage, "load_server", None)
+        if load is None:
+            return
+        try:
+            found = await load(url)
+            if found is None:
+                return
+            resource, issuer = found
+            token = self._usable(await storage.load_token(resource, issuer))
+            if token is None or token.expired(self.oauth.clock()):
+                return
+            client = None if self._assertion else await storage.load_client(issuer)
+        except Exception as exc:
+            logger.debug("OAuth: the stored token could not be read", exc_info=True)
+            logger.warning(
+                "OAuth: the stored token could not be read: %s raised", type(exc).__name__
+            )
+            return
+        if self.token is not None:
+            return  # (a flow put one in use meanwhile)
+        if self.oauth._grant == "workload_identity":
+            from mcp_sansio._oauth_grants import grant_token  # noqa: PLC0415 (see the imports)
+
+            token = grant_token(token, client=client)
+        self.issuer, self.resource, self.client = issuer, resource, client
+        self._recorded = (resource, issuer)
+        logger.debug("OAuth: using the token stored for %s", url)
+        self._use(token)
+
+    async def _remember(self) -> None:
+        """A flow put a token in use: record where it is for this server's URL (the
+        storage's ``save_server``, if it has one), for the next client's first request
+        (:meth:`_load_stored`). A storage that fails is logged."""
+        resource, issuer = self.resource, self.issuer
+        save = getattr(self.oauth.storage, "save_server", None)
+        if save is None or resource is None or issuer is None:
+            return
+        if self._recorded == (resource, issuer):
+            return
+        try:
+            await save(self.server_url, resource, issuer)
+        except Exception as exc:
+            logger.debug("OAuth: the server entry could not be stored", exc_info=True)
+            logger.warning(
+                "OAuth: the server entry could not be stored: %s raised", type(exc).__name__
+            )
+            return
+        self._recorded = (resource, issuer)
 
     async def _store(self, resource: str, issuer: str, token: OAuthToken | None) -> None:
         """Save a refresh's outcome: a storage that fails is logged, not raised."""

@@ -1,8 +1,9 @@
 """An :class:`~mcp_trio.OAuthStorage` in a JSON file, readable by its owner alone.
 
-The file holds ``{"clients": {...}, "tokens": {...}}``: registrations by issuer,
-tokens by resource and issuer, each the
-fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`; and
+The file holds ``{"clients": {...}, "tokens": {...}, "servers": {...}}``: registrations
+by issuer, tokens by resource and issuer, each the
+fields of :class:`~mcp_trio.ClientCredentials` / :class:`~mcp_trio.OAuthToken`, and
+for each server URL the resource and issuer of its token (``load_server``); and
 ``"namespaces": {NAME: {"clients": {...}, "tokens": {...}}}``, the same for each
 storage made with a ``namespace``. Every save writes a new file (mode ``0600``, in a
 directory created ``0700``), flushes it to the disk and renames it over the old one,
@@ -123,7 +124,11 @@ class FileOAuthStorage:
         # Saves the file could not take ("clients"/"tokens" -> key -> entry, None for a
         # token removed): this process reads them before the file.
         # Touched on the Trio thread only.
-        self._unsaved: Final[dict[str, dict[str, Any]]] = {"clients": {}, "tokens": {}}
+        self._unsaved: Final[dict[str, dict[str, Any]]] = {
+            "clients": {},
+            "tokens": {},
+            "servers": {},
+        }
         # One call at a time does the file work (in a worker thread): see the module docs.
         self._lock: Final = trio.Lock()
 
@@ -145,6 +150,27 @@ class FileOAuthStorage:
             # (A bearer token's entry as before: readers that predate DPoP take it.)
             entry = attrs.asdict(token, filter=lambda a, v: a.name != "dpop_jkt" or v is not None)
         await self._save("tokens", _token_key(resource, issuer), entry, "token")
+
+    async def load_server(self, server_url: str) -> tuple[str, str] | None:
+        """The resource and the issuer of the token last obtained for the server at
+        ``server_url`` (see :class:`~mcp_trio.OAuthStorage`): its first request carries
+        that token, with no discovery first."""
+        found = await self._load("servers", server_url)
+        if (
+            isinstance(found, dict)
+            and set(found) == {"resource", "issuer"}
+            and all(isinstance(value, str) for value in found.values())
+        ):
+            return found["resource"], found["issuer"]
+        if found is not None:
+            logger.warning("OAuth: a stored server entry is malformed: ignored")
+        return None
+
+    async def save_server(self, server_url: str, resource: str, issuer: str) -> None:
+        """Keep where the token for the server at ``server_url`` is (its resource and
+        issuer)."""
+        entry = {"resource": resource, "issuer": issuer}
+        await self._save("servers", server_url, entry, "server entry")
 
     async def _load(self, part: str, key: str) -> object:
         async with self._lock:
@@ -198,7 +224,7 @@ class FileOAuthStorage:
         )
 
     def _part(self, data: dict[str, Any], part: str) -> dict[str, Any]:
-        """``data``'s ``part`` (``"clients"`` or ``"tokens"``) in this storage's
+        """``data``'s ``part`` (``"clients"``, ``"tokens"`` or ``"servers"``) in this storage's
         namespace: made, or a malformed one replaced, if need be."""
         home = data
         if self.namespace is not None:

@@ -24,6 +24,7 @@ from .test_http_support import IO_TIMEOUT
 
 ISSUER = "https://as.example"
 RESOURCE = "https://mcp.example/mcp"
+SERVER = "https://mcp.example/mcp/"  # (its URL: the resource may differ)
 
 
 def stall_fsync(
@@ -85,6 +86,33 @@ async def test_a_namespace_keeps_registrations_and_tokens_apart(tmp_path: Path) 
     await service.save_token(RESOURCE, ISSUER, None)
     assert await service.load_token(RESOURCE, ISSUER) is None
     assert await again.load_token(RESOURCE, ISSUER) == OAuthToken(access_token="the user's")
+
+
+@pytest.mark.parametrize("namespace", [None, "ns"])
+@pytest.mark.parametrize(
+    "malformed",
+    [3, [], {"resource": RESOURCE}, {"resource": RESOURCE, "issuer": 5}, {"x": 1, "y": 2}],
+)
+async def test_where_a_server_s_token_is_is_kept_by_its_url(
+    tmp_path: Path, namespace: str | None, malformed: object
+) -> None:
+    """``save_server`` / ``load_server`` (a new client's first request carries the
+    token, with no discovery): by the server's URL, in the namespace; an entry that is
+    not a resource and an issuer reads as absent."""
+    path = tmp_path / "oauth.json"
+    store = FileOAuthStorage(path, namespace=namespace)
+    assert await store.load_server(SERVER) is None
+    await store.save_server(SERVER, RESOURCE, ISSUER)
+    assert await FileOAuthStorage(path, namespace=namespace).load_server(SERVER) == (
+        RESOURCE,
+        ISSUER,
+    )
+    assert await FileOAuthStorage(path, namespace="other").load_server(SERVER) is None
+    data = json.loads(path.read_bytes())
+    home = data if namespace is None else data["namespaces"][namespace]
+    home["servers"][SERVER] = malformed
+    path.write_text(json.dumps(data))
+    assert await FileOAuthStorage(path, namespace=namespace).load_server(SERVER) is None
 
 
 @pytest.mark.parametrize("method", ["none", "client_secret_basic", "client_secret_post"])
