@@ -5,7 +5,7 @@ Theory of operation
 One :class:`~mcp_sansio.http.HttpServer` (the rules, both eras) and one
 :class:`~._http_endpoint.Endpoint` (handlers, timer, output routing) serve every TCP
 connection. Each connection is one task running h11, one request at a time (HTTP/1.1
-keep-alive, no pipelining):
+keep-alive; a pipelined request waits in h11 until the one before it is answered):
 
 1. **Head.** The head must arrive within ``header_timeout`` of its first byte (and a new
    connection's first byte within ``header_timeout`` of the accept; an idle keep-alive
@@ -861,9 +861,10 @@ class _Connection:
             Whether the connection's task may stay parked: all is out and either more
             is to come (the keep-alive comment timer restarts), or the response is
             complete and the connection can be kept alive with nothing of a next request
-            received yet. Then it stays parked as an idle keep-alive connection (its wait
-            gets the ``keepalive_timeout`` and shutdown may end it) and wakes when the
-            next request's first bytes arrive.
+            received yet (since ``start``, or with this request: h11 holds those bytes).
+            Then it stays parked as an idle keep-alive connection (its wait gets the
+            ``keepalive_timeout`` and shutdown may end it) and wakes when the next
+            request's first bytes arrive.
         """
         wire = self.wire
         try:
@@ -891,6 +892,9 @@ class _Connection:
             or self.endpoint.closing
             or h.our_state is not h11.DONE
             or h.their_state is not h11.DONE
+            # Bytes of the next request came with this one's (in the same read, before
+            # ``start``): they wait in h11, and no new bytes may ever wake a park.
+            or h.trailing_data[0]
         ):
             return False
         waker.deadline = trio.current_time() + self.transport.keepalive_timeout
