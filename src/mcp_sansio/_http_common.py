@@ -93,6 +93,12 @@ LOCAL_HOSTS: Final = ("localhost:*", "127.0.0.1:*", "[::1]:*")
 """The ``Host`` values served by default (loopback names, any port): the HTTP server's
 ``allowed_hosts`` and the WebSocket server's."""
 
+_ABSOLUTE_FORM: Final = re.compile(r"https?://([^/?#@]+)([/?][^#]*)?", re.IGNORECASE | re.DOTALL)
+"""An ``http``/``https`` request target in absolute form (RFC 9112 §3.2.2): the
+authority, then the path and query. Not with userinfo (RFC 9110 §4.2.4: "treat its
+presence as an error") nor an empty host (§4.2.1: "reject it as invalid"): such a
+target, as any but these two forms, names no resource served here (404)."""
+
 _B64_PREFIX: Final = "=?base64?"
 _B64_SUFFIX: Final = "?="
 _TCHAR: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -147,6 +153,18 @@ def _index(headers: Headers) -> dict[str, str]:
     return index
 
 
+def _absolute_form(target: str) -> tuple[str, str] | None:
+    """The authority of an absolute-form ``target`` (see :data:`_ABSOLUTE_FORM`) and
+    its origin form (an empty path is ``/``, RFC 9110 §4.2.3); ``None``: not one."""
+    found = _ABSOLUTE_FORM.fullmatch(target)
+    if found is None:
+        return None
+    authority, rest = found.groups()
+    if rest is None:
+        return authority, "/"
+    return authority, rest if rest[0] == "/" else f"/{rest}"
+
+
 def field_value(headers: Headers, name: bytes) -> str | None:
     """What ``header()`` returns for the lower-case ``name``, found by a scan: for a
     single lookup, cheaper than building the whole table."""
@@ -176,7 +194,8 @@ class HttpRequest:
     method: str
     """The request method, e.g. ``"POST"`` (compared case-sensitively, as RFC 9110 says)."""
     target: str
-    """The request target: path and optional query, e.g. ``"/mcp?x=1"``."""
+    """The request target: path and optional query, e.g. ``"/mcp?x=1"``, or the
+    absolute form (``"http://localhost:8000/mcp"``: see :attr:`path` and :attr:`host`)."""
     headers: Headers = attrs.field(default=(), converter=_normalize_headers)
     """The header fields, names lower-cased, in order; repeated names are kept."""
     body: bytes = b""
@@ -202,8 +221,28 @@ class HttpRequest:
 
     @property
     def path(self) -> str:
-        """The target without its query string."""
-        return self.target.partition("?")[0]
+        """The target without its query string, nor the scheme and authority of the
+        absolute form (RFC 9112 §3.2.2: "a server MUST accept the absolute-form in
+        requests"): ``"/mcp"`` for ``"/mcp?x=1"`` and ``"http://localhost/mcp"``."""
+        target = self.target
+        if not target.startswith("/"):
+            absolute = _absolute_form(target)
+            if absolute is not None:
+                target = absolute[1]
+        return target.partition("?")[0]
+
+    @property
+    def host(self) -> str | None:
+        """The host (``name[:port]``) the request is for: the authority of an
+        absolute-form target, else the ``Host`` header; ``None``: neither. RFC 9112
+        §3.2.2: a server given the absolute form "MUST ignore the received Host header
+        field (if any) and instead use the host information of the request-target"."""
+        target = self.target
+        if not target.startswith("/"):
+            absolute = _absolute_form(target)
+            if absolute is not None:
+                return absolute[0]
+        return _header(self, "host")
 
     def header(self, name: str) -> str | None:
         """The value of header ``name`` (any case), repeated fields joined with

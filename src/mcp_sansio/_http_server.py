@@ -508,8 +508,9 @@ class HttpServerConfig:
     ``Access-Control-Allow-Origin`` with ``Mcp-Session-Id``, ``MCP-Protocol-Version`` and
     ``WWW-Authenticate`` exposed (see :meth:`HttpServer.cors_headers`)."""
     allowed_hosts: tuple[str, ...] | None = LOCAL_HOSTS
-    """``Host`` values accepted (``"name:*"``: any port), else 421. The default suits a
-    server bound to localhost; list your public names, or ``None`` to skip the check."""
+    """``Host`` values accepted (``"name:*"``: any port), else 421 (the authority of an
+    absolute-form target is checked in its place). The default suits a server bound to
+    localhost; list your public names, or ``None`` to skip the check."""
     max_body_size: int = 4 * 1024 * 1024
     """Largest request body, bytes (413 above). Read at most this much plus one."""
     response_mode: ResponseMode | Callable[[str, Era], ResponseMode] = "auto"
@@ -857,9 +858,11 @@ class HttpServer:
         return self._misdirected(request) or metadata
 
     def _misdirected(self, request: HttpRequest) -> HttpResponse | None:
-        """``421`` for a ``Host`` not in ``allowed_hosts`` (DNS-rebinding protection)."""
+        """``421`` for a ``Host`` not in ``allowed_hosts`` (DNS-rebinding protection):
+        the host the request is for (:attr:`HttpRequest.host`: an absolute-form target's
+        authority takes the place of the header)."""
         allowed = self.config.allowed_hosts
-        host = request.header("host")
+        host = request.host
         if allowed is None or host_allowed(host, allowed):
             return None
         return misdirected(host, HTTP_HOSTS_SETTING)

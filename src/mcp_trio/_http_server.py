@@ -523,7 +523,7 @@ class _Connection:
         early = http.check_head(request)
         if early is not None:
             if early.status == 421:
-                self.server.refused_hosts.note(request.header("host"))
+                self.server.refused_hosts.note(request.host)
             # A request without a body (the metadata GET, a CORS preflight) is complete
             # already: take its end from h11 (no I/O) so that the connection stays usable.
             # A body is never read (a malformed one only means closing after the answer).

@@ -111,6 +111,31 @@ def test_request_accepts_a_mapping_and_trims_whitespace() -> None:
     assert HttpResponse(status=200, headers={"X-A": "1"}).header("x-a") == "1"
 
 
+@pytest.mark.parametrize(
+    ("target", "path", "host"),
+    [
+        ("/mcp", "/mcp", "header.example"),
+        ("/mcp?x=1", "/mcp", "header.example"),
+        # Absolute form (RFC 9112 3.2.2): its authority in place of the Host header.
+        ("http://127.0.0.1:8000/mcp", "/mcp", "127.0.0.1:8000"),
+        ("HTTPS://Localhost/mcp?x=1", "/mcp", "Localhost"),
+        ("http://[::1]:9/mcp", "/mcp", "[::1]:9"),
+        ("http://localhost", "/", "localhost"),  # (an empty path is "/")
+        ("http://localhost?x=1", "/", "localhost"),
+        # Not a target this form names: userinfo, no host, another scheme, a fragment.
+        ("http://user@localhost/mcp", "http://user@localhost/mcp", "header.example"),
+        ("http:///mcp", "http:///mcp", "header.example"),
+        ("ftp://localhost/mcp", "ftp://localhost/mcp", "header.example"),
+        ("http://localhost/mcp#top", "http://localhost/mcp#top", "header.example"),
+        ("*", "*", "header.example"),
+    ],
+)
+def test_path_and_host_of_each_target_form(target: str, path: str, host: str) -> None:
+    request = HttpRequest(method="POST", target=target, headers={"Host": "header.example"})
+    assert (request.path, request.host) == (path, host)
+    assert HttpRequest(method="POST", target="/mcp").host is None
+
+
 def test_with_body_keeps_the_head_and_its_lookup_table() -> None:
     head = HttpRequest(method="POST", target="/mcp", headers=[(b"X-A", b" 1 ")])
     assert head.header("x-a") == "1"  # builds the table

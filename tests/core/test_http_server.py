@@ -286,6 +286,35 @@ def test_malformed_json_is_400_parse_error(era: str) -> None:
     assert error_of(reply.decision)["code"] == ErrorCode.PARSE_ERROR
 
 
+@pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize(
+    ("target", "host", "status"),
+    [
+        ("http://localhost:8000/mcp", "localhost:8000", 200),
+        ("http://localhost:8000/mcp?x=1", None, 200),  # (HTTP/1.0 may send no Host)
+        ("HTTP://LOCALHOST/mcp", "localhost", 200),
+        ("http://localhost:8000/other", "localhost:8000", 404),
+        # RFC 9112 3.2.2: the target's authority, not Host, is what the request is for.
+        ("http://localhost:8000/mcp", "evil.example", 200),
+        ("http://evil.example/mcp", "localhost:8000", 421),
+        ("http://evil.example:8000/mcp", "127.0.0.1:8000", 421),
+    ],
+)
+def test_absolute_form_targets_are_served_and_checked_by_their_authority(
+    era: str, target: str, host: str | None, status: int
+) -> None:
+    srv = make_server()
+    body, extra = first_post(era, srv)
+    headers: dict[str, Any] = {**extra, "host": host}
+    request = req(body=body, target=target, **headers)
+    reply = srv.handle_request(request, now=0)
+    assert isinstance(reply.decision, HttpResponse)
+    assert reply.decision.status == status
+    assert srv.check_head(request) == (None if status == 200 else reply.decision)
+    if status == 421:
+        assert "evil.example" in error_of(reply.decision)["message"]
+
+
 def test_checks_can_be_relaxed() -> None:
     srv = make_server(allowed_hosts=None, allowed_origins=("*",))
     reply = srv.handle_request(

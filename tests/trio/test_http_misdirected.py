@@ -4,7 +4,8 @@ A server bound to every interface but reached by the machine's address refuses t
 ``Host`` (the default ``allowed_hosts`` are loopback names): the 421 body names the
 setting, the server warns once per distinct refused ``Host`` (a bounded number), and
 binding every interface with the default hosts says so when it starts. That check stops
-browsers, not clients: binding beyond loopback without ``authenticate`` warns so.
+browsers, not clients: binding beyond loopback without ``authenticate`` warns so. An
+absolute-form target's authority is checked in place of ``Host``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,25 @@ async def test_each_refused_host_is_logged_once_up_to_a_bound(
     for host, message in zip(hosts, logged, strict=False):
         assert f"'{host}'" in message
         assert "HttpServerConfig.allowed_hosts" in message and "--allow-host" in message
+
+
+async def test_an_absolute_form_target_is_served_and_refused_by_its_authority(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RFC 9112 3.2.2: "a server MUST accept the absolute-form in requests", and "MUST
+    ignore the received Host header field": the target's authority is checked."""
+    caplog.set_level(logging.WARNING, logger="mcp_trio")
+    server = await start_server(nursery)
+    own = f"127.0.0.1:{server.port}"
+    with trio.fail_after(IO_TIMEOUT):
+        served = await raw_request(server.port, "POST", f"http://{own}/mcp", body=initialize_body())
+        refused = await raw_request(
+            server.port, "POST", "http://evil.example/mcp", host=own, body=initialize_body()
+        )
+    assert served.status == 200 and "mcp-session-id" in served.headers
+    assert refused.status == 421
+    assert "Host 'evil.example' is not served here" in refused.json()["error"]["message"]
+    assert len(logged := refusals(caplog)) == 1 and "'evil.example'" in logged[0]
 
 
 class _Bound(Exception):
