@@ -799,14 +799,21 @@ class Endpoint:
             raise gone[0]
         return got
 
-    def _busy_text(self, client: _ClientKey | None) -> str:
+    def _busy(
+        self, tagged: ServerEvent, principal: Principal | None, rid: RequestId | None = None
+    ) -> tuple[ErrorData, HttpResponse]:
+        """A message (the request ``rid``, else a notification) got no handler slot: the
+        "server busy" error, and its ``503`` with ``Retry-After`` (nothing of it ran)."""
         slots = self.slots
-        if slots.at_share(client):
-            return (
+        if slots.at_share(_client_of(tagged, principal)):
+            text = (
                 f"server busy: this client's {slots.share} handler slots are all taken"
                 " (its share of max_concurrent_handlers); retry later"
             )
-        return "server busy: every handler slot is taken (max_concurrent_handlers); retry later"
+        else:
+            text = "server busy: every handler slot is taken (max_concurrent_handlers); retry later"
+        error = ErrorData(code=int(ErrorCode.INTERNAL_ERROR), message=text)
+        return error, json_response(503, error_body(error, rid), RETRY_SOON)
 
     def _note_busy(self, client: _ClientKey | None) -> None:
         """Warn that requests are refused for want of a slot: at most once every
@@ -896,12 +903,10 @@ class Endpoint:
             conn.send_error(rid, *SHUTTING_DOWN)
             self.pump(conn)
             return None
-        code = int(ErrorCode.INTERNAL_ERROR)
-        text = self._busy_text(_client_of(tagged, principal))
-        conn.send_error(rid, code, text)
+        error, busy = self._busy(tagged, principal, rid)
+        conn.send_error(rid, error.code, error.message)
         self.pump(conn)
-        body = error_body(ErrorData(code=code, message=text), rid)
-        return json_response(503, body, RETRY_SOON)
+        return busy
 
     async def _serve_request(
         self, ctx: HttpRequestContext, running: Running, inline: bool = False
@@ -952,9 +957,7 @@ class Endpoint:
             if self.closing:  # (the POST of a server that stops is 503 already)
                 logger.debug("notification %r dropped: the server stops", event.method)
                 return None
-            text = self._busy_text(_client_of(tagged, principal))
-            body = error_body(ErrorData(code=int(ErrorCode.INTERNAL_ERROR), message=text))
-            return json_response(503, body, RETRY_SOON)
+            return self._busy(tagged, principal)[1]
         assert self.nursery is not None
         self.nursery.start_soon(serve_notification, handler, ctx, running, self._finish)
         return None
