@@ -701,23 +701,18 @@ class Endpoint:
         self._all.add(running)
         return running
 
-    def _finish(self, running: Running) -> None:
+    def _finish(self, running: Running, *, slot: bool = True) -> None:
+        """Forget ``running``, its handler over or never started, and give back its
+        handler slot (``slot=False``: it got none). A request the peer cancelled frees
+        its place in the core (:func:`drop_cancelled`, idempotent)."""
         rid = running.request_id
         if running.cancelled and rid is not None:
             drop_cancelled(running.connection, rid)
         if rid is not None and self._running.get((running.connection, rid)) is running:
             del self._running[(running.connection, rid)]
         self._all.discard(running)
-        self.slots.give_back(running.client)
-        if not self._all:
-            self._set_idle()
-
-    def _unbegin(self, running: Running) -> None:
-        """Forget ``running``, which got no slot (and holds none)."""
-        rid = running.request_id
-        self._all.discard(running)
-        if rid is not None and self._running.get((running.connection, rid)) is running:
-            del self._running[(running.connection, rid)]
+        if slot:
+            self.slots.give_back(running.client)
         if not self._all:
             self._set_idle()
 
@@ -747,15 +742,12 @@ class Endpoint:
             else:
                 got = await self._take_watching(running.client, deadline, left)
         except BaseException:
-            self._unbegin(running)
+            self._finish(running, slot=False)
             raise
         if got:
             return running
-        self._unbegin(running)
-        if running.cancelled:
-            assert rid is not None  # (only a request is cancelled)
-            drop_cancelled(running.connection, rid)
-        elif not self.closing:
+        self._finish(running, slot=False)
+        if not running.cancelled and not self.closing:
             self._note_busy(running.client)
         return None
 
