@@ -40,7 +40,7 @@ from contextlib import suppress
 from typing import IO, TYPE_CHECKING, Final, Protocol, final
 
 from ._errors_base import ServerExited, SessionClosed
-from ._process_group import signal_group
+from ._process_group import signal_group, stop_group
 
 if TYPE_CHECKING:
     from ._blocking import Hooks
@@ -194,36 +194,12 @@ class ProcessTransport:
         return self.process.returncode is not None
 
     def _stop_group(self, *, urgent: bool) -> None:
-        """The server is reaped: what is left of its process group (a helper it started,
-        the server behind a wrapper) gets SIGTERM, then SIGKILL ``stop_timeout`` later
-        if any remains (``urgent``: SIGKILL at once); nothing if the group is empty.
-
-        A server that exits cleanly at the end of its stdin would otherwise leave its
-        helpers running, often holding its stdout. A daemon meant to outlive the server
-        starts a session of its own (``setsid``, as daemons do), so it is not in the
-        group and not signalled. (The group's id stays reserved while any member
-        lives; an empty group's id is free again only once the system's process ids
-        wrap around.)"""
-        if not hasattr(os, "killpg"):  # pragma: no cover - POSIX groups only
-            return
-        group = self.process.pid
-        stops = (signal.SIGKILL,) if urgent else (signal.SIGTERM, signal.SIGKILL)
-        for stop in stops:
-            try:
-                os.killpg(group, stop)
-            except ProcessLookupError:
-                return  # (empty: nothing was left, or all of it has exited)
-            except PermissionError:  # pragma: no cover - a member that changed its user
-                return
-            if stop == signal.SIGKILL:
-                return
-            deadline = time.monotonic() + self._stop_timeout
-            while time.monotonic() < deadline:
-                try:
-                    os.killpg(group, 0)
-                except OSError:
-                    return  # (gone)
-                time.sleep(_EXIT_POLL)  # (not our children: nothing to wait on)
+        """The server is reaped: what is left of its process group gets SIGTERM, then
+        SIGKILL ``stop_timeout`` later if any remains (``urgent``: SIGKILL at once;
+        :func:`stop_group`)."""
+        pid, grace = self.process.pid, self._stop_timeout
+        for pause in stop_group(pid, grace, time.monotonic, urgent=urgent):
+            time.sleep(pause)
 
     def close(self, *, urgent: bool = False) -> None:
         """Close stdin and wait; SIGTERM and wait; SIGKILL (the stdio shutdown; the

@@ -25,7 +25,7 @@ import sys
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from functools import partial
-from typing import ClassVar, Final, final
+from typing import ClassVar, final
 
 import trio
 
@@ -36,7 +36,7 @@ from ._config import SessionConfig
 from ._errors import ServerExited
 from ._handlers import Handlers
 from ._open import open_session
-from ._process_group import signal_group
+from ._process_group import signal_group, stop_group
 from ._session import Session
 from ._util import (
     SessionHook,
@@ -306,37 +306,11 @@ class ProcessChannel(MessageChannel):
         return ServerExited(reason, code, self._tail.bytes())
 
 
-_GROUP_POLL: Final = 0.05
-"""Seconds between looks at what a server left in its process group (not our children:
-there is nothing to wait on)."""
-
-
 async def _stop_group(process: trio.Process, config: SessionConfig) -> None:
-    """The server is reaped: what is left of its process group (a helper it started,
-    the server behind a wrapper) gets SIGTERM, then SIGKILL ``terminate_timeout`` later
-    if any remains; nothing if the group is empty.
-
-    A server that exits cleanly at the end of its stdin would otherwise leave its
-    helpers running, often holding its stdout. A daemon meant to outlive the server
-    starts a session of its own (``setsid``, as daemons do), so it is not in the group
-    and not signalled. (The group's id stays reserved while any member lives; an empty
-    group's id is free again only once the system's process ids wrap around.)"""
-    if not hasattr(os, "killpg"):  # pragma: no cover - POSIX groups only
-        return
-    group = process.pid
-    try:
-        os.killpg(group, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return  # (empty: nothing was left, or all of it has exited)
-    with trio.move_on_after(config.terminate_timeout):
-        while True:
-            try:
-                os.killpg(group, 0)
-            except OSError:
-                return  # (gone)
-            await trio.sleep(_GROUP_POLL)
-    with suppress(OSError):
-        os.killpg(group, signal.SIGKILL)
+    """The server is reaped: what is left of its process group gets SIGTERM, then
+    SIGKILL ``terminate_timeout`` later if any remains (:func:`stop_group`)."""
+    for pause in stop_group(process.pid, config.terminate_timeout, trio.current_time):
+        await trio.sleep(pause)
 
 
 async def _stop_process(process: trio.Process, config: SessionConfig) -> None:
