@@ -831,22 +831,9 @@ class BlockingClient(HandshakeFacts):
         even if it waits for the server, and the call raises ``SessionClosed``; no
         two threads use the connection at once.
         """
-        me = threading.get_ident()
-        with self._state:
-            user = self._user
-            if user is None:
-                self._user = me  # (no call may start meanwhile)
-            elif user != me:
-                if not self._closed:
-                    self._close_asked = True
-                    with suppress(OSError):  # (full: a wake-up is pending already)
-                        self._waker.send(b"\0")
-                return
-        try:
-            self._close()
-        finally:
-            if user is None:
-                self._leave()
+        with self._in_use(closing=True) as ours:  # (no call may start meanwhile)
+            if ours:
+                self._close()
 
     def _close(self) -> None:
         """:meth:`close`, in the thread that uses the connection."""
@@ -1058,25 +1045,33 @@ class BlockingClient(HandshakeFacts):
             raise self._failure
 
     @contextmanager
-    def _in_use(self) -> Iterator[None]:
-        """This thread uses the connection meanwhile; another thread's call raises
-        ``RuntimeError`` at once rather than wait (a blocking client is for one
-        thread: waiting would only hide that). A call inside a call of the same thread
-        (a callback's, the loop's own) goes on."""
+    def _in_use(self, *, closing: bool = False) -> Iterator[bool]:
+        """This thread uses the connection meanwhile (yields ``True``); another thread's
+        call raises ``RuntimeError`` at once rather than wait (a blocking client is for
+        one thread: waiting would only hide that). A call inside a call of the same
+        thread (a callback's, the loop's own) goes on. ``closing`` (:meth:`close`):
+        while another thread's call runs, that call is asked to end instead, and it
+        yields ``False`` (that thread closes the client)."""
         me = threading.get_ident()
         with self._state:
             user = self._user
             if user is None:
                 self._user = me
-        if user == me:
-            yield
-            return
-        if user is not None:
+            elif user != me and closing and not self._closed:
+                self._close_asked = True
+                with suppress(OSError):  # (full: a wake-up is pending already)
+                    self._waker.send(b"\0")
+        if user is None:
+            try:
+                yield True
+            finally:
+                self._leave()
+        elif user == me:
+            yield True
+        elif closing:
+            yield False
+        else:
             raise RuntimeError(_TWO_THREADS)
-        try:
-            yield
-        finally:
-            self._leave()
 
     def _leave(self) -> None:
         """This thread's call is over: the connection is free again, once the client
