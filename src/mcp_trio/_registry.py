@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import types
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, final, get_type_hints
 
 import attrs
@@ -820,6 +820,11 @@ class TemplateEntry(Entry):
             scopes=_scopes(scopes),
         )
 
+    def arguments(self, values: Mapping[str, str]) -> dict[str, Any]:
+        """The function's arguments from its variables' values in a URI it matches
+        (:func:`coerce_strings`, canonical: one resource has one URI); raises as that does."""
+        return coerce_strings(self.fn, self.schema, self.skip, values, canonical=True)
+
 
 @final
 @attrs.frozen(kw_only=True)
@@ -926,14 +931,13 @@ class Registry:
         for key in [k for k in self.completions if k[:2] == (ref_type, ref)]:
             del self.completions[key]
 
-    def find_template(self, uri: str) -> tuple[TemplateEntry, dict[str, str]] | None:
-        """The first template (in registration order) that matches ``uri``, with the
-        values of its variables."""
+    def _matching(self, uri: str) -> Iterator[tuple[TemplateEntry, dict[str, str]]]:
+        """The templates that match ``uri``, in registration order (the priority), each
+        with the values of its variables (``{}``: it has none)."""
         for entry in self.templates.values():
             values = entry.template.match(uri)
             if values is not None:
-                return entry, values
-        return None
+                yield entry, values
 
     def resolve_template(self, uri: str) -> tuple[TemplateEntry, dict[str, Any]] | None:
         """The template that serves ``uri`` for ``resources/read``, with its function's
@@ -951,12 +955,9 @@ class Registry:
                 and fails (a bug, not the caller's).
         """
         refused: ValueError | None = None
-        for entry in self.templates.values():
-            values = entry.template.match(uri)
-            if values is None:
-                continue
+        for entry, values in self._matching(uri):
             try:
-                kwargs = coerce_strings(entry.fn, entry.schema, entry.skip, values, canonical=True)
+                kwargs = entry.arguments(values)
             except ValueError as exc:
                 refused = refused or exc
                 continue
@@ -967,10 +968,10 @@ class Registry:
 
     def match_template(self, uri: str) -> tuple[TemplateEntry, dict[str, str]] | None:
         """What a completion's ``ref/resource`` names when its ``uri`` is neither a
-        registered template nor resource: the first template (:meth:`find_template`)
+        registered template nor resource: the first template (in registration order)
         that matches it as a concrete URI, with its variables' values. ``None`` for a
         ``uri`` with ``{`` (a URI template, not one of ours: it names nothing)."""
-        return None if "{" in uri else self.find_template(uri)
+        return None if "{" in uri else next(self._matching(uri), None)
 
     def scopes_for(self, method: str, params: Mapping[str, Any] | None) -> frozenset[str]:
         """The scopes declared for what a request names: the tool of ``tools/call``, the
@@ -1019,16 +1020,12 @@ class Registry:
         :meth:`resolve_template` picks. When several match, that means converting the
         variables (once more when the read comes: only then); when none converts, the
         read fails, and the first is asked."""
-        matching = [
-            (entry, values)
-            for entry in self.templates.values()
-            if (values := entry.template.match(uri)) is not None  # ({}: no variables)
-        ]
+        matching = list(self._matching(uri))
         if len(matching) < 2:
             return matching[0][0] if matching else None
         for entry, values in matching:
             try:
-                coerce_strings(entry.fn, entry.schema, entry.skip, values, canonical=True)
+                entry.arguments(values)
             except ValueError:
                 continue
             except Exception:  # (its class failed in its own code: it serves, and fails)
