@@ -77,7 +77,7 @@ from typing import (
 import attrs
 import trio
 
-from mcp_sansio import ConnectionConfig, ConnectionConfigOptions, structure
+from mcp_sansio import ConnectionConfig, ConnectionConfigOptions
 from mcp_sansio._http_common import LOCAL_HOSTS, LOCAL_ORIGINS
 from mcp_sansio._tasks import TASKS_EXTENSION, refuse_legacy_tasks
 
@@ -98,13 +98,9 @@ from ._registry import (
     ResourceEntry,
     TemplateEntry,
     ToolEntry,
-    invoke,
 )
-from ._server_content import _plain, plain_icons, read_result_contents
-from ._server_rpc import ResourceNotFound, ServerMethods
-from ._server_rpc import _invalid as invalid_params
-from ._server_rpc import _not_found as not_found
-from ._server_rpc import _raise_meant_for_peer as raise_meant_for_peer
+from ._server_content import _plain, plain_icons
+from ._server_rpc import ServerMethods
 from ._server_sessions import SessionTracker
 from ._session import Session
 from ._stdio import serve_stdio as _serve_stdio
@@ -1013,36 +1009,9 @@ class Server:
         )
 
     async def _read_resource(self, context: Context[Any], uri: str) -> ReadResourceResult:
-        """:meth:`Context.read_resource <mcp_trio.Context.read_resource>`: what
-        ``resources/read`` of ``uri`` answers, in process, the function run with
-        ``context`` (so that its asks are the caller's)."""
-        from mcp_sansio.types import ReadResourceResult  # noqa: PLC0415 (on first use)
-
-        if not isinstance(uri, str):
-            raise TypeError(f"the resource URI must be a string, not {type(uri).__name__}")
-        era = context.era
-        entry: ResourceEntry | TemplateEntry | None = self._registry.resources.get(uri)
-        kwargs: dict[str, Any] = {}
-        if entry is None:  # (then the templates, in order: as resources/read does)
-            try:
-                found = self._registry.resolve_template(uri)
-            except ValueError as exc:
-                raise invalid_params(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
-            if found is None:
-                raise not_found(era, uri)
-            entry, kwargs = found
-        if entry.context_param is not None:
-            kwargs[entry.context_param] = context
-        try:
-            try:
-                value = await invoke(entry.fn, entry.run_async, kwargs)
-            except BaseExceptionGroup as group:  # (of the function's own nursery)
-                raise_meant_for_peer(group)
-                raise
-        except ResourceNotFound as exc:
-            raise not_found(era, exc.uri) from None
-        contents = read_result_contents(uri, value, entry.mime_type)
-        return structure({"contents": contents}, ReadResourceResult)
+        """:meth:`Context.read_resource <mcp_trio.Context.read_resource>` (see
+        :meth:`ServerMethods.read_in_process`)."""
+        return await self._methods.read_in_process(context, uri)
 
     def capabilities(self) -> dict[str, Any]:
         """The ``ServerCapabilities`` for what is registered now."""

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
 import trio
 
-from mcp_sansio import Era, ErrorCode, ErrorData, unstructure
+from mcp_sansio import Era, ErrorCode, ErrorData, structure, unstructure
 from mcp_sansio._revision_fields import LACKING, fit
 from mcp_sansio._tasks import TASKS_CANCEL, TASKS_GET, TASKS_UPDATE
 
@@ -71,6 +71,8 @@ from ._typed import loaded_models
 from ._util import KeyedBuckets
 
 if TYPE_CHECKING:
+    from mcp_sansio.types import ReadResourceResult
+
     from ._server import Server
 
 __all__ = ["CompletionRequest", "ResourceNotFound", "ServerMethods"]
@@ -559,9 +561,51 @@ class ServerMethods:
         return self._page(ctx, "resources", "resourceTemplates", items)
 
     async def read_resource(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
-        """``resources/read``: a fixed URI first, then the templates in order (the first
-        whose variables convert: :meth:`Registry.resolve_template`)."""
+        """``resources/read`` (see :meth:`_read`)."""
         uri = _string_param(_params(ctx), "uri", "resources/read")
+        entry, value = await self._read(ctx.era, uri, functools.partial(self._call, ctx))
+        if isinstance(value, InputRequiredResult):
+            return value
+        contents = read_result_contents(uri, value, entry.mime_type)
+        refuse_unsendable_meta({"contents": contents}, f"Resource {entry.definition['name']!r}")
+        return {"contents": adapt_contents(contents, ctx.protocol_version)}
+
+    async def read_in_process(self, context: Context[Any], uri: str) -> ReadResourceResult:
+        """:meth:`Context.read_resource <mcp_trio.Context.read_resource>`: what
+        ``resources/read`` of ``uri`` answers, in process, the function run with
+        ``context`` (so that its asks are the caller's)."""
+        from mcp_sansio.types import ReadResourceResult  # noqa: PLC0415 (on first use)
+
+        if not isinstance(uri, str):
+            raise TypeError(f"the resource URI must be a string, not {type(uri).__name__}")
+
+        async def run(entry: ResourceEntry | TemplateEntry, kwargs: dict[str, Any]) -> Any:
+            if entry.context_param is not None:
+                kwargs[entry.context_param] = context
+            try:
+                return await invoke(entry.fn, entry.run_async, kwargs)
+            except BaseExceptionGroup as group:  # (of the function's own nursery)
+                _raise_meant_for_peer(group)
+                raise
+
+        entry, value = await self._read(context.era, uri, run)
+        contents = read_result_contents(uri, value, entry.mime_type)
+        return structure({"contents": contents}, ReadResourceResult)
+
+    async def _read(
+        self,
+        era: Era,
+        uri: str,
+        run: Callable[[ResourceEntry | TemplateEntry, dict[str, Any]], Awaitable[Any]],
+    ) -> tuple[ResourceEntry | TemplateEntry, Any]:
+        """What serves ``uri`` (a fixed URI first, then the templates in order: the first
+        whose variables convert) and what ``run(entry, kwargs)`` of its function returns.
+
+        Raises:
+            McpError: the not-found error of ``era`` when nothing serves ``uri`` or the
+                function raises :class:`ResourceNotFound`; -32602 when templates match
+                but the variables convert for none.
+        """
         entry: ResourceEntry | TemplateEntry
         static = self._registry.resources.get(uri)
         kwargs: dict[str, Any] = {}
@@ -573,17 +617,12 @@ class ServerMethods:
             except ValueError as exc:
                 raise _invalid(f"Invalid params: {uri}: {exc}", {"uri": uri}) from None
             if found is None:
-                raise _not_found(ctx.era, uri)
+                raise _not_found(era, uri)
             entry, kwargs = found
         try:
-            value = await self._call(ctx, entry, kwargs)
+            return entry, await run(entry, kwargs)
         except ResourceNotFound as exc:
-            raise _not_found(ctx.era, exc.uri) from None
-        if isinstance(value, InputRequiredResult):
-            return value
-        contents = read_result_contents(uri, value, entry.mime_type)
-        refuse_unsendable_meta({"contents": contents}, f"Resource {entry.definition['name']!r}")
-        return {"contents": adapt_contents(contents, ctx.protocol_version)}
+            raise _not_found(era, exc.uri) from None
 
     async def subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/subscribe`` (legacy): remember the URI for this session (a
