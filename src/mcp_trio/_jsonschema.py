@@ -140,6 +140,7 @@ from ._validation import (
     _show,
     check_schema,
     has_type,
+    json_objects,
     validate,
 )
 
@@ -1028,14 +1029,9 @@ def _ref_name(node: dict[str, Any]) -> str | None:
 
 
 def _refs(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        if (name := _ref_name(node)) is not None:
+    for obj in json_objects(node):
+        if (name := _ref_name(obj)) is not None:
             yield name
-        for value in node.values():
-            yield from _refs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _refs(item)
 
 
 def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:

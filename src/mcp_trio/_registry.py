@@ -51,6 +51,7 @@ from ._validation import (
     AnchorRef,
     dialect_supported,
     flat_object_test,
+    json_objects,
     plain_object_test,
     resolve_ref,
 )
@@ -502,11 +503,12 @@ def _input_check(name: str, input_schema: Mapping[str, Any]) -> dict[str, Any] |
     try:
         check_schema(check)
     except ValueError as exc:
-        if not dialect_supported(check) or (problem := _unresolved_ref(check)) is not None:
-            # basic/index.mdx: an unsupported dialect MUST be handled with an error, and a
-            # $ref that does not resolve SHOULD be rejected, not taken as permissive: as
-            # for an outputSchema, refused here rather than published unchecked.
-            why = problem if dialect_supported(check) else exc
+        # basic/index.mdx: an unsupported dialect MUST be handled with an error, and a
+        # $ref that does not resolve SHOULD be rejected, not taken as permissive: as for
+        # an outputSchema, refused here rather than published unchecked. (check_schema
+        # stops at the first problem: a dangling $ref may come after a keyword it lacks.)
+        why = _unresolved_ref(check) if dialect_supported(check) else exc
+        if why is not None:
             raise ValueError(f"tool {name!r}: inputSchema {why}") from None
         logger.warning(
             "tool %r: its inputSchema is published but arguments are not validated against"
@@ -523,23 +525,11 @@ def _unresolved_ref(schema: dict[str, Any]) -> str | None:
     nowhere; ``None`` when there is none (anchors and ``$ref`` below a nested ``$id``,
     valid but which the validator does not follow, are left to its warning)."""
     refs: list[str] = []
-    nested_id = False
-
-    def walk(node: Any, depth: int) -> None:
-        nonlocal nested_id
-        if isinstance(node, dict):
-            nested_id = nested_id or (depth > 0 and "$id" in node)
-            if isinstance(node.get("$ref"), str):
-                refs.append(node["$ref"])
-            for value in node.values():
-                walk(value, depth + 1)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value, depth + 1)
-
-    walk(schema, 0)
-    if nested_id:
-        return None
+    for node in json_objects(schema):
+        if node is not schema and "$id" in node:
+            return None
+        if isinstance(node.get("$ref"), str):
+            refs.append(node["$ref"])
     for ref in refs:
         try:
             resolve_ref(schema, ref)

@@ -31,7 +31,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, ClassVar, Final, final
 
@@ -88,16 +88,23 @@ def rebases_refs(node: Mapping[str, Any]) -> bool:
     ``$ref``: that ``$ref`` would resolve against the ``$id`` (core §8.2.1, a new base
     URI), which :func:`resolve_ref` does not implement (it resolves against the root).
     A ``$id`` with no ``$ref`` under it changes nothing here."""
-    return "$id" in node and _holds_key(node, "$ref")
+    return "$id" in node and any("$ref" in obj for obj in json_objects(node))
 
 
-def _holds_key(value: object, key: str) -> bool:
-    """Whether ``key`` is a key of an object anywhere in ``value`` (JSON)."""
+def json_objects(value: object) -> Iterator[dict[str, Any]]:
+    """Every object in the JSON ``value`` (itself first, if it is one), in document order.
+
+    The one walk over a whole schema as JSON, keywords and data alike (an ``enum``'s
+    values, a keyword no validator here knows): for a question that nothing in it may
+    escape, such as where a ``$ref`` or a ``$id`` is.
+    """
     if isinstance(value, dict):
-        return key in value or any(_holds_key(v, key) for v in value.values())
-    if isinstance(value, list):
-        return any(_holds_key(v, key) for v in value)
-    return False
+        yield value
+        for child in value.values():
+            yield from json_objects(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from json_objects(child)
 
 
 def dialect_supported(schema: Mapping[str, Any]) -> bool:
