@@ -1151,25 +1151,13 @@ class Context(Generic[L]):
         return None
 
     def _connection(self) -> Connection:
-        """The core connection of a legacy request (HTTP contexts name it; a session's
-        context reaches it through the session)."""
-        raw: Any = self._raw
-        connection = getattr(raw, "connection", None)
-        if isinstance(connection, Connection):
-            return connection
-        session_connection: Connection = raw.session.connection
-        return session_connection
+        """The core connection of a legacy request (each transport's context names it)."""
+        return self._raw.connection
 
     async def _send_request(
         self, method: str, params: dict[str, Any] | None, timeout: float | None
     ) -> dict[str, Any]:
-        raw: Any = self._raw
-        send = getattr(raw, "send_request", None)
-        if send is not None:
-            result: dict[str, Any] = await send(method, params, timeout=timeout)
-            return result
-        result = await raw.session.request(method, params, timeout=timeout)
-        return result
+        return await self._raw.send_request(method, params, timeout=timeout)
 
 
 # ------------------------------------------------------------------ answers

@@ -65,7 +65,7 @@ from ._server_content import (
     read_result_contents,
     sent_meta_problem,
 )
-from ._server_sessions import SessionTracker
+from ._server_sessions import SessionTracker, session_of
 from ._tasks import TaskRun, TaskRunner
 from ._typed import loaded_models
 from ._util import KeyedBuckets
@@ -344,7 +344,7 @@ class ServerMethods:
                 exception group of its own nursery (see :func:`_raise_meant_for_peer`).
             BaseException: anything else the function raised (a bug in it), as raised.
         """
-        self._tracker.track(getattr(ctx, "session", None))
+        self._tracker.track(session_of(ctx))
         # A Context only for a function that takes one (only a Context asks, so the
         # ask handlers below build one only on the path no other function reaches).
         context: Context | None = None
@@ -712,7 +712,7 @@ class ServerMethods:
             return
         key: Hashable
         owner: object = None
-        session = getattr(ctx, "session", None)  # (HTTP: no Session object, ...)
+        session = session_of(ctx)  # (HTTP: no Session object, ...)
         if ctx.principal is not None:
             # (A subject is unique within its issuer: two issuers may both have "alice".)
             issuer = ctx.principal.claims.get("iss")

@@ -43,6 +43,7 @@ from mcp_sansio import Era, LocalProtocolError
 from mcp_sansio._tasks import TASKS_NOTIFICATION
 
 from ._errors import SessionClosed
+from ._handlers import RequestContext
 from ._registry import ListKind
 from ._session import Session
 from ._util import SessionHook
@@ -98,6 +99,13 @@ async def _send_bounded(session: Session, method: str, params: dict[str, Any] | 
         await _send(session, method, params)
 
 
+def session_of(ctx: object) -> Session | None:
+    """The :class:`Session` a request context's request came on: a
+    :class:`RequestContext`'s (stdio, WebSocket, in memory); ``None`` for the HTTP
+    binding's, whose requests come on no ``Session`` object."""
+    return ctx.session if isinstance(ctx, RequestContext) else None
+
+
 @final
 class SessionTracker:
     """The sessions a server serves, and their notifications.
@@ -118,9 +126,9 @@ class SessionTracker:
         """The sessions tracked now."""
         return list(self._sessions)
 
-    def track(self, session: object) -> Tracked | None:
-        """Start tracking ``session`` (if it is a :class:`Session`); idempotent."""
-        if not isinstance(session, Session):
+    def track(self, session: Session | None) -> Tracked | None:
+        """Start tracking ``session`` (nothing for ``None``); idempotent."""
+        if session is None:
             return None
         tracked = self._sessions.get(session)
         if tracked is None:
@@ -136,7 +144,7 @@ class SessionTracker:
             ``None`` when there is no such session, or (unless ``create``) it has no
             subscription yet.
         """
-        tracked = self.track(getattr(ctx, "session", None))
+        tracked = self.track(session_of(ctx))
         if tracked is not None:
             return tracked.uris
         session_id = getattr(ctx, "session_id", None)

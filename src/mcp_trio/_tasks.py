@@ -159,13 +159,12 @@ from mcp_sansio._tasks import (
 )
 
 from ._errors import McpError
-from ._handlers import InputRequiredResult
+from ._handlers import InputRequiredResult, RequestContext
 from ._util import open_task_nursery
 
 if TYPE_CHECKING:
     from mcp_sansio._http_auth import Principal
 
-    from ._handlers import RequestContext
     from ._server import Server
 
 _F = TypeVar("_F", bound=Callable[..., Awaitable[Any]])
@@ -1143,7 +1142,7 @@ class TaskRunner:
                 needed |= run.scopes
         return frozenset(needed)
 
-    def _caller(self, ctx: RequestContext) -> object:
+    def _caller(self, ctx: object) -> object:
         """Who a call counts against for ``max_tasks_per_owner``: the authenticated
         subject; else a token for the connection it came on (``ctx.session``: stdio,
         WebSocket, in memory), held weakly so a closed one is not kept alive; else
@@ -1151,7 +1150,7 @@ class TaskRunner:
         subject = _subject(ctx)
         if subject is not None:
             return subject
-        session = getattr(ctx, "session", None)
+        session = ctx.session if isinstance(ctx, RequestContext) else None  # (HTTP: none)
         if session is None:
             return None
         token = self._channels.get(session)
@@ -1160,7 +1159,7 @@ class TaskRunner:
         return token
 
 
-def _subject(ctx: RequestContext) -> str | None:
+def _subject(ctx: object) -> str | None:
     """The authenticated caller's subject (``None`` when the transport authenticates
     nobody): tasks belong to it."""
     principal = getattr(ctx, "principal", None)
