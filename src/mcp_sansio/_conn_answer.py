@@ -43,7 +43,9 @@ class _Answering(_ConnectionBase):
 
         Raises:
             LocalProtocolError: ``request_id`` is not a request of the peer's that
-                awaits an answer; or, modern era, ``result`` has a ``resultType`` other
+                awaits an answer; ``result`` is not a mapping (the schema's ``Result``
+                is an object, in both eras); or, modern era, ``result`` has a
+                ``resultType`` other
                 than ``"complete"`` (see :meth:`send_input_required`) -- except a
                 well-formed ``"task"`` (a ``CreateTaskResult``) for a ``tools/call``
                 whose envelope declared the tasks extension -- or cannot be
@@ -84,6 +86,10 @@ class _Answering(_ConnectionBase):
                 kind = result["resultType"]  # (decorate_result made sure of a string)
                 if kind != _COMPLETE:
                     self._check_result_type(kind, inbound, result)
+        elif type(result) is not dict and not isinstance(result, Mapping):
+            # The schema's Result is an object, in every revision (the modern branch's
+            # decorate_result refuses the same).
+            raise LocalProtocolError(f"result must be a mapping, not {type(result).__name__}")
         elif inbound.method in RESULTS_FITTED and self._version is not None:
             # A client's answer to a legacy server, in the session's revision's terms.
             result = fit_result(inbound.method, result, self._version)
@@ -246,10 +252,22 @@ class _Answering(_ConnectionBase):
 
         Raises:
             LocalProtocolError: the request is not in flight (finished or unknown),
-                ``progress`` does not increase, ``progress`` or ``total`` is NaN or an
-                infinity (JSON has neither), or a modern client tries to send progress
-                (it flows server to client only). No state changed.
+                ``progress`` does not increase, ``progress`` or ``total`` is not a number
+                (an ``int`` or ``float``, not a ``bool``) or is NaN or an infinity (JSON
+                has neither), ``message`` is not a string, or a modern client tries to
+                send progress (it flows server to client only). No state changed.
         """
+        if (
+            isinstance(progress, bool)
+            or not isinstance(progress, int | float)
+            or (
+                total is not None
+                and (isinstance(total, bool) or not isinstance(total, int | float))
+            )
+        ):
+            raise LocalProtocolError(f"progress and total are numbers: {progress!r}, {total!r}")
+        if message is not None and not isinstance(message, str):
+            raise LocalProtocolError(f"a progress message is a string, not {message!r}")
         if self.role == "client" and self._era is _MODERN:
             raise LocalProtocolError("in the modern era progress flows server to client only")
         inbound = self._inflight.get(request_id)

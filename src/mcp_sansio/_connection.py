@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from typing import Any, final
+from typing import Any, Final, final
 
 from . import _modern
 from ._config import check_request_timeout
@@ -68,9 +68,17 @@ from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, notification, request
 from ._revision_fields import LACKING, PARAMS_FITTED, fit_params
 from ._state import PRE_READY_REQUESTS, PRE_READY_SERVER_NOTIFICATIONS, LifecycleState
-from ._versions import FOREIGN_METHODS, Era, Revision, has_capability
+from ._versions import FOREIGN_METHODS, REVISIONS, Era, Revision, has_capability
 
 __all__ = ["Connection"]
+
+
+#: Every method some revision defines as a request: never sent as a notification.
+_REQUEST_METHODS: Final = frozenset(
+    method
+    for revision in REVISIONS.values()
+    for method in (*revision.client_requests, *revision.server_requests)
+)
 
 
 def _foreign(method: str, version: str) -> LocalProtocolError:
@@ -656,13 +664,20 @@ class Connection(_Receiving, _Answering):
         name no revision defines is sent as a custom notification.
 
         Raises:
-            LocalProtocolError: closed, or not allowed now. No state changed.
+            LocalProtocolError: closed, or not allowed now; ``method`` is a request's
+                (``tools/call``, say: use :meth:`send_request`), or ``params`` is
+                neither ``None`` nor a mapping (MCP's params are an object). No state
+                changed.
         """
         self._check_open()
         if method == "notifications/cancelled":
             raise LocalProtocolError("use cancel_request() to cancel")
         if method == "notifications/progress":
             raise LocalProtocolError("use send_progress() to report progress")
+        if method in _REQUEST_METHODS:
+            raise LocalProtocolError(f"{method!r} is a request: use send_request()")
+        if params is not None and not isinstance(params, Mapping):
+            raise LocalProtocolError(f"a notification's params are an object, not {params!r}")
         if self.role == "server":
             legacy = self._era is _LEGACY
             if legacy:
