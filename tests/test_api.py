@@ -52,6 +52,7 @@ EXPECTED_SANSIO = {
     "encode_sse_event",
     "structure",
     "structure_params",
+    "undeclared_input_request",
     "unstructure",
     "AuthorizationServerMetadata",
     "BearerChallenge",

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ._config import ConnectionConfig as ConnectionConfig
 from ._config import ConnectionConfigOptions as ConnectionConfigOptions
 from ._config import Role as Role
+from ._conn_receive import undeclared_input_request as undeclared_input_request
 from ._connection import Connection as Connection
 from ._errors import ErrorCode as ErrorCode
 from ._errors import ErrorData as ErrorData
@@ -190,6 +191,7 @@ __all__ = [
     "structure_params",
     "token_exchange_request",
     "token_request",
+    "undeclared_input_request",
     "unstructure",
 ]
 

@@ -175,6 +175,8 @@ class ConnectionConfig:
         max_batch_size: the largest batch accepted (2025-03-26).
         max_message_size: the largest message accepted, in bytes.
         max_input_rounds: client, modern: the input-required round that is refused.
+        max_input_requests: client, modern: questions (``inputRequests``) one
+            input-required round may hold (more: the request fails).
         max_reissues: client, modern: times one request may be re-issued
             (:meth:`Connection.reissue_request`; ``0``: never).
         max_resource_subscriptions: server, modern: URIs one listen may name.
@@ -258,6 +260,11 @@ class ConnectionConfig:
     ``max_input_rounds - 1`` rounds are answered, and when the server asks once more the
     request fails (``1``: no round is answered). Also the bound of the rounds of
     questions one task handle answers (the tasks extension)."""
+    max_input_requests: int = attrs.field(default=1_024, validator=check_count(1))
+    """Client, modern era: most questions (``inputRequests`` entries) one input-required
+    round may hold; a round with more ends the request with a local
+    :class:`~mcp_sansio.ErrorReceived` (-32603, ``data`` of ``{"maxInputRequests": ...}``)
+    before the application sees any of them."""
     max_reissues: int = attrs.field(default=1, validator=check_count(0))
     """Client, modern era: how many times one request of ours may be re-issued
     (:meth:`~mcp_sansio.Connection.reissue_request`: its response stream broke, and
@@ -312,6 +319,7 @@ class ConnectionConfigOptions(TypedDict, total=False):
     max_batch_size: int
     max_message_size: int
     max_input_rounds: int
+    max_input_requests: int
     max_reissues: int
     max_resource_subscriptions: int
     max_task_ids: int

@@ -80,6 +80,18 @@ _PER_REQUEST: Final = frozenset({"elicitation/create", "sampling/createMessage"}
 _CORE_ANSWERED: Final = frozenset({"ping", "server/discover", "logging/setLevel"})
 
 
+_QUOTED_LENGTH: Final = 60
+
+
+def _quoted(value: object) -> str:
+    """``repr(value)`` for a message, of the peer's value: at most ``_QUOTED_LENGTH``
+    characters of it, then how many more there were."""
+    text = repr(value)
+    if len(text) <= _QUOTED_LENGTH:
+        return text
+    return f"{text[:_QUOTED_LENGTH]}... ({len(text) - _QUOTED_LENGTH} more characters)"
+
+
 def undeclared_request(method: str, params: object, capabilities: Mapping[str, Any]) -> str | None:
     """Why a server's request to a client asks for more than the client's
     ``capabilities`` declare; ``None`` when they cover it.
@@ -99,7 +111,7 @@ def undeclared_request(method: str, params: object, capabilities: Mapping[str, A
         if type(mode) is not str or mode not in _modern.elicitation_modes(
             capabilities.get("elicitation")
         ):
-            return f"elicitation mode {mode!r} was not declared in the client's capabilities"
+            return f"elicitation mode {_quoted(mode)} was not declared in the client's capabilities"
     elif method == "sampling/createMessage":
         declared = capabilities.get("sampling")
         if not isinstance(declared, Mapping):
@@ -110,6 +122,40 @@ def undeclared_request(method: str, params: object, capabilities: Mapping[str, A
             return "sampling.tools (tool use) was not declared in the client's capabilities"
     elif method == "roots/list" and not isinstance(capabilities.get("roots"), Mapping):
         return "roots were not declared in the client's capabilities"
+    return None
+
+
+def undeclared_input_request(
+    input_requests: Mapping[str, Any], capabilities: Mapping[str, Any]
+) -> str | None:
+    """Why a modern server's ``inputRequests`` asks for more than a client that declared
+    ``capabilities`` can be asked; ``None`` when every entry is covered.
+
+    2026-07-28 basic/patterns/mrtr.mdx: "Servers MUST NOT send an inputRequests that the
+    client has not declared support for in its capabilities". An entry is refused when it
+    is not a request object with an ``elicitation/create``, ``sampling/createMessage`` or
+    ``roots/list`` method, or asks for what :func:`undeclared_request` finds undeclared:
+    sampling or roots without that capability, an elicitation in a mode not declared
+    (client/elicitation.mdx: "Servers MUST NOT send elicitation requests with modes that
+    are not supported by the client"), tool-enabled sampling without ``sampling.tools``.
+
+    A :class:`~mcp_sansio.Connection` applies it to every input-required result it
+    receives (the request then ends with a local :class:`~mcp_sansio.ErrorReceived`);
+    it is public for questions that reach a client otherwise (a task's, in the tasks
+    extension).
+
+    Returns:
+        The first refused entry's key and the reason, for people; or ``None``.
+    """
+    for key, entry in input_requests.items():
+        if not isinstance(entry, Mapping):
+            return f"inputRequests[{key!r}] is not a request object"
+        method = entry.get("method")
+        if method not in _modern.INPUT_REQUEST_METHODS:
+            return f"inputRequests[{_quoted(key)}] asks {_quoted(method)}, no input request"
+        why = undeclared_request(method, entry.get("params"), capabilities)
+        if why is not None:
+            return f"inputRequests[{_quoted(key)}] ({method}): {why}"
     return None
 
 
@@ -1098,8 +1144,15 @@ class _Receiving(_Handshake):
                 events.append(ErrorReceived(request_id=rid, method=method, error=kind, local=True))
                 return
             if isinstance(kind, _modern.InputRequiredResult):
+                refused = self._refused_input(kind.input_requests)
+                if refused is not None:
+                    events.append(
+                        ErrorReceived(request_id=rid, method=method, error=refused, local=True)
+                    )
+                    return
                 entry.rounds += 1
                 entry.request_state = kind.request_state
+                entry.asked = kind.input_requests
                 self._awaiting_input[rid] = entry
                 if len(self._awaiting_input) > self.config.max_pending_requests:
                     self._awaiting_input.popitem(last=False)
@@ -1114,6 +1167,28 @@ class _Receiving(_Handshake):
                 )
                 return
         events.append(ResultReceived(request_id=rid, method=method, result=result))
+
+    def _refused_input(self, input_requests: dict[str, Any]) -> ErrorData | None:
+        """The local error that refuses a round of ``input_requests`` before the
+        application sees any of it, or ``None``: more questions than
+        ``max_input_requests`` (-32603), or one the client never declared it can answer
+        (-32602, as a legacy client answers an undeclared elicitation mode:
+        :func:`undeclared_input_request`)."""
+        bound = self.config.max_input_requests
+        if len(input_requests) > bound:
+            return ErrorData(
+                code=ErrorCode.INTERNAL_ERROR,
+                message=f"the server asked {len(input_requests)} questions in one round "
+                f"(inputRequests); ConnectionConfig.max_input_requests is {bound}",
+                data={"maxInputRequests": bound},
+            )
+        why = undeclared_input_request(input_requests, self._capabilities)
+        if why is None:
+            return None
+        return ErrorData(
+            code=ErrorCode.INVALID_PARAMS,
+            message=f"input_required refused: {why}",
+        )
 
     def _on_error_response(self, msg: ErrorResponse, now: float, events: list[Event]) -> None:
         rid = msg.id

@@ -60,6 +60,9 @@ class _Outbound:
     rounds: int = 0
     reissues: int = 0
     """How many times :meth:`Connection.reissue_request` sent it again so far."""
+    asked: dict[str, Any] | None = None
+    """The ``inputRequests`` of the round it awaits input for (checked against the
+    answers :meth:`Connection.retry_with_input` is given)."""
     timeout: float | None = None
 
 

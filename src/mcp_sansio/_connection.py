@@ -775,15 +775,30 @@ class Connection(_Receiving, _Answering):
         ``now`` is the current time, as for :meth:`send_request` (the retry's timeout
         counts from it).
 
+        ``input_responses`` answers questions of the round, under their keys (one the
+        server did not ask answers nothing: refused), each with its result's shape
+        (``ElicitResult``, ``CreateMessageResult``, ``ListRootsResult``), and an
+        accepted form's ``content`` fits the form asked
+        (client/elicitation.mdx: "Clients SHOULD validate all responses against the
+        provided schema"): the types, choices, bounds and required fields of
+        ``requestedSchema`` (not ``format``).
+
         Raises:
             LocalProtocolError: ``request_id`` is not awaiting input, the round bound
                 (``max_input_rounds``) is reached, or ``input_responses`` is not a
-                mapping. No state changed.
+                mapping, or does not answer the round as said above (the message names
+                the key and what is wrong). No state changed: answer again, or give up
+                (:meth:`abandon_request`).
             TypeError: ``input_responses`` is not JSON-serializable. No state changed.
         """
         entry = self._awaiting_input.get(request_id)
         if entry is None:
             raise LocalProtocolError(f"request {request_id!r} is not awaiting input")
+        if input_responses is not None and not isinstance(input_responses, Mapping):
+            raise LocalProtocolError("input_responses must be a mapping")
+        problem = _modern.input_responses_problem(entry.asked or {}, input_responses or {})
+        if problem is not None:
+            raise LocalProtocolError(f"cannot retry with these answers: {problem}")
         if entry.rounds >= self.config.max_input_rounds:
             raise LocalProtocolError(
                 f"gave up after {entry.rounds} input-required rounds (max_input_rounds)"

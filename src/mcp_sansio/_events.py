@@ -125,7 +125,9 @@ class ErrorReceived:
     local: bool = False
     """``True`` when the peer did not send this error: the connection made it, about an
     answer it could not use (a ``resultType`` it does not recognize or that the method may
-    not return, a malformed input-required result, an ``initialize`` or
+    not return, a malformed input-required result, one whose ``inputRequests`` ask for
+    what the client did not declare (-32602) or hold more than
+    ``ConnectionConfig.max_input_requests`` questions (-32603), an ``initialize`` or
     ``server/discover`` result that settles no version) or, legacy era, for a request held
     for a new session that could not be started. Its ``code`` (``-32603``, ``-32602``,
     ``-32022``) only classifies the failure; a binding must not report it as the peer's
@@ -148,6 +150,15 @@ class InputRequired:
 
     Fulfil ``input_requests`` and call :meth:`Connection.retry_with_input` (a new
     request id), or give up with :meth:`Connection.abandon_request`.
+
+    The core has already held the round to the client's rules: every entry asks for
+    what the client declared in its capabilities (sampling, ``sampling.tools`` for tool
+    use, each elicitation mode, roots: mrtr.mdx, "Servers MUST NOT send an inputRequests
+    that the client has not declared support for"), and there are at most
+    ``ConnectionConfig.max_input_requests`` of them. A round that breaks either ends
+    the request with a local :class:`ErrorReceived` instead (-32602, -32603), and the
+    application is asked nothing. The answers are checked in turn
+    (:meth:`Connection.retry_with_input`).
     """
 
     request_id: RequestId

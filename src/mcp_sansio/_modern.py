@@ -91,6 +91,7 @@ __all__ = [
     "check_client_capabilities",
     "classify_result",
     "decorate_result",
+    "input_responses_problem",
     "is_cacheable_request",
     "is_modern_request",
     "may_require_input",
@@ -1289,6 +1290,143 @@ def parse_input_required(result: Any) -> InputRequiredResult | ErrorData:
             )
         requests[key] = dict(request)
     return InputRequiredResult(input_requests=requests, request_state=state)
+
+
+_ELICIT_ACTIONS: Final = frozenset({"accept", "decline", "cancel"})
+_ROLES: Final = frozenset({"user", "assistant"})
+
+
+def input_responses_problem(
+    input_requests: Mapping[str, Any], input_responses: Mapping[str, Any]
+) -> str | None:
+    """What is wrong with a client's ``inputResponses`` to ``input_requests`` (a round
+    :func:`parse_input_required` read), for people; ``None`` when nothing is.
+
+    Every key answers a question asked (keys are the server's, "unique within the
+    scope of the request": an answer under another key answers nothing, or the wrong
+    question); a question may go unanswered (mrtr.mdx: the server "SHOULD respond with
+    a new InputRequiredResult requesting the missing information again"). Each answer
+    has its result's shape:
+    ``ElicitResult`` (an ``action`` of ``accept``, ``decline`` or ``cancel``; an accepted
+    form's ``content`` is an object), ``CreateMessageResult`` (``role``, ``content``,
+    ``model``), ``ListRootsResult`` (``roots``, each with a ``uri``). And
+    client/elicitation.mdx: "Clients SHOULD validate all responses against the provided
+    schema": an accepted form's ``content`` holds its ``required`` fields, and each
+    field it names is of the field's ``type``, one of its choices (``enum``, ``oneOf``
+    and ``anyOf`` consts), within its ``minLength``/``maxLength``,
+    ``minimum``/``maximum``, ``minItems``/``maxItems``. (``format`` is not checked.)
+    """
+    for key in input_responses:
+        if key not in input_requests:
+            return f"inputResponses[{key!r}] answers no question asked"
+    for key, response in input_responses.items():
+        why = _response_problem(input_requests[key], response)
+        if why is not None:
+            return f"inputResponses[{key!r}]: {why}"
+    return None
+
+
+def _response_problem(request: Mapping[str, Any], response: Any) -> str | None:
+    if not isinstance(response, Mapping):
+        return f"an answer is an object, not {type(response).__name__}"
+    method = request.get("method")
+    params = request.get("params")
+    params = params if isinstance(params, Mapping) else {}
+    if method == "sampling/createMessage":
+        if response.get("role") not in _ROLES:
+            return "a CreateMessageResult's role is 'user' or 'assistant'"
+        if not isinstance(response.get("model"), str):
+            return "a CreateMessageResult names its model (a string)"
+        if not isinstance(response.get("content"), Mapping | list):
+            return "a CreateMessageResult's content is a content block or a list of them"
+        return None
+    if method == "roots/list":
+        roots = response.get("roots")
+        if not isinstance(roots, list) or not all(
+            isinstance(root, Mapping) and isinstance(root.get("uri"), str) for root in roots
+        ):
+            return "a ListRootsResult's roots are a list of objects with a uri"
+        return None
+    action = response.get("action")
+    if action not in _ELICIT_ACTIONS:
+        return "an ElicitResult's action is 'accept', 'decline' or 'cancel'"
+    content = response.get("content")
+    if content is not None and not isinstance(content, Mapping):
+        return "an ElicitResult's content is an object"
+    if action != "accept" or params.get("mode", "form") != "form":
+        return None
+    schema = params.get("requestedSchema")
+    if not isinstance(schema, Mapping):
+        return None
+    return _form_problem(schema, content or {})
+
+
+def _form_problem(schema: Mapping[str, Any], content: Mapping[str, Any]) -> str | None:
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else ():
+        if name not in content:
+            return f"the form's required field {name!r} is missing"
+    for name, value in content.items():
+        field = properties.get(name)
+        if isinstance(field, Mapping):
+            why = _field_problem(field, value)
+            if why is not None:
+                return f"the form's field {name!r}: {why}"
+    return None
+
+
+def _choices(field: Mapping[str, Any]) -> list[Any] | None:
+    """A string field's (or a multi-select's items') allowed values, if it lists them."""
+    enum = field.get("enum")
+    if isinstance(enum, list):
+        return enum
+    for key in ("oneOf", "anyOf"):
+        options = field.get(key)
+        if isinstance(options, list):
+            return [o.get("const") for o in options if isinstance(o, Mapping)]
+    return None
+
+
+def _out_of(value: float, field: Mapping[str, Any], low: str, high: str) -> bool:
+    least, most = field.get(low), field.get(high)
+    number = int | float
+    return (isinstance(least, number) and value < least) or (
+        isinstance(most, number) and value > most
+    )
+
+
+def _field_problem(field: Mapping[str, Any], value: Any) -> str | None:
+    kind = field.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            return "expected a string"
+        choices = _choices(field)
+        if choices is not None and value not in choices:
+            return "not one of its choices"
+        if _out_of(len(value), field, "minLength", "maxLength"):
+            return "its length is out of bounds"
+    elif kind in ("number", "integer"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return "expected a number"
+        if kind == "integer" and not (isinstance(value, int) or value.is_integer()):
+            return "expected an integer"
+        if _out_of(value, field, "minimum", "maximum"):
+            return "out of bounds"
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            return "expected a boolean"
+    elif kind == "array":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return "expected a list of strings"
+        items = field.get("items")
+        choices = _choices(items) if isinstance(items, Mapping) else None
+        if choices is not None and any(v not in choices for v in value):
+            return "a value is not one of its choices"
+        if _out_of(len(value), field, "minItems", "maxItems"):
+            return "its number of items is out of bounds"
+    return None
 
 
 def build_retry_params(

@@ -31,11 +31,11 @@ from mcp_sansio import (
     RemoteProtocolError,
     structure,
     structure_params,
+    undeclared_input_request,
     unstructure,
 )
 from mcp_sansio import types as t
 from mcp_sansio._config import check_request_timeout
-from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps
 from mcp_sansio._sampling import sampling_messages_problem
 from mcp_sansio._tasks import TASKS_NOTIFICATION, refuse_legacy_tasks
@@ -516,8 +516,10 @@ def refused_answer(method: str, request_id: object, exc: CallbackAnswerError) ->
 
 
 MAX_QUESTIONS: Final = 1_024
-"""Questions one round of ``inputRequests`` may hold (an MRTR answer, or a task in
-``input_required``): a round with more is refused before any callback runs. A client
+"""Questions one round of a task's ``inputRequests`` may hold (a task in
+``input_required``): a round with more is refused before any callback runs, as the core
+refuses an MRTR round of more than ``ConnectionConfig.max_input_requests`` (by default
+as many). A client
 remembers as many answered keys per task (the extension: clients "SHOULD track
 inputRequests keys to avoid responding to requests more than once"), so no key of a
 round it answers is forgotten, and asked again, while the server catches up."""
@@ -544,26 +546,27 @@ def refuse_unanswerable(
     can_answer: Callable[[str], bool],
     capabilities: Mapping[str, Any],
 ) -> None:
-    """Modern era: refuse ``event``'s ``inputRequests`` before any callback runs when
-    there are more than :data:`MAX_QUESTIONS` (:func:`refuse_too_many_questions`), an
-    entry is malformed or asks for what no callback answers (``can_answer``), or for
-    more than the client declared in ``capabilities`` (mrtr: "Servers MUST NOT send an
-    inputRequests that the client has not declared support for"; logged).
+    """Refuse ``event``'s ``inputRequests`` before any callback runs when an entry is
+    malformed or asks for what no callback answers (``can_answer``), or for more than the
+    client declared in ``capabilities`` (the core's rule,
+    :func:`mcp_sansio.undeclared_input_request`; logged).
+
+    An MRTR round reaches a client only once the core has applied that rule and its
+    bound on questions (``ConnectionConfig.max_input_requests``): the call fails with
+    the core's local error (:class:`RemoteProtocolError`). A task's questions (the tasks
+    extension) come in a ``tasks/get`` result, which the core does not read: this is
+    where they are held to it.
 
     Raises:
-        RemoteProtocolError: too many questions.
         InputRequiredError: so refused (the request is given up).
     """
-    refuse_too_many_questions(event.input_requests, event.method)
     for entry in event.input_requests.values():
-        if not isinstance(entry, Mapping) or not can_answer(method := str(entry.get("method"))):
+        if not isinstance(entry, Mapping) or not can_answer(str(entry.get("method"))):
             raise InputRequiredError(event)
-        why = undeclared_request(method, entry.get("params"), capabilities)
-        if why is not None:
-            logger.warning(
-                "%s: the server's input request is refused: %s", event.method, for_log(why)
-            )
-            raise InputRequiredError(event, why)
+    why = undeclared_input_request(event.input_requests, capabilities)
+    if why is not None:
+        logger.warning("%s: the server's input request is refused: %s", event.method, for_log(why))
+        raise InputRequiredError(event, why)
 
 
 def roots_result(roots: Iterable[RootLike]) -> dict[str, Any]:

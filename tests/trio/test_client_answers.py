@@ -23,11 +23,11 @@ import pytest
 import trio
 from trio.testing import MockClock
 
-from mcp_sansio import Connection, ConnectionConfig, RequestReceived
+from mcp_sansio import Connection, ConnectionConfig, ErrorCode, RemoteProtocolError, RequestReceived
 from mcp_sansio import types as t
 from mcp_sansio._conn_receive import undeclared_request
 from mcp_sansio._json import dumps, loads
-from mcp_trio import Context, InputRequiredError, McpError, MemoryChannel, memory_channel_pair
+from mcp_trio import Context, McpError, MemoryChannel, memory_channel_pair
 from mcp_trio._client import Client, open_client
 from mcp_trio._client_common import CallbackAnswerError, checked_answer
 from mcp_trio._server import Server
@@ -308,8 +308,11 @@ async def test_modern_undeclared_input_is_refused(
         on_sampling=callback,
         capabilities=capabilities,
     ) as client:
-        with pytest.raises(InputRequiredError):
+        # The core refuses the round (mrtr.mdx: servers MUST NOT send inputRequests the
+        # client has not declared): the call fails with its local error, -32602.
+        with pytest.raises(RemoteProtocolError, match="input_required refused") as info:
             await client.call_tool("t")
+        assert info.value.error_code == ErrorCode.INVALID_PARAMS
         assert client.session.connection.pending_requests() == ()
     assert ran == []
     assert len([m for m in seen if m.get("method") == "tools/call"]) == 1  # no retry

@@ -33,7 +33,6 @@ from mcp_sansio import (
 from mcp_sansio._json import dumps, loads
 from mcp_trio import (
     Handlers,
-    InputRequiredError,
     InputRequiredResult,
     McpError,
     MemoryChannel,
@@ -1047,10 +1046,12 @@ async def _ask_in_an_undeclared_mode(server: HandDriven, message: dict[str, Any]
     return True
 
 
-async def test_an_undeclared_mode_is_refused_and_logged_clipped(
-    autojump_clock: MockClock, caplog: pytest.LogCaptureFixture
+async def test_an_undeclared_mode_is_refused_with_the_mode_clipped(
+    autojump_clock: MockClock,
 ) -> None:
-    # The mode is the server's text, quoted in the warning: clipped there.
+    # The core refuses the round (mrtr.mdx: servers MUST NOT send inputRequests the
+    # client has not declared): the call fails with its local error, which quotes the
+    # server's text clipped.
     async def elicit(params: Any) -> Any:
         raise AssertionError("not asked")  # pragma: no cover
 
@@ -1058,10 +1059,8 @@ async def test_an_undeclared_mode_is_refused_and_logged_clipped(
     async with hand_driven(
         script, capabilities={"elicitation": {}}, on_elicitation=elicit
     ) as client:
-        with pytest.raises(InputRequiredError):
+        with pytest.raises(RemoteProtocolError) as info:
             await client.call_tool("anything")
-    (logged,) = [
-        r.getMessage() for r in caplog.records if "input request is refused" in r.getMessage()
-    ]
-    assert "elicitation mode 'm\\nMMM" in logged
-    assert len(logged) < 1_000 and logged.endswith("more characters)")
+    message = str(info.value)
+    assert "inputRequests['who'] (elicitation/create): elicitation mode 'm\\nMMM" in message
+    assert len(message) < 1_000 and "more characters)" in message

@@ -14,6 +14,7 @@ import pytest
 import trio
 import trio.testing
 
+import mcp_sansio._modern
 from mcp_sansio import ErrorCode, InputRequired
 from mcp_trio import Handlers, McpError, RequestContext, Session
 from mcp_trio._context import Context, ElicitationResult
@@ -228,6 +229,14 @@ def test_form_strings_have_only_the_formats_the_spec_allows() -> None:
         assert form_spec(schema).schema["properties"]["x"]["format"] == fmt
 
 
+@pytest.fixture
+def unchecked_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A modern client whose core sends any answer: the server's own check is under test,
+    and ``Connection.retry_with_input`` would refuse these answers first."""
+    monkeypatch.setattr(mcp_sansio._modern, "input_responses_problem", lambda *_: None)
+
+
+@pytest.mark.usefixtures("unchecked_answers")
 async def test_an_answer_that_breaks_the_schema_is_invalid_params(era: str) -> None:
     server, _ = booking_server()
     asker = Asker(server, era, accept({"nights": "three"}))
@@ -513,6 +522,7 @@ async def test_concurrent_asks_share_a_round(era: str) -> None:
         ("roots", {"roots": [{"name": "no uri"}]}, "invalid roots response"),
     ],
 )
+@pytest.mark.usefixtures("unchecked_answers")
 async def test_malformed_answers_are_invalid_params(
     era: str, tool: str, answer: Any, problem: str
 ) -> None:
