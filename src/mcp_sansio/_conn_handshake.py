@@ -107,7 +107,13 @@ class _Handshake(_ConnectionBase):
         for rid, entry in [(rid, pending.pop(rid)) for rid in held if rid in pending]:
             self._forget_out(rid, entry, "late")
             events.append(
-                ErrorReceived(request_id=rid, method=entry.method, error=error, local=True)
+                ErrorReceived(
+                    request_id=rid,
+                    method=entry.method,
+                    error=error,
+                    local=True,
+                    origin_id=entry.origin,
+                )
             )
 
     def _modern_params(

@@ -372,6 +372,7 @@ class _Receiving(_Handshake):
                 answer.request_id = rid
                 answer.method = entry.method
                 answer.result = result
+                answer.origin_id = entry.origin
                 answer.__class__ = ResultReceived
                 return [answer]
             if type(method) is not str:
@@ -1052,6 +1053,7 @@ class _Receiving(_Handshake):
                 progress=progress,
                 total=total if type(total) in (int, float) else None,
                 message=message if type(message) is str else None,
+                origin_id=entry.origin,
             )
         )
 
@@ -1135,19 +1137,37 @@ class _Receiving(_Handshake):
             ):
                 # The tasks extension, declared by us: a CreateTaskResult is a final answer
                 # to the request (the task itself is polled with further requests).
-                events.append(ResultReceived(request_id=rid, method=method, result=result))
+                events.append(
+                    ResultReceived(
+                        request_id=rid, method=method, result=result, origin_id=entry.origin
+                    )
+                )
                 return
             kind = _modern.classify_result(result, method=method)
             if kind == "input_required":
                 kind = _modern.parse_input_required(result)
             if isinstance(kind, ErrorData):
-                events.append(ErrorReceived(request_id=rid, method=method, error=kind, local=True))
+                events.append(
+                    ErrorReceived(
+                        request_id=rid,
+                        method=method,
+                        error=kind,
+                        local=True,
+                        origin_id=entry.origin,
+                    )
+                )
                 return
             if isinstance(kind, _modern.InputRequiredResult):
                 refused = self._refused_input(kind.input_requests)
                 if refused is not None:
                     events.append(
-                        ErrorReceived(request_id=rid, method=method, error=refused, local=True)
+                        ErrorReceived(
+                            request_id=rid,
+                            method=method,
+                            error=refused,
+                            local=True,
+                            origin_id=entry.origin,
+                        )
                     )
                     return
                 entry.rounds += 1
@@ -1163,10 +1183,13 @@ class _Receiving(_Handshake):
                         input_requests=kind.input_requests,
                         request_state=kind.request_state,
                         round=entry.rounds,
+                        origin_id=entry.origin,
                     )
                 )
                 return
-        events.append(ResultReceived(request_id=rid, method=method, result=result))
+        events.append(
+            ResultReceived(request_id=rid, method=method, result=result, origin_id=entry.origin)
+        )
 
     def _refused_input(self, input_requests: dict[str, Any]) -> ErrorData | None:
         """The local error that refuses a round of ``input_requests`` before the
@@ -1206,4 +1229,8 @@ class _Receiving(_Handshake):
         elif rid == self._probe_id:
             self._on_discover_error(rid, msg.error, now, events)
             return
-        events.append(ErrorReceived(request_id=rid, method=entry.method, error=msg.error))
+        events.append(
+            ErrorReceived(
+                request_id=rid, method=entry.method, error=msg.error, origin_id=entry.origin
+            )
+        )

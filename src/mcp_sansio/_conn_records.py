@@ -63,6 +63,9 @@ class _Outbound:
     asked: dict[str, Any] | None = None
     """The ``inputRequests`` of the round it awaits input for (checked against the
     answers :meth:`Connection.retry_with_input` is given)."""
+    origin: RequestId | None = None
+    """The id the call was first sent under, once it goes under another (a retry of
+    :meth:`Connection.retry_with_input`, a re-issue): the events' ``origin_id``."""
     timeout: float | None = None
 
 

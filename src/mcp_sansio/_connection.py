@@ -297,7 +297,9 @@ class Connection(_Receiving, _Answering):
                     ),
                     entry.related,
                 )
-            events.append(RequestTimedOut(request_id=rid, method=entry.method))
+            events.append(
+                RequestTimedOut(request_id=rid, method=entry.method, origin_id=entry.origin)
+            )
         return events
 
     # ------------------------------------------------------------------ client start
@@ -730,12 +732,20 @@ class Connection(_Receiving, _Answering):
 
         A response that arrives later is dropped (:class:`ResponseIgnored`, ``late``).
 
+        A modern request awaiting input (its :class:`InputRequired` came, and no
+        :meth:`retry_with_input` yet: a question on the user's screen) is given up as
+        :meth:`abandon_request` gives it up: nothing is sent, as the server holds nothing
+        of it (its answer finished it; mrtr.mdx: "Servers MUST NOT assume that clients
+        will fulfill the inputRequests or retry the original request").
+
         Raises:
-            LocalProtocolError: not in flight, or it is ``initialize`` (which the
-                lifecycle forbids cancelling). No state changed.
+            LocalProtocolError: neither in flight nor awaiting input, or it is
+                ``initialize`` (which the lifecycle forbids cancelling). No state changed.
         """
         entry = self._pending.get(request_id)
         if entry is None:
+            if self._awaiting_input.pop(request_id, None) is not None:
+                return  # (abandoned)
             raise LocalProtocolError(f"request {request_id!r} is not in flight")
         if entry.method == "initialize":
             raise LocalProtocolError("initialize cannot be cancelled")
@@ -756,13 +766,16 @@ class Connection(_Receiving, _Answering):
         HTTP stream), and for a request the binding took back before any of it was
         written (the peer never saw the id, so nothing is sent for it, ever). Its
         place, timer and progress token are free. A later response is dropped as
-        ``late``.
+        ``late``. A modern request awaiting input is given up, as :meth:`cancel_request`
+        gives it up (:meth:`abandon_request`).
 
         Raises:
-            LocalProtocolError: not in flight.
+            LocalProtocolError: neither in flight nor awaiting input.
         """
         entry = self._pending.pop(request_id, None)
         if entry is None:
+            if self._awaiting_input.pop(request_id, None) is not None:
+                return  # (abandoned)
             raise LocalProtocolError(f"request {request_id!r} is not in flight")
         self._forget_out(request_id, entry, "late")
         self._held.pop(request_id, None)
@@ -773,7 +786,8 @@ class Connection(_Receiving, _Answering):
         """Modern client: answer an :class:`InputRequired` by retrying with a new id.
 
         ``now`` is the current time, as for :meth:`send_request` (the retry's timeout
-        counts from it).
+        counts from it). The events about the retry name it by the new id, with the id
+        the call was first sent under as their ``origin_id``.
 
         ``input_responses`` answers questions of the round, under their keys (one the
         server did not ask answers nothing: refused), each with its result's shape
@@ -818,6 +832,7 @@ class Connection(_Receiving, _Answering):
         self._next_id = rid
         new = self._register_out(rid, entry.method, params, entry.era, now, token, entry.timeout)
         new.rounds = entry.rounds
+        new.origin = request_id if entry.origin is None else entry.origin
         self._queue(payload, None)
         return rid
 
@@ -834,7 +849,8 @@ class Connection(_Receiving, _Answering):
         stands (not re-armed from ``now``: the timeout and ``max_request_time`` count
         across re-issues), its ``related_request_id`` and its input rounds; a
         ``subscriptions/listen`` moves to the new id (its notifications are taken
-        under it). The old id is finished: a late answer to it is dropped
+        under it), and the events about it carry the id the call was first sent under
+        as their ``origin_id``. The old id is finished: a late answer to it is dropped
         (:class:`ResponseIgnored`, ``late``), as is progress under its old token.
         Nothing is sent to cancel the old one (the broken stream was its cancellation).
 
@@ -882,6 +898,8 @@ class Connection(_Receiving, _Answering):
         entry.progress_token = token
         entry.last_progress = None  # (a new token: its reports count afresh)
         entry.reissues += 1
+        if entry.origin is None:
+            entry.origin = request_id
         self._pending[rid] = entry
         if token is not None:
             self._progress_in[token] = rid
@@ -903,7 +921,11 @@ class Connection(_Receiving, _Answering):
         return 0 if entry is None else entry.reissues
 
     def abandon_request(self, request_id: RequestId) -> None:
-        """Modern client: give up on a request that awaits input."""
+        """Modern client: give up on a request that awaits input (its
+        :class:`InputRequired` came; no :meth:`retry_with_input` follows). Nothing is
+        sent: the server holds nothing of it. An id that awaits no input is ignored.
+        :meth:`cancel_request` and :meth:`forget_request` do the same for such a
+        request, so a driver that cancels a call need not know which state it is in."""
         self._awaiting_input.pop(request_id, None)
 
     def send_failed(self) -> list[Event]:

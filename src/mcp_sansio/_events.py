@@ -108,6 +108,12 @@ class ResultReceived(_Weakrefable):
     """The method of our request."""
     result: dict[str, Any]
     """The result object."""
+    origin_id: RequestId | None = None
+    """The id :meth:`Connection.send_request` returned for this call, when
+    ``request_id`` is a later one it went under (:meth:`Connection.retry_with_input`,
+    :meth:`Connection.reissue_request`, modern era); ``None`` when ``request_id`` is that
+    id. A driver that knows its calls by their first id looks them up by
+    ``origin_id if origin_id is not None else request_id``."""
 
 
 @final
@@ -141,6 +147,12 @@ class ErrorReceived:
     response comes as bytes, as the peer's do): the HTTP layer's binding marks it
     (:func:`mcp_sansio.http.transport_errors`), so that a caller can tell it from the
     peer's own ``-32603``."""
+    origin_id: RequestId | None = None
+    """The id :meth:`Connection.send_request` returned for this call, when
+    ``request_id`` is a later one it went under (:meth:`Connection.retry_with_input`,
+    :meth:`Connection.reissue_request`, modern era); ``None`` when ``request_id`` is that
+    id. A driver that knows its calls by their first id looks them up by
+    ``origin_id if origin_id is not None else request_id``."""
 
 
 @final
@@ -149,7 +161,8 @@ class InputRequired:
     """Modern era: a request of ours came back ``resultType: "input_required"``.
 
     Fulfil ``input_requests`` and call :meth:`Connection.retry_with_input` (a new
-    request id), or give up with :meth:`Connection.abandon_request`.
+    request id), or give up with :meth:`Connection.abandon_request` (or
+    :meth:`Connection.cancel_request`, which does the same for a request awaiting input).
 
     The core has already held the round to the client's rules: every entry asks for
     what the client declared in its capabilities (sampling, ``sampling.tools`` for tool
@@ -171,6 +184,12 @@ class InputRequired:
     """The opaque state to send back with the retry."""
     round: int
     """How many input-required rounds this request has been through (1 for the first)."""
+    origin_id: RequestId | None = None
+    """The id :meth:`Connection.send_request` returned for this call, when
+    ``request_id`` is a later one it went under (:meth:`Connection.retry_with_input`,
+    :meth:`Connection.reissue_request`, modern era); ``None`` when ``request_id`` is that
+    id. A driver that knows its calls by their first id looks them up by
+    ``origin_id if origin_id is not None else request_id``."""
 
 
 @final
@@ -186,6 +205,12 @@ class ProgressReceived:
     """Total, when known."""
     message: str | None
     """A human-readable status, when given."""
+    origin_id: RequestId | None = None
+    """The id :meth:`Connection.send_request` returned for this call, when
+    ``request_id`` is a later one it went under (:meth:`Connection.retry_with_input`,
+    :meth:`Connection.reissue_request`, modern era); ``None`` when ``request_id`` is that
+    id. A driver that knows its calls by their first id looks them up by
+    ``origin_id if origin_id is not None else request_id``."""
 
 
 @final
@@ -214,6 +239,12 @@ class RequestTimedOut:
     """Our request id."""
     method: str
     """The method of our request."""
+    origin_id: RequestId | None = None
+    """The id :meth:`Connection.send_request` returned for this call, when
+    ``request_id`` is a later one it went under (:meth:`Connection.retry_with_input`,
+    :meth:`Connection.reissue_request`, modern era); ``None`` when ``request_id`` is that
+    id. A driver that knows its calls by their first id looks them up by
+    ``origin_id if origin_id is not None else request_id``."""
 
 
 @final
