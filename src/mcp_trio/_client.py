@@ -110,8 +110,9 @@ class Client(HandshakeFacts):
             did not declare, or a method its era does not have).
         RemoteProtocolError: the server's result does not fit the protocol's types
             (a ``resultType`` the client does not recognize or the method may not
-            return, a malformed input-required result; or, for ``call_tool``, the
-            tool's known output schema).
+            return, a malformed input-required result, or one asking for input the
+            client did not declare or more than ``max_input_requests`` questions; or,
+            for ``call_tool``, the tool's known output schema).
     """
 
     def __init__(

@@ -478,8 +478,10 @@ class Session:
                 is ``None``.
             RemoteProtocolError: modern era: the answer could not be used (a
                 ``resultType`` the core does not recognize or ``method`` may not return,
-                a malformed input-required result: the core's ``ErrorReceived`` with
-                ``local``, its code kept), or the server asked for input a
+                a malformed input-required result, or one asking for input the client
+                did not declare or more than ``max_input_requests`` questions: the
+                core's ``ErrorReceived`` with ``local``, its code kept), or the server
+                asked for input a
                 ``max_input_rounds``-th time (``ConnectionConfig``; that round is not
                 answered).
             SessionClosed: the session closed before the answer came (also a request
