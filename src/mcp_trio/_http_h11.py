@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 
 import h11
 
@@ -23,11 +23,16 @@ from mcp_sansio.http import ClientResponse, HttpRequest
 
 from ._text import for_log
 
+if TYPE_CHECKING:
+    from h11._headers import Headers
+
 __all__ = [
     "END_OF_MESSAGE",
     "USER_AGENT",
+    "VALIDATED_MAX",
     "Unframeable",
     "client_headers",
+    "head_fields",
     "is_initialized",
     "log_warnings",
     "request_events",
@@ -42,6 +47,124 @@ USER_AGENT: Final = b"mcp-trio"
 END_OF_MESSAGE: Final = h11.EndOfMessage()
 """Every message's end (no trailers), our requests' and the server's responses':
 h11 events are immutable, one does for all."""
+
+# ------------------------------------------------------------------ validated header sets
+#
+# Theory of operation. h11 checks every field of every message it is given as a list:
+# two regexes (name, value) and a lower-casing each (``h11._headers.normalize_and_validate``),
+# about a tenth of an HTTP call's bytecodes. Yet a client sends the same fields with
+# every request of a session (host, accept, content-type, session id, version, user
+# agent, ...), and a server the same few with every answer: only the Content-Length,
+# our own digits, changes. An h11 event takes an ``h11._headers.Headers`` as it is,
+# unchecked. So each distinct tuple of fields is validated once, by h11's own function
+# (nothing passes that it would refuse), and kept in a bounded table; a message gets a
+# ``Headers`` of those fields and its length.
+#
+# ``Headers``, ``normalize_and_validate`` and ``Headers._full_items`` are h11's private
+# API (pyproject asks for h11>=0.16, with no upper bound). :func:`_h11_private` probes
+# them once, at import: missing, or behaving otherwise than relied on here, every
+# message takes h11's public path (a list), as before. tests/trio/test_http_h11_headers.py
+# pins what is relied on, so an h11 that changes it fails a test, not users.
+
+_Field: TypeAlias = tuple[bytes, bytes]
+_Item: TypeAlias = tuple[bytes, bytes, bytes]
+"""h11's stored field: the name as given, the name lower-cased, the value."""
+
+
+class _Private(NamedTuple):
+    headers: Callable[[list[_Item]], Headers]
+    """``h11._headers.Headers``: its fields as they are, unchecked."""
+    validate: Callable[[list[_Field]], Headers]
+    """``h11._headers.normalize_and_validate``: what h11 does to a list it is given."""
+
+
+def _h11_private() -> _Private | None:
+    """h11's header table and validator, or ``None`` (use h11's public path) unless
+    they behave as :func:`head_fields` relies on: the validator lower-cases names and
+    refuses a line break in a value; an event takes a ``Headers`` as it is; and a
+    request with one goes out byte for byte as with the list."""
+    fields = [(b"Host", b"a"), (b"Transfer-Encoding", b"Chunked")]
+    length = (b"content-length", b"content-length", b"0")
+    try:
+        from h11._headers import Headers, normalize_and_validate  # noqa: PLC0415
+
+        items = normalize_and_validate(list(fields))._full_items
+        if items != [
+            (b"Host", b"host", b"a"),
+            (b"Transfer-Encoding", b"transfer-encoding", b"chunked"),
+        ]:
+            return None
+        try:
+            normalize_and_validate([(b"x", b"a\r\nb")])
+        except h11.LocalProtocolError:
+            pass
+        else:
+            return None
+        headers = Headers([*items, length])
+        given = h11.Request(method="POST", target="/", headers=headers)
+        listed = h11.Request(
+            method="POST", target="/", headers=[*fields, (b"content-length", b"0")]
+        )
+        if given.headers is not headers or list(headers) != list(listed.headers):
+            return None
+        if h11.Connection(h11.CLIENT).send(given) != h11.Connection(h11.CLIENT).send(listed):
+            return None
+    except Exception:  # (ImportError, AttributeError, TypeError, ...: another h11)
+        return None
+    return _Private(Headers, normalize_and_validate)
+
+
+_H11: Final = _h11_private()
+"""h11's private header API, when it behaves as relied on; else ``None``."""
+
+VALIDATED_MAX: Final = 64
+"""How many distinct tuples of fields :func:`head_fields` keeps validated (then it
+forgets them all): a session's requests have a few; a server's answers a few, times
+the CORS origins it echoes."""
+_VALIDATED: Final[dict[tuple[_Field, ...], list[_Item]]] = {}
+
+
+def head_fields(fields: tuple[_Field, ...], length: bytes | None) -> Headers | list[_Field]:
+    """A message head's ``headers`` for h11: ``fields`` (lower-case names, as
+    :class:`~mcp_sansio.http.HttpRequest` and ``HttpResponse`` hold them) and a
+    ``Content-Length: length`` unless ``None`` (our own digits). Each distinct tuple
+    of fields is validated once, by h11's own function (see the theory above); fields
+    that name a ``Content-Length`` themselves (a hook's response) take h11's public
+    path every time, which merges it with ours or refuses the two.
+
+    Raises:
+        h11.LocalProtocolError: an illegal field (each time it is given: a refused
+            tuple is not kept).
+    """
+    private = _H11
+    if private is not None:
+        items = _VALIDATED.get(fields)
+        if items is None:
+            items = _validate(private, fields)
+        if items is not None:
+            if length is None:
+                return private.headers(items.copy())  # (no event shares the kept list)
+            return private.headers([*items, (b"content-length", b"content-length", length)])
+    plain = list(fields)
+    if length is not None:
+        plain.append((b"content-length", length))
+    return plain
+
+
+def _validate(private: _Private, fields: tuple[_Field, ...]) -> list[_Item] | None:
+    """``fields`` validated by h11 and kept, or ``None`` when they name a
+    ``Content-Length`` (not kept).
+
+    Raises:
+        h11.LocalProtocolError: an illegal field.
+    """
+    items = private.validate(list(fields))._full_items
+    if any(name == b"content-length" for _, name, _ in items):
+        return None
+    if len(_VALIDATED) >= VALIDATED_MAX:
+        _VALIDATED.clear()
+    _VALIDATED[fields] = items
+    return items
 
 
 class Unframeable(Exception):
@@ -72,16 +195,16 @@ def request_events(request: HttpRequest, extra: Sequence[tuple[bytes, bytes]]) -
     Raises:
         Unframeable: h11 refused the request line or a header.
     """
-    headers = [*request.headers, *extra]
-    if request.body or request.method == "POST":
-        headers.append((b"content-length", str(len(request.body)).encode()))
+    body = request.body
+    length = str(len(body)).encode() if body or request.method == "POST" else None
     try:
+        headers = head_fields((*request.headers, *extra), length)
         head = h11.Request(method=request.method, target=request.target, headers=headers)
     except (h11.LocalProtocolError, UnicodeEncodeError) as exc:  # (a non-ASCII target)
         raise Unframeable(unsendable(request, exc)) from exc
     events: list[h11.Event] = [head]
-    if request.body:
-        events.append(h11.Data(data=request.body))
+    if body:
+        events.append(h11.Data(data=body))
     events.append(END_OF_MESSAGE)
     return events
 

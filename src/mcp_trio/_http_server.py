@@ -87,7 +87,7 @@ from ._http_auth import (
 from ._http_config import HttpTransportConfig
 from ._http_context import PEER_ADDRESS, REQUEST_HEAD
 from ._http_endpoint import Endpoint, ResponseSlot
-from ._http_h11 import END_OF_MESSAGE
+from ._http_h11 import END_OF_MESSAGE, head_fields
 from ._http_wire import H11Stream, WireError
 from ._pool import scopes_needed
 from ._serve_handle import ListeningHandle
@@ -793,14 +793,16 @@ class _Connection:
             raise WireError(f"writing timed out after {timeout} s")
 
     def _response_events(self, response: HttpResponse, close: bool) -> list[h11.Event]:
-        headers = list(response.headers)
+        # Every answer but an event stream's head (_stream_head), errors included: its
+        # fields validated once per distinct set (head_fields), the length added.
+        headers = response.headers
         if self._cors and response.header("access-control-allow-origin") is None:
             headers += self._cors  # (a preflight's answer, or the public metadata, has its own)
-        if response.status not in _NO_LENGTH:
-            headers.append((b"content-length", str(len(response.body)).encode()))
         if close or self.endpoint.closing:
-            headers.append((b"connection", b"close"))
-        events: list[h11.Event] = [h11.Response(status_code=response.status, headers=headers)]
+            headers += ((b"connection", b"close"),)
+        length = None if response.status in _NO_LENGTH else str(len(response.body)).encode()
+        head = h11.Response(status_code=response.status, headers=head_fields(headers, length))
+        events: list[h11.Event] = [head]
         if response.body and not self._head_only:  # (the length still says what GET would get)
             events.append(h11.Data(data=response.body))
         events.append(END_OF_MESSAGE)

@@ -1,0 +1,335 @@
+"""Each distinct set of header fields is validated by h11 once (``_http_h11.head_fields``),
+through h11's private header API: what is relied on of it, the fallback to h11's public
+path, and that nothing h11 would refuse gets through the kept sets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+import h11
+import h11._headers
+import pytest
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_sansio.http import HttpRequest, HttpResponse
+from mcp_trio import _http_h11
+from mcp_trio._http_client import open_http_client
+
+from .test_http_support import (
+    IO_TIMEOUT,
+    RawConnection,
+    call,
+    client_connection_config,
+    initialize_body,
+    modern,
+    server_writes,
+    start_server,
+    text_of,
+)
+
+Fields = tuple[tuple[bytes, bytes], ...]
+
+
+@contextmanager
+def public_path() -> Iterator[None]:
+    """As with an h11 whose private header API is missing: every message is a list."""
+    with mock.patch.object(_http_h11, "_H11", None), mock.patch.object(_http_h11, "_VALIDATED", {}):
+        yield
+
+
+@contextmanager
+def empty_table() -> Iterator[dict[Fields, Any]]:
+    table: dict[Fields, Any] = {}
+    with mock.patch.object(_http_h11, "_VALIDATED", table):
+        yield table
+
+
+@pytest.fixture(params=["private", "public"])
+def path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Both paths: h11's private header API (the installed h11's), and the fallback."""
+    with public_path() if request.param == "public" else empty_table():
+        yield request.param
+
+
+# ------------------------------------------------------------------ what is relied on
+
+
+def test_the_installed_h11s_private_header_api_is_what_head_fields_relies_on() -> None:
+    """Pinned: an h11 that changes any of this fails here (the probe then falls back to
+    the public path, slower but right); see the theory in ``_http_h11``."""
+    assert _http_h11._H11 is not None
+    validated = h11._headers.normalize_and_validate([(b"Mcp-Session-Id", b"a b")])
+    assert isinstance(validated, h11._headers.Headers)
+    assert validated._full_items == [(b"Mcp-Session-Id", b"mcp-session-id", b"a b")]
+    headers = h11._headers.Headers([(b"Host", b"host", b"x")])
+    request = h11.Request(method="GET", target="/", headers=headers)
+    assert request.headers is headers  # (taken as it is: not checked again)
+    response = h11.Response(status_code=200, headers=headers)
+    assert response.headers is headers
+    assert headers.raw_items() == [(b"Host", b"x")]
+    assert list(headers) == [(b"host", b"x")]
+
+
+def break_validator(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A validator that lower-cases but checks nothing.
+    monkeypatch.setattr(
+        h11._headers,
+        "normalize_and_validate",
+        lambda fields: h11._headers.Headers([(n, n.lower(), v) for n, v in fields]),
+    )
+
+
+def rename_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Renamed:
+        def __init__(self, items: Any) -> None:
+            self.items = items
+
+    monkeypatch.setattr(h11._headers, "normalize_and_validate", Renamed)
+
+
+def copy_given_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An h11 whose events copy (and check) whatever they are given.
+    real = h11.Request.__init__
+
+    def init(self: h11.Request, *, headers: Any, **kwargs: Any) -> None:
+        real(self, headers=list(headers), **kwargs)
+
+    monkeypatch.setattr(h11.Request, "__init__", init)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda mp: mp.delattr(h11._headers, "normalize_and_validate"),
+        lambda mp: mp.delattr(h11._headers, "Headers"),
+        break_validator,
+        rename_items,
+        copy_given_headers,
+    ],
+    ids=["no-validator", "no-headers", "no-check", "no-full-items", "events-copy"],
+)
+def test_an_h11_that_differs_gets_the_public_path(
+    monkeypatch: pytest.MonkeyPatch, change: Any
+) -> None:
+    assert _http_h11._h11_private() is not None
+    change(monkeypatch)
+    assert _http_h11._h11_private() is None
+
+
+def test_on_the_public_path_nothing_is_kept_and_the_head_is_the_same() -> None:
+    request = HttpRequest(
+        method="POST", target="/mcp", headers=[("host", "a"), ("accept", "*/*")], body=b"{}"
+    )
+    extra = [(b"user-agent", b"mcp-trio")]
+    with empty_table() as table:
+        private = _http_h11.request_events(request, extra)
+        assert len(table) == 1
+    with public_path():
+        public = _http_h11.request_events(request, extra)
+        assert not _http_h11._VALIDATED
+    assert isinstance(private[0], h11.Request) and isinstance(public[0], h11.Request)
+    assert isinstance(private[0].headers, h11._headers.Headers)
+    assert private == public
+    wire = [h11.Connection(h11.CLIENT) for _ in range(2)]
+    assert [wire[0].send(e) for e in private] == [wire[1].send(e) for e in public]
+
+
+# ------------------------------------------------------------------ nothing h11 refuses
+
+
+NAMES = st.sampled_from(
+    [
+        b"host",
+        b"X-Thing",
+        b"transfer-encoding",
+        b"Content-Length",
+        b"Connection",
+        b"bad name",
+        b"a:b",
+        b"",
+    ]
+)
+VALUES = st.sampled_from(
+    [
+        b"1",
+        b"chunked",
+        b"Chunked",
+        b"gzip",
+        b"close",
+        b"a\r\nb",
+        b"a\nb",
+        b"a\x00",
+        b" a",
+        b"",
+        b"\xe9t\xe9",
+        b"a b",
+    ]
+)
+
+
+def outcome(fields: Fields, length: bytes | None) -> tuple[str, Any]:
+    """What h11 makes of ``fields`` and the length, through ``head_fields``: the request
+    as it goes out, or the refusal."""
+    try:
+        head = h11.Request(method="POST", target="/", headers=_http_h11.head_fields(fields, length))
+    except h11.LocalProtocolError as exc:
+        return "refused", str(exc)
+    return "sent", h11.Connection(h11.CLIENT).send(head)
+
+
+def kept(fields: Fields) -> bool:
+    """Whether h11's validator takes ``fields`` and they name no Content-Length."""
+    try:
+        h11._headers.normalize_and_validate(list(fields))
+    except h11.LocalProtocolError:
+        return False
+    return all(name.lower() != b"content-length" for name, _ in fields)
+
+
+@given(
+    fields=st.lists(st.tuples(NAMES, VALUES), max_size=5).map(tuple),
+    length=st.sampled_from([None, b"0", b"17"]),
+)
+def test_the_kept_sets_let_through_exactly_what_h11_does(
+    fields: Fields, length: bytes | None
+) -> None:
+    """Any fields (illegal ones, Transfer-Encoding in any case or coding, none or two,
+    Content-Length equal to ours or not), given once and again: the same request on
+    the wire, or the same refusal, as h11's public path; a refused set is not kept."""
+    with public_path():
+        expected = outcome(fields, length)
+    with empty_table() as table:
+        assert outcome(fields, length) == expected
+        assert (fields in table) == kept(fields)
+        assert outcome(fields, length) == expected  # (from the table, when kept)
+
+
+def test_a_session_id_with_a_line_break_is_refused_every_time() -> None:
+    """A value taken from the server (its session id) goes out only if h11 takes it."""
+    request = HttpRequest(
+        method="POST",
+        target="/mcp",
+        headers=[("host", "a"), ("mcp-session-id", "1\r\nx-injected: 1")],
+        body=b"{}",
+    )
+    with empty_table() as table:
+        for _ in range(2):
+            with pytest.raises(_http_h11.Unframeable, match="Illegal header value"):
+                _http_h11.request_events(request, [])
+        assert not table
+
+
+def test_fields_with_a_content_length_of_their_own_are_not_kept() -> None:
+    """h11 merges two equal lengths and refuses two that differ: such fields (a hook's
+    response) take the public path, which does."""
+    fields = ((b"host", b"a"), (b"content-length", b"2"))
+    with empty_table() as table:
+        head = h11.Request(method="POST", target="/", headers=_http_h11.head_fields(fields, b"2"))
+        assert list(head.headers) == [(b"host", b"a"), (b"content-length", b"2")]
+        with pytest.raises(h11.LocalProtocolError, match="conflicting Content-Length"):
+            h11.Request(method="POST", target="/", headers=_http_h11.head_fields(fields, b"3"))
+        assert not table
+
+
+def test_the_table_is_bounded() -> None:
+    with empty_table() as table:
+        for i in range(_http_h11.VALIDATED_MAX * 2 + 1):
+            fields = ((b"host", b"a"), (b"mcp-session-id", str(i).encode()))
+            headers = _http_h11.head_fields(fields, b"0")
+            assert list(headers) == [*fields, (b"content-length", b"0")]
+            assert fields in table
+            assert len(table) <= _http_h11.VALIDATED_MAX
+        assert len(table) == 1  # (forgotten all at once, then the last one kept)
+
+
+def test_a_kept_set_is_not_shared_with_the_events() -> None:
+    fields = ((b"host", b"a"),)
+    with empty_table() as table:
+        first = _http_h11.head_fields(fields, None)
+        assert isinstance(first, h11._headers.Headers)
+        first._full_items.append((b"x", b"x", b"y"))
+        assert list(_http_h11.head_fields(fields, None)) == [(b"host", b"a")]
+        assert table[fields] == [(b"host", b"host", b"a")]
+
+
+# ------------------------------------------------------------------ both ends, both paths
+
+
+async def test_calls_go_through_on_both_paths(nursery: trio.Nursery, path: str) -> None:
+    server = await start_server(nursery)
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("legacy")
+        ) as client:
+            for text in ("a", "b"):
+                assert text_of(await client.request("tools/call", call("echo", text=text))) == text
+    assert bool(_http_h11._VALIDATED) == (path == "private")
+
+
+async def test_the_servers_answers_are_the_same_on_both_paths(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON answer with CORS (twice, on one connection), an error answer (406: no
+    Accept) and one that closes (413, its body unread): byte for byte what h11's public
+    path writes."""
+    writes = server_writes(monkeypatch)
+    server = await start_server(
+        nursery, http={"response_mode": "json", "cors": True, "max_body_size": 1000}
+    )
+    origin = ("origin", "http://localhost:3000")
+    headers, body = modern(1, "echo", text="hi")
+
+    async def exchange() -> list[bytes]:
+        writes.clear()
+        conn = await RawConnection.open(server.port)
+        for _ in range(2):
+            await conn.send("POST", headers=(*headers, origin), body=body)
+            assert (await conn.response()).status == 200
+            conn.next_cycle()
+        await conn.send("POST", headers=(("content-type", "application/json"),), body=body)
+        assert (await conn.response()).status == 406
+        await conn.aclose()
+        conn = await RawConnection.open(server.port)
+        await conn.send("POST", body=b"x" * 1001)
+        assert (await conn.response()).status == 413
+        await conn.aclose()
+        return [bytes(w) for w in writes]
+
+    with trio.fail_after(IO_TIMEOUT):
+        private = await exchange()
+        with public_path():
+            public = await exchange()
+    assert private == public
+    assert len(private) == 4
+    assert b"access-control-allow-origin: http://localhost:3000\r\n" in private[0]
+    assert private[0].count(b"content-length:") == 1
+    assert b"connection: close\r\n" in private[-1]
+
+
+async def test_a_hooks_answer_with_its_own_content_length_has_one(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    writes = server_writes(monkeypatch)
+    refusal = HttpResponse(
+        status=401,
+        headers=[("content-type", "text/plain"), ("Content-Length", "4")],
+        body=b"no!\n",
+    )
+
+    async def authenticate(request: HttpRequest) -> HttpResponse:
+        return refusal
+
+    server = await start_server(nursery, authenticate=authenticate)
+    with trio.fail_after(IO_TIMEOUT):
+        conn = await RawConnection.open(server.port)
+        await conn.send("POST", body=initialize_body())
+        response = await conn.response()
+        await conn.aclose()
+    assert (response.status, response.body) == (401, b"no!\n")
+    head = b"".join(writes).partition(b"\r\n\r\n")[0].lower()
+    assert head.count(b"content-length:") == 1
