@@ -260,6 +260,33 @@ def test_a_kept_set_is_not_shared_with_the_events() -> None:
 # ------------------------------------------------------------------ both ends, both paths
 
 
+async def test_a_sessions_heads_are_validated_once(
+    nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Client and server: once the session's fields have been seen, h11 checks no head
+    again (it still parses what it receives: ``_parsed``, no regexes)."""
+    checked: list[Any] = []
+    real = h11._headers.normalize_and_validate  # (what h11._events calls, by its own name)
+
+    def spy(headers: Any, _parsed: bool = False) -> Any:
+        if not _parsed:
+            checked.append(headers)
+        return real(headers, _parsed=_parsed)
+
+    monkeypatch.setattr(h11._events, "normalize_and_validate", spy)
+    server = await start_server(nursery, http={"response_mode": "json"})
+    with trio.fail_after(IO_TIMEOUT):
+        async with open_http_client(
+            server.url, connection_config=client_connection_config("legacy")
+        ) as client:
+            for text in "ab":
+                assert text_of(await client.request("tools/call", call("echo", text=text))) == text
+            checked.clear()
+            for text in "cde":
+                assert text_of(await client.request("tools/call", call("echo", text=text))) == text
+            assert checked == []
+
+
 async def test_calls_go_through_on_both_paths(nursery: trio.Nursery, path: str) -> None:
     server = await start_server(nursery)
     with trio.fail_after(IO_TIMEOUT):
