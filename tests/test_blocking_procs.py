@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 import re
 import select
@@ -72,8 +73,9 @@ def test_a_server_behind_a_wrapper_is_stopped_at_close_too() -> None:
         os.close(pidfd)
 
 
-def _in_another_thread(call: Callable[[], object]) -> BaseException | None:
-    """Run ``call`` in a new thread, wait for it; what it raised (``None``: nothing)."""
+def _in_another_thread(call: Callable[[], object], within: float = TIMEOUT) -> BaseException | None:
+    """Run ``call`` in a new thread, wait for it (``within`` s at most: it must be done
+    by then); what it raised (``None``: nothing)."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -84,7 +86,7 @@ def _in_another_thread(call: Callable[[], object]) -> BaseException | None:
 
     thread = threading.Thread(target=run)
     thread.start()
-    thread.join(TIMEOUT)
+    thread.join(within)
     assert not thread.is_alive()
     return raised[0] if raised else None
 
@@ -271,3 +273,65 @@ def test_what_a_second_thread_would_change_or_send_meanwhile_is_refused_untouche
     assert b'"after"' in written
     for never in (b"notifications/x", b"subscriptions/listen", b"roots/list_changed"):
         assert never not in written
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_a_subscribe_block_left_in_another_thread_meanwhile_is_refused_at_once(
+    era: Literal["legacy", "modern"], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Leaving the block sends (modern: the listen's cancellation; legacy: the last
+    # resources/unsubscribe) and changes what the loop reads: from another thread during
+    # a call it is refused, before anything is sent or changed. (Before: modern, the
+    # cancellation was queued under the call's feet, then the courtesy write was
+    # refused, logged and tried again until the call ended, ~70,000 records a second;
+    # legacy, the counts were taken down and no resources/unsubscribe was ever sent.)
+    caplog.set_level(logging.DEBUG, logger="mcp_trio")
+    failures: list[BaseException | None] = []
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, era=era) as client:
+        block = client.subscribe(tools=True, resources=["file:///a"])
+        updates = block.__enter__()
+        listens, refs = dict(client._listens), dict(client._uri_refs)
+        assert listens or refs  # (a listen, or a resources/subscribe, to leave)
+        written = _written(client)
+
+        def on_progress(event: ProgressReceived) -> None:
+            left = _in_another_thread(lambda: block.__exit__(None, None, None), within=5.0)
+            failures.append(left)
+
+        before = len(caplog.records)
+        result = client.call_tool("slow", {"steps": 1, "delay": 0}, on_progress=on_progress)
+        assert result.text == "done"
+        assert [record.getMessage() for record in caplog.records[before:]] == []
+        assert len(failures) == 1
+        assert isinstance(failures[0], RuntimeError)
+        assert str(failures[0]).startswith("BlockingClient used by two threads at once")
+        # The block is gone for its reader; the connection is as it was.
+        assert updates.ended
+        assert updates.receive(timeout=0) is None
+        assert client._listens == listens and client._uri_refs == refs
+        assert client.call_tool("echo", {"text": "after"}).text == "after"
+        for never in (b"notifications/cancelled", b"resources/unsubscribe"):
+            assert never not in written
+    if era == "modern":  # (the listen left open ends with the session: cancelled at close)
+        assert b"the client is closing" in written
+
+
+def test_the_courtesy_cancellation_from_another_thread_is_refused_at_once() -> None:
+    # _abandon cancels on the wire, then writes for a second, logging and retrying a
+    # failure of the write (a callback's): from another thread it is refused before
+    # anything is queued. (Before: it queued the cancellation unguarded, and its retry
+    # took the refusal of every write for a callback's failure, until the call ended.)
+    failures: list[BaseException | None] = []
+    with BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT) as client:
+        written = _written(client)
+
+        def on_progress(event: ProgressReceived) -> None:
+            running = event.request_id  # (its result may be read already: kept either way)
+            failures.append(_in_another_thread(lambda: client._abandon(running), within=5.0))
+
+        result = client.call_tool("slow", {"steps": 1, "delay": 0}, on_progress=on_progress)
+        assert result.text == "done"  # (not cancelled)
+        assert len(failures) == 1
+        assert isinstance(failures[0], RuntimeError)
+        assert str(failures[0]).startswith("BlockingClient used by two threads at once")
+        assert b"notifications/cancelled" not in written

@@ -456,8 +456,9 @@ class BlockingClient(HandshakeFacts):
 
     Not thread-safe: one thread uses one client. A call while another thread's call
     runs raises ``RuntimeError`` (it used to corrupt the connection: duplicate request
-    ids, buffer errors); :meth:`close` from another thread still closes it, and the
-    waiting call raises ``SessionClosed``.
+    ids, buffer errors), and so does leaving a :meth:`subscribe` block then;
+    :meth:`close` from another thread still closes it, and the waiting call raises
+    ``SessionClosed``.
     """
 
     def __init__(self, link: Link, conn: Connection, options: _Options) -> None:
@@ -1011,6 +1012,7 @@ class BlockingClient(HandshakeFacts):
         self._moved[rid] = new  # (its progress callback is set when the call waits for it)
         return None
 
+    @_one_thread  # (its loop would retry another thread's RuntimeError for good)
     def _abandon(self, rid: RequestId) -> None:
         """The caller gave up (an exception, Ctrl-C): cancel on the wire, briefly.
 
@@ -1673,6 +1675,11 @@ class BlockingClient(HandshakeFacts):
                 cancelled.
             RemoteProtocolError: modern: the server ended the listen before
                 acknowledging it.
+            RuntimeError: entered, or left, in one thread while another thread's call
+                runs (one thread at a time: see the class). Left so, the subscription
+                ends for its reader, but nothing is sent or changed on the connection
+                (the listen is not cancelled, the URIs not unsubscribed: the session's
+                end ends them).
         """
         self._raise_if_closed()
         sub = BlockingSubscription(
@@ -1688,8 +1695,11 @@ class BlockingClient(HandshakeFacts):
         try:
             yield sub
         finally:
-            sub._end("the subscription was closed")
-            close()
+            sub._end("the subscription was closed")  # (the reader's side, whatever follows)
+            # What the exit sends and changes is a call: checked before anything is done
+            # (from another thread it would cancel on the wire under a running call's feet).
+            with self._in_use():
+                close()
 
     def _wait(self, done: Callable[[], bool], timeout: float | None) -> None:
         """Run the client until ``done()``; ``TimeoutError`` after ``timeout`` s."""
