@@ -335,3 +335,35 @@ def test_the_courtesy_cancellation_from_another_thread_is_refused_at_once() -> N
         assert isinstance(failures[0], RuntimeError)
         assert str(failures[0]).startswith("BlockingClient used by two threads at once")
         assert b"notifications/cancelled" not in written
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_what_a_second_thread_would_change_without_sending_is_refused_untouched(
+    era: Literal["legacy", "modern"],
+) -> None:
+    # Calls that may send nothing: set_logging_level (modern: only the level later
+    # requests carry), subscribe_resource of a URI a block holds already and
+    # unsubscribe_resource of one a block still needs (legacy). From another thread
+    # during a call they are refused, nothing changed. (Before: they returned, having
+    # changed it.)
+    failures: list[BaseException | None] = []
+    with (
+        BlockingClient.stdio(BLOCKING_APP, cwd=ROOT, timeout=TIMEOUT, era=era) as client,
+        client.subscribe(resources=["file:///a", "file:///b"]),
+    ):
+        calls: list[Callable[[], object]] = [lambda: client.set_logging_level("debug")]
+        if era == "legacy":
+            client.subscribe_resource("file:///b")  # (held twice: by the block, by this)
+            calls.append(lambda: client.subscribe_resource("file:///a"))
+            calls.append(lambda: client.unsubscribe_resource("file:///b"))
+        state = (dict(client._uri_refs), set(client._uri_explicit), client._log_level)
+
+        def on_progress(event: ProgressReceived) -> None:
+            failures.extend(_in_another_thread(call) for call in calls)
+
+        client.call_tool("slow", {"steps": 1, "delay": 0}, on_progress=on_progress)
+        assert (client._uri_refs, client._uri_explicit, client._log_level) == state
+        assert len(failures) == len(calls)
+        for failure in failures:
+            assert isinstance(failure, RuntimeError)
+            assert str(failure).startswith("BlockingClient used by two threads at once")

@@ -1618,6 +1618,7 @@ class BlockingClient(HandshakeFacts):
         result = self.request("completion/complete", params, timeout=timeout)
         return structure(result, t.CompleteResult).completion
 
+    @_one_thread  # (modern: it sends nothing, but changes what requests carry)
     def set_logging_level(self, level: str) -> None:
         """Legacy: ``logging/setLevel``; modern: the level of later requests' envelopes."""
         check_log_level(level)
@@ -1806,6 +1807,7 @@ class BlockingClient(HandshakeFacts):
             raise
         return close
 
+    @_one_thread  # (the counts the subscribe() blocks share)
     def subscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/subscribe``; each ``notifications/resources/updated``
         then goes to ``on_notification``, while a call waits (see
@@ -1828,6 +1830,7 @@ class BlockingClient(HandshakeFacts):
         self._uri_explicit.add(uri)
         self._uri_refs[uri] = self._uri_refs.get(uri, 0) + 1
 
+    @_one_thread  # (the counts the subscribe() blocks share)
     def unsubscribe_resource(self, uri: str) -> None:
         """Legacy era: ``resources/unsubscribe`` (see :meth:`subscribe_resource`); not
         sent while a :meth:`subscribe` block still needs ``uri`` (it is sent when the
