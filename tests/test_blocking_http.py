@@ -1966,6 +1966,42 @@ def test_a_notification_refused_503_is_sent_again_once_after_retry_after(
     )
 
 
+@pytest.mark.parametrize("cuts", [1, 2])
+def test_a_notification_whose_connection_broke_after_it_was_written_is_sent_again(
+    raw: Callable[..., RawServer], caplog: pytest.LogCaptureFixture, cuts: int
+) -> None:
+    """The server reads a one-way message whole and closes the connection unanswered
+    (a proxy cut it): it may never have had it (an answer to its request it would wait
+    for in vain), so it is sent once more at once, as the Trio client's; cut again, it
+    is lost with a warning."""
+    seen: list[float] = []
+
+    def cut(sock: socket.socket, message: dict[str, Any]) -> None:
+        seen.append(time.monotonic())
+        if len(seen) > cuts:
+            respond(sock, "202 Accepted", {}, b"")
+        # (else closed unanswered, by RawServer)
+
+    server = raw(_one_way_server(cut))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test")
+        deadline = time.monotonic() + TIMEOUT
+        while len(seen) < 2 and time.monotonic() < deadline:
+            client.list_tools()  # (the client's loop runs only in its calls)
+        assert client.list_tools() == []
+    assert len(seen) == 2
+    assert seen[1] - seen[0] < 1.0  # at once
+    lost = [r.getMessage() for r in caplog.records if "one-way message" in r.getMessage()]
+    if cuts == 1:
+        assert lost == []
+    else:
+        [message] = lost
+        assert message.startswith(
+            "HTTP: a one-way message was lost: the server closed the connection"
+        )
+
+
 def _refused_once(status: str, retry_after: str, seen: list[str], came: threading.Event) -> Handler:
     """A legacy server that answers the first ``notifications/test`` ``status`` with
     ``Retry-After``, and any later one ``202``; ``seen`` is what it was sent after

@@ -31,7 +31,10 @@ of the client.
   ran) is sent again once, after that delay (at most ``RETRY_AFTER_CAP`` seconds; the
   one-way POSTs after it wait meanwhile, to keep the order; no call waits for it to
   go, the next one sends it; the close drops it, and retries nothing refused
-  meanwhile), as the Trio client's; any other refusal loses it, with a warning. A
+  meanwhile), as the Trio client's; any other refusal loses it, with a warning. One
+  whose connection broke after it was written, before its answer's head, is sent once
+  more at once, in its place (the server may never have had it), as the Trio client's;
+  broken again, it is lost with a warning. A
   ``notifications/initialized`` so refused holds back the requests until its retry's
   head (or until the retry is given up), as the Trio client's.
   The legacy GET stream starts then too (a server may refuse it before it has taken
@@ -428,6 +431,9 @@ class _Exchange:
         """``notifications/initialized``: the requests after it wait for its head."""
         self.retried = False
         """A one-way message sent again after a ``503`` with ``Retry-After``."""
+        self.resent = False
+        """A one-way message sent again because its connection broke after it was
+        written, before the answer's head (see :meth:`HttpTransport._broken`)."""
 
     @property
     def counted(self) -> bool:
@@ -857,7 +863,7 @@ class HttpTransport:
         (the session's close drops it: ``terminate``; nor is one refused while the
         ``DELETE`` goes: no POST after it)."""
         delay = one_way_retry_delay(head.status_code, head.headers)
-        if delay is None or exchange.retried or self._closing:
+        if delay is None or exchange.retried or exchange.resent or self._closing:
             again = " again" if exchange.retried else ""
             closing = " (closing)" if delay is not None and not again else ""
             logger.warning(
@@ -963,6 +969,20 @@ class HttpTransport:
             self.inbox.extend(Broken(rid, why) for rid in rest)
             exchange.ids.clear()
             self._close(exchange)
+            return
+        if lost and exchange.written and exchange.one_way:
+            if not (exchange.retried or exchange.resent):
+                # The server may never have had it (the answer to its request, which
+                # it would wait for in vain): sent once more at once, in its place, as
+                # the Trio client's (a second copy is ignored).
+                again = _Exchange(sent)
+                again.gates, again.resent = exchange.gates, True
+                self._start(again, now, after=exchange)
+                self._close(exchange)
+                self._admit(now)
+            else:
+                logger.warning("HTTP: a one-way message was lost: %s", why)
+                self._close(exchange)
             return
         self._failed(exchange, why)
 

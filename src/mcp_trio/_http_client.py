@@ -185,9 +185,12 @@ tries again (a server restarting); a connection that fails while the request is 
 or on which writing it takes longer than ``write_timeout`` (a server slow to read a large
 body), fails only that request (a server may close the connection on a body larger than
 it takes), and one that fails after it was written, before the answer, has the session re-issue it
-(modern; above) or fails it (legacy); a one-way message refused that way, or with an
-error status (but a first ``503`` with ``Retry-After``: above), or not sent and answered
-within ``write_timeout``, is lost, with a warning logged; the session goes on. A request
+(modern; above) or fails it (legacy). A one-way message whose connection fails after it
+was written, before the answer, is sent once more at once (the server may never have had
+it: an answer to its request it would wait for in vain; a second copy is ignored); one
+refused while it is written, or with an error status (but a first ``503`` with
+``Retry-After``: above), or broken twice, or not sent and answered within
+``write_timeout``, is lost, with a warning logged; the session goes on. A request
 h11 refuses to frame (say a redirect to a target no request line may carry) fails only
 itself.
 """
@@ -281,6 +284,10 @@ class _Written:
     retry_after: float | None = None
     """A one-way message refused ``503`` with a ``Retry-After``: the seconds it asks
     to wait before it is sent again (:meth:`HttpChannel._send_one_way`)."""
+
+    broke: str | None = None
+    """A one-way message whose connection failed after it was written, before the
+    head of its answer: why (:meth:`HttpChannel._send_one_way` sends it once more)."""
 
     def __call__(self) -> None:
         self.done = True
@@ -733,8 +740,15 @@ class HttpChannel(MessageChannel):
         session goes on. Refused ``503`` with ``Retry-After`` (a server with no
         handler slot for a notification, or over its connection bound: nothing of it
         ran; transports.mdx), it is sent again once, after that delay (at most
-        :data:`~mcp_trio._http_h11.RETRY_AFTER_CAP`, and never once the channel is closing). No
-        connection at all ends a legacy session, as for a request."""
+        :data:`~mcp_trio._http_h11.RETRY_AFTER_CAP`, and never once the channel is closing). Its
+        connection failed after it was written, before the answer's head (closed,
+        reset: :class:`~mcp_trio._http_pool.ReadFailed`), it is sent once more at once,
+        on another connection: the server may never have had it, and what it waits for
+        (the answer to its request: ``ctx.sample`` has no bound of its own) would never
+        come; had it, a second copy is harmless (an answer to a request no longer
+        pending is ignored, a cancellation of a finished one too). Broken again, it is
+        lost with a warning. No connection at all ends a legacy session, as for a
+        request."""
         limit = math.inf if self._write_timeout is None else self._write_timeout
         for again in (False, True):
             written = _Written()
@@ -755,6 +769,11 @@ class HttpChannel(MessageChannel):
                     "HTTP: a one-way message was lost: sending it timed out after %g s", limit
                 )
                 return
+            if written.broke is not None:
+                if again:
+                    logger.warning("HTTP: a one-way message was lost: %s", written.broke)
+                    return
+                continue  # (at once, on another connection)
             delay = written.retry_after
             if delay is None:
                 return
@@ -881,6 +900,17 @@ class HttpChannel(MessageChannel):
                 # (counted; not a failed authorization, nor an answer that broke HTTP).
                 if isinstance(exc, ReadFailed) and current.modern:
                     await self._broke(current, str(exc))
+                    return
+                if not current.request_ids:
+                    # A one-way message written, then no answer: the server may never
+                    # have had it (the connection cut on its way), and nothing waits
+                    # for it here (an answer to the server's request is awaited there):
+                    # sent once more (_send_one_way) when the connection failed, lost
+                    # with a warning otherwise (a head HTTP/1.1 cannot read).
+                    if isinstance(exc, ReadFailed):
+                        written.broke = str(exc)
+                    else:
+                        logger.warning("HTTP: a one-way message was lost: %s", exc)
                     return
                 if not current.resumption or not isinstance(exc, ConnectFailed | ReadFailed):
                     await self._fail(current.request_ids, str(exc))

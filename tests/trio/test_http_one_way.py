@@ -82,6 +82,10 @@ class _Server:
     status it was answered with."""
     answered: trio.Event = attrs.field(factory=trio.Event)
     """Set when a one-way message was read (whatever its answer)."""
+    cuts: int = 0
+    """How many one-way messages (from the first, but ``notifications/initialized``)
+    are read whole and their connection then closed, unanswered: seen with status
+    ``-1``."""
 
     def one_way(self) -> list[tuple[str, float, int]]:
         return [
@@ -114,7 +118,10 @@ class _Server:
         rid = message.get("id")
         if method == "answer" or rid is None:
             status = 202
-            if method != "notifications/initialized" and self.refusals:
+            if method != "notifications/initialized" and self.cuts:
+                self.cuts -= 1
+                status = -1
+            elif method != "notifications/initialized" and self.refusals:
                 self.refusals -= 1
                 status = self.refused
             elif method == self.silent:
@@ -126,6 +133,8 @@ class _Server:
                     await stream.receive_some(1)  # (until the client gives up on it)
             elif status == 202:
                 await respond(conn, stream, status, b"")
+            elif status == -1:
+                await stream.aclose()  # (read, never answered: the connection cut)
             else:
                 await _refuse(conn, stream, status, self.retry_after)
             return
@@ -311,6 +320,49 @@ async def test_an_answer_refused_503_is_sent_again(
                 await server.answered.wait()
                 server.answered = trio.Event()
     assert not _lost(caplog)
+
+
+@pytest.mark.parametrize("cuts", [1, 2])
+async def test_an_answer_whose_connection_broke_after_it_was_written_is_sent_again(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+    cuts: int,
+) -> None:
+    """The connection of an answer to a server's request is cut after the answer was
+    written, before the server's ``202``: the server may never have had it, and its
+    handler would wait for it for ever (``ctx.sample`` has no bound of its own). It
+    is sent once more at once, on another connection (a second copy is harmless: the
+    server ignores an answer to a request no longer pending); cut again, it is lost
+    with a warning (it was lost silently, never sent again). The session goes on."""
+    server, url = await _serve(nursery, cuts=cuts)
+    handlers = Handlers()
+
+    @handlers.on_request("roots/list")
+    async def roots(ctx: Any) -> dict[str, Any]:
+        return {"roots": []}
+
+    with trio.fail_after(LONG):
+        async with _client(url, "legacy", handlers=handlers) as client:
+            began = trio.current_time()
+            assert text_of(await client.request("tools/call", call("ask"))) == "asked"
+            while len([s for s in server.one_way() if s[0] == "answer"]) < 2:
+                await server.answered.wait()
+                server.answered = trio.Event()
+            answers = [(t, s) for m, t, s in server.one_way() if m == "answer"]
+            assert [s for _, s in answers] == [-1, 202 if cuts == 1 else -1]
+            assert answers[1][0] == began  # at once, waiting for nothing
+            await trio.testing.wait_all_tasks_blocked()
+            if cuts == 1:
+                assert not _lost(caplog)
+            else:
+                [lost] = _lost(caplog)
+                assert lost.startswith(
+                    "HTTP: a one-way message was lost: the server closed the connection"
+                )
+            assert await _echo(client, "after") == "after"
+            assert client.close_reason is None
+    assert len([s for s in server.one_way() if s[0] == "answer"]) == 2
 
 
 async def test_a_notification_refused_503_twice_is_lost_with_a_warning(
