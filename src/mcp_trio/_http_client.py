@@ -260,6 +260,8 @@ _INBOX_SIZE: Final = 16
 _MAX_ONE_WAY: Final = 16
 """One-way messages queued to be sent (:meth:`HttpChannel._one_way_nowait`); a further
 one waits for room."""
+_ENDED: Final = "the HTTP channel's tasks have ended (cancelled)"
+"""Why a message written after :meth:`HttpChannel.run` ended is refused."""
 _MAX_DEFERRED: Final = 16
 """Notifications written while a lost session's replacement is not started yet, kept
 to send on the new one; more are dropped, with a warning."""
@@ -412,6 +414,7 @@ class HttpChannel(MessageChannel):
         self._held: Hold | None = None  # the session's (attach_holds)
         self._reissue: Reissue | None = None  # the session's (attach_reissue)
         self._tasks: trio.Nursery | None = None
+        self._ended = False  # (run's nursery takes no task any more: see run)
         self._streams: dict[RequestId, _Stream] = {}
         self._get_started = False
         self._get_scope: trio.CancelScope | None = None
@@ -437,13 +440,22 @@ class HttpChannel(MessageChannel):
         async with trio.open_nursery() as nursery:
             self._tasks = nursery
             task_status.started()
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                # Cancelled: by aclose, or from outside (a client given up abruptly),
+                # before the session knew. From now on the nursery takes no task, so
+                # nothing more can be sent: refused before a byte of it is written (a
+                # request written, then refused its task, was written again).
+                self._ended = True
 
     # ------------------------------------------------------------------ MessageChannel
 
     async def send(self, message: bytes) -> None:
         if self._closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
+        if self._ended:
+            raise trio.BrokenResourceError(_ENDED)
         cancelled = self.http.cancelled_request(message)
         if cancelled is not None and self._cancel(cancelled):
             return
@@ -539,8 +551,8 @@ class HttpChannel(MessageChannel):
         (``notifications/initialized``, awaited; a one-way message that must wait for
         room) returns ``False`` untouched, for :meth:`send`.
         """
-        if self._closed or self._tasks is None:
-            return False
+        if self._closed or self._ended or self._tasks is None:
+            return False  # (send() says why)
         try:
             cancelled = self.http.cancelled_request(message)
             if cancelled is not None:
@@ -671,6 +683,8 @@ class HttpChannel(MessageChannel):
         room (at most :data:`_MAX_ONE_WAY`); whether it was queued. ``done`` is set
         once it is sent or lost."""
         assert self._tasks is not None
+        if self._ended:
+            raise trio.BrokenResourceError(_ENDED)  # (it waited for room meanwhile)
         if len(self._one_way) >= _MAX_ONE_WAY:
             return False
         self._one_way.append(_OneWay(sent, done))
@@ -1297,6 +1311,7 @@ class HttpChannel(MessageChannel):
         http = self.http
         if (
             self._get_started
+            or self._ended
             or not self.transport.open_get_stream
             or http.session_id is None
             or http.era is not Era.LEGACY
