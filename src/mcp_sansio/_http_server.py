@@ -45,7 +45,10 @@ Legacy SSE streams are resumable (``2025-11-25/basic/transports#resumability-and
 event ids are ``"<stream>:<seq>"``, ``<stream>`` unique in this server and ``<seq>``
 counting from 1 per stream (``0`` is the priming event's id). Every event is kept in a
 bounded :class:`EventStore`; ``GET`` with ``Last-Event-ID`` replays what followed on that
-stream only, then continues live (or ends, if the stream's request was answered).
+stream only, then continues live (or ends, if the stream's request was answered). An
+ended stream is replayable only while it is among the session's last
+``max_ended_streams`` to end (the client that lost its final answer comes back within
+its ``retry``); older ones are discarded from the store, not kept for the session's life.
 Replay never skips silently: if the store no longer holds every event after the cursor,
 the answer is ``410 Gone``. Modern streams carry no ids and are not resumable.
 
@@ -350,6 +353,14 @@ class EventStore(Protocol):
     """Where legacy SSE events are kept for ``Last-Event-ID`` replay. Must be bounded.
 
     Sequence numbers of a stream start at 1 and increase by one.
+
+    A store may also have ``discard_stream(session_id: str, stream: int) -> None``:
+    forget every event of one stream. The server calls it for a session's ended streams
+    past :attr:`HttpServerConfig.max_ended_streams` (a resumption of one is then
+    ``410``), so that a long-lived session does not fill the store with answers nobody
+    will ask for again. It is optional (looked up once, with ``getattr``): a store
+    without it keeps those events until :meth:`discard_session` or its own bounds drop
+    them, as before. :class:`InMemoryEventStore` has it.
     """
 
     def append(self, session_id: str, stream: int, seq: int, message: bytes) -> None:
@@ -448,9 +459,19 @@ class InMemoryEventStore:
     def discard_session(self, session_id: str) -> None:
         """See :meth:`EventStore.discard_session`."""
         for key in [k for k in self._streams if k[0] == session_id]:
-            events = self._streams.pop(key)
-            self._bytes -= sum(len(m) for _, m in events) + _EVENT_COST * len(events)
-            self._bytes -= _STREAM_COST
+            self._drop(key)
+
+    def discard_stream(self, session_id: str, stream: int) -> None:
+        """Forget every event of one stream (nothing if none is held): see
+        :class:`EventStore`, which calls it for a session's ended streams past
+        :attr:`HttpServerConfig.max_ended_streams`."""
+        if (session_id, stream) in self._streams:
+            self._drop((session_id, stream))
+
+    def _drop(self, key: tuple[str, int]) -> None:
+        events = self._streams.pop(key)
+        self._bytes -= sum(len(m) for _, m in events) + _EVENT_COST * len(events)
+        self._bytes -= _STREAM_COST
 
 
 # ================================================================================ config
@@ -492,6 +513,8 @@ class HttpServerConfig:
             messages; ``False`` for a binding that cannot hold it open.
         allow_delete: legacy: let a client end its session with DELETE.
         retry_ms: legacy: the SSE ``retry`` announced to polling clients.
+        max_ended_streams: legacy: a session's ended streams whose events are kept
+            for ``Last-Event-ID`` replay (the most recently ended).
         tool_header_params: modern: a tool's ``x-mcp-header`` parameters, by name.
         resource_metadata: the Protected Resource Metadata to serve (RFC 9728).
         required_scopes: the scopes each request needs, by principal and method.
@@ -539,6 +562,18 @@ class HttpServerConfig:
     """Legacy: let clients end their session with DELETE (else 405)."""
     retry_ms: int | None = 1_000
     """Legacy: the SSE ``retry`` (ms) announced in priming events, for polling clients."""
+    max_ended_streams: int = attrs.field(default=64, validator=check_count(0))
+    """Legacy: how many of a session's ended streams (its POSTs answered as SSE, once
+    every request of one is answered or cancelled) keep their events in the event store
+    for ``Last-Event-ID`` replay: a client whose connection broke before the final
+    answer reached it resumes that stream after the ``retry`` it was told, and gets it.
+    Only the most recently ended ones are kept; an older one's events are discarded
+    (the store's ``discard_stream``, see :class:`EventStore`) and a resumption of it is
+    ``410``. Without this bound every answer of a long-lived session stayed in the store
+    until the session ended (about 1.3 KB for a small one: a busy client filled the
+    default 16 MiB in minutes, and from then on each event evicted another). Streams
+    in progress and the GET stream are not counted (the store's own bounds hold them);
+    ``0`` keeps no ended stream."""
     tool_header_params: Callable[[str], Sequence[HeaderParam]] | None = None
     """Modern: the ``x-mcp-header`` parameters of a tool by name (see
     :func:`parse_header_params`), so ``Mcp-Param-*`` headers are checked against the
@@ -594,6 +629,8 @@ class _Session:
     timer_token: int = 0  # ... this is its token (0: no entry)
     primings: int = 0  # priming events sent again: their ids' suffix (see _prime)
     principal: str | None = None  # who created it: nobody else may use it
+    ended: deque[int] = attrs.Factory(deque)  # ended streams with stored events, oldest
+    # first, at most config.max_ended_streams (see HttpServer._keep_ended)
 
 
 @attrs.define(eq=False)
@@ -751,6 +788,10 @@ class HttpServer:
             raise ValueError("the connection config leaves no version to serve")
         self._session_id_factory = session_id_factory or _default_session_id
         self._store: EventStore = event_store if event_store is not None else InMemoryEventStore()
+        # (Optional in the protocol: a custom store written before it has none.)
+        self._discard_stream: Callable[[str, int], None] | None = getattr(
+            self._store, "discard_stream", None
+        )
         self._sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently active first
         self._idle: OrderedDict[str, _Session] = OrderedDict()  # those with no handles, same order
         self._idle_of: dict[str, OrderedDict[str, _Session]] = {}  # the same, per principal
@@ -1706,6 +1747,8 @@ class HttpServer:
         session = stream.session
         assert session is not None
         session.streams.pop(stream.key, None)
+        if stream.seq:  # (events of it went to the store)
+            self._keep_ended(session, stream.key)
         handle = stream.handle
         stream.handle = None
         if handle is None:
@@ -1722,6 +1765,21 @@ class HttpServer:
             buf.response = json_response(200, b"[" + b",".join(stream.parts) + b"]")
         else:
             buf.response = json_response(_status_for(stream.parts[0], Era.LEGACY), stream.parts[0])
+
+    def _keep_ended(self, session: _Session, key: int) -> None:
+        """The stream ``key`` of ``session`` ended, its events in the store: they stay
+        for a resumption (a client that lost the final answer asks for it again with
+        ``Last-Event-ID``), but only for the last :attr:`HttpServerConfig.max_ended_streams`
+        streams of the session to end; the oldest beyond is discarded from the store.
+        Counted in streams, not time: the core has no clock, and a client resumes within
+        the ``retry`` it was told, while a few more of its calls end at most."""
+        discard = self._discard_stream
+        if discard is None:
+            return  # (the store keeps them until the session ends, or its own bounds)
+        ended = session.ended
+        ended.append(key)
+        while len(ended) > self.config.max_ended_streams:
+            discard(session.id, ended.popleft())
 
     # ------------------------------------------------------------------ sessions
 

@@ -105,9 +105,7 @@ async def test_an_answer_cut_before_its_202_is_sent_again_and_the_call_answered(
     nursery: trio.Nursery, caplog: pytest.LogCaptureFixture, cuts: int, forward: bool
 ) -> None:
     caplog.set_level(logging.WARNING)
-    handle = await nursery.start(
-        partial(_sampling_server().serve_http, "127.0.0.1", 0)  # type: ignore[arg-type]
-    )
+    handle = await nursery.start(partial(_sampling_server().serve_http, "127.0.0.1", 0))
     proxy = _CuttingProxy(handle.port, cuts=cuts, forward=forward)
     await proxy.start(nursery)
     with trio.fail_after(IO_TIMEOUT):
