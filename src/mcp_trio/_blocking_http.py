@@ -33,8 +33,8 @@ of the client.
   go, the next one sends it; the close drops it, and retries nothing refused
   meanwhile), as the Trio client's; any other refusal loses it, with a warning. One
   whose connection broke after it was written, before its answer's head, is sent once
-  more at once, in its place (the server may never have had it), as the Trio client's;
-  broken again, it is lost with a warning. A
+  more at once, in its place (the server may never have had it), as the Trio client's
+  (not once the ``DELETE`` is due); broken again, it is lost with a warning. A
   ``notifications/initialized`` so refused holds back the requests until its retry's
   head (or until the retry is given up), as the Trio client's.
   The legacy GET stream starts then too (a server may refuse it before it has taken
@@ -971,10 +971,10 @@ class HttpTransport:
             self._close(exchange)
             return
         if lost and exchange.written and exchange.one_way:
-            if not (exchange.retried or exchange.resent):
+            if not (exchange.retried or exchange.resent or self._closing):
                 # The server may never have had it (the answer to its request, which
                 # it would wait for in vain): sent once more at once, in its place, as
-                # the Trio client's (a second copy is ignored).
+                # the Trio client's (a second copy is ignored); not past the DELETE.
                 again = _Exchange(sent)
                 again.gates, again.resent = exchange.gates, True
                 self._start(again, now, after=exchange)
