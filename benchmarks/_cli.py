@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
-from ._bytecodes import count_bytecodes, report
-from ._harness import Case, Result, Settings, Skip, TimedCase, measure, measure_paired, resolve
+from ._bytecodes import BytecodeCount, count_bytecodes, report
+from ._harness import Case, Result, Settings, Skip, TimedCase, measure, measure_interleaved, resolve
 from ._profile import profile
 from ._registry import GROUPS, GroupModule, load
 from ._report import DASH, environment, failures, markdown, to_json
@@ -73,19 +73,27 @@ def _selected(names: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return chosen, unknown
 
 
+def _references(case: Case | Skip | None) -> list[str]:
+    """The cases ``case`` is divided by: its reference, and its tight floor."""
+    if case is None or isinstance(case, Skip):
+        return []
+    tight = case.tight if isinstance(case, TimedCase) else None
+    return [name for name in (case.reference, tight) if name is not None]
+
+
 def _matching(cases: Sequence[Case | Skip], keyword: str | None) -> list[Case | Skip]:
-    """The cases named by ``-k``, plus every reference they need, in the group's order."""
+    """The cases named by ``-k``, plus every reference (and tight floor) they need, in
+    the group's order."""
     if keyword is None:
         return list(cases)
     by_name = {case.name: case for case in cases}
     wanted = {case.name for case in cases if keyword in case.name}
     todo = list(wanted)
     while todo:
-        case = by_name.get(todo.pop())
-        reference = None if case is None or isinstance(case, Skip) else case.reference
-        if reference is not None and reference not in wanted:
-            wanted.add(reference)
-            todo.append(reference)
+        for reference in _references(by_name.get(todo.pop())):
+            if reference not in wanted:
+                wanted.add(reference)
+                todo.append(reference)
     return [case for case in cases if case.name in wanted]
 
 
@@ -133,12 +141,14 @@ def _bytecodes(name: str, modules: dict[str, GroupModule], settings: Settings) -
     except ValueError as exc:  # (a case timed in another process)
         print(f"--bytecodes: {exc}", file=sys.stderr)
         return 2
-    reference = cases.get(case.reference) if case.reference is not None else None
-    theirs = None
-    if reference is not None:
-        with suppress(ValueError):  # (a reference timed in another process: no ratio)
-            theirs = count_bytecodes(reference)
-    print(report(counted, theirs))
+    theirs: list[tuple[str, BytecodeCount]] = []
+    for reference_name in _references(case):
+        reference = cases.get(reference_name)
+        kind = "its reference" if reference_name == case.reference else "its tight floor"
+        if reference is not None:
+            with suppress(ValueError):  # (a reference timed in another process: no ratio)
+                theirs.append((kind, count_bytecodes(reference)))
+    print(report(counted, *theirs))
     return 0
 
 
@@ -193,19 +203,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 skipped.append((case.name, case.reason))
                 continue
             print(f"{case.name}: ", end="", file=sys.stderr, flush=True)
-            reference = by_name.get(case.reference) if case.reference is not None else None
+            # Measured again in the same rounds: each reference already measured.
+            references = [
+                reference
+                for name in _references(case)
+                if name in done
+                and type(reference := by_name.get(name)) is type(case)
+                and reference is not None
+            ]
             paired: list[float] | None = None
+            tight: list[float] | None = None
             try:
-                if type(reference) is type(case) and case.reference in done:
-                    assert reference is not None
-                    figures, iterations, paired = measure_paired(case, reference, settings)
+                if references:
+                    figures, iterations, figures_of = measure_interleaved(
+                        case, references, settings
+                    )
+                    of = dict(zip([r.name for r in references], figures_of, strict=True))
+                    paired = of.get(case.reference) if case.reference is not None else None
+                    tight_name = case.tight if isinstance(case, TimedCase) else None
+                    tight = of.get(tight_name) if tight_name is not None else None
                 else:
                     figures, iterations = measure(case, settings)
             except Exception as exc:  # one broken case (a dead child, ...) spoils no other
                 errors.append((case.name, f"{type(exc).__name__}: {exc}"))
                 print(f"failed: {exc!r}", file=sys.stderr)
                 continue
-            result = resolve(group, case, figures, iterations, done, paired)
+            result = resolve(group, case, figures, iterations, done, paired, tight)
             done[case.name] = result
             results.append(result)
             print(f"{result.median:.4g} {result.unit}", file=sys.stderr)

@@ -26,10 +26,18 @@ case, case, reference, ...), so that the two medians of a ratio come from the sa
 seconds of the same machine. On a shared machine the speed drifts by tens of percent
 within a minute; measured minutes apart, a floor and its case would each catch a
 different drift. Targets are looked up by case name in :mod:`benchmarks.targets`.
+
+A timed case may also name a *tight* floor (:attr:`TimedCase.tight`): the same minimal
+echo written with Trio's cheapest calls (no yield where Trio offers a call that does not,
+one write for everything queued), the honest lower bound. It is measured in the same
+rounds as the case and its reference (:func:`measure_interleaved`: reference, tight,
+case, case, tight, reference, ...) and its ratio is reported beside the other; targets
+stay on the reference.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import statistics
 import time
@@ -51,6 +59,7 @@ __all__ = [
     "Skip",
     "TimedCase",
     "measure",
+    "measure_interleaved",
     "measure_paired",
     "resolve",
 ]
@@ -123,6 +132,10 @@ class TimedCase:
     """``µs`` per operation, or ``calls/s``."""
     reference: str | None = None
     """Name of the case whose median this one is divided by."""
+    tight: str | None = None
+    """Name of a second, stricter reference: the same floor written with Trio's cheapest
+    calls (a ``*.floor.tight`` case). Measured in the same alternating rounds as the case
+    and its reference; its ratio is for reading, targets use :attr:`reference`."""
 
 
 @final
@@ -195,6 +208,12 @@ class Result:
     """The target for this case, from :mod:`benchmarks.targets`."""
     ok: bool | None = None
     """Whether the target is met; ``None`` when there is no target (or no reference)."""
+    tight: str | None = None
+    """Name of the tight floor, if the case has one (:attr:`TimedCase.tight`)."""
+    tight_median: float | None = None
+    """The tight floor's median over the rounds paired with this case's."""
+    tight_ratio: float | None = None
+    """``median / tight_median``: the ratio to the honest lower bound (no target)."""
 
     def to_json(self) -> dict[str, object]:
         """The machine-readable form written by ``--json``."""
@@ -213,6 +232,9 @@ class Result:
             "ratio": self.ratio,
             "target": None if self.target is None else self.target.to_json(),
             "ok": self.ok,
+            "tight": self.tight,
+            "tight_median": self.tight_median,
+            "tight_ratio": self.tight_ratio,
         }
 
 
@@ -280,15 +302,28 @@ def _alternate(
     """``rounds`` figures of each, in alternating order (``theirs`` first in even rounds,
     ``mine`` first in odd ones), so that neither always runs just after the collector's
     ``gc.collect()`` of the other."""
+    figures, (reference,) = _interleave(mine, [theirs], rounds)
+    return figures, reference
+
+
+def _interleave(
+    mine: Callable[[], float], references: Sequence[Callable[[], float]], rounds: int
+) -> tuple[list[float], list[list[float]]]:
+    """``rounds`` figures of ``mine`` and of each reference, in mirrored order: the
+    references then ``mine`` in even rounds, ``mine`` then the references reversed in odd
+    ones (A B C, C B A, A B C, ...), so that each reference sits as close to ``mine`` on
+    average as the others, and nothing always runs just after another's collection."""
     figures: list[float] = []
-    reference: list[float] = []
+    reference: list[list[float]] = [[] for _ in references]
     for i in range(rounds):
         if i % 2 == 0:
-            reference.append(theirs())
+            for figures_of, theirs in zip(reference, references, strict=True):
+                figures_of.append(theirs())
             figures.append(mine())
         else:
             figures.append(mine())
-            reference.append(theirs())
+            for figures_of, theirs in reversed(list(zip(reference, references, strict=True))):
+                figures_of.append(theirs())
     return figures, reference
 
 
@@ -318,23 +353,38 @@ def measure_paired(
     """Run ``case`` and its ``reference`` (of the same kind) in alternating rounds (see
     :func:`_alternate`); return the case's figures, its operations per round, and the
     reference's figures from the same rounds."""
+    figures, iterations, (ref_figures,) = measure_interleaved(case, [reference], settings)
+    return figures, iterations, ref_figures
+
+
+def measure_interleaved(
+    case: Case, references: Sequence[Case], settings: Settings
+) -> tuple[list[float], int | None, list[list[float]]]:
+    """Run ``case`` and its ``references`` (of the same kind: its reference, and its tight
+    floor) in interleaved rounds (see :func:`_interleave`); return the case's figures,
+    its operations per round, and each reference's figures from the same rounds."""
     with ExitStack() as stack:
         if isinstance(case, SampledCase):
-            assert isinstance(reference, SampledCase), (case.name, reference.name)
-            for closing in (reference.close, case.close):  # (the case's closes first)
-                if closing is not None:
-                    stack.callback(closing)
-            rounds = _rounds(settings, case, reference)
-            mine, theirs = _alternate(case.sample, reference.sample, rounds)
+            sampled = [r for r in references if isinstance(r, SampledCase)]
+            assert len(sampled) == len(references), (case.name, [r.name for r in references])
+            for close in (*(r.close for r in sampled), case.close):  # (the case's closes first)
+                if close is not None:
+                    stack.callback(close)
+            rounds = _rounds(settings, case, *sampled)
+            mine, theirs = _interleave(case.sample, [r.sample for r in sampled], rounds)
             return mine, None, theirs
-        assert isinstance(reference, TimedCase), (case.name, reference.name)
+        timed = [reference for reference in references if isinstance(reference, TimedCase)]
+        assert len(timed) == len(references), (case.name, [r.name for r in references])
         bench = _open(case, stack)
-        ref_bench = _open(reference, stack)  # (closed first)
+        ref_benches = [_open(reference, stack) for reference in timed]  # (closed first)
         n = _calibrated(bench, settings)
-        m = _calibrated(ref_bench, settings)
-        figures, ref_figures = _alternate(
+        counts = [_calibrated(ref_bench, settings) for ref_bench in ref_benches]
+        figures, ref_figures = _interleave(
             lambda: _round(case, bench, n),
-            lambda: _round(reference, ref_bench, m),
+            [
+                functools.partial(_round, reference, ref_bench, m)
+                for reference, ref_bench, m in zip(timed, ref_benches, counts, strict=True)
+            ],
             settings.rounds,
         )
     return figures, n * case.ops_per_call, ref_figures
@@ -347,11 +397,13 @@ def resolve(
     iterations: int | None,
     done: dict[str, Result],
     reference_figures: Sequence[float] | None = None,
+    tight_figures: Sequence[float] | None = None,
 ) -> Result:
     """Summarise ``figures`` and apply the case's reference and target.
 
     The reference's median comes from ``reference_figures`` (its rounds paired with the
-    case's, see :func:`measure_paired`) when given, else from its own result in ``done``.
+    case's, see :func:`measure_paired`) when given, else from its own result in ``done``;
+    likewise the tight floor's (:attr:`TimedCase.tight`) from ``tight_figures``.
     """
     median = statistics.median(figures)
     ref = done.get(case.reference) if case.reference is not None else None
@@ -359,6 +411,13 @@ def resolve(
     if reference_figures:
         ref_median = statistics.median(reference_figures)
     ratio = None if not ref_median else median / ref_median
+    tight = case.tight if isinstance(case, TimedCase) else None
+    tight_median: float | None = None
+    if tight_figures:
+        tight_median = statistics.median(tight_figures)
+    elif tight is not None and tight in done:
+        tight_median = done[tight].median
+    tight_ratio = None if not tight_median else median / tight_median
     target = TARGETS.get(case.name)
     ok = None if target is None else target.met(median=median, ratio=ratio)
     return Result(
@@ -376,6 +435,9 @@ def resolve(
         ratio=ratio,
         target=target,
         ok=ok,
+        tight=tight,
+        tight_median=tight_median,
+        tight_ratio=tight_ratio,
     )
 
 

@@ -12,6 +12,10 @@ then serves until its stdin ends (the parent closes it to stop the server). ``KI
     trio + h11, HTTP/1.1 keep-alive: read a POST, answer ``200`` with the canned result
     under the request's id, as an ``application/json`` body (``Content-Length``) or as
     one ``text/event-stream`` event (chunked), in one write.
+``http-floor-tight-json`` / ``http-floor-tight-sse``
+    The same, reading with ``os.read`` and writing with ``os.write`` on the non-blocking
+    socket (waiting only when nothing can be read, or written), as mcp_trio does,
+    instead of ``receive_some`` / ``send_all``, which always yield.
 ``http-json`` / ``http-sse``
     ``mcp_trio._http_server.serve_http`` with the low-level ``Handlers``,
     ``HttpServerConfig(response_mode="json" | "sse")``.
@@ -36,7 +40,7 @@ from mcp_sansio.http import HttpServerConfig
 from mcp_trio._http_server import serve_http
 
 from ._servers import SERVER_CONFIG, low_level_handlers
-from ._trio import floor_answer
+from ._trio import floor_answer, write_fd
 
 __all__ = ["KINDS", "main"]
 
@@ -130,8 +134,48 @@ async def _http_floor_connection(
         await trio.aclose_forcefully(stream)
 
 
-async def _http_floor(sse: bool, *, task_status: trio.TaskStatus[int]) -> None:
-    handler = functools.partial(_http_floor_connection, _sse_reply if sse else _json_reply)
+async def _http_floor_tight_connection(
+    reply: Callable[[bytes], tuple[list[tuple[str, str]], bytes]], stream: trio.SocketStream
+) -> None:
+    """:func:`_http_floor_connection` through ``os.read`` / ``os.write`` on the socket."""
+    conn = h11.Connection(h11.SERVER)
+    answer, read, wait_readable = floor_answer, os.read, trio.lowlevel.wait_readable
+    fd = stream.socket.fileno()
+    try:
+        while True:
+            body = b""
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    try:
+                        conn.receive_data(read(fd, _CHUNK))
+                    except BlockingIOError:
+                        await wait_readable(fd)
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    return
+            headers, data = reply(answer(body))
+            await write_fd(
+                fd,
+                conn.send(h11.Response(status_code=200, headers=headers))
+                + conn.send(h11.Data(data=data))
+                + conn.send(h11.EndOfMessage()),
+            )
+            conn.start_next_cycle()
+    except (h11.RemoteProtocolError, OSError):  # (a reset connection: ConnectionError)
+        return
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+async def _http_floor(sse: bool, *, tight: bool = False, task_status: trio.TaskStatus[int]) -> None:
+    handler = functools.partial(
+        _http_floor_tight_connection if tight else _http_floor_connection,
+        _sse_reply if sse else _json_reply,
+    )
     async with trio.open_nursery() as nursery:
         listeners: list[trio.SocketListener] = await nursery.start(
             functools.partial(trio.serve_tcp, handler, 0, host=HOST)
@@ -160,6 +204,8 @@ KINDS: Final[dict[str, Starter]] = {
     "ws": _ws,
     "http-floor-json": functools.partial(_http_floor, False),
     "http-floor-sse": functools.partial(_http_floor, True),
+    "http-floor-tight-json": functools.partial(_http_floor, False, tight=True),
+    "http-floor-tight-sse": functools.partial(_http_floor, True, tight=True),
     "http-json": functools.partial(_http, "json"),
     "http-sse": functools.partial(_http, "sse"),
 }

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from ._harness import TimedCase, calibrate
 
-__all__ = ["area", "layer", "profile", "where"]
+__all__ = ["STDLIB", "TRIO", "area", "layer", "profile", "where"]
 
 _Key = tuple[str, int, str]
 
@@ -50,26 +50,32 @@ def area(filename: str, function: str = "") -> str:
     return filename.rsplit("/", 1)[-1]
 
 
-_TRIO: Final = "Trio (scheduler, channels, locks, cancel scopes)"
+TRIO: Final = "Trio (scheduler, channels, locks, cancel scopes)"
+STDLIB: Final = "standard library (contextlib, collections, ...)"
 _LAYERS: Final = (
     ("mcp_trio/", "session runtime (mcp_trio)"),
     ("mcp_sansio/", "core (mcp_sansio)"),
-    ("trio/", _TRIO),
-    ("outcome/", _TRIO),
-    ("sniffio/", _TRIO),
-    ("epoll", _TRIO),
+    ("trio/", TRIO),
+    ("outcome/", TRIO),
+    ("sniffio/", TRIO),
+    ("epoll", TRIO),
     ("orjson", "orjson"),
     ("benchmark loop", "benchmark loop"),
 )
 
 
 def layer(module: str) -> str:
-    """The layer (session runtime, core, Trio, ...) of what :func:`area` returned."""
+    """The layer (session runtime, core, Trio, a third-party package by name, the
+    standard library, ...) of what :func:`area` returned."""
     for prefix, name in _LAYERS:
         if module.startswith(prefix):
             return name
+    if "/" in module and module.endswith(".py"):
+        # A site-packages module (area() keeps its package): h11, wsproto,
+        # trio_websocket, attrs, cattrs, ... each under its own name.
+        return module.split("/", 1)[0]
     if module.endswith(".py"):
-        return "standard library (contextlib, collections, ...)"
+        return STDLIB
     return "other (builtins, other packages)"
 
 

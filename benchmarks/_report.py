@@ -44,10 +44,12 @@ def _verdict(ok: bool | None) -> str:
 
 
 def markdown(results: Sequence[Result]) -> str:
-    """The results as a markdown table, each figure next to its reference."""
+    """The results as a markdown table, each figure next to its reference (and, for the
+    cases that have one, its tight floor: the ratio to the honest lower bound)."""
     lines = [
-        f"| case | what | median | min {DASH} max | reference (median) | ratio | target | ok |",
-        "| --- | --- | ---: | ---: | --- | ---: | --- | --- |",
+        f"| case | what | median | min {DASH} max | reference (median) | ratio | target | ok "
+        "| tight floor (median) | ratio to tight |",
+        "| --- | --- | ---: | ---: | --- | ---: | --- | --- | --- | ---: |",
     ]
     for r in results:
         reference = (
@@ -58,9 +60,15 @@ def markdown(results: Sequence[Result]) -> str:
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}{TIMES}"
         target = "" if r.target is None else r.target.describe(r.unit)
         spread = f"{_num(r.min, r.unit)} {DASH} {_num(r.max, r.unit)}"
+        tight = (
+            ""
+            if r.tight is None or r.tight_median is None
+            else f"{r.tight} ({_figure(r.tight_median, r.unit)})"
+        )
+        tight_ratio = "" if r.tight_ratio is None else f"{r.tight_ratio:.2f}{TIMES}"
         lines.append(
             f"| `{r.name}` | {r.title} | {_median(r.median, r.unit)} | {spread} "
-            f"| {reference} | {ratio} | {target} | {_verdict(r.ok)} |"
+            f"| {reference} | {ratio} | {target} | {_verdict(r.ok)} | {tight} | {tight_ratio} |"
         )
     return "\n".join(lines)
 

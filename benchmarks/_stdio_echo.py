@@ -1,22 +1,28 @@
-"""The stdio floor's server: a Trio newline-JSON echo, ``python -m benchmarks._stdio_echo``.
+"""The stdio floors' server: a Trio newline-JSON echo, ``python -m benchmarks._stdio_echo``.
 
 Reads chunks of stdin, splits them into lines, and for each request writes the canned
-1 KB result under the request's id, one ``send_all`` per answer (as the MCP stdio server
-writes one message at a time). No protocol, no validation: the least a stdio server
+1 KB result under the request's id. No protocol, no validation: the least a stdio server
 can do. Ends at the end of stdin.
+
+Plain (``stdio.floor.*``): ``FdStream.receive_some`` and one ``send_all`` per answer
+(Trio's ordinary calls, which always yield). ``--tight`` (``stdio.floor.tight.*``): the
+cheapest paths, as ``serve_stdio`` takes them: ``os.read`` on the non-blocking pipe
+(``wait_readable`` only when it is empty) and one ``os.write`` for all the answers to
+what one read brought (``wait_writable`` only when the pipe is full).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import trio
 
-from ._trio import floor_answer
+from ._trio import floor_answer, write_fd
 
 
 async def main() -> None:
-    """Answer every line of stdin until it ends."""
+    """Answer every line of stdin until it ends, one write per answer."""
     stdin = trio.lowlevel.FdStream(os.dup(0))
     stdout = trio.lowlevel.FdStream(os.dup(1))
     answer, receive_some, send_all = floor_answer, stdin.receive_some, stdout.send_all
@@ -27,5 +33,25 @@ async def main() -> None:
             await send_all(answer(line) + b"\n")
 
 
+async def main_tight() -> None:
+    """Answer every line of stdin until it ends, one write per read."""
+    stdin, stdout = os.dup(0), os.dup(1)
+    os.set_blocking(stdin, False)
+    os.set_blocking(stdout, False)
+    answer, read, wait_readable = floor_answer, os.read, trio.lowlevel.wait_readable
+    pending = b""
+    while True:
+        try:
+            chunk = read(stdin, 65_536)
+        except BlockingIOError:
+            await wait_readable(stdin)
+            continue
+        if not chunk:
+            return
+        *lines, pending = (pending + chunk).split(b"\n")
+        if lines:
+            await write_fd(stdout, b"".join([answer(line) + b"\n" for line in lines]))
+
+
 if __name__ == "__main__":
-    trio.run(main)
+    trio.run(main_tight if "--tight" in sys.argv[1:] else main)

@@ -24,7 +24,15 @@ The floors (:class:`FloorClient`, :func:`floor_answer`) are the least a concurre
 JSON-RPC client and server can do over a transport, hand-written with orjson: the
 caller dumps its request with a fresh id and waits on a ``trio.Event``; the server loads
 the request and dumps the canned result under its id; the client's reader loads the
-answer and wakes the caller waiting for that id.
+answer and wakes the caller waiting for that id. The plain floors use Trio's ordinary
+calls, which always yield (``await send``, ``receive_some``, ``send_all``), and write
+one message at a time. The *tight* floors (:class:`TightFloorClient`,
+:func:`write_fd`, ``*.floor.tight`` cases) do the same work
+through the cheapest paths a careful hand-written echo would take, the ones mcp_trio
+takes too: a send that does not yield when it need not (``send_nowait``, ``os.write``
+on a non-blocking descriptor), a read that does not yield while data is there
+(``receive_nowait``, ``os.read``), waiting only when nothing can be done
+(``wait_readable`` / ``wait_writable``), and one write for every answer a read brought.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ __all__ = [
     "Driver",
     "FloorClient",
     "RssSampler",
+    "TightFloorClient",
     "TrioThread",
     "bench_setup",
     "calls_case",
@@ -67,6 +76,7 @@ __all__ = [
     "rss_kib",
     "trio_bench",
     "until_closed",
+    "write_fd",
 ]
 
 T = TypeVar("T")
@@ -322,6 +332,7 @@ def calls_case(
     *args: Any,
     in_flight: int,
     reference: str | None = None,
+    tight: str | None = None,
 ) -> TimedCase:
     """A throughput case (calls/s) of ``fixture(*args, in_flight)``, ``in_flight`` calls
     at a time (each counted as one operation)."""
@@ -332,6 +343,7 @@ def calls_case(
         ops_per_call=in_flight,
         unit="calls/s",
         reference=reference,
+        tight=tight,
     )
 
 
@@ -454,6 +466,91 @@ class FloorClient:
             *lines, pending = (pending + chunk).split(b"\n")
             for line in lines:
                 deliver(line)
+
+
+@final
+class TightFloorClient:
+    """The tight floor client: :class:`FloorClient`'s work, sending without yielding.
+
+    Args:
+        send_nowait: sends one serialized request whole without waiting, or returns
+            ``False`` (nothing sent) when that would need a wait.
+        send: sends it, waiting as needed (called only when ``send_nowait`` refused).
+    """
+
+    def __init__(
+        self, send_nowait: Callable[[bytes], bool], send: Callable[[bytes], Awaitable[object]]
+    ) -> None:
+        self._send_nowait = send_nowait
+        self._send = send
+        self._waiting: dict[int, _Slot] = {}
+        self._last_id = 0
+
+    async def call(self) -> Any:
+        """One ``tools/call``: dump it, send it (no yield if it fits), wait for the answer."""
+        self._last_id = rid = self._last_id + 1
+        slot = _Slot()
+        self._waiting[rid] = slot
+        request = _dumps(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
+        )
+        if not self._send_nowait(request):
+            await self._send(request)
+        await slot.event.wait()
+        return slot.message["result"]
+
+    def deliver(self, message: bytes | str) -> None:
+        """The reader: load one answer and wake its caller."""
+        answer = _loads(message)
+        slot = self._waiting.pop(answer["id"])
+        slot.message = answer
+        slot.event.set()
+
+    def quiet(self) -> bool:
+        """Whether no caller is waiting."""
+        return not self._waiting
+
+    async def read_channel(self, channel: trio.MemoryReceiveChannel[bytes]) -> None:
+        """Reader of a memory channel: takes what is queued without yielding, waits
+        only on an empty channel; until it ends."""
+        deliver, receive_nowait, receive = self.deliver, channel.receive_nowait, channel.receive
+        try:
+            while True:
+                try:
+                    deliver(receive_nowait())
+                except trio.WouldBlock:
+                    deliver(await receive())
+        except (trio.EndOfChannel, trio.ClosedResourceError, trio.BrokenResourceError):
+            return
+
+    async def read_lines(self, fd: int, chunk: int = 65_536) -> None:
+        """Reader of newline-delimited JSON from a non-blocking descriptor (a pipe, a
+        socket), until its end: ``os.read`` first, ``wait_readable`` only when nothing
+        is there (no yield while data is)."""
+        deliver, read, wait_readable = self.deliver, os.read, trio.lowlevel.wait_readable
+        pending = b""
+        while True:
+            try:
+                data = read(fd, chunk)
+            except BlockingIOError:
+                await wait_readable(fd)
+                continue
+            if not data:
+                return
+            *lines, pending = (pending + data).split(b"\n")
+            for line in lines:
+                deliver(line)
+
+
+async def write_fd(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to non-blocking ``fd``: ``os.write`` first,
+    ``wait_writable`` only when it is full (no yield when it is not)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(fd)
 
 
 def rss_case(name: str, title: str, fixture: Fixture, settings: Settings) -> SampledCase | Skip:

@@ -14,6 +14,14 @@ calls/s, with 1 and with 100 requests in flight, with JSON and with SSE response
     ``application/json`` body, or one ``text/event-stream`` event (``data:`` line) in a
     chunked body. The child answers with the canned 1 KB result under the request's id,
     head and body in one write.
+``http.floor.tight.json.1`` / ``.100``, ``http.floor.tight.sse.1`` / ``.100``
+    The same work through the cheapest paths, as mcp_trio takes them on a plain TCP
+    socket: both sides write with ``os.write`` on the non-blocking socket
+    (``wait_writable`` only when it is full) and read with ``os.read`` (``wait_readable``
+    only when nothing is there), instead of ``send_all`` / ``receive_some``, which
+    always yield. Head and body still go in one write; h11 does the same work. The
+    honest lower bound: ``http.calls*`` report their ratio to it beside the target's
+    ratio to ``http.floor.*``.
 ``http.calls.1`` / ``.100`` (JSON), ``http.calls.sse.1`` / ``.100`` (SSE)
     ``mcp_trio._http_server.serve_http`` (low-level ``Handlers``,
     ``HttpServerConfig(response_mode="json" | "sse")``) and
@@ -24,6 +32,7 @@ calls/s, with 1 and with 100 requests in flight, with JSON and with SSE response
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Final, final
 
 import h11
@@ -35,7 +44,7 @@ from mcp_trio._http_config import HttpTransportConfig
 
 from ._harness import Case, Settings, Skip
 from ._servers import CLIENT_CONFIG
-from ._trio import Driver, calls_case, driver, open_net_server, until_closed
+from ._trio import Driver, calls_case, driver, open_net_server, until_closed, write_fd
 from .workloads import CALL_TOOL_PARAMS
 
 __all__ = ["DESCRIPTION", "cases", "unavailable"]
@@ -60,7 +69,6 @@ def _sse_data(body: bytes) -> bytes:
     return b"\n".join(line[6:] for line in body.split(b"\n") if line.startswith(b"data: "))
 
 
-@final
 class _HttpFloorClient:
     """POST each request on an idle keep-alive connection, read its answer there."""
 
@@ -118,15 +126,64 @@ class _HttpFloorClient:
             await trio.aclose_forcefully(stream)
 
 
+@final
+class _HttpTightFloorClient(_HttpFloorClient):
+    """:class:`_HttpFloorClient` through ``os.write`` / ``os.read`` on the socket: no
+    yield when the kernel takes the request, or has the answer, at once."""
+
+    async def call(self) -> Any:
+        self._last_id = rid = self._last_id + 1
+        body = orjson.dumps(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALL_TOOL_PARAMS}
+        )
+        stream, conn = self._idle.pop() if self._idle else await self._connect()
+        head = h11.Request(
+            method="POST",
+            target=PATH,
+            headers=[
+                ("host", self._host),
+                ("content-type", "application/json"),
+                ("accept", "application/json, text/event-stream"),
+                ("content-length", str(len(body))),
+            ],
+        )
+        fd = stream.socket.fileno()
+        await write_fd(fd, _out(conn, head) + _out(conn, h11.Data(data=body)) + _out(conn))
+        payload = b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                try:
+                    conn.receive_data(os.read(fd, _CHUNK))
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(fd)
+            elif isinstance(event, h11.Data):
+                payload += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            elif isinstance(event, h11.Response):
+                assert event.status_code == 200, event
+            else:
+                raise RuntimeError(f"unexpected {event!r}")
+        conn.start_next_cycle()
+        self._idle.append((stream, conn))
+        answer = orjson.loads(_sse_data(payload) if self._sse else payload)
+        assert answer["id"] == rid, answer
+        return answer["result"]
+
+
 def _out(conn: h11.Connection, event: h11.Event | None = None) -> bytes:
     data = conn.send(h11.EndOfMessage() if event is None else event)
     assert data is not None
     return data
 
 
-async def _floor(sse: bool, in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
-    async with open_net_server("http-floor-sse" if sse else "http-floor-json") as (port, pid):
-        client = _HttpFloorClient(port, sse=sse)
+async def _floor(
+    sse: bool, in_flight: int, *, tight: bool = False, task_status: trio.TaskStatus[Driver]
+) -> None:
+    kind = f"http-floor{'-tight' if tight else ''}-{'sse' if sse else 'json'}"
+    async with open_net_server(kind) as (port, pid):
+        client = (_HttpTightFloorClient if tight else _HttpFloorClient)(port, sse=sse)
         try:
             await client.call()
             task_status.started(driver(client.call, in_flight=in_flight, server_pid=pid))
@@ -167,6 +224,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
     found: list[Case | Skip] = []
     for sse, kind in ((False, "json"), (True, "sse")):
         floor = f"http.floor.{kind}"
+        tight = f"http.floor.tight.{kind}"
         ours = "http.calls" if kind == "json" else "http.calls.sse"
         media = "text/event-stream" if sse else "application/json"
         found += [
@@ -185,12 +243,29 @@ def cases(settings: Settings) -> list[Case | Skip]:
                 in_flight=IN_FLIGHT,
             ),
             calls_case(
+                f"{tight}.1",
+                f"tight floor: the same through os.read / os.write, {media}, 1 in flight",
+                functools.partial(_floor, tight=True),
+                sse,
+                in_flight=1,
+                reference=f"{floor}.1",
+            ),
+            calls_case(
+                f"{tight}.100",
+                f"tight floor: the same, {media}, 100 in flight (100 connections)",
+                functools.partial(_floor, tight=True),
+                sse,
+                in_flight=IN_FLIGHT,
+                reference=f"{floor}.100",
+            ),
+            calls_case(
                 f"{ours}.1",
                 f"open_http_client + serve_http (Handlers), legacy, {media}, 1 in flight",
                 _ours,
                 sse,
                 in_flight=1,
                 reference=f"{floor}.1",
+                tight=f"{tight}.1",
             ),
             calls_case(
                 f"{ours}.100",
@@ -199,6 +274,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
                 sse,
                 in_flight=IN_FLIGHT,
                 reference=f"{floor}.100",
+                tight=f"{tight}.100",
             ),
         ]
     return found

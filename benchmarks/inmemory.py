@@ -10,6 +10,14 @@ of its own, see :mod:`benchmarks._trio`): the 159-byte request, the 1 KB result.
     ``trio.Event``, a server task ``loads`` it and ``dumps`` the canned result under its
     id, the client's reader task ``loads`` the answer and wakes the caller by id. One
     call at a time, or 100 tasks calling at once.
+``inmemory.floor.tight`` / ``inmemory.floor.tight.100``
+    The same floor (a server task, a client reader task, a ``trio.Event`` per id) through
+    Trio's calls that do not yield when they need not, as mcp_trio does: the caller and
+    the server ``send_nowait`` (``await send`` only on a full channel), the server and
+    the reader ``receive_nowait`` (``await receive`` only on an empty one). Trio's
+    ``send_nowait`` hands a message straight to a receiver parked on the channel. This
+    is the honest lower bound: ``inmemory.roundtrip*`` report their ratio to it beside
+    the target's ratio to ``inmemory.floor*``.
 ``inmemory.floor.task``
     The floor whose server spawns one task per request (``nursery.start_soon``), as a
     server must to run handlers concurrently and cancel one of them: informational,
@@ -57,6 +65,7 @@ from ._trio import (
     RSS_CALLS,
     Driver,
     FloorClient,
+    TightFloorClient,
     bench_setup,
     driver,
     floor_answer,
@@ -124,6 +133,49 @@ async def _floor(
         nursery.cancel_scope.cancel()  # the reader (and server) tasks
 
 
+async def _floor_tight(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    to_server, server_inbox = trio.open_memory_channel[bytes](BUFFER)
+    to_client, client_inbox = trio.open_memory_channel[bytes](BUFFER)
+
+    def send_nowait(request: bytes) -> bool:
+        try:
+            to_server.send_nowait(request)
+        except trio.WouldBlock:
+            return False
+        return True
+
+    client = TightFloorClient(send_nowait, to_server.send)
+
+    async def serve() -> None:
+        answer, receive_nowait, receive = (
+            floor_answer,
+            server_inbox.receive_nowait,
+            server_inbox.receive,
+        )
+        reply_nowait, reply = to_client.send_nowait, to_client.send
+        try:
+            while True:
+                try:
+                    request = receive_nowait()
+                except trio.WouldBlock:
+                    request = await receive()
+                result = answer(request)
+                try:
+                    reply_nowait(result)
+                except trio.WouldBlock:
+                    await reply(result)
+        except trio.EndOfChannel:
+            return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        nursery.start_soon(client.read_channel, client_inbox)
+        await client.call()
+        task_status.started(driver(client.call, in_flight=in_flight, quiet=client.quiet))
+        await until_closed()
+        nursery.cancel_scope.cancel()  # the reader and server tasks
+
+
 # -- mcp_trio ------------------------------------------------------------------------------
 
 
@@ -170,6 +222,19 @@ def cases(settings: Settings) -> list[Case | Skip]:
             ops_per_call=IN_FLIGHT,
         ),
         TimedCase(
+            name="inmemory.floor.tight",
+            title="tight floor: the same through send_nowait / receive_nowait, 1 in flight",
+            setup=bench_setup(_floor_tight, 1),
+            reference="inmemory.floor",
+        ),
+        TimedCase(
+            name="inmemory.floor.tight.100",
+            title="tight floor: the same, 100 in flight (µs/call)",
+            setup=bench_setup(_floor_tight, IN_FLIGHT),
+            ops_per_call=IN_FLIGHT,
+            reference="inmemory.floor.100",
+        ),
+        TimedCase(
             name="inmemory.floor.task",
             title="floor + a server task per request, 1 in flight (informational)",
             setup=bench_setup(_floor, 1, task_per_request=True),
@@ -186,6 +251,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
             title="Handlers + Session.request, legacy, 1 in flight (µs/call)",
             setup=bench_setup(_ours, 1, CLIENT_CONFIG),
             reference="inmemory.floor",
+            tight="inmemory.floor.tight",
         ),
         TimedCase(
             name="inmemory.roundtrip.100",
@@ -193,6 +259,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
             setup=bench_setup(_ours, IN_FLIGHT, CLIENT_CONFIG),
             ops_per_call=IN_FLIGHT,
             reference="inmemory.floor.100",
+            tight="inmemory.floor.tight.100",
         ),
         TimedCase(
             name="inmemory.roundtrip.modern",

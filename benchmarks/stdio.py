@@ -10,6 +10,14 @@ two pipes. Throughput in calls/s, with 1 and with 100 requests in flight.
     one ``send_all`` per answer). The client dumps each request with a fresh id and
     writes it under a ``trio.Lock`` (concurrent writers must not interleave), a reader
     task splits stdout into lines, loads each and wakes the caller by id.
+``stdio.floor.tight.1`` / ``stdio.floor.tight.100``
+    The same work through the cheapest paths, as mcp_trio takes them on a pipe: the
+    child is ``_stdio_echo --tight`` (``os.read``, one ``os.write`` for the answers to
+    each read); the client writes each request with one ``os.write`` on the non-blocking
+    pipe (whole: it is under ``PIPE_BUF``, so no lock; ``wait_writable`` only when the
+    pipe is full) and its reader reads stdout with ``os.read``, waiting only when it is empty.
+    The honest lower bound: ``stdio.calls.*`` report their ratio to it beside the
+    target's ratio to ``stdio.floor.*``.
 ``stdio.calls.1`` / ``stdio.calls.100``
     ``mcp_trio.open_stdio_client`` to ``python -m benchmarks._stdio_server``
     (``serve_stdio`` with the low-level ``Handlers``), ``Session.request``; legacy era.
@@ -24,6 +32,7 @@ two pipes. Throughput in calls/s, with 1 and with 100 requests in flight.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from typing import Final
 
@@ -38,12 +47,14 @@ from ._trio import (
     RSS_CALLS,
     Driver,
     FloorClient,
+    TightFloorClient,
     calls_case,
     driver,
     module_command,
     open_pipe_process,
     rss_case,
     until_closed,
+    write_fd,
 )
 from .workloads import CALL_TOOL_PARAMS
 
@@ -82,6 +93,34 @@ async def _floor(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> Non
             )
             await until_closed()
             nursery.cancel_scope.cancel()  # the reader (and server) tasks
+
+
+async def _floor_tight(in_flight: int, *, task_status: trio.TaskStatus[Driver]) -> None:
+    async with open_pipe_process(module_command("_stdio_echo", "--tight")) as process:
+        assert isinstance(process.stdin, trio.lowlevel.FdStream)
+        assert isinstance(process.stdout, trio.lowlevel.FdStream)
+        stdin = process.stdin.fileno()  # (FdStream made both non-blocking)
+        write = os.write
+
+        def send_nowait(request: bytes) -> bool:
+            try:
+                write(stdin, request + b"\n")  # all or nothing: under PIPE_BUF
+            except BlockingIOError:
+                return False
+            return True
+
+        async def send(request: bytes) -> None:
+            await write_fd(stdin, request + b"\n")
+
+        client = TightFloorClient(send_nowait, send)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.read_lines, process.stdout.fileno())
+            await client.call()
+            task_status.started(
+                driver(client.call, in_flight=in_flight, quiet=client.quiet, server_pid=process.pid)
+            )
+            await until_closed()
+            nursery.cancel_scope.cancel()  # the reader task
 
 
 # -- mcp_trio ------------------------------------------------------------------------------
@@ -126,11 +165,26 @@ def cases(settings: Settings) -> list[Case | Skip]:
             "stdio.floor.100", "floor: the same, 100 in flight", _floor, in_flight=IN_FLIGHT
         ),
         calls_case(
+            "stdio.floor.tight.1",
+            "tight floor: the same through os.read / os.write, one write per read, 1 in flight",
+            _floor_tight,
+            in_flight=1,
+            reference="stdio.floor.1",
+        ),
+        calls_case(
+            "stdio.floor.tight.100",
+            "tight floor: the same, 100 in flight",
+            _floor_tight,
+            in_flight=IN_FLIGHT,
+            reference="stdio.floor.100",
+        ),
+        calls_case(
             "stdio.calls.1",
             "open_stdio_client + serve_stdio (Handlers), legacy, 1 in flight",
             _ours,
             in_flight=1,
             reference="stdio.floor.1",
+            tight="stdio.floor.tight.1",
         ),
         calls_case(
             "stdio.calls.100",
@@ -138,6 +192,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
             _ours,
             in_flight=IN_FLIGHT,
             reference="stdio.floor.100",
+            tight="stdio.floor.tight.100",
         ),
         calls_case(
             "stdio.client",
