@@ -52,7 +52,7 @@ from .workloads import (
     TOOLS_LIST_RESPONSE_BYTES,
 )
 
-__all__ = ["message_cases"]
+__all__ = ["MESSAGES", "SETUPS", "Message", "message_cases"]
 
 
 def _request_parts(message: dict[str, Any]) -> Callable[[], dict[str, Any]]:
@@ -73,7 +73,7 @@ def _notification_parts(message: dict[str, Any]) -> Callable[[], dict[str, Any]]
 _Kind = type[Request] | type[Response] | type[Notification]
 
 
-class _Message:
+class Message:
     """One workload: its bytes, its dict, how the core builds it, its typed class."""
 
     def __init__(
@@ -97,7 +97,7 @@ class _Message:
 
 
 MESSAGES: Final = (
-    _Message(
+    Message(
         "request",
         CALL_TOOL_REQUEST_BYTES,
         CALL_TOOL_REQUEST,
@@ -105,7 +105,7 @@ MESSAGES: Final = (
         _request_parts(CALL_TOOL_REQUEST),
         t.CallToolRequest,
     ),
-    _Message(
+    Message(
         "result",
         CALL_TOOL_RESPONSE_BYTES,
         CALL_TOOL_RESPONSE,
@@ -113,7 +113,7 @@ MESSAGES: Final = (
         _result_parts(CALL_TOOL_RESPONSE),
         t.CallToolResult,
     ),
-    _Message(
+    Message(
         "tools_list",
         TOOLS_LIST_RESPONSE_BYTES,
         TOOLS_LIST_RESPONSE,
@@ -121,7 +121,7 @@ MESSAGES: Final = (
         _result_parts(TOOLS_LIST_RESPONSE),
         t.ListToolsResult,
     ),
-    _Message(
+    Message(
         "resource",
         READ_RESOURCE_RESPONSE_BYTES,
         READ_RESOURCE_RESPONSE,
@@ -129,7 +129,7 @@ MESSAGES: Final = (
         _result_parts(READ_RESOURCE_RESPONSE),
         t.ReadResourceResult,
     ),
-    _Message(
+    Message(
         "progress",
         PROGRESS_NOTIFICATION_BYTES,
         PROGRESS_NOTIFICATION,
@@ -141,7 +141,7 @@ MESSAGES: Final = (
 """The five workloads, in the issue's order."""
 
 
-def _loads(m: _Message) -> Bench:
+def _loads(m: Message) -> Bench:
     data, loads = m.data, orjson.loads
 
     def run(n: int) -> None:
@@ -151,7 +151,7 @@ def _loads(m: _Message) -> Bench:
     return Bench(run)
 
 
-def _dumps(m: _Message) -> Bench:
+def _dumps(m: Message) -> Bench:
     message, dumps = m.message, orjson.dumps
 
     def run(n: int) -> None:
@@ -161,7 +161,7 @@ def _dumps(m: _Message) -> Bench:
     return Bench(run)
 
 
-def _parse(m: _Message) -> Bench:
+def _parse(m: Message) -> Bench:
     data, kind = m.data, m.kind
     assert type(classify(decode(data))) is kind
 
@@ -172,7 +172,7 @@ def _parse(m: _Message) -> Bench:
     return Bench(run)
 
 
-def _serialize(m: _Message) -> Bench:
+def _serialize(m: Message) -> Bench:
     build, dumps = m.build, orjson.dumps
     assert dumps(build()) == m.data
 
@@ -183,7 +183,7 @@ def _serialize(m: _Message) -> Bench:
     return Bench(run)
 
 
-def _typed_parse(m: _Message) -> Bench:
+def _typed_parse(m: Message) -> Bench:
     data, cls, part, loads = m.data, m.typed, m.typed_part, orjson.loads
     value = structure(loads(data) if part is None else loads(data)[part], cls)
     assert isinstance(value, cls)
@@ -203,7 +203,7 @@ def _typed_parse(m: _Message) -> Bench:
     return Bench(run)
 
 
-def _typed_serialize(m: _Message) -> Bench:
+def _typed_serialize(m: Message) -> Bench:
     part, dumps = m.typed_part, orjson.dumps
     if part is None:
         value = structure(m.message, m.typed)
@@ -235,6 +235,9 @@ _KINDS: Final = (
     ("typed.serialize", _typed_serialize, "dumps", "typed: unstructure {typed} and dump it"),
 )
 """The cases of each message, floors before the cases divided by them."""
+
+SETUPS: Final[dict[str, Callable[[Message], Bench]]] = {kind: setup for kind, setup, _, _ in _KINDS}
+"""Each kind's setup by its name (group ``sdk`` measures ours with them)."""
 
 
 def message_cases() -> list[Case]:

@@ -27,6 +27,25 @@ never :mod:`mcp_trio`, so it works in an environment that has only the SDK (and 
     that figure (the harness's ``self_timed``), so the pipe hop is not in it. A server
     child's stderr is this process's (so its errors show); it is stopped by closing its
     stdin when the client has closed.
+``python -m benchmarks._sdk_app codec KIND MESSAGE``
+    The SDK's own parse or serialize of one workload (``MESSAGE``: ``request``,
+    ``result``, ``tools_list``, ``resource``, ``progress``), timed the same way (no
+    event loop). ``KIND``:
+
+    - ``parse``: what its transports do with a line or body they receive,
+      ``mcp_types.jsonrpc_message_adapter.validate_json(data, by_name=False)`` (a
+      ``JSONRPCRequest`` / ``JSONRPCResponse`` / ``JSONRPCNotification``; params and
+      result stay dicts);
+    - ``typed.parse``: that, then the payload's model, as its sessions validate a result
+      (``CallToolResult.model_validate(result, by_name=False)``, ``ListToolsResult``,
+      ``ReadResourceResult``) or a request or notification (``CallToolRequest``,
+      ``ProgressNotification``, from the envelope's method and params);
+    - ``serialize``: what its transports write, the envelope model around the params
+      or result dict, ``model_dump_json(by_alias=True, exclude_unset=True)``;
+    - ``typed.serialize``: the typed value first dumped as its peer does
+      (``model_dump(by_alias=True, mode="json", exclude_none=True)``), then the same.
+
+    Each checks, untimed, that it parsed the workload's values or wrote its JSON.
 """
 
 from __future__ import annotations
@@ -44,7 +63,23 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 
-from .workloads import CALL_TOOL_ARGUMENTS, CALL_TOOL_NAME, CALL_TOOL_RESULT
+import orjson
+
+from .workloads import (
+    CALL_TOOL_ARGUMENTS,
+    CALL_TOOL_NAME,
+    CALL_TOOL_REQUEST,
+    CALL_TOOL_REQUEST_BYTES,
+    CALL_TOOL_RESPONSE,
+    CALL_TOOL_RESPONSE_BYTES,
+    CALL_TOOL_RESULT,
+    PROGRESS_NOTIFICATION,
+    PROGRESS_NOTIFICATION_BYTES,
+    READ_RESOURCE_RESPONSE,
+    READ_RESOURCE_RESPONSE_BYTES,
+    TOOLS_LIST_RESPONSE,
+    TOOLS_LIST_RESPONSE_BYTES,
+)
 
 # Imported by name: this module is type-checked where neither the SDK nor anyio is
 # installed, and it only runs where they are.
@@ -248,9 +283,127 @@ async def _timed_batches(client: Any, in_flight: int) -> None:
         print(elapsed, flush=True)
 
 
+# -- parse and serialize -------------------------------------------------------------------
+
+CODEC_MESSAGES: Final[dict[str, tuple[bytes, dict[str, Any], str]]] = {
+    # name: (its bytes, its dict, the SDK's model of its payload)
+    "request": (CALL_TOOL_REQUEST_BYTES, CALL_TOOL_REQUEST, "CallToolRequest"),
+    "result": (CALL_TOOL_RESPONSE_BYTES, CALL_TOOL_RESPONSE, "CallToolResult"),
+    "tools_list": (TOOLS_LIST_RESPONSE_BYTES, TOOLS_LIST_RESPONSE, "ListToolsResult"),
+    "resource": (READ_RESOURCE_RESPONSE_BYTES, READ_RESOURCE_RESPONSE, "ReadResourceResult"),
+    "progress": (PROGRESS_NOTIFICATION_BYTES, PROGRESS_NOTIFICATION, "ProgressNotification"),
+}
+"""The workloads, by the names of group ``core``'s message cases."""
+CODEC_KINDS: Final = ("parse", "typed.parse", "serialize", "typed.serialize")
+
+
+def _envelope(message: dict[str, Any], payload: Any) -> Any:
+    """The SDK's JSON-RPC model of ``message`` around ``payload`` (params or result)."""
+    if "result" in message:
+        return types.JSONRPCResponse(jsonrpc="2.0", id=message["id"], result=payload)
+    if "id" in message:
+        return types.JSONRPCRequest(
+            jsonrpc="2.0", id=message["id"], method=message["method"], params=payload
+        )
+    return types.JSONRPCNotification(jsonrpc="2.0", method=message["method"], params=payload)
+
+
+def codec(kind: str, name: str) -> Any:
+    """``run(n)``: ``n`` of the SDK's parses or serializations of workload ``name``
+    (see the module docstring), checked once first."""
+    data, message, model = CODEC_MESSAGES[name]
+    cls = getattr(types, model)
+    validate = types.jsonrpc_message_adapter.validate_json
+    dump_options: dict[str, Any] = {"by_alias": True, "mode": "json", "exclude_none": True}
+    is_result = "result" in message
+    if kind == "parse":
+
+        def once() -> Any:
+            return validate(data, by_name=False)
+
+        parsed = once()
+        assert (parsed.result if is_result else parsed.params) == (
+            message["result"] if is_result else message["params"]
+        )
+    elif kind == "typed.parse" and is_result:
+
+        def once() -> Any:
+            return cls.model_validate(validate(data, by_name=False).result, by_name=False)
+
+        assert isinstance(once(), cls)
+    elif kind == "typed.parse":
+
+        def once() -> Any:
+            parsed = validate(data, by_name=False)
+            return cls.model_validate(
+                {"method": parsed.method, "params": parsed.params}, by_name=False
+            )
+
+        assert isinstance(once(), cls)
+    elif kind == "serialize":
+        payload = message["result"] if is_result else message["params"]
+
+        def once() -> Any:
+            return _envelope(message, payload).model_dump_json(by_alias=True, exclude_unset=True)
+
+    elif kind == "typed.serialize" and is_result:
+        value = cls.model_validate(message["result"], by_name=False)
+
+        def once() -> Any:
+            result = value.model_dump(**dump_options)
+            return _envelope(message, result).model_dump_json(by_alias=True, exclude_unset=True)
+
+    elif kind == "typed.serialize":
+        value = cls.model_validate(
+            {"method": message["method"], "params": message["params"]}, by_name=False
+        )
+
+        def once() -> Any:
+            params = value.params.model_dump(**dump_options)
+            return _envelope(message, params).model_dump_json(by_alias=True, exclude_unset=True)
+
+    else:
+        raise SystemExit(f"unknown codec kind {kind!r}")
+    if kind.endswith("serialize"):
+        # Every field of the workload, as it is (the typed result models add their
+        # defaults: ``ttlMs``, ``cacheScope``).
+        written = orjson.loads(once())
+        for key, field in message.items():
+            if key == "result":
+                assert field.items() <= written["result"].items(), written
+            else:
+                assert written[key] == field, written
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            once()
+
+    return run
+
+
+def codec_batches(kind: str, name: str) -> None:
+    """Say ``ready``, then time a batch of ``codec(kind, name)`` per line of stdin."""
+    run = codec(kind, name)
+    print(f"ready {metadata.version('mcp')}", flush=True)
+    while line := sys.stdin.readline():
+        n = int(line)
+        gc.collect()
+        gc.disable()
+        try:
+            t0 = time.perf_counter_ns()
+            run(n)
+            elapsed = time.perf_counter_ns() - t0
+        finally:
+            gc.enable()
+        print(elapsed, flush=True)
+
+
 def main(argv: list[str]) -> None:
-    """``server [--high-level]``, ``server-http MODE`` or ``worker TARGET IN_FLIGHT``."""
-    if argv[:1] == ["server"]:
+    """``server [--high-level]``, ``server-http MODE``, ``worker TARGET IN_FLIGHT`` or
+    ``codec KIND MESSAGE``."""
+    if argv[:1] == ["codec"] and len(argv) == 3:
+        codec_batches(argv[1], argv[2])
+    elif argv[:1] == ["server"]:
         anyio.run(serve, "--high-level" in argv)
     elif argv[:1] == ["server-http"] and len(argv) == 2 and argv[1] in HTTP_MODES:
         anyio.run(serve_http, argv[1])

@@ -43,7 +43,23 @@ faster.
     interpreter) against our ``coldstart.STDIO_SCRIPT`` (``serve_stdio`` with one
     handler, in ours). Each script imports only its library.
 
-The HTTP and cold-start pairs are left out of ``--quick`` runs.
+``sdk.mcp.<kind>.<message>`` / ``sdk.ours.<kind>.<message>``
+    Parse and serialize of each workload of group ``core`` (``request``: the 159-byte
+    ``tools/call``; ``result``: its 1 KB result; ``tools_list``: 23 KB; ``resource``:
+    1 MiB; ``progress``: the notification) with each library's own message types, no
+    I/O. ``parse``: the SDK's transport parse,
+    ``mcp_types.jsonrpc_message_adapter.validate_json`` (pydantic: the JSON-RPC envelope
+    as a model, payload as dicts) against ``core.parse`` (``decode`` + ``classify``).
+    ``typed.parse``: that plus the payload's model (``CallToolResult.model_validate``,
+    ...) against ``core.typed.parse`` (``loads`` + cattrs ``structure``). ``serialize``:
+    the envelope model's ``model_dump_json`` around the dict against ``core.serialize``.
+    ``typed.serialize``: ``model_dump(mode="json")`` of the typed value, then that,
+    against ``core.typed.serialize``. The SDK's side runs in a ``_sdk_app codec`` worker
+    (its interpreter), timed as the others; ours here. The SDK's typed results add
+    their defaults (``ttlMs``, ``cacheScope``) to what they write.
+
+The HTTP, cold-start and most parse and serialize pairs are left out of ``--quick`` runs
+(those measure ``parse.result`` and ``serialize.result``).
 
 The SDK is found in this interpreter (the ``bench`` extra: ``pip install -e '.[bench]'``,
 which pins ``mcp==2.3.0``), or in the one named
@@ -54,6 +70,7 @@ prints ``skipped: sdk: the official mcp SDK is not installed (...)``.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
@@ -65,7 +82,7 @@ from typing import Any, Final, final
 
 import trio
 
-from . import coldstart
+from . import _messages, coldstart
 from ._harness import Bench, Case, SampledCase, Settings, Skip, TimedCase
 from ._servers import SERVER_CONFIG, call_tool_fixture, high_level_server, low_level_handlers
 from ._trio import (
@@ -125,11 +142,12 @@ def unavailable() -> str | None:
 
 @final
 class _SdkWorker:
-    """A ``_sdk_app worker`` process: ``run(n)`` returns the nanoseconds of ``n`` calls."""
+    """A ``_sdk_app worker`` (or ``codec``) process: ``run(n)`` returns the nanoseconds
+    of ``n`` calls (or parses, or serializations)."""
 
-    def __init__(self, python: str, target: str, in_flight: int) -> None:
+    def __init__(self, python: str, *args: str) -> None:
         self._process = subprocess.Popen(
-            [python, "-m", f"{__package__}._sdk_app", "worker", target, str(in_flight)],
+            [python, "-m", f"{__package__}._sdk_app", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=ROOT,
@@ -169,9 +187,11 @@ def _sdk_python() -> str:
     return found[0]
 
 
-def _theirs(target: str, in_flight: int) -> Callable[[], Bench]:
+def _theirs(*args: str) -> Callable[[], Bench]:
+    """A setup running ``python -m benchmarks._sdk_app ARGS`` with the SDK's interpreter."""
+
     def setup() -> Bench:
-        worker = _SdkWorker(_sdk_python(), target, in_flight)
+        worker = _SdkWorker(_sdk_python(), *args)
         return Bench(worker.run, close=worker.close, self_timed=True)
 
     return setup
@@ -236,17 +256,31 @@ PAIRS: Final = (
     ("http.json", "http-json", 1, "the same, json_response=True", "serve_http child, JSON"),
 )
 
+CODEC_KINDS: Final = (
+    # kind, what theirs does, what ours does (group core's case of the same name)
+    ("parse", "jsonrpc_message_adapter.validate_json", "decode+classify"),
+    ("typed.parse", "validate_json + the payload's model_validate", "loads+structure"),
+    ("serialize", "envelope model.model_dump_json", "envelope + dumps"),
+    ("typed.serialize", "model_dump + envelope model_dump_json", "unstructure + dumps"),
+)
+"""The parse and serialize pairs, for each message of :data:`_messages.MESSAGES`."""
+
 COLDSTART: Final = "coldstart"
 """The suffix of the cold-start pair (sampled, not timed)."""
 
-QUICK: Final = frozenset({"inmemory", "stdio"})
+QUICK: Final = frozenset({"inmemory", "stdio", "parse.result", "serialize.result"})
 """The pairs a ``--quick`` run measures (each SDK case starts an interpreter with the SDK;
 the HTTP pairs a server child too; the cold start spawns a dozen)."""
 
 
+def _codec_pairs() -> list[tuple[str, str, _messages.Message]]:
+    """``(suffix, kind, message)`` of each parse and serialize pair."""
+    return [(f"{kind}.{m.name}", kind, m) for m in _messages.MESSAGES for kind, *_ in CODEC_KINDS]
+
+
 def pair_names() -> list[str]:
-    """The suffixes of every pair, the cold start last."""
-    return [suffix for suffix, *_ in PAIRS] + [COLDSTART]
+    """The suffixes of every pair: the calls, parse and serialize, the cold start last."""
+    return [suffix for suffix, *_ in PAIRS] + [s for s, *_ in _codec_pairs()] + [COLDSTART]
 
 
 def cases(settings: Settings) -> list[Case | Skip]:
@@ -263,7 +297,7 @@ def cases(settings: Settings) -> list[Case | Skip]:
             TimedCase(
                 name=f"sdk.mcp.{suffix}",
                 title=f"mcp {version}: {theirs}, call_tool (µs/call)",
-                setup=_theirs(target, in_flight),
+                setup=_theirs("worker", target, str(in_flight)),
                 ops_per_call=in_flight,
             ),
             TimedCase(
@@ -271,6 +305,26 @@ def cases(settings: Settings) -> list[Case | Skip]:
                 title=f"mcp_trio: {ours} + open_client().call_tool, {flight} (ours / theirs)",
                 setup=bench_setup(_ours, target, in_flight),
                 ops_per_call=in_flight,
+                reference=f"sdk.mcp.{suffix}",
+            ),
+        ]
+    what = {kind: (theirs, ours) for kind, theirs, ours in CODEC_KINDS}
+    for suffix, kind, m in _codec_pairs():
+        if settings.quick and suffix not in QUICK:
+            result.append(Skip(name=f"sdk.*.{suffix}", reason="not in --quick runs"))
+            continue
+        theirs, ours = what[kind]
+        size = f"{len(m.data):,} B"
+        result += [
+            TimedCase(
+                name=f"sdk.mcp.{suffix}",
+                title=f"mcp {version}: {theirs} of the {m.name} message ({size}) (µs)",
+                setup=_theirs("codec", kind, m.name),
+            ),
+            TimedCase(
+                name=f"sdk.ours.{suffix}",
+                title=f"mcp_sansio: {ours}, as core.{suffix} (ours / theirs)",
+                setup=functools.partial(_messages.SETUPS[kind], m),
                 reference=f"sdk.mcp.{suffix}",
             ),
         ]
