@@ -278,14 +278,16 @@ def test_each_transport_target_has_a_tight_floor_measured_before_it() -> None:
 def test_a_tight_floor_is_measured_in_the_same_rounds_as_the_case_and_its_reference() -> None:
     order: list[str] = []
 
-    def case(name: str, **kwargs: str) -> TimedCase:
+    def case(name: str, reference: str | None = None, tight: str | None = None) -> TimedCase:
         def setup() -> Bench:
             def run(n: int) -> None:
                 order.append(name)
 
             return Bench(run)
 
-        return TimedCase(name=f"g.{name}", title=name, setup=setup, **kwargs)
+        return TimedCase(
+            name=f"g.{name}", title=name, setup=setup, reference=reference, tight=tight
+        )
 
     floor, tight = case("floor"), case("tight")
     ours = case("ours", reference="g.floor", tight="g.tight")
