@@ -19,7 +19,7 @@ from ._errors import ErrorData, LocalProtocolError
 from ._events import RequestReceived
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
-from ._revision_fields import RESULTS_FITTED, fit, fit_result
+from ._revision_fields import LACKING, RESULTS_FITTED, fit, fit_result
 
 
 class _Answering(_ConnectionBase):
@@ -31,9 +31,28 @@ class _Answering(_ConnectionBase):
         """Answer the peer's request ``request_id`` with ``result``.
 
         In the modern era the core adds ``resultType``, ``_meta`` server info and
-        caching hints. In a legacy session a client's answer to ``roots/list`` or
-        ``sampling/createMessage`` goes without what the session's revision lacks
-        (``_revision_fields.RESULTS_FITTED``: a root's ``_meta``, content fields).
+        caching hints.
+
+        In a legacy session the result goes without the fields the negotiated revision
+        lacks (lifecycle.mdx: both parties "MUST respect the negotiated protocol
+        version"), by the request's method (``_revision_fields.RESULTS_FITTED``), so a
+        result may be built in the newest revision's terms. A server's answers:
+        ``tools/list``, ``prompts/list``, ``resources/list`` and
+        ``resources/templates/list`` (each item's ``title``, ``icons``, ``_meta``,
+        ``outputSchema``...), ``tools/call`` (``structuredContent`` before 2025-06-18,
+        and the content blocks' later fields), ``prompts/get`` (its messages' content
+        blocks) and ``resources/read`` (the contents' ``_meta``). A client's:
+        ``roots/list`` (a root's ``_meta``) and ``sampling/createMessage`` (its
+        content's fields). ``result`` itself is never changed. A 2025-11-25 session
+        has nothing to fit.
+
+        Left to the driver: a content block of a type the revision lacks altogether
+        (``audio`` before 2025-03-26, ``resource_link`` before 2025-06-18) goes as it
+        is, to be translated (to an embedded resource, a text block...) or left out
+        before; and a ``tools/call`` result whose ``structuredContent`` is left out
+        should carry its JSON in a text block too (tools.mdx: a tool returning
+        structured content SHOULD), or an older client sees none of it. A method not
+        listed (``completion/complete``, a custom one) goes as it is.
 
         An answer for a request the peer cancelled (or that was
         abandoned by a close) is dropped silently, however late it comes: such a
@@ -90,9 +109,12 @@ class _Answering(_ConnectionBase):
             # The schema's Result is an object, in every revision (the modern branch's
             # decorate_result refuses the same).
             raise LocalProtocolError(f"result must be a mapping, not {type(result).__name__}")
-        elif inbound.method in RESULTS_FITTED and self._version is not None:
-            # A client's answer to a legacy server, in the session's revision's terms.
-            result = fit_result(inbound.method, result, self._version)
+        elif self._version in LACKING and inbound.method in RESULTS_FITTED:
+            # In the session's revision's terms (a 2025-11-25 session, with nothing to
+            # fit, pays the one lookup; no walrus here: it costs two bytecodes a result).
+            version = self._version
+            assert version is not None  # (LACKING's keys are versions)
+            result = fit_result(inbound.method, result, version)
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]

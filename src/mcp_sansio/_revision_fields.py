@@ -15,8 +15,11 @@ schema has that field; it is read off each revision's ``schema.json``
 such an object, built for the newest revision, and leaves out what the session's
 revision lacks, in the objects it holds too (a resource's ``annotations``, a prompt's
 ``arguments``); :func:`fit_content` and :func:`fit_sampling_message` do so for content
-blocks, which a ``type`` tells apart. Content types a revision lacks altogether (audio,
-resource links) are a binding's to translate or refuse, not this table's.
+blocks, which a ``type`` tells apart. The connection applies them by method
+(:data:`RESULTS_FITTED` in ``send_result``, :data:`PARAMS_FITTED` in ``send_request``),
+so every driver sends a legacy session what its revision defines. Content types a
+revision lacks altogether (audio, resource links) are a binding's to translate or
+refuse, not this table's.
 
 Capabilities are the one open object (every schema: "not a closed set: any server can
 define its own, additional capabilities"): ``extensions`` is not in the table, so an
@@ -84,6 +87,9 @@ FIELDS_SINCE: tuple[tuple[str, str, str], ...] = (
     ("Prompt", "icons", _2025_11),
     ("PromptArgument", "title", _2025_06),
     ("Annotations", "lastModified", _2025_06),
+    # a tool's result (``tools.mdx``: a tool that returns structured content SHOULD also
+    # return it serialized in a TextContent block, which is what an older client reads)
+    ("CallToolResult", "structuredContent", _2025_06),
     # content and resource contents
     ("TextContent", "_meta", _2025_06),
     ("ImageContent", "_meta", _2025_06),
@@ -123,6 +129,11 @@ NESTED: Mapping[str, tuple[tuple[str, str, bool], ...]] = MappingProxyType(
         ),
         "ClientCapabilities": (("elicitation", "ElicitationCapability", False),),
         "ListRootsResult": (("roots", "Root", True),),
+        "ListToolsResult": (("tools", "Tool", True),),
+        "ListPromptsResult": (("prompts", "Prompt", True),),
+        "ListResourcesResult": (("resources", "Resource", True),),
+        "ListResourceTemplatesResult": (("resourceTemplates", "ResourceTemplate", True),),
+        "ReadResourceResult": (("contents", "ResourceContents", True),),
     }
 )
 
@@ -264,11 +275,51 @@ PARAMS_FITTED: Mapping[str, _Fitter] = MappingProxyType(
     }
 )
 
-#: The requests whose results the core fits the same way: a client's answers, to
+
+def _fit_tool_result(result: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    out = fit("CallToolResult", result, version)
+    content = out.get("content")
+    fitted = fit_content(content, version)
+    return out if fitted is content else {**out, "content": fitted}
+
+
+def _fit_prompt(result: Mapping[str, Any], version: str) -> Mapping[str, Any]:
+    messages = result.get("messages")
+    if not isinstance(messages, list):
+        return result
+    fitted = [_fit_prompt_message(m, version) for m in messages]
+    if all(new is old for new, old in zip(fitted, messages, strict=True)):
+        return result
+    return {**result, "messages": fitted}
+
+
+def _fit_prompt_message(message: Any, version: str) -> Any:
+    """A ``PromptMessage`` (no field of its own came later) with its one content
+    block fitted."""
+    if not isinstance(message, Mapping):
+        return message
+    content = message.get("content")
+    fitted = fit_content(content, version)
+    return message if fitted is content else {**message, "content": fitted}
+
+
+#: The requests whose results the core fits the same way, by the request's method:
+#: a server's answers (the lists' objects, a tool's result and its content blocks, a
+#: prompt's messages' content, a resource's contents) and a client's, to
 #: ``sampling/createMessage`` (its content) and ``roots/list`` (each root's ``_meta``).
-#: (A server's answers are its binding's to fit: it translates content types too.)
+#: A content type the revision lacks altogether (audio, a resource link) is left as it
+#: is: the binding's to translate or refuse.
 RESULTS_FITTED: Mapping[str, _Fitter] = MappingProxyType(
     {
+        # a server's
+        "tools/list": functools.partial(fit, "ListToolsResult"),
+        "tools/call": _fit_tool_result,
+        "prompts/list": functools.partial(fit, "ListPromptsResult"),
+        "prompts/get": _fit_prompt,
+        "resources/list": functools.partial(fit, "ListResourcesResult"),
+        "resources/templates/list": functools.partial(fit, "ListResourceTemplatesResult"),
+        "resources/read": functools.partial(fit, "ReadResourceResult"),
+        # a client's
         "sampling/createMessage": _fit_sampled,
         "roots/list": functools.partial(fit, "ListRootsResult"),
     }

@@ -5,14 +5,14 @@ is bytes *and* a MIME type), and the pure functions that turn a handler's return
 into ``CallToolResult``, ``GetPromptResult`` messages, ``ReadResourceResult`` contents
 and ``CompleteResult`` objects. Nothing here awaits.
 
-Content is built in the newest revision's terms, then :func:`adapt_tool_result`,
-:func:`adapt_prompt_result` and :func:`adapt_contents` rewrite it for the session's
-protocol version: what an older revision lacks (``AudioContent`` before 2025-03-26,
-``ResourceLink`` and ``structuredContent`` before 2025-06-18) becomes the nearest thing
-it has, and a field it lacks (``_meta`` and ``annotations.lastModified`` before
-2025-06-18, a link's ``icons`` before 2025-11-25: ``mcp_sansio._revision_fields``) is
-left out, so that a handler written once answers every client with a result its schema
-accepts.
+Content is built in the newest revision's terms, then :func:`adapt_tool_result` and
+:func:`adapt_prompt_result` rewrite it for the session's protocol version: what an older
+revision lacks (``AudioContent`` before 2025-03-26, ``ResourceLink`` and
+``structuredContent`` before 2025-06-18) becomes the nearest thing it has. A field it
+lacks (``_meta`` and ``annotations.lastModified`` before 2025-06-18, a link's ``icons``
+before 2025-11-25, ``structuredContent`` itself) the core's ``send_result`` leaves out
+(``mcp_sansio._revision_fields``), so that a handler written once answers every client
+with a result its schema accepts.
 
 Every content value may also be given as an ``mcp_sansio.types`` instance
 (``TextContent``, ``ImageContent``, ``ResourceLink``...) or as the raw JSON object
@@ -32,7 +32,6 @@ from typing import Any, ClassVar, Literal, final
 import attrs
 
 from mcp_sansio import unstructure
-from mcp_sansio._revision_fields import LACKING, fit, fit_content
 from mcp_sansio._versions import REVISIONS
 
 from ._jsonschema import to_jsonable
@@ -67,7 +66,7 @@ UNSTRUCTURED_VERSIONS = frozenset(v for v, r in REVISIONS.items() if not r.struc
 """The protocol versions without structured tool output (``Revision.structured_output``):
 ``structuredContent`` and ``outputSchema`` came in 2025-06-18."""
 
-_ADAPTED_VERSIONS = frozenset(_MISSING_CONTENT_TYPES) | UNSTRUCTURED_VERSIONS | frozenset(LACKING)
+_ADAPTED_VERSIONS = frozenset(_MISSING_CONTENT_TYPES) | UNSTRUCTURED_VERSIONS
 """The protocol versions whose results :func:`adapt_tool_result` may change (the others
 are sent as built)."""
 
@@ -820,25 +819,26 @@ def adapt_block(block: Any, protocol_version: str) -> Any:
     A type that revision lacks becomes the nearest one it has: audio (before 2025-03-26)
     an ``EmbeddedResource`` whose ``blob`` is the audio (URI ``urn:mcp-trio:audio:<hash of
     the data>``, same ``mimeType``); a resource link (before 2025-06-18) a text block naming
-    the resource (title or name, URI, MIME type and description). Then the fields that
-    revision's block lacks are left out (``mcp_sansio._revision_fields.fit_content``). A block
-    with nothing to change is returned as it is.
+    the resource (title or name, URI, MIME type and description). A block with nothing
+    to change is returned as it is. (The fields that revision's block lacks the core's
+    ``send_result`` leaves out: ``mcp_sansio._revision_fields.fit_content``.)
     """
-    if protocol_version not in _ADAPTED_VERSIONS or not isinstance(block, Mapping):
+    missing = _MISSING_CONTENT_TYPES.get(protocol_version)
+    if not missing or not isinstance(block, Mapping):
         return block
     kind = block.get("type")
-    missing = _MISSING_CONTENT_TYPES.get(protocol_version)
-    if missing and kind in missing:
-        block = _audio_as_resource(block) if kind == "audio" else _link_as_text(block)
-    return fit_content(block, protocol_version)
+    if kind in missing:
+        return _audio_as_resource(block) if kind == "audio" else _link_as_text(block)
+    return block
 
 
 def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str, Any]:
     """A ``CallToolResult`` as ``protocol_version`` can carry it.
 
     Content blocks go through :func:`adapt_block`. Before 2025-06-18 there is no
-    ``structuredContent``: it is left out, and the content kept (the structured value
-    becomes a JSON text block when there is no content at all, so nothing is lost).
+    ``structuredContent``: the core's ``send_result`` leaves it out, and the content
+    is kept; when there is no content at all, the structured value becomes a JSON
+    text block here, so nothing is lost.
     """
     if protocol_version not in _ADAPTED_VERSIONS:
         return result
@@ -846,10 +846,12 @@ def adapt_tool_result(result: dict[str, Any], protocol_version: str) -> dict[str
     content = out.get("content")
     if isinstance(content, list):
         out["content"] = [adapt_block(block, protocol_version) for block in content]
-    if protocol_version in UNSTRUCTURED_VERSIONS and "structuredContent" in out:
-        structured = out.pop("structuredContent")
-        if not out.get("content"):
-            out["content"] = [{"type": "text", "text": json_text(structured)}]
+    if (
+        protocol_version in UNSTRUCTURED_VERSIONS
+        and "structuredContent" in out
+        and not out.get("content")
+    ):
+        out["content"] = [{"type": "text", "text": json_text(out["structuredContent"])}]
     return out
 
 
@@ -865,15 +867,6 @@ def adapt_prompt_result(result: dict[str, Any], protocol_version: str) -> dict[s
         for message in messages
     ]
     return {**result, "messages": adapted}
-
-
-def adapt_contents(contents: list[dict[str, Any]], protocol_version: str) -> list[Any]:
-    """The ``contents`` of a ``ReadResourceResult`` as ``protocol_version`` can carry
-    them: without the fields its ``TextResourceContents`` and ``BlobResourceContents``
-    lack (``_meta`` before 2025-06-18)."""
-    if protocol_version not in LACKING:
-        return contents
-    return [fit("ResourceContents", item, protocol_version) for item in contents]
 
 
 def prompt_messages(value: Any) -> list[dict[str, Any]]:

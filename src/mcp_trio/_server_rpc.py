@@ -13,25 +13,24 @@ too: a group of nothing but :class:`ToolError` is one tool error (messages joine
 a group of a single :class:`McpError` or :class:`ResourceNotFound` is that exception
 (see :func:`_raise_meant_for_peer`). Any other group is an internal error.
 
-Results are written for the newest revision and adapted to the request's protocol
-version on the way out (``adapt_tool_result``, ``adapt_prompt_result``,
-``adapt_contents``); the lists leave out what the revision's ``Tool``, ``Resource``,
-``ResourceTemplate`` and ``Prompt`` lack (``mcp_sansio._revision_fields``: ``title``
-before 2025-06-18, ``icons`` before 2025-11-25, ...), fitted once per list change.
+Results are written for the newest revision. The core's ``send_result`` leaves out
+the fields a legacy session's revision lacks (a ``Tool``'s ``title`` before 2025-06-18,
+``icons`` before 2025-11-25, ``structuredContent``, content blocks' ``_meta``...); what
+it cannot do, a content type the revision lacks altogether, is translated here on the
+way out (``adapt_tool_result``, ``adapt_prompt_result``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar, final
 
 import attrs
 import trio
 
 from mcp_sansio import Era, ErrorCode, ErrorData, structure, unstructure
-from mcp_sansio._revision_fields import LACKING, fit
 from mcp_sansio._tasks import TASKS_CANCEL, TASKS_GET, TASKS_UPDATE
 
 from ._config import RATE_LIMITED_CODE, RateLimit
@@ -43,7 +42,6 @@ from ._pagination import list_result
 from ._registry import (
     Entry,
     ListKind,
-    PromptEntry,
     Registry,
     ResourceEntry,
     TemplateEntry,
@@ -54,7 +52,6 @@ from ._registry import (
 from ._server_content import (
     ToolError,
     ToolResult,
-    adapt_contents,
     adapt_prompt_result,
     adapt_tool_result,
     completion_json,
@@ -304,9 +301,6 @@ class ServerMethods:
         self._completion_buckets = (
             None if completion_rate_limit is None else KeyedBuckets(completion_rate_limit)
         )
-        # (definition, protocol version) -> (the list's change count, its items fitted
-        # to that revision): at most one entry per list and older revision.
-        self._fitted: dict[tuple[str, str], tuple[int, list[Mapping[str, Any]]]] = {}
 
     def handlers(self) -> Handlers:
         """A handler table with every method."""
@@ -385,26 +379,6 @@ class ServerMethods:
             context = Context(ctx, self._server, task=task)
         return InputRequiredResult(input_requests=requests, state=context._state(asked))
 
-    def _listed(
-        self,
-        version: str,
-        kind: ListKind,
-        definition: str,
-        entries: Iterable[ToolEntry | PromptEntry | ResourceEntry | TemplateEntry],
-    ) -> Sequence[Mapping[str, Any]]:
-        """The ``definition`` objects of ``entries`` (of list ``kind``) as the protocol
-        ``version`` has them: without the fields its schema lacks (lifecycle.mdx: "MUST
-        respect the negotiated protocol version"). Fitted once per change of the list
-        and revision; the newest revisions take the registered objects as they are."""
-        if version not in LACKING:
-            return [entry.definition for entry in entries]
-        count = self._registry.versions[kind]
-        fitted = self._fitted.get((definition, version))
-        if fitted is None or fitted[0] != count:
-            items = [fit(definition, entry.definition, version) for entry in entries]
-            fitted = self._fitted[(definition, version)] = (count, items)
-        return fitted[1]
-
     def _page(
         self, ctx: RequestContext, kind: ListKind, field: str, items: Sequence[Any]
     ) -> dict[str, Any]:
@@ -421,10 +395,9 @@ class ServerMethods:
     # ------------------------------------------------------------ tools
 
     async def list_tools(self, ctx: RequestContext) -> dict[str, Any]:
-        """``tools/list``: registration order, paginated (no ``outputSchema`` before
-        2025-06-18, and so on: :meth:`_listed`)."""
-        tools = self._registry.tools.values()
-        items = self._listed(ctx.protocol_version, "tools", "Tool", tools)
+        """``tools/list``: registration order, paginated (the core leaves out what a
+        legacy session's revision lacks: no ``outputSchema`` before 2025-06-18...)."""
+        items = [entry.definition for entry in self._registry.tools.values()]
         return self._page(ctx, "tools", "tools", items)
 
     async def call_tool(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -521,8 +494,7 @@ class ServerMethods:
 
     async def list_prompts(self, ctx: RequestContext) -> dict[str, Any]:
         """``prompts/list``: registration order, paginated."""
-        prompts = self._registry.prompts.values()
-        items = self._listed(ctx.protocol_version, "prompts", "Prompt", prompts)
+        items = [entry.definition for entry in self._registry.prompts.values()]
         return self._page(ctx, "prompts", "prompts", items)
 
     async def get_prompt(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -550,14 +522,12 @@ class ServerMethods:
 
     async def list_resources(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/list``: the resources with fixed URIs, paginated."""
-        resources = self._registry.resources.values()
-        items = self._listed(ctx.protocol_version, "resources", "Resource", resources)
+        items = [entry.definition for entry in self._registry.resources.values()]
         return self._page(ctx, "resources", "resources", items)
 
     async def list_templates(self, ctx: RequestContext) -> dict[str, Any]:
         """``resources/templates/list``: paginated."""
-        templates = self._registry.templates.values()
-        items = self._listed(ctx.protocol_version, "resources", "ResourceTemplate", templates)
+        items = [entry.definition for entry in self._registry.templates.values()]
         return self._page(ctx, "resources", "resourceTemplates", items)
 
     async def read_resource(self, ctx: RequestContext) -> dict[str, Any] | InputRequiredResult:
@@ -568,7 +538,7 @@ class ServerMethods:
             return value
         contents = read_result_contents(uri, value, entry.mime_type)
         refuse_unsendable_meta({"contents": contents}, f"Resource {entry.definition['name']!r}")
-        return {"contents": adapt_contents(contents, ctx.protocol_version)}
+        return {"contents": contents}
 
     async def read_in_process(self, context: Context[Any], uri: str) -> ReadResourceResult:
         """:meth:`Context.read_resource <mcp_trio.Context.read_resource>`: what

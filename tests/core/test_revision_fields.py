@@ -311,3 +311,121 @@ def test_a_sampling_request_holds_what_the_revision_defines(version: str) -> Non
         titled = version == "2025-06-18"
         assert first == {"role": "user", "content": TEXT if titled else OLD_TEXT}
     validate_message(version, asked, strict=True)
+
+
+# ---------------------------------------------------------------------- what a server answers
+
+LINK_ANNOTATIONS = {"priority": 1, "lastModified": "2025-01-01T00:00:00Z"}
+TOOL = {
+    "name": "t",
+    "title": "T",
+    "description": "d",
+    "inputSchema": {"type": "object"},
+    "outputSchema": {"type": "object"},
+    "annotations": {"readOnlyHint": True},
+    "execution": {"taskSupport": "forbidden"},
+    "icons": ICONS,
+    "_meta": {"k": 1},
+}
+PROMPT = {
+    "name": "p",
+    "title": "P",
+    "arguments": [{"name": "a", "title": "A", "required": True}],
+    "icons": ICONS,
+    "_meta": {"k": 1},
+}
+TEMPLATE = {
+    "uriTemplate": "mem://{x}",
+    "name": "x",
+    "title": "X",
+    "annotations": LINK_ANNOTATIONS,
+    "icons": ICONS,
+    "_meta": {"k": 1},
+}
+CONTENTS = {"uri": "mem://x", "mimeType": "text/plain", "text": "x", "_meta": {"k": 1}}
+IMAGE = {"type": "image", "data": "AAAA", "mimeType": "image/png", "_meta": {"k": 1}}
+EMBEDDED = {"type": "resource", "resource": CONTENTS, "annotations": LINK_ANNOTATIONS}
+
+# Each method a server answers, its params, and a result built in the newest revision's
+# terms (every block a type each legacy revision has: the others are the driver's).
+SERVER_ANSWERS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+    ("tools/list", {}, {"tools": [TOOL, {"name": "u", "inputSchema": {"type": "object"}}]}),
+    (
+        "tools/call",
+        {"name": "t"},
+        {"content": [TEXT, IMAGE, EMBEDDED], "structuredContent": {"x": 1}, "isError": False},
+    ),
+    ("prompts/list", {}, {"prompts": [PROMPT]}),
+    (
+        "prompts/get",
+        {"name": "p"},
+        {
+            "messages": [
+                {"role": "user", "content": TEXT},
+                {"role": "assistant", "content": EMBEDDED},
+            ]
+        },
+    ),
+    ("resources/list", {}, {"resources": [RESOURCE], "nextCursor": "c"}),
+    ("resources/templates/list", {}, {"resourceTemplates": [TEMPLATE]}),
+    ("resources/read", {"uri": "mem://x"}, {"contents": [CONTENTS, {**CONTENTS, "text": "y"}]}),
+]
+
+
+def _answered(version: str, method: str, params: dict[str, Any], result: dict[str, Any]) -> Any:
+    """What the server core sends, in a ``version`` session, for ``result``."""
+    pair = legacy_pair(version)
+    pair.client.send_request(method, params, now=0.0)
+    (asked,) = [e for e in pair.deliver(pair.client) if isinstance(e, RequestReceived)]
+    pair.server.send_result(asked.request_id, result)
+    pair.deliver(pair.server)
+    return pair.wire[-1][1]
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+@pytest.mark.parametrize(
+    ("method", "params", "result"), SERVER_ANSWERS, ids=[m for m, _, _ in SERVER_ANSWERS]
+)
+def test_a_server_answers_with_what_the_revision_defines(
+    version: str, method: str, params: dict[str, Any], result: dict[str, Any]
+) -> None:
+    # lifecycle.mdx: both parties "MUST: Respect the negotiated protocol version". The
+    # core fits any driver's answers, not only mcp_trio's Server's: a strict client of
+    # an older revision (additionalProperties: false) would refuse the whole result.
+    before = copy.deepcopy(result)
+    answer = _answered(version, method, params, result)
+    assert result == before  # (never changed in place)
+    validate_message(version, answer, method, strict=True)
+    if version == "2025-11-25":
+        assert answer["result"] == result  # (the newest legacy revision: nothing to fit)
+
+
+@pytest.mark.parametrize("version", LEGACY_VERSIONS)
+def test_a_tool_result_loses_only_what_the_revision_lacks(version: str) -> None:
+    _, params, result = SERVER_ANSWERS[1]
+    answer = _answered(version, "tools/call", params, result)["result"]
+    structured = version in ("2025-06-18", "2025-11-25")
+    assert ("structuredContent" in answer) is structured
+    assert answer["content"] == (
+        result["content"]
+        if structured
+        else [
+            OLD_TEXT,
+            {k: v for k, v in IMAGE.items() if k != "_meta"},
+            {
+                "type": "resource",
+                "resource": {k: v for k, v in CONTENTS.items() if k != "_meta"},
+                "annotations": {"priority": 1},
+            },
+        ]
+    )
+    assert answer["isError"] is False
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+def test_a_content_type_the_revision_lacks_is_the_drivers(version: str) -> None:
+    # What the core cannot do: a block of a type the revision lacks altogether goes as
+    # it is (mcp_trio's Server translates it first); its fields are fitted all the same.
+    link = {"type": "resource_link", "uri": "mem://x", "name": "x", "icons": ICONS}
+    answer = _answered(version, "tools/call", {"name": "t"}, {"content": [link]})
+    assert answer["result"] == {"content": [{k: v for k, v in link.items() if k != "icons"}]}
