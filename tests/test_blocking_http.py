@@ -2133,8 +2133,12 @@ def test_transport_failures_raise_transport_failed_and_server_errors_do_not(
 ) -> None:
     """An error status, a connection closed before the answer: ``TransportFailed`` (an
     ``McpError``), as the Trio client's; the server's own ``-32603`` (even worded as
-    ours, even in a ``500``'s body) stays a plain ``McpError``."""
+    ours, even in a ``500``'s body) stays a plain ``McpError``. A gateway's ``502`` or a
+    rate limiter's ``429`` whose body is a JSON error of its own (no ``jsonrpc``) is no
+    JSON-RPC error: ``TransportFailed``, its message quoted (mutation: the core passing
+    it on as it came -> McpError, code 502)."""
     fake = {"code": -32603, "message": "HTTP: not ours", "data": {"httpStatus": 500}}
+    not_rpc = {"gateway": (502, "Bad Gateway: upstream reset"), "limiter": (429, "slow down")}
 
     def misbehave(sock: socket.socket, head: bytes, body: bytes) -> None:
         message = loads(body)
@@ -2147,6 +2151,10 @@ def test_transport_failures_raise_transport_failed_and_server_errors_do_not(
             respond(sock, "200 OK", json, error)
         elif how == "fake-in-500":
             respond(sock, "500 Oops", json, error)
+        elif how in not_rpc:  # (a JSON error of a gateway's or rate limiter's own)
+            status, text = not_rpc[how]
+            own = dumps({"error": {"code": status, "message": text}})
+            respond(sock, f"{status} No", json, own)
         # ("hang-up": closed unanswered)
 
     server = raw(discover_then(misbehave))
@@ -2156,6 +2164,11 @@ def test_transport_failures_raise_transport_failed_and_server_errors_do_not(
         assert (status.value.code, status.value.data) == (-32603, {"httpStatus": 500})
         with pytest.raises(TransportFailed, match="HTTP: "):
             client.call_tool("hang-up")
+        for how, (code, text) in not_rpc.items():
+            with pytest.raises(TransportFailed) as own:
+                client.call_tool(how)
+            assert (own.value.code, own.value.data) == (-32603, {"httpStatus": code})
+            assert own.value.message == f"HTTP: status {code}: {text}"
         for how in ("fake", "fake-in-500"):
             with pytest.raises(McpError) as error:
                 client.call_tool(how)

@@ -91,8 +91,8 @@ answer whatever its ``data``.
 Whose words. Of the errors a response synthesises, those that stand in for an answer
 that never came are listed in :attr:`ClientResponse.unheard` (a ``5xx`` without a
 JSON-RPC error response, such as a gateway's ``502``, whose own JSON error with no
-``jsonrpc`` is passed on but listed too; a stream or body that ended first; a ``202``):
-the server was not heard. A binding that weighs the peer's silence (a keep-alive
+``jsonrpc`` is quoted, below, but listed too; a stream or body that ended first; a
+``202``): the server was not heard. A binding that weighs the peer's silence (a keep-alive
 ``ping``) must not take those for the server's answer. A JSON-RPC error response the
 server sent (with an error status too, forwarded or quoted), a refusal below 500
 (``401``, ``429``: something of the server's answered), a message of the server's too
@@ -101,6 +101,12 @@ answer came, too many to read: the error is ours, the silence is not; a body cut
 too) and a stream that ends after an SSE event past ``max_event_size`` was dropped
 (likewise; on a resumed stream too, whose mark only an earlier stream of the same
 request can have set, after the request went out) are the server's words: not listed.
+Only a JSON-RPC error response in an error status's body is passed on as it came (the
+server's code, message and data); any other error status fails its requests with an
+:func:`http_error` (``-32603``, ``HTTP: status ...``, quoting the body's ``message``
+if it has one), a :data:`Read` with no dict, which the bindings mark as the
+transport's, heard or not: a gateway's or a rate limiter's own JSON error
+(``{"error": {"code": 502, ...}}``, no ``jsonrpc``) has no JSON-RPC code to pass on.
 
 Modern tool definitions with invalid ``x-mcp-header`` annotations are removed from
 ``tools/list`` results (the spec's MUST), and the valid ones are remembered so
@@ -917,11 +923,13 @@ class ClientResponse:
             error = obj.get("error") if type(obj) is dict else None
         code = error.get("code") if type(error) is dict else None
         spoke = type(code) is int
-        # Whose words (module docs): a JSON-RPC error response is the server's; so is a
-        # refusal below 500 (something of the server's answered: 401, 404, 429). A 5xx
-        # without one is a gateway's or a dying server's, even with a JSON error body of
-        # its own (``{"error": {"code": 503, ...}}``, no ``jsonrpc``): not heard.
-        heard = status < 500 or (spoke and obj.get("jsonrpc") == JSONRPC)
+        # Whose words (module docs): a JSON-RPC error response is the server's (passed
+        # on); so is a refusal below 500 (something of the server's answered: 401, 404,
+        # 429), but quoted in our error. A 5xx without one is a gateway's or a dying
+        # server's, even with a JSON error body of its own (``{"error": {"code": 503,
+        # ...}}``, no ``jsonrpc``): not heard, and quoted too, never passed on.
+        rpc = spoke and obj.get("jsonrpc") == JSONRPC
+        heard = status < 500 or rpc
         # Only an int can be a JSON-RPC error code; anything else (a list, an object, a
         # float) is an unrecognised error, never looked up (lists and objects cannot be).
         recognised = spoke and (
@@ -952,11 +960,9 @@ class ClientResponse:
                 status, "not a modern MCP server; falling back to initialize", heard=heard
             )
         message = error.get("message") if type(error) is dict else None
-        if spoke and type(message) is str and len(self._waiting) == 1:
+        if rpc and type(message) is str and len(self._waiting) == 1:
             (rid,) = self._waiting
             self._waiting.clear()
-            if not heard:
-                self.unheard = (rid,)  # (a gateway's error, passed on as it came)
             return [_forwarded_error(rid, error)]
         detail = f"status {status}" + (f": {message}" if type(message) is str else "")
         if self._refusal is None:

@@ -1308,7 +1308,8 @@ class HttpLink:
                 events += conn.receive_message(message[0], now=now, decoded=message[1])
             else:
                 # An error the transport made (an http_error: a Read with no dict, or
-                # bytes), no word from the server: TransportFailed, as the Trio client's.
+                # bytes; a gateway's own JSON error quoted too), no JSON-RPC answer of
+                # the server's: TransportFailed, as the Trio client's.
                 data = message[0] if isinstance(message, tuple) else message
                 assert isinstance(data, bytes)
                 events += transport_errors(conn.receive_message(data, now=now))

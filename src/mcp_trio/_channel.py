@@ -77,26 +77,23 @@ Framing = Literal["message", "ndjson"]
 @final
 class LocalReply(bytes):
     """A JSON-RPC error response a channel made itself (the Streamable HTTP client's
-    ``http_error`` for a request lost on the way, or refused with an error status: no
-    JSON-RPC answer came), or passed on for a gateway: not one the peer sent. The wire
-    bytes, marked by their type. The session reads it as the request's answer (as plain
-    ``bytes``: the parser takes exact types), and:
-
-    * unless :attr:`heard`, it is no word from the peer: it stores no ``_heard_at``, and
-      a keep-alive ``ping`` failed by one failed (:mod:`mcp_trio._keepalive`);
-    * if :attr:`transport`, its request fails with :class:`~mcp_trio.TransportFailed`
-      (the core's ``ErrorReceived.transport``), not as the peer's ``McpError``.
+    ``http_error`` for a request lost on the way, or refused with an error status, a
+    gateway's own JSON error quoted: no JSON-RPC answer came), not one the peer sent.
+    The wire bytes, marked by their type. The session reads it as the request's answer
+    (as plain ``bytes``: the parser takes exact types); its request fails with
+    :class:`~mcp_trio.TransportFailed` (the core's ``ErrorReceived.transport``), not
+    as the peer's ``McpError``; and unless :attr:`heard`, it is no word from the peer:
+    it stores no ``_heard_at``, and a keep-alive ``ping`` failed by one failed
+    (:mod:`mcp_trio._keepalive`).
     """
 
     heard: bool
-    """The peer did answer (an error status, say): its ``_heard_at`` is stored."""
-    transport: bool
-    """Made by the transport (an ``http_error``), not passed on."""
+    """The peer did answer (an error status below 500, say): its ``_heard_at`` is
+    stored."""
 
-    def __new__(cls, data: bytes, *, heard: bool = False, transport: bool = True) -> LocalReply:
+    def __new__(cls, data: bytes, *, heard: bool = False) -> LocalReply:
         self = super().__new__(cls, data)
         self.heard = heard  # (no __slots__ for a bytes subclass: in its __dict__)
-        self.transport = transport
         return self
 
 

@@ -176,7 +176,9 @@ body, SSE events) into messages the session reads.
 Every error this channel makes for a request (-32603, ``HTTP: ...``; ``data`` ``{"httpStatus":
 ...}`` when a status came) is marked as its own (``LocalReply``), so that the request raises
 :class:`~mcp_trio.TransportFailed` (an ``McpError``), never mistaken for the server's own
--32603; a JSON-RPC error the server put in an error status's body stays the server's.
+-32603; a JSON-RPC error the server put in an error status's body stays the server's. A
+gateway's own JSON error (``{"error": {"code": 502, ...}}``, no ``jsonrpc``) is no
+JSON-RPC error: quoted in ours, it is the transport's too.
 
 A request that cannot be sent because no connection can be made closes a legacy session
 (the server is unreachable, and with it what it kept); a modern request, which has no
@@ -1135,19 +1137,18 @@ class HttpChannel(MessageChannel):
             else:
                 await wire.aclose()
             read = reader._feed_eof(not complete)
-            # Its own errors, last, for answers that never came (a gateway's 502): not
-            # the server's words (LocalReply: no _heard_at, a failed ping).
+            # Its own errors, last, for answers that never came (a gateway's 502, its own
+            # JSON error quoted): the server unheard (LocalReply: no _heard_at, a failed
+            # ping). Every error made here (no dict) is the transport's, heard or not.
             own = len(read) - len(reader.unheard)
             log_warnings(reader)
             if reader.warnings_dropped:
                 logger.warning("HTTP: %d more warnings not shown", reader.warnings_dropped)
             for i, (data, decoded) in enumerate(read):
-                if i >= own:  # (not the server's words; a gateway's, or made here)
-                    message = LocalReply(data, transport=decoded is None)
-                elif decoded is not None:  # (parsed: handed on as a Decoded)
+                if decoded is not None:  # (the server's, parsed: handed on as a Decoded)
                     message = Decoded(data, decoded)
-                else:  # (made here about the server's answer: an error status, say)
-                    message = LocalReply(data, heard=True)
+                else:  # (made here: about the server's answer, a 429 say, if i < own)
+                    message = LocalReply(data, heard=i < own)
                 if not offer(message):
                     await self._queue(message)
             if reader.broken:

@@ -1287,7 +1287,7 @@ class Session:
         both on the common path, :data:`_MARKED`): the peer's, parsed already
         (:class:`Decoded`: not parsed again), or the channel's own error
         (:class:`LocalReply`: no ``_heard_at`` unless it says the peer answered; its
-        ``ErrorReceived`` marked ``transport`` when the channel made it)."""
+        ``ErrorReceived`` marked ``transport``)."""
         if type(data) is Decoded:
             self._heard_at = now
             return self._conn.receive_message(data, now=now, decoded=data.decoded)
@@ -1297,7 +1297,7 @@ class Session:
         events = self._conn.receive_message(bytes(data), now=now)  # (the parser: exact bytes)
         # (An error the channel made fails its request with TransportFailed, not as the
         # peer's McpError.)
-        return transport_errors(events) if data.transport else events
+        return transport_errors(events)
 
     def _take(self, data: bytes) -> None:
         conn = self._conn

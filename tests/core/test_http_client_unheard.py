@@ -53,17 +53,38 @@ def test_an_error_status_without_a_json_rpc_error_is_not_the_servers_answer(
     assert reader.unheard == (3, 4)
 
 
-def test_a_gateways_own_json_error_is_passed_on_but_unheard() -> None:
-    # {"error": {"code": 503, ...}} with no "jsonrpc": forwarded as it came (one request),
-    # quoted (a batch), but not the server's words. Mutation: any int code heard -> ().
+def test_a_gateways_own_json_error_is_quoted_and_unheard() -> None:
+    # {"error": {"code": 503, ...}} with no "jsonrpc": no JSON-RPC error, so quoted in
+    # our error (one request or a batch), a Read with no dict (the bindings mark it the
+    # transport's), and not the server's words. Mutation: any int code heard -> ();
+    # passed on as it came (one request) -> code 503, and a dict.
     body = b'{"error": {"code": 503, "message": "unavailable", "status": "UNAVAILABLE"}}'
     alone = _answer(503, JSON, rpc(2, "ping"))
-    (message,) = _end(alone, body)
-    assert message["error"]["code"] == 503
+    ((data, decoded),) = [*alone._feed(body), *alone._feed_eof(False)]
+    assert decoded is None
+    assert loads(data)["error"] == {
+        "code": ErrorCode.INTERNAL_ERROR,
+        "message": "HTTP: status 503: unavailable",
+        "data": {"httpStatus": 503},
+    }
     assert alone.unheard == (2,)
     batch = _answer(503, JSON)
     assert [m["id"] for m in _end(batch, body)] == [3, 4]
     assert batch.unheard == (3, 4)
+
+
+def test_a_rate_limiters_own_json_error_is_quoted_but_heard() -> None:
+    # A 429 whose body is a JSON error of the limiter's own (no "jsonrpc"): something
+    # of the server's answered (heard: README, "a refusal below 500"), but no JSON-RPC
+    # error came: quoted in ours, no dict, so the bindings raise TransportFailed (README:
+    # "an HTTP error without a JSON-RPC error in its body"). Mutation: forwarded as it
+    # came -> code 429 with a dict.
+    body = b'{"error": {"code": 429, "message": "slow down"}}'
+    reader = _answer(429, JSON, rpc(2, "ping"))
+    ((data, decoded),) = [*reader._feed(body), *reader._feed_eof(False)]
+    assert decoded is None
+    assert loads(data)["error"]["message"] == "HTTP: status 429: slow down"
+    assert reader.unheard == ()
 
 
 @pytest.mark.parametrize(("status", "body"), [(429, b""), (403, b"<p>no</p>"), (400, b"{}")])
