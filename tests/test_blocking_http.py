@@ -2128,6 +2128,43 @@ def test_one_way_posts_keep_their_order(raw: Callable[..., RawServer]) -> None:
     assert seen == ["first came", "first answered", "second came"]
 
 
+def test_one_way_posts_free_to_go_together_still_go_one_at_a_time(
+    raw: Callable[..., RawServer],
+) -> None:
+    """A notification refused ``503`` with ``Retry-After`` waits for it in its place, and
+    one written meanwhile waits behind it: when the delay is over, both are free to go
+    in the same pass, and the second still waits for the head of the answer to the
+    first (mutation: a one-way POST started without holding back those after it in
+    the same pass -> both go at once, the second overtaking)."""
+    came = threading.Event()
+    seen: list[str] = []
+
+    def refuse_first_once(sock: socket.socket, message: dict[str, Any]) -> None:
+        name = message["params"]["n"]
+        if name == "first" and not seen:
+            seen.append("first refused")
+            respond(sock, "503 Service Unavailable", {"Retry-After": "1"}, b"")
+            return
+        seen.append(f"{name} came")
+        if name == "first":
+            came.wait(0.5)  # (until the second comes: bounded)
+            seen.append("first answered")
+        else:
+            came.set()
+        respond(sock, "202 Accepted", {}, b"")
+
+    server = raw(_one_way_server(refuse_first_once))
+    transport = HttpTransportConfig(open_get_stream=False)
+    with connect(server.url, era="legacy", transport=transport, timeout=5.0) as client:
+        client.notify("notifications/test", {"n": "first"})
+        assert client.list_tools() == []
+        client.notify("notifications/test", {"n": "second"})
+        deadline = time.monotonic() + TIMEOUT
+        while "second came" not in seen and time.monotonic() < deadline:
+            client.list_tools()  # (the client's loop runs only in its calls)
+    assert seen == ["first refused", "first came", "first answered", "second came"]
+
+
 def test_transport_failures_raise_transport_failed_and_server_errors_do_not(
     raw: Callable[..., RawServer],
 ) -> None:

@@ -19,7 +19,7 @@ import trio.testing
 
 from mcp_sansio._json import loads
 from mcp_trio import SessionClosed, SessionConfig
-from mcp_trio._http_client import open_http_client
+from mcp_trio._http_client import _MAX_ONE_WAY, open_http_client
 
 from .slow_reader_support import (
     DISCOVER,
@@ -40,6 +40,9 @@ class _Server:
         self.seen: list[tuple[str, object]] = []
         self.call_started = trio.Event()
         self.call_closed = trio.Event()
+        self.held = 0
+        """``notifications/test`` POSTs read, their ``202`` held until :attr:`release`."""
+        self.release = trio.Event()
 
     async def handle(self, stream: trio.SocketStream) -> None:
         conn = h11.Connection(h11.SERVER)
@@ -57,6 +60,9 @@ class _Server:
         method, rid = message.get("method", "answer"), message.get("id")
         self.seen.append((method, (message.get("params") or {}).get("requestId")))
         if rid is None:
+            if method == "notifications/test":
+                self.held += 1
+                await self.release.wait()
             await respond(conn, stream, 202, b"")
         elif method == "server/discover":
             await respond(conn, stream, 200, result(rid, DISCOVER))
@@ -101,3 +107,43 @@ async def test_closing_with_a_request_in_flight_tells_the_server(
         assert [m for m, _ in server.seen][-2:] == ["notifications/cancelled", "DELETE"]
     else:
         assert cancels == []  # (closing the stream is the cancellation)
+
+
+async def test_a_cancellation_waits_for_room_among_the_one_way_messages_and_goes_once(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Legacy: the one-way queue full (the server holds their 202s), a call cancelled:
+    # its notifications/cancelled waits for room (send_nowait leaves it to send()),
+    # then goes once, after the others. Mutation: send_nowait saying it took the
+    # cancellation with no room -> none sent. (Dropping send_nowait's room check is no
+    # mutation of the wire: the cancellation is then stopped and posted by send_nowait,
+    # which finds no room and leaves it to send() all the same, once.)
+    server = _Server()
+    url = await listen(nursery, server.handle)
+    with trio.fail_after(LONG):
+        async with open_http_client(
+            url, connection_config=client_connection_config("legacy"), transport=NO_GET
+        ) as client:
+            scope = trio.CancelScope()
+
+            async def cancelled() -> None:
+                with scope:
+                    await client.request("tools/call", call("slow"))
+
+            nursery.start_soon(cancelled)
+            await server.call_started.wait()
+            for n in range(_MAX_ONE_WAY):
+                await client.notify("notifications/test", {"n": n})
+            await trio.testing.wait_all_tasks_blocked()
+            assert server.held == 1  # (one at a time: the rest queued, the queue full)
+            scope.cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            assert [m for m, _ in server.seen].count("notifications/cancelled") == 0
+            server.release.set()
+            await server.call_closed.wait()
+            while len(server.seen) < 3 + _MAX_ONE_WAY:
+                await trio.sleep(0.01)
+            await trio.testing.wait_all_tasks_blocked()
+    methods = [m for m, _ in server.seen]
+    assert methods.count("notifications/cancelled") == 1
+    assert methods[-2:] == ["notifications/cancelled", "DELETE"]  # (after the others)
