@@ -1154,23 +1154,31 @@ class Authorizer:
         scope: str | None,
         sent: bytes | None,
     ) -> bool:
-        """Whether a token the storage kept for ``resource`` at ``issuer`` (not the one
-        refused, ``sent``; refreshed if it expired and can be) is now in use."""
+        """Whether a token the storage kept for ``resource`` at ``issuer`` is now in
+        use: as it is, or refreshed if it expired, or is the one refused (``sent``),
+        and can be.
+
+        The one refused is the stored token a new client sent from its first request
+        (:meth:`_load_stored`), with no metadata then to refresh it by: expired or
+        revoked mid-session, its refresh token serves now that discovery has the
+        metadata, as for a token a flow obtained, not the user authorizing again. A
+        token refreshed counts as just issued: refused too, the request fails (see
+        :meth:`_flow`), as after :meth:`_refresh`."""
         oauth = self.oauth
         stored = self._usable(await oauth.storage.load_token(resource, issuer))
-        if stored is None or self._encode(stored) == sent:
+        if stored is None:
             return False
+        if client is None and issuer == self.issuer:
+            client = self.client  # (the one stored with the token _load_stored put in use)
         issued = False
-        if (
-            stored.expired(oauth.clock())
-            and stored.refresh_token is not None
-            and (client is not None or not self._assertion)  # (a refresh needs a client)
-        ):
+        if self._encode(stored) == sent or stored.expired(oauth.clock()):
+            if stored.refresh_token is None or (client is None and self._assertion):
+                return False  # (an assertion grant refreshes with its configured client)
             stored, client, issued = await self._renew(
                 stored, metadata, issuer, resource, client, _always
             )
-        if stored is None or stored.expired(oauth.clock()):
-            return False
+            if stored is None or stored.expired(oauth.clock()):
+                return False
         self._commit(issuer, metadata, resource, prm, client, stored, scope)
         if issued:
             self._unconfirmed = self._header
@@ -1764,9 +1772,10 @@ class Authorizer:
         server (its ``load_server``: the resource and issuer a flow of an earlier client
         recorded), unexpired, so that the request carries it, with no ``401`` and no
         discovery first. Nothing else is known yet (the authorization server's
-        metadata): a ``401`` to it starts the flow as without it (which does not take
-        it from the storage again), and it is not refreshed before that. Never raises
-        (but Cancelled): a storage that fails is logged."""
+        metadata): it is not refreshed ahead of its expiry, and a ``401`` to it starts
+        the flow as without it, which refreshes it if it can (:meth:`_try_stored`),
+        else has a new token obtained. Never raises (but Cancelled): a storage that
+        fails is logged."""
         self._primed = True
         storage, url = self.oauth.storage, self.server_url
         load = getattr(storage, "load_server", None)
