@@ -285,10 +285,12 @@ class BearerAuth:
     """``scheme://host[:port]`` clients reach the server at (behind a TLS proxy:
     ``https://…``): the proof's ``htu`` must be it plus the request path (for a
     WebSocket handshake its ``ws(s)`` twin too). ``None``: ``http://`` and the
-    request's ``Host``. It may end in a path prefix a reverse proxy strips before the
-    request reaches us (``https://h.example/base``: the proof names ``/base/mcp`` for
-    our ``/mcp``); with DPoP on, one that does not parse, or has
-    userinfo, a query, a fragment or a trailing ``/``, is a ``ValueError``."""
+    request's ``Host`` (for an absolute-form target, its scheme and authority: RFC 9112
+    section 3.2.2 has the server ignore ``Host`` then). It may end in a path prefix a
+    reverse proxy strips before the request reaches us (``https://h.example/base``:
+    the proof names ``/base/mcp`` for our ``/mcp``); with DPoP on, one that does not
+    parse, or has userinfo, a query, a fragment or a trailing ``/``, is a
+    ``ValueError``."""
     dpop_algs: tuple[str, ...] = DEFAULT_DPOP_ALGS
     """The proof algorithms accepted (``ES256``, ``RS256``)."""
     dpop_window: float = 300.0
@@ -395,14 +397,19 @@ class BearerAuth:
         if self._htu_origins is not None:
             urls = dpop_request_htus(self._htu_origins, request.path)
         else:
-            host = request.header("host") or "localhost"
+            # The target URI (RFC 9110 section 7.1): an absolute-form target's scheme
+            # and authority, not the Host header (RFC 9112 section 3.2.2: "MUST
+            # ignore" it; the authority is what the 421 check vets), else http:// and
+            # the Host header.
+            host = request.host or "localhost"
+            scheme = "https" if request.target[:8].lower() == "https://" else "http"
             # (A Host with "/", "?", "#" or "@" would move the request's path into a
             # query, a fragment or userinfo that the htu comparison ignores: a proof
             # signed for another path would pass. Only host[:port] characters here.)
             if _HOST.fullmatch(host) is None:
                 return self._dpop_refuse("invalid_request", "Malformed Host header")
             try:
-                urls = dpop_htu_candidates(f"http://{host}{request.path}")
+                urls = dpop_htu_candidates(f"{scheme}://{host}{request.path}")
             except ValueError:  # (a Host that is no host: "[", "h:abc")
                 return self._dpop_refuse("invalid_request", "Malformed Host header")
         checked = check_dpop_proof(

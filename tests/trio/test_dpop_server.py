@@ -250,6 +250,33 @@ async def test_a_host_with_a_port_or_an_ip_literal_builds_the_htu() -> None:
         assert isinstance(found, Principal), (host, found)
 
 
+def _sent_as(req: HttpRequest, target: str, host: str) -> HttpRequest:
+    """``req`` with ``target`` and the ``Host`` header ``host``."""
+    headers: list[tuple[bytes | str, bytes | str]] = [("host", host), *req.headers[1:]]
+    return HttpRequest(method="POST", target=target, headers=headers)
+
+
+@pytest.mark.parametrize("scheme", ["http", "https", "HTTPS"])
+async def test_an_absolute_form_target_is_the_htu_whatever_the_host_header(scheme: str) -> None:
+    # RFC 9112 section 3.2.2: given the absolute form, a server "MUST ignore the
+    # received Host header field": its 421 check vets the target's authority, and the
+    # htu is the target URI (RFC 9110 section 7.1), scheme included.
+    target = f"{scheme}://{HOST}/mcp"
+    uri = f"{scheme.lower()}://{HOST}/mcp"
+    # A proof signed for another origin, with a Host header naming it: refused.
+    req = _sent_as(signed_as("http://evil.example/mcp"), target, "evil.example")
+    assert req.host == HOST  # (what the 421 check vets)
+    status, [www] = challenge(await auth(dpop="required")(req))
+    assert status == 401 and 'error="invalid_dpop_proof"' in www
+    # The target's own proof, through a proxy whose Host header is its own: taken.
+    found = await auth(dpop="required")(_sent_as(signed_as(uri), target, "proxy.internal"))
+    assert isinstance(found, Principal)
+    # (The other scheme's is not the target URI.)
+    other = f"{'http' if uri.startswith('https') else 'https'}://{HOST}/mcp"
+    found = await auth(dpop="required")(_sent_as(signed_as(other), target, HOST))
+    assert isinstance(found, HttpResponse) and found.status == 401
+
+
 async def test_an_unparsable_htu_is_invalid_dpop_proof() -> None:
     req = request("bound")
     head = {"typ": "dpop+jwt", "alg": KEY.alg, "jwk": dict(KEY.public_jwk)}
