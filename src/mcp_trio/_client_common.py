@@ -48,7 +48,7 @@ from ._validation import (
     AnchorRef,
     dialect_of,
     dialect_supported,
-    rebases_refs,
+    rebasing_objects,
     resolve_ref,
     validate,
 )
@@ -1332,7 +1332,7 @@ class _TooCostly(Exception):
 
 class _Rebased(Exception):
     """A subschema of a server's schema that declares a ``$id`` and holds a ``$ref``
-    (see :func:`~mcp_trio._validation.rebases_refs`), reached from the root."""
+    (see :func:`~mcp_trio._validation.rebasing_objects`), reached from the root."""
 
 
 class _Unresolved(Exception):
@@ -1361,6 +1361,7 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
     recursive = branching = False
     # Draft-07 core §8.3: the other keywords of an object with a $ref are ignored.
     ref_alone = dialect_of(schema) == DRAFT_07_DIALECT
+    rebasing: frozenset[int] | None = None  # (one walk, at the first $id, not one per $id)
 
     def resolve(ref: str) -> Any:
         try:
@@ -1372,13 +1373,16 @@ def _bounded_schema(schema: dict[str, Any]) -> bool:
 
     def walk(node: Any, refs: tuple[str, ...], depth: int) -> bool:
         """Count ``node``'s subschemas; whether it holds a ``$ref`` (refs not followed)."""
-        nonlocal nodes, values, recursive, branching
+        nonlocal nodes, values, recursive, branching, rebasing
         if not isinstance(node, dict):
             return False
         if ref_alone and "$ref" in node:
             node = {"$ref": node["$ref"]}
-        if depth and rebases_refs(node):
-            raise _Rebased
+        if depth and "$id" in node:
+            if rebasing is None:
+                rebasing = rebasing_objects(schema)
+            if id(node) in rebasing:
+                raise _Rebased
         nodes += 1
         if nodes > MAX_OUTPUT_SCHEMA_NODES or depth > MAX_OUTPUT_SCHEMA_DEPTH:
             raise _TooCostly

@@ -83,12 +83,40 @@ def dialect_of(schema: object) -> str | None:
     return dialect if dialect in (JSON_SCHEMA_DIALECT, DRAFT_07_DIALECT) else None
 
 
-def rebases_refs(node: Mapping[str, Any]) -> bool:
-    """Whether ``node``, a subschema below the root, declares a ``$id`` and holds a
-    ``$ref``: that ``$ref`` would resolve against the ``$id`` (core §8.2.1, a new base
-    URI), which :func:`resolve_ref` does not implement (it resolves against the root).
-    A ``$id`` with no ``$ref`` under it changes nothing here."""
-    return "$id" in node and any("$ref" in obj for obj in json_objects(node))
+def rebasing_objects(schema: object) -> frozenset[int]:
+    """The ``id`` of every object in ``schema`` that declares a ``$id`` and holds a
+    ``$ref`` (itself, or any object in it, keywords and data alike). Below the root,
+    such a subschema's ``$ref`` would resolve against the ``$id`` (core §8.2.1, a new
+    base URI), which :func:`resolve_ref` does not implement (it resolves against the
+    root). A ``$id`` with no ``$ref`` under it changes nothing here.
+
+    One walk for the whole schema (``schema`` outlives the answer, so ids stay unique):
+    asking it of each subschema would walk each one's objects again for each ``$id``
+    above them, a cost of the objects times their depth on a server's schema."""
+    found: list[dict[str, Any]] = []  # (the objects with a "$id")
+    parents: list[int] = []  # (the index in found of the nearest one above each; -1: none)
+    holds: list[bool] = []  # (whether it, or an object in it, has a "$ref")
+    values: list[object] = [schema]  # (the stack: values to visit...)
+    above: list[int] = [-1]  # (...and the index in found of the nearest one above)
+    while values:
+        value, parent = values.pop(), above.pop()
+        if isinstance(value, dict):
+            if "$id" in value:
+                found.append(value)
+                parents.append(parent)
+                holds.append(False)
+                parent = len(found) - 1
+            if "$ref" in value:
+                index = parent
+                while index >= 0 and not holds[index]:  # (each marked once)
+                    holds[index] = True
+                    index = parents[index]
+            values.extend(value.values())
+            above.extend([parent] * len(value))
+        elif isinstance(value, list):
+            values.extend(value)
+            above.extend([parent] * len(value))
+    return frozenset(id(obj) for obj, held in zip(found, holds, strict=True) if held)
 
 
 def json_objects(value: object) -> Iterator[dict[str, Any]]:
@@ -97,14 +125,20 @@ def json_objects(value: object) -> Iterator[dict[str, Any]]:
     The one walk over a whole schema as JSON, keywords and data alike (an ``enum``'s
     values, a keyword no validator here knows): for a question that nothing in it may
     escape, such as where a ``$ref`` or a ``$id`` is.
+
+    Iterative, with a stack of the values still to visit: a server's schema may be
+    nested deeper than Python's recursion limit, and nested generators (``yield
+    from``) would pass each object up through every level above it, a cost of the
+    objects times their depth where this is one of the values.
     """
-    if isinstance(value, dict):
-        yield value
-        for child in value.values():
-            yield from json_objects(child)
-    elif isinstance(value, list):
-        for child in value:
-            yield from json_objects(child)
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            yield node
+            stack.extend(reversed(node.values()))  # (popped first to last)
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
 
 
 def dialect_supported(schema: Mapping[str, Any]) -> bool:
@@ -326,6 +360,8 @@ class _Validator:
         this validator, so ids stay unique), built once per validation."""
         self.enum_texts: dict[int, str] = {}
         """The same nodes' choices as a problem message shows them."""
+        self._rebasing: frozenset[int] | None = None
+        """:func:`rebasing_objects` of ``root``, found at the first :meth:`check_schema`."""
 
     def choices(self, schema: Schema) -> frozenset[object]:
         key = id(schema)
@@ -520,11 +556,14 @@ class _Validator:
             )
         if "$schema" in node and dialect_of(node) != self.dialect:
             raise ValueError(f"{where}: {_unsupported(node['$schema'], self.dialect)}")
-        if where != "#" and rebases_refs(node):
-            raise ValueError(
-                f"{where}: a $id below the root with a $ref under it (a new base URI for"
-                " $ref) is not supported: references resolve against the root"
-            )
+        if where != "#" and "$id" in node:
+            if self._rebasing is None:
+                self._rebasing = rebasing_objects(self.root)
+            if id(node) in self._rebasing:
+                raise ValueError(
+                    f"{where}: a $id below the root with a $ref under it (a new base URI"
+                    " for $ref) is not supported: references resolve against the root"
+                )
         try:
             if "$ref" in node:
                 if not isinstance(node["$ref"], str):
