@@ -453,3 +453,51 @@ async def test_a_notification_in_a_batch_without_a_slot_is_warned_of(
     assert answer.status == 202 and heard == [1]
     (warning,) = [r for r in caplog.records if "refused as busy" in r.getMessage()]
     assert warning.levelname == "WARNING" and "1 message(s)" in warning.getMessage()
+
+
+async def test_a_request_cancelled_while_it_waits_for_a_slot_is_not_counted_as_busy(
+    nursery: trio.Nursery, autojump_clock: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A legacy request cancelled (notifications/cancelled, another POST) while it waits
+    # for a handler slot leaves the line when its wait ends: nobody was refused, so
+    # the "refused as busy" warning (an operator's sign to add slots) says nothing of
+    # it. One that was not cancelled still is.
+    app = App()
+    server = await start_server(
+        nursery,
+        app,
+        era="legacy",
+        config=SessionConfig(max_concurrent_handlers=1),
+        transport=HttpTransportConfig(handler_slot_timeout=_TIMEOUT),
+    )
+    blocker = await RawConnection.open(server.port)
+    waiter = await RawConnection.open(server.port)
+    try:
+        with trio.fail_after(IO_TIMEOUT):
+            headers = session_headers(await raw_session(server.port))
+            await blocker.send("POST", headers=headers, body=rpc(2, "tools/call", call("block")))
+            await app.started_event.wait()
+            await waiter.send("POST", headers=headers, body=rpc(3, "tools/call", call("echo")))
+            await trio.testing.wait_all_tasks_blocked()
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 3},
+            }
+            answer = await raw_request(server.port, "POST", headers=headers, body=dumps(cancel))
+            assert answer.status == 202
+        await trio.sleep(_TIMEOUT + 1)  # (past the wait's bound)
+        assert not [r for r in caplog.records if "refused as busy" in r.getMessage()]
+        with trio.fail_after(IO_TIMEOUT):
+            refused = await raw_request(
+                server.port, "POST", headers=headers, body=rpc(4, "tools/call", call("echo"))
+            )
+            app.release.set()
+            assert (await blocker.response()).status == 200
+    finally:
+        await blocker.aclose()
+        await waiter.aclose()
+    assert len(app.started) == 1  # (the cancelled one never ran)
+    assert refused.status == 503
+    (warning,) = [r for r in caplog.records if "refused as busy" in r.getMessage()]
+    assert "1 message(s)" in warning.getMessage()
