@@ -34,6 +34,83 @@ messages) sets ``HttpServerConfig(standalone_stream=False)``: that GET is 405 th
   reading of each answer into JSON-RPC messages, the era probe, session expiry and
   stream resumption.
 
+Driving HttpClient
+------------------
+A client is one :class:`~mcp_sansio.Connection` (``"client"``), which speaks MCP, and one
+:class:`HttpClient` for the endpoint URL, which says what HTTP request carries each of
+its messages and what each answer means; ``examples/asyncio_http_client.py`` is a whole
+one on asyncio and h11. Give both the same era (``ConnectionConfig(era=...)`` and
+:func:`pinned_http_config`), or leave both to learn it (``"auto"``: the first modern
+request is the probe, and the connection falls back to ``initialize`` by itself). After
+every call into the connection, take ``Connection.data_to_send()``, and for each message,
+in this order:
+
+1. :meth:`HttpClient.stream_cancellation` not ``None`` (modern): the message cancels that
+   request (your ``cancel_request``, or a timeout's). Close the connection its answer
+   comes on: that is the cancellation. Send nothing.
+2. :meth:`HttpClient.cancelled_request` not ``None`` (legacy): call
+   :meth:`ClientResponse.forget` on the response reading that request, and once its
+   :attr:`~ClientResponse.unanswered` is empty close that connection (a stream nobody
+   waits on is not resumed); then send the message as any other.
+3. :meth:`HttpClient.post` gives the :class:`ClientRequest` to send. Its headers hold
+   ``Host`` and the MCP headers but nothing of framing: add ``Content-Length`` (or frame
+   the body as your HTTP library does). :class:`ReplyNotCarried` (modern: a reply to the
+   server, which no request can carry): drop the message and go on.
+   :class:`SessionPending`, :class:`SessionEnded`: see "Session expiry" below.
+4. On the answer's head, :meth:`HttpClient.response` gives a :class:`ClientResponse`.
+   Give each piece of the body to ``feed``, and each message it returns to
+   ``Connection.receive_message`` (then flush again: the connection may answer). When the
+   body ends, ``feed_eof(cut_short=...)`` (``True``: the connection ended before HTTP said
+   the body did) returns the rest, with an error for each request left unanswered; then
+   see to what the response lists: ``broken`` (modern: its stream broke after the request
+   went out; ``Connection.reissue_request`` each, or fail it with ``http_error(rid,
+   broken_why)``), ``redirect`` (send it instead), ``session_expired``, ``resume()`` and
+   ``abandoned`` (below).
+5. A connection that fails before any answer's head: hand ``Connection.receive_message``
+   an :func:`http_error` for each of ``sent.request_ids`` (the mcp_trio clients mark the
+   events with :func:`transport_errors`, so that no one takes them for the server's).
+   Modern: a request written whole may be re-issued instead, as for ``broken``.
+
+The legacy GET stream, for what the server says on its own: send
+:meth:`HttpClient.open_stream` once :class:`~mcp_sansio.HandshakeCompleted` came and the
+server answered the ``notifications/initialized`` POST the connection queued with it (the
+one-way POST of that same flush: :attr:`ClientRequest.methods` lists requests only); the
+session is then initialized on both sides. Open it before the first request so that
+nothing is missed, and read it as any response; a ``405`` means the server offers none.
+When it ends, :meth:`ClientResponse.resume` gives the GET that goes on from its last event
+id; without one, open it again after :func:`reopen_delay`. The modern era has none.
+
+Session expiry (legacy; ``2025-11-25/basic/transports.mdx``, "Session Management"). A
+``404`` to a request that carried the session id sets
+:attr:`ClientResponse.session_expired` from the head on. ``"restart"``: the session is
+gone; call ``Connection.restart_session`` at once, and once the body ended hand
+:attr:`ClientResponse.resend` (never processed) to ``Connection.resend_request``. Every
+other response of the old session (:meth:`ClientResponse.lost_with`) can answer nothing
+more: fail its ``unanswered`` with ``http_error(rid, FORGOTTEN_BEFORE_ANSWER)`` and close
+it; open the GET stream again on the new session. Until the new ``initialize`` is
+answered, :meth:`HttpClient.post` raises :class:`SessionPending`: resend its
+``request_ids``, keep a ``deferrable`` notification until the new session's
+``notifications/initialized``, drop anything else. ``"resend"`` (a request sent on a
+session already replaced): only the ``resend`` part. ``"end"`` (the new session was lost
+too, or a request sent again was refused again): the conversation is over, and ``post``
+raises :class:`SessionEnded` from then on (:data:`FORGOTTEN_TWICE` says why, for people).
+
+Resumption (legacy; the server MAY close an SSE stream at any time and the client SHOULD
+then poll). A stream that ends before its requests are answered, with an event id to go
+on from, fails none of them: :meth:`ClientResponse.resume` gives the GET
+(``Last-Event-ID``) that picks it up. Send it after :meth:`HttpClient.resume_delay` and read
+it as any response (its own ``resume()`` goes on, waiting longer while nothing comes). One
+that gets no answer at all is ``failed_again(why)``, tried after ``resume_delay`` again
+until :meth:`ClientRequest.given_up` says why not; then fail its requests with
+:func:`http_error`. Requests given up on a stream the server accepted
+(:attr:`ClientResponse.abandoned`) may still be worked on: POST the server a
+``notifications/cancelled`` for each (the connection has forgotten them). The requests'
+own timeouts bound it all. The modern
+era never resumes: it re-issues (``broken``, above).
+
+The method docstrings' "see the module docs" are this section, and at more length the
+theory of operation of :mod:`._http_client`.
+
 Specification: ``2025-03-26`` / ``2025-11-25`` ``basic/transports`` (legacy) and
 ``2026-07-28/basic/transports/streamable-http`` (modern).
 """
