@@ -313,6 +313,33 @@ def test_a_sampling_request_holds_what_the_revision_defines(version: str) -> Non
     validate_message(version, asked, strict=True)
 
 
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+def test_list_content_of_a_sampling_message_is_fitted_block_by_block(version: str) -> None:
+    """A revision before 2025-11-25 has no list of blocks as a message's content; a
+    list is the sender's to refuse or translate, but each block in it still loses the
+    fields the revision lacks (a block's ``_meta`` and ``lastModified`` before
+    2025-06-18, a link's ``icons`` before 2025-11-25), as a single block does."""
+    pair = legacy_pair(version)
+    link = {"type": "resource_link", "uri": "mem://r", "name": "r", "icons": ICONS}
+    message = {"role": "user", "content": [TEXT, link]}
+    params: dict[str, Any] = {"messages": [message], "maxTokens": 1}
+    before = copy.deepcopy(params)
+    pair.server.send_request("sampling/createMessage", params, now=0.0)
+    pair.deliver(pair.server)
+    asked = pair.wire[-1][1]
+    assert params == before
+    titled = version == "2025-06-18"
+    assert asked["params"]["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                TEXT if titled else OLD_TEXT,
+                {k: v for k, v in link.items() if k != "icons"},
+            ],
+        }
+    ]
+
+
 # ---------------------------------------------------------------------- what a server answers
 
 LINK_ANNOTATIONS = {"priority": 1, "lastModified": "2025-01-01T00:00:00Z"}
