@@ -144,33 +144,44 @@ _META_NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?")
 _RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
 
 
-def meta_key_problem(key: object) -> str | None:
-    """Why ``key`` may not be a key of a ``_meta`` object we send, or ``None``: it is
-    malformed, or in MCP's reserved namespace (``io.modelcontextprotocol/...``,
-    ``dev.mcp/...``: the spec's and its official extensions' keys, not a server
-    author's)."""
+def _malformed_key_problem(key: object) -> str | None:
+    """Why ``key`` is not of the form of a ``_meta`` key, or ``None``."""
     if not isinstance(key, str):
         return f"must be a string, not {type(key).__name__}"
     prefix, slash, name = key.rpartition("/")
-    if slash:
-        labels = prefix.split(".")
-        if not all(_META_LABEL.fullmatch(label) for label in labels):
-            return (
-                "has a malformed prefix: labels separated by dots, each starting with a "
-                "letter and ending with a letter or digit (letters, digits and '-' between), "
-                "then '/' (such as 'com.example/')"
-            )
-        if len(labels) > 1 and labels[1].lower() in _RESERVED_LABELS:
-            return (
-                "has a prefix reserved for MCP (its second label is 'modelcontextprotocol' "
-                "or 'mcp'); use a prefix of your own, such as 'com.example/'"
-            )
+    if slash and not all(_META_LABEL.fullmatch(label) for label in prefix.split(".")):
+        return (
+            "has a malformed prefix: labels separated by dots, each starting with a "
+            "letter and ending with a letter or digit (letters, digits and '-' between), "
+            "then '/' (such as 'com.example/')"
+        )
     if not _META_NAME.fullmatch(name):
         return (
             "has a malformed name: it must begin and end with a letter or digit "
             "(letters, digits, '-', '_' and '.' between)"
         )
     return None
+
+
+def _reserved_key(key: str) -> bool:
+    """Whether ``key``, a well-formed ``_meta`` key, is in MCP's reserved namespace."""
+    prefix, slash, _ = key.rpartition("/")
+    labels = prefix.split(".", 2) if slash else ()
+    return len(labels) > 1 and labels[1].lower() in _RESERVED_LABELS
+
+
+def meta_key_problem(key: object) -> str | None:
+    """Why ``key`` may not be a key of a ``_meta`` object we send, or ``None``: it is
+    malformed, or in MCP's reserved namespace (``io.modelcontextprotocol/...``,
+    ``dev.mcp/...``: the spec's and its official extensions' keys, not a server
+    author's)."""
+    problem = _malformed_key_problem(key)
+    if problem is None and _reserved_key(str(key)):
+        return (
+            "has a prefix reserved for MCP (its second label is 'modelcontextprotocol' "
+            "or 'mcp'); use a prefix of your own, such as 'com.example/'"
+        )
+    return problem
 
 
 def meta_keys_problem(meta: Mapping[Any, Any]) -> str | None:
@@ -204,15 +215,22 @@ def _held_meta_problem(holder: Any, where: str) -> str | None:
 
 
 def sent_meta_problem(result: Mapping[str, Any]) -> str | None:
-    """Why a result built from what a handler returned may not be sent, for a
-    ``_meta`` key that breaks the rule registration holds a definition's ``meta`` to
-    (:func:`meta_key_problem`: malformed, or MCP's reserved prefix), or ``None``. Looks
-    at the result's own ``_meta``, each content block's (and an embedded resource's
-    contents'), each message's and its content's (a prompt's, or the ``messages`` of a
-    sampling request), and each resource contents'.
-
-    (Checked where the binding builds a result, before it adds keys of its own.)
+    """Why a request built from what a handler gave (the ``messages`` of a sampling
+    request) may not be sent, for a ``_meta`` key that breaks the rule registration
+    holds a definition's ``meta`` to (:func:`meta_key_problem`: malformed, or MCP's
+    reserved prefix), or ``None``. Looks at the object's own ``_meta``, each content
+    block's (and an embedded resource's contents'), each message's and its content's,
+    and each resource contents'. (A result is fitted instead: :func:`fit_sent_meta`.)
     """
+    for where, held in _meta_holders(result):
+        problem = _held_meta_problem(held, where)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _meta_holders(result: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The objects of ``result`` that may hold a ``_meta``, each with its place."""
     places: list[tuple[str, Any]] = [("result", result)]
     for field in ("content", "contents", "messages"):
         items = result.get(field)
@@ -225,11 +243,165 @@ def sent_meta_problem(result: Mapping[str, Any]) -> str | None:
                     places += ((f"{where}[{i}]", block) for i, block in enumerate(content))
                 else:
                     places.append((where, content))
-    for where, held in places:
-        problem = _held_meta_problem(held, where)
+    return places
+
+
+class UnsendableMeta(ValueError):
+    """A ``_meta`` of a handler's result that no fitting mends (one with a malformed
+    key, or that is no object): ``str()`` names its place and why."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+        self.place = ""
+        """Where, within the object that raised it (each holder prefixes its own)."""
+
+    def within(self, place: str) -> UnsendableMeta:
+        """This, its place prefixed with ``place``."""
+        self.place = place + self.place
+        return self
+
+    def __str__(self) -> str:
+        return f"{self.place}: {self.why}"
+
+
+def _fit_meta(meta: Any, dropped: list[str]) -> Any:
+    """``meta`` (a ``_meta`` value) without its keys of MCP's reserved prefix, which
+    are added to ``dropped``; ``meta`` itself when it has none, ``None`` when none is
+    left.
+
+    Raises:
+        UnsendableMeta: ``meta`` is no object, or has a malformed key.
+    """
+    if not isinstance(meta, Mapping):
+        raise UnsendableMeta(f"_meta must be an object, not {type(meta).__name__}")
+    reserved: list[str] | None = None
+    for key in meta:
+        problem = _malformed_key_problem(key)
         if problem is not None:
-            return problem
-    return None
+            raise UnsendableMeta(f"_meta key {key!r} {problem} (basic/index.mdx#_meta)")
+        if _reserved_key(key):
+            if reserved is None:
+                reserved = []
+            reserved.append(key)
+    if reserved is None:
+        return meta
+    dropped += reserved
+    kept = {key: value for key, value in meta.items() if key not in reserved}
+    return kept or None
+
+
+def _fit_held(holder: Any, dropped: list[str]) -> Any:
+    """``holder`` (a result, content block, message or resource contents) with its
+    ``_meta``, and an embedded resource's, fitted (:func:`_fit_meta`): ``holder``
+    itself when nothing is dropped, else a copy (what a handler returned is left as
+    it is).
+
+    Raises:
+        UnsendableMeta: as :func:`_fit_meta` (its place relative to ``holder``).
+    """
+    if not isinstance(holder, Mapping):
+        return holder
+    out = holder
+    meta = holder.get("_meta")
+    if meta is not None:
+        fitted = _fit_meta(meta, dropped)
+        if fitted is not meta:
+            out = {key: value for key, value in holder.items() if key != "_meta"}
+            if fitted is not None:
+                out["_meta"] = fitted
+    resource = holder.get("resource")
+    if isinstance(resource, Mapping) and resource.get("_meta") is not None:
+        try:
+            fitted = _fit_held(resource, dropped)
+        except UnsendableMeta as exc:
+            raise exc.within(".resource") from None
+        if fitted is not resource:
+            out = {**out, "resource": fitted}
+    return out
+
+
+def _fit_list(items: list[Any], dropped: list[str]) -> list[Any]:
+    """``items`` (a list of holders) with each fitted (:func:`_fit_held`); ``items``
+    itself when nothing is dropped, else a new list.
+
+    Raises:
+        UnsendableMeta: as :func:`_fit_meta` (its place from ``[index]``).
+    """
+    out = items
+    for index, item in enumerate(items):
+        try:
+            fitted = _fit_held(item, dropped)
+        except UnsendableMeta as exc:
+            raise exc.within(f"[{index}]") from None
+        if fitted is not item:
+            if out is items:
+                out = list(items)
+            out[index] = fitted
+    return out
+
+
+def _fit_message_contents(messages: list[Any], dropped: list[str]) -> list[Any]:
+    """``messages`` with each message's content fitted (a block, or a list of them).
+
+    Raises:
+        UnsendableMeta: as :func:`_fit_meta` (its place from ``[index].content``).
+    """
+    out = messages
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            continue
+        content = message.get("content")
+        try:
+            if isinstance(content, list):
+                fitted = _fit_list(content, dropped)
+            else:
+                fitted = _fit_held(content, dropped)
+        except UnsendableMeta as exc:
+            raise exc.within(f"[{index}].content") from None
+        if fitted is not content:
+            if out is messages:
+                out = list(messages)
+            out[index] = {**message, "content": fitted}
+    return out
+
+
+def fit_sent_meta(result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A result built from what a handler returned, fit to be sent: the keys of its
+    ``_meta`` objects (its own, each content block's and an embedded resource's
+    contents', each prompt message's and its content's, each resource contents') of a
+    prefix "reserved for MCP use" (basic/index.mdx#_meta) dropped.
+
+    Such keys are the protocol's and its extensions' (the core sets some itself, such
+    as ``io.modelcontextprotocol/serverInfo``); a handler that relays what another MCP
+    server answered passes them on, which is no reason to refuse its result.
+
+    Returns:
+        The result (itself when nothing is dropped, else a copy along the changed
+        places: what the handler returned is not modified) and the keys dropped.
+
+    Raises:
+        UnsendableMeta: a ``_meta`` with a malformed key, or that is no object (the
+            message names the first, its place and why).
+    """
+    dropped: list[str] = []
+    try:
+        out = _fit_held(result, dropped)
+    except UnsendableMeta as exc:
+        raise exc.within("result") from None
+    for field in ("content", "contents", "messages"):
+        items = result.get(field)
+        if not items or not isinstance(items, list):
+            continue
+        try:
+            fitted = _fit_list(items, dropped)
+            if field == "messages":
+                fitted = _fit_message_contents(fitted, dropped)
+        except UnsendableMeta as exc:
+            raise exc.within(field) from None
+        if fitted is not items:
+            out = {**out, field: fitted}
+    return out, dropped
 
 
 def _valid_uri(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

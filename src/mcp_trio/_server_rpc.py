@@ -52,15 +52,16 @@ from ._registry import (
 from ._server_content import (
     ToolError,
     ToolResult,
+    UnsendableMeta,
     adapt_prompt_result,
     adapt_tool_result,
     completion_json,
     content_blocks,
+    fit_sent_meta,
     json_text,
     jsonable_text,
     prompt_messages,
     read_result_contents,
-    sent_meta_problem,
 )
 from ._server_sessions import SessionTracker, session_of
 from ._tasks import TaskRun, TaskRunner
@@ -190,33 +191,60 @@ def _plain_fit(plain: dict[str, type], arguments: Mapping[str, Any]) -> bool:
     return True
 
 
-def refuse_unsendable_meta(result: Mapping[str, Any], what: str) -> None:
-    """Refuse a result built from a handler's value whose ``_meta`` (its own, a content
-    block's...: :func:`sent_meta_problem`) has a key registration would refuse in a
-    definition's ``meta``: malformed, or of a prefix "reserved for MCP use"
-    (basic/index.mdx#_meta), which is the protocol's and its extensions', not a
-    handler's. It is the handler's bug, which no other call of the model's mends (so no
-    tool error): -32603, naming the key, logged where the author looks too.
+_WARNED_MAX = 1024
+"""How many (handler, key) pairs a server remembers having warned of
+(:func:`fit_unsendable_meta`); past that it warns each time (a bound on the memory,
+not on the log)."""
+
+
+def fit_unsendable_meta(
+    result: dict[str, Any], what: str, warned: set[tuple[str, str]]
+) -> dict[str, Any]:
+    """A result built from a handler's value, fit to be sent (:func:`fit_sent_meta`).
+
+    A ``_meta`` key (the result's own, a content block's...) of a prefix "reserved for
+    MCP use" (basic/index.mdx#_meta) is the protocol's and its extensions', not a
+    handler's: it is dropped, with a warning logged once per key and handler
+    (``warned``: the ``(what, key)`` pairs already warned of, the server's). That is
+    what a gateway tool relaying a downstream server's result passes on (its
+    ``io.modelcontextprotocol/serverInfo``...); the core then sets its own keys as
+    for any result. A malformed key is the handler's bug, which no other call of the
+    model's mends (so no tool error): -32603, naming the key, logged where the author
+    looks too.
 
     Raises:
-        McpError: -32603 when there is such a key.
+        McpError: -32603 when there is a malformed key.
     """
-    problem = sent_meta_problem(result)
-    if problem is not None:
-        logger.error("%s returned a result that cannot be sent: %s", what, problem)
+    try:
+        fitted, dropped = fit_sent_meta(result)
+    except UnsendableMeta as exc:
+        logger.error("%s returned a result that cannot be sent: %s", what, exc)
         raise McpError.from_code(
-            ErrorCode.INTERNAL_ERROR, f"{what} returned a result that cannot be sent: {problem}"
-        )
+            ErrorCode.INTERNAL_ERROR, f"{what} returned a result that cannot be sent: {exc}"
+        ) from None
+    for key in dropped:
+        if (what, key) not in warned:
+            if len(warned) < _WARNED_MAX:
+                warned.add((what, key))
+            logger.warning(
+                "%s returned a result whose _meta has the key %r, of a prefix reserved for "
+                "MCP (basic/index.mdx#_meta): dropped (the core sets the protocol's own "
+                "keys); warned once per key",
+                what,
+                key,
+            )
+    return fitted
 
 
-def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
-    """A tool's return value as a ``CallToolResult`` (see :meth:`Server.tool`).
+def tool_result(tool: ToolEntry, value: Any, warned: set[tuple[str, str]]) -> dict[str, Any]:
+    """A tool's return value as a ``CallToolResult`` (see :meth:`Server.tool`); ``warned``
+    as :func:`fit_unsendable_meta` takes it.
 
     Raises:
         TypeError, ValueError: the value does not fit the tool's output schema or has no
             JSON form (a bug in the tool).
-        McpError: -32603, a ``_meta`` key that may not be sent
-            (:func:`refuse_unsendable_meta`).
+        McpError: -32603, a malformed ``_meta`` key (:func:`fit_unsendable_meta`; a
+            key of MCP's reserved prefix is dropped).
     """
     if type(value) is str and tool.output_schema is None:
         return {"content": [{"type": "text", "text": value}]}  # (the commonest, at once)
@@ -224,7 +252,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         result: dict[str, Any] = (
             value.to_json() if isinstance(value, ToolResult) else unstructure(value)
         )
-        refuse_unsendable_meta(result, f"Tool {tool.name!r}")
+        result = fit_unsendable_meta(result, f"Tool {tool.name!r}", warned)
         if tool.output_schema is not None and not result.get("isError"):
             # tools.mdx: with an output schema, servers MUST provide structured
             # results that conform to it (a tool error is no result).
@@ -245,9 +273,7 @@ def tool_result(tool: ToolEntry, value: Any) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
     blocks = content_blocks(value)
     if blocks is not None:
-        result = {"content": blocks}
-        refuse_unsendable_meta(result, f"Tool {tool.name!r}")
-        return result
+        return fit_unsendable_meta({"content": blocks}, f"Tool {tool.name!r}", warned)
     if value is None:
         return {"content": []}
     # One conversion: as wire data (finite, 64-bit numbers) when the value fits; else
@@ -298,6 +324,9 @@ class ServerMethods:
         self._registry = registry
         self._page_size = page_size
         self._cursor_key = cursor_key
+        self._meta_warned: set[tuple[str, str]] = set()
+        """The (handler, ``_meta`` key) pairs of results already warned of
+        (:func:`fit_unsendable_meta`)."""
         self._completion_buckets = (
             None if completion_rate_limit is None else KeyedBuckets(completion_rate_limit)
         )
@@ -485,7 +514,9 @@ class ServerMethods:
         if isinstance(value, InputRequiredResult):
             return value
         try:
-            return adapt_tool_result(tool_result(tool, value), ctx.protocol_version)
+            return adapt_tool_result(
+                tool_result(tool, value, self._meta_warned), ctx.protocol_version
+            )
         except (TypeError, ValueError):
             logger.exception("tool %r returned a value that does not fit its result", name)
             return _tool_error(f"Tool {name!r} failed with an internal error")
@@ -515,7 +546,7 @@ class ServerMethods:
             result = {"messages": prompt_messages(value)}
             if "description" in prompt.definition:
                 result["description"] = prompt.definition["description"]
-        refuse_unsendable_meta(result, f"Prompt {name!r}")
+        result = fit_unsendable_meta(result, f"Prompt {name!r}", self._meta_warned)
         return adapt_prompt_result(result, ctx.protocol_version)
 
     # ------------------------------------------------------------ resources
@@ -537,8 +568,9 @@ class ServerMethods:
         if isinstance(value, InputRequiredResult):
             return value
         contents = read_result_contents(uri, value, entry.mime_type)
-        refuse_unsendable_meta({"contents": contents}, f"Resource {entry.definition['name']!r}")
-        return {"contents": contents}
+        return fit_unsendable_meta(
+            {"contents": contents}, f"Resource {entry.definition['name']!r}", self._meta_warned
+        )
 
     async def read_in_process(self, context: Context[Any], uri: str) -> ReadResourceResult:
         """:meth:`Context.read_resource <mcp_trio.Context.read_resource>`: what

@@ -5,16 +5,22 @@ and ends with an alphanumeric), outside MCP's reserved namespace (a prefix whose
 label is ``modelcontextprotocol`` or ``mcp``): anything else is refused at registration,
 naming the key and the rule.
 
-The same rule holds for the ``_meta`` of what a handler returns (a ``ToolResult``'s, a
-content block's, an embedded resource's, resource contents') and of the messages a
-handler asks to sample: such a result is the handler's bug, which the client is told
-as -32603 naming the key (not a tool error: no other call of the model's mends it), and
-a sampling request is refused with ``ValueError`` before anything is sent."""
+In the ``_meta`` of what a handler returns (a ``ToolResult``'s, a content block's, an
+embedded resource's, resource contents'), a malformed key is the handler's bug, which
+the client is told as -32603 naming the key (not a tool error: no other call of the
+model's mends it); a key of the reserved prefix is dropped with a warning (once per key
+and handler), since a gateway relaying a downstream server's result passes on the
+protocol's own keys (``io.modelcontextprotocol/serverInfo``), which the core sets
+itself. The messages a handler asks to sample are held to the registration rule: a
+sampling request with either is refused with ``ValueError`` before anything is sent."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+from unittest.mock import ANY
 
+import attrs
 import pytest
 
 from mcp_sansio import ErrorCode, types
@@ -109,6 +115,8 @@ def test_meta_that_is_not_a_mapping_of_strings_is_refused(kind: str) -> None:
 
 RESERVED = "io.modelcontextprotocol/x"
 WHY = f"_meta key {RESERVED!r} has a prefix reserved for MCP"
+BAD = "bad key!"
+MALFORMED = f"_meta key {BAD!r} has a malformed name"
 
 
 def returning(value: Any) -> Server:
@@ -130,23 +138,28 @@ def returning(value: Any) -> Server:
     return server
 
 
-BLOCK = {"type": "text", "text": "x", "_meta": {RESERVED: 1}}
-EMBEDDED = {"type": "resource", "resource": {"uri": "mem://e", "text": "e", "_meta": {RESERVED: 1}}}
+def block(meta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "text", "text": "x", "_meta": meta}
+
+
+def embedded(meta: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "resource", "resource": {"uri": "mem://e", "text": "e", "_meta": meta}}
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 @pytest.mark.parametrize(
     ("value", "where"),
     [
-        (ToolResult("x", meta={RESERVED: 1}), "result"),
-        (ToolResult(["ok", BLOCK]), "content[1]"),
-        ([BLOCK], "content[0]"),
-        (EMBEDDED, "content[0].resource"),
-        (types.TextContent(text="x", meta={"bad key!": 1}), "content[0]"),
+        (ToolResult("x", meta={BAD: 1}), "result"),
+        (ToolResult(["ok", block({BAD: 1})]), "content[1]"),
+        ([block({RESERVED: 1, BAD: 1})], "content[0]"),  # (dropping mends no malformed key)
+        (embedded({BAD: 1}), "content[0].resource"),
+        (types.TextContent(text="x", meta={BAD: 1}), "content[0]"),
+        ([{"type": "text", "text": "x", "_meta": [RESERVED]}], "content[0]"),
     ],
 )
-async def test_a_tool_result_with_such_a_key_is_an_internal_error(
-    era: str, value: Any, where: str
+async def test_a_tool_result_with_a_malformed_key_is_an_internal_error(
+    era: str, value: Any, where: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with connect(returning(value), era) as client:
         with pytest.raises(McpError) as info:
@@ -154,39 +167,150 @@ async def test_a_tool_result_with_such_a_key_is_an_internal_error(
         assert info.value.code == ErrorCode.INTERNAL_ERROR
         message = info.value.message
         assert message.startswith(f"Tool 'tool' returned a result that cannot be sent: {where}: ")
-        assert message.endswith("(basic/index.mdx#_meta)")
-        assert (RESERVED in message) or ("'bad key!' has a malformed name" in message)
+        assert (
+            MALFORMED in message and message.endswith("(basic/index.mdx#_meta)")
+        ) or message.endswith("_meta must be an object, not list")
+        assert message in caplog.text  # (logged at ERROR, where the author looks)
         # (the session goes on)
         assert (await client.request("tools/list"))["tools"][0]["name"] == "tool"
 
 
-async def test_a_prompt_or_resource_with_such_a_key_is_an_internal_error() -> None:
+async def test_a_prompt_or_resource_with_a_malformed_key_is_an_internal_error() -> None:
     async with connect(
-        returning(types.TextResourceContents(uri="mem://r", text="t", meta={RESERVED: 1})), "legacy"
+        returning(types.TextResourceContents(uri="mem://r", text="t", meta={BAD: 1})), "legacy"
     ) as client:
         with pytest.raises(McpError) as info:
             await client.request("resources/read", {"uri": "mem://r"})
         assert info.value.message == (
-            f"Resource 'resource' returned a result that cannot be sent: contents[0]: {WHY}"
-            " (its second label is 'modelcontextprotocol' or 'mcp'); use a prefix of your"
-            " own, such as 'com.example/' (basic/index.mdx#_meta)"
+            f"Resource 'resource' returned a result that cannot be sent: contents[0]: {MALFORMED}:"
+            " it must begin and end with a letter or digit (letters, digits, '-', '_' and '.'"
+            " between) (basic/index.mdx#_meta)"
         )
-    async with connect(returning(BLOCK), "legacy") as client:
+    async with connect(returning(block({BAD: 1})), "legacy") as client:
         with pytest.raises(McpError) as info:
             await client.request("prompts/get", {"name": "prompt"})
         assert info.value.code == ErrorCode.INTERNAL_ERROR
         assert (
-            f"Prompt 'prompt' returned a result that cannot be sent: messages[0].content: {WHY}"
-            in info.value.message
+            f"Prompt 'prompt' returned a result that cannot be sent: messages[0].content: "
+            f"{MALFORMED}" in info.value.message
         )
 
 
-async def test_well_formed_keys_of_a_result_are_sent() -> None:
-    meta = {"com.example/k": 1, "progressToken": 2, "com.example.mcp/x": 3}
-    value = ToolResult([{"type": "text", "text": "x", "_meta": meta}], meta=meta)
-    async with connect(returning(value), "legacy") as client:
+OWN = {"com.example/k": 1}
+BOTH = {RESERVED: 1, "dev.mcp/y": 2, **OWN}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize(
+    ("value", "path", "kept"),
+    [
+        (ToolResult("x", meta=BOTH), (), OWN),
+        (ToolResult("x", meta={RESERVED: 1}), (), None),
+        (ToolResult(["ok", block(BOTH)]), ("content", 1), OWN),
+        ([block(BOTH)], ("content", 0), OWN),
+        ([block({RESERVED: 1})], ("content", 0), None),
+        (embedded(BOTH), ("content", 0, "resource"), OWN),
+        (types.TextContent(text="x", meta=BOTH), ("content", 0), OWN),
+    ],
+)
+async def test_reserved_keys_of_a_tool_result_are_dropped(
+    era: str,
+    value: Any,
+    path: tuple[Any, ...],
+    kept: dict[str, Any] | None,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    before = copy.deepcopy(value)
+    async with connect(returning(value), era) as client:
         result = await client.request("tools/call", {"name": "tool", "arguments": {}})
-    assert result["_meta"] == result["content"][0]["_meta"] == meta
+    held = result
+    for step in path:
+        held = held[step]
+    meta: Any = held.get("_meta")
+    if not path and era == "modern":  # (the core's own key, set as on any result)
+        assert meta.pop("io.modelcontextprotocol/serverInfo")["name"] == "m"
+        meta = meta or None
+    assert meta == kept  # (an emptied _meta goes)
+    assert value == before  # (what the handler returned is not modified)
+    assert f"whose _meta has the key {RESERVED!r}" in caplog.text
+
+
+async def test_reserved_keys_of_a_prompt_or_resource_are_dropped() -> None:
+    contents = types.TextResourceContents(uri="mem://r", text="t", meta=BOTH)
+    async with connect(returning(contents), "legacy") as client:
+        read = await client.request("resources/read", {"uri": "mem://r"})
+    assert read["contents"][0]["_meta"] == OWN
+    async with connect(returning(block(BOTH)), "modern") as client:
+        got = await client.request("prompts/get", {"name": "prompt"})
+    assert got["messages"][0]["content"]["_meta"] == OWN
+    assert got["_meta"] == {"io.modelcontextprotocol/serverInfo": {"name": "m", "version": ANY}}
+
+
+async def test_a_dropped_key_is_warned_of_once_per_key_and_handler(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = Server("m")
+
+    @server.tool()
+    async def one() -> ToolResult:
+        return ToolResult([block(BOTH)], meta={RESERVED: 1})
+
+    @server.tool()
+    async def two() -> ToolResult:
+        return ToolResult("x", meta={RESERVED: 1})
+
+    async with connect(server, "modern") as client:
+        for name in ("one", "one", "two", "one", "two"):
+            await client.request("tools/call", {"name": name, "arguments": {}})
+    warnings = [
+        (r.levelname, r.getMessage().split(" returned")[0], r.args[1])  # type: ignore[index]
+        for r in caplog.records
+        if "reserved for MCP" in r.getMessage()
+    ]
+    assert warnings == [
+        ("WARNING", "Tool 'one'", RESERVED),
+        ("WARNING", "Tool 'one'", "dev.mcp/y"),
+        ("WARNING", "Tool 'two'", RESERVED),
+    ]
+
+
+# A gateway: a tool that returns what a downstream server answered (its typed result,
+# whose _meta carries the downstream's io.modelcontextprotocol/serverInfo in the modern
+# era) relays it; the reserved keys it passes on are dropped, the core sets its own.
+
+
+def downstream() -> Server:
+    down = Server("down", version="1")
+
+    @down.tool()
+    async def hello() -> ToolResult:
+        return ToolResult([block(OWN)], meta=OWN)
+
+    return down
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize("more", [False, True])
+async def test_a_gateway_tool_relays_a_downstream_modern_result(era: str, more: bool) -> None:
+    gateway = Server("up", version="2")
+
+    @gateway.tool()
+    async def relay() -> Any:
+        async with open_client(downstream(), era="modern") as down:
+            out = await down.call_tool("hello", {})
+        result: Any = out.result
+        assert result.meta["io.modelcontextprotocol/serverInfo"]["name"] == "down"
+        if more:  # (and other keys of MCP's, on the result and on its content)
+            content = [attrs.evolve(b, meta={**b.meta, RESERVED: 1}) for b in result.content]
+            meta = {**result.meta, RESERVED: 2, "dev.mcp/y": 3}
+            result = attrs.evolve(result, content=content, meta=meta)
+        return result
+
+    async with connect(gateway, era) as client:
+        result = await client.request("tools/call", {"name": "relay", "arguments": {}})
+    assert result["content"] == [block(OWN)]
+    own = {"io.modelcontextprotocol/serverInfo": {"name": "up", "version": "2"}}
+    assert result["_meta"] == {**(own if era == "modern" else {}), **OWN}
 
 
 async def test_sampling_messages_with_such_a_key_are_refused_before_sending() -> None:
@@ -197,7 +321,7 @@ async def test_sampling_messages_with_such_a_key_are_refused_before_sending() ->
     async def ask(ctx: Context) -> str:
         for messages in (
             [{"role": "user", "content": {"type": "text", "text": "x"}, "_meta": {RESERVED: 1}}],
-            [{"role": "user", "content": BLOCK}],
+            [{"role": "user", "content": block({RESERVED: 1})}],
         ):
             try:
                 await ctx.sample(messages, max_tokens=1)
