@@ -105,16 +105,22 @@ class _Answering(_ConnectionBase):
                 kind = result["resultType"]  # (decorate_result made sure of a string)
                 if kind != _COMPLETE:
                     self._check_result_type(kind, inbound, result)
-        elif type(result) is not dict and not isinstance(result, Mapping):
-            # The schema's Result is an object, in every revision (the modern branch's
-            # decorate_result refuses the same).
-            raise LocalProtocolError(f"result must be a mapping, not {type(result).__name__}")
-        elif self._version in LACKING and inbound.method in RESULTS_FITTED:
-            # In the session's revision's terms (a 2025-11-25 session, with nothing to
-            # fit, pays the one lookup; no walrus here: it costs two bytecodes a result).
-            version = self._version
-            assert version is not None  # (LACKING's keys are versions)
-            result = fit_result(inbound.method, result, version)
+        else:
+            if type(result) is not dict:
+                # The schema's Result is an object, in every revision (the modern branch's
+                # decorate_result refuses the same); another mapping (MappingProxyType,
+                # ChainMap) is copied, as orjson writes dicts only.
+                if not isinstance(result, Mapping):
+                    raise LocalProtocolError(
+                        f"result must be a mapping, not {type(result).__name__}"
+                    )
+                result = dict(result)
+            if self._version in LACKING and inbound.method in RESULTS_FITTED:
+                # In the session's revision's terms (a 2025-11-25 session, with nothing
+                # to fit, pays the one lookup; no walrus: it costs two bytecodes a result).
+                version = self._version
+                assert version is not None  # (LACKING's keys are versions)
+                result = fit_result(inbound.method, result, version)
         reply = {"jsonrpc": JSONRPC, "id": request_id, "result": result}
         payload = dumps(reply)  # check first (may raise), change state after
         del self._inflight[request_id]

@@ -678,8 +678,10 @@ class Connection(_Receiving, _Answering):
             raise LocalProtocolError("use send_progress() to report progress")
         if method in _REQUEST_METHODS:
             raise LocalProtocolError(f"{method!r} is a request: use send_request()")
-        if params is not None and not isinstance(params, Mapping):
-            raise LocalProtocolError(f"a notification's params are an object, not {params!r}")
+        if params is not None and type(params) is not dict:
+            if not isinstance(params, Mapping):
+                raise LocalProtocolError(f"a notification's params are an object, not {params!r}")
+            params = dict(params)  # (orjson writes dicts only)
         if self.role == "server":
             legacy = self._era is _LEGACY
             if legacy:

@@ -1366,7 +1366,9 @@ def _form_problem(schema: Mapping[str, Any], content: Mapping[str, Any]) -> str 
     properties = properties if isinstance(properties, Mapping) else {}
     required = schema.get("required")
     for name in required if isinstance(required, list) else ():
-        if name not in content:
+        # (A server's form may name a non-string: the server's mistake, not a missing
+        # answer; a dict there would not even hash.)
+        if isinstance(name, str) and name not in content:
             return f"the form's required field {name!r} is missing"
     for name, value in content.items():
         field = properties.get(name)

@@ -307,3 +307,17 @@ def test_answers_that_do_not_fit_are_refused(answers: dict[str, Any], problem: s
     assert conn.data_to_send() == []
     conn.retry_with_input(event.request_id, {"form": {"action": "decline"}}, now=0.0)
     assert len(conn.data_to_send()) == 1
+
+
+def test_a_form_that_requires_a_non_string_is_the_servers_mistake_not_a_missing_answer() -> None:
+    # A hostile form's "required" may hold anything; a dict there raised TypeError
+    # (unhashable) out of retry_with_input, which promises LocalProtocolError at most.
+    form = {
+        "method": "elicitation/create",
+        "params": {"message": "?", "requestedSchema": {**SCHEMA, "required": [{"x": 1}, 5]}},
+    }
+    conn, event = awaiting({"form": form})
+    answers = {"form": {"action": "accept", "content": {"name": "Ann"}}}
+    conn.retry_with_input(event.request_id, answers, now=0.0)
+    (retry,) = conn.data_to_send()
+    assert loads(retry)["params"]["inputResponses"] == answers

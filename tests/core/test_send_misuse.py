@@ -12,6 +12,8 @@ in both eras, instead of going on the wire or raising some other error: no I/O.
 
 from __future__ import annotations
 
+from collections import ChainMap
+from types import MappingProxyType
 from typing import Any, Literal
 
 import pytest
@@ -114,3 +116,16 @@ def test_notification_params_are_an_object(params: Any) -> None:
     pair.client.send_notification("notifications/custom", {"x": 1})
     pair.client.send_notification("notifications/custom")
     assert len(pair.client.data_to_send()) == 2
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_mapping_that_is_no_dict_goes_out_as_an_object(era: Literal["legacy", "modern"]) -> None:
+    # The checks say "a mapping": MappingProxyType and ChainMap are mappings orjson does not
+    # write (it raised TypeError in the legacy era, and for a notification's params in both).
+    pair, request = served(era)
+    pair.server.send_result(request.request_id, MappingProxyType({"content": []}))  # type: ignore[arg-type]
+    (answer,) = pair.deliver(pair.server)
+    assert isinstance(answer, ResultReceived) and answer.result["content"] == []
+    pair.client.send_notification("notifications/custom", ChainMap({"x": 1}))  # type: ignore[arg-type]
+    (sent,) = pair.client.data_to_send()
+    assert b'"params":{"x":1}' in sent
