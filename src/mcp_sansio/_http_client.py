@@ -293,6 +293,9 @@ class ClientRequest:
     """The ``Mcp-Session-Id`` sent, if any (a 404 then means that session is gone)."""
     resent: bool = False
     """Whether this POST sends requests again after a 404 (a second 404 ends it all)."""
+    initialized: bool = False
+    """Legacy: the message is ``notifications/initialized`` (a binding has the requests
+    after it wait until the server has taken it)."""
     dropped: int | None = None
     """A resumption: the ``max_event_size`` an SSE event of the streams it resumes was
     dropped for, if any (named should the answers never come)."""
@@ -1187,6 +1190,7 @@ class HttpClient:
             methods=methods,
             session_id=self.session_id,
             resent=bool(self._lost) and any(rid in self._lost for rid in ids),
+            initialized=first.get("method") == "notifications/initialized" and type(obj) is dict,
         )
 
     def _legacy_post(self) -> HttpRequest:

@@ -137,7 +137,6 @@ from ._http_config import HttpTransportConfig
 from ._http_h11 import (
     Unframeable,
     client_headers,
-    is_initialized,
     log_one_way_answer,
     log_warnings,
     one_way_retry_delay,
@@ -535,7 +534,7 @@ class HttpTransport:
             logger.debug("HTTP: dropped, the session is over: %.200r", message)
             return
         exchange = _Exchange(sent)
-        exchange.gates = not sent.request_ids and is_initialized(message)
+        exchange.gates = sent.initialized
         self._start(exchange, now)
 
     def _start(self, exchange: _Exchange, now: float, *, after: _Exchange | None = None) -> None:

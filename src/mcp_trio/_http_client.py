@@ -245,7 +245,7 @@ from ._errors import HandshakeFailed, SessionClosed
 from ._errors_base import name_the_endpoint
 from ._handlers import Handlers
 from ._http_config import HttpTransportConfig
-from ._http_h11 import is_initialized, log_one_way_answer, log_warnings, one_way_retry_delay
+from ._http_h11 import log_one_way_answer, log_warnings, one_way_retry_delay
 from ._http_pool import ConnectFailed, Pool, ReadFailed, WriteFailed
 from ._http_wire import H11Stream, WireError
 from ._oauth import OAuth
@@ -477,7 +477,7 @@ class HttpChannel(MessageChannel):
         if sent.request_ids:
             self._send_request(sent)
             return
-        if not is_initialized(message):
+        if not sent.initialized:
             if not self._one_way_nowait(sent):
                 await self._one_way_later(sent)
             return
@@ -567,7 +567,7 @@ class HttpChannel(MessageChannel):
             return False  # send() raises it (or drops the message, saying why)
         if not sent.request_ids:
             # (notifications/initialized is awaited: send() does it)
-            return not is_initialized(message) and self._one_way_nowait(sent)
+            return not sent.initialized and self._one_way_nowait(sent)
         pool = self._pool
         if (
             pool.limiter.available_tokens
@@ -774,9 +774,7 @@ class HttpChannel(MessageChannel):
                 except trio.BrokenResourceError as exc:  # (nothing of it went out)
                     cause = exc.__cause__
                     if isinstance(cause, ConnectFailed) and not self._outlives_no_server(sent):
-                        closed = SessionClosed(f"the server cannot be reached: {cause}")
-                        closed.__cause__ = cause
-                        self._signal_soon(closed)
+                        self._unreachable(cause)
                     else:
                         logger.warning("HTTP: a one-way message could not be sent: %s", exc)
                     return
@@ -907,9 +905,7 @@ class HttpChannel(MessageChannel):
                 ):
                     # No server for a request: a legacy session ends (the server, and
                     # what it kept, are gone; see _outlives_no_server).
-                    closed = SessionClosed(f"the server cannot be reached: {exc}")
-                    closed.__cause__ = exc  # (what it wraps: a refused certificate, say)
-                    self._signal_soon(closed)
+                    self._unreachable(exc)
                     return
                 # Written, then no answer: a modern request is re-issued (the module docs);
                 # a resumption that got no connection, or no answer, is tried again
@@ -1283,6 +1279,13 @@ class HttpChannel(MessageChannel):
             stream.scope.cancel()  # (the stream belongs to the forgotten session)
             failed += ids
         return tuple(failed)
+
+    def _unreachable(self, cause: BaseException) -> None:
+        """No server for a legacy session: it ends, saying why (``cause``: what the
+        connection failure wraps, a refused certificate, say)."""
+        closed = SessionClosed(f"the server cannot be reached: {cause}")
+        closed.__cause__ = cause
+        self._signal_soon(closed)
 
     def _signal_soon(self, item: SessionClosed | SessionLost) -> None:
         """Hand the session something other than a message, after every message

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Final, NamedTuple, TypeAlias
 import h11
 
 from mcp_sansio._http_common import CLIENT_RESERVED_HEADERS, extra_headers
-from mcp_sansio._json import loads
 from mcp_sansio.http import ClientResponse, HttpRequest
 
 from ._text import for_log
@@ -33,7 +32,6 @@ __all__ = [
     "Unframeable",
     "client_headers",
     "head_fields",
-    "is_initialized",
     "log_warnings",
     "request_events",
     "retry_after",
@@ -232,15 +230,6 @@ def log_warnings(reader: ClientResponse) -> None:
         return
     for warning in reader.take_warnings():
         _logger.warning("HTTP: %s", for_log(warning))
-
-
-def is_initialized(message: bytes) -> bool:
-    """Whether ``message`` is ``notifications/initialized`` (both HTTP clients: the
-    requests after it wait until the server has taken it)."""
-    if b"notifications/initialized" not in message:
-        return False
-    obj = loads(message)
-    return type(obj) is dict and obj.get("method") == "notifications/initialized"
 
 
 RETRY_AFTER_CAP: Final = 5.0
