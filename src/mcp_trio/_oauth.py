@@ -643,6 +643,13 @@ _TOKEN_ENDPOINT: Final = "as"
 _RESOURCE_SERVER: Final = "rs"
 
 
+def _log_failure(what: str, exc: BaseException) -> None:
+    """A storage call (the user's code) raised: the traceback at debug level, one line
+    naming the exception's type as a warning (its text may hold a secret)."""
+    logger.debug("OAuth: %s", what, exc_info=exc)
+    logger.warning("OAuth: %s: %s raised", what, type(exc).__name__)
+
+
 def _nonce_key(role: str, url: str) -> str:
     """A server's nonces are its origin's (RFC 9449 sections 8 and 9: the server's),
     apart for its token endpoint (``role`` :data:`_TOKEN_ENDPOINT`) and its resources
@@ -1706,8 +1713,7 @@ class Authorizer:
                 token, metadata, issuer, resource, client, current
             )
         except Exception as exc:  # (from the storage)
-            logger.debug("OAuth: the token could not be refreshed", exc_info=True)
-            logger.warning("OAuth: the token could not be refreshed: %s raised", type(exc).__name__)
+            _log_failure("the token could not be refreshed", exc)
             new, issued = None, False
         if not current():
             return  # replaced meanwhile
@@ -1791,10 +1797,7 @@ class Authorizer:
                 return
             client = None if self._assertion else await storage.load_client(issuer)
         except Exception as exc:
-            logger.debug("OAuth: the stored token could not be read", exc_info=True)
-            logger.warning(
-                "OAuth: the stored token could not be read: %s raised", type(exc).__name__
-            )
+            _log_failure("the stored token could not be read", exc)
             return
         if self.token is not None:
             return  # (a flow put one in use meanwhile)
@@ -1820,10 +1823,7 @@ class Authorizer:
         try:
             await save(self.server_url, resource, issuer)
         except Exception as exc:
-            logger.debug("OAuth: the server entry could not be stored", exc_info=True)
-            logger.warning(
-                "OAuth: the server entry could not be stored: %s raised", type(exc).__name__
-            )
+            _log_failure("the server entry could not be stored", exc)
             return
         self._recorded = (resource, issuer)
 
@@ -1832,8 +1832,7 @@ class Authorizer:
         try:
             await self.oauth.storage.save_token(resource, issuer, token)
         except Exception as exc:
-            logger.debug("OAuth: the token could not be stored", exc_info=True)
-            logger.warning("OAuth: the token could not be stored: %s raised", type(exc).__name__)
+            _log_failure("the token could not be stored", exc)
 
     async def _refresh_exchange(
         self,
