@@ -1146,6 +1146,9 @@ class _Receiving(_Handshake):
             kind = _modern.classify_result(result, method=method)
             if kind == "input_required":
                 kind = _modern.parse_input_required(result)
+                if isinstance(kind, _modern.InputRequiredResult):
+                    # (a round asking what the client never declared ends as a malformed one)
+                    kind = self._refused_input(kind.input_requests) or kind
             if isinstance(kind, ErrorData):
                 events.append(
                     ErrorReceived(
@@ -1158,18 +1161,6 @@ class _Receiving(_Handshake):
                 )
                 return
             if isinstance(kind, _modern.InputRequiredResult):
-                refused = self._refused_input(kind.input_requests)
-                if refused is not None:
-                    events.append(
-                        ErrorReceived(
-                            request_id=rid,
-                            method=method,
-                            error=refused,
-                            local=True,
-                            origin_id=entry.origin,
-                        )
-                    )
-                    return
                 entry.rounds += 1
                 entry.request_state = kind.request_state
                 entry.asked = kind.input_requests
