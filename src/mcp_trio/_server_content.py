@@ -25,7 +25,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, final
 
@@ -170,6 +170,12 @@ def _reserved_key(key: str) -> bool:
     return len(labels) > 1 and labels[1].lower() in _RESERVED_LABELS
 
 
+_RESERVED_KEY_PROBLEM = (
+    "has a prefix reserved for MCP (its second label is 'modelcontextprotocol' "
+    "or 'mcp'); use a prefix of your own, such as 'com.example/'"
+)
+
+
 def meta_key_problem(key: object) -> str | None:
     """Why ``key`` may not be a key of a ``_meta`` object we send, or ``None``: it is
     malformed, or in MCP's reserved namespace (``io.modelcontextprotocol/...``,
@@ -177,10 +183,7 @@ def meta_key_problem(key: object) -> str | None:
     author's)."""
     problem = _malformed_key_problem(key)
     if problem is None and _reserved_key(str(key)):
-        return (
-            "has a prefix reserved for MCP (its second label is 'modelcontextprotocol' "
-            "or 'mcp'); use a prefix of your own, such as 'com.example/'"
-        )
+        return _RESERVED_KEY_PROBLEM
     return problem
 
 
@@ -194,56 +197,18 @@ def meta_keys_problem(meta: Mapping[Any, Any]) -> str | None:
     return None
 
 
-def _held_meta_problem(holder: Any, where: str) -> str | None:
-    """:func:`meta_keys_problem` of ``holder``'s ``_meta`` (and, for an embedded
-    resource, of its contents'), prefixed by ``where``; ``None`` when fine or absent."""
-    if not isinstance(holder, Mapping):
-        return None
-    resource = holder.get("resource")
-    for place, meta in (
-        (where, holder.get("_meta")),
-        (f"{where}.resource", resource.get("_meta") if isinstance(resource, Mapping) else None),
-    ):
-        if meta is None:
-            continue
-        if not isinstance(meta, Mapping):
-            return f"{place}: _meta must be an object, not {type(meta).__name__}"
-        problem = meta_keys_problem(meta)
-        if problem is not None:
-            return f"{place}: {problem}"
-    return None
-
-
-def sent_meta_problem(result: Mapping[str, Any]) -> str | None:
+def sent_meta_problem(result: dict[str, Any]) -> str | None:
     """Why a request built from what a handler gave (the ``messages`` of a sampling
     request) may not be sent, for a ``_meta`` key that breaks the rule registration
     holds a definition's ``meta`` to (:func:`meta_key_problem`: malformed, or MCP's
-    reserved prefix), or ``None``. Looks at the object's own ``_meta``, each content
-    block's (and an embedded resource's contents'), each message's and its content's,
-    and each resource contents'. (A result is fitted instead: :func:`fit_sent_meta`.)
-    """
-    for where, held in _meta_holders(result):
-        problem = _held_meta_problem(held, where)
-        if problem is not None:
-            return problem
+    reserved prefix), or ``None``. Looks where :func:`fit_sent_meta` does, which fits a
+    result instead (dropping a reserved key); here the first bad key is named, with its
+    place."""
+    try:
+        fit_sent_meta(result, strict=True)
+    except UnsendableMeta as exc:
+        return str(exc)
     return None
-
-
-def _meta_holders(result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """The objects of ``result`` that may hold a ``_meta``, each with its place."""
-    places: list[tuple[str, Any]] = [("result", result)]
-    for field in ("content", "contents", "messages"):
-        items = result.get(field)
-        for index, item in enumerate(items if isinstance(items, list) else ()):
-            places.append((f"{field}[{index}]", item))
-            if field == "messages" and isinstance(item, Mapping):
-                # (a message's content: one block; in sampling, a list of them too)
-                content, where = item.get("content"), f"messages[{index}].content"
-                if isinstance(content, list):
-                    places += ((f"{where}[{i}]", block) for i, block in enumerate(content))
-                else:
-                    places.append((where, content))
-    return places
 
 
 class UnsendableMeta(ValueError):
@@ -265,25 +230,29 @@ class UnsendableMeta(ValueError):
         return f"{self.place}: {self.why}"
 
 
-def _fit_meta(meta: Any, dropped: list[str]) -> Any:
+def _fit_meta(meta: Any, dropped: list[str], strict: bool) -> Any:
     """``meta`` (a ``_meta`` value) without its keys of MCP's reserved prefix, which
     are added to ``dropped``; ``meta`` itself when it has none, ``None`` when none is
     left.
 
     Raises:
-        UnsendableMeta: ``meta`` is no object, or has a malformed key.
+        UnsendableMeta: ``meta`` is no object, or has a malformed key (or, ``strict``,
+            a reserved one).
     """
     if not isinstance(meta, Mapping):
         raise UnsendableMeta(f"_meta must be an object, not {type(meta).__name__}")
     reserved: list[str] | None = None
     for key in meta:
         problem = _malformed_key_problem(key)
+        if problem is None and _reserved_key(key):
+            if not strict:
+                if reserved is None:
+                    reserved = []
+                reserved.append(key)
+                continue
+            problem = _RESERVED_KEY_PROBLEM
         if problem is not None:
             raise UnsendableMeta(f"_meta key {key!r} {problem} (basic/index.mdx#_meta)")
-        if _reserved_key(key):
-            if reserved is None:
-                reserved = []
-            reserved.append(key)
     if reserved is None:
         return meta
     dropped += reserved
@@ -291,7 +260,7 @@ def _fit_meta(meta: Any, dropped: list[str]) -> Any:
     return kept or None
 
 
-def _fit_held(holder: Any, dropped: list[str]) -> Any:
+def _fit_held(holder: Any, dropped: list[str], strict: bool) -> Any:
     """``holder`` (a result, content block, message or resource contents) with its
     ``_meta``, and an embedded resource's, fitted (:func:`_fit_meta`): ``holder``
     itself when nothing is dropped, else a copy (what a handler returned is left as
@@ -305,7 +274,7 @@ def _fit_held(holder: Any, dropped: list[str]) -> Any:
     out = holder
     meta = holder.get("_meta")
     if meta is not None:
-        fitted = _fit_meta(meta, dropped)
+        fitted = _fit_meta(meta, dropped, strict)
         if fitted is not meta:
             out = {key: value for key, value in holder.items() if key != "_meta"}
             if fitted is not None:
@@ -313,7 +282,7 @@ def _fit_held(holder: Any, dropped: list[str]) -> Any:
     resource = holder.get("resource")
     if isinstance(resource, Mapping) and resource.get("_meta") is not None:
         try:
-            fitted = _fit_held(resource, dropped)
+            fitted = _fit_held(resource, dropped, strict)
         except UnsendableMeta as exc:
             raise exc.within(".resource") from None
         if fitted is not resource:
@@ -321,9 +290,35 @@ def _fit_held(holder: Any, dropped: list[str]) -> Any:
     return out
 
 
-def _fit_list(items: list[Any], dropped: list[str]) -> list[Any]:
-    """``items`` (a list of holders) with each fitted (:func:`_fit_held`); ``items``
-    itself when nothing is dropped, else a new list.
+def _fit_message(message: Any, dropped: list[str], strict: bool) -> Any:
+    """``message`` (a prompt or sampling message) fitted as :func:`_fit_held` fits a
+    holder, and its content too (one block; in sampling, a list of them too).
+
+    Raises:
+        UnsendableMeta: as :func:`_fit_meta` (its place relative to ``message``).
+    """
+    out = _fit_held(message, dropped, strict)
+    if not isinstance(message, Mapping):
+        return out
+    content = message.get("content")
+    try:
+        if isinstance(content, list):
+            fitted = _fit_each(content, _fit_held, dropped, strict)
+        else:
+            fitted = _fit_held(content, dropped, strict)
+    except UnsendableMeta as exc:
+        raise exc.within(".content") from None
+    return out if fitted is content else {**out, "content": fitted}
+
+
+def _fit_each(
+    items: list[Any],
+    fit: Callable[[Any, list[str], bool], Any],
+    dropped: list[str],
+    strict: bool,
+) -> list[Any]:
+    """``items`` with each fitted by ``fit`` (:func:`_fit_held` or :func:`_fit_message`);
+    ``items`` itself when nothing is dropped, else a new list.
 
     Raises:
         UnsendableMeta: as :func:`_fit_meta` (its place from ``[index]``).
@@ -331,7 +326,7 @@ def _fit_list(items: list[Any], dropped: list[str]) -> list[Any]:
     out = items
     for index, item in enumerate(items):
         try:
-            fitted = _fit_held(item, dropped)
+            fitted = fit(item, dropped, strict)
         except UnsendableMeta as exc:
             raise exc.within(f"[{index}]") from None
         if fitted is not item:
@@ -341,32 +336,9 @@ def _fit_list(items: list[Any], dropped: list[str]) -> list[Any]:
     return out
 
 
-def _fit_message_contents(messages: list[Any], dropped: list[str]) -> list[Any]:
-    """``messages`` with each message's content fitted (a block, or a list of them).
-
-    Raises:
-        UnsendableMeta: as :func:`_fit_meta` (its place from ``[index].content``).
-    """
-    out = messages
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            continue
-        content = message.get("content")
-        try:
-            if isinstance(content, list):
-                fitted = _fit_list(content, dropped)
-            else:
-                fitted = _fit_held(content, dropped)
-        except UnsendableMeta as exc:
-            raise exc.within(f"[{index}].content") from None
-        if fitted is not content:
-            if out is messages:
-                out = list(messages)
-            out[index] = {**message, "content": fitted}
-    return out
-
-
-def fit_sent_meta(result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def fit_sent_meta(
+    result: dict[str, Any], *, strict: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """A result built from what a handler returned, fit to be sent: the keys of its
     ``_meta`` objects (its own, each content block's and an embedded resource's
     contents', each prompt message's and its content's, each resource contents') of a
@@ -374,7 +346,9 @@ def fit_sent_meta(result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
     Such keys are the protocol's and its extensions' (the core sets some itself, such
     as ``io.modelcontextprotocol/serverInfo``); a handler that relays what another MCP
-    server answered passes them on, which is no reason to refuse its result.
+    server answered passes them on, which is no reason to refuse its result. With
+    ``strict`` such a key is refused instead (:func:`sent_meta_problem`: a request
+    built from a handler's values).
 
     Returns:
         The result (itself when nothing is dropped, else a copy along the changed
@@ -382,21 +356,20 @@ def fit_sent_meta(result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
     Raises:
         UnsendableMeta: a ``_meta`` with a malformed key, or that is no object (the
-            message names the first, its place and why).
+            message names the first, in document order, its place and why).
     """
     dropped: list[str] = []
     try:
-        out = _fit_held(result, dropped)
+        out = _fit_held(result, dropped, strict)
     except UnsendableMeta as exc:
         raise exc.within("result") from None
     for field in ("content", "contents", "messages"):
         items = result.get(field)
         if not items or not isinstance(items, list):
             continue
+        fit = _fit_message if field == "messages" else _fit_held
         try:
-            fitted = _fit_list(items, dropped)
-            if field == "messages":
-                fitted = _fit_message_contents(fitted, dropped)
+            fitted = _fit_each(items, fit, dropped, strict)
         except UnsendableMeta as exc:
             raise exc.within(field) from None
         if fitted is not items:

@@ -24,7 +24,7 @@ import attrs
 import pytest
 
 from mcp_sansio import ErrorCode, types
-from mcp_trio import Context, McpError, ToolResult
+from mcp_trio import Context, McpError, Message, ToolResult
 from mcp_trio._client import open_client
 from mcp_trio._server import Server
 
@@ -194,6 +194,18 @@ async def test_a_prompt_or_resource_with_a_malformed_key_is_an_internal_error() 
             f"Prompt 'prompt' returned a result that cannot be sent: messages[0].content: "
             f"{MALFORMED}" in info.value.message
         )
+
+
+async def test_of_several_malformed_keys_the_first_in_the_result_is_named() -> None:
+    # (A message's content comes before the next message, as in a sampling request's
+    # refusal: one walk over both.)
+    late = {"role": "user", "content": {"type": "text", "text": "y"}, "_meta": {"worse!": 1}}
+    async with connect(returning([Message("user", block({BAD: 1})), late]), "legacy") as client:
+        with pytest.raises(McpError) as info:
+            await client.request("prompts/get", {"name": "prompt"})
+    assert info.value.message.startswith(
+        f"Prompt 'prompt' returned a result that cannot be sent: messages[0].content: {MALFORMED}"
+    )
 
 
 OWN = {"com.example/k": 1}
