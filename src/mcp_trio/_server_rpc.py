@@ -191,6 +191,18 @@ def _plain_fit(plain: dict[str, type], arguments: Mapping[str, Any]) -> bool:
     return True
 
 
+def _custom_arguments_problem(tool: ToolEntry, arguments: Mapping[str, Any]) -> str | None:
+    """What is wrong with valid ``arguments`` of a tool with a verbatim input schema
+    that its function cannot take (an unknown name, a parameter without a default
+    left out), or ``None``."""
+    if tool.custom_params is not None:  # (None: the function takes **kwargs)
+        unknown = sorted(set(arguments) - tool.custom_params)
+        if unknown:
+            return f"unknown {unknown}"
+    missing = [param for param in tool.custom_required if param not in arguments]
+    return f"missing {missing}" if missing else None
+
+
 _WARNED_MAX = 1024
 """How many (handler, key) pairs a server remembers having warned of
 (:func:`fit_unsendable_meta`); past that it warns each time (a bound on the memory,
@@ -443,34 +455,23 @@ class ServerMethods:
         fit = tool.plain_test
         if fit is not None and fit(arguments):
             kwargs = dict(arguments)  # (valid, and what coerce_arguments would make of them)
-        elif tool.custom_input:
-            # A verbatim schema: validated against when validate() can use it (else the
-            # function checks them), passed as JSON values, unconverted.
-            check, test = tool.input_check, tool.input_test
-            if check is not None and (test is None or not test(arguments)):
-                problems = validate(arguments, check)
-                if problems:
-                    why = "; ".join(problems)
-                    return _tool_error(f"Invalid arguments for tool {name!r}: {why}")
-            if tool.custom_params is not None:  # (None: the function takes **kwargs)
-                unknown = sorted(set(arguments) - tool.custom_params)
-                if unknown:
-                    return _tool_error(f"Invalid arguments for tool {name!r}: unknown {unknown}")
-            missing = [param for param in tool.custom_required if param not in arguments]
-            if missing:
-                return _tool_error(f"Invalid arguments for tool {name!r}: missing {missing}")
-            kwargs = dict(arguments)
         else:
-            # (The registry's quick test first: validate() walks the schema, to list
-            # what is wrong.)
+            # Validated against the schema (a verbatim one when validate() can use it,
+            # else the function checks them); the registry's quick test first:
+            # validate() walks the schema, to list what is wrong.
+            schema = tool.input_check if tool.custom_input else tool.input_schema
             test = tool.input_test
-            if test is None or not test(arguments):
-                problems = validate(arguments, tool.input_schema)
+            if schema is not None and (test is None or not test(arguments)):
+                problems = validate(arguments, schema)
                 if problems:
                     why = "; ".join(problems)
                     return _tool_error(f"Invalid arguments for tool {name!r}: {why}")
-            plain = tool.plain_params
-            if plain is not None and _plain_fit(plain, arguments):
+            if tool.custom_input:
+                problem = _custom_arguments_problem(tool, arguments)
+                if problem is not None:
+                    return _tool_error(f"Invalid arguments for tool {name!r}: {problem}")
+                kwargs = dict(arguments)  # (passed as JSON values, unconverted)
+            elif tool.plain_params is not None and _plain_fit(tool.plain_params, arguments):
                 kwargs = dict(arguments)  # (what coerce_arguments would make of them)
             else:
                 try:
