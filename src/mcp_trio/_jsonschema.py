@@ -552,9 +552,10 @@ _WHY_NOT = {
 }
 
 
-def _derives_from(meta: object, module: str, name: str) -> bool:
-    """Whether ``meta``'s class is, or derives from, the class ``module.name``."""
-    return any(c.__module__ == module and c.__name__ == name for c in type(meta).__mro__)
+def _class_derives(cls: type, module: str, name: str) -> bool:
+    """Whether ``cls`` is, or derives from, the class ``module.name`` (compared by name:
+    the library need not be imported)."""
+    return any(c.__module__ == module and c.__name__ == name for c in cls.__mro__)
 
 
 def _library_of(meta: object) -> str | None:
@@ -591,14 +592,12 @@ def _metadata_values(meta: object) -> dict[str, Any]:
 
 def _is_pydantic_model(tp: object) -> bool:
     """Whether ``tp`` is a subclass of pydantic's ``BaseModel``."""
-    return isinstance(tp, type) and any(
-        c.__module__ == "pydantic.main" and c.__name__ == "BaseModel" for c in tp.__mro__
-    )
+    return isinstance(tp, type) and _class_derives(tp, "pydantic.main", "BaseModel")
 
 
 def _is_field_info(value: object) -> bool:
     """Whether ``value`` is a pydantic ``FieldInfo`` (what ``Field(...)`` returns)."""
-    return _derives_from(value, "pydantic.fields", "FieldInfo")
+    return _class_derives(type(value), "pydantic.fields", "FieldInfo")
 
 
 def _field_default(info: Any, *, call: bool) -> Any:
@@ -721,14 +720,14 @@ class _Builder:
             for keyword in keywords:  # (a bound JSON Schema would ignore: said, not dropped)
                 self.need(out, {_CONSTRAINED[keyword]}, f"Constraints({keyword})")
             out.update(keywords)
-        elif _derives_from(meta, "pydantic.fields", "FieldInfo"):
+        elif _is_field_info(meta):
             self.field_info(out, meta, field, in_annotated=True)
         elif getattr(meta, "__is_annotated_types_grouped_metadata__", False) is True:
             # annotated-types' GroupedMetadata (Interval, Len, pydantic's
             # StringConstraints): "Parsers should recognize this and unpack it".
             for part in cast("Iterable[object]", meta):
                 self.annotate(out, part, field)
-        elif _derives_from(meta, "annotated_types", "BaseMetadata"):
+        elif _class_derives(type(meta), "annotated_types", "BaseMetadata"):
             self.constraint(out, meta)
         elif _is_doc(meta):
             out["description"] = cast("Any", meta).documentation
