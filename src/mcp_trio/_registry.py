@@ -425,12 +425,14 @@ class ToolEntry(Entry):
         skip = _skip(ctx)
         custom_input = input_schema is not None
         input_check = None
+        custom_params: frozenset[str] | None = frozenset()
+        custom_required: tuple[str, ...] = ()
         if input_schema is not None:
             if input_schema.get("type") != "object":
                 raise ValueError(f"tool {name!r}: an inputSchema must be an object schema")
             schema = dict(input_schema)
             input_check = _input_check(name, input_schema)
-            _refuse_field_defaults(name, fn, skip)
+            custom_params, custom_required = _custom_signature(name, fn, skip)
         else:
             schema = function_input_schema(fn, skip=skip)
         try:
@@ -482,8 +484,8 @@ class ToolEntry(Entry):
             definition=definition,
             custom_input=custom_input,
             input_check=input_check,
-            custom_params=_custom_params(fn, skip) if custom_input else frozenset(),
-            custom_required=_custom_required(fn, skip) if custom_input else (),
+            custom_params=custom_params,
+            custom_required=custom_required,
             header_params=header_params,
             task=_task_support(name, task, task_start),
             task_start=task_start,
@@ -551,28 +553,40 @@ def _without_header_marks(node: Any) -> Any:
     return out
 
 
-def _refuse_field_defaults(name: str, fn: Callable[..., Any], skip: Sequence[str]) -> None:
-    """A tool with a verbatim ``inputSchema`` gets its arguments as they are: a pydantic
-    ``Field(...)`` default would reach it as itself."""
+def _custom_signature(
+    name: str, fn: Callable[..., Any], skip: Sequence[str]
+) -> tuple[frozenset[str] | None, tuple[str, ...]]:
+    """``ToolEntry.custom_params`` and ``custom_required`` of ``fn``, whose tool has a
+    verbatim ``inputSchema``: the argument names it accepts (its named parameters), or
+    ``None`` (any name) when it takes ``**kwargs`` -- the schema, which the function
+    checks itself, may allow more than its ``properties`` --, and those without a
+    default.
+
+    Raises:
+        TypeError: a parameter has a pydantic ``Field(...)`` as its default. Such a
+            function gets its arguments as they are: the default would reach it as
+            itself.
+    """
+    names: list[str] = []
+    required: list[str] = []
+    any_name = False
     for param in inspect.signature(fn).parameters.values():
-        if param.name not in skip and _is_field_info(param.default):
+        if param.kind is param.VAR_KEYWORD:
+            any_name = True
+        if param.name in skip:
+            continue
+        if _is_field_info(param.default):
             raise TypeError(
                 f"tool {name!r}: parameter {param.name!r} has a pydantic Field(...) as its"
                 " default; with input_schema= the function gets the arguments as they are,"
                 " so it would get the Field itself: give a plain default (and the bounds"
                 " in the schema)"
             )
-
-
-def _custom_required(fn: Callable[..., Any], skip: Sequence[str]) -> tuple[str, ...]:
-    """``ToolEntry.custom_required``: the named parameters without a default."""
-    return tuple(
-        param.name
-        for param in inspect.signature(fn).parameters.values()
-        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
-        and param.default is param.empty
-        and param.name not in skip
-    )
+        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            names.append(param.name)
+            if param.default is param.empty:
+                required.append(param.name)
+    return (None if any_name else frozenset(names)), tuple(required)
 
 
 def _plain_params(fn: Callable[..., Any], skip: tuple[str, ...]) -> dict[str, type] | None:
@@ -601,19 +615,6 @@ def _task_support(name: str, task: object, start: object) -> TaskSupport | None:
     if task is False or task is None:
         return None
     raise ValueError(f"tool {name!r}: task must be True, False, 'optional' or 'required'")
-
-
-def _custom_params(fn: Callable[..., Any], skip: Sequence[str]) -> frozenset[str] | None:
-    """The argument names a function with a verbatim ``inputSchema`` accepts: its named
-    parameters, or ``None`` (any name) when it takes ``**kwargs``: the schema, which the
-    function checks itself, may allow more than its ``properties``."""
-    names: set[str] = set()
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind is param.VAR_KEYWORD:
-            return None
-        if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-            names.add(param.name)
-    return frozenset(names - set(skip))
 
 
 @final
