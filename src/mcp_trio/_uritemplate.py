@@ -185,20 +185,26 @@ class _Operator:
     stops: str
     """Characters the matched text never contains: the expression's delimiters (its
     percent-decoded value may contain them; see the module docstring's warning)."""
-    segment: bool
-    """Whether a matched value must be one path segment (:func:`_one_segment`)."""
+    segment: bool = attrs.field(init=False)
+    """Whether a matched value must be one path segment (:func:`_one_segment`): that of
+    a positional expression not of reserved expansion (``{x}``, ``{.x}``, ``{/x}``).
+    (Stored, not a property: it is read on each match.)"""
+
+    @segment.default
+    def _segment(self) -> bool:
+        return not (self.named or self.reserved)
 
 
 # RFC 6570 appendix A, plus our matching rules (see the module docstring).
 _OPERATORS = {
-    "": _Operator("", ",", named=False, ifemp="", reserved=False, stops="/?#", segment=True),
-    "+": _Operator("", ",", named=False, ifemp="", reserved=True, stops="#", segment=False),
-    "#": _Operator("#", ",", named=False, ifemp="", reserved=True, stops="#", segment=False),
-    ".": _Operator(".", ".", named=False, ifemp="", reserved=False, stops="/?#.", segment=True),
-    "/": _Operator("/", "/", named=False, ifemp="", reserved=False, stops="/?#", segment=True),
-    ";": _Operator(";", ";", named=True, ifemp="", reserved=False, stops=";/?#", segment=False),
-    "?": _Operator("?", "&", named=True, ifemp="=", reserved=False, stops="&#", segment=False),
-    "&": _Operator("&", "&", named=True, ifemp="=", reserved=False, stops="&#", segment=False),
+    "": _Operator("", ",", named=False, ifemp="", reserved=False, stops="/?#"),
+    "+": _Operator("", ",", named=False, ifemp="", reserved=True, stops="#"),
+    "#": _Operator("#", ",", named=False, ifemp="", reserved=True, stops="#"),
+    ".": _Operator(".", ".", named=False, ifemp="", reserved=False, stops="/?#."),
+    "/": _Operator("/", "/", named=False, ifemp="", reserved=False, stops="/?#"),
+    ";": _Operator(";", ";", named=True, ifemp="", reserved=False, stops=";/?#"),
+    "?": _Operator("?", "&", named=True, ifemp="=", reserved=False, stops="&#"),
+    "&": _Operator("&", "&", named=True, ifemp="=", reserved=False, stops="&#"),
 }
 #: What a ``{+x}``/``{#x}`` value leaves to what follows it: these characters start named
 #: expressions or separate values; a ``/`` or a literal's first character is kept.
