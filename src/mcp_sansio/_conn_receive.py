@@ -501,8 +501,10 @@ class _Receiving(_Handshake):
         An unterminated last line that :meth:`receive_bytes` holds is taken as a final
         message first (as :meth:`receive_bytes_eof` does; its events come first).
         Our requests still in flight will never be answered
-        (``ConnectionClosed.unanswered``). By default the peer's requests in flight are
-        abandoned too (``ConnectionClosed.abandoned``) and nothing more is sent: what
+        (``ConnectionClosed.unanswered``), nor those awaiting input (an
+        :class:`InputRequired` not yet retried or abandoned), whose retry cannot go
+        out. By default the peer's requests in flight are abandoned too
+        (``ConnectionClosed.abandoned``) and nothing more is sent: what
         the core would answer by itself to that last line (a ping's result, -32700 for
         an invalid line) is not queued. What was queued before the call is left to
         drain. With ``keep_answering`` or ``fail_inflight`` the output goes on, and
@@ -575,7 +577,11 @@ class _Receiving(_Handshake):
             self._forget_out(rid, self._pending[rid], "late")
         self._pending.clear()
         self._timers.clear()
-        self._awaiting_input.clear()
+        if self._awaiting_input:
+            # Calls whose InputRequired the driver has not answered yet: no retry can
+            # go out now, so they end here too, under the id the driver holds.
+            unanswered += _ids_of(self._awaiting_input)
+            self._awaiting_input.clear()
         self._probe_id = None
         self._restarting = False
         self._held.clear()

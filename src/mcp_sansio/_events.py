@@ -300,7 +300,10 @@ class ConnectionClosed:
     """The input ended. Every request listed here will never be answered."""
 
     unanswered: tuple[RequestId, ...]
-    """Our requests that were still in flight, in the order they were sent."""
+    """Our requests that were still in flight, in the order they were sent; then, modern
+    era, those awaiting input (their :class:`InputRequired` came, and neither
+    :meth:`Connection.retry_with_input` nor :meth:`Connection.abandon_request` followed),
+    under that event's ``request_id``, in the order their rounds came."""
     abandoned: tuple[RequestId, ...] = ()
     """The peer's requests we had not answered yet (their answers can no longer be sent)."""
 

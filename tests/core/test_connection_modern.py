@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from mcp_sansio import (
     Connection,
+    ConnectionClosed,
     ConnectionConfig,
     Era,
     ErrorCode,
@@ -622,6 +623,28 @@ def test_input_rounds_are_bounded() -> None:
     pair.client.abandon_request(need.request_id)
     with pytest.raises(LocalProtocolError):
         pair.client.retry_with_input(need.request_id, {}, now=0.0)
+
+
+@pytest.mark.parametrize("end", ["receive_eof", "send_failed"])
+def test_a_call_awaiting_input_is_unanswered_when_the_connection_closes(end: str) -> None:
+    # A call whose question is on the user's screen (InputRequired, no retry yet) can
+    # never be retried once the input ends: ConnectionClosed lists it with the calls in
+    # flight, under the id the driver holds. It used to be forgotten silently, so a
+    # driver that waits on ConnectionClosed for its calls' ends never learnt of it.
+    pair = modern_pair()
+    asked, dropped, sent = (
+        pair.client.send_request("tools/call", {"name": name}, now=0.0) for name in "abc"
+    )
+    requests = [e for e in pair.deliver(pair.client) if isinstance(e, RequestReceived)]
+    for request in requests[:2]:
+        pair.server.send_input_required(request.request_id, ELICIT, now=0.0)
+    rounds = [e for e in pair.deliver(pair.server) if isinstance(e, InputRequired)]
+    assert [e.request_id for e in rounds] == [asked, dropped]
+    pair.client.abandon_request(dropped)  # (given up: not the connection's to list)
+    closed = only(getattr(pair.client, end)(), ConnectionClosed)
+    assert closed.unanswered == (sent, asked) and closed.abandoned == ()
+    with pytest.raises(LocalProtocolError):
+        pair.client.retry_with_input(asked, {}, now=0.0)
 
 
 def test_expired_request_state_is_refused() -> None:
