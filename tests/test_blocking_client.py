@@ -176,9 +176,18 @@ def test_legacy_callback_failures_are_answered_as_errors() -> None:
         assert client.call_tool("ask", {"what": ["roots"]}).text == "roots=file:///a"
 
 
-def test_a_callback_error_that_cannot_be_written_is_answered_all_the_same() -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        ErrorData(code=-32000, message="no", data={"not": {"json"}}),  # TypeError
+        ErrorData(code=True, message="no"),  # the core's LocalProtocolError
+    ],
+)
+def test_a_callback_error_that_cannot_be_written_is_answered_all_the_same(
+    error: ErrorData,
+) -> None:
     def odd(params: t.CreateMessageRequestParams) -> dict[str, Any]:
-        raise McpError(ErrorData(code=-32000, message="no", data={"not": {"json"}}))
+        raise McpError(error)
 
     with spawn(era="legacy", on_sampling=odd, roots=["file:///a"]) as client:
         with pytest.raises(McpError):  # the server's handler failed on our -32603

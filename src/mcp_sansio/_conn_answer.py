@@ -15,7 +15,7 @@ from typing import Any
 from . import _modern, _tasks
 from ._conn_base import _CACHEABLE_METHODS, _COMPLETE, _LEGACY, _LOG_RANK, _MODERN, _ConnectionBase
 from ._conn_records import _ids_of
-from ._errors import ErrorData, LocalProtocolError
+from ._errors import LocalProtocolError
 from ._events import RequestReceived
 from ._json import dumps
 from ._jsonrpc import JSONRPC, RequestId, error_response, notification, result_response
@@ -160,16 +160,21 @@ class _Answering(_ConnectionBase):
         """Answer the peer's request ``request_id`` with an error.
 
         Raises:
-            LocalProtocolError: as for :meth:`send_result`.
-            TypeError: ``code`` is not an integer, ``message`` not a string, or ``data``
-                not JSON-serializable. No state changed: the request can still be
-                answered (e.g. with an error without that ``data``).
+            LocalProtocolError: as for :meth:`send_result`; or ``code`` is not an
+                integer (a ``bool`` is not one) or ``message`` not a string. No state
+                changed.
+            TypeError: ``data`` is not JSON-serializable. No state changed: the request
+                can still be answered (e.g. with an error without that ``data``).
         """
         if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
-            raise TypeError(
+            raise LocalProtocolError(
                 f"an error's code is an int and its message a str: {code!r}, {message!r}"
             )
-        reply = error_response(request_id, ErrorData(code=code, message=message, data=data))
+        # ErrorData(...).to_wire(), written out (two frames less per error answer).
+        error: dict[str, Any] = {"code": int(code), "message": message}
+        if data is not None:
+            error["data"] = data
+        reply = {"jsonrpc": JSONRPC, "id": request_id, "error": error}
         payload = dumps(reply)  # check first (may raise), change state after
         if self._take_inbound(request_id) is None:
             return

@@ -1359,7 +1359,7 @@ class BlockingClient(HandshakeFacts):
                 raise
             else:
                 self._conn.send_result(rid, result)
-        except (TypeError, ValueError):  # the core refused the answer (not JSON...)
+        except (LocalProtocolError, TypeError, ValueError):  # the core refused the answer
             logger.exception("the answer to %s cannot be sent", event.method)
             self._conn.send_error(rid, ErrorCode.INTERNAL_ERROR, "Internal error")
 

@@ -11,6 +11,7 @@ from mcp_sansio import (
     ConnectionConfig,
     Era,
     ErrorCode,
+    ErrorData,
     ErrorReceived,
     HandshakeCompleted,
     InvalidMessageReceived,
@@ -83,31 +84,50 @@ def test_send_log_rules() -> None:
 
 
 @pytest.mark.parametrize(
-    ("code", "message", "data"),
+    ("code", "message", "data", "raised"),
     [
-        (-32000, "boom", {"ids": {1, 2}}),
-        (-32000, "boom", object()),
-        ("E1", "boom", None),
-        (True, "boom", None),
-        (-32000, None, None),
+        (-32000, "boom", {"ids": {1, 2}}, TypeError),
+        (-32000, "boom", object(), TypeError),
+        ("E1", "boom", None, LocalProtocolError),
+        (True, "boom", None, LocalProtocolError),
+        (-32000.0, "boom", None, LocalProtocolError),
+        (-32000, None, None, LocalProtocolError),
+        (-32000, b"boom", None, LocalProtocolError),
     ],
 )
 def test_an_error_that_cannot_be_sent_leaves_the_request_answerable(
-    code: Any, message: Any, data: Any
+    code: Any, message: Any, data: Any, raised: type[Exception]
 ) -> None:
     # Every request gets exactly one answer: an error the core cannot write (data that
     # is not JSON, a code that is not an int) raises and changes nothing, so the
     # request can still be answered. It used to be dropped first, then never answered.
+    # A code or message of the wrong type is the caller's mistake, LocalProtocolError
+    # as for the core's other arguments (it was a TypeError); data is the JSON
+    # library's to refuse, a TypeError as for send_result.
     pair = ready_pair()
     pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
     req = only(pair.deliver(pair.client), RequestReceived)
-    with pytest.raises(TypeError):
+    with pytest.raises(raised):
         pair.server.send_error(req.request_id, code, message, data)
     assert pair.server.inflight_requests() == (req.request_id,)
     assert pair.server.data_to_send() == []
     pair.server.send_error(req.request_id, -32603, "Internal error")
     answer = only(pair.deliver(pair.server), ErrorReceived)
     assert answer.error.code == -32603
+
+
+@pytest.mark.parametrize("data", [None, {"field": "name"}, 0, ""])
+def test_an_error_goes_out_as_its_error_data_says(data: Any) -> None:
+    # send_error writes the error object itself: what ErrorData.to_wire() gives (the
+    # code an int, also from an ErrorCode; data left out only when None).
+    pair = ready_pair()
+    pair.client.send_request("tools/call", {"name": "t"}, now=0.0)
+    req = only(pair.deliver(pair.client), RequestReceived)
+    pair.server.send_error(req.request_id, ErrorCode.INVALID_PARAMS, "bad", data)
+    (wire,) = [loads(p) for p in pair.server.data_to_send()]
+    error = ErrorData(code=ErrorCode.INVALID_PARAMS, message="bad", data=data)
+    assert wire == {"jsonrpc": "2.0", "id": req.request_id, "error": error.to_wire()}
+    assert ("data" in wire["error"]) is (data is not None)
 
 
 def test_progress_for_cancelled_request_is_quietly_dropped() -> None:
