@@ -31,7 +31,7 @@ from ._conn_base import (
 )
 from ._conn_handshake import _Handshake
 from ._conn_records import _Batch, _ids_of, _Outbound, _Req
-from ._errors import ErrorCode, ErrorData
+from ._errors import ErrorCode, ErrorData, LocalProtocolError
 from ._events import (
     _REQUEST_RECEIVED_BLANK,
     _RESULT_RECEIVED_BLANK,
@@ -531,9 +531,18 @@ class _Receiving(_Handshake):
             ValueError: ``fail_inflight`` with ``keep_answering``; or ``now`` left out
                 while :meth:`receive_bytes` holds an unterminated line (or is skipping
                 an oversize one). No state changed.
+            LocalProtocolError: ``fail_inflight``'s code is not an integer or its
+                message not a string, as :meth:`send_error` refuses them (also with
+                no request in flight). No state changed.
         """
-        if fail_inflight is not None and keep_answering:
-            raise ValueError("fail_inflight answers what keep_answering keeps open")
+        if fail_inflight is not None:
+            if keep_answering:
+                raise ValueError("fail_inflight answers what keep_answering keeps open")
+            code, message = fail_inflight
+            if isinstance(code, bool) or not isinstance(code, int) or not isinstance(message, str):
+                raise LocalProtocolError(
+                    f"an error's code is an int and its message a str: {code!r}, {message!r}"
+                )
         if self._closed:
             last = []
         else:

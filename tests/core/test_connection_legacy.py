@@ -1779,6 +1779,27 @@ def test_a_refused_receive_eof_takes_no_last_line() -> None:
     assert isinstance(request, RequestReceived)
 
 
+@pytest.mark.parametrize("error", [(True, "bye"), (-32603.0, "bye"), (-32603, None)])
+@pytest.mark.parametrize("inflight", [False, True])
+def test_a_fail_inflight_error_that_cannot_be_sent_is_refused_first(
+    error: tuple[Any, Any], inflight: bool
+) -> None:
+    # send_error's rule (a code that is an int, no bool; a message that is a str),
+    # checked before anything: it raised only with a request in flight (a TypeError,
+    # after taking the last line), and an idle server closed with it unnoticed.
+    server = ready_pair().server
+    if inflight:
+        feed(server, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    server.receive_bytes(b'{"jsonrpc":"2.0","id":7,"method":"tools/list"}', now=0.0)
+    with pytest.raises(LocalProtocolError, match="code is an int"):
+        server.receive_eof(now=0.0, fail_inflight=error)
+    assert server.inflight_requests() == ((3,) if inflight else ()) and not server.closed
+    assert server.data_to_send() == []
+    request, closed = server.receive_eof(now=0.0, fail_inflight=(ErrorCode.INTERNAL_ERROR, "bye"))
+    assert isinstance(request, RequestReceived) and request.request_id == 7
+    assert closed == ConnectionClosed(unanswered=(), abandoned=(*((3,) if inflight else ()), 7))
+
+
 def test_send_failed_takes_no_last_line() -> None:
     # The output is broken: a request nobody can answer is not delivered.
     server = ready_pair().server
